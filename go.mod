@@ -1,0 +1,32 @@
+module github.com/apelora/fabric
+
+go 1.26.8
+
+tool (
+	github.com/99designs/gqlgen
+	github.com/Khan/genqlient
+)
+
+require (
+	github.com/99designs/gqlgen v0.17.98 // indirect
+	github.com/Khan/genqlient v0.8.1 // indirect
+	github.com/agnivade/levenshtein v1.2.2 // indirect
+	github.com/alexflint/go-arg v1.5.1 // indirect
+	github.com/alexflint/go-scalar v1.2.0 // indirect
+	github.com/bmatcuk/doublestar/v4 v4.6.1 // indirect
+	github.com/dghubble/oauth1 v0.7.3 // indirect
+	github.com/goccy/go-yaml v1.19.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/sosodev/duration v1.4.0 // indirect
+	github.com/urfave/cli/v3 v3.14.0 // indirect
+	github.com/vektah/gqlparser/v2 v2.5.64 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+	gopkg.in/yaml.v2 v2.4.0 // indirect
+)
