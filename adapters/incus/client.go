@@ -1,0 +1,344 @@
+package incus
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// maxBody bounds what the client reads from one answer.
+const maxBody = 32 << 20
+
+// Client is a typed Incus REST client. It is safe for concurrent use.
+type Client struct {
+	base        string // "https://host:port" or "http://incus" for the socket
+	endpoint    string // what to name in messages: the URL or "unix:<path>"
+	hc          *http.Client
+	timeout     time.Duration
+	logger      *slog.Logger
+	fingerprint string // pinned cluster certificate (first one), hex; empty for the socket
+}
+
+// New builds a client from cfg. It reads the certificate files now, so a bad path or a
+// key that does not match fails here, not on the first call.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{timeout: cfg.Timeout, logger: cfg.Logger}
+	if c.timeout == 0 {
+		c.timeout = DefaultTimeout
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:                 nil, // Incus is reached directly, never through an environment proxy
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+	}
+	if cfg.SocketPath != "" {
+		sock := cfg.SocketPath
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "unix", sock)
+		}
+		c.base = "http://incus"
+		c.endpoint = "unix:" + sock
+	} else {
+		cert, err := tls.LoadX509KeyPair(cfg.ClientCertFile, cfg.ClientKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("load Incus client certificate %s and key %s: %w (check %s and %s)",
+				cfg.ClientCertFile, cfg.ClientKeyFile, err, EnvClientCert, EnvClientKey)
+		}
+		pins, err := readPins(cfg.ServerCertFile)
+		if err != nil {
+			return nil, err
+		}
+		c.fingerprint = pins[0]
+		tr.DialContext = dialer.DialContext
+		tr.ForceAttemptHTTP2 = true
+		tr.TLSClientConfig = pinnedTLSConfig(cert, pins)
+		c.base = strings.TrimRight(cfg.URL, "/")
+		c.endpoint = c.base
+	}
+	c.hc = &http.Client{
+		Transport: tr,
+		// Incus never redirects the calls we make; following one would leave the pinned member.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return c, nil
+}
+
+// readPins returns the SHA-256 fingerprints (hex) of every certificate in a PEM file.
+func readPins(file string) ([]string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read Incus cluster certificate (%s): %w", EnvServerCert, err)
+	}
+	var pins []string
+	for rest := data; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return nil, fmt.Errorf("Incus cluster certificate %s: %w", file, err)
+		}
+		pins = append(pins, Fingerprint(block.Bytes))
+	}
+	if len(pins) == 0 {
+		return nil, fmt.Errorf("Incus cluster certificate %s holds no PEM CERTIFICATE block (%s must be $INCUS_DIR/cluster.crt of a member)", file, EnvServerCert)
+	}
+	return pins, nil
+}
+
+// Fingerprint returns the SHA-256 fingerprint, lower-case hex, of a DER certificate: the
+// form Incus uses for certificate_fingerprint and in join tokens.
+func Fingerprint(der []byte) string {
+	sum := sha256.Sum256(der)
+	return hex.EncodeToString(sum[:])
+}
+
+// pinnedTLSConfig presents cert and accepts only a server whose leaf certificate has one of
+// the pinned fingerprints. Host-name verification is off on purpose: every member presents
+// the cluster certificate, whose SANs need not name the member. No session cache is set,
+// so every connection runs VerifyPeerCertificate.
+func pinnedTLSConfig(cert tls.Certificate, pins []string) *tls.Config {
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		Certificates:       []tls.Certificate{cert},
+		InsecureSkipVerify: true, // replaced by the pin check below
+		VerifyPeerCertificate: func(rawCerts [][]byte, _ [][]*x509.Certificate) error {
+			if len(rawCerts) == 0 {
+				return fmt.Errorf("%w: the server sent no certificate", ErrCertificateMismatch)
+			}
+			got := Fingerprint(rawCerts[0])
+			if slices.Contains(pins, got) {
+				return nil
+			}
+			return fmt.Errorf("%w: server presented %s, pinned %s; check %s",
+				ErrCertificateMismatch, got, pins[0], EnvServerCert)
+		},
+	}
+}
+
+// PinnedFingerprint returns the fingerprint of the pinned cluster certificate, or "" for
+// a unix-socket client. Join tokens carry the same value.
+func (c *Client) PinnedFingerprint() string { return c.fingerprint }
+
+// Endpoint names what the client talks to: the member URL or "unix:<socket path>".
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// Response types and operation status codes.
+const (
+	typeSync  = "sync"
+	typeAsync = "async"
+	typeError = "error"
+
+	StatusCreated    = 100
+	StatusRunning    = 103
+	StatusCancelling = 104
+	StatusPending    = 105
+	StatusSuccess    = 200
+	StatusFailure    = 400
+	StatusCancelled  = 401
+)
+
+// envelope is Incus's response wrapper.
+type envelope struct {
+	Type       string          `json:"type"`
+	Status     string          `json:"status"`
+	StatusCode int             `json:"status_code"`
+	Operation  string          `json:"operation"`
+	ErrorCode  int             `json:"error_code"`
+	Error      string          `json:"error"`
+	Metadata   json.RawMessage `json:"metadata"`
+}
+
+// request describes one call.
+type request struct {
+	method  string
+	path    string     // "/1.0/..." unescaped segments must be escaped by the caller
+	query   url.Values // may be nil
+	body    any        // JSON-encoded when non-nil
+	ifMatch string     // ETag without quotes
+	timeout time.Duration
+}
+
+func (r request) uri() string {
+	if len(r.query) == 0 {
+		return r.path
+	}
+	return r.path + "?" + r.query.Encode()
+}
+
+// result is what a successful call returns besides the metadata.
+type result struct {
+	httpStatus int
+	etag       string
+	typ        string
+	operation  string // operation URL for async answers
+}
+
+// call sends req and decodes the metadata of a sync or async answer into out (when out
+// is non-nil). Error envelopes become *Error.
+func (c *Client) call(ctx context.Context, req request, out any) (result, error) {
+	timeout := req.timeout
+	if timeout == 0 {
+		timeout = c.timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var body io.Reader
+	if req.body != nil {
+		b, err := json.Marshal(req.body)
+		if err != nil {
+			return result{}, fmt.Errorf("incus %s %s: encode request: %w", req.method, req.path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.method, c.base+req.uri(), body)
+	if err != nil {
+		return result{}, fmt.Errorf("incus %s %s: %w", req.method, req.path, err)
+	}
+	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set("User-Agent", "apelora-fabric")
+	if body != nil {
+		hreq.Header.Set("Content-Type", "application/json")
+	}
+	if req.ifMatch != "" {
+		hreq.Header.Set("If-Match", `"`+strings.Trim(req.ifMatch, `"`)+`"`)
+	}
+
+	start := time.Now()
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		return result{}, fmt.Errorf("incus %s %s at %s: %w", req.method, req.path, c.endpoint, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	// Answers may carry secrets (join token operations); wipe the buffer once decoded.
+	defer clear(raw)
+	if c.logger != nil {
+		c.logger.LogAttrs(ctx, slog.LevelDebug, "incus request",
+			slog.String("method", req.method), slog.String("path", req.path),
+			slog.Int("status", resp.StatusCode), slog.Duration("took", time.Since(start)))
+	}
+	if err != nil {
+		return result{}, fmt.Errorf("incus %s %s: read answer: %w", req.method, req.path, err)
+	}
+	if len(raw) > maxBody {
+		return result{}, fmt.Errorf("incus %s %s: answer larger than %d bytes", req.method, req.path, maxBody)
+	}
+	res := result{httpStatus: resp.StatusCode, etag: strings.Trim(resp.Header.Get("Etag"), `"`)}
+	return res, decodeAnswer(req.method, req.uri(), resp.StatusCode, raw, &res, out)
+}
+
+// decodeAnswer interprets an Incus answer. It is separate from call for unit tests.
+func decodeAnswer(method, uri string, httpStatus int, raw []byte, res *result, out any) error {
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil || env.Type == "" {
+		// Not an Incus envelope (a proxy, a crash page, an empty body).
+		if httpStatus >= 400 {
+			return &Error{Status: httpStatus, Message: snippet(raw, http.StatusText(httpStatus)), Method: method, Path: uri}
+		}
+		return fmt.Errorf("incus %s %s: answer (HTTP %d) is not an Incus response", method, uri, httpStatus)
+	}
+	defer clear(env.Metadata)
+	res.typ = env.Type
+	res.operation = env.Operation
+	switch env.Type {
+	case typeError:
+		status := env.ErrorCode
+		if status == 0 {
+			status = httpStatus
+		}
+		msg := env.Error
+		if msg == "" {
+			msg = http.StatusText(status)
+		}
+		return &Error{Status: status, Message: msg, Method: method, Path: uri}
+	case typeSync, typeAsync:
+		if httpStatus >= 400 {
+			return &Error{Status: httpStatus, Message: "unexpected " + env.Type + " answer with an error status", Method: method, Path: uri}
+		}
+		if out == nil || len(env.Metadata) == 0 || string(env.Metadata) == "null" {
+			return nil
+		}
+		if err := json.Unmarshal(env.Metadata, out); err != nil {
+			return fmt.Errorf("incus %s %s: decode %s answer: %w", method, uri, env.Type, err)
+		}
+		return nil
+	default:
+		return fmt.Errorf("incus %s %s: unknown answer type %q", method, uri, env.Type)
+	}
+}
+
+// snippet returns a short printable excerpt of a non-Incus body.
+func snippet(raw []byte, fallback string) string {
+	s := strings.TrimSpace(string(raw))
+	if s == "" || !utf8.ValidString(s) {
+		return fallback
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// unwrapURLError drops *url.Error's "Get \"https://…\":" prefix (the URL is named by the caller).
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// get is a GET with sync metadata decoded into out.
+func (c *Client) get(ctx context.Context, p string, query url.Values, out any) (result, error) {
+	return c.call(ctx, request{method: http.MethodGet, path: p, query: query}, out)
+}
+
+// targetQuery returns ?target=member (nil for "").
+func targetQuery(target string) url.Values {
+	if target == "" {
+		return nil
+	}
+	return url.Values{"target": {target}}
+}
+
+// seg escapes one path segment.
+func seg(s string) string { return url.PathEscape(s) }
+
+// operationID extracts the id from "/1.0/operations/<id>".
+func operationID(u string) string {
+	u, _, _ = strings.Cut(u, "?")
+	return path.Base(u)
+}

@@ -1,0 +1,123 @@
+package incus
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Environment variables read by ConfigFromEnv.
+const (
+	EnvURL        = "APELORA_INCUS_URL"         // https://host:port of one cluster member
+	EnvClientCert = "APELORA_INCUS_CLIENT_CERT" // PEM file: Apelora's admin client certificate
+	EnvClientKey  = "APELORA_INCUS_CLIENT_KEY"  // PEM file: its private key
+	EnvServerCert = "APELORA_INCUS_SERVER_CERT" // PEM file: the cluster certificate to pin
+	EnvSocket     = "APELORA_INCUS_SOCKET"      // path of a local daemon's unix.socket
+)
+
+// DefaultTimeout bounds every call whose Config.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
+
+// Config says how to reach Incus. Either URL with the three certificate files, or
+// SocketPath; never both.
+type Config struct {
+	// URL of one cluster member, for example "https://10.0.0.5:8443".
+	URL string
+	// ClientCertFile and ClientKeyFile hold Apelora's admin identity (PEM), which the
+	// cluster trusts.
+	ClientCertFile string
+	ClientKeyFile  string
+	// ServerCertFile holds the cluster certificate (PEM, $INCUS_DIR/cluster.crt on any
+	// member). The client pins its SHA-256 fingerprint; every CERTIFICATE block in the file
+	// is accepted, which allows a rotation.
+	ServerCertFile string
+
+	// SocketPath of a local daemon ($INCUS_DIR/unix.socket); everyone on it is an admin.
+	SocketPath string
+
+	// Timeout bounds each call; zero means DefaultTimeout. Operation waits get their own
+	// bound plus a margin.
+	Timeout time.Duration
+
+	// Logger receives one debug line per request (method, path, status, duration); never
+	// bodies or headers. Nil means no logging.
+	Logger *slog.Logger
+}
+
+// Configured reports whether any endpoint is set. A zero Config is "not configured".
+func (c Config) Configured() bool {
+	return c.URL != "" || c.SocketPath != "" || c.ClientCertFile != "" || c.ClientKeyFile != "" || c.ServerCertFile != ""
+}
+
+// UsesSocket reports whether the configuration points at a unix socket.
+func (c Config) UsesSocket() bool { return c.SocketPath != "" }
+
+// Validate checks that the configuration is complete and unambiguous. It returns an error
+// matching ErrNotConfigured when nothing is set.
+func (c Config) Validate() error {
+	if !c.Configured() {
+		return ErrNotConfigured
+	}
+	https := map[string]string{
+		EnvURL:        c.URL,
+		EnvClientCert: c.ClientCertFile,
+		EnvClientKey:  c.ClientKeyFile,
+		EnvServerCert: c.ServerCertFile,
+	}
+	order := []string{EnvURL, EnvClientCert, EnvClientKey, EnvServerCert}
+	var set, missing []string
+	for _, k := range order {
+		if https[k] != "" {
+			set = append(set, k)
+		} else {
+			missing = append(missing, k)
+		}
+	}
+	if c.SocketPath != "" {
+		if len(set) > 0 {
+			return fmt.Errorf("ambiguous Incus configuration: %s and %s are both set; "+
+				"use either the unix socket or HTTPS, not both", EnvSocket, strings.Join(set, ", "))
+		}
+		return nil
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("incomplete Incus configuration: %s set but %s missing; "+
+			"HTTPS needs the member URL, the client certificate and key, and the cluster certificate to pin",
+			strings.Join(set, ", "), strings.Join(missing, ", "))
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return fmt.Errorf("%s is not a URL: %w", EnvURL, err)
+	}
+	if u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%s must look like https://host:8443, got %q", EnvURL, c.URL)
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return errors.New(EnvURL + " must hold only scheme, host and port (no path, query or user)")
+	}
+	if c.Timeout < 0 {
+		return errors.New("Incus timeout must not be negative")
+	}
+	return nil
+}
+
+// ConfigFromEnv reads the APELORA_INCUS_* variables through getenv (pass os.Getenv).
+// Nothing set gives an error matching ErrNotConfigured; a half-given HTTPS configuration
+// or both HTTPS and socket give an error that names the variables.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	c := Config{
+		URL:            strings.TrimRight(get(EnvURL), "/"),
+		ClientCertFile: get(EnvClientCert),
+		ClientKeyFile:  get(EnvClientKey),
+		ServerCertFile: get(EnvServerCert),
+		SocketPath:     get(EnvSocket),
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}

@@ -1,0 +1,109 @@
+package incus
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Sentinel errors. An *Error matches the one that fits its HTTP status with errors.Is.
+var (
+	// ErrNotFound matches a 404 from Incus (unknown member, pool, operation, target…) and
+	// the client's own "nothing to act on" answers, such as revoking a token that is not
+	// pending.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict matches a 409 from Incus, for example a certificate that is already trusted.
+	ErrConflict = errors.New("conflict")
+	// ErrPreconditionFailed matches a 412 from Incus: the ETag sent with If-Match is stale;
+	// read the object again and retry.
+	ErrPreconditionFailed = errors.New("precondition failed")
+	// ErrForbidden matches a 403 from Incus: the client certificate is not trusted, or not
+	// allowed to do this.
+	ErrForbidden = errors.New("forbidden")
+
+	// ErrNotConfigured is returned by ConfigFromEnv and New when no Incus endpoint is
+	// configured at all.
+	ErrNotConfigured = errors.New("no Incus endpoint configured: set APELORA_INCUS_URL, " +
+		"APELORA_INCUS_CLIENT_CERT, APELORA_INCUS_CLIENT_KEY and APELORA_INCUS_SERVER_CERT, " +
+		"or APELORA_INCUS_SOCKET")
+	// ErrCertificateMismatch is returned (wrapped) when the server presents a certificate
+	// whose fingerprint is not the pinned cluster certificate.
+	ErrCertificateMismatch = errors.New("Incus server certificate does not match the pinned cluster certificate")
+	// ErrUntrusted is returned (wrapped) by ServerInfo when Incus answers but does not trust
+	// the client certificate.
+	ErrUntrusted = errors.New("Incus does not trust the client certificate")
+	// ErrWaitTimeout is returned (wrapped) when waiting for an operation ran out of time
+	// before the operation finished. The operation itself goes on.
+	ErrWaitTimeout = errors.New("operation still running after the wait timeout")
+	// ErrNoJoinToken is returned (wrapped) by RevokeJoinToken when no join token is pending
+	// for the name. It matches ErrNotFound.
+	ErrNoJoinToken = fmt.Errorf("no pending join token: %w", ErrNotFound)
+)
+
+// Error is an error answer from Incus.
+type Error struct {
+	// Status is Incus's error_code, which equals the HTTP status except for a timed-out
+	// operation wait (HTTP 200 with an error body carrying 500).
+	Status int
+	// Message is Incus's error text.
+	Message string
+	// Method and Path name the request (Path includes the query string).
+	Method string
+	Path   string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("incus %s %s: %s (%d %s)", e.Method, e.Path, e.Message, e.Status, http.StatusText(e.Status))
+}
+
+// Is makes errors.Is(err, ErrNotFound) and friends work on *Error.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrNotFound:
+		return e.Status == http.StatusNotFound
+	case ErrConflict:
+		return e.Status == http.StatusConflict
+	case ErrPreconditionFailed:
+		return e.Status == http.StatusPreconditionFailed
+	case ErrForbidden:
+		return e.Status == http.StatusForbidden
+	}
+	return false
+}
+
+// IsNotFound reports whether err says the object (member, pool, operation, pending join
+// token…) does not exist.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// IsConflict reports whether Incus answered 409 Conflict.
+func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
+
+// IsPreconditionFailed reports whether Incus refused a write because the ETag was stale.
+func IsPreconditionFailed(err error) bool { return errors.Is(err, ErrPreconditionFailed) }
+
+// IsForbidden reports whether Incus answered 403 (client certificate not trusted or not allowed).
+func IsForbidden(err error) bool { return errors.Is(err, ErrForbidden) }
+
+// OperationError reports an operation that finished without success (Failure or Cancelled).
+type OperationError struct {
+	ID          string
+	Description string
+	Status      string // "Failure" or "Cancelled"
+	StatusCode  int    // 400 or 401
+	Err         string // Incus's message for a failure
+}
+
+func (e *OperationError) Error() string {
+	msg := fmt.Sprintf("incus operation %s (%s) ended %s", e.ID, e.Description, e.Status)
+	if e.Err != "" {
+		msg += ": " + e.Err
+	}
+	return msg
+}
+
+// IsCancelled reports whether err is an operation that ended Cancelled (a join token that
+// was used, revoked, replaced or expired ends this way too).
+func IsCancelled(err error) bool {
+	var oe *OperationError
+	return errors.As(err, &oe) && oe.StatusCode == StatusCancelled
+}

@@ -1,0 +1,139 @@
+package incus
+
+import (
+	"context"
+	"fmt"
+	"sort"
+)
+
+// ServerInfo is what GET /1.0 says about one member.
+type ServerInfo struct {
+	ServerName             string
+	ServerVersion          string // e.g. "6.0.4"
+	APIExtensions          int    // number of API extensions; members of one cluster must agree
+	Kernel                 string // "Linux"
+	KernelVersion          string // e.g. "6.12.8-amd64"
+	KernelArchitecture     string // e.g. "x86_64"
+	Architectures          []string
+	OSName                 string // e.g. "Debian GNU/Linux"
+	OSVersion              string // e.g. "12"
+	ServerClustered        bool
+	CertificateFingerprint string // of the certificate the member presents (the cluster certificate)
+	// Auth is "trusted" or "untrusted" (how Incus sees this client).
+	Auth string
+	// Config is the server configuration: the member's own keys (core.https_address …) and
+	// the cluster-wide keys that are set. Keys left at their default are absent.
+	Config map[string]string
+}
+
+type serverJSON struct {
+	Config        map[string]any `json:"config"`
+	APIExtensions []string       `json:"api_extensions"`
+	Auth          string         `json:"auth"`
+	Environment   struct {
+		ServerName             string   `json:"server_name"`
+		ServerVersion          string   `json:"server_version"`
+		Kernel                 string   `json:"kernel"`
+		KernelVersion          string   `json:"kernel_version"`
+		KernelArchitecture     string   `json:"kernel_architecture"`
+		Architectures          []string `json:"architectures"`
+		OSName                 string   `json:"os_name"`
+		OSVersion              string   `json:"os_version"`
+		ServerClustered        bool     `json:"server_clustered"`
+		CertificateFingerprint string   `json:"certificate_fingerprint"`
+	} `json:"environment"`
+}
+
+// ServerInfo reads GET /1.0, from the member the client talks to when target is "", or
+// from member target (forwarded with ?target=). An untrusted client gets an error matching
+// ErrUntrusted (Incus answers GET /1.0 even then, without the environment).
+func (c *Client) ServerInfo(ctx context.Context, target string) (ServerInfo, error) {
+	var s serverJSON
+	if _, err := c.get(ctx, "/1.0", targetQuery(target), &s); err != nil {
+		return ServerInfo{}, err
+	}
+	info := ServerInfo{
+		ServerName:             s.Environment.ServerName,
+		ServerVersion:          s.Environment.ServerVersion,
+		APIExtensions:          len(s.APIExtensions),
+		Kernel:                 s.Environment.Kernel,
+		KernelVersion:          s.Environment.KernelVersion,
+		KernelArchitecture:     s.Environment.KernelArchitecture,
+		Architectures:          s.Environment.Architectures,
+		OSName:                 s.Environment.OSName,
+		OSVersion:              s.Environment.OSVersion,
+		ServerClustered:        s.Environment.ServerClustered,
+		CertificateFingerprint: s.Environment.CertificateFingerprint,
+		Auth:                   s.Auth,
+		Config:                 stringMap(s.Config),
+	}
+	if s.Auth != "trusted" {
+		return info, fmt.Errorf("GET /1.0 at %s: %w (auth %q); trust Apelora's certificate with "+
+			"`incus config trust add-certificate <client.crt>` on a member", c.endpoint, ErrUntrusted, s.Auth)
+	}
+	return info, nil
+}
+
+// GetServerConfig returns the server configuration from GET /1.0: cluster-wide keys such
+// as cluster.healing_threshold or cluster.offline_threshold when they are set (absent keys
+// are at their default), and the member's own keys. It never writes: this client does not
+// send PATCH /1.0 (see the package documentation).
+func (c *Client) GetServerConfig(ctx context.Context) (map[string]string, error) {
+	info, err := c.ServerInfo(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return info.Config, nil
+}
+
+// stringMap converts a JSON object of scalars into strings (Incus sends strings, but
+// older servers have sent numbers and booleans in config maps).
+func stringMap(m map[string]any) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case nil:
+			out[k] = ""
+		default:
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
+
+// ClusterInfo is GET /1.0/cluster.
+type ClusterInfo struct {
+	ServerName string `json:"server_name"`
+	Enabled    bool   `json:"enabled"`
+	// MemberConfig lists the member-specific keys of pools and networks that a joining
+	// member should supply values for (Value is always "" here).
+	MemberConfig []MemberConfigKey `json:"member_config"`
+}
+
+// MemberConfigKey is one member-specific key of a storage pool or network.
+type MemberConfigKey struct {
+	Entity      string `json:"entity"` // "storage-pool" or "network"
+	Name        string `json:"name"`
+	Key         string `json:"key"`
+	Value       string `json:"value"`
+	Description string `json:"description"`
+}
+
+// Cluster reads GET /1.0/cluster from the member the client talks to.
+func (c *Client) Cluster(ctx context.Context) (ClusterInfo, error) {
+	var ci ClusterInfo
+	_, err := c.get(ctx, "/1.0/cluster", nil, &ci)
+	sort.SliceStable(ci.MemberConfig, func(i, j int) bool {
+		a, b := ci.MemberConfig[i], ci.MemberConfig[j]
+		if a.Entity != b.Entity {
+			return a.Entity < b.Entity
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Key < b.Key
+	})
+	return ci, err
+}
