@@ -1,0 +1,813 @@
+// Package incuslab starts a real Incus cluster on loopback addresses for tests: several
+// incusd processes, each with its own INCUS_DIR, on 127.X.Y.1, 127.X.Y.2 … port 8443.
+//
+//	c := incuslab.Start(t, 3)              // skips loudly without incusd (fails under CI=true)
+//	cl := c.Client(t, c.Members[1])        // HTTPS to member 2, pinned cluster cert, client cert
+//
+// Each lab takes a whole 127.X.Y.0/24 block, chosen at random in 127.100.0.0–127.199.255.0
+// and held with an flock on /tmp/apelora-incuslab/127.X.Y.lock for the life of the lab,
+// after checking that nothing listens on its addresses, so several `go test` processes (and
+// a developer's scripts/incus-lab.sh lab) can run labs at the same time.
+//
+// Daemons run in their own session (setsid) with a parent-death signal, so they die with
+// the test process; t.Cleanup kills them by process group (SIGKILL), waits for them,
+// unmounts what incusd mounted under the lab directory and removes it. Each daemon's log
+// is kept in its directory (incusd.log, stdout.log) and printed when the test failed.
+package incuslab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	mrand "math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apelora/fabric/adapters/incus"
+)
+
+const (
+	// Port every member listens on.
+	Port = 8443
+	// Pool is the name of the dir storage pool every lab cluster has.
+	Pool = "local"
+	// DefaultIncusd is where Debian's incus-base installs the daemon.
+	DefaultIncusd = "/usr/libexec/incus/incusd"
+
+	readyTimeout = 30 * time.Second
+	cliTimeout   = 90 * time.Second
+	killTimeout  = 30 * time.Second
+	// spareHosts is how many addresses past the members are checked free at start, for StartUnjoined.
+	spareHosts = 6
+)
+
+// LockDir holds one lock file per address block (127.X.Y.lock); scripts/incus-lab.sh
+// uses the same files.
+var LockDir = filepath.Join(os.TempDir(), "apelora-incuslab")
+
+// Member is one incusd of a lab.
+type Member struct {
+	Name    string // cluster member name: m1, m2 …
+	Address string // "127.X.Y.i:8443"
+	Dir     string // its INCUS_DIR
+	PID     int    // incusd's PID (also its process group and session id)
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	state  string // "running", "frozen", "stopped"
+}
+
+// Socket returns the path of the member's unix socket.
+func (m *Member) Socket() string { return filepath.Join(m.Dir, "unix.socket") }
+
+// URL returns https://address.
+func (m *Member) URL() string { return "https://" + m.Address }
+
+// LogFile returns the path of the member's incusd log.
+func (m *Member) LogFile() string { return filepath.Join(m.Dir, "incusd.log") }
+
+// Host returns the member's IP address without the port.
+func (m *Member) Host() string { h, _, _ := net.SplitHostPort(m.Address); return h }
+
+// Cluster is a running lab.
+type Cluster struct {
+	// Members are the cluster members, m1 first (the bootstrap member, database leader at start).
+	Members []*Member
+	// Dir holds every member directory, the client certificate and the CLI configuration.
+	Dir string
+	// ClientCertFile and ClientKeyFile are Apelora's admin identity (ECDSA P-256, PEM),
+	// trusted by the cluster.
+	ClientCertFile string
+	ClientKeyFile  string
+	// ClusterCertFile is the cluster certificate (PEM) that clients pin.
+	ClusterCertFile string
+	// URL of member 1.
+	URL string
+	// Config reaches member 1 over HTTPS with the pinned cluster certificate and the client
+	// certificate; ready for incus.New.
+	Config incus.Config
+	// Block is the address prefix, e.g. "127.123.45." (members are Block+"1", Block+"2" …).
+	Block string
+	// StartupTime is how long Start took.
+	StartupTime time.Duration
+
+	incusd, cli string
+	cliConf     string
+	lock        *os.File
+
+	mu      sync.Mutex
+	daemons []*Member // every daemon started, members and unjoined
+	next    int       // next host number for StartUnjoined
+	clients []*incus.Client
+}
+
+// Start starts an n-member cluster and registers its teardown with t.Cleanup. It skips
+// the test with a clear message when incusd or the incus CLI is missing or the test does
+// not run as root, unless CI=true, where that is a failure.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("incuslab: need at least one member, got %d", n)
+	}
+	incusd, cli := Require(t)
+	began := time.Now()
+
+	dir, err := os.MkdirTemp("", "incuslab-")
+	if err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+	c := &Cluster{Dir: dir, incusd: incusd, cli: cli, cliConf: filepath.Join(dir, "cli")}
+	t.Cleanup(func() { c.teardown(t) })
+	if err := os.MkdirAll(c.cliConf, 0o700); err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+
+	block, lock, err := ReserveBlock(n + spareHosts)
+	if err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+	c.Block, c.lock, c.next = block, lock, n+1
+
+	// Start every daemon at once; they are independent until clustered.
+	ms := make([]*Member, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ms[i], errs[i] = c.startDaemon(fmt.Sprintf("m%d", i+1), i+1)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("incuslab: start daemons: %v", err)
+	}
+	daemonsUp := time.Since(began)
+
+	m1 := ms[0]
+	preseed := fmt.Sprintf(`config:
+  core.https_address: %s
+storage_pools:
+- name: %s
+  driver: dir
+cluster:
+  server_name: %s
+  enabled: true
+`, m1.Address, Pool, m1.Name)
+	if out, err := c.CLIInput(m1, preseed, "admin", "init", "--preseed"); err != nil {
+		t.Fatalf("incuslab: bootstrap %s: %v\n%s", m1.Name, err, out)
+	}
+	c.Members = []*Member{m1}
+	c.URL = m1.URL()
+	c.ClusterCertFile = filepath.Join(dir, "cluster.crt")
+	if err := copyFile(filepath.Join(m1.Dir, "cluster.crt"), c.ClusterCertFile); err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+	if err := c.makeClientCert(); err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+	if err := c.trustClientCert(m1); err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+	c.Config = c.ConfigFor(m1)
+	bootstrapped := time.Since(began)
+
+	for _, m := range ms[1:] {
+		if err := c.join(m); err != nil {
+			t.Fatalf("incuslab: %v", err)
+		}
+	}
+
+	// The cluster must answer over HTTPS with every member online.
+	cl := c.Client(t, ms[len(ms)-1])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	members, err := cl.Members(ctx)
+	if err != nil {
+		t.Fatalf("incuslab: list members over HTTPS: %v", err)
+	}
+	if len(members) != n {
+		t.Fatalf("incuslab: %d members listed, want %d", len(members), n)
+	}
+	for _, m := range members {
+		if m.Status != incus.MemberOnline {
+			t.Fatalf("incuslab: member %s is %s (%s)", m.ServerName, m.Status, m.Message)
+		}
+	}
+	c.StartupTime = time.Since(began)
+	t.Logf("incuslab: %d-member Incus cluster on %s1…%d:%d in %s ready in %s (daemons %s, bootstrap+trust %s, joins %s)",
+		n, c.Block, n, Port, c.Dir, c.StartupTime.Round(time.Millisecond), daemonsUp.Round(time.Millisecond),
+		(bootstrapped - daemonsUp).Round(time.Millisecond), (c.StartupTime - bootstrapped).Round(time.Millisecond))
+	return c
+}
+
+// Require returns the paths of incusd and the incus CLI, or skips the test (fails it
+// under CI=true) when they are missing or the test is not root. APELORA_INCUSD overrides
+// the daemon path.
+func Require(t testing.TB) (incusd, cli string) {
+	t.Helper()
+	incusd = os.Getenv("APELORA_INCUSD")
+	if incusd == "" {
+		incusd = DefaultIncusd
+	}
+	var problem string
+	if st, err := os.Stat(incusd); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		problem = fmt.Sprintf("incusd not found at %s", incusd)
+	} else if p, err := exec.LookPath("incus"); err != nil {
+		problem = "the incus CLI is not in PATH"
+	} else if os.Geteuid() != 0 {
+		problem = "incusd needs root and this test is not running as root"
+	} else {
+		cli = p
+	}
+	if problem == "" {
+		return incusd, cli
+	}
+	msg := "INCUS LAB UNAVAILABLE: " + problem + "; install incus-base and incus-client from " +
+		"bookworm-backports (scripts/test-deps.sh does it) and run the tests as root"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg + " (CI=true: a missing Incus is a failure)")
+	}
+	t.Skip(msg)
+	return "", ""
+}
+
+// ReserveBlock picks a free 127.X.Y.0/24 block (X in 100–199) whose hosts .1 … .hosts have
+// nothing listening on the Incus port, and returns its prefix "127.X.Y." with the held
+// lock file; closing the file releases the block.
+func ReserveBlock(hosts int) (string, *os.File, error) {
+	if err := os.MkdirAll(LockDir, 0o755); err != nil {
+		return "", nil, err
+	}
+	for range 200 {
+		prefix := fmt.Sprintf("127.%d.%d.", 100+mrand.IntN(100), mrand.IntN(256))
+		f, err := os.OpenFile(filepath.Join(LockDir, prefix+"lock"), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return "", nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			continue
+		}
+		if !hostsFree(prefix, 1, hosts) {
+			f.Close()
+			continue
+		}
+		_ = f.Truncate(0)
+		fmt.Fprintf(f, "pid %d\n", os.Getpid())
+		return prefix, f, nil
+	}
+	return "", nil, errors.New("no free 127.X.Y.0/24 address block found after 200 tries")
+}
+
+// hostsFree reports whether nothing listens on prefix+i:Port for i in [from, to].
+func hostsFree(prefix string, from, to int) bool {
+	for i := from; i <= to; i++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(prefix+strconv.Itoa(i), strconv.Itoa(Port)))
+		if err != nil {
+			return false
+		}
+		l.Close()
+	}
+	return true
+}
+
+// startDaemon starts an incusd in Dir/name for host number host and waits until it is ready.
+func (c *Cluster) startDaemon(name string, host int) (*Member, error) {
+	m := &Member{
+		Name:    name,
+		Address: net.JoinHostPort(c.Block+strconv.Itoa(host), strconv.Itoa(Port)),
+		Dir:     filepath.Join(c.Dir, name),
+	}
+	if err := os.MkdirAll(m.Dir, 0o711); err != nil {
+		return nil, err
+	}
+	if err := c.spawn(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// spawn runs incusd for m (its directory may already hold state) and waits until ready.
+func (c *Cluster) spawn(m *Member) error {
+	out, err := os.OpenFile(filepath.Join(m.Dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd := exec.Command(c.incusd, "--group", "root", "--verbose", "--logfile", m.LogFile())
+	cmd.Env = append(cleanEnv(), "INCUS_DIR="+m.Dir)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setsid:    true,            // own session and process group: killed as a group, untouched by the terminal
+		Pdeathsig: syscall.SIGKILL, // and gone when the test process dies
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start incusd for %s: %w", m.Name, err)
+	}
+	c.mu.Lock()
+	m.cmd, m.PID, m.exited, m.state = cmd, cmd.Process.Pid, make(chan struct{}), "running"
+	c.mu.Unlock()
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(m.exited)
+	c.mu.Lock()
+	known := false
+	for _, d := range c.daemons {
+		known = known || d == m
+	}
+	if !known {
+		c.daemons = append(c.daemons, m)
+	}
+	c.mu.Unlock()
+
+	if out, err := c.CLI(m, "admin", "waitready", "--timeout", strconv.Itoa(int(readyTimeout.Seconds()))); err != nil {
+		select {
+		case <-m.exited:
+			return fmt.Errorf("incusd for %s exited at start (see %s): %s", m.Name, m.LogFile(), tail(m.LogFile(), 20))
+		default:
+		}
+		return fmt.Errorf("incusd for %s not ready: %v: %s", m.Name, err, out)
+	}
+	return nil
+}
+
+// cleanEnv is the test's environment without INCUS_* variables.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "INCUS_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// Env returns the variables that point the incus CLI (or a script such as
+// enrol-member.sh) at this member: INCUS_DIR and an INCUS_CONF inside the lab.
+func (c *Cluster) Env(m *Member) []string {
+	return []string{"INCUS_DIR=" + m.Dir, "INCUS_CONF=" + c.cliConf}
+}
+
+// CLI runs the incus CLI against member m's unix socket and returns its standard output
+// (the error carries standard error).
+func (c *Cluster) CLI(m *Member, args ...string) (string, error) {
+	return c.CLIInput(m, "", args...)
+}
+
+// CLIInput is CLI with stdin.
+func (c *Cluster) CLIInput(m *Member, stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.cli, args...)
+	cmd.Env = append(cleanEnv(), c.Env(m)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("incus %s on %s: %w: %s", strings.Join(args, " "), m.Name, err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// ConfigFor returns an HTTPS configuration for member m: its address, the pinned cluster
+// certificate and the client certificate.
+func (c *Cluster) ConfigFor(m *Member) incus.Config {
+	return incus.Config{
+		URL:            m.URL(),
+		ClientCertFile: c.ClientCertFile,
+		ClientKeyFile:  c.ClientKeyFile,
+		ServerCertFile: c.ClusterCertFile,
+		Timeout:        60 * time.Second,
+	}
+}
+
+// SocketConfig returns a configuration for member m's unix socket.
+func (c *Cluster) SocketConfig(m *Member) incus.Config {
+	return incus.Config{SocketPath: m.Socket(), Timeout: 60 * time.Second}
+}
+
+// Client returns an HTTPS client for member m (closed with the lab).
+func (c *Cluster) Client(t testing.TB, m *Member) *incus.Client {
+	t.Helper()
+	return c.newClient(t, c.ConfigFor(m))
+}
+
+// SocketClient returns a unix-socket client for member m (closed with the lab).
+func (c *Cluster) SocketClient(t testing.TB, m *Member) *incus.Client {
+	t.Helper()
+	return c.newClient(t, c.SocketConfig(m))
+}
+
+func (c *Cluster) newClient(t testing.TB, cfg incus.Config) *incus.Client {
+	t.Helper()
+	cl, err := incus.New(cfg)
+	if err != nil {
+		t.Fatalf("incuslab: client for %s: %v", cfg.URL+cfg.SocketPath, err)
+	}
+	c.mu.Lock()
+	c.clients = append(c.clients, cl)
+	c.mu.Unlock()
+	return cl
+}
+
+// Member returns the member (or unjoined daemon) called name, or nil.
+func (c *Cluster) Member(name string) *Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.daemons {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// makeClientCert writes an ECDSA P-256 client certificate and key into the lab directory.
+func (c *Cluster) makeClientCert() error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "apelora-lab", Organization: []string{"Apelora"}},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	c.ClientCertFile = filepath.Join(c.Dir, "client.crt")
+	c.ClientKeyFile = filepath.Join(c.Dir, "client.key")
+	if err := os.WriteFile(c.ClientCertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(c.ClientKeyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
+}
+
+// trustClientCert adds the client certificate to the trust store over m's unix socket.
+func (c *Cluster) trustClientCert(m *Member) error {
+	data, err := os.ReadFile(c.ClientCertFile)
+	if err != nil {
+		return err
+	}
+	block, _ := pem.Decode(data)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return err
+	}
+	cl, err := incus.New(c.SocketConfig(m))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = cl.AddTrustedCertificate(ctx, "apelora-lab", cert, "Apelora admin identity (test lab)")
+	return err
+}
+
+// issuer returns a running cluster member to issue tokens from.
+func (c *Cluster) issuer() (*Member, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.Members {
+		if m.state == "running" {
+			return m, nil
+		}
+	}
+	return nil, errors.New("no running cluster member")
+}
+
+// join makes the running, unclustered daemon m a member, with a token issued through our
+// own client (so a wrongly encoded token would fail here) and the CLI's preseed join.
+func (c *Cluster) join(m *Member) error {
+	from, err := c.issuer()
+	if err != nil {
+		return fmt.Errorf("join %s: %w", m.Name, err)
+	}
+	cl, err := incus.New(c.SocketConfig(from))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tok, err := cl.IssueJoinToken(ctx, m.Name)
+	if err != nil {
+		return fmt.Errorf("join %s: %w", m.Name, err)
+	}
+	preseed := fmt.Sprintf(`cluster:
+  enabled: true
+  server_name: %s
+  server_address: %s
+  cluster_token: %s
+  member_config:
+  - entity: storage-pool
+    name: %s
+    key: source
+    value: ""
+`, m.Name, m.Address, tok.Reveal(), Pool)
+	if out, err := c.CLIInput(m, preseed, "admin", "init", "--preseed"); err != nil {
+		return fmt.Errorf("join %s: %w %s", m.Name, err, out)
+	}
+	c.mu.Lock()
+	c.Members = append(c.Members, m)
+	c.mu.Unlock()
+	return nil
+}
+
+// StartUnjoined starts a fresh, unclustered incusd called name on the lab's next free
+// address (no core.https_address yet), for tests that join it themselves, for example
+// scripts/enrol-member.sh with Env(m) and a token on stdin. It is not in Members; call
+// Join to make it a member through the lab, or AddMember after joining it yourself.
+func (c *Cluster) StartUnjoined(t testing.TB, name string) *Member {
+	t.Helper()
+	if err := incus.ValidMemberName(name); err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+	if c.Member(name) != nil {
+		t.Fatalf("incuslab: a daemon called %s already runs in this lab", name)
+	}
+	c.mu.Lock()
+	host := c.next
+	c.next++
+	c.mu.Unlock()
+	if host > 254 {
+		t.Fatal("incuslab: address block exhausted")
+	}
+	if !hostsFree(c.Block, host, host) {
+		t.Fatalf("incuslab: %s%d:%d is in use", c.Block, host, Port)
+	}
+	m, err := c.startDaemon(name, host)
+	if err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+	return m
+}
+
+// Join makes an unjoined daemon (from StartUnjoined) a cluster member, as Start does.
+func (c *Cluster) Join(t testing.TB, m *Member) {
+	t.Helper()
+	if err := c.join(m); err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+}
+
+// AddMember records m, joined by other means (enrol-member.sh), as a member.
+func (c *Cluster) AddMember(m *Member) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, x := range c.Members {
+		if x == m {
+			return
+		}
+	}
+	c.Members = append(c.Members, m)
+}
+
+func (c *Cluster) state(m *Member) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return m.state
+}
+
+func (c *Cluster) signal(m *Member, sig syscall.Signal) error {
+	if c.state(m) == "stopped" || !m.Running() {
+		return fmt.Errorf("incuslab: %s (pid %d) is not running", m.Name, m.PID)
+	}
+	// Negative PID: the whole process group (incusd is its leader through setsid).
+	if err := syscall.Kill(-m.PID, sig); err != nil {
+		return fmt.Errorf("incuslab: signal %v to %s (pid %d): %w", sig, m.Name, m.PID, err)
+	}
+	return nil
+}
+
+// Freeze stops member m with SIGSTOP, like a hung host: its port stays open, nothing
+// answers. Do not freeze the only database voter.
+func (c *Cluster) Freeze(m *Member) error {
+	if err := c.signal(m, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	c.setState(m, "frozen")
+	return nil
+}
+
+// Thaw resumes a frozen member with SIGCONT.
+func (c *Cluster) Thaw(m *Member) error {
+	if err := c.signal(m, syscall.SIGCONT); err != nil {
+		return err
+	}
+	c.setState(m, "running")
+	return nil
+}
+
+// Kill kills member m with SIGKILL, like a dead host, and waits for it. Its directory is
+// kept, so RestartMember can bring it back.
+func (c *Cluster) Kill(m *Member) error {
+	if err := c.signal(m, syscall.SIGKILL); err != nil {
+		return err
+	}
+	return c.waitExit(m)
+}
+
+// StopMember stops member m cleanly (SIGTERM, then SIGKILL after 30 s) and waits for it.
+func (c *Cluster) StopMember(m *Member) error {
+	if c.state(m) == "frozen" {
+		_ = c.Thaw(m)
+	}
+	if err := c.signal(m, syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-m.exited:
+		c.setState(m, "stopped")
+		return nil
+	case <-time.After(killTimeout):
+		return c.Kill(m)
+	}
+}
+
+// RestartMember starts a stopped or killed member again on its directory and address,
+// and waits until it is ready.
+func (c *Cluster) RestartMember(m *Member) error {
+	if st := c.state(m); st != "stopped" {
+		return fmt.Errorf("incuslab: %s is %s, stop or kill it first", m.Name, st)
+	}
+	return c.spawn(m)
+}
+
+func (c *Cluster) waitExit(m *Member) error {
+	select {
+	case <-m.exited:
+		c.setState(m, "stopped")
+		return nil
+	case <-time.After(killTimeout):
+		return fmt.Errorf("incuslab: %s (pid %d) did not exit", m.Name, m.PID)
+	}
+}
+
+func (c *Cluster) setState(m *Member, s string) {
+	c.mu.Lock()
+	m.state = s
+	c.mu.Unlock()
+}
+
+// Running reports whether m's process is running (frozen counts as running).
+func (m *Member) Running() bool {
+	select {
+	case <-m.exited:
+		return false
+	default:
+		return m.exited != nil
+	}
+}
+
+// teardown kills every daemon, dumps logs on failure, unmounts and removes the lab.
+func (c *Cluster) teardown(t testing.TB) {
+	for _, cl := range c.clients {
+		cl.Close()
+	}
+	c.mu.Lock()
+	daemons := append([]*Member(nil), c.daemons...)
+	c.mu.Unlock()
+	if t.Failed() {
+		c.DumpLogs(t)
+	}
+	for _, m := range daemons {
+		if m.Running() {
+			_ = syscall.Kill(-m.PID, syscall.SIGKILL)
+		}
+	}
+	for _, m := range daemons {
+		if m.exited == nil {
+			continue
+		}
+		select {
+		case <-m.exited:
+		case <-time.After(killTimeout):
+			t.Errorf("incuslab: %s (pid %d) did not exit after SIGKILL", m.Name, m.PID)
+		}
+	}
+	if err := unmountUnder(c.Dir); err != nil {
+		t.Errorf("incuslab: %v", err)
+	}
+	if err := os.RemoveAll(c.Dir); err != nil {
+		t.Errorf("incuslab: remove %s: %v", c.Dir, err)
+	}
+	if c.lock != nil {
+		c.lock.Close()
+	}
+}
+
+// DumpLogs prints the end of every daemon's logs through t.Logf.
+func (c *Cluster) DumpLogs(t testing.TB) {
+	c.mu.Lock()
+	daemons := append([]*Member(nil), c.daemons...)
+	c.mu.Unlock()
+	for _, m := range daemons {
+		t.Logf("incuslab: ---- %s (pid %d, %s) %s ----\n%s", m.Name, m.PID, m.Address, m.LogFile(), tail(m.LogFile(), 200))
+		if s := tail(filepath.Join(m.Dir, "stdout.log"), 50); strings.TrimSpace(s) != "" {
+			t.Logf("incuslab: ---- %s stdout/stderr ----\n%s", m.Name, s)
+		}
+	}
+}
+
+// tail returns the last n lines of a file.
+func tail(file string, n int) string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("… %d earlier lines", len(lines)-n)}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// unmountUnder lazily unmounts everything mounted below dir (incusd mounts tmpfs on
+// shmounts and guestapi), deepest first.
+func unmountUnder(dir string) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if strings.HasPrefix(mp, dir+"/") {
+			points = append(points, mp)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	for _, p := range points {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unescapeMount decodes the octal escapes (\040 …) of /proc/self/mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
+}
