@@ -1,0 +1,82 @@
+// Package apperr carries errors meant for administrators: a stable code that clients can
+// branch on, a message that says what is wrong and what to do next, and optionally the input
+// field at fault. Anything that is not an *Error is an internal error and is never shown.
+package apperr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is the stable machine-readable kind of an error, returned in GraphQL
+// `extensions.code` and in REST error bodies.
+type Code string
+
+const (
+	Unauthenticated    Code = "UNAUTHENTICATED"
+	Forbidden          Code = "FORBIDDEN"
+	InvalidInput       Code = "INVALID_INPUT"
+	NotFound           Code = "NOT_FOUND"
+	AlreadyExists      Code = "ALREADY_EXISTS"
+	Busy               Code = "BUSY"
+	FailedPrecondition Code = "FAILED_PRECONDITION"
+	Unavailable        Code = "UNAVAILABLE"
+	Internal           Code = "INTERNAL"
+)
+
+// Error is an error an administrator can act on.
+type Error struct {
+	Code    Code
+	Message string
+	// Field names the input field at fault, for InvalidInput.
+	Field string
+	// Details are small, secret-free facts returned beside the message (for example the
+	// admission checks that failed).
+	Details map[string]any
+	// Cause is kept for the server log and errors.Is; it is never shown to clients.
+	Cause error
+}
+
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return e.Message + ": " + e.Cause.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Cause }
+
+// New returns an error with the given code and message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an error with the given code and message that keeps cause for the log.
+func Wrap(cause error, code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Cause: cause}
+}
+
+// Invalid reports bad input in the named field.
+func Invalid(field, format string, args ...any) *Error {
+	return &Error{Code: InvalidInput, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// As returns the *Error in err's chain, if any.
+func As(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}
+
+// CodeOf returns the code of err, or Internal when err carries none.
+func CodeOf(err error) Code {
+	if e, ok := As(err); ok {
+		return e.Code
+	}
+	return Internal
+}
+
+// Is reports whether err carries the given code.
+func Is(err error, code Code) bool { return err != nil && CodeOf(err) == code }

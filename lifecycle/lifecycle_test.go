@@ -1,0 +1,47 @@
+package lifecycle
+
+import "testing"
+
+func TestDerive(t *testing.T) {
+	cases := []struct {
+		name     string
+		f        Facts
+		want     Phase
+		warnings []WarningCode
+	}{
+		{"record only", Facts{HasRecord: true, IncusKnown: true}, Registered, nil},
+		{"pending token", Facts{HasRecord: true, IncusKnown: true, PendingJoinToken: true}, AwaitingJoin, nil},
+		{"held member", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "manual"}, Held, nil},
+		{"held member with an old admission", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "manual", AdmissionRecorded: true}, Held, nil},
+		{"admitted", Facts{HasRecord: true, IncusKnown: true, IsMember: true, AdmissionRecorded: true}, Admitted, nil},
+		{"scheduler all is no hold", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "all", AdmissionRecorded: true}, Admitted, nil},
+		{"joined without hold", Facts{HasRecord: true, IncusKnown: true, IsMember: true}, Unheld, []WarningCode{JoinedWithoutHold}},
+		{"group scheduling unadmitted", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "group"}, Unheld, []WarningCode{JoinedWithoutHold, ScheduledByGroup}},
+		{"member without record", Facts{IncusKnown: true, IsMember: true}, Unregistered, nil},
+		{"member without record, pending token ignored", Facts{IncusKnown: true, IsMember: true, PendingJoinToken: true}, Unregistered, nil},
+		{"member and token: membership wins", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "manual", PendingJoinToken: true}, Held, nil},
+		{"incus unknown", Facts{HasRecord: true, IncusProblem: "not configured"}, Unknown, []WarningCode{IncusUnavailable}},
+	}
+	for _, c := range cases {
+		got, warnings := Derive(c.f)
+		if got != c.want {
+			t.Errorf("%s: phase %s, want %s", c.name, got, c.want)
+		}
+		var codes []WarningCode
+		for _, w := range warnings {
+			codes = append(codes, w.Code)
+			if w.Message == "" {
+				t.Errorf("%s: warning %s has no message", c.name, w.Code)
+			}
+		}
+		if len(codes) != len(c.warnings) {
+			t.Errorf("%s: warnings %v, want %v", c.name, codes, c.warnings)
+			continue
+		}
+		for i := range codes {
+			if codes[i] != c.warnings[i] {
+				t.Errorf("%s: warnings %v, want %v", c.name, codes, c.warnings)
+			}
+		}
+	}
+}

@@ -1,0 +1,189 @@
+// Package machines is the machine record: what Apelora knows about a server before and
+// after it becomes an Incus member, and the rules for registering and unregistering it.
+package machines
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apelora/fabric/apperr"
+)
+
+// Provisioner is how a machine gets its operating system.
+type Provisioner string
+
+const (
+	Manual Provisioner = "MANUAL"
+	MAAS   Provisioner = "MAAS"
+)
+
+// Capabilities are what a provisioner can do for Apelora.
+type Capabilities struct {
+	Discovers bool // lists machines Apelora has not registered
+	Installs  bool // installs an operating system
+	Powers    bool // powers a machine off (fencing)
+}
+
+// Capabilities returns what p can do. MANUAL can do none of it.
+func (p Provisioner) Capabilities() Capabilities {
+	if p == MAAS {
+		return Capabilities{Discovers: true, Installs: true, Powers: true}
+	}
+	return Capabilities{}
+}
+
+// Record is an Apelora machine record.
+type Record struct {
+	Name         string
+	Provisioner  Provisioner
+	Description  string
+	MAASSystemID string
+	HardwareUUID string
+	RegisteredAt time.Time
+	RegisteredBy string
+}
+
+const (
+	maxNameLength        = 63
+	maxDescriptionLength = 1024
+)
+
+var namePattern = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
+
+// NameRule is the rule machine names follow, in the administrator's words. A machine's
+// name is its Incus member name, so the rule is a DNS label (which Incus members are
+// addressed by) in lower case, so that two names never differ only by case.
+const NameRule = "1–63 characters: lower-case letters, digits and hyphens, starting with a letter and not ending with a hyphen"
+
+// ValidateName checks that name can be a machine and Incus member name.
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return apperr.Invalid("name", "machine name is empty: give a name of %s", NameRule)
+	case len(name) > maxNameLength:
+		return apperr.Invalid("name", "machine name is %d characters long, more than the %d allowed (%s)", utf8.RuneCountInString(name), maxNameLength, NameRule)
+	case !namePattern.MatchString(name):
+		return apperr.Invalid("name", "machine name %q is not valid: use %s", name, NameRule)
+	}
+	return nil
+}
+
+var systemIDPattern = regexp.MustCompile(`^[a-z0-9]{4,16}$`)
+
+// Registration is what an administrator asks to register.
+type Registration struct {
+	Name         string
+	Provisioner  Provisioner
+	Description  string
+	MAASSystemID string
+}
+
+// Validate checks a registration's fields, naming the first that is wrong.
+func (r *Registration) Validate() error {
+	if err := ValidateName(r.Name); err != nil {
+		return err
+	}
+	if r.Provisioner != Manual && r.Provisioner != MAAS {
+		return apperr.Invalid("provisioner", "unknown provisioner %q: use MANUAL or MAAS", r.Provisioner)
+	}
+	if utf8.RuneCountInString(r.Description) > maxDescriptionLength {
+		return apperr.Invalid("description", "description is longer than %d characters", maxDescriptionLength)
+	}
+	if strings.ContainsFunc(r.Description, func(c rune) bool { return c < 0x20 && c != '\n' && c != '\t' }) {
+		return apperr.Invalid("description", "description contains control characters")
+	}
+	switch r.Provisioner {
+	case Manual:
+		if r.MAASSystemID != "" {
+			return apperr.Invalid("maasSystemId", "a MANUAL machine has no MAAS system id: leave maasSystemId empty or register it with provisioner MAAS")
+		}
+	case MAAS:
+		if r.MAASSystemID == "" {
+			return apperr.Invalid("maasSystemId", "a MAAS machine needs its MAAS system id (maasSystemId), as MAAS shows it")
+		}
+		if !systemIDPattern.MatchString(r.MAASSystemID) {
+			return apperr.Invalid("maasSystemId", "MAAS system id %q is not valid: MAAS system ids are 4–16 lower-case letters and digits", r.MAASSystemID)
+		}
+	}
+	return nil
+}
+
+// Tx is the part of a database transaction that machine records need.
+type Tx interface {
+	InsertRecord(ctx context.Context, r Record) error
+	DeleteRecord(ctx context.Context, name string) (bool, error)
+}
+
+// Store runs changes to machine records. Change runs fn in one transaction that holds the
+// machine's lock and writes the audit event of the mutation in progress.
+type Store interface {
+	Change(ctx context.Context, machine string, fn func(Tx) error) error
+	Record(ctx context.Context, name string) (*Record, error)
+	Records(ctx context.Context) ([]Record, error)
+}
+
+// MAASLookup finds a machine in MAAS so that its hardware UUID can be copied.
+type MAASLookup interface {
+	HardwareUUID(ctx context.Context, systemID string) (string, error)
+}
+
+// Service applies the machine record rules.
+type Service struct {
+	Store Store
+	// MAAS is nil when MAAS is not configured.
+	MAAS MAASLookup
+	Now  func() time.Time
+}
+
+// Register records a new machine. For MAAS machines the hardware UUID is copied from MAAS.
+func (s *Service) Register(ctx context.Context, actor string, reg Registration) (*Record, error) {
+	if err := reg.Validate(); err != nil {
+		return nil, err
+	}
+	rec := Record{
+		Name: reg.Name, Provisioner: reg.Provisioner, Description: reg.Description,
+		MAASSystemID: reg.MAASSystemID, RegisteredBy: actor, RegisteredAt: s.now(),
+	}
+	if reg.Provisioner == MAAS {
+		if s.MAAS == nil {
+			return nil, apperr.New(apperr.FailedPrecondition, "MAAS is not configured: set APELORA_MAAS_URL and APELORA_MAAS_API_KEY, or register the machine with provisioner MANUAL")
+		}
+		uuid, err := s.MAAS.HardwareUUID(ctx, reg.MAASSystemID)
+		if err != nil {
+			return nil, err
+		}
+		rec.HardwareUUID = uuid
+	}
+	err := s.Store.Change(ctx, reg.Name, func(tx Tx) error { return tx.InsertRecord(ctx, rec) })
+	if err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// Unregister removes a machine record.
+func (s *Service) Unregister(ctx context.Context, name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	return s.Store.Change(ctx, name, func(tx Tx) error {
+		found, err := tx.DeleteRecord(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return apperr.New(apperr.NotFound, "no machine record named %q: list machines with the `machines` query", name)
+		}
+		return nil
+	})
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
