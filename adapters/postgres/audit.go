@@ -1,0 +1,76 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/apelora/fabric/audit"
+)
+
+func insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `INSERT INTO audit_events (actor, action, machine, parameters, outcome, error, request_id, details)
+		VALUES ($1, $2, nullif($3, ''), $4, $5, nullif($6, ''), $7, $8) RETURNING id`,
+		e.Actor, e.Action, e.Machine, e.Parameters, e.Outcome, e.Error, e.RequestID, e.Details).Scan(&id)
+	return id, err
+}
+
+// RecordAudit writes an audit event on its own, for an action that changed nothing
+// (refused, or failed and rolled back).
+func (s *Store) RecordAudit(ctx context.Context, e audit.Event) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := insertAudit(ctx, tx, e); err != nil {
+		return dbError(err)
+	}
+	return dbError(tx.Commit(ctx))
+}
+
+const auditColumns = `id, at, actor, action, coalesce(machine, ''), parameters, outcome, coalesce(error, ''), request_id, details`
+
+func scanAudit(row pgx.Row) (audit.Event, error) {
+	var e audit.Event
+	err := row.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Machine, &e.Parameters, &e.Outcome, &e.Error, &e.RequestID, &e.Details)
+	return e, err
+}
+
+// AuditEvents returns a page of the audit trail, newest first, with one more event than
+// asked for when there is a next page.
+func (s *Store) AuditEvents(ctx context.Context, f audit.Filter) ([]audit.Event, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_events
+		WHERE ($1 = '' OR machine = $1) AND ($2 = 0 OR id < $2)
+		ORDER BY id DESC LIMIT $3`, f.Machine, f.Before, f.Limit)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (audit.Event, error) { return scanAudit(row) })
+	return out, dbError(err)
+}
+
+// AuditEvent returns one event, or nil.
+func (s *Store) AuditEvent(ctx context.Context, id int64) (*audit.Event, error) {
+	e, err := scanAudit(s.pool.QueryRow(ctx, `SELECT `+auditColumns+` FROM audit_events WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return &e, nil
+}
+
+// AuditEventsAfter returns events with an id above after, oldest first, to catch up after
+// a lost notification.
+func (s *Store) AuditEventsAfter(ctx context.Context, after int64, limit int) ([]audit.Event, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (audit.Event, error) { return scanAudit(row) })
+	return out, dbError(err)
+}

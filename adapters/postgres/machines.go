@@ -1,0 +1,81 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/machines"
+)
+
+// Machines is the machine-record view of the store.
+func (s *Store) Machines() machines.Store { return machineStore{s} }
+
+type machineStore struct{ s *Store }
+
+type machineTx struct{ tx pgx.Tx }
+
+func (m machineStore) Change(ctx context.Context, machine string, fn func(machines.Tx) error) error {
+	return m.s.change(ctx, machine, func(tx pgx.Tx) error { return fn(machineTx{tx}) })
+}
+
+const recordColumns = `name, provisioner, description, coalesce(maas_system_id, ''), coalesce(hardware_uuid, ''), registered_at, registered_by`
+
+func scanRecord(row pgx.Row) (machines.Record, error) {
+	var r machines.Record
+	err := row.Scan(&r.Name, &r.Provisioner, &r.Description, &r.MAASSystemID, &r.HardwareUUID, &r.RegisteredAt, &r.RegisteredBy)
+	return r, err
+}
+
+func (m machineStore) Record(ctx context.Context, name string) (*machines.Record, error) {
+	r, err := scanRecord(m.s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM machine_records WHERE name = $1`, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return &r, nil
+}
+
+func (m machineStore) Records(ctx context.Context) ([]machines.Record, error) {
+	rows, err := m.s.pool.Query(ctx, `SELECT `+recordColumns+` FROM machine_records ORDER BY name`)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (machines.Record, error) { return scanRecord(row) })
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return out, nil
+}
+
+func (t machineTx) InsertRecord(ctx context.Context, r machines.Record) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO machine_records (name, provisioner, description, maas_system_id, hardware_uuid, registered_at, registered_by)
+		VALUES ($1, $2, $3, nullif($4, ''), nullif($5, ''), $6, $7)`,
+		r.Name, r.Provisioner, r.Description, r.MAASSystemID, r.HardwareUUID, r.RegisteredAt, r.RegisteredBy)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		switch pgErr.ConstraintName {
+		case "machine_records_pkey":
+			return &apperr.Error{Code: apperr.AlreadyExists, Field: "name", Message: fmt.Sprintf("a machine named %q is already registered: choose another name, or unregister the old record first", r.Name)}
+		case "machine_records_maas_system_id_key":
+			var other string
+			_ = t.tx.QueryRow(context.WithoutCancel(ctx), `SELECT name FROM machine_records WHERE maas_system_id = $1`, r.MAASSystemID).Scan(&other)
+			return &apperr.Error{Code: apperr.AlreadyExists, Field: "maasSystemId", Message: fmt.Sprintf("MAAS system id %q is already registered as machine %q", r.MAASSystemID, other)}
+		}
+	}
+	return dbError(err)
+}
+
+func (t machineTx) DeleteRecord(ctx context.Context, name string) (bool, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM machine_records WHERE name = $1`, name)
+	if err != nil {
+		return false, dbError(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

@@ -1,0 +1,130 @@
+// Package pgtest gives each test its own fresh, migrated database on the real PostgreSQL
+// named by APELORA_TEST_DATABASE_URL (scripts/test-deps.sh starts one and prints it).
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/apelora/fabric/adapters/postgres"
+)
+
+// EnvVar names the admin connection string tests use to create their databases.
+const EnvVar = "APELORA_TEST_DATABASE_URL"
+
+// DB is a test's own database.
+type DB struct {
+	Name  string
+	URL   string
+	Store *postgres.Store
+}
+
+// AdminURL returns the admin connection string, skipping the test loudly when there is
+// none (and failing it under CI, where a missing database is a broken set-up).
+func AdminURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(EnvVar)
+	if u == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set under CI: scripts/test-deps.sh must start PostgreSQL first", EnvVar)
+		}
+		t.Skipf("SKIPPED: no real PostgreSQL: set %s (run the tests with scripts/test.sh, which starts one)", EnvVar)
+	}
+	return u
+}
+
+// New creates a fresh database, applies the migrations and returns a store on it. The
+// database is dropped when the test ends.
+func New(t testing.TB) *DB {
+	t.Helper()
+	admin := AdminURL(t)
+	ctx := context.Background()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "apelora_test_" + hex.EncodeToString(b[:])
+
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("connect to test PostgreSQL: %v", err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		conn.Close(ctx)
+		t.Fatalf("create test database: %v", err)
+	}
+	conn.Close(ctx)
+
+	url, err := WithDatabase(admin, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	store, err := postgres.Open(ctx, url, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("open test database: %v", err)
+	}
+	if _, err := store.Migrate(ctx); err != nil {
+		t.Fatalf("migrate test database: %v", err)
+	}
+	t.Cleanup(func() {
+		store.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+		}
+	})
+	return &DB{Name: name, URL: url, Store: store}
+}
+
+// WithDatabase returns the connection string connStr pointed at database db. It accepts
+// both URL and key=value forms.
+func WithDatabase(connStr, db string) (string, error) {
+	if strings.HasPrefix(connStr, "postgres://") || strings.HasPrefix(connStr, "postgresql://") {
+		u, err := url.Parse(connStr)
+		if err != nil {
+			return "", err
+		}
+		u.Path = "/" + db
+		return u.String(), nil
+	}
+	// In key=value form a later key wins.
+	return connStr + " dbname=" + db, nil
+}
+
+// Dump returns the whole database as pg_dump prints it (schema and data), so tests can
+// prove that a secret is stored nowhere.
+func (db *DB) Dump(t testing.TB) string {
+	t.Helper()
+	bin := "pg_dump"
+	if dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_dump"); len(dirs) > 0 {
+		sort.Strings(dirs)
+		bin = dirs[len(dirs)-1]
+	}
+	out, err := exec.Command(bin, "--no-owner", "--dbname", db.URL).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "PostgreSQL database dump") {
+		t.Fatalf("pg_dump printed no dump:\n%s", out)
+	}
+	return string(out)
+}

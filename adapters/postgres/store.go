@@ -1,0 +1,134 @@
+// Package postgres is Apelora's PostgreSQL store: machine records, identities, the audit
+// trail, and the LISTEN/NOTIFY fan-out that lets several API replicas serve the same
+// subscriptions.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+)
+
+// Store is the PostgreSQL store. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// Open connects to the database at url (a postgres:// URL or a libpq key=value string).
+// It does not apply migrations; call Migrate.
+func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The parse error can quote the URL, password included: do not wrap it.
+		return nil, errors.New("APELORA_DATABASE_URL is not a valid PostgreSQL connection string (postgres://user@host:port/db?sslmode=… or host=… dbname=…)")
+	}
+	cfg.MaxConns = 16
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	cfg.ConnConfig.RuntimeParams["application_name"] = "apelora"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	s := &Store{pool: pool, log: log}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to PostgreSQL at %s: %w", describe(cfg.ConnConfig), err)
+	}
+	return s, nil
+}
+
+// describe names the database server without credentials.
+func describe(c *pgx.ConnConfig) string {
+	return fmt.Sprintf("host=%s port=%d dbname=%s user=%s", c.Host, c.Port, c.Database, c.User)
+}
+
+// Close closes every connection.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the connection pool to tests in other packages.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks the database answers, for /readyz.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// unavailable turns a failure to reach the database into an error the administrator can
+// act on.
+func unavailable(err error) error {
+	return apperr.Wrap(err, apperr.Unavailable, "the database is unreachable; nothing was changed: check PostgreSQL is running and APELORA_DATABASE_URL points at it")
+}
+
+// dbError maps a database error to an administrator's error. Constraint violations that
+// mean "bad input" are handled by the callers that know which input it was.
+func dbError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := apperr.As(err); ok {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return apperr.Wrap(err, apperr.Internal, "database error")
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return unavailable(err)
+}
+
+// lockNamespace keeps Apelora's advisory locks apart from any other user of the database.
+const lockNamespace = 0x41504c
+
+// change runs fn in a transaction that holds the machine's lock (when machine is not
+// empty) and, on success, writes the audit event of the mutation in progress in the same
+// transaction. If the event cannot be written, nothing fn did is kept.
+func (s *Store) change(ctx context.Context, machine string, fn func(pgx.Tx) error) error {
+	action := audit.ActionFrom(ctx)
+	if action == nil {
+		return apperr.New(apperr.Internal, "a change was attempted outside an audited mutation")
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if machine != "" {
+		var got bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, lockNamespace, machine).Scan(&got); err != nil {
+			return dbError(err)
+		}
+		if !got {
+			return apperr.New(apperr.Busy, "machine %q is busy: another change to it is in progress; try again when it has finished", machine)
+		}
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if _, err := insertAudit(ctx, tx, action.Event(audit.Succeeded, "")); err != nil {
+		return apperr.Wrap(err, apperr.Unavailable, "the audit trail could not be written, so nothing was changed; check the database")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return apperr.Wrap(err, apperr.Unavailable, "the change could not be committed, so nothing was changed; check the database")
+	}
+	action.MarkRecorded()
+	return nil
+}
