@@ -1,0 +1,97 @@
+// Package app wires Apelora together from its configuration: the database (a given one,
+// or a local PostgreSQL in the state folder), the domain services, the GraphQL server.
+// cmd/apelora and the end-to-end tests build the product the same way through it.
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is Apelora's configuration, read from APELORA_* environment variables.
+type Config struct {
+	Listen         string        // APELORA_LISTEN
+	DatabaseURL    string        // APELORA_DATABASE_URL; empty: local PostgreSQL in StateDir
+	StateDir       string        // APELORA_STATE_DIR
+	LogLevel       string        // APELORA_LOG_LEVEL
+	PingInterval   time.Duration // APELORA_WS_PING_INTERVAL
+	ShutdownGrace  time.Duration // APELORA_SHUTDOWN_GRACE
+	AllowedOrigins []string      // APELORA_ALLOWED_ORIGINS
+}
+
+// Variable documents one environment variable (the README's table is checked against it).
+type Variable struct {
+	Name, Default, Meaning string
+}
+
+// Variables lists every APELORA_* variable the server reads.
+func Variables() []Variable {
+	return []Variable{
+		{"APELORA_LISTEN", "127.0.0.1:8080", "address the API, GraphiQL and health endpoints listen on"},
+		{"APELORA_DATABASE_URL", "(none: local PostgreSQL)", "PostgreSQL connection string; when unset, a local PostgreSQL runs from the system's binaries in APELORA_STATE_DIR/postgres"},
+		{"APELORA_STATE_DIR", defaultStateDir(), "folder for the local PostgreSQL and other state"},
+		{"APELORA_LOG_LEVEL", "info", "debug, info, warn or error"},
+		{"APELORA_WS_PING_INTERVAL", "25s", "websocket keep-alive period; a client silent for two periods is dropped"},
+		{"APELORA_SHUTDOWN_GRACE", "15s", "how long shutdown waits for requests in flight"},
+		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
+	}
+}
+
+func defaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/apelora"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "apelora")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "apelora")
+}
+
+// ConfigFromEnv reads the configuration, naming any variable with a bad value.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := Config{
+		Listen:      get("APELORA_LISTEN", "127.0.0.1:8080"),
+		DatabaseURL: getenv("APELORA_DATABASE_URL"),
+		StateDir:    get("APELORA_STATE_DIR", defaultStateDir()),
+		LogLevel:    get("APELORA_LOG_LEVEL", "info"),
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return c, fmt.Errorf("APELORA_LOG_LEVEL=%q: use debug, info, warn or error", c.LogLevel)
+	}
+	var err error
+	if c.PingInterval, err = duration(get, "APELORA_WS_PING_INTERVAL", "25s", time.Second); err != nil {
+		return c, err
+	}
+	if c.ShutdownGrace, err = duration(get, "APELORA_SHUTDOWN_GRACE", "15s", 0); err != nil {
+		return c, err
+	}
+	if o := getenv("APELORA_ALLOWED_ORIGINS"); o != "" {
+		for _, p := range strings.Split(o, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				c.AllowedOrigins = append(c.AllowedOrigins, p)
+			}
+		}
+	}
+	return c, nil
+}
+
+func duration(get func(string, string) string, name, def string, least time.Duration) (time.Duration, error) {
+	v := get(name, def)
+	d, err := time.ParseDuration(v)
+	if err != nil || d < least {
+		return 0, fmt.Errorf("%s=%q: give a duration of at least %v such as %s", name, v, least, def)
+	}
+	return d, nil
+}

@@ -1,0 +1,8 @@
+// Package fabric is Apelora fabric: a control plane that takes a bare-metal server from
+// "known" to "a checked, admitted Incus cluster member", served as one GraphQL API.
+//
+// `go generate ./...` regenerates graph/ (gqlgen) and client/ (genqlient) from schema/.
+package fabric
+
+//go:generate go tool gqlgen generate --config gqlgen.yml
+//go:generate go tool genqlient genqlient.yaml

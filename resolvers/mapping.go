@@ -1,0 +1,97 @@
+package resolvers
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/machines"
+)
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+var permissionNames = map[identity.Permission]model.Permission{
+	identity.ViewInfrastructure:   model.PermissionViewInfrastructure,
+	identity.ManageInfrastructure: model.PermissionManageInfrastructure,
+	identity.HardwareDelete:       model.PermissionHardwareDelete,
+}
+
+func mapIdentity(id *identity.Identity) *model.Identity {
+	out := &model.Identity{Name: id.Name, CreatedAt: id.CreatedAt, Permissions: []model.Permission{}}
+	for _, p := range id.Permissions {
+		if mp, ok := permissionNames[p]; ok {
+			out.Permissions = append(out.Permissions, mp)
+		}
+	}
+	return out
+}
+
+func mapRecord(r *machines.Record) *model.MachineRecord {
+	if r == nil {
+		return nil
+	}
+	caps := r.Provisioner.Capabilities()
+	return &model.MachineRecord{
+		Name: r.Name,
+		Provisioner: &model.Provisioner{
+			Kind:         model.ProvisionerKind(r.Provisioner),
+			Capabilities: &model.ProvisionerCapabilities{Discovers: caps.Discovers, Installs: caps.Installs, Powers: caps.Powers},
+		},
+		Description:  r.Description,
+		MaasSystemID: optional(r.MAASSystemID),
+		HardwareUUID: optional(r.HardwareUUID),
+		RegisteredAt: r.RegisteredAt,
+		RegisteredBy: r.RegisteredBy,
+	}
+}
+
+func mapMachine(m *fleet.Machine) *model.Machine {
+	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}}
+	for _, w := range m.Warnings {
+		out.Warnings = append(out.Warnings, &model.Warning{Code: model.WarningCode(w.Code), Message: w.Message})
+	}
+	return out
+}
+
+func mapAuditEvent(e *audit.Event) *model.AuditEvent {
+	return &model.AuditEvent{
+		ID: strconv.FormatInt(e.ID, 10), At: e.At, Actor: e.Actor, Action: e.Action,
+		Machine: optional(e.Machine), Parameters: e.Parameters, Outcome: model.AuditOutcome(e.Outcome),
+		Error: optional(e.Error), RequestID: e.RequestID, Details: e.Details,
+	}
+}
+
+const auditCursorPrefix = "audit:"
+
+func auditCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(auditCursorPrefix + strconv.FormatInt(id, 10)))
+}
+
+func parseAuditCursor(c string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		if rest, ok := strings.CutPrefix(string(b), auditCursorPrefix); ok {
+			if id, err := strconv.ParseInt(rest, 10, 64); err == nil && id > 0 {
+				return id, nil
+			}
+		}
+	}
+	return 0, apperr.Invalid("after", "cursor %q is not one this server gave out: pass a pageInfo.endCursor from an earlier page", c)
+}

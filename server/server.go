@@ -1,0 +1,184 @@
+// Package server assembles Apelora's HTTP server: GraphQL over HTTP POST and websocket at
+// /graphql, GraphiQL served from the binary, health endpoints, and the middleware that
+// gives each request an id, an identity and an access log line.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	coderws "github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/apelora/fabric/graph"
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/resolvers"
+	"github.com/apelora/fabric/web/graphiql"
+)
+
+// Store is what the server itself needs from the database.
+type Store interface {
+	identity.Store
+	AuditRecorder
+	Ping(ctx context.Context) error
+}
+
+// Config is everything the server is built from.
+type Config struct {
+	Log       *slog.Logger
+	Store     Store
+	Resolvers *resolvers.Resolver
+	// MutationChecks are conditions every mutation needs besides manage-infrastructure.
+	MutationChecks []MutationCheck
+	// PingInterval is the websocket keep-alive period (graphql-transport-ws ping; a client
+	// that answers no pong for two periods is disconnected). Zero means 25 s.
+	PingInterval time.Duration
+	// AllowedOrigins are extra browser origins (host patterns) allowed to open websockets;
+	// the server's own origin always is.
+	AllowedOrigins []string
+	// Routes adds further handlers (for example the enrolment script) to the mux.
+	Routes func(mux *http.ServeMux)
+}
+
+const (
+	maxDepth      = 12
+	maxComplexity = 2000
+)
+
+// Handler returns the server's HTTP handler.
+func Handler(cfg Config) http.Handler {
+	ping := cfg.PingInterval
+	if ping == 0 {
+		ping = 25 * time.Second
+	}
+	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log}
+
+	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
+	gql.AddTransport(transport.Websocket{
+		Implementation: transport.CoderWebsocketImplementation{
+			AcceptOptions: coderws.AcceptOptions{OriginPatterns: cfg.AllowedOrigins},
+		},
+		InitFunc:              websocketInit(cfg.Store),
+		InitTimeout:           10 * time.Second,
+		PingPongInterval:      ping,
+		KeepAlivePingInterval: ping,
+	})
+	gql.AddTransport(transport.POST{})
+	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	gql.Use(extension.Introspection{})
+	gql.Use(depthLimit{max: maxDepth})
+	gql.Use(extension.FixedComplexityLimit(maxComplexity))
+	gql.AroundOperations(g.operations)
+	gql.AroundFields(g.fields)
+	gql.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error { return presentError(ctx, cfg.Log, err) })
+	gql.SetRecoverFunc(recoverPanic(cfg.Log))
+
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", endOnShutdown(withIdentity(cfg.Store, gql)))
+	gi := graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})
+	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", gi))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/graphiql/", http.StatusFound)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := cfg.Store.Ping(r.Context()); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": publicMessage(err)})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
+	})
+	if cfg.Routes != nil {
+		cfg.Routes(mux)
+	}
+	return withRequest(cfg.Log, mux)
+}
+
+// websocketInit authenticates a websocket from its connection_init payload. A refused
+// socket is closed with 4403, which graphql-ws clients treat as final instead of
+// reconnecting forever.
+func websocketInit(store identity.Store) transport.WebsocketInitFunc {
+	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+		id, err := identity.Authenticate(ctx, store, p.Authorization())
+		if err == nil {
+			err = id.Require(identity.ViewInfrastructure)
+		}
+		if err != nil {
+			ctx = transport.WithWebsocketCloseCode(ctx, 4403)
+			ctx = transport.AppendCloseReason(ctx, "Forbidden")
+			return ctx, nil, errors.New(publicMessage(err))
+		}
+		return identity.WithIdentity(ctx, id), nil, nil
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Serve serves h on ln until ctx ends, then shuts down gracefully: it stops accepting,
+// ends websocket streams, and waits up to grace for requests in flight.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
+	// Websockets are hijacked connections that Shutdown does not wait for: their streams
+	// end when streams is cancelled (see endOnShutdown). Plain requests run to completion.
+	streams, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	base := context.WithValue(context.WithoutCancel(ctx), shutdownKey{}, streams)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", grace.String())
+	endStreams()
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+type shutdownKey struct{}
+
+// endOnShutdown ends a websocket's context when the server shuts down.
+func endOnShutdown(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		streams, ok := r.Context().Value(shutdownKey{}).(context.Context)
+		if !ok || r.Header.Get("Upgrade") == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(streams, cancel)
+		defer stop()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/respheader"
+	"github.com/apelora/fabric/logging"
+)
+
+func TestResolverSetHeadersReachTheResponse(t *testing.T) {
+	h := withRequest(slog.New(slog.NewTextHandler(io.Discard, nil)), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// What a resolver does deep inside the GraphQL handler before the body is written.
+		if !respheader.Set(r.Context(), "Cache-Control", "no-store") {
+			t.Error("Set reported no response to carry the header")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"data":{}}`)
+	}))
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/graphql", nil)
+	req.Header.Set("X-Request-Id", "given-id-1")
+	h.ServeHTTP(rec, req)
+	if got := rec.Header().Get("Cache-Control"); got != "no-store" {
+		t.Fatalf("Cache-Control = %q", got)
+	}
+	if got := rec.Header().Get("X-Request-Id"); got != "given-id-1" {
+		t.Fatalf("X-Request-Id = %q, want the caller's", got)
+	}
+	if respheader.Set(context.Background(), "Cache-Control", "no-store") {
+		t.Fatal("Set outside a request claimed to work")
+	}
+}
+
+func TestRequestIDsThatCannotBeLoggedSafelyAreReplaced(t *testing.T) {
+	for _, bad := range []string{"", strings.Repeat("a", 65), "x\ny", "a b", `"quoted"`} {
+		if got := logging.AcceptRequestID(bad); got == bad || len(got) != 24 {
+			t.Errorf("AcceptRequestID(%q) = %q", bad, got)
+		}
+	}
+}
+
+const depthSchema = `
+type Query { node: Node }
+type Node { name: String child: Node }
+`
+
+func depthOf(t *testing.T, q string) int {
+	schema := gqlparser.MustLoadSchema(&ast.Source{Input: depthSchema})
+	doc, errs := gqlparser.LoadQuery(schema, q)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	return selectionDepth(doc.Operations[0].SelectionSet, map[string]bool{})
+}
+
+func TestSelectionDepth(t *testing.T) {
+	cases := map[string]int{
+		`{ node { name } }`:                                                            2,
+		`{ node { child { child { name } } } }`:                                        4,
+		`{ node { ...F } } fragment F on Node { child { name } }`:                      3,
+		`{ node { ... on Node { child { child { name } } } } }`:                        4,
+		`{ __schema { types { fields { type { ofType { name } } } } } node { name } }`: 2,
+	}
+	for q, want := range cases {
+		if got := depthOf(t, q); got != want {
+			t.Errorf("depth(%s) = %d, want %d", q, got, want)
+		}
+	}
+}
+
+func TestInternalErrorsAreNotShown(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := logging.WithRequestID(context.Background(), "rid-7")
+	got := presentError(ctx, log, errors.New("pq: password authentication failed for user secret-user"))
+	if strings.Contains(got.Message, "secret-user") || !strings.Contains(got.Message, "rid-7") || got.Extensions["code"] != "INTERNAL" {
+		t.Fatalf("internal error shown as %q %v", got.Message, got.Extensions)
+	}
+	got = presentError(ctx, log, apperr.Wrap(errors.New("dial tcp 10.0.0.1:5432: refused"), apperr.Unavailable, "the database is unreachable"))
+	if got.Message != "the database is unreachable" || got.Extensions["code"] != "UNAVAILABLE" {
+		t.Fatalf("administrator's error shown as %q %v", got.Message, got.Extensions)
+	}
+	got = presentError(ctx, log, apperr.Invalid("name", "bad name"))
+	if got.Extensions["field"] != "name" || got.Extensions["code"] != "INVALID_INPUT" {
+		t.Fatalf("invalid input shown as %v", got.Extensions)
+	}
+}
