@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Installs and starts what the tests need on a fresh Debian machine, as root:
+#   - PostgreSQL (Debian's package), started as the `postgres` user on a unix socket and
+#     127.0.0.1:55432 in $APELORA_TEST_DIR (default /var/tmp/apelora-test);
+#   - Incus (incus-base, incus-client) from Debian bookworm-backports; the tests start
+#     their own incusd members on loopback addresses (internal/incuslab).
+# Idempotent: a second run finds everything in place. Prints the environment the tests
+# read (APELORA_TEST_DATABASE_URL) on its last line, ready for `eval`.
+set -euo pipefail
+
+TEST_DIR=${APELORA_TEST_DIR:-/var/tmp/apelora-test}
+PG_PORT=${APELORA_TEST_PG_PORT:-55432}
+
+log() { echo "test-deps: $*" >&2; }
+
+if [ "$(id -u)" != 0 ]; then
+	log "run me as root (I install Debian packages and start PostgreSQL as the postgres user)"
+	exit 1
+fi
+
+apt_updated=
+apt_install() {
+	if [ -z "$apt_updated" ]; then
+		log "apt-get update"
+		apt-get update -qq >&2 || log "apt-get update reported errors; trying the install anyway"
+		apt_updated=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+}
+
+# --- PostgreSQL -------------------------------------------------------------------------
+if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || ! id postgres >/dev/null 2>&1; then
+	log "installing PostgreSQL"
+	apt_install postgresql
+fi
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+
+# --- Incus from bookworm-backports --------------------------------------------------------
+if [ ! -x /usr/libexec/incus/incusd ] || ! command -v incus >/dev/null; then
+	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		# Derive the backports entry from the machine's own Debian source (no host names here).
+		if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+			awk 'BEGIN{RS="";ORS="\n"} NR==1' /etc/apt/sources.list.d/debian.sources |
+				sed 's/^Suites:.*/Suites: bookworm-backports/' >/etc/apt/sources.list.d/backports.sources
+		else
+			grep -m1 -E '^deb .* bookworm ' /etc/apt/sources.list |
+				sed 's/ bookworm / bookworm-backports /' >/etc/apt/sources.list.d/backports.list
+		fi
+		apt_updated=
+	fi
+	log "installing Incus from bookworm-backports"
+	apt_install -t bookworm-backports incus-base incus-client
+fi
+
+# --- start PostgreSQL ---------------------------------------------------------------------
+PG_DIR=$TEST_DIR/pg
+mkdir -p "$PG_DIR/sock"
+chmod 755 "$TEST_DIR"
+chown -R postgres:postgres "$PG_DIR"
+as_pg() { runuser -u postgres -- "$@"; }
+if [ ! -f "$PG_DIR/data/PG_VERSION" ]; then
+	log "initdb in $PG_DIR/data"
+	as_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust -E UTF8 --no-locale >/dev/null
+fi
+if ! as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" status >/dev/null 2>&1; then
+	log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
+	# fsync off: test data is thrown away; max_connections for parallel test packages.
+	as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w -t 60 \
+		-o "-p $PG_PORT -k $PG_DIR/sock -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" start >&2
+fi
+
+echo "export APELORA_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
