@@ -11,8 +11,17 @@
 //
 // Daemons run in their own session (setsid) with a parent-death signal, so they die with
 // the test process; t.Cleanup kills them by process group (SIGKILL), waits for them,
-// unmounts what incusd mounted under the lab directory and removes it. Each daemon's log
-// is kept in its directory (incusd.log, stdout.log) and printed when the test failed.
+// unmounts what incusd mounted under the lab directory (tmpfs on shmounts and guestapi)
+// and removes it. Each daemon's log is kept in its directory (incusd.log, stdout.log) and
+// printed when the test failed. The parent-death signal is tied to the OS thread that
+// started the daemon; Go keeps its threads for the life of the process unless a goroutine
+// exits while locked to one (runtime.LockOSThread), which tests using a lab must not do.
+//
+// Facts worth knowing when writing tests: with three members all three are database
+// voters (no stand-by); a fourth member joins as "database-standby". A frozen (SIGSTOP)
+// non-voter shows Offline after cluster.offline_threshold (20 s by default), so poll the
+// member list, never sleep a fixed time. Do not freeze or kill a majority of voters.
+// For a developer's long-lived lab use scripts/incus-lab.sh instead.
 package incuslab
 
 import (

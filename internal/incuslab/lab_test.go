@@ -126,7 +126,12 @@ func TestLab(t *testing.T) {
 		if len(lab.Members) != 4 {
 			t.Fatal("m4 not recorded as a member")
 		}
-		waitStatus(t, lab.Client(t, lab.Members[0]), "m4", incus.MemberOnline)
+		cl := lab.Client(t, lab.Members[0])
+		waitStatus(t, cl, "m4", incus.MemberOnline)
+		// Three voters already: the fourth member is a stand-by, so freezing it keeps quorum.
+		if m, _, err := cl.Member(ctx, "m4"); err != nil || !slices.Contains(m.Roles, "database-standby") {
+			t.Fatalf("m4 roles: %+v %v", m.Roles, err)
+		}
 		if info, err := lab.Client(t, m4).ServerInfo(ctx, ""); err != nil || info.ServerName != "m4" {
 			t.Fatalf("HTTPS to m4: %+v %v", info, err)
 		}
