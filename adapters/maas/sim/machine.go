@@ -70,6 +70,14 @@ func newMachine(sp MachineSpec, internalID int) *machine {
 		testOutcomes:      map[string]int{},
 		failCommissioning: sp.FailCommissioning, failDeployment: sp.FailDeployment, failRelease: sp.FailRelease,
 	}
+	// MAAS remembers where an operation started; for fixtures that begin
+	// mid-operation, assume the usual origin.
+	switch m.status {
+	case StatusCommissioning:
+		m.prevStatus = StatusNew
+	case StatusTesting:
+		m.prevStatus = StatusReady
+	}
 	if m.domain == "" {
 		m.domain = "maas"
 	}

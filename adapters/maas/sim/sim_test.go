@@ -1,0 +1,341 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests speak raw HTTP to the simulator on 127.0.0.1 to pin down the
+// wire shape that the client tests cannot see.
+
+type rig struct {
+	t     *testing.T
+	s     *Server
+	ep    *Endpoint
+	clock *FakeClock
+	key   string
+	n     int
+}
+
+func newRig(t *testing.T, specs ...MachineSpec) *rig {
+	t.Helper()
+	r := &rig{t: t, clock: NewFakeClock(time.Unix(1767312000, 0)), key: NewAPIKey()}
+	var err error
+	r.s, err = New(Options{
+		Users:   []User{{Username: "apelora", APIKey: r.key, Admin: true}, {Username: "viewer", APIKey: "vc:vt:vs"}},
+		Fixture: Fixture{Machines: specs},
+		Clock:   r.clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ep, err = r.s.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.ep.Close() })
+	return r
+}
+
+func (r *rig) auth(key string) string {
+	r.n++
+	p := strings.Split(key, ":")
+	return fmt.Sprintf(`OAuth oauth_consumer_key="%s", oauth_token="%s", oauth_signature="%%26%s", `+
+		`oauth_signature_method="PLAINTEXT", oauth_nonce="n%d-%d", oauth_timestamp="%d", oauth_version="1.0"`,
+		p[0], p[1], p[2], r.n, time.Now().UnixNano(), time.Now().Unix())
+}
+
+// do sends a signed request; body may be url.Values (urlencoded), a
+// *multipart.Writer's bytes (set ct), or nil.
+func (r *rig) do(method, path, ct string, body []byte, key string) (*http.Response, string) {
+	r.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, "http://"+r.ep.Addr+path, rd)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", r.auth(key))
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func (r *rig) get(path string) (*http.Response, string) { return r.do("GET", path, "", nil, r.key) }
+
+func (r *rig) post(path string, form url.Values) (*http.Response, string) {
+	return r.do("POST", path, "application/x-www-form-urlencoded", []byte(form.Encode()), r.key)
+}
+
+func machineSpec(id string, status int) MachineSpec {
+	return MachineSpec{SystemID: id, Hostname: "h-" + id, Status: status, PowerType: "ipmi",
+		HardwareUUID: "uuid-" + id, CPUCount: 4, Memory: 8192, StorageBytes: 1e12}
+}
+
+// gomaasapi (machine_2_0) fails to parse a machine when a required field is
+// missing or has the wrong JSON type; check each one.
+func TestMachineJSONShape(t *testing.T) {
+	r := newRig(t, machineSpec("k7qpwx", StatusReady))
+	resp, body := r.get("/MAAS/api/2.0/machines/")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json; charset=utf-8" || resp.Header.Get("X-MAAS-API-Hash") == "" {
+		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	}
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(body), &list); err != nil || len(list) != 1 {
+		t.Fatalf("%v %s", err, body)
+	}
+	m := list[0]
+	type kind int
+	const (
+		str kind = iota
+		num
+		boolean
+		arr
+		obj
+		null
+		strOrNull
+	)
+	want := map[string]kind{
+		"resource_uri": str, "system_id": str, "hostname": str, "fqdn": str, "tag_names": arr,
+		"owner_data": obj, "osystem": str, "distro_series": str, "memory": num, "cpu_count": num,
+		"ip_addresses": arr, "power_state": str, "status_name": str, "interface_set": arr, "zone": obj,
+		"physicalblockdevice_set": arr, "blockdevice_set": arr, "hardware_info": obj, "status_message": strOrNull,
+		"boot_interface": null, "pool": obj, "architecture": str, "domain": obj, "status": num, "storage": num,
+		"hardware_uuid": str, "power_type": str, "owner": null, "locked": boolean, "testing_status": num,
+		"testing_status_name": str, "commissioning_status": num, "workload_annotations": obj,
+		"virtualblockdevice_set": arr, "numanode_set": arr, "node_type_name": str, "default_gateways": obj,
+		"status_action": null, "parent": null, "boot_disk": null,
+	}
+	for k, kd := range want {
+		v, ok := m[k]
+		if !ok {
+			t.Errorf("field %s missing", k)
+			continue
+		}
+		good := false
+		switch kd {
+		case str:
+			_, good = v.(string)
+		case num:
+			_, good = v.(float64)
+		case boolean:
+			_, good = v.(bool)
+		case arr:
+			_, good = v.([]any)
+		case obj:
+			_, good = v.(map[string]any)
+		case null:
+			good = v == nil
+		case strOrNull:
+			_, isStr := v.(string)
+			good = isStr || v == nil
+		}
+		if !good {
+			t.Errorf("field %s = %#v, wrong type", k, v)
+		}
+	}
+	for _, k := range []string{"zone", "pool"} {
+		o := m[k].(map[string]any)
+		for _, f := range []string{"name", "description", "resource_uri"} {
+			if _, ok := o[f].(string); !ok {
+				t.Errorf("%s.%s missing", k, f)
+			}
+		}
+	}
+	if m["resource_uri"] != "/MAAS/api/2.0/machines/k7qpwx/" || m["storage"] != 1e6 || m["testing_status"] != -1.0 || m["testing_status_name"] != "Unknown" {
+		t.Errorf("values: %v %v %v", m["resource_uri"], m["storage"], m["testing_status"])
+	}
+	for _, forbidden := range []string{"power_parameters", "power_pass", "token_secret", "user_data"} {
+		if strings.Contains(body, forbidden) {
+			t.Errorf("machine JSON mentions %s", forbidden)
+		}
+	}
+}
+
+func TestOpDispatch(t *testing.T) {
+	r := newRig(t, machineSpec("k7qpwx", StatusReady), machineSpec("m2m2m2", StatusReady))
+	// op from a path suffix.
+	if resp, body := r.post("/MAAS/api/2.0/machines/k7qpwx/op-test", url.Values{}); resp.StatusCode != 200 || !strings.Contains(body, `"status": 21`) && !strings.Contains(body, `"status":21`) {
+		t.Fatalf("op-test: %d %s", resp.StatusCode, body)
+	}
+	// op from the form body.
+	if resp, body := r.post("/MAAS/api/2.0/machines/", url.Values{"op": {"allocate"}, "system_id": {"m2m2m2"}}); resp.StatusCode != 200 || !strings.Contains(body, `"constraints_by_type"`) {
+		t.Fatalf("op in body: %d %s", resp.StatusCode, body)
+	}
+	// Multipart, as the MAAS CLI sends.
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	_ = mw.WriteField("comment", "cli")
+	mw.Close()
+	if resp, body := r.do("POST", "/MAAS/api/2.0/machines/m2m2m2/?op=release", mw.FormDataContentType(), buf.Bytes(), r.key); resp.StatusCode != 200 {
+		t.Fatalf("multipart: %d %s", resp.StatusCode, body)
+	}
+	if got := r.s.Requests(); got[len(got)-1].Form.Get("comment") != "cli" {
+		t.Fatalf("multipart form not read: %+v", got[len(got)-1])
+	}
+	// JSON bodies are ignored, as piston leaves request.POST empty.
+	r.do("POST", "/MAAS/api/2.0/machines/k7qpwx/?op=abort", "application/json", []byte(`{"comment":"x"}`), r.key)
+	if got := r.s.Requests(); len(got[len(got)-1].Form) != 0 {
+		t.Fatalf("JSON body was read: %+v", got[len(got)-1])
+	}
+	for _, c := range []struct{ method, path, want string }{
+		{"POST", "/MAAS/api/2.0/machines/k7qpwx/?op=query_power_state", "Unrecognised signature: method=POST op=query_power_state"},
+		{"GET", "/MAAS/api/2.0/machines/k7qpwx/?op=deploy", "Unrecognised signature: method=GET op=deploy"},
+		{"PUT", "/MAAS/api/2.0/users/", "Unrecognised signature: method=PUT op=None"},
+	} {
+		resp, body := r.do(c.method, c.path, "application/x-www-form-urlencoded", []byte{}, r.key)
+		if resp.StatusCode != 400 || body != c.want {
+			t.Errorf("%s %s: %d %q", c.method, c.path, resp.StatusCode, body)
+		}
+	}
+	// Unknown system ID, but a valid signature: 404 text.
+	if resp, body := r.get("/MAAS/api/2.0/machines/nosuch/"); resp.StatusCode != 404 || body != "No Machine matches the given query." {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	// A GET without the trailing slash is redirected.
+	if resp, _ := r.get("/MAAS/api/2.0/machines/k7qpwx"); resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/MAAS/api/2.0/machines/k7qpwx/" {
+		t.Fatalf("redirect: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+func TestPowerParametersAndUserDataStayInside(t *testing.T) {
+	sp := machineSpec("k7qpwx", StatusReady)
+	sp.PowerParameters = map[string]string{"power_address": "10.9.9.9", "power_user": "root", "power_pass": "calvin"}
+	r := newRig(t, sp)
+	if resp, body := r.do("GET", "/MAAS/api/2.0/machines/k7qpwx/?op=power_parameters", "", nil, "vc:vt:vs"); resp.StatusCode != 403 || body != "" {
+		t.Fatalf("non-admin power_parameters: %d %q", resp.StatusCode, body)
+	}
+	if resp, body := r.get("/MAAS/api/2.0/machines/k7qpwx/?op=power_parameters"); resp.StatusCode != 200 || !strings.Contains(body, "calvin") {
+		t.Fatalf("admin power_parameters: %d %q", resp.StatusCode, body)
+	}
+	ud := "I2Nsb3VkLWNvbmZpZwpzZWNyZXQ6IGhpZGRlbgo=" // "#cloud-config\nsecret: hidden\n"
+	_, body := r.post("/MAAS/api/2.0/machines/k7qpwx/?op=deploy", url.Values{"user_data": {ud}, "distro_series": {"jammy"}})
+	_, body2 := r.get("/MAAS/api/2.0/machines/k7qpwx/")
+	for _, b := range []string{body, body2} {
+		if strings.Contains(b, ud) || strings.Contains(b, "hidden") || strings.Contains(b, "calvin") {
+			t.Fatalf("echoed: %s", b)
+		}
+	}
+	if string(r.s.UserData("k7qpwx")) != "#cloud-config\nsecret: hidden\n" {
+		t.Fatalf("stored user data %q", r.s.UserData("k7qpwx"))
+	}
+	for _, req := range r.s.Requests() {
+		if strings.Contains(fmt.Sprint(req.Form), ud) {
+			t.Fatalf("recorded user data: %+v", req)
+		}
+	}
+}
+
+func TestFakeClockOrdersTimers(t *testing.T) {
+	c := NewFakeClock(time.Unix(0, 0))
+	var got []string
+	c.AfterFunc(3*time.Second, func() { got = append(got, fmt.Sprint("c@", c.Now().Unix())) })
+	c.AfterFunc(1*time.Second, func() {
+		got = append(got, fmt.Sprint("a@", c.Now().Unix()))
+		c.AfterFunc(time.Second, func() { got = append(got, fmt.Sprint("b@", c.Now().Unix())) })
+	})
+	stopped := c.AfterFunc(2*time.Second, func() { got = append(got, "never") })
+	if !stopped.Stop() {
+		t.Fatal("stop")
+	}
+	c.Advance(2500 * time.Millisecond)
+	if strings.Join(got, ",") != "a@1,b@2" || c.Pending() != 1 {
+		t.Fatalf("%v pending %d", got, c.Pending())
+	}
+	c.Advance(time.Second)
+	if strings.Join(got, ",") != "a@1,b@2,c@3" || c.Now().Unix() != 3 {
+		t.Fatalf("%v %v", got, c.Now())
+	}
+}
+
+func TestFixtureParsing(t *testing.T) {
+	f, err := ParseFixture([]byte(`{"config":{"enable_disk_erasing_on_release":true},
+		"machines":[{"system_id":"abc123","hostname":"n1","status":4,"power_type":"manual","test_outcomes":{"memtester":"failed"}}]}`))
+	if err != nil || len(f.Machines) != 1 || f.Config["enable_disk_erasing_on_release"] != true {
+		t.Fatalf("%v %+v", err, f)
+	}
+	if _, err := ParseFixture([]byte(`[{"system_id":"abc123","hostname":"n1","sttus":4}]`)); err == nil {
+		t.Fatal("typo accepted")
+	}
+	if _, err := New(Options{Users: []User{{Username: "u", APIKey: "a:b:c"}}, Fixture: Fixture{Machines: []MachineSpec{{SystemID: "x", Hostname: "h", TestOutcomes: map[string]string{"nosuch": "failed"}}}}}); err == nil {
+		t.Fatal("unknown script accepted")
+	}
+	gen := GenerateMachines(300, 1)
+	seen := map[string]bool{}
+	for _, m := range gen {
+		if seen[m.SystemID] {
+			t.Fatalf("duplicate id %s", m.SystemID)
+		}
+		seen[m.SystemID] = true
+	}
+	if len(gen) != 300 || GenerateMachines(300, 1)[299].SystemID != gen[299].SystemID {
+		t.Fatal("generator not deterministic")
+	}
+	if _, err := New(Options{Users: []User{{Username: "u", APIKey: "a:b:c"}}, Fixture: Fixture{Machines: gen}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTestingStatusAggregate(t *testing.T) {
+	res := func(sts ...int) []scriptResult {
+		var out []scriptResult
+		for _, s := range sts {
+			out = append(out, scriptResult{status: s})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		in   []scriptResult
+		want int
+	}{
+		{nil, ScriptUnknown},
+		{res(ScriptAborted), ScriptUnknown},
+		{res(ScriptPassed, ScriptRunning, ScriptFailed), ScriptRunning},
+		{res(ScriptPassed, ScriptPending, ScriptFailed), ScriptPending},
+		{res(ScriptPassed, ScriptTimedOut, ScriptDegraded), ScriptFailed},
+		{res(ScriptPassed, ScriptDegraded), ScriptDegraded},
+		{res(ScriptPassed, ScriptSkipped, ScriptAborted), ScriptPassed},
+	} {
+		if got := aggregate(c.in, nil); got != c.want {
+			t.Errorf("%v: %d want %d", c.in, got, c.want)
+		}
+	}
+}
+
+func TestTLSModes(t *testing.T) {
+	for _, mode := range []TLSMode{TLSSelfSignedLeaf, TLSCASignedLeaf, TLSCAMarked} {
+		c, err := GenerateCertificates(mode, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf := c.cert.Leaf
+		if leaf == nil {
+			t.Fatal("no parsed leaf")
+		}
+		if leaf.IsCA != (mode == TLSCAMarked) {
+			t.Errorf("mode %d: IsCA %v", mode, leaf.IsCA)
+		}
+		if len(leaf.IPAddresses) < 2 || leaf.DNSNames[0] != "localhost" || !strings.HasPrefix(leaf.PublicKeyAlgorithm.String(), "ECDSA") {
+			t.Errorf("mode %d: SANs %v %v, key %v", mode, leaf.IPAddresses, leaf.DNSNames, leaf.PublicKeyAlgorithm)
+		}
+	}
+}
