@@ -13,20 +13,23 @@ import './page.css';
 
 const HEADERS_PLACEHOLDER = '{\n  "Authorization": "Bearer "\n}';
 
+// Lines stay short enough to read without scrolling in a half-width editor.
 const DEFAULT_QUERY = `# Apelora fabric: GraphiQL
 #
-# Authentication: open the "Headers" tab below this editor and put your
-# token after "Bearer":
+# To authenticate, open "Headers" below and put
+# your token after "Bearer":
 #
 #   {"Authorization": "Bearer <token>"}
 #
-# Queries and mutations send these headers with each HTTP POST;
-# subscriptions send them in the websocket connection_init payload.
-# After changing the token, re-fetch the schema (the circular arrow on
-# the left, or Shift-Ctrl-R) so that completion and docs know the API.
+# Queries and mutations send these headers over
+# HTTP; subscriptions send them in the websocket
+# connection_init payload. After changing the
+# token, re-fetch the schema (circular arrow on
+# the left, or Shift-Ctrl-R) for completion and
+# docs.
 #
-# Headers are never written to browser storage: paste the token again
-# after reloading the page.
+# Headers are never saved in the browser: paste
+# the token again after reloading the page.
 
 query {
   __typename
@@ -46,32 +49,44 @@ function effectiveHeaders(headers) {
   return out;
 }
 
-function isSubscription(params, documentAST) {
+// Decide by the query text being sent: GraphiQL's documentAST can lag
+// behind the editor by a moment.
+function isSubscription(params) {
   try {
-    const doc = documentAST || parse(params.query);
-    const op = getOperationAST(doc, params.operationName || undefined);
+    const op = getOperationAST(parse(params.query), params.operationName || undefined);
     return op != null && op.operation === 'subscription';
   } catch {
     return false;
   }
 }
 
+// Failures come back as GraphQL errors, which GraphiQL shows as they are
+// (an Error would be shown with its stack trace).
+function failure(message) {
+  return { errors: [{ message }] };
+}
+
 async function fetchHTTP(url, params, headers) {
-  const res = await fetch(url, {
-    method: 'POST',
-    credentials: 'same-origin',
-    headers: {
-      Accept: 'application/graphql-response+json, application/json',
-      ...headers,
-      'Content-Type': 'application/json',
-    },
-    body: JSON.stringify(params),
-  });
+  let res;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: {
+        Accept: 'application/graphql-response+json, application/json',
+        ...headers,
+        'Content-Type': 'application/json',
+      },
+      body: JSON.stringify(params),
+    });
+  } catch (e) {
+    return failure(`Cannot reach ${url}: ${e.message}`);
+  }
   const text = await res.text();
   try {
     return JSON.parse(text);
   } catch {
-    throw new Error(`HTTP ${res.status} ${res.statusText}: ${text.slice(0, 1000)}`);
+    return failure(`HTTP ${res.status} ${res.statusText}: ${text.slice(0, 1000)}`);
   }
 }
 
@@ -81,17 +96,20 @@ async function fetchHTTP(url, params, headers) {
 const REFUSED = new Set([4401, 4403]);
 
 function closeError(e) {
+  if (Array.isArray(e)) {
+    return e; // GraphQL errors from the server
+  }
   if (e && typeof e === 'object' && 'code' in e) {
     let msg = `Subscription socket closed: ${e.code}${e.reason ? ' ' + e.reason : ''}`;
     if (REFUSED.has(e.code)) {
       msg += '. The server refused the connection: check the Authorization header in the Headers tab.';
     }
-    return new Error(msg);
+    return { message: msg };
   }
-  if (e instanceof Error || Array.isArray(e)) {
-    return e;
+  if (e instanceof Error) {
+    return { message: e.message };
   }
-  return new Error('Subscription socket failed: is the server reachable?');
+  return { message: 'Subscription socket failed: is the server reachable?' };
 }
 
 // One lazy graphql-ws client per distinct set of headers: changing the token
@@ -125,7 +143,7 @@ function wsClient(url, headers) {
 function createFetcher(httpURL, wsURL) {
   return (params, opts) => {
     const headers = effectiveHeaders(opts && opts.headers);
-    if (!isSubscription(params, opts && opts.documentAST)) {
+    if (!isSubscription(params)) {
       return fetchHTTP(httpURL, params, headers);
     }
     const client = wsClient(wsURL, headers);
