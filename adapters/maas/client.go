@@ -209,6 +209,9 @@ func (c *Client) attempt(ctx context.Context, cl call, path, full string, body [
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		err = transportError(err)
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("MAAS did not answer within %s (%w); check that MAAS is up or raise the request timeout", timeout, err)
+		}
 		rerr := &RequestError{Method: cl.method, Path: path, Op: cl.op, Err: err}
 		if ctx.Err() != nil || !retryableNetErr(err) {
 			return -1, rerr

@@ -20,7 +20,7 @@ func (c *Client) Version(ctx context.Context) (VersionInfo, error) {
 		Capabilities []string `json:"capabilities"`
 	}
 	if err := c.do(ctx, call{method: http.MethodGet, path: "version/"}, &w); err != nil {
-		return VersionInfo{}, err
+		return VersionInfo{}, fmt.Errorf("read MAAS version: %w", err)
 	}
 	return VersionInfo{Version: w.Version, Subversion: w.Subversion, Capabilities: w.Capabilities}, nil
 }
@@ -35,7 +35,7 @@ func (c *Client) WhoAmI(ctx context.Context) (User, error) {
 		IsLocal     bool   `json:"is_local"`
 	}
 	if err := c.do(ctx, call{method: http.MethodGet, path: "users/", op: "whoami"}, &w); err != nil {
-		return User{}, err
+		return User{}, fmt.Errorf("check MAAS credentials: %w", err)
 	}
 	return User{Username: w.Username, Email: w.Email, IsSuperuser: w.IsSuperuser, IsLocal: w.IsLocal}, nil
 }

@@ -118,6 +118,22 @@ func TestRequestTimeout(t *testing.T) {
 	}
 }
 
+func TestSimulatorHangTimesOut(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *maas.Config) { c.RequestTimeout = 50 * time.Millisecond; c.MaxRetries = 1 }))
+	e.sim.SetFault(sim.FaultHang)
+	_, err := e.client.Version(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hanging MAAS: %v", err)
+	}
+	if n := e.sim.CountRequests(http.MethodGet, ""); n != 2 {
+		t.Fatalf("%d attempts, want 2 (timeouts of reads are retried once here)", n)
+	}
+	e.sim.SetFault(sim.FaultNone)
+	if _, err := e.client.Version(ctx); err != nil {
+		t.Fatalf("after the fault cleared: %v", err)
+	}
+}
+
 func TestResponseSizeLimit(t *testing.T) {
 	e := newEnv(t, withMachines(sim.GenerateMachines(20, 7)...), withConfig(func(c *maas.Config) { c.MaxResponseBytes = 4096 }))
 	_, err := e.client.Machines(ctx, maas.MachineFilter{})

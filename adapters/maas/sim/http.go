@@ -66,6 +66,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		panic(http.ErrAbortHandler) // HTTP/2: abort the stream instead
+	case FaultHang:
+		s.record(rec)
+		<-r.Context().Done()
+		return
 	case FaultUnavailable:
 		rec.Status = http.StatusServiceUnavailable
 		s.record(rec)

@@ -85,6 +85,10 @@ const (
 	FaultConflictRetry
 	// FaultDrop closes the connection without an answer (unreachable MAAS).
 	FaultDrop
+	// FaultHang never answers; the request ends when the client gives up
+	// (its timeout) or the endpoint closes. Models a MAAS that stopped
+	// responding, for timeout paths.
+	FaultHang
 )
 
 // Request is what the simulator recorded about one HTTP request. It never
