@@ -12,12 +12,13 @@ import (
 
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/producttest"
 )
 
 func TestGeneratedClientQueriesAndMutates(t *testing.T) {
-	e := start(t)
-	token := e.identity("automation", identity.ManageInfrastructure)
-	c := client.New(e.base+"/graphql", token, nil)
+	e := producttest.Start(t)
+	token := e.Identity("automation", identity.ManageInfrastructure)
+	c := client.New(e.Base+"/graphql", token, nil)
 	ctx := t.Context()
 
 	desc := "rack 1"
@@ -59,12 +60,12 @@ func TestGeneratedClientQueriesAndMutates(t *testing.T) {
 // it answers and keeps going. This runs for many intervals, then proves events still flow.
 func TestGeneratedClientSubscriptionSurvivesKeepAlive(t *testing.T) {
 	const interval = 100 * time.Millisecond
-	e := start(t, withPingInterval(interval))
-	token := e.identity("dashboard", identity.ManageInfrastructure)
+	e := producttest.Start(t, producttest.WithPingInterval(interval))
+	token := e.Identity("dashboard", identity.ManageInfrastructure)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 
-	ws, err := client.NewWebSocket(e.base+"/graphql", token)
+	ws, err := client.NewWebSocket(e.Base+"/graphql", token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestGeneratedClientSubscriptionSurvivesKeepAlive(t *testing.T) {
 	case <-time.After(20 * interval):
 	}
 
-	c := client.New(e.base+"/graphql", token, nil)
+	c := client.New(e.Base+"/graphql", token, nil)
 	if _, err := client.RegisterMachine(ctx, c, client.RegisterMachineInput{Name: "node-6", Provisioner: client.ProvisionerKindManual}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +119,11 @@ func (plainDialer) DialContext(ctx context.Context, url string, h http.Header) (
 // The trap the Dialer exists for, kept as a test so an upgrade that fixes it upstream is
 // noticed (and the Dialer can go).
 func TestPlainGenqlientDiesOnKeepAlive(t *testing.T) {
-	e := start(t, withPingInterval(50*time.Millisecond))
-	token := e.identity("dashboard", identity.ViewInfrastructure)
+	e := producttest.Start(t, producttest.WithPingInterval(50*time.Millisecond))
+	token := e.Identity("dashboard", identity.ViewInfrastructure)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	ws := graphql.NewClientUsingWebSocket(strings.Replace(e.base, "http", "ws", 1)+"/graphql", plainDialer{},
+	ws := graphql.NewClientUsingWebSocket(strings.Replace(e.Base, "http", "ws", 1)+"/graphql", plainDialer{},
 		graphql.WithConnectionParams(map[string]any{"Authorization": "Bearer " + token}))
 	errs, err := ws.Start(ctx)
 	if err != nil {

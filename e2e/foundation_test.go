@@ -17,14 +17,17 @@ import (
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/incuslab"
+	"github.com/apelora/fabric/internal/producttest"
 )
 
 const registerQuery = `mutation($input: RegisterMachineInput!) { registerMachine(input: $input) { machine { name phase record { name description provisioner { kind } registeredBy } } } }`
 
 func TestRegisterAuditsAllowedAndRefusedCalls(t *testing.T) {
-	e := start(t)
-	manager := e.identity("alice", identity.ManageInfrastructure)
-	r := e.gql(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL", "description": "rack 3, slot 7"}})
+	lab := incuslab.Start(t, 1)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config))
+	manager := e.Identity("alice", identity.ManageInfrastructure)
+	r := e.GQL(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL", "description": "rack 3, slot 7"}})
 	if len(r.Errors) > 0 {
 		t.Fatal(r.Errors)
 	}
@@ -37,7 +40,7 @@ func TestRegisterAuditsAllowedAndRefusedCalls(t *testing.T) {
 		t.Fatal("no X-Request-Id header")
 	}
 	var actor, action, machine, outcome, reqID, params string
-	err := e.db.Store.Pool().QueryRow(t.Context(), `SELECT actor, action, machine, outcome, request_id, parameters::text FROM audit_events ORDER BY id DESC LIMIT 1`).
+	err := e.DB.Store.Pool().QueryRow(t.Context(), `SELECT actor, action, machine, outcome, request_id, parameters::text FROM audit_events ORDER BY id DESC LIMIT 1`).
 		Scan(&actor, &action, &machine, &outcome, &reqID, &params)
 	if err != nil {
 		t.Fatal(err)
@@ -48,23 +51,23 @@ func TestRegisterAuditsAllowedAndRefusedCalls(t *testing.T) {
 	if !strings.Contains(params, `"rack 3, slot 7"`) {
 		t.Fatalf("parameters %s lack the description", params)
 	}
-	if !strings.Contains(e.logs.String(), requestID) {
+	if !strings.Contains(e.Logs.String(), requestID) {
 		t.Fatal("the request id is not in the server log")
 	}
 
 	// Failed: the audit trail says why, and the machine is not registered twice.
-	r = e.gql(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
-	if r.code() != "ALREADY_EXISTS" {
+	r = e.GQL(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
+	if r.Code() != "ALREADY_EXISTS" {
 		t.Fatalf("duplicate: %+v", r.Errors)
 	}
-	if got := e.scalar(`SELECT outcome || ': ' || error FROM audit_events ORDER BY id DESC LIMIT 1`); !strings.HasPrefix(got.(string), "FAILED: a machine named \"node-1\" is already registered") {
+	if got := e.Scalar(`SELECT outcome || ': ' || error FROM audit_events ORDER BY id DESC LIMIT 1`); !strings.HasPrefix(got.(string), "FAILED: a machine named \"node-1\" is already registered") {
 		t.Fatalf("audit of the duplicate: %v", got)
 	}
 
 	// Unregister, then the audit trail pages newest first and filters by machine.
-	e.mustGQL(manager, `mutation { unregisterMachine(input: {name: "node-1"}) { name } }`, nil)
-	e.mustGQL(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-2", "provisioner": "MANUAL"}})
-	page := e.mustGQL(manager, `{ auditEvents(first: 2, machine: "node-1") { edges { node { action outcome } } pageInfo { hasNextPage endCursor } } }`, nil)["auditEvents"].(map[string]any)
+	e.MustGQL(manager, `mutation { unregisterMachine(input: {name: "node-1"}) { name } }`, nil)
+	e.MustGQL(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-2", "provisioner": "MANUAL"}})
+	page := e.MustGQL(manager, `{ auditEvents(first: 2, machine: "node-1") { edges { node { action outcome } } pageInfo { hasNextPage endCursor } } }`, nil)["auditEvents"].(map[string]any)
 	if got := fmt.Sprint(page["edges"]); got != "[map[node:map[action:unregisterMachine outcome:SUCCEEDED]] map[node:map[action:registerMachine outcome:FAILED]]]" {
 		t.Fatalf("first page: %s", got)
 	}
@@ -72,26 +75,26 @@ func TestRegisterAuditsAllowedAndRefusedCalls(t *testing.T) {
 	if pi["hasNextPage"] != true {
 		t.Fatal("no next page")
 	}
-	page = e.mustGQL(manager, `query($after: String) { auditEvents(first: 2, machine: "node-1", after: $after) { edges { node { action outcome } } pageInfo { hasNextPage } } }`,
+	page = e.MustGQL(manager, `query($after: String) { auditEvents(first: 2, machine: "node-1", after: $after) { edges { node { action outcome } } pageInfo { hasNextPage } } }`,
 		map[string]any{"after": pi["endCursor"]})["auditEvents"].(map[string]any)
 	if got := fmt.Sprint(page["edges"]); got != "[map[node:map[action:registerMachine outcome:SUCCEEDED]]]" || page["pageInfo"].(map[string]any)["hasNextPage"] != false {
 		t.Fatalf("second page: %s %v", got, page["pageInfo"])
 	}
 	for _, bad := range []string{`{ auditEvents(first: 0) { pageInfo { hasNextPage } } }`, `{ auditEvents(first: 501) { pageInfo { hasNextPage } } }`, `{ auditEvents(after: "garbage") { pageInfo { hasNextPage } } }`} {
-		if r := e.gql(manager, bad, nil); r.code() != "INVALID_INPUT" {
+		if r := e.GQL(manager, bad, nil); r.Code() != "INVALID_INPUT" {
 			t.Errorf("%s: %+v", bad, r.Errors)
 		}
 	}
 	// The trail is append-only, even for the database owner.
-	if _, err := e.db.Store.Pool().Exec(t.Context(), `DELETE FROM audit_events`); err == nil || !strings.Contains(err.Error(), "append-only") {
+	if _, err := e.DB.Store.Pool().Exec(t.Context(), `DELETE FROM audit_events`); err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Fatalf("deleting audit events: %v", err)
 	}
 }
 
 func TestBadInputGetsClearErrorsAndChangesNothing(t *testing.T) {
-	e := start(t)
-	manager := e.identity("alice", identity.ManageInfrastructure)
-	e.mustGQL(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
+	e := producttest.Start(t)
+	manager := e.Identity("alice", identity.ManageInfrastructure)
+	e.MustGQL(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
 
 	cases := []struct {
 		name  string
@@ -114,33 +117,33 @@ func TestBadInputGetsClearErrorsAndChangesNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := e.snapshot()
-			r := e.gql(manager, registerQuery, map[string]any{"input": c.input})
-			if r.code() != c.code || r.Errors[0].Extensions["field"] != c.field || !strings.Contains(r.Errors[0].Message, c.says) {
+			before := e.Snapshot()
+			r := e.GQL(manager, registerQuery, map[string]any{"input": c.input})
+			if r.Code() != c.code || r.Errors[0].Extensions["field"] != c.field || !strings.Contains(r.Errors[0].Message, c.says) {
 				t.Fatalf("got %+v; want %s on %s saying %q", r.Errors, c.code, c.field, c.says)
 			}
-			if after := e.snapshot(); after != before {
+			if after := e.Snapshot(); after != before {
 				t.Fatalf("bad input changed the database")
 			}
 		})
 	}
 	// GraphQL-level mistakes (unknown enum value) are refused before any resolver runs,
 	// with gqlgen's own clear message.
-	r := e.gql(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-2", "provisioner": "BOGUS"}})
+	r := e.GQL(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-2", "provisioner": "BOGUS"}})
 	if len(r.Errors) == 0 || !strings.Contains(r.Errors[0].Message, "BOGUS") {
 		t.Fatalf("unknown provisioner: %+v", r.Errors)
 	}
-	if r := e.gql(manager, `mutation { unregisterMachine(input: {name: "node-9"}) { name } }`, nil); r.code() != "NOT_FOUND" {
+	if r := e.GQL(manager, `mutation { unregisterMachine(input: {name: "node-9"}) { name } }`, nil); r.Code() != "NOT_FOUND" {
 		t.Fatalf("unregister unknown: %+v", r.Errors)
 	}
 }
 
 func TestOnlyTokenHashesAreStored(t *testing.T) {
-	e := start(t)
-	token := e.identity("alice", identity.ManageInfrastructure)
-	e.mustGQL(token, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
-	e.gql("apl_"+strings.Repeat("z", 43), `{ machines { name } }`, nil) // a wrong token, also never stored
-	dump := e.db.Dump(t)
+	e := producttest.Start(t)
+	token := e.Identity("alice", identity.ManageInfrastructure)
+	e.MustGQL(token, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
+	e.GQL("apl_"+strings.Repeat("z", 43), `{ machines { name } }`, nil) // a wrong token, also never stored
+	dump := e.DB.Dump(t)
 	secret := strings.TrimPrefix(token, "apl_")
 	if strings.Contains(dump, secret) || strings.Contains(dump, strings.Repeat("z", 43)) {
 		t.Fatal("a bearer token is in the database dump")
@@ -148,16 +151,16 @@ func TestOnlyTokenHashesAreStored(t *testing.T) {
 	if !strings.Contains(dump, hex.EncodeToString(identity.HashToken(token))) {
 		t.Fatal("the token's hash is not in the dump: the test would not notice a leak in another form")
 	}
-	if strings.Contains(e.logs.String(), secret) {
+	if strings.Contains(e.Logs.String(), secret) {
 		t.Fatal("a bearer token is in the server log")
 	}
 }
 
 func TestWebsocketWithoutValidTokenIsClosedWith4403(t *testing.T) {
-	e := start(t)
+	e := producttest.Start(t)
 	for _, auth := range []string{"", "Bearer apl_wrong"} {
 		d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
-		conn, _, err := d.Dial(strings.Replace(e.base, "http", "ws", 1)+"/graphql", nil)
+		conn, _, err := d.Dial(strings.Replace(e.Base, "http", "ws", 1)+"/graphql", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,25 +254,25 @@ func TestUnreachableDatabaseRefusesMutationsAndChangesNothing(t *testing.T) {
 	}
 	p := newProxy(t, cfg)
 	viaProxy := strings.Replace(db.URL, cfg, p.ln.Addr().String(), 1)
-	store, err := postgres.Open(context.Background(), viaProxy, discard)
+	store, err := postgres.Open(context.Background(), viaProxy, producttest.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	e := startOn(t, db, store)
-	token := e.identity("alice", identity.ManageInfrastructure)
-	e.mustGQL(token, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
-	before, audits := e.snapshot(), e.count("audit_events")
+	e := producttest.StartOn(t, db, store)
+	token := e.Identity("alice", identity.ManageInfrastructure)
+	e.MustGQL(token, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
+	before, audits := e.Snapshot(), e.Count("audit_events")
 
 	p.cutOff()
-	r := e.gql(token, registerQuery, map[string]any{"input": map[string]any{"name": "node-2", "provisioner": "MANUAL"}})
-	if r.code() != "UNAVAILABLE" || !strings.Contains(r.Errors[0].Message, "database is unreachable") {
+	r := e.GQL(token, registerQuery, map[string]any{"input": map[string]any{"name": "node-2", "provisioner": "MANUAL"}})
+	if r.Code() != "UNAVAILABLE" || !strings.Contains(r.Errors[0].Message, "database is unreachable") {
 		t.Fatalf("with the database cut off: %+v", r.Errors)
 	}
-	if e.snapshot() != before || e.count("audit_events") != audits {
+	if e.Snapshot() != before || e.Count("audit_events") != audits {
 		t.Fatal("a refused mutation changed the database")
 	}
-	resp, err := http.Get(e.base + "/readyz")
+	resp, err := http.Get(e.Base + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +280,7 @@ func TestUnreachableDatabaseRefusesMutationsAndChangesNothing(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz = %d with the database cut off, want 503", resp.StatusCode)
 	}
-	resp, err = http.Get(e.base + "/healthz")
+	resp, err = http.Get(e.Base + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,27 +306,27 @@ func parseHostPort(url string) (string, error) {
 }
 
 func TestMutationWhoseAuditCannotBeWrittenChangesNothing(t *testing.T) {
-	e := start(t)
-	token := e.identity("alice", identity.ManageInfrastructure)
+	e := producttest.Start(t)
+	token := e.Identity("alice", identity.ManageInfrastructure)
 	// Make every audit insert fail, as a full disk or a broken trigger would.
-	if _, err := e.db.Store.Pool().Exec(t.Context(), `ALTER TABLE audit_events ADD CONSTRAINT no_more_audit CHECK (false) NOT VALID`); err != nil {
+	if _, err := e.DB.Store.Pool().Exec(t.Context(), `ALTER TABLE audit_events ADD CONSTRAINT no_more_audit CHECK (false) NOT VALID`); err != nil {
 		t.Fatal(err)
 	}
-	r := e.gql(token, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
-	if r.code() != "UNAVAILABLE" || !strings.Contains(r.Errors[0].Message, "audit trail could not be written") {
+	r := e.GQL(token, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
+	if r.Code() != "UNAVAILABLE" || !strings.Contains(r.Errors[0].Message, "audit trail could not be written") {
 		t.Fatalf("got %+v", r.Errors)
 	}
-	if n := e.count("machine_records"); n != 0 {
+	if n := e.Count("machine_records"); n != 0 {
 		t.Fatalf("%d machine records after a mutation whose audit failed", n)
 	}
-	if !strings.Contains(e.logs.String(), "could not write audit event") {
+	if !strings.Contains(e.Logs.String(), "could not write audit event") {
 		t.Fatal("the lost audit event is not in the server log")
 	}
 }
 
 func TestGraphiQLIsServedFromTheBinary(t *testing.T) {
-	e := start(t)
-	resp, err := http.Get(e.base + "/")
+	e := producttest.Start(t)
+	resp, err := http.Get(e.Base + "/")
 	if err != nil {
 		t.Fatal(err)
 	}

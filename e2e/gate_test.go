@@ -11,6 +11,7 @@ import (
 
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/producttest"
 )
 
 // mutationCall is one Mutation field called with made-up but well-formed arguments.
@@ -91,10 +92,10 @@ func literal(schema *ast.Schema, t *ast.Type, depth int) string {
 }
 
 func TestEveryMutationIsRefusedWithoutManageInfrastructure(t *testing.T) {
-	e := start(t)
-	viewer := e.identity("viewer", identity.ViewInfrastructure)
-	eraser := e.identity("eraser", identity.HardwareDelete)
-	manager := e.identity("manager", identity.ManageInfrastructure)
+	e := producttest.Start(t)
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	eraser := e.Identity("eraser", identity.HardwareDelete)
+	manager := e.Identity("manager", identity.ManageInfrastructure)
 
 	callers := []struct {
 		name, token, actor, code string
@@ -108,22 +109,22 @@ func TestEveryMutationIsRefusedWithoutManageInfrastructure(t *testing.T) {
 	for _, call := range calls {
 		for _, c := range callers {
 			t.Run(call.field+"/"+c.name, func(t *testing.T) {
-				before, audits := e.snapshot(), e.count("audit_events")
-				r := e.gql(c.token, call.query, nil)
-				if r.code() != c.code {
-					t.Fatalf("%s: got %q (%+v), want %s", call.query, r.code(), r.Errors, c.code)
+				before, audits := e.Snapshot(), e.Count("audit_events")
+				r := e.GQL(c.token, call.query, nil)
+				if r.Code() != c.code {
+					t.Fatalf("%s: got %q (%+v), want %s", call.query, r.Code(), r.Errors, c.code)
 				}
 				if r.Data != nil && r.Data[call.field] != nil {
 					t.Fatalf("refused mutation returned data: %v", r.Data)
 				}
-				if after := e.snapshot(); after != before {
+				if after := e.Snapshot(); after != before {
 					t.Fatalf("refused mutation changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
 				}
-				if n := e.count("audit_events"); n != audits+1 {
+				if n := e.Count("audit_events"); n != audits+1 {
 					t.Fatalf("refused mutation wrote %d audit events, want 1", n-audits)
 				}
 				var actor, action, outcome, errText string
-				row := e.db.Store.Pool().QueryRow(t.Context(), `SELECT actor, action, outcome, coalesce(error,'') FROM audit_events ORDER BY id DESC LIMIT 1`)
+				row := e.DB.Store.Pool().QueryRow(t.Context(), `SELECT actor, action, outcome, coalesce(error,'') FROM audit_events ORDER BY id DESC LIMIT 1`)
 				if err := row.Scan(&actor, &action, &outcome, &errText); err != nil {
 					t.Fatal(err)
 				}
@@ -136,8 +137,8 @@ func TestEveryMutationIsRefusedWithoutManageInfrastructure(t *testing.T) {
 		// is not refused for want of it (so the refusals above are not accidents of
 		// malformed queries).
 		t.Run(call.field+"/manage-infrastructure gets past the gate", func(t *testing.T) {
-			r := e.gql(manager, call.query, nil)
-			if c := r.code(); c == "UNAUTHENTICATED" || c == "FORBIDDEN" || c == "GRAPHQL_VALIDATION_FAILED" || c == "GRAPHQL_PARSE_FAILED" {
+			r := e.GQL(manager, call.query, nil)
+			if c := r.Code(); c == "UNAUTHENTICATED" || c == "FORBIDDEN" || c == "GRAPHQL_VALIDATION_FAILED" || c == "GRAPHQL_PARSE_FAILED" {
 				t.Fatalf("%s with manage-infrastructure: %s %+v", call.query, c, r.Errors)
 			}
 		})
@@ -149,24 +150,24 @@ func TestEveryMutationIsRefusedWithoutManageInfrastructure(t *testing.T) {
 }
 
 func TestReadsNeedAnAuthenticatedIdentity(t *testing.T) {
-	e := start(t)
-	manager := e.identity("manager", identity.ManageInfrastructure)
-	eraser := e.identity("eraser", identity.HardwareDelete)
-	e.mustGQL(manager, `mutation { registerMachine(input: {name: "node-1", provisioner: MANUAL}) { machine { name } } }`, nil)
+	e := producttest.Start(t)
+	manager := e.Identity("manager", identity.ManageInfrastructure)
+	eraser := e.Identity("eraser", identity.HardwareDelete)
+	e.MustGQL(manager, `mutation { registerMachine(input: {name: "node-1", provisioner: MANUAL}) { machine { name } } }`, nil)
 
 	for _, q := range []string{`{ machines { name } }`, `{ machine(name: "node-1") { name } }`, `{ auditEvents { edges { node { id } } } }`, `{ viewer { name } }`, `{ __schema { queryType { name } } }`} {
 		for _, c := range []struct{ token, code string }{{"", "UNAUTHENTICATED"}, {"apl_wrong", "UNAUTHENTICATED"}, {eraser, "FORBIDDEN"}} {
-			r := e.gql(c.token, q, nil)
-			if r.code() != c.code || r.Data != nil {
-				t.Errorf("%s with token %q: code %q data %v; want %s and no data", q, c.token, r.code(), r.Data, c.code)
+			r := e.GQL(c.token, q, nil)
+			if r.Code() != c.code || r.Data != nil {
+				t.Errorf("%s with token %q: code %q data %v; want %s and no data", q, c.token, r.Code(), r.Data, c.code)
 			}
 		}
 	}
-	viewer := e.identity("viewer", identity.ViewInfrastructure)
-	d := e.mustGQL(viewer, `{ machines { name } viewer { name permissions } }`, nil)
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	d := e.MustGQL(viewer, `{ machines { name } viewer { name permissions } }`, nil)
 	if got := fmt.Sprint(d["machines"]); got != "[map[name:node-1]]" {
 		t.Errorf("viewer sees machines %s", got)
 	}
 	// manage-infrastructure implies view-infrastructure.
-	e.mustGQL(manager, `{ machines { name } }`, nil)
+	e.MustGQL(manager, `{ machines { name } }`, nil)
 }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/incuslab"
+	"github.com/apelora/fabric/internal/producttest"
+)
+
+func TestCommandsAgainstTheRealServer(t *testing.T) {
+	lab := incuslab.Start(t, 1)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config))
+	t.Setenv("APELORA_URL", e.Base)
+	t.Setenv("APELORA_TOKEN", e.Identity("ops", identity.ManageInfrastructure))
+	do := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(t.Context(), args, &out)
+		return out.String(), err
+	}
+	out, err := do("register", "node-1", "-description", "rack 4")
+	if err != nil || !strings.Contains(out, "node-1") || !strings.Contains(out, "rack 4") {
+		t.Fatalf("register: %v\n%s", err, out)
+	}
+	out, err = do("machines")
+	if err != nil || !strings.Contains(out, "NAME") || !strings.Contains(out, "node-1") || !strings.Contains(out, "MANUAL") {
+		t.Fatalf("machines: %v\n%s", err, out)
+	}
+	out, err = do("-json", "machine", "node-1")
+	var m map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &m) != nil || m["name"] != "node-1" {
+		t.Fatalf("machine -json: %v\n%s", err, out)
+	}
+	if _, err = do("register", "Node_1"); err == nil || !strings.Contains(err.Error(), "is not valid") {
+		t.Fatalf("bad name: %v", err)
+	}
+	if out, err = do("whoami"); err != nil || !strings.Contains(out, "ops") {
+		t.Fatalf("whoami: %v %s", err, out)
+	}
+	if out, err = do("unregister", "node-1"); err != nil || !strings.Contains(out, "unregistered node-1") {
+		t.Fatalf("unregister: %v %s", err, out)
+	}
+	out, err = do("audit", "-machine", "node-1")
+	if err != nil || strings.Count(out, "SUCCEEDED") != 2 || !strings.Contains(out, "unregisterMachine") || strings.Contains(out, "Node_1") {
+		t.Fatalf("audit -machine node-1: %v\n%s", err, out)
+	}
+	out, err = do("audit")
+	if err != nil || !strings.Contains(out, "FAILED") || !strings.Contains(out, "Node_1") {
+		t.Fatalf("audit: %v\n%s", err, out)
+	}
+	if _, err := do("frobnicate"); err == nil {
+		t.Fatal("unknown command accepted")
+	}
+	t.Setenv("APELORA_TOKEN", "apl_wrong")
+	if _, err := do("machines"); err == nil || !strings.Contains(err.Error(), "bearer token is not valid") {
+		t.Fatalf("wrong token: %v", err)
+	}
+}

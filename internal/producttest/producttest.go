@@ -1,0 +1,216 @@
+// Package producttest runs the whole product for tests: the real server on a loopback
+// port, on a fresh real PostgreSQL database, with helpers to call it as users do.
+package producttest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/adapters/postgres/pgtest"
+	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/server"
+)
+
+// env is one running product.
+type Env struct {
+	t    testing.TB
+	DB   *pgtest.DB
+	Base string // http://127.0.0.1:port
+	Logs *SyncBuffer
+}
+
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Option adjusts the product's configuration.
+type Option func(*app.Config)
+
+// WithIncus points the product at a real Incus (a lab cluster).
+func WithIncus(c incus.Config) Option { return func(cfg *app.Config) { cfg.Incus = c } }
+
+// WithoutIncus leaves Incus unconfigured, as a fresh installation has it.
+func WithoutIncus() Option { return func(cfg *app.Config) { cfg.Incus = incus.Config{} } }
+
+// unreachableIncus is configured (so changes are allowed) but answers nothing: tests of
+// the foundation need no cluster, and the fleet honestly says Incus cannot be asked.
+var unreachableIncus = incus.Config{SocketPath: "/nonexistent/apelora-test/unix.socket"}
+
+// WithPingInterval sets the websocket keep-alive period.
+func WithPingInterval(d time.Duration) Option { return func(c *app.Config) { c.PingInterval = d } }
+
+// Start runs the product on a fresh database, on a loopback port, until the test ends.
+func Start(t testing.TB, opts ...Option) *Env {
+	t.Helper()
+	db := pgtest.New(t)
+	return StartOn(t, db, db.Store, opts...)
+}
+
+// StartOn runs the product on store, which may reach db by another way (a proxy).
+func StartOn(t testing.TB, db *pgtest.DB, store *postgres.Store, opts ...Option) *Env {
+	t.Helper()
+	cfg := app.Config{PingInterval: 25 * time.Second, ShutdownGrace: 5 * time.Second, Incus: unreachableIncus}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	logs := &SyncBuffer{}
+	log := logging.New(logs, "debug")
+	ctx, cancel := context.WithCancel(context.Background())
+	product, err := app.Build(ctx, cfg, store, log)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- server.Serve(ctx, ln, product.Handler, cfg.ShutdownGrace, log) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server shutdown: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	return &Env{t: t, DB: db, Base: "http://" + ln.Addr().String(), Logs: logs}
+}
+
+// Identity creates an identity and returns its bearer token.
+func (e *Env) Identity(name string, perms ...identity.Permission) string {
+	e.t.Helper()
+	_, token, err := identity.Create(context.Background(), e.DB.Store, name, perms)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return token
+}
+
+// GQLError is one GraphQL error as a client receives it.
+type GQLError struct {
+	Message    string         `json:"message"`
+	Path       []any          `json:"path"`
+	Extensions map[string]any `json:"extensions"`
+}
+
+// Response is a GraphQL response with its HTTP status and headers.
+type Response struct {
+	Data   map[string]any `json:"data"`
+	Errors []GQLError     `json:"errors"`
+	Header http.Header    `json:"-"`
+	Status int            `json:"-"`
+}
+
+// Code is the first error's extensions.code, or "".
+func (r *Response) Code() string {
+	if len(r.Errors) == 0 {
+		return ""
+	}
+	c, _ := r.Errors[0].Extensions["code"].(string)
+	return c
+}
+
+// GQL posts one GraphQL request with token (none when empty).
+func (e *Env) GQL(token, query string, vars map[string]any) *Response {
+	e.t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req, _ := http.NewRequest(http.MethodPost, e.Base+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := &Response{Header: resp.Header, Status: resp.StatusCode}
+	if err := json.Unmarshal(raw, out); err != nil {
+		e.t.Fatalf("response is not JSON (%d): %s", resp.StatusCode, raw)
+	}
+	return out
+}
+
+// MustGQL is GQL that fails the test on any GraphQL error.
+func (e *Env) MustGQL(token, query string, vars map[string]any) map[string]any {
+	e.t.Helper()
+	r := e.GQL(token, query, vars)
+	if len(r.Errors) > 0 {
+		e.t.Fatalf("unexpected errors: %+v", r.Errors)
+	}
+	return r.Data
+}
+
+// Scalar runs SQL against the test database and returns the first column of the first row.
+func (e *Env) Scalar(sql string, args ...any) any {
+	e.t.Helper()
+	var v any
+	if err := e.DB.Store.Pool().QueryRow(context.Background(), sql, args...).Scan(&v); err != nil {
+		e.t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+// Count returns the number of rows in table.
+func (e *Env) Count(table string) int64 {
+	e.t.Helper()
+	return e.Scalar("SELECT count(*) FROM " + table).(int64)
+}
+
+// ChangeTables are the tables a refused or failed mutation must leave as they were.
+var ChangeTables = []string{"machine_records", "identities"}
+
+// Snapshot returns the contents of every change table, to compare before and after.
+func (e *Env) Snapshot() string {
+	e.t.Helper()
+	var b strings.Builder
+	for _, tbl := range ChangeTables {
+		rows, err := e.DB.Store.Pool().Query(context.Background(), "SELECT to_jsonb(t)::text FROM "+tbl+" t ORDER BY 1")
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				e.t.Fatal(err)
+			}
+			b.WriteString(tbl + ": " + s + "\n")
+		}
+		rows.Close()
+	}
+	return b.String()
+}
+
+// Discard is a logger that writes nowhere.
+var Discard = slog.New(slog.NewTextHandler(io.Discard, nil))
