@@ -9,10 +9,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/localpg"
+	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/resolvers"
 	"github.com/apelora/fabric/server"
 )
@@ -82,10 +86,30 @@ type Product struct {
 // Build wires the domain services and the HTTP handler on store. Background work (the
 // database listener that feeds subscriptions) runs until ctx ends.
 func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Logger) (*Product, error) {
-	listener := store.NewListener(postgres.AuditChannel)
+	var checks []server.MutationCheck
+	var ports incusSide = noIncus{}
+	var membershipSource membership.Source // nil: the fleet says Incus is not configured
+	if cfg.Incus.Configured() {
+		ic := cfg.Incus
+		ic.Logger = log
+		client, err := incus.New(ic)
+		if err != nil {
+			return nil, err
+		}
+		ports = incusPorts{client}
+		membershipSource = ports
+		log.Info("Incus configured", "endpoint", client.Endpoint())
+	} else {
+		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) is set")
+		checks = append(checks, func(context.Context) error { return errIncusNotConfigured })
+	}
+
+	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel)
 	go listener.Run(ctx)
 	feed := store.NewAuditFeed()
 	go feed.Run(ctx, listener)
+	admissionFeed := store.NewAdmissionFeed()
+	go admissionFeed.Run(ctx, listener)
 	select {
 	case <-listener.Ready():
 	case <-ctx.Done():
@@ -96,18 +120,36 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 
 	records := store.Machines()
 	res := &resolvers.Resolver{
-		Machines:  &machines.Service{Store: records},
-		Fleet:     &fleet.Service{Records: records},
-		Audit:     store,
-		AuditFeed: feed,
-		Log:       log,
+		Machines:  &machines.Service{Store: records, Membership: ports},
+		Fleet:     &fleet.Service{Records: records, Admissions: store, Incus: membershipSource},
+		Enrolment: &enrolment.Service{Incus: ports, Store: storeWithRecords{store}},
+		Admission: &admission.Service{
+			Checker: &admission.Checker{Incus: ports, Publish: store.AdmissionPublisher()},
+			Members: ports,
+			Store:   storeWithRecords{store},
+		},
+		Versions:      ports,
+		Audit:         store,
+		AuditFeed:     feed,
+		AdmissionFeed: admissionFeed,
+		Log:           log,
 	}
 	h := server.Handler(server.Config{
 		Log:            log,
 		Store:          store,
 		Resolvers:      res,
+		MutationChecks: checks,
 		PingInterval:   cfg.PingInterval,
 		AllowedOrigins: cfg.AllowedOrigins,
+		PublicURL:      cfg.PublicURL,
 	})
 	return &Product{Handler: h, Listener: listener}, nil
+}
+
+// storeWithRecords is the store as the enrolment and admission steps see it: audited
+// changes, machine records and the admission trail.
+type storeWithRecords struct{ *postgres.Store }
+
+func (s storeWithRecords) Record(ctx context.Context, name string) (*machines.Record, error) {
+	return s.Store.Machines().Record(ctx, name)
 }

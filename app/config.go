@@ -4,11 +4,15 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/apelora/fabric/adapters/incus"
 )
 
 // Config is Apelora's configuration, read from APELORA_* environment variables.
@@ -20,6 +24,8 @@ type Config struct {
 	PingInterval   time.Duration // APELORA_WS_PING_INTERVAL
 	ShutdownGrace  time.Duration // APELORA_SHUTDOWN_GRACE
 	AllowedOrigins []string      // APELORA_ALLOWED_ORIGINS
+	PublicURL      string        // APELORA_PUBLIC_URL
+	Incus          incus.Config  // APELORA_INCUS_*; zero when not configured
 }
 
 // Variable documents one environment variable (the README's table is checked against it).
@@ -37,6 +43,12 @@ func Variables() []Variable {
 		{"APELORA_WS_PING_INTERVAL", "25s", "websocket keep-alive period; a client silent for two periods is dropped"},
 		{"APELORA_SHUTDOWN_GRACE", "15s", "how long shutdown waits for requests in flight"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
+		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080"},
+		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of one Incus cluster member, e.g. https://10.0.0.5:8443"},
+		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity (a client certificate the cluster trusts)"},
+		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate"},
+		{"APELORA_INCUS_SERVER_CERT", "(none)", "PEM file: the cluster certificate ($INCUS_DIR/cluster.crt), pinned by fingerprint"},
+		{"APELORA_INCUS_SOCKET", "(none)", "instead of the four above: the local daemon's unix socket ($INCUS_DIR/unix.socket)"},
 	}
 }
 
@@ -77,6 +89,18 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.ShutdownGrace, err = duration(get, "APELORA_SHUTDOWN_GRACE", "15s", 0); err != nil {
 		return c, err
 	}
+	if u := strings.TrimSpace(getenv("APELORA_PUBLIC_URL")); u != "" {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return c, fmt.Errorf("APELORA_PUBLIC_URL=%q: give the URL servers reach Apelora at, such as https://apelora.example:8080", u)
+		}
+		c.PublicURL = strings.TrimSuffix(u, "/")
+	}
+	inc, err := incus.ConfigFromEnv(getenv)
+	if err != nil && !errors.Is(err, incus.ErrNotConfigured) {
+		return c, err
+	}
+	c.Incus = inc
 	if o := getenv("APELORA_ALLOWED_ORIGINS"); o != "" {
 		for _, p := range strings.Split(o, ",") {
 			if p = strings.TrimSpace(p); p != "" {

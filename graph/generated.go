@@ -28,6 +28,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Member() MemberResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
@@ -37,6 +38,45 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	AdmissionCheck struct {
+		Message func(childComplexity int) int
+		Name    func(childComplexity int) int
+		Result  func(childComplexity int) int
+		Title   func(childComplexity int) int
+	}
+
+	AdmissionCheckEvent struct {
+		At      func(childComplexity int) int
+		Check   func(childComplexity int) int
+		Machine func(childComplexity int) int
+		RunID   func(childComplexity int) int
+		Trigger func(childComplexity int) int
+		Verdict func(childComplexity int) int
+	}
+
+	AdmissionReport struct {
+		At      func(childComplexity int) int
+		Checks  func(childComplexity int) int
+		Machine func(childComplexity int) int
+		RunID   func(childComplexity int) int
+		Trigger func(childComplexity int) int
+		Verdict func(childComplexity int) int
+	}
+
+	AdmitMemberPayload struct {
+		Machine func(childComplexity int) int
+		Report  func(childComplexity int) int
+	}
+
+	ApproveEnrolmentPayload struct {
+		Command      func(childComplexity int) int
+		ExpiresAt    func(childComplexity int) int
+		JoinToken    func(childComplexity int) int
+		Machine      func(childComplexity int) int
+		MemberConfig func(childComplexity int) int
+		ScriptURL    func(childComplexity int) int
+	}
+
 	AuditEvent struct {
 		Action     func(childComplexity int) int
 		Actor      func(childComplexity int) int
@@ -67,10 +107,12 @@ type ComplexityRoot struct {
 	}
 
 	Machine struct {
-		Name     func(childComplexity int) int
-		Phase    func(childComplexity int) int
-		Record   func(childComplexity int) int
-		Warnings func(childComplexity int) int
+		Member           func(childComplexity int) int
+		Name             func(childComplexity int) int
+		PendingJoinToken func(childComplexity int) int
+		Phase            func(childComplexity int) int
+		Record           func(childComplexity int) int
+		Warnings         func(childComplexity int) int
 	}
 
 	MachineRecord struct {
@@ -83,14 +125,51 @@ type ComplexityRoot struct {
 		RegisteredBy func(childComplexity int) int
 	}
 
+	Member struct {
+		Architecture  func(childComplexity int) int
+		Description   func(childComplexity int) int
+		FailureDomain func(childComplexity int) int
+		Groups        func(childComplexity int) int
+		Held          func(childComplexity int) int
+		Message       func(childComplexity int) int
+		Name          func(childComplexity int) int
+		Roles         func(childComplexity int) int
+		Scheduler     func(childComplexity int) int
+		Status        func(childComplexity int) int
+		URL           func(childComplexity int) int
+		Version       func(childComplexity int) int
+	}
+
+	MemberConfigEntry struct {
+		Entity func(childComplexity int) int
+		Key    func(childComplexity int) int
+		Name   func(childComplexity int) int
+		Value  func(childComplexity int) int
+	}
+
+	MemberVersion struct {
+		APIExtensions func(childComplexity int) int
+		Incus         func(childComplexity int) int
+		Kernel        func(childComplexity int) int
+		Os            func(childComplexity int) int
+	}
+
 	Mutation struct {
+		AdmitMember       func(childComplexity int, input model.AdmitMemberInput) int
+		ApproveEnrolment  func(childComplexity int, input model.ApproveEnrolmentInput) int
 		RegisterMachine   func(childComplexity int, input model.RegisterMachineInput) int
+		RemoveMember      func(childComplexity int, input model.RemoveMemberInput) int
+		RevokeJoinToken   func(childComplexity int, input model.RevokeJoinTokenInput) int
 		UnregisterMachine func(childComplexity int, input model.UnregisterMachineInput) int
 	}
 
 	PageInfo struct {
 		EndCursor   func(childComplexity int) int
 		HasNextPage func(childComplexity int) int
+	}
+
+	PendingJoinToken struct {
+		ExpiresAt func(childComplexity int) int
 	}
 
 	Provisioner struct {
@@ -105,17 +184,27 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		AuditEvents func(childComplexity int, first *int, after *string, machine *string) int
-		Machine     func(childComplexity int, name string) int
-		Machines    func(childComplexity int) int
-		Viewer      func(childComplexity int) int
+		AdmissionReport func(childComplexity int, name string) int
+		AuditEvents     func(childComplexity int, first *int, after *string, machine *string) int
+		Machine         func(childComplexity int, name string) int
+		Machines        func(childComplexity int) int
+		Viewer          func(childComplexity int) int
 	}
 
 	RegisterMachinePayload struct {
 		Machine func(childComplexity int) int
 	}
 
+	RemoveMemberPayload struct {
+		Machine func(childComplexity int) int
+	}
+
+	RevokeJoinTokenPayload struct {
+		Machine func(childComplexity int) int
+	}
+
 	Subscription struct {
+		AdmissionChecks    func(childComplexity int, name string) int
 		AuditEventRecorded func(childComplexity int, machine *string) int
 	}
 
@@ -133,18 +222,27 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type MemberResolver interface {
+	Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error)
+}
 type MutationResolver interface {
 	RegisterMachine(ctx context.Context, input model.RegisterMachineInput) (*model.RegisterMachinePayload, error)
 	UnregisterMachine(ctx context.Context, input model.UnregisterMachineInput) (*model.UnregisterMachinePayload, error)
+	ApproveEnrolment(ctx context.Context, input model.ApproveEnrolmentInput) (*model.ApproveEnrolmentPayload, error)
+	RevokeJoinToken(ctx context.Context, input model.RevokeJoinTokenInput) (*model.RevokeJoinTokenPayload, error)
+	AdmitMember(ctx context.Context, input model.AdmitMemberInput) (*model.AdmitMemberPayload, error)
+	RemoveMember(ctx context.Context, input model.RemoveMemberInput) (*model.RemoveMemberPayload, error)
 }
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Identity, error)
 	AuditEvents(ctx context.Context, first *int, after *string, machine *string) (*model.AuditEventConnection, error)
 	Machines(ctx context.Context) ([]*model.Machine, error)
 	Machine(ctx context.Context, name string) (*model.Machine, error)
+	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
 }
 type SubscriptionResolver interface {
 	AuditEventRecorded(ctx context.Context, machine *string) (<-chan *model.AuditEvent, error)
+	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -164,6 +262,155 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "AdmissionCheck.message":
+		if e.ComplexityRoot.AdmissionCheck.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionCheck.Message(childComplexity), true
+	case "AdmissionCheck.name":
+		if e.ComplexityRoot.AdmissionCheck.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionCheck.Name(childComplexity), true
+	case "AdmissionCheck.result":
+		if e.ComplexityRoot.AdmissionCheck.Result == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionCheck.Result(childComplexity), true
+	case "AdmissionCheck.title":
+		if e.ComplexityRoot.AdmissionCheck.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionCheck.Title(childComplexity), true
+
+	case "AdmissionCheckEvent.at":
+		if e.ComplexityRoot.AdmissionCheckEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionCheckEvent.At(childComplexity), true
+	case "AdmissionCheckEvent.check":
+		if e.ComplexityRoot.AdmissionCheckEvent.Check == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionCheckEvent.Check(childComplexity), true
+	case "AdmissionCheckEvent.machine":
+		if e.ComplexityRoot.AdmissionCheckEvent.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionCheckEvent.Machine(childComplexity), true
+	case "AdmissionCheckEvent.runId":
+		if e.ComplexityRoot.AdmissionCheckEvent.RunID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionCheckEvent.RunID(childComplexity), true
+	case "AdmissionCheckEvent.trigger":
+		if e.ComplexityRoot.AdmissionCheckEvent.Trigger == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionCheckEvent.Trigger(childComplexity), true
+	case "AdmissionCheckEvent.verdict":
+		if e.ComplexityRoot.AdmissionCheckEvent.Verdict == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionCheckEvent.Verdict(childComplexity), true
+
+	case "AdmissionReport.at":
+		if e.ComplexityRoot.AdmissionReport.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionReport.At(childComplexity), true
+	case "AdmissionReport.checks":
+		if e.ComplexityRoot.AdmissionReport.Checks == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionReport.Checks(childComplexity), true
+	case "AdmissionReport.machine":
+		if e.ComplexityRoot.AdmissionReport.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionReport.Machine(childComplexity), true
+	case "AdmissionReport.runId":
+		if e.ComplexityRoot.AdmissionReport.RunID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionReport.RunID(childComplexity), true
+	case "AdmissionReport.trigger":
+		if e.ComplexityRoot.AdmissionReport.Trigger == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionReport.Trigger(childComplexity), true
+	case "AdmissionReport.verdict":
+		if e.ComplexityRoot.AdmissionReport.Verdict == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmissionReport.Verdict(childComplexity), true
+
+	case "AdmitMemberPayload.machine":
+		if e.ComplexityRoot.AdmitMemberPayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmitMemberPayload.Machine(childComplexity), true
+	case "AdmitMemberPayload.report":
+		if e.ComplexityRoot.AdmitMemberPayload.Report == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmitMemberPayload.Report(childComplexity), true
+
+	case "ApproveEnrolmentPayload.command":
+		if e.ComplexityRoot.ApproveEnrolmentPayload.Command == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApproveEnrolmentPayload.Command(childComplexity), true
+	case "ApproveEnrolmentPayload.expiresAt":
+		if e.ComplexityRoot.ApproveEnrolmentPayload.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApproveEnrolmentPayload.ExpiresAt(childComplexity), true
+	case "ApproveEnrolmentPayload.joinToken":
+		if e.ComplexityRoot.ApproveEnrolmentPayload.JoinToken == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApproveEnrolmentPayload.JoinToken(childComplexity), true
+	case "ApproveEnrolmentPayload.machine":
+		if e.ComplexityRoot.ApproveEnrolmentPayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApproveEnrolmentPayload.Machine(childComplexity), true
+	case "ApproveEnrolmentPayload.memberConfig":
+		if e.ComplexityRoot.ApproveEnrolmentPayload.MemberConfig == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApproveEnrolmentPayload.MemberConfig(childComplexity), true
+	case "ApproveEnrolmentPayload.scriptUrl":
+		if e.ComplexityRoot.ApproveEnrolmentPayload.ScriptURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApproveEnrolmentPayload.ScriptURL(childComplexity), true
 
 	case "AuditEvent.action":
 		if e.ComplexityRoot.AuditEvent.Action == nil {
@@ -271,12 +518,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Identity.Permissions(childComplexity), true
 
+	case "Machine.member":
+		if e.ComplexityRoot.Machine.Member == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.Member(childComplexity), true
 	case "Machine.name":
 		if e.ComplexityRoot.Machine.Name == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Machine.Name(childComplexity), true
+	case "Machine.pendingJoinToken":
+		if e.ComplexityRoot.Machine.PendingJoinToken == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.PendingJoinToken(childComplexity), true
 	case "Machine.phase":
 		if e.ComplexityRoot.Machine.Phase == nil {
 			break
@@ -339,6 +598,151 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MachineRecord.RegisteredBy(childComplexity), true
 
+	case "Member.architecture":
+		if e.ComplexityRoot.Member.Architecture == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.Architecture(childComplexity), true
+	case "Member.description":
+		if e.ComplexityRoot.Member.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.Description(childComplexity), true
+	case "Member.failureDomain":
+		if e.ComplexityRoot.Member.FailureDomain == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.FailureDomain(childComplexity), true
+	case "Member.groups":
+		if e.ComplexityRoot.Member.Groups == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.Groups(childComplexity), true
+	case "Member.held":
+		if e.ComplexityRoot.Member.Held == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.Held(childComplexity), true
+	case "Member.message":
+		if e.ComplexityRoot.Member.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.Message(childComplexity), true
+	case "Member.name":
+		if e.ComplexityRoot.Member.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.Name(childComplexity), true
+	case "Member.roles":
+		if e.ComplexityRoot.Member.Roles == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.Roles(childComplexity), true
+	case "Member.scheduler":
+		if e.ComplexityRoot.Member.Scheduler == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.Scheduler(childComplexity), true
+	case "Member.status":
+		if e.ComplexityRoot.Member.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.Status(childComplexity), true
+	case "Member.url":
+		if e.ComplexityRoot.Member.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.URL(childComplexity), true
+	case "Member.version":
+		if e.ComplexityRoot.Member.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Member.Version(childComplexity), true
+
+	case "MemberConfigEntry.entity":
+		if e.ComplexityRoot.MemberConfigEntry.Entity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberConfigEntry.Entity(childComplexity), true
+	case "MemberConfigEntry.key":
+		if e.ComplexityRoot.MemberConfigEntry.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberConfigEntry.Key(childComplexity), true
+	case "MemberConfigEntry.name":
+		if e.ComplexityRoot.MemberConfigEntry.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberConfigEntry.Name(childComplexity), true
+	case "MemberConfigEntry.value":
+		if e.ComplexityRoot.MemberConfigEntry.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberConfigEntry.Value(childComplexity), true
+
+	case "MemberVersion.apiExtensions":
+		if e.ComplexityRoot.MemberVersion.APIExtensions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberVersion.APIExtensions(childComplexity), true
+	case "MemberVersion.incus":
+		if e.ComplexityRoot.MemberVersion.Incus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberVersion.Incus(childComplexity), true
+	case "MemberVersion.kernel":
+		if e.ComplexityRoot.MemberVersion.Kernel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberVersion.Kernel(childComplexity), true
+	case "MemberVersion.os":
+		if e.ComplexityRoot.MemberVersion.Os == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberVersion.Os(childComplexity), true
+
+	case "Mutation.admitMember":
+		if e.ComplexityRoot.Mutation.AdmitMember == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_admitMember_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AdmitMember(childComplexity, args["input"].(model.AdmitMemberInput)), true
+	case "Mutation.approveEnrolment":
+		if e.ComplexityRoot.Mutation.ApproveEnrolment == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_approveEnrolment_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ApproveEnrolment(childComplexity, args["input"].(model.ApproveEnrolmentInput)), true
 	case "Mutation.registerMachine":
 		if e.ComplexityRoot.Mutation.RegisterMachine == nil {
 			break
@@ -350,6 +754,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RegisterMachine(childComplexity, args["input"].(model.RegisterMachineInput)), true
+	case "Mutation.removeMember":
+		if e.ComplexityRoot.Mutation.RemoveMember == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeMember_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveMember(childComplexity, args["input"].(model.RemoveMemberInput)), true
+	case "Mutation.revokeJoinToken":
+		if e.ComplexityRoot.Mutation.RevokeJoinToken == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeJoinToken_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeJoinToken(childComplexity, args["input"].(model.RevokeJoinTokenInput)), true
 	case "Mutation.unregisterMachine":
 		if e.ComplexityRoot.Mutation.UnregisterMachine == nil {
 			break
@@ -374,6 +800,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
+
+	case "PendingJoinToken.expiresAt":
+		if e.ComplexityRoot.PendingJoinToken.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PendingJoinToken.ExpiresAt(childComplexity), true
 
 	case "Provisioner.capabilities":
 		if e.ComplexityRoot.Provisioner.Capabilities == nil {
@@ -407,6 +840,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ProvisionerCapabilities.Powers(childComplexity), true
 
+	case "Query.admissionReport":
+		if e.ComplexityRoot.Query.AdmissionReport == nil {
+			break
+		}
+
+		args, err := ec.field_Query_admissionReport_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AdmissionReport(childComplexity, args["name"].(string)), true
 	case "Query.auditEvents":
 		if e.ComplexityRoot.Query.AuditEvents == nil {
 			break
@@ -450,6 +894,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RegisterMachinePayload.Machine(childComplexity), true
 
+	case "RemoveMemberPayload.machine":
+		if e.ComplexityRoot.RemoveMemberPayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveMemberPayload.Machine(childComplexity), true
+
+	case "RevokeJoinTokenPayload.machine":
+		if e.ComplexityRoot.RevokeJoinTokenPayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RevokeJoinTokenPayload.Machine(childComplexity), true
+
+	case "Subscription.admissionChecks":
+		if e.ComplexityRoot.Subscription.AdmissionChecks == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_admissionChecks_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.AdmissionChecks(childComplexity, args["name"].(string)), true
 	case "Subscription.auditEventRecorded":
 		if e.ComplexityRoot.Subscription.AuditEventRecorded == nil {
 			break
@@ -491,7 +960,12 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("AdmitMemberInput", ec.unmarshalInputAdmitMemberInput),
+			graphql.NewInputUnmarshaler("ApproveEnrolmentInput", ec.unmarshalInputApproveEnrolmentInput),
+			graphql.NewInputUnmarshaler("MemberConfigInput", ec.unmarshalInputMemberConfigInput),
 			graphql.NewInputUnmarshaler("RegisterMachineInput", ec.unmarshalInputRegisterMachineInput),
+			graphql.NewInputUnmarshaler("RemoveMemberInput", ec.unmarshalInputRemoveMemberInput),
+			graphql.NewInputUnmarshaler("RevokeJoinTokenInput", ec.unmarshalInputRevokeJoinTokenInput),
 			graphql.NewInputUnmarshaler("UnregisterMachineInput", ec.unmarshalInputUnregisterMachineInput),
 		)
 	}
@@ -675,7 +1149,10 @@ extend type Mutation {
   "Record a machine Apelora will manage. The first step of every machine's lifecycle."
   registerMachine(input: RegisterMachineInput!): RegisterMachinePayload!
 
-  "Forget a machine record. The audit trail keeps its history."
+  """
+  Forget a machine record. Refused while the machine is an Incus member or has a pending
+  join token. The audit trail keeps its history.
+  """
   unregisterMachine(input: UnregisterMachineInput!): UnregisterMachinePayload!
 }
 
@@ -785,6 +1262,210 @@ type UnregisterMachinePayload {
   name: String!
 }
 `, BuiltIn: false},
+	{Name: "../schema/membership.graphqls", Input: `extend type Mutation {
+  """
+  Approve a registered machine's enrolment: Incus issues a single-use join token for its
+  name. The response carries the token once (with ` + "`" + `Cache-Control: no-store` + "`" + `); Apelora never
+  stores, logs or audits it. Refused while the machine is a member or has a pending token.
+  """
+  approveEnrolment(input: ApproveEnrolmentInput!): ApproveEnrolmentPayload!
+
+  "Cancel the pending join token for a name."
+  revokeJoinToken(input: RevokeJoinTokenInput!): RevokeJoinTokenPayload!
+
+  """
+  Run every admission check again and, when none fails, let automatic placement reach the
+  member: removes its scheduler.instance hold, keeping its roles, groups, failure domain and
+  description. The check results are audited either way.
+  """
+  admitMember(input: AdmitMemberInput!): AdmitMemberPayload!
+
+  """
+  Remove a member from the cluster. Incus refuses while the member still holds instances or
+  is the last database member; ` + "`" + `force` + "`" + ` drops it without telling it (wipe its daemon after).
+  The machine record stays: the machine is REGISTERED again.
+  """
+  removeMember(input: RemoveMemberInput!): RemoveMemberPayload!
+}
+
+extend type Query {
+  "Run the admission checks for a member without changing anything."
+  admissionReport(name: String!): AdmissionReport!
+}
+
+extend type Subscription {
+  """
+  Admission check results for a machine as each is computed, then the verdict, whenever a
+  report or an admission runs for it (on any API replica).
+  """
+  admissionChecks(name: String!): AdmissionCheckEvent!
+}
+
+extend type Machine {
+  "The Incus member of the same name; null when it has not joined."
+  member: Member
+  "The join token Incus holds for the name, until it is used, revoked or expires."
+  pendingJoinToken: PendingJoinToken
+}
+
+"An Incus cluster member."
+type Member {
+  name: String!
+  status: MemberStatus!
+  "Incus's words on the status, e.g. ` + "`" + `Fully operational` + "`" + `."
+  message: String!
+  url: String!
+  roles: [String!]!
+  groups: [String!]!
+  failureDomain: String!
+  description: String!
+  architecture: String!
+  "Held out of automatic placement (scheduler.instance=manual)."
+  held: Boolean!
+  "The member's scheduler.instance value, null when unset."
+  scheduler: String
+  """
+  The member's software versions. Asking for it asks each member in the answer (one Incus
+  call per member); leave it out of fleet-wide queries that must stay cheap.
+  """
+  version: MemberVersion
+}
+
+enum MemberStatus {
+  ONLINE
+  OFFLINE
+  EVACUATED
+  BLOCKED
+  "A status this version of Apelora does not know."
+  UNKNOWN
+}
+
+type MemberVersion {
+  incus: String!
+  apiExtensions: Int!
+  kernel: String!
+  os: String!
+}
+
+"Only the name's expiry is shown: the token itself is never kept."
+type PendingJoinToken {
+  expiresAt: Time!
+}
+
+input ApproveEnrolmentInput {
+  name: String!
+  """
+  Values for member-specific keys (for example a storage pool's ` + "`" + `source` + "`" + ` device). Keys not
+  given get the driver's default for host-specific keys (source, BGP next hops), and the
+  value an existing member uses for the others.
+  """
+  memberConfig: [MemberConfigInput!]
+}
+
+input MemberConfigInput {
+  "` + "`" + `storage-pool` + "`" + ` or ` + "`" + `network` + "`" + `."
+  entity: String!
+  name: String!
+  key: String!
+  value: String!
+}
+
+type MemberConfigEntry {
+  entity: String!
+  name: String!
+  key: String!
+  value: String!
+}
+
+type ApproveEnrolmentPayload {
+  machine: Machine!
+  "The single-use join token. Shown only in this response; paste it into enrol-member.sh."
+  joinToken: String!
+  expiresAt: Time!
+  "The member configuration the new server joins with."
+  memberConfig: [MemberConfigEntry!]!
+  "What to run on the new server (replace ADDRESS by its own address). It asks for the token on standard input."
+  command: String!
+  "Where the enrolment script is served."
+  scriptUrl: String!
+}
+
+input RevokeJoinTokenInput {
+  name: String!
+}
+
+type RevokeJoinTokenPayload {
+  machine: Machine
+}
+
+input AdmitMemberInput {
+  name: String!
+}
+
+type AdmitMemberPayload {
+  machine: Machine!
+  report: AdmissionReport!
+}
+
+input RemoveMemberInput {
+  name: String!
+  force: Boolean = false
+}
+
+type RemoveMemberPayload {
+  "The machine after removal (REGISTERED), or null for a member that had no record."
+  machine: Machine
+}
+
+enum CheckResult {
+  PASS
+  "Blocks admission."
+  FAIL
+  WARN
+  SKIPPED
+  "Apelora cannot see it: the administrator checks it on the host."
+  NOT_CHECKED
+}
+
+enum AdmissionVerdict {
+  "No check failed."
+  ADMISSIBLE
+  "At least one check failed."
+  BLOCKED
+}
+
+enum AdmissionTrigger {
+  REPORT
+  ADMISSION
+}
+
+type AdmissionCheck {
+  "Stable id: online, incus-version, kernel, storage-pools, networks, architecture, hardware-tests, ovn-chassis, clock."
+  name: String!
+  title: String!
+  result: CheckResult!
+  message: String!
+}
+
+type AdmissionReport {
+  machine: String!
+  runId: ID!
+  trigger: AdmissionTrigger!
+  at: Time!
+  checks: [AdmissionCheck!]!
+  verdict: AdmissionVerdict!
+}
+
+"One step of an admission run: a check result, or the verdict (check null)."
+type AdmissionCheckEvent {
+  machine: String!
+  runId: ID!
+  trigger: AdmissionTrigger!
+  at: Time!
+  check: AdmissionCheck
+  verdict: AdmissionVerdict
+}
+`, BuiltIn: false},
 	{Name: "../schema/schema.graphqls", Input: `"""
 Apelora fabric: takes a bare-metal server from "known" to "a checked, admitted Incus cluster
 member". Every read needs an authenticated identity (HTTP ` + "`" + `Authorization: Bearer <token>` + "`" + `, or
@@ -825,6 +1506,84 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_AdmissionCheck(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_AdmissionCheck_name(ctx, field)
+	case "title":
+		return ec.fieldContext_AdmissionCheck_title(ctx, field)
+	case "result":
+		return ec.fieldContext_AdmissionCheck_result(ctx, field)
+	case "message":
+		return ec.fieldContext_AdmissionCheck_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AdmissionCheck", field.Name)
+}
+
+func (ec *executionContext) childFields_AdmissionCheckEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_AdmissionCheckEvent_machine(ctx, field)
+	case "runId":
+		return ec.fieldContext_AdmissionCheckEvent_runId(ctx, field)
+	case "trigger":
+		return ec.fieldContext_AdmissionCheckEvent_trigger(ctx, field)
+	case "at":
+		return ec.fieldContext_AdmissionCheckEvent_at(ctx, field)
+	case "check":
+		return ec.fieldContext_AdmissionCheckEvent_check(ctx, field)
+	case "verdict":
+		return ec.fieldContext_AdmissionCheckEvent_verdict(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AdmissionCheckEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_AdmissionReport(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_AdmissionReport_machine(ctx, field)
+	case "runId":
+		return ec.fieldContext_AdmissionReport_runId(ctx, field)
+	case "trigger":
+		return ec.fieldContext_AdmissionReport_trigger(ctx, field)
+	case "at":
+		return ec.fieldContext_AdmissionReport_at(ctx, field)
+	case "checks":
+		return ec.fieldContext_AdmissionReport_checks(ctx, field)
+	case "verdict":
+		return ec.fieldContext_AdmissionReport_verdict(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AdmissionReport", field.Name)
+}
+
+func (ec *executionContext) childFields_AdmitMemberPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_AdmitMemberPayload_machine(ctx, field)
+	case "report":
+		return ec.fieldContext_AdmitMemberPayload_report(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AdmitMemberPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_ApproveEnrolmentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_ApproveEnrolmentPayload_machine(ctx, field)
+	case "joinToken":
+		return ec.fieldContext_ApproveEnrolmentPayload_joinToken(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_ApproveEnrolmentPayload_expiresAt(ctx, field)
+	case "memberConfig":
+		return ec.fieldContext_ApproveEnrolmentPayload_memberConfig(ctx, field)
+	case "command":
+		return ec.fieldContext_ApproveEnrolmentPayload_command(ctx, field)
+	case "scriptUrl":
+		return ec.fieldContext_ApproveEnrolmentPayload_scriptUrl(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApproveEnrolmentPayload", field.Name)
+}
 
 func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -894,6 +1653,10 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_warnings(ctx, field)
 	case "record":
 		return ec.fieldContext_Machine_record(ctx, field)
+	case "member":
+		return ec.fieldContext_Machine_member(ctx, field)
+	case "pendingJoinToken":
+		return ec.fieldContext_Machine_pendingJoinToken(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Machine", field.Name)
 }
@@ -918,6 +1681,64 @@ func (ec *executionContext) childFields_MachineRecord(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type MachineRecord", field.Name)
 }
 
+func (ec *executionContext) childFields_Member(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_Member_name(ctx, field)
+	case "status":
+		return ec.fieldContext_Member_status(ctx, field)
+	case "message":
+		return ec.fieldContext_Member_message(ctx, field)
+	case "url":
+		return ec.fieldContext_Member_url(ctx, field)
+	case "roles":
+		return ec.fieldContext_Member_roles(ctx, field)
+	case "groups":
+		return ec.fieldContext_Member_groups(ctx, field)
+	case "failureDomain":
+		return ec.fieldContext_Member_failureDomain(ctx, field)
+	case "description":
+		return ec.fieldContext_Member_description(ctx, field)
+	case "architecture":
+		return ec.fieldContext_Member_architecture(ctx, field)
+	case "held":
+		return ec.fieldContext_Member_held(ctx, field)
+	case "scheduler":
+		return ec.fieldContext_Member_scheduler(ctx, field)
+	case "version":
+		return ec.fieldContext_Member_version(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Member", field.Name)
+}
+
+func (ec *executionContext) childFields_MemberConfigEntry(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "entity":
+		return ec.fieldContext_MemberConfigEntry_entity(ctx, field)
+	case "name":
+		return ec.fieldContext_MemberConfigEntry_name(ctx, field)
+	case "key":
+		return ec.fieldContext_MemberConfigEntry_key(ctx, field)
+	case "value":
+		return ec.fieldContext_MemberConfigEntry_value(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemberConfigEntry", field.Name)
+}
+
+func (ec *executionContext) childFields_MemberVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "incus":
+		return ec.fieldContext_MemberVersion_incus(ctx, field)
+	case "apiExtensions":
+		return ec.fieldContext_MemberVersion_apiExtensions(ctx, field)
+	case "kernel":
+		return ec.fieldContext_MemberVersion_kernel(ctx, field)
+	case "os":
+		return ec.fieldContext_MemberVersion_os(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemberVersion", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -926,6 +1747,14 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_PendingJoinToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "expiresAt":
+		return ec.fieldContext_PendingJoinToken_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PendingJoinToken", field.Name)
 }
 
 func (ec *executionContext) childFields_Provisioner(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -956,6 +1785,22 @@ func (ec *executionContext) childFields_RegisterMachinePayload(ctx context.Conte
 		return ec.fieldContext_RegisterMachinePayload_machine(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RegisterMachinePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_RemoveMemberPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_RemoveMemberPayload_machine(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoveMemberPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_RevokeJoinTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_RevokeJoinTokenPayload_machine(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RevokeJoinTokenPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_UnregisterMachinePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1092,12 +1937,68 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_admitMember_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AdmitMemberInput, error) {
+			return ec.unmarshalNAdmitMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmitMemberInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_approveEnrolment_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ApproveEnrolmentInput, error) {
+			return ec.unmarshalNApproveEnrolmentInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐApproveEnrolmentInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_registerMachine_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RegisterMachineInput, error) {
 			return ec.unmarshalNRegisterMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRegisterMachineInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_removeMember_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemoveMemberInput, error) {
+			return ec.unmarshalNRemoveMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeJoinToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RevokeJoinTokenInput, error) {
+			return ec.unmarshalNRevokeJoinTokenInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeJoinTokenInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -1121,6 +2022,20 @@ func (ec *executionContext) field_Mutation_unregisterMachine_args(ctx context.Co
 }
 
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_admissionReport_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
@@ -1165,6 +2080,20 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 }
 
 func (ec *executionContext) field_Query_machine_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_admissionChecks_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
@@ -1265,6 +2194,612 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _AdmissionCheck_name(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionCheck_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionCheck_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionCheck", field, false, false, "String")
+}
+
+func (ec *executionContext) _AdmissionCheck_title(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionCheck_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionCheck_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionCheck", field, false, false, "String")
+}
+
+func (ec *executionContext) _AdmissionCheck_result(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionCheck_result(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Result, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.CheckResult) graphql.Marshaler {
+			return ec.marshalNCheckResult2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCheckResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionCheck_result(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionCheck", field, false, false, "CheckResult")
+}
+
+func (ec *executionContext) _AdmissionCheck_message(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionCheck_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionCheck_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionCheck", field, false, false, "String")
+}
+
+func (ec *executionContext) _AdmissionCheckEvent_machine(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheckEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionCheckEvent_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionCheckEvent_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionCheckEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _AdmissionCheckEvent_runId(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheckEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionCheckEvent_runId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RunID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionCheckEvent_runId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionCheckEvent", field, false, false, "ID")
+}
+
+func (ec *executionContext) _AdmissionCheckEvent_trigger(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheckEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionCheckEvent_trigger(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Trigger, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.AdmissionTrigger) graphql.Marshaler {
+			return ec.marshalNAdmissionTrigger2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionTrigger(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionCheckEvent_trigger(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionCheckEvent", field, false, false, "AdmissionTrigger")
+}
+
+func (ec *executionContext) _AdmissionCheckEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheckEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionCheckEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionCheckEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionCheckEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AdmissionCheckEvent_check(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheckEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionCheckEvent_check(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Check, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AdmissionCheck) graphql.Marshaler {
+			return ec.marshalOAdmissionCheck2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheck(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionCheckEvent_check(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AdmissionCheckEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AdmissionCheck(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AdmissionCheckEvent_verdict(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheckEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionCheckEvent_verdict(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Verdict, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AdmissionVerdict) graphql.Marshaler {
+			return ec.marshalOAdmissionVerdict2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionVerdict(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionCheckEvent_verdict(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionCheckEvent", field, false, false, "AdmissionVerdict")
+}
+
+func (ec *executionContext) _AdmissionReport_machine(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionReport_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionReport_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionReport", field, false, false, "String")
+}
+
+func (ec *executionContext) _AdmissionReport_runId(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionReport_runId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RunID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionReport_runId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionReport", field, false, false, "ID")
+}
+
+func (ec *executionContext) _AdmissionReport_trigger(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionReport_trigger(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Trigger, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.AdmissionTrigger) graphql.Marshaler {
+			return ec.marshalNAdmissionTrigger2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionTrigger(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionReport_trigger(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionReport", field, false, false, "AdmissionTrigger")
+}
+
+func (ec *executionContext) _AdmissionReport_at(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionReport_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionReport_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionReport", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AdmissionReport_checks(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionReport_checks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Checks, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AdmissionCheck) graphql.Marshaler {
+			return ec.marshalNAdmissionCheck2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheckᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionReport_checks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AdmissionReport",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AdmissionCheck(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AdmissionReport_verdict(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionReport) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmissionReport_verdict(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Verdict, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.AdmissionVerdict) graphql.Marshaler {
+			return ec.marshalNAdmissionVerdict2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionVerdict(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmissionReport_verdict(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AdmissionReport", field, false, false, "AdmissionVerdict")
+}
+
+func (ec *executionContext) _AdmitMemberPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.AdmitMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmitMemberPayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmitMemberPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AdmitMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AdmitMemberPayload_report(ctx context.Context, field graphql.CollectedField, obj *model.AdmitMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmitMemberPayload_report(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Report, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AdmissionReport) graphql.Marshaler {
+			return ec.marshalNAdmissionReport2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionReport(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AdmitMemberPayload_report(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AdmitMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AdmissionReport(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApproveEnrolmentPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.ApproveEnrolmentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApproveEnrolmentPayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApproveEnrolmentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApproveEnrolmentPayload_joinToken(ctx context.Context, field graphql.CollectedField, obj *model.ApproveEnrolmentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApproveEnrolmentPayload_joinToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.JoinToken, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_joinToken(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApproveEnrolmentPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _ApproveEnrolmentPayload_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.ApproveEnrolmentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApproveEnrolmentPayload_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApproveEnrolmentPayload", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ApproveEnrolmentPayload_memberConfig(ctx context.Context, field graphql.CollectedField, obj *model.ApproveEnrolmentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApproveEnrolmentPayload_memberConfig(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MemberConfig, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MemberConfigEntry) graphql.Marshaler {
+			return ec.marshalNMemberConfigEntry2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_memberConfig(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApproveEnrolmentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemberConfigEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ApproveEnrolmentPayload_command(ctx context.Context, field graphql.CollectedField, obj *model.ApproveEnrolmentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApproveEnrolmentPayload_command(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Command, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_command(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApproveEnrolmentPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _ApproveEnrolmentPayload_scriptUrl(ctx context.Context, field graphql.CollectedField, obj *model.ApproveEnrolmentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApproveEnrolmentPayload_scriptUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ScriptURL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_scriptUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApproveEnrolmentPayload", field, false, false, "String")
+}
 
 func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *model.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -1794,6 +3329,70 @@ func (ec *executionContext) fieldContext_Machine_record(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Machine_member(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_member(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Member, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Member) graphql.Marshaler {
+			return ec.marshalOMember2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMember(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_member(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Machine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Member(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Machine_pendingJoinToken(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_pendingJoinToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PendingJoinToken, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PendingJoinToken) graphql.Marshaler {
+			return ec.marshalOPendingJoinToken2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPendingJoinToken(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_pendingJoinToken(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Machine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PendingJoinToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MachineRecord_name(ctx context.Context, field graphql.CollectedField, obj *model.MachineRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1964,6 +3563,475 @@ func (ec *executionContext) fieldContext_MachineRecord_registeredBy(_ context.Co
 	return graphql.NewScalarFieldContext("MachineRecord", field, false, false, "String")
 }
 
+func (ec *executionContext) _Member_name(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "String")
+}
+
+func (ec *executionContext) _Member_status(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MemberStatus) graphql.Marshaler {
+			return ec.marshalNMemberStatus2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "MemberStatus")
+}
+
+func (ec *executionContext) _Member_message(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "String")
+}
+
+func (ec *executionContext) _Member_url(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "String")
+}
+
+func (ec *executionContext) _Member_roles(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_roles(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Roles, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_roles(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "String")
+}
+
+func (ec *executionContext) _Member_groups(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_groups(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Groups, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_groups(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "String")
+}
+
+func (ec *executionContext) _Member_failureDomain(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_failureDomain(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FailureDomain, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_failureDomain(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "String")
+}
+
+func (ec *executionContext) _Member_description(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "String")
+}
+
+func (ec *executionContext) _Member_architecture(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_architecture(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Architecture, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_architecture(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "String")
+}
+
+func (ec *executionContext) _Member_held(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_held(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Held, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Member_held(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Member_scheduler(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_scheduler(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Scheduler, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Member_scheduler(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Member", field, false, false, "String")
+}
+
+func (ec *executionContext) _Member_version(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Member_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Member().Version(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberVersion) graphql.Marshaler {
+			return ec.marshalOMemberVersion2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberVersion(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Member_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Member",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemberVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MemberConfigEntry_entity(ctx context.Context, field graphql.CollectedField, obj *model.MemberConfigEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberConfigEntry_entity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entity, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberConfigEntry_entity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberConfigEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberConfigEntry_name(ctx context.Context, field graphql.CollectedField, obj *model.MemberConfigEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberConfigEntry_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberConfigEntry_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberConfigEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberConfigEntry_key(ctx context.Context, field graphql.CollectedField, obj *model.MemberConfigEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberConfigEntry_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberConfigEntry_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberConfigEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberConfigEntry_value(ctx context.Context, field graphql.CollectedField, obj *model.MemberConfigEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberConfigEntry_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberConfigEntry_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberConfigEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberVersion_incus(ctx context.Context, field graphql.CollectedField, obj *model.MemberVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberVersion_incus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Incus, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberVersion_incus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberVersion", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberVersion_apiExtensions(ctx context.Context, field graphql.CollectedField, obj *model.MemberVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberVersion_apiExtensions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.APIExtensions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberVersion_apiExtensions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberVersion", field, false, false, "Int")
+}
+
+func (ec *executionContext) _MemberVersion_kernel(ctx context.Context, field graphql.CollectedField, obj *model.MemberVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberVersion_kernel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kernel, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberVersion_kernel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberVersion", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberVersion_os(ctx context.Context, field graphql.CollectedField, obj *model.MemberVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberVersion_os(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Os, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberVersion_os(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberVersion", field, false, false, "String")
+}
+
 func (ec *executionContext) _Mutation_registerMachine(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2052,6 +4120,182 @@ func (ec *executionContext) fieldContext_Mutation_unregisterMachine(ctx context.
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_approveEnrolment(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_approveEnrolment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ApproveEnrolment(ctx, fc.Args["input"].(model.ApproveEnrolmentInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ApproveEnrolmentPayload) graphql.Marshaler {
+			return ec.marshalNApproveEnrolmentPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐApproveEnrolmentPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_approveEnrolment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApproveEnrolmentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_approveEnrolment_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeJoinToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeJoinToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeJoinToken(ctx, fc.Args["input"].(model.RevokeJoinTokenInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RevokeJoinTokenPayload) graphql.Marshaler {
+			return ec.marshalNRevokeJoinTokenPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeJoinTokenPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeJoinToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RevokeJoinTokenPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeJoinToken_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_admitMember(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_admitMember(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AdmitMember(ctx, fc.Args["input"].(model.AdmitMemberInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AdmitMemberPayload) graphql.Marshaler {
+			return ec.marshalNAdmitMemberPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmitMemberPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_admitMember(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AdmitMemberPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_admitMember_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeMember(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeMember(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveMember(ctx, fc.Args["input"].(model.RemoveMemberInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoveMemberPayload) graphql.Marshaler {
+			return ec.marshalNRemoveMemberPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeMember(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoveMemberPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeMember_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2096,6 +4340,29 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
+}
+
+func (ec *executionContext) _PendingJoinToken_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.PendingJoinToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PendingJoinToken_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PendingJoinToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PendingJoinToken", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Provisioner_kind(ctx context.Context, field graphql.CollectedField, obj *model.Provisioner) (ret graphql.Marshaler) {
@@ -2374,6 +4641,50 @@ func (ec *executionContext) fieldContext_Query_machine(ctx context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_admissionReport(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_admissionReport(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AdmissionReport(ctx, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AdmissionReport) graphql.Marshaler {
+			return ec.marshalNAdmissionReport2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionReport(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_admissionReport(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AdmissionReport(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_admissionReport_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2482,6 +4793,70 @@ func (ec *executionContext) fieldContext_RegisterMachinePayload_machine(_ contex
 	return fc, nil
 }
 
+func (ec *executionContext) _RemoveMemberPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RemoveMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveMemberPayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveMemberPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoveMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RevokeJoinTokenPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RevokeJoinTokenPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RevokeJoinTokenPayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RevokeJoinTokenPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RevokeJoinTokenPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Subscription_auditEventRecorded(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -2520,6 +4895,50 @@ func (ec *executionContext) fieldContext_Subscription_auditEventRecorded(ctx con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_auditEventRecorded_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_admissionChecks(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_admissionChecks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().AdmissionChecks(ctx, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AdmissionCheckEvent) graphql.Marshaler {
+			return ec.marshalNAdmissionCheckEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheckEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_admissionChecks(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AdmissionCheckEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_admissionChecks_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -3668,6 +6087,160 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputAdmitMemberInput(ctx context.Context, obj any) (model.AdmitMemberInput, error) {
+	var it model.AdmitMemberInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAdmitMemberInput unmarshals raw into the AdmitMemberInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAdmitMemberInput(ctx context.Context, raw any) (model.AdmitMemberInput, error) {
+	var out model.AdmitMemberInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AdmitMemberInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputApproveEnrolmentInput(ctx context.Context, obj any) (model.ApproveEnrolmentInput, error) {
+	var it model.ApproveEnrolmentInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "memberConfig"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "memberConfig":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memberConfig"))
+			data, err := ec.unmarshalOMemberConfigInput2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemberConfig = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalApproveEnrolmentInput unmarshals raw into the ApproveEnrolmentInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalApproveEnrolmentInput(ctx context.Context, raw any) (model.ApproveEnrolmentInput, error) {
+	var out model.ApproveEnrolmentInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ApproveEnrolmentInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputMemberConfigInput(ctx context.Context, obj any) (model.MemberConfigInput, error) {
+	var it model.MemberConfigInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"entity", "name", "key", "value"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "entity":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("entity"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Entity = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "key":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("key"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Key = data
+		case "value":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("value"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Value = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalMemberConfigInput unmarshals raw into the MemberConfigInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalMemberConfigInput(ctx context.Context, raw any) (model.MemberConfigInput, error) {
+	var out model.MemberConfigInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "MemberConfigInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRegisterMachineInput(ctx context.Context, obj any) (model.RegisterMachineInput, error) {
 	var it model.RegisterMachineInput
 	if obj == nil {
@@ -3738,6 +6311,101 @@ func UnmarshalRegisterMachineInput(ctx context.Context, raw any) (model.Register
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context, obj any) (model.RemoveMemberInput, error) {
+	var it model.RemoveMemberInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["force"]; !present {
+		asMap["force"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "force"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "force":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("force"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Force = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoveMemberInput unmarshals raw into the RemoveMemberInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoveMemberInput(ctx context.Context, raw any) (model.RemoveMemberInput, error) {
+	var out model.RemoveMemberInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveMemberInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRevokeJoinTokenInput(ctx context.Context, obj any) (model.RevokeJoinTokenInput, error) {
+	var it model.RevokeJoinTokenInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRevokeJoinTokenInput unmarshals raw into the RevokeJoinTokenInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRevokeJoinTokenInput(ctx context.Context, raw any) (model.RevokeJoinTokenInput, error) {
+	var out model.RevokeJoinTokenInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeJoinTokenInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUnregisterMachineInput(ctx context.Context, obj any) (model.UnregisterMachineInput, error) {
 	var it model.UnregisterMachineInput
 	if obj == nil {
@@ -3787,6 +6455,266 @@ func UnmarshalUnregisterMachineInput(ctx context.Context, raw any) (model.Unregi
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var admissionCheckImplementors = []string{"AdmissionCheck"}
+
+func (ec *executionContext) _AdmissionCheck(ctx context.Context, sel ast.SelectionSet, obj *model.AdmissionCheck) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, admissionCheckImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AdmissionCheck")
+		case "name":
+			out.Values[i] = ec._AdmissionCheck_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._AdmissionCheck_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "result":
+			out.Values[i] = ec._AdmissionCheck_result(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._AdmissionCheck_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var admissionCheckEventImplementors = []string{"AdmissionCheckEvent"}
+
+func (ec *executionContext) _AdmissionCheckEvent(ctx context.Context, sel ast.SelectionSet, obj *model.AdmissionCheckEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, admissionCheckEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AdmissionCheckEvent")
+		case "machine":
+			out.Values[i] = ec._AdmissionCheckEvent_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "runId":
+			out.Values[i] = ec._AdmissionCheckEvent_runId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "trigger":
+			out.Values[i] = ec._AdmissionCheckEvent_trigger(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._AdmissionCheckEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "check":
+			out.Values[i] = ec._AdmissionCheckEvent_check(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "verdict":
+			out.Values[i] = ec._AdmissionCheckEvent_verdict(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var admissionReportImplementors = []string{"AdmissionReport"}
+
+func (ec *executionContext) _AdmissionReport(ctx context.Context, sel ast.SelectionSet, obj *model.AdmissionReport) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, admissionReportImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AdmissionReport")
+		case "machine":
+			out.Values[i] = ec._AdmissionReport_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "runId":
+			out.Values[i] = ec._AdmissionReport_runId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "trigger":
+			out.Values[i] = ec._AdmissionReport_trigger(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._AdmissionReport_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "checks":
+			out.Values[i] = ec._AdmissionReport_checks(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "verdict":
+			out.Values[i] = ec._AdmissionReport_verdict(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var admitMemberPayloadImplementors = []string{"AdmitMemberPayload"}
+
+func (ec *executionContext) _AdmitMemberPayload(ctx context.Context, sel ast.SelectionSet, obj *model.AdmitMemberPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, admitMemberPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AdmitMemberPayload")
+		case "machine":
+			out.Values[i] = ec._AdmitMemberPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "report":
+			out.Values[i] = ec._AdmitMemberPayload_report(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var approveEnrolmentPayloadImplementors = []string{"ApproveEnrolmentPayload"}
+
+func (ec *executionContext) _ApproveEnrolmentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ApproveEnrolmentPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, approveEnrolmentPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ApproveEnrolmentPayload")
+		case "machine":
+			out.Values[i] = ec._ApproveEnrolmentPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "joinToken":
+			out.Values[i] = ec._ApproveEnrolmentPayload_joinToken(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._ApproveEnrolmentPayload_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "memberConfig":
+			out.Values[i] = ec._ApproveEnrolmentPayload_memberConfig(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "command":
+			out.Values[i] = ec._ApproveEnrolmentPayload_command(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "scriptUrl":
+			out.Values[i] = ec._ApproveEnrolmentPayload_scriptUrl(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
 
 var auditEventImplementors = []string{"AuditEvent"}
 
@@ -4016,6 +6944,16 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "member":
+			out.Values[i] = ec._Machine_member(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pendingJoinToken":
+			out.Values[i] = ec._Machine_pendingJoinToken(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -4096,6 +7034,191 @@ func (ec *executionContext) _MachineRecord(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var memberImplementors = []string{"Member"}
+
+func (ec *executionContext) _Member(ctx context.Context, sel ast.SelectionSet, obj *model.Member) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memberImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Member")
+		case "name":
+			out.Values[i] = ec._Member_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "status":
+			out.Values[i] = ec._Member_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "message":
+			out.Values[i] = ec._Member_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "url":
+			out.Values[i] = ec._Member_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "roles":
+			out.Values[i] = ec._Member_roles(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "groups":
+			out.Values[i] = ec._Member_groups(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "failureDomain":
+			out.Values[i] = ec._Member_failureDomain(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "description":
+			out.Values[i] = ec._Member_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "architecture":
+			out.Values[i] = ec._Member_architecture(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "held":
+			out.Values[i] = ec._Member_held(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "scheduler":
+			out.Values[i] = ec._Member_scheduler(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "version":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Member_version(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memberConfigEntryImplementors = []string{"MemberConfigEntry"}
+
+func (ec *executionContext) _MemberConfigEntry(ctx context.Context, sel ast.SelectionSet, obj *model.MemberConfigEntry) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memberConfigEntryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemberConfigEntry")
+		case "entity":
+			out.Values[i] = ec._MemberConfigEntry_entity(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._MemberConfigEntry_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "key":
+			out.Values[i] = ec._MemberConfigEntry_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "value":
+			out.Values[i] = ec._MemberConfigEntry_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memberVersionImplementors = []string{"MemberVersion"}
+
+func (ec *executionContext) _MemberVersion(ctx context.Context, sel ast.SelectionSet, obj *model.MemberVersion) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memberVersionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemberVersion")
+		case "incus":
+			out.Values[i] = ec._MemberVersion_incus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "apiExtensions":
+			out.Values[i] = ec._MemberVersion_apiExtensions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kernel":
+			out.Values[i] = ec._MemberVersion_kernel(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "os":
+			out.Values[i] = ec._MemberVersion_os(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -4125,6 +7248,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "unregisterMachine":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_unregisterMachine(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "approveEnrolment":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_approveEnrolment(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeJoinToken":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeJoinToken(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "admitMember":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_admitMember(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeMember":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeMember(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -4165,6 +7316,39 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 		case "endCursor":
 			out.Values[i] = ec._PageInfo_endCursor(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var pendingJoinTokenImplementors = []string{"PendingJoinToken"}
+
+func (ec *executionContext) _PendingJoinToken(ctx context.Context, sel ast.SelectionSet, obj *model.PendingJoinToken) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pendingJoinTokenImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PendingJoinToken")
+		case "expiresAt":
+			out.Values[i] = ec._PendingJoinToken_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -4308,6 +7492,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_machine(ctx, field)
 				})
+		case "admissionReport":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_admissionReport(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -4372,6 +7562,72 @@ func (ec *executionContext) _RegisterMachinePayload(ctx context.Context, sel ast
 	return out
 }
 
+var removeMemberPayloadImplementors = []string{"RemoveMemberPayload"}
+
+func (ec *executionContext) _RemoveMemberPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveMemberPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, removeMemberPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoveMemberPayload")
+		case "machine":
+			out.Values[i] = ec._RemoveMemberPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var revokeJoinTokenPayloadImplementors = []string{"RevokeJoinTokenPayload"}
+
+func (ec *executionContext) _RevokeJoinTokenPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RevokeJoinTokenPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, revokeJoinTokenPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RevokeJoinTokenPayload")
+		case "machine":
+			out.Values[i] = ec._RevokeJoinTokenPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var subscriptionImplementors = []string{"Subscription"}
 
 func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
@@ -4387,6 +7643,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "auditEventRecorded":
 		return ec._Subscription_auditEventRecorded(ctx, fields[0])
+	case "admissionChecks":
+		return ec._Subscription_admissionChecks(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
@@ -4825,6 +8083,92 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAdmissionCheck2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheckᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AdmissionCheck) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAdmissionCheck2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheck(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAdmissionCheck2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheck(ctx context.Context, sel ast.SelectionSet, v *model.AdmissionCheck) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AdmissionCheck!")
+		return graphql.Null
+	}
+	return ec._AdmissionCheck(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAdmissionCheckEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheckEvent(ctx context.Context, sel ast.SelectionSet, v *model.AdmissionCheckEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AdmissionCheckEvent!")
+		return graphql.Null
+	}
+	return ec._AdmissionCheckEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAdmissionReport2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionReport(ctx context.Context, sel ast.SelectionSet, v *model.AdmissionReport) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AdmissionReport!")
+		return graphql.Null
+	}
+	return ec._AdmissionReport(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNAdmissionTrigger2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionTrigger(ctx context.Context, v any) (model.AdmissionTrigger, error) {
+	var res model.AdmissionTrigger
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAdmissionTrigger2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionTrigger(ctx context.Context, sel ast.SelectionSet, v model.AdmissionTrigger) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNAdmissionVerdict2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionVerdict(ctx context.Context, v any) (model.AdmissionVerdict, error) {
+	var res model.AdmissionVerdict
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAdmissionVerdict2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionVerdict(ctx context.Context, sel ast.SelectionSet, v model.AdmissionVerdict) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNAdmitMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmitMemberInput(ctx context.Context, v any) (model.AdmitMemberInput, error) {
+	res, err := ec.unmarshalInputAdmitMemberInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAdmitMemberPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmitMemberPayload(ctx context.Context, sel ast.SelectionSet, v *model.AdmitMemberPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AdmitMemberPayload!")
+		return graphql.Null
+	}
+	return ec._AdmitMemberPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNApproveEnrolmentInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐApproveEnrolmentInput(ctx context.Context, v any) (model.ApproveEnrolmentInput, error) {
+	res, err := ec.unmarshalInputApproveEnrolmentInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNApproveEnrolmentPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐApproveEnrolmentPayload(ctx context.Context, sel ast.SelectionSet, v *model.ApproveEnrolmentPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ApproveEnrolmentPayload!")
+		return graphql.Null
+	}
+	return ec._ApproveEnrolmentPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAuditEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditEvent(ctx context.Context, sel ast.SelectionSet, v *model.AuditEvent) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "AuditEvent!")
@@ -4889,6 +8233,16 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) unmarshalNCheckResult2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCheckResult(ctx context.Context, v any) (model.CheckResult, error) {
+	var res model.CheckResult
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCheckResult2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCheckResult(ctx context.Context, sel ast.SelectionSet, v model.CheckResult) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -4909,6 +8263,20 @@ func (ec *executionContext) marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabric�
 		return graphql.Null
 	}
 	return ec._Identity(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
+	res, err := graphql.UnmarshalInt(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.SelectionSet, v int) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalInt(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Int!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNMachine2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachineᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Machine) graphql.Marshaler {
@@ -4951,6 +8319,45 @@ func (ec *executionContext) marshalNMap2map(ctx context.Context, sel ast.Selecti
 		graphql.AddInvalidNullFromMarshaler(ctx, "Map!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNMemberConfigEntry2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntryᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MemberConfigEntry) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMemberConfigEntry2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntry(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMemberConfigEntry2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntry(ctx context.Context, sel ast.SelectionSet, v *model.MemberConfigEntry) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MemberConfigEntry!")
+		return graphql.Null
+	}
+	return ec._MemberConfigEntry(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNMemberConfigInput2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigInput(ctx context.Context, v any) (*model.MemberConfigInput, error) {
+	res, err := ec.unmarshalInputMemberConfigInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNMemberStatus2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberStatus(ctx context.Context, v any) (model.MemberStatus, error) {
+	var res model.MemberStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMemberStatus2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberStatus(ctx context.Context, sel ast.SelectionSet, v model.MemberStatus) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
@@ -5050,6 +8457,32 @@ func (ec *executionContext) marshalNRegisterMachinePayload2ᚖgithubᚗcomᚋape
 	return ec._RegisterMachinePayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNRemoveMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberInput(ctx context.Context, v any) (model.RemoveMemberInput, error) {
+	res, err := ec.unmarshalInputRemoveMemberInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRemoveMemberPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberPayload(ctx context.Context, sel ast.SelectionSet, v *model.RemoveMemberPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoveMemberPayload!")
+		return graphql.Null
+	}
+	return ec._RemoveMemberPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRevokeJoinTokenInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeJoinTokenInput(ctx context.Context, v any) (model.RevokeJoinTokenInput, error) {
+	res, err := ec.unmarshalInputRevokeJoinTokenInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRevokeJoinTokenPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeJoinTokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.RevokeJoinTokenPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RevokeJoinTokenPayload!")
+		return graphql.Null
+	}
+	return ec._RevokeJoinTokenPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalString(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -5062,6 +8495,35 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "String!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
@@ -5267,6 +8729,29 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 	return res
 }
 
+func (ec *executionContext) marshalOAdmissionCheck2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheck(ctx context.Context, sel ast.SelectionSet, v *model.AdmissionCheck) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._AdmissionCheck(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOAdmissionVerdict2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionVerdict(ctx context.Context, v any) (*model.AdmissionVerdict, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.AdmissionVerdict)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOAdmissionVerdict2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionVerdict(ctx context.Context, sel ast.SelectionSet, v *model.AdmissionVerdict) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -5327,6 +8812,44 @@ func (ec *executionContext) marshalOMachineRecord2ᚖgithubᚗcomᚋapeloraᚋfa
 		return graphql.Null
 	}
 	return ec._MachineRecord(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOMember2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMember(ctx context.Context, sel ast.SelectionSet, v *model.Member) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Member(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOMemberConfigInput2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigInputᚄ(ctx context.Context, v any) ([]*model.MemberConfigInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.MemberConfigInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNMemberConfigInput2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOMemberVersion2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberVersion(ctx context.Context, sel ast.SelectionSet, v *model.MemberVersion) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._MemberVersion(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOPendingJoinToken2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPendingJoinToken(ctx context.Context, sel ast.SelectionSet, v *model.PendingJoinToken) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._PendingJoinToken(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/membership"
 )
 
 // Provisioner is how a machine gets its operating system.
@@ -130,12 +131,19 @@ type MAASLookup interface {
 	HardwareUUID(ctx context.Context, systemID string) (string, error)
 }
 
+// Membership tells whether a name is an Incus member or has a pending join token.
+type Membership interface {
+	Snapshot(ctx context.Context) (*membership.Snapshot, error)
+}
+
 // Service applies the machine record rules.
 type Service struct {
 	Store Store
 	// MAAS is nil when MAAS is not configured.
 	MAAS MAASLookup
-	Now  func() time.Time
+	// Membership is nil when Incus is not configured.
+	Membership Membership
+	Now        func() time.Time
 }
 
 // Register records a new machine. For MAAS machines the hardware UUID is copied from MAAS.
@@ -170,12 +178,26 @@ func (s *Service) Unregister(ctx context.Context, name string) error {
 		return err
 	}
 	return s.Store.Change(ctx, name, func(tx Tx) error {
+		// Deleted first so an unknown name needs no Incus; a refusal below rolls it back.
 		found, err := tx.DeleteRecord(ctx, name)
 		if err != nil {
 			return err
 		}
 		if !found {
 			return apperr.New(apperr.NotFound, "no machine record named %q: list machines with the `machines` query", name)
+		}
+		if s.Membership == nil {
+			return nil
+		}
+		snap, err := s.Membership.Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		if snap.Member(name) != nil {
+			return apperr.New(apperr.FailedPrecondition, "%q is still an Incus member: remove the member first (removeMember), then unregister it", name)
+		}
+		if snap.PendingFor(name) != nil {
+			return apperr.New(apperr.FailedPrecondition, "a join token for %q is pending: revoke it first (revokeJoinToken), then unregister the machine", name)
 		}
 		return nil
 	})

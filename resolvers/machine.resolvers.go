@@ -8,7 +8,6 @@ package resolvers
 import (
 	"context"
 
-	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
@@ -23,14 +22,11 @@ func (r *mutationResolver) RegisterMachine(ctx context.Context, input model.Regi
 	if err != nil {
 		return nil, err
 	}
-	m, err := r.Fleet.Machine(ctx, rec.Name)
+	m, err := r.machine(ctx, rec.Name)
 	if err != nil {
 		return nil, err
 	}
-	if m == nil {
-		return nil, apperr.New(apperr.Internal, "machine %q was registered but cannot be read back", rec.Name)
-	}
-	return &model.RegisterMachinePayload{Machine: mapMachine(m)}, nil
+	return &model.RegisterMachinePayload{Machine: m}, nil
 }
 
 // UnregisterMachine is the resolver for the unregisterMachine field.

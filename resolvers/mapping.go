@@ -5,12 +5,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
 )
 
 func optional(s string) *string {
@@ -63,9 +65,67 @@ func mapRecord(r *machines.Record) *model.MachineRecord {
 }
 
 func mapMachine(m *fleet.Machine) *model.Machine {
-	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}}
+	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member)}
 	for _, w := range m.Warnings {
 		out.Warnings = append(out.Warnings, &model.Warning{Code: model.WarningCode(w.Code), Message: w.Message})
+	}
+	if m.Pending != nil {
+		out.PendingJoinToken = &model.PendingJoinToken{ExpiresAt: m.Pending.ExpiresAt}
+	}
+	return out
+}
+
+var memberStatuses = map[string]model.MemberStatus{
+	"Online": model.MemberStatusOnline, "Offline": model.MemberStatusOffline,
+	"Evacuated": model.MemberStatusEvacuated, "Blocked": model.MemberStatusBlocked,
+}
+
+func mapMember(m *membership.Member) *model.Member {
+	if m == nil {
+		return nil
+	}
+	status, ok := memberStatuses[m.Status]
+	if !ok {
+		status = model.MemberStatusUnknown
+	}
+	return &model.Member{
+		Name: m.Name, Status: status, Message: m.Message, URL: m.URL,
+		Roles: nonNil(m.Roles), Groups: nonNil(m.Groups), FailureDomain: m.FailureDomain,
+		Description: m.Description, Architecture: m.Architecture, Held: m.Held(),
+		Scheduler: optional(m.Scheduler()),
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func mapCheck(c admission.Check) *model.AdmissionCheck {
+	return &model.AdmissionCheck{Name: c.Name, Title: c.Title, Result: model.CheckResult(c.Result), Message: c.Message}
+}
+
+func mapReport(r *admission.Report) *model.AdmissionReport {
+	out := &model.AdmissionReport{
+		Machine: r.Machine, RunID: r.RunID, Trigger: model.AdmissionTrigger(r.Trigger), At: r.At,
+		Verdict: model.AdmissionVerdict(r.Verdict), Checks: make([]*model.AdmissionCheck, len(r.Checks)),
+	}
+	for i, c := range r.Checks {
+		out.Checks[i] = mapCheck(c)
+	}
+	return out
+}
+
+func mapAdmissionEvent(e *admission.Event) *model.AdmissionCheckEvent {
+	out := &model.AdmissionCheckEvent{Machine: e.Machine, RunID: e.RunID, Trigger: model.AdmissionTrigger(e.Trigger), At: e.At}
+	if e.Check != nil {
+		out.Check = mapCheck(*e.Check)
+	}
+	if e.Verdict != "" {
+		v := model.AdmissionVerdict(e.Verdict)
+		out.Verdict = &v
 	}
 	return out
 }

@@ -7,10 +7,15 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
 )
 
 // AuditTrail reads the audit trail.
@@ -23,11 +28,37 @@ type AuditFeed interface {
 	Subscribe(buffer int) *broadcast.Subscription[audit.Event]
 }
 
+// AdmissionFeed streams admission check events as they are published.
+type AdmissionFeed interface {
+	Subscribe(buffer int) *broadcast.Subscription[admission.Event]
+}
+
+// MemberVersions asks a member for its versions.
+type MemberVersions interface {
+	Version(ctx context.Context, member string) (membership.Version, error)
+}
+
 // Resolver carries the domain services the resolvers call.
 type Resolver struct {
-	Machines  *machines.Service
-	Fleet     *fleet.Service
-	Audit     AuditTrail
-	AuditFeed AuditFeed
-	Log       *slog.Logger
+	Machines      *machines.Service
+	Fleet         *fleet.Service
+	Enrolment     *enrolment.Service
+	Admission     *admission.Service
+	Versions      MemberVersions
+	Audit         AuditTrail
+	AuditFeed     AuditFeed
+	AdmissionFeed AdmissionFeed
+	Log           *slog.Logger
+}
+
+// machine reads one machine back after a change, which must find it.
+func (r *Resolver) machine(ctx context.Context, name string) (*model.Machine, error) {
+	m, err := r.Fleet.Machine(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, apperr.New(apperr.Internal, "machine %q cannot be read back after the change", name)
+	}
+	return mapMachine(m), nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/resolvers"
 	"github.com/apelora/fabric/web/graphiql"
 )
@@ -46,6 +47,9 @@ type Config struct {
 	// AllowedOrigins are extra browser origins (host patterns) allowed to open websockets;
 	// the server's own origin always is.
 	AllowedOrigins []string
+	// PublicURL is the URL administrators and new servers reach Apelora at; empty means
+	// "as the request addressed it".
+	PublicURL string
 	// Routes adds further handlers (for example the enrolment script) to the mux.
 	Routes func(mux *http.ServeMux)
 }
@@ -103,7 +107,13 @@ func Handler(cfg Config) http.Handler {
 	if cfg.Routes != nil {
 		cfg.Routes(mux)
 	}
-	return withRequest(cfg.Log, mux)
+	return withRequest(cfg.Log, withPublicURL(cfg.PublicURL, mux))
+}
+
+func withPublicURL(configured string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(publicurl.With(r.Context(), publicurl.FromRequest(r, configured))))
+	})
 }
 
 // websocketInit authenticates a websocket from its connection_init payload. A refused

@@ -10,6 +10,63 @@ import (
 	"time"
 )
 
+type AdmissionCheck struct {
+	// Stable id: online, incus-version, kernel, storage-pools, networks, architecture, hardware-tests, ovn-chassis, clock.
+	Name    string      `json:"name"`
+	Title   string      `json:"title"`
+	Result  CheckResult `json:"result"`
+	Message string      `json:"message"`
+}
+
+// One step of an admission run: a check result, or the verdict (check null).
+type AdmissionCheckEvent struct {
+	Machine string            `json:"machine"`
+	RunID   string            `json:"runId"`
+	Trigger AdmissionTrigger  `json:"trigger"`
+	At      time.Time         `json:"at"`
+	Check   *AdmissionCheck   `json:"check,omitempty"`
+	Verdict *AdmissionVerdict `json:"verdict,omitempty"`
+}
+
+type AdmissionReport struct {
+	Machine string            `json:"machine"`
+	RunID   string            `json:"runId"`
+	Trigger AdmissionTrigger  `json:"trigger"`
+	At      time.Time         `json:"at"`
+	Checks  []*AdmissionCheck `json:"checks"`
+	Verdict AdmissionVerdict  `json:"verdict"`
+}
+
+type AdmitMemberInput struct {
+	Name string `json:"name"`
+}
+
+type AdmitMemberPayload struct {
+	Machine *Machine         `json:"machine"`
+	Report  *AdmissionReport `json:"report"`
+}
+
+type ApproveEnrolmentInput struct {
+	Name string `json:"name"`
+	// Values for member-specific keys (for example a storage pool's `source` device). Keys not
+	// given get the driver's default for host-specific keys (source, BGP next hops), and the
+	// value an existing member uses for the others.
+	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
+}
+
+type ApproveEnrolmentPayload struct {
+	Machine *Machine `json:"machine"`
+	// The single-use join token. Shown only in this response; paste it into enrol-member.sh.
+	JoinToken string    `json:"joinToken"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	// The member configuration the new server joins with.
+	MemberConfig []*MemberConfigEntry `json:"memberConfig"`
+	// What to run on the new server (replace ADDRESS by its own address). It asks for the token on standard input.
+	Command string `json:"command"`
+	// Where the enrolment script is served.
+	ScriptURL string `json:"scriptUrl"`
+}
+
 // One audited action: every mutation, allowed or refused, writes exactly one.
 type AuditEvent struct {
 	ID string    `json:"id"`
@@ -58,6 +115,10 @@ type Machine struct {
 	Warnings []*Warning `json:"warnings"`
 	// The Apelora machine record; null for an Incus member Apelora has no record of.
 	Record *MachineRecord `json:"record,omitempty"`
+	// The Incus member of the same name; null when it has not joined.
+	Member *Member `json:"member,omitempty"`
+	// The join token Incus holds for the name, until it is used, revoked or expires.
+	PendingJoinToken *PendingJoinToken `json:"pendingJoinToken,omitempty"`
 }
 
 // What Apelora has recorded about a machine.
@@ -74,6 +135,49 @@ type MachineRecord struct {
 	RegisteredBy string `json:"registeredBy"`
 }
 
+// An Incus cluster member.
+type Member struct {
+	Name   string       `json:"name"`
+	Status MemberStatus `json:"status"`
+	// Incus's words on the status, e.g. `Fully operational`.
+	Message       string   `json:"message"`
+	URL           string   `json:"url"`
+	Roles         []string `json:"roles"`
+	Groups        []string `json:"groups"`
+	FailureDomain string   `json:"failureDomain"`
+	Description   string   `json:"description"`
+	Architecture  string   `json:"architecture"`
+	// Held out of automatic placement (scheduler.instance=manual).
+	Held bool `json:"held"`
+	// The member's scheduler.instance value, null when unset.
+	Scheduler *string `json:"scheduler,omitempty"`
+	// The member's software versions. Asking for it asks each member in the answer (one Incus
+	// call per member); leave it out of fleet-wide queries that must stay cheap.
+	Version *MemberVersion `json:"version,omitempty"`
+}
+
+type MemberConfigEntry struct {
+	Entity string `json:"entity"`
+	Name   string `json:"name"`
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+}
+
+type MemberConfigInput struct {
+	// `storage-pool` or `network`.
+	Entity string `json:"entity"`
+	Name   string `json:"name"`
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+}
+
+type MemberVersion struct {
+	Incus         string `json:"incus"`
+	APIExtensions int    `json:"apiExtensions"`
+	Kernel        string `json:"kernel"`
+	Os            string `json:"os"`
+}
+
 // Audited changes: each needs manage-infrastructure and writes one audit event.
 type Mutation struct {
 }
@@ -81,6 +185,11 @@ type Mutation struct {
 type PageInfo struct {
 	HasNextPage bool    `json:"hasNextPage"`
 	EndCursor   *string `json:"endCursor,omitempty"`
+}
+
+// Only the name's expiry is shown: the token itself is never kept.
+type PendingJoinToken struct {
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 type Provisioner struct {
@@ -116,6 +225,24 @@ type RegisterMachinePayload struct {
 	Machine *Machine `json:"machine"`
 }
 
+type RemoveMemberInput struct {
+	Name  string `json:"name"`
+	Force *bool  `json:"force,omitempty"`
+}
+
+type RemoveMemberPayload struct {
+	// The machine after removal (REGISTERED), or null for a member that had no record.
+	Machine *Machine `json:"machine,omitempty"`
+}
+
+type RevokeJoinTokenInput struct {
+	Name string `json:"name"`
+}
+
+type RevokeJoinTokenPayload struct {
+	Machine *Machine `json:"machine,omitempty"`
+}
+
 // Live pushes over the websocket (graphql-transport-ws).
 type Subscription struct {
 }
@@ -132,6 +259,118 @@ type UnregisterMachinePayload struct {
 type Warning struct {
 	Code    WarningCode `json:"code"`
 	Message string      `json:"message"`
+}
+
+type AdmissionTrigger string
+
+const (
+	AdmissionTriggerReport    AdmissionTrigger = "REPORT"
+	AdmissionTriggerAdmission AdmissionTrigger = "ADMISSION"
+)
+
+var AllAdmissionTrigger = []AdmissionTrigger{
+	AdmissionTriggerReport,
+	AdmissionTriggerAdmission,
+}
+
+func (e AdmissionTrigger) IsValid() bool {
+	switch e {
+	case AdmissionTriggerReport, AdmissionTriggerAdmission:
+		return true
+	}
+	return false
+}
+
+func (e AdmissionTrigger) String() string {
+	return string(e)
+}
+
+func (e *AdmissionTrigger) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = AdmissionTrigger(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid AdmissionTrigger", str)
+	}
+	return nil
+}
+
+func (e AdmissionTrigger) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *AdmissionTrigger) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e AdmissionTrigger) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type AdmissionVerdict string
+
+const (
+	// No check failed.
+	AdmissionVerdictAdmissible AdmissionVerdict = "ADMISSIBLE"
+	// At least one check failed.
+	AdmissionVerdictBlocked AdmissionVerdict = "BLOCKED"
+)
+
+var AllAdmissionVerdict = []AdmissionVerdict{
+	AdmissionVerdictAdmissible,
+	AdmissionVerdictBlocked,
+}
+
+func (e AdmissionVerdict) IsValid() bool {
+	switch e {
+	case AdmissionVerdictAdmissible, AdmissionVerdictBlocked:
+		return true
+	}
+	return false
+}
+
+func (e AdmissionVerdict) String() string {
+	return string(e)
+}
+
+func (e *AdmissionVerdict) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = AdmissionVerdict(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid AdmissionVerdict", str)
+	}
+	return nil
+}
+
+func (e AdmissionVerdict) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *AdmissionVerdict) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e AdmissionVerdict) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
 
 type AuditOutcome string
@@ -188,6 +427,131 @@ func (e *AuditOutcome) UnmarshalJSON(b []byte) error {
 }
 
 func (e AuditOutcome) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type CheckResult string
+
+const (
+	CheckResultPass CheckResult = "PASS"
+	// Blocks admission.
+	CheckResultFail    CheckResult = "FAIL"
+	CheckResultWarn    CheckResult = "WARN"
+	CheckResultSkipped CheckResult = "SKIPPED"
+	// Apelora cannot see it: the administrator checks it on the host.
+	CheckResultNotChecked CheckResult = "NOT_CHECKED"
+)
+
+var AllCheckResult = []CheckResult{
+	CheckResultPass,
+	CheckResultFail,
+	CheckResultWarn,
+	CheckResultSkipped,
+	CheckResultNotChecked,
+}
+
+func (e CheckResult) IsValid() bool {
+	switch e {
+	case CheckResultPass, CheckResultFail, CheckResultWarn, CheckResultSkipped, CheckResultNotChecked:
+		return true
+	}
+	return false
+}
+
+func (e CheckResult) String() string {
+	return string(e)
+}
+
+func (e *CheckResult) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = CheckResult(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid CheckResult", str)
+	}
+	return nil
+}
+
+func (e CheckResult) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *CheckResult) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e CheckResult) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type MemberStatus string
+
+const (
+	MemberStatusOnline    MemberStatus = "ONLINE"
+	MemberStatusOffline   MemberStatus = "OFFLINE"
+	MemberStatusEvacuated MemberStatus = "EVACUATED"
+	MemberStatusBlocked   MemberStatus = "BLOCKED"
+	// A status this version of Apelora does not know.
+	MemberStatusUnknown MemberStatus = "UNKNOWN"
+)
+
+var AllMemberStatus = []MemberStatus{
+	MemberStatusOnline,
+	MemberStatusOffline,
+	MemberStatusEvacuated,
+	MemberStatusBlocked,
+	MemberStatusUnknown,
+}
+
+func (e MemberStatus) IsValid() bool {
+	switch e {
+	case MemberStatusOnline, MemberStatusOffline, MemberStatusEvacuated, MemberStatusBlocked, MemberStatusUnknown:
+		return true
+	}
+	return false
+}
+
+func (e MemberStatus) String() string {
+	return string(e)
+}
+
+func (e *MemberStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MemberStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MemberStatus", str)
+	}
+	return nil
+}
+
+func (e MemberStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MemberStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MemberStatus) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -1,0 +1,378 @@
+// Package admission holds the checks a member must pass before it is admitted to
+// automatic placement, and the admit step itself. Checks re-read Incus every time; each
+// result is published as soon as it is computed, so consoles watch a report fill in.
+package admission
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
+)
+
+// Result is a check's outcome.
+type Result string
+
+const (
+	Pass       Result = "PASS"
+	Fail       Result = "FAIL" // blocks admission
+	Warn       Result = "WARN"
+	Skipped    Result = "SKIPPED"
+	NotChecked Result = "NOT_CHECKED" // Apelora cannot see it; the administrator checks it
+)
+
+// Verdict is the outcome of a whole report.
+type Verdict string
+
+const (
+	Admissible Verdict = "ADMISSIBLE"
+	Blocked    Verdict = "BLOCKED"
+)
+
+// Check names, stable for clients and the audit trail.
+const (
+	CheckOnline        = "online"
+	CheckIncusVersion  = "incus-version"
+	CheckKernel        = "kernel"
+	CheckStoragePools  = "storage-pools"
+	CheckNetworks      = "networks"
+	CheckArchitecture  = "architecture"
+	CheckHardwareTests = "hardware-tests"
+	CheckOVNChassis    = "ovn-chassis"
+	CheckClock         = "clock"
+)
+
+// Check is one check's result.
+type Check struct {
+	Name    string `json:"name"`
+	Title   string `json:"title"`
+	Result  Result `json:"result"`
+	Message string `json:"message"`
+}
+
+// Report is a complete run of the checks for one machine.
+type Report struct {
+	Machine string    `json:"machine"`
+	RunID   string    `json:"runId"`
+	Trigger Trigger   `json:"trigger"`
+	At      time.Time `json:"at"`
+	Checks  []Check   `json:"checks"`
+	Verdict Verdict   `json:"verdict"`
+}
+
+// Failed returns the checks that block admission.
+func (r *Report) Failed() []Check {
+	var out []Check
+	for _, c := range r.Checks {
+		if c.Result == Fail {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Trigger says what ran the checks.
+type Trigger string
+
+const (
+	TriggerReport    Trigger = "REPORT"    // admissionReport: nothing changes
+	TriggerAdmission Trigger = "ADMISSION" // admitMember
+)
+
+// Event is one published step of a run: a check result, or (with Check nil) the verdict.
+type Event struct {
+	Machine string    `json:"machine"`
+	RunID   string    `json:"runId"`
+	Trigger Trigger   `json:"trigger"`
+	At      time.Time `json:"at"`
+	Check   *Check    `json:"check,omitempty"`
+	Verdict Verdict   `json:"verdict,omitempty"`
+}
+
+// Publisher pushes events to subscribers (on every API replica).
+type Publisher interface {
+	Publish(ctx context.Context, e Event) error
+}
+
+// Incus is what the checks read from Incus. None of it grows with the number of members:
+// one member list, two version reads, and one read per storage pool and located network.
+type Incus interface {
+	Members(ctx context.Context) ([]membership.Member, error)
+	// Version asks member name for its versions; "" asks the member Apelora talks to,
+	// which stands for the cluster.
+	Version(ctx context.Context, member string) (membership.Version, error)
+	StoragePools(ctx context.Context) ([]string, error)
+	StoragePoolStatus(ctx context.Context, pool, member string) (string, error)
+	// LocatedNetworks lists the managed networks that exist per member (not OVN ones).
+	LocatedNetworks(ctx context.Context) ([]string, error)
+	NetworkStatus(ctx context.Context, network, member string) (string, error)
+}
+
+// HardwareTests reads MAAS's hardware-test status of a machine.
+type HardwareTests interface {
+	// TestingStatus returns MAAS's machine-level testing status (-1 never tested, 0
+	// pending, 1 running, 2 passed, 3 failed, 4 timed out, 5 aborted, 6 degraded) and its
+	// label. An error that is apperr.Unavailable means MAAS could not be reached.
+	TestingStatus(ctx context.Context, systemID string) (int, string, error)
+}
+
+// Checker runs the admission checks.
+type Checker struct {
+	Incus   Incus
+	MAAS    HardwareTests // nil when MAAS is not configured
+	Publish Publisher     // nil publishes nothing
+	Now     func() time.Time
+	// MinKernel is the oldest kernel admitted, as major and minor (default 6.12).
+	MinKernel [2]int
+}
+
+// Run checks the member called machine (rec is its machine record, nil for none) and
+// returns the report, publishing each result as it is computed. It changes nothing.
+func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record, trigger Trigger) (*Report, error) {
+	members, err := c.Incus.Members(ctx)
+	if err != nil {
+		return nil, apperr.Wrap(err, apperr.Unavailable, "cannot run the admission checks: Incus did not answer the member list; check APELORA_INCUS_URL and that the cluster is up")
+	}
+	var member *membership.Member
+	for i := range members {
+		if members[i].Name == machine {
+			member = &members[i]
+		}
+	}
+	if member == nil {
+		return nil, apperr.New(apperr.FailedPrecondition, "%q is not an Incus member yet: approve its enrolment and run enrol-member.sh on it first", machine)
+	}
+	r := &Report{Machine: machine, RunID: newRunID(), Trigger: trigger, At: c.now()}
+	add := func(ch Check) {
+		r.Checks = append(r.Checks, ch)
+		c.publish(ctx, Event{Machine: machine, RunID: r.RunID, Trigger: trigger, At: c.now(), Check: &ch})
+	}
+
+	add(online(member))
+	theirs, errTheirs := c.Incus.Version(ctx, machine)
+	ours, errOurs := c.Incus.Version(ctx, "")
+	add(incusVersion(theirs, errTheirs, ours, errOurs))
+	add(c.kernel(theirs, errTheirs))
+	add(c.storagePools(ctx, machine))
+	add(c.networks(ctx, machine))
+	add(architecture(member, members))
+	add(c.hardwareTests(ctx, rec))
+	add(Check{Name: CheckOVNChassis, Title: "OVN chassis", Result: NotChecked,
+		Message: "the Incus API does not show whether the OVN chassis runs on the member: check it on the host if the cluster uses OVN"})
+	add(Check{Name: CheckClock, Title: "Clock", Result: NotChecked,
+		Message: "the Incus API does not show the member's clock: check that it is synchronised (NTP) on the host"})
+
+	r.Verdict = Admissible
+	if len(r.Failed()) > 0 {
+		r.Verdict = Blocked
+	}
+	c.publish(ctx, Event{Machine: machine, RunID: r.RunID, Trigger: trigger, At: c.now(), Verdict: r.Verdict})
+	return r, nil
+}
+
+func (c *Checker) publish(ctx context.Context, e Event) {
+	if c.Publish != nil {
+		// Publishing is best effort: a watcher missing a step must not fail the checks.
+		_ = c.Publish.Publish(ctx, e)
+	}
+}
+
+func (c *Checker) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func online(m *membership.Member) Check {
+	ch := Check{Name: CheckOnline, Title: "Member online"}
+	if m.Online() {
+		ch.Result, ch.Message = Pass, "Incus reports the member online: "+m.Message
+		return ch
+	}
+	ch.Result, ch.Message = Fail, fmt.Sprintf("Incus reports the member %s (%s): bring it back online before admitting it", m.Status, m.Message)
+	return ch
+}
+
+func major(v string) string {
+	maj, _, _ := strings.Cut(v, ".")
+	return maj
+}
+
+func incusVersion(theirs membership.Version, errTheirs error, ours membership.Version, errOurs error) Check {
+	ch := Check{Name: CheckIncusVersion, Title: "Incus version"}
+	switch {
+	case errTheirs != nil:
+		ch.Result, ch.Message = Fail, "could not ask the member for its version: "+errText(errTheirs)
+	case errOurs != nil:
+		ch.Result, ch.Message = Fail, "could not ask the cluster for its version: "+errText(errOurs)
+	case major(theirs.Incus) != major(ours.Incus):
+		ch.Result, ch.Message = Fail, fmt.Sprintf("the member runs Incus %s, a different major version from the cluster's %s: install %s on it", theirs.Incus, ours.Incus, ours.Incus)
+	case theirs.Incus != ours.Incus:
+		ch.Result, ch.Message = Fail, fmt.Sprintf("the member runs Incus %s, the cluster %s: install exactly %s on it", theirs.Incus, ours.Incus, ours.Incus)
+	case theirs.APIExtensions != ours.APIExtensions:
+		ch.Result, ch.Message = Fail, fmt.Sprintf("the member's Incus %s has %d API extensions, the cluster's %d: install the same build", theirs.Incus, theirs.APIExtensions, ours.APIExtensions)
+	default:
+		ch.Result, ch.Message = Pass, fmt.Sprintf("Incus %s (%d API extensions), as the cluster", theirs.Incus, theirs.APIExtensions)
+	}
+	return ch
+}
+
+var kernelPattern = regexp.MustCompile(`^(\d+)\.(\d+)`)
+
+// ParseKernel returns the major and minor version of a kernel release string such as
+// "6.12.8-amd64".
+func ParseKernel(release string) (int, int, bool) {
+	m := kernelPattern.FindStringSubmatch(release)
+	if m == nil {
+		return 0, 0, false
+	}
+	maj, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	return maj, minor, true
+}
+
+func (c *Checker) kernel(v membership.Version, err error) Check {
+	least := c.MinKernel
+	if least == [2]int{} {
+		least = [2]int{6, 12}
+	}
+	ch := Check{Name: CheckKernel, Title: "Kernel"}
+	if err != nil {
+		ch.Result, ch.Message = Fail, "could not ask the member for its kernel: "+errText(err)
+		return ch
+	}
+	maj, minor, ok := ParseKernel(v.Kernel)
+	switch {
+	case !ok:
+		ch.Result, ch.Message = Fail, fmt.Sprintf("cannot read the kernel version %q", v.Kernel)
+	case maj < least[0] || maj == least[0] && minor < least[1]:
+		ch.Result, ch.Message = Fail, fmt.Sprintf("kernel %s is older than %d.%d: install a newer kernel", v.Kernel, least[0], least[1])
+	default:
+		ch.Result, ch.Message = Pass, fmt.Sprintf("kernel %s (at least %d.%d)", v.Kernel, least[0], least[1])
+	}
+	return ch
+}
+
+func (c *Checker) storagePools(ctx context.Context, member string) Check {
+	ch := Check{Name: CheckStoragePools, Title: "Storage pools created on the member"}
+	pools, err := c.Incus.StoragePools(ctx)
+	if err != nil {
+		ch.Result, ch.Message = Fail, "could not list the storage pools: "+errText(err)
+		return ch
+	}
+	return statusCheck(ch, "storage pool", pools, func(p string) (string, error) { return c.Incus.StoragePoolStatus(ctx, p, member) })
+}
+
+func (c *Checker) networks(ctx context.Context, member string) Check {
+	ch := Check{Name: CheckNetworks, Title: "Networks created on the member"}
+	nets, err := c.Incus.LocatedNetworks(ctx)
+	if err != nil {
+		ch.Result, ch.Message = Fail, "could not list the networks: "+errText(err)
+		return ch
+	}
+	return statusCheck(ch, "network", nets, func(n string) (string, error) { return c.Incus.NetworkStatus(ctx, n, member) })
+}
+
+func statusCheck(ch Check, what string, names []string, status func(string) (string, error)) Check {
+	if len(names) == 0 {
+		ch.Result, ch.Message = Pass, "the cluster has no "+what+"s that must exist on each member"
+		return ch
+	}
+	var bad []string
+	for _, n := range names {
+		s, err := status(n)
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("%s (could not read: %s)", n, errText(err)))
+		case s != "Created":
+			bad = append(bad, fmt.Sprintf("%s (%s)", n, s))
+		}
+	}
+	if len(bad) > 0 {
+		ch.Result = Fail
+		ch.Message = fmt.Sprintf("not created on the member: %s; fix the %s on the host (for example its source or parent) and create it there again", strings.Join(bad, ", "), what)
+		return ch
+	}
+	ch.Result, ch.Message = Pass, fmt.Sprintf("created on the member: %s", strings.Join(names, ", "))
+	return ch
+}
+
+func architecture(m *membership.Member, all []membership.Member) Check {
+	ch := Check{Name: CheckArchitecture, Title: "Architecture"}
+	for _, o := range all {
+		if o.Name != m.Name && o.Architecture == m.Architecture {
+			ch.Result, ch.Message = Pass, fmt.Sprintf("%s, as other members (for example %s)", m.Architecture, o.Name)
+			return ch
+		}
+	}
+	var others []string
+	for _, o := range all {
+		if o.Name != m.Name && !slices.Contains(others, o.Architecture) {
+			others = append(others, o.Architecture)
+		}
+	}
+	ch.Result = Warn
+	ch.Message = fmt.Sprintf("the first %s member: instances placed here cannot move to the other members (%s)", m.Architecture, strings.Join(others, ", "))
+	return ch
+}
+
+func (c *Checker) hardwareTests(ctx context.Context, rec *machines.Record) Check {
+	ch := Check{Name: CheckHardwareTests, Title: "MAAS hardware tests"}
+	switch {
+	case rec == nil || rec.Provisioner != machines.MAAS:
+		ch.Result, ch.Message = Skipped, "not a MAAS machine: no hardware tests to read"
+		return ch
+	case c.MAAS == nil:
+		ch.Result, ch.Message = Skipped, "MAAS is not configured, so its hardware tests cannot be read"
+		return ch
+	}
+	status, label, err := c.MAAS.TestingStatus(ctx, rec.MAASSystemID)
+	if err != nil {
+		if apperr.Is(err, apperr.Unavailable) {
+			ch.Result, ch.Message = Skipped, "MAAS could not be reached, so its hardware tests were not read: "+errText(err)
+			return ch
+		}
+		ch.Result, ch.Message = Fail, "could not read the hardware tests from MAAS: "+errText(err)
+		return ch
+	}
+	return hardwareResult(ch, status, label)
+}
+
+func hardwareResult(ch Check, status int, label string) Check {
+	switch status {
+	case 2:
+		ch.Result, ch.Message = Pass, "MAAS hardware tests passed"
+	case 0, 1, 3, 4, 5:
+		ch.Result, ch.Message = Fail, fmt.Sprintf("MAAS hardware tests are %s: admit only after they pass", strings.ToLower(label))
+	case 6:
+		ch.Result, ch.Message = Warn, "MAAS hardware tests passed degraded: look at the results in MAAS"
+	case -1:
+		ch.Result, ch.Message = Warn, "MAAS has no hardware test results for this machine (never tested)"
+	default:
+		ch.Result, ch.Message = Warn, fmt.Sprintf("MAAS reports an unfamiliar testing status %d (%s)", status, label)
+	}
+	return ch
+}
+
+func errText(err error) string {
+	if e, ok := apperr.As(err); ok {
+		return e.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,278 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
+)
+
+// fakeIncus is a cluster described by data; it counts calls.
+type fakeIncus struct {
+	members    []membership.Member
+	versions   map[string]membership.Version // "" is the cluster's
+	pools      map[string]string             // pool -> status on the member checked
+	networks   map[string]string
+	versionErr map[string]error
+	calls      int
+}
+
+func (f *fakeIncus) Members(context.Context) ([]membership.Member, error) {
+	f.calls++
+	return f.members, nil
+}
+
+func (f *fakeIncus) Version(_ context.Context, m string) (membership.Version, error) {
+	f.calls++
+	if err := f.versionErr[m]; err != nil {
+		return membership.Version{}, err
+	}
+	return f.versions[m], nil
+}
+
+func (f *fakeIncus) StoragePools(context.Context) ([]string, error) {
+	f.calls++
+	return keys(f.pools), nil
+}
+
+func (f *fakeIncus) StoragePoolStatus(_ context.Context, p, _ string) (string, error) {
+	f.calls++
+	return f.pools[p], nil
+}
+
+func (f *fakeIncus) LocatedNetworks(context.Context) ([]string, error) {
+	f.calls++
+	return keys(f.networks), nil
+}
+
+func (f *fakeIncus) NetworkStatus(_ context.Context, n, _ string) (string, error) {
+	f.calls++
+	return f.networks[n], nil
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func healthy() *fakeIncus {
+	v := membership.Version{Incus: "6.0.4", APIExtensions: 450, Kernel: "6.18.44-fc"}
+	return &fakeIncus{
+		members: []membership.Member{
+			{Name: "m1", Status: "Online", Message: "Fully operational", Architecture: "x86_64"},
+			{Name: "node-3", Status: "Online", Message: "Fully operational", Architecture: "x86_64", Config: map[string]string{"scheduler.instance": "manual"}},
+		},
+		versions: map[string]membership.Version{"": v, "node-3": v},
+		pools:    map[string]string{"local": "Created"},
+		networks: map[string]string{},
+	}
+}
+
+type recordingPublisher struct{ events []Event }
+
+func (p *recordingPublisher) Publish(_ context.Context, e Event) error {
+	p.events = append(p.events, e)
+	return nil
+}
+
+func run(t *testing.T, f *fakeIncus, rec *machines.Record, hw HardwareTests) (*Report, *recordingPublisher) {
+	t.Helper()
+	pub := &recordingPublisher{}
+	c := &Checker{Incus: f, MAAS: hw, Publish: pub}
+	r, err := c.Run(context.Background(), "node-3", rec, TriggerReport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, pub
+}
+
+func result(r *Report, name string) Check {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return Check{}
+}
+
+func TestHealthyMemberIsAdmissibleAndEveryResultIsPublished(t *testing.T) {
+	r, pub := run(t, healthy(), nil, nil)
+	if r.Verdict != Admissible {
+		t.Fatalf("verdict %s: %+v", r.Verdict, r.Failed())
+	}
+	want := []string{CheckOnline, CheckIncusVersion, CheckKernel, CheckStoragePools, CheckNetworks, CheckArchitecture, CheckHardwareTests, CheckOVNChassis, CheckClock}
+	if len(r.Checks) != len(want) {
+		t.Fatalf("%d checks", len(r.Checks))
+	}
+	for i, name := range want {
+		if r.Checks[i].Name != name || r.Checks[i].Message == "" || r.Checks[i].Title == "" {
+			t.Errorf("check %d = %+v, want %s with a title and message", i, r.Checks[i], name)
+		}
+	}
+	if result(r, CheckOVNChassis).Result != NotChecked || result(r, CheckClock).Result != NotChecked {
+		t.Error("OVN chassis and clock must be NOT_CHECKED")
+	}
+	if len(pub.events) != len(want)+1 {
+		t.Fatalf("%d events published, want one per check and the verdict", len(pub.events))
+	}
+	last := pub.events[len(pub.events)-1]
+	if last.Check != nil || last.Verdict != Admissible || last.RunID != r.RunID {
+		t.Fatalf("last event %+v", last)
+	}
+}
+
+func TestOfflineMemberFails(t *testing.T) {
+	f := healthy()
+	f.members[1].Status, f.members[1].Message = "Offline", "No heartbeat for 25s"
+	f.versionErr = map[string]error{"node-3": apperr.New(apperr.Unavailable, "member unreachable")}
+	r, _ := run(t, f, nil, nil)
+	if r.Verdict != Blocked || result(r, CheckOnline).Result != Fail || !strings.Contains(result(r, CheckOnline).Message, "No heartbeat") {
+		t.Fatalf("%+v", r.Checks)
+	}
+	if result(r, CheckIncusVersion).Result != Fail || result(r, CheckKernel).Result != Fail {
+		t.Fatal("versions that could not be read must fail, not pass")
+	}
+}
+
+func TestVersions(t *testing.T) {
+	cases := []struct {
+		member, cluster membership.Version
+		want            Result
+		says            string
+	}{
+		{membership.Version{Incus: "6.0.4", APIExtensions: 450}, membership.Version{Incus: "6.0.4", APIExtensions: 450}, Pass, "as the cluster"},
+		{membership.Version{Incus: "6.0.3", APIExtensions: 449}, membership.Version{Incus: "6.0.4", APIExtensions: 450}, Fail, "install exactly 6.0.4"},
+		{membership.Version{Incus: "5.0.2", APIExtensions: 400}, membership.Version{Incus: "6.0.4", APIExtensions: 450}, Fail, "different major version"},
+		{membership.Version{Incus: "6.0.4", APIExtensions: 449}, membership.Version{Incus: "6.0.4", APIExtensions: 450}, Fail, "API extensions"},
+	}
+	for _, c := range cases {
+		got := incusVersion(c.member, nil, c.cluster, nil)
+		if got.Result != c.want || !strings.Contains(got.Message, c.says) {
+			t.Errorf("member %v cluster %v: %s %q", c.member, c.cluster, got.Result, got.Message)
+		}
+	}
+	if got := incusVersion(membership.Version{}, nil, membership.Version{}, errors.New("boom")); got.Result != Fail {
+		t.Error("an unreadable cluster version must fail")
+	}
+}
+
+func TestKernels(t *testing.T) {
+	c := &Checker{}
+	for release, want := range map[string]Result{
+		"6.12.0": Pass, "6.12.8-amd64": Pass, "6.18.44-fc-v857": Pass, "7.0.1": Pass,
+		"6.11.9": Fail, "6.1.0-28-amd64": Fail, "5.15.0-91-generic": Fail, "garbage": Fail, "": Fail,
+	} {
+		if got := c.kernel(membership.Version{Kernel: release}, nil); got.Result != want {
+			t.Errorf("kernel %q: %s (%s)", release, got.Result, got.Message)
+		}
+	}
+	c.MinKernel = [2]int{6, 1}
+	if got := c.kernel(membership.Version{Kernel: "6.1.0-28-amd64"}, nil); got.Result != Pass {
+		t.Errorf("configured minimum not used: %s", got.Message)
+	}
+}
+
+func TestArchitectures(t *testing.T) {
+	f := healthy()
+	f.members[1].Architecture = "aarch64"
+	r, _ := run(t, f, nil, nil)
+	if c := result(r, CheckArchitecture); c.Result != Warn || !strings.Contains(c.Message, "first aarch64 member") {
+		t.Fatalf("first of a new architecture: %+v", c)
+	}
+	if r.Verdict != Admissible {
+		t.Fatal("a warning must not block admission")
+	}
+	f.members = append(f.members, membership.Member{Name: "m2", Architecture: "aarch64", Status: "Online"})
+	r, _ = run(t, f, nil, nil)
+	if c := result(r, CheckArchitecture); c.Result != Pass {
+		t.Fatalf("second aarch64 member: %+v", c)
+	}
+}
+
+func TestPoolsAndNetworksMustBeCreatedOnTheMember(t *testing.T) {
+	f := healthy()
+	f.pools["fast"] = "Pending"
+	f.networks["uplink"] = "Created"
+	f.networks["storage-net"] = "Unknown"
+	r, _ := run(t, f, nil, nil)
+	if c := result(r, CheckStoragePools); c.Result != Fail || !strings.Contains(c.Message, "fast (Pending)") || strings.Contains(c.Message, "local") {
+		t.Fatalf("pools: %+v", c)
+	}
+	if c := result(r, CheckNetworks); c.Result != Fail || !strings.Contains(c.Message, "storage-net (Unknown)") {
+		t.Fatalf("networks: %+v", c)
+	}
+	if r.Verdict != Blocked {
+		t.Fatal("not blocked")
+	}
+}
+
+type fakeMAAS struct {
+	status int
+	label  string
+	err    error
+}
+
+func (f fakeMAAS) TestingStatus(context.Context, string) (int, string, error) {
+	return f.status, f.label, f.err
+}
+
+func TestHardwareTests(t *testing.T) {
+	maasRec := &machines.Record{Name: "node-3", Provisioner: machines.MAAS, MAASSystemID: "abc123"}
+	cases := []struct {
+		hw   HardwareTests
+		rec  *machines.Record
+		want Result
+	}{
+		{fakeMAAS{status: 2, label: "Passed"}, maasRec, Pass},
+		{fakeMAAS{status: 3, label: "Failed"}, maasRec, Fail},
+		{fakeMAAS{status: 4, label: "Timed out"}, maasRec, Fail},
+		{fakeMAAS{status: 5, label: "Aborted"}, maasRec, Fail},
+		{fakeMAAS{status: 1, label: "Running"}, maasRec, Fail},
+		{fakeMAAS{status: 0, label: "Pending"}, maasRec, Fail},
+		{fakeMAAS{status: 6, label: "Degraded"}, maasRec, Warn},
+		{fakeMAAS{status: -1, label: "Unknown"}, maasRec, Warn},
+		{fakeMAAS{err: apperr.New(apperr.Unavailable, "MAAS unreachable")}, maasRec, Skipped},
+		{fakeMAAS{err: apperr.New(apperr.NotFound, "no such machine")}, maasRec, Fail},
+		{nil, maasRec, Skipped},
+		{fakeMAAS{status: 3}, &machines.Record{Name: "node-3", Provisioner: machines.Manual}, Skipped},
+	}
+	for i, c := range cases {
+		r, _ := run(t, healthy(), c.rec, c.hw)
+		if got := result(r, CheckHardwareTests); got.Result != c.want || got.Message == "" {
+			t.Errorf("case %d (%+v): %s %q", i, c.hw, got.Result, got.Message)
+		}
+		if (c.want == Fail) != (r.Verdict == Blocked) {
+			t.Errorf("case %d: verdict %s", i, r.Verdict)
+		}
+	}
+}
+
+func TestChecksAskIncusAConstantNumberOfTimes(t *testing.T) {
+	calls := func(members int) int {
+		f := healthy()
+		for i := 0; i < members; i++ {
+			f.members = append(f.members, membership.Member{Name: fmt.Sprintf("x%d", i), Status: "Online", Architecture: "x86_64"})
+		}
+		run(t, f, nil, nil)
+		return f.calls
+	}
+	if a, b := calls(1), calls(200); a != b {
+		t.Fatalf("Incus calls grow with members: %d for 3 members, %d for 202", a, b)
+	}
+}
+
+func TestNotAMemberIsAClearError(t *testing.T) {
+	c := &Checker{Incus: healthy()}
+	_, err := c.Run(context.Background(), "node-9", nil, TriggerReport)
+	if !apperr.Is(err, apperr.FailedPrecondition) || !strings.Contains(err.Error(), "not an Incus member yet") {
+		t.Fatalf("%v", err)
+	}
+}

@@ -1,0 +1,126 @@
+package admission
+
+import (
+	"context"
+	"maps"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
+)
+
+// Members reads and writes one member. UpdateMember sends every writable field of m
+// (config, description, roles, groups, failure domain), guarded by etag: Incus rewrites
+// all of them on a write, so anything not sent back would be lost.
+type Members interface {
+	Member(ctx context.Context, name string) (membership.Member, string, error)
+	UpdateMember(ctx context.Context, m membership.Member, etag string) error
+}
+
+// Store is what admitting needs from the database.
+type Store interface {
+	// Audited runs fn holding the machine's lock, and writes the audit event of the
+	// mutation in progress when fn succeeds.
+	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
+	Record(ctx context.Context, name string) (*machines.Record, error)
+	// AdmissionRecorded reports whether the audit trail's latest membership step for the
+	// machine is a successful admission.
+	AdmissionRecorded(ctx context.Context, name string) (bool, error)
+}
+
+// Service runs reports and admits members.
+type Service struct {
+	Checker *Checker
+	Members Members
+	Store   Store
+}
+
+// Report runs the checks and changes nothing.
+func (s *Service) Report(ctx context.Context, name string) (*Report, error) {
+	if err := machines.ValidateName(name); err != nil {
+		return nil, err
+	}
+	rec, err := s.Store.Record(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.Checker.Run(ctx, name, rec, TriggerReport)
+}
+
+// Admit re-reads Incus, runs every check and, when none fails, lets automatic placement
+// reach the member: one member update that removes scheduler.instance and sends back
+// roles, groups, failure domain and description unchanged, guarded by the ETag read
+// before the checks. The check results go into the audit event either way.
+func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
+	if err := machines.ValidateName(name); err != nil {
+		return nil, err
+	}
+	rec, err := s.Store.Record(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, apperr.New(apperr.NotFound, "no machine record named %q: only registered machines are admitted (registerMachine first)", name)
+	}
+	var report *Report
+	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
+		member, etag, err := s.Members.Member(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !member.Held() {
+			admitted, err := s.Store.AdmissionRecorded(ctx, name)
+			if err != nil {
+				return err
+			}
+			if admitted {
+				return apperr.New(apperr.FailedPrecondition, "%q is already admitted: placement reaches it", name)
+			}
+		}
+		report, err = s.Checker.Run(ctx, name, rec, TriggerAdmission)
+		if err != nil {
+			return err
+		}
+		if a := audit.ActionFrom(ctx); a != nil {
+			a.Detail("checks", report.Checks)
+			a.Detail("verdict", report.Verdict)
+			a.Detail("runId", report.RunID)
+		}
+		if failed := report.Failed(); len(failed) > 0 {
+			names := make([]string, len(failed))
+			for i, f := range failed {
+				names[i] = f.Name
+			}
+			return &apperr.Error{
+				Code:    apperr.FailedPrecondition,
+				Message: "admission refused: " + failedSummary(failed),
+				Details: map[string]any{"failedChecks": names, "runId": report.RunID},
+			}
+		}
+		if member.Held() {
+			release := member
+			release.Config = maps.Clone(member.Config)
+			delete(release.Config, membership.SchedulerKey)
+			if err := s.Members.UpdateMember(ctx, release, etag); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return report, err
+	}
+	return report, nil
+}
+
+func failedSummary(failed []Check) string {
+	s := ""
+	for i, f := range failed {
+		if i > 0 {
+			s += "; "
+		}
+		s += f.Title + ": " + f.Message
+	}
+	return s
+}

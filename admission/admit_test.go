@@ -1,0 +1,132 @@
+package admission
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
+)
+
+type fakeMembers struct {
+	f       *fakeIncus
+	etag    string
+	updates []membership.Member
+	etags   []string
+}
+
+func (m *fakeMembers) Member(_ context.Context, name string) (membership.Member, string, error) {
+	for _, x := range m.f.members {
+		if x.Name == name {
+			return x, m.etag, nil
+		}
+	}
+	return membership.Member{}, "", apperr.New(apperr.NotFound, "no member")
+}
+
+func (m *fakeMembers) UpdateMember(_ context.Context, x membership.Member, etag string) error {
+	m.updates = append(m.updates, x)
+	m.etags = append(m.etags, etag)
+	return nil
+}
+
+type fakeStore struct {
+	admitted bool
+	audited  int
+}
+
+func (s *fakeStore) Audited(ctx context.Context, _ string, fn func(context.Context) error) error {
+	s.audited++
+	return fn(ctx)
+}
+
+func (s *fakeStore) Record(_ context.Context, name string) (*machines.Record, error) {
+	return &machines.Record{Name: name, Provisioner: machines.Manual}, nil
+}
+
+func (s *fakeStore) AdmissionRecorded(context.Context, string) (bool, error) { return s.admitted, nil }
+
+func admitService(f *fakeIncus) (*Service, *fakeMembers, *fakeStore) {
+	mem := &fakeMembers{f: f, etag: `"e1"`}
+	st := &fakeStore{}
+	return &Service{Checker: &Checker{Incus: f}, Members: mem, Store: st}, mem, st
+}
+
+func TestAdmitReleasesTheHoldAndKeepsEverythingElse(t *testing.T) {
+	f := healthy()
+	f.members[1].Roles = []string{"database", "event-hub"}
+	f.members[1].Groups = []string{"default", "gpu"}
+	f.members[1].FailureDomain = "rack-3"
+	f.members[1].Description = "node three"
+	f.members[1].Config["user.owner"] = "ops"
+	s, mem, _ := admitService(f)
+	a := &audit.Action{Name: "admitMember"}
+	report, err := s.Admit(audit.WithAction(context.Background(), a), "node-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Verdict != Admissible || len(mem.updates) != 1 || mem.etags[0] != `"e1"` {
+		t.Fatalf("verdict %s, %d updates, etags %v", report.Verdict, len(mem.updates), mem.etags)
+	}
+	u := mem.updates[0]
+	if _, held := u.Config["scheduler.instance"]; held || u.Config["user.owner"] != "ops" {
+		t.Fatalf("config sent %v", u.Config)
+	}
+	if !reflect.DeepEqual(u.Roles, []string{"database", "event-hub"}) || !reflect.DeepEqual(u.Groups, []string{"default", "gpu"}) || u.FailureDomain != "rack-3" || u.Description != "node three" {
+		t.Fatalf("writable fields not sent back: %+v", u)
+	}
+	if f.members[1].Config["scheduler.instance"] != "manual" {
+		t.Fatal("the member read from Incus was modified in place")
+	}
+	ev := a.Event(audit.Succeeded, "")
+	if ev.Details["verdict"] != Admissible || ev.Details["checks"] == nil {
+		t.Fatalf("audit details %v", ev.Details)
+	}
+}
+
+func TestAdmitRefusesOnAnyFailureAndChangesNothing(t *testing.T) {
+	f := healthy()
+	f.pools["fast"] = "Pending"
+	s, mem, _ := admitService(f)
+	a := &audit.Action{Name: "admitMember"}
+	report, err := s.Admit(audit.WithAction(context.Background(), a), "node-3")
+	e, ok := apperr.As(err)
+	if !ok || e.Code != apperr.FailedPrecondition || e.Details["failedChecks"] == nil {
+		t.Fatalf("err %v", err)
+	}
+	if report == nil || report.Verdict != Blocked || len(mem.updates) != 0 {
+		t.Fatalf("report %+v updates %d", report, len(mem.updates))
+	}
+	if a.Event(audit.Failed, "").Details["checks"] == nil {
+		t.Fatal("the refused admission's check results are not in its audit event")
+	}
+}
+
+func TestAdmitTwiceIsRefused(t *testing.T) {
+	f := healthy()
+	delete(f.members[1].Config, "scheduler.instance")
+	s, mem, st := admitService(f)
+	st.admitted = true
+	if _, err := s.Admit(context.Background(), "node-3"); !apperr.Is(err, apperr.FailedPrecondition) {
+		t.Fatalf("err %v", err)
+	}
+	// A member that joined without the hold and was never admitted can be admitted: the
+	// admission is recorded, and there is no hold to release.
+	st.admitted = false
+	if _, err := s.Admit(context.Background(), "node-3"); err != nil || len(mem.updates) != 0 {
+		t.Fatalf("unheld admit: %v, %d updates", err, len(mem.updates))
+	}
+}
+
+func TestAdmitUnknownNames(t *testing.T) {
+	s, _, _ := admitService(healthy())
+	if _, err := s.Admit(context.Background(), "Bad Name"); !apperr.Is(err, apperr.InvalidInput) {
+		t.Fatalf("bad name: %v", err)
+	}
+	if _, err := s.Admit(context.Background(), "node-9"); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("unknown member: %v", err)
+	}
+}

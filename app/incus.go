@@ -1,0 +1,267 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/enrolment"
+	"github.com/apelora/fabric/membership"
+)
+
+// incusPorts adapts the Incus REST client to what the domain packages ask of Incus, and
+// turns Incus's errors into administrator's errors.
+type incusPorts struct{ c *incus.Client }
+
+var (
+	_ membership.Source = incusPorts{}
+	_ admission.Incus   = incusPorts{}
+	_ admission.Members = incusPorts{}
+	_ enrolment.Incus   = incusPorts{}
+)
+
+// incusErr names what was being done; Incus's own message says why it failed.
+func incusErr(err error, doing string) error {
+	if err == nil {
+		return nil
+	}
+	var ie *incus.Error
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &ie):
+		return apperr.Wrap(err, apperr.Unavailable, "Incus did not answer in time while trying to %s", doing)
+	case incus.IsNotFound(err):
+		msg := "not found"
+		if errors.As(err, &ie) {
+			msg = ie.Message
+		}
+		return apperr.Wrap(err, apperr.NotFound, "cannot %s: Incus says %s", doing, msg)
+	case incus.IsPreconditionFailed(err):
+		return apperr.Wrap(err, apperr.Busy, "cannot %s: the member changed in Incus meanwhile; run the step again", doing)
+	case incus.IsForbidden(err) || errors.Is(err, incus.ErrUntrusted):
+		return apperr.Wrap(err, apperr.Unavailable, "cannot %s: Incus does not trust Apelora's client certificate (APELORA_INCUS_CLIENT_CERT); trust it with `incus config trust add-certificate`", doing)
+	case errors.Is(err, incus.ErrCertificateMismatch):
+		return apperr.Wrap(err, apperr.Unavailable, "cannot %s: the Incus server certificate does not match APELORA_INCUS_SERVER_CERT", doing)
+	case errors.As(err, &ie):
+		return apperr.Wrap(err, apperr.FailedPrecondition, "Incus refused to %s: %s", doing, ie.Message)
+	default:
+		return apperr.Wrap(err, apperr.Unavailable, "Incus could not be reached while trying to %s: check APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) and that the cluster is up", doing)
+	}
+}
+
+func toMember(m incus.Member) membership.Member {
+	return membership.Member{
+		Name: m.ServerName, URL: m.URL, Status: m.Status, Message: m.Message,
+		Architecture: m.Architecture, FailureDomain: m.FailureDomain, Description: m.Description,
+		Roles: m.Roles, Groups: m.Groups, Config: m.Config,
+	}
+}
+
+func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
+	ms, err := p.c.Members(ctx)
+	if err != nil {
+		return nil, incusErr(err, "list the cluster members")
+	}
+	pending, err := p.c.PendingJoinTokens(ctx)
+	if err != nil {
+		return nil, incusErr(err, "list the pending join tokens")
+	}
+	s := &membership.Snapshot{}
+	for _, m := range ms {
+		s.Members = append(s.Members, toMember(m))
+	}
+	for _, t := range pending {
+		s.Pending = append(s.Pending, membership.PendingJoin{Name: t.ServerName, ExpiresAt: t.ExpiresAt})
+	}
+	return s, nil
+}
+
+func (p incusPorts) Members(ctx context.Context) ([]membership.Member, error) {
+	ms, err := p.c.Members(ctx)
+	if err != nil {
+		return nil, incusErr(err, "list the cluster members")
+	}
+	out := make([]membership.Member, len(ms))
+	for i, m := range ms {
+		out[i] = toMember(m)
+	}
+	return out, nil
+}
+
+func (p incusPorts) Version(ctx context.Context, member string) (membership.Version, error) {
+	s, err := p.c.ServerInfo(ctx, member)
+	if err != nil {
+		who := "the cluster"
+		if member != "" {
+			who = "member " + member
+		}
+		return membership.Version{}, incusErr(err, "read the versions of "+who)
+	}
+	return membership.Version{
+		Incus: s.ServerVersion, APIExtensions: s.APIExtensions, Kernel: s.KernelVersion,
+		OS: strings.TrimSpace(s.OSName + " " + s.OSVersion),
+	}, nil
+}
+
+func (p incusPorts) StoragePools(ctx context.Context) ([]string, error) {
+	ps, err := p.c.StoragePools(ctx)
+	if err != nil {
+		return nil, incusErr(err, "list the storage pools")
+	}
+	out := make([]string, len(ps))
+	for i, s := range ps {
+		out[i] = s.Name
+	}
+	return out, nil
+}
+
+func (p incusPorts) StoragePoolStatus(ctx context.Context, pool, member string) (string, error) {
+	s, err := p.c.StoragePool(ctx, pool, member)
+	if err != nil {
+		return "", incusErr(err, "read storage pool "+pool+" on "+member)
+	}
+	return s.Status, nil
+}
+
+// LocatedNetworks are the managed networks that exist on each member. OVN networks live
+// in OVN, not on members, so they have no locations and are not checked per member.
+func (p incusPorts) LocatedNetworks(ctx context.Context) ([]string, error) {
+	ns, err := p.c.ManagedNetworks(ctx)
+	if err != nil {
+		return nil, incusErr(err, "list the networks")
+	}
+	var out []string
+	for _, n := range ns {
+		if len(n.Locations) > 0 && n.Type != "ovn" {
+			out = append(out, n.Name)
+		}
+	}
+	return out, nil
+}
+
+func (p incusPorts) NetworkStatus(ctx context.Context, network, member string) (string, error) {
+	n, err := p.c.Network(ctx, network, member)
+	if err != nil {
+		return "", incusErr(err, "read network "+network+" on "+member)
+	}
+	return n.Status, nil
+}
+
+func (p incusPorts) Member(ctx context.Context, name string) (membership.Member, string, error) {
+	m, etag, err := p.c.Member(ctx, name)
+	if err != nil {
+		return membership.Member{}, "", incusErr(err, "read member "+name)
+	}
+	return toMember(m), etag, nil
+}
+
+func (p incusPorts) UpdateMember(ctx context.Context, m membership.Member, etag string) error {
+	put := incus.MemberPut{Config: m.Config, Description: m.Description, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups}
+	if put.Config == nil {
+		put.Config = map[string]string{}
+	}
+	return incusErr(p.c.UpdateMember(ctx, m.Name, put, etag), "update member "+m.Name)
+}
+
+func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.IssuedToken, error) {
+	t, err := p.c.IssueJoinToken(ctx, name)
+	if err != nil {
+		return enrolment.IssuedToken{}, incusErr(err, "issue a join token for "+name)
+	}
+	return enrolment.IssuedToken{Name: t.ServerName, ExpiresAt: t.ExpiresAt, Token: t}, nil
+}
+
+func (p incusPorts) RevokeJoinToken(ctx context.Context, name string) error {
+	return incusErr(p.c.RevokeJoinToken(ctx, name), "revoke the join token for "+name)
+}
+
+func (p incusPorts) RemoveMember(ctx context.Context, name string, force bool) error {
+	return incusErr(p.c.DeleteMember(ctx, name, force), "remove member "+name)
+}
+
+// MemberConfigKeys lists the member-specific keys a joiner supplies, with the value the
+// member Apelora talks to uses for each (read per pool or network with a target).
+func (p incusPorts) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey, error) {
+	ci, err := p.c.Cluster(ctx)
+	if err != nil {
+		return nil, incusErr(err, "read the cluster's member configuration keys")
+	}
+	refs := map[string]map[string]string{}
+	var out []enrolment.ConfigKey
+	for _, k := range ci.MemberConfig {
+		id := k.Entity + "/" + k.Name
+		cfg, ok := refs[id]
+		if !ok {
+			switch k.Entity {
+			case "storage-pool":
+				sp, err := p.c.StoragePool(ctx, k.Name, ci.ServerName)
+				if err != nil {
+					return nil, incusErr(err, "read storage pool "+k.Name)
+				}
+				cfg = sp.Config
+			case "network":
+				n, err := p.c.Network(ctx, k.Name, ci.ServerName)
+				if err != nil {
+					return nil, incusErr(err, "read network "+k.Name)
+				}
+				cfg = n.Config
+			}
+			refs[id] = cfg
+		}
+		out = append(out, enrolment.ConfigKey{Entity: k.Entity, Name: k.Name, Key: k.Key, Description: k.Description, Reference: cfg[k.Key]})
+	}
+	return out, nil
+}
+
+// errIncusNotConfigured is what every Incus step answers when Incus is not configured.
+var errIncusNotConfigured = apperr.New(apperr.FailedPrecondition, "Incus is not configured: set APELORA_INCUS_URL, APELORA_INCUS_CLIENT_CERT, APELORA_INCUS_CLIENT_KEY and APELORA_INCUS_SERVER_CERT (or APELORA_INCUS_SOCKET) and restart")
+
+// noIncus stands in for Incus when it is not configured: every step says so.
+type noIncus struct{}
+
+func (noIncus) Snapshot(context.Context) (*membership.Snapshot, error) {
+	return nil, errIncusNotConfigured
+}
+func (noIncus) Members(context.Context) ([]membership.Member, error) {
+	return nil, errIncusNotConfigured
+}
+func (noIncus) Version(context.Context, string) (membership.Version, error) {
+	return membership.Version{}, errIncusNotConfigured
+}
+func (noIncus) StoragePools(context.Context) ([]string, error) { return nil, errIncusNotConfigured }
+func (noIncus) StoragePoolStatus(context.Context, string, string) (string, error) {
+	return "", errIncusNotConfigured
+}
+func (noIncus) LocatedNetworks(context.Context) ([]string, error) { return nil, errIncusNotConfigured }
+func (noIncus) NetworkStatus(context.Context, string, string) (string, error) {
+	return "", errIncusNotConfigured
+}
+func (noIncus) Member(context.Context, string) (membership.Member, string, error) {
+	return membership.Member{}, "", errIncusNotConfigured
+}
+func (noIncus) UpdateMember(context.Context, membership.Member, string) error {
+	return errIncusNotConfigured
+}
+func (noIncus) IssueJoinToken(context.Context, string) (enrolment.IssuedToken, error) {
+	return enrolment.IssuedToken{}, errIncusNotConfigured
+}
+func (noIncus) RevokeJoinToken(context.Context, string) error    { return errIncusNotConfigured }
+func (noIncus) RemoveMember(context.Context, string, bool) error { return errIncusNotConfigured }
+func (noIncus) MemberConfigKeys(context.Context) ([]enrolment.ConfigKey, error) {
+	return nil, errIncusNotConfigured
+}
+
+// incusSide is everything the domain asks of Incus.
+type incusSide interface {
+	membership.Source
+	admission.Incus
+	admission.Members
+	enrolment.Incus
+}
+
+var (
+	_ incusSide = incusPorts{}
+	_ incusSide = noIncus{}
+)

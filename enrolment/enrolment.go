@@ -1,0 +1,257 @@
+// Package enrolment is how a registered machine becomes an Incus member: the approval
+// that has Incus issue a single-use join token, the member configuration the new server
+// joins with, revoking a token, and removing a member.
+//
+// The join token is handed to the administrator once. It is never stored, logged, audited
+// or put in an error: only its name and expiry are.
+package enrolment
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
+)
+
+// Secret is a join token that reveals itself only when asked.
+type Secret interface {
+	Reveal() string
+}
+
+// IssuedToken is a join token Incus has just issued.
+type IssuedToken struct {
+	Name      string
+	ExpiresAt time.Time
+	Token     Secret
+}
+
+// ConfigKey is a member-specific key of a storage pool or network that a joining member
+// supplies, with the value an existing member uses (Reference).
+type ConfigKey struct {
+	Entity      string // "storage-pool" or "network"
+	Name        string
+	Key         string
+	Description string
+	Reference   string
+}
+
+// ConfigValue is one member config entry the new server joins with.
+type ConfigValue struct {
+	Entity, Name, Key, Value string
+}
+
+// ID names the entry as enrol-member.sh takes it: ENTITY/NAME/KEY.
+func (v ConfigValue) ID() string { return v.Entity + "/" + v.Name + "/" + v.Key }
+
+// Incus is what enrolment asks of Incus.
+type Incus interface {
+	Snapshot(ctx context.Context) (*membership.Snapshot, error)
+	IssueJoinToken(ctx context.Context, name string) (IssuedToken, error)
+	RevokeJoinToken(ctx context.Context, name string) error
+	MemberConfigKeys(ctx context.Context) ([]ConfigKey, error)
+	RemoveMember(ctx context.Context, name string, force bool) error
+}
+
+// Store is what enrolment needs from the database.
+type Store interface {
+	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
+	Record(ctx context.Context, name string) (*machines.Record, error)
+}
+
+// Service performs the enrolment steps.
+type Service struct {
+	Incus Incus
+	Store Store
+	Now   func() time.Time
+}
+
+// Approval is an approved enrolment: the join token (to hand over once) and the member
+// configuration to join with.
+type Approval struct {
+	Name         string
+	Token        Secret
+	ExpiresAt    time.Time
+	MemberConfig []ConfigValue
+}
+
+// hostSpecificKeys are member-specific keys whose value on one host says nothing about
+// another (a path or device, an address): the new member gets the driver's default unless
+// the administrator gives a value. Every other key copies what an existing member uses.
+var hostSpecificKeys = []string{"source", "source.wipe", "bgp.ipv4.nexthop", "bgp.ipv6.nexthop"}
+
+// MemberConfig computes the member configuration for a new member from the keys the
+// cluster lists, applying the administrator's overrides, each of which must name a key
+// the cluster lists.
+func MemberConfig(keys []ConfigKey, overrides []ConfigValue) ([]ConfigValue, error) {
+	out := make([]ConfigValue, 0, len(keys))
+	for _, k := range keys {
+		v := k.Reference
+		if slices.Contains(hostSpecificKeys, k.Key) || strings.HasPrefix(k.Key, "volatile.") {
+			v = ""
+		}
+		out = append(out, ConfigValue{Entity: k.Entity, Name: k.Name, Key: k.Key, Value: v})
+	}
+	seen := map[string]bool{}
+	for _, o := range overrides {
+		if seen[o.ID()] {
+			return nil, apperr.Invalid("memberConfig", "member config %s is given twice", o.ID())
+		}
+		seen[o.ID()] = true
+		if strings.ContainsAny(o.Value, "\n\r\x00") {
+			return nil, apperr.Invalid("memberConfig", "member config %s: the value contains a line break or NUL", o.ID())
+		}
+		i := slices.IndexFunc(out, func(v ConfigValue) bool { return v.ID() == o.ID() })
+		if i < 0 {
+			known := make([]string, len(out))
+			for j, v := range out {
+				known[j] = v.ID()
+			}
+			return nil, apperr.Invalid("memberConfig", "the cluster has no member-specific key %s; it lists: %s", o.ID(), orNone(known))
+		}
+		out[i].Value = o.Value
+	}
+	return out, nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "(none)"
+	}
+	return strings.Join(s, ", ")
+}
+
+// Approve has Incus issue a join token for the registered machine name.
+func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigValue) (*Approval, error) {
+	if err := machines.ValidateName(name); err != nil {
+		return nil, err
+	}
+	rec, err := s.Store.Record(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, apperr.New(apperr.NotFound, "no machine record named %q: register the machine before approving its enrolment", name)
+	}
+	var approval *Approval
+	var issued *IssuedToken
+	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
+		snap, err := s.Incus.Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		if snap.Member(name) != nil {
+			return apperr.New(apperr.FailedPrecondition, "%q is already an Incus member: there is nothing to enrol (removeMember first to enrol it again)", name)
+		}
+		if p := snap.PendingFor(name); p != nil {
+			return apperr.New(apperr.FailedPrecondition, "a join token for %q is already pending (it expires %s): use it, or revoke it with revokeJoinToken before approving again", name, p.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		keys, err := s.Incus.MemberConfigKeys(ctx)
+		if err != nil {
+			return err
+		}
+		cfg, err := MemberConfig(keys, overrides)
+		if err != nil {
+			return err
+		}
+		tok, err := s.Incus.IssueJoinToken(ctx, name)
+		if err != nil {
+			return err
+		}
+		issued = &tok
+		if a := audit.ActionFrom(ctx); a != nil {
+			a.Detail("joinTokenExpiresAt", tok.ExpiresAt.UTC().Format(time.RFC3339))
+			a.Detail("memberConfig", configDetail(cfg))
+		}
+		approval = &Approval{Name: name, Token: tok.Token, ExpiresAt: tok.ExpiresAt, MemberConfig: cfg}
+		return nil
+	})
+	if err != nil {
+		if issued != nil {
+			// The approval was not recorded: take the token back so no unaudited token
+			// stays usable.
+			_ = s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name)
+		}
+		return nil, err
+	}
+	return approval, nil
+}
+
+func configDetail(cfg []ConfigValue) []string {
+	out := make([]string, len(cfg))
+	for i, v := range cfg {
+		out[i] = v.ID() + "=" + v.Value
+	}
+	return out
+}
+
+// Revoke cancels the pending join token for name.
+func (s *Service) Revoke(ctx context.Context, name string) error {
+	if err := machines.ValidateName(name); err != nil {
+		return err
+	}
+	return s.Store.Audited(ctx, name, func(ctx context.Context) error {
+		snap, err := s.Incus.Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		p := snap.PendingFor(name)
+		if p == nil {
+			return apperr.New(apperr.NotFound, "no pending join token for %q: nothing to revoke", name)
+		}
+		if a := audit.ActionFrom(ctx); a != nil {
+			a.Detail("joinTokenExpiresAt", p.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		return s.Incus.RevokeJoinToken(ctx, name)
+	})
+}
+
+// Remove removes the member name from the cluster. Unforced, Incus refuses while the
+// member still holds instances or is the last database member; forced, the member is
+// dropped without being told, and its daemon must be wiped.
+func (s *Service) Remove(ctx context.Context, name string, force bool) error {
+	if err := machines.ValidateName(name); err != nil {
+		return err
+	}
+	return s.Store.Audited(ctx, name, func(ctx context.Context) error {
+		snap, err := s.Incus.Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		m := snap.Member(name)
+		if m == nil {
+			return apperr.New(apperr.NotFound, "%q is not an Incus member: nothing to remove", name)
+		}
+		if a := audit.ActionFrom(ctx); a != nil {
+			a.Detail("memberStatus", m.Status)
+			a.Detail("force", force)
+		}
+		return s.Incus.RemoveMember(ctx, name, force)
+	})
+}
+
+// Command is what the administrator runs on the new server: fetch enrol-member.sh from
+// Apelora, then run it with the member config; it reads the join token from standard
+// input (paste it when asked, or pipe it from a file).
+func Command(baseURL string, a *Approval) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "curl -fsSL -o enrol-member.sh %s/enrol/enrol-member.sh && sh enrol-member.sh --name %s --address ADDRESS:8443", strings.TrimSuffix(baseURL, "/"), a.Name)
+	for _, v := range a.MemberConfig {
+		fmt.Fprintf(&b, " --member-config %s", shellQuote(v.ID()+"="+v.Value))
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,171 @@
+package enrolment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
+)
+
+type secret string
+
+func (s secret) Reveal() string { return string(s) }
+
+type fakeIncus struct {
+	snap    membership.Snapshot
+	keys    []ConfigKey
+	issued  []string
+	revoked []string
+	removed []string
+}
+
+func (f *fakeIncus) Snapshot(context.Context) (*membership.Snapshot, error) { return &f.snap, nil }
+func (f *fakeIncus) IssueJoinToken(_ context.Context, name string) (IssuedToken, error) {
+	f.issued = append(f.issued, name)
+	return IssuedToken{Name: name, ExpiresAt: time.Unix(2000000000, 0), Token: secret("TOKEN-" + name)}, nil
+}
+func (f *fakeIncus) RevokeJoinToken(_ context.Context, name string) error {
+	f.revoked = append(f.revoked, name)
+	return nil
+}
+func (f *fakeIncus) MemberConfigKeys(context.Context) ([]ConfigKey, error) { return f.keys, nil }
+func (f *fakeIncus) RemoveMember(_ context.Context, name string, _ bool) error {
+	f.removed = append(f.removed, name)
+	return nil
+}
+
+type fakeStore struct {
+	commitErr error
+}
+
+func (s *fakeStore) Audited(ctx context.Context, _ string, fn func(context.Context) error) error {
+	if err := fn(ctx); err != nil {
+		return err
+	}
+	return s.commitErr
+}
+
+func (s *fakeStore) Record(_ context.Context, name string) (*machines.Record, error) {
+	if name == "unknown" {
+		return nil, nil
+	}
+	return &machines.Record{Name: name}, nil
+}
+
+var clusterKeys = []ConfigKey{
+	{Entity: "storage-pool", Name: "local", Key: "source", Reference: "/var/lib/incus/storage-pools/local"},
+	{Entity: "storage-pool", Name: "tank", Key: "zfs.pool_name", Reference: "tank"},
+	{Entity: "network", Name: "uplink", Key: "parent", Reference: "eno1"},
+	{Entity: "network", Name: "bgp", Key: "bgp.ipv4.nexthop", Reference: "10.0.0.1"},
+}
+
+func TestMemberConfig(t *testing.T) {
+	got, err := MemberConfig(clusterKeys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "storage-pool/local/source= storage-pool/tank/zfs.pool_name=tank network/uplink/parent=eno1 network/bgp/bgp.ipv4.nexthop="
+	if s := strings.Join(configDetail(got), " "); s != want {
+		t.Fatalf("got  %s\nwant %s", s, want)
+	}
+	got, err = MemberConfig(clusterKeys, []ConfigValue{{"storage-pool", "local", "source", "/dev/sdb"}})
+	if err != nil || got[0].Value != "/dev/sdb" {
+		t.Fatalf("override: %v %v", got, err)
+	}
+	for _, bad := range [][]ConfigValue{
+		{{"storage-pool", "nope", "source", "x"}},
+		{{"storage-pool", "local", "source", "a"}, {"storage-pool", "local", "source", "b"}},
+		{{"storage-pool", "local", "source", "a\nb"}},
+	} {
+		if _, err := MemberConfig(clusterKeys, bad); !apperr.Is(err, apperr.InvalidInput) {
+			t.Errorf("%v accepted: %v", bad, err)
+		}
+	}
+}
+
+func TestApprove(t *testing.T) {
+	f := &fakeIncus{keys: clusterKeys}
+	s := &Service{Incus: f, Store: &fakeStore{}}
+	a := &audit.Action{Name: "approveEnrolment"}
+	got, err := s.Approve(audit.WithAction(context.Background(), a), "node-3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Token.Reveal() != "TOKEN-node-3" || len(got.MemberConfig) != 4 {
+		t.Fatalf("%+v", got)
+	}
+	ev := fmt.Sprint(a.Event(audit.Succeeded, ""))
+	if strings.Contains(ev, "TOKEN") || !strings.Contains(ev, "joinTokenExpiresAt") {
+		t.Fatalf("audit event %s", ev)
+	}
+	cmd := Command("https://apelora.example:8080", got)
+	if !strings.HasPrefix(cmd, "curl -fsSL -o enrol-member.sh https://apelora.example:8080/enrol/enrol-member.sh && sh enrol-member.sh --name node-3") ||
+		!strings.Contains(cmd, "--member-config storage-pool/local/source=") || strings.Contains(cmd, "TOKEN") {
+		t.Fatalf("command %s", cmd)
+	}
+}
+
+func TestApproveRefusals(t *testing.T) {
+	f := &fakeIncus{keys: clusterKeys}
+	f.snap.Members = []membership.Member{{Name: "node-1"}}
+	f.snap.Pending = []membership.PendingJoin{{Name: "node-2", ExpiresAt: time.Now()}}
+	s := &Service{Incus: f, Store: &fakeStore{}}
+	for name, code := range map[string]apperr.Code{"node-1": apperr.FailedPrecondition, "node-2": apperr.FailedPrecondition, "unknown": apperr.NotFound, "Bad!": apperr.InvalidInput} {
+		if _, err := s.Approve(context.Background(), name, nil); !apperr.Is(err, code) {
+			t.Errorf("%s: %v, want %s", name, err, code)
+		}
+	}
+	if len(f.issued) != 0 {
+		t.Fatalf("tokens issued on refusal: %v", f.issued)
+	}
+}
+
+func TestApproveTakesTheTokenBackWhenTheApprovalIsNotRecorded(t *testing.T) {
+	f := &fakeIncus{keys: clusterKeys}
+	s := &Service{Incus: f, Store: &fakeStore{commitErr: errors.New("audit insert failed")}}
+	if _, err := s.Approve(context.Background(), "node-3", nil); err == nil {
+		t.Fatal("approved without a recorded approval")
+	}
+	if len(f.issued) != 1 || len(f.revoked) != 1 || f.revoked[0] != "node-3" {
+		t.Fatalf("issued %v revoked %v", f.issued, f.revoked)
+	}
+}
+
+func TestRevokeAndRemove(t *testing.T) {
+	f := &fakeIncus{}
+	f.snap.Members = []membership.Member{{Name: "node-1", Status: "Online"}}
+	f.snap.Pending = []membership.PendingJoin{{Name: "node-2"}}
+	s := &Service{Incus: f, Store: &fakeStore{}}
+	ctx := context.Background()
+	if err := s.Revoke(ctx, "node-2"); err != nil || len(f.revoked) != 1 {
+		t.Fatalf("revoke: %v %v", err, f.revoked)
+	}
+	if err := s.Revoke(ctx, "node-1"); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("revoke without token: %v", err)
+	}
+	if err := s.Remove(ctx, "node-2", false); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("remove non-member: %v", err)
+	}
+	if err := s.Remove(ctx, "node-1", false); err != nil || len(f.removed) != 1 {
+		t.Fatalf("remove: %v %v", err, f.removed)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"storage-pool/local/source=": "storage-pool/local/source=",
+		"network/n/parent=eth 0":     "'network/n/parent=eth 0'",
+		"a'b":                        `'a'\''b'`,
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
