@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs and starts what the tests need on a fresh Debian machine, as root:
-#   - PostgreSQL (Debian's package), started as the `postgres` user on a unix socket and
-#     127.0.0.1:55432 in $APELORA_TEST_DIR (default /var/tmp/apelora-test);
-#   - Incus (incus-base, incus-client) from Debian bookworm-backports; the tests start
-#     their own incusd members on loopback addresses (internal/incuslab).
+# Installs (scripts/install-deps.sh) and starts what the tests need on a fresh Debian
+# machine, as root:
+#   - PostgreSQL, started as the `postgres` user on a unix socket and 127.0.0.1:55432 in
+#     $APELORA_TEST_DIR (default /var/tmp/apelora-test);
+#   - Incus is only installed: the tests start their own incusd members on loopback
+#     addresses (internal/incuslab).
 # Idempotent: a second run finds everything in place. Prints the environment the tests
 # read (APELORA_TEST_DATABASE_URL) on its last line, ready for `eval`.
 set -euo pipefail
@@ -18,39 +19,8 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 
-apt_updated=
-apt_install() {
-	if [ -z "$apt_updated" ]; then
-		log "apt-get update"
-		apt-get update -qq >&2 || log "apt-get update reported errors; trying the install anyway"
-		apt_updated=1
-	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
-}
-
-# --- PostgreSQL -------------------------------------------------------------------------
-if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || ! id postgres >/dev/null 2>&1; then
-	log "installing PostgreSQL"
-	apt_install postgresql
-fi
+"$(dirname "$0")/install-deps.sh"
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-
-# --- Incus from bookworm-backports --------------------------------------------------------
-if [ ! -x /usr/libexec/incus/incusd ] || ! command -v incus >/dev/null; then
-	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-		# Derive the backports entry from the machine's own Debian source (no host names here).
-		if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-			awk 'BEGIN{RS="";ORS="\n"} NR==1' /etc/apt/sources.list.d/debian.sources |
-				sed 's/^Suites:.*/Suites: bookworm-backports/' >/etc/apt/sources.list.d/backports.sources
-		else
-			grep -m1 -E '^deb .* bookworm ' /etc/apt/sources.list |
-				sed 's/ bookworm / bookworm-backports /' >/etc/apt/sources.list.d/backports.list
-		fi
-		apt_updated=
-	fi
-	log "installing Incus from bookworm-backports"
-	apt_install -t bookworm-backports incus-base incus-client
-fi
 
 # --- start PostgreSQL ---------------------------------------------------------------------
 PG_DIR=$TEST_DIR/pg

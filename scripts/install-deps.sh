@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what Apelora runs and tests with, from Debian's packages, as root:
+#   - PostgreSQL (the postgresql package: server binaries and the postgres user);
+#   - Incus (incus-base, incus-client) from bookworm-backports.
+# Idempotent: installs only what is missing.
+set -euo pipefail
+
+log() { echo "install-deps: $*" >&2; }
+
+if [ "$(id -u)" != 0 ]; then
+	log "run me as root (I install Debian packages)"
+	exit 1
+fi
+
+apt_updated=
+apt_install() {
+	if [ -z "$apt_updated" ]; then
+		log "apt-get update"
+		apt-get update -qq >&2 || log "apt-get update reported errors; trying the install anyway"
+		apt_updated=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+}
+
+if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || ! id postgres >/dev/null 2>&1; then
+	log "installing PostgreSQL"
+	apt_install postgresql
+fi
+
+if [ ! -x /usr/libexec/incus/incusd ] || ! command -v incus >/dev/null; then
+	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		# Derive the backports entry from the machine's own Debian source (no host names here).
+		if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+			awk 'BEGIN{RS="";ORS="\n"} NR==1' /etc/apt/sources.list.d/debian.sources |
+				sed 's/^Suites:.*/Suites: bookworm-backports/' >/etc/apt/sources.list.d/backports.sources
+		else
+			grep -m1 -E '^deb .* bookworm ' /etc/apt/sources.list |
+				sed 's/ bookworm / bookworm-backports /' >/etc/apt/sources.list.d/backports.list
+		fi
+		apt_updated=
+	fi
+	log "installing Incus from bookworm-backports"
+	apt_install -t bookworm-backports incus-base incus-client
+fi
+
+if ! command -v go >/dev/null; then
+	log "Go is not installed: install Go 1.26 or newer (see go.mod) and run me again"
+	exit 1
+fi
