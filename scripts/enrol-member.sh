@@ -65,7 +65,8 @@ EOF
 # handed to another program.
 mask() {
 	MASKED=$1
-	if [ -n "$TOKEN" ]; then
+	# A string this short cannot be (or give away) a join token.
+	if [ "${#TOKEN}" -ge 8 ]; then
 		while :; do
 			case $MASKED in
 			*"$TOKEN"*) MASKED="${MASKED%%"$TOKEN"*}<join token>${MASKED#*"$TOKEN"}" ;;
@@ -527,12 +528,12 @@ on_signal() {
 read_token() {
 	_raw=''
 	if [ -t 0 ]; then
-		printf 'Paste the join token from Apelora (input is hidden) and press Enter: ' >&2
+		# Echo goes off before the prompt shows, so nothing pasted at the prompt is echoed.
 		TTY_STATE=$(stty -g) || TTY_STATE=''
 		if ! stty -echo; then
-			printf '\n' >&2
 			refuse "cannot turn off echo on this terminal, so the token would show: pipe it in instead of pasting it."
 		fi
+		printf 'Paste the join token from Apelora (input is hidden) and press Enter: ' >&2
 		IFS= read -r _raw || true
 		restore_tty
 		printf '\n' >&2
@@ -673,6 +674,16 @@ TOKEN_FINGERPRINT=$FIELD
 token_field addresses
 TOKEN_ADDRESSES=$FIELD
 token_field secret
+# Incus's join secrets are 64 hexadecimal digits; anything else is not a usable token (and a
+# short "secret" would make the masking below garble every message).
+case $FIELD in
+*[!0-9a-fA-F]*) refuse "the join token's secret is not hexadecimal: it is not a usable Incus join token." \
+	"Copy the whole token again from Apelora's approval, or approve the enrolment again for a new one." ;;
+esac
+if [ "${#FIELD}" -lt 32 ]; then
+	refuse "the join token's secret is too short: it is not a usable Incus join token." \
+		"Copy the whole token again from Apelora's approval, or approve the enrolment again for a new one."
+fi
 SECRET=$FIELD
 token_field expires_at
 TOKEN_EXPIRES=$FIELD
@@ -854,9 +865,9 @@ while :; do
 		fi
 		HOLD_OUT="'incus cluster get local:$NAME $HOLD_KEY' answered: ${HOLD_OUT:-(nothing)}"
 	fi
-	[ "$attempt" -lt 5 ] || break
+	[ "$attempt" -lt 3 ] || break
 	attempt=$((attempt + 1))
-	sleep 2
+	sleep 1
 done
 
 if [ "$HELD" = false ]; then
