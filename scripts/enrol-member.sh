@@ -118,6 +118,18 @@ indent() {
 	printf '%s\n' "$MASKED" | sed 's/^/    /' >&2
 }
 
+# incus_read ARGS...: runs the read-only `incus ARGS` and sets VALUE to its standard output
+# alone: on a fresh server the CLI prints a first-run banner on standard error, which must
+# not end up in a value. On failure it runs the command again to set INCUS_ERR to what
+# incus said, and returns 1.
+incus_read() {
+	if VALUE=$(incus "$@" 2>/dev/null); then
+		return 0
+	fi
+	INCUS_ERR=$(incus "$@" 2>&1) || true
+	return 1
+}
+
 refuse_token_argument() {
 	usage_error "refusing a join token on the command line: the join token is read from standard input only, so it stays out of shell history and the process list." \
 		"Run the command without it and paste the token when asked (the input is hidden), or pipe it in."
@@ -689,6 +701,9 @@ token_field expires_at
 TOKEN_EXPIRES=$FIELD
 TOKEN_JSON=''
 
+case $TOKEN_ADDRESSES in
+*[!A-Za-z0-9.:,%_\[\]-]*) refuse "the join token's member addresses hold unexpected characters: it is not a usable Incus join token." ;;
+esac
 case $TOKEN_FINGERPRINT in
 *[!0-9a-fA-F]*) refuse "the join token's cluster certificate fingerprint is not hexadecimal: it is not a usable Incus join token." ;;
 esac
@@ -740,9 +755,11 @@ if ! out=$(incus admin waitready --timeout 30 2>&1); then
 	indent "$out"
 	refuse "$hint"
 fi
-if ! CLUSTER_JSON=$(incus query local:/1.0/cluster 2>&1); then
+if incus_read query local:/1.0/cluster; then
+	CLUSTER_JSON=$VALUE
+else
 	warn "cannot ask the local incus daemon whether it is clustered (incus query local:/1.0/cluster):"
-	indent "$CLUSTER_JSON"
+	indent "$INCUS_ERR"
 	hint="Check that the daemon runs and that you may administer it."
 	[ "$IS_ROOT" = true ] || hint="$hint This script is not running as root: run it as root (or as a member of the incus-admin group)."
 	refuse "$hint"
@@ -774,13 +791,17 @@ fi
 
 # Incus sets core.https_address and cluster.https_address before it presents the token and
 # keeps them when the join fails; note them, to put them back if it does.
-if ! PRIOR_CORE=$(incus config get local: core.https_address 2>&1) ||
-	! PRIOR_CLUSTER=$(incus config get local: cluster.https_address 2>&1); then
-	warn "cannot read this server's address settings (incus config get local: core.https_address):"
-	indent "$PRIOR_CORE${PRIOR_CLUSTER:+
-$PRIOR_CLUSTER}"
-	refuse "Check that the incus daemon runs and that you may administer it, then run this again."
-fi
+for key in core.https_address cluster.https_address; do
+	if ! incus_read config get local: "$key"; then
+		warn "cannot read this server's $key (incus config get local: $key):"
+		indent "$INCUS_ERR"
+		refuse "Check that the incus daemon runs and that you may administer it, then run this again."
+	fi
+	case $key in
+	core.*) PRIOR_CORE=$VALUE ;;
+	*) PRIOR_CLUSTER=$VALUE ;;
+	esac
+done
 
 say "joining the cluster as '$NAME' at $ADDRESS (this takes a few seconds)…"
 STAGE=joining
@@ -859,11 +880,15 @@ HELD=false
 attempt=1
 while :; do
 	if HOLD_OUT=$(incus cluster set "local:$NAME" "$HOLD_KEY=$HOLD_VALUE" 2>&1); then
-		if HOLD_OUT=$(incus cluster get "local:$NAME" "$HOLD_KEY" 2>&1) && [ "$HOLD_OUT" = "$HOLD_VALUE" ]; then
-			HELD=true
-			break
+		if incus_read cluster get "local:$NAME" "$HOLD_KEY"; then
+			if [ "$VALUE" = "$HOLD_VALUE" ]; then
+				HELD=true
+				break
+			fi
+			HOLD_OUT="'incus cluster get local:$NAME $HOLD_KEY' printed '$VALUE', not '$HOLD_VALUE'"
+		else
+			HOLD_OUT=$INCUS_ERR
 		fi
-		HOLD_OUT="'incus cluster get local:$NAME $HOLD_KEY' answered: ${HOLD_OUT:-(nothing)}"
 	fi
 	[ "$attempt" -lt 3 ] || break
 	attempt=$((attempt + 1))

@@ -354,12 +354,15 @@ func TestRefusesBeforeTouchingIncus(t *testing.T) {
 
 // TestMasksTheTokenInWhatIncusSays: the token reaches incus on standard input only, and if
 // incus ever repeated it (this fake one echoes the preseed it was given into its error), the
-// script masks it in what it prints.
+// script masks it in what it prints. The fake also prints the CLI's first-run banner on
+// standard error, which must not be read as a value.
 func TestMasksTheTokenInWhatIncusSays(t *testing.T) {
 	tok := syntheticToken(t, "node-a", time.Now().Add(3*time.Hour))
 	dir := t.TempDir()
 	calls, stdin := filepath.Join(dir, "calls.log"), filepath.Join(dir, "stdin.log")
+	// Like the real CLI on a fresh server, it prints a first-run banner on standard error.
 	tool(t, dir, "incus", fmt.Sprintf(`printf '%%s\n' "$*" >> '%s'
+echo 'If this is your first time running Incus on this machine, you should also run: incus admin init' >&2
 case "$*" in
 "admin waitready --timeout 30") exit 0 ;;
 "query local:/1.0/cluster") printf '{\n\t"enabled": false,\n\t"member_config": [],\n\t"server_name": ""\n}\n' ;;
