@@ -217,6 +217,7 @@ valid_ipv6() {
 parse_address() {
 	_a=$1
 	_port=''
+	_bare6=false
 	case $_a in
 	\[*\]:*)
 		_host=${_a%%\]:*}
@@ -229,6 +230,7 @@ parse_address() {
 		;;
 	*:*:*) # IPv6 without brackets: no port can be given
 		_host=$_a
+		_bare6=true
 		;;
 	*:*)
 		_host=${_a%%:*}
@@ -240,7 +242,7 @@ parse_address() {
 	esac
 	_hint="give the address the other cluster members reach this server at, as IPv4[:PORT], [IPv6][:PORT] or HOSTNAME[:PORT] (port $DEFAULT_PORT when omitted), e.g. --address 192.0.2.10:$DEFAULT_PORT"
 	if [ -z "$_port" ]; then
-		case $_a in
+		[ "$_bare6" = true ] || case $_a in
 		*:) usage_error "--address '$_a' ends with ':' but gives no port: $_hint" ;;
 		esac
 		_port=$DEFAULT_PORT

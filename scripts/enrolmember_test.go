@@ -352,6 +352,38 @@ func TestRefusesBeforeTouchingIncus(t *testing.T) {
 	})
 }
 
+// TestAddressForms: --address takes IPv4, IPv6 (bracketed or bare) or a host name, with the
+// port defaulting to 8443; the dry run shows the server_address the join would use. The fake
+// incus answers as an unclustered daemon and refuses anything else.
+func TestAddressForms(t *testing.T) {
+	tok := syntheticToken(t, "node-a", time.Now().Add(time.Hour))
+	dir := t.TempDir()
+	tool(t, dir, "incus", `case "$*" in
+"admin waitready --timeout 30") exit 0 ;;
+"query local:/1.0/cluster") echo '{"enabled": false, "member_config": [], "server_name": ""}' ;;
+"config get local: "*) echo ;;
+*) echo "fake incus: unexpected call: $*" >&2; exit 1 ;;
+esac
+`)
+	env := []string{"PATH=" + dir + ":" + os.Getenv("PATH")}
+	for addr, want := range map[string]string{
+		"192.0.2.10":        "192.0.2.10:8443",
+		"192.0.2.10:9443":   "192.0.2.10:9443",
+		"[2001:db8::10]":    "[2001:db8::10]:8443",
+		"[2001:db8::10]:10": "[2001:db8::10]:10",
+		"2001:db8::10":      "[2001:db8::10]:8443",
+		"node-a.example":    "node-a.example:8443",
+		"node-a.example:1":  "node-a.example:1",
+	} {
+		r := run(t, tok, env, "--address", addr, "--dry-run")
+		r.expect(t, 0, "  server_address: '"+want+"'\n", "nothing was changed")
+	}
+	for _, addr := range []string{"::", "[::]:8443", "host:", "[2001:db8::10]:", "1.2.3", "01.2.3.4", "a..b", "-a.b", "192.0.2.10:0"} {
+		r := run(t, tok, env, "--address", addr, "--dry-run")
+		r.expect(t, 2, "--address '"+addr+"'")
+	}
+}
+
 // TestMasksTheTokenInWhatIncusSays: the token reaches incus on standard input only, and if
 // incus ever repeated it (this fake one echoes the preseed it was given into its error), the
 // script masks it in what it prints. The fake also prints the CLI's first-run banner on
