@@ -528,6 +528,8 @@ on_signal() {
 		warn "INTERRUPTED DURING THE JOIN: this server may or may not have joined the cluster as '$NAME'."
 		warn "Check with 'incus cluster list'; if '$NAME' is listed, hold it now: incus cluster set local:$NAME $HOLD_KEY=$HOLD_VALUE"
 		warn "If it is not listed, treat the join token as spent and approve the enrolment again in Apelora for a new one."
+	elif [ "$STAGE" = failed ]; then
+		warn "INTERRUPTED after a failed join: this server is not clustered, but its address settings may not be back as before; check them with 'incus config show'."
 	elif [ "$STAGE" = holding ]; then
 		warn "INTERRUPTED: this server joined the cluster as '$NAME' but may NOT BE HELD out of automatic placement. Run now:"
 		warn "    incus cluster set local:$NAME $HOLD_KEY=$HOLD_VALUE"
@@ -900,7 +902,7 @@ done
 if [ "$HELD" = false ]; then
 	warn "JOINED BUT IS NOT HELD: this server joined the cluster as '$NAME' at $ADDRESS, but setting $HOLD_KEY=$HOLD_VALUE on it failed:"
 	indent "$HOLD_OUT"
-	warn "The cluster may place instances on it before Apelora admits it. Run this now, on this server or against the cluster:"
+	warn "The cluster may place instances on it before Apelora admits it. Run this now, on this server:"
 	warn "    $HOLD_CMD"
 	warn "and check that 'incus cluster get local:$NAME $HOLD_KEY' prints $HOLD_VALUE; then run the admission checks in Apelora."
 	exit 4

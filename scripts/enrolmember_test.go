@@ -492,7 +492,7 @@ func atTerminal(t *testing.T, input string, env []string, args ...string) (shown
 	slave.Close()
 
 	prompted := make(chan struct{})
-	done := make(chan string)
+	done := make(chan string, 1)
 	go func() {
 		var seen bytes.Buffer
 		buf := make([]byte, 4096)
@@ -512,6 +512,9 @@ func atTerminal(t *testing.T, input string, env []string, args ...string) (shown
 	}()
 	select {
 	case <-prompted:
+	case shown := <-done:
+		_ = cmd.Wait()
+		t.Fatalf("the script ended without prompting for the token; the terminal showed:\n%s", printable(shown))
 	case <-ctx.Done():
 		t.Fatal("the script never prompted for the token")
 	}
