@@ -1,0 +1,414 @@
+package fencing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/internal/broadcast"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
+)
+
+// Tx is the part of a database transaction that fence mappings need.
+type Tx interface {
+	// PutMapping inserts or replaces the member's mapping and forgets its last drill. It
+	// returns the mapping it replaced, if any.
+	PutMapping(ctx context.Context, m Mapping) (*Mapping, error)
+	// DeleteMapping removes the member's mapping (and its drill) and returns it, or nil.
+	DeleteMapping(ctx context.Context, member string) (*Mapping, error)
+}
+
+// EventFilter selects a page of fence events, newest first.
+type EventFilter struct {
+	Member string
+	Before int64 // when non-zero, only events with a smaller id
+	Limit  int
+}
+
+// Store is what the API side needs from the database.
+type Store interface {
+	// Change runs fn in one transaction that holds the member's lock and writes the audit
+	// event of the mutation in progress.
+	Change(ctx context.Context, member string, fn func(Tx) error) error
+	Events(ctx context.Context, f EventFilter) ([]Event, error)
+	// EventsAfter returns events with an id above after, oldest first.
+	EventsAfter(ctx context.Context, member string, after int64, limit int) ([]Event, error)
+	WorkerStatus(ctx context.Context) (*WorkerStatus, error)
+	Statuses(ctx context.Context) (map[string]Status, error)
+}
+
+// Feed streams fence events as they are recorded, on every API replica.
+type Feed interface {
+	Subscribe(buffer int) *broadcast.Subscription[Event]
+}
+
+// Records reads machine records, to keep mappings consistent with them.
+type Records interface {
+	Record(ctx context.Context, name string) (*machines.Record, error)
+}
+
+// ClusterConfig reads the Incus server configuration (cluster-wide keys that are set).
+type ClusterConfig interface {
+	ServerConfig(ctx context.Context) (map[string]string, error)
+}
+
+// Service is the API side of fencing: mappings, events, progress, the cluster view.
+type Service struct {
+	Store   Store
+	Records Records
+	Feed    Feed
+	// MAAS checks mappings; nil when the API has no MAAS configured.
+	MAAS MachineReader
+	// Incus is nil when Incus is not configured.
+	Incus      ClusterConfig
+	Membership membership.Source
+	Now        func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// MappingInput is what an administrator asks to map.
+type MappingInput struct {
+	Member       string
+	SystemID     string
+	HardwareUUID string
+}
+
+// MappingResult is a mapping as set, and whether MAAS confirmed it.
+type MappingResult struct {
+	Mapping  Mapping
+	Previous *Mapping
+	// Verified is true when MAAS was asked and reported the hardware UUID.
+	Verified bool
+	// Notice tells the administrator what was and was not checked.
+	Notice string
+}
+
+// NoMAASNotice says what happens to a mapping when the API cannot ask MAAS.
+const NoMAASNotice = "MAAS is not configured for the API (APELORA_MAAS_URL with a read-only APELORA_MAAS_API_KEY), so this mapping was saved without asking MAAS whether the system id exists and reports this hardware UUID. apelora-worker checks it in its readiness drill before it is ever needed: watch the machine's fence.lastDrill."
+
+// SetMapping sets (or replaces) a member's fence mapping, after checking it against the
+// machine record and, when the API has MAAS, against MAAS.
+func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput) (*MappingResult, error) {
+	if err := ValidateMember(in.Member); err != nil {
+		return nil, err
+	}
+	systemID := strings.TrimSpace(in.SystemID)
+	if err := ValidateSystemID(systemID); err != nil {
+		return nil, err
+	}
+	uuid, err := NormalizeUUID(in.HardwareUUID)
+	if err != nil {
+		return nil, err
+	}
+	if s.Records != nil {
+		rec, err := s.Records.Record(ctx, in.Member)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil && rec.MAASSystemID != "" && rec.MAASSystemID != systemID {
+			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "maasSystemId", Message: fmt.Sprintf(
+				"machine %q is registered from MAAS as system id %q, not %q: map it to the machine it was registered as, or fix the registration", in.Member, rec.MAASSystemID, systemID)}
+		}
+		if rec != nil && rec.HardwareUUID != "" && !SameUUID(rec.HardwareUUID, uuid) {
+			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "hardwareUuid", Message: fmt.Sprintf(
+				"machine %q was registered with hardware UUID %s, not %s: check which machine this is", in.Member, rec.HardwareUUID, uuid)}
+		}
+	}
+	res := &MappingResult{Mapping: Mapping{Member: in.Member, SystemID: systemID, HardwareUUID: uuid, SetBy: actor, SetAt: s.now().UTC()}}
+	action := audit.ActionFrom(ctx)
+	if s.MAAS == nil {
+		res.Notice = NoMAASNotice
+	} else {
+		m, err := s.MAAS.Machine(ctx, systemID)
+		switch {
+		case errors.Is(err, ErrMachineNotFound):
+			return nil, &apperr.Error{Code: apperr.NotFound, Field: "maasSystemId", Message: fmt.Sprintf("MAAS has no machine with system id %q: copy the system id from MAAS", systemID)}
+		case err != nil:
+			return nil, apperr.Wrap(err, apperr.Unavailable, "MAAS could not be asked to check machine %s, so the mapping was not saved: check APELORA_MAAS_URL and that MAAS is up, then try again", systemID)
+		case m.HardwareUUID == "":
+			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "hardwareUuid", Message: fmt.Sprintf("MAAS reports no hardware UUID for machine %s yet (not commissioned?): commission it in MAAS, then map it", systemID)}
+		case !SameUUID(m.HardwareUUID, uuid):
+			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "hardwareUuid", Message: fmt.Sprintf("MAAS machine %s reports hardware UUID %s, not %s: the mapping would point at another machine; check both", systemID, strings.ToLower(m.HardwareUUID), uuid)}
+		}
+		res.Verified = true
+		res.Notice = fmt.Sprintf("MAAS machine %s (%s, power type %q) reports hardware UUID %s.", systemID, m.Hostname, m.PowerType, uuid)
+		if action != nil {
+			action.Detail("maasPowerType", m.PowerType)
+		}
+	}
+	if action != nil {
+		action.Detail("verifiedWithMaas", res.Verified)
+	}
+	err = s.Store.Change(ctx, in.Member, func(tx Tx) error {
+		prev, err := tx.PutMapping(ctx, res.Mapping)
+		if err != nil {
+			return err
+		}
+		res.Previous = prev
+		if prev != nil && action != nil {
+			action.Detail("previous", map[string]any{"maasSystemId": prev.SystemID, "hardwareUuid": prev.HardwareUUID})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// RemoveMapping removes a member's fence mapping: the member is never powered off again
+// until it gets a new one. A power-off already requested is still confirmed.
+func (s *Service) RemoveMapping(ctx context.Context, member string) (*Mapping, error) {
+	if err := ValidateMember(member); err != nil {
+		return nil, err
+	}
+	var removed *Mapping
+	err := s.Store.Change(ctx, member, func(tx Tx) error {
+		m, err := tx.DeleteMapping(ctx, member)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			return &apperr.Error{Code: apperr.NotFound, Field: "member", Message: fmt.Sprintf("%q has no fence mapping", member)}
+		}
+		removed = m
+		if a := audit.ActionFrom(ctx); a != nil {
+			a.Detail("removed", map[string]any{"maasSystemId": m.SystemID, "hardwareUuid": m.HardwareUUID})
+		}
+		return nil
+	})
+	return removed, err
+}
+
+// Events returns a page of fence events, newest first, with one more than asked for when
+// there is a next page.
+func (s *Service) Events(ctx context.Context, f EventFilter) ([]Event, error) {
+	if f.Member != "" {
+		if err := ValidateMember(f.Member); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.Events(ctx, f)
+}
+
+// ParseEventID reads an event id given by a client (field names the argument).
+func ParseEventID(field, s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || id < 0 {
+		return 0, apperr.Invalid(field, "%q is not a fence event id: pass the id of the last event you received", s)
+	}
+	return id, nil
+}
+
+// replayBatch is how many past events are read at a time when a subscriber catches up.
+const replayBatch = 500
+
+// Progress streams fence events: first those after the event id `after` (when given), then
+// live ones, without gaps or repeats, until ctx ends. member "" means every member.
+func (s *Service) Progress(ctx context.Context, member string, after *int64) (<-chan Event, error) {
+	if member != "" {
+		if err := ValidateMember(member); err != nil {
+			return nil, err
+		}
+	}
+	sub := s.Feed.Subscribe(256)
+	last := int64(-1) // -1: no replay asked; live events only
+	if after != nil {
+		last = *after
+	}
+	out := make(chan Event, 16)
+	send := func(e Event) bool {
+		if member != "" && e.Member != member {
+			return true
+		}
+		select {
+		case out <- e:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	// catchUp sends what the database has after last.
+	catchUp := func() bool {
+		if last < 0 {
+			return true
+		}
+		for ctx.Err() == nil {
+			evs, err := s.Store.EventsAfter(ctx, member, last, replayBatch)
+			if err != nil {
+				return false
+			}
+			for _, e := range evs {
+				if !send(e) {
+					return false
+				}
+				last = e.ID
+			}
+			if len(evs) < replayBatch {
+				return true
+			}
+		}
+		return false
+	}
+	go func() {
+		defer close(out)
+		defer func() { sub.Close() }()
+		if !catchUp() {
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-sub.C:
+				if !ok {
+					// Fell behind: listen again and read what was missed from the database.
+					sub = s.Feed.Subscribe(256)
+					if last < 0 {
+						return // nothing to catch up from: the client reconnects with after
+					}
+					if !catchUp() {
+						return
+					}
+					continue
+				}
+				if last >= 0 && e.ID <= last {
+					continue // already sent by the replay
+				}
+				if !send(e) {
+					return
+				}
+				last = max(last, e.ID)
+			}
+		}
+	}()
+	return out, nil
+}
+
+// ClusterWarning is something about the cluster an administrator should look at.
+type ClusterWarning struct {
+	Code    string
+	Message string
+}
+
+// Cluster warning codes.
+const (
+	WarnHealingEnabled   = "HEALING_ENABLED"
+	WarnIncusUnavailable = "INCUS_UNAVAILABLE"
+	WarnNoFenceWorker    = "NO_FENCE_WORKER"
+	WarnWorkerSilent     = "FENCE_WORKER_SILENT"
+	WarnUnmappedMembers  = "UNMAPPED_MEMBERS"
+)
+
+// ClusterView is the cluster as fencing cares about it.
+type ClusterView struct {
+	// HealingThreshold and OfflineThreshold are Incus's cluster.healing_threshold and
+	// cluster.offline_threshold in seconds; nil when Incus could not be asked.
+	HealingThreshold *int
+	OfflineThreshold *int
+	Members          int
+	OfflineMembers   int
+	UnmappedMembers  []string
+	Worker           *WorkerStatus
+	Warnings         []ClusterWarning
+}
+
+// Cluster reads the cluster view: Incus's settings that matter to fencing, the fence worker,
+// and warnings.
+func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
+	v := &ClusterView{}
+	ws, err := s.Store.WorkerStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v.Worker = ws
+	now := s.now()
+	switch {
+	case ws == nil:
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnNoFenceWorker, "no apelora-worker has ever led: dead members are not fenced until one runs (with its own MAAS power key)"})
+	case now.Sub(ws.LastRoundAt) > 3*ws.PollInterval+30*time.Second:
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnWorkerSilent, fmt.Sprintf("the fence worker %s last looked at the cluster at %s: check that an apelora-worker runs and reaches PostgreSQL, Incus and MAAS", ws.Worker, ws.LastRoundAt.UTC().Format(time.RFC3339))})
+	}
+	if s.Incus == nil || s.Membership == nil {
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnIncusUnavailable, "Incus is not configured (set APELORA_INCUS_URL or APELORA_INCUS_SOCKET)"})
+		return v, nil
+	}
+	cfg, err := s.Incus.ServerConfig(ctx)
+	if err != nil {
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnIncusUnavailable, problem(err)})
+		return v, nil
+	}
+	healing, offline := seconds(cfg["cluster.healing_threshold"], 0), seconds(cfg["cluster.offline_threshold"], 20)
+	v.HealingThreshold, v.OfflineThreshold = &healing, &offline
+	if healing != 0 {
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnHealingEnabled, fmt.Sprintf(
+			"Incus's cluster.healing_threshold is %d s: Incus evacuates an offline member's instances after that time, before a fence is confirmed, so an instance can run twice (on the member that only looked dead and on its new host); set it to 0 and let fencing decide", healing)})
+	}
+	snap, err := s.Membership.Snapshot(ctx)
+	if err != nil {
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnIncusUnavailable, problem(err)})
+		return v, nil
+	}
+	statuses, err := s.Store.Statuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range snap.Members {
+		v.Members++
+		if m.Status == "Offline" {
+			v.OfflineMembers++
+		}
+		if _, ok := statuses[m.Name]; !ok {
+			v.UnmappedMembers = append(v.UnmappedMembers, m.Name)
+		}
+	}
+	sort.Strings(v.UnmappedMembers)
+	if len(v.UnmappedMembers) > 0 {
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnUnmappedMembers, fmt.Sprintf("%s %s no fence mapping: if %s, nothing powers %s off (setFenceMapping)",
+			strings.Join(v.UnmappedMembers, ", "), plural(len(v.UnmappedMembers), "has", "have"), plural(len(v.UnmappedMembers), "it dies", "they die"), plural(len(v.UnmappedMembers), "it", "them"))})
+	}
+	return v, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func seconds(v string, def int) int {
+	if v = strings.TrimSpace(v); v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+func problem(err error) string {
+	if e, ok := apperr.As(err); ok {
+		return e.Message
+	}
+	return "Incus could not be asked"
+}
+
+// Statuses returns every mapped member's fencing state, for the fleet view.
+func (s *Service) Statuses(ctx context.Context) (map[string]Status, error) {
+	return s.Store.Statuses(ctx)
+}
