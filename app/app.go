@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/localpg"
 	"github.com/apelora/fabric/admission"
@@ -17,7 +18,9 @@ import (
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/provisioning"
 	"github.com/apelora/fabric/resolvers"
+	"github.com/apelora/fabric/scripts"
 	"github.com/apelora/fabric/server"
 )
 
@@ -104,6 +107,18 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		checks = append(checks, func(context.Context) error { return errIncusNotConfigured })
 	}
 
+	var maasSide *maasPorts
+	if cfg.MAAS.BaseURL != "" {
+		mc := cfg.MAAS
+		mc.Logger = log
+		client, err := maas.New(mc)
+		if err != nil {
+			return nil, err
+		}
+		maasSide = &maasPorts{client}
+		log.Info("MAAS configured", "url", mc.BaseURL)
+	}
+
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel)
 	go listener.Run(ctx)
 	feed := store.NewAuditFeed()
@@ -119,20 +134,31 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	}
 
 	records := store.Machines()
+	enrol := &enrolment.Service{Incus: ports, Store: storeWithRecords{store}}
 	res := &resolvers.Resolver{
 		Machines:  &machines.Service{Store: records, Membership: ports},
-		Fleet:     &fleet.Service{Records: records, Admissions: store, Incus: membershipSource},
-		Enrolment: &enrolment.Service{Incus: ports, Store: storeWithRecords{store}},
+		View:      &fleet.Service{Records: records, Admissions: store, Incus: membershipSource},
+		Enrolment: enrol,
 		Admission: &admission.Service{
 			Checker: &admission.Checker{Incus: ports, Publish: store.AdmissionPublisher()},
 			Members: ports,
 			Store:   storeWithRecords{store},
+		},
+		Provisioning: &provisioning.Service{
+			Store: storeWithRecords{store}, Membership: ports, Enrolment: enrol, EnrolScript: scripts.EnrolMember,
 		},
 		Versions:      ports,
 		Audit:         store,
 		AuditFeed:     feed,
 		AdmissionFeed: admissionFeed,
 		Log:           log,
+	}
+	if maasSide != nil {
+		// Each is set only when MAAS is configured: a nil interface means "not configured".
+		res.Machines.MAAS = maasSide
+		res.View.MAAS = maasSide
+		res.Admission.Checker.MAAS = maasSide
+		res.Provisioning.MAAS = maasSide
 	}
 	h := server.Handler(server.Config{
 		Log:            log,
@@ -142,6 +168,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		PingInterval:   cfg.PingInterval,
 		AllowedOrigins: cfg.AllowedOrigins,
 		PublicURL:      cfg.PublicURL,
+		Routes: func(mux *http.ServeMux) {
+			mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
+		},
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }
@@ -152,4 +181,17 @@ type storeWithRecords struct{ *postgres.Store }
 
 func (s storeWithRecords) Record(ctx context.Context, name string) (*machines.Record, error) {
 	return s.Store.Machines().Record(ctx, name)
+}
+
+func (s storeWithRecords) RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error) {
+	return s.Store.Machines().RecordBySystemID(ctx, systemID)
+}
+
+// serveEnrolScript serves enrol-member.sh, which new servers fetch. It holds no secret.
+func serveEnrolScript(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/x-shellscript; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="enrol-member.sh"`)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(scripts.EnrolMember)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/adapters/maas"
 )
 
 // Config is Apelora's configuration, read from APELORA_* environment variables.
@@ -26,6 +27,7 @@ type Config struct {
 	AllowedOrigins []string      // APELORA_ALLOWED_ORIGINS
 	PublicURL      string        // APELORA_PUBLIC_URL
 	Incus          incus.Config  // APELORA_INCUS_*; zero when not configured
+	MAAS           maas.Config   // APELORA_MAAS_*; BaseURL "" when not configured
 }
 
 // Variable documents one environment variable (the README's table is checked against it).
@@ -49,6 +51,9 @@ func Variables() []Variable {
 		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate"},
 		{"APELORA_INCUS_SERVER_CERT", "(none)", "PEM file: the cluster certificate ($INCUS_DIR/cluster.crt), pinned by fingerprint"},
 		{"APELORA_INCUS_SOCKET", "(none)", "instead of the four above: the local daemon's unix socket ($INCUS_DIR/unix.socket)"},
+		{"APELORA_MAAS_URL", "(none: no MAAS)", "MAAS URL up to /MAAS, e.g. https://maas.example:5240/MAAS (plain http only to loopback)"},
+		{"APELORA_MAAS_API_KEY", "(none)", "MAAS API key consumer:token:secret, read once at start; never logged, stored or returned"},
+		{"APELORA_MAAS_CA_FILE", "(system trust store)", "PEM file with the CA (or the pinned leaf) MAAS's certificate must chain to"},
 	}
 }
 
@@ -101,6 +106,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.Incus = inc
+	if c.MAAS, err = maasConfig(getenv); err != nil {
+		return c, err
+	}
 	if o := getenv("APELORA_ALLOWED_ORIGINS"); o != "" {
 		for _, p := range strings.Split(o, ",") {
 			if p = strings.TrimSpace(p); p != "" {
@@ -118,4 +126,25 @@ func duration(get func(string, string) string, name, def string, least time.Dura
 		return 0, fmt.Errorf("%s=%q: give a duration of at least %v such as %s", name, v, least, def)
 	}
 	return d, nil
+}
+
+// maasConfig reads APELORA_MAAS_*. The key is read here, once, and kept only in memory.
+func maasConfig(getenv func(string) string) (maas.Config, error) {
+	u := strings.TrimSpace(getenv("APELORA_MAAS_URL"))
+	key := strings.TrimSpace(getenv("APELORA_MAAS_API_KEY"))
+	ca := strings.TrimSpace(getenv("APELORA_MAAS_CA_FILE"))
+	switch {
+	case u == "" && key == "" && ca == "":
+		return maas.Config{}, nil
+	case u == "":
+		return maas.Config{}, errors.New("APELORA_MAAS_API_KEY or APELORA_MAAS_CA_FILE is set but APELORA_MAAS_URL is not: set the MAAS URL too, or unset both")
+	case key == "":
+		return maas.Config{}, errors.New("APELORA_MAAS_URL is set but APELORA_MAAS_API_KEY is not: give the key of a MAAS user that can read machines (consumer:token:secret)")
+	}
+	c := maas.Config{BaseURL: u, APIKey: key, CAFile: ca}
+	// Building a client checks the URL, the key's form and the CA file without calling MAAS.
+	if _, err := maas.New(c); err != nil {
+		return maas.Config{}, err
+	}
+	return c, nil
 }

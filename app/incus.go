@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/admission"
@@ -22,6 +23,9 @@ var (
 	_ admission.Members = incusPorts{}
 	_ enrolment.Incus   = incusPorts{}
 )
+
+// pendingListTimeout bounds the pending-token list, which Incus gathers from every member.
+const pendingListTimeout = 5 * time.Second
 
 // incusErr names what was being done; Incus's own message says why it failed.
 func incusErr(err error, doing string) error {
@@ -64,13 +68,17 @@ func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) 
 	if err != nil {
 		return nil, incusErr(err, "list the cluster members")
 	}
-	pending, err := p.c.PendingJoinTokens(ctx)
-	if err != nil {
-		return nil, incusErr(err, "list the pending join tokens")
-	}
 	s := &membership.Snapshot{}
 	for _, m := range ms {
 		s.Members = append(s.Members, toMember(m))
+	}
+	// Listing operations asks every member; a hung one must not hide the members too.
+	pctx, cancel := context.WithTimeout(ctx, pendingListTimeout)
+	defer cancel()
+	pending, err := p.c.PendingJoinTokens(pctx)
+	if err != nil {
+		s.PendingProblem = apperr.PublicMessage(incusErr(err, "list the pending join tokens"))
+		return s, nil
 	}
 	for _, t := range pending {
 		s.Pending = append(s.Pending, membership.PendingJoin{Name: t.ServerName, ExpiresAt: t.ExpiresAt})
@@ -170,7 +178,7 @@ func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.
 	if err != nil {
 		return enrolment.IssuedToken{}, incusErr(err, "issue a join token for "+name)
 	}
-	return enrolment.IssuedToken{Name: t.ServerName, ExpiresAt: t.ExpiresAt, Token: t}, nil
+	return enrolment.IssuedToken{Name: t.ServerName, ExpiresAt: t.ExpiresAt, Addresses: t.Addresses, Token: t}, nil
 }
 
 func (p incusPorts) RevokeJoinToken(ctx context.Context, name string) error {

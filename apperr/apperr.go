@@ -80,3 +80,12 @@ func CodeOf(err error) Code {
 
 // Is reports whether err carries the given code.
 func Is(err error, code Code) bool { return err != nil && CodeOf(err) == code }
+
+// PublicMessage is what a client (and the audit trail) may see of err: the message of an
+// administrator's error, and a pointer to the server log for anything else.
+func PublicMessage(err error) string {
+	if e, ok := As(err); ok && e.Code != Internal {
+		return e.Message
+	}
+	return "internal error: the server log has the details"
+}

@@ -160,3 +160,11 @@ type Filter struct {
 	Before int64
 	Limit  int
 }
+
+// SetMachine names the machine the action turned out to be about (for example the machine
+// record behind a MAAS system id).
+func (a *Action) SetMachine(name string) {
+	a.mu.Lock()
+	a.Machine = name
+	a.mu.Unlock()
+}

@@ -11,6 +11,951 @@ import (
 	"github.com/Khan/genqlient/graphql"
 )
 
+// AdmissionCheckFields includes the GraphQL fields of AdmissionCheck requested by the fragment AdmissionCheckFields.
+type AdmissionCheckFields struct {
+	// Stable id: online, incus-version, kernel, storage-pools, networks, architecture, hardware-tests, ovn-chassis, clock.
+	Name    string      `json:"name"`
+	Title   string      `json:"title"`
+	Result  CheckResult `json:"result"`
+	Message string      `json:"message"`
+}
+
+// GetName returns AdmissionCheckFields.Name, and is useful for accessing the field via an interface.
+func (v *AdmissionCheckFields) GetName() string { return v.Name }
+
+// GetTitle returns AdmissionCheckFields.Title, and is useful for accessing the field via an interface.
+func (v *AdmissionCheckFields) GetTitle() string { return v.Title }
+
+// GetResult returns AdmissionCheckFields.Result, and is useful for accessing the field via an interface.
+func (v *AdmissionCheckFields) GetResult() CheckResult { return v.Result }
+
+// GetMessage returns AdmissionCheckFields.Message, and is useful for accessing the field via an interface.
+func (v *AdmissionCheckFields) GetMessage() string { return v.Message }
+
+// AdmissionChecksAdmissionChecksAdmissionCheckEvent includes the requested fields of the GraphQL type AdmissionCheckEvent.
+// The GraphQL type's documentation follows.
+//
+// One step of an admission run: a check result, or the verdict (check null).
+type AdmissionChecksAdmissionChecksAdmissionCheckEvent struct {
+	Machine string                                                                `json:"machine"`
+	RunId   string                                                                `json:"runId"`
+	Trigger AdmissionTrigger                                                      `json:"trigger"`
+	At      time.Time                                                             `json:"at"`
+	Check   *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck `json:"check"`
+	Verdict *AdmissionVerdict                                                     `json:"verdict"`
+}
+
+// GetMachine returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.Machine, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetMachine() string { return v.Machine }
+
+// GetRunId returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.RunId, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetRunId() string { return v.RunId }
+
+// GetTrigger returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.Trigger, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetTrigger() AdmissionTrigger {
+	return v.Trigger
+}
+
+// GetAt returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.At, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetAt() time.Time { return v.At }
+
+// GetCheck returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.Check, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetCheck() *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck {
+	return v.Check
+}
+
+// GetVerdict returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.Verdict, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetVerdict() *AdmissionVerdict {
+	return v.Verdict
+}
+
+// AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck includes the requested fields of the GraphQL type AdmissionCheck.
+type AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck struct {
+	AdmissionCheckFields `json:"-"`
+}
+
+// GetName returns AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck.Name, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) GetName() string {
+	return v.AdmissionCheckFields.Name
+}
+
+// GetTitle returns AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck.Title, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) GetTitle() string {
+	return v.AdmissionCheckFields.Title
+}
+
+// GetResult returns AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck.Result, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) GetResult() CheckResult {
+	return v.AdmissionCheckFields.Result
+}
+
+// GetMessage returns AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck.Message, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) GetMessage() string {
+	return v.AdmissionCheckFields.Message
+}
+
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.AdmissionCheckFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck struct {
+	Name string `json:"name"`
+
+	Title string `json:"title"`
+
+	Result CheckResult `json:"result"`
+
+	Message string `json:"message"`
+}
+
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) __premarshalJSON() (*__premarshalAdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck, error) {
+	var retval __premarshalAdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck
+
+	retval.Name = v.AdmissionCheckFields.Name
+	retval.Title = v.AdmissionCheckFields.Title
+	retval.Result = v.AdmissionCheckFields.Result
+	retval.Message = v.AdmissionCheckFields.Message
+	return &retval, nil
+}
+
+// AdmissionChecksResponse is returned by AdmissionChecks on success.
+type AdmissionChecksResponse struct {
+	// Admission check results for a machine as each is computed, then the verdict, whenever a
+	// report or an admission runs for it (on any API replica).
+	AdmissionChecks AdmissionChecksAdmissionChecksAdmissionCheckEvent `json:"admissionChecks"`
+}
+
+// GetAdmissionChecks returns AdmissionChecksResponse.AdmissionChecks, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksResponse) GetAdmissionChecks() AdmissionChecksAdmissionChecksAdmissionCheckEvent {
+	return v.AdmissionChecks
+}
+
+// AdmissionReportAdmissionReport includes the requested fields of the GraphQL type AdmissionReport.
+type AdmissionReportAdmissionReport struct {
+	AdmissionReportFields `json:"-"`
+}
+
+// GetMachine returns AdmissionReportAdmissionReport.Machine, and is useful for accessing the field via an interface.
+func (v *AdmissionReportAdmissionReport) GetMachine() string { return v.AdmissionReportFields.Machine }
+
+// GetRunId returns AdmissionReportAdmissionReport.RunId, and is useful for accessing the field via an interface.
+func (v *AdmissionReportAdmissionReport) GetRunId() string { return v.AdmissionReportFields.RunId }
+
+// GetTrigger returns AdmissionReportAdmissionReport.Trigger, and is useful for accessing the field via an interface.
+func (v *AdmissionReportAdmissionReport) GetTrigger() AdmissionTrigger {
+	return v.AdmissionReportFields.Trigger
+}
+
+// GetAt returns AdmissionReportAdmissionReport.At, and is useful for accessing the field via an interface.
+func (v *AdmissionReportAdmissionReport) GetAt() time.Time { return v.AdmissionReportFields.At }
+
+// GetVerdict returns AdmissionReportAdmissionReport.Verdict, and is useful for accessing the field via an interface.
+func (v *AdmissionReportAdmissionReport) GetVerdict() AdmissionVerdict {
+	return v.AdmissionReportFields.Verdict
+}
+
+// GetChecks returns AdmissionReportAdmissionReport.Checks, and is useful for accessing the field via an interface.
+func (v *AdmissionReportAdmissionReport) GetChecks() []AdmissionReportFieldsChecksAdmissionCheck {
+	return v.AdmissionReportFields.Checks
+}
+
+func (v *AdmissionReportAdmissionReport) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AdmissionReportAdmissionReport
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AdmissionReportAdmissionReport = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.AdmissionReportFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAdmissionReportAdmissionReport struct {
+	Machine string `json:"machine"`
+
+	RunId string `json:"runId"`
+
+	Trigger AdmissionTrigger `json:"trigger"`
+
+	At time.Time `json:"at"`
+
+	Verdict AdmissionVerdict `json:"verdict"`
+
+	Checks []AdmissionReportFieldsChecksAdmissionCheck `json:"checks"`
+}
+
+func (v *AdmissionReportAdmissionReport) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AdmissionReportAdmissionReport) __premarshalJSON() (*__premarshalAdmissionReportAdmissionReport, error) {
+	var retval __premarshalAdmissionReportAdmissionReport
+
+	retval.Machine = v.AdmissionReportFields.Machine
+	retval.RunId = v.AdmissionReportFields.RunId
+	retval.Trigger = v.AdmissionReportFields.Trigger
+	retval.At = v.AdmissionReportFields.At
+	retval.Verdict = v.AdmissionReportFields.Verdict
+	retval.Checks = v.AdmissionReportFields.Checks
+	return &retval, nil
+}
+
+// AdmissionReportFields includes the GraphQL fields of AdmissionReport requested by the fragment AdmissionReportFields.
+type AdmissionReportFields struct {
+	Machine string                                      `json:"machine"`
+	RunId   string                                      `json:"runId"`
+	Trigger AdmissionTrigger                            `json:"trigger"`
+	At      time.Time                                   `json:"at"`
+	Verdict AdmissionVerdict                            `json:"verdict"`
+	Checks  []AdmissionReportFieldsChecksAdmissionCheck `json:"checks"`
+}
+
+// GetMachine returns AdmissionReportFields.Machine, and is useful for accessing the field via an interface.
+func (v *AdmissionReportFields) GetMachine() string { return v.Machine }
+
+// GetRunId returns AdmissionReportFields.RunId, and is useful for accessing the field via an interface.
+func (v *AdmissionReportFields) GetRunId() string { return v.RunId }
+
+// GetTrigger returns AdmissionReportFields.Trigger, and is useful for accessing the field via an interface.
+func (v *AdmissionReportFields) GetTrigger() AdmissionTrigger { return v.Trigger }
+
+// GetAt returns AdmissionReportFields.At, and is useful for accessing the field via an interface.
+func (v *AdmissionReportFields) GetAt() time.Time { return v.At }
+
+// GetVerdict returns AdmissionReportFields.Verdict, and is useful for accessing the field via an interface.
+func (v *AdmissionReportFields) GetVerdict() AdmissionVerdict { return v.Verdict }
+
+// GetChecks returns AdmissionReportFields.Checks, and is useful for accessing the field via an interface.
+func (v *AdmissionReportFields) GetChecks() []AdmissionReportFieldsChecksAdmissionCheck {
+	return v.Checks
+}
+
+// AdmissionReportFieldsChecksAdmissionCheck includes the requested fields of the GraphQL type AdmissionCheck.
+type AdmissionReportFieldsChecksAdmissionCheck struct {
+	AdmissionCheckFields `json:"-"`
+}
+
+// GetName returns AdmissionReportFieldsChecksAdmissionCheck.Name, and is useful for accessing the field via an interface.
+func (v *AdmissionReportFieldsChecksAdmissionCheck) GetName() string {
+	return v.AdmissionCheckFields.Name
+}
+
+// GetTitle returns AdmissionReportFieldsChecksAdmissionCheck.Title, and is useful for accessing the field via an interface.
+func (v *AdmissionReportFieldsChecksAdmissionCheck) GetTitle() string {
+	return v.AdmissionCheckFields.Title
+}
+
+// GetResult returns AdmissionReportFieldsChecksAdmissionCheck.Result, and is useful for accessing the field via an interface.
+func (v *AdmissionReportFieldsChecksAdmissionCheck) GetResult() CheckResult {
+	return v.AdmissionCheckFields.Result
+}
+
+// GetMessage returns AdmissionReportFieldsChecksAdmissionCheck.Message, and is useful for accessing the field via an interface.
+func (v *AdmissionReportFieldsChecksAdmissionCheck) GetMessage() string {
+	return v.AdmissionCheckFields.Message
+}
+
+func (v *AdmissionReportFieldsChecksAdmissionCheck) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AdmissionReportFieldsChecksAdmissionCheck
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AdmissionReportFieldsChecksAdmissionCheck = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.AdmissionCheckFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAdmissionReportFieldsChecksAdmissionCheck struct {
+	Name string `json:"name"`
+
+	Title string `json:"title"`
+
+	Result CheckResult `json:"result"`
+
+	Message string `json:"message"`
+}
+
+func (v *AdmissionReportFieldsChecksAdmissionCheck) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AdmissionReportFieldsChecksAdmissionCheck) __premarshalJSON() (*__premarshalAdmissionReportFieldsChecksAdmissionCheck, error) {
+	var retval __premarshalAdmissionReportFieldsChecksAdmissionCheck
+
+	retval.Name = v.AdmissionCheckFields.Name
+	retval.Title = v.AdmissionCheckFields.Title
+	retval.Result = v.AdmissionCheckFields.Result
+	retval.Message = v.AdmissionCheckFields.Message
+	return &retval, nil
+}
+
+// AdmissionReportResponse is returned by AdmissionReport on success.
+type AdmissionReportResponse struct {
+	// Run the admission checks for a member without changing anything.
+	AdmissionReport AdmissionReportAdmissionReport `json:"admissionReport"`
+}
+
+// GetAdmissionReport returns AdmissionReportResponse.AdmissionReport, and is useful for accessing the field via an interface.
+func (v *AdmissionReportResponse) GetAdmissionReport() AdmissionReportAdmissionReport {
+	return v.AdmissionReport
+}
+
+type AdmissionTrigger string
+
+const (
+	AdmissionTriggerReport    AdmissionTrigger = "REPORT"
+	AdmissionTriggerAdmission AdmissionTrigger = "ADMISSION"
+)
+
+var AllAdmissionTrigger = []AdmissionTrigger{
+	AdmissionTriggerReport,
+	AdmissionTriggerAdmission,
+}
+
+type AdmissionVerdict string
+
+const (
+	// No check failed.
+	AdmissionVerdictAdmissible AdmissionVerdict = "ADMISSIBLE"
+	// At least one check failed.
+	AdmissionVerdictBlocked AdmissionVerdict = "BLOCKED"
+)
+
+var AllAdmissionVerdict = []AdmissionVerdict{
+	AdmissionVerdictAdmissible,
+	AdmissionVerdictBlocked,
+}
+
+// AdmitMemberAdmitMemberAdmitMemberPayload includes the requested fields of the GraphQL type AdmitMemberPayload.
+type AdmitMemberAdmitMemberAdmitMemberPayload struct {
+	Machine AdmitMemberAdmitMemberAdmitMemberPayloadMachine               `json:"machine"`
+	Report  AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport `json:"report"`
+}
+
+// GetMachine returns AdmitMemberAdmitMemberAdmitMemberPayload.Machine, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetMachine() AdmitMemberAdmitMemberAdmitMemberPayloadMachine {
+	return v.Machine
+}
+
+// GetReport returns AdmitMemberAdmitMemberAdmitMemberPayload.Report, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetReport() AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport {
+	return v.Report
+}
+
+// AdmitMemberAdmitMemberAdmitMemberPayloadMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type AdmitMemberAdmitMemberAdmitMemberPayloadMachine struct {
+	MachineFields `json:"-"`
+	// The Incus member of the same name; null when it has not joined.
+	Member *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember `json:"member"`
+}
+
+// GetMember returns AdmitMemberAdmitMemberAdmitMemberPayloadMachine.Member, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachine) GetMember() *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember {
+	return v.Member
+}
+
+// GetName returns AdmitMemberAdmitMemberAdmitMemberPayloadMachine.Name, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachine) GetName() string {
+	return v.MachineFields.Name
+}
+
+// GetPhase returns AdmitMemberAdmitMemberAdmitMemberPayloadMachine.Phase, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachine) GetPhase() Phase {
+	return v.MachineFields.Phase
+}
+
+// GetWarnings returns AdmitMemberAdmitMemberAdmitMemberPayloadMachine.Warnings, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachine) GetWarnings() []MachineFieldsWarningsWarning {
+	return v.MachineFields.Warnings
+}
+
+// GetPendingJoinToken returns AdmitMemberAdmitMemberAdmitMemberPayloadMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
+}
+
+// GetRecord returns AdmitMemberAdmitMemberAdmitMemberPayloadMachine.Record, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachine) GetRecord() *MachineFieldsRecordMachineRecord {
+	return v.MachineFields.Record
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AdmitMemberAdmitMemberAdmitMemberPayloadMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AdmitMemberAdmitMemberAdmitMemberPayloadMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadMachine struct {
+	Member *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember `json:"member"`
+
+	Name string `json:"name"`
+
+	Phase Phase `json:"phase"`
+
+	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
+	Record *MachineFieldsRecordMachineRecord `json:"record"`
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachine) __premarshalJSON() (*__premarshalAdmitMemberAdmitMemberAdmitMemberPayloadMachine, error) {
+	var retval __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadMachine
+
+	retval.Member = v.Member
+	retval.Name = v.MachineFields.Name
+	retval.Phase = v.MachineFields.Phase
+	retval.Warnings = v.MachineFields.Warnings
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
+	retval.Record = v.MachineFields.Record
+	return &retval, nil
+}
+
+// AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember includes the requested fields of the GraphQL type Member.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster member.
+type AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember struct {
+	MemberFields `json:"-"`
+}
+
+// GetName returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.Name, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetName() string {
+	return v.MemberFields.Name
+}
+
+// GetStatus returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.Status, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetStatus() MemberStatus {
+	return v.MemberFields.Status
+}
+
+// GetMessage returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.Message, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetMessage() string {
+	return v.MemberFields.Message
+}
+
+// GetUrl returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.Url, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetUrl() string {
+	return v.MemberFields.Url
+}
+
+// GetRoles returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.Roles, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetRoles() []string {
+	return v.MemberFields.Roles
+}
+
+// GetGroups returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.Groups, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetGroups() []string {
+	return v.MemberFields.Groups
+}
+
+// GetFailureDomain returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.FailureDomain, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetFailureDomain() string {
+	return v.MemberFields.FailureDomain
+}
+
+// GetDescription returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.Description, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetDescription() string {
+	return v.MemberFields.Description
+}
+
+// GetArchitecture returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.Architecture, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetArchitecture() string {
+	return v.MemberFields.Architecture
+}
+
+// GetHeld returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.Held, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetHeld() bool {
+	return v.MemberFields.Held
+}
+
+// GetScheduler returns AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember.Scheduler, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) GetScheduler() *string {
+	return v.MemberFields.Scheduler
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MemberFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadMachineMember struct {
+	Name string `json:"name"`
+
+	Status MemberStatus `json:"status"`
+
+	Message string `json:"message"`
+
+	Url string `json:"url"`
+
+	Roles []string `json:"roles"`
+
+	Groups []string `json:"groups"`
+
+	FailureDomain string `json:"failureDomain"`
+
+	Description string `json:"description"`
+
+	Architecture string `json:"architecture"`
+
+	Held bool `json:"held"`
+
+	Scheduler *string `json:"scheduler"`
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) __premarshalJSON() (*__premarshalAdmitMemberAdmitMemberAdmitMemberPayloadMachineMember, error) {
+	var retval __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadMachineMember
+
+	retval.Name = v.MemberFields.Name
+	retval.Status = v.MemberFields.Status
+	retval.Message = v.MemberFields.Message
+	retval.Url = v.MemberFields.Url
+	retval.Roles = v.MemberFields.Roles
+	retval.Groups = v.MemberFields.Groups
+	retval.FailureDomain = v.MemberFields.FailureDomain
+	retval.Description = v.MemberFields.Description
+	retval.Architecture = v.MemberFields.Architecture
+	retval.Held = v.MemberFields.Held
+	retval.Scheduler = v.MemberFields.Scheduler
+	return &retval, nil
+}
+
+// AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport includes the requested fields of the GraphQL type AdmissionReport.
+type AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport struct {
+	AdmissionReportFields `json:"-"`
+}
+
+// GetMachine returns AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport.Machine, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) GetMachine() string {
+	return v.AdmissionReportFields.Machine
+}
+
+// GetRunId returns AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport.RunId, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) GetRunId() string {
+	return v.AdmissionReportFields.RunId
+}
+
+// GetTrigger returns AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport.Trigger, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) GetTrigger() AdmissionTrigger {
+	return v.AdmissionReportFields.Trigger
+}
+
+// GetAt returns AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport.At, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) GetAt() time.Time {
+	return v.AdmissionReportFields.At
+}
+
+// GetVerdict returns AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport.Verdict, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) GetVerdict() AdmissionVerdict {
+	return v.AdmissionReportFields.Verdict
+}
+
+// GetChecks returns AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport.Checks, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) GetChecks() []AdmissionReportFieldsChecksAdmissionCheck {
+	return v.AdmissionReportFields.Checks
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.AdmissionReportFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport struct {
+	Machine string `json:"machine"`
+
+	RunId string `json:"runId"`
+
+	Trigger AdmissionTrigger `json:"trigger"`
+
+	At time.Time `json:"at"`
+
+	Verdict AdmissionVerdict `json:"verdict"`
+
+	Checks []AdmissionReportFieldsChecksAdmissionCheck `json:"checks"`
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) __premarshalJSON() (*__premarshalAdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport, error) {
+	var retval __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport
+
+	retval.Machine = v.AdmissionReportFields.Machine
+	retval.RunId = v.AdmissionReportFields.RunId
+	retval.Trigger = v.AdmissionReportFields.Trigger
+	retval.At = v.AdmissionReportFields.At
+	retval.Verdict = v.AdmissionReportFields.Verdict
+	retval.Checks = v.AdmissionReportFields.Checks
+	return &retval, nil
+}
+
+type AdmitMemberInput struct {
+	Name string `json:"name"`
+}
+
+// GetName returns AdmitMemberInput.Name, and is useful for accessing the field via an interface.
+func (v *AdmitMemberInput) GetName() string { return v.Name }
+
+// AdmitMemberResponse is returned by AdmitMember on success.
+type AdmitMemberResponse struct {
+	// Run every admission check again and, when none fails, let automatic placement reach the
+	// member: removes its scheduler.instance hold, keeping its roles, groups, failure domain and
+	// description. The check results are audited either way.
+	AdmitMember AdmitMemberAdmitMemberAdmitMemberPayload `json:"admitMember"`
+}
+
+// GetAdmitMember returns AdmitMemberResponse.AdmitMember, and is useful for accessing the field via an interface.
+func (v *AdmitMemberResponse) GetAdmitMember() AdmitMemberAdmitMemberAdmitMemberPayload {
+	return v.AdmitMember
+}
+
+// ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload includes the requested fields of the GraphQL type ApproveEnrolmentPayload.
+type ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload struct {
+	Machine ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine `json:"machine"`
+	// The single-use join token. Shown only in this response; paste it into enrol-member.sh.
+	JoinToken string    `json:"joinToken"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	// The member configuration the new server joins with.
+	MemberConfig []ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry `json:"memberConfig"`
+	// What to run on the new server (replace ADDRESS by its own address). It asks for the token on standard input.
+	Command string `json:"command"`
+	// Where the enrolment script is served.
+	ScriptUrl string `json:"scriptUrl"`
+}
+
+// GetMachine returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.Machine, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetMachine() ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine {
+	return v.Machine
+}
+
+// GetJoinToken returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.JoinToken, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetJoinToken() string {
+	return v.JoinToken
+}
+
+// GetExpiresAt returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetExpiresAt() time.Time {
+	return v.ExpiresAt
+}
+
+// GetMemberConfig returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.MemberConfig, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetMemberConfig() []ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry {
+	return v.MemberConfig
+}
+
+// GetCommand returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.Command, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetCommand() string {
+	return v.Command
+}
+
+// GetScriptUrl returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.ScriptUrl, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetScriptUrl() string {
+	return v.ScriptUrl
+}
+
+// ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine struct {
+	MachineFields `json:"-"`
+}
+
+// GetName returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine.Name, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine) GetName() string {
+	return v.MachineFields.Name
+}
+
+// GetPhase returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine.Phase, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine) GetPhase() Phase {
+	return v.MachineFields.Phase
+}
+
+// GetWarnings returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine.Warnings, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine) GetWarnings() []MachineFieldsWarningsWarning {
+	return v.MachineFields.Warnings
+}
+
+// GetMember returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine.Member, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine) GetMember() *MachineFieldsMember {
+	return v.MachineFields.Member
+}
+
+// GetPendingJoinToken returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
+}
+
+// GetRecord returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine.Record, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine) GetRecord() *MachineFieldsRecordMachineRecord {
+	return v.MachineFields.Record
+}
+
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine struct {
+	Name string `json:"name"`
+
+	Phase Phase `json:"phase"`
+
+	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
+
+	Member *MachineFieldsMember `json:"member"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
+	Record *MachineFieldsRecordMachineRecord `json:"record"`
+}
+
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine) __premarshalJSON() (*__premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine, error) {
+	var retval __premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine
+
+	retval.Name = v.MachineFields.Name
+	retval.Phase = v.MachineFields.Phase
+	retval.Warnings = v.MachineFields.Warnings
+	retval.Member = v.MachineFields.Member
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
+	retval.Record = v.MachineFields.Record
+	return &retval, nil
+}
+
+// ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry includes the requested fields of the GraphQL type MemberConfigEntry.
+type ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry struct {
+	Entity string `json:"entity"`
+	Name   string `json:"name"`
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+}
+
+// GetEntity returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry.Entity, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry) GetEntity() string {
+	return v.Entity
+}
+
+// GetName returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry.Name, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry) GetName() string {
+	return v.Name
+}
+
+// GetKey returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry.Key, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry) GetKey() string {
+	return v.Key
+}
+
+// GetValue returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry.Value, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry) GetValue() string {
+	return v.Value
+}
+
+type ApproveEnrolmentInput struct {
+	Name string `json:"name"`
+	// Values for member-specific keys (for example a storage pool's `source` device). Keys not
+	// given get the driver's default for host-specific keys (source, BGP next hops), and the
+	// value an existing member uses for the others.
+	MemberConfig []MemberConfigInput `json:"memberConfig"`
+}
+
+// GetName returns ApproveEnrolmentInput.Name, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentInput) GetName() string { return v.Name }
+
+// GetMemberConfig returns ApproveEnrolmentInput.MemberConfig, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentInput) GetMemberConfig() []MemberConfigInput { return v.MemberConfig }
+
+// ApproveEnrolmentResponse is returned by ApproveEnrolment on success.
+type ApproveEnrolmentResponse struct {
+	// Approve a registered machine's enrolment: Incus issues a single-use join token for its
+	// name. The response carries the token once (with `Cache-Control: no-store`); Apelora never
+	// stores, logs or audits it. Refused while the machine is a member or has a pending token.
+	ApproveEnrolment ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload `json:"approveEnrolment"`
+}
+
+// GetApproveEnrolment returns ApproveEnrolmentResponse.ApproveEnrolment, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentResponse) GetApproveEnrolment() ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload {
+	return v.ApproveEnrolment
+}
+
 // AuditEventFields includes the GraphQL fields of AuditEvent requested by the fragment AuditEventFields.
 // The GraphQL type's documentation follows.
 //
@@ -409,6 +1354,26 @@ var AllAuditOutcome = []AuditOutcome{
 	AuditOutcomeRefused,
 }
 
+type CheckResult string
+
+const (
+	CheckResultPass CheckResult = "PASS"
+	// Blocks admission.
+	CheckResultFail    CheckResult = "FAIL"
+	CheckResultWarn    CheckResult = "WARN"
+	CheckResultSkipped CheckResult = "SKIPPED"
+	// Apelora cannot see it: the administrator checks it on the host.
+	CheckResultNotChecked CheckResult = "NOT_CHECKED"
+)
+
+var AllCheckResult = []CheckResult{
+	CheckResultPass,
+	CheckResultFail,
+	CheckResultWarn,
+	CheckResultSkipped,
+	CheckResultNotChecked,
+}
+
 // MachineFields includes the GraphQL fields of Machine requested by the fragment MachineFields.
 // The GraphQL type's documentation follows.
 //
@@ -420,6 +1385,10 @@ type MachineFields struct {
 	Phase Phase `json:"phase"`
 	// Things the administrator should look at, such as a member that joined without being held.
 	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
+	// The Incus member of the same name; null when it has not joined.
+	Member *MachineFieldsMember `json:"member"`
+	// The join token Incus holds for the name, until it is used, revoked or expires.
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
 	// The Apelora machine record; null for an Incus member Apelora has no record of.
 	Record *MachineFieldsRecordMachineRecord `json:"record"`
 }
@@ -433,8 +1402,47 @@ func (v *MachineFields) GetPhase() Phase { return v.Phase }
 // GetWarnings returns MachineFields.Warnings, and is useful for accessing the field via an interface.
 func (v *MachineFields) GetWarnings() []MachineFieldsWarningsWarning { return v.Warnings }
 
+// GetMember returns MachineFields.Member, and is useful for accessing the field via an interface.
+func (v *MachineFields) GetMember() *MachineFieldsMember { return v.Member }
+
+// GetPendingJoinToken returns MachineFields.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *MachineFields) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.PendingJoinToken
+}
+
 // GetRecord returns MachineFields.Record, and is useful for accessing the field via an interface.
 func (v *MachineFields) GetRecord() *MachineFieldsRecordMachineRecord { return v.Record }
+
+// MachineFieldsMember includes the requested fields of the GraphQL type Member.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster member.
+type MachineFieldsMember struct {
+	Name   string       `json:"name"`
+	Status MemberStatus `json:"status"`
+	// Held out of automatic placement (scheduler.instance=manual).
+	Held bool `json:"held"`
+}
+
+// GetName returns MachineFieldsMember.Name, and is useful for accessing the field via an interface.
+func (v *MachineFieldsMember) GetName() string { return v.Name }
+
+// GetStatus returns MachineFieldsMember.Status, and is useful for accessing the field via an interface.
+func (v *MachineFieldsMember) GetStatus() MemberStatus { return v.Status }
+
+// GetHeld returns MachineFieldsMember.Held, and is useful for accessing the field via an interface.
+func (v *MachineFieldsMember) GetHeld() bool { return v.Held }
+
+// MachineFieldsPendingJoinToken includes the requested fields of the GraphQL type PendingJoinToken.
+// The GraphQL type's documentation follows.
+//
+// Only the name's expiry is shown: the token itself is never kept.
+type MachineFieldsPendingJoinToken struct {
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// GetExpiresAt returns MachineFieldsPendingJoinToken.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *MachineFieldsPendingJoinToken) GetExpiresAt() time.Time { return v.ExpiresAt }
 
 // MachineFieldsRecordMachineRecord includes the requested fields of the GraphQL type MachineRecord.
 // The GraphQL type's documentation follows.
@@ -545,6 +1553,14 @@ func (v *MachineMachine) GetWarnings() []MachineFieldsWarningsWarning {
 	return v.MachineFields.Warnings
 }
 
+// GetMember returns MachineMachine.Member, and is useful for accessing the field via an interface.
+func (v *MachineMachine) GetMember() *MachineFieldsMember { return v.MachineFields.Member }
+
+// GetPendingJoinToken returns MachineMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *MachineMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
+}
+
 // GetRecord returns MachineMachine.Record, and is useful for accessing the field via an interface.
 func (v *MachineMachine) GetRecord() *MachineFieldsRecordMachineRecord { return v.MachineFields.Record }
 
@@ -580,6 +1596,10 @@ type __premarshalMachineMachine struct {
 
 	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
 
+	Member *MachineFieldsMember `json:"member"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
 	Record *MachineFieldsRecordMachineRecord `json:"record"`
 }
 
@@ -597,9 +1617,273 @@ func (v *MachineMachine) __premarshalJSON() (*__premarshalMachineMachine, error)
 	retval.Name = v.MachineFields.Name
 	retval.Phase = v.MachineFields.Phase
 	retval.Warnings = v.MachineFields.Warnings
+	retval.Member = v.MachineFields.Member
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
 	retval.Record = v.MachineFields.Record
 	return &retval, nil
 }
+
+// MachineMemberMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type MachineMemberMachine struct {
+	MachineFields `json:"-"`
+	// The Incus member of the same name; null when it has not joined.
+	Member *MachineMemberMachineMember `json:"member"`
+	// The join token Incus holds for the name, until it is used, revoked or expires.
+	PendingJoinToken *MachineMemberMachinePendingJoinToken `json:"pendingJoinToken"`
+}
+
+// GetMember returns MachineMemberMachine.Member, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachine) GetMember() *MachineMemberMachineMember { return v.Member }
+
+// GetPendingJoinToken returns MachineMemberMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachine) GetPendingJoinToken() *MachineMemberMachinePendingJoinToken {
+	return v.PendingJoinToken
+}
+
+// GetName returns MachineMemberMachine.Name, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachine) GetName() string { return v.MachineFields.Name }
+
+// GetPhase returns MachineMemberMachine.Phase, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachine) GetPhase() Phase { return v.MachineFields.Phase }
+
+// GetWarnings returns MachineMemberMachine.Warnings, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachine) GetWarnings() []MachineFieldsWarningsWarning {
+	return v.MachineFields.Warnings
+}
+
+// GetRecord returns MachineMemberMachine.Record, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachine) GetRecord() *MachineFieldsRecordMachineRecord {
+	return v.MachineFields.Record
+}
+
+func (v *MachineMemberMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*MachineMemberMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.MachineMemberMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalMachineMemberMachine struct {
+	Member *MachineMemberMachineMember `json:"member"`
+
+	PendingJoinToken *MachineMemberMachinePendingJoinToken `json:"pendingJoinToken"`
+
+	Name string `json:"name"`
+
+	Phase Phase `json:"phase"`
+
+	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
+
+	Record *MachineFieldsRecordMachineRecord `json:"record"`
+}
+
+func (v *MachineMemberMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *MachineMemberMachine) __premarshalJSON() (*__premarshalMachineMemberMachine, error) {
+	var retval __premarshalMachineMemberMachine
+
+	retval.Member = v.Member
+	retval.PendingJoinToken = v.PendingJoinToken
+	retval.Name = v.MachineFields.Name
+	retval.Phase = v.MachineFields.Phase
+	retval.Warnings = v.MachineFields.Warnings
+	retval.Record = v.MachineFields.Record
+	return &retval, nil
+}
+
+// MachineMemberMachineMember includes the requested fields of the GraphQL type Member.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster member.
+type MachineMemberMachineMember struct {
+	MemberFields `json:"-"`
+	// The member's software versions. Asking for it asks each member in the answer (one Incus
+	// call per member); leave it out of fleet-wide queries that must stay cheap.
+	Version *MachineMemberMachineMemberVersion `json:"version"`
+}
+
+// GetVersion returns MachineMemberMachineMember.Version, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetVersion() *MachineMemberMachineMemberVersion {
+	return v.Version
+}
+
+// GetName returns MachineMemberMachineMember.Name, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetName() string { return v.MemberFields.Name }
+
+// GetStatus returns MachineMemberMachineMember.Status, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetStatus() MemberStatus { return v.MemberFields.Status }
+
+// GetMessage returns MachineMemberMachineMember.Message, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetMessage() string { return v.MemberFields.Message }
+
+// GetUrl returns MachineMemberMachineMember.Url, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetUrl() string { return v.MemberFields.Url }
+
+// GetRoles returns MachineMemberMachineMember.Roles, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetRoles() []string { return v.MemberFields.Roles }
+
+// GetGroups returns MachineMemberMachineMember.Groups, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetGroups() []string { return v.MemberFields.Groups }
+
+// GetFailureDomain returns MachineMemberMachineMember.FailureDomain, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetFailureDomain() string { return v.MemberFields.FailureDomain }
+
+// GetDescription returns MachineMemberMachineMember.Description, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetDescription() string { return v.MemberFields.Description }
+
+// GetArchitecture returns MachineMemberMachineMember.Architecture, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetArchitecture() string { return v.MemberFields.Architecture }
+
+// GetHeld returns MachineMemberMachineMember.Held, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetHeld() bool { return v.MemberFields.Held }
+
+// GetScheduler returns MachineMemberMachineMember.Scheduler, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMember) GetScheduler() *string { return v.MemberFields.Scheduler }
+
+func (v *MachineMemberMachineMember) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*MachineMemberMachineMember
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.MachineMemberMachineMember = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MemberFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalMachineMemberMachineMember struct {
+	Version *MachineMemberMachineMemberVersion `json:"version"`
+
+	Name string `json:"name"`
+
+	Status MemberStatus `json:"status"`
+
+	Message string `json:"message"`
+
+	Url string `json:"url"`
+
+	Roles []string `json:"roles"`
+
+	Groups []string `json:"groups"`
+
+	FailureDomain string `json:"failureDomain"`
+
+	Description string `json:"description"`
+
+	Architecture string `json:"architecture"`
+
+	Held bool `json:"held"`
+
+	Scheduler *string `json:"scheduler"`
+}
+
+func (v *MachineMemberMachineMember) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *MachineMemberMachineMember) __premarshalJSON() (*__premarshalMachineMemberMachineMember, error) {
+	var retval __premarshalMachineMemberMachineMember
+
+	retval.Version = v.Version
+	retval.Name = v.MemberFields.Name
+	retval.Status = v.MemberFields.Status
+	retval.Message = v.MemberFields.Message
+	retval.Url = v.MemberFields.Url
+	retval.Roles = v.MemberFields.Roles
+	retval.Groups = v.MemberFields.Groups
+	retval.FailureDomain = v.MemberFields.FailureDomain
+	retval.Description = v.MemberFields.Description
+	retval.Architecture = v.MemberFields.Architecture
+	retval.Held = v.MemberFields.Held
+	retval.Scheduler = v.MemberFields.Scheduler
+	return &retval, nil
+}
+
+// MachineMemberMachineMemberVersion includes the requested fields of the GraphQL type MemberVersion.
+type MachineMemberMachineMemberVersion struct {
+	Incus         string `json:"incus"`
+	ApiExtensions int    `json:"apiExtensions"`
+	Kernel        string `json:"kernel"`
+	Os            string `json:"os"`
+}
+
+// GetIncus returns MachineMemberMachineMemberVersion.Incus, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMemberVersion) GetIncus() string { return v.Incus }
+
+// GetApiExtensions returns MachineMemberMachineMemberVersion.ApiExtensions, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMemberVersion) GetApiExtensions() int { return v.ApiExtensions }
+
+// GetKernel returns MachineMemberMachineMemberVersion.Kernel, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMemberVersion) GetKernel() string { return v.Kernel }
+
+// GetOs returns MachineMemberMachineMemberVersion.Os, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachineMemberVersion) GetOs() string { return v.Os }
+
+// MachineMemberMachinePendingJoinToken includes the requested fields of the GraphQL type PendingJoinToken.
+// The GraphQL type's documentation follows.
+//
+// Only the name's expiry is shown: the token itself is never kept.
+type MachineMemberMachinePendingJoinToken struct {
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// GetExpiresAt returns MachineMemberMachinePendingJoinToken.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *MachineMemberMachinePendingJoinToken) GetExpiresAt() time.Time { return v.ExpiresAt }
+
+// MachineMemberResponse is returned by MachineMember on success.
+type MachineMemberResponse struct {
+	// One machine by name, or null when Apelora knows of no machine with that name.
+	Machine *MachineMemberMachine `json:"machine"`
+}
+
+// GetMachine returns MachineMemberResponse.Machine, and is useful for accessing the field via an interface.
+func (v *MachineMemberResponse) GetMachine() *MachineMemberMachine { return v.Machine }
 
 // MachineResponse is returned by Machine on success.
 type MachineResponse struct {
@@ -628,6 +1912,14 @@ func (v *MachinesMachinesMachine) GetPhase() Phase { return v.MachineFields.Phas
 // GetWarnings returns MachinesMachinesMachine.Warnings, and is useful for accessing the field via an interface.
 func (v *MachinesMachinesMachine) GetWarnings() []MachineFieldsWarningsWarning {
 	return v.MachineFields.Warnings
+}
+
+// GetMember returns MachinesMachinesMachine.Member, and is useful for accessing the field via an interface.
+func (v *MachinesMachinesMachine) GetMember() *MachineFieldsMember { return v.MachineFields.Member }
+
+// GetPendingJoinToken returns MachinesMachinesMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *MachinesMachinesMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
 }
 
 // GetRecord returns MachinesMachinesMachine.Record, and is useful for accessing the field via an interface.
@@ -667,6 +1959,10 @@ type __premarshalMachinesMachinesMachine struct {
 
 	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
 
+	Member *MachineFieldsMember `json:"member"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
 	Record *MachineFieldsRecordMachineRecord `json:"record"`
 }
 
@@ -684,6 +1980,8 @@ func (v *MachinesMachinesMachine) __premarshalJSON() (*__premarshalMachinesMachi
 	retval.Name = v.MachineFields.Name
 	retval.Phase = v.MachineFields.Phase
 	retval.Warnings = v.MachineFields.Warnings
+	retval.Member = v.MachineFields.Member
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
 	retval.Record = v.MachineFields.Record
 	return &retval, nil
 }
@@ -696,6 +1994,99 @@ type MachinesResponse struct {
 
 // GetMachines returns MachinesResponse.Machines, and is useful for accessing the field via an interface.
 func (v *MachinesResponse) GetMachines() []MachinesMachinesMachine { return v.Machines }
+
+type MemberConfigInput struct {
+	// `storage-pool` or `network`.
+	Entity string `json:"entity"`
+	Name   string `json:"name"`
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+}
+
+// GetEntity returns MemberConfigInput.Entity, and is useful for accessing the field via an interface.
+func (v *MemberConfigInput) GetEntity() string { return v.Entity }
+
+// GetName returns MemberConfigInput.Name, and is useful for accessing the field via an interface.
+func (v *MemberConfigInput) GetName() string { return v.Name }
+
+// GetKey returns MemberConfigInput.Key, and is useful for accessing the field via an interface.
+func (v *MemberConfigInput) GetKey() string { return v.Key }
+
+// GetValue returns MemberConfigInput.Value, and is useful for accessing the field via an interface.
+func (v *MemberConfigInput) GetValue() string { return v.Value }
+
+// MemberFields includes the GraphQL fields of Member requested by the fragment MemberFields.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster member.
+type MemberFields struct {
+	Name   string       `json:"name"`
+	Status MemberStatus `json:"status"`
+	// Incus's words on the status, e.g. `Fully operational`.
+	Message       string   `json:"message"`
+	Url           string   `json:"url"`
+	Roles         []string `json:"roles"`
+	Groups        []string `json:"groups"`
+	FailureDomain string   `json:"failureDomain"`
+	Description   string   `json:"description"`
+	Architecture  string   `json:"architecture"`
+	// Held out of automatic placement (scheduler.instance=manual).
+	Held bool `json:"held"`
+	// The member's scheduler.instance value, null when unset.
+	Scheduler *string `json:"scheduler"`
+}
+
+// GetName returns MemberFields.Name, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetName() string { return v.Name }
+
+// GetStatus returns MemberFields.Status, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetStatus() MemberStatus { return v.Status }
+
+// GetMessage returns MemberFields.Message, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetMessage() string { return v.Message }
+
+// GetUrl returns MemberFields.Url, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetUrl() string { return v.Url }
+
+// GetRoles returns MemberFields.Roles, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetRoles() []string { return v.Roles }
+
+// GetGroups returns MemberFields.Groups, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetGroups() []string { return v.Groups }
+
+// GetFailureDomain returns MemberFields.FailureDomain, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetFailureDomain() string { return v.FailureDomain }
+
+// GetDescription returns MemberFields.Description, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetDescription() string { return v.Description }
+
+// GetArchitecture returns MemberFields.Architecture, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetArchitecture() string { return v.Architecture }
+
+// GetHeld returns MemberFields.Held, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetHeld() bool { return v.Held }
+
+// GetScheduler returns MemberFields.Scheduler, and is useful for accessing the field via an interface.
+func (v *MemberFields) GetScheduler() *string { return v.Scheduler }
+
+type MemberStatus string
+
+const (
+	MemberStatusOnline    MemberStatus = "ONLINE"
+	MemberStatusOffline   MemberStatus = "OFFLINE"
+	MemberStatusEvacuated MemberStatus = "EVACUATED"
+	MemberStatusBlocked   MemberStatus = "BLOCKED"
+	// A status this version of Apelora does not know.
+	MemberStatusUnknown MemberStatus = "UNKNOWN"
+)
+
+var AllMemberStatus = []MemberStatus{
+	MemberStatusOnline,
+	MemberStatusOffline,
+	MemberStatusEvacuated,
+	MemberStatusBlocked,
+	MemberStatusUnknown,
+}
 
 // What an identity may do.
 type Permission string
@@ -730,6 +2121,8 @@ const (
 	PhaseUnheld Phase = "UNHELD"
 	// An Incus member with no machine record (for example the bootstrap member).
 	PhaseUnregistered Phase = "UNREGISTERED"
+	// A machine MAAS reports that has no record and is not a member: register it to manage it.
+	PhaseDiscovered Phase = "DISCOVERED"
 	// Incus could not be asked (not configured or unreachable); see the warnings.
 	PhaseUnknown Phase = "UNKNOWN"
 )
@@ -741,6 +2134,7 @@ var AllPhase = []Phase{
 	PhaseAdmitted,
 	PhaseUnheld,
 	PhaseUnregistered,
+	PhaseDiscovered,
 	PhaseUnknown,
 }
 
@@ -815,6 +2209,16 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) GetWarning
 	return v.MachineFields.Warnings
 }
 
+// GetMember returns RegisterMachineRegisterMachineRegisterMachinePayloadMachine.Member, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) GetMember() *MachineFieldsMember {
+	return v.MachineFields.Member
+}
+
+// GetPendingJoinToken returns RegisterMachineRegisterMachineRegisterMachinePayloadMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
+}
+
 // GetRecord returns RegisterMachineRegisterMachineRegisterMachinePayloadMachine.Record, and is useful for accessing the field via an interface.
 func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) GetRecord() *MachineFieldsRecordMachineRecord {
 	return v.MachineFields.Record
@@ -852,6 +2256,10 @@ type __premarshalRegisterMachineRegisterMachineRegisterMachinePayloadMachine str
 
 	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
 
+	Member *MachineFieldsMember `json:"member"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
 	Record *MachineFieldsRecordMachineRecord `json:"record"`
 }
 
@@ -869,6 +2277,8 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) __premarsh
 	retval.Name = v.MachineFields.Name
 	retval.Phase = v.MachineFields.Phase
 	retval.Warnings = v.MachineFields.Warnings
+	retval.Member = v.MachineFields.Member
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
 	retval.Record = v.MachineFields.Record
 	return &retval, nil
 }
@@ -884,6 +2294,265 @@ func (v *RegisterMachineResponse) GetRegisterMachine() RegisterMachineRegisterMa
 	return v.RegisterMachine
 }
 
+type RemoveMemberInput struct {
+	Name  string `json:"name"`
+	Force *bool  `json:"force"`
+}
+
+// GetName returns RemoveMemberInput.Name, and is useful for accessing the field via an interface.
+func (v *RemoveMemberInput) GetName() string { return v.Name }
+
+// GetForce returns RemoveMemberInput.Force, and is useful for accessing the field via an interface.
+func (v *RemoveMemberInput) GetForce() *bool { return v.Force }
+
+// RemoveMemberRemoveMemberRemoveMemberPayload includes the requested fields of the GraphQL type RemoveMemberPayload.
+type RemoveMemberRemoveMemberRemoveMemberPayload struct {
+	// The machine after removal (REGISTERED), or null for a member that had no record.
+	Machine *RemoveMemberRemoveMemberRemoveMemberPayloadMachine `json:"machine"`
+}
+
+// GetMachine returns RemoveMemberRemoveMemberRemoveMemberPayload.Machine, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayload) GetMachine() *RemoveMemberRemoveMemberRemoveMemberPayloadMachine {
+	return v.Machine
+}
+
+// RemoveMemberRemoveMemberRemoveMemberPayloadMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type RemoveMemberRemoveMemberRemoveMemberPayloadMachine struct {
+	MachineFields `json:"-"`
+}
+
+// GetName returns RemoveMemberRemoveMemberRemoveMemberPayloadMachine.Name, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) GetName() string {
+	return v.MachineFields.Name
+}
+
+// GetPhase returns RemoveMemberRemoveMemberRemoveMemberPayloadMachine.Phase, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) GetPhase() Phase {
+	return v.MachineFields.Phase
+}
+
+// GetWarnings returns RemoveMemberRemoveMemberRemoveMemberPayloadMachine.Warnings, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) GetWarnings() []MachineFieldsWarningsWarning {
+	return v.MachineFields.Warnings
+}
+
+// GetMember returns RemoveMemberRemoveMemberRemoveMemberPayloadMachine.Member, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) GetMember() *MachineFieldsMember {
+	return v.MachineFields.Member
+}
+
+// GetPendingJoinToken returns RemoveMemberRemoveMemberRemoveMemberPayloadMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
+}
+
+// GetRecord returns RemoveMemberRemoveMemberRemoveMemberPayloadMachine.Record, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) GetRecord() *MachineFieldsRecordMachineRecord {
+	return v.MachineFields.Record
+}
+
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RemoveMemberRemoveMemberRemoveMemberPayloadMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RemoveMemberRemoveMemberRemoveMemberPayloadMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRemoveMemberRemoveMemberRemoveMemberPayloadMachine struct {
+	Name string `json:"name"`
+
+	Phase Phase `json:"phase"`
+
+	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
+
+	Member *MachineFieldsMember `json:"member"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
+	Record *MachineFieldsRecordMachineRecord `json:"record"`
+}
+
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) __premarshalJSON() (*__premarshalRemoveMemberRemoveMemberRemoveMemberPayloadMachine, error) {
+	var retval __premarshalRemoveMemberRemoveMemberRemoveMemberPayloadMachine
+
+	retval.Name = v.MachineFields.Name
+	retval.Phase = v.MachineFields.Phase
+	retval.Warnings = v.MachineFields.Warnings
+	retval.Member = v.MachineFields.Member
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
+	retval.Record = v.MachineFields.Record
+	return &retval, nil
+}
+
+// RemoveMemberResponse is returned by RemoveMember on success.
+type RemoveMemberResponse struct {
+	// Remove a member from the cluster. Incus refuses while the member still holds instances or
+	// is the last database member; `force` drops it without telling it (wipe its daemon after).
+	// The machine record stays: the machine is REGISTERED again.
+	RemoveMember RemoveMemberRemoveMemberRemoveMemberPayload `json:"removeMember"`
+}
+
+// GetRemoveMember returns RemoveMemberResponse.RemoveMember, and is useful for accessing the field via an interface.
+func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveMemberPayload {
+	return v.RemoveMember
+}
+
+type RevokeJoinTokenInput struct {
+	Name string `json:"name"`
+}
+
+// GetName returns RevokeJoinTokenInput.Name, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenInput) GetName() string { return v.Name }
+
+// RevokeJoinTokenResponse is returned by RevokeJoinToken on success.
+type RevokeJoinTokenResponse struct {
+	// Cancel the pending join token for a name.
+	RevokeJoinToken RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload `json:"revokeJoinToken"`
+}
+
+// GetRevokeJoinToken returns RevokeJoinTokenResponse.RevokeJoinToken, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenResponse) GetRevokeJoinToken() RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload {
+	return v.RevokeJoinToken
+}
+
+// RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload includes the requested fields of the GraphQL type RevokeJoinTokenPayload.
+type RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload struct {
+	Machine *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine `json:"machine"`
+}
+
+// GetMachine returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload.Machine, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload) GetMachine() *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine {
+	return v.Machine
+}
+
+// RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine struct {
+	MachineFields `json:"-"`
+}
+
+// GetName returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine.Name, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) GetName() string {
+	return v.MachineFields.Name
+}
+
+// GetPhase returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine.Phase, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) GetPhase() Phase {
+	return v.MachineFields.Phase
+}
+
+// GetWarnings returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine.Warnings, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) GetWarnings() []MachineFieldsWarningsWarning {
+	return v.MachineFields.Warnings
+}
+
+// GetMember returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine.Member, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) GetMember() *MachineFieldsMember {
+	return v.MachineFields.Member
+}
+
+// GetPendingJoinToken returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
+}
+
+// GetRecord returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine.Record, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) GetRecord() *MachineFieldsRecordMachineRecord {
+	return v.MachineFields.Record
+}
+
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine struct {
+	Name string `json:"name"`
+
+	Phase Phase `json:"phase"`
+
+	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
+
+	Member *MachineFieldsMember `json:"member"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
+	Record *MachineFieldsRecordMachineRecord `json:"record"`
+}
+
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) __premarshalJSON() (*__premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine, error) {
+	var retval __premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine
+
+	retval.Name = v.MachineFields.Name
+	retval.Phase = v.MachineFields.Phase
+	retval.Warnings = v.MachineFields.Warnings
+	retval.Member = v.MachineFields.Member
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
+	retval.Record = v.MachineFields.Record
+	return &retval, nil
+}
+
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
 }
@@ -893,7 +2562,8 @@ func (v *UnregisterMachineInput) GetName() string { return v.Name }
 
 // UnregisterMachineResponse is returned by UnregisterMachine on success.
 type UnregisterMachineResponse struct {
-	// Forget a machine record. The audit trail keeps its history.
+	// Forget a machine record. Refused while the machine is an Incus member or has a pending
+	// join token. The audit trail keeps its history.
 	UnregisterMachine UnregisterMachineUnregisterMachineUnregisterMachinePayload `json:"unregisterMachine"`
 }
 
@@ -948,13 +2618,57 @@ const (
 	WarningCodeIncusUnavailable WarningCode = "INCUS_UNAVAILABLE"
 	// scheduler.instance=group: placement reaches the member through its groups.
 	WarningCodeScheduledByGroup WarningCode = "SCHEDULED_BY_GROUP"
+	// Incus could not list its pending join tokens (a member hangs): the machine may be AWAITING_JOIN.
+	WarningCodeJoinTokensUnknown WarningCode = "JOIN_TOKENS_UNKNOWN"
+	// MAAS could not be asked about a machine registered from MAAS.
+	WarningCodeMaasUnavailable WarningCode = "MAAS_UNAVAILABLE"
+	// MAAS no longer reports the system id the record was registered with.
+	WarningCodeMaasMachineMissing WarningCode = "MAAS_MACHINE_MISSING"
+	// MAAS reports another hardware UUID than the one registered: the machine was replaced or the record is wrong.
+	WarningCodeHardwareUuidMismatch WarningCode = "HARDWARE_UUID_MISMATCH"
 )
 
 var AllWarningCode = []WarningCode{
 	WarningCodeJoinedWithoutHold,
 	WarningCodeIncusUnavailable,
 	WarningCodeScheduledByGroup,
+	WarningCodeJoinTokensUnknown,
+	WarningCodeMaasUnavailable,
+	WarningCodeMaasMachineMissing,
+	WarningCodeHardwareUuidMismatch,
 }
+
+// __AdmissionChecksInput is used internally by genqlient
+type __AdmissionChecksInput struct {
+	Name string `json:"name"`
+}
+
+// GetName returns __AdmissionChecksInput.Name, and is useful for accessing the field via an interface.
+func (v *__AdmissionChecksInput) GetName() string { return v.Name }
+
+// __AdmissionReportInput is used internally by genqlient
+type __AdmissionReportInput struct {
+	Name string `json:"name"`
+}
+
+// GetName returns __AdmissionReportInput.Name, and is useful for accessing the field via an interface.
+func (v *__AdmissionReportInput) GetName() string { return v.Name }
+
+// __AdmitMemberInput is used internally by genqlient
+type __AdmitMemberInput struct {
+	Input AdmitMemberInput `json:"input"`
+}
+
+// GetInput returns __AdmitMemberInput.Input, and is useful for accessing the field via an interface.
+func (v *__AdmitMemberInput) GetInput() AdmitMemberInput { return v.Input }
+
+// __ApproveEnrolmentInput is used internally by genqlient
+type __ApproveEnrolmentInput struct {
+	Input ApproveEnrolmentInput `json:"input"`
+}
+
+// GetInput returns __ApproveEnrolmentInput.Input, and is useful for accessing the field via an interface.
+func (v *__ApproveEnrolmentInput) GetInput() ApproveEnrolmentInput { return v.Input }
 
 // __AuditEventRecordedInput is used internally by genqlient
 type __AuditEventRecordedInput struct {
@@ -988,6 +2702,14 @@ type __MachineInput struct {
 // GetName returns __MachineInput.Name, and is useful for accessing the field via an interface.
 func (v *__MachineInput) GetName() string { return v.Name }
 
+// __MachineMemberInput is used internally by genqlient
+type __MachineMemberInput struct {
+	Name string `json:"name"`
+}
+
+// GetName returns __MachineMemberInput.Name, and is useful for accessing the field via an interface.
+func (v *__MachineMemberInput) GetName() string { return v.Name }
+
 // __RegisterMachineInput is used internally by genqlient
 type __RegisterMachineInput struct {
 	Input RegisterMachineInput `json:"input"`
@@ -996,6 +2718,22 @@ type __RegisterMachineInput struct {
 // GetInput returns __RegisterMachineInput.Input, and is useful for accessing the field via an interface.
 func (v *__RegisterMachineInput) GetInput() RegisterMachineInput { return v.Input }
 
+// __RemoveMemberInput is used internally by genqlient
+type __RemoveMemberInput struct {
+	Input RemoveMemberInput `json:"input"`
+}
+
+// GetInput returns __RemoveMemberInput.Input, and is useful for accessing the field via an interface.
+func (v *__RemoveMemberInput) GetInput() RemoveMemberInput { return v.Input }
+
+// __RevokeJoinTokenInput is used internally by genqlient
+type __RevokeJoinTokenInput struct {
+	Input RevokeJoinTokenInput `json:"input"`
+}
+
+// GetInput returns __RevokeJoinTokenInput.Input, and is useful for accessing the field via an interface.
+func (v *__RevokeJoinTokenInput) GetInput() RevokeJoinTokenInput { return v.Input }
+
 // __UnregisterMachineInput is used internally by genqlient
 type __UnregisterMachineInput struct {
 	Input UnregisterMachineInput `json:"input"`
@@ -1003,6 +2741,304 @@ type __UnregisterMachineInput struct {
 
 // GetInput returns __UnregisterMachineInput.Input, and is useful for accessing the field via an interface.
 func (v *__UnregisterMachineInput) GetInput() UnregisterMachineInput { return v.Input }
+
+// The subscription executed by AdmissionChecks.
+const AdmissionChecks_Operation = `
+subscription AdmissionChecks ($name: String!) {
+	admissionChecks(name: $name) {
+		machine
+		runId
+		trigger
+		at
+		check {
+			... AdmissionCheckFields
+		}
+		verdict
+	}
+}
+fragment AdmissionCheckFields on AdmissionCheck {
+	name
+	title
+	result
+	message
+}
+`
+
+// To unsubscribe, use [graphql.WebSocketClient.Unsubscribe]
+func AdmissionChecks(
+	ctx_ context.Context,
+	client_ graphql.WebSocketClient,
+	name string,
+) (dataChan_ chan AdmissionChecksWsResponse, subscriptionID_ string, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "AdmissionChecks",
+		Query:  AdmissionChecks_Operation,
+		Variables: &__AdmissionChecksInput{
+			Name: name,
+		},
+	}
+
+	dataChan_ = make(chan AdmissionChecksWsResponse)
+	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, AdmissionChecksForwardData)
+
+	return dataChan_, subscriptionID_, err_
+}
+
+type AdmissionChecksWsResponse graphql.BaseResponse[*AdmissionChecksResponse]
+
+func AdmissionChecksForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
+	var gqlResp graphql.Response
+	var wsResp AdmissionChecksWsResponse
+	err := json.Unmarshal(jsonRawMsg, &gqlResp)
+	if err != nil {
+		return err
+	}
+	if len(gqlResp.Errors) == 0 {
+		err = json.Unmarshal(jsonRawMsg, &wsResp)
+		if err != nil {
+			return err
+		}
+	} else {
+		wsResp.Errors = gqlResp.Errors
+	}
+	dataChan_, ok := interfaceChan.(chan AdmissionChecksWsResponse)
+	if !ok {
+		return errors.New("failed to cast interface into 'chan AdmissionChecksWsResponse'")
+	}
+	dataChan_ <- wsResp
+	return nil
+}
+
+// The query executed by AdmissionReport.
+const AdmissionReport_Operation = `
+query AdmissionReport ($name: String!) {
+	admissionReport(name: $name) {
+		... AdmissionReportFields
+	}
+}
+fragment AdmissionReportFields on AdmissionReport {
+	machine
+	runId
+	trigger
+	at
+	verdict
+	checks {
+		... AdmissionCheckFields
+	}
+}
+fragment AdmissionCheckFields on AdmissionCheck {
+	name
+	title
+	result
+	message
+}
+`
+
+func AdmissionReport(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	name string,
+) (data_ *AdmissionReportResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "AdmissionReport",
+		Query:  AdmissionReport_Operation,
+		Variables: &__AdmissionReportInput{
+			Name: name,
+		},
+	}
+
+	data_ = &AdmissionReportResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by AdmitMember.
+const AdmitMember_Operation = `
+mutation AdmitMember ($input: AdmitMemberInput!) {
+	admitMember(input: $input) {
+		machine {
+			... MachineFields
+			member {
+				... MemberFields
+			}
+		}
+		report {
+			... AdmissionReportFields
+		}
+	}
+}
+fragment MachineFields on Machine {
+	name
+	phase
+	warnings {
+		code
+		message
+	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
+	}
+	record {
+		name
+		description
+		provisioner {
+			kind
+			capabilities {
+				discovers
+				installs
+				powers
+			}
+		}
+		maasSystemId
+		hardwareUuid
+		registeredAt
+		registeredBy
+	}
+}
+fragment MemberFields on Member {
+	name
+	status
+	message
+	url
+	roles
+	groups
+	failureDomain
+	description
+	architecture
+	held
+	scheduler
+}
+fragment AdmissionReportFields on AdmissionReport {
+	machine
+	runId
+	trigger
+	at
+	verdict
+	checks {
+		... AdmissionCheckFields
+	}
+}
+fragment AdmissionCheckFields on AdmissionCheck {
+	name
+	title
+	result
+	message
+}
+`
+
+func AdmitMember(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input AdmitMemberInput,
+) (data_ *AdmitMemberResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "AdmitMember",
+		Query:  AdmitMember_Operation,
+		Variables: &__AdmitMemberInput{
+			Input: input,
+		},
+	}
+
+	data_ = &AdmitMemberResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by ApproveEnrolment.
+const ApproveEnrolment_Operation = `
+mutation ApproveEnrolment ($input: ApproveEnrolmentInput!) {
+	approveEnrolment(input: $input) {
+		machine {
+			... MachineFields
+		}
+		joinToken
+		expiresAt
+		memberConfig {
+			entity
+			name
+			key
+			value
+		}
+		command
+		scriptUrl
+	}
+}
+fragment MachineFields on Machine {
+	name
+	phase
+	warnings {
+		code
+		message
+	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
+	}
+	record {
+		name
+		description
+		provisioner {
+			kind
+			capabilities {
+				discovers
+				installs
+				powers
+			}
+		}
+		maasSystemId
+		hardwareUuid
+		registeredAt
+		registeredBy
+	}
+}
+`
+
+func ApproveEnrolment(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input ApproveEnrolmentInput,
+) (data_ *ApproveEnrolmentResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "ApproveEnrolment",
+		Query:  ApproveEnrolment_Operation,
+		Variables: &__ApproveEnrolmentInput{
+			Input: input,
+		},
+	}
+
+	data_ = &ApproveEnrolmentResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
 
 // The subscription executed by AuditEventRecorded.
 const AuditEventRecorded_Operation = `
@@ -1143,6 +3179,14 @@ fragment MachineFields on Machine {
 		code
 		message
 	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
+	}
 	record {
 		name
 		description
@@ -1187,6 +3231,97 @@ func Machine(
 	return data_, err_
 }
 
+// The query executed by MachineMember.
+const MachineMember_Operation = `
+query MachineMember ($name: String!) {
+	machine(name: $name) {
+		... MachineFields
+		member {
+			... MemberFields
+			version {
+				incus
+				apiExtensions
+				kernel
+				os
+			}
+		}
+		pendingJoinToken {
+			expiresAt
+		}
+	}
+}
+fragment MachineFields on Machine {
+	name
+	phase
+	warnings {
+		code
+		message
+	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
+	}
+	record {
+		name
+		description
+		provisioner {
+			kind
+			capabilities {
+				discovers
+				installs
+				powers
+			}
+		}
+		maasSystemId
+		hardwareUuid
+		registeredAt
+		registeredBy
+	}
+}
+fragment MemberFields on Member {
+	name
+	status
+	message
+	url
+	roles
+	groups
+	failureDomain
+	description
+	architecture
+	held
+	scheduler
+}
+`
+
+func MachineMember(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	name string,
+) (data_ *MachineMemberResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "MachineMember",
+		Query:  MachineMember_Operation,
+		Variables: &__MachineMemberInput{
+			Name: name,
+		},
+	}
+
+	data_ = &MachineMemberResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The query executed by Machines.
 const Machines_Operation = `
 query Machines {
@@ -1200,6 +3335,14 @@ fragment MachineFields on Machine {
 	warnings {
 		code
 		message
+	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
 	}
 	record {
 		name
@@ -1257,6 +3400,14 @@ fragment MachineFields on Machine {
 		code
 		message
 	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
+	}
 	record {
 		name
 		description
@@ -1290,6 +3441,142 @@ func RegisterMachine(
 	}
 
 	data_ = &RegisterMachineResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by RemoveMember.
+const RemoveMember_Operation = `
+mutation RemoveMember ($input: RemoveMemberInput!) {
+	removeMember(input: $input) {
+		machine {
+			... MachineFields
+		}
+	}
+}
+fragment MachineFields on Machine {
+	name
+	phase
+	warnings {
+		code
+		message
+	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
+	}
+	record {
+		name
+		description
+		provisioner {
+			kind
+			capabilities {
+				discovers
+				installs
+				powers
+			}
+		}
+		maasSystemId
+		hardwareUuid
+		registeredAt
+		registeredBy
+	}
+}
+`
+
+func RemoveMember(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RemoveMemberInput,
+) (data_ *RemoveMemberResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RemoveMember",
+		Query:  RemoveMember_Operation,
+		Variables: &__RemoveMemberInput{
+			Input: input,
+		},
+	}
+
+	data_ = &RemoveMemberResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by RevokeJoinToken.
+const RevokeJoinToken_Operation = `
+mutation RevokeJoinToken ($input: RevokeJoinTokenInput!) {
+	revokeJoinToken(input: $input) {
+		machine {
+			... MachineFields
+		}
+	}
+}
+fragment MachineFields on Machine {
+	name
+	phase
+	warnings {
+		code
+		message
+	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
+	}
+	record {
+		name
+		description
+		provisioner {
+			kind
+			capabilities {
+				discovers
+				installs
+				powers
+			}
+		}
+		maasSystemId
+		hardwareUuid
+		registeredAt
+		registeredBy
+	}
+}
+`
+
+func RevokeJoinToken(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RevokeJoinTokenInput,
+) (data_ *RevokeJoinTokenResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RevokeJoinToken",
+		Query:  RevokeJoinToken_Operation,
+		Variables: &__RevokeJoinTokenInput{
+			Input: input,
+		},
+	}
+
+	data_ = &RevokeJoinTokenResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -28,6 +28,8 @@ type Secret interface {
 type IssuedToken struct {
 	Name      string
 	ExpiresAt time.Time
+	// Addresses are the members the joiner will contact (host:port).
+	Addresses []string
 	Token     Secret
 }
 
@@ -77,6 +79,7 @@ type Approval struct {
 	Name         string
 	Token        Secret
 	ExpiresAt    time.Time
+	Addresses    []string
 	MemberConfig []ConfigValue
 }
 
@@ -139,47 +142,60 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 		return nil, apperr.New(apperr.NotFound, "no machine record named %q: register the machine before approving its enrolment", name)
 	}
 	var approval *Approval
-	var issued *IssuedToken
 	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
-		snap, err := s.Incus.Snapshot(ctx)
-		if err != nil {
-			return err
-		}
-		if snap.Member(name) != nil {
-			return apperr.New(apperr.FailedPrecondition, "%q is already an Incus member: there is nothing to enrol (removeMember first to enrol it again)", name)
-		}
-		if p := snap.PendingFor(name); p != nil {
-			return apperr.New(apperr.FailedPrecondition, "a join token for %q is already pending (it expires %s): use it, or revoke it with revokeJoinToken before approving again", name, p.ExpiresAt.UTC().Format(time.RFC3339))
-		}
-		keys, err := s.Incus.MemberConfigKeys(ctx)
-		if err != nil {
-			return err
-		}
-		cfg, err := MemberConfig(keys, overrides)
-		if err != nil {
-			return err
-		}
-		tok, err := s.Incus.IssueJoinToken(ctx, name)
-		if err != nil {
-			return err
-		}
-		issued = &tok
-		if a := audit.ActionFrom(ctx); a != nil {
-			a.Detail("joinTokenExpiresAt", tok.ExpiresAt.UTC().Format(time.RFC3339))
-			a.Detail("memberConfig", configDetail(cfg))
-		}
-		approval = &Approval{Name: name, Token: tok.Token, ExpiresAt: tok.ExpiresAt, MemberConfig: cfg}
-		return nil
+		approval, err = s.Prepare(ctx, name, overrides)
+		return err
 	})
 	if err != nil {
-		if issued != nil {
-			// The approval was not recorded: take the token back so no unaudited token
-			// stays usable.
-			_ = s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name)
+		if approval != nil {
+			s.Withdraw(ctx, name)
 		}
 		return nil, err
 	}
 	return approval, nil
+}
+
+// Prepare checks that name can enrol (not a member, no pending token), computes its
+// member config and has Incus issue the join token, noting the expiry and member config
+// in the audit event. It takes no lock: call it inside an audited change of the machine.
+// If what follows fails, call Withdraw so no unrecorded token stays usable.
+func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigValue) (*Approval, error) {
+	snap, err := s.Incus.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if snap.Member(name) != nil {
+		return nil, apperr.New(apperr.FailedPrecondition, "%q is already an Incus member: there is nothing to enrol (removeMember first to enrol it again)", name)
+	}
+	if snap.PendingProblem != "" {
+		return nil, apperr.New(apperr.Unavailable, "cannot tell whether a join token for %q is already pending: %s; try again when every member answers", name, snap.PendingProblem)
+	}
+	if p := snap.PendingFor(name); p != nil {
+		return nil, apperr.New(apperr.FailedPrecondition, "a join token for %q is already pending (it expires %s): use it, or revoke it with revokeJoinToken before approving again", name, p.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	keys, err := s.Incus.MemberConfigKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := MemberConfig(keys, overrides)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := s.Incus.IssueJoinToken(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if a := audit.ActionFrom(ctx); a != nil {
+		a.Detail("joinTokenExpiresAt", tok.ExpiresAt.UTC().Format(time.RFC3339))
+		a.Detail("memberConfig", configDetail(cfg))
+	}
+	return &Approval{Name: name, Token: tok.Token, ExpiresAt: tok.ExpiresAt, Addresses: tok.Addresses, MemberConfig: cfg}, nil
+}
+
+// Withdraw revokes the join token for name, best effort: used when the step that issued
+// it could not be completed or recorded.
+func (s *Service) Withdraw(ctx context.Context, name string) {
+	_ = s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name)
 }
 
 func configDetail(cfg []ConfigValue) []string {
@@ -201,6 +217,9 @@ func (s *Service) Revoke(ctx context.Context, name string) error {
 			return err
 		}
 		p := snap.PendingFor(name)
+		if p == nil && snap.PendingProblem != "" {
+			return apperr.New(apperr.Unavailable, "cannot list the pending join tokens: %s; try again when every member answers", snap.PendingProblem)
+		}
 		if p == nil {
 			return apperr.New(apperr.NotFound, "no pending join token for %q: nothing to revoke", name)
 		}

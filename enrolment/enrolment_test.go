@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,36 @@ func TestShellQuote(t *testing.T) {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+func TestUserDataRunsTheScriptWithTheTokenOnStandardInput(t *testing.T) {
+	a := &Approval{Name: "node-3", Token: secret("eyJzZXJ2ZXJfbmFtZSI6Im5vZGUtMyJ9"), ExpiresAt: time.Unix(2000000000, 0),
+		Addresses: []string{"10.0.0.5:8443", "10.0.0.6:8443"}, MemberConfig: []ConfigValue{{"storage-pool", "local", "source", ""}}}
+	ud, err := UserData([]byte("#!/bin/sh\necho enrol\n"), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(ud)
+	for _, want := range []string{
+		"#!/bin/sh\n",
+		"cat >\"$dir/enrol-member.sh\" <<'APELORA_ENROL_SCRIPT'\n#!/bin/sh\necho enrol\nAPELORA_ENROL_SCRIPT\n",
+		"ip -o route get 10.0.0.5 ",
+		`sh "$dir/enrol-member.sh" --name node-3 --address "$address:8443" --member-config storage-pool/local/source= <<'APELORA_JOIN_TOKEN'` + "\neyJzZXJ2ZXJfbmFtZSI6Im5vZGUtMyJ9\nAPELORA_JOIN_TOKEN\n",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("user data lacks %q:\n%s", want, s)
+		}
+	}
+	check := exec.Command("sh", "-n")
+	check.Stdin = strings.NewReader(s)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("user data is not valid sh: %v\n%s", err, out)
+	}
+	if strings.Count(s, "eyJzZXJ2ZXJfbmFtZSI6Im5vZGUtMyJ9") != 1 {
+		t.Error("the token appears more than once (it belongs only on the script's standard input)")
+	}
+	if _, err := UserData([]byte("x\nAPELORA_JOIN_TOKEN\n"), a); err == nil {
+		t.Error("a script that would end the here-document was accepted")
 	}
 }

@@ -1,6 +1,6 @@
 // Package fleet is the joined view the product is built around: each machine record beside
-// the Incus member of the same name (and, for MAAS machines, the MAAS machine), with the
-// phase derived from all of them on every read.
+// the Incus member of the same name and, for machines MAAS knows, the MAAS machine, with
+// the phase derived from all of them on every read.
 package fleet
 
 import (
@@ -11,16 +11,32 @@ import (
 	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/provisioning"
 )
 
 // Machine is one row of the fleet.
 type Machine struct {
 	Name     string
-	Record   *machines.Record        // nil for a member with no record
+	Record   *machines.Record        // nil for a member or MAAS machine with no record
 	Member   *membership.Member      // nil when not a member (or Incus unknown)
 	Pending  *membership.PendingJoin // a pending join token for the name
+	MAAS     *provisioning.Machine   // nil when MAAS does not report it (or is unknown)
 	Phase    lifecycle.Phase
 	Warnings []lifecycle.Warning
+}
+
+// Source says whether one upstream could be asked for this view.
+type Source struct {
+	Configured bool
+	Available  bool
+	Message    string
+}
+
+// View is the whole fleet with what each source said about itself.
+type View struct {
+	Machines []Machine
+	Incus    Source
+	MAAS     Source
 }
 
 // Records reads machine records.
@@ -34,105 +50,192 @@ type Admissions interface {
 	AdmittedMachines(ctx context.Context) (map[string]bool, error)
 }
 
+// MAASMachines lists the machines MAAS reports, in one call.
+type MAASMachines interface {
+	Machines(ctx context.Context) ([]provisioning.Machine, error)
+}
+
 // Service assembles the fleet view. Whatever the fleet's size, a view costs one read of
-// the records, one of the admissions, and two Incus calls (members, pending tokens).
+// the records, one of the admissions, two Incus calls (members, pending tokens) and one
+// MAAS call (the machine list).
 type Service struct {
 	Records    Records
 	Admissions Admissions
 	// Incus is nil when Incus is not configured.
 	Incus membership.Source
+	// MAAS is nil when MAAS is not configured.
+	MAAS MAASMachines
 }
 
-// view is what the sources said for one read.
-type view struct {
-	records  map[string]*machines.Record
+type sources struct {
+	records  []machines.Record
 	snapshot *membership.Snapshot
-	problem  string // why Incus is unknown
 	admitted map[string]bool
+	maas     []provisioning.Machine
+	view     View
 }
 
-func (s *Service) read(ctx context.Context) (*view, error) {
+func (s *Service) read(ctx context.Context) (*sources, error) {
 	recs, err := s.Records.Records(ctx)
 	if err != nil {
 		return nil, err
 	}
-	v := &view{records: map[string]*machines.Record{}}
-	for i := range recs {
-		v.records[recs[i].Name] = &recs[i]
+	src := &sources{records: recs}
+	type maasAnswer struct {
+		ms  []provisioning.Machine
+		err error
 	}
-	if s.Incus == nil {
-		v.problem = "Incus is not configured (set APELORA_INCUS_URL or APELORA_INCUS_SOCKET)"
-		return v, nil
+	maasDone := make(chan maasAnswer, 1)
+	if s.MAAS != nil {
+		// Incus and MAAS are asked at the same time: the view costs its slowest call.
+		go func() {
+			ms, err := s.MAAS.Machines(ctx)
+			maasDone <- maasAnswer{ms, err}
+		}()
 	}
-	snap, err := s.Incus.Snapshot(ctx)
-	if err != nil {
-		v.problem = problem(err)
-		return v, nil
+	switch {
+	case s.Incus == nil:
+		src.view.Incus = Source{Message: "Incus is not configured (set APELORA_INCUS_URL or APELORA_INCUS_SOCKET)"}
+	default:
+		src.view.Incus.Configured = true
+		snap, err := s.Incus.Snapshot(ctx)
+		if err != nil {
+			src.view.Incus.Message = problem(err, "Incus could not be asked")
+			break
+		}
+		src.snapshot = snap
+		src.view.Incus = Source{Configured: true, Available: true, Message: "ok"}
+		if src.admitted, err = s.Admissions.AdmittedMachines(ctx); err != nil {
+			return nil, err
+		}
 	}
-	v.snapshot = snap
-	if v.admitted, err = s.Admissions.AdmittedMachines(ctx); err != nil {
-		return nil, err
+	if s.MAAS == nil {
+		src.view.MAAS = Source{Message: "MAAS is not configured (set APELORA_MAAS_URL and APELORA_MAAS_API_KEY)"}
+	} else {
+		a := <-maasDone
+		src.view.MAAS.Configured = true
+		if a.err != nil {
+			src.view.MAAS.Message = problem(a.err, "MAAS could not be asked")
+		} else {
+			src.maas = a.ms
+			src.view.MAAS = Source{Configured: true, Available: true, Message: "ok"}
+		}
 	}
-	return v, nil
+	return src, nil
 }
 
-func problem(err error) string {
+func problem(err error, fallback string) string {
 	if e, ok := apperr.As(err); ok {
 		return e.Message
 	}
-	return "Incus could not be asked"
+	return fallback
 }
 
-// Machines returns every machine record and every member, ordered by name.
-func (s *Service) Machines(ctx context.Context) ([]Machine, error) {
-	v, err := s.read(ctx)
+// View returns every machine record, every Incus member and every MAAS machine, joined,
+// ordered by name, with what each source said.
+func (s *Service) View(ctx context.Context) (*View, error) {
+	src, err := s.read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	names := map[string]bool{}
-	for n := range v.records {
-		names[n] = true
+	src.view.Machines = src.join()
+	return &src.view, nil
+}
+
+// Machines returns the fleet's rows.
+func (s *Service) Machines(ctx context.Context) ([]Machine, error) {
+	v, err := s.View(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if v.snapshot != nil {
-		for _, m := range v.snapshot.Members {
-			names[m.Name] = true
+	return v.Machines, nil
+}
+
+// Machine returns one machine, or nil when no source knows the name.
+func (s *Service) Machine(ctx context.Context, name string) (*Machine, error) {
+	v, err := s.View(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range v.Machines {
+		if v.Machines[i].Name == name {
+			return &v.Machines[i], nil
 		}
 	}
-	out := make([]Machine, 0, len(names))
-	for n := range names {
-		out = append(out, v.row(n))
+	return nil, nil
+}
+
+// join builds the rows. A record registered from MAAS meets its MAAS machine by system
+// id; any other MAAS machine takes its row by hostname. Members meet rows by name.
+func (src *sources) join() []Machine {
+	rows := map[string]*Machine{}
+	row := func(name string) *Machine {
+		if r, ok := rows[name]; ok {
+			return r
+		}
+		r := &Machine{Name: name}
+		rows[name] = r
+		return r
+	}
+	bySystemID := map[string]*Machine{}
+	for i := range src.records {
+		rec := &src.records[i]
+		r := row(rec.Name)
+		r.Record = rec
+		if rec.MAASSystemID != "" {
+			bySystemID[rec.MAASSystemID] = r
+		}
+	}
+	for i := range src.maas {
+		m := &src.maas[i]
+		r, ok := bySystemID[m.SystemID]
+		if !ok {
+			r = row(m.Hostname)
+			if r.MAAS != nil {
+				// Two MAAS machines with one hostname: keep both visible.
+				r = row(m.Hostname + "@" + m.SystemID)
+			}
+		}
+		r.MAAS = m
+	}
+	if src.snapshot != nil {
+		for i := range src.snapshot.Members {
+			mem := &src.snapshot.Members[i]
+			row(mem.Name).Member = mem
+		}
+	}
+	out := make([]Machine, 0, len(rows))
+	for _, r := range rows {
+		src.derive(r)
+		out = append(out, *r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
-// Machine returns one machine, or nil when neither a record nor a member has the name.
-func (s *Service) Machine(ctx context.Context, name string) (*Machine, error) {
-	v, err := s.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if v.records[name] == nil && (v.snapshot == nil || v.snapshot.Member(name) == nil) {
-		return nil, nil
-	}
-	m := v.row(name)
-	return &m, nil
-}
-
-func (v *view) row(name string) Machine {
-	m := Machine{Name: name, Record: v.records[name]}
-	f := lifecycle.Facts{HasRecord: m.Record != nil, IncusProblem: v.problem}
-	if v.snapshot != nil {
+func (src *sources) derive(r *Machine) {
+	f := lifecycle.Facts{HasRecord: r.Record != nil, InMAAS: r.MAAS != nil, IncusProblem: src.view.Incus.Message}
+	if src.snapshot != nil {
 		f.IncusKnown = true
-		m.Member = v.snapshot.Member(name)
-		m.Pending = v.snapshot.PendingFor(name)
-		f.IsMember = m.Member != nil
-		f.PendingJoinToken = m.Pending != nil
-		f.AdmissionRecorded = v.admitted[name]
-		if m.Member != nil {
-			f.Scheduler = m.Member.Scheduler()
+		r.Pending = src.snapshot.PendingFor(r.Name)
+		f.IsMember = r.Member != nil
+		f.PendingJoinToken = r.Pending != nil
+		f.PendingProblem = src.snapshot.PendingProblem
+		f.AdmissionRecorded = src.admitted[r.Name]
+		if r.Member != nil {
+			f.Scheduler = r.Member.Scheduler()
 		}
 	}
-	m.Phase, m.Warnings = lifecycle.Derive(f)
-	return m
+	r.Phase, r.Warnings = lifecycle.Derive(f)
+	if r.Record == nil || r.Record.Provisioner != machines.MAAS {
+		return
+	}
+	switch {
+	case !src.view.MAAS.Available:
+		r.Warnings = append(r.Warnings, lifecycle.Warning{Code: lifecycle.MAASUnavailable, Message: "MAAS could not be asked: " + src.view.MAAS.Message})
+	case r.MAAS == nil:
+		r.Warnings = append(r.Warnings, lifecycle.Warning{Code: lifecycle.MAASMachineGone, Message: "MAAS no longer reports system id " + r.Record.MAASSystemID + ": the machine was deleted from MAAS"})
+	case r.Record.HardwareUUID != "" && r.MAAS.HardwareUUID != r.Record.HardwareUUID:
+		r.Warnings = append(r.Warnings, lifecycle.Warning{Code: lifecycle.HardwareMismatch, Message: "MAAS reports hardware UUID " + r.MAAS.HardwareUUID + " for system id " + r.MAAS.SystemID + ", but the record was registered with " + r.Record.HardwareUUID + ": the machine was replaced or the record is wrong"})
+	}
 }

@@ -100,13 +100,67 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	ErasePreview struct {
+		Effective           func(childComplexity int) int
+		MaasErasesOnRelease func(childComplexity int) int
+		Message             func(childComplexity int) int
+		Requested           func(childComplexity int) int
+	}
+
+	Fleet struct {
+		Machines func(childComplexity int) int
+		Sources  func(childComplexity int) int
+	}
+
+	FleetSources struct {
+		Incus func(childComplexity int) int
+		Maas  func(childComplexity int) int
+	}
+
 	Identity struct {
 		CreatedAt   func(childComplexity int) int
 		Name        func(childComplexity int) int
 		Permissions func(childComplexity int) int
 	}
 
+	InstallOperatingSystemPayload struct {
+		Maas    func(childComplexity int) int
+		Machine func(childComplexity int) int
+	}
+
+	MaasMachine struct {
+		Architecture      func(childComplexity int) int
+		CPUCount          func(childComplexity int) int
+		DistroSeries      func(childComplexity int) int
+		Fqdn              func(childComplexity int) int
+		HardwareUUID      func(childComplexity int) int
+		Hostname          func(childComplexity int) int
+		IPAddresses       func(childComplexity int) int
+		Locked            func(childComplexity int) int
+		MemoryMiB         func(childComplexity int) int
+		Osystem           func(childComplexity int) int
+		Owner             func(childComplexity int) int
+		Pool              func(childComplexity int) int
+		PowerState        func(childComplexity int) int
+		PowerType         func(childComplexity int) int
+		Status            func(childComplexity int) int
+		StatusCode        func(childComplexity int) int
+		StatusMessage     func(childComplexity int) int
+		StorageMb         func(childComplexity int) int
+		SystemID          func(childComplexity int) int
+		Tags              func(childComplexity int) int
+		TestingStatus     func(childComplexity int) int
+		TestingStatusCode func(childComplexity int) int
+		Zone              func(childComplexity int) int
+	}
+
+	MaasMachinePayload struct {
+		Maas    func(childComplexity int) int
+		Machine func(childComplexity int) int
+	}
+
 	Machine struct {
+		Maas             func(childComplexity int) int
 		Member           func(childComplexity int) int
 		Name             func(childComplexity int) int
 		PendingJoinToken func(childComplexity int) int
@@ -155,12 +209,16 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AdmitMember       func(childComplexity int, input model.AdmitMemberInput) int
-		ApproveEnrolment  func(childComplexity int, input model.ApproveEnrolmentInput) int
-		RegisterMachine   func(childComplexity int, input model.RegisterMachineInput) int
-		RemoveMember      func(childComplexity int, input model.RemoveMemberInput) int
-		RevokeJoinToken   func(childComplexity int, input model.RevokeJoinTokenInput) int
-		UnregisterMachine func(childComplexity int, input model.UnregisterMachineInput) int
+		AdmitMember            func(childComplexity int, input model.AdmitMemberInput) int
+		ApproveEnrolment       func(childComplexity int, input model.ApproveEnrolmentInput) int
+		CommissionMachine      func(childComplexity int, input model.CommissionMachineInput) int
+		InstallOperatingSystem func(childComplexity int, input model.InstallOperatingSystemInput) int
+		RegisterMachine        func(childComplexity int, input model.RegisterMachineInput) int
+		ReleaseMachine         func(childComplexity int, input model.ReleaseMachineInput) int
+		RemoveMember           func(childComplexity int, input model.RemoveMemberInput) int
+		RevokeJoinToken        func(childComplexity int, input model.RevokeJoinTokenInput) int
+		RunHardwareTests       func(childComplexity int, input model.RunHardwareTestsInput) int
+		UnregisterMachine      func(childComplexity int, input model.UnregisterMachineInput) int
 	}
 
 	PageInfo struct {
@@ -186,12 +244,20 @@ type ComplexityRoot struct {
 	Query struct {
 		AdmissionReport func(childComplexity int, name string) int
 		AuditEvents     func(childComplexity int, first *int, after *string, machine *string) int
+		Fleet           func(childComplexity int) int
 		Machine         func(childComplexity int, name string) int
 		Machines        func(childComplexity int) int
+		ReleasePreview  func(childComplexity int, erase *bool) int
 		Viewer          func(childComplexity int) int
 	}
 
 	RegisterMachinePayload struct {
+		Machine func(childComplexity int) int
+	}
+
+	ReleaseMachinePayload struct {
+		Erase   func(childComplexity int) int
+		Maas    func(childComplexity int) int
 		Machine func(childComplexity int) int
 	}
 
@@ -201,6 +267,12 @@ type ComplexityRoot struct {
 
 	RevokeJoinTokenPayload struct {
 		Machine func(childComplexity int) int
+	}
+
+	SourceStatus struct {
+		Available  func(childComplexity int) int
+		Configured func(childComplexity int) int
+		Message    func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -226,6 +298,10 @@ type MemberResolver interface {
 	Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error)
 }
 type MutationResolver interface {
+	CommissionMachine(ctx context.Context, input model.CommissionMachineInput) (*model.MaasMachinePayload, error)
+	InstallOperatingSystem(ctx context.Context, input model.InstallOperatingSystemInput) (*model.InstallOperatingSystemPayload, error)
+	RunHardwareTests(ctx context.Context, input model.RunHardwareTestsInput) (*model.MaasMachinePayload, error)
+	ReleaseMachine(ctx context.Context, input model.ReleaseMachineInput) (*model.ReleaseMachinePayload, error)
 	RegisterMachine(ctx context.Context, input model.RegisterMachineInput) (*model.RegisterMachinePayload, error)
 	UnregisterMachine(ctx context.Context, input model.UnregisterMachineInput) (*model.UnregisterMachinePayload, error)
 	ApproveEnrolment(ctx context.Context, input model.ApproveEnrolmentInput) (*model.ApproveEnrolmentPayload, error)
@@ -236,6 +312,8 @@ type MutationResolver interface {
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Identity, error)
 	AuditEvents(ctx context.Context, first *int, after *string, machine *string) (*model.AuditEventConnection, error)
+	Fleet(ctx context.Context) (*model.Fleet, error)
+	ReleasePreview(ctx context.Context, erase *bool) (*model.ErasePreview, error)
 	Machines(ctx context.Context) ([]*model.Machine, error)
 	Machine(ctx context.Context, name string) (*model.Machine, error)
 	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
@@ -499,6 +577,57 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditEventEdge.Node(childComplexity), true
 
+	case "ErasePreview.effective":
+		if e.ComplexityRoot.ErasePreview.Effective == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasePreview.Effective(childComplexity), true
+	case "ErasePreview.maasErasesOnRelease":
+		if e.ComplexityRoot.ErasePreview.MaasErasesOnRelease == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasePreview.MaasErasesOnRelease(childComplexity), true
+	case "ErasePreview.message":
+		if e.ComplexityRoot.ErasePreview.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasePreview.Message(childComplexity), true
+	case "ErasePreview.requested":
+		if e.ComplexityRoot.ErasePreview.Requested == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ErasePreview.Requested(childComplexity), true
+
+	case "Fleet.machines":
+		if e.ComplexityRoot.Fleet.Machines == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Fleet.Machines(childComplexity), true
+	case "Fleet.sources":
+		if e.ComplexityRoot.Fleet.Sources == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Fleet.Sources(childComplexity), true
+
+	case "FleetSources.incus":
+		if e.ComplexityRoot.FleetSources.Incus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FleetSources.Incus(childComplexity), true
+	case "FleetSources.maas":
+		if e.ComplexityRoot.FleetSources.Maas == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FleetSources.Maas(childComplexity), true
+
 	case "Identity.createdAt":
 		if e.ComplexityRoot.Identity.CreatedAt == nil {
 			break
@@ -518,6 +647,177 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Identity.Permissions(childComplexity), true
 
+	case "InstallOperatingSystemPayload.maas":
+		if e.ComplexityRoot.InstallOperatingSystemPayload.Maas == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstallOperatingSystemPayload.Maas(childComplexity), true
+	case "InstallOperatingSystemPayload.machine":
+		if e.ComplexityRoot.InstallOperatingSystemPayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstallOperatingSystemPayload.Machine(childComplexity), true
+
+	case "MaasMachine.architecture":
+		if e.ComplexityRoot.MaasMachine.Architecture == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.Architecture(childComplexity), true
+	case "MaasMachine.cpuCount":
+		if e.ComplexityRoot.MaasMachine.CPUCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.CPUCount(childComplexity), true
+	case "MaasMachine.distroSeries":
+		if e.ComplexityRoot.MaasMachine.DistroSeries == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.DistroSeries(childComplexity), true
+	case "MaasMachine.fqdn":
+		if e.ComplexityRoot.MaasMachine.Fqdn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.Fqdn(childComplexity), true
+	case "MaasMachine.hardwareUuid":
+		if e.ComplexityRoot.MaasMachine.HardwareUUID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.HardwareUUID(childComplexity), true
+	case "MaasMachine.hostname":
+		if e.ComplexityRoot.MaasMachine.Hostname == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.Hostname(childComplexity), true
+	case "MaasMachine.ipAddresses":
+		if e.ComplexityRoot.MaasMachine.IPAddresses == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.IPAddresses(childComplexity), true
+	case "MaasMachine.locked":
+		if e.ComplexityRoot.MaasMachine.Locked == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.Locked(childComplexity), true
+	case "MaasMachine.memoryMiB":
+		if e.ComplexityRoot.MaasMachine.MemoryMiB == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.MemoryMiB(childComplexity), true
+	case "MaasMachine.osystem":
+		if e.ComplexityRoot.MaasMachine.Osystem == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.Osystem(childComplexity), true
+	case "MaasMachine.owner":
+		if e.ComplexityRoot.MaasMachine.Owner == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.Owner(childComplexity), true
+	case "MaasMachine.pool":
+		if e.ComplexityRoot.MaasMachine.Pool == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.Pool(childComplexity), true
+	case "MaasMachine.powerState":
+		if e.ComplexityRoot.MaasMachine.PowerState == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.PowerState(childComplexity), true
+	case "MaasMachine.powerType":
+		if e.ComplexityRoot.MaasMachine.PowerType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.PowerType(childComplexity), true
+	case "MaasMachine.status":
+		if e.ComplexityRoot.MaasMachine.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.Status(childComplexity), true
+	case "MaasMachine.statusCode":
+		if e.ComplexityRoot.MaasMachine.StatusCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.StatusCode(childComplexity), true
+	case "MaasMachine.statusMessage":
+		if e.ComplexityRoot.MaasMachine.StatusMessage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.StatusMessage(childComplexity), true
+	case "MaasMachine.storageMB":
+		if e.ComplexityRoot.MaasMachine.StorageMb == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.StorageMb(childComplexity), true
+	case "MaasMachine.systemId":
+		if e.ComplexityRoot.MaasMachine.SystemID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.SystemID(childComplexity), true
+	case "MaasMachine.tags":
+		if e.ComplexityRoot.MaasMachine.Tags == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.Tags(childComplexity), true
+	case "MaasMachine.testingStatus":
+		if e.ComplexityRoot.MaasMachine.TestingStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.TestingStatus(childComplexity), true
+	case "MaasMachine.testingStatusCode":
+		if e.ComplexityRoot.MaasMachine.TestingStatusCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.TestingStatusCode(childComplexity), true
+	case "MaasMachine.zone":
+		if e.ComplexityRoot.MaasMachine.Zone == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.Zone(childComplexity), true
+
+	case "MaasMachinePayload.maas":
+		if e.ComplexityRoot.MaasMachinePayload.Maas == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachinePayload.Maas(childComplexity), true
+	case "MaasMachinePayload.machine":
+		if e.ComplexityRoot.MaasMachinePayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachinePayload.Machine(childComplexity), true
+
+	case "Machine.maas":
+		if e.ComplexityRoot.Machine.Maas == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.Maas(childComplexity), true
 	case "Machine.member":
 		if e.ComplexityRoot.Machine.Member == nil {
 			break
@@ -743,6 +1043,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ApproveEnrolment(childComplexity, args["input"].(model.ApproveEnrolmentInput)), true
+	case "Mutation.commissionMachine":
+		if e.ComplexityRoot.Mutation.CommissionMachine == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_commissionMachine_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CommissionMachine(childComplexity, args["input"].(model.CommissionMachineInput)), true
+	case "Mutation.installOperatingSystem":
+		if e.ComplexityRoot.Mutation.InstallOperatingSystem == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_installOperatingSystem_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.InstallOperatingSystem(childComplexity, args["input"].(model.InstallOperatingSystemInput)), true
 	case "Mutation.registerMachine":
 		if e.ComplexityRoot.Mutation.RegisterMachine == nil {
 			break
@@ -754,6 +1076,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RegisterMachine(childComplexity, args["input"].(model.RegisterMachineInput)), true
+	case "Mutation.releaseMachine":
+		if e.ComplexityRoot.Mutation.ReleaseMachine == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_releaseMachine_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReleaseMachine(childComplexity, args["input"].(model.ReleaseMachineInput)), true
 	case "Mutation.removeMember":
 		if e.ComplexityRoot.Mutation.RemoveMember == nil {
 			break
@@ -776,6 +1109,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeJoinToken(childComplexity, args["input"].(model.RevokeJoinTokenInput)), true
+	case "Mutation.runHardwareTests":
+		if e.ComplexityRoot.Mutation.RunHardwareTests == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_runHardwareTests_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RunHardwareTests(childComplexity, args["input"].(model.RunHardwareTestsInput)), true
 	case "Mutation.unregisterMachine":
 		if e.ComplexityRoot.Mutation.UnregisterMachine == nil {
 			break
@@ -862,6 +1206,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["first"].(*int), args["after"].(*string), args["machine"].(*string)), true
+	case "Query.fleet":
+		if e.ComplexityRoot.Query.Fleet == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Fleet(childComplexity), true
 
 	case "Query.machine":
 		if e.ComplexityRoot.Query.Machine == nil {
@@ -880,6 +1230,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Machines(childComplexity), true
+	case "Query.releasePreview":
+		if e.ComplexityRoot.Query.ReleasePreview == nil {
+			break
+		}
+
+		args, err := ec.field_Query_releasePreview_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ReleasePreview(childComplexity, args["erase"].(*bool)), true
 	case "Query.viewer":
 		if e.ComplexityRoot.Query.Viewer == nil {
 			break
@@ -894,6 +1255,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RegisterMachinePayload.Machine(childComplexity), true
 
+	case "ReleaseMachinePayload.erase":
+		if e.ComplexityRoot.ReleaseMachinePayload.Erase == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReleaseMachinePayload.Erase(childComplexity), true
+	case "ReleaseMachinePayload.maas":
+		if e.ComplexityRoot.ReleaseMachinePayload.Maas == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReleaseMachinePayload.Maas(childComplexity), true
+	case "ReleaseMachinePayload.machine":
+		if e.ComplexityRoot.ReleaseMachinePayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReleaseMachinePayload.Machine(childComplexity), true
+
 	case "RemoveMemberPayload.machine":
 		if e.ComplexityRoot.RemoveMemberPayload.Machine == nil {
 			break
@@ -907,6 +1287,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RevokeJoinTokenPayload.Machine(childComplexity), true
+
+	case "SourceStatus.available":
+		if e.ComplexityRoot.SourceStatus.Available == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SourceStatus.Available(childComplexity), true
+	case "SourceStatus.configured":
+		if e.ComplexityRoot.SourceStatus.Configured == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SourceStatus.Configured(childComplexity), true
+	case "SourceStatus.message":
+		if e.ComplexityRoot.SourceStatus.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SourceStatus.Message(childComplexity), true
 
 	case "Subscription.admissionChecks":
 		if e.ComplexityRoot.Subscription.AdmissionChecks == nil {
@@ -962,10 +1361,14 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("AdmitMemberInput", ec.unmarshalInputAdmitMemberInput),
 			graphql.NewInputUnmarshaler("ApproveEnrolmentInput", ec.unmarshalInputApproveEnrolmentInput),
+			graphql.NewInputUnmarshaler("CommissionMachineInput", ec.unmarshalInputCommissionMachineInput),
+			graphql.NewInputUnmarshaler("InstallOperatingSystemInput", ec.unmarshalInputInstallOperatingSystemInput),
 			graphql.NewInputUnmarshaler("MemberConfigInput", ec.unmarshalInputMemberConfigInput),
 			graphql.NewInputUnmarshaler("RegisterMachineInput", ec.unmarshalInputRegisterMachineInput),
+			graphql.NewInputUnmarshaler("ReleaseMachineInput", ec.unmarshalInputReleaseMachineInput),
 			graphql.NewInputUnmarshaler("RemoveMemberInput", ec.unmarshalInputRemoveMemberInput),
 			graphql.NewInputUnmarshaler("RevokeJoinTokenInput", ec.unmarshalInputRevokeJoinTokenInput),
+			graphql.NewInputUnmarshaler("RunHardwareTestsInput", ec.unmarshalInputRunHardwareTestsInput),
 			graphql.NewInputUnmarshaler("UnregisterMachineInput", ec.unmarshalInputUnregisterMachineInput),
 		)
 	}
@@ -1137,6 +1540,158 @@ type Identity {
   createdAt: Time!
 }
 `, BuiltIn: false},
+	{Name: "../schema/maas.graphqls", Input: `extend type Query {
+  """
+  The whole fleet: every machine MAAS reports beside the Apelora machine record and the
+  Incus member of the same name, plus records and members MAAS does not know, and whether
+  each source could be asked. One MAAS call and one Incus member list, whatever its size.
+  """
+  fleet: Fleet!
+
+  "What releasing a MAAS machine would do to its disks, before asking for it."
+  releasePreview(erase: Boolean = false): ErasePreview!
+}
+
+extend type Mutation {
+  """
+  Have MAAS commission a machine (New, Failed commissioning, Ready or Broken), then run the
+  tests named (` + "`" + `tests` + "`" + ` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
+  """
+  commissionMachine(input: CommissionMachineInput!): MaasMachinePayload!
+
+  """
+  Install an operating system on a registered MAAS machine and enrol it: Incus issues a join
+  token that goes only into the cloud-init user data of MAAS's deploy call, which runs
+  enrol-member.sh on the new server. A Ready machine is allocated first. The series' image
+  must already be synced in MAAS.
+  """
+  installOperatingSystem(input: InstallOperatingSystemInput!): InstallOperatingSystemPayload!
+
+  """
+  Have MAAS run hardware tests on a machine that is Ready, Broken or Failed testing (never on
+  one allocated or deployed). Type the machine's hostname again to confirm.
+  """
+  runHardwareTests(input: RunHardwareTestsInput!): MaasMachinePayload!
+
+  """
+  Have MAAS release a machine. Disks are erased only when asked (which needs the
+  hardware.delete permission too), never with secure or quick erase, or when MAAS's own
+  enable_disk_erasing_on_release is on: see releasePreview. Refused while the machine is an
+  Incus member.
+  """
+  releaseMachine(input: ReleaseMachineInput!): ReleaseMachinePayload!
+}
+
+extend type Machine {
+  "The machine as MAAS reports it; null when MAAS does not report it or could not be asked."
+  maas: MaasMachine
+}
+
+type Fleet {
+  machines: [Machine!]!
+  sources: FleetSources!
+}
+
+type FleetSources {
+  incus: SourceStatus!
+  maas: SourceStatus!
+}
+
+type SourceStatus {
+  configured: Boolean!
+  "Could be asked for this answer."
+  available: Boolean!
+  "` + "`" + `ok` + "`" + `, or why not."
+  message: String!
+}
+
+"A machine as MAAS reports it. No MAAS credential field is ever returned."
+type MaasMachine {
+  systemId: String!
+  hostname: String!
+  fqdn: String!
+  "MAAS's status label, e.g. Ready, Deployed, Failed testing."
+  status: String!
+  "MAAS's status number (NODE_STATUS)."
+  statusCode: Int!
+  statusMessage: String
+  powerState: String!
+  powerType: String!
+  hardwareUuid: String
+  architecture: String
+  cpuCount: Int!
+  memoryMiB: Int!
+  storageMB: Float!
+  osystem: String!
+  distroSeries: String!
+  owner: String
+  zone: String!
+  pool: String!
+  tags: [String!]!
+  ipAddresses: [String!]!
+  locked: Boolean!
+  "MAAS's hardware-test status label: Passed, Failed, Degraded, Unknown (never tested)…"
+  testingStatus: String!
+  testingStatusCode: Int!
+}
+
+input CommissionMachineInput {
+  systemId: String!
+  "Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none."
+  tests: [String!]
+}
+
+input InstallOperatingSystemInput {
+  "The registered MAAS machine (its Apelora name, which becomes its Incus member name)."
+  name: String!
+  "The series to install, e.g. noble or ubuntu/noble."
+  series: String!
+  "Member config for the join, as in approveEnrolment."
+  memberConfig: [MemberConfigInput!]
+}
+
+input RunHardwareTestsInput {
+  systemId: String!
+  "The machine's hostname, typed again as MAAS shows it, to confirm."
+  hostname: String!
+  "Testing scripts or tags (at most 16); null: MAAS's defaults."
+  tests: [String!]
+}
+
+input ReleaseMachineInput {
+  systemId: String!
+  "Erase the disks (needs hardware.delete). Off unless asked."
+  erase: Boolean = false
+  comment: String
+}
+
+type MaasMachinePayload {
+  maas: MaasMachine!
+  "The Apelora machine registered from it, if any."
+  machine: Machine
+}
+
+type InstallOperatingSystemPayload {
+  machine: Machine!
+  maas: MaasMachine!
+}
+
+type ErasePreview {
+  "Whether this request asks for erasing."
+  requested: Boolean!
+  "MAAS's enable_disk_erasing_on_release; null when Apelora's key may not read it."
+  maasErasesOnRelease: Boolean
+  "Whether the disks will be erased; null when that cannot be known."
+  effective: Boolean
+  message: String!
+}
+
+type ReleaseMachinePayload {
+  maas: MaasMachine!
+  machine: Machine
+  erase: ErasePreview!
+}
+`, BuiltIn: false},
 	{Name: "../schema/machine.graphqls", Input: `extend type Query {
   "Every machine Apelora knows of, ordered by name."
   machines: [Machine!]!
@@ -1183,6 +1738,8 @@ enum Phase {
   UNHELD
   "An Incus member with no machine record (for example the bootstrap member)."
   UNREGISTERED
+  "A machine MAAS reports that has no record and is not a member: register it to manage it."
+  DISCOVERED
   "Incus could not be asked (not configured or unreachable); see the warnings."
   UNKNOWN
 }
@@ -1199,6 +1756,14 @@ enum WarningCode {
   INCUS_UNAVAILABLE
   "scheduler.instance=group: placement reaches the member through its groups."
   SCHEDULED_BY_GROUP
+  "Incus could not list its pending join tokens (a member hangs): the machine may be AWAITING_JOIN."
+  JOIN_TOKENS_UNKNOWN
+  "MAAS could not be asked about a machine registered from MAAS."
+  MAAS_UNAVAILABLE
+  "MAAS no longer reports the system id the record was registered with."
+  MAAS_MACHINE_MISSING
+  "MAAS reports another hardware UUID than the one registered: the machine was replaced or the record is wrong."
+  HARDWARE_UUID_MISMATCH
 }
 
 "What Apelora has recorded about a machine."
@@ -1631,6 +2196,40 @@ func (ec *executionContext) childFields_AuditEventEdge(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type AuditEventEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_ErasePreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "requested":
+		return ec.fieldContext_ErasePreview_requested(ctx, field)
+	case "maasErasesOnRelease":
+		return ec.fieldContext_ErasePreview_maasErasesOnRelease(ctx, field)
+	case "effective":
+		return ec.fieldContext_ErasePreview_effective(ctx, field)
+	case "message":
+		return ec.fieldContext_ErasePreview_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ErasePreview", field.Name)
+}
+
+func (ec *executionContext) childFields_Fleet(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machines":
+		return ec.fieldContext_Fleet_machines(ctx, field)
+	case "sources":
+		return ec.fieldContext_Fleet_sources(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Fleet", field.Name)
+}
+
+func (ec *executionContext) childFields_FleetSources(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "incus":
+		return ec.fieldContext_FleetSources_incus(ctx, field)
+	case "maas":
+		return ec.fieldContext_FleetSources_maas(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FleetSources", field.Name)
+}
+
 func (ec *executionContext) childFields_Identity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -1643,6 +2242,78 @@ func (ec *executionContext) childFields_Identity(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type Identity", field.Name)
 }
 
+func (ec *executionContext) childFields_InstallOperatingSystemPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_InstallOperatingSystemPayload_machine(ctx, field)
+	case "maas":
+		return ec.fieldContext_InstallOperatingSystemPayload_maas(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InstallOperatingSystemPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_MaasMachine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "systemId":
+		return ec.fieldContext_MaasMachine_systemId(ctx, field)
+	case "hostname":
+		return ec.fieldContext_MaasMachine_hostname(ctx, field)
+	case "fqdn":
+		return ec.fieldContext_MaasMachine_fqdn(ctx, field)
+	case "status":
+		return ec.fieldContext_MaasMachine_status(ctx, field)
+	case "statusCode":
+		return ec.fieldContext_MaasMachine_statusCode(ctx, field)
+	case "statusMessage":
+		return ec.fieldContext_MaasMachine_statusMessage(ctx, field)
+	case "powerState":
+		return ec.fieldContext_MaasMachine_powerState(ctx, field)
+	case "powerType":
+		return ec.fieldContext_MaasMachine_powerType(ctx, field)
+	case "hardwareUuid":
+		return ec.fieldContext_MaasMachine_hardwareUuid(ctx, field)
+	case "architecture":
+		return ec.fieldContext_MaasMachine_architecture(ctx, field)
+	case "cpuCount":
+		return ec.fieldContext_MaasMachine_cpuCount(ctx, field)
+	case "memoryMiB":
+		return ec.fieldContext_MaasMachine_memoryMiB(ctx, field)
+	case "storageMB":
+		return ec.fieldContext_MaasMachine_storageMB(ctx, field)
+	case "osystem":
+		return ec.fieldContext_MaasMachine_osystem(ctx, field)
+	case "distroSeries":
+		return ec.fieldContext_MaasMachine_distroSeries(ctx, field)
+	case "owner":
+		return ec.fieldContext_MaasMachine_owner(ctx, field)
+	case "zone":
+		return ec.fieldContext_MaasMachine_zone(ctx, field)
+	case "pool":
+		return ec.fieldContext_MaasMachine_pool(ctx, field)
+	case "tags":
+		return ec.fieldContext_MaasMachine_tags(ctx, field)
+	case "ipAddresses":
+		return ec.fieldContext_MaasMachine_ipAddresses(ctx, field)
+	case "locked":
+		return ec.fieldContext_MaasMachine_locked(ctx, field)
+	case "testingStatus":
+		return ec.fieldContext_MaasMachine_testingStatus(ctx, field)
+	case "testingStatusCode":
+		return ec.fieldContext_MaasMachine_testingStatusCode(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaasMachine", field.Name)
+}
+
+func (ec *executionContext) childFields_MaasMachinePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "maas":
+		return ec.fieldContext_MaasMachinePayload_maas(ctx, field)
+	case "machine":
+		return ec.fieldContext_MaasMachinePayload_machine(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaasMachinePayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Machine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -1653,6 +2324,8 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_warnings(ctx, field)
 	case "record":
 		return ec.fieldContext_Machine_record(ctx, field)
+	case "maas":
+		return ec.fieldContext_Machine_maas(ctx, field)
 	case "member":
 		return ec.fieldContext_Machine_member(ctx, field)
 	case "pendingJoinToken":
@@ -1787,6 +2460,18 @@ func (ec *executionContext) childFields_RegisterMachinePayload(ctx context.Conte
 	return nil, fmt.Errorf("no field named %q was found under type RegisterMachinePayload", field.Name)
 }
 
+func (ec *executionContext) childFields_ReleaseMachinePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "maas":
+		return ec.fieldContext_ReleaseMachinePayload_maas(ctx, field)
+	case "machine":
+		return ec.fieldContext_ReleaseMachinePayload_machine(ctx, field)
+	case "erase":
+		return ec.fieldContext_ReleaseMachinePayload_erase(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReleaseMachinePayload", field.Name)
+}
+
 func (ec *executionContext) childFields_RemoveMemberPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "machine":
@@ -1801,6 +2486,18 @@ func (ec *executionContext) childFields_RevokeJoinTokenPayload(ctx context.Conte
 		return ec.fieldContext_RevokeJoinTokenPayload_machine(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RevokeJoinTokenPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SourceStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "configured":
+		return ec.fieldContext_SourceStatus_configured(ctx, field)
+	case "available":
+		return ec.fieldContext_SourceStatus_available(ctx, field)
+	case "message":
+		return ec.fieldContext_SourceStatus_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SourceStatus", field.Name)
 }
 
 func (ec *executionContext) childFields_UnregisterMachinePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1965,12 +2662,54 @@ func (ec *executionContext) field_Mutation_approveEnrolment_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_commissionMachine_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CommissionMachineInput, error) {
+			return ec.unmarshalNCommissionMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCommissionMachineInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_installOperatingSystem_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.InstallOperatingSystemInput, error) {
+			return ec.unmarshalNInstallOperatingSystemInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐInstallOperatingSystemInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_registerMachine_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RegisterMachineInput, error) {
 			return ec.unmarshalNRegisterMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRegisterMachineInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_releaseMachine_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ReleaseMachineInput, error) {
+			return ec.unmarshalNReleaseMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐReleaseMachineInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -1999,6 +2738,20 @@ func (ec *executionContext) field_Mutation_revokeJoinToken_args(ctx context.Cont
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RevokeJoinTokenInput, error) {
 			return ec.unmarshalNRevokeJoinTokenInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeJoinTokenInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_runHardwareTests_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RunHardwareTestsInput, error) {
+			return ec.unmarshalNRunHardwareTestsInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRunHardwareTestsInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -2090,6 +2843,20 @@ func (ec *executionContext) field_Query_machine_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_releasePreview_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "erase",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["erase"] = arg0
 	return args, nil
 }
 
@@ -3150,6 +3917,226 @@ func (ec *executionContext) fieldContext_AuditEventEdge_node(_ context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _ErasePreview_requested(ctx context.Context, field graphql.CollectedField, obj *model.ErasePreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasePreview_requested(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Requested, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ErasePreview_requested(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ErasePreview", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ErasePreview_maasErasesOnRelease(ctx context.Context, field graphql.CollectedField, obj *model.ErasePreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasePreview_maasErasesOnRelease(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaasErasesOnRelease, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ErasePreview_maasErasesOnRelease(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ErasePreview", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ErasePreview_effective(ctx context.Context, field graphql.CollectedField, obj *model.ErasePreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasePreview_effective(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Effective, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ErasePreview_effective(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ErasePreview", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ErasePreview_message(ctx context.Context, field graphql.CollectedField, obj *model.ErasePreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ErasePreview_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ErasePreview_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ErasePreview", field, false, false, "String")
+}
+
+func (ec *executionContext) _Fleet_machines(ctx context.Context, field graphql.CollectedField, obj *model.Fleet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Fleet_machines(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machines, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Machine) graphql.Marshaler {
+			return ec.marshalNMachine2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachineᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Fleet_machines(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Fleet",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Fleet_sources(ctx context.Context, field graphql.CollectedField, obj *model.Fleet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Fleet_sources(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sources, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FleetSources) graphql.Marshaler {
+			return ec.marshalNFleetSources2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFleetSources(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Fleet_sources(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Fleet",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FleetSources(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FleetSources_incus(ctx context.Context, field graphql.CollectedField, obj *model.FleetSources) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FleetSources_incus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Incus, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SourceStatus) graphql.Marshaler {
+			return ec.marshalNSourceStatus2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSourceStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FleetSources_incus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FleetSources",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SourceStatus(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FleetSources_maas(ctx context.Context, field graphql.CollectedField, obj *model.FleetSources) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FleetSources_maas(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Maas, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SourceStatus) graphql.Marshaler {
+			return ec.marshalNSourceStatus2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSourceStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FleetSources_maas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FleetSources",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SourceStatus(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Identity_name(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3217,6 +4204,663 @@ func (ec *executionContext) _Identity_createdAt(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_Identity_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Identity", field, false, false, "Time")
+}
+
+func (ec *executionContext) _InstallOperatingSystemPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.InstallOperatingSystemPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstallOperatingSystemPayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InstallOperatingSystemPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InstallOperatingSystemPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InstallOperatingSystemPayload_maas(ctx context.Context, field graphql.CollectedField, obj *model.InstallOperatingSystemPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstallOperatingSystemPayload_maas(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Maas, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
+			return ec.marshalNMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InstallOperatingSystemPayload_maas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InstallOperatingSystemPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasMachine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MaasMachine_systemId(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_systemId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SystemID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_systemId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_hostname(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_hostname(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hostname, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_hostname(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_fqdn(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_fqdn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fqdn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_fqdn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_status(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_statusCode(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_statusCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_statusCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "Int")
+}
+
+func (ec *executionContext) _MaasMachine_statusMessage(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_statusMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusMessage, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_statusMessage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_powerState(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_powerState(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PowerState, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_powerState(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_powerType(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_powerType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PowerType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_powerType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_hardwareUuid(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_hardwareUuid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HardwareUUID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_hardwareUuid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_architecture(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_architecture(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Architecture, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_architecture(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_cpuCount(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_cpuCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CPUCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_cpuCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "Int")
+}
+
+func (ec *executionContext) _MaasMachine_memoryMiB(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_memoryMiB(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MemoryMiB, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_memoryMiB(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "Int")
+}
+
+func (ec *executionContext) _MaasMachine_storageMB(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_storageMB(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StorageMb, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_storageMB(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "Float")
+}
+
+func (ec *executionContext) _MaasMachine_osystem(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_osystem(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Osystem, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_osystem(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_distroSeries(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_distroSeries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DistroSeries, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_distroSeries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_owner(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_owner(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Owner, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_owner(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_zone(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_zone(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Zone, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_zone(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_pool(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_pool(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pool, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_pool(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_tags(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_tags(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tags, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_tags(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_ipAddresses(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_ipAddresses(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IPAddresses, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_ipAddresses(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_locked(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_locked(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Locked, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_locked(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _MaasMachine_testingStatus(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_testingStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TestingStatus, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_testingStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasMachine_testingStatusCode(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_testingStatusCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TestingStatusCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_testingStatusCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "Int")
+}
+
+func (ec *executionContext) _MaasMachinePayload_maas(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachinePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachinePayload_maas(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Maas, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
+			return ec.marshalNMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachinePayload_maas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MaasMachinePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasMachine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MaasMachinePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachinePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachinePayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachinePayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MaasMachinePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Machine_name(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
@@ -3324,6 +4968,38 @@ func (ec *executionContext) fieldContext_Machine_record(_ context.Context, field
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_MachineRecord(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Machine_maas(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_maas(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Maas, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
+			return ec.marshalOMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_maas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Machine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasMachine(ctx, field)
 		},
 	}
 	return fc, nil
@@ -4032,6 +5708,182 @@ func (ec *executionContext) fieldContext_MemberVersion_os(_ context.Context, fie
 	return graphql.NewScalarFieldContext("MemberVersion", field, false, false, "String")
 }
 
+func (ec *executionContext) _Mutation_commissionMachine(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_commissionMachine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CommissionMachine(ctx, fc.Args["input"].(model.CommissionMachineInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MaasMachinePayload) graphql.Marshaler {
+			return ec.marshalNMaasMachinePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachinePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_commissionMachine(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasMachinePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_commissionMachine_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_installOperatingSystem(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_installOperatingSystem(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().InstallOperatingSystem(ctx, fc.Args["input"].(model.InstallOperatingSystemInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.InstallOperatingSystemPayload) graphql.Marshaler {
+			return ec.marshalNInstallOperatingSystemPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐInstallOperatingSystemPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_installOperatingSystem(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InstallOperatingSystemPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_installOperatingSystem_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_runHardwareTests(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_runHardwareTests(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RunHardwareTests(ctx, fc.Args["input"].(model.RunHardwareTestsInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MaasMachinePayload) graphql.Marshaler {
+			return ec.marshalNMaasMachinePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachinePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_runHardwareTests(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasMachinePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_runHardwareTests_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_releaseMachine(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_releaseMachine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReleaseMachine(ctx, fc.Args["input"].(model.ReleaseMachineInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReleaseMachinePayload) graphql.Marshaler {
+			return ec.marshalNReleaseMachinePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐReleaseMachinePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_releaseMachine(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReleaseMachinePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_releaseMachine_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_registerMachine(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4565,6 +6417,82 @@ func (ec *executionContext) fieldContext_Query_auditEvents(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_fleet(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_fleet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Fleet(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Fleet) graphql.Marshaler {
+			return ec.marshalNFleet2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFleet(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_fleet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Fleet(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_releasePreview(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_releasePreview(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ReleasePreview(ctx, fc.Args["erase"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ErasePreview) graphql.Marshaler {
+			return ec.marshalNErasePreview2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐErasePreview(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_releasePreview(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ErasePreview(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_releasePreview_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_machines(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4793,6 +6721,102 @@ func (ec *executionContext) fieldContext_RegisterMachinePayload_machine(_ contex
 	return fc, nil
 }
 
+func (ec *executionContext) _ReleaseMachinePayload_maas(ctx context.Context, field graphql.CollectedField, obj *model.ReleaseMachinePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReleaseMachinePayload_maas(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Maas, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
+			return ec.marshalNMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReleaseMachinePayload_maas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReleaseMachinePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasMachine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReleaseMachinePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.ReleaseMachinePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReleaseMachinePayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReleaseMachinePayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReleaseMachinePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReleaseMachinePayload_erase(ctx context.Context, field graphql.CollectedField, obj *model.ReleaseMachinePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReleaseMachinePayload_erase(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Erase, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ErasePreview) graphql.Marshaler {
+			return ec.marshalNErasePreview2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐErasePreview(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReleaseMachinePayload_erase(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReleaseMachinePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ErasePreview(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RemoveMemberPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RemoveMemberPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4855,6 +6879,75 @@ func (ec *executionContext) fieldContext_RevokeJoinTokenPayload_machine(_ contex
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SourceStatus_configured(ctx context.Context, field graphql.CollectedField, obj *model.SourceStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SourceStatus_configured(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Configured, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SourceStatus_configured(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SourceStatus", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SourceStatus_available(ctx context.Context, field graphql.CollectedField, obj *model.SourceStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SourceStatus_available(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Available, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SourceStatus_available(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SourceStatus", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SourceStatus_message(ctx context.Context, field graphql.CollectedField, obj *model.SourceStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SourceStatus_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SourceStatus_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SourceStatus", field, false, false, "String")
 }
 
 func (ec *executionContext) _Subscription_auditEventRecorded(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -6178,6 +8271,111 @@ func UnmarshalApproveEnrolmentInput(ctx context.Context, raw any) (model.Approve
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCommissionMachineInput(ctx context.Context, obj any) (model.CommissionMachineInput, error) {
+	var it model.CommissionMachineInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"systemId", "tests"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "systemId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("systemId"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SystemID = data
+		case "tests":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tests"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Tests = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCommissionMachineInput unmarshals raw into the CommissionMachineInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCommissionMachineInput(ctx context.Context, raw any) (model.CommissionMachineInput, error) {
+	var out model.CommissionMachineInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CommissionMachineInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputInstallOperatingSystemInput(ctx context.Context, obj any) (model.InstallOperatingSystemInput, error) {
+	var it model.InstallOperatingSystemInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "series", "memberConfig"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "series":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("series"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Series = data
+		case "memberConfig":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memberConfig"))
+			data, err := ec.unmarshalOMemberConfigInput2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemberConfig = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalInstallOperatingSystemInput unmarshals raw into the InstallOperatingSystemInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalInstallOperatingSystemInput(ctx context.Context, raw any) (model.InstallOperatingSystemInput, error) {
+	var out model.InstallOperatingSystemInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "InstallOperatingSystemInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputMemberConfigInput(ctx context.Context, obj any) (model.MemberConfigInput, error) {
 	var it model.MemberConfigInput
 	if obj == nil {
@@ -6311,6 +8509,66 @@ func UnmarshalRegisterMachineInput(ctx context.Context, raw any) (model.Register
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputReleaseMachineInput(ctx context.Context, obj any) (model.ReleaseMachineInput, error) {
+	var it model.ReleaseMachineInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["erase"]; !present {
+		asMap["erase"] = false
+	}
+
+	fieldsInOrder := [...]string{"systemId", "erase", "comment"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "systemId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("systemId"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SystemID = data
+		case "erase":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("erase"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Erase = data
+		case "comment":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("comment"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Comment = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalReleaseMachineInput unmarshals raw into the ReleaseMachineInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReleaseMachineInput(ctx context.Context, raw any) (model.ReleaseMachineInput, error) {
+	var out model.ReleaseMachineInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReleaseMachineInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context, obj any) (model.RemoveMemberInput, error) {
 	var it model.RemoveMemberInput
 	if obj == nil {
@@ -6403,6 +8661,62 @@ func (ec *executionContext) unmarshalInputRevokeJoinTokenInput(ctx context.Conte
 func UnmarshalRevokeJoinTokenInput(ctx context.Context, raw any) (model.RevokeJoinTokenInput, error) {
 	var out model.RevokeJoinTokenInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeJoinTokenInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRunHardwareTestsInput(ctx context.Context, obj any) (model.RunHardwareTestsInput, error) {
+	var it model.RunHardwareTestsInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"systemId", "hostname", "tests"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "systemId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("systemId"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SystemID = data
+		case "hostname":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hostname"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Hostname = data
+		case "tests":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tests"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Tests = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRunHardwareTestsInput unmarshals raw into the RunHardwareTestsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRunHardwareTestsInput(ctx context.Context, raw any) (model.RunHardwareTestsInput, error) {
+	var out model.RunHardwareTestsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RunHardwareTestsInput", raw, &out)
 	return out, err
 }
 
@@ -6870,6 +9184,130 @@ func (ec *executionContext) _AuditEventEdge(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var erasePreviewImplementors = []string{"ErasePreview"}
+
+func (ec *executionContext) _ErasePreview(ctx context.Context, sel ast.SelectionSet, obj *model.ErasePreview) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, erasePreviewImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ErasePreview")
+		case "requested":
+			out.Values[i] = ec._ErasePreview_requested(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "maasErasesOnRelease":
+			out.Values[i] = ec._ErasePreview_maasErasesOnRelease(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "effective":
+			out.Values[i] = ec._ErasePreview_effective(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._ErasePreview_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var fleetImplementors = []string{"Fleet"}
+
+func (ec *executionContext) _Fleet(ctx context.Context, sel ast.SelectionSet, obj *model.Fleet) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fleetImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Fleet")
+		case "machines":
+			out.Values[i] = ec._Fleet_machines(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sources":
+			out.Values[i] = ec._Fleet_sources(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var fleetSourcesImplementors = []string{"FleetSources"}
+
+func (ec *executionContext) _FleetSources(ctx context.Context, sel ast.SelectionSet, obj *model.FleetSources) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fleetSourcesImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FleetSources")
+		case "incus":
+			out.Values[i] = ec._FleetSources_incus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "maas":
+			out.Values[i] = ec._FleetSources_maas(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var identityImplementors = []string{"Identity"}
 
 func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet, obj *model.Identity) graphql.Marshaler {
@@ -6894,6 +9332,225 @@ func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet,
 		case "createdAt":
 			out.Values[i] = ec._Identity_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var installOperatingSystemPayloadImplementors = []string{"InstallOperatingSystemPayload"}
+
+func (ec *executionContext) _InstallOperatingSystemPayload(ctx context.Context, sel ast.SelectionSet, obj *model.InstallOperatingSystemPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, installOperatingSystemPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InstallOperatingSystemPayload")
+		case "machine":
+			out.Values[i] = ec._InstallOperatingSystemPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "maas":
+			out.Values[i] = ec._InstallOperatingSystemPayload_maas(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var maasMachineImplementors = []string{"MaasMachine"}
+
+func (ec *executionContext) _MaasMachine(ctx context.Context, sel ast.SelectionSet, obj *model.MaasMachine) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maasMachineImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaasMachine")
+		case "systemId":
+			out.Values[i] = ec._MaasMachine_systemId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hostname":
+			out.Values[i] = ec._MaasMachine_hostname(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fqdn":
+			out.Values[i] = ec._MaasMachine_fqdn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._MaasMachine_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "statusCode":
+			out.Values[i] = ec._MaasMachine_statusCode(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "statusMessage":
+			out.Values[i] = ec._MaasMachine_statusMessage(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "powerState":
+			out.Values[i] = ec._MaasMachine_powerState(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "powerType":
+			out.Values[i] = ec._MaasMachine_powerType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hardwareUuid":
+			out.Values[i] = ec._MaasMachine_hardwareUuid(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "architecture":
+			out.Values[i] = ec._MaasMachine_architecture(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cpuCount":
+			out.Values[i] = ec._MaasMachine_cpuCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "memoryMiB":
+			out.Values[i] = ec._MaasMachine_memoryMiB(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "storageMB":
+			out.Values[i] = ec._MaasMachine_storageMB(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "osystem":
+			out.Values[i] = ec._MaasMachine_osystem(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "distroSeries":
+			out.Values[i] = ec._MaasMachine_distroSeries(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "owner":
+			out.Values[i] = ec._MaasMachine_owner(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "zone":
+			out.Values[i] = ec._MaasMachine_zone(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pool":
+			out.Values[i] = ec._MaasMachine_pool(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tags":
+			out.Values[i] = ec._MaasMachine_tags(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ipAddresses":
+			out.Values[i] = ec._MaasMachine_ipAddresses(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "locked":
+			out.Values[i] = ec._MaasMachine_locked(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "testingStatus":
+			out.Values[i] = ec._MaasMachine_testingStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "testingStatusCode":
+			out.Values[i] = ec._MaasMachine_testingStatusCode(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var maasMachinePayloadImplementors = []string{"MaasMachinePayload"}
+
+func (ec *executionContext) _MaasMachinePayload(ctx context.Context, sel ast.SelectionSet, obj *model.MaasMachinePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maasMachinePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaasMachinePayload")
+		case "maas":
+			out.Values[i] = ec._MaasMachinePayload_maas(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machine":
+			out.Values[i] = ec._MaasMachinePayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -6941,6 +9598,11 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "record":
 			out.Values[i] = ec._Machine_record(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "maas":
+			out.Values[i] = ec._Machine_maas(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7238,6 +9900,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Mutation")
+		case "commissionMachine":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_commissionMachine(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "installOperatingSystem":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_installOperatingSystem(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "runHardwareTests":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_runHardwareTests(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "releaseMachine":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_releaseMachine(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "registerMachine":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_registerMachine(ctx, field)
@@ -7480,6 +10170,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditEvents(ctx, field)
 				})
+		case "fleet":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_fleet(ctx, field)
+				})
+		case "releasePreview":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_releasePreview(ctx, field)
+				})
 		case "machines":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -7562,6 +10264,49 @@ func (ec *executionContext) _RegisterMachinePayload(ctx context.Context, sel ast
 	return out
 }
 
+var releaseMachinePayloadImplementors = []string{"ReleaseMachinePayload"}
+
+func (ec *executionContext) _ReleaseMachinePayload(ctx context.Context, sel ast.SelectionSet, obj *model.ReleaseMachinePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, releaseMachinePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReleaseMachinePayload")
+		case "maas":
+			out.Values[i] = ec._ReleaseMachinePayload_maas(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machine":
+			out.Values[i] = ec._ReleaseMachinePayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "erase":
+			out.Values[i] = ec._ReleaseMachinePayload_erase(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var removeMemberPayloadImplementors = []string{"RemoveMemberPayload"}
 
 func (ec *executionContext) _RemoveMemberPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveMemberPayload) graphql.Marshaler {
@@ -7609,6 +10354,49 @@ func (ec *executionContext) _RevokeJoinTokenPayload(ctx context.Context, sel ast
 		case "machine":
 			out.Values[i] = ec._RevokeJoinTokenPayload_machine(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sourceStatusImplementors = []string{"SourceStatus"}
+
+func (ec *executionContext) _SourceStatus(ctx context.Context, sel ast.SelectionSet, obj *model.SourceStatus) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sourceStatusImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SourceStatus")
+		case "configured":
+			out.Values[i] = ec._SourceStatus_configured(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "available":
+			out.Values[i] = ec._SourceStatus_available(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._SourceStatus_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -8243,6 +11031,49 @@ func (ec *executionContext) marshalNCheckResult2githubᚗcomᚋapeloraᚋfabric�
 	return v
 }
 
+func (ec *executionContext) unmarshalNCommissionMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCommissionMachineInput(ctx context.Context, v any) (model.CommissionMachineInput, error) {
+	res, err := ec.unmarshalInputCommissionMachineInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNErasePreview2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐErasePreview(ctx context.Context, sel ast.SelectionSet, v *model.ErasePreview) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ErasePreview!")
+		return graphql.Null
+	}
+	return ec._ErasePreview(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFleet2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFleet(ctx context.Context, sel ast.SelectionSet, v *model.Fleet) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Fleet!")
+		return graphql.Null
+	}
+	return ec._Fleet(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFleetSources2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFleetSources(ctx context.Context, sel ast.SelectionSet, v *model.FleetSources) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FleetSources!")
+		return graphql.Null
+	}
+	return ec._FleetSources(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.SelectionSet, v float64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalFloatContext(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
+	}
+	return graphql.WrapContextMarshaler(ctx, res)
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -8265,6 +11096,19 @@ func (ec *executionContext) marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabric�
 	return ec._Identity(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNInstallOperatingSystemInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐInstallOperatingSystemInput(ctx context.Context, v any) (model.InstallOperatingSystemInput, error) {
+	res, err := ec.unmarshalInputInstallOperatingSystemInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInstallOperatingSystemPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐInstallOperatingSystemPayload(ctx context.Context, sel ast.SelectionSet, v *model.InstallOperatingSystemPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "InstallOperatingSystemPayload!")
+		return graphql.Null
+	}
+	return ec._InstallOperatingSystemPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
 	res, err := graphql.UnmarshalInt(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -8277,6 +11121,22 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 		graphql.AddInvalidNullFromMarshaler(ctx, "Int!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx context.Context, sel ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaasMachine!")
+		return graphql.Null
+	}
+	return ec._MaasMachine(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMaasMachinePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachinePayload(ctx context.Context, sel ast.SelectionSet, v *model.MaasMachinePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaasMachinePayload!")
+		return graphql.Null
+	}
+	return ec._MaasMachinePayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNMachine2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachineᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Machine) graphql.Marshaler {
@@ -8457,6 +11317,19 @@ func (ec *executionContext) marshalNRegisterMachinePayload2ᚖgithubᚗcomᚋape
 	return ec._RegisterMachinePayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNReleaseMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐReleaseMachineInput(ctx context.Context, v any) (model.ReleaseMachineInput, error) {
+	res, err := ec.unmarshalInputReleaseMachineInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReleaseMachinePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐReleaseMachinePayload(ctx context.Context, sel ast.SelectionSet, v *model.ReleaseMachinePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ReleaseMachinePayload!")
+		return graphql.Null
+	}
+	return ec._ReleaseMachinePayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNRemoveMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberInput(ctx context.Context, v any) (model.RemoveMemberInput, error) {
 	res, err := ec.unmarshalInputRemoveMemberInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -8481,6 +11354,19 @@ func (ec *executionContext) marshalNRevokeJoinTokenPayload2ᚖgithubᚗcomᚋape
 		return graphql.Null
 	}
 	return ec._RevokeJoinTokenPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRunHardwareTestsInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRunHardwareTestsInput(ctx context.Context, v any) (model.RunHardwareTestsInput, error) {
+	res, err := ec.unmarshalInputRunHardwareTestsInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSourceStatus2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSourceStatus(ctx context.Context, sel ast.SelectionSet, v *model.SourceStatus) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SourceStatus!")
+		return graphql.Null
+	}
+	return ec._SourceStatus(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
@@ -8800,6 +11686,13 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	return res
 }
 
+func (ec *executionContext) marshalOMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx context.Context, sel ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._MaasMachine(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx context.Context, sel ast.SelectionSet, v *model.Machine) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -8850,6 +11743,41 @@ func (ec *executionContext) marshalOPendingJoinToken2ᚖgithubᚗcomᚋapelora�
 		return graphql.Null
 	}
 	return ec._PendingJoinToken(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

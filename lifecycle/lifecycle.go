@@ -13,6 +13,7 @@ const (
 	Admitted     Phase = "ADMITTED"      // record; member without the key; admission recorded
 	Unheld       Phase = "UNHELD"        // record; member without the key; no admission recorded
 	Unregistered Phase = "UNREGISTERED"  // member with no record
+	Discovered   Phase = "DISCOVERED"    // a MAAS machine with no record and no member
 	Unknown      Phase = "UNKNOWN"       // Incus could not be asked
 )
 
@@ -23,6 +24,10 @@ const (
 	JoinedWithoutHold WarningCode = "JOINED_WITHOUT_HOLD"
 	IncusUnavailable  WarningCode = "INCUS_UNAVAILABLE"
 	ScheduledByGroup  WarningCode = "SCHEDULED_BY_GROUP"
+	JoinTokensUnknown WarningCode = "JOIN_TOKENS_UNKNOWN"
+	MAASUnavailable   WarningCode = "MAAS_UNAVAILABLE"
+	MAASMachineGone   WarningCode = "MAAS_MACHINE_MISSING"
+	HardwareMismatch  WarningCode = "HARDWARE_UUID_MISMATCH"
 )
 
 // Warning is a condition with a message for the administrator.
@@ -37,14 +42,18 @@ const SchedulerKey = "scheduler.instance"
 // Facts are what the sources say about one name.
 type Facts struct {
 	HasRecord bool
+	// InMAAS is true for a machine MAAS reports.
+	InMAAS bool
 	// IncusKnown is false when Incus could not be asked (not configured or unreachable);
 	// IncusProblem then says why.
 	IncusKnown   bool
 	IncusProblem string
 	IsMember     bool
 	// Scheduler is the member's scheduler.instance value ("" when the key is absent).
-	Scheduler         string
-	PendingJoinToken  bool
+	Scheduler        string
+	PendingJoinToken bool
+	// PendingProblem says why pending join tokens could not be listed ("" when they were).
+	PendingProblem    string
 	AdmissionRecorded bool
 }
 
@@ -54,11 +63,17 @@ func Derive(f Facts) (Phase, []Warning) {
 		return Unknown, []Warning{{IncusUnavailable, "Incus could not be asked, so membership is unknown: " + f.IncusProblem}}
 	}
 	if !f.HasRecord {
+		if !f.IsMember && f.InMAAS {
+			return Discovered, nil
+		}
 		return Unregistered, nil
 	}
 	if !f.IsMember {
 		if f.PendingJoinToken {
 			return AwaitingJoin, nil
+		}
+		if f.PendingProblem != "" {
+			return Registered, []Warning{{JoinTokensUnknown, "a join token may be pending for this machine (AWAITING_JOIN): " + f.PendingProblem}}
 		}
 		return Registered, nil
 	}

@@ -20,6 +20,9 @@ func TestDerive(t *testing.T) {
 		{"member without record", Facts{IncusKnown: true, IsMember: true}, Unregistered, nil},
 		{"member without record, pending token ignored", Facts{IncusKnown: true, IsMember: true, PendingJoinToken: true}, Unregistered, nil},
 		{"member and token: membership wins", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "manual", PendingJoinToken: true}, Held, nil},
+		{"pending tokens unknown", Facts{HasRecord: true, IncusKnown: true, PendingProblem: "a member hangs"}, Registered, []WarningCode{JoinTokensUnknown}},
+		{"discovered in MAAS", Facts{IncusKnown: true, InMAAS: true}, Discovered, nil},
+		{"MAAS machine that joined without a record", Facts{IncusKnown: true, InMAAS: true, IsMember: true}, Unregistered, nil},
 		{"incus unknown", Facts{HasRecord: true, IncusProblem: "not configured"}, Unknown, []WarningCode{IncusUnavailable}},
 	}
 	for _, c := range cases {

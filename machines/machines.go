@@ -72,7 +72,8 @@ func ValidateName(name string) error {
 	return nil
 }
 
-var systemIDPattern = regexp.MustCompile(`^[a-z0-9]{4,16}$`)
+// SystemIDPattern is what a MAAS system id looks like.
+var SystemIDPattern = regexp.MustCompile(`^[a-z0-9]{4,16}$`)
 
 // Registration is what an administrator asks to register.
 type Registration struct {
@@ -105,7 +106,7 @@ func (r *Registration) Validate() error {
 		if r.MAASSystemID == "" {
 			return apperr.Invalid("maasSystemId", "a MAAS machine needs its MAAS system id (maasSystemId), as MAAS shows it")
 		}
-		if !systemIDPattern.MatchString(r.MAASSystemID) {
+		if !SystemIDPattern.MatchString(r.MAASSystemID) {
 			return apperr.Invalid("maasSystemId", "MAAS system id %q is not valid: MAAS system ids are 4–16 lower-case letters and digits", r.MAASSystemID)
 		}
 	}
@@ -198,6 +199,9 @@ func (s *Service) Unregister(ctx context.Context, name string) error {
 		}
 		if snap.PendingFor(name) != nil {
 			return apperr.New(apperr.FailedPrecondition, "a join token for %q is pending: revoke it first (revokeJoinToken), then unregister the machine", name)
+		}
+		if snap.PendingProblem != "" {
+			return apperr.New(apperr.Unavailable, "cannot tell whether a join token for %q is pending: %s; try again when every member answers", name, snap.PendingProblem)
 		}
 		return nil
 	})

@@ -45,6 +45,10 @@ type PendingJoin struct {
 type Snapshot struct {
 	Members []Member
 	Pending []PendingJoin
+	// PendingProblem says why the pending join tokens could not be listed ("" when they
+	// were). Incus asks every member for its operations, so a hung member can stall that
+	// list while the member list still answers.
+	PendingProblem string
 }
 
 // Member returns the member called name, or nil.

@@ -39,7 +39,7 @@ func (r *mutationResolver) UnregisterMachine(ctx context.Context, input model.Un
 
 // Machines is the resolver for the machines field.
 func (r *queryResolver) Machines(ctx context.Context) ([]*model.Machine, error) {
-	ms, err := r.Fleet.Machines(ctx)
+	ms, err := r.View.Machines(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (r *queryResolver) Machines(ctx context.Context) ([]*model.Machine, error) 
 
 // Machine is the resolver for the machine field.
 func (r *queryResolver) Machine(ctx context.Context, name string) (*model.Machine, error) {
-	m, err := r.Fleet.Machine(ctx, name)
+	m, err := r.View.Machine(ctx, name)
 	if err != nil || m == nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/provisioning"
 )
 
 func optional(s string) *string {
@@ -65,7 +66,7 @@ func mapRecord(r *machines.Record) *model.MachineRecord {
 }
 
 func mapMachine(m *fleet.Machine) *model.Machine {
-	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member)}
+	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS)}
 	for _, w := range m.Warnings {
 		out.Warnings = append(out.Warnings, &model.Warning{Code: model.WarningCode(w.Code), Message: w.Message})
 	}
@@ -154,4 +155,38 @@ func parseAuditCursor(c string) (int64, error) {
 		}
 	}
 	return 0, apperr.Invalid("after", "cursor %q is not one this server gave out: pass a pageInfo.endCursor from an earlier page", c)
+}
+
+func mapMAAS(m *provisioning.Machine) *model.MaasMachine {
+	if m == nil {
+		return nil
+	}
+	return &model.MaasMachine{
+		SystemID: m.SystemID, Hostname: m.Hostname, Fqdn: m.FQDN,
+		Status: m.StatusName, StatusCode: int(m.Status), StatusMessage: optional(m.StatusMessage),
+		PowerState: m.PowerState, PowerType: m.PowerType, HardwareUUID: optional(m.HardwareUUID),
+		Architecture: optional(m.Architecture), CPUCount: m.CPUCount, MemoryMiB: m.MemoryMiB, StorageMb: m.StorageMB,
+		Osystem: m.OSystem, DistroSeries: m.DistroSeries, Owner: optional(m.Owner), Zone: m.Zone, Pool: m.Pool,
+		Tags: nonNil(m.Tags), IPAddresses: nonNil(m.IPAddresses), Locked: m.Locked,
+		TestingStatus: m.TestingStatusName, TestingStatusCode: m.TestingStatus,
+	}
+}
+
+func mapSource(s fleet.Source) *model.SourceStatus {
+	return &model.SourceStatus{Configured: s.Configured, Available: s.Available, Message: s.Message}
+}
+
+func mapFleet(v *fleet.View) *model.Fleet {
+	out := &model.Fleet{
+		Machines: make([]*model.Machine, len(v.Machines)),
+		Sources:  &model.FleetSources{Incus: mapSource(v.Incus), Maas: mapSource(v.MAAS)},
+	}
+	for i := range v.Machines {
+		out.Machines[i] = mapMachine(&v.Machines[i])
+	}
+	return out
+}
+
+func mapErasePreview(p provisioning.ErasePreview) *model.ErasePreview {
+	return &model.ErasePreview{Requested: p.Requested, MaasErasesOnRelease: p.MAASErases, Effective: p.Effective(), Message: p.Message}
 }

@@ -7,6 +7,7 @@ package resolvers
 
 import (
 	"context"
+	"time"
 
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/graph"
@@ -17,6 +18,9 @@ import (
 
 // Version is the resolver for the version field.
 func (r *memberResolver) Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error) {
+	// One member that does not answer must not hold the whole answer for long.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	v, err := r.Versions.Version(ctx, obj.Name)
 	if err != nil {
 		return nil, err
@@ -58,7 +62,7 @@ func (r *mutationResolver) RevokeJoinToken(ctx context.Context, input model.Revo
 	if err := r.Enrolment.Revoke(ctx, input.Name); err != nil {
 		return nil, err
 	}
-	m, err := r.Fleet.Machine(ctx, input.Name)
+	m, err := r.View.Machine(ctx, input.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +92,7 @@ func (r *mutationResolver) RemoveMember(ctx context.Context, input model.RemoveM
 	if err := r.Enrolment.Remove(ctx, input.Name, force); err != nil {
 		return nil, err
 	}
-	m, err := r.Fleet.Machine(ctx, input.Name)
+	m, err := r.View.Machine(ctx, input.Name)
 	if err != nil {
 		return nil, err
 	}

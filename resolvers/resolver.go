@@ -16,6 +16,7 @@ import (
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/provisioning"
 )
 
 // AuditTrail reads the audit trail.
@@ -40,9 +41,11 @@ type MemberVersions interface {
 
 // Resolver carries the domain services the resolvers call.
 type Resolver struct {
-	Machines      *machines.Service
-	Fleet         *fleet.Service
+	Machines *machines.Service
+	// View joins records, Incus members and MAAS machines into the fleet.
+	View          *fleet.Service
 	Enrolment     *enrolment.Service
+	Provisioning  *provisioning.Service
 	Admission     *admission.Service
 	Versions      MemberVersions
 	Audit         AuditTrail
@@ -53,7 +56,7 @@ type Resolver struct {
 
 // machine reads one machine back after a change, which must find it.
 func (r *Resolver) machine(ctx context.Context, name string) (*model.Machine, error) {
-	m, err := r.Fleet.Machine(ctx, name)
+	m, err := r.View.Machine(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -61,4 +64,19 @@ func (r *Resolver) machine(ctx context.Context, name string) (*model.Machine, er
 		return nil, apperr.New(apperr.Internal, "machine %q cannot be read back after the change", name)
 	}
 	return mapMachine(m), nil
+}
+
+// maasPayload maps a MAAS machine after a step, with the Apelora machine registered from it.
+func (r *Resolver) maasPayload(ctx context.Context, m *provisioning.Machine) (*model.MaasMachinePayload, error) {
+	out := &model.MaasMachinePayload{Maas: mapMAAS(m)}
+	v, err := r.View.View(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range v.Machines {
+		if rec := v.Machines[i].Record; rec != nil && rec.MAASSystemID == m.SystemID {
+			out.Machine = mapMachine(&v.Machines[i])
+		}
+	}
+	return out, nil
 }

@@ -14,15 +14,6 @@ import (
 	"github.com/apelora/fabric/logging"
 )
 
-// publicMessage is what a client (and the audit trail) may see of err: the message of an
-// administrator's error, and a pointer to the server log for anything else.
-func publicMessage(err error) string {
-	if e, ok := apperr.As(err); ok && e.Code != apperr.Internal {
-		return e.Message
-	}
-	return "internal error: the server log has the details"
-}
-
 // presentError turns an error into a GraphQL error with a stable code. Internal errors
 // are logged with the request id and never shown.
 func presentError(ctx context.Context, log *slog.Logger, err error) *gqlerror.Error {

@@ -129,7 +129,7 @@ func (g *gate) authorise(ctx context.Context) error {
 func (g *gate) record(ctx context.Context, a *audit.Action, outcome audit.Outcome, err error) {
 	msg := ""
 	if err != nil {
-		msg = publicMessage(err)
+		msg = apperr.PublicMessage(err)
 	}
 	if rerr := g.audit.RecordAudit(context.WithoutCancel(ctx), a.Event(outcome, msg)); rerr != nil {
 		g.log.ErrorContext(ctx, "could not write audit event", "action", a.Name, "actor", a.Actor, "machine", a.Machine, "outcome", outcome, "error", rerr)

@@ -20,6 +20,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/publicurl"
@@ -99,11 +100,12 @@ func Handler(cfg Config) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := cfg.Store.Ping(r.Context()); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": publicMessage(err)})
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": apperr.PublicMessage(err)})
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
 	})
+	mux.Handle("GET /api/v1/provisioners/maas/machines", RequirePermission(cfg.Store, identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))
 	if cfg.Routes != nil {
 		cfg.Routes(mux)
 	}
@@ -128,7 +130,7 @@ func websocketInit(store identity.Store) transport.WebsocketInitFunc {
 		if err != nil {
 			ctx = transport.WithWebsocketCloseCode(ctx, 4403)
 			ctx = transport.AppendCloseReason(ctx, "Forbidden")
-			return ctx, nil, errors.New(publicMessage(err))
+			return ctx, nil, errors.New(apperr.PublicMessage(err))
 		}
 		return identity.WithIdentity(ctx, id), nil, nil
 	}

@@ -13,7 +13,13 @@ import (
 )
 
 // Machines is the machine-record view of the store.
-func (s *Store) Machines() machines.Store { return machineStore{s} }
+func (s *Store) Machines() MachineStore { return machineStore{s} }
+
+// MachineStore is machines.Store plus the look-up by MAAS system id.
+type MachineStore interface {
+	machines.Store
+	RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error)
+}
 
 type machineStore struct{ s *Store }
 
@@ -78,4 +84,17 @@ func (t machineTx) DeleteRecord(ctx context.Context, name string) (bool, error) 
 		return false, dbError(err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// RecordBySystemID returns the machine record registered from MAAS with that system id,
+// or nil.
+func (m machineStore) RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error) {
+	r, err := scanRecord(m.s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM machine_records WHERE maas_system_id = $1`, systemID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return &r, nil
 }

@@ -33,8 +33,16 @@ commands:
   machine NAME                    one machine
   register NAME [-provisioner MANUAL|MAAS] [-description TEXT] [-maas-system-id ID]
   unregister NAME
+  approve NAME [-member-config ENTITY/NAME/KEY=VALUE ...]
+                                  approve enrolment: prints the join token ONCE and the
+                                  command to run on the new server
+  revoke NAME                     revoke the pending join token
+  report NAME                     run the admission checks (changes nothing)
+  admit NAME                      run the checks and admit the member if none fails
+  remove NAME [-force]            remove the member from the cluster
   audit [-machine NAME] [-first N] the audit trail, newest first
   watch-audit [-machine NAME]     print audit events as they are recorded
+  watch-admission NAME            print admission check results as they are computed
 `
 
 func main() {
@@ -90,9 +98,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		return c.print(r.Machines, func(w *tabwriter.Writer) {
-			fmt.Fprintln(w, "NAME\tPHASE\tPROVISIONER\tWARNINGS")
+			fmt.Fprintln(w, "NAME\tPHASE\tMEMBER\tPROVISIONER\tWARNINGS")
 			for _, m := range r.Machines {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", m.Name, m.Phase, provisioner(m.Record), warnings(m.Warnings))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", m.Name, m.Phase, memberStatus(m.Member), provisioner(m.Record), warnings(m.Warnings))
 			}
 		})
 	case "machine":
@@ -119,6 +127,45 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "unregistered %s\n", r.UnregisterMachine.Name)
 		return nil
+	case "approve":
+		return c.approve(ctx, rest)
+	case "revoke":
+		if len(rest) != 1 {
+			return errors.New("usage: apeloractl revoke NAME")
+		}
+		if _, err := client.RevokeJoinToken(ctx, c.gql, client.RevokeJoinTokenInput{Name: rest[0]}); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "revoked the pending join token for %s\n", rest[0])
+		return nil
+	case "report":
+		if len(rest) != 1 {
+			return errors.New("usage: apeloractl report NAME")
+		}
+		r, err := client.AdmissionReport(ctx, c.gql, rest[0])
+		if err != nil {
+			return err
+		}
+		return c.printReport(&r.AdmissionReport.AdmissionReportFields)
+	case "admit":
+		if len(rest) != 1 {
+			return errors.New("usage: apeloractl admit NAME")
+		}
+		r, err := client.AdmitMember(ctx, c.gql, client.AdmitMemberInput{Name: rest[0]})
+		if err != nil {
+			return err
+		}
+		if err := c.printReport(&r.AdmitMember.Report.AdmissionReportFields); err != nil {
+			return err
+		}
+		if !c.json {
+			fmt.Fprintf(out, "admitted %s: automatic placement reaches it now\n", rest[0])
+		}
+		return nil
+	case "remove":
+		return c.remove(ctx, rest)
+	case "watch-admission":
+		return c.watchAdmission(ctx, rest)
 	case "audit":
 		return c.audit(ctx, rest)
 	case "watch-audit":
@@ -150,6 +197,114 @@ func (c *cli) register(ctx context.Context, args []string) error {
 		return err
 	}
 	return c.printMachine(&r.RegisterMachine.Machine.MachineFields)
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func (c *cli) approve(ctx context.Context, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return errors.New("usage: apeloractl approve NAME [-member-config ENTITY/NAME/KEY=VALUE ...]")
+	}
+	name := args[0]
+	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
+	var cfg multiFlag
+	fs.Var(&cfg, "member-config", "ENTITY/NAME/KEY=VALUE, for example storage-pool/local/source=/dev/sdb; repeat")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	in := client.ApproveEnrolmentInput{Name: name}
+	for _, e := range cfg {
+		id, value, ok := strings.Cut(e, "=")
+		parts := strings.Split(id, "/")
+		if !ok || len(parts) != 3 {
+			return fmt.Errorf("-member-config %q: write ENTITY/NAME/KEY=VALUE", e)
+		}
+		in.MemberConfig = append(in.MemberConfig, client.MemberConfigInput{Entity: parts[0], Name: parts[1], Key: parts[2], Value: value})
+	}
+	r, err := client.ApproveEnrolment(ctx, c.gql, in)
+	if err != nil {
+		return err
+	}
+	a := r.ApproveEnrolment
+	if c.json {
+		return c.print(a, nil)
+	}
+	fmt.Fprintf(c.out, "approved the enrolment of %s; the join token expires %s\n\n", name, a.ExpiresAt.Local().Format(time.DateTime))
+	fmt.Fprintf(c.out, "join token (shown only now; Apelora does not keep it):\n%s\n\n", a.JoinToken)
+	fmt.Fprintf(c.out, "on the new server, run (replace ADDRESS by its own address) and paste the token when asked:\n%s\n", a.Command)
+	return nil
+}
+
+func (c *cli) remove(ctx context.Context, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return errors.New("usage: apeloractl remove NAME [-force]")
+	}
+	fs := flag.NewFlagSet("remove", flag.ContinueOnError)
+	force := fs.Bool("force", false, "drop the member without telling it (wipe its daemon afterwards)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if _, err := client.RemoveMember(ctx, c.gql, client.RemoveMemberInput{Name: args[0], Force: force}); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "removed member %s from the cluster\n", args[0])
+	return nil
+}
+
+func (c *cli) printReport(r *client.AdmissionReportFields) error {
+	return c.print(r, func(w *tabwriter.Writer) {
+		fmt.Fprintln(w, "CHECK\tRESULT\tMESSAGE")
+		for _, ch := range r.Checks {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", ch.Name, ch.Result, ch.Message)
+		}
+		fmt.Fprintf(w, "verdict:\t%s\t\n", r.Verdict)
+	})
+}
+
+func (c *cli) watchAdmission(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: apeloractl watch-admission NAME")
+	}
+	ws, err := client.NewWebSocket(c.endpoint, c.token)
+	if err != nil {
+		return err
+	}
+	errs, err := ws.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	events, _, err := client.AdmissionChecks(ctx, ws, args[0])
+	if err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errs:
+			return fmt.Errorf("subscription ended: %w", err)
+		case ev, ok := <-events:
+			if !ok {
+				return errors.New("the server ended the subscription")
+			}
+			if ev.Errors != nil {
+				return ev.Errors
+			}
+			e := ev.Data.AdmissionChecks
+			switch {
+			case c.json:
+				_ = json.NewEncoder(c.out).Encode(e)
+			case e.Check != nil:
+				fmt.Fprintf(c.out, "%s %s %s: %s %s\n", e.At.Local().Format(time.TimeOnly), e.RunId, e.Check.Name, e.Check.Result, e.Check.Message)
+			case e.Verdict != nil:
+				fmt.Fprintf(c.out, "%s %s verdict: %s\n", e.At.Local().Format(time.TimeOnly), e.RunId, *e.Verdict)
+			}
+		}
+	}
 }
 
 func (c *cli) audit(ctx context.Context, args []string) error {
@@ -226,6 +381,10 @@ func (c *cli) printMachine(m *client.MachineFields) error {
 	return c.print(m, func(w *tabwriter.Writer) {
 		fmt.Fprintf(w, "name:\t%s\n", m.Name)
 		fmt.Fprintf(w, "phase:\t%s\n", m.Phase)
+		fmt.Fprintf(w, "member:\t%s\n", memberStatus(m.Member))
+		if m.PendingJoinToken != nil {
+			fmt.Fprintf(w, "join token:\tpending, expires %s\n", m.PendingJoinToken.ExpiresAt.Local().Format(time.DateTime))
+		}
 		fmt.Fprintf(w, "provisioner:\t%s\n", provisioner(m.Record))
 		if m.Record != nil {
 			fmt.Fprintf(w, "registered:\t%s by %s\n", m.Record.RegisteredAt.Local().Format(time.DateTime), m.Record.RegisteredBy)
@@ -251,6 +410,16 @@ func (c *cli) print(v any, table func(*tabwriter.Writer)) error {
 	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 	table(w)
 	return w.Flush()
+}
+
+func memberStatus(m *client.MachineFieldsMember) string {
+	if m == nil {
+		return "-"
+	}
+	if m.Held {
+		return string(m.Status) + " (held)"
+	}
+	return string(m.Status)
 }
 
 func provisioner(r *client.MachineFieldsRecordMachineRecord) string {

@@ -98,11 +98,87 @@ type AuditEventEdge struct {
 	Node   *AuditEvent `json:"node"`
 }
 
+type CommissionMachineInput struct {
+	SystemID string `json:"systemId"`
+	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
+	Tests []string `json:"tests,omitempty"`
+}
+
+type ErasePreview struct {
+	// Whether this request asks for erasing.
+	Requested bool `json:"requested"`
+	// MAAS's enable_disk_erasing_on_release; null when Apelora's key may not read it.
+	MaasErasesOnRelease *bool `json:"maasErasesOnRelease,omitempty"`
+	// Whether the disks will be erased; null when that cannot be known.
+	Effective *bool  `json:"effective,omitempty"`
+	Message   string `json:"message"`
+}
+
+type Fleet struct {
+	Machines []*Machine    `json:"machines"`
+	Sources  *FleetSources `json:"sources"`
+}
+
+type FleetSources struct {
+	Incus *SourceStatus `json:"incus"`
+	Maas  *SourceStatus `json:"maas"`
+}
+
 // An administrator or an automation account. Created with `apelora identity create`.
 type Identity struct {
 	Name        string       `json:"name"`
 	Permissions []Permission `json:"permissions"`
 	CreatedAt   time.Time    `json:"createdAt"`
+}
+
+type InstallOperatingSystemInput struct {
+	// The registered MAAS machine (its Apelora name, which becomes its Incus member name).
+	Name string `json:"name"`
+	// The series to install, e.g. noble or ubuntu/noble.
+	Series string `json:"series"`
+	// Member config for the join, as in approveEnrolment.
+	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
+}
+
+type InstallOperatingSystemPayload struct {
+	Machine *Machine     `json:"machine"`
+	Maas    *MaasMachine `json:"maas"`
+}
+
+// A machine as MAAS reports it. No MAAS credential field is ever returned.
+type MaasMachine struct {
+	SystemID string `json:"systemId"`
+	Hostname string `json:"hostname"`
+	Fqdn     string `json:"fqdn"`
+	// MAAS's status label, e.g. Ready, Deployed, Failed testing.
+	Status string `json:"status"`
+	// MAAS's status number (NODE_STATUS).
+	StatusCode    int      `json:"statusCode"`
+	StatusMessage *string  `json:"statusMessage,omitempty"`
+	PowerState    string   `json:"powerState"`
+	PowerType     string   `json:"powerType"`
+	HardwareUUID  *string  `json:"hardwareUuid,omitempty"`
+	Architecture  *string  `json:"architecture,omitempty"`
+	CPUCount      int      `json:"cpuCount"`
+	MemoryMiB     int      `json:"memoryMiB"`
+	StorageMb     float64  `json:"storageMB"`
+	Osystem       string   `json:"osystem"`
+	DistroSeries  string   `json:"distroSeries"`
+	Owner         *string  `json:"owner,omitempty"`
+	Zone          string   `json:"zone"`
+	Pool          string   `json:"pool"`
+	Tags          []string `json:"tags"`
+	IPAddresses   []string `json:"ipAddresses"`
+	Locked        bool     `json:"locked"`
+	// MAAS's hardware-test status label: Passed, Failed, Degraded, Unknown (never tested)…
+	TestingStatus     string `json:"testingStatus"`
+	TestingStatusCode int    `json:"testingStatusCode"`
+}
+
+type MaasMachinePayload struct {
+	Maas *MaasMachine `json:"maas"`
+	// The Apelora machine registered from it, if any.
+	Machine *Machine `json:"machine,omitempty"`
 }
 
 // A machine as the administrator sees it: the Apelora machine record joined with what Incus
@@ -115,6 +191,8 @@ type Machine struct {
 	Warnings []*Warning `json:"warnings"`
 	// The Apelora machine record; null for an Incus member Apelora has no record of.
 	Record *MachineRecord `json:"record,omitempty"`
+	// The machine as MAAS reports it; null when MAAS does not report it or could not be asked.
+	Maas *MaasMachine `json:"maas,omitempty"`
 	// The Incus member of the same name; null when it has not joined.
 	Member *Member `json:"member,omitempty"`
 	// The join token Incus holds for the name, until it is used, revoked or expires.
@@ -225,6 +303,19 @@ type RegisterMachinePayload struct {
 	Machine *Machine `json:"machine"`
 }
 
+type ReleaseMachineInput struct {
+	SystemID string `json:"systemId"`
+	// Erase the disks (needs hardware.delete). Off unless asked.
+	Erase   *bool   `json:"erase,omitempty"`
+	Comment *string `json:"comment,omitempty"`
+}
+
+type ReleaseMachinePayload struct {
+	Maas    *MaasMachine  `json:"maas"`
+	Machine *Machine      `json:"machine,omitempty"`
+	Erase   *ErasePreview `json:"erase"`
+}
+
 type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force,omitempty"`
@@ -241,6 +332,22 @@ type RevokeJoinTokenInput struct {
 
 type RevokeJoinTokenPayload struct {
 	Machine *Machine `json:"machine,omitempty"`
+}
+
+type RunHardwareTestsInput struct {
+	SystemID string `json:"systemId"`
+	// The machine's hostname, typed again as MAAS shows it, to confirm.
+	Hostname string `json:"hostname"`
+	// Testing scripts or tags (at most 16); null: MAAS's defaults.
+	Tests []string `json:"tests,omitempty"`
+}
+
+type SourceStatus struct {
+	Configured bool `json:"configured"`
+	// Could be asked for this answer.
+	Available bool `json:"available"`
+	// `ok`, or why not.
+	Message string `json:"message"`
 }
 
 // Live pushes over the websocket (graphql-transport-ws).
@@ -633,6 +740,8 @@ const (
 	PhaseUnheld Phase = "UNHELD"
 	// An Incus member with no machine record (for example the bootstrap member).
 	PhaseUnregistered Phase = "UNREGISTERED"
+	// A machine MAAS reports that has no record and is not a member: register it to manage it.
+	PhaseDiscovered Phase = "DISCOVERED"
 	// Incus could not be asked (not configured or unreachable); see the warnings.
 	PhaseUnknown Phase = "UNKNOWN"
 )
@@ -644,12 +753,13 @@ var AllPhase = []Phase{
 	PhaseAdmitted,
 	PhaseUnheld,
 	PhaseUnregistered,
+	PhaseDiscovered,
 	PhaseUnknown,
 }
 
 func (e Phase) IsValid() bool {
 	switch e {
-	case PhaseRegistered, PhaseAwaitingJoin, PhaseHeld, PhaseAdmitted, PhaseUnheld, PhaseUnregistered, PhaseUnknown:
+	case PhaseRegistered, PhaseAwaitingJoin, PhaseHeld, PhaseAdmitted, PhaseUnheld, PhaseUnregistered, PhaseDiscovered, PhaseUnknown:
 		return true
 	}
 	return false
@@ -756,17 +866,29 @@ const (
 	WarningCodeIncusUnavailable WarningCode = "INCUS_UNAVAILABLE"
 	// scheduler.instance=group: placement reaches the member through its groups.
 	WarningCodeScheduledByGroup WarningCode = "SCHEDULED_BY_GROUP"
+	// Incus could not list its pending join tokens (a member hangs): the machine may be AWAITING_JOIN.
+	WarningCodeJoinTokensUnknown WarningCode = "JOIN_TOKENS_UNKNOWN"
+	// MAAS could not be asked about a machine registered from MAAS.
+	WarningCodeMaasUnavailable WarningCode = "MAAS_UNAVAILABLE"
+	// MAAS no longer reports the system id the record was registered with.
+	WarningCodeMaasMachineMissing WarningCode = "MAAS_MACHINE_MISSING"
+	// MAAS reports another hardware UUID than the one registered: the machine was replaced or the record is wrong.
+	WarningCodeHardwareUUIDMismatch WarningCode = "HARDWARE_UUID_MISMATCH"
 )
 
 var AllWarningCode = []WarningCode{
 	WarningCodeJoinedWithoutHold,
 	WarningCodeIncusUnavailable,
 	WarningCodeScheduledByGroup,
+	WarningCodeJoinTokensUnknown,
+	WarningCodeMaasUnavailable,
+	WarningCodeMaasMachineMissing,
+	WarningCodeHardwareUUIDMismatch,
 }
 
 func (e WarningCode) IsValid() bool {
 	switch e {
-	case WarningCodeJoinedWithoutHold, WarningCodeIncusUnavailable, WarningCodeScheduledByGroup:
+	case WarningCodeJoinedWithoutHold, WarningCodeIncusUnavailable, WarningCodeScheduledByGroup, WarningCodeJoinTokensUnknown, WarningCodeMaasUnavailable, WarningCodeMaasMachineMissing, WarningCodeHardwareUUIDMismatch:
 		return true
 	}
 	return false

@@ -1,0 +1,141 @@
+package app
+
+import (
+	"context"
+	"errors"
+
+	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/provisioning"
+)
+
+// maasPorts adapts the MAAS client to what the domain packages ask of MAAS, and turns
+// MAAS's errors into administrator's errors. MAAS's messages never carry the key (the
+// client redacts them).
+type maasPorts struct{ c *maas.Client }
+
+var (
+	_ provisioning.MAAS       = maasPorts{}
+	_ machines.MAASLookup     = maasPorts{}
+	_ admission.HardwareTests = maasPorts{}
+)
+
+func maasErr(err error, doing string) error {
+	if err == nil {
+		return nil
+	}
+	var ae *maas.APIError
+	msg := ""
+	if errors.As(err, &ae) {
+		msg = ae.Message
+	}
+	switch {
+	case errors.Is(err, maas.ErrNotFound):
+		return apperr.Wrap(err, apperr.NotFound, "cannot %s: MAAS knows no such machine; check the system id", doing)
+	case errors.Is(err, maas.ErrUnauthorized):
+		return apperr.Wrap(err, apperr.Unavailable, "cannot %s: MAAS rejected Apelora's API key (APELORA_MAAS_API_KEY); generate a new key for the MAAS user and restart", doing)
+	case errors.Is(err, maas.ErrForbidden):
+		return apperr.Wrap(err, apperr.FailedPrecondition, "cannot %s: MAAS refused it for the user behind Apelora's key, or the machine is locked in MAAS", doing)
+	case errors.Is(err, maas.ErrConflict), errors.Is(err, maas.ErrBadRequest):
+		return apperr.Wrap(err, apperr.FailedPrecondition, "MAAS refused to %s: %s", doing, msg)
+	case errors.Is(err, maas.ErrCACertificateServed):
+		return apperr.Wrap(err, apperr.Unavailable, "cannot %s: MAAS serves a certificate marked as a CA, which Apelora refuses; give MAAS a proper leaf certificate", doing)
+	case errors.Is(err, context.Canceled):
+		return err
+	default:
+		return apperr.Wrap(err, apperr.Unavailable, "MAAS could not be reached to %s: check APELORA_MAAS_URL, its certificate (APELORA_MAAS_CA_FILE) and that MAAS is up", doing)
+	}
+}
+
+func toMAASMachine(m maas.Machine) provisioning.Machine {
+	return provisioning.Machine{
+		SystemID: m.SystemID, Hostname: m.Hostname, FQDN: m.FQDN,
+		Status: provisioning.Status(m.Status), StatusName: m.StatusName, StatusMessage: m.StatusMessage,
+		PowerState: string(m.PowerState), PowerType: m.PowerType, HardwareUUID: m.HardwareUUID,
+		Architecture: m.Architecture, CPUCount: m.CPUCount, MemoryMiB: m.MemoryMiB, StorageMB: m.StorageMB,
+		OSystem: m.OSystem, DistroSeries: m.DistroSeries, Owner: m.Owner, Zone: m.Zone, Pool: m.Pool,
+		Tags: m.Tags, IPAddresses: m.IPAddresses, Locked: m.Locked,
+		TestingStatus: int(m.TestingStatus), TestingStatusName: m.TestingStatusName,
+	}
+}
+
+func (p maasPorts) machine(m maas.Machine, err error, doing string) (provisioning.Machine, error) {
+	if err != nil {
+		return provisioning.Machine{}, maasErr(err, doing)
+	}
+	return toMAASMachine(m), nil
+}
+
+func (p maasPorts) Machines(ctx context.Context) ([]provisioning.Machine, error) {
+	ms, err := p.c.Machines(ctx, maas.MachineFilter{})
+	if err != nil {
+		return nil, maasErr(err, "list the MAAS machines")
+	}
+	out := make([]provisioning.Machine, len(ms))
+	for i, m := range ms {
+		out[i] = toMAASMachine(m)
+	}
+	return out, nil
+}
+
+func (p maasPorts) Machine(ctx context.Context, id string) (provisioning.Machine, error) {
+	m, err := p.c.Machine(ctx, id)
+	return p.machine(m, err, "read MAAS machine "+id)
+}
+
+func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.CommissionOptions) (provisioning.Machine, error) {
+	opts := maas.CommissionOptions{TestingScripts: o.Tests}
+	if o.Tests != nil && len(o.Tests) == 0 {
+		opts.TestingScripts = []string{"none"}
+	}
+	m, err := p.c.Commission(ctx, id, opts)
+	return p.machine(m, err, "commission MAAS machine "+id)
+}
+
+func (p maasPorts) Test(ctx context.Context, id string, tests []string) (provisioning.Machine, error) {
+	m, err := p.c.Test(ctx, id, maas.TestOptions{TestingScripts: tests})
+	return p.machine(m, err, "test MAAS machine "+id)
+}
+
+func (p maasPorts) Allocate(ctx context.Context, id string) (provisioning.Machine, error) {
+	m, err := p.c.Allocate(ctx, id, maas.AllocateOptions{Comment: "Apelora: install and enrol"})
+	return p.machine(m, err, "allocate MAAS machine "+id)
+}
+
+func (p maasPorts) Deploy(ctx context.Context, id, series string, userData []byte) (provisioning.Machine, error) {
+	m, err := p.c.Deploy(ctx, id, maas.DeployOptions{DistroSeries: series, UserData: userData, Comment: "Apelora: install and enrol"})
+	return p.machine(m, err, "deploy MAAS machine "+id)
+}
+
+func (p maasPorts) Release(ctx context.Context, id string, erase bool, comment string) (provisioning.Machine, error) {
+	m, err := p.c.Release(ctx, id, maas.ReleaseOptions{Erase: erase, Comment: comment})
+	return p.machine(m, err, "release MAAS machine "+id)
+}
+
+func (p maasPorts) EraseOnRelease(ctx context.Context) (bool, error) {
+	on, err := p.c.GetConfigBool(ctx, "enable_disk_erasing_on_release")
+	return on, maasErr(err, "read MAAS's enable_disk_erasing_on_release setting")
+}
+
+// HardwareUUID is what registering a MAAS machine copies.
+func (p maasPorts) HardwareUUID(ctx context.Context, id string) (string, error) {
+	m, err := p.c.Machine(ctx, id)
+	if err != nil {
+		return "", maasErr(err, "read MAAS machine "+id)
+	}
+	if m.HardwareUUID == "" {
+		return "", apperr.New(apperr.FailedPrecondition, "MAAS machine %s (%s, %s) has no hardware UUID yet: commission it first", id, m.Hostname, m.StatusName)
+	}
+	return m.HardwareUUID, nil
+}
+
+// TestingStatus is what the admission's hardware-test check reads.
+func (p maasPorts) TestingStatus(ctx context.Context, id string) (int, string, error) {
+	m, err := p.c.Machine(ctx, id)
+	if err != nil {
+		return 0, "", maasErr(err, "read MAAS machine "+id)
+	}
+	return int(m.TestingStatus), m.TestingStatusName, nil
+}

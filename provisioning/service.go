@@ -1,0 +1,356 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/enrolment"
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
+)
+
+// Store is what the MAAS steps need from the database.
+type Store interface {
+	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
+	Record(ctx context.Context, name string) (*machines.Record, error)
+	RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error)
+}
+
+// Enrolment issues and withdraws join tokens inside a change already audited.
+type Enrolment interface {
+	Prepare(ctx context.Context, name string, overrides []enrolment.ConfigValue) (*enrolment.Approval, error)
+	Withdraw(ctx context.Context, name string)
+}
+
+// Service performs the MAAS steps.
+type Service struct {
+	MAAS        MAAS // nil when MAAS is not configured
+	Store       Store
+	Membership  membership.Source
+	Enrolment   Enrolment
+	EnrolScript []byte // enrol-member.sh, put in the cloud-init user data
+}
+
+var errNotConfigured = apperr.New(apperr.FailedPrecondition, "MAAS is not configured: set APELORA_MAAS_URL and APELORA_MAAS_API_KEY (and APELORA_MAAS_CA_FILE for a private CA) and restart")
+
+func (s *Service) maas() (MAAS, error) {
+	if s.MAAS == nil {
+		return nil, errNotConfigured
+	}
+	return s.MAAS, nil
+}
+
+var systemIDPattern = machines.SystemIDPattern
+
+func validateSystemID(id string) error {
+	if !systemIDPattern.MatchString(id) {
+		return invalid("systemId", "%q is not a MAAS system id (4–16 lower-case letters and digits, as MAAS shows it)", id)
+	}
+	return nil
+}
+
+// subject finds the machine record behind a system id, names the audit event after it,
+// and returns the lock name for the change.
+func (s *Service) subject(ctx context.Context, systemID string) (*machines.Record, string, error) {
+	rec, err := s.Store.RecordBySystemID(ctx, systemID)
+	if err != nil {
+		return nil, "", err
+	}
+	if rec == nil {
+		return nil, "maas:" + systemID, nil
+	}
+	if a := audit.ActionFrom(ctx); a != nil {
+		a.SetMachine(rec.Name)
+	}
+	return rec, rec.Name, nil
+}
+
+// refuseMember refuses a step that would disturb an Incus member.
+func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, step string) error {
+	if rec == nil || s.Membership == nil {
+		return nil
+	}
+	snap, err := s.Membership.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if snap.Member(rec.Name) != nil {
+		return refused("%s is an Incus member: %s would take it from under the cluster; remove the member first (removeMember)", rec.Name, step)
+	}
+	return nil
+}
+
+// Commission has MAAS commission a machine, with the tests asked for.
+func (s *Service) Commission(ctx context.Context, systemID string, o CommissionOptions) (*Machine, error) {
+	m, err := s.maas()
+	if err != nil {
+		return nil, err
+	}
+	if err := validateSystemID(systemID); err != nil {
+		return nil, err
+	}
+	if err := ValidateTests("tests", o.Tests); err != nil {
+		return nil, err
+	}
+	rec, lock, err := s.subject(ctx, systemID)
+	if err != nil {
+		return nil, err
+	}
+	var out Machine
+	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
+		cur, err := m.Machine(ctx, systemID)
+		if err != nil {
+			return err
+		}
+		if err := s.refuseMember(ctx, rec, "commissioning"); err != nil {
+			return err
+		}
+		if !slices.Contains(commissionable, cur.Status) {
+			return refused("%s: MAAS commissions only New, Failed commissioning, Ready or Broken machines", describe(cur))
+		}
+		out, err = m.Commission(ctx, systemID, o)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Install has MAAS install an operating system on a registered MAAS machine and enrol it:
+// Incus issues a join token, which goes only into the cloud-init user data of the deploy
+// call (never stored, logged or audited; the audit event records the series). A Ready
+// machine is allocated first. If the deploy fails, the token is revoked and an allocation
+// made here is released, so nothing is left half-done.
+func (s *Service) Install(ctx context.Context, name, series string, overrides []enrolment.ConfigValue) (*Machine, error) {
+	m, err := s.maas()
+	if err != nil {
+		return nil, err
+	}
+	if err := machines.ValidateName(name); err != nil {
+		return nil, err
+	}
+	if err := ValidateSeries(series); err != nil {
+		return nil, err
+	}
+	rec, err := s.Store.Record(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case rec == nil:
+		return nil, apperr.New(apperr.NotFound, "no machine record named %q: register it from MAAS first (registerMachine with provisioner MAAS)", name)
+	case rec.Provisioner != machines.MAAS:
+		return nil, refused("%s is a MANUAL machine: Apelora cannot install it; install it by hand and approve its enrolment", name)
+	}
+	var out Machine
+	var issued bool
+	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
+		cur, err := m.Machine(ctx, rec.MAASSystemID)
+		if err != nil {
+			return err
+		}
+		if rec.HardwareUUID != "" && cur.HardwareUUID != rec.HardwareUUID {
+			return refused("MAAS machine %s reports hardware UUID %q, but %s was registered with %q: the machine was replaced or the record is wrong; check it before installing", cur.SystemID, cur.HardwareUUID, name, rec.HardwareUUID)
+		}
+		if cur.Status != Ready && cur.Status != Allocated {
+			return refused("%s: install needs a Ready machine (commission it first) or one already allocated", describe(cur))
+		}
+		if a := audit.ActionFrom(ctx); a != nil {
+			a.Detail("systemId", cur.SystemID)
+			a.Detail("series", series)
+		}
+		approval, err := s.Enrolment.Prepare(ctx, name, overrides)
+		if err != nil {
+			return err
+		}
+		issued = true
+		userData, err := enrolment.UserData(s.EnrolScript, approval)
+		if err != nil {
+			return err
+		}
+		allocated := false
+		if cur.Status == Ready {
+			if _, err := m.Allocate(ctx, cur.SystemID); err != nil {
+				return err
+			}
+			allocated = true
+		}
+		out, err = m.Deploy(ctx, cur.SystemID, series, userData)
+		clear(userData)
+		if err != nil {
+			if allocated {
+				// Give back what this step took, leaving MAAS as it found the machine.
+				if _, rerr := m.Release(context.WithoutCancel(ctx), cur.SystemID, false, "Apelora: install failed, allocation returned"); rerr != nil {
+					err = errors.Join(err, rerr)
+				}
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		if issued {
+			s.Enrolment.Withdraw(ctx, name)
+		}
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RunTests has MAAS run hardware tests on a machine that is Ready, Broken or Failed
+// testing. The administrator types the hostname again, so a slip of the system id cannot
+// test the wrong machine.
+func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests []string) (*Machine, error) {
+	m, err := s.maas()
+	if err != nil {
+		return nil, err
+	}
+	if err := validateSystemID(systemID); err != nil {
+		return nil, err
+	}
+	if err := ValidateTests("tests", tests); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(hostname) == "" {
+		return nil, invalid("hostname", "type the machine's hostname, as MAAS shows it, to confirm which machine to test")
+	}
+	_, lock, err := s.subject(ctx, systemID)
+	if err != nil {
+		return nil, err
+	}
+	var out Machine
+	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
+		cur, err := m.Machine(ctx, systemID)
+		if err != nil {
+			return err
+		}
+		if !sameHostname(cur.Hostname, hostname) {
+			return invalid("hostname", "%q is not the hostname of MAAS machine %s: type its hostname again, exactly as MAAS shows it", hostname, systemID)
+		}
+		switch {
+		case cur.Status == Allocated || cur.Status == Deployed:
+			return refused("%s: testing would disturb a machine allocated or in use; release it first", describe(cur))
+		case !slices.Contains(testable, cur.Status):
+			return refused("%s: hardware tests run only on Ready, Broken or Failed testing machines", describe(cur))
+		}
+		out, err = m.Test(ctx, systemID, tests)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ErasePreview says whether releasing erases the disks, before it happens.
+type ErasePreview struct {
+	Requested bool
+	// MAASErases is MAAS's enable_disk_erasing_on_release: when on, MAAS erases whatever
+	// the request says. Nil when it could not be read (the key may lack the right).
+	MAASErases *bool
+	Message    string
+}
+
+// Effective is whether the disks will be erased, or nil when unknown.
+func (p ErasePreview) Effective() *bool {
+	if p.Requested {
+		t := true
+		return &t
+	}
+	return p.MAASErases
+}
+
+// PreviewRelease tells what releasing would do to the disks.
+func (s *Service) PreviewRelease(ctx context.Context, erase bool) (ErasePreview, error) {
+	m, err := s.maas()
+	if err != nil {
+		return ErasePreview{}, err
+	}
+	p := ErasePreview{Requested: erase}
+	on, err := m.EraseOnRelease(ctx)
+	switch {
+	case err != nil:
+		if erase {
+			p.Message = "the disks will be erased (asked for)"
+		} else {
+			p.Message = "MAAS's enable_disk_erasing_on_release could not be read, so MAAS may erase the disks anyway: " + errText(err)
+		}
+	case on:
+		p.MAASErases = &on
+		if erase {
+			p.Message = "the disks will be erased (asked for; MAAS's enable_disk_erasing_on_release is on too)"
+		} else {
+			p.Message = "MAAS will erase the disks anyway: its enable_disk_erasing_on_release setting is on"
+		}
+	default:
+		p.MAASErases = &on
+		if erase {
+			p.Message = "the disks will be erased (asked for)"
+		} else {
+			p.Message = "the disks will not be erased"
+		}
+	}
+	return p, nil
+}
+
+// Release has MAAS release a machine. Erasing is off unless asked for, needs the
+// hardware.delete permission as well, and never uses secure or quick erase (MAAS's own
+// default may be secure erase: Apelora always sends both as false).
+func (s *Service) Release(ctx context.Context, systemID string, erase bool, comment string) (*Machine, ErasePreview, error) {
+	m, err := s.maas()
+	if err != nil {
+		return nil, ErasePreview{}, err
+	}
+	if erase {
+		if err := identity.FromContext(ctx).Require(identity.HardwareDelete); err != nil {
+			return nil, ErasePreview{}, err
+		}
+	}
+	if err := validateSystemID(systemID); err != nil {
+		return nil, ErasePreview{}, err
+	}
+	if len(comment) > 500 || strings.ContainsAny(comment, "\x00\r\n") {
+		return nil, ErasePreview{}, invalid("comment", "a comment is one line of at most 500 characters")
+	}
+	rec, lock, err := s.subject(ctx, systemID)
+	if err != nil {
+		return nil, ErasePreview{}, err
+	}
+	preview, err := s.PreviewRelease(ctx, erase)
+	if err != nil {
+		return nil, ErasePreview{}, err
+	}
+	var out Machine
+	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
+		if err := s.refuseMember(ctx, rec, "releasing it"); err != nil {
+			return err
+		}
+		if a := audit.ActionFrom(ctx); a != nil {
+			a.Detail("eraseRequested", erase)
+			if eff := preview.Effective(); eff != nil {
+				a.Detail("eraseEffective", *eff)
+			} else {
+				a.Detail("eraseEffective", "unknown")
+			}
+		}
+		out, err = m.Release(ctx, systemID, erase, comment)
+		return err
+	})
+	if err != nil {
+		return nil, preview, err
+	}
+	return &out, preview, nil
+}
+
+func errText(err error) string {
+	if e, ok := apperr.As(err); ok {
+		return e.Message
+	}
+	return err.Error()
+}
