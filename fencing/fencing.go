@@ -148,7 +148,7 @@ type Request struct {
 }
 
 // Pending reports whether the request still waits for its confirming read.
-func (r *Request) Pending() bool { return r != nil && r.Outcome == "" }
+func (r Request) Pending() bool { return r.Outcome == "" }
 
 // Limits are the safety limits and timings of fencing.
 type Limits struct {

@@ -1,0 +1,246 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/adapters/postgres/pgtest"
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/fencing"
+)
+
+func audited(name string) context.Context {
+	return audit.WithAction(context.Background(), &audit.Action{Actor: "admin", Name: name, RequestID: "req-1"})
+}
+
+var (
+	uuid1 = "4c4c4544-0042-3510-8052-000000000001"
+	uuid2 = "4c4c4544-0042-3510-8052-000000000002"
+)
+
+func TestFenceMappingsAreAuditedAndUnique(t *testing.T) {
+	db := pgtest.New(t)
+	fs := db.Store.Fences()
+	put := func(m fencing.Mapping) (*fencing.Mapping, error) {
+		var prev *fencing.Mapping
+		err := fs.Change(audited("setFenceMapping"), m.Member, func(tx fencing.Tx) error {
+			var err error
+			prev, err = tx.PutMapping(context.Background(), m)
+			return err
+		})
+		return prev, err
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if prev, err := put(fencing.Mapping{Member: "m2", SystemID: "abc123", HardwareUUID: uuid1, SetBy: "admin", SetAt: now}); err != nil || prev != nil {
+		t.Fatalf("first put: %v %v", prev, err)
+	}
+	// Another member cannot take the same machine.
+	_, err := put(fencing.Mapping{Member: "m3", SystemID: "abc123", HardwareUUID: uuid2, SetBy: "admin", SetAt: now})
+	if e, ok := apperr.As(err); !ok || e.Code != apperr.AlreadyExists || e.Field != "maasSystemId" || !strings.Contains(e.Message, `"m2"`) {
+		t.Fatalf("same system id: %v", err)
+	}
+	_, err = put(fencing.Mapping{Member: "m3", SystemID: "xyz789", HardwareUUID: uuid1, SetBy: "admin", SetAt: now})
+	if e, ok := apperr.As(err); !ok || e.Code != apperr.AlreadyExists || e.Field != "hardwareUuid" {
+		t.Fatalf("same uuid: %v", err)
+	}
+	// Replacing returns the previous mapping and forgets the drill of the old machine.
+	if err := db.Store.FenceDrills().SaveDrill(context.Background(), fencing.Drill{Member: "m2", At: now, SystemID: "abc123", HardwareUUID: uuid1, OK: true, PowerState: "on", Worker: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := put(fencing.Mapping{Member: "m2", SystemID: "xyz789", HardwareUUID: uuid2, SetBy: "admin", SetAt: now})
+	if err != nil || prev == nil || prev.SystemID != "abc123" {
+		t.Fatalf("replace: %+v %v", prev, err)
+	}
+	if ds, _ := db.Store.FenceDrills().Drills(context.Background()); len(ds) != 0 {
+		t.Fatalf("drill of the old machine kept: %+v", ds)
+	}
+	// A drill of a machine the member is no longer mapped to is not kept.
+	if err := db.Store.FenceDrills().SaveDrill(context.Background(), fencing.Drill{Member: "m2", At: now, SystemID: "abc123", HardwareUUID: uuid1, OK: true, Worker: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	if ds, _ := db.Store.FenceDrills().Drills(context.Background()); len(ds) != 0 {
+		t.Fatalf("stale drill kept: %+v", ds)
+	}
+	var audits int
+	if err := db.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM audit_events WHERE action = 'setFenceMapping' AND outcome = 'SUCCEEDED'`).Scan(&audits); err != nil || audits != 2 {
+		t.Fatalf("%d audit events (%v), want one per successful change", audits, err)
+	}
+	// Removing.
+	var removed *fencing.Mapping
+	if err := fs.Change(audited("removeFenceMapping"), "m2", func(tx fencing.Tx) error {
+		removed, err = tx.DeleteMapping(context.Background(), "m2")
+		return err
+	}); err != nil || removed == nil || removed.SystemID != "xyz789" {
+		t.Fatalf("remove: %+v %v", removed, err)
+	}
+	// The database refuses malformed values even if the domain let them through.
+	err = fs.Change(audited("setFenceMapping"), "m4", func(tx fencing.Tx) error {
+		_, err := tx.PutMapping(context.Background(), fencing.Mapping{Member: "m4", SystemID: "abc123", HardwareUUID: "NOT-A-UUID", SetBy: "a", SetAt: now})
+		return err
+	})
+	if err == nil {
+		t.Fatal("malformed UUID stored")
+	}
+}
+
+func lead(t *testing.T, s *postgres.Store) fencing.Session {
+	t.Helper()
+	sess, err := s.FenceLeadership("apelora-worker-test").TryLead(context.Background())
+	if err != nil || sess == nil {
+		t.Fatalf("take the fence lock: %v %v", sess, err)
+	}
+	t.Cleanup(sess.Close)
+	return sess
+}
+
+func TestFenceLockIsExclusiveAndLostWithItsConnection(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	first := lead(t, db.Store)
+	if s, err := db.Store.FenceLeadership("second").TryLead(ctx); err != nil || s != nil {
+		t.Fatalf("a second worker got the lock: %v %v", s, err)
+	}
+	if err := first.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The leader's connection is killed (as a PostgreSQL restart or a network cut would):
+	// it notices, and the lock is free for another.
+	if _, err := db.Store.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'apelora-worker-test'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Check(ctx); err == nil {
+		t.Fatal("the leader did not notice it lost its connection")
+	}
+	if _, err := first.Append(ctx, fencing.Event{At: time.Now(), Member: "m1", Kind: fencing.KindRequested, Worker: "w1"}); err == nil {
+		t.Fatal("a worker that lost the lock recorded a request")
+	}
+	second := lead(t, db.Store)
+	if err := second.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFenceSessionKeepsTrackingAndDerivesRequests(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	sess := lead(t, db.Store)
+	now, err := sess.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := now.Add(-time.Minute).Truncate(time.Microsecond)
+	evs, err := sess.SaveTracking(ctx, []fencing.Tracking{
+		{Member: "m1", LastSeenOnline: now, LastObserved: now},
+		{Member: "m2", FirstSeenOffline: off, LastObserved: now},
+	}, nil, []fencing.Event{{At: now, Member: "m2", Kind: fencing.KindOffline, Worker: "w1", Message: "m2 is offline"}})
+	if err != nil || len(evs) != 1 || evs[0].ID == 0 {
+		t.Fatalf("save tracking: %+v %v", evs, err)
+	}
+	// Another session (after a restart) reads the same outage back.
+	sess.Close()
+	sess = lead(t, db.Store)
+	tr, err := sess.Tracking(ctx)
+	if err != nil || !tr["m2"].FirstSeenOffline.Equal(off) || !tr["m1"].FirstSeenOffline.IsZero() {
+		t.Fatalf("tracking after restart: %+v %v", tr, err)
+	}
+	if _, _, err := func() ([]fencing.Event, []string, error) {
+		evs, err := sess.SaveTracking(ctx, nil, []string{"m1"}, nil)
+		return evs, nil, err
+	}(); err != nil {
+		t.Fatal(err)
+	}
+	if tr, _ := sess.Tracking(ctx); len(tr) != 1 {
+		t.Fatalf("gone member kept: %+v", tr)
+	}
+
+	ev := func(kind fencing.Kind, reason fencing.Reason, details map[string]any) fencing.Event {
+		e, err := sess.Append(ctx, fencing.Event{At: now, Member: "m2", Kind: kind, Reason: reason, Worker: "w1", Details: details})
+		if err != nil {
+			t.Fatalf("append %s: %v", kind, err)
+		}
+		return e
+	}
+	req1 := ev(fencing.KindRequested, "", map[string]any{"maasSystemId": "abc123", "hardwareUuid": uuid1})
+	rs, err := sess.Requests(ctx)
+	if err != nil || !rs["m2"].Pending() || rs["m2"].EventID != req1.ID || rs["m2"].SystemID != "abc123" || rs["m2"].HardwareUUID != uuid1 {
+		t.Fatalf("pending request: %+v %v", rs, err)
+	}
+	ev(fencing.KindNotConfirmed, fencing.ReasonPowerNotOff, nil)
+	ev(fencing.KindRefused, fencing.ReasonCooldown, nil)
+	if rs, _ := sess.Requests(ctx); rs["m2"].Outcome != fencing.KindNotConfirmed {
+		t.Fatalf("after not confirmed: %+v", rs)
+	}
+	req2 := ev(fencing.KindRequested, "", map[string]any{"maasSystemId": "abc123", "hardwareUuid": uuid1})
+	ev(fencing.KindConfirmed, "", map[string]any{"powerState": "off"})
+	rs, _ = sess.Requests(ctx)
+	if rs["m2"].EventID != req2.ID || rs["m2"].Outcome != fencing.KindConfirmed {
+		t.Fatalf("latest request: %+v", rs)
+	}
+	latest, err := sess.LatestEvents(ctx)
+	if err != nil || latest["m2"].Kind != fencing.KindConfirmed || latest["m2"].Details["powerState"] != "off" {
+		t.Fatalf("latest events: %+v %v", latest, err)
+	}
+	// The trail cannot be rewritten.
+	if _, err := db.Store.Pool().Exec(ctx, `UPDATE fence_events SET kind = 'CONFIRMED' WHERE id = $1`, req1.ID); err == nil {
+		t.Fatal("a fence event was updated")
+	}
+	if _, err := db.Store.Pool().Exec(ctx, `DELETE FROM fence_events`); err == nil {
+		t.Fatal("fence events were deleted")
+	}
+	// Kinds and reasons the domain knows are the ones the database accepts.
+	for _, k := range fencing.Kinds {
+		e := fencing.Event{At: now, Member: "m9", Kind: k, Worker: "w"}
+		switch k {
+		case fencing.KindLeading:
+			e.Member = ""
+		case fencing.KindRefused, fencing.KindNotConfirmed:
+			e.Reason = fencing.ReasonCooldown
+		}
+		if _, err := sess.Append(ctx, e); err != nil {
+			t.Errorf("kind %s refused by the database: %v", k, err)
+		}
+	}
+	for _, r := range fencing.Reasons {
+		if _, err := sess.Append(ctx, fencing.Event{At: now, Member: "m9", Kind: fencing.KindRefused, Reason: r, Worker: "w"}); err != nil {
+			t.Errorf("reason %s refused by the database: %v", r, err)
+		}
+	}
+	if err := sess.Heartbeat(ctx, fencing.WorkerStatus{Worker: "w1", LeaderSince: now, LastRoundAt: now, PollInterval: 2 * time.Second,
+		Limits: fencing.Limits{OfflineAfter: time.Minute, Cooldown: time.Hour, ConfirmTimeout: time.Minute, MaxObservationGap: 30 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := db.Store.Fences().WorkerStatus(ctx)
+	if err != nil || ws == nil || ws.Worker != "w1" || ws.PollInterval != 2*time.Second || ws.Limits.Cooldown != time.Hour {
+		t.Fatalf("worker status %+v %v", ws, err)
+	}
+}
+
+func TestFenceFeedPushesEventsAcrossConnections(t *testing.T) {
+	db := pgtest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l := db.Store.NewListener(postgres.FenceChannel)
+	go l.Run(ctx)
+	feed := db.Store.NewFenceFeed()
+	go feed.Run(ctx, l)
+	<-l.Ready()
+	sub := feed.Subscribe(8)
+	defer sub.Close()
+	sess := lead(t, db.Store)
+	e, err := sess.Append(context.Background(), fencing.Event{At: time.Now(), Member: "m3", Kind: fencing.KindEligible, Worker: "w1", Message: "eligible", Details: map[string]any{"members": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-sub.C:
+		if got.ID != e.ID || got.Member != "m3" || got.Kind != fencing.KindEligible || got.Message != "eligible" || got.Details["members"] != float64(3) {
+			t.Fatalf("pushed %+v", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no event pushed")
+	}
+}

@@ -1,0 +1,262 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/apelora/fabric/fencing"
+)
+
+// fenceLockNamespace keeps the fence worker's lock apart from the machine locks (which
+// use lockNamespace with a hash of the machine's name as the second key).
+const (
+	fenceLockNamespace = lockNamespace + 1
+	fenceLockKey       = 1
+)
+
+// sessionTimeout bounds each statement of the fence session, so a database that stopped
+// answering is noticed and the worker stops acting.
+const sessionTimeout = 15 * time.Second
+
+// FenceLeadership hands out the fence worker's lock: a session-level advisory lock held on
+// a connection of its own, so that it lasts exactly as long as that connection. A worker
+// that dies, or whose connection breaks (PostgreSQL restarted, network cut), loses it, and
+// a standby takes it.
+func (s *Store) FenceLeadership(application string) fencing.Leadership {
+	return fenceLeadership{s: s, application: application}
+}
+
+type fenceLeadership struct {
+	s           *Store
+	application string
+}
+
+func (l fenceLeadership) TryLead(ctx context.Context) (fencing.Session, error) {
+	cfg := l.s.pool.Config().ConnConfig.Copy()
+	if l.application != "" {
+		cfg.RuntimeParams["application_name"] = l.application
+	}
+	// When the worker's host vanishes, PostgreSQL must notice within seconds (not the
+	// default two hours) so that the lock goes to a standby: server-side keepalives for
+	// TCP connections (ignored on unix sockets, where a dead process closes its socket).
+	cfg.RuntimeParams["tcp_keepalives_idle"] = "5"
+	cfg.RuntimeParams["tcp_keepalives_interval"] = "2"
+	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 2 * time.Second, Count: 3}}
+	cfg.DialFunc = d.DialContext
+	cctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL at %s: %w", describe(cfg), err)
+	}
+	var got bool
+	if err := conn.QueryRow(cctx, `SELECT pg_try_advisory_lock($1, $2)`, fenceLockNamespace, fenceLockKey).Scan(&got); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, dbError(err)
+	}
+	if !got {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, nil
+	}
+	return &fenceSession{conn: conn}, nil
+}
+
+// fenceSession is the leader's connection. Not safe for concurrent use: the worker's loop
+// is its only user.
+type fenceSession struct {
+	conn *pgx.Conn
+}
+
+var errLockLost = errors.New("the fence lock's database connection is gone")
+
+func (f *fenceSession) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, sessionTimeout)
+}
+
+func (f *fenceSession) Check(ctx context.Context) error {
+	if f.conn.IsClosed() {
+		return errLockLost
+	}
+	ctx, cancel := f.ctx(ctx)
+	defer cancel()
+	var held bool
+	err := f.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
+		AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted)`, fenceLockNamespace, fenceLockKey).Scan(&held)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errLockLost, err)
+	}
+	if !held {
+		return errLockLost
+	}
+	return nil
+}
+
+func (f *fenceSession) Now(ctx context.Context) (time.Time, error) {
+	ctx, cancel := f.ctx(ctx)
+	defer cancel()
+	var t time.Time
+	err := f.conn.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t)
+	return t, dbError(err)
+}
+
+func (f *fenceSession) Tracking(ctx context.Context) (map[string]fencing.Tracking, error) {
+	ctx, cancel := f.ctx(ctx)
+	defer cancel()
+	rows, err := f.conn.Query(ctx, `SELECT member, first_seen_offline, last_seen_online, last_observed FROM fence_member_tracking`)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer rows.Close()
+	out := map[string]fencing.Tracking{}
+	for rows.Next() {
+		var t fencing.Tracking
+		var off, on *time.Time
+		if err := rows.Scan(&t.Member, &off, &on, &t.LastObserved); err != nil {
+			return nil, dbError(err)
+		}
+		if off != nil {
+			t.FirstSeenOffline = *off
+		}
+		if on != nil {
+			t.LastSeenOnline = *on
+		}
+		out[t.Member] = t
+	}
+	return out, dbError(rows.Err())
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func (f *fenceSession) SaveTracking(ctx context.Context, next []fencing.Tracking, gone []string, events []fencing.Event) ([]fencing.Event, error) {
+	ctx, cancel := f.ctx(ctx)
+	defer cancel()
+	tx, err := f.conn.Begin(ctx)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	for _, t := range next {
+		if _, err := tx.Exec(ctx, `INSERT INTO fence_member_tracking (member, first_seen_offline, last_seen_online, last_observed)
+			VALUES ($1, $2, $3, $4) ON CONFLICT (member) DO UPDATE SET first_seen_offline = EXCLUDED.first_seen_offline,
+			last_seen_online = EXCLUDED.last_seen_online, last_observed = EXCLUDED.last_observed`,
+			t.Member, nullTime(t.FirstSeenOffline), nullTime(t.LastSeenOnline), t.LastObserved); err != nil {
+			return nil, dbError(err)
+		}
+	}
+	if len(gone) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM fence_member_tracking WHERE member = ANY($1)`, gone); err != nil {
+			return nil, dbError(err)
+		}
+	}
+	out := make([]fencing.Event, len(events))
+	for i, e := range events {
+		if out[i], err = insertFenceEvent(ctx, tx, e); err != nil {
+			return nil, err
+		}
+	}
+	return out, dbError(tx.Commit(ctx))
+}
+
+func insertFenceEvent(ctx context.Context, q querier, e fencing.Event) (fencing.Event, error) {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	err := q.QueryRow(ctx, `INSERT INTO fence_events (at, member, kind, reason, message, worker, details)
+		VALUES ($1, nullif($2, ''), $3, nullif($4, ''), $5, $6, $7) RETURNING id`,
+		e.At, e.Member, string(e.Kind), string(e.Reason), e.Message, e.Worker, e.Details).Scan(&e.ID)
+	if err != nil {
+		return e, dbError(err)
+	}
+	return e, nil
+}
+
+func (f *fenceSession) Mappings(ctx context.Context) (map[string]fencing.Mapping, error) {
+	ctx, cancel := f.ctx(ctx)
+	defer cancel()
+	return mappings(ctx, f.conn)
+}
+
+// Requests derives each member's latest request, and what became of it, from the events.
+func (f *fenceSession) Requests(ctx context.Context) (map[string]fencing.Request, error) {
+	ctx, cancel := f.ctx(ctx)
+	defer cancel()
+	rows, err := f.conn.Query(ctx, `SELECT r.member, r.id, r.at, coalesce(r.details->>'maasSystemId', ''), coalesce(r.details->>'hardwareUuid', ''),
+			coalesce(o.kind, ''), o.at
+		FROM (SELECT DISTINCT ON (member) member, id, at, details FROM fence_events WHERE kind = 'REQUESTED' ORDER BY member, id DESC) r
+		LEFT JOIN LATERAL (SELECT kind, at FROM fence_events o WHERE o.member = r.member AND o.id > r.id
+			AND o.kind IN ('CONFIRMED', 'NOT_CONFIRMED') ORDER BY o.id LIMIT 1) o ON true`)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer rows.Close()
+	out := map[string]fencing.Request{}
+	for rows.Next() {
+		var member, outcome string
+		var r fencing.Request
+		var outAt *time.Time
+		if err := rows.Scan(&member, &r.EventID, &r.At, &r.SystemID, &r.HardwareUUID, &outcome, &outAt); err != nil {
+			return nil, dbError(err)
+		}
+		r.Outcome = fencing.Kind(outcome)
+		if outAt != nil {
+			r.OutcomeAt = *outAt
+		}
+		out[member] = r
+	}
+	return out, dbError(rows.Err())
+}
+
+func (f *fenceSession) LatestEvents(ctx context.Context) (map[string]fencing.Event, error) {
+	ctx, cancel := f.ctx(ctx)
+	defer cancel()
+	evs, err := collectEvents(f.conn.Query(ctx, `SELECT DISTINCT ON (member) `+eventColumns+` FROM fence_events
+		WHERE member IS NOT NULL ORDER BY member, id DESC`))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]fencing.Event, len(evs))
+	for _, e := range evs {
+		out[e.Member] = e
+	}
+	return out, nil
+}
+
+// Append records an event on the lock's own connection: if it succeeds, this worker held
+// the lock when it was written.
+func (f *fenceSession) Append(ctx context.Context, e fencing.Event) (fencing.Event, error) {
+	ctx, cancel := f.ctx(ctx)
+	defer cancel()
+	return insertFenceEvent(ctx, f.conn, e)
+}
+
+func (f *fenceSession) Heartbeat(ctx context.Context, ws fencing.WorkerStatus) error {
+	ctx, cancel := f.ctx(ctx)
+	defer cancel()
+	settings := map[string]any{
+		"pollSeconds": ws.PollInterval.Seconds(), "offlineAfterSeconds": ws.Limits.OfflineAfter.Seconds(),
+		"cooldownSeconds": ws.Limits.Cooldown.Seconds(), "confirmTimeoutSeconds": ws.Limits.ConfirmTimeout.Seconds(),
+		"maxGapSeconds": ws.Limits.MaxObservationGap.Seconds(),
+	}
+	_, err := f.conn.Exec(ctx, `INSERT INTO fence_worker (singleton, worker, leader_since, last_round_at, settings) VALUES (true, $1, $2, $3, $4)
+		ON CONFLICT (singleton) DO UPDATE SET worker = EXCLUDED.worker, leader_since = EXCLUDED.leader_since,
+			last_round_at = EXCLUDED.last_round_at, settings = EXCLUDED.settings`,
+		ws.Worker, ws.LeaderSince, ws.LastRoundAt, settings)
+	return dbError(err)
+}
+
+func (f *fenceSession) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = f.conn.Close(ctx) // closing the session releases the lock
+}
