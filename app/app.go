@@ -15,6 +15,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres/localpg"
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/enrolment"
+	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
@@ -92,6 +93,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	var checks []server.MutationCheck
 	var ports incusSide = noIncus{}
 	var membershipSource membership.Source // nil: the fleet says Incus is not configured
+	var fenceCluster fencing.ClusterConfig // nil: the cluster view says Incus is not configured
 	if cfg.Incus.Configured() {
 		ic := cfg.Incus
 		ic.Logger = log
@@ -101,6 +103,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		}
 		ports = incusPorts{client}
 		membershipSource = ports
+		fenceCluster = newFenceIncus(client)
 		log.Info("Incus configured", "endpoint", client.Endpoint())
 	} else {
 		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) is set")
@@ -108,6 +111,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	}
 
 	var maasSide *maasPorts
+	var fenceMachines fencing.MachineReader // nil: mappings are saved unchecked, and the payload says so
 	if cfg.MAAS.BaseURL != "" {
 		mc := cfg.MAAS
 		mc.Logger = log
@@ -116,15 +120,18 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			return nil, err
 		}
 		maasSide = &maasPorts{client}
+		fenceMachines = fenceMAAS{client}
 		log.Info("MAAS configured", "url", mc.BaseURL)
 	}
 
-	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel)
+	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel)
 	go listener.Run(ctx)
 	feed := store.NewAuditFeed()
 	go feed.Run(ctx, listener)
 	admissionFeed := store.NewAdmissionFeed()
 	go admissionFeed.Run(ctx, listener)
+	fenceFeed := store.NewFenceFeed()
+	go fenceFeed.Run(ctx, listener)
 	select {
 	case <-listener.Ready():
 	case <-ctx.Done():
@@ -137,7 +144,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	enrol := &enrolment.Service{Incus: ports, Store: storeWithRecords{store}}
 	res := &resolvers.Resolver{
 		Machines:  &machines.Service{Store: records, Membership: ports},
-		View:      &fleet.Service{Records: records, Admissions: store, Incus: membershipSource},
+		View:      &fleet.Service{Records: records, Admissions: store, Incus: membershipSource, Fences: store.Fences()},
 		Enrolment: enrol,
 		Admission: &admission.Service{
 			Checker: &admission.Checker{Incus: ports, Publish: store.AdmissionPublisher()},
@@ -151,7 +158,11 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Audit:         store,
 		AuditFeed:     feed,
 		AdmissionFeed: admissionFeed,
-		Log:           log,
+		Fencing: &fencing.Service{
+			Store: store.Fences(), Records: records, Feed: fenceFeed, MAAS: fenceMachines,
+			Incus: fenceCluster, Membership: membershipSource,
+		},
+		Log: log,
 	}
 	if maasSide != nil {
 		// Each is set only when MAAS is configured: a nil interface means "not configured".

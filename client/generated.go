@@ -1374,6 +1374,845 @@ var AllCheckResult = []CheckResult{
 	CheckResultNotChecked,
 }
 
+// ClusterClusterClusterView includes the requested fields of the GraphQL type ClusterView.
+// The GraphQL type's documentation follows.
+//
+// The cluster as fencing sees it.
+type ClusterClusterClusterView struct {
+	// Incus's cluster.healing_threshold in seconds (0: off); null when Incus could not be asked.
+	HealingThreshold *int `json:"healingThreshold"`
+	// Incus's cluster.offline_threshold in seconds; null when Incus could not be asked.
+	OfflineThreshold *int `json:"offlineThreshold"`
+	Members          int  `json:"members"`
+	OfflineMembers   int  `json:"offlineMembers"`
+	// Members with no fence mapping: nothing powers them off if they die.
+	UnmappedMembers []string `json:"unmappedMembers"`
+	// The fence worker's last report; null when no worker has ever led.
+	FenceWorker *ClusterClusterClusterViewFenceWorker             `json:"fenceWorker"`
+	Warnings    []ClusterClusterClusterViewWarningsClusterWarning `json:"warnings"`
+}
+
+// GetHealingThreshold returns ClusterClusterClusterView.HealingThreshold, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterView) GetHealingThreshold() *int { return v.HealingThreshold }
+
+// GetOfflineThreshold returns ClusterClusterClusterView.OfflineThreshold, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterView) GetOfflineThreshold() *int { return v.OfflineThreshold }
+
+// GetMembers returns ClusterClusterClusterView.Members, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterView) GetMembers() int { return v.Members }
+
+// GetOfflineMembers returns ClusterClusterClusterView.OfflineMembers, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterView) GetOfflineMembers() int { return v.OfflineMembers }
+
+// GetUnmappedMembers returns ClusterClusterClusterView.UnmappedMembers, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterView) GetUnmappedMembers() []string { return v.UnmappedMembers }
+
+// GetFenceWorker returns ClusterClusterClusterView.FenceWorker, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterView) GetFenceWorker() *ClusterClusterClusterViewFenceWorker {
+	return v.FenceWorker
+}
+
+// GetWarnings returns ClusterClusterClusterView.Warnings, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterView) GetWarnings() []ClusterClusterClusterViewWarningsClusterWarning {
+	return v.Warnings
+}
+
+// ClusterClusterClusterViewFenceWorker includes the requested fields of the GraphQL type FenceWorker.
+// The GraphQL type's documentation follows.
+//
+// The apelora-worker that holds the fence lock, as it last reported.
+type ClusterClusterClusterViewFenceWorker struct {
+	Worker                string    `json:"worker"`
+	LeaderSince           time.Time `json:"leaderSince"`
+	LastRoundAt           time.Time `json:"lastRoundAt"`
+	PollSeconds           float64   `json:"pollSeconds"`
+	OfflineAfterSeconds   float64   `json:"offlineAfterSeconds"`
+	CooldownSeconds       float64   `json:"cooldownSeconds"`
+	ConfirmTimeoutSeconds float64   `json:"confirmTimeoutSeconds"`
+}
+
+// GetWorker returns ClusterClusterClusterViewFenceWorker.Worker, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterViewFenceWorker) GetWorker() string { return v.Worker }
+
+// GetLeaderSince returns ClusterClusterClusterViewFenceWorker.LeaderSince, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterViewFenceWorker) GetLeaderSince() time.Time { return v.LeaderSince }
+
+// GetLastRoundAt returns ClusterClusterClusterViewFenceWorker.LastRoundAt, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterViewFenceWorker) GetLastRoundAt() time.Time { return v.LastRoundAt }
+
+// GetPollSeconds returns ClusterClusterClusterViewFenceWorker.PollSeconds, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterViewFenceWorker) GetPollSeconds() float64 { return v.PollSeconds }
+
+// GetOfflineAfterSeconds returns ClusterClusterClusterViewFenceWorker.OfflineAfterSeconds, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterViewFenceWorker) GetOfflineAfterSeconds() float64 {
+	return v.OfflineAfterSeconds
+}
+
+// GetCooldownSeconds returns ClusterClusterClusterViewFenceWorker.CooldownSeconds, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterViewFenceWorker) GetCooldownSeconds() float64 { return v.CooldownSeconds }
+
+// GetConfirmTimeoutSeconds returns ClusterClusterClusterViewFenceWorker.ConfirmTimeoutSeconds, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterViewFenceWorker) GetConfirmTimeoutSeconds() float64 {
+	return v.ConfirmTimeoutSeconds
+}
+
+// ClusterClusterClusterViewWarningsClusterWarning includes the requested fields of the GraphQL type ClusterWarning.
+type ClusterClusterClusterViewWarningsClusterWarning struct {
+	Code    ClusterWarningCode `json:"code"`
+	Message string             `json:"message"`
+}
+
+// GetCode returns ClusterClusterClusterViewWarningsClusterWarning.Code, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterViewWarningsClusterWarning) GetCode() ClusterWarningCode { return v.Code }
+
+// GetMessage returns ClusterClusterClusterViewWarningsClusterWarning.Message, and is useful for accessing the field via an interface.
+func (v *ClusterClusterClusterViewWarningsClusterWarning) GetMessage() string { return v.Message }
+
+// ClusterResponse is returned by Cluster on success.
+type ClusterResponse struct {
+	// The cluster as fencing sees it: Incus's settings that matter to fencing, the fence worker's
+	// last report, and what an administrator should look at.
+	Cluster ClusterClusterClusterView `json:"cluster"`
+}
+
+// GetCluster returns ClusterResponse.Cluster, and is useful for accessing the field via an interface.
+func (v *ClusterResponse) GetCluster() ClusterClusterClusterView { return v.Cluster }
+
+type ClusterWarningCode string
+
+const (
+	// Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice.
+	ClusterWarningCodeHealingEnabled ClusterWarningCode = "HEALING_ENABLED"
+	// Incus could not be asked.
+	ClusterWarningCodeIncusUnavailable ClusterWarningCode = "INCUS_UNAVAILABLE"
+	// No apelora-worker has ever led: dead members are not fenced.
+	ClusterWarningCodeNoFenceWorker ClusterWarningCode = "NO_FENCE_WORKER"
+	// The fence worker has not reported for several poll intervals.
+	ClusterWarningCodeFenceWorkerSilent ClusterWarningCode = "FENCE_WORKER_SILENT"
+	// Some members have no fence mapping.
+	ClusterWarningCodeUnmappedMembers ClusterWarningCode = "UNMAPPED_MEMBERS"
+)
+
+var AllClusterWarningCode = []ClusterWarningCode{
+	ClusterWarningCodeHealingEnabled,
+	ClusterWarningCodeIncusUnavailable,
+	ClusterWarningCodeNoFenceWorker,
+	ClusterWarningCodeFenceWorkerSilent,
+	ClusterWarningCodeUnmappedMembers,
+}
+
+// FenceEventFields includes the GraphQL fields of FenceEvent requested by the fragment FenceEventFields.
+// The GraphQL type's documentation follows.
+//
+// One fence event. Fence events are never changed or deleted.
+type FenceEventFields struct {
+	// Increasing: pass the last one you have as fenceProgress's `after`.
+	Id string    `json:"id"`
+	At time.Time `json:"at"`
+	// The member; null for LEADING.
+	Member *string        `json:"member"`
+	Kind   FenceEventKind `json:"kind"`
+	// Why, for REFUSED and NOT_CONFIRMED.
+	Reason  *FenceReason `json:"reason"`
+	Message string       `json:"message"`
+	// The apelora-worker that recorded it.
+	Worker string `json:"worker"`
+	// Secret-free facts: member counts, system id, hardware UUID, power state, MAAS's answer.
+	Details map[string]any `json:"details"`
+}
+
+// GetId returns FenceEventFields.Id, and is useful for accessing the field via an interface.
+func (v *FenceEventFields) GetId() string { return v.Id }
+
+// GetAt returns FenceEventFields.At, and is useful for accessing the field via an interface.
+func (v *FenceEventFields) GetAt() time.Time { return v.At }
+
+// GetMember returns FenceEventFields.Member, and is useful for accessing the field via an interface.
+func (v *FenceEventFields) GetMember() *string { return v.Member }
+
+// GetKind returns FenceEventFields.Kind, and is useful for accessing the field via an interface.
+func (v *FenceEventFields) GetKind() FenceEventKind { return v.Kind }
+
+// GetReason returns FenceEventFields.Reason, and is useful for accessing the field via an interface.
+func (v *FenceEventFields) GetReason() *FenceReason { return v.Reason }
+
+// GetMessage returns FenceEventFields.Message, and is useful for accessing the field via an interface.
+func (v *FenceEventFields) GetMessage() string { return v.Message }
+
+// GetWorker returns FenceEventFields.Worker, and is useful for accessing the field via an interface.
+func (v *FenceEventFields) GetWorker() string { return v.Worker }
+
+// GetDetails returns FenceEventFields.Details, and is useful for accessing the field via an interface.
+func (v *FenceEventFields) GetDetails() map[string]any { return v.Details }
+
+type FenceEventKind string
+
+const (
+	// A worker took the fence lock and acts from now on (member is null).
+	FenceEventKindLeading FenceEventKind = "LEADING"
+	// The member was first seen offline: its outage clock starts.
+	FenceEventKindOffline FenceEventKind = "OFFLINE"
+	// A member seen offline is online again: its outage ends.
+	FenceEventKindBackOnline FenceEventKind = "BACK_ONLINE"
+	// Every limit allows powering the member off.
+	FenceEventKindEligible FenceEventKind = "ELIGIBLE"
+	// The member is not powered off; `reason` says why.
+	FenceEventKindRefused FenceEventKind = "REFUSED"
+	// MAAS is being asked to power the member off (recorded before asking). The cooldown runs from here.
+	FenceEventKindRequested FenceEventKind = "REQUESTED"
+	// A live power-state read after the request said off: the member is fenced.
+	FenceEventKindConfirmed FenceEventKind = "CONFIRMED"
+	// The request did not lead to a read saying off: the member is NOT fenced.
+	FenceEventKindNotConfirmed FenceEventKind = "NOT_CONFIRMED"
+)
+
+var AllFenceEventKind = []FenceEventKind{
+	FenceEventKindLeading,
+	FenceEventKindOffline,
+	FenceEventKindBackOnline,
+	FenceEventKindEligible,
+	FenceEventKindRefused,
+	FenceEventKindRequested,
+	FenceEventKindConfirmed,
+	FenceEventKindNotConfirmed,
+}
+
+// FenceEventsFenceEventsFenceEventConnection includes the requested fields of the GraphQL type FenceEventConnection.
+type FenceEventsFenceEventsFenceEventConnection struct {
+	Edges    []FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdge `json:"edges"`
+	PageInfo FenceEventsFenceEventsFenceEventConnectionPageInfo              `json:"pageInfo"`
+}
+
+// GetEdges returns FenceEventsFenceEventsFenceEventConnection.Edges, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnection) GetEdges() []FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdge {
+	return v.Edges
+}
+
+// GetPageInfo returns FenceEventsFenceEventsFenceEventConnection.PageInfo, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnection) GetPageInfo() FenceEventsFenceEventsFenceEventConnectionPageInfo {
+	return v.PageInfo
+}
+
+// FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdge includes the requested fields of the GraphQL type FenceEventEdge.
+type FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdge struct {
+	Cursor string                                                                      `json:"cursor"`
+	Node   FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent `json:"node"`
+}
+
+// GetCursor returns FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdge.Cursor, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdge) GetCursor() string {
+	return v.Cursor
+}
+
+// GetNode returns FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdge.Node, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdge) GetNode() FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent {
+	return v.Node
+}
+
+// FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent includes the requested fields of the GraphQL type FenceEvent.
+// The GraphQL type's documentation follows.
+//
+// One fence event. Fence events are never changed or deleted.
+type FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent struct {
+	FenceEventFields `json:"-"`
+}
+
+// GetId returns FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent.Id, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) GetId() string {
+	return v.FenceEventFields.Id
+}
+
+// GetAt returns FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent.At, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) GetAt() time.Time {
+	return v.FenceEventFields.At
+}
+
+// GetMember returns FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent.Member, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) GetMember() *string {
+	return v.FenceEventFields.Member
+}
+
+// GetKind returns FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent.Kind, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) GetKind() FenceEventKind {
+	return v.FenceEventFields.Kind
+}
+
+// GetReason returns FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent.Reason, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) GetReason() *FenceReason {
+	return v.FenceEventFields.Reason
+}
+
+// GetMessage returns FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent.Message, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) GetMessage() string {
+	return v.FenceEventFields.Message
+}
+
+// GetWorker returns FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent.Worker, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) GetWorker() string {
+	return v.FenceEventFields.Worker
+}
+
+// GetDetails returns FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent.Details, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) GetDetails() map[string]any {
+	return v.FenceEventFields.Details
+}
+
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.FenceEventFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent struct {
+	Id string `json:"id"`
+
+	At time.Time `json:"at"`
+
+	Member *string `json:"member"`
+
+	Kind FenceEventKind `json:"kind"`
+
+	Reason *FenceReason `json:"reason"`
+
+	Message string `json:"message"`
+
+	Worker string `json:"worker"`
+
+	Details map[string]any `json:"details"`
+}
+
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent) __premarshalJSON() (*__premarshalFenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent, error) {
+	var retval __premarshalFenceEventsFenceEventsFenceEventConnectionEdgesFenceEventEdgeNodeFenceEvent
+
+	retval.Id = v.FenceEventFields.Id
+	retval.At = v.FenceEventFields.At
+	retval.Member = v.FenceEventFields.Member
+	retval.Kind = v.FenceEventFields.Kind
+	retval.Reason = v.FenceEventFields.Reason
+	retval.Message = v.FenceEventFields.Message
+	retval.Worker = v.FenceEventFields.Worker
+	retval.Details = v.FenceEventFields.Details
+	return &retval, nil
+}
+
+// FenceEventsFenceEventsFenceEventConnectionPageInfo includes the requested fields of the GraphQL type PageInfo.
+type FenceEventsFenceEventsFenceEventConnectionPageInfo struct {
+	HasNextPage bool    `json:"hasNextPage"`
+	EndCursor   *string `json:"endCursor"`
+}
+
+// GetHasNextPage returns FenceEventsFenceEventsFenceEventConnectionPageInfo.HasNextPage, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionPageInfo) GetHasNextPage() bool {
+	return v.HasNextPage
+}
+
+// GetEndCursor returns FenceEventsFenceEventsFenceEventConnectionPageInfo.EndCursor, and is useful for accessing the field via an interface.
+func (v *FenceEventsFenceEventsFenceEventConnectionPageInfo) GetEndCursor() *string {
+	return v.EndCursor
+}
+
+// FenceEventsResponse is returned by FenceEvents on success.
+type FenceEventsResponse struct {
+	// Fence events, newest first: the outages apelora-worker saw and every decision it took
+	// (eligible, refused with its reason, requested, confirmed, not confirmed). `first` is
+	// 1–500 (default 50); `after` is an `endCursor` from an earlier page; `member` keeps one
+	// member's events.
+	FenceEvents FenceEventsFenceEventsFenceEventConnection `json:"fenceEvents"`
+}
+
+// GetFenceEvents returns FenceEventsResponse.FenceEvents, and is useful for accessing the field via an interface.
+func (v *FenceEventsResponse) GetFenceEvents() FenceEventsFenceEventsFenceEventConnection {
+	return v.FenceEvents
+}
+
+// FenceMappingFields includes the GraphQL fields of FenceMapping requested by the fragment FenceMappingFields.
+// The GraphQL type's documentation follows.
+//
+// Which MAAS machine powers an Incus member.
+type FenceMappingFields struct {
+	Member       string `json:"member"`
+	MaasSystemId string `json:"maasSystemId"`
+	// What MAAS must report for the system id before anything is read or powered.
+	HardwareUuid string `json:"hardwareUuid"`
+	// The identity that set the mapping.
+	SetBy string    `json:"setBy"`
+	SetAt time.Time `json:"setAt"`
+	// When apelora-worker first saw the member offline in its current outage; null when it is not offline.
+	OfflineSince *time.Time `json:"offlineSince"`
+	// The last readiness drill of this mapping (UUID check and a live power-state read, no
+	// action); null until apelora-worker has drilled it.
+	LastDrill *FenceMappingFieldsLastDrillFenceDrill `json:"lastDrill"`
+	// The member's latest fence event.
+	LastEvent *FenceMappingFieldsLastEventFenceEvent `json:"lastEvent"`
+}
+
+// GetMember returns FenceMappingFields.Member, and is useful for accessing the field via an interface.
+func (v *FenceMappingFields) GetMember() string { return v.Member }
+
+// GetMaasSystemId returns FenceMappingFields.MaasSystemId, and is useful for accessing the field via an interface.
+func (v *FenceMappingFields) GetMaasSystemId() string { return v.MaasSystemId }
+
+// GetHardwareUuid returns FenceMappingFields.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *FenceMappingFields) GetHardwareUuid() string { return v.HardwareUuid }
+
+// GetSetBy returns FenceMappingFields.SetBy, and is useful for accessing the field via an interface.
+func (v *FenceMappingFields) GetSetBy() string { return v.SetBy }
+
+// GetSetAt returns FenceMappingFields.SetAt, and is useful for accessing the field via an interface.
+func (v *FenceMappingFields) GetSetAt() time.Time { return v.SetAt }
+
+// GetOfflineSince returns FenceMappingFields.OfflineSince, and is useful for accessing the field via an interface.
+func (v *FenceMappingFields) GetOfflineSince() *time.Time { return v.OfflineSince }
+
+// GetLastDrill returns FenceMappingFields.LastDrill, and is useful for accessing the field via an interface.
+func (v *FenceMappingFields) GetLastDrill() *FenceMappingFieldsLastDrillFenceDrill {
+	return v.LastDrill
+}
+
+// GetLastEvent returns FenceMappingFields.LastEvent, and is useful for accessing the field via an interface.
+func (v *FenceMappingFields) GetLastEvent() *FenceMappingFieldsLastEventFenceEvent {
+	return v.LastEvent
+}
+
+// FenceMappingFieldsLastDrillFenceDrill includes the requested fields of the GraphQL type FenceDrill.
+// The GraphQL type's documentation follows.
+//
+// The read-only part of a fence, done ahead of need.
+type FenceMappingFieldsLastDrillFenceDrill struct {
+	At time.Time `json:"at"`
+	// MAAS reported the mapped hardware UUID and the power controller answered on or off.
+	Ok bool `json:"ok"`
+	// What the power controller answered (on, off, unknown, error); null when it could not be read.
+	PowerState *string `json:"powerState"`
+	// What would stop a fence, for the administrator; null when ok.
+	Problem *string `json:"problem"`
+	// The worker that drilled.
+	Worker string `json:"worker"`
+}
+
+// GetAt returns FenceMappingFieldsLastDrillFenceDrill.At, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastDrillFenceDrill) GetAt() time.Time { return v.At }
+
+// GetOk returns FenceMappingFieldsLastDrillFenceDrill.Ok, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastDrillFenceDrill) GetOk() bool { return v.Ok }
+
+// GetPowerState returns FenceMappingFieldsLastDrillFenceDrill.PowerState, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastDrillFenceDrill) GetPowerState() *string { return v.PowerState }
+
+// GetProblem returns FenceMappingFieldsLastDrillFenceDrill.Problem, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastDrillFenceDrill) GetProblem() *string { return v.Problem }
+
+// GetWorker returns FenceMappingFieldsLastDrillFenceDrill.Worker, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastDrillFenceDrill) GetWorker() string { return v.Worker }
+
+// FenceMappingFieldsLastEventFenceEvent includes the requested fields of the GraphQL type FenceEvent.
+// The GraphQL type's documentation follows.
+//
+// One fence event. Fence events are never changed or deleted.
+type FenceMappingFieldsLastEventFenceEvent struct {
+	FenceEventFields `json:"-"`
+}
+
+// GetId returns FenceMappingFieldsLastEventFenceEvent.Id, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastEventFenceEvent) GetId() string { return v.FenceEventFields.Id }
+
+// GetAt returns FenceMappingFieldsLastEventFenceEvent.At, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastEventFenceEvent) GetAt() time.Time { return v.FenceEventFields.At }
+
+// GetMember returns FenceMappingFieldsLastEventFenceEvent.Member, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastEventFenceEvent) GetMember() *string { return v.FenceEventFields.Member }
+
+// GetKind returns FenceMappingFieldsLastEventFenceEvent.Kind, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastEventFenceEvent) GetKind() FenceEventKind {
+	return v.FenceEventFields.Kind
+}
+
+// GetReason returns FenceMappingFieldsLastEventFenceEvent.Reason, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastEventFenceEvent) GetReason() *FenceReason {
+	return v.FenceEventFields.Reason
+}
+
+// GetMessage returns FenceMappingFieldsLastEventFenceEvent.Message, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastEventFenceEvent) GetMessage() string {
+	return v.FenceEventFields.Message
+}
+
+// GetWorker returns FenceMappingFieldsLastEventFenceEvent.Worker, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastEventFenceEvent) GetWorker() string { return v.FenceEventFields.Worker }
+
+// GetDetails returns FenceMappingFieldsLastEventFenceEvent.Details, and is useful for accessing the field via an interface.
+func (v *FenceMappingFieldsLastEventFenceEvent) GetDetails() map[string]any {
+	return v.FenceEventFields.Details
+}
+
+func (v *FenceMappingFieldsLastEventFenceEvent) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FenceMappingFieldsLastEventFenceEvent
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FenceMappingFieldsLastEventFenceEvent = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.FenceEventFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFenceMappingFieldsLastEventFenceEvent struct {
+	Id string `json:"id"`
+
+	At time.Time `json:"at"`
+
+	Member *string `json:"member"`
+
+	Kind FenceEventKind `json:"kind"`
+
+	Reason *FenceReason `json:"reason"`
+
+	Message string `json:"message"`
+
+	Worker string `json:"worker"`
+
+	Details map[string]any `json:"details"`
+}
+
+func (v *FenceMappingFieldsLastEventFenceEvent) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FenceMappingFieldsLastEventFenceEvent) __premarshalJSON() (*__premarshalFenceMappingFieldsLastEventFenceEvent, error) {
+	var retval __premarshalFenceMappingFieldsLastEventFenceEvent
+
+	retval.Id = v.FenceEventFields.Id
+	retval.At = v.FenceEventFields.At
+	retval.Member = v.FenceEventFields.Member
+	retval.Kind = v.FenceEventFields.Kind
+	retval.Reason = v.FenceEventFields.Reason
+	retval.Message = v.FenceEventFields.Message
+	retval.Worker = v.FenceEventFields.Worker
+	retval.Details = v.FenceEventFields.Details
+	return &retval, nil
+}
+
+// FenceMappingsFenceMappingsFenceMapping includes the requested fields of the GraphQL type FenceMapping.
+// The GraphQL type's documentation follows.
+//
+// Which MAAS machine powers an Incus member.
+type FenceMappingsFenceMappingsFenceMapping struct {
+	FenceMappingFields `json:"-"`
+}
+
+// GetMember returns FenceMappingsFenceMappingsFenceMapping.Member, and is useful for accessing the field via an interface.
+func (v *FenceMappingsFenceMappingsFenceMapping) GetMember() string {
+	return v.FenceMappingFields.Member
+}
+
+// GetMaasSystemId returns FenceMappingsFenceMappingsFenceMapping.MaasSystemId, and is useful for accessing the field via an interface.
+func (v *FenceMappingsFenceMappingsFenceMapping) GetMaasSystemId() string {
+	return v.FenceMappingFields.MaasSystemId
+}
+
+// GetHardwareUuid returns FenceMappingsFenceMappingsFenceMapping.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *FenceMappingsFenceMappingsFenceMapping) GetHardwareUuid() string {
+	return v.FenceMappingFields.HardwareUuid
+}
+
+// GetSetBy returns FenceMappingsFenceMappingsFenceMapping.SetBy, and is useful for accessing the field via an interface.
+func (v *FenceMappingsFenceMappingsFenceMapping) GetSetBy() string { return v.FenceMappingFields.SetBy }
+
+// GetSetAt returns FenceMappingsFenceMappingsFenceMapping.SetAt, and is useful for accessing the field via an interface.
+func (v *FenceMappingsFenceMappingsFenceMapping) GetSetAt() time.Time {
+	return v.FenceMappingFields.SetAt
+}
+
+// GetOfflineSince returns FenceMappingsFenceMappingsFenceMapping.OfflineSince, and is useful for accessing the field via an interface.
+func (v *FenceMappingsFenceMappingsFenceMapping) GetOfflineSince() *time.Time {
+	return v.FenceMappingFields.OfflineSince
+}
+
+// GetLastDrill returns FenceMappingsFenceMappingsFenceMapping.LastDrill, and is useful for accessing the field via an interface.
+func (v *FenceMappingsFenceMappingsFenceMapping) GetLastDrill() *FenceMappingFieldsLastDrillFenceDrill {
+	return v.FenceMappingFields.LastDrill
+}
+
+// GetLastEvent returns FenceMappingsFenceMappingsFenceMapping.LastEvent, and is useful for accessing the field via an interface.
+func (v *FenceMappingsFenceMappingsFenceMapping) GetLastEvent() *FenceMappingFieldsLastEventFenceEvent {
+	return v.FenceMappingFields.LastEvent
+}
+
+func (v *FenceMappingsFenceMappingsFenceMapping) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FenceMappingsFenceMappingsFenceMapping
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FenceMappingsFenceMappingsFenceMapping = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.FenceMappingFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFenceMappingsFenceMappingsFenceMapping struct {
+	Member string `json:"member"`
+
+	MaasSystemId string `json:"maasSystemId"`
+
+	HardwareUuid string `json:"hardwareUuid"`
+
+	SetBy string `json:"setBy"`
+
+	SetAt time.Time `json:"setAt"`
+
+	OfflineSince *time.Time `json:"offlineSince"`
+
+	LastDrill *FenceMappingFieldsLastDrillFenceDrill `json:"lastDrill"`
+
+	LastEvent *FenceMappingFieldsLastEventFenceEvent `json:"lastEvent"`
+}
+
+func (v *FenceMappingsFenceMappingsFenceMapping) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FenceMappingsFenceMappingsFenceMapping) __premarshalJSON() (*__premarshalFenceMappingsFenceMappingsFenceMapping, error) {
+	var retval __premarshalFenceMappingsFenceMappingsFenceMapping
+
+	retval.Member = v.FenceMappingFields.Member
+	retval.MaasSystemId = v.FenceMappingFields.MaasSystemId
+	retval.HardwareUuid = v.FenceMappingFields.HardwareUuid
+	retval.SetBy = v.FenceMappingFields.SetBy
+	retval.SetAt = v.FenceMappingFields.SetAt
+	retval.OfflineSince = v.FenceMappingFields.OfflineSince
+	retval.LastDrill = v.FenceMappingFields.LastDrill
+	retval.LastEvent = v.FenceMappingFields.LastEvent
+	return &retval, nil
+}
+
+// FenceMappingsResponse is returned by FenceMappings on success.
+type FenceMappingsResponse struct {
+	// Every fence mapping, ordered by member.
+	FenceMappings []FenceMappingsFenceMappingsFenceMapping `json:"fenceMappings"`
+}
+
+// GetFenceMappings returns FenceMappingsResponse.FenceMappings, and is useful for accessing the field via an interface.
+func (v *FenceMappingsResponse) GetFenceMappings() []FenceMappingsFenceMappingsFenceMapping {
+	return v.FenceMappings
+}
+
+// FenceProgressFenceProgressFenceEvent includes the requested fields of the GraphQL type FenceEvent.
+// The GraphQL type's documentation follows.
+//
+// One fence event. Fence events are never changed or deleted.
+type FenceProgressFenceProgressFenceEvent struct {
+	FenceEventFields `json:"-"`
+}
+
+// GetId returns FenceProgressFenceProgressFenceEvent.Id, and is useful for accessing the field via an interface.
+func (v *FenceProgressFenceProgressFenceEvent) GetId() string { return v.FenceEventFields.Id }
+
+// GetAt returns FenceProgressFenceProgressFenceEvent.At, and is useful for accessing the field via an interface.
+func (v *FenceProgressFenceProgressFenceEvent) GetAt() time.Time { return v.FenceEventFields.At }
+
+// GetMember returns FenceProgressFenceProgressFenceEvent.Member, and is useful for accessing the field via an interface.
+func (v *FenceProgressFenceProgressFenceEvent) GetMember() *string { return v.FenceEventFields.Member }
+
+// GetKind returns FenceProgressFenceProgressFenceEvent.Kind, and is useful for accessing the field via an interface.
+func (v *FenceProgressFenceProgressFenceEvent) GetKind() FenceEventKind {
+	return v.FenceEventFields.Kind
+}
+
+// GetReason returns FenceProgressFenceProgressFenceEvent.Reason, and is useful for accessing the field via an interface.
+func (v *FenceProgressFenceProgressFenceEvent) GetReason() *FenceReason {
+	return v.FenceEventFields.Reason
+}
+
+// GetMessage returns FenceProgressFenceProgressFenceEvent.Message, and is useful for accessing the field via an interface.
+func (v *FenceProgressFenceProgressFenceEvent) GetMessage() string { return v.FenceEventFields.Message }
+
+// GetWorker returns FenceProgressFenceProgressFenceEvent.Worker, and is useful for accessing the field via an interface.
+func (v *FenceProgressFenceProgressFenceEvent) GetWorker() string { return v.FenceEventFields.Worker }
+
+// GetDetails returns FenceProgressFenceProgressFenceEvent.Details, and is useful for accessing the field via an interface.
+func (v *FenceProgressFenceProgressFenceEvent) GetDetails() map[string]any {
+	return v.FenceEventFields.Details
+}
+
+func (v *FenceProgressFenceProgressFenceEvent) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FenceProgressFenceProgressFenceEvent
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FenceProgressFenceProgressFenceEvent = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.FenceEventFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFenceProgressFenceProgressFenceEvent struct {
+	Id string `json:"id"`
+
+	At time.Time `json:"at"`
+
+	Member *string `json:"member"`
+
+	Kind FenceEventKind `json:"kind"`
+
+	Reason *FenceReason `json:"reason"`
+
+	Message string `json:"message"`
+
+	Worker string `json:"worker"`
+
+	Details map[string]any `json:"details"`
+}
+
+func (v *FenceProgressFenceProgressFenceEvent) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FenceProgressFenceProgressFenceEvent) __premarshalJSON() (*__premarshalFenceProgressFenceProgressFenceEvent, error) {
+	var retval __premarshalFenceProgressFenceProgressFenceEvent
+
+	retval.Id = v.FenceEventFields.Id
+	retval.At = v.FenceEventFields.At
+	retval.Member = v.FenceEventFields.Member
+	retval.Kind = v.FenceEventFields.Kind
+	retval.Reason = v.FenceEventFields.Reason
+	retval.Message = v.FenceEventFields.Message
+	retval.Worker = v.FenceEventFields.Worker
+	retval.Details = v.FenceEventFields.Details
+	return &retval, nil
+}
+
+// FenceProgressResponse is returned by FenceProgress on success.
+type FenceProgressResponse struct {
+	// Fence events as apelora-worker records them, pushed by every API replica. `member` keeps
+	// one member's events. `after` is the id of the last event a console has: the events
+	// recorded since are sent first, then live ones, so a console that reconnects misses none.
+	FenceProgress FenceProgressFenceProgressFenceEvent `json:"fenceProgress"`
+}
+
+// GetFenceProgress returns FenceProgressResponse.FenceProgress, and is useful for accessing the field via an interface.
+func (v *FenceProgressResponse) GetFenceProgress() FenceProgressFenceProgressFenceEvent {
+	return v.FenceProgress
+}
+
+type FenceReason string
+
+const (
+	// The member has no fence mapping.
+	FenceReasonNotMapped FenceReason = "NOT_MAPPED"
+	// Half or more of the members count as offline (offline, or a fence not yet confirmed).
+	FenceReasonTooManyOffline FenceReason = "TOO_MANY_OFFLINE"
+	// The member was asked to power off within the cooldown.
+	FenceReasonCooldown FenceReason = "COOLDOWN"
+	// MAAS reports another hardware UUID (or none) for the mapped system id.
+	FenceReasonUuidMismatch FenceReason = "UUID_MISMATCH"
+	// MAAS has no machine with the mapped system id.
+	FenceReasonMaasMachineNotFound FenceReason = "MAAS_MACHINE_NOT_FOUND"
+	// MAAS could not be asked.
+	FenceReasonMaasUnavailable FenceReason = "MAAS_UNAVAILABLE"
+	// MAAS cannot read this machine's power state (manual power): a power-off can never be confirmed.
+	FenceReasonPowerNotQueryable FenceReason = "POWER_NOT_QUERYABLE"
+	// MAAS answered that it cannot power this machine off (no power driver).
+	FenceReasonPowerOffNotSent FenceReason = "POWER_OFF_NOT_SENT"
+	// MAAS refused the power-off (permission, locked machine …).
+	FenceReasonPowerOffRefused FenceReason = "POWER_OFF_REFUSED"
+	// MAAS accepted the power-off, but the power controller did not say off in time.
+	FenceReasonPowerNotOff FenceReason = "POWER_NOT_OFF"
+)
+
+var AllFenceReason = []FenceReason{
+	FenceReasonNotMapped,
+	FenceReasonTooManyOffline,
+	FenceReasonCooldown,
+	FenceReasonUuidMismatch,
+	FenceReasonMaasMachineNotFound,
+	FenceReasonMaasUnavailable,
+	FenceReasonPowerNotQueryable,
+	FenceReasonPowerOffNotSent,
+	FenceReasonPowerOffRefused,
+	FenceReasonPowerNotOff,
+}
+
 // MachineFields includes the GraphQL fields of Machine requested by the fragment MachineFields.
 // The GraphQL type's documentation follows.
 //
@@ -2294,6 +3133,54 @@ func (v *RegisterMachineResponse) GetRegisterMachine() RegisterMachineRegisterMa
 	return v.RegisterMachine
 }
 
+// RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload includes the requested fields of the GraphQL type RemoveFenceMappingPayload.
+type RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload struct {
+	// The mapping that was removed.
+	Removed RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping `json:"removed"`
+}
+
+// GetRemoved returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload.Removed, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetRemoved() RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping {
+	return v.Removed
+}
+
+// RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping includes the requested fields of the GraphQL type FenceMapping.
+// The GraphQL type's documentation follows.
+//
+// Which MAAS machine powers an Incus member.
+type RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping struct {
+	Member       string `json:"member"`
+	MaasSystemId string `json:"maasSystemId"`
+	// What MAAS must report for the system id before anything is read or powered.
+	HardwareUuid string `json:"hardwareUuid"`
+}
+
+// GetMember returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping.Member, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping) GetMember() string {
+	return v.Member
+}
+
+// GetMaasSystemId returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping.MaasSystemId, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping) GetMaasSystemId() string {
+	return v.MaasSystemId
+}
+
+// GetHardwareUuid returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping) GetHardwareUuid() string {
+	return v.HardwareUuid
+}
+
+// RemoveFenceMappingResponse is returned by RemoveFenceMapping on success.
+type RemoveFenceMappingResponse struct {
+	// Remove a member's fence mapping: it is never powered off until it has a new one.
+	RemoveFenceMapping RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload `json:"removeFenceMapping"`
+}
+
+// GetRemoveFenceMapping returns RemoveFenceMappingResponse.RemoveFenceMapping, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingResponse) GetRemoveFenceMapping() RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload {
+	return v.RemoveFenceMapping
+}
+
 type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force"`
@@ -2553,6 +3440,207 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) __premarsh
 	return &retval, nil
 }
 
+type SetFenceMappingInput struct {
+	// The Incus member name.
+	Member string `json:"member"`
+	// The MAAS system id of the machine that runs it, as MAAS shows it.
+	MaasSystemId string `json:"maasSystemId"`
+	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
+	HardwareUuid string `json:"hardwareUuid"`
+}
+
+// GetMember returns SetFenceMappingInput.Member, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingInput) GetMember() string { return v.Member }
+
+// GetMaasSystemId returns SetFenceMappingInput.MaasSystemId, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingInput) GetMaasSystemId() string { return v.MaasSystemId }
+
+// GetHardwareUuid returns SetFenceMappingInput.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingInput) GetHardwareUuid() string { return v.HardwareUuid }
+
+// SetFenceMappingResponse is returned by SetFenceMapping on success.
+type SetFenceMappingResponse struct {
+	// Map an Incus member to the MAAS machine that powers it, so that apelora-worker can power
+	// it off when it is dead. The hardware UUID is what MAAS must report for that system id
+	// before the worker reads or powers anything. When the API has MAAS configured, MAAS is
+	// asked first and a system id it does not know, or that reports another UUID, is refused;
+	// otherwise the payload says the mapping was not checked. Replaces an existing mapping.
+	SetFenceMapping SetFenceMappingSetFenceMappingSetFenceMappingPayload `json:"setFenceMapping"`
+}
+
+// GetSetFenceMapping returns SetFenceMappingResponse.SetFenceMapping, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingResponse) GetSetFenceMapping() SetFenceMappingSetFenceMappingSetFenceMappingPayload {
+	return v.SetFenceMapping
+}
+
+// SetFenceMappingSetFenceMappingSetFenceMappingPayload includes the requested fields of the GraphQL type SetFenceMappingPayload.
+type SetFenceMappingSetFenceMappingSetFenceMappingPayload struct {
+	Mapping SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping `json:"mapping"`
+	// The mapping this one replaced, if any.
+	Previous *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping `json:"previous"`
+	// True when MAAS was asked and reported this hardware UUID for the system id.
+	VerifiedWithMaas bool `json:"verifiedWithMaas"`
+	// What was checked, and what was not.
+	Notice string `json:"notice"`
+}
+
+// GetMapping returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.Mapping, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetMapping() SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping {
+	return v.Mapping
+}
+
+// GetPrevious returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.Previous, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetPrevious() *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping {
+	return v.Previous
+}
+
+// GetVerifiedWithMaas returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.VerifiedWithMaas, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetVerifiedWithMaas() bool {
+	return v.VerifiedWithMaas
+}
+
+// GetNotice returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.Notice, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetNotice() string { return v.Notice }
+
+// SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping includes the requested fields of the GraphQL type FenceMapping.
+// The GraphQL type's documentation follows.
+//
+// Which MAAS machine powers an Incus member.
+type SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping struct {
+	FenceMappingFields `json:"-"`
+}
+
+// GetMember returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping.Member, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) GetMember() string {
+	return v.FenceMappingFields.Member
+}
+
+// GetMaasSystemId returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping.MaasSystemId, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) GetMaasSystemId() string {
+	return v.FenceMappingFields.MaasSystemId
+}
+
+// GetHardwareUuid returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) GetHardwareUuid() string {
+	return v.FenceMappingFields.HardwareUuid
+}
+
+// GetSetBy returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping.SetBy, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) GetSetBy() string {
+	return v.FenceMappingFields.SetBy
+}
+
+// GetSetAt returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping.SetAt, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) GetSetAt() time.Time {
+	return v.FenceMappingFields.SetAt
+}
+
+// GetOfflineSince returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping.OfflineSince, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) GetOfflineSince() *time.Time {
+	return v.FenceMappingFields.OfflineSince
+}
+
+// GetLastDrill returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping.LastDrill, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) GetLastDrill() *FenceMappingFieldsLastDrillFenceDrill {
+	return v.FenceMappingFields.LastDrill
+}
+
+// GetLastEvent returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping.LastEvent, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) GetLastEvent() *FenceMappingFieldsLastEventFenceEvent {
+	return v.FenceMappingFields.LastEvent
+}
+
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.FenceMappingFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping struct {
+	Member string `json:"member"`
+
+	MaasSystemId string `json:"maasSystemId"`
+
+	HardwareUuid string `json:"hardwareUuid"`
+
+	SetBy string `json:"setBy"`
+
+	SetAt time.Time `json:"setAt"`
+
+	OfflineSince *time.Time `json:"offlineSince"`
+
+	LastDrill *FenceMappingFieldsLastDrillFenceDrill `json:"lastDrill"`
+
+	LastEvent *FenceMappingFieldsLastEventFenceEvent `json:"lastEvent"`
+}
+
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping) __premarshalJSON() (*__premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping, error) {
+	var retval __premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping
+
+	retval.Member = v.FenceMappingFields.Member
+	retval.MaasSystemId = v.FenceMappingFields.MaasSystemId
+	retval.HardwareUuid = v.FenceMappingFields.HardwareUuid
+	retval.SetBy = v.FenceMappingFields.SetBy
+	retval.SetAt = v.FenceMappingFields.SetAt
+	retval.OfflineSince = v.FenceMappingFields.OfflineSince
+	retval.LastDrill = v.FenceMappingFields.LastDrill
+	retval.LastEvent = v.FenceMappingFields.LastEvent
+	return &retval, nil
+}
+
+// SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping includes the requested fields of the GraphQL type FenceMapping.
+// The GraphQL type's documentation follows.
+//
+// Which MAAS machine powers an Incus member.
+type SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping struct {
+	Member       string `json:"member"`
+	MaasSystemId string `json:"maasSystemId"`
+	// What MAAS must report for the system id before anything is read or powered.
+	HardwareUuid string `json:"hardwareUuid"`
+}
+
+// GetMember returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping.Member, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping) GetMember() string {
+	return v.Member
+}
+
+// GetMaasSystemId returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping.MaasSystemId, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping) GetMaasSystemId() string {
+	return v.MaasSystemId
+}
+
+// GetHardwareUuid returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping) GetHardwareUuid() string {
+	return v.HardwareUuid
+}
+
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
 }
@@ -2694,6 +3782,34 @@ func (v *__AuditEventsInput) GetAfter() *string { return v.After }
 // GetMachine returns __AuditEventsInput.Machine, and is useful for accessing the field via an interface.
 func (v *__AuditEventsInput) GetMachine() *string { return v.Machine }
 
+// __FenceEventsInput is used internally by genqlient
+type __FenceEventsInput struct {
+	Member *string `json:"member"`
+	First  *int    `json:"first"`
+	After  *string `json:"after"`
+}
+
+// GetMember returns __FenceEventsInput.Member, and is useful for accessing the field via an interface.
+func (v *__FenceEventsInput) GetMember() *string { return v.Member }
+
+// GetFirst returns __FenceEventsInput.First, and is useful for accessing the field via an interface.
+func (v *__FenceEventsInput) GetFirst() *int { return v.First }
+
+// GetAfter returns __FenceEventsInput.After, and is useful for accessing the field via an interface.
+func (v *__FenceEventsInput) GetAfter() *string { return v.After }
+
+// __FenceProgressInput is used internally by genqlient
+type __FenceProgressInput struct {
+	Member *string `json:"member"`
+	After  *string `json:"after"`
+}
+
+// GetMember returns __FenceProgressInput.Member, and is useful for accessing the field via an interface.
+func (v *__FenceProgressInput) GetMember() *string { return v.Member }
+
+// GetAfter returns __FenceProgressInput.After, and is useful for accessing the field via an interface.
+func (v *__FenceProgressInput) GetAfter() *string { return v.After }
+
 // __MachineInput is used internally by genqlient
 type __MachineInput struct {
 	Name string `json:"name"`
@@ -2718,6 +3834,14 @@ type __RegisterMachineInput struct {
 // GetInput returns __RegisterMachineInput.Input, and is useful for accessing the field via an interface.
 func (v *__RegisterMachineInput) GetInput() RegisterMachineInput { return v.Input }
 
+// __RemoveFenceMappingInput is used internally by genqlient
+type __RemoveFenceMappingInput struct {
+	Member string `json:"member"`
+}
+
+// GetMember returns __RemoveFenceMappingInput.Member, and is useful for accessing the field via an interface.
+func (v *__RemoveFenceMappingInput) GetMember() string { return v.Member }
+
 // __RemoveMemberInput is used internally by genqlient
 type __RemoveMemberInput struct {
 	Input RemoveMemberInput `json:"input"`
@@ -2733,6 +3857,14 @@ type __RevokeJoinTokenInput struct {
 
 // GetInput returns __RevokeJoinTokenInput.Input, and is useful for accessing the field via an interface.
 func (v *__RevokeJoinTokenInput) GetInput() RevokeJoinTokenInput { return v.Input }
+
+// __SetFenceMappingInput is used internally by genqlient
+type __SetFenceMappingInput struct {
+	Input SetFenceMappingInput `json:"input"`
+}
+
+// GetInput returns __SetFenceMappingInput.Input, and is useful for accessing the field via an interface.
+func (v *__SetFenceMappingInput) GetInput() SetFenceMappingInput { return v.Input }
 
 // __UnregisterMachineInput is used internally by genqlient
 type __UnregisterMachineInput struct {
@@ -3165,6 +4297,234 @@ func AuditEvents(
 	return data_, err_
 }
 
+// The query executed by Cluster.
+const Cluster_Operation = `
+query Cluster {
+	cluster {
+		healingThreshold
+		offlineThreshold
+		members
+		offlineMembers
+		unmappedMembers
+		fenceWorker {
+			worker
+			leaderSince
+			lastRoundAt
+			pollSeconds
+			offlineAfterSeconds
+			cooldownSeconds
+			confirmTimeoutSeconds
+		}
+		warnings {
+			code
+			message
+		}
+	}
+}
+`
+
+func Cluster(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *ClusterResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "Cluster",
+		Query:  Cluster_Operation,
+	}
+
+	data_ = &ClusterResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by FenceEvents.
+const FenceEvents_Operation = `
+query FenceEvents ($member: String, $first: Int, $after: String) {
+	fenceEvents(member: $member, first: $first, after: $after) {
+		edges {
+			cursor
+			node {
+				... FenceEventFields
+			}
+		}
+		pageInfo {
+			hasNextPage
+			endCursor
+		}
+	}
+}
+fragment FenceEventFields on FenceEvent {
+	id
+	at
+	member
+	kind
+	reason
+	message
+	worker
+	details
+}
+`
+
+func FenceEvents(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	member *string,
+	first *int,
+	after *string,
+) (data_ *FenceEventsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "FenceEvents",
+		Query:  FenceEvents_Operation,
+		Variables: &__FenceEventsInput{
+			Member: member,
+			First:  first,
+			After:  after,
+		},
+	}
+
+	data_ = &FenceEventsResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by FenceMappings.
+const FenceMappings_Operation = `
+query FenceMappings {
+	fenceMappings {
+		... FenceMappingFields
+	}
+}
+fragment FenceMappingFields on FenceMapping {
+	member
+	maasSystemId
+	hardwareUuid
+	setBy
+	setAt
+	offlineSince
+	lastDrill {
+		at
+		ok
+		powerState
+		problem
+		worker
+	}
+	lastEvent {
+		... FenceEventFields
+	}
+}
+fragment FenceEventFields on FenceEvent {
+	id
+	at
+	member
+	kind
+	reason
+	message
+	worker
+	details
+}
+`
+
+func FenceMappings(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *FenceMappingsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "FenceMappings",
+		Query:  FenceMappings_Operation,
+	}
+
+	data_ = &FenceMappingsResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The subscription executed by FenceProgress.
+const FenceProgress_Operation = `
+subscription FenceProgress ($member: String, $after: ID) {
+	fenceProgress(member: $member, after: $after) {
+		... FenceEventFields
+	}
+}
+fragment FenceEventFields on FenceEvent {
+	id
+	at
+	member
+	kind
+	reason
+	message
+	worker
+	details
+}
+`
+
+// To unsubscribe, use [graphql.WebSocketClient.Unsubscribe]
+func FenceProgress(
+	ctx_ context.Context,
+	client_ graphql.WebSocketClient,
+	member *string,
+	after *string,
+) (dataChan_ chan FenceProgressWsResponse, subscriptionID_ string, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "FenceProgress",
+		Query:  FenceProgress_Operation,
+		Variables: &__FenceProgressInput{
+			Member: member,
+			After:  after,
+		},
+	}
+
+	dataChan_ = make(chan FenceProgressWsResponse)
+	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, FenceProgressForwardData)
+
+	return dataChan_, subscriptionID_, err_
+}
+
+type FenceProgressWsResponse graphql.BaseResponse[*FenceProgressResponse]
+
+func FenceProgressForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
+	var gqlResp graphql.Response
+	var wsResp FenceProgressWsResponse
+	err := json.Unmarshal(jsonRawMsg, &gqlResp)
+	if err != nil {
+		return err
+	}
+	if len(gqlResp.Errors) == 0 {
+		err = json.Unmarshal(jsonRawMsg, &wsResp)
+		if err != nil {
+			return err
+		}
+	} else {
+		wsResp.Errors = gqlResp.Errors
+	}
+	dataChan_, ok := interfaceChan.(chan FenceProgressWsResponse)
+	if !ok {
+		return errors.New("failed to cast interface into 'chan FenceProgressWsResponse'")
+	}
+	dataChan_ <- wsResp
+	return nil
+}
+
 // The query executed by Machine.
 const Machine_Operation = `
 query Machine ($name: String!) {
@@ -3452,6 +4812,44 @@ func RegisterMachine(
 	return data_, err_
 }
 
+// The mutation executed by RemoveFenceMapping.
+const RemoveFenceMapping_Operation = `
+mutation RemoveFenceMapping ($member: String!) {
+	removeFenceMapping(input: {member:$member}) {
+		removed {
+			member
+			maasSystemId
+			hardwareUuid
+		}
+	}
+}
+`
+
+func RemoveFenceMapping(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	member string,
+) (data_ *RemoveFenceMappingResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RemoveFenceMapping",
+		Query:  RemoveFenceMapping_Operation,
+		Variables: &__RemoveFenceMappingInput{
+			Member: member,
+		},
+	}
+
+	data_ = &RemoveFenceMappingResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The mutation executed by RemoveMember.
 const RemoveMember_Operation = `
 mutation RemoveMember ($input: RemoveMemberInput!) {
@@ -3577,6 +4975,77 @@ func RevokeJoinToken(
 	}
 
 	data_ = &RevokeJoinTokenResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by SetFenceMapping.
+const SetFenceMapping_Operation = `
+mutation SetFenceMapping ($input: SetFenceMappingInput!) {
+	setFenceMapping(input: $input) {
+		mapping {
+			... FenceMappingFields
+		}
+		previous {
+			member
+			maasSystemId
+			hardwareUuid
+		}
+		verifiedWithMaas
+		notice
+	}
+}
+fragment FenceMappingFields on FenceMapping {
+	member
+	maasSystemId
+	hardwareUuid
+	setBy
+	setAt
+	offlineSince
+	lastDrill {
+		at
+		ok
+		powerState
+		problem
+		worker
+	}
+	lastEvent {
+		... FenceEventFields
+	}
+}
+fragment FenceEventFields on FenceEvent {
+	id
+	at
+	member
+	kind
+	reason
+	message
+	worker
+	details
+}
+`
+
+func SetFenceMapping(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input SetFenceMappingInput,
+) (data_ *SetFenceMappingResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "SetFenceMapping",
+		Query:  SetFenceMapping_Operation,
+		Variables: &__SetFenceMappingInput{
+			Input: input,
+		},
+	}
+
+	data_ = &SetFenceMappingResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
@@ -21,6 +22,7 @@ type Machine struct {
 	Member   *membership.Member      // nil when not a member (or Incus unknown)
 	Pending  *membership.PendingJoin // a pending join token for the name
 	MAAS     *provisioning.Machine   // nil when MAAS does not report it (or is unknown)
+	Fence    *fencing.Status         // nil when the member has no fence mapping
 	Phase    lifecycle.Phase
 	Warnings []lifecycle.Warning
 }
@@ -65,6 +67,13 @@ type Service struct {
 	Incus membership.Source
 	// MAAS is nil when MAAS is not configured.
 	MAAS MAASMachines
+	// Fences reads every fence mapping with its drill in one query; nil: none shown.
+	Fences FenceStatuses
+}
+
+// FenceStatuses reads the fence mappings, their last drills and the members' outages.
+type FenceStatuses interface {
+	Statuses(ctx context.Context) (map[string]fencing.Status, error)
 }
 
 type sources struct {
@@ -72,6 +81,7 @@ type sources struct {
 	snapshot *membership.Snapshot
 	admitted map[string]bool
 	maas     []provisioning.Machine
+	fences   map[string]fencing.Status
 	view     View
 }
 
@@ -81,6 +91,11 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 		return nil, err
 	}
 	src := &sources{records: recs}
+	if s.Fences != nil {
+		if src.fences, err = s.Fences.Statuses(ctx); err != nil {
+			return nil, err
+		}
+	}
 	type maasAnswer struct {
 		ms  []provisioning.Machine
 		err error
@@ -202,6 +217,12 @@ func (src *sources) join() []Machine {
 		for i := range src.snapshot.Members {
 			mem := &src.snapshot.Members[i]
 			row(mem.Name).Member = mem
+		}
+	}
+	for name, st := range src.fences {
+		if r, ok := rows[name]; ok {
+			st := st
+			r.Fence = &st
 		}
 	}
 	out := make([]Machine, 0, len(rows))

@@ -100,11 +100,76 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	ClusterView struct {
+		FenceWorker      func(childComplexity int) int
+		HealingThreshold func(childComplexity int) int
+		Members          func(childComplexity int) int
+		OfflineMembers   func(childComplexity int) int
+		OfflineThreshold func(childComplexity int) int
+		UnmappedMembers  func(childComplexity int) int
+		Warnings         func(childComplexity int) int
+	}
+
+	ClusterWarning struct {
+		Code    func(childComplexity int) int
+		Message func(childComplexity int) int
+	}
+
 	ErasePreview struct {
 		Effective           func(childComplexity int) int
 		MaasErasesOnRelease func(childComplexity int) int
 		Message             func(childComplexity int) int
 		Requested           func(childComplexity int) int
+	}
+
+	FenceDrill struct {
+		At         func(childComplexity int) int
+		Ok         func(childComplexity int) int
+		PowerState func(childComplexity int) int
+		Problem    func(childComplexity int) int
+		Worker     func(childComplexity int) int
+	}
+
+	FenceEvent struct {
+		At      func(childComplexity int) int
+		Details func(childComplexity int) int
+		ID      func(childComplexity int) int
+		Kind    func(childComplexity int) int
+		Member  func(childComplexity int) int
+		Message func(childComplexity int) int
+		Reason  func(childComplexity int) int
+		Worker  func(childComplexity int) int
+	}
+
+	FenceEventConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	FenceEventEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	FenceMapping struct {
+		HardwareUUID func(childComplexity int) int
+		LastDrill    func(childComplexity int) int
+		LastEvent    func(childComplexity int) int
+		MaasSystemID func(childComplexity int) int
+		Member       func(childComplexity int) int
+		OfflineSince func(childComplexity int) int
+		SetAt        func(childComplexity int) int
+		SetBy        func(childComplexity int) int
+	}
+
+	FenceWorker struct {
+		ConfirmTimeoutSeconds func(childComplexity int) int
+		CooldownSeconds       func(childComplexity int) int
+		LastRoundAt           func(childComplexity int) int
+		LeaderSince           func(childComplexity int) int
+		OfflineAfterSeconds   func(childComplexity int) int
+		PollSeconds           func(childComplexity int) int
+		Worker                func(childComplexity int) int
 	}
 
 	Fleet struct {
@@ -160,6 +225,7 @@ type ComplexityRoot struct {
 	}
 
 	Machine struct {
+		Fence            func(childComplexity int) int
 		Maas             func(childComplexity int) int
 		Member           func(childComplexity int) int
 		Name             func(childComplexity int) int
@@ -215,9 +281,11 @@ type ComplexityRoot struct {
 		InstallOperatingSystem func(childComplexity int, input model.InstallOperatingSystemInput) int
 		RegisterMachine        func(childComplexity int, input model.RegisterMachineInput) int
 		ReleaseMachine         func(childComplexity int, input model.ReleaseMachineInput) int
+		RemoveFenceMapping     func(childComplexity int, input model.RemoveFenceMappingInput) int
 		RemoveMember           func(childComplexity int, input model.RemoveMemberInput) int
 		RevokeJoinToken        func(childComplexity int, input model.RevokeJoinTokenInput) int
 		RunHardwareTests       func(childComplexity int, input model.RunHardwareTestsInput) int
+		SetFenceMapping        func(childComplexity int, input model.SetFenceMappingInput) int
 		UnregisterMachine      func(childComplexity int, input model.UnregisterMachineInput) int
 	}
 
@@ -244,6 +312,9 @@ type ComplexityRoot struct {
 	Query struct {
 		AdmissionReport func(childComplexity int, name string) int
 		AuditEvents     func(childComplexity int, first *int, after *string, machine *string) int
+		Cluster         func(childComplexity int) int
+		FenceEvents     func(childComplexity int, member *string, first *int, after *string) int
+		FenceMappings   func(childComplexity int) int
 		Fleet           func(childComplexity int) int
 		Machine         func(childComplexity int, name string) int
 		Machines        func(childComplexity int) int
@@ -261,12 +332,25 @@ type ComplexityRoot struct {
 		Machine func(childComplexity int) int
 	}
 
+	RemoveFenceMappingPayload struct {
+		Machine func(childComplexity int) int
+		Removed func(childComplexity int) int
+	}
+
 	RemoveMemberPayload struct {
 		Machine func(childComplexity int) int
 	}
 
 	RevokeJoinTokenPayload struct {
 		Machine func(childComplexity int) int
+	}
+
+	SetFenceMappingPayload struct {
+		Machine          func(childComplexity int) int
+		Mapping          func(childComplexity int) int
+		Notice           func(childComplexity int) int
+		Previous         func(childComplexity int) int
+		VerifiedWithMaas func(childComplexity int) int
 	}
 
 	SourceStatus struct {
@@ -278,6 +362,7 @@ type ComplexityRoot struct {
 	Subscription struct {
 		AdmissionChecks    func(childComplexity int, name string) int
 		AuditEventRecorded func(childComplexity int, machine *string) int
+		FenceProgress      func(childComplexity int, member *string, after *string) int
 	}
 
 	UnregisterMachinePayload struct {
@@ -298,6 +383,8 @@ type MemberResolver interface {
 	Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error)
 }
 type MutationResolver interface {
+	SetFenceMapping(ctx context.Context, input model.SetFenceMappingInput) (*model.SetFenceMappingPayload, error)
+	RemoveFenceMapping(ctx context.Context, input model.RemoveFenceMappingInput) (*model.RemoveFenceMappingPayload, error)
 	CommissionMachine(ctx context.Context, input model.CommissionMachineInput) (*model.MaasMachinePayload, error)
 	InstallOperatingSystem(ctx context.Context, input model.InstallOperatingSystemInput) (*model.InstallOperatingSystemPayload, error)
 	RunHardwareTests(ctx context.Context, input model.RunHardwareTestsInput) (*model.MaasMachinePayload, error)
@@ -312,6 +399,9 @@ type MutationResolver interface {
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Identity, error)
 	AuditEvents(ctx context.Context, first *int, after *string, machine *string) (*model.AuditEventConnection, error)
+	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
+	FenceMappings(ctx context.Context) ([]*model.FenceMapping, error)
+	Cluster(ctx context.Context) (*model.ClusterView, error)
 	Fleet(ctx context.Context) (*model.Fleet, error)
 	ReleasePreview(ctx context.Context, erase *bool) (*model.ErasePreview, error)
 	Machines(ctx context.Context) ([]*model.Machine, error)
@@ -320,6 +410,7 @@ type QueryResolver interface {
 }
 type SubscriptionResolver interface {
 	AuditEventRecorded(ctx context.Context, machine *string) (<-chan *model.AuditEvent, error)
+	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
 }
 
@@ -577,6 +668,62 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditEventEdge.Node(childComplexity), true
 
+	case "ClusterView.fenceWorker":
+		if e.ComplexityRoot.ClusterView.FenceWorker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterView.FenceWorker(childComplexity), true
+	case "ClusterView.healingThreshold":
+		if e.ComplexityRoot.ClusterView.HealingThreshold == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterView.HealingThreshold(childComplexity), true
+	case "ClusterView.members":
+		if e.ComplexityRoot.ClusterView.Members == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterView.Members(childComplexity), true
+	case "ClusterView.offlineMembers":
+		if e.ComplexityRoot.ClusterView.OfflineMembers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterView.OfflineMembers(childComplexity), true
+	case "ClusterView.offlineThreshold":
+		if e.ComplexityRoot.ClusterView.OfflineThreshold == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterView.OfflineThreshold(childComplexity), true
+	case "ClusterView.unmappedMembers":
+		if e.ComplexityRoot.ClusterView.UnmappedMembers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterView.UnmappedMembers(childComplexity), true
+	case "ClusterView.warnings":
+		if e.ComplexityRoot.ClusterView.Warnings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterView.Warnings(childComplexity), true
+
+	case "ClusterWarning.code":
+		if e.ComplexityRoot.ClusterWarning.Code == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterWarning.Code(childComplexity), true
+	case "ClusterWarning.message":
+		if e.ComplexityRoot.ClusterWarning.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterWarning.Message(childComplexity), true
+
 	case "ErasePreview.effective":
 		if e.ComplexityRoot.ErasePreview.Effective == nil {
 			break
@@ -601,6 +748,204 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ErasePreview.Requested(childComplexity), true
+
+	case "FenceDrill.at":
+		if e.ComplexityRoot.FenceDrill.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceDrill.At(childComplexity), true
+	case "FenceDrill.ok":
+		if e.ComplexityRoot.FenceDrill.Ok == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceDrill.Ok(childComplexity), true
+	case "FenceDrill.powerState":
+		if e.ComplexityRoot.FenceDrill.PowerState == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceDrill.PowerState(childComplexity), true
+	case "FenceDrill.problem":
+		if e.ComplexityRoot.FenceDrill.Problem == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceDrill.Problem(childComplexity), true
+	case "FenceDrill.worker":
+		if e.ComplexityRoot.FenceDrill.Worker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceDrill.Worker(childComplexity), true
+
+	case "FenceEvent.at":
+		if e.ComplexityRoot.FenceEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEvent.At(childComplexity), true
+	case "FenceEvent.details":
+		if e.ComplexityRoot.FenceEvent.Details == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEvent.Details(childComplexity), true
+	case "FenceEvent.id":
+		if e.ComplexityRoot.FenceEvent.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEvent.ID(childComplexity), true
+	case "FenceEvent.kind":
+		if e.ComplexityRoot.FenceEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEvent.Kind(childComplexity), true
+	case "FenceEvent.member":
+		if e.ComplexityRoot.FenceEvent.Member == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEvent.Member(childComplexity), true
+	case "FenceEvent.message":
+		if e.ComplexityRoot.FenceEvent.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEvent.Message(childComplexity), true
+	case "FenceEvent.reason":
+		if e.ComplexityRoot.FenceEvent.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEvent.Reason(childComplexity), true
+	case "FenceEvent.worker":
+		if e.ComplexityRoot.FenceEvent.Worker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEvent.Worker(childComplexity), true
+
+	case "FenceEventConnection.edges":
+		if e.ComplexityRoot.FenceEventConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEventConnection.Edges(childComplexity), true
+	case "FenceEventConnection.pageInfo":
+		if e.ComplexityRoot.FenceEventConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEventConnection.PageInfo(childComplexity), true
+
+	case "FenceEventEdge.cursor":
+		if e.ComplexityRoot.FenceEventEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEventEdge.Cursor(childComplexity), true
+	case "FenceEventEdge.node":
+		if e.ComplexityRoot.FenceEventEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEventEdge.Node(childComplexity), true
+
+	case "FenceMapping.hardwareUuid":
+		if e.ComplexityRoot.FenceMapping.HardwareUUID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceMapping.HardwareUUID(childComplexity), true
+	case "FenceMapping.lastDrill":
+		if e.ComplexityRoot.FenceMapping.LastDrill == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceMapping.LastDrill(childComplexity), true
+	case "FenceMapping.lastEvent":
+		if e.ComplexityRoot.FenceMapping.LastEvent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceMapping.LastEvent(childComplexity), true
+	case "FenceMapping.maasSystemId":
+		if e.ComplexityRoot.FenceMapping.MaasSystemID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceMapping.MaasSystemID(childComplexity), true
+	case "FenceMapping.member":
+		if e.ComplexityRoot.FenceMapping.Member == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceMapping.Member(childComplexity), true
+	case "FenceMapping.offlineSince":
+		if e.ComplexityRoot.FenceMapping.OfflineSince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceMapping.OfflineSince(childComplexity), true
+	case "FenceMapping.setAt":
+		if e.ComplexityRoot.FenceMapping.SetAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceMapping.SetAt(childComplexity), true
+	case "FenceMapping.setBy":
+		if e.ComplexityRoot.FenceMapping.SetBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceMapping.SetBy(childComplexity), true
+
+	case "FenceWorker.confirmTimeoutSeconds":
+		if e.ComplexityRoot.FenceWorker.ConfirmTimeoutSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceWorker.ConfirmTimeoutSeconds(childComplexity), true
+	case "FenceWorker.cooldownSeconds":
+		if e.ComplexityRoot.FenceWorker.CooldownSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceWorker.CooldownSeconds(childComplexity), true
+	case "FenceWorker.lastRoundAt":
+		if e.ComplexityRoot.FenceWorker.LastRoundAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceWorker.LastRoundAt(childComplexity), true
+	case "FenceWorker.leaderSince":
+		if e.ComplexityRoot.FenceWorker.LeaderSince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceWorker.LeaderSince(childComplexity), true
+	case "FenceWorker.offlineAfterSeconds":
+		if e.ComplexityRoot.FenceWorker.OfflineAfterSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceWorker.OfflineAfterSeconds(childComplexity), true
+	case "FenceWorker.pollSeconds":
+		if e.ComplexityRoot.FenceWorker.PollSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceWorker.PollSeconds(childComplexity), true
+	case "FenceWorker.worker":
+		if e.ComplexityRoot.FenceWorker.Worker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceWorker.Worker(childComplexity), true
 
 	case "Fleet.machines":
 		if e.ComplexityRoot.Fleet.Machines == nil {
@@ -812,6 +1157,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MaasMachinePayload.Machine(childComplexity), true
 
+	case "Machine.fence":
+		if e.ComplexityRoot.Machine.Fence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.Fence(childComplexity), true
 	case "Machine.maas":
 		if e.ComplexityRoot.Machine.Maas == nil {
 			break
@@ -1087,6 +1438,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ReleaseMachine(childComplexity, args["input"].(model.ReleaseMachineInput)), true
+	case "Mutation.removeFenceMapping":
+		if e.ComplexityRoot.Mutation.RemoveFenceMapping == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeFenceMapping_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveFenceMapping(childComplexity, args["input"].(model.RemoveFenceMappingInput)), true
 	case "Mutation.removeMember":
 		if e.ComplexityRoot.Mutation.RemoveMember == nil {
 			break
@@ -1120,6 +1482,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RunHardwareTests(childComplexity, args["input"].(model.RunHardwareTestsInput)), true
+	case "Mutation.setFenceMapping":
+		if e.ComplexityRoot.Mutation.SetFenceMapping == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setFenceMapping_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetFenceMapping(childComplexity, args["input"].(model.SetFenceMappingInput)), true
 	case "Mutation.unregisterMachine":
 		if e.ComplexityRoot.Mutation.UnregisterMachine == nil {
 			break
@@ -1206,6 +1579,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["first"].(*int), args["after"].(*string), args["machine"].(*string)), true
+	case "Query.cluster":
+		if e.ComplexityRoot.Query.Cluster == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Cluster(childComplexity), true
+	case "Query.fenceEvents":
+		if e.ComplexityRoot.Query.FenceEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Query_fenceEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.FenceEvents(childComplexity, args["member"].(*string), args["first"].(*int), args["after"].(*string)), true
+	case "Query.fenceMappings":
+		if e.ComplexityRoot.Query.FenceMappings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.FenceMappings(childComplexity), true
 	case "Query.fleet":
 		if e.ComplexityRoot.Query.Fleet == nil {
 			break
@@ -1274,6 +1670,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ReleaseMachinePayload.Machine(childComplexity), true
 
+	case "RemoveFenceMappingPayload.machine":
+		if e.ComplexityRoot.RemoveFenceMappingPayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveFenceMappingPayload.Machine(childComplexity), true
+	case "RemoveFenceMappingPayload.removed":
+		if e.ComplexityRoot.RemoveFenceMappingPayload.Removed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveFenceMappingPayload.Removed(childComplexity), true
+
 	case "RemoveMemberPayload.machine":
 		if e.ComplexityRoot.RemoveMemberPayload.Machine == nil {
 			break
@@ -1287,6 +1696,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RevokeJoinTokenPayload.Machine(childComplexity), true
+
+	case "SetFenceMappingPayload.machine":
+		if e.ComplexityRoot.SetFenceMappingPayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetFenceMappingPayload.Machine(childComplexity), true
+	case "SetFenceMappingPayload.mapping":
+		if e.ComplexityRoot.SetFenceMappingPayload.Mapping == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetFenceMappingPayload.Mapping(childComplexity), true
+	case "SetFenceMappingPayload.notice":
+		if e.ComplexityRoot.SetFenceMappingPayload.Notice == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetFenceMappingPayload.Notice(childComplexity), true
+	case "SetFenceMappingPayload.previous":
+		if e.ComplexityRoot.SetFenceMappingPayload.Previous == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetFenceMappingPayload.Previous(childComplexity), true
+	case "SetFenceMappingPayload.verifiedWithMaas":
+		if e.ComplexityRoot.SetFenceMappingPayload.VerifiedWithMaas == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetFenceMappingPayload.VerifiedWithMaas(childComplexity), true
 
 	case "SourceStatus.available":
 		if e.ComplexityRoot.SourceStatus.Available == nil {
@@ -1329,6 +1769,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["machine"].(*string)), true
+	case "Subscription.fenceProgress":
+		if e.ComplexityRoot.Subscription.FenceProgress == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_fenceProgress_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.FenceProgress(childComplexity, args["member"].(*string), args["after"].(*string)), true
 
 	case "UnregisterMachinePayload.name":
 		if e.ComplexityRoot.UnregisterMachinePayload.Name == nil {
@@ -1366,9 +1817,11 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("MemberConfigInput", ec.unmarshalInputMemberConfigInput),
 			graphql.NewInputUnmarshaler("RegisterMachineInput", ec.unmarshalInputRegisterMachineInput),
 			graphql.NewInputUnmarshaler("ReleaseMachineInput", ec.unmarshalInputReleaseMachineInput),
+			graphql.NewInputUnmarshaler("RemoveFenceMappingInput", ec.unmarshalInputRemoveFenceMappingInput),
 			graphql.NewInputUnmarshaler("RemoveMemberInput", ec.unmarshalInputRemoveMemberInput),
 			graphql.NewInputUnmarshaler("RevokeJoinTokenInput", ec.unmarshalInputRevokeJoinTokenInput),
 			graphql.NewInputUnmarshaler("RunHardwareTestsInput", ec.unmarshalInputRunHardwareTestsInput),
+			graphql.NewInputUnmarshaler("SetFenceMappingInput", ec.unmarshalInputSetFenceMappingInput),
 			graphql.NewInputUnmarshaler("UnregisterMachineInput", ec.unmarshalInputUnregisterMachineInput),
 		)
 	}
@@ -1521,6 +1974,230 @@ type AuditEventEdge {
 type PageInfo {
   hasNextPage: Boolean!
   endCursor: String
+}
+`, BuiltIn: false},
+	{Name: "../schema/fence.graphqls", Input: `extend type Query {
+  """
+  Fence events, newest first: the outages apelora-worker saw and every decision it took
+  (eligible, refused with its reason, requested, confirmed, not confirmed). ` + "`" + `first` + "`" + ` is
+  1–500 (default 50); ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + ` from an earlier page; ` + "`" + `member` + "`" + ` keeps one
+  member's events.
+  """
+  fenceEvents(member: String, first: Int = 50, after: String): FenceEventConnection!
+
+  "Every fence mapping, ordered by member."
+  fenceMappings: [FenceMapping!]!
+
+  """
+  The cluster as fencing sees it: Incus's settings that matter to fencing, the fence worker's
+  last report, and what an administrator should look at.
+  """
+  cluster: ClusterView!
+}
+
+extend type Mutation {
+  """
+  Map an Incus member to the MAAS machine that powers it, so that apelora-worker can power
+  it off when it is dead. The hardware UUID is what MAAS must report for that system id
+  before the worker reads or powers anything. When the API has MAAS configured, MAAS is
+  asked first and a system id it does not know, or that reports another UUID, is refused;
+  otherwise the payload says the mapping was not checked. Replaces an existing mapping.
+  """
+  setFenceMapping(input: SetFenceMappingInput!): SetFenceMappingPayload!
+
+  "Remove a member's fence mapping: it is never powered off until it has a new one."
+  removeFenceMapping(input: RemoveFenceMappingInput!): RemoveFenceMappingPayload!
+}
+
+extend type Subscription {
+  """
+  Fence events as apelora-worker records them, pushed by every API replica. ` + "`" + `member` + "`" + ` keeps
+  one member's events. ` + "`" + `after` + "`" + ` is the id of the last event a console has: the events
+  recorded since are sent first, then live ones, so a console that reconnects misses none.
+  """
+  fenceProgress(member: String, after: ID): FenceEvent!
+}
+
+extend type Machine {
+  "The member's fence mapping, with its last readiness drill; null when it has none."
+  fence: FenceMapping
+}
+
+"Which MAAS machine powers an Incus member."
+type FenceMapping {
+  member: String!
+  maasSystemId: String!
+  "What MAAS must report for the system id before anything is read or powered."
+  hardwareUuid: String!
+  "The identity that set the mapping."
+  setBy: String!
+  setAt: Time!
+  """
+  The last readiness drill of this mapping (UUID check and a live power-state read, no
+  action); null until apelora-worker has drilled it.
+  """
+  lastDrill: FenceDrill
+  "When apelora-worker first saw the member offline in its current outage; null when it is not offline."
+  offlineSince: Time
+  "The member's latest fence event."
+  lastEvent: FenceEvent
+}
+
+"The read-only part of a fence, done ahead of need."
+type FenceDrill {
+  at: Time!
+  "MAAS reported the mapped hardware UUID and the power controller answered on or off."
+  ok: Boolean!
+  "What the power controller answered (on, off, unknown, error); null when it could not be read."
+  powerState: String
+  "What would stop a fence, for the administrator; null when ok."
+  problem: String
+  "The worker that drilled."
+  worker: String!
+}
+
+"One fence event. Fence events are never changed or deleted."
+type FenceEvent {
+  "Increasing: pass the last one you have as fenceProgress's ` + "`" + `after` + "`" + `."
+  id: ID!
+  at: Time!
+  "The member; null for LEADING."
+  member: String
+  kind: FenceEventKind!
+  "Why, for REFUSED and NOT_CONFIRMED."
+  reason: FenceReason
+  message: String!
+  "The apelora-worker that recorded it."
+  worker: String!
+  "Secret-free facts: member counts, system id, hardware UUID, power state, MAAS's answer."
+  details: Map!
+}
+
+enum FenceEventKind {
+  "A worker took the fence lock and acts from now on (member is null)."
+  LEADING
+  "The member was first seen offline: its outage clock starts."
+  OFFLINE
+  "A member seen offline is online again: its outage ends."
+  BACK_ONLINE
+  "Every limit allows powering the member off."
+  ELIGIBLE
+  "The member is not powered off; ` + "`" + `reason` + "`" + ` says why."
+  REFUSED
+  "MAAS is being asked to power the member off (recorded before asking). The cooldown runs from here."
+  REQUESTED
+  "A live power-state read after the request said off: the member is fenced."
+  CONFIRMED
+  "The request did not lead to a read saying off: the member is NOT fenced."
+  NOT_CONFIRMED
+}
+
+enum FenceReason {
+  "The member has no fence mapping."
+  NOT_MAPPED
+  "Half or more of the members count as offline (offline, or a fence not yet confirmed)."
+  TOO_MANY_OFFLINE
+  "The member was asked to power off within the cooldown."
+  COOLDOWN
+  "MAAS reports another hardware UUID (or none) for the mapped system id."
+  UUID_MISMATCH
+  "MAAS has no machine with the mapped system id."
+  MAAS_MACHINE_NOT_FOUND
+  "MAAS could not be asked."
+  MAAS_UNAVAILABLE
+  "MAAS cannot read this machine's power state (manual power): a power-off can never be confirmed."
+  POWER_NOT_QUERYABLE
+  "MAAS answered that it cannot power this machine off (no power driver)."
+  POWER_OFF_NOT_SENT
+  "MAAS refused the power-off (permission, locked machine …)."
+  POWER_OFF_REFUSED
+  "MAAS accepted the power-off, but the power controller did not say off in time."
+  POWER_NOT_OFF
+}
+
+type FenceEventConnection {
+  edges: [FenceEventEdge!]!
+  pageInfo: PageInfo!
+}
+
+type FenceEventEdge {
+  cursor: String!
+  node: FenceEvent!
+}
+
+input SetFenceMappingInput {
+  "The Incus member name."
+  member: String!
+  "The MAAS system id of the machine that runs it, as MAAS shows it."
+  maasSystemId: String!
+  "The machine's hardware UUID as MAAS shows it (hardware_uuid)."
+  hardwareUuid: String!
+}
+
+type SetFenceMappingPayload {
+  mapping: FenceMapping!
+  "The mapping this one replaced, if any."
+  previous: FenceMapping
+  "True when MAAS was asked and reported this hardware UUID for the system id."
+  verifiedWithMaas: Boolean!
+  "What was checked, and what was not."
+  notice: String!
+  "The machine of that name, when Apelora knows one."
+  machine: Machine
+}
+
+input RemoveFenceMappingInput {
+  member: String!
+}
+
+type RemoveFenceMappingPayload {
+  "The mapping that was removed."
+  removed: FenceMapping!
+  machine: Machine
+}
+
+"The cluster as fencing sees it."
+type ClusterView {
+  "Incus's cluster.healing_threshold in seconds (0: off); null when Incus could not be asked."
+  healingThreshold: Int
+  "Incus's cluster.offline_threshold in seconds; null when Incus could not be asked."
+  offlineThreshold: Int
+  members: Int!
+  offlineMembers: Int!
+  "Members with no fence mapping: nothing powers them off if they die."
+  unmappedMembers: [String!]!
+  "The fence worker's last report; null when no worker has ever led."
+  fenceWorker: FenceWorker
+  warnings: [ClusterWarning!]!
+}
+
+"The apelora-worker that holds the fence lock, as it last reported."
+type FenceWorker {
+  worker: String!
+  leaderSince: Time!
+  lastRoundAt: Time!
+  pollSeconds: Float!
+  offlineAfterSeconds: Float!
+  cooldownSeconds: Float!
+  confirmTimeoutSeconds: Float!
+}
+
+type ClusterWarning {
+  code: ClusterWarningCode!
+  message: String!
+}
+
+enum ClusterWarningCode {
+  "Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice."
+  HEALING_ENABLED
+  "Incus could not be asked."
+  INCUS_UNAVAILABLE
+  "No apelora-worker has ever led: dead members are not fenced."
+  NO_FENCE_WORKER
+  "The fence worker has not reported for several poll intervals."
+  FENCE_WORKER_SILENT
+  "Some members have no fence mapping."
+  UNMAPPED_MEMBERS
 }
 `, BuiltIn: false},
 	{Name: "../schema/identity.graphqls", Input: `"What an identity may do."
@@ -2196,6 +2873,36 @@ func (ec *executionContext) childFields_AuditEventEdge(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type AuditEventEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_ClusterView(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "healingThreshold":
+		return ec.fieldContext_ClusterView_healingThreshold(ctx, field)
+	case "offlineThreshold":
+		return ec.fieldContext_ClusterView_offlineThreshold(ctx, field)
+	case "members":
+		return ec.fieldContext_ClusterView_members(ctx, field)
+	case "offlineMembers":
+		return ec.fieldContext_ClusterView_offlineMembers(ctx, field)
+	case "unmappedMembers":
+		return ec.fieldContext_ClusterView_unmappedMembers(ctx, field)
+	case "fenceWorker":
+		return ec.fieldContext_ClusterView_fenceWorker(ctx, field)
+	case "warnings":
+		return ec.fieldContext_ClusterView_warnings(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ClusterView", field.Name)
+}
+
+func (ec *executionContext) childFields_ClusterWarning(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "code":
+		return ec.fieldContext_ClusterWarning_code(ctx, field)
+	case "message":
+		return ec.fieldContext_ClusterWarning_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ClusterWarning", field.Name)
+}
+
 func (ec *executionContext) childFields_ErasePreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "requested":
@@ -2208,6 +2915,106 @@ func (ec *executionContext) childFields_ErasePreview(ctx context.Context, field 
 		return ec.fieldContext_ErasePreview_message(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ErasePreview", field.Name)
+}
+
+func (ec *executionContext) childFields_FenceDrill(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "at":
+		return ec.fieldContext_FenceDrill_at(ctx, field)
+	case "ok":
+		return ec.fieldContext_FenceDrill_ok(ctx, field)
+	case "powerState":
+		return ec.fieldContext_FenceDrill_powerState(ctx, field)
+	case "problem":
+		return ec.fieldContext_FenceDrill_problem(ctx, field)
+	case "worker":
+		return ec.fieldContext_FenceDrill_worker(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FenceDrill", field.Name)
+}
+
+func (ec *executionContext) childFields_FenceEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_FenceEvent_id(ctx, field)
+	case "at":
+		return ec.fieldContext_FenceEvent_at(ctx, field)
+	case "member":
+		return ec.fieldContext_FenceEvent_member(ctx, field)
+	case "kind":
+		return ec.fieldContext_FenceEvent_kind(ctx, field)
+	case "reason":
+		return ec.fieldContext_FenceEvent_reason(ctx, field)
+	case "message":
+		return ec.fieldContext_FenceEvent_message(ctx, field)
+	case "worker":
+		return ec.fieldContext_FenceEvent_worker(ctx, field)
+	case "details":
+		return ec.fieldContext_FenceEvent_details(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FenceEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_FenceEventConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_FenceEventConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_FenceEventConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FenceEventConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_FenceEventEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_FenceEventEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_FenceEventEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FenceEventEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_FenceMapping(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "member":
+		return ec.fieldContext_FenceMapping_member(ctx, field)
+	case "maasSystemId":
+		return ec.fieldContext_FenceMapping_maasSystemId(ctx, field)
+	case "hardwareUuid":
+		return ec.fieldContext_FenceMapping_hardwareUuid(ctx, field)
+	case "setBy":
+		return ec.fieldContext_FenceMapping_setBy(ctx, field)
+	case "setAt":
+		return ec.fieldContext_FenceMapping_setAt(ctx, field)
+	case "lastDrill":
+		return ec.fieldContext_FenceMapping_lastDrill(ctx, field)
+	case "offlineSince":
+		return ec.fieldContext_FenceMapping_offlineSince(ctx, field)
+	case "lastEvent":
+		return ec.fieldContext_FenceMapping_lastEvent(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FenceMapping", field.Name)
+}
+
+func (ec *executionContext) childFields_FenceWorker(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "worker":
+		return ec.fieldContext_FenceWorker_worker(ctx, field)
+	case "leaderSince":
+		return ec.fieldContext_FenceWorker_leaderSince(ctx, field)
+	case "lastRoundAt":
+		return ec.fieldContext_FenceWorker_lastRoundAt(ctx, field)
+	case "pollSeconds":
+		return ec.fieldContext_FenceWorker_pollSeconds(ctx, field)
+	case "offlineAfterSeconds":
+		return ec.fieldContext_FenceWorker_offlineAfterSeconds(ctx, field)
+	case "cooldownSeconds":
+		return ec.fieldContext_FenceWorker_cooldownSeconds(ctx, field)
+	case "confirmTimeoutSeconds":
+		return ec.fieldContext_FenceWorker_confirmTimeoutSeconds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FenceWorker", field.Name)
 }
 
 func (ec *executionContext) childFields_Fleet(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2324,6 +3131,8 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_warnings(ctx, field)
 	case "record":
 		return ec.fieldContext_Machine_record(ctx, field)
+	case "fence":
+		return ec.fieldContext_Machine_fence(ctx, field)
 	case "maas":
 		return ec.fieldContext_Machine_maas(ctx, field)
 	case "member":
@@ -2472,6 +3281,16 @@ func (ec *executionContext) childFields_ReleaseMachinePayload(ctx context.Contex
 	return nil, fmt.Errorf("no field named %q was found under type ReleaseMachinePayload", field.Name)
 }
 
+func (ec *executionContext) childFields_RemoveFenceMappingPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "removed":
+		return ec.fieldContext_RemoveFenceMappingPayload_removed(ctx, field)
+	case "machine":
+		return ec.fieldContext_RemoveFenceMappingPayload_machine(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoveFenceMappingPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_RemoveMemberPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "machine":
@@ -2486,6 +3305,22 @@ func (ec *executionContext) childFields_RevokeJoinTokenPayload(ctx context.Conte
 		return ec.fieldContext_RevokeJoinTokenPayload_machine(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RevokeJoinTokenPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SetFenceMappingPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "mapping":
+		return ec.fieldContext_SetFenceMappingPayload_mapping(ctx, field)
+	case "previous":
+		return ec.fieldContext_SetFenceMappingPayload_previous(ctx, field)
+	case "verifiedWithMaas":
+		return ec.fieldContext_SetFenceMappingPayload_verifiedWithMaas(ctx, field)
+	case "notice":
+		return ec.fieldContext_SetFenceMappingPayload_notice(ctx, field)
+	case "machine":
+		return ec.fieldContext_SetFenceMappingPayload_machine(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SetFenceMappingPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_SourceStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2718,6 +3553,20 @@ func (ec *executionContext) field_Mutation_releaseMachine_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_removeFenceMapping_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemoveFenceMappingInput, error) {
+			return ec.unmarshalNRemoveFenceMappingInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveFenceMappingInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_removeMember_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2752,6 +3601,20 @@ func (ec *executionContext) field_Mutation_runHardwareTests_args(ctx context.Con
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RunHardwareTestsInput, error) {
 			return ec.unmarshalNRunHardwareTestsInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRunHardwareTestsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setFenceMapping_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetFenceMappingInput, error) {
+			return ec.unmarshalNSetFenceMappingInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetFenceMappingInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -2832,6 +3695,36 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_fenceEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "member",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["member"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_machine_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2885,6 +3778,28 @@ func (ec *executionContext) field_Subscription_auditEventRecorded_args(ctx conte
 		return nil, err
 	}
 	args["machine"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_fenceProgress_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "member",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["member"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -3917,6 +4832,231 @@ func (ec *executionContext) fieldContext_AuditEventEdge_node(_ context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _ClusterView_healingThreshold(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterView_healingThreshold(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HealingThreshold, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterView_healingThreshold(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterView", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ClusterView_offlineThreshold(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterView_offlineThreshold(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfflineThreshold, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterView_offlineThreshold(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterView", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ClusterView_members(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterView_members(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Members, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterView_members(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterView", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ClusterView_offlineMembers(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterView_offlineMembers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfflineMembers, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterView_offlineMembers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterView", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ClusterView_unmappedMembers(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterView_unmappedMembers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UnmappedMembers, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterView_unmappedMembers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterView", field, false, false, "String")
+}
+
+func (ec *executionContext) _ClusterView_fenceWorker(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterView_fenceWorker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FenceWorker, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceWorker) graphql.Marshaler {
+			return ec.marshalOFenceWorker2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceWorker(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterView_fenceWorker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ClusterView",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceWorker(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ClusterView_warnings(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterView_warnings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Warnings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ClusterWarning) graphql.Marshaler {
+			return ec.marshalNClusterWarning2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterWarningᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterView_warnings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ClusterView",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ClusterWarning(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ClusterWarning_code(ctx context.Context, field graphql.CollectedField, obj *model.ClusterWarning) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterWarning_code(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Code, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ClusterWarningCode) graphql.Marshaler {
+			return ec.marshalNClusterWarningCode2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterWarningCode(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterWarning_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterWarning", field, false, false, "ClusterWarningCode")
+}
+
+func (ec *executionContext) _ClusterWarning_message(ctx context.Context, field graphql.CollectedField, obj *model.ClusterWarning) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterWarning_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterWarning_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterWarning", field, false, false, "String")
+}
+
 func (ec *executionContext) _ErasePreview_requested(ctx context.Context, field graphql.CollectedField, obj *model.ErasePreview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4007,6 +5147,787 @@ func (ec *executionContext) _ErasePreview_message(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_ErasePreview_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ErasePreview", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceDrill_at(ctx context.Context, field graphql.CollectedField, obj *model.FenceDrill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceDrill_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceDrill_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceDrill", field, false, false, "Time")
+}
+
+func (ec *executionContext) _FenceDrill_ok(ctx context.Context, field graphql.CollectedField, obj *model.FenceDrill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceDrill_ok(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ok, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceDrill_ok(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceDrill", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _FenceDrill_powerState(ctx context.Context, field graphql.CollectedField, obj *model.FenceDrill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceDrill_powerState(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PowerState, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FenceDrill_powerState(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceDrill", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceDrill_problem(ctx context.Context, field graphql.CollectedField, obj *model.FenceDrill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceDrill_problem(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Problem, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FenceDrill_problem(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceDrill", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceDrill_worker(ctx context.Context, field graphql.CollectedField, obj *model.FenceDrill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceDrill_worker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Worker, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceDrill_worker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceDrill", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceEvent_id(ctx context.Context, field graphql.CollectedField, obj *model.FenceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEvent_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEvent_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceEvent", field, false, false, "ID")
+}
+
+func (ec *executionContext) _FenceEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.FenceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _FenceEvent_member(ctx context.Context, field graphql.CollectedField, obj *model.FenceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEvent_member(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Member, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEvent_member(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.FenceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.FenceEventKind) graphql.Marshaler {
+			return ec.marshalNFenceEventKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEventKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceEvent", field, false, false, "FenceEventKind")
+}
+
+func (ec *executionContext) _FenceEvent_reason(ctx context.Context, field graphql.CollectedField, obj *model.FenceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEvent_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceReason) graphql.Marshaler {
+			return ec.marshalOFenceReason2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceReason(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEvent_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceEvent", field, false, false, "FenceReason")
+}
+
+func (ec *executionContext) _FenceEvent_message(ctx context.Context, field graphql.CollectedField, obj *model.FenceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEvent_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEvent_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceEvent_worker(ctx context.Context, field graphql.CollectedField, obj *model.FenceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEvent_worker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Worker, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEvent_worker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceEvent_details(ctx context.Context, field graphql.CollectedField, obj *model.FenceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEvent_details(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Details, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNMap2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEvent_details(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceEvent", field, false, false, "Map")
+}
+
+func (ec *executionContext) _FenceEventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.FenceEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEventConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.FenceEventEdge) graphql.Marshaler {
+			return ec.marshalNFenceEventEdge2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEventEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEventConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FenceEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceEventEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FenceEventConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.FenceEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEventConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEventConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FenceEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FenceEventEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.FenceEventEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEventEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEventEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceEventEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceEventEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.FenceEventEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEventEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceEvent) graphql.Marshaler {
+			return ec.marshalNFenceEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEventEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FenceEventEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FenceMapping_member(ctx context.Context, field graphql.CollectedField, obj *model.FenceMapping) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceMapping_member(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Member, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceMapping_member(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceMapping", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceMapping_maasSystemId(ctx context.Context, field graphql.CollectedField, obj *model.FenceMapping) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceMapping_maasSystemId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaasSystemID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceMapping_maasSystemId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceMapping", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceMapping_hardwareUuid(ctx context.Context, field graphql.CollectedField, obj *model.FenceMapping) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceMapping_hardwareUuid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HardwareUUID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceMapping_hardwareUuid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceMapping", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceMapping_setBy(ctx context.Context, field graphql.CollectedField, obj *model.FenceMapping) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceMapping_setBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SetBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceMapping_setBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceMapping", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceMapping_setAt(ctx context.Context, field graphql.CollectedField, obj *model.FenceMapping) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceMapping_setAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SetAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceMapping_setAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceMapping", field, false, false, "Time")
+}
+
+func (ec *executionContext) _FenceMapping_lastDrill(ctx context.Context, field graphql.CollectedField, obj *model.FenceMapping) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceMapping_lastDrill(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastDrill, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceDrill) graphql.Marshaler {
+			return ec.marshalOFenceDrill2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceDrill(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FenceMapping_lastDrill(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FenceMapping",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceDrill(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FenceMapping_offlineSince(ctx context.Context, field graphql.CollectedField, obj *model.FenceMapping) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceMapping_offlineSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfflineSince, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FenceMapping_offlineSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceMapping", field, false, false, "Time")
+}
+
+func (ec *executionContext) _FenceMapping_lastEvent(ctx context.Context, field graphql.CollectedField, obj *model.FenceMapping) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceMapping_lastEvent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastEvent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceEvent) graphql.Marshaler {
+			return ec.marshalOFenceEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEvent(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FenceMapping_lastEvent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FenceMapping",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FenceWorker_worker(ctx context.Context, field graphql.CollectedField, obj *model.FenceWorker) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceWorker_worker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Worker, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceWorker_worker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceWorker_leaderSince(ctx context.Context, field graphql.CollectedField, obj *model.FenceWorker) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceWorker_leaderSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LeaderSince, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceWorker_leaderSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "Time")
+}
+
+func (ec *executionContext) _FenceWorker_lastRoundAt(ctx context.Context, field graphql.CollectedField, obj *model.FenceWorker) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceWorker_lastRoundAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastRoundAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceWorker_lastRoundAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "Time")
+}
+
+func (ec *executionContext) _FenceWorker_pollSeconds(ctx context.Context, field graphql.CollectedField, obj *model.FenceWorker) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceWorker_pollSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PollSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceWorker_pollSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "Float")
+}
+
+func (ec *executionContext) _FenceWorker_offlineAfterSeconds(ctx context.Context, field graphql.CollectedField, obj *model.FenceWorker) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceWorker_offlineAfterSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfflineAfterSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceWorker_offlineAfterSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "Float")
+}
+
+func (ec *executionContext) _FenceWorker_cooldownSeconds(ctx context.Context, field graphql.CollectedField, obj *model.FenceWorker) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceWorker_cooldownSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CooldownSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceWorker_cooldownSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "Float")
+}
+
+func (ec *executionContext) _FenceWorker_confirmTimeoutSeconds(ctx context.Context, field graphql.CollectedField, obj *model.FenceWorker) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceWorker_confirmTimeoutSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConfirmTimeoutSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceWorker_confirmTimeoutSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Fleet_machines(ctx context.Context, field graphql.CollectedField, obj *model.Fleet) (ret graphql.Marshaler) {
@@ -4973,6 +6894,38 @@ func (ec *executionContext) fieldContext_Machine_record(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Machine_fence(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_fence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceMapping) graphql.Marshaler {
+			return ec.marshalOFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_fence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Machine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceMapping(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Machine_maas(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5708,6 +7661,94 @@ func (ec *executionContext) fieldContext_MemberVersion_os(_ context.Context, fie
 	return graphql.NewScalarFieldContext("MemberVersion", field, false, false, "String")
 }
 
+func (ec *executionContext) _Mutation_setFenceMapping(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setFenceMapping(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetFenceMapping(ctx, fc.Args["input"].(model.SetFenceMappingInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SetFenceMappingPayload) graphql.Marshaler {
+			return ec.marshalNSetFenceMappingPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetFenceMappingPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setFenceMapping(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SetFenceMappingPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setFenceMapping_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeFenceMapping(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeFenceMapping(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveFenceMapping(ctx, fc.Args["input"].(model.RemoveFenceMappingInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoveFenceMappingPayload) graphql.Marshaler {
+			return ec.marshalNRemoveFenceMappingPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveFenceMappingPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeFenceMapping(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoveFenceMappingPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeFenceMapping_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_commissionMachine(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6417,6 +8458,114 @@ func (ec *executionContext) fieldContext_Query_auditEvents(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_fenceEvents(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_fenceEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().FenceEvents(ctx, fc.Args["member"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceEventConnection) graphql.Marshaler {
+			return ec.marshalNFenceEventConnection2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEventConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_fenceEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceEventConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_fenceEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_fenceMappings(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_fenceMappings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().FenceMappings(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.FenceMapping) graphql.Marshaler {
+			return ec.marshalNFenceMapping2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMappingᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_fenceMappings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceMapping(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_cluster(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_cluster(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Cluster(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ClusterView) graphql.Marshaler {
+			return ec.marshalNClusterView2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterView(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_cluster(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ClusterView(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_fleet(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6817,6 +8966,70 @@ func (ec *executionContext) fieldContext_ReleaseMachinePayload_erase(_ context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _RemoveFenceMappingPayload_removed(ctx context.Context, field graphql.CollectedField, obj *model.RemoveFenceMappingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveFenceMappingPayload_removed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Removed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceMapping) graphql.Marshaler {
+			return ec.marshalNFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveFenceMappingPayload_removed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoveFenceMappingPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceMapping(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoveFenceMappingPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RemoveFenceMappingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveFenceMappingPayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveFenceMappingPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoveFenceMappingPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RemoveMemberPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RemoveMemberPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6871,6 +9084,148 @@ func (ec *executionContext) _RevokeJoinTokenPayload_machine(ctx context.Context,
 func (ec *executionContext) fieldContext_RevokeJoinTokenPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "RevokeJoinTokenPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetFenceMappingPayload_mapping(ctx context.Context, field graphql.CollectedField, obj *model.SetFenceMappingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetFenceMappingPayload_mapping(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Mapping, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceMapping) graphql.Marshaler {
+			return ec.marshalNFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetFenceMappingPayload_mapping(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetFenceMappingPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceMapping(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetFenceMappingPayload_previous(ctx context.Context, field graphql.CollectedField, obj *model.SetFenceMappingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetFenceMappingPayload_previous(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Previous, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceMapping) graphql.Marshaler {
+			return ec.marshalOFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SetFenceMappingPayload_previous(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetFenceMappingPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceMapping(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetFenceMappingPayload_verifiedWithMaas(ctx context.Context, field graphql.CollectedField, obj *model.SetFenceMappingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetFenceMappingPayload_verifiedWithMaas(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.VerifiedWithMaas, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetFenceMappingPayload_verifiedWithMaas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SetFenceMappingPayload", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SetFenceMappingPayload_notice(ctx context.Context, field graphql.CollectedField, obj *model.SetFenceMappingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetFenceMappingPayload_notice(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Notice, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetFenceMappingPayload_notice(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SetFenceMappingPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _SetFenceMappingPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.SetFenceMappingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetFenceMappingPayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SetFenceMappingPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetFenceMappingPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -6988,6 +9343,50 @@ func (ec *executionContext) fieldContext_Subscription_auditEventRecorded(ctx con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_auditEventRecorded_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_fenceProgress(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_fenceProgress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().FenceProgress(ctx, fc.Args["member"].(*string), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceEvent) graphql.Marshaler {
+			return ec.marshalNFenceEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_fenceProgress(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FenceEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_fenceProgress_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -8569,6 +10968,48 @@ func UnmarshalReleaseMachineInput(ctx context.Context, raw any) (model.ReleaseMa
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRemoveFenceMappingInput(ctx context.Context, obj any) (model.RemoveFenceMappingInput, error) {
+	var it model.RemoveFenceMappingInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"member"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "member":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("member"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Member = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoveFenceMappingInput unmarshals raw into the RemoveFenceMappingInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoveFenceMappingInput(ctx context.Context, raw any) (model.RemoveFenceMappingInput, error) {
+	var out model.RemoveFenceMappingInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveFenceMappingInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context, obj any) (model.RemoveMemberInput, error) {
 	var it model.RemoveMemberInput
 	if obj == nil {
@@ -8717,6 +11158,62 @@ func (ec *executionContext) unmarshalInputRunHardwareTestsInput(ctx context.Cont
 func UnmarshalRunHardwareTestsInput(ctx context.Context, raw any) (model.RunHardwareTestsInput, error) {
 	var out model.RunHardwareTestsInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RunHardwareTestsInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSetFenceMappingInput(ctx context.Context, obj any) (model.SetFenceMappingInput, error) {
+	var it model.SetFenceMappingInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"member", "maasSystemId", "hardwareUuid"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "member":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("member"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Member = data
+		case "maasSystemId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maasSystemId"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MaasSystemID = data
+		case "hardwareUuid":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hardwareUuid"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HardwareUUID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetFenceMappingInput unmarshals raw into the SetFenceMappingInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetFenceMappingInput(ctx context.Context, raw any) (model.SetFenceMappingInput, error) {
+	var out model.SetFenceMappingInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetFenceMappingInput", raw, &out)
 	return out, err
 }
 
@@ -9184,6 +11681,107 @@ func (ec *executionContext) _AuditEventEdge(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var clusterViewImplementors = []string{"ClusterView"}
+
+func (ec *executionContext) _ClusterView(ctx context.Context, sel ast.SelectionSet, obj *model.ClusterView) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clusterViewImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ClusterView")
+		case "healingThreshold":
+			out.Values[i] = ec._ClusterView_healingThreshold(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "offlineThreshold":
+			out.Values[i] = ec._ClusterView_offlineThreshold(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "members":
+			out.Values[i] = ec._ClusterView_members(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offlineMembers":
+			out.Values[i] = ec._ClusterView_offlineMembers(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unmappedMembers":
+			out.Values[i] = ec._ClusterView_unmappedMembers(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fenceWorker":
+			out.Values[i] = ec._ClusterView_fenceWorker(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "warnings":
+			out.Values[i] = ec._ClusterView_warnings(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var clusterWarningImplementors = []string{"ClusterWarning"}
+
+func (ec *executionContext) _ClusterWarning(ctx context.Context, sel ast.SelectionSet, obj *model.ClusterWarning) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clusterWarningImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ClusterWarning")
+		case "code":
+			out.Values[i] = ec._ClusterWarning_code(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._ClusterWarning_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var erasePreviewImplementors = []string{"ErasePreview"}
 
 func (ec *executionContext) _ErasePreview(ctx context.Context, sel ast.SelectionSet, obj *model.ErasePreview) graphql.Marshaler {
@@ -9212,6 +11810,334 @@ func (ec *executionContext) _ErasePreview(ctx context.Context, sel ast.Selection
 			}
 		case "message":
 			out.Values[i] = ec._ErasePreview_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var fenceDrillImplementors = []string{"FenceDrill"}
+
+func (ec *executionContext) _FenceDrill(ctx context.Context, sel ast.SelectionSet, obj *model.FenceDrill) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fenceDrillImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FenceDrill")
+		case "at":
+			out.Values[i] = ec._FenceDrill_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ok":
+			out.Values[i] = ec._FenceDrill_ok(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "powerState":
+			out.Values[i] = ec._FenceDrill_powerState(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "problem":
+			out.Values[i] = ec._FenceDrill_problem(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "worker":
+			out.Values[i] = ec._FenceDrill_worker(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var fenceEventImplementors = []string{"FenceEvent"}
+
+func (ec *executionContext) _FenceEvent(ctx context.Context, sel ast.SelectionSet, obj *model.FenceEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fenceEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FenceEvent")
+		case "id":
+			out.Values[i] = ec._FenceEvent_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._FenceEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "member":
+			out.Values[i] = ec._FenceEvent_member(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._FenceEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._FenceEvent_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._FenceEvent_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "worker":
+			out.Values[i] = ec._FenceEvent_worker(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "details":
+			out.Values[i] = ec._FenceEvent_details(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var fenceEventConnectionImplementors = []string{"FenceEventConnection"}
+
+func (ec *executionContext) _FenceEventConnection(ctx context.Context, sel ast.SelectionSet, obj *model.FenceEventConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fenceEventConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FenceEventConnection")
+		case "edges":
+			out.Values[i] = ec._FenceEventConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._FenceEventConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var fenceEventEdgeImplementors = []string{"FenceEventEdge"}
+
+func (ec *executionContext) _FenceEventEdge(ctx context.Context, sel ast.SelectionSet, obj *model.FenceEventEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fenceEventEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FenceEventEdge")
+		case "cursor":
+			out.Values[i] = ec._FenceEventEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._FenceEventEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var fenceMappingImplementors = []string{"FenceMapping"}
+
+func (ec *executionContext) _FenceMapping(ctx context.Context, sel ast.SelectionSet, obj *model.FenceMapping) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fenceMappingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FenceMapping")
+		case "member":
+			out.Values[i] = ec._FenceMapping_member(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "maasSystemId":
+			out.Values[i] = ec._FenceMapping_maasSystemId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hardwareUuid":
+			out.Values[i] = ec._FenceMapping_hardwareUuid(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setBy":
+			out.Values[i] = ec._FenceMapping_setBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setAt":
+			out.Values[i] = ec._FenceMapping_setAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastDrill":
+			out.Values[i] = ec._FenceMapping_lastDrill(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "offlineSince":
+			out.Values[i] = ec._FenceMapping_offlineSince(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastEvent":
+			out.Values[i] = ec._FenceMapping_lastEvent(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var fenceWorkerImplementors = []string{"FenceWorker"}
+
+func (ec *executionContext) _FenceWorker(ctx context.Context, sel ast.SelectionSet, obj *model.FenceWorker) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fenceWorkerImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FenceWorker")
+		case "worker":
+			out.Values[i] = ec._FenceWorker_worker(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "leaderSince":
+			out.Values[i] = ec._FenceWorker_leaderSince(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastRoundAt":
+			out.Values[i] = ec._FenceWorker_lastRoundAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pollSeconds":
+			out.Values[i] = ec._FenceWorker_pollSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offlineAfterSeconds":
+			out.Values[i] = ec._FenceWorker_offlineAfterSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cooldownSeconds":
+			out.Values[i] = ec._FenceWorker_cooldownSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "confirmTimeoutSeconds":
+			out.Values[i] = ec._FenceWorker_confirmTimeoutSeconds(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -9601,6 +12527,11 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "fence":
+			out.Values[i] = ec._Machine_fence(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "maas":
 			out.Values[i] = ec._Machine_maas(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -9900,6 +12831,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Mutation")
+		case "setFenceMapping":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setFenceMapping(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeFenceMapping":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeFenceMapping(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "commissionMachine":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_commissionMachine(ctx, field)
@@ -10170,6 +13115,24 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditEvents(ctx, field)
 				})
+		case "fenceEvents":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_fenceEvents(ctx, field)
+				})
+		case "fenceMappings":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_fenceMappings(ctx, field)
+				})
+		case "cluster":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_cluster(ctx, field)
+				})
 		case "fleet":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -10307,6 +13270,44 @@ func (ec *executionContext) _ReleaseMachinePayload(ctx context.Context, sel ast.
 	return out
 }
 
+var removeFenceMappingPayloadImplementors = []string{"RemoveFenceMappingPayload"}
+
+func (ec *executionContext) _RemoveFenceMappingPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveFenceMappingPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, removeFenceMappingPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoveFenceMappingPayload")
+		case "removed":
+			out.Values[i] = ec._RemoveFenceMappingPayload_removed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machine":
+			out.Values[i] = ec._RemoveFenceMappingPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var removeMemberPayloadImplementors = []string{"RemoveMemberPayload"}
 
 func (ec *executionContext) _RemoveMemberPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveMemberPayload) graphql.Marshaler {
@@ -10353,6 +13354,59 @@ func (ec *executionContext) _RevokeJoinTokenPayload(ctx context.Context, sel ast
 			out.Values[i] = graphql.MarshalString("RevokeJoinTokenPayload")
 		case "machine":
 			out.Values[i] = ec._RevokeJoinTokenPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var setFenceMappingPayloadImplementors = []string{"SetFenceMappingPayload"}
+
+func (ec *executionContext) _SetFenceMappingPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SetFenceMappingPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, setFenceMappingPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SetFenceMappingPayload")
+		case "mapping":
+			out.Values[i] = ec._SetFenceMappingPayload_mapping(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "previous":
+			out.Values[i] = ec._SetFenceMappingPayload_previous(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "verifiedWithMaas":
+			out.Values[i] = ec._SetFenceMappingPayload_verifiedWithMaas(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "notice":
+			out.Values[i] = ec._SetFenceMappingPayload_notice(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machine":
+			out.Values[i] = ec._SetFenceMappingPayload_machine(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -10431,6 +13485,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "auditEventRecorded":
 		return ec._Subscription_auditEventRecorded(ctx, fields[0])
+	case "fenceProgress":
+		return ec._Subscription_fenceProgress(ctx, fields[0])
 	case "admissionChecks":
 		return ec._Subscription_admissionChecks(ctx, fields[0])
 	default:
@@ -11031,6 +14087,48 @@ func (ec *executionContext) marshalNCheckResult2githubᚗcomᚋapeloraᚋfabric�
 	return v
 }
 
+func (ec *executionContext) marshalNClusterView2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterView(ctx context.Context, sel ast.SelectionSet, v *model.ClusterView) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ClusterView!")
+		return graphql.Null
+	}
+	return ec._ClusterView(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNClusterWarning2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterWarningᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ClusterWarning) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNClusterWarning2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterWarning(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNClusterWarning2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterWarning(ctx context.Context, sel ast.SelectionSet, v *model.ClusterWarning) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ClusterWarning!")
+		return graphql.Null
+	}
+	return ec._ClusterWarning(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNClusterWarningCode2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterWarningCode(ctx context.Context, v any) (model.ClusterWarningCode, error) {
+	var res model.ClusterWarningCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNClusterWarningCode2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterWarningCode(ctx context.Context, sel ast.SelectionSet, v model.ClusterWarningCode) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNCommissionMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCommissionMachineInput(ctx context.Context, v any) (model.CommissionMachineInput, error) {
 	res, err := ec.unmarshalInputCommissionMachineInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -11042,6 +14140,80 @@ func (ec *executionContext) marshalNErasePreview2ᚖgithubᚗcomᚋapeloraᚋfab
 		return graphql.Null
 	}
 	return ec._ErasePreview(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFenceEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEvent(ctx context.Context, sel ast.SelectionSet, v *model.FenceEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FenceEvent!")
+		return graphql.Null
+	}
+	return ec._FenceEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFenceEventConnection2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEventConnection(ctx context.Context, sel ast.SelectionSet, v *model.FenceEventConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FenceEventConnection!")
+		return graphql.Null
+	}
+	return ec._FenceEventConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFenceEventEdge2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEventEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.FenceEventEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFenceEventEdge2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEventEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNFenceEventEdge2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEventEdge(ctx context.Context, sel ast.SelectionSet, v *model.FenceEventEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FenceEventEdge!")
+		return graphql.Null
+	}
+	return ec._FenceEventEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFenceEventKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEventKind(ctx context.Context, v any) (model.FenceEventKind, error) {
+	var res model.FenceEventKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFenceEventKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEventKind(ctx context.Context, sel ast.SelectionSet, v model.FenceEventKind) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNFenceMapping2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMappingᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.FenceMapping) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx context.Context, sel ast.SelectionSet, v *model.FenceMapping) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FenceMapping!")
+		return graphql.Null
+	}
+	return ec._FenceMapping(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNFleet2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFleet(ctx context.Context, sel ast.SelectionSet, v *model.Fleet) graphql.Marshaler {
@@ -11330,6 +14502,19 @@ func (ec *executionContext) marshalNReleaseMachinePayload2ᚖgithubᚗcomᚋapel
 	return ec._ReleaseMachinePayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNRemoveFenceMappingInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveFenceMappingInput(ctx context.Context, v any) (model.RemoveFenceMappingInput, error) {
+	res, err := ec.unmarshalInputRemoveFenceMappingInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRemoveFenceMappingPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveFenceMappingPayload(ctx context.Context, sel ast.SelectionSet, v *model.RemoveFenceMappingPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoveFenceMappingPayload!")
+		return graphql.Null
+	}
+	return ec._RemoveFenceMappingPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNRemoveMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberInput(ctx context.Context, v any) (model.RemoveMemberInput, error) {
 	res, err := ec.unmarshalInputRemoveMemberInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -11359,6 +14544,19 @@ func (ec *executionContext) marshalNRevokeJoinTokenPayload2ᚖgithubᚗcomᚋape
 func (ec *executionContext) unmarshalNRunHardwareTestsInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRunHardwareTestsInput(ctx context.Context, v any) (model.RunHardwareTestsInput, error) {
 	res, err := ec.unmarshalInputRunHardwareTestsInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetFenceMappingInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetFenceMappingInput(ctx context.Context, v any) (model.SetFenceMappingInput, error) {
+	res, err := ec.unmarshalInputSetFenceMappingInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSetFenceMappingPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetFenceMappingPayload(ctx context.Context, sel ast.SelectionSet, v *model.SetFenceMappingPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SetFenceMappingPayload!")
+		return graphql.Null
+	}
+	return ec._SetFenceMappingPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSourceStatus2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSourceStatus(ctx context.Context, sel ast.SelectionSet, v *model.SourceStatus) graphql.Marshaler {
@@ -11668,6 +14866,68 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) marshalOFenceDrill2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceDrill(ctx context.Context, sel ast.SelectionSet, v *model.FenceDrill) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._FenceDrill(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOFenceEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEvent(ctx context.Context, sel ast.SelectionSet, v *model.FenceEvent) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._FenceEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx context.Context, sel ast.SelectionSet, v *model.FenceMapping) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._FenceMapping(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOFenceReason2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceReason(ctx context.Context, v any) (*model.FenceReason, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.FenceReason)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOFenceReason2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceReason(ctx context.Context, sel ast.SelectionSet, v *model.FenceReason) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) marshalOFenceWorker2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceWorker(ctx context.Context, sel ast.SelectionSet, v *model.FenceWorker) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._FenceWorker(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalID(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.SelectionSet, v *string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalID(*v)
+	return res
+}
+
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {
 	if v == nil {
 		return nil, nil
@@ -11795,6 +15055,24 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalString(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalTime(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalTime(*v)
 	return res
 }
 

@@ -66,7 +66,7 @@ func mapRecord(r *machines.Record) *model.MachineRecord {
 }
 
 func mapMachine(m *fleet.Machine) *model.Machine {
-	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS)}
+	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS), Fence: mapFenceStatus(m.Fence)}
 	for _, w := range m.Warnings {
 		out.Warnings = append(out.Warnings, &model.Warning{Code: model.WarningCode(w.Code), Message: w.Message})
 	}

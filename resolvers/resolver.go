@@ -11,6 +11,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/enrolment"
+	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/broadcast"
@@ -51,7 +52,9 @@ type Resolver struct {
 	Audit         AuditTrail
 	AuditFeed     AuditFeed
 	AdmissionFeed AdmissionFeed
-	Log           *slog.Logger
+	// Fencing: fence mappings, events, progress and the cluster view.
+	Fencing *fencing.Service
+	Log     *slog.Logger
 }
 
 // machine reads one machine back after a change, which must find it.

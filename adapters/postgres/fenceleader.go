@@ -27,16 +27,42 @@ const sessionTimeout = 15 * time.Second
 // a connection of its own, so that it lasts exactly as long as that connection. A worker
 // that dies, or whose connection breaks (PostgreSQL restarted, network cut), loses it, and
 // a standby takes it.
+//
+// A standby keeps its connection between attempts; TryLead is not safe for concurrent use.
 func (s *Store) FenceLeadership(application string) fencing.Leadership {
-	return fenceLeadership{s: s, application: application}
+	return &fenceLeadership{s: s, application: application}
 }
 
 type fenceLeadership struct {
 	s           *Store
 	application string
+	conn        *pgx.Conn // a standby's connection, kept for the next attempt
 }
 
-func (l fenceLeadership) TryLead(ctx context.Context) (fencing.Session, error) {
+func (l *fenceLeadership) TryLead(ctx context.Context) (fencing.Session, error) {
+	conn := l.conn
+	l.conn = nil
+	if conn == nil || conn.IsClosed() {
+		var err error
+		if conn, err = l.connect(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+	defer cancel()
+	var got bool
+	if err := conn.QueryRow(cctx, `SELECT pg_try_advisory_lock($1, $2)`, fenceLockNamespace, fenceLockKey).Scan(&got); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, dbError(err)
+	}
+	if !got {
+		l.conn = conn
+		return nil, nil
+	}
+	return &fenceSession{conn: conn}, nil
+}
+
+func (l *fenceLeadership) connect(ctx context.Context) (*pgx.Conn, error) {
 	cfg := l.s.pool.Config().ConnConfig.Copy()
 	if l.application != "" {
 		cfg.RuntimeParams["application_name"] = l.application
@@ -55,16 +81,7 @@ func (l fenceLeadership) TryLead(ctx context.Context) (fencing.Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL at %s: %w", describe(cfg), err)
 	}
-	var got bool
-	if err := conn.QueryRow(cctx, `SELECT pg_try_advisory_lock($1, $2)`, fenceLockNamespace, fenceLockKey).Scan(&got); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, dbError(err)
-	}
-	if !got {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, nil
-	}
-	return &fenceSession{conn: conn}, nil
+	return conn, nil
 }
 
 // fenceSession is the leader's connection. Not safe for concurrent use: the worker's loop

@@ -98,6 +98,26 @@ type AuditEventEdge struct {
 	Node   *AuditEvent `json:"node"`
 }
 
+// The cluster as fencing sees it.
+type ClusterView struct {
+	// Incus's cluster.healing_threshold in seconds (0: off); null when Incus could not be asked.
+	HealingThreshold *int `json:"healingThreshold,omitempty"`
+	// Incus's cluster.offline_threshold in seconds; null when Incus could not be asked.
+	OfflineThreshold *int `json:"offlineThreshold,omitempty"`
+	Members          int  `json:"members"`
+	OfflineMembers   int  `json:"offlineMembers"`
+	// Members with no fence mapping: nothing powers them off if they die.
+	UnmappedMembers []string `json:"unmappedMembers"`
+	// The fence worker's last report; null when no worker has ever led.
+	FenceWorker *FenceWorker      `json:"fenceWorker,omitempty"`
+	Warnings    []*ClusterWarning `json:"warnings"`
+}
+
+type ClusterWarning struct {
+	Code    ClusterWarningCode `json:"code"`
+	Message string             `json:"message"`
+}
+
 type CommissionMachineInput struct {
 	SystemID string `json:"systemId"`
 	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
@@ -112,6 +132,75 @@ type ErasePreview struct {
 	// Whether the disks will be erased; null when that cannot be known.
 	Effective *bool  `json:"effective,omitempty"`
 	Message   string `json:"message"`
+}
+
+// The read-only part of a fence, done ahead of need.
+type FenceDrill struct {
+	At time.Time `json:"at"`
+	// MAAS reported the mapped hardware UUID and the power controller answered on or off.
+	Ok bool `json:"ok"`
+	// What the power controller answered (on, off, unknown, error); null when it could not be read.
+	PowerState *string `json:"powerState,omitempty"`
+	// What would stop a fence, for the administrator; null when ok.
+	Problem *string `json:"problem,omitempty"`
+	// The worker that drilled.
+	Worker string `json:"worker"`
+}
+
+// One fence event. Fence events are never changed or deleted.
+type FenceEvent struct {
+	// Increasing: pass the last one you have as fenceProgress's `after`.
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+	// The member; null for LEADING.
+	Member *string        `json:"member,omitempty"`
+	Kind   FenceEventKind `json:"kind"`
+	// Why, for REFUSED and NOT_CONFIRMED.
+	Reason  *FenceReason `json:"reason,omitempty"`
+	Message string       `json:"message"`
+	// The apelora-worker that recorded it.
+	Worker string `json:"worker"`
+	// Secret-free facts: member counts, system id, hardware UUID, power state, MAAS's answer.
+	Details map[string]any `json:"details"`
+}
+
+type FenceEventConnection struct {
+	Edges    []*FenceEventEdge `json:"edges"`
+	PageInfo *PageInfo         `json:"pageInfo"`
+}
+
+type FenceEventEdge struct {
+	Cursor string      `json:"cursor"`
+	Node   *FenceEvent `json:"node"`
+}
+
+// Which MAAS machine powers an Incus member.
+type FenceMapping struct {
+	Member       string `json:"member"`
+	MaasSystemID string `json:"maasSystemId"`
+	// What MAAS must report for the system id before anything is read or powered.
+	HardwareUUID string `json:"hardwareUuid"`
+	// The identity that set the mapping.
+	SetBy string    `json:"setBy"`
+	SetAt time.Time `json:"setAt"`
+	// The last readiness drill of this mapping (UUID check and a live power-state read, no
+	// action); null until apelora-worker has drilled it.
+	LastDrill *FenceDrill `json:"lastDrill,omitempty"`
+	// When apelora-worker first saw the member offline in its current outage; null when it is not offline.
+	OfflineSince *time.Time `json:"offlineSince,omitempty"`
+	// The member's latest fence event.
+	LastEvent *FenceEvent `json:"lastEvent,omitempty"`
+}
+
+// The apelora-worker that holds the fence lock, as it last reported.
+type FenceWorker struct {
+	Worker                string    `json:"worker"`
+	LeaderSince           time.Time `json:"leaderSince"`
+	LastRoundAt           time.Time `json:"lastRoundAt"`
+	PollSeconds           float64   `json:"pollSeconds"`
+	OfflineAfterSeconds   float64   `json:"offlineAfterSeconds"`
+	CooldownSeconds       float64   `json:"cooldownSeconds"`
+	ConfirmTimeoutSeconds float64   `json:"confirmTimeoutSeconds"`
 }
 
 type Fleet struct {
@@ -191,6 +280,8 @@ type Machine struct {
 	Warnings []*Warning `json:"warnings"`
 	// The Apelora machine record; null for an Incus member Apelora has no record of.
 	Record *MachineRecord `json:"record,omitempty"`
+	// The member's fence mapping, with its last readiness drill; null when it has none.
+	Fence *FenceMapping `json:"fence,omitempty"`
 	// The machine as MAAS reports it; null when MAAS does not report it or could not be asked.
 	Maas *MaasMachine `json:"maas,omitempty"`
 	// The Incus member of the same name; null when it has not joined.
@@ -316,6 +407,16 @@ type ReleaseMachinePayload struct {
 	Erase   *ErasePreview `json:"erase"`
 }
 
+type RemoveFenceMappingInput struct {
+	Member string `json:"member"`
+}
+
+type RemoveFenceMappingPayload struct {
+	// The mapping that was removed.
+	Removed *FenceMapping `json:"removed"`
+	Machine *Machine      `json:"machine,omitempty"`
+}
+
 type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force,omitempty"`
@@ -340,6 +441,27 @@ type RunHardwareTestsInput struct {
 	Hostname string `json:"hostname"`
 	// Testing scripts or tags (at most 16); null: MAAS's defaults.
 	Tests []string `json:"tests,omitempty"`
+}
+
+type SetFenceMappingInput struct {
+	// The Incus member name.
+	Member string `json:"member"`
+	// The MAAS system id of the machine that runs it, as MAAS shows it.
+	MaasSystemID string `json:"maasSystemId"`
+	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
+	HardwareUUID string `json:"hardwareUuid"`
+}
+
+type SetFenceMappingPayload struct {
+	Mapping *FenceMapping `json:"mapping"`
+	// The mapping this one replaced, if any.
+	Previous *FenceMapping `json:"previous,omitempty"`
+	// True when MAAS was asked and reported this hardware UUID for the system id.
+	VerifiedWithMaas bool `json:"verifiedWithMaas"`
+	// What was checked, and what was not.
+	Notice string `json:"notice"`
+	// The machine of that name, when Apelora knows one.
+	Machine *Machine `json:"machine,omitempty"`
 }
 
 type SourceStatus struct {
@@ -597,6 +719,228 @@ func (e *CheckResult) UnmarshalJSON(b []byte) error {
 }
 
 func (e CheckResult) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ClusterWarningCode string
+
+const (
+	// Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice.
+	ClusterWarningCodeHealingEnabled ClusterWarningCode = "HEALING_ENABLED"
+	// Incus could not be asked.
+	ClusterWarningCodeIncusUnavailable ClusterWarningCode = "INCUS_UNAVAILABLE"
+	// No apelora-worker has ever led: dead members are not fenced.
+	ClusterWarningCodeNoFenceWorker ClusterWarningCode = "NO_FENCE_WORKER"
+	// The fence worker has not reported for several poll intervals.
+	ClusterWarningCodeFenceWorkerSilent ClusterWarningCode = "FENCE_WORKER_SILENT"
+	// Some members have no fence mapping.
+	ClusterWarningCodeUnmappedMembers ClusterWarningCode = "UNMAPPED_MEMBERS"
+)
+
+var AllClusterWarningCode = []ClusterWarningCode{
+	ClusterWarningCodeHealingEnabled,
+	ClusterWarningCodeIncusUnavailable,
+	ClusterWarningCodeNoFenceWorker,
+	ClusterWarningCodeFenceWorkerSilent,
+	ClusterWarningCodeUnmappedMembers,
+}
+
+func (e ClusterWarningCode) IsValid() bool {
+	switch e {
+	case ClusterWarningCodeHealingEnabled, ClusterWarningCodeIncusUnavailable, ClusterWarningCodeNoFenceWorker, ClusterWarningCodeFenceWorkerSilent, ClusterWarningCodeUnmappedMembers:
+		return true
+	}
+	return false
+}
+
+func (e ClusterWarningCode) String() string {
+	return string(e)
+}
+
+func (e *ClusterWarningCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ClusterWarningCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ClusterWarningCode", str)
+	}
+	return nil
+}
+
+func (e ClusterWarningCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ClusterWarningCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ClusterWarningCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type FenceEventKind string
+
+const (
+	// A worker took the fence lock and acts from now on (member is null).
+	FenceEventKindLeading FenceEventKind = "LEADING"
+	// The member was first seen offline: its outage clock starts.
+	FenceEventKindOffline FenceEventKind = "OFFLINE"
+	// A member seen offline is online again: its outage ends.
+	FenceEventKindBackOnline FenceEventKind = "BACK_ONLINE"
+	// Every limit allows powering the member off.
+	FenceEventKindEligible FenceEventKind = "ELIGIBLE"
+	// The member is not powered off; `reason` says why.
+	FenceEventKindRefused FenceEventKind = "REFUSED"
+	// MAAS is being asked to power the member off (recorded before asking). The cooldown runs from here.
+	FenceEventKindRequested FenceEventKind = "REQUESTED"
+	// A live power-state read after the request said off: the member is fenced.
+	FenceEventKindConfirmed FenceEventKind = "CONFIRMED"
+	// The request did not lead to a read saying off: the member is NOT fenced.
+	FenceEventKindNotConfirmed FenceEventKind = "NOT_CONFIRMED"
+)
+
+var AllFenceEventKind = []FenceEventKind{
+	FenceEventKindLeading,
+	FenceEventKindOffline,
+	FenceEventKindBackOnline,
+	FenceEventKindEligible,
+	FenceEventKindRefused,
+	FenceEventKindRequested,
+	FenceEventKindConfirmed,
+	FenceEventKindNotConfirmed,
+}
+
+func (e FenceEventKind) IsValid() bool {
+	switch e {
+	case FenceEventKindLeading, FenceEventKindOffline, FenceEventKindBackOnline, FenceEventKindEligible, FenceEventKindRefused, FenceEventKindRequested, FenceEventKindConfirmed, FenceEventKindNotConfirmed:
+		return true
+	}
+	return false
+}
+
+func (e FenceEventKind) String() string {
+	return string(e)
+}
+
+func (e *FenceEventKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = FenceEventKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid FenceEventKind", str)
+	}
+	return nil
+}
+
+func (e FenceEventKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *FenceEventKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e FenceEventKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type FenceReason string
+
+const (
+	// The member has no fence mapping.
+	FenceReasonNotMapped FenceReason = "NOT_MAPPED"
+	// Half or more of the members count as offline (offline, or a fence not yet confirmed).
+	FenceReasonTooManyOffline FenceReason = "TOO_MANY_OFFLINE"
+	// The member was asked to power off within the cooldown.
+	FenceReasonCooldown FenceReason = "COOLDOWN"
+	// MAAS reports another hardware UUID (or none) for the mapped system id.
+	FenceReasonUUIDMismatch FenceReason = "UUID_MISMATCH"
+	// MAAS has no machine with the mapped system id.
+	FenceReasonMaasMachineNotFound FenceReason = "MAAS_MACHINE_NOT_FOUND"
+	// MAAS could not be asked.
+	FenceReasonMaasUnavailable FenceReason = "MAAS_UNAVAILABLE"
+	// MAAS cannot read this machine's power state (manual power): a power-off can never be confirmed.
+	FenceReasonPowerNotQueryable FenceReason = "POWER_NOT_QUERYABLE"
+	// MAAS answered that it cannot power this machine off (no power driver).
+	FenceReasonPowerOffNotSent FenceReason = "POWER_OFF_NOT_SENT"
+	// MAAS refused the power-off (permission, locked machine …).
+	FenceReasonPowerOffRefused FenceReason = "POWER_OFF_REFUSED"
+	// MAAS accepted the power-off, but the power controller did not say off in time.
+	FenceReasonPowerNotOff FenceReason = "POWER_NOT_OFF"
+)
+
+var AllFenceReason = []FenceReason{
+	FenceReasonNotMapped,
+	FenceReasonTooManyOffline,
+	FenceReasonCooldown,
+	FenceReasonUUIDMismatch,
+	FenceReasonMaasMachineNotFound,
+	FenceReasonMaasUnavailable,
+	FenceReasonPowerNotQueryable,
+	FenceReasonPowerOffNotSent,
+	FenceReasonPowerOffRefused,
+	FenceReasonPowerNotOff,
+}
+
+func (e FenceReason) IsValid() bool {
+	switch e {
+	case FenceReasonNotMapped, FenceReasonTooManyOffline, FenceReasonCooldown, FenceReasonUUIDMismatch, FenceReasonMaasMachineNotFound, FenceReasonMaasUnavailable, FenceReasonPowerNotQueryable, FenceReasonPowerOffNotSent, FenceReasonPowerOffRefused, FenceReasonPowerNotOff:
+		return true
+	}
+	return false
+}
+
+func (e FenceReason) String() string {
+	return string(e)
+}
+
+func (e *FenceReason) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = FenceReason(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid FenceReason", str)
+	}
+	return nil
+}
+
+func (e FenceReason) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *FenceReason) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e FenceReason) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -1,0 +1,144 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/fencing"
+)
+
+// WorkerConfig is apelora-worker's configuration: the server's (database, Incus, MAAS,
+// log level) plus the fence limits. The MAAS key here is the worker's own, with power
+// rights; it is read once and kept only inside the MAAS client.
+type WorkerConfig struct {
+	Config
+	// ExtraIncusURLs are other members to ask when APELORA_INCUS_URL does not answer
+	// (APELORA_FENCE_INCUS_URLS); they use the same certificates.
+	ExtraIncusURLs []string
+	Limits         fencing.Limits
+	Poll           time.Duration
+	DrillInterval  time.Duration
+	// Name identifies this worker in events and logs (APELORA_WORKER_NAME).
+	Name string
+}
+
+// WorkerVariables lists the variables apelora-worker reads beyond the server's database,
+// Incus and MAAS ones.
+func WorkerVariables() []Variable {
+	return []Variable{
+		{"APELORA_FENCE_OFFLINE_AFTER", "60s", "how long a member must have been seen offline before it is powered off"},
+		{"APELORA_FENCE_COOLDOWN", "15m", "no second power-off of a member within this time of the last request"},
+		{"APELORA_FENCE_POLL_INTERVAL", "5s", "how often the worker reads the members (and a standby tries for the lock)"},
+		{"APELORA_FENCE_DRILL_INTERVAL", "1h", "how often each mapping gets a readiness drill (UUID check and a live power read)"},
+		{"APELORA_FENCE_CONFIRM_TIMEOUT", "3m", "how long after a request a power-state read may say off before the fence is reported not confirmed"},
+		{"APELORA_FENCE_INCUS_URLS", "(none)", "comma-separated further member URLs to ask when APELORA_INCUS_URL does not answer"},
+		{"APELORA_WORKER_NAME", "(host name and process id)", "this worker's name in fence events and logs"},
+	}
+}
+
+// WorkerConfigFromEnv reads the worker's configuration, naming any variable with a bad
+// value. Incus and MAAS (with a key) are required: a worker without them cannot fence.
+func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
+	base, err := ConfigFromEnv(getenv)
+	if err != nil {
+		return WorkerConfig{}, err
+	}
+	w := WorkerConfig{Config: base}
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	durations := []struct {
+		name, def string
+		least     time.Duration
+		into      *time.Duration
+	}{
+		{"APELORA_FENCE_OFFLINE_AFTER", "60s", time.Second, &w.Limits.OfflineAfter},
+		{"APELORA_FENCE_COOLDOWN", "15m", time.Second, &w.Limits.Cooldown},
+		{"APELORA_FENCE_POLL_INTERVAL", "5s", 100 * time.Millisecond, &w.Poll},
+		{"APELORA_FENCE_DRILL_INTERVAL", "1h", time.Second, &w.DrillInterval},
+		{"APELORA_FENCE_CONFIRM_TIMEOUT", "3m", time.Second, &w.Limits.ConfirmTimeout},
+	}
+	for _, d := range durations {
+		if *d.into, err = duration(get, d.name, d.def, d.least); err != nil {
+			return w, err
+		}
+	}
+	// An outage counts as continuous only while someone looked at least this often.
+	w.Limits.MaxObservationGap = max(3*w.Poll, 30*time.Second)
+	if err := w.Limits.Validate(); err != nil {
+		return w, fmt.Errorf("fence limits: %w (APELORA_FENCE_COOLDOWN, APELORA_FENCE_CONFIRM_TIMEOUT)", err)
+	}
+	if !w.Incus.Configured() {
+		return w, errors.New("apelora-worker needs Incus to watch the members: set APELORA_INCUS_URL, APELORA_INCUS_CLIENT_CERT, APELORA_INCUS_CLIENT_KEY and APELORA_INCUS_SERVER_CERT (or APELORA_INCUS_SOCKET)")
+	}
+	if w.MAAS.BaseURL == "" {
+		return w, errors.New("apelora-worker needs MAAS to power members off: set APELORA_MAAS_URL and APELORA_MAAS_API_KEY (the key of a MAAS user that may read and power the fenced machines), and APELORA_MAAS_CA_FILE unless MAAS's certificate is in the system trust store")
+	}
+	if v := strings.TrimSpace(getenv("APELORA_FENCE_INCUS_URLS")); v != "" {
+		if w.Incus.UsesSocket() {
+			return w, errors.New("APELORA_FENCE_INCUS_URLS needs HTTPS Incus (APELORA_INCUS_URL), not the socket")
+		}
+		for _, u := range strings.Split(v, ",") {
+			if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+				c := w.Incus
+				c.URL = u
+				if err := c.Validate(); err != nil {
+					return w, fmt.Errorf("APELORA_FENCE_INCUS_URLS: %w", err)
+				}
+				w.ExtraIncusURLs = append(w.ExtraIncusURLs, u)
+			}
+		}
+	}
+	w.Name = get("APELORA_WORKER_NAME", "")
+	if w.Name == "" {
+		host, _ := os.Hostname()
+		w.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	return w, nil
+}
+
+// RunWorker runs apelora-worker on an open database until ctx ends: it stands by while
+// another worker holds the fence lock, and leads when none does.
+func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log *slog.Logger) error {
+	var clients []*incus.Client
+	for _, u := range append([]string{""}, cfg.ExtraIncusURLs...) {
+		ic := cfg.Incus
+		if u != "" {
+			ic.URL = u
+		}
+		ic.Logger = log
+		c, err := incus.New(ic)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	mc := cfg.MAAS
+	mc.Logger = log
+	mc.MaxRetries = -1 // the worker retries every round itself; a round must not stall on retries
+	client, err := maas.New(mc)
+	if err != nil {
+		return err
+	}
+	w := &fencing.Worker{
+		ID: cfg.Name, Limits: cfg.Limits, Poll: cfg.Poll, DrillInterval: cfg.DrillInterval,
+		Cluster: newFenceIncus(clients...), MAAS: fenceMAAS{client},
+		Leadership: store.FenceLeadership("apelora-worker " + cfg.Name), Drills: store.FenceDrills(),
+		Log: log,
+	}
+	log.Info("apelora-worker starting", "worker", cfg.Name, "limits", cfg.Limits.Describe(), "poll", cfg.Poll.String(),
+		"drill_interval", cfg.DrillInterval.String(), "incus", clients[0].Endpoint(), "incus_fallbacks", len(clients)-1, "maas", client)
+	return w.Run(ctx)
+}
