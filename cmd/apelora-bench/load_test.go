@@ -1,0 +1,55 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/incuslab"
+	"github.com/apelora/fabric/internal/producttest"
+)
+
+// The bench's own graphql-transport-ws client against the real product: it subscribes,
+// keeps its subscribers alive through the server's pings, and records each subscriber's
+// verdict. A few subscribers only; the thousand are the command's job.
+func TestLoadSubscribesAnswersPingsAndRecordsVerdicts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an Incus lab")
+	}
+	lab := incuslab.Start(t, 1)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithPingInterval(200*time.Millisecond))
+	token := e.Identity("bench", identity.ViewInfrastructure)
+
+	if err := newLoad(e.Base, "not-a-token", "m1").connect(t.Context(), 1, 1); err == nil || !strings.Contains(err.Error(), "4403") {
+		t.Fatalf("with a bad token: %v, want the 4403 refusal", err)
+	}
+
+	const n = 5
+	l := newLoad(e.Base, token, lab.Members[0].Name)
+	if err := l.connect(t.Context(), n, 2); err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	// A subscriber that missed pongs would be cut off after two ping periods.
+	time.Sleep(700 * time.Millisecond)
+	run, sent, err := l.trigger(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := l.wait(t.Context(), run, n, 15*time.Second)
+	if len(got) != n || l.Live() != n {
+		t.Fatalf("%d of %d subscribers got run %s (live %d); failures %v", len(got), n, run, l.Live(), l.Failures())
+	}
+	for _, d := range got {
+		if d.at.Before(sent) || d.recv.Before(d.at) {
+			t.Errorf("subscriber %d: sent %v, at %v, received %v", d.sub, sent, d.at, d.recv)
+		}
+	}
+	if c := l.checks.Load(); c != 9*n {
+		t.Errorf("%d check events, want 9 per subscriber", c)
+	}
+	if f := l.Failures(); len(f) > 0 {
+		t.Fatal(f)
+	}
+}
