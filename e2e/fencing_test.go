@@ -110,6 +110,20 @@ func TestFencingOnARealCluster(t *testing.T) {
 		t.Fatalf("cluster view %v", cl)
 	}
 
+	// Healing on in Incus: the cluster view warns. (A valid value: a rejected cluster-wide
+	// PATCH would wipe the member's local config on 6.0.4, see incus-api.md §0.)
+	m1 := x.lab.Member("m1")
+	if out, err := x.lab.CLI(m1, "config", "set", "cluster.healing_threshold", "30"); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	cl = x.gql(x.api, `{ cluster { healingThreshold warnings { code message } } }`, nil)["cluster"].(map[string]any)
+	if cl["healingThreshold"] != float64(30) || codes(cl["warnings"]) != "HEALING_ENABLED,UNMAPPED_MEMBERS" {
+		t.Fatalf("cluster view with healing on: %v", cl)
+	}
+	if out, err := x.lab.CLI(m1, "config", "unset", "cluster.healing_threshold"); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+
 	// Watch from the first event on (a console that reconnects replays what it missed).
 	page := x.gql(x.api, `{ fenceEvents(first: 500) { edges { node { id kind worker } } } }`, nil)["fenceEvents"].(map[string]any)["edges"].([]any)
 	first := page[len(page)-1].(map[string]any)["node"].(map[string]any)
@@ -190,6 +204,37 @@ func TestFencingOnARealCluster(t *testing.T) {
 	if f, status := x.machineFence("m3"); status != "OFFLINE" || f["lastEvent"].(map[string]any)["kind"] != "CONFIRMED" || f["offlineSince"] == nil {
 		t.Fatalf("m3 after the fence: %s %v", status, f)
 	}
+	// Past events, newest first, page by page.
+	p1 := x.gql(x.api, `{ fenceEvents(member: "m3", first: 2) { edges { node { id kind } } pageInfo { hasNextPage endCursor } } }`, nil)["fenceEvents"].(map[string]any)
+	edges := p1["edges"].([]any)
+	if len(edges) != 2 || edges[0].(map[string]any)["node"].(map[string]any)["kind"] != "CONFIRMED" || p1["pageInfo"].(map[string]any)["hasNextPage"] != true {
+		t.Fatalf("first page %v", p1)
+	}
+	p2 := x.gql(x.api, `query($a: String) { fenceEvents(member: "m3", first: 500, after: $a) { edges { node { id kind } } pageInfo { hasNextPage } } }`,
+		map[string]any{"a": p1["pageInfo"].(map[string]any)["endCursor"]})["fenceEvents"].(map[string]any)
+	var older []string
+	for _, e := range p2["edges"].([]any) {
+		older = append(older, e.(map[string]any)["node"].(map[string]any)["kind"].(string))
+	}
+	if !slices.Equal(older, []string{"ELIGIBLE", "REFUSED", "NOT_CONFIRMED", "REQUESTED", "ELIGIBLE", "REFUSED", "ELIGIBLE", "REFUSED", "ELIGIBLE", "OFFLINE"}) {
+		t.Fatalf("older m3 events %v", older)
+	}
+	if r := x.api.GQL(x.admin, `{ fenceEvents(after: "bogus") { edges { cursor } } }`, nil); r.Code() != "INVALID_INPUT" {
+		t.Fatalf("bad cursor: %+v", r.Errors)
+	}
+	// Mappings listed, and one removed (audited); removing it again is NOT_FOUND.
+	ms := x.gql(x.api, `{ fenceMappings { member maasSystemId } }`, nil)["fenceMappings"].([]any)
+	if len(ms) != 2 || ms[0].(map[string]any)["member"] != "m2" || ms[1].(map[string]any)["member"] != "m3" {
+		t.Fatalf("mappings %v", ms)
+	}
+	rm := x.gql(x.api, `mutation { removeFenceMapping(input: {member: "m2"}) { removed { member maasSystemId } machine { name fence { member } } } }`, nil)["removeFenceMapping"].(map[string]any)
+	if rm["removed"].(map[string]any)["maasSystemId"] != x.maas.ids["m2"] || rm["machine"].(map[string]any)["fence"] != nil {
+		t.Fatalf("remove: %v", rm)
+	}
+	if r := x.api.GQL(x.admin, `mutation { removeFenceMapping(input: {member: "m2"}) { removed { member } } }`, nil); r.Code() != "NOT_FOUND" {
+		t.Fatalf("remove twice: %+v", r.Errors)
+	}
+
 	// Only the worker's key ever asked for power.
 	for _, r := range x.maas.Requests() {
 		if (r.Op == "power_off" || r.Op == "query_power_state") && r.User != "fencer" {
@@ -201,7 +246,7 @@ func TestFencingOnARealCluster(t *testing.T) {
 	for where, text := range x.allLogs() {
 		x.assertNoMAASKey(where, text)
 	}
-	if m1 := x.lab.Member("m1"); !m1.Running() {
+	if !m1.Running() {
 		t.Fatal("m1 was touched")
 	}
 	t.Logf("fence walk-through done in %s", time.Since(began).Round(time.Millisecond))
