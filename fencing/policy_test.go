@@ -188,3 +188,26 @@ func TestPropertyDecideStaysWithinLimits(t *testing.T) {
 		t.Fatal("no snapshot allowed a fence: the generator is broken")
 	}
 }
+
+// BenchmarkDecide300 is one decision round for a fleet at the top of the product's scale.
+func BenchmarkDecide300(b *testing.B) {
+	s := Snapshot{Now: t0, Limits: testLimits, MembersKnown: true, Mappings: map[string]Mapping{}, Requests: map[string]Request{}}
+	for i := range 300 {
+		name := fmt.Sprintf("m%03d", i)
+		m := Member{Name: name}
+		if i%20 == 0 {
+			m.Offline, m.OfflineSince = true, t0.Add(-time.Hour)
+		}
+		s.Members = append(s.Members, m)
+		s.Mappings[name] = mapping(name)
+		if i%50 == 0 {
+			s.Requests[name] = Request{At: t0.Add(-2 * time.Hour), Outcome: KindNotConfirmed}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(Decide(s)) != 15 {
+			b.Fatal("wrong number of decisions")
+		}
+	}
+}

@@ -237,8 +237,11 @@ func (f *fenceSession) Requests(ctx context.Context) (map[string]fencing.Request
 func (f *fenceSession) LatestEvents(ctx context.Context) (map[string]fencing.Event, error) {
 	ctx, cancel := f.ctx(ctx)
 	defer cancel()
-	evs, err := collectEvents(f.conn.Query(ctx, `SELECT DISTINCT ON (member) `+eventColumns+` FROM fence_events
-		WHERE member IS NOT NULL ORDER BY member, id DESC`))
+	// One index lookup per member the worker tracks (the members it decides on), instead of
+	// reading the whole trail.
+	evs, err := collectEvents(f.conn.Query(ctx, `SELECT e.id, e.at, coalesce(e.member, ''), e.kind, coalesce(e.reason, ''), e.message, e.worker, e.details
+		FROM fence_member_tracking t
+		CROSS JOIN LATERAL (SELECT * FROM fence_events WHERE member = t.member ORDER BY id DESC LIMIT 1) e`))
 	if err != nil {
 		return nil, err
 	}
