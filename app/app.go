@@ -115,6 +115,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if cfg.MAAS.BaseURL != "" {
 		mc := cfg.MAAS
 		mc.Logger = log
+		// People wait on these answers: retry reads briefly rather than for MAAS's full
+		// Retry-After; the fleet view and the checks bound each read as well.
+		mc.MaxRetries, mc.MaxRetryWait = 2, 2*time.Second
 		client, err := maas.New(mc)
 		if err != nil {
 			return nil, err

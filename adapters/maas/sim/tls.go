@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -142,18 +143,23 @@ type Endpoint struct {
 	Certs *Certificates
 	srv   *http.Server
 	done  chan error
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// Close stops the listener and open connections.
+// Close stops the listener and open connections. Closing again does nothing.
 func (e *Endpoint) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err := e.srv.Shutdown(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = e.srv.Close()
-	}
-	<-e.done
-	return err
+	e.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		e.closeErr = e.srv.Shutdown(ctx)
+		if errors.Is(e.closeErr, context.DeadlineExceeded) {
+			e.closeErr = e.srv.Close()
+		}
+		<-e.done
+	})
+	return e.closeErr
 }
 
 // Listen serves plain HTTP on addr (use 127.0.0.1:0 in tests).
