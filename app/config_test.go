@@ -1,0 +1,72 @@
+package app
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestMAASConfiguration(t *testing.T) {
+	const key = "Fq2LmN8xRt4vBc7KpZ:Wd3sHj9QeA6yUo1GiT:r5Tn8Kc2Vx7Lm4Qz9Pw3Hs6Jd1Fb0Ya"
+	cases := []struct {
+		vars map[string]string
+		says string // "" = accepted
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"APELORA_MAAS_URL": "http://127.0.0.1:5240/MAAS", "APELORA_MAAS_API_KEY": key}, ""},
+		{map[string]string{"APELORA_MAAS_URL": "http://10.1.2.3:5240/MAAS", "APELORA_MAAS_API_KEY": key}, "loopback"},
+		{map[string]string{"APELORA_MAAS_URL": "https://maas.example:5240/MAAS"}, "APELORA_MAAS_API_KEY is not"},
+		{map[string]string{"APELORA_MAAS_API_KEY": key}, "APELORA_MAAS_URL is not"},
+		{map[string]string{"APELORA_MAAS_URL": "https://maas.example:5240/MAAS", "APELORA_MAAS_API_KEY": "only:two"}, "consumer"},
+		{map[string]string{"APELORA_MAAS_URL": "https://maas.example:5240/MAAS", "APELORA_MAAS_API_KEY": key, "APELORA_MAAS_CA_FILE": "/nonexistent.pem"}, "nonexistent.pem"},
+	}
+	for _, c := range cases {
+		cfg, err := ConfigFromEnv(env(c.vars))
+		switch {
+		case c.says == "" && err != nil:
+			t.Errorf("%v refused: %v", c.vars, err)
+		case c.says != "" && (err == nil || !strings.Contains(err.Error(), c.says)):
+			t.Errorf("%v: %v, want an error saying %q", c.vars, err, c.says)
+		}
+		if err != nil {
+			for _, part := range strings.Split(key, ":") {
+				if strings.Contains(err.Error(), part) {
+					t.Errorf("the error quotes the key: %v", err)
+				}
+			}
+		}
+		if c.says == "" && c.vars["APELORA_MAAS_URL"] != "" && cfg.MAAS.BaseURL == "" {
+			t.Errorf("%v: MAAS left unconfigured", c.vars)
+		}
+	}
+}
+
+func TestBadValuesAreNamed(t *testing.T) {
+	for name, value := range map[string]string{
+		"APELORA_LOG_LEVEL":        "loud",
+		"APELORA_WS_PING_INTERVAL": "10ms",
+		"APELORA_SHUTDOWN_GRACE":   "soon",
+		"APELORA_PUBLIC_URL":       "apelora.example",
+		"APELORA_INCUS_URL":        "https://10.0.0.5:8443",
+	} {
+		_, err := ConfigFromEnv(env(map[string]string{name: value}))
+		if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(name, "")) && !strings.Contains(err.Error(), "APELORA_INCUS") {
+			t.Errorf("%s=%s: %v", name, value, err)
+		}
+	}
+}
+
+// The README documents every variable the server reads.
+func TestREADMEListsEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range Variables() {
+		if !strings.Contains(string(readme), "`"+v.Name+"`") {
+			t.Errorf("README.md does not document %s", v.Name)
+		}
+	}
+}

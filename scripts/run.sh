@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs Apelora fabric on this machine, as root, with embedded defaults:
+#   - PostgreSQL: the server's own default, a local PostgreSQL from the system's binaries
+#     in $APELORA_STATE_DIR/postgres (unless APELORA_DATABASE_URL is set);
+#   - Incus: a one-member local cluster on 127.42.0.1 (scripts/incus-lab.sh), unless
+#     APELORA_INCUS_URL or APELORA_INCUS_SOCKET is set;
+#   - MAAS: the bundled MAAS simulator over HTTPS on 127.0.0.1:5240, unless APELORA_MAAS_URL
+#     is set;
+#   - an administrator identity, created on the first run (its token is printed once).
+# Then serves GraphQL at http://127.0.0.1:8080/graphql and GraphiQL at /graphiql/.
+# Ctrl-C stops everything it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { echo "run: $*" >&2; }
+
+scripts/install-deps.sh
+
+export APELORA_STATE_DIR=${APELORA_STATE_DIR:-/var/lib/apelora}
+mkdir -p "$APELORA_STATE_DIR"
+chmod 755 "$APELORA_STATE_DIR"
+
+log "building"
+mkdir -p bin
+go build -o bin/ ./cmd/apelora ./cmd/apeloractl ./cmd/apelora-worker ./cmd/maas-sim
+
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if [ -n "${started_lab:-}" ]; then scripts/incus-lab.sh stop "$LAB_DIR" >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+
+if [ -z "${APELORA_INCUS_URL:-}${APELORA_INCUS_SOCKET:-}" ]; then
+	LAB_DIR=$APELORA_STATE_DIR/incus-lab
+	if [ -f "$LAB_DIR/.apelora-incus-lab" ]; then
+		scripts/incus-lab.sh stop "$LAB_DIR" >/dev/null 2>&1 || true
+	fi
+	log "starting a local one-member Incus cluster on 127.42.0.1 in $LAB_DIR"
+	scripts/incus-lab.sh start 1 "$LAB_DIR" >/dev/null
+	started_lab=1
+	eval "$(scripts/incus-lab.sh env "$LAB_DIR")"
+fi
+
+if [ -z "${APELORA_MAAS_URL:-}" ]; then
+	SIM_DIR=$APELORA_STATE_DIR/maas-sim
+	mkdir -p "$SIM_DIR"
+	chmod 700 "$SIM_DIR"
+	[ -s "$SIM_DIR/api-key" ] || write_key=-write-key
+	log "starting the MAAS simulator on https://127.0.0.1:5240/MAAS"
+	bin/maas-sim -listen 127.0.0.1:5240 -tls leaf -cert-out "$SIM_DIR/maas.pem" \
+		-key-file "$SIM_DIR/api-key" ${write_key:-} -fixture cmd/maas-sim/testdata/fixture.json &
+	pids+=($!)
+	for _ in $(seq 50); do [ -s "$SIM_DIR/maas.pem" ] && break; sleep 0.1; done
+	export APELORA_MAAS_URL=https://127.0.0.1:5240/MAAS
+	APELORA_MAAS_API_KEY=$(cat "$SIM_DIR/api-key")
+	export APELORA_MAAS_API_KEY APELORA_MAAS_CA_FILE=$SIM_DIR/maas.pem
+fi
+
+if [ ! -f "$APELORA_STATE_DIR/.admin-created" ]; then
+	log "creating the administrator identity 'admin' (manage-infrastructure, hardware.delete)"
+	bin/apelora identity create --name admin --permission manage-infrastructure --permission hardware.delete
+	touch "$APELORA_STATE_DIR/.admin-created"
+	echo
+	echo "Paste it in GraphiQL's Headers tab as {\"Authorization\": \"Bearer <token>\"}."
+	echo "Lost it? bin/apelora identity create --name admin2 --permission manage-infrastructure"
+	echo
+fi
+
+log "serving: GraphiQL at http://${APELORA_LISTEN:-127.0.0.1:8080}/graphiql/"
+bin/apelora serve &
+pids+=($!)
+wait "${pids[-1]}"
