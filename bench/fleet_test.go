@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/adapters/maas/sim"
+	"github.com/apelora/fabric/adapters/postgres/pgtest"
+	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/incuslab"
+	"github.com/apelora/fabric/internal/producttest"
+)
+
+// BenchmarkFleetQuery300 is the issue's benchmark of the fleet query: 300 simulated MAAS
+// machines (over HTTPS), 300 machine records and a real three-member Incus cluster. The
+// query runs in-process through the real HTTP handler (no client on the measured path).
+// It reports the query's time as a multiple of its slowest upstream call (the MAAS list,
+// the Incus member list or the Incus operations list, each timed alone the same number of
+// times), and the allocations per row.
+func BenchmarkFleetQuery300(b *testing.B) {
+	const machines = 300
+	ctx := context.Background()
+	lab := incuslab.Start(b, 3)
+	m := producttest.StartMAAS(b, sim.Fixture{Machines: sim.GenerateMachines(machines, 1)})
+	db := pgtest.New(b)
+	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	pctx, cancel := context.WithCancel(ctx)
+	b.Cleanup(cancel)
+	product, err := app.Build(pctx, app.Config{PingInterval: time.Minute, Incus: lab.Config, MAAS: m.Config}, db.Store, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, token, err := identity.Create(ctx, db.Store, "bench", []identity.Permission{identity.ManageInfrastructure})
+	if err != nil {
+		b.Fatal(err)
+	}
+	post := func(query string, vars map[string]any) map[string]any {
+		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+		req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		product.Handler.ServeHTTP(rec, req)
+		var out map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out["errors"] != nil {
+			b.Fatalf("%s: %v %s", query, err, rec.Body.String())
+		}
+		return out
+	}
+
+	// 300 records: machines MAAS has commissioned are registered from MAAS (system id and
+	// hardware UUID), the New ones by hand under their hostname.
+	for _, spec := range sim.GenerateMachines(machines, 1) {
+		in := map[string]any{"name": spec.Hostname, "provisioner": "MAAS", "maasSystemId": spec.SystemID}
+		if spec.Status == 0 {
+			in = map[string]any{"name": spec.Hostname, "provisioner": "MANUAL"}
+		}
+		post(`mutation($in: RegisterMachineInput!) { registerMachine(input: $in) { machine { name } } }`, map[string]any{"in": in})
+	}
+
+	const query = `{ fleet { sources { incus { available } maas { available } }
+		machines { name phase warnings { code message } pendingJoinToken { expiresAt }
+			record { name provisioner { kind } maasSystemId hardwareUuid registeredBy registeredAt }
+			member { name status held roles groups failureDomain architecture }
+			maas { systemId hostname status powerState powerType hardwareUuid cpuCount memoryMiB testingStatus zone pool tags } } } }`
+	rows := len(post(query, nil)["data"].(map[string]any)["fleet"].(map[string]any)["machines"].([]any))
+	if rows != machines+3 {
+		b.Fatalf("%d rows, want %d (300 machines and 3 members)", rows, machines+3)
+	}
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		post(query, nil)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+
+	// Each upstream call alone, as often as the query ran.
+	mc, err := maas.New(m.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ic, err := incus.New(lab.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	timeIt := func(f func() error) time.Duration {
+		t0 := time.Now()
+		for i := 0; i < b.N; i++ {
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t0) / time.Duration(b.N)
+	}
+	upstream := map[string]time.Duration{
+		"maas-list":     timeIt(func() error { _, err := mc.Machines(ctx, maas.MachineFilter{}); return err }),
+		"incus-members": timeIt(func() error { _, err := ic.Members(ctx); return err }),
+		"incus-pending": timeIt(func() error { _, err := ic.PendingJoinTokens(ctx); return err }),
+	}
+	slowest, name := time.Duration(0), ""
+	for n, d := range upstream {
+		if d > slowest {
+			slowest, name = d, n
+		}
+	}
+	perQuery := elapsed / time.Duration(b.N)
+	allocs := float64(after.Mallocs-before.Mallocs) / float64(b.N)
+	b.ReportMetric(float64(perQuery)/float64(slowest), "x-slowest-upstream")
+	b.ReportMetric(allocs/float64(rows), "allocs/row")
+	b.ReportMetric(float64(slowest.Microseconds())/1000, "slowest-upstream-ms")
+	b.Logf("%d rows: query %v; upstream alone: MAAS list %v, Incus members %v, Incus operations %v (slowest: %s); %.0f allocations per query",
+		rows, perQuery, upstream["maas-list"], upstream["incus-members"], upstream["incus-pending"], name, allocs)
+}
