@@ -69,21 +69,23 @@ func (g *gate) operations(ctx context.Context, next graphql.OperationHandler) gr
 	return next(ctx)
 }
 
-// fields wraps every Mutation field's resolver.
-func (g *gate) fields(ctx context.Context, next graphql.Resolver) (any, error) {
-	fc := graphql.GetFieldContext(ctx)
-	if fc == nil || fc.Object != "Mutation" || !fc.IsResolver {
+// rootFields wraps every Mutation field. It is a root-field interceptor, not a field
+// interceptor, so the many fields of a large read pay nothing for it.
+func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
+	rfc := graphql.GetRootFieldContext(ctx)
+	oc := graphql.GetOperationContext(ctx)
+	// gqlgen puts the field's name in RootFieldContext.Object; the operation says Mutation.
+	if rfc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Mutation {
 		return next(ctx)
 	}
-	oc := graphql.GetOperationContext(ctx)
-	args := fc.Field.ArgumentMap(oc.Variables)
+	args := rfc.Field.ArgumentMap(oc.Variables)
 	actor := audit.Anonymous
 	if id := identity.FromContext(ctx); id != nil {
 		actor = id.Name
 	}
 	action := &audit.Action{
 		Actor:      actor,
-		Name:       fc.Field.Name,
+		Name:       rfc.Field.Name,
 		Machine:    targetOf(args),
 		RequestID:  logging.RequestID(ctx),
 		Parameters: audit.Redact(args),
@@ -91,25 +93,37 @@ func (g *gate) fields(ctx context.Context, next graphql.Resolver) (any, error) {
 
 	if err := g.authorise(ctx); err != nil {
 		g.record(ctx, action, audit.Refused, err)
-		return nil, err
+		graphql.AddError(ctx, gqlerror.WrapPath(ast.Path{ast.PathName(rfc.Field.Alias)}, err))
+		return graphql.Null
 	}
 
-	res, err := next(audit.WithAction(ctx, action))
-	if !action.Recorded() {
-		if err == nil {
-			// Every change records its event in its own transaction; a mutation that did
-			// not is a programming error, so keep the trail complete and say so loudly.
-			g.log.ErrorContext(ctx, "mutation succeeded without recording its audit event in its transaction", "action", action.Name)
-		}
-		outcome := audit.Failed
-		if err == nil {
-			outcome = audit.Succeeded
-		} else if c := apperr.CodeOf(err); c == apperr.Unauthenticated || c == apperr.Forbidden {
-			outcome = audit.Refused
-		}
-		g.record(ctx, action, outcome, err)
+	before := len(graphql.GetErrors(ctx))
+	res := next(audit.WithAction(ctx, action))
+	if action.Recorded() {
+		return res
 	}
-	return res, err
+	// The resolver's own error is the one on the field itself (deeper paths are errors of
+	// the payload's fields, after the change).
+	var failure *gqlerror.Error
+	for _, e := range graphql.GetErrors(ctx)[before:] {
+		if len(e.Path) == 1 {
+			failure = e
+			break
+		}
+	}
+	if failure == nil {
+		// Every change records its event in its own transaction; a mutation that did not
+		// is a programming error, so keep the trail complete and say so loudly.
+		g.log.ErrorContext(ctx, "mutation succeeded without recording its audit event in its transaction", "action", action.Name)
+		g.record(ctx, action, audit.Succeeded, nil)
+		return res
+	}
+	outcome := audit.Failed
+	if c, _ := failure.Extensions["code"].(string); c == string(apperr.Unauthenticated) || c == string(apperr.Forbidden) {
+		outcome = audit.Refused
+	}
+	g.recordMessage(ctx, action, outcome, failure.Message)
+	return res
 }
 
 func (g *gate) authorise(ctx context.Context) error {
@@ -131,6 +145,11 @@ func (g *gate) record(ctx context.Context, a *audit.Action, outcome audit.Outcom
 	if err != nil {
 		msg = apperr.PublicMessage(err)
 	}
+	g.recordMessage(ctx, a, outcome, msg)
+}
+
+// recordMessage is record with the message the client was shown.
+func (g *gate) recordMessage(ctx context.Context, a *audit.Action, outcome audit.Outcome, msg string) {
 	if rerr := g.audit.RecordAudit(context.WithoutCancel(ctx), a.Event(outcome, msg)); rerr != nil {
 		g.log.ErrorContext(ctx, "could not write audit event", "action", a.Name, "actor", a.Actor, "machine", a.Machine, "outcome", outcome, "error", rerr)
 		return

@@ -84,7 +84,7 @@ func Handler(cfg Config) http.Handler {
 	gql.Use(depthLimit{max: maxDepth})
 	gql.Use(extension.FixedComplexityLimit(maxComplexity))
 	gql.AroundOperations(g.operations)
-	gql.AroundFields(g.fields)
+	gql.AroundRootFields(g.rootFields)
 	gql.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error { return presentError(ctx, cfg.Log, err) })
 	gql.SetRecoverFunc(recoverPanic(cfg.Log))
 
