@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,7 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,12 +26,12 @@ import (
 	"github.com/apelora/fabric/app"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
 )
 
 // BenchmarkFleetQuery300 is the issue's benchmark of the fleet query: 300 simulated MAAS
-// machines (over HTTPS), 300 machine records and a real three-member Incus cluster. The
-// query runs in-process through the real HTTP handler (no client on the measured path).
+// machines (the maas-sim binary, over HTTPS, in its own process so its work is not
+// counted), 300 machine records and a real three-member Incus cluster. The query runs
+// in-process through the real HTTP handler (no client on the measured path).
 // It reports the query's time as a multiple of its slowest upstream call (the MAAS list,
 // the Incus member list or the Incus operations list, each timed alone the same number of
 // times), and the allocations per row.
@@ -32,12 +39,12 @@ func BenchmarkFleetQuery300(b *testing.B) {
 	const machines = 300
 	ctx := context.Background()
 	lab := incuslab.Start(b, 3)
-	m := producttest.StartMAAS(b, sim.Fixture{Machines: sim.GenerateMachines(machines, 1)})
+	m := startMAASSim(b, machines)
 	db := pgtest.New(b)
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	pctx, cancel := context.WithCancel(ctx)
 	b.Cleanup(cancel)
-	product, err := app.Build(pctx, app.Config{PingInterval: time.Minute, Incus: lab.Config, MAAS: m.Config}, db.Store, log)
+	product, err := app.Build(pctx, app.Config{PingInterval: time.Minute, Incus: lab.Config, MAAS: m}, db.Store, log)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,7 +99,7 @@ func BenchmarkFleetQuery300(b *testing.B) {
 	runtime.ReadMemStats(&after)
 
 	// Each upstream call alone, as often as the query ran.
-	mc, err := maas.New(m.Config)
+	mc, err := maas.New(m)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,4 +134,40 @@ func BenchmarkFleetQuery300(b *testing.B) {
 	b.ReportMetric(float64(slowest.Microseconds())/1000, "slowest-upstream-ms")
 	b.Logf("%d rows: query %v; upstream alone: MAAS list %v, Incus members %v, Incus operations %v (slowest: %s); %.0f allocations per query",
 		rows, perQuery, upstream["maas-list"], upstream["incus-members"], upstream["incus-pending"], name, allocs)
+}
+
+// startMAASSim builds and runs cmd/maas-sim with n generated machines (the same ones
+// sim.GenerateMachines(n, 1) returns) and returns the configuration that reaches it.
+func startMAASSim(b *testing.B, n int) maas.Config {
+	b.Helper()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "maas-sim")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/maas-sim").CombinedOutput(); err != nil {
+		b.Fatalf("build maas-sim: %v\n%s", err, out)
+	}
+	key, cert := filepath.Join(dir, "key"), filepath.Join(dir, "maas.pem")
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-tls", "leaf", "-cert-out", cert, "-key-file", key, "-write-key",
+		"-generate", strconv.Itoa(n), "-seed", "1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("maas-sim said nothing: %v", err)
+	}
+	u := regexp.MustCompile(`https://\S+/MAAS`).FindString(line)
+	if u == "" {
+		b.Fatalf("maas-sim: %q", line)
+	}
+	go io.Copy(io.Discard, stdout)
+	k, err := os.ReadFile(key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return maas.Config{BaseURL: u, APIKey: strings.TrimSpace(string(k)), CAFile: cert}
 }
