@@ -1501,6 +1501,225 @@ var AllClusterWarningCode = []ClusterWarningCode{
 	ClusterWarningCodeUnmappedMembers,
 }
 
+// CommissionMachineCommissionMachineMaasMachinePayload includes the requested fields of the GraphQL type MaasMachinePayload.
+type CommissionMachineCommissionMachineMaasMachinePayload struct {
+	Maas CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine `json:"maas"`
+}
+
+// GetMaas returns CommissionMachineCommissionMachineMaasMachinePayload.Maas, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayload) GetMaas() CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine {
+	return v.Maas
+}
+
+// CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine includes the requested fields of the GraphQL type MaasMachine.
+// The GraphQL type's documentation follows.
+//
+// A machine as MAAS reports it. No MAAS credential field is ever returned.
+type CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine struct {
+	MaasMachineFields `json:"-"`
+}
+
+// GetSystemId returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.SystemId, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetSystemId() string {
+	return v.MaasMachineFields.SystemId
+}
+
+// GetHostname returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.Hostname, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetHostname() string {
+	return v.MaasMachineFields.Hostname
+}
+
+// GetStatus returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.Status, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetStatus() string {
+	return v.MaasMachineFields.Status
+}
+
+// GetStatusCode returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.StatusCode, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetStatusCode() int {
+	return v.MaasMachineFields.StatusCode
+}
+
+// GetPowerState returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.PowerState, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetPowerState() string {
+	return v.MaasMachineFields.PowerState
+}
+
+// GetPowerType returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.PowerType, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetPowerType() string {
+	return v.MaasMachineFields.PowerType
+}
+
+// GetHardwareUuid returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetHardwareUuid() *string {
+	return v.MaasMachineFields.HardwareUuid
+}
+
+// GetArchitecture returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.Architecture, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetArchitecture() *string {
+	return v.MaasMachineFields.Architecture
+}
+
+// GetCpuCount returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.CpuCount, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetCpuCount() int {
+	return v.MaasMachineFields.CpuCount
+}
+
+// GetMemoryMiB returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.MemoryMiB, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetMemoryMiB() int {
+	return v.MaasMachineFields.MemoryMiB
+}
+
+// GetOsystem returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.Osystem, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetOsystem() string {
+	return v.MaasMachineFields.Osystem
+}
+
+// GetDistroSeries returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.DistroSeries, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetDistroSeries() string {
+	return v.MaasMachineFields.DistroSeries
+}
+
+// GetOwner returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.Owner, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetOwner() *string {
+	return v.MaasMachineFields.Owner
+}
+
+// GetZone returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.Zone, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetZone() string {
+	return v.MaasMachineFields.Zone
+}
+
+// GetPool returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.Pool, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetPool() string {
+	return v.MaasMachineFields.Pool
+}
+
+// GetTags returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.Tags, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetTags() []string {
+	return v.MaasMachineFields.Tags
+}
+
+// GetTestingStatus returns CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine.TestingStatus, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) GetTestingStatus() string {
+	return v.MaasMachineFields.TestingStatus
+}
+
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaasMachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalCommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine struct {
+	SystemId string `json:"systemId"`
+
+	Hostname string `json:"hostname"`
+
+	Status string `json:"status"`
+
+	StatusCode int `json:"statusCode"`
+
+	PowerState string `json:"powerState"`
+
+	PowerType string `json:"powerType"`
+
+	HardwareUuid *string `json:"hardwareUuid"`
+
+	Architecture *string `json:"architecture"`
+
+	CpuCount int `json:"cpuCount"`
+
+	MemoryMiB int `json:"memoryMiB"`
+
+	Osystem string `json:"osystem"`
+
+	DistroSeries string `json:"distroSeries"`
+
+	Owner *string `json:"owner"`
+
+	Zone string `json:"zone"`
+
+	Pool string `json:"pool"`
+
+	Tags []string `json:"tags"`
+
+	TestingStatus string `json:"testingStatus"`
+}
+
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) __premarshalJSON() (*__premarshalCommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine, error) {
+	var retval __premarshalCommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine
+
+	retval.SystemId = v.MaasMachineFields.SystemId
+	retval.Hostname = v.MaasMachineFields.Hostname
+	retval.Status = v.MaasMachineFields.Status
+	retval.StatusCode = v.MaasMachineFields.StatusCode
+	retval.PowerState = v.MaasMachineFields.PowerState
+	retval.PowerType = v.MaasMachineFields.PowerType
+	retval.HardwareUuid = v.MaasMachineFields.HardwareUuid
+	retval.Architecture = v.MaasMachineFields.Architecture
+	retval.CpuCount = v.MaasMachineFields.CpuCount
+	retval.MemoryMiB = v.MaasMachineFields.MemoryMiB
+	retval.Osystem = v.MaasMachineFields.Osystem
+	retval.DistroSeries = v.MaasMachineFields.DistroSeries
+	retval.Owner = v.MaasMachineFields.Owner
+	retval.Zone = v.MaasMachineFields.Zone
+	retval.Pool = v.MaasMachineFields.Pool
+	retval.Tags = v.MaasMachineFields.Tags
+	retval.TestingStatus = v.MaasMachineFields.TestingStatus
+	return &retval, nil
+}
+
+type CommissionMachineInput struct {
+	SystemId string `json:"systemId"`
+	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
+	Tests []string `json:"tests"`
+}
+
+// GetSystemId returns CommissionMachineInput.SystemId, and is useful for accessing the field via an interface.
+func (v *CommissionMachineInput) GetSystemId() string { return v.SystemId }
+
+// GetTests returns CommissionMachineInput.Tests, and is useful for accessing the field via an interface.
+func (v *CommissionMachineInput) GetTests() []string { return v.Tests }
+
+// CommissionMachineResponse is returned by CommissionMachine on success.
+type CommissionMachineResponse struct {
+	// Have MAAS commission a machine (New, Failed commissioning, Ready or Broken), then run the
+	// tests named (`tests` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
+	CommissionMachine CommissionMachineCommissionMachineMaasMachinePayload `json:"commissionMachine"`
+}
+
+// GetCommissionMachine returns CommissionMachineResponse.CommissionMachine, and is useful for accessing the field via an interface.
+func (v *CommissionMachineResponse) GetCommissionMachine() CommissionMachineCommissionMachineMaasMachinePayload {
+	return v.CommissionMachine
+}
+
 // FenceEventFields includes the GraphQL fields of FenceEvent requested by the fragment FenceEventFields.
 // The GraphQL type's documentation follows.
 //
@@ -2212,6 +2431,861 @@ var AllFenceReason = []FenceReason{
 	FenceReasonPowerOffRefused,
 	FenceReasonPowerNotOff,
 }
+
+// FleetFleet includes the requested fields of the GraphQL type Fleet.
+type FleetFleet struct {
+	Sources  FleetFleetSources           `json:"sources"`
+	Machines []FleetFleetMachinesMachine `json:"machines"`
+}
+
+// GetSources returns FleetFleet.Sources, and is useful for accessing the field via an interface.
+func (v *FleetFleet) GetSources() FleetFleetSources { return v.Sources }
+
+// GetMachines returns FleetFleet.Machines, and is useful for accessing the field via an interface.
+func (v *FleetFleet) GetMachines() []FleetFleetMachinesMachine { return v.Machines }
+
+// FleetFleetMachinesMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type FleetFleetMachinesMachine struct {
+	MachineFields `json:"-"`
+	// The machine as MAAS reports it; null when MAAS does not report it or could not be asked.
+	Maas *FleetFleetMachinesMachineMaasMaasMachine `json:"maas"`
+}
+
+// GetMaas returns FleetFleetMachinesMachine.Maas, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachine) GetMaas() *FleetFleetMachinesMachineMaasMaasMachine {
+	return v.Maas
+}
+
+// GetName returns FleetFleetMachinesMachine.Name, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachine) GetName() string { return v.MachineFields.Name }
+
+// GetPhase returns FleetFleetMachinesMachine.Phase, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachine) GetPhase() Phase { return v.MachineFields.Phase }
+
+// GetWarnings returns FleetFleetMachinesMachine.Warnings, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachine) GetWarnings() []MachineFieldsWarningsWarning {
+	return v.MachineFields.Warnings
+}
+
+// GetMember returns FleetFleetMachinesMachine.Member, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachine) GetMember() *MachineFieldsMember { return v.MachineFields.Member }
+
+// GetPendingJoinToken returns FleetFleetMachinesMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
+}
+
+// GetRecord returns FleetFleetMachinesMachine.Record, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachine) GetRecord() *MachineFieldsRecordMachineRecord {
+	return v.MachineFields.Record
+}
+
+func (v *FleetFleetMachinesMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FleetFleetMachinesMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FleetFleetMachinesMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFleetFleetMachinesMachine struct {
+	Maas *FleetFleetMachinesMachineMaasMaasMachine `json:"maas"`
+
+	Name string `json:"name"`
+
+	Phase Phase `json:"phase"`
+
+	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
+
+	Member *MachineFieldsMember `json:"member"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
+	Record *MachineFieldsRecordMachineRecord `json:"record"`
+}
+
+func (v *FleetFleetMachinesMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FleetFleetMachinesMachine) __premarshalJSON() (*__premarshalFleetFleetMachinesMachine, error) {
+	var retval __premarshalFleetFleetMachinesMachine
+
+	retval.Maas = v.Maas
+	retval.Name = v.MachineFields.Name
+	retval.Phase = v.MachineFields.Phase
+	retval.Warnings = v.MachineFields.Warnings
+	retval.Member = v.MachineFields.Member
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
+	retval.Record = v.MachineFields.Record
+	return &retval, nil
+}
+
+// FleetFleetMachinesMachineMaasMaasMachine includes the requested fields of the GraphQL type MaasMachine.
+// The GraphQL type's documentation follows.
+//
+// A machine as MAAS reports it. No MAAS credential field is ever returned.
+type FleetFleetMachinesMachineMaasMaasMachine struct {
+	MaasMachineFields `json:"-"`
+}
+
+// GetSystemId returns FleetFleetMachinesMachineMaasMaasMachine.SystemId, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetSystemId() string {
+	return v.MaasMachineFields.SystemId
+}
+
+// GetHostname returns FleetFleetMachinesMachineMaasMaasMachine.Hostname, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetHostname() string {
+	return v.MaasMachineFields.Hostname
+}
+
+// GetStatus returns FleetFleetMachinesMachineMaasMaasMachine.Status, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetStatus() string {
+	return v.MaasMachineFields.Status
+}
+
+// GetStatusCode returns FleetFleetMachinesMachineMaasMaasMachine.StatusCode, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetStatusCode() int {
+	return v.MaasMachineFields.StatusCode
+}
+
+// GetPowerState returns FleetFleetMachinesMachineMaasMaasMachine.PowerState, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetPowerState() string {
+	return v.MaasMachineFields.PowerState
+}
+
+// GetPowerType returns FleetFleetMachinesMachineMaasMaasMachine.PowerType, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetPowerType() string {
+	return v.MaasMachineFields.PowerType
+}
+
+// GetHardwareUuid returns FleetFleetMachinesMachineMaasMaasMachine.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetHardwareUuid() *string {
+	return v.MaasMachineFields.HardwareUuid
+}
+
+// GetArchitecture returns FleetFleetMachinesMachineMaasMaasMachine.Architecture, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetArchitecture() *string {
+	return v.MaasMachineFields.Architecture
+}
+
+// GetCpuCount returns FleetFleetMachinesMachineMaasMaasMachine.CpuCount, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetCpuCount() int {
+	return v.MaasMachineFields.CpuCount
+}
+
+// GetMemoryMiB returns FleetFleetMachinesMachineMaasMaasMachine.MemoryMiB, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetMemoryMiB() int {
+	return v.MaasMachineFields.MemoryMiB
+}
+
+// GetOsystem returns FleetFleetMachinesMachineMaasMaasMachine.Osystem, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetOsystem() string {
+	return v.MaasMachineFields.Osystem
+}
+
+// GetDistroSeries returns FleetFleetMachinesMachineMaasMaasMachine.DistroSeries, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetDistroSeries() string {
+	return v.MaasMachineFields.DistroSeries
+}
+
+// GetOwner returns FleetFleetMachinesMachineMaasMaasMachine.Owner, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetOwner() *string {
+	return v.MaasMachineFields.Owner
+}
+
+// GetZone returns FleetFleetMachinesMachineMaasMaasMachine.Zone, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetZone() string { return v.MaasMachineFields.Zone }
+
+// GetPool returns FleetFleetMachinesMachineMaasMaasMachine.Pool, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetPool() string { return v.MaasMachineFields.Pool }
+
+// GetTags returns FleetFleetMachinesMachineMaasMaasMachine.Tags, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetTags() []string {
+	return v.MaasMachineFields.Tags
+}
+
+// GetTestingStatus returns FleetFleetMachinesMachineMaasMaasMachine.TestingStatus, and is useful for accessing the field via an interface.
+func (v *FleetFleetMachinesMachineMaasMaasMachine) GetTestingStatus() string {
+	return v.MaasMachineFields.TestingStatus
+}
+
+func (v *FleetFleetMachinesMachineMaasMaasMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FleetFleetMachinesMachineMaasMaasMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FleetFleetMachinesMachineMaasMaasMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaasMachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFleetFleetMachinesMachineMaasMaasMachine struct {
+	SystemId string `json:"systemId"`
+
+	Hostname string `json:"hostname"`
+
+	Status string `json:"status"`
+
+	StatusCode int `json:"statusCode"`
+
+	PowerState string `json:"powerState"`
+
+	PowerType string `json:"powerType"`
+
+	HardwareUuid *string `json:"hardwareUuid"`
+
+	Architecture *string `json:"architecture"`
+
+	CpuCount int `json:"cpuCount"`
+
+	MemoryMiB int `json:"memoryMiB"`
+
+	Osystem string `json:"osystem"`
+
+	DistroSeries string `json:"distroSeries"`
+
+	Owner *string `json:"owner"`
+
+	Zone string `json:"zone"`
+
+	Pool string `json:"pool"`
+
+	Tags []string `json:"tags"`
+
+	TestingStatus string `json:"testingStatus"`
+}
+
+func (v *FleetFleetMachinesMachineMaasMaasMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FleetFleetMachinesMachineMaasMaasMachine) __premarshalJSON() (*__premarshalFleetFleetMachinesMachineMaasMaasMachine, error) {
+	var retval __premarshalFleetFleetMachinesMachineMaasMaasMachine
+
+	retval.SystemId = v.MaasMachineFields.SystemId
+	retval.Hostname = v.MaasMachineFields.Hostname
+	retval.Status = v.MaasMachineFields.Status
+	retval.StatusCode = v.MaasMachineFields.StatusCode
+	retval.PowerState = v.MaasMachineFields.PowerState
+	retval.PowerType = v.MaasMachineFields.PowerType
+	retval.HardwareUuid = v.MaasMachineFields.HardwareUuid
+	retval.Architecture = v.MaasMachineFields.Architecture
+	retval.CpuCount = v.MaasMachineFields.CpuCount
+	retval.MemoryMiB = v.MaasMachineFields.MemoryMiB
+	retval.Osystem = v.MaasMachineFields.Osystem
+	retval.DistroSeries = v.MaasMachineFields.DistroSeries
+	retval.Owner = v.MaasMachineFields.Owner
+	retval.Zone = v.MaasMachineFields.Zone
+	retval.Pool = v.MaasMachineFields.Pool
+	retval.Tags = v.MaasMachineFields.Tags
+	retval.TestingStatus = v.MaasMachineFields.TestingStatus
+	return &retval, nil
+}
+
+// FleetFleetSources includes the requested fields of the GraphQL type FleetSources.
+type FleetFleetSources struct {
+	Incus FleetFleetSourcesIncusSourceStatus `json:"incus"`
+	Maas  FleetFleetSourcesMaasSourceStatus  `json:"maas"`
+}
+
+// GetIncus returns FleetFleetSources.Incus, and is useful for accessing the field via an interface.
+func (v *FleetFleetSources) GetIncus() FleetFleetSourcesIncusSourceStatus { return v.Incus }
+
+// GetMaas returns FleetFleetSources.Maas, and is useful for accessing the field via an interface.
+func (v *FleetFleetSources) GetMaas() FleetFleetSourcesMaasSourceStatus { return v.Maas }
+
+// FleetFleetSourcesIncusSourceStatus includes the requested fields of the GraphQL type SourceStatus.
+type FleetFleetSourcesIncusSourceStatus struct {
+	SourceFields `json:"-"`
+}
+
+// GetConfigured returns FleetFleetSourcesIncusSourceStatus.Configured, and is useful for accessing the field via an interface.
+func (v *FleetFleetSourcesIncusSourceStatus) GetConfigured() bool { return v.SourceFields.Configured }
+
+// GetAvailable returns FleetFleetSourcesIncusSourceStatus.Available, and is useful for accessing the field via an interface.
+func (v *FleetFleetSourcesIncusSourceStatus) GetAvailable() bool { return v.SourceFields.Available }
+
+// GetMessage returns FleetFleetSourcesIncusSourceStatus.Message, and is useful for accessing the field via an interface.
+func (v *FleetFleetSourcesIncusSourceStatus) GetMessage() string { return v.SourceFields.Message }
+
+func (v *FleetFleetSourcesIncusSourceStatus) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FleetFleetSourcesIncusSourceStatus
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FleetFleetSourcesIncusSourceStatus = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.SourceFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFleetFleetSourcesIncusSourceStatus struct {
+	Configured bool `json:"configured"`
+
+	Available bool `json:"available"`
+
+	Message string `json:"message"`
+}
+
+func (v *FleetFleetSourcesIncusSourceStatus) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FleetFleetSourcesIncusSourceStatus) __premarshalJSON() (*__premarshalFleetFleetSourcesIncusSourceStatus, error) {
+	var retval __premarshalFleetFleetSourcesIncusSourceStatus
+
+	retval.Configured = v.SourceFields.Configured
+	retval.Available = v.SourceFields.Available
+	retval.Message = v.SourceFields.Message
+	return &retval, nil
+}
+
+// FleetFleetSourcesMaasSourceStatus includes the requested fields of the GraphQL type SourceStatus.
+type FleetFleetSourcesMaasSourceStatus struct {
+	SourceFields `json:"-"`
+}
+
+// GetConfigured returns FleetFleetSourcesMaasSourceStatus.Configured, and is useful for accessing the field via an interface.
+func (v *FleetFleetSourcesMaasSourceStatus) GetConfigured() bool { return v.SourceFields.Configured }
+
+// GetAvailable returns FleetFleetSourcesMaasSourceStatus.Available, and is useful for accessing the field via an interface.
+func (v *FleetFleetSourcesMaasSourceStatus) GetAvailable() bool { return v.SourceFields.Available }
+
+// GetMessage returns FleetFleetSourcesMaasSourceStatus.Message, and is useful for accessing the field via an interface.
+func (v *FleetFleetSourcesMaasSourceStatus) GetMessage() string { return v.SourceFields.Message }
+
+func (v *FleetFleetSourcesMaasSourceStatus) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FleetFleetSourcesMaasSourceStatus
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FleetFleetSourcesMaasSourceStatus = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.SourceFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFleetFleetSourcesMaasSourceStatus struct {
+	Configured bool `json:"configured"`
+
+	Available bool `json:"available"`
+
+	Message string `json:"message"`
+}
+
+func (v *FleetFleetSourcesMaasSourceStatus) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FleetFleetSourcesMaasSourceStatus) __premarshalJSON() (*__premarshalFleetFleetSourcesMaasSourceStatus, error) {
+	var retval __premarshalFleetFleetSourcesMaasSourceStatus
+
+	retval.Configured = v.SourceFields.Configured
+	retval.Available = v.SourceFields.Available
+	retval.Message = v.SourceFields.Message
+	return &retval, nil
+}
+
+// FleetResponse is returned by Fleet on success.
+type FleetResponse struct {
+	// The whole fleet: every machine MAAS reports beside the Apelora machine record and the
+	// Incus member of the same name, plus records and members MAAS does not know, and whether
+	// each source could be asked. One MAAS call and one Incus member list, whatever its size.
+	Fleet FleetFleet `json:"fleet"`
+}
+
+// GetFleet returns FleetResponse.Fleet, and is useful for accessing the field via an interface.
+func (v *FleetResponse) GetFleet() FleetFleet { return v.Fleet }
+
+type InstallOperatingSystemInput struct {
+	// The registered MAAS machine (its Apelora name, which becomes its Incus member name).
+	Name string `json:"name"`
+	// The series to install, e.g. noble or ubuntu/noble.
+	Series string `json:"series"`
+	// Member config for the join, as in approveEnrolment.
+	MemberConfig []MemberConfigInput `json:"memberConfig"`
+}
+
+// GetName returns InstallOperatingSystemInput.Name, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInput) GetName() string { return v.Name }
+
+// GetSeries returns InstallOperatingSystemInput.Series, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInput) GetSeries() string { return v.Series }
+
+// GetMemberConfig returns InstallOperatingSystemInput.MemberConfig, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInput) GetMemberConfig() []MemberConfigInput { return v.MemberConfig }
+
+// InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload includes the requested fields of the GraphQL type InstallOperatingSystemPayload.
+type InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload struct {
+	Machine InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine         `json:"machine"`
+	Maas    InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine `json:"maas"`
+}
+
+// GetMachine returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload.Machine, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetMachine() InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine {
+	return v.Machine
+}
+
+// GetMaas returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload.Maas, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetMaas() InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine {
+	return v.Maas
+}
+
+// InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine includes the requested fields of the GraphQL type MaasMachine.
+// The GraphQL type's documentation follows.
+//
+// A machine as MAAS reports it. No MAAS credential field is ever returned.
+type InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine struct {
+	MaasMachineFields `json:"-"`
+}
+
+// GetSystemId returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.SystemId, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetSystemId() string {
+	return v.MaasMachineFields.SystemId
+}
+
+// GetHostname returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.Hostname, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetHostname() string {
+	return v.MaasMachineFields.Hostname
+}
+
+// GetStatus returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.Status, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetStatus() string {
+	return v.MaasMachineFields.Status
+}
+
+// GetStatusCode returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.StatusCode, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetStatusCode() int {
+	return v.MaasMachineFields.StatusCode
+}
+
+// GetPowerState returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.PowerState, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetPowerState() string {
+	return v.MaasMachineFields.PowerState
+}
+
+// GetPowerType returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.PowerType, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetPowerType() string {
+	return v.MaasMachineFields.PowerType
+}
+
+// GetHardwareUuid returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetHardwareUuid() *string {
+	return v.MaasMachineFields.HardwareUuid
+}
+
+// GetArchitecture returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.Architecture, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetArchitecture() *string {
+	return v.MaasMachineFields.Architecture
+}
+
+// GetCpuCount returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.CpuCount, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetCpuCount() int {
+	return v.MaasMachineFields.CpuCount
+}
+
+// GetMemoryMiB returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.MemoryMiB, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetMemoryMiB() int {
+	return v.MaasMachineFields.MemoryMiB
+}
+
+// GetOsystem returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.Osystem, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetOsystem() string {
+	return v.MaasMachineFields.Osystem
+}
+
+// GetDistroSeries returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.DistroSeries, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetDistroSeries() string {
+	return v.MaasMachineFields.DistroSeries
+}
+
+// GetOwner returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.Owner, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetOwner() *string {
+	return v.MaasMachineFields.Owner
+}
+
+// GetZone returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.Zone, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetZone() string {
+	return v.MaasMachineFields.Zone
+}
+
+// GetPool returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.Pool, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetPool() string {
+	return v.MaasMachineFields.Pool
+}
+
+// GetTags returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.Tags, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetTags() []string {
+	return v.MaasMachineFields.Tags
+}
+
+// GetTestingStatus returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine.TestingStatus, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) GetTestingStatus() string {
+	return v.MaasMachineFields.TestingStatus
+}
+
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaasMachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine struct {
+	SystemId string `json:"systemId"`
+
+	Hostname string `json:"hostname"`
+
+	Status string `json:"status"`
+
+	StatusCode int `json:"statusCode"`
+
+	PowerState string `json:"powerState"`
+
+	PowerType string `json:"powerType"`
+
+	HardwareUuid *string `json:"hardwareUuid"`
+
+	Architecture *string `json:"architecture"`
+
+	CpuCount int `json:"cpuCount"`
+
+	MemoryMiB int `json:"memoryMiB"`
+
+	Osystem string `json:"osystem"`
+
+	DistroSeries string `json:"distroSeries"`
+
+	Owner *string `json:"owner"`
+
+	Zone string `json:"zone"`
+
+	Pool string `json:"pool"`
+
+	Tags []string `json:"tags"`
+
+	TestingStatus string `json:"testingStatus"`
+}
+
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine) __premarshalJSON() (*__premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine, error) {
+	var retval __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine
+
+	retval.SystemId = v.MaasMachineFields.SystemId
+	retval.Hostname = v.MaasMachineFields.Hostname
+	retval.Status = v.MaasMachineFields.Status
+	retval.StatusCode = v.MaasMachineFields.StatusCode
+	retval.PowerState = v.MaasMachineFields.PowerState
+	retval.PowerType = v.MaasMachineFields.PowerType
+	retval.HardwareUuid = v.MaasMachineFields.HardwareUuid
+	retval.Architecture = v.MaasMachineFields.Architecture
+	retval.CpuCount = v.MaasMachineFields.CpuCount
+	retval.MemoryMiB = v.MaasMachineFields.MemoryMiB
+	retval.Osystem = v.MaasMachineFields.Osystem
+	retval.DistroSeries = v.MaasMachineFields.DistroSeries
+	retval.Owner = v.MaasMachineFields.Owner
+	retval.Zone = v.MaasMachineFields.Zone
+	retval.Pool = v.MaasMachineFields.Pool
+	retval.Tags = v.MaasMachineFields.Tags
+	retval.TestingStatus = v.MaasMachineFields.TestingStatus
+	return &retval, nil
+}
+
+// InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine struct {
+	MachineFields `json:"-"`
+}
+
+// GetName returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine.Name, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine) GetName() string {
+	return v.MachineFields.Name
+}
+
+// GetPhase returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine.Phase, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine) GetPhase() Phase {
+	return v.MachineFields.Phase
+}
+
+// GetWarnings returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine.Warnings, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine) GetWarnings() []MachineFieldsWarningsWarning {
+	return v.MachineFields.Warnings
+}
+
+// GetMember returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine.Member, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine) GetMember() *MachineFieldsMember {
+	return v.MachineFields.Member
+}
+
+// GetPendingJoinToken returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
+}
+
+// GetRecord returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine.Record, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine) GetRecord() *MachineFieldsRecordMachineRecord {
+	return v.MachineFields.Record
+}
+
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine struct {
+	Name string `json:"name"`
+
+	Phase Phase `json:"phase"`
+
+	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
+
+	Member *MachineFieldsMember `json:"member"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
+	Record *MachineFieldsRecordMachineRecord `json:"record"`
+}
+
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine) __premarshalJSON() (*__premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine, error) {
+	var retval __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine
+
+	retval.Name = v.MachineFields.Name
+	retval.Phase = v.MachineFields.Phase
+	retval.Warnings = v.MachineFields.Warnings
+	retval.Member = v.MachineFields.Member
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
+	retval.Record = v.MachineFields.Record
+	return &retval, nil
+}
+
+// InstallOperatingSystemResponse is returned by InstallOperatingSystem on success.
+type InstallOperatingSystemResponse struct {
+	// Install an operating system on a registered MAAS machine and enrol it: Incus issues a join
+	// token that goes only into the cloud-init user data of MAAS's deploy call, which runs
+	// enrol-member.sh on the new server. A Ready machine is allocated first. The series' image
+	// must already be synced in MAAS.
+	InstallOperatingSystem InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload `json:"installOperatingSystem"`
+}
+
+// GetInstallOperatingSystem returns InstallOperatingSystemResponse.InstallOperatingSystem, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemResponse) GetInstallOperatingSystem() InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload {
+	return v.InstallOperatingSystem
+}
+
+// MaasMachineFields includes the GraphQL fields of MaasMachine requested by the fragment MaasMachineFields.
+// The GraphQL type's documentation follows.
+//
+// A machine as MAAS reports it. No MAAS credential field is ever returned.
+type MaasMachineFields struct {
+	SystemId string `json:"systemId"`
+	Hostname string `json:"hostname"`
+	// MAAS's status label, e.g. Ready, Deployed, Failed testing.
+	Status string `json:"status"`
+	// MAAS's status number (NODE_STATUS).
+	StatusCode   int      `json:"statusCode"`
+	PowerState   string   `json:"powerState"`
+	PowerType    string   `json:"powerType"`
+	HardwareUuid *string  `json:"hardwareUuid"`
+	Architecture *string  `json:"architecture"`
+	CpuCount     int      `json:"cpuCount"`
+	MemoryMiB    int      `json:"memoryMiB"`
+	Osystem      string   `json:"osystem"`
+	DistroSeries string   `json:"distroSeries"`
+	Owner        *string  `json:"owner"`
+	Zone         string   `json:"zone"`
+	Pool         string   `json:"pool"`
+	Tags         []string `json:"tags"`
+	// MAAS's hardware-test status label: Passed, Failed, Degraded, Unknown (never tested)…
+	TestingStatus string `json:"testingStatus"`
+}
+
+// GetSystemId returns MaasMachineFields.SystemId, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetSystemId() string { return v.SystemId }
+
+// GetHostname returns MaasMachineFields.Hostname, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetHostname() string { return v.Hostname }
+
+// GetStatus returns MaasMachineFields.Status, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetStatus() string { return v.Status }
+
+// GetStatusCode returns MaasMachineFields.StatusCode, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetStatusCode() int { return v.StatusCode }
+
+// GetPowerState returns MaasMachineFields.PowerState, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetPowerState() string { return v.PowerState }
+
+// GetPowerType returns MaasMachineFields.PowerType, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetPowerType() string { return v.PowerType }
+
+// GetHardwareUuid returns MaasMachineFields.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetHardwareUuid() *string { return v.HardwareUuid }
+
+// GetArchitecture returns MaasMachineFields.Architecture, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetArchitecture() *string { return v.Architecture }
+
+// GetCpuCount returns MaasMachineFields.CpuCount, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetCpuCount() int { return v.CpuCount }
+
+// GetMemoryMiB returns MaasMachineFields.MemoryMiB, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetMemoryMiB() int { return v.MemoryMiB }
+
+// GetOsystem returns MaasMachineFields.Osystem, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetOsystem() string { return v.Osystem }
+
+// GetDistroSeries returns MaasMachineFields.DistroSeries, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetDistroSeries() string { return v.DistroSeries }
+
+// GetOwner returns MaasMachineFields.Owner, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetOwner() *string { return v.Owner }
+
+// GetZone returns MaasMachineFields.Zone, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetZone() string { return v.Zone }
+
+// GetPool returns MaasMachineFields.Pool, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetPool() string { return v.Pool }
+
+// GetTags returns MaasMachineFields.Tags, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetTags() []string { return v.Tags }
+
+// GetTestingStatus returns MaasMachineFields.TestingStatus, and is useful for accessing the field via an interface.
+func (v *MaasMachineFields) GetTestingStatus() string { return v.TestingStatus }
 
 // MachineFields includes the GraphQL fields of Machine requested by the fragment MachineFields.
 // The GraphQL type's documentation follows.
@@ -3133,6 +4207,297 @@ func (v *RegisterMachineResponse) GetRegisterMachine() RegisterMachineRegisterMa
 	return v.RegisterMachine
 }
 
+type ReleaseMachineInput struct {
+	SystemId string `json:"systemId"`
+	// Erase the disks (needs hardware.delete). Off unless asked.
+	Erase   *bool   `json:"erase"`
+	Comment *string `json:"comment"`
+}
+
+// GetSystemId returns ReleaseMachineInput.SystemId, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineInput) GetSystemId() string { return v.SystemId }
+
+// GetErase returns ReleaseMachineInput.Erase, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineInput) GetErase() *bool { return v.Erase }
+
+// GetComment returns ReleaseMachineInput.Comment, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineInput) GetComment() *string { return v.Comment }
+
+// ReleaseMachineReleaseMachineReleaseMachinePayload includes the requested fields of the GraphQL type ReleaseMachinePayload.
+type ReleaseMachineReleaseMachineReleaseMachinePayload struct {
+	Maas  ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine   `json:"maas"`
+	Erase ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview `json:"erase"`
+}
+
+// GetMaas returns ReleaseMachineReleaseMachineReleaseMachinePayload.Maas, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetMaas() ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine {
+	return v.Maas
+}
+
+// GetErase returns ReleaseMachineReleaseMachineReleaseMachinePayload.Erase, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetErase() ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview {
+	return v.Erase
+}
+
+// ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview includes the requested fields of the GraphQL type ErasePreview.
+type ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview struct {
+	// Whether this request asks for erasing.
+	Requested bool `json:"requested"`
+	// Whether the disks will be erased; null when that cannot be known.
+	Effective *bool  `json:"effective"`
+	Message   string `json:"message"`
+}
+
+// GetRequested returns ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview.Requested, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview) GetRequested() bool {
+	return v.Requested
+}
+
+// GetEffective returns ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview.Effective, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview) GetEffective() *bool {
+	return v.Effective
+}
+
+// GetMessage returns ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview.Message, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview) GetMessage() string {
+	return v.Message
+}
+
+// ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine includes the requested fields of the GraphQL type MaasMachine.
+// The GraphQL type's documentation follows.
+//
+// A machine as MAAS reports it. No MAAS credential field is ever returned.
+type ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine struct {
+	MaasMachineFields `json:"-"`
+}
+
+// GetSystemId returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.SystemId, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetSystemId() string {
+	return v.MaasMachineFields.SystemId
+}
+
+// GetHostname returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.Hostname, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetHostname() string {
+	return v.MaasMachineFields.Hostname
+}
+
+// GetStatus returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.Status, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetStatus() string {
+	return v.MaasMachineFields.Status
+}
+
+// GetStatusCode returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.StatusCode, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetStatusCode() int {
+	return v.MaasMachineFields.StatusCode
+}
+
+// GetPowerState returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.PowerState, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetPowerState() string {
+	return v.MaasMachineFields.PowerState
+}
+
+// GetPowerType returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.PowerType, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetPowerType() string {
+	return v.MaasMachineFields.PowerType
+}
+
+// GetHardwareUuid returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetHardwareUuid() *string {
+	return v.MaasMachineFields.HardwareUuid
+}
+
+// GetArchitecture returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.Architecture, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetArchitecture() *string {
+	return v.MaasMachineFields.Architecture
+}
+
+// GetCpuCount returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.CpuCount, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetCpuCount() int {
+	return v.MaasMachineFields.CpuCount
+}
+
+// GetMemoryMiB returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.MemoryMiB, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetMemoryMiB() int {
+	return v.MaasMachineFields.MemoryMiB
+}
+
+// GetOsystem returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.Osystem, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetOsystem() string {
+	return v.MaasMachineFields.Osystem
+}
+
+// GetDistroSeries returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.DistroSeries, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetDistroSeries() string {
+	return v.MaasMachineFields.DistroSeries
+}
+
+// GetOwner returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.Owner, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetOwner() *string {
+	return v.MaasMachineFields.Owner
+}
+
+// GetZone returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.Zone, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetZone() string {
+	return v.MaasMachineFields.Zone
+}
+
+// GetPool returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.Pool, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetPool() string {
+	return v.MaasMachineFields.Pool
+}
+
+// GetTags returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.Tags, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetTags() []string {
+	return v.MaasMachineFields.Tags
+}
+
+// GetTestingStatus returns ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine.TestingStatus, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) GetTestingStatus() string {
+	return v.MaasMachineFields.TestingStatus
+}
+
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaasMachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine struct {
+	SystemId string `json:"systemId"`
+
+	Hostname string `json:"hostname"`
+
+	Status string `json:"status"`
+
+	StatusCode int `json:"statusCode"`
+
+	PowerState string `json:"powerState"`
+
+	PowerType string `json:"powerType"`
+
+	HardwareUuid *string `json:"hardwareUuid"`
+
+	Architecture *string `json:"architecture"`
+
+	CpuCount int `json:"cpuCount"`
+
+	MemoryMiB int `json:"memoryMiB"`
+
+	Osystem string `json:"osystem"`
+
+	DistroSeries string `json:"distroSeries"`
+
+	Owner *string `json:"owner"`
+
+	Zone string `json:"zone"`
+
+	Pool string `json:"pool"`
+
+	Tags []string `json:"tags"`
+
+	TestingStatus string `json:"testingStatus"`
+}
+
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) __premarshalJSON() (*__premarshalReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine, error) {
+	var retval __premarshalReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine
+
+	retval.SystemId = v.MaasMachineFields.SystemId
+	retval.Hostname = v.MaasMachineFields.Hostname
+	retval.Status = v.MaasMachineFields.Status
+	retval.StatusCode = v.MaasMachineFields.StatusCode
+	retval.PowerState = v.MaasMachineFields.PowerState
+	retval.PowerType = v.MaasMachineFields.PowerType
+	retval.HardwareUuid = v.MaasMachineFields.HardwareUuid
+	retval.Architecture = v.MaasMachineFields.Architecture
+	retval.CpuCount = v.MaasMachineFields.CpuCount
+	retval.MemoryMiB = v.MaasMachineFields.MemoryMiB
+	retval.Osystem = v.MaasMachineFields.Osystem
+	retval.DistroSeries = v.MaasMachineFields.DistroSeries
+	retval.Owner = v.MaasMachineFields.Owner
+	retval.Zone = v.MaasMachineFields.Zone
+	retval.Pool = v.MaasMachineFields.Pool
+	retval.Tags = v.MaasMachineFields.Tags
+	retval.TestingStatus = v.MaasMachineFields.TestingStatus
+	return &retval, nil
+}
+
+// ReleaseMachineResponse is returned by ReleaseMachine on success.
+type ReleaseMachineResponse struct {
+	// Have MAAS release a machine. Disks are erased only when asked (which needs the
+	// hardware.delete permission too), never with secure or quick erase, or when MAAS's own
+	// enable_disk_erasing_on_release is on: see releasePreview. Refused while the machine is an
+	// Incus member.
+	ReleaseMachine ReleaseMachineReleaseMachineReleaseMachinePayload `json:"releaseMachine"`
+}
+
+// GetReleaseMachine returns ReleaseMachineResponse.ReleaseMachine, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineResponse) GetReleaseMachine() ReleaseMachineReleaseMachineReleaseMachinePayload {
+	return v.ReleaseMachine
+}
+
+// ReleasePreviewReleasePreviewErasePreview includes the requested fields of the GraphQL type ErasePreview.
+type ReleasePreviewReleasePreviewErasePreview struct {
+	// Whether this request asks for erasing.
+	Requested bool `json:"requested"`
+	// MAAS's enable_disk_erasing_on_release; null when Apelora's key may not read it.
+	MaasErasesOnRelease *bool `json:"maasErasesOnRelease"`
+	// Whether the disks will be erased; null when that cannot be known.
+	Effective *bool  `json:"effective"`
+	Message   string `json:"message"`
+}
+
+// GetRequested returns ReleasePreviewReleasePreviewErasePreview.Requested, and is useful for accessing the field via an interface.
+func (v *ReleasePreviewReleasePreviewErasePreview) GetRequested() bool { return v.Requested }
+
+// GetMaasErasesOnRelease returns ReleasePreviewReleasePreviewErasePreview.MaasErasesOnRelease, and is useful for accessing the field via an interface.
+func (v *ReleasePreviewReleasePreviewErasePreview) GetMaasErasesOnRelease() *bool {
+	return v.MaasErasesOnRelease
+}
+
+// GetEffective returns ReleasePreviewReleasePreviewErasePreview.Effective, and is useful for accessing the field via an interface.
+func (v *ReleasePreviewReleasePreviewErasePreview) GetEffective() *bool { return v.Effective }
+
+// GetMessage returns ReleasePreviewReleasePreviewErasePreview.Message, and is useful for accessing the field via an interface.
+func (v *ReleasePreviewReleasePreviewErasePreview) GetMessage() string { return v.Message }
+
+// ReleasePreviewResponse is returned by ReleasePreview on success.
+type ReleasePreviewResponse struct {
+	// What releasing a MAAS machine would do to its disks, before asking for it.
+	ReleasePreview ReleasePreviewReleasePreviewErasePreview `json:"releasePreview"`
+}
+
+// GetReleasePreview returns ReleasePreviewResponse.ReleasePreview, and is useful for accessing the field via an interface.
+func (v *ReleasePreviewResponse) GetReleasePreview() ReleasePreviewReleasePreviewErasePreview {
+	return v.ReleasePreview
+}
+
 // RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload includes the requested fields of the GraphQL type RemoveFenceMappingPayload.
 type RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload struct {
 	// The mapping that was removed.
@@ -3440,6 +4805,230 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) __premarsh
 	return &retval, nil
 }
 
+type RunHardwareTestsInput struct {
+	SystemId string `json:"systemId"`
+	// The machine's hostname, typed again as MAAS shows it, to confirm.
+	Hostname string `json:"hostname"`
+	// Testing scripts or tags (at most 16); null: MAAS's defaults.
+	Tests []string `json:"tests"`
+}
+
+// GetSystemId returns RunHardwareTestsInput.SystemId, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsInput) GetSystemId() string { return v.SystemId }
+
+// GetHostname returns RunHardwareTestsInput.Hostname, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsInput) GetHostname() string { return v.Hostname }
+
+// GetTests returns RunHardwareTestsInput.Tests, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsInput) GetTests() []string { return v.Tests }
+
+// RunHardwareTestsResponse is returned by RunHardwareTests on success.
+type RunHardwareTestsResponse struct {
+	// Have MAAS run hardware tests on a machine that is Ready, Broken or Failed testing (never on
+	// one allocated or deployed). Type the machine's hostname again to confirm.
+	RunHardwareTests RunHardwareTestsRunHardwareTestsMaasMachinePayload `json:"runHardwareTests"`
+}
+
+// GetRunHardwareTests returns RunHardwareTestsResponse.RunHardwareTests, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsResponse) GetRunHardwareTests() RunHardwareTestsRunHardwareTestsMaasMachinePayload {
+	return v.RunHardwareTests
+}
+
+// RunHardwareTestsRunHardwareTestsMaasMachinePayload includes the requested fields of the GraphQL type MaasMachinePayload.
+type RunHardwareTestsRunHardwareTestsMaasMachinePayload struct {
+	Maas RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine `json:"maas"`
+}
+
+// GetMaas returns RunHardwareTestsRunHardwareTestsMaasMachinePayload.Maas, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayload) GetMaas() RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine {
+	return v.Maas
+}
+
+// RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine includes the requested fields of the GraphQL type MaasMachine.
+// The GraphQL type's documentation follows.
+//
+// A machine as MAAS reports it. No MAAS credential field is ever returned.
+type RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine struct {
+	MaasMachineFields `json:"-"`
+}
+
+// GetSystemId returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.SystemId, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetSystemId() string {
+	return v.MaasMachineFields.SystemId
+}
+
+// GetHostname returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.Hostname, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetHostname() string {
+	return v.MaasMachineFields.Hostname
+}
+
+// GetStatus returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.Status, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetStatus() string {
+	return v.MaasMachineFields.Status
+}
+
+// GetStatusCode returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.StatusCode, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetStatusCode() int {
+	return v.MaasMachineFields.StatusCode
+}
+
+// GetPowerState returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.PowerState, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetPowerState() string {
+	return v.MaasMachineFields.PowerState
+}
+
+// GetPowerType returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.PowerType, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetPowerType() string {
+	return v.MaasMachineFields.PowerType
+}
+
+// GetHardwareUuid returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetHardwareUuid() *string {
+	return v.MaasMachineFields.HardwareUuid
+}
+
+// GetArchitecture returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.Architecture, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetArchitecture() *string {
+	return v.MaasMachineFields.Architecture
+}
+
+// GetCpuCount returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.CpuCount, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetCpuCount() int {
+	return v.MaasMachineFields.CpuCount
+}
+
+// GetMemoryMiB returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.MemoryMiB, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetMemoryMiB() int {
+	return v.MaasMachineFields.MemoryMiB
+}
+
+// GetOsystem returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.Osystem, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetOsystem() string {
+	return v.MaasMachineFields.Osystem
+}
+
+// GetDistroSeries returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.DistroSeries, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetDistroSeries() string {
+	return v.MaasMachineFields.DistroSeries
+}
+
+// GetOwner returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.Owner, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetOwner() *string {
+	return v.MaasMachineFields.Owner
+}
+
+// GetZone returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.Zone, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetZone() string {
+	return v.MaasMachineFields.Zone
+}
+
+// GetPool returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.Pool, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetPool() string {
+	return v.MaasMachineFields.Pool
+}
+
+// GetTags returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.Tags, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetTags() []string {
+	return v.MaasMachineFields.Tags
+}
+
+// GetTestingStatus returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine.TestingStatus, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) GetTestingStatus() string {
+	return v.MaasMachineFields.TestingStatus
+}
+
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaasMachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine struct {
+	SystemId string `json:"systemId"`
+
+	Hostname string `json:"hostname"`
+
+	Status string `json:"status"`
+
+	StatusCode int `json:"statusCode"`
+
+	PowerState string `json:"powerState"`
+
+	PowerType string `json:"powerType"`
+
+	HardwareUuid *string `json:"hardwareUuid"`
+
+	Architecture *string `json:"architecture"`
+
+	CpuCount int `json:"cpuCount"`
+
+	MemoryMiB int `json:"memoryMiB"`
+
+	Osystem string `json:"osystem"`
+
+	DistroSeries string `json:"distroSeries"`
+
+	Owner *string `json:"owner"`
+
+	Zone string `json:"zone"`
+
+	Pool string `json:"pool"`
+
+	Tags []string `json:"tags"`
+
+	TestingStatus string `json:"testingStatus"`
+}
+
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) __premarshalJSON() (*__premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine, error) {
+	var retval __premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine
+
+	retval.SystemId = v.MaasMachineFields.SystemId
+	retval.Hostname = v.MaasMachineFields.Hostname
+	retval.Status = v.MaasMachineFields.Status
+	retval.StatusCode = v.MaasMachineFields.StatusCode
+	retval.PowerState = v.MaasMachineFields.PowerState
+	retval.PowerType = v.MaasMachineFields.PowerType
+	retval.HardwareUuid = v.MaasMachineFields.HardwareUuid
+	retval.Architecture = v.MaasMachineFields.Architecture
+	retval.CpuCount = v.MaasMachineFields.CpuCount
+	retval.MemoryMiB = v.MaasMachineFields.MemoryMiB
+	retval.Osystem = v.MaasMachineFields.Osystem
+	retval.DistroSeries = v.MaasMachineFields.DistroSeries
+	retval.Owner = v.MaasMachineFields.Owner
+	retval.Zone = v.MaasMachineFields.Zone
+	retval.Pool = v.MaasMachineFields.Pool
+	retval.Tags = v.MaasMachineFields.Tags
+	retval.TestingStatus = v.MaasMachineFields.TestingStatus
+	return &retval, nil
+}
+
 type SetFenceMappingInput struct {
 	// The Incus member name.
 	Member string `json:"member"`
@@ -3641,6 +5230,24 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMappin
 	return v.HardwareUuid
 }
 
+// SourceFields includes the GraphQL fields of SourceStatus requested by the fragment SourceFields.
+type SourceFields struct {
+	Configured bool `json:"configured"`
+	// Could be asked for this answer.
+	Available bool `json:"available"`
+	// `ok`, or why not.
+	Message string `json:"message"`
+}
+
+// GetConfigured returns SourceFields.Configured, and is useful for accessing the field via an interface.
+func (v *SourceFields) GetConfigured() bool { return v.Configured }
+
+// GetAvailable returns SourceFields.Available, and is useful for accessing the field via an interface.
+func (v *SourceFields) GetAvailable() bool { return v.Available }
+
+// GetMessage returns SourceFields.Message, and is useful for accessing the field via an interface.
+func (v *SourceFields) GetMessage() string { return v.Message }
+
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
 }
@@ -3782,6 +5389,14 @@ func (v *__AuditEventsInput) GetAfter() *string { return v.After }
 // GetMachine returns __AuditEventsInput.Machine, and is useful for accessing the field via an interface.
 func (v *__AuditEventsInput) GetMachine() *string { return v.Machine }
 
+// __CommissionMachineInput is used internally by genqlient
+type __CommissionMachineInput struct {
+	Input CommissionMachineInput `json:"input"`
+}
+
+// GetInput returns __CommissionMachineInput.Input, and is useful for accessing the field via an interface.
+func (v *__CommissionMachineInput) GetInput() CommissionMachineInput { return v.Input }
+
 // __FenceEventsInput is used internally by genqlient
 type __FenceEventsInput struct {
 	Member *string `json:"member"`
@@ -3810,6 +5425,14 @@ func (v *__FenceProgressInput) GetMember() *string { return v.Member }
 // GetAfter returns __FenceProgressInput.After, and is useful for accessing the field via an interface.
 func (v *__FenceProgressInput) GetAfter() *string { return v.After }
 
+// __InstallOperatingSystemInput is used internally by genqlient
+type __InstallOperatingSystemInput struct {
+	Input InstallOperatingSystemInput `json:"input"`
+}
+
+// GetInput returns __InstallOperatingSystemInput.Input, and is useful for accessing the field via an interface.
+func (v *__InstallOperatingSystemInput) GetInput() InstallOperatingSystemInput { return v.Input }
+
 // __MachineInput is used internally by genqlient
 type __MachineInput struct {
 	Name string `json:"name"`
@@ -3834,6 +5457,22 @@ type __RegisterMachineInput struct {
 // GetInput returns __RegisterMachineInput.Input, and is useful for accessing the field via an interface.
 func (v *__RegisterMachineInput) GetInput() RegisterMachineInput { return v.Input }
 
+// __ReleaseMachineInput is used internally by genqlient
+type __ReleaseMachineInput struct {
+	Input ReleaseMachineInput `json:"input"`
+}
+
+// GetInput returns __ReleaseMachineInput.Input, and is useful for accessing the field via an interface.
+func (v *__ReleaseMachineInput) GetInput() ReleaseMachineInput { return v.Input }
+
+// __ReleasePreviewInput is used internally by genqlient
+type __ReleasePreviewInput struct {
+	Erase *bool `json:"erase"`
+}
+
+// GetErase returns __ReleasePreviewInput.Erase, and is useful for accessing the field via an interface.
+func (v *__ReleasePreviewInput) GetErase() *bool { return v.Erase }
+
 // __RemoveFenceMappingInput is used internally by genqlient
 type __RemoveFenceMappingInput struct {
 	Member string `json:"member"`
@@ -3857,6 +5496,14 @@ type __RevokeJoinTokenInput struct {
 
 // GetInput returns __RevokeJoinTokenInput.Input, and is useful for accessing the field via an interface.
 func (v *__RevokeJoinTokenInput) GetInput() RevokeJoinTokenInput { return v.Input }
+
+// __RunHardwareTestsInput is used internally by genqlient
+type __RunHardwareTestsInput struct {
+	Input RunHardwareTestsInput `json:"input"`
+}
+
+// GetInput returns __RunHardwareTestsInput.Input, and is useful for accessing the field via an interface.
+func (v *__RunHardwareTestsInput) GetInput() RunHardwareTestsInput { return v.Input }
 
 // __SetFenceMappingInput is used internally by genqlient
 type __SetFenceMappingInput struct {
@@ -4344,6 +5991,61 @@ func Cluster(
 	return data_, err_
 }
 
+// The mutation executed by CommissionMachine.
+const CommissionMachine_Operation = `
+mutation CommissionMachine ($input: CommissionMachineInput!) {
+	commissionMachine(input: $input) {
+		maas {
+			... MaasMachineFields
+		}
+	}
+}
+fragment MaasMachineFields on MaasMachine {
+	systemId
+	hostname
+	status
+	statusCode
+	powerState
+	powerType
+	hardwareUuid
+	architecture
+	cpuCount
+	memoryMiB
+	osystem
+	distroSeries
+	owner
+	zone
+	pool
+	tags
+	testingStatus
+}
+`
+
+func CommissionMachine(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input CommissionMachineInput,
+) (data_ *CommissionMachineResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "CommissionMachine",
+		Query:  CommissionMachine_Operation,
+		Variables: &__CommissionMachineInput{
+			Input: input,
+		},
+	}
+
+	data_ = &CommissionMachineResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The query executed by FenceEvents.
 const FenceEvents_Operation = `
 query FenceEvents ($member: String, $first: Int, $after: String) {
@@ -4523,6 +6225,195 @@ func FenceProgressForwardData(interfaceChan interface{}, jsonRawMsg json.RawMess
 	}
 	dataChan_ <- wsResp
 	return nil
+}
+
+// The query executed by Fleet.
+const Fleet_Operation = `
+query Fleet {
+	fleet {
+		sources {
+			incus {
+				... SourceFields
+			}
+			maas {
+				... SourceFields
+			}
+		}
+		machines {
+			... MachineFields
+			maas {
+				... MaasMachineFields
+			}
+		}
+	}
+}
+fragment SourceFields on SourceStatus {
+	configured
+	available
+	message
+}
+fragment MachineFields on Machine {
+	name
+	phase
+	warnings {
+		code
+		message
+	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
+	}
+	record {
+		name
+		description
+		provisioner {
+			kind
+			capabilities {
+				discovers
+				installs
+				powers
+			}
+		}
+		maasSystemId
+		hardwareUuid
+		registeredAt
+		registeredBy
+	}
+}
+fragment MaasMachineFields on MaasMachine {
+	systemId
+	hostname
+	status
+	statusCode
+	powerState
+	powerType
+	hardwareUuid
+	architecture
+	cpuCount
+	memoryMiB
+	osystem
+	distroSeries
+	owner
+	zone
+	pool
+	tags
+	testingStatus
+}
+`
+
+func Fleet(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *FleetResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "Fleet",
+		Query:  Fleet_Operation,
+	}
+
+	data_ = &FleetResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by InstallOperatingSystem.
+const InstallOperatingSystem_Operation = `
+mutation InstallOperatingSystem ($input: InstallOperatingSystemInput!) {
+	installOperatingSystem(input: $input) {
+		machine {
+			... MachineFields
+		}
+		maas {
+			... MaasMachineFields
+		}
+	}
+}
+fragment MachineFields on Machine {
+	name
+	phase
+	warnings {
+		code
+		message
+	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
+	}
+	record {
+		name
+		description
+		provisioner {
+			kind
+			capabilities {
+				discovers
+				installs
+				powers
+			}
+		}
+		maasSystemId
+		hardwareUuid
+		registeredAt
+		registeredBy
+	}
+}
+fragment MaasMachineFields on MaasMachine {
+	systemId
+	hostname
+	status
+	statusCode
+	powerState
+	powerType
+	hardwareUuid
+	architecture
+	cpuCount
+	memoryMiB
+	osystem
+	distroSeries
+	owner
+	zone
+	pool
+	tags
+	testingStatus
+}
+`
+
+func InstallOperatingSystem(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input InstallOperatingSystemInput,
+) (data_ *InstallOperatingSystemResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "InstallOperatingSystem",
+		Query:  InstallOperatingSystem_Operation,
+		Variables: &__InstallOperatingSystemInput{
+			Input: input,
+		},
+	}
+
+	data_ = &InstallOperatingSystemResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
 }
 
 // The query executed by Machine.
@@ -4812,6 +6703,103 @@ func RegisterMachine(
 	return data_, err_
 }
 
+// The mutation executed by ReleaseMachine.
+const ReleaseMachine_Operation = `
+mutation ReleaseMachine ($input: ReleaseMachineInput!) {
+	releaseMachine(input: $input) {
+		maas {
+			... MaasMachineFields
+		}
+		erase {
+			requested
+			effective
+			message
+		}
+	}
+}
+fragment MaasMachineFields on MaasMachine {
+	systemId
+	hostname
+	status
+	statusCode
+	powerState
+	powerType
+	hardwareUuid
+	architecture
+	cpuCount
+	memoryMiB
+	osystem
+	distroSeries
+	owner
+	zone
+	pool
+	tags
+	testingStatus
+}
+`
+
+func ReleaseMachine(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input ReleaseMachineInput,
+) (data_ *ReleaseMachineResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "ReleaseMachine",
+		Query:  ReleaseMachine_Operation,
+		Variables: &__ReleaseMachineInput{
+			Input: input,
+		},
+	}
+
+	data_ = &ReleaseMachineResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by ReleasePreview.
+const ReleasePreview_Operation = `
+query ReleasePreview ($erase: Boolean) {
+	releasePreview(erase: $erase) {
+		requested
+		maasErasesOnRelease
+		effective
+		message
+	}
+}
+`
+
+func ReleasePreview(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	erase *bool,
+) (data_ *ReleasePreviewResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "ReleasePreview",
+		Query:  ReleasePreview_Operation,
+		Variables: &__ReleasePreviewInput{
+			Erase: erase,
+		},
+	}
+
+	data_ = &ReleasePreviewResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The mutation executed by RemoveFenceMapping.
 const RemoveFenceMapping_Operation = `
 mutation RemoveFenceMapping ($member: String!) {
@@ -4975,6 +6963,61 @@ func RevokeJoinToken(
 	}
 
 	data_ = &RevokeJoinTokenResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by RunHardwareTests.
+const RunHardwareTests_Operation = `
+mutation RunHardwareTests ($input: RunHardwareTestsInput!) {
+	runHardwareTests(input: $input) {
+		maas {
+			... MaasMachineFields
+		}
+	}
+}
+fragment MaasMachineFields on MaasMachine {
+	systemId
+	hostname
+	status
+	statusCode
+	powerState
+	powerType
+	hardwareUuid
+	architecture
+	cpuCount
+	memoryMiB
+	osystem
+	distroSeries
+	owner
+	zone
+	pool
+	tags
+	testingStatus
+}
+`
+
+func RunHardwareTests(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RunHardwareTestsInput,
+) (data_ *RunHardwareTestsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RunHardwareTests",
+		Query:  RunHardwareTests_Operation,
+		Variables: &__RunHardwareTestsInput{
+			Input: input,
+		},
+	}
+
+	data_ = &RunHardwareTestsResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

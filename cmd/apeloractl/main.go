@@ -43,6 +43,11 @@ commands:
   audit [-machine NAME] [-first N] the audit trail, newest first
   watch-audit [-machine NAME]     print audit events as they are recorded
   watch-admission NAME            print admission check results as they are computed
+  fleet                           every machine with its MAAS status, and which sources answered
+  commission SYSTEM-ID [-tests a,b | -no-tests]
+  install NAME -series SERIES     install an OS on a registered MAAS machine and enrol it
+  hardware-test SYSTEM-ID -hostname HOSTNAME [-tests a,b]
+  release SYSTEM-ID [-erase] [-comment TEXT]   (says first whether MAAS will erase anyway)
 `
 
 func main() {
@@ -166,6 +171,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.remove(ctx, rest)
 	case "watch-admission":
 		return c.watchAdmission(ctx, rest)
+	case "fleet":
+		return c.fleet(ctx)
+	case "commission", "install", "hardware-test", "release":
+		return c.maasStep(ctx, cmd, rest)
 	case "audit":
 		return c.audit(ctx, rest)
 	case "watch-audit":
@@ -197,6 +206,88 @@ func (c *cli) register(ctx context.Context, args []string) error {
 		return err
 	}
 	return c.printMachine(&r.RegisterMachine.Machine.MachineFields)
+}
+
+func (c *cli) fleet(ctx context.Context) error {
+	r, err := client.Fleet(ctx, c.gql)
+	if err != nil {
+		return err
+	}
+	f := r.Fleet
+	return c.print(f, func(w *tabwriter.Writer) {
+		fmt.Fprintln(w, "NAME\tPHASE\tMEMBER\tMAAS\tSYSTEM ID\tPOWER\tTESTS\tWARNINGS")
+		for _, m := range f.Machines {
+			maasStatus, sysID, power, tests := "-", "-", "-", "-"
+			if m.Maas != nil {
+				maasStatus, sysID, power, tests = m.Maas.Status, m.Maas.SystemId, m.Maas.PowerState, m.Maas.TestingStatus
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, m.Phase, memberStatus(m.Member), maasStatus, sysID, power, tests, warnings(m.Warnings))
+		}
+		for name, s := range map[string]client.SourceFields{"incus": f.Sources.Incus.SourceFields, "maas": f.Sources.Maas.SourceFields} {
+			if !s.Available {
+				fmt.Fprintf(w, "%s:\t%s\n", name, s.Message)
+			}
+		}
+	})
+}
+
+func (c *cli) maasStep(ctx context.Context, cmd string, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return fmt.Errorf("usage: see `apeloractl help` for %s", cmd)
+	}
+	subject := args[0]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	tests := fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
+	noTests := fs.Bool("no-tests", false, "commission without tests")
+	series := fs.String("series", "", "the series to install, e.g. noble")
+	hostname := fs.String("hostname", "", "the machine's hostname, typed again to confirm")
+	erase := fs.Bool("erase", false, "erase the disks (needs hardware.delete)")
+	comment := fs.String("comment", "", "a comment for MAAS")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	var testList []string
+	if *tests != "" {
+		testList = strings.Split(*tests, ",")
+	}
+	if *noTests {
+		testList = []string{}
+	}
+	var m *client.MaasMachineFields
+	switch cmd {
+	case "commission":
+		r, err := client.CommissionMachine(ctx, c.gql, client.CommissionMachineInput{SystemId: subject, Tests: testList})
+		if err != nil {
+			return err
+		}
+		m = &r.CommissionMachine.Maas.MaasMachineFields
+	case "install":
+		r, err := client.InstallOperatingSystem(ctx, c.gql, client.InstallOperatingSystemInput{Name: subject, Series: *series})
+		if err != nil {
+			return err
+		}
+		m = &r.InstallOperatingSystem.Maas.MaasMachineFields
+	case "hardware-test":
+		r, err := client.RunHardwareTests(ctx, c.gql, client.RunHardwareTestsInput{SystemId: subject, Hostname: *hostname, Tests: testList})
+		if err != nil {
+			return err
+		}
+		m = &r.RunHardwareTests.Maas.MaasMachineFields
+	case "release":
+		p, err := client.ReleasePreview(ctx, c.gql, erase)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.out, "disks: %s\n", p.ReleasePreview.Message)
+		r, err := client.ReleaseMachine(ctx, c.gql, client.ReleaseMachineInput{SystemId: subject, Erase: erase, Comment: comment})
+		if err != nil {
+			return err
+		}
+		m = &r.ReleaseMachine.Maas.MaasMachineFields
+	}
+	return c.print(m, func(w *tabwriter.Writer) {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", m.SystemId, m.Hostname, m.Status)
+	})
 }
 
 type multiFlag []string

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apelora/fabric/adapters/maas/sim"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/incuslab"
 	"github.com/apelora/fabric/internal/producttest"
@@ -57,5 +58,38 @@ func TestCommandsAgainstTheRealServer(t *testing.T) {
 	t.Setenv("APELORA_TOKEN", "apl_wrong")
 	if _, err := do("machines"); err == nil || !strings.Contains(err.Error(), "bearer token is not valid") {
 		t.Fatalf("wrong token: %v", err)
+	}
+}
+
+func TestMAASCommands(t *testing.T) {
+	lab := incuslab.Start(t, 1)
+	m := producttest.StartMAAS(t, sim.Fixture{Machines: []sim.MachineSpec{
+		{SystemID: "aaaa01", Hostname: "node-a", Status: 4, PowerType: "ipmi", HardwareUUID: "4c4c4544-0042-3510-8052-b7c04f4e0001"},
+		{SystemID: "dddd04", Hostname: "node-busy", Status: 6, PowerType: "manual", HardwareUUID: "4c4c4544-0042-3510-8052-b7c04f4e0004", Owner: "apelora"},
+	}})
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config))
+	t.Setenv("APELORA_URL", e.Base)
+	t.Setenv("APELORA_TOKEN", e.Identity("ops", identity.ManageInfrastructure))
+	do := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(t.Context(), args, &out)
+		return out.String(), err
+	}
+	out, err := do("fleet")
+	if err != nil || !strings.Contains(out, "node-a") || !strings.Contains(out, "aaaa01") || !strings.Contains(out, "DISCOVERED") {
+		t.Fatalf("fleet: %v\n%s", err, out)
+	}
+	if _, err := do("commission", "dddd04"); err == nil || !strings.Contains(err.Error(), "is Deployed") {
+		t.Fatalf("commission a Deployed machine: %v", err)
+	}
+	if out, err := do("hardware-test", "aaaa01", "-hostname", "node-a", "-tests", "smartctl-validate"); err != nil || !strings.Contains(out, "Testing") {
+		t.Fatalf("hardware-test: %v\n%s", err, out)
+	}
+	if _, err := do("hardware-test", "aaaa01", "-hostname", "node-b"); err == nil || !strings.Contains(err.Error(), "not the hostname") {
+		t.Fatalf("hardware-test with the wrong hostname: %v", err)
+	}
+	out, err = do("release", "dddd04")
+	if err != nil || !strings.Contains(out, "disks: the disks will not be erased") {
+		t.Fatalf("release: %v\n%s", err, out)
 	}
 }
