@@ -384,3 +384,88 @@ func TestConcurrentChangesToOneMachineAreRefusedAsBusy(t *testing.T) {
 	x.must(t, `mutation { registerMachine(input: {name: "node-2", provisioner: MANUAL}) { machine { name } } }`, nil)
 	x.must(t, `mutation { approveEnrolment(input: {name: "node-1"}) { expiresAt } }`, nil)
 }
+
+func TestRevokeAndReapprove(t *testing.T) {
+	x := startEnrolled(t, 1)
+	x.must(t, `mutation { registerMachine(input: {name: "node-2", provisioner: MANUAL}) { machine { name } } }`, nil)
+	first := x.must(t, `mutation { approveEnrolment(input: {name: "node-2"}) { joinToken } }`, nil)["approveEnrolment"].(map[string]any)["joinToken"].(string)
+	// Unregistering is refused while a token is pending.
+	if r := x.gql(`mutation { unregisterMachine(input: {name: "node-2"}) { name } }`, nil); r.Code() != "FAILED_PRECONDITION" || !strings.Contains(r.Errors[0].Message, "revoke it first") {
+		t.Fatalf("unregister with a pending token: %+v", r.Errors)
+	}
+	d := x.must(t, `mutation { revokeJoinToken(input: {name: "node-2"}) { machine { phase pendingJoinToken { expiresAt } } } }`, nil)
+	if got := fmt.Sprint(d["revokeJoinToken"]); got != "map[machine:map[pendingJoinToken:<nil> phase:REGISTERED]]" {
+		t.Fatalf("after revoke: %s", got)
+	}
+	if r := x.gql(`mutation { revokeJoinToken(input: {name: "node-2"}) { machine { phase } } }`, nil); r.Code() != "NOT_FOUND" {
+		t.Fatalf("revoke twice: %+v", r.Errors)
+	}
+	second := x.must(t, `mutation { approveEnrolment(input: {name: "node-2"}) { joinToken } }`, nil)["approveEnrolment"].(map[string]any)["joinToken"].(string)
+	if second == first {
+		t.Fatal("the same token was issued again")
+	}
+	// The revoked token no longer joins: Incus refuses it, the new one works.
+	host := x.lab.StartUnjoined(t, "node-2")
+	script := x.enrolScript(t)
+	join := func(token string) ([]byte, error) {
+		cmd := exec.Command("sh", script, "--name", "node-2", "--address", host.Address, "--member-config", "storage-pool/local/source=")
+		cmd.Env = append(os.Environ(), x.lab.Env(host)...)
+		cmd.Stdin = strings.NewReader(token + "\n")
+		return cmd.CombinedOutput()
+	}
+	if out, err := join(first); err == nil {
+		t.Fatalf("a revoked token joined:\n%s", out)
+	}
+	if out, err := join(second); err != nil {
+		t.Fatalf("the new token: %v\n%s", err, out)
+	}
+	x.lab.AddMember(host)
+	if p := x.machine(t, "node-2")["phase"]; p != "HELD" {
+		t.Fatalf("after joining with the new token: %v", p)
+	}
+}
+
+// Admission results reach subscribers on every API replica: two servers share the
+// database; the report runs on one, the subscriber listens on the other.
+func TestAdmissionChecksReachSubscribersOnAnotherReplica(t *testing.T) {
+	x := startEnrolled(t, 1)
+	other := producttest.StartOn(t, x.e.DB, x.e.DB.Store, producttest.WithIncus(x.lab.Config))
+	token := x.e.Identity("watcher", identity.ViewInfrastructure)
+	x.must(t, `mutation { registerMachine(input: {name: "m1", provisioner: MANUAL}) { machine { name } } }`, nil)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	ws, err := client.NewWebSocket(other.Base+"/graphql", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs, err := ws.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	events, _, err := client.AdmissionChecks(ctx, ws, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	runID := x.must(t, `{ admissionReport(name: "m1") { runId } }`, nil)["admissionReport"].(map[string]any)["runId"]
+	for {
+		select {
+		case ev := <-events:
+			if ev.Errors != nil {
+				t.Fatal(ev.Errors)
+			}
+			if ev.Data.AdmissionChecks.RunId != runID {
+				t.Fatalf("run %s, want %s", ev.Data.AdmissionChecks.RunId, runID)
+			}
+			if ev.Data.AdmissionChecks.Verdict != nil {
+				return
+			}
+		case err := <-errs:
+			t.Fatal(err)
+		case <-ctx.Done():
+			t.Fatal("the other replica's subscriber got no verdict")
+		}
+	}
+}

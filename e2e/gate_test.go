@@ -171,3 +171,28 @@ func TestReadsNeedAnAuthenticatedIdentity(t *testing.T) {
 	// manage-infrastructure implies view-infrastructure.
 	e.MustGQL(manager, `{ machines { name } }`, nil)
 }
+
+// Without an Incus admin identity configured, every mutation is refused, audited, and
+// changes nothing, even for an administrator with every permission.
+func TestEveryMutationIsRefusedWithoutIncusConfigured(t *testing.T) {
+	e := producttest.Start(t, producttest.WithoutIncus())
+	admin := e.Identity("admin", identity.ManageInfrastructure, identity.HardwareDelete)
+	for _, call := range everyMutation(t) {
+		before, audits := e.Snapshot(), e.Count("audit_events")
+		r := e.GQL(admin, call.query, nil)
+		if r.Code() != "FAILED_PRECONDITION" || !strings.Contains(r.Errors[0].Message, "Incus is not configured") {
+			t.Fatalf("%s: %+v", call.field, r.Errors)
+		}
+		if e.Snapshot() != before || e.Count("audit_events") != audits+1 {
+			t.Fatalf("%s: changed the database or did not audit once", call.field)
+		}
+		if got := e.Scalar(`SELECT outcome FROM audit_events ORDER BY id DESC LIMIT 1`); got != "REFUSED" {
+			t.Fatalf("%s audited as %v", call.field, got)
+		}
+	}
+	// Reads still answer, and say why membership is unknown.
+	d := e.MustGQL(admin, `{ fleet { sources { incus { configured available message } } } }`, nil)
+	if got := fmt.Sprint(d["fleet"].(map[string]any)["sources"]); !strings.Contains(got, "configured:false") || !strings.Contains(got, "not configured") {
+		t.Fatalf("fleet sources without Incus: %s", got)
+	}
+}
