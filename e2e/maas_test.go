@@ -299,6 +299,21 @@ func TestMAASStepsFollowTheRules(t *testing.T) {
 		t.Fatalf("release sent %q: secure and quick erase must be sent as false", req)
 	}
 	_ = ctx
+	onlyMachineSteps(t, x)
+}
+
+// onlyMachineSteps checks Apelora asked MAAS for nothing but reading machines and the
+// steps an administrator approved: no images, zones, pools, tags, notes or settings.
+func onlyMachineSteps(t *testing.T, x *maasEnv) {
+	t.Helper()
+	allowed := map[string]bool{"": true, "commission": true, "test": true, "allocate": true, "deploy": true, "release": true, "get_config": true}
+	for _, r := range x.maas.Requests() {
+		onMachines := strings.Contains(r.Path, "/machines/")
+		readsConfig := strings.HasSuffix(r.Path, "/maas/") && r.Op == "get_config"
+		if !allowed[r.Op] || (r.Method != "GET" && r.Method != "POST") || !(onMachines || readsConfig) || (r.Op == "" && r.Method != "GET") {
+			t.Errorf("Apelora asked MAAS for %s %s op=%q", r.Method, r.Path, r.Op)
+		}
+	}
 }
 
 // lastOp returns the form of the last request with that MAAS op, encoded.
@@ -404,6 +419,7 @@ func TestInstallDeploysWithTheEnrolmentInUserDataOnly(t *testing.T) {
 		t.Fatalf("after the MAAS path's enrolment: %v", m)
 	}
 	checkNoMAASKey(t, x)
+	onlyMachineSteps(t, x)
 }
 
 func TestAdmissionReadsMAASHardwareTests(t *testing.T) {
