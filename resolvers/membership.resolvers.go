@@ -12,6 +12,7 @@ import (
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/internal/respheader"
 )
@@ -114,31 +115,11 @@ func (r *queryResolver) AdmissionReport(ctx context.Context, name string) (*mode
 
 // AdmissionChecks is the resolver for the admissionChecks field.
 func (r *subscriptionResolver) AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error) {
-	sub := r.AdmissionFeed.Subscribe(64)
-	out := make(chan *model.AdmissionCheckEvent, 1)
-	go func() {
-		defer close(out)
-		defer sub.Close()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-sub.C:
-				if !ok {
-					return // fell behind: the client resubscribes and runs a report
-				}
-				if e.Machine != name {
-					continue
-				}
-				select {
-				case out <- mapAdmissionEvent(&e):
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out, nil
+	// No goroutine per subscriber: the feed hands the machine's events, mapped once for
+	// all subscribers, straight to the channel gqlgen reads, and unsubscribes when ctx
+	// ends. A subscriber that falls behind is dropped (the channel closes, the stream
+	// completes); the client resubscribes and runs a report.
+	return broadcast.Subscribe(ctx, r.AdmissionFeed.ByMachine(), name, admissionEvents, admissionBuffer), nil
 }
 
 // Member returns graph.MemberResolver implementation.

@@ -30,9 +30,10 @@ type AuditFeed interface {
 	Subscribe(buffer int) *broadcast.Subscription[audit.Event]
 }
 
-// AdmissionFeed streams admission check events as they are published.
+// AdmissionFeed streams admission check events as they are published, to the
+// subscribers of each event's machine (subscribe with broadcast.Subscribe).
 type AdmissionFeed interface {
-	Subscribe(buffer int) *broadcast.Subscription[admission.Event]
+	ByMachine() *broadcast.Topics[string, *admission.Event]
 }
 
 // MemberVersions asks a member for its versions.

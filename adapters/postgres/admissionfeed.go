@@ -29,19 +29,20 @@ func (p admissionPublisher) Publish(ctx context.Context, e admission.Event) erro
 	return p.s.Notify(ctx, AdmissionChannel, string(b))
 }
 
-// AdmissionFeed decodes admission events once per process and fans them out.
+// AdmissionFeed decodes admission events once per process and hands each to the
+// subscribers of its machine only (see broadcast.Topics: no goroutine per subscriber).
 type AdmissionFeed struct {
 	s *Store
-	b broadcast.Broadcaster[admission.Event]
+	t broadcast.Topics[string, *admission.Event]
 }
 
 // NewAdmissionFeed returns a feed; call Run with the listener.
 func (s *Store) NewAdmissionFeed() *AdmissionFeed { return &AdmissionFeed{s: s} }
 
-// Subscribe streams events published from now on.
-func (f *AdmissionFeed) Subscribe(buffer int) *broadcast.Subscription[admission.Event] {
-	return f.b.Subscribe(buffer)
-}
+// ByMachine is the feed's subscribers, keyed by machine: subscribe with broadcast.Subscribe
+// to get the events published from then on for one machine, in order. The events are
+// shared by all subscribers and must not be changed.
+func (f *AdmissionFeed) ByMachine() *broadcast.Topics[string, *admission.Event] { return &f.t }
 
 // Run forwards events until ctx ends.
 func (f *AdmissionFeed) Run(ctx context.Context, l *Listener) {
@@ -62,12 +63,12 @@ func (f *AdmissionFeed) Run(ctx context.Context, l *Listener) {
 			if n.Resync {
 				continue
 			}
-			var e admission.Event
-			if err := json.Unmarshal([]byte(n.Payload), &e); err != nil {
+			e := new(admission.Event)
+			if err := json.Unmarshal([]byte(n.Payload), e); err != nil {
 				f.s.log.Warn("undecodable admission event", "error", err)
 				continue
 			}
-			f.b.Publish(e)
+			f.t.Publish(e.Machine, e)
 		}
 	}
 }
