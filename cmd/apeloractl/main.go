@@ -359,6 +359,29 @@ func (c *cli) watchAdmission(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return errors.New("usage: apeloractl watch-admission NAME")
 	}
+	return follow(ctx, c, func(ws graphql.WebSocketClient) (chan client.AdmissionChecksWsResponse, error) {
+		events, _, err := client.AdmissionChecks(ctx, ws, args[0])
+		return events, err
+	}, func(ev client.AdmissionChecksWsResponse) error {
+		if ev.Errors != nil {
+			return ev.Errors
+		}
+		e := ev.Data.AdmissionChecks
+		switch {
+		case c.json:
+			_ = json.NewEncoder(c.out).Encode(e)
+		case e.Check != nil:
+			fmt.Fprintf(c.out, "%s %s %s: %s %s\n", e.At.Local().Format(time.TimeOnly), e.RunId, e.Check.Name, e.Check.Result, e.Check.Message)
+		case e.Verdict != nil:
+			fmt.Fprintf(c.out, "%s %s verdict: %s\n", e.At.Local().Format(time.TimeOnly), e.RunId, *e.Verdict)
+		}
+		return nil
+	})
+}
+
+// follow opens a websocket, subscribes with subscribe and hands every event to handle
+// until the context ends, the server ends the subscription, or handle fails.
+func follow[E any](ctx context.Context, c *cli, subscribe func(graphql.WebSocketClient) (chan E, error), handle func(E) error) error {
 	ws, err := client.NewWebSocket(c.endpoint, c.token)
 	if err != nil {
 		return err
@@ -368,7 +391,7 @@ func (c *cli) watchAdmission(ctx context.Context, args []string) error {
 		return err
 	}
 	defer ws.Close()
-	events, _, err := client.AdmissionChecks(ctx, ws, args[0])
+	events, err := subscribe(ws)
 	if err != nil {
 		return err
 	}
@@ -382,17 +405,8 @@ func (c *cli) watchAdmission(ctx context.Context, args []string) error {
 			if !ok {
 				return errors.New("the server ended the subscription")
 			}
-			if ev.Errors != nil {
-				return ev.Errors
-			}
-			e := ev.Data.AdmissionChecks
-			switch {
-			case c.json:
-				_ = json.NewEncoder(c.out).Encode(e)
-			case e.Check != nil:
-				fmt.Fprintf(c.out, "%s %s %s: %s %s\n", e.At.Local().Format(time.TimeOnly), e.RunId, e.Check.Name, e.Check.Result, e.Check.Message)
-			case e.Verdict != nil:
-				fmt.Fprintf(c.out, "%s %s verdict: %s\n", e.At.Local().Format(time.TimeOnly), e.RunId, *e.Verdict)
+			if err := handle(ev); err != nil {
+				return err
 			}
 		}
 	}
@@ -432,40 +446,20 @@ func (c *cli) watchAudit(ctx context.Context, args []string) error {
 	if *machine != "" {
 		m = machine
 	}
-	ws, err := client.NewWebSocket(c.endpoint, c.token)
-	if err != nil {
-		return err
-	}
-	errs, err := ws.Start(ctx)
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
-	events, _, err := client.AuditEventRecorded(ctx, ws, m)
-	if err != nil {
-		return err
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-errs:
-			return fmt.Errorf("subscription ended: %w", err)
-		case ev, ok := <-events:
-			if !ok {
-				return errors.New("the server ended the subscription")
-			}
-			if ev.Errors != nil {
-				return ev.Errors
-			}
-			n := ev.Data.AuditEventRecorded
-			if c.json {
-				_ = json.NewEncoder(c.out).Encode(n)
-				continue
-			}
-			fmt.Fprintf(c.out, "%s %s %s %s %s %s\n", n.At.Local().Format(time.DateTime), n.Actor, n.Action, str(n.Machine), n.Outcome, str(n.Error))
+	return follow(ctx, c, func(ws graphql.WebSocketClient) (chan client.AuditEventRecordedWsResponse, error) {
+		events, _, err := client.AuditEventRecorded(ctx, ws, m)
+		return events, err
+	}, func(ev client.AuditEventRecordedWsResponse) error {
+		if ev.Errors != nil {
+			return ev.Errors
 		}
-	}
+		n := ev.Data.AuditEventRecorded
+		if c.json {
+			return json.NewEncoder(c.out).Encode(n)
+		}
+		fmt.Fprintf(c.out, "%s %s %s %s %s %s\n", n.At.Local().Format(time.DateTime), n.Actor, n.Action, str(n.Machine), n.Outcome, str(n.Error))
+		return nil
+	})
 }
 
 func (c *cli) printMachine(m *client.MachineFields) error {

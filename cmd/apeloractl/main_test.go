@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apelora/fabric/adapters/maas/sim"
 	"github.com/apelora/fabric/identity"
@@ -22,6 +24,13 @@ func TestCommandsAgainstTheRealServer(t *testing.T) {
 		err := run(t.Context(), args, &out)
 		return out.String(), err
 	}
+	// watch-audit prints events as they are recorded.
+	watchCtx, stopWatch := context.WithCancel(t.Context())
+	var watched producttest.SyncBuffer
+	watchDone := make(chan error, 1)
+	go func() { watchDone <- run(watchCtx, []string{"watch-audit", "-machine", "node-1"}, &watched) }()
+	time.Sleep(300 * time.Millisecond) // let the subscription start
+
 	out, err := do("register", "node-1", "-description", "rack 4")
 	if err != nil || !strings.Contains(out, "node-1") || !strings.Contains(out, "rack 4") {
 		t.Fatalf("register: %v\n%s", err, out)
@@ -51,6 +60,16 @@ func TestCommandsAgainstTheRealServer(t *testing.T) {
 	out, err = do("audit")
 	if err != nil || !strings.Contains(out, "FAILED") || !strings.Contains(out, "Node_1") {
 		t.Fatalf("audit: %v\n%s", err, out)
+	}
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(watched.String(), "node-1") < 2 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	stopWatch()
+	if err := <-watchDone; err != nil {
+		t.Fatalf("watch-audit: %v", err)
+	}
+	if got := watched.String(); !strings.Contains(got, "registerMachine node-1 SUCCEEDED") || !strings.Contains(got, "unregisterMachine node-1 SUCCEEDED") || strings.Contains(got, "Node_1") {
+		t.Fatalf("watch-audit printed:\n%s", got)
 	}
 	if _, err := do("frobnicate"); err == nil {
 		t.Fatal("unknown command accepted")
