@@ -53,15 +53,9 @@ func (s *Service) Report(ctx context.Context, name string) (*Report, error) {
 // roles, groups, failure domain and description unchanged, guarded by the ETag read
 // before the checks. The check results go into the audit event either way.
 func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
-	if err := machines.ValidateName(name); err != nil {
-		return nil, err
-	}
-	rec, err := s.Store.Record(ctx, name)
+	rec, err := machines.Registered(ctx, s.Store, name, "only registered machines are admitted (registerMachine first)")
 	if err != nil {
 		return nil, err
-	}
-	if rec == nil {
-		return nil, apperr.New(apperr.NotFound, "no machine record named %q: only registered machines are admitted (registerMachine first)", name)
 	}
 	var report *Report
 	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {

@@ -131,18 +131,12 @@ func orNone(s []string) string {
 
 // Approve has Incus issue a join token for the registered machine name.
 func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigValue) (*Approval, error) {
-	if err := machines.ValidateName(name); err != nil {
+	if _, err := machines.Registered(ctx, s.Store, name, "register the machine before approving its enrolment"); err != nil {
 		return nil, err
-	}
-	rec, err := s.Store.Record(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if rec == nil {
-		return nil, apperr.New(apperr.NotFound, "no machine record named %q: register the machine before approving its enrolment", name)
 	}
 	var approval *Approval
-	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
+	err := s.Store.Audited(ctx, name, func(ctx context.Context) error {
+		var err error
 		approval, err = s.Prepare(ctx, name, overrides)
 		return err
 	})

@@ -213,3 +213,24 @@ func (s *Service) now() time.Time {
 	}
 	return time.Now()
 }
+
+// RecordReader reads one machine record.
+type RecordReader interface {
+	Record(ctx context.Context, name string) (*Record, error)
+}
+
+// Registered returns the record of the registered machine name, after checking the name.
+// An unknown name is NOT_FOUND with next, which says what to do, in the message.
+func Registered(ctx context.Context, r RecordReader, name, next string) (*Record, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	rec, err := r.Record(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, apperr.New(apperr.NotFound, "no machine record named %q: %s", name, next)
+	}
+	return rec, nil
+}

@@ -132,20 +132,14 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 	if err != nil {
 		return nil, err
 	}
-	if err := machines.ValidateName(name); err != nil {
-		return nil, err
-	}
 	if err := ValidateSeries(series); err != nil {
 		return nil, err
 	}
-	rec, err := s.Store.Record(ctx, name)
+	rec, err := machines.Registered(ctx, s.Store, name, "register it from MAAS first (registerMachine with provisioner MAAS)")
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case rec == nil:
-		return nil, apperr.New(apperr.NotFound, "no machine record named %q: register it from MAAS first (registerMachine with provisioner MAAS)", name)
-	case rec.Provisioner != machines.MAAS:
+	if rec.Provisioner != machines.MAAS {
 		return nil, refused("%s is a MANUAL machine: Apelora cannot install it; install it by hand and approve its enrolment", name)
 	}
 	var out Machine
