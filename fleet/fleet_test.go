@@ -1,0 +1,148 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/lifecycle"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/provisioning"
+)
+
+type records []machines.Record
+
+func (r records) Record(_ context.Context, name string) (*machines.Record, error) {
+	for i := range r {
+		if r[i].Name == name {
+			return &r[i], nil
+		}
+	}
+	return nil, nil
+}
+func (r records) Records(context.Context) ([]machines.Record, error) { return r, nil }
+
+type admitted map[string]bool
+
+func (a admitted) AdmittedMachines(context.Context) (map[string]bool, error) { return a, nil }
+
+type incus struct {
+	snap *membership.Snapshot
+	err  error
+}
+
+func (i incus) Snapshot(context.Context) (*membership.Snapshot, error) { return i.snap, i.err }
+
+type maas struct {
+	ms  []provisioning.Machine
+	err error
+}
+
+func (m maas) Machines(context.Context) ([]provisioning.Machine, error) { return m.ms, m.err }
+
+func fixture() *Service {
+	return &Service{
+		Records: records{
+			{Name: "node-a", Provisioner: machines.MAAS, MAASSystemID: "aaaa01", HardwareUUID: "uuid-a"},
+			{Name: "node-b", Provisioner: machines.MAAS, MAASSystemID: "bbbb02", HardwareUUID: "uuid-b"},
+			{Name: "node-c", Provisioner: machines.MAAS, MAASSystemID: "cccc03", HardwareUUID: "uuid-c"},
+			{Name: "node-m", Provisioner: machines.Manual},
+		},
+		Admissions: admitted{"node-a": true},
+		Incus: incus{snap: &membership.Snapshot{
+			Members: []membership.Member{{Name: "m1"}, {Name: "node-a"}},
+			Pending: []membership.PendingJoin{{Name: "node-m"}},
+		}},
+		MAAS: maas{ms: []provisioning.Machine{
+			{SystemID: "aaaa01", Hostname: "renamed-in-maas", HardwareUUID: "uuid-a"},
+			{SystemID: "bbbb02", Hostname: "node-b", HardwareUUID: "uuid-other"},
+			{SystemID: "dddd04", Hostname: "node-d"},
+			{SystemID: "eeee05", Hostname: "node-d"},
+		}},
+	}
+}
+
+func byName(t *testing.T, v *View) map[string]Machine {
+	out := map[string]Machine{}
+	for _, m := range v.Machines {
+		out[m.Name] = m
+	}
+	return out
+}
+
+func codes(ws []lifecycle.Warning) string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, string(w.Code))
+	}
+	return fmt.Sprint(out)
+}
+
+func TestJoin(t *testing.T) {
+	v, err := fixture().View(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byName(t, v)
+	// A record meets its MAAS machine by system id, whatever MAAS calls it now.
+	if a := got["node-a"]; a.MAAS == nil || a.MAAS.SystemID != "aaaa01" || a.Member == nil || a.Phase != lifecycle.Admitted {
+		t.Errorf("node-a: %+v", a)
+	}
+	if _, ok := got["renamed-in-maas"]; ok {
+		t.Error("a MAAS machine joined to its record by system id got a row of its own too")
+	}
+	if b := got["node-b"]; codes(b.Warnings) != "[HARDWARE_UUID_MISMATCH]" {
+		t.Errorf("node-b: %v", codes(b.Warnings))
+	}
+	if c := got["node-c"]; c.MAAS != nil || codes(c.Warnings) != "[MAAS_MACHINE_MISSING]" {
+		t.Errorf("node-c: %+v", c)
+	}
+	if m := got["node-m"]; m.Phase != lifecycle.AwaitingJoin || m.MAAS != nil {
+		t.Errorf("node-m: %+v", m)
+	}
+	if d := got["node-d"]; d.Phase != lifecycle.Discovered || d.MAAS.SystemID != "dddd04" {
+		t.Errorf("node-d: %+v", d)
+	}
+	if d := got["node-d@eeee05"]; d.MAAS == nil || d.Phase != lifecycle.Discovered {
+		t.Errorf("a second MAAS machine with the same hostname was hidden: %+v", got)
+	}
+	if m := got["m1"]; m.Phase != lifecycle.Unregistered {
+		t.Errorf("m1: %+v", m)
+	}
+	if len(got) != 7 {
+		t.Errorf("%d rows: %v", len(got), got)
+	}
+	if !v.Incus.Available || !v.MAAS.Available {
+		t.Errorf("sources %+v %+v", v.Incus, v.MAAS)
+	}
+}
+
+func TestUnavailableSourcesAreSaidAndRowsStay(t *testing.T) {
+	s := fixture()
+	s.MAAS = maas{err: apperr.New(apperr.Unavailable, "MAAS could not be reached")}
+	s.Incus = incus{err: errors.New("boom")}
+	v, err := s.View(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.MAAS.Available || v.MAAS.Message != "MAAS could not be reached" || v.Incus.Available || v.Incus.Message == "" {
+		t.Fatalf("sources %+v %+v", v.MAAS, v.Incus)
+	}
+	got := byName(t, v)
+	if a := got["node-a"]; a.Phase != lifecycle.Unknown || codes(a.Warnings) != "[INCUS_UNAVAILABLE MAAS_UNAVAILABLE]" {
+		t.Errorf("node-a: %v %v", a.Phase, codes(a.Warnings))
+	}
+	if len(got) != 4 {
+		t.Errorf("rows %v", got)
+	}
+
+	s = fixture()
+	s.Incus, s.MAAS = nil, nil
+	v, err = s.View(context.Background())
+	if err != nil || v.Incus.Configured || v.MAAS.Configured {
+		t.Fatalf("not configured: %+v %v", v, err)
+	}
+}
