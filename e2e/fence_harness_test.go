@@ -243,7 +243,7 @@ func (x *fenceEnv) await(what string, from int, match func(client.FenceEventFiel
 	}
 }
 
-func is(kind client.FenceEventKind, member string, reason ...client.FenceReason) func(client.FenceEventFields) bool {
+func fenceEventIs(kind client.FenceEventKind, member string, reason ...client.FenceReason) func(client.FenceEventFields) bool {
 	return func(e client.FenceEventFields) bool {
 		if e.Kind != kind || (member != "" && (e.Member == nil || *e.Member != member)) {
 			return false

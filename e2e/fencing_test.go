@@ -105,7 +105,7 @@ func TestFencingOnARealCluster(t *testing.T) {
 	// The cluster view: healing off (Incus's default), m1 unmapped, the worker reporting.
 	cl := x.gql(x.api, `{ cluster { healingThreshold offlineThreshold members unmappedMembers fenceWorker { worker offlineAfterSeconds cooldownSeconds } warnings { code } } }`, nil)["cluster"].(map[string]any)
 	if cl["healingThreshold"] != float64(0) || cl["offlineThreshold"] != float64(20) || cl["members"] != float64(3) ||
-		!slices.Equal(toStrings(cl["unmappedMembers"]), []string{"m1"}) || codes(cl["warnings"]) != "UNMAPPED_MEMBERS" ||
+		!slices.Equal(stringList(cl["unmappedMembers"]), []string{"m1"}) || warningCodes(cl["warnings"]) != "UNMAPPED_MEMBERS" ||
 		cl["fenceWorker"].(map[string]any)["cooldownSeconds"] != cooldown.Seconds() {
 		t.Fatalf("cluster view %v", cl)
 	}
@@ -117,7 +117,7 @@ func TestFencingOnARealCluster(t *testing.T) {
 		t.Fatalf("%v %s", err, out)
 	}
 	cl = x.gql(x.api, `{ cluster { healingThreshold warnings { code message } } }`, nil)["cluster"].(map[string]any)
-	if cl["healingThreshold"] != float64(30) || codes(cl["warnings"]) != "HEALING_ENABLED,UNMAPPED_MEMBERS" {
+	if cl["healingThreshold"] != float64(30) || warningCodes(cl["warnings"]) != "HEALING_ENABLED,UNMAPPED_MEMBERS" {
 		t.Fatalf("cluster view with healing on: %v", cl)
 	}
 	if out, err := x.lab.CLI(m1, "config", "unset", "cluster.healing_threshold"); err != nil {
@@ -131,7 +131,7 @@ func TestFencingOnARealCluster(t *testing.T) {
 		t.Fatalf("first fence event %v", first)
 	}
 	x.watch("0")
-	x.await("w1's LEADING, replayed", 0, is(client.FenceEventKindLeading, ""))
+	x.await("w1's LEADING, replayed", 0, fenceEventIs(client.FenceEventKindLeading, ""))
 
 	// m3 hangs (SIGSTOP) until Incus says it is offline. Its mapping names the wrong
 	// machine: refused, and MAAS is neither read further nor powered.
@@ -139,10 +139,10 @@ func TestFencingOnARealCluster(t *testing.T) {
 	if err := x.lab.Freeze(m3); err != nil {
 		t.Fatal(err)
 	}
-	_, i := x.await("m3 OFFLINE", 0, is(client.FenceEventKindOffline, "m3"))
+	_, i := x.await("m3 OFFLINE", 0, fenceEventIs(client.FenceEventKindOffline, "m3"))
 	t.Logf("Incus reported m3 offline %s after SIGSTOP", time.Since(stopped).Round(time.Millisecond))
-	_, i = x.await("m3 ELIGIBLE", i, is(client.FenceEventKindEligible, "m3"))
-	_, i = x.await("m3 refused for the UUID", i, is(client.FenceEventKindRefused, "m3", client.FenceReasonUuidMismatch))
+	_, i = x.await("m3 ELIGIBLE", i, fenceEventIs(client.FenceEventKindEligible, "m3"))
+	_, i = x.await("m3 refused for the UUID", i, fenceEventIs(client.FenceEventKindRefused, "m3", client.FenceReasonUuidMismatch))
 	if n := x.maas.requests("m3", "power_off") + x.maas.requests("m3", "query_power_state"); n != 0 {
 		t.Fatalf("MAAS was sent %d power commands or reads for a mismatched machine", n)
 	}
@@ -151,7 +151,7 @@ func TestFencingOnARealCluster(t *testing.T) {
 	// check it): refused again, for MAAS this time.
 	x.maas.SetFault(sim.FaultDrop)
 	x.gql(x.bare, setMapping, mappingVars("m3", x.maas.ids["m3"], x.maas.uuids["m3"]))
-	_, i = x.await("m3 refused: MAAS unreachable", i, is(client.FenceEventKindRefused, "m3", client.FenceReasonMaasUnavailable))
+	_, i = x.await("m3 refused: MAAS unreachable", i, fenceEventIs(client.FenceEventKindRefused, "m3", client.FenceReasonMaasUnavailable))
 	if n := x.maas.requests("m3", "power_off"); n != 0 {
 		t.Fatalf("%d power-offs while MAAS was unreachable", n)
 	}
@@ -161,8 +161,8 @@ func TestFencingOnARealCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.maas.SetFault(sim.FaultNone)
-	req1, i := x.await("m3 REQUESTED", i, is(client.FenceEventKindRequested, "m3"))
-	nc, i := x.await("m3 NOT_CONFIRMED", i, is(client.FenceEventKindNotConfirmed, "m3"))
+	req1, i := x.await("m3 REQUESTED", i, fenceEventIs(client.FenceEventKindRequested, "m3"))
+	nc, i := x.await("m3 NOT_CONFIRMED", i, fenceEventIs(client.FenceEventKindNotConfirmed, "m3"))
 	if *nc.Reason != client.FenceReasonPowerNotOff || nc.Details["powerState"] != "on" {
 		t.Fatalf("not confirmed: %+v", nc)
 	}
@@ -170,7 +170,7 @@ func TestFencingOnARealCluster(t *testing.T) {
 		t.Fatalf("m3 after an ineffective power-off: %s %v", status, f)
 	}
 	// Inside the cooldown (from the request) nothing more is sent.
-	_, i = x.await("m3 refused: cooldown", i, is(client.FenceEventKindRefused, "m3", client.FenceReasonCooldown))
+	_, i = x.await("m3 refused: cooldown", i, fenceEventIs(client.FenceEventKindRefused, "m3", client.FenceReasonCooldown))
 	if n := x.maas.requests("m3", "power_off"); n != 1 {
 		t.Fatalf("%d power-offs, want 1", n)
 	}
@@ -181,7 +181,7 @@ func TestFencingOnARealCluster(t *testing.T) {
 	if err := x.maas.Edit(x.maas.ids["m3"], func(m *sim.MachineEdit) { m.SetPowerOffIneffective(false) }); err != nil {
 		t.Fatal(err)
 	}
-	req2, i := x.await("m3 REQUESTED again", i, is(client.FenceEventKindRequested, "m3"))
+	req2, i := x.await("m3 REQUESTED again", i, fenceEventIs(client.FenceEventKindRequested, "m3"))
 	if gap := req2.At.Sub(req1.At); gap < cooldown {
 		t.Fatalf("second request %s after the first, inside the %s cooldown", gap, cooldown)
 	}
@@ -191,14 +191,14 @@ func TestFencingOnARealCluster(t *testing.T) {
 	x.await("w2 LEADING", i, func(e client.FenceEventFields) bool {
 		return e.Kind == client.FenceEventKindLeading && e.Worker == "w2"
 	})
-	conf, _ := x.await("m3 CONFIRMED", i, is(client.FenceEventKindConfirmed, "m3"))
+	conf, _ := x.await("m3 CONFIRMED", i, fenceEventIs(client.FenceEventKindConfirmed, "m3"))
 	if conf.Worker != "w2" || conf.Details["powerState"] != "off" || fmt.Sprint(conf.Details["requestEventId"]) != req2.Id {
 		t.Fatalf("confirmation %+v", conf)
 	}
 	if n := x.maas.requests("m3", "power_off"); n != 2 {
 		t.Fatalf("%d power-offs, want 2 (none sent again by the standby)", n)
 	}
-	if n := x.count(is(client.FenceEventKindRequested, "m3")); n != 2 {
+	if n := x.count(fenceEventIs(client.FenceEventKindRequested, "m3")); n != 2 {
 		t.Fatalf("%d requests for m3", n)
 	}
 	if f, status := x.machineFence("m3"); status != "OFFLINE" || f["lastEvent"].(map[string]any)["kind"] != "CONFIRMED" || f["offlineSince"] == nil {
@@ -252,7 +252,7 @@ func TestFencingOnARealCluster(t *testing.T) {
 	t.Logf("fence walk-through done in %s", time.Since(began).Round(time.Millisecond))
 }
 
-func toStrings(v any) []string {
+func stringList(v any) []string {
 	var out []string
 	for _, s := range v.([]any) {
 		out = append(out, s.(string))
@@ -260,7 +260,7 @@ func toStrings(v any) []string {
 	return out
 }
 
-func codes(v any) string {
+func warningCodes(v any) string {
 	var out []string
 	for _, w := range v.([]any) {
 		out = append(out, w.(map[string]any)["code"].(string))
@@ -282,7 +282,7 @@ func TestFencingLimitsAcrossAPostgreSQLRestart(t *testing.T) {
 	x.startWorker("w1")
 	x.watch("0")
 	i := 0
-	x.await("w1 LEADING", 0, is(client.FenceEventKindLeading, ""))
+	x.await("w1 LEADING", 0, fenceEventIs(client.FenceEventKindLeading, ""))
 
 	// m3 and m4 hang; with no mapping yet, each is refused for that.
 	for _, m := range []string{"m3", "m4"} {
@@ -291,14 +291,14 @@ func TestFencingLimitsAcrossAPostgreSQLRestart(t *testing.T) {
 		}
 	}
 	for _, m := range []string{"m3", "m4"} {
-		x.await(m+" refused: not mapped", 0, is(client.FenceEventKindRefused, m, client.FenceReasonNotMapped))
+		x.await(m+" refused: not mapped", 0, fenceEventIs(client.FenceEventKindRefused, m, client.FenceReasonNotMapped))
 	}
 	// Mapped now: 2 of 4 offline is half, so neither is powered off.
 	for _, m := range []string{"m3", "m4"} {
 		x.gql(x.api, setMapping, mappingVars(m, x.maas.ids[m], x.maas.uuids[m]))
 	}
 	for _, m := range []string{"m3", "m4"} {
-		e, at := x.await(m+" refused: half offline", 0, is(client.FenceEventKindRefused, m, client.FenceReasonTooManyOffline))
+		e, at := x.await(m+" refused: half offline", 0, fenceEventIs(client.FenceEventKindRefused, m, client.FenceReasonTooManyOffline))
 		if e.Details["offlineMembers"] != float64(2) || e.Details["members"] != float64(4) {
 			t.Fatalf("refusal details %v", e.Details)
 		}
@@ -320,8 +320,8 @@ func TestFencingLimitsAcrossAPostgreSQLRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("PostgreSQL restarted in %s", time.Since(restart).Round(time.Millisecond))
-	back, i := x.await("w1 LEADING after the restart", i, is(client.FenceEventKindLeading, ""))
-	if back.Worker != "w1" || x.count(is(client.FenceEventKindLeading, "")) != 2 {
+	back, i := x.await("w1 LEADING after the restart", i, fenceEventIs(client.FenceEventKindLeading, ""))
+	if back.Worker != "w1" || x.count(fenceEventIs(client.FenceEventKindLeading, "")) != 2 {
 		t.Fatalf("after the restart: %s", describeEvent(back))
 	}
 	x.waitFor("three rounds after the restart", func() bool {
@@ -336,10 +336,10 @@ func TestFencingLimitsAcrossAPostgreSQLRestart(t *testing.T) {
 		t.Fatalf("m3's outage started at %v before the restart, %v after", since, f3["offlineSince"])
 	}
 	for _, m := range []string{"m3", "m4"} {
-		if n := x.count(is(client.FenceEventKindRefused, m, client.FenceReasonTooManyOffline)); n != 1 {
+		if n := x.count(fenceEventIs(client.FenceEventKindRefused, m, client.FenceReasonTooManyOffline)); n != 1 {
 			t.Fatalf("%d half-offline refusals for %s: a restart repeated (or forgot) a decision", n, m)
 		}
-		if n := x.count(is(client.FenceEventKindOffline, m)); n != 1 {
+		if n := x.count(fenceEventIs(client.FenceEventKindOffline, m)); n != 1 {
 			t.Fatalf("%d outages recorded for %s across the restart", n, m)
 		}
 	}
@@ -348,11 +348,11 @@ func TestFencingLimitsAcrossAPostgreSQLRestart(t *testing.T) {
 	if err := x.lab.Thaw(m4); err != nil {
 		t.Fatal(err)
 	}
-	_, i = x.await("m4 BACK_ONLINE", i, is(client.FenceEventKindBackOnline, "m4"))
-	_, i = x.await("m3 REQUESTED", i, is(client.FenceEventKindRequested, "m3"))
+	_, i = x.await("m4 BACK_ONLINE", i, fenceEventIs(client.FenceEventKindBackOnline, "m4"))
+	_, i = x.await("m3 REQUESTED", i, fenceEventIs(client.FenceEventKindRequested, "m3"))
 	x.waitFor("MAAS accepting m3's power-off", func() bool { return x.maas.requests("m3", "power_off") == 1 })
 	x.maas.clock.Advance(2 * time.Second)
-	_, i = x.await("m3 CONFIRMED", i, is(client.FenceEventKindConfirmed, "m3"))
+	_, i = x.await("m3 CONFIRMED", i, fenceEventIs(client.FenceEventKindConfirmed, "m3"))
 	if m3.Running() {
 		t.Fatal("m3's incusd still runs after its machine was powered off")
 	}
@@ -366,11 +366,11 @@ func TestFencingLimitsAcrossAPostgreSQLRestart(t *testing.T) {
 	if err := x.lab.Freeze(m4); err != nil {
 		t.Fatal(err)
 	}
-	_, j := x.await("m4 OFFLINE again", i, is(client.FenceEventKindOffline, "m4"))
+	_, j := x.await("m4 OFFLINE again", i, fenceEventIs(client.FenceEventKindOffline, "m4"))
 	if err := x.lab.Thaw(m4); err != nil {
 		t.Fatal(err)
 	}
-	back, _ = x.await("m4 BACK_ONLINE again", j, is(client.FenceEventKindBackOnline, "m4"))
+	back, _ = x.await("m4 BACK_ONLINE again", j, fenceEventIs(client.FenceEventKindBackOnline, "m4"))
 	x.waitFor("three rounds after m4 came back", func() bool {
 		ws := x.gql(x.api, `{ cluster { fenceWorker { lastRoundAt } } }`, nil)["cluster"].(map[string]any)["fenceWorker"].(map[string]any)
 		last, _ := time.Parse(time.RFC3339Nano, ws["lastRoundAt"].(string))
