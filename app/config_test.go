@@ -64,7 +64,7 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range Variables() {
+	for _, v := range append(Variables(), WorkerVariables()...) {
 		if !strings.Contains(string(readme), "`"+v.Name+"`") {
 			t.Errorf("README.md does not document %s", v.Name)
 		}

@@ -6,7 +6,8 @@
 #     APELORA_INCUS_URL or APELORA_INCUS_SOCKET is set;
 #   - MAAS: the bundled MAAS simulator over HTTPS on 127.0.0.1:5240, unless APELORA_MAAS_URL
 #     is set;
-#   - an administrator identity, created on the first run (its token is printed once).
+#   - an administrator identity, created on the first run (its token is printed once);
+#   - apelora-worker, the fencing worker, with the same MAAS (the simulator's key).
 # Then serves GraphQL at http://127.0.0.1:8080/graphql and GraphiQL at /graphiql/.
 # Ctrl-C stops everything it started.
 set -euo pipefail
@@ -31,6 +32,8 @@ cleanup() {
 	if [ -n "${started_lab:-}" ]; then scripts/incus-lab.sh stop "$LAB_DIR" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 if [ -z "${APELORA_INCUS_URL:-}${APELORA_INCUS_SOCKET:-}" ]; then
 	LAB_DIR=$APELORA_STATE_DIR/incus-lab
@@ -68,7 +71,18 @@ if [ ! -f "$APELORA_STATE_DIR/.admin-created" ]; then
 	echo
 fi
 
-log "serving: GraphiQL at http://${APELORA_LISTEN:-127.0.0.1:8080}/graphiql/"
+listen=${APELORA_LISTEN:-127.0.0.1:8080}
 bin/apelora serve &
+serve=$!
+pids+=($serve)
+# The server owns the local PostgreSQL (it started it); the worker comes once it answers.
+for _ in $(seq 300); do
+	curl -fsS "http://$listen/readyz" >/dev/null 2>&1 && break
+	kill -0 "$serve" 2>/dev/null || exit 1
+	sleep 0.2
+done
+log "starting the fencing worker"
+bin/apelora-worker &
 pids+=($!)
-wait "${pids[-1]}"
+log "serving: GraphiQL at http://$listen/graphiql/"
+wait "$serve"
