@@ -127,4 +127,6 @@ func describe(m Machine) string {
 	return fmt.Sprintf("MAAS machine %s (%s) is %s", m.SystemID, m.Hostname, m.StatusName)
 }
 
-func sameHostname(a, b string) bool { return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b)) }
+func sameHostname(a, b string) bool {
+	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
+}

@@ -96,7 +96,9 @@ func (f *fakeEnrolment) Prepare(_ context.Context, name string, _ []enrolment.Co
 	f.prepared = append(f.prepared, name)
 	return &enrolment.Approval{Name: name, Token: secret("TOKEN-" + name), Addresses: []string{"10.0.0.5:8443"}}, nil
 }
-func (f *fakeEnrolment) Withdraw(_ context.Context, name string) { f.withdrawn = append(f.withdrawn, name) }
+func (f *fakeEnrolment) Withdraw(_ context.Context, name string) {
+	f.withdrawn = append(f.withdrawn, name)
+}
 
 type members []string
 
