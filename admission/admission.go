@@ -88,13 +88,15 @@ const (
 	TriggerAdmission Trigger = "ADMISSION" // admitMember
 )
 
-// Event is one published step of a run: a check result, or (with Check nil) the verdict.
+// Event is one published step of a run: check results, the verdict, or both. The
+// checker publishes each result alone as it is computed; feeds may merge the results of
+// one run that arrive close together, so many watchers get fewer messages.
 type Event struct {
 	Machine string    `json:"machine"`
 	RunID   string    `json:"runId"`
 	Trigger Trigger   `json:"trigger"`
 	At      time.Time `json:"at"`
-	Check   *Check    `json:"check,omitempty"`
+	Checks  []Check   `json:"checks,omitempty"`
 	Verdict Verdict   `json:"verdict,omitempty"`
 }
 
@@ -154,7 +156,7 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 	r := &Report{Machine: machine, RunID: newRunID(), Trigger: trigger, At: c.now()}
 	add := func(ch Check) {
 		r.Checks = append(r.Checks, ch)
-		c.publish(ctx, Event{Machine: machine, RunID: r.RunID, Trigger: trigger, At: c.now(), Check: &ch})
+		c.publish(ctx, Event{Machine: machine, RunID: r.RunID, Trigger: trigger, At: c.now(), Checks: []Check{ch}})
 	}
 
 	add(online(member))

@@ -124,7 +124,7 @@ func TestHealthyMemberIsAdmissibleAndEveryResultIsPublished(t *testing.T) {
 		t.Fatalf("%d events published, want one per check and the verdict", len(pub.events))
 	}
 	last := pub.events[len(pub.events)-1]
-	if last.Check != nil || last.Verdict != Admissible || last.RunID != r.RunID {
+	if len(last.Checks) != 0 || last.Verdict != Admissible || last.RunID != r.RunID {
 		t.Fatalf("last event %+v", last)
 	}
 }

@@ -35,14 +35,17 @@ func (v *AdmissionCheckFields) GetMessage() string { return v.Message }
 // AdmissionChecksAdmissionChecksAdmissionCheckEvent includes the requested fields of the GraphQL type AdmissionCheckEvent.
 // The GraphQL type's documentation follows.
 //
-// One step of an admission run: a check result, or the verdict (check null).
+// Progress of an admission run: the results computed since the last event, and the verdict once the run ends.
 type AdmissionChecksAdmissionChecksAdmissionCheckEvent struct {
-	Machine string                                                                `json:"machine"`
-	RunId   string                                                                `json:"runId"`
-	Trigger AdmissionTrigger                                                      `json:"trigger"`
-	At      time.Time                                                             `json:"at"`
-	Check   *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck `json:"check"`
-	Verdict *AdmissionVerdict                                                     `json:"verdict"`
+	Machine string           `json:"machine"`
+	RunId   string           `json:"runId"`
+	Trigger AdmissionTrigger `json:"trigger"`
+	// When the newest result (or the verdict) in this event was computed.
+	At time.Time `json:"at"`
+	// Results new in this event, in the order they were computed (empty in a verdict-only event).
+	Checks []AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck `json:"checks"`
+	// Set on the run's last event.
+	Verdict *AdmissionVerdict `json:"verdict"`
 }
 
 // GetMachine returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.Machine, and is useful for accessing the field via an interface.
@@ -59,9 +62,9 @@ func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetTrigger() Admissi
 // GetAt returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.At, and is useful for accessing the field via an interface.
 func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetAt() time.Time { return v.At }
 
-// GetCheck returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.Check, and is useful for accessing the field via an interface.
-func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetCheck() *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck {
-	return v.Check
+// GetChecks returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.Checks, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetChecks() []AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck {
+	return v.Checks
 }
 
 // GetVerdict returns AdmissionChecksAdmissionChecksAdmissionCheckEvent.Verdict, and is useful for accessing the field via an interface.
@@ -69,42 +72,42 @@ func (v *AdmissionChecksAdmissionChecksAdmissionCheckEvent) GetVerdict() *Admiss
 	return v.Verdict
 }
 
-// AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck includes the requested fields of the GraphQL type AdmissionCheck.
-type AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck struct {
+// AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck includes the requested fields of the GraphQL type AdmissionCheck.
+type AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck struct {
 	AdmissionCheckFields `json:"-"`
 }
 
-// GetName returns AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck.Name, and is useful for accessing the field via an interface.
-func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) GetName() string {
+// GetName returns AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck.Name, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck) GetName() string {
 	return v.AdmissionCheckFields.Name
 }
 
-// GetTitle returns AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck.Title, and is useful for accessing the field via an interface.
-func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) GetTitle() string {
+// GetTitle returns AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck.Title, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck) GetTitle() string {
 	return v.AdmissionCheckFields.Title
 }
 
-// GetResult returns AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck.Result, and is useful for accessing the field via an interface.
-func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) GetResult() CheckResult {
+// GetResult returns AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck.Result, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck) GetResult() CheckResult {
 	return v.AdmissionCheckFields.Result
 }
 
-// GetMessage returns AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck.Message, and is useful for accessing the field via an interface.
-func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) GetMessage() string {
+// GetMessage returns AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck.Message, and is useful for accessing the field via an interface.
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck) GetMessage() string {
 	return v.AdmissionCheckFields.Message
 }
 
-func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) UnmarshalJSON(b []byte) error {
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck) UnmarshalJSON(b []byte) error {
 
 	if string(b) == "null" {
 		return nil
 	}
 
 	var firstPass struct {
-		*AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck
+		*AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck
 		graphql.NoUnmarshalJSON
 	}
-	firstPass.AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck = v
+	firstPass.AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck = v
 
 	err := json.Unmarshal(b, &firstPass)
 	if err != nil {
@@ -119,7 +122,7 @@ func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) U
 	return nil
 }
 
-type __premarshalAdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck struct {
+type __premarshalAdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck struct {
 	Name string `json:"name"`
 
 	Title string `json:"title"`
@@ -129,7 +132,7 @@ type __premarshalAdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmission
 	Message string `json:"message"`
 }
 
-func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) MarshalJSON() ([]byte, error) {
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck) MarshalJSON() ([]byte, error) {
 	premarshaled, err := v.__premarshalJSON()
 	if err != nil {
 		return nil, err
@@ -137,8 +140,8 @@ func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) M
 	return json.Marshal(premarshaled)
 }
 
-func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) __premarshalJSON() (*__premarshalAdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck, error) {
-	var retval __premarshalAdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck
+func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck) __premarshalJSON() (*__premarshalAdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck, error) {
+	var retval __premarshalAdmissionChecksAdmissionChecksAdmissionCheckEventChecksAdmissionCheck
 
 	retval.Name = v.AdmissionCheckFields.Name
 	retval.Title = v.AdmissionCheckFields.Title
@@ -149,8 +152,10 @@ func (v *AdmissionChecksAdmissionChecksAdmissionCheckEventCheckAdmissionCheck) _
 
 // AdmissionChecksResponse is returned by AdmissionChecks on success.
 type AdmissionChecksResponse struct {
-	// Admission check results for a machine as each is computed, then the verdict, whenever a
-	// report or an admission runs for it (on any API replica).
+	// Admission check results for a machine as they are computed, then the verdict, whenever
+	// a report or an admission runs for it (on any API replica). Results of one run computed
+	// within 25 ms of each other travel in one event, so a thousand watchers get a few
+	// messages per run rather than one per check.
 	AdmissionChecks AdmissionChecksAdmissionChecksAdmissionCheckEvent `json:"admissionChecks"`
 }
 
@@ -5529,7 +5534,7 @@ subscription AdmissionChecks ($name: String!) {
 		runId
 		trigger
 		at
-		check {
+		checks {
 			... AdmissionCheckFields
 		}
 		verdict

@@ -205,10 +205,14 @@ func TestEnrolmentAdmissionAndRemovalAgainstARealCluster(t *testing.T) {
 			if e.RunId != report["runId"] {
 				t.Fatalf("event of run %s, report was %s", e.RunId, report["runId"])
 			}
-			if e.Check != nil {
-				pushed = append(pushed, e.Check.Name+"="+string(e.Check.Result))
-			} else {
-				verdict = e.Verdict != nil && *e.Verdict == client.AdmissionVerdictAdmissible
+			for _, c := range e.Checks {
+				pushed = append(pushed, c.Name+"="+string(c.Result))
+			}
+			if e.Verdict != nil {
+				verdict = *e.Verdict == client.AdmissionVerdictAdmissible
+				if !verdict {
+					t.Fatalf("verdict %s", *e.Verdict)
+				}
 			}
 		case err := <-wsErrs:
 			t.Fatal(err)

@@ -47,7 +47,7 @@ type ComplexityRoot struct {
 
 	AdmissionCheckEvent struct {
 		At      func(childComplexity int) int
-		Check   func(childComplexity int) int
+		Checks  func(childComplexity int) int
 		Machine func(childComplexity int) int
 		RunID   func(childComplexity int) int
 		Trigger func(childComplexity int) int
@@ -463,12 +463,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AdmissionCheckEvent.At(childComplexity), true
-	case "AdmissionCheckEvent.check":
-		if e.ComplexityRoot.AdmissionCheckEvent.Check == nil {
+	case "AdmissionCheckEvent.checks":
+		if e.ComplexityRoot.AdmissionCheckEvent.Checks == nil {
 			break
 		}
 
-		return e.ComplexityRoot.AdmissionCheckEvent.Check(childComplexity), true
+		return e.ComplexityRoot.AdmissionCheckEvent.Checks(childComplexity), true
 	case "AdmissionCheckEvent.machine":
 		if e.ComplexityRoot.AdmissionCheckEvent.Machine == nil {
 			break
@@ -2537,8 +2537,10 @@ extend type Query {
 
 extend type Subscription {
   """
-  Admission check results for a machine as each is computed, then the verdict, whenever a
-  report or an admission runs for it (on any API replica).
+  Admission check results for a machine as they are computed, then the verdict, whenever
+  a report or an admission runs for it (on any API replica). Results of one run computed
+  within 25 ms of each other travel in one event, so a thousand watchers get a few
+  messages per run rather than one per check.
   """
   admissionChecks(name: String!): AdmissionCheckEvent!
 }
@@ -2698,13 +2700,16 @@ type AdmissionReport {
   verdict: AdmissionVerdict!
 }
 
-"One step of an admission run: a check result, or the verdict (check null)."
+"Progress of an admission run: the results computed since the last event, and the verdict once the run ends."
 type AdmissionCheckEvent {
   machine: String!
   runId: ID!
   trigger: AdmissionTrigger!
+  "When the newest result (or the verdict) in this event was computed."
   at: Time!
-  check: AdmissionCheck
+  "Results new in this event, in the order they were computed (empty in a verdict-only event)."
+  checks: [AdmissionCheck!]!
+  "Set on the run's last event."
   verdict: AdmissionVerdict
 }
 `, BuiltIn: false},
@@ -2773,8 +2778,8 @@ func (ec *executionContext) childFields_AdmissionCheckEvent(ctx context.Context,
 		return ec.fieldContext_AdmissionCheckEvent_trigger(ctx, field)
 	case "at":
 		return ec.fieldContext_AdmissionCheckEvent_at(ctx, field)
-	case "check":
-		return ec.fieldContext_AdmissionCheckEvent_check(ctx, field)
+	case "checks":
+		return ec.fieldContext_AdmissionCheckEvent_checks(ctx, field)
 	case "verdict":
 		return ec.fieldContext_AdmissionCheckEvent_verdict(ctx, field)
 	}
@@ -4061,26 +4066,26 @@ func (ec *executionContext) fieldContext_AdmissionCheckEvent_at(_ context.Contex
 	return graphql.NewScalarFieldContext("AdmissionCheckEvent", field, false, false, "Time")
 }
 
-func (ec *executionContext) _AdmissionCheckEvent_check(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheckEvent) (ret graphql.Marshaler) {
+func (ec *executionContext) _AdmissionCheckEvent_checks(ctx context.Context, field graphql.CollectedField, obj *model.AdmissionCheckEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_AdmissionCheckEvent_check(ctx, field)
+			return ec.fieldContext_AdmissionCheckEvent_checks(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Check, nil
+			return obj.Checks, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.AdmissionCheck) graphql.Marshaler {
-			return ec.marshalOAdmissionCheck2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheck(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AdmissionCheck) graphql.Marshaler {
+			return ec.marshalNAdmissionCheck2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheckᚄ(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
-func (ec *executionContext) fieldContext_AdmissionCheckEvent_check(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_AdmissionCheckEvent_checks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "AdmissionCheckEvent",
 		Field:      field,
@@ -11346,9 +11351,9 @@ func (ec *executionContext) _AdmissionCheckEvent(ctx context.Context, sel ast.Se
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "check":
-			out.Values[i] = ec._AdmissionCheckEvent_check(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+		case "checks":
+			out.Values[i] = ec._AdmissionCheckEvent_checks(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "verdict":
@@ -14811,13 +14816,6 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 		graphql.AddInvalidNullFromMarshaler(ctx, "__TypeKind!")
 	}
 	return res
-}
-
-func (ec *executionContext) marshalOAdmissionCheck2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionCheck(ctx context.Context, sel ast.SelectionSet, v *model.AdmissionCheck) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	return ec._AdmissionCheck(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOAdmissionVerdict2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionVerdict(ctx context.Context, v any) (*model.AdmissionVerdict, error) {

@@ -55,16 +55,16 @@ func TestAdmissionChecksStreamsTheMachinesEventsWithoutAGoroutineAndEndsWithTheS
 	m2, _ := sub.AdmissionChecks(t.Context(), "m2")
 
 	at := time.Now()
-	check := &admission.Check{Name: admission.CheckOnline, Title: "Online", Result: admission.Pass}
-	feed.t.Publish("m1", &admission.Event{Machine: "m1", RunID: "r1", Trigger: admission.TriggerReport, At: at, Check: check})
+	check := admission.Check{Name: admission.CheckOnline, Title: "Online", Result: admission.Pass}
+	feed.t.Publish("m1", &admission.Event{Machine: "m1", RunID: "r1", Trigger: admission.TriggerReport, At: at, Checks: []admission.Check{check}})
 	feed.t.Publish("m2", &admission.Event{Machine: "m2", RunID: "r2", Trigger: admission.TriggerReport, At: at, Verdict: admission.Blocked})
 	feed.t.Publish("m1", &admission.Event{Machine: "m1", RunID: "r1", Trigger: admission.TriggerReport, At: at, Verdict: admission.Admissible})
 
 	first, second := next(t, m1a), next(t, m1a)
-	if first.RunID != "r1" || first.Check == nil || first.Check.Result != model.CheckResultPass || first.Verdict != nil || !first.At.Equal(at) {
+	if first.RunID != "r1" || len(first.Checks) != 1 || first.Checks[0].Result != model.CheckResultPass || first.Verdict != nil || !first.At.Equal(at) {
 		t.Fatalf("first event %+v", first)
 	}
-	if second.Check != nil || second.Verdict == nil || *second.Verdict != model.AdmissionVerdictAdmissible {
+	if len(second.Checks) != 0 || second.Verdict == nil || *second.Verdict != model.AdmissionVerdictAdmissible {
 		t.Fatalf("second event %+v, want the verdict", second)
 	}
 	if next(t, m1b) != first || next(t, m1b) != second {

@@ -120,9 +120,10 @@ func mapReport(r *admission.Report) *model.AdmissionReport {
 }
 
 func mapAdmissionEvent(e *admission.Event) *model.AdmissionCheckEvent {
-	out := &model.AdmissionCheckEvent{Machine: e.Machine, RunID: e.RunID, Trigger: model.AdmissionTrigger(e.Trigger), At: e.At}
-	if e.Check != nil {
-		out.Check = mapCheck(*e.Check)
+	out := &model.AdmissionCheckEvent{Machine: e.Machine, RunID: e.RunID, Trigger: model.AdmissionTrigger(e.Trigger), At: e.At,
+		Checks: make([]*model.AdmissionCheck, len(e.Checks))}
+	for i, c := range e.Checks {
+		out.Checks[i] = mapCheck(c)
 	}
 	if e.Verdict != "" {
 		v := model.AdmissionVerdict(e.Verdict)

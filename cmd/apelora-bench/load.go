@@ -19,7 +19,7 @@ import (
 
 const (
 	subprotocol       = "graphql-transport-ws"
-	subscriptionQuery = `subscription($n: String!) { admissionChecks(name: $n) { runId at check { name result } verdict } }`
+	subscriptionQuery = `subscription($n: String!) { admissionChecks(name: $n) { runId at checks { name result } verdict } }`
 	reportQuery       = `query($n: String!) { admissionReport(name: $n) { runId verdict } }`
 	closeRefused      = 4403
 )
@@ -36,12 +36,13 @@ type load struct {
 	closing atomic.Bool
 	readers sync.WaitGroup
 
-	mu        sync.Mutex
-	verdicts  map[string][]delivery // run id → verdict deliveries
-	live      map[int]bool          // subscribers that have received a verdict
-	failures  []error               // subscribers that broke (closed, errors, complete)
-	checks    atomic.Int64          // check events received (not verdicts)
-	wakeWaits chan struct{}         // signalled on every verdict
+	mu          sync.Mutex
+	verdicts    map[string][]delivery // run id → verdict deliveries
+	live        map[int]bool          // subscribers that have received a verdict
+	failures    []error               // subscribers that broke (closed, errors, complete)
+	checks      atomic.Int64          // check results received
+	checkEvents atomic.Int64          // messages with results and no verdict
+	wakeWaits   chan struct{}         // signalled on every verdict
 }
 
 // delivery is one subscriber's receipt of a run's verdict.
@@ -158,8 +159,10 @@ func (l *load) read(i int, c *websocket.Conn) {
 		}
 		// Check results are only counted: the cheap test keeps the bench's own CPU use
 		// (which competes with the server's) low.
+		nChecks := int64(bytes.Count(msg, []byte(`"result":`)))
 		if bytes.Contains(msg, []byte(`"verdict":null`)) && bytes.Contains(msg, []byte(`"type":"next"`)) {
-			l.checks.Add(1)
+			l.checks.Add(nChecks)
+			l.checkEvents.Add(1)
 			continue
 		}
 		var m struct {
@@ -193,8 +196,9 @@ func (l *load) read(i int, c *websocket.Conn) {
 				continue
 			}
 			e := m.Payload.Data.AdmissionChecks
+			l.checks.Add(nChecks)
 			if e.Verdict == nil {
-				l.checks.Add(1)
+				l.checkEvents.Add(1)
 				continue
 			}
 			l.mu.Lock()

@@ -182,7 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	say("timing %d runs", o.runs)
 	var fromAt, fromTrigger, lastPerRun, reports []time.Duration
 	missed := 0
-	checksBefore := l.checks.Load()
+	checksBefore, eventsBefore := l.checks.Load(), l.checkEvents.Load()
 	cpu0, _ := cpuTime(pid)
 	self0, wall0 := selfCPUTime(), time.Now()
 	for r := range o.runs {
@@ -208,7 +208,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		lastPerRun = append(lastPerRun, last)
 		time.Sleep(o.gap)
 	}
-	checkEvents := l.checks.Load() - checksBefore
+	checks, checkEvents := l.checks.Load()-checksBefore, l.checkEvents.Load()-eventsBefore
 	cpu1, cpuErr := cpuTime(pid)
 	selfCPU, wall := selfCPUTime()-self0, time.Since(wall0)
 	failures := l.Failures()
@@ -224,8 +224,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fmt.Fprintf(w, "  opened in %s (%d at a time); %d warm-up report(s) until all were subscribed\n", opened.Round(time.Millisecond), o.parallel, warmups)
 	fmt.Fprintf(w, "memory of the server (pid %d) per idle subscriber:\n", pid)
 	perSub := writeMemory(w, before, idle, o.subscribers)
-	fmt.Fprintf(w, "delivery of each run's verdict (%d deliveries; %d check events before the verdicts, %.1f per subscriber and run):\n",
-		len(fromAt), checkEvents, float64(checkEvents)/float64(o.subscribers*o.runs))
+	fmt.Fprintf(w, "delivery of each run's verdict (%d deliveries; %d check results in %d messages before the verdicts, %.1f messages per subscriber and run):\n",
+		len(fromAt), checks, checkEvents, float64(checkEvents)/float64(o.subscribers*o.runs))
 	fmt.Fprintf(w, "  from the event's server timestamp   %s\n", summary(fromAt))
 	fmt.Fprintf(w, "  from sending admissionReport        %s\n", summary(fromTrigger))
 	fmt.Fprintf(w, "  last subscriber reached, per run    %s\n", summary(lastPerRun))

@@ -367,12 +367,13 @@ func (c *cli) watchAdmission(ctx context.Context, args []string) error {
 			return ev.Errors
 		}
 		e := ev.Data.AdmissionChecks
-		switch {
-		case c.json:
-			_ = json.NewEncoder(c.out).Encode(e)
-		case e.Check != nil:
-			fmt.Fprintf(c.out, "%s %s %s: %s %s\n", e.At.Local().Format(time.TimeOnly), e.RunId, e.Check.Name, e.Check.Result, e.Check.Message)
-		case e.Verdict != nil:
+		if c.json {
+			return json.NewEncoder(c.out).Encode(e)
+		}
+		for _, ch := range e.Checks {
+			fmt.Fprintf(c.out, "%s %s %s: %s %s\n", e.At.Local().Format(time.TimeOnly), e.RunId, ch.Name, ch.Result, ch.Message)
+		}
+		if e.Verdict != nil {
 			fmt.Fprintf(c.out, "%s %s verdict: %s\n", e.At.Local().Format(time.TimeOnly), e.RunId, *e.Verdict)
 		}
 		return nil

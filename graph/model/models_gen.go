@@ -18,13 +18,16 @@ type AdmissionCheck struct {
 	Message string      `json:"message"`
 }
 
-// One step of an admission run: a check result, or the verdict (check null).
+// Progress of an admission run: the results computed since the last event, and the verdict once the run ends.
 type AdmissionCheckEvent struct {
-	Machine string            `json:"machine"`
-	RunID   string            `json:"runId"`
-	Trigger AdmissionTrigger  `json:"trigger"`
-	At      time.Time         `json:"at"`
-	Check   *AdmissionCheck   `json:"check,omitempty"`
+	Machine string           `json:"machine"`
+	RunID   string           `json:"runId"`
+	Trigger AdmissionTrigger `json:"trigger"`
+	// When the newest result (or the verdict) in this event was computed.
+	At time.Time `json:"at"`
+	// Results new in this event, in the order they were computed (empty in a verdict-only event).
+	Checks []*AdmissionCheck `json:"checks"`
+	// Set on the run's last event.
 	Verdict *AdmissionVerdict `json:"verdict,omitempty"`
 }
 
