@@ -10,16 +10,16 @@ import (
 // event of the mutation in progress, for steps whose change happens outside the database
 // (in Incus or MAAS).
 func (s *Store) Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error {
-	return s.change(ctx, machine, func(pgx.Tx) error { return fn(ctx) })
+	return s.change(ctx, machine, func(ctx context.Context, _ pgx.Tx) error { return fn(ctx) })
 }
 
 // membershipSteps are the audited actions that change whether a member counts as admitted.
-var membershipSteps = []string{"approveEnrolment", "admitMember", "removeMember"}
+var membershipSteps = []string{"approveEnrolment", "installOperatingSystem", "admitMember", "removeMember"}
 
 // AdmittedMachines returns the machines whose latest successful membership step is an
 // admission: one query, whatever the number of machines.
 func (s *Store) AdmittedMachines(ctx context.Context) (map[string]bool, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (machine) machine, action FROM audit_events
+	rows, err := s.q(ctx).Query(ctx, `SELECT DISTINCT ON (machine) machine, action FROM audit_events
 		WHERE outcome = 'SUCCEEDED' AND machine IS NOT NULL AND action = ANY($1)
 		ORDER BY machine, id DESC`, membershipSteps)
 	if err != nil {
@@ -43,7 +43,7 @@ func (s *Store) AdmittedMachines(ctx context.Context) (map[string]bool, error) {
 // admission.
 func (s *Store) AdmissionRecorded(ctx context.Context, machine string) (bool, error) {
 	var action string
-	err := s.pool.QueryRow(ctx, `SELECT action FROM audit_events
+	err := s.q(ctx).QueryRow(ctx, `SELECT action FROM audit_events
 		WHERE outcome = 'SUCCEEDED' AND machine = $1 AND action = ANY($2)
 		ORDER BY id DESC LIMIT 1`, machine, membershipSteps).Scan(&action)
 	if err == pgx.ErrNoRows {

@@ -24,7 +24,7 @@ type fenceTx struct{ tx pgx.Tx }
 var _ fencing.Store = fenceStore{}
 
 func (f fenceStore) Change(ctx context.Context, member string, fn func(fencing.Tx) error) error {
-	return f.s.change(ctx, member, func(tx pgx.Tx) error { return fn(fenceTx{tx}) })
+	return f.s.change(ctx, member, func(_ context.Context, tx pgx.Tx) error { return fn(fenceTx{tx}) })
 }
 
 // querier is what both a pool and a single connection offer.

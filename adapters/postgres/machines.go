@@ -26,7 +26,7 @@ type machineStore struct{ s *Store }
 type machineTx struct{ tx pgx.Tx }
 
 func (m machineStore) Change(ctx context.Context, machine string, fn func(machines.Tx) error) error {
-	return m.s.change(ctx, machine, func(tx pgx.Tx) error { return fn(machineTx{tx}) })
+	return m.s.change(ctx, machine, func(_ context.Context, tx pgx.Tx) error { return fn(machineTx{tx}) })
 }
 
 const recordColumns = `name, provisioner, description, coalesce(maas_system_id, ''), coalesce(hardware_uuid, ''), registered_at, registered_by`
@@ -38,7 +38,7 @@ func scanRecord(row pgx.Row) (machines.Record, error) {
 }
 
 func (m machineStore) Record(ctx context.Context, name string) (*machines.Record, error) {
-	r, err := scanRecord(m.s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM machine_records WHERE name = $1`, name))
+	r, err := scanRecord(m.s.q(ctx).QueryRow(ctx, `SELECT `+recordColumns+` FROM machine_records WHERE name = $1`, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -49,7 +49,7 @@ func (m machineStore) Record(ctx context.Context, name string) (*machines.Record
 }
 
 func (m machineStore) Records(ctx context.Context) ([]machines.Record, error) {
-	rows, err := m.s.pool.Query(ctx, `SELECT `+recordColumns+` FROM machine_records ORDER BY name`)
+	rows, err := m.s.q(ctx).Query(ctx, `SELECT `+recordColumns+` FROM machine_records ORDER BY name`)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -89,7 +89,7 @@ func (t machineTx) DeleteRecord(ctx context.Context, name string) (bool, error) 
 // RecordBySystemID returns the machine record registered from MAAS with that system id,
 // or nil.
 func (m machineStore) RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error) {
-	r, err := scanRecord(m.s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM machine_records WHERE maas_system_id = $1`, systemID))
+	r, err := scanRecord(m.s.q(ctx).QueryRow(ctx, `SELECT `+recordColumns+` FROM machine_records WHERE maas_system_id = $1`, systemID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

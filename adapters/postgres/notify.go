@@ -103,8 +103,9 @@ func (l *Listener) listen(ctx context.Context, listening func()) error {
 	}
 }
 
-// Notify sends payload on channel (outside any transaction).
+// Notify sends payload on channel at once, outside any transaction (also from inside a
+// change: it uses connections of its own).
 func (s *Store) Notify(ctx context.Context, channel, payload string) error {
-	_, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
+	_, err := s.notify.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
 	return dbError(err)
 }

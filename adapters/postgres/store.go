@@ -21,7 +21,10 @@ import (
 // Store is the PostgreSQL store. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
-	log  *slog.Logger
+	// notify sends NOTIFYs on connections of their own: a change publishes while its
+	// transaction holds a connection of pool, and must never wait for another of them.
+	notify *pgxpool.Pool
+	log    *slog.Logger
 }
 
 // Open connects to the database at url (a postgres:// URL or a libpq key=value string).
@@ -39,11 +42,18 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	s := &Store{pool: pool, log: log}
+	ncfg := cfg.Copy()
+	ncfg.MaxConns, ncfg.MinConns = 2, 0
+	notify, err := pgxpool.NewWithConfig(ctx, ncfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	s := &Store{pool: pool, notify: notify, log: log}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
+		s.Close()
 		return nil, fmt.Errorf("connect to PostgreSQL at %s: %w", describe(cfg.ConnConfig), err)
 	}
 	return s, nil
@@ -55,7 +65,10 @@ func describe(c *pgx.ConnConfig) string {
 }
 
 // Close closes every connection.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() {
+	s.pool.Close()
+	s.notify.Close()
+}
 
 // Pool exposes the connection pool to tests in other packages.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -98,14 +111,34 @@ func dbError(err error) error {
 // lockNamespace keeps Apelora's advisory locks apart from any other user of the database.
 const lockNamespace = 0x41504c
 
+// changeTimeout bounds a whole change, Incus or MAAS calls included.
+const changeTimeout = 3 * time.Minute
+
+type txKey struct{}
+
+// q returns what a read should run on: the transaction of the change in progress, so a
+// read inside a change sees it and needs no second connection, or else the pool.
+func (s *Store) q(ctx context.Context) querier {
+	if tx, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
+		return tx
+	}
+	return s.pool
+}
+
 // change runs fn in a transaction that holds the machine's lock (when machine is not
 // empty) and, on success, writes the audit event of the mutation in progress in the same
-// transaction. If the event cannot be written, nothing fn did is kept.
-func (s *Store) change(ctx context.Context, machine string, fn func(pgx.Tx) error) error {
+// transaction. If the event cannot be written, nothing fn did in the database is kept.
+//
+// Once begun, a change runs to its end even if the client goes away: its context is
+// detached from the request's (keeping its values) and bounded by changeTimeout, so a
+// step Incus or MAAS has carried out is always recorded.
+func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	action := audit.ActionFrom(ctx)
 	if action == nil {
 		return apperr.New(apperr.Internal, "a change was attempted outside an audited mutation")
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), changeTimeout)
+	defer cancel()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return unavailable(err)
@@ -120,14 +153,14 @@ func (s *Store) change(ctx context.Context, machine string, fn func(pgx.Tx) erro
 			return apperr.New(apperr.Busy, "machine %q is busy: another change to it is in progress; try again when it has finished", machine)
 		}
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(context.WithValue(ctx, txKey{}, tx), tx); err != nil {
 		return err
 	}
 	if _, err := insertAudit(ctx, tx, action.Event(audit.Succeeded, "")); err != nil {
-		return apperr.Wrap(err, apperr.Unavailable, "the audit trail could not be written, so nothing was changed; check the database")
+		return apperr.Wrap(err, apperr.Unavailable, "the audit trail could not be written, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return apperr.Wrap(err, apperr.Unavailable, "the change could not be committed, so nothing was changed; check the database")
+		return apperr.Wrap(err, apperr.Unavailable, "the change could not be committed, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")
 	}
 	action.MarkRecorded()
 	return nil

@@ -1,0 +1,66 @@
+package postgres_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/adapters/postgres/pgtest"
+	"github.com/apelora/fabric/audit"
+)
+
+// Reads inside a change run on its transaction and NOTIFYs have connections of their own,
+// so a change never waits for a second connection of the pool: with a pool of one, and
+// as many concurrent changes as connections, none can wait for another forever.
+func TestChangesNeedOnlyTheirOwnConnection(t *testing.T) {
+	db := pgtest.New(t)
+	url := db.URL
+	if strings.Contains(url, "?") {
+		url += "&pool_max_conns=1"
+	} else {
+		url += "?pool_max_conns=1"
+	}
+	store, err := postgres.Open(context.Background(), url, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(audited("admitMember"), 20*time.Second)
+	defer cancel()
+	err = store.Audited(ctx, "node-1", func(ctx context.Context) error {
+		if _, err := store.Machines().Record(ctx, "node-1"); err != nil {
+			return err
+		}
+		if _, err := store.AdmissionRecorded(ctx, "node-1"); err != nil {
+			return err
+		}
+		return store.Notify(ctx, postgres.AdmissionChannel, `{}`)
+	})
+	if err != nil {
+		t.Fatalf("a change with a pool of one connection: %v", err)
+	}
+}
+
+// Once a change has begun (and may have acted in Incus or MAAS), the client going away
+// does not undo its record.
+func TestAChangeIsRecordedEvenIfTheClientGoesAway(t *testing.T) {
+	db := pgtest.New(t)
+	ctx, cancel := context.WithCancel(audited("removeMember"))
+	a := audit.ActionFrom(ctx)
+	a.Machine = "node-1"
+	err := db.Store.Audited(ctx, "node-1", func(ctx context.Context) error {
+		cancel() // the client disconnects right after Incus removed the member
+		return nil
+	})
+	if err != nil || !a.Recorded() {
+		t.Fatalf("change after the client left: %v, recorded %v", err, a.Recorded())
+	}
+	var n int
+	if err := db.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM audit_events WHERE action = 'removeMember' AND outcome = 'SUCCEEDED'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d audit events, %v", n, err)
+	}
+}
