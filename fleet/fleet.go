@@ -206,8 +206,9 @@ func (src *sources) join() []Machine {
 		r, ok := bySystemID[m.SystemID]
 		if !ok {
 			r = row(m.Hostname)
-			if r.MAAS != nil {
-				// Two MAAS machines with one hostname: keep both visible.
+			if r.MAAS != nil || (r.Record != nil && r.Record.MAASSystemID != "") {
+				// The name belongs to another MAAS machine (one registered under it, or a
+				// second with the same hostname): keep this one visible on its own row.
 				r = row(m.Hostname + "@" + m.SystemID)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apelora/fabric/apperr"
@@ -57,6 +58,7 @@ func fixture() *Service {
 			Pending: []membership.PendingJoin{{Name: "node-m"}},
 		}},
 		MAAS: maas{ms: []provisioning.Machine{
+			{SystemID: "zzzz09", Hostname: "node-a", HardwareUUID: "uuid-z"},
 			{SystemID: "aaaa01", Hostname: "renamed-in-maas", HardwareUUID: "uuid-a"},
 			{SystemID: "bbbb02", Hostname: "node-b", HardwareUUID: "uuid-other"},
 			{SystemID: "dddd04", Hostname: "node-d"},
@@ -112,7 +114,10 @@ func TestJoin(t *testing.T) {
 	if m := got["m1"]; m.Phase != lifecycle.Unregistered {
 		t.Errorf("m1: %+v", m)
 	}
-	if len(got) != 7 {
+	if z := got["node-a@zzzz09"]; z.MAAS == nil || z.Record != nil {
+		t.Errorf("a MAAS machine named like another's record took its row: %+v", got["node-a"])
+	}
+	if len(got) != 8 {
 		t.Errorf("%d rows: %v", len(got), got)
 	}
 	if !v.Incus.Available || !v.MAAS.Available {
@@ -137,6 +142,13 @@ func TestUnavailableSourcesAreSaidAndRowsStay(t *testing.T) {
 	}
 	if len(got) != 4 {
 		t.Errorf("rows %v", got)
+	}
+	// Without aaaa01 in MAAS, node-a's record reports it missing, not another machine.
+	s = fixture()
+	s.MAAS = maas{ms: []provisioning.Machine{{SystemID: "zzzz09", Hostname: "node-a", HardwareUUID: "uuid-z"}}}
+	v, _ = s.View(context.Background())
+	if a := byName(t, v)["node-a"]; a.MAAS != nil || !strings.Contains(codes(a.Warnings), "MAAS_MACHINE_MISSING") {
+		t.Errorf("node-a with its MAAS machine gone: %+v", a)
 	}
 
 	s = fixture()

@@ -70,17 +70,25 @@ func (s *Service) subject(ctx context.Context, systemID string) (*machines.Recor
 	return rec, rec.Name, nil
 }
 
-// refuseMember refuses a step that would disturb an Incus member.
-func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, step string) error {
-	if rec == nil || s.Membership == nil {
+// refuseMember refuses a step that would disturb an Incus member: the machine registered
+// from it, or (with no record, such as the bootstrap member) the member MAAS's hostname
+// names.
+func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, cur Machine, step string) error {
+	if s.Membership == nil {
 		return nil
 	}
 	snap, err := s.Membership.Snapshot(ctx)
 	if err != nil {
 		return err
 	}
-	if snap.Member(rec.Name) != nil {
-		return refused("%s is an Incus member: %s would take it from under the cluster; remove the member first (removeMember)", rec.Name, step)
+	names := []string{cur.Hostname}
+	if rec != nil {
+		names = append(names, rec.Name)
+	}
+	for _, n := range names {
+		if n != "" && snap.Member(n) != nil {
+			return refused("%s is an Incus member: %s would take it from under the cluster; remove the member first (removeMember)", n, step)
+		}
 	}
 	return nil
 }
@@ -107,7 +115,7 @@ func (s *Service) Commission(ctx context.Context, systemID string, o CommissionO
 		if err != nil {
 			return err
 		}
-		if err := s.refuseMember(ctx, rec, "commissioning"); err != nil {
+		if err := s.refuseMember(ctx, rec, cur, "commissioning"); err != nil {
 			return err
 		}
 		if !slices.Contains(commissionable, cur.Status) {
@@ -145,6 +153,10 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 	var out Machine
 	var issued bool
 	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
+		// Read again under the machine's lock: it may have been unregistered meanwhile.
+		if rec, err = machines.Registered(ctx, s.Store, name, "it was unregistered meanwhile"); err != nil {
+			return err
+		}
 		cur, err := m.Machine(ctx, rec.MAASSystemID)
 		if err != nil {
 			return err
@@ -322,7 +334,11 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 	}
 	var out Machine
 	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
-		if err := s.refuseMember(ctx, rec, "releasing it"); err != nil {
+		cur, err := m.Machine(ctx, systemID)
+		if err != nil {
+			return err
+		}
+		if err := s.refuseMember(ctx, rec, cur, "releasing it"); err != nil {
 			return err
 		}
 		if a := audit.ActionFrom(ctx); a != nil {

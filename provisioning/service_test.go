@@ -225,6 +225,12 @@ func TestRelease(t *testing.T) {
 	if _, _, err := s.Release(manager, "depl01", false, ""); code(err) != apperr.FailedPrecondition || !strings.Contains(err.Error(), "remove the member first") {
 		t.Fatalf("release a member: %v", err)
 	}
+	// A member with no machine record (the bootstrap member) is found by its hostname.
+	m.machines["boot01"] = &Machine{SystemID: "boot01", Hostname: "m1", Status: Deployed, StatusName: "Deployed"}
+	s.Membership = members{"node-b", "m1"}
+	if _, _, err := s.Release(manager, "boot01", false, ""); code(err) != apperr.FailedPrecondition || !strings.Contains(err.Error(), "m1 is an Incus member") {
+		t.Fatalf("release an unregistered member: %v", err)
+	}
 	if _, _, err := s.Release(manager, "broke1", true, ""); code(err) != apperr.Forbidden {
 		t.Fatalf("erase without hardware.delete: %v", err)
 	}
