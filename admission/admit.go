@@ -59,6 +59,10 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 	}
 	var report *Report
 	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
+		// Read again under the machine's lock: it may have been unregistered meanwhile.
+		if rec, err = machines.Registered(ctx, s.Store, name, "it was unregistered meanwhile"); err != nil {
+			return err
+		}
 		member, etag, err := s.Members.Member(ctx, name)
 		if err != nil {
 			return err

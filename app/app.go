@@ -144,7 +144,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	}
 
 	records := store.Machines()
-	enrol := &enrolment.Service{Incus: ports, Store: storeWithRecords{store}}
+	enrol := &enrolment.Service{Incus: ports, Store: storeWithRecords{store}, Log: log}
 	res := &resolvers.Resolver{
 		Machines:  &machines.Service{Store: records, Membership: ports},
 		View:      &fleet.Service{Records: records, Admissions: store, Incus: membershipSource, Fences: store.Fences()},

@@ -80,7 +80,12 @@ func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) 
 		s.PendingProblem = apperr.PublicMessage(incusErr(err, "list the pending join tokens"))
 		return s, nil
 	}
+	now := time.Now()
 	for _, t := range pending {
+		// Incus sweeps expired tokens once a minute; until then they block nothing.
+		if !t.ExpiresAt.IsZero() && t.ExpiresAt.Before(now) {
+			continue
+		}
 		s.Pending = append(s.Pending, membership.PendingJoin{Name: t.ServerName, ExpiresAt: t.ExpiresAt})
 	}
 	return s, nil

@@ -9,6 +9,7 @@ package enrolment
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -71,6 +72,8 @@ type Service struct {
 	Incus Incus
 	Store Store
 	Now   func() time.Time
+	// Log hears of tokens that could not be withdrawn (names only); nil discards.
+	Log *slog.Logger
 }
 
 // Approval is an approved enrolment: the join token (to hand over once) and the member
@@ -136,6 +139,10 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 	}
 	var approval *Approval
 	err := s.Store.Audited(ctx, name, func(ctx context.Context) error {
+		// Read again under the machine's lock: it may have been unregistered meanwhile.
+		if _, err := machines.Registered(ctx, s.Store, name, "it was unregistered meanwhile"); err != nil {
+			return err
+		}
 		var err error
 		approval, err = s.Prepare(ctx, name, overrides)
 		return err
@@ -189,7 +196,9 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 // Withdraw revokes the join token for name, best effort: used when the step that issued
 // it could not be completed or recorded.
 func (s *Service) Withdraw(ctx context.Context, name string) {
-	_ = s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name)
+	if err := s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name); err != nil && s.Log != nil {
+		s.Log.ErrorContext(ctx, "a join token whose step was not completed could not be revoked: revoke it (revokeJoinToken) before it is used", "machine", name, "error", apperr.PublicMessage(err))
+	}
 }
 
 func configDetail(cfg []ConfigValue) []string {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
@@ -44,7 +45,10 @@ func (r *mutationResolver) ApproveEnrolment(ctx context.Context, input model.App
 	}
 	m, err := r.machine(ctx, input.Name)
 	if err != nil {
-		return nil, err
+		// The token is issued and recorded: hand it over whatever the read-back says, or
+		// it stays usable for hours with nobody holding it.
+		r.Log.WarnContext(ctx, "approved, but the machine could not be read back", "machine", input.Name, "error", apperr.PublicMessage(err))
+		m = &model.Machine{Name: input.Name, Phase: model.PhaseAwaitingJoin, Warnings: []*model.Warning{}}
 	}
 	base := publicurl.From(ctx)
 	out := &model.ApproveEnrolmentPayload{

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -75,7 +76,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	rfc := graphql.GetRootFieldContext(ctx)
 	oc := graphql.GetOperationContext(ctx)
 	// gqlgen puts the field's name in RootFieldContext.Object; the operation says Mutation.
-	if rfc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Mutation {
+	if rfc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Mutation || strings.HasPrefix(rfc.Field.Name, "__") {
 		return next(ctx)
 	}
 	args := rfc.Field.ArgumentMap(oc.Variables)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -204,9 +205,49 @@ func (c *Client) Deploy(ctx context.Context, systemID string, o DeployOptions) (
 	if o.Comment != "" {
 		p.Set("comment", o.Comment)
 	}
-	return c.machineCall(ctx, fmt.Sprintf("deploy MAAS machine %s", systemID),
+	m, err := c.machineCall(ctx, fmt.Sprintf("deploy MAAS machine %s", systemID),
 		call{method: http.MethodPost, path: machinePath(systemID), op: "deploy", params: p})
+	return m, scrubUserData(err, o.UserData)
 }
+
+// scrubUserData removes the user data from an error's text: it may hold a secret (a
+// join token), and an error body that echoed it would carry it into logs and answers.
+func scrubUserData(err error, userData []byte) error {
+	var ae *APIError
+	if err == nil || len(userData) == 0 || !errors.As(err, &ae) {
+		return err
+	}
+	secrets := []string{base64.StdEncoding.EncodeToString(userData)}
+	for _, line := range strings.Split(string(userData), "\n") {
+		if line = strings.TrimSpace(line); len(line) >= 16 {
+			secrets = append(secrets, line)
+		}
+	}
+	scrub := func(s string) string {
+		for _, x := range secrets {
+			s = strings.ReplaceAll(s, x, "[user data]")
+		}
+		return s
+	}
+	ae.Message = scrub(ae.Message)
+	for k, msgs := range ae.Fields {
+		for i := range msgs {
+			msgs[i] = scrub(msgs[i])
+		}
+		ae.Fields[k] = msgs
+	}
+	// Wrappers made their text when they were made: give the whole chain a scrubbed text,
+	// keeping it for errors.Is and errors.As.
+	return scrubbedError{text: scrub(err.Error()), err: err}
+}
+
+type scrubbedError struct {
+	text string
+	err  error
+}
+
+func (e scrubbedError) Error() string { return e.text }
+func (e scrubbedError) Unwrap() error { return e.err }
 
 // ReleaseOptions are release's parameters. MAAS also erases when its
 // enable_disk_erasing_on_release config is on, whatever is sent here; read it
