@@ -220,9 +220,9 @@ func incusVersion(theirs membership.Version, errTheirs error, ours membership.Ve
 	ch := Check{Name: CheckIncusVersion, Title: "Incus version"}
 	switch {
 	case errTheirs != nil:
-		ch.Result, ch.Message = Fail, "could not ask the member for its version: "+errText(errTheirs)
+		ch.Result, ch.Message = Fail, "could not ask the member for its version: "+apperr.Text(errTheirs)
 	case errOurs != nil:
-		ch.Result, ch.Message = Fail, "could not ask the cluster for its version: "+errText(errOurs)
+		ch.Result, ch.Message = Fail, "could not ask the cluster for its version: "+apperr.Text(errOurs)
 	case major(theirs.Incus) != major(ours.Incus):
 		ch.Result, ch.Message = Fail, fmt.Sprintf("the member runs Incus %s, a different major version from the cluster's %s: install %s on it", theirs.Incus, ours.Incus, ours.Incus)
 	case theirs.Incus != ours.Incus:
@@ -256,7 +256,7 @@ func (c *Checker) kernel(v membership.Version, err error) Check {
 	}
 	ch := Check{Name: CheckKernel, Title: "Kernel"}
 	if err != nil {
-		ch.Result, ch.Message = Fail, "could not ask the member for its kernel: "+errText(err)
+		ch.Result, ch.Message = Fail, "could not ask the member for its kernel: "+apperr.Text(err)
 		return ch
 	}
 	maj, minor, ok := ParseKernel(v.Kernel)
@@ -275,7 +275,7 @@ func (c *Checker) storagePools(ctx context.Context, member string) Check {
 	ch := Check{Name: CheckStoragePools, Title: "Storage pools created on the member"}
 	pools, err := c.Incus.StoragePools(ctx)
 	if err != nil {
-		ch.Result, ch.Message = Fail, "could not list the storage pools: "+errText(err)
+		ch.Result, ch.Message = Fail, "could not list the storage pools: "+apperr.Text(err)
 		return ch
 	}
 	return statusCheck(ch, "storage pool", pools, func(p string) (string, error) { return c.Incus.StoragePoolStatus(ctx, p, member) })
@@ -285,7 +285,7 @@ func (c *Checker) networks(ctx context.Context, member string) Check {
 	ch := Check{Name: CheckNetworks, Title: "Networks created on the member"}
 	nets, err := c.Incus.LocatedNetworks(ctx)
 	if err != nil {
-		ch.Result, ch.Message = Fail, "could not list the networks: "+errText(err)
+		ch.Result, ch.Message = Fail, "could not list the networks: "+apperr.Text(err)
 		return ch
 	}
 	return statusCheck(ch, "network", nets, func(n string) (string, error) { return c.Incus.NetworkStatus(ctx, n, member) })
@@ -301,7 +301,7 @@ func statusCheck(ch Check, what string, names []string, status func(string) (str
 		s, err := status(n)
 		switch {
 		case err != nil:
-			bad = append(bad, fmt.Sprintf("%s (could not read: %s)", n, errText(err)))
+			bad = append(bad, fmt.Sprintf("%s (could not read: %s)", n, apperr.Text(err)))
 		case s != "Created":
 			bad = append(bad, fmt.Sprintf("%s (%s)", n, s))
 		}
@@ -347,10 +347,10 @@ func (c *Checker) hardwareTests(ctx context.Context, rec *machines.Record) Check
 	status, label, err := c.MAAS.TestingStatus(ctx, rec.MAASSystemID)
 	if err != nil {
 		if apperr.Is(err, apperr.Unavailable) {
-			ch.Result, ch.Message = Skipped, "MAAS could not be reached, so its hardware tests were not read: "+errText(err)
+			ch.Result, ch.Message = Skipped, "MAAS could not be reached, so its hardware tests were not read: "+apperr.Text(err)
 			return ch
 		}
-		ch.Result, ch.Message = Fail, "could not read the hardware tests from MAAS: "+errText(err)
+		ch.Result, ch.Message = Fail, "could not read the hardware tests from MAAS: "+apperr.Text(err)
 		return ch
 	}
 	return hardwareResult(ch, status, label)
@@ -370,11 +370,4 @@ func hardwareResult(ch Check, status int, label string) Check {
 		ch.Result, ch.Message = Warn, fmt.Sprintf("MAAS reports an unfamiliar testing status %d (%s)", status, label)
 	}
 	return ch
-}
-
-func errText(err error) string {
-	if e, ok := apperr.As(err); ok {
-		return e.Message
-	}
-	return err.Error()
 }

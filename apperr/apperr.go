@@ -89,3 +89,12 @@ func PublicMessage(err error) string {
 	}
 	return "internal error: the server log has the details"
 }
+
+// Text is err's message for an administrator when it is one of ours, and its plain text
+// otherwise: for messages that quote a cause inside another message.
+func Text(err error) string {
+	if e, ok := As(err); ok {
+		return e.Message
+	}
+	return err.Error()
+}

@@ -285,7 +285,7 @@ func (s *Service) PreviewRelease(ctx context.Context, erase bool) (ErasePreview,
 		if erase {
 			p.Message = "the disks will be erased (asked for)"
 		} else {
-			p.Message = "MAAS's enable_disk_erasing_on_release could not be read, so MAAS may erase the disks anyway: " + errText(err)
+			p.Message = "MAAS's enable_disk_erasing_on_release could not be read, so MAAS may erase the disks anyway: " + apperr.Text(err)
 		}
 	case on:
 		p.MAASErases = &on
@@ -356,11 +356,4 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 		return nil, preview, err
 	}
 	return &out, preview, nil
-}
-
-func errText(err error) string {
-	if e, ok := apperr.As(err); ok {
-		return e.Message
-	}
-	return err.Error()
 }
