@@ -3,12 +3,10 @@ package maas_test
 import (
 	"crypto/x509"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -143,7 +141,7 @@ func TestRotatedCertificateIsTrustedOnceTheCAFileIsRewritten(t *testing.T) {
 	caFile := writePEM(t, e.ep.Certs.LeafPEM)
 	c, err := e.clientWith(t, func(c *maas.Config) {
 		c.CAFile = caFile
-		c.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) // logged on the calling goroutine
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -248,15 +246,4 @@ func TestCAMarkedCertificateStaysRefusedAfterAReload(t *testing.T) {
 	if _, err := c.WhoAmI(ctx); !errors.Is(err, maas.ErrCACertificateServed) {
 		t.Fatalf("a CA-marked certificate, trusted through a reloaded CA file: %v", err)
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
