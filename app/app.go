@@ -95,16 +95,14 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	var membershipSource membership.Source // nil: the fleet says Incus is not configured
 	var fenceCluster fencing.ClusterConfig // nil: the cluster view says Incus is not configured
 	if cfg.Incus.Configured() {
-		ic := cfg.Incus
-		ic.Logger = log
-		client, err := incus.New(ic)
+		client, err := incus.New(cfg.incusClient(log))
 		if err != nil {
 			return nil, err
 		}
 		ports = incusPorts{client}
 		membershipSource = ports
 		fenceCluster = newFenceIncus(client)
-		log.Info("Incus configured", "endpoint", client.Endpoint())
+		log.Info("Incus configured", "endpoint", client.Endpoint(), "request_timeout", cfg.upstreamTimeout().String())
 	} else {
 		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) is set")
 		checks = append(checks, func(context.Context) error { return errIncusNotConfigured })
@@ -113,10 +111,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	var maasSide *maasPorts
 	var fenceMachines fencing.MachineReader // nil: mappings are saved unchecked, and the payload says so
 	if cfg.MAAS.BaseURL != "" {
-		mc := cfg.MAAS
-		mc.Logger = log
+		mc := cfg.maasClient(log)
 		// People wait on these answers: retry reads briefly rather than for MAAS's full
-		// Retry-After; the fleet view and the checks bound each read as well.
+		// Retry-After, and only inside the request timeout (the client's bound per call).
 		mc.MaxRetries, mc.MaxRetryWait = 2, 2*time.Second
 		client, err := maas.New(mc)
 		if err != nil {
@@ -124,7 +121,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		}
 		maasSide = &maasPorts{client}
 		fenceMachines = fenceMAAS{client}
-		log.Info("MAAS configured", "url", mc.BaseURL)
+		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
 
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel)

@@ -1388,9 +1388,12 @@ type ClusterClusterClusterView struct {
 	HealingThreshold *int `json:"healingThreshold"`
 	// Incus's cluster.offline_threshold in seconds; null when Incus could not be asked.
 	OfflineThreshold *int `json:"offlineThreshold"`
-	Members          int  `json:"members"`
-	OfflineMembers   int  `json:"offlineMembers"`
-	// Members with no fence mapping: nothing powers them off if they die.
+	// How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why).
+	Members *int `json:"members"`
+	// How many of them Incus reports offline; null when Incus could not be asked.
+	OfflineMembers *int `json:"offlineMembers"`
+	// Members with no fence mapping: nothing powers them off if they die. Null when Incus could
+	// not be asked.
 	UnmappedMembers []string `json:"unmappedMembers"`
 	// The fence worker's last report; null when no worker has ever led.
 	FenceWorker *ClusterClusterClusterViewFenceWorker             `json:"fenceWorker"`
@@ -1404,10 +1407,10 @@ func (v *ClusterClusterClusterView) GetHealingThreshold() *int { return v.Healin
 func (v *ClusterClusterClusterView) GetOfflineThreshold() *int { return v.OfflineThreshold }
 
 // GetMembers returns ClusterClusterClusterView.Members, and is useful for accessing the field via an interface.
-func (v *ClusterClusterClusterView) GetMembers() int { return v.Members }
+func (v *ClusterClusterClusterView) GetMembers() *int { return v.Members }
 
 // GetOfflineMembers returns ClusterClusterClusterView.OfflineMembers, and is useful for accessing the field via an interface.
-func (v *ClusterClusterClusterView) GetOfflineMembers() int { return v.OfflineMembers }
+func (v *ClusterClusterClusterView) GetOfflineMembers() *int { return v.OfflineMembers }
 
 // GetUnmappedMembers returns ClusterClusterClusterView.UnmappedMembers, and is useful for accessing the field via an interface.
 func (v *ClusterClusterClusterView) GetUnmappedMembers() []string { return v.UnmappedMembers }
@@ -1488,7 +1491,7 @@ type ClusterWarningCode string
 const (
 	// Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice.
 	ClusterWarningCodeHealingEnabled ClusterWarningCode = "HEALING_ENABLED"
-	// Incus could not be asked.
+	// Incus is not configured, or could not be asked (the message says why); the member counts are null.
 	ClusterWarningCodeIncusUnavailable ClusterWarningCode = "INCUS_UNAVAILABLE"
 	// No apelora-worker has ever led: dead members are not fenced.
 	ClusterWarningCodeNoFenceWorker ClusterWarningCode = "NO_FENCE_WORKER"

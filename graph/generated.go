@@ -2162,10 +2162,15 @@ type ClusterView {
   healingThreshold: Int
   "Incus's cluster.offline_threshold in seconds; null when Incus could not be asked."
   offlineThreshold: Int
-  members: Int!
-  offlineMembers: Int!
-  "Members with no fence mapping: nothing powers them off if they die."
-  unmappedMembers: [String!]!
+  "How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why)."
+  members: Int
+  "How many of them Incus reports offline; null when Incus could not be asked."
+  offlineMembers: Int
+  """
+  Members with no fence mapping: nothing powers them off if they die. Null when Incus could
+  not be asked.
+  """
+  unmappedMembers: [String!]
   "The fence worker's last report; null when no worker has ever led."
   fenceWorker: FenceWorker
   warnings: [ClusterWarning!]!
@@ -2190,7 +2195,7 @@ type ClusterWarning {
 enum ClusterWarningCode {
   "Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice."
   HEALING_ENABLED
-  "Incus could not be asked."
+  "Incus is not configured, or could not be asked (the message says why); the member counts are null."
   INCUS_UNAVAILABLE
   "No apelora-worker has ever led: dead members are not fenced."
   NO_FENCE_WORKER
@@ -4895,11 +4900,11 @@ func (ec *executionContext) _ClusterView_members(ctx context.Context, field grap
 			return obj.Members, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ClusterView_members(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4918,11 +4923,11 @@ func (ec *executionContext) _ClusterView_offlineMembers(ctx context.Context, fie
 			return obj.OfflineMembers, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ClusterView_offlineMembers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4942,10 +4947,10 @@ func (ec *executionContext) _ClusterView_unmappedMembers(ctx context.Context, fi
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
-			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ClusterView_unmappedMembers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -11709,17 +11714,17 @@ func (ec *executionContext) _ClusterView(ctx context.Context, sel ast.SelectionS
 			}
 		case "members":
 			out.Values[i] = ec._ClusterView_members(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "offlineMembers":
 			out.Values[i] = ec._ClusterView_offlineMembers(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "unmappedMembers":
 			out.Values[i] = ec._ClusterView_unmappedMembers(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "fenceWorker":

@@ -107,10 +107,13 @@ type ClusterView struct {
 	HealingThreshold *int `json:"healingThreshold,omitempty"`
 	// Incus's cluster.offline_threshold in seconds; null when Incus could not be asked.
 	OfflineThreshold *int `json:"offlineThreshold,omitempty"`
-	Members          int  `json:"members"`
-	OfflineMembers   int  `json:"offlineMembers"`
-	// Members with no fence mapping: nothing powers them off if they die.
-	UnmappedMembers []string `json:"unmappedMembers"`
+	// How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why).
+	Members *int `json:"members,omitempty"`
+	// How many of them Incus reports offline; null when Incus could not be asked.
+	OfflineMembers *int `json:"offlineMembers,omitempty"`
+	// Members with no fence mapping: nothing powers them off if they die. Null when Incus could
+	// not be asked.
+	UnmappedMembers []string `json:"unmappedMembers,omitempty"`
 	// The fence worker's last report; null when no worker has ever led.
 	FenceWorker *FenceWorker      `json:"fenceWorker,omitempty"`
 	Warnings    []*ClusterWarning `json:"warnings"`
@@ -732,7 +735,7 @@ type ClusterWarningCode string
 const (
 	// Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice.
 	ClusterWarningCodeHealingEnabled ClusterWarningCode = "HEALING_ENABLED"
-	// Incus could not be asked.
+	// Incus is not configured, or could not be asked (the message says why); the member counts are null.
 	ClusterWarningCodeIncusUnavailable ClusterWarningCode = "INCUS_UNAVAILABLE"
 	// No apelora-worker has ever led: dead members are not fenced.
 	ClusterWarningCodeNoFenceWorker ClusterWarningCode = "NO_FENCE_WORKER"
