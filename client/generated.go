@@ -5293,7 +5293,9 @@ func (v *ViewerResponse) GetViewer() ViewerViewerIdentity { return v.Viewer }
 // ViewerViewerIdentity includes the requested fields of the GraphQL type Identity.
 // The GraphQL type's documentation follows.
 //
-// An administrator or an automation account. Created with `apelora identity create`.
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
 type ViewerViewerIdentity struct {
 	Name        string       `json:"name"`
 	Permissions []Permission `json:"permissions"`

@@ -70,7 +70,7 @@ func TestEmbeddedDefaultDatabaseIsSharedByIdentityCreateAndServe(t *testing.T) {
 	if _, _, err := do("identity", "create", "--name", "bob", "--permission", "root"); err == nil || !strings.Contains(err.Error(), "manage-infrastructure") {
 		t.Fatalf("unknown permission: %v", err)
 	}
-	if _, _, err := do("identity", "create", "--name", "bob"); err == nil || !strings.Contains(err.Error(), "at least one --permission") {
+	if _, _, err := do("identity", "create", "--name", "bob"); err == nil || !strings.Contains(err.Error(), "at least one permission") {
 		t.Fatalf("no permission: %v", err)
 	}
 	if out, _, err := do("migrate"); err != nil || !strings.Contains(out, "up to date") {
