@@ -48,8 +48,8 @@ func TestGeneratedClientQueriesAndMutates(t *testing.T) {
 	if err != nil || v.Viewer.Name != "automation" {
 		t.Fatalf("viewer = %+v, %v", v, err)
 	}
-	first := 10
-	events, err := client.AuditEvents(ctx, c, &first, nil, nil)
+	first, machine := 10, "node-1"
+	events, err := client.AuditEvents(ctx, c, &first, nil, &machine)
 	if err != nil || len(events.AuditEvents.Edges) != 2 {
 		t.Fatalf("audit events = %+v, %v", events, err)
 	}
