@@ -55,7 +55,10 @@ func (s *Store) IdentityByID(ctx context.Context, id int64) (*identity.Identity,
 
 // Identities returns every identity, oldest first.
 func (s *Store) Identities(ctx context.Context) ([]identity.Identity, error) {
-	rows, err := s.q(ctx).Query(ctx, `SELECT `+identityColumns+` FROM identities ORDER BY id`)
+	return collectIdentities(s.q(ctx).Query(ctx, `SELECT `+identityColumns+` FROM identities ORDER BY id`))
+}
+
+func collectIdentities(rows pgx.Rows, err error) ([]identity.Identity, error) {
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -104,9 +107,13 @@ func (t identityTx) InsertIdentity(ctx context.Context, name string, hash []byte
 	id, err := scanIdentity(t.tx.QueryRow(ctx, `INSERT INTO identities (name, token_hash, permissions, expires_at) VALUES ($1, $2, $3, $4)
 		RETURNING `+identityColumns, name, hash, ps, expiresAt))
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "identities_name_key" {
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "identities_name_key":
 		return nil, &apperr.Error{Code: apperr.AlreadyExists, Field: "name", Message: fmt.Sprintf(
 			"an identity named %q already exists (revoked ones keep their name): choose another name", name)}
+	case errors.As(err, &pgErr) && pgErr.ConstraintName == "identities_expiry_after_creation":
+		// The expiry was in the server's future but not in the database's: clocks apart.
+		return nil, apperr.Invalid("expiresIn", "the expiry is already past by the database's clock: give a longer time, and check the clocks of the server and the database agree")
 	}
 	return id, err
 }
@@ -116,19 +123,8 @@ func (t identityTx) IdentityByName(ctx context.Context, name string) (*identity.
 }
 
 func (t identityTx) Managers(ctx context.Context) ([]identity.Identity, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+identityColumns+` FROM identities
-		WHERE revoked_at IS NULL AND 'manage-infrastructure' = ANY (permissions) ORDER BY id FOR UPDATE`)
-	if err != nil {
-		return nil, dbError(err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (identity.Identity, error) {
-		id, err := scanIdentity(row)
-		if err != nil {
-			return identity.Identity{}, err
-		}
-		return *id, nil
-	})
-	return out, dbError(err)
+	return collectIdentities(t.tx.Query(ctx, `SELECT `+identityColumns+` FROM identities
+		WHERE revoked_at IS NULL AND 'manage-infrastructure' = ANY (permissions) ORDER BY id FOR UPDATE`))
 }
 
 func (t identityTx) SetRevoked(ctx context.Context, id int64, by string, at time.Time) (*identity.Identity, error) {

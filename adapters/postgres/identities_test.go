@@ -43,6 +43,14 @@ func TestIdentityLifecycleInTheStore(t *testing.T) {
 		t.Fatalf("duplicate: %v", err)
 	}
 
+	// A server clock an hour behind the database's: the expiry it computes is already past
+	// there, and the database says so instead of failing obscurely.
+	behind := &identity.Service{Store: db.Store, Now: func() time.Time { return time.Now().Add(-time.Hour) }}
+	_, _, err = behind.Create(audited("createIdentity"), root, identity.NewIdentity{Name: "skewed", Permissions: []identity.Permission{identity.ViewInfrastructure}, ExpiresIn: "1m"})
+	if e, ok := apperr.As(err); !ok || e.Code != apperr.InvalidInput || !strings.Contains(e.Message, "check the clocks") {
+		t.Fatalf("expiry past by the database's clock: %v", err)
+	}
+
 	// Over the API, bob cannot grant what he holds but carol does not: a manager without
 	// hardware.delete cannot mint one that has it.
 	carol, _ := create("carol", identity.ManageInfrastructure)
