@@ -17,6 +17,7 @@ import (
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/provisioning"
@@ -124,8 +125,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
 
-	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel)
+	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel)
 	go listener.Run(ctx)
+	sessions := identity.NewSessions(store, log)
+	go listener.WatchIdentities(ctx, sessions)
 	feed := store.NewAuditFeed()
 	go feed.Run(ctx, listener)
 	admissionFeed := store.NewAdmissionFeed()
@@ -162,7 +165,8 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			Store: store.Fences(), Records: records, Feed: fenceFeed, MAAS: fenceMachines,
 			Incus: fenceCluster, Membership: membershipSource,
 		},
-		Log: log,
+		Identity: &identity.Service{Store: store},
+		Log:      log,
 	}
 	if maasSide != nil {
 		// Each is set only when MAAS is configured: a nil interface means "not configured".
@@ -179,6 +183,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		PingInterval:   cfg.PingInterval,
 		AllowedOrigins: cfg.AllowedOrigins,
 		PublicURL:      cfg.PublicURL,
+		Sessions:       sessions,
 		Routes: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
 		},

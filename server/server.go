@@ -53,6 +53,9 @@ type Config struct {
 	PublicURL string
 	// Routes adds further handlers (for example the enrolment script) to the mux.
 	Routes func(mux *http.ServeMux)
+	// Sessions closes the websockets of identities revoked or expired while connected;
+	// nil closes none.
+	Sessions Sessions
 }
 
 const (
@@ -70,10 +73,10 @@ func Handler(cfg Config) http.Handler {
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
 	gql.AddTransport(transport.Websocket{
-		Implementation: transport.CoderWebsocketImplementation{
+		Implementation: closeOn4403{transport.CoderWebsocketImplementation{
 			AcceptOptions: coderws.AcceptOptions{OriginPatterns: cfg.AllowedOrigins},
-		},
-		InitFunc:              websocketInit(cfg.Store),
+		}},
+		InitFunc:              websocketInit(cfg.Store, cfg.Sessions),
 		InitTimeout:           10 * time.Second,
 		PingPongInterval:      ping,
 		KeepAlivePingInterval: ping,
@@ -89,7 +92,7 @@ func Handler(cfg Config) http.Handler {
 	gql.SetRecoverFunc(recoverPanic(cfg.Log))
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", endOnShutdown(withIdentity(cfg.Store, gql)))
+	mux.Handle("/graphql", endOnShutdown(withSocketEnd(withIdentity(cfg.Store, gql))))
 	gi := graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})
 	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", gi))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -120,18 +123,26 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 
 // websocketInit authenticates a websocket from its connection_init payload. A refused
 // socket is closed with 4403, which graphql-ws clients treat as final instead of
-// reconnecting forever.
-func websocketInit(store identity.Store) transport.WebsocketInitFunc {
+// reconnecting forever. The connection context it returns ends when the identity is
+// revoked or expires, and the socket then closes with 4403 too (see sessions.go).
+func websocketInit(store identity.Store, sessions Sessions) transport.WebsocketInitFunc {
 	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 		id, err := identity.Authenticate(ctx, store, p.Authorization())
 		if err == nil {
 			err = id.Require(identity.ViewInfrastructure)
+		}
+		if err == nil && sessions != nil {
+			var watched context.Context
+			if watched, err = sessions.Watch(ctx, id); err == nil {
+				ctx = watched
+			}
 		}
 		if err != nil {
 			ctx = transport.WithWebsocketCloseCode(ctx, 4403)
 			ctx = transport.AppendCloseReason(ctx, "Forbidden")
 			return ctx, nil, errors.New(apperr.PublicMessage(err))
 		}
+		setSocketContext(ctx)
 		return identity.WithIdentity(ctx, id), nil, nil
 	}
 }

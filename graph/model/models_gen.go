@@ -130,6 +130,22 @@ type CommissionMachineInput struct {
 	Tests []string `json:"tests,omitempty"`
 }
 
+type CreateIdentityInput struct {
+	// 1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter.
+	Name        string       `json:"name"`
+	Permissions []Permission `json:"permissions"`
+	// When it stops working. Give this or expiresIn, or neither for no expiry.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
+	ExpiresIn *string `json:"expiresIn,omitempty"`
+}
+
+type CreateIdentityPayload struct {
+	Identity *Identity `json:"identity"`
+	// The bearer token (`Authorization: Bearer …`), shown only in this answer.
+	Token string `json:"token"`
+}
+
 type ErasePreview struct {
 	// Whether this request asks for erasing.
 	Requested bool `json:"requested"`
@@ -219,11 +235,23 @@ type FleetSources struct {
 	Maas  *SourceStatus `json:"maas"`
 }
 
-// An administrator or an automation account. Created with `apelora identity create`.
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
 type Identity struct {
 	Name        string       `json:"name"`
 	Permissions []Permission `json:"permissions"`
 	CreatedAt   time.Time    `json:"createdAt"`
+	// Its last successful authentication, to within a minute; null when never used.
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	// When it stops working; null when it never expires.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// When it was revoked; null while it is not.
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	// Who revoked it: an identity's name, or `local:USER` for `apelora identity revoke` on the server.
+	RevokedBy *string `json:"revokedBy,omitempty"`
+	// Whether its token works now: neither revoked nor expired.
+	Active bool `json:"active"`
 }
 
 type InstallOperatingSystemInput struct {
@@ -431,6 +459,14 @@ type RemoveMemberInput struct {
 type RemoveMemberPayload struct {
 	// The machine after removal (REGISTERED), or null for a member that had no record.
 	Machine *Machine `json:"machine,omitempty"`
+}
+
+type RevokeIdentityInput struct {
+	Name string `json:"name"`
+}
+
+type RevokeIdentityPayload struct {
+	Identity *Identity `json:"identity"`
 }
 
 type RevokeJoinTokenInput struct {
