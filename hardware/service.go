@@ -73,18 +73,19 @@ func (s *Service) Declare(ctx context.Context, actor string, d Declaration) (*De
 				a.Detail("replaced", prev.Wants())
 			}
 		}
-		got, err := s.Store.Profile(ctx, p.Name)
-		if err != nil {
-			return err
-		}
-		if got == nil {
-			return apperr.New(apperr.Internal, "hardware profile %q cannot be read back after it was declared", p.Name)
-		}
-		out.Profile = *got
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	// Read back after the commit, with the machines it is assigned to.
+	got, err := s.Store.Profile(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	out.Profile = p
+	if got != nil {
+		out.Profile = *got
 	}
 	return out, nil
 }
