@@ -220,7 +220,7 @@ func TestEnrolmentAdmissionAndRemovalAgainstARealCluster(t *testing.T) {
 			t.Fatalf("pushed so far: %v", pushed)
 		}
 	}
-	if len(pushed) != 9 {
+	if len(pushed) != 11 {
 		t.Fatalf("pushed %v", pushed)
 	}
 

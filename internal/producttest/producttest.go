@@ -189,7 +189,7 @@ func (e *Env) Count(table string) int64 {
 }
 
 // ChangeTables are the tables a refused or failed mutation must leave as they were.
-var ChangeTables = []string{"machine_records", "identities"}
+var ChangeTables = []string{"machine_records", "identities", "hardware_profiles"}
 
 // Snapshot returns the contents of every change table, to compare before and after.
 func (e *Env) Snapshot() string {
