@@ -280,6 +280,19 @@ func TestMAASPathRunsWholeOnOneMachine(t *testing.T) {
 	if x.machine(t, "node-a")["phase"] != "HELD" {
 		t.Fatal("a refused admission changed the member")
 	}
+	// MAAS unreachable: its half is skipped; Incus's view still blocks.
+	m.SetFault(sim.FaultUnavailable)
+	rep, err = client.AdmissionReport(ctx, gc, "node-a")
+	m.SetFault(sim.FaultNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := checkNamed(t, rep.AdmissionReport.Checks, "hardware-profile-maas"); c.Result != client.CheckResultSkipped || !strings.Contains(c.Message, "could not be reached") {
+		t.Fatalf("profile against an unreachable MAAS: %+v", c)
+	}
+	if c := checkNamed(t, rep.AdmissionReport.Checks, "hardware-profile-incus"); c.Result != client.CheckResultFail || rep.AdmissionReport.Verdict != client.AdmissionVerdictBlocked {
+		t.Fatalf("profile against Incus with MAAS unreachable: %+v %s", c, rep.AdmissionReport.Verdict)
+	}
 
 	// The profile was wrong: fix it, and the machine is admitted.
 	fixed := tooBig
