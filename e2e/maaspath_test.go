@@ -217,20 +217,7 @@ func TestMAASPathRunsWholeOnOneMachine(t *testing.T) {
 
 	// Admission: MAAS's hardware tests passed; the profile wants more cores than the
 	// machine has, and both sources say so, live to a watcher and in the report.
-	ws, err := client.NewWebSocket(e.Base+"/graphql", admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wsErrs, err := ws.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	events, _, err := client.AdmissionChecks(ctx, ws, "node-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond) // let the subscription register before the report
+	events, wsErrs := watchAdmission(ctx, t, e.Base, admin, "node-a")
 	rep, err := client.AdmissionReport(ctx, gc, "node-a")
 	if err != nil {
 		t.Fatal(err)
