@@ -190,9 +190,9 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 	add(c.networks(ctx, machine))
 	add(architecture(member, members))
 	add(c.hardwareTests(ctx, rec))
-	profileMAAS, profileIncus := c.hardwareProfile(ctx, rec, machine)
-	add(profileMAAS)
-	add(profileIncus)
+	profile := c.assignedProfile(ctx, rec)
+	add(c.profileFromMAAS(ctx, rec, profile))
+	add(c.profileFromIncus(ctx, machine, profile))
 	add(Check{Name: CheckOVNChassis, Title: "OVN chassis", Result: NotChecked,
 		Message: "the Incus API does not show whether the OVN chassis runs on the member: check it on the host if the cluster uses OVN"})
 	add(Check{Name: CheckClock, Title: "Clock", Result: NotChecked,
@@ -397,57 +397,76 @@ func hardwareResult(ch Check, status int, label string) Check {
 	return ch
 }
 
-// hardwareProfile compares the machine's hardware profile with what MAAS inventoried at
-// commissioning and with what Incus sees on the member: two checks, so that MAAS being
-// unreachable skips only its half. A machine without a profile has nothing to compare.
-func (c *Checker) hardwareProfile(ctx context.Context, rec *machines.Record, member string) (Check, Check) {
-	fromMAAS := Check{Name: CheckProfileMAAS, Title: "Hardware profile: MAAS inventory"}
-	fromIncus := Check{Name: CheckProfileIncus, Title: "Hardware profile: Incus's view of the member"}
-	both := func(r Result, msg string) (Check, Check) {
-		fromMAAS.Result, fromMAAS.Message = r, msg
-		fromIncus.Result, fromIncus.Message = r, msg
-		return fromMAAS, fromIncus
-	}
-	if rec == nil || rec.HardwareProfile == "" {
-		return both(Skipped, "no hardware profile is assigned to the machine, so there is nothing to compare (assignHardwareProfile gives it one)")
-	}
-	if c.Profiles == nil {
-		return both(Fail, fmt.Sprintf("hardware profile %q cannot be read here: this server has no profile store", rec.HardwareProfile))
+// assigned is the machine's hardware profile as read for one run: p, or why there is
+// nothing to compare (result and message, shared by both profile checks).
+type assigned struct {
+	p       *hardware.Profile
+	result  Result
+	message string
+}
+
+// assignedProfile reads the machine's hardware profile. A machine without one has
+// nothing to compare; a profile that cannot be read fails both checks.
+func (c *Checker) assignedProfile(ctx context.Context, rec *machines.Record) assigned {
+	switch {
+	case rec == nil || rec.HardwareProfile == "":
+		return assigned{result: Skipped, message: "no hardware profile is assigned to the machine, so there is nothing to compare (assignHardwareProfile gives it one)"}
+	case c.Profiles == nil:
+		return assigned{result: Fail, message: fmt.Sprintf("hardware profile %q cannot be read here: this server has no profile store", rec.HardwareProfile)}
 	}
 	p, err := c.Profiles.Profile(ctx, rec.HardwareProfile)
 	switch {
 	case err != nil:
-		return both(Fail, fmt.Sprintf("could not read hardware profile %q: %s", rec.HardwareProfile, apperr.Text(err)))
+		return assigned{result: Fail, message: fmt.Sprintf("could not read hardware profile %q: %s", rec.HardwareProfile, apperr.Text(err))}
 	case p == nil:
-		return both(Fail, fmt.Sprintf("hardware profile %q no longer exists: assign another one or clear the machine's profile", rec.HardwareProfile))
+		return assigned{result: Fail, message: fmt.Sprintf("hardware profile %q no longer exists: assign another one or clear the machine's profile", rec.HardwareProfile)}
 	}
+	return assigned{p: p}
+}
 
+// profileFromMAAS compares the profile with what MAAS inventoried at commissioning. It is
+// its own check so that MAAS being unreachable skips only this half, as for the hardware
+// tests.
+func (c *Checker) profileFromMAAS(ctx context.Context, rec *machines.Record, a assigned) Check {
+	ch := Check{Name: CheckProfileMAAS, Title: "Hardware profile: MAAS inventory"}
 	switch {
+	case a.p == nil:
+		ch.Result, ch.Message = a.result, a.message
+		return ch
 	case rec.Provisioner != machines.MAAS:
-		fromMAAS.Result, fromMAAS.Message = Skipped, "not a MAAS machine: no MAAS inventory to compare (Incus's view is compared)"
+		ch.Result, ch.Message = Skipped, "not a MAAS machine: no MAAS inventory to compare (Incus's view is compared)"
+		return ch
 	case c.MAASInventory == nil:
-		fromMAAS.Result, fromMAAS.Message = Skipped, "MAAS is not configured, so its inventory cannot be read (Incus's view is compared)"
-	default:
-		inv, err := c.MAASInventory.HardwareInventory(ctx, rec.MAASSystemID)
-		switch {
-		case err != nil && apperr.Is(err, apperr.Unavailable):
-			fromMAAS.Result, fromMAAS.Message = Skipped, "MAAS could not be reached, so its inventory was not compared: "+apperr.Text(err)
-		case err != nil:
-			fromMAAS.Result, fromMAAS.Message = Fail, "could not read the machine's inventory from MAAS: "+apperr.Text(err)
-		case inv.Empty():
-			fromMAAS.Result, fromMAAS.Message = Fail, fmt.Sprintf("MAAS has no hardware inventory of machine %s yet: commission it, then run the checks again", rec.MAASSystemID)
-		default:
-			fromMAAS = profileResult(fromMAAS, p, inv, "MAAS")
-		}
+		ch.Result, ch.Message = Skipped, "MAAS is not configured, so its inventory cannot be read (Incus's view is compared)"
+		return ch
 	}
+	inv, err := c.MAASInventory.HardwareInventory(ctx, rec.MAASSystemID)
+	switch {
+	case err != nil && apperr.Is(err, apperr.Unavailable):
+		ch.Result, ch.Message = Skipped, "MAAS could not be reached, so its inventory was not compared: "+apperr.Text(err)
+	case err != nil:
+		ch.Result, ch.Message = Fail, "could not read the machine's inventory from MAAS: "+apperr.Text(err)
+	case inv.Empty():
+		ch.Result, ch.Message = Fail, fmt.Sprintf("MAAS has no hardware inventory of machine %s yet: commission it, then run the checks again", rec.MAASSystemID)
+	default:
+		ch = profileResult(ch, a.p, inv, "MAAS")
+	}
+	return ch
+}
 
+// profileFromIncus compares the profile with what Incus sees on the member now.
+func (c *Checker) profileFromIncus(ctx context.Context, member string, a assigned) Check {
+	ch := Check{Name: CheckProfileIncus, Title: "Hardware profile: Incus's view of the member"}
+	if a.p == nil {
+		ch.Result, ch.Message = a.result, a.message
+		return ch
+	}
 	inv, err := c.Incus.MemberHardware(ctx, member)
 	if err != nil {
-		fromIncus.Result, fromIncus.Message = Fail, "could not read the member's hardware from Incus: "+apperr.Text(err)
-	} else {
-		fromIncus = profileResult(fromIncus, p, inv, "Incus")
+		ch.Result, ch.Message = Fail, "could not read the member's hardware from Incus: "+apperr.Text(err)
+		return ch
 	}
-	return fromMAAS, fromIncus
+	return profileResult(ch, a.p, inv, "Incus")
 }
 
 func profileResult(ch Check, p *hardware.Profile, inv hardware.Inventory, source string) Check {
