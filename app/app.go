@@ -17,6 +17,7 @@ import (
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
@@ -147,10 +148,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	enrol := &enrolment.Service{Incus: ports, Store: storeWithRecords{store}, Log: log}
 	res := &resolvers.Resolver{
 		Machines:  &machines.Service{Store: records, Membership: ports},
-		View:      &fleet.Service{Records: records, Admissions: store, Incus: membershipSource, Fences: store.Fences()},
+		View:      &fleet.Service{Records: records, Admissions: store, Incus: membershipSource, Fences: store.Fences(), Profiles: store.HardwareProfiles()},
 		Enrolment: enrol,
 		Admission: &admission.Service{
-			Checker: &admission.Checker{Incus: ports, Publish: store.AdmissionPublisher()},
+			Checker: &admission.Checker{Incus: ports, Publish: store.AdmissionPublisher(), Profiles: store.HardwareProfiles()},
 			Members: ports,
 			Store:   storeWithRecords{store},
 		},
@@ -166,6 +167,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			Incus: fenceCluster, Membership: membershipSource,
 		},
 		Identity: &identity.Service{Store: store},
+		Hardware: &hardware.Service{Store: store.HardwareProfiles()},
 		Log:      log,
 	}
 	if maasSide != nil {
@@ -173,6 +175,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Machines.MAAS = maasSide
 		res.View.MAAS = maasSide
 		res.Admission.Checker.MAAS = maasSide
+		res.Admission.Checker.MAASInventory = maasSide
 		res.Provisioning.MAAS = maasSide
 	}
 	h := server.Handler(server.Config{

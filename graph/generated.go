@@ -77,6 +77,11 @@ type ComplexityRoot struct {
 		ScriptURL    func(childComplexity int) int
 	}
 
+	AssignHardwareProfilePayload struct {
+		Machine         func(childComplexity int) int
+		PreviousProfile func(childComplexity int) int
+	}
+
 	AuditEvent struct {
 		Action     func(childComplexity int) int
 		Actor      func(childComplexity int) int
@@ -98,6 +103,11 @@ type ComplexityRoot struct {
 	AuditEventEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	ClearHardwareProfilePayload struct {
+		Machine         func(childComplexity int) int
+		PreviousProfile func(childComplexity int) int
 	}
 
 	ClusterView struct {
@@ -187,6 +197,21 @@ type ComplexityRoot struct {
 		Maas  func(childComplexity int) int
 	}
 
+	HardwareProfile struct {
+		Architecture    func(childComplexity int) int
+		Description     func(childComplexity int) int
+		Machines        func(childComplexity int) int
+		MinCPUCores     func(childComplexity int) int
+		MinDiskSizeGb   func(childComplexity int) int
+		MinDisks        func(childComplexity int) int
+		MinMemoryMiB    func(childComplexity int) int
+		MinNicSpeedMbps func(childComplexity int) int
+		MinNics         func(childComplexity int) int
+		Name            func(childComplexity int) int
+		SetAt           func(childComplexity int) int
+		SetBy           func(childComplexity int) int
+	}
+
 	Identity struct {
 		Active      func(childComplexity int) int
 		CreatedAt   func(childComplexity int) int
@@ -236,6 +261,7 @@ type ComplexityRoot struct {
 
 	Machine struct {
 		Fence            func(childComplexity int) int
+		HardwareProfile  func(childComplexity int) int
 		Maas             func(childComplexity int) int
 		Member           func(childComplexity int) int
 		Name             func(childComplexity int) int
@@ -246,13 +272,14 @@ type ComplexityRoot struct {
 	}
 
 	MachineRecord struct {
-		Description  func(childComplexity int) int
-		HardwareUUID func(childComplexity int) int
-		MaasSystemID func(childComplexity int) int
-		Name         func(childComplexity int) int
-		Provisioner  func(childComplexity int) int
-		RegisteredAt func(childComplexity int) int
-		RegisteredBy func(childComplexity int) int
+		Description     func(childComplexity int) int
+		HardwareProfile func(childComplexity int) int
+		HardwareUUID    func(childComplexity int) int
+		MaasSystemID    func(childComplexity int) int
+		Name            func(childComplexity int) int
+		Provisioner     func(childComplexity int) int
+		RegisteredAt    func(childComplexity int) int
+		RegisteredBy    func(childComplexity int) int
 	}
 
 	Member struct {
@@ -287,17 +314,21 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AdmitMember            func(childComplexity int, input model.AdmitMemberInput) int
 		ApproveEnrolment       func(childComplexity int, input model.ApproveEnrolmentInput) int
+		AssignHardwareProfile  func(childComplexity int, input model.AssignHardwareProfileInput) int
+		ClearHardwareProfile   func(childComplexity int, input model.ClearHardwareProfileInput) int
 		CommissionMachine      func(childComplexity int, input model.CommissionMachineInput) int
 		CreateIdentity         func(childComplexity int, input model.CreateIdentityInput) int
 		InstallOperatingSystem func(childComplexity int, input model.InstallOperatingSystemInput) int
 		RegisterMachine        func(childComplexity int, input model.RegisterMachineInput) int
 		ReleaseMachine         func(childComplexity int, input model.ReleaseMachineInput) int
 		RemoveFenceMapping     func(childComplexity int, input model.RemoveFenceMappingInput) int
+		RemoveHardwareProfile  func(childComplexity int, input model.RemoveHardwareProfileInput) int
 		RemoveMember           func(childComplexity int, input model.RemoveMemberInput) int
 		RevokeIdentity         func(childComplexity int, input model.RevokeIdentityInput) int
 		RevokeJoinToken        func(childComplexity int, input model.RevokeJoinTokenInput) int
 		RunHardwareTests       func(childComplexity int, input model.RunHardwareTestsInput) int
 		SetFenceMapping        func(childComplexity int, input model.SetFenceMappingInput) int
+		SetHardwareProfile     func(childComplexity int, input model.SetHardwareProfileInput) int
 		UnregisterMachine      func(childComplexity int, input model.UnregisterMachineInput) int
 	}
 
@@ -322,17 +353,19 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		AdmissionReport func(childComplexity int, name string) int
-		AuditEvents     func(childComplexity int, first *int, after *string, machine *string) int
-		Cluster         func(childComplexity int) int
-		FenceEvents     func(childComplexity int, member *string, first *int, after *string) int
-		FenceMappings   func(childComplexity int) int
-		Fleet           func(childComplexity int) int
-		Identities      func(childComplexity int) int
-		Machine         func(childComplexity int, name string) int
-		Machines        func(childComplexity int) int
-		ReleasePreview  func(childComplexity int, erase *bool) int
-		Viewer          func(childComplexity int) int
+		AdmissionReport  func(childComplexity int, name string) int
+		AuditEvents      func(childComplexity int, first *int, after *string, machine *string) int
+		Cluster          func(childComplexity int) int
+		FenceEvents      func(childComplexity int, member *string, first *int, after *string) int
+		FenceMappings    func(childComplexity int) int
+		Fleet            func(childComplexity int) int
+		HardwareProfile  func(childComplexity int, name string) int
+		HardwareProfiles func(childComplexity int) int
+		Identities       func(childComplexity int) int
+		Machine          func(childComplexity int, name string) int
+		Machines         func(childComplexity int) int
+		ReleasePreview   func(childComplexity int, erase *bool) int
+		Viewer           func(childComplexity int) int
 	}
 
 	RegisterMachinePayload struct {
@@ -347,6 +380,10 @@ type ComplexityRoot struct {
 
 	RemoveFenceMappingPayload struct {
 		Machine func(childComplexity int) int
+		Removed func(childComplexity int) int
+	}
+
+	RemoveHardwareProfilePayload struct {
 		Removed func(childComplexity int) int
 	}
 
@@ -368,6 +405,11 @@ type ComplexityRoot struct {
 		Notice           func(childComplexity int) int
 		Previous         func(childComplexity int) int
 		VerifiedWithMaas func(childComplexity int) int
+	}
+
+	SetHardwareProfilePayload struct {
+		Previous func(childComplexity int) int
+		Profile  func(childComplexity int) int
 	}
 
 	SourceStatus struct {
@@ -402,6 +444,10 @@ type MemberResolver interface {
 type MutationResolver interface {
 	SetFenceMapping(ctx context.Context, input model.SetFenceMappingInput) (*model.SetFenceMappingPayload, error)
 	RemoveFenceMapping(ctx context.Context, input model.RemoveFenceMappingInput) (*model.RemoveFenceMappingPayload, error)
+	SetHardwareProfile(ctx context.Context, input model.SetHardwareProfileInput) (*model.SetHardwareProfilePayload, error)
+	RemoveHardwareProfile(ctx context.Context, input model.RemoveHardwareProfileInput) (*model.RemoveHardwareProfilePayload, error)
+	AssignHardwareProfile(ctx context.Context, input model.AssignHardwareProfileInput) (*model.AssignHardwareProfilePayload, error)
+	ClearHardwareProfile(ctx context.Context, input model.ClearHardwareProfileInput) (*model.ClearHardwareProfilePayload, error)
 	CreateIdentity(ctx context.Context, input model.CreateIdentityInput) (*model.CreateIdentityPayload, error)
 	RevokeIdentity(ctx context.Context, input model.RevokeIdentityInput) (*model.RevokeIdentityPayload, error)
 	CommissionMachine(ctx context.Context, input model.CommissionMachineInput) (*model.MaasMachinePayload, error)
@@ -421,6 +467,8 @@ type QueryResolver interface {
 	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
 	FenceMappings(ctx context.Context) ([]*model.FenceMapping, error)
 	Cluster(ctx context.Context) (*model.ClusterView, error)
+	HardwareProfiles(ctx context.Context) ([]*model.HardwareProfile, error)
+	HardwareProfile(ctx context.Context, name string) (*model.HardwareProfile, error)
 	Identities(ctx context.Context) ([]*model.Identity, error)
 	Fleet(ctx context.Context) (*model.Fleet, error)
 	ReleasePreview(ctx context.Context, erase *bool) (*model.ErasePreview, error)
@@ -601,6 +649,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ApproveEnrolmentPayload.ScriptURL(childComplexity), true
 
+	case "AssignHardwareProfilePayload.machine":
+		if e.ComplexityRoot.AssignHardwareProfilePayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssignHardwareProfilePayload.Machine(childComplexity), true
+	case "AssignHardwareProfilePayload.previousProfile":
+		if e.ComplexityRoot.AssignHardwareProfilePayload.PreviousProfile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssignHardwareProfilePayload.PreviousProfile(childComplexity), true
+
 	case "AuditEvent.action":
 		if e.ComplexityRoot.AuditEvent.Action == nil {
 			break
@@ -687,6 +748,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditEventEdge.Node(childComplexity), true
+
+	case "ClearHardwareProfilePayload.machine":
+		if e.ComplexityRoot.ClearHardwareProfilePayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClearHardwareProfilePayload.Machine(childComplexity), true
+	case "ClearHardwareProfilePayload.previousProfile":
+		if e.ComplexityRoot.ClearHardwareProfilePayload.PreviousProfile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClearHardwareProfilePayload.PreviousProfile(childComplexity), true
 
 	case "ClusterView.fenceWorker":
 		if e.ComplexityRoot.ClusterView.FenceWorker == nil {
@@ -1006,6 +1080,79 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FleetSources.Maas(childComplexity), true
 
+	case "HardwareProfile.architecture":
+		if e.ComplexityRoot.HardwareProfile.Architecture == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.Architecture(childComplexity), true
+	case "HardwareProfile.description":
+		if e.ComplexityRoot.HardwareProfile.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.Description(childComplexity), true
+	case "HardwareProfile.machines":
+		if e.ComplexityRoot.HardwareProfile.Machines == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.Machines(childComplexity), true
+	case "HardwareProfile.minCpuCores":
+		if e.ComplexityRoot.HardwareProfile.MinCPUCores == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinCPUCores(childComplexity), true
+	case "HardwareProfile.minDiskSizeGB":
+		if e.ComplexityRoot.HardwareProfile.MinDiskSizeGb == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinDiskSizeGb(childComplexity), true
+	case "HardwareProfile.minDisks":
+		if e.ComplexityRoot.HardwareProfile.MinDisks == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinDisks(childComplexity), true
+	case "HardwareProfile.minMemoryMiB":
+		if e.ComplexityRoot.HardwareProfile.MinMemoryMiB == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinMemoryMiB(childComplexity), true
+	case "HardwareProfile.minNicSpeedMbps":
+		if e.ComplexityRoot.HardwareProfile.MinNicSpeedMbps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinNicSpeedMbps(childComplexity), true
+	case "HardwareProfile.minNics":
+		if e.ComplexityRoot.HardwareProfile.MinNics == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinNics(childComplexity), true
+	case "HardwareProfile.name":
+		if e.ComplexityRoot.HardwareProfile.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.Name(childComplexity), true
+	case "HardwareProfile.setAt":
+		if e.ComplexityRoot.HardwareProfile.SetAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.SetAt(childComplexity), true
+	case "HardwareProfile.setBy":
+		if e.ComplexityRoot.HardwareProfile.SetBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.SetBy(childComplexity), true
+
 	case "Identity.active":
 		if e.ComplexityRoot.Identity.Active == nil {
 			break
@@ -1226,6 +1373,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Machine.Fence(childComplexity), true
+	case "Machine.hardwareProfile":
+		if e.ComplexityRoot.Machine.HardwareProfile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.HardwareProfile(childComplexity), true
 	case "Machine.maas":
 		if e.ComplexityRoot.Machine.Maas == nil {
 			break
@@ -1275,6 +1428,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MachineRecord.Description(childComplexity), true
+	case "MachineRecord.hardwareProfile":
+		if e.ComplexityRoot.MachineRecord.HardwareProfile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MachineRecord.HardwareProfile(childComplexity), true
 	case "MachineRecord.hardwareUuid":
 		if e.ComplexityRoot.MachineRecord.HardwareUUID == nil {
 			break
@@ -1457,6 +1616,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ApproveEnrolment(childComplexity, args["input"].(model.ApproveEnrolmentInput)), true
+	case "Mutation.assignHardwareProfile":
+		if e.ComplexityRoot.Mutation.AssignHardwareProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_assignHardwareProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AssignHardwareProfile(childComplexity, args["input"].(model.AssignHardwareProfileInput)), true
+	case "Mutation.clearHardwareProfile":
+		if e.ComplexityRoot.Mutation.ClearHardwareProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_clearHardwareProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ClearHardwareProfile(childComplexity, args["input"].(model.ClearHardwareProfileInput)), true
 	case "Mutation.commissionMachine":
 		if e.ComplexityRoot.Mutation.CommissionMachine == nil {
 			break
@@ -1523,6 +1704,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemoveFenceMapping(childComplexity, args["input"].(model.RemoveFenceMappingInput)), true
+	case "Mutation.removeHardwareProfile":
+		if e.ComplexityRoot.Mutation.RemoveHardwareProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeHardwareProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveHardwareProfile(childComplexity, args["input"].(model.RemoveHardwareProfileInput)), true
 	case "Mutation.removeMember":
 		if e.ComplexityRoot.Mutation.RemoveMember == nil {
 			break
@@ -1578,6 +1770,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetFenceMapping(childComplexity, args["input"].(model.SetFenceMappingInput)), true
+	case "Mutation.setHardwareProfile":
+		if e.ComplexityRoot.Mutation.SetHardwareProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setHardwareProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetHardwareProfile(childComplexity, args["input"].(model.SetHardwareProfileInput)), true
 	case "Mutation.unregisterMachine":
 		if e.ComplexityRoot.Mutation.UnregisterMachine == nil {
 			break
@@ -1693,6 +1896,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Fleet(childComplexity), true
+	case "Query.hardwareProfile":
+		if e.ComplexityRoot.Query.HardwareProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Query_hardwareProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.HardwareProfile(childComplexity, args["name"].(string)), true
+	case "Query.hardwareProfiles":
+		if e.ComplexityRoot.Query.HardwareProfiles == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.HardwareProfiles(childComplexity), true
 	case "Query.identities":
 		if e.ComplexityRoot.Query.Identities == nil {
 			break
@@ -1774,6 +1994,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RemoveFenceMappingPayload.Removed(childComplexity), true
 
+	case "RemoveHardwareProfilePayload.removed":
+		if e.ComplexityRoot.RemoveHardwareProfilePayload.Removed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveHardwareProfilePayload.Removed(childComplexity), true
+
 	case "RemoveMemberPayload.machine":
 		if e.ComplexityRoot.RemoveMemberPayload.Machine == nil {
 			break
@@ -1825,6 +2052,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SetFenceMappingPayload.VerifiedWithMaas(childComplexity), true
+
+	case "SetHardwareProfilePayload.previous":
+		if e.ComplexityRoot.SetHardwareProfilePayload.Previous == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetHardwareProfilePayload.Previous(childComplexity), true
+	case "SetHardwareProfilePayload.profile":
+		if e.ComplexityRoot.SetHardwareProfilePayload.Profile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetHardwareProfilePayload.Profile(childComplexity), true
 
 	case "SourceStatus.available":
 		if e.ComplexityRoot.SourceStatus.Available == nil {
@@ -1910,6 +2150,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("AdmitMemberInput", ec.unmarshalInputAdmitMemberInput),
 			graphql.NewInputUnmarshaler("ApproveEnrolmentInput", ec.unmarshalInputApproveEnrolmentInput),
+			graphql.NewInputUnmarshaler("AssignHardwareProfileInput", ec.unmarshalInputAssignHardwareProfileInput),
+			graphql.NewInputUnmarshaler("ClearHardwareProfileInput", ec.unmarshalInputClearHardwareProfileInput),
 			graphql.NewInputUnmarshaler("CommissionMachineInput", ec.unmarshalInputCommissionMachineInput),
 			graphql.NewInputUnmarshaler("CreateIdentityInput", ec.unmarshalInputCreateIdentityInput),
 			graphql.NewInputUnmarshaler("InstallOperatingSystemInput", ec.unmarshalInputInstallOperatingSystemInput),
@@ -1917,11 +2159,13 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RegisterMachineInput", ec.unmarshalInputRegisterMachineInput),
 			graphql.NewInputUnmarshaler("ReleaseMachineInput", ec.unmarshalInputReleaseMachineInput),
 			graphql.NewInputUnmarshaler("RemoveFenceMappingInput", ec.unmarshalInputRemoveFenceMappingInput),
+			graphql.NewInputUnmarshaler("RemoveHardwareProfileInput", ec.unmarshalInputRemoveHardwareProfileInput),
 			graphql.NewInputUnmarshaler("RemoveMemberInput", ec.unmarshalInputRemoveMemberInput),
 			graphql.NewInputUnmarshaler("RevokeIdentityInput", ec.unmarshalInputRevokeIdentityInput),
 			graphql.NewInputUnmarshaler("RevokeJoinTokenInput", ec.unmarshalInputRevokeJoinTokenInput),
 			graphql.NewInputUnmarshaler("RunHardwareTestsInput", ec.unmarshalInputRunHardwareTestsInput),
 			graphql.NewInputUnmarshaler("SetFenceMappingInput", ec.unmarshalInputSetFenceMappingInput),
+			graphql.NewInputUnmarshaler("SetHardwareProfileInput", ec.unmarshalInputSetHardwareProfileInput),
 			graphql.NewInputUnmarshaler("UnregisterMachineInput", ec.unmarshalInputUnregisterMachineInput),
 		)
 	}
@@ -2303,6 +2547,138 @@ enum ClusterWarningCode {
   FENCE_WORKER_SILENT
   "Some members have no fence mapping."
   UNMAPPED_MEMBERS
+}
+`, BuiltIn: false},
+	{Name: "../schema/hardware.graphqls", Input: `extend type Query {
+  "Every hardware profile, ordered by name, with the machines each is assigned to."
+  hardwareProfiles: [HardwareProfile!]!
+
+  "One hardware profile by name, or null when there is none."
+  hardwareProfile(name: String!): HardwareProfile
+}
+
+extend type Mutation {
+  """
+  Declare a hardware profile, or replace the one of the same name: what a class of machine
+  must have. Admission compares every machine it is assigned to with it, against what MAAS
+  inventoried at commissioning and what Incus sees on the member; a shortfall fails the
+  check with both values. A minimum of 0 asks nothing of that aspect.
+  """
+  setHardwareProfile(input: SetHardwareProfileInput!): SetHardwareProfilePayload!
+
+  """
+  Remove a hardware profile. Refused while it is assigned to a machine: assign those
+  machines another profile, or clear theirs, first.
+  """
+  removeHardwareProfile(input: RemoveHardwareProfileInput!): RemoveHardwareProfilePayload!
+
+  """
+  Assign a hardware profile to a registered machine (replacing the one it had): its
+  admission checks compare it with the profile from now on.
+  """
+  assignHardwareProfile(input: AssignHardwareProfileInput!): AssignHardwareProfilePayload!
+
+  "Clear a machine's hardware profile: admission compares it with none."
+  clearHardwareProfile(input: ClearHardwareProfileInput!): ClearHardwareProfilePayload!
+}
+
+extend type Machine {
+  "The hardware profile admission compares the machine with; null when none is assigned."
+  hardwareProfile: HardwareProfile
+}
+
+extend type MachineRecord {
+  "The name of the hardware profile assigned to the machine; null for none."
+  hardwareProfile: String
+}
+
+"What a class of machine must have. Every minimum of 0 asks nothing."
+type HardwareProfile {
+  name: String!
+  description: String!
+  "The kernel's name for the architecture (x86_64, aarch64 …), as Incus reports it."
+  architecture: String!
+  "Logical CPUs (hardware threads), as MAAS's cpu_count and Incus count them."
+  minCpuCores: Int!
+  minMemoryMiB: Int!
+  "How many disks must have at least minDiskSizeGB each."
+  minDisks: Int!
+  "Decimal gigabytes (10^9 bytes), as disks are sold."
+  minDiskSizeGB: Int!
+  "How many network ports must reach minNicSpeedMbps each."
+  minNics: Int!
+  """
+  Link speed in Mbit/s. A port whose speed is not known (no link, or a driver that does not
+  say) counts towards minNics but cannot prove the speed: the check then warns.
+  """
+  minNicSpeedMbps: Int!
+  "The identity that declared (or last replaced) it."
+  setBy: String!
+  setAt: Time!
+  "The machines it is assigned to, by name."
+  machines: [String!]!
+}
+
+input SetHardwareProfileInput {
+  """
+  The profile's name: 1–63 characters, lower-case letters, digits and hyphens, starting
+  with a letter and not ending with a hyphen.
+  """
+  profile: String!
+  "Free text for administrators, at most 1024 characters."
+  description: String = ""
+  "x86_64, aarch64, ppc64le, s390x, riscv64, i686, armv7l or loongarch64; Debian's and MAAS's names (amd64, arm64 …) are accepted too."
+  architecture: String!
+  "0–16384."
+  minCpuCores: Int = 0
+  "0–67108864 (64 TiB)."
+  minMemoryMiB: Int = 0
+  "0–256."
+  minDisks: Int = 0
+  "0–1000000 (1 PB); needs minDisks."
+  minDiskSizeGB: Int = 0
+  "0–64."
+  minNics: Int = 0
+  "0–1600000; needs minNics."
+  minNicSpeedMbps: Int = 0
+}
+
+type SetHardwareProfilePayload {
+  profile: HardwareProfile!
+  "The profile this one replaced, if any."
+  previous: HardwareProfile
+}
+
+input RemoveHardwareProfileInput {
+  profile: String!
+}
+
+type RemoveHardwareProfilePayload {
+  "The profile that was removed."
+  removed: HardwareProfile!
+}
+
+input AssignHardwareProfileInput {
+  "The registered machine's name."
+  machine: String!
+  "The hardware profile's name."
+  profile: String!
+}
+
+type AssignHardwareProfilePayload {
+  machine: Machine!
+  "The profile the machine had before; null for none."
+  previousProfile: String
+}
+
+input ClearHardwareProfileInput {
+  machine: String!
+}
+
+type ClearHardwareProfilePayload {
+  machine: Machine!
+  "The profile the machine had; null when it had none."
+  previousProfile: String
 }
 `, BuiltIn: false},
 	{Name: "../schema/identity.graphqls", Input: `"What an identity may do."
@@ -2999,6 +3375,16 @@ func (ec *executionContext) childFields_ApproveEnrolmentPayload(ctx context.Cont
 	return nil, fmt.Errorf("no field named %q was found under type ApproveEnrolmentPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_AssignHardwareProfilePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_AssignHardwareProfilePayload_machine(ctx, field)
+	case "previousProfile":
+		return ec.fieldContext_AssignHardwareProfilePayload_previousProfile(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AssignHardwareProfilePayload", field.Name)
+}
+
 func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3043,6 +3429,16 @@ func (ec *executionContext) childFields_AuditEventEdge(ctx context.Context, fiel
 		return ec.fieldContext_AuditEventEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditEventEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_ClearHardwareProfilePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_ClearHardwareProfilePayload_machine(ctx, field)
+	case "previousProfile":
+		return ec.fieldContext_ClearHardwareProfilePayload_previousProfile(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ClearHardwareProfilePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_ClusterView(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3219,6 +3615,36 @@ func (ec *executionContext) childFields_FleetSources(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type FleetSources", field.Name)
 }
 
+func (ec *executionContext) childFields_HardwareProfile(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_HardwareProfile_name(ctx, field)
+	case "description":
+		return ec.fieldContext_HardwareProfile_description(ctx, field)
+	case "architecture":
+		return ec.fieldContext_HardwareProfile_architecture(ctx, field)
+	case "minCpuCores":
+		return ec.fieldContext_HardwareProfile_minCpuCores(ctx, field)
+	case "minMemoryMiB":
+		return ec.fieldContext_HardwareProfile_minMemoryMiB(ctx, field)
+	case "minDisks":
+		return ec.fieldContext_HardwareProfile_minDisks(ctx, field)
+	case "minDiskSizeGB":
+		return ec.fieldContext_HardwareProfile_minDiskSizeGB(ctx, field)
+	case "minNics":
+		return ec.fieldContext_HardwareProfile_minNics(ctx, field)
+	case "minNicSpeedMbps":
+		return ec.fieldContext_HardwareProfile_minNicSpeedMbps(ctx, field)
+	case "setBy":
+		return ec.fieldContext_HardwareProfile_setBy(ctx, field)
+	case "setAt":
+		return ec.fieldContext_HardwareProfile_setAt(ctx, field)
+	case "machines":
+		return ec.fieldContext_HardwareProfile_machines(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HardwareProfile", field.Name)
+}
+
 func (ec *executionContext) childFields_Identity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -3325,6 +3751,8 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_record(ctx, field)
 	case "fence":
 		return ec.fieldContext_Machine_fence(ctx, field)
+	case "hardwareProfile":
+		return ec.fieldContext_Machine_hardwareProfile(ctx, field)
 	case "maas":
 		return ec.fieldContext_Machine_maas(ctx, field)
 	case "member":
@@ -3351,6 +3779,8 @@ func (ec *executionContext) childFields_MachineRecord(ctx context.Context, field
 		return ec.fieldContext_MachineRecord_registeredAt(ctx, field)
 	case "registeredBy":
 		return ec.fieldContext_MachineRecord_registeredBy(ctx, field)
+	case "hardwareProfile":
+		return ec.fieldContext_MachineRecord_hardwareProfile(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MachineRecord", field.Name)
 }
@@ -3483,6 +3913,14 @@ func (ec *executionContext) childFields_RemoveFenceMappingPayload(ctx context.Co
 	return nil, fmt.Errorf("no field named %q was found under type RemoveFenceMappingPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_RemoveHardwareProfilePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "removed":
+		return ec.fieldContext_RemoveHardwareProfilePayload_removed(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoveHardwareProfilePayload", field.Name)
+}
+
 func (ec *executionContext) childFields_RemoveMemberPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "machine":
@@ -3521,6 +3959,16 @@ func (ec *executionContext) childFields_SetFenceMappingPayload(ctx context.Conte
 		return ec.fieldContext_SetFenceMappingPayload_machine(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SetFenceMappingPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SetHardwareProfilePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "profile":
+		return ec.fieldContext_SetHardwareProfilePayload_profile(ctx, field)
+	case "previous":
+		return ec.fieldContext_SetHardwareProfilePayload_previous(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SetHardwareProfilePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_SourceStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3697,6 +4145,34 @@ func (ec *executionContext) field_Mutation_approveEnrolment_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_assignHardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AssignHardwareProfileInput, error) {
+			return ec.unmarshalNAssignHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAssignHardwareProfileInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_clearHardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ClearHardwareProfileInput, error) {
+			return ec.unmarshalNClearHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClearHardwareProfileInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_commissionMachine_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3781,6 +4257,20 @@ func (ec *executionContext) field_Mutation_removeFenceMapping_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_removeHardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemoveHardwareProfileInput, error) {
+			return ec.unmarshalNRemoveHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveHardwareProfileInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_removeMember_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3843,6 +4333,20 @@ func (ec *executionContext) field_Mutation_setFenceMapping_args(ctx context.Cont
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetFenceMappingInput, error) {
 			return ec.unmarshalNSetFenceMappingInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetFenceMappingInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setHardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetHardwareProfileInput, error) {
+			return ec.unmarshalNSetHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetHardwareProfileInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3950,6 +4454,20 @@ func (ec *executionContext) field_Query_fenceEvents_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["after"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_hardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
 	return args, nil
 }
 
@@ -4711,6 +5229,61 @@ func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_scriptUrl(_ con
 	return graphql.NewScalarFieldContext("ApproveEnrolmentPayload", field, false, false, "String")
 }
 
+func (ec *executionContext) _AssignHardwareProfilePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.AssignHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssignHardwareProfilePayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssignHardwareProfilePayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AssignHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AssignHardwareProfilePayload_previousProfile(ctx context.Context, field graphql.CollectedField, obj *model.AssignHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssignHardwareProfilePayload_previousProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreviousProfile, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AssignHardwareProfilePayload_previousProfile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssignHardwareProfilePayload", field, false, false, "String")
+}
+
 func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *model.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5058,6 +5631,61 @@ func (ec *executionContext) fieldContext_AuditEventEdge_node(_ context.Context, 
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ClearHardwareProfilePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.ClearHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClearHardwareProfilePayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClearHardwareProfilePayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ClearHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ClearHardwareProfilePayload_previousProfile(ctx context.Context, field graphql.CollectedField, obj *model.ClearHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClearHardwareProfilePayload_previousProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreviousProfile, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClearHardwareProfilePayload_previousProfile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClearHardwareProfilePayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _ClusterView_healingThreshold(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
@@ -6341,6 +6969,282 @@ func (ec *executionContext) fieldContext_FleetSources_maas(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _HardwareProfile_name(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "String")
+}
+
+func (ec *executionContext) _HardwareProfile_description(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "String")
+}
+
+func (ec *executionContext) _HardwareProfile_architecture(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_architecture(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Architecture, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_architecture(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "String")
+}
+
+func (ec *executionContext) _HardwareProfile_minCpuCores(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minCpuCores(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinCPUCores, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minCpuCores(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_minMemoryMiB(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minMemoryMiB(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinMemoryMiB, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minMemoryMiB(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_minDisks(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minDisks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinDisks, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minDisks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_minDiskSizeGB(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minDiskSizeGB(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinDiskSizeGb, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minDiskSizeGB(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_minNics(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minNics(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinNics, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minNics(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_minNicSpeedMbps(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minNicSpeedMbps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinNicSpeedMbps, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minNicSpeedMbps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_setBy(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_setBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SetBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_setBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "String")
+}
+
+func (ec *executionContext) _HardwareProfile_setAt(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_setAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SetAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_setAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Time")
+}
+
+func (ec *executionContext) _HardwareProfile_machines(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_machines(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machines, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_machines(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "String")
+}
+
 func (ec *executionContext) _Identity_name(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7324,6 +8228,38 @@ func (ec *executionContext) fieldContext_Machine_fence(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Machine_hardwareProfile(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_hardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HardwareProfile, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_hardwareProfile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Machine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Machine_maas(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7587,6 +8523,29 @@ func (ec *executionContext) _MachineRecord_registeredBy(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_MachineRecord_registeredBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MachineRecord", field, false, false, "String")
+}
+
+func (ec *executionContext) _MachineRecord_hardwareProfile(ctx context.Context, field graphql.CollectedField, obj *model.MachineRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MachineRecord_hardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HardwareProfile, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MachineRecord_hardwareProfile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("MachineRecord", field, false, false, "String")
 }
 
@@ -8141,6 +9100,182 @@ func (ec *executionContext) fieldContext_Mutation_removeFenceMapping(ctx context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_removeFenceMapping_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setHardwareProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setHardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetHardwareProfile(ctx, fc.Args["input"].(model.SetHardwareProfileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SetHardwareProfilePayload) graphql.Marshaler {
+			return ec.marshalNSetHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetHardwareProfilePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setHardwareProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SetHardwareProfilePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setHardwareProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeHardwareProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeHardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveHardwareProfile(ctx, fc.Args["input"].(model.RemoveHardwareProfileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoveHardwareProfilePayload) graphql.Marshaler {
+			return ec.marshalNRemoveHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveHardwareProfilePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeHardwareProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoveHardwareProfilePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeHardwareProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_assignHardwareProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_assignHardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AssignHardwareProfile(ctx, fc.Args["input"].(model.AssignHardwareProfileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AssignHardwareProfilePayload) graphql.Marshaler {
+			return ec.marshalNAssignHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAssignHardwareProfilePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_assignHardwareProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AssignHardwareProfilePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_assignHardwareProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_clearHardwareProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_clearHardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ClearHardwareProfile(ctx, fc.Args["input"].(model.ClearHardwareProfileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ClearHardwareProfilePayload) graphql.Marshaler {
+			return ec.marshalNClearHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClearHardwareProfilePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_clearHardwareProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ClearHardwareProfilePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_clearHardwareProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9052,6 +10187,82 @@ func (ec *executionContext) fieldContext_Query_cluster(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_hardwareProfiles(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_hardwareProfiles(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().HardwareProfiles(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalNHardwareProfile2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfileᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_hardwareProfiles(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_hardwareProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_hardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().HardwareProfile(ctx, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_hardwareProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_hardwareProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_identities(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9548,6 +10759,38 @@ func (ec *executionContext) fieldContext_RemoveFenceMappingPayload_machine(_ con
 	return fc, nil
 }
 
+func (ec *executionContext) _RemoveHardwareProfilePayload_removed(ctx context.Context, field graphql.CollectedField, obj *model.RemoveHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveHardwareProfilePayload_removed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Removed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalNHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveHardwareProfilePayload_removed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoveHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RemoveMemberPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RemoveMemberPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9781,6 +11024,70 @@ func (ec *executionContext) fieldContext_SetFenceMappingPayload_machine(_ contex
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetHardwareProfilePayload_profile(ctx context.Context, field graphql.CollectedField, obj *model.SetHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetHardwareProfilePayload_profile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Profile, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalNHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetHardwareProfilePayload_profile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetHardwareProfilePayload_previous(ctx context.Context, field graphql.CollectedField, obj *model.SetHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetHardwareProfilePayload_previous(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Previous, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SetHardwareProfilePayload_previous(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
 		},
 	}
 	return fc, nil
@@ -11220,6 +12527,97 @@ func UnmarshalApproveEnrolmentInput(ctx context.Context, raw any) (model.Approve
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputAssignHardwareProfileInput(ctx context.Context, obj any) (model.AssignHardwareProfileInput, error) {
+	var it model.AssignHardwareProfileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"machine", "profile"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "machine":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("machine"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Machine = data
+		case "profile":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("profile"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Profile = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAssignHardwareProfileInput unmarshals raw into the AssignHardwareProfileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAssignHardwareProfileInput(ctx context.Context, raw any) (model.AssignHardwareProfileInput, error) {
+	var out model.AssignHardwareProfileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AssignHardwareProfileInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputClearHardwareProfileInput(ctx context.Context, obj any) (model.ClearHardwareProfileInput, error) {
+	var it model.ClearHardwareProfileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"machine"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "machine":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("machine"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Machine = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalClearHardwareProfileInput unmarshals raw into the ClearHardwareProfileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalClearHardwareProfileInput(ctx context.Context, raw any) (model.ClearHardwareProfileInput, error) {
+	var out model.ClearHardwareProfileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ClearHardwareProfileInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCommissionMachineInput(ctx context.Context, obj any) (model.CommissionMachineInput, error) {
 	var it model.CommissionMachineInput
 	if obj == nil {
@@ -11623,6 +13021,48 @@ func UnmarshalRemoveFenceMappingInput(ctx context.Context, raw any) (model.Remov
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRemoveHardwareProfileInput(ctx context.Context, obj any) (model.RemoveHardwareProfileInput, error) {
+	var it model.RemoveHardwareProfileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"profile"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "profile":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("profile"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Profile = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoveHardwareProfileInput unmarshals raw into the RemoveHardwareProfileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoveHardwareProfileInput(ctx context.Context, raw any) (model.RemoveHardwareProfileInput, error) {
+	var out model.RemoveHardwareProfileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveHardwareProfileInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context, obj any) (model.RemoveMemberInput, error) {
 	var it model.RemoveMemberInput
 	if obj == nil {
@@ -11869,6 +13309,126 @@ func (ec *executionContext) unmarshalInputSetFenceMappingInput(ctx context.Conte
 func UnmarshalSetFenceMappingInput(ctx context.Context, raw any) (model.SetFenceMappingInput, error) {
 	var out model.SetFenceMappingInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetFenceMappingInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSetHardwareProfileInput(ctx context.Context, obj any) (model.SetHardwareProfileInput, error) {
+	var it model.SetHardwareProfileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["description"]; !present {
+		asMap["description"] = ""
+	}
+	if _, present := asMap["minCpuCores"]; !present {
+		asMap["minCpuCores"] = 0
+	}
+	if _, present := asMap["minMemoryMiB"]; !present {
+		asMap["minMemoryMiB"] = 0
+	}
+	if _, present := asMap["minDisks"]; !present {
+		asMap["minDisks"] = 0
+	}
+	if _, present := asMap["minDiskSizeGB"]; !present {
+		asMap["minDiskSizeGB"] = 0
+	}
+	if _, present := asMap["minNics"]; !present {
+		asMap["minNics"] = 0
+	}
+	if _, present := asMap["minNicSpeedMbps"]; !present {
+		asMap["minNicSpeedMbps"] = 0
+	}
+
+	fieldsInOrder := [...]string{"profile", "description", "architecture", "minCpuCores", "minMemoryMiB", "minDisks", "minDiskSizeGB", "minNics", "minNicSpeedMbps"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "profile":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("profile"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Profile = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "architecture":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("architecture"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Architecture = data
+		case "minCpuCores":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minCpuCores"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinCPUCores = data
+		case "minMemoryMiB":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minMemoryMiB"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinMemoryMiB = data
+		case "minDisks":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minDisks"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinDisks = data
+		case "minDiskSizeGB":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minDiskSizeGB"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinDiskSizeGb = data
+		case "minNics":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minNics"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinNics = data
+		case "minNicSpeedMbps":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minNicSpeedMbps"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinNicSpeedMbps = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetHardwareProfileInput unmarshals raw into the SetHardwareProfileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetHardwareProfileInput(ctx context.Context, raw any) (model.SetHardwareProfileInput, error) {
+	var out model.SetHardwareProfileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetHardwareProfileInput", raw, &out)
 	return out, err
 }
 
@@ -12182,6 +13742,44 @@ func (ec *executionContext) _ApproveEnrolmentPayload(ctx context.Context, sel as
 	return out
 }
 
+var assignHardwareProfilePayloadImplementors = []string{"AssignHardwareProfilePayload"}
+
+func (ec *executionContext) _AssignHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, obj *model.AssignHardwareProfilePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, assignHardwareProfilePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AssignHardwareProfilePayload")
+		case "machine":
+			out.Values[i] = ec._AssignHardwareProfilePayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "previousProfile":
+			out.Values[i] = ec._AssignHardwareProfilePayload_previousProfile(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var auditEventImplementors = []string{"AuditEvent"}
 
 func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSet, obj *model.AuditEvent) graphql.Marshaler {
@@ -12317,6 +13915,44 @@ func (ec *executionContext) _AuditEventEdge(ctx context.Context, sel ast.Selecti
 		case "node":
 			out.Values[i] = ec._AuditEventEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var clearHardwareProfilePayloadImplementors = []string{"ClearHardwareProfilePayload"}
+
+func (ec *executionContext) _ClearHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, obj *model.ClearHardwareProfilePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clearHardwareProfilePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ClearHardwareProfilePayload")
+		case "machine":
+			out.Values[i] = ec._ClearHardwareProfilePayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "previousProfile":
+			out.Values[i] = ec._ClearHardwareProfilePayload_previousProfile(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -12927,6 +14563,94 @@ func (ec *executionContext) _FleetSources(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var hardwareProfileImplementors = []string{"HardwareProfile"}
+
+func (ec *executionContext) _HardwareProfile(ctx context.Context, sel ast.SelectionSet, obj *model.HardwareProfile) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, hardwareProfileImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HardwareProfile")
+		case "name":
+			out.Values[i] = ec._HardwareProfile_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._HardwareProfile_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "architecture":
+			out.Values[i] = ec._HardwareProfile_architecture(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minCpuCores":
+			out.Values[i] = ec._HardwareProfile_minCpuCores(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minMemoryMiB":
+			out.Values[i] = ec._HardwareProfile_minMemoryMiB(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minDisks":
+			out.Values[i] = ec._HardwareProfile_minDisks(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minDiskSizeGB":
+			out.Values[i] = ec._HardwareProfile_minDiskSizeGB(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minNics":
+			out.Values[i] = ec._HardwareProfile_minNics(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minNicSpeedMbps":
+			out.Values[i] = ec._HardwareProfile_minNicSpeedMbps(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setBy":
+			out.Values[i] = ec._HardwareProfile_setBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setAt":
+			out.Values[i] = ec._HardwareProfile_setAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machines":
+			out.Values[i] = ec._HardwareProfile_machines(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var identityImplementors = []string{"Identity"}
 
 func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet, obj *model.Identity) graphql.Marshaler {
@@ -13250,6 +14974,11 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "hardwareProfile":
+			out.Values[i] = ec._Machine_hardwareProfile(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "maas":
 			out.Values[i] = ec._Machine_maas(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -13326,6 +15055,11 @@ func (ec *executionContext) _MachineRecord(ctx context.Context, sel ast.Selectio
 		case "registeredBy":
 			out.Values[i] = ec._MachineRecord_registeredBy(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hardwareProfile":
+			out.Values[i] = ec._MachineRecord_hardwareProfile(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -13559,6 +15293,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "removeFenceMapping":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_removeFenceMapping(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setHardwareProfile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setHardwareProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeHardwareProfile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeHardwareProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "assignHardwareProfile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_assignHardwareProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "clearHardwareProfile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_clearHardwareProfile(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -13865,6 +15627,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_cluster(ctx, field)
 				})
+		case "hardwareProfiles":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_hardwareProfiles(ctx, field)
+				})
+		case "hardwareProfile":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_hardwareProfile(ctx, field)
+				})
 		case "identities":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -14046,6 +15820,39 @@ func (ec *executionContext) _RemoveFenceMappingPayload(ctx context.Context, sel 
 	return out
 }
 
+var removeHardwareProfilePayloadImplementors = []string{"RemoveHardwareProfilePayload"}
+
+func (ec *executionContext) _RemoveHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveHardwareProfilePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, removeHardwareProfilePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoveHardwareProfilePayload")
+		case "removed":
+			out.Values[i] = ec._RemoveHardwareProfilePayload_removed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var removeMemberPayloadImplementors = []string{"RemoveMemberPayload"}
 
 func (ec *executionContext) _RemoveMemberPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveMemberPayload) graphql.Marshaler {
@@ -14178,6 +15985,44 @@ func (ec *executionContext) _SetFenceMappingPayload(ctx context.Context, sel ast
 			}
 		case "machine":
 			out.Values[i] = ec._SetFenceMappingPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var setHardwareProfilePayloadImplementors = []string{"SetHardwareProfilePayload"}
+
+func (ec *executionContext) _SetHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, obj *model.SetHardwareProfilePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, setHardwareProfilePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SetHardwareProfilePayload")
+		case "profile":
+			out.Values[i] = ec._SetHardwareProfilePayload_profile(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "previous":
+			out.Values[i] = ec._SetHardwareProfilePayload_previous(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -14784,6 +16629,19 @@ func (ec *executionContext) marshalNApproveEnrolmentPayload2ᚖgithubᚗcomᚋap
 	return ec._ApproveEnrolmentPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNAssignHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAssignHardwareProfileInput(ctx context.Context, v any) (model.AssignHardwareProfileInput, error) {
+	res, err := ec.unmarshalInputAssignHardwareProfileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAssignHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAssignHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, v *model.AssignHardwareProfilePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AssignHardwareProfilePayload!")
+		return graphql.Null
+	}
+	return ec._AssignHardwareProfilePayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAuditEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditEvent(ctx context.Context, sel ast.SelectionSet, v *model.AuditEvent) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "AuditEvent!")
@@ -14856,6 +16714,19 @@ func (ec *executionContext) unmarshalNCheckResult2githubᚗcomᚋapeloraᚋfabri
 
 func (ec *executionContext) marshalNCheckResult2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCheckResult(ctx context.Context, sel ast.SelectionSet, v model.CheckResult) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) unmarshalNClearHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClearHardwareProfileInput(ctx context.Context, v any) (model.ClearHardwareProfileInput, error) {
+	res, err := ec.unmarshalInputClearHardwareProfileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNClearHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClearHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, v *model.ClearHardwareProfilePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ClearHardwareProfilePayload!")
+		return graphql.Null
+	}
+	return ec._ClearHardwareProfilePayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNClusterView2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterView(ctx context.Context, sel ast.SelectionSet, v *model.ClusterView) graphql.Marshaler {
@@ -15028,6 +16899,30 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
 	}
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) marshalNHardwareProfile2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfileᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.HardwareProfile) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx context.Context, sel ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "HardwareProfile!")
+		return graphql.Null
+	}
+	return ec._HardwareProfile(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
@@ -15315,6 +17210,19 @@ func (ec *executionContext) marshalNRemoveFenceMappingPayload2ᚖgithubᚗcomᚋ
 	return ec._RemoveFenceMappingPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNRemoveHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveHardwareProfileInput(ctx context.Context, v any) (model.RemoveHardwareProfileInput, error) {
+	res, err := ec.unmarshalInputRemoveHardwareProfileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRemoveHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, v *model.RemoveHardwareProfilePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoveHardwareProfilePayload!")
+		return graphql.Null
+	}
+	return ec._RemoveHardwareProfilePayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNRemoveMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberInput(ctx context.Context, v any) (model.RemoveMemberInput, error) {
 	res, err := ec.unmarshalInputRemoveMemberInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -15370,6 +17278,19 @@ func (ec *executionContext) marshalNSetFenceMappingPayload2ᚖgithubᚗcomᚋape
 		return graphql.Null
 	}
 	return ec._SetFenceMappingPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSetHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetHardwareProfileInput(ctx context.Context, v any) (model.SetHardwareProfileInput, error) {
+	res, err := ec.unmarshalInputSetHardwareProfileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSetHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, v *model.SetHardwareProfilePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SetHardwareProfilePayload!")
+		return graphql.Null
+	}
+	return ec._SetHardwareProfilePayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSourceStatus2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSourceStatus(ctx context.Context, sel ast.SelectionSet, v *model.SourceStatus) graphql.Marshaler {
@@ -15714,6 +17635,13 @@ func (ec *executionContext) marshalOFenceWorker2ᚖgithubᚗcomᚋapeloraᚋfabr
 		return graphql.Null
 	}
 	return ec._FenceWorker(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx context.Context, sel ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._HardwareProfile(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {

@@ -45,6 +45,9 @@ type Record struct {
 	HardwareUUID string
 	RegisteredAt time.Time
 	RegisteredBy string
+	// HardwareProfile names the hardware profile admission compares the machine with; ""
+	// for none.
+	HardwareProfile string
 }
 
 const (

@@ -75,16 +75,17 @@ func mapRecord(r *machines.Record) *model.MachineRecord {
 			Kind:         model.ProvisionerKind(r.Provisioner),
 			Capabilities: &model.ProvisionerCapabilities{Discovers: caps.Discovers, Installs: caps.Installs, Powers: caps.Powers},
 		},
-		Description:  r.Description,
-		MaasSystemID: optional(r.MAASSystemID),
-		HardwareUUID: optional(r.HardwareUUID),
-		RegisteredAt: r.RegisteredAt,
-		RegisteredBy: r.RegisteredBy,
+		Description:     r.Description,
+		MaasSystemID:    optional(r.MAASSystemID),
+		HardwareUUID:    optional(r.HardwareUUID),
+		RegisteredAt:    r.RegisteredAt,
+		RegisteredBy:    r.RegisteredBy,
+		HardwareProfile: optional(r.HardwareProfile),
 	}
 }
 
 func mapMachine(m *fleet.Machine) *model.Machine {
-	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS), Fence: mapFenceStatus(m.Fence)}
+	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS), Fence: mapFenceStatus(m.Fence), HardwareProfile: mapProfile(m.Profile)}
 	for _, w := range m.Warnings {
 		out.Warnings = append(out.Warnings, &model.Warning{Code: model.WarningCode(w.Code), Message: w.Message})
 	}

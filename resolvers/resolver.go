@@ -14,6 +14,7 @@ import (
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/machines"
@@ -58,6 +59,8 @@ type Resolver struct {
 	Fencing *fencing.Service
 	// Identity lists, creates and revokes identities.
 	Identity *identity.Service
+	// Hardware declares, removes and assigns hardware profiles.
+	Hardware *hardware.Service
 	Log      *slog.Logger
 }
 

@@ -70,6 +70,19 @@ type ApproveEnrolmentPayload struct {
 	ScriptURL string `json:"scriptUrl"`
 }
 
+type AssignHardwareProfileInput struct {
+	// The registered machine's name.
+	Machine string `json:"machine"`
+	// The hardware profile's name.
+	Profile string `json:"profile"`
+}
+
+type AssignHardwareProfilePayload struct {
+	Machine *Machine `json:"machine"`
+	// The profile the machine had before; null for none.
+	PreviousProfile *string `json:"previousProfile,omitempty"`
+}
+
 // One audited action: every mutation, allowed or refused, writes exactly one.
 type AuditEvent struct {
 	ID string    `json:"id"`
@@ -99,6 +112,16 @@ type AuditEventConnection struct {
 type AuditEventEdge struct {
 	Cursor string      `json:"cursor"`
 	Node   *AuditEvent `json:"node"`
+}
+
+type ClearHardwareProfileInput struct {
+	Machine string `json:"machine"`
+}
+
+type ClearHardwareProfilePayload struct {
+	Machine *Machine `json:"machine"`
+	// The profile the machine had; null when it had none.
+	PreviousProfile *string `json:"previousProfile,omitempty"`
 }
 
 // The cluster as fencing sees it.
@@ -235,6 +258,31 @@ type FleetSources struct {
 	Maas  *SourceStatus `json:"maas"`
 }
 
+// What a class of machine must have. Every minimum of 0 asks nothing.
+type HardwareProfile struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// The kernel's name for the architecture (x86_64, aarch64 …), as Incus reports it.
+	Architecture string `json:"architecture"`
+	// Logical CPUs (hardware threads), as MAAS's cpu_count and Incus count them.
+	MinCPUCores  int `json:"minCpuCores"`
+	MinMemoryMiB int `json:"minMemoryMiB"`
+	// How many disks must have at least minDiskSizeGB each.
+	MinDisks int `json:"minDisks"`
+	// Decimal gigabytes (10^9 bytes), as disks are sold.
+	MinDiskSizeGb int `json:"minDiskSizeGB"`
+	// How many network ports must reach minNicSpeedMbps each.
+	MinNics int `json:"minNics"`
+	// Link speed in Mbit/s. A port whose speed is not known (no link, or a driver that does not
+	// say) counts towards minNics but cannot prove the speed: the check then warns.
+	MinNicSpeedMbps int `json:"minNicSpeedMbps"`
+	// The identity that declared (or last replaced) it.
+	SetBy string    `json:"setBy"`
+	SetAt time.Time `json:"setAt"`
+	// The machines it is assigned to, by name.
+	Machines []string `json:"machines"`
+}
+
 // An administrator or an automation account, authenticated by a bearer token of which
 // Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
 // `apelora identity create`.
@@ -316,6 +364,8 @@ type Machine struct {
 	Record *MachineRecord `json:"record,omitempty"`
 	// The member's fence mapping, with its last readiness drill; null when it has none.
 	Fence *FenceMapping `json:"fence,omitempty"`
+	// The hardware profile admission compares the machine with; null when none is assigned.
+	HardwareProfile *HardwareProfile `json:"hardwareProfile,omitempty"`
 	// The machine as MAAS reports it; null when MAAS does not report it or could not be asked.
 	Maas *MaasMachine `json:"maas,omitempty"`
 	// The Incus member of the same name; null when it has not joined.
@@ -336,6 +386,8 @@ type MachineRecord struct {
 	RegisteredAt time.Time `json:"registeredAt"`
 	// The identity that registered it.
 	RegisteredBy string `json:"registeredBy"`
+	// The name of the hardware profile assigned to the machine; null for none.
+	HardwareProfile *string `json:"hardwareProfile,omitempty"`
 }
 
 // An Incus cluster member.
@@ -451,6 +503,15 @@ type RemoveFenceMappingPayload struct {
 	Machine *Machine      `json:"machine,omitempty"`
 }
 
+type RemoveHardwareProfileInput struct {
+	Profile string `json:"profile"`
+}
+
+type RemoveHardwareProfilePayload struct {
+	// The profile that was removed.
+	Removed *HardwareProfile `json:"removed"`
+}
+
 type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force,omitempty"`
@@ -504,6 +565,34 @@ type SetFenceMappingPayload struct {
 	Notice string `json:"notice"`
 	// The machine of that name, when Apelora knows one.
 	Machine *Machine `json:"machine,omitempty"`
+}
+
+type SetHardwareProfileInput struct {
+	// The profile's name: 1–63 characters, lower-case letters, digits and hyphens, starting
+	// with a letter and not ending with a hyphen.
+	Profile string `json:"profile"`
+	// Free text for administrators, at most 1024 characters.
+	Description *string `json:"description,omitempty"`
+	// x86_64, aarch64, ppc64le, s390x, riscv64, i686, armv7l or loongarch64; Debian's and MAAS's names (amd64, arm64 …) are accepted too.
+	Architecture string `json:"architecture"`
+	// 0–16384.
+	MinCPUCores *int `json:"minCpuCores,omitempty"`
+	// 0–67108864 (64 TiB).
+	MinMemoryMiB *int `json:"minMemoryMiB,omitempty"`
+	// 0–256.
+	MinDisks *int `json:"minDisks,omitempty"`
+	// 0–1000000 (1 PB); needs minDisks.
+	MinDiskSizeGb *int `json:"minDiskSizeGB,omitempty"`
+	// 0–64.
+	MinNics *int `json:"minNics,omitempty"`
+	// 0–1600000; needs minNics.
+	MinNicSpeedMbps *int `json:"minNicSpeedMbps,omitempty"`
+}
+
+type SetHardwareProfilePayload struct {
+	Profile *HardwareProfile `json:"profile"`
+	// The profile this one replaced, if any.
+	Previous *HardwareProfile `json:"previous,omitempty"`
 }
 
 type SourceStatus struct {
