@@ -39,7 +39,7 @@ func ParsePermission(s string) (Permission, error) {
 	for i, p := range AllPermissions {
 		names[i] = string(p)
 	}
-	return "", apperr.Invalid("permission", "unknown permission %q: use one of %s", s, strings.Join(names, ", "))
+	return "", apperr.Invalid("permission", "unknown permission %s: use one of %s", apperr.Quote(s), strings.Join(names, ", "))
 }
 
 // Identity is an authenticated caller.
@@ -68,7 +68,7 @@ func (i *Identity) Require(p Permission) error {
 		return apperr.New(apperr.Unauthenticated, "authentication required: send an Authorization: Bearer <token> header (create a token with `apelora identity create`)")
 	}
 	if !i.Has(p) {
-		return apperr.New(apperr.Forbidden, "identity %q lacks the %s permission; ask an administrator to grant it", i.Name, p)
+		return apperr.New(apperr.Forbidden, "identity %s lacks the %s permission; ask an administrator to grant it", apperr.Quote(i.Name), p)
 	}
 	return nil
 }
@@ -78,7 +78,7 @@ var namePattern = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,62}$`)
 // ValidateName checks an identity name.
 func ValidateName(name string) error {
 	if !namePattern.MatchString(name) {
-		return apperr.Invalid("name", "identity name %q is not valid: use 1–63 characters, lower-case letters, digits, '.', '_' or '-', starting with a letter", name)
+		return apperr.Invalid("name", "identity name %s is not valid: use 1–63 characters, lower-case letters, digits, '.', '_' or '-', starting with a letter", apperr.Quote(name))
 	}
 	return nil
 }
