@@ -175,13 +175,14 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Provisioning.MAAS = maasSide
 	}
 	h := server.Handler(server.Config{
-		Log:            log,
-		Store:          store,
-		Resolvers:      res,
-		MutationChecks: checks,
-		PingInterval:   cfg.PingInterval,
-		AllowedOrigins: cfg.AllowedOrigins,
-		PublicURL:      cfg.PublicURL,
+		Log:              log,
+		Store:            store,
+		Resolvers:        res,
+		MutationChecks:   checks,
+		PingInterval:     cfg.PingInterval,
+		AllowedOrigins:   cfg.AllowedOrigins,
+		PublicURL:        cfg.PublicURL,
+		AuthFailureLimit: cfg.AuthFailureLimit,
 		Routes: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
 		},
