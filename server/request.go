@@ -26,6 +26,11 @@ func (g *gate) readRequest(bodyTimeout time.Duration, next http.Handler) http.Ha
 			next.ServeHTTP(w, r)
 			return
 		}
+		// Per request, not on the server: a deadline on the connection would also end the
+		// websockets it is hijacked for. It stays for a request refused unread, so that
+		// the server's draining of its body cannot be held open either.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			writeError(w, http.StatusMethodNotAllowed, apperr.InvalidInput, "send GraphQL as an HTTP POST with a JSON body, or subscribe over a websocket (graphql-transport-ws)")
@@ -47,13 +52,7 @@ func (g *gate) readRequest(bodyTimeout time.Duration, next http.Handler) http.Ha
 			reject(http.StatusRequestEntityTooLarge, apperr.RequestTooLarge, r.ContentLength, tooLarge)
 			return
 		}
-		// Per request, not on the server: a deadline on the connection would also end the
-		// websockets it is hijacked for.
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-		// The connection's own read (which notices a client leaving) must not time out.
-		_ = rc.SetReadDeadline(time.Time{})
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			w.Header().Set("Connection", "close")
@@ -67,6 +66,9 @@ func (g *gate) readRequest(bodyTimeout time.Duration, next http.Handler) http.Ha
 			reject(http.StatusRequestEntityTooLarge, apperr.RequestTooLarge, int64(len(body)), tooLarge)
 			return
 		}
+		// Read whole: the connection's own read (which notices a client leaving during a
+		// long mutation) must not time out.
+		_ = rc.SetReadDeadline(time.Time{})
 		if msg := checkRequestJSON(body); msg != "" {
 			reject(http.StatusBadRequest, apperr.InvalidInput, int64(len(body)), msg)
 			return
