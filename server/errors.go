@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -141,8 +143,19 @@ func at(e *gqlerror.Error) string {
 	return fmt.Sprintf(" (line %d, column %d)", e.Locations[0].Line, e.Locations[0].Column)
 }
 
-// shorten bounds a message and escapes what a terminal would act on.
+// longQuote and longWord are a quoted value or a run of characters (such as a number)
+// longer than apperr.QuoteLimit in a message of the GraphQL layer, which quotes values
+// whole.
+var (
+	longQuote = regexp.MustCompile(`"((?:[^"\\]|\\.){` + strconv.Itoa(apperr.QuoteLimit) + `})(?:[^"\\]|\\.)+"`)
+	longWord  = regexp.MustCompile(`([^\s"]{` + strconv.Itoa(apperr.QuoteLimit) + `})[^\s"]+`)
+)
+
+// shorten cuts the values a message quotes to a short prefix, bounds it, and escapes what
+// a terminal would act on.
 func shorten(msg string) string {
+	msg = longQuote.ReplaceAllString(msg, `"$1…"`)
+	msg = longWord.ReplaceAllString(msg, `$1…`)
 	return audit.Text(msg, maxQuotedMessage)
 }
 
