@@ -4,9 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperrtest"
 )
 
 // The fence_mappings CHECK constraints (migrations/0002_fencing.sql).
@@ -28,32 +27,21 @@ func FuzzMappingInput(f *testing.F) {
 				t.Fatalf("accepted member %q", member)
 			}
 		} else {
-			checkRefusal(t, err)
+			apperrtest.CheckRefusal(t, err)
 		}
 		if err := ValidateSystemID(systemID); err == nil {
 			if !dbSysID.MatchString(systemID) {
 				t.Fatalf("accepted system id %q", systemID)
 			}
 		} else {
-			checkRefusal(t, err)
+			apperrtest.CheckRefusal(t, err)
 		}
 		if u, err := NormalizeUUID(uuid); err == nil {
 			if !dbUUID.MatchString(u) || !SameUUID(u, uuid) {
 				t.Fatalf("NormalizeUUID(%q) = %q", uuid, u)
 			}
 		} else {
-			checkRefusal(t, err)
+			apperrtest.CheckRefusal(t, err)
 		}
 	})
-}
-
-func checkRefusal(t *testing.T, err error) {
-	t.Helper()
-	e, ok := apperr.As(err)
-	if !ok || e.Code != apperr.InvalidInput || e.Field == "" {
-		t.Fatalf("refusal %v is not INVALID_INPUT with a field", err)
-	}
-	if len(e.Message) > 4*apperr.QuoteLimit+300 || !utf8.ValidString(e.Message) || strings.ContainsAny(e.Message, "\x00\r\n") {
-		t.Fatalf("message %q is too long or unprintable", e.Message)
-	}
 }

@@ -5,9 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperrtest"
 )
 
 // dbName is the identities table's CHECK (migrations/0001_foundation.sql).
@@ -26,28 +25,17 @@ func FuzzIdentityInput(f *testing.F) {
 				t.Fatalf("accepted name %q the database refuses", name)
 			}
 		} else {
-			checkMessage(t, err)
+			apperrtest.CheckMessage(t, err.Error())
 		}
 		if p, err := ParsePermission(permission); err == nil {
 			if !slices.Contains(AllPermissions, p) {
 				t.Fatalf("accepted permission %q", p)
 			}
 		} else {
-			checkMessage(t, err)
+			apperrtest.CheckMessage(t, err.Error())
 		}
 		if tok, ok := BearerToken(header); ok && (tok == "" || strings.TrimSpace(tok) != tok || !strings.Contains(header, tok)) {
 			t.Fatalf("BearerToken(%q) = %q", header, tok)
 		}
 	})
-}
-
-func checkMessage(t *testing.T, err error) {
-	t.Helper()
-	e, ok := apperr.As(err)
-	if !ok || e.Code != apperr.InvalidInput || e.Field == "" {
-		t.Fatalf("refusal %v is not INVALID_INPUT with a field", err)
-	}
-	if len(e.Message) > 4*apperr.QuoteLimit+300 || !utf8.ValidString(e.Message) || strings.ContainsAny(e.Message, "\x00\r\n") {
-		t.Fatalf("message %q is too long or unprintable", e.Message)
-	}
 }

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperrtest"
 )
 
 // The database's CHECK constraints (migrations/0001_foundation.sql): what the domain
@@ -39,19 +39,6 @@ func FuzzRegistration(f *testing.F) {
 			}
 			return
 		}
-		checkRefusal(t, err)
+		apperrtest.CheckRefusal(t, err)
 	})
-}
-
-// checkRefusal: a refusal of input is INVALID_INPUT with a field, and its message quotes
-// at most a short, escaped prefix of the value.
-func checkRefusal(t *testing.T, err error) {
-	t.Helper()
-	e, ok := apperr.As(err)
-	if !ok || e.Code != apperr.InvalidInput || e.Field == "" {
-		t.Fatalf("refusal %v is not INVALID_INPUT with a field", err)
-	}
-	if len(e.Message) > 4*apperr.QuoteLimit+300 || !utf8.ValidString(e.Message) || strings.ContainsAny(e.Message, "\x00\r\n") {
-		t.Fatalf("message %q is too long or unprintable", e.Message)
-	}
 }

@@ -3,9 +3,8 @@ package provisioning
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperrtest"
 )
 
 // FuzzMAASNames: test names, series and system ids the rules accept are what MAAS takes
@@ -21,32 +20,21 @@ func FuzzMAASNames(f *testing.F) {
 				t.Fatalf("accepted test name %q", test)
 			}
 		} else {
-			checkRefusal(t, err)
+			apperrtest.CheckRefusal(t, err)
 		}
 		if err := ValidateSeries(series); err == nil {
 			if strings.Count(series, "/") > 1 || len(series) > 61 || strings.Trim(series, "abcdefghijklmnopqrstuvwxyz0123456789./") != "" {
 				t.Fatalf("accepted series %q", series)
 			}
 		} else {
-			checkRefusal(t, err)
+			apperrtest.CheckRefusal(t, err)
 		}
 		if err := validateSystemID(systemID); err == nil {
 			if len(systemID) < 4 || len(systemID) > 16 || strings.Trim(systemID, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
 				t.Fatalf("accepted system id %q", systemID)
 			}
 		} else {
-			checkRefusal(t, err)
+			apperrtest.CheckRefusal(t, err)
 		}
 	})
-}
-
-func checkRefusal(t *testing.T, err error) {
-	t.Helper()
-	e, ok := apperr.As(err)
-	if !ok || e.Code != apperr.InvalidInput || e.Field == "" {
-		t.Fatalf("refusal %v is not INVALID_INPUT with a field", err)
-	}
-	if len(e.Message) > 4*apperr.QuoteLimit+300 || !utf8.ValidString(e.Message) || strings.ContainsAny(e.Message, "\x00\r\n") {
-		t.Fatalf("message %q is too long or unprintable", e.Message)
-	}
 }
