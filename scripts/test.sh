@@ -81,12 +81,28 @@ fi
 go test -count=1 -timeout 40m "$@"
 
 # Each fuzz target for a bounded time (go test -fuzz takes one target in one package).
+# Go 1.26's fuzz coordinator can report "context deadline exceeded" when -fuzztime ends
+# while a worker is mid-input (golang/go#75804, fixed in Go 1.27): that, with no failing
+# input written to testdata/fuzz, is not a failure.
+fuzz_one() {
+	local dir=$1 name=$2 corpus=$1/testdata/fuzz/$2 before out
+	before=$(ls "$corpus" 2>/dev/null || true)
+	echo "test: fuzzing $name in ./$dir for $fuzztime"
+	if out=$(go test -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" "./$dir" 2>&1); then
+		echo "$out" | tail -n 2
+		return 0
+	fi
+	echo "$out"
+	if [ "$(ls "$corpus" 2>/dev/null || true)" = "$before" ] && grep -q 'context deadline exceeded' <<<"$out"; then
+		echo "test: $name stopped on Go's fuzztime race (golang/go#75804) with no failing input: not a failure" >&2
+		return 0
+	fi
+	return 1
+}
 fuzztime=${FUZZTIME:-20s}
 if $fuzz && [ "$fuzztime" != 0 ]; then
 	git grep -n '^func Fuzz[A-Za-z0-9_]*(' -- '*_test.go' | while IFS=: read -r file _ decl; do
 		name=${decl#func }
-		name=${name%%(*}
-		echo "test: fuzzing $name in ./$(dirname "$file") for $fuzztime"
-		go test -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" "./$(dirname "$file")"
+		fuzz_one "$(dirname "$file")" "${name%%(*}"
 	done
 fi
