@@ -129,6 +129,11 @@ func TestNULBytesAreAuditedEscaped(t *testing.T) {
 	if strings.Contains(e.Logs.String(), "could not write audit event") {
 		t.Fatal("an audit event could not be written")
 	}
+	// The trail finds them by the name as it was sent.
+	page := e.MustGQL(manager, `query($m: String) { auditEvents(machine: $m) { edges { node { machine actor } } } }`, map[string]any{"m": "node\x00-1"})
+	if got := fmt.Sprint(page["auditEvents"]); got != `map[edges:[map[node:map[actor:manager machine:node\x00-1]] map[node:map[actor:anonymous machine:node\x00-1]]]]` {
+		t.Fatalf("auditEvents(machine: NUL name) = %s", got)
+	}
 }
 
 // Issue 8, failure 3: an 8 MB systemId was echoed whole and stored twice.
