@@ -173,7 +173,7 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 		}
 	}
 	if member == nil {
-		return nil, apperr.New(apperr.FailedPrecondition, "%q is not an Incus member yet: approve its enrolment and run enrol-member.sh on it first", machine)
+		return nil, apperr.New(apperr.FailedPrecondition, "%s is not an Incus member yet: approve its enrolment and run enrol-member.sh on it first", apperr.Quote(machine))
 	}
 	r := &Report{Machine: machine, RunID: newRunID(), Trigger: trigger, At: c.now()}
 	add := func(ch Check) {

@@ -179,14 +179,15 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Provisioning.MAAS = maasSide
 	}
 	h := server.Handler(server.Config{
-		Log:            log,
-		Store:          store,
-		Resolvers:      res,
-		MutationChecks: checks,
-		PingInterval:   cfg.PingInterval,
-		AllowedOrigins: cfg.AllowedOrigins,
-		PublicURL:      cfg.PublicURL,
-		Sessions:       sessions,
+		Log:              log,
+		Store:            store,
+		Resolvers:        res,
+		MutationChecks:   checks,
+		PingInterval:     cfg.PingInterval,
+		AllowedOrigins:   cfg.AllowedOrigins,
+		PublicURL:        cfg.PublicURL,
+		Sessions:         sessions,
+		AuthFailureLimit: cfg.AuthFailureLimit,
 		Routes: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
 		},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/server"
 )
 
 // Config is Apelora's configuration, read from APELORA_* environment variables.
@@ -32,6 +33,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	Incus          incus.Config // APELORA_INCUS_*; zero when not configured
 	MAAS           maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
+	// AuthFailureLimit is not read from the environment (zero: the server's default);
+	// tests relax it.
+	AuthFailureLimit server.RateLimit
 }
 
 // Variable documents one environment variable (the README's table is checked against it).

@@ -1179,17 +1179,26 @@ func (v *AssignHardwareProfileResponse) GetAssignHardwareProfile() AssignHardwar
 // AuditEventFields includes the GraphQL fields of AuditEvent requested by the fragment AuditEventFields.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation, allowed or refused, writes exactly one.
+// One audited action: every mutation call, allowed or refused, writes exactly one. A request
+// refused as a whole (no valid token, or refused before it ran) writes one for the request.
+// Each event is bounded: see the README's Limits.
 type AuditEventFields struct {
 	Id string    `json:"id"`
 	At time.Time `json:"at"`
 	// The identity that acted (or `anonymous` for an unauthenticated attempt).
 	Actor string `json:"actor"`
-	// The mutation, e.g. `registerMachine`.
+	// The mutation, e.g. `registerMachine` (the first one, when a request was refused as a
+	// whole: `details.mutations` lists them and `details.calls` counts them), or
+	// `rejectedRequest` (a POST refused before its operation could be read: too large, too
+	// slow, not JSON, a batch, a query that does not parse) or `rateLimited` (an address's
+	// requests refused for failing authentication too often, at most one event per address a
+	// minute, `details.refused` counting them).
 	Action string `json:"action"`
 	// The machine the action was about, when there was one.
 	Machine *string `json:"machine"`
-	// The mutation's arguments, with secrets removed.
+	// The mutation's arguments, with secrets removed. A string longer than 1 KiB, or holding
+	// NUL or invalid UTF-8, is kept as `{text, bytes, sha256, truncated, escaped}`: its start,
+	// its length and the SHA-256 of its bytes; lists and objects keep 64 entries.
 	Parameters map[string]any `json:"parameters"`
 	Outcome    AuditOutcome   `json:"outcome"`
 	// Why it failed or was refused.
@@ -1233,7 +1242,9 @@ func (v *AuditEventFields) GetDetails() map[string]any { return v.Details }
 // AuditEventRecordedAuditEventRecordedAuditEvent includes the requested fields of the GraphQL type AuditEvent.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation, allowed or refused, writes exactly one.
+// One audited action: every mutation call, allowed or refused, writes exactly one. A request
+// refused as a whole (no valid token, or refused before it ran) writes one for the request.
+// Each event is bounded: see the README's Limits.
 type AuditEventRecordedAuditEventRecordedAuditEvent struct {
 	AuditEventFields `json:"-"`
 }
@@ -1404,7 +1415,9 @@ func (v *AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdge) GetNode(
 // AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdgeNodeAuditEvent includes the requested fields of the GraphQL type AuditEvent.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation, allowed or refused, writes exactly one.
+// One audited action: every mutation call, allowed or refused, writes exactly one. A request
+// refused as a whole (no valid token, or refused before it ran) writes one for the request.
+// Each event is bounded: see the README's Limits.
 type AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdgeNodeAuditEvent struct {
 	AuditEventFields `json:"-"`
 }

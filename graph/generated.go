@@ -2276,17 +2276,32 @@ extend type Subscription {
   auditEventRecorded(machine: String): AuditEvent!
 }
 
-"One audited action: every mutation, allowed or refused, writes exactly one."
+"""
+One audited action: every mutation call, allowed or refused, writes exactly one. A request
+refused as a whole (no valid token, or refused before it ran) writes one for the request.
+Each event is bounded: see the README's Limits.
+"""
 type AuditEvent {
   id: ID!
   at: Time!
   "The identity that acted (or ` + "`" + `anonymous` + "`" + ` for an unauthenticated attempt)."
   actor: String!
-  "The mutation, e.g. ` + "`" + `registerMachine` + "`" + `."
+  """
+  The mutation, e.g. ` + "`" + `registerMachine` + "`" + ` (the first one, when a request was refused as a
+  whole: ` + "`" + `details.mutations` + "`" + ` lists them and ` + "`" + `details.calls` + "`" + ` counts them), or
+  ` + "`" + `rejectedRequest` + "`" + ` (a POST refused before its operation could be read: too large, too
+  slow, not JSON, a batch, a query that does not parse) or ` + "`" + `rateLimited` + "`" + ` (an address's
+  requests refused for failing authentication too often, at most one event per address a
+  minute, ` + "`" + `details.refused` + "`" + ` counting them).
+  """
   action: String!
   "The machine the action was about, when there was one."
   machine: String
-  "The mutation's arguments, with secrets removed."
+  """
+  The mutation's arguments, with secrets removed. A string longer than 1 KiB, or holding
+  NUL or invalid UTF-8, is kept as ` + "`" + `{text, bytes, sha256, truncated, escaped}` + "`" + `: its start,
+  its length and the SHA-256 of its bytes; lists and objects keep 64 entries.
+  """
   parameters: Map!
   outcome: AuditOutcome!
   "Why it failed or was refused."
@@ -3263,8 +3278,13 @@ member". Every read needs an authenticated identity (HTTP ` + "`" + `Authorizati
 ` + "`" + `manage-infrastructure` + "`" + ` and is written to the audit trail, allowed or refused.
 
 Errors carry a stable ` + "`" + `extensions.code` + "`" + `: UNAUTHENTICATED, FORBIDDEN, INVALID_INPUT,
-NOT_FOUND, ALREADY_EXISTS, BUSY, FAILED_PRECONDITION, UNAVAILABLE, INTERNAL; and, for bad
-input, ` + "`" + `extensions.field` + "`" + ` naming the input field at fault.
+NOT_FOUND, ALREADY_EXISTS, BUSY, FAILED_PRECONDITION, UNAVAILABLE, INTERNAL,
+REQUEST_TOO_LARGE (a body over 1 MiB, HTTP 413), RATE_LIMITED (too many requests without a
+valid token from one address, HTTP 429 with Retry-After); and, for bad input,
+` + "`" + `extensions.field` + "`" + ` naming the input field at fault. A request that does not parse, is not
+valid against this schema, or exceeds a limit (20 root fields, depth 12, complexity 2000)
+is INVALID_INPUT (HTTP 422); one that is not a JSON GraphQL request is INVALID_INPUT with
+HTTP 400, 405, 408 or 415. Error messages quote at most 64 bytes of a value.
 """
 schema {
   query: Query

@@ -93,7 +93,7 @@ func (i *Identity) Require(p Permission) error {
 		return errNoBearer()
 	}
 	if !i.Has(p) {
-		return apperr.New(apperr.Forbidden, "identity %q lacks the %s permission; ask an administrator to grant it", i.Name, p)
+		return apperr.New(apperr.Forbidden, "identity %s lacks the %s permission; ask an administrator to grant it", apperr.Quote(i.Name), p)
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ var namePattern = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,62}$`)
 // ValidateName checks an identity name.
 func ValidateName(name string) error {
 	if !namePattern.MatchString(name) {
-		return apperr.Invalid("name", "identity name %q is not valid: use 1–63 characters, lower-case letters, digits, '.', '_' or '-', starting with a letter", short(name))
+		return apperr.Invalid("name", "identity name %s is not valid: use 1–63 characters, lower-case letters, digits, '.', '_' or '-', starting with a letter", apperr.Quote(name))
 	}
 	return nil
 }

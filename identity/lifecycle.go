@@ -2,12 +2,10 @@ package identity
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
@@ -140,7 +138,7 @@ func invalidPermission(s string) error {
 	for i, p := range AllPermissions {
 		names[i] = string(p)
 	}
-	return apperr.Invalid("permissions", "unknown permission %q: use one of %s", short(s), strings.Join(names, ", "))
+	return apperr.Invalid("permissions", "unknown permission %s: use one of %s", apperr.Quote(s), strings.Join(names, ", "))
 }
 
 // expiry resolves when a new identity expires (nil: never).
@@ -172,7 +170,7 @@ const maxLifetimeDays = 36500
 // 90m, 1h30m) or whole days (30d). It must be positive.
 func ParseLifetime(s string) (time.Duration, error) {
 	bad := func() error {
-		return apperr.Invalid("expiresIn", "expiry %q is not a duration: write it like 30d, 12h or 90m (or give an RFC 3339 time)", short(s))
+		return apperr.Invalid("expiresIn", "expiry %s is not a duration: write it like 30d, 12h or 90m (or give an RFC 3339 time)", apperr.Quote(s))
 	}
 	var d time.Duration
 	if days, ok := strings.CutSuffix(s, "d"); ok {
@@ -188,7 +186,7 @@ func ParseLifetime(s string) (time.Duration, error) {
 		}
 	}
 	if d <= 0 {
-		return 0, apperr.Invalid("expiresIn", "expiry %q is not in the future: give a positive duration such as 30d", short(s))
+		return 0, apperr.Invalid("expiresIn", "expiry %s is not in the future: give a positive duration such as 30d", apperr.Quote(s))
 	}
 	return d, nil
 }
@@ -259,18 +257,4 @@ func activeCount(ids []Identity, now time.Time) int {
 // List returns every identity, revoked and expired ones included, oldest first.
 func (s *Service) List(ctx context.Context) ([]Identity, error) {
 	return s.Store.Identities(ctx)
-}
-
-// short quotes at most a short prefix of a value an error message repeats: a hostile
-// megabyte must not come back whole.
-func short(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }

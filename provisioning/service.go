@@ -49,7 +49,7 @@ var systemIDPattern = machines.SystemIDPattern
 
 func validateSystemID(id string) error {
 	if !systemIDPattern.MatchString(id) {
-		return invalid("systemId", "%q is not a MAAS system id (4–16 lower-case letters and digits, as MAAS shows it)", id)
+		return invalid("systemId", "%s is not a MAAS system id (4–16 lower-case letters and digits, as MAAS shows it)", apperr.Quote(id))
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 			return err
 		}
 		if rec.HardwareUUID != "" && cur.HardwareUUID != rec.HardwareUUID {
-			return refused("MAAS machine %s reports hardware UUID %q, but %s was registered with %q: the machine was replaced or the record is wrong; check it before installing", cur.SystemID, cur.HardwareUUID, name, rec.HardwareUUID)
+			return refused("MAAS machine %s reports hardware UUID %s, but %s was registered with %s: the machine was replaced or the record is wrong; check it before installing", cur.SystemID, apperr.Quote(cur.HardwareUUID), name, apperr.Quote(rec.HardwareUUID))
 		}
 		if cur.Status != Ready && cur.Status != Allocated {
 			return refused("%s: install needs a Ready machine (commission it first) or one already allocated", describe(cur))
@@ -237,7 +237,7 @@ func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests
 			return err
 		}
 		if !sameHostname(cur.Hostname, hostname) {
-			return invalid("hostname", "%q is not the hostname of MAAS machine %s: type its hostname again, exactly as MAAS shows it", hostname, systemID)
+			return invalid("hostname", "%s is not the hostname of MAAS machine %s: type its hostname again, exactly as MAAS shows it", apperr.Quote(hostname), systemID)
 		}
 		switch {
 		case cur.Status == Allocated || cur.Status == Deployed:

@@ -22,7 +22,7 @@ func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *stri
 	if limit < 1 || limit > 500 {
 		return nil, apperr.Invalid("first", "first must be between 1 and 500, not %d", limit)
 	}
-	f := audit.Filter{Machine: deref(machine), Limit: limit + 1}
+	f := audit.Filter{Machine: audit.StoredMachine(deref(machine)), Limit: limit + 1}
 	if after != nil {
 		before, err := parseAuditCursor(*after)
 		if err != nil {
@@ -63,7 +63,7 @@ func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, machine *
 				if !ok {
 					return // fell behind: the client reconnects and reads the trail
 				}
-				if machine != nil && e.Machine != *machine {
+				if machine != nil && e.Machine != audit.StoredMachine(*machine) {
 					continue
 				}
 				select {

@@ -111,5 +111,5 @@ func parseFenceCursor(c string) (int64, error) {
 			}
 		}
 	}
-	return 0, apperr.Invalid("after", "cursor %q is not one this server gave out: pass a pageInfo.endCursor from an earlier page of fenceEvents", c)
+	return 0, apperr.Invalid("after", "cursor %s is not one this server gave out: pass a pageInfo.endCursor from an earlier page of fenceEvents", apperr.Quote(c))
 }

@@ -56,12 +56,13 @@ type Config struct {
 	// Sessions closes the websockets of identities revoked or expired while connected;
 	// nil closes none.
 	Sessions Sessions
+	// AuthFailureLimit limits requests without a valid identity per client address; zero
+	// means DefaultAuthFailureLimit.
+	AuthFailureLimit RateLimit
+	// BodyReadTimeout bounds how long a request body may take to arrive; zero means
+	// BodyReadTimeout.
+	BodyReadTimeout time.Duration
 }
-
-const (
-	maxDepth      = 12
-	maxComplexity = 2000
-)
 
 // Handler returns the server's HTTP handler.
 func Handler(cfg Config) http.Handler {
@@ -84,15 +85,23 @@ func Handler(cfg Config) http.Handler {
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	gql.Use(extension.Introspection{})
+	gql.Use(subscriptionsOverPOST{})
+	gql.Use(rootFieldLimit{max: MaxRootFields})
 	gql.Use(depthLimit{max: maxDepth})
 	gql.Use(extension.FixedComplexityLimit(maxComplexity))
 	gql.AroundOperations(g.operations)
 	gql.AroundRootFields(g.rootFields)
+	gql.AroundResponses(g.responses)
 	gql.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error { return presentError(ctx, cfg.Log, err) })
 	gql.SetRecoverFunc(recoverPanic(cfg.Log))
 
+	bodyTimeout := cfg.BodyReadTimeout
+	if bodyTimeout == 0 {
+		bodyTimeout = BodyReadTimeout
+	}
+	limiter := newAuthLimiter(cfg.AuthFailureLimit)
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", endOnShutdown(withSocketEnd(withIdentity(cfg.Store, gql))))
+	mux.Handle("/graphql", endOnShutdown(withSocketEnd(withIdentity(cfg.Store, g.guard(limiter, refuseGraphQL, g.readRequest(bodyTimeout, gql))))))
 	gi := graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})
 	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", gi))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +117,8 @@ func Handler(cfg Config) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
 	})
-	mux.Handle("GET /api/v1/provisioners/maas/machines", RequirePermission(cfg.Store, identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))
+	mux.Handle("GET /api/v1/provisioners/maas/machines", withIdentity(cfg.Store, g.guard(limiter, refuseREST(cfg.Log),
+		permitted(identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))))
 	if cfg.Routes != nil {
 		cfg.Routes(mux)
 	}
@@ -163,7 +173,8 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	base := context.WithValue(context.WithoutCancel(ctx), shutdownKey{}, streams)
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: HeaderReadTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -9,13 +9,10 @@ import (
 	"github.com/apelora/fabric/audit"
 )
 
+// insertAudit writes every audit row there is, bounded by audit.Bound: whatever the
+// caller sent, the row fits its limits and the database accepts it.
 func insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
-	if e.Parameters == nil {
-		e.Parameters = map[string]any{}
-	}
-	if e.Details == nil {
-		e.Details = map[string]any{}
-	}
+	e = audit.Bound(e)
 	var id int64
 	err := tx.QueryRow(ctx, `INSERT INTO audit_events (actor, action, machine, parameters, outcome, error, request_id, details)
 		VALUES ($1, $2, nullif($3, ''), $4, $5, nullif($6, ''), $7, $8) RETURNING id`,

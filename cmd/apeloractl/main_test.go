@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -172,4 +176,58 @@ func TestIdentityCommands(t *testing.T) {
 	if _, err := do("whoami"); err == nil || !strings.Contains(err.Error(), `identity "ci" was revoked`) {
 		t.Fatalf("whoami with a revoked token: %v", err)
 	}
+}
+
+// Errors print as CODE: message, never as gqlparser's "input:3:2: …", and the exit status
+// tells UNAUTHENTICATED and FORBIDDEN apart.
+func TestErrorsPrintTheirCodeAndExitStatus(t *testing.T) {
+	e := producttest.Start(t)
+	t.Setenv("APELORA_URL", e.Base)
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	manager := e.Identity("manager", identity.ManageInfrastructure)
+	cases := []struct {
+		name, token string
+		args        []string
+		status      int
+		prefix      string
+	}{
+		{"no token", "", []string{"machines"}, exitUnauthenticated, "UNAUTHENTICATED: APELORA_TOKEN is not set"},
+		{"wrong token", "apl_wrong", []string{"machines"}, exitUnauthenticated, "UNAUTHENTICATED: the bearer token is not valid"},
+		{"wrong token, watching", "apl_wrong", []string{"watch-audit"}, exitUnauthenticated, "UNAUTHENTICATED: "},
+		{"lacks the permission", viewer, []string{"register", "node-1"}, exitForbidden, `FORBIDDEN: identity "viewer" lacks the manage-infrastructure permission`},
+		{"bad input", manager, []string{"register", "Node_1"}, exitError, `INVALID_INPUT: machine name "Node_1" is not valid`},
+		{"too large", manager, []string{"register", "node-1", "-description", strings.Repeat("x", 2<<20)}, exitError, "REQUEST_TOO_LARGE: the request body is larger than"},
+		{"unknown machine", manager, []string{"machine", "node-9"}, exitError, "NOT_FOUND: no machine named"},
+		{"unknown command", manager, []string{"frobnicate"}, exitUsage, "usage: unknown command"},
+		{"bad flag", manager, []string{"register", "node-1", "-colour", "red"}, exitUsage, "usage: flag provided but not defined"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("APELORA_TOKEN", c.token)
+			err := run(t.Context(), c.args, io.Discard)
+			if err == nil || !strings.HasPrefix(err.Error(), c.prefix) || strings.Contains(err.Error(), "input:") || exitStatus(err) != c.status {
+				t.Fatalf("%v: error %v, exit status %d; want %q and %d", c.args, err, exitStatus(err), c.prefix, c.status)
+			}
+		})
+	}
+	// The binary itself: stderr and exit status.
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "APELORA_CTL_MAIN=register node-1", "APELORA_TOKEN="+viewer, "APELORA_URL="+e.Base)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitForbidden || !strings.HasPrefix(stderr.String(), "FORBIDDEN: ") {
+		t.Fatalf("apeloractl register as a viewer: %v, stderr %q", err, stderr.String())
+	}
+}
+
+// TestMain runs main itself when APELORA_CTL_MAIN holds its arguments, so that a test
+// can run the test binary as apeloractl.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("APELORA_CTL_MAIN"); args != "" {
+		os.Args = append([]string{"apeloractl"}, strings.Fields(args)...)
+		main()
+	}
+	os.Exit(m.Run())
 }

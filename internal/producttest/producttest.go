@@ -68,6 +68,13 @@ func WithRequestTimeout(d time.Duration) Option { return func(c *app.Config) { c
 // WithPingInterval sets the websocket keep-alive period.
 func WithPingInterval(d time.Duration) Option { return func(c *app.Config) { c.PingInterval = d } }
 
+// WithAuthFailureLimit sets the per-address limit on requests without a valid identity.
+// Tests run with a generous one unless they set it (many send anonymous cases from
+// 127.0.0.1); server.DefaultAuthFailureLimit is the product's.
+func WithAuthFailureLimit(l server.RateLimit) Option {
+	return func(c *app.Config) { c.AuthFailureLimit = l }
+}
+
 // Start runs the product on a fresh database, on a loopback port, until the test ends.
 func Start(t testing.TB, opts ...Option) *Env {
 	t.Helper()
@@ -78,7 +85,8 @@ func Start(t testing.TB, opts ...Option) *Env {
 // StartOn runs the product on store, which may reach db by another way (a proxy).
 func StartOn(t testing.TB, db *pgtest.DB, store *postgres.Store, opts ...Option) *Env {
 	t.Helper()
-	cfg := app.Config{PingInterval: 25 * time.Second, ShutdownGrace: 5 * time.Second, Incus: unreachableIncus}
+	cfg := app.Config{PingInterval: 25 * time.Second, ShutdownGrace: 5 * time.Second, Incus: unreachableIncus,
+		AuthFailureLimit: server.RateLimit{Burst: 100000, Every: time.Millisecond}}
 	for _, o := range opts {
 		o(&cfg)
 	}
