@@ -130,8 +130,14 @@ func Authenticate(ctx context.Context, s Store, header string) (*Identity, error
 	if err != nil {
 		return nil, err
 	}
+	return usable(id, "the bearer token is not valid: check it was copied whole, or create a new one with `apelora identity create`")
+}
+
+// usable is the one place where an identity found by a credential (a bearer token or a
+// console session) is accepted or refused; unknown is the message for none found.
+func usable(id *Identity, unknown string) (*Identity, error) {
 	if id == nil {
-		return nil, apperr.New(apperr.Unauthenticated, "the bearer token is not valid: check it was copied whole, or create a new one with `apelora identity create`")
+		return nil, apperr.New(apperr.Unauthenticated, "%s", unknown)
 	}
 	return id, nil
 }

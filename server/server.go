@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -25,12 +26,14 @@ import (
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/resolvers"
+	"github.com/apelora/fabric/web/console"
 	"github.com/apelora/fabric/web/graphiql"
 )
 
 // Store is what the server itself needs from the database.
 type Store interface {
 	identity.Store
+	identity.SessionStore
 	AuditRecorder
 	Ping(ctx context.Context) error
 }
@@ -51,6 +54,8 @@ type Config struct {
 	// PublicURL is the URL administrators and new servers reach Apelora at; empty means
 	// "as the request addressed it".
 	PublicURL string
+	// SessionTTL is how long a console session lasts; zero means DefaultSessionTTL.
+	SessionTTL time.Duration
 	// Routes adds further handlers (for example the enrolment script) to the mux.
 	Routes func(mux *http.ServeMux)
 }
@@ -89,12 +94,12 @@ func Handler(cfg Config) http.Handler {
 	gql.SetRecoverFunc(recoverPanic(cfg.Log))
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", endOnShutdown(withIdentity(cfg.Store, gql)))
+	mux.Handle("/graphql", endOnShutdown(withIdentity(cfg.Store, cfg.AllowedOrigins, gql)))
 	gi := graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})
 	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", gi))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/graphiql/", http.StatusFound)
-	})
+	mux.Handle("GET /", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
+	(&sessionAPI{store: cfg.Store, ttl: sessionTTL(cfg.SessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
+		secure: strings.HasPrefix(cfg.PublicURL, "https:")}).routes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -105,7 +110,7 @@ func Handler(cfg Config) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
 	})
-	mux.Handle("GET /api/v1/provisioners/maas/machines", RequirePermission(cfg.Store, identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))
+	mux.Handle("GET /api/v1/provisioners/maas/machines", RequirePermission(cfg.Store, cfg.AllowedOrigins, identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))
 	if cfg.Routes != nil {
 		cfg.Routes(mux)
 	}
@@ -118,12 +123,22 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 	})
 }
 
-// websocketInit authenticates a websocket from its connection_init payload. A refused
-// socket is closed with 4403, which graphql-ws clients treat as final instead of
-// reconnecting forever.
+// websocketInit authenticates a websocket from its connection_init payload, or, when that
+// carries no Authorization, by the console session cookie the upgrade request carried (a
+// socket never outlives that session). A refused socket is closed with 4403, which
+// graphql-ws clients treat as final instead of reconnecting forever.
 func websocketInit(store identity.Store) transport.WebsocketInitFunc {
 	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-		id, err := identity.Authenticate(ctx, store, p.Authorization())
+		var id *identity.Identity
+		var err error
+		if p.Authorization() == "" && sessionFrom(ctx) != nil {
+			id = identity.FromContext(ctx)
+			ctx = boundBySession(ctx)
+		} else if stored, ok := ctx.Value(authErrKey{}).(error); ok && p.Authorization() == "" {
+			err = stored // the upgrade's cookie (or header) was refused: say why
+		} else {
+			id, err = identity.Authenticate(ctx, store, p.Authorization())
+		}
 		if err == nil {
 			err = id.Require(identity.ViewInfrastructure)
 		}

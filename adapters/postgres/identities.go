@@ -13,22 +13,34 @@ import (
 
 var _ identity.Store = (*Store)(nil)
 
-// IdentityByTokenHash returns the identity whose token hashes to hash, or nil.
-func (s *Store) IdentityByTokenHash(ctx context.Context, hash []byte) (*identity.Identity, error) {
+// identityColumns are what every credential's lookup reads of its identity (`identities i`):
+// bearer tokens here, console sessions in sessions.go. Whatever decides that an identity
+// may authenticate is read here and judged in identity.usable, for both alike.
+const identityColumns = `i.id, i.name, i.permissions, i.created_at`
+
+// scanIdentity reads identityColumns, then extra.
+func scanIdentity(row pgx.Row, extra ...any) (*identity.Identity, error) {
 	var id identity.Identity
 	var perms []string
-	err := s.pool.QueryRow(ctx, `SELECT id, name, permissions, created_at FROM identities WHERE token_hash = $1`, hash).
-		Scan(&id.ID, &id.Name, &perms, &id.CreatedAt)
+	if err := row.Scan(append([]any{&id.ID, &id.Name, &perms, &id.CreatedAt}, extra...)...); err != nil {
+		return nil, err
+	}
+	for _, p := range perms {
+		id.Permissions = append(id.Permissions, identity.Permission(p))
+	}
+	return &id, nil
+}
+
+// IdentityByTokenHash returns the identity whose token hashes to hash, or nil.
+func (s *Store) IdentityByTokenHash(ctx context.Context, hash []byte) (*identity.Identity, error) {
+	id, err := scanIdentity(s.pool.QueryRow(ctx, `SELECT `+identityColumns+` FROM identities i WHERE i.token_hash = $1`, hash))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, dbError(err)
 	}
-	for _, p := range perms {
-		id.Permissions = append(id.Permissions, identity.Permission(p))
-	}
-	return &id, nil
+	return id, nil
 }
 
 // CreateIdentity stores a new identity with the hash of its token.
