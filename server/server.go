@@ -97,7 +97,7 @@ func Handler(cfg Config) http.Handler {
 	mux.Handle("/graphql", endOnShutdown(withIdentity(cfg.Store, cfg.AllowedOrigins, gql)))
 	gi := graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})
 	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", gi))
-	mux.Handle("GET /", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
+	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
 	(&sessionAPI{store: cfg.Store, ttl: sessionTTL(cfg.SessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
 		secure: strings.HasPrefix(cfg.PublicURL, "https:")}).routes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

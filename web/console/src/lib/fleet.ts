@@ -129,3 +129,27 @@ export function filterParams(f: FleetFilter): URLSearchParams {
   if (f.desc) p.set('dir', 'desc');
   return p;
 }
+
+// Paging: like MAAS's and LXD's consoles, the table shows one page of rows at a time, so a
+// keystroke in the filter re-renders at most a page whatever the fleet's size.
+export const pageSizes = [50, 100, 250, 500];
+export const defaultPageSize = 100;
+
+export interface Paging {
+  page: number; // from 1
+  size: number;
+}
+
+export function parsePaging(params: URLSearchParams): Paging {
+  const size = Number(params.get('size'));
+  const page = Math.floor(Number(params.get('page')));
+  return { size: pageSizes.includes(size) ? size : defaultPageSize, page: page >= 1 ? page : 1 };
+}
+
+// pageOf returns the rows of one page (the last page when page is past the end), the page
+// shown and how many pages there are.
+export function pageOf<T>(rows: readonly T[], p: Paging): { rows: T[]; page: number; pages: number } {
+  const pages = Math.max(1, Math.ceil(rows.length / p.size));
+  const page = Math.min(p.page, pages);
+  return { rows: rows.slice((page - 1) * p.size, page * p.size), page, pages };
+}

@@ -4,7 +4,7 @@ import { memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
 import { useQuery } from 'urql';
 import { FleetQuery } from '../api/operations';
 import { useLiveRefresh } from '../live/fleetLive';
-import { applyFilter, filterParams, parseFilter, provisionerOf, type FleetFilter, type Row, type SortKey } from '../lib/fleet';
+import { applyFilter, defaultPageSize, filterParams, pageOf, pageSizes, parseFilter, parsePaging, provisionerOf, type FleetFilter, type Paging, type Row, type SortKey } from '../lib/fleet';
 import { phaseInfo, phaseOrder, warningLabels } from '../lib/phases';
 import { manageReason } from '../lib/actions';
 import { Link, machinePath, useSearch } from '../router';
@@ -20,12 +20,16 @@ export function SourceBanners({ sources }: { sources: FleetData['fleet']['source
     <>
       {!sources.incus.available ? (
         <Banner tone={sources.incus.configured ? 'negative' : 'caution'} title={sources.incus.configured ? 'Incus cannot be asked' : 'Incus is not configured'}>
-          <span data-source="incus">{sources.incus.message}</span> Phases show as Unknown and changes are refused until it answers.
+          <span data-source="incus">{sources.incus.message}</span>
+          <br />
+          Phases show as Unknown, and changes are refused until Incus answers.
         </Banner>
       ) : null}
       {sources.maas.configured && !sources.maas.available ? (
         <Banner tone="negative" title="MAAS cannot be asked">
-          <span data-source="maas">{sources.maas.message}</span> MAAS facts are missing and MAAS steps are refused until it answers.
+          <span data-source="maas">{sources.maas.message}</span>
+          <br />
+          MAAS facts are missing, and MAAS steps are refused until MAAS answers.
         </Banner>
       ) : null}
     </>
@@ -60,8 +64,24 @@ export function FleetPage() {
   const [register, setRegister] = useState<RegisterTarget | null>(null);
 
   const rows = res.data?.fleet.machines;
-  const shown = useMemo(() => (rows ? applyFilter(rows, deferred) : []), [rows, deferred]);
-  const update = (patch: Partial<FleetFilter>) => setParams(filterParams({ ...filter, ...patch }));
+  const paging = parsePaging(params);
+  const matching = useMemo(() => (rows ? applyFilter(rows, deferred) : []), [rows, deferred]);
+  const shown = pageOf(matching, paging);
+  // A new filter starts at its first page; the page size stays.
+  const update = (patch: Partial<FleetFilter>) => {
+    const p = filterParams({ ...filter, ...patch });
+    if (paging.size !== defaultPageSize) p.set('size', String(paging.size));
+    setParams(p);
+  };
+  const goPage = (next: Partial<Paging>) => {
+    const p = new URLSearchParams(params);
+    const to = { ...paging, ...next };
+    if (to.page > 1) p.set('page', String(to.page));
+    else p.delete('page');
+    if (to.size !== defaultPageSize) p.set('size', String(to.size));
+    else p.delete('size');
+    setParams(p);
+  };
   const sortBy = (k: SortKey) => update(filter.sort === k ? { desc: !filter.desc } : { sort: k, desc: false });
   const perm = manageReason(viewer);
   const onRegister = useCallback((t: RegisterTarget) => setRegister(t), []);
@@ -132,9 +152,13 @@ export function FleetPage() {
         </div>
       ) : (
         <>
-          <p className="count" role="status" data-fleet-count={shown.length}>
-            Showing {shown.length} of {rows.length} machines
-          </p>
+          <div className="table-head">
+            <p className="count" role="status" data-fleet-count={matching.length}>
+              {matching.length === rows.length ? `${rows.length} machines` : `${matching.length} of ${rows.length} machines match`}
+              {shown.pages > 1 ? ` · page ${shown.page} of ${shown.pages}` : ''}
+            </p>
+            <Pager page={shown.page} pages={shown.pages} size={paging.size} go={goPage} />
+          </div>
           <div className="table-wrap">
             <table className="table fleet-table">
               <caption className="visually-hidden">Machines: MAAS, Apelora record and Incus member side by side</caption>
@@ -155,12 +179,13 @@ export function FleetPage() {
                 </tr>
               </thead>
               <tbody>
-                {shown.map((r) => (
+                {shown.rows.map((r) => (
                   <FleetRowView key={r.name} row={r} perm={perm} onRegister={onRegister} />
                 ))}
               </tbody>
             </table>
           </div>
+          {shown.pages > 1 ? <Pager page={shown.page} pages={shown.pages} size={paging.size} go={goPage} /> : null}
         </>
       )}
       {register ? <RegisterDialog target={register} onClose={() => setRegister(null)} /> : null}
@@ -223,3 +248,27 @@ const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister }: { 
     </tr>
   );
 });
+
+function Pager({ page, pages, size, go }: { page: number; pages: number; size: number; go(p: Partial<Paging>): void }) {
+  return (
+    <nav className="pager" aria-label="Pages of machines">
+      <button type="button" className="btn btn-plain btn-small" disabled={page <= 1} onClick={() => go({ page: page - 1 })}>
+        ‹ Previous
+      </button>
+      <span>
+        Page {page} of {pages}
+      </span>
+      <button type="button" className="btn btn-plain btn-small" disabled={page >= pages} onClick={() => go({ page: page + 1 })}>
+        Next ›
+      </button>
+      <label>
+        Rows per page{' '}
+        <select className="input input-small" value={size} onChange={(e) => go({ size: Number(e.target.value), page: 1 })}>
+          {pageSizes.map((n) => (
+            <option key={n} value={n}>{n}</option>
+          ))}
+        </select>
+      </label>
+    </nav>
+  );
+}
