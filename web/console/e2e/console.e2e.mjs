@@ -178,7 +178,8 @@ try {
   await page.locator('[data-action="remove"]').click();
   const confirm = dialog(page).locator('[data-confirm]');
   expect((await confirm.getAttribute('aria-disabled')) === 'true', 'Remove is disabled before the name is typed');
-  await confirm.click();
+  await confirm.click({ force: true });
+  expect(await dialog(page).isVisible(), 'pressing Remove before typing the name does nothing');
   await dialog(page).getByLabel(/Type the member's name/).fill('node-x');
   expect((await confirm.getAttribute('aria-disabled')) === 'true', 'Remove stays disabled for another name');
   await shot(page, SHOTS, '12-remove-dialog');
@@ -186,6 +187,32 @@ try {
   await confirm.click();
   await phaseIs(page, 'REGISTERED', 60000);
 
+  step('a viewer sees every action disabled, with the reason');
+  const v = await newPage(browser, BASE);
+  await signIn(v.page, VIEWER_TOKEN);
+  await control('/secrets', [(await sessionCookie(v.context)).value]);
+  const reg = v.page.locator('tr[data-machine="node-new"] [data-action="register"]');
+  await reg.waitFor();
+  expect((await reg.getAttribute('aria-disabled')) === 'true', 'Register is disabled for a viewer');
+  await v.page.getByText(/may only view/).first().waitFor();
+  await shot(v.page, SHOTS, '15-viewer-fleet');
+  await v.page.goto('/machines/node-4');
+  await phaseIs(v.page, 'REGISTERED');
+  const buttons = v.page.locator('.actions button');
+  const n = await buttons.count();
+  expect(n >= 2, `viewer sees ${n} actions`);
+  for (let i = 0; i < n; i++) {
+    expect((await buttons.nth(i).getAttribute('aria-disabled')) === 'true', `viewer action ${await buttons.nth(i).innerText()} is enabled`);
+    const reason = await buttons.nth(i).getAttribute('aria-describedby');
+    expect(reason && (await v.page.locator(`[id="${reason}"]`).innerText()).includes('manage-infrastructure'), 'each disabled action says why');
+  }
+  await shot(v.page, SHOTS, '16-viewer-machine');
+  await axe(v.page, 'viewer machine');
+  await v.page.goto('/fencing');
+  await v.page.locator('tr[data-member="m1"]').waitFor();
+  await shot(v.page, SHOTS, '17-viewer-fencing');
+  await noStoredCredential(v.page, 'viewer');
+  await clean(v.page, 'viewer');
   step('MAAS stops: the fleet says so');
   await control('/stop-maas');
   await page.goto('/');
@@ -216,32 +243,6 @@ try {
   await noStoredCredential(page, 'after sign-out');
   await clean(page, 'sessions');
 
-  step('a viewer sees every action disabled, with the reason');
-  const v = await newPage(browser, BASE);
-  await signIn(v.page, VIEWER_TOKEN);
-  await control('/secrets', [(await sessionCookie(v.context)).value]);
-  const reg = v.page.locator('tr[data-machine="node-new"] [data-action="register"]');
-  await reg.waitFor();
-  expect((await reg.getAttribute('aria-disabled')) === 'true', 'Register is disabled for a viewer');
-  await v.page.getByText(/may only view/).first().waitFor();
-  await shot(v.page, SHOTS, '15-viewer-fleet');
-  await v.page.goto('/machines/node-4');
-  await phaseIs(v.page, 'REGISTERED');
-  const buttons = v.page.locator('.actions button');
-  const n = await buttons.count();
-  expect(n >= 2, `viewer sees ${n} actions`);
-  for (let i = 0; i < n; i++) {
-    expect((await buttons.nth(i).getAttribute('aria-disabled')) === 'true', `viewer action ${await buttons.nth(i).innerText()} is enabled`);
-    const reason = await buttons.nth(i).getAttribute('aria-describedby');
-    expect(reason && (await v.page.locator(`[id="${reason}"]`).innerText()).includes('manage-infrastructure'), 'each disabled action says why');
-  }
-  await shot(v.page, SHOTS, '16-viewer-machine');
-  await axe(v.page, 'viewer machine');
-  await v.page.goto('/fencing');
-  await v.page.locator('tr[data-member="m1"]').waitFor();
-  await shot(v.page, SHOTS, '17-viewer-fencing');
-  await noStoredCredential(v.page, 'viewer');
-  await clean(v.page, 'viewer');
   log('console end to end: all steps passed');
 } finally {
   await browser.close();

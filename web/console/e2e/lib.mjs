@@ -38,8 +38,14 @@ export async function newPage(browser, base) {
     window.__csp = [];
     document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
   });
+  // Failed responses are judged by their URL below; the browser's own line about them
+  // names none.
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of 401|401 \(Unauthorized\)/.test(m.text())) page.problems.push('console: ' + m.text());
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) page.problems.push('console: ' + m.text());
+  });
+  page.on('response', (r) => {
+    const expected = r.url().endsWith('/api/v1/session') && (r.status() === 400 || r.status() === 401);
+    if (r.status() >= 400 && !expected) page.problems.push(`HTTP ${r.status()} for ${r.request().method()} ${r.url()}`);
   });
   page.on('pageerror', (e) => page.problems.push('page error: ' + e.message));
   page.on('request', (r) => {

@@ -21,6 +21,7 @@ export interface ConfirmProps<T> {
   fields?: (errors: Map<string, string>) => ReactNode;
   fieldNames?: string[];
   run(): Promise<OperationResult<T>>;
+  // onDone replaces closing on success; it closes the dialog itself if it should.
   onDone?(data: T): void;
   onClose(): void;
 }
@@ -44,8 +45,9 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
       setProblems(found.length ? found : [{ message: 'The server returned no answer: reload the page to see what happened.' }]);
       return;
     }
-    p.onClose();
-    p.onDone?.(res.data);
+    // onDone, when given, decides what follows (the approval shows its token next).
+    if (p.onDone) p.onDone(res.data);
+    else p.onClose();
   };
 
   return (

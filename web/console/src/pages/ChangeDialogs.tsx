@@ -77,9 +77,7 @@ export function ApproveFlow({ name, onClose }: { name: string; onClose(): void }
       }
       run={() => approve({ input: { name } })}
       onDone={(d) => setApproval(d.approveEnrolment)}
-      onClose={() => {
-        if (!approval) onClose();
-      }}
+      onClose={onClose}
     />
   );
 }

@@ -227,7 +227,10 @@ function MappingDialog({ member, rows, onClose, onDone }: { member: string; rows
         </>
       )}
       run={() => setMapping({ input: { member, maasSystemId: systemId, hardwareUuid: uuid } })}
-      onDone={(d) => onDone(`${member}: ${d.setFenceMapping.notice}`)}
+      onDone={(d) => {
+        onClose();
+        onDone(`${member}: ${d.setFenceMapping.notice}`);
+      }}
       onClose={onClose}
     />
   );
@@ -244,7 +247,10 @@ function RemoveMappingDialog({ member, onClose, onDone }: { member: string; onCl
       typeToConfirm={member}
       consequence={<p>apelora-worker will never power <strong>{member}</strong> off until it has a new mapping, even if it dies.</p>}
       run={() => remove({ input: { member } })}
-      onDone={onDone}
+      onDone={() => {
+        onClose();
+        onDone();
+      }}
       onClose={onClose}
     />
   );

@@ -63,7 +63,7 @@ export function MachinePage({ name }: { name: string }) {
       {m.member ? <AdmissionPanel name={m.name} report={report} held={m.member.held} /> : null}
 
       <div className="facts-grid">
-        <Facts title="Apelora record">
+        <Facts title="Apelora record" none={<>No record: Apelora does not manage this machine yet.</>}>
           {m.record ? (
             <>
               <Fact k="Provisioner">{m.record.provisioner.kind === 'MAAS' ? 'MAAS' : 'Manual'}</Fact>
@@ -71,13 +71,11 @@ export function MachinePage({ name }: { name: string }) {
               <Fact k="MAAS system id">{m.record.maasSystemId ?? '—'}</Fact>
               <Fact k="Hardware UUID">{m.record.hardwareUuid ?? '—'}</Fact>
               <Fact k="Registered"><Time at={m.record.registeredAt} /> by {m.record.registeredBy}</Fact>
+              {m.pendingJoinToken ? <Fact k="Join token expires"><Time at={m.pendingJoinToken.expiresAt} /></Fact> : null}
             </>
-          ) : (
-            <p className="muted">No record: Apelora does not manage this machine yet.</p>
-          )}
-          {m.pendingJoinToken ? <Fact k="Join token expires"><Time at={m.pendingJoinToken.expiresAt} /></Fact> : null}
+          ) : null}
         </Facts>
-        <Facts title="Incus member">
+        <Facts title="Incus member" none={<>Not a member of the cluster.</>}>
           {m.member ? (
             <>
               <Fact k="Status"><MemberStatusBadge status={m.member.status} /> {m.member.message}</Fact>
@@ -88,11 +86,9 @@ export function MachinePage({ name }: { name: string }) {
               <Fact k="Architecture">{m.member.architecture || '—'}</Fact>
               <Fact k="URL">{m.member.url}</Fact>
             </>
-          ) : (
-            <p className="muted">Not a member of the cluster.</p>
-          )}
+          ) : null}
         </Facts>
-        <Facts title="MAAS">
+        <Facts title="MAAS" none={<>MAAS does not report this machine.</>}>
           {m.maas ? (
             <>
               <Fact k="Hostname">{m.maas.hostname} ({m.maas.fqdn})</Fact>
@@ -108,11 +104,9 @@ export function MachinePage({ name }: { name: string }) {
               <Fact k="Tags">{m.maas.tags.join(', ') || '—'}</Fact>
               <Fact k="IP addresses">{m.maas.ipAddresses.join(', ') || '—'}</Fact>
             </>
-          ) : (
-            <p className="muted">MAAS does not report this machine.</p>
-          )}
+          ) : null}
         </Facts>
-        <Facts title="Fencing">
+        <Facts title="Fencing" none={<>No fence mapping: nothing powers this member off if it dies. <Link to="/fencing">Fencing</Link></>}>
           {m.fence ? (
             <>
               <Fact k="MAAS system id">{m.fence.maasSystemId}</Fact>
@@ -130,11 +124,7 @@ export function MachinePage({ name }: { name: string }) {
               <Fact k="Offline since">{m.fence.offlineSince ? <Time at={m.fence.offlineSince} /> : '—'}</Fact>
               <Fact k="Last fence event">{m.fence.lastEvent ? `${m.fence.lastEvent.kind}: ${m.fence.lastEvent.message}` : '—'}</Fact>
             </>
-          ) : (
-            <p className="muted">
-              No fence mapping: nothing powers this member off if it dies. <Link to="/fencing">Fencing</Link>
-            </p>
-          )}
+          ) : null}
         </Facts>
       </div>
 
@@ -144,11 +134,12 @@ export function MachinePage({ name }: { name: string }) {
   );
 }
 
-function Facts({ title, children }: { title: string; children: ReactNode }) {
+// Facts is a card of term/value pairs, or of the sentence none when it has none.
+function Facts({ title, children, none }: { title: string; children?: ReactNode; none?: ReactNode }) {
   return (
     <section className="card facts" aria-label={title}>
       <h2>{title}</h2>
-      <dl>{children}</dl>
+      {children ? <dl>{children}</dl> : <p className="muted">{none}</p>}
     </section>
   );
 }

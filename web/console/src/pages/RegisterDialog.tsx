@@ -54,7 +54,10 @@ export function RegisterDialog({ target, onClose }: { target: RegisterTarget; on
               : { name, provisioner: 'MANUAL', description },
         })
       }
-      onDone={(d) => navigate(machinePath(d.registerMachine.machine.name))}
+      onDone={(d) => {
+        onClose();
+        navigate(machinePath(d.registerMachine.machine.name));
+      }}
       onClose={onClose}
     />
   );
