@@ -182,6 +182,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		PingInterval:   cfg.PingInterval,
 		AllowedOrigins: cfg.AllowedOrigins,
 		PublicURL:      cfg.PublicURL,
+		SessionTTL:     cfg.SessionTTL,
 		Routes: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
 		},

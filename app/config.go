@@ -26,6 +26,7 @@ type Config struct {
 	ShutdownGrace  time.Duration // APELORA_SHUTDOWN_GRACE
 	AllowedOrigins []string      // APELORA_ALLOWED_ORIGINS
 	PublicURL      string        // APELORA_PUBLIC_URL
+	SessionTTL     time.Duration // APELORA_CONSOLE_SESSION_TTL
 	Incus          incus.Config  // APELORA_INCUS_*; zero when not configured
 	MAAS           maas.Config   // APELORA_MAAS_*; BaseURL "" when not configured
 }
@@ -46,6 +47,7 @@ func Variables() []Variable {
 		{"APELORA_SHUTDOWN_GRACE", "15s", "how long shutdown waits for requests in flight"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
 		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080"},
+		{"APELORA_CONSOLE_SESSION_TTL", "12h", "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
 		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of one Incus cluster member, e.g. https://10.0.0.5:8443"},
 		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity (a client certificate the cluster trusts)"},
 		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate"},
@@ -93,6 +95,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.ShutdownGrace, err = duration(get, "APELORA_SHUTDOWN_GRACE", "15s", 0); err != nil {
 		return c, err
+	}
+	if c.SessionTTL, err = duration(get, "APELORA_CONSOLE_SESSION_TTL", "12h", time.Minute); err != nil {
+		return c, err
+	}
+	if c.SessionTTL > 720*time.Hour {
+		return c, fmt.Errorf("APELORA_CONSOLE_SESSION_TTL=%s: at most 720h (30 days)", c.SessionTTL)
 	}
 	if u := strings.TrimSpace(getenv("APELORA_PUBLIC_URL")); u != "" {
 		p, err := url.Parse(u)

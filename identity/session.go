@@ -35,12 +35,6 @@ type SessionStore interface {
 // sessionPrefix tells a session value from a bearer token at a glance.
 const sessionPrefix = "aps_"
 
-// MinSessionTTL and MaxSessionTTL bound APELORA_CONSOLE_SESSION_TTL.
-const (
-	MinSessionTTL = time.Minute
-	MaxSessionTTL = 30 * 24 * time.Hour
-)
-
 // StartSession exchanges a bearer token for a console session. It returns the identity,
 // the session and the session value for the cookie; the value is never stored.
 func StartSession(ctx context.Context, s interface {

@@ -11,7 +11,7 @@ const control = async (path, body) => {
   expect(r.ok, `control ${path}: ${r.status} ${await r.text()}`);
 };
 const dialog = (page) => page.locator('dialog[open]');
-const phaseIs = (page, phase, timeout = 30000) => page.locator(`.page-head [data-phase="${phase}"]`).waitFor({ timeout });
+const phaseIs = (page, phase, timeout = 30000) => page.locator(`.title-row [data-phase="${phase}"]`).waitFor({ timeout });
 const step = (s) => log('step:', s);
 
 function run(cmd, env, stdin) {
@@ -194,7 +194,7 @@ try {
   const reg = v.page.locator('tr[data-machine="node-new"] [data-action="register"]');
   await reg.waitFor();
   expect((await reg.getAttribute('aria-disabled')) === 'true', 'Register is disabled for a viewer');
-  await v.page.getByText(/may only view/).first().waitFor();
+  await v.page.getByText('View only', { exact: true }).waitFor();
   await shot(v.page, SHOTS, '15-viewer-fleet');
   await v.page.goto('/machines/node-4');
   await phaseIs(v.page, 'REGISTERED');

@@ -12,7 +12,8 @@ import { MachinePage } from './pages/Machine';
 import { EnrolmentPage } from './pages/Enrolment';
 import { FencingPage } from './pages/Fencing';
 import { AuditPage } from './pages/Audit';
-import { Loading, Problems } from './components/ui';
+import { Banner, Loading, Problems } from './components/ui';
+import { canManage } from './lib/actions';
 import { problemsOf } from './lib/errors';
 
 type Auth = { state: 'checking' } | { state: 'out'; reason?: string } | { state: 'in'; session: SessionInfo };
@@ -123,6 +124,12 @@ function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignO
       </header>
       <main id="main" tabIndex={-1}>
         <Problems problems={problemsOf(viewer.error)} />
+        {v && !canManage(v) ? (
+          <Banner tone="info" title="View only">
+            Identity “{v.name}” holds view-infrastructure: you see everything, and every change is disabled with the reason. Changes need
+            manage-infrastructure.
+          </Banner>
+        ) : null}
         {children}
       </main>
     </ViewerContext.Provider>

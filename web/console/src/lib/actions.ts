@@ -28,7 +28,7 @@ export function canManage(v: Viewer | null | undefined): boolean {
 // manageReason is why the viewer may change nothing, or undefined.
 export function manageReason(v: Viewer | null | undefined): string | undefined {
   if (canManage(v)) return undefined;
-  return `Your identity ${v ? `"${v.name}" ` : ''}may only view: changes need the manage-infrastructure permission.`;
+  return 'Needs the manage-infrastructure permission: this identity may only view.';
 }
 
 // eraseReason is why the viewer may not erase disks on release, or undefined.

@@ -42,3 +42,9 @@ export const memberStatusInfo: Record<MemberStatus, { symbol: string; tone: stri
   BLOCKED: { symbol: '■', tone: 'negative', label: 'Blocked' },
   UNKNOWN: { symbol: '?', tone: 'neutral', label: 'Unknown' },
 };
+
+// codeTitle turns a warning code into a title: HEALING_ENABLED → "Healing enabled".
+export function codeTitle(code: string): string {
+  const s = code.replace(/_/g, ' ').toLowerCase();
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}

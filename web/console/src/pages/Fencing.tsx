@@ -5,6 +5,7 @@ import { useMutation, useQuery, useSubscription } from 'urql';
 import { FenceEventsQuery, FenceProgressSubscription, FencingQuery, RemoveFenceMappingMutation, SetFenceMappingMutation } from '../api/operations';
 import { useFleet } from './Fleet';
 import { manageReason } from '../lib/actions';
+import { codeTitle } from '../lib/phases';
 import { problemsOf } from '../lib/errors';
 import { useViewer } from '../viewer';
 import { Link, machinePath } from '../router';
@@ -41,7 +42,7 @@ export function FencingPage() {
       ) : (
         <>
           {c.warnings.map((w) => (
-            <Banner key={w.code} tone={w.code === 'UNMAPPED_MEMBERS' ? 'caution' : 'negative'} title={w.code.replace(/_/g, ' ').toLowerCase()}>
+            <Banner key={w.code} tone={w.code === 'UNMAPPED_MEMBERS' ? 'caution' : 'negative'} title={codeTitle(w.code)}>
               {w.message}
             </Banner>
           ))}

@@ -6,7 +6,7 @@ import { AdmissionChecksSubscription, AdmissionReportQuery, MachineQuery } from 
 import { useLiveRefresh } from '../live/fleetLive';
 import { admitReason, machineActions, type ActionId, type CheckLike } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
-import { phaseInfo } from '../lib/phases';
+import { codeTitle, phaseInfo } from '../lib/phases';
 import { useViewer } from '../viewer';
 import { Link } from '../router';
 import { ActionButton, Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton, ResultBadge, Time } from '../components/ui';
@@ -40,13 +40,13 @@ export function MachinePage({ name }: { name: string }) {
       <p className="crumbs">
         <Link to="/">Fleet</Link> / {m.name}
       </p>
-      <div className="page-head">
+      <div className="title-row">
         <h1 id="machine-title">{m.name}</h1>
         <PhaseBadge phase={m.phase} />
       </div>
       <p className="phase-meaning">{phaseInfo[m.phase].meaning}</p>
       {m.warnings.map((w) => (
-        <Banner key={w.code} tone="caution" title={w.code.replace(/_/g, ' ').toLowerCase()}>
+        <Banner key={w.code} tone="caution" title={codeTitle(w.code)}>
           {w.message}
         </Banner>
       ))}
