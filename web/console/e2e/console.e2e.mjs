@@ -140,6 +140,12 @@ try {
   await phaseIs(page, 'ADMITTED');
   await clean(page, 'enrolment flow');
 
+  step('the fleet after the enrolment');
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Fleet' }).click();
+  await page.locator('tr[data-machine="node-4"][data-phase="ADMITTED"]').waitFor();
+  await page.locator('tr[data-machine="node-a"][data-phase="REGISTERED"]').waitFor();
+  await shot(page, SHOTS, '09a-fleet-after');
+
   step('audit shows each step');
   await page.getByRole('link', { name: 'Audit' }).click();
   for (const a of ['registerMachine', 'approveEnrolment', 'admitMember']) {

@@ -252,15 +252,19 @@ const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister }: { 
 function Pager({ page, pages, size, go }: { page: number; pages: number; size: number; go(p: Partial<Paging>): void }) {
   return (
     <nav className="pager" aria-label="Pages of machines">
-      <button type="button" className="btn btn-plain btn-small" disabled={page <= 1} onClick={() => go({ page: page - 1 })}>
-        ‹ Previous
-      </button>
-      <span>
-        Page {page} of {pages}
-      </span>
-      <button type="button" className="btn btn-plain btn-small" disabled={page >= pages} onClick={() => go({ page: page + 1 })}>
-        Next ›
-      </button>
+      {pages > 1 ? (
+        <>
+          <button type="button" className="btn btn-plain btn-small" disabled={page <= 1} onClick={() => go({ page: page - 1 })}>
+            ‹ Previous
+          </button>
+          <span>
+            Page {page} of {pages}
+          </span>
+          <button type="button" className="btn btn-plain btn-small" disabled={page >= pages} onClick={() => go({ page: page + 1 })}>
+            Next ›
+          </button>
+        </>
+      ) : null}
       <label>
         Rows per page{' '}
         <select className="input input-small" value={size} onChange={(e) => go({ size: Number(e.target.value), page: 1 })}>
