@@ -146,19 +146,13 @@ func runScript(t *testing.T, node, dir, script string, env map[string]string) {
 	}
 }
 
-// consoleFleet: one Incus member m1 that MAAS knows (Deployed), a Ready machine node-a
-// that MAAS discovered, and one still New.
+// consoleFleet is maasFleet for a one-member lab: MAAS knows the member m1 (Deployed), a
+// Ready machine node-a it discovered, one still New and one Deployed with manual power.
 func consoleFleet() sim.Fixture {
-	return sim.Fixture{
-		Config: map[string]any{"enable_disk_erasing_on_release": false, "default_distro_series": "noble"},
-		Machines: []sim.MachineSpec{
-			{SystemID: "aaaa01", Hostname: "node-a", Status: 4, PowerType: "ipmi", HardwareUUID: uuidA, CPUCount: 32, Memory: 131072,
-				StorageBytes: 960197124096, LastTests: map[string]string{"smartctl-validate": "passed"}},
-			{SystemID: "mmmm01", Hostname: "m1", Status: 6, PowerType: "ipmi", HardwareUUID: uuidM2, Owner: "apelora",
-				OSystem: "ubuntu", DistroSeries: "noble", LastTests: map[string]string{"smartctl-validate": "passed"}},
-			{SystemID: "nnnn03", Hostname: "node-new", Status: 0, PowerType: "ipmi", HardwareUUID: "4c4c4544-0042-3510-8052-b7c04f4e0003"},
-		},
-	}
+	fx := maasFleet()
+	fx.Machines[1].Hostname = "m1"
+	fx.Machines[1].SystemID = "mmmm01"
+	return fx
 }
 
 func TestConsoleEndToEnd(t *testing.T) {
