@@ -29,7 +29,7 @@ export function SignIn({ url, reason, onSignedIn }: { url: string; reason?: stri
     <main id="main" className="signin">
       <h1>Fabric Console</h1>
       <p className="lede">Apelora fabric: from a known server to an admitted Incus cluster member, every step approved and audited.</p>
-      {reason ? <Banner tone="caution" title="Signed out">{reason}</Banner> : null}
+      {reason ? <Banner tone="caution" title="Sign in again">{reason}</Banner> : null}
       <form onSubmit={submit} className="card" noValidate>
         <h2>Sign in</h2>
         <Field
