@@ -1,6 +1,6 @@
 // Machine: the record, the member, the MAAS facts, the fence mapping, warnings, the actions
 // its phase allows, the admission checks live, and its audit history.
-import { useCallback, useEffect, useMemo, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { useQuery, useSubscription } from 'urql';
 import { AdmissionChecksSubscription, AdmissionReportQuery, MachineQuery } from '../api/operations';
 import { useLiveRefresh } from '../live/fleetLive';
@@ -22,6 +22,16 @@ export function MachinePage({ name }: { name: string }) {
   const [dialog, setDialog] = useState<ActionId | null>(null);
   const m = res.data?.machine;
   const report = useAdmission(name, !!m?.member);
+  // A held member waits for admission: run its checks once when the page shows it held, so
+  // they stream in at once; anyone's later runs arrive the same way.
+  const held = m?.phase === 'HELD';
+  const autoRun = useRef(false);
+  useEffect(() => {
+    if (held && !autoRun.current) {
+      autoRun.current = true;
+      report.run();
+    }
+  }, [held, report]);
 
   if (!res.data) return res.error ? <Problems problems={problemsOf(res.error)} /> : <Loading what={name} />;
   if (!m) {
@@ -162,6 +172,12 @@ interface Run {
   live: boolean;
 }
 
+// newestFirst orders runs by when they ran: a report's own answer may arrive after a newer
+// run's pushed events.
+function newestFirst(runs: Run[]): Run[] {
+  return [...runs].sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
+}
+
 // useAdmission follows admissionChecks for the machine: each run's results as computed,
 // then its verdict. Running a report (here or anywhere) makes them arrive.
 function useAdmission(name: string, member: boolean) {
@@ -176,7 +192,7 @@ function useAdmission(name: string, member: boolean) {
       const checks = [...base.checks];
       for (const c of ev.checks) if (!checks.some((x) => x.name === c.name)) checks.push(c);
       const next: Run = { ...base, at: ev.at, checks, verdict: ev.verdict ?? base.verdict };
-      return i >= 0 ? prev.map((r, j) => (j === i ? next : r)) : [next, ...prev];
+      return newestFirst(i >= 0 ? prev.map((r, j) => (j === i ? next : r)) : [next, ...prev]);
     });
   }, [ev]);
   const [report, runReport] = useQuery({ query: AdmissionReportQuery, variables: { name }, pause: true, requestPolicy: 'network-only' });
@@ -186,13 +202,14 @@ function useAdmission(name: string, member: boolean) {
     if (!answered) return;
     setRuns((prev) => {
       const done: Run = { runId: answered.runId, trigger: answered.trigger, at: answered.at, checks: answered.checks, verdict: answered.verdict, live: prev.some((r) => r.runId === answered.runId && r.live) };
-      return prev.some((r) => r.runId === done.runId) ? prev.map((r) => (r.runId === done.runId ? done : r)) : [done, ...prev];
+      return newestFirst(prev.some((r) => r.runId === done.runId) ? prev.map((r) => (r.runId === done.runId ? done : r)) : [done, ...prev]);
     });
   }, [answered]);
   const latest = runs[0] ?? null;
+  const run = useCallback(() => runReport({ requestPolicy: 'network-only' }), [runReport]);
   return useMemo(
-    () => ({ latest, running: report.fetching, error: report.error, run: () => runReport({ requestPolicy: 'network-only' }), subscribed: !sub.error }),
-    [latest, report.fetching, report.error, runReport, sub.error],
+    () => ({ latest, running: report.fetching, error: report.error, run, subscribed: !sub.error }),
+    [latest, report.fetching, report.error, run, sub.error],
   );
 }
 
@@ -213,7 +230,7 @@ function AdmissionPanel({ name, report, held }: { name: string; report: ReturnTy
       <Problems problems={problemsOf(report.error)} machine={name} />
       {r ? (
         <>
-          <p role="status" data-verdict={r.verdict ?? 'RUNNING'}>
+          <p role="status" data-verdict={r.verdict ?? 'RUNNING'} data-run={r.runId}>
             {r.verdict === 'ADMISSIBLE' ? '✓ Admissible' : r.verdict === 'BLOCKED' ? '✕ Blocked: a check failed' : '… Running'} — run {r.runId} ({r.trigger.toLowerCase()}),{' '}
             <Time at={r.at} />
           </p>
