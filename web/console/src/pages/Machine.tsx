@@ -2,7 +2,7 @@
 // its phase allows, the admission checks live, and its audit history.
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { useQuery, useSubscription } from 'urql';
-import { AdmissionChecksSubscription, AdmissionReportQuery, MachineQuery } from '../api/operations';
+import { AdmissionChecksSubscription, AdmissionReportQuery, FenceProgressSubscription, MachineQuery } from '../api/operations';
 import { useLiveRefresh } from '../live/fleetLive';
 import { admitReason, machineActions, type ActionId, type CheckLike } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
@@ -19,6 +19,12 @@ export function MachinePage({ name }: { name: string }) {
   const [res, reexecute] = useQuery({ query: MachineQuery, variables: { name } });
   const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
   useLiveRefresh(refresh, name);
+  // Fence progress for this member arrives live: read the machine again on each event.
+  const [fence] = useSubscription({ query: FenceProgressSubscription, variables: { member: name, after: null } });
+  const fenceEvent = fence.data?.fenceProgress.id;
+  useEffect(() => {
+    if (fenceEvent) refresh();
+  }, [fenceEvent, refresh]);
   const [dialog, setDialog] = useState<ActionId | null>(null);
   const m = res.data?.machine;
   const report = useAdmission(name, !!m?.member);
