@@ -1389,9 +1389,12 @@ type ClusterClusterClusterView struct {
 	HealingThreshold *int `json:"healingThreshold"`
 	// Incus's cluster.offline_threshold in seconds; null when Incus could not be asked.
 	OfflineThreshold *int `json:"offlineThreshold"`
-	Members          int  `json:"members"`
-	OfflineMembers   int  `json:"offlineMembers"`
-	// Members with no fence mapping: nothing powers them off if they die.
+	// How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why).
+	Members *int `json:"members"`
+	// How many of them Incus reports offline; null when Incus could not be asked.
+	OfflineMembers *int `json:"offlineMembers"`
+	// Members with no fence mapping: nothing powers them off if they die. Null when Incus could
+	// not be asked.
 	UnmappedMembers []string `json:"unmappedMembers"`
 	// The fence worker's last report; null when no worker has ever led.
 	FenceWorker *ClusterClusterClusterViewFenceWorker             `json:"fenceWorker"`
@@ -1405,10 +1408,10 @@ func (v *ClusterClusterClusterView) GetHealingThreshold() *int { return v.Healin
 func (v *ClusterClusterClusterView) GetOfflineThreshold() *int { return v.OfflineThreshold }
 
 // GetMembers returns ClusterClusterClusterView.Members, and is useful for accessing the field via an interface.
-func (v *ClusterClusterClusterView) GetMembers() int { return v.Members }
+func (v *ClusterClusterClusterView) GetMembers() *int { return v.Members }
 
 // GetOfflineMembers returns ClusterClusterClusterView.OfflineMembers, and is useful for accessing the field via an interface.
-func (v *ClusterClusterClusterView) GetOfflineMembers() int { return v.OfflineMembers }
+func (v *ClusterClusterClusterView) GetOfflineMembers() *int { return v.OfflineMembers }
 
 // GetUnmappedMembers returns ClusterClusterClusterView.UnmappedMembers, and is useful for accessing the field via an interface.
 func (v *ClusterClusterClusterView) GetUnmappedMembers() []string { return v.UnmappedMembers }
@@ -1489,7 +1492,7 @@ type ClusterWarningCode string
 const (
 	// Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice.
 	ClusterWarningCodeHealingEnabled ClusterWarningCode = "HEALING_ENABLED"
-	// Incus could not be asked.
+	// Incus is not configured, or could not be asked (the message says why); the member counts are null.
 	ClusterWarningCodeIncusUnavailable ClusterWarningCode = "INCUS_UNAVAILABLE"
 	// No apelora-worker has ever led: dead members are not fenced.
 	ClusterWarningCodeNoFenceWorker ClusterWarningCode = "NO_FENCE_WORKER"
@@ -1724,6 +1727,173 @@ type CommissionMachineResponse struct {
 // GetCommissionMachine returns CommissionMachineResponse.CommissionMachine, and is useful for accessing the field via an interface.
 func (v *CommissionMachineResponse) GetCommissionMachine() CommissionMachineCommissionMachineMaasMachinePayload {
 	return v.CommissionMachine
+}
+
+// CreateIdentityCreateIdentityCreateIdentityPayload includes the requested fields of the GraphQL type CreateIdentityPayload.
+type CreateIdentityCreateIdentityCreateIdentityPayload struct {
+	Identity CreateIdentityCreateIdentityCreateIdentityPayloadIdentity `json:"identity"`
+	// The bearer token (`Authorization: Bearer …`), shown only in this answer.
+	Token string `json:"token"`
+}
+
+// GetIdentity returns CreateIdentityCreateIdentityCreateIdentityPayload.Identity, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetIdentity() CreateIdentityCreateIdentityCreateIdentityPayloadIdentity {
+	return v.Identity
+}
+
+// GetToken returns CreateIdentityCreateIdentityCreateIdentityPayload.Token, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetToken() string { return v.Token }
+
+// CreateIdentityCreateIdentityCreateIdentityPayloadIdentity includes the requested fields of the GraphQL type Identity.
+// The GraphQL type's documentation follows.
+//
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
+type CreateIdentityCreateIdentityCreateIdentityPayloadIdentity struct {
+	IdentityFields `json:"-"`
+}
+
+// GetName returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.Name, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetName() string {
+	return v.IdentityFields.Name
+}
+
+// GetPermissions returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.Permissions, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetPermissions() []Permission {
+	return v.IdentityFields.Permissions
+}
+
+// GetCreatedAt returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.CreatedAt, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetCreatedAt() time.Time {
+	return v.IdentityFields.CreatedAt
+}
+
+// GetLastUsedAt returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.LastUsedAt, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetLastUsedAt() *time.Time {
+	return v.IdentityFields.LastUsedAt
+}
+
+// GetExpiresAt returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetExpiresAt() *time.Time {
+	return v.IdentityFields.ExpiresAt
+}
+
+// GetRevokedAt returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.RevokedAt, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetRevokedAt() *time.Time {
+	return v.IdentityFields.RevokedAt
+}
+
+// GetRevokedBy returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.RevokedBy, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetRevokedBy() *string {
+	return v.IdentityFields.RevokedBy
+}
+
+// GetActive returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.Active, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetActive() bool {
+	return v.IdentityFields.Active
+}
+
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*CreateIdentityCreateIdentityCreateIdentityPayloadIdentity
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.CreateIdentityCreateIdentityCreateIdentityPayloadIdentity = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.IdentityFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadIdentity struct {
+	Name string `json:"name"`
+
+	Permissions []Permission `json:"permissions"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	RevokedAt *time.Time `json:"revokedAt"`
+
+	RevokedBy *string `json:"revokedBy"`
+
+	Active bool `json:"active"`
+}
+
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) __premarshalJSON() (*__premarshalCreateIdentityCreateIdentityCreateIdentityPayloadIdentity, error) {
+	var retval __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadIdentity
+
+	retval.Name = v.IdentityFields.Name
+	retval.Permissions = v.IdentityFields.Permissions
+	retval.CreatedAt = v.IdentityFields.CreatedAt
+	retval.LastUsedAt = v.IdentityFields.LastUsedAt
+	retval.ExpiresAt = v.IdentityFields.ExpiresAt
+	retval.RevokedAt = v.IdentityFields.RevokedAt
+	retval.RevokedBy = v.IdentityFields.RevokedBy
+	retval.Active = v.IdentityFields.Active
+	return &retval, nil
+}
+
+type CreateIdentityInput struct {
+	// 1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter.
+	Name        string       `json:"name"`
+	Permissions []Permission `json:"permissions"`
+	// When it stops working. Give this or expiresIn, or neither for no expiry.
+	ExpiresAt *time.Time `json:"expiresAt"`
+	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
+	ExpiresIn *string `json:"expiresIn"`
+}
+
+// GetName returns CreateIdentityInput.Name, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetName() string { return v.Name }
+
+// GetPermissions returns CreateIdentityInput.Permissions, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetPermissions() []Permission { return v.Permissions }
+
+// GetExpiresAt returns CreateIdentityInput.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetExpiresAt() *time.Time { return v.ExpiresAt }
+
+// GetExpiresIn returns CreateIdentityInput.ExpiresIn, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetExpiresIn() *string { return v.ExpiresIn }
+
+// CreateIdentityResponse is returned by CreateIdentity on success.
+type CreateIdentityResponse struct {
+	// Create an identity. The answer carries its bearer token once (with
+	// `Cache-Control: no-store`); Apelora keeps only its hash, so a lost token means a new
+	// identity. Refused: a name in use (revoked identities keep theirs), no permission,
+	// HARDWARE_DELETE without MANAGE_INFRASTRUCTURE (it would grant nothing), a permission
+	// the caller does not hold, an expiry not in the future.
+	CreateIdentity CreateIdentityCreateIdentityCreateIdentityPayload `json:"createIdentity"`
+}
+
+// GetCreateIdentity returns CreateIdentityResponse.CreateIdentity, and is useful for accessing the field via an interface.
+func (v *CreateIdentityResponse) GetCreateIdentity() CreateIdentityCreateIdentityCreateIdentityPayload {
+	return v.CreateIdentity
 }
 
 // FenceEventFields includes the GraphQL fields of FenceEvent requested by the fragment FenceEventFields.
@@ -2883,6 +3053,162 @@ type FleetResponse struct {
 
 // GetFleet returns FleetResponse.Fleet, and is useful for accessing the field via an interface.
 func (v *FleetResponse) GetFleet() FleetFleet { return v.Fleet }
+
+// IdentitiesIdentitiesIdentity includes the requested fields of the GraphQL type Identity.
+// The GraphQL type's documentation follows.
+//
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
+type IdentitiesIdentitiesIdentity struct {
+	IdentityFields `json:"-"`
+}
+
+// GetName returns IdentitiesIdentitiesIdentity.Name, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetName() string { return v.IdentityFields.Name }
+
+// GetPermissions returns IdentitiesIdentitiesIdentity.Permissions, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetPermissions() []Permission {
+	return v.IdentityFields.Permissions
+}
+
+// GetCreatedAt returns IdentitiesIdentitiesIdentity.CreatedAt, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetCreatedAt() time.Time { return v.IdentityFields.CreatedAt }
+
+// GetLastUsedAt returns IdentitiesIdentitiesIdentity.LastUsedAt, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetLastUsedAt() *time.Time { return v.IdentityFields.LastUsedAt }
+
+// GetExpiresAt returns IdentitiesIdentitiesIdentity.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetExpiresAt() *time.Time { return v.IdentityFields.ExpiresAt }
+
+// GetRevokedAt returns IdentitiesIdentitiesIdentity.RevokedAt, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetRevokedAt() *time.Time { return v.IdentityFields.RevokedAt }
+
+// GetRevokedBy returns IdentitiesIdentitiesIdentity.RevokedBy, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetRevokedBy() *string { return v.IdentityFields.RevokedBy }
+
+// GetActive returns IdentitiesIdentitiesIdentity.Active, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetActive() bool { return v.IdentityFields.Active }
+
+func (v *IdentitiesIdentitiesIdentity) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*IdentitiesIdentitiesIdentity
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.IdentitiesIdentitiesIdentity = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.IdentityFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalIdentitiesIdentitiesIdentity struct {
+	Name string `json:"name"`
+
+	Permissions []Permission `json:"permissions"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	RevokedAt *time.Time `json:"revokedAt"`
+
+	RevokedBy *string `json:"revokedBy"`
+
+	Active bool `json:"active"`
+}
+
+func (v *IdentitiesIdentitiesIdentity) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *IdentitiesIdentitiesIdentity) __premarshalJSON() (*__premarshalIdentitiesIdentitiesIdentity, error) {
+	var retval __premarshalIdentitiesIdentitiesIdentity
+
+	retval.Name = v.IdentityFields.Name
+	retval.Permissions = v.IdentityFields.Permissions
+	retval.CreatedAt = v.IdentityFields.CreatedAt
+	retval.LastUsedAt = v.IdentityFields.LastUsedAt
+	retval.ExpiresAt = v.IdentityFields.ExpiresAt
+	retval.RevokedAt = v.IdentityFields.RevokedAt
+	retval.RevokedBy = v.IdentityFields.RevokedBy
+	retval.Active = v.IdentityFields.Active
+	return &retval, nil
+}
+
+// IdentitiesResponse is returned by Identities on success.
+type IdentitiesResponse struct {
+	// Every identity, revoked and expired ones included, oldest first. Tokens are never shown.
+	Identities []IdentitiesIdentitiesIdentity `json:"identities"`
+}
+
+// GetIdentities returns IdentitiesResponse.Identities, and is useful for accessing the field via an interface.
+func (v *IdentitiesResponse) GetIdentities() []IdentitiesIdentitiesIdentity { return v.Identities }
+
+// IdentityFields includes the GraphQL fields of Identity requested by the fragment IdentityFields.
+// The GraphQL type's documentation follows.
+//
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
+type IdentityFields struct {
+	Name        string       `json:"name"`
+	Permissions []Permission `json:"permissions"`
+	CreatedAt   time.Time    `json:"createdAt"`
+	// Its last successful authentication, to within a minute; null when never used.
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+	// When it stops working; null when it never expires.
+	ExpiresAt *time.Time `json:"expiresAt"`
+	// When it was revoked; null while it is not.
+	RevokedAt *time.Time `json:"revokedAt"`
+	// Who revoked it: an identity's name, or `local:USER` for `apelora identity revoke` on the server.
+	RevokedBy *string `json:"revokedBy"`
+	// Whether its token works now: neither revoked nor expired.
+	Active bool `json:"active"`
+}
+
+// GetName returns IdentityFields.Name, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetName() string { return v.Name }
+
+// GetPermissions returns IdentityFields.Permissions, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetPermissions() []Permission { return v.Permissions }
+
+// GetCreatedAt returns IdentityFields.CreatedAt, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// GetLastUsedAt returns IdentityFields.LastUsedAt, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetLastUsedAt() *time.Time { return v.LastUsedAt }
+
+// GetExpiresAt returns IdentityFields.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetExpiresAt() *time.Time { return v.ExpiresAt }
+
+// GetRevokedAt returns IdentityFields.RevokedAt, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetRevokedAt() *time.Time { return v.RevokedAt }
+
+// GetRevokedBy returns IdentityFields.RevokedBy, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetRevokedBy() *string { return v.RevokedBy }
+
+// GetActive returns IdentityFields.Active, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetActive() bool { return v.Active }
 
 type InstallOperatingSystemInput struct {
 	// The registered MAAS machine (its Apelora name, which becomes its Incus member name).
@@ -4685,6 +5011,152 @@ func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveM
 	return v.RemoveMember
 }
 
+type RevokeIdentityInput struct {
+	Name string `json:"name"`
+}
+
+// GetName returns RevokeIdentityInput.Name, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityInput) GetName() string { return v.Name }
+
+// RevokeIdentityResponse is returned by RevokeIdentity on success.
+type RevokeIdentityResponse struct {
+	// Revoke an identity at once: its token is refused from the next request, and its open
+	// websockets are closed (code 4403) on every API replica within seconds. The identity
+	// stays in the list. The last active identity with MANAGE_INFRASTRUCTURE cannot be revoked
+	// here (create another first, or use `apelora identity revoke` on the server).
+	RevokeIdentity RevokeIdentityRevokeIdentityRevokeIdentityPayload `json:"revokeIdentity"`
+}
+
+// GetRevokeIdentity returns RevokeIdentityResponse.RevokeIdentity, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityResponse) GetRevokeIdentity() RevokeIdentityRevokeIdentityRevokeIdentityPayload {
+	return v.RevokeIdentity
+}
+
+// RevokeIdentityRevokeIdentityRevokeIdentityPayload includes the requested fields of the GraphQL type RevokeIdentityPayload.
+type RevokeIdentityRevokeIdentityRevokeIdentityPayload struct {
+	Identity RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity `json:"identity"`
+}
+
+// GetIdentity returns RevokeIdentityRevokeIdentityRevokeIdentityPayload.Identity, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayload) GetIdentity() RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity {
+	return v.Identity
+}
+
+// RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity includes the requested fields of the GraphQL type Identity.
+// The GraphQL type's documentation follows.
+//
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
+type RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity struct {
+	IdentityFields `json:"-"`
+}
+
+// GetName returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.Name, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetName() string {
+	return v.IdentityFields.Name
+}
+
+// GetPermissions returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.Permissions, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetPermissions() []Permission {
+	return v.IdentityFields.Permissions
+}
+
+// GetCreatedAt returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.CreatedAt, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetCreatedAt() time.Time {
+	return v.IdentityFields.CreatedAt
+}
+
+// GetLastUsedAt returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.LastUsedAt, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetLastUsedAt() *time.Time {
+	return v.IdentityFields.LastUsedAt
+}
+
+// GetExpiresAt returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetExpiresAt() *time.Time {
+	return v.IdentityFields.ExpiresAt
+}
+
+// GetRevokedAt returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.RevokedAt, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetRevokedAt() *time.Time {
+	return v.IdentityFields.RevokedAt
+}
+
+// GetRevokedBy returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.RevokedBy, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetRevokedBy() *string {
+	return v.IdentityFields.RevokedBy
+}
+
+// GetActive returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.Active, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetActive() bool {
+	return v.IdentityFields.Active
+}
+
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.IdentityFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity struct {
+	Name string `json:"name"`
+
+	Permissions []Permission `json:"permissions"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	RevokedAt *time.Time `json:"revokedAt"`
+
+	RevokedBy *string `json:"revokedBy"`
+
+	Active bool `json:"active"`
+}
+
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) __premarshalJSON() (*__premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity, error) {
+	var retval __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity
+
+	retval.Name = v.IdentityFields.Name
+	retval.Permissions = v.IdentityFields.Permissions
+	retval.CreatedAt = v.IdentityFields.CreatedAt
+	retval.LastUsedAt = v.IdentityFields.LastUsedAt
+	retval.ExpiresAt = v.IdentityFields.ExpiresAt
+	retval.RevokedAt = v.IdentityFields.RevokedAt
+	retval.RevokedBy = v.IdentityFields.RevokedBy
+	retval.Active = v.IdentityFields.Active
+	return &retval, nil
+}
+
 type RevokeJoinTokenInput struct {
 	Name string `json:"name"`
 }
@@ -5294,7 +5766,9 @@ func (v *ViewerResponse) GetViewer() ViewerViewerIdentity { return v.Viewer }
 // ViewerViewerIdentity includes the requested fields of the GraphQL type Identity.
 // The GraphQL type's documentation follows.
 //
-// An administrator or an automation account. Created with `apelora identity create`.
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
 type ViewerViewerIdentity struct {
 	Name        string       `json:"name"`
 	Permissions []Permission `json:"permissions"`
@@ -5403,6 +5877,14 @@ type __CommissionMachineInput struct {
 // GetInput returns __CommissionMachineInput.Input, and is useful for accessing the field via an interface.
 func (v *__CommissionMachineInput) GetInput() CommissionMachineInput { return v.Input }
 
+// __CreateIdentityInput is used internally by genqlient
+type __CreateIdentityInput struct {
+	Input CreateIdentityInput `json:"input"`
+}
+
+// GetInput returns __CreateIdentityInput.Input, and is useful for accessing the field via an interface.
+func (v *__CreateIdentityInput) GetInput() CreateIdentityInput { return v.Input }
+
 // __FenceEventsInput is used internally by genqlient
 type __FenceEventsInput struct {
 	Member *string `json:"member"`
@@ -5494,6 +5976,14 @@ type __RemoveMemberInput struct {
 
 // GetInput returns __RemoveMemberInput.Input, and is useful for accessing the field via an interface.
 func (v *__RemoveMemberInput) GetInput() RemoveMemberInput { return v.Input }
+
+// __RevokeIdentityInput is used internally by genqlient
+type __RevokeIdentityInput struct {
+	Input RevokeIdentityInput `json:"input"`
+}
+
+// GetInput returns __RevokeIdentityInput.Input, and is useful for accessing the field via an interface.
+func (v *__RevokeIdentityInput) GetInput() RevokeIdentityInput { return v.Input }
 
 // __RevokeJoinTokenInput is used internally by genqlient
 type __RevokeJoinTokenInput struct {
@@ -6052,6 +6542,54 @@ func CommissionMachine(
 	return data_, err_
 }
 
+// The mutation executed by CreateIdentity.
+const CreateIdentity_Operation = `
+mutation CreateIdentity ($input: CreateIdentityInput!) {
+	createIdentity(input: $input) {
+		identity {
+			... IdentityFields
+		}
+		token
+	}
+}
+fragment IdentityFields on Identity {
+	name
+	permissions
+	createdAt
+	lastUsedAt
+	expiresAt
+	revokedAt
+	revokedBy
+	active
+}
+`
+
+// The answer carries the bearer token, once.
+func CreateIdentity(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input CreateIdentityInput,
+) (data_ *CreateIdentityResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "CreateIdentity",
+		Query:  CreateIdentity_Operation,
+		Variables: &__CreateIdentityInput{
+			Input: input,
+		},
+	}
+
+	data_ = &CreateIdentityResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The query executed by FenceEvents.
 const FenceEvents_Operation = `
 query FenceEvents ($member: String, $first: Int, $after: String) {
@@ -6321,6 +6859,46 @@ func Fleet(
 	}
 
 	data_ = &FleetResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by Identities.
+const Identities_Operation = `
+query Identities {
+	identities {
+		... IdentityFields
+	}
+}
+fragment IdentityFields on Identity {
+	name
+	permissions
+	createdAt
+	lastUsedAt
+	expiresAt
+	revokedAt
+	revokedBy
+	active
+}
+`
+
+func Identities(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *IdentitiesResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "Identities",
+		Query:  Identities_Operation,
+	}
+
+	data_ = &IdentitiesResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
@@ -6901,6 +7479,52 @@ func RemoveMember(
 	}
 
 	data_ = &RemoveMemberResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by RevokeIdentity.
+const RevokeIdentity_Operation = `
+mutation RevokeIdentity ($input: RevokeIdentityInput!) {
+	revokeIdentity(input: $input) {
+		identity {
+			... IdentityFields
+		}
+	}
+}
+fragment IdentityFields on Identity {
+	name
+	permissions
+	createdAt
+	lastUsedAt
+	expiresAt
+	revokedAt
+	revokedBy
+	active
+}
+`
+
+func RevokeIdentity(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RevokeIdentityInput,
+) (data_ *RevokeIdentityResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RevokeIdentity",
+		Query:  RevokeIdentity_Operation,
+		Variables: &__RevokeIdentityInput{
+			Input: input,
+		},
+	}
+
+	data_ = &RevokeIdentityResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -31,7 +31,7 @@ func TestAuditEventsFilterByActorAndOutcome(t *testing.T) {
 		return out
 	}
 	for args, want := range map[string]string{
-		"":                                     "viewer:node-2:REFUSED admin:Bad_Name:FAILED admin:node-1:SUCCEEDED",
+		`(first: 3)`:                           "viewer:node-2:REFUSED admin:Bad_Name:FAILED admin:node-1:SUCCEEDED",
 		`(actor: "admin")`:                     "admin:Bad_Name:FAILED admin:node-1:SUCCEEDED",
 		`(outcome: REFUSED)`:                   "viewer:node-2:REFUSED",
 		`(actor: "admin", outcome: SUCCEEDED)`: "admin:node-1:SUCCEEDED",

@@ -94,7 +94,7 @@ func literal(schema *ast.Schema, t *ast.Type, depth int) string {
 func TestEveryMutationIsRefusedWithoutManageInfrastructure(t *testing.T) {
 	e := producttest.Start(t)
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)
-	eraser := e.Identity("eraser", identity.HardwareDelete)
+	eraser := e.UncheckedIdentity("eraser", identity.HardwareDelete)
 	manager := e.Identity("manager", identity.ManageInfrastructure)
 
 	callers := []struct {
@@ -152,7 +152,7 @@ func TestEveryMutationIsRefusedWithoutManageInfrastructure(t *testing.T) {
 func TestReadsNeedAnAuthenticatedIdentity(t *testing.T) {
 	e := producttest.Start(t)
 	manager := e.Identity("manager", identity.ManageInfrastructure)
-	eraser := e.Identity("eraser", identity.HardwareDelete)
+	eraser := e.UncheckedIdentity("eraser", identity.HardwareDelete)
 	e.MustGQL(manager, `mutation { registerMachine(input: {name: "node-1", provisioner: MANUAL}) { machine { name } } }`, nil)
 
 	for _, q := range []string{`{ machines { name } }`, `{ machine(name: "node-1") { name } }`, `{ auditEvents { edges { node { id } } } }`, `{ viewer { name } }`, `{ __schema { queryType { name } } }`} {

@@ -234,6 +234,31 @@ func TestConsoleSessionExpiresAndFollowsItsIdentity(t *testing.T) {
 		t.Fatalf("websocket with an expired session closed with %d, want 4403", code)
 	}
 
+	// Revoking the identity ends its sessions at once: the cookie no longer reads, and a
+	// socket the cookie opened closes with 4403.
+	ops := e.Identity("ops", identity.ViewInfrastructure)
+	oc := signIn(t, e, ops)
+	ohdr := http.Header{"Cookie": {"apelora_session=" + oc.Value}, "Origin": {e.Base}}
+	var revokedWith int
+	if code := wsInit(t, ws, ohdr, func(conn *websocket.Conn) {
+		e.MustGQL(admin, `mutation { revokeIdentity(input: {name: "ops"}) { identity { name } } }`, nil)
+		conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				if ce, ok := err.(*websocket.CloseError); ok {
+					revokedWith = ce.Code
+				}
+				return
+			}
+		}
+	}); code != 0 || revokedWith != 4403 {
+		t.Fatalf("websocket of a revoked identity's session: init %d, closed with %d, want 4403", code, revokedWith)
+	}
+	resp, body = consoleRequest(t, http.MethodGet, e.Base+"/api/v1/session", oc.Value, "", "", nil)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "revoked") {
+		t.Fatalf("session of a revoked identity: %d %s", resp.StatusCode, body)
+	}
+
 	// A session reaches its identity through the identities table: without the identity,
 	// no session.
 	c2 := signIn(t, e, admin)

@@ -319,11 +319,13 @@ type ClusterView struct {
 	// cluster.offline_threshold in seconds; nil when Incus could not be asked.
 	HealingThreshold *int
 	OfflineThreshold *int
-	Members          int
-	OfflineMembers   int
-	UnmappedMembers  []string
-	Worker           *WorkerStatus
-	Warnings         []ClusterWarning
+	// Members and OfflineMembers are nil, and UnmappedMembers too, when Incus could not be
+	// asked for its members: "unknown" is never shown as 0 (a WarnIncusUnavailable says why).
+	Members         *int
+	OfflineMembers  *int
+	UnmappedMembers []string
+	Worker          *WorkerStatus
+	Warnings        []ClusterWarning
 }
 
 // Cluster reads the cluster view: Incus's settings that matter to fencing, the fence worker,
@@ -366,10 +368,11 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 	if err != nil {
 		return nil, err
 	}
+	total, down := len(snap.Members), 0
+	v.Members, v.OfflineMembers, v.UnmappedMembers = &total, &down, []string{}
 	for _, m := range snap.Members {
-		v.Members++
 		if m.Status == "Offline" {
-			v.OfflineMembers++
+			down++
 		}
 		if _, ok := statuses[m.Name]; !ok {
 			v.UnmappedMembers = append(v.UnmappedMembers, m.Name)

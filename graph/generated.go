@@ -115,6 +115,11 @@ type ComplexityRoot struct {
 		Message func(childComplexity int) int
 	}
 
+	CreateIdentityPayload struct {
+		Identity func(childComplexity int) int
+		Token    func(childComplexity int) int
+	}
+
 	ErasePreview struct {
 		Effective           func(childComplexity int) int
 		MaasErasesOnRelease func(childComplexity int) int
@@ -183,9 +188,14 @@ type ComplexityRoot struct {
 	}
 
 	Identity struct {
+		Active      func(childComplexity int) int
 		CreatedAt   func(childComplexity int) int
+		ExpiresAt   func(childComplexity int) int
+		LastUsedAt  func(childComplexity int) int
 		Name        func(childComplexity int) int
 		Permissions func(childComplexity int) int
+		RevokedAt   func(childComplexity int) int
+		RevokedBy   func(childComplexity int) int
 	}
 
 	InstallOperatingSystemPayload struct {
@@ -285,11 +295,13 @@ type ComplexityRoot struct {
 		AdmitMember            func(childComplexity int, input model.AdmitMemberInput) int
 		ApproveEnrolment       func(childComplexity int, input model.ApproveEnrolmentInput) int
 		CommissionMachine      func(childComplexity int, input model.CommissionMachineInput) int
+		CreateIdentity         func(childComplexity int, input model.CreateIdentityInput) int
 		InstallOperatingSystem func(childComplexity int, input model.InstallOperatingSystemInput) int
 		RegisterMachine        func(childComplexity int, input model.RegisterMachineInput) int
 		ReleaseMachine         func(childComplexity int, input model.ReleaseMachineInput) int
 		RemoveFenceMapping     func(childComplexity int, input model.RemoveFenceMappingInput) int
 		RemoveMember           func(childComplexity int, input model.RemoveMemberInput) int
+		RevokeIdentity         func(childComplexity int, input model.RevokeIdentityInput) int
 		RevokeJoinToken        func(childComplexity int, input model.RevokeJoinTokenInput) int
 		RunHardwareTests       func(childComplexity int, input model.RunHardwareTestsInput) int
 		SetFenceMapping        func(childComplexity int, input model.SetFenceMappingInput) int
@@ -323,6 +335,7 @@ type ComplexityRoot struct {
 		FenceEvents     func(childComplexity int, member *string, first *int, after *string) int
 		FenceMappings   func(childComplexity int) int
 		Fleet           func(childComplexity int) int
+		Identities      func(childComplexity int) int
 		Machine         func(childComplexity int, name string) int
 		Machines        func(childComplexity int) int
 		ReleasePreview  func(childComplexity int, erase *bool) int
@@ -346,6 +359,10 @@ type ComplexityRoot struct {
 
 	RemoveMemberPayload struct {
 		Machine func(childComplexity int) int
+	}
+
+	RevokeIdentityPayload struct {
+		Identity func(childComplexity int) int
 	}
 
 	RevokeJoinTokenPayload struct {
@@ -392,6 +409,8 @@ type MemberResolver interface {
 type MutationResolver interface {
 	SetFenceMapping(ctx context.Context, input model.SetFenceMappingInput) (*model.SetFenceMappingPayload, error)
 	RemoveFenceMapping(ctx context.Context, input model.RemoveFenceMappingInput) (*model.RemoveFenceMappingPayload, error)
+	CreateIdentity(ctx context.Context, input model.CreateIdentityInput) (*model.CreateIdentityPayload, error)
+	RevokeIdentity(ctx context.Context, input model.RevokeIdentityInput) (*model.RevokeIdentityPayload, error)
 	CommissionMachine(ctx context.Context, input model.CommissionMachineInput) (*model.MaasMachinePayload, error)
 	InstallOperatingSystem(ctx context.Context, input model.InstallOperatingSystemInput) (*model.InstallOperatingSystemPayload, error)
 	RunHardwareTests(ctx context.Context, input model.RunHardwareTestsInput) (*model.MaasMachinePayload, error)
@@ -409,6 +428,7 @@ type QueryResolver interface {
 	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
 	FenceMappings(ctx context.Context) ([]*model.FenceMapping, error)
 	Cluster(ctx context.Context) (*model.ClusterView, error)
+	Identities(ctx context.Context) ([]*model.Identity, error)
 	Fleet(ctx context.Context) (*model.Fleet, error)
 	ReleasePreview(ctx context.Context, erase *bool) (*model.ErasePreview, error)
 	Machines(ctx context.Context) ([]*model.Machine, error)
@@ -731,6 +751,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ClusterWarning.Message(childComplexity), true
 
+	case "CreateIdentityPayload.identity":
+		if e.ComplexityRoot.CreateIdentityPayload.Identity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateIdentityPayload.Identity(childComplexity), true
+	case "CreateIdentityPayload.token":
+		if e.ComplexityRoot.CreateIdentityPayload.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateIdentityPayload.Token(childComplexity), true
+
 	case "ErasePreview.effective":
 		if e.ComplexityRoot.ErasePreview.Effective == nil {
 			break
@@ -980,12 +1013,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FleetSources.Maas(childComplexity), true
 
+	case "Identity.active":
+		if e.ComplexityRoot.Identity.Active == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.Active(childComplexity), true
 	case "Identity.createdAt":
 		if e.ComplexityRoot.Identity.CreatedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Identity.CreatedAt(childComplexity), true
+	case "Identity.expiresAt":
+		if e.ComplexityRoot.Identity.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.ExpiresAt(childComplexity), true
+	case "Identity.lastUsedAt":
+		if e.ComplexityRoot.Identity.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.LastUsedAt(childComplexity), true
 	case "Identity.name":
 		if e.ComplexityRoot.Identity.Name == nil {
 			break
@@ -998,6 +1049,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Identity.Permissions(childComplexity), true
+	case "Identity.revokedAt":
+		if e.ComplexityRoot.Identity.RevokedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.RevokedAt(childComplexity), true
+	case "Identity.revokedBy":
+		if e.ComplexityRoot.Identity.RevokedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.RevokedBy(childComplexity), true
 
 	case "InstallOperatingSystemPayload.maas":
 		if e.ComplexityRoot.InstallOperatingSystemPayload.Maas == nil {
@@ -1437,6 +1500,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CommissionMachine(childComplexity, args["input"].(model.CommissionMachineInput)), true
+	case "Mutation.createIdentity":
+		if e.ComplexityRoot.Mutation.CreateIdentity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createIdentity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateIdentity(childComplexity, args["input"].(model.CreateIdentityInput)), true
 	case "Mutation.installOperatingSystem":
 		if e.ComplexityRoot.Mutation.InstallOperatingSystem == nil {
 			break
@@ -1492,6 +1566,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemoveMember(childComplexity, args["input"].(model.RemoveMemberInput)), true
+	case "Mutation.revokeIdentity":
+		if e.ComplexityRoot.Mutation.RevokeIdentity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeIdentity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeIdentity(childComplexity, args["input"].(model.RevokeIdentityInput)), true
 	case "Mutation.revokeJoinToken":
 		if e.ComplexityRoot.Mutation.RevokeJoinToken == nil {
 			break
@@ -1640,6 +1725,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Fleet(childComplexity), true
+	case "Query.identities":
+		if e.ComplexityRoot.Query.Identities == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Identities(childComplexity), true
 
 	case "Query.machine":
 		if e.ComplexityRoot.Query.Machine == nil {
@@ -1721,6 +1812,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RemoveMemberPayload.Machine(childComplexity), true
+
+	case "RevokeIdentityPayload.identity":
+		if e.ComplexityRoot.RevokeIdentityPayload.Identity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RevokeIdentityPayload.Identity(childComplexity), true
 
 	case "RevokeJoinTokenPayload.machine":
 		if e.ComplexityRoot.RevokeJoinTokenPayload.Machine == nil {
@@ -1845,12 +1943,14 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AdmitMemberInput", ec.unmarshalInputAdmitMemberInput),
 			graphql.NewInputUnmarshaler("ApproveEnrolmentInput", ec.unmarshalInputApproveEnrolmentInput),
 			graphql.NewInputUnmarshaler("CommissionMachineInput", ec.unmarshalInputCommissionMachineInput),
+			graphql.NewInputUnmarshaler("CreateIdentityInput", ec.unmarshalInputCreateIdentityInput),
 			graphql.NewInputUnmarshaler("InstallOperatingSystemInput", ec.unmarshalInputInstallOperatingSystemInput),
 			graphql.NewInputUnmarshaler("MemberConfigInput", ec.unmarshalInputMemberConfigInput),
 			graphql.NewInputUnmarshaler("RegisterMachineInput", ec.unmarshalInputRegisterMachineInput),
 			graphql.NewInputUnmarshaler("ReleaseMachineInput", ec.unmarshalInputReleaseMachineInput),
 			graphql.NewInputUnmarshaler("RemoveFenceMappingInput", ec.unmarshalInputRemoveFenceMappingInput),
 			graphql.NewInputUnmarshaler("RemoveMemberInput", ec.unmarshalInputRemoveMemberInput),
+			graphql.NewInputUnmarshaler("RevokeIdentityInput", ec.unmarshalInputRevokeIdentityInput),
 			graphql.NewInputUnmarshaler("RevokeJoinTokenInput", ec.unmarshalInputRevokeJoinTokenInput),
 			graphql.NewInputUnmarshaler("RunHardwareTestsInput", ec.unmarshalInputRunHardwareTestsInput),
 			graphql.NewInputUnmarshaler("SetFenceMappingInput", ec.unmarshalInputSetFenceMappingInput),
@@ -2195,10 +2295,15 @@ type ClusterView {
   healingThreshold: Int
   "Incus's cluster.offline_threshold in seconds; null when Incus could not be asked."
   offlineThreshold: Int
-  members: Int!
-  offlineMembers: Int!
-  "Members with no fence mapping: nothing powers them off if they die."
-  unmappedMembers: [String!]!
+  "How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why)."
+  members: Int
+  "How many of them Incus reports offline; null when Incus could not be asked."
+  offlineMembers: Int
+  """
+  Members with no fence mapping: nothing powers them off if they die. Null when Incus could
+  not be asked.
+  """
+  unmappedMembers: [String!]
   "The fence worker's last report; null when no worker has ever led."
   fenceWorker: FenceWorker
   warnings: [ClusterWarning!]!
@@ -2223,7 +2328,7 @@ type ClusterWarning {
 enum ClusterWarningCode {
   "Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice."
   HEALING_ENABLED
-  "Incus could not be asked."
+  "Incus is not configured, or could not be asked (the message says why); the member counts are null."
   INCUS_UNAVAILABLE
   "No apelora-worker has ever led: dead members are not fenced."
   NO_FENCE_WORKER
@@ -2243,11 +2348,73 @@ enum Permission {
   HARDWARE_DELETE
 }
 
-"An administrator or an automation account. Created with ` + "`" + `apelora identity create` + "`" + `."
+"""
+An administrator or an automation account, authenticated by a bearer token of which
+Apelora keeps only a SHA-256. Created with ` + "`" + `createIdentity` + "`" + ` or, on the server,
+` + "`" + `apelora identity create` + "`" + `.
+"""
 type Identity {
   name: String!
   permissions: [Permission!]!
   createdAt: Time!
+  "Its last successful authentication, to within a minute; null when never used."
+  lastUsedAt: Time
+  "When it stops working; null when it never expires."
+  expiresAt: Time
+  "When it was revoked; null while it is not."
+  revokedAt: Time
+  "Who revoked it: an identity's name, or ` + "`" + `local:USER` + "`" + ` for ` + "`" + `apelora identity revoke` + "`" + ` on the server."
+  revokedBy: String
+  "Whether its token works now: neither revoked nor expired."
+  active: Boolean!
+}
+
+extend type Query {
+  "Every identity, revoked and expired ones included, oldest first. Tokens are never shown."
+  identities: [Identity!]!
+}
+
+extend type Mutation {
+  """
+  Create an identity. The answer carries its bearer token once (with
+  ` + "`" + `Cache-Control: no-store` + "`" + `); Apelora keeps only its hash, so a lost token means a new
+  identity. Refused: a name in use (revoked identities keep theirs), no permission,
+  HARDWARE_DELETE without MANAGE_INFRASTRUCTURE (it would grant nothing), a permission
+  the caller does not hold, an expiry not in the future.
+  """
+  createIdentity(input: CreateIdentityInput!): CreateIdentityPayload!
+
+  """
+  Revoke an identity at once: its token is refused from the next request, and its open
+  websockets are closed (code 4403) on every API replica within seconds. The identity
+  stays in the list. The last active identity with MANAGE_INFRASTRUCTURE cannot be revoked
+  here (create another first, or use ` + "`" + `apelora identity revoke` + "`" + ` on the server).
+  """
+  revokeIdentity(input: RevokeIdentityInput!): RevokeIdentityPayload!
+}
+
+input CreateIdentityInput {
+  "1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter."
+  name: String!
+  permissions: [Permission!]!
+  "When it stops working. Give this or expiresIn, or neither for no expiry."
+  expiresAt: Time
+  "How long from now it works: 30d, 12h, 90m (whole days or Go's duration form)."
+  expiresIn: String
+}
+
+type CreateIdentityPayload {
+  identity: Identity!
+  "The bearer token (` + "`" + `Authorization: Bearer …` + "`" + `), shown only in this answer."
+  token: String!
+}
+
+input RevokeIdentityInput {
+  name: String!
+}
+
+type RevokeIdentityPayload {
+  identity: Identity!
 }
 `, BuiltIn: false},
 	{Name: "../schema/maas.graphqls", Input: `extend type Query {
@@ -2965,6 +3132,16 @@ func (ec *executionContext) childFields_ClusterWarning(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type ClusterWarning", field.Name)
 }
 
+func (ec *executionContext) childFields_CreateIdentityPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "identity":
+		return ec.fieldContext_CreateIdentityPayload_identity(ctx, field)
+	case "token":
+		return ec.fieldContext_CreateIdentityPayload_token(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreateIdentityPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_ErasePreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "requested":
@@ -3107,6 +3284,16 @@ func (ec *executionContext) childFields_Identity(ctx context.Context, field grap
 		return ec.fieldContext_Identity_permissions(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Identity_createdAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_Identity_lastUsedAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Identity_expiresAt(ctx, field)
+	case "revokedAt":
+		return ec.fieldContext_Identity_revokedAt(ctx, field)
+	case "revokedBy":
+		return ec.fieldContext_Identity_revokedBy(ctx, field)
+	case "active":
+		return ec.fieldContext_Identity_active(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Identity", field.Name)
 }
@@ -3375,6 +3562,14 @@ func (ec *executionContext) childFields_RemoveMemberPayload(ctx context.Context,
 	return nil, fmt.Errorf("no field named %q was found under type RemoveMemberPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_RevokeIdentityPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "identity":
+		return ec.fieldContext_RevokeIdentityPayload_identity(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RevokeIdentityPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_RevokeJoinTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "machine":
@@ -3587,6 +3782,20 @@ func (ec *executionContext) field_Mutation_commissionMachine_args(ctx context.Co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createIdentity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateIdentityInput, error) {
+			return ec.unmarshalNCreateIdentityInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCreateIdentityInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_installOperatingSystem_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3649,6 +3858,20 @@ func (ec *executionContext) field_Mutation_removeMember_args(ctx context.Context
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RemoveMemberInput, error) {
 			return ec.unmarshalNRemoveMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeIdentity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RevokeIdentityInput, error) {
+			return ec.unmarshalNRevokeIdentityInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeIdentityInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4998,11 +5221,11 @@ func (ec *executionContext) _ClusterView_members(ctx context.Context, field grap
 			return obj.Members, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ClusterView_members(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5021,11 +5244,11 @@ func (ec *executionContext) _ClusterView_offlineMembers(ctx context.Context, fie
 			return obj.OfflineMembers, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ClusterView_offlineMembers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5045,10 +5268,10 @@ func (ec *executionContext) _ClusterView_unmappedMembers(ctx context.Context, fi
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
-			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ClusterView_unmappedMembers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5163,6 +5386,61 @@ func (ec *executionContext) _ClusterWarning_message(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_ClusterWarning_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ClusterWarning", field, false, false, "String")
+}
+
+func (ec *executionContext) _CreateIdentityPayload_identity(ctx context.Context, field graphql.CollectedField, obj *model.CreateIdentityPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateIdentityPayload_identity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Identity, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Identity) graphql.Marshaler {
+			return ec.marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateIdentityPayload_identity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateIdentityPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Identity(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreateIdentityPayload_token(ctx context.Context, field graphql.CollectedField, obj *model.CreateIdentityPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateIdentityPayload_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateIdentityPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateIdentityPayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _ErasePreview_requested(ctx context.Context, field graphql.CollectedField, obj *model.ErasePreview) (ret graphql.Marshaler) {
@@ -6233,6 +6511,121 @@ func (ec *executionContext) _Identity_createdAt(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_Identity_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Identity", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Identity_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Identity_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Identity_revokedAt(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_revokedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Identity_revokedBy(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_revokedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_revokedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "String")
+}
+
+func (ec *executionContext) _Identity_active(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_active(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Active, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _InstallOperatingSystemPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.InstallOperatingSystemPayload) (ret graphql.Marshaler) {
@@ -7958,6 +8351,94 @@ func (ec *executionContext) fieldContext_Mutation_removeFenceMapping(ctx context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createIdentity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createIdentity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateIdentity(ctx, fc.Args["input"].(model.CreateIdentityInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateIdentityPayload) graphql.Marshaler {
+			return ec.marshalNCreateIdentityPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCreateIdentityPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createIdentity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateIdentityPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeIdentity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeIdentity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeIdentity(ctx, fc.Args["input"].(model.RevokeIdentityInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RevokeIdentityPayload) graphql.Marshaler {
+			return ec.marshalNRevokeIdentityPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeIdentityPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeIdentity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RevokeIdentityPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_commissionMachine(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8775,6 +9256,38 @@ func (ec *executionContext) fieldContext_Query_cluster(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_identities(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_identities(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Identities(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Identity) graphql.Marshaler {
+			return ec.marshalNIdentity2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentityᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_identities(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Identity(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_fleet(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9266,6 +9779,38 @@ func (ec *executionContext) fieldContext_RemoveMemberPayload_machine(_ context.C
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RevokeIdentityPayload_identity(ctx context.Context, field graphql.CollectedField, obj *model.RevokeIdentityPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RevokeIdentityPayload_identity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Identity, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Identity) graphql.Marshaler {
+			return ec.marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RevokeIdentityPayload_identity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RevokeIdentityPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Identity(ctx, field)
 		},
 	}
 	return fc, nil
@@ -10928,6 +11473,69 @@ func UnmarshalCommissionMachineInput(ctx context.Context, raw any) (model.Commis
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateIdentityInput(ctx context.Context, obj any) (model.CreateIdentityInput, error) {
+	var it model.CreateIdentityInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "permissions", "expiresAt", "expiresIn"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "permissions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("permissions"))
+			data, err := ec.unmarshalNPermission2ᚕgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPermissionᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Permissions = data
+		case "expiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAt = data
+		case "expiresIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresIn"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresIn = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateIdentityInput unmarshals raw into the CreateIdentityInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateIdentityInput(ctx context.Context, raw any) (model.CreateIdentityInput, error) {
+	var out model.CreateIdentityInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateIdentityInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputInstallOperatingSystemInput(ctx context.Context, obj any) (model.InstallOperatingSystemInput, error) {
 	var it model.InstallOperatingSystemInput
 	if obj == nil {
@@ -11269,6 +11877,48 @@ func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context,
 func UnmarshalRemoveMemberInput(ctx context.Context, raw any) (model.RemoveMemberInput, error) {
 	var out model.RemoveMemberInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveMemberInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRevokeIdentityInput(ctx context.Context, obj any) (model.RevokeIdentityInput, error) {
+	var it model.RevokeIdentityInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRevokeIdentityInput unmarshals raw into the RevokeIdentityInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRevokeIdentityInput(ctx context.Context, raw any) (model.RevokeIdentityInput, error) {
+	var out model.RevokeIdentityInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeIdentityInput", raw, &out)
 	return out, err
 }
 
@@ -11913,17 +12563,17 @@ func (ec *executionContext) _ClusterView(ctx context.Context, sel ast.SelectionS
 			}
 		case "members":
 			out.Values[i] = ec._ClusterView_members(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "offlineMembers":
 			out.Values[i] = ec._ClusterView_offlineMembers(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "unmappedMembers":
 			out.Values[i] = ec._ClusterView_unmappedMembers(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "fenceWorker":
@@ -11971,6 +12621,44 @@ func (ec *executionContext) _ClusterWarning(ctx context.Context, sel ast.Selecti
 			}
 		case "message":
 			out.Values[i] = ec._ClusterWarning_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var createIdentityPayloadImplementors = []string{"CreateIdentityPayload"}
+
+func (ec *executionContext) _CreateIdentityPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateIdentityPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createIdentityPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateIdentityPayload")
+		case "identity":
+			out.Values[i] = ec._CreateIdentityPayload_identity(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "token":
+			out.Values[i] = ec._CreateIdentityPayload_token(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -12466,6 +13154,31 @@ func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "createdAt":
 			out.Values[i] = ec._Identity_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._Identity_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._Identity_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revokedAt":
+			out.Values[i] = ec._Identity_revokedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revokedBy":
+			out.Values[i] = ec._Identity_revokedBy(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "active":
+			out.Values[i] = ec._Identity_active(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -13102,6 +13815,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createIdentity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createIdentity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeIdentity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeIdentity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "commissionMachine":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_commissionMachine(ctx, field)
@@ -13390,6 +14117,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_cluster(ctx, field)
 				})
+		case "identities":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_identities(ctx, field)
+				})
 		case "fleet":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -13579,6 +14312,39 @@ func (ec *executionContext) _RemoveMemberPayload(ctx context.Context, sel ast.Se
 		case "machine":
 			out.Values[i] = ec._RemoveMemberPayload_machine(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var revokeIdentityPayloadImplementors = []string{"RevokeIdentityPayload"}
+
+func (ec *executionContext) _RevokeIdentityPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RevokeIdentityPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, revokeIdentityPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RevokeIdentityPayload")
+		case "identity":
+			out.Values[i] = ec._RevokeIdentityPayload_identity(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -14391,6 +15157,19 @@ func (ec *executionContext) unmarshalNCommissionMachineInput2githubᚗcomᚋapel
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateIdentityInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCreateIdentityInput(ctx context.Context, v any) (model.CreateIdentityInput, error) {
+	res, err := ec.unmarshalInputCreateIdentityInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreateIdentityPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCreateIdentityPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateIdentityPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CreateIdentityPayload!")
+		return graphql.Null
+	}
+	return ec._CreateIdentityPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNErasePreview2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐErasePreview(ctx context.Context, sel ast.SelectionSet, v *model.ErasePreview) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "ErasePreview!")
@@ -14515,6 +15294,22 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 		graphql.AddInvalidNullFromMarshaler(ctx, "ID!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNIdentity2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentityᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Identity) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx context.Context, sel ast.SelectionSet, v *model.Identity) graphql.Marshaler {
@@ -14817,6 +15612,19 @@ func (ec *executionContext) marshalNRemoveMemberPayload2ᚖgithubᚗcomᚋapelor
 		return graphql.Null
 	}
 	return ec._RemoveMemberPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRevokeIdentityInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeIdentityInput(ctx context.Context, v any) (model.RevokeIdentityInput, error) {
+	res, err := ec.unmarshalInputRevokeIdentityInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRevokeIdentityPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeIdentityPayload(ctx context.Context, sel ast.SelectionSet, v *model.RevokeIdentityPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RevokeIdentityPayload!")
+		return graphql.Null
+	}
+	return ec._RevokeIdentityPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNRevokeJoinTokenInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeJoinTokenInput(ctx context.Context, v any) (model.RevokeJoinTokenInput, error) {

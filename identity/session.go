@@ -32,15 +32,18 @@ type SessionStore interface {
 	EndSession(ctx context.Context, hash []byte) error
 }
 
+// Credentials is a store of identities and their console sessions.
+type Credentials interface {
+	Store
+	SessionStore
+}
+
 // sessionPrefix tells a session value from a bearer token at a glance.
 const sessionPrefix = "aps_"
 
 // StartSession exchanges a bearer token for a console session. It returns the identity,
 // the session and the session value for the cookie; the value is never stored.
-func StartSession(ctx context.Context, s interface {
-	Store
-	SessionStore
-}, token string, ttl time.Duration) (*Identity, *Session, string, error) {
+func StartSession(ctx context.Context, s Credentials, token string, ttl time.Duration) (*Identity, *Session, string, error) {
 	id, err := Authenticate(ctx, s, "Bearer "+token)
 	if err != nil {
 		return nil, nil, "", err
@@ -60,7 +63,7 @@ func StartSession(ctx context.Context, s interface {
 // AuthenticateSession resolves a session cookie's value to its identity. An unknown,
 // ended or expired session is UNAUTHENTICATED with a message that says why, which the
 // console shows on its sign-in page.
-func AuthenticateSession(ctx context.Context, s SessionStore, value string) (*Identity, *Session, error) {
+func AuthenticateSession(ctx context.Context, s Credentials, value string) (*Identity, *Session, error) {
 	if len(value) > 200 {
 		return nil, nil, apperr.New(apperr.Unauthenticated, "the console session cookie is not valid: sign in again")
 	}
@@ -74,7 +77,7 @@ func AuthenticateSession(ctx context.Context, s SessionStore, value string) (*Id
 	if sess.Expired {
 		return nil, nil, apperr.New(apperr.Unauthenticated, "your console session expired at %s: sign in again", sess.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	id, err = usable(id, "the identity of this console session can no longer sign in: sign in again")
+	id, err = usable(ctx, s, id, "the identity of this console session can no longer sign in: sign in again")
 	if err != nil {
 		return nil, nil, err
 	}

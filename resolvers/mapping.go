@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
@@ -37,10 +38,27 @@ var permissionNames = map[identity.Permission]model.Permission{
 }
 
 func mapIdentity(id *identity.Identity) *model.Identity {
-	out := &model.Identity{Name: id.Name, CreatedAt: id.CreatedAt, Permissions: []model.Permission{}}
+	out := &model.Identity{
+		Name: id.Name, CreatedAt: id.CreatedAt, Permissions: []model.Permission{},
+		LastUsedAt: id.LastUsedAt, ExpiresAt: id.ExpiresAt, RevokedAt: id.RevokedAt, RevokedBy: optional(id.RevokedBy),
+		Active: id.Active(time.Now()),
+	}
 	for _, p := range id.Permissions {
 		if mp, ok := permissionNames[p]; ok {
 			out.Permissions = append(out.Permissions, mp)
+		}
+	}
+	return out
+}
+
+// permissionsOf maps the API's permissions to the domain's.
+func permissionsOf(ps []model.Permission) []identity.Permission {
+	out := make([]identity.Permission, 0, len(ps))
+	for _, mp := range ps {
+		for p, name := range permissionNames {
+			if name == mp {
+				out = append(out, p)
+			}
 		}
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
@@ -55,7 +56,9 @@ type Resolver struct {
 	AdmissionFeed AdmissionFeed
 	// Fencing: fence mappings, events, progress and the cluster view.
 	Fencing *fencing.Service
-	Log     *slog.Logger
+	// Identity lists, creates and revokes identities.
+	Identity *identity.Service
+	Log      *slog.Logger
 }
 
 // machine reads one machine back after a change, which must find it.

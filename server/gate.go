@@ -87,7 +87,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	action := &audit.Action{
 		Actor:      actor,
 		Name:       rfc.Field.Name,
-		Machine:    targetOf(args),
+		Machine:    targetOf(rfc.Field.Name, args),
 		RequestID:  logging.RequestID(ctx),
 		Parameters: audit.Redact(args),
 	}
@@ -158,9 +158,15 @@ func (g *gate) recordMessage(ctx context.Context, a *audit.Action, outcome audit
 	a.MarkRecorded()
 }
 
+// notAboutAMachine are the mutations whose name argument names something else.
+var notAboutAMachine = map[string]bool{"createIdentity": true, "revokeIdentity": true}
+
 // targetOf finds the machine an action is about in its arguments: the name (or member)
 // field of its input, or a top-level name argument.
-func targetOf(args map[string]any) string {
+func targetOf(mutation string, args map[string]any) string {
+	if notAboutAMachine[mutation] {
+		return ""
+	}
 	for _, src := range []any{args["input"], args} {
 		m, ok := src.(map[string]any)
 		if !ok {

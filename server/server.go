@@ -58,6 +58,9 @@ type Config struct {
 	SessionTTL time.Duration
 	// Routes adds further handlers (for example the enrolment script) to the mux.
 	Routes func(mux *http.ServeMux)
+	// Sessions closes the websockets of identities revoked or expired while connected;
+	// nil closes none.
+	Sessions Sessions
 }
 
 const (
@@ -75,10 +78,10 @@ func Handler(cfg Config) http.Handler {
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
 	gql.AddTransport(transport.Websocket{
-		Implementation: transport.CoderWebsocketImplementation{
+		Implementation: closeOn4403{transport.CoderWebsocketImplementation{
 			AcceptOptions: coderws.AcceptOptions{OriginPatterns: cfg.AllowedOrigins},
-		},
-		InitFunc:              websocketInit(cfg.Store),
+		}},
+		InitFunc:              websocketInit(cfg.Store, cfg.Sessions),
 		InitTimeout:           10 * time.Second,
 		PingPongInterval:      ping,
 		KeepAlivePingInterval: ping,
@@ -94,7 +97,7 @@ func Handler(cfg Config) http.Handler {
 	gql.SetRecoverFunc(recoverPanic(cfg.Log))
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", endOnShutdown(withIdentity(cfg.Store, cfg.AllowedOrigins, gql)))
+	mux.Handle("/graphql", endOnShutdown(withSocketEnd(withIdentity(cfg.Store, cfg.AllowedOrigins, gql))))
 	gi := graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})
 	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", gi))
 	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
@@ -124,10 +127,12 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 }
 
 // websocketInit authenticates a websocket from its connection_init payload, or, when that
-// carries no Authorization, by the console session cookie the upgrade request carried (a
-// socket never outlives that session). A refused socket is closed with 4403, which
-// graphql-ws clients treat as final instead of reconnecting forever.
-func websocketInit(store identity.Store) transport.WebsocketInitFunc {
+// carries no Authorization, by the console session cookie the upgrade request carried. A
+// refused socket is closed with 4403, which graphql-ws clients treat as final instead of
+// reconnecting forever. The connection context it returns ends when the identity is
+// revoked or expires, or the console session expires, and the socket then closes with 4403
+// too (see sessions.go).
+func websocketInit(store identity.Store, sessions Sessions) transport.WebsocketInitFunc {
 	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 		var id *identity.Identity
 		var err error
@@ -142,11 +147,18 @@ func websocketInit(store identity.Store) transport.WebsocketInitFunc {
 		if err == nil {
 			err = id.Require(identity.ViewInfrastructure)
 		}
+		if err == nil && sessions != nil {
+			var watched context.Context
+			if watched, err = sessions.Watch(ctx, id); err == nil {
+				ctx = watched
+			}
+		}
 		if err != nil {
 			ctx = transport.WithWebsocketCloseCode(ctx, 4403)
 			ctx = transport.AppendCloseReason(ctx, "Forbidden")
 			return ctx, nil, errors.New(apperr.PublicMessage(err))
 		}
+		setSocketContext(ctx)
 		return identity.WithIdentity(ctx, id), nil, nil
 	}
 }

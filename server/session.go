@@ -25,10 +25,7 @@ const SessionCookie = "apelora_session"
 const DefaultSessionTTL = 12 * time.Hour
 
 // credentials is what authenticating a request needs: bearer tokens and console sessions.
-type credentials interface {
-	identity.Store
-	identity.SessionStore
-}
+type credentials = identity.Credentials
 
 type sessionKey struct{}
 
@@ -41,7 +38,7 @@ func sessionFrom(ctx context.Context) *identity.Session {
 // fromSession authenticates a request by its session cookie, when it has one. A request
 // that carries the cookie but may be forged by another site (see sameOrigin) goes on
 // without an identity, so the gate refuses (and audits) what it tries.
-func fromSession(ctx context.Context, store identity.SessionStore, origins []string, r *http.Request) (context.Context, *identity.Identity) {
+func fromSession(ctx context.Context, store credentials, origins []string, r *http.Request) (context.Context, *identity.Identity) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" {
 		return ctx, nil
@@ -232,7 +229,9 @@ func boundBySession(ctx context.Context) context.Context {
 	if s == nil {
 		return ctx
 	}
-	bounded, cancel := context.WithDeadline(ctx, s.ExpiresAt)
+	// The cause makes the socket close with 4403 and this reason (sessions.go).
+	bounded, cancel := context.WithDeadlineCause(ctx, s.ExpiresAt, apperr.New(apperr.Unauthenticated,
+		"your console session expired at %s: sign in again", s.ExpiresAt.UTC().Format(time.RFC3339)))
 	context.AfterFunc(ctx, cancel) // the socket's own end releases the timer
 	return bounded
 }

@@ -2,10 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/apelora/fabric/identity"
 )
@@ -42,14 +39,13 @@ func (s *Store) CreateSession(ctx context.Context, identityID int64, hash []byte
 // authenticate cannot be reached through its sessions either.
 func (s *Store) IdentityBySessionHash(ctx context.Context, hash []byte) (*identity.Identity, *identity.Session, error) {
 	sess := &identity.Session{}
-	id, err := scanIdentity(s.pool.QueryRow(ctx, `SELECT `+identityColumns+`, s.id, s.created_at, s.expires_at, s.expires_at <= now()
-		FROM console_sessions s JOIN identities i ON i.id = s.identity_id
-		WHERE s.token_hash = $1`, hash), &sess.ID, &sess.CreatedAt, &sess.ExpiresAt, &sess.Expired)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, dbError(err)
+	id, err := scanIdentity(s.pool.QueryRow(ctx, `SELECT `+identityColumns+`, session_id, session_created_at, session_expires_at, session_expired
+		FROM (SELECT i.*, s.id AS session_id, s.created_at AS session_created_at, s.expires_at AS session_expires_at,
+				s.expires_at <= now() AS session_expired
+			FROM console_sessions s JOIN identities i ON i.id = s.identity_id
+			WHERE s.token_hash = $1) AS identities`, hash), &sess.ID, &sess.CreatedAt, &sess.ExpiresAt, &sess.Expired)
+	if err != nil || id == nil {
+		return nil, nil, err
 	}
 	return id, sess, nil
 }

@@ -48,6 +48,10 @@ commands:
   install NAME -series SERIES     install an OS on a registered MAAS machine and enrol it
   hardware-test SYSTEM-ID -hostname HOSTNAME [-tests a,b]
   release SYSTEM-ID [-erase] [-comment TEXT]   (says first whether MAAS will erase anyway)
+  identities                      every identity: permissions, status, last use, expiry
+  create-identity NAME -permission PERM [-permission PERM ...] [-expires 90d|RFC3339]
+                                  create an identity: prints its bearer token ONCE
+  revoke-identity NAME            revoke an identity at once (its websockets close too)
 `
 
 func main() {
@@ -179,6 +183,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.audit(ctx, rest)
 	case "watch-audit":
 		return c.watchAudit(ctx, rest)
+	case "identities":
+		return c.identities(ctx)
+	case "create-identity":
+		return c.createIdentity(ctx, rest)
+	case "revoke-identity":
+		return c.revokeIdentity(ctx, rest)
 	default:
 		global.Usage()
 		return fmt.Errorf("unknown command %q", cmd)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,65 @@ func TestMAASCommands(t *testing.T) {
 	out, err = do("release", "dddd04")
 	if err != nil || !strings.Contains(out, "disks: the disks will not be erased") {
 		t.Fatalf("release: %v\n%s", err, out)
+	}
+}
+
+func TestIdentityCommands(t *testing.T) {
+	e := producttest.Start(t)
+	t.Setenv("APELORA_URL", e.Base)
+	t.Setenv("APELORA_TOKEN", e.Identity("ops", identity.ManageInfrastructure))
+	do := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(t.Context(), args, &out)
+		return out.String(), err
+	}
+	out, err := do("create-identity", "ci", "-permission", "view-infrastructure", "-expires", "36h")
+	token := regexp.MustCompile(`apl_[A-Za-z0-9_-]{43}`).FindString(out)
+	if err != nil || token == "" || !strings.Contains(out, "created identity ci, expiring") {
+		t.Fatalf("create-identity: %v\n%s", err, out)
+	}
+	out, err = do("-json", "create-identity", "deploy", "-permission", "manage-infrastructure", "-expires", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	var created struct {
+		Token    string
+		Identity struct{ ExpiresAt *time.Time }
+	}
+	if err != nil || json.Unmarshal([]byte(out), &created) != nil || !strings.HasPrefix(created.Token, "apl_") || created.Identity.ExpiresAt == nil {
+		t.Fatalf("create-identity -json: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"create-identity", "eraser", "-permission", "hardware.delete"}, "could do nothing"},
+		{[]string{"create-identity", "root", "-permission", "root"}, `unknown permission "root"`},
+		{[]string{"create-identity", "old", "-permission", "view-infrastructure", "-expires", "2020-01-01T00:00:00Z"}, "not in the future"},
+		{[]string{"create-identity", "ci", "-permission", "view-infrastructure"}, "already exists"},
+		{[]string{"create-identity", "-permission", "view-infrastructure"}, "usage"},
+		{[]string{"revoke-identity", "nobody"}, "no identity named"},
+	} {
+		if _, err := do(c.args...); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.says)
+		}
+	}
+
+	t.Setenv("APELORA_TOKEN", token)
+	if out, err := do("whoami"); err != nil || !strings.Contains(out, "ci") {
+		t.Fatalf("whoami as ci: %v %s", err, out)
+	}
+	t.Setenv("APELORA_TOKEN", created.Token)
+	if out, err := do("revoke-identity", "ci"); err != nil || !strings.Contains(out, "revoked identity ci") {
+		t.Fatalf("revoke-identity: %v %s", err, out)
+	}
+	out, err = do("identities")
+	if err != nil || !regexp.MustCompile(`ci\s+view-infrastructure\s+revoked .* by deploy`).MatchString(out) ||
+		!regexp.MustCompile(`ops\s+manage-infrastructure\s+active`).MatchString(out) || strings.Contains(out, "apl_") {
+		t.Fatalf("identities:\n%s", out)
+	}
+	if out, err := do("-json", "identities"); err != nil || !strings.Contains(out, `"name": "ci"`) || !strings.Contains(out, `"revokedBy": "deploy"`) {
+		t.Fatalf("identities -json: %v\n%s", err, out)
+	}
+	t.Setenv("APELORA_TOKEN", token)
+	if _, err := do("whoami"); err == nil || !strings.Contains(err.Error(), `identity "ci" was revoked`) {
+		t.Fatalf("whoami with a revoked token: %v", err)
 	}
 }

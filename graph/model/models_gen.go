@@ -107,10 +107,13 @@ type ClusterView struct {
 	HealingThreshold *int `json:"healingThreshold,omitempty"`
 	// Incus's cluster.offline_threshold in seconds; null when Incus could not be asked.
 	OfflineThreshold *int `json:"offlineThreshold,omitempty"`
-	Members          int  `json:"members"`
-	OfflineMembers   int  `json:"offlineMembers"`
-	// Members with no fence mapping: nothing powers them off if they die.
-	UnmappedMembers []string `json:"unmappedMembers"`
+	// How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why).
+	Members *int `json:"members,omitempty"`
+	// How many of them Incus reports offline; null when Incus could not be asked.
+	OfflineMembers *int `json:"offlineMembers,omitempty"`
+	// Members with no fence mapping: nothing powers them off if they die. Null when Incus could
+	// not be asked.
+	UnmappedMembers []string `json:"unmappedMembers,omitempty"`
 	// The fence worker's last report; null when no worker has ever led.
 	FenceWorker *FenceWorker      `json:"fenceWorker,omitempty"`
 	Warnings    []*ClusterWarning `json:"warnings"`
@@ -125,6 +128,22 @@ type CommissionMachineInput struct {
 	SystemID string `json:"systemId"`
 	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
 	Tests []string `json:"tests,omitempty"`
+}
+
+type CreateIdentityInput struct {
+	// 1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter.
+	Name        string       `json:"name"`
+	Permissions []Permission `json:"permissions"`
+	// When it stops working. Give this or expiresIn, or neither for no expiry.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
+	ExpiresIn *string `json:"expiresIn,omitempty"`
+}
+
+type CreateIdentityPayload struct {
+	Identity *Identity `json:"identity"`
+	// The bearer token (`Authorization: Bearer …`), shown only in this answer.
+	Token string `json:"token"`
 }
 
 type ErasePreview struct {
@@ -216,11 +235,23 @@ type FleetSources struct {
 	Maas  *SourceStatus `json:"maas"`
 }
 
-// An administrator or an automation account. Created with `apelora identity create`.
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
 type Identity struct {
 	Name        string       `json:"name"`
 	Permissions []Permission `json:"permissions"`
 	CreatedAt   time.Time    `json:"createdAt"`
+	// Its last successful authentication, to within a minute; null when never used.
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	// When it stops working; null when it never expires.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// When it was revoked; null while it is not.
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	// Who revoked it: an identity's name, or `local:USER` for `apelora identity revoke` on the server.
+	RevokedBy *string `json:"revokedBy,omitempty"`
+	// Whether its token works now: neither revoked nor expired.
+	Active bool `json:"active"`
 }
 
 type InstallOperatingSystemInput struct {
@@ -439,6 +470,14 @@ type RemoveMemberInput struct {
 type RemoveMemberPayload struct {
 	// The machine after removal (REGISTERED), or null for a member that had no record.
 	Machine *Machine `json:"machine,omitempty"`
+}
+
+type RevokeIdentityInput struct {
+	Name string `json:"name"`
+}
+
+type RevokeIdentityPayload struct {
+	Identity *Identity `json:"identity"`
 }
 
 type RevokeJoinTokenInput struct {
@@ -743,7 +782,7 @@ type ClusterWarningCode string
 const (
 	// Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice.
 	ClusterWarningCodeHealingEnabled ClusterWarningCode = "HEALING_ENABLED"
-	// Incus could not be asked.
+	// Incus is not configured, or could not be asked (the message says why); the member counts are null.
 	ClusterWarningCodeIncusUnavailable ClusterWarningCode = "INCUS_UNAVAILABLE"
 	// No apelora-worker has ever led: dead members are not fenced.
 	ClusterWarningCodeNoFenceWorker ClusterWarningCode = "NO_FENCE_WORKER"

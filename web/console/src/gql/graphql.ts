@@ -49,7 +49,7 @@ export type ClusterWarningCode =
   | 'FENCE_WORKER_SILENT'
   /** Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice. */
   | 'HEALING_ENABLED'
-  /** Incus could not be asked. */
+  /** Incus is not configured, or could not be asked (the message says why); the member counts are null. */
   | 'INCUS_UNAVAILABLE'
   /** No apelora-worker has ever led: dead members are not fenced. */
   | 'NO_FENCE_WORKER'
@@ -377,7 +377,7 @@ export type ReleaseMachineMutation = { releaseMachine: { maas: { systemId: strin
 export type FencingQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type FencingQuery = { cluster: { healingThreshold: number | null, offlineThreshold: number | null, members: number, offlineMembers: number, unmappedMembers: Array<string>, fenceWorker: { worker: string, leaderSince: string, lastRoundAt: string, pollSeconds: number, offlineAfterSeconds: number, cooldownSeconds: number, confirmTimeoutSeconds: number } | null, warnings: Array<{ code: ClusterWarningCode, message: string }> }, fenceMappings: Array<{ member: string, maasSystemId: string, hardwareUuid: string, setBy: string, setAt: string, offlineSince: string | null, lastDrill: { at: string, ok: boolean, powerState: string | null, problem: string | null, worker: string } | null, lastEvent: { id: string, at: string, kind: FenceEventKind, reason: FenceReason | null, message: string } | null }> };
+export type FencingQuery = { cluster: { healingThreshold: number | null, offlineThreshold: number | null, members: number | null, offlineMembers: number | null, unmappedMembers: Array<string> | null, fenceWorker: { worker: string, leaderSince: string, lastRoundAt: string, pollSeconds: number, offlineAfterSeconds: number, cooldownSeconds: number, confirmTimeoutSeconds: number } | null, warnings: Array<{ code: ClusterWarningCode, message: string }> }, fenceMappings: Array<{ member: string, maasSystemId: string, hardwareUuid: string, setBy: string, setAt: string, offlineSince: string | null, lastDrill: { at: string, ok: boolean, powerState: string | null, problem: string | null, worker: string } | null, lastEvent: { id: string, at: string, kind: FenceEventKind, reason: FenceReason | null, message: string } | null }> };
 
 export type FenceEventRowFragment = { id: string, at: string, member: string | null, kind: FenceEventKind, reason: FenceReason | null, message: string, worker: string };
 

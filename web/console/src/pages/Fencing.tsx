@@ -51,13 +51,13 @@ export function FencingPage() {
               <h2>Cluster</h2>
               <dl>
                 <dt>Members</dt>
-                <dd>{c.members} ({c.offlineMembers} offline)</dd>
+                <dd>{c.members === null ? 'unknown (Incus could not be asked)' : `${c.members} (${c.offlineMembers ?? '?'} offline)`}</dd>
                 <dt>Healing threshold</dt>
                 <dd>{c.healingThreshold === null ? 'unknown' : c.healingThreshold === 0 ? '0 (off, as it should be)' : `${c.healingThreshold} s`}</dd>
                 <dt>Offline threshold</dt>
                 <dd>{c.offlineThreshold === null ? 'unknown' : `${c.offlineThreshold} s`}</dd>
                 <dt>Unmapped members</dt>
-                <dd>{c.unmappedMembers.join(', ') || 'none'}</dd>
+                <dd>{c.unmappedMembers === null ? 'unknown' : c.unmappedMembers.join(', ') || 'none'}</dd>
               </dl>
             </section>
             <section className="card facts" aria-label="Fence worker">
