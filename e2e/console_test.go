@@ -174,6 +174,13 @@ func TestConsoleEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
+	c.handle("POST /revoke-viewer", func() error {
+		r := e.GQL(admin, `mutation { revokeIdentity(input: {name: "viewer"}) { identity { name } } }`, nil)
+		if len(r.Errors) > 0 {
+			return fmt.Errorf("%v", r.Errors)
+		}
+		return nil
+	})
 	c.handle("POST /expire-sessions", func() error {
 		_, err := e.DB.Store.Pool().Exec(context.Background(),
 			`UPDATE console_sessions SET created_at = now() - interval '2 hours', expires_at = now() - interval '1 second'`)

@@ -221,6 +221,11 @@ try {
   await shot(v.page, SHOTS, '17-viewer-fencing');
   await noStoredCredential(v.page, 'viewer');
   await clean(v.page, 'viewer');
+
+  step('a revoked identity is sent back to sign-in, with the reason');
+  await control('/revoke-viewer');
+  await v.page.getByText(/"viewer" was revoked/).waitFor({ timeout: 20000 });
+  await shot(v.page, SHOTS, '18-viewer-revoked');
   step('MAAS stops: the fleet says so');
   await control('/stop-maas');
   await page.goto('/');
