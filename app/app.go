@@ -188,6 +188,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		PublicURL:        cfg.PublicURL,
 		Sessions:         sessions,
 		AuthFailureLimit: cfg.AuthFailureLimit,
+		SessionTTL:       cfg.SessionTTL,
 		Routes: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
 		},

@@ -28,6 +28,7 @@ type Config struct {
 	ShutdownGrace  time.Duration // APELORA_SHUTDOWN_GRACE
 	AllowedOrigins []string      // APELORA_ALLOWED_ORIGINS
 	PublicURL      string        // APELORA_PUBLIC_URL
+	SessionTTL     time.Duration // APELORA_CONSOLE_SESSION_TTL
 	// RequestTimeout bounds every call to Incus or MAAS, retries included
 	// (APELORA_REQUEST_TIMEOUT); see EnvRequestTimeout.
 	RequestTimeout time.Duration
@@ -54,6 +55,7 @@ func Variables() []Variable {
 		{"APELORA_SHUTDOWN_GRACE", "15s", "how long shutdown waits for requests in flight"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
 		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080"},
+		{"APELORA_CONSOLE_SESSION_TTL", "12h", "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
 		{EnvRequestTimeout, DefaultRequestTimeout.String(), "bound on every call to Incus or MAAS, retries included (1s to 2m); a hung upstream answers UNAVAILABLE after it"},
 		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of one Incus cluster member, e.g. https://10.0.0.5:8443"},
 		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity (a client certificate the cluster trusts)"},
@@ -102,6 +104,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.ShutdownGrace, err = duration(get, "APELORA_SHUTDOWN_GRACE", "15s", 0); err != nil {
 		return c, err
+	}
+	if c.SessionTTL, err = duration(get, "APELORA_CONSOLE_SESSION_TTL", "12h", time.Minute); err != nil {
+		return c, err
+	}
+	if c.SessionTTL > 720*time.Hour {
+		return c, fmt.Errorf("APELORA_CONSOLE_SESSION_TTL=%s: at most 720h (30 days)", c.SessionTTL)
 	}
 	if c.RequestTimeout, err = requestTimeout(get); err != nil {
 		return c, err

@@ -1370,8 +1370,8 @@ func (v *AuditEventRecordedAuditEventRecordedAuditEvent) __premarshalJSON() (*__
 
 // AuditEventRecordedResponse is returned by AuditEventRecorded on success.
 type AuditEventRecordedResponse struct {
-	// Audit events as they are recorded (by any API replica). `machine` keeps only the events
-	// about that machine.
+	// Audit events as they are recorded (by any API replica). `machine`, `actor` and `outcome`
+	// keep only the events that match, as in auditEvents.
 	AuditEventRecorded AuditEventRecordedAuditEventRecordedAuditEvent `json:"auditEventRecorded"`
 }
 
@@ -1562,7 +1562,8 @@ func (v *AuditEventsAuditEventsAuditEventConnectionPageInfo) GetEndCursor() *str
 // AuditEventsResponse is returned by AuditEvents on success.
 type AuditEventsResponse struct {
 	// The audit trail, newest first. `first` is 1–500 (default 50); `after` is an `endCursor`
-	// from an earlier page; `machine` keeps only the events about that machine.
+	// from an earlier page; `machine` keeps only the events about that machine, `actor` those
+	// of that identity, `outcome` those with that outcome.
 	AuditEvents AuditEventsAuditEventsAuditEventConnection `json:"auditEvents"`
 }
 

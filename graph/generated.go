@@ -259,10 +259,17 @@ type ComplexityRoot struct {
 		Machine func(childComplexity int) int
 	}
 
+	MaasStepAvailability struct {
+		Allowed func(childComplexity int) int
+		Reason  func(childComplexity int) int
+		Step    func(childComplexity int) int
+	}
+
 	Machine struct {
 		Fence            func(childComplexity int) int
 		HardwareProfile  func(childComplexity int) int
 		Maas             func(childComplexity int) int
+		MaasSteps        func(childComplexity int) int
 		Member           func(childComplexity int) int
 		Name             func(childComplexity int) int
 		PendingJoinToken func(childComplexity int) int
@@ -354,7 +361,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		AdmissionReport  func(childComplexity int, name string) int
-		AuditEvents      func(childComplexity int, first *int, after *string, machine *string) int
+		AuditEvents      func(childComplexity int, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) int
 		Cluster          func(childComplexity int) int
 		FenceEvents      func(childComplexity int, member *string, first *int, after *string) int
 		FenceMappings    func(childComplexity int) int
@@ -420,7 +427,7 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		AdmissionChecks    func(childComplexity int, name string) int
-		AuditEventRecorded func(childComplexity int, machine *string) int
+		AuditEventRecorded func(childComplexity int, machine *string, actor *string, outcome *model.AuditOutcome) int
 		FenceProgress      func(childComplexity int, member *string, after *string) int
 	}
 
@@ -463,7 +470,7 @@ type MutationResolver interface {
 }
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Identity, error)
-	AuditEvents(ctx context.Context, first *int, after *string, machine *string) (*model.AuditEventConnection, error)
+	AuditEvents(ctx context.Context, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) (*model.AuditEventConnection, error)
 	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
 	FenceMappings(ctx context.Context) ([]*model.FenceMapping, error)
 	Cluster(ctx context.Context) (*model.ClusterView, error)
@@ -477,7 +484,7 @@ type QueryResolver interface {
 	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
 }
 type SubscriptionResolver interface {
-	AuditEventRecorded(ctx context.Context, machine *string) (<-chan *model.AuditEvent, error)
+	AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome) (<-chan *model.AuditEvent, error)
 	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
 }
@@ -1367,6 +1374,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MaasMachinePayload.Machine(childComplexity), true
 
+	case "MaasStepAvailability.allowed":
+		if e.ComplexityRoot.MaasStepAvailability.Allowed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStepAvailability.Allowed(childComplexity), true
+	case "MaasStepAvailability.reason":
+		if e.ComplexityRoot.MaasStepAvailability.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStepAvailability.Reason(childComplexity), true
+	case "MaasStepAvailability.step":
+		if e.ComplexityRoot.MaasStepAvailability.Step == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStepAvailability.Step(childComplexity), true
+
 	case "Machine.fence":
 		if e.ComplexityRoot.Machine.Fence == nil {
 			break
@@ -1385,6 +1411,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Machine.Maas(childComplexity), true
+	case "Machine.maasSteps":
+		if e.ComplexityRoot.Machine.MaasSteps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.MaasSteps(childComplexity), true
 	case "Machine.member":
 		if e.ComplexityRoot.Machine.Member == nil {
 			break
@@ -1866,7 +1898,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["first"].(*int), args["after"].(*string), args["machine"].(*string)), true
+		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["first"].(*int), args["after"].(*string), args["machine"].(*string), args["actor"].(*string), args["outcome"].(*model.AuditOutcome)), true
 	case "Query.cluster":
 		if e.ComplexityRoot.Query.Cluster == nil {
 			break
@@ -2106,7 +2138,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["machine"].(*string)), true
+		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["machine"].(*string), args["actor"].(*string), args["outcome"].(*model.AuditOutcome)), true
 	case "Subscription.fenceProgress":
 		if e.ComplexityRoot.Subscription.FenceProgress == nil {
 			break
@@ -2263,17 +2295,18 @@ var sources = []*ast.Source{
 	{Name: "../schema/audit.graphqls", Input: `extend type Query {
   """
   The audit trail, newest first. ` + "`" + `first` + "`" + ` is 1–500 (default 50); ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + `
-  from an earlier page; ` + "`" + `machine` + "`" + ` keeps only the events about that machine.
+  from an earlier page; ` + "`" + `machine` + "`" + ` keeps only the events about that machine, ` + "`" + `actor` + "`" + ` those
+  of that identity, ` + "`" + `outcome` + "`" + ` those with that outcome.
   """
-  auditEvents(first: Int = 50, after: String, machine: String): AuditEventConnection!
+  auditEvents(first: Int = 50, after: String, machine: String, actor: String, outcome: AuditOutcome): AuditEventConnection!
 }
 
 extend type Subscription {
   """
-  Audit events as they are recorded (by any API replica). ` + "`" + `machine` + "`" + ` keeps only the events
-  about that machine.
+  Audit events as they are recorded (by any API replica). ` + "`" + `machine` + "`" + `, ` + "`" + `actor` + "`" + ` and ` + "`" + `outcome` + "`" + `
+  keep only the events that match, as in auditEvents.
   """
-  auditEventRecorded(machine: String): AuditEvent!
+  auditEventRecorded(machine: String, actor: String, outcome: AuditOutcome): AuditEvent!
 }
 
 """
@@ -2820,6 +2853,30 @@ extend type Mutation {
 extend type Machine {
   "The machine as MAAS reports it; null when MAAS does not report it or could not be asked."
   maas: MaasMachine
+  """
+  Which MAAS steps the machine's state allows now, and why not, by the rules each step
+  applies when asked (permissions aside: they are the caller's). Empty when MAAS does not
+  report the machine.
+  """
+  maasSteps: [MaasStepAvailability!]!
+}
+
+enum MaasStep {
+  "commissionMachine"
+  COMMISSION
+  "installOperatingSystem"
+  INSTALL
+  "runHardwareTests"
+  HARDWARE_TESTS
+  "releaseMachine"
+  RELEASE
+}
+
+type MaasStepAvailability {
+  step: MaasStep!
+  allowed: Boolean!
+  "Why not, when not allowed."
+  reason: String
 }
 
 type Fleet {
@@ -3759,6 +3816,18 @@ func (ec *executionContext) childFields_MaasMachinePayload(ctx context.Context, 
 	return nil, fmt.Errorf("no field named %q was found under type MaasMachinePayload", field.Name)
 }
 
+func (ec *executionContext) childFields_MaasStepAvailability(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "step":
+		return ec.fieldContext_MaasStepAvailability_step(ctx, field)
+	case "allowed":
+		return ec.fieldContext_MaasStepAvailability_allowed(ctx, field)
+	case "reason":
+		return ec.fieldContext_MaasStepAvailability_reason(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaasStepAvailability", field.Name)
+}
+
 func (ec *executionContext) childFields_Machine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -3775,6 +3844,8 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_hardwareProfile(ctx, field)
 	case "maas":
 		return ec.fieldContext_Machine_maas(ctx, field)
+	case "maasSteps":
+		return ec.fieldContext_Machine_maasSteps(ctx, field)
 	case "member":
 		return ec.fieldContext_Machine_member(ctx, field)
 	case "pendingJoinToken":
@@ -4444,6 +4515,22 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["machine"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "actor",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["actor"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "outcome",
+		func(ctx context.Context, v any) (*model.AuditOutcome, error) {
+			return ec.unmarshalOAuditOutcome2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditOutcome(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["outcome"] = arg4
 	return args, nil
 }
 
@@ -4544,6 +4631,22 @@ func (ec *executionContext) field_Subscription_auditEventRecorded_args(ctx conte
 		return nil, err
 	}
 	args["machine"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "actor",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["actor"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "outcome",
+		func(ctx context.Context, v any) (*model.AuditOutcome, error) {
+			return ec.unmarshalOAuditOutcome2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditOutcome(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["outcome"] = arg2
 	return args, nil
 }
 
@@ -8106,6 +8209,75 @@ func (ec *executionContext) fieldContext_MaasMachinePayload_machine(_ context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _MaasStepAvailability_step(ctx context.Context, field graphql.CollectedField, obj *model.MaasStepAvailability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStepAvailability_step(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Step, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MaasStep) graphql.Marshaler {
+			return ec.marshalNMaasStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStep(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStepAvailability_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStepAvailability", field, false, false, "MaasStep")
+}
+
+func (ec *executionContext) _MaasStepAvailability_allowed(ctx context.Context, field graphql.CollectedField, obj *model.MaasStepAvailability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStepAvailability_allowed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Allowed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStepAvailability_allowed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStepAvailability", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _MaasStepAvailability_reason(ctx context.Context, field graphql.CollectedField, obj *model.MaasStepAvailability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStepAvailability_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStepAvailability_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStepAvailability", field, false, false, "String")
+}
+
 func (ec *executionContext) _Machine_name(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8307,6 +8479,38 @@ func (ec *executionContext) fieldContext_Machine_maas(_ context.Context, field g
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_MaasMachine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Machine_maasSteps(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_maasSteps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaasSteps, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MaasStepAvailability) graphql.Marshaler {
+			return ec.marshalNMaasStepAvailability2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStepAvailabilityᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_maasSteps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Machine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasStepAvailability(ctx, field)
 		},
 	}
 	return fc, nil
@@ -10065,7 +10269,7 @@ func (ec *executionContext) _Query_auditEvents(ctx context.Context, field graphq
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().AuditEvents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["machine"].(*string))
+			return ec.Resolvers.Query().AuditEvents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["machine"].(*string), fc.Args["actor"].(*string), fc.Args["outcome"].(*model.AuditOutcome))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditEventConnection) graphql.Marshaler {
@@ -11192,7 +11396,7 @@ func (ec *executionContext) _Subscription_auditEventRecorded(ctx context.Context
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().AuditEventRecorded(ctx, fc.Args["machine"].(*string))
+			return ec.Resolvers.Subscription().AuditEventRecorded(ctx, fc.Args["machine"].(*string), fc.Args["actor"].(*string), fc.Args["outcome"].(*model.AuditOutcome))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditEvent) graphql.Marshaler {
@@ -14958,6 +15162,49 @@ func (ec *executionContext) _MaasMachinePayload(ctx context.Context, sel ast.Sel
 	return out
 }
 
+var maasStepAvailabilityImplementors = []string{"MaasStepAvailability"}
+
+func (ec *executionContext) _MaasStepAvailability(ctx context.Context, sel ast.SelectionSet, obj *model.MaasStepAvailability) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maasStepAvailabilityImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaasStepAvailability")
+		case "step":
+			out.Values[i] = ec._MaasStepAvailability_step(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "allowed":
+			out.Values[i] = ec._MaasStepAvailability_allowed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._MaasStepAvailability_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var machineImplementors = []string{"Machine"}
 
 func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, obj *model.Machine) graphql.Marshaler {
@@ -15002,6 +15249,11 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 		case "maas":
 			out.Values[i] = ec._Machine_maas(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "maasSteps":
+			out.Values[i] = ec._Machine_maasSteps(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "member":
@@ -17026,6 +17278,40 @@ func (ec *executionContext) marshalNMaasMachinePayload2ᚖgithubᚗcomᚋapelora
 	return ec._MaasMachinePayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNMaasStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStep(ctx context.Context, v any) (model.MaasStep, error) {
+	var res model.MaasStep
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMaasStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStep(ctx context.Context, sel ast.SelectionSet, v model.MaasStep) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNMaasStepAvailability2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStepAvailabilityᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MaasStepAvailability) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMaasStepAvailability2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStepAvailability(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMaasStepAvailability2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStepAvailability(ctx context.Context, sel ast.SelectionSet, v *model.MaasStepAvailability) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaasStepAvailability!")
+		return graphql.Null
+	}
+	return ec._MaasStepAvailability(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNMachine2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachineᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Machine) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -17577,6 +17863,22 @@ func (ec *executionContext) unmarshalOAdmissionVerdict2ᚖgithubᚗcomᚋapelora
 }
 
 func (ec *executionContext) marshalOAdmissionVerdict2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionVerdict(ctx context.Context, sel ast.SelectionSet, v *model.AdmissionVerdict) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOAuditOutcome2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditOutcome(ctx context.Context, v any) (*model.AuditOutcome, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.AuditOutcome)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOAuditOutcome2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditOutcome(ctx context.Context, sel ast.SelectionSet, v *model.AuditOutcome) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

@@ -164,8 +164,15 @@ func Authenticate(ctx context.Context, s Store, header string) (*Identity, error
 	if err != nil {
 		return nil, err
 	}
+	return usable(ctx, s, id, "the bearer token is not valid: check it was copied whole, or create a new one with `apelora identity create`")
+}
+
+// usable is the one place where an identity found by a credential (a bearer token or a
+// console session) is accepted or refused (unknown, revoked, expired), and its use noted;
+// unknown is the message for none found.
+func usable(ctx context.Context, s Store, id *Identity, unknown string) (*Identity, error) {
 	if id == nil {
-		return nil, apperr.New(apperr.Unauthenticated, "the bearer token is not valid: check it was copied whole, or create a new one with `apelora identity create`")
+		return nil, apperr.New(apperr.Unauthenticated, "%s", unknown)
 	}
 	now := time.Now()
 	if err := id.Usable(now); err != nil {

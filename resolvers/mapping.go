@@ -92,6 +92,16 @@ func mapMachine(m *fleet.Machine) *model.Machine {
 	if m.Pending != nil {
 		out.PendingJoinToken = &model.PendingJoinToken{ExpiresAt: m.Pending.ExpiresAt}
 	}
+	out.MaasSteps = []*model.MaasStepAvailability{}
+	if m.MAAS != nil {
+		member := ""
+		if m.Member != nil {
+			member = m.Member.Name
+		}
+		for _, a := range provisioning.Steps(*m.MAAS, m.Record, member) {
+			out.MaasSteps = append(out.MaasSteps, &model.MaasStepAvailability{Step: model.MaasStep(a.Step), Allowed: a.Reason == "", Reason: optional(a.Reason)})
+		}
+	}
 	return out
 }
 

@@ -90,3 +90,13 @@ func (r *Resolver) maasPayload(ctx context.Context, m *provisioning.Machine) (*m
 	}
 	return out, nil
 }
+
+// auditFilter is the audit trail's filter from the arguments of auditEvents and
+// auditEventRecorded.
+func auditFilter(machine, actor *string, outcome *model.AuditOutcome) audit.Filter {
+	f := audit.Filter{Machine: audit.StoredMachine(deref(machine)), Actor: deref(actor)}
+	if outcome != nil {
+		f.Outcome = audit.Outcome(*outcome)
+	}
+	return f
+}

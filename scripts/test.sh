@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine, as root: installs and starts what
-# the tests need (scripts/test-deps.sh), checks the generated code is current, then runs
-# gofmt, go vet and every test against the real PostgreSQL and real incusd members.
+# the tests need (scripts/test-deps.sh), checks the generated code is current, checks the
+# console (web/console/build.sh --check: codegen current, tsc, unit tests, dist/ rebuilt
+# byte for byte), then runs gofmt, go vet and every test against the real PostgreSQL, real
+# incusd members and, for the console, Debian's Chromium.
 # Extra arguments go to `go test` (for example -run TestName ./e2e/). `--help` says more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,6 +72,17 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go vet ./...
+
+# The console: typed operations match the schema, types check, its unit tests pass, and the
+# committed dist/ is what its sources build (needs node; go build does not).
+if command -v node >/dev/null && command -v npm >/dev/null; then
+	web/console/build.sh --check
+elif [ "${CI:-}" = true ]; then
+	echo "test: node and npm are needed to check the console (web/console)" >&2
+	exit 1
+else
+	echo "test: SKIPPED LOUDLY: node/npm missing, the console's checks and browser tests do not run" >&2
+fi
 
 fuzz=false
 if [ $# -eq 0 ]; then

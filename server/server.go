@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -25,12 +26,14 @@ import (
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/resolvers"
+	"github.com/apelora/fabric/web/console"
 	"github.com/apelora/fabric/web/graphiql"
 )
 
 // Store is what the server itself needs from the database.
 type Store interface {
 	identity.Store
+	identity.SessionStore
 	AuditRecorder
 	Ping(ctx context.Context) error
 }
@@ -51,6 +54,8 @@ type Config struct {
 	// PublicURL is the URL administrators and new servers reach Apelora at; empty means
 	// "as the request addressed it".
 	PublicURL string
+	// SessionTTL is how long a console session lasts; zero means DefaultSessionTTL.
+	SessionTTL time.Duration
 	// Routes adds further handlers (for example the enrolment script) to the mux.
 	Routes func(mux *http.ServeMux)
 	// Sessions closes the websockets of identities revoked or expired while connected;
@@ -101,12 +106,12 @@ func Handler(cfg Config) http.Handler {
 	}
 	limiter := newAuthLimiter(cfg.AuthFailureLimit)
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", endOnShutdown(withSocketEnd(withIdentity(cfg.Store, g.guard(limiter, refuseGraphQL, g.readRequest(bodyTimeout, gql))))))
+	mux.Handle("/graphql", endOnShutdown(withSocketEnd(withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseGraphQL, g.readRequest(bodyTimeout, gql))))))
 	gi := graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})
 	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", gi))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/graphiql/", http.StatusFound)
-	})
+	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
+	(&sessionAPI{store: cfg.Store, ttl: sessionTTL(cfg.SessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
+		secure: strings.HasPrefix(cfg.PublicURL, "https:")}).routes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -117,7 +122,7 @@ func Handler(cfg Config) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
 	})
-	mux.Handle("GET /api/v1/provisioners/maas/machines", withIdentity(cfg.Store, g.guard(limiter, refuseREST(cfg.Log),
+	mux.Handle("GET /api/v1/provisioners/maas/machines", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseREST(cfg.Log),
 		permitted(identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))))
 	if cfg.Routes != nil {
 		cfg.Routes(mux)
@@ -131,13 +136,24 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 	})
 }
 
-// websocketInit authenticates a websocket from its connection_init payload. A refused
-// socket is closed with 4403, which graphql-ws clients treat as final instead of
+// websocketInit authenticates a websocket from its connection_init payload, or, when that
+// carries no Authorization, by the console session cookie the upgrade request carried. A
+// refused socket is closed with 4403, which graphql-ws clients treat as final instead of
 // reconnecting forever. The connection context it returns ends when the identity is
-// revoked or expires, and the socket then closes with 4403 too (see sessions.go).
+// revoked or expires, or the console session expires, and the socket then closes with 4403
+// too (see sessions.go).
 func websocketInit(store identity.Store, sessions Sessions) transport.WebsocketInitFunc {
 	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-		id, err := identity.Authenticate(ctx, store, p.Authorization())
+		var id *identity.Identity
+		var err error
+		if p.Authorization() == "" && sessionFrom(ctx) != nil {
+			id = identity.FromContext(ctx)
+			ctx = boundBySession(ctx)
+		} else if stored, ok := ctx.Value(authErrKey{}).(error); ok && p.Authorization() == "" {
+			err = stored // the upgrade's cookie (or header) was refused: say why
+		} else {
+			id, err = identity.Authenticate(ctx, store, p.Authorization())
+		}
 		if err == nil {
 			err = id.Require(identity.ViewInfrastructure)
 		}

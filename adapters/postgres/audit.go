@@ -46,8 +46,8 @@ func scanAudit(row pgx.Row) (audit.Event, error) {
 // asked for when there is a next page.
 func (s *Store) AuditEvents(ctx context.Context, f audit.Filter) ([]audit.Event, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_events
-		WHERE ($1 = '' OR machine = $1) AND ($2 = 0 OR id < $2)
-		ORDER BY id DESC LIMIT $3`, f.Machine, f.Before, f.Limit)
+		WHERE ($1 = '' OR machine = $1) AND ($2 = 0 OR id < $2) AND ($4 = '' OR actor = $4) AND ($5 = '' OR outcome = $5)
+		ORDER BY id DESC LIMIT $3`, f.Machine, f.Before, f.Limit, f.Actor, string(f.Outcome))
 	if err != nil {
 		return nil, dbError(err)
 	}

@@ -24,12 +24,16 @@ var (
 // is revoked, deleted or gets another expiry; the payload is its id.
 const IdentityChannel = "identities"
 
+// identityColumns are what every credential's lookup reads of its identity: bearer tokens
+// here, console sessions in sessions.go. identity.Identity.Usable judges what they read,
+// for both alike.
 const identityColumns = `id, name, permissions, created_at, expires_at, revoked_at, coalesce(revoked_by, ''), last_used_at`
 
-func scanIdentity(row pgx.Row) (*identity.Identity, error) {
+// scanIdentity reads identityColumns, then extra; nil when there is no row.
+func scanIdentity(row pgx.Row, extra ...any) (*identity.Identity, error) {
 	var id identity.Identity
 	var perms []string
-	err := row.Scan(&id.ID, &id.Name, &perms, &id.CreatedAt, &id.ExpiresAt, &id.RevokedAt, &id.RevokedBy, &id.LastUsedAt)
+	err := row.Scan(append([]any{&id.ID, &id.Name, &perms, &id.CreatedAt, &id.ExpiresAt, &id.RevokedAt, &id.RevokedBy, &id.LastUsedAt}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

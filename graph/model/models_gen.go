@@ -361,6 +361,13 @@ type MaasMachinePayload struct {
 	Machine *Machine `json:"machine,omitempty"`
 }
 
+type MaasStepAvailability struct {
+	Step    MaasStep `json:"step"`
+	Allowed bool     `json:"allowed"`
+	// Why not, when not allowed.
+	Reason *string `json:"reason,omitempty"`
+}
+
 // A machine as the administrator sees it: the Apelora machine record joined with what Incus
 // (and MAAS) report under the same name. The phase is derived on every read, never stored.
 type Machine struct {
@@ -377,6 +384,10 @@ type Machine struct {
 	HardwareProfile *HardwareProfile `json:"hardwareProfile,omitempty"`
 	// The machine as MAAS reports it; null when MAAS does not report it or could not be asked.
 	Maas *MaasMachine `json:"maas,omitempty"`
+	// Which MAAS steps the machine's state allows now, and why not, by the rules each step
+	// applies when asked (permissions aside: they are the caller's). Empty when MAAS does not
+	// report the machine.
+	MaasSteps []*MaasStepAvailability `json:"maasSteps"`
 	// The Incus member of the same name; null when it has not joined.
 	Member *Member `json:"member,omitempty"`
 	// The join token Incus holds for the name, until it is used, revoked or expires.
@@ -1081,6 +1092,69 @@ func (e *FenceReason) UnmarshalJSON(b []byte) error {
 }
 
 func (e FenceReason) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type MaasStep string
+
+const (
+	// commissionMachine
+	MaasStepCommission MaasStep = "COMMISSION"
+	// installOperatingSystem
+	MaasStepInstall MaasStep = "INSTALL"
+	// runHardwareTests
+	MaasStepHardwareTests MaasStep = "HARDWARE_TESTS"
+	// releaseMachine
+	MaasStepRelease MaasStep = "RELEASE"
+)
+
+var AllMaasStep = []MaasStep{
+	MaasStepCommission,
+	MaasStepInstall,
+	MaasStepHardwareTests,
+	MaasStepRelease,
+}
+
+func (e MaasStep) IsValid() bool {
+	switch e {
+	case MaasStepCommission, MaasStepInstall, MaasStepHardwareTests, MaasStepRelease:
+		return true
+	}
+	return false
+}
+
+func (e MaasStep) String() string {
+	return string(e)
+}
+
+func (e *MaasStep) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MaasStep(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MaasStep", str)
+	}
+	return nil
+}
+
+func (e MaasStep) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MaasStep) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MaasStep) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
