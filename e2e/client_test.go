@@ -12,7 +12,7 @@ import (
 
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 func TestGeneratedClientQueriesAndMutates(t *testing.T) {

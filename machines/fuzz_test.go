@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/internal/apperrtest"
+	"github.com/apelora/fabric/apperr/apperrtest"
 )
 
 // The database's CHECK constraints (migrations/0001_foundation.sql): what the domain

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # incus-lab.sh: a real Incus cluster on loopback addresses, kept running for a developer
-# (the Go tests use internal/incuslab instead). Needs root, Debian's incus-base and
+# (the Go tests use testkit/incuslab instead). Needs root, Debian's incus-base and
 # incus-client (scripts/test-deps.sh installs them) and openssl.
 #
 #   incus-lab.sh start [N] [DIR]   start an N-member cluster (default 3) in DIR

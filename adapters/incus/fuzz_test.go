@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/internal/apperrtest"
+	"github.com/apelora/fabric/apperr/apperrtest"
 )
 
 // FuzzMemberName: a member name Apelora accepts is a DNS label Incus can target and put in

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/internal/incuslab"
+	"github.com/apelora/fabric/testkit/incuslab"
 )
 
 func ctxFor(t *testing.T) context.Context {
