@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/machines"
 )
 
 const (
@@ -561,7 +562,7 @@ func (c *Cluster) join(m *Member) error {
 // Join to make it a member through the lab, or AddMember after joining it yourself.
 func (c *Cluster) StartUnjoined(t testing.TB, name string) *Member {
 	t.Helper()
-	if err := incus.ValidMemberName(name); err != nil {
+	if err := machines.ValidateName(name); err != nil {
 		t.Fatalf("incuslab: %v", err)
 	}
 	if c.Member(name) != nil {
