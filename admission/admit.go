@@ -6,6 +6,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 )
@@ -24,9 +25,9 @@ type Store interface {
 	// mutation in progress when fn succeeds.
 	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
 	Record(ctx context.Context, name string) (*machines.Record, error)
-	// AdmissionRecorded reports whether the audit trail's latest membership step for the
-	// machine is a successful admission.
-	AdmissionRecorded(ctx context.Context, name string) (bool, error)
+	// LatestStep returns the machine's latest successful step among steps in the audit
+	// trail, "" for none.
+	LatestStep(ctx context.Context, name string, steps []string) (string, error)
 }
 
 // Service runs reports and admits members.
@@ -68,11 +69,11 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 			return err
 		}
 		if !member.Held() {
-			admitted, err := s.Store.AdmissionRecorded(ctx, name)
+			latest, err := s.Store.LatestStep(ctx, name, lifecycle.MembershipSteps)
 			if err != nil {
 				return err
 			}
-			if admitted {
+			if lifecycle.Admits(latest) {
 				return apperr.New(apperr.FailedPrecondition, "%s is already admitted: placement reaches it", apperr.Quote(name))
 			}
 		}

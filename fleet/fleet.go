@@ -49,9 +49,10 @@ type Records interface {
 	Records(ctx context.Context) ([]machines.Record, error)
 }
 
-// Admissions says which machines have an admission recorded in the audit trail.
+// Admissions reads the audit trail's membership steps (lifecycle.MembershipSteps).
 type Admissions interface {
-	AdmittedMachines(ctx context.Context) (map[string]bool, error)
+	// LatestSteps returns each machine's latest successful step among steps.
+	LatestSteps(ctx context.Context, steps []string) (map[string]string, error)
 }
 
 // MAASMachines lists the machines MAAS reports, in one call.
@@ -140,9 +141,11 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 		}
 		src.snapshot = snap
 		src.view.Incus = Source{Configured: true, Available: true, Message: "ok"}
-		if src.admitted, err = s.Admissions.AdmittedMachines(ctx); err != nil {
+		latest, err := s.Admissions.LatestSteps(ctx, lifecycle.MembershipSteps)
+		if err != nil {
 			return nil, err
 		}
+		src.admitted = lifecycle.AdmittedMachines(latest)
 	}
 	if s.MAAS == nil {
 		src.view.MAAS = Source{Message: "MAAS is not configured (set APELORA_MAAS_URL and APELORA_MAAS_API_KEY)"}

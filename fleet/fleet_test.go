@@ -28,7 +28,15 @@ func (r records) Records(context.Context) ([]machines.Record, error) { return r,
 
 type admitted map[string]bool
 
-func (a admitted) AdmittedMachines(context.Context) (map[string]bool, error) { return a, nil }
+func (a admitted) LatestSteps(_ context.Context, steps []string) (map[string]string, error) {
+	out := map[string]string{}
+	for m, yes := range a {
+		if yes {
+			out[m] = lifecycle.StepAdmitMember
+		}
+	}
+	return out, nil
+}
 
 type incus struct {
 	snap *membership.Snapshot
