@@ -53,8 +53,8 @@ func maasErr(err error, doing string) error {
 	}
 }
 
-func toMAASMachine(m maas.Machine) provisioning.Machine {
-	return provisioning.Machine{
+func toMAASMachine(m maas.Machine) provisioning.MAASMachine {
+	return provisioning.MAASMachine{
 		SystemID: m.SystemID, Hostname: m.Hostname, FQDN: m.FQDN,
 		Status: provisioning.Status(m.Status), StatusName: m.StatusName, StatusMessage: m.StatusMessage,
 		PowerState: string(m.PowerState), PowerType: m.PowerType, HardwareUUID: m.HardwareUUID,
@@ -65,9 +65,9 @@ func toMAASMachine(m maas.Machine) provisioning.Machine {
 	}
 }
 
-func (p maasPorts) machine(m maas.Machine, err error, doing string) (provisioning.Machine, error) {
+func (p maasPorts) machine(m maas.Machine, err error, doing string) (provisioning.MAASMachine, error) {
 	if err != nil {
-		return provisioning.Machine{}, maasErr(err, doing)
+		return provisioning.MAASMachine{}, maasErr(err, doing)
 	}
 	return toMAASMachine(m), nil
 }
@@ -75,24 +75,24 @@ func (p maasPorts) machine(m maas.Machine, err error, doing string) (provisionin
 // Every call is bounded by the client (the request timeout, retries included), so an
 // unreachable MAAS is reported instead of holding the answer.
 
-func (p maasPorts) Machines(ctx context.Context) ([]provisioning.Machine, error) {
+func (p maasPorts) Machines(ctx context.Context) ([]provisioning.MAASMachine, error) {
 	ms, err := p.c.Machines(ctx, maas.MachineFilter{})
 	if err != nil {
 		return nil, maasErr(err, "list the MAAS machines")
 	}
-	out := make([]provisioning.Machine, len(ms))
+	out := make([]provisioning.MAASMachine, len(ms))
 	for i, m := range ms {
 		out[i] = toMAASMachine(m)
 	}
 	return out, nil
 }
 
-func (p maasPorts) Machine(ctx context.Context, id string) (provisioning.Machine, error) {
+func (p maasPorts) Machine(ctx context.Context, id string) (provisioning.MAASMachine, error) {
 	m, err := p.c.Machine(ctx, id)
 	return p.machine(m, err, "read MAAS machine "+id)
 }
 
-func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.CommissionOptions) (provisioning.Machine, error) {
+func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.CommissionOptions) (provisioning.MAASMachine, error) {
 	opts := maas.CommissionOptions{TestingScripts: o.Tests}
 	if o.Tests != nil && len(o.Tests) == 0 {
 		opts.TestingScripts = []string{"none"}
@@ -101,22 +101,22 @@ func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.Com
 	return p.machine(m, err, "commission MAAS machine "+id)
 }
 
-func (p maasPorts) Test(ctx context.Context, id string, tests []string) (provisioning.Machine, error) {
+func (p maasPorts) Test(ctx context.Context, id string, tests []string) (provisioning.MAASMachine, error) {
 	m, err := p.c.Test(ctx, id, maas.TestOptions{TestingScripts: tests})
 	return p.machine(m, err, "test MAAS machine "+id)
 }
 
-func (p maasPorts) Allocate(ctx context.Context, id string) (provisioning.Machine, error) {
+func (p maasPorts) Allocate(ctx context.Context, id string) (provisioning.MAASMachine, error) {
 	m, err := p.c.Allocate(ctx, id, maas.AllocateOptions{Comment: "Apelora: install and enrol"})
 	return p.machine(m, err, "allocate MAAS machine "+id)
 }
 
-func (p maasPorts) Deploy(ctx context.Context, id, series string, userData []byte) (provisioning.Machine, error) {
+func (p maasPorts) Deploy(ctx context.Context, id, series string, userData []byte) (provisioning.MAASMachine, error) {
 	m, err := p.c.Deploy(ctx, id, maas.DeployOptions{DistroSeries: series, UserData: userData, Comment: "Apelora: install and enrol"})
 	return p.machine(m, err, "deploy MAAS machine "+id)
 }
 
-func (p maasPorts) Release(ctx context.Context, id string, erase bool, comment string) (provisioning.Machine, error) {
+func (p maasPorts) Release(ctx context.Context, id string, erase bool, comment string) (provisioning.MAASMachine, error) {
 	m, err := p.c.Release(ctx, id, maas.ReleaseOptions{Erase: erase, Comment: comment})
 	return p.machine(m, err, "release MAAS machine "+id)
 }

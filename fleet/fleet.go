@@ -19,12 +19,12 @@ import (
 // Machine is one row of the fleet.
 type Machine struct {
 	Name     string
-	Record   *machines.Record        // nil for a member or MAAS machine with no record
-	Member   *membership.Member      // nil when not a member (or Incus unknown)
-	Pending  *membership.PendingJoin // a pending join token for the name
-	MAAS     *provisioning.Machine   // nil when MAAS does not report it (or is unknown)
-	Fence    *fencing.Status         // nil when the member has no fence mapping
-	Profile  *hardware.Profile       // the record's hardware profile; nil for none
+	Record   *machines.Record          // nil for a member or MAAS machine with no record
+	Member   *membership.Member        // nil when not a member (or Incus unknown)
+	Pending  *membership.PendingJoin   // a pending join token for the name
+	MAAS     *provisioning.MAASMachine // nil when MAAS does not report it (or is unknown)
+	Fence    *fencing.Status           // nil when the member has no fence mapping
+	Profile  *hardware.Profile         // the record's hardware profile; nil for none
 	Phase    lifecycle.Phase
 	Warnings []lifecycle.Warning
 }
@@ -57,7 +57,7 @@ type Admissions interface {
 
 // MAASMachines lists the machines MAAS reports, in one call.
 type MAASMachines interface {
-	Machines(ctx context.Context) ([]provisioning.Machine, error)
+	Machines(ctx context.Context) ([]provisioning.MAASMachine, error)
 }
 
 // Service assembles the fleet view. Whatever the fleet's size, a view costs one read
@@ -90,7 +90,7 @@ type sources struct {
 	records  []machines.Record
 	snapshot *membership.Snapshot
 	admitted map[string]bool
-	maas     []provisioning.Machine
+	maas     []provisioning.MAASMachine
 	fences   map[string]fencing.Status
 	profiles map[string]*hardware.Profile
 	view     View
@@ -118,7 +118,7 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 		}
 	}
 	type maasAnswer struct {
-		ms  []provisioning.Machine
+		ms  []provisioning.MAASMachine
 		err error
 	}
 	maasDone := make(chan maasAnswer, 1)

@@ -72,7 +72,7 @@ func (s *Service) subject(ctx context.Context, systemID string) (*machines.Recor
 // refuseMember refuses a step that would disturb an Incus member: the machine registered
 // from it, or (with no record, such as the bootstrap member) the member MAAS's hostname
 // names.
-func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, cur Machine, step string) error {
+func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, cur MAASMachine, step string) error {
 	if s.Membership == nil {
 		return nil
 	}
@@ -93,7 +93,7 @@ func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, cur Ma
 }
 
 // Commission has MAAS commission a machine, with the tests asked for.
-func (s *Service) Commission(ctx context.Context, systemID string, o CommissionOptions) (*Machine, error) {
+func (s *Service) Commission(ctx context.Context, systemID string, o CommissionOptions) (*MAASMachine, error) {
 	m, err := s.maas()
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (s *Service) Commission(ctx context.Context, systemID string, o CommissionO
 	if err != nil {
 		return nil, err
 	}
-	var out Machine
+	var out MAASMachine
 	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
 		cur, err := m.Machine(ctx, systemID)
 		if err != nil {
@@ -134,7 +134,7 @@ func (s *Service) Commission(ctx context.Context, systemID string, o CommissionO
 // call (never stored, logged or audited; the audit event records the series). A Ready
 // machine is allocated first. If the deploy fails, the token is revoked and an allocation
 // made here is released, so nothing is left half-done.
-func (s *Service) Install(ctx context.Context, name, series string, overrides []enrolment.ConfigValue) (*Machine, error) {
+func (s *Service) Install(ctx context.Context, name, series string, overrides []enrolment.ConfigValue) (*MAASMachine, error) {
 	m, err := s.maas()
 	if err != nil {
 		return nil, err
@@ -147,9 +147,9 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 		return nil, err
 	}
 	if rec.Provisioner != machines.MAAS {
-		return nil, refused("%s", installRefusal(rec, Machine{}))
+		return nil, refused("%s", installRefusal(rec, MAASMachine{}))
 	}
-	var out Machine
+	var out MAASMachine
 	var issued bool
 	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
 		// Read again under the machine's lock: it may have been unregistered meanwhile.
@@ -208,7 +208,7 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 // RunTests has MAAS run hardware tests on a machine that is Ready, Broken or Failed
 // testing. The administrator types the hostname again, so a slip of the system id cannot
 // test the wrong machine.
-func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests []string) (*Machine, error) {
+func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests []string) (*MAASMachine, error) {
 	m, err := s.maas()
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests
 	if err != nil {
 		return nil, err
 	}
-	var out Machine
+	var out MAASMachine
 	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
 		cur, err := m.Machine(ctx, systemID)
 		if err != nil {
@@ -301,7 +301,7 @@ func (s *Service) PreviewRelease(ctx context.Context, erase bool) (ErasePreview,
 // Release has MAAS release a machine. Erasing is off unless asked for, needs the
 // hardware.delete permission as well, and never uses secure or quick erase (MAAS's own
 // default may be secure erase: Apelora always sends both as false).
-func (s *Service) Release(ctx context.Context, systemID string, erase bool, comment string) (*Machine, ErasePreview, error) {
+func (s *Service) Release(ctx context.Context, systemID string, erase bool, comment string) (*MAASMachine, ErasePreview, error) {
 	m, err := s.maas()
 	if err != nil {
 		return nil, ErasePreview{}, err
@@ -325,7 +325,7 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 	if err != nil {
 		return nil, ErasePreview{}, err
 	}
-	var out Machine
+	var out MAASMachine
 	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
 		cur, err := m.Machine(ctx, systemID)
 		if err != nil {

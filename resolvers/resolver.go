@@ -77,7 +77,7 @@ func (r *Resolver) machine(ctx context.Context, name string) (*model.Machine, er
 }
 
 // maasPayload maps a MAAS machine after a step, with the Apelora machine registered from it.
-func (r *Resolver) maasPayload(ctx context.Context, m *provisioning.Machine) (*model.MaasMachinePayload, error) {
+func (r *Resolver) maasPayload(ctx context.Context, m *provisioning.MAASMachine) (*model.MaasMachinePayload, error) {
 	out := &model.MaasMachinePayload{Maas: mapMAAS(m)}
 	v, err := r.View.View(ctx)
 	if err != nil {
