@@ -58,6 +58,9 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Members == nil {
+		return nil, apperr.NotConfigured(apperr.Incus)
+	}
 	var report *Report
 	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
 		// Read again under the machine's lock: it may have been unregistered meanwhile.

@@ -14,13 +14,13 @@ import (
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/localpg"
 	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/provisioning"
 	"github.com/apelora/fabric/resolvers"
 	"github.com/apelora/fabric/scripts"
@@ -92,26 +92,26 @@ type Product struct {
 // Build wires the domain services and the HTTP handler on store. Background work (the
 // database listener that feeds subscriptions) runs until ctx ends.
 func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Logger) (*Product, error) {
+	// A port to an upstream that is not configured stays nil (apperr.NotConfigured): the
+	// domain checks for nil where it can go without it, and says so where it cannot.
 	var checks []server.MutationCheck
-	var ports incusSide = noIncus{}
-	var membershipSource membership.Source // nil: the fleet says Incus is not configured
-	var fenceCluster fencing.ClusterConfig // nil: the cluster view says Incus is not configured
+	var incusSide *incusPorts
+	var fenceCluster fencing.ClusterConfig
 	if cfg.Incus.Configured() {
 		client, err := incus.New(cfg.incusClient(log))
 		if err != nil {
 			return nil, err
 		}
-		ports = incusPorts{client}
-		membershipSource = ports
+		incusSide = &incusPorts{client}
 		fenceCluster = newFenceIncus(client)
 		log.Info("Incus configured", "endpoint", client.Endpoint(), "request_timeout", cfg.upstreamTimeout().String())
 	} else {
 		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) is set")
-		checks = append(checks, func(context.Context) error { return errIncusNotConfigured })
+		checks = append(checks, func(context.Context) error { return apperr.NotConfigured(apperr.Incus) })
 	}
 
 	var maasSide *maasPorts
-	var fenceMachines fencing.MachineReader // nil: mappings are saved unchecked, and the payload says so
+	var fenceMachines fencing.MachineReader
 	if cfg.MAAS.BaseURL != "" {
 		mc := cfg.maasClient(log)
 		// People wait on these answers: retry reads briefly rather than for MAAS's full
@@ -145,33 +145,41 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	}
 
 	records := store.Machines()
-	enrol := &enrolment.Service{Incus: ports, Store: storeWithRecords{store}, Log: log}
+	enrol := &enrolment.Service{Store: storeWithRecords{store}, Log: log}
 	res := &resolvers.Resolver{
-		Machines:  &machines.Service{Store: records, Membership: ports},
-		View:      &fleet.Service{Records: records, Admissions: store, Incus: membershipSource, Fences: store.Fences(), Profiles: store.HardwareProfiles()},
+		Machines:  &machines.Service{Store: records},
+		View:      &fleet.Service{Records: records, Admissions: store, Fences: store.Fences(), Profiles: store.HardwareProfiles()},
 		Enrolment: enrol,
 		Admission: &admission.Service{
-			Checker: &admission.Checker{Incus: ports, Publish: store.AdmissionPublisher(), Profiles: store.HardwareProfiles()},
-			Members: ports,
+			Checker: &admission.Checker{Publish: store.AdmissionPublisher(), Profiles: store.HardwareProfiles()},
 			Store:   storeWithRecords{store},
 		},
 		Provisioning: &provisioning.Service{
-			Store: storeWithRecords{store}, Membership: ports, Enrolment: enrol, EnrolScript: scripts.EnrolMember,
+			Store: storeWithRecords{store}, Enrolment: enrol, EnrolScript: scripts.EnrolMember,
 		},
-		Versions:      ports,
 		Audit:         store,
 		AuditFeed:     feed,
 		AdmissionFeed: admissionFeed,
 		Fencing: &fencing.Service{
-			Store: store.Fences(), Records: records, Feed: fenceFeed, MAAS: fenceMachines,
-			Incus: fenceCluster, Membership: membershipSource,
+			Store: store.Fences(), Records: records, Feed: fenceFeed, MAAS: fenceMachines, Incus: fenceCluster,
 		},
 		Identity: &identity.Service{Store: store},
 		Hardware: &hardware.Service{Store: store.HardwareProfiles()},
 		Log:      log,
 	}
+	// Each port is set only when its upstream is configured (an interface holding a nil
+	// pointer would not be nil).
+	if incusSide != nil {
+		enrol.Incus = incusSide
+		res.Machines.Membership = incusSide
+		res.View.Incus = incusSide
+		res.Admission.Checker.Incus = incusSide
+		res.Admission.Members = incusSide
+		res.Provisioning.Membership = incusSide
+		res.Versions = incusSide
+		res.Fencing.Membership = incusSide
+	}
 	if maasSide != nil {
-		// Each is set only when MAAS is configured: a nil interface means "not configured".
 		res.Machines.MAAS = maasSide
 		res.View.MAAS = maasSide
 		res.Admission.Checker.MAAS = maasSide

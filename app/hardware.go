@@ -42,10 +42,6 @@ func incusInventory(r incus.Resources) hardware.Inventory {
 	return inv
 }
 
-func (noIncus) MemberHardware(context.Context, string) (hardware.Inventory, error) {
-	return hardware.Inventory{}, errIncusNotConfigured
-}
-
 // HardwareInventory is what MAAS inventoried of a machine at commissioning: three reads
 // (the machine, its block devices, its interfaces), each bounded by the request timeout.
 func (p maasPorts) HardwareInventory(ctx context.Context, id string) (hardware.Inventory, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/resolvers"
 )
 
 // incusPorts adapts the Incus REST client to what the domain packages ask of Incus, and
@@ -19,10 +20,11 @@ import (
 type incusPorts struct{ c *incus.Client }
 
 var (
-	_ membership.Source = incusPorts{}
-	_ admission.Incus   = incusPorts{}
-	_ admission.Members = incusPorts{}
-	_ enrolment.Incus   = incusPorts{}
+	_ membership.Source        = incusPorts{}
+	_ admission.Incus          = incusPorts{}
+	_ admission.Members        = incusPorts{}
+	_ enrolment.Incus          = incusPorts{}
+	_ resolvers.MemberVersions = incusPorts{}
 )
 
 // within says how long a call waited: "within 10s" for a call that ran out of its own
@@ -238,54 +240,3 @@ func (p incusPorts) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey
 	}
 	return out, nil
 }
-
-// errIncusNotConfigured is what every Incus step answers when Incus is not configured.
-var errIncusNotConfigured = apperr.New(apperr.FailedPrecondition, "Incus is not configured: set APELORA_INCUS_URL, APELORA_INCUS_CLIENT_CERT, APELORA_INCUS_CLIENT_KEY and APELORA_INCUS_SERVER_CERT (or APELORA_INCUS_SOCKET) and restart")
-
-// noIncus stands in for Incus when it is not configured: every step says so.
-type noIncus struct{}
-
-func (noIncus) Snapshot(context.Context) (*membership.Snapshot, error) {
-	return nil, errIncusNotConfigured
-}
-func (noIncus) Members(context.Context) ([]membership.Member, error) {
-	return nil, errIncusNotConfigured
-}
-func (noIncus) Version(context.Context, string) (membership.Version, error) {
-	return membership.Version{}, errIncusNotConfigured
-}
-func (noIncus) StoragePools(context.Context) ([]string, error) { return nil, errIncusNotConfigured }
-func (noIncus) StoragePoolStatus(context.Context, string, string) (string, error) {
-	return "", errIncusNotConfigured
-}
-func (noIncus) LocatedNetworks(context.Context) ([]string, error) { return nil, errIncusNotConfigured }
-func (noIncus) NetworkStatus(context.Context, string, string) (string, error) {
-	return "", errIncusNotConfigured
-}
-func (noIncus) Member(context.Context, string) (membership.Member, string, error) {
-	return membership.Member{}, "", errIncusNotConfigured
-}
-func (noIncus) UpdateMember(context.Context, membership.Member, string) error {
-	return errIncusNotConfigured
-}
-func (noIncus) IssueJoinToken(context.Context, string) (enrolment.IssuedToken, error) {
-	return enrolment.IssuedToken{}, errIncusNotConfigured
-}
-func (noIncus) RevokeJoinToken(context.Context, string) error    { return errIncusNotConfigured }
-func (noIncus) RemoveMember(context.Context, string, bool) error { return errIncusNotConfigured }
-func (noIncus) MemberConfigKeys(context.Context) ([]enrolment.ConfigKey, error) {
-	return nil, errIncusNotConfigured
-}
-
-// incusSide is everything the domain asks of Incus.
-type incusSide interface {
-	membership.Source
-	admission.Incus
-	admission.Members
-	enrolment.Incus
-}
-
-var (
-	_ incusSide = incusPorts{}
-	_ incusSide = noIncus{}
-)

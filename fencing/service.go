@@ -345,7 +345,7 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 		v.Warnings = append(v.Warnings, ClusterWarning{WarnWorkerSilent, fmt.Sprintf("the fence worker %s last looked at the cluster at %s: check that an apelora-worker runs and reaches PostgreSQL, Incus and MAAS", ws.Worker, ws.LastRoundAt.UTC().Format(time.RFC3339))})
 	}
 	if s.Incus == nil || s.Membership == nil {
-		v.Warnings = append(v.Warnings, ClusterWarning{WarnIncusUnavailable, "Incus is not configured (set APELORA_INCUS_URL or APELORA_INCUS_SOCKET)"})
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnIncusUnavailable, apperr.NotConfigured(apperr.Incus).Message})
 		return v, nil
 	}
 	cfg, err := s.Incus.ServerConfig(ctx)

@@ -131,7 +131,7 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 	}
 	switch {
 	case s.Incus == nil:
-		src.view.Incus = Source{Message: "Incus is not configured (set APELORA_INCUS_URL or APELORA_INCUS_SOCKET)"}
+		src.view.Incus = Source{Message: apperr.NotConfigured(apperr.Incus).Message}
 	default:
 		src.view.Incus.Configured = true
 		snap, err := s.Incus.Snapshot(ctx)
@@ -148,7 +148,7 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 		src.admitted = lifecycle.AdmittedMachines(latest)
 	}
 	if s.MAAS == nil {
-		src.view.MAAS = Source{Message: "MAAS is not configured (set APELORA_MAAS_URL and APELORA_MAAS_API_KEY)"}
+		src.view.MAAS = Source{Message: apperr.NotConfigured(apperr.MAAS).Message}
 	} else {
 		a := <-maasDone
 		src.view.MAAS.Configured = true

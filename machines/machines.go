@@ -141,7 +141,9 @@ func (s *Service) Register(ctx context.Context, actor string, reg Registration) 
 	}
 	if reg.Provisioner == MAAS {
 		if s.MAAS == nil {
-			return nil, apperr.New(apperr.FailedPrecondition, "MAAS is not configured: set APELORA_MAAS_URL and APELORA_MAAS_API_KEY, or register the machine with provisioner MANUAL")
+			e := apperr.NotConfigured(apperr.MAAS)
+			e.Message += "; or register the machine with provisioner MANUAL"
+			return nil, e
 		}
 		uuid, err := s.MAAS.HardwareUUID(ctx, reg.MAASSystemID)
 		if err != nil {

@@ -35,11 +35,9 @@ type Service struct {
 	EnrolScript []byte // enrol-member.sh, put in the cloud-init user data
 }
 
-var errNotConfigured = apperr.New(apperr.FailedPrecondition, "MAAS is not configured: set APELORA_MAAS_URL and APELORA_MAAS_API_KEY (and APELORA_MAAS_CA_FILE for a private CA) and restart")
-
 func (s *Service) maas() (MAAS, error) {
 	if s.MAAS == nil {
-		return nil, errNotConfigured
+		return nil, apperr.NotConfigured(apperr.MAAS)
 	}
 	return s.MAAS, nil
 }

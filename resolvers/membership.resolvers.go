@@ -21,6 +21,9 @@ import (
 func (r *memberResolver) Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error) {
 	// A member that does not answer holds the answer no longer than the request timeout,
 	// which bounds every Incus call.
+	if r.Versions == nil {
+		return nil, apperr.NotConfigured(apperr.Incus)
+	}
 	v, err := r.Versions.Version(ctx, obj.Name)
 	if err != nil {
 		return nil, err
