@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
@@ -11,6 +13,8 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
+	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/resolvers"
 )
@@ -239,4 +243,103 @@ func (p incusPorts) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey
 		out = append(out, enrolment.ConfigKey{Entity: k.Entity, Name: k.Name, Key: k.Key, Description: k.Description, Reference: cfg[k.Key]})
 	}
 	return out, nil
+}
+
+// MemberHardware is Incus's view of a member's hardware, as hardware profiles count it.
+func (p incusPorts) MemberHardware(ctx context.Context, member string) (hardware.Inventory, error) {
+	r, err := p.c.Resources(ctx, member)
+	if err != nil {
+		return hardware.Inventory{}, incusErr(err, "read the hardware of member "+member)
+	}
+	return incusInventory(r), nil
+}
+
+// incusInventory counts disks that hold data (not optical, removable, read-only or empty
+// drives: a card reader or a virtual DVD is no disk) and every port of every network card.
+func incusInventory(r incus.Resources) hardware.Inventory {
+	inv := hardware.Inventory{Architecture: r.Architecture, CPUCores: r.CPUs, MemoryMiB: int(r.MemoryBytes >> 20)}
+	for _, d := range r.Disks {
+		if d.Removable || d.ReadOnly || d.SizeBytes <= 0 || d.Type == "cdrom" {
+			continue
+		}
+		inv.Disks = append(inv.Disks, hardware.Disk{Name: d.ID, SizeBytes: d.SizeBytes})
+	}
+	for _, c := range r.NetworkCards {
+		if len(c.Ports) == 0 {
+			// A card whose driver reports no ports is still one NIC, of unknown speed.
+			inv.NICs = append(inv.NICs, hardware.NIC{Name: c.PCIAddress})
+		}
+		for _, port := range c.Ports {
+			inv.NICs = append(inv.NICs, hardware.NIC{Name: port.ID, SpeedMbps: port.LinkSpeedMbps})
+		}
+	}
+	return inv
+}
+
+// fenceIncus reads member statuses and the server configuration, asking the configured
+// members in order: the one a worker talks to may be the one that died.
+type fenceIncus struct {
+	clients []*incus.Client
+	mu      *sync.Mutex
+	first   *int // index of the member that answered last
+}
+
+func newFenceIncus(clients ...*incus.Client) fenceIncus {
+	return fenceIncus{clients: clients, mu: &sync.Mutex{}, first: new(int)}
+}
+
+var (
+	_ fencing.Cluster       = fenceIncus{}
+	_ fencing.ClusterConfig = fenceIncus{}
+)
+
+// each calls fn on the members in turn, starting with the one that answered last.
+func (f fenceIncus) each(fn func(*incus.Client) error) error {
+	f.mu.Lock()
+	start := *f.first
+	f.mu.Unlock()
+	var errs []error
+	for i := range f.clients {
+		n := (start + i) % len(f.clients)
+		err := fn(f.clients[n])
+		if err == nil {
+			f.mu.Lock()
+			*f.first = n
+			f.mu.Unlock()
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", f.clients[n].Endpoint(), err))
+	}
+	return errors.Join(errs...)
+}
+
+func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) {
+	var out []fencing.Observation
+	err := f.each(func(c *incus.Client) error {
+		ms, err := c.Members(ctx)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, m := range ms {
+			out = append(out, fencing.Observation{Name: m.ServerName, Status: m.Status})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the Incus members: %w", err)
+	}
+	return out, nil
+}
+
+func (f fenceIncus) ServerConfig(ctx context.Context) (map[string]string, error) {
+	var cfg map[string]string
+	err := f.each(func(c *incus.Client) (err error) {
+		cfg, err = c.GetServerConfig(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, incusErr(err, "read the cluster configuration")
+	}
+	return cfg, nil
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/provisioning"
 )
@@ -145,4 +147,96 @@ func (p maasPorts) TestingStatus(ctx context.Context, id string) (int, string, e
 		return 0, "", maasErr(err, "read MAAS machine "+id)
 	}
 	return int(m.TestingStatus), m.TestingStatusName, nil
+}
+
+var _ admission.MAASInventory = maasPorts{}
+
+// HardwareInventory is what MAAS inventoried of a machine at commissioning: three reads
+// (the machine, its block devices, its interfaces), each bounded by the request timeout.
+func (p maasPorts) HardwareInventory(ctx context.Context, id string) (hardware.Inventory, error) {
+	m, err := p.c.Machine(ctx, id)
+	if err != nil {
+		return hardware.Inventory{}, maasErr(err, "read MAAS machine "+id)
+	}
+	disks, err := p.c.BlockDevices(ctx, id)
+	if err != nil {
+		return hardware.Inventory{}, maasErr(err, "read the block devices of MAAS machine "+id)
+	}
+	nics, err := p.c.Interfaces(ctx, id)
+	if err != nil {
+		return hardware.Inventory{}, maasErr(err, "read the interfaces of MAAS machine "+id)
+	}
+	return maasInventory(m, disks, nics), nil
+}
+
+// maasInventory counts physical disks (not MAAS's virtual devices: RAID, LVM, bcache are
+// built from them) and physical interfaces (bonds, bridges and VLANs are built on them).
+// A link that was down at commissioning has no speed to count.
+func maasInventory(m maas.Machine, disks []maas.BlockDevice, nics []maas.Interface) hardware.Inventory {
+	inv := hardware.Inventory{Architecture: m.Architecture, CPUCores: m.CPUCount, MemoryMiB: m.MemoryMiB}
+	for _, d := range disks {
+		if d.Type == "physical" {
+			inv.Disks = append(inv.Disks, hardware.Disk{Name: d.Name, SizeBytes: d.SizeBytes})
+		}
+	}
+	for _, n := range nics {
+		if n.Type != "physical" {
+			continue
+		}
+		speed := 0
+		if n.LinkConnected {
+			speed = n.LinkSpeedMbps
+		}
+		inv.NICs = append(inv.NICs, hardware.NIC{Name: n.Name, SpeedMbps: speed})
+	}
+	return inv
+}
+
+// fenceMAAS adapts the MAAS client to fencing's ports, classifying MAAS's errors with
+// fencing's error classes while keeping MAAS's own words (which never carry the key).
+type fenceMAAS struct{ c *maas.Client }
+
+var (
+	_ fencing.MAAS          = fenceMAAS{}
+	_ fencing.MachineReader = fenceMAAS{}
+)
+
+// classified keeps an error's text and adds the class fencing branches on.
+type classified struct{ err, class error }
+
+func (c classified) Error() string   { return c.err.Error() }
+func (c classified) Unwrap() []error { return []error{c.err, c.class} }
+
+func classify(err error, refusedMeansRefused bool) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, maas.ErrNotFound):
+		return classified{err, fencing.ErrMachineNotFound}
+	case errors.Is(err, maas.ErrPowerNotQueryable):
+		return classified{err, fencing.ErrPowerNotQueryable}
+	case refusedMeansRefused && (errors.Is(err, maas.ErrBadRequest) || errors.Is(err, maas.ErrForbidden) ||
+		errors.Is(err, maas.ErrConflict) || errors.Is(err, maas.ErrUnauthorized)):
+		// MAAS answered no: it did not power anything off.
+		return classified{err, fencing.ErrMAASRefused}
+	}
+	return err
+}
+
+func (f fenceMAAS) Machine(ctx context.Context, systemID string) (fencing.MachineFacts, error) {
+	m, err := f.c.Machine(ctx, systemID)
+	if err != nil {
+		return fencing.MachineFacts{}, classify(err, false)
+	}
+	return fencing.MachineFacts{SystemID: m.SystemID, Hostname: m.Hostname, HardwareUUID: m.HardwareUUID, PowerType: m.PowerType}, nil
+}
+
+func (f fenceMAAS) QueryPowerState(ctx context.Context, systemID string) (string, error) {
+	s, err := f.c.QueryPowerState(ctx, systemID)
+	return string(s), classify(err, false)
+}
+
+func (f fenceMAAS) PowerOff(ctx context.Context, systemID string) (bool, error) {
+	sent, err := f.c.PowerOff(ctx, systemID, maas.StopHard)
+	return sent, classify(err, true)
 }

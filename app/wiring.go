@@ -1,18 +1,24 @@
+// Package app wires Apelora together from its configuration: the database (a given one,
+// or a local PostgreSQL in the state folder), the domain services, the GraphQL server.
+// cmd/apelora and the end-to-end tests build the product the same way through it.
+//
+// Its parts: config.go (the APELORA_* configuration and the request-timeout policy),
+// database.go (opening and migrating the database), wiring.go (Build: the services and
+// their ports plugged together), incusports.go and maasports.go (the port adapters: the
+// Incus and MAAS clients in the domain's words and errors), worker.go (apelora-worker's
+// configuration and wiring), identities.go (`apelora identity` on the server).
 package app
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/adapters/postgres/localpg"
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
@@ -26,62 +32,6 @@ import (
 	"github.com/apelora/fabric/scripts"
 	"github.com/apelora/fabric/server"
 )
-
-// Database is an open, migrated database, and the local PostgreSQL behind it if Apelora
-// started one.
-type Database struct {
-	Store *postgres.Store
-	local *localpg.Server
-}
-
-// OpenDatabase connects to APELORA_DATABASE_URL, or starts (or reuses) the local
-// PostgreSQL in the state folder when none is set, and applies the migrations.
-func OpenDatabase(ctx context.Context, cfg Config, log *slog.Logger) (*Database, error) {
-	db := &Database{}
-	url := cfg.DatabaseURL
-	if url == "" {
-		local, err := localpg.New(filepath.Join(cfg.StateDir, "postgres"))
-		if err != nil {
-			return nil, err
-		}
-		if err := local.Start(ctx, "apelora"); err != nil {
-			return nil, err
-		}
-		if local.Started() {
-			db.local = local
-		}
-		log.Info("no APELORA_DATABASE_URL: using a local PostgreSQL from the system's binaries",
-			"data", local.DataDir(), "socket", local.SocketDir(), "binaries", local.BinDir, "started_here", local.Started())
-		url = local.URL("apelora")
-	}
-	store, err := postgres.Open(ctx, url, log)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	db.Store = store
-	applied, err := store.Migrate(ctx)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("apply database migrations: %w", err)
-	}
-	if len(applied) > 0 {
-		log.Info("applied database migrations", "migrations", applied)
-	}
-	return db, nil
-}
-
-// Close closes the connections and stops the local PostgreSQL if this process started it.
-func (d *Database) Close() {
-	if d.Store != nil {
-		d.Store.Close()
-	}
-	if d.local != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = d.local.Stop(ctx)
-	}
-}
 
 // Product is the running product's parts.
 type Product struct {
