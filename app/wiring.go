@@ -147,9 +147,6 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Sessions:         sessions,
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		SessionTTL:       cfg.SessionTTL,
-		Routes: func(mux *http.ServeMux) {
-			mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
-		},
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }
@@ -164,13 +161,4 @@ func (s storeWithRecords) Record(ctx context.Context, name string) (*machines.Re
 
 func (s storeWithRecords) RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error) {
 	return s.Store.Machines().RecordBySystemID(ctx, systemID)
-}
-
-// serveEnrolScript serves enrol-member.sh, which new servers fetch. It holds no secret.
-func serveEnrolScript(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/x-shellscript; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="enrol-member.sh"`)
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(scripts.EnrolMember)
 }
