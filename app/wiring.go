@@ -86,12 +86,16 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	go admissionFeed.Run(ctx, listener)
 	fenceFeed := store.NewFenceFeed()
 	go fenceFeed.Run(ctx, listener)
-	select {
-	case <-listener.Ready():
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(15 * time.Second):
-		return nil, errors.New("could not LISTEN for database notifications within 15 s: check the database")
+	// Subscriptions are served once the feeds listen and know where their tables end.
+	ready := time.After(15 * time.Second)
+	for _, started := range []<-chan struct{}{listener.Ready(), feed.Hub().Started(), fenceFeed.Hub().Started()} {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ready:
+			return nil, errors.New("could not LISTEN for database notifications within 15 s: check the database")
+		}
 	}
 
 	records := store.Machines()
@@ -108,10 +112,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			Store: storeWithRecords{store}, Enrolment: enrol, EnrolScript: scripts.EnrolMember,
 		},
 		Audit:         store,
-		AuditFeed:     feed,
-		AdmissionFeed: admissionFeed,
+		AuditFeed:     feed.Hub(),
+		AdmissionFeed: admissionFeed.Hub(),
 		Fencing: &fencing.Service{
-			Store: store.Fences(), Records: records, Feed: fenceFeed, MAAS: fenceMachines, Incus: fenceCluster,
+			Store: store.Fences(), Records: records, Feed: fenceFeed.Hub(), MAAS: fenceMachines, Incus: fenceCluster,
 		},
 		Identity: &identity.Service{Store: store},
 		Hardware: &hardware.Service{Store: store.HardwareProfiles()},

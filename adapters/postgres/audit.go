@@ -9,10 +9,22 @@ import (
 	"github.com/apelora/fabric/audit"
 )
 
+// auditOrderLock serialises the audit inserts' last moments (see insertAudit).
+const auditOrderLock = lockNamespace + 2
+
 // insertAudit writes every audit row there is, bounded by audit.Bound: whatever the
 // caller sent, the row fits its limits and the database accepts it.
+//
+// It first takes a transaction lock that every audit insert takes, held until commit: a
+// row's id is then drawn only after every earlier row has committed, so ids become
+// visible in id order, and a stream that reads "the rows after the last id I have"
+// (auditEventRecorded's replay, the feed) can never skip one that commits late. Inserts
+// wait for each other only between the insert and the commit, at the end of a change.
 func insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
 	e = audit.Bound(e)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, auditOrderLock); err != nil {
+		return 0, err
+	}
 	var id int64
 	err := tx.QueryRow(ctx, `INSERT INTO audit_events (actor, action, machine, parameters, outcome, error, request_id, details)
 		VALUES ($1, $2, nullif($3, ''), $4, $5, nullif($6, ''), $7, $8) RETURNING id`,
@@ -104,10 +116,13 @@ func (s *Store) LatestStep(ctx context.Context, machine string, steps []string) 
 	return action, nil
 }
 
-// AuditEventsAfter returns events with an id above after, oldest first, to catch up after
-// a lost notification.
-func (s *Store) AuditEventsAfter(ctx context.Context, after int64, limit int) ([]audit.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+// AuditEventsAfter returns the events f keeps with an id above after, oldest first: what
+// the audit feed publishes, and what a subscriber replays (f.Before and f.Limit are not
+// used).
+func (s *Store) AuditEventsAfter(ctx context.Context, f audit.Filter, after int64, limit int) ([]audit.Event, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_events
+		WHERE id > $1 AND ($3 = '' OR machine = $3) AND ($4 = '' OR actor = $4) AND ($5 = '' OR outcome = $5)
+		ORDER BY id LIMIT $2`, after, limit, f.Machine, f.Actor, string(f.Outcome))
 	if err != nil {
 		return nil, dbError(err)
 	}
