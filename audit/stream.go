@@ -2,7 +2,10 @@ package audit
 
 import (
 	"context"
+	"strconv"
+	"strings"
 
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
 )
 
@@ -23,4 +26,13 @@ func Recorded(trail Trail, f Filter, after *int64) broadcast.Want[string, Event]
 			return trail.AuditEventsAfter(ctx, f, after, limit)
 		},
 	}
+}
+
+// ParseEventID reads the id of an audit event a client passes back (AuditEvent.id).
+func ParseEventID(field, s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || id < 0 {
+		return 0, apperr.Invalid(field, "%s is not an audit event id: pass the id of the last event you received", apperr.Quote(s))
+	}
+	return id, nil
 }

@@ -75,7 +75,7 @@ func TestGeneratedClientSubscriptionSurvivesKeepAlive(t *testing.T) {
 	}
 	defer ws.Close()
 	machine := "node-7"
-	events, _, err := client.AuditEventRecorded(ctx, ws, &machine)
+	events, _, err := client.AuditEventRecorded(ctx, ws, &machine, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestPlainGenqlientDiesOnKeepAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	events, _, err := client.AuditEventRecorded(ctx, ws, nil)
+	events, _, err := client.AuditEventRecorded(ctx, ws, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,7 +201,7 @@ func TestSlowBodiesAreCutOffAndWebsocketsAreNot(t *testing.T) {
 	}
 	defer ws.Close()
 	machine := "node-1"
-	events, _, err := client.AuditEventRecorded(ctx, ws, &machine)
+	events, _, err := client.AuditEventRecorded(ctx, ws, &machine, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,15 @@ func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *stri
 }
 
 // AuditEventRecorded is the resolver for the auditEventRecorded field.
-func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome) (<-chan *model.AuditEvent, error) {
-	want := audit.Recorded(r.Audit, auditFilter(machine, actor, outcome), nil)
+func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome, after *string) (<-chan *model.AuditEvent, error) {
+	var from *int64
+	if after != nil {
+		id, err := audit.ParseEventID("after", *after)
+		if err != nil {
+			return nil, err
+		}
+		from = &id
+	}
+	want := audit.Recorded(r.Audit, auditFilter(machine, actor, outcome), from)
 	return broadcast.Subscribe(ctx, r.AuditFeed, want, auditEvents, streamBuffer), nil
 }
