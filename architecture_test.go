@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -210,5 +211,28 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 	}
 	for p := range documented {
 		t.Errorf("docs/ARCHITECTURE.md lists %s, which is not a package of the module", p)
+	}
+}
+
+// TestDocsPointInsideTheRepository: every file docs/ names by a path is a file of the
+// repository, so a newcomer can follow each reference from a clone.
+func TestDocsPointInsideTheRepository(t *testing.T) {
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
+	}
+	path := regexp.MustCompile(`[A-Za-z0-9_./-]*/[A-Za-z0-9_.-]+\.(md|go|sh|sql|graphqls|graphql)\b`)
+	for _, doc := range docs {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range path.FindAllString(string(text), -1) {
+			if filepath.IsAbs(p) || strings.HasPrefix(p, "..") {
+				t.Errorf("%s points outside the repository: %s", doc, p)
+			} else if _, err := os.Stat(p); err != nil {
+				t.Errorf("%s names %s, which is not in the repository", doc, p)
+			}
+		}
 	}
 }
