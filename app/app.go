@@ -126,10 +126,12 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
 
-	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel)
+	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
+		postgres.ConsoleSessionChannel)
 	go listener.Run(ctx)
 	sessions := identity.NewSessions(store, log)
 	go listener.WatchIdentities(ctx, sessions)
+	go listener.WatchConsoleSessions(ctx, sessions)
 	feed := store.NewAuditFeed()
 	go feed.Run(ctx, listener)
 	admissionFeed := store.NewAdmissionFeed()

@@ -140,14 +140,15 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 // carries no Authorization, by the console session cookie the upgrade request carried. A
 // refused socket is closed with 4403, which graphql-ws clients treat as final instead of
 // reconnecting forever. The connection context it returns ends when the identity is
-// revoked or expires, or the console session expires, and the socket then closes with 4403
-// too (see sessions.go).
+// revoked or expires, or the console session expires or is signed out of, and the socket
+// then closes with 4403 too (see sessions.go).
 func websocketInit(store identity.Store, sessions Sessions) transport.WebsocketInitFunc {
 	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 		var id *identity.Identity
+		var console *identity.Session
 		var err error
 		if p.Authorization() == "" && sessionFrom(ctx) != nil {
-			id = identity.FromContext(ctx)
+			id, console = identity.FromContext(ctx), sessionFrom(ctx)
 			ctx = boundBySession(ctx)
 		} else if stored, ok := ctx.Value(authErrKey{}).(error); ok && p.Authorization() == "" {
 			err = stored // the upgrade's cookie (or header) was refused: say why
@@ -159,7 +160,13 @@ func websocketInit(store identity.Store, sessions Sessions) transport.WebsocketI
 		}
 		if err == nil && sessions != nil {
 			var watched context.Context
-			if watched, err = sessions.Watch(ctx, id); err == nil {
+			if console != nil {
+				// Signing out ends this socket too, on whichever replica holds it.
+				watched, err = sessions.WatchSession(ctx, id, console.ID)
+			} else {
+				watched, err = sessions.Watch(ctx, id)
+			}
+			if err == nil {
 				ctx = watched
 			}
 		}

@@ -14,9 +14,11 @@ import (
 )
 
 // Sessions ends a websocket's connection context when its identity is revoked, deleted or
-// expires (identity.Sessions), with an UNAUTHENTICATED *apperr.Error as the cause.
+// expires, or the console session it authenticated with ends (identity.Sessions), with an
+// UNAUTHENTICATED *apperr.Error as the cause.
 type Sessions interface {
 	Watch(ctx context.Context, id *identity.Identity) (context.Context, error)
+	WatchSession(ctx context.Context, id *identity.Identity, session int64) (context.Context, error)
 }
 
 // The contract with the websocket transport: websocketInit derives each socket's
