@@ -213,14 +213,15 @@ type ComplexityRoot struct {
 	}
 
 	Identity struct {
-		Active      func(childComplexity int) int
-		CreatedAt   func(childComplexity int) int
-		ExpiresAt   func(childComplexity int) int
-		LastUsedAt  func(childComplexity int) int
-		Name        func(childComplexity int) int
-		Permissions func(childComplexity int) int
-		RevokedAt   func(childComplexity int) int
-		RevokedBy   func(childComplexity int) int
+		Active        func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		ExpiresAt     func(childComplexity int) int
+		LastUsedAt    func(childComplexity int) int
+		Name          func(childComplexity int) int
+		Permissions   func(childComplexity int) int
+		RevokeRefusal func(childComplexity int) int
+		RevokedAt     func(childComplexity int) int
+		RevokedBy     func(childComplexity int) int
 	}
 
 	InstallOperatingSystemPayload struct {
@@ -1196,6 +1197,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Identity.Permissions(childComplexity), true
+	case "Identity.revokeRefusal":
+		if e.ComplexityRoot.Identity.RevokeRefusal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.RevokeRefusal(childComplexity), true
 	case "Identity.revokedAt":
 		if e.ComplexityRoot.Identity.RevokedAt == nil {
 			break
@@ -2758,6 +2765,12 @@ type Identity {
   revokedBy: String
   "Whether its token works now: neither revoked nor expired."
   active: Boolean!
+  """
+  Why revokeIdentity would refuse it now, in the words of that refusal (already revoked;
+  the last active identity with MANAGE_INFRASTRUCTURE); null when it would not. A client
+  shows it beside a disabled Revoke instead of keeping a copy of the rule.
+  """
+  revokeRefusal: String
 }
 
 extend type Query {
@@ -3740,6 +3753,8 @@ func (ec *executionContext) childFields_Identity(ctx context.Context, field grap
 		return ec.fieldContext_Identity_revokedBy(ctx, field)
 	case "active":
 		return ec.fieldContext_Identity_active(ctx, field)
+	case "revokeRefusal":
+		return ec.fieldContext_Identity_revokeRefusal(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Identity", field.Name)
 }
@@ -7550,6 +7565,29 @@ func (ec *executionContext) _Identity_active(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_Identity_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Identity", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Identity_revokeRefusal(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_revokeRefusal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokeRefusal, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_revokeRefusal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "String")
 }
 
 func (ec *executionContext) _InstallOperatingSystemPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.InstallOperatingSystemPayload) (ret graphql.Marshaler) {
@@ -14924,6 +14962,11 @@ func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet,
 		case "active":
 			out.Values[i] = ec._Identity_active(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeRefusal":
+			out.Values[i] = ec._Identity_revokeRefusal(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

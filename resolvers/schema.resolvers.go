@@ -19,7 +19,7 @@ func (r *queryResolver) Viewer(ctx context.Context) (*model.Identity, error) {
 	if err := id.Require(identity.ViewInfrastructure); err != nil {
 		return nil, err
 	}
-	return mapIdentity(id), nil
+	return r.identityModel(ctx, id)
 }
 
 // Mutation returns graph.MutationResolver implementation.

@@ -309,6 +309,10 @@ type Identity struct {
 	RevokedBy *string `json:"revokedBy,omitempty"`
 	// Whether its token works now: neither revoked nor expired.
 	Active bool `json:"active"`
+	// Why revokeIdentity would refuse it now, in the words of that refusal (already revoked;
+	// the last active identity with MANAGE_INFRASTRUCTURE); null when it would not. A client
+	// shows it beside a disabled Revoke instead of keeping a copy of the rule.
+	RevokeRefusal *string `json:"revokeRefusal,omitempty"`
 }
 
 type InstallOperatingSystemInput struct {
