@@ -179,6 +179,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Admission.Checker.MAAS = maasSide
 		res.Admission.Checker.MAASInventory = maasSide
 		res.Provisioning.MAAS = maasSide
+		res.Provisioning.ImageSource = maasSide
 	}
 	h := server.Handler(server.Config{
 		Log:              log,

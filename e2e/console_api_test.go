@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/adapters/maas/sim"
 
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/producttest"
@@ -186,5 +191,44 @@ func TestIdentitiesSayWhyTheyCannotBeRevoked(t *testing.T) {
 	e.MustGQL(admin, `mutation { revokeIdentity(input: {name: "viewer"}) { identity { name } } }`, nil)
 	if s, _ := refusals()["viewer"].(string); !strings.Contains(s, "already revoked") {
 		t.Fatalf("a revoked identity's refusal: %q", s)
+	}
+}
+
+// maasImages lists the OS images MAAS holds (boot-resources/, which MAAS lets any user
+// read), so the console offers the series an install may name. The key here belongs to a
+// MAAS user without admin rights, as the README asks.
+func TestMAASImagesAreListedForAReadOnlyKey(t *testing.T) {
+	key := sim.NewAPIKey()
+	fx := maasFleet()
+	fx.Config["synced_series"] = []any{"jammy", "noble"}
+	s, err := sim.New(sim.Options{Users: []sim.User{{Username: "apelora", APIKey: key}}, Fixture: fx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := s.ListenTLS("127.0.0.1:0", sim.TLSSelfSignedLeaf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	ca := filepath.Join(t.TempDir(), "maas.pem")
+	if err := os.WriteFile(ca, ep.Certs.LeafPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := producttest.Start(t, producttest.WithMAAS(maas.Config{BaseURL: ep.BaseURL, APIKey: key, CAFile: ca}))
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	d := e.MustGQL(viewer, `{ maasImages { name os release kind architectures } }`, nil)
+	got := fmt.Sprint(d["maasImages"])
+	want := "[map[architectures:[amd64/ga-22.04] kind:SYNCED name:ubuntu/jammy os:ubuntu release:jammy] " +
+		"map[architectures:[amd64/ga-24.04] kind:SYNCED name:ubuntu/noble os:ubuntu release:noble]]"
+	if got != want {
+		t.Fatalf("maasImages = %s\nwant          %s (bootloaders left out)", got, want)
+	}
+	ep.Close()
+	if r := e.GQL(viewer, `{ maasImages { name } }`, nil); r.Code() != "UNAVAILABLE" {
+		t.Fatalf("maasImages with MAAS stopped: %+v", r.Errors)
+	}
+	without := producttest.Start(t)
+	if r := without.GQL(without.Identity("viewer", identity.ViewInfrastructure), `{ maasImages { name } }`, nil); r.Code() != "FAILED_PRECONDITION" {
+		t.Fatalf("maasImages without MAAS: %+v", r.Errors)
 	}
 }
