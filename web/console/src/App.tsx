@@ -12,6 +12,8 @@ import { MachinePage } from './pages/Machine';
 import { EnrolmentPage } from './pages/Enrolment';
 import { FencingPage } from './pages/Fencing';
 import { AuditPage } from './pages/Audit';
+import { IdentitiesPage } from './pages/Identities';
+import { HardwarePage } from './pages/Hardware';
 import { Banner, Loading, Problems } from './components/ui';
 import { canManage } from './lib/actions';
 import { problemsOf } from './lib/errors';
@@ -108,6 +110,8 @@ function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignO
             <li><Link to="/">Fleet</Link></li>
             <li><Link to="/enrolment">Enrolment</Link></li>
             <li><Link to="/fencing">Fencing</Link></li>
+            <li><Link to="/hardware">Hardware</Link></li>
+            <li><Link to="/identities">Identities</Link></li>
             <li><Link to="/audit">Audit</Link></li>
             <li><a href="/graphiql/">GraphiQL</a></li>
           </ul>
@@ -146,6 +150,8 @@ function Pages() {
   if (path === '/enrolment') return <EnrolmentPage />;
   if (path === '/fencing') return <FencingPage />;
   if (path === '/audit') return <AuditPage />;
+  if (path === '/identities') return <IdentitiesPage />;
+  if (path === '/hardware') return <HardwarePage />;
   return (
     <section>
       <h1>Page not found</h1>
