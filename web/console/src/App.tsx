@@ -62,7 +62,8 @@ export function App({ config }: { config: ConsoleConfig }) {
 
 function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleConfig; session: SessionInfo; onLost(): void; onSignedOut(): void }) {
   const lostRef = useRef(onLost);
-  lostRef.current = onLost;
+  const signingOut = useRef(false);
+  lostRef.current = signingOut.current ? () => {} : onLost;
   const cc = useMemo(() => createConsoleClient(config.endpoint, () => lostRef.current()), [config.endpoint]);
   useEffect(() => () => cc.dispose(), [cc]);
 
@@ -75,6 +76,9 @@ function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleCon
   }, [session.expiresAt]);
 
   const out = async () => {
+    // Signing out ends this session's sockets on the server too: that is no lost session.
+    signingOut.current = true;
+    lostRef.current = () => {};
     try {
       await signOut(config.session);
     } finally {

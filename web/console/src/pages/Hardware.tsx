@@ -11,6 +11,7 @@ import { problemsOf } from '../lib/errors';
 import { architectures, numberFields, requirements, toNumber } from '../lib/hardware';
 import { Link, machinePath } from '../router';
 import { useViewer } from '../viewer';
+import { useChangeRefresh } from '../live/fleetLive';
 import type { HardwareProfileRowFragment } from '../gql/graphql';
 
 export function HardwarePage() {
@@ -18,6 +19,7 @@ export function HardwarePage() {
   const perm = manageReason(viewer);
   const [res, reexecute] = useQuery({ query: HardwareProfilesQuery, requestPolicy: 'cache-and-network' });
   const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  useChangeRefresh(refresh);
   const [dialog, setDialog] = useState<{ kind: 'set'; profile?: HardwareProfileRowFragment } | { kind: 'remove'; profile: HardwareProfileRowFragment } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const list = res.data?.hardwareProfiles;

@@ -15,6 +15,7 @@ import {
   type ExpiryMode, type IdentityState,
 } from '../lib/identities';
 import { useViewer } from '../viewer';
+import { useChangeRefresh } from '../live/fleetLive';
 import type { IdentityRowFragment, Permission } from '../gql/graphql';
 
 const stateInfo: Record<IdentityState, { symbol: string; label: string; tone: string }> = {
@@ -27,6 +28,7 @@ export function IdentitiesPage() {
   const viewer = useViewer();
   const [res, reexecute] = useQuery({ query: IdentitiesQuery, requestPolicy: 'cache-and-network' });
   const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  useChangeRefresh(refresh);
   const [dialog, setDialog] = useState<{ kind: 'create' } | { kind: 'revoke'; identity: IdentityRowFragment } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const list = res.data?.identities;
