@@ -406,7 +406,7 @@ try {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByText('You signed out.').waitFor();
   // The other tab's socket is closed by the server with the reason; it returns to sign-in.
-  await tab.getByText(/session has ended/).waitFor({ timeout: 20000 });
+  await tab.getByText(/console session has ended \(signed out/).waitFor({ timeout: 20000 });
   await shot(tab, SHOTS, '29-other-tab-signed-out');
   await tab.close();
   const after = await fetch(BASE + '/api/v1/session', { headers: { Cookie: `apelora_session=${second.value}` } });

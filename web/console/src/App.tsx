@@ -17,6 +17,7 @@ import { HardwarePage } from './pages/Hardware';
 import { Banner, Loading, Problems } from './components/ui';
 import { canManage } from './lib/actions';
 import { problemsOf } from './lib/errors';
+import { permissionLabel, sortPermissions } from './lib/identities';
 
 type Auth = { state: 'checking' } | { state: 'out'; reason?: string } | { state: 'in'; session: SessionInfo };
 
@@ -38,10 +39,12 @@ export function App({ config }: { config: ConsoleConfig }) {
 
   // A lost session (expired, signed out elsewhere, identity removed) returns to sign-in
   // with the server's reason.
-  const lost = useCallback(() => {
+  // The server's reason for closing a socket says why when the session is already gone from
+  // this browser (signed out in another tab).
+  const lost = useCallback((closeReason?: string) => {
     currentSession(config.session).then(
       (session) => setAuth((a) => (a.state === 'in' && a.session.expiresAt === session.expiresAt ? a : { state: 'in', session })),
-      (e) => setAuth({ state: 'out', reason: reasonOf(e) ?? 'Your session has ended: sign in again.' }),
+      (e) => setAuth({ state: 'out', reason: reasonOf(e) ?? sentence(closeReason) ?? 'Your session has ended: sign in again.' }),
     );
   }, [config.session]);
 
@@ -60,11 +63,16 @@ export function App({ config }: { config: ConsoleConfig }) {
   );
 }
 
-function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleConfig; session: SessionInfo; onLost(): void; onSignedOut(): void }) {
+// sentence capitalises a server message for a banner.
+function sentence(s: string | undefined): string | undefined {
+  return s ? s.charAt(0).toUpperCase() + s.slice(1) + (/[.!?]$/.test(s) ? '' : '.') : undefined;
+}
+
+function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleConfig; session: SessionInfo; onLost(reason?: string): void; onSignedOut(): void }) {
   const lostRef = useRef(onLost);
   const signingOut = useRef(false);
   lostRef.current = signingOut.current ? () => {} : onLost;
-  const cc = useMemo(() => createConsoleClient(config.endpoint, () => lostRef.current()), [config.endpoint]);
+  const cc = useMemo(() => createConsoleClient(config.endpoint, (reason) => lostRef.current(reason)), [config.endpoint]);
   useEffect(() => () => cc.dispose(), [cc]);
 
   // Ask again when the session's time is up, so the console says so without waiting for
@@ -101,7 +109,7 @@ function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleCon
 function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignOut(): void; children: ReactNode }) {
   const [viewer] = useQuery({ query: ViewerQuery, requestPolicy: 'network-only' });
   const v = viewer.data?.viewer ?? null;
-  const perms = v ? v.permissions.map((p) => p.toLowerCase().replace(/_/g, '-')).join(', ') : '';
+  const perms = v ? sortPermissions(v.permissions).map(permissionLabel).join(', ') : '';
   return (
     <ViewerContext.Provider value={v}>
       <a className="skip-link" href="#main">

@@ -26,7 +26,7 @@ function speed(mbps: number): string {
 // requirements says what a profile asks, in words; a minimum of 0 asks nothing.
 export function requirements(p: ProfileLike): string[] {
   const out = [p.architecture];
-  if (p.minCpuCores) out.push(`≥ ${p.minCpuCores} CPUs`);
+  if (p.minCpuCores) out.push(`≥ ${p.minCpuCores} CPU${p.minCpuCores > 1 ? 's' : ''}`);
   if (p.minMemoryMiB) out.push(`≥ ${memory(p.minMemoryMiB)} memory`);
   if (p.minDisks) out.push(`≥ ${p.minDisks} disk${p.minDisks > 1 ? 's' : ''}${p.minDiskSizeGB ? ` of ≥ ${p.minDiskSizeGB} GB` : ''}`);
   if (p.minNics) out.push(`≥ ${p.minNics} NIC${p.minNics > 1 ? 's' : ''}${p.minNicSpeedMbps ? ` at ≥ ${speed(p.minNicSpeedMbps)}` : ''}`);

@@ -12,6 +12,11 @@ export const permissionInfo: Record<Permission, { label: string; meaning: string
 
 export const allPermissions: Permission[] = ['VIEW_INFRASTRUCTURE', 'MANAGE_INFRASTRUCTURE', 'HARDWARE_DELETE'];
 
+// sortPermissions orders permissions from the narrowest, as the form lists them.
+export function sortPermissions(ps: readonly Permission[]): Permission[] {
+  return [...ps].sort((a, b) => allPermissions.indexOf(a) - allPermissions.indexOf(b));
+}
+
 export function permissionLabel(p: Permission): string {
   return permissionInfo[p].label;
 }

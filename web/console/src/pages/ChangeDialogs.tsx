@@ -286,7 +286,7 @@ function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
       confirmLabel="Install and enrol"
       consequence={
         <p>
-          MAAS deploys the series below on <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>; a Ready machine is allocated first). Incus
+          MAAS deploys the image below on <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>; a Ready machine is allocated first). Incus
           issues a join token that goes only into the deploy's cloud-init user data, which runs enrol-member.sh: the server joins the cluster held, as{' '}
           <strong>{row.name}</strong>. The user data is never shown or kept.
         </p>

@@ -11,7 +11,7 @@ import { CopyButton } from '../components/CopyButton';
 import { manageReason } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
 import {
-  allPermissions, expiryInput, grantReason, identityState, permissionInfo, permissionLabel, permissionsProblem, revokeReason,
+  allPermissions, expiryInput, sortPermissions, grantReason, identityState, permissionInfo, permissionLabel, permissionsProblem, revokeReason,
   type ExpiryMode, type IdentityState,
 } from '../lib/identities';
 import { useViewer } from '../viewer';
@@ -85,7 +85,7 @@ export function IdentitiesPage() {
                     </td>
                     <td>
                       <ul className="plain-list">
-                        {i.permissions.map((p) => (
+                        {sortPermissions(i.permissions).map((p) => (
                           <li key={p} title={permissionInfo[p].meaning}>{permissionLabel(p)}</li>
                         ))}
                       </ul>
@@ -173,7 +173,7 @@ function CreateFlow({ onClose, onCreated }: { onClose(): void; onCreated(name: s
       title="Create an identity"
       machine={name || 'the identity'}
       confirmLabel="Create and show the token"
-      blocked={problem ?? local?.message}
+      blocked={problem ? 'Fix the permissions above first.' : local ? 'Give the expiry above first.' : undefined}
       consequence={
         <p>
           Apelora creates the identity and shows its bearer token once; it keeps only the token's hash. Whoever holds the token acts as this identity
@@ -219,25 +219,28 @@ function CreateFlow({ onClose, onCreated }: { onClose(): void; onCreated(name: s
           </fieldset>
           <fieldset className="field">
             <legend>Expiry</legend>
-            <label className="check">
-              <input type="radio" name="expiry" checked={mode === 'in'} onChange={() => setMode('in')} /> After a time
-            </label>
+            <div className="radio-row">
+              <label className="check">
+                <input type="radio" name="expiry" checked={mode === 'in'} onChange={() => setMode('in')} /> After a time
+              </label>
+              <label className="check">
+                <input type="radio" name="expiry" checked={mode === 'at'} onChange={() => setMode('at')} /> On a date
+              </label>
+              <label className="check">
+                <input type="radio" name="expiry" checked={mode === 'never'} onChange={() => setMode('never')} /> Never (until revoked)
+              </label>
+            </div>
             {mode === 'in' ? (
               <Field label="Works for" error={errors.get('expiresIn') ?? (local?.field === 'expiresIn' ? local.message : undefined)} hint="Whole days (90d) or hours and minutes (12h, 90m), from now.">
                 {(a) => <input {...a} className="input input-short" value={duration} onChange={(e) => setDuration(e.target.value)} spellCheck={false} autoComplete="off" name="expiresIn" />}
               </Field>
             ) : null}
-            <label className="check">
-              <input type="radio" name="expiry" checked={mode === 'at'} onChange={() => setMode('at')} /> On a date
-            </label>
             {mode === 'at' ? (
               <Field label="Stops working at" error={errors.get('expiresAt') ?? (local?.field === 'expiresAt' ? local.message : undefined)} hint="In this browser's time zone.">
                 {(a) => <input {...a} type="datetime-local" className="input input-short" value={at} onChange={(e) => setAt(e.target.value)} name="expiresAt" />}
               </Field>
             ) : null}
-            <label className="check">
-              <input type="radio" name="expiry" checked={mode === 'never'} onChange={() => setMode('never')} /> Never (until revoked)
-            </label>
+            {mode === 'never' ? <p className="hint">The token works until the identity is revoked.</p> : null}
           </fieldset>
         </>
       )}
