@@ -49,7 +49,7 @@ export function HardwarePage() {
         </div>
       ) : (
         <div className="table-wrap">
-          <table className="table">
+          <table className="table profiles-table">
             <caption className="visually-hidden">Hardware profiles, by name</caption>
             <thead>
               <tr>
