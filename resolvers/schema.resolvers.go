@@ -7,7 +7,9 @@ package resolvers
 
 import (
 	"context"
+	"slices"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/identity"
@@ -18,6 +20,9 @@ func (r *queryResolver) Viewer(ctx context.Context) (*model.Identity, error) {
 	id := identity.FromContext(ctx)
 	if err := id.Require(identity.ViewInfrastructure); err != nil {
 		return nil, err
+	}
+	if !slices.Contains(graphql.CollectAllFields(ctx), "revokeRefusal") {
+		return mapIdentity(id), nil // it costs a read of the identities: only when asked
 	}
 	return r.identityModel(ctx, id)
 }

@@ -46,7 +46,7 @@ export const MachineQuery = graphql(`
   query Machine($name: String!) {
     machine(name: $name) {
       ...FleetRow
-      record { description hardwareProfile }
+      record { description }
       hardwareProfile { ...HardwareProfileRow }
       member { url description }
       fence {
