@@ -57,6 +57,12 @@ func requirePermission(ctx context.Context, p identity.Permission) error {
 	return id.Require(p)
 }
 
+// mayRead is the rule for reads (queries and subscriptions). The websocket transport also
+// asks it for every subscriber of a shared stream.
+func mayRead(ctx context.Context) error {
+	return requirePermission(ctx, identity.ViewInfrastructure)
+}
+
 // operations refuses reads (queries, subscriptions) from callers who may not read. Mutations
 // go on to the per-field gate, which audits the refusal.
 func (g *gate) operations(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
@@ -64,7 +70,7 @@ func (g *gate) operations(ctx context.Context, next graphql.OperationHandler) gr
 	if oc.Operation != nil && oc.Operation.Operation == ast.Mutation {
 		return next(ctx)
 	}
-	if err := requirePermission(ctx, identity.ViewInfrastructure); err != nil {
+	if err := mayRead(ctx); err != nil {
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{presentError(ctx, g.log, err)}})
 	}
 	return next(ctx)
