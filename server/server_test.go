@@ -14,6 +14,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/internal/respheader"
 	"github.com/apelora/fabric/logging"
 )
@@ -93,5 +94,26 @@ func TestInternalErrorsAreNotShown(t *testing.T) {
 	got = presentError(ctx, log, apperr.Invalid("name", "bad name"))
 	if got.Extensions["field"] != "name" || got.Extensions["code"] != "INVALID_INPUT" {
 		t.Fatalf("invalid input shown as %v", got.Extensions)
+	}
+}
+
+// Every shared stream names a real subscription and real arguments: a renamed field or
+// argument must not silently stop sharing (or share what it should not).
+func TestSharedStreamsNameSubscriptionsAndTheirArguments(t *testing.T) {
+	sub := graph.NewExecutableSchema(graph.Config{}).Schema().Subscription
+	for field, filters := range sharedStreams {
+		def := sub.Fields.ForName(field)
+		if def == nil {
+			t.Errorf("shared stream %s is not a subscription", field)
+			continue
+		}
+		for _, a := range filters {
+			if def.Arguments.ForName(a) == nil {
+				t.Errorf("shared stream %s has no argument %s", field, a)
+			}
+		}
+	}
+	if def := sub.Fields.ForName("fenceProgress"); def == nil || def.Arguments.ForName("after") == nil {
+		t.Error("fenceProgress lost its `after`: check that sharedStreams still says what is shared")
 	}
 }

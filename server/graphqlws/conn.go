@@ -62,6 +62,7 @@ type conn struct {
 	shutdown context.Context // the server's shutdown signal, if it gave one
 
 	mu           sync.Mutex
+	room         sync.Cond // signalled when the queue is taken, or waiting is over
 	ops          map[string]*operation
 	queue        []outMsg
 	writing      bool
@@ -91,7 +92,9 @@ func newConn(t *Transport, exec graphql.GraphExecutor, ws *websocket.Conn, r *ht
 	// (request id, identity), not its end.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	shutdown, _ := r.Context().Value(shutdownKey{}).(context.Context)
-	return &conn{t: t, exec: exec, ws: ws, start: time.Now(), ctx: ctx, cancel: cancel, logCtx: ctx, shutdown: shutdown, ops: map[string]*operation{}}
+	c := &conn{t: t, exec: exec, ws: ws, start: time.Now(), ctx: ctx, cancel: cancel, logCtx: ctx, shutdown: shutdown, ops: map[string]*operation{}}
+	c.room.L = &c.mu
+	return c
 }
 
 // serve reads and handles messages until the socket closes.
@@ -397,14 +400,24 @@ func recovered(ctx context.Context, rc *graphql.OperationContext, exec graphql.G
 	return exec.DispatchError(graphql.WithOperationContext(ctx, rc), gqlerror.List{gqlerror.WrapIfUnwrapped(err)}).Errors
 }
 
-// next sends one result of op.
+// next sends one result of an operation that runs on its own. Unlike a shared stream,
+// which never waits for one socket, it waits while the socket's queue is half full: its
+// results (a replay, say) come as fast as the socket takes them, and only this operation
+// waits.
 func (c *conn) next(op *operation, resp *graphql.Response) {
 	payload, err := json.Marshal(resp)
 	if err != nil {
 		c.fail(op, gqlerror.List{{Message: "the result could not be encoded"}})
 		return
 	}
-	c.sendNext(op, payload)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.queue) >= maxQueued/2 && !op.done && !c.closing {
+		c.room.Wait()
+	}
+	if !op.done {
+		c.enqueueLocked(outMsg{head: op.head, body: payload})
+	}
 }
 
 // sendNext sends op a `next` message with payload, which may be shared with other
@@ -465,6 +478,7 @@ func (c *conn) stop(id string) {
 	op.done = true
 	delete(c.ops, id)
 	g := op.group
+	c.room.Broadcast()
 	c.mu.Unlock()
 	op.cancel()
 	if g != nil {
@@ -504,6 +518,7 @@ func (c *conn) flush() {
 		c.mu.Lock()
 		batch := c.queue
 		c.queue = nil
+		c.room.Broadcast()
 		if len(batch) == 0 || c.closing {
 			c.writing = false
 			c.mu.Unlock()
@@ -558,6 +573,7 @@ func (c *conn) closeLocked(code int, reason string) {
 	c.closing = true
 	c.closeCode, c.closeReason = code, reason
 	c.queue = nil
+	c.room.Broadcast()
 	for _, op := range c.ops {
 		op.done = true
 	}
@@ -587,6 +603,7 @@ func truncate(s string, n int) string {
 func (c *conn) finish() {
 	c.mu.Lock()
 	c.closing = true
+	c.room.Broadcast()
 	ops := c.ops
 	c.ops = nil
 	c.queue = nil
