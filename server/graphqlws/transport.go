@@ -3,9 +3,10 @@
 // many idle subscribers cheaply and to push each event to all of them quickly.
 //
 // How:
-//   - One goroutine per socket: the HTTP handler's, which reads. Writes go through a short
-//     per-socket queue drained by a goroutine that exists only while there is something to
-//     write. Keep-alive pings and the init timeout are timers, not goroutines.
+//   - One goroutine per socket, which reads; the HTTP handler hands the socket to it and
+//     returns. Writes go through a short per-socket queue drained by a goroutine that
+//     exists only while there is something to write. Keep-alive pings and the init
+//     timeout are a timer, not goroutines.
 //   - Subscriptions to a shared stream (Options.Shared) with the same query, operation name
 //     and variables run one gqlgen execution for all their subscribers: each event is
 //     resolved and JSON-encoded once, and every subscriber's `next` message is written from
@@ -20,13 +21,23 @@
 // argument (a replay point such as fenceProgress's `after`) runs on its own. Each
 // subscriber is authorised on its own socket (Options.Authorize) before it joins.
 //
-// Measured with cmd/apelora-bench on a 2-core machine, 1,000 subscribers on
-// admissionChecks (see README "Benchmarks"):
+// Chosen on measurements with cmd/apelora-bench (2 cores shared by bench and server;
+// subscribers on admissionChecks; RSS and live heap per idle subscriber, verdict delivery
+// p99, server CPU per admission report):
 //
-//	transport                                  RSS/idle subscriber  verdict p99  server CPU/run
-//	gqlgen transport.Websocket, coder/websocket           93 KiB      147 ms         125 ms
+//	                                            1,000 subscribers           10,000 subscribers
+//	gqlgen transport.Websocket, coder (before)  93 KiB (30)  173 ms  138 ms  94 KiB (31)  1841 ms  2248 ms
+//	this, no sharing                            41 KiB (13)  333 ms  186 ms  40 KiB (14)  2336 ms  2114 ms
+//	this, reading on the HTTP handler           57 KiB (21)   26 ms   24 ms  47 KiB (18)  1269 ms   549 ms
+//	this, on coder/websocket                    44 KiB (16)   36 ms   38 ms  41 KiB (16)  1925 ms   701 ms
+//	this, on gorilla (chosen)                   20 KiB  (7)   30 ms   26 ms  19 KiB  (6)   538 ms   200 ms
 //
-// (Figures for the alternatives tried are filled in by the measurements below.)
+// Sharing is what cuts the CPU and the delivery times; handing the socket off the HTTP
+// handler and gorilla's small read buffer and pooled write buffers are what cut the
+// memory (net/http keeps the request, its two 4 KiB buffers and the handler's stack while
+// the handler runs; coder keeps both buffers for the socket's life). At 10,000 the rest is
+// a write system call per subscriber and event, on the same two cores as the bench's
+// reads.
 package graphqlws
 
 import (
