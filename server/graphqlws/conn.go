@@ -531,6 +531,7 @@ func (c *conn) flush() {
 				c.mu.Lock()
 				c.writing = false
 				c.closing = true
+				c.room.Broadcast()
 				c.mu.Unlock()
 				_ = c.ws.NetConn().Close() // the reader ends and cleans up
 				return
