@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 )
@@ -47,6 +48,8 @@ const (
 	CheckNetworks      = "networks"
 	CheckArchitecture  = "architecture"
 	CheckHardwareTests = "hardware-tests"
+	CheckProfileMAAS   = "hardware-profile-maas"
+	CheckProfileIncus  = "hardware-profile-incus"
 	CheckOVNChassis    = "ovn-chassis"
 	CheckClock         = "clock"
 )
@@ -117,6 +120,9 @@ type Incus interface {
 	// LocatedNetworks lists the managed networks that exist per member (not OVN ones).
 	LocatedNetworks(ctx context.Context) ([]string, error)
 	NetworkStatus(ctx context.Context, network, member string) (string, error)
+	// MemberHardware is Incus's own view of the member's hardware (read only for a
+	// machine with a hardware profile).
+	MemberHardware(ctx context.Context, member string) (hardware.Inventory, error)
 }
 
 // HardwareTests reads MAAS's hardware-test status of a machine.
@@ -127,12 +133,28 @@ type HardwareTests interface {
 	TestingStatus(ctx context.Context, systemID string) (int, string, error)
 }
 
+// Profiles reads a hardware profile by name.
+type Profiles interface {
+	Profile(ctx context.Context, name string) (*hardware.Profile, error)
+}
+
+// MAASInventory reads what MAAS inventoried of a machine at commissioning.
+type MAASInventory interface {
+	// HardwareInventory returns the machine's architecture, CPUs, memory, physical disks
+	// and physical NICs as MAAS reports them. An error that is apperr.Unavailable means
+	// MAAS could not be reached.
+	HardwareInventory(ctx context.Context, systemID string) (hardware.Inventory, error)
+}
+
 // Checker runs the admission checks.
 type Checker struct {
 	Incus   Incus
 	MAAS    HardwareTests // nil when MAAS is not configured
 	Publish Publisher     // nil publishes nothing
-	Now     func() time.Time
+	// Profiles reads hardware profiles; MAASInventory is nil when MAAS is not configured.
+	Profiles      Profiles
+	MAASInventory MAASInventory
+	Now           func() time.Time
 	// MinKernel is the oldest kernel admitted, as major and minor (default 6.12).
 	MinKernel [2]int
 }
@@ -151,7 +173,7 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 		}
 	}
 	if member == nil {
-		return nil, apperr.New(apperr.FailedPrecondition, "%q is not an Incus member yet: approve its enrolment and run enrol-member.sh on it first", machine)
+		return nil, apperr.New(apperr.FailedPrecondition, "%s is not an Incus member yet: approve its enrolment and run enrol-member.sh on it first", apperr.Quote(machine))
 	}
 	r := &Report{Machine: machine, RunID: newRunID(), Trigger: trigger, At: c.now()}
 	add := func(ch Check) {
@@ -168,6 +190,9 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 	add(c.networks(ctx, machine))
 	add(architecture(member, members))
 	add(c.hardwareTests(ctx, rec))
+	profile := c.assignedProfile(ctx, rec)
+	add(c.profileFromMAAS(ctx, rec, profile))
+	add(c.profileFromIncus(ctx, machine, profile))
 	add(Check{Name: CheckOVNChassis, Title: "OVN chassis", Result: NotChecked,
 		Message: "the Incus API does not show whether the OVN chassis runs on the member: check it on the host if the cluster uses OVN"})
 	add(Check{Name: CheckClock, Title: "Clock", Result: NotChecked,
@@ -368,6 +393,91 @@ func hardwareResult(ch Check, status int, label string) Check {
 		ch.Result, ch.Message = Warn, "MAAS has no hardware test results for this machine (never tested)"
 	default:
 		ch.Result, ch.Message = Warn, fmt.Sprintf("MAAS reports an unfamiliar testing status %d (%s)", status, label)
+	}
+	return ch
+}
+
+// assigned is the machine's hardware profile as read for one run: p, or why there is
+// nothing to compare (result and message, shared by both profile checks).
+type assigned struct {
+	p       *hardware.Profile
+	result  Result
+	message string
+}
+
+// assignedProfile reads the machine's hardware profile. A machine without one has
+// nothing to compare; a profile that cannot be read fails both checks.
+func (c *Checker) assignedProfile(ctx context.Context, rec *machines.Record) assigned {
+	switch {
+	case rec == nil || rec.HardwareProfile == "":
+		return assigned{result: Skipped, message: "no hardware profile is assigned to the machine, so there is nothing to compare (assignHardwareProfile gives it one)"}
+	case c.Profiles == nil:
+		return assigned{result: Fail, message: fmt.Sprintf("hardware profile %q cannot be read here: this server has no profile store", rec.HardwareProfile)}
+	}
+	p, err := c.Profiles.Profile(ctx, rec.HardwareProfile)
+	switch {
+	case err != nil:
+		return assigned{result: Fail, message: fmt.Sprintf("could not read hardware profile %q: %s", rec.HardwareProfile, apperr.Text(err))}
+	case p == nil:
+		return assigned{result: Fail, message: fmt.Sprintf("hardware profile %q no longer exists: assign another one or clear the machine's profile", rec.HardwareProfile)}
+	}
+	return assigned{p: p}
+}
+
+// profileFromMAAS compares the profile with what MAAS inventoried at commissioning. It is
+// its own check so that MAAS being unreachable skips only this half, as for the hardware
+// tests.
+func (c *Checker) profileFromMAAS(ctx context.Context, rec *machines.Record, a assigned) Check {
+	ch := Check{Name: CheckProfileMAAS, Title: "Hardware profile: MAAS inventory"}
+	switch {
+	case a.p == nil:
+		ch.Result, ch.Message = a.result, a.message
+		return ch
+	case rec.Provisioner != machines.MAAS:
+		ch.Result, ch.Message = Skipped, "not a MAAS machine: no MAAS inventory to compare (Incus's view is compared)"
+		return ch
+	case c.MAASInventory == nil:
+		ch.Result, ch.Message = Skipped, "MAAS is not configured, so its inventory cannot be read (Incus's view is compared)"
+		return ch
+	}
+	inv, err := c.MAASInventory.HardwareInventory(ctx, rec.MAASSystemID)
+	switch {
+	case err != nil && apperr.Is(err, apperr.Unavailable):
+		ch.Result, ch.Message = Skipped, "MAAS could not be reached, so its inventory was not compared: "+apperr.Text(err)
+	case err != nil:
+		ch.Result, ch.Message = Fail, "could not read the machine's inventory from MAAS: "+apperr.Text(err)
+	case inv.Empty():
+		ch.Result, ch.Message = Fail, fmt.Sprintf("MAAS has no hardware inventory of machine %s yet: commission it, then run the checks again", rec.MAASSystemID)
+	default:
+		ch = profileResult(ch, a.p, inv, "MAAS")
+	}
+	return ch
+}
+
+// profileFromIncus compares the profile with what Incus sees on the member now.
+func (c *Checker) profileFromIncus(ctx context.Context, member string, a assigned) Check {
+	ch := Check{Name: CheckProfileIncus, Title: "Hardware profile: Incus's view of the member"}
+	if a.p == nil {
+		ch.Result, ch.Message = a.result, a.message
+		return ch
+	}
+	inv, err := c.Incus.MemberHardware(ctx, member)
+	if err != nil {
+		ch.Result, ch.Message = Fail, "could not read the member's hardware from Incus: "+apperr.Text(err)
+		return ch
+	}
+	return profileResult(ch, a.p, inv, "Incus")
+}
+
+func profileResult(ch Check, p *hardware.Profile, inv hardware.Inventory, source string) Check {
+	cmp := hardware.Compare(*p, inv)
+	switch cmp.Outcome() {
+	case hardware.Met:
+		ch.Result, ch.Message = Pass, cmp.Describe(source)
+	case hardware.Unknown:
+		ch.Result, ch.Message = Warn, cmp.Describe(source)+": it cannot tell, check it on the host"
+	default:
+		ch.Result, ch.Message = Fail, cmp.Describe(source)+": fix the machine, or its profile (setHardwareProfile, assignHardwareProfile), before admitting it"
 	}
 	return ch
 }

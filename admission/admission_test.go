@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 )
@@ -19,7 +20,14 @@ type fakeIncus struct {
 	pools      map[string]string             // pool -> status on the member checked
 	networks   map[string]string
 	versionErr map[string]error
+	hw         hardware.Inventory // what Incus sees of node-3
+	hwErr      error
 	calls      int
+}
+
+func (f *fakeIncus) MemberHardware(context.Context, string) (hardware.Inventory, error) {
+	f.calls++
+	return f.hw, f.hwErr
 }
 
 func (f *fakeIncus) Members(context.Context) ([]membership.Member, error) {
@@ -73,6 +81,9 @@ func healthy() *fakeIncus {
 		versions: map[string]membership.Version{"": v, "node-3": v},
 		pools:    map[string]string{"local": "Created"},
 		networks: map[string]string{},
+		hw: hardware.Inventory{Architecture: "x86_64", CPUCores: 64, MemoryMiB: 262144,
+			Disks: []hardware.Disk{{Name: "nvme0n1", SizeBytes: 3_840_755_982_336}, {Name: "nvme1n1", SizeBytes: 3_840_755_982_336}},
+			NICs:  []hardware.NIC{{Name: "eno1", SpeedMbps: 25000}, {Name: "eno2", SpeedMbps: 25000}}},
 	}
 }
 
@@ -108,7 +119,8 @@ func TestHealthyMemberIsAdmissibleAndEveryResultIsPublished(t *testing.T) {
 	if r.Verdict != Admissible {
 		t.Fatalf("verdict %s: %+v", r.Verdict, r.Failed())
 	}
-	want := []string{CheckOnline, CheckIncusVersion, CheckKernel, CheckStoragePools, CheckNetworks, CheckArchitecture, CheckHardwareTests, CheckOVNChassis, CheckClock}
+	want := []string{CheckOnline, CheckIncusVersion, CheckKernel, CheckStoragePools, CheckNetworks, CheckArchitecture, CheckHardwareTests,
+		CheckProfileMAAS, CheckProfileIncus, CheckOVNChassis, CheckClock}
 	if len(r.Checks) != len(want) {
 		t.Fatalf("%d checks", len(r.Checks))
 	}
@@ -274,5 +286,126 @@ func TestNotAMemberIsAClearError(t *testing.T) {
 	_, err := c.Run(context.Background(), "node-9", nil, TriggerReport)
 	if !apperr.Is(err, apperr.FailedPrecondition) || !strings.Contains(err.Error(), "not an Incus member yet") {
 		t.Fatalf("%v", err)
+	}
+}
+
+type fakeProfiles map[string]*hardware.Profile
+
+func (f fakeProfiles) Profile(_ context.Context, name string) (*hardware.Profile, error) {
+	if name == "broken" {
+		return nil, apperr.New(apperr.Unavailable, "the database is unreachable")
+	}
+	return f[name], nil
+}
+
+type fakeInventory struct {
+	inv hardware.Inventory
+	err error
+}
+
+func (f fakeInventory) HardwareInventory(context.Context, string) (hardware.Inventory, error) {
+	return f.inv, f.err
+}
+
+func TestHardwareProfileIsComparedWithMAASAndIncus(t *testing.T) {
+	gen2, err := hardware.Declaration{Name: "gen2", Architecture: "amd64", MinCPUCores: 32, MinMemoryMiB: 131072,
+		MinDisks: 2, MinDiskSizeGB: 960, MinNICs: 2, MinNICSpeedMbps: 25000}.Profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles := fakeProfiles{"gen2": &gen2}
+	maasInv := func() hardware.Inventory {
+		return hardware.Inventory{Architecture: "amd64/generic", CPUCores: 32, MemoryMiB: 131072,
+			Disks: []hardware.Disk{{Name: "sda", SizeBytes: 960_197_124_096}, {Name: "sdb", SizeBytes: 960_197_124_096}},
+			NICs:  []hardware.NIC{{Name: "eno1", SpeedMbps: 25000}, {Name: "eno2", SpeedMbps: 25000}}}
+	}
+	maasRec := func(profile string) *machines.Record {
+		return &machines.Record{Name: "node-3", Provisioner: machines.MAAS, MAASSystemID: "abc123", HardwareProfile: profile}
+	}
+	check := func(f *fakeIncus, rec *machines.Record, inv MAASInventory) (*Report, Check, Check) {
+		t.Helper()
+		c := &Checker{Incus: f, MAAS: fakeMAAS{status: 2, label: "Passed"}, Profiles: profiles, MAASInventory: inv}
+		r, err := c.Run(context.Background(), "node-3", rec, TriggerReport)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, result(r, CheckProfileMAAS), result(r, CheckProfileIncus)
+	}
+
+	// No profile: nothing to compare, and nothing asked of Incus for it.
+	f := healthy()
+	r, m, i := check(f, maasRec(""), fakeInventory{inv: maasInv()})
+	if m.Result != Skipped || i.Result != Skipped || !strings.Contains(m.Message, "no hardware profile") || r.Verdict != Admissible {
+		t.Fatalf("no profile: %+v %+v", m, i)
+	}
+	withoutProfile := f.calls
+
+	f = healthy()
+	r, m, i = check(f, maasRec("gen2"), fakeInventory{inv: maasInv()})
+	if m.Result != Pass || i.Result != Pass || r.Verdict != Admissible || !strings.Contains(m.Message, "MAAS reports what profile \"gen2\" wants") ||
+		!strings.Contains(i.Message, "Incus reports what profile \"gen2\" wants") {
+		t.Fatalf("a machine that meets its profile: %+v %+v", m, i)
+	}
+	if f.calls != withoutProfile+1 {
+		t.Fatalf("a profile costs %d more Incus calls, want 1 (the member's resources)", f.calls-withoutProfile)
+	}
+
+	// MAAS inventoried fewer cores than the profile wants: FAIL with both values.
+	small := maasInv()
+	small.CPUCores = 16
+	r, m, i = check(healthy(), maasRec("gen2"), fakeInventory{inv: small})
+	if m.Result != Fail || i.Result != Pass || r.Verdict != Blocked || !strings.Contains(m.Message, "wants at least 32 CPU cores, MAAS reports 16 CPU cores") {
+		t.Fatalf("MAAS shortfall: %+v %+v", m, i)
+	}
+	// Incus sees a disk fewer (one died since commissioning): FAIL on the Incus half.
+	f = healthy()
+	f.hw.Disks = f.hw.Disks[:1]
+	r, m, i = check(f, maasRec("gen2"), fakeInventory{inv: maasInv()})
+	if m.Result != Pass || i.Result != Fail || r.Verdict != Blocked || !strings.Contains(i.Message, "Incus reports 1 disk of at least 960 GB (nvme0n1 3840 GB)") {
+		t.Fatalf("Incus shortfall: %+v %+v", m, i)
+	}
+	// A NIC whose speed Incus cannot tell: a warning, not a block.
+	f = healthy()
+	f.hw.NICs[1].SpeedMbps = 0
+	r, _, i = check(f, maasRec("gen2"), fakeInventory{inv: maasInv()})
+	if i.Result != Warn || r.Verdict != Admissible || !strings.Contains(i.Message, "unknown speed") {
+		t.Fatalf("unknown speed: %+v", i)
+	}
+	// MAAS unreachable: its half is skipped, Incus's still compared.
+	r, m, i = check(healthy(), maasRec("gen2"), fakeInventory{err: apperr.New(apperr.Unavailable, "MAAS could not be reached")})
+	if m.Result != Skipped || !strings.Contains(m.Message, "could not be reached") || i.Result != Pass || r.Verdict != Admissible {
+		t.Fatalf("MAAS unreachable: %+v %+v", m, i)
+	}
+	_, m, _ = check(healthy(), maasRec("gen2"), fakeInventory{err: apperr.New(apperr.NotFound, "MAAS knows no such machine")})
+	if m.Result != Fail {
+		t.Fatalf("MAAS error: %+v", m)
+	}
+	_, m, _ = check(healthy(), maasRec("gen2"), fakeInventory{})
+	if m.Result != Fail || !strings.Contains(m.Message, "commission it") {
+		t.Fatalf("no inventory yet: %+v", m)
+	}
+	_, m, i = check(healthy(), maasRec("gen2"), nil)
+	if m.Result != Skipped || !strings.Contains(m.Message, "not configured") || i.Result != Pass {
+		t.Fatalf("no MAAS: %+v %+v", m, i)
+	}
+	// A MANUAL machine has no MAAS inventory; Incus's view still counts.
+	f = healthy()
+	f.hw.Architecture = "aarch64"
+	_, m, i = check(f, &machines.Record{Name: "node-3", Provisioner: machines.Manual, HardwareProfile: "gen2"}, fakeInventory{inv: maasInv()})
+	if m.Result != Skipped || i.Result != Fail || !strings.Contains(i.Message, "wants x86_64, Incus reports aarch64") {
+		t.Fatalf("MANUAL machine: %+v %+v", m, i)
+	}
+	// Failures to read are failures, never a pass.
+	f = healthy()
+	f.hwErr = apperr.New(apperr.Unavailable, "member unreachable")
+	_, _, i = check(f, maasRec("gen2"), fakeInventory{inv: maasInv()})
+	if i.Result != Fail || !strings.Contains(i.Message, "member unreachable") {
+		t.Fatalf("Incus error: %+v", i)
+	}
+	for _, name := range []string{"broken", "gone"} {
+		_, m, i = check(healthy(), maasRec(name), fakeInventory{inv: maasInv()})
+		if m.Result != Fail || i.Result != Fail {
+			t.Fatalf("profile %s: %+v %+v", name, m, i)
+		}
 	}
 }

@@ -73,7 +73,7 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 				return err
 			}
 			if admitted {
-				return apperr.New(apperr.FailedPrecondition, "%q is already admitted: placement reaches it", name)
+				return apperr.New(apperr.FailedPrecondition, "%s is already admitted: placement reaches it", apperr.Quote(name))
 			}
 		}
 		report, err = s.Checker.Run(ctx, name, rec, TriggerAdmission)

@@ -3,10 +3,12 @@ package admission
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 )
@@ -36,6 +38,7 @@ func (m *fakeMembers) UpdateMember(_ context.Context, x membership.Member, etag 
 type fakeStore struct {
 	admitted bool
 	audited  int
+	profile  string // the records' hardware profile
 }
 
 func (s *fakeStore) Audited(ctx context.Context, _ string, fn func(context.Context) error) error {
@@ -44,7 +47,7 @@ func (s *fakeStore) Audited(ctx context.Context, _ string, fn func(context.Conte
 }
 
 func (s *fakeStore) Record(_ context.Context, name string) (*machines.Record, error) {
-	return &machines.Record{Name: name, Provisioner: machines.Manual}, nil
+	return &machines.Record{Name: name, Provisioner: machines.Manual, HardwareProfile: s.profile}, nil
 }
 
 func (s *fakeStore) AdmissionRecorded(context.Context, string) (bool, error) { return s.admitted, nil }
@@ -128,5 +131,21 @@ func TestAdmitUnknownNames(t *testing.T) {
 	}
 	if _, err := s.Admit(context.Background(), "node-9"); !apperr.Is(err, apperr.NotFound) {
 		t.Fatalf("unknown member: %v", err)
+	}
+}
+
+func TestAdmitRefusalSaysWhatDifferedFromTheProfile(t *testing.T) {
+	f := healthy()
+	f.hw.MemoryMiB = 65536
+	s, mem, _ := admitService(f)
+	p, _ := hardware.Declaration{Name: "big", Architecture: "x86_64", MinMemoryMiB: 131072}.Profile()
+	s.Checker.Profiles = fakeProfiles{"big": &p}
+	s.Store.(*fakeStore).profile = "big"
+	a := &audit.Action{Name: "admitMember"}
+	_, err := s.Admit(audit.WithAction(context.Background(), a), "node-3")
+	e, ok := apperr.As(err)
+	if !ok || e.Code != apperr.FailedPrecondition || !strings.Contains(e.Message, `profile "big" wants at least 131072 MiB (128 GiB) of memory, Incus reports 65536 MiB (64 GiB) of memory`) ||
+		!reflect.DeepEqual(e.Details["failedChecks"], []string{CheckProfileIncus}) || len(mem.updates) != 0 {
+		t.Fatalf("err %v details %v", err, e.Details)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/hardware"
+	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/provisioning"
@@ -95,16 +97,14 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	var membershipSource membership.Source // nil: the fleet says Incus is not configured
 	var fenceCluster fencing.ClusterConfig // nil: the cluster view says Incus is not configured
 	if cfg.Incus.Configured() {
-		ic := cfg.Incus
-		ic.Logger = log
-		client, err := incus.New(ic)
+		client, err := incus.New(cfg.incusClient(log))
 		if err != nil {
 			return nil, err
 		}
 		ports = incusPorts{client}
 		membershipSource = ports
 		fenceCluster = newFenceIncus(client)
-		log.Info("Incus configured", "endpoint", client.Endpoint())
+		log.Info("Incus configured", "endpoint", client.Endpoint(), "request_timeout", cfg.upstreamTimeout().String())
 	} else {
 		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) is set")
 		checks = append(checks, func(context.Context) error { return errIncusNotConfigured })
@@ -113,10 +113,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	var maasSide *maasPorts
 	var fenceMachines fencing.MachineReader // nil: mappings are saved unchecked, and the payload says so
 	if cfg.MAAS.BaseURL != "" {
-		mc := cfg.MAAS
-		mc.Logger = log
+		mc := cfg.maasClient(log)
 		// People wait on these answers: retry reads briefly rather than for MAAS's full
-		// Retry-After; the fleet view and the checks bound each read as well.
+		// Retry-After, and only inside the request timeout (the client's bound per call).
 		mc.MaxRetries, mc.MaxRetryWait = 2, 2*time.Second
 		client, err := maas.New(mc)
 		if err != nil {
@@ -124,11 +123,13 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		}
 		maasSide = &maasPorts{client}
 		fenceMachines = fenceMAAS{client}
-		log.Info("MAAS configured", "url", mc.BaseURL)
+		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
 
-	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel)
+	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel)
 	go listener.Run(ctx)
+	sessions := identity.NewSessions(store, log)
+	go listener.WatchIdentities(ctx, sessions)
 	feed := store.NewAuditFeed()
 	go feed.Run(ctx, listener)
 	admissionFeed := store.NewAdmissionFeed()
@@ -147,10 +148,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	enrol := &enrolment.Service{Incus: ports, Store: storeWithRecords{store}, Log: log}
 	res := &resolvers.Resolver{
 		Machines:  &machines.Service{Store: records, Membership: ports},
-		View:      &fleet.Service{Records: records, Admissions: store, Incus: membershipSource, Fences: store.Fences()},
+		View:      &fleet.Service{Records: records, Admissions: store, Incus: membershipSource, Fences: store.Fences(), Profiles: store.HardwareProfiles()},
 		Enrolment: enrol,
 		Admission: &admission.Service{
-			Checker: &admission.Checker{Incus: ports, Publish: store.AdmissionPublisher()},
+			Checker: &admission.Checker{Incus: ports, Publish: store.AdmissionPublisher(), Profiles: store.HardwareProfiles()},
 			Members: ports,
 			Store:   storeWithRecords{store},
 		},
@@ -165,23 +166,29 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			Store: store.Fences(), Records: records, Feed: fenceFeed, MAAS: fenceMachines,
 			Incus: fenceCluster, Membership: membershipSource,
 		},
-		Log: log,
+		Identity: &identity.Service{Store: store},
+		Hardware: &hardware.Service{Store: store.HardwareProfiles()},
+		Log:      log,
 	}
 	if maasSide != nil {
 		// Each is set only when MAAS is configured: a nil interface means "not configured".
 		res.Machines.MAAS = maasSide
 		res.View.MAAS = maasSide
 		res.Admission.Checker.MAAS = maasSide
+		res.Admission.Checker.MAASInventory = maasSide
 		res.Provisioning.MAAS = maasSide
 	}
 	h := server.Handler(server.Config{
-		Log:            log,
-		Store:          store,
-		Resolvers:      res,
-		MutationChecks: checks,
-		PingInterval:   cfg.PingInterval,
-		AllowedOrigins: cfg.AllowedOrigins,
-		PublicURL:      cfg.PublicURL,
+		Log:              log,
+		Store:            store,
+		Resolvers:        res,
+		MutationChecks:   checks,
+		PingInterval:     cfg.PingInterval,
+		AllowedOrigins:   cfg.AllowedOrigins,
+		PublicURL:        cfg.PublicURL,
+		Sessions:         sessions,
+		AuthFailureLimit: cfg.AuthFailureLimit,
+		SessionTTL:       cfg.SessionTTL,
 		Routes: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
 		},

@@ -6,6 +6,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/server"
 )
 
 // Config is Apelora's configuration, read from APELORA_* environment variables.
@@ -26,8 +28,15 @@ type Config struct {
 	ShutdownGrace  time.Duration // APELORA_SHUTDOWN_GRACE
 	AllowedOrigins []string      // APELORA_ALLOWED_ORIGINS
 	PublicURL      string        // APELORA_PUBLIC_URL
-	Incus          incus.Config  // APELORA_INCUS_*; zero when not configured
-	MAAS           maas.Config   // APELORA_MAAS_*; BaseURL "" when not configured
+	SessionTTL     time.Duration // APELORA_CONSOLE_SESSION_TTL
+	// RequestTimeout bounds every call to Incus or MAAS, retries included
+	// (APELORA_REQUEST_TIMEOUT); see EnvRequestTimeout.
+	RequestTimeout time.Duration
+	Incus          incus.Config // APELORA_INCUS_*; zero when not configured
+	MAAS           maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
+	// AuthFailureLimit is not read from the environment (zero: the server's default);
+	// tests relax it.
+	AuthFailureLimit server.RateLimit
 }
 
 // Variable documents one environment variable (the README's table is checked against it).
@@ -46,6 +55,8 @@ func Variables() []Variable {
 		{"APELORA_SHUTDOWN_GRACE", "15s", "how long shutdown waits for requests in flight"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
 		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080"},
+		{"APELORA_CONSOLE_SESSION_TTL", "12h", "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
+		{EnvRequestTimeout, DefaultRequestTimeout.String(), "bound on every call to Incus or MAAS, retries included (1s to 2m); a hung upstream answers UNAVAILABLE after it"},
 		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of one Incus cluster member, e.g. https://10.0.0.5:8443"},
 		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity (a client certificate the cluster trusts)"},
 		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate"},
@@ -94,6 +105,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.ShutdownGrace, err = duration(get, "APELORA_SHUTDOWN_GRACE", "15s", 0); err != nil {
 		return c, err
 	}
+	if c.SessionTTL, err = duration(get, "APELORA_CONSOLE_SESSION_TTL", "12h", time.Minute); err != nil {
+		return c, err
+	}
+	if c.SessionTTL > 720*time.Hour {
+		return c, fmt.Errorf("APELORA_CONSOLE_SESSION_TTL=%s: at most 720h (30 days)", c.SessionTTL)
+	}
+	if c.RequestTimeout, err = requestTimeout(get); err != nil {
+		return c, err
+	}
 	if u := strings.TrimSpace(getenv("APELORA_PUBLIC_URL")); u != "" {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
@@ -124,6 +144,50 @@ func duration(get func(string, string) string, name, def string, least time.Dura
 	d, err := time.ParseDuration(v)
 	if err != nil || d < least {
 		return 0, fmt.Errorf("%s=%q: give a duration of at least %v such as %s", name, v, least, def)
+	}
+	return d, nil
+}
+
+// The request-timeout policy: one bound, from one variable, on every call to Incus or
+// MAAS that a request (or a change, or a fence round) waits on. The adapters enforce it per
+// call, retries included, so a hung upstream fails the first call that reaches it.
+const (
+	EnvRequestTimeout     = "APELORA_REQUEST_TIMEOUT"
+	DefaultRequestTimeout = 10 * time.Second
+	minRequestTimeout     = time.Second
+	// A change (detached from its client) is bounded at three minutes in all; a single call
+	// must leave room for the rest of it.
+	maxRequestTimeout = 2 * time.Minute
+)
+
+// upstreamTimeout is the policy's bound (a Config built in code may leave it zero).
+func (c Config) upstreamTimeout() time.Duration {
+	if c.RequestTimeout <= 0 {
+		return DefaultRequestTimeout
+	}
+	return c.RequestTimeout
+}
+
+// incusClient and maasClient are the adapters' configurations with the policy applied:
+// every client the server or the worker builds goes through them.
+func (c Config) incusClient(log *slog.Logger) incus.Config {
+	ic := c.Incus
+	ic.Timeout, ic.Logger = c.upstreamTimeout(), log
+	return ic
+}
+
+func (c Config) maasClient(log *slog.Logger) maas.Config {
+	mc := c.MAAS
+	mc.RequestTimeout, mc.Logger = c.upstreamTimeout(), log
+	return mc
+}
+
+func requestTimeout(get func(string, string) string) (time.Duration, error) {
+	v := get(EnvRequestTimeout, DefaultRequestTimeout.String())
+	d, err := time.ParseDuration(v)
+	if err != nil || d < minRequestTimeout || d > maxRequestTimeout {
+		return 0, fmt.Errorf("%s=%q: give a duration from %v to %v, such as %v (how long a call to Incus or MAAS may take before it is reported unavailable)",
+			EnvRequestTimeout, v, minRequestTimeout, maxRequestTimeout, DefaultRequestTimeout)
 	}
 	return d, nil
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -48,6 +49,7 @@ func TestBadValuesAreNamed(t *testing.T) {
 		"APELORA_LOG_LEVEL":        "loud",
 		"APELORA_WS_PING_INTERVAL": "10ms",
 		"APELORA_SHUTDOWN_GRACE":   "soon",
+		"APELORA_REQUEST_TIMEOUT":  "0s",
 		"APELORA_PUBLIC_URL":       "apelora.example",
 		"APELORA_INCUS_URL":        "https://10.0.0.5:8443",
 	} {
@@ -68,5 +70,38 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 		if !strings.Contains(string(readme), "`"+v.Name+"`") {
 			t.Errorf("README.md does not document %s", v.Name)
 		}
+	}
+}
+
+func TestRequestTimeoutPolicy(t *testing.T) {
+	for value, want := range map[string]time.Duration{"": DefaultRequestTimeout, "2s": 2 * time.Second, " 45s ": 45 * time.Second, "1s": time.Second, "2m": 2 * time.Minute} {
+		cfg, err := ConfigFromEnv(env(map[string]string{EnvRequestTimeout: value}))
+		if err != nil || cfg.RequestTimeout != want {
+			t.Errorf("%s=%q: %v, %v; want %v", EnvRequestTimeout, value, cfg.RequestTimeout, err, want)
+		}
+	}
+	for _, value := range []string{"soon", "10", "0", "-5s", "500ms", "2m1s", "1h", "10s; rm -rf /"} {
+		_, err := ConfigFromEnv(env(map[string]string{EnvRequestTimeout: value}))
+		if err == nil || !strings.Contains(err.Error(), EnvRequestTimeout) || !strings.Contains(err.Error(), "from 1s to 2m0s") {
+			t.Errorf("%s=%q: %v, want an error naming the variable and the range", EnvRequestTimeout, value, err)
+		}
+	}
+
+	// One bound reaches every client the server and the worker build.
+	const key = "Fq2LmN8xRt4vBc7KpZ:Wd3sHj9QeA6yUo1GiT:r5Tn8Kc2Vx7Lm4Qz9Pw3Hs6Jd1Fb0Ya"
+	vars := map[string]string{
+		EnvRequestTimeout: "3s", "APELORA_MAAS_URL": "http://127.0.0.1:5240/MAAS", "APELORA_MAAS_API_KEY": key,
+		"APELORA_INCUS_SOCKET": "/run/incus/unix.socket",
+	}
+	w, err := WorkerConfigFromEnv(env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ic, mc := w.incusClient(nil), w.maasClient(nil); ic.Timeout != 3*time.Second || mc.RequestTimeout != 3*time.Second {
+		t.Errorf("incus timeout %v, MAAS request timeout %v, want 3s for both", ic.Timeout, mc.RequestTimeout)
+	}
+	// A Config built in code (tests) gets the default, never an unbounded client.
+	if ic := (Config{}).incusClient(nil); ic.Timeout != DefaultRequestTimeout {
+		t.Errorf("zero Config: incus timeout %v", ic.Timeout)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
@@ -24,8 +25,19 @@ var (
 	_ enrolment.Incus   = incusPorts{}
 )
 
-// pendingListTimeout bounds the pending-token list, which Incus gathers from every member.
-const pendingListTimeout = 5 * time.Second
+// within says how long a call waited: "within 10s" for a call that ran out of its own
+// bound (the request timeout), "in time" when the caller's context ended first.
+func within(err error) string {
+	var it *incus.TimeoutError
+	var mt *maas.TimeoutError
+	switch {
+	case errors.As(err, &it):
+		return "within " + it.After.String()
+	case errors.As(err, &mt):
+		return "within " + mt.After.String()
+	}
+	return "in time"
+}
 
 // incusErr names what was being done; Incus's own message says why it failed.
 func incusErr(err error, doing string) error {
@@ -35,7 +47,7 @@ func incusErr(err error, doing string) error {
 	var ie *incus.Error
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &ie):
-		return apperr.Wrap(err, apperr.Unavailable, "Incus did not answer in time while trying to %s", doing)
+		return apperr.Wrap(err, apperr.Unavailable, "Incus did not answer %s while trying to %s: check that the member at APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) and the cluster are up (if Incus was only slow, it may still carry the step out: look at the machine before trying again), or raise %s", within(err), doing, EnvRequestTimeout)
 	case incus.IsNotFound(err):
 		msg := "not found"
 		if errors.As(err, &ie) {
@@ -72,10 +84,9 @@ func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) 
 	for _, m := range ms {
 		s.Members = append(s.Members, toMember(m))
 	}
-	// Listing operations asks every member; a hung one must not hide the members too.
-	pctx, cancel := context.WithTimeout(ctx, pendingListTimeout)
-	defer cancel()
-	pending, err := p.c.PendingJoinTokens(pctx)
+	// Listing operations asks every member; a hung one must not hide the members too
+	// (the call is bounded by the request timeout, like every other).
+	pending, err := p.c.PendingJoinTokens(ctx)
 	if err != nil {
 		s.PendingProblem = apperr.PublicMessage(incusErr(err, "list the pending join tokens"))
 		return s, nil

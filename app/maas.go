@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/admission"
@@ -43,10 +42,12 @@ func maasErr(err error, doing string) error {
 		return apperr.Wrap(err, apperr.FailedPrecondition, "MAAS refused to %s: %s", doing, msg)
 	case errors.Is(err, maas.ErrCACertificateServed):
 		return apperr.Wrap(err, apperr.Unavailable, "cannot %s: MAAS serves a certificate marked as a CA, which Apelora refuses; give MAAS a proper leaf certificate", doing)
+	case maas.UntrustedCertificate(err):
+		return apperr.Wrap(err, apperr.Unavailable, "cannot %s: MAAS's certificate is not trusted (it changed, or APELORA_MAAS_CA_FILE holds another CA); put the CA that signed it, or MAAS's new certificate itself, in APELORA_MAAS_CA_FILE: the file is re-read on the next call, no restart needed", doing)
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, context.DeadlineExceeded):
-		return apperr.Wrap(err, apperr.Unavailable, "MAAS did not answer in time to %s: check that MAAS is up and reachable", doing)
+		return apperr.Wrap(err, apperr.Unavailable, "MAAS did not answer %s to %s: check that MAAS is up and reachable (if it was only slow, it may still carry the step out: look at the machine before trying again), or raise %s", within(err), doing, EnvRequestTimeout)
 	default:
 		return apperr.Wrap(err, apperr.Unavailable, "MAAS could not be reached to %s: check APELORA_MAAS_URL, its certificate (APELORA_MAAS_CA_FILE) and that MAAS is up", doing)
 	}
@@ -71,13 +72,10 @@ func (p maasPorts) machine(m maas.Machine, err error, doing string) (provisionin
 	return toMAASMachine(m), nil
 }
 
-// readTimeout bounds a read people wait on (the fleet view, an admission check), retries
-// included, so an unreachable MAAS is reported instead of holding the answer.
-const readTimeout = 8 * time.Second
+// Every call is bounded by the client (the request timeout, retries included), so an
+// unreachable MAAS is reported instead of holding the answer.
 
 func (p maasPorts) Machines(ctx context.Context) ([]provisioning.Machine, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
 	ms, err := p.c.Machines(ctx, maas.MachineFilter{})
 	if err != nil {
 		return nil, maasErr(err, "list the MAAS machines")
@@ -142,8 +140,6 @@ func (p maasPorts) HardwareUUID(ctx context.Context, id string) (string, error) 
 
 // TestingStatus is what the admission's hardware-test check reads.
 func (p maasPorts) TestingStatus(ctx context.Context, id string) (int, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, readTimeout)
-	defer cancel()
 	m, err := p.c.Machine(ctx, id)
 	if err != nil {
 		return 0, "", maasErr(err, "read MAAS machine "+id)

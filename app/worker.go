@@ -113,11 +113,10 @@ func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
 func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log *slog.Logger) error {
 	var clients []*incus.Client
 	for _, u := range append([]string{""}, cfg.ExtraIncusURLs...) {
-		ic := cfg.Incus
+		ic := cfg.incusClient(log)
 		if u != "" {
 			ic.URL = u
 		}
-		ic.Logger = log
 		c, err := incus.New(ic)
 		if err != nil {
 			return err
@@ -125,8 +124,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		defer c.Close()
 		clients = append(clients, c)
 	}
-	mc := cfg.MAAS
-	mc.Logger = log
+	// Each MAAS read and power command is bounded by the request timeout; a live
+	// power-state read by max(75 s, it), as MAAS itself waits up to 60 s for the BMC.
+	mc := cfg.maasClient(log)
 	mc.MaxRetries = -1 // the worker retries every round itself; a round must not stall on retries
 	client, err := maas.New(mc)
 	if err != nil {
@@ -139,6 +139,6 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		Log: log,
 	}
 	log.Info("apelora-worker starting", "worker", cfg.Name, "limits", cfg.Limits.Describe(), "poll", cfg.Poll.String(),
-		"drill_interval", cfg.DrillInterval.String(), "incus", clients[0].Endpoint(), "incus_fallbacks", len(clients)-1, "maas", client)
+		"drill_interval", cfg.DrillInterval.String(), "request_timeout", cfg.upstreamTimeout().String(), "incus", clients[0].Endpoint(), "incus_fallbacks", len(clients)-1, "maas", client)
 	return w.Run(ctx)
 }

@@ -6,6 +6,8 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // Code is the stable machine-readable kind of an error, returned in GraphQL
@@ -22,7 +24,15 @@ const (
 	FailedPrecondition Code = "FAILED_PRECONDITION"
 	Unavailable        Code = "UNAVAILABLE"
 	Internal           Code = "INTERNAL"
+	// RequestTooLarge is a request body over the server's limit (HTTP 413).
+	RequestTooLarge Code = "REQUEST_TOO_LARGE"
+	// RateLimited is a client address that failed authentication too often (HTTP 429).
+	RateLimited Code = "RATE_LIMITED"
 )
+
+// Codes lists every code the API answers with, in the order the README documents them.
+var Codes = []Code{Unauthenticated, Forbidden, InvalidInput, NotFound, AlreadyExists, Busy,
+	FailedPrecondition, Unavailable, Internal, RequestTooLarge, RateLimited}
 
 // Error is an error an administrator can act on.
 type Error struct {
@@ -97,4 +107,25 @@ func Text(err error) string {
 		return e.Message
 	}
 	return err.Error()
+}
+
+// QuoteLimit is how many bytes of a value an error message quotes.
+const QuoteLimit = 64
+
+// Quote returns s quoted for an error message: at most QuoteLimit bytes of it, with NUL,
+// control characters and invalid UTF-8 escaped, and its length when it was cut. Every
+// message that echoes a caller's value uses it, so a megabyte value is never sent back
+// (or stored in the audit trail) whole.
+func Quote(s string) string {
+	if len(s) <= QuoteLimit {
+		return strconv.Quote(s)
+	}
+	cut := QuoteLimit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if cut == 0 {
+		cut = QuoteLimit
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes)", len(s))
 }

@@ -153,12 +153,22 @@ func isSecretKey(k string) bool {
 	return false
 }
 
-// Filter selects events for a page of the audit trail.
+// Filter selects events for a page of the audit trail. Empty fields match every event.
 type Filter struct {
 	Machine string
+	Actor   string
+	Outcome Outcome
 	// Before, when non-zero, keeps events with a smaller id (the page cursor).
 	Before int64
 	Limit  int
+}
+
+// Matches reports whether a live event passes the filter's machine, actor and outcome, as
+// a page of the trail selects them.
+func (f Filter) Matches(e Event) bool {
+	return (f.Machine == "" || e.Machine == f.Machine) &&
+		(f.Actor == "" || e.Actor == f.Actor) &&
+		(f.Outcome == "" || e.Outcome == f.Outcome)
 }
 
 // SetMachine names the machine the action turned out to be about (for example the machine

@@ -26,6 +26,7 @@ import (
 	"github.com/apelora/fabric/app"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/incuslab"
+	"github.com/apelora/fabric/internal/producttest"
 )
 
 // BenchmarkFleetQuery300 is the benchmark of the fleet query: 300 simulated MAAS
@@ -48,10 +49,7 @@ func BenchmarkFleetQuery300(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, token, err := identity.Create(ctx, db.Store, "bench", []identity.Permission{identity.ManageInfrastructure})
-	if err != nil {
-		b.Fatal(err)
-	}
+	token := producttest.CreateIdentity(b, db.Store, "bench", identity.ManageInfrastructure)
 	post := func(query string, vars map[string]any) map[string]any {
 		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 		req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body))

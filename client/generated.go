@@ -961,20 +961,244 @@ func (v *ApproveEnrolmentResponse) GetApproveEnrolment() ApproveEnrolmentApprove
 	return v.ApproveEnrolment
 }
 
+// AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload includes the requested fields of the GraphQL type AssignHardwareProfilePayload.
+type AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload struct {
+	Machine AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine `json:"machine"`
+	// The profile the machine had before; null for none.
+	PreviousProfile *string `json:"previousProfile"`
+}
+
+// GetMachine returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload.Machine, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload) GetMachine() AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine {
+	return v.Machine
+}
+
+// GetPreviousProfile returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload.PreviousProfile, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload) GetPreviousProfile() *string {
+	return v.PreviousProfile
+}
+
+// AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine struct {
+	Name string `json:"name"`
+	// Where the machine is in its lifecycle, derived from the record and Incus.
+	Phase Phase `json:"phase"`
+	// The hardware profile admission compares the machine with; null when none is assigned.
+	HardwareProfile *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile `json:"hardwareProfile"`
+}
+
+// GetName returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine.Name, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine) GetName() string {
+	return v.Name
+}
+
+// GetPhase returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine.Phase, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine) GetPhase() Phase {
+	return v.Phase
+}
+
+// GetHardwareProfile returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine.HardwareProfile, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine) GetHardwareProfile() *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile {
+	return v.HardwareProfile
+}
+
+// AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile includes the requested fields of the GraphQL type HardwareProfile.
+// The GraphQL type's documentation follows.
+//
+// What a class of machine must have. Every minimum of 0 asks nothing.
+type AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile struct {
+	HardwareProfileFields `json:"-"`
+}
+
+// GetName returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.Name, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetName() string {
+	return v.HardwareProfileFields.Name
+}
+
+// GetDescription returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.Description, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetDescription() string {
+	return v.HardwareProfileFields.Description
+}
+
+// GetArchitecture returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.Architecture, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetArchitecture() string {
+	return v.HardwareProfileFields.Architecture
+}
+
+// GetMinCpuCores returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.MinCpuCores, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetMinCpuCores() int {
+	return v.HardwareProfileFields.MinCpuCores
+}
+
+// GetMinMemoryMiB returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.MinMemoryMiB, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetMinMemoryMiB() int {
+	return v.HardwareProfileFields.MinMemoryMiB
+}
+
+// GetMinDisks returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.MinDisks, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetMinDisks() int {
+	return v.HardwareProfileFields.MinDisks
+}
+
+// GetMinDiskSizeGB returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.MinDiskSizeGB, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetMinDiskSizeGB() int {
+	return v.HardwareProfileFields.MinDiskSizeGB
+}
+
+// GetMinNics returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.MinNics, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetMinNics() int {
+	return v.HardwareProfileFields.MinNics
+}
+
+// GetMinNicSpeedMbps returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.MinNicSpeedMbps, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetMinNicSpeedMbps() int {
+	return v.HardwareProfileFields.MinNicSpeedMbps
+}
+
+// GetSetBy returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.SetBy, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetSetBy() string {
+	return v.HardwareProfileFields.SetBy
+}
+
+// GetSetAt returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.SetAt, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetSetAt() time.Time {
+	return v.HardwareProfileFields.SetAt
+}
+
+// GetMachines returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile.Machines, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) GetMachines() []string {
+	return v.HardwareProfileFields.Machines
+}
+
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.HardwareProfileFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile struct {
+	Name string `json:"name"`
+
+	Description string `json:"description"`
+
+	Architecture string `json:"architecture"`
+
+	MinCpuCores int `json:"minCpuCores"`
+
+	MinMemoryMiB int `json:"minMemoryMiB"`
+
+	MinDisks int `json:"minDisks"`
+
+	MinDiskSizeGB int `json:"minDiskSizeGB"`
+
+	MinNics int `json:"minNics"`
+
+	MinNicSpeedMbps int `json:"minNicSpeedMbps"`
+
+	SetBy string `json:"setBy"`
+
+	SetAt time.Time `json:"setAt"`
+
+	Machines []string `json:"machines"`
+}
+
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile) __premarshalJSON() (*__premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile, error) {
+	var retval __premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachineHardwareProfile
+
+	retval.Name = v.HardwareProfileFields.Name
+	retval.Description = v.HardwareProfileFields.Description
+	retval.Architecture = v.HardwareProfileFields.Architecture
+	retval.MinCpuCores = v.HardwareProfileFields.MinCpuCores
+	retval.MinMemoryMiB = v.HardwareProfileFields.MinMemoryMiB
+	retval.MinDisks = v.HardwareProfileFields.MinDisks
+	retval.MinDiskSizeGB = v.HardwareProfileFields.MinDiskSizeGB
+	retval.MinNics = v.HardwareProfileFields.MinNics
+	retval.MinNicSpeedMbps = v.HardwareProfileFields.MinNicSpeedMbps
+	retval.SetBy = v.HardwareProfileFields.SetBy
+	retval.SetAt = v.HardwareProfileFields.SetAt
+	retval.Machines = v.HardwareProfileFields.Machines
+	return &retval, nil
+}
+
+type AssignHardwareProfileInput struct {
+	// The registered machine's name.
+	Machine string `json:"machine"`
+	// The hardware profile's name.
+	Profile string `json:"profile"`
+}
+
+// GetMachine returns AssignHardwareProfileInput.Machine, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileInput) GetMachine() string { return v.Machine }
+
+// GetProfile returns AssignHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileInput) GetProfile() string { return v.Profile }
+
+// AssignHardwareProfileResponse is returned by AssignHardwareProfile on success.
+type AssignHardwareProfileResponse struct {
+	// Assign a hardware profile to a registered machine (replacing the one it had): its
+	// admission checks compare it with the profile from now on.
+	AssignHardwareProfile AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload `json:"assignHardwareProfile"`
+}
+
+// GetAssignHardwareProfile returns AssignHardwareProfileResponse.AssignHardwareProfile, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileResponse) GetAssignHardwareProfile() AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload {
+	return v.AssignHardwareProfile
+}
+
 // AuditEventFields includes the GraphQL fields of AuditEvent requested by the fragment AuditEventFields.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation, allowed or refused, writes exactly one.
+// One audited action: every mutation call, allowed or refused, writes exactly one. A request
+// refused as a whole (no valid token, or refused before it ran) writes one for the request.
+// Each event is bounded: see the README's Limits.
 type AuditEventFields struct {
 	Id string    `json:"id"`
 	At time.Time `json:"at"`
 	// The identity that acted (or `anonymous` for an unauthenticated attempt).
 	Actor string `json:"actor"`
-	// The mutation, e.g. `registerMachine`.
+	// The mutation, e.g. `registerMachine` (the first one, when a request was refused as a
+	// whole: `details.mutations` lists them and `details.calls` counts them), or
+	// `rejectedRequest` (a POST refused before its operation could be read: too large, too
+	// slow, not JSON, a batch, a query that does not parse) or `rateLimited` (an address's
+	// requests refused for failing authentication too often, at most one event per address a
+	// minute, `details.refused` counting them).
 	Action string `json:"action"`
 	// The machine the action was about, when there was one.
 	Machine *string `json:"machine"`
-	// The mutation's arguments, with secrets removed.
+	// The mutation's arguments, with secrets removed. A string longer than 1 KiB, or holding
+	// NUL or invalid UTF-8, is kept as `{text, bytes, sha256, truncated, escaped}`: its start,
+	// its length and the SHA-256 of its bytes; lists and objects keep 64 entries.
 	Parameters map[string]any `json:"parameters"`
 	Outcome    AuditOutcome   `json:"outcome"`
 	// Why it failed or was refused.
@@ -1018,7 +1242,9 @@ func (v *AuditEventFields) GetDetails() map[string]any { return v.Details }
 // AuditEventRecordedAuditEventRecordedAuditEvent includes the requested fields of the GraphQL type AuditEvent.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation, allowed or refused, writes exactly one.
+// One audited action: every mutation call, allowed or refused, writes exactly one. A request
+// refused as a whole (no valid token, or refused before it ran) writes one for the request.
+// Each event is bounded: see the README's Limits.
 type AuditEventRecordedAuditEventRecordedAuditEvent struct {
 	AuditEventFields `json:"-"`
 }
@@ -1144,8 +1370,8 @@ func (v *AuditEventRecordedAuditEventRecordedAuditEvent) __premarshalJSON() (*__
 
 // AuditEventRecordedResponse is returned by AuditEventRecorded on success.
 type AuditEventRecordedResponse struct {
-	// Audit events as they are recorded (by any API replica). `machine` keeps only the events
-	// about that machine.
+	// Audit events as they are recorded (by any API replica). `machine`, `actor` and `outcome`
+	// keep only the events that match, as in auditEvents.
 	AuditEventRecorded AuditEventRecordedAuditEventRecordedAuditEvent `json:"auditEventRecorded"`
 }
 
@@ -1189,7 +1415,9 @@ func (v *AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdge) GetNode(
 // AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdgeNodeAuditEvent includes the requested fields of the GraphQL type AuditEvent.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation, allowed or refused, writes exactly one.
+// One audited action: every mutation call, allowed or refused, writes exactly one. A request
+// refused as a whole (no valid token, or refused before it ran) writes one for the request.
+// Each event is bounded: see the README's Limits.
 type AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdgeNodeAuditEvent struct {
 	AuditEventFields `json:"-"`
 }
@@ -1334,7 +1562,8 @@ func (v *AuditEventsAuditEventsAuditEventConnectionPageInfo) GetEndCursor() *str
 // AuditEventsResponse is returned by AuditEvents on success.
 type AuditEventsResponse struct {
 	// The audit trail, newest first. `first` is 1–500 (default 50); `after` is an `endCursor`
-	// from an earlier page; `machine` keeps only the events about that machine.
+	// from an earlier page; `machine` keeps only the events about that machine, `actor` those
+	// of that identity, `outcome` those with that outcome.
 	AuditEvents AuditEventsAuditEventsAuditEventConnection `json:"auditEvents"`
 }
 
@@ -1379,6 +1608,62 @@ var AllCheckResult = []CheckResult{
 	CheckResultNotChecked,
 }
 
+// ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload includes the requested fields of the GraphQL type ClearHardwareProfilePayload.
+type ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload struct {
+	Machine ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine `json:"machine"`
+	// The profile the machine had; null when it had none.
+	PreviousProfile *string `json:"previousProfile"`
+}
+
+// GetMachine returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload.Machine, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload) GetMachine() ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine {
+	return v.Machine
+}
+
+// GetPreviousProfile returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload.PreviousProfile, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload) GetPreviousProfile() *string {
+	return v.PreviousProfile
+}
+
+// ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine struct {
+	Name string `json:"name"`
+	// Where the machine is in its lifecycle, derived from the record and Incus.
+	Phase Phase `json:"phase"`
+}
+
+// GetName returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine.Name, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine) GetName() string {
+	return v.Name
+}
+
+// GetPhase returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine.Phase, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine) GetPhase() Phase {
+	return v.Phase
+}
+
+type ClearHardwareProfileInput struct {
+	Machine string `json:"machine"`
+}
+
+// GetMachine returns ClearHardwareProfileInput.Machine, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileInput) GetMachine() string { return v.Machine }
+
+// ClearHardwareProfileResponse is returned by ClearHardwareProfile on success.
+type ClearHardwareProfileResponse struct {
+	// Clear a machine's hardware profile: admission compares it with none.
+	ClearHardwareProfile ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload `json:"clearHardwareProfile"`
+}
+
+// GetClearHardwareProfile returns ClearHardwareProfileResponse.ClearHardwareProfile, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileResponse) GetClearHardwareProfile() ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload {
+	return v.ClearHardwareProfile
+}
+
 // ClusterClusterClusterView includes the requested fields of the GraphQL type ClusterView.
 // The GraphQL type's documentation follows.
 //
@@ -1388,9 +1673,12 @@ type ClusterClusterClusterView struct {
 	HealingThreshold *int `json:"healingThreshold"`
 	// Incus's cluster.offline_threshold in seconds; null when Incus could not be asked.
 	OfflineThreshold *int `json:"offlineThreshold"`
-	Members          int  `json:"members"`
-	OfflineMembers   int  `json:"offlineMembers"`
-	// Members with no fence mapping: nothing powers them off if they die.
+	// How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why).
+	Members *int `json:"members"`
+	// How many of them Incus reports offline; null when Incus could not be asked.
+	OfflineMembers *int `json:"offlineMembers"`
+	// Members with no fence mapping: nothing powers them off if they die. Null when Incus could
+	// not be asked.
 	UnmappedMembers []string `json:"unmappedMembers"`
 	// The fence worker's last report; null when no worker has ever led.
 	FenceWorker *ClusterClusterClusterViewFenceWorker             `json:"fenceWorker"`
@@ -1404,10 +1692,10 @@ func (v *ClusterClusterClusterView) GetHealingThreshold() *int { return v.Healin
 func (v *ClusterClusterClusterView) GetOfflineThreshold() *int { return v.OfflineThreshold }
 
 // GetMembers returns ClusterClusterClusterView.Members, and is useful for accessing the field via an interface.
-func (v *ClusterClusterClusterView) GetMembers() int { return v.Members }
+func (v *ClusterClusterClusterView) GetMembers() *int { return v.Members }
 
 // GetOfflineMembers returns ClusterClusterClusterView.OfflineMembers, and is useful for accessing the field via an interface.
-func (v *ClusterClusterClusterView) GetOfflineMembers() int { return v.OfflineMembers }
+func (v *ClusterClusterClusterView) GetOfflineMembers() *int { return v.OfflineMembers }
 
 // GetUnmappedMembers returns ClusterClusterClusterView.UnmappedMembers, and is useful for accessing the field via an interface.
 func (v *ClusterClusterClusterView) GetUnmappedMembers() []string { return v.UnmappedMembers }
@@ -1488,7 +1776,7 @@ type ClusterWarningCode string
 const (
 	// Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice.
 	ClusterWarningCodeHealingEnabled ClusterWarningCode = "HEALING_ENABLED"
-	// Incus could not be asked.
+	// Incus is not configured, or could not be asked (the message says why); the member counts are null.
 	ClusterWarningCodeIncusUnavailable ClusterWarningCode = "INCUS_UNAVAILABLE"
 	// No apelora-worker has ever led: dead members are not fenced.
 	ClusterWarningCodeNoFenceWorker ClusterWarningCode = "NO_FENCE_WORKER"
@@ -1723,6 +2011,173 @@ type CommissionMachineResponse struct {
 // GetCommissionMachine returns CommissionMachineResponse.CommissionMachine, and is useful for accessing the field via an interface.
 func (v *CommissionMachineResponse) GetCommissionMachine() CommissionMachineCommissionMachineMaasMachinePayload {
 	return v.CommissionMachine
+}
+
+// CreateIdentityCreateIdentityCreateIdentityPayload includes the requested fields of the GraphQL type CreateIdentityPayload.
+type CreateIdentityCreateIdentityCreateIdentityPayload struct {
+	Identity CreateIdentityCreateIdentityCreateIdentityPayloadIdentity `json:"identity"`
+	// The bearer token (`Authorization: Bearer …`), shown only in this answer.
+	Token string `json:"token"`
+}
+
+// GetIdentity returns CreateIdentityCreateIdentityCreateIdentityPayload.Identity, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetIdentity() CreateIdentityCreateIdentityCreateIdentityPayloadIdentity {
+	return v.Identity
+}
+
+// GetToken returns CreateIdentityCreateIdentityCreateIdentityPayload.Token, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetToken() string { return v.Token }
+
+// CreateIdentityCreateIdentityCreateIdentityPayloadIdentity includes the requested fields of the GraphQL type Identity.
+// The GraphQL type's documentation follows.
+//
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
+type CreateIdentityCreateIdentityCreateIdentityPayloadIdentity struct {
+	IdentityFields `json:"-"`
+}
+
+// GetName returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.Name, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetName() string {
+	return v.IdentityFields.Name
+}
+
+// GetPermissions returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.Permissions, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetPermissions() []Permission {
+	return v.IdentityFields.Permissions
+}
+
+// GetCreatedAt returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.CreatedAt, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetCreatedAt() time.Time {
+	return v.IdentityFields.CreatedAt
+}
+
+// GetLastUsedAt returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.LastUsedAt, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetLastUsedAt() *time.Time {
+	return v.IdentityFields.LastUsedAt
+}
+
+// GetExpiresAt returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetExpiresAt() *time.Time {
+	return v.IdentityFields.ExpiresAt
+}
+
+// GetRevokedAt returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.RevokedAt, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetRevokedAt() *time.Time {
+	return v.IdentityFields.RevokedAt
+}
+
+// GetRevokedBy returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.RevokedBy, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetRevokedBy() *string {
+	return v.IdentityFields.RevokedBy
+}
+
+// GetActive returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.Active, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetActive() bool {
+	return v.IdentityFields.Active
+}
+
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*CreateIdentityCreateIdentityCreateIdentityPayloadIdentity
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.CreateIdentityCreateIdentityCreateIdentityPayloadIdentity = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.IdentityFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadIdentity struct {
+	Name string `json:"name"`
+
+	Permissions []Permission `json:"permissions"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	RevokedAt *time.Time `json:"revokedAt"`
+
+	RevokedBy *string `json:"revokedBy"`
+
+	Active bool `json:"active"`
+}
+
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) __premarshalJSON() (*__premarshalCreateIdentityCreateIdentityCreateIdentityPayloadIdentity, error) {
+	var retval __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadIdentity
+
+	retval.Name = v.IdentityFields.Name
+	retval.Permissions = v.IdentityFields.Permissions
+	retval.CreatedAt = v.IdentityFields.CreatedAt
+	retval.LastUsedAt = v.IdentityFields.LastUsedAt
+	retval.ExpiresAt = v.IdentityFields.ExpiresAt
+	retval.RevokedAt = v.IdentityFields.RevokedAt
+	retval.RevokedBy = v.IdentityFields.RevokedBy
+	retval.Active = v.IdentityFields.Active
+	return &retval, nil
+}
+
+type CreateIdentityInput struct {
+	// 1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter.
+	Name        string       `json:"name"`
+	Permissions []Permission `json:"permissions"`
+	// When it stops working. Give this or expiresIn, or neither for no expiry.
+	ExpiresAt *time.Time `json:"expiresAt"`
+	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
+	ExpiresIn *string `json:"expiresIn"`
+}
+
+// GetName returns CreateIdentityInput.Name, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetName() string { return v.Name }
+
+// GetPermissions returns CreateIdentityInput.Permissions, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetPermissions() []Permission { return v.Permissions }
+
+// GetExpiresAt returns CreateIdentityInput.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetExpiresAt() *time.Time { return v.ExpiresAt }
+
+// GetExpiresIn returns CreateIdentityInput.ExpiresIn, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetExpiresIn() *string { return v.ExpiresIn }
+
+// CreateIdentityResponse is returned by CreateIdentity on success.
+type CreateIdentityResponse struct {
+	// Create an identity. The answer carries its bearer token once (with
+	// `Cache-Control: no-store`); Apelora keeps only its hash, so a lost token means a new
+	// identity. Refused: a name in use (revoked identities keep theirs), no permission,
+	// HARDWARE_DELETE without MANAGE_INFRASTRUCTURE (it would grant nothing), a permission
+	// the caller does not hold, an expiry not in the future.
+	CreateIdentity CreateIdentityCreateIdentityCreateIdentityPayload `json:"createIdentity"`
+}
+
+// GetCreateIdentity returns CreateIdentityResponse.CreateIdentity, and is useful for accessing the field via an interface.
+func (v *CreateIdentityResponse) GetCreateIdentity() CreateIdentityCreateIdentityCreateIdentityPayload {
+	return v.CreateIdentity
 }
 
 // FenceEventFields includes the GraphQL fields of FenceEvent requested by the fragment FenceEventFields.
@@ -2882,6 +3337,382 @@ type FleetResponse struct {
 
 // GetFleet returns FleetResponse.Fleet, and is useful for accessing the field via an interface.
 func (v *FleetResponse) GetFleet() FleetFleet { return v.Fleet }
+
+// HardwareProfileFields includes the GraphQL fields of HardwareProfile requested by the fragment HardwareProfileFields.
+// The GraphQL type's documentation follows.
+//
+// What a class of machine must have. Every minimum of 0 asks nothing.
+type HardwareProfileFields struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// The kernel's name for the architecture (x86_64, aarch64 …), as Incus reports it.
+	Architecture string `json:"architecture"`
+	// Logical CPUs (hardware threads), as MAAS's cpu_count and Incus count them.
+	MinCpuCores  int `json:"minCpuCores"`
+	MinMemoryMiB int `json:"minMemoryMiB"`
+	// How many disks must have at least minDiskSizeGB each.
+	MinDisks int `json:"minDisks"`
+	// Decimal gigabytes (10^9 bytes), as disks are sold.
+	MinDiskSizeGB int `json:"minDiskSizeGB"`
+	// How many network ports must reach minNicSpeedMbps each.
+	MinNics int `json:"minNics"`
+	// Link speed in Mbit/s. A port whose speed is not known (no link, or a driver that does not
+	// say) counts towards minNics but cannot prove the speed: the check then warns.
+	MinNicSpeedMbps int `json:"minNicSpeedMbps"`
+	// The identity that declared (or last replaced) it.
+	SetBy string    `json:"setBy"`
+	SetAt time.Time `json:"setAt"`
+	// The machines it is assigned to, by name.
+	Machines []string `json:"machines"`
+}
+
+// GetName returns HardwareProfileFields.Name, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetName() string { return v.Name }
+
+// GetDescription returns HardwareProfileFields.Description, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetDescription() string { return v.Description }
+
+// GetArchitecture returns HardwareProfileFields.Architecture, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetArchitecture() string { return v.Architecture }
+
+// GetMinCpuCores returns HardwareProfileFields.MinCpuCores, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetMinCpuCores() int { return v.MinCpuCores }
+
+// GetMinMemoryMiB returns HardwareProfileFields.MinMemoryMiB, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetMinMemoryMiB() int { return v.MinMemoryMiB }
+
+// GetMinDisks returns HardwareProfileFields.MinDisks, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetMinDisks() int { return v.MinDisks }
+
+// GetMinDiskSizeGB returns HardwareProfileFields.MinDiskSizeGB, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetMinDiskSizeGB() int { return v.MinDiskSizeGB }
+
+// GetMinNics returns HardwareProfileFields.MinNics, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetMinNics() int { return v.MinNics }
+
+// GetMinNicSpeedMbps returns HardwareProfileFields.MinNicSpeedMbps, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetMinNicSpeedMbps() int { return v.MinNicSpeedMbps }
+
+// GetSetBy returns HardwareProfileFields.SetBy, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetSetBy() string { return v.SetBy }
+
+// GetSetAt returns HardwareProfileFields.SetAt, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetSetAt() time.Time { return v.SetAt }
+
+// GetMachines returns HardwareProfileFields.Machines, and is useful for accessing the field via an interface.
+func (v *HardwareProfileFields) GetMachines() []string { return v.Machines }
+
+// HardwareProfilesHardwareProfilesHardwareProfile includes the requested fields of the GraphQL type HardwareProfile.
+// The GraphQL type's documentation follows.
+//
+// What a class of machine must have. Every minimum of 0 asks nothing.
+type HardwareProfilesHardwareProfilesHardwareProfile struct {
+	HardwareProfileFields `json:"-"`
+}
+
+// GetName returns HardwareProfilesHardwareProfilesHardwareProfile.Name, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetName() string {
+	return v.HardwareProfileFields.Name
+}
+
+// GetDescription returns HardwareProfilesHardwareProfilesHardwareProfile.Description, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetDescription() string {
+	return v.HardwareProfileFields.Description
+}
+
+// GetArchitecture returns HardwareProfilesHardwareProfilesHardwareProfile.Architecture, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetArchitecture() string {
+	return v.HardwareProfileFields.Architecture
+}
+
+// GetMinCpuCores returns HardwareProfilesHardwareProfilesHardwareProfile.MinCpuCores, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetMinCpuCores() int {
+	return v.HardwareProfileFields.MinCpuCores
+}
+
+// GetMinMemoryMiB returns HardwareProfilesHardwareProfilesHardwareProfile.MinMemoryMiB, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetMinMemoryMiB() int {
+	return v.HardwareProfileFields.MinMemoryMiB
+}
+
+// GetMinDisks returns HardwareProfilesHardwareProfilesHardwareProfile.MinDisks, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetMinDisks() int {
+	return v.HardwareProfileFields.MinDisks
+}
+
+// GetMinDiskSizeGB returns HardwareProfilesHardwareProfilesHardwareProfile.MinDiskSizeGB, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetMinDiskSizeGB() int {
+	return v.HardwareProfileFields.MinDiskSizeGB
+}
+
+// GetMinNics returns HardwareProfilesHardwareProfilesHardwareProfile.MinNics, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetMinNics() int {
+	return v.HardwareProfileFields.MinNics
+}
+
+// GetMinNicSpeedMbps returns HardwareProfilesHardwareProfilesHardwareProfile.MinNicSpeedMbps, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetMinNicSpeedMbps() int {
+	return v.HardwareProfileFields.MinNicSpeedMbps
+}
+
+// GetSetBy returns HardwareProfilesHardwareProfilesHardwareProfile.SetBy, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetSetBy() string {
+	return v.HardwareProfileFields.SetBy
+}
+
+// GetSetAt returns HardwareProfilesHardwareProfilesHardwareProfile.SetAt, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetSetAt() time.Time {
+	return v.HardwareProfileFields.SetAt
+}
+
+// GetMachines returns HardwareProfilesHardwareProfilesHardwareProfile.Machines, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) GetMachines() []string {
+	return v.HardwareProfileFields.Machines
+}
+
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*HardwareProfilesHardwareProfilesHardwareProfile
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.HardwareProfilesHardwareProfilesHardwareProfile = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.HardwareProfileFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalHardwareProfilesHardwareProfilesHardwareProfile struct {
+	Name string `json:"name"`
+
+	Description string `json:"description"`
+
+	Architecture string `json:"architecture"`
+
+	MinCpuCores int `json:"minCpuCores"`
+
+	MinMemoryMiB int `json:"minMemoryMiB"`
+
+	MinDisks int `json:"minDisks"`
+
+	MinDiskSizeGB int `json:"minDiskSizeGB"`
+
+	MinNics int `json:"minNics"`
+
+	MinNicSpeedMbps int `json:"minNicSpeedMbps"`
+
+	SetBy string `json:"setBy"`
+
+	SetAt time.Time `json:"setAt"`
+
+	Machines []string `json:"machines"`
+}
+
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *HardwareProfilesHardwareProfilesHardwareProfile) __premarshalJSON() (*__premarshalHardwareProfilesHardwareProfilesHardwareProfile, error) {
+	var retval __premarshalHardwareProfilesHardwareProfilesHardwareProfile
+
+	retval.Name = v.HardwareProfileFields.Name
+	retval.Description = v.HardwareProfileFields.Description
+	retval.Architecture = v.HardwareProfileFields.Architecture
+	retval.MinCpuCores = v.HardwareProfileFields.MinCpuCores
+	retval.MinMemoryMiB = v.HardwareProfileFields.MinMemoryMiB
+	retval.MinDisks = v.HardwareProfileFields.MinDisks
+	retval.MinDiskSizeGB = v.HardwareProfileFields.MinDiskSizeGB
+	retval.MinNics = v.HardwareProfileFields.MinNics
+	retval.MinNicSpeedMbps = v.HardwareProfileFields.MinNicSpeedMbps
+	retval.SetBy = v.HardwareProfileFields.SetBy
+	retval.SetAt = v.HardwareProfileFields.SetAt
+	retval.Machines = v.HardwareProfileFields.Machines
+	return &retval, nil
+}
+
+// HardwareProfilesResponse is returned by HardwareProfiles on success.
+type HardwareProfilesResponse struct {
+	// Every hardware profile, ordered by name, with the machines each is assigned to.
+	HardwareProfiles []HardwareProfilesHardwareProfilesHardwareProfile `json:"hardwareProfiles"`
+}
+
+// GetHardwareProfiles returns HardwareProfilesResponse.HardwareProfiles, and is useful for accessing the field via an interface.
+func (v *HardwareProfilesResponse) GetHardwareProfiles() []HardwareProfilesHardwareProfilesHardwareProfile {
+	return v.HardwareProfiles
+}
+
+// IdentitiesIdentitiesIdentity includes the requested fields of the GraphQL type Identity.
+// The GraphQL type's documentation follows.
+//
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
+type IdentitiesIdentitiesIdentity struct {
+	IdentityFields `json:"-"`
+}
+
+// GetName returns IdentitiesIdentitiesIdentity.Name, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetName() string { return v.IdentityFields.Name }
+
+// GetPermissions returns IdentitiesIdentitiesIdentity.Permissions, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetPermissions() []Permission {
+	return v.IdentityFields.Permissions
+}
+
+// GetCreatedAt returns IdentitiesIdentitiesIdentity.CreatedAt, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetCreatedAt() time.Time { return v.IdentityFields.CreatedAt }
+
+// GetLastUsedAt returns IdentitiesIdentitiesIdentity.LastUsedAt, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetLastUsedAt() *time.Time { return v.IdentityFields.LastUsedAt }
+
+// GetExpiresAt returns IdentitiesIdentitiesIdentity.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetExpiresAt() *time.Time { return v.IdentityFields.ExpiresAt }
+
+// GetRevokedAt returns IdentitiesIdentitiesIdentity.RevokedAt, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetRevokedAt() *time.Time { return v.IdentityFields.RevokedAt }
+
+// GetRevokedBy returns IdentitiesIdentitiesIdentity.RevokedBy, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetRevokedBy() *string { return v.IdentityFields.RevokedBy }
+
+// GetActive returns IdentitiesIdentitiesIdentity.Active, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetActive() bool { return v.IdentityFields.Active }
+
+func (v *IdentitiesIdentitiesIdentity) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*IdentitiesIdentitiesIdentity
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.IdentitiesIdentitiesIdentity = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.IdentityFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalIdentitiesIdentitiesIdentity struct {
+	Name string `json:"name"`
+
+	Permissions []Permission `json:"permissions"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	RevokedAt *time.Time `json:"revokedAt"`
+
+	RevokedBy *string `json:"revokedBy"`
+
+	Active bool `json:"active"`
+}
+
+func (v *IdentitiesIdentitiesIdentity) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *IdentitiesIdentitiesIdentity) __premarshalJSON() (*__premarshalIdentitiesIdentitiesIdentity, error) {
+	var retval __premarshalIdentitiesIdentitiesIdentity
+
+	retval.Name = v.IdentityFields.Name
+	retval.Permissions = v.IdentityFields.Permissions
+	retval.CreatedAt = v.IdentityFields.CreatedAt
+	retval.LastUsedAt = v.IdentityFields.LastUsedAt
+	retval.ExpiresAt = v.IdentityFields.ExpiresAt
+	retval.RevokedAt = v.IdentityFields.RevokedAt
+	retval.RevokedBy = v.IdentityFields.RevokedBy
+	retval.Active = v.IdentityFields.Active
+	return &retval, nil
+}
+
+// IdentitiesResponse is returned by Identities on success.
+type IdentitiesResponse struct {
+	// Every identity, revoked and expired ones included, oldest first. Tokens are never shown.
+	Identities []IdentitiesIdentitiesIdentity `json:"identities"`
+}
+
+// GetIdentities returns IdentitiesResponse.Identities, and is useful for accessing the field via an interface.
+func (v *IdentitiesResponse) GetIdentities() []IdentitiesIdentitiesIdentity { return v.Identities }
+
+// IdentityFields includes the GraphQL fields of Identity requested by the fragment IdentityFields.
+// The GraphQL type's documentation follows.
+//
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
+type IdentityFields struct {
+	Name        string       `json:"name"`
+	Permissions []Permission `json:"permissions"`
+	CreatedAt   time.Time    `json:"createdAt"`
+	// Its last successful authentication, to within a minute; null when never used.
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+	// When it stops working; null when it never expires.
+	ExpiresAt *time.Time `json:"expiresAt"`
+	// When it was revoked; null while it is not.
+	RevokedAt *time.Time `json:"revokedAt"`
+	// Who revoked it: an identity's name, or `local:USER` for `apelora identity revoke` on the server.
+	RevokedBy *string `json:"revokedBy"`
+	// Whether its token works now: neither revoked nor expired.
+	Active bool `json:"active"`
+}
+
+// GetName returns IdentityFields.Name, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetName() string { return v.Name }
+
+// GetPermissions returns IdentityFields.Permissions, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetPermissions() []Permission { return v.Permissions }
+
+// GetCreatedAt returns IdentityFields.CreatedAt, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetCreatedAt() time.Time { return v.CreatedAt }
+
+// GetLastUsedAt returns IdentityFields.LastUsedAt, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetLastUsedAt() *time.Time { return v.LastUsedAt }
+
+// GetExpiresAt returns IdentityFields.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetExpiresAt() *time.Time { return v.ExpiresAt }
+
+// GetRevokedAt returns IdentityFields.RevokedAt, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetRevokedAt() *time.Time { return v.RevokedAt }
+
+// GetRevokedBy returns IdentityFields.RevokedBy, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetRevokedBy() *string { return v.RevokedBy }
+
+// GetActive returns IdentityFields.Active, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetActive() bool { return v.Active }
 
 type InstallOperatingSystemInput struct {
 	// The registered MAAS machine (its Apelora name, which becomes its Incus member name).
@@ -4551,6 +5382,181 @@ func (v *RemoveFenceMappingResponse) GetRemoveFenceMapping() RemoveFenceMappingR
 	return v.RemoveFenceMapping
 }
 
+type RemoveHardwareProfileInput struct {
+	Profile string `json:"profile"`
+}
+
+// GetProfile returns RemoveHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileInput) GetProfile() string { return v.Profile }
+
+// RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload includes the requested fields of the GraphQL type RemoveHardwareProfilePayload.
+type RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload struct {
+	// The profile that was removed.
+	Removed RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile `json:"removed"`
+}
+
+// GetRemoved returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload.Removed, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload) GetRemoved() RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile {
+	return v.Removed
+}
+
+// RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile includes the requested fields of the GraphQL type HardwareProfile.
+// The GraphQL type's documentation follows.
+//
+// What a class of machine must have. Every minimum of 0 asks nothing.
+type RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile struct {
+	HardwareProfileFields `json:"-"`
+}
+
+// GetName returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.Name, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetName() string {
+	return v.HardwareProfileFields.Name
+}
+
+// GetDescription returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.Description, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetDescription() string {
+	return v.HardwareProfileFields.Description
+}
+
+// GetArchitecture returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.Architecture, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetArchitecture() string {
+	return v.HardwareProfileFields.Architecture
+}
+
+// GetMinCpuCores returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.MinCpuCores, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetMinCpuCores() int {
+	return v.HardwareProfileFields.MinCpuCores
+}
+
+// GetMinMemoryMiB returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.MinMemoryMiB, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetMinMemoryMiB() int {
+	return v.HardwareProfileFields.MinMemoryMiB
+}
+
+// GetMinDisks returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.MinDisks, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetMinDisks() int {
+	return v.HardwareProfileFields.MinDisks
+}
+
+// GetMinDiskSizeGB returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.MinDiskSizeGB, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetMinDiskSizeGB() int {
+	return v.HardwareProfileFields.MinDiskSizeGB
+}
+
+// GetMinNics returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.MinNics, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetMinNics() int {
+	return v.HardwareProfileFields.MinNics
+}
+
+// GetMinNicSpeedMbps returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.MinNicSpeedMbps, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetMinNicSpeedMbps() int {
+	return v.HardwareProfileFields.MinNicSpeedMbps
+}
+
+// GetSetBy returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.SetBy, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetSetBy() string {
+	return v.HardwareProfileFields.SetBy
+}
+
+// GetSetAt returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.SetAt, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetSetAt() time.Time {
+	return v.HardwareProfileFields.SetAt
+}
+
+// GetMachines returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile.Machines, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) GetMachines() []string {
+	return v.HardwareProfileFields.Machines
+}
+
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.HardwareProfileFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile struct {
+	Name string `json:"name"`
+
+	Description string `json:"description"`
+
+	Architecture string `json:"architecture"`
+
+	MinCpuCores int `json:"minCpuCores"`
+
+	MinMemoryMiB int `json:"minMemoryMiB"`
+
+	MinDisks int `json:"minDisks"`
+
+	MinDiskSizeGB int `json:"minDiskSizeGB"`
+
+	MinNics int `json:"minNics"`
+
+	MinNicSpeedMbps int `json:"minNicSpeedMbps"`
+
+	SetBy string `json:"setBy"`
+
+	SetAt time.Time `json:"setAt"`
+
+	Machines []string `json:"machines"`
+}
+
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile) __premarshalJSON() (*__premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile, error) {
+	var retval __premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile
+
+	retval.Name = v.HardwareProfileFields.Name
+	retval.Description = v.HardwareProfileFields.Description
+	retval.Architecture = v.HardwareProfileFields.Architecture
+	retval.MinCpuCores = v.HardwareProfileFields.MinCpuCores
+	retval.MinMemoryMiB = v.HardwareProfileFields.MinMemoryMiB
+	retval.MinDisks = v.HardwareProfileFields.MinDisks
+	retval.MinDiskSizeGB = v.HardwareProfileFields.MinDiskSizeGB
+	retval.MinNics = v.HardwareProfileFields.MinNics
+	retval.MinNicSpeedMbps = v.HardwareProfileFields.MinNicSpeedMbps
+	retval.SetBy = v.HardwareProfileFields.SetBy
+	retval.SetAt = v.HardwareProfileFields.SetAt
+	retval.Machines = v.HardwareProfileFields.Machines
+	return &retval, nil
+}
+
+// RemoveHardwareProfileResponse is returned by RemoveHardwareProfile on success.
+type RemoveHardwareProfileResponse struct {
+	// Remove a hardware profile. Refused while it is assigned to a machine: assign those
+	// machines another profile, or clear theirs, first.
+	RemoveHardwareProfile RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload `json:"removeHardwareProfile"`
+}
+
+// GetRemoveHardwareProfile returns RemoveHardwareProfileResponse.RemoveHardwareProfile, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileResponse) GetRemoveHardwareProfile() RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload {
+	return v.RemoveHardwareProfile
+}
+
 type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force"`
@@ -4682,6 +5688,152 @@ type RemoveMemberResponse struct {
 // GetRemoveMember returns RemoveMemberResponse.RemoveMember, and is useful for accessing the field via an interface.
 func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveMemberPayload {
 	return v.RemoveMember
+}
+
+type RevokeIdentityInput struct {
+	Name string `json:"name"`
+}
+
+// GetName returns RevokeIdentityInput.Name, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityInput) GetName() string { return v.Name }
+
+// RevokeIdentityResponse is returned by RevokeIdentity on success.
+type RevokeIdentityResponse struct {
+	// Revoke an identity at once: its token is refused from the next request, and its open
+	// websockets are closed (code 4403) on every API replica within seconds. The identity
+	// stays in the list. The last active identity with MANAGE_INFRASTRUCTURE cannot be revoked
+	// here (create another first, or use `apelora identity revoke` on the server).
+	RevokeIdentity RevokeIdentityRevokeIdentityRevokeIdentityPayload `json:"revokeIdentity"`
+}
+
+// GetRevokeIdentity returns RevokeIdentityResponse.RevokeIdentity, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityResponse) GetRevokeIdentity() RevokeIdentityRevokeIdentityRevokeIdentityPayload {
+	return v.RevokeIdentity
+}
+
+// RevokeIdentityRevokeIdentityRevokeIdentityPayload includes the requested fields of the GraphQL type RevokeIdentityPayload.
+type RevokeIdentityRevokeIdentityRevokeIdentityPayload struct {
+	Identity RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity `json:"identity"`
+}
+
+// GetIdentity returns RevokeIdentityRevokeIdentityRevokeIdentityPayload.Identity, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayload) GetIdentity() RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity {
+	return v.Identity
+}
+
+// RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity includes the requested fields of the GraphQL type Identity.
+// The GraphQL type's documentation follows.
+//
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
+type RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity struct {
+	IdentityFields `json:"-"`
+}
+
+// GetName returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.Name, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetName() string {
+	return v.IdentityFields.Name
+}
+
+// GetPermissions returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.Permissions, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetPermissions() []Permission {
+	return v.IdentityFields.Permissions
+}
+
+// GetCreatedAt returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.CreatedAt, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetCreatedAt() time.Time {
+	return v.IdentityFields.CreatedAt
+}
+
+// GetLastUsedAt returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.LastUsedAt, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetLastUsedAt() *time.Time {
+	return v.IdentityFields.LastUsedAt
+}
+
+// GetExpiresAt returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.ExpiresAt, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetExpiresAt() *time.Time {
+	return v.IdentityFields.ExpiresAt
+}
+
+// GetRevokedAt returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.RevokedAt, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetRevokedAt() *time.Time {
+	return v.IdentityFields.RevokedAt
+}
+
+// GetRevokedBy returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.RevokedBy, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetRevokedBy() *string {
+	return v.IdentityFields.RevokedBy
+}
+
+// GetActive returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.Active, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetActive() bool {
+	return v.IdentityFields.Active
+}
+
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.IdentityFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity struct {
+	Name string `json:"name"`
+
+	Permissions []Permission `json:"permissions"`
+
+	CreatedAt time.Time `json:"createdAt"`
+
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+
+	ExpiresAt *time.Time `json:"expiresAt"`
+
+	RevokedAt *time.Time `json:"revokedAt"`
+
+	RevokedBy *string `json:"revokedBy"`
+
+	Active bool `json:"active"`
+}
+
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) __premarshalJSON() (*__premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity, error) {
+	var retval __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity
+
+	retval.Name = v.IdentityFields.Name
+	retval.Permissions = v.IdentityFields.Permissions
+	retval.CreatedAt = v.IdentityFields.CreatedAt
+	retval.LastUsedAt = v.IdentityFields.LastUsedAt
+	retval.ExpiresAt = v.IdentityFields.ExpiresAt
+	retval.RevokedAt = v.IdentityFields.RevokedAt
+	retval.RevokedBy = v.IdentityFields.RevokedBy
+	retval.Active = v.IdentityFields.Active
+	return &retval, nil
 }
 
 type RevokeJoinTokenInput struct {
@@ -5235,6 +6387,376 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMappin
 	return v.HardwareUuid
 }
 
+type SetHardwareProfileInput struct {
+	// The profile's name: 1–63 characters, lower-case letters, digits and hyphens, starting
+	// with a letter and not ending with a hyphen.
+	Profile string `json:"profile"`
+	// Free text for administrators, at most 1024 characters.
+	Description *string `json:"description"`
+	// x86_64, aarch64, ppc64le, s390x, riscv64, i686, armv7l or loongarch64; Debian's and MAAS's names (amd64, arm64 …) are accepted too.
+	Architecture string `json:"architecture"`
+	// 0–16384.
+	MinCpuCores *int `json:"minCpuCores"`
+	// 0–67108864 (64 TiB).
+	MinMemoryMiB *int `json:"minMemoryMiB"`
+	// 0–256.
+	MinDisks *int `json:"minDisks"`
+	// 0–1000000 (1 PB); needs minDisks.
+	MinDiskSizeGB *int `json:"minDiskSizeGB"`
+	// 0–64.
+	MinNics *int `json:"minNics"`
+	// 0–1600000; needs minNics.
+	MinNicSpeedMbps *int `json:"minNicSpeedMbps"`
+}
+
+// GetProfile returns SetHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetProfile() string { return v.Profile }
+
+// GetDescription returns SetHardwareProfileInput.Description, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetDescription() *string { return v.Description }
+
+// GetArchitecture returns SetHardwareProfileInput.Architecture, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetArchitecture() string { return v.Architecture }
+
+// GetMinCpuCores returns SetHardwareProfileInput.MinCpuCores, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetMinCpuCores() *int { return v.MinCpuCores }
+
+// GetMinMemoryMiB returns SetHardwareProfileInput.MinMemoryMiB, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetMinMemoryMiB() *int { return v.MinMemoryMiB }
+
+// GetMinDisks returns SetHardwareProfileInput.MinDisks, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetMinDisks() *int { return v.MinDisks }
+
+// GetMinDiskSizeGB returns SetHardwareProfileInput.MinDiskSizeGB, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetMinDiskSizeGB() *int { return v.MinDiskSizeGB }
+
+// GetMinNics returns SetHardwareProfileInput.MinNics, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetMinNics() *int { return v.MinNics }
+
+// GetMinNicSpeedMbps returns SetHardwareProfileInput.MinNicSpeedMbps, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetMinNicSpeedMbps() *int { return v.MinNicSpeedMbps }
+
+// SetHardwareProfileResponse is returned by SetHardwareProfile on success.
+type SetHardwareProfileResponse struct {
+	// Declare a hardware profile, or replace the one of the same name: what a class of machine
+	// must have. Admission compares every machine it is assigned to with it, against what MAAS
+	// inventoried at commissioning and what Incus sees on the member; a shortfall fails the
+	// check with both values. A minimum of 0 asks nothing of that aspect.
+	SetHardwareProfile SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload `json:"setHardwareProfile"`
+}
+
+// GetSetHardwareProfile returns SetHardwareProfileResponse.SetHardwareProfile, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileResponse) GetSetHardwareProfile() SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload {
+	return v.SetHardwareProfile
+}
+
+// SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload includes the requested fields of the GraphQL type SetHardwareProfilePayload.
+type SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload struct {
+	Profile SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile `json:"profile"`
+	// The profile this one replaced, if any.
+	Previous *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile `json:"previous"`
+}
+
+// GetProfile returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload.Profile, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetProfile() SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile {
+	return v.Profile
+}
+
+// GetPrevious returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload.Previous, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetPrevious() *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile {
+	return v.Previous
+}
+
+// SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile includes the requested fields of the GraphQL type HardwareProfile.
+// The GraphQL type's documentation follows.
+//
+// What a class of machine must have. Every minimum of 0 asks nothing.
+type SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile struct {
+	HardwareProfileFields `json:"-"`
+}
+
+// GetName returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.Name, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetName() string {
+	return v.HardwareProfileFields.Name
+}
+
+// GetDescription returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.Description, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetDescription() string {
+	return v.HardwareProfileFields.Description
+}
+
+// GetArchitecture returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.Architecture, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetArchitecture() string {
+	return v.HardwareProfileFields.Architecture
+}
+
+// GetMinCpuCores returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.MinCpuCores, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetMinCpuCores() int {
+	return v.HardwareProfileFields.MinCpuCores
+}
+
+// GetMinMemoryMiB returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.MinMemoryMiB, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetMinMemoryMiB() int {
+	return v.HardwareProfileFields.MinMemoryMiB
+}
+
+// GetMinDisks returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.MinDisks, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetMinDisks() int {
+	return v.HardwareProfileFields.MinDisks
+}
+
+// GetMinDiskSizeGB returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.MinDiskSizeGB, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetMinDiskSizeGB() int {
+	return v.HardwareProfileFields.MinDiskSizeGB
+}
+
+// GetMinNics returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.MinNics, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetMinNics() int {
+	return v.HardwareProfileFields.MinNics
+}
+
+// GetMinNicSpeedMbps returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.MinNicSpeedMbps, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetMinNicSpeedMbps() int {
+	return v.HardwareProfileFields.MinNicSpeedMbps
+}
+
+// GetSetBy returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.SetBy, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetSetBy() string {
+	return v.HardwareProfileFields.SetBy
+}
+
+// GetSetAt returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.SetAt, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetSetAt() time.Time {
+	return v.HardwareProfileFields.SetAt
+}
+
+// GetMachines returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile.Machines, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) GetMachines() []string {
+	return v.HardwareProfileFields.Machines
+}
+
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.HardwareProfileFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile struct {
+	Name string `json:"name"`
+
+	Description string `json:"description"`
+
+	Architecture string `json:"architecture"`
+
+	MinCpuCores int `json:"minCpuCores"`
+
+	MinMemoryMiB int `json:"minMemoryMiB"`
+
+	MinDisks int `json:"minDisks"`
+
+	MinDiskSizeGB int `json:"minDiskSizeGB"`
+
+	MinNics int `json:"minNics"`
+
+	MinNicSpeedMbps int `json:"minNicSpeedMbps"`
+
+	SetBy string `json:"setBy"`
+
+	SetAt time.Time `json:"setAt"`
+
+	Machines []string `json:"machines"`
+}
+
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile) __premarshalJSON() (*__premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile, error) {
+	var retval __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile
+
+	retval.Name = v.HardwareProfileFields.Name
+	retval.Description = v.HardwareProfileFields.Description
+	retval.Architecture = v.HardwareProfileFields.Architecture
+	retval.MinCpuCores = v.HardwareProfileFields.MinCpuCores
+	retval.MinMemoryMiB = v.HardwareProfileFields.MinMemoryMiB
+	retval.MinDisks = v.HardwareProfileFields.MinDisks
+	retval.MinDiskSizeGB = v.HardwareProfileFields.MinDiskSizeGB
+	retval.MinNics = v.HardwareProfileFields.MinNics
+	retval.MinNicSpeedMbps = v.HardwareProfileFields.MinNicSpeedMbps
+	retval.SetBy = v.HardwareProfileFields.SetBy
+	retval.SetAt = v.HardwareProfileFields.SetAt
+	retval.Machines = v.HardwareProfileFields.Machines
+	return &retval, nil
+}
+
+// SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile includes the requested fields of the GraphQL type HardwareProfile.
+// The GraphQL type's documentation follows.
+//
+// What a class of machine must have. Every minimum of 0 asks nothing.
+type SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile struct {
+	HardwareProfileFields `json:"-"`
+}
+
+// GetName returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.Name, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetName() string {
+	return v.HardwareProfileFields.Name
+}
+
+// GetDescription returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.Description, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetDescription() string {
+	return v.HardwareProfileFields.Description
+}
+
+// GetArchitecture returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.Architecture, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetArchitecture() string {
+	return v.HardwareProfileFields.Architecture
+}
+
+// GetMinCpuCores returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.MinCpuCores, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetMinCpuCores() int {
+	return v.HardwareProfileFields.MinCpuCores
+}
+
+// GetMinMemoryMiB returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.MinMemoryMiB, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetMinMemoryMiB() int {
+	return v.HardwareProfileFields.MinMemoryMiB
+}
+
+// GetMinDisks returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.MinDisks, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetMinDisks() int {
+	return v.HardwareProfileFields.MinDisks
+}
+
+// GetMinDiskSizeGB returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.MinDiskSizeGB, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetMinDiskSizeGB() int {
+	return v.HardwareProfileFields.MinDiskSizeGB
+}
+
+// GetMinNics returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.MinNics, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetMinNics() int {
+	return v.HardwareProfileFields.MinNics
+}
+
+// GetMinNicSpeedMbps returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.MinNicSpeedMbps, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetMinNicSpeedMbps() int {
+	return v.HardwareProfileFields.MinNicSpeedMbps
+}
+
+// GetSetBy returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.SetBy, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetSetBy() string {
+	return v.HardwareProfileFields.SetBy
+}
+
+// GetSetAt returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.SetAt, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetSetAt() time.Time {
+	return v.HardwareProfileFields.SetAt
+}
+
+// GetMachines returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile.Machines, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) GetMachines() []string {
+	return v.HardwareProfileFields.Machines
+}
+
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.HardwareProfileFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile struct {
+	Name string `json:"name"`
+
+	Description string `json:"description"`
+
+	Architecture string `json:"architecture"`
+
+	MinCpuCores int `json:"minCpuCores"`
+
+	MinMemoryMiB int `json:"minMemoryMiB"`
+
+	MinDisks int `json:"minDisks"`
+
+	MinDiskSizeGB int `json:"minDiskSizeGB"`
+
+	MinNics int `json:"minNics"`
+
+	MinNicSpeedMbps int `json:"minNicSpeedMbps"`
+
+	SetBy string `json:"setBy"`
+
+	SetAt time.Time `json:"setAt"`
+
+	Machines []string `json:"machines"`
+}
+
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile) __premarshalJSON() (*__premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile, error) {
+	var retval __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile
+
+	retval.Name = v.HardwareProfileFields.Name
+	retval.Description = v.HardwareProfileFields.Description
+	retval.Architecture = v.HardwareProfileFields.Architecture
+	retval.MinCpuCores = v.HardwareProfileFields.MinCpuCores
+	retval.MinMemoryMiB = v.HardwareProfileFields.MinMemoryMiB
+	retval.MinDisks = v.HardwareProfileFields.MinDisks
+	retval.MinDiskSizeGB = v.HardwareProfileFields.MinDiskSizeGB
+	retval.MinNics = v.HardwareProfileFields.MinNics
+	retval.MinNicSpeedMbps = v.HardwareProfileFields.MinNicSpeedMbps
+	retval.SetBy = v.HardwareProfileFields.SetBy
+	retval.SetAt = v.HardwareProfileFields.SetAt
+	retval.Machines = v.HardwareProfileFields.Machines
+	return &retval, nil
+}
+
 // SourceFields includes the GraphQL fields of SourceStatus requested by the fragment SourceFields.
 type SourceFields struct {
 	Configured bool `json:"configured"`
@@ -5293,7 +6815,9 @@ func (v *ViewerResponse) GetViewer() ViewerViewerIdentity { return v.Viewer }
 // ViewerViewerIdentity includes the requested fields of the GraphQL type Identity.
 // The GraphQL type's documentation follows.
 //
-// An administrator or an automation account. Created with `apelora identity create`.
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
 type ViewerViewerIdentity struct {
 	Name        string       `json:"name"`
 	Permissions []Permission `json:"permissions"`
@@ -5370,6 +6894,14 @@ type __ApproveEnrolmentInput struct {
 // GetInput returns __ApproveEnrolmentInput.Input, and is useful for accessing the field via an interface.
 func (v *__ApproveEnrolmentInput) GetInput() ApproveEnrolmentInput { return v.Input }
 
+// __AssignHardwareProfileInput is used internally by genqlient
+type __AssignHardwareProfileInput struct {
+	Input AssignHardwareProfileInput `json:"input"`
+}
+
+// GetInput returns __AssignHardwareProfileInput.Input, and is useful for accessing the field via an interface.
+func (v *__AssignHardwareProfileInput) GetInput() AssignHardwareProfileInput { return v.Input }
+
 // __AuditEventRecordedInput is used internally by genqlient
 type __AuditEventRecordedInput struct {
 	Machine *string `json:"machine"`
@@ -5394,6 +6926,14 @@ func (v *__AuditEventsInput) GetAfter() *string { return v.After }
 // GetMachine returns __AuditEventsInput.Machine, and is useful for accessing the field via an interface.
 func (v *__AuditEventsInput) GetMachine() *string { return v.Machine }
 
+// __ClearHardwareProfileInput is used internally by genqlient
+type __ClearHardwareProfileInput struct {
+	Input ClearHardwareProfileInput `json:"input"`
+}
+
+// GetInput returns __ClearHardwareProfileInput.Input, and is useful for accessing the field via an interface.
+func (v *__ClearHardwareProfileInput) GetInput() ClearHardwareProfileInput { return v.Input }
+
 // __CommissionMachineInput is used internally by genqlient
 type __CommissionMachineInput struct {
 	Input CommissionMachineInput `json:"input"`
@@ -5401,6 +6941,14 @@ type __CommissionMachineInput struct {
 
 // GetInput returns __CommissionMachineInput.Input, and is useful for accessing the field via an interface.
 func (v *__CommissionMachineInput) GetInput() CommissionMachineInput { return v.Input }
+
+// __CreateIdentityInput is used internally by genqlient
+type __CreateIdentityInput struct {
+	Input CreateIdentityInput `json:"input"`
+}
+
+// GetInput returns __CreateIdentityInput.Input, and is useful for accessing the field via an interface.
+func (v *__CreateIdentityInput) GetInput() CreateIdentityInput { return v.Input }
 
 // __FenceEventsInput is used internally by genqlient
 type __FenceEventsInput struct {
@@ -5486,6 +7034,14 @@ type __RemoveFenceMappingInput struct {
 // GetMember returns __RemoveFenceMappingInput.Member, and is useful for accessing the field via an interface.
 func (v *__RemoveFenceMappingInput) GetMember() string { return v.Member }
 
+// __RemoveHardwareProfileInput is used internally by genqlient
+type __RemoveHardwareProfileInput struct {
+	Input RemoveHardwareProfileInput `json:"input"`
+}
+
+// GetInput returns __RemoveHardwareProfileInput.Input, and is useful for accessing the field via an interface.
+func (v *__RemoveHardwareProfileInput) GetInput() RemoveHardwareProfileInput { return v.Input }
+
 // __RemoveMemberInput is used internally by genqlient
 type __RemoveMemberInput struct {
 	Input RemoveMemberInput `json:"input"`
@@ -5493,6 +7049,14 @@ type __RemoveMemberInput struct {
 
 // GetInput returns __RemoveMemberInput.Input, and is useful for accessing the field via an interface.
 func (v *__RemoveMemberInput) GetInput() RemoveMemberInput { return v.Input }
+
+// __RevokeIdentityInput is used internally by genqlient
+type __RevokeIdentityInput struct {
+	Input RevokeIdentityInput `json:"input"`
+}
+
+// GetInput returns __RevokeIdentityInput.Input, and is useful for accessing the field via an interface.
+func (v *__RevokeIdentityInput) GetInput() RevokeIdentityInput { return v.Input }
 
 // __RevokeJoinTokenInput is used internally by genqlient
 type __RevokeJoinTokenInput struct {
@@ -5517,6 +7081,14 @@ type __SetFenceMappingInput struct {
 
 // GetInput returns __SetFenceMappingInput.Input, and is useful for accessing the field via an interface.
 func (v *__SetFenceMappingInput) GetInput() SetFenceMappingInput { return v.Input }
+
+// __SetHardwareProfileInput is used internally by genqlient
+type __SetHardwareProfileInput struct {
+	Input SetHardwareProfileInput `json:"input"`
+}
+
+// GetInput returns __SetHardwareProfileInput.Input, and is useful for accessing the field via an interface.
+func (v *__SetHardwareProfileInput) GetInput() SetHardwareProfileInput { return v.Input }
 
 // __UnregisterMachineInput is used internally by genqlient
 type __UnregisterMachineInput struct {
@@ -5824,6 +7396,61 @@ func ApproveEnrolment(
 	return data_, err_
 }
 
+// The mutation executed by AssignHardwareProfile.
+const AssignHardwareProfile_Operation = `
+mutation AssignHardwareProfile ($input: AssignHardwareProfileInput!) {
+	assignHardwareProfile(input: $input) {
+		machine {
+			name
+			phase
+			hardwareProfile {
+				... HardwareProfileFields
+			}
+		}
+		previousProfile
+	}
+}
+fragment HardwareProfileFields on HardwareProfile {
+	name
+	description
+	architecture
+	minCpuCores
+	minMemoryMiB
+	minDisks
+	minDiskSizeGB
+	minNics
+	minNicSpeedMbps
+	setBy
+	setAt
+	machines
+}
+`
+
+func AssignHardwareProfile(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input AssignHardwareProfileInput,
+) (data_ *AssignHardwareProfileResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "AssignHardwareProfile",
+		Query:  AssignHardwareProfile_Operation,
+		Variables: &__AssignHardwareProfileInput{
+			Input: input,
+		},
+	}
+
+	data_ = &AssignHardwareProfileResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The subscription executed by AuditEventRecorded.
 const AuditEventRecorded_Operation = `
 subscription AuditEventRecorded ($machine: String) {
@@ -5949,6 +7576,44 @@ func AuditEvents(
 	return data_, err_
 }
 
+// The mutation executed by ClearHardwareProfile.
+const ClearHardwareProfile_Operation = `
+mutation ClearHardwareProfile ($input: ClearHardwareProfileInput!) {
+	clearHardwareProfile(input: $input) {
+		machine {
+			name
+			phase
+		}
+		previousProfile
+	}
+}
+`
+
+func ClearHardwareProfile(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input ClearHardwareProfileInput,
+) (data_ *ClearHardwareProfileResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "ClearHardwareProfile",
+		Query:  ClearHardwareProfile_Operation,
+		Variables: &__ClearHardwareProfileInput{
+			Input: input,
+		},
+	}
+
+	data_ = &ClearHardwareProfileResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The query executed by Cluster.
 const Cluster_Operation = `
 query Cluster {
@@ -6040,6 +7705,54 @@ func CommissionMachine(
 	}
 
 	data_ = &CommissionMachineResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by CreateIdentity.
+const CreateIdentity_Operation = `
+mutation CreateIdentity ($input: CreateIdentityInput!) {
+	createIdentity(input: $input) {
+		identity {
+			... IdentityFields
+		}
+		token
+	}
+}
+fragment IdentityFields on Identity {
+	name
+	permissions
+	createdAt
+	lastUsedAt
+	expiresAt
+	revokedAt
+	revokedBy
+	active
+}
+`
+
+// The answer carries the bearer token, once.
+func CreateIdentity(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input CreateIdentityInput,
+) (data_ *CreateIdentityResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "CreateIdentity",
+		Query:  CreateIdentity_Operation,
+		Variables: &__CreateIdentityInput{
+			Input: input,
+		},
+	}
+
+	data_ = &CreateIdentityResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
@@ -6320,6 +8033,90 @@ func Fleet(
 	}
 
 	data_ = &FleetResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by HardwareProfiles.
+const HardwareProfiles_Operation = `
+query HardwareProfiles {
+	hardwareProfiles {
+		... HardwareProfileFields
+	}
+}
+fragment HardwareProfileFields on HardwareProfile {
+	name
+	description
+	architecture
+	minCpuCores
+	minMemoryMiB
+	minDisks
+	minDiskSizeGB
+	minNics
+	minNicSpeedMbps
+	setBy
+	setAt
+	machines
+}
+`
+
+func HardwareProfiles(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *HardwareProfilesResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "HardwareProfiles",
+		Query:  HardwareProfiles_Operation,
+	}
+
+	data_ = &HardwareProfilesResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by Identities.
+const Identities_Operation = `
+query Identities {
+	identities {
+		... IdentityFields
+	}
+}
+fragment IdentityFields on Identity {
+	name
+	permissions
+	createdAt
+	lastUsedAt
+	expiresAt
+	revokedAt
+	revokedBy
+	active
+}
+`
+
+func Identities(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *IdentitiesResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "Identities",
+		Query:  Identities_Operation,
+	}
+
+	data_ = &IdentitiesResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
@@ -6843,6 +8640,56 @@ func RemoveFenceMapping(
 	return data_, err_
 }
 
+// The mutation executed by RemoveHardwareProfile.
+const RemoveHardwareProfile_Operation = `
+mutation RemoveHardwareProfile ($input: RemoveHardwareProfileInput!) {
+	removeHardwareProfile(input: $input) {
+		removed {
+			... HardwareProfileFields
+		}
+	}
+}
+fragment HardwareProfileFields on HardwareProfile {
+	name
+	description
+	architecture
+	minCpuCores
+	minMemoryMiB
+	minDisks
+	minDiskSizeGB
+	minNics
+	minNicSpeedMbps
+	setBy
+	setAt
+	machines
+}
+`
+
+func RemoveHardwareProfile(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RemoveHardwareProfileInput,
+) (data_ *RemoveHardwareProfileResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RemoveHardwareProfile",
+		Query:  RemoveHardwareProfile_Operation,
+		Variables: &__RemoveHardwareProfileInput{
+			Input: input,
+		},
+	}
+
+	data_ = &RemoveHardwareProfileResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The mutation executed by RemoveMember.
 const RemoveMember_Operation = `
 mutation RemoveMember ($input: RemoveMemberInput!) {
@@ -6900,6 +8747,52 @@ func RemoveMember(
 	}
 
 	data_ = &RemoveMemberResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by RevokeIdentity.
+const RevokeIdentity_Operation = `
+mutation RevokeIdentity ($input: RevokeIdentityInput!) {
+	revokeIdentity(input: $input) {
+		identity {
+			... IdentityFields
+		}
+	}
+}
+fragment IdentityFields on Identity {
+	name
+	permissions
+	createdAt
+	lastUsedAt
+	expiresAt
+	revokedAt
+	revokedBy
+	active
+}
+`
+
+func RevokeIdentity(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RevokeIdentityInput,
+) (data_ *RevokeIdentityResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RevokeIdentity",
+		Query:  RevokeIdentity_Operation,
+		Variables: &__RevokeIdentityInput{
+			Input: input,
+		},
+	}
+
+	data_ = &RevokeIdentityResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
@@ -7094,6 +8987,59 @@ func SetFenceMapping(
 	}
 
 	data_ = &SetFenceMappingResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by SetHardwareProfile.
+const SetHardwareProfile_Operation = `
+mutation SetHardwareProfile ($input: SetHardwareProfileInput!) {
+	setHardwareProfile(input: $input) {
+		profile {
+			... HardwareProfileFields
+		}
+		previous {
+			... HardwareProfileFields
+		}
+	}
+}
+fragment HardwareProfileFields on HardwareProfile {
+	name
+	description
+	architecture
+	minCpuCores
+	minMemoryMiB
+	minDisks
+	minDiskSizeGB
+	minNics
+	minNicSpeedMbps
+	setBy
+	setAt
+	machines
+}
+`
+
+func SetHardwareProfile(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input SetHardwareProfileInput,
+) (data_ *SetHardwareProfileResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "SetHardwareProfile",
+		Query:  SetHardwareProfile_Operation,
+		Variables: &__SetHardwareProfileInput{
+			Input: input,
+		},
+	}
+
+	data_ = &SetHardwareProfileResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -176,20 +176,7 @@ func TestEnrolmentAdmissionAndRemovalAgainstARealCluster(t *testing.T) {
 	}
 
 	// The admission checks, watched live through the generated client while a report runs.
-	ws, err := client.NewWebSocket(x.e.Base+"/graphql", x.admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wsErrs, err := ws.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	events, _, err := client.AdmissionChecks(ctx, ws, "node-4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond) // let the subscription register before the report
+	events, wsErrs := watchAdmission(ctx, t, x.e.Base, x.admin, "node-4")
 	report := x.must(t, `{ admissionReport(name: "node-4") { runId verdict checks { name result message } } }`, nil)["admissionReport"].(map[string]any)
 	if report["verdict"] != "ADMISSIBLE" {
 		t.Fatalf("report: %v", report)
@@ -220,7 +207,7 @@ func TestEnrolmentAdmissionAndRemovalAgainstARealCluster(t *testing.T) {
 			t.Fatalf("pushed so far: %v", pushed)
 		}
 	}
-	if len(pushed) != 9 {
+	if len(pushed) != 11 {
 		t.Fatalf("pushed %v", pushed)
 	}
 
@@ -285,6 +272,28 @@ func TestEnrolmentAdmissionAndRemovalAgainstARealCluster(t *testing.T) {
 	if !strings.Contains(dump, "approveEnrolment") || !strings.Contains(dump, "joinTokenExpiresAt") {
 		t.Fatal("the dump lacks the approval's audit event: the leak check would prove nothing")
 	}
+}
+
+// watchAdmission subscribes to a machine's admission checks through the generated client
+// (closed when the test ends), and waits until the subscription is registered, so a report
+// run next is seen whole.
+func watchAdmission(ctx context.Context, t *testing.T, base, token, machine string) (chan client.AdmissionChecksWsResponse, chan error) {
+	t.Helper()
+	ws, err := client.NewWebSocket(base+"/graphql", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs, err := ws.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	events, _, err := client.AdmissionChecks(ctx, ws, machine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	return events, errs
 }
 
 // tokenSecret decodes a join token to its secret, to search for it too.
@@ -439,20 +448,7 @@ func TestAdmissionChecksReachSubscribersOnAnotherReplica(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	ws, err := client.NewWebSocket(other.Base+"/graphql", token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	errs, err := ws.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	events, _, err := client.AdmissionChecks(ctx, ws, "m1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
+	events, errs := watchAdmission(ctx, t, other.Base, token, "m1")
 	runID := x.must(t, `{ admissionReport(name: "m1") { runId } }`, nil)["admissionReport"].(map[string]any)["runId"]
 	for {
 		select {

@@ -275,31 +275,38 @@ func (x *fenceEnv) waitFor(what string, cond func() bool) {
 	}
 }
 
-// The worker binary is built once per test run.
-var (
-	workerBinOnce sync.Once
-	workerBin     string
-	workerBinErr  error
-)
+// Commands under test are built once per test run, each into a folder of its own.
+var builds sync.Map // package path → *builtCommand
 
-func buildWorker(t *testing.T) string {
+type builtCommand struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+func buildCommand(t *testing.T, pkg string) string {
 	t.Helper()
-	workerBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "apelora-worker-bin-")
+	v, _ := builds.LoadOrStore(pkg, &builtCommand{})
+	b := v.(*builtCommand)
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "apelora-e2e-bin-")
 		if err != nil {
-			workerBinErr = err
+			b.err = err
 			return
 		}
-		workerBin = filepath.Join(dir, "apelora-worker")
-		out, err := exec.Command("go", "build", "-o", workerBin, "github.com/apelora/fabric/cmd/apelora-worker").CombinedOutput()
-		if err != nil {
-			workerBinErr = fmt.Errorf("build apelora-worker: %v\n%s", err, out)
+		b.bin = filepath.Join(dir, filepath.Base(pkg))
+		if out, err := exec.Command("go", "build", "-o", b.bin, pkg).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
 		}
 	})
-	if workerBinErr != nil {
-		t.Fatal(workerBinErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return workerBin
+	return b.bin
+}
+
+func buildWorker(t *testing.T) string {
+	return buildCommand(t, "github.com/apelora/fabric/cmd/apelora-worker")
 }
 
 // workerProc is one apelora-worker process.

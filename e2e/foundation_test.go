@@ -326,14 +326,14 @@ func TestMutationWhoseAuditCannotBeWrittenChangesNothing(t *testing.T) {
 
 func TestGraphiQLIsServedFromTheBinary(t *testing.T) {
 	e := producttest.Start(t)
-	resp, err := http.Get(e.Base + "/")
+	resp, err := http.Get(e.Base + "/graphiql/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "<html") {
-		t.Fatalf("GET / = %d %.200s", resp.StatusCode, body)
+		t.Fatalf("GET /graphiql/ = %d %.200s", resp.StatusCode, body)
 	}
 	for _, cdn := range []string{"unpkg.com", "jsdelivr", "cdnjs", "esm.sh", "googleapis"} {
 		if strings.Contains(string(body), cdn) {

@@ -106,11 +106,11 @@ func MemberConfig(keys []ConfigKey, overrides []ConfigValue) ([]ConfigValue, err
 	seen := map[string]bool{}
 	for _, o := range overrides {
 		if seen[o.ID()] {
-			return nil, apperr.Invalid("memberConfig", "member config %s is given twice", o.ID())
+			return nil, apperr.Invalid("memberConfig", "member config %s is given twice", apperr.Quote(o.ID()))
 		}
 		seen[o.ID()] = true
 		if strings.ContainsAny(o.Value, "\n\r\x00") {
-			return nil, apperr.Invalid("memberConfig", "member config %s: the value contains a line break or NUL", o.ID())
+			return nil, apperr.Invalid("memberConfig", "member config %s: the value contains a line break or NUL", apperr.Quote(o.ID()))
 		}
 		i := slices.IndexFunc(out, func(v ConfigValue) bool { return v.ID() == o.ID() })
 		if i < 0 {
@@ -118,7 +118,7 @@ func MemberConfig(keys []ConfigKey, overrides []ConfigValue) ([]ConfigValue, err
 			for j, v := range out {
 				known[j] = v.ID()
 			}
-			return nil, apperr.Invalid("memberConfig", "the cluster has no member-specific key %s; it lists: %s", o.ID(), orNone(known))
+			return nil, apperr.Invalid("memberConfig", "the cluster has no member-specific key %s; it lists: %s", apperr.Quote(o.ID()), orNone(known))
 		}
 		out[i].Value = o.Value
 	}
@@ -166,13 +166,13 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 		return nil, err
 	}
 	if snap.Member(name) != nil {
-		return nil, apperr.New(apperr.FailedPrecondition, "%q is already an Incus member: there is nothing to enrol (removeMember first to enrol it again)", name)
+		return nil, apperr.New(apperr.FailedPrecondition, "%s is already an Incus member: there is nothing to enrol (removeMember first to enrol it again)", apperr.Quote(name))
 	}
 	if snap.PendingProblem != "" {
-		return nil, apperr.New(apperr.Unavailable, "cannot tell whether a join token for %q is already pending: %s; try again when every member answers", name, snap.PendingProblem)
+		return nil, apperr.New(apperr.Unavailable, "cannot tell whether a join token for %s is already pending: %s; try again when every member answers", apperr.Quote(name), snap.PendingProblem)
 	}
 	if p := snap.PendingFor(name); p != nil {
-		return nil, apperr.New(apperr.FailedPrecondition, "a join token for %q is already pending (it expires %s): use it, or revoke it with revokeJoinToken before approving again", name, p.ExpiresAt.UTC().Format(time.RFC3339))
+		return nil, apperr.New(apperr.FailedPrecondition, "a join token for %s is already pending (it expires %s): use it, or revoke it with revokeJoinToken before approving again", apperr.Quote(name), p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	keys, err := s.Incus.MemberConfigKeys(ctx)
 	if err != nil {
@@ -224,7 +224,7 @@ func (s *Service) Revoke(ctx context.Context, name string) error {
 			return apperr.New(apperr.Unavailable, "cannot list the pending join tokens: %s; try again when every member answers", snap.PendingProblem)
 		}
 		if p == nil {
-			return apperr.New(apperr.NotFound, "no pending join token for %q: nothing to revoke", name)
+			return apperr.New(apperr.NotFound, "no pending join token for %s: nothing to revoke", apperr.Quote(name))
 		}
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("joinTokenExpiresAt", p.ExpiresAt.UTC().Format(time.RFC3339))
@@ -247,7 +247,7 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		}
 		m := snap.Member(name)
 		if m == nil {
-			return apperr.New(apperr.NotFound, "%q is not an Incus member: nothing to remove", name)
+			return apperr.New(apperr.NotFound, "%s is not an Incus member: nothing to remove", apperr.Quote(name))
 		}
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("memberStatus", m.Status)

@@ -53,7 +53,7 @@ func ValidateMember(name string) error {
 func NormalizeUUID(s string) (string, error) {
 	u := strings.ToLower(strings.TrimSpace(s))
 	if !uuidPattern.MatchString(u) {
-		return "", apperr.Invalid("hardwareUuid", "hardware UUID %q is not a UUID (8-4-4-4-12 hexadecimal digits, as MAAS shows it in the machine's hardware_uuid)", s)
+		return "", apperr.Invalid("hardwareUuid", "hardware UUID %s is not a UUID (8-4-4-4-12 hexadecimal digits, as MAAS shows it in the machine's hardware_uuid)", apperr.Quote(s))
 	}
 	return u, nil
 }
@@ -61,7 +61,7 @@ func NormalizeUUID(s string) (string, error) {
 // ValidateSystemID checks a MAAS system id.
 func ValidateSystemID(id string) error {
 	if !systemIDPattern.MatchString(id) {
-		return apperr.Invalid("maasSystemId", "MAAS system id %q is not valid: MAAS system ids are 4–16 lower-case letters and digits", id)
+		return apperr.Invalid("maasSystemId", "MAAS system id %s is not valid: MAAS system ids are 4–16 lower-case letters and digits", apperr.Quote(id))
 	}
 	return nil
 }

@@ -120,11 +120,11 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 		}
 		if rec != nil && rec.MAASSystemID != "" && rec.MAASSystemID != systemID {
 			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "maasSystemId", Message: fmt.Sprintf(
-				"machine %q is registered from MAAS as system id %q, not %q: map it to the machine it was registered as, or fix the registration", in.Member, rec.MAASSystemID, systemID)}
+				"machine %s is registered from MAAS as system id %s, not %s: map it to the machine it was registered as, or fix the registration", apperr.Quote(in.Member), apperr.Quote(rec.MAASSystemID), apperr.Quote(systemID))}
 		}
 		if rec != nil && rec.HardwareUUID != "" && !SameUUID(rec.HardwareUUID, uuid) {
 			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "hardwareUuid", Message: fmt.Sprintf(
-				"machine %q was registered with hardware UUID %s, not %s: check which machine this is", in.Member, rec.HardwareUUID, uuid)}
+				"machine %s was registered with hardware UUID %s, not %s: check which machine this is", apperr.Quote(in.Member), rec.HardwareUUID, uuid)}
 		}
 	}
 	res := &MappingResult{Mapping: Mapping{Member: in.Member, SystemID: systemID, HardwareUUID: uuid, SetBy: actor, SetAt: s.now().UTC()}}
@@ -135,7 +135,7 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 		m, err := s.MAAS.Machine(ctx, systemID)
 		switch {
 		case errors.Is(err, ErrMachineNotFound):
-			return nil, &apperr.Error{Code: apperr.NotFound, Field: "maasSystemId", Message: fmt.Sprintf("MAAS has no machine with system id %q: copy the system id from MAAS", systemID)}
+			return nil, &apperr.Error{Code: apperr.NotFound, Field: "maasSystemId", Message: fmt.Sprintf("MAAS has no machine with system id %s: copy the system id from MAAS", apperr.Quote(systemID))}
 		case err != nil:
 			return nil, apperr.Wrap(err, apperr.Unavailable, "MAAS could not be asked to check machine %s, so the mapping was not saved: check APELORA_MAAS_URL and that MAAS is up, then try again", systemID)
 		case m.HardwareUUID == "":
@@ -182,7 +182,7 @@ func (s *Service) RemoveMapping(ctx context.Context, member string) (*Mapping, e
 			return err
 		}
 		if m == nil {
-			return &apperr.Error{Code: apperr.NotFound, Field: "member", Message: fmt.Sprintf("%q has no fence mapping", member)}
+			return &apperr.Error{Code: apperr.NotFound, Field: "member", Message: fmt.Sprintf("%s has no fence mapping", apperr.Quote(member))}
 		}
 		removed = m
 		if a := audit.ActionFrom(ctx); a != nil {
@@ -208,7 +208,7 @@ func (s *Service) Events(ctx context.Context, f EventFilter) ([]Event, error) {
 func ParseEventID(field, s string) (int64, error) {
 	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil || id < 0 {
-		return 0, apperr.Invalid(field, "%q is not a fence event id: pass the id of the last event you received", s)
+		return 0, apperr.Invalid(field, "%s is not a fence event id: pass the id of the last event you received", apperr.Quote(s))
 	}
 	return id, nil
 }
@@ -319,11 +319,13 @@ type ClusterView struct {
 	// cluster.offline_threshold in seconds; nil when Incus could not be asked.
 	HealingThreshold *int
 	OfflineThreshold *int
-	Members          int
-	OfflineMembers   int
-	UnmappedMembers  []string
-	Worker           *WorkerStatus
-	Warnings         []ClusterWarning
+	// Members and OfflineMembers are nil, and UnmappedMembers too, when Incus could not be
+	// asked for its members: "unknown" is never shown as 0 (a WarnIncusUnavailable says why).
+	Members         *int
+	OfflineMembers  *int
+	UnmappedMembers []string
+	Worker          *WorkerStatus
+	Warnings        []ClusterWarning
 }
 
 // Cluster reads the cluster view: Incus's settings that matter to fencing, the fence worker,
@@ -366,10 +368,11 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 	if err != nil {
 		return nil, err
 	}
+	total, down := len(snap.Members), 0
+	v.Members, v.OfflineMembers, v.UnmappedMembers = &total, &down, []string{}
 	for _, m := range snap.Members {
-		v.Members++
 		if m.Status == "Offline" {
-			v.OfflineMembers++
+			down++
 		}
 		if _, ok := statuses[m.Name]; !ok {
 			v.UnmappedMembers = append(v.UnmappedMembers, m.Name)

@@ -305,7 +305,7 @@ func TestClusterViewWarns(t *testing.T) {
 	for _, w := range v.Warnings {
 		codes = append(codes, w.Code)
 	}
-	if *v.HealingThreshold != 30 || *v.OfflineThreshold != 20 || v.Members != 3 || v.OfflineMembers != 1 ||
+	if *v.HealingThreshold != 30 || *v.OfflineThreshold != 20 || *v.Members != 3 || *v.OfflineMembers != 1 ||
 		!slices.Equal(v.UnmappedMembers, []string{"m2", "m3"}) || !slices.Equal(codes, []string{WarnNoFenceWorker, WarnHealingEnabled, WarnUnmappedMembers}) {
 		t.Fatalf("view %+v codes %v", v, codes)
 	}
@@ -320,5 +320,34 @@ func TestClusterViewWarns(t *testing.T) {
 	v, _ = s.Cluster(context.Background())
 	if v.Warnings[0].Code != WarnWorkerSilent {
 		t.Fatalf("silent worker %+v", v.Warnings)
+	}
+}
+
+type failingCluster struct{ err error }
+
+func (f failingCluster) ServerConfig(context.Context) (map[string]string, error) { return nil, f.err }
+func (f failingCluster) Snapshot(context.Context) (*membership.Snapshot, error)  { return nil, f.err }
+
+// A cluster view never shows "could not ask" as 0 members.
+func TestClusterViewSaysWhenIncusCouldNotBeAsked(t *testing.T) {
+	hung := apperr.New(apperr.Unavailable, "Incus did not answer within 2s while trying to list the cluster members")
+	st := &apiStore{mappings: map[string]Mapping{}, ws: &WorkerStatus{Worker: "w1", LastRoundAt: t0, PollInterval: 5 * time.Second}}
+	for name, s := range map[string]*Service{
+		"configuration unreadable": {Store: st, Now: func() time.Time { return t0 }, Incus: failingCluster{hung}, Membership: failingCluster{hung}},
+		"members unreadable":       {Store: st, Now: func() time.Time { return t0 }, Incus: clusterConfig{}, Membership: failingCluster{hung}},
+		"not configured":           {Store: st, Now: func() time.Time { return t0 }},
+	} {
+		v, err := s.Cluster(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if v.Members != nil || v.OfflineMembers != nil || v.UnmappedMembers != nil {
+			t.Errorf("%s: counts %v/%v, unmapped %v; want unknown (nil)", name, v.Members, v.OfflineMembers, v.UnmappedMembers)
+		}
+		if len(v.Warnings) != 1 || v.Warnings[0].Code != WarnIncusUnavailable {
+			t.Errorf("%s: warnings %+v, want one INCUS_UNAVAILABLE", name, v.Warnings)
+		} else if name != "not configured" && v.Warnings[0].Message != hung.Message {
+			t.Errorf("%s: warning %q does not give the reason", name, v.Warnings[0].Message)
+		}
 	}
 }

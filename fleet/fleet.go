@@ -9,6 +9,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
@@ -23,6 +24,7 @@ type Machine struct {
 	Pending  *membership.PendingJoin // a pending join token for the name
 	MAAS     *provisioning.Machine   // nil when MAAS does not report it (or is unknown)
 	Fence    *fencing.Status         // nil when the member has no fence mapping
+	Profile  *hardware.Profile       // the record's hardware profile; nil for none
 	Phase    lifecycle.Phase
 	Warnings []lifecycle.Warning
 }
@@ -57,9 +59,9 @@ type MAASMachines interface {
 	Machines(ctx context.Context) ([]provisioning.Machine, error)
 }
 
-// Service assembles the fleet view. Whatever the fleet's size, a view costs one read of
-// the records, one of the admissions, two Incus calls (members, pending tokens) and one
-// MAAS call (the machine list).
+// Service assembles the fleet view. Whatever the fleet's size, a view costs one read
+// each of the records, the hardware profiles and the admissions, two Incus calls
+// (members, pending tokens) and one MAAS call (the machine list).
 type Service struct {
 	Records    Records
 	Admissions Admissions
@@ -69,6 +71,13 @@ type Service struct {
 	MAAS MAASMachines
 	// Fences reads every fence mapping with its drill in one query; nil: none shown.
 	Fences FenceStatuses
+	// Profiles reads every hardware profile in one query; nil: none shown.
+	Profiles HardwareProfiles
+}
+
+// HardwareProfiles lists the declared hardware profiles.
+type HardwareProfiles interface {
+	Profiles(ctx context.Context) ([]hardware.Profile, error)
 }
 
 // FenceStatuses reads the fence mappings, their last drills and the members' outages.
@@ -82,6 +91,7 @@ type sources struct {
 	admitted map[string]bool
 	maas     []provisioning.Machine
 	fences   map[string]fencing.Status
+	profiles map[string]*hardware.Profile
 	view     View
 }
 
@@ -94,6 +104,16 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 	if s.Fences != nil {
 		if src.fences, err = s.Fences.Statuses(ctx); err != nil {
 			return nil, err
+		}
+	}
+	if s.Profiles != nil {
+		ps, err := s.Profiles.Profiles(ctx)
+		if err != nil {
+			return nil, err
+		}
+		src.profiles = make(map[string]*hardware.Profile, len(ps))
+		for i := range ps {
+			src.profiles[ps[i].Name] = &ps[i]
 		}
 	}
 	type maasAnswer struct {
@@ -197,6 +217,7 @@ func (src *sources) join() []Machine {
 		rec := &src.records[i]
 		r := row(rec.Name)
 		r.Record = rec
+		r.Profile = src.profiles[rec.HardwareProfile]
 		if rec.MAASSystemID != "" {
 			bySystemID[rec.MAASSystemID] = r
 		}

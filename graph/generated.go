@@ -77,6 +77,11 @@ type ComplexityRoot struct {
 		ScriptURL    func(childComplexity int) int
 	}
 
+	AssignHardwareProfilePayload struct {
+		Machine         func(childComplexity int) int
+		PreviousProfile func(childComplexity int) int
+	}
+
 	AuditEvent struct {
 		Action     func(childComplexity int) int
 		Actor      func(childComplexity int) int
@@ -100,6 +105,11 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	ClearHardwareProfilePayload struct {
+		Machine         func(childComplexity int) int
+		PreviousProfile func(childComplexity int) int
+	}
+
 	ClusterView struct {
 		FenceWorker      func(childComplexity int) int
 		HealingThreshold func(childComplexity int) int
@@ -113,6 +123,11 @@ type ComplexityRoot struct {
 	ClusterWarning struct {
 		Code    func(childComplexity int) int
 		Message func(childComplexity int) int
+	}
+
+	CreateIdentityPayload struct {
+		Identity func(childComplexity int) int
+		Token    func(childComplexity int) int
 	}
 
 	ErasePreview struct {
@@ -182,10 +197,30 @@ type ComplexityRoot struct {
 		Maas  func(childComplexity int) int
 	}
 
+	HardwareProfile struct {
+		Architecture    func(childComplexity int) int
+		Description     func(childComplexity int) int
+		Machines        func(childComplexity int) int
+		MinCPUCores     func(childComplexity int) int
+		MinDiskSizeGb   func(childComplexity int) int
+		MinDisks        func(childComplexity int) int
+		MinMemoryMiB    func(childComplexity int) int
+		MinNicSpeedMbps func(childComplexity int) int
+		MinNics         func(childComplexity int) int
+		Name            func(childComplexity int) int
+		SetAt           func(childComplexity int) int
+		SetBy           func(childComplexity int) int
+	}
+
 	Identity struct {
+		Active      func(childComplexity int) int
 		CreatedAt   func(childComplexity int) int
+		ExpiresAt   func(childComplexity int) int
+		LastUsedAt  func(childComplexity int) int
 		Name        func(childComplexity int) int
 		Permissions func(childComplexity int) int
+		RevokedAt   func(childComplexity int) int
+		RevokedBy   func(childComplexity int) int
 	}
 
 	InstallOperatingSystemPayload struct {
@@ -224,9 +259,17 @@ type ComplexityRoot struct {
 		Machine func(childComplexity int) int
 	}
 
+	MaasStepAvailability struct {
+		Allowed func(childComplexity int) int
+		Reason  func(childComplexity int) int
+		Step    func(childComplexity int) int
+	}
+
 	Machine struct {
 		Fence            func(childComplexity int) int
+		HardwareProfile  func(childComplexity int) int
 		Maas             func(childComplexity int) int
+		MaasSteps        func(childComplexity int) int
 		Member           func(childComplexity int) int
 		Name             func(childComplexity int) int
 		PendingJoinToken func(childComplexity int) int
@@ -236,13 +279,14 @@ type ComplexityRoot struct {
 	}
 
 	MachineRecord struct {
-		Description  func(childComplexity int) int
-		HardwareUUID func(childComplexity int) int
-		MaasSystemID func(childComplexity int) int
-		Name         func(childComplexity int) int
-		Provisioner  func(childComplexity int) int
-		RegisteredAt func(childComplexity int) int
-		RegisteredBy func(childComplexity int) int
+		Description     func(childComplexity int) int
+		HardwareProfile func(childComplexity int) int
+		HardwareUUID    func(childComplexity int) int
+		MaasSystemID    func(childComplexity int) int
+		Name            func(childComplexity int) int
+		Provisioner     func(childComplexity int) int
+		RegisteredAt    func(childComplexity int) int
+		RegisteredBy    func(childComplexity int) int
 	}
 
 	Member struct {
@@ -277,15 +321,21 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AdmitMember            func(childComplexity int, input model.AdmitMemberInput) int
 		ApproveEnrolment       func(childComplexity int, input model.ApproveEnrolmentInput) int
+		AssignHardwareProfile  func(childComplexity int, input model.AssignHardwareProfileInput) int
+		ClearHardwareProfile   func(childComplexity int, input model.ClearHardwareProfileInput) int
 		CommissionMachine      func(childComplexity int, input model.CommissionMachineInput) int
+		CreateIdentity         func(childComplexity int, input model.CreateIdentityInput) int
 		InstallOperatingSystem func(childComplexity int, input model.InstallOperatingSystemInput) int
 		RegisterMachine        func(childComplexity int, input model.RegisterMachineInput) int
 		ReleaseMachine         func(childComplexity int, input model.ReleaseMachineInput) int
 		RemoveFenceMapping     func(childComplexity int, input model.RemoveFenceMappingInput) int
+		RemoveHardwareProfile  func(childComplexity int, input model.RemoveHardwareProfileInput) int
 		RemoveMember           func(childComplexity int, input model.RemoveMemberInput) int
+		RevokeIdentity         func(childComplexity int, input model.RevokeIdentityInput) int
 		RevokeJoinToken        func(childComplexity int, input model.RevokeJoinTokenInput) int
 		RunHardwareTests       func(childComplexity int, input model.RunHardwareTestsInput) int
 		SetFenceMapping        func(childComplexity int, input model.SetFenceMappingInput) int
+		SetHardwareProfile     func(childComplexity int, input model.SetHardwareProfileInput) int
 		UnregisterMachine      func(childComplexity int, input model.UnregisterMachineInput) int
 	}
 
@@ -310,16 +360,19 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		AdmissionReport func(childComplexity int, name string) int
-		AuditEvents     func(childComplexity int, first *int, after *string, machine *string) int
-		Cluster         func(childComplexity int) int
-		FenceEvents     func(childComplexity int, member *string, first *int, after *string) int
-		FenceMappings   func(childComplexity int) int
-		Fleet           func(childComplexity int) int
-		Machine         func(childComplexity int, name string) int
-		Machines        func(childComplexity int) int
-		ReleasePreview  func(childComplexity int, erase *bool) int
-		Viewer          func(childComplexity int) int
+		AdmissionReport  func(childComplexity int, name string) int
+		AuditEvents      func(childComplexity int, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) int
+		Cluster          func(childComplexity int) int
+		FenceEvents      func(childComplexity int, member *string, first *int, after *string) int
+		FenceMappings    func(childComplexity int) int
+		Fleet            func(childComplexity int) int
+		HardwareProfile  func(childComplexity int, name string) int
+		HardwareProfiles func(childComplexity int) int
+		Identities       func(childComplexity int) int
+		Machine          func(childComplexity int, name string) int
+		Machines         func(childComplexity int) int
+		ReleasePreview   func(childComplexity int, erase *bool) int
+		Viewer           func(childComplexity int) int
 	}
 
 	RegisterMachinePayload struct {
@@ -337,8 +390,16 @@ type ComplexityRoot struct {
 		Removed func(childComplexity int) int
 	}
 
+	RemoveHardwareProfilePayload struct {
+		Removed func(childComplexity int) int
+	}
+
 	RemoveMemberPayload struct {
 		Machine func(childComplexity int) int
+	}
+
+	RevokeIdentityPayload struct {
+		Identity func(childComplexity int) int
 	}
 
 	RevokeJoinTokenPayload struct {
@@ -353,6 +414,11 @@ type ComplexityRoot struct {
 		VerifiedWithMaas func(childComplexity int) int
 	}
 
+	SetHardwareProfilePayload struct {
+		Previous func(childComplexity int) int
+		Profile  func(childComplexity int) int
+	}
+
 	SourceStatus struct {
 		Available  func(childComplexity int) int
 		Configured func(childComplexity int) int
@@ -361,7 +427,7 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		AdmissionChecks    func(childComplexity int, name string) int
-		AuditEventRecorded func(childComplexity int, machine *string) int
+		AuditEventRecorded func(childComplexity int, machine *string, actor *string, outcome *model.AuditOutcome) int
 		FenceProgress      func(childComplexity int, member *string, after *string) int
 	}
 
@@ -385,6 +451,12 @@ type MemberResolver interface {
 type MutationResolver interface {
 	SetFenceMapping(ctx context.Context, input model.SetFenceMappingInput) (*model.SetFenceMappingPayload, error)
 	RemoveFenceMapping(ctx context.Context, input model.RemoveFenceMappingInput) (*model.RemoveFenceMappingPayload, error)
+	SetHardwareProfile(ctx context.Context, input model.SetHardwareProfileInput) (*model.SetHardwareProfilePayload, error)
+	RemoveHardwareProfile(ctx context.Context, input model.RemoveHardwareProfileInput) (*model.RemoveHardwareProfilePayload, error)
+	AssignHardwareProfile(ctx context.Context, input model.AssignHardwareProfileInput) (*model.AssignHardwareProfilePayload, error)
+	ClearHardwareProfile(ctx context.Context, input model.ClearHardwareProfileInput) (*model.ClearHardwareProfilePayload, error)
+	CreateIdentity(ctx context.Context, input model.CreateIdentityInput) (*model.CreateIdentityPayload, error)
+	RevokeIdentity(ctx context.Context, input model.RevokeIdentityInput) (*model.RevokeIdentityPayload, error)
 	CommissionMachine(ctx context.Context, input model.CommissionMachineInput) (*model.MaasMachinePayload, error)
 	InstallOperatingSystem(ctx context.Context, input model.InstallOperatingSystemInput) (*model.InstallOperatingSystemPayload, error)
 	RunHardwareTests(ctx context.Context, input model.RunHardwareTestsInput) (*model.MaasMachinePayload, error)
@@ -398,10 +470,13 @@ type MutationResolver interface {
 }
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Identity, error)
-	AuditEvents(ctx context.Context, first *int, after *string, machine *string) (*model.AuditEventConnection, error)
+	AuditEvents(ctx context.Context, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) (*model.AuditEventConnection, error)
 	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
 	FenceMappings(ctx context.Context) ([]*model.FenceMapping, error)
 	Cluster(ctx context.Context) (*model.ClusterView, error)
+	HardwareProfiles(ctx context.Context) ([]*model.HardwareProfile, error)
+	HardwareProfile(ctx context.Context, name string) (*model.HardwareProfile, error)
+	Identities(ctx context.Context) ([]*model.Identity, error)
 	Fleet(ctx context.Context) (*model.Fleet, error)
 	ReleasePreview(ctx context.Context, erase *bool) (*model.ErasePreview, error)
 	Machines(ctx context.Context) ([]*model.Machine, error)
@@ -409,7 +484,7 @@ type QueryResolver interface {
 	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
 }
 type SubscriptionResolver interface {
-	AuditEventRecorded(ctx context.Context, machine *string) (<-chan *model.AuditEvent, error)
+	AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome) (<-chan *model.AuditEvent, error)
 	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
 }
@@ -581,6 +656,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ApproveEnrolmentPayload.ScriptURL(childComplexity), true
 
+	case "AssignHardwareProfilePayload.machine":
+		if e.ComplexityRoot.AssignHardwareProfilePayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssignHardwareProfilePayload.Machine(childComplexity), true
+	case "AssignHardwareProfilePayload.previousProfile":
+		if e.ComplexityRoot.AssignHardwareProfilePayload.PreviousProfile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssignHardwareProfilePayload.PreviousProfile(childComplexity), true
+
 	case "AuditEvent.action":
 		if e.ComplexityRoot.AuditEvent.Action == nil {
 			break
@@ -668,6 +756,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditEventEdge.Node(childComplexity), true
 
+	case "ClearHardwareProfilePayload.machine":
+		if e.ComplexityRoot.ClearHardwareProfilePayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClearHardwareProfilePayload.Machine(childComplexity), true
+	case "ClearHardwareProfilePayload.previousProfile":
+		if e.ComplexityRoot.ClearHardwareProfilePayload.PreviousProfile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClearHardwareProfilePayload.PreviousProfile(childComplexity), true
+
 	case "ClusterView.fenceWorker":
 		if e.ComplexityRoot.ClusterView.FenceWorker == nil {
 			break
@@ -723,6 +824,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ClusterWarning.Message(childComplexity), true
+
+	case "CreateIdentityPayload.identity":
+		if e.ComplexityRoot.CreateIdentityPayload.Identity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateIdentityPayload.Identity(childComplexity), true
+	case "CreateIdentityPayload.token":
+		if e.ComplexityRoot.CreateIdentityPayload.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateIdentityPayload.Token(childComplexity), true
 
 	case "ErasePreview.effective":
 		if e.ComplexityRoot.ErasePreview.Effective == nil {
@@ -973,12 +1087,103 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FleetSources.Maas(childComplexity), true
 
+	case "HardwareProfile.architecture":
+		if e.ComplexityRoot.HardwareProfile.Architecture == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.Architecture(childComplexity), true
+	case "HardwareProfile.description":
+		if e.ComplexityRoot.HardwareProfile.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.Description(childComplexity), true
+	case "HardwareProfile.machines":
+		if e.ComplexityRoot.HardwareProfile.Machines == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.Machines(childComplexity), true
+	case "HardwareProfile.minCpuCores":
+		if e.ComplexityRoot.HardwareProfile.MinCPUCores == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinCPUCores(childComplexity), true
+	case "HardwareProfile.minDiskSizeGB":
+		if e.ComplexityRoot.HardwareProfile.MinDiskSizeGb == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinDiskSizeGb(childComplexity), true
+	case "HardwareProfile.minDisks":
+		if e.ComplexityRoot.HardwareProfile.MinDisks == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinDisks(childComplexity), true
+	case "HardwareProfile.minMemoryMiB":
+		if e.ComplexityRoot.HardwareProfile.MinMemoryMiB == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinMemoryMiB(childComplexity), true
+	case "HardwareProfile.minNicSpeedMbps":
+		if e.ComplexityRoot.HardwareProfile.MinNicSpeedMbps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinNicSpeedMbps(childComplexity), true
+	case "HardwareProfile.minNics":
+		if e.ComplexityRoot.HardwareProfile.MinNics == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.MinNics(childComplexity), true
+	case "HardwareProfile.name":
+		if e.ComplexityRoot.HardwareProfile.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.Name(childComplexity), true
+	case "HardwareProfile.setAt":
+		if e.ComplexityRoot.HardwareProfile.SetAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.SetAt(childComplexity), true
+	case "HardwareProfile.setBy":
+		if e.ComplexityRoot.HardwareProfile.SetBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.HardwareProfile.SetBy(childComplexity), true
+
+	case "Identity.active":
+		if e.ComplexityRoot.Identity.Active == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.Active(childComplexity), true
 	case "Identity.createdAt":
 		if e.ComplexityRoot.Identity.CreatedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Identity.CreatedAt(childComplexity), true
+	case "Identity.expiresAt":
+		if e.ComplexityRoot.Identity.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.ExpiresAt(childComplexity), true
+	case "Identity.lastUsedAt":
+		if e.ComplexityRoot.Identity.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.LastUsedAt(childComplexity), true
 	case "Identity.name":
 		if e.ComplexityRoot.Identity.Name == nil {
 			break
@@ -991,6 +1196,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Identity.Permissions(childComplexity), true
+	case "Identity.revokedAt":
+		if e.ComplexityRoot.Identity.RevokedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.RevokedAt(childComplexity), true
+	case "Identity.revokedBy":
+		if e.ComplexityRoot.Identity.RevokedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.RevokedBy(childComplexity), true
 
 	case "InstallOperatingSystemPayload.maas":
 		if e.ComplexityRoot.InstallOperatingSystemPayload.Maas == nil {
@@ -1157,18 +1374,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MaasMachinePayload.Machine(childComplexity), true
 
+	case "MaasStepAvailability.allowed":
+		if e.ComplexityRoot.MaasStepAvailability.Allowed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStepAvailability.Allowed(childComplexity), true
+	case "MaasStepAvailability.reason":
+		if e.ComplexityRoot.MaasStepAvailability.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStepAvailability.Reason(childComplexity), true
+	case "MaasStepAvailability.step":
+		if e.ComplexityRoot.MaasStepAvailability.Step == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStepAvailability.Step(childComplexity), true
+
 	case "Machine.fence":
 		if e.ComplexityRoot.Machine.Fence == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Machine.Fence(childComplexity), true
+	case "Machine.hardwareProfile":
+		if e.ComplexityRoot.Machine.HardwareProfile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.HardwareProfile(childComplexity), true
 	case "Machine.maas":
 		if e.ComplexityRoot.Machine.Maas == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Machine.Maas(childComplexity), true
+	case "Machine.maasSteps":
+		if e.ComplexityRoot.Machine.MaasSteps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.MaasSteps(childComplexity), true
 	case "Machine.member":
 		if e.ComplexityRoot.Machine.Member == nil {
 			break
@@ -1212,6 +1460,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MachineRecord.Description(childComplexity), true
+	case "MachineRecord.hardwareProfile":
+		if e.ComplexityRoot.MachineRecord.HardwareProfile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MachineRecord.HardwareProfile(childComplexity), true
 	case "MachineRecord.hardwareUuid":
 		if e.ComplexityRoot.MachineRecord.HardwareUUID == nil {
 			break
@@ -1394,6 +1648,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ApproveEnrolment(childComplexity, args["input"].(model.ApproveEnrolmentInput)), true
+	case "Mutation.assignHardwareProfile":
+		if e.ComplexityRoot.Mutation.AssignHardwareProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_assignHardwareProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AssignHardwareProfile(childComplexity, args["input"].(model.AssignHardwareProfileInput)), true
+	case "Mutation.clearHardwareProfile":
+		if e.ComplexityRoot.Mutation.ClearHardwareProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_clearHardwareProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ClearHardwareProfile(childComplexity, args["input"].(model.ClearHardwareProfileInput)), true
 	case "Mutation.commissionMachine":
 		if e.ComplexityRoot.Mutation.CommissionMachine == nil {
 			break
@@ -1405,6 +1681,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CommissionMachine(childComplexity, args["input"].(model.CommissionMachineInput)), true
+	case "Mutation.createIdentity":
+		if e.ComplexityRoot.Mutation.CreateIdentity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createIdentity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateIdentity(childComplexity, args["input"].(model.CreateIdentityInput)), true
 	case "Mutation.installOperatingSystem":
 		if e.ComplexityRoot.Mutation.InstallOperatingSystem == nil {
 			break
@@ -1449,6 +1736,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemoveFenceMapping(childComplexity, args["input"].(model.RemoveFenceMappingInput)), true
+	case "Mutation.removeHardwareProfile":
+		if e.ComplexityRoot.Mutation.RemoveHardwareProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeHardwareProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveHardwareProfile(childComplexity, args["input"].(model.RemoveHardwareProfileInput)), true
 	case "Mutation.removeMember":
 		if e.ComplexityRoot.Mutation.RemoveMember == nil {
 			break
@@ -1460,6 +1758,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemoveMember(childComplexity, args["input"].(model.RemoveMemberInput)), true
+	case "Mutation.revokeIdentity":
+		if e.ComplexityRoot.Mutation.RevokeIdentity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeIdentity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeIdentity(childComplexity, args["input"].(model.RevokeIdentityInput)), true
 	case "Mutation.revokeJoinToken":
 		if e.ComplexityRoot.Mutation.RevokeJoinToken == nil {
 			break
@@ -1493,6 +1802,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetFenceMapping(childComplexity, args["input"].(model.SetFenceMappingInput)), true
+	case "Mutation.setHardwareProfile":
+		if e.ComplexityRoot.Mutation.SetHardwareProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setHardwareProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetHardwareProfile(childComplexity, args["input"].(model.SetHardwareProfileInput)), true
 	case "Mutation.unregisterMachine":
 		if e.ComplexityRoot.Mutation.UnregisterMachine == nil {
 			break
@@ -1578,7 +1898,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["first"].(*int), args["after"].(*string), args["machine"].(*string)), true
+		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["first"].(*int), args["after"].(*string), args["machine"].(*string), args["actor"].(*string), args["outcome"].(*model.AuditOutcome)), true
 	case "Query.cluster":
 		if e.ComplexityRoot.Query.Cluster == nil {
 			break
@@ -1608,6 +1928,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Fleet(childComplexity), true
+	case "Query.hardwareProfile":
+		if e.ComplexityRoot.Query.HardwareProfile == nil {
+			break
+		}
+
+		args, err := ec.field_Query_hardwareProfile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.HardwareProfile(childComplexity, args["name"].(string)), true
+	case "Query.hardwareProfiles":
+		if e.ComplexityRoot.Query.HardwareProfiles == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.HardwareProfiles(childComplexity), true
+	case "Query.identities":
+		if e.ComplexityRoot.Query.Identities == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Identities(childComplexity), true
 
 	case "Query.machine":
 		if e.ComplexityRoot.Query.Machine == nil {
@@ -1683,12 +2026,26 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RemoveFenceMappingPayload.Removed(childComplexity), true
 
+	case "RemoveHardwareProfilePayload.removed":
+		if e.ComplexityRoot.RemoveHardwareProfilePayload.Removed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveHardwareProfilePayload.Removed(childComplexity), true
+
 	case "RemoveMemberPayload.machine":
 		if e.ComplexityRoot.RemoveMemberPayload.Machine == nil {
 			break
 		}
 
 		return e.ComplexityRoot.RemoveMemberPayload.Machine(childComplexity), true
+
+	case "RevokeIdentityPayload.identity":
+		if e.ComplexityRoot.RevokeIdentityPayload.Identity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RevokeIdentityPayload.Identity(childComplexity), true
 
 	case "RevokeJoinTokenPayload.machine":
 		if e.ComplexityRoot.RevokeJoinTokenPayload.Machine == nil {
@@ -1727,6 +2084,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SetFenceMappingPayload.VerifiedWithMaas(childComplexity), true
+
+	case "SetHardwareProfilePayload.previous":
+		if e.ComplexityRoot.SetHardwareProfilePayload.Previous == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetHardwareProfilePayload.Previous(childComplexity), true
+	case "SetHardwareProfilePayload.profile":
+		if e.ComplexityRoot.SetHardwareProfilePayload.Profile == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetHardwareProfilePayload.Profile(childComplexity), true
 
 	case "SourceStatus.available":
 		if e.ComplexityRoot.SourceStatus.Available == nil {
@@ -1768,7 +2138,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["machine"].(*string)), true
+		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["machine"].(*string), args["actor"].(*string), args["outcome"].(*model.AuditOutcome)), true
 	case "Subscription.fenceProgress":
 		if e.ComplexityRoot.Subscription.FenceProgress == nil {
 			break
@@ -1812,16 +2182,22 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("AdmitMemberInput", ec.unmarshalInputAdmitMemberInput),
 			graphql.NewInputUnmarshaler("ApproveEnrolmentInput", ec.unmarshalInputApproveEnrolmentInput),
+			graphql.NewInputUnmarshaler("AssignHardwareProfileInput", ec.unmarshalInputAssignHardwareProfileInput),
+			graphql.NewInputUnmarshaler("ClearHardwareProfileInput", ec.unmarshalInputClearHardwareProfileInput),
 			graphql.NewInputUnmarshaler("CommissionMachineInput", ec.unmarshalInputCommissionMachineInput),
+			graphql.NewInputUnmarshaler("CreateIdentityInput", ec.unmarshalInputCreateIdentityInput),
 			graphql.NewInputUnmarshaler("InstallOperatingSystemInput", ec.unmarshalInputInstallOperatingSystemInput),
 			graphql.NewInputUnmarshaler("MemberConfigInput", ec.unmarshalInputMemberConfigInput),
 			graphql.NewInputUnmarshaler("RegisterMachineInput", ec.unmarshalInputRegisterMachineInput),
 			graphql.NewInputUnmarshaler("ReleaseMachineInput", ec.unmarshalInputReleaseMachineInput),
 			graphql.NewInputUnmarshaler("RemoveFenceMappingInput", ec.unmarshalInputRemoveFenceMappingInput),
+			graphql.NewInputUnmarshaler("RemoveHardwareProfileInput", ec.unmarshalInputRemoveHardwareProfileInput),
 			graphql.NewInputUnmarshaler("RemoveMemberInput", ec.unmarshalInputRemoveMemberInput),
+			graphql.NewInputUnmarshaler("RevokeIdentityInput", ec.unmarshalInputRevokeIdentityInput),
 			graphql.NewInputUnmarshaler("RevokeJoinTokenInput", ec.unmarshalInputRevokeJoinTokenInput),
 			graphql.NewInputUnmarshaler("RunHardwareTestsInput", ec.unmarshalInputRunHardwareTestsInput),
 			graphql.NewInputUnmarshaler("SetFenceMappingInput", ec.unmarshalInputSetFenceMappingInput),
+			graphql.NewInputUnmarshaler("SetHardwareProfileInput", ec.unmarshalInputSetHardwareProfileInput),
 			graphql.NewInputUnmarshaler("UnregisterMachineInput", ec.unmarshalInputUnregisterMachineInput),
 		)
 	}
@@ -1919,30 +2295,46 @@ var sources = []*ast.Source{
 	{Name: "../schema/audit.graphqls", Input: `extend type Query {
   """
   The audit trail, newest first. ` + "`" + `first` + "`" + ` is 1–500 (default 50); ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + `
-  from an earlier page; ` + "`" + `machine` + "`" + ` keeps only the events about that machine.
+  from an earlier page; ` + "`" + `machine` + "`" + ` keeps only the events about that machine, ` + "`" + `actor` + "`" + ` those
+  of that identity, ` + "`" + `outcome` + "`" + ` those with that outcome.
   """
-  auditEvents(first: Int = 50, after: String, machine: String): AuditEventConnection!
+  auditEvents(first: Int = 50, after: String, machine: String, actor: String, outcome: AuditOutcome): AuditEventConnection!
 }
 
 extend type Subscription {
   """
-  Audit events as they are recorded (by any API replica). ` + "`" + `machine` + "`" + ` keeps only the events
-  about that machine.
+  Audit events as they are recorded (by any API replica). ` + "`" + `machine` + "`" + `, ` + "`" + `actor` + "`" + ` and ` + "`" + `outcome` + "`" + `
+  keep only the events that match, as in auditEvents.
   """
-  auditEventRecorded(machine: String): AuditEvent!
+  auditEventRecorded(machine: String, actor: String, outcome: AuditOutcome): AuditEvent!
 }
 
-"One audited action: every mutation, allowed or refused, writes exactly one."
+"""
+One audited action: every mutation call, allowed or refused, writes exactly one. A request
+refused as a whole (no valid token, or refused before it ran) writes one for the request.
+Each event is bounded: see the README's Limits.
+"""
 type AuditEvent {
   id: ID!
   at: Time!
   "The identity that acted (or ` + "`" + `anonymous` + "`" + ` for an unauthenticated attempt)."
   actor: String!
-  "The mutation, e.g. ` + "`" + `registerMachine` + "`" + `."
+  """
+  The mutation, e.g. ` + "`" + `registerMachine` + "`" + ` (the first one, when a request was refused as a
+  whole: ` + "`" + `details.mutations` + "`" + ` lists them and ` + "`" + `details.calls` + "`" + ` counts them), or
+  ` + "`" + `rejectedRequest` + "`" + ` (a POST refused before its operation could be read: too large, too
+  slow, not JSON, a batch, a query that does not parse) or ` + "`" + `rateLimited` + "`" + ` (an address's
+  requests refused for failing authentication too often, at most one event per address a
+  minute, ` + "`" + `details.refused` + "`" + ` counting them).
+  """
   action: String!
   "The machine the action was about, when there was one."
   machine: String
-  "The mutation's arguments, with secrets removed."
+  """
+  The mutation's arguments, with secrets removed. A string longer than 1 KiB, or holding
+  NUL or invalid UTF-8, is kept as ` + "`" + `{text, bytes, sha256, truncated, escaped}` + "`" + `: its start,
+  its length and the SHA-256 of its bytes; lists and objects keep 64 entries.
+  """
   parameters: Map!
   outcome: AuditOutcome!
   "Why it failed or was refused."
@@ -2162,10 +2554,15 @@ type ClusterView {
   healingThreshold: Int
   "Incus's cluster.offline_threshold in seconds; null when Incus could not be asked."
   offlineThreshold: Int
-  members: Int!
-  offlineMembers: Int!
-  "Members with no fence mapping: nothing powers them off if they die."
-  unmappedMembers: [String!]!
+  "How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why)."
+  members: Int
+  "How many of them Incus reports offline; null when Incus could not be asked."
+  offlineMembers: Int
+  """
+  Members with no fence mapping: nothing powers them off if they die. Null when Incus could
+  not be asked.
+  """
+  unmappedMembers: [String!]
   "The fence worker's last report; null when no worker has ever led."
   fenceWorker: FenceWorker
   warnings: [ClusterWarning!]!
@@ -2190,7 +2587,7 @@ type ClusterWarning {
 enum ClusterWarningCode {
   "Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice."
   HEALING_ENABLED
-  "Incus could not be asked."
+  "Incus is not configured, or could not be asked (the message says why); the member counts are null."
   INCUS_UNAVAILABLE
   "No apelora-worker has ever led: dead members are not fenced."
   NO_FENCE_WORKER
@@ -2198,6 +2595,138 @@ enum ClusterWarningCode {
   FENCE_WORKER_SILENT
   "Some members have no fence mapping."
   UNMAPPED_MEMBERS
+}
+`, BuiltIn: false},
+	{Name: "../schema/hardware.graphqls", Input: `extend type Query {
+  "Every hardware profile, ordered by name, with the machines each is assigned to."
+  hardwareProfiles: [HardwareProfile!]!
+
+  "One hardware profile by name, or null when there is none."
+  hardwareProfile(name: String!): HardwareProfile
+}
+
+extend type Mutation {
+  """
+  Declare a hardware profile, or replace the one of the same name: what a class of machine
+  must have. Admission compares every machine it is assigned to with it, against what MAAS
+  inventoried at commissioning and what Incus sees on the member; a shortfall fails the
+  check with both values. A minimum of 0 asks nothing of that aspect.
+  """
+  setHardwareProfile(input: SetHardwareProfileInput!): SetHardwareProfilePayload!
+
+  """
+  Remove a hardware profile. Refused while it is assigned to a machine: assign those
+  machines another profile, or clear theirs, first.
+  """
+  removeHardwareProfile(input: RemoveHardwareProfileInput!): RemoveHardwareProfilePayload!
+
+  """
+  Assign a hardware profile to a registered machine (replacing the one it had): its
+  admission checks compare it with the profile from now on.
+  """
+  assignHardwareProfile(input: AssignHardwareProfileInput!): AssignHardwareProfilePayload!
+
+  "Clear a machine's hardware profile: admission compares it with none."
+  clearHardwareProfile(input: ClearHardwareProfileInput!): ClearHardwareProfilePayload!
+}
+
+extend type Machine {
+  "The hardware profile admission compares the machine with; null when none is assigned."
+  hardwareProfile: HardwareProfile
+}
+
+extend type MachineRecord {
+  "The name of the hardware profile assigned to the machine; null for none."
+  hardwareProfile: String
+}
+
+"What a class of machine must have. Every minimum of 0 asks nothing."
+type HardwareProfile {
+  name: String!
+  description: String!
+  "The kernel's name for the architecture (x86_64, aarch64 …), as Incus reports it."
+  architecture: String!
+  "Logical CPUs (hardware threads), as MAAS's cpu_count and Incus count them."
+  minCpuCores: Int!
+  minMemoryMiB: Int!
+  "How many disks must have at least minDiskSizeGB each."
+  minDisks: Int!
+  "Decimal gigabytes (10^9 bytes), as disks are sold."
+  minDiskSizeGB: Int!
+  "How many network ports must reach minNicSpeedMbps each."
+  minNics: Int!
+  """
+  Link speed in Mbit/s. A port whose speed is not known (no link, or a driver that does not
+  say) counts towards minNics but cannot prove the speed: the check then warns.
+  """
+  minNicSpeedMbps: Int!
+  "The identity that declared (or last replaced) it."
+  setBy: String!
+  setAt: Time!
+  "The machines it is assigned to, by name."
+  machines: [String!]!
+}
+
+input SetHardwareProfileInput {
+  """
+  The profile's name: 1–63 characters, lower-case letters, digits and hyphens, starting
+  with a letter and not ending with a hyphen.
+  """
+  profile: String!
+  "Free text for administrators, at most 1024 characters."
+  description: String = ""
+  "x86_64, aarch64, ppc64le, s390x, riscv64, i686, armv7l or loongarch64; Debian's and MAAS's names (amd64, arm64 …) are accepted too."
+  architecture: String!
+  "0–16384."
+  minCpuCores: Int = 0
+  "0–67108864 (64 TiB)."
+  minMemoryMiB: Int = 0
+  "0–256."
+  minDisks: Int = 0
+  "0–1000000 (1 PB); needs minDisks."
+  minDiskSizeGB: Int = 0
+  "0–64."
+  minNics: Int = 0
+  "0–1600000; needs minNics."
+  minNicSpeedMbps: Int = 0
+}
+
+type SetHardwareProfilePayload {
+  profile: HardwareProfile!
+  "The profile this one replaced, if any."
+  previous: HardwareProfile
+}
+
+input RemoveHardwareProfileInput {
+  profile: String!
+}
+
+type RemoveHardwareProfilePayload {
+  "The profile that was removed."
+  removed: HardwareProfile!
+}
+
+input AssignHardwareProfileInput {
+  "The registered machine's name."
+  machine: String!
+  "The hardware profile's name."
+  profile: String!
+}
+
+type AssignHardwareProfilePayload {
+  machine: Machine!
+  "The profile the machine had before; null for none."
+  previousProfile: String
+}
+
+input ClearHardwareProfileInput {
+  machine: String!
+}
+
+type ClearHardwareProfilePayload {
+  machine: Machine!
+  "The profile the machine had; null when it had none."
+  previousProfile: String
 }
 `, BuiltIn: false},
 	{Name: "../schema/identity.graphqls", Input: `"What an identity may do."
@@ -2210,11 +2739,73 @@ enum Permission {
   HARDWARE_DELETE
 }
 
-"An administrator or an automation account. Created with ` + "`" + `apelora identity create` + "`" + `."
+"""
+An administrator or an automation account, authenticated by a bearer token of which
+Apelora keeps only a SHA-256. Created with ` + "`" + `createIdentity` + "`" + ` or, on the server,
+` + "`" + `apelora identity create` + "`" + `.
+"""
 type Identity {
   name: String!
   permissions: [Permission!]!
   createdAt: Time!
+  "Its last successful authentication, to within a minute; null when never used."
+  lastUsedAt: Time
+  "When it stops working; null when it never expires."
+  expiresAt: Time
+  "When it was revoked; null while it is not."
+  revokedAt: Time
+  "Who revoked it: an identity's name, or ` + "`" + `local:USER` + "`" + ` for ` + "`" + `apelora identity revoke` + "`" + ` on the server."
+  revokedBy: String
+  "Whether its token works now: neither revoked nor expired."
+  active: Boolean!
+}
+
+extend type Query {
+  "Every identity, revoked and expired ones included, oldest first. Tokens are never shown."
+  identities: [Identity!]!
+}
+
+extend type Mutation {
+  """
+  Create an identity. The answer carries its bearer token once (with
+  ` + "`" + `Cache-Control: no-store` + "`" + `); Apelora keeps only its hash, so a lost token means a new
+  identity. Refused: a name in use (revoked identities keep theirs), no permission,
+  HARDWARE_DELETE without MANAGE_INFRASTRUCTURE (it would grant nothing), a permission
+  the caller does not hold, an expiry not in the future.
+  """
+  createIdentity(input: CreateIdentityInput!): CreateIdentityPayload!
+
+  """
+  Revoke an identity at once: its token is refused from the next request, and its open
+  websockets are closed (code 4403) on every API replica within seconds. The identity
+  stays in the list. The last active identity with MANAGE_INFRASTRUCTURE cannot be revoked
+  here (create another first, or use ` + "`" + `apelora identity revoke` + "`" + ` on the server).
+  """
+  revokeIdentity(input: RevokeIdentityInput!): RevokeIdentityPayload!
+}
+
+input CreateIdentityInput {
+  "1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter."
+  name: String!
+  permissions: [Permission!]!
+  "When it stops working. Give this or expiresIn, or neither for no expiry."
+  expiresAt: Time
+  "How long from now it works: 30d, 12h, 90m (whole days or Go's duration form)."
+  expiresIn: String
+}
+
+type CreateIdentityPayload {
+  identity: Identity!
+  "The bearer token (` + "`" + `Authorization: Bearer …` + "`" + `), shown only in this answer."
+  token: String!
+}
+
+input RevokeIdentityInput {
+  name: String!
+}
+
+type RevokeIdentityPayload {
+  identity: Identity!
 }
 `, BuiltIn: false},
 	{Name: "../schema/maas.graphqls", Input: `extend type Query {
@@ -2262,6 +2853,30 @@ extend type Mutation {
 extend type Machine {
   "The machine as MAAS reports it; null when MAAS does not report it or could not be asked."
   maas: MaasMachine
+  """
+  Which MAAS steps the machine's state allows now, and why not, by the rules each step
+  applies when asked (permissions aside: they are the caller's). Empty when MAAS does not
+  report the machine.
+  """
+  maasSteps: [MaasStepAvailability!]!
+}
+
+enum MaasStep {
+  "commissionMachine"
+  COMMISSION
+  "installOperatingSystem"
+  INSTALL
+  "runHardwareTests"
+  HARDWARE_TESTS
+  "releaseMachine"
+  RELEASE
+}
+
+type MaasStepAvailability {
+  step: MaasStep!
+  allowed: Boolean!
+  "Why not, when not allowed."
+  reason: String
 }
 
 type Fleet {
@@ -2720,8 +3335,13 @@ member". Every read needs an authenticated identity (HTTP ` + "`" + `Authorizati
 ` + "`" + `manage-infrastructure` + "`" + ` and is written to the audit trail, allowed or refused.
 
 Errors carry a stable ` + "`" + `extensions.code` + "`" + `: UNAUTHENTICATED, FORBIDDEN, INVALID_INPUT,
-NOT_FOUND, ALREADY_EXISTS, BUSY, FAILED_PRECONDITION, UNAVAILABLE, INTERNAL; and, for bad
-input, ` + "`" + `extensions.field` + "`" + ` naming the input field at fault.
+NOT_FOUND, ALREADY_EXISTS, BUSY, FAILED_PRECONDITION, UNAVAILABLE, INTERNAL,
+REQUEST_TOO_LARGE (a body over 1 MiB, HTTP 413), RATE_LIMITED (too many requests without a
+valid token from one address, HTTP 429 with Retry-After); and, for bad input,
+` + "`" + `extensions.field` + "`" + ` naming the input field at fault. A request that does not parse, is not
+valid against this schema, or exceeds a limit (20 root fields, depth 12, complexity 2000)
+is INVALID_INPUT (HTTP 422); one that is not a JSON GraphQL request is INVALID_INPUT with
+HTTP 400, 405, 408 or 415. Error messages quote at most 64 bytes of a value.
 """
 schema {
   query: Query
@@ -2832,6 +3452,16 @@ func (ec *executionContext) childFields_ApproveEnrolmentPayload(ctx context.Cont
 	return nil, fmt.Errorf("no field named %q was found under type ApproveEnrolmentPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_AssignHardwareProfilePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_AssignHardwareProfilePayload_machine(ctx, field)
+	case "previousProfile":
+		return ec.fieldContext_AssignHardwareProfilePayload_previousProfile(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AssignHardwareProfilePayload", field.Name)
+}
+
 func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2878,6 +3508,16 @@ func (ec *executionContext) childFields_AuditEventEdge(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type AuditEventEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_ClearHardwareProfilePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_ClearHardwareProfilePayload_machine(ctx, field)
+	case "previousProfile":
+		return ec.fieldContext_ClearHardwareProfilePayload_previousProfile(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ClearHardwareProfilePayload", field.Name)
+}
+
 func (ec *executionContext) childFields_ClusterView(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "healingThreshold":
@@ -2906,6 +3546,16 @@ func (ec *executionContext) childFields_ClusterWarning(ctx context.Context, fiel
 		return ec.fieldContext_ClusterWarning_message(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ClusterWarning", field.Name)
+}
+
+func (ec *executionContext) childFields_CreateIdentityPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "identity":
+		return ec.fieldContext_CreateIdentityPayload_identity(ctx, field)
+	case "token":
+		return ec.fieldContext_CreateIdentityPayload_token(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreateIdentityPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_ErasePreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3042,6 +3692,36 @@ func (ec *executionContext) childFields_FleetSources(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type FleetSources", field.Name)
 }
 
+func (ec *executionContext) childFields_HardwareProfile(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_HardwareProfile_name(ctx, field)
+	case "description":
+		return ec.fieldContext_HardwareProfile_description(ctx, field)
+	case "architecture":
+		return ec.fieldContext_HardwareProfile_architecture(ctx, field)
+	case "minCpuCores":
+		return ec.fieldContext_HardwareProfile_minCpuCores(ctx, field)
+	case "minMemoryMiB":
+		return ec.fieldContext_HardwareProfile_minMemoryMiB(ctx, field)
+	case "minDisks":
+		return ec.fieldContext_HardwareProfile_minDisks(ctx, field)
+	case "minDiskSizeGB":
+		return ec.fieldContext_HardwareProfile_minDiskSizeGB(ctx, field)
+	case "minNics":
+		return ec.fieldContext_HardwareProfile_minNics(ctx, field)
+	case "minNicSpeedMbps":
+		return ec.fieldContext_HardwareProfile_minNicSpeedMbps(ctx, field)
+	case "setBy":
+		return ec.fieldContext_HardwareProfile_setBy(ctx, field)
+	case "setAt":
+		return ec.fieldContext_HardwareProfile_setAt(ctx, field)
+	case "machines":
+		return ec.fieldContext_HardwareProfile_machines(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type HardwareProfile", field.Name)
+}
+
 func (ec *executionContext) childFields_Identity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -3050,6 +3730,16 @@ func (ec *executionContext) childFields_Identity(ctx context.Context, field grap
 		return ec.fieldContext_Identity_permissions(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Identity_createdAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_Identity_lastUsedAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Identity_expiresAt(ctx, field)
+	case "revokedAt":
+		return ec.fieldContext_Identity_revokedAt(ctx, field)
+	case "revokedBy":
+		return ec.fieldContext_Identity_revokedBy(ctx, field)
+	case "active":
+		return ec.fieldContext_Identity_active(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Identity", field.Name)
 }
@@ -3126,6 +3816,18 @@ func (ec *executionContext) childFields_MaasMachinePayload(ctx context.Context, 
 	return nil, fmt.Errorf("no field named %q was found under type MaasMachinePayload", field.Name)
 }
 
+func (ec *executionContext) childFields_MaasStepAvailability(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "step":
+		return ec.fieldContext_MaasStepAvailability_step(ctx, field)
+	case "allowed":
+		return ec.fieldContext_MaasStepAvailability_allowed(ctx, field)
+	case "reason":
+		return ec.fieldContext_MaasStepAvailability_reason(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaasStepAvailability", field.Name)
+}
+
 func (ec *executionContext) childFields_Machine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -3138,8 +3840,12 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_record(ctx, field)
 	case "fence":
 		return ec.fieldContext_Machine_fence(ctx, field)
+	case "hardwareProfile":
+		return ec.fieldContext_Machine_hardwareProfile(ctx, field)
 	case "maas":
 		return ec.fieldContext_Machine_maas(ctx, field)
+	case "maasSteps":
+		return ec.fieldContext_Machine_maasSteps(ctx, field)
 	case "member":
 		return ec.fieldContext_Machine_member(ctx, field)
 	case "pendingJoinToken":
@@ -3164,6 +3870,8 @@ func (ec *executionContext) childFields_MachineRecord(ctx context.Context, field
 		return ec.fieldContext_MachineRecord_registeredAt(ctx, field)
 	case "registeredBy":
 		return ec.fieldContext_MachineRecord_registeredBy(ctx, field)
+	case "hardwareProfile":
+		return ec.fieldContext_MachineRecord_hardwareProfile(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MachineRecord", field.Name)
 }
@@ -3296,12 +4004,28 @@ func (ec *executionContext) childFields_RemoveFenceMappingPayload(ctx context.Co
 	return nil, fmt.Errorf("no field named %q was found under type RemoveFenceMappingPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_RemoveHardwareProfilePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "removed":
+		return ec.fieldContext_RemoveHardwareProfilePayload_removed(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoveHardwareProfilePayload", field.Name)
+}
+
 func (ec *executionContext) childFields_RemoveMemberPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "machine":
 		return ec.fieldContext_RemoveMemberPayload_machine(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RemoveMemberPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_RevokeIdentityPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "identity":
+		return ec.fieldContext_RevokeIdentityPayload_identity(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RevokeIdentityPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_RevokeJoinTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3326,6 +4050,16 @@ func (ec *executionContext) childFields_SetFenceMappingPayload(ctx context.Conte
 		return ec.fieldContext_SetFenceMappingPayload_machine(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SetFenceMappingPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SetHardwareProfilePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "profile":
+		return ec.fieldContext_SetHardwareProfilePayload_profile(ctx, field)
+	case "previous":
+		return ec.fieldContext_SetHardwareProfilePayload_previous(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SetHardwareProfilePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_SourceStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3502,12 +4236,54 @@ func (ec *executionContext) field_Mutation_approveEnrolment_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_assignHardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AssignHardwareProfileInput, error) {
+			return ec.unmarshalNAssignHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAssignHardwareProfileInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_clearHardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ClearHardwareProfileInput, error) {
+			return ec.unmarshalNClearHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClearHardwareProfileInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_commissionMachine_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.CommissionMachineInput, error) {
 			return ec.unmarshalNCommissionMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCommissionMachineInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createIdentity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateIdentityInput, error) {
+			return ec.unmarshalNCreateIdentityInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCreateIdentityInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3572,12 +4348,40 @@ func (ec *executionContext) field_Mutation_removeFenceMapping_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_removeHardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemoveHardwareProfileInput, error) {
+			return ec.unmarshalNRemoveHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveHardwareProfileInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_removeMember_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RemoveMemberInput, error) {
 			return ec.unmarshalNRemoveMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeIdentity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RevokeIdentityInput, error) {
+			return ec.unmarshalNRevokeIdentityInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeIdentityInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3620,6 +4424,20 @@ func (ec *executionContext) field_Mutation_setFenceMapping_args(ctx context.Cont
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetFenceMappingInput, error) {
 			return ec.unmarshalNSetFenceMappingInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetFenceMappingInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setHardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetHardwareProfileInput, error) {
+			return ec.unmarshalNSetHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetHardwareProfileInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3697,6 +4515,22 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["machine"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "actor",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["actor"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "outcome",
+		func(ctx context.Context, v any) (*model.AuditOutcome, error) {
+			return ec.unmarshalOAuditOutcome2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditOutcome(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["outcome"] = arg4
 	return args, nil
 }
 
@@ -3727,6 +4561,20 @@ func (ec *executionContext) field_Query_fenceEvents_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["after"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_hardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
 	return args, nil
 }
 
@@ -3783,6 +4631,22 @@ func (ec *executionContext) field_Subscription_auditEventRecorded_args(ctx conte
 		return nil, err
 	}
 	args["machine"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "actor",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["actor"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "outcome",
+		func(ctx context.Context, v any) (*model.AuditOutcome, error) {
+			return ec.unmarshalOAuditOutcome2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditOutcome(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["outcome"] = arg2
 	return args, nil
 }
 
@@ -4488,6 +5352,61 @@ func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_scriptUrl(_ con
 	return graphql.NewScalarFieldContext("ApproveEnrolmentPayload", field, false, false, "String")
 }
 
+func (ec *executionContext) _AssignHardwareProfilePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.AssignHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssignHardwareProfilePayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AssignHardwareProfilePayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AssignHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AssignHardwareProfilePayload_previousProfile(ctx context.Context, field graphql.CollectedField, obj *model.AssignHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssignHardwareProfilePayload_previousProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreviousProfile, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AssignHardwareProfilePayload_previousProfile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AssignHardwareProfilePayload", field, false, false, "String")
+}
+
 func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *model.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4837,6 +5756,61 @@ func (ec *executionContext) fieldContext_AuditEventEdge_node(_ context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _ClearHardwareProfilePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.ClearHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClearHardwareProfilePayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClearHardwareProfilePayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ClearHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ClearHardwareProfilePayload_previousProfile(ctx context.Context, field graphql.CollectedField, obj *model.ClearHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClearHardwareProfilePayload_previousProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreviousProfile, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClearHardwareProfilePayload_previousProfile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClearHardwareProfilePayload", field, false, false, "String")
+}
+
 func (ec *executionContext) _ClusterView_healingThreshold(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4895,11 +5869,11 @@ func (ec *executionContext) _ClusterView_members(ctx context.Context, field grap
 			return obj.Members, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ClusterView_members(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4918,11 +5892,11 @@ func (ec *executionContext) _ClusterView_offlineMembers(ctx context.Context, fie
 			return obj.OfflineMembers, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ClusterView_offlineMembers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4942,10 +5916,10 @@ func (ec *executionContext) _ClusterView_unmappedMembers(ctx context.Context, fi
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
-			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ClusterView_unmappedMembers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5060,6 +6034,61 @@ func (ec *executionContext) _ClusterWarning_message(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_ClusterWarning_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ClusterWarning", field, false, false, "String")
+}
+
+func (ec *executionContext) _CreateIdentityPayload_identity(ctx context.Context, field graphql.CollectedField, obj *model.CreateIdentityPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateIdentityPayload_identity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Identity, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Identity) graphql.Marshaler {
+			return ec.marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateIdentityPayload_identity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateIdentityPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Identity(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreateIdentityPayload_token(ctx context.Context, field graphql.CollectedField, obj *model.CreateIdentityPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateIdentityPayload_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateIdentityPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateIdentityPayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _ErasePreview_requested(ctx context.Context, field graphql.CollectedField, obj *model.ErasePreview) (ret graphql.Marshaler) {
@@ -6063,6 +7092,282 @@ func (ec *executionContext) fieldContext_FleetSources_maas(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _HardwareProfile_name(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "String")
+}
+
+func (ec *executionContext) _HardwareProfile_description(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "String")
+}
+
+func (ec *executionContext) _HardwareProfile_architecture(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_architecture(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Architecture, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_architecture(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "String")
+}
+
+func (ec *executionContext) _HardwareProfile_minCpuCores(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minCpuCores(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinCPUCores, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minCpuCores(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_minMemoryMiB(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minMemoryMiB(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinMemoryMiB, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minMemoryMiB(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_minDisks(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minDisks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinDisks, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minDisks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_minDiskSizeGB(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minDiskSizeGB(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinDiskSizeGb, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minDiskSizeGB(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_minNics(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minNics(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinNics, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minNics(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_minNicSpeedMbps(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_minNicSpeedMbps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinNicSpeedMbps, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_minNicSpeedMbps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Int")
+}
+
+func (ec *executionContext) _HardwareProfile_setBy(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_setBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SetBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_setBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "String")
+}
+
+func (ec *executionContext) _HardwareProfile_setAt(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_setAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SetAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_setAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "Time")
+}
+
+func (ec *executionContext) _HardwareProfile_machines(ctx context.Context, field graphql.CollectedField, obj *model.HardwareProfile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_HardwareProfile_machines(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machines, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_HardwareProfile_machines(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("HardwareProfile", field, false, false, "String")
+}
+
 func (ec *executionContext) _Identity_name(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6130,6 +7435,121 @@ func (ec *executionContext) _Identity_createdAt(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_Identity_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Identity", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Identity_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Identity_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Identity_revokedAt(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_revokedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Identity_revokedBy(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_revokedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_revokedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "String")
+}
+
+func (ec *executionContext) _Identity_active(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_active(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Active, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _InstallOperatingSystemPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.InstallOperatingSystemPayload) (ret graphql.Marshaler) {
@@ -6789,6 +8209,75 @@ func (ec *executionContext) fieldContext_MaasMachinePayload_machine(_ context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _MaasStepAvailability_step(ctx context.Context, field graphql.CollectedField, obj *model.MaasStepAvailability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStepAvailability_step(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Step, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MaasStep) graphql.Marshaler {
+			return ec.marshalNMaasStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStep(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStepAvailability_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStepAvailability", field, false, false, "MaasStep")
+}
+
+func (ec *executionContext) _MaasStepAvailability_allowed(ctx context.Context, field graphql.CollectedField, obj *model.MaasStepAvailability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStepAvailability_allowed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Allowed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStepAvailability_allowed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStepAvailability", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _MaasStepAvailability_reason(ctx context.Context, field graphql.CollectedField, obj *model.MaasStepAvailability) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStepAvailability_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStepAvailability_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStepAvailability", field, false, false, "String")
+}
+
 func (ec *executionContext) _Machine_name(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6931,6 +8420,38 @@ func (ec *executionContext) fieldContext_Machine_fence(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Machine_hardwareProfile(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_hardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HardwareProfile, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_hardwareProfile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Machine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Machine_maas(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6958,6 +8479,38 @@ func (ec *executionContext) fieldContext_Machine_maas(_ context.Context, field g
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_MaasMachine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Machine_maasSteps(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_maasSteps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaasSteps, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MaasStepAvailability) graphql.Marshaler {
+			return ec.marshalNMaasStepAvailability2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStepAvailabilityᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_maasSteps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Machine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasStepAvailability(ctx, field)
 		},
 	}
 	return fc, nil
@@ -7194,6 +8747,29 @@ func (ec *executionContext) _MachineRecord_registeredBy(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_MachineRecord_registeredBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MachineRecord", field, false, false, "String")
+}
+
+func (ec *executionContext) _MachineRecord_hardwareProfile(ctx context.Context, field graphql.CollectedField, obj *model.MachineRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MachineRecord_hardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HardwareProfile, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MachineRecord_hardwareProfile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("MachineRecord", field, false, false, "String")
 }
 
@@ -7748,6 +9324,270 @@ func (ec *executionContext) fieldContext_Mutation_removeFenceMapping(ctx context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_removeFenceMapping_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setHardwareProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setHardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetHardwareProfile(ctx, fc.Args["input"].(model.SetHardwareProfileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SetHardwareProfilePayload) graphql.Marshaler {
+			return ec.marshalNSetHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetHardwareProfilePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setHardwareProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SetHardwareProfilePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setHardwareProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeHardwareProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeHardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveHardwareProfile(ctx, fc.Args["input"].(model.RemoveHardwareProfileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoveHardwareProfilePayload) graphql.Marshaler {
+			return ec.marshalNRemoveHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveHardwareProfilePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeHardwareProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoveHardwareProfilePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeHardwareProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_assignHardwareProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_assignHardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AssignHardwareProfile(ctx, fc.Args["input"].(model.AssignHardwareProfileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AssignHardwareProfilePayload) graphql.Marshaler {
+			return ec.marshalNAssignHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAssignHardwareProfilePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_assignHardwareProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AssignHardwareProfilePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_assignHardwareProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_clearHardwareProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_clearHardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ClearHardwareProfile(ctx, fc.Args["input"].(model.ClearHardwareProfileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ClearHardwareProfilePayload) graphql.Marshaler {
+			return ec.marshalNClearHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClearHardwareProfilePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_clearHardwareProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ClearHardwareProfilePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_clearHardwareProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createIdentity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createIdentity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateIdentity(ctx, fc.Args["input"].(model.CreateIdentityInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateIdentityPayload) graphql.Marshaler {
+			return ec.marshalNCreateIdentityPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCreateIdentityPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createIdentity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateIdentityPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeIdentity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeIdentity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeIdentity(ctx, fc.Args["input"].(model.RevokeIdentityInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RevokeIdentityPayload) graphql.Marshaler {
+			return ec.marshalNRevokeIdentityPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeIdentityPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeIdentity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RevokeIdentityPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -8429,7 +10269,7 @@ func (ec *executionContext) _Query_auditEvents(ctx context.Context, field graphq
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().AuditEvents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["machine"].(*string))
+			return ec.Resolvers.Query().AuditEvents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["machine"].(*string), fc.Args["actor"].(*string), fc.Args["outcome"].(*model.AuditOutcome))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditEventConnection) graphql.Marshaler {
@@ -8566,6 +10406,114 @@ func (ec *executionContext) fieldContext_Query_cluster(_ context.Context, field 
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ClusterView(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_hardwareProfiles(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_hardwareProfiles(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().HardwareProfiles(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalNHardwareProfile2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfileᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_hardwareProfiles(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_hardwareProfile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_hardwareProfile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().HardwareProfile(ctx, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_hardwareProfile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_hardwareProfile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_identities(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_identities(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Identities(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Identity) graphql.Marshaler {
+			return ec.marshalNIdentity2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentityᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_identities(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Identity(ctx, field)
 		},
 	}
 	return fc, nil
@@ -9035,6 +10983,38 @@ func (ec *executionContext) fieldContext_RemoveFenceMappingPayload_machine(_ con
 	return fc, nil
 }
 
+func (ec *executionContext) _RemoveHardwareProfilePayload_removed(ctx context.Context, field graphql.CollectedField, obj *model.RemoveHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveHardwareProfilePayload_removed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Removed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalNHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveHardwareProfilePayload_removed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoveHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RemoveMemberPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RemoveMemberPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9062,6 +11042,38 @@ func (ec *executionContext) fieldContext_RemoveMemberPayload_machine(_ context.C
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RevokeIdentityPayload_identity(ctx context.Context, field graphql.CollectedField, obj *model.RevokeIdentityPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RevokeIdentityPayload_identity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Identity, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Identity) graphql.Marshaler {
+			return ec.marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RevokeIdentityPayload_identity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RevokeIdentityPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Identity(ctx, field)
 		},
 	}
 	return fc, nil
@@ -9241,6 +11253,70 @@ func (ec *executionContext) fieldContext_SetFenceMappingPayload_machine(_ contex
 	return fc, nil
 }
 
+func (ec *executionContext) _SetHardwareProfilePayload_profile(ctx context.Context, field graphql.CollectedField, obj *model.SetHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetHardwareProfilePayload_profile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Profile, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalNHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetHardwareProfilePayload_profile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetHardwareProfilePayload_previous(ctx context.Context, field graphql.CollectedField, obj *model.SetHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetHardwareProfilePayload_previous(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Previous, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+			return ec.marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SetHardwareProfilePayload_previous(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SourceStatus_configured(ctx context.Context, field graphql.CollectedField, obj *model.SourceStatus) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9320,7 +11396,7 @@ func (ec *executionContext) _Subscription_auditEventRecorded(ctx context.Context
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().AuditEventRecorded(ctx, fc.Args["machine"].(*string))
+			return ec.Resolvers.Subscription().AuditEventRecorded(ctx, fc.Args["machine"].(*string), fc.Args["actor"].(*string), fc.Args["outcome"].(*model.AuditOutcome))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditEvent) graphql.Marshaler {
@@ -10675,6 +12751,97 @@ func UnmarshalApproveEnrolmentInput(ctx context.Context, raw any) (model.Approve
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputAssignHardwareProfileInput(ctx context.Context, obj any) (model.AssignHardwareProfileInput, error) {
+	var it model.AssignHardwareProfileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"machine", "profile"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "machine":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("machine"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Machine = data
+		case "profile":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("profile"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Profile = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAssignHardwareProfileInput unmarshals raw into the AssignHardwareProfileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAssignHardwareProfileInput(ctx context.Context, raw any) (model.AssignHardwareProfileInput, error) {
+	var out model.AssignHardwareProfileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AssignHardwareProfileInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputClearHardwareProfileInput(ctx context.Context, obj any) (model.ClearHardwareProfileInput, error) {
+	var it model.ClearHardwareProfileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"machine"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "machine":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("machine"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Machine = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalClearHardwareProfileInput unmarshals raw into the ClearHardwareProfileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalClearHardwareProfileInput(ctx context.Context, raw any) (model.ClearHardwareProfileInput, error) {
+	var out model.ClearHardwareProfileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ClearHardwareProfileInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCommissionMachineInput(ctx context.Context, obj any) (model.CommissionMachineInput, error) {
 	var it model.CommissionMachineInput
 	if obj == nil {
@@ -10721,6 +12888,69 @@ func (ec *executionContext) unmarshalInputCommissionMachineInput(ctx context.Con
 func UnmarshalCommissionMachineInput(ctx context.Context, raw any) (model.CommissionMachineInput, error) {
 	var out model.CommissionMachineInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "CommissionMachineInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputCreateIdentityInput(ctx context.Context, obj any) (model.CreateIdentityInput, error) {
+	var it model.CreateIdentityInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "permissions", "expiresAt", "expiresIn"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "permissions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("permissions"))
+			data, err := ec.unmarshalNPermission2ᚕgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPermissionᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Permissions = data
+		case "expiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAt = data
+		case "expiresIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresIn"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresIn = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateIdentityInput unmarshals raw into the CreateIdentityInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateIdentityInput(ctx context.Context, raw any) (model.CreateIdentityInput, error) {
+	var out model.CreateIdentityInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateIdentityInput", raw, &out)
 	return out, err
 }
 
@@ -11015,6 +13245,48 @@ func UnmarshalRemoveFenceMappingInput(ctx context.Context, raw any) (model.Remov
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRemoveHardwareProfileInput(ctx context.Context, obj any) (model.RemoveHardwareProfileInput, error) {
+	var it model.RemoveHardwareProfileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"profile"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "profile":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("profile"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Profile = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoveHardwareProfileInput unmarshals raw into the RemoveHardwareProfileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoveHardwareProfileInput(ctx context.Context, raw any) (model.RemoveHardwareProfileInput, error) {
+	var out model.RemoveHardwareProfileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveHardwareProfileInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context, obj any) (model.RemoveMemberInput, error) {
 	var it model.RemoveMemberInput
 	if obj == nil {
@@ -11065,6 +13337,48 @@ func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context,
 func UnmarshalRemoveMemberInput(ctx context.Context, raw any) (model.RemoveMemberInput, error) {
 	var out model.RemoveMemberInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveMemberInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRevokeIdentityInput(ctx context.Context, obj any) (model.RevokeIdentityInput, error) {
+	var it model.RevokeIdentityInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRevokeIdentityInput unmarshals raw into the RevokeIdentityInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRevokeIdentityInput(ctx context.Context, raw any) (model.RevokeIdentityInput, error) {
+	var out model.RevokeIdentityInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeIdentityInput", raw, &out)
 	return out, err
 }
 
@@ -11219,6 +13533,126 @@ func (ec *executionContext) unmarshalInputSetFenceMappingInput(ctx context.Conte
 func UnmarshalSetFenceMappingInput(ctx context.Context, raw any) (model.SetFenceMappingInput, error) {
 	var out model.SetFenceMappingInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetFenceMappingInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSetHardwareProfileInput(ctx context.Context, obj any) (model.SetHardwareProfileInput, error) {
+	var it model.SetHardwareProfileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["description"]; !present {
+		asMap["description"] = ""
+	}
+	if _, present := asMap["minCpuCores"]; !present {
+		asMap["minCpuCores"] = 0
+	}
+	if _, present := asMap["minMemoryMiB"]; !present {
+		asMap["minMemoryMiB"] = 0
+	}
+	if _, present := asMap["minDisks"]; !present {
+		asMap["minDisks"] = 0
+	}
+	if _, present := asMap["minDiskSizeGB"]; !present {
+		asMap["minDiskSizeGB"] = 0
+	}
+	if _, present := asMap["minNics"]; !present {
+		asMap["minNics"] = 0
+	}
+	if _, present := asMap["minNicSpeedMbps"]; !present {
+		asMap["minNicSpeedMbps"] = 0
+	}
+
+	fieldsInOrder := [...]string{"profile", "description", "architecture", "minCpuCores", "minMemoryMiB", "minDisks", "minDiskSizeGB", "minNics", "minNicSpeedMbps"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "profile":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("profile"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Profile = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "architecture":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("architecture"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Architecture = data
+		case "minCpuCores":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minCpuCores"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinCPUCores = data
+		case "minMemoryMiB":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minMemoryMiB"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinMemoryMiB = data
+		case "minDisks":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minDisks"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinDisks = data
+		case "minDiskSizeGB":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minDiskSizeGB"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinDiskSizeGb = data
+		case "minNics":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minNics"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinNics = data
+		case "minNicSpeedMbps":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minNicSpeedMbps"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinNicSpeedMbps = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetHardwareProfileInput unmarshals raw into the SetHardwareProfileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetHardwareProfileInput(ctx context.Context, raw any) (model.SetHardwareProfileInput, error) {
+	var out model.SetHardwareProfileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetHardwareProfileInput", raw, &out)
 	return out, err
 }
 
@@ -11532,6 +13966,44 @@ func (ec *executionContext) _ApproveEnrolmentPayload(ctx context.Context, sel as
 	return out
 }
 
+var assignHardwareProfilePayloadImplementors = []string{"AssignHardwareProfilePayload"}
+
+func (ec *executionContext) _AssignHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, obj *model.AssignHardwareProfilePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, assignHardwareProfilePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AssignHardwareProfilePayload")
+		case "machine":
+			out.Values[i] = ec._AssignHardwareProfilePayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "previousProfile":
+			out.Values[i] = ec._AssignHardwareProfilePayload_previousProfile(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var auditEventImplementors = []string{"AuditEvent"}
 
 func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSet, obj *model.AuditEvent) graphql.Marshaler {
@@ -11686,6 +14158,44 @@ func (ec *executionContext) _AuditEventEdge(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var clearHardwareProfilePayloadImplementors = []string{"ClearHardwareProfilePayload"}
+
+func (ec *executionContext) _ClearHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, obj *model.ClearHardwareProfilePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clearHardwareProfilePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ClearHardwareProfilePayload")
+		case "machine":
+			out.Values[i] = ec._ClearHardwareProfilePayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "previousProfile":
+			out.Values[i] = ec._ClearHardwareProfilePayload_previousProfile(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var clusterViewImplementors = []string{"ClusterView"}
 
 func (ec *executionContext) _ClusterView(ctx context.Context, sel ast.SelectionSet, obj *model.ClusterView) graphql.Marshaler {
@@ -11709,17 +14219,17 @@ func (ec *executionContext) _ClusterView(ctx context.Context, sel ast.SelectionS
 			}
 		case "members":
 			out.Values[i] = ec._ClusterView_members(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "offlineMembers":
 			out.Values[i] = ec._ClusterView_offlineMembers(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "unmappedMembers":
 			out.Values[i] = ec._ClusterView_unmappedMembers(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "fenceWorker":
@@ -11767,6 +14277,44 @@ func (ec *executionContext) _ClusterWarning(ctx context.Context, sel ast.Selecti
 			}
 		case "message":
 			out.Values[i] = ec._ClusterWarning_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var createIdentityPayloadImplementors = []string{"CreateIdentityPayload"}
+
+func (ec *executionContext) _CreateIdentityPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateIdentityPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createIdentityPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateIdentityPayload")
+		case "identity":
+			out.Values[i] = ec._CreateIdentityPayload_identity(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "token":
+			out.Values[i] = ec._CreateIdentityPayload_token(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -12239,6 +14787,94 @@ func (ec *executionContext) _FleetSources(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var hardwareProfileImplementors = []string{"HardwareProfile"}
+
+func (ec *executionContext) _HardwareProfile(ctx context.Context, sel ast.SelectionSet, obj *model.HardwareProfile) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, hardwareProfileImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("HardwareProfile")
+		case "name":
+			out.Values[i] = ec._HardwareProfile_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._HardwareProfile_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "architecture":
+			out.Values[i] = ec._HardwareProfile_architecture(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minCpuCores":
+			out.Values[i] = ec._HardwareProfile_minCpuCores(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minMemoryMiB":
+			out.Values[i] = ec._HardwareProfile_minMemoryMiB(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minDisks":
+			out.Values[i] = ec._HardwareProfile_minDisks(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minDiskSizeGB":
+			out.Values[i] = ec._HardwareProfile_minDiskSizeGB(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minNics":
+			out.Values[i] = ec._HardwareProfile_minNics(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minNicSpeedMbps":
+			out.Values[i] = ec._HardwareProfile_minNicSpeedMbps(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setBy":
+			out.Values[i] = ec._HardwareProfile_setBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setAt":
+			out.Values[i] = ec._HardwareProfile_setAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machines":
+			out.Values[i] = ec._HardwareProfile_machines(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var identityImplementors = []string{"Identity"}
 
 func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet, obj *model.Identity) graphql.Marshaler {
@@ -12262,6 +14898,31 @@ func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "createdAt":
 			out.Values[i] = ec._Identity_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._Identity_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._Identity_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revokedAt":
+			out.Values[i] = ec._Identity_revokedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revokedBy":
+			out.Values[i] = ec._Identity_revokedBy(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "active":
+			out.Values[i] = ec._Identity_active(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -12501,6 +15162,49 @@ func (ec *executionContext) _MaasMachinePayload(ctx context.Context, sel ast.Sel
 	return out
 }
 
+var maasStepAvailabilityImplementors = []string{"MaasStepAvailability"}
+
+func (ec *executionContext) _MaasStepAvailability(ctx context.Context, sel ast.SelectionSet, obj *model.MaasStepAvailability) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maasStepAvailabilityImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaasStepAvailability")
+		case "step":
+			out.Values[i] = ec._MaasStepAvailability_step(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "allowed":
+			out.Values[i] = ec._MaasStepAvailability_allowed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._MaasStepAvailability_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var machineImplementors = []string{"Machine"}
 
 func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, obj *model.Machine) graphql.Marshaler {
@@ -12537,9 +15241,19 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "hardwareProfile":
+			out.Values[i] = ec._Machine_hardwareProfile(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "maas":
 			out.Values[i] = ec._Machine_maas(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "maasSteps":
+			out.Values[i] = ec._Machine_maasSteps(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "member":
@@ -12613,6 +15327,11 @@ func (ec *executionContext) _MachineRecord(ctx context.Context, sel ast.Selectio
 		case "registeredBy":
 			out.Values[i] = ec._MachineRecord_registeredBy(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hardwareProfile":
+			out.Values[i] = ec._MachineRecord_hardwareProfile(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -12846,6 +15565,48 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "removeFenceMapping":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_removeFenceMapping(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setHardwareProfile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setHardwareProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeHardwareProfile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeHardwareProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "assignHardwareProfile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_assignHardwareProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "clearHardwareProfile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_clearHardwareProfile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createIdentity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createIdentity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeIdentity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeIdentity(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -13138,6 +15899,24 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_cluster(ctx, field)
 				})
+		case "hardwareProfiles":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_hardwareProfiles(ctx, field)
+				})
+		case "hardwareProfile":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_hardwareProfile(ctx, field)
+				})
+		case "identities":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_identities(ctx, field)
+				})
 		case "fleet":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -13313,6 +16092,39 @@ func (ec *executionContext) _RemoveFenceMappingPayload(ctx context.Context, sel 
 	return out
 }
 
+var removeHardwareProfilePayloadImplementors = []string{"RemoveHardwareProfilePayload"}
+
+func (ec *executionContext) _RemoveHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveHardwareProfilePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, removeHardwareProfilePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoveHardwareProfilePayload")
+		case "removed":
+			out.Values[i] = ec._RemoveHardwareProfilePayload_removed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var removeMemberPayloadImplementors = []string{"RemoveMemberPayload"}
 
 func (ec *executionContext) _RemoveMemberPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveMemberPayload) graphql.Marshaler {
@@ -13327,6 +16139,39 @@ func (ec *executionContext) _RemoveMemberPayload(ctx context.Context, sel ast.Se
 		case "machine":
 			out.Values[i] = ec._RemoveMemberPayload_machine(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var revokeIdentityPayloadImplementors = []string{"RevokeIdentityPayload"}
+
+func (ec *executionContext) _RevokeIdentityPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RevokeIdentityPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, revokeIdentityPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RevokeIdentityPayload")
+		case "identity":
+			out.Values[i] = ec._RevokeIdentityPayload_identity(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -13412,6 +16257,44 @@ func (ec *executionContext) _SetFenceMappingPayload(ctx context.Context, sel ast
 			}
 		case "machine":
 			out.Values[i] = ec._SetFenceMappingPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var setHardwareProfilePayloadImplementors = []string{"SetHardwareProfilePayload"}
+
+func (ec *executionContext) _SetHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, obj *model.SetHardwareProfilePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, setHardwareProfilePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SetHardwareProfilePayload")
+		case "profile":
+			out.Values[i] = ec._SetHardwareProfilePayload_profile(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "previous":
+			out.Values[i] = ec._SetHardwareProfilePayload_previous(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -14018,6 +16901,19 @@ func (ec *executionContext) marshalNApproveEnrolmentPayload2ᚖgithubᚗcomᚋap
 	return ec._ApproveEnrolmentPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNAssignHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAssignHardwareProfileInput(ctx context.Context, v any) (model.AssignHardwareProfileInput, error) {
+	res, err := ec.unmarshalInputAssignHardwareProfileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAssignHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAssignHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, v *model.AssignHardwareProfilePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AssignHardwareProfilePayload!")
+		return graphql.Null
+	}
+	return ec._AssignHardwareProfilePayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAuditEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditEvent(ctx context.Context, sel ast.SelectionSet, v *model.AuditEvent) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "AuditEvent!")
@@ -14092,6 +16988,19 @@ func (ec *executionContext) marshalNCheckResult2githubᚗcomᚋapeloraᚋfabric�
 	return v
 }
 
+func (ec *executionContext) unmarshalNClearHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClearHardwareProfileInput(ctx context.Context, v any) (model.ClearHardwareProfileInput, error) {
+	res, err := ec.unmarshalInputClearHardwareProfileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNClearHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClearHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, v *model.ClearHardwareProfilePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ClearHardwareProfilePayload!")
+		return graphql.Null
+	}
+	return ec._ClearHardwareProfilePayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNClusterView2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterView(ctx context.Context, sel ast.SelectionSet, v *model.ClusterView) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "ClusterView!")
@@ -14137,6 +17046,19 @@ func (ec *executionContext) marshalNClusterWarningCode2githubᚗcomᚋapeloraᚋ
 func (ec *executionContext) unmarshalNCommissionMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCommissionMachineInput(ctx context.Context, v any) (model.CommissionMachineInput, error) {
 	res, err := ec.unmarshalInputCommissionMachineInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNCreateIdentityInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCreateIdentityInput(ctx context.Context, v any) (model.CreateIdentityInput, error) {
+	res, err := ec.unmarshalInputCreateIdentityInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreateIdentityPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCreateIdentityPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateIdentityPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CreateIdentityPayload!")
+		return graphql.Null
+	}
+	return ec._CreateIdentityPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNErasePreview2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐErasePreview(ctx context.Context, sel ast.SelectionSet, v *model.ErasePreview) graphql.Marshaler {
@@ -14251,6 +17173,30 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 	return graphql.WrapContextMarshaler(ctx, res)
 }
 
+func (ec *executionContext) marshalNHardwareProfile2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfileᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.HardwareProfile) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx context.Context, sel ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "HardwareProfile!")
+		return graphql.Null
+	}
+	return ec._HardwareProfile(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -14263,6 +17209,22 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 		graphql.AddInvalidNullFromMarshaler(ctx, "ID!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNIdentity2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentityᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Identity) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx context.Context, sel ast.SelectionSet, v *model.Identity) graphql.Marshaler {
@@ -14314,6 +17276,40 @@ func (ec *executionContext) marshalNMaasMachinePayload2ᚖgithubᚗcomᚋapelora
 		return graphql.Null
 	}
 	return ec._MaasMachinePayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNMaasStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStep(ctx context.Context, v any) (model.MaasStep, error) {
+	var res model.MaasStep
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMaasStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStep(ctx context.Context, sel ast.SelectionSet, v model.MaasStep) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNMaasStepAvailability2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStepAvailabilityᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MaasStepAvailability) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMaasStepAvailability2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStepAvailability(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMaasStepAvailability2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStepAvailability(ctx context.Context, sel ast.SelectionSet, v *model.MaasStepAvailability) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaasStepAvailability!")
+		return graphql.Null
+	}
+	return ec._MaasStepAvailability(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNMachine2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachineᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Machine) graphql.Marshaler {
@@ -14520,6 +17516,19 @@ func (ec *executionContext) marshalNRemoveFenceMappingPayload2ᚖgithubᚗcomᚋ
 	return ec._RemoveFenceMappingPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNRemoveHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveHardwareProfileInput(ctx context.Context, v any) (model.RemoveHardwareProfileInput, error) {
+	res, err := ec.unmarshalInputRemoveHardwareProfileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRemoveHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, v *model.RemoveHardwareProfilePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoveHardwareProfilePayload!")
+		return graphql.Null
+	}
+	return ec._RemoveHardwareProfilePayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNRemoveMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberInput(ctx context.Context, v any) (model.RemoveMemberInput, error) {
 	res, err := ec.unmarshalInputRemoveMemberInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -14531,6 +17540,19 @@ func (ec *executionContext) marshalNRemoveMemberPayload2ᚖgithubᚗcomᚋapelor
 		return graphql.Null
 	}
 	return ec._RemoveMemberPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRevokeIdentityInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeIdentityInput(ctx context.Context, v any) (model.RevokeIdentityInput, error) {
+	res, err := ec.unmarshalInputRevokeIdentityInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRevokeIdentityPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeIdentityPayload(ctx context.Context, sel ast.SelectionSet, v *model.RevokeIdentityPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RevokeIdentityPayload!")
+		return graphql.Null
+	}
+	return ec._RevokeIdentityPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNRevokeJoinTokenInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeJoinTokenInput(ctx context.Context, v any) (model.RevokeJoinTokenInput, error) {
@@ -14562,6 +17584,19 @@ func (ec *executionContext) marshalNSetFenceMappingPayload2ᚖgithubᚗcomᚋape
 		return graphql.Null
 	}
 	return ec._SetFenceMappingPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSetHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetHardwareProfileInput(ctx context.Context, v any) (model.SetHardwareProfileInput, error) {
+	res, err := ec.unmarshalInputSetHardwareProfileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSetHardwareProfilePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, v *model.SetHardwareProfilePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SetHardwareProfilePayload!")
+		return graphql.Null
+	}
+	return ec._SetHardwareProfilePayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSourceStatus2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSourceStatus(ctx context.Context, sel ast.SelectionSet, v *model.SourceStatus) graphql.Marshaler {
@@ -14834,6 +17869,22 @@ func (ec *executionContext) marshalOAdmissionVerdict2ᚖgithubᚗcomᚋapelora�
 	return v
 }
 
+func (ec *executionContext) unmarshalOAuditOutcome2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditOutcome(ctx context.Context, v any) (*model.AuditOutcome, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.AuditOutcome)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOAuditOutcome2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditOutcome(ctx context.Context, sel ast.SelectionSet, v *model.AuditOutcome) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -14906,6 +17957,13 @@ func (ec *executionContext) marshalOFenceWorker2ᚖgithubᚗcomᚋapeloraᚋfabr
 		return graphql.Null
 	}
 	return ec._FenceWorker(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx context.Context, sel ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._HardwareProfile(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {

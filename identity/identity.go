@@ -35,20 +35,45 @@ func ParsePermission(s string) (Permission, error) {
 	if slices.Contains(AllPermissions, p) {
 		return p, nil
 	}
-	names := make([]string, len(AllPermissions))
-	for i, p := range AllPermissions {
-		names[i] = string(p)
-	}
-	return "", apperr.Invalid("permission", "unknown permission %q: use one of %s", s, strings.Join(names, ", "))
+	return "", invalidPermission(s)
 }
 
-// Identity is an authenticated caller.
+// Identity is a caller Apelora knows. It authenticates while it is active: not revoked
+// and not past its expiry.
 type Identity struct {
 	ID          int64
 	Name        string
 	Permissions []Permission
 	CreatedAt   time.Time
+	// ExpiresAt is when the identity stops working; nil means never.
+	ExpiresAt *time.Time
+	// RevokedAt and RevokedBy say when and by whom it was revoked; nil while it was not.
+	RevokedAt *time.Time
+	RevokedBy string
+	// LastUsedAt is its last successful authentication, to within UseResolution; nil
+	// when it was never used.
+	LastUsedAt *time.Time
 }
+
+// UseResolution is how precisely LastUsedAt is kept: it is written at most once per
+// period per identity, so authenticating costs no database write per request.
+const UseResolution = time.Minute
+
+// Usable returns nil while the identity may authenticate at now, or else an
+// UNAUTHENTICATED error that says why not and what to do. It is the one rule for HTTP
+// requests, websockets and the identities list.
+func (i *Identity) Usable(now time.Time) error {
+	switch {
+	case i.RevokedAt != nil:
+		return apperr.New(apperr.Unauthenticated, "identity %q was revoked: its token no longer works; ask an administrator for a new identity", i.Name)
+	case i.ExpiresAt != nil && !now.Before(*i.ExpiresAt):
+		return apperr.New(apperr.Unauthenticated, "identity %q expired at %s: ask an administrator for a new identity", i.Name, i.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Active reports whether the identity may authenticate at now.
+func (i *Identity) Active(now time.Time) bool { return i.Usable(now) == nil }
 
 // Has reports whether the identity holds p. manage-infrastructure implies
 // view-infrastructure.
@@ -65,10 +90,10 @@ func (i *Identity) Has(p Permission) bool {
 // Require returns a FORBIDDEN error naming the missing permission, or nil.
 func (i *Identity) Require(p Permission) error {
 	if i == nil {
-		return apperr.New(apperr.Unauthenticated, "authentication required: send an Authorization: Bearer <token> header (create a token with `apelora identity create`)")
+		return errNoBearer()
 	}
 	if !i.Has(p) {
-		return apperr.New(apperr.Forbidden, "identity %q lacks the %s permission; ask an administrator to grant it", i.Name, p)
+		return apperr.New(apperr.Forbidden, "identity %s lacks the %s permission; ask an administrator to grant it", apperr.Quote(i.Name), p)
 	}
 	return nil
 }
@@ -78,7 +103,7 @@ var namePattern = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,62}$`)
 // ValidateName checks an identity name.
 func ValidateName(name string) error {
 	if !namePattern.MatchString(name) {
-		return apperr.Invalid("name", "identity name %q is not valid: use 1–63 characters, lower-case letters, digits, '.', '_' or '-', starting with a letter", name)
+		return apperr.Invalid("name", "identity name %s is not valid: use 1–63 characters, lower-case letters, digits, '.', '_' or '-', starting with a letter", apperr.Quote(name))
 	}
 	return nil
 }
@@ -113,49 +138,50 @@ func BearerToken(header string) (string, bool) {
 	return token, token != ""
 }
 
-// Store reads and writes identities.
+// Store is what authentication needs from the database.
 type Store interface {
+	// IdentityByTokenHash returns the identity (active or not) whose token hashes to
+	// hash, or nil. It is the one query per authenticated request.
 	IdentityByTokenHash(ctx context.Context, hash []byte) (*Identity, error)
-	CreateIdentity(ctx context.Context, name string, hash []byte, perms []Permission) (*Identity, error)
+	// NoteUse records that the identity authenticated at at. It must not make the
+	// request wait or fail: the store writes in the background and drops what it cannot.
+	NoteUse(ctx context.Context, id int64, at time.Time)
 }
 
-// Authenticate resolves an Authorization header value to an identity. A missing or
-// unknown token is UNAUTHENTICATED; a database failure is UNAVAILABLE.
+// errNoBearer is a fresh error each time: callers may add to it.
+func errNoBearer() *apperr.Error {
+	return apperr.New(apperr.Unauthenticated, "authentication required: send an Authorization: Bearer <token> header (create a token with `apelora identity create`)")
+}
+
+// Authenticate resolves an Authorization header value to an active identity. A missing,
+// unknown, revoked or expired token is UNAUTHENTICATED; a database failure is UNAVAILABLE.
 func Authenticate(ctx context.Context, s Store, header string) (*Identity, error) {
 	token, ok := BearerToken(header)
 	if !ok {
-		return nil, apperr.New(apperr.Unauthenticated, "authentication required: send an Authorization: Bearer <token> header (create a token with `apelora identity create`)")
+		return nil, errNoBearer()
 	}
 	id, err := s.IdentityByTokenHash(ctx, HashToken(token))
 	if err != nil {
 		return nil, err
 	}
-	if id == nil {
-		return nil, apperr.New(apperr.Unauthenticated, "the bearer token is not valid: check it was copied whole, or create a new one with `apelora identity create`")
-	}
-	return id, nil
+	return usable(ctx, s, id, "the bearer token is not valid: check it was copied whole, or create a new one with `apelora identity create`")
 }
 
-// Create makes a new identity and returns it with its token, which is shown once and
-// never stored.
-func Create(ctx context.Context, s Store, name string, perms []Permission) (*Identity, string, error) {
-	if err := ValidateName(name); err != nil {
-		return nil, "", err
+// usable is the one place where an identity found by a credential (a bearer token or a
+// console session) is accepted or refused (unknown, revoked, expired), and its use noted;
+// unknown is the message for none found.
+func usable(ctx context.Context, s Store, id *Identity, unknown string) (*Identity, error) {
+	if id == nil {
+		return nil, apperr.New(apperr.Unauthenticated, "%s", unknown)
 	}
-	if len(perms) == 0 {
-		return nil, "", apperr.Invalid("permission", "give at least one --permission (for example manage-infrastructure)")
+	now := time.Now()
+	if err := id.Usable(now); err != nil {
+		return nil, err
 	}
-	slices.Sort(perms)
-	perms = slices.Compact(perms)
-	token, hash, err := NewToken()
-	if err != nil {
-		return nil, "", err
+	if id.LastUsedAt == nil || now.Sub(*id.LastUsedAt) >= UseResolution {
+		s.NoteUse(ctx, id.ID, now)
 	}
-	id, err := s.CreateIdentity(ctx, name, hash, perms)
-	if err != nil {
-		return nil, "", err
-	}
-	return id, token, nil
+	return id, nil
 }
 
 type ctxKey struct{}

@@ -45,6 +45,9 @@ type Record struct {
 	HardwareUUID string
 	RegisteredAt time.Time
 	RegisteredBy string
+	// HardwareProfile names the hardware profile admission compares the machine with; ""
+	// for none.
+	HardwareProfile string
 }
 
 const (
@@ -67,7 +70,9 @@ func ValidateName(name string) error {
 	case len(name) > maxNameLength:
 		return apperr.Invalid("name", "machine name is %d characters long, more than the %d allowed (%s)", utf8.RuneCountInString(name), maxNameLength, NameRule)
 	case !namePattern.MatchString(name):
-		return apperr.Invalid("name", "machine name %q is not valid: use %s", name, NameRule)
+		return apperr.Invalid("name", "machine name %s is not valid: use %s", apperr.Quote(name), NameRule)
+	case name == "none":
+		return apperr.Invalid("name", `machine name "none" is reserved by Incus (it means "not clustered"): choose another name`)
 	}
 	return nil
 }
@@ -89,13 +94,16 @@ func (r *Registration) Validate() error {
 		return err
 	}
 	if r.Provisioner != Manual && r.Provisioner != MAAS {
-		return apperr.Invalid("provisioner", "unknown provisioner %q: use MANUAL or MAAS", r.Provisioner)
+		return apperr.Invalid("provisioner", "unknown provisioner %s: use MANUAL or MAAS", apperr.Quote(string(r.Provisioner)))
 	}
 	if utf8.RuneCountInString(r.Description) > maxDescriptionLength {
 		return apperr.Invalid("description", "description is longer than %d characters", maxDescriptionLength)
 	}
 	if strings.ContainsFunc(r.Description, func(c rune) bool { return c < 0x20 && c != '\n' && c != '\t' }) {
 		return apperr.Invalid("description", "description contains control characters")
+	}
+	if !utf8.ValidString(r.Description) {
+		return apperr.Invalid("description", "description is not valid UTF-8 text")
 	}
 	switch r.Provisioner {
 	case Manual:
@@ -107,7 +115,7 @@ func (r *Registration) Validate() error {
 			return apperr.Invalid("maasSystemId", "a MAAS machine needs its MAAS system id (maasSystemId), as MAAS shows it")
 		}
 		if !SystemIDPattern.MatchString(r.MAASSystemID) {
-			return apperr.Invalid("maasSystemId", "MAAS system id %q is not valid: MAAS system ids are 4–16 lower-case letters and digits", r.MAASSystemID)
+			return apperr.Invalid("maasSystemId", "MAAS system id %s is not valid: MAAS system ids are 4–16 lower-case letters and digits", apperr.Quote(r.MAASSystemID))
 		}
 	}
 	return nil
@@ -185,7 +193,7 @@ func (s *Service) Unregister(ctx context.Context, name string) error {
 			return err
 		}
 		if !found {
-			return apperr.New(apperr.NotFound, "no machine record named %q: list machines with the `machines` query", name)
+			return apperr.New(apperr.NotFound, "no machine record named %s: list machines with the `machines` query", apperr.Quote(name))
 		}
 		if s.Membership == nil {
 			return nil
@@ -195,13 +203,13 @@ func (s *Service) Unregister(ctx context.Context, name string) error {
 			return err
 		}
 		if snap.Member(name) != nil {
-			return apperr.New(apperr.FailedPrecondition, "%q is still an Incus member: remove the member first (removeMember), then unregister it", name)
+			return apperr.New(apperr.FailedPrecondition, "%s is still an Incus member: remove the member first (removeMember), then unregister it", apperr.Quote(name))
 		}
 		if snap.PendingFor(name) != nil {
-			return apperr.New(apperr.FailedPrecondition, "a join token for %q is pending: revoke it first (revokeJoinToken), then unregister the machine", name)
+			return apperr.New(apperr.FailedPrecondition, "a join token for %s is pending: revoke it first (revokeJoinToken), then unregister the machine", apperr.Quote(name))
 		}
 		if snap.PendingProblem != "" {
-			return apperr.New(apperr.Unavailable, "cannot tell whether a join token for %q is pending: %s; try again when every member answers", name, snap.PendingProblem)
+			return apperr.New(apperr.Unavailable, "cannot tell whether a join token for %s is pending: %s; try again when every member answers", apperr.Quote(name), snap.PendingProblem)
 		}
 		return nil
 	})
@@ -230,7 +238,7 @@ func Registered(ctx context.Context, r RecordReader, name, next string) (*Record
 		return nil, err
 	}
 	if rec == nil {
-		return nil, apperr.New(apperr.NotFound, "no machine record named %q: %s", name, next)
+		return nil, apperr.New(apperr.NotFound, "no machine record named %s: %s", apperr.Quote(name), next)
 	}
 	return rec, nil
 }

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/apelora/fabric/apperr"
 )
 
 // Status is MAAS's machine status (NODE_STATUS).
@@ -88,11 +90,11 @@ func ValidateTests(field string, tests []string) error {
 	}
 	for _, t := range tests {
 		if !testNamePattern.MatchString(t) {
-			return invalid(field, "%q is not a MAAS test name or tag (lower-case letters, digits, '.', '_', '-')", t)
+			return invalid(field, "%s is not a MAAS test name or tag (lower-case letters, digits, '.', '_', '-')", apperr.Quote(t))
 		}
 	}
 	if i := firstDuplicate(tests); i >= 0 {
-		return invalid(field, "%q is named twice", tests[i])
+		return invalid(field, "%s is named twice", apperr.Quote(tests[i]))
 	}
 	return nil
 }
@@ -111,7 +113,7 @@ var seriesPattern = regexp.MustCompile(`^([a-z]+/)?[a-z0-9.]{2,30}$`)
 // ValidateSeries checks an OS series name as MAAS takes it (noble, ubuntu/noble, 24.04).
 func ValidateSeries(series string) error {
 	if !seriesPattern.MatchString(series) {
-		return invalid("series", "%q is not a series name: give one such as noble, jammy or ubuntu/noble (its image must already be synced in MAAS)", series)
+		return invalid("series", "%s is not a series name: give one such as noble, jammy or ubuntu/noble (its image must already be synced in MAAS)", apperr.Quote(series))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package provisioning
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 
 	"github.com/apelora/fabric/apperr"
@@ -49,7 +48,7 @@ var systemIDPattern = machines.SystemIDPattern
 
 func validateSystemID(id string) error {
 	if !systemIDPattern.MatchString(id) {
-		return invalid("systemId", "%q is not a MAAS system id (4–16 lower-case letters and digits, as MAAS shows it)", id)
+		return invalid("systemId", "%s is not a MAAS system id (4–16 lower-case letters and digits, as MAAS shows it)", apperr.Quote(id))
 	}
 	return nil
 }
@@ -87,7 +86,7 @@ func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, cur Ma
 	}
 	for _, n := range names {
 		if n != "" && snap.Member(n) != nil {
-			return refused("%s is an Incus member: %s would take it from under the cluster; remove the member first (removeMember)", n, step)
+			return refused("%s", memberRefusal(n, step))
 		}
 	}
 	return nil
@@ -118,8 +117,8 @@ func (s *Service) Commission(ctx context.Context, systemID string, o CommissionO
 		if err := s.refuseMember(ctx, rec, cur, "commissioning"); err != nil {
 			return err
 		}
-		if !slices.Contains(commissionable, cur.Status) {
-			return refused("%s: MAAS commissions only New, Failed commissioning, Ready or Broken machines", describe(cur))
+		if why := commissionRefusal(cur); why != "" {
+			return refused("%s", why)
 		}
 		out, err = m.Commission(ctx, systemID, o)
 		return err
@@ -148,7 +147,7 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 		return nil, err
 	}
 	if rec.Provisioner != machines.MAAS {
-		return nil, refused("%s is a MANUAL machine: Apelora cannot install it; install it by hand and approve its enrolment", name)
+		return nil, refused("%s", installRefusal(rec, Machine{}))
 	}
 	var out Machine
 	var issued bool
@@ -161,11 +160,8 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 		if err != nil {
 			return err
 		}
-		if rec.HardwareUUID != "" && cur.HardwareUUID != rec.HardwareUUID {
-			return refused("MAAS machine %s reports hardware UUID %q, but %s was registered with %q: the machine was replaced or the record is wrong; check it before installing", cur.SystemID, cur.HardwareUUID, name, rec.HardwareUUID)
-		}
-		if cur.Status != Ready && cur.Status != Allocated {
-			return refused("%s: install needs a Ready machine (commission it first) or one already allocated", describe(cur))
+		if why := installRefusal(rec, cur); why != "" {
+			return refused("%s", why)
 		}
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("systemId", cur.SystemID)
@@ -237,13 +233,10 @@ func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests
 			return err
 		}
 		if !sameHostname(cur.Hostname, hostname) {
-			return invalid("hostname", "%q is not the hostname of MAAS machine %s: type its hostname again, exactly as MAAS shows it", hostname, systemID)
+			return invalid("hostname", "%s is not the hostname of MAAS machine %s: type its hostname again, exactly as MAAS shows it", apperr.Quote(hostname), systemID)
 		}
-		switch {
-		case cur.Status == Allocated || cur.Status == Deployed:
-			return refused("%s: testing would disturb a machine allocated or in use; release it first", describe(cur))
-		case !slices.Contains(testable, cur.Status):
-			return refused("%s: hardware tests run only on Ready, Broken or Failed testing machines", describe(cur))
+		if why := testRefusal(cur); why != "" {
+			return refused("%s", why)
 		}
 		out, err = m.Test(ctx, systemID, tests)
 		return err

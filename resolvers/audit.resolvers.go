@@ -9,12 +9,11 @@ import (
 	"context"
 
 	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/graph/model"
 )
 
 // AuditEvents is the resolver for the auditEvents field.
-func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *string, machine *string) (*model.AuditEventConnection, error) {
+func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) (*model.AuditEventConnection, error) {
 	limit := 50
 	if first != nil {
 		limit = *first
@@ -22,7 +21,8 @@ func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *stri
 	if limit < 1 || limit > 500 {
 		return nil, apperr.Invalid("first", "first must be between 1 and 500, not %d", limit)
 	}
-	f := audit.Filter{Machine: deref(machine), Limit: limit + 1}
+	f := auditFilter(machine, actor, outcome)
+	f.Limit = limit + 1
 	if after != nil {
 		before, err := parseAuditCursor(*after)
 		if err != nil {
@@ -49,7 +49,8 @@ func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *stri
 }
 
 // AuditEventRecorded is the resolver for the auditEventRecorded field.
-func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, machine *string) (<-chan *model.AuditEvent, error) {
+func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome) (<-chan *model.AuditEvent, error) {
+	f := auditFilter(machine, actor, outcome)
 	sub := r.AuditFeed.Subscribe(64)
 	out := make(chan *model.AuditEvent, 1)
 	go func() {
@@ -63,7 +64,7 @@ func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, machine *
 				if !ok {
 					return // fell behind: the client reconnects and reads the trail
 				}
-				if machine != nil && e.Machine != *machine {
+				if !f.Matches(e) {
 					continue
 				}
 				select {

@@ -53,7 +53,10 @@ func mapFenceEvent(e *fencing.Event) *model.FenceEvent {
 
 func mapClusterView(v *fencing.ClusterView) *model.ClusterView {
 	out := &model.ClusterView{HealingThreshold: v.HealingThreshold, OfflineThreshold: v.OfflineThreshold,
-		Members: v.Members, OfflineMembers: v.OfflineMembers, UnmappedMembers: nonNil(v.UnmappedMembers), Warnings: []*model.ClusterWarning{}}
+		Members: v.Members, OfflineMembers: v.OfflineMembers, Warnings: []*model.ClusterWarning{}}
+	if v.Members != nil {
+		out.UnmappedMembers = nonNil(v.UnmappedMembers) // null only when unknown
+	}
 	if w := v.Worker; w != nil {
 		out.FenceWorker = &model.FenceWorker{Worker: w.Worker, LeaderSince: w.LeaderSince, LastRoundAt: w.LastRoundAt,
 			PollSeconds: w.PollInterval.Seconds(), OfflineAfterSeconds: w.Limits.OfflineAfter.Seconds(),
@@ -108,5 +111,5 @@ func parseFenceCursor(c string) (int64, error) {
 			}
 		}
 	}
-	return 0, apperr.Invalid("after", "cursor %q is not one this server gave out: pass a pageInfo.endCursor from an earlier page of fenceEvents", c)
+	return 0, apperr.Invalid("after", "cursor %s is not one this server gave out: pass a pageInfo.endCursor from an earlier page of fenceEvents", apperr.Quote(c))
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
@@ -37,10 +38,27 @@ var permissionNames = map[identity.Permission]model.Permission{
 }
 
 func mapIdentity(id *identity.Identity) *model.Identity {
-	out := &model.Identity{Name: id.Name, CreatedAt: id.CreatedAt, Permissions: []model.Permission{}}
+	out := &model.Identity{
+		Name: id.Name, CreatedAt: id.CreatedAt, Permissions: []model.Permission{},
+		LastUsedAt: id.LastUsedAt, ExpiresAt: id.ExpiresAt, RevokedAt: id.RevokedAt, RevokedBy: optional(id.RevokedBy),
+		Active: id.Active(time.Now()),
+	}
 	for _, p := range id.Permissions {
 		if mp, ok := permissionNames[p]; ok {
 			out.Permissions = append(out.Permissions, mp)
+		}
+	}
+	return out
+}
+
+// permissionsOf maps the API's permissions to the domain's.
+func permissionsOf(ps []model.Permission) []identity.Permission {
+	out := make([]identity.Permission, 0, len(ps))
+	for _, mp := range ps {
+		for p, name := range permissionNames {
+			if name == mp {
+				out = append(out, p)
+			}
 		}
 	}
 	return out
@@ -57,21 +75,32 @@ func mapRecord(r *machines.Record) *model.MachineRecord {
 			Kind:         model.ProvisionerKind(r.Provisioner),
 			Capabilities: &model.ProvisionerCapabilities{Discovers: caps.Discovers, Installs: caps.Installs, Powers: caps.Powers},
 		},
-		Description:  r.Description,
-		MaasSystemID: optional(r.MAASSystemID),
-		HardwareUUID: optional(r.HardwareUUID),
-		RegisteredAt: r.RegisteredAt,
-		RegisteredBy: r.RegisteredBy,
+		Description:     r.Description,
+		MaasSystemID:    optional(r.MAASSystemID),
+		HardwareUUID:    optional(r.HardwareUUID),
+		RegisteredAt:    r.RegisteredAt,
+		RegisteredBy:    r.RegisteredBy,
+		HardwareProfile: optional(r.HardwareProfile),
 	}
 }
 
 func mapMachine(m *fleet.Machine) *model.Machine {
-	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS), Fence: mapFenceStatus(m.Fence)}
+	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS), Fence: mapFenceStatus(m.Fence), HardwareProfile: mapProfile(m.Profile)}
 	for _, w := range m.Warnings {
 		out.Warnings = append(out.Warnings, &model.Warning{Code: model.WarningCode(w.Code), Message: w.Message})
 	}
 	if m.Pending != nil {
 		out.PendingJoinToken = &model.PendingJoinToken{ExpiresAt: m.Pending.ExpiresAt}
+	}
+	out.MaasSteps = []*model.MaasStepAvailability{}
+	if m.MAAS != nil {
+		member := ""
+		if m.Member != nil {
+			member = m.Member.Name
+		}
+		for _, a := range provisioning.Steps(*m.MAAS, m.Record, member) {
+			out.MaasSteps = append(out.MaasSteps, &model.MaasStepAvailability{Step: model.MaasStep(a.Step), Allowed: a.Reason == "", Reason: optional(a.Reason)})
+		}
 	}
 	return out
 }
@@ -155,7 +184,7 @@ func parseAuditCursor(c string) (int64, error) {
 			}
 		}
 	}
-	return 0, apperr.Invalid("after", "cursor %q is not one this server gave out: pass a pageInfo.endCursor from an earlier page", c)
+	return 0, apperr.Invalid("after", "cursor %s is not one this server gave out: pass a pageInfo.endCursor from an earlier page", apperr.Quote(c))
 }
 
 func mapMAAS(m *provisioning.Machine) *model.MaasMachine {

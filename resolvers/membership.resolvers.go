@@ -7,7 +7,6 @@ package resolvers
 
 import (
 	"context"
-	"time"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
@@ -20,9 +19,8 @@ import (
 
 // Version is the resolver for the version field.
 func (r *memberResolver) Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error) {
-	// One member that does not answer must not hold the whole answer for long.
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+	// A member that does not answer holds the answer no longer than the request timeout,
+	// which bounds every Incus call.
 	v, err := r.Versions.Version(ctx, obj.Name)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,8 @@ import (
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/hardware"
+	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
@@ -55,7 +57,11 @@ type Resolver struct {
 	AdmissionFeed AdmissionFeed
 	// Fencing: fence mappings, events, progress and the cluster view.
 	Fencing *fencing.Service
-	Log     *slog.Logger
+	// Identity lists, creates and revokes identities.
+	Identity *identity.Service
+	// Hardware declares, removes and assigns hardware profiles.
+	Hardware *hardware.Service
+	Log      *slog.Logger
 }
 
 // machine reads one machine back after a change, which must find it.
@@ -83,4 +89,14 @@ func (r *Resolver) maasPayload(ctx context.Context, m *provisioning.Machine) (*m
 		}
 	}
 	return out, nil
+}
+
+// auditFilter is the audit trail's filter from the arguments of auditEvents and
+// auditEventRecorded.
+func auditFilter(machine, actor *string, outcome *model.AuditOutcome) audit.Filter {
+	f := audit.Filter{Machine: audit.StoredMachine(deref(machine)), Actor: deref(actor)}
+	if outcome != nil {
+		f.Outcome = audit.Outcome(*outcome)
+	}
+	return f
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Apelora runs and tests with, from Debian's packages, as root:
 #   - PostgreSQL (the postgresql package: server binaries and the postgres user);
-#   - Incus (incus-base, incus-client) from bookworm-backports.
+#   - Incus (incus-base, incus-client) from bookworm-backports;
+#   - Chromium, for the console's end-to-end tests (playwright-core drives Debian's build;
+#     no browser is ever downloaded).
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
@@ -41,6 +43,15 @@ if [ ! -x /usr/libexec/incus/incusd ] || ! command -v incus >/dev/null; then
 	fi
 	log "installing Incus from bookworm-backports"
 	apt_install -t bookworm-backports incus-base incus-client
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+	log "installing Chromium (the console's browser tests)"
+	apt_install chromium
+fi
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	log "node and npm are missing: the console's build checks and browser tests need Node.js 20+ (Go builds without them)"
 fi
 
 if ! command -v go >/dev/null; then

@@ -8,7 +8,8 @@
 #     is set;
 #   - an administrator identity, created on the first run (its token is printed once);
 #   - apelora-worker, the fencing worker, with the same MAAS (the simulator's key).
-# Then serves GraphQL at http://127.0.0.1:8080/graphql and GraphiQL at /graphiql/.
+# Then serves Fabric Console at http://127.0.0.1:8080/, GraphQL at /graphql and GraphiQL at
+# /graphiql/.
 # Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,7 +67,8 @@ if [ ! -f "$APELORA_STATE_DIR/.admin-created" ]; then
 	bin/apelora identity create --name admin --permission manage-infrastructure --permission hardware.delete
 	touch "$APELORA_STATE_DIR/.admin-created"
 	echo
-	echo "Paste it in GraphiQL's Headers tab as {\"Authorization\": \"Bearer <token>\"}."
+	echo "Sign in to Fabric Console at http://${APELORA_LISTEN:-127.0.0.1:8080}/ with it (it is exchanged for a"
+	echo "session cookie), or paste it in GraphiQL's Headers tab as {\"Authorization\": \"Bearer <token>\"}."
 	echo "Lost it? bin/apelora identity create --name admin2 --permission manage-infrastructure"
 	echo
 fi
@@ -84,5 +86,5 @@ done
 log "starting the fencing worker"
 bin/apelora-worker &
 pids+=($!)
-log "serving: GraphiQL at http://$listen/graphiql/"
+log "serving: Fabric Console at http://$listen/ (GraphiQL at http://$listen/graphiql/)"
 wait "$serve"

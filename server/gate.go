@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
@@ -63,17 +65,62 @@ func mayRead(ctx context.Context) error {
 	return requirePermission(ctx, identity.ViewInfrastructure)
 }
 
-// operations refuses reads (queries, subscriptions) from callers who may not read. Mutations
-// go on to the per-field gate, which audits the refusal.
+// operations refuses reads (queries, subscriptions) from callers who may not read. A
+// mutation without an identity is refused here as a whole, with one audit event for the
+// request however many fields it has; others go on to the per-field gate.
 func (g *gate) operations(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	ctx = context.WithValue(ctx, dispatchedKey{}, true)
 	oc := graphql.GetOperationContext(ctx)
 	if oc.Operation != nil && oc.Operation.Operation == ast.Mutation {
+		if identity.FromContext(ctx) == nil {
+			err := authError(ctx)
+			g.recordOperation(ctx, oc.Doc, oc.Operation, oc.Variables, audit.Refused, apperr.PublicMessage(err))
+			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{presentError(ctx, g.log, err)}})
+		}
 		return next(ctx)
 	}
 	if err := mayRead(ctx); err != nil {
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{presentError(ctx, g.log, err)}})
 	}
 	return next(ctx)
+}
+
+type dispatchedKey struct{}
+
+// responses audits a mutation refused before it ran: gqlgen answers a request that does
+// not parse, is not valid, or exceeds a limit without running the operation middleware
+// (so without the mark operations sets), and no field of it reaches rootFields.
+func (g *gate) responses(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp == nil || len(resp.Errors) == 0 || ctx.Value(dispatchedKey{}) != nil || !graphql.HasOperationContext(ctx) {
+		return resp
+	}
+	oc := graphql.GetOperationContext(ctx)
+	doc, op := oc.Doc, oc.Operation
+	if op == nil {
+		var err error
+		if doc, err = parser.ParseQuery(&ast.Source{Input: oc.RawQuery}); err != nil {
+			// Unreadable: it may have been a mutation.
+			g.recordRequest(ctx, requestRecord{action: RejectedRequest, outcome: audit.Failed, message: resp.Errors[0].Message})
+			return resp
+		}
+		if op = doc.Operations.ForName(oc.OperationName); op == nil || op.Operation != ast.Mutation {
+			op = firstMutation(doc)
+		}
+	}
+	if op != nil && op.Operation == ast.Mutation {
+		g.recordOperation(ctx, doc, op, oc.Variables, audit.Failed, resp.Errors[0].Message)
+	}
+	return resp
+}
+
+func firstMutation(doc *ast.QueryDocument) *ast.OperationDefinition {
+	for _, op := range doc.Operations {
+		if op.Operation == ast.Mutation {
+			return op
+		}
+	}
+	return nil
 }
 
 // rootFields wraps every Mutation field. It is a root-field interceptor, not a field
@@ -93,7 +140,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	action := &audit.Action{
 		Actor:      actor,
 		Name:       rfc.Field.Name,
-		Machine:    targetOf(args),
+		Machine:    targetOf(rfc.Field.Name, args),
 		RequestID:  logging.RequestID(ctx),
 		Parameters: audit.Redact(args),
 	}
@@ -158,15 +205,98 @@ func (g *gate) record(ctx context.Context, a *audit.Action, outcome audit.Outcom
 // recordMessage is record with the message the client was shown.
 func (g *gate) recordMessage(ctx context.Context, a *audit.Action, outcome audit.Outcome, msg string) {
 	if rerr := g.audit.RecordAudit(context.WithoutCancel(ctx), a.Event(outcome, msg)); rerr != nil {
-		g.log.ErrorContext(ctx, "could not write audit event", "action", a.Name, "actor", a.Actor, "machine", a.Machine, "outcome", outcome, "error", rerr)
+		g.log.ErrorContext(ctx, "could not write audit event", "action", audit.Text(a.Name, audit.MaxNameBytes), "actor", a.Actor,
+			"machine", audit.Text(a.Machine, audit.MaxMachineBytes), "outcome", outcome, "error", rerr)
 		return
 	}
 	a.MarkRecorded()
 }
 
+// notAboutAMachine are the mutations whose name argument names something else.
+var notAboutAMachine = map[string]bool{"createIdentity": true, "revokeIdentity": true}
+
+// The actions of audit events that stand for a request rather than a mutation call.
+const (
+	// RejectedRequest: a POST to /graphql refused before its operation could be read (too
+	// large, too slow, not JSON, a batch, a query that does not parse).
+	RejectedRequest = "rejectedRequest"
+	// RateLimited: requests from an address refused for failing authentication too often;
+	// at most one event per address per RateLimitWindow.
+	RateLimited = "rateLimited"
+)
+
+// maxListedMutations bounds the mutation names one request's event lists.
+const maxListedMutations = 16
+
+// requestRecord is the one audit event of a request audited as a whole.
+type requestRecord struct {
+	action, machine string
+	params, details map[string]any
+	outcome         audit.Outcome
+	message         string
+}
+
+// recordOperation writes one event for a mutation operation refused before any of its
+// fields ran: named after its first field, with that field's arguments, and listing the
+// mutations it asked for.
+func (g *gate) recordOperation(ctx context.Context, doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[string]any, outcome audit.Outcome, msg string) {
+	var first *ast.Field
+	var names []string
+	calls := 0
+	walkRootFields(doc, op.SelectionSet, func(f *ast.Field) {
+		calls++
+		if first == nil {
+			first = f
+		}
+		if len(names) < maxListedMutations && !slices.Contains(names, f.Name) {
+			names = append(names, f.Name)
+		}
+	})
+	rec := requestRecord{action: RejectedRequest, outcome: outcome, message: msg,
+		details: map[string]any{"mutations": names, "calls": calls}}
+	if first != nil {
+		args := argumentsOf(first, vars)
+		rec.action, rec.machine, rec.params = first.Name, targetOf(first.Name, args), audit.Redact(args)
+	}
+	g.recordRequest(ctx, rec)
+}
+
+// argumentsOf returns a field's arguments, also when the document did not validate (then
+// a value that cannot be read is kept as its source text).
+func argumentsOf(f *ast.Field, vars map[string]any) map[string]any {
+	if f.Definition != nil && vars != nil {
+		return f.ArgumentMap(vars)
+	}
+	args := make(map[string]any, len(f.Arguments))
+	for _, a := range f.Arguments {
+		if v, err := a.Value.Value(vars); err == nil {
+			args[a.Name] = v
+		} else {
+			args[a.Name] = a.Value.String()
+		}
+	}
+	return args
+}
+
+// recordRequest writes the one event of a request audited as a whole.
+func (g *gate) recordRequest(ctx context.Context, r requestRecord) {
+	actor := audit.Anonymous
+	if id := identity.FromContext(ctx); id != nil {
+		actor = id.Name
+	}
+	a := &audit.Action{Actor: actor, Name: r.action, Machine: r.machine, RequestID: logging.RequestID(ctx), Parameters: r.params}
+	for k, v := range r.details {
+		a.Detail(k, v)
+	}
+	g.recordMessage(ctx, a, r.outcome, r.message)
+}
+
 // targetOf finds the machine an action is about in its arguments: the name (or member)
 // field of its input, or a top-level name argument.
-func targetOf(args map[string]any) string {
+func targetOf(mutation string, args map[string]any) string {
+	if notAboutAMachine[mutation] {
+		return ""
+	}
 	for _, src := range []any{args["input"], args} {
 		m, ok := src.(map[string]any)
 		if !ok {
@@ -174,10 +304,7 @@ func targetOf(args map[string]any) string {
 		}
 		for _, k := range []string{"name", "member", "machine"} {
 			if s, ok := m[k].(string); ok && s != "" {
-				if len(s) > 253 {
-					s = s[:253]
-				}
-				return s
+				return s // audit.Bound cuts and escapes it
 			}
 		}
 	}

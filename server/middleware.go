@@ -87,21 +87,25 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// withIdentity authenticates the bearer token, if any. A request without a valid one goes
-// on without an identity, and the GraphQL gate refuses (and audits) what it tries.
-func withIdentity(store identity.Store, next http.Handler) http.Handler {
+// withIdentity authenticates the bearer token, if any, or else the console's session
+// cookie. A request without a valid one goes on without an identity, and the GraphQL gate
+// refuses (and audits) what it tries.
+func withIdentity(store credentials, origins []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
+		var id *identity.Identity
 		if h := r.Header.Get("Authorization"); h != "" {
-			id, err := identity.Authenticate(ctx, store, h)
-			if err != nil {
+			var err error
+			if id, err = identity.Authenticate(ctx, store, h); err != nil {
 				ctx = withAuthError(ctx, err)
 			} else {
 				ctx = identity.WithIdentity(ctx, id)
-				if rec, ok := w.(*recorder); ok {
-					rec.identity = id
-				}
 			}
+		} else {
+			ctx, id = fromSession(ctx, store, origins, r)
+		}
+		if rec, ok := w.(*recorder); ok && id != nil {
+			rec.identity = id
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

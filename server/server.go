@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -25,12 +26,14 @@ import (
 	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/resolvers"
 	"github.com/apelora/fabric/server/graphqlws"
+	"github.com/apelora/fabric/web/console"
 	"github.com/apelora/fabric/web/graphiql"
 )
 
 // Store is what the server itself needs from the database.
 type Store interface {
 	identity.Store
+	identity.SessionStore
 	AuditRecorder
 	Ping(ctx context.Context) error
 }
@@ -51,14 +54,20 @@ type Config struct {
 	// PublicURL is the URL administrators and new servers reach Apelora at; empty means
 	// "as the request addressed it".
 	PublicURL string
+	// SessionTTL is how long a console session lasts; zero means DefaultSessionTTL.
+	SessionTTL time.Duration
 	// Routes adds further handlers (for example the enrolment script) to the mux.
 	Routes func(mux *http.ServeMux)
+	// Sessions closes the websockets of identities revoked or expired while connected;
+	// nil closes none.
+	Sessions Sessions
+	// AuthFailureLimit limits requests without a valid identity per client address; zero
+	// means DefaultAuthFailureLimit.
+	AuthFailureLimit RateLimit
+	// BodyReadTimeout bounds how long a request body may take to arrive; zero means
+	// BodyReadTimeout.
+	BodyReadTimeout time.Duration
 }
-
-const (
-	maxDepth      = 12
-	maxComplexity = 2000
-)
 
 // Handler returns the server's HTTP handler.
 func Handler(cfg Config) http.Handler {
@@ -70,7 +79,7 @@ func Handler(cfg Config) http.Handler {
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
 	gql.AddTransport(graphqlws.New(graphqlws.Options{
-		Init:           websocketInit(cfg.Store),
+		Init:           websocketInit(cfg.Store, cfg.Sessions),
 		PingInterval:   ping,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Shared:         sharedStreams,
@@ -80,20 +89,28 @@ func Handler(cfg Config) http.Handler {
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	gql.Use(extension.Introspection{})
+	gql.Use(subscriptionsOverPOST{})
+	gql.Use(rootFieldLimit{max: MaxRootFields})
 	gql.Use(depthLimit{max: maxDepth})
 	gql.Use(extension.FixedComplexityLimit(maxComplexity))
 	gql.AroundOperations(g.operations)
 	gql.AroundRootFields(g.rootFields)
+	gql.AroundResponses(g.responses)
 	gql.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error { return presentError(ctx, cfg.Log, err) })
 	gql.SetRecoverFunc(recoverPanic(cfg.Log))
 
+	bodyTimeout := cfg.BodyReadTimeout
+	if bodyTimeout == 0 {
+		bodyTimeout = BodyReadTimeout
+	}
+	limiter := newAuthLimiter(cfg.AuthFailureLimit)
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", withIdentity(cfg.Store, gql))
+	mux.Handle("/graphql", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseGraphQL, g.readRequest(bodyTimeout, gql))))
 	gi := graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})
 	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", gi))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/graphiql/", http.StatusFound)
-	})
+	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
+	(&sessionAPI{store: cfg.Store, ttl: sessionTTL(cfg.SessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
+		secure: strings.HasPrefix(cfg.PublicURL, "https:")}).routes(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -104,7 +121,8 @@ func Handler(cfg Config) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
 	})
-	mux.Handle("GET /api/v1/provisioners/maas/machines", RequirePermission(cfg.Store, identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))
+	mux.Handle("GET /api/v1/provisioners/maas/machines", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseREST(cfg.Log),
+		permitted(identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))))
 	if cfg.Routes != nil {
 		cfg.Routes(mux)
 	}
@@ -117,16 +135,32 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 	})
 }
 
-// websocketInit authenticates a websocket from its connection_init payload. The transport
-// closes a refused socket with 4403, which graphql-ws clients treat as final instead of
-// reconnecting forever. The context returned is the socket's: when it ends with an
-// UNAUTHENTICATED or FORBIDDEN *apperr.Error as its cause (the identity was revoked or
-// expired), the transport closes the socket with 4403 and that error's message.
-func websocketInit(store identity.Store) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
+// websocketInit authenticates a websocket from its connection_init payload, or, when that
+// carries no Authorization, by the console session cookie the upgrade request carried. A
+// refused socket is closed with 4403, which graphql-ws clients treat as final instead of
+// reconnecting forever. The connection context it returns ends when the identity is
+// revoked or expires, or the console session expires, and the socket then closes with 4403
+// too (the transport's contract, see Sessions).
+func websocketInit(store identity.Store, sessions Sessions) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
 	return func(ctx context.Context, p graphqlws.InitPayload) (context.Context, error) {
-		id, err := identity.Authenticate(ctx, store, p.Authorization())
+		var id *identity.Identity
+		var err error
+		if p.Authorization() == "" && sessionFrom(ctx) != nil {
+			id = identity.FromContext(ctx)
+			ctx = boundBySession(ctx)
+		} else if stored, ok := ctx.Value(authErrKey{}).(error); ok && p.Authorization() == "" {
+			err = stored // the upgrade's cookie (or header) was refused: say why
+		} else {
+			id, err = identity.Authenticate(ctx, store, p.Authorization())
+		}
 		if err == nil {
 			err = id.Require(identity.ViewInfrastructure)
+		}
+		if err == nil && sessions != nil {
+			var watched context.Context
+			if watched, err = sessions.Watch(ctx, id); err == nil {
+				ctx = watched
+			}
 		}
 		if err != nil {
 			return ctx, err
@@ -161,7 +195,8 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	base := graphqlws.WithShutdown(context.WithoutCancel(ctx), streams)
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: HeaderReadTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

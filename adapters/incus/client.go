@@ -47,10 +47,11 @@ func New(cfg Config) (*Client, error) {
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	// No dial or handshake timeout of their own: each call's bound (Config.Timeout) covers
+	// connecting, the handshake and the answer, so a hung member is reported one way.
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:                 nil, // Incus is reached directly, never through an environment proxy
-		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       90 * time.Second,
@@ -212,6 +213,7 @@ func (c *Client) call(ctx context.Context, req request, out any) (result, error)
 	if timeout == 0 {
 		timeout = c.timeout
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
@@ -239,7 +241,12 @@ func (c *Client) call(ctx context.Context, req request, out any) (result, error)
 	start := time.Now()
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
-		return result{}, fmt.Errorf("incus %s %s at %s: %w", req.method, req.path, c.endpoint, unwrapURLError(err))
+		err = unwrapURLError(err)
+		if parent.Err() == nil && ctx.Err() != nil {
+			// The call's own bound ran out, not the caller's.
+			err = &TimeoutError{After: timeout}
+		}
+		return result{}, fmt.Errorf("incus %s %s at %s: %w", req.method, req.path, c.endpoint, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))

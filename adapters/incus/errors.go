@@ -1,9 +1,11 @@
 package incus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Sentinel errors. An *Error matches the one that fits its HTTP status with errors.Is.
@@ -107,3 +109,12 @@ func IsCancelled(err error) bool {
 	var oe *OperationError
 	return errors.As(err, &oe) && oe.StatusCode == StatusCancelled
 }
+
+// TimeoutError is a call that got no answer within its bound (Config.Timeout). It matches
+// context.DeadlineExceeded.
+type TimeoutError struct{ After time.Duration }
+
+func (e *TimeoutError) Error() string { return fmt.Sprintf("no answer within %s", e.After) }
+
+// Is makes errors.Is(err, context.DeadlineExceeded) hold.
+func (e *TimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }

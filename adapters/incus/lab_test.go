@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -108,6 +109,26 @@ func TestIncusCluster(t *testing.T) {
 		m, etag := must2(cl.Member(ctxFor(t), "m2"))(t)
 		if m.ServerName != "m2" || len(etag) != 64 {
 			t.Fatalf("member m2 %+v etag %q", m, etag)
+		}
+	})
+
+	t.Run("ResourcesWithTarget", func(t *testing.T) {
+		// Every lab member runs on this host, so each reports the host's own hardware.
+		ctx := ctxFor(t)
+		for _, m := range lab.Members {
+			r := must(cl.Resources(ctx, m.Name))(t)
+			info := must(cl.ServerInfo(ctx, m.Name))(t)
+			if r.Architecture != info.KernelArchitecture || r.CPUs < runtime.NumCPU() || r.MemoryBytes < 256<<20 {
+				t.Errorf("resources of %s: %+v (kernel architecture %s, %d CPUs usable here)", m.Name, r, info.KernelArchitecture, runtime.NumCPU())
+			}
+			for _, d := range r.Disks {
+				if d.ID == "" || d.SizeBytes < 0 {
+					t.Errorf("disk %+v", d)
+				}
+			}
+		}
+		if _, err := cl.Resources(ctx, "nope"); !incus.IsNotFound(err) {
+			t.Fatalf("unknown target: %v", err)
 		}
 	})
 

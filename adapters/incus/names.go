@@ -3,6 +3,8 @@ package incus
 import (
 	"errors"
 	"fmt"
+
+	"github.com/apelora/fabric/apperr"
 )
 
 // ValidMemberName checks a cluster member name, and the machine names that become member
@@ -20,10 +22,10 @@ import (
 // break targeting (?target=), URLs, and the token decoder. So Apelora validates first.
 func ValidMemberName(name string) error {
 	if len(name) < 1 || len(name) > 63 {
-		return fmt.Errorf("invalid member name %q: must be 1 to 63 characters long", name)
+		return fmt.Errorf("invalid member name %s: must be 1 to 63 characters long", apperr.Quote(name))
 	}
 	if name[0] == '-' || name[len(name)-1] == '-' {
-		return fmt.Errorf("invalid member name %q: must not start or end with a hyphen", name)
+		return fmt.Errorf("invalid member name %s: must not start or end with a hyphen", apperr.Quote(name))
 	}
 	digits := true
 	for i := 0; i < len(name); i++ {
@@ -33,11 +35,11 @@ func ValidMemberName(name string) error {
 		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch == '-':
 			digits = false
 		default:
-			return fmt.Errorf("invalid member name %q: only letters a-z, A-Z, digits 0-9 and hyphens are allowed", name)
+			return fmt.Errorf("invalid member name %s: only letters a-z, A-Z, digits 0-9 and hyphens are allowed", apperr.Quote(name))
 		}
 	}
 	if digits {
-		return fmt.Errorf("invalid member name %q: must not be only digits", name)
+		return fmt.Errorf("invalid member name %s: must not be only digits", apperr.Quote(name))
 	}
 	if name == "none" {
 		return errors.New(`invalid member name "none": Incus reserves it for an unclustered server`)

@@ -541,3 +541,47 @@ func selfSigned(t *testing.T, cn string) (*x509.Certificate, *ecdsa.PrivateKey) 
 func tlsCertificate(c *x509.Certificate) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{c.Raw}}
 }
+
+func TestResourcesDecodesHardwareAndTargetsTheMember(t *testing.T) {
+	// The shape a real incusd 6.0.4 answered (trimmed), plus a physical card with two ports.
+	body := syncBody(`{
+	 "cpu":{"architecture":"x86_64","sockets":[{"socket":0,"cores":[{"core":0,"threads":[{"id":0,"online":true}]},{"core":1,"threads":[{"id":1,"online":true}]}]}],"total":2},
+	 "memory":{"hugepages_size":2097152,"nodes":[{"numa_node":0,"total":25769803776,"used":1873166336}],"total":25769803776,"used":801058816},
+	 "storage":{"disks":[
+	   {"block_size":0,"device":"254:0","id":"vda","numa_node":0,"partitions":[],"pci_address":"0000:00:02.0","read_only":false,"removable":false,"rpm":1,"size":274877906944,"type":"virtio"},
+	   {"id":"sr0","type":"cdrom","size":0,"removable":true,"read_only":true,"model":"QEMU DVD-ROM"}],"total":2},
+	 "network":{"cards":[
+	   {"driver":"virtio_net","pci_address":"0000:00:03.0","ports":[{"address":"02:fc:00:00:00:01","auto_negotiation":false,"id":"eth0","link_detected":true,"port":0,"port_type":"other","protocol":"ethernet"}]},
+	   {"driver":"ice","pci_address":"0000:41:00.0","ports":[{"id":"eno1","address":"b4:96:91:00:00:01","link_detected":true,"link_speed":25000},{"id":"eno2","address":"b4:96:91:00:00:02","link_detected":false}]}],"total":2},
+	 "system":{"type":"physical","uuid":"4c4c4544-0042-3510-8052-b7c04f4e0001"},
+	 "gpu":{"cards":[],"total":0},"usb":{"devices":[],"total":0},"pci":{"devices":[],"total":0},"load":{"processes":100}}`)
+	c, rt := fakeClient(func(*http.Request) (int, http.Header, string) { return 200, nil, body })
+	r, err := c.Resources(context.Background(), "node-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := rt.reqs[0].URL.RequestURI(); rt.reqs[0].Method != "GET" || u != "/1.0/resources?target=node-3" {
+		t.Fatalf("request %s %s", rt.reqs[0].Method, u)
+	}
+	want := Resources{
+		Architecture: "x86_64", CPUs: 2, MemoryBytes: 25769803776, SystemType: "physical",
+		Disks: []ResourceDisk{{ID: "vda", Type: "virtio", SizeBytes: 274877906944}, {ID: "sr0", Type: "cdrom", Model: "QEMU DVD-ROM", Removable: true, ReadOnly: true}},
+		NetworkCards: []NetworkCard{
+			{Driver: "virtio_net", PCIAddress: "0000:00:03.0", Ports: []NetworkPort{{ID: "eth0", MAC: "02:fc:00:00:00:01", LinkDetected: true}}},
+			{Driver: "ice", PCIAddress: "0000:41:00.0", Ports: []NetworkPort{{ID: "eno1", MAC: "b4:96:91:00:00:01", LinkDetected: true, LinkSpeedMbps: 25000}, {ID: "eno2", MAC: "b4:96:91:00:00:02"}}},
+		},
+	}
+	if !reflect.DeepEqual(r, want) {
+		t.Fatalf("resources\n got %+v\nwant %+v", r, want)
+	}
+	if _, err := c.Resources(context.Background(), ""); err != nil || rt.reqs[1].URL.RequestURI() != "/1.0/resources" {
+		t.Fatalf("untargeted: %v %s", err, rt.reqs[1].URL.RequestURI())
+	}
+
+	missing, _ := fakeClient(func(*http.Request) (int, http.Header, string) {
+		return 404, nil, errorBody(404, "Cluster member not found")
+	})
+	if _, err := missing.Resources(context.Background(), "nope"); !IsNotFound(err) {
+		t.Fatalf("unknown member: %v", err)
+	}
+}

@@ -33,6 +33,7 @@ type Client struct {
 	root  *url.URL
 	creds credentials
 	cfg   Config // APIKey cleared: the parsed creds are the only copy
+	trust *trust
 	hc    *http.Client
 	log   *slog.Logger
 	// sleep waits between retries; replaced in tests that count attempts.
@@ -52,29 +53,31 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := cfg.withDefaults()
 	c.APIKey = ""
-	tlsCfg, err := tlsConfig(c.CAFile)
-	if err != nil {
-		return nil, err
-	}
-	base := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment, // never applies to loopback
-		DialContext:           newDialer(c.DialTimeout).DialContext,
-		TLSClientConfig:       tlsCfg,
-		TLSHandshakeTimeout:   c.DialTimeout,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConnsPerHost:   8,
-		IdleConnTimeout:       90 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
-	signer := plaintextTransport(base, creds)
 	log := c.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	dial := newDialer().DialContext
+	tr, err := newTrust(c.CAFile, func(tlsCfg *tls.Config) *http.Transport {
+		return &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment, // never applies to loopback
+			DialContext:           dial,
+			TLSClientConfig:       tlsCfg,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConnsPerHost:   8,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
+	}, log)
+	if err != nil {
+		return nil, err
+	}
+	signer := plaintextTransport(tr, creds)
 	return &Client{
 		root:  root,
 		creds: creds,
 		cfg:   c,
+		trust: tr,
 		hc: &http.Client{
 			Transport: signer,
 			// A redirect could lead anywhere, including plain http; MAAS API
@@ -167,37 +170,50 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 	if timeout <= 0 {
 		timeout = c.cfg.RequestTimeout
 	}
+	// One bound for the whole call, retries included: a hung MAAS costs one timeout.
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	reloaded := false
 	for attempt := 0; ; attempt++ {
-		wait, err := c.attempt(ctx, cl, u.Path, full, body, timeout, out)
+		wait, err := c.attempt(ctx, cctx, cl, u.Path, full, body, timeout, out)
 		if err == nil {
 			return nil
 		}
-		if wait < 0 || attempt >= retries || ctx.Err() != nil {
+		if !reloaded && refusedCertificate(err) && c.trust.reload(ctx) {
+			// The CA file changed since: the request was never sent, try it once with the
+			// new trust.
+			reloaded = true
+			attempt--
+			continue
+		}
+		if wait < 0 || attempt >= retries || cctx.Err() != nil {
 			return err
 		}
 		if wait == 0 {
 			wait = 250 * time.Millisecond << attempt
 		}
 		wait = min(wait, c.cfg.MaxRetryWait)
+		if dl, ok := cctx.Deadline(); ok && time.Until(dl) <= wait {
+			return err // no time left for another attempt
+		}
 		c.log.LogAttrs(ctx, slog.LevelWarn, "MAAS request failed; retrying",
 			slog.String("method", cl.method), slog.String("path", u.Path), slog.String("op", cl.op),
 			slog.Int("attempt", attempt+1), slog.Duration("wait", wait), slog.String("error", err.Error()))
-		if serr := c.sleep(ctx, wait); serr != nil {
+		if serr := c.sleep(cctx, wait); serr != nil {
 			return err
 		}
 	}
 }
 
-// attempt makes one request. wait < 0 means "do not retry"; wait == 0 means
-// retry with backoff; wait > 0 is MAAS's Retry-After.
-func (c *Client) attempt(ctx context.Context, cl call, path, full string, body []byte, timeout time.Duration, out any) (time.Duration, error) {
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// attempt makes one request within ctx, the call's bound (parent is the caller's context).
+// wait < 0 means "do not retry"; wait == 0 means retry with backoff; wait > 0 is MAAS's
+// Retry-After.
+func (c *Client) attempt(parent, ctx context.Context, cl call, path, full string, body []byte, timeout time.Duration, out any) (time.Duration, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(actx, cl.method, full, rd)
+	req, err := http.NewRequestWithContext(ctx, cl.method, full, rd)
 	if err != nil {
 		return -1, &RequestError{Method: cl.method, Path: path, Op: cl.op, Err: err}
 	}
@@ -209,8 +225,9 @@ func (c *Client) attempt(ctx context.Context, cl call, path, full string, body [
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		err = transportError(err)
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("MAAS did not answer within %s (%w); check that MAAS is up or raise the request timeout", timeout, err)
+		if parent.Err() == nil && ctx.Err() != nil {
+			// The call's own bound, not the caller's, ran out.
+			err = &TimeoutError{After: timeout}
 		}
 		rerr := &RequestError{Method: cl.method, Path: path, Op: cl.op, Err: err}
 		if ctx.Err() != nil || !retryableNetErr(err) {

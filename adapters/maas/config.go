@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 )
@@ -18,7 +17,6 @@ import (
 const (
 	DefaultRequestTimeout    = 30 * time.Second
 	DefaultPowerQueryTimeout = 75 * time.Second // MAAS waits up to 60 s for the BMC
-	DefaultDialTimeout       = 10 * time.Second
 	DefaultMaxResponseBytes  = 64 << 20
 	DefaultMaxRetries        = 3
 	DefaultMaxRetryWait      = 10 * time.Second
@@ -34,14 +32,19 @@ type Config struct {
 	APIKey string `json:"-"`
 	// CAFile, when set, is a PEM file whose certificates are the only ones
 	// trusted for MAAS (a private CA, or the MAAS leaf itself to pin it).
-	// When empty the system trust store is used.
+	// When empty the system trust store is used. The client re-reads it when
+	// it changes, so a rotated certificate needs no restart.
 	CAFile string
 
-	RequestTimeout    time.Duration // per attempt; DefaultRequestTimeout when zero
-	PowerQueryTimeout time.Duration // per query_power_state attempt
-	DialTimeout       time.Duration
+	// RequestTimeout bounds each call, retries included: a hung MAAS costs one
+	// RequestTimeout, never one per attempt. DefaultRequestTimeout when zero.
+	RequestTimeout time.Duration
+	// PowerQueryTimeout bounds a query_power_state call, retries included (MAAS
+	// itself waits up to 60 s for the BMC); at least RequestTimeout.
+	PowerQueryTimeout time.Duration
 	MaxResponseBytes  int64
 	// MaxRetries bounds retries of idempotent reads; negative disables them.
+	// A retry is made only when it can start before the call's bound.
 	MaxRetries int
 	// MaxRetryWait caps the wait between retries, including MAAS's Retry-After.
 	MaxRetryWait time.Duration
@@ -174,9 +177,12 @@ func isLoopbackIP(host string) bool {
 var ErrCACertificateServed = errors.New("MAAS served a certificate marked as a CA (BasicConstraints CA:TRUE); " +
 	"issue MAAS a leaf certificate (CA:FALSE) signed by your CA and trust that CA through the CA file")
 
-func tlsConfig(caFile string) (*tls.Config, error) {
-	cfg := &tls.Config{
+// tlsConfig trusts roots (nil: the system trust store) and refuses a served certificate
+// marked as a CA.
+func tlsConfig(roots *x509.CertPool) *tls.Config {
+	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
+		RootCAs:    roots,
 		// Runs after the normal chain and host name checks have passed.
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			if len(cs.PeerCertificates) == 0 {
@@ -188,19 +194,6 @@ func tlsConfig(caFile string) (*tls.Config, error) {
 			return nil
 		},
 	}
-	if caFile == "" {
-		return cfg, nil // nil RootCAs = system trust store
-	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("%w: read MAAS CA file: %v; check the path and its permissions", ErrInvalidConfig, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%w: MAAS CA file %q holds no PEM certificate; it must contain the CA (or MAAS leaf) certificate in PEM form", ErrInvalidConfig, caFile)
-	}
-	cfg.RootCAs = pool
-	return cfg, nil
 }
 
 func (c *Config) withDefaults() Config {
@@ -210,9 +203,6 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.PowerQueryTimeout <= 0 {
 		out.PowerQueryTimeout = max(DefaultPowerQueryTimeout, out.RequestTimeout)
-	}
-	if out.DialTimeout <= 0 {
-		out.DialTimeout = DefaultDialTimeout
 	}
 	if out.MaxResponseBytes <= 0 {
 		out.MaxResponseBytes = DefaultMaxResponseBytes
@@ -228,7 +218,9 @@ func (c *Config) withDefaults() Config {
 	return out
 }
 
-// dialer is split out so tests of configuration need no network.
-func newDialer(timeout time.Duration) *net.Dialer {
-	return &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+// newDialer has no timeout of its own: the call's bound covers connecting, the TLS
+// handshake and the answer alike, so a hung MAAS is reported one way whatever stage it
+// hangs at.
+func newDialer() *net.Dialer {
+	return &net.Dialer{KeepAlive: 30 * time.Second}
 }

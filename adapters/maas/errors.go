@@ -1,6 +1,7 @@
 package maas
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -210,3 +211,12 @@ func (e *RequestError) Error() string {
 }
 
 func (e *RequestError) Unwrap() error { return e.Err }
+
+// TimeoutError is a call that got no answer within its bound (Config.RequestTimeout or
+// PowerQueryTimeout, retries included). It matches context.DeadlineExceeded.
+type TimeoutError struct{ After time.Duration }
+
+func (e *TimeoutError) Error() string { return fmt.Sprintf("MAAS did not answer within %s", e.After) }
+
+// Is makes errors.Is(err, context.DeadlineExceeded) hold.
+func (e *TimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/apelora/fabric/apperr"
 )
 
 // Version is GET version/ (MAAS answers it without authentication; we sign
@@ -365,7 +367,7 @@ func (c *Client) GetConfigBool(ctx context.Context, name string) (bool, error) {
 	}
 	var b *bool
 	if err := json.Unmarshal(raw, &b); err != nil {
-		return false, fmt.Errorf("read MAAS config %s: not a boolean: %s", name, truncate(string(raw), 64))
+		return false, fmt.Errorf("read MAAS config %s: not a boolean: %s", name, apperr.Quote(string(raw)))
 	}
 	return b != nil && *b, nil
 }
@@ -384,7 +386,7 @@ var systemIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func checkSystemID(id string) error {
 	if !systemIDRE.MatchString(id) {
-		return fmt.Errorf("invalid MAAS system ID %q: expected letters and digits such as \"k7qpwx\"", truncate(id, 70))
+		return fmt.Errorf("invalid MAAS system ID %s: expected letters and digits such as \"k7qpwx\"", apperr.Quote(id))
 	}
 	return nil
 }
@@ -415,16 +417,9 @@ func setScripts(p url.Values, names []string) error {
 	}
 	for _, n := range names {
 		if n == "" || strings.ContainsAny(n, ", \t\r\n") {
-			return fmt.Errorf("testing scripts: invalid name %q (no commas or spaces)", truncate(n, 70))
+			return fmt.Errorf("testing scripts: invalid name %s (no commas or spaces)", apperr.Quote(n))
 		}
 	}
 	p.Set("testing_scripts", strings.Join(names, ","))
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,19 +119,38 @@ func TestRequestTimeout(t *testing.T) {
 	}
 }
 
-func TestSimulatorHangTimesOut(t *testing.T) {
-	e := newEnv(t, withConfig(func(c *maas.Config) { c.RequestTimeout = 50 * time.Millisecond; c.MaxRetries = 1 }))
+func TestSimulatorHangTimesOutOnceWhateverTheRetries(t *testing.T) {
+	// The bound covers the call, retries included: a hung MAAS costs one RequestTimeout.
+	e := newEnv(t, withConfig(func(c *maas.Config) { c.RequestTimeout = 200 * time.Millisecond; c.MaxRetries = 3 }))
 	e.sim.SetFault(sim.FaultHang)
 	_, err := e.client.Version(ctx)
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not answer within 200ms") {
 		t.Fatalf("hanging MAAS: %v", err)
 	}
-	if n := e.sim.CountRequests(http.MethodGet, ""); n != 2 {
-		t.Fatalf("%d attempts, want 2 (timeouts of reads are retried once here)", n)
+	if n := e.sim.CountRequests(http.MethodGet, ""); n != 1 {
+		t.Fatalf("%d attempts, want 1: the first one used the whole bound", n)
 	}
 	e.sim.SetFault(sim.FaultNone)
 	if _, err := e.client.Version(ctx); err != nil {
 		t.Fatalf("after the fault cleared: %v", err)
+	}
+}
+
+func TestRetryThatCannotStartInsideTheBoundIsNotMade(t *testing.T) {
+	// MAAS asks to come back in 10 s; the call's bound is shorter, so it answers now with
+	// MAAS's error instead of sleeping into its deadline.
+	e := newEnv(t, withConfig(func(c *maas.Config) {
+		c.RequestTimeout = 2 * time.Second
+		c.MaxRetries = 3
+		c.MaxRetryWait = time.Minute
+	}))
+	e.sim.SetFault(sim.FaultUnavailable)
+	_, err := e.client.WhoAmI(ctx)
+	if ae := apiError(t, err, http.StatusServiceUnavailable); ae.RetryAfter != 10*time.Second {
+		t.Fatalf("%v, retry-after %v", err, ae.RetryAfter)
+	}
+	if n := e.sim.CountRequests(http.MethodGet, "whoami"); n != 1 {
+		t.Fatalf("%d attempts, want 1", n)
 	}
 }
 

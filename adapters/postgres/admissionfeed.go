@@ -47,8 +47,8 @@ func (s *Store) NewAdmissionFeed() *AdmissionFeed { return &AdmissionFeed{s: s} 
 func (f *AdmissionFeed) ByMachine() *broadcast.Topics[string, *admission.Event] { return &f.t }
 
 // AdmissionBatchWindow is how long the feed holds a run's first new result for others of
-// the same run before pushing them together. A report computes its nine results within
-// a few tens of milliseconds: one message or two per watcher instead of ten, which is
+// the same run before pushing them together. A report computes its eleven results within
+// a few tens of milliseconds: one message or two per watcher instead of twelve, which is
 // what lets a thousand watchers keep up. The verdict is never held.
 const AdmissionBatchWindow = 25 * time.Millisecond
 

@@ -9,13 +9,10 @@ import (
 	"github.com/apelora/fabric/audit"
 )
 
+// insertAudit writes every audit row there is, bounded by audit.Bound: whatever the
+// caller sent, the row fits its limits and the database accepts it.
 func insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
-	if e.Parameters == nil {
-		e.Parameters = map[string]any{}
-	}
-	if e.Details == nil {
-		e.Details = map[string]any{}
-	}
+	e = audit.Bound(e)
 	var id int64
 	err := tx.QueryRow(ctx, `INSERT INTO audit_events (actor, action, machine, parameters, outcome, error, request_id, details)
 		VALUES ($1, $2, nullif($3, ''), $4, $5, nullif($6, ''), $7, $8) RETURNING id`,
@@ -49,8 +46,8 @@ func scanAudit(row pgx.Row) (audit.Event, error) {
 // asked for when there is a next page.
 func (s *Store) AuditEvents(ctx context.Context, f audit.Filter) ([]audit.Event, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_events
-		WHERE ($1 = '' OR machine = $1) AND ($2 = 0 OR id < $2)
-		ORDER BY id DESC LIMIT $3`, f.Machine, f.Before, f.Limit)
+		WHERE ($1 = '' OR machine = $1) AND ($2 = 0 OR id < $2) AND ($4 = '' OR actor = $4) AND ($5 = '' OR outcome = $5)
+		ORDER BY id DESC LIMIT $3`, f.Machine, f.Before, f.Limit, f.Actor, string(f.Outcome))
 	if err != nil {
 		return nil, dbError(err)
 	}

@@ -3,6 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -11,14 +14,26 @@ import (
 	"github.com/apelora/fabric/identity"
 )
 
-var _ identity.Store = (*Store)(nil)
+var (
+	_ identity.Store     = (*Store)(nil)
+	_ identity.Directory = (*Store)(nil)
+	_ identity.ByID      = (*Store)(nil)
+)
 
-// IdentityByTokenHash returns the identity whose token hashes to hash, or nil.
-func (s *Store) IdentityByTokenHash(ctx context.Context, hash []byte) (*identity.Identity, error) {
+// IdentityChannel is the NOTIFY channel the identities triggers write to when an identity
+// is revoked, deleted or gets another expiry; the payload is its id.
+const IdentityChannel = "identities"
+
+// identityColumns are what every credential's lookup reads of its identity: bearer tokens
+// here, console sessions in sessions.go. identity.Identity.Usable judges what they read,
+// for both alike.
+const identityColumns = `id, name, permissions, created_at, expires_at, revoked_at, coalesce(revoked_by, ''), last_used_at`
+
+// scanIdentity reads identityColumns, then extra; nil when there is no row.
+func scanIdentity(row pgx.Row, extra ...any) (*identity.Identity, error) {
 	var id identity.Identity
 	var perms []string
-	err := s.pool.QueryRow(ctx, `SELECT id, name, permissions, created_at FROM identities WHERE token_hash = $1`, hash).
-		Scan(&id.ID, &id.Name, &perms, &id.CreatedAt)
+	err := row.Scan(append([]any{&id.ID, &id.Name, &perms, &id.CreatedAt, &id.ExpiresAt, &id.RevokedAt, &id.RevokedBy, &id.LastUsedAt}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -31,21 +46,120 @@ func (s *Store) IdentityByTokenHash(ctx context.Context, hash []byte) (*identity
 	return &id, nil
 }
 
-// CreateIdentity stores a new identity with the hash of its token.
-func (s *Store) CreateIdentity(ctx context.Context, name string, hash []byte, perms []identity.Permission) (*identity.Identity, error) {
+// IdentityByTokenHash returns the identity whose token hashes to hash, active or not, or
+// nil: one query on the token_hash unique index.
+func (s *Store) IdentityByTokenHash(ctx context.Context, hash []byte) (*identity.Identity, error) {
+	return scanIdentity(s.pool.QueryRow(ctx, `SELECT `+identityColumns+` FROM identities WHERE token_hash = $1`, hash))
+}
+
+// IdentityByID returns the identity with that id, or nil.
+func (s *Store) IdentityByID(ctx context.Context, id int64) (*identity.Identity, error) {
+	return scanIdentity(s.q(ctx).QueryRow(ctx, `SELECT `+identityColumns+` FROM identities WHERE id = $1`, id))
+}
+
+// Identities returns every identity, oldest first.
+func (s *Store) Identities(ctx context.Context) ([]identity.Identity, error) {
+	return collectIdentities(s.q(ctx).Query(ctx, `SELECT `+identityColumns+` FROM identities ORDER BY id`))
+}
+
+func collectIdentities(rows pgx.Rows, err error) ([]identity.Identity, error) {
+	if err != nil {
+		return nil, dbError(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (identity.Identity, error) {
+		id, err := scanIdentity(row)
+		if err != nil {
+			return identity.Identity{}, err
+		}
+		return *id, nil
+	})
+	return out, dbError(err)
+}
+
+// NoteUse writes an identity's last use in the background: the request neither waits for
+// it nor fails with it. While one write for an identity is in flight others are dropped,
+// and the row's own last_used_at (read by every authentication) keeps the writes to about
+// one per identity per identity.UseResolution.
+func (s *Store) NoteUse(ctx context.Context, id int64, at time.Time) {
+	if _, busy := s.noting.LoadOrStore(id, true); busy {
+		return
+	}
+	go func() {
+		defer s.noting.Delete(id)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := s.pool.Exec(wctx, `UPDATE identities SET last_used_at = $2
+			WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)`, id, at); err != nil {
+			s.log.WarnContext(wctx, "could not record an identity's last use", "identity_id", id, "error", err)
+		}
+	}()
+}
+
+// ChangeIdentities runs fn in a transaction that writes the audit event of the mutation
+// in progress. It takes no machine lock: revocations serialise on the rows they read.
+func (s *Store) ChangeIdentities(ctx context.Context, fn func(identity.Tx) error) error {
+	return s.change(ctx, "", func(ctx context.Context, tx pgx.Tx) error { return fn(identityTx{tx}) })
+}
+
+type identityTx struct{ tx pgx.Tx }
+
+func (t identityTx) InsertIdentity(ctx context.Context, name string, hash []byte, perms []identity.Permission, expiresAt *time.Time) (*identity.Identity, error) {
 	ps := make([]string, len(perms))
 	for i, p := range perms {
 		ps[i] = string(p)
 	}
-	id := identity.Identity{Name: name, Permissions: perms}
-	err := s.pool.QueryRow(ctx, `INSERT INTO identities (name, token_hash, permissions) VALUES ($1, $2, $3) RETURNING id, created_at`,
-		name, hash, ps).Scan(&id.ID, &id.CreatedAt)
+	id, err := scanIdentity(t.tx.QueryRow(ctx, `INSERT INTO identities (name, token_hash, permissions, expires_at) VALUES ($1, $2, $3, $4)
+		RETURNING `+identityColumns, name, hash, ps, expiresAt))
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "identities_name_key" {
-		return nil, apperr.New(apperr.AlreadyExists, "an identity named %q already exists: choose another name", name)
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "identities_name_key":
+		return nil, &apperr.Error{Code: apperr.AlreadyExists, Field: "name", Message: fmt.Sprintf(
+			"an identity named %q already exists (revoked ones keep their name): choose another name", name)}
+	case errors.As(err, &pgErr) && pgErr.ConstraintName == "identities_expiry_after_creation":
+		// The expiry was in the server's future but not in the database's: clocks apart.
+		return nil, apperr.Invalid("expiresIn", "the expiry is already past by the database's clock: give a longer time, and check the clocks of the server and the database agree")
 	}
-	if err != nil {
-		return nil, dbError(err)
+	return id, err
+}
+
+func (t identityTx) IdentityByName(ctx context.Context, name string) (*identity.Identity, error) {
+	return scanIdentity(t.tx.QueryRow(ctx, `SELECT `+identityColumns+` FROM identities WHERE name = $1 FOR UPDATE`, name))
+}
+
+func (t identityTx) Managers(ctx context.Context) ([]identity.Identity, error) {
+	return collectIdentities(t.tx.Query(ctx, `SELECT `+identityColumns+` FROM identities
+		WHERE revoked_at IS NULL AND 'manage-infrastructure' = ANY (permissions) ORDER BY id FOR UPDATE`))
+}
+
+func (t identityTx) SetRevoked(ctx context.Context, id int64, by string, at time.Time) (*identity.Identity, error) {
+	return scanIdentity(t.tx.QueryRow(ctx, `UPDATE identities SET revoked_at = $2, revoked_by = $3 WHERE id = $1 RETURNING `+identityColumns, id, at, by))
+}
+
+// WatchIdentities tells w of every identity revoked, deleted or given another expiry on
+// any replica, until ctx ends; when notifications may have been lost (the listener
+// reconnected, or w fell behind) it has w check every identity it watches.
+func (l *Listener) WatchIdentities(ctx context.Context, w interface {
+	Changed(ctx context.Context, id int64)
+	CheckAll(ctx context.Context)
+}) {
+	sub := l.Subscribe(IdentityChannel, 256)
+	defer func() { sub.Close() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n, ok := <-sub.C:
+			switch {
+			case !ok:
+				sub = l.Subscribe(IdentityChannel, 256)
+				w.CheckAll(ctx)
+			case n.Resync:
+				w.CheckAll(ctx)
+			default:
+				if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+					w.Changed(ctx, id)
+				}
+			}
+		}
 	}
-	return &id, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,6 +26,8 @@ type Store struct {
 	// transaction holds a connection of pool, and must never wait for another of them.
 	notify *pgxpool.Pool
 	log    *slog.Logger
+	// noting holds the ids of identities whose last use is being written (see NoteUse).
+	noting sync.Map
 }
 
 // Open connects to the database at url (a postgres:// URL or a libpq key=value string).

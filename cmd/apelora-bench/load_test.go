@@ -46,8 +46,8 @@ func TestLoadSubscribesAnswersPingsAndRecordsVerdicts(t *testing.T) {
 			t.Errorf("subscriber %d: sent %v, at %v, received %v", d.sub, sent, d.at, d.recv)
 		}
 	}
-	if c := l.checks.Load(); c != 9*int64(n) {
-		t.Errorf("%d check results, want 9 per subscriber", c)
+	if c := l.checks.Load(); c != 11*int64(n) {
+		t.Errorf("%d check results, want 11 per subscriber", c)
 	}
 	if f := l.Failures(); len(f) > 0 {
 		t.Fatal(f)

@@ -37,7 +37,7 @@ func main() {
 // workerReads says whether the worker reads one of the server's variables.
 func workerReads(name string) bool {
 	switch name {
-	case "APELORA_DATABASE_URL", "APELORA_STATE_DIR", "APELORA_LOG_LEVEL":
+	case "APELORA_DATABASE_URL", "APELORA_STATE_DIR", "APELORA_LOG_LEVEL", app.EnvRequestTimeout:
 		return true
 	}
 	return strings.HasPrefix(name, "APELORA_INCUS_") || strings.HasPrefix(name, "APELORA_MAAS_")

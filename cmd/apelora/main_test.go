@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/postgres/localpg"
+	"github.com/apelora/fabric/adapters/postgres/pgtest"
 )
 
 // The embedded default: with no APELORA_DATABASE_URL, `identity create` and `serve` share
@@ -70,7 +71,7 @@ func TestEmbeddedDefaultDatabaseIsSharedByIdentityCreateAndServe(t *testing.T) {
 	if _, _, err := do("identity", "create", "--name", "bob", "--permission", "root"); err == nil || !strings.Contains(err.Error(), "manage-infrastructure") {
 		t.Fatalf("unknown permission: %v", err)
 	}
-	if _, _, err := do("identity", "create", "--name", "bob"); err == nil || !strings.Contains(err.Error(), "at least one --permission") {
+	if _, _, err := do("identity", "create", "--name", "bob"); err == nil || !strings.Contains(err.Error(), "at least one permission") {
 		t.Fatalf("no permission: %v", err)
 	}
 	if out, _, err := do("migrate"); err != nil || !strings.Contains(out, "up to date") {
@@ -129,5 +130,67 @@ func TestCommandLineMistakes(t *testing.T) {
 	out.Reset()
 	if err := run(context.Background(), []string{"env"}, &out, &log); err != nil || !strings.Contains(out.String(), "APELORA_MAAS_API_KEY") {
 		t.Fatalf("env: %v %s", err, out.String())
+	}
+}
+
+// `apelora identity` on the server: the same rules as the API, audited as local:USER, and
+// the way back when no manager is left.
+func TestIdentityCommandsOnTheServer(t *testing.T) {
+	db := pgtest.New(t)
+	t.Setenv("APELORA_DATABASE_URL", db.URL)
+	ctx := t.Context()
+	do := func(args ...string) (string, string, error) {
+		var out, log bytes.Buffer
+		err := run(ctx, args, &out, &log)
+		return out.String(), log.String(), err
+	}
+	out, log, err := do("identity", "create", "--name", "alice", "--permission", "manage-infrastructure", "--expires", "90d")
+	token := regexp.MustCompile(`apl_[A-Za-z0-9_-]{43}`).FindString(out)
+	if err != nil || token == "" || !strings.Contains(out, "expiring") || strings.Contains(log, token) {
+		t.Fatalf("identity create --expires: %v\n%s\n%s", err, out, log)
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"identity", "create", "--name", "eraser", "--permission", "hardware.delete"}, "could do nothing"},
+		{[]string{"identity", "create", "--name", "old", "--permission", "view-infrastructure", "--expires", "2001-01-01T00:00:00Z"}, "not in the future"},
+		{[]string{"identity", "create", "--name", "old", "--permission", "view-infrastructure", "--expires", "soon"}, "not a duration"},
+		{[]string{"identity", "revoke", "nobody"}, "no identity named"},
+		{[]string{"identity", "revoke"}, "usage"},
+		{[]string{"identity", "rename", "alice"}, "unknown subcommand"},
+	} {
+		if _, _, err := do(c.args...); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.says)
+		}
+	}
+	// The last manager can be revoked here, with a word about it.
+	out, _, err = do("identity", "revoke", "alice")
+	if err != nil || !strings.Contains(out, `revoked identity "alice"`) || !strings.Contains(out, "no active identity has manage-infrastructure") {
+		t.Fatalf("identity revoke: %v\n%s", err, out)
+	}
+	if _, _, err := do("identity", "revoke", "alice"); err == nil || !strings.Contains(err.Error(), "already revoked") {
+		t.Fatalf("revoke twice: %v", err)
+	}
+	if _, _, err := do("identity", "create", "--name", "bob", "--permission", "view-infrastructure"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = do("identity", "list")
+	if err != nil || !regexp.MustCompile(`alice\s+manage-infrastructure\s+revoked .* by local:`).MatchString(out) ||
+		!regexp.MustCompile(`bob\s+view-infrastructure\s+active\s`).MatchString(out) || strings.Contains(out, "apl_") {
+		t.Fatalf("identity list: %v\n%s", err, out)
+	}
+	// Each command that changed (or tried to change) something wrote one audit event.
+	var actions string
+	if err := db.Store.Pool().QueryRow(ctx, `SELECT string_agg(action || ':' || outcome, ' ' ORDER BY id) FROM audit_events WHERE actor LIKE 'local:%'`).Scan(&actions); err != nil {
+		t.Fatal(err)
+	}
+	want := "createIdentity:SUCCEEDED createIdentity:FAILED createIdentity:FAILED createIdentity:FAILED revokeIdentity:FAILED revokeIdentity:SUCCEEDED revokeIdentity:FAILED createIdentity:SUCCEEDED"
+	if actions != want {
+		t.Fatalf("audited %s\nwant    %s", actions, want)
+	}
+	var leaked int
+	if err := db.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events e WHERE to_jsonb(e)::text LIKE '%apl_%'`).Scan(&leaked); err != nil || leaked != 0 {
+		t.Fatalf("%d audit events hold a token (%v)", leaked, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/Khan/genqlient/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/apelora/fabric/client"
 )
@@ -48,15 +49,29 @@ commands:
   install NAME -series SERIES     install an OS on a registered MAAS machine and enrol it
   hardware-test SYSTEM-ID -hostname HOSTNAME [-tests a,b]
   release SYSTEM-ID [-erase] [-comment TEXT]   (says first whether MAAS will erase anyway)
+  identities                      every identity: permissions, status, last use, expiry
+  create-identity NAME -permission PERM [-permission PERM ...] [-expires 90d|RFC3339]
+                                  create an identity: prints its bearer token ONCE
+  revoke-identity NAME            revoke an identity at once (its websockets close too)
+
+errors are printed as CODE: message (the API's extensions.code). exit status:
+  0 done   1 any other error   2 usage   3 UNAUTHENTICATED (no or wrong token)
+  4 FORBIDDEN (the identity lacks a permission)
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "apeloractl:", err)
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	if err != nil {
+		var api *apiError
+		if errors.As(err, &api) {
+			fmt.Fprintln(os.Stderr, err)
+		} else {
+			fmt.Fprintln(os.Stderr, "apeloractl:", err)
+		}
 	}
+	os.Exit(exitStatus(err))
 }
 
 type cli struct {
@@ -66,17 +81,22 @@ type cli struct {
 	gql             graphql.Client
 }
 
+// run runs one command; an error from the API comes back as an *apiError.
 func run(ctx context.Context, args []string, out io.Writer) error {
+	return explain(runCommand(ctx, args, out))
+}
+
+func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	global := flag.NewFlagSet("apeloractl", flag.ContinueOnError)
 	asJSON := global.Bool("json", false, "print JSON instead of a table")
 	global.Usage = func() { fmt.Fprint(os.Stderr, usage) }
 	if err := global.Parse(args); err != nil {
-		return err
+		return usageError(err.Error())
 	}
 	args = global.Args()
 	if len(args) == 0 {
 		global.Usage()
-		return errors.New("no command given")
+		return usageError("no command given")
 	}
 	base := strings.TrimSuffix(os.Getenv("APELORA_URL"), "/")
 	if base == "" {
@@ -84,7 +104,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	c := &cli{endpoint: base + "/graphql", token: os.Getenv("APELORA_TOKEN"), json: *asJSON, out: out}
 	if c.token == "" {
-		return errors.New("APELORA_TOKEN is not set: create a token with `apelora identity create` and export it")
+		return &apiError{errs: []codedMessage{{"UNAUTHENTICATED", "APELORA_TOKEN is not set: create a token with `apelora identity create` and export it"}}}
 	}
 	c.gql = client.New(c.endpoint, c.token, nil)
 	cmd, rest := args[0], args[1:]
@@ -110,21 +130,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		})
 	case "machine":
 		if len(rest) != 1 {
-			return errors.New("usage: apeloractl machine NAME")
+			return usageError("apeloractl machine NAME")
 		}
 		r, err := client.Machine(ctx, c.gql, rest[0])
 		if err != nil {
 			return err
 		}
 		if r.Machine == nil {
-			return fmt.Errorf("no machine named %q", rest[0])
+			return &apiError{errs: []codedMessage{{"NOT_FOUND", fmt.Sprintf("no machine named %q: list them with `apeloractl machines`", rest[0])}}}
 		}
 		return c.printMachine(&r.Machine.MachineFields)
 	case "register":
 		return c.register(ctx, rest)
 	case "unregister":
 		if len(rest) != 1 {
-			return errors.New("usage: apeloractl unregister NAME")
+			return usageError("apeloractl unregister NAME")
 		}
 		r, err := client.UnregisterMachine(ctx, c.gql, client.UnregisterMachineInput{Name: rest[0]})
 		if err != nil {
@@ -136,7 +156,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.approve(ctx, rest)
 	case "revoke":
 		if len(rest) != 1 {
-			return errors.New("usage: apeloractl revoke NAME")
+			return usageError("apeloractl revoke NAME")
 		}
 		if _, err := client.RevokeJoinToken(ctx, c.gql, client.RevokeJoinTokenInput{Name: rest[0]}); err != nil {
 			return err
@@ -145,7 +165,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	case "report":
 		if len(rest) != 1 {
-			return errors.New("usage: apeloractl report NAME")
+			return usageError("apeloractl report NAME")
 		}
 		r, err := client.AdmissionReport(ctx, c.gql, rest[0])
 		if err != nil {
@@ -154,7 +174,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.printReport(&r.AdmissionReport.AdmissionReportFields)
 	case "admit":
 		if len(rest) != 1 {
-			return errors.New("usage: apeloractl admit NAME")
+			return usageError("apeloractl admit NAME")
 		}
 		r, err := client.AdmitMember(ctx, c.gql, client.AdmitMemberInput{Name: rest[0]})
 		if err != nil {
@@ -179,15 +199,109 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return c.audit(ctx, rest)
 	case "watch-audit":
 		return c.watchAudit(ctx, rest)
+	case "identities":
+		return c.identities(ctx)
+	case "create-identity":
+		return c.createIdentity(ctx, rest)
+	case "revoke-identity":
+		return c.revokeIdentity(ctx, rest)
 	default:
 		global.Usage()
-		return fmt.Errorf("unknown command %q", cmd)
+		return usageError(fmt.Sprintf("unknown command %q", cmd))
 	}
+}
+
+// usageError is a command line apeloractl cannot run.
+type usageError string
+
+func (e usageError) Error() string { return "usage: " + string(e) }
+
+// codedMessage is one error of the API: its extensions.code and message.
+type codedMessage struct{ code, message string }
+
+// apiError is what the API refused, one CODE: message line per error.
+type apiError struct{ errs []codedMessage }
+
+func (e *apiError) Error() string {
+	lines := make([]string, len(e.errs))
+	for i, m := range e.errs {
+		lines[i] = m.code + ": " + m.message
+	}
+	return strings.Join(lines, "\n")
+}
+
+// explain turns the client's errors (a GraphQL error list, or an HTTP error carrying one)
+// into an *apiError, so that they print as CODE: message and never as gqlparser's
+// "input:3:2: …".
+func explain(err error) error {
+	var list gqlerror.List
+	var httpErr *graphql.HTTPError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &list):
+	case errors.As(err, &httpErr):
+		list = httpErr.Response.Errors
+		if len(list) == 0 || list[0].Extensions["code"] == nil {
+			msg := fmt.Sprintf("the server answered HTTP %d", httpErr.StatusCode)
+			if len(list) > 0 {
+				msg += ": " + truncate(list[0].Message, 200)
+			}
+			return &apiError{errs: []codedMessage{{"UNAVAILABLE", msg}}}
+		}
+	default:
+		return err
+	}
+	out := &apiError{}
+	for _, e := range list {
+		code, _ := e.Extensions["code"].(string)
+		if code == "" {
+			code = "INTERNAL"
+		}
+		out.errs = append(out.errs, codedMessage{code, e.Message})
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// The exit statuses, in the usage text and the README.
+const (
+	exitError           = 1
+	exitUsage           = 2
+	exitUnauthenticated = 3
+	exitForbidden       = 4
+)
+
+func exitStatus(err error) int {
+	var api *apiError
+	var usage usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &usage):
+		return exitUsage
+	case errors.As(err, &api):
+		for _, e := range api.errs {
+			switch e.code {
+			case "UNAUTHENTICATED":
+				return exitUnauthenticated
+			case "FORBIDDEN":
+				return exitForbidden
+			}
+		}
+	}
+	return exitError
 }
 
 func (c *cli) register(ctx context.Context, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New("usage: apeloractl register NAME [-provisioner MANUAL|MAAS] [-description TEXT] [-maas-system-id ID]")
+		return usageError("apeloractl register NAME [-provisioner MANUAL|MAAS] [-description TEXT] [-maas-system-id ID]")
 	}
 	name := args[0]
 	fs := flag.NewFlagSet("register", flag.ContinueOnError)
@@ -195,7 +309,7 @@ func (c *cli) register(ctx context.Context, args []string) error {
 	desc := fs.String("description", "", "free text")
 	sysID := fs.String("maas-system-id", "", "the MAAS system id (MAAS machines)")
 	if err := fs.Parse(args[1:]); err != nil {
-		return err
+		return usageError(err.Error())
 	}
 	in := client.RegisterMachineInput{Name: name, Provisioner: client.ProvisionerKind(strings.ToUpper(*prov)), Description: desc}
 	if *sysID != "" {
@@ -233,7 +347,7 @@ func (c *cli) fleet(ctx context.Context) error {
 
 func (c *cli) maasStep(ctx context.Context, cmd string, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("usage: see `apeloractl help` for %s", cmd)
+		return usageError("see `apeloractl help` for " + cmd)
 	}
 	subject := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -244,7 +358,7 @@ func (c *cli) maasStep(ctx context.Context, cmd string, args []string) error {
 	erase := fs.Bool("erase", false, "erase the disks (needs hardware.delete)")
 	comment := fs.String("comment", "", "a comment for MAAS")
 	if err := fs.Parse(args[1:]); err != nil {
-		return err
+		return usageError(err.Error())
 	}
 	var testList []string
 	if *tests != "" {
@@ -297,21 +411,21 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (c *cli) approve(ctx context.Context, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New("usage: apeloractl approve NAME [-member-config ENTITY/NAME/KEY=VALUE ...]")
+		return usageError("apeloractl approve NAME [-member-config ENTITY/NAME/KEY=VALUE ...]")
 	}
 	name := args[0]
 	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
 	var cfg multiFlag
 	fs.Var(&cfg, "member-config", "ENTITY/NAME/KEY=VALUE, for example storage-pool/local/source=/dev/sdb; repeat")
 	if err := fs.Parse(args[1:]); err != nil {
-		return err
+		return usageError(err.Error())
 	}
 	in := client.ApproveEnrolmentInput{Name: name}
 	for _, e := range cfg {
 		id, value, ok := strings.Cut(e, "=")
 		parts := strings.Split(id, "/")
 		if !ok || len(parts) != 3 {
-			return fmt.Errorf("-member-config %q: write ENTITY/NAME/KEY=VALUE", e)
+			return usageError(fmt.Sprintf("-member-config %q: write ENTITY/NAME/KEY=VALUE", e))
 		}
 		in.MemberConfig = append(in.MemberConfig, client.MemberConfigInput{Entity: parts[0], Name: parts[1], Key: parts[2], Value: value})
 	}
@@ -331,12 +445,12 @@ func (c *cli) approve(ctx context.Context, args []string) error {
 
 func (c *cli) remove(ctx context.Context, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New("usage: apeloractl remove NAME [-force]")
+		return usageError("apeloractl remove NAME [-force]")
 	}
 	fs := flag.NewFlagSet("remove", flag.ContinueOnError)
 	force := fs.Bool("force", false, "drop the member without telling it (wipe its daemon afterwards)")
 	if err := fs.Parse(args[1:]); err != nil {
-		return err
+		return usageError(err.Error())
 	}
 	if _, err := client.RemoveMember(ctx, c.gql, client.RemoveMemberInput{Name: args[0], Force: force}); err != nil {
 		return err
@@ -357,7 +471,7 @@ func (c *cli) printReport(r *client.AdmissionReportFields) error {
 
 func (c *cli) watchAdmission(ctx context.Context, args []string) error {
 	if len(args) != 1 {
-		return errors.New("usage: apeloractl watch-admission NAME")
+		return usageError("apeloractl watch-admission NAME")
 	}
 	return follow(ctx, c, func(ws graphql.WebSocketClient) (chan client.AdmissionChecksWsResponse, error) {
 		events, _, err := client.AdmissionChecks(ctx, ws, args[0])
@@ -383,6 +497,11 @@ func (c *cli) watchAdmission(ctx context.Context, args []string) error {
 // follow opens a websocket, subscribes with subscribe and hands every event to handle
 // until the context ends, the server ends the subscription, or handle fails.
 func follow[E any](ctx context.Context, c *cli, subscribe func(graphql.WebSocketClient) (chan E, error), handle func(E) error) error {
+	// A websocket refused at connection_init says only 4403: ask over HTTP first, which
+	// says UNAUTHENTICATED or FORBIDDEN.
+	if _, err := client.Viewer(ctx, c.gql); err != nil {
+		return err
+	}
 	ws, err := client.NewWebSocket(c.endpoint, c.token)
 	if err != nil {
 		return err
@@ -418,7 +537,7 @@ func (c *cli) audit(ctx context.Context, args []string) error {
 	machine := fs.String("machine", "", "only events about this machine")
 	first := fs.Int("first", 20, "how many events (1–500)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError(err.Error())
 	}
 	var m *string
 	if *machine != "" {
@@ -441,7 +560,7 @@ func (c *cli) watchAudit(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("watch-audit", flag.ContinueOnError)
 	machine := fs.String("machine", "", "only events about this machine")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError(err.Error())
 	}
 	var m *string
 	if *machine != "" {

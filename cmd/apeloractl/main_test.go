@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -111,4 +116,118 @@ func TestMAASCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "disks: the disks will not be erased") {
 		t.Fatalf("release: %v\n%s", err, out)
 	}
+}
+
+func TestIdentityCommands(t *testing.T) {
+	e := producttest.Start(t)
+	t.Setenv("APELORA_URL", e.Base)
+	t.Setenv("APELORA_TOKEN", e.Identity("ops", identity.ManageInfrastructure))
+	do := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(t.Context(), args, &out)
+		return out.String(), err
+	}
+	out, err := do("create-identity", "ci", "-permission", "view-infrastructure", "-expires", "36h")
+	token := regexp.MustCompile(`apl_[A-Za-z0-9_-]{43}`).FindString(out)
+	if err != nil || token == "" || !strings.Contains(out, "created identity ci, expiring") {
+		t.Fatalf("create-identity: %v\n%s", err, out)
+	}
+	out, err = do("-json", "create-identity", "deploy", "-permission", "manage-infrastructure", "-expires", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	var created struct {
+		Token    string
+		Identity struct{ ExpiresAt *time.Time }
+	}
+	if err != nil || json.Unmarshal([]byte(out), &created) != nil || !strings.HasPrefix(created.Token, "apl_") || created.Identity.ExpiresAt == nil {
+		t.Fatalf("create-identity -json: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"create-identity", "eraser", "-permission", "hardware.delete"}, "could do nothing"},
+		{[]string{"create-identity", "root", "-permission", "root"}, `unknown permission "root"`},
+		{[]string{"create-identity", "old", "-permission", "view-infrastructure", "-expires", "2020-01-01T00:00:00Z"}, "not in the future"},
+		{[]string{"create-identity", "ci", "-permission", "view-infrastructure"}, "already exists"},
+		{[]string{"create-identity", "-permission", "view-infrastructure"}, "usage"},
+		{[]string{"revoke-identity", "nobody"}, "no identity named"},
+	} {
+		if _, err := do(c.args...); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.says)
+		}
+	}
+
+	t.Setenv("APELORA_TOKEN", token)
+	if out, err := do("whoami"); err != nil || !strings.Contains(out, "ci") {
+		t.Fatalf("whoami as ci: %v %s", err, out)
+	}
+	t.Setenv("APELORA_TOKEN", created.Token)
+	if out, err := do("revoke-identity", "ci"); err != nil || !strings.Contains(out, "revoked identity ci") {
+		t.Fatalf("revoke-identity: %v %s", err, out)
+	}
+	out, err = do("identities")
+	if err != nil || !regexp.MustCompile(`ci\s+view-infrastructure\s+revoked .* by deploy`).MatchString(out) ||
+		!regexp.MustCompile(`ops\s+manage-infrastructure\s+active`).MatchString(out) || strings.Contains(out, "apl_") {
+		t.Fatalf("identities:\n%s", out)
+	}
+	if out, err := do("-json", "identities"); err != nil || !strings.Contains(out, `"name": "ci"`) || !strings.Contains(out, `"revokedBy": "deploy"`) {
+		t.Fatalf("identities -json: %v\n%s", err, out)
+	}
+	t.Setenv("APELORA_TOKEN", token)
+	if _, err := do("whoami"); err == nil || !strings.Contains(err.Error(), `identity "ci" was revoked`) {
+		t.Fatalf("whoami with a revoked token: %v", err)
+	}
+}
+
+// Errors print as CODE: message, never as gqlparser's "input:3:2: …", and the exit status
+// tells UNAUTHENTICATED and FORBIDDEN apart.
+func TestErrorsPrintTheirCodeAndExitStatus(t *testing.T) {
+	e := producttest.Start(t)
+	t.Setenv("APELORA_URL", e.Base)
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	manager := e.Identity("manager", identity.ManageInfrastructure)
+	cases := []struct {
+		name, token string
+		args        []string
+		status      int
+		prefix      string
+	}{
+		{"no token", "", []string{"machines"}, exitUnauthenticated, "UNAUTHENTICATED: APELORA_TOKEN is not set"},
+		{"wrong token", "apl_wrong", []string{"machines"}, exitUnauthenticated, "UNAUTHENTICATED: the bearer token is not valid"},
+		{"wrong token, watching", "apl_wrong", []string{"watch-audit"}, exitUnauthenticated, "UNAUTHENTICATED: "},
+		{"lacks the permission", viewer, []string{"register", "node-1"}, exitForbidden, `FORBIDDEN: identity "viewer" lacks the manage-infrastructure permission`},
+		{"bad input", manager, []string{"register", "Node_1"}, exitError, `INVALID_INPUT: machine name "Node_1" is not valid`},
+		{"too large", manager, []string{"register", "node-1", "-description", strings.Repeat("x", 2<<20)}, exitError, "REQUEST_TOO_LARGE: the request body is larger than"},
+		{"unknown machine", manager, []string{"machine", "node-9"}, exitError, "NOT_FOUND: no machine named"},
+		{"unknown command", manager, []string{"frobnicate"}, exitUsage, "usage: unknown command"},
+		{"bad flag", manager, []string{"register", "node-1", "-colour", "red"}, exitUsage, "usage: flag provided but not defined"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("APELORA_TOKEN", c.token)
+			err := run(t.Context(), c.args, io.Discard)
+			if err == nil || !strings.HasPrefix(err.Error(), c.prefix) || strings.Contains(err.Error(), "input:") || exitStatus(err) != c.status {
+				t.Fatalf("%v: error %v, exit status %d; want %q and %d", c.args, err, exitStatus(err), c.prefix, c.status)
+			}
+		})
+	}
+	// The binary itself: stderr and exit status.
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "APELORA_CTL_MAIN=register node-1", "APELORA_TOKEN="+viewer, "APELORA_URL="+e.Base)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitForbidden || !strings.HasPrefix(stderr.String(), "FORBIDDEN: ") {
+		t.Fatalf("apeloractl register as a viewer: %v, stderr %q", err, stderr.String())
+	}
+}
+
+// TestMain runs main itself when APELORA_CTL_MAIN holds its arguments, so that a test
+// can run the test binary as apeloractl.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("APELORA_CTL_MAIN"); args != "" {
+		os.Args = append([]string{"apeloractl"}, strings.Fields(args)...)
+		main()
+	}
+	os.Exit(m.Run())
 }

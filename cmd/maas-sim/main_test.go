@@ -69,8 +69,14 @@ func TestRunServesFixtureOverTLSWithoutPrintingTheKey(t *testing.T) {
 	if err != nil || len(ms) != 9 {
 		t.Fatalf("%d machines, %v", len(ms), err)
 	}
-	if ms[0].SystemID != "k7qpwx" || ms[0].HardwareInfo.SystemProduct != "PowerEdge R650" {
+	if ms[0].SystemID != "k7qpwx" || ms[0].HardwareInfo.SystemProduct != "PowerEdge R650" || ms[0].StorageMB != 1920394.248192 {
 		t.Fatalf("first machine %+v", ms[0])
+	}
+	if disks, err := c.BlockDevices(ctx, "k7qpwx"); err != nil || len(disks) != 2 || disks[1].Model != "MZ7L3960" {
+		t.Fatalf("the fixture's disks: %+v %v", disks, err)
+	}
+	if nics, err := c.Interfaces(ctx, "k7qpwx"); err != nil || len(nics) != 3 || nics[0].LinkSpeedMbps != 25000 || nics[2].LinkConnected {
+		t.Fatalf("the fixture's interfaces: %+v %v", nics, err)
 	}
 	cancel()
 	if err := <-done; err != nil {

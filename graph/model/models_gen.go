@@ -70,17 +70,39 @@ type ApproveEnrolmentPayload struct {
 	ScriptURL string `json:"scriptUrl"`
 }
 
-// One audited action: every mutation, allowed or refused, writes exactly one.
+type AssignHardwareProfileInput struct {
+	// The registered machine's name.
+	Machine string `json:"machine"`
+	// The hardware profile's name.
+	Profile string `json:"profile"`
+}
+
+type AssignHardwareProfilePayload struct {
+	Machine *Machine `json:"machine"`
+	// The profile the machine had before; null for none.
+	PreviousProfile *string `json:"previousProfile,omitempty"`
+}
+
+// One audited action: every mutation call, allowed or refused, writes exactly one. A request
+// refused as a whole (no valid token, or refused before it ran) writes one for the request.
+// Each event is bounded: see the README's Limits.
 type AuditEvent struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
 	// The identity that acted (or `anonymous` for an unauthenticated attempt).
 	Actor string `json:"actor"`
-	// The mutation, e.g. `registerMachine`.
+	// The mutation, e.g. `registerMachine` (the first one, when a request was refused as a
+	// whole: `details.mutations` lists them and `details.calls` counts them), or
+	// `rejectedRequest` (a POST refused before its operation could be read: too large, too
+	// slow, not JSON, a batch, a query that does not parse) or `rateLimited` (an address's
+	// requests refused for failing authentication too often, at most one event per address a
+	// minute, `details.refused` counting them).
 	Action string `json:"action"`
 	// The machine the action was about, when there was one.
 	Machine *string `json:"machine,omitempty"`
-	// The mutation's arguments, with secrets removed.
+	// The mutation's arguments, with secrets removed. A string longer than 1 KiB, or holding
+	// NUL or invalid UTF-8, is kept as `{text, bytes, sha256, truncated, escaped}`: its start,
+	// its length and the SHA-256 of its bytes; lists and objects keep 64 entries.
 	Parameters map[string]any `json:"parameters"`
 	Outcome    AuditOutcome   `json:"outcome"`
 	// Why it failed or was refused.
@@ -101,16 +123,29 @@ type AuditEventEdge struct {
 	Node   *AuditEvent `json:"node"`
 }
 
+type ClearHardwareProfileInput struct {
+	Machine string `json:"machine"`
+}
+
+type ClearHardwareProfilePayload struct {
+	Machine *Machine `json:"machine"`
+	// The profile the machine had; null when it had none.
+	PreviousProfile *string `json:"previousProfile,omitempty"`
+}
+
 // The cluster as fencing sees it.
 type ClusterView struct {
 	// Incus's cluster.healing_threshold in seconds (0: off); null when Incus could not be asked.
 	HealingThreshold *int `json:"healingThreshold,omitempty"`
 	// Incus's cluster.offline_threshold in seconds; null when Incus could not be asked.
 	OfflineThreshold *int `json:"offlineThreshold,omitempty"`
-	Members          int  `json:"members"`
-	OfflineMembers   int  `json:"offlineMembers"`
-	// Members with no fence mapping: nothing powers them off if they die.
-	UnmappedMembers []string `json:"unmappedMembers"`
+	// How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why).
+	Members *int `json:"members,omitempty"`
+	// How many of them Incus reports offline; null when Incus could not be asked.
+	OfflineMembers *int `json:"offlineMembers,omitempty"`
+	// Members with no fence mapping: nothing powers them off if they die. Null when Incus could
+	// not be asked.
+	UnmappedMembers []string `json:"unmappedMembers,omitempty"`
 	// The fence worker's last report; null when no worker has ever led.
 	FenceWorker *FenceWorker      `json:"fenceWorker,omitempty"`
 	Warnings    []*ClusterWarning `json:"warnings"`
@@ -125,6 +160,22 @@ type CommissionMachineInput struct {
 	SystemID string `json:"systemId"`
 	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
 	Tests []string `json:"tests,omitempty"`
+}
+
+type CreateIdentityInput struct {
+	// 1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter.
+	Name        string       `json:"name"`
+	Permissions []Permission `json:"permissions"`
+	// When it stops working. Give this or expiresIn, or neither for no expiry.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
+	ExpiresIn *string `json:"expiresIn,omitempty"`
+}
+
+type CreateIdentityPayload struct {
+	Identity *Identity `json:"identity"`
+	// The bearer token (`Authorization: Bearer …`), shown only in this answer.
+	Token string `json:"token"`
 }
 
 type ErasePreview struct {
@@ -216,11 +267,48 @@ type FleetSources struct {
 	Maas  *SourceStatus `json:"maas"`
 }
 
-// An administrator or an automation account. Created with `apelora identity create`.
+// What a class of machine must have. Every minimum of 0 asks nothing.
+type HardwareProfile struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// The kernel's name for the architecture (x86_64, aarch64 …), as Incus reports it.
+	Architecture string `json:"architecture"`
+	// Logical CPUs (hardware threads), as MAAS's cpu_count and Incus count them.
+	MinCPUCores  int `json:"minCpuCores"`
+	MinMemoryMiB int `json:"minMemoryMiB"`
+	// How many disks must have at least minDiskSizeGB each.
+	MinDisks int `json:"minDisks"`
+	// Decimal gigabytes (10^9 bytes), as disks are sold.
+	MinDiskSizeGb int `json:"minDiskSizeGB"`
+	// How many network ports must reach minNicSpeedMbps each.
+	MinNics int `json:"minNics"`
+	// Link speed in Mbit/s. A port whose speed is not known (no link, or a driver that does not
+	// say) counts towards minNics but cannot prove the speed: the check then warns.
+	MinNicSpeedMbps int `json:"minNicSpeedMbps"`
+	// The identity that declared (or last replaced) it.
+	SetBy string    `json:"setBy"`
+	SetAt time.Time `json:"setAt"`
+	// The machines it is assigned to, by name.
+	Machines []string `json:"machines"`
+}
+
+// An administrator or an automation account, authenticated by a bearer token of which
+// Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
+// `apelora identity create`.
 type Identity struct {
 	Name        string       `json:"name"`
 	Permissions []Permission `json:"permissions"`
 	CreatedAt   time.Time    `json:"createdAt"`
+	// Its last successful authentication, to within a minute; null when never used.
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	// When it stops working; null when it never expires.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// When it was revoked; null while it is not.
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	// Who revoked it: an identity's name, or `local:USER` for `apelora identity revoke` on the server.
+	RevokedBy *string `json:"revokedBy,omitempty"`
+	// Whether its token works now: neither revoked nor expired.
+	Active bool `json:"active"`
 }
 
 type InstallOperatingSystemInput struct {
@@ -273,6 +361,13 @@ type MaasMachinePayload struct {
 	Machine *Machine `json:"machine,omitempty"`
 }
 
+type MaasStepAvailability struct {
+	Step    MaasStep `json:"step"`
+	Allowed bool     `json:"allowed"`
+	// Why not, when not allowed.
+	Reason *string `json:"reason,omitempty"`
+}
+
 // A machine as the administrator sees it: the Apelora machine record joined with what Incus
 // (and MAAS) report under the same name. The phase is derived on every read, never stored.
 type Machine struct {
@@ -285,8 +380,14 @@ type Machine struct {
 	Record *MachineRecord `json:"record,omitempty"`
 	// The member's fence mapping, with its last readiness drill; null when it has none.
 	Fence *FenceMapping `json:"fence,omitempty"`
+	// The hardware profile admission compares the machine with; null when none is assigned.
+	HardwareProfile *HardwareProfile `json:"hardwareProfile,omitempty"`
 	// The machine as MAAS reports it; null when MAAS does not report it or could not be asked.
 	Maas *MaasMachine `json:"maas,omitempty"`
+	// Which MAAS steps the machine's state allows now, and why not, by the rules each step
+	// applies when asked (permissions aside: they are the caller's). Empty when MAAS does not
+	// report the machine.
+	MaasSteps []*MaasStepAvailability `json:"maasSteps"`
 	// The Incus member of the same name; null when it has not joined.
 	Member *Member `json:"member,omitempty"`
 	// The join token Incus holds for the name, until it is used, revoked or expires.
@@ -305,6 +406,8 @@ type MachineRecord struct {
 	RegisteredAt time.Time `json:"registeredAt"`
 	// The identity that registered it.
 	RegisteredBy string `json:"registeredBy"`
+	// The name of the hardware profile assigned to the machine; null for none.
+	HardwareProfile *string `json:"hardwareProfile,omitempty"`
 }
 
 // An Incus cluster member.
@@ -420,6 +523,15 @@ type RemoveFenceMappingPayload struct {
 	Machine *Machine      `json:"machine,omitempty"`
 }
 
+type RemoveHardwareProfileInput struct {
+	Profile string `json:"profile"`
+}
+
+type RemoveHardwareProfilePayload struct {
+	// The profile that was removed.
+	Removed *HardwareProfile `json:"removed"`
+}
+
 type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force,omitempty"`
@@ -428,6 +540,14 @@ type RemoveMemberInput struct {
 type RemoveMemberPayload struct {
 	// The machine after removal (REGISTERED), or null for a member that had no record.
 	Machine *Machine `json:"machine,omitempty"`
+}
+
+type RevokeIdentityInput struct {
+	Name string `json:"name"`
+}
+
+type RevokeIdentityPayload struct {
+	Identity *Identity `json:"identity"`
 }
 
 type RevokeJoinTokenInput struct {
@@ -465,6 +585,34 @@ type SetFenceMappingPayload struct {
 	Notice string `json:"notice"`
 	// The machine of that name, when Apelora knows one.
 	Machine *Machine `json:"machine,omitempty"`
+}
+
+type SetHardwareProfileInput struct {
+	// The profile's name: 1–63 characters, lower-case letters, digits and hyphens, starting
+	// with a letter and not ending with a hyphen.
+	Profile string `json:"profile"`
+	// Free text for administrators, at most 1024 characters.
+	Description *string `json:"description,omitempty"`
+	// x86_64, aarch64, ppc64le, s390x, riscv64, i686, armv7l or loongarch64; Debian's and MAAS's names (amd64, arm64 …) are accepted too.
+	Architecture string `json:"architecture"`
+	// 0–16384.
+	MinCPUCores *int `json:"minCpuCores,omitempty"`
+	// 0–67108864 (64 TiB).
+	MinMemoryMiB *int `json:"minMemoryMiB,omitempty"`
+	// 0–256.
+	MinDisks *int `json:"minDisks,omitempty"`
+	// 0–1000000 (1 PB); needs minDisks.
+	MinDiskSizeGb *int `json:"minDiskSizeGB,omitempty"`
+	// 0–64.
+	MinNics *int `json:"minNics,omitempty"`
+	// 0–1600000; needs minNics.
+	MinNicSpeedMbps *int `json:"minNicSpeedMbps,omitempty"`
+}
+
+type SetHardwareProfilePayload struct {
+	Profile *HardwareProfile `json:"profile"`
+	// The profile this one replaced, if any.
+	Previous *HardwareProfile `json:"previous,omitempty"`
 }
 
 type SourceStatus struct {
@@ -732,7 +880,7 @@ type ClusterWarningCode string
 const (
 	// Incus heals (evacuates) offline members before a fence is confirmed: an instance could run twice.
 	ClusterWarningCodeHealingEnabled ClusterWarningCode = "HEALING_ENABLED"
-	// Incus could not be asked.
+	// Incus is not configured, or could not be asked (the message says why); the member counts are null.
 	ClusterWarningCodeIncusUnavailable ClusterWarningCode = "INCUS_UNAVAILABLE"
 	// No apelora-worker has ever led: dead members are not fenced.
 	ClusterWarningCodeNoFenceWorker ClusterWarningCode = "NO_FENCE_WORKER"
@@ -944,6 +1092,69 @@ func (e *FenceReason) UnmarshalJSON(b []byte) error {
 }
 
 func (e FenceReason) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type MaasStep string
+
+const (
+	// commissionMachine
+	MaasStepCommission MaasStep = "COMMISSION"
+	// installOperatingSystem
+	MaasStepInstall MaasStep = "INSTALL"
+	// runHardwareTests
+	MaasStepHardwareTests MaasStep = "HARDWARE_TESTS"
+	// releaseMachine
+	MaasStepRelease MaasStep = "RELEASE"
+)
+
+var AllMaasStep = []MaasStep{
+	MaasStepCommission,
+	MaasStepInstall,
+	MaasStepHardwareTests,
+	MaasStepRelease,
+}
+
+func (e MaasStep) IsValid() bool {
+	switch e {
+	case MaasStepCommission, MaasStepInstall, MaasStepHardwareTests, MaasStepRelease:
+		return true
+	}
+	return false
+}
+
+func (e MaasStep) String() string {
+	return string(e)
+}
+
+func (e *MaasStep) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MaasStep(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MaasStep", str)
+	}
+	return nil
+}
+
+func (e MaasStep) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MaasStep) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MaasStep) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

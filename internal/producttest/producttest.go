@@ -62,8 +62,21 @@ func WithoutIncus() Option { return func(cfg *app.Config) { cfg.Incus = incus.Co
 // the foundation need no cluster, and the fleet honestly says Incus cannot be asked.
 var unreachableIncus = incus.Config{SocketPath: "/nonexistent/apelora-test/unix.socket"}
 
+// WithSessionTTL sets how long a console session lasts.
+func WithSessionTTL(d time.Duration) Option { return func(c *app.Config) { c.SessionTTL = d } }
+
+// WithRequestTimeout sets the bound on every Incus and MAAS call (APELORA_REQUEST_TIMEOUT).
+func WithRequestTimeout(d time.Duration) Option { return func(c *app.Config) { c.RequestTimeout = d } }
+
 // WithPingInterval sets the websocket keep-alive period.
 func WithPingInterval(d time.Duration) Option { return func(c *app.Config) { c.PingInterval = d } }
+
+// WithAuthFailureLimit sets the per-address limit on requests without a valid identity.
+// Tests run with a generous one unless they set it (many send anonymous cases from
+// 127.0.0.1); server.DefaultAuthFailureLimit is the product's.
+func WithAuthFailureLimit(l server.RateLimit) Option {
+	return func(c *app.Config) { c.AuthFailureLimit = l }
+}
 
 // Start runs the product on a fresh database, on a loopback port, until the test ends.
 func Start(t testing.TB, opts ...Option) *Env {
@@ -75,7 +88,8 @@ func Start(t testing.TB, opts ...Option) *Env {
 // StartOn runs the product on store, which may reach db by another way (a proxy).
 func StartOn(t testing.TB, db *pgtest.DB, store *postgres.Store, opts ...Option) *Env {
 	t.Helper()
-	cfg := app.Config{PingInterval: 25 * time.Second, ShutdownGrace: 5 * time.Second, Incus: unreachableIncus}
+	cfg := app.Config{PingInterval: 25 * time.Second, ShutdownGrace: 5 * time.Second, Incus: unreachableIncus,
+		AuthFailureLimit: server.RateLimit{Burst: 100000, Every: time.Millisecond}}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -106,11 +120,44 @@ func StartOn(t testing.TB, db *pgtest.DB, store *postgres.Store, opts ...Option)
 	return &Env{t: t, DB: db, Base: "http://" + ln.Addr().String(), Logs: logs}
 }
 
-// Identity creates an identity and returns its bearer token.
+// Identity creates an identity as `apelora identity create` does on the server (through
+// the same rules, audited) and returns its bearer token.
 func (e *Env) Identity(name string, perms ...identity.Permission) string {
 	e.t.Helper()
-	_, token, err := identity.Create(context.Background(), e.DB.Store, name, perms)
+	return CreateIdentity(e.t, e.DB.Store, name, perms...)
+}
+
+// CreateIdentity creates an identity in store as the server's command line does and
+// returns its bearer token.
+func CreateIdentity(t testing.TB, store *postgres.Store, name string, perms ...identity.Permission) string {
+	t.Helper()
+	var token string
+	by := app.LocalCaller()
+	err := app.OnServer(context.Background(), store, by, "createIdentity", map[string]any{"name": name}, func(ctx context.Context) error {
+		var err error
+		_, token, err = (&identity.Service{Store: store}).Create(ctx, by, identity.NewIdentity{Name: name, Permissions: perms})
+		return err
+	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// UncheckedIdentity inserts an identity the creation rules would refuse (hardware.delete
+// alone), as rows made before those rules may be, and returns its token: the gate must
+// still refuse what it cannot do.
+func (e *Env) UncheckedIdentity(name string, perms ...identity.Permission) string {
+	e.t.Helper()
+	token, hash, err := identity.NewToken()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ps := make([]string, len(perms))
+	for i, p := range perms {
+		ps[i] = string(p)
+	}
+	if _, err := e.DB.Store.Pool().Exec(context.Background(), `INSERT INTO identities (name, token_hash, permissions) VALUES ($1, $2, $3)`, name, hash, ps); err != nil {
 		e.t.Fatal(err)
 	}
 	return token
@@ -189,14 +236,18 @@ func (e *Env) Count(table string) int64 {
 }
 
 // ChangeTables are the tables a refused or failed mutation must leave as they were.
-var ChangeTables = []string{"machine_records", "identities"}
+var ChangeTables = []string{"machine_records", "identities", "hardware_profiles"}
+
+// notChanges are columns a refused call may still write: authenticating notes the
+// identity's last use.
+const notChanges = ` - 'last_used_at'`
 
 // Snapshot returns the contents of every change table, to compare before and after.
 func (e *Env) Snapshot() string {
 	e.t.Helper()
 	var b strings.Builder
 	for _, tbl := range ChangeTables {
-		rows, err := e.DB.Store.Pool().Query(context.Background(), "SELECT to_jsonb(t)::text FROM "+tbl+" t ORDER BY 1")
+		rows, err := e.DB.Store.Pool().Query(context.Background(), "SELECT (to_jsonb(t)"+notChanges+")::text FROM "+tbl+" t ORDER BY 1")
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -21,6 +21,8 @@ var status = map[apperr.Code]int{
 	apperr.FailedPrecondition: http.StatusConflict,
 	apperr.Unavailable:        http.StatusServiceUnavailable,
 	apperr.Internal:           http.StatusInternalServerError,
+	apperr.RequestTooLarge:    http.StatusRequestEntityTooLarge,
+	apperr.RateLimited:        http.StatusTooManyRequests,
 }
 
 // Write answers r with err. Internal errors are logged with the request id, never shown.

@@ -588,16 +588,17 @@ func (c *conn) closeLocked(code int, reason string) {
 	}()
 }
 
-// truncate shortens s to at most n bytes without splitting a character (a close reason
-// is at most 123 bytes).
+// truncate shortens s to at most n bytes, cut on a character boundary and marked with an
+// ellipsis (a close reason is at most 123 bytes).
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	n -= len("…")
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return s[:n] + "…"
 }
 
 // finish releases everything the socket holds once its reader has ended.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/executor"
@@ -430,16 +432,34 @@ func TestARevokedIdentitysSocketClosesWith4403AndTheMessage(t *testing.T) {
 			}
 		})
 	}
-	t.Run("any other end", func(t *testing.T) {
+	t.Run("a long message", func(t *testing.T) {
 		e := newEnv(t)
 		c := e.connect("reader")
+		long := `identity "` + strings.Repeat("é", 60) + `" was revoked: its token no longer works; ask an administrator for a new identity`
 		e.mu.Lock()
-		e.revoke["reader"](nil)
+		e.revoke["reader"](apperr.New(apperr.Unauthenticated, "%s", long))
 		e.mu.Unlock()
-		if code, _, _ := c.closed(10 * time.Second); code != 1001 {
-			t.Fatalf("closed with %d, want 1001", code)
+		code, reason, _ := c.closed(10 * time.Second)
+		if code != 4403 || len(reason) > 123 || !utf8.ValidString(reason) || !strings.HasPrefix(reason, `identity "éé`) || !strings.HasSuffix(reason, "…") {
+			t.Fatalf("closed with %d %q (%d bytes), want 4403 and the message cut to fit a close frame", code, reason, len(reason))
 		}
 	})
+	for name, cause := range map[string]error{
+		"no cause":               nil,
+		"not an identity's end":  apperr.New(apperr.Unavailable, "database down"),
+		"an error of some other": errors.New("plain"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			c := e.connect("reader")
+			e.mu.Lock()
+			e.revoke["reader"](cause)
+			e.mu.Unlock()
+			if code, _, _ := c.closed(10 * time.Second); code != 1001 {
+				t.Fatalf("closed with %d, want 1001", code)
+			}
+		})
+	}
 }
 
 func TestShutdownClosesEverySocketAndEndsTheirStreams(t *testing.T) {

@@ -3,7 +3,6 @@ package graphiql
 import (
 	"bytes"
 	"compress/gzip"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"testing/fstest"
+
+	"github.com/apelora/fabric/internal/webbundle"
 )
 
 // mounted serves the handler the way cmd/ is expected to: under /graphiql/.
@@ -81,11 +81,7 @@ func assertSecurityHeaders(t *testing.T, path string, h http.Header, host string
 	}
 }
 
-var (
-	srcAttr  = regexp.MustCompile(`(?i)\b(src|href)\s*=\s*"([^"]*)"`)
-	cssURL   = regexp.MustCompile(`(?i)url\(\s*['"]?([^'")]*)`)
-	cssAtImp = regexp.MustCompile(`(?i)@import`)
-)
+var srcAttr = regexp.MustCompile(`(?i)\b(src|href)\s*=\s*"([^"]*)"`)
 
 // TestServesPageAndAssets loads the page as a browser would: index.html, then
 // every script and stylesheet it names, checking types, caching and headers.
@@ -150,7 +146,7 @@ func TestServesPageAndAssets(t *testing.T) {
 			if ct != "text/javascript; charset=utf-8" {
 				t.Errorf("%s: Content-Type = %q", ref, ct)
 			}
-			for _, p := range scriptProblems(res.body) {
+			for _, p := range webbundle.ScriptProblems(res.body) {
 				t.Errorf("%s %s", ref, p)
 			}
 			if !bytes.Contains(res.body, []byte("graphql-transport-ws")) {
@@ -161,7 +157,7 @@ func TestServesPageAndAssets(t *testing.T) {
 			if ct != "text/css; charset=utf-8" {
 				t.Errorf("%s: Content-Type = %q", ref, ct)
 			}
-			for _, p := range stylesheetProblems(res.body) {
+			for _, p := range webbundle.StylesheetProblems(res.body) {
 				t.Errorf("%s %s", ref, p)
 			}
 			if !bytes.Contains(res.body, []byte("url(data:font/woff2")) {
@@ -174,87 +170,6 @@ func TestServesPageAndAssets(t *testing.T) {
 	if scripts != 1 || styles != 1 {
 		t.Errorf("index.html loads %d scripts and %d stylesheets, want one of each", scripts, styles)
 	}
-}
-
-// stylesheetProblems: every url() in the CSS is a data: URL and nothing is
-// @imported, so the stylesheet loads no font or image from anywhere.
-func stylesheetProblems(css []byte) []string {
-	var problems []string
-	if cssAtImp.Match(css) {
-		problems = append(problems, "uses @import")
-	}
-	for _, m := range cssURL.FindAllSubmatch(css, -1) {
-		if !bytes.HasPrefix(bytes.TrimSpace(m[1]), []byte("data:")) {
-			problems = append(problems, fmt.Sprintf("loads url(%.80s): want only data: URLs", m[1]))
-		}
-	}
-	return problems
-}
-
-// scriptProblems: the bundle names no CDN or remote module loader. Library
-// code keeps harmless URLs in strings (documentation links, XML namespaces,
-// licence comments), so this looks for the hosts and patterns that load code
-// or styles.
-func scriptProblems(js []byte) []string {
-	var problems []string
-	lower := bytes.ToLower(js)
-	for _, bad := range []string{
-		"unpkg.com", "jsdelivr", "esm.sh", "cdnjs", "cdn.skypack", "googleapis.com",
-		"gstatic.com", "jspm.io", "esm.run", "//cdn.",
-	} {
-		if i := bytes.Index(lower, []byte(bad)); i >= 0 {
-			problems = append(problems, fmt.Sprintf("mentions %q: %q", bad, excerpt(js, i)))
-		}
-	}
-	for _, re := range remoteLoads {
-		if loc := re.FindIndex(js); loc != nil {
-			problems = append(problems, fmt.Sprintf("loads remote code: %q", excerpt(js, loc[0])))
-		}
-	}
-	return problems
-}
-
-var remoteLoads = []*regexp.Regexp{
-	regexp.MustCompile(`import\(\s*["'\x60](https?:)?//`),
-	regexp.MustCompile(`importScripts\(`),
-	regexp.MustCompile(`(?i)\.src\s*=\s*["'\x60](https?:)?//`),
-	regexp.MustCompile(`(?i)\.href\s*=\s*["'\x60](https?:)?//[^"'\x60]*\.(css|js|woff2?)`),
-	regexp.MustCompile(`(?i)<(script|link)[^>]+(src|href)=\\?["'](https?:)?//`),
-}
-
-func TestLoadCheckersCatchRemoteLoads(t *testing.T) {
-	for _, js := range []string{
-		`a=import("https://esm.sh/react")`,
-		`s.src="https://cdn.example.com/x.js"`,
-		`l.href="//static.example.com/graphiql.css"`,
-		`x='<script src="https://example.com/a.js">'`,
-		`importScripts("w.js")`,
-	} {
-		if len(scriptProblems([]byte(js))) == 0 {
-			t.Errorf("scriptProblems missed %s", js)
-		}
-	}
-	if p := scriptProblems([]byte(`a="https://react.dev/errors/";b="http://www.w3.org/2000/svg"`)); len(p) != 0 {
-		t.Errorf("scriptProblems flags harmless strings: %v", p)
-	}
-	for _, css := range []string{
-		`@import url(x.css);`,
-		`@font-face{src:url(https://fonts.example.com/a.woff2)}`,
-		`a{background:url( "//img.example.com/a.png")}`,
-		`a{background:url(a.png)}`,
-	} {
-		if len(stylesheetProblems([]byte(css))) == 0 {
-			t.Errorf("stylesheetProblems missed %s", css)
-		}
-	}
-	if p := stylesheetProblems([]byte(`a{background:url("data:image/png;base64,AA")}`)); len(p) != 0 {
-		t.Errorf("stylesheetProblems flags a data: URL: %v", p)
-	}
-}
-
-func excerpt(b []byte, i int) string {
-	lo, hi := max(0, i-60), min(len(b), i+80)
-	return string(b[lo:hi])
 }
 
 func TestDefaults(t *testing.T) {
@@ -317,7 +232,7 @@ func TestGzipAndRevalidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := "/graphiql/" + b.script
+	p := "/graphiql/" + b.Script
 	plain := get(t, srv, p, nil)
 	if plain.header.Get("Content-Encoding") != "" {
 		t.Fatalf("%s sent compressed to a client that did not ask", p)
@@ -350,19 +265,6 @@ func TestGzipAndRevalidation(t *testing.T) {
 	}
 }
 
-func TestCSPLeavesOutOddHosts(t *testing.T) {
-	h := http.Header{}
-	setSecurityHeaders(h, "evil;script-src *")
-	csp := h.Get("Content-Security-Policy")
-	if strings.Contains(csp, "evil") || !strings.Contains(csp, "connect-src 'self';") {
-		t.Errorf("CSP %q copied an unsafe Host", csp)
-	}
-	setSecurityHeaders(h, "[::1]:8443")
-	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self' ws://[::1]:8443 wss://[::1]:8443;") {
-		t.Errorf("CSP %q lacks the IPv6 host", csp)
-	}
-}
-
 func TestRejectsForeignEndpoints(t *testing.T) {
 	for _, ep := range []string{"https://elsewhere.example/graphql", "//elsewhere.example/graphql", "graphql", "ws://x/graphql"} {
 		func() {
@@ -373,46 +275,6 @@ func TestRejectsForeignEndpoints(t *testing.T) {
 			}()
 			Handler(Options{Endpoint: ep})
 		}()
-	}
-}
-
-func TestAcceptsGzip(t *testing.T) {
-	for in, want := range map[string]bool{
-		"":                    false,
-		"gzip":                true,
-		"GZIP":                true,
-		"deflate, gzip;q=1.0": true,
-		"gzip;q=0":            false,
-		"gzip;q=0.000":        false,
-		"*":                   true,
-		"*;q=0":               false,
-		"identity":            false,
-		"br, *;q=0.1":         true,
-		"gzip;q=0, *":         false,
-	} {
-		if got := acceptsGzip(in); got != want {
-			t.Errorf("acceptsGzip(%q) = %v, want %v", in, got, want)
-		}
-	}
-}
-
-func TestReadBundleRefusesStrayFiles(t *testing.T) {
-	base := fstest.MapFS{
-		"dist/index.html": {Data: []byte("<title>{{.Title}}</title>")},
-		"dist/a-1.js":     {Data: []byte("1")},
-		"dist/a-1.css":    {Data: []byte("1")},
-	}
-	if _, err := readBundle(base); err != nil {
-		t.Fatalf("readBundle: %v", err)
-	}
-	for _, extra := range []string{"dist/a-2.js", "dist/a-2.css", "dist/a.js.map"} {
-		fsys := fstest.MapFS{extra: {Data: []byte("x")}}
-		for k, v := range base {
-			fsys[k] = v
-		}
-		if _, err := readBundle(fsys); err == nil {
-			t.Errorf("readBundle accepted a build with %s", extra)
-		}
 	}
 }
 

@@ -42,9 +42,16 @@ type MachineSpec struct {
 	Architecture string            `json:"architecture,omitempty"` // default amd64/generic
 	CPUCount     int               `json:"cpu_count,omitempty"`
 	CPUSpeed     int               `json:"cpu_speed,omitempty"`
-	Memory       int               `json:"memory,omitempty"` // MiB
-	StorageBytes int64             `json:"storage_bytes,omitempty"`
+	Memory       int               `json:"memory,omitempty"`        // MiB
+	StorageBytes int64             `json:"storage_bytes,omitempty"` // default: the disks' sizes added up
 	HardwareInfo map[string]string `json:"hardware_info,omitempty"`
+	// Disks are the physical disks commissioning finds; default one disk "sda" of
+	// StorageBytes (none when StorageBytes is 0).
+	Disks []DiskSpec `json:"disks,omitempty"`
+	// Interfaces are the physical NICs; the first is the boot interface, which MAAS knows
+	// from enlistment (its MAC), the rest only after commissioning. Default: one 1 Gbit/s
+	// "eno1" with a MAC derived from the system id.
+	Interfaces []InterfaceSpec `json:"interfaces,omitempty"`
 	// Commissioned says a commissioning run has finished before, so MAAS
 	// shows the hardware. Default: true unless Status is New or Commissioning.
 	Commissioned *bool `json:"commissioned,omitempty"`
@@ -69,6 +76,25 @@ type MachineSpec struct {
 	FailRelease       bool `json:"fail_release,omitempty"`
 	// PowerOffIneffective: MAAS accepts power_off, the machine stays on.
 	PowerOffIneffective bool `json:"power_off_ineffective,omitempty"`
+}
+
+// DiskSpec is one physical disk of a machine.
+type DiskSpec struct {
+	Name      string `json:"name"` // "sda", "nvme0n1"
+	SizeBytes int64  `json:"size_bytes"`
+	Model     string `json:"model,omitempty"`
+	Serial    string `json:"serial,omitempty"`
+}
+
+// InterfaceSpec is one physical network interface of a machine.
+type InterfaceSpec struct {
+	Name       string `json:"name"`                  // "eno1"
+	MACAddress string `json:"mac_address,omitempty"` // default derived from the system id
+	// LinkSpeed is the negotiated speed commissioning sees (Mbit/s; 0: no link or unknown);
+	// InterfaceSpeed the most the interface can do (default LinkSpeed).
+	LinkSpeed      int   `json:"link_speed,omitempty"`
+	InterfaceSpeed int   `json:"interface_speed,omitempty"`
+	LinkConnected  *bool `json:"link_connected,omitempty"` // default: LinkSpeed > 0
 }
 
 // LoadFixture reads a fixture file.
@@ -99,7 +125,10 @@ func ParseFixture(b []byte) (Fixture, error) {
 	return f, nil
 }
 
-var systemIDRE = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+var (
+	systemIDRE   = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+	deviceNameRE = regexp.MustCompile(`^[a-z][a-z0-9.-]{0,14}$`)
+)
 
 func (sp *MachineSpec) validate() error {
 	if !systemIDRE.MatchString(sp.SystemID) {
@@ -125,6 +154,27 @@ func (sp *MachineSpec) validate() error {
 	case "", "on", "off", "unknown", "error":
 	default:
 		return fmt.Errorf("machine %s: power_state %q (on, off, unknown, error)", sp.SystemID, sp.PowerState)
+	}
+	var total int64
+	names := map[string]bool{}
+	for _, d := range sp.Disks {
+		if !deviceNameRE.MatchString(d.Name) || d.SizeBytes <= 0 || names[d.Name] {
+			return fmt.Errorf("machine %s: disk %q: a unique name (sda, nvme0n1 …) and a size in bytes are required", sp.SystemID, d.Name)
+		}
+		names[d.Name] = true
+		total += d.SizeBytes
+	}
+	if len(sp.Disks) > 0 && sp.StorageBytes != 0 && sp.StorageBytes != total {
+		return fmt.Errorf("machine %s: storage_bytes %d is not the sum of its disks (%d): leave it out", sp.SystemID, sp.StorageBytes, total)
+	}
+	for _, n := range sp.Interfaces {
+		if !deviceNameRE.MatchString(n.Name) || names[n.Name] || n.LinkSpeed < 0 || n.InterfaceSpeed < 0 {
+			return fmt.Errorf("machine %s: interface %q: a unique name (eno1 …) and speeds of 0 or more are required", sp.SystemID, n.Name)
+		}
+		if n.MACAddress != "" && !macRE.MatchString(n.MACAddress) {
+			return fmt.Errorf("machine %s: interface %s: mac_address %q is not a MAC address", sp.SystemID, n.Name, n.MACAddress)
+		}
+		names[n.Name] = true
 	}
 	return nil
 }

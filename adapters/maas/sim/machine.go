@@ -1,8 +1,12 @@
 package sim
 
 import (
+	"bytes"
 	"crypto/rand"
+	"crypto/sha1"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -35,6 +39,8 @@ type machine struct {
 	memory       int
 	storageBytes int64
 	hardwareInfo map[string]string
+	disks        []DiskSpec
+	nics         []InterfaceSpec // nics[0] is the boot interface, known before commissioning
 
 	osystem, distroSeries string
 	zone, pool            string
@@ -51,6 +57,9 @@ type machine struct {
 
 	lastRelease ReleaseRecord
 	enableSSH   bool // for the running commissioning or test
+	// pendingBoot: deployed, and the first boot (which runs the user data) not yet handed
+	// to the deploy hook.
+	pendingBoot bool
 	timer       Timer
 	gen         int // bumped on every transition; stale timers check it
 }
@@ -89,6 +98,38 @@ func newMachine(sp MachineSpec, internalID int) *machine {
 	}
 	if m.architecture == "" {
 		m.architecture = "amd64/generic"
+	}
+	m.disks = append([]DiskSpec(nil), sp.Disks...)
+	if len(m.disks) == 0 && m.storageBytes > 0 {
+		m.disks = []DiskSpec{{Name: "sda", SizeBytes: m.storageBytes}}
+	}
+	m.storageBytes = 0
+	for i := range m.disks {
+		d := &m.disks[i]
+		m.storageBytes += d.SizeBytes
+		if d.Model == "" {
+			d.Model = "SIM SSD"
+		}
+		if d.Serial == "" {
+			d.Serial = fmt.Sprintf("SIM%s%02d", strings.ToUpper(m.systemID), i)
+		}
+	}
+	m.nics = append([]InterfaceSpec(nil), sp.Interfaces...)
+	if len(m.nics) == 0 {
+		m.nics = []InterfaceSpec{{Name: "eno1", LinkSpeed: 1000}}
+	}
+	for i := range m.nics {
+		n := &m.nics[i]
+		if n.MACAddress == "" {
+			n.MACAddress = derivedMAC(m.systemID, i)
+		}
+		if n.InterfaceSpeed == 0 {
+			n.InterfaceSpeed = n.LinkSpeed
+		}
+		if n.LinkConnected == nil {
+			connected := n.LinkSpeed > 0
+			n.LinkConnected = &connected
+		}
 	}
 	if sp.Commissioned != nil {
 		m.hwKnown = *sp.Commissioned
@@ -149,6 +190,12 @@ func (s *Server) takeHooks(ms ...*machine) []func() {
 				out = append(out, func() { f(id) })
 			}
 		}
+		if m.pendingBoot {
+			m.pendingBoot = false
+			if f, id, ud := s.onDeploy, m.systemID, bytes.Clone(m.userData); f != nil {
+				out = append(out, func() { go f(id, ud) })
+			}
+		}
 	}
 	return out
 }
@@ -203,6 +250,12 @@ func (m *machine) powerOnNow() {
 	if m.hasController() {
 		m.setPower("on")
 	}
+}
+
+// derivedMAC is a stable, locally administered MAC for interface i of a machine.
+func derivedMAC(systemID string, i int) string {
+	h := sha1.Sum([]byte(systemID))
+	return fmt.Sprintf("52:54:%02x:%02x:%02x:%02x", h[0], h[1], h[2], byte(i))
 }
 
 func randString(n int) string {
@@ -281,11 +334,11 @@ type machineJSON struct {
 	OwnerData                   map[string]string `json:"owner_data"`
 	WorkloadAnnotations         map[string]string `json:"workload_annotations"`
 	IPAddresses                 []string          `json:"ip_addresses"`
-	BootInterface               *empty            `json:"boot_interface"`
-	InterfaceSet                []empty           `json:"interface_set"`
-	BootDisk                    *empty            `json:"boot_disk"`
-	BlockdeviceSet              []empty           `json:"blockdevice_set"`
-	PhysicalblockdeviceSet      []empty           `json:"physicalblockdevice_set"`
+	BootInterface               *interfaceJSON    `json:"boot_interface"`
+	InterfaceSet                []interfaceJSON   `json:"interface_set"`
+	BootDisk                    *blockDeviceJSON  `json:"boot_disk"`
+	BlockdeviceSet              []blockDeviceJSON `json:"blockdevice_set"`
+	PhysicalblockdeviceSet      []blockDeviceJSON `json:"physicalblockdevice_set"`
 	VirtualblockdeviceSet       []empty           `json:"virtualblockdevice_set"`
 	VolumeGroups                []empty           `json:"volume_groups"`
 	Raids                       []empty           `json:"raids"`
@@ -358,26 +411,32 @@ func (s *Server) render(m *machine) machineJSON {
 		Locked:       m.locked,
 		Zone: zoneJSON{ID: s.zones[m.zone], Name: m.zone, Description: "",
 			ResourceURI: apiPrefix + "zones/" + m.zone + "/"},
-		Pool:                   zoneJSON{ID: 0, Name: m.pool, Description: "Default pool", ResourceURI: apiPrefix + "resourcepool/0/"},
-		TagNames:               nonNil(m.tags),
-		OwnerData:              copyMap(m.annotations),
-		WorkloadAnnotations:    copyMap(m.annotations),
-		IPAddresses:            nonNil(m.ipAddresses),
-		InterfaceSet:           emptyList,
-		BlockdeviceSet:         emptyList,
-		PhysicalblockdeviceSet: emptyList,
-		VirtualblockdeviceSet:  emptyList,
-		VolumeGroups:           emptyList,
-		Raids:                  emptyList,
-		Bcaches:                emptyList,
-		CacheSets:              emptyList,
-		SpecialFilesystems:     emptyList,
-		NumanodeSet:            emptyList,
-		NodeType:               0,
-		NodeTypeName:           "Machine",
-		BiosBootMethod:         "uefi",
-		ResourceURI:            apiPrefix + "machines/" + m.systemID + "/",
-		HardwareInfo:           map[string]string{},
+		Pool:                  zoneJSON{ID: 0, Name: m.pool, Description: "Default pool", ResourceURI: apiPrefix + "resourcepool/0/"},
+		TagNames:              nonNil(m.tags),
+		OwnerData:             copyMap(m.annotations),
+		WorkloadAnnotations:   copyMap(m.annotations),
+		IPAddresses:           nonNil(m.ipAddresses),
+		InterfaceSet:          s.interfaces(m),
+		BlockdeviceSet:        s.blockDevices(m),
+		VirtualblockdeviceSet: emptyList,
+		VolumeGroups:          emptyList,
+		Raids:                 emptyList,
+		Bcaches:               emptyList,
+		CacheSets:             emptyList,
+		SpecialFilesystems:    emptyList,
+		NumanodeSet:           emptyList,
+		NodeType:              0,
+		NodeTypeName:          "Machine",
+		BiosBootMethod:        "uefi",
+		ResourceURI:           apiPrefix + "machines/" + m.systemID + "/",
+		HardwareInfo:          map[string]string{},
+	}
+	j.PhysicalblockdeviceSet = j.BlockdeviceSet
+	if len(j.InterfaceSet) > 0 {
+		j.BootInterface = &j.InterfaceSet[0]
+	}
+	if len(j.BlockdeviceSet) > 0 {
+		j.BootDisk = &j.BlockdeviceSet[0]
 	}
 	if m.statusMessage != "" {
 		j.StatusMessage = strPtr(m.statusMessage)

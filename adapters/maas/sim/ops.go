@@ -349,6 +349,7 @@ func (s *Server) startDeploy(m *machine, series string, userData []byte) {
 		}
 		m.status = StatusDeployed
 		m.statusMessage = "Deployed"
+		m.pendingBoot = true
 	})
 }
 

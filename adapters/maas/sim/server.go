@@ -69,7 +69,11 @@ type Options struct {
 	// from on to off (not when power_off is merely accepted). It runs after
 	// the simulator's lock is released, on the clock's goroutine.
 	OnPowerOff func(systemID string)
-	Logger     *slog.Logger
+	// OnDeploy runs when a deployed machine boots for the first time, with the user data
+	// of its deploy (nil when none was given), as cloud-init would run it. It runs in a
+	// goroutine of its own, as a machine boots on its own: it may take its time.
+	OnDeploy func(systemID string, userData []byte)
+	Logger   *slog.Logger
 }
 
 // Fault makes the simulator misbehave on purpose.
@@ -130,6 +134,7 @@ type Server struct {
 	fault      Fault
 	faultLeft  int // requests left for FailNext; -1 = until cleared
 	onPowerOff func(string)
+	onDeploy   func(string, []byte)
 	zones      map[string]int
 	nextID     int
 }
@@ -156,6 +161,7 @@ func New(opts Options) (*Server, error) {
 		byID:       map[string]*machine{},
 		nonces:     map[string]time.Time{},
 		onPowerOff: opts.OnPowerOff,
+		onDeploy:   opts.OnDeploy,
 		zones:      map[string]int{"default": 1},
 		config: map[string]any{
 			"enable_disk_erasing_on_release": false,
@@ -246,6 +252,14 @@ func (s *Server) SetPowerOffHook(f func(systemID string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onPowerOff = f
+}
+
+// OnDeploy replaces Options.OnDeploy: f boots each machine that reaches Deployed from now
+// on, with its user data.
+func (s *Server) OnDeploy(f func(systemID string, userData []byte)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onDeploy = f
 }
 
 // SetFault makes every following request fail with f until SetFault(FaultNone).

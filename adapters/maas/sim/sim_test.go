@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -119,11 +120,11 @@ func TestMachineJSONShape(t *testing.T) {
 		"owner_data": obj, "osystem": str, "distro_series": str, "memory": num, "cpu_count": num,
 		"ip_addresses": arr, "power_state": str, "status_name": str, "interface_set": arr, "zone": obj,
 		"physicalblockdevice_set": arr, "blockdevice_set": arr, "hardware_info": obj, "status_message": strOrNull,
-		"boot_interface": null, "pool": obj, "architecture": str, "domain": obj, "status": num, "storage": num,
+		"boot_interface": obj, "pool": obj, "architecture": str, "domain": obj, "status": num, "storage": num,
 		"hardware_uuid": str, "power_type": str, "owner": null, "locked": boolean, "testing_status": num,
 		"testing_status_name": str, "commissioning_status": num, "workload_annotations": obj,
 		"virtualblockdevice_set": arr, "numanode_set": arr, "node_type_name": str, "default_gateways": obj,
-		"status_action": null, "parent": null, "boot_disk": null,
+		"status_action": null, "parent": null, "boot_disk": obj,
 	}
 	for k, kd := range want {
 		v, ok := m[k]
@@ -151,6 +152,26 @@ func TestMachineJSONShape(t *testing.T) {
 		}
 		if !good {
 			t.Errorf("field %s = %#v, wrong type", k, v)
+		}
+	}
+	// What gomaasapi needs of each interface and block device.
+	for _, set := range []struct {
+		name   string
+		fields []string
+	}{
+		{"interface_set", []string{"id", "name", "type", "enabled", "tags", "vlan", "links", "effective_mtu", "parents", "children", "resource_uri"}},
+		{"physicalblockdevice_set", []string{"id", "name", "path", "used_for", "tags", "block_size", "used_size", "size", "uuid", "model", "id_path", "filesystem", "partitions", "resource_uri"}},
+	} {
+		items, _ := m[set.name].([]any)
+		if len(items) == 0 {
+			t.Errorf("%s is empty for a commissioned machine", set.name)
+		}
+		for _, it := range items {
+			for _, f := range set.fields {
+				if _, ok := it.(map[string]any)[f]; !ok {
+					t.Errorf("%s item lacks %s", set.name, f)
+				}
+			}
 		}
 	}
 	for _, k := range []string{"zone", "pool"} {
@@ -337,5 +358,129 @@ func TestTLSModes(t *testing.T) {
 		if len(leaf.IPAddresses) < 2 || leaf.DNSNames[0] != "localhost" || !strings.HasPrefix(leaf.PublicKeyAlgorithm.String(), "ECDSA") {
 			t.Errorf("mode %d: SANs %v %v, key %v", mode, leaf.IPAddresses, leaf.DNSNames, leaf.PublicKeyAlgorithm)
 		}
+	}
+}
+
+func TestNodeHardwareReads(t *testing.T) {
+	sp := machineSpec("k7qpwx", StatusReady)
+	sp.StorageBytes = 0
+	sp.Disks = []DiskSpec{{Name: "nvme0n1", SizeBytes: 3_840_755_982_336}, {Name: "sda", SizeBytes: 480_103_981_056, Model: "MZ7L3480"}}
+	sp.Interfaces = []InterfaceSpec{{Name: "eno1", LinkSpeed: 25000}, {Name: "eno2", InterfaceSpeed: 25000}}
+	fresh := MachineSpec{SystemID: "nnnn01", Hostname: "fresh", Status: StatusNew, PowerType: "ipmi", CPUCount: 8, Memory: 4096,
+		Disks: []DiskSpec{{Name: "sda", SizeBytes: 1e12}}}
+	owned := machineSpec("own001", StatusDeployed)
+	owned.Owner = "apelora"
+	r := newRig(t, sp, fresh, owned)
+
+	var disks []map[string]any
+	resp, body := r.get("/MAAS/api/2.0/nodes/k7qpwx/blockdevices/")
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &disks) != nil || len(disks) != 2 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if disks[0]["name"] != "nvme0n1" || disks[0]["size"] != 3_840_755_982_336.0 || disks[0]["type"] != "physical" ||
+		disks[1]["model"] != "MZ7L3480" || disks[1]["resource_uri"] != fmt.Sprintf("/MAAS/api/2.0/nodes/k7qpwx/blockdevices/%v/", disks[1]["id"]) {
+		t.Fatalf("block devices %v", disks)
+	}
+	var nics []map[string]any
+	_, body = r.get("/MAAS/api/2.0/nodes/k7qpwx/interfaces/")
+	if json.Unmarshal([]byte(body), &nics) != nil || len(nics) != 2 {
+		t.Fatalf("interfaces %s", body)
+	}
+	if nics[0]["link_speed"] != 25000.0 || nics[0]["link_connected"] != true || nics[1]["link_speed"] != 0.0 ||
+		nics[1]["interface_speed"] != 25000.0 || nics[1]["link_connected"] != false || nics[0]["mac_address"] == nics[1]["mac_address"] {
+		t.Fatalf("interfaces %v", nics)
+	}
+	// The machine's own read carries the same hardware, and storage is the disks added up.
+	var m map[string]any
+	_, body = r.get("/MAAS/api/2.0/machines/k7qpwx/")
+	if json.Unmarshal([]byte(body), &m) != nil || m["storage"] != 4320859.963392 || len(m["interface_set"].([]any)) != 2 ||
+		m["boot_disk"].(map[string]any)["name"] != "nvme0n1" {
+		t.Fatalf("machine %v %v %v", m["storage"], m["interface_set"], m["boot_disk"])
+	}
+
+	// Never commissioned: no disks yet, only the boot interface known from enlistment.
+	_, body = r.get("/MAAS/api/2.0/nodes/nnnn01/blockdevices/")
+	if strings.TrimSpace(body) != "[]" {
+		t.Fatalf("a New machine's block devices: %s", body)
+	}
+	_, body = r.get("/MAAS/api/2.0/nodes/nnnn01/interfaces/")
+	if json.Unmarshal([]byte(body), &nics) != nil || len(nics) != 1 || nics[0]["link_speed"] != 0.0 || nics[0]["name"] != "eno1" {
+		t.Fatalf("a New machine's interfaces: %s", body)
+	}
+
+	if resp, body := r.get("/MAAS/api/2.0/nodes/zzzz99/interfaces/"); resp.StatusCode != 404 || body != "No Node matches the given query." {
+		t.Fatalf("unknown node: %d %q", resp.StatusCode, body)
+	}
+	if resp, body := r.post("/MAAS/api/2.0/nodes/k7qpwx/blockdevices/", url.Values{}); resp.StatusCode != 400 || !strings.Contains(body, "Unrecognised signature") {
+		t.Fatalf("POST: %d %q", resp.StatusCode, body)
+	}
+	if resp, _ := r.do("GET", "/MAAS/api/2.0/nodes/own001/blockdevices/", "", nil, "vc:vt:vs"); resp.StatusCode != 403 {
+		t.Fatalf("another user's machine: %d", resp.StatusCode)
+	}
+	if resp, _ := r.do("GET", "/MAAS/api/2.0/nodes/k7qpwx/blockdevices/", "", nil, ""); resp.StatusCode != 401 {
+		t.Fatalf("unsigned: %d", resp.StatusCode)
+	}
+
+	// Fixtures that contradict themselves are refused.
+	for _, bad := range []MachineSpec{
+		{SystemID: "b1", Hostname: "b1", Disks: []DiskSpec{{Name: "sda"}}},
+		{SystemID: "b2", Hostname: "b2", Disks: []DiskSpec{{Name: "sda", SizeBytes: 1}, {Name: "sda", SizeBytes: 1}}},
+		{SystemID: "b3", Hostname: "b3", StorageBytes: 5, Disks: []DiskSpec{{Name: "sda", SizeBytes: 1}}},
+		{SystemID: "b4", Hostname: "b4", Interfaces: []InterfaceSpec{{Name: "eno1", LinkSpeed: -1}}},
+		{SystemID: "b5", Hostname: "b5", Interfaces: []InterfaceSpec{{Name: "eno1", MACAddress: "nope"}}},
+	} {
+		if _, err := New(Options{Users: []User{{Username: "u", APIKey: "a:b:c"}}, Fixture: Fixture{Machines: []MachineSpec{bad}}}); err == nil {
+			t.Errorf("fixture %+v accepted", bad)
+		}
+	}
+}
+
+func TestDeployedMachineBootsWithItsUserData(t *testing.T) {
+	r := newRig(t, machineSpec("k7qpwx", StatusReady), machineSpec("plain1", StatusReady))
+	type boot struct {
+		id string
+		ud []byte
+	}
+	boots := make(chan boot, 4)
+	release := make(chan struct{})
+	r.s.OnDeploy(func(id string, ud []byte) {
+		boots <- boot{id, ud}
+		<-release // a slow boot holds nothing else up
+	})
+	script := []byte("#!/bin/sh\necho hello\n")
+	if resp, body := r.post("/MAAS/api/2.0/machines/k7qpwx/?op=deploy", url.Values{"user_data": {base64.StdEncoding.EncodeToString(script)}}); resp.StatusCode != 200 {
+		t.Fatalf("deploy: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := r.post("/MAAS/api/2.0/machines/plain1/?op=deploy", url.Values{}); resp.StatusCode != 200 {
+		t.Fatalf("deploy: %d %s", resp.StatusCode, body)
+	}
+	select {
+	case b := <-boots:
+		t.Fatalf("%s booted while still Deploying", b.id)
+	default:
+	}
+	r.clock.Advance(DefaultDurations.Deploying)
+	got := map[string][]byte{}
+	for range 2 {
+		select {
+		case b := <-boots:
+			got[b.id] = b.ud
+		case <-time.After(10 * time.Second):
+			t.Fatal("a deployed machine did not boot")
+		}
+	}
+	close(release)
+	if !bytes.Equal(got["k7qpwx"], script) || got["plain1"] != nil {
+		t.Fatalf("boots %q", got)
+	}
+	if s, _ := r.s.Machine("k7qpwx"); s.StatusName != "Deployed" {
+		t.Fatalf("status %s", s.StatusName)
+	}
+	// One boot per deployment: later transitions boot nothing.
+	r.clock.Advance(time.Hour)
+	select {
+	case b := <-boots:
+		t.Fatalf("%s booted twice", b.id)
+	case <-time.After(50 * time.Millisecond):
 	}
 }

@@ -1,0 +1,45 @@
+package apperr
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestQuote(t *testing.T) {
+	cases := map[string]string{
+		"node-1":                      `"node-1"`,
+		"a\x00b":                      `"a\x00b"`,
+		"\xff":                        `"\xff"`,
+		strings.Repeat("a", 8<<20):    `"` + strings.Repeat("a", QuoteLimit) + `"… (8388608 bytes)`,
+		strings.Repeat("é", 40):       `"` + strings.Repeat("é", 32) + `"… (80 bytes)`,
+		"x" + strings.Repeat("é", 40): `"x` + strings.Repeat("é", 31) + `"… (81 bytes)`,
+	}
+	for in, want := range cases {
+		if got := Quote(in); got != want {
+			t.Errorf("Quote(%.20q) = %.80s, want %.80s", in, got, want)
+		}
+	}
+}
+
+// FuzzQuote: a quoted value is short, printable, and starts with the value's start.
+func FuzzQuote(f *testing.F) {
+	f.Add("node-1")
+	f.Add(`a"… (3 bytes)`)
+	f.Add("a\x00b\xff\u202e" + strings.Repeat("x", 100))
+	f.Fuzz(func(t *testing.T, s string) {
+		q := Quote(s)
+		if len(q) > 4*QuoteLimit+32 || !utf8.ValidString(q) || strings.ContainsAny(q, "\x00\n\r\x1b") {
+			t.Fatalf("Quote(%q) = %q", s, q)
+		}
+		quoted := q
+		if i := strings.LastIndex(q, `"… (`); i >= 0 && strings.HasSuffix(q, " bytes)") {
+			quoted = q[:i+1]
+		}
+		un, err := strconv.Unquote(quoted)
+		if err != nil || !strings.HasPrefix(s, un) || len(un) > QuoteLimit {
+			t.Fatalf("Quote(%q) = %q: not a quoted prefix (%v)", s, q, err)
+		}
+	})
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/identity"
+)
+
+// identityCommand runs `apelora identity create|list|revoke` on the database directly, as
+// the administrator of the server (app.LocalCaller), through the same rules and audited
+// changes as the API.
+func identityCommand(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("identity: give a subcommand: create, list or revoke")
+	}
+	switch args[0] {
+	case "create":
+		return createIdentity(ctx, cfg, log, args[1:], stdout)
+	case "list":
+		if len(args) > 1 {
+			return fmt.Errorf("unexpected arguments %q", strings.Join(args[1:], " "))
+		}
+		return withIdentities(ctx, cfg, log, func(svc *identity.Service, _ *app.Database) error {
+			ids, err := svc.List(ctx)
+			if err != nil {
+				return err
+			}
+			printIdentities(stdout, ids, time.Now())
+			return nil
+		})
+	case "revoke":
+		if len(args) != 2 || strings.HasPrefix(args[1], "-") {
+			return errors.New("usage: apelora identity revoke NAME")
+		}
+		name := args[1]
+		return withIdentities(ctx, cfg, log, func(svc *identity.Service, db *app.Database) error {
+			by := app.LocalCaller()
+			var revoked *identity.Identity
+			err := app.OnServer(ctx, db.Store, by, "revokeIdentity", map[string]any{"name": name}, func(ctx context.Context) error {
+				var err error
+				revoked, err = svc.Revoke(ctx, by, name)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "revoked identity %q: its token is refused from now on, and its open websockets are being closed\n", revoked.Name)
+			ids, err := svc.List(ctx)
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				if id.Has(identity.ManageInfrastructure) && id.Active(time.Now()) {
+					return nil
+				}
+			}
+			fmt.Fprintln(stdout, "note: no active identity has manage-infrastructure now; create one with `apelora identity create`")
+			return nil
+		})
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("identity: unknown subcommand %q: use create, list or revoke", args[0])
+	}
+}
+
+// withIdentities opens the database for one identity command. Errors for administrators
+// are shown as their message alone.
+func withIdentities(ctx context.Context, cfg app.Config, log *slog.Logger, fn func(*identity.Service, *app.Database) error) error {
+	db, err := app.OpenDatabase(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := fn(&identity.Service{Store: db.Store}, db); err != nil {
+		return errors.New(apperr.Text(err))
+	}
+	return nil
+}
+
+type permissionFlags []identity.Permission
+
+func (p *permissionFlags) String() string { return fmt.Sprint(*p) }
+func (p *permissionFlags) Set(s string) error {
+	perm, err := identity.ParsePermission(s)
+	if err != nil {
+		return errors.New(apperr.Text(err))
+	}
+	*p = append(*p, perm)
+	return nil
+}
+
+func createIdentity(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("identity create", flag.ContinueOnError)
+	name := fs.String("name", "", "the identity's name (lower-case letters, digits, '.', '_', '-')")
+	var perms permissionFlags
+	fs.Var(&perms, "permission", "a permission to grant; repeat for several")
+	expires := fs.String("expires", "", "when it stops working: a duration such as 90d or 12h, or an RFC 3339 time (default: never)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", strings.Join(fs.Args(), " "))
+	}
+	in := identity.NewIdentity{Name: *name, Permissions: perms}
+	granted := make([]any, len(perms))
+	for i, p := range perms {
+		granted[i] = string(p)
+	}
+	params := map[string]any{"name": *name, "permissions": granted}
+	if *expires != "" {
+		in.ExpiresAt, in.ExpiresIn = identity.ExpiryFromFlag(*expires)
+		params["expires"] = *expires
+	}
+	return withIdentities(ctx, cfg, log, func(svc *identity.Service, db *app.Database) error {
+		by := app.LocalCaller()
+		var id *identity.Identity
+		var token string
+		err := app.OnServer(ctx, db.Store, by, "createIdentity", params, func(ctx context.Context) error {
+			var err error
+			id, token, err = svc.Create(ctx, by, in)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "created identity %q with %v", id.Name, id.Permissions)
+		if id.ExpiresAt != nil {
+			fmt.Fprintf(stdout, ", expiring %s", id.ExpiresAt.Local().Format(time.RFC3339))
+		}
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(stdout, "its bearer token, shown only now (Apelora keeps only a hash):")
+		fmt.Fprintln(stdout, token)
+		return nil
+	})
+}
+
+func printIdentities(out io.Writer, ids []identity.Identity, now time.Time) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tPERMISSIONS\tSTATUS\tCREATED\tLAST USED\tEXPIRES")
+	for _, id := range ids {
+		perms := make([]string, len(id.Permissions))
+		for i, p := range id.Permissions {
+			perms[i] = string(p)
+		}
+		status := "active"
+		switch {
+		case id.RevokedAt != nil:
+			status = fmt.Sprintf("revoked %s by %s", stamp(id.RevokedAt), id.RevokedBy)
+		case !id.Active(now):
+			status = "expired"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", id.Name, strings.Join(perms, ","), status, stamp(&id.CreatedAt), stamp(id.LastUsedAt), stamp(id.ExpiresAt))
+	}
+	w.Flush()
+}
+
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format(time.DateTime)
+}

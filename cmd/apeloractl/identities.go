@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/client"
+	"github.com/apelora/fabric/identity"
+)
+
+func (c *cli) identities(ctx context.Context) error {
+	r, err := client.Identities(ctx, c.gql)
+	if err != nil {
+		return err
+	}
+	// The fragment's fields, not genqlient's wrappers (which marshal to {}).
+	ids := make([]client.IdentityFields, len(r.Identities))
+	for i := range r.Identities {
+		ids[i] = r.Identities[i].IdentityFields
+	}
+	return c.print(ids, func(w *tabwriter.Writer) {
+		fmt.Fprintln(w, "NAME\tPERMISSIONS\tSTATUS\tCREATED\tLAST USED\tEXPIRES")
+		for _, id := range ids {
+			perms := make([]string, len(id.Permissions))
+			for i, p := range id.Permissions {
+				perms[i] = permissionWord(p)
+			}
+			status := "active"
+			switch {
+			case id.RevokedAt != nil:
+				status = fmt.Sprintf("revoked %s by %s", when(id.RevokedAt), str(id.RevokedBy))
+			case !id.Active:
+				status = "expired"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", id.Name, strings.Join(perms, ","), status, when(&id.CreatedAt), when(id.LastUsedAt), when(id.ExpiresAt))
+		}
+	})
+}
+
+func (c *cli) createIdentity(ctx context.Context, args []string) error {
+	const use = "usage: apeloractl create-identity NAME -permission PERM [-permission PERM ...] [-expires 90d|RFC3339]"
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return errors.New(use)
+	}
+	fs := flag.NewFlagSet("create-identity", flag.ContinueOnError)
+	var perms multiFlag
+	fs.Var(&perms, "permission", "view-infrastructure, manage-infrastructure or hardware.delete; repeat for several")
+	expires := fs.String("expires", "", "when it stops working: a duration such as 90d or 12h, or an RFC 3339 time (default: never)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return errors.New(use)
+	}
+	in := client.CreateIdentityInput{Name: args[0], Permissions: []client.Permission{}}
+	for _, p := range perms {
+		perm, err := identity.ParsePermission(p)
+		if err != nil {
+			return errors.New(apperr.Text(err))
+		}
+		in.Permissions = append(in.Permissions, permissionEnum(perm))
+	}
+	if *expires != "" {
+		at, dur := identity.ExpiryFromFlag(*expires)
+		in.ExpiresAt = at
+		if dur != "" {
+			in.ExpiresIn = &dur
+		}
+	}
+	r, err := client.CreateIdentity(ctx, c.gql, in)
+	if err != nil {
+		return err
+	}
+	p := r.CreateIdentity
+	if c.json {
+		return c.print(map[string]any{"identity": p.Identity.IdentityFields, "token": p.Token}, nil)
+	}
+	fmt.Fprintf(c.out, "created identity %s", p.Identity.Name)
+	if p.Identity.ExpiresAt != nil {
+		fmt.Fprintf(c.out, ", expiring %s", when(p.Identity.ExpiresAt))
+	}
+	fmt.Fprintf(c.out, "\nits bearer token, shown only now (Apelora keeps only a hash):\n%s\n", p.Token)
+	return nil
+}
+
+func (c *cli) revokeIdentity(ctx context.Context, args []string) error {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		return errors.New("usage: apeloractl revoke-identity NAME")
+	}
+	r, err := client.RevokeIdentity(ctx, c.gql, client.RevokeIdentityInput{Name: args[0]})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.print(map[string]any{"identity": r.RevokeIdentity.Identity.IdentityFields}, nil)
+	}
+	fmt.Fprintf(c.out, "revoked identity %s: its token is refused from now on, and its open websockets are closed\n", r.RevokeIdentity.Identity.Name)
+	return nil
+}
+
+// permissionEnum is the API's name of a permission (manage-infrastructure →
+// MANAGE_INFRASTRUCTURE); permissionWord is the reverse.
+func permissionEnum(p identity.Permission) client.Permission {
+	return client.Permission(strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(string(p))))
+}
+
+func permissionWord(p client.Permission) string {
+	for _, perm := range identity.AllPermissions {
+		if permissionEnum(perm) == p {
+			return string(perm)
+		}
+	}
+	return string(p)
+}
+
+func when(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format(time.DateTime)
+}

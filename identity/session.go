@@ -1,0 +1,85 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"github.com/apelora/fabric/apperr"
+)
+
+// Session is a Fabric Console sign-in: the administrator pastes a bearer token once and
+// the browser keeps a random session value in an HttpOnly cookie instead. Only a hash of
+// the value is stored.
+type Session struct {
+	ID        int64
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// Expired is the database's verdict at the lookup (its clock, as for every other time).
+	Expired bool
+}
+
+// SessionStore keeps console sessions.
+type SessionStore interface {
+	// CreateSession stores a session for the identity, valid for ttl.
+	CreateSession(ctx context.Context, identityID int64, hash []byte, ttl time.Duration) (*Session, error)
+	// IdentityBySessionHash returns the session whose value hashes to hash and its
+	// identity, read as IdentityByTokenHash reads one; nil, nil when there is none.
+	IdentityBySessionHash(ctx context.Context, hash []byte) (*Identity, *Session, error)
+	// EndSession deletes the session; ending one that does not exist is no error.
+	EndSession(ctx context.Context, hash []byte) error
+}
+
+// Credentials is a store of identities and their console sessions.
+type Credentials interface {
+	Store
+	SessionStore
+}
+
+// sessionPrefix tells a session value from a bearer token at a glance.
+const sessionPrefix = "aps_"
+
+// StartSession exchanges a bearer token for a console session. It returns the identity,
+// the session and the session value for the cookie; the value is never stored.
+func StartSession(ctx context.Context, s Credentials, token string, ttl time.Duration) (*Identity, *Session, string, error) {
+	id, err := Authenticate(ctx, s, "Bearer "+token)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, nil, "", fmt.Errorf("generate session: %w", err)
+	}
+	value := sessionPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	sess, err := s.CreateSession(ctx, id.ID, HashToken(value), ttl)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return id, sess, value, nil
+}
+
+// AuthenticateSession resolves a session cookie's value to its identity. An unknown,
+// ended or expired session is UNAUTHENTICATED with a message that says why, which the
+// console shows on its sign-in page.
+func AuthenticateSession(ctx context.Context, s Credentials, value string) (*Identity, *Session, error) {
+	if len(value) > 200 {
+		return nil, nil, apperr.New(apperr.Unauthenticated, "the console session cookie is not valid: sign in again")
+	}
+	id, sess, err := s.IdentityBySessionHash(ctx, HashToken(value))
+	if err != nil {
+		return nil, nil, err
+	}
+	if sess == nil {
+		return nil, nil, apperr.New(apperr.Unauthenticated, "your console session has ended (signed out, or its identity was removed): sign in again")
+	}
+	if sess.Expired {
+		return nil, nil, apperr.New(apperr.Unauthenticated, "your console session expired at %s: sign in again", sess.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	id, err = usable(ctx, s, id, "the identity of this console session can no longer sign in: sign in again")
+	if err != nil {
+		return nil, nil, err
+	}
+	return id, sess, nil
+}

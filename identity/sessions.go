@@ -1,0 +1,164 @@
+package identity
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/apelora/fabric/apperr"
+)
+
+// Sessions ends the long-lived connections (websockets) of an identity as soon as it may
+// no longer authenticate: revoked, deleted, or past its expiry. Each watched connection
+// context is cancelled with an UNAUTHENTICATED *apperr.Error as its cause (see Usable),
+// which the transport turns into close code 4403 with that message.
+//
+// Revocations reach every API replica through PostgreSQL NOTIFY: the store's listener
+// calls Changed for each identity notified and CheckAll when notifications may have been
+// lost. Expiry needs no notification: each connection has a timer.
+type Sessions struct {
+	store ByID
+	log   *slog.Logger
+
+	mu   sync.Mutex
+	open map[int64]map[*session]struct{}
+}
+
+// ByID reads one identity by its id (nil when there is none).
+type ByID interface {
+	IdentityByID(ctx context.Context, id int64) (*Identity, error)
+}
+
+type session struct {
+	name   string
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+}
+
+// NewSessions returns an empty watch.
+func NewSessions(store ByID, log *slog.Logger) *Sessions {
+	return &Sessions{store: store, log: log, open: map[int64]map[*session]struct{}{}}
+}
+
+// Watch returns a context derived from parent that ends when id is revoked, deleted or
+// expires. It reads the identity once more after registering, so a revocation committed
+// since it authenticated is not missed; if that read refuses, so does Watch.
+func (s *Sessions) Watch(parent context.Context, id *Identity) (context.Context, error) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ss := &session{name: id.Name, cancel: cancel}
+	s.mu.Lock()
+	if s.open[id.ID] == nil {
+		s.open[id.ID] = map[*session]struct{}{}
+	}
+	s.open[id.ID][ss] = struct{}{}
+	s.mu.Unlock()
+	context.AfterFunc(ctx, func() { s.forget(id.ID, ss) })
+
+	fresh, err := s.store.IdentityByID(ctx, id.ID)
+	if err == nil {
+		err = verdict(id.Name, fresh, time.Now())
+	}
+	if err != nil {
+		cancel(err)
+		return nil, err
+	}
+	s.mu.Lock()
+	s.schedule(ss, fresh)
+	s.mu.Unlock()
+	return ctx, nil
+}
+
+// Changed re-reads an identity that was revoked, deleted or given another expiry (on
+// any replica), and ends its sessions here when it may no longer authenticate.
+func (s *Sessions) Changed(ctx context.Context, id int64) {
+	s.mu.Lock()
+	var name string
+	for ss := range s.open[id] {
+		name = ss.name
+	}
+	n := len(s.open[id])
+	s.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	fresh, err := s.store.IdentityByID(ctx, id)
+	if err != nil {
+		// Not known to be revoked: keep the sessions. A lost database connection also
+		// makes the listener reconnect, and CheckAll comes next.
+		s.log.WarnContext(ctx, "could not re-read a changed identity; its websockets stay open until it can be", "identity_id", id, "error", err)
+		return
+	}
+	verdictErr := verdict(name, fresh, time.Now())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ss := range s.open[id] {
+		if verdictErr != nil {
+			ss.cancel(verdictErr)
+		} else {
+			s.schedule(ss, fresh)
+		}
+	}
+	if verdictErr != nil {
+		s.log.InfoContext(ctx, "closed the websockets of an identity that can no longer authenticate", "identity", name, "identity_id", id, "sessions", n, "reason", apperr.PublicMessage(verdictErr))
+	}
+}
+
+// CheckAll re-reads every identity with open sessions, after notifications may have been
+// lost.
+func (s *Sessions) CheckAll(ctx context.Context) {
+	s.mu.Lock()
+	ids := make([]int64, 0, len(s.open))
+	for id := range s.open {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.Changed(ctx, id)
+	}
+}
+
+// Open returns how many sessions are watched (for tests and metrics).
+func (s *Sessions) Open() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, set := range s.open {
+		n += len(set)
+	}
+	return n
+}
+
+// schedule (re)sets the session's expiry timer to the identity's expiry. s.mu is held.
+func (s *Sessions) schedule(ss *session, id *Identity) {
+	if ss.timer != nil {
+		ss.timer.Stop()
+		ss.timer = nil
+	}
+	if id.ExpiresAt == nil {
+		return
+	}
+	end := id.Usable(*id.ExpiresAt)
+	ss.timer = time.AfterFunc(time.Until(*id.ExpiresAt), func() { ss.cancel(end) })
+}
+
+func (s *Sessions) forget(id int64, ss *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss.timer != nil {
+		ss.timer.Stop()
+	}
+	delete(s.open[id], ss)
+	if len(s.open[id]) == 0 {
+		delete(s.open, id)
+	}
+}
+
+// verdict is why a session of the identity named name must end, given the identity as
+// it is now (nil: deleted), or nil when it may go on.
+func verdict(name string, now *Identity, at time.Time) error {
+	if now == nil {
+		return apperr.New(apperr.Unauthenticated, "identity %q no longer exists: ask an administrator for a new identity", name)
+	}
+	return now.Usable(at)
+}

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/identity"
+)
+
+// RateLimit is a token bucket: Burst tries at once, then one more per Every.
+type RateLimit struct {
+	Burst int
+	Every time.Duration
+}
+
+func (l RateLimit) String() string {
+	return fmt.Sprintf("%d at once, then one per %s", l.Burst, l.Every)
+}
+
+// DefaultAuthFailureLimit is how often one client address may send requests without a
+// valid identity (no bearer token, or a wrong one): ten at once, then ten a minute.
+var DefaultAuthFailureLimit = RateLimit{Burst: 10, Every: 6 * time.Second}
+
+const (
+	// RateLimitWindow: an address refused for failing authentication too often leaves at
+	// most one audit event per window, counting the requests refused since its last one.
+	RateLimitWindow = time.Minute
+	// maxTrackedAddresses bounds the limiter's memory; past it, new addresses share one
+	// bucket.
+	maxTrackedAddresses = 10000
+)
+
+// authLimiter limits requests without a valid identity per client address (an IPv6
+// client by its /64), before any GraphQL work. Requests with a valid identity are never
+// limited, so an attacker sharing an administrator's address cannot lock them out.
+type authLimiter struct {
+	limit RateLimit
+	now   func() time.Time
+
+	mu      sync.Mutex
+	clients map[string]*client
+}
+
+type client struct {
+	tokens     float64
+	at         time.Time // when tokens was last brought up to date
+	refused    int       // requests refused since the last audit event
+	summarised time.Time // when the last audit event was written
+}
+
+func newAuthLimiter(limit RateLimit) *authLimiter {
+	if limit.Burst <= 0 || limit.Every <= 0 {
+		limit = DefaultAuthFailureLimit
+	}
+	return &authLimiter{limit: limit, now: time.Now, clients: map[string]*client{}}
+}
+
+// take spends one try of addr. When none is left it returns how long until the next,
+// and, at most once per RateLimitWindow, how many requests were refused since the last
+// audit event (including this one), which the caller writes down.
+func (l *authLimiter) take(addr string) (ok bool, retry time.Duration, summarise int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	c := l.client(addr, now)
+	c.tokens = min(float64(l.limit.Burst), c.tokens+float64(now.Sub(c.at))/float64(l.limit.Every))
+	c.at = now
+	if c.tokens >= 1 {
+		c.tokens--
+		return true, 0, 0
+	}
+	c.refused++
+	if now.Sub(c.summarised) >= RateLimitWindow {
+		summarise, c.refused, c.summarised = c.refused, 0, now
+	}
+	return false, time.Duration((1 - c.tokens) * float64(l.limit.Every)), summarise
+}
+
+func (l *authLimiter) client(addr string, now time.Time) *client {
+	if c, ok := l.clients[addr]; ok {
+		return c
+	}
+	if len(l.clients) >= maxTrackedAddresses {
+		// A full bucket whose window has passed is the same as none: forget those.
+		for a, c := range l.clients {
+			if float64(now.Sub(c.at))/float64(l.limit.Every)+c.tokens >= float64(l.limit.Burst) && now.Sub(c.summarised) >= RateLimitWindow {
+				delete(l.clients, a)
+			}
+		}
+		if len(l.clients) >= maxTrackedAddresses {
+			addr = "(too many addresses)"
+			if c, ok := l.clients[addr]; ok {
+				return c
+			}
+		}
+	}
+	c := &client{tokens: float64(l.limit.Burst), at: now}
+	l.clients[addr] = c
+	return c
+}
+
+// clientAddress is the key a request is limited by: its remote IP, or the /64 of an IPv6
+// one (a single host is often given a whole /64).
+func clientAddress(remote string) string {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return remote
+	}
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+// guard answers 429 to a request without a valid identity from an address out of tries.
+// Websocket upgrades pass: they authenticate in connection_init.
+func (g *gate) guard(l *authLimiter, refuse func(w http.ResponseWriter, r *http.Request, msg string), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if identity.FromContext(r.Context()) != nil || r.Header.Get("Upgrade") != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		addr := clientAddress(r.RemoteAddr)
+		ok, retry, summarise := l.take(addr)
+		if ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		msg := fmt.Sprintf("too many requests without a valid bearer token from %s (the limit is %s): wait %s, then send a valid one",
+			addr, l.limit, retry.Round(time.Second))
+		if summarise > 0 {
+			g.recordRateLimited(r.Context(), addr, summarise, msg)
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		refuse(w, r, msg)
+	})
+}
+
+// recordRateLimited writes the one audit event of an address's refused requests in a
+// window.
+func (g *gate) recordRateLimited(ctx context.Context, addr string, refused int, msg string) {
+	g.recordRequest(ctx, requestRecord{action: RateLimited, outcome: audit.Refused, message: msg,
+		details: map[string]any{"address": addr, "refused": refused, "window": RateLimitWindow.String()}})
+}
+
+// refuseGraphQL answers a rate-limited GraphQL request.
+func refuseGraphQL(w http.ResponseWriter, _ *http.Request, msg string) {
+	writeError(w, http.StatusTooManyRequests, apperr.RateLimited, msg)
+}

@@ -1,0 +1,237 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/resterr"
+)
+
+// SessionCookie holds a Fabric Console session value. It is HttpOnly and SameSite=Strict:
+// the console's script never sees it and other sites' pages never send it.
+const SessionCookie = "apelora_session"
+
+// DefaultSessionTTL is how long a console session lasts when Config.SessionTTL is zero.
+const DefaultSessionTTL = 12 * time.Hour
+
+// credentials is what authenticating a request needs: bearer tokens and console sessions.
+type credentials = identity.Credentials
+
+type sessionKey struct{}
+
+// sessionFrom returns the console session a request authenticated with, or nil.
+func sessionFrom(ctx context.Context) *identity.Session {
+	s, _ := ctx.Value(sessionKey{}).(*identity.Session)
+	return s
+}
+
+// fromSession authenticates a request by its session cookie, when it has one. A request
+// that carries the cookie but may be forged by another site (see sameOrigin) goes on
+// without an identity, so the gate refuses (and audits) what it tries.
+func fromSession(ctx context.Context, store credentials, origins []string, r *http.Request) (context.Context, *identity.Identity) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" {
+		return ctx, nil
+	}
+	if err := sameOrigin(r, origins); err != nil {
+		return withAuthError(ctx, err), nil
+	}
+	id, sess, err := identity.AuthenticateSession(ctx, store, c.Value)
+	if err != nil {
+		return withAuthError(ctx, err), nil
+	}
+	return context.WithValue(identity.WithIdentity(ctx, id), sessionKey{}, sess), id
+}
+
+// sameOrigin refuses a cookie-carrying request a browser may have sent on another site's
+// behalf: one that says it is cross-site (Sec-Fetch-Site), comes from another origin, or
+// changes something without a JSON body (a form or text/plain POST needs no CORS
+// preflight; JSON does, and Apelora answers none). Websocket upgrades are GETs whose
+// Origin the websocket transport checks too.
+func sameOrigin(r *http.Request, origins []string) error {
+	refuse := func(why string) error {
+		return apperr.New(apperr.Forbidden, "request refused: %s; the console's session cookie is only accepted from the console itself", why)
+	}
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "", "same-origin", "none":
+	default:
+		return refuse("the browser says it came from another site (Sec-Fetch-Site: " + truncate(site, 20) + ")")
+	}
+	if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host, origins) {
+		return refuse("it came from another origin (" + truncate(o, 80) + ")")
+	}
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if r.Method != http.MethodDelete && (err != nil || mt != "application/json") {
+		return refuse("send a JSON body (Content-Type: application/json)")
+	}
+	return nil
+}
+
+// originAllowed reports whether an Origin header names the server itself (the host the
+// request was sent to) or one of the extra allowed origins (host patterns).
+func originAllowed(origin, host string, patterns []string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	if strings.EqualFold(u.Host, host) {
+		return true
+	}
+	for _, p := range patterns {
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(u.Host)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// sessionAPI serves /api/v1/session: POST signs in (a bearer token in a JSON body, once,
+// for a session cookie), GET says who the cookie's session is or why there is none, DELETE
+// signs out (the session ends on the server, not only in the browser).
+type sessionAPI struct {
+	store   credentials
+	ttl     time.Duration
+	secure  bool // Secure cookie even when the request came in plain (TLS ends in front)
+	origins []string
+	log     *slog.Logger
+}
+
+type sessionAnswer struct {
+	Identity  string    `json:"identity"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+func (a *sessionAPI) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /api/v1/session", a.signIn)
+	mux.HandleFunc("GET /api/v1/session", a.current)
+	mux.HandleFunc("DELETE /api/v1/session", a.signOut)
+}
+
+func (a *sessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if err := sameOrigin(r, a.origins); err != nil {
+		resterr.Write(w, r, a.log, err)
+		return
+	}
+	var body struct {
+		Token string `json:"token"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		resterr.Write(w, r, a.log, apperr.Invalid("token", "send {\"token\": \"apl_…\"} as JSON, the bearer token of your identity"))
+		return
+	}
+	token := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(body.Token), "Bearer "))
+	id, sess, value, err := identity.StartSession(r.Context(), a.store, token, a.ttl)
+	if err != nil {
+		if apperr.CodeOf(err) == apperr.Unauthenticated {
+			err = apperr.Invalid("token", "this token is not valid: paste the whole bearer token (apl_…) of your identity, or create one with `apelora identity create`")
+		}
+		resterr.Write(w, r, a.log, err)
+		return
+	}
+	if rec, ok := w.(*recorder); ok {
+		rec.identity = id
+	}
+	a.log.InfoContext(r.Context(), "console session started", "identity", id.Name, "session", sess.ID, "expires_at", sess.ExpiresAt)
+	http.SetCookie(w, a.cookie(r, value, sess.ExpiresAt))
+	writeJSON(w, http.StatusCreated, sessionAnswer{Identity: id.Name, ExpiresAt: sess.ExpiresAt.UTC()})
+}
+
+func (a *sessionAPI) current(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	ctx, id := fromSession(r.Context(), a.store, a.origins, r)
+	if id == nil {
+		err := authError(ctx)
+		if _, e := r.Cookie(SessionCookie); e != nil {
+			err = apperr.New(apperr.Unauthenticated, "not signed in: paste your bearer token to sign in")
+		} else if apperr.CodeOf(err) == apperr.Unauthenticated {
+			http.SetCookie(w, a.cookie(r, "", time.Time{}))
+		}
+		resterr.Write(w, r, a.log, err)
+		return
+	}
+	if rec, ok := w.(*recorder); ok {
+		rec.identity = id
+	}
+	writeJSON(w, http.StatusOK, sessionAnswer{Identity: id.Name, ExpiresAt: sessionFrom(ctx).ExpiresAt.UTC()})
+}
+
+func (a *sessionAPI) signOut(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if err := sameOrigin(r, a.origins); err != nil {
+		resterr.Write(w, r, a.log, err)
+		return
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		if err := a.store.EndSession(r.Context(), identity.HashToken(c.Value)); err != nil {
+			resterr.Write(w, r, a.log, err)
+			return
+		}
+		a.log.InfoContext(r.Context(), "console session ended")
+	}
+	http.SetCookie(w, a.cookie(r, "", time.Time{}))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// cookie is the session cookie carrying value until expires; an empty value deletes it.
+func (a *sessionAPI) cookie(r *http.Request, value string, expires time.Time) *http.Cookie {
+	c := &http.Cookie{
+		Name:     SessionCookie,
+		Value:    value,
+		Path:     "/",
+		HttpOnly: true,
+		SameSite: http.SameSiteStrictMode,
+		Secure:   a.secure || r.TLS != nil,
+	}
+	if value == "" {
+		c.MaxAge = -1
+	} else {
+		c.Expires = expires
+		c.MaxAge = max(1, int(time.Until(expires).Seconds()))
+	}
+	return c
+}
+
+// sessionTTL returns the configured console session lifetime or the default.
+func sessionTTL(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultSessionTTL
+	}
+	return d
+}
+
+// boundBySession ends a websocket's context when the console session it authenticated
+// with expires, so a socket never outlives its session.
+func boundBySession(ctx context.Context) context.Context {
+	s := sessionFrom(ctx)
+	if s == nil {
+		return ctx
+	}
+	// The cause makes the socket close with 4403 and this reason (see Sessions).
+	bounded, cancel := context.WithDeadlineCause(ctx, s.ExpiresAt, apperr.New(apperr.Unauthenticated,
+		"your console session expired at %s: sign in again", s.ExpiresAt.UTC().Format(time.RFC3339)))
+	context.AfterFunc(ctx, cancel) // the socket's own end releases the timer
+	return bounded
+}

@@ -1,0 +1,19 @@
+package server
+
+import (
+	"context"
+
+	"github.com/apelora/fabric/identity"
+)
+
+// Sessions ends a websocket's connection context when its identity is revoked, deleted or
+// expires (identity.Sessions), with an UNAUTHENTICATED *apperr.Error as the cause.
+//
+// The contract with the websocket transport (server/graphqlws): websocketInit derives each
+// socket's connection context; when that context ends with an UNAUTHENTICATED (or
+// FORBIDDEN) *apperr.Error as its cause, the socket closes with 4403 and the error's
+// message as the reason. graphql-ws clients treat 4403 as final, so they stop instead of
+// reconnecting with a dead token.
+type Sessions interface {
+	Watch(ctx context.Context, id *identity.Identity) (context.Context, error)
+}

@@ -1,0 +1,97 @@
+// Helpers for the console's end-to-end scripts (run by e2e/console_test.go): Debian's
+// Chromium through playwright-core, sign-in, screenshots, axe-core scans, and checks that
+// the page reported no CSP violation and kept no credential in the browser's storage.
+import { chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+
+const require = createRequire(import.meta.url);
+const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+export function log(...a) {
+  console.log(...a);
+}
+
+export function fail(msg) {
+  throw new Error(msg);
+}
+
+export function expect(cond, msg) {
+  if (!cond) fail(msg);
+}
+
+export async function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+}
+
+// newPage opens a page that records CSP violations, console errors and page errors.
+export async function newPage(browser, base) {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, baseURL: base });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  const page = await context.newPage();
+  page.problems = [];
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  // Failed responses are judged by their URL below; the browser's own line about them
+  // names none.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) page.problems.push('console: ' + m.text());
+  });
+  page.on('response', (r) => {
+    const expected = r.url().endsWith('/api/v1/session') && (r.status() === 400 || r.status() === 401);
+    if (r.status() >= 400 && !expected) page.problems.push(`HTTP ${r.status()} for ${r.request().method()} ${r.url()}`);
+  });
+  page.on('pageerror', (e) => page.problems.push('page error: ' + e.message));
+  page.on('request', (r) => {
+    if (!r.url().startsWith(base) && !r.url().startsWith(base.replace('http', 'ws')) && !r.url().startsWith('data:')) page.problems.push('request to another origin: ' + r.url());
+  });
+  return { context, page };
+}
+
+// clean fails when the page reported a CSP violation or an error.
+export async function clean(page, where) {
+  const csp = await page.evaluate(() => window.__csp || []);
+  expect(csp.length === 0, `${where}: CSP violations: ${csp.join('; ')}`);
+  expect(page.problems.length === 0, `${where}: ${page.problems.join('; ')}`);
+}
+
+export async function shot(page, dir, name, fullPage = true) {
+  const path = join(dir, name + '.png');
+  await page.screenshot({ path, fullPage });
+  log('screenshot', path);
+}
+
+// axe scans the page as it is and fails on any serious or critical violation.
+export async function axe(page, where) {
+  await page.evaluate(axeSource);
+  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const bad = res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  for (const v of res.violations) log(`axe ${where}: ${v.impact} ${v.id}: ${v.help} (${v.nodes.length})`);
+  expect(bad.length === 0, `${where}: axe found ${bad.map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`).join('; ')}`);
+}
+
+// noStoredCredential fails when anything is in localStorage or sessionStorage, or the
+// session cookie is readable by script.
+export async function noStoredCredential(page, where) {
+  const s = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie }));
+  expect(s.local === 0 && s.session === 0, `${where}: browser storage holds ${s.local} local and ${s.session} session items`);
+  expect(!s.cookie.includes('apelora_session'), `${where}: the session cookie is readable by script`);
+}
+
+export async function signIn(page, token) {
+  await page.goto('/');
+  await page.getByLabel('Bearer token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).waitFor();
+}
+
+export async function sessionCookie(context) {
+  const c = (await context.cookies()).find((c) => c.name === 'apelora_session');
+  return c;
+}

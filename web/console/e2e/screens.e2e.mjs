@@ -1,0 +1,70 @@
+// The console at its extremes (run by TestConsoleScreens): an empty fleet, and 3,000
+// machines, where a filter keystroke is timed to the next paint (a figure, not a
+// pass/fail).
+import { axe, clean, expect, launch, log, newPage, shot, signIn } from './lib.mjs';
+
+const { EMPTY_BASE, EMPTY_TOKEN, MANY_BASE, MANY_TOKEN, SHOTS } = process.env;
+const browser = await launch();
+try {
+  log('step: empty fleet');
+  const e = await newPage(browser, EMPTY_BASE);
+  await signIn(e.page, EMPTY_TOKEN);
+  await e.page.getByText('No machines yet').waitFor();
+  await e.page.getByText('Incus is not configured', { exact: true }).waitFor();
+  await shot(e.page, SHOTS, 'empty-fleet');
+  await axe(e.page, 'empty fleet');
+  await e.page.goto('/machines/nowhere');
+  await e.page.getByText('No such machine').waitFor();
+  await shot(e.page, SHOTS, 'no-such-machine');
+  await e.page.goto('/fencing');
+  await e.page.getByRole('heading', { name: 'Fence progress' }).waitFor();
+  await shot(e.page, SHOTS, 'fencing-without-incus');
+  await axe(e.page, 'fencing without incus');
+  await clean(e.page, 'empty');
+
+  log('step: 3,000 machines');
+  const m = await newPage(browser, MANY_BASE);
+  await signIn(m.page, MANY_TOKEN);
+  await m.page.waitForFunction(() => Number(document.querySelector('[data-fleet-count]')?.getAttribute('data-fleet-count')) >= 3000, null, { timeout: 60000 });
+  await shot(m.page, SHOTS, 'many-machines', false);
+  const search = m.page.locator('[data-fleet-search]');
+  await search.focus();
+  // Each keystroke: from the keydown event to the first frame after the table shows the
+  // filtered rows (the count element changes with them).
+  const times = [];
+  await search.fill('node-');
+  await m.page.locator('[data-fleet-count="3000"]').waitFor();
+  // Typing 1, 2, 3 narrows to 1000, 100, 10 rows; three Backspaces widen back to 3000.
+  for (const key of ['1', '2', '3', 'Backspace', 'Backspace', 'Backspace']) {
+    const measured = m.page.evaluate(
+      () =>
+        new Promise((resolve) => {
+          const count = document.querySelector('[data-fleet-count]');
+          const before = count.getAttribute('data-fleet-count');
+          let t0 = 0;
+          const done = () => requestAnimationFrame(() => setTimeout(() => resolve(performance.now() - t0), 0));
+          const obs = new MutationObserver(() => {
+            if (count.getAttribute('data-fleet-count') !== before) {
+              obs.disconnect();
+              done();
+            }
+          });
+          document.addEventListener('keydown', (ev) => {
+            t0 = ev.timeStamp;
+            obs.observe(count, { attributes: true });
+          }, { once: true, capture: true });
+        }),
+    );
+    await m.page.waitForTimeout(50);
+    await m.page.keyboard.press(key);
+    times.push(await measured);
+  }
+  const shown = Number(await m.page.locator('[data-fleet-count]').getAttribute('data-fleet-count'));
+  expect(shown === 3000, `after the Backspaces all 3000 rows should show again, not ${shown}`);
+  times.sort((a, b) => a - b);
+  log(`figure: fleet filter keystroke to paint at 3000 rows in Chromium: median ${times[Math.floor(times.length / 2)].toFixed(1)} ms, max ${times[times.length - 1].toFixed(1)} ms (${times.length} keystrokes)`);
+  await shot(m.page, SHOTS, 'many-machines-after', false);
+  await clean(m.page, 'many');
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,157 @@
+import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
+import { Provider, useQuery } from 'urql';
+import type { ConsoleConfig } from './config';
+import { createConsoleClient } from './api/client';
+import { currentSession, signOut, SessionError, type SessionInfo } from './api/session';
+import { ViewerQuery } from './api/operations';
+import { Link, Router, useRouter } from './router';
+import { ViewerContext } from './viewer';
+import { SignIn } from './pages/SignIn';
+import { FleetPage } from './pages/Fleet';
+import { MachinePage } from './pages/Machine';
+import { EnrolmentPage } from './pages/Enrolment';
+import { FencingPage } from './pages/Fencing';
+import { AuditPage } from './pages/Audit';
+import { Banner, Loading, Problems } from './components/ui';
+import { canManage } from './lib/actions';
+import { problemsOf } from './lib/errors';
+
+type Auth = { state: 'checking' } | { state: 'out'; reason?: string } | { state: 'in'; session: SessionInfo };
+
+// reasonOf keeps what the server said about a lost session, but not "you never signed in".
+function reasonOf(e: unknown): string | undefined {
+  if (e instanceof SessionError) return /^not signed in/i.test(e.message) ? undefined : e.message;
+  return undefined;
+}
+
+export function App({ config }: { config: ConsoleConfig }) {
+  const [auth, setAuth] = useState<Auth>({ state: 'checking' });
+
+  useEffect(() => {
+    currentSession(config.session).then(
+      (session) => setAuth({ state: 'in', session }),
+      (e) => setAuth({ state: 'out', reason: reasonOf(e) }),
+    );
+  }, [config.session]);
+
+  // A lost session (expired, signed out elsewhere, identity removed) returns to sign-in
+  // with the server's reason.
+  const lost = useCallback(() => {
+    currentSession(config.session).then(
+      (session) => setAuth((a) => (a.state === 'in' && a.session.expiresAt === session.expiresAt ? a : { state: 'in', session })),
+      (e) => setAuth({ state: 'out', reason: reasonOf(e) ?? 'Your session has ended: sign in again.' }),
+    );
+  }, [config.session]);
+
+  if (auth.state === 'checking') return <Loading what="the console" />;
+  if (auth.state === 'out') {
+    return <SignIn url={config.session} reason={auth.reason} onSignedIn={(session) => setAuth({ state: 'in', session })} />;
+  }
+  return (
+    <SignedIn
+      key={auth.session.identity + auth.session.expiresAt}
+      config={config}
+      session={auth.session}
+      onLost={lost}
+      onSignedOut={() => setAuth({ state: 'out', reason: 'You signed out.' })}
+    />
+  );
+}
+
+function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleConfig; session: SessionInfo; onLost(): void; onSignedOut(): void }) {
+  const lostRef = useRef(onLost);
+  lostRef.current = onLost;
+  const cc = useMemo(() => createConsoleClient(config.endpoint, () => lostRef.current()), [config.endpoint]);
+  useEffect(() => () => cc.dispose(), [cc]);
+
+  // Ask again when the session's time is up, so the console says so without waiting for
+  // the next request.
+  useEffect(() => {
+    const ms = new Date(session.expiresAt).getTime() - Date.now();
+    const t = setTimeout(() => lostRef.current(), Math.max(0, Math.min(ms + 1000, 2 ** 31 - 1)));
+    return () => clearTimeout(t);
+  }, [session.expiresAt]);
+
+  const out = async () => {
+    try {
+      await signOut(config.session);
+    } finally {
+      cc.dispose();
+      onSignedOut();
+    }
+  };
+
+  return (
+    <Provider value={cc.client}>
+      <Router>
+        <Shell session={session} onSignOut={out}>
+          <Pages />
+        </Shell>
+      </Router>
+    </Provider>
+  );
+}
+
+function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignOut(): void; children: ReactNode }) {
+  const [viewer] = useQuery({ query: ViewerQuery, requestPolicy: 'network-only' });
+  const v = viewer.data?.viewer ?? null;
+  const perms = v ? v.permissions.map((p) => p.toLowerCase().replace(/_/g, '-')).join(', ') : '';
+  return (
+    <ViewerContext.Provider value={v}>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <span className="brand">Fabric Console</span>
+        <nav aria-label="Main">
+          <ul>
+            <li><Link to="/">Fleet</Link></li>
+            <li><Link to="/enrolment">Enrolment</Link></li>
+            <li><Link to="/fencing">Fencing</Link></li>
+            <li><Link to="/audit">Audit</Link></li>
+            <li><a href="/graphiql/">GraphiQL</a></li>
+          </ul>
+        </nav>
+        <div className="whoami">
+          <span data-identity>
+            {session.identity}
+            {perms ? <span className="perms"> ({perms})</span> : null}
+          </span>
+          <button type="button" className="btn btn-plain btn-small" onClick={onSignOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <Problems problems={problemsOf(viewer.error)} />
+        {v && !canManage(v) ? (
+          <Banner tone="info" title="View only">
+            Identity “{v.name}” holds view-infrastructure: you see everything, and every change is disabled with the reason. Changes need
+            manage-infrastructure.
+          </Banner>
+        ) : null}
+        {children}
+      </main>
+    </ViewerContext.Provider>
+  );
+}
+
+function Pages() {
+  const { path } = useRouter();
+  useEffect(() => {
+    document.getElementById('main')?.focus({ preventScroll: true });
+  }, [path]);
+  if (path === '/') return <FleetPage />;
+  if (path.startsWith('/machines/')) return <MachinePage name={decodeURIComponent(path.slice('/machines/'.length))} />;
+  if (path === '/enrolment') return <EnrolmentPage />;
+  if (path === '/fencing') return <FencingPage />;
+  if (path === '/audit') return <AuditPage />;
+  return (
+    <section>
+      <h1>Page not found</h1>
+      <p>
+        Nothing is at {path}. <Link to="/">Back to the fleet</Link>.
+      </p>
+    </section>
+  );
+}

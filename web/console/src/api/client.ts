@@ -1,0 +1,66 @@
+// The console's one GraphQL client: queries and mutations over HTTP POST (JSON, the session
+// cookie sent by the browser), subscriptions over graphql-transport-ws on the same path
+// (authenticated by the same cookie, so connection_init carries no credential). Pages use
+// urql's hooks with the typed documents of operations.ts.
+import { Client, cacheExchange, fetchExchange, mapExchange, subscriptionExchange } from '@urql/core';
+import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
+import { sessionLost } from '../lib/errors';
+
+export interface ConsoleClient {
+  client: Client;
+  ws: WsClient;
+  dispose(): void;
+}
+
+// Close codes the server uses for a socket it will not serve (no or lost session).
+const refusedCodes = new Set([4401, 4403]);
+
+function closeCode(e: unknown): number | undefined {
+  return typeof e === 'object' && e !== null && 'code' in e ? Number((e as { code: unknown }).code) : undefined;
+}
+
+export function createConsoleClient(endpoint: string, onSessionLost: () => void): ConsoleClient {
+  const wsUrl = new URL(endpoint, window.location.href);
+  wsUrl.protocol = wsUrl.protocol === 'https:' ? 'wss:' : 'ws:';
+  const ws = createWsClient({
+    url: wsUrl.toString(),
+    lazy: true,
+    lazyCloseTimeout: 3000,
+    retryAttempts: 1_000_000,
+    // At most ten seconds between tries, with jitter, while the server is away.
+    retryWait: (retries) => new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** retries) + Math.random() * 500)),
+    shouldRetry: (e) => !refusedCodes.has(closeCode(e) ?? 0),
+    on: {
+      closed: (e) => {
+        if (refusedCodes.has(closeCode(e) ?? 0)) onSessionLost();
+      },
+    },
+  });
+  const client = new Client({
+    url: endpoint,
+    requestPolicy: 'cache-and-network',
+    fetchOptions: { credentials: 'same-origin', headers: { 'Content-Type': 'application/json' } },
+    preferGetMethod: false,
+    exchanges: [
+      mapExchange({
+        onError(error) {
+          if (sessionLost(error)) onSessionLost();
+        },
+      }),
+      cacheExchange,
+      fetchExchange,
+      subscriptionExchange({
+        forwardSubscription(request) {
+          const input = { ...request, query: request.query || '' };
+          return {
+            subscribe(sink) {
+              const unsubscribe = ws.subscribe(input, sink);
+              return { unsubscribe };
+            },
+          };
+        },
+      }),
+    ],
+  });
+  return { client, ws, dispose: () => void ws.dispose() };
+}

@@ -1,0 +1,225 @@
+// Every GraphQL operation the console sends, in one place. GraphQL Code Generator
+// (codegen.yml) types each one from schema/*.graphqls into src/gql/.
+import { graphql } from '../gql';
+
+export const ViewerQuery = graphql(`
+  query Viewer {
+    viewer { name permissions }
+  }
+`);
+
+export const MaasFactsFragment = graphql(`
+  fragment MaasFacts on MaasMachine {
+    systemId hostname fqdn status statusCode statusMessage powerState powerType hardwareUuid
+    architecture cpuCount memoryMiB storageMB osystem distroSeries owner zone pool tags
+    ipAddresses locked testingStatus testingStatusCode
+  }
+`);
+
+export const FleetRowFragment = graphql(`
+  fragment FleetRow on Machine {
+    name
+    phase
+    warnings { code message }
+    record { name provisioner { kind } maasSystemId hardwareUuid description registeredAt registeredBy }
+    member { name status message held scheduler roles groups failureDomain architecture }
+    pendingJoinToken { expiresAt }
+    maas { ...MaasFacts }
+    maasSteps { step allowed reason }
+    fence { member maasSystemId hardwareUuid lastDrill { at ok powerState problem } offlineSince }
+  }
+`);
+
+export const FleetQuery = graphql(`
+  query Fleet {
+    fleet {
+      sources {
+        incus { configured available message }
+        maas { configured available message }
+      }
+      machines { ...FleetRow }
+    }
+  }
+`);
+
+export const MachineQuery = graphql(`
+  query Machine($name: String!) {
+    machine(name: $name) {
+      ...FleetRow
+      record { description }
+      member { url description }
+      fence {
+        setBy setAt
+        lastDrill { worker }
+        lastEvent { id at kind reason message }
+      }
+    }
+  }
+`);
+
+export const AuditEventFragment = graphql(`
+  fragment AuditEventRow on AuditEvent {
+    id at actor action machine parameters outcome error requestId details
+  }
+`);
+
+export const AuditEventsQuery = graphql(`
+  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {
+    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {
+      edges { cursor node { ...AuditEventRow } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+`);
+
+export const AuditEventRecordedSubscription = graphql(`
+  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {
+    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }
+  }
+`);
+
+export const AdmissionChecksSubscription = graphql(`
+  subscription AdmissionChecks($name: String!) {
+    admissionChecks(name: $name) {
+      machine runId trigger at
+      checks { name title result message }
+      verdict
+    }
+  }
+`);
+
+export const AdmissionReportQuery = graphql(`
+  query AdmissionReport($name: String!) {
+    admissionReport(name: $name) {
+      machine runId trigger at verdict
+      checks { name title result message }
+    }
+  }
+`);
+
+export const ReleasePreviewQuery = graphql(`
+  query ReleasePreview($erase: Boolean) {
+    releasePreview(erase: $erase) { requested maasErasesOnRelease effective message }
+  }
+`);
+
+export const RegisterMachineMutation = graphql(`
+  mutation RegisterMachine($input: RegisterMachineInput!) {
+    registerMachine(input: $input) { machine { ...FleetRow } }
+  }
+`);
+
+export const UnregisterMachineMutation = graphql(`
+  mutation UnregisterMachine($input: UnregisterMachineInput!) {
+    unregisterMachine(input: $input) { name }
+  }
+`);
+
+export const ApproveEnrolmentMutation = graphql(`
+  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {
+    approveEnrolment(input: $input) {
+      joinToken expiresAt command scriptUrl
+      memberConfig { entity name key value }
+      machine { ...FleetRow }
+    }
+  }
+`);
+
+export const RevokeJoinTokenMutation = graphql(`
+  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {
+    revokeJoinToken(input: $input) { machine { ...FleetRow } }
+  }
+`);
+
+export const AdmitMemberMutation = graphql(`
+  mutation AdmitMember($input: AdmitMemberInput!) {
+    admitMember(input: $input) {
+      machine { ...FleetRow }
+      report { runId verdict checks { name title result message } }
+    }
+  }
+`);
+
+export const RemoveMemberMutation = graphql(`
+  mutation RemoveMember($input: RemoveMemberInput!) {
+    removeMember(input: $input) { machine { ...FleetRow } }
+  }
+`);
+
+export const CommissionMachineMutation = graphql(`
+  mutation CommissionMachine($input: CommissionMachineInput!) {
+    commissionMachine(input: $input) { maas { ...MaasFacts } }
+  }
+`);
+
+export const InstallOperatingSystemMutation = graphql(`
+  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {
+    installOperatingSystem(input: $input) { machine { ...FleetRow } maas { ...MaasFacts } }
+  }
+`);
+
+export const RunHardwareTestsMutation = graphql(`
+  mutation RunHardwareTests($input: RunHardwareTestsInput!) {
+    runHardwareTests(input: $input) { maas { ...MaasFacts } }
+  }
+`);
+
+export const ReleaseMachineMutation = graphql(`
+  mutation ReleaseMachine($input: ReleaseMachineInput!) {
+    releaseMachine(input: $input) {
+      maas { ...MaasFacts }
+      erase { requested maasErasesOnRelease effective message }
+    }
+  }
+`);
+
+export const FencingQuery = graphql(`
+  query Fencing {
+    cluster {
+      healingThreshold offlineThreshold members offlineMembers unmappedMembers
+      fenceWorker { worker leaderSince lastRoundAt pollSeconds offlineAfterSeconds cooldownSeconds confirmTimeoutSeconds }
+      warnings { code message }
+    }
+    fenceMappings {
+      member maasSystemId hardwareUuid setBy setAt offlineSince
+      lastDrill { at ok powerState problem worker }
+      lastEvent { id at kind reason message }
+    }
+  }
+`);
+
+export const FenceEventRowFragment = graphql(`
+  fragment FenceEventRow on FenceEvent {
+    id at member kind reason message worker
+  }
+`);
+
+export const FenceEventsQuery = graphql(`
+  query FenceEvents($member: String, $first: Int, $after: String) {
+    fenceEvents(member: $member, first: $first, after: $after) {
+      edges { cursor node { ...FenceEventRow } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+`);
+
+export const FenceProgressSubscription = graphql(`
+  subscription FenceProgress($member: String, $after: ID) {
+    fenceProgress(member: $member, after: $after) { ...FenceEventRow }
+  }
+`);
+
+export const SetFenceMappingMutation = graphql(`
+  mutation SetFenceMapping($input: SetFenceMappingInput!) {
+    setFenceMapping(input: $input) {
+      verifiedWithMaas notice
+      mapping { member maasSystemId hardwareUuid }
+    }
+  }
+`);
+
+export const RemoveFenceMappingMutation = graphql(`
+  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {
+    removeFenceMapping(input: $input) { removed { member } }
+  }
+`);

@@ -1,0 +1,57 @@
+// The console's sign-in: the bearer token is sent once, in a JSON body, and exchanged for
+// an HttpOnly session cookie the page's script never sees. Nothing is kept in storage.
+export interface SessionInfo {
+  identity: string;
+  expiresAt: string;
+}
+
+export class SessionError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+async function call(url: string, init: RequestInit): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(url, { credentials: 'same-origin', cache: 'no-store', ...init });
+  } catch {
+    throw new SessionError('The server could not be reached: check that apelora serve is running, then try again.', 'UNAVAILABLE', 0);
+  }
+  if (!res.ok && res.status !== 204) {
+    let code = 'INTERNAL';
+    let message = `The server answered ${res.status}.`;
+    try {
+      const body = await res.json();
+      code = body?.error?.code ?? code;
+      message = body?.error?.message ?? message;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new SessionError(message, code, res.status);
+  }
+  return res;
+}
+
+export async function signIn(url: string, token: string): Promise<SessionInfo> {
+  const res = await call(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ token }),
+  });
+  return res.json();
+}
+
+// currentSession says who is signed in, or throws a SessionError saying why nobody is.
+export async function currentSession(url: string): Promise<SessionInfo> {
+  const res = await call(url, { method: 'GET' });
+  return res.json();
+}
+
+export async function signOut(url: string): Promise<void> {
+  await call(url, { method: 'DELETE' });
+}

@@ -1,0 +1,83 @@
+// Every change goes through this dialog: it names the machine and says what will happen,
+// optionally asks for the machine's name to be typed, runs the mutation, and shows what
+// the server said (field errors beside their fields) or closes on success.
+import { useState, type ReactNode, type FormEvent } from 'react';
+import type { OperationResult } from '@urql/core';
+import { Dialog } from './Dialog';
+import { Field, Problems } from './ui';
+import { fieldProblems, problemsOf, type Problem } from '../lib/errors';
+
+export interface ConfirmProps<T> {
+  title: string;
+  machine: string;
+  // consequence says what will happen, in plain words.
+  consequence: ReactNode;
+  confirmLabel: string;
+  danger?: boolean;
+  // typeToConfirm is a name the operator must type before the change can be made.
+  typeToConfirm?: string;
+  typeLabel?: string;
+  // fields renders extra inputs; errors maps the server's extensions.field to messages.
+  fields?: (errors: Map<string, string>) => ReactNode;
+  fieldNames?: string[];
+  run(): Promise<OperationResult<T>>;
+  // onDone replaces closing on success; it closes the dialog itself if it should.
+  onDone?(data: T): void;
+  onClose(): void;
+}
+
+export function ConfirmDialog<T>(p: ConfirmProps<T>) {
+  const [typed, setTyped] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [problems, setProblems] = useState<Problem[]>([]);
+  const typedOK = !p.typeToConfirm || typed === p.typeToConfirm;
+  const errors = fieldProblems(problems);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (!typedOK || busy) return;
+    setBusy(true);
+    setProblems([]);
+    const res = await p.run();
+    setBusy(false);
+    const found = problemsOf(res.error);
+    if (found.length > 0 || !res.data) {
+      setProblems(found.length ? found : [{ message: 'The server returned no answer: reload the page to see what happened.' }]);
+      return;
+    }
+    // onDone, when given, decides what follows (the approval shows its token next).
+    if (p.onDone) p.onDone(res.data);
+    else p.onClose();
+  };
+
+  return (
+    <Dialog title={p.title} onClose={() => !busy && p.onClose()}>
+      <form onSubmit={submit} noValidate>
+        <div className="consequence">{p.consequence}</div>
+        {p.fields?.(errors)}
+        {p.typeToConfirm ? (
+          <Field label={p.typeLabel ?? `Type ${p.typeToConfirm} to confirm`}>
+            {(a) => (
+              <input {...a} className="input" autoComplete="off" spellCheck={false} value={typed} onChange={(e) => setTyped(e.target.value)} data-confirm-name />
+            )}
+          </Field>
+        ) : null}
+        <Problems problems={problems} machine={p.machine} shownFields={p.fieldNames} />
+        <div className="dialog-actions">
+          <button type="button" className="btn btn-plain" onClick={p.onClose} disabled={busy}>
+            Cancel
+          </button>
+          <button
+            type="submit"
+            className={`btn ${p.danger ? 'btn-danger' : 'btn-primary'}`}
+            aria-disabled={!typedOK || busy ? true : undefined}
+            data-confirm
+          >
+            {busy ? 'Working…' : p.confirmLabel}
+          </button>
+        </div>
+        {!typedOK ? <p className="hint">The button works once the name is typed exactly.</p> : null}
+      </form>
+    </Dialog>
+  );
+}

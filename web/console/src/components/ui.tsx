@@ -1,0 +1,148 @@
+// Small shared pieces: status badges (symbol + words, never colour alone), banners, the
+// server's problems, labelled fields with their own error, and the button that stays
+// visible when it cannot be pressed, saying why.
+import { useId, type ReactNode, type ButtonHTMLAttributes } from 'react';
+import type { CheckResult, MemberStatus, Phase } from '../gql/graphql';
+import { checkSymbols, memberStatusInfo, phaseInfo } from '../lib/phases';
+import { describe, type Problem } from '../lib/errors';
+import type { Action } from '../lib/actions';
+
+export function PhaseBadge({ phase }: { phase: Phase }) {
+  const p = phaseInfo[phase];
+  return (
+    <span className={`badge tone-${p.tone}`} title={p.meaning} data-phase={phase}>
+      <span aria-hidden="true">{p.symbol}</span> {p.label}
+    </span>
+  );
+}
+
+export function ResultBadge({ result }: { result: CheckResult }) {
+  const r = checkSymbols[result];
+  return (
+    <span className={`badge tone-${r.tone}`} data-result={result}>
+      <span aria-hidden="true">{r.symbol}</span> {r.label}
+    </span>
+  );
+}
+
+export function MemberStatusBadge({ status }: { status: MemberStatus }) {
+  const s = memberStatusInfo[status];
+  return (
+    <span className={`badge tone-${s.tone}`}>
+      <span aria-hidden="true">{s.symbol}</span> {s.label}
+    </span>
+  );
+}
+
+export function Banner({ tone, title, children }: { tone: 'negative' | 'caution' | 'info' | 'positive'; title: string; children?: ReactNode }) {
+  const symbol = { negative: '✕', caution: '!', info: 'i', positive: '✓' }[tone];
+  return (
+    <div className={`banner tone-${tone}`} role={tone === 'negative' ? 'alert' : 'status'}>
+      <span className="banner-symbol" aria-hidden="true">{symbol}</span>
+      <div>
+        <strong>{title}</strong>
+        {children ? <div className="banner-body">{children}</div> : null}
+      </div>
+    </div>
+  );
+}
+
+// Problems shows what the server said, except the field errors shown beside their fields.
+export function Problems({ problems, machine, shownFields = [] }: { problems: Problem[]; machine?: string; shownFields?: string[] }) {
+  const rest = problems.filter((p) => !p.field || !shownFields.includes(p.field));
+  if (rest.length === 0) return null;
+  return (
+    <div className="problems" role="alert">
+      {rest.map((p, i) => (
+        <p key={i}>
+          <span aria-hidden="true">✕ </span>
+          {describe(p, machine)}
+          {p.code ? <span className="code"> ({p.code})</span> : null}
+        </p>
+      ))}
+    </div>
+  );
+}
+
+export function Field({ label, error, hint, children, id }: { label: string; error?: string; hint?: ReactNode; children: (props: { id: string; 'aria-describedby'?: string; 'aria-invalid'?: boolean }) => ReactNode; id?: string }) {
+  const auto = useId();
+  const fid = id ?? auto;
+  const hintId = hint ? fid + '-hint' : undefined;
+  const errId = error ? fid + '-error' : undefined;
+  const describedBy = [hintId, errId].filter(Boolean).join(' ') || undefined;
+  return (
+    <div className={error ? 'field field-invalid' : 'field'}>
+      <label htmlFor={fid}>{label}</label>
+      {children({ id: fid, 'aria-describedby': describedBy, 'aria-invalid': error ? true : undefined })}
+      {hint ? <div className="hint" id={hintId}>{hint}</div> : null}
+      {error ? (
+        <div className="field-error" id={errId}>
+          <span aria-hidden="true">✕ </span>
+          {error}
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+type ButtonProps = Omit<ButtonHTMLAttributes<HTMLButtonElement>, 'disabled'> & {
+  reason?: string;
+  variant?: 'primary' | 'danger' | 'plain';
+};
+
+// ReasonButton is pressable unless reason is set; then it stays focusable (aria-disabled)
+// and the reason is shown beside it and read with it.
+export function ReasonButton({ reason, variant = 'plain', children, onClick, className, ...rest }: ButtonProps) {
+  const rid = useId();
+  return (
+    <span className="reason-button">
+      <button
+        type="button"
+        className={`btn btn-${variant}${className ? ' ' + className : ''}`}
+        aria-disabled={reason ? true : undefined}
+        aria-describedby={reason ? rid : undefined}
+        onClick={(e) => {
+          if (reason) {
+            e.preventDefault();
+            return;
+          }
+          onClick?.(e);
+        }}
+        {...rest}
+      >
+        {children}
+      </button>
+      {reason ? (
+        <span className="reason" id={rid}>
+          {reason}
+        </span>
+      ) : null}
+    </span>
+  );
+}
+
+export function ActionButton({ action, onRun, variant }: { action: Action; onRun(): void; variant?: 'primary' | 'danger' | 'plain' }) {
+  return (
+    <ReasonButton reason={action.reason} variant={variant} onClick={onRun} data-action={action.id}>
+      {action.label}
+    </ReasonButton>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p className="loading" role="status">
+      Loading {what}…
+    </p>
+  );
+}
+
+export function Time({ at }: { at: string | null | undefined }) {
+  if (!at) return <span>—</span>;
+  const d = new Date(at);
+  return (
+    <time dateTime={at} title={d.toISOString()}>
+      {d.toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' })}
+    </time>
+  );
+}

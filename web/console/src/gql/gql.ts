@@ -1,0 +1,202 @@
+/* eslint-disable */
+import * as types from './graphql';
+import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
+
+/**
+ * Map of all GraphQL operations in the project.
+ *
+ * This map has several performance disadvantages:
+ * 1. It is not tree-shakeable, so it will include all operations in the project.
+ * 2. It is not minifiable, so the string of a GraphQL query will be multiple times inside the bundle.
+ * 3. It does not support dead code elimination, so it will add unused operations.
+ *
+ * Therefore it is highly recommended to use the babel or swc plugin for production.
+ * Learn more about it here: https://the-guild.dev/graphql/codegen/plugins/presets/preset-client#reducing-bundle-size
+ */
+type Documents = {
+    "\n  query Viewer {\n    viewer { name permissions }\n  }\n": typeof types.ViewerDocument,
+    "\n  fragment MaasFacts on MaasMachine {\n    systemId hostname fqdn status statusCode statusMessage powerState powerType hardwareUuid\n    architecture cpuCount memoryMiB storageMB osystem distroSeries owner zone pool tags\n    ipAddresses locked testingStatus testingStatusCode\n  }\n": typeof types.MaasFactsFragmentDoc,
+    "\n  fragment FleetRow on Machine {\n    name\n    phase\n    warnings { code message }\n    record { name provisioner { kind } maasSystemId hardwareUuid description registeredAt registeredBy }\n    member { name status message held scheduler roles groups failureDomain architecture }\n    pendingJoinToken { expiresAt }\n    maas { ...MaasFacts }\n    maasSteps { step allowed reason }\n    fence { member maasSystemId hardwareUuid lastDrill { at ok powerState problem } offlineSince }\n  }\n": typeof types.FleetRowFragmentDoc,
+    "\n  query Fleet {\n    fleet {\n      sources {\n        incus { configured available message }\n        maas { configured available message }\n      }\n      machines { ...FleetRow }\n    }\n  }\n": typeof types.FleetDocument,
+    "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n": typeof types.MachineDocument,
+    "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n": typeof types.AuditEventRowFragmentDoc,
+    "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": typeof types.AuditEventsDocument,
+    "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
+    "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": typeof types.AdmissionChecksDocument,
+    "\n  query AdmissionReport($name: String!) {\n    admissionReport(name: $name) {\n      machine runId trigger at verdict\n      checks { name title result message }\n    }\n  }\n": typeof types.AdmissionReportDocument,
+    "\n  query ReleasePreview($erase: Boolean) {\n    releasePreview(erase: $erase) { requested maasErasesOnRelease effective message }\n  }\n": typeof types.ReleasePreviewDocument,
+    "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { machine { ...FleetRow } }\n  }\n": typeof types.RegisterMachineDocument,
+    "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { name }\n  }\n": typeof types.UnregisterMachineDocument,
+    "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) {\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n": typeof types.ApproveEnrolmentDocument,
+    "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { machine { ...FleetRow } }\n  }\n": typeof types.RevokeJoinTokenDocument,
+    "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) {\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n": typeof types.AdmitMemberDocument,
+    "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { machine { ...FleetRow } }\n  }\n": typeof types.RemoveMemberDocument,
+    "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { maas { ...MaasFacts } }\n  }\n": typeof types.CommissionMachineDocument,
+    "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n": typeof types.InstallOperatingSystemDocument,
+    "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { maas { ...MaasFacts } }\n  }\n": typeof types.RunHardwareTestsDocument,
+    "\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) {\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n": typeof types.ReleaseMachineDocument,
+    "\n  query Fencing {\n    cluster {\n      healingThreshold offlineThreshold members offlineMembers unmappedMembers\n      fenceWorker { worker leaderSince lastRoundAt pollSeconds offlineAfterSeconds cooldownSeconds confirmTimeoutSeconds }\n      warnings { code message }\n    }\n    fenceMappings {\n      member maasSystemId hardwareUuid setBy setAt offlineSince\n      lastDrill { at ok powerState problem worker }\n      lastEvent { id at kind reason message }\n    }\n  }\n": typeof types.FencingDocument,
+    "\n  fragment FenceEventRow on FenceEvent {\n    id at member kind reason message worker\n  }\n": typeof types.FenceEventRowFragmentDoc,
+    "\n  query FenceEvents($member: String, $first: Int, $after: String) {\n    fenceEvents(member: $member, first: $first, after: $after) {\n      edges { cursor node { ...FenceEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": typeof types.FenceEventsDocument,
+    "\n  subscription FenceProgress($member: String, $after: ID) {\n    fenceProgress(member: $member, after: $after) { ...FenceEventRow }\n  }\n": typeof types.FenceProgressDocument,
+    "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) {\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n": typeof types.SetFenceMappingDocument,
+    "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n": typeof types.RemoveFenceMappingDocument,
+};
+const documents: Documents = {
+    "\n  query Viewer {\n    viewer { name permissions }\n  }\n": types.ViewerDocument,
+    "\n  fragment MaasFacts on MaasMachine {\n    systemId hostname fqdn status statusCode statusMessage powerState powerType hardwareUuid\n    architecture cpuCount memoryMiB storageMB osystem distroSeries owner zone pool tags\n    ipAddresses locked testingStatus testingStatusCode\n  }\n": types.MaasFactsFragmentDoc,
+    "\n  fragment FleetRow on Machine {\n    name\n    phase\n    warnings { code message }\n    record { name provisioner { kind } maasSystemId hardwareUuid description registeredAt registeredBy }\n    member { name status message held scheduler roles groups failureDomain architecture }\n    pendingJoinToken { expiresAt }\n    maas { ...MaasFacts }\n    maasSteps { step allowed reason }\n    fence { member maasSystemId hardwareUuid lastDrill { at ok powerState problem } offlineSince }\n  }\n": types.FleetRowFragmentDoc,
+    "\n  query Fleet {\n    fleet {\n      sources {\n        incus { configured available message }\n        maas { configured available message }\n      }\n      machines { ...FleetRow }\n    }\n  }\n": types.FleetDocument,
+    "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n": types.MachineDocument,
+    "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n": types.AuditEventRowFragmentDoc,
+    "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": types.AuditEventsDocument,
+    "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
+    "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": types.AdmissionChecksDocument,
+    "\n  query AdmissionReport($name: String!) {\n    admissionReport(name: $name) {\n      machine runId trigger at verdict\n      checks { name title result message }\n    }\n  }\n": types.AdmissionReportDocument,
+    "\n  query ReleasePreview($erase: Boolean) {\n    releasePreview(erase: $erase) { requested maasErasesOnRelease effective message }\n  }\n": types.ReleasePreviewDocument,
+    "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { machine { ...FleetRow } }\n  }\n": types.RegisterMachineDocument,
+    "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { name }\n  }\n": types.UnregisterMachineDocument,
+    "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) {\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n": types.ApproveEnrolmentDocument,
+    "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { machine { ...FleetRow } }\n  }\n": types.RevokeJoinTokenDocument,
+    "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) {\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n": types.AdmitMemberDocument,
+    "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { machine { ...FleetRow } }\n  }\n": types.RemoveMemberDocument,
+    "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { maas { ...MaasFacts } }\n  }\n": types.CommissionMachineDocument,
+    "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n": types.InstallOperatingSystemDocument,
+    "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { maas { ...MaasFacts } }\n  }\n": types.RunHardwareTestsDocument,
+    "\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) {\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n": types.ReleaseMachineDocument,
+    "\n  query Fencing {\n    cluster {\n      healingThreshold offlineThreshold members offlineMembers unmappedMembers\n      fenceWorker { worker leaderSince lastRoundAt pollSeconds offlineAfterSeconds cooldownSeconds confirmTimeoutSeconds }\n      warnings { code message }\n    }\n    fenceMappings {\n      member maasSystemId hardwareUuid setBy setAt offlineSince\n      lastDrill { at ok powerState problem worker }\n      lastEvent { id at kind reason message }\n    }\n  }\n": types.FencingDocument,
+    "\n  fragment FenceEventRow on FenceEvent {\n    id at member kind reason message worker\n  }\n": types.FenceEventRowFragmentDoc,
+    "\n  query FenceEvents($member: String, $first: Int, $after: String) {\n    fenceEvents(member: $member, first: $first, after: $after) {\n      edges { cursor node { ...FenceEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": types.FenceEventsDocument,
+    "\n  subscription FenceProgress($member: String, $after: ID) {\n    fenceProgress(member: $member, after: $after) { ...FenceEventRow }\n  }\n": types.FenceProgressDocument,
+    "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) {\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n": types.SetFenceMappingDocument,
+    "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n": types.RemoveFenceMappingDocument,
+};
+
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ *
+ *
+ * @example
+ * ```ts
+ * const query = graphql(`query GetUser($id: ID!) { user(id: $id) { name } }`);
+ * ```
+ *
+ * The query argument is unknown!
+ * Please regenerate the types.
+ */
+export function graphql(source: string): unknown;
+
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Viewer {\n    viewer { name permissions }\n  }\n"): (typeof documents)["\n  query Viewer {\n    viewer { name permissions }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment MaasFacts on MaasMachine {\n    systemId hostname fqdn status statusCode statusMessage powerState powerType hardwareUuid\n    architecture cpuCount memoryMiB storageMB osystem distroSeries owner zone pool tags\n    ipAddresses locked testingStatus testingStatusCode\n  }\n"): (typeof documents)["\n  fragment MaasFacts on MaasMachine {\n    systemId hostname fqdn status statusCode statusMessage powerState powerType hardwareUuid\n    architecture cpuCount memoryMiB storageMB osystem distroSeries owner zone pool tags\n    ipAddresses locked testingStatus testingStatusCode\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment FleetRow on Machine {\n    name\n    phase\n    warnings { code message }\n    record { name provisioner { kind } maasSystemId hardwareUuid description registeredAt registeredBy }\n    member { name status message held scheduler roles groups failureDomain architecture }\n    pendingJoinToken { expiresAt }\n    maas { ...MaasFacts }\n    maasSteps { step allowed reason }\n    fence { member maasSystemId hardwareUuid lastDrill { at ok powerState problem } offlineSince }\n  }\n"): (typeof documents)["\n  fragment FleetRow on Machine {\n    name\n    phase\n    warnings { code message }\n    record { name provisioner { kind } maasSystemId hardwareUuid description registeredAt registeredBy }\n    member { name status message held scheduler roles groups failureDomain architecture }\n    pendingJoinToken { expiresAt }\n    maas { ...MaasFacts }\n    maasSteps { step allowed reason }\n    fence { member maasSystemId hardwareUuid lastDrill { at ok powerState problem } offlineSince }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Fleet {\n    fleet {\n      sources {\n        incus { configured available message }\n        maas { configured available message }\n      }\n      machines { ...FleetRow }\n    }\n  }\n"): (typeof documents)["\n  query Fleet {\n    fleet {\n      sources {\n        incus { configured available message }\n        maas { configured available message }\n      }\n      machines { ...FleetRow }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n"): (typeof documents)["\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n"): (typeof documents)["\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n"): (typeof documents)["\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n"): (typeof documents)["\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n"): (typeof documents)["\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query AdmissionReport($name: String!) {\n    admissionReport(name: $name) {\n      machine runId trigger at verdict\n      checks { name title result message }\n    }\n  }\n"): (typeof documents)["\n  query AdmissionReport($name: String!) {\n    admissionReport(name: $name) {\n      machine runId trigger at verdict\n      checks { name title result message }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query ReleasePreview($erase: Boolean) {\n    releasePreview(erase: $erase) { requested maasErasesOnRelease effective message }\n  }\n"): (typeof documents)["\n  query ReleasePreview($erase: Boolean) {\n    releasePreview(erase: $erase) { requested maasErasesOnRelease effective message }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { machine { ...FleetRow } }\n  }\n"): (typeof documents)["\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { machine { ...FleetRow } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { name }\n  }\n"): (typeof documents)["\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { name }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) {\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n"): (typeof documents)["\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) {\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { machine { ...FleetRow } }\n  }\n"): (typeof documents)["\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { machine { ...FleetRow } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) {\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n"): (typeof documents)["\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) {\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { machine { ...FleetRow } }\n  }\n"): (typeof documents)["\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { machine { ...FleetRow } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { maas { ...MaasFacts } }\n  }\n"): (typeof documents)["\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { maas { ...MaasFacts } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n"): (typeof documents)["\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { maas { ...MaasFacts } }\n  }\n"): (typeof documents)["\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { maas { ...MaasFacts } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) {\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n"): (typeof documents)["\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) {\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Fencing {\n    cluster {\n      healingThreshold offlineThreshold members offlineMembers unmappedMembers\n      fenceWorker { worker leaderSince lastRoundAt pollSeconds offlineAfterSeconds cooldownSeconds confirmTimeoutSeconds }\n      warnings { code message }\n    }\n    fenceMappings {\n      member maasSystemId hardwareUuid setBy setAt offlineSince\n      lastDrill { at ok powerState problem worker }\n      lastEvent { id at kind reason message }\n    }\n  }\n"): (typeof documents)["\n  query Fencing {\n    cluster {\n      healingThreshold offlineThreshold members offlineMembers unmappedMembers\n      fenceWorker { worker leaderSince lastRoundAt pollSeconds offlineAfterSeconds cooldownSeconds confirmTimeoutSeconds }\n      warnings { code message }\n    }\n    fenceMappings {\n      member maasSystemId hardwareUuid setBy setAt offlineSince\n      lastDrill { at ok powerState problem worker }\n      lastEvent { id at kind reason message }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment FenceEventRow on FenceEvent {\n    id at member kind reason message worker\n  }\n"): (typeof documents)["\n  fragment FenceEventRow on FenceEvent {\n    id at member kind reason message worker\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query FenceEvents($member: String, $first: Int, $after: String) {\n    fenceEvents(member: $member, first: $first, after: $after) {\n      edges { cursor node { ...FenceEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n"): (typeof documents)["\n  query FenceEvents($member: String, $first: Int, $after: String) {\n    fenceEvents(member: $member, first: $first, after: $after) {\n      edges { cursor node { ...FenceEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  subscription FenceProgress($member: String, $after: ID) {\n    fenceProgress(member: $member, after: $after) { ...FenceEventRow }\n  }\n"): (typeof documents)["\n  subscription FenceProgress($member: String, $after: ID) {\n    fenceProgress(member: $member, after: $after) { ...FenceEventRow }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) {\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n"): (typeof documents)["\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) {\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n"): (typeof documents)["\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n"];
+
+export function graphql(source: string) {
+  return (documents as any)[source] ?? {};
+}
+
+export type DocumentType<TDocumentNode extends DocumentNode<any, any>> = TDocumentNode extends DocumentNode<  infer TType,  any>  ? TType  : never;

@@ -1,0 +1,63 @@
+// What the server said went wrong, in the administrator's words: every error carries a
+// stable extensions.code and, for bad input, extensions.field naming the input at fault.
+
+export interface Problem {
+  message: string;
+  code?: string;
+  field?: string;
+}
+
+// The parts of urql's CombinedError this module reads (kept structural for the tests).
+export interface ErrorLike {
+  graphQLErrors?: ReadonlyArray<{ message: string; extensions?: Record<string, unknown> | null }>;
+  networkError?: { message: string } | Error | null;
+  response?: { status?: number } | null;
+}
+
+export function problemsOf(err: ErrorLike | null | undefined): Problem[] {
+  if (!err) return [];
+  const out: Problem[] = [];
+  for (const e of err.graphQLErrors ?? []) {
+    const ext = e.extensions ?? {};
+    out.push({
+      message: e.message,
+      code: typeof ext.code === 'string' ? ext.code : undefined,
+      field: typeof ext.field === 'string' ? ext.field : undefined,
+    });
+  }
+  if (err.networkError && out.length === 0) {
+    out.push({
+      code: 'UNAVAILABLE',
+      message: 'The server could not be reached or did not answer: check that apelora serve is running, then try again.',
+    });
+  }
+  return out;
+}
+
+// describe is the sentence the console shows for a problem. BUSY means another change to
+// the same machine is in progress (the server holds one change per machine at a time).
+export function describe(p: Problem, machine?: string): string {
+  if (p.code === 'BUSY') {
+    const who = machine ? machine : 'this machine';
+    return `Someone else is changing ${who} right now. Wait for their change to finish, then try again. (${p.message})`;
+  }
+  return p.message;
+}
+
+// fieldProblems maps each input field the server named to its message; the rest go under ''.
+export function fieldProblems(problems: Problem[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const p of problems) {
+    const k = p.field ?? '';
+    out.set(k, out.has(k) ? out.get(k) + ' ' + p.message : p.message);
+  }
+  return out;
+}
+
+// sessionLost reports whether an error means the console's session no longer
+// authenticates (expired, signed out elsewhere, identity removed or revoked).
+export function sessionLost(err: ErrorLike | null | undefined): boolean {
+  if (!err) return false;
+  if (err.response?.status === 401) return true;
+  return (err.graphQLErrors ?? []).some((e) => e.extensions?.code === 'UNAUTHENTICATED');
+}

@@ -1,0 +1,93 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { admitReason, eraseReason, machineActions, manageReason, type Viewer } from './actions';
+import { describe, fieldProblems, problemsOf, sessionLost } from './errors';
+import { parseTests } from './maas';
+import type { Row } from './fleet';
+
+const admin: Viewer = { name: 'admin', permissions: ['MANAGE_INFRASTRUCTURE'] };
+const eraser: Viewer = { name: 'root', permissions: ['MANAGE_INFRASTRUCTURE', 'HARDWARE_DELETE'] };
+const viewer: Viewer = { name: 'eve', permissions: ['VIEW_INFRASTRUCTURE'] };
+
+const row = (phase: Row['phase'], maasSteps: Row['maasSteps'] = []) => ({ name: 'n1', phase, maasSteps }) as unknown as Row;
+const ids = (v: Viewer, r: Row) => machineActions(r, v).map((a) => a.id + (a.reason ? '!' : ''));
+
+test('each phase offers its own changes', () => {
+  assert.deepEqual(ids(admin, row('DISCOVERED')), ['register']);
+  assert.deepEqual(ids(admin, row('REGISTERED')), ['approve', 'unregister']);
+  assert.deepEqual(ids(admin, row('AWAITING_JOIN')), ['revoke']);
+  assert.deepEqual(ids(admin, row('HELD')), ['admit', 'remove']);
+  assert.deepEqual(ids(admin, row('ADMITTED')), ['remove']);
+  assert.deepEqual(ids(admin, row('UNREGISTERED')), ['register', 'remove']);
+  assert.deepEqual(ids(admin, row('UNKNOWN')), ['approve!']);
+});
+
+test('MAAS steps follow what the server says, with its reason', () => {
+  const r = row('REGISTERED', [
+    { step: 'COMMISSION', allowed: true, reason: null },
+    { step: 'HARDWARE_TESTS', allowed: false, reason: 'MAAS machine x is Deployed: release it first' },
+  ]);
+  const acts = machineActions(r, admin);
+  assert.deepEqual(acts.map((a) => a.id), ['approve', 'unregister', 'commission', 'test']);
+  assert.equal(acts[3].reason, 'MAAS machine x is Deployed: release it first');
+  assert.equal(acts[2].reason, undefined);
+});
+
+test('a viewer sees every change disabled, with the permission as the reason', () => {
+  const acts = machineActions(row('HELD', [{ step: 'RELEASE', allowed: true, reason: null }]), viewer);
+  assert.equal(acts.length, 3);
+  for (const a of acts) assert.match(a.reason!, /manage-infrastructure/);
+  assert.equal(manageReason(admin), undefined);
+  assert.match(manageReason(null)!, /manage-infrastructure/);
+});
+
+test('erasing needs hardware.delete as well', () => {
+  assert.match(eraseReason(admin)!, /hardware\.delete/);
+  assert.equal(eraseReason(eraser), undefined);
+  assert.match(eraseReason(viewer)!, /manage-infrastructure/);
+});
+
+test('Admit is enabled only when admissible, else names the failing check', () => {
+  assert.match(admitReason(admin, null)!, /Run the admission checks/);
+  assert.match(admitReason(admin, { verdict: null, checks: [] })!, /still running/);
+  assert.equal(admitReason(admin, { verdict: 'ADMISSIBLE', checks: [] }), undefined);
+  const blocked = admitReason(admin, {
+    verdict: 'BLOCKED',
+    checks: [
+      { name: 'online', title: 'Member online', result: 'PASS', message: 'ok' },
+      { name: 'kernel', title: 'Kernel', result: 'FAIL', message: 'kernel 6.1 is older than 6.12' },
+    ],
+  });
+  assert.equal(blocked, 'Blocked by Kernel: kernel 6.1 is older than 6.12');
+  assert.match(admitReason(viewer, { verdict: 'ADMISSIBLE', checks: [] })!, /manage-infrastructure/);
+});
+
+test('errors: the server\'s message, field errors by field, BUSY names the machine', () => {
+  const err = {
+    graphQLErrors: [
+      { message: 'name "X" is not valid', extensions: { code: 'INVALID_INPUT', field: 'name' } },
+      { message: 'another change to node-1 is in progress', extensions: { code: 'BUSY' } },
+    ],
+  };
+  const ps = problemsOf(err);
+  assert.deepEqual(ps.map((p) => p.code), ['INVALID_INPUT', 'BUSY']);
+  assert.equal(fieldProblems(ps).get('name'), 'name "X" is not valid');
+  assert.match(describe(ps[1], 'node-1'), /^Someone else is changing node-1 right now/);
+  assert.equal(describe(ps[0]), 'name "X" is not valid');
+  assert.match(problemsOf({ networkError: new Error('boom') })[0].message, /could not be reached/);
+  assert.deepEqual(problemsOf(undefined), []);
+});
+
+test('a lost session is UNAUTHENTICATED or HTTP 401, and nothing else', () => {
+  assert.equal(sessionLost({ graphQLErrors: [{ message: 'expired', extensions: { code: 'UNAUTHENTICATED' } }] }), true);
+  assert.equal(sessionLost({ response: { status: 401 } }), true);
+  assert.equal(sessionLost({ graphQLErrors: [{ message: 'no', extensions: { code: 'FORBIDDEN' } }] }), false);
+  assert.equal(sessionLost(null), false);
+});
+
+test('tests: split on commas and spaces, at most 16, none twice', () => {
+  assert.deepEqual(parseTests(' smartctl-validate, memtester  fio '), { tests: ['smartctl-validate', 'memtester', 'fio'] });
+  assert.deepEqual(parseTests(''), { tests: [] });
+  assert.match(parseTests(Array.from({ length: 17 }, (_, i) => 't' + i).join(',')).error!, /at most 16/);
+  assert.match(parseTests('a b a').error!, /named twice/);
+});

@@ -1,0 +1,399 @@
+// The dialogs of every change to a machine, one per action, shared by the machine,
+// fleet and enrolment pages: each names the machine and says what will happen first.
+import { useEffect, useRef, useState } from 'react';
+import { useMutation, useQuery } from 'urql';
+import {
+  AdmitMemberMutation, ApproveEnrolmentMutation, CommissionMachineMutation, InstallOperatingSystemMutation,
+  ReleaseMachineMutation, ReleasePreviewQuery, RemoveMemberMutation, RevokeJoinTokenMutation, RunHardwareTestsMutation,
+  UnregisterMachineMutation,
+} from '../api/operations';
+import { ConfirmDialog } from '../components/ConfirmDialog';
+import { Dialog } from '../components/Dialog';
+import { Banner, Field, Loading, Time } from '../components/ui';
+import { eraseReason, type ActionId } from '../lib/actions';
+import { parseTests, maxTests } from '../lib/maas';
+import type { Row } from '../lib/fleet';
+import { useViewer } from '../viewer';
+import { RegisterDialog } from './RegisterDialog';
+import type { ApproveEnrolmentMutation as ApproveData } from '../gql/graphql';
+
+export function ChangeDialog({ action, row, onClose }: { action: ActionId; row: Row; onClose(): void }) {
+  switch (action) {
+    case 'register':
+      return row.maas && !row.record && !row.member ? (
+        <RegisterDialog target={{ kind: 'maas', systemId: row.maas.systemId, hostname: row.maas.hostname, hardwareUuid: row.maas.hardwareUuid }} onClose={onClose} />
+      ) : (
+        <RegisterDialog target={{ kind: 'manual', name: row.name }} onClose={onClose} />
+      );
+    case 'approve':
+      return <ApproveFlow name={row.name} onClose={onClose} />;
+    case 'revoke':
+      return <RevokeDialog name={row.name} onClose={onClose} />;
+    case 'remove':
+      return <RemoveDialog name={row.name} onClose={onClose} />;
+    case 'unregister':
+      return <UnregisterDialog name={row.name} onClose={onClose} />;
+    case 'admit':
+      return <AdmitDialog name={row.name} onClose={onClose} />;
+    case 'commission':
+      return <CommissionDialog row={row} onClose={onClose} />;
+    case 'install':
+      return <InstallDialog row={row} onClose={onClose} />;
+    case 'test':
+      return <TestDialog row={row} onClose={onClose} />;
+    case 'release':
+      return <ReleaseDialog row={row} onClose={onClose} />;
+  }
+}
+
+type Approval = ApproveData['approveEnrolment'];
+
+// ApproveFlow confirms, approves, then shows the join token once. The token lives only in
+// this component's state and is dropped when the dialog closes.
+export function ApproveFlow({ name, onClose }: { name: string; onClose(): void }) {
+  const [, approve] = useMutation(ApproveEnrolmentMutation);
+  const [approval, setApproval] = useState<Approval | null>(null);
+  if (approval) {
+    return (
+      <TokenDialog
+        approval={approval}
+        onClose={() => {
+          setApproval(null);
+          onClose();
+        }}
+      />
+    );
+  }
+  return (
+    <ConfirmDialog
+      title={`Approve enrolment of ${name}`}
+      machine={name}
+      confirmLabel="Approve and show the join token"
+      consequence={
+        <p>
+          Incus issues a single-use join token for the name <strong>{name}</strong>. The console shows it once, with the command to run on the new
+          server; Apelora never stores it. The machine then waits for the server to join (Awaiting join).
+        </p>
+      }
+      run={() => approve({ input: { name } })}
+      onDone={(d) => setApproval(d.approveEnrolment)}
+      onClose={onClose}
+    />
+  );
+}
+
+function CopyButton({ text, label }: { text: string; label: string }) {
+  const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setState('copied');
+    } catch {
+      setState('failed');
+    }
+  };
+  return (
+    <>
+      <button type="button" className="btn btn-plain btn-small" onClick={copy}>
+        {label}
+      </button>
+      <span role="status" className="copy-state">
+        {state === 'copied' ? '✓ Copied' : state === 'failed' ? 'Copy failed: select the text and copy it by hand.' : ''}
+      </span>
+    </>
+  );
+}
+
+function TokenDialog({ approval, onClose }: { approval: Approval; onClose(): void }) {
+  const [shown, setShown] = useState(true);
+  const tokenRef = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => () => {
+    // Leave no copy of the token in the DOM once the dialog goes.
+    if (tokenRef.current) tokenRef.current.value = '';
+  }, []);
+  const name = approval.machine.name;
+  return (
+    <Dialog title={`Join token for ${name}`} onClose={onClose} wide initialFocus="[data-autofocus]">
+      <Banner tone="caution" title="Shown only this once">
+        Copy the token now. It is not stored anywhere and will not be shown again; closing this dialog drops it. If it is lost, revoke it and approve again.
+      </Banner>
+      <p>
+        On the new server, run this command (replace <code>ADDRESS</code> by the address the other members reach it at). It fetches enrol-member.sh from
+        Apelora and asks for the token on standard input.
+      </p>
+      <pre className="command" data-command>{approval.command}</pre>
+      <CopyButton text={approval.command} label="Copy command" />
+      <Field label="Join token (single use)" hint={<>Expires <Time at={approval.expiresAt} />.</>}>
+        {(a) => (
+          <textarea
+            {...a}
+            ref={tokenRef}
+            className="input token"
+            readOnly
+            rows={3}
+            spellCheck={false}
+            value={shown ? approval.joinToken : ''}
+            data-join-token
+          />
+        )}
+      </Field>
+      <CopyButton text={approval.joinToken} label="Copy token" />
+      {approval.memberConfig.length ? (
+        <p className="hint">
+          Member configuration it joins with:{' '}
+          {approval.memberConfig.map((c) => `${c.entity}/${c.name}/${c.key}=${c.value || '(driver default)'}`).join(', ')}
+        </p>
+      ) : null}
+      <div className="dialog-actions">
+        <button
+          type="button"
+          className="btn btn-primary"
+          data-autofocus
+          onClick={() => {
+            setShown(false);
+            onClose();
+          }}
+        >
+          I have copied it — close
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+function RevokeDialog({ name, onClose }: { name: string; onClose(): void }) {
+  const [, revoke] = useMutation(RevokeJoinTokenMutation);
+  return (
+    <ConfirmDialog
+      title={`Revoke the join token of ${name}`}
+      machine={name}
+      danger
+      confirmLabel="Revoke token"
+      consequence={<p>Incus cancels the pending join token for <strong>{name}</strong>; a server that has not joined yet can no longer use it. The machine is Registered again.</p>}
+      run={() => revoke({ input: { name } })}
+      onClose={onClose}
+    />
+  );
+}
+
+function RemoveDialog({ name, onClose }: { name: string; onClose(): void }) {
+  const [, remove] = useMutation(RemoveMemberMutation);
+  const [force, setForce] = useState(false);
+  return (
+    <ConfirmDialog
+      title={`Remove member ${name}`}
+      machine={name}
+      danger
+      confirmLabel="Remove member"
+      typeToConfirm={name}
+      typeLabel={`Type the member's name, ${name}, to confirm`}
+      consequence={
+        <p>
+          Incus removes <strong>{name}</strong> from the cluster. Incus refuses while it still holds instances or is the last database member. The machine
+          record stays: it becomes Registered again, and the audit keeps its history.
+        </p>
+      }
+      fields={() => (
+        <label className="check">
+          <input type="checkbox" checked={force} onChange={(e) => setForce(e.target.checked)} /> Force: drop the member without telling it (wipe its daemon
+          afterwards)
+        </label>
+      )}
+      run={() => remove({ input: { name, force } })}
+      onClose={onClose}
+    />
+  );
+}
+
+function UnregisterDialog({ name, onClose }: { name: string; onClose(): void }) {
+  const [, unregister] = useMutation(UnregisterMachineMutation);
+  return (
+    <ConfirmDialog
+      title={`Unregister ${name}`}
+      machine={name}
+      danger
+      confirmLabel="Unregister"
+      typeToConfirm={name}
+      consequence={<p>Apelora forgets the machine record <strong>{name}</strong>. Nothing changes in Incus or MAAS; the audit trail keeps its history.</p>}
+      run={() => unregister({ input: { name } })}
+      onClose={onClose}
+    />
+  );
+}
+
+function AdmitDialog({ name, onClose }: { name: string; onClose(): void }) {
+  const [, admit] = useMutation(AdmitMemberMutation);
+  return (
+    <ConfirmDialog
+      title={`Admit ${name}`}
+      machine={name}
+      confirmLabel="Admit member"
+      consequence={
+        <p>
+          Apelora runs every admission check again and, if none fails, lets automatic placement reach <strong>{name}</strong>: it removes the
+          scheduler.instance hold and keeps the member's roles, groups, failure domain and description. Instances may be placed on it from then on.
+        </p>
+      }
+      run={() => admit({ input: { name } })}
+      onClose={onClose}
+    />
+  );
+}
+
+function TestsField({ value, onChange, error, label }: { value: string; onChange(v: string): void; error?: string; label: string }) {
+  const parsed = parseTests(value);
+  return (
+    <Field label={label} error={error ?? parsed.error} hint={`Script names or tags, separated by commas or spaces; at most ${maxTests}. Empty: MAAS's defaults.`}>
+      {(a) => <input {...a} className="input" value={value} onChange={(e) => onChange(e.target.value)} spellCheck={false} autoComplete="off" name="tests" />}
+    </Field>
+  );
+}
+
+function CommissionDialog({ row, onClose }: { row: Row; onClose(): void }) {
+  const [, commission] = useMutation(CommissionMachineMutation);
+  const [tests, setTests] = useState('');
+  const [none, setNone] = useState(false);
+  const m = row.maas!;
+  return (
+    <ConfirmDialog
+      title={`Commission ${m.hostname}`}
+      machine={row.name}
+      confirmLabel="Commission"
+      consequence={
+        <p>
+          MAAS commissions <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>, now {m.status}): it boots the machine, inventories its hardware
+          and runs the tests asked for. The machine is busy until MAAS is done.
+        </p>
+      }
+      fieldNames={['tests']}
+      fields={(errors) => (
+        <>
+          <label className="check">
+            <input type="checkbox" checked={none} onChange={(e) => setNone(e.target.checked)} /> Run no tests after commissioning
+          </label>
+          {!none ? <TestsField label="Tests (optional)" value={tests} onChange={setTests} error={errors.get('tests')} /> : null}
+        </>
+      )}
+      run={() => {
+        const p = parseTests(tests);
+        return commission({ input: { systemId: m.systemId, tests: none ? [] : p.tests.length ? p.tests : null } });
+      }}
+      onClose={onClose}
+    />
+  );
+}
+
+function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
+  const [, install] = useMutation(InstallOperatingSystemMutation);
+  const [series, setSeries] = useState('noble');
+  const m = row.maas!;
+  return (
+    <ConfirmDialog
+      title={`Install an operating system on ${row.name}`}
+      machine={row.name}
+      confirmLabel="Install and enrol"
+      consequence={
+        <p>
+          MAAS deploys the series below on <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>; a Ready machine is allocated first). Incus
+          issues a join token that goes only into the deploy's cloud-init user data, which runs enrol-member.sh: the server joins the cluster held, as{' '}
+          <strong>{row.name}</strong>. The user data is never shown or kept. The series' image must already be synced in MAAS.
+        </p>
+      }
+      fieldNames={['series']}
+      fields={(errors) => (
+        <Field label="Series" error={errors.get('series')} hint="For example noble, jammy or ubuntu/noble.">
+          {(a) => <input {...a} className="input" value={series} onChange={(e) => setSeries(e.target.value)} spellCheck={false} autoComplete="off" name="series" />}
+        </Field>
+      )}
+      run={() => install({ input: { name: row.name, series: series.trim() } })}
+      onClose={onClose}
+    />
+  );
+}
+
+function TestDialog({ row, onClose }: { row: Row; onClose(): void }) {
+  const [, runTests] = useMutation(RunHardwareTestsMutation);
+  const [hostname, setHostname] = useState('');
+  const [tests, setTests] = useState('');
+  const m = row.maas!;
+  return (
+    <ConfirmDialog
+      title={`Run hardware tests on ${m.hostname}`}
+      machine={row.name}
+      confirmLabel="Run tests"
+      consequence={
+        <p>
+          MAAS boots <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>, now {m.status}) into its test environment and runs the tests. Type the
+          hostname again, exactly as MAAS shows it, so a slip cannot test the wrong machine.
+        </p>
+      }
+      fieldNames={['hostname', 'tests']}
+      fields={(errors) => (
+        <>
+          <Field label={`Hostname (type ${m.hostname})`} error={errors.get('hostname')}>
+            {(a) => <input {...a} className="input" value={hostname} onChange={(e) => setHostname(e.target.value)} spellCheck={false} autoComplete="off" name="hostname" />}
+          </Field>
+          <TestsField label="Tests (optional)" value={tests} onChange={setTests} error={errors.get('tests')} />
+        </>
+      )}
+      run={() => {
+        const p = parseTests(tests);
+        return runTests({ input: { systemId: m.systemId, hostname, tests: p.tests.length ? p.tests : null } });
+      }}
+      onClose={onClose}
+    />
+  );
+}
+
+function ReleaseDialog({ row, onClose }: { row: Row; onClose(): void }) {
+  const [, release] = useMutation(ReleaseMachineMutation);
+  const viewer = useViewer();
+  const [erase, setErase] = useState(false);
+  const [comment, setComment] = useState('');
+  const [preview] = useQuery({ query: ReleasePreviewQuery, variables: { erase }, requestPolicy: 'network-only' });
+  const m = row.maas!;
+  const noErase = eraseReason(viewer);
+  const p = preview.data?.releasePreview;
+  return (
+    <ConfirmDialog
+      title={`Release ${m.hostname}`}
+      machine={row.name}
+      danger
+      confirmLabel="Release"
+      consequence={
+        <>
+          <p>
+            MAAS releases <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>, now {m.status}): it powers the machine off and returns it to the
+            Ready pool. Apelora never asks for secure or quick erase.
+          </p>
+          {preview.fetching && !p ? (
+            <Loading what="what happens to the disks" />
+          ) : p ? (
+            <Banner tone={p.effective === false ? 'info' : 'caution'} title="The disks">
+              <span data-erase-preview>{p.message}</span>
+            </Banner>
+          ) : null}
+        </>
+      }
+      fieldNames={['comment', 'erase']}
+      fields={(errors) => (
+        <>
+          <label className="check">
+            <input type="checkbox" checked={erase} disabled={!!noErase} aria-describedby={noErase ? 'erase-reason' : undefined} onChange={(e) => setErase(e.target.checked)} />{' '}
+            Erase the disks
+          </label>
+          {noErase ? (
+            <p className="reason" id="erase-reason">
+              {noErase}
+            </p>
+          ) : null}
+          <Field label="Comment (optional)" error={errors.get('comment')}>
+            {(a) => <input {...a} className="input" value={comment} maxLength={500} onChange={(e) => setComment(e.target.value)} name="comment" />}
+          </Field>
+        </>
+      )}
+      run={() => release({ input: { systemId: m.systemId, erase, comment: comment || null } })}
+      onClose={onClose}
+    />
+  );
+}

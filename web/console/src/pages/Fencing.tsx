@@ -1,0 +1,258 @@
+// Fencing: the cluster as fencing sees it, each member's mapping to the MAAS machine that
+// powers it (offered from MAAS), the drills' last results, and fence progress live.
+import { useCallback, useEffect, useState } from 'react';
+import { useMutation, useQuery, useSubscription } from 'urql';
+import { FenceEventsQuery, FenceProgressSubscription, FencingQuery, RemoveFenceMappingMutation, SetFenceMappingMutation } from '../api/operations';
+import { useFleet } from './Fleet';
+import { manageReason } from '../lib/actions';
+import { codeTitle } from '../lib/phases';
+import { problemsOf } from '../lib/errors';
+import { useViewer } from '../viewer';
+import { Link, machinePath } from '../router';
+import { Banner, Field, Loading, Problems, ReasonButton, Time } from '../components/ui';
+import { ConfirmDialog } from '../components/ConfirmDialog';
+import type { FenceEventRowFragment } from '../gql/graphql';
+import type { Row } from '../lib/fleet';
+
+export function FencingPage() {
+  const viewer = useViewer();
+  const perm = manageReason(viewer);
+  const [res, reexecute] = useQuery({ query: FencingQuery });
+  const { res: fleet } = useFleet();
+  const [dialog, setDialog] = useState<{ kind: 'set'; member: string } | { kind: 'remove'; member: string } | null>(null);
+  const events = useFenceEvents();
+  const [notice, setNotice] = useState<string | null>(null);
+  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  // A fence event may change a mapping's last event or outage: read the view again.
+  useEffect(() => {
+    if (events.latestId) refresh();
+  }, [events.latestId, refresh]);
+
+  const c = res.data?.cluster;
+  const mappings = res.data?.fenceMappings ?? [];
+  const rows = fleet.data?.fleet.machines ?? [];
+  const members = rows.filter((r) => r.member);
+  return (
+    <section aria-labelledby="fencing-title">
+      <h1 id="fencing-title">Fencing</h1>
+      <Problems problems={problemsOf(res.error)} />
+      {notice ? <Banner tone="positive" title="Mapping set">{notice}</Banner> : null}
+      {!c ? (
+        res.error ? null : <Loading what="the cluster" />
+      ) : (
+        <>
+          {c.warnings.map((w) => (
+            <Banner key={w.code} tone={w.code === 'UNMAPPED_MEMBERS' ? 'caution' : 'negative'} title={codeTitle(w.code)}>
+              {w.message}
+            </Banner>
+          ))}
+          <div className="facts-grid">
+            <section className="card facts" aria-label="Cluster">
+              <h2>Cluster</h2>
+              <dl>
+                <dt>Members</dt>
+                <dd>{c.members === null ? 'unknown (Incus could not be asked)' : `${c.members} (${c.offlineMembers ?? '?'} offline)`}</dd>
+                <dt>Healing threshold</dt>
+                <dd>{c.healingThreshold === null ? 'unknown' : c.healingThreshold === 0 ? '0 (off, as it should be)' : `${c.healingThreshold} s`}</dd>
+                <dt>Offline threshold</dt>
+                <dd>{c.offlineThreshold === null ? 'unknown' : `${c.offlineThreshold} s`}</dd>
+                <dt>Unmapped members</dt>
+                <dd>{c.unmappedMembers === null ? 'unknown' : c.unmappedMembers.join(', ') || 'none'}</dd>
+              </dl>
+            </section>
+            <section className="card facts" aria-label="Fence worker">
+              <h2>Fence worker</h2>
+              {c.fenceWorker ? (
+                <dl>
+                  <dt>Worker</dt>
+                  <dd>{c.fenceWorker.worker}</dd>
+                  <dt>Leading since</dt>
+                  <dd><Time at={c.fenceWorker.leaderSince} /></dd>
+                  <dt>Last round</dt>
+                  <dd><Time at={c.fenceWorker.lastRoundAt} /></dd>
+                  <dt>Limits</dt>
+                  <dd>offline after {c.fenceWorker.offlineAfterSeconds} s · cooldown {c.fenceWorker.cooldownSeconds} s · confirm within {c.fenceWorker.confirmTimeoutSeconds} s</dd>
+                </dl>
+              ) : (
+                <p className="muted">No apelora-worker has ever led: dead members are not fenced.</p>
+              )}
+            </section>
+          </div>
+          <h2>Members and their mappings</h2>
+          <table className="table">
+            <thead>
+              <tr>
+                <th scope="col">Member</th>
+                <th scope="col">MAAS system id</th>
+                <th scope="col">Hardware UUID</th>
+                <th scope="col">Last drill</th>
+                <th scope="col">Outage / last event</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {[...new Set([...members.map((m) => m.name), ...mappings.map((m) => m.member)])].sort().map((name) => {
+                const mp = mappings.find((m) => m.member === name);
+                return (
+                  <tr key={name} data-member={name}>
+                    <th scope="row"><Link to={machinePath(name)}>{name}</Link></th>
+                    <td>{mp?.maasSystemId ?? <span className="muted">not mapped</span>}</td>
+                    <td>{mp?.hardwareUuid ?? '—'}</td>
+                    <td>
+                      {mp?.lastDrill ? (
+                        <span>
+                          {mp.lastDrill.ok ? '✓ ready' : `✕ ${mp.lastDrill.problem}`} <span className="sub">power {mp.lastDrill.powerState ?? 'unknown'}, <Time at={mp.lastDrill.at} /></span>
+                        </span>
+                      ) : mp ? (
+                        'not drilled yet'
+                      ) : (
+                        '—'
+                      )}
+                    </td>
+                    <td>
+                      {mp?.offlineSince ? <>offline since <Time at={mp.offlineSince} /><br /></> : null}
+                      {mp?.lastEvent ? `${mp.lastEvent.kind}: ${mp.lastEvent.message}` : '—'}
+                    </td>
+                    <td className="row-actions">
+                      <ReasonButton reason={perm} onClick={() => setDialog({ kind: 'set', member: name })} data-action="set-mapping">
+                        {mp ? 'Change mapping' : 'Set mapping'}
+                      </ReasonButton>
+                      {mp ? (
+                        <ReasonButton reason={perm} variant="danger" onClick={() => setDialog({ kind: 'remove', member: name })} data-action="remove-mapping">
+                          Remove
+                        </ReasonButton>
+                      ) : null}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </>
+      )}
+      <h2>Fence progress</h2>
+      <p className="hint">Every decision apelora-worker takes, newest first, arriving live.</p>
+      <FenceEventTable events={events.events} />
+      {dialog?.kind === 'set' ? <MappingDialog member={dialog.member} rows={rows} onClose={() => setDialog(null)} onDone={(n) => { setNotice(n); refresh(); }} /> : null}
+      {dialog?.kind === 'remove' ? <RemoveMappingDialog member={dialog.member} onClose={() => setDialog(null)} onDone={refresh} /> : null}
+    </section>
+  );
+}
+
+function useFenceEvents() {
+  const [page] = useQuery({ query: FenceEventsQuery, variables: { first: 50 }, requestPolicy: 'network-only' });
+  const initial = page.data?.fenceEvents.edges.map((e) => e.node);
+  const newest = initial?.[0]?.id;
+  const [live, setLive] = useState<FenceEventRowFragment[]>([]);
+  // Follow from the newest event read, so nothing between the page and the stream is lost.
+  const [sub] = useSubscription({ query: FenceProgressSubscription, variables: { after: newest ?? null }, pause: !initial });
+  const ev = sub.data?.fenceProgress;
+  useEffect(() => {
+    if (ev) setLive((l) => (l.some((x) => x.id === ev.id) ? l : [ev, ...l].slice(0, 200)));
+  }, [ev]);
+  const events = [...live, ...(initial ?? []).filter((e) => !live.some((l) => l.id === e.id))];
+  return { events, latestId: live[0]?.id };
+}
+
+function FenceEventTable({ events }: { events: FenceEventRowFragment[] }) {
+  if (events.length === 0) return <p className="muted">No fence event yet.</p>;
+  return (
+    <table className="table">
+      <thead>
+        <tr>
+          <th scope="col">When</th>
+          <th scope="col">Member</th>
+          <th scope="col">Event</th>
+          <th scope="col">Message</th>
+          <th scope="col">Worker</th>
+        </tr>
+      </thead>
+      <tbody aria-live="polite">
+        {events.map((e) => (
+          <tr key={e.id}>
+            <td><Time at={e.at} /></td>
+            <td>{e.member ?? 'cluster'}</td>
+            <td>
+              {e.kind}
+              {e.reason ? ` (${e.reason})` : ''}
+            </td>
+            <td>{e.message}</td>
+            <td>{e.worker}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function MappingDialog({ member, rows, onClose, onDone }: { member: string; rows: Row[]; onClose(): void; onDone(notice: string): void }) {
+  const [, setMapping] = useMutation(SetFenceMappingMutation);
+  const own = rows.find((r) => r.name === member)?.maas;
+  const offered = rows.filter((r) => r.maas).map((r) => r.maas!);
+  const [systemId, setSystemId] = useState(own?.systemId ?? '');
+  const [uuid, setUuid] = useState(own?.hardwareUuid ?? '');
+  const pick = (id: string) => {
+    setSystemId(id);
+    const m = offered.find((o) => o.systemId === id);
+    if (m) setUuid(m.hardwareUuid ?? '');
+  };
+  return (
+    <ConfirmDialog
+      title={`Fence mapping of ${member}`}
+      machine={member}
+      confirmLabel="Set mapping"
+      consequence={
+        <p>
+          apelora-worker will be allowed to power <strong>{member}</strong> off through MAAS when it is dead, after MAAS reports the hardware UUID below for the
+          system id. MAAS is asked first; a system id it does not know, or that reports another UUID, is refused.
+        </p>
+      }
+      fieldNames={['maasSystemId', 'hardwareUuid', 'member']}
+      fields={(errors) => (
+        <>
+          <Field label="MAAS machine" error={errors.get('maasSystemId') ?? errors.get('member')} hint="Offered from what MAAS reports.">
+            {(a) => (
+              <select {...a} className="input" value={systemId} onChange={(e) => pick(e.target.value)} name="maasSystemId">
+                <option value="">Choose a MAAS machine…</option>
+                {offered.map((o) => (
+                  <option key={o.systemId} value={o.systemId}>
+                    {o.hostname} ({o.systemId})
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="Hardware UUID" error={errors.get('hardwareUuid')} hint="As MAAS reports it for that machine.">
+            {(a) => <input {...a} className="input" value={uuid} onChange={(e) => setUuid(e.target.value)} spellCheck={false} name="hardwareUuid" />}
+          </Field>
+        </>
+      )}
+      run={() => setMapping({ input: { member, maasSystemId: systemId, hardwareUuid: uuid } })}
+      onDone={(d) => {
+        onClose();
+        onDone(`${member}: ${d.setFenceMapping.notice}`);
+      }}
+      onClose={onClose}
+    />
+  );
+}
+
+function RemoveMappingDialog({ member, onClose, onDone }: { member: string; onClose(): void; onDone(): void }) {
+  const [, remove] = useMutation(RemoveFenceMappingMutation);
+  return (
+    <ConfirmDialog
+      title={`Remove the fence mapping of ${member}`}
+      machine={member}
+      danger
+      confirmLabel="Remove mapping"
+      typeToConfirm={member}
+      consequence={<p>apelora-worker will never power <strong>{member}</strong> off until it has a new mapping, even if it dies.</p>}
+      run={() => remove({ input: { member } })}
+      onDone={() => {
+        onClose();
+        onDone();
+      }}
+      onClose={onClose}
+    />
+  );
+}

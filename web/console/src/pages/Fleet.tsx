@@ -1,0 +1,278 @@
+// Fleet: one row per machine (MAAS × Apelora record × Incus member), filtered, searched and
+// sorted with the filter kept in the URL, live without reloads.
+import { memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
+import { useQuery } from 'urql';
+import { FleetQuery } from '../api/operations';
+import { useLiveRefresh } from '../live/fleetLive';
+import { applyFilter, defaultPageSize, filterParams, pageOf, pageSizes, parseFilter, parsePaging, provisionerOf, type FleetFilter, type Paging, type Row, type SortKey } from '../lib/fleet';
+import { phaseInfo, phaseOrder, warningLabels } from '../lib/phases';
+import { manageReason } from '../lib/actions';
+import { Link, machinePath, useSearch } from '../router';
+import { useViewer } from '../viewer';
+import { Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton } from '../components/ui';
+import { problemsOf } from '../lib/errors';
+import { RegisterDialog, type RegisterTarget } from './RegisterDialog';
+import type { FleetQuery as FleetData, WarningCode } from '../gql/graphql';
+
+export function SourceBanners({ sources }: { sources: FleetData['fleet']['sources'] | undefined }) {
+  if (!sources) return null;
+  return (
+    <>
+      {!sources.incus.available ? (
+        <Banner tone={sources.incus.configured ? 'negative' : 'caution'} title={sources.incus.configured ? 'Incus cannot be asked' : 'Incus is not configured'}>
+          <span data-source="incus">{sources.incus.message}</span>
+          <br />
+          Phases show as Unknown, and changes are refused until Incus answers.
+        </Banner>
+      ) : null}
+      {sources.maas.configured && !sources.maas.available ? (
+        <Banner tone="negative" title="MAAS cannot be asked">
+          <span data-source="maas">{sources.maas.message}</span>
+          <br />
+          MAAS facts are missing, and MAAS steps are refused until MAAS answers.
+        </Banner>
+      ) : null}
+    </>
+  );
+}
+
+export function useFleet() {
+  const [res, reexecute] = useQuery({ query: FleetQuery });
+  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  useLiveRefresh(refresh);
+  return { res, refresh };
+}
+
+const columns: { key: SortKey | null; label: string }[] = [
+  { key: 'name', label: 'Name' },
+  { key: 'phase', label: 'Phase' },
+  { key: null, label: 'Warnings' },
+  { key: 'provisioner', label: 'Provisioner' },
+  { key: 'member', label: 'Member' },
+  { key: 'maas', label: 'MAAS status' },
+  { key: 'power', label: 'Power' },
+  { key: 'testing', label: 'Hardware tests' },
+  { key: null, label: 'Actions' },
+];
+
+export function FleetPage() {
+  const { res } = useFleet();
+  const viewer = useViewer();
+  const [params, setParams] = useSearch();
+  const filter = useMemo(() => parseFilter(params), [params]);
+  const deferred = useDeferredValue(filter);
+  const [register, setRegister] = useState<RegisterTarget | null>(null);
+
+  const rows = res.data?.fleet.machines;
+  const paging = parsePaging(params);
+  const matching = useMemo(() => (rows ? applyFilter(rows, deferred) : []), [rows, deferred]);
+  const shown = pageOf(matching, paging);
+  // A new filter starts at its first page; the page size stays.
+  const update = (patch: Partial<FleetFilter>) => {
+    const p = filterParams({ ...filter, ...patch });
+    if (paging.size !== defaultPageSize) p.set('size', String(paging.size));
+    setParams(p);
+  };
+  const goPage = (next: Partial<Paging>) => {
+    const p = new URLSearchParams(params);
+    const to = { ...paging, ...next };
+    if (to.page > 1) p.set('page', String(to.page));
+    else p.delete('page');
+    if (to.size !== defaultPageSize) p.set('size', String(to.size));
+    else p.delete('size');
+    setParams(p);
+  };
+  const sortBy = (k: SortKey) => update(filter.sort === k ? { desc: !filter.desc } : { sort: k, desc: false });
+  const perm = manageReason(viewer);
+  const onRegister = useCallback((t: RegisterTarget) => setRegister(t), []);
+
+  return (
+    <section aria-labelledby="fleet-title">
+      <div className="page-head">
+        <h1 id="fleet-title">Fleet</h1>
+        <ReasonButton variant="primary" reason={perm} onClick={() => setRegister({ kind: 'manual' })}>
+          Register a machine
+        </ReasonButton>
+      </div>
+      <SourceBanners sources={res.data?.fleet.sources} />
+      <Problems problems={problemsOf(res.error)} />
+      <form className="filters" role="search" aria-label="Filter machines" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Search
+          <input
+            className="input"
+            type="search"
+            value={filter.q}
+            placeholder="name, system id or hardware UUID"
+            onChange={(e) => update({ q: e.target.value })}
+            data-fleet-search
+          />
+        </label>
+        <label>
+          Phase
+          <select className="input" value={filter.phases[0] ?? ''} onChange={(e) => update({ phases: e.target.value ? [e.target.value as Row['phase']] : [] })}>
+            <option value="">Any phase</option>
+            {phaseOrder.map((p) => (
+              <option key={p} value={p}>{phaseInfo[p].label}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Warning
+          <select className="input" value={filter.warning} onChange={(e) => update({ warning: e.target.value as FleetFilter['warning'] })}>
+            <option value="">Any</option>
+            <option value="any">With a warning</option>
+            <option value="none">Without warnings</option>
+            {(Object.keys(warningLabels) as WarningCode[]).map((w) => (
+              <option key={w} value={w}>{warningLabels[w]}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Provisioner
+          <select className="input" value={filter.provisioner} onChange={(e) => update({ provisioner: e.target.value as FleetFilter['provisioner'] })}>
+            <option value="">Any</option>
+            <option value="MAAS">MAAS</option>
+            <option value="MANUAL">Manual</option>
+            <option value="NONE">None (no record)</option>
+          </select>
+        </label>
+        {params.toString() ? (
+          <button type="button" className="btn btn-plain" onClick={() => setParams(new URLSearchParams())}>
+            Clear filters
+          </button>
+        ) : null}
+      </form>
+      {!rows ? (
+        res.error ? null : <Loading what="the fleet" />
+      ) : rows.length === 0 ? (
+        <div className="empty">
+          <h2>No machines yet</h2>
+          <p>Register a server by hand with “Register a machine”, or configure MAAS (APELORA_MAAS_URL) to see the machines it discovered here.</p>
+        </div>
+      ) : (
+        <>
+          <div className="table-head">
+            <p className="count" role="status" data-fleet-count={matching.length}>
+              {matching.length === rows.length ? `${rows.length} machines` : `${matching.length} of ${rows.length} machines match`}
+              {shown.pages > 1 ? ` · page ${shown.page} of ${shown.pages}` : ''}
+            </p>
+            <Pager page={shown.page} pages={shown.pages} size={paging.size} go={goPage} />
+          </div>
+          <div className="table-wrap">
+            <table className="table fleet-table">
+              <caption className="visually-hidden">Machines: MAAS, Apelora record and Incus member side by side</caption>
+              <thead>
+                <tr>
+                  {columns.map((c) => (
+                    <th key={c.label} scope="col" aria-sort={c.key && filter.sort === c.key ? (filter.desc ? 'descending' : 'ascending') : undefined}>
+                      {c.key ? (
+                        <button type="button" className="sort" onClick={() => sortBy(c.key!)}>
+                          {c.label}
+                          <span aria-hidden="true">{filter.sort === c.key ? (filter.desc ? ' ▼' : ' ▲') : ''}</span>
+                        </button>
+                      ) : (
+                        c.label
+                      )}
+                    </th>
+                  ))}
+                </tr>
+              </thead>
+              <tbody>
+                {shown.rows.map((r) => (
+                  <FleetRowView key={r.name} row={r} perm={perm} onRegister={onRegister} />
+                ))}
+              </tbody>
+            </table>
+          </div>
+          {shown.pages > 1 ? <Pager page={shown.page} pages={shown.pages} size={paging.size} go={goPage} /> : null}
+        </>
+      )}
+      {register ? <RegisterDialog target={register} onClose={() => setRegister(null)} /> : null}
+    </section>
+  );
+}
+
+const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister }: { row: Row; perm?: string; onRegister(t: RegisterTarget): void }) {
+  const m = r.member;
+  const prov = provisionerOf(r);
+  return (
+    <tr data-machine={r.name} data-phase={r.phase}>
+      <th scope="row">
+        <Link to={machinePath(r.name)}>{r.name}</Link>
+      </th>
+      <td><PhaseBadge phase={r.phase} /></td>
+      <td>
+        {r.warnings.length === 0 ? (
+          <span className="muted">—</span>
+        ) : (
+          <ul className="warnings">
+            {r.warnings.map((w) => (
+              <li key={w.code} title={w.message}>
+                <span aria-hidden="true">! </span>
+                {warningLabels[w.code]}
+              </li>
+            ))}
+          </ul>
+        )}
+      </td>
+      <td>{prov === 'NONE' ? <span className="muted">none</span> : prov === 'MAAS' ? 'MAAS' : 'Manual'}</td>
+      <td>
+        {m ? (
+          <div className="member-cell">
+            <MemberStatusBadge status={m.status} />
+            {m.held ? <span className="tag">held</span> : null}
+            {m.roles.length ? <span className="sub">roles: {m.roles.join(', ')}</span> : null}
+            {m.failureDomain ? <span className="sub">domain: {m.failureDomain}</span> : null}
+          </div>
+        ) : r.pendingJoinToken ? (
+          <span className="muted">join token issued</span>
+        ) : (
+          <span className="muted">not a member</span>
+        )}
+      </td>
+      <td>{r.maas ? r.maas.status : <span className="muted">—</span>}</td>
+      <td>{r.maas ? r.maas.powerState : <span className="muted">—</span>}</td>
+      <td>{r.maas ? r.maas.testingStatus : <span className="muted">—</span>}</td>
+      <td>
+        {r.phase === 'DISCOVERED' && r.maas ? (
+          <ReasonButton reason={perm} className="btn-small" onClick={() => onRegister({ kind: 'maas', systemId: r.maas!.systemId, hostname: r.maas!.hostname, hardwareUuid: r.maas!.hardwareUuid })} data-action="register">
+            Register
+          </ReasonButton>
+        ) : (
+          <Link to={machinePath(r.name)} className="btn btn-plain btn-small" aria-label={`Open ${r.name}`}>
+            Open
+          </Link>
+        )}
+      </td>
+    </tr>
+  );
+});
+
+function Pager({ page, pages, size, go }: { page: number; pages: number; size: number; go(p: Partial<Paging>): void }) {
+  return (
+    <nav className="pager" aria-label="Pages of machines">
+      {pages > 1 ? (
+        <>
+          <button type="button" className="btn btn-plain btn-small" disabled={page <= 1} onClick={() => go({ page: page - 1 })}>
+            ‹ Previous
+          </button>
+          <span>
+            Page {page} of {pages}
+          </span>
+          <button type="button" className="btn btn-plain btn-small" disabled={page >= pages} onClick={() => go({ page: page + 1 })}>
+            Next ›
+          </button>
+        </>
+      ) : null}
+      <label>
+        Rows per page{' '}
+        <select className="input input-small" value={size} onChange={(e) => go({ size: Number(e.target.value), page: 1 })}>
+          {pageSizes.map((n) => (
+            <option key={n} value={n}>{n}</option>
+          ))}
+        </select>
+      </label>
+    </nav>
+  );
+}

@@ -1,0 +1,278 @@
+// Machine: the record, the member, the MAAS facts, the fence mapping, warnings, the actions
+// its phase allows, the admission checks live, and its audit history.
+import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
+import { useQuery, useSubscription } from 'urql';
+import { AdmissionChecksSubscription, AdmissionReportQuery, FenceProgressSubscription, MachineQuery } from '../api/operations';
+import { useLiveRefresh } from '../live/fleetLive';
+import { admitReason, machineActions, type ActionId, type CheckLike } from '../lib/actions';
+import { problemsOf } from '../lib/errors';
+import { codeTitle, phaseInfo } from '../lib/phases';
+import { useViewer } from '../viewer';
+import { Link } from '../router';
+import { ActionButton, Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton, ResultBadge, Time } from '../components/ui';
+import { ChangeDialog } from './ChangeDialogs';
+import { AuditTable, useAuditTrail } from './Audit';
+import type { AdmissionVerdict } from '../gql/graphql';
+
+export function MachinePage({ name }: { name: string }) {
+  const viewer = useViewer();
+  const [res, reexecute] = useQuery({ query: MachineQuery, variables: { name } });
+  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  useLiveRefresh(refresh, name);
+  // Fence progress for this member arrives live: read the machine again on each event.
+  const [fence] = useSubscription({ query: FenceProgressSubscription, variables: { member: name, after: null } });
+  const fenceEvent = fence.data?.fenceProgress.id;
+  useEffect(() => {
+    if (fenceEvent) refresh();
+  }, [fenceEvent, refresh]);
+  const [dialog, setDialog] = useState<ActionId | null>(null);
+  const m = res.data?.machine;
+  const report = useAdmission(name, !!m?.member);
+  // A held member waits for admission: run its checks once when the page shows it held, so
+  // they stream in at once; anyone's later runs arrive the same way.
+  const held = m?.phase === 'HELD';
+  const autoRun = useRef(false);
+  useEffect(() => {
+    if (held && !autoRun.current) {
+      autoRun.current = true;
+      report.run();
+    }
+  }, [held, report]);
+
+  if (!res.data) return res.error ? <Problems problems={problemsOf(res.error)} /> : <Loading what={name} />;
+  if (!m) {
+    return (
+      <section>
+        <h1>{name}</h1>
+        <Banner tone="caution" title="No such machine">
+          Apelora, Incus and MAAS know no machine named {name}. <Link to="/">Back to the fleet</Link>.
+        </Banner>
+      </section>
+    );
+  }
+  const actions = machineActions(m, viewer).map((a) => (a.id === 'admit' ? { ...a, reason: admitReason(viewer, report.latest) } : a));
+  return (
+    <section aria-labelledby="machine-title">
+      <p className="crumbs">
+        <Link to="/">Fleet</Link> / {m.name}
+      </p>
+      <div className="title-row">
+        <h1 id="machine-title">{m.name}</h1>
+        <PhaseBadge phase={m.phase} />
+      </div>
+      <p className="phase-meaning">{phaseInfo[m.phase].meaning}</p>
+      {m.warnings.map((w) => (
+        <Banner key={w.code} tone="caution" title={codeTitle(w.code)}>
+          {w.message}
+        </Banner>
+      ))}
+      <Problems problems={problemsOf(res.error)} />
+
+      <h2>Actions</h2>
+      <div className="actions" role="group" aria-label={`Actions for ${m.name}`}>
+        {actions.length === 0 ? <p className="muted">No change applies to a machine in this phase.</p> : null}
+        {actions.map((a) => (
+          <ActionButton key={a.id} action={a} variant={a.id === 'admit' || a.id === 'approve' || a.id === 'register' ? 'primary' : 'plain'} onRun={() => setDialog(a.id)} />
+        ))}
+      </div>
+
+      {m.member ? <AdmissionPanel name={m.name} report={report} held={m.member.held} /> : null}
+
+      <div className="facts-grid">
+        <Facts title="Apelora record" none={<>No record: Apelora does not manage this machine yet.</>}>
+          {m.record ? (
+            <>
+              <Fact k="Provisioner">{m.record.provisioner.kind === 'MAAS' ? 'MAAS' : 'Manual'}</Fact>
+              <Fact k="Description">{m.record.description || '—'}</Fact>
+              <Fact k="MAAS system id">{m.record.maasSystemId ?? '—'}</Fact>
+              <Fact k="Hardware UUID">{m.record.hardwareUuid ?? '—'}</Fact>
+              <Fact k="Registered"><Time at={m.record.registeredAt} /> by {m.record.registeredBy}</Fact>
+              {m.pendingJoinToken ? <Fact k="Join token expires"><Time at={m.pendingJoinToken.expiresAt} /></Fact> : null}
+            </>
+          ) : null}
+        </Facts>
+        <Facts title="Incus member" none={<>Not a member of the cluster.</>}>
+          {m.member ? (
+            <>
+              <Fact k="Status"><MemberStatusBadge status={m.member.status} /> {m.member.message}</Fact>
+              <Fact k="Held">{m.member.held ? 'yes (scheduler.instance=manual)' : `no${m.member.scheduler ? ` (scheduler.instance=${m.member.scheduler})` : ''}`}</Fact>
+              <Fact k="Roles">{m.member.roles.join(', ') || '—'}</Fact>
+              <Fact k="Groups">{m.member.groups.join(', ') || '—'}</Fact>
+              <Fact k="Failure domain">{m.member.failureDomain || '—'}</Fact>
+              <Fact k="Architecture">{m.member.architecture || '—'}</Fact>
+              <Fact k="URL">{m.member.url}</Fact>
+            </>
+          ) : null}
+        </Facts>
+        <Facts title="MAAS" none={<>MAAS does not report this machine.</>}>
+          {m.maas ? (
+            <>
+              <Fact k="Hostname">{m.maas.hostname} ({m.maas.fqdn})</Fact>
+              <Fact k="System id">{m.maas.systemId}</Fact>
+              <Fact k="Status">{m.maas.status}{m.maas.statusMessage ? ` — ${m.maas.statusMessage}` : ''}</Fact>
+              <Fact k="Power">{m.maas.powerState} ({m.maas.powerType})</Fact>
+              <Fact k="Hardware tests">{m.maas.testingStatus}</Fact>
+              <Fact k="Hardware UUID">{m.maas.hardwareUuid ?? '—'}</Fact>
+              <Fact k="Hardware">{m.maas.architecture ?? '?'} · {m.maas.cpuCount} CPUs · {Math.round(m.maas.memoryMiB / 1024)} GiB · {Math.round(m.maas.storageMB / 1000)} GB storage</Fact>
+              <Fact k="OS">{m.maas.osystem ? `${m.maas.osystem} ${m.maas.distroSeries}` : '—'}</Fact>
+              <Fact k="Owner">{m.maas.owner ?? '—'}</Fact>
+              <Fact k="Zone / pool">{m.maas.zone} / {m.maas.pool}</Fact>
+              <Fact k="Tags">{m.maas.tags.join(', ') || '—'}</Fact>
+              <Fact k="IP addresses">{m.maas.ipAddresses.join(', ') || '—'}</Fact>
+            </>
+          ) : null}
+        </Facts>
+        <Facts title="Fencing" none={<>No fence mapping: nothing powers this member off if it dies. <Link to="/fencing">Fencing</Link></>}>
+          {m.fence ? (
+            <>
+              <Fact k="MAAS system id">{m.fence.maasSystemId}</Fact>
+              <Fact k="Hardware UUID">{m.fence.hardwareUuid}</Fact>
+              <Fact k="Set"><Time at={m.fence.setAt} /> by {m.fence.setBy}</Fact>
+              <Fact k="Last drill">
+                {m.fence.lastDrill ? (
+                  <>
+                    {m.fence.lastDrill.ok ? '✓ ready' : `✕ ${m.fence.lastDrill.problem}`} (power {m.fence.lastDrill.powerState ?? 'unknown'}, <Time at={m.fence.lastDrill.at} />)
+                  </>
+                ) : (
+                  'not drilled yet'
+                )}
+              </Fact>
+              <Fact k="Offline since">{m.fence.offlineSince ? <Time at={m.fence.offlineSince} /> : '—'}</Fact>
+              <Fact k="Last fence event">{m.fence.lastEvent ? `${m.fence.lastEvent.kind}: ${m.fence.lastEvent.message}` : '—'}</Fact>
+            </>
+          ) : null}
+        </Facts>
+      </div>
+
+      <MachineAudit name={m.name} />
+      {dialog ? <ChangeDialog action={dialog} row={m} onClose={() => setDialog(null)} /> : null}
+    </section>
+  );
+}
+
+// Facts is a card of term/value pairs, or of the sentence none when it has none.
+function Facts({ title, children, none }: { title: string; children?: ReactNode; none?: ReactNode }) {
+  return (
+    <section className="card facts" aria-label={title}>
+      <h2>{title}</h2>
+      {children ? <dl>{children}</dl> : <p className="muted">{none}</p>}
+    </section>
+  );
+}
+
+function Fact({ k, children }: { k: string; children: ReactNode }) {
+  return (
+    <>
+      <dt>{k}</dt>
+      <dd>{children}</dd>
+    </>
+  );
+}
+
+interface Run {
+  runId: string;
+  trigger: string;
+  at: string;
+  checks: CheckLike[];
+  verdict?: AdmissionVerdict | null;
+  live: boolean;
+}
+
+// newestFirst orders runs by when they ran: a report's own answer may arrive after a newer
+// run's pushed events.
+function newestFirst(runs: Run[]): Run[] {
+  return [...runs].sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
+}
+
+// useAdmission follows admissionChecks for the machine: each run's results as computed,
+// then its verdict. Running a report (here or anywhere) makes them arrive.
+function useAdmission(name: string, member: boolean) {
+  const [runs, setRuns] = useState<Run[]>([]);
+  const [sub] = useSubscription({ query: AdmissionChecksSubscription, variables: { name }, pause: !member });
+  const ev = sub.data?.admissionChecks;
+  useEffect(() => {
+    if (!ev) return;
+    setRuns((prev) => {
+      const i = prev.findIndex((r) => r.runId === ev.runId);
+      const base: Run = i >= 0 ? prev[i] : { runId: ev.runId, trigger: ev.trigger, at: ev.at, checks: [], live: true };
+      const checks = [...base.checks];
+      for (const c of ev.checks) if (!checks.some((x) => x.name === c.name)) checks.push(c);
+      const next: Run = { ...base, at: ev.at, checks, verdict: ev.verdict ?? base.verdict };
+      return newestFirst(i >= 0 ? prev.map((r, j) => (j === i ? next : r)) : [next, ...prev]);
+    });
+  }, [ev]);
+  const [report, runReport] = useQuery({ query: AdmissionReportQuery, variables: { name }, pause: true, requestPolicy: 'network-only' });
+  // A report's own answer completes its run, should a pushed event have been missed.
+  const answered = report.data?.admissionReport;
+  useEffect(() => {
+    if (!answered) return;
+    setRuns((prev) => {
+      const done: Run = { runId: answered.runId, trigger: answered.trigger, at: answered.at, checks: answered.checks, verdict: answered.verdict, live: prev.some((r) => r.runId === answered.runId && r.live) };
+      return newestFirst(prev.some((r) => r.runId === done.runId) ? prev.map((r) => (r.runId === done.runId ? done : r)) : [done, ...prev]);
+    });
+  }, [answered]);
+  const latest = runs[0] ?? null;
+  const run = useCallback(() => runReport({ requestPolicy: 'network-only' }), [runReport]);
+  return useMemo(
+    () => ({ latest, running: report.fetching, error: report.error, run, subscribed: !sub.error }),
+    [latest, report.fetching, report.error, run, sub.error],
+  );
+}
+
+function AdmissionPanel({ name, report, held }: { name: string; report: ReturnType<typeof useAdmission>; held: boolean }) {
+  const r = report.latest;
+  return (
+    <section className="card admission" aria-labelledby="admission-title">
+      <div className="page-head">
+        <h2 id="admission-title">Admission checks</h2>
+        <ReasonButton onClick={report.run} reason={report.running ? 'The checks are running.' : undefined} data-run-checks>
+          Run the checks
+        </ReasonButton>
+      </div>
+      <p className="hint">
+        {held ? 'The member is held out of placement until admitted. ' : ''}
+        Results appear here as each check is computed, whoever runs them. Running them changes nothing.
+      </p>
+      <Problems problems={problemsOf(report.error)} machine={name} />
+      {r ? (
+        <>
+          <p role="status" data-verdict={r.verdict ?? 'RUNNING'} data-run={r.runId}>
+            {r.verdict === 'ADMISSIBLE' ? '✓ Admissible' : r.verdict === 'BLOCKED' ? '✕ Blocked: a check failed' : '… Running'} — run {r.runId} ({r.trigger.toLowerCase()}),{' '}
+            <Time at={r.at} />
+          </p>
+          <table className="table checks">
+            <caption className="visually-hidden">Admission check results</caption>
+            <thead>
+              <tr>
+                <th scope="col">Check</th>
+                <th scope="col">Result</th>
+                <th scope="col">Message</th>
+              </tr>
+            </thead>
+            <tbody aria-live="polite">
+              {r.checks.map((c) => (
+                <tr key={c.name} data-check={c.name}>
+                  <th scope="row">{c.title}</th>
+                  <td><ResultBadge result={c.result} /></td>
+                  <td>{c.message}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      ) : (
+        <p className="muted">No run seen yet: run the checks.</p>
+      )}
+    </section>
+  );
+}
+
+function MachineAudit({ name }: { name: string }) {
+  const trail = useAuditTrail({ machine: name }, 20);
+  return (
+    <section aria-labelledby="history-title">
+      <h2 id="history-title">History</h2>
+      <AuditTable trail={trail} showMachine={false} />
+    </section>
+  );
+}

@@ -1,0 +1,64 @@
+// Register: record a machine Apelora will manage, by hand or from what MAAS discovered.
+import { useState } from 'react';
+import { useMutation } from 'urql';
+import { RegisterMachineMutation } from '../api/operations';
+import { ConfirmDialog } from '../components/ConfirmDialog';
+import { Field } from '../components/ui';
+import { machinePath, useRouter } from '../router';
+
+export type RegisterTarget =
+  | { kind: 'manual'; name?: string }
+  | { kind: 'maas'; systemId: string; hostname: string; hardwareUuid: string | null };
+
+export function RegisterDialog({ target, onClose }: { target: RegisterTarget; onClose(): void }) {
+  const [, register] = useMutation(RegisterMachineMutation);
+  const { navigate } = useRouter();
+  const [name, setName] = useState(target.kind === 'maas' ? target.hostname : (target.name ?? ''));
+  const [description, setDescription] = useState('');
+  const fixedName = target.kind === 'manual' && !!target.name;
+  const shown = name || 'the machine';
+  return (
+    <ConfirmDialog
+      title={target.kind === 'maas' ? `Register ${target.hostname} from MAAS` : fixedName ? `Register member ${name}` : 'Register a machine'}
+      machine={shown}
+      confirmLabel="Register"
+      consequence={
+        target.kind === 'maas' ? (
+          <p>
+            Apelora records MAAS machine <strong>{target.hostname}</strong> (system id <code>{target.systemId}</code>) as <strong>{shown}</strong> and copies its
+            hardware UUID <code>{target.hardwareUuid ?? 'none reported yet'}</code> from MAAS. Nothing changes in MAAS or Incus.
+          </p>
+        ) : (
+          <p>
+            Apelora records <strong>{shown}</strong> as a machine installed by hand. Its name is also its Incus member name. Nothing changes in Incus until
+            you approve its enrolment.
+          </p>
+        )
+      }
+      fieldNames={['name', 'description', 'maasSystemId']}
+      fields={(errors) => (
+        <>
+          <Field label="Name" error={errors.get('name') ?? errors.get('maasSystemId')} hint="1–63 lower-case letters, digits and hyphens, starting with a letter.">
+            {(a) => <input {...a} className="input" value={name} readOnly={fixedName} onChange={(e) => setName(e.target.value)} autoComplete="off" spellCheck={false} name="name" />}
+          </Field>
+          <Field label="Description (optional)" error={errors.get('description')}>
+            {(a) => <input {...a} className="input" value={description} onChange={(e) => setDescription(e.target.value)} maxLength={1024} name="description" />}
+          </Field>
+        </>
+      )}
+      run={() =>
+        register({
+          input:
+            target.kind === 'maas'
+              ? { name, provisioner: 'MAAS', maasSystemId: target.systemId, description }
+              : { name, provisioner: 'MANUAL', description },
+        })
+      }
+      onDone={(d) => {
+        onClose();
+        navigate(machinePath(d.registerMachine.machine.name));
+      }}
+      onClose={onClose}
+    />
+  );
+}
