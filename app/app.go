@@ -126,10 +126,12 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
 
-	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel)
+	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
+		postgres.ConsoleSessionChannel)
 	go listener.Run(ctx)
 	sessions := identity.NewSessions(store, log)
 	go listener.WatchIdentities(ctx, sessions)
+	go listener.WatchConsoleSessions(ctx, sessions)
 	feed := store.NewAuditFeed()
 	go feed.Run(ctx, listener)
 	admissionFeed := store.NewAdmissionFeed()
@@ -177,6 +179,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Admission.Checker.MAAS = maasSide
 		res.Admission.Checker.MAASInventory = maasSide
 		res.Provisioning.MAAS = maasSide
+		res.Provisioning.ImageSource = maasSide
 	}
 	h := server.Handler(server.Config{
 		Log:              log,

@@ -938,7 +938,10 @@ type ApproveEnrolmentInput struct {
 	Name string `json:"name"`
 	// Values for member-specific keys (for example a storage pool's `source` device). Keys not
 	// given get the driver's default for host-specific keys (source, BGP next hops), and the
-	// value an existing member uses for the others.
+	// value an existing member uses for the others. An entry refused (a key the cluster does
+	// not list, given twice, a value with a line break or NUL) is INVALID_INPUT with
+	// `extensions.field` memberConfig and `extensions.details.index`, the entry's position in
+	// this list (from 0).
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
 }
 

@@ -213,19 +213,28 @@ type ComplexityRoot struct {
 	}
 
 	Identity struct {
-		Active      func(childComplexity int) int
-		CreatedAt   func(childComplexity int) int
-		ExpiresAt   func(childComplexity int) int
-		LastUsedAt  func(childComplexity int) int
-		Name        func(childComplexity int) int
-		Permissions func(childComplexity int) int
-		RevokedAt   func(childComplexity int) int
-		RevokedBy   func(childComplexity int) int
+		Active        func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		ExpiresAt     func(childComplexity int) int
+		LastUsedAt    func(childComplexity int) int
+		Name          func(childComplexity int) int
+		Permissions   func(childComplexity int) int
+		RevokeRefusal func(childComplexity int) int
+		RevokedAt     func(childComplexity int) int
+		RevokedBy     func(childComplexity int) int
 	}
 
 	InstallOperatingSystemPayload struct {
 		Maas    func(childComplexity int) int
 		Machine func(childComplexity int) int
+	}
+
+	MaasImage struct {
+		Architectures func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		Name          func(childComplexity int) int
+		Os            func(childComplexity int) int
+		Release       func(childComplexity int) int
 	}
 
 	MaasMachine struct {
@@ -369,6 +378,7 @@ type ComplexityRoot struct {
 		HardwareProfile  func(childComplexity int, name string) int
 		HardwareProfiles func(childComplexity int) int
 		Identities       func(childComplexity int) int
+		MaasImages       func(childComplexity int) int
 		Machine          func(childComplexity int, name string) int
 		Machines         func(childComplexity int) int
 		ReleasePreview   func(childComplexity int, erase *bool) int
@@ -479,6 +489,7 @@ type QueryResolver interface {
 	Identities(ctx context.Context) ([]*model.Identity, error)
 	Fleet(ctx context.Context) (*model.Fleet, error)
 	ReleasePreview(ctx context.Context, erase *bool) (*model.ErasePreview, error)
+	MaasImages(ctx context.Context) ([]*model.MaasImage, error)
 	Machines(ctx context.Context) ([]*model.Machine, error)
 	Machine(ctx context.Context, name string) (*model.Machine, error)
 	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
@@ -1196,6 +1207,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Identity.Permissions(childComplexity), true
+	case "Identity.revokeRefusal":
+		if e.ComplexityRoot.Identity.RevokeRefusal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.RevokeRefusal(childComplexity), true
 	case "Identity.revokedAt":
 		if e.ComplexityRoot.Identity.RevokedAt == nil {
 			break
@@ -1221,6 +1238,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InstallOperatingSystemPayload.Machine(childComplexity), true
+
+	case "MaasImage.architectures":
+		if e.ComplexityRoot.MaasImage.Architectures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasImage.Architectures(childComplexity), true
+	case "MaasImage.kind":
+		if e.ComplexityRoot.MaasImage.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasImage.Kind(childComplexity), true
+	case "MaasImage.name":
+		if e.ComplexityRoot.MaasImage.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasImage.Name(childComplexity), true
+	case "MaasImage.os":
+		if e.ComplexityRoot.MaasImage.Os == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasImage.Os(childComplexity), true
+	case "MaasImage.release":
+		if e.ComplexityRoot.MaasImage.Release == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasImage.Release(childComplexity), true
 
 	case "MaasMachine.architecture":
 		if e.ComplexityRoot.MaasMachine.Architecture == nil {
@@ -1952,6 +2000,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Identities(childComplexity), true
 
+	case "Query.maasImages":
+		if e.ComplexityRoot.Query.MaasImages == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.MaasImages(childComplexity), true
 	case "Query.machine":
 		if e.ComplexityRoot.Query.Machine == nil {
 			break
@@ -2758,6 +2812,12 @@ type Identity {
   revokedBy: String
   "Whether its token works now: neither revoked nor expired."
   active: Boolean!
+  """
+  Why revokeIdentity would refuse it now, in the words of that refusal (already revoked;
+  the last active identity with MANAGE_INFRASTRUCTURE); null when it would not. A client
+  shows it beside a disabled Revoke instead of keeping a copy of the rule.
+  """
+  revokeRefusal: String
 }
 
 extend type Query {
@@ -2818,6 +2878,34 @@ type RevokeIdentityPayload {
 
   "What releasing a MAAS machine would do to its disks, before asking for it."
   releasePreview(erase: Boolean = false): ErasePreview!
+
+  """
+  The OS images MAAS holds, by name with their architectures: what installOperatingSystem's
+  series may name. Read from MAAS's boot-resources/ list, which any MAAS user may read;
+  bootloaders are left out. The list does not say whether an image has finished
+  downloading: installing one that has not fails with MAAS's error. FAILED_PRECONDITION
+  without MAAS, UNAVAILABLE when MAAS cannot be asked.
+  """
+  maasImages: [MaasImage!]!
+}
+
+"An OS image MAAS holds."
+type MaasImage {
+  "As installOperatingSystem's series takes it: ubuntu/noble, or an uploaded image's name."
+  name: String!
+  "The operating system (ubuntu …); empty for an uploaded image named without one."
+  os: String!
+  "The release (noble …), or the uploaded image's name."
+  release: String!
+  "SYNCED from an image source, or UPLOADED by an administrator (a custom image)."
+  kind: MaasImageKind!
+  "MAAS's architectures for it, such as amd64/ga-24.04."
+  architectures: [String!]!
+}
+
+enum MaasImageKind {
+  SYNCED
+  UPLOADED
 }
 
 extend type Mutation {
@@ -3216,7 +3304,10 @@ input ApproveEnrolmentInput {
   """
   Values for member-specific keys (for example a storage pool's ` + "`" + `source` + "`" + ` device). Keys not
   given get the driver's default for host-specific keys (source, BGP next hops), and the
-  value an existing member uses for the others.
+  value an existing member uses for the others. An entry refused (a key the cluster does
+  not list, given twice, a value with a line break or NUL) is INVALID_INPUT with
+  ` + "`" + `extensions.field` + "`" + ` memberConfig and ` + "`" + `extensions.details.index` + "`" + `, the entry's position in
+  this list (from 0).
   """
   memberConfig: [MemberConfigInput!]
 }
@@ -3740,6 +3831,8 @@ func (ec *executionContext) childFields_Identity(ctx context.Context, field grap
 		return ec.fieldContext_Identity_revokedBy(ctx, field)
 	case "active":
 		return ec.fieldContext_Identity_active(ctx, field)
+	case "revokeRefusal":
+		return ec.fieldContext_Identity_revokeRefusal(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Identity", field.Name)
 }
@@ -3752,6 +3845,22 @@ func (ec *executionContext) childFields_InstallOperatingSystemPayload(ctx contex
 		return ec.fieldContext_InstallOperatingSystemPayload_maas(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type InstallOperatingSystemPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_MaasImage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_MaasImage_name(ctx, field)
+	case "os":
+		return ec.fieldContext_MaasImage_os(ctx, field)
+	case "release":
+		return ec.fieldContext_MaasImage_release(ctx, field)
+	case "kind":
+		return ec.fieldContext_MaasImage_kind(ctx, field)
+	case "architectures":
+		return ec.fieldContext_MaasImage_architectures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaasImage", field.Name)
 }
 
 func (ec *executionContext) childFields_MaasMachine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7552,6 +7661,29 @@ func (ec *executionContext) fieldContext_Identity_active(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Identity", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _Identity_revokeRefusal(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_revokeRefusal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokeRefusal, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_revokeRefusal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "String")
+}
+
 func (ec *executionContext) _InstallOperatingSystemPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.InstallOperatingSystemPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7614,6 +7746,121 @@ func (ec *executionContext) fieldContext_InstallOperatingSystemPayload_maas(_ co
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _MaasImage_name(ctx context.Context, field graphql.CollectedField, obj *model.MaasImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasImage_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasImage_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasImage", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasImage_os(ctx context.Context, field graphql.CollectedField, obj *model.MaasImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasImage_os(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Os, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasImage_os(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasImage", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasImage_release(ctx context.Context, field graphql.CollectedField, obj *model.MaasImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasImage_release(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Release, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasImage_release(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasImage", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasImage_kind(ctx context.Context, field graphql.CollectedField, obj *model.MaasImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasImage_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MaasImageKind) graphql.Marshaler {
+			return ec.marshalNMaasImageKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImageKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasImage_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasImage", field, false, false, "MaasImageKind")
+}
+
+func (ec *executionContext) _MaasImage_architectures(ctx context.Context, field graphql.CollectedField, obj *model.MaasImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasImage_architectures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Architectures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasImage_architectures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasImage", field, false, false, "String")
 }
 
 func (ec *executionContext) _MaasMachine_systemId(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
@@ -10591,6 +10838,38 @@ func (ec *executionContext) fieldContext_Query_releasePreview(ctx context.Contex
 	if fc.Args, err = ec.field_Query_releasePreview_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_maasImages(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_maasImages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().MaasImages(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MaasImage) graphql.Marshaler {
+			return ec.marshalNMaasImage2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_maasImages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasImage(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -14926,6 +15205,11 @@ func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "revokeRefusal":
+			out.Values[i] = ec._Identity_revokeRefusal(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14961,6 +15245,59 @@ func (ec *executionContext) _InstallOperatingSystemPayload(ctx context.Context, 
 			}
 		case "maas":
 			out.Values[i] = ec._InstallOperatingSystemPayload_maas(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var maasImageImplementors = []string{"MaasImage"}
+
+func (ec *executionContext) _MaasImage(ctx context.Context, sel ast.SelectionSet, obj *model.MaasImage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maasImageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaasImage")
+		case "name":
+			out.Values[i] = ec._MaasImage_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "os":
+			out.Values[i] = ec._MaasImage_os(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "release":
+			out.Values[i] = ec._MaasImage_release(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._MaasImage_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "architectures":
+			out.Values[i] = ec._MaasImage_architectures(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -15928,6 +16265,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_releasePreview(ctx, field)
+				})
+		case "maasImages":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_maasImages(ctx, field)
 				})
 		case "machines":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -17260,6 +17603,40 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 		graphql.AddInvalidNullFromMarshaler(ctx, "Int!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNMaasImage2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MaasImage) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMaasImage2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMaasImage2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImage(ctx context.Context, sel ast.SelectionSet, v *model.MaasImage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaasImage!")
+		return graphql.Null
+	}
+	return ec._MaasImage(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNMaasImageKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImageKind(ctx context.Context, v any) (model.MaasImageKind, error) {
+	var res model.MaasImageKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMaasImageKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImageKind(ctx context.Context, sel ast.SelectionSet, v model.MaasImageKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx context.Context, sel ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {

@@ -1,6 +1,7 @@
 package resolvers
 
 import (
+	"context"
 	"encoding/base64"
 	"strconv"
 	"strings"
@@ -49,6 +50,17 @@ func mapIdentity(id *identity.Identity) *model.Identity {
 		}
 	}
 	return out
+}
+
+// identityModel maps an identity with the refusal revoking it would meet.
+func (r *Resolver) identityModel(ctx context.Context, id *identity.Identity) (*model.Identity, error) {
+	out := mapIdentity(id)
+	refusal, err := r.Identity.RevokeRefusal(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out.RevokeRefusal = optional(refusal)
+	return out, nil
 }
 
 // permissionsOf maps the API's permissions to the domain's.

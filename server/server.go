@@ -139,14 +139,15 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 // carries no Authorization, by the console session cookie the upgrade request carried. A
 // refused socket is closed with 4403, which graphql-ws clients treat as final instead of
 // reconnecting forever. The connection context it returns ends when the identity is
-// revoked or expires, or the console session expires, and the socket then closes with 4403
-// too (the transport's contract, see Sessions).
+// revoked or expires, or the console session expires or is signed out of, and the socket
+// then closes with 4403 too (the transport's contract, see Sessions).
 func websocketInit(store identity.Store, sessions Sessions) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
 	return func(ctx context.Context, p graphqlws.InitPayload) (context.Context, error) {
 		var id *identity.Identity
+		var console *identity.Session
 		var err error
 		if p.Authorization() == "" && sessionFrom(ctx) != nil {
-			id = identity.FromContext(ctx)
+			id, console = identity.FromContext(ctx), sessionFrom(ctx)
 			ctx = boundBySession(ctx)
 		} else if stored, ok := ctx.Value(authErrKey{}).(error); ok && p.Authorization() == "" {
 			err = stored // the upgrade's cookie (or header) was refused: say why
@@ -158,7 +159,13 @@ func websocketInit(store identity.Store, sessions Sessions) func(context.Context
 		}
 		if err == nil && sessions != nil {
 			var watched context.Context
-			if watched, err = sessions.Watch(ctx, id); err == nil {
+			if console != nil {
+				// Signing out ends this socket too, on whichever replica holds it.
+				watched, err = sessions.WatchSession(ctx, id, console.ID)
+			} else {
+				watched, err = sessions.Watch(ctx, id)
+			}
+			if err == nil {
 				ctx = watched
 			}
 		}

@@ -7,7 +7,8 @@ import (
 )
 
 // Sessions ends a websocket's connection context when its identity is revoked, deleted or
-// expires (identity.Sessions), with an UNAUTHENTICATED *apperr.Error as the cause.
+// expires, or the console session it authenticated with ends (identity.Sessions), with an
+// UNAUTHENTICATED *apperr.Error as the cause.
 //
 // The contract with the websocket transport (server/graphqlws): websocketInit derives each
 // socket's connection context; when that context ends with an UNAUTHENTICATED (or
@@ -16,4 +17,5 @@ import (
 // reconnecting with a dead token.
 type Sessions interface {
 	Watch(ctx context.Context, id *identity.Identity) (context.Context, error)
+	WatchSession(ctx context.Context, id *identity.Identity, session int64) (context.Context, error)
 }

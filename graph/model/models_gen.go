@@ -53,7 +53,10 @@ type ApproveEnrolmentInput struct {
 	Name string `json:"name"`
 	// Values for member-specific keys (for example a storage pool's `source` device). Keys not
 	// given get the driver's default for host-specific keys (source, BGP next hops), and the
-	// value an existing member uses for the others.
+	// value an existing member uses for the others. An entry refused (a key the cluster does
+	// not list, given twice, a value with a line break or NUL) is INVALID_INPUT with
+	// `extensions.field` memberConfig and `extensions.details.index`, the entry's position in
+	// this list (from 0).
 	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
 }
 
@@ -309,6 +312,10 @@ type Identity struct {
 	RevokedBy *string `json:"revokedBy,omitempty"`
 	// Whether its token works now: neither revoked nor expired.
 	Active bool `json:"active"`
+	// Why revokeIdentity would refuse it now, in the words of that refusal (already revoked;
+	// the last active identity with MANAGE_INFRASTRUCTURE); null when it would not. A client
+	// shows it beside a disabled Revoke instead of keeping a copy of the rule.
+	RevokeRefusal *string `json:"revokeRefusal,omitempty"`
 }
 
 type InstallOperatingSystemInput struct {
@@ -323,6 +330,20 @@ type InstallOperatingSystemInput struct {
 type InstallOperatingSystemPayload struct {
 	Machine *Machine     `json:"machine"`
 	Maas    *MaasMachine `json:"maas"`
+}
+
+// An OS image MAAS holds.
+type MaasImage struct {
+	// As installOperatingSystem's series takes it: ubuntu/noble, or an uploaded image's name.
+	Name string `json:"name"`
+	// The operating system (ubuntu …); empty for an uploaded image named without one.
+	Os string `json:"os"`
+	// The release (noble …), or the uploaded image's name.
+	Release string `json:"release"`
+	// SYNCED from an image source, or UPLOADED by an administrator (a custom image).
+	Kind MaasImageKind `json:"kind"`
+	// MAAS's architectures for it, such as amd64/ga-24.04.
+	Architectures []string `json:"architectures"`
 }
 
 // A machine as MAAS reports it. No MAAS credential field is ever returned.
@@ -1092,6 +1113,61 @@ func (e *FenceReason) UnmarshalJSON(b []byte) error {
 }
 
 func (e FenceReason) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type MaasImageKind string
+
+const (
+	MaasImageKindSynced   MaasImageKind = "SYNCED"
+	MaasImageKindUploaded MaasImageKind = "UPLOADED"
+)
+
+var AllMaasImageKind = []MaasImageKind{
+	MaasImageKindSynced,
+	MaasImageKindUploaded,
+}
+
+func (e MaasImageKind) IsValid() bool {
+	switch e {
+	case MaasImageKindSynced, MaasImageKindUploaded:
+		return true
+	}
+	return false
+}
+
+func (e MaasImageKind) String() string {
+	return string(e)
+}
+
+func (e *MaasImageKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MaasImageKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MaasImageKind", str)
+	}
+	return nil
+}
+
+func (e MaasImageKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MaasImageKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MaasImageKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
