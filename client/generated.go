@@ -6850,6 +6850,8 @@ const (
 	WarningCodeMaasMachineMissing WarningCode = "MAAS_MACHINE_MISSING"
 	// MAAS reports another hardware UUID than the one registered: the machine was replaced or the record is wrong.
 	WarningCodeHardwareUuidMismatch WarningCode = "HARDWARE_UUID_MISMATCH"
+	// An admitted member fails a check it passed at admission (see `drift` on the warning).
+	WarningCodeDrift WarningCode = "DRIFT"
 )
 
 var AllWarningCode = []WarningCode{
@@ -6860,6 +6862,7 @@ var AllWarningCode = []WarningCode{
 	WarningCodeMaasUnavailable,
 	WarningCodeMaasMachineMissing,
 	WarningCodeHardwareUuidMismatch,
+	WarningCodeDrift,
 }
 
 // __AdmissionChecksInput is used internally by genqlient

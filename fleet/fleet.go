@@ -5,9 +5,12 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"time"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/lifecycle"
@@ -25,6 +28,7 @@ type Machine struct {
 	MAAS     *provisioning.Machine   // nil when MAAS does not report it (or is unknown)
 	Fence    *fencing.Status         // nil when the member has no fence mapping
 	Profile  *hardware.Profile       // the record's hardware profile; nil for none
+	Drift    []drift.State           // raised drift, by check (each is a DRIFT warning too)
 	Phase    lifecycle.Phase
 	Warnings []lifecycle.Warning
 }
@@ -73,6 +77,13 @@ type Service struct {
 	Fences FenceStatuses
 	// Profiles reads every hardware profile in one query; nil: none shown.
 	Profiles HardwareProfiles
+	// Drift reads every machine's raised drift in one query; nil: none shown.
+	Drift DriftStates
+}
+
+// DriftStates reads the raised drift of every machine.
+type DriftStates interface {
+	ByMachine(ctx context.Context) (map[string][]drift.State, error)
 }
 
 // HardwareProfiles lists the declared hardware profiles.
@@ -92,6 +103,7 @@ type sources struct {
 	maas     []provisioning.Machine
 	fences   map[string]fencing.Status
 	profiles map[string]*hardware.Profile
+	drift    map[string][]drift.State
 	view     View
 }
 
@@ -103,6 +115,11 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 	src := &sources{records: recs}
 	if s.Fences != nil {
 		if src.fences, err = s.Fences.Statuses(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.Drift != nil {
+		if src.drift, err = s.Drift.ByMachine(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -270,6 +287,13 @@ func (src *sources) derive(r *Machine) {
 		}
 	}
 	r.Phase, r.Warnings = lifecycle.Derive(f)
+	if r.Record != nil {
+		// Drift is kept for records only: the watcher looks at admitted machines.
+		r.Drift = src.drift[r.Name]
+		for _, d := range r.Drift {
+			r.Warnings = append(r.Warnings, driftWarning(d))
+		}
+	}
 	if r.Record == nil || r.Record.Provisioner != machines.MAAS {
 		return
 	}
@@ -281,4 +305,10 @@ func (src *sources) derive(r *Machine) {
 	case r.Record.HardwareUUID != "" && r.MAAS.HardwareUUID != r.Record.HardwareUUID:
 		r.Warnings = append(r.Warnings, lifecycle.Warning{Code: lifecycle.HardwareMismatch, Message: "MAAS reports hardware UUID " + r.MAAS.HardwareUUID + " for system id " + r.MAAS.SystemID + ", but the record was registered with " + r.Record.HardwareUUID + ": the machine was replaced or the record is wrong"})
 	}
+}
+
+// driftWarning is the DRIFT warning of one raised drift.
+func driftWarning(d drift.State) lifecycle.Warning {
+	return lifecycle.Warning{Code: lifecycle.Drift, Check: d.Check,
+		Message: fmt.Sprintf("drift since %s: %s: %s", d.FailingSince.UTC().Format(time.RFC3339), d.Title, d.Evidence)}
 }
