@@ -28,7 +28,7 @@ func startDrift(ctx context.Context, cfg Config, store *postgres.Store, client *
 	r := &drift.Runner{
 		Checker: checker, Admissions: store.Drift(), Records: store.Machines(),
 		Leadership: store.DriftLeadership("apelora drift " + replica),
-		Changes:    &incusChanges{c: client, log: log},
+		Changes:    &incusChanges{c: client, log: log, last: "not connected yet"},
 		Interval:   cfg.DriftInterval, Limits: drift.Limits{OfflineAfter: cfg.DriftOfflineAfter},
 		Replica: replica, Log: log,
 	}
