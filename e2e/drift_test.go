@@ -396,3 +396,44 @@ func TestDriftFollowsIncusEvents(t *testing.T) {
 		t.Error("the watcher does not say it follows Incus's events")
 	}
 }
+
+func TestDriftReadsAndHostileArguments(t *testing.T) {
+	e := producttest.Start(t)
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	if r := e.GQL("", `{ drift { machine } }`, nil); r.Code() != "UNAUTHENTICATED" {
+		t.Fatalf("anonymous: %+v", r.Errors)
+	}
+	// Nothing watched yet: no drift, no watcher (not a zero one).
+	r := e.GQL(viewer, `{ drift { machine } driftWatcher { replica } }`, nil)
+	if len(r.Errors) > 0 || len(r.Data["drift"].([]any)) != 0 || r.Data["driftWatcher"] != nil {
+		t.Fatalf("fresh: %v %v", r.Data, r.Errors)
+	}
+	for _, bad := range []string{"x\x00y", strings.Repeat("n", 100000), "Node-4", "\xff"} {
+		r := e.GQL(viewer, `query($n: String) { drift(machine: $n) { machine } }`, map[string]any{"n": bad})
+		if r.Code() != "INVALID_INPUT" || len(r.Errors[0].Message) > 400 {
+			t.Errorf("drift(machine: %.20q): %+v", bad, r.Errors)
+		}
+	}
+	ws, err := client.NewWebSocket(e.Base+"/graphql", viewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	for _, after := range []string{"-1", "abc", "1e9", strings.Repeat("9", 40)} {
+		raw, _, err := client.DriftChanges(t.Context(), ws, nil, &after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case resp := <-raw:
+			if resp.Errors == nil || !strings.Contains(resp.Errors.Error(), "drift event id") {
+				t.Errorf("after %q: %+v", after, resp)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("after %q: no answer", after)
+		}
+	}
+}
