@@ -70,6 +70,13 @@ type State struct {
 	LastChecked  time.Time // when the check was last evaluated (not kept as Unknown)
 }
 
+// Status is what the watcher knows of one admitted machine: when it last looked, and the
+// raised drift (the fleet reads every machine's in one query).
+type Status struct {
+	Checked time.Time
+	Drift   []State
+}
+
 // Raised reports whether the state is drift.
 func (s State) Raised() bool { return !s.RaisedAt.IsZero() }
 

@@ -134,7 +134,7 @@ func (s *driftStream) expect(machine, check string, change client.DriftChange, e
 
 const driftQuery = `query($n: String) { drift(machine: $n) { machine check title since raisedAt evidence lastChecked } }`
 
-const driftMachineQuery = `query($n: String!) { machine(name: $n) { phase warnings { code message drift { check since evidence lastChecked } } } }`
+const driftMachineQuery = `query($n: String!) { machine(name: $n) { phase driftCheckedAt warnings { code message drift { check since evidence lastChecked } } } }`
 
 // listed returns the drift checks listed for machine by a replica, and the machine's DRIFT warnings.
 func listed(t *testing.T, gql func(string, map[string]any) *producttest.Response, machine string) (checks, warnings []string, phase string) {
@@ -162,6 +162,9 @@ func listed(t *testing.T, gql func(string, map[string]any) *producttest.Response
 		t.Fatal(m.Errors)
 	}
 	mm := m.Data["machine"].(map[string]any)
+	if mm["driftCheckedAt"] == nil {
+		t.Fatalf("%s is admitted, yet never re-checked: %v", machine, mm)
+	}
 	for _, w := range mm["warnings"].([]any) {
 		w := w.(map[string]any)
 		if w["code"] != "DRIFT" {

@@ -29,6 +29,9 @@ type Machine struct {
 	Fence    *fencing.Status         // nil when the member has no fence mapping
 	Profile  *hardware.Profile       // the record's hardware profile; nil for none
 	Drift    []drift.State           // raised drift, by check (each is a DRIFT warning too)
+	// DriftChecked is when the drift watcher last looked at the machine (zero: never,
+	// or not an admitted member).
+	DriftChecked time.Time
 	Phase    lifecycle.Phase
 	Warnings []lifecycle.Warning
 }
@@ -81,9 +84,9 @@ type Service struct {
 	Drift DriftStates
 }
 
-// DriftStates reads the raised drift of every machine.
+// DriftStates reads what the drift watcher knows of every machine.
 type DriftStates interface {
-	ByMachine(ctx context.Context) (map[string][]drift.State, error)
+	ByMachine(ctx context.Context) (map[string]drift.Status, error)
 }
 
 // HardwareProfiles lists the declared hardware profiles.
@@ -103,7 +106,7 @@ type sources struct {
 	maas     []provisioning.Machine
 	fences   map[string]fencing.Status
 	profiles map[string]*hardware.Profile
-	drift    map[string][]drift.State
+	drift    map[string]drift.Status
 	view     View
 }
 
@@ -289,7 +292,8 @@ func (src *sources) derive(r *Machine) {
 	r.Phase, r.Warnings = lifecycle.Derive(f)
 	if r.Record != nil {
 		// Drift is kept for records only: the watcher looks at admitted machines.
-		r.Drift = src.drift[r.Name]
+		st := src.drift[r.Name]
+		r.Drift, r.DriftChecked = st.Drift, st.Checked
 		for _, d := range r.Drift {
 			r.Warnings = append(r.Warnings, driftWarning(d))
 		}

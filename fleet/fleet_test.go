@@ -161,17 +161,17 @@ func TestUnavailableSourcesAreSaidAndRowsStay(t *testing.T) {
 	}
 }
 
-type drifts map[string][]drift.State
+type drifts map[string]drift.Status
 
-func (d drifts) ByMachine(context.Context) (map[string][]drift.State, error) { return d, nil }
+func (d drifts) ByMachine(context.Context) (map[string]drift.Status, error) { return d, nil }
 
 func TestDriftIsAWarningOnItsMachine(t *testing.T) {
 	s := fixture()
 	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	s.Drift = drifts{
-		"node-a": {{Machine: "node-a", Check: "scheduler", Title: "Placement reaches the member", FailingSince: since, RaisedAt: since, Evidence: "scheduler.instance=manual was set"}},
+		"node-a": {Checked: since, Drift: []drift.State{{Machine: "node-a", Check: "scheduler", Title: "Placement reaches the member", FailingSince: since, RaisedAt: since, Evidence: "scheduler.instance=manual was set"}}},
 		// A name with no record (a stale row) shows nowhere.
-		"m1": {{Machine: "m1", Check: "online", Title: "Member online", FailingSince: since, RaisedAt: since, Evidence: "Offline"}},
+		"m1": {Checked: since, Drift: []drift.State{{Machine: "m1", Check: "online", Title: "Member online", FailingSince: since, RaisedAt: since, Evidence: "Offline"}}},
 	}
 	v, err := s.View(context.Background())
 	if err != nil {
@@ -185,7 +185,7 @@ func TestDriftIsAWarningOnItsMachine(t *testing.T) {
 			w = &a.Warnings[i]
 		}
 	}
-	if w == nil || w.Check != "scheduler" || len(a.Drift) != 1 || !strings.Contains(w.Message, "2026-03-01T12:00:00Z") || !strings.Contains(w.Message, "scheduler.instance=manual") {
+	if w == nil || w.Check != "scheduler" || len(a.Drift) != 1 || !a.DriftChecked.Equal(since) || !strings.Contains(w.Message, "2026-03-01T12:00:00Z") || !strings.Contains(w.Message, "scheduler.instance=manual") {
 		t.Fatalf("node-a: %+v %+v", a.Warnings, a.Drift)
 	}
 	if m1 := rows["m1"]; len(m1.Drift) != 0 || strings.Contains(codes(m1.Warnings), "DRIFT") {

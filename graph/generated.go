@@ -297,6 +297,7 @@ type ComplexityRoot struct {
 	}
 
 	Machine struct {
+		DriftCheckedAt   func(childComplexity int) int
 		Fence            func(childComplexity int) int
 		HardwareProfile  func(childComplexity int) int
 		Maas             func(childComplexity int) int
@@ -1566,6 +1567,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MaasStepAvailability.Step(childComplexity), true
 
+	case "Machine.driftCheckedAt":
+		if e.ComplexityRoot.Machine.DriftCheckedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.DriftCheckedAt(childComplexity), true
 	case "Machine.fence":
 		if e.ComplexityRoot.Machine.Fence == nil {
 			break
@@ -2654,6 +2661,14 @@ type DriftWatcher {
   machines: Int!
   "Why the last round could not look at every admitted machine; null when it could."
   problem: String
+}
+
+extend type Machine {
+  """
+  When the drift watcher last re-checked this admitted member; null when it never has (not
+  admitted, or no replica watches). Its drift is among the warnings (code DRIFT).
+  """
+  driftCheckedAt: Time
 }
 
 extend type Warning {
@@ -4195,6 +4210,8 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_warnings(ctx, field)
 	case "record":
 		return ec.fieldContext_Machine_record(ctx, field)
+	case "driftCheckedAt":
+		return ec.fieldContext_Machine_driftCheckedAt(ctx, field)
 	case "fence":
 		return ec.fieldContext_Machine_fence(ctx, field)
 	case "hardwareProfile":
@@ -9287,6 +9304,29 @@ func (ec *executionContext) fieldContext_Machine_record(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Machine_driftCheckedAt(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_driftCheckedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DriftCheckedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_driftCheckedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Machine", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Machine_fence(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
@@ -16480,6 +16520,11 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "record":
 			out.Values[i] = ec._Machine_record(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "driftCheckedAt":
+			out.Values[i] = ec._Machine_driftCheckedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}

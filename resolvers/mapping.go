@@ -99,6 +99,10 @@ func mapMachine(m *fleet.Machine) *model.Machine {
 		}
 		out.Warnings = append(out.Warnings, mw)
 	}
+	if !m.DriftChecked.IsZero() {
+		t := m.DriftChecked
+		out.DriftCheckedAt = &t
+	}
 	if m.Pending != nil {
 		out.PendingJoinToken = &model.PendingJoinToken{ExpiresAt: m.Pending.ExpiresAt}
 	}

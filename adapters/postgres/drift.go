@@ -85,17 +85,34 @@ func (d *DriftStore) Drifts(ctx context.Context, machine string) ([]drift.State,
 		WHERE c.raised_at IS NOT NULL AND ($1 = '' OR c.machine = $1) ORDER BY c.machine, c.check_name`, machine))
 }
 
-// ByMachine returns the raised drift of every machine, by machine: the fleet's one query.
-func (d *DriftStore) ByMachine(ctx context.Context) (map[string][]drift.State, error) {
-	all, err := d.Drifts(ctx, "")
+// ByMachine returns, for every machine the watcher looks at, when it last did and its
+// raised drift: the fleet's one query.
+func (d *DriftStore) ByMachine(ctx context.Context) (map[string]drift.Status, error) {
+	rows, err := d.s.pool.Query(ctx, `SELECT m.machine, m.last_checked, c.check_name, c.title, c.failing_since, c.raised_at, c.evidence, c.last_checked
+		FROM drift_machines m LEFT JOIN drift_checks c ON c.machine = m.machine AND c.raised_at IS NOT NULL
+		ORDER BY m.machine, c.check_name`)
 	if err != nil {
-		return nil, err
+		return nil, dbError(err)
 	}
-	out := map[string][]drift.State{}
-	for _, s := range all {
-		out[s.Machine] = append(out[s.Machine], s)
+	defer rows.Close()
+	out := map[string]drift.Status{}
+	for rows.Next() {
+		var machine string
+		var checked time.Time
+		var check, title, evidence *string
+		var since, raised, last *time.Time
+		if err := rows.Scan(&machine, &checked, &check, &title, &since, &raised, &evidence, &last); err != nil {
+			return nil, dbError(err)
+		}
+		st := out[machine]
+		st.Checked = checked
+		if check != nil {
+			st.Drift = append(st.Drift, drift.State{Machine: machine, Check: *check, Title: *title, FailingSince: *since,
+				RaisedAt: *raised, Evidence: *evidence, LastChecked: *last})
+		}
+		out[machine] = st
 	}
-	return out, nil
+	return out, dbError(rows.Err())
 }
 
 const driftEventColumns = `id, at, machine, check_name, title, change, since, evidence`

@@ -109,7 +109,7 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 		t.Fatalf("node-5: %+v", l)
 	}
 	by, _ := ds.ByMachine(ctx)
-	if len(by["node-4"]) != 1 {
+	if st := by["node-4"]; len(by) != 1 || len(st.Drift) != 1 || st.Drift[0].Check != "scheduler" || !st.Checked.Equal(now) {
 		t.Fatalf("by machine %+v", by)
 	}
 	states, _ := lead.States(ctx)
@@ -123,6 +123,9 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 	}
 	if l, _ := ds.Drifts(ctx, ""); len(l) != 0 {
 		t.Fatalf("cleared drift still listed: %+v", l)
+	}
+	if by, _ := ds.ByMachine(ctx); len(by["node-4"].Drift) != 0 || !by["node-4"].Checked.Equal(later) {
+		t.Fatalf("watched, without drift: %+v", by)
 	}
 	evs, err := ds.EventsAfter(ctx, "node-4", 0, 10)
 	if err != nil || len(evs) != 2 || evs[0].Change != drift.Raised || evs[1].Change != drift.Cleared {

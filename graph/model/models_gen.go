@@ -425,6 +425,9 @@ type Machine struct {
 	Warnings []*Warning `json:"warnings"`
 	// The Apelora machine record; null for an Incus member Apelora has no record of.
 	Record *MachineRecord `json:"record,omitempty"`
+	// When the drift watcher last re-checked this admitted member; null when it never has (not
+	// admitted, or no replica watches). Its drift is among the warnings (code DRIFT).
+	DriftCheckedAt *time.Time `json:"driftCheckedAt,omitempty"`
 	// The member's fence mapping, with its last readiness drill; null when it has none.
 	Fence *FenceMapping `json:"fence,omitempty"`
 	// The hardware profile admission compares the machine with; null when none is assigned.
