@@ -21,19 +21,19 @@ import (
 
 // Machine is one row of the fleet.
 type Machine struct {
-	Name     string
-	Record   *machines.Record        // nil for a member or MAAS machine with no record
-	Member   *membership.Member      // nil when not a member (or Incus unknown)
-	Pending  *membership.PendingJoin // a pending join token for the name
-	MAAS     *provisioning.Machine   // nil when MAAS does not report it (or is unknown)
-	Fence    *fencing.Status         // nil when the member has no fence mapping
-	Profile  *hardware.Profile       // the record's hardware profile; nil for none
-	Drift    []drift.State           // raised drift, by check (each is a DRIFT warning too)
+	Name    string
+	Record  *machines.Record        // nil for a member or MAAS machine with no record
+	Member  *membership.Member      // nil when not a member (or Incus unknown)
+	Pending *membership.PendingJoin // a pending join token for the name
+	MAAS    *provisioning.Machine   // nil when MAAS does not report it (or is unknown)
+	Fence   *fencing.Status         // nil when the member has no fence mapping
+	Profile *hardware.Profile       // the record's hardware profile; nil for none
+	Drift   []drift.State           // raised drift, by check (each is a DRIFT warning too)
 	// DriftChecked is when the drift watcher last looked at the machine (zero: never,
 	// or not an admitted member).
 	DriftChecked time.Time
-	Phase    lifecycle.Phase
-	Warnings []lifecycle.Warning
+	Phase        lifecycle.Phase
+	Warnings     []lifecycle.Warning
 }
 
 // Source says whether one upstream could be asked for this view.
