@@ -358,6 +358,24 @@ func TestDriftOfALaterMAASHardwareTest(t *testing.T) {
 	m.Clock.Advance(time.Minute)
 	s.expect("m2", "hardware-tests", client.DriftChangeCleared, "passed")
 
+	// A hardware profile it does not meet (assigned, or declared again with more after the
+	// admission): drift on both halves; cleared with the profile.
+	for _, q := range []string{
+		`mutation { setHardwareProfile(input: {profile: "huge", architecture: "x86_64", minCpuCores: 16384}) { profile { name } } }`,
+		`mutation { assignHardwareProfile(input: {machine: "m2", profile: "huge"}) { machine { name } } }`,
+	} {
+		if r := gql(q, nil); len(r.Errors) > 0 {
+			t.Fatal(r.Errors)
+		}
+	}
+	s.expect("m2", "hardware-profile-maas", client.DriftChangeRaised, "")
+	s.expect("m2", "hardware-profile-incus", client.DriftChangeRaised, "wants at least 16384 CPU cores")
+	if r := gql(`mutation { clearHardwareProfile(input: {machine: "m2"}) { machine { name } } }`, nil); len(r.Errors) > 0 {
+		t.Fatal(r.Errors)
+	}
+	s.expect("m2", "hardware-profile-maas", client.DriftChangeCleared, "no hardware profile")
+	s.expect("m2", "hardware-profile-incus", client.DriftChangeCleared, "no hardware profile")
+
 	// Apelora only read MAAS: the only other requests are the two test runs made here.
 	for _, req := range m.Requests() {
 		if req.Method != "GET" && req.Op != "test" {
