@@ -40,7 +40,8 @@ type Session interface {
 	Check(ctx context.Context) error
 	// Now is the database's clock: every replica measures thresholds with the same one.
 	Now(ctx context.Context) (time.Time, error)
-	// States returns every machine's states.
+	// States returns every machine the watcher tracks (looked at, or with states), with its
+	// states (none for a machine that only was looked at).
 	States(ctx context.Context) (map[string][]State, error)
 	// Save replaces machine's states with states, appends events, and records when the
 	// machine was checked (a zero checked forgets the machine), in one transaction. It

@@ -170,6 +170,9 @@ func (s *fakeSession) States(context.Context) (map[string][]State, error) {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	out := map[string][]State{}
+	for k := range s.d.checked {
+		out[k] = nil
+	}
 	for k, v := range s.d.states {
 		out[k] = slices.Clone(v)
 	}
@@ -350,6 +353,9 @@ func TestRoundRaisesAndClears(t *testing.T) {
 		t.Fatalf("gone: %v", got)
 	}
 	a.admitted = a.admitted[:1]
+	if _, ok := db.checked["node-4"]; !ok {
+		t.Fatal("node-4 was looked at, yet not recorded so")
+	}
 	round(t, r, db, nil)
 	last := db.events[len(db.events)-1]
 	if last.Machine != "node-5" || last.Change != Cleared || !strings.Contains(last.Evidence, "no longer an admitted member") {
@@ -357,6 +363,12 @@ func TestRoundRaisesAndClears(t *testing.T) {
 	}
 	if _, ok := db.checked["node-5"]; ok || db.states["node-5"] != nil {
 		t.Fatal("a machine no longer admitted is still tracked")
+	}
+	// One without drift is forgotten too (its last check would say it is still watched).
+	a.admitted = nil
+	round(t, r, db, nil)
+	if len(db.checked) != 0 {
+		t.Fatalf("still tracked: %v", db.checked)
 	}
 }
 

@@ -235,6 +235,20 @@ func (d *driftSession) States(ctx context.Context) (map[string][]drift.State, er
 	for _, s := range all {
 		out[s.Machine] = append(out[s.Machine], s)
 	}
+	// Machines looked at without a failing check are tracked too (to be forgotten).
+	rows, err := d.conn.Query(ctx, `SELECT machine FROM drift_machines`)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, dbError(err)
+	}
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			out[n] = nil
+		}
+	}
 	return out, nil
 }
 

@@ -112,9 +112,16 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 	if st := by["node-4"]; len(by) != 1 || len(st.Drift) != 1 || st.Drift[0].Check != "scheduler" || !st.Checked.Equal(now) {
 		t.Fatalf("by machine %+v", by)
 	}
+	// A machine looked at without any failing check is tracked too.
+	if _, err := lead.Save(ctx, "node-5", now, nil, nil); err != nil {
+		t.Fatal(err)
+	}
 	states, _ := lead.States(ctx)
-	if len(states["node-4"]) != 2 {
+	if st, ok := states["node-5"]; len(states) != 2 || len(states["node-4"]) != 2 || !ok || st != nil {
 		t.Fatalf("states %+v", states)
+	}
+	if _, err := lead.Save(ctx, "node-5", time.Time{}, nil, nil); err != nil {
+		t.Fatal(err)
 	}
 	// Saving again replaces the machine's states: the scheduler passes, it clears.
 	later := now.Add(time.Minute)
@@ -158,9 +165,20 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 	if _, err := lead.Save(ctx, "node-4", later, nil, nil); err == nil {
 		t.Fatal("a closed session saved")
 	}
-	next, err := standby.TryLead(ctx)
-	if err != nil || next == nil {
-		t.Fatalf("standby: %v %v", next, err)
+	// The server lets go of the lock when the old connection's backend ends, just after.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		next, err := standby.TryLead(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next != nil {
+			next.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the standby never led after the leader went")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	next.Close()
 }
