@@ -14,6 +14,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/localpg"
 	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
@@ -96,11 +97,13 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	var ports incusSide = noIncus{}
 	var membershipSource membership.Source // nil: the fleet says Incus is not configured
 	var fenceCluster fencing.ClusterConfig // nil: the cluster view says Incus is not configured
+	var incusClient *incus.Client
 	if cfg.Incus.Configured() {
 		client, err := incus.New(cfg.incusClient(log))
 		if err != nil {
 			return nil, err
 		}
+		incusClient = client
 		ports = incusPorts{client}
 		membershipSource = ports
 		fenceCluster = newFenceIncus(client)
@@ -127,7 +130,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	}
 
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
-		postgres.ConsoleSessionChannel)
+		postgres.ConsoleSessionChannel, postgres.DriftChannel)
 	go listener.Run(ctx)
 	sessions := identity.NewSessions(store, log)
 	go listener.WatchIdentities(ctx, sessions)
@@ -138,6 +141,8 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	go admissionFeed.Run(ctx, listener)
 	fenceFeed := store.NewFenceFeed()
 	go fenceFeed.Run(ctx, listener)
+	driftFeed := store.NewDriftFeed()
+	go driftFeed.Run(ctx, listener)
 	select {
 	case <-listener.Ready():
 	case <-ctx.Done():
@@ -149,8 +154,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	records := store.Machines()
 	enrol := &enrolment.Service{Incus: ports, Store: storeWithRecords{store}, Log: log}
 	res := &resolvers.Resolver{
-		Machines:  &machines.Service{Store: records, Membership: ports},
-		View:      &fleet.Service{Records: records, Admissions: store, Incus: membershipSource, Fences: store.Fences(), Profiles: store.HardwareProfiles()},
+		Machines: &machines.Service{Store: records, Membership: ports},
+		View: &fleet.Service{Records: records, Admissions: store, Incus: membershipSource, Fences: store.Fences(),
+			Profiles: store.HardwareProfiles(), Drift: store.Drift()},
 		Enrolment: enrol,
 		Admission: &admission.Service{
 			Checker: &admission.Checker{Incus: ports, Publish: store.AdmissionPublisher(), Profiles: store.HardwareProfiles()},
@@ -168,9 +174,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			Store: store.Fences(), Records: records, Feed: fenceFeed, MAAS: fenceMachines,
 			Incus: fenceCluster, Membership: membershipSource,
 		},
-		Identity: &identity.Service{Store: store},
-		Hardware: &hardware.Service{Store: store.HardwareProfiles()},
-		Log:      log,
+		Identity:  &identity.Service{Store: store},
+		Hardware:  &hardware.Service{Store: store.HardwareProfiles()},
+		DriftView: &drift.Service{Store: store.Drift(), Feed: driftFeed},
+		Log:       log,
 	}
 	if maasSide != nil {
 		// Each is set only when MAAS is configured: a nil interface means "not configured".
@@ -180,6 +187,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Admission.Checker.MAASInventory = maasSide
 		res.Provisioning.MAAS = maasSide
 		res.Provisioning.ImageSource = maasSide
+	}
+	if incusClient != nil && cfg.DriftInterval > 0 {
+		startDrift(ctx, cfg, store, incusClient, res.Admission.Checker, log)
 	}
 	h := server.Handler(server.Config{
 		Log:              log,

@@ -213,9 +213,6 @@ func ParseEventID(field, s string) (int64, error) {
 	return id, nil
 }
 
-// replayBatch is how many past events are read at a time when a subscriber catches up.
-const replayBatch = 500
-
 // Progress streams fence events: first those after the event id `after` (when given), then
 // live ones, without gaps or repeats, until ctx ends. member "" means every member.
 func (s *Service) Progress(ctx context.Context, member string, after *int64) (<-chan Event, error) {
@@ -224,78 +221,18 @@ func (s *Service) Progress(ctx context.Context, member string, after *int64) (<-
 			return nil, err
 		}
 	}
-	sub := s.Feed.Subscribe(256)
-	last := int64(-1) // -1: no replay asked; live events only
-	if after != nil {
-		last = *after
+	var keep func(Event) bool
+	if member != "" {
+		keep = func(e Event) bool { return e.Member == member }
 	}
-	out := make(chan Event, 16)
-	send := func(e Event) bool {
-		if member != "" && e.Member != member {
-			return true
-		}
-		select {
-		case out <- e:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	// catchUp sends what the database has after last.
-	catchUp := func() bool {
-		if last < 0 {
-			return true
-		}
-		for ctx.Err() == nil {
-			evs, err := s.Store.EventsAfter(ctx, member, last, replayBatch)
-			if err != nil {
-				return false
-			}
-			for _, e := range evs {
-				if !send(e) {
-					return false
-				}
-				last = e.ID
-			}
-			if len(evs) < replayBatch {
-				return true
-			}
-		}
-		return false
-	}
-	go func() {
-		defer close(out)
-		defer func() { sub.Close() }()
-		if !catchUp() {
-			return
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-sub.C:
-				if !ok {
-					// Fell behind: listen again and read what was missed from the database.
-					sub = s.Feed.Subscribe(256)
-					if last < 0 {
-						return // nothing to catch up from: the client reconnects with after
-					}
-					if !catchUp() {
-						return
-					}
-					continue
-				}
-				if last >= 0 && e.ID <= last {
-					continue // already sent by the replay
-				}
-				if !send(e) {
-					return
-				}
-				last = max(last, e.ID)
-			}
-		}
-	}()
-	return out, nil
+	return broadcast.Replay(ctx, broadcast.Replayed[Event]{
+		Subscribe: func() *broadcast.Subscription[Event] { return s.Feed.Subscribe(256) },
+		After: func(ctx context.Context, after int64, limit int) ([]Event, error) {
+			return s.Store.EventsAfter(ctx, member, after, limit)
+		},
+		ID:   func(e Event) int64 { return e.ID },
+		Keep: keep,
+	}, after), nil
 }
 
 // ClusterWarning is something about the cluster an administrator should look at.

@@ -179,11 +179,13 @@ func websocketInit(store identity.Store, sessions Sessions) func(context.Context
 // sharedStreams are the subscriptions whose events are the same for every subscriber,
 // with the arguments that only filter them: subscribers with the same query and
 // variables share one execution (graphqlws.Options.Shared). Any other argument, such as
-// fenceProgress's `after` (a replay from an event id), gives the subscriber its own.
+// fenceProgress's and driftChanges's `after` (a replay from an event id), gives the
+// subscriber its own.
 var sharedStreams = map[string][]string{
 	"admissionChecks":    {"name"},
 	"auditEventRecorded": {"machine"},
 	"fenceProgress":      {"member"},
+	"driftChanges":       {"machine"},
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -118,8 +118,10 @@ func TestSharedStreamsNameSubscriptionsAndTheirArguments(t *testing.T) {
 			}
 		}
 	}
-	if def := sub.Fields.ForName("fenceProgress"); def == nil || def.Arguments.ForName("after") == nil {
-		t.Error("fenceProgress lost its `after`: check that sharedStreams still says what is shared")
+	for _, replayed := range []string{"fenceProgress", "driftChanges"} {
+		if def := sub.Fields.ForName(replayed); def == nil || def.Arguments.ForName("after") == nil {
+			t.Errorf("%s lost its `after`: check that sharedStreams still says what is shared", replayed)
+		}
 	}
 }
 

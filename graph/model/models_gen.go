@@ -181,6 +181,53 @@ type CreateIdentityPayload struct {
 	Token string `json:"token"`
 }
 
+// An admitted member's check that fails now. Drift is only ever read: Apelora changes
+// nothing in Incus or MAAS because of it. It clears when the check passes again.
+type Drift struct {
+	Machine string `json:"machine"`
+	// The check: an admission check (online, incus-version, kernel, storage-pools, networks,
+	// hardware-tests, hardware-profile-maas, hardware-profile-incus …) or one of drift's own:
+	// membership (still a member), scheduler (scheduler.instance still unset), roles (the roles
+	// Incus stores, as at admission).
+	Check string `json:"check"`
+	Title string `json:"title"`
+	// When the check was first seen failing.
+	Since time.Time `json:"since"`
+	// When it became drift: at once, or for `online` and `membership` after APELORA_DRIFT_OFFLINE_AFTER.
+	RaisedAt time.Time `json:"raisedAt"`
+	// What the check says now: the evidence.
+	Evidence string `json:"evidence"`
+	// When the check was last evaluated (a member that cannot be asked keeps its last evidence).
+	LastChecked time.Time `json:"lastChecked"`
+}
+
+// A raise or a clear, as recorded (the history is never changed).
+type DriftEvent struct {
+	ID      string      `json:"id"`
+	Machine string      `json:"machine"`
+	Check   string      `json:"check"`
+	Title   string      `json:"title"`
+	Change  DriftChange `json:"change"`
+	At      time.Time   `json:"at"`
+	// When the check was first seen failing.
+	Since time.Time `json:"since"`
+	// For a raise, what failed; for a clear, why it passes now.
+	Evidence string `json:"evidence"`
+}
+
+type DriftWatcher struct {
+	// The replica that leads (an advisory lock in PostgreSQL); the others stand by.
+	Replica             string    `json:"replica"`
+	LeaderSince         time.Time `json:"leaderSince"`
+	LastRoundAt         time.Time `json:"lastRoundAt"`
+	IntervalSeconds     float64   `json:"intervalSeconds"`
+	OfflineAfterSeconds float64   `json:"offlineAfterSeconds"`
+	// How many admitted machines the last round looked at.
+	Machines int `json:"machines"`
+	// Why the last round could not look at every admitted machine; null when it could.
+	Problem *string `json:"problem,omitempty"`
+}
+
 type ErasePreview struct {
 	// Whether this request asks for erasing.
 	Requested bool `json:"requested"`
@@ -399,6 +446,9 @@ type Machine struct {
 	Warnings []*Warning `json:"warnings"`
 	// The Apelora machine record; null for an Incus member Apelora has no record of.
 	Record *MachineRecord `json:"record,omitempty"`
+	// When the drift watcher last re-checked this admitted member; null when it never has (not
+	// admitted, or no replica watches). Its drift is among the warnings (code DRIFT).
+	DriftCheckedAt *time.Time `json:"driftCheckedAt,omitempty"`
 	// The member's fence mapping, with its last readiness drill; null when it has none.
 	Fence *FenceMapping `json:"fence,omitempty"`
 	// The hardware profile admission compares the machine with; null when none is assigned.
@@ -660,6 +710,8 @@ type UnregisterMachinePayload struct {
 type Warning struct {
 	Code    WarningCode `json:"code"`
 	Message string      `json:"message"`
+	// For a DRIFT warning: the drift it reports.
+	Drift *Drift `json:"drift,omitempty"`
 }
 
 type AdmissionTrigger string
@@ -957,6 +1009,63 @@ func (e *ClusterWarningCode) UnmarshalJSON(b []byte) error {
 }
 
 func (e ClusterWarningCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type DriftChange string
+
+const (
+	// A check fails now (past its threshold).
+	DriftChangeRaised DriftChange = "RAISED"
+	// It passes again, or the machine is no longer an admitted member.
+	DriftChangeCleared DriftChange = "CLEARED"
+)
+
+var AllDriftChange = []DriftChange{
+	DriftChangeRaised,
+	DriftChangeCleared,
+}
+
+func (e DriftChange) IsValid() bool {
+	switch e {
+	case DriftChangeRaised, DriftChangeCleared:
+		return true
+	}
+	return false
+}
+
+func (e DriftChange) String() string {
+	return string(e)
+}
+
+func (e *DriftChange) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = DriftChange(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid DriftChange", str)
+	}
+	return nil
+}
+
+func (e DriftChange) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *DriftChange) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e DriftChange) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1508,6 +1617,8 @@ const (
 	WarningCodeMaasMachineMissing WarningCode = "MAAS_MACHINE_MISSING"
 	// MAAS reports another hardware UUID than the one registered: the machine was replaced or the record is wrong.
 	WarningCodeHardwareUUIDMismatch WarningCode = "HARDWARE_UUID_MISMATCH"
+	// An admitted member fails a check it passed at admission (see `drift` on the warning).
+	WarningCodeDrift WarningCode = "DRIFT"
 )
 
 var AllWarningCode = []WarningCode{
@@ -1518,11 +1629,12 @@ var AllWarningCode = []WarningCode{
 	WarningCodeMaasUnavailable,
 	WarningCodeMaasMachineMissing,
 	WarningCodeHardwareUUIDMismatch,
+	WarningCodeDrift,
 }
 
 func (e WarningCode) IsValid() bool {
 	switch e {
-	case WarningCodeJoinedWithoutHold, WarningCodeIncusUnavailable, WarningCodeScheduledByGroup, WarningCodeJoinTokensUnknown, WarningCodeMaasUnavailable, WarningCodeMaasMachineMissing, WarningCodeHardwareUUIDMismatch:
+	case WarningCodeJoinedWithoutHold, WarningCodeIncusUnavailable, WarningCodeScheduledByGroup, WarningCodeJoinTokensUnknown, WarningCodeMaasUnavailable, WarningCodeMaasMachineMissing, WarningCodeHardwareUUIDMismatch, WarningCodeDrift:
 		return true
 	}
 	return false

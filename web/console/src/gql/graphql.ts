@@ -285,6 +285,8 @@ export type UnregisterMachineInput = {
 };
 
 export type WarningCode =
+  /** An admitted member fails a check it passed at admission (see `drift` on the warning). */
+  | 'DRIFT'
   /** MAAS reports another hardware UUID than the one registered: the machine was replaced or the record is wrong. */
   | 'HARDWARE_UUID_MISMATCH'
   /** Incus could not be asked, so the phase is UNKNOWN. */
