@@ -29,7 +29,7 @@ var layers = []struct {
 		return p == "." || p == "e2e" || p == "bench" || under(p, "cmd") || under(p, "testkit")
 	}},
 	{"wiring", func(p string) bool { return p == "app" }},
-	{"server", func(p string) bool { return p == "server" }},
+	{"server", func(p string) bool { return under(p, "server") }},
 	{"resolvers", func(p string) bool { return p == "resolvers" }},
 	{"api", func(p string) bool { return under(p, "graph") || p == "client" }},
 	{"adapter", func(p string) bool { return under(p, "adapters") }},
@@ -41,7 +41,7 @@ var layers = []struct {
 }
 
 // domain lists the packages named for a concept of the product.
-var domain = []string{"admission", "audit", "enrolment", "fencing", "fleet", "hardware", "identity", "lifecycle", "machines", "membership", "provisioning"}
+var domain = []string{"admission", "audit", "drift", "enrolment", "fencing", "fleet", "hardware", "identity", "lifecycle", "machines", "membership", "provisioning"}
 
 // shipped are the binaries installed on servers: they must not link a test harness.
 var shipped = []string{"cmd/apelora", "cmd/apelora-worker", "cmd/apeloractl"}

@@ -60,6 +60,10 @@ type Check struct {
 	Title   string `json:"title"`
 	Result  Result `json:"result"`
 	Message string `json:"message"`
+	// Inconclusive marks a result that comes from a failed read (Incus or MAAS did not
+	// answer, or answered an error): it says nothing about the machine itself. Admission
+	// still counts its FAIL; drift keeps what it knew.
+	Inconclusive bool `json:"inconclusive,omitempty"`
 }
 
 // Report is a complete run of the checks for one machine.
@@ -248,9 +252,9 @@ func incusVersion(theirs membership.Version, errTheirs error, ours membership.Ve
 	ch := Check{Name: CheckIncusVersion, Title: "Incus version"}
 	switch {
 	case errTheirs != nil:
-		ch.Result, ch.Message = Fail, "could not ask the member for its version: "+apperr.Text(errTheirs)
+		ch.Result, ch.Message, ch.Inconclusive = Fail, "could not ask the member for its version: "+apperr.Text(errTheirs), true
 	case errOurs != nil:
-		ch.Result, ch.Message = Fail, "could not ask the cluster for its version: "+apperr.Text(errOurs)
+		ch.Result, ch.Message, ch.Inconclusive = Fail, "could not ask the cluster for its version: "+apperr.Text(errOurs), true
 	case major(theirs.Incus) != major(ours.Incus):
 		ch.Result, ch.Message = Fail, fmt.Sprintf("the member runs Incus %s, a different major version from the cluster's %s: install %s on it", theirs.Incus, ours.Incus, ours.Incus)
 	case theirs.Incus != ours.Incus:
@@ -284,7 +288,7 @@ func (c *Checker) kernel(v membership.Version, err error) Check {
 	}
 	ch := Check{Name: CheckKernel, Title: "Kernel"}
 	if err != nil {
-		ch.Result, ch.Message = Fail, "could not ask the member for its kernel: "+apperr.Text(err)
+		ch.Result, ch.Message, ch.Inconclusive = Fail, "could not ask the member for its kernel: "+apperr.Text(err), true
 		return ch
 	}
 	maj, minor, ok := ParseKernel(v.Kernel)
@@ -303,7 +307,7 @@ func (c *Checker) storagePools(ctx context.Context, member string) Check {
 	ch := Check{Name: CheckStoragePools, Title: "Storage pools created on the member"}
 	pools, err := c.Incus.StoragePools(ctx)
 	if err != nil {
-		ch.Result, ch.Message = Fail, "could not list the storage pools: "+apperr.Text(err)
+		ch.Result, ch.Message, ch.Inconclusive = Fail, "could not list the storage pools: "+apperr.Text(err), true
 		return ch
 	}
 	return statusCheck(ch, "storage pool", pools, func(p string) (string, error) { return c.Incus.StoragePoolStatus(ctx, p, member) })
@@ -313,7 +317,7 @@ func (c *Checker) networks(ctx context.Context, member string) Check {
 	ch := Check{Name: CheckNetworks, Title: "Networks created on the member"}
 	nets, err := c.Incus.LocatedNetworks(ctx)
 	if err != nil {
-		ch.Result, ch.Message = Fail, "could not list the networks: "+apperr.Text(err)
+		ch.Result, ch.Message, ch.Inconclusive = Fail, "could not list the networks: "+apperr.Text(err), true
 		return ch
 	}
 	return statusCheck(ch, "network", nets, func(n string) (string, error) { return c.Incus.NetworkStatus(ctx, n, member) })
@@ -325,17 +329,19 @@ func statusCheck(ch Check, what string, names []string, status func(string) (str
 		return ch
 	}
 	var bad []string
+	unread := 0
 	for _, n := range names {
 		s, err := status(n)
 		switch {
 		case err != nil:
 			bad = append(bad, fmt.Sprintf("%s (could not read: %s)", n, apperr.Text(err)))
+			unread++
 		case s != "Created":
 			bad = append(bad, fmt.Sprintf("%s (%s)", n, s))
 		}
 	}
 	if len(bad) > 0 {
-		ch.Result = Fail
+		ch.Result, ch.Inconclusive = Fail, unread == len(bad)
 		ch.Message = fmt.Sprintf("not created on the member: %s; fix the %s on the host (for example its source or parent) and create it there again", strings.Join(bad, ", "), what)
 		return ch
 	}
@@ -374,6 +380,7 @@ func (c *Checker) hardwareTests(ctx context.Context, rec *machines.Record) Check
 	}
 	status, label, err := c.MAAS.TestingStatus(ctx, rec.MAASSystemID)
 	if err != nil {
+		ch.Inconclusive = true
 		if apperr.Is(err, apperr.Unavailable) {
 			ch.Result, ch.Message = Skipped, "MAAS could not be reached, so its hardware tests were not read: "+apperr.Text(err)
 			return ch
@@ -403,9 +410,10 @@ func hardwareResult(ch Check, status int, label string) Check {
 // assigned is the machine's hardware profile as read for one run: p, or why there is
 // nothing to compare (result and message, shared by both profile checks).
 type assigned struct {
-	p       *hardware.Profile
-	result  Result
-	message string
+	p            *hardware.Profile
+	result       Result
+	message      string
+	inconclusive bool // the profile could not be read
 }
 
 // assignedProfile reads the machine's hardware profile. A machine without one has
@@ -420,7 +428,7 @@ func (c *Checker) assignedProfile(ctx context.Context, rec *machines.Record) ass
 	p, err := c.Profiles.Profile(ctx, rec.HardwareProfile)
 	switch {
 	case err != nil:
-		return assigned{result: Fail, message: fmt.Sprintf("could not read hardware profile %q: %s", rec.HardwareProfile, apperr.Text(err))}
+		return assigned{result: Fail, message: fmt.Sprintf("could not read hardware profile %q: %s", rec.HardwareProfile, apperr.Text(err)), inconclusive: true}
 	case p == nil:
 		return assigned{result: Fail, message: fmt.Sprintf("hardware profile %q no longer exists: assign another one or clear the machine's profile", rec.HardwareProfile)}
 	}
@@ -434,7 +442,7 @@ func (c *Checker) profileFromMAAS(ctx context.Context, rec *machines.Record, a a
 	ch := Check{Name: CheckProfileMAAS, Title: "Hardware profile: MAAS inventory"}
 	switch {
 	case a.p == nil:
-		ch.Result, ch.Message = a.result, a.message
+		ch.Result, ch.Message, ch.Inconclusive = a.result, a.message, a.inconclusive
 		return ch
 	case rec.Provisioner != machines.MAAS:
 		ch.Result, ch.Message = Skipped, "not a MAAS machine: no MAAS inventory to compare (Incus's view is compared)"
@@ -446,9 +454,9 @@ func (c *Checker) profileFromMAAS(ctx context.Context, rec *machines.Record, a a
 	inv, err := c.MAASInventory.HardwareInventory(ctx, rec.MAASSystemID)
 	switch {
 	case err != nil && apperr.Is(err, apperr.Unavailable):
-		ch.Result, ch.Message = Skipped, "MAAS could not be reached, so its inventory was not compared: "+apperr.Text(err)
+		ch.Result, ch.Message, ch.Inconclusive = Skipped, "MAAS could not be reached, so its inventory was not compared: "+apperr.Text(err), true
 	case err != nil:
-		ch.Result, ch.Message = Fail, "could not read the machine's inventory from MAAS: "+apperr.Text(err)
+		ch.Result, ch.Message, ch.Inconclusive = Fail, "could not read the machine's inventory from MAAS: "+apperr.Text(err), true
 	case inv.Empty():
 		ch.Result, ch.Message = Fail, fmt.Sprintf("MAAS has no hardware inventory of machine %s yet: commission it, then run the checks again", rec.MAASSystemID)
 	default:
@@ -461,12 +469,12 @@ func (c *Checker) profileFromMAAS(ctx context.Context, rec *machines.Record, a a
 func (c *Checker) profileFromIncus(ctx context.Context, member string, a assigned) Check {
 	ch := Check{Name: CheckProfileIncus, Title: "Hardware profile: Incus's view of the member"}
 	if a.p == nil {
-		ch.Result, ch.Message = a.result, a.message
+		ch.Result, ch.Message, ch.Inconclusive = a.result, a.message, a.inconclusive
 		return ch
 	}
 	inv, err := c.Incus.MemberHardware(ctx, member)
 	if err != nil {
-		ch.Result, ch.Message = Fail, "could not read the member's hardware from Incus: "+apperr.Text(err)
+		ch.Result, ch.Message, ch.Inconclusive = Fail, "could not read the member's hardware from Incus: "+apperr.Text(err), true
 		return ch
 	}
 	return profileResult(ch, a.p, inv, "Incus")

@@ -409,3 +409,53 @@ func TestHardwareProfileIsComparedWithMAASAndIncus(t *testing.T) {
 		}
 	}
 }
+
+// A result that comes from a failed read is marked inconclusive (drift keeps what it knew),
+// while admission still counts it; results about the machine itself are conclusive.
+func TestResultsFromFailedReadsAreInconclusive(t *testing.T) {
+	r, _ := run(t, healthy(), nil, nil)
+	for _, c := range r.Checks {
+		if c.Inconclusive {
+			t.Errorf("healthy member: %s inconclusive", c.Name)
+		}
+	}
+	f := healthy()
+	f.versionErr = map[string]error{"node-3": apperr.New(apperr.Unavailable, "no answer within 10s")}
+	f.hwErr = apperr.New(apperr.FailedPrecondition, "Incus refused")
+	rec := &machines.Record{Name: "node-3", Provisioner: machines.MAAS, MAASSystemID: "abc123", HardwareProfile: "gen2"}
+	c := &Checker{Incus: f, MAAS: fakeMAAS{err: apperr.New(apperr.Unavailable, "MAAS unreachable")},
+		Profiles:      fakeProfiles{"gen2": {Name: "gen2", Architecture: "x86_64", MinCPUCores: 8}},
+		MAASInventory: fakeInventory{err: apperr.New(apperr.NotFound, "no such machine")}}
+	r, err := c.Run(context.Background(), "node-3", rec, TriggerReport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]Result{CheckIncusVersion: Fail, CheckKernel: Fail, CheckHardwareTests: Skipped,
+		CheckProfileMAAS: Fail, CheckProfileIncus: Fail} {
+		if got := result(r, name); got.Result != want || !got.Inconclusive {
+			t.Errorf("%s: %s inconclusive=%v (%s)", name, got.Result, got.Inconclusive, got.Message)
+		}
+	}
+	if r.Verdict != Blocked {
+		t.Fatal("failed reads must still block admission")
+	}
+	if got := result(r, CheckOnline); got.Inconclusive {
+		t.Error("online is read from the member list, which answered")
+	}
+	// A pool whose status could not be read is inconclusive only when no pool is known bad.
+	unread := statusCheck(Check{}, "storage pool", []string{"a", "b"}, func(n string) (string, error) {
+		if n == "a" {
+			return "", errors.New("timeout")
+		}
+		return "Created", nil
+	})
+	bad := statusCheck(Check{}, "storage pool", []string{"a", "b"}, func(n string) (string, error) {
+		if n == "a" {
+			return "", errors.New("timeout")
+		}
+		return "Pending", nil
+	})
+	if unread.Result != Fail || !unread.Inconclusive || bad.Result != Fail || bad.Inconclusive {
+		t.Fatalf("unread %+v, bad %+v", unread, bad)
+	}
+}

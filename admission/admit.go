@@ -30,6 +30,10 @@ type Store interface {
 	LatestStep(ctx context.Context, name string, steps []string) (string, error)
 }
 
+// AdmittedRolesDetail is the admission audit event's detail that lists the member's roles
+// as Incus listed them when it was admitted.
+const AdmittedRolesDetail = "roles"
+
 // Service runs reports and admits members.
 type Service struct {
 	Checker *Checker
@@ -88,6 +92,9 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 			a.Detail("checks", report.Checks)
 			a.Detail("verdict", report.Verdict)
 			a.Detail("runId", report.RunID)
+			// The roles the member is admitted with: drift compares the member with them later
+			// (a member update without the role list drops roles).
+			a.Detail(AdmittedRolesDetail, append([]string{}, member.Roles...))
 		}
 		if failed := report.Failed(); len(failed) > 0 {
 			names := make([]string, len(failed))

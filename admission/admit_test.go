@@ -94,6 +94,10 @@ func TestAdmitReleasesTheHoldAndKeepsEverythingElse(t *testing.T) {
 	if ev.Details["verdict"] != Admissible || ev.Details["checks"] == nil {
 		t.Fatalf("audit details %v", ev.Details)
 	}
+	// The roles it was admitted with are recorded for drift to compare with later.
+	if r, ok := ev.Details[AdmittedRolesDetail].([]string); !ok || !reflect.DeepEqual(r, []string{"database", "event-hub"}) {
+		t.Fatalf("recorded roles %#v", ev.Details[AdmittedRolesDetail])
+	}
 }
 
 func TestAdmitRefusesOnAnyFailureAndChangesNothing(t *testing.T) {

@@ -29,8 +29,13 @@ type Config struct {
 	// RequestTimeout bounds every call to Incus or MAAS, retries included
 	// (APELORA_REQUEST_TIMEOUT); see EnvRequestTimeout.
 	RequestTimeout time.Duration
-	Incus          incus.Config // APELORA_INCUS_*; zero when not configured
-	MAAS           maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
+	// DriftInterval is how often the drift watcher re-checks every admitted member
+	// (APELORA_DRIFT_INTERVAL); zero: this replica never watches (a Config built in code,
+	// or APELORA_DRIFT_INTERVAL=off). DriftOfflineAfter is APELORA_DRIFT_OFFLINE_AFTER.
+	DriftInterval     time.Duration
+	DriftOfflineAfter time.Duration
+	Incus             incus.Config // APELORA_INCUS_*; zero when not configured
+	MAAS              maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
 	// AuthFailureLimit is not read from the environment (zero: the server's default);
 	// tests relax it.
 	AuthFailureLimit server.RateLimit
@@ -54,6 +59,8 @@ func Variables() []Variable {
 		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080"},
 		{"APELORA_CONSOLE_SESSION_TTL", "12h", "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
 		{EnvRequestTimeout, DefaultRequestTimeout.String(), "bound on every call to Incus or MAAS, retries included (1s to 2m); a hung upstream answers UNAVAILABLE after it"},
+		{EnvDriftInterval, DefaultDriftInterval.String(), "how often the drift watcher (one replica at a time) re-checks every admitted member, besides at once after Incus events (1s to 24h); off: this replica never watches"},
+		{EnvDriftOfflineAfter, DefaultDriftOfflineAfter.String(), "how long an admitted member must be seen offline, or missing from the cluster, before that is drift (1s to 24h)"},
 		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of one Incus cluster member, e.g. https://10.0.0.5:8443"},
 		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity (a client certificate the cluster trusts)"},
 		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate"},
@@ -109,6 +116,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("APELORA_CONSOLE_SESSION_TTL=%s: at most 720h (30 days)", c.SessionTTL)
 	}
 	if c.RequestTimeout, err = requestTimeout(get); err != nil {
+		return c, err
+	}
+	if c.DriftInterval, c.DriftOfflineAfter, err = driftSettings(get); err != nil {
 		return c, err
 	}
 	if u := strings.TrimSpace(getenv("APELORA_PUBLIC_URL")); u != "" {
@@ -187,6 +197,32 @@ func requestTimeout(get func(string, string) string) (time.Duration, error) {
 			EnvRequestTimeout, v, minRequestTimeout, maxRequestTimeout, DefaultRequestTimeout)
 	}
 	return d, nil
+}
+
+// Drift's settings: the watcher's interval and the offline threshold.
+const (
+	EnvDriftInterval         = "APELORA_DRIFT_INTERVAL"
+	EnvDriftOfflineAfter     = "APELORA_DRIFT_OFFLINE_AFTER"
+	DefaultDriftInterval     = time.Minute
+	DefaultDriftOfflineAfter = 2 * time.Minute
+	maxDriftSetting          = 24 * time.Hour
+)
+
+func driftSettings(get func(string, string) string) (interval, offline time.Duration, err error) {
+	bounded := func(name, v string) (time.Duration, error) {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > maxDriftSetting {
+			return 0, fmt.Errorf("%s=%q: give a duration from 1s to 24h, such as 1m", name, v)
+		}
+		return d, nil
+	}
+	if v := get(EnvDriftInterval, DefaultDriftInterval.String()); v != "off" {
+		if interval, err = bounded(EnvDriftInterval, v); err != nil {
+			return 0, 0, fmt.Errorf("%w, or off to keep this replica from watching", err)
+		}
+	}
+	offline, err = bounded(EnvDriftOfflineAfter, get(EnvDriftOfflineAfter, DefaultDriftOfflineAfter.String()))
+	return interval, offline, err
 }
 
 // maasConfig reads APELORA_MAAS_*. The key is read here, once, and kept only in memory.

@@ -105,3 +105,24 @@ func TestRequestTimeoutPolicy(t *testing.T) {
 		t.Errorf("zero Config: incus timeout %v", ic.Timeout)
 	}
 }
+
+func TestDriftSettings(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(nil))
+	if err != nil || cfg.DriftInterval != DefaultDriftInterval || cfg.DriftOfflineAfter != DefaultDriftOfflineAfter {
+		t.Fatalf("defaults: %v %v %v", cfg.DriftInterval, cfg.DriftOfflineAfter, err)
+	}
+	cfg, err = ConfigFromEnv(env(map[string]string{EnvDriftInterval: "off", EnvDriftOfflineAfter: "90s"}))
+	if err != nil || cfg.DriftInterval != 0 || cfg.DriftOfflineAfter != 90*time.Second {
+		t.Fatalf("off: %v %v %v", cfg.DriftInterval, cfg.DriftOfflineAfter, err)
+	}
+	for name, values := range map[string][]string{
+		EnvDriftInterval:     {"0", "500ms", "25h", "soon", "-1m", "OFF"},
+		EnvDriftOfflineAfter: {"0", "off", "48h", "1"},
+	} {
+		for _, v := range values {
+			if _, err := ConfigFromEnv(env(map[string]string{name: v})); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%q: %v, want an error naming the variable", name, v, err)
+			}
+		}
+	}
+}

@@ -19,9 +19,10 @@ import (
 type maasPorts struct{ c *maas.Client }
 
 var (
-	_ provisioning.MAAS       = maasPorts{}
-	_ machines.MAASLookup     = maasPorts{}
-	_ admission.HardwareTests = maasPorts{}
+	_ provisioning.MAAS        = maasPorts{}
+	_ provisioning.ImageSource = maasPorts{}
+	_ machines.MAASLookup      = maasPorts{}
+	_ admission.HardwareTests  = maasPorts{}
 )
 
 func maasErr(err error, doing string) error {
@@ -121,6 +122,18 @@ func (p maasPorts) Deploy(ctx context.Context, id, series string, userData []byt
 func (p maasPorts) Release(ctx context.Context, id string, erase bool, comment string) (provisioning.MAASMachine, error) {
 	m, err := p.c.Release(ctx, id, maas.ReleaseOptions{Erase: erase, Comment: comment})
 	return p.machine(m, err, "release MAAS machine "+id)
+}
+
+func (p maasPorts) BootResources(ctx context.Context) ([]provisioning.BootResource, error) {
+	rs, err := p.c.BootResources(ctx)
+	if err != nil {
+		return nil, maasErr(err, "list the images MAAS holds")
+	}
+	out := make([]provisioning.BootResource, len(rs))
+	for i, r := range rs {
+		out[i] = provisioning.BootResource{Type: r.Type, Name: r.Name, Architecture: r.Architecture}
+	}
+	return out, nil
 }
 
 func (p maasPorts) EraseOnRelease(ctx context.Context) (bool, error) {

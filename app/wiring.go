@@ -21,6 +21,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
@@ -47,11 +48,13 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	var checks []server.MutationCheck
 	var incusSide *incusPorts
 	var fenceCluster fencing.ClusterConfig
+	var incusClient *incus.Client
 	if cfg.Incus.Configured() {
 		client, err := incus.New(cfg.incusClient(log))
 		if err != nil {
 			return nil, err
 		}
+		incusClient = client
 		incusSide = &incusPorts{client}
 		fenceCluster = newFenceIncus(client)
 		log.Info("Incus configured", "endpoint", client.Endpoint(), "request_timeout", cfg.upstreamTimeout().String())
@@ -76,19 +79,23 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
 
-	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel)
+	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
+		postgres.ConsoleSessionChannel, postgres.DriftChannel)
 	go listener.Run(ctx)
 	sessions := identity.NewSessions(store, log)
 	go listener.WatchIdentities(ctx, sessions)
+	go listener.WatchConsoleSessions(ctx, sessions)
 	feed := store.NewAuditFeed()
 	go feed.Run(ctx, listener)
 	admissionFeed := store.NewAdmissionFeed()
 	go admissionFeed.Run(ctx, listener)
 	fenceFeed := store.NewFenceFeed()
 	go fenceFeed.Run(ctx, listener)
+	driftFeed := store.NewDriftFeed()
+	go driftFeed.Run(ctx, listener)
 	// Subscriptions are served once the feeds listen and know where their tables end.
 	ready := time.After(15 * time.Second)
-	for _, started := range []<-chan struct{}{listener.Ready(), feed.Hub().Started(), fenceFeed.Hub().Started()} {
+	for _, started := range []<-chan struct{}{listener.Ready(), feed.Hub().Started(), fenceFeed.Hub().Started(), driftFeed.Hub().Started()} {
 		select {
 		case <-started:
 		case <-ctx.Done():
@@ -101,8 +108,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	records := store.Machines()
 	enrol := &enrolment.Service{Store: storeWithRecords{store}, Log: log}
 	res := &resolvers.Resolver{
-		Machines:  &machines.Service{Store: records},
-		View:      &fleet.Service{Records: records, Admissions: store, Fences: store.Fences(), Profiles: store.HardwareProfiles()},
+		Machines: &machines.Service{Store: records},
+		View: &fleet.Service{Records: records, Admissions: store, Fences: store.Fences(),
+			Profiles: store.HardwareProfiles(), Drift: store.Drift()},
 		Enrolment: enrol,
 		Admission: &admission.Service{
 			Checker: &admission.Checker{Publish: store.AdmissionPublisher(), Profiles: store.HardwareProfiles()},
@@ -117,9 +125,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Fencing: &fencing.Service{
 			Store: store.Fences(), Records: records, Feed: fenceFeed.Hub(), MAAS: fenceMachines, Incus: fenceCluster,
 		},
-		Identity: &identity.Service{Store: store},
-		Hardware: &hardware.Service{Store: store.HardwareProfiles()},
-		Log:      log,
+		Identity:  &identity.Service{Store: store},
+		Hardware:  &hardware.Service{Store: store.HardwareProfiles()},
+		DriftView: &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
+		Log:       log,
 	}
 	// Each port is set only when its upstream is configured (an interface holding a nil
 	// pointer would not be nil).
@@ -139,6 +148,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Admission.Checker.MAAS = maasSide
 		res.Admission.Checker.MAASInventory = maasSide
 		res.Provisioning.MAAS = maasSide
+		res.Provisioning.ImageSource = maasSide
+	}
+	if incusClient != nil && cfg.DriftInterval > 0 {
+		startDrift(ctx, cfg, store, incusClient, res.Admission.Checker, log)
 	}
 	h := server.Handler(server.Config{
 		Log:              log,

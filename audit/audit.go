@@ -116,10 +116,21 @@ var secretKeys = []string{"token", "jointoken", "secret", "password", "apikey", 
 
 // Redact returns a copy of a mutation's arguments with secret values replaced, so that
 // the parameters can be stored. Nested objects (input types) are walked.
+//
+// A key/value pair (a member-config entry: {entity, name, key, value}) names its setting in
+// "key": the setting's name is kept, and its value is redacted when that name is a secret's
+// (a BGP peer's password, say).
 func Redact(args map[string]any) map[string]any {
 	out := make(map[string]any, len(args))
+	setting, isSetting := args["key"].(string)
+	_, hasValue := args["value"]
+	isSetting = isSetting && hasValue
 	for k, v := range args {
-		if isSecretKey(k) {
+		if isSetting && k == "key" {
+			out[k] = v
+			continue
+		}
+		if isSecretKey(k) || (isSetting && k == "value" && isSecretKey(setting)) {
 			out[k] = "[redacted]"
 			continue
 		}

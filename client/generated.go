@@ -938,7 +938,10 @@ type ApproveEnrolmentInput struct {
 	Name string `json:"name"`
 	// Values for member-specific keys (for example a storage pool's `source` device). Keys not
 	// given get the driver's default for host-specific keys (source, BGP next hops), and the
-	// value an existing member uses for the others.
+	// value an existing member uses for the others. An entry refused (a key the cluster does
+	// not list, given twice, a value with a line break or NUL) is INVALID_INPUT with
+	// `extensions.field` memberConfig and `extensions.details.index`, the entry's position in
+	// this list (from 0).
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
 }
 
@@ -2181,6 +2184,366 @@ type CreateIdentityResponse struct {
 func (v *CreateIdentityResponse) GetCreateIdentity() CreateIdentityCreateIdentityCreateIdentityPayload {
 	return v.CreateIdentity
 }
+
+type DriftChange string
+
+const (
+	// A check fails now (past its threshold).
+	DriftChangeRaised DriftChange = "RAISED"
+	// It passes again, or the machine is no longer an admitted member.
+	DriftChangeCleared DriftChange = "CLEARED"
+)
+
+var AllDriftChange = []DriftChange{
+	DriftChangeRaised,
+	DriftChangeCleared,
+}
+
+// DriftChangesDriftChangesDriftEvent includes the requested fields of the GraphQL type DriftEvent.
+// The GraphQL type's documentation follows.
+//
+// A raise or a clear, as recorded (the history is never changed).
+type DriftChangesDriftChangesDriftEvent struct {
+	DriftEventFields `json:"-"`
+}
+
+// GetId returns DriftChangesDriftChangesDriftEvent.Id, and is useful for accessing the field via an interface.
+func (v *DriftChangesDriftChangesDriftEvent) GetId() string { return v.DriftEventFields.Id }
+
+// GetMachine returns DriftChangesDriftChangesDriftEvent.Machine, and is useful for accessing the field via an interface.
+func (v *DriftChangesDriftChangesDriftEvent) GetMachine() string { return v.DriftEventFields.Machine }
+
+// GetCheck returns DriftChangesDriftChangesDriftEvent.Check, and is useful for accessing the field via an interface.
+func (v *DriftChangesDriftChangesDriftEvent) GetCheck() string { return v.DriftEventFields.Check }
+
+// GetTitle returns DriftChangesDriftChangesDriftEvent.Title, and is useful for accessing the field via an interface.
+func (v *DriftChangesDriftChangesDriftEvent) GetTitle() string { return v.DriftEventFields.Title }
+
+// GetChange returns DriftChangesDriftChangesDriftEvent.Change, and is useful for accessing the field via an interface.
+func (v *DriftChangesDriftChangesDriftEvent) GetChange() DriftChange {
+	return v.DriftEventFields.Change
+}
+
+// GetAt returns DriftChangesDriftChangesDriftEvent.At, and is useful for accessing the field via an interface.
+func (v *DriftChangesDriftChangesDriftEvent) GetAt() time.Time { return v.DriftEventFields.At }
+
+// GetSince returns DriftChangesDriftChangesDriftEvent.Since, and is useful for accessing the field via an interface.
+func (v *DriftChangesDriftChangesDriftEvent) GetSince() time.Time { return v.DriftEventFields.Since }
+
+// GetEvidence returns DriftChangesDriftChangesDriftEvent.Evidence, and is useful for accessing the field via an interface.
+func (v *DriftChangesDriftChangesDriftEvent) GetEvidence() string { return v.DriftEventFields.Evidence }
+
+func (v *DriftChangesDriftChangesDriftEvent) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*DriftChangesDriftChangesDriftEvent
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.DriftChangesDriftChangesDriftEvent = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.DriftEventFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalDriftChangesDriftChangesDriftEvent struct {
+	Id string `json:"id"`
+
+	Machine string `json:"machine"`
+
+	Check string `json:"check"`
+
+	Title string `json:"title"`
+
+	Change DriftChange `json:"change"`
+
+	At time.Time `json:"at"`
+
+	Since time.Time `json:"since"`
+
+	Evidence string `json:"evidence"`
+}
+
+func (v *DriftChangesDriftChangesDriftEvent) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *DriftChangesDriftChangesDriftEvent) __premarshalJSON() (*__premarshalDriftChangesDriftChangesDriftEvent, error) {
+	var retval __premarshalDriftChangesDriftChangesDriftEvent
+
+	retval.Id = v.DriftEventFields.Id
+	retval.Machine = v.DriftEventFields.Machine
+	retval.Check = v.DriftEventFields.Check
+	retval.Title = v.DriftEventFields.Title
+	retval.Change = v.DriftEventFields.Change
+	retval.At = v.DriftEventFields.At
+	retval.Since = v.DriftEventFields.Since
+	retval.Evidence = v.DriftEventFields.Evidence
+	return &retval, nil
+}
+
+// DriftChangesResponse is returned by DriftChanges on success.
+type DriftChangesResponse struct {
+	// Drift raised and cleared, pushed by every API replica as the watcher records it.
+	// `machine` keeps one machine's. `after` is the id of the last event a console has: the
+	// events recorded since are sent first, then live ones, so a console that reconnects misses
+	// none (the history is kept: `after: "0"` replays all of it).
+	DriftChanges DriftChangesDriftChangesDriftEvent `json:"driftChanges"`
+}
+
+// GetDriftChanges returns DriftChangesResponse.DriftChanges, and is useful for accessing the field via an interface.
+func (v *DriftChangesResponse) GetDriftChanges() DriftChangesDriftChangesDriftEvent {
+	return v.DriftChanges
+}
+
+// DriftDrift includes the requested fields of the GraphQL type Drift.
+// The GraphQL type's documentation follows.
+//
+// An admitted member's check that fails now. Drift is only ever read: Apelora changes
+// nothing in Incus or MAAS because of it. It clears when the check passes again.
+type DriftDrift struct {
+	DriftFields `json:"-"`
+}
+
+// GetMachine returns DriftDrift.Machine, and is useful for accessing the field via an interface.
+func (v *DriftDrift) GetMachine() string { return v.DriftFields.Machine }
+
+// GetCheck returns DriftDrift.Check, and is useful for accessing the field via an interface.
+func (v *DriftDrift) GetCheck() string { return v.DriftFields.Check }
+
+// GetTitle returns DriftDrift.Title, and is useful for accessing the field via an interface.
+func (v *DriftDrift) GetTitle() string { return v.DriftFields.Title }
+
+// GetSince returns DriftDrift.Since, and is useful for accessing the field via an interface.
+func (v *DriftDrift) GetSince() time.Time { return v.DriftFields.Since }
+
+// GetRaisedAt returns DriftDrift.RaisedAt, and is useful for accessing the field via an interface.
+func (v *DriftDrift) GetRaisedAt() time.Time { return v.DriftFields.RaisedAt }
+
+// GetEvidence returns DriftDrift.Evidence, and is useful for accessing the field via an interface.
+func (v *DriftDrift) GetEvidence() string { return v.DriftFields.Evidence }
+
+// GetLastChecked returns DriftDrift.LastChecked, and is useful for accessing the field via an interface.
+func (v *DriftDrift) GetLastChecked() time.Time { return v.DriftFields.LastChecked }
+
+func (v *DriftDrift) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*DriftDrift
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.DriftDrift = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.DriftFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalDriftDrift struct {
+	Machine string `json:"machine"`
+
+	Check string `json:"check"`
+
+	Title string `json:"title"`
+
+	Since time.Time `json:"since"`
+
+	RaisedAt time.Time `json:"raisedAt"`
+
+	Evidence string `json:"evidence"`
+
+	LastChecked time.Time `json:"lastChecked"`
+}
+
+func (v *DriftDrift) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *DriftDrift) __premarshalJSON() (*__premarshalDriftDrift, error) {
+	var retval __premarshalDriftDrift
+
+	retval.Machine = v.DriftFields.Machine
+	retval.Check = v.DriftFields.Check
+	retval.Title = v.DriftFields.Title
+	retval.Since = v.DriftFields.Since
+	retval.RaisedAt = v.DriftFields.RaisedAt
+	retval.Evidence = v.DriftFields.Evidence
+	retval.LastChecked = v.DriftFields.LastChecked
+	return &retval, nil
+}
+
+// DriftEventFields includes the GraphQL fields of DriftEvent requested by the fragment DriftEventFields.
+// The GraphQL type's documentation follows.
+//
+// A raise or a clear, as recorded (the history is never changed).
+type DriftEventFields struct {
+	Id      string      `json:"id"`
+	Machine string      `json:"machine"`
+	Check   string      `json:"check"`
+	Title   string      `json:"title"`
+	Change  DriftChange `json:"change"`
+	At      time.Time   `json:"at"`
+	// When the check was first seen failing.
+	Since time.Time `json:"since"`
+	// For a raise, what failed; for a clear, why it passes now.
+	Evidence string `json:"evidence"`
+}
+
+// GetId returns DriftEventFields.Id, and is useful for accessing the field via an interface.
+func (v *DriftEventFields) GetId() string { return v.Id }
+
+// GetMachine returns DriftEventFields.Machine, and is useful for accessing the field via an interface.
+func (v *DriftEventFields) GetMachine() string { return v.Machine }
+
+// GetCheck returns DriftEventFields.Check, and is useful for accessing the field via an interface.
+func (v *DriftEventFields) GetCheck() string { return v.Check }
+
+// GetTitle returns DriftEventFields.Title, and is useful for accessing the field via an interface.
+func (v *DriftEventFields) GetTitle() string { return v.Title }
+
+// GetChange returns DriftEventFields.Change, and is useful for accessing the field via an interface.
+func (v *DriftEventFields) GetChange() DriftChange { return v.Change }
+
+// GetAt returns DriftEventFields.At, and is useful for accessing the field via an interface.
+func (v *DriftEventFields) GetAt() time.Time { return v.At }
+
+// GetSince returns DriftEventFields.Since, and is useful for accessing the field via an interface.
+func (v *DriftEventFields) GetSince() time.Time { return v.Since }
+
+// GetEvidence returns DriftEventFields.Evidence, and is useful for accessing the field via an interface.
+func (v *DriftEventFields) GetEvidence() string { return v.Evidence }
+
+// DriftFields includes the GraphQL fields of Drift requested by the fragment DriftFields.
+// The GraphQL type's documentation follows.
+//
+// An admitted member's check that fails now. Drift is only ever read: Apelora changes
+// nothing in Incus or MAAS because of it. It clears when the check passes again.
+type DriftFields struct {
+	Machine string `json:"machine"`
+	// The check: an admission check (online, incus-version, kernel, storage-pools, networks,
+	// hardware-tests, hardware-profile-maas, hardware-profile-incus …) or one of drift's own:
+	// membership (still a member), scheduler (scheduler.instance still unset), roles (the roles
+	// Incus stores, as at admission).
+	Check string `json:"check"`
+	Title string `json:"title"`
+	// When the check was first seen failing.
+	Since time.Time `json:"since"`
+	// When it became drift: at once, or for `online` and `membership` after APELORA_DRIFT_OFFLINE_AFTER.
+	RaisedAt time.Time `json:"raisedAt"`
+	// What the check says now: the evidence.
+	Evidence string `json:"evidence"`
+	// When the check was last evaluated (a member that cannot be asked keeps its last evidence).
+	LastChecked time.Time `json:"lastChecked"`
+}
+
+// GetMachine returns DriftFields.Machine, and is useful for accessing the field via an interface.
+func (v *DriftFields) GetMachine() string { return v.Machine }
+
+// GetCheck returns DriftFields.Check, and is useful for accessing the field via an interface.
+func (v *DriftFields) GetCheck() string { return v.Check }
+
+// GetTitle returns DriftFields.Title, and is useful for accessing the field via an interface.
+func (v *DriftFields) GetTitle() string { return v.Title }
+
+// GetSince returns DriftFields.Since, and is useful for accessing the field via an interface.
+func (v *DriftFields) GetSince() time.Time { return v.Since }
+
+// GetRaisedAt returns DriftFields.RaisedAt, and is useful for accessing the field via an interface.
+func (v *DriftFields) GetRaisedAt() time.Time { return v.RaisedAt }
+
+// GetEvidence returns DriftFields.Evidence, and is useful for accessing the field via an interface.
+func (v *DriftFields) GetEvidence() string { return v.Evidence }
+
+// GetLastChecked returns DriftFields.LastChecked, and is useful for accessing the field via an interface.
+func (v *DriftFields) GetLastChecked() time.Time { return v.LastChecked }
+
+// DriftResponse is returned by Drift on success.
+type DriftResponse struct {
+	// Drift: checks that passed when a member was admitted and fail now, as the drift watcher
+	// (one API replica at a time) re-checks every admitted member on its interval
+	// (APELORA_DRIFT_INTERVAL) and when Incus reports a change. Ordered by machine and check;
+	// `machine` keeps one machine's. Each is also a DRIFT warning on its machine.
+	Drift []DriftDrift `json:"drift"`
+}
+
+// GetDrift returns DriftResponse.Drift, and is useful for accessing the field via an interface.
+func (v *DriftResponse) GetDrift() []DriftDrift { return v.Drift }
+
+// DriftWatcherDriftWatcher includes the requested fields of the GraphQL type DriftWatcher.
+type DriftWatcherDriftWatcher struct {
+	// The replica that leads (an advisory lock in PostgreSQL); the others stand by.
+	Replica             string    `json:"replica"`
+	LeaderSince         time.Time `json:"leaderSince"`
+	LastRoundAt         time.Time `json:"lastRoundAt"`
+	IntervalSeconds     float64   `json:"intervalSeconds"`
+	OfflineAfterSeconds float64   `json:"offlineAfterSeconds"`
+	// How many admitted machines the last round looked at.
+	Machines int `json:"machines"`
+	// Why the last round could not look at every admitted machine; null when it could.
+	Problem *string `json:"problem"`
+}
+
+// GetReplica returns DriftWatcherDriftWatcher.Replica, and is useful for accessing the field via an interface.
+func (v *DriftWatcherDriftWatcher) GetReplica() string { return v.Replica }
+
+// GetLeaderSince returns DriftWatcherDriftWatcher.LeaderSince, and is useful for accessing the field via an interface.
+func (v *DriftWatcherDriftWatcher) GetLeaderSince() time.Time { return v.LeaderSince }
+
+// GetLastRoundAt returns DriftWatcherDriftWatcher.LastRoundAt, and is useful for accessing the field via an interface.
+func (v *DriftWatcherDriftWatcher) GetLastRoundAt() time.Time { return v.LastRoundAt }
+
+// GetIntervalSeconds returns DriftWatcherDriftWatcher.IntervalSeconds, and is useful for accessing the field via an interface.
+func (v *DriftWatcherDriftWatcher) GetIntervalSeconds() float64 { return v.IntervalSeconds }
+
+// GetOfflineAfterSeconds returns DriftWatcherDriftWatcher.OfflineAfterSeconds, and is useful for accessing the field via an interface.
+func (v *DriftWatcherDriftWatcher) GetOfflineAfterSeconds() float64 { return v.OfflineAfterSeconds }
+
+// GetMachines returns DriftWatcherDriftWatcher.Machines, and is useful for accessing the field via an interface.
+func (v *DriftWatcherDriftWatcher) GetMachines() int { return v.Machines }
+
+// GetProblem returns DriftWatcherDriftWatcher.Problem, and is useful for accessing the field via an interface.
+func (v *DriftWatcherDriftWatcher) GetProblem() *string { return v.Problem }
+
+// DriftWatcherResponse is returned by DriftWatcher on success.
+type DriftWatcherResponse struct {
+	// The drift watcher's last round; null when no replica has watched yet (or Incus is not configured).
+	DriftWatcher *DriftWatcherDriftWatcher `json:"driftWatcher"`
+}
+
+// GetDriftWatcher returns DriftWatcherResponse.DriftWatcher, and is useful for accessing the field via an interface.
+func (v *DriftWatcherResponse) GetDriftWatcher() *DriftWatcherDriftWatcher { return v.DriftWatcher }
 
 // FenceEventFields includes the GraphQL fields of FenceEvent requested by the fragment FenceEventFields.
 // The GraphQL type's documentation follows.
@@ -6852,6 +7215,8 @@ const (
 	WarningCodeMaasMachineMissing WarningCode = "MAAS_MACHINE_MISSING"
 	// MAAS reports another hardware UUID than the one registered: the machine was replaced or the record is wrong.
 	WarningCodeHardwareUuidMismatch WarningCode = "HARDWARE_UUID_MISMATCH"
+	// An admitted member fails a check it passed at admission (see `drift` on the warning).
+	WarningCodeDrift WarningCode = "DRIFT"
 )
 
 var AllWarningCode = []WarningCode{
@@ -6862,6 +7227,7 @@ var AllWarningCode = []WarningCode{
 	WarningCodeMaasUnavailable,
 	WarningCodeMaasMachineMissing,
 	WarningCodeHardwareUuidMismatch,
+	WarningCodeDrift,
 }
 
 // __AdmissionChecksInput is used internally by genqlient
@@ -6955,6 +7321,26 @@ type __CreateIdentityInput struct {
 
 // GetInput returns __CreateIdentityInput.Input, and is useful for accessing the field via an interface.
 func (v *__CreateIdentityInput) GetInput() CreateIdentityInput { return v.Input }
+
+// __DriftChangesInput is used internally by genqlient
+type __DriftChangesInput struct {
+	Machine *string `json:"machine"`
+	After   *string `json:"after"`
+}
+
+// GetMachine returns __DriftChangesInput.Machine, and is useful for accessing the field via an interface.
+func (v *__DriftChangesInput) GetMachine() *string { return v.Machine }
+
+// GetAfter returns __DriftChangesInput.After, and is useful for accessing the field via an interface.
+func (v *__DriftChangesInput) GetAfter() *string { return v.After }
+
+// __DriftInput is used internally by genqlient
+type __DriftInput struct {
+	Machine *string `json:"machine"`
+}
+
+// GetMachine returns __DriftInput.Machine, and is useful for accessing the field via an interface.
+func (v *__DriftInput) GetMachine() *string { return v.Machine }
 
 // __FenceEventsInput is used internally by genqlient
 type __FenceEventsInput struct {
@@ -7761,6 +8147,151 @@ func CreateIdentity(
 	}
 
 	data_ = &CreateIdentityResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by Drift.
+const Drift_Operation = `
+query Drift ($machine: String) {
+	drift(machine: $machine) {
+		... DriftFields
+	}
+}
+fragment DriftFields on Drift {
+	machine
+	check
+	title
+	since
+	raisedAt
+	evidence
+	lastChecked
+}
+`
+
+func Drift(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	machine *string,
+) (data_ *DriftResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "Drift",
+		Query:  Drift_Operation,
+		Variables: &__DriftInput{
+			Machine: machine,
+		},
+	}
+
+	data_ = &DriftResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The subscription executed by DriftChanges.
+const DriftChanges_Operation = `
+subscription DriftChanges ($machine: String, $after: ID) {
+	driftChanges(machine: $machine, after: $after) {
+		... DriftEventFields
+	}
+}
+fragment DriftEventFields on DriftEvent {
+	id
+	machine
+	check
+	title
+	change
+	at
+	since
+	evidence
+}
+`
+
+// To unsubscribe, use [graphql.WebSocketClient.Unsubscribe]
+func DriftChanges(
+	ctx_ context.Context,
+	client_ graphql.WebSocketClient,
+	machine *string,
+	after *string,
+) (dataChan_ chan DriftChangesWsResponse, subscriptionID_ string, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "DriftChanges",
+		Query:  DriftChanges_Operation,
+		Variables: &__DriftChangesInput{
+			Machine: machine,
+			After:   after,
+		},
+	}
+
+	dataChan_ = make(chan DriftChangesWsResponse)
+	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, DriftChangesForwardData)
+
+	return dataChan_, subscriptionID_, err_
+}
+
+type DriftChangesWsResponse graphql.BaseResponse[*DriftChangesResponse]
+
+func DriftChangesForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
+	var gqlResp graphql.Response
+	var wsResp DriftChangesWsResponse
+	err := json.Unmarshal(jsonRawMsg, &gqlResp)
+	if err != nil {
+		return err
+	}
+	if len(gqlResp.Errors) == 0 {
+		err = json.Unmarshal(jsonRawMsg, &wsResp)
+		if err != nil {
+			return err
+		}
+	} else {
+		wsResp.Errors = gqlResp.Errors
+	}
+	dataChan_, ok := interfaceChan.(chan DriftChangesWsResponse)
+	if !ok {
+		return errors.New("failed to cast interface into 'chan DriftChangesWsResponse'")
+	}
+	dataChan_ <- wsResp
+	return nil
+}
+
+// The query executed by DriftWatcher.
+const DriftWatcher_Operation = `
+query DriftWatcher {
+	driftWatcher {
+		replica
+		leaderSince
+		lastRoundAt
+		intervalSeconds
+		offlineAfterSeconds
+		machines
+		problem
+	}
+}
+`
+
+func DriftWatcher(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *DriftWatcherResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "DriftWatcher",
+		Query:  DriftWatcher_Operation,
+	}
+
+	data_ = &DriftWatcherResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -194,9 +194,16 @@ func TestConsoleEndToEnd(t *testing.T) {
 		hostEnv[k] = v
 	}
 	envJSON, _ := json.Marshal(hostEnv)
+	// The member-config override the script approves with: the new member's storage pool
+	// in a directory of its own.
+	source := filepath.Join(t.TempDir(), "node-4-pool")
+	if err := os.Mkdir(source, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	runScript(t, node, dir, "console.e2e.mjs", map[string]string{
 		"BASE": e.Base, "ADMIN_TOKEN": admin, "VIEWER_TOKEN": viewer, "CONTROL": ctl,
 		"SHOTS": shotsDir(t, "end-to-end"), "HOST_ADDRESS": host.Address, "HOST_ENV": string(envJSON),
+		"SOURCE_DIR": source,
 	})
 
 	// What the browser was shown once, and the credentials, are nowhere in the server's log
@@ -205,13 +212,14 @@ func TestConsoleEndToEnd(t *testing.T) {
 	c.mu.Lock()
 	secrets := append([]string{admin, viewer}, c.secrets...)
 	c.mu.Unlock()
-	if len(secrets) < 4 {
-		t.Fatalf("the script reported %d secrets, want the join token and session cookies", len(c.secrets))
+	if len(secrets) < 6 {
+		t.Fatalf("the script reported %d secrets, want the join token, the new identity's token and session cookies", len(c.secrets))
 	}
 	var dump string
 	if err := e.DB.Store.Pool().QueryRow(context.Background(), `SELECT
 		coalesce((SELECT string_agg(to_jsonb(a)::text, E'\n') FROM audit_events a), '') ||
-		coalesce((SELECT string_agg(to_jsonb(s)::text, E'\n') FROM console_sessions s), '')`).Scan(&dump); err != nil {
+		coalesce((SELECT string_agg(to_jsonb(s)::text, E'\n') FROM console_sessions s), '') ||
+		coalesce((SELECT string_agg(to_jsonb(i)::text, E'\n') FROM identities i), '')`).Scan(&dump); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range secrets {
@@ -226,10 +234,15 @@ func TestConsoleEndToEnd(t *testing.T) {
 		}
 	}
 	// Each step the script took is in the audit trail.
-	for _, action := range []string{"registerMachine", "approveEnrolment", "admitMember", "removeMember", "setFenceMapping"} {
+	for _, action := range []string{"registerMachine", "approveEnrolment", "admitMember", "removeMember", "setFenceMapping",
+		"setHardwareProfile", "assignHardwareProfile", "createIdentity", "revokeIdentity"} {
 		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = 'SUCCEEDED' AND actor = 'admin'`, action).(int64); n == 0 {
 			t.Errorf("no successful %s by admin in the audit trail", action)
 		}
+	}
+	// The approval carried the override; the member joined with it.
+	if d := e.Scalar(`SELECT details->>'memberConfig' FROM audit_events WHERE action = 'approveEnrolment' AND outcome = 'SUCCEEDED'`).(string); !strings.Contains(d, source) {
+		t.Errorf("the approval's audit event has member config %s, want the override %s", d, source)
 	}
 }
 

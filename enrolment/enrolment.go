@@ -104,13 +104,19 @@ func MemberConfig(keys []ConfigKey, overrides []ConfigValue) ([]ConfigValue, err
 		out = append(out, ConfigValue{Entity: k.Entity, Name: k.Name, Key: k.Key, Value: v})
 	}
 	seen := map[string]bool{}
-	for _, o := range overrides {
+	for n, o := range overrides {
+		// Each refusal names the entry's position, so a client shows it beside its row.
+		bad := func(format string, args ...any) error {
+			e := apperr.Invalid("memberConfig", format, args...)
+			e.Details = map[string]any{"index": n}
+			return e
+		}
 		if seen[o.ID()] {
-			return nil, apperr.Invalid("memberConfig", "member config %s is given twice", apperr.Quote(o.ID()))
+			return nil, bad("member config %s is given twice", apperr.Quote(o.ID()))
 		}
 		seen[o.ID()] = true
 		if strings.ContainsAny(o.Value, "\n\r\x00") {
-			return nil, apperr.Invalid("memberConfig", "member config %s: the value contains a line break or NUL", apperr.Quote(o.ID()))
+			return nil, bad("member config %s: the value contains a line break or NUL", apperr.Quote(o.ID()))
 		}
 		i := slices.IndexFunc(out, func(v ConfigValue) bool { return v.ID() == o.ID() })
 		if i < 0 {
@@ -118,7 +124,7 @@ func MemberConfig(keys []ConfigKey, overrides []ConfigValue) ([]ConfigValue, err
 			for j, v := range out {
 				known[j] = v.ID()
 			}
-			return nil, apperr.Invalid("memberConfig", "the cluster has no member-specific key %s; it lists: %s", apperr.Quote(o.ID()), orNone(known))
+			return nil, bad("the cluster has no member-specific key %s; it lists: %s", apperr.Quote(o.ID()), orNone(known))
 		}
 		out[i].Value = o.Value
 	}

@@ -5,9 +5,12 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"time"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/lifecycle"
@@ -18,15 +21,19 @@ import (
 
 // Machine is one row of the fleet.
 type Machine struct {
-	Name     string
-	Record   *machines.Record          // nil for a member or MAAS machine with no record
-	Member   *membership.Member        // nil when not a member (or Incus unknown)
-	Pending  *membership.PendingJoin   // a pending join token for the name
-	MAAS     *provisioning.MAASMachine // nil when MAAS does not report it (or is unknown)
-	Fence    *fencing.Status           // nil when the member has no fence mapping
-	Profile  *hardware.Profile         // the record's hardware profile; nil for none
-	Phase    lifecycle.Phase
-	Warnings []lifecycle.Warning
+	Name    string
+	Record  *machines.Record          // nil for a member or MAAS machine with no record
+	Member  *membership.Member        // nil when not a member (or Incus unknown)
+	Pending *membership.PendingJoin   // a pending join token for the name
+	MAAS    *provisioning.MAASMachine // nil when MAAS does not report it (or is unknown)
+	Fence   *fencing.Status           // nil when the member has no fence mapping
+	Profile *hardware.Profile         // the record's hardware profile; nil for none
+	Drift   []drift.State             // raised drift, by check (each is a DRIFT warning too)
+	// DriftChecked is when the drift watcher last looked at the machine (zero: never,
+	// or not an admitted member).
+	DriftChecked time.Time
+	Phase        lifecycle.Phase
+	Warnings     []lifecycle.Warning
 }
 
 // Source says whether one upstream could be asked for this view.
@@ -74,6 +81,13 @@ type Service struct {
 	Fences FenceStatuses
 	// Profiles reads every hardware profile in one query; nil: none shown.
 	Profiles HardwareProfiles
+	// Drift reads every machine's raised drift in one query; nil: none shown.
+	Drift DriftStates
+}
+
+// DriftStates reads what the drift watcher knows of every machine.
+type DriftStates interface {
+	ByMachine(ctx context.Context) (map[string]drift.Status, error)
 }
 
 // HardwareProfiles lists the declared hardware profiles.
@@ -93,6 +107,7 @@ type sources struct {
 	maas     []provisioning.MAASMachine
 	fences   map[string]fencing.Status
 	profiles map[string]*hardware.Profile
+	drift    map[string]drift.Status
 	view     View
 }
 
@@ -104,6 +119,11 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 	src := &sources{records: recs}
 	if s.Fences != nil {
 		if src.fences, err = s.Fences.Statuses(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.Drift != nil {
+		if src.drift, err = s.Drift.ByMachine(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -273,6 +293,14 @@ func (src *sources) derive(r *Machine) {
 		}
 	}
 	r.Phase, r.Warnings = lifecycle.Derive(f)
+	if r.Record != nil {
+		// Drift is kept for records only: the watcher looks at admitted machines.
+		st := src.drift[r.Name]
+		r.Drift, r.DriftChecked = st.Drift, st.Checked
+		for _, d := range r.Drift {
+			r.Warnings = append(r.Warnings, driftWarning(d))
+		}
+	}
 	if r.Record == nil || r.Record.Provisioner != machines.MAAS {
 		return
 	}
@@ -284,4 +312,10 @@ func (src *sources) derive(r *Machine) {
 	case r.Record.HardwareUUID != "" && r.MAAS.HardwareUUID != r.Record.HardwareUUID:
 		r.Warnings = append(r.Warnings, lifecycle.Warning{Code: lifecycle.HardwareMismatch, Message: "MAAS reports hardware UUID " + r.MAAS.HardwareUUID + " for system id " + r.MAAS.SystemID + ", but the record was registered with " + r.Record.HardwareUUID + ": the machine was replaced or the record is wrong"})
 	}
+}
+
+// driftWarning is the DRIFT warning of one raised drift.
+func driftWarning(d drift.State) lifecycle.Warning {
+	return lifecycle.Warning{Code: lifecycle.Drift, Check: d.Check,
+		Message: fmt.Sprintf("drift since %s: %s: %s", d.FailingSince.UTC().Format(time.RFC3339), d.Title, d.Evidence)}
 }

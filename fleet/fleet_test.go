@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
@@ -164,5 +166,37 @@ func TestUnavailableSourcesAreSaidAndRowsStay(t *testing.T) {
 	v, err = s.View(context.Background())
 	if err != nil || v.Incus.Configured || v.MAAS.Configured {
 		t.Fatalf("not configured: %+v %v", v, err)
+	}
+}
+
+type drifts map[string]drift.Status
+
+func (d drifts) ByMachine(context.Context) (map[string]drift.Status, error) { return d, nil }
+
+func TestDriftIsAWarningOnItsMachine(t *testing.T) {
+	s := fixture()
+	since := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	s.Drift = drifts{
+		"node-a": {Checked: since, Drift: []drift.State{{Machine: "node-a", Check: "scheduler", Title: "Placement reaches the member", FailingSince: since, RaisedAt: since, Evidence: "scheduler.instance=manual was set"}}},
+		// A name with no record (a stale row) shows nowhere.
+		"m1": {Checked: since, Drift: []drift.State{{Machine: "m1", Check: "online", Title: "Member online", FailingSince: since, RaisedAt: since, Evidence: "Offline"}}},
+	}
+	v, err := s.View(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := byName(t, v)
+	a := rows["node-a"]
+	var w *lifecycle.Warning
+	for i := range a.Warnings {
+		if a.Warnings[i].Code == lifecycle.Drift {
+			w = &a.Warnings[i]
+		}
+	}
+	if w == nil || w.Check != "scheduler" || len(a.Drift) != 1 || !a.DriftChecked.Equal(since) || !strings.Contains(w.Message, "2026-03-01T12:00:00Z") || !strings.Contains(w.Message, "scheduler.instance=manual") {
+		t.Fatalf("node-a: %+v %+v", a.Warnings, a.Drift)
+	}
+	if m1 := rows["m1"]; len(m1.Drift) != 0 || strings.Contains(codes(m1.Warnings), "DRIFT") {
+		t.Fatalf("m1 without a record: %+v", m1)
 	}
 }

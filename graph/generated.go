@@ -130,6 +130,37 @@ type ComplexityRoot struct {
 		Token    func(childComplexity int) int
 	}
 
+	Drift struct {
+		Check       func(childComplexity int) int
+		Evidence    func(childComplexity int) int
+		LastChecked func(childComplexity int) int
+		Machine     func(childComplexity int) int
+		RaisedAt    func(childComplexity int) int
+		Since       func(childComplexity int) int
+		Title       func(childComplexity int) int
+	}
+
+	DriftEvent struct {
+		At       func(childComplexity int) int
+		Change   func(childComplexity int) int
+		Check    func(childComplexity int) int
+		Evidence func(childComplexity int) int
+		ID       func(childComplexity int) int
+		Machine  func(childComplexity int) int
+		Since    func(childComplexity int) int
+		Title    func(childComplexity int) int
+	}
+
+	DriftWatcher struct {
+		IntervalSeconds     func(childComplexity int) int
+		LastRoundAt         func(childComplexity int) int
+		LeaderSince         func(childComplexity int) int
+		Machines            func(childComplexity int) int
+		OfflineAfterSeconds func(childComplexity int) int
+		Problem             func(childComplexity int) int
+		Replica             func(childComplexity int) int
+	}
+
 	ErasePreview struct {
 		Effective           func(childComplexity int) int
 		MaasErasesOnRelease func(childComplexity int) int
@@ -213,19 +244,28 @@ type ComplexityRoot struct {
 	}
 
 	Identity struct {
-		Active      func(childComplexity int) int
-		CreatedAt   func(childComplexity int) int
-		ExpiresAt   func(childComplexity int) int
-		LastUsedAt  func(childComplexity int) int
-		Name        func(childComplexity int) int
-		Permissions func(childComplexity int) int
-		RevokedAt   func(childComplexity int) int
-		RevokedBy   func(childComplexity int) int
+		Active        func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		ExpiresAt     func(childComplexity int) int
+		LastUsedAt    func(childComplexity int) int
+		Name          func(childComplexity int) int
+		Permissions   func(childComplexity int) int
+		RevokeRefusal func(childComplexity int) int
+		RevokedAt     func(childComplexity int) int
+		RevokedBy     func(childComplexity int) int
 	}
 
 	InstallOperatingSystemPayload struct {
 		Maas    func(childComplexity int) int
 		Machine func(childComplexity int) int
+	}
+
+	MaasImage struct {
+		Architectures func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		Name          func(childComplexity int) int
+		Os            func(childComplexity int) int
+		Release       func(childComplexity int) int
 	}
 
 	MaasMachine struct {
@@ -266,6 +306,7 @@ type ComplexityRoot struct {
 	}
 
 	Machine struct {
+		DriftCheckedAt   func(childComplexity int) int
 		Fence            func(childComplexity int) int
 		HardwareProfile  func(childComplexity int) int
 		Maas             func(childComplexity int) int
@@ -363,12 +404,15 @@ type ComplexityRoot struct {
 		AdmissionReport  func(childComplexity int, name string) int
 		AuditEvents      func(childComplexity int, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) int
 		Cluster          func(childComplexity int) int
+		Drift            func(childComplexity int, machine *string) int
+		DriftWatcher     func(childComplexity int) int
 		FenceEvents      func(childComplexity int, member *string, first *int, after *string) int
 		FenceMappings    func(childComplexity int) int
 		Fleet            func(childComplexity int) int
 		HardwareProfile  func(childComplexity int, name string) int
 		HardwareProfiles func(childComplexity int) int
 		Identities       func(childComplexity int) int
+		MaasImages       func(childComplexity int) int
 		Machine          func(childComplexity int, name string) int
 		Machines         func(childComplexity int) int
 		ReleasePreview   func(childComplexity int, erase *bool) int
@@ -428,6 +472,7 @@ type ComplexityRoot struct {
 	Subscription struct {
 		AdmissionChecks    func(childComplexity int, name string) int
 		AuditEventRecorded func(childComplexity int, machine *string, actor *string, outcome *model.AuditOutcome, after *string) int
+		DriftChanges       func(childComplexity int, machine *string, after *string) int
 		FenceProgress      func(childComplexity int, member *string, after *string) int
 	}
 
@@ -437,6 +482,7 @@ type ComplexityRoot struct {
 
 	Warning struct {
 		Code    func(childComplexity int) int
+		Drift   func(childComplexity int) int
 		Message func(childComplexity int) int
 	}
 }
@@ -471,6 +517,8 @@ type MutationResolver interface {
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Identity, error)
 	AuditEvents(ctx context.Context, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) (*model.AuditEventConnection, error)
+	Drift(ctx context.Context, machine *string) ([]*model.Drift, error)
+	DriftWatcher(ctx context.Context) (*model.DriftWatcher, error)
 	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
 	FenceMappings(ctx context.Context) ([]*model.FenceMapping, error)
 	Cluster(ctx context.Context) (*model.ClusterView, error)
@@ -479,12 +527,14 @@ type QueryResolver interface {
 	Identities(ctx context.Context) ([]*model.Identity, error)
 	Fleet(ctx context.Context) (*model.Fleet, error)
 	ReleasePreview(ctx context.Context, erase *bool) (*model.ErasePreview, error)
+	MaasImages(ctx context.Context) ([]*model.MaasImage, error)
 	Machines(ctx context.Context) ([]*model.Machine, error)
 	Machine(ctx context.Context, name string) (*model.Machine, error)
 	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
 }
 type SubscriptionResolver interface {
 	AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome, after *string) (<-chan *model.AuditEvent, error)
+	DriftChanges(ctx context.Context, machine *string, after *string) (<-chan *model.DriftEvent, error)
 	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
 }
@@ -837,6 +887,141 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CreateIdentityPayload.Token(childComplexity), true
+
+	case "Drift.check":
+		if e.ComplexityRoot.Drift.Check == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Drift.Check(childComplexity), true
+	case "Drift.evidence":
+		if e.ComplexityRoot.Drift.Evidence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Drift.Evidence(childComplexity), true
+	case "Drift.lastChecked":
+		if e.ComplexityRoot.Drift.LastChecked == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Drift.LastChecked(childComplexity), true
+	case "Drift.machine":
+		if e.ComplexityRoot.Drift.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Drift.Machine(childComplexity), true
+	case "Drift.raisedAt":
+		if e.ComplexityRoot.Drift.RaisedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Drift.RaisedAt(childComplexity), true
+	case "Drift.since":
+		if e.ComplexityRoot.Drift.Since == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Drift.Since(childComplexity), true
+	case "Drift.title":
+		if e.ComplexityRoot.Drift.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Drift.Title(childComplexity), true
+
+	case "DriftEvent.at":
+		if e.ComplexityRoot.DriftEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftEvent.At(childComplexity), true
+	case "DriftEvent.change":
+		if e.ComplexityRoot.DriftEvent.Change == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftEvent.Change(childComplexity), true
+	case "DriftEvent.check":
+		if e.ComplexityRoot.DriftEvent.Check == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftEvent.Check(childComplexity), true
+	case "DriftEvent.evidence":
+		if e.ComplexityRoot.DriftEvent.Evidence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftEvent.Evidence(childComplexity), true
+	case "DriftEvent.id":
+		if e.ComplexityRoot.DriftEvent.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftEvent.ID(childComplexity), true
+	case "DriftEvent.machine":
+		if e.ComplexityRoot.DriftEvent.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftEvent.Machine(childComplexity), true
+	case "DriftEvent.since":
+		if e.ComplexityRoot.DriftEvent.Since == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftEvent.Since(childComplexity), true
+	case "DriftEvent.title":
+		if e.ComplexityRoot.DriftEvent.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftEvent.Title(childComplexity), true
+
+	case "DriftWatcher.intervalSeconds":
+		if e.ComplexityRoot.DriftWatcher.IntervalSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftWatcher.IntervalSeconds(childComplexity), true
+	case "DriftWatcher.lastRoundAt":
+		if e.ComplexityRoot.DriftWatcher.LastRoundAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftWatcher.LastRoundAt(childComplexity), true
+	case "DriftWatcher.leaderSince":
+		if e.ComplexityRoot.DriftWatcher.LeaderSince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftWatcher.LeaderSince(childComplexity), true
+	case "DriftWatcher.machines":
+		if e.ComplexityRoot.DriftWatcher.Machines == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftWatcher.Machines(childComplexity), true
+	case "DriftWatcher.offlineAfterSeconds":
+		if e.ComplexityRoot.DriftWatcher.OfflineAfterSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftWatcher.OfflineAfterSeconds(childComplexity), true
+	case "DriftWatcher.problem":
+		if e.ComplexityRoot.DriftWatcher.Problem == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftWatcher.Problem(childComplexity), true
+	case "DriftWatcher.replica":
+		if e.ComplexityRoot.DriftWatcher.Replica == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DriftWatcher.Replica(childComplexity), true
 
 	case "ErasePreview.effective":
 		if e.ComplexityRoot.ErasePreview.Effective == nil {
@@ -1196,6 +1381,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Identity.Permissions(childComplexity), true
+	case "Identity.revokeRefusal":
+		if e.ComplexityRoot.Identity.RevokeRefusal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.RevokeRefusal(childComplexity), true
 	case "Identity.revokedAt":
 		if e.ComplexityRoot.Identity.RevokedAt == nil {
 			break
@@ -1221,6 +1412,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InstallOperatingSystemPayload.Machine(childComplexity), true
+
+	case "MaasImage.architectures":
+		if e.ComplexityRoot.MaasImage.Architectures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasImage.Architectures(childComplexity), true
+	case "MaasImage.kind":
+		if e.ComplexityRoot.MaasImage.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasImage.Kind(childComplexity), true
+	case "MaasImage.name":
+		if e.ComplexityRoot.MaasImage.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasImage.Name(childComplexity), true
+	case "MaasImage.os":
+		if e.ComplexityRoot.MaasImage.Os == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasImage.Os(childComplexity), true
+	case "MaasImage.release":
+		if e.ComplexityRoot.MaasImage.Release == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasImage.Release(childComplexity), true
 
 	case "MaasMachine.architecture":
 		if e.ComplexityRoot.MaasMachine.Architecture == nil {
@@ -1393,6 +1615,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MaasStepAvailability.Step(childComplexity), true
 
+	case "Machine.driftCheckedAt":
+		if e.ComplexityRoot.Machine.DriftCheckedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.DriftCheckedAt(childComplexity), true
 	case "Machine.fence":
 		if e.ComplexityRoot.Machine.Fence == nil {
 			break
@@ -1905,6 +2133,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Cluster(childComplexity), true
+	case "Query.drift":
+		if e.ComplexityRoot.Query.Drift == nil {
+			break
+		}
+
+		args, err := ec.field_Query_drift_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Drift(childComplexity, args["machine"].(*string)), true
+	case "Query.driftWatcher":
+		if e.ComplexityRoot.Query.DriftWatcher == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.DriftWatcher(childComplexity), true
 	case "Query.fenceEvents":
 		if e.ComplexityRoot.Query.FenceEvents == nil {
 			break
@@ -1952,6 +2197,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Identities(childComplexity), true
 
+	case "Query.maasImages":
+		if e.ComplexityRoot.Query.MaasImages == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.MaasImages(childComplexity), true
 	case "Query.machine":
 		if e.ComplexityRoot.Query.Machine == nil {
 			break
@@ -2139,6 +2390,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["machine"].(*string), args["actor"].(*string), args["outcome"].(*model.AuditOutcome), args["after"].(*string)), true
+	case "Subscription.driftChanges":
+		if e.ComplexityRoot.Subscription.DriftChanges == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_driftChanges_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.DriftChanges(childComplexity, args["machine"].(*string), args["after"].(*string)), true
 	case "Subscription.fenceProgress":
 		if e.ComplexityRoot.Subscription.FenceProgress == nil {
 			break
@@ -2164,6 +2426,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Warning.Code(childComplexity), true
+	case "Warning.drift":
+		if e.ComplexityRoot.Warning.Drift == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Warning.Drift(childComplexity), true
 	case "Warning.message":
 		if e.ComplexityRoot.Warning.Message == nil {
 			break
@@ -2368,6 +2636,100 @@ type AuditEventEdge {
 type PageInfo {
   hasNextPage: Boolean!
   endCursor: String
+}
+`, BuiltIn: false},
+	{Name: "../schema/drift.graphqls", Input: `extend type Query {
+  """
+  Drift: checks that passed when a member was admitted and fail now, as the drift watcher
+  (one API replica at a time) re-checks every admitted member on its interval
+  (APELORA_DRIFT_INTERVAL) and when Incus reports a change. Ordered by machine and check;
+  ` + "`" + `machine` + "`" + ` keeps one machine's. Each is also a DRIFT warning on its machine.
+  """
+  drift(machine: String): [Drift!]!
+
+  "The drift watcher's last round; null when no replica has watched yet (or Incus is not configured)."
+  driftWatcher: DriftWatcher
+}
+
+extend type Subscription {
+  """
+  Drift raised and cleared, pushed by every API replica as the watcher records it.
+  ` + "`" + `machine` + "`" + ` keeps one machine's. ` + "`" + `after` + "`" + ` is the id of the last event a console has: the
+  events recorded since are sent first, then live ones, so a console that reconnects misses
+  none (the history is kept: ` + "`" + `after: "0"` + "`" + ` replays all of it).
+  """
+  driftChanges(machine: String, after: ID): DriftEvent!
+}
+
+"""
+An admitted member's check that fails now. Drift is only ever read: Apelora changes
+nothing in Incus or MAAS because of it. It clears when the check passes again.
+"""
+type Drift {
+  machine: String!
+  """
+  The check: an admission check (online, incus-version, kernel, storage-pools, networks,
+  hardware-tests, hardware-profile-maas, hardware-profile-incus …) or one of drift's own:
+  membership (still a member), scheduler (scheduler.instance still unset), roles (the roles
+  Incus stores, as at admission).
+  """
+  check: String!
+  title: String!
+  "When the check was first seen failing."
+  since: Time!
+  "When it became drift: at once, or for ` + "`" + `online` + "`" + ` and ` + "`" + `membership` + "`" + ` after APELORA_DRIFT_OFFLINE_AFTER."
+  raisedAt: Time!
+  "What the check says now: the evidence."
+  evidence: String!
+  "When the check was last evaluated (a member that cannot be asked keeps its last evidence)."
+  lastChecked: Time!
+}
+
+enum DriftChange {
+  "A check fails now (past its threshold)."
+  RAISED
+  "It passes again, or the machine is no longer an admitted member."
+  CLEARED
+}
+
+"A raise or a clear, as recorded (the history is never changed)."
+type DriftEvent {
+  id: ID!
+  machine: String!
+  check: String!
+  title: String!
+  change: DriftChange!
+  at: Time!
+  "When the check was first seen failing."
+  since: Time!
+  "For a raise, what failed; for a clear, why it passes now."
+  evidence: String!
+}
+
+type DriftWatcher {
+  "The replica that leads (an advisory lock in PostgreSQL); the others stand by."
+  replica: String!
+  leaderSince: Time!
+  lastRoundAt: Time!
+  intervalSeconds: Float!
+  offlineAfterSeconds: Float!
+  "How many admitted machines the last round looked at."
+  machines: Int!
+  "Why the last round could not look at every admitted machine; null when it could."
+  problem: String
+}
+
+extend type Machine {
+  """
+  When the drift watcher last re-checked this admitted member; null when it never has (not
+  admitted, or no replica watches). Its drift is among the warnings (code DRIFT).
+  """
+  driftCheckedAt: Time
+}
+
+extend type Warning {
+  "For a DRIFT warning: the drift it reports."
+  drift: Drift
 }
 `, BuiltIn: false},
 	{Name: "../schema/fence.graphqls", Input: `extend type Query {
@@ -2760,6 +3122,12 @@ type Identity {
   revokedBy: String
   "Whether its token works now: neither revoked nor expired."
   active: Boolean!
+  """
+  Why revokeIdentity would refuse it now, in the words of that refusal (already revoked;
+  the last active identity with MANAGE_INFRASTRUCTURE); null when it would not. A client
+  shows it beside a disabled Revoke instead of keeping a copy of the rule.
+  """
+  revokeRefusal: String
 }
 
 extend type Query {
@@ -2820,6 +3188,34 @@ type RevokeIdentityPayload {
 
   "What releasing a MAAS machine would do to its disks, before asking for it."
   releasePreview(erase: Boolean = false): ErasePreview!
+
+  """
+  The OS images MAAS holds, by name with their architectures: what installOperatingSystem's
+  series may name. Read from MAAS's boot-resources/ list, which any MAAS user may read;
+  bootloaders are left out. The list does not say whether an image has finished
+  downloading: installing one that has not fails with MAAS's error. FAILED_PRECONDITION
+  without MAAS, UNAVAILABLE when MAAS cannot be asked.
+  """
+  maasImages: [MaasImage!]!
+}
+
+"An OS image MAAS holds."
+type MaasImage {
+  "As installOperatingSystem's series takes it: ubuntu/noble, or an uploaded image's name."
+  name: String!
+  "The operating system (ubuntu …); empty for an uploaded image named without one."
+  os: String!
+  "The release (noble …), or the uploaded image's name."
+  release: String!
+  "SYNCED from an image source, or UPLOADED by an administrator (a custom image)."
+  kind: MaasImageKind!
+  "MAAS's architectures for it, such as amd64/ga-24.04."
+  architectures: [String!]!
+}
+
+enum MaasImageKind {
+  SYNCED
+  UPLOADED
 }
 
 extend type Mutation {
@@ -3058,6 +3454,8 @@ enum WarningCode {
   MAAS_MACHINE_MISSING
   "MAAS reports another hardware UUID than the one registered: the machine was replaced or the record is wrong."
   HARDWARE_UUID_MISMATCH
+  "An admitted member fails a check it passed at admission (see ` + "`" + `drift` + "`" + ` on the warning)."
+  DRIFT
 }
 
 "What Apelora has recorded about a machine."
@@ -3218,7 +3616,10 @@ input ApproveEnrolmentInput {
   """
   Values for member-specific keys (for example a storage pool's ` + "`" + `source` + "`" + ` device). Keys not
   given get the driver's default for host-specific keys (source, BGP next hops), and the
-  value an existing member uses for the others.
+  value an existing member uses for the others. An entry refused (a key the cluster does
+  not list, given twice, a value with a line break or NUL) is INVALID_INPUT with
+  ` + "`" + `extensions.field` + "`" + ` memberConfig and ` + "`" + `extensions.details.index` + "`" + `, the entry's position in
+  this list (from 0).
   """
   memberConfig: [MemberConfigInput!]
 }
@@ -3560,6 +3961,68 @@ func (ec *executionContext) childFields_CreateIdentityPayload(ctx context.Contex
 	return nil, fmt.Errorf("no field named %q was found under type CreateIdentityPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_Drift(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_Drift_machine(ctx, field)
+	case "check":
+		return ec.fieldContext_Drift_check(ctx, field)
+	case "title":
+		return ec.fieldContext_Drift_title(ctx, field)
+	case "since":
+		return ec.fieldContext_Drift_since(ctx, field)
+	case "raisedAt":
+		return ec.fieldContext_Drift_raisedAt(ctx, field)
+	case "evidence":
+		return ec.fieldContext_Drift_evidence(ctx, field)
+	case "lastChecked":
+		return ec.fieldContext_Drift_lastChecked(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Drift", field.Name)
+}
+
+func (ec *executionContext) childFields_DriftEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_DriftEvent_id(ctx, field)
+	case "machine":
+		return ec.fieldContext_DriftEvent_machine(ctx, field)
+	case "check":
+		return ec.fieldContext_DriftEvent_check(ctx, field)
+	case "title":
+		return ec.fieldContext_DriftEvent_title(ctx, field)
+	case "change":
+		return ec.fieldContext_DriftEvent_change(ctx, field)
+	case "at":
+		return ec.fieldContext_DriftEvent_at(ctx, field)
+	case "since":
+		return ec.fieldContext_DriftEvent_since(ctx, field)
+	case "evidence":
+		return ec.fieldContext_DriftEvent_evidence(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DriftEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_DriftWatcher(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "replica":
+		return ec.fieldContext_DriftWatcher_replica(ctx, field)
+	case "leaderSince":
+		return ec.fieldContext_DriftWatcher_leaderSince(ctx, field)
+	case "lastRoundAt":
+		return ec.fieldContext_DriftWatcher_lastRoundAt(ctx, field)
+	case "intervalSeconds":
+		return ec.fieldContext_DriftWatcher_intervalSeconds(ctx, field)
+	case "offlineAfterSeconds":
+		return ec.fieldContext_DriftWatcher_offlineAfterSeconds(ctx, field)
+	case "machines":
+		return ec.fieldContext_DriftWatcher_machines(ctx, field)
+	case "problem":
+		return ec.fieldContext_DriftWatcher_problem(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DriftWatcher", field.Name)
+}
+
 func (ec *executionContext) childFields_ErasePreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "requested":
@@ -3742,6 +4205,8 @@ func (ec *executionContext) childFields_Identity(ctx context.Context, field grap
 		return ec.fieldContext_Identity_revokedBy(ctx, field)
 	case "active":
 		return ec.fieldContext_Identity_active(ctx, field)
+	case "revokeRefusal":
+		return ec.fieldContext_Identity_revokeRefusal(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Identity", field.Name)
 }
@@ -3754,6 +4219,22 @@ func (ec *executionContext) childFields_InstallOperatingSystemPayload(ctx contex
 		return ec.fieldContext_InstallOperatingSystemPayload_maas(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type InstallOperatingSystemPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_MaasImage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_MaasImage_name(ctx, field)
+	case "os":
+		return ec.fieldContext_MaasImage_os(ctx, field)
+	case "release":
+		return ec.fieldContext_MaasImage_release(ctx, field)
+	case "kind":
+		return ec.fieldContext_MaasImage_kind(ctx, field)
+	case "architectures":
+		return ec.fieldContext_MaasImage_architectures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaasImage", field.Name)
 }
 
 func (ec *executionContext) childFields_MaasMachine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3840,6 +4321,8 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_warnings(ctx, field)
 	case "record":
 		return ec.fieldContext_Machine_record(ctx, field)
+	case "driftCheckedAt":
+		return ec.fieldContext_Machine_driftCheckedAt(ctx, field)
 	case "fence":
 		return ec.fieldContext_Machine_fence(ctx, field)
 	case "hardwareProfile":
@@ -4090,6 +4573,8 @@ func (ec *executionContext) childFields_Warning(ctx context.Context, field graph
 		return ec.fieldContext_Warning_code(ctx, field)
 	case "message":
 		return ec.fieldContext_Warning_message(ctx, field)
+	case "drift":
+		return ec.fieldContext_Warning_drift(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Warning", field.Name)
 }
@@ -4536,6 +5021,20 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_drift_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "machine",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["machine"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_fenceEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4657,6 +5156,28 @@ func (ec *executionContext) field_Subscription_auditEventRecorded_args(ctx conte
 		return nil, err
 	}
 	args["after"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_driftChanges_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "machine",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["machine"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -6099,6 +6620,512 @@ func (ec *executionContext) _CreateIdentityPayload_token(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_CreateIdentityPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CreateIdentityPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _Drift_machine(ctx context.Context, field graphql.CollectedField, obj *model.Drift) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Drift_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Drift_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Drift", field, false, false, "String")
+}
+
+func (ec *executionContext) _Drift_check(ctx context.Context, field graphql.CollectedField, obj *model.Drift) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Drift_check(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Check, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Drift_check(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Drift", field, false, false, "String")
+}
+
+func (ec *executionContext) _Drift_title(ctx context.Context, field graphql.CollectedField, obj *model.Drift) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Drift_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Drift_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Drift", field, false, false, "String")
+}
+
+func (ec *executionContext) _Drift_since(ctx context.Context, field graphql.CollectedField, obj *model.Drift) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Drift_since(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Since, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Drift_since(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Drift", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Drift_raisedAt(ctx context.Context, field graphql.CollectedField, obj *model.Drift) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Drift_raisedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RaisedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Drift_raisedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Drift", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Drift_evidence(ctx context.Context, field graphql.CollectedField, obj *model.Drift) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Drift_evidence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Evidence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Drift_evidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Drift", field, false, false, "String")
+}
+
+func (ec *executionContext) _Drift_lastChecked(ctx context.Context, field graphql.CollectedField, obj *model.Drift) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Drift_lastChecked(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastChecked, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Drift_lastChecked(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Drift", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DriftEvent_id(ctx context.Context, field graphql.CollectedField, obj *model.DriftEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftEvent_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftEvent_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftEvent", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DriftEvent_machine(ctx context.Context, field graphql.CollectedField, obj *model.DriftEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftEvent_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftEvent_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _DriftEvent_check(ctx context.Context, field graphql.CollectedField, obj *model.DriftEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftEvent_check(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Check, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftEvent_check(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _DriftEvent_title(ctx context.Context, field graphql.CollectedField, obj *model.DriftEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftEvent_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftEvent_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _DriftEvent_change(ctx context.Context, field graphql.CollectedField, obj *model.DriftEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftEvent_change(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Change, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.DriftChange) graphql.Marshaler {
+			return ec.marshalNDriftChange2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDriftChange(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftEvent_change(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftEvent", field, false, false, "DriftChange")
+}
+
+func (ec *executionContext) _DriftEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.DriftEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DriftEvent_since(ctx context.Context, field graphql.CollectedField, obj *model.DriftEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftEvent_since(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Since, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftEvent_since(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DriftEvent_evidence(ctx context.Context, field graphql.CollectedField, obj *model.DriftEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftEvent_evidence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Evidence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftEvent_evidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _DriftWatcher_replica(ctx context.Context, field graphql.CollectedField, obj *model.DriftWatcher) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftWatcher_replica(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replica, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftWatcher_replica(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftWatcher", field, false, false, "String")
+}
+
+func (ec *executionContext) _DriftWatcher_leaderSince(ctx context.Context, field graphql.CollectedField, obj *model.DriftWatcher) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftWatcher_leaderSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LeaderSince, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftWatcher_leaderSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftWatcher", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DriftWatcher_lastRoundAt(ctx context.Context, field graphql.CollectedField, obj *model.DriftWatcher) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftWatcher_lastRoundAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastRoundAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftWatcher_lastRoundAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftWatcher", field, false, false, "Time")
+}
+
+func (ec *executionContext) _DriftWatcher_intervalSeconds(ctx context.Context, field graphql.CollectedField, obj *model.DriftWatcher) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftWatcher_intervalSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IntervalSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftWatcher_intervalSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftWatcher", field, false, false, "Float")
+}
+
+func (ec *executionContext) _DriftWatcher_offlineAfterSeconds(ctx context.Context, field graphql.CollectedField, obj *model.DriftWatcher) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftWatcher_offlineAfterSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfflineAfterSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftWatcher_offlineAfterSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftWatcher", field, false, false, "Float")
+}
+
+func (ec *executionContext) _DriftWatcher_machines(ctx context.Context, field graphql.CollectedField, obj *model.DriftWatcher) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftWatcher_machines(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machines, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DriftWatcher_machines(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftWatcher", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DriftWatcher_problem(ctx context.Context, field graphql.CollectedField, obj *model.DriftWatcher) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DriftWatcher_problem(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Problem, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DriftWatcher_problem(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DriftWatcher", field, false, false, "String")
 }
 
 func (ec *executionContext) _ErasePreview_requested(ctx context.Context, field graphql.CollectedField, obj *model.ErasePreview) (ret graphql.Marshaler) {
@@ -7562,6 +8589,29 @@ func (ec *executionContext) fieldContext_Identity_active(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Identity", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _Identity_revokeRefusal(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_revokeRefusal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokeRefusal, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_revokeRefusal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, "String")
+}
+
 func (ec *executionContext) _InstallOperatingSystemPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.InstallOperatingSystemPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7624,6 +8674,121 @@ func (ec *executionContext) fieldContext_InstallOperatingSystemPayload_maas(_ co
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _MaasImage_name(ctx context.Context, field graphql.CollectedField, obj *model.MaasImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasImage_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasImage_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasImage", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasImage_os(ctx context.Context, field graphql.CollectedField, obj *model.MaasImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasImage_os(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Os, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasImage_os(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasImage", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasImage_release(ctx context.Context, field graphql.CollectedField, obj *model.MaasImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasImage_release(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Release, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasImage_release(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasImage", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasImage_kind(ctx context.Context, field graphql.CollectedField, obj *model.MaasImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasImage_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MaasImageKind) graphql.Marshaler {
+			return ec.marshalNMaasImageKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImageKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasImage_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasImage", field, false, false, "MaasImageKind")
+}
+
+func (ec *executionContext) _MaasImage_architectures(ctx context.Context, field graphql.CollectedField, obj *model.MaasImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasImage_architectures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Architectures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasImage_architectures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasImage", field, false, false, "String")
 }
 
 func (ec *executionContext) _MaasMachine_systemId(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
@@ -8396,6 +9561,29 @@ func (ec *executionContext) fieldContext_Machine_record(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Machine_driftCheckedAt(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_driftCheckedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DriftCheckedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_driftCheckedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Machine", field, false, false, "Time")
 }
 
 func (ec *executionContext) _Machine_fence(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
@@ -10313,6 +11501,82 @@ func (ec *executionContext) fieldContext_Query_auditEvents(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_drift(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_drift(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Drift(ctx, fc.Args["machine"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Drift) graphql.Marshaler {
+			return ec.marshalNDrift2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDriftᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_drift(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Drift(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_drift_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_driftWatcher(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_driftWatcher(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().DriftWatcher(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DriftWatcher) graphql.Marshaler {
+			return ec.marshalODriftWatcher2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDriftWatcher(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_driftWatcher(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DriftWatcher(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_fenceEvents(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10601,6 +11865,38 @@ func (ec *executionContext) fieldContext_Query_releasePreview(ctx context.Contex
 	if fc.Args, err = ec.field_Query_releasePreview_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_maasImages(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_maasImages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().MaasImages(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MaasImage) graphql.Marshaler {
+			return ec.marshalNMaasImage2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_maasImages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasImage(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -11440,6 +12736,50 @@ func (ec *executionContext) fieldContext_Subscription_auditEventRecorded(ctx con
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_driftChanges(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_driftChanges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().DriftChanges(ctx, fc.Args["machine"].(*string), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DriftEvent) graphql.Marshaler {
+			return ec.marshalNDriftEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDriftEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_driftChanges(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DriftEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_driftChanges_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Subscription_fenceProgress(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -11595,6 +12935,38 @@ func (ec *executionContext) _Warning_message(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_Warning_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Warning", field, false, false, "String")
+}
+
+func (ec *executionContext) _Warning_drift(ctx context.Context, field graphql.CollectedField, obj *model.Warning) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Warning_drift(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Drift, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Drift) graphql.Marshaler {
+			return ec.marshalODrift2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDrift(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Warning_drift(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Warning",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Drift(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -14345,6 +15717,200 @@ func (ec *executionContext) _CreateIdentityPayload(ctx context.Context, sel ast.
 	return out
 }
 
+var driftImplementors = []string{"Drift"}
+
+func (ec *executionContext) _Drift(ctx context.Context, sel ast.SelectionSet, obj *model.Drift) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, driftImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Drift")
+		case "machine":
+			out.Values[i] = ec._Drift_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "check":
+			out.Values[i] = ec._Drift_check(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._Drift_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "since":
+			out.Values[i] = ec._Drift_since(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "raisedAt":
+			out.Values[i] = ec._Drift_raisedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "evidence":
+			out.Values[i] = ec._Drift_evidence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastChecked":
+			out.Values[i] = ec._Drift_lastChecked(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var driftEventImplementors = []string{"DriftEvent"}
+
+func (ec *executionContext) _DriftEvent(ctx context.Context, sel ast.SelectionSet, obj *model.DriftEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, driftEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DriftEvent")
+		case "id":
+			out.Values[i] = ec._DriftEvent_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machine":
+			out.Values[i] = ec._DriftEvent_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "check":
+			out.Values[i] = ec._DriftEvent_check(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._DriftEvent_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "change":
+			out.Values[i] = ec._DriftEvent_change(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._DriftEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "since":
+			out.Values[i] = ec._DriftEvent_since(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "evidence":
+			out.Values[i] = ec._DriftEvent_evidence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var driftWatcherImplementors = []string{"DriftWatcher"}
+
+func (ec *executionContext) _DriftWatcher(ctx context.Context, sel ast.SelectionSet, obj *model.DriftWatcher) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, driftWatcherImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DriftWatcher")
+		case "replica":
+			out.Values[i] = ec._DriftWatcher_replica(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "leaderSince":
+			out.Values[i] = ec._DriftWatcher_leaderSince(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastRoundAt":
+			out.Values[i] = ec._DriftWatcher_lastRoundAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "intervalSeconds":
+			out.Values[i] = ec._DriftWatcher_intervalSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offlineAfterSeconds":
+			out.Values[i] = ec._DriftWatcher_offlineAfterSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machines":
+			out.Values[i] = ec._DriftWatcher_machines(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "problem":
+			out.Values[i] = ec._DriftWatcher_problem(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var erasePreviewImplementors = []string{"ErasePreview"}
 
 func (ec *executionContext) _ErasePreview(ctx context.Context, sel ast.SelectionSet, obj *model.ErasePreview) graphql.Marshaler {
@@ -14936,6 +16502,11 @@ func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "revokeRefusal":
+			out.Values[i] = ec._Identity_revokeRefusal(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14971,6 +16542,59 @@ func (ec *executionContext) _InstallOperatingSystemPayload(ctx context.Context, 
 			}
 		case "maas":
 			out.Values[i] = ec._InstallOperatingSystemPayload_maas(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var maasImageImplementors = []string{"MaasImage"}
+
+func (ec *executionContext) _MaasImage(ctx context.Context, sel ast.SelectionSet, obj *model.MaasImage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maasImageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaasImage")
+		case "name":
+			out.Values[i] = ec._MaasImage_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "os":
+			out.Values[i] = ec._MaasImage_os(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "release":
+			out.Values[i] = ec._MaasImage_release(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._MaasImage_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "architectures":
+			out.Values[i] = ec._MaasImage_architectures(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -15243,6 +16867,11 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "record":
 			out.Values[i] = ec._Machine_record(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "driftCheckedAt":
+			out.Values[i] = ec._Machine_driftCheckedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -15891,6 +17520,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditEvents(ctx, field)
 				})
+		case "drift":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_drift(ctx, field)
+				})
+		case "driftWatcher":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_driftWatcher(ctx, field)
+				})
 		case "fenceEvents":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -15938,6 +17579,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_releasePreview(ctx, field)
+				})
+		case "maasImages":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_maasImages(ctx, field)
 				})
 		case "machines":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -16383,6 +18030,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "auditEventRecorded":
 		return ec._Subscription_auditEventRecorded(ctx, fields[0])
+	case "driftChanges":
+		return ec._Subscription_driftChanges(ctx, fields[0])
 	case "fenceProgress":
 		return ec._Subscription_fenceProgress(ctx, fields[0])
 	case "admissionChecks":
@@ -16444,6 +18093,11 @@ func (ec *executionContext) _Warning(ctx context.Context, sel ast.SelectionSet, 
 		case "message":
 			out.Values[i] = ec._Warning_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "drift":
+			out.Values[i] = ec._Warning_drift(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -17071,6 +18725,48 @@ func (ec *executionContext) marshalNCreateIdentityPayload2ᚖgithubᚗcomᚋapel
 	return ec._CreateIdentityPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNDrift2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDriftᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Drift) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDrift2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDrift(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNDrift2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDrift(ctx context.Context, sel ast.SelectionSet, v *model.Drift) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Drift!")
+		return graphql.Null
+	}
+	return ec._Drift(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDriftChange2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDriftChange(ctx context.Context, v any) (model.DriftChange, error) {
+	var res model.DriftChange
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDriftChange2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDriftChange(ctx context.Context, sel ast.SelectionSet, v model.DriftChange) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNDriftEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDriftEvent(ctx context.Context, sel ast.SelectionSet, v *model.DriftEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DriftEvent!")
+		return graphql.Null
+	}
+	return ec._DriftEvent(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNErasePreview2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐErasePreview(ctx context.Context, sel ast.SelectionSet, v *model.ErasePreview) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "ErasePreview!")
@@ -17270,6 +18966,40 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 		graphql.AddInvalidNullFromMarshaler(ctx, "Int!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNMaasImage2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MaasImage) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMaasImage2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMaasImage2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImage(ctx context.Context, sel ast.SelectionSet, v *model.MaasImage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaasImage!")
+		return graphql.Null
+	}
+	return ec._MaasImage(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNMaasImageKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImageKind(ctx context.Context, v any) (model.MaasImageKind, error) {
+	var res model.MaasImageKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMaasImageKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasImageKind(ctx context.Context, sel ast.SelectionSet, v model.MaasImageKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx context.Context, sel ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
@@ -17923,6 +19653,20 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) marshalODrift2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDrift(ctx context.Context, sel ast.SelectionSet, v *model.Drift) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Drift(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalODriftWatcher2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDriftWatcher(ctx context.Context, sel ast.SelectionSet, v *model.DriftWatcher) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._DriftWatcher(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOFenceDrill2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceDrill(ctx context.Context, sel ast.SelectionSet, v *model.FenceDrill) graphql.Marshaler {

@@ -137,6 +137,10 @@ func (f *fakeIdentities) IdentityByID(ctx context.Context, id int64) (*Identity,
 	return nil, nil
 }
 
+func (f *fakeIdentities) ConsoleSessionByID(ctx context.Context, id int64) (*Session, error) {
+	return nil, nil
+}
+
 func (f *fakeIdentities) set(id int64, fn func(*Identity)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

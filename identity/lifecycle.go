@@ -229,11 +229,8 @@ func (s *Service) Revoke(ctx context.Context, by Caller, name string) (*Identity
 		if cur == nil {
 			return apperr.New(apperr.NotFound, "no identity named %q: list them with the `identities` query or `apelora identity list`", name)
 		}
-		if cur.RevokedAt != nil {
-			return apperr.New(apperr.FailedPrecondition, "identity %q was already revoked at %s by %s", name, cur.RevokedAt.UTC().Format(time.RFC3339), cur.RevokedBy)
-		}
-		if by.Identity != nil && cur.Has(ManageInfrastructure) && cur.Active(now) && activeCount(managers, now) <= 1 {
-			return apperr.New(apperr.FailedPrecondition, "identity %q is the last active one with manage-infrastructure: create another first (createIdentity), or revoke it on the server with `apelora identity revoke %s`", name, name)
+		if err := revokeRefusal(cur, managers, by.Identity != nil, now); err != nil {
+			return err
 		}
 		revoked, err = tx.SetRevoked(ctx, cur.ID, by.Name, now)
 		return err
@@ -244,10 +241,46 @@ func (s *Service) Revoke(ctx context.Context, by Caller, name string) (*Identity
 	return revoked, nil
 }
 
+// revokeRefusal is why revoking cur is refused, given the identities that hold
+// manage-infrastructure and are not revoked (others in the list are ignored), or nil.
+// overAPI: the caller is an identity, not an administrator on the server.
+func revokeRefusal(cur *Identity, managers []Identity, overAPI bool, now time.Time) error {
+	if cur.RevokedAt != nil {
+		return apperr.New(apperr.FailedPrecondition, "identity %q was already revoked at %s by %s", cur.Name, cur.RevokedAt.UTC().Format(time.RFC3339), cur.RevokedBy)
+	}
+	if overAPI && cur.Has(ManageInfrastructure) && cur.Active(now) && activeCount(managers, now) <= 1 {
+		return apperr.New(apperr.FailedPrecondition, "identity %q is the last active one with manage-infrastructure: create another first (createIdentity), or revoke it on the server with `apelora identity revoke %s`", cur.Name, cur.Name)
+	}
+	return nil
+}
+
+// RevokeRefusal says why revoking id over the API would be refused now, in the words of
+// the refusal Revoke would answer with, or "" when it would not. It reads the identities
+// only when the answer depends on the others (id is an active manager).
+func (s *Service) RevokeRefusal(ctx context.Context, id *Identity) (string, error) {
+	var all []Identity
+	if id.RevokedAt == nil && id.Has(ManageInfrastructure) {
+		var err error
+		if all, err = s.Store.Identities(ctx); err != nil {
+			return "", err
+		}
+	}
+	return s.RevokeRefusalAmong(id, all), nil
+}
+
+// RevokeRefusalAmong is RevokeRefusal for an identity of a list already read (all, every
+// identity).
+func (s *Service) RevokeRefusalAmong(id *Identity, all []Identity) string {
+	if err := revokeRefusal(id, all, true, s.now()); err != nil {
+		return apperr.PublicMessage(err)
+	}
+	return ""
+}
+
 func activeCount(ids []Identity, now time.Time) int {
 	n := 0
 	for i := range ids {
-		if ids[i].Active(now) {
+		if ids[i].Active(now) && ids[i].Has(ManageInfrastructure) {
 			n++
 		}
 	}

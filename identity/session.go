@@ -72,7 +72,7 @@ func AuthenticateSession(ctx context.Context, s Credentials, value string) (*Ide
 		return nil, nil, err
 	}
 	if sess == nil {
-		return nil, nil, apperr.New(apperr.Unauthenticated, "your console session has ended (signed out, or its identity was removed): sign in again")
+		return nil, nil, ErrConsoleSessionEnded()
 	}
 	if sess.Expired {
 		return nil, nil, apperr.New(apperr.Unauthenticated, "your console session expired at %s: sign in again", sess.ExpiresAt.UTC().Format(time.RFC3339))

@@ -14,50 +14,78 @@ import (
 // context is cancelled with an UNAUTHENTICATED *apperr.Error as its cause (see Usable),
 // which the transport turns into close code 4403 with that message.
 //
+// A connection authenticated by a console session (WatchSession) also ends when that
+// session ends: signed out, here or on another replica (SessionEnded).
+//
 // Revocations reach every API replica through PostgreSQL NOTIFY: the store's listener
-// calls Changed for each identity notified and CheckAll when notifications may have been
-// lost. Expiry needs no notification: each connection has a timer.
+// calls Changed for each identity notified, SessionEnded for each console session ended,
+// and CheckAll when notifications may have been lost. Expiry needs no notification: each
+// connection has a timer.
 type Sessions struct {
 	store ByID
 	log   *slog.Logger
 
 	mu   sync.Mutex
 	open map[int64]map[*session]struct{}
+	// console holds the connections of each console session, by its id.
+	console map[int64]map[*session]struct{}
 }
 
-// ByID reads one identity by its id (nil when there is none).
+// ByID reads one identity, or one console session, by its id (nil when there is none).
 type ByID interface {
 	IdentityByID(ctx context.Context, id int64) (*Identity, error)
+	ConsoleSessionByID(ctx context.Context, id int64) (*Session, error)
 }
 
 type session struct {
-	name   string
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
+	name    string
+	console int64 // the console session it authenticated with; 0 for a bearer token
+	cancel  context.CancelCauseFunc
+	timer   *time.Timer
 }
 
 // NewSessions returns an empty watch.
 func NewSessions(store ByID, log *slog.Logger) *Sessions {
-	return &Sessions{store: store, log: log, open: map[int64]map[*session]struct{}{}}
+	return &Sessions{store: store, log: log, open: map[int64]map[*session]struct{}{}, console: map[int64]map[*session]struct{}{}}
+}
+
+// ErrConsoleSessionEnded is why a console session no longer authenticates once it was
+// ended (signed out) or its identity was deleted.
+func ErrConsoleSessionEnded() error {
+	return apperr.New(apperr.Unauthenticated, "your console session has ended (signed out, or its identity was removed): sign in again")
 }
 
 // Watch returns a context derived from parent that ends when id is revoked, deleted or
 // expires. It reads the identity once more after registering, so a revocation committed
 // since it authenticated is not missed; if that read refuses, so does Watch.
 func (s *Sessions) Watch(parent context.Context, id *Identity) (context.Context, error) {
+	return s.watch(parent, id, 0)
+}
+
+// WatchSession is Watch for a connection authenticated by the console session with id
+// console: its context also ends when that session ends. Like Watch it reads the session
+// once more after registering, so a sign-out committed meanwhile is not missed.
+func (s *Sessions) WatchSession(parent context.Context, id *Identity, console int64) (context.Context, error) {
+	return s.watch(parent, id, console)
+}
+
+func (s *Sessions) watch(parent context.Context, id *Identity, console int64) (context.Context, error) {
 	ctx, cancel := context.WithCancelCause(parent)
-	ss := &session{name: id.Name, cancel: cancel}
+	ss := &session{name: id.Name, console: console, cancel: cancel}
 	s.mu.Lock()
-	if s.open[id.ID] == nil {
-		s.open[id.ID] = map[*session]struct{}{}
+	add(s.open, id.ID, ss)
+	if console != 0 {
+		add(s.console, console, ss)
 	}
-	s.open[id.ID][ss] = struct{}{}
 	s.mu.Unlock()
 	context.AfterFunc(ctx, func() { s.forget(id.ID, ss) })
 
 	fresh, err := s.store.IdentityByID(ctx, id.ID)
 	if err == nil {
 		err = verdict(id.Name, fresh, time.Now())
+	}
+	if err == nil && console != 0 {
+		err = s.sessionVerdict(ctx, console)
 	}
 	if err != nil {
 		cancel(err)
@@ -104,18 +132,54 @@ func (s *Sessions) Changed(ctx context.Context, id int64) {
 	}
 }
 
-// CheckAll re-reads every identity with open sessions, after notifications may have been
-// lost.
+// SessionEnded ends the connections of a console session that was ended (signed out, on
+// any replica).
+func (s *Sessions) SessionEnded(ctx context.Context, console int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.console[console])
+	for ss := range s.console[console] {
+		ss.cancel(ErrConsoleSessionEnded())
+	}
+	if n > 0 {
+		s.log.InfoContext(ctx, "closed the websockets of a console session that ended", "session", console, "sockets", n)
+	}
+}
+
+// CheckAll re-reads every identity and console session with open connections, after
+// notifications may have been lost.
 func (s *Sessions) CheckAll(ctx context.Context) {
 	s.mu.Lock()
 	ids := make([]int64, 0, len(s.open))
 	for id := range s.open {
 		ids = append(ids, id)
 	}
+	consoles := make([]int64, 0, len(s.console))
+	for id := range s.console {
+		consoles = append(consoles, id)
+	}
 	s.mu.Unlock()
 	for _, id := range ids {
 		s.Changed(ctx, id)
 	}
+	for _, id := range consoles {
+		if err := s.sessionVerdict(ctx, id); apperr.CodeOf(err) == apperr.Unauthenticated {
+			s.SessionEnded(ctx, id)
+		}
+	}
+}
+
+// sessionVerdict is why the console session's connections must end (it is gone), nil
+// when they may go on, or the read's error (which ends nothing in CheckAll).
+func (s *Sessions) sessionVerdict(ctx context.Context, console int64) error {
+	sess, err := s.store.ConsoleSessionByID(ctx, console)
+	if err != nil {
+		return err
+	}
+	if sess == nil {
+		return ErrConsoleSessionEnded()
+	}
+	return nil
 }
 
 // Open returns how many sessions are watched (for tests and metrics).
@@ -148,9 +212,23 @@ func (s *Sessions) forget(id int64, ss *session) {
 	if ss.timer != nil {
 		ss.timer.Stop()
 	}
-	delete(s.open[id], ss)
-	if len(s.open[id]) == 0 {
-		delete(s.open, id)
+	remove(s.open, id, ss)
+	if ss.console != 0 {
+		remove(s.console, ss.console, ss)
+	}
+}
+
+func add(m map[int64]map[*session]struct{}, k int64, ss *session) {
+	if m[k] == nil {
+		m[k] = map[*session]struct{}{}
+	}
+	m[k][ss] = struct{}{}
+}
+
+func remove(m map[int64]map[*session]struct{}, k int64, ss *session) {
+	delete(m[k], ss)
+	if len(m[k]) == 0 {
+		delete(m, k)
 	}
 }
 

@@ -28,12 +28,16 @@ const (
 	MAASUnavailable   WarningCode = "MAAS_UNAVAILABLE"
 	MAASMachineGone   WarningCode = "MAAS_MACHINE_MISSING"
 	HardwareMismatch  WarningCode = "HARDWARE_UUID_MISMATCH"
+	// Drift: an admitted member fails a check it passed at admission (package drift).
+	Drift WarningCode = "DRIFT"
 )
 
 // Warning is a condition with a message for the administrator.
 type Warning struct {
 	Code    WarningCode
 	Message string
+	// Check names the check a warning is about, for those that are (DRIFT).
+	Check string
 }
 
 // SchedulerKey is the Incus member config key that holds a member out of placement.
@@ -60,7 +64,7 @@ type Facts struct {
 // Derive returns the phase and warnings for one name.
 func Derive(f Facts) (Phase, []Warning) {
 	if !f.IncusKnown {
-		return Unknown, []Warning{{IncusUnavailable, "Incus could not be asked, so membership is unknown: " + f.IncusProblem}}
+		return Unknown, []Warning{{Code: IncusUnavailable, Message: "Incus could not be asked, so membership is unknown: " + f.IncusProblem}}
 	}
 	if !f.HasRecord {
 		if !f.IsMember && f.InMAAS {
@@ -73,7 +77,7 @@ func Derive(f Facts) (Phase, []Warning) {
 			return AwaitingJoin, nil
 		}
 		if f.PendingProblem != "" {
-			return Registered, []Warning{{JoinTokensUnknown, "a join token may be pending for this machine (AWAITING_JOIN): " + f.PendingProblem}}
+			return Registered, []Warning{{Code: JoinTokensUnknown, Message: "a join token may be pending for this machine (AWAITING_JOIN): " + f.PendingProblem}}
 		}
 		return Registered, nil
 	}
@@ -82,10 +86,10 @@ func Derive(f Facts) (Phase, []Warning) {
 	case "manual":
 		return Held, nil
 	case "group":
-		warnings = append(warnings, Warning{ScheduledByGroup, "scheduler.instance=group: placement reaches this member when a request targets one of its groups"})
+		warnings = append(warnings, Warning{Code: ScheduledByGroup, Message: "scheduler.instance=group: placement reaches this member when a request targets one of its groups"})
 	}
 	if f.AdmissionRecorded {
 		return Admitted, warnings
 	}
-	return Unheld, append([]Warning{{JoinedWithoutHold, "joined without being held: placement can reach this member, but no admission was recorded; run the admission checks"}}, warnings...)
+	return Unheld, append([]Warning{{Code: JoinedWithoutHold, Message: "joined without being held: placement can reach this member, but no admission was recorded; run the admission checks"}}, warnings...)
 }

@@ -28,7 +28,8 @@ type Enrolment interface {
 
 // Service performs the MAAS steps.
 type Service struct {
-	MAAS        MAAS // nil when MAAS is not configured
+	MAAS        MAAS        // nil when MAAS is not configured
+	ImageSource ImageSource // likewise
 	Store       Store
 	Membership  membership.Source
 	Enrolment   Enrolment

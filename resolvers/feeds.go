@@ -2,6 +2,7 @@ package resolvers
 
 import (
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/broadcast"
@@ -14,6 +15,7 @@ var (
 	admissionEvents = broadcast.NewView(mapAdmissionEvent)
 	auditEvents     = broadcast.NewView(func(e audit.Event) *model.AuditEvent { return mapAuditEvent(&e) })
 	fenceEvents     = broadcast.NewView(func(e fencing.Event) *model.FenceEvent { return mapFenceEvent(&e) })
+	driftEvents     = broadcast.NewView(func(e drift.Event) *model.DriftEvent { return mapDriftEvent(&e) })
 )
 
 // admissionBuffer is how many events an admissionChecks subscriber may fall behind before
@@ -21,6 +23,6 @@ var (
 // holds pointers (8 bytes each).
 const admissionBuffer = 64
 
-// streamBuffer is how many events an auditEventRecorded or fenceProgress subscriber may
-// fall behind before it catches up from the table instead of being written to.
+// streamBuffer is how many events an auditEventRecorded, fenceProgress or driftChanges
+// subscriber may fall behind before it catches up from the table instead of being written to.
 const streamBuffer = 64

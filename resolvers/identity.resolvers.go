@@ -25,7 +25,11 @@ func (r *mutationResolver) CreateIdentity(ctx context.Context, input model.Creat
 	if err != nil {
 		return nil, err
 	}
-	return &model.CreateIdentityPayload{Identity: mapIdentity(created), Token: token}, nil
+	out, err := r.identityModel(ctx, created)
+	if err != nil {
+		return nil, err
+	}
+	return &model.CreateIdentityPayload{Identity: out, Token: token}, nil
 }
 
 // RevokeIdentity is the resolver for the revokeIdentity field.
@@ -34,7 +38,11 @@ func (r *mutationResolver) RevokeIdentity(ctx context.Context, input model.Revok
 	if err != nil {
 		return nil, err
 	}
-	return &model.RevokeIdentityPayload{Identity: mapIdentity(revoked)}, nil
+	out, err := r.identityModel(ctx, revoked)
+	if err != nil {
+		return nil, err
+	}
+	return &model.RevokeIdentityPayload{Identity: out}, nil
 }
 
 // Identities is the resolver for the identities field.
@@ -46,6 +54,7 @@ func (r *queryResolver) Identities(ctx context.Context) ([]*model.Identity, erro
 	out := make([]*model.Identity, len(ids))
 	for i := range ids {
 		out[i] = mapIdentity(&ids[i])
+		out[i].RevokeRefusal = optional(r.Identity.RevokeRefusalAmong(&ids[i], ids))
 	}
 	return out, nil
 }

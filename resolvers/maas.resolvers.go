@@ -79,3 +79,20 @@ func (r *queryResolver) ReleasePreview(ctx context.Context, erase *bool) (*model
 	}
 	return mapErasePreview(p), nil
 }
+
+// MaasImages is the resolver for the maasImages field.
+func (r *queryResolver) MaasImages(ctx context.Context) ([]*model.MaasImage, error) {
+	images, err := r.Provisioning.Images(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.MaasImage, len(images))
+	for i, im := range images {
+		kind := model.MaasImageKindSynced
+		if im.Uploaded {
+			kind = model.MaasImageKindUploaded
+		}
+		out[i] = &model.MaasImage{Name: im.Name, Os: im.OS, Release: im.Release, Kind: kind, Architectures: im.Architectures}
+	}
+	return out, nil
+}

@@ -1,6 +1,7 @@
 package resolvers
 
 import (
+	"context"
 	"encoding/base64"
 	"strconv"
 	"strings"
@@ -9,9 +10,11 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/provisioning"
@@ -51,6 +54,17 @@ func mapIdentity(id *identity.Identity) *model.Identity {
 	return out
 }
 
+// identityModel maps an identity with the refusal revoking it would meet.
+func (r *Resolver) identityModel(ctx context.Context, id *identity.Identity) (*model.Identity, error) {
+	out := mapIdentity(id)
+	refusal, err := r.Identity.RevokeRefusal(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out.RevokeRefusal = optional(refusal)
+	return out, nil
+}
+
 // permissionsOf maps the API's permissions to the domain's.
 func permissionsOf(ps []model.Permission) []identity.Permission {
 	out := make([]identity.Permission, 0, len(ps))
@@ -87,7 +101,19 @@ func mapRecord(r *machines.Record) *model.MachineRecord {
 func mapMachine(m *fleet.Machine) *model.Machine {
 	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS), Fence: mapFenceStatus(m.Fence), HardwareProfile: mapProfile(m.Profile)}
 	for _, w := range m.Warnings {
-		out.Warnings = append(out.Warnings, &model.Warning{Code: model.WarningCode(w.Code), Message: w.Message})
+		mw := &model.Warning{Code: model.WarningCode(w.Code), Message: w.Message}
+		if w.Code == lifecycle.Drift {
+			for i := range m.Drift {
+				if m.Drift[i].Check == w.Check {
+					mw.Drift = mapDrift(&m.Drift[i])
+				}
+			}
+		}
+		out.Warnings = append(out.Warnings, mw)
+	}
+	if !m.DriftChecked.IsZero() {
+		t := m.DriftChecked
+		out.DriftCheckedAt = &t
 	}
 	if m.Pending != nil {
 		out.PendingJoinToken = &model.PendingJoinToken{ExpiresAt: m.Pending.ExpiresAt}
@@ -219,4 +245,20 @@ func mapFleet(v *fleet.View) *model.Fleet {
 
 func mapErasePreview(p provisioning.ErasePreview) *model.ErasePreview {
 	return &model.ErasePreview{Requested: p.Requested, MaasErasesOnRelease: p.MAASErases, Effective: p.Effective(), Message: p.Message}
+}
+
+func mapDrift(d *drift.State) *model.Drift {
+	return &model.Drift{Machine: d.Machine, Check: d.Check, Title: d.Title, Since: d.FailingSince, RaisedAt: d.RaisedAt,
+		Evidence: d.Evidence, LastChecked: d.LastChecked}
+}
+
+func mapDriftEvent(e *drift.Event) *model.DriftEvent {
+	return &model.DriftEvent{ID: strconv.FormatInt(e.ID, 10), Machine: e.Machine, Check: e.Check, Title: e.Title,
+		Change: model.DriftChange(e.Change), At: e.At, Since: e.Since, Evidence: e.Evidence}
+}
+
+func mapDriftWatcher(w *drift.Watcher) *model.DriftWatcher {
+	return &model.DriftWatcher{Replica: w.Replica, LeaderSince: w.LeaderSince, LastRoundAt: w.LastRoundAt,
+		IntervalSeconds: w.Interval.Seconds(), OfflineAfterSeconds: w.OfflineAfter.Seconds(), Machines: w.Machines,
+		Problem: optional(w.Problem)}
 }

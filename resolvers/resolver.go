@@ -10,6 +10,7 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
@@ -53,7 +54,9 @@ type Resolver struct {
 	Identity *identity.Service
 	// Hardware declares, removes and assigns hardware profiles.
 	Hardware *hardware.Service
-	Log      *slog.Logger
+	// DriftView lists drift and streams its raises and clears.
+	DriftView *drift.Service
+	Log       *slog.Logger
 }
 
 // machine reads one machine back after a change, which must find it.

@@ -7,7 +7,9 @@ package resolvers
 
 import (
 	"context"
+	"slices"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/identity"
@@ -19,7 +21,10 @@ func (r *queryResolver) Viewer(ctx context.Context) (*model.Identity, error) {
 	if err := id.Require(identity.ViewInfrastructure); err != nil {
 		return nil, err
 	}
-	return mapIdentity(id), nil
+	if !slices.Contains(graphql.CollectAllFields(ctx), "revokeRefusal") {
+		return mapIdentity(id), nil // it costs a read of the identities: only when asked
+	}
+	return r.identityModel(ctx, id)
 }
 
 // Mutation returns graph.MutationResolver implementation.

@@ -17,7 +17,7 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 	mux := http.NewServeMux()
 
 	// The API: GraphQL over POST and websocket, and one REST read for scripts.
-	mux.Handle("/graphql", endOnShutdown(withSocketEnd(withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseGraphQL, graphql)))))
+	mux.Handle("/graphql", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseGraphQL, graphql)))
 	mux.Handle("GET /api/v1/provisioners/maas/machines", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseREST(cfg.Log),
 		permitted(identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))))
 

@@ -16,15 +16,14 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	coderws "github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/resolvers"
+	"github.com/apelora/fabric/server/graphqlws"
 )
 
 // Store is what the server itself needs from the database.
@@ -73,15 +72,14 @@ func Handler(cfg Config) http.Handler {
 	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log}
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
-	gql.AddTransport(transport.Websocket{
-		Implementation: closeOn4403{transport.CoderWebsocketImplementation{
-			AcceptOptions: coderws.AcceptOptions{OriginPatterns: cfg.AllowedOrigins},
-		}},
-		InitFunc:              websocketInit(cfg.Store, cfg.Sessions),
-		InitTimeout:           10 * time.Second,
-		PingPongInterval:      ping,
-		KeepAlivePingInterval: ping,
-	})
+	gql.AddTransport(graphqlws.New(graphqlws.Options{
+		Init:           websocketInit(cfg.Store, cfg.Sessions),
+		PingInterval:   ping,
+		AllowedOrigins: cfg.AllowedOrigins,
+		Shared:         sharedStreams,
+		Authorize:      mayRead,
+		Log:            cfg.Log,
+	}))
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	gql.Use(extension.Introspection{})
@@ -113,14 +111,15 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 // carries no Authorization, by the console session cookie the upgrade request carried. A
 // refused socket is closed with 4403, which graphql-ws clients treat as final instead of
 // reconnecting forever. The connection context it returns ends when the identity is
-// revoked or expires, or the console session expires, and the socket then closes with 4403
-// too (see sessions.go).
-func websocketInit(store identity.Store, sessions Sessions) transport.WebsocketInitFunc {
-	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+// revoked or expires, or the console session expires or is signed out of, and the socket
+// then closes with 4403 too (the transport's contract, see Sessions).
+func websocketInit(store identity.Store, sessions Sessions) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
+	return func(ctx context.Context, p graphqlws.InitPayload) (context.Context, error) {
 		var id *identity.Identity
+		var console *identity.Session
 		var err error
 		if p.Authorization() == "" && sessionFrom(ctx) != nil {
-			id = identity.FromContext(ctx)
+			id, console = identity.FromContext(ctx), sessionFrom(ctx)
 			ctx = boundBySession(ctx)
 		} else if stored, ok := ctx.Value(authErrKey{}).(error); ok && p.Authorization() == "" {
 			err = stored // the upgrade's cookie (or header) was refused: say why
@@ -132,18 +131,33 @@ func websocketInit(store identity.Store, sessions Sessions) transport.WebsocketI
 		}
 		if err == nil && sessions != nil {
 			var watched context.Context
-			if watched, err = sessions.Watch(ctx, id); err == nil {
+			if console != nil {
+				// Signing out ends this socket too, on whichever replica holds it.
+				watched, err = sessions.WatchSession(ctx, id, console.ID)
+			} else {
+				watched, err = sessions.Watch(ctx, id)
+			}
+			if err == nil {
 				ctx = watched
 			}
 		}
 		if err != nil {
-			ctx = transport.WithWebsocketCloseCode(ctx, 4403)
-			ctx = transport.AppendCloseReason(ctx, "Forbidden")
-			return ctx, nil, errors.New(apperr.PublicMessage(err))
+			return ctx, err
 		}
-		setSocketContext(ctx)
-		return identity.WithIdentity(ctx, id), nil, nil
+		return identity.WithIdentity(ctx, id), nil
 	}
+}
+
+// sharedStreams are the subscriptions whose events are the same for every subscriber,
+// with the arguments that only filter them: subscribers with the same query and
+// variables share one execution (graphqlws.Options.Shared). Any other argument, such as
+// the `after` of auditEventRecorded, fenceProgress and driftChanges (a replay from an
+// event id), gives the subscriber its own.
+var sharedStreams = map[string][]string{
+	"admissionChecks":    {"name"},
+	"auditEventRecorded": {"machine"},
+	"fenceProgress":      {"member"},
+	"driftChanges":       {"machine"},
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -155,11 +169,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // Serve serves h on ln until ctx ends, then shuts down gracefully: it stops accepting,
 // ends websocket streams, and waits up to grace for requests in flight.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
-	// Websockets are hijacked connections that Shutdown does not wait for: their streams
-	// end when streams is cancelled (see endOnShutdown). Plain requests run to completion.
+	// Websockets are hijacked connections that Shutdown does not wait for: the transport
+	// closes them when streams is cancelled. Plain requests run to completion.
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
-	base := context.WithValue(context.WithoutCancel(ctx), shutdownKey{}, streams)
+	base := graphqlws.WithShutdown(context.WithoutCancel(ctx), streams)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: HeaderReadTimeout,
@@ -186,22 +200,4 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 		return err
 	}
 	return nil
-}
-
-type shutdownKey struct{}
-
-// endOnShutdown ends a websocket's context when the server shuts down.
-func endOnShutdown(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		streams, ok := r.Context().Value(shutdownKey{}).(context.Context)
-		if !ok || r.Header.Get("Upgrade") == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		stop := context.AfterFunc(streams, cancel)
-		defer stop()
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
 }

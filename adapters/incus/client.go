@@ -35,6 +35,14 @@ type Client struct {
 	timeout     time.Duration
 	logger      *slog.Logger
 	fingerprint string // pinned cluster certificate (first one), hex; empty for the socket
+
+	// What the event stream (events.go) dials with: the same identity and pins on a
+	// connection of its own (a websocket upgrade needs HTTP/1.1; the REST transport may
+	// speak HTTP/2), or the same socket.
+	socket string
+	cert   tls.Certificate
+	pins   []string
+	dialer *net.Dialer
 }
 
 // New builds a client from cfg. It reads the certificate files now, so a bad path or a
@@ -50,6 +58,7 @@ func New(cfg Config) (*Client, error) {
 	// No dial or handshake timeout of their own: each call's bound (Config.Timeout) covers
 	// connecting, the handshake and the answer, so a hung member is reported one way.
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
+	c.dialer = dialer
 	tr := &http.Transport{
 		Proxy:                 nil, // Incus is reached directly, never through an environment proxy
 		ExpectContinueTimeout: time.Second,
@@ -63,6 +72,7 @@ func New(cfg Config) (*Client, error) {
 		}
 		c.base = "http://incus"
 		c.endpoint = "unix:" + sock
+		c.socket = sock
 	} else {
 		cert, err := tls.LoadX509KeyPair(cfg.ClientCertFile, cfg.ClientKeyFile)
 		if err != nil {
@@ -74,6 +84,7 @@ func New(cfg Config) (*Client, error) {
 			return nil, err
 		}
 		c.fingerprint = pins[0]
+		c.cert, c.pins = cert, pins
 		tr.DialContext = dialer.DialContext
 		tr.ForceAttemptHTTP2 = true
 		tr.TLSClientConfig = pinnedTLSConfig(cert, pins)

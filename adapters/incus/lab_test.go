@@ -362,6 +362,15 @@ func TestIncusCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("LifecycleEvents", func(t *testing.T) {
+		// Short keep-alives and a short request timeout: a stream Incus did not keep alive
+		// (no pongs) would end within 1.2 s, long before the events below.
+		t.Cleanup(incus.SetEventPing(200 * time.Millisecond))
+		https, socket := lab.ConfigFor(m3), lab.SocketConfig(m1)
+		https.Timeout, socket.Timeout = time.Second, time.Second
+		testLifecycleEvents(t, lab, must(incus.New(https))(t), must(incus.New(socket))(t))
+	})
+
 	// Last: it changes the cluster's shape.
 	t.Run("DeleteMember", func(t *testing.T) {
 		ctx := ctxFor(t)
@@ -696,4 +705,62 @@ func writeCert(t *testing.T, c testCert) string {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// testLifecycleEvents opens the event stream over pinned HTTPS (to member 3, outside the
+// certificate's SANs) and over member 1's unix socket, changes the cluster with the incus
+// CLI, and expects the events incus-events.md lists, from both streams.
+func testLifecycleEvents(t *testing.T, lab *incuslab.Cluster, https, socket *incus.Client) {
+	ctx := ctxFor(t)
+	type seen struct {
+		via string
+		ev  incus.LifecycleEvent
+	}
+	got := make(chan seen, 64)
+	for via, cl := range map[string]*incus.Client{"https": https, "socket": socket} {
+		s, err := cl.Lifecycle(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", via, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		go func() {
+			for {
+				ev, err := s.Next()
+				if err != nil {
+					return
+				}
+				got <- seen{via, ev}
+			}
+		}()
+	}
+	// expect waits until both streams delivered an event with action about member.
+	expect := func(action, member string) {
+		t.Helper()
+		want := map[string]bool{"https": true, "socket": true}
+		deadline := time.After(30 * time.Second)
+		for len(want) > 0 {
+			select {
+			case s := <-got:
+				if s.ev.Action == action && (member == "" || s.ev.Member() == member) {
+					if s.ev.Location == "" || s.ev.Timestamp.IsZero() {
+						t.Errorf("%s: event without location or time: %+v", s.via, s.ev)
+					}
+					delete(want, s.via)
+				}
+			case <-deadline:
+				t.Fatalf("no %s event for %q from %v", action, member, want)
+			}
+		}
+	}
+	time.Sleep(3 * time.Second) // several keep-alive periods (see the caller)
+	m1 := lab.Members[0]
+	mustCLI(t, lab, m1, "cluster", "set", "m2", "scheduler.instance=manual")
+	expect(incus.ActionMemberUpdated, "m2")
+	mustCLI(t, lab, m1, "cluster", "unset", "m2", "scheduler.instance")
+	expect(incus.ActionMemberUpdated, "m2")
+	if _, err := https.IssueJoinToken(ctx, "m9"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = https.RevokeJoinToken(context.Background(), "m9") })
+	expect(incus.ActionTokenCreated, "")
 }

@@ -40,32 +40,60 @@ type fenceLeadership struct {
 }
 
 func (l *fenceLeadership) TryLead(ctx context.Context) (fencing.Session, error) {
-	conn := l.conn
+	conn, got, err := l.s.tryLock(ctx, l.conn, l.application, fenceLockNamespace, fenceLockKey)
 	l.conn = nil
+	if err != nil || !got {
+		l.conn = conn
+		return nil, err
+	}
+	return &fenceSession{conn: conn}, nil
+}
+
+// tryLock tries for a session-level advisory lock on conn, connecting first when conn is
+// nil or closed. It returns the connection to keep (the lock's, or a standby's for the
+// next attempt; nil after an error).
+func (s *Store) tryLock(ctx context.Context, conn *pgx.Conn, application string, namespace, key int) (*pgx.Conn, bool, error) {
 	if conn == nil || conn.IsClosed() {
 		var err error
-		if conn, err = l.connect(ctx); err != nil {
-			return nil, err
+		if conn, err = s.lockConn(ctx, application); err != nil {
+			return nil, false, err
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, sessionTimeout)
 	defer cancel()
 	var got bool
-	if err := conn.QueryRow(cctx, `SELECT pg_try_advisory_lock($1, $2)`, fenceLockNamespace, fenceLockKey).Scan(&got); err != nil {
+	if err := conn.QueryRow(cctx, `SELECT pg_try_advisory_lock($1, $2)`, namespace, key).Scan(&got); err != nil {
 		conn.Close(context.WithoutCancel(ctx))
-		return nil, dbError(err)
+		return nil, false, dbError(err)
 	}
-	if !got {
-		l.conn = conn
-		return nil, nil
-	}
-	return &fenceSession{conn: conn}, nil
+	return conn, got, nil
 }
 
-func (l *fenceLeadership) connect(ctx context.Context) (*pgx.Conn, error) {
-	cfg := l.s.pool.Config().ConnConfig.Copy()
-	if l.application != "" {
-		cfg.RuntimeParams["application_name"] = l.application
+// lockHeld reports whether conn still holds the session-level advisory lock.
+func lockHeld(ctx context.Context, conn *pgx.Conn, namespace, key int) error {
+	if conn.IsClosed() {
+		return errLockLost
+	}
+	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+	defer cancel()
+	var held bool
+	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
+		AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted)`, namespace, key).Scan(&held)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errLockLost, err)
+	}
+	if !held {
+		return errLockLost
+	}
+	return nil
+}
+
+// lockConn opens a connection of its own for a session-level lock: the lock lasts exactly
+// as long as the connection.
+func (s *Store) lockConn(ctx context.Context, application string) (*pgx.Conn, error) {
+	cfg := s.pool.Config().ConnConfig.Copy()
+	if application != "" {
+		cfg.RuntimeParams["application_name"] = application
 	}
 	// When the worker's host vanishes, PostgreSQL must notice within seconds (not the
 	// default two hours) so that the lock goes to a standby: server-side keepalives for
@@ -90,28 +118,14 @@ type fenceSession struct {
 	conn *pgx.Conn
 }
 
-var errLockLost = errors.New("the fence lock's database connection is gone")
+var errLockLost = errors.New("the lock's database connection is gone")
 
 func (f *fenceSession) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, sessionTimeout)
 }
 
 func (f *fenceSession) Check(ctx context.Context) error {
-	if f.conn.IsClosed() {
-		return errLockLost
-	}
-	ctx, cancel := f.ctx(ctx)
-	defer cancel()
-	var held bool
-	err := f.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
-		AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted)`, fenceLockNamespace, fenceLockKey).Scan(&held)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errLockLost, err)
-	}
-	if !held {
-		return errLockLost
-	}
-	return nil
+	return lockHeld(ctx, f.conn, fenceLockNamespace, fenceLockKey)
 }
 
 func (f *fenceSession) Now(ctx context.Context) (time.Time, error) {

@@ -2,7 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/apelora/fabric/identity"
 )
@@ -50,8 +54,55 @@ func (s *Store) IdentityBySessionHash(ctx context.Context, hash []byte) (*identi
 	return id, sess, nil
 }
 
-// EndSession deletes a session (sign-out).
+// ConsoleSessionChannel carries the id of each console session ended by sign-out, so
+// every replica closes its websockets (identity.Sessions.SessionEnded).
+const ConsoleSessionChannel = "console_sessions"
+
+// EndSession deletes a session (sign-out) and, at its commit, tells every replica.
 func (s *Store) EndSession(ctx context.Context, hash []byte) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM console_sessions WHERE token_hash = $1`, hash)
+	_, err := s.pool.Exec(ctx, `WITH ended AS (DELETE FROM console_sessions WHERE token_hash = $1 RETURNING id)
+		SELECT pg_notify('`+ConsoleSessionChannel+`', id::text) FROM ended`, hash)
 	return dbError(err)
+}
+
+// ConsoleSessionByID returns a console session by its id, or nil when it was ended.
+func (s *Store) ConsoleSessionByID(ctx context.Context, id int64) (*identity.Session, error) {
+	sess := &identity.Session{ID: id}
+	err := s.pool.QueryRow(ctx, `SELECT created_at, expires_at, expires_at <= now() FROM console_sessions WHERE id = $1`, id).
+		Scan(&sess.CreatedAt, &sess.ExpiresAt, &sess.Expired)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return sess, nil
+}
+
+// WatchConsoleSessions tells w of every console session ended on any replica, until ctx
+// ends; when notifications may have been lost it has w check every session it watches.
+func (l *Listener) WatchConsoleSessions(ctx context.Context, w interface {
+	SessionEnded(ctx context.Context, id int64)
+	CheckAll(ctx context.Context)
+}) {
+	sub := l.Subscribe(ConsoleSessionChannel, 256)
+	defer func() { sub.Close() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n, ok := <-sub.C:
+			switch {
+			case !ok:
+				sub = l.Subscribe(ConsoleSessionChannel, 256)
+				w.CheckAll(ctx)
+			case n.Resync:
+				w.CheckAll(ctx)
+			default:
+				if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+					w.SessionEnded(ctx, id)
+				}
+			}
+		}
+	}
 }

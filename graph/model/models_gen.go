@@ -53,7 +53,10 @@ type ApproveEnrolmentInput struct {
 	Name string `json:"name"`
 	// Values for member-specific keys (for example a storage pool's `source` device). Keys not
 	// given get the driver's default for host-specific keys (source, BGP next hops), and the
-	// value an existing member uses for the others.
+	// value an existing member uses for the others. An entry refused (a key the cluster does
+	// not list, given twice, a value with a line break or NUL) is INVALID_INPUT with
+	// `extensions.field` memberConfig and `extensions.details.index`, the entry's position in
+	// this list (from 0).
 	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
 }
 
@@ -176,6 +179,53 @@ type CreateIdentityPayload struct {
 	Identity *Identity `json:"identity"`
 	// The bearer token (`Authorization: Bearer …`), shown only in this answer.
 	Token string `json:"token"`
+}
+
+// An admitted member's check that fails now. Drift is only ever read: Apelora changes
+// nothing in Incus or MAAS because of it. It clears when the check passes again.
+type Drift struct {
+	Machine string `json:"machine"`
+	// The check: an admission check (online, incus-version, kernel, storage-pools, networks,
+	// hardware-tests, hardware-profile-maas, hardware-profile-incus …) or one of drift's own:
+	// membership (still a member), scheduler (scheduler.instance still unset), roles (the roles
+	// Incus stores, as at admission).
+	Check string `json:"check"`
+	Title string `json:"title"`
+	// When the check was first seen failing.
+	Since time.Time `json:"since"`
+	// When it became drift: at once, or for `online` and `membership` after APELORA_DRIFT_OFFLINE_AFTER.
+	RaisedAt time.Time `json:"raisedAt"`
+	// What the check says now: the evidence.
+	Evidence string `json:"evidence"`
+	// When the check was last evaluated (a member that cannot be asked keeps its last evidence).
+	LastChecked time.Time `json:"lastChecked"`
+}
+
+// A raise or a clear, as recorded (the history is never changed).
+type DriftEvent struct {
+	ID      string      `json:"id"`
+	Machine string      `json:"machine"`
+	Check   string      `json:"check"`
+	Title   string      `json:"title"`
+	Change  DriftChange `json:"change"`
+	At      time.Time   `json:"at"`
+	// When the check was first seen failing.
+	Since time.Time `json:"since"`
+	// For a raise, what failed; for a clear, why it passes now.
+	Evidence string `json:"evidence"`
+}
+
+type DriftWatcher struct {
+	// The replica that leads (an advisory lock in PostgreSQL); the others stand by.
+	Replica             string    `json:"replica"`
+	LeaderSince         time.Time `json:"leaderSince"`
+	LastRoundAt         time.Time `json:"lastRoundAt"`
+	IntervalSeconds     float64   `json:"intervalSeconds"`
+	OfflineAfterSeconds float64   `json:"offlineAfterSeconds"`
+	// How many admitted machines the last round looked at.
+	Machines int `json:"machines"`
+	// Why the last round could not look at every admitted machine; null when it could.
+	Problem *string `json:"problem,omitempty"`
 }
 
 type ErasePreview struct {
@@ -309,6 +359,10 @@ type Identity struct {
 	RevokedBy *string `json:"revokedBy,omitempty"`
 	// Whether its token works now: neither revoked nor expired.
 	Active bool `json:"active"`
+	// Why revokeIdentity would refuse it now, in the words of that refusal (already revoked;
+	// the last active identity with MANAGE_INFRASTRUCTURE); null when it would not. A client
+	// shows it beside a disabled Revoke instead of keeping a copy of the rule.
+	RevokeRefusal *string `json:"revokeRefusal,omitempty"`
 }
 
 type InstallOperatingSystemInput struct {
@@ -323,6 +377,20 @@ type InstallOperatingSystemInput struct {
 type InstallOperatingSystemPayload struct {
 	Machine *Machine     `json:"machine"`
 	Maas    *MaasMachine `json:"maas"`
+}
+
+// An OS image MAAS holds.
+type MaasImage struct {
+	// As installOperatingSystem's series takes it: ubuntu/noble, or an uploaded image's name.
+	Name string `json:"name"`
+	// The operating system (ubuntu …); empty for an uploaded image named without one.
+	Os string `json:"os"`
+	// The release (noble …), or the uploaded image's name.
+	Release string `json:"release"`
+	// SYNCED from an image source, or UPLOADED by an administrator (a custom image).
+	Kind MaasImageKind `json:"kind"`
+	// MAAS's architectures for it, such as amd64/ga-24.04.
+	Architectures []string `json:"architectures"`
 }
 
 // A machine as MAAS reports it. No MAAS credential field is ever returned.
@@ -378,6 +446,9 @@ type Machine struct {
 	Warnings []*Warning `json:"warnings"`
 	// The Apelora machine record; null for an Incus member Apelora has no record of.
 	Record *MachineRecord `json:"record,omitempty"`
+	// When the drift watcher last re-checked this admitted member; null when it never has (not
+	// admitted, or no replica watches). Its drift is among the warnings (code DRIFT).
+	DriftCheckedAt *time.Time `json:"driftCheckedAt,omitempty"`
 	// The member's fence mapping, with its last readiness drill; null when it has none.
 	Fence *FenceMapping `json:"fence,omitempty"`
 	// The hardware profile admission compares the machine with; null when none is assigned.
@@ -639,6 +710,8 @@ type UnregisterMachinePayload struct {
 type Warning struct {
 	Code    WarningCode `json:"code"`
 	Message string      `json:"message"`
+	// For a DRIFT warning: the drift it reports.
+	Drift *Drift `json:"drift,omitempty"`
 }
 
 type AdmissionTrigger string
@@ -941,6 +1014,63 @@ func (e ClusterWarningCode) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+type DriftChange string
+
+const (
+	// A check fails now (past its threshold).
+	DriftChangeRaised DriftChange = "RAISED"
+	// It passes again, or the machine is no longer an admitted member.
+	DriftChangeCleared DriftChange = "CLEARED"
+)
+
+var AllDriftChange = []DriftChange{
+	DriftChangeRaised,
+	DriftChangeCleared,
+}
+
+func (e DriftChange) IsValid() bool {
+	switch e {
+	case DriftChangeRaised, DriftChangeCleared:
+		return true
+	}
+	return false
+}
+
+func (e DriftChange) String() string {
+	return string(e)
+}
+
+func (e *DriftChange) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = DriftChange(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid DriftChange", str)
+	}
+	return nil
+}
+
+func (e DriftChange) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *DriftChange) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e DriftChange) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type FenceEventKind string
 
 const (
@@ -1092,6 +1222,61 @@ func (e *FenceReason) UnmarshalJSON(b []byte) error {
 }
 
 func (e FenceReason) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type MaasImageKind string
+
+const (
+	MaasImageKindSynced   MaasImageKind = "SYNCED"
+	MaasImageKindUploaded MaasImageKind = "UPLOADED"
+)
+
+var AllMaasImageKind = []MaasImageKind{
+	MaasImageKindSynced,
+	MaasImageKindUploaded,
+}
+
+func (e MaasImageKind) IsValid() bool {
+	switch e {
+	case MaasImageKindSynced, MaasImageKindUploaded:
+		return true
+	}
+	return false
+}
+
+func (e MaasImageKind) String() string {
+	return string(e)
+}
+
+func (e *MaasImageKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MaasImageKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MaasImageKind", str)
+	}
+	return nil
+}
+
+func (e MaasImageKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MaasImageKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MaasImageKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1432,6 +1617,8 @@ const (
 	WarningCodeMaasMachineMissing WarningCode = "MAAS_MACHINE_MISSING"
 	// MAAS reports another hardware UUID than the one registered: the machine was replaced or the record is wrong.
 	WarningCodeHardwareUUIDMismatch WarningCode = "HARDWARE_UUID_MISMATCH"
+	// An admitted member fails a check it passed at admission (see `drift` on the warning).
+	WarningCodeDrift WarningCode = "DRIFT"
 )
 
 var AllWarningCode = []WarningCode{
@@ -1442,11 +1629,12 @@ var AllWarningCode = []WarningCode{
 	WarningCodeMaasUnavailable,
 	WarningCodeMaasMachineMissing,
 	WarningCodeHardwareUUIDMismatch,
+	WarningCodeDrift,
 }
 
 func (e WarningCode) IsValid() bool {
 	switch e {
-	case WarningCodeJoinedWithoutHold, WarningCodeIncusUnavailable, WarningCodeScheduledByGroup, WarningCodeJoinTokensUnknown, WarningCodeMaasUnavailable, WarningCodeMaasMachineMissing, WarningCodeHardwareUUIDMismatch:
+	case WarningCodeJoinedWithoutHold, WarningCodeIncusUnavailable, WarningCodeScheduledByGroup, WarningCodeJoinTokensUnknown, WarningCodeMaasUnavailable, WarningCodeMaasMachineMissing, WarningCodeHardwareUUIDMismatch, WarningCodeDrift:
 		return true
 	}
 	return false

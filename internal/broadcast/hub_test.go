@@ -389,3 +389,44 @@ func TestHubReplayWaitsForStartAndEndsWithItsContext(t *testing.T) {
 		}
 	}
 }
+
+// The replay tests of broadcast.Replay (the goroutine-per-subscriber loop the hub
+// replaced), with their assertions.
+func TestHubReplayFiltersThenGoesLive(t *testing.T) {
+	h := storedHub()
+	tb := &table{}
+	for range 5 {
+		tb.add(nil, "m1")
+	}
+	h.Start(5)
+	from := int64(2)
+	keep := func(e *event) bool { return e.n != 4 }
+	c := Subscribe(t.Context(), h, Want[string, *event]{All: true, Match: keep, After: &from, Replay: tb.replay(keep)}, plainView, 16)
+	tb.add(h, "m1")
+	if got := positions(t, c, 3); !slices.Equal(got, []int{3, 5, 6}) {
+		t.Fatalf("got %v, want [3 5 6] (4 filtered out)", got)
+	}
+	// Live only: nothing stored is replayed.
+	live := Subscribe(t.Context(), h, Want[string, *event]{All: true}, plainView, 16)
+	tb.add(h, "m1")
+	if got := positions(t, live, 1); got[0] != 7 {
+		t.Fatalf("live got %v", got)
+	}
+}
+
+func TestHubReplayCatchesUpASubscriberThatFellBehind(t *testing.T) {
+	h := storedHub()
+	tb := &table{}
+	h.Start(0)
+	from := int64(0)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	c := Subscribe(ctx, h, Want[string, *event]{All: true, After: &from, Replay: tb.replay(func(*event) bool { return true })}, plainView, 1)
+	for range 20 {
+		tb.add(h, "m1") // faster than the stream is read
+	}
+	consecutive(t, positions(t, c, 20), 1)
+	cancel()
+	for range c {
+	}
+}

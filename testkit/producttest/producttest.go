@@ -68,6 +68,12 @@ func WithSessionTTL(d time.Duration) Option { return func(c *app.Config) { c.Ses
 // WithRequestTimeout sets the bound on every Incus and MAAS call (APELORA_REQUEST_TIMEOUT).
 func WithRequestTimeout(d time.Duration) Option { return func(c *app.Config) { c.RequestTimeout = d } }
 
+// WithDrift runs the drift watcher on this replica (off unless asked: other tests must
+// not see its Incus calls) with the interval and offline threshold given.
+func WithDrift(interval, offlineAfter time.Duration) Option {
+	return func(c *app.Config) { c.DriftInterval, c.DriftOfflineAfter = interval, offlineAfter }
+}
+
 // WithPingInterval sets the websocket keep-alive period.
 func WithPingInterval(d time.Duration) Option { return func(c *app.Config) { c.PingInterval = d } }
 

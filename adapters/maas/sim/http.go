@@ -193,6 +193,11 @@ func (s *Server) dispatch(method string, seg []string, op string, p url.Values, 
 			return s.setConfig(p, u)
 		}
 		return nil, unrecognised(method, op)
+	case len(seg) == 1 && seg[0] == "boot-resources":
+		if k == (sig{http.MethodGet, ""}) {
+			return s.bootResources(p)
+		}
+		return nil, unrecognised(method, op)
 	case len(seg) == 1 && seg[0] == "machines":
 		switch k {
 		case sig{http.MethodGet, ""}:

@@ -275,8 +275,10 @@ func (s *Server) endOfRun(m *machine, to int) {
 
 var seriesVersions = map[string]string{"focal": "20.04", "jammy": "22.04", "noble": "24.04"}
 
-// normalizeSeries accepts jammy, 22.04, ubuntu/jammy and ubuntu/22.04.
-func (s *Server) normalizeSeries(v string) (string, bool) {
+// syncedSeries are the Ubuntu series whose images MAAS holds: config synced_series
+// (a list of names), jammy and noble by default. Deploys and boot-resources/ read it. The
+// caller holds s.mu.
+func (s *Server) syncedSeries() []string {
 	synced := []string{"jammy", "noble"}
 	if cfg, ok := s.config["synced_series"].([]any); ok {
 		synced = synced[:0]
@@ -286,6 +288,12 @@ func (s *Server) normalizeSeries(v string) (string, bool) {
 			}
 		}
 	}
+	return synced
+}
+
+// normalizeSeries accepts jammy, 22.04, ubuntu/jammy and ubuntu/22.04.
+func (s *Server) normalizeSeries(v string) (string, bool) {
+	synced := s.syncedSeries()
 	name := strings.TrimPrefix(v, "ubuntu/")
 	for series, version := range seriesVersions {
 		if name == version {
@@ -302,7 +310,11 @@ func (s *Server) deploy(m *machine, p url.Values, u *userKey) (any, *apiError) {
 	}
 	name, ok := s.normalizeSeries(series)
 	if !ok {
-		return nil, formError("distro_series", fmt.Sprintf("'%s' is not a valid distro_series.  It should be one of: '', 'ubuntu/jammy', 'ubuntu/noble'.", series))
+		choices := []string{"''"}
+		for _, x := range s.syncedSeries() {
+			choices = append(choices, "'ubuntu/"+x+"'")
+		}
+		return nil, formError("distro_series", fmt.Sprintf("'%s' is not a valid distro_series.  It should be one of: %s.", series, strings.Join(choices, ", ")))
 	}
 	var userData []byte
 	if v, ok := last(p, "user_data"); ok && v != "" {

@@ -20,6 +20,14 @@ try {
   await e.page.getByRole('heading', { name: 'Fence progress' }).waitFor();
   await shot(e.page, SHOTS, 'fencing-without-incus');
   await axe(e.page, 'fencing without incus');
+  await e.page.goto('/hardware');
+  await e.page.getByText('No hardware profile yet').waitFor();
+  await shot(e.page, SHOTS, 'hardware-empty');
+  await axe(e.page, 'hardware without profiles');
+  await e.page.goto('/identities');
+  await e.page.locator('tr[data-identity="admin"]').waitFor();
+  await shot(e.page, SHOTS, 'identities-one');
+  await axe(e.page, 'identities');
   await clean(e.page, 'empty');
 
   log('step: 3,000 machines');

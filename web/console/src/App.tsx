@@ -12,9 +12,12 @@ import { MachinePage } from './pages/Machine';
 import { EnrolmentPage } from './pages/Enrolment';
 import { FencingPage } from './pages/Fencing';
 import { AuditPage } from './pages/Audit';
+import { IdentitiesPage } from './pages/Identities';
+import { HardwarePage } from './pages/Hardware';
 import { Banner, Loading, Problems } from './components/ui';
 import { canManage } from './lib/actions';
 import { problemsOf } from './lib/errors';
+import { permissionLabel, sortPermissions } from './lib/identities';
 
 type Auth = { state: 'checking' } | { state: 'out'; reason?: string } | { state: 'in'; session: SessionInfo };
 
@@ -36,10 +39,12 @@ export function App({ config }: { config: ConsoleConfig }) {
 
   // A lost session (expired, signed out elsewhere, identity removed) returns to sign-in
   // with the server's reason.
-  const lost = useCallback(() => {
+  // The server's reason for closing a socket says why when the session is already gone from
+  // this browser (signed out in another tab).
+  const lost = useCallback((closeReason?: string) => {
     currentSession(config.session).then(
       (session) => setAuth((a) => (a.state === 'in' && a.session.expiresAt === session.expiresAt ? a : { state: 'in', session })),
-      (e) => setAuth({ state: 'out', reason: reasonOf(e) ?? 'Your session has ended: sign in again.' }),
+      (e) => setAuth({ state: 'out', reason: reasonOf(e) ?? sentence(closeReason) ?? 'Your session has ended: sign in again.' }),
     );
   }, [config.session]);
 
@@ -58,10 +63,16 @@ export function App({ config }: { config: ConsoleConfig }) {
   );
 }
 
-function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleConfig; session: SessionInfo; onLost(): void; onSignedOut(): void }) {
+// sentence capitalises a server message for a banner.
+function sentence(s: string | undefined): string | undefined {
+  return s ? s.charAt(0).toUpperCase() + s.slice(1) + (/[.!?]$/.test(s) ? '' : '.') : undefined;
+}
+
+function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleConfig; session: SessionInfo; onLost(reason?: string): void; onSignedOut(): void }) {
   const lostRef = useRef(onLost);
-  lostRef.current = onLost;
-  const cc = useMemo(() => createConsoleClient(config.endpoint, () => lostRef.current()), [config.endpoint]);
+  const signingOut = useRef(false);
+  lostRef.current = signingOut.current ? () => {} : onLost;
+  const cc = useMemo(() => createConsoleClient(config.endpoint, (reason) => lostRef.current(reason)), [config.endpoint]);
   useEffect(() => () => cc.dispose(), [cc]);
 
   // Ask again when the session's time is up, so the console says so without waiting for
@@ -73,6 +84,9 @@ function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleCon
   }, [session.expiresAt]);
 
   const out = async () => {
+    // Signing out ends this session's sockets on the server too: that is no lost session.
+    signingOut.current = true;
+    lostRef.current = () => {};
     try {
       await signOut(config.session);
     } finally {
@@ -95,7 +109,7 @@ function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleCon
 function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignOut(): void; children: ReactNode }) {
   const [viewer] = useQuery({ query: ViewerQuery, requestPolicy: 'network-only' });
   const v = viewer.data?.viewer ?? null;
-  const perms = v ? v.permissions.map((p) => p.toLowerCase().replace(/_/g, '-')).join(', ') : '';
+  const perms = v ? sortPermissions(v.permissions).map(permissionLabel).join(', ') : '';
   return (
     <ViewerContext.Provider value={v}>
       <a className="skip-link" href="#main">
@@ -108,6 +122,8 @@ function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignO
             <li><Link to="/">Fleet</Link></li>
             <li><Link to="/enrolment">Enrolment</Link></li>
             <li><Link to="/fencing">Fencing</Link></li>
+            <li><Link to="/hardware">Hardware</Link></li>
+            <li><Link to="/identities">Identities</Link></li>
             <li><Link to="/audit">Audit</Link></li>
             <li><a href="/graphiql/">GraphiQL</a></li>
           </ul>
@@ -146,6 +162,8 @@ function Pages() {
   if (path === '/enrolment') return <EnrolmentPage />;
   if (path === '/fencing') return <FencingPage />;
   if (path === '/audit') return <AuditPage />;
+  if (path === '/identities') return <IdentitiesPage />;
+  if (path === '/hardware') return <HardwarePage />;
   return (
     <section>
       <h1>Page not found</h1>

@@ -15,11 +15,17 @@ export interface ConsoleClient {
 // Close codes the server uses for a socket it will not serve (no or lost session).
 const refusedCodes = new Set([4401, 4403]);
 
+function closeReasonOf(e: unknown): string | undefined {
+  const r = typeof e === 'object' && e !== null && 'reason' in e ? String((e as { reason: unknown }).reason) : '';
+  return r && r !== 'Forbidden' ? r : undefined;
+}
+
 function closeCode(e: unknown): number | undefined {
   return typeof e === 'object' && e !== null && 'code' in e ? Number((e as { code: unknown }).code) : undefined;
 }
 
-export function createConsoleClient(endpoint: string, onSessionLost: () => void): ConsoleClient {
+// onSessionLost hears the server's reason when a socket was closed for it.
+export function createConsoleClient(endpoint: string, onSessionLost: (reason?: string) => void): ConsoleClient {
   const wsUrl = new URL(endpoint, window.location.href);
   wsUrl.protocol = wsUrl.protocol === 'https:' ? 'wss:' : 'ws:';
   const ws = createWsClient({
@@ -32,7 +38,7 @@ export function createConsoleClient(endpoint: string, onSessionLost: () => void)
     shouldRetry: (e) => !refusedCodes.has(closeCode(e) ?? 0),
     on: {
       closed: (e) => {
-        if (refusedCodes.has(closeCode(e) ?? 0)) onSessionLost();
+        if (refusedCodes.has(closeCode(e) ?? 0)) onSessionLost(closeReasonOf(e));
       },
     },
   });

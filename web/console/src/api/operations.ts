@@ -47,6 +47,7 @@ export const MachineQuery = graphql(`
     machine(name: $name) {
       ...FleetRow
       record { description }
+      hardwareProfile { ...HardwareProfileRow }
       member { url description }
       fence {
         setBy setAt
@@ -221,5 +222,72 @@ export const SetFenceMappingMutation = graphql(`
 export const RemoveFenceMappingMutation = graphql(`
   mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {
     removeFenceMapping(input: $input) { removed { member } }
+  }
+`);
+
+export const IdentityRowFragment = graphql(`
+  fragment IdentityRow on Identity {
+    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal
+  }
+`);
+
+export const IdentitiesQuery = graphql(`
+  query Identities {
+    identities { ...IdentityRow }
+  }
+`);
+
+export const CreateIdentityMutation = graphql(`
+  mutation CreateIdentity($input: CreateIdentityInput!) {
+    createIdentity(input: $input) { token identity { ...IdentityRow } }
+  }
+`);
+
+export const RevokeIdentityMutation = graphql(`
+  mutation RevokeIdentity($input: RevokeIdentityInput!) {
+    revokeIdentity(input: $input) { identity { ...IdentityRow } }
+  }
+`);
+
+export const HardwareProfileRowFragment = graphql(`
+  fragment HardwareProfileRow on HardwareProfile {
+    name description architecture minCpuCores minMemoryMiB minDisks minDiskSizeGB minNics minNicSpeedMbps
+    setBy setAt machines
+  }
+`);
+
+export const HardwareProfilesQuery = graphql(`
+  query HardwareProfiles {
+    hardwareProfiles { ...HardwareProfileRow }
+  }
+`);
+
+export const SetHardwareProfileMutation = graphql(`
+  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {
+    setHardwareProfile(input: $input) { profile { ...HardwareProfileRow } previous { name } }
+  }
+`);
+
+export const RemoveHardwareProfileMutation = graphql(`
+  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {
+    removeHardwareProfile(input: $input) { removed { name } }
+  }
+`);
+
+export const AssignHardwareProfileMutation = graphql(`
+  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {
+    assignHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }
+  }
+`);
+
+export const ClearHardwareProfileMutation = graphql(`
+  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {
+    clearHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }
+  }
+`);
+
+export const MaasImagesQuery = graphql(`
+  query MaasImages {
+    maasImages { name os release kind architectures }
   }
 `);

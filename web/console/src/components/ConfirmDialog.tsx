@@ -1,7 +1,7 @@
 // Every change goes through this dialog: it names the machine and says what will happen,
 // optionally asks for the machine's name to be typed, runs the mutation, and shows what
 // the server said (field errors beside their fields) or closes on success.
-import { useState, type ReactNode, type FormEvent } from 'react';
+import { useId, useState, type ReactNode, type FormEvent } from 'react';
 import type { OperationResult } from '@urql/core';
 import { Dialog } from './Dialog';
 import { Field, Problems } from './ui';
@@ -17,6 +17,10 @@ export interface ConfirmProps<T> {
   // typeToConfirm is a name the operator must type before the change can be made.
   typeToConfirm?: string;
   typeLabel?: string;
+  // blocked is why the change cannot be asked for as filled in (checked before submit, as
+  // the server would check it); the button stays focusable and says so.
+  blocked?: string;
+  wide?: boolean;
   // fields renders extra inputs; errors maps the server's extensions.field to messages.
   fields?: (errors: Map<string, string>) => ReactNode;
   fieldNames?: string[];
@@ -28,14 +32,16 @@ export interface ConfirmProps<T> {
 
 export function ConfirmDialog<T>(p: ConfirmProps<T>) {
   const [typed, setTyped] = useState('');
+  const blockedId = useId();
   const [busy, setBusy] = useState(false);
   const [problems, setProblems] = useState<Problem[]>([]);
   const typedOK = !p.typeToConfirm || typed === p.typeToConfirm;
+  const ready = typedOK && !p.blocked;
   const errors = fieldProblems(problems);
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    if (!typedOK || busy) return;
+    if (!ready || busy) return;
     setBusy(true);
     setProblems([]);
     const res = await p.run();
@@ -51,7 +57,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
   };
 
   return (
-    <Dialog title={p.title} onClose={() => !busy && p.onClose()}>
+    <Dialog title={p.title} onClose={() => !busy && p.onClose()} wide={p.wide}>
       <form onSubmit={submit} noValidate>
         <div className="consequence">{p.consequence}</div>
         {p.fields?.(errors)}
@@ -70,13 +76,19 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
           <button
             type="submit"
             className={`btn ${p.danger ? 'btn-danger' : 'btn-primary'}`}
-            aria-disabled={!typedOK || busy ? true : undefined}
+            aria-disabled={!ready || busy ? true : undefined}
+            aria-describedby={p.blocked ? blockedId : undefined}
             data-confirm
           >
             {busy ? 'Working…' : p.confirmLabel}
           </button>
         </div>
         {!typedOK ? <p className="hint">The button works once the name is typed exactly.</p> : null}
+        {typedOK && p.blocked ? (
+          <p className="reason dialog-blocked" id={blockedId}>
+            {p.blocked}
+          </p>
+        ) : null}
       </form>
     </Dialog>
   );

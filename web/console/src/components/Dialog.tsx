@@ -1,6 +1,28 @@
-// A modal dialog on the native <dialog> element: the page behind is inert, focus stays
-// inside, Escape closes it and focus returns to what opened it.
-import { useEffect, useId, useRef, type ReactNode } from 'react';
+// A modal dialog on the native <dialog> element: the page behind is inert, Tab and
+// Shift+Tab cycle inside it (a modal <dialog> alone lets focus leave for the browser's
+// own controls after its last element), Escape closes it and focus returns to what opened
+// it.
+import { useEffect, useId, useRef, type KeyboardEvent, type ReactNode } from 'react';
+
+const focusable = 'a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"])';
+
+// keepFocusInside wraps Tab from the last focusable element to the first, and Shift+Tab
+// from the first to the last.
+function keepFocusInside(e: KeyboardEvent<HTMLDialogElement>) {
+  if (e.key !== 'Tab') return;
+  const all = [...e.currentTarget.querySelectorAll<HTMLElement>(focusable)].filter((el) => !el.matches(':disabled') && el.getClientRects().length > 0);
+  if (all.length === 0) return;
+  const first = all[0];
+  const last = all[all.length - 1];
+  const at = document.activeElement;
+  if (e.shiftKey && (at === first || !e.currentTarget.contains(at))) {
+    e.preventDefault();
+    last.focus();
+  } else if (!e.shiftKey && (at === last || !e.currentTarget.contains(at))) {
+    e.preventDefault();
+    first.focus();
+  }
+}
 
 export interface DialogProps {
   title: string;
@@ -33,6 +55,7 @@ export function Dialog({ title, onClose, children, wide, initialFocus }: DialogP
       ref={ref}
       className={wide ? 'dialog dialog-wide' : 'dialog'}
       aria-labelledby={titleId}
+      onKeyDown={keepFocusInside}
       onCancel={(e) => {
         e.preventDefault();
         onClose();

@@ -4,7 +4,7 @@
 import { useId, type ReactNode, type ButtonHTMLAttributes } from 'react';
 import type { CheckResult, MemberStatus, Phase } from '../gql/graphql';
 import { checkSymbols, memberStatusInfo, phaseInfo } from '../lib/phases';
-import { describe, type Problem } from '../lib/errors';
+import { describe, fieldKey, type Problem } from '../lib/errors';
 import type { Action } from '../lib/actions';
 
 export function PhaseBadge({ phase }: { phase: Phase }) {
@@ -47,9 +47,10 @@ export function Banner({ tone, title, children }: { tone: 'negative' | 'caution'
   );
 }
 
-// Problems shows what the server said, except the field errors shown beside their fields.
+// Problems shows what the server said, except the field errors shown beside their fields
+// (shownFields: field names, or field.index for one entry of a list).
 export function Problems({ problems, machine, shownFields = [] }: { problems: Problem[]; machine?: string; shownFields?: string[] }) {
-  const rest = problems.filter((p) => !p.field || !shownFields.includes(p.field));
+  const rest = problems.filter((p) => !p.field || !shownFields.includes(fieldKey(p)));
   if (rest.length === 0) return null;
   return (
     <div className="problems" role="alert">

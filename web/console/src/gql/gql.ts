@@ -18,7 +18,7 @@ type Documents = {
     "\n  fragment MaasFacts on MaasMachine {\n    systemId hostname fqdn status statusCode statusMessage powerState powerType hardwareUuid\n    architecture cpuCount memoryMiB storageMB osystem distroSeries owner zone pool tags\n    ipAddresses locked testingStatus testingStatusCode\n  }\n": typeof types.MaasFactsFragmentDoc,
     "\n  fragment FleetRow on Machine {\n    name\n    phase\n    warnings { code message }\n    record { name provisioner { kind } maasSystemId hardwareUuid description registeredAt registeredBy }\n    member { name status message held scheduler roles groups failureDomain architecture }\n    pendingJoinToken { expiresAt }\n    maas { ...MaasFacts }\n    maasSteps { step allowed reason }\n    fence { member maasSystemId hardwareUuid lastDrill { at ok powerState problem } offlineSince }\n  }\n": typeof types.FleetRowFragmentDoc,
     "\n  query Fleet {\n    fleet {\n      sources {\n        incus { configured available message }\n        maas { configured available message }\n      }\n      machines { ...FleetRow }\n    }\n  }\n": typeof types.FleetDocument,
-    "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n": typeof types.MachineDocument,
+    "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      hardwareProfile { ...HardwareProfileRow }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n": typeof types.MachineDocument,
     "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n": typeof types.AuditEventRowFragmentDoc,
     "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": typeof types.AuditEventsDocument,
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
@@ -41,13 +41,24 @@ type Documents = {
     "\n  subscription FenceProgress($member: String, $after: ID) {\n    fenceProgress(member: $member, after: $after) { ...FenceEventRow }\n  }\n": typeof types.FenceProgressDocument,
     "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) {\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n": typeof types.SetFenceMappingDocument,
     "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n": typeof types.RemoveFenceMappingDocument,
+    "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n  }\n": typeof types.IdentityRowFragmentDoc,
+    "\n  query Identities {\n    identities { ...IdentityRow }\n  }\n": typeof types.IdentitiesDocument,
+    "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { token identity { ...IdentityRow } }\n  }\n": typeof types.CreateIdentityDocument,
+    "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { identity { ...IdentityRow } }\n  }\n": typeof types.RevokeIdentityDocument,
+    "\n  fragment HardwareProfileRow on HardwareProfile {\n    name description architecture minCpuCores minMemoryMiB minDisks minDiskSizeGB minNics minNicSpeedMbps\n    setBy setAt machines\n  }\n": typeof types.HardwareProfileRowFragmentDoc,
+    "\n  query HardwareProfiles {\n    hardwareProfiles { ...HardwareProfileRow }\n  }\n": typeof types.HardwareProfilesDocument,
+    "\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { profile { ...HardwareProfileRow } previous { name } }\n  }\n": typeof types.SetHardwareProfileDocument,
+    "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { removed { name } }\n  }\n": typeof types.RemoveHardwareProfileDocument,
+    "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n": typeof types.AssignHardwareProfileDocument,
+    "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n": typeof types.ClearHardwareProfileDocument,
+    "\n  query MaasImages {\n    maasImages { name os release kind architectures }\n  }\n": typeof types.MaasImagesDocument,
 };
 const documents: Documents = {
     "\n  query Viewer {\n    viewer { name permissions }\n  }\n": types.ViewerDocument,
     "\n  fragment MaasFacts on MaasMachine {\n    systemId hostname fqdn status statusCode statusMessage powerState powerType hardwareUuid\n    architecture cpuCount memoryMiB storageMB osystem distroSeries owner zone pool tags\n    ipAddresses locked testingStatus testingStatusCode\n  }\n": types.MaasFactsFragmentDoc,
     "\n  fragment FleetRow on Machine {\n    name\n    phase\n    warnings { code message }\n    record { name provisioner { kind } maasSystemId hardwareUuid description registeredAt registeredBy }\n    member { name status message held scheduler roles groups failureDomain architecture }\n    pendingJoinToken { expiresAt }\n    maas { ...MaasFacts }\n    maasSteps { step allowed reason }\n    fence { member maasSystemId hardwareUuid lastDrill { at ok powerState problem } offlineSince }\n  }\n": types.FleetRowFragmentDoc,
     "\n  query Fleet {\n    fleet {\n      sources {\n        incus { configured available message }\n        maas { configured available message }\n      }\n      machines { ...FleetRow }\n    }\n  }\n": types.FleetDocument,
-    "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n": types.MachineDocument,
+    "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      hardwareProfile { ...HardwareProfileRow }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n": types.MachineDocument,
     "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n": types.AuditEventRowFragmentDoc,
     "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": types.AuditEventsDocument,
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
@@ -70,6 +81,17 @@ const documents: Documents = {
     "\n  subscription FenceProgress($member: String, $after: ID) {\n    fenceProgress(member: $member, after: $after) { ...FenceEventRow }\n  }\n": types.FenceProgressDocument,
     "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) {\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n": types.SetFenceMappingDocument,
     "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n": types.RemoveFenceMappingDocument,
+    "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n  }\n": types.IdentityRowFragmentDoc,
+    "\n  query Identities {\n    identities { ...IdentityRow }\n  }\n": types.IdentitiesDocument,
+    "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { token identity { ...IdentityRow } }\n  }\n": types.CreateIdentityDocument,
+    "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { identity { ...IdentityRow } }\n  }\n": types.RevokeIdentityDocument,
+    "\n  fragment HardwareProfileRow on HardwareProfile {\n    name description architecture minCpuCores minMemoryMiB minDisks minDiskSizeGB minNics minNicSpeedMbps\n    setBy setAt machines\n  }\n": types.HardwareProfileRowFragmentDoc,
+    "\n  query HardwareProfiles {\n    hardwareProfiles { ...HardwareProfileRow }\n  }\n": types.HardwareProfilesDocument,
+    "\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { profile { ...HardwareProfileRow } previous { name } }\n  }\n": types.SetHardwareProfileDocument,
+    "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { removed { name } }\n  }\n": types.RemoveHardwareProfileDocument,
+    "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n": types.AssignHardwareProfileDocument,
+    "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n": types.ClearHardwareProfileDocument,
+    "\n  query MaasImages {\n    maasImages { name os release kind architectures }\n  }\n": types.MaasImagesDocument,
 };
 
 /**
@@ -105,7 +127,7 @@ export function graphql(source: "\n  query Fleet {\n    fleet {\n      sources {
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n"): (typeof documents)["\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n"];
+export function graphql(source: "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      hardwareProfile { ...HardwareProfileRow }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n"): (typeof documents)["\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      hardwareProfile { ...HardwareProfileRow }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -194,6 +216,50 @@ export function graphql(source: "\n  mutation SetFenceMapping($input: SetFenceMa
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n"): (typeof documents)["\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n  }\n"): (typeof documents)["\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Identities {\n    identities { ...IdentityRow }\n  }\n"): (typeof documents)["\n  query Identities {\n    identities { ...IdentityRow }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { token identity { ...IdentityRow } }\n  }\n"): (typeof documents)["\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { token identity { ...IdentityRow } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { identity { ...IdentityRow } }\n  }\n"): (typeof documents)["\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { identity { ...IdentityRow } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment HardwareProfileRow on HardwareProfile {\n    name description architecture minCpuCores minMemoryMiB minDisks minDiskSizeGB minNics minNicSpeedMbps\n    setBy setAt machines\n  }\n"): (typeof documents)["\n  fragment HardwareProfileRow on HardwareProfile {\n    name description architecture minCpuCores minMemoryMiB minDisks minDiskSizeGB minNics minNicSpeedMbps\n    setBy setAt machines\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query HardwareProfiles {\n    hardwareProfiles { ...HardwareProfileRow }\n  }\n"): (typeof documents)["\n  query HardwareProfiles {\n    hardwareProfiles { ...HardwareProfileRow }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { profile { ...HardwareProfileRow } previous { name } }\n  }\n"): (typeof documents)["\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { profile { ...HardwareProfileRow } previous { name } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { removed { name } }\n  }\n"): (typeof documents)["\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { removed { name } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n"): (typeof documents)["\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n"): (typeof documents)["\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query MaasImages {\n    maasImages { name os release kind architectures }\n  }\n"): (typeof documents)["\n  query MaasImages {\n    maasImages { name os release kind architectures }\n  }\n"];
 
 export function graphql(source: string) {
   return (documents as any)[source] ?? {};

@@ -5,6 +5,9 @@ export interface Problem {
   message: string;
   code?: string;
   field?: string;
+  // index is the entry at fault in a list field (extensions.details.index), such as a
+  // member-config row.
+  index?: number;
 }
 
 // The parts of urql's CombinedError this module reads (kept structural for the tests).
@@ -19,10 +22,12 @@ export function problemsOf(err: ErrorLike | null | undefined): Problem[] {
   const out: Problem[] = [];
   for (const e of err.graphQLErrors ?? []) {
     const ext = e.extensions ?? {};
+    const details = typeof ext.details === 'object' && ext.details ? (ext.details as Record<string, unknown>) : {};
     out.push({
       message: e.message,
       code: typeof ext.code === 'string' ? ext.code : undefined,
       field: typeof ext.field === 'string' ? ext.field : undefined,
+      index: typeof details.index === 'number' ? details.index : undefined,
     });
   }
   if (err.networkError && out.length === 0) {
@@ -44,11 +49,18 @@ export function describe(p: Problem, machine?: string): string {
   return p.message;
 }
 
+// fieldKey is where a problem is shown: its field, or field.index for one entry of a list
+// field (memberConfig.2); '' when the server named no field.
+export function fieldKey(p: Problem): string {
+  if (!p.field) return '';
+  return p.index === undefined ? p.field : `${p.field}.${p.index}`;
+}
+
 // fieldProblems maps each input field the server named to its message; the rest go under ''.
 export function fieldProblems(problems: Problem[]): Map<string, string> {
   const out = new Map<string, string>();
   for (const p of problems) {
-    const k = p.field ?? '';
+    const k = fieldKey(p);
     out.set(k, out.has(k) ? out.get(k) + ' ' + p.message : p.message);
   }
   return out;

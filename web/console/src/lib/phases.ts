@@ -25,6 +25,7 @@ export const warningLabels: Record<WarningCode, string> = {
   MAAS_UNAVAILABLE: 'MAAS unavailable',
   MAAS_MACHINE_MISSING: 'MAAS machine missing',
   HARDWARE_UUID_MISMATCH: 'Hardware UUID mismatch',
+  DRIFT: 'Drift since admission',
 };
 
 export const checkSymbols: Record<CheckResult, { symbol: string; tone: string; label: string }> = {

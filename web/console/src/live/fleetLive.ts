@@ -16,14 +16,7 @@ const eventDebounceMs = 250;
 export function useLiveRefresh(refresh: () => void, machine?: string): void {
   const latest = useRef(refresh);
   latest.current = refresh;
-
-  const [ev] = useSubscription({ query: AuditEventRecordedSubscription, variables: { machine } });
-  const eventId = ev.data?.auditEventRecorded.id;
-  useEffect(() => {
-    if (!eventId) return;
-    const t = setTimeout(() => latest.current(), eventDebounceMs);
-    return () => clearTimeout(t);
-  }, [eventId]);
+  useChangeRefresh(refresh, machine);
 
   useEffect(() => {
     const tick = () => {
@@ -36,4 +29,20 @@ export function useLiveRefresh(refresh: () => void, machine?: string): void {
       document.removeEventListener('visibilitychange', tick);
     };
   }, []);
+}
+
+// useChangeRefresh calls refresh when a change is recorded through Apelora (by anyone, on
+// any replica): for what changes only that way, such as identities and hardware profiles.
+// Its subscription also keeps a socket open, so a revoked identity or a signed-out session
+// returns the page to sign-in at once.
+export function useChangeRefresh(refresh: () => void, machine?: string): void {
+  const latest = useRef(refresh);
+  latest.current = refresh;
+  const [ev] = useSubscription({ query: AuditEventRecordedSubscription, variables: { machine } });
+  const eventId = ev.data?.auditEventRecorded.id;
+  useEffect(() => {
+    if (!eventId) return;
+    const t = setTimeout(() => latest.current(), eventDebounceMs);
+    return () => clearTimeout(t);
+  }, [eventId]);
 }

@@ -4,12 +4,16 @@ import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import {
   AdmitMemberMutation, ApproveEnrolmentMutation, CommissionMachineMutation, InstallOperatingSystemMutation,
-  ReleaseMachineMutation, ReleasePreviewQuery, RemoveMemberMutation, RevokeJoinTokenMutation, RunHardwareTestsMutation,
+  MaasImagesQuery, ReleaseMachineMutation, ReleasePreviewQuery, RemoveMemberMutation, RevokeJoinTokenMutation, RunHardwareTestsMutation,
   UnregisterMachineMutation,
 } from '../api/operations';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Dialog } from '../components/Dialog';
 import { Banner, Field, Loading, Time } from '../components/ui';
+import { MemberConfigRows, useMemberConfig } from '../components/MemberConfigRows';
+import { CopyButton } from '../components/CopyButton';
+import { defaultImage, offeredImages } from '../lib/maas';
+import { problemsOf } from '../lib/errors';
 import { eraseReason, type ActionId } from '../lib/actions';
 import { parseTests, maxTests } from '../lib/maas';
 import type { Row } from '../lib/fleet';
@@ -53,6 +57,7 @@ type Approval = ApproveData['approveEnrolment'];
 export function ApproveFlow({ name, onClose }: { name: string; onClose(): void }) {
   const [, approve] = useMutation(ApproveEnrolmentMutation);
   const [approval, setApproval] = useState<Approval | null>(null);
+  const config = useMemberConfig();
   if (approval) {
     return (
       <TokenDialog
@@ -75,32 +80,13 @@ export function ApproveFlow({ name, onClose }: { name: string; onClose(): void }
           server; Apelora never stores it. The machine then waits for the server to join (Awaiting join).
         </p>
       }
-      run={() => approve({ input: { name } })}
+      wide
+      fieldNames={config.fieldNames}
+      fields={(errors) => <MemberConfigRows state={config} errors={errors} />}
+      run={() => approve({ input: { name, memberConfig: config.input() } })}
       onDone={(d) => setApproval(d.approveEnrolment)}
       onClose={onClose}
     />
-  );
-}
-
-function CopyButton({ text, label }: { text: string; label: string }) {
-  const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(text);
-      setState('copied');
-    } catch {
-      setState('failed');
-    }
-  };
-  return (
-    <>
-      <button type="button" className="btn btn-plain btn-small" onClick={copy}>
-        {label}
-      </button>
-      <span role="status" className="copy-state">
-        {state === 'copied' ? '✓ Copied' : state === 'failed' ? 'Copy failed: select the text and copy it by hand.' : ''}
-      </span>
-    </>
   );
 }
 
@@ -285,8 +271,14 @@ function CommissionDialog({ row, onClose }: { row: Row; onClose(): void }) {
 
 function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
   const [, install] = useMutation(InstallOperatingSystemMutation);
-  const [series, setSeries] = useState('noble');
+  const [series, setSeries] = useState('');
+  const config = useMemberConfig();
   const m = row.maas!;
+  // The images MAAS holds, when it lets Apelora's key list them; else the series is typed.
+  const [images] = useQuery({ query: MaasImagesQuery, requestPolicy: 'network-only' });
+  const offered = offeredImages(images.data?.maasImages ?? [], m.architecture);
+  const listed = offered.length > 0;
+  const chosen = series || (listed ? defaultImage(offered) : 'noble');
   return (
     <ConfirmDialog
       title={`Install an operating system on ${row.name}`}
@@ -294,18 +286,46 @@ function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
       confirmLabel="Install and enrol"
       consequence={
         <p>
-          MAAS deploys the series below on <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>; a Ready machine is allocated first). Incus
+          MAAS deploys the image below on <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>; a Ready machine is allocated first). Incus
           issues a join token that goes only into the deploy's cloud-init user data, which runs enrol-member.sh: the server joins the cluster held, as{' '}
-          <strong>{row.name}</strong>. The user data is never shown or kept. The series' image must already be synced in MAAS.
+          <strong>{row.name}</strong>. The user data is never shown or kept.
         </p>
       }
-      fieldNames={['series']}
+      wide
+      fieldNames={['series', ...config.fieldNames]}
       fields={(errors) => (
-        <Field label="Series" error={errors.get('series')} hint="For example noble, jammy or ubuntu/noble.">
-          {(a) => <input {...a} className="input" value={series} onChange={(e) => setSeries(e.target.value)} spellCheck={false} autoComplete="off" name="series" />}
-        </Field>
+        <>
+          {images.fetching && !images.data ? (
+            <Loading what="the images MAAS holds" />
+          ) : listed ? (
+            <Field label="Image" error={errors.get('series')} hint={<>The OS images MAAS holds (its boot resources) for this machine's architecture, {m.architecture ?? 'unknown'}. An image still downloading fails the deploy with MAAS's error.</>}>
+              {(a) => (
+                <select {...a} className="input" value={chosen} onChange={(e) => setSeries(e.target.value)} name="series">
+                  {offered.map((im) => (
+                    <option key={im.name} value={im.name}>
+                      {im.name} ({im.architectures.join(', ')})
+                    </option>
+                  ))}
+                </select>
+              )}
+            </Field>
+          ) : (
+            <Field
+              label="Series"
+              error={errors.get('series')}
+              hint={
+                images.error
+                  ? `MAAS's image list could not be read (${problemsOf(images.error)[0]?.message ?? 'no answer'}): type the series, for example noble or ubuntu/noble. Its image must already be synced in MAAS.`
+                  : 'MAAS lists no OS image for this architecture: type the series, for example noble or ubuntu/noble. Its image must already be synced in MAAS.'
+              }
+            >
+              {(a) => <input {...a} className="input" value={chosen} onChange={(e) => setSeries(e.target.value)} spellCheck={false} autoComplete="off" name="series" />}
+            </Field>
+          )}
+          <MemberConfigRows state={config} errors={errors} />
+        </>
       )}
-      run={() => install({ input: { name: row.name, series: series.trim() } })}
+      run={() => install({ input: { name: row.name, series: chosen.trim(), memberConfig: config.input() } })}
       onClose={onClose}
     />
   );

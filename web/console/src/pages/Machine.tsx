@@ -11,6 +11,7 @@ import { useViewer } from '../viewer';
 import { Link } from '../router';
 import { ActionButton, Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton, ResultBadge, Time } from '../components/ui';
 import { ChangeDialog } from './ChangeDialogs';
+import { ProfileCard } from './MachineProfile';
 import { AuditTable, useAuditTrail } from './Audit';
 import type { AdmissionVerdict } from '../gql/graphql';
 
@@ -122,6 +123,7 @@ export function MachinePage({ name }: { name: string }) {
             </>
           ) : null}
         </Facts>
+        <ProfileCard machine={m.name} registered={!!m.record} profile={m.hardwareProfile} onChanged={refresh} />
         <Facts title="Fencing" none={<>No fence mapping: nothing powers this member off if it dies. <Link to="/fencing">Fencing</Link></>}>
           {m.fence ? (
             <>
