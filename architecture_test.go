@@ -126,7 +126,7 @@ func TestImportsGoOneWay(t *testing.T) {
 					continue
 				}
 				edges++
-				if tl := layerOf(to); tl < fl {
+				if tl := layerOf(to); tl >= 0 && tl < fl { // a package in no layer is reported on its own
 					ups++
 					t.Errorf("%s (%s) imports %s (%s)%s: it goes up a layer; move the code, or turn the call around with an interface declared below",
 						from, layers[fl].name, to, layers[tl].name, kind)
