@@ -67,6 +67,9 @@ type Config struct {
 	// BodyReadTimeout bounds how long a request body may take to arrive; zero means
 	// BodyReadTimeout.
 	BodyReadTimeout time.Duration
+	// Observer is told of every GraphQL operation, subscription and lost audit event
+	// (metrics); nil: nobody.
+	Observer Observer
 }
 
 // Handler returns the server's HTTP handler.
@@ -75,7 +78,7 @@ func Handler(cfg Config) http.Handler {
 	if ping == 0 {
 		ping = 25 * time.Second
 	}
-	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log}
+	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer}
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
 	gql.AddTransport(transport.Websocket{
@@ -89,6 +92,9 @@ func Handler(cfg Config) http.Handler {
 	})
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	if cfg.Observer != nil {
+		gql.Use(&observed{obs: cfg.Observer}) // first: outermost, so it sees every refusal
+	}
 	gql.Use(extension.Introspection{})
 	gql.Use(subscriptionsOverPOST{})
 	gql.Use(rootFieldLimit{max: MaxRootFields})
