@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/fleet"
@@ -59,7 +60,8 @@ func StartMetrics(ctx context.Context, c metrics.Config, role metrics.Role, log 
 	}
 	m := metrics.New(role)
 	go func() {
-		if err := metrics.Serve(ctx, ln, m.Handler(c.Pprof), log); err != nil {
+		// The API's own serving loop: it stops with ctx, waiting briefly for a scrape.
+		if err := server.Serve(ctx, ln, m.Handler(c.Pprof), 2*time.Second, log); err != nil {
 			log.Error("the metrics listener stopped", "error", err)
 		}
 	}()
