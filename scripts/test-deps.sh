@@ -4,7 +4,8 @@
 #   - PostgreSQL, started as the `postgres` user on a unix socket and 127.0.0.1:55432 in
 #     $APELORA_TEST_DIR (default /var/tmp/apelora-test);
 #   - Incus is only installed: the tests start their own incusd members on loopback
-#     addresses (internal/incuslab).
+#     addresses (internal/incuslab);
+#   - node, for the reference graphql-ws client the e2e tests run.
 # Idempotent: a second run finds everything in place. Prints the environment the tests
 # read (APELORA_TEST_DATABASE_URL) on its last line, ready for `eval`.
 set -euo pipefail
@@ -20,6 +21,13 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 "$(dirname "$0")/install-deps.sh"
+
+# node runs the reference graphql-ws client in the e2e tests (e2e/testdata/graphql-ws).
+if ! command -v node >/dev/null; then
+	log "installing nodejs (the e2e tests run the reference graphql-ws client with it)"
+	apt-get update -qq >&2 || log "apt-get update reported errors; trying the install anyway"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs >&2
+fi
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 
 # --- start PostgreSQL ---------------------------------------------------------------------

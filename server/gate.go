@@ -61,6 +61,12 @@ func requirePermission(ctx context.Context, p identity.Permission) error {
 	return id.Require(p)
 }
 
+// mayRead is the rule for reads (queries and subscriptions). The websocket transport also
+// asks it for every subscriber of a shared stream.
+func mayRead(ctx context.Context) error {
+	return requirePermission(ctx, identity.ViewInfrastructure)
+}
+
 // operations refuses reads (queries, subscriptions) from callers who may not read. A
 // mutation without an identity is refused here as a whole, with one audit event for the
 // request however many fields it has; others go on to the per-field gate.
@@ -75,7 +81,7 @@ func (g *gate) operations(ctx context.Context, next graphql.OperationHandler) gr
 		}
 		return next(ctx)
 	}
-	if err := requirePermission(ctx, identity.ViewInfrastructure); err != nil {
+	if err := mayRead(ctx); err != nil {
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{presentError(ctx, g.log, err)}})
 	}
 	return next(ctx)

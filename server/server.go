@@ -17,7 +17,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	coderws "github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/resolvers"
+	"github.com/apelora/fabric/server/graphqlws"
 	"github.com/apelora/fabric/web/console"
 	"github.com/apelora/fabric/web/graphiql"
 )
@@ -81,15 +81,14 @@ func Handler(cfg Config) http.Handler {
 	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer}
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
-	gql.AddTransport(transport.Websocket{
-		Implementation: closeOn4403{transport.CoderWebsocketImplementation{
-			AcceptOptions: coderws.AcceptOptions{OriginPatterns: cfg.AllowedOrigins},
-		}},
-		InitFunc:              websocketInit(cfg.Store, cfg.Sessions),
-		InitTimeout:           10 * time.Second,
-		PingPongInterval:      ping,
-		KeepAlivePingInterval: ping,
-	})
+	gql.AddTransport(graphqlws.New(graphqlws.Options{
+		Init:           websocketInit(cfg.Store, cfg.Sessions),
+		PingInterval:   ping,
+		AllowedOrigins: cfg.AllowedOrigins,
+		Shared:         sharedStreams,
+		Authorize:      mayRead,
+		Log:            cfg.Log,
+	}))
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	if cfg.Observer != nil {
@@ -112,7 +111,7 @@ func Handler(cfg Config) http.Handler {
 	}
 	limiter := newAuthLimiter(cfg.AuthFailureLimit)
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", endOnShutdown(withSocketEnd(withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseGraphQL, g.readRequest(bodyTimeout, gql))))))
+	mux.Handle("/graphql", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseGraphQL, g.readRequest(bodyTimeout, gql))))
 	gi := graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})
 	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", gi))
 	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
@@ -147,9 +146,9 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 // refused socket is closed with 4403, which graphql-ws clients treat as final instead of
 // reconnecting forever. The connection context it returns ends when the identity is
 // revoked or expires, or the console session expires, and the socket then closes with 4403
-// too (see sessions.go).
-func websocketInit(store identity.Store, sessions Sessions) transport.WebsocketInitFunc {
-	return func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+// too (the transport's contract, see Sessions).
+func websocketInit(store identity.Store, sessions Sessions) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
+	return func(ctx context.Context, p graphqlws.InitPayload) (context.Context, error) {
 		var id *identity.Identity
 		var err error
 		if p.Authorization() == "" && sessionFrom(ctx) != nil {
@@ -170,13 +169,20 @@ func websocketInit(store identity.Store, sessions Sessions) transport.WebsocketI
 			}
 		}
 		if err != nil {
-			ctx = transport.WithWebsocketCloseCode(ctx, 4403)
-			ctx = transport.AppendCloseReason(ctx, "Forbidden")
-			return ctx, nil, errors.New(apperr.PublicMessage(err))
+			return ctx, err
 		}
-		setSocketContext(ctx)
-		return identity.WithIdentity(ctx, id), nil, nil
+		return identity.WithIdentity(ctx, id), nil
 	}
+}
+
+// sharedStreams are the subscriptions whose events are the same for every subscriber,
+// with the arguments that only filter them: subscribers with the same query and
+// variables share one execution (graphqlws.Options.Shared). Any other argument, such as
+// fenceProgress's `after` (a replay from an event id), gives the subscriber its own.
+var sharedStreams = map[string][]string{
+	"admissionChecks":    {"name"},
+	"auditEventRecorded": {"machine"},
+	"fenceProgress":      {"member"},
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -188,11 +194,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // Serve serves h on ln until ctx ends, then shuts down gracefully: it stops accepting,
 // ends websocket streams, and waits up to grace for requests in flight.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
-	// Websockets are hijacked connections that Shutdown does not wait for: their streams
-	// end when streams is cancelled (see endOnShutdown). Plain requests run to completion.
+	// Websockets are hijacked connections that Shutdown does not wait for: the transport
+	// closes them when streams is cancelled. Plain requests run to completion.
 	streams, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
-	base := context.WithValue(context.WithoutCancel(ctx), shutdownKey{}, streams)
+	base := graphqlws.WithShutdown(context.WithoutCancel(ctx), streams)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: HeaderReadTimeout,
@@ -219,22 +225,4 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 		return err
 	}
 	return nil
-}
-
-type shutdownKey struct{}
-
-// endOnShutdown ends a websocket's context when the server shuts down.
-func endOnShutdown(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		streams, ok := r.Context().Value(shutdownKey{}).(context.Context)
-		if !ok || r.Header.Get("Upgrade") == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		stop := context.AfterFunc(streams, cancel)
-		defer stop()
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
 }

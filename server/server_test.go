@@ -5,17 +5,23 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/internal/respheader"
 	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/resolvers"
+	"github.com/apelora/fabric/server/graphqlws"
 )
 
 func TestResolverSetHeadersReachTheResponse(t *testing.T) {
@@ -93,5 +99,55 @@ func TestInternalErrorsAreNotShown(t *testing.T) {
 	got = presentError(ctx, log, apperr.Invalid("name", "bad name"))
 	if got.Extensions["field"] != "name" || got.Extensions["code"] != "INVALID_INPUT" {
 		t.Fatalf("invalid input shown as %v", got.Extensions)
+	}
+}
+
+// Every shared stream names a real subscription and real arguments: a renamed field or
+// argument must not silently stop sharing (or share what it should not).
+func TestSharedStreamsNameSubscriptionsAndTheirArguments(t *testing.T) {
+	sub := graph.NewExecutableSchema(graph.Config{}).Schema().Subscription
+	for field, filters := range sharedStreams {
+		def := sub.Fields.ForName(field)
+		if def == nil {
+			t.Errorf("shared stream %s is not a subscription", field)
+			continue
+		}
+		for _, a := range filters {
+			if def.Arguments.ForName(a) == nil {
+				t.Errorf("shared stream %s has no argument %s", field, a)
+			}
+		}
+	}
+	if def := sub.Fields.ForName("fenceProgress"); def == nil || def.Arguments.ForName("after") == nil {
+		t.Error("fenceProgress lost its `after`: check that sharedStreams still says what is shared")
+	}
+}
+
+// Serve closes open websockets with 1001 when it shuts down (they are hijacked: the HTTP
+// server's Shutdown does not wait for them).
+func TestServeClosesWebsocketsWhenItShutsDown(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := Handler(Config{Log: log, Resolvers: &resolvers.Resolver{}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, h, time.Second, log) }()
+	d := websocket.Dialer{Subprotocols: []string{graphqlws.Subprotocol}}
+	conn, _, err := d.Dial("ws://"+ln.Addr().String()+"/graphql", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cancel()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _, err = conn.ReadMessage()
+	if ce, ok := err.(*websocket.CloseError); !ok || ce.Code != websocket.CloseGoingAway {
+		t.Fatalf("read: %v, want a 1001 close", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

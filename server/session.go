@@ -229,7 +229,7 @@ func boundBySession(ctx context.Context) context.Context {
 	if s == nil {
 		return ctx
 	}
-	// The cause makes the socket close with 4403 and this reason (sessions.go).
+	// The cause makes the socket close with 4403 and this reason (see Sessions).
 	bounded, cancel := context.WithDeadlineCause(ctx, s.ExpiresAt, apperr.New(apperr.Unauthenticated,
 		"your console session expired at %s: sign in again", s.ExpiresAt.UTC().Format(time.RFC3339)))
 	context.AfterFunc(ctx, cancel) // the socket's own end releases the timer

@@ -165,6 +165,12 @@ func (l *load) read(i int, c *websocket.Conn) {
 			l.checkEvents.Add(1)
 			continue
 		}
+		// A verdict: its run id and time are read without decoding the whole message.
+		if v, ok := quickVerdict(msg); ok {
+			l.checks.Add(nChecks)
+			l.verdict(i, v.run, v.at, recv)
+			continue
+		}
 		var m struct {
 			Type    string `json:"type"`
 			Payload struct {
@@ -201,14 +207,7 @@ func (l *load) read(i int, c *websocket.Conn) {
 				l.checkEvents.Add(1)
 				continue
 			}
-			l.mu.Lock()
-			l.verdicts[e.RunID] = append(l.verdicts[e.RunID], delivery{sub: i, at: e.At, recv: recv})
-			l.live[i] = true
-			l.mu.Unlock()
-			select {
-			case l.wakeWaits <- struct{}{}:
-			default:
-			}
+			l.verdict(i, e.RunID, e.At, recv)
 		case "error":
 			l.fail(fmt.Errorf("subscriber %d: subscription error: %.300s", i, msg))
 			return
@@ -219,6 +218,59 @@ func (l *load) read(i int, c *websocket.Conn) {
 			l.fail(fmt.Errorf("subscriber %d: unexpected message %.200s", i, msg))
 		}
 	}
+}
+
+// verdict records subscriber i's receipt of run's verdict.
+func (l *load) verdict(i int, run string, at, recv time.Time) {
+	l.mu.Lock()
+	l.verdicts[run] = append(l.verdicts[run], delivery{sub: i, at: at, recv: recv})
+	l.live[i] = true
+	l.mu.Unlock()
+	select {
+	case l.wakeWaits <- struct{}{}:
+	default:
+	}
+}
+
+type quick struct {
+	run string
+	at  time.Time
+}
+
+// quickVerdict reads a verdict's run id and time from a `next` message of the bench's own
+// subscription (whose fields come in its order: runId, at, checks, verdict) without a full
+// JSON decode; anything unexpected is left to the decoder.
+func quickVerdict(msg []byte) (quick, bool) {
+	if !bytes.Contains(msg, []byte(`"type":"next"`)) || bytes.Contains(msg, []byte(`"errors"`)) || !bytes.Contains(msg, []byte(`"verdict":"`)) {
+		return quick{}, false
+	}
+	run, ok := stringField(msg, `"runId":"`)
+	if !ok {
+		return quick{}, false
+	}
+	at, ok := stringField(msg, `"at":"`)
+	if !ok {
+		return quick{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return quick{}, false
+	}
+	return quick{run: run, at: t}, true
+}
+
+// stringField returns the plain string (no escapes) after the first key in msg.
+func stringField(msg []byte, key string) (string, bool) {
+	i := bytes.Index(msg, []byte(key))
+	if i < 0 {
+		return "", false
+	}
+	rest := msg[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
+		return "", false
+	}
+	return string(rest[:j]), true
 }
 
 func (l *load) fail(err error) {

@@ -53,3 +53,21 @@ func TestLoadSubscribesAnswersPingsAndRecordsVerdicts(t *testing.T) {
 		t.Fatal(f)
 	}
 }
+
+func TestQuickVerdictReadsWhatTheDecoderWould(t *testing.T) {
+	msg := []byte(`{"id":"1","type":"next","payload":{"data":{"admissionChecks":{"runId":"r-42","at":"2026-01-02T03:04:05.123456Z","checks":[{"name":"a","result":"PASS"}],"verdict":"PASS"}}}}`)
+	v, ok := quickVerdict(msg)
+	if !ok || v.run != "r-42" || !v.at.Equal(time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)) {
+		t.Fatalf("%+v %v", v, ok)
+	}
+	for _, bad := range []string{
+		`{"id":"1","type":"next","payload":{"data":{"admissionChecks":{"runId":"r","at":"x","verdict":"PASS"}}}}`,
+		`{"id":"1","type":"next","payload":{"errors":[{"message":"m"}],"data":null}}`,
+		`{"id":"1","type":"next","payload":{"data":{"admissionChecks":{"runId":"r\"1","at":"2026-01-02T03:04:05Z","verdict":"PASS"}}}}`,
+		`{"type":"ping"}`,
+	} {
+		if v, ok := quickVerdict([]byte(bad)); ok {
+			t.Errorf("%s: read as %+v", bad, v)
+		}
+	}
+}

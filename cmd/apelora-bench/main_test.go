@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"math"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +80,22 @@ func TestFlags(t *testing.T) {
 	o, err := parseFlags([]string{"-attach", "http://127.0.0.1:8080/graphql", "-token", "t", "-pid", "12"}, io.Discard)
 	if err != nil || o.attach != "http://127.0.0.1:8080" || o.subscribers != 1000 {
 		t.Fatalf("%+v, %v", o, err)
+	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	before := &metrics.Float64Histogram{Counts: []uint64{0, 0, 0}, Buckets: []float64{0, 0.001, 0.01, math.Inf(1)}}
+	after := &metrics.Float64Histogram{Counts: []uint64{90, 9, 1}, Buckets: before.Buckets}
+	if got := histogramQuantile(before, after, 0.5); got != time.Millisecond {
+		t.Errorf("p50 = %v", got)
+	}
+	if got := histogramQuantile(before, after, 0.99); got != 10*time.Millisecond {
+		t.Errorf("p99 = %v", got)
+	}
+	if got := histogramQuantile(before, after, 1); got != 10*time.Millisecond {
+		t.Errorf("max = %v (the unbounded bucket reports its lower bound)", got)
+	}
+	if got := histogramQuantile(after, after, 0.5); got != -1 {
+		t.Errorf("no samples: %v", got)
 	}
 }
