@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	genqlient "github.com/Khan/genqlient/graphql"
 	"github.com/goccy/go-yaml"
 
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
@@ -653,9 +654,9 @@ func TestMetricNamesTokenizer(t *testing.T) {
 	}
 }
 
-// A subscription over a real websocket counts as open until it is stopped, and every
-// subscription of a socket stops counting when the socket closes.
-func TestSubscriptionsOpenFollowTheSockets(t *testing.T) {
+// Every subscriber's subscription counts as open until it is stopped or its socket closes,
+// also when several share one stream (the transport runs a shared stream once).
+func TestSubscriptionsOpenFollowTheSubscribers(t *testing.T) {
 	m := metrics.New(metrics.Server)
 	e := producttest.Start(t, withMetrics(m))
 	token := e.Identity("watcher", identity.ViewInfrastructure)
@@ -676,31 +677,40 @@ func TestSubscriptionsOpenFollowTheSockets(t *testing.T) {
 	if open() != 0 {
 		t.Fatal("a subscription counted before any")
 	}
-	ws, err := client.NewWebSocket(e.Base+"/graphql", token)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := ws.Start(ctx); err != nil {
-		t.Fatal(err)
+	socket := func() genqlient.WebSocketClient {
+		ws, err := client.NewWebSocket(e.Base+"/graphql", token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ws.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return ws
 	}
-	_, id1, err := client.AuditEventRecorded(ctx, ws, nil)
+	a, b := socket(), socket()
+	_, idAll, err := client.AuditEventRecorded(ctx, a, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	machine := "node-1"
-	if _, _, err := client.AuditEventRecorded(ctx, ws, &machine); err != nil {
+	if _, _, err := client.AuditEventRecorded(ctx, a, &machine); err != nil {
 		t.Fatal(err)
 	}
-	waitOpen(2)
-	if err := ws.Unsubscribe(id1); err != nil {
+	if _, _, err := client.AuditEventRecorded(ctx, b, nil); err != nil { // shares a's first stream
 		t.Fatal(err)
 	}
+	waitOpen(3)
+	if err := a.Unsubscribe(idAll); err != nil {
+		t.Fatal(err)
+	}
+	waitOpen(2) // b's goes on on the same stream
+	a.Close()
 	waitOpen(1)
-	ws.Close()
+	b.Close()
 	waitOpen(0)
-	if v, _ := gathered(t, m).sum("apelora_graphql_subscriptions_started_total", map[string]string{"subscription": "auditEventRecorded"}); v != 2 {
-		t.Errorf("started %v, want 2", v)
+	if v, _ := gathered(t, m).sum("apelora_graphql_subscriptions_started_total", map[string]string{"subscription": "auditEventRecorded"}); v != 3 {
+		t.Errorf("started %v, want 3", v)
 	}
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -93,28 +92,17 @@ func (o *observed) OperationName(oc *graphql.OperationContext) string {
 	return name
 }
 
-// InterceptOperation measures operations that were dispatched: the response handler's
-// first answer is the query's or mutation's; a subscription is open until its stream ends.
+// InterceptOperation measures queries and mutations that were dispatched: the response
+// handler's first answer is theirs. Subscriptions are counted per subscriber by the
+// websocket transport (subscribed): a shared stream runs here once for many.
 func (o *observed) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	ctx = context.WithValue(ctx, observedKey{}, true)
 	oc := graphql.GetOperationContext(ctx)
-	name := o.OperationName(oc)
-	if oc.Operation.Operation == ast.Subscription {
-		ended := o.obs.Subscribed(name)
-		var once sync.Once
-		end := func() { once.Do(ended) }
-		stop := context.AfterFunc(ctx, end) // the socket or the subscription closed
-		h := next(ctx)
-		return func(ctx context.Context) *graphql.Response {
-			resp := h(ctx)
-			if resp == nil {
-				stop()
-				end()
-			}
-			return resp
-		}
-	}
 	h := next(ctx)
+	if oc.Operation.Operation == ast.Subscription {
+		return h
+	}
+	name := o.OperationName(oc)
 	answered := false
 	return func(ctx context.Context) *graphql.Response {
 		resp := h(ctx)
@@ -124,6 +112,12 @@ func (o *observed) InterceptOperation(ctx context.Context, next graphql.Operatio
 		}
 		return resp
 	}
+}
+
+// subscribed is the websocket transport's Options.Subscribed: one subscriber's
+// subscription, open until ended.
+func (o *observed) subscribed(_ context.Context, rc *graphql.OperationContext) (ended func()) {
+	return o.obs.Subscribed(o.OperationName(rc))
 }
 
 // InterceptResponse measures what never reached InterceptOperation: requests that did not
