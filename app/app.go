@@ -60,6 +60,9 @@ func OpenDatabase(ctx context.Context, cfg Config, log *slog.Logger) (*Database,
 		db.Close()
 		return nil, err
 	}
+	if cfg.Metrics != nil {
+		store.Observe(cfg.Metrics)
+	}
 	db.Store = store
 	applied, err := store.Migrate(ctx)
 	if err != nil {
@@ -106,6 +109,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		incusClient = client
 		ports = incusPorts{client}
 		membershipSource = ports
+		if cfg.Metrics != nil {
+			membershipSource = incusAvailability{ports, cfg.Metrics}
+		}
 		fenceCluster = newFenceIncus(client)
 		log.Info("Incus configured", "endpoint", client.Endpoint(), "request_timeout", cfg.upstreamTimeout().String())
 	} else {
@@ -129,6 +135,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
 
+	if cfg.Metrics != nil {
+		store.Observe(cfg.Metrics)
+	}
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
 		postgres.ConsoleSessionChannel, postgres.DriftChannel)
 	go listener.Run(ctx)
@@ -159,7 +168,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			Profiles: store.HardwareProfiles(), Drift: store.Drift()},
 		Enrolment: enrol,
 		Admission: &admission.Service{
-			Checker: &admission.Checker{Incus: ports, Publish: store.AdmissionPublisher(), Profiles: store.HardwareProfiles()},
+			Checker: &admission.Checker{Incus: ports, Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles()},
 			Members: ports,
 			Store:   storeWithRecords{store},
 		},
@@ -183,6 +192,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		// Each is set only when MAAS is configured: a nil interface means "not configured".
 		res.Machines.MAAS = maasSide
 		res.View.MAAS = maasSide
+		if cfg.Metrics != nil {
+			res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
+		}
 		res.Admission.Checker.MAAS = maasSide
 		res.Admission.Checker.MAASInventory = maasSide
 		res.Provisioning.MAAS = maasSide
@@ -202,6 +214,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Sessions:         sessions,
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		SessionTTL:       cfg.SessionTTL,
+		Observer:         cfg.serverObserver(),
 		Routes: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
 		},

@@ -26,6 +26,8 @@ type Store struct {
 	// transaction holds a connection of pool, and must never wait for another of them.
 	notify *pgxpool.Pool
 	log    *slog.Logger
+	// tracer sees every statement on every connection (see Observe).
+	tracer *tracer
 	// noting holds the ids of identities whose last use is being written (see NoteUse).
 	noting sync.Map
 }
@@ -41,6 +43,8 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	cfg.MaxConns = 16
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	cfg.ConnConfig.RuntimeParams["application_name"] = "apelora"
+	tr := &tracer{}
+	cfg.ConnConfig.Tracer = tr // connections made from copies of this config carry it too
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
@@ -52,7 +56,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	s := &Store{pool: pool, notify: notify, log: log}
+	s := &Store{pool: pool, notify: notify, log: log, tracer: tr}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
@@ -160,11 +164,14 @@ func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.
 		return err
 	}
 	if _, err := insertAudit(ctx, tx, action.Event(audit.Succeeded, "")); err != nil {
+		s.auditWrite(err)
 		return apperr.Wrap(err, apperr.Unavailable, "the audit trail could not be written, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")
 	}
 	if err := tx.Commit(ctx); err != nil {
+		s.auditWrite(err)
 		return apperr.Wrap(err, apperr.Unavailable, "the change could not be committed, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")
 	}
+	s.auditWrite(nil)
 	action.MarkRecorded()
 	return nil
 }
