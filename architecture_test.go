@@ -32,7 +32,7 @@ var layers = []struct {
 	{"server", func(p string) bool { return under(p, "server") }},
 	{"resolvers", func(p string) bool { return p == "resolvers" }},
 	{"api", func(p string) bool { return under(p, "graph") || p == "client" }},
-	{"adapter", func(p string) bool { return under(p, "adapters") }},
+	{"adapter", func(p string) bool { return under(p, "adapters") || p == "metrics" }},
 	{"domain", func(p string) bool { return slices.Contains(domain, p) }},
 	{"leaf", func(p string) bool {
 		return under(p, "apperr") || p == "logging" || p == "migrations" || p == "scripts" ||

@@ -54,6 +54,10 @@ const (
 	CheckClock         = "clock"
 )
 
+// CheckNames lists every check, in the order a report runs them.
+var CheckNames = []string{CheckOnline, CheckIncusVersion, CheckKernel, CheckStoragePools, CheckNetworks, CheckArchitecture,
+	CheckHardwareTests, CheckProfileMAAS, CheckProfileIncus, CheckOVNChassis, CheckClock}
+
 // Check is one check's result.
 type Check struct {
 	Name    string `json:"name"`

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/server"
 )
 
@@ -39,6 +40,11 @@ type Config struct {
 	// AuthFailureLimit is not read from the environment (zero: the server's default);
 	// tests relax it.
 	AuthFailureLimit server.RateLimit
+	// Monitoring is the metrics listener (APELORA_METRICS_LISTEN, …); see StartMetrics.
+	Monitoring metrics.Config
+	// Metrics is the process's registry, from StartMetrics (not the environment); nil
+	// records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Variable documents one environment variable (the README's table is checked against it).
@@ -48,7 +54,7 @@ type Variable struct {
 
 // Variables lists every APELORA_* variable the server reads.
 func Variables() []Variable {
-	return []Variable{
+	return append([]Variable{
 		{"APELORA_LISTEN", "127.0.0.1:8080", "address the API, GraphiQL and health endpoints listen on"},
 		{"APELORA_DATABASE_URL", "(none: local PostgreSQL)", "PostgreSQL connection string; when unset, a local PostgreSQL runs from the system's binaries in APELORA_STATE_DIR/postgres"},
 		{"APELORA_STATE_DIR", defaultStateDir(), "folder for the local PostgreSQL and other state"},
@@ -69,7 +75,7 @@ func Variables() []Variable {
 		{"APELORA_MAAS_URL", "(none: no MAAS)", "MAAS URL up to /MAAS, e.g. https://maas.example:5240/MAAS (plain http only to loopback)"},
 		{"APELORA_MAAS_API_KEY", "(none)", "MAAS API key consumer:token:secret, read once at start; never logged, stored or returned"},
 		{"APELORA_MAAS_CA_FILE", "(system trust store)", "PEM file with the CA (or the pinned leaf) MAAS's certificate must chain to"},
-	}
+	}, MetricsVariables()...)
 }
 
 func defaultStateDir() string {
@@ -119,6 +125,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.DriftInterval, c.DriftOfflineAfter, err = driftSettings(get); err != nil {
+		return c, err
+	}
+	if c.Monitoring, err = monitoringConfig(get); err != nil {
 		return c, err
 	}
 	if u := strings.TrimSpace(getenv("APELORA_PUBLIC_URL")); u != "" {
@@ -180,12 +189,14 @@ func (c Config) upstreamTimeout() time.Duration {
 func (c Config) incusClient(log *slog.Logger) incus.Config {
 	ic := c.Incus
 	ic.Timeout, ic.Logger = c.upstreamTimeout(), log
+	ic.WrapTransport = c.Metrics.Transport(metrics.Incus, incus.OperationName)
 	return ic
 }
 
 func (c Config) maasClient(log *slog.Logger) maas.Config {
 	mc := c.MAAS
 	mc.RequestTimeout, mc.Logger = c.upstreamTimeout(), log
+	mc.WrapTransport = c.Metrics.Transport(metrics.MAAS, maas.OperationName)
 	return mc
 }
 

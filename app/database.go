@@ -43,6 +43,9 @@ func OpenDatabase(ctx context.Context, cfg Config, log *slog.Logger) (*Database,
 		db.Close()
 		return nil, err
 	}
+	if cfg.Metrics != nil {
+		store.Observe(cfg.Metrics)
+	}
 	db.Store = store
 	applied, err := store.Migrate(ctx)
 	if err != nil {

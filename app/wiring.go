@@ -28,6 +28,7 @@ import (
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/provisioning"
 	"github.com/apelora/fabric/resolvers"
 	"github.com/apelora/fabric/scripts"
@@ -47,6 +48,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	// domain checks for nil where it can go without it, and says so where it cannot.
 	var checks []server.MutationCheck
 	var incusSide *incusPorts
+	var fleetIncus membership.Source // the fleet's reads also tell the metrics whether Incus answered
 	var fenceCluster fencing.ClusterConfig
 	var incusClient *incus.Client
 	if cfg.Incus.Configured() {
@@ -56,6 +58,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		}
 		incusClient = client
 		incusSide = &incusPorts{client}
+		fleetIncus = incusSide
+		if cfg.Metrics != nil {
+			fleetIncus = incusAvailability{incusSide, cfg.Metrics}
+		}
 		fenceCluster = newFenceIncus(client)
 		log.Info("Incus configured", "endpoint", client.Endpoint(), "request_timeout", cfg.upstreamTimeout().String())
 	} else {
@@ -79,6 +85,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
 
+	if cfg.Metrics != nil {
+		store.Observe(cfg.Metrics)
+	}
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
 		postgres.ConsoleSessionChannel, postgres.DriftChannel)
 	go listener.Run(ctx)
@@ -113,7 +122,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			Profiles: store.HardwareProfiles(), Drift: store.Drift()},
 		Enrolment: enrol,
 		Admission: &admission.Service{
-			Checker: &admission.Checker{Publish: store.AdmissionPublisher(), Profiles: store.HardwareProfiles()},
+			Checker: &admission.Checker{Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles()},
 			Store:   storeWithRecords{store},
 		},
 		Provisioning: &provisioning.Service{
@@ -135,7 +144,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if incusSide != nil {
 		enrol.Incus = incusSide
 		res.Machines.Membership = incusSide
-		res.View.Incus = incusSide
+		res.View.Incus = fleetIncus
 		res.Admission.Checker.Incus = incusSide
 		res.Admission.Members = incusSide
 		res.Provisioning.Membership = incusSide
@@ -145,6 +154,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if maasSide != nil {
 		res.Machines.MAAS = maasSide
 		res.View.MAAS = maasSide
+		if cfg.Metrics != nil {
+			res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
+		}
 		res.Admission.Checker.MAAS = maasSide
 		res.Admission.Checker.MAASInventory = maasSide
 		res.Provisioning.MAAS = maasSide
@@ -164,6 +176,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Sessions:         sessions,
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		SessionTTL:       cfg.SessionTTL,
+		Observer:         cfg.serverObserver(),
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }

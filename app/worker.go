@@ -136,7 +136,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		ID: cfg.Name, Limits: cfg.Limits, Poll: cfg.Poll, DrillInterval: cfg.DrillInterval,
 		Cluster: newFenceIncus(clients...), MAAS: fenceMAAS{client},
 		Leadership: store.FenceLeadership("apelora-worker " + cfg.Name), Drills: store.FenceDrills(),
-		Log: log,
+		Log: log, Observer: cfg.fenceObserver(),
 	}
 	log.Info("apelora-worker starting", "worker", cfg.Name, "limits", cfg.Limits.Describe(), "poll", cfg.Poll.String(),
 		"drill_interval", cfg.DrillInterval.String(), "request_timeout", cfg.upstreamTimeout().String(), "incus", clients[0].Endpoint(), "incus_fallbacks", len(clients)-1, "maas", client)

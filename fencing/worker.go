@@ -97,6 +97,8 @@ type Worker struct {
 	Leadership    Leadership
 	Drills        DrillStore
 	Log           *slog.Logger
+	// Observer is told of leadership, events and rounds (metrics); nil: nobody.
+	Observer Observer
 	// Sleep waits between rounds; tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
 
@@ -153,6 +155,8 @@ func (w *Worker) Run(ctx context.Context) error {
 // lead acts while the session holds the lock.
 func (w *Worker) lead(ctx context.Context, sess Session) {
 	defer sess.Close()
+	obs := w.observer()
+	sess = observedSession{sess, obs}
 	now, err := sess.Now(ctx)
 	if err != nil {
 		w.Log.Warn("lost the database right after taking the fence lock", "error", err)
@@ -166,6 +170,8 @@ func (w *Worker) lead(ctx context.Context, sess Session) {
 		return
 	}
 	w.Log.Info("leading: this apelora-worker now watches the members and fences", "worker", w.ID)
+	obs.Leading(true)
+	defer obs.Leading(false)
 	since := now
 
 	dctx, stopDrill := context.WithCancel(ctx)
@@ -183,8 +189,12 @@ func (w *Worker) lead(ctx context.Context, sess Session) {
 			}
 			return
 		}
-		if err := w.Round(ctx, sess, since); err != nil && ctx.Err() == nil {
+		err := w.Round(ctx, sess, since)
+		if err != nil && ctx.Err() == nil {
 			w.Log.Warn("fence round failed", "error", err)
+		}
+		if ctx.Err() == nil {
+			obs.RoundDone(err)
 		}
 		if w.sleep(ctx, w.Poll) != nil {
 			return

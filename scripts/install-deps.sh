@@ -3,7 +3,9 @@
 #   - PostgreSQL (the postgresql package: server binaries and the postgres user);
 #   - Incus (incus-base, incus-client) from bookworm-backports;
 #   - Chromium, for the console's end-to-end tests (playwright-core drives Debian's build;
-#     no browser is ever downloaded).
+#     no browser is ever downloaded);
+#   - promtool, which checks the alert rules in deploy/prometheus, taken from Debian's
+#     prometheus package without installing it (no Prometheus server, user or service).
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
@@ -48,6 +50,23 @@ fi
 if [ ! -x /usr/bin/chromium ]; then
 	log "installing Chromium (the console's browser tests)"
 	apt_install chromium
+fi
+
+if ! command -v promtool >/dev/null; then
+	# `apt-get install prometheus` would create a user, start a server (or fail to, without
+	# systemd) and pull its dependencies; promtool alone is one binary that needs only libc.
+	log "installing promtool from Debian's prometheus package (the server is not installed)"
+	if [ -z "$apt_updated" ]; then
+		apt-get update -qq >&2 || log "apt-get update reported errors; trying the download anyway"
+		apt_updated=1
+	fi
+	deb_dir=$(mktemp -d)
+	chown _apt "$deb_dir" 2>/dev/null || true # apt downloads as _apt where it can
+	(cd "$deb_dir" && apt-get download -qq prometheus >&2)
+	dpkg-deb -x "$deb_dir"/prometheus_*.deb "$deb_dir/root"
+	install -m 0755 "$deb_dir/root/usr/bin/promtool" /usr/local/bin/promtool
+	rm -rf "$deb_dir"
+	promtool --version 2>&1 | head -n 1 >&2
 fi
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

@@ -22,7 +22,8 @@ Runs Apelora fabric's tests on this machine, as root. In order:
      MAAS simulator on loopback; nothing else is contacted.
   2. go mod download; go generate ./... and a check that the generated code (graph/,
      client/generated.go, resolvers/) was committed current.
-  3. gofmt and go vet.
+  3. gofmt and go vet; scripts/check-deploy.sh: the alert rules (promtool check and
+     test rules) and the systemd units (systemd-analyze verify and security) in deploy/.
   4. go test -count=1 -timeout 40m with the arguments given, or ./... without any
      (for example: scripts/test.sh -run TestName ./e2e/).
   5. Under CI=true and with no arguments: every `func Fuzz…` target in the repository
@@ -72,6 +73,7 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go vet ./...
+scripts/check-deploy.sh
 
 # The console: typed operations match the schema, types check, its unit tests pass, and the
 # committed dist/ is what its sources build (needs node; go build does not).

@@ -34,6 +34,8 @@ type gate struct {
 	audit  AuditRecorder
 	checks []MutationCheck
 	log    *slog.Logger
+	// observer counts events that could not be written (nil: nobody).
+	observer Observer
 }
 
 type authErrKey struct{}
@@ -207,6 +209,9 @@ func (g *gate) recordMessage(ctx context.Context, a *audit.Action, outcome audit
 	if rerr := g.audit.RecordAudit(context.WithoutCancel(ctx), a.Event(outcome, msg)); rerr != nil {
 		g.log.ErrorContext(ctx, "could not write audit event", "action", audit.Text(a.Name, audit.MaxNameBytes), "actor", a.Actor,
 			"machine", audit.Text(a.Machine, audit.MaxMachineBytes), "outcome", outcome, "error", rerr)
+		if g.observer != nil {
+			g.observer.AuditLost()
+		}
 		return
 	}
 	a.MarkRecorded()

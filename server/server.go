@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
@@ -61,6 +62,9 @@ type Config struct {
 	// BodyReadTimeout bounds how long a request body may take to arrive; zero means
 	// BodyReadTimeout.
 	BodyReadTimeout time.Duration
+	// Observer is told of every GraphQL operation, subscription and lost audit event
+	// (metrics); nil: nobody.
+	Observer Observer
 }
 
 // Handler returns the server's HTTP handler.
@@ -69,19 +73,29 @@ func Handler(cfg Config) http.Handler {
 	if ping == 0 {
 		ping = 25 * time.Second
 	}
-	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log}
+	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer}
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
+	var obs *observed
+	var subscribed func(context.Context, *graphql.OperationContext) func()
+	if cfg.Observer != nil {
+		obs = &observed{obs: cfg.Observer}
+		subscribed = obs.subscribed // per subscriber: shared streams execute once for many
+	}
 	gql.AddTransport(graphqlws.New(graphqlws.Options{
 		Init:           websocketInit(cfg.Store, cfg.Sessions),
 		PingInterval:   ping,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Shared:         sharedStreams,
 		Authorize:      mayRead,
+		Subscribed:     subscribed,
 		Log:            cfg.Log,
 	}))
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	if obs != nil {
+		gql.Use(obs) // first: outermost, so it sees every refusal
+	}
 	gql.Use(extension.Introspection{})
 	gql.Use(subscriptionsOverPOST{})
 	gql.Use(rootFieldLimit{max: MaxRootFields})

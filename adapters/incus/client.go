@@ -91,8 +91,12 @@ func New(cfg Config) (*Client, error) {
 		c.base = strings.TrimRight(cfg.URL, "/")
 		c.endpoint = c.base
 	}
+	var rt http.RoundTripper = tr
+	if cfg.WrapTransport != nil {
+		rt = cfg.WrapTransport(rt)
+	}
 	c.hc = &http.Client{
-		Transport: tr,
+		Transport: rt,
 		// Incus never redirects the calls we make; following one would leave the pinned member.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -45,6 +46,10 @@ type Config struct {
 	// Logger receives one debug line per request (method, path, status, duration); never
 	// bodies or headers. Nil means no logging.
 	Logger *slog.Logger
+
+	// WrapTransport, when set, wraps the client's transport (metrics count calls there;
+	// OperationName names them).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Configured reports whether any endpoint is set. A zero Config is "not configured".

@@ -117,7 +117,9 @@ func (c *Client) Lifecycle(ctx context.Context) (*EventStream, error) {
 				err = fmt.Errorf("incus GET %s: answered HTTP %d instead of opening the event stream", path, resp.StatusCode)
 			}
 			return nil, err
-		case parent.Err() == nil && hctx.Err() != nil:
+		case parent.Err() == nil && (hctx.Err() != nil || deadlinePassed(hctx)):
+			// The dialer turns the handshake's deadline into the connection's, whose read may
+			// time out a moment before the context says it is done: both are the bound.
 			err = &TimeoutError{After: c.timeout}
 		}
 		return nil, fmt.Errorf("incus GET %s at %s: %w", path, c.endpoint, err)
@@ -278,4 +280,10 @@ func (c *Client) WatchLifecycle(ctx context.Context, w LifecycleWatch) {
 		}
 		backoff = min(2*backoff, maxB)
 	}
+}
+
+// deadlinePassed reports whether ctx's deadline is behind us.
+func deadlinePassed(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }

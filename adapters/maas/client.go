@@ -73,6 +73,9 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	signer := plaintextTransport(tr, creds)
+	if c.WrapTransport != nil {
+		signer = c.WrapTransport(signer)
+	}
 	return &Client{
 		root:  root,
 		creds: creds,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -51,6 +52,11 @@ type Config struct {
 
 	// Logger receives retry notices; nil discards them.
 	Logger *slog.Logger
+
+	// WrapTransport, when set, wraps the client's transport (metrics count each attempt
+	// there; OperationName names them). It sees requests already signed: it must not log
+	// their headers.
+	WrapTransport func(http.RoundTripper) http.RoundTripper `json:"-"`
 }
 
 // String redacts the API key.

@@ -34,7 +34,8 @@ func insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
 
 // RecordAudit writes an audit event on its own, for an action that changed nothing
 // (refused, or failed and rolled back).
-func (s *Store) RecordAudit(ctx context.Context, e audit.Event) error {
+func (s *Store) RecordAudit(ctx context.Context, e audit.Event) (err error) {
+	defer func() { s.auditWrite(err) }()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return unavailable(err)

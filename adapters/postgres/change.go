@@ -69,11 +69,14 @@ func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.
 		return err
 	}
 	if _, err := insertAudit(ctx, tx, action.Event(audit.Succeeded, "")); err != nil {
+		s.auditWrite(err)
 		return apperr.Wrap(err, apperr.Unavailable, "the audit trail could not be written, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")
 	}
 	if err := tx.Commit(ctx); err != nil {
+		s.auditWrite(err)
 		return apperr.Wrap(err, apperr.Unavailable, "the change could not be committed, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")
 	}
+	s.auditWrite(nil)
 	action.MarkRecorded()
 	return nil
 }

@@ -25,6 +25,8 @@ type Store struct {
 	// transaction holds a connection of pool, and must never wait for another of them.
 	notify *pgxpool.Pool
 	log    *slog.Logger
+	// tracer sees every statement on every connection (see Observe).
+	tracer *tracer
 	// noting holds the ids of identities whose last use is being written (see NoteUse).
 	noting sync.Map
 }
@@ -40,6 +42,8 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 	cfg.MaxConns = 16
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	cfg.ConnConfig.RuntimeParams["application_name"] = "apelora"
+	tr := &tracer{}
+	cfg.ConnConfig.Tracer = tr // connections made from copies of this config carry it too
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
@@ -51,7 +55,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	s := &Store{pool: pool, notify: notify, log: log}
+	s := &Store{pool: pool, notify: notify, log: log, tracer: tr}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {

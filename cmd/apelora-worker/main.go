@@ -18,6 +18,7 @@ import (
 
 	"github.com/apelora/fabric/app"
 	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/metrics"
 )
 
 const usage = `usage:
@@ -37,7 +38,8 @@ func main() {
 // workerReads says whether the worker reads one of the server's variables.
 func workerReads(name string) bool {
 	switch name {
-	case "APELORA_DATABASE_URL", "APELORA_STATE_DIR", "APELORA_LOG_LEVEL", app.EnvRequestTimeout:
+	case "APELORA_DATABASE_URL", "APELORA_STATE_DIR", "APELORA_LOG_LEVEL", app.EnvRequestTimeout,
+		metrics.EnvListen, metrics.EnvAllowRemote, metrics.EnvPprof:
 		return true
 	}
 	return strings.HasPrefix(name, "APELORA_INCUS_") || strings.HasPrefix(name, "APELORA_MAAS_")
@@ -72,6 +74,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := logging.New(stderr, cfg.LogLevel)
+	if cfg.Metrics, err = app.StartMetrics(ctx, cfg.Monitoring, metrics.Worker, log); err != nil {
+		return err
+	}
 	db, err := app.OpenDatabase(ctx, cfg.Config, log)
 	if err != nil {
 		return err

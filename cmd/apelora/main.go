@@ -22,6 +22,7 @@ import (
 
 	"github.com/apelora/fabric/app"
 	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/server"
 )
 
@@ -85,6 +86,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func serve(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+	var err error
+	if cfg.Metrics, err = app.StartMetrics(ctx, cfg.Monitoring, metrics.Server, log); err != nil {
+		return err
+	}
 	db, err := app.OpenDatabase(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/gorilla/websocket"
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/apelora/fabric/apperr"
@@ -85,6 +86,17 @@ type operation struct {
 	// Guarded by conn.mu.
 	group *group // the shared stream it is subscribed to, if any
 	done  bool   // no more messages are sent for it
+	ended func() // from Options.Subscribed: called once when it is done
+}
+
+// finishLocked marks op done (no more messages are sent for it) and tells
+// Options.Subscribed's ended, once.
+func (op *operation) finishLocked() {
+	op.done = true
+	if op.ended != nil {
+		op.ended()
+		op.ended = nil
+	}
 }
 
 func newConn(t *Transport, exec graphql.GraphExecutor, ws *websocket.Conn, r *http.Request) *conn {
@@ -359,6 +371,16 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		c.completed(op)
 		return
 	}
+	if c.t.opts.Subscribed != nil && rc.Operation.Operation == ast.Subscription {
+		ended := c.t.opts.Subscribed(ctx, rc)
+		c.mu.Lock()
+		if op.done {
+			ended()
+		} else {
+			op.ended = ended
+		}
+		c.mu.Unlock()
+	}
 	if key, ok := c.t.shareKey(rc); ok && c.t.opts.Authorize(ctx) == nil {
 		g := c.t.streams.join(key, ctx, rc, c.exec, op)
 		c.mu.Lock()
@@ -459,7 +481,7 @@ func (c *conn) end(op *operation, msg []byte) {
 	if op.done {
 		return
 	}
-	op.done = true
+	op.finishLocked()
 	if c.ops[op.id] == op {
 		delete(c.ops, op.id)
 	}
@@ -475,7 +497,7 @@ func (c *conn) stop(id string) {
 		c.mu.Unlock()
 		return
 	}
-	op.done = true
+	op.finishLocked()
 	delete(c.ops, id)
 	g := op.group
 	c.room.Broadcast()
@@ -576,7 +598,7 @@ func (c *conn) closeLocked(code int, reason string) {
 	c.queue = nil
 	c.room.Broadcast()
 	for _, op := range c.ops {
-		op.done = true
+		op.finishLocked()
 	}
 	if c.timer != nil {
 		c.timer.Stop()
@@ -616,7 +638,7 @@ func (c *conn) finish() {
 	c.watches = nil
 	var shared []*operation
 	for _, op := range ops {
-		op.done = true
+		op.finishLocked()
 		if op.group != nil {
 			shared = append(shared, op)
 		}

@@ -96,6 +96,11 @@ type Options struct {
 	// for every subscriber of a shared stream. A subscriber it refuses runs its operation
 	// on its own, where the operation's own checks answer. Nil disables sharing.
 	Authorize func(ctx context.Context) error
+	// Subscribed, when set, is told of each subscriber's subscription once its operation
+	// is read (shared or not: one call per subscribe message), and the ended it returns
+	// once that subscription is done (completed, stopped, failed, or its socket closed).
+	// Metrics count open subscriptions with it.
+	Subscribed func(ctx context.Context, rc *graphql.OperationContext) (ended func())
 	// Log receives what the transport itself has to say.
 	Log *slog.Logger
 }

@@ -1,0 +1,52 @@
+package fencing
+
+import "context"
+
+// Observer is told what the worker does (metrics implement it; this package knows no
+// metrics library). Its methods must be quick and safe for concurrent use.
+type Observer interface {
+	// Leading: this worker took the fence lock (true) or let it go (false).
+	Leading(leading bool)
+	// Recorded: this worker appended a fence event (a decision, an outcome, an outage).
+	Recorded(e Event)
+	// RoundDone: a round ended; err is why it failed.
+	RoundDone(err error)
+}
+
+func (w *Worker) observer() Observer {
+	if w.Observer == nil {
+		return nobody{}
+	}
+	return w.Observer
+}
+
+type nobody struct{}
+
+func (nobody) Leading(bool)    {}
+func (nobody) Recorded(Event)  {}
+func (nobody) RoundDone(error) {}
+
+// observedSession tells the observer of every event appended through the session, the
+// one place every fence event is written.
+type observedSession struct {
+	Session
+	obs Observer
+}
+
+func (s observedSession) Append(ctx context.Context, e Event) (Event, error) {
+	out, err := s.Session.Append(ctx, e)
+	if err == nil {
+		s.obs.Recorded(out)
+	}
+	return out, err
+}
+
+func (s observedSession) SaveTracking(ctx context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
+	out, err := s.Session.SaveTracking(ctx, next, gone, events)
+	if err == nil {
+		for _, e := range out {
+			s.obs.Recorded(e)
+		}
+	}
+	return out, err
+}

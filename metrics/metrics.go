@@ -1,0 +1,342 @@
+// Package metrics is what operators watch Apelora with: Prometheus metrics of GraphQL
+// operations, upstream calls (Incus, MAAS, PostgreSQL), subscriptions, audit writes,
+// admission verdicts, fencing and source availability, plus the Go runtime and the
+// process. Each process has one registry of its own (never the global default one),
+// served by Handler on a listener of its own (see Config).
+//
+// Everything here is told by small observer interfaces the other packages declare
+// (server.Observer, postgres.Observer, fencing.Observer, an http.RoundTripper for the
+// upstream clients): those packages do not import Prometheus. Every method is safe on a
+// nil *Metrics, which records nothing, so wiring without metrics needs no special case.
+package metrics
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/fencing"
+)
+
+// Role says which process the registry is for: each exports its own metrics (and both
+// the upstream, runtime and process ones).
+type Role string
+
+const (
+	Server Role = "server" // apelora serve
+	Worker Role = "worker" // apelora-worker
+)
+
+// Upstreams, as the upstream label names them.
+const (
+	Incus    = "incus"
+	MAAS     = "maas"
+	Postgres = "postgres"
+)
+
+// Metrics is one process's registry and the collectors Apelora records into.
+type Metrics struct {
+	role Role
+	reg  *prometheus.Registry
+
+	operations   *prometheus.CounterVec
+	opDuration   *prometheus.HistogramVec
+	subsOpen     *prometheus.GaugeVec
+	subsStarted  *prometheus.CounterVec
+	upstream     *prometheus.CounterVec
+	upDuration   *prometheus.HistogramVec
+	auditWrites  *prometheus.CounterVec
+	auditLost    prometheus.Counter
+	verdicts     *prometheus.CounterVec
+	checkFails   *prometheus.CounterVec
+	sources      *prometheus.GaugeVec
+	sourceAsked  *prometheus.GaugeVec
+	fenceEvents  *prometheus.CounterVec
+	fenceLeading prometheus.Gauge
+	fenceRounds  *prometheus.CounterVec
+	lastRound    prometheus.Gauge
+}
+
+// Latency buckets (seconds): GraphQL answers and upstream calls from a millisecond to
+// the request timeout's ceiling (2 min) and a change's (3 min).
+var buckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 180}
+
+// New returns a registry for a process of the given role with its collectors
+// registered, the Go runtime and process collectors included.
+func New(role Role) *Metrics {
+	m := &Metrics{role: role, reg: prometheus.NewRegistry()}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	m.upstream = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_upstream_requests_total",
+		Help: "Calls to Incus, MAAS and PostgreSQL by upstream, operation (method and path template, or statement and table) and outcome (2xx, 3xx, 4xx, 5xx, ok, timeout, canceled, error).",
+	}, []string{"upstream", "operation", "outcome"})
+	m.upDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "apelora_upstream_request_duration_seconds",
+		Help:    "How long calls to Incus, MAAS and PostgreSQL took, to the end of the answer's body.",
+		Buckets: buckets,
+	}, []string{"upstream", "operation"})
+	m.reg.MustRegister(m.upstream, m.upDuration)
+
+	switch role {
+	case Server:
+		m.registerServer()
+	case Worker:
+		m.registerWorker()
+	}
+	return m
+}
+
+func (m *Metrics) registerServer() {
+	m.operations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_graphql_operations_total",
+		Help: "GraphQL queries and mutations answered, by type, operation (its first root field: the schema bounds the set) and code (OK, or the first error's extensions.code).",
+	}, []string{"type", "operation", "code"})
+	m.opDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "apelora_graphql_operation_duration_seconds",
+		Help:    "How long GraphQL queries and mutations took, from the request to the answer.",
+		Buckets: buckets,
+	}, []string{"type", "operation"})
+	m.subsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apelora_graphql_subscriptions_open",
+		Help: "GraphQL subscriptions open now, by subscription (root field).",
+	}, []string{"subscription"})
+	m.subsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_graphql_subscriptions_started_total",
+		Help: "GraphQL subscriptions started (refused ones included), by subscription (root field).",
+	}, []string{"subscription"})
+	m.auditWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_audit_writes_total",
+		Help: "Attempts to write an audit event to PostgreSQL, by result (written, failed). A failed change is retried once by the gate as a FAILED event.",
+	}, []string{"result"})
+	m.auditLost = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "apelora_audit_events_lost_total",
+		Help: "Audit events that could not be written at all (only the server log has them).",
+	})
+	m.verdicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_admission_verdicts_total",
+		Help: "Admission check runs by verdict (ADMISSIBLE, BLOCKED) and trigger (REPORT, ADMISSION).",
+	}, []string{"verdict", "trigger"})
+	m.checkFails = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_admission_check_failures_total",
+		Help: "Admission checks that FAILed, by check name.",
+	}, []string{"check"})
+	m.sources = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apelora_source_available",
+		Help: "Whether the last read of a configured source (incus, maas) succeeded: 1 or 0. Absent until the first read.",
+	}, []string{"source"})
+	m.sourceAsked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apelora_source_checked_timestamp_seconds",
+		Help: "When a source was last read (Unix time), so a stale availability can be told apart.",
+	}, []string{"source"})
+	m.reg.MustRegister(m.operations, m.opDuration, m.subsOpen, m.subsStarted, m.auditWrites, m.auditLost,
+		m.verdicts, m.checkFails, m.sources, m.sourceAsked)
+
+	// Series that alerts use exist from the start at 0: increase() cannot see a counter's
+	// first step from nothing.
+	m.auditWrites.WithLabelValues("written")
+	m.auditWrites.WithLabelValues("failed")
+	for _, v := range []admission.Verdict{admission.Admissible, admission.Blocked} {
+		for _, t := range []admission.Trigger{admission.TriggerReport, admission.TriggerAdmission} {
+			m.verdicts.WithLabelValues(string(v), string(t))
+		}
+	}
+	for _, c := range admission.CheckNames {
+		m.checkFails.WithLabelValues(c)
+	}
+}
+
+func (m *Metrics) registerWorker() {
+	m.fenceEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_fence_events_total",
+		Help: "Fence events this worker recorded, by kind (decisions: ELIGIBLE, REFUSED, REQUESTED; outcomes: CONFIRMED, NOT_CONFIRMED; OFFLINE, BACK_ONLINE, LEADING) and reason.",
+	}, []string{"kind", "reason"})
+	m.fenceLeading = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "apelora_fence_leading",
+		Help: "1 while this apelora-worker holds the fence lock and acts, 0 while it stands by.",
+	})
+	m.fenceRounds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_fence_rounds_total",
+		Help: "Fence rounds (read the members, decide, act) this worker ran while leading, by result (ok, failed).",
+	}, []string{"result"})
+	m.lastRound = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "apelora_fence_last_round_timestamp_seconds",
+		Help: "When this worker last finished a fence round (Unix time); 0 if it never led.",
+	})
+	m.reg.MustRegister(m.fenceEvents, m.fenceLeading, m.fenceRounds, m.lastRound)
+	for _, k := range fencing.Kinds {
+		m.fenceEvents.WithLabelValues(string(k), "")
+	}
+	for _, r := range fencing.Reasons {
+		m.fenceEvents.WithLabelValues(string(fencing.KindRefused), string(r))
+		m.fenceEvents.WithLabelValues(string(fencing.KindNotConfirmed), string(r))
+	}
+	m.fenceRounds.WithLabelValues("ok")
+	m.fenceRounds.WithLabelValues("failed")
+}
+
+// Registry is the process's registry (tests gather from it).
+func (m *Metrics) Registry() *prometheus.Registry {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
+
+// Operation records one GraphQL query or mutation (server.Observer).
+func (m *Metrics) Operation(kind, name, code string, took time.Duration) {
+	if m == nil || m.operations == nil {
+		return
+	}
+	m.operations.WithLabelValues(kind, name, code).Inc()
+	m.opDuration.WithLabelValues(kind, name).Observe(took.Seconds())
+}
+
+// Subscriptions declares the schema's subscriptions, so each is exported at 0 before
+// its first (server.Observer).
+func (m *Metrics) Subscriptions(names []string) {
+	if m == nil || m.subsOpen == nil {
+		return
+	}
+	for _, n := range names {
+		m.subsOpen.WithLabelValues(n)
+		m.subsStarted.WithLabelValues(n)
+	}
+}
+
+// Subscribed records a subscription that started; ended is called once when it ends
+// (server.Observer).
+func (m *Metrics) Subscribed(name string) (ended func()) {
+	if m == nil || m.subsOpen == nil {
+		return func() {}
+	}
+	m.subsStarted.WithLabelValues(name).Inc()
+	g := m.subsOpen.WithLabelValues(name)
+	g.Inc()
+	return g.Dec
+}
+
+// AuditLost records an audit event that could not be written at all (server.Observer).
+func (m *Metrics) AuditLost() {
+	if m == nil || m.auditLost == nil {
+		return
+	}
+	m.auditLost.Inc()
+}
+
+// AuditWrite records one attempt to write an audit event (postgres.Observer).
+func (m *Metrics) AuditWrite(err error) {
+	if m == nil || m.auditWrites == nil {
+		return
+	}
+	if err != nil {
+		m.auditWrites.WithLabelValues("failed").Inc()
+		return
+	}
+	m.auditWrites.WithLabelValues("written").Inc()
+}
+
+// Statement records one PostgreSQL statement under its bounded name (postgres.Observer).
+func (m *Metrics) Statement(name string, took time.Duration, err error) {
+	m.Upstream(Postgres, name, outcomeOf(err), took)
+}
+
+// Upstream records one call to an upstream. operation must come from a bounded set.
+func (m *Metrics) Upstream(upstream, operation, outcome string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.upstream.WithLabelValues(upstream, operation, outcome).Inc()
+	m.upDuration.WithLabelValues(upstream, operation).Observe(took.Seconds())
+}
+
+// SourceAvailable records whether a read of a source (Incus, MAAS) succeeded: the fleet
+// reads and the cluster view call it today, a fleet watcher may too.
+func (m *Metrics) SourceAvailable(source string, available bool) {
+	if m == nil || m.sources == nil {
+		return
+	}
+	v := 0.0
+	if available {
+		v = 1
+	}
+	m.sources.WithLabelValues(source).Set(v)
+	m.sourceAsked.WithLabelValues(source).SetToCurrentTime()
+}
+
+// Leading records whether this worker holds the fence lock (fencing.Observer).
+func (m *Metrics) Leading(leading bool) {
+	if m == nil || m.fenceLeading == nil {
+		return
+	}
+	if leading {
+		m.fenceLeading.Set(1)
+	} else {
+		m.fenceLeading.Set(0)
+	}
+}
+
+// Recorded records a fence event this worker appended (fencing.Observer).
+func (m *Metrics) Recorded(e fencing.Event) {
+	if m == nil || m.fenceEvents == nil {
+		return
+	}
+	m.fenceEvents.WithLabelValues(string(e.Kind), string(e.Reason)).Inc()
+}
+
+// RoundDone records the end of a fence round (fencing.Observer).
+func (m *Metrics) RoundDone(err error) {
+	if m == nil || m.fenceRounds == nil {
+		return
+	}
+	if err != nil {
+		m.fenceRounds.WithLabelValues("failed").Inc()
+		return
+	}
+	m.fenceRounds.WithLabelValues("ok").Inc()
+	m.lastRound.SetToCurrentTime()
+}
+
+// admissionEvent counts a published admission event: its verdict, and its FAILed checks.
+func (m *Metrics) admissionEvent(e admission.Event) {
+	if m == nil || m.verdicts == nil {
+		return
+	}
+	for _, c := range e.Checks {
+		if c.Result != admission.Fail {
+			continue
+		}
+		name := c.Name
+		if !slices.Contains(admission.CheckNames, name) {
+			name = "other" // the label stays bounded whatever a check is called
+		}
+		m.checkFails.WithLabelValues(name).Inc()
+	}
+	if e.Verdict != "" {
+		m.verdicts.WithLabelValues(string(e.Verdict), string(e.Trigger)).Inc()
+	}
+}
+
+// Admissions wraps the admission publisher so every published verdict and FAILed check
+// is counted: the checker publishes each result as it computes it, so this sees every
+// run, whatever started it.
+func (m *Metrics) Admissions(p admission.Publisher) admission.Publisher {
+	if m == nil {
+		return p
+	}
+	return countedAdmissions{p, m}
+}
+
+type countedAdmissions struct {
+	admission.Publisher
+	m *Metrics
+}
+
+func (c countedAdmissions) Publish(ctx context.Context, e admission.Event) error {
+	c.m.admissionEvent(e)
+	return c.Publisher.Publish(ctx, e)
+}
