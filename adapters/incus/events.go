@@ -117,7 +117,7 @@ func (c *Client) Lifecycle(ctx context.Context) (*EventStream, error) {
 				err = fmt.Errorf("incus GET %s: answered HTTP %d instead of opening the event stream", path, resp.StatusCode)
 			}
 			return nil, err
-		case parent.Err() == nil && (hctx.Err() != nil || deadlinePassed(hctx)):
+		case ownBound(parent, hctx):
 			// The dialer turns the handshake's deadline into the connection's, whose read may
 			// time out a moment before the context says it is done: both are the bound.
 			err = &TimeoutError{After: c.timeout}
@@ -282,8 +282,16 @@ func (c *Client) WatchLifecycle(ctx context.Context, w LifecycleWatch) {
 	}
 }
 
-// deadlinePassed reports whether ctx's deadline is behind us.
-func deadlinePassed(ctx context.Context) bool {
-	d, ok := ctx.Deadline()
-	return ok && !time.Now().Before(d)
+// ownBound reports whether the handshake ended because its own bound (hctx, derived from
+// parent with the request timeout) ran out, not the caller's: hctx's deadline is its own
+// when parent has none or a later one, and it has passed (or hctx says so).
+func ownBound(parent, hctx context.Context) bool {
+	if parent.Err() != nil {
+		return false
+	}
+	d, _ := hctx.Deadline()
+	if pd, ok := parent.Deadline(); ok && !pd.After(d) {
+		return false
+	}
+	return hctx.Err() != nil || !time.Now().Before(d)
 }
