@@ -170,6 +170,9 @@ type Checker struct {
 // Run checks the member called machine (rec is its machine record, nil for none) and
 // returns the report, publishing each result as it is computed. It changes nothing.
 func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record, trigger Trigger) (*Report, error) {
+	if c.Incus == nil {
+		return nil, apperr.NotConfigured(apperr.Incus)
+	}
 	members, err := c.Incus.Members(ctx)
 	if err != nil {
 		return nil, apperr.Wrap(err, apperr.Unavailable, "cannot run the admission checks: Incus did not answer the member list; check APELORA_INCUS_URL and that the cluster is up")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 )
@@ -24,9 +25,9 @@ type Store interface {
 	// mutation in progress when fn succeeds.
 	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
 	Record(ctx context.Context, name string) (*machines.Record, error)
-	// AdmissionRecorded reports whether the audit trail's latest membership step for the
-	// machine is a successful admission.
-	AdmissionRecorded(ctx context.Context, name string) (bool, error)
+	// LatestStep returns the machine's latest successful step among steps in the audit
+	// trail, "" for none.
+	LatestStep(ctx context.Context, name string, steps []string) (string, error)
 }
 
 // AdmittedRolesDetail is the admission audit event's detail that lists the member's roles
@@ -61,6 +62,9 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Members == nil {
+		return nil, apperr.NotConfigured(apperr.Incus)
+	}
 	var report *Report
 	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
 		// Read again under the machine's lock: it may have been unregistered meanwhile.
@@ -72,11 +76,11 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 			return err
 		}
 		if !member.Held() {
-			admitted, err := s.Store.AdmissionRecorded(ctx, name)
+			latest, err := s.Store.LatestStep(ctx, name, lifecycle.MembershipSteps)
 			if err != nil {
 				return err
 			}
-			if admitted {
+			if lifecycle.Admits(latest) {
 				return apperr.New(apperr.FailedPrecondition, "%s is already admitted: placement reaches it", apperr.Quote(name))
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/hardware"
+	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 )
@@ -50,7 +51,12 @@ func (s *fakeStore) Record(_ context.Context, name string) (*machines.Record, er
 	return &machines.Record{Name: name, Provisioner: machines.Manual, HardwareProfile: s.profile}, nil
 }
 
-func (s *fakeStore) AdmissionRecorded(context.Context, string) (bool, error) { return s.admitted, nil }
+func (s *fakeStore) LatestStep(context.Context, string, []string) (string, error) {
+	if s.admitted {
+		return lifecycle.StepAdmitMember, nil
+	}
+	return lifecycle.StepRemoveMember, nil
+}
 
 func admitService(f *fakeIncus) (*Service, *fakeMembers, *fakeStore) {
 	mem := &fakeMembers{f: f, etag: `"e1"`}

@@ -1,6 +1,3 @@
-// Package app wires Apelora together from its configuration: the database (a given one,
-// or a local PostgreSQL in the state folder), the domain services, the GraphQL server.
-// cmd/apelora and the end-to-end tests build the product the same way through it.
 package app
 
 import (

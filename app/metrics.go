@@ -107,7 +107,7 @@ type maasAvailability struct {
 	m *metrics.Metrics
 }
 
-func (a maasAvailability) Machines(ctx context.Context) ([]provisioning.Machine, error) {
+func (a maasAvailability) Machines(ctx context.Context) ([]provisioning.MAASMachine, error) {
 	ms, err := a.MAASMachines.Machines(ctx)
 	if ctx.Err() == nil {
 		a.m.SourceAvailable(metrics.MAAS, err == nil)

@@ -1,6 +1,7 @@
 package apperr
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,4 +43,19 @@ func FuzzQuote(f *testing.F) {
 			t.Fatalf("Quote(%q) = %q: not a quoted prefix (%v)", s, q, err)
 		}
 	})
+}
+
+func TestNotConfiguredIsOneKindWithWhatToSet(t *testing.T) {
+	for u, setting := range map[Upstream]string{Incus: "APELORA_INCUS_URL", MAAS: "APELORA_MAAS_URL"} {
+		e := NotConfigured(u)
+		if e.Code != FailedPrecondition || !strings.HasPrefix(e.Message, string(u)+" is not configured: set ") || !strings.Contains(e.Message, setting) {
+			t.Errorf("%s: %+v", u, e)
+		}
+		if !IsNotConfigured(e) || !IsNotConfigured(fmt.Errorf("approve: %w", e)) || !IsNotConfigured(Wrap(e, Unavailable, "x")) {
+			t.Errorf("%s: not recognised through wrapping", u)
+		}
+	}
+	if IsNotConfigured(New(FailedPrecondition, "Incus is not configured")) {
+		t.Error("a look-alike message is not the kind")
+	}
 }

@@ -1,5 +1,5 @@
 // Package bench holds Go benchmarks that need the whole product: a real PostgreSQL
-// (APELORA_TEST_DATABASE_URL) and real Incus members on loopback (internal/incuslab).
+// (APELORA_TEST_DATABASE_URL) and real Incus members on loopback (testkit/incuslab).
 // It has no tests, so `go test ./...` passes through it at once; run the benchmarks with
 //
 //	go test ./bench -run '^$' -bench . -benchtime 20x

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // The issue's requirement: Incus calls per admission and per `machines` query are constant

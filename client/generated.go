@@ -1374,7 +1374,9 @@ func (v *AuditEventRecordedAuditEventRecordedAuditEvent) __premarshalJSON() (*__
 // AuditEventRecordedResponse is returned by AuditEventRecorded on success.
 type AuditEventRecordedResponse struct {
 	// Audit events as they are recorded (by any API replica). `machine`, `actor` and `outcome`
-	// keep only the events that match, as in auditEvents.
+	// keep only the events that match, as in auditEvents. `after` is the id of the last event
+	// a client has: the matching events recorded since are sent first, oldest first, then
+	// live ones, so a client that reconnects with it misses none and gets none twice.
 	AuditEventRecorded AuditEventRecordedAuditEventRecordedAuditEvent `json:"auditEventRecorded"`
 }
 
@@ -7271,10 +7273,14 @@ func (v *__AssignHardwareProfileInput) GetInput() AssignHardwareProfileInput { r
 // __AuditEventRecordedInput is used internally by genqlient
 type __AuditEventRecordedInput struct {
 	Machine *string `json:"machine"`
+	After   *string `json:"after"`
 }
 
 // GetMachine returns __AuditEventRecordedInput.Machine, and is useful for accessing the field via an interface.
 func (v *__AuditEventRecordedInput) GetMachine() *string { return v.Machine }
+
+// GetAfter returns __AuditEventRecordedInput.After, and is useful for accessing the field via an interface.
+func (v *__AuditEventRecordedInput) GetAfter() *string { return v.After }
 
 // __AuditEventsInput is used internally by genqlient
 type __AuditEventsInput struct {
@@ -7839,8 +7845,8 @@ func AssignHardwareProfile(
 
 // The subscription executed by AuditEventRecorded.
 const AuditEventRecorded_Operation = `
-subscription AuditEventRecorded ($machine: String) {
-	auditEventRecorded(machine: $machine) {
+subscription AuditEventRecorded ($machine: String, $after: ID) {
+	auditEventRecorded(machine: $machine, after: $after) {
 		... AuditEventFields
 	}
 }
@@ -7863,12 +7869,14 @@ func AuditEventRecorded(
 	ctx_ context.Context,
 	client_ graphql.WebSocketClient,
 	machine *string,
+	after *string,
 ) (dataChan_ chan AuditEventRecordedWsResponse, subscriptionID_ string, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "AuditEventRecorded",
 		Query:  AuditEventRecorded_Operation,
 		Variables: &__AuditEventRecordedInput{
 			Machine: machine,
+			After:   after,
 		},
 	}
 

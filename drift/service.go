@@ -22,10 +22,9 @@ type Store interface {
 	Watcher(ctx context.Context) (*Watcher, error)
 }
 
-// Feed streams drift events as they are recorded, on every replica.
-type Feed interface {
-	Subscribe(buffer int) *broadcast.Subscription[Event]
-}
+// Feed is where drift events are published as they are recorded, on every replica, keyed
+// by machine.
+type Feed = *broadcast.Hub[string, Event]
 
 // Service is drift as the API serves it.
 type Service struct {
@@ -59,25 +58,18 @@ func (s *Service) Watcher(ctx context.Context) (*Watcher, error) {
 	return s.Store.Watcher(ctx)
 }
 
-// Changes streams raises and clears, of one machine or (machine "") of all: those after
-// the event id after (when given) first, then live ones, without gaps or repeats, until
-// ctx ends.
-func (s *Service) Changes(ctx context.Context, machine string, after *int64) (<-chan Event, error) {
+// Changes says what a driftChanges subscriber receives from the feed: raises and clears,
+// of one machine or (machine "") of all, those after the event id after (when given)
+// first, read from the store, then live ones, without gaps or repeats; one that falls
+// behind catches up from the store. Subscribe with broadcast.Subscribe on Feed.
+func (s *Service) Changes(machine string, after *int64) (broadcast.Want[string, Event], error) {
 	if err := validMachine("machine", machine); err != nil {
-		return nil, err
+		return broadcast.Want[string, Event]{}, err
 	}
-	var keep func(Event) bool
-	if machine != "" {
-		keep = func(e Event) bool { return e.Machine == machine }
-	}
-	return broadcast.Replay(ctx, broadcast.Replayed[Event]{
-		Subscribe: func() *broadcast.Subscription[Event] { return s.Feed.Subscribe(256) },
-		After: func(ctx context.Context, after int64, limit int) ([]Event, error) {
+	return broadcast.Want[string, Event]{Key: machine, All: machine == "", After: after,
+		Replay: func(ctx context.Context, after int64, limit int) ([]Event, error) {
 			return s.Store.EventsAfter(ctx, machine, after, limit)
-		},
-		ID:   func(e Event) int64 { return e.ID },
-		Keep: keep,
-	}, after), nil
+		}}, nil
 }
 
 // ParseEventID reads an event id given by a client (field names the argument).

@@ -12,7 +12,7 @@ import (
 
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 func TestGeneratedClientQueriesAndMutates(t *testing.T) {
@@ -75,7 +75,7 @@ func TestGeneratedClientSubscriptionSurvivesKeepAlive(t *testing.T) {
 	}
 	defer ws.Close()
 	machine := "node-7"
-	events, _, err := client.AuditEventRecorded(ctx, ws, &machine)
+	events, _, err := client.AuditEventRecorded(ctx, ws, &machine, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestPlainGenqlientDiesOnKeepAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	events, _, err := client.AuditEventRecorded(ctx, ws, nil)
+	events, _, err := client.AuditEventRecorded(ctx, ws, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/apelora/fabric/adapters/maas/sim"
 
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // What the console needed from the API: the audit trail filtered by actor and outcome, and

@@ -19,8 +19,8 @@ import (
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // enrolled is a lab cluster with the product pointed at it.

@@ -19,8 +19,8 @@ import (
 	"github.com/apelora/fabric/app"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // fenceWaitLimit bounds every wait for something the cluster or a worker must do; it is a

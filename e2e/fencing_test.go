@@ -16,7 +16,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres/localpg"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/client"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // fastFence are short limits so the tests wait for Incus, not for the worker.

@@ -17,8 +17,8 @@ import (
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 const registerQuery = `mutation($input: RegisterMachineInput!) { registerMachine(input: $input) { machine { name phase record { name description provisioner { kind } registeredBy } } } }`

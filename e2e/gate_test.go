@@ -11,7 +11,7 @@ import (
 
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // mutationCall is one Mutation field called with made-up but well-formed arguments.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // nodeClient runs the reference graphql-ws client (testdata/graphql-ws, bundled: the same

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 const setProfile = `mutation($in: SetHardwareProfileInput!) { setHardwareProfile(input: $in) {

@@ -16,8 +16,8 @@ import (
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
 	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // maxAuditRowBytes is the most one audit row's columns may hold: parameters and details

@@ -13,7 +13,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 const (
@@ -256,7 +256,7 @@ func genqlientSocket(t *testing.T, base, token string) chan error {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	events, _, err := client.AuditEventRecorded(t.Context(), ws, nil)
+	events, _, err := client.AuditEventRecorded(t.Context(), ws, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
 	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // gqlBody is a GraphQL request body.
@@ -201,7 +201,7 @@ func TestSlowBodiesAreCutOffAndWebsocketsAreNot(t *testing.T) {
 	}
 	defer ws.Close()
 	machine := "node-1"
-	events, _, err := client.AuditEventRecorded(ctx, ws, &machine)
+	events, _, err := client.AuditEventRecorded(ctx, ws, &machine, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

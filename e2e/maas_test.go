@@ -16,8 +16,8 @@ import (
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/maas/sim"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 const (

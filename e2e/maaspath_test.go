@@ -14,8 +14,8 @@ import (
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // boot is what running a machine's user data gave.

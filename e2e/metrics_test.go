@@ -27,10 +27,10 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
 	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // sample is one line of a Prometheus text exposition.
@@ -690,15 +690,15 @@ func TestSubscriptionsOpenFollowTheSubscribers(t *testing.T) {
 		return ws
 	}
 	a, b := socket(), socket()
-	_, idAll, err := client.AuditEventRecorded(ctx, a, nil)
+	_, idAll, err := client.AuditEventRecorded(ctx, a, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	machine := "node-1"
-	if _, _, err := client.AuditEventRecorded(ctx, a, &machine); err != nil {
+	if _, _, err := client.AuditEventRecorded(ctx, a, &machine, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := client.AuditEventRecorded(ctx, b, nil); err != nil { // shares a's first stream
+	if _, _, err := client.AuditEventRecorded(ctx, b, nil, nil); err != nil { // shares a's first stream
 		t.Fatal(err)
 	}
 	waitOpen(3)

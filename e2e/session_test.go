@@ -13,7 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // consoleRequest sends a request as a browser on the console would: the session cookie,

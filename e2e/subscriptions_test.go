@@ -9,7 +9,7 @@ import (
 
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // fenceWatcher is one websocket subscribed to fenceProgress with the generated client.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // The bound the tests set (APELORA_REQUEST_TIMEOUT), and what an answer must come well

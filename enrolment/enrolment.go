@@ -167,6 +167,9 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 // in the audit event. It takes no lock: call it inside an audited change of the machine.
 // If what follows fails, call Withdraw so no unrecorded token stays usable.
 func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigValue) (*Approval, error) {
+	if s.Incus == nil {
+		return nil, apperr.NotConfigured(apperr.Incus)
+	}
 	snap, err := s.Incus.Snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -202,6 +205,9 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 // Withdraw revokes the join token for name, best effort: used when the step that issued
 // it could not be completed or recorded.
 func (s *Service) Withdraw(ctx context.Context, name string) {
+	if s.Incus == nil {
+		return // no Incus, no token
+	}
 	if err := s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name); err != nil && s.Log != nil {
 		s.Log.ErrorContext(ctx, "a join token whose step was not completed could not be revoked: revoke it (revokeJoinToken) before it is used", "machine", name, "error", apperr.PublicMessage(err))
 	}
@@ -219,6 +225,9 @@ func configDetail(cfg []ConfigValue) []string {
 func (s *Service) Revoke(ctx context.Context, name string) error {
 	if err := machines.ValidateName(name); err != nil {
 		return err
+	}
+	if s.Incus == nil {
+		return apperr.NotConfigured(apperr.Incus)
 	}
 	return s.Store.Audited(ctx, name, func(ctx context.Context) error {
 		snap, err := s.Incus.Snapshot(ctx)
@@ -245,6 +254,9 @@ func (s *Service) Revoke(ctx context.Context, name string) error {
 func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 	if err := machines.ValidateName(name); err != nil {
 		return err
+	}
+	if s.Incus == nil {
+		return apperr.NotConfigured(apperr.Incus)
 	}
 	return s.Store.Audited(ctx, name, func(ctx context.Context) error {
 		snap, err := s.Incus.Snapshot(ctx)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/internal/apperrtest"
+	"github.com/apelora/fabric/apperr/apperrtest"
 )
 
 // The fence_mappings CHECK constraints (migrations/0002_fencing.sql).

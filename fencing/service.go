@@ -44,10 +44,9 @@ type Store interface {
 	Statuses(ctx context.Context) (map[string]Status, error)
 }
 
-// Feed streams fence events as they are recorded, on every API replica.
-type Feed interface {
-	Subscribe(buffer int) *broadcast.Subscription[Event]
-}
+// Feed is where fence events are published as they are recorded, on every API replica,
+// keyed by member.
+type Feed = *broadcast.Hub[string, Event]
 
 // Records reads machine records, to keep mappings consistent with them.
 type Records interface {
@@ -213,26 +212,20 @@ func ParseEventID(field, s string) (int64, error) {
 	return id, nil
 }
 
-// Progress streams fence events: first those after the event id `after` (when given), then
-// live ones, without gaps or repeats, until ctx ends. member "" means every member.
-func (s *Service) Progress(ctx context.Context, member string, after *int64) (<-chan Event, error) {
+// Progress says what a fenceProgress subscriber receives from the feed: one member's
+// events (member "": every member's), first those after the event id `after` when given,
+// read from the store, then live ones, without gaps or repeats; one that falls behind
+// catches up from the store. Subscribe with broadcast.Subscribe on Feed.
+func (s *Service) Progress(member string, after *int64) (broadcast.Want[string, Event], error) {
 	if member != "" {
 		if err := ValidateMember(member); err != nil {
-			return nil, err
+			return broadcast.Want[string, Event]{}, err
 		}
 	}
-	var keep func(Event) bool
-	if member != "" {
-		keep = func(e Event) bool { return e.Member == member }
-	}
-	return broadcast.Replay(ctx, broadcast.Replayed[Event]{
-		Subscribe: func() *broadcast.Subscription[Event] { return s.Feed.Subscribe(256) },
-		After: func(ctx context.Context, after int64, limit int) ([]Event, error) {
+	return broadcast.Want[string, Event]{Key: member, All: member == "", After: after,
+		Replay: func(ctx context.Context, after int64, limit int) ([]Event, error) {
 			return s.Store.EventsAfter(ctx, member, after, limit)
-		},
-		ID:   func(e Event) int64 { return e.ID },
-		Keep: keep,
-	}, after), nil
+		}}, nil
 }
 
 // ClusterWarning is something about the cluster an administrator should look at.
@@ -282,7 +275,7 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 		v.Warnings = append(v.Warnings, ClusterWarning{WarnWorkerSilent, fmt.Sprintf("the fence worker %s last looked at the cluster at %s: check that an apelora-worker runs and reaches PostgreSQL, Incus and MAAS", ws.Worker, ws.LastRoundAt.UTC().Format(time.RFC3339))})
 	}
 	if s.Incus == nil || s.Membership == nil {
-		v.Warnings = append(v.Warnings, ClusterWarning{WarnIncusUnavailable, "Incus is not configured (set APELORA_INCUS_URL or APELORA_INCUS_SOCKET)"})
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnIncusUnavailable, apperr.NotConfigured(apperr.Incus).Message})
 		return v, nil
 	}
 	cfg, err := s.Incus.ServerConfig(ctx)

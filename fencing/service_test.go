@@ -85,13 +85,13 @@ func (s *apiStore) Statuses(context.Context) (map[string]Status, error) {
 }
 
 // record appends an event as the worker would, and pushes it on the feed.
-func (s *apiStore) record(feed *broadcast.Broadcaster[Event], member string, kind Kind) Event {
+func (s *apiStore) record(feed Feed, member string, kind Kind) Event {
 	s.mu.Lock()
 	e := Event{ID: int64(len(s.events) + 1), At: t0, Member: member, Kind: kind}
 	s.events = append(s.events, e)
 	s.mu.Unlock()
 	if feed != nil {
-		feed.Publish(e)
+		feed.Publish(e.Member, e)
 	}
 	return e
 }
@@ -106,9 +106,10 @@ type readerFunc func(ctx context.Context, id string) (MachineFacts, error)
 
 func (f readerFunc) Machine(ctx context.Context, id string) (MachineFacts, error) { return f(ctx, id) }
 
-type feed struct{ b broadcast.Broadcaster[Event] }
+// newFeed is a feed as the store's is: events keyed by member, positioned by id.
+func newFeed() Feed { return broadcast.NewHub[string, Event](func(e Event) int64 { return e.ID }, 8) }
 
-func (f *feed) Subscribe(n int) *broadcast.Subscription[Event] { return f.b.Subscribe(n) }
+var sameEvents = broadcast.NewView(func(e Event) Event { return e })
 
 func action() (context.Context, *audit.Action) {
 	a := &audit.Action{Actor: "admin", Name: "setFenceMapping"}
@@ -225,22 +226,30 @@ func collect(t *testing.T, ch <-chan Event, n int) []Event {
 
 func TestProgressReplaysThenGoesLiveWithoutGapsOrRepeats(t *testing.T) {
 	st := &apiStore{mappings: map[string]Mapping{}}
-	f := &feed{}
+	f := newFeed()
 	s := &Service{Store: st, Feed: f}
 	for range 3 {
 		st.record(nil, "m3", KindRefused)
 	}
 	st.record(nil, "m2", KindOffline)
+	f.Start(4) // the feed starts at the table's last event
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	progress := func(member string, after *int64) (<-chan Event, error) {
+		want, err := s.Progress(member, after)
+		if err != nil {
+			return nil, err
+		}
+		return broadcast.Subscribe(ctx, s.Feed, want, sameEvents, 16), nil
+	}
 
 	// From event 1: 2, 3, 4 are replayed, then live ones follow.
 	after := int64(1)
-	all, err := s.Progress(ctx, "", &after)
+	all, err := progress("", &after)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m3, err := s.Progress(ctx, "m3", &after)
+	m3, err := progress("m3", &after)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,8 +260,8 @@ func TestProgressReplaysThenGoesLiveWithoutGapsOrRepeats(t *testing.T) {
 		t.Fatalf("replayed for m3 %v", got)
 	}
 	// An event already replayed and pushed again live is not repeated.
-	f.b.Publish(st.events[3])
-	st.record(&f.b, "m3", KindEligible)
+	f.Publish(st.events[3].Member, st.events[3])
+	st.record(f, "m3", KindEligible)
 	if got := ids(collect(t, all, 1)); !slices.Equal(got, []int64{5}) {
 		t.Fatalf("live %v", got)
 	}
@@ -261,16 +270,16 @@ func TestProgressReplaysThenGoesLiveWithoutGapsOrRepeats(t *testing.T) {
 	}
 
 	// A subscriber that falls behind the feed is caught up from the store.
-	slow, err := s.Progress(ctx, "", nil)
+	slow, err := progress("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.record(&f.b, "m1", KindOffline)
+	st.record(f, "m1", KindOffline)
 	if got := ids(collect(t, slow, 1)); !slices.Equal(got, []int64{6}) {
 		t.Fatalf("live-only %v", got)
 	}
 	for range 600 { // more than the stream's buffer while nobody reads
-		st.record(&f.b, "m1", KindRefused)
+		st.record(f, "m1", KindRefused)
 	}
 	got := ids(collect(t, slow, 600))
 	for i, id := range got {

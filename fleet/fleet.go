@@ -22,13 +22,13 @@ import (
 // Machine is one row of the fleet.
 type Machine struct {
 	Name    string
-	Record  *machines.Record        // nil for a member or MAAS machine with no record
-	Member  *membership.Member      // nil when not a member (or Incus unknown)
-	Pending *membership.PendingJoin // a pending join token for the name
-	MAAS    *provisioning.Machine   // nil when MAAS does not report it (or is unknown)
-	Fence   *fencing.Status         // nil when the member has no fence mapping
-	Profile *hardware.Profile       // the record's hardware profile; nil for none
-	Drift   []drift.State           // raised drift, by check (each is a DRIFT warning too)
+	Record  *machines.Record          // nil for a member or MAAS machine with no record
+	Member  *membership.Member        // nil when not a member (or Incus unknown)
+	Pending *membership.PendingJoin   // a pending join token for the name
+	MAAS    *provisioning.MAASMachine // nil when MAAS does not report it (or is unknown)
+	Fence   *fencing.Status           // nil when the member has no fence mapping
+	Profile *hardware.Profile         // the record's hardware profile; nil for none
+	Drift   []drift.State             // raised drift, by check (each is a DRIFT warning too)
 	// DriftChecked is when the drift watcher last looked at the machine (zero: never,
 	// or not an admitted member).
 	DriftChecked time.Time
@@ -56,14 +56,15 @@ type Records interface {
 	Records(ctx context.Context) ([]machines.Record, error)
 }
 
-// Admissions says which machines have an admission recorded in the audit trail.
+// Admissions reads the audit trail's membership steps (lifecycle.MembershipSteps).
 type Admissions interface {
-	AdmittedMachines(ctx context.Context) (map[string]bool, error)
+	// LatestSteps returns each machine's latest successful step among steps.
+	LatestSteps(ctx context.Context, steps []string) (map[string]string, error)
 }
 
 // MAASMachines lists the machines MAAS reports, in one call.
 type MAASMachines interface {
-	Machines(ctx context.Context) ([]provisioning.Machine, error)
+	Machines(ctx context.Context) ([]provisioning.MAASMachine, error)
 }
 
 // Service assembles the fleet view. Whatever the fleet's size, a view costs one read
@@ -103,7 +104,7 @@ type sources struct {
 	records  []machines.Record
 	snapshot *membership.Snapshot
 	admitted map[string]bool
-	maas     []provisioning.Machine
+	maas     []provisioning.MAASMachine
 	fences   map[string]fencing.Status
 	profiles map[string]*hardware.Profile
 	drift    map[string]drift.Status
@@ -137,7 +138,7 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 		}
 	}
 	type maasAnswer struct {
-		ms  []provisioning.Machine
+		ms  []provisioning.MAASMachine
 		err error
 	}
 	maasDone := make(chan maasAnswer, 1)
@@ -150,7 +151,7 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 	}
 	switch {
 	case s.Incus == nil:
-		src.view.Incus = Source{Message: "Incus is not configured (set APELORA_INCUS_URL or APELORA_INCUS_SOCKET)"}
+		src.view.Incus = Source{Message: apperr.NotConfigured(apperr.Incus).Message}
 	default:
 		src.view.Incus.Configured = true
 		snap, err := s.Incus.Snapshot(ctx)
@@ -160,12 +161,14 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 		}
 		src.snapshot = snap
 		src.view.Incus = Source{Configured: true, Available: true, Message: "ok"}
-		if src.admitted, err = s.Admissions.AdmittedMachines(ctx); err != nil {
+		latest, err := s.Admissions.LatestSteps(ctx, lifecycle.MembershipSteps)
+		if err != nil {
 			return nil, err
 		}
+		src.admitted = lifecycle.AdmittedMachines(latest)
 	}
 	if s.MAAS == nil {
-		src.view.MAAS = Source{Message: "MAAS is not configured (set APELORA_MAAS_URL and APELORA_MAAS_API_KEY)"}
+		src.view.MAAS = Source{Message: apperr.NotConfigured(apperr.MAAS).Message}
 	} else {
 		a := <-maasDone
 		src.view.MAAS.Configured = true

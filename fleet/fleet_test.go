@@ -30,7 +30,15 @@ func (r records) Records(context.Context) ([]machines.Record, error) { return r,
 
 type admitted map[string]bool
 
-func (a admitted) AdmittedMachines(context.Context) (map[string]bool, error) { return a, nil }
+func (a admitted) LatestSteps(_ context.Context, steps []string) (map[string]string, error) {
+	out := map[string]string{}
+	for m, yes := range a {
+		if yes {
+			out[m] = lifecycle.StepAdmitMember
+		}
+	}
+	return out, nil
+}
 
 type incus struct {
 	snap *membership.Snapshot
@@ -40,11 +48,11 @@ type incus struct {
 func (i incus) Snapshot(context.Context) (*membership.Snapshot, error) { return i.snap, i.err }
 
 type maas struct {
-	ms  []provisioning.Machine
+	ms  []provisioning.MAASMachine
 	err error
 }
 
-func (m maas) Machines(context.Context) ([]provisioning.Machine, error) { return m.ms, m.err }
+func (m maas) Machines(context.Context) ([]provisioning.MAASMachine, error) { return m.ms, m.err }
 
 func fixture() *Service {
 	return &Service{
@@ -59,7 +67,7 @@ func fixture() *Service {
 			Members: []membership.Member{{Name: "m1"}, {Name: "node-a"}},
 			Pending: []membership.PendingJoin{{Name: "node-m"}},
 		}},
-		MAAS: maas{ms: []provisioning.Machine{
+		MAAS: maas{ms: []provisioning.MAASMachine{
 			{SystemID: "zzzz09", Hostname: "node-a", HardwareUUID: "uuid-z"},
 			{SystemID: "aaaa01", Hostname: "renamed-in-maas", HardwareUUID: "uuid-a"},
 			{SystemID: "bbbb02", Hostname: "node-b", HardwareUUID: "uuid-other"},
@@ -147,7 +155,7 @@ func TestUnavailableSourcesAreSaidAndRowsStay(t *testing.T) {
 	}
 	// Without aaaa01 in MAAS, node-a's record reports it missing, not another machine.
 	s = fixture()
-	s.MAAS = maas{ms: []provisioning.Machine{{SystemID: "zzzz09", Hostname: "node-a", HardwareUUID: "uuid-z"}}}
+	s.MAAS = maas{ms: []provisioning.MAASMachine{{SystemID: "zzzz09", Hostname: "node-a", HardwareUUID: "uuid-z"}}}
 	v, _ = s.View(context.Background())
 	if a := byName(t, v)["node-a"]; a.MAAS != nil || !strings.Contains(codes(a.Warnings), "MAAS_MACHINE_MISSING") {
 		t.Errorf("node-a with its MAAS machine gone: %+v", a)

@@ -471,7 +471,7 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		AdmissionChecks    func(childComplexity int, name string) int
-		AuditEventRecorded func(childComplexity int, machine *string, actor *string, outcome *model.AuditOutcome) int
+		AuditEventRecorded func(childComplexity int, machine *string, actor *string, outcome *model.AuditOutcome, after *string) int
 		DriftChanges       func(childComplexity int, machine *string, after *string) int
 		FenceProgress      func(childComplexity int, member *string, after *string) int
 	}
@@ -533,7 +533,7 @@ type QueryResolver interface {
 	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
 }
 type SubscriptionResolver interface {
-	AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome) (<-chan *model.AuditEvent, error)
+	AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome, after *string) (<-chan *model.AuditEvent, error)
 	DriftChanges(ctx context.Context, machine *string, after *string) (<-chan *model.DriftEvent, error)
 	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
@@ -2389,7 +2389,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["machine"].(*string), args["actor"].(*string), args["outcome"].(*model.AuditOutcome)), true
+		return e.ComplexityRoot.Subscription.AuditEventRecorded(childComplexity, args["machine"].(*string), args["actor"].(*string), args["outcome"].(*model.AuditOutcome), args["after"].(*string)), true
 	case "Subscription.driftChanges":
 		if e.ComplexityRoot.Subscription.DriftChanges == nil {
 			break
@@ -2572,9 +2572,11 @@ var sources = []*ast.Source{
 extend type Subscription {
   """
   Audit events as they are recorded (by any API replica). ` + "`" + `machine` + "`" + `, ` + "`" + `actor` + "`" + ` and ` + "`" + `outcome` + "`" + `
-  keep only the events that match, as in auditEvents.
+  keep only the events that match, as in auditEvents. ` + "`" + `after` + "`" + ` is the id of the last event
+  a client has: the matching events recorded since are sent first, oldest first, then
+  live ones, so a client that reconnects with it misses none and gets none twice.
   """
-  auditEventRecorded(machine: String, actor: String, outcome: AuditOutcome): AuditEvent!
+  auditEventRecorded(machine: String, actor: String, outcome: AuditOutcome, after: ID): AuditEvent!
 }
 
 """
@@ -5146,6 +5148,14 @@ func (ec *executionContext) field_Subscription_auditEventRecorded_args(ctx conte
 		return nil, err
 	}
 	args["outcome"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg3
 	return args, nil
 }
 
@@ -12692,7 +12702,7 @@ func (ec *executionContext) _Subscription_auditEventRecorded(ctx context.Context
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().AuditEventRecorded(ctx, fc.Args["machine"].(*string), fc.Args["actor"].(*string), fc.Args["outcome"].(*model.AuditOutcome))
+			return ec.Resolvers.Subscription().AuditEventRecorded(ctx, fc.Args["machine"].(*string), fc.Args["actor"].(*string), fc.Args["outcome"].(*model.AuditOutcome), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditEvent) graphql.Marshaler {

@@ -48,3 +48,14 @@ func TestDerive(t *testing.T) {
 		}
 	}
 }
+
+func TestTheLatestMembershipStepDecidesAdmission(t *testing.T) {
+	latest := map[string]string{"a": StepAdmitMember, "b": StepRemoveMember, "c": StepApproveEnrolment, "d": StepInstallOperatingSystem}
+	got := AdmittedMachines(latest)
+	if len(got) != 1 || !got["a"] {
+		t.Fatalf("admitted %v, want only a", got)
+	}
+	if Admits("") {
+		t.Fatal("a machine with no membership step counts as admitted")
+	}
+}

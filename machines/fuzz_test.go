@@ -6,8 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/internal/apperrtest"
+	"github.com/apelora/fabric/apperr/apperrtest"
 )
 
 // The database's CHECK constraints (migrations/0001_foundation.sql): what the domain
@@ -28,7 +27,7 @@ func FuzzRegistration(f *testing.F) {
 		r := Registration{Name: name, Provisioner: Provisioner(provisioner), MAASSystemID: systemID, Description: description}
 		err := r.Validate()
 		if err == nil {
-			if !dbName.MatchString(name) || incus.ValidMemberName(name) != nil {
+			if !dbName.MatchString(name) || !memberNameSafe(name) {
 				t.Fatalf("accepted name %q the database or Incus refuses", name)
 			}
 			if r.Provisioner == MAAS && !dbSystemID.MatchString(systemID) {

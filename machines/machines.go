@@ -50,32 +50,7 @@ type Record struct {
 	HardwareProfile string
 }
 
-const (
-	maxNameLength        = 63
-	maxDescriptionLength = 1024
-)
-
-var namePattern = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
-
-// NameRule is the rule machine names follow, in the administrator's words. A machine's
-// name is its Incus member name, so the rule is a DNS label (which Incus members are
-// addressed by) in lower case, so that two names never differ only by case.
-const NameRule = "1–63 characters: lower-case letters, digits and hyphens, starting with a letter and not ending with a hyphen"
-
-// ValidateName checks that name can be a machine and Incus member name.
-func ValidateName(name string) error {
-	switch {
-	case name == "":
-		return apperr.Invalid("name", "machine name is empty: give a name of %s", NameRule)
-	case len(name) > maxNameLength:
-		return apperr.Invalid("name", "machine name is %d characters long, more than the %d allowed (%s)", utf8.RuneCountInString(name), maxNameLength, NameRule)
-	case !namePattern.MatchString(name):
-		return apperr.Invalid("name", "machine name %s is not valid: use %s", apperr.Quote(name), NameRule)
-	case name == "none":
-		return apperr.Invalid("name", `machine name "none" is reserved by Incus (it means "not clustered"): choose another name`)
-	}
-	return nil
-}
+const maxDescriptionLength = 1024
 
 // SystemIDPattern is what a MAAS system id looks like.
 var SystemIDPattern = regexp.MustCompile(`^[a-z0-9]{4,16}$`)
@@ -166,7 +141,9 @@ func (s *Service) Register(ctx context.Context, actor string, reg Registration) 
 	}
 	if reg.Provisioner == MAAS {
 		if s.MAAS == nil {
-			return nil, apperr.New(apperr.FailedPrecondition, "MAAS is not configured: set APELORA_MAAS_URL and APELORA_MAAS_API_KEY, or register the machine with provisioner MANUAL")
+			e := apperr.NotConfigured(apperr.MAAS)
+			e.Message += "; or register the machine with provisioner MANUAL"
+			return nil, e
 		}
 		uuid, err := s.MAAS.HardwareUUID(ctx, reg.MAASSystemID)
 		if err != nil {

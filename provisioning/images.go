@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
+
+	"github.com/apelora/fabric/apperr"
 )
 
 // BootResource is one entry of MAAS's boot-resources/ list.
@@ -34,7 +36,7 @@ var bootloaderTypes = []string{"uefi", "pxe", "open-firmware"}
 // name; bootloaders are left out.
 func (s *Service) Images(ctx context.Context) ([]Image, error) {
 	if s.ImageSource == nil {
-		return nil, errNotConfigured
+		return nil, apperr.NotConfigured(apperr.MAAS)
 	}
 	rs, err := s.ImageSource.BootResources(ctx)
 	if err != nil {

@@ -31,8 +31,8 @@ const (
 	FailedTesting       Status = 22
 )
 
-// Machine is a machine as MAAS reports it, without any credential field.
-type Machine struct {
+// MAASMachine is a machine as MAAS reports it, without any credential field.
+type MAASMachine struct {
 	SystemID          string
 	Hostname          string
 	FQDN              string
@@ -67,13 +67,13 @@ type CommissionOptions struct {
 
 // MAAS is what provisioning asks of MAAS.
 type MAAS interface {
-	Machines(ctx context.Context) ([]Machine, error)
-	Machine(ctx context.Context, systemID string) (Machine, error)
-	Commission(ctx context.Context, systemID string, o CommissionOptions) (Machine, error)
-	Test(ctx context.Context, systemID string, tests []string) (Machine, error)
-	Allocate(ctx context.Context, systemID string) (Machine, error)
-	Deploy(ctx context.Context, systemID, series string, userData []byte) (Machine, error)
-	Release(ctx context.Context, systemID string, erase bool, comment string) (Machine, error)
+	Machines(ctx context.Context) ([]MAASMachine, error)
+	Machine(ctx context.Context, systemID string) (MAASMachine, error)
+	Commission(ctx context.Context, systemID string, o CommissionOptions) (MAASMachine, error)
+	Test(ctx context.Context, systemID string, tests []string) (MAASMachine, error)
+	Allocate(ctx context.Context, systemID string) (MAASMachine, error)
+	Deploy(ctx context.Context, systemID, series string, userData []byte) (MAASMachine, error)
+	Release(ctx context.Context, systemID string, erase bool, comment string) (MAASMachine, error)
 	// EraseOnRelease reads MAAS's enable_disk_erasing_on_release setting.
 	EraseOnRelease(ctx context.Context) (bool, error)
 }
@@ -125,7 +125,7 @@ var commissionable = []Status{New, FailedCommissioning, Ready, Broken}
 // and Deployed machines, but that disturbs a machine in use: Apelora refuses.
 var testable = []Status{Ready, Broken, FailedTesting}
 
-func describe(m Machine) string {
+func describe(m MAASMachine) string {
 	return fmt.Sprintf("MAAS machine %s (%s) is %s", m.SystemID, m.Hostname, m.StatusName)
 }
 

@@ -36,11 +36,9 @@ type Service struct {
 	EnrolScript []byte // enrol-member.sh, put in the cloud-init user data
 }
 
-var errNotConfigured = apperr.New(apperr.FailedPrecondition, "MAAS is not configured: set APELORA_MAAS_URL and APELORA_MAAS_API_KEY (and APELORA_MAAS_CA_FILE for a private CA) and restart")
-
 func (s *Service) maas() (MAAS, error) {
 	if s.MAAS == nil {
-		return nil, errNotConfigured
+		return nil, apperr.NotConfigured(apperr.MAAS)
 	}
 	return s.MAAS, nil
 }
@@ -73,7 +71,7 @@ func (s *Service) subject(ctx context.Context, systemID string) (*machines.Recor
 // refuseMember refuses a step that would disturb an Incus member: the machine registered
 // from it, or (with no record, such as the bootstrap member) the member MAAS's hostname
 // names.
-func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, cur Machine, step string) error {
+func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, cur MAASMachine, step string) error {
 	if s.Membership == nil {
 		return nil
 	}
@@ -94,7 +92,7 @@ func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, cur Ma
 }
 
 // Commission has MAAS commission a machine, with the tests asked for.
-func (s *Service) Commission(ctx context.Context, systemID string, o CommissionOptions) (*Machine, error) {
+func (s *Service) Commission(ctx context.Context, systemID string, o CommissionOptions) (*MAASMachine, error) {
 	m, err := s.maas()
 	if err != nil {
 		return nil, err
@@ -109,7 +107,7 @@ func (s *Service) Commission(ctx context.Context, systemID string, o CommissionO
 	if err != nil {
 		return nil, err
 	}
-	var out Machine
+	var out MAASMachine
 	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
 		cur, err := m.Machine(ctx, systemID)
 		if err != nil {
@@ -135,7 +133,7 @@ func (s *Service) Commission(ctx context.Context, systemID string, o CommissionO
 // call (never stored, logged or audited; the audit event records the series). A Ready
 // machine is allocated first. If the deploy fails, the token is revoked and an allocation
 // made here is released, so nothing is left half-done.
-func (s *Service) Install(ctx context.Context, name, series string, overrides []enrolment.ConfigValue) (*Machine, error) {
+func (s *Service) Install(ctx context.Context, name, series string, overrides []enrolment.ConfigValue) (*MAASMachine, error) {
 	m, err := s.maas()
 	if err != nil {
 		return nil, err
@@ -148,9 +146,9 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 		return nil, err
 	}
 	if rec.Provisioner != machines.MAAS {
-		return nil, refused("%s", installRefusal(rec, Machine{}))
+		return nil, refused("%s", installRefusal(rec, MAASMachine{}))
 	}
-	var out Machine
+	var out MAASMachine
 	var issued bool
 	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
 		// Read again under the machine's lock: it may have been unregistered meanwhile.
@@ -209,7 +207,7 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 // RunTests has MAAS run hardware tests on a machine that is Ready, Broken or Failed
 // testing. The administrator types the hostname again, so a slip of the system id cannot
 // test the wrong machine.
-func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests []string) (*Machine, error) {
+func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests []string) (*MAASMachine, error) {
 	m, err := s.maas()
 	if err != nil {
 		return nil, err
@@ -227,7 +225,7 @@ func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests
 	if err != nil {
 		return nil, err
 	}
-	var out Machine
+	var out MAASMachine
 	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
 		cur, err := m.Machine(ctx, systemID)
 		if err != nil {
@@ -302,7 +300,7 @@ func (s *Service) PreviewRelease(ctx context.Context, erase bool) (ErasePreview,
 // Release has MAAS release a machine. Erasing is off unless asked for, needs the
 // hardware.delete permission as well, and never uses secure or quick erase (MAAS's own
 // default may be secure erase: Apelora always sends both as false).
-func (s *Service) Release(ctx context.Context, systemID string, erase bool, comment string) (*Machine, ErasePreview, error) {
+func (s *Service) Release(ctx context.Context, systemID string, erase bool, comment string) (*MAASMachine, ErasePreview, error) {
 	m, err := s.maas()
 	if err != nil {
 		return nil, ErasePreview{}, err
@@ -326,7 +324,7 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 	if err != nil {
 		return nil, ErasePreview{}, err
 	}
-	var out Machine
+	var out MAASMachine
 	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
 		cur, err := m.Machine(ctx, systemID)
 		if err != nil {

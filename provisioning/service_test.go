@@ -14,51 +14,51 @@ import (
 )
 
 type fakeMAAS struct {
-	machines  map[string]*Machine
+	machines  map[string]*MAASMachine
 	calls     []string
 	deployErr error
 	eraseOn   bool
 	configErr error
 }
 
-func (f *fakeMAAS) get(id string) (Machine, error) {
+func (f *fakeMAAS) get(id string) (MAASMachine, error) {
 	m, ok := f.machines[id]
 	if !ok {
-		return Machine{}, apperr.New(apperr.NotFound, "no MAAS machine %s", id)
+		return MAASMachine{}, apperr.New(apperr.NotFound, "no MAAS machine %s", id)
 	}
 	return *m, nil
 }
-func (f *fakeMAAS) Machines(context.Context) ([]Machine, error) { return nil, nil }
-func (f *fakeMAAS) Machine(_ context.Context, id string) (Machine, error) {
+func (f *fakeMAAS) Machines(context.Context) ([]MAASMachine, error) { return nil, nil }
+func (f *fakeMAAS) Machine(_ context.Context, id string) (MAASMachine, error) {
 	return f.get(id)
 }
-func (f *fakeMAAS) Commission(_ context.Context, id string, o CommissionOptions) (Machine, error) {
+func (f *fakeMAAS) Commission(_ context.Context, id string, o CommissionOptions) (MAASMachine, error) {
 	f.calls = append(f.calls, "commission "+id+" "+strings.Join(o.Tests, ","))
 	f.machines[id].Status = Commissioning
 	return f.get(id)
 }
-func (f *fakeMAAS) Test(_ context.Context, id string, tests []string) (Machine, error) {
+func (f *fakeMAAS) Test(_ context.Context, id string, tests []string) (MAASMachine, error) {
 	f.calls = append(f.calls, "test "+id+" "+strings.Join(tests, ","))
 	f.machines[id].Status = Testing
 	return f.get(id)
 }
-func (f *fakeMAAS) Allocate(_ context.Context, id string) (Machine, error) {
+func (f *fakeMAAS) Allocate(_ context.Context, id string) (MAASMachine, error) {
 	f.calls = append(f.calls, "allocate "+id)
 	f.machines[id].Status = Allocated
 	return f.get(id)
 }
-func (f *fakeMAAS) Deploy(_ context.Context, id, series string, userData []byte) (Machine, error) {
+func (f *fakeMAAS) Deploy(_ context.Context, id, series string, userData []byte) (MAASMachine, error) {
 	f.calls = append(f.calls, "deploy "+id+" "+series)
 	if f.deployErr != nil {
-		return Machine{}, f.deployErr
+		return MAASMachine{}, f.deployErr
 	}
 	if !strings.Contains(string(userData), "TOKEN-") {
-		return Machine{}, errors.New("no token in the user data")
+		return MAASMachine{}, errors.New("no token in the user data")
 	}
 	f.machines[id].Status = Deploying
 	return f.get(id)
 }
-func (f *fakeMAAS) Release(_ context.Context, id string, erase bool, _ string) (Machine, error) {
+func (f *fakeMAAS) Release(_ context.Context, id string, erase bool, _ string) (MAASMachine, error) {
 	e := "keep"
 	if erase {
 		e = "erase"
@@ -111,7 +111,7 @@ func (m members) Snapshot(context.Context) (*membership.Snapshot, error) {
 }
 
 func setup() (*Service, *fakeMAAS, *fakeEnrolment) {
-	m := &fakeMAAS{machines: map[string]*Machine{
+	m := &fakeMAAS{machines: map[string]*MAASMachine{
 		"ready1": {SystemID: "ready1", Hostname: "node-a", Status: Ready, StatusName: "Ready", HardwareUUID: "uuid-a"},
 		"depl01": {SystemID: "depl01", Hostname: "node-b", Status: Deployed, StatusName: "Deployed", HardwareUUID: "uuid-b"},
 		"alloc1": {SystemID: "alloc1", Hostname: "node-c", Status: Allocated, StatusName: "Allocated"},
@@ -226,7 +226,7 @@ func TestRelease(t *testing.T) {
 		t.Fatalf("release a member: %v", err)
 	}
 	// A member with no machine record (the bootstrap member) is found by its hostname.
-	m.machines["boot01"] = &Machine{SystemID: "boot01", Hostname: "m1", Status: Deployed, StatusName: "Deployed"}
+	m.machines["boot01"] = &MAASMachine{SystemID: "boot01", Hostname: "m1", Status: Deployed, StatusName: "Deployed"}
 	s.Membership = members{"node-b", "m1"}
 	if _, _, err := s.Release(manager, "boot01", false, ""); code(err) != apperr.FailedPrecondition || !strings.Contains(err.Error(), "m1 is an Incus member") {
 		t.Fatalf("release an unregistered member: %v", err)

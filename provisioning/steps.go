@@ -28,7 +28,7 @@ type Availability struct {
 // Steps says which steps the machine's state allows, by the rules the steps apply when
 // asked (they read MAAS and Incus again then). rec is the machine's record (nil when it
 // has none); member names the Incus member it is, or "".
-func Steps(cur Machine, rec *machines.Record, member string) []Availability {
+func Steps(cur MAASMachine, rec *machines.Record, member string) []Availability {
 	memberWhy := func(step string) string {
 		if member == "" {
 			return ""
@@ -64,14 +64,14 @@ func memberRefusal(name, step string) string {
 	return fmt.Sprintf("%s is an Incus member: %s would take it from under the cluster; remove the member first (removeMember)", name, step)
 }
 
-func commissionRefusal(cur Machine) string {
+func commissionRefusal(cur MAASMachine) string {
 	if !slices.Contains(commissionable, cur.Status) {
 		return describe(cur) + ": MAAS commissions only New, Failed commissioning, Ready or Broken machines"
 	}
 	return ""
 }
 
-func installRefusal(rec *machines.Record, cur Machine) string {
+func installRefusal(rec *machines.Record, cur MAASMachine) string {
 	switch {
 	case rec.Provisioner != machines.MAAS:
 		return fmt.Sprintf("%s is a MANUAL machine: Apelora cannot install it; install it by hand and approve its enrolment", rec.Name)
@@ -83,7 +83,7 @@ func installRefusal(rec *machines.Record, cur Machine) string {
 	return ""
 }
 
-func testRefusal(cur Machine) string {
+func testRefusal(cur MAASMachine) string {
 	switch {
 	case cur.Status == Allocated || cur.Status == Deployed:
 		return describe(cur) + ": testing would disturb a machine allocated or in use; release it first"

@@ -10,8 +10,8 @@ import (
 func TestStepsSayWhatTheStateAllowsAndWhy(t *testing.T) {
 	rec := &machines.Record{Name: "node-a", Provisioner: machines.MAAS, MAASSystemID: "aaaa01", HardwareUUID: "u-1"}
 	manual := &machines.Record{Name: "node-m", Provisioner: machines.Manual}
-	m := func(s Status, name string) Machine {
-		return Machine{SystemID: "aaaa01", Hostname: "node-a", Status: s, StatusName: name, HardwareUUID: "u-1"}
+	m := func(s Status, name string) MAASMachine {
+		return MAASMachine{SystemID: "aaaa01", Hostname: "node-a", Status: s, StatusName: name, HardwareUUID: "u-1"}
 	}
 	why := func(av []Availability) map[Step]string {
 		out := map[Step]string{}
@@ -22,7 +22,7 @@ func TestStepsSayWhatTheStateAllowsAndWhy(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		cur    Machine
+		cur    MAASMachine
 		rec    *machines.Record
 		member string
 		want   map[Step]string // step → substring of the reason, "" for allowed
@@ -34,7 +34,7 @@ func TestStepsSayWhatTheStateAllowsAndWhy(t *testing.T) {
 		{"failed testing", m(FailedTesting, "Failed testing"), rec, "", map[Step]string{StepCommission: "commissions only", StepInstall: "install needs a Ready machine", StepHardwareTests: ""}},
 		{"new", m(New, "New"), rec, "", map[Step]string{StepCommission: "", StepHardwareTests: "only on Ready, Broken or Failed testing"}},
 		{"manual record", m(Ready, "Ready"), manual, "", map[Step]string{StepInstall: "MANUAL machine"}},
-		{"replaced hardware", Machine{SystemID: "aaaa01", Status: Ready, StatusName: "Ready", HardwareUUID: "u-2"}, rec, "", map[Step]string{StepInstall: "reports hardware UUID"}},
+		{"replaced hardware", MAASMachine{SystemID: "aaaa01", Status: Ready, StatusName: "Ready", HardwareUUID: "u-2"}, rec, "", map[Step]string{StepInstall: "reports hardware UUID"}},
 	} {
 		got := why(Steps(c.cur, c.rec, c.member))
 		if len(got) != 4 {

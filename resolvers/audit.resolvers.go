@@ -9,7 +9,9 @@ import (
 	"context"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/broadcast"
 )
 
 // AuditEvents is the resolver for the auditEvents field.
@@ -49,31 +51,15 @@ func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *stri
 }
 
 // AuditEventRecorded is the resolver for the auditEventRecorded field.
-func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome) (<-chan *model.AuditEvent, error) {
-	f := auditFilter(machine, actor, outcome)
-	sub := r.AuditFeed.Subscribe(64)
-	out := make(chan *model.AuditEvent, 1)
-	go func() {
-		defer close(out)
-		defer sub.Close()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-sub.C:
-				if !ok {
-					return // fell behind: the client reconnects and reads the trail
-				}
-				if !f.Matches(e) {
-					continue
-				}
-				select {
-				case out <- mapAuditEvent(&e):
-				case <-ctx.Done():
-					return
-				}
-			}
+func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome, after *string) (<-chan *model.AuditEvent, error) {
+	var from *int64
+	if after != nil {
+		id, err := audit.ParseEventID("after", *after)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	return out, nil
+		from = &id
+	}
+	want := audit.Recorded(r.Audit, auditFilter(machine, actor, outcome), from)
+	return broadcast.Subscribe(ctx, r.AuditFeed, want, auditEvents, streamBuffer), nil
 }

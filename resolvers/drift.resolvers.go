@@ -10,6 +10,7 @@ import (
 
 	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/broadcast"
 )
 
 // Drift is the resolver for the drift field.
@@ -44,20 +45,9 @@ func (r *subscriptionResolver) DriftChanges(ctx context.Context, machine *string
 		}
 		from = &id
 	}
-	events, err := r.DriftView.Changes(ctx, deref(machine), from)
+	want, err := r.DriftView.Changes(deref(machine), from)
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan *model.DriftEvent, 1)
-	go func() {
-		defer close(out)
-		for e := range events {
-			select {
-			case out <- mapDriftEvent(&e):
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
+	return broadcast.Subscribe(ctx, r.DriftView.Feed, want, driftEvents, streamBuffer), nil
 }

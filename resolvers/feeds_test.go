@@ -10,11 +10,9 @@ import (
 	"github.com/apelora/fabric/internal/broadcast"
 )
 
-type admissionFeed struct {
-	t broadcast.Topics[string, *admission.Event]
+func admissionFeed() *broadcast.Hub[string, *admission.Event] {
+	return broadcast.NewHub[string, *admission.Event](nil, 0)
 }
-
-func (f *admissionFeed) ByMachine() *broadcast.Topics[string, *admission.Event] { return &f.t }
 
 func next(t *testing.T, ch <-chan *model.AdmissionCheckEvent) *model.AdmissionCheckEvent {
 	t.Helper()
@@ -43,7 +41,7 @@ func ended(t *testing.T, ch <-chan *model.AdmissionCheckEvent) {
 }
 
 func TestAdmissionChecksStreamsTheMachinesEventsWithoutAGoroutineAndEndsWithTheSubscription(t *testing.T) {
-	feed := &admissionFeed{}
+	feed := admissionFeed()
 	sub := (&Resolver{AdmissionFeed: feed}).Subscription()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -56,9 +54,9 @@ func TestAdmissionChecksStreamsTheMachinesEventsWithoutAGoroutineAndEndsWithTheS
 
 	at := time.Now()
 	check := admission.Check{Name: admission.CheckOnline, Title: "Online", Result: admission.Pass}
-	feed.t.Publish("m1", &admission.Event{Machine: "m1", RunID: "r1", Trigger: admission.TriggerReport, At: at, Checks: []admission.Check{check}})
-	feed.t.Publish("m2", &admission.Event{Machine: "m2", RunID: "r2", Trigger: admission.TriggerReport, At: at, Verdict: admission.Blocked})
-	feed.t.Publish("m1", &admission.Event{Machine: "m1", RunID: "r1", Trigger: admission.TriggerReport, At: at, Verdict: admission.Admissible})
+	feed.Publish("m1", &admission.Event{Machine: "m1", RunID: "r1", Trigger: admission.TriggerReport, At: at, Checks: []admission.Check{check}})
+	feed.Publish("m2", &admission.Event{Machine: "m2", RunID: "r2", Trigger: admission.TriggerReport, At: at, Verdict: admission.Blocked})
+	feed.Publish("m1", &admission.Event{Machine: "m1", RunID: "r1", Trigger: admission.TriggerReport, At: at, Verdict: admission.Admissible})
 
 	first, second := next(t, m1a), next(t, m1a)
 	if first.RunID != "r1" || len(first.Checks) != 1 || first.Checks[0].Result != model.CheckResultPass || first.Verdict != nil || !first.At.Equal(at) {
@@ -82,32 +80,32 @@ func TestAdmissionChecksStreamsTheMachinesEventsWithoutAGoroutineAndEndsWithTheS
 	cancel() // the client went away
 	ended(t, m1a)
 	ended(t, m1b)
-	if n := feed.t.Len("m1"); n != 0 {
+	if n := feed.Len("m1", false); n != 0 {
 		t.Fatalf("%d m1 subscribers left after their subscriptions ended", n)
 	}
-	if n := feed.t.Len("m2"); n != 1 {
+	if n := feed.Len("m2", false); n != 1 {
 		t.Fatalf("%d m2 subscribers, want 1", n)
 	}
 }
 
 func TestAdmissionChecksDropsASubscriberThatFallsBehind(t *testing.T) {
-	feed := &admissionFeed{}
+	feed := admissionFeed()
 	sub := (&Resolver{AdmissionFeed: feed}).Subscription()
 	slow, _ := sub.AdmissionChecks(t.Context(), "m1")
 	fast, _ := sub.AdmissionChecks(t.Context(), "m1")
 	for range admissionBuffer + 1 {
-		feed.t.Publish("m1", &admission.Event{Machine: "m1", RunID: "r1", Verdict: admission.Admissible})
+		feed.Publish("m1", &admission.Event{Machine: "m1", RunID: "r1", Verdict: admission.Admissible})
 		next(t, fast) // keeps up
 	}
 	for range admissionBuffer {
 		next(t, slow)
 	}
 	ended(t, slow) // one past its buffer: dropped, not waited for
-	feed.t.Publish("m1", &admission.Event{Machine: "m1", RunID: "r2", Verdict: admission.Admissible})
+	feed.Publish("m1", &admission.Event{Machine: "m1", RunID: "r2", Verdict: admission.Admissible})
 	if e := next(t, fast); e.RunID != "r2" {
 		t.Fatalf("fast got %+v", e)
 	}
-	if n := feed.t.Len("m1"); n != 1 {
+	if n := feed.Len("m1", false); n != 1 {
 		t.Fatalf("%d subscribers, want only the one that kept up", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/broadcast"
 )
 
 // SetFenceMapping is the resolver for the setFenceMapping field.
@@ -100,20 +101,9 @@ func (r *subscriptionResolver) FenceProgress(ctx context.Context, member *string
 		}
 		from = &id
 	}
-	events, err := r.Fencing.Progress(ctx, deref(member), from)
+	want, err := r.Fencing.Progress(deref(member), from)
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan *model.FenceEvent, 1)
-	go func() {
-		defer close(out)
-		for e := range events {
-			select {
-			case out <- mapFenceEvent(&e):
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
+	return broadcast.Subscribe(ctx, r.Fencing.Feed, want, fenceEvents, streamBuffer), nil
 }

@@ -213,7 +213,7 @@ func parseAuditCursor(c string) (int64, error) {
 	return 0, apperr.Invalid("after", "cursor %s is not one this server gave out: pass a pageInfo.endCursor from an earlier page", apperr.Quote(c))
 }
 
-func mapMAAS(m *provisioning.Machine) *model.MaasMachine {
+func mapMAAS(m *provisioning.MAASMachine) *model.MaasMachine {
 	if m == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/graph"
@@ -21,6 +22,9 @@ import (
 func (r *memberResolver) Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error) {
 	// A member that does not answer holds the answer no longer than the request timeout,
 	// which bounds every Incus call.
+	if r.Versions == nil {
+		return nil, apperr.NotConfigured(apperr.Incus)
+	}
 	v, err := r.Versions.Version(ctx, obj.Name)
 	if err != nil {
 		return nil, err
@@ -117,11 +121,9 @@ func (r *queryResolver) AdmissionReport(ctx context.Context, name string) (*mode
 
 // AdmissionChecks is the resolver for the admissionChecks field.
 func (r *subscriptionResolver) AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error) {
-	// No goroutine per subscriber: the feed hands the machine's events, mapped once for
-	// all subscribers, straight to the channel gqlgen reads, and unsubscribes when ctx
-	// ends. A subscriber that falls behind is dropped (the channel closes, the stream
-	// completes); the client resubscribes and runs a report.
-	return broadcast.Subscribe(ctx, r.AdmissionFeed.ByMachine(), name, admissionEvents, admissionBuffer), nil
+	// Admission events are not stored: a subscriber that falls behind is dropped (the
+	// channel closes, the stream completes); the client resubscribes and runs a report.
+	return broadcast.Subscribe(ctx, r.AdmissionFeed, broadcast.Want[string, *admission.Event]{Key: name}, admissionEvents, admissionBuffer), nil
 }
 
 // Member returns graph.MemberResolver implementation.

@@ -26,17 +26,7 @@ import (
 // AuditTrail reads the audit trail.
 type AuditTrail interface {
 	AuditEvents(ctx context.Context, f audit.Filter) ([]audit.Event, error)
-}
-
-// AuditFeed streams audit events as they are recorded.
-type AuditFeed interface {
-	Subscribe(buffer int) *broadcast.Subscription[audit.Event]
-}
-
-// AdmissionFeed streams admission check events as they are published, to the
-// subscribers of each event's machine (subscribe with broadcast.Subscribe).
-type AdmissionFeed interface {
-	ByMachine() *broadcast.Topics[string, *admission.Event]
+	audit.Trail
 }
 
 // MemberVersions asks a member for its versions.
@@ -48,14 +38,16 @@ type MemberVersions interface {
 type Resolver struct {
 	Machines *machines.Service
 	// View joins records, Incus members and MAAS machines into the fleet.
-	View          *fleet.Service
-	Enrolment     *enrolment.Service
-	Provisioning  *provisioning.Service
-	Admission     *admission.Service
-	Versions      MemberVersions
-	Audit         AuditTrail
-	AuditFeed     AuditFeed
-	AdmissionFeed AdmissionFeed
+	View         *fleet.Service
+	Enrolment    *enrolment.Service
+	Provisioning *provisioning.Service
+	Admission    *admission.Service
+	Versions     MemberVersions
+	Audit        AuditTrail
+	// AuditFeed and AdmissionFeed are where audit events and admission check events are
+	// published (by machine) as they happen, on every replica.
+	AuditFeed     *broadcast.Hub[string, audit.Event]
+	AdmissionFeed *broadcast.Hub[string, *admission.Event]
 	// Fencing: fence mappings, events, progress and the cluster view.
 	Fencing *fencing.Service
 	// Identity lists, creates and revokes identities.
@@ -80,7 +72,7 @@ func (r *Resolver) machine(ctx context.Context, name string) (*model.Machine, er
 }
 
 // maasPayload maps a MAAS machine after a step, with the Apelora machine registered from it.
-func (r *Resolver) maasPayload(ctx context.Context, m *provisioning.Machine) (*model.MaasMachinePayload, error) {
+func (r *Resolver) maasPayload(ctx context.Context, m *provisioning.MAASMachine) (*model.MaasMachinePayload, error) {
 	out := &model.MaasMachinePayload{Maas: mapMAAS(m)}
 	v, err := r.View.View(ctx)
 	if err != nil {

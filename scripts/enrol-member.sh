@@ -150,13 +150,14 @@ looks_like_token() {
 
 # ---- checks on the arguments ---------------------------------------------------------------
 
-# valid_member_name NAME: the rule Apelora uses (a DNS label, not only digits, not "none").
+# valid_member_name NAME: Apelora's member-name rule (machines.ValidateName; its tests run
+# this function on the same cases): 1 to 63 lower-case letters, digits and hyphens, a
+# letter first, no hyphen last, not "none".
 valid_member_name() {
 	case $1 in
-	'' | -* | *- | *[!A-Za-z0-9-]* | none) return 1 ;;
-	*[!0-9]*) [ "${#1}" -le 63 ] ;;
-	*) return 1 ;;
+	'' | none | [!a-z]* | *- | *[!a-z0-9-]*) return 1 ;;
 	esac
+	[ "${#1}" -le 63 ]
 }
 
 # valid_ipv4 HOST
@@ -644,7 +645,7 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$NAME_GIVEN" = true ] && ! valid_member_name "$NAME"; then
-	usage_error "--name '$NAME' is not a valid member name: use 1 to 63 letters, digits and hyphens, not only digits, no hyphen first or last (the name Apelora approved)"
+	usage_error "--name '$NAME' is not a valid member name: use 1 to 63 lower-case letters, digits and hyphens, a letter first, no hyphen last (the name Apelora approved)"
 fi
 if [ -z "$ADDRESS_ARG" ]; then
 	usage_error "missing --address: give the address the other cluster members reach this server at, e.g. --address 192.0.2.10:$DEFAULT_PORT"

@@ -22,8 +22,8 @@ import (
 	"unsafe"
 
 	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/internal/incuslab"
 	"github.com/apelora/fabric/scripts"
+	"github.com/apelora/fabric/testkit/incuslab"
 )
 
 const script = "enrol-member.sh"

@@ -2,7 +2,7 @@
 # Runs Apelora fabric on this machine, as root, with embedded defaults:
 #   - PostgreSQL: the server's own default, a local PostgreSQL from the system's binaries
 #     in $APELORA_STATE_DIR/postgres (unless APELORA_DATABASE_URL is set);
-#   - Incus: a one-member local cluster on 127.42.0.1 (scripts/incus-lab.sh), unless
+#   - Incus: a one-member local cluster on 127.42.0.1 (bin/incus-lab), unless
 #     APELORA_INCUS_URL or APELORA_INCUS_SOCKET is set;
 #   - MAAS: the bundled MAAS simulator over HTTPS on 127.0.0.1:5240, unless APELORA_MAAS_URL
 #     is set;
@@ -24,13 +24,13 @@ chmod 755 "$APELORA_STATE_DIR"
 
 log "building"
 mkdir -p bin
-go build -o bin/ ./cmd/apelora ./cmd/apeloractl ./cmd/apelora-worker ./cmd/maas-sim
+go build -o bin/ ./cmd/apelora ./cmd/apeloractl ./cmd/apelora-worker ./cmd/maas-sim ./cmd/incus-lab
 
 pids=()
 cleanup() {
 	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	if [ -n "${started_lab:-}" ]; then scripts/incus-lab.sh stop "$LAB_DIR" >/dev/null 2>&1 || true; fi
+	if [ -n "${started_lab:-}" ]; then bin/incus-lab stop "$LAB_DIR" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -39,12 +39,12 @@ trap 'exit 143' TERM
 if [ -z "${APELORA_INCUS_URL:-}${APELORA_INCUS_SOCKET:-}" ]; then
 	LAB_DIR=$APELORA_STATE_DIR/incus-lab
 	if [ -f "$LAB_DIR/.apelora-incus-lab" ]; then
-		scripts/incus-lab.sh stop "$LAB_DIR" >/dev/null 2>&1 || true
+		bin/incus-lab stop "$LAB_DIR" >/dev/null 2>&1 || true
 	fi
 	log "starting a local one-member Incus cluster on 127.42.0.1 in $LAB_DIR"
-	scripts/incus-lab.sh start 1 "$LAB_DIR" >/dev/null
+	bin/incus-lab start 1 "$LAB_DIR" >/dev/null
 	started_lab=1
-	eval "$(scripts/incus-lab.sh env "$LAB_DIR")"
+	eval "$(bin/incus-lab env "$LAB_DIR")"
 fi
 
 if [ -z "${APELORA_MAAS_URL:-}" ]; then

@@ -4,7 +4,7 @@
 #   - PostgreSQL, started as the `postgres` user on a unix socket and 127.0.0.1:55432 in
 #     $APELORA_TEST_DIR (default /var/tmp/apelora-test);
 #   - Incus is only installed: the tests start their own incusd members on loopback
-#     addresses (internal/incuslab);
+#     addresses (testkit/incuslab);
 #   - node, for the reference graphql-ws client the e2e tests run.
 # Idempotent: a second run finds everything in place. Prints the environment the tests
 # read (APELORA_TEST_DATABASE_URL) on its last line, ready for `eval`.

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -21,14 +20,11 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/resolvers"
 	"github.com/apelora/fabric/server/graphqlws"
-	"github.com/apelora/fabric/web/console"
-	"github.com/apelora/fabric/web/graphiql"
 )
 
 // Store is what the server itself needs from the database.
@@ -57,8 +53,6 @@ type Config struct {
 	PublicURL string
 	// SessionTTL is how long a console session lasts; zero means DefaultSessionTTL.
 	SessionTTL time.Duration
-	// Routes adds further handlers (for example the enrolment script) to the mux.
-	Routes func(mux *http.ServeMux)
 	// Sessions closes the websockets of identities revoked or expired while connected;
 	// nil closes none.
 	Sessions Sessions
@@ -117,29 +111,7 @@ func Handler(cfg Config) http.Handler {
 	if bodyTimeout == 0 {
 		bodyTimeout = BodyReadTimeout
 	}
-	limiter := newAuthLimiter(cfg.AuthFailureLimit)
-	mux := http.NewServeMux()
-	mux.Handle("/graphql", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseGraphQL, g.readRequest(bodyTimeout, gql))))
-	gi := graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})
-	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", gi))
-	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
-	(&sessionAPI{store: cfg.Store, ttl: sessionTTL(cfg.SessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
-		secure: strings.HasPrefix(cfg.PublicURL, "https:")}).routes(mux)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := cfg.Store.Ping(r.Context()); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": apperr.PublicMessage(err)})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
-	})
-	mux.Handle("GET /api/v1/provisioners/maas/machines", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseREST(cfg.Log),
-		permitted(identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))))
-	if cfg.Routes != nil {
-		cfg.Routes(mux)
-	}
+	mux := routes(cfg, g, newAuthLimiter(cfg.AuthFailureLimit), g.readRequest(bodyTimeout, gql))
 	return withRequest(cfg.Log, withPublicURL(cfg.PublicURL, mux))
 }
 
@@ -193,8 +165,8 @@ func websocketInit(store identity.Store, sessions Sessions) func(context.Context
 // sharedStreams are the subscriptions whose events are the same for every subscriber,
 // with the arguments that only filter them: subscribers with the same query and
 // variables share one execution (graphqlws.Options.Shared). Any other argument, such as
-// fenceProgress's and driftChanges's `after` (a replay from an event id), gives the
-// subscriber its own.
+// the `after` of auditEventRecorded, fenceProgress and driftChanges (a replay from an
+// event id), gives the subscriber its own.
 var sharedStreams = map[string][]string{
 	"admissionChecks":    {"name"},
 	"auditEventRecorded": {"machine"},

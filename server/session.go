@@ -121,12 +121,6 @@ type sessionAnswer struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
-func (a *sessionAPI) routes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /api/v1/session", a.signIn)
-	mux.HandleFunc("GET /api/v1/session", a.current)
-	mux.HandleFunc("DELETE /api/v1/session", a.signOut)
-}
-
 func (a *sessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if err := sameOrigin(r, a.origins); err != nil {

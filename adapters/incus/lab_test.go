@@ -27,10 +27,10 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/internal/incuslab"
+	"github.com/apelora/fabric/testkit/incuslab"
 )
 
-// These tests run against a real three-member Incus cluster (internal/incuslab). Most talk
+// These tests run against a real three-member Incus cluster (testkit/incuslab). Most talk
 // HTTPS to member 3, whose address is not in the cluster certificate's SANs, so they only
 // pass through the fingerprint pin.
 

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/apelora/fabric/machines"
 )
 
 // JoinToken is a freshly issued, single-use cluster join token.
@@ -160,11 +162,11 @@ type tokenOperation struct {
 }
 
 // IssueJoinToken asks the cluster for a join token for a new member called name
-// (POST /1.0/cluster/members). The name is checked with ValidMemberName first, because
-// Incus accepts names it cannot join with. Issuing again for the same name cancels the
+// (POST /1.0/cluster/members). The name is checked with the member-name rule
+// (machines.ValidateName) first, because Incus accepts names it cannot join with. Issuing again for the same name cancels the
 // earlier token. The expiry comes from cluster.join_token_expiry (default 3 hours).
 func (c *Client) IssueJoinToken(ctx context.Context, name string) (JoinToken, error) {
-	if err := ValidMemberName(name); err != nil {
+	if err := machines.ValidateName(name); err != nil {
 		return JoinToken{}, fmt.Errorf("issue join token: %w", err)
 	}
 	var op tokenOperation

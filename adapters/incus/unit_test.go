@@ -426,21 +426,6 @@ func TestIssueJoinTokenBuildsToken(t *testing.T) {
 	}
 }
 
-func TestValidMemberName(t *testing.T) {
-	good := []string{"m1", "node-2", "a", "N1", "x0-y", "123a", strings.Repeat("a", 63), "0x12"}
-	bad := []string{"", strings.Repeat("a", 64), "-a", "a-", "123", "0", "a_b", "a.b", "bad name!", "@grp", "none", "nöde", "a/b"}
-	for _, n := range good {
-		if err := ValidMemberName(n); err != nil {
-			t.Errorf("%q: %v", n, err)
-		}
-	}
-	for _, n := range bad {
-		if err := ValidMemberName(n); err == nil {
-			t.Errorf("%q accepted", n)
-		}
-	}
-}
-
 func TestConfigFromEnv(t *testing.T) {
 	env := func(kv ...string) func(string) string {
 		m := map[string]string{}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/internal/apperrtest"
+	"github.com/apelora/fabric/apperr/apperrtest"
 )
 
 // FuzzSystemIDAndScripts: a system id the client accepts stays one path segment under

@@ -31,20 +31,23 @@ func (p admissionPublisher) Publish(ctx context.Context, e admission.Event) erro
 	return p.s.Notify(ctx, AdmissionChannel, string(b))
 }
 
-// AdmissionFeed decodes admission events once per process and hands each to the
-// subscribers of its machine only (see broadcast.Topics: no goroutine per subscriber).
+// AdmissionFeed decodes admission events once per process and publishes each on its hub,
+// keyed by machine. Admission events are not stored: a subscriber gets those published
+// from when it subscribes, and one that falls behind is dropped (a report can be run
+// again).
 type AdmissionFeed struct {
-	s *Store
-	t broadcast.Topics[string, *admission.Event]
+	s   *Store
+	hub *broadcast.Hub[string, *admission.Event]
 }
 
 // NewAdmissionFeed returns a feed; call Run with the listener.
-func (s *Store) NewAdmissionFeed() *AdmissionFeed { return &AdmissionFeed{s: s} }
+func (s *Store) NewAdmissionFeed() *AdmissionFeed {
+	return &AdmissionFeed{s: s, hub: broadcast.NewHub[string, *admission.Event](nil, 0)}
+}
 
-// ByMachine is the feed's subscribers, keyed by machine: subscribe with broadcast.Subscribe
-// to get the events published from then on for one machine, in order. The events are
-// shared by all subscribers and must not be changed.
-func (f *AdmissionFeed) ByMachine() *broadcast.Topics[string, *admission.Event] { return &f.t }
+// Hub is where the events are published, keyed by machine: subscribe with
+// broadcast.Subscribe. The events are shared by all subscribers and must not be changed.
+func (f *AdmissionFeed) Hub() *broadcast.Hub[string, *admission.Event] { return f.hub }
 
 // AdmissionBatchWindow is how long the feed holds a run's first new result for others of
 // the same run before pushing them together. A report computes its eleven results within
@@ -61,7 +64,7 @@ func (f *AdmissionFeed) Run(ctx context.Context, l *Listener) {
 	timer.Stop()
 	publish := func(events []*admission.Event) {
 		for _, e := range events {
-			f.t.Publish(e.Machine, e)
+			f.hub.Publish(e.Machine, e)
 		}
 	}
 	for {

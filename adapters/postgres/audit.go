@@ -9,10 +9,22 @@ import (
 	"github.com/apelora/fabric/audit"
 )
 
+// auditOrderLock serialises the audit inserts' last moments (see insertAudit).
+const auditOrderLock = lockNamespace + 2
+
 // insertAudit writes every audit row there is, bounded by audit.Bound: whatever the
 // caller sent, the row fits its limits and the database accepts it.
+//
+// It first takes a transaction lock that every audit insert takes, held until commit: a
+// row's id is then drawn only after every earlier row has committed, so ids become
+// visible in id order, and a stream that reads "the rows after the last id I have"
+// (auditEventRecorded's replay, the feed) can never skip one that commits late. Inserts
+// wait for each other only between the insert and the commit, at the end of a change.
 func insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
 	e = audit.Bound(e)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, auditOrderLock); err != nil {
+		return 0, err
+	}
 	var id int64
 	err := tx.QueryRow(ctx, `INSERT INTO audit_events (actor, action, machine, parameters, outcome, error, request_id, details)
 		VALUES ($1, $2, nullif($3, ''), $4, $5, nullif($6, ''), $7, $8) RETURNING id`,
@@ -68,10 +80,50 @@ func (s *Store) AuditEvent(ctx context.Context, id int64) (*audit.Event, error) 
 	return &e, nil
 }
 
-// AuditEventsAfter returns events with an id above after, oldest first, to catch up after
-// a lost notification.
-func (s *Store) AuditEventsAfter(ctx context.Context, after int64, limit int) ([]audit.Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_events WHERE id > $1 ORDER BY id LIMIT $2`, after, limit)
+// LatestSteps returns, for each machine, the latest of steps (audit actions) it took
+// successfully: one query, whatever the number of machines.
+func (s *Store) LatestSteps(ctx context.Context, steps []string) (map[string]string, error) {
+	rows, err := s.q(ctx).Query(ctx, `SELECT DISTINCT ON (machine) machine, action FROM audit_events
+		WHERE outcome = 'SUCCEEDED' AND machine IS NOT NULL AND action = ANY($1)
+		ORDER BY machine, id DESC`, steps)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var machine, action string
+		if err := rows.Scan(&machine, &action); err != nil {
+			return nil, dbError(err)
+		}
+		out[machine] = action
+	}
+	return out, dbError(rows.Err())
+}
+
+// LatestStep returns the latest of steps (audit actions) machine took successfully, ""
+// when it took none.
+func (s *Store) LatestStep(ctx context.Context, machine string, steps []string) (string, error) {
+	var action string
+	err := s.q(ctx).QueryRow(ctx, `SELECT action FROM audit_events
+		WHERE outcome = 'SUCCEEDED' AND machine = $1 AND action = ANY($2)
+		ORDER BY id DESC LIMIT 1`, machine, steps).Scan(&action)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", dbError(err)
+	}
+	return action, nil
+}
+
+// AuditEventsAfter returns the events f keeps with an id above after, oldest first: what
+// the audit feed publishes, and what a subscriber replays (f.Before and f.Limit are not
+// used).
+func (s *Store) AuditEventsAfter(ctx context.Context, f audit.Filter, after int64, limit int) ([]audit.Event, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_events
+		WHERE id > $1 AND ($3 = '' OR machine = $3) AND ($4 = '' OR actor = $4) AND ($5 = '' OR outcome = $5)
+		ORDER BY id LIMIT $2`, after, limit, f.Machine, f.Actor, string(f.Outcome))
 	if err != nil {
 		return nil, dbError(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/drift"
+	"github.com/apelora/fabric/lifecycle"
 )
 
 // DriftChannel is the NOTIFY channel the drift_events trigger writes to.
@@ -32,14 +33,13 @@ var (
 	_ drift.Admissions = (*DriftStore)(nil)
 )
 
-// Admitted returns the machines whose latest successful membership step is an admission,
-// with the roles that admission recorded: one query, whatever the number of machines.
+// Admitted returns the machines whose latest successful membership step admits them
+// (lifecycle's rule), with the roles that admission recorded: one query, whatever the
+// number of machines.
 func (d *DriftStore) Admitted(ctx context.Context) ([]drift.Admission, error) {
-	rows, err := d.s.pool.Query(ctx, `SELECT machine, at, details->$2 FROM (
-			SELECT DISTINCT ON (machine) machine, action, at, details FROM audit_events
-			WHERE outcome = 'SUCCEEDED' AND machine IS NOT NULL AND action = ANY($1)
-			ORDER BY machine, id DESC) latest
-		WHERE action = 'admitMember' ORDER BY machine`, membershipSteps, admission.AdmittedRolesDetail)
+	rows, err := d.s.pool.Query(ctx, `SELECT DISTINCT ON (machine) machine, action, at, details->$2 FROM audit_events
+		WHERE outcome = 'SUCCEEDED' AND machine IS NOT NULL AND action = ANY($1)
+		ORDER BY machine, id DESC`, lifecycle.MembershipSteps, admission.AdmittedRolesDetail)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -47,9 +47,13 @@ func (d *DriftStore) Admitted(ctx context.Context) ([]drift.Admission, error) {
 	var out []drift.Admission
 	for rows.Next() {
 		var a drift.Admission
+		var step string
 		var roles []byte
-		if err := rows.Scan(&a.Machine, &a.At, &roles); err != nil {
+		if err := rows.Scan(&a.Machine, &step, &a.At, &roles); err != nil {
 			return nil, dbError(err)
+		}
+		if !lifecycle.Admits(step) {
+			continue
 		}
 		// Absent (an admission recorded before roles were) or not a list: nothing to compare.
 		if len(roles) > 0 && json.Unmarshal(roles, &a.Roles) == nil && a.Roles != nil {
@@ -166,21 +170,23 @@ func (d *DriftStore) Watcher(ctx context.Context) (*drift.Watcher, error) {
 	return &w, nil
 }
 
-// DriftFeed streams drift events as they are recorded, on every replica.
+// DriftFeed publishes drift events as they are recorded, on every replica, keyed by
+// machine. Drift events have one writer at a time, the leading watcher, on its lock's
+// connection, so ids become visible in id order, as the feed and driftChanges's replay
+// need.
 type DriftFeed = rowFeed[drift.Event]
-
-var _ drift.Feed = (*DriftFeed)(nil)
 
 // NewDriftFeed returns a feed; call Run with a listener on DriftChannel.
 func (s *Store) NewDriftFeed() *DriftFeed {
 	d := s.Drift()
-	return &DriftFeed{s: s, channel: DriftChannel, what: "drift event",
-		id:  func(e drift.Event) int64 { return e.ID },
-		one: d.Event,
-		after: func(ctx context.Context, after int64, limit int) ([]drift.Event, error) {
-			return d.EventsAfter(ctx, "", after, limit)
-		},
+	f := newRowFeed(s, DriftChannel, "drift event",
+		func(e drift.Event) int64 { return e.ID },
+		func(e drift.Event) string { return e.Machine })
+	f.last = func(ctx context.Context) (int64, error) { return s.lastID(ctx, "drift_events") }
+	f.after = func(ctx context.Context, after int64, limit int) ([]drift.Event, error) {
+		return d.EventsAfter(ctx, "", after, limit)
 	}
+	return f
 }
 
 // DriftLeadership hands out the drift watcher's lock, as FenceLeadership does the fence

@@ -12,6 +12,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/drift"
+	"github.com/apelora/fabric/internal/broadcast"
 )
 
 func step(t *testing.T, s *postgres.Store, machine, action string, details map[string]any) {
@@ -66,8 +67,8 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 	<-listener.Ready()
 	feed := other.NewDriftFeed()
 	go feed.Run(ctx, listener)
-	sub := feed.Subscribe(16)
-	defer sub.Close()
+	<-feed.Hub().Started()
+	events := broadcast.Subscribe(ctx, feed.Hub(), broadcast.Want[string, drift.Event]{All: true}, broadcast.NewView(func(e drift.Event) drift.Event { return e }), 16)
 
 	lead, err := db.Store.DriftLeadership("test-1").TryLead(ctx)
 	if err != nil || lead == nil {
@@ -93,7 +94,7 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 		t.Fatalf("save: %+v %v", saved, err)
 	}
 	select {
-	case e := <-sub.C:
+	case e := <-events:
 		if e.ID != saved[0].ID || e.Change != drift.Raised || e.Check != "scheduler" || !e.Since.Equal(now) {
 			t.Fatalf("pushed %+v", e)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/internal/broadcast"
 )
 
 func audited(name string) context.Context {
@@ -228,15 +229,15 @@ func TestFenceFeedPushesEventsAcrossConnections(t *testing.T) {
 	feed := db.Store.NewFenceFeed()
 	go feed.Run(ctx, l)
 	<-l.Ready()
-	sub := feed.Subscribe(8)
-	defer sub.Close()
+	<-feed.Hub().Started()
+	events := broadcast.Subscribe(ctx, feed.Hub(), broadcast.Want[string, fencing.Event]{All: true}, broadcast.NewView(func(e fencing.Event) fencing.Event { return e }), 8)
 	sess := lead(t, db.Store)
 	e, err := sess.Append(context.Background(), fencing.Event{At: time.Now(), Member: "m3", Kind: fencing.KindEligible, Worker: "w1", Message: "eligible", Details: map[string]any{"members": 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case got := <-sub.C:
+	case got := <-events:
 		if got.ID != e.ID || got.Member != "m3" || got.Kind != fencing.KindEligible || got.Message != "eligible" || got.Details["members"] != float64(3) {
 			t.Fatalf("pushed %+v", got)
 		}

@@ -9,18 +9,18 @@ import (
 // FenceChannel is the NOTIFY channel the fence_events trigger writes to.
 const FenceChannel = "fence_events"
 
-// FenceFeed streams fence events as they are recorded, on every replica.
+// FenceFeed publishes fence events as they are recorded, on every replica, keyed by
+// member.
 type FenceFeed = rowFeed[fencing.Event]
-
-var _ fencing.Feed = (*FenceFeed)(nil)
 
 // NewFenceFeed returns a feed; call Run with the listener.
 func (s *Store) NewFenceFeed() *FenceFeed {
-	return &FenceFeed{s: s, channel: FenceChannel, what: "fence event",
-		id:  func(e fencing.Event) int64 { return e.ID },
-		one: s.FenceEvent,
-		after: func(ctx context.Context, after int64, limit int) ([]fencing.Event, error) {
-			return s.Fences().EventsAfter(ctx, "", after, limit)
-		},
+	f := newRowFeed(s, FenceChannel, "fence event",
+		func(e fencing.Event) int64 { return e.ID },
+		func(e fencing.Event) string { return e.Member })
+	f.last = func(ctx context.Context) (int64, error) { return s.lastID(ctx, "fence_events") }
+	f.after = func(ctx context.Context, after int64, limit int) ([]fencing.Event, error) {
+		return s.Fences().EventsAfter(ctx, "", after, limit)
 	}
+	return f
 }

@@ -199,6 +199,9 @@ func (f *fenceSession) SaveTracking(ctx context.Context, next []fencing.Tracking
 	return out, dbError(tx.Commit(ctx))
 }
 
+// insertFenceEvent writes one event. Fence events have one writer at a time, the leading
+// worker, on its lock's connection (a statement or transaction at a time), so ids become
+// visible in id order, as the fence feed and fenceProgress's replay need.
 func insertFenceEvent(ctx context.Context, q querier, e fencing.Event) (fencing.Event, error) {
 	if e.Details == nil {
 		e.Details = map[string]any{}

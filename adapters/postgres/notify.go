@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/apelora/fabric/internal/broadcast"
 )
 
 // Notification is a NOTIFY received on a channel. Resync means the listening connection
@@ -25,22 +23,22 @@ type Notification struct {
 type Listener struct {
 	s        *Store
 	channels []string
-	topics   map[string]*broadcast.Broadcaster[Notification]
+	topics   map[string]*fanout[Notification]
 	ready    chan struct{}
 }
 
 // NewListener returns a listener for the given channels. Call Run to start it.
 func (s *Store) NewListener(channels ...string) *Listener {
-	l := &Listener{s: s, channels: channels, topics: map[string]*broadcast.Broadcaster[Notification]{}, ready: make(chan struct{})}
+	l := &Listener{s: s, channels: channels, topics: map[string]*fanout[Notification]{}, ready: make(chan struct{})}
 	for _, c := range channels {
-		l.topics[c] = &broadcast.Broadcaster[Notification]{}
+		l.topics[c] = &fanout[Notification]{}
 	}
 	return l
 }
 
 // Subscribe streams the notifications of one channel (which must be one the listener was
 // made for). Close the subscription when done.
-func (l *Listener) Subscribe(channel string, buffer int) *broadcast.Subscription[Notification] {
+func (l *Listener) Subscribe(channel string, buffer int) *fanoutSub[Notification] {
 	t, ok := l.topics[channel]
 	if !ok {
 		panic("postgres: no listener for channel " + channel)

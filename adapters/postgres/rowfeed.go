@@ -2,103 +2,88 @@ package postgres
 
 import (
 	"context"
-	"strconv"
+	"time"
 
 	"github.com/apelora/fabric/internal/broadcast"
 )
 
-// rowFeed turns notifications that carry a new row's id (written by an AFTER INSERT
-// trigger) into that row, read once per process however many subscribers there are.
-// After a lost connection it reads what was recorded meanwhile, so subscribers miss
-// nothing that committed in order.
+// rowFeed publishes the rows of an append-only table (audit_events, fence_events) on a
+// broadcast.Hub as they are recorded, read once per process however many subscribers
+// there are. Its AFTER INSERT trigger NOTIFYs; on each notification, and after a lost
+// connection, the feed reads every row after the last one it published, in id order.
+// Ids become visible in id order (see insertAudit and insertFenceEvent), so reading
+// "after the last one" misses nothing and repeats nothing; the hub's subscribers replay
+// from the same table.
 type rowFeed[T any] struct {
 	s       *Store
 	channel string
 	what    string // for log lines: "audit event", "fence event"
-	id      func(T) int64
-	one     func(ctx context.Context, id int64) (*T, error)
+	key     func(T) string
+	last    func(ctx context.Context) (int64, error)
 	after   func(ctx context.Context, after int64, limit int) ([]T, error)
-	b       broadcast.Broadcaster[T]
+	hub     *broadcast.Hub[string, T]
 }
 
-// recentIDs bounds the ids remembered to publish each row once (a row can be both caught
-// up after a reconnect and notified).
-const recentIDs = 4096
+// recentRows is how many of the last rows a feed's hub keeps, for subscribers switching
+// from the table to the live rows.
+const recentRows = 256
 
-// Subscribe streams the rows recorded from now on.
-func (f *rowFeed[T]) Subscribe(buffer int) *broadcast.Subscription[T] {
-	return f.b.Subscribe(buffer)
+func newRowFeed[T any](s *Store, channel, what string, id func(T) int64, key func(T) string) *rowFeed[T] {
+	return &rowFeed[T]{s: s, channel: channel, what: what, key: key, hub: broadcast.NewHub[string, T](id, recentRows)}
 }
 
-// Run forwards rows until ctx ends.
+// Hub is where the rows are published: subscribe with broadcast.Subscribe.
+func (f *rowFeed[T]) Hub() *broadcast.Hub[string, T] { return f.hub }
+
+// Run publishes rows until ctx ends. The hub starts at the table's last row once the
+// feed listens, so that nothing recorded after it is missed.
 func (f *rowFeed[T]) Run(ctx context.Context, l *Listener) {
 	sub := l.Subscribe(f.channel, 1024)
 	defer func() { sub.Close() }()
-	var last int64
-	seen := map[int64]bool{}
-	var order []int64
-	publish := func(row T) {
-		id := f.id(row)
-		if seen[id] {
-			return
-		}
-		seen[id] = true
-		order = append(order, id)
-		if len(order) > recentIDs {
-			delete(seen, order[0])
-			order = order[1:]
-		}
-		f.b.Publish(row)
-		last = max(last, id)
+	select {
+	case <-l.Ready():
+	case <-ctx.Done():
+		return
 	}
 	for {
-		var n Notification
-		var ok bool
+		last, err := f.last(ctx)
+		if err == nil {
+			f.hub.Start(last)
+			break
+		}
+		f.s.log.Warn("read the last "+f.what+"; retrying", "error", err)
 		select {
 		case <-ctx.Done():
 			return
-		case n, ok = <-sub.C:
+		case <-time.After(time.Second):
 		}
-		if !ok {
-			// Dropped for falling behind: resubscribe and catch up from the database.
-			sub = l.Subscribe(f.channel, 1024)
-			n = Notification{Resync: true}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-sub.C:
+			if !ok {
+				// Dropped for falling behind: listen again; the read below catches up.
+				sub = l.Subscribe(f.channel, 1024)
+			}
 		}
-		if n.Resync {
-			f.catchUp(ctx, last, publish)
-			continue
-		}
-		id, err := strconv.ParseInt(n.Payload, 10, 64)
-		if err != nil || seen[id] {
-			continue
-		}
-		row, err := f.one(ctx, id)
-		if err != nil {
-			f.s.log.Warn("read notified "+f.what, "id", id, "error", err)
-			continue
-		}
-		if row != nil {
-			publish(*row)
-		}
+		f.catchUp(ctx)
 	}
 }
 
-func (f *rowFeed[T]) catchUp(ctx context.Context, last int64, publish func(T)) {
-	if last == 0 {
-		return
-	}
-	const page = 1000
+// catchUp publishes every row after the last one published.
+func (f *rowFeed[T]) catchUp(ctx context.Context) {
 	for {
-		rows, err := f.after(ctx, last, page)
+		rows, err := f.after(ctx, f.hub.Head(), broadcast.ReplayPage)
 		if err != nil {
-			f.s.log.Warn("catch up "+f.what+"s after reconnect", "error", err)
+			f.s.log.Warn("read the new "+f.what+"s", "error", err)
 			return
 		}
 		for _, r := range rows {
-			publish(r)
-			last = max(last, f.id(r))
+			f.hub.Publish(f.key(r), r)
 		}
-		if len(rows) < page {
+		if len(rows) < broadcast.ReplayPage {
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/internal/broadcast"
 )
 
 // A feed that loses its listening connection catches up from the database: rows
@@ -21,8 +22,8 @@ func TestAuditFeedCatchesUpAfterALostConnection(t *testing.T) {
 	feed := db.Store.NewAuditFeed()
 	go feed.Run(ctx, l)
 	<-l.Ready()
-	sub := feed.Subscribe(64)
-	defer sub.Close()
+	<-feed.Hub().Started()
+	events := broadcast.Subscribe(ctx, feed.Hub(), broadcast.Want[string, audit.Event]{All: true}, broadcast.NewView(func(e audit.Event) audit.Event { return e }), 64)
 	record := func(machine string) {
 		t.Helper()
 		if err := db.Store.RecordAudit(ctx, audit.Event{Actor: "admin", Action: "registerMachine", Machine: machine, Outcome: audit.Failed, RequestID: "r"}); err != nil {
@@ -32,7 +33,7 @@ func TestAuditFeedCatchesUpAfterALostConnection(t *testing.T) {
 	next := func() audit.Event {
 		t.Helper()
 		select {
-		case e := <-sub.C:
+		case e := <-events:
 			return e
 		case <-time.After(30 * time.Second):
 			t.Fatal("nothing pushed")
@@ -58,7 +59,7 @@ func TestAuditFeedCatchesUpAfterALostConnection(t *testing.T) {
 		t.Fatalf("after the reconnect: %v", got)
 	}
 	select {
-	case e := <-sub.C:
+	case e := <-events:
 		t.Fatalf("pushed twice: %+v", e)
 	case <-time.After(500 * time.Millisecond):
 	}

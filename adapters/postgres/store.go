@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
 )
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
@@ -113,65 +112,4 @@ func dbError(err error) error {
 		return err
 	}
 	return unavailable(err)
-}
-
-// lockNamespace keeps Apelora's advisory locks apart from any other user of the database.
-const lockNamespace = 0x41504c
-
-// changeTimeout bounds a whole change, Incus or MAAS calls included.
-const changeTimeout = 3 * time.Minute
-
-type txKey struct{}
-
-// q returns what a read should run on: the transaction of the change in progress, so a
-// read inside a change sees it and needs no second connection, or else the pool.
-func (s *Store) q(ctx context.Context) querier {
-	if tx, ok := ctx.Value(txKey{}).(pgx.Tx); ok {
-		return tx
-	}
-	return s.pool
-}
-
-// change runs fn in a transaction that holds the machine's lock (when machine is not
-// empty) and, on success, writes the audit event of the mutation in progress in the same
-// transaction. If the event cannot be written, nothing fn did in the database is kept.
-//
-// Once begun, a change runs to its end even if the client goes away: its context is
-// detached from the request's (keeping its values) and bounded by changeTimeout, so a
-// step Incus or MAAS has carried out is always recorded.
-func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	action := audit.ActionFrom(ctx)
-	if action == nil {
-		return apperr.New(apperr.Internal, "a change was attempted outside an audited mutation")
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), changeTimeout)
-	defer cancel()
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return unavailable(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if machine != "" {
-		var got bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, lockNamespace, machine).Scan(&got); err != nil {
-			return dbError(err)
-		}
-		if !got {
-			return apperr.New(apperr.Busy, "machine %q is busy: another change to it is in progress; try again when it has finished", machine)
-		}
-	}
-	if err := fn(context.WithValue(ctx, txKey{}, tx), tx); err != nil {
-		return err
-	}
-	if _, err := insertAudit(ctx, tx, action.Event(audit.Succeeded, "")); err != nil {
-		s.auditWrite(err)
-		return apperr.Wrap(err, apperr.Unavailable, "the audit trail could not be written, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")
-	}
-	if err := tx.Commit(ctx); err != nil {
-		s.auditWrite(err)
-		return apperr.Wrap(err, apperr.Unavailable, "the change could not be committed, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")
-	}
-	s.auditWrite(nil)
-	action.MarkRecorded()
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/lifecycle"
 )
 
 // Reads inside a change run on its transaction and NOTIFYs have connections of their own,
@@ -35,7 +36,7 @@ func TestChangesNeedOnlyTheirOwnConnection(t *testing.T) {
 		if _, err := store.Machines().Record(ctx, "node-1"); err != nil {
 			return err
 		}
-		if _, err := store.AdmissionRecorded(ctx, "node-1"); err != nil {
+		if _, err := store.LatestStep(ctx, "node-1", lifecycle.MembershipSteps); err != nil {
 			return err
 		}
 		return store.Notify(ctx, postgres.AdmissionChannel, `{}`)

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // The bench's own graphql-transport-ws client against the real product: it subscribes,

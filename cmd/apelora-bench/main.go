@@ -14,8 +14,8 @@
 //
 // Unless told to attach to a running server (-attach URL -token T [-pid P]) it builds
 // cmd/apelora, creates a fresh database on APELORA_TEST_DATABASE_URL (or uses
-// APELORA_DATABASE_URL as it is), starts a 1-member Incus lab with scripts/incus-lab.sh
-// when no APELORA_INCUS_URL/APELORA_INCUS_SOCKET is set, creates an identity with
+// APELORA_DATABASE_URL as it is), starts a 1-member Incus lab (testkit/incuslab) when no
+// APELORA_INCUS_URL/APELORA_INCUS_SOCKET is set, creates an identity with
 // `apelora identity create`, and runs `apelora serve` as a separate process on a loopback
 // port with GODEBUG=gctrace=1, so that its memory is its own. Everything it started is
 // stopped and removed at the end.
@@ -76,7 +76,7 @@ type options struct {
 	settle, timeout, gap, hold  time.Duration
 	apelora, attach, token      string
 	pid                         int
-	labScript, label, ping      string
+	label, ping                 string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -95,7 +95,6 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.attach, "attach", "", "URL of a running server (http://127.0.0.1:PORT) to measure instead of starting one")
 	fs.StringVar(&o.token, "token", os.Getenv("APELORA_BENCH_TOKEN"), "with -attach: a bearer token with view-infrastructure ($APELORA_BENCH_TOKEN)")
 	fs.IntVar(&o.pid, "pid", 0, "with -attach: the server's process id, to read its memory")
-	fs.StringVar(&o.labScript, "lab-script", "scripts/incus-lab.sh", "script that starts the Incus lab when APELORA_INCUS_* is not set")
 	fs.StringVar(&o.label, "label", "", "name for this measurement in the output (for example the websocket library)")
 	fs.StringVar(&o.ping, "ping", "", "APELORA_WS_PING_INTERVAL for the server the bench starts (default: the server's)")
 	if err := fs.Parse(args); err != nil {
@@ -292,9 +291,9 @@ func startProduct(ctx context.Context, o *options, c *cleanups, say func(string,
 	var labEnv []string
 	var labErr error
 	if os.Getenv("APELORA_INCUS_URL") == "" && os.Getenv("APELORA_INCUS_SOCKET") == "" {
-		say("no APELORA_INCUS_URL: starting a 1-member Incus lab with %s", o.labScript)
+		say("no APELORA_INCUS_URL: starting a 1-member Incus lab")
 		wg.Add(1)
-		go func() { defer wg.Done(); labEnv, labErr = startLab(ctx, o.labScript, c) }()
+		go func() { defer wg.Done(); labEnv, labErr = startLab(c) }()
 	}
 	bin := o.apelora
 	if bin == "" {

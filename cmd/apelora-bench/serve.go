@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/apelora/fabric/testkit/incuslab"
 )
 
 // cleanups run in reverse order when the bench ends, however it ends.
@@ -93,52 +95,33 @@ func benchDatabase(ctx context.Context, adminURL string, c *cleanups) (string, e
 	return u.String(), nil
 }
 
-// startLab starts a 1-member Incus lab with scripts/incus-lab.sh on a random block of
-// 127.43.0.0/16 (away from the script's default and the Go tests' blocks) and returns
+// startLab starts a 1-member Incus lab (testkit/incuslab) on a random block of
+// 127.43.0.0/16 (away from cmd/incus-lab's default and the Go tests' blocks) and returns
 // the APELORA_INCUS_* variables for it; the cleanup stops it.
-func startLab(ctx context.Context, script string, c *cleanups) ([]string, error) {
-	if _, err := os.Stat(script); err != nil {
-		return nil, fmt.Errorf("no Incus configured (APELORA_INCUS_URL) and the lab script %s is missing: run from the repository root, or give -lab-script: %w", script, err)
+func startLab(c *cleanups) ([]string, error) {
+	incusd, cli, problem := incuslab.FindTools()
+	if problem != "" {
+		return nil, fmt.Errorf("no Incus configured (APELORA_INCUS_URL) and no lab can start: %s", problem)
 	}
-	parent, err := os.MkdirTemp("", "apelora-bench-lab-")
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(parent, "lab")
-	var out []byte
 	for attempt := 0; ; attempt++ {
 		block := fmt.Sprintf("127.43.%d", 1+int(randomByte())%250)
-		cmd := exec.CommandContext(ctx, script, "start", "1", dir)
-		cmd.Env = append(os.Environ(), "APELORA_INCUS_LAB_BLOCK="+block)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err = cmd.Output()
-		if err == nil {
-			break
+		lab, err := incuslab.Launch(incuslab.Options{Members: 1, Incusd: incusd, CLI: cli, Block: block})
+		if lab != nil {
+			c.add(func() {
+				if err := lab.Close(); err != nil {
+					fmt.Fprintf(os.Stderr, "apelora-bench: stop the Incus lab in %s: %v\n", lab.Dir, err)
+				}
+			})
 		}
-		if attempt < 4 && strings.Contains(stderr.String(), "in use") {
-			continue
+		if err != nil {
+			if attempt < 4 && strings.Contains(err.Error(), "in use") {
+				continue
+			}
+			return nil, fmt.Errorf("start an Incus lab: %w", err)
 		}
-		os.RemoveAll(parent)
-		return nil, fmt.Errorf("start an Incus lab with %s: %w\n%s", script, err, stderr.String())
+		return []string{"APELORA_INCUS_URL=" + lab.URL, "APELORA_INCUS_CLIENT_CERT=" + lab.ClientCertFile,
+			"APELORA_INCUS_CLIENT_KEY=" + lab.ClientKeyFile, "APELORA_INCUS_SERVER_CERT=" + lab.ClusterCertFile}, nil
 	}
-	c.add(func() {
-		cmd := exec.Command(script, "stop", dir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "apelora-bench: stop the Incus lab in %s: %v\n%s", dir, err, out)
-		}
-		os.RemoveAll(parent)
-	})
-	var env []string
-	for line := range strings.Lines(string(out)) {
-		if kv, ok := strings.CutPrefix(strings.TrimSpace(line), "export "); ok && strings.HasPrefix(kv, "APELORA_INCUS_") {
-			env = append(env, kv)
-		}
-	}
-	if len(env) == 0 {
-		return nil, fmt.Errorf("%s start printed no APELORA_INCUS_* variables:\n%s", script, out)
-	}
-	return env, nil
 }
 
 func randomByte() byte {

@@ -42,7 +42,9 @@ commands:
   admit NAME                      run the checks and admit the member if none fails
   remove NAME [-force]            remove the member from the cluster
   audit [-machine NAME] [-first N] the audit trail, newest first
-  watch-audit [-machine NAME]     print audit events as they are recorded
+  watch-audit [-machine NAME] [-after ID]
+                                  print audit events as they are recorded (after ID: those
+                                  recorded since that event first, none missed or repeated)
   watch-admission NAME            print admission check results as they are computed
   fleet                           every machine with its MAAS status, and which sources answered
   commission SYSTEM-ID [-tests a,b | -no-tests]
@@ -559,15 +561,19 @@ func (c *cli) audit(ctx context.Context, args []string) error {
 func (c *cli) watchAudit(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("watch-audit", flag.ContinueOnError)
 	machine := fs.String("machine", "", "only events about this machine")
+	after := fs.String("after", "", "first the events recorded after this event id (the first field of a line), then live ones")
 	if err := fs.Parse(args); err != nil {
 		return usageError(err.Error())
 	}
-	var m *string
+	var m, from *string
 	if *machine != "" {
 		m = machine
 	}
+	if *after != "" {
+		from = after
+	}
 	return follow(ctx, c, func(ws graphql.WebSocketClient) (chan client.AuditEventRecordedWsResponse, error) {
-		events, _, err := client.AuditEventRecorded(ctx, ws, m)
+		events, _, err := client.AuditEventRecorded(ctx, ws, m, from)
 		return events, err
 	}, func(ev client.AuditEventRecordedWsResponse) error {
 		if ev.Errors != nil {
@@ -577,7 +583,7 @@ func (c *cli) watchAudit(ctx context.Context, args []string) error {
 		if c.json {
 			return json.NewEncoder(c.out).Encode(n)
 		}
-		fmt.Fprintf(c.out, "%s %s %s %s %s %s\n", n.At.Local().Format(time.DateTime), n.Actor, n.Action, str(n.Machine), n.Outcome, str(n.Error))
+		fmt.Fprintf(c.out, "%s %s %s %s %s %s %s\n", n.Id, n.At.Local().Format(time.DateTime), n.Actor, n.Action, str(n.Machine), n.Outcome, str(n.Error))
 		return nil
 	})
 }

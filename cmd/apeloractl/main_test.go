@@ -9,14 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apelora/fabric/adapters/maas/sim"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/internal/incuslab"
-	"github.com/apelora/fabric/internal/producttest"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 func TestCommandsAgainstTheRealServer(t *testing.T) {
@@ -230,4 +231,41 @@ func TestMain(m *testing.M) {
 		main()
 	}
 	os.Exit(m.Run())
+}
+
+// watch-audit -after prints the events recorded after that id first (each line starts
+// with its id), then follows.
+func TestWatchAuditAfterReplaysThenFollows(t *testing.T) {
+	e := producttest.Start(t)
+	t.Setenv("APELORA_URL", e.Base)
+	t.Setenv("APELORA_TOKEN", e.Identity("ops", identity.ManageInfrastructure))
+	for _, n := range []string{"node-a", "node-b", "node-c"} {
+		if err := run(t.Context(), []string{"register", n}, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := e.Scalar(`SELECT min(id) FROM audit_events WHERE machine = 'node-a'`).(int64)
+	ctx, stop := context.WithCancel(t.Context())
+	var watched producttest.SyncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"watch-audit", "-after", strconv.FormatInt(first, 10)}, &watched) }()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(watched.String(), "node-c") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := run(t.Context(), []string{"register", "node-d"}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(watched.String(), "node-d") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("watch-audit: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(watched.String()), "\n")
+	if len(lines) != 3 || strings.Contains(watched.String(), "node-a") ||
+		!strings.HasPrefix(lines[0], strconv.FormatInt(first+1, 10)+" ") || !strings.Contains(lines[0], "registerMachine node-b SUCCEEDED") ||
+		!strings.Contains(lines[1], "node-c") || !strings.Contains(lines[2], "node-d") {
+		t.Fatalf("watch-audit -after %d printed:\n%s", first, watched.String())
+	}
 }

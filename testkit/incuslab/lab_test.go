@@ -1,12 +1,10 @@
 package incuslab_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,7 +14,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/internal/incuslab"
+	"github.com/apelora/fabric/testkit/incuslab"
 )
 
 func ctxFor(t *testing.T) context.Context {
@@ -213,112 +211,6 @@ func TestLabsInParallel(t *testing.T) {
 			seen = append(seen, b)
 		}
 	})
-}
-
-// TestScript drives scripts/incus-lab.sh: start, status, env (read by ConfigFromEnv),
-// cli, a refused second start, stop.
-func TestScript(t *testing.T) {
-	incuslab.Require(t)
-	script, err := filepath.Abs("../../scripts/incus-lab.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, lock, err := incuslab.ReserveBlock(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lock.Close() // the script takes the lock itself
-	base, err := os.MkdirTemp("", "incuslab-script-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(base, "lab")
-	env := append(os.Environ(), "APELORA_INCUS_LAB_BLOCK="+strings.TrimSuffix(block, "."), "APELORA_INCUS_LAB_DIR="+dir)
-	run := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, script, args...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	t.Cleanup(func() {
-		if out, err := run("stop"); err != nil {
-			t.Errorf("stop in cleanup: %v\n%s", err, out)
-		}
-		os.RemoveAll(base)
-	})
-
-	out, err := run("start", "2")
-	if err != nil {
-		t.Fatalf("start: %v\n%s", err, out)
-	}
-	t.Logf("script start:\n%s", out)
-
-	out, err = run("status")
-	if err != nil || strings.Count(out, "running") != 2 || strings.Count(out, "ONLINE") != 2 {
-		t.Fatalf("status: %v\n%s", err, out)
-	}
-
-	out, err = run("env")
-	if err != nil {
-		t.Fatalf("env: %v\n%s", err, out)
-	}
-	vars := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok {
-			vars[k] = v
-		}
-	}
-	cfg, err := incus.ConfigFromEnv(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatalf("ConfigFromEnv(%v): %v", vars, err)
-	}
-	cl, err := incus.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ms, err := cl.Members(ctxFor(t))
-	if err != nil || len(ms) != 2 {
-		t.Fatalf("members over HTTPS from the script's env: %v %v", ms, err)
-	}
-
-	if out, err := run("cli", "m2", "cluster", "list", "--format", "csv"); err != nil || !strings.Contains(out, "m2,") {
-		t.Fatalf("cli: %v\n%s", err, out)
-	}
-	if out, err := run("start", "2"); err == nil || !strings.Contains(out, "already running") {
-		t.Fatalf("second start: %v\n%s", err, out)
-	}
-
-	pids := []int{}
-	for _, m := range []string{"m1", "m2"} {
-		data, err := os.ReadFile(filepath.Join(dir, m, "pid"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pids = append(pids, pid)
-	}
-	if out, err := run("stop"); err != nil {
-		t.Fatalf("stop: %v\n%s", err, out)
-	}
-	for _, pid := range pids {
-		if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && !strings.Contains(string(st), ") Z ") {
-			t.Errorf("pid %d still alive after stop: %s", pid, st)
-		}
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Fatalf("lab dir still there: %v", err)
-	}
-	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	if strings.Contains(string(mounts), dir) {
-		t.Fatal("mounts left under the lab dir")
-	}
 }
 
 // sessionOf reads a process's session id from /proc/PID/stat (field 6).

@@ -7,6 +7,8 @@ import (
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/provisioning"
 )
@@ -54,8 +56,8 @@ func maasErr(err error, doing string) error {
 	}
 }
 
-func toMAASMachine(m maas.Machine) provisioning.Machine {
-	return provisioning.Machine{
+func toMAASMachine(m maas.Machine) provisioning.MAASMachine {
+	return provisioning.MAASMachine{
 		SystemID: m.SystemID, Hostname: m.Hostname, FQDN: m.FQDN,
 		Status: provisioning.Status(m.Status), StatusName: m.StatusName, StatusMessage: m.StatusMessage,
 		PowerState: string(m.PowerState), PowerType: m.PowerType, HardwareUUID: m.HardwareUUID,
@@ -66,9 +68,9 @@ func toMAASMachine(m maas.Machine) provisioning.Machine {
 	}
 }
 
-func (p maasPorts) machine(m maas.Machine, err error, doing string) (provisioning.Machine, error) {
+func (p maasPorts) machine(m maas.Machine, err error, doing string) (provisioning.MAASMachine, error) {
 	if err != nil {
-		return provisioning.Machine{}, maasErr(err, doing)
+		return provisioning.MAASMachine{}, maasErr(err, doing)
 	}
 	return toMAASMachine(m), nil
 }
@@ -76,24 +78,24 @@ func (p maasPorts) machine(m maas.Machine, err error, doing string) (provisionin
 // Every call is bounded by the client (the request timeout, retries included), so an
 // unreachable MAAS is reported instead of holding the answer.
 
-func (p maasPorts) Machines(ctx context.Context) ([]provisioning.Machine, error) {
+func (p maasPorts) Machines(ctx context.Context) ([]provisioning.MAASMachine, error) {
 	ms, err := p.c.Machines(ctx, maas.MachineFilter{})
 	if err != nil {
 		return nil, maasErr(err, "list the MAAS machines")
 	}
-	out := make([]provisioning.Machine, len(ms))
+	out := make([]provisioning.MAASMachine, len(ms))
 	for i, m := range ms {
 		out[i] = toMAASMachine(m)
 	}
 	return out, nil
 }
 
-func (p maasPorts) Machine(ctx context.Context, id string) (provisioning.Machine, error) {
+func (p maasPorts) Machine(ctx context.Context, id string) (provisioning.MAASMachine, error) {
 	m, err := p.c.Machine(ctx, id)
 	return p.machine(m, err, "read MAAS machine "+id)
 }
 
-func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.CommissionOptions) (provisioning.Machine, error) {
+func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.CommissionOptions) (provisioning.MAASMachine, error) {
 	opts := maas.CommissionOptions{TestingScripts: o.Tests}
 	if o.Tests != nil && len(o.Tests) == 0 {
 		opts.TestingScripts = []string{"none"}
@@ -102,22 +104,22 @@ func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.Com
 	return p.machine(m, err, "commission MAAS machine "+id)
 }
 
-func (p maasPorts) Test(ctx context.Context, id string, tests []string) (provisioning.Machine, error) {
+func (p maasPorts) Test(ctx context.Context, id string, tests []string) (provisioning.MAASMachine, error) {
 	m, err := p.c.Test(ctx, id, maas.TestOptions{TestingScripts: tests})
 	return p.machine(m, err, "test MAAS machine "+id)
 }
 
-func (p maasPorts) Allocate(ctx context.Context, id string) (provisioning.Machine, error) {
+func (p maasPorts) Allocate(ctx context.Context, id string) (provisioning.MAASMachine, error) {
 	m, err := p.c.Allocate(ctx, id, maas.AllocateOptions{Comment: "Apelora: install and enrol"})
 	return p.machine(m, err, "allocate MAAS machine "+id)
 }
 
-func (p maasPorts) Deploy(ctx context.Context, id, series string, userData []byte) (provisioning.Machine, error) {
+func (p maasPorts) Deploy(ctx context.Context, id, series string, userData []byte) (provisioning.MAASMachine, error) {
 	m, err := p.c.Deploy(ctx, id, maas.DeployOptions{DistroSeries: series, UserData: userData, Comment: "Apelora: install and enrol"})
 	return p.machine(m, err, "deploy MAAS machine "+id)
 }
 
-func (p maasPorts) Release(ctx context.Context, id string, erase bool, comment string) (provisioning.Machine, error) {
+func (p maasPorts) Release(ctx context.Context, id string, erase bool, comment string) (provisioning.MAASMachine, error) {
 	m, err := p.c.Release(ctx, id, maas.ReleaseOptions{Erase: erase, Comment: comment})
 	return p.machine(m, err, "release MAAS machine "+id)
 }
@@ -158,4 +160,96 @@ func (p maasPorts) TestingStatus(ctx context.Context, id string) (int, string, e
 		return 0, "", maasErr(err, "read MAAS machine "+id)
 	}
 	return int(m.TestingStatus), m.TestingStatusName, nil
+}
+
+var _ admission.MAASInventory = maasPorts{}
+
+// HardwareInventory is what MAAS inventoried of a machine at commissioning: three reads
+// (the machine, its block devices, its interfaces), each bounded by the request timeout.
+func (p maasPorts) HardwareInventory(ctx context.Context, id string) (hardware.Inventory, error) {
+	m, err := p.c.Machine(ctx, id)
+	if err != nil {
+		return hardware.Inventory{}, maasErr(err, "read MAAS machine "+id)
+	}
+	disks, err := p.c.BlockDevices(ctx, id)
+	if err != nil {
+		return hardware.Inventory{}, maasErr(err, "read the block devices of MAAS machine "+id)
+	}
+	nics, err := p.c.Interfaces(ctx, id)
+	if err != nil {
+		return hardware.Inventory{}, maasErr(err, "read the interfaces of MAAS machine "+id)
+	}
+	return maasInventory(m, disks, nics), nil
+}
+
+// maasInventory counts physical disks (not MAAS's virtual devices: RAID, LVM, bcache are
+// built from them) and physical interfaces (bonds, bridges and VLANs are built on them).
+// A link that was down at commissioning has no speed to count.
+func maasInventory(m maas.Machine, disks []maas.BlockDevice, nics []maas.Interface) hardware.Inventory {
+	inv := hardware.Inventory{Architecture: m.Architecture, CPUCores: m.CPUCount, MemoryMiB: m.MemoryMiB}
+	for _, d := range disks {
+		if d.Type == "physical" {
+			inv.Disks = append(inv.Disks, hardware.Disk{Name: d.Name, SizeBytes: d.SizeBytes})
+		}
+	}
+	for _, n := range nics {
+		if n.Type != "physical" {
+			continue
+		}
+		speed := 0
+		if n.LinkConnected {
+			speed = n.LinkSpeedMbps
+		}
+		inv.NICs = append(inv.NICs, hardware.NIC{Name: n.Name, SpeedMbps: speed})
+	}
+	return inv
+}
+
+// fenceMAAS adapts the MAAS client to fencing's ports, classifying MAAS's errors with
+// fencing's error classes while keeping MAAS's own words (which never carry the key).
+type fenceMAAS struct{ c *maas.Client }
+
+var (
+	_ fencing.MAAS          = fenceMAAS{}
+	_ fencing.MachineReader = fenceMAAS{}
+)
+
+// classified keeps an error's text and adds the class fencing branches on.
+type classified struct{ err, class error }
+
+func (c classified) Error() string   { return c.err.Error() }
+func (c classified) Unwrap() []error { return []error{c.err, c.class} }
+
+func classify(err error, refusedMeansRefused bool) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, maas.ErrNotFound):
+		return classified{err, fencing.ErrMachineNotFound}
+	case errors.Is(err, maas.ErrPowerNotQueryable):
+		return classified{err, fencing.ErrPowerNotQueryable}
+	case refusedMeansRefused && (errors.Is(err, maas.ErrBadRequest) || errors.Is(err, maas.ErrForbidden) ||
+		errors.Is(err, maas.ErrConflict) || errors.Is(err, maas.ErrUnauthorized)):
+		// MAAS answered no: it did not power anything off.
+		return classified{err, fencing.ErrMAASRefused}
+	}
+	return err
+}
+
+func (f fenceMAAS) Machine(ctx context.Context, systemID string) (fencing.MachineFacts, error) {
+	m, err := f.c.Machine(ctx, systemID)
+	if err != nil {
+		return fencing.MachineFacts{}, classify(err, false)
+	}
+	return fencing.MachineFacts{SystemID: m.SystemID, Hostname: m.Hostname, HardwareUUID: m.HardwareUUID, PowerType: m.PowerType}, nil
+}
+
+func (f fenceMAAS) QueryPowerState(ctx context.Context, systemID string) (string, error) {
+	s, err := f.c.QueryPowerState(ctx, systemID)
+	return string(s), classify(err, false)
+}
+
+func (f fenceMAAS) PowerOff(ctx context.Context, systemID string) (bool, error) {
+	sent, err := f.c.PowerOff(ctx, systemID, maas.StopHard)
+	return sent, classify(err, true)
 }

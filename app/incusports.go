@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
@@ -11,7 +13,10 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
+	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/resolvers"
 )
 
 // incusPorts adapts the Incus REST client to what the domain packages ask of Incus, and
@@ -19,10 +24,11 @@ import (
 type incusPorts struct{ c *incus.Client }
 
 var (
-	_ membership.Source = incusPorts{}
-	_ admission.Incus   = incusPorts{}
-	_ admission.Members = incusPorts{}
-	_ enrolment.Incus   = incusPorts{}
+	_ membership.Source        = incusPorts{}
+	_ admission.Incus          = incusPorts{}
+	_ admission.Members        = incusPorts{}
+	_ enrolment.Incus          = incusPorts{}
+	_ resolvers.MemberVersions = incusPorts{}
 )
 
 // within says how long a call waited: "within 10s" for a call that ran out of its own
@@ -239,53 +245,101 @@ func (p incusPorts) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey
 	return out, nil
 }
 
-// errIncusNotConfigured is what every Incus step answers when Incus is not configured.
-var errIncusNotConfigured = apperr.New(apperr.FailedPrecondition, "Incus is not configured: set APELORA_INCUS_URL, APELORA_INCUS_CLIENT_CERT, APELORA_INCUS_CLIENT_KEY and APELORA_INCUS_SERVER_CERT (or APELORA_INCUS_SOCKET) and restart")
-
-// noIncus stands in for Incus when it is not configured: every step says so.
-type noIncus struct{}
-
-func (noIncus) Snapshot(context.Context) (*membership.Snapshot, error) {
-	return nil, errIncusNotConfigured
-}
-func (noIncus) Members(context.Context) ([]membership.Member, error) {
-	return nil, errIncusNotConfigured
-}
-func (noIncus) Version(context.Context, string) (membership.Version, error) {
-	return membership.Version{}, errIncusNotConfigured
-}
-func (noIncus) StoragePools(context.Context) ([]string, error) { return nil, errIncusNotConfigured }
-func (noIncus) StoragePoolStatus(context.Context, string, string) (string, error) {
-	return "", errIncusNotConfigured
-}
-func (noIncus) LocatedNetworks(context.Context) ([]string, error) { return nil, errIncusNotConfigured }
-func (noIncus) NetworkStatus(context.Context, string, string) (string, error) {
-	return "", errIncusNotConfigured
-}
-func (noIncus) Member(context.Context, string) (membership.Member, string, error) {
-	return membership.Member{}, "", errIncusNotConfigured
-}
-func (noIncus) UpdateMember(context.Context, membership.Member, string) error {
-	return errIncusNotConfigured
-}
-func (noIncus) IssueJoinToken(context.Context, string) (enrolment.IssuedToken, error) {
-	return enrolment.IssuedToken{}, errIncusNotConfigured
-}
-func (noIncus) RevokeJoinToken(context.Context, string) error    { return errIncusNotConfigured }
-func (noIncus) RemoveMember(context.Context, string, bool) error { return errIncusNotConfigured }
-func (noIncus) MemberConfigKeys(context.Context) ([]enrolment.ConfigKey, error) {
-	return nil, errIncusNotConfigured
+// MemberHardware is Incus's view of a member's hardware, as hardware profiles count it.
+func (p incusPorts) MemberHardware(ctx context.Context, member string) (hardware.Inventory, error) {
+	r, err := p.c.Resources(ctx, member)
+	if err != nil {
+		return hardware.Inventory{}, incusErr(err, "read the hardware of member "+member)
+	}
+	return incusInventory(r), nil
 }
 
-// incusSide is everything the domain asks of Incus.
-type incusSide interface {
-	membership.Source
-	admission.Incus
-	admission.Members
-	enrolment.Incus
+// incusInventory counts disks that hold data (not optical, removable, read-only or empty
+// drives: a card reader or a virtual DVD is no disk) and every port of every network card.
+func incusInventory(r incus.Resources) hardware.Inventory {
+	inv := hardware.Inventory{Architecture: r.Architecture, CPUCores: r.CPUs, MemoryMiB: int(r.MemoryBytes >> 20)}
+	for _, d := range r.Disks {
+		if d.Removable || d.ReadOnly || d.SizeBytes <= 0 || d.Type == "cdrom" {
+			continue
+		}
+		inv.Disks = append(inv.Disks, hardware.Disk{Name: d.ID, SizeBytes: d.SizeBytes})
+	}
+	for _, c := range r.NetworkCards {
+		if len(c.Ports) == 0 {
+			// A card whose driver reports no ports is still one NIC, of unknown speed.
+			inv.NICs = append(inv.NICs, hardware.NIC{Name: c.PCIAddress})
+		}
+		for _, port := range c.Ports {
+			inv.NICs = append(inv.NICs, hardware.NIC{Name: port.ID, SpeedMbps: port.LinkSpeedMbps})
+		}
+	}
+	return inv
+}
+
+// fenceIncus reads member statuses and the server configuration, asking the configured
+// members in order: the one a worker talks to may be the one that died.
+type fenceIncus struct {
+	clients []*incus.Client
+	mu      *sync.Mutex
+	first   *int // index of the member that answered last
+}
+
+func newFenceIncus(clients ...*incus.Client) fenceIncus {
+	return fenceIncus{clients: clients, mu: &sync.Mutex{}, first: new(int)}
 }
 
 var (
-	_ incusSide = incusPorts{}
-	_ incusSide = noIncus{}
+	_ fencing.Cluster       = fenceIncus{}
+	_ fencing.ClusterConfig = fenceIncus{}
 )
+
+// each calls fn on the members in turn, starting with the one that answered last.
+func (f fenceIncus) each(fn func(*incus.Client) error) error {
+	f.mu.Lock()
+	start := *f.first
+	f.mu.Unlock()
+	var errs []error
+	for i := range f.clients {
+		n := (start + i) % len(f.clients)
+		err := fn(f.clients[n])
+		if err == nil {
+			f.mu.Lock()
+			*f.first = n
+			f.mu.Unlock()
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", f.clients[n].Endpoint(), err))
+	}
+	return errors.Join(errs...)
+}
+
+func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) {
+	var out []fencing.Observation
+	err := f.each(func(c *incus.Client) error {
+		ms, err := c.Members(ctx)
+		if err != nil {
+			return err
+		}
+		out = out[:0]
+		for _, m := range ms {
+			out = append(out, fencing.Observation{Name: m.ServerName, Status: m.Status})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the Incus members: %w", err)
+	}
+	return out, nil
+}
+
+func (f fenceIncus) ServerConfig(ctx context.Context) (map[string]string, error) {
+	var cfg map[string]string
+	err := f.each(func(c *incus.Client) (err error) {
+		cfg, err = c.GetServerConfig(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, incusErr(err, "read the cluster configuration")
+	}
+	return cfg, nil
+}

@@ -7,7 +7,7 @@
 // Each lab takes a whole 127.X.Y.0/24 block, chosen at random in 127.100.0.0–127.199.255.0
 // and held with an flock on /tmp/apelora-incuslab/127.X.Y.lock for the life of the lab,
 // after checking that nothing listens on its addresses, so several `go test` processes (and
-// a developer's scripts/incus-lab.sh lab) can run labs at the same time.
+// a developer's cmd/incus-lab lab) can run labs at the same time.
 //
 // Daemons run in their own session (setsid) with a parent-death signal, so they die with
 // the test process; t.Cleanup kills them by process group (SIGKILL), waits for them,
@@ -21,7 +21,7 @@
 // voters (no stand-by); a fourth member joins as "database-standby". A frozen (SIGSTOP)
 // non-voter shows Offline after cluster.offline_threshold (20 s by default), so poll the
 // member list, never sleep a fixed time. Do not freeze or kill a majority of voters.
-// For a developer's long-lived lab use scripts/incus-lab.sh instead.
+// cmd/incus-lab keeps a lab running for a developer (Options.Keep; Stop, Kept).
 package incuslab
 
 import (
@@ -47,10 +47,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/machines"
 )
 
 const (
@@ -66,10 +66,12 @@ const (
 	killTimeout  = 30 * time.Second
 	// spareHosts is how many addresses past the members are checked free at start, for StartUnjoined.
 	spareHosts = 6
+	// Marker marks a directory as a kept lab (Options.Keep): Stop removes only such a one.
+	Marker = ".apelora-incus-lab"
 )
 
-// LockDir holds one lock file per address block (127.X.Y.lock); scripts/incus-lab.sh
-// uses the same files.
+// LockDir holds one lock file per address block (127.X.Y.lock), for tests' labs and kept
+// ones alike.
 var LockDir = filepath.Join(os.TempDir(), "apelora-incuslab")
 
 // Member is one incusd of a lab.
@@ -122,40 +124,100 @@ type Cluster struct {
 	cliConf     string
 	lock        *os.File
 
+	keep    bool   // Options.Keep
+	summary string // what Launch started, how fast
+
 	mu      sync.Mutex
 	daemons []*Member // every daemon started, members and unjoined
 	next    int       // next host number for StartUnjoined
 	clients []*incus.Client
 }
 
+// TB is what the lab needs of a test (testing.TB has it): the lab imports no package
+// testing, so cmd/incus-lab can use it too.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Failed() bool
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skip(args ...any)
+}
+
 // Start starts an n-member cluster and registers its teardown with t.Cleanup. It skips
 // the test with a clear message when incusd or the incus CLI is missing or the test does
 // not run as root, unless CI=true, where that is a failure.
-func Start(t testing.TB, n int) *Cluster {
+func Start(t TB, n int) *Cluster {
 	t.Helper()
 	if n < 1 {
 		t.Fatalf("incuslab: need at least one member, got %d", n)
 	}
 	incusd, cli := Require(t)
+	c, err := Launch(Options{Members: n, Incusd: incusd, CLI: cli})
+	if c != nil {
+		t.Cleanup(func() { c.teardown(t) })
+	}
+	if err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+	t.Logf("incuslab: %s", c.summary)
+	return c
+}
+
+// Options says what Launch starts.
+type Options struct {
+	Members int
+	// Incusd and CLI are the paths of incusd and the incus CLI (see Require, FindTools).
+	Incusd, CLI string
+	// Dir holds the lab; "" makes a temporary one. Block is the address prefix to use
+	// ("127.42.0."); "" picks a free random one.
+	Dir, Block string
+	// Keep makes a lab that outlives this process (cmd/incus-lab): its daemons have no
+	// parent-death signal and inherit the block's lock, and the lab writes its state
+	// (each member's pid and address, the marker, env) for Stop and Status.
+	Keep bool
+}
+
+// Launch starts a cluster as Options say. On an error it returns the part that started
+// (nil if nothing did): Close it.
+func Launch(o Options) (*Cluster, error) {
+	if o.Members < 1 {
+		return nil, fmt.Errorf("need at least one member, got %d", o.Members)
+	}
 	began := time.Now()
-
-	dir, err := os.MkdirTemp("", "incuslab-")
-	if err != nil {
-		t.Fatalf("incuslab: %v", err)
+	dir := o.Dir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "incuslab-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(dir, 0o711); err != nil {
+		return nil, err
 	}
-	c := &Cluster{Dir: dir, incusd: incusd, cli: cli, cliConf: filepath.Join(dir, "cli")}
-	t.Cleanup(func() { c.teardown(t) })
+	c := &Cluster{Dir: dir, incusd: o.Incusd, cli: o.CLI, cliConf: filepath.Join(dir, "cli"), keep: o.Keep}
 	if err := os.MkdirAll(c.cliConf, 0o700); err != nil {
-		t.Fatalf("incuslab: %v", err)
+		return c, err
 	}
-
-	block, lock, err := ReserveBlock(n + spareHosts)
+	if o.Keep {
+		if err := os.WriteFile(filepath.Join(dir, Marker), nil, 0o644); err != nil {
+			return c, err
+		}
+	}
+	var err error
+	if o.Block == "" {
+		c.Block, c.lock, err = ReserveBlock(o.Members + spareHosts)
+	} else {
+		c.Block, c.lock, err = reserve(o.Block, o.Members)
+	}
 	if err != nil {
-		t.Fatalf("incuslab: %v", err)
+		return c, err
 	}
-	c.Block, c.lock, c.next = block, lock, n+1
+	c.next = o.Members + 1
 
 	// Start every daemon at once; they are independent until clustered.
+	n := o.Members
 	ms := make([]*Member, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -168,7 +230,7 @@ func Start(t testing.TB, n int) *Cluster {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("incuslab: start daemons: %v", err)
+		return c, fmt.Errorf("start daemons: %w", err)
 	}
 	daemonsUp := time.Since(began)
 
@@ -183,71 +245,79 @@ cluster:
   enabled: true
 `, m1.Address, Pool, m1.Name)
 	if out, err := c.CLIInput(m1, preseed, "admin", "init", "--preseed"); err != nil {
-		t.Fatalf("incuslab: bootstrap %s: %v\n%s", m1.Name, err, out)
+		return c, fmt.Errorf("bootstrap %s: %v\n%s", m1.Name, err, out)
 	}
 	c.Members = []*Member{m1}
 	c.URL = m1.URL()
 	c.ClusterCertFile = filepath.Join(dir, "cluster.crt")
 	if err := copyFile(filepath.Join(m1.Dir, "cluster.crt"), c.ClusterCertFile); err != nil {
-		t.Fatalf("incuslab: %v", err)
+		return c, err
 	}
 	if err := c.makeClientCert(); err != nil {
-		t.Fatalf("incuslab: %v", err)
+		return c, err
 	}
 	if err := c.trustClientCert(m1); err != nil {
-		t.Fatalf("incuslab: %v", err)
+		return c, err
 	}
 	c.Config = c.ConfigFor(m1)
 	bootstrapped := time.Since(began)
 
 	for _, m := range ms[1:] {
 		if err := c.join(m); err != nil {
-			t.Fatalf("incuslab: %v", err)
+			return c, err
 		}
 	}
 
 	// The cluster must answer over HTTPS with every member online.
-	cl := c.Client(t, ms[len(ms)-1])
+	cl, err := incus.New(c.ConfigFor(ms[len(ms)-1]))
+	if err != nil {
+		return c, err
+	}
+	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	members, err := cl.Members(ctx)
 	if err != nil {
-		t.Fatalf("incuslab: list members over HTTPS: %v", err)
+		return c, fmt.Errorf("list members over HTTPS: %w", err)
 	}
 	if len(members) != n {
-		t.Fatalf("incuslab: %d members listed, want %d", len(members), n)
+		return c, fmt.Errorf("%d members listed, want %d", len(members), n)
 	}
 	for _, m := range members {
 		if m.Status != incus.MemberOnline {
-			t.Fatalf("incuslab: member %s is %s (%s)", m.ServerName, m.Status, m.Message)
+			return c, fmt.Errorf("member %s is %s (%s)", m.ServerName, m.Status, m.Message)
 		}
 	}
+	if o.Keep {
+		if err := os.WriteFile(filepath.Join(dir, "env"), []byte(c.envFile()), 0o644); err != nil {
+			return c, err
+		}
+		// The daemons hold the block's lock from here on: it is free when the last stops.
+		c.lock.Close()
+		c.lock = nil
+	}
 	c.StartupTime = time.Since(began)
-	t.Logf("incuslab: %d-member Incus cluster on %s1…%d:%d in %s ready in %s (daemons %s, bootstrap+trust %s, joins %s)",
+	c.summary = fmt.Sprintf("%d-member Incus cluster on %s1…%d:%d in %s ready in %s (daemons %s, bootstrap+trust %s, joins %s)",
 		n, c.Block, n, Port, c.Dir, c.StartupTime.Round(time.Millisecond), daemonsUp.Round(time.Millisecond),
 		(bootstrapped - daemonsUp).Round(time.Millisecond), (c.StartupTime - bootstrapped).Round(time.Millisecond))
-	return c
+	return c, nil
 }
+
+// envFile is what points the product at member 1 (cmd/incus-lab env).
+func (c *Cluster) envFile() string {
+	return fmt.Sprintf("export APELORA_INCUS_URL=%s\nexport APELORA_INCUS_CLIENT_CERT=%s\nexport APELORA_INCUS_CLIENT_KEY=%s\nexport APELORA_INCUS_SERVER_CERT=%s\n",
+		c.URL, c.ClientCertFile, c.ClientKeyFile, c.ClusterCertFile)
+}
+
+// Summary says what Launch started and how long each part took.
+func (c *Cluster) Summary() string { return c.summary }
 
 // Require returns the paths of incusd and the incus CLI, or skips the test (fails it
 // under CI=true) when they are missing or the test is not root. APELORA_INCUSD overrides
 // the daemon path.
-func Require(t testing.TB) (incusd, cli string) {
+func Require(t TB) (incusd, cli string) {
 	t.Helper()
-	incusd = os.Getenv("APELORA_INCUSD")
-	if incusd == "" {
-		incusd = DefaultIncusd
-	}
-	var problem string
-	if st, err := os.Stat(incusd); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		problem = fmt.Sprintf("incusd not found at %s", incusd)
-	} else if p, err := exec.LookPath("incus"); err != nil {
-		problem = "the incus CLI is not in PATH"
-	} else if os.Geteuid() != 0 {
-		problem = "incusd needs root and this test is not running as root"
-	} else {
-		cli = p
-	}
+	incusd, cli, problem := FindTools()
 	if problem == "" {
 		return incusd, cli
 	}
@@ -258,6 +328,26 @@ func Require(t testing.TB) (incusd, cli string) {
 	}
 	t.Skip(msg)
 	return "", ""
+}
+
+// FindTools returns the paths of incusd (APELORA_INCUSD, or Debian's) and the incus CLI,
+// or what is missing.
+func FindTools() (incusd, cli, problem string) {
+	incusd = os.Getenv("APELORA_INCUSD")
+	if incusd == "" {
+		incusd = DefaultIncusd
+	}
+	if st, err := os.Stat(incusd); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", "", fmt.Sprintf("incusd not found at %s", incusd)
+	}
+	cli, err := exec.LookPath("incus")
+	if err != nil {
+		return "", "", "the incus CLI is not in PATH"
+	}
+	if os.Geteuid() != 0 {
+		return "", "", "incusd needs root and this is not running as root"
+	}
+	return incusd, cli, ""
 }
 
 // ReserveBlock picks a free 127.X.Y.0/24 block (X in 100–199) whose hosts .1 … .hosts have
@@ -286,6 +376,33 @@ func ReserveBlock(hosts int) (string, *os.File, error) {
 		return prefix, f, nil
 	}
 	return "", nil, errors.New("no free 127.X.Y.0/24 address block found after 200 tries")
+}
+
+// reserve locks the given block (prefix "127.X.Y." or "127.X.Y") for hosts .1 … .hosts,
+// with the same lock files as ReserveBlock.
+func reserve(prefix string, hosts int) (string, *os.File, error) {
+	prefix = strings.TrimSuffix(prefix, ".") + "."
+	if ip := net.ParseIP(prefix + "1"); ip == nil || !ip.IsLoopback() || ip.To4() == nil {
+		return "", nil, fmt.Errorf("address block %q is not 127.X.Y", strings.TrimSuffix(prefix, "."))
+	}
+	if err := os.MkdirAll(LockDir, 0o755); err != nil {
+		return "", nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(LockDir, prefix+"lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return "", nil, fmt.Errorf("address block %s0/24 is in use by another lab", prefix)
+	}
+	for i := 1; i <= hosts; i++ {
+		if !hostsFree(prefix, i, i) {
+			f.Close()
+			return "", nil, fmt.Errorf("%s%d:%d is already in use", prefix, i, Port)
+		}
+	}
+	return prefix, f, nil
 }
 
 // hostsFree reports whether nothing listens on prefix+i:Port for i in [from, to].
@@ -330,8 +447,19 @@ func (c *Cluster) spawn(m *Member) error {
 		Setsid:    true,            // own session and process group: killed as a group, untouched by the terminal
 		Pdeathsig: syscall.SIGKILL, // and gone when the test process dies
 	}
+	if c.keep {
+		// Outlives this process, and holds the block's lock while it runs.
+		cmd.SysProcAttr.Pdeathsig = 0
+		cmd.ExtraFiles = []*os.File{c.lock}
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start incusd for %s: %w", m.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(m.Dir, "pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(m.Dir, "address"), []byte(m.Address+"\n"), 0o644); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	m.cmd, m.PID, m.exited, m.state = cmd, cmd.Process.Pid, make(chan struct{}), "running"
@@ -414,18 +542,18 @@ func (c *Cluster) SocketConfig(m *Member) incus.Config {
 }
 
 // Client returns an HTTPS client for member m (closed with the lab).
-func (c *Cluster) Client(t testing.TB, m *Member) *incus.Client {
+func (c *Cluster) Client(t TB, m *Member) *incus.Client {
 	t.Helper()
 	return c.newClient(t, c.ConfigFor(m))
 }
 
 // SocketClient returns a unix-socket client for member m (closed with the lab).
-func (c *Cluster) SocketClient(t testing.TB, m *Member) *incus.Client {
+func (c *Cluster) SocketClient(t TB, m *Member) *incus.Client {
 	t.Helper()
 	return c.newClient(t, c.SocketConfig(m))
 }
 
-func (c *Cluster) newClient(t testing.TB, cfg incus.Config) *incus.Client {
+func (c *Cluster) newClient(t TB, cfg incus.Config) *incus.Client {
 	t.Helper()
 	cl, err := incus.New(cfg)
 	if err != nil {
@@ -559,9 +687,9 @@ func (c *Cluster) join(m *Member) error {
 // address (no core.https_address yet), for tests that join it themselves, for example
 // scripts/enrol-member.sh with Env(m) and a token on stdin. It is not in Members; call
 // Join to make it a member through the lab, or AddMember after joining it yourself.
-func (c *Cluster) StartUnjoined(t testing.TB, name string) *Member {
+func (c *Cluster) StartUnjoined(t TB, name string) *Member {
 	t.Helper()
-	if err := incus.ValidMemberName(name); err != nil {
+	if err := machines.ValidateName(name); err != nil {
 		t.Fatalf("incuslab: %v", err)
 	}
 	if c.Member(name) != nil {
@@ -585,7 +713,7 @@ func (c *Cluster) StartUnjoined(t testing.TB, name string) *Member {
 }
 
 // Join makes an unjoined daemon (from StartUnjoined) a cluster member, as Start does.
-func (c *Cluster) Join(t testing.TB, m *Member) {
+func (c *Cluster) Join(t TB, m *Member) {
 	t.Helper()
 	if err := c.join(m); err != nil {
 		t.Fatalf("incuslab: %v", err)
@@ -701,17 +829,26 @@ func (m *Member) Running() bool {
 	}
 }
 
-// teardown kills every daemon, dumps logs on failure, unmounts and removes the lab.
-func (c *Cluster) teardown(t testing.TB) {
+// teardown dumps the logs of a failed test, then closes the lab.
+func (c *Cluster) teardown(t TB) {
+	if t.Failed() {
+		c.DumpLogs(t)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("incuslab: %v", err)
+	}
+}
+
+// Close kills every daemon, waits for them, unmounts what incusd mounted under the lab
+// directory, removes it and releases the address block.
+func (c *Cluster) Close() error {
 	for _, cl := range c.clients {
 		cl.Close()
 	}
 	c.mu.Lock()
 	daemons := append([]*Member(nil), c.daemons...)
 	c.mu.Unlock()
-	if t.Failed() {
-		c.DumpLogs(t)
-	}
+	var errs []error
 	for _, m := range daemons {
 		if m.Running() {
 			_ = syscall.Kill(-m.PID, syscall.SIGKILL)
@@ -724,22 +861,23 @@ func (c *Cluster) teardown(t testing.TB) {
 		select {
 		case <-m.exited:
 		case <-time.After(killTimeout):
-			t.Errorf("incuslab: %s (pid %d) did not exit after SIGKILL", m.Name, m.PID)
+			errs = append(errs, fmt.Errorf("%s (pid %d) did not exit after SIGKILL", m.Name, m.PID))
 		}
 	}
 	if err := unmountUnder(c.Dir); err != nil {
-		t.Errorf("incuslab: %v", err)
+		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(c.Dir); err != nil {
-		t.Errorf("incuslab: remove %s: %v", c.Dir, err)
+		errs = append(errs, fmt.Errorf("remove %s: %w", c.Dir, err))
 	}
 	if c.lock != nil {
 		c.lock.Close()
 	}
+	return errors.Join(errs...)
 }
 
 // DumpLogs prints the end of every daemon's logs through t.Logf.
-func (c *Cluster) DumpLogs(t testing.TB) {
+func (c *Cluster) DumpLogs(t TB) {
 	c.mu.Lock()
 	daemons := append([]*Member(nil), c.daemons...)
 	c.mu.Unlock()

@@ -1,19 +1,26 @@
+// Package app wires Apelora together from its configuration: the database (a given one,
+// or a local PostgreSQL in the state folder), the domain services, the GraphQL server.
+// cmd/apelora and the end-to-end tests build the product the same way through it.
+//
+// Its parts: config.go (the APELORA_* configuration and the request-timeout policy),
+// database.go (opening and migrating the database), wiring.go (Build: the services and
+// their ports plugged together), incusports.go and maasports.go (the port adapters: the
+// Incus and MAAS clients in the domain's words and errors), worker.go (apelora-worker's
+// configuration and wiring), identities.go (`apelora identity` on the server).
 package app
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/adapters/postgres/localpg"
 	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
@@ -28,65 +35,6 @@ import (
 	"github.com/apelora/fabric/server"
 )
 
-// Database is an open, migrated database, and the local PostgreSQL behind it if Apelora
-// started one.
-type Database struct {
-	Store *postgres.Store
-	local *localpg.Server
-}
-
-// OpenDatabase connects to APELORA_DATABASE_URL, or starts (or reuses) the local
-// PostgreSQL in the state folder when none is set, and applies the migrations.
-func OpenDatabase(ctx context.Context, cfg Config, log *slog.Logger) (*Database, error) {
-	db := &Database{}
-	url := cfg.DatabaseURL
-	if url == "" {
-		local, err := localpg.New(filepath.Join(cfg.StateDir, "postgres"))
-		if err != nil {
-			return nil, err
-		}
-		if err := local.Start(ctx, "apelora"); err != nil {
-			return nil, err
-		}
-		if local.Started() {
-			db.local = local
-		}
-		log.Info("no APELORA_DATABASE_URL: using a local PostgreSQL from the system's binaries",
-			"data", local.DataDir(), "socket", local.SocketDir(), "binaries", local.BinDir, "started_here", local.Started())
-		url = local.URL("apelora")
-	}
-	store, err := postgres.Open(ctx, url, log)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	if cfg.Metrics != nil {
-		store.Observe(cfg.Metrics)
-	}
-	db.Store = store
-	applied, err := store.Migrate(ctx)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("apply database migrations: %w", err)
-	}
-	if len(applied) > 0 {
-		log.Info("applied database migrations", "migrations", applied)
-	}
-	return db, nil
-}
-
-// Close closes the connections and stops the local PostgreSQL if this process started it.
-func (d *Database) Close() {
-	if d.Store != nil {
-		d.Store.Close()
-	}
-	if d.local != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = d.local.Stop(ctx)
-	}
-}
-
 // Product is the running product's parts.
 type Product struct {
 	Handler  http.Handler
@@ -96,10 +44,12 @@ type Product struct {
 // Build wires the domain services and the HTTP handler on store. Background work (the
 // database listener that feeds subscriptions) runs until ctx ends.
 func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Logger) (*Product, error) {
+	// A port to an upstream that is not configured stays nil (apperr.NotConfigured): the
+	// domain checks for nil where it can go without it, and says so where it cannot.
 	var checks []server.MutationCheck
-	var ports incusSide = noIncus{}
-	var membershipSource membership.Source // nil: the fleet says Incus is not configured
-	var fenceCluster fencing.ClusterConfig // nil: the cluster view says Incus is not configured
+	var incusSide *incusPorts
+	var fleetIncus membership.Source // the fleet's reads also tell the metrics whether Incus answered
+	var fenceCluster fencing.ClusterConfig
 	var incusClient *incus.Client
 	if cfg.Incus.Configured() {
 		client, err := incus.New(cfg.incusClient(log))
@@ -107,20 +57,20 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			return nil, err
 		}
 		incusClient = client
-		ports = incusPorts{client}
-		membershipSource = ports
+		incusSide = &incusPorts{client}
+		fleetIncus = incusSide
 		if cfg.Metrics != nil {
-			membershipSource = incusAvailability{ports, cfg.Metrics}
+			fleetIncus = incusAvailability{incusSide, cfg.Metrics}
 		}
 		fenceCluster = newFenceIncus(client)
 		log.Info("Incus configured", "endpoint", client.Endpoint(), "request_timeout", cfg.upstreamTimeout().String())
 	} else {
 		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) is set")
-		checks = append(checks, func(context.Context) error { return errIncusNotConfigured })
+		checks = append(checks, func(context.Context) error { return apperr.NotConfigured(apperr.Incus) })
 	}
 
 	var maasSide *maasPorts
-	var fenceMachines fencing.MachineReader // nil: mappings are saved unchecked, and the payload says so
+	var fenceMachines fencing.MachineReader
 	if cfg.MAAS.BaseURL != "" {
 		mc := cfg.maasClient(log)
 		// People wait on these answers: retry reads briefly rather than for MAAS's full
@@ -152,44 +102,56 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	go fenceFeed.Run(ctx, listener)
 	driftFeed := store.NewDriftFeed()
 	go driftFeed.Run(ctx, listener)
-	select {
-	case <-listener.Ready():
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(15 * time.Second):
-		return nil, errors.New("could not LISTEN for database notifications within 15 s: check the database")
+	// Subscriptions are served once the feeds listen and know where their tables end.
+	ready := time.After(15 * time.Second)
+	for _, started := range []<-chan struct{}{listener.Ready(), feed.Hub().Started(), fenceFeed.Hub().Started(), driftFeed.Hub().Started()} {
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ready:
+			return nil, errors.New("could not LISTEN for database notifications within 15 s: check the database")
+		}
 	}
 
 	records := store.Machines()
-	enrol := &enrolment.Service{Incus: ports, Store: storeWithRecords{store}, Log: log}
+	enrol := &enrolment.Service{Store: storeWithRecords{store}, Log: log}
 	res := &resolvers.Resolver{
-		Machines: &machines.Service{Store: records, Membership: ports},
-		View: &fleet.Service{Records: records, Admissions: store, Incus: membershipSource, Fences: store.Fences(),
+		Machines: &machines.Service{Store: records},
+		View: &fleet.Service{Records: records, Admissions: store, Fences: store.Fences(),
 			Profiles: store.HardwareProfiles(), Drift: store.Drift()},
 		Enrolment: enrol,
 		Admission: &admission.Service{
-			Checker: &admission.Checker{Incus: ports, Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles()},
-			Members: ports,
+			Checker: &admission.Checker{Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles()},
 			Store:   storeWithRecords{store},
 		},
 		Provisioning: &provisioning.Service{
-			Store: storeWithRecords{store}, Membership: ports, Enrolment: enrol, EnrolScript: scripts.EnrolMember,
+			Store: storeWithRecords{store}, Enrolment: enrol, EnrolScript: scripts.EnrolMember,
 		},
-		Versions:      ports,
 		Audit:         store,
-		AuditFeed:     feed,
-		AdmissionFeed: admissionFeed,
+		AuditFeed:     feed.Hub(),
+		AdmissionFeed: admissionFeed.Hub(),
 		Fencing: &fencing.Service{
-			Store: store.Fences(), Records: records, Feed: fenceFeed, MAAS: fenceMachines,
-			Incus: fenceCluster, Membership: membershipSource,
+			Store: store.Fences(), Records: records, Feed: fenceFeed.Hub(), MAAS: fenceMachines, Incus: fenceCluster,
 		},
 		Identity:  &identity.Service{Store: store},
 		Hardware:  &hardware.Service{Store: store.HardwareProfiles()},
-		DriftView: &drift.Service{Store: store.Drift(), Feed: driftFeed},
+		DriftView: &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
 		Log:       log,
 	}
+	// Each port is set only when its upstream is configured (an interface holding a nil
+	// pointer would not be nil).
+	if incusSide != nil {
+		enrol.Incus = incusSide
+		res.Machines.Membership = incusSide
+		res.View.Incus = fleetIncus
+		res.Admission.Checker.Incus = incusSide
+		res.Admission.Members = incusSide
+		res.Provisioning.Membership = incusSide
+		res.Versions = incusSide
+		res.Fencing.Membership = incusSide
+	}
 	if maasSide != nil {
-		// Each is set only when MAAS is configured: a nil interface means "not configured".
 		res.Machines.MAAS = maasSide
 		res.View.MAAS = maasSide
 		if cfg.Metrics != nil {
@@ -215,9 +177,6 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		SessionTTL:       cfg.SessionTTL,
 		Observer:         cfg.serverObserver(),
-		Routes: func(mux *http.ServeMux) {
-			mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
-		},
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }
@@ -232,13 +191,4 @@ func (s storeWithRecords) Record(ctx context.Context, name string) (*machines.Re
 
 func (s storeWithRecords) RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error) {
 	return s.Store.Machines().RecordBySystemID(ctx, systemID)
-}
-
-// serveEnrolScript serves enrol-member.sh, which new servers fetch. It holds no secret.
-func serveEnrolScript(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/x-shellscript; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="enrol-member.sh"`)
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(scripts.EnrolMember)
 }

@@ -1,9 +1,9 @@
-package broadcast
+package postgres
 
 import "testing"
 
-func TestPublishReachesEverySubscriber(t *testing.T) {
-	var b Broadcaster[int]
+func TestFanoutReachesEveryFeed(t *testing.T) {
+	var b fanout[int]
 	s1, s2 := b.Subscribe(4), b.Subscribe(4)
 	b.Publish(7)
 	if v := <-s1.C; v != 7 {
@@ -22,8 +22,8 @@ func TestPublishReachesEverySubscriber(t *testing.T) {
 	}
 }
 
-func TestSlowSubscriberIsDroppedNotWaitedFor(t *testing.T) {
-	var b Broadcaster[int]
+func TestFanoutDropsASlowFeedNotWaitedFor(t *testing.T) {
+	var b fanout[int]
 	slow, fast := b.Subscribe(1), b.Subscribe(3)
 	b.Publish(1)
 	b.Publish(2) // slow has no room: dropped

@@ -1,0 +1,57 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/scripts"
+	"github.com/apelora/fabric/web/console"
+	"github.com/apelora/fabric/web/graphiql"
+)
+
+// routes is every route the server answers, in one place. graphql is the GraphQL handler
+// with its request reading; the guards around each route are written here.
+func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+
+	// The API: GraphQL over POST and websocket, and one REST read for scripts.
+	mux.Handle("/graphql", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseGraphQL, graphql)))
+	mux.Handle("GET /api/v1/provisioners/maas/machines", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseREST(cfg.Log),
+		permitted(identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))))
+
+	// Fabric Console at / (every path no other route takes), its session, and GraphiQL.
+	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
+	sessions := &sessionAPI{store: cfg.Store, ttl: sessionTTL(cfg.SessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
+		secure: strings.HasPrefix(cfg.PublicURL, "https:")}
+	mux.HandleFunc("POST /api/v1/session", sessions.signIn)
+	mux.HandleFunc("GET /api/v1/session", sessions.current)
+	mux.HandleFunc("DELETE /api/v1/session", sessions.signOut)
+	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})))
+
+	// What new servers fetch: enrol-member.sh holds no secret.
+	mux.HandleFunc("GET /enrol/enrol-member.sh", serveEnrolScript)
+
+	// Health, for load balancers and run.sh.
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := cfg.Store.Ping(r.Context()); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": apperr.PublicMessage(err)})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
+	})
+	return mux
+}
+
+// serveEnrolScript serves enrol-member.sh, which new servers fetch.
+func serveEnrolScript(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/x-shellscript; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="enrol-member.sh"`)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(scripts.EnrolMember)
+}
