@@ -15,13 +15,53 @@ import (
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/hardware"
+	"github.com/apelora/fabric/internal/flight"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/resolvers"
 )
 
 // incusPorts adapts the Incus REST client to what the domain packages ask of Incus, and
 // turns Incus's errors into administrator's errors.
-type incusPorts struct{ c *incus.Client }
+type incusPorts struct {
+	c *incus.Client
+	// shared: the whole-cluster reads every fleet read makes, one in flight at a time
+	// for all callers (nil: each caller asks).
+	shared *incusReads
+}
+
+// incusReads are the Incus reads concurrent callers share (internal/flight): the member
+// list and the pending join tokens. Every answer is as fresh as the call it shared.
+type incusReads struct {
+	members flight.Call[[]incus.Member]
+	pending flight.Call[[]incus.PendingJoinToken]
+}
+
+func newIncusPorts(c *incus.Client) *incusPorts {
+	return &incusPorts{c: c, shared: &incusReads{}}
+}
+
+func (p incusPorts) members(ctx context.Context) ([]incus.Member, error) {
+	if p.shared == nil {
+		return p.c.Members(ctx)
+	}
+	return p.shared.members.Do(ctx, p.c.Members)
+}
+
+// wrote is deferred by every write: a read after the write starts a new call rather than
+// share one that began before it.
+func (p incusPorts) wrote() {
+	if p.shared != nil {
+		p.shared.members.Forget()
+		p.shared.pending.Forget()
+	}
+}
+
+func (p incusPorts) pendingJoinTokens(ctx context.Context) ([]incus.PendingJoinToken, error) {
+	if p.shared == nil {
+		return p.c.PendingJoinTokens(ctx)
+	}
+	return p.shared.pending.Do(ctx, p.c.PendingJoinTokens)
+}
 
 var (
 	_ membership.Source        = incusPorts{}
@@ -82,17 +122,28 @@ func toMember(m incus.Member) membership.Member {
 }
 
 func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
-	ms, err := p.c.Members(ctx)
+	// Both lists at once: the snapshot costs the slower call, not the sum.
+	type answer struct {
+		tokens []incus.PendingJoinToken
+		err    error
+	}
+	pendingDone := make(chan answer, 1)
+	go func() {
+		t, err := p.pendingJoinTokens(ctx)
+		pendingDone <- answer{t, err}
+	}()
+	ms, err := p.members(ctx)
 	if err != nil {
 		return nil, incusErr(err, "list the cluster members")
 	}
-	s := &membership.Snapshot{}
+	s := &membership.Snapshot{Members: make([]membership.Member, 0, len(ms))}
 	for _, m := range ms {
 		s.Members = append(s.Members, toMember(m))
 	}
 	// Listing operations asks every member; a hung one must not hide the members too
 	// (the call is bounded by the request timeout, like every other).
-	pending, err := p.c.PendingJoinTokens(ctx)
+	a := <-pendingDone
+	pending, err := a.tokens, a.err
 	if err != nil {
 		s.PendingProblem = apperr.PublicMessage(incusErr(err, "list the pending join tokens"))
 		return s, nil
@@ -109,7 +160,7 @@ func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) 
 }
 
 func (p incusPorts) Members(ctx context.Context) ([]membership.Member, error) {
-	ms, err := p.c.Members(ctx)
+	ms, err := p.members(ctx)
 	if err != nil {
 		return nil, incusErr(err, "list the cluster members")
 	}
@@ -188,6 +239,7 @@ func (p incusPorts) Member(ctx context.Context, name string) (membership.Member,
 }
 
 func (p incusPorts) UpdateMember(ctx context.Context, m membership.Member, etag string) error {
+	defer p.wrote()
 	put := incus.MemberPut{Config: m.Config, Description: m.Description, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups}
 	if put.Config == nil {
 		put.Config = map[string]string{}
@@ -196,6 +248,7 @@ func (p incusPorts) UpdateMember(ctx context.Context, m membership.Member, etag 
 }
 
 func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.IssuedToken, error) {
+	defer p.wrote()
 	t, err := p.c.IssueJoinToken(ctx, name)
 	if err != nil {
 		return enrolment.IssuedToken{}, incusErr(err, "issue a join token for "+name)
@@ -204,10 +257,12 @@ func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.
 }
 
 func (p incusPorts) RevokeJoinToken(ctx context.Context, name string) error {
+	defer p.wrote()
 	return incusErr(p.c.RevokeJoinToken(ctx, name), "revoke the join token for "+name)
 }
 
 func (p incusPorts) RemoveMember(ctx context.Context, name string, force bool) error {
+	defer p.wrote()
 	return incusErr(p.c.DeleteMember(ctx, name, force), "remove member "+name)
 }
 

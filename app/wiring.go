@@ -57,7 +57,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			return nil, err
 		}
 		incusClient = client
-		incusSide = &incusPorts{client}
+		incusSide = newIncusPorts(client)
 		fleetIncus = incusSide
 		if cfg.Metrics != nil {
 			fleetIncus = incusAvailability{incusSide, cfg.Metrics}
@@ -80,7 +80,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		if err != nil {
 			return nil, err
 		}
-		maasSide = &maasPorts{client}
+		maasSide = newMAASPorts(client)
 		fenceMachines = fenceMAAS{client}
 		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}

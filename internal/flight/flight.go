@@ -56,15 +56,26 @@ func (c *Call[V]) Do(ctx context.Context, fn func(context.Context) (V, error)) (
 	}
 	c.mu.Lock()
 	cl.waiting--
-	if cl.waiting == 0 && c.cur == cl {
+	if cl.waiting == 0 {
 		// Nobody wants this answer any more: stop asking, and let the next caller start
 		// afresh rather than join a cancelled call.
-		c.cur = nil
+		if c.cur == cl {
+			c.cur = nil
+		}
 		cl.cancel()
 	}
 	c.mu.Unlock()
 	var zero V
 	return zero, context.Cause(ctx)
+}
+
+// Forget makes the next caller start a new call even while one is in flight (its callers
+// still get its answer). A writer calls it once its write is done, so that a read after
+// the write never shares a call that started before it.
+func (c *Call[V]) Forget() {
+	c.mu.Lock()
+	c.cur = nil
+	c.mu.Unlock()
 }
 
 func (c *Call[V]) run(cl *call[V], ctx context.Context, fn func(context.Context) (V, error)) {

@@ -206,3 +206,28 @@ func TestPanicReachesEveryCaller(t *testing.T) {
 	c.Do(context.Background(), func(context.Context) (int, error) { panic("bad") })
 	t.Fatal("Do returned after the shared call panicked")
 }
+
+func TestForgetStartsANewCallForLaterCallers(t *testing.T) {
+	var c Call[int]
+	var calls atomic.Int32
+	release := make(chan struct{})
+	before := make(chan int, 1)
+	go func() {
+		v, _ := c.Do(context.Background(), held(&calls, release, 1, nil))
+		before <- v
+	}()
+	waitWaiting(t, &c, 1)
+	c.Forget() // a write finished: later readers must not share the older call
+	fresh := make(chan struct{})
+	close(fresh)
+	if v, err := c.Do(context.Background(), held(&calls, fresh, 2, nil)); err != nil || v != 2 {
+		t.Fatalf("after Forget: %d, %v; want a new call's 2", v, err)
+	}
+	close(release)
+	if v := <-before; v != 1 {
+		t.Fatalf("the earlier caller got %d, want its own call's 1", v)
+	}
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("%d upstream calls, want 2", got)
+	}
+}
