@@ -14,6 +14,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/internal/flight"
 	"github.com/apelora/fabric/membership"
@@ -65,6 +66,7 @@ func (p incusPorts) pendingJoinTokens(ctx context.Context) ([]incus.PendingJoinT
 
 var (
 	_ membership.Source        = incusPorts{}
+	_ fleet.IncusMember        = incusPorts{}
 	_ admission.Incus          = incusPorts{}
 	_ admission.Members        = incusPorts{}
 	_ enrolment.Incus          = incusPorts{}
@@ -143,10 +145,15 @@ func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) 
 	// Listing operations asks every member; a hung one must not hide the members too
 	// (the call is bounded by the request timeout, like every other).
 	a := <-pendingDone
-	pending, err := a.tokens, a.err
+	p.addPending(s, a.tokens, a.err)
+	return s, nil
+}
+
+// addPending puts the pending join tokens in s, or says why they could not be listed.
+func (incusPorts) addPending(s *membership.Snapshot, pending []incus.PendingJoinToken, err error) {
 	if err != nil {
 		s.PendingProblem = apperr.PublicMessage(incusErr(err, "list the pending join tokens"))
-		return s, nil
+		return
 	}
 	now := time.Now()
 	for _, t := range pending {
@@ -156,6 +163,32 @@ func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) 
 		}
 		s.Pending = append(s.Pending, membership.PendingJoin{Name: t.ServerName, ExpiresAt: t.ExpiresAt})
 	}
+}
+
+// MemberSnapshot is one name's side of Incus for the fleet's one-machine read: that member
+// (GET /1.0/cluster/members/{name}, none when Incus knows no such member) and the pending
+// join tokens, asked at the same time.
+func (p incusPorts) MemberSnapshot(ctx context.Context, name string) (*membership.Snapshot, error) {
+	type answer struct {
+		tokens []incus.PendingJoinToken
+		err    error
+	}
+	pendingDone := make(chan answer, 1)
+	go func() {
+		t, err := p.pendingJoinTokens(ctx)
+		pendingDone <- answer{t, err}
+	}()
+	s := &membership.Snapshot{}
+	m, _, err := p.c.Member(ctx, name)
+	switch {
+	case incus.IsNotFound(err):
+	case err != nil:
+		return nil, incusErr(err, "read member "+name)
+	default:
+		s.Members = []membership.Member{toMember(m)}
+	}
+	a := <-pendingDone
+	p.addPending(s, a.tokens, a.err)
 	return s, nil
 }
 

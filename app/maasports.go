@@ -8,6 +8,7 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/internal/flight"
 	"github.com/apelora/fabric/machines"
@@ -49,6 +50,7 @@ var (
 	_ provisioning.ImageSource = maasPorts{}
 	_ machines.MAASLookup      = maasPorts{}
 	_ admission.HardwareTests  = maasPorts{}
+	_ fleet.MAASMachine        = maasPorts{}
 )
 
 func maasErr(err error, doing string) error {
@@ -108,6 +110,20 @@ func (p maasPorts) Machines(ctx context.Context) ([]provisioning.MAASMachine, er
 	ms, err := p.listMachines(ctx)
 	if err != nil {
 		return nil, maasErr(err, "list the MAAS machines")
+	}
+	out := make([]provisioning.MAASMachine, len(ms))
+	for i, m := range ms {
+		out[i] = toMAASMachine(m)
+	}
+	return out, nil
+}
+
+// MachinesNamed lists the machines MAAS calls hostname (GET machines/?hostname=…): the
+// fleet's one-machine read for a row with no MAAS system id.
+func (p maasPorts) MachinesNamed(ctx context.Context, hostname string) ([]provisioning.MAASMachine, error) {
+	ms, err := p.c.Machines(ctx, maas.MachineFilter{Hostnames: []string{hostname}})
+	if err != nil {
+		return nil, maasErr(err, "list the MAAS machines called "+hostname)
 	}
 	out := make([]provisioning.MAASMachine, len(ms))
 	for i, m := range ms {
