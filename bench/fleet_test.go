@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,13 +58,17 @@ func benchmarkFleetQuery(b *testing.B, machines int) {
 		b.Fatal(err)
 	}
 	token := producttest.CreateIdentity(b, db.Store, "bench", identity.ManageInfrastructure)
-	post := func(query string, vars map[string]any) map[string]any {
+	serve := func(query string, vars map[string]any) *httptest.ResponseRecorder {
 		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 		req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+token)
 		rec := httptest.NewRecorder()
 		product.Handler.ServeHTTP(rec, req)
+		return rec
+	}
+	post := func(query string, vars map[string]any) map[string]any {
+		rec := serve(query, vars)
 		var out map[string]any
 		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out["errors"] != nil {
 			b.Fatalf("%s: %v %s", query, err, rec.Body.String())
@@ -92,7 +97,10 @@ func benchmarkFleetQuery(b *testing.B, machines int) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		post(query, nil)
+		// Not decoded: the client's work is not the query's.
+		if rec := serve(query, nil); rec.Code != http.StatusOK || bytes.Contains(rec.Body.Bytes(), []byte(`"errors"`)) {
+			b.Fatalf("fleet: %d %.300s", rec.Code, rec.Body.String())
+		}
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
@@ -137,6 +145,19 @@ func benchmarkFleetQuery(b *testing.B, machines int) {
 		rows, perQuery, upstream["maas-list"], upstream["incus-members"], upstream["incus-pending"], name, allocs)
 }
 
+// countLists counts the simulator's log lines for a whole machine list: a GET of
+// machines/ with no op and no parameter (a filter would be one).
+func countLists(log io.Reader, lists *atomic.Int64) {
+	sc := bufio.NewScanner(log)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.Contains(l, "method=GET") && strings.Contains(l, "path=/MAAS/api/2.0/machines/ ") &&
+			strings.Contains(l, `op="" `) && strings.Contains(l, `params="" `) && strings.Contains(l, "status=200") {
+			lists.Add(1)
+		}
+	}
+}
+
 // seedRecords stores a record per machine as registerMachine would.
 func seedRecords(b *testing.B, dbURL string, specs []sim.MachineSpec) {
 	b.Helper()
@@ -162,6 +183,13 @@ func seedRecords(b *testing.B, dbURL string, specs []sim.MachineSpec) {
 // sim.GenerateMachines(n, 1) returns) and returns the configuration that reaches it.
 func startMAASSim(b *testing.B, n int) maas.Config {
 	b.Helper()
+	return startCountingMAASSim(b, n, nil)
+}
+
+// startCountingMAASSim is startMAASSim counting, when lists is not nil, the whole machine
+// lists the simulator answers (from its request log, -v).
+func startCountingMAASSim(b *testing.B, n int, lists *atomic.Int64) maas.Config {
+	b.Helper()
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "maas-sim")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/maas-sim").CombinedOutput(); err != nil {
@@ -173,6 +201,14 @@ func startMAASSim(b *testing.B, n int) maas.Config {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
+	}
+	if lists != nil {
+		cmd.Args = append(cmd.Args, "-v")
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		go countLists(stderr, lists)
 	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
