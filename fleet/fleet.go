@@ -70,7 +70,9 @@ type MAASMachines interface {
 
 // Service assembles the fleet view. Whatever the fleet's size, a view costs one read
 // each of the records, the hardware profiles and the admissions, two Incus calls
-// (members, pending tokens) and one MAAS call (the machine list).
+// (members, pending tokens) and one MAAS call (the machine list), all at the same time
+// (concurrent views share the upstream calls: app/, internal/flight). One machine
+// (Machine) costs one Incus member read, the pending tokens and one MAAS machine read.
 type Service struct {
 	Records    Records
 	Admissions Admissions
