@@ -69,6 +69,17 @@ func (c *Call[V]) Do(ctx context.Context, fn func(context.Context) (V, error)) (
 	return zero, context.Cause(ctx)
 }
 
+// Waiting is how many callers wait on the call in flight (0: none in flight), for tests
+// and diagnostics.
+func (c *Call[V]) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil {
+		return 0
+	}
+	return c.cur.waiting
+}
+
 // Forget makes the next caller start a new call even while one is in flight (its callers
 // still get its answer). A writer calls it once its write is done, so that a read after
 // the write never shares a call that started before it.

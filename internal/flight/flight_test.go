@@ -26,18 +26,9 @@ func held(calls *atomic.Int32, release <-chan struct{}, val int, err error) func
 func waitWaiting[V any](t *testing.T, c *Call[V], n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c.mu.Lock()
-		w := 0
-		if c.cur != nil {
-			w = c.cur.waiting
-		}
-		c.mu.Unlock()
-		if w == n {
-			return
-		}
+	for c.Waiting() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d callers waiting, want %d", w, n)
+			t.Fatalf("%d callers waiting, want %d", c.Waiting(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
