@@ -123,8 +123,9 @@ func toMember(m incus.Member) membership.Member {
 	}
 }
 
-func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
-	// Both lists at once: the snapshot costs the slower call, not the sum.
+// withPending reads the members (read) and the pending join tokens at the same time: a
+// snapshot costs the slower call, not the sum.
+func (p incusPorts) withPending(ctx context.Context, read func(s *membership.Snapshot) error) (*membership.Snapshot, error) {
 	type answer struct {
 		tokens []incus.PendingJoinToken
 		err    error
@@ -134,19 +135,29 @@ func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) 
 		t, err := p.pendingJoinTokens(ctx)
 		pendingDone <- answer{t, err}
 	}()
-	ms, err := p.members(ctx)
-	if err != nil {
-		return nil, incusErr(err, "list the cluster members")
-	}
-	s := &membership.Snapshot{Members: make([]membership.Member, 0, len(ms))}
-	for _, m := range ms {
-		s.Members = append(s.Members, toMember(m))
+	s := &membership.Snapshot{}
+	if err := read(s); err != nil {
+		return nil, err
 	}
 	// Listing operations asks every member; a hung one must not hide the members too
 	// (the call is bounded by the request timeout, like every other).
 	a := <-pendingDone
 	p.addPending(s, a.tokens, a.err)
 	return s, nil
+}
+
+func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
+	return p.withPending(ctx, func(s *membership.Snapshot) error {
+		ms, err := p.members(ctx)
+		if err != nil {
+			return incusErr(err, "list the cluster members")
+		}
+		s.Members = make([]membership.Member, 0, len(ms))
+		for _, m := range ms {
+			s.Members = append(s.Members, toMember(m))
+		}
+		return nil
+	})
 }
 
 // addPending puts the pending join tokens in s, or says why they could not be listed.
@@ -169,27 +180,17 @@ func (incusPorts) addPending(s *membership.Snapshot, pending []incus.PendingJoin
 // (GET /1.0/cluster/members/{name}, none when Incus knows no such member) and the pending
 // join tokens, asked at the same time.
 func (p incusPorts) MemberSnapshot(ctx context.Context, name string) (*membership.Snapshot, error) {
-	type answer struct {
-		tokens []incus.PendingJoinToken
-		err    error
-	}
-	pendingDone := make(chan answer, 1)
-	go func() {
-		t, err := p.pendingJoinTokens(ctx)
-		pendingDone <- answer{t, err}
-	}()
-	s := &membership.Snapshot{}
-	m, _, err := p.c.Member(ctx, name)
-	switch {
-	case incus.IsNotFound(err):
-	case err != nil:
-		return nil, incusErr(err, "read member "+name)
-	default:
+	return p.withPending(ctx, func(s *membership.Snapshot) error {
+		m, _, err := p.c.Member(ctx, name)
+		switch {
+		case incus.IsNotFound(err):
+			return nil
+		case err != nil:
+			return incusErr(err, "read member "+name)
+		}
 		s.Members = []membership.Member{toMember(m)}
-	}
-	a := <-pendingDone
-	p.addPending(s, a.tokens, a.err)
-	return s, nil
+		return nil
+	})
 }
 
 func (p incusPorts) Members(ctx context.Context) ([]membership.Member, error) {
