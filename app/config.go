@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -189,15 +190,24 @@ func (c Config) upstreamTimeout() time.Duration {
 func (c Config) incusClient(log *slog.Logger) incus.Config {
 	ic := c.Incus
 	ic.Timeout, ic.Logger = c.upstreamTimeout(), log
-	ic.WrapTransport = c.Metrics.Transport(metrics.Incus, incus.OperationName)
+	ic.WrapTransport = chain(c.Incus.WrapTransport, c.Metrics.Transport(metrics.Incus, incus.OperationName))
 	return ic
 }
 
 func (c Config) maasClient(log *slog.Logger) maas.Config {
 	mc := c.MAAS
 	mc.RequestTimeout, mc.Logger = c.upstreamTimeout(), log
-	mc.WrapTransport = c.Metrics.Transport(metrics.MAAS, maas.OperationName)
+	mc.WrapTransport = chain(c.MAAS.WrapTransport, c.Metrics.Transport(metrics.MAAS, maas.OperationName))
 	return mc
+}
+
+// chain keeps a transport wrapper the configuration already has (a test's recorder)
+// inside the metrics' one.
+func chain(inner, outer func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
+	if inner == nil {
+		return outer
+	}
+	return func(rt http.RoundTripper) http.RoundTripper { return outer(inner(rt)) }
 }
 
 func requestTimeout(get func(string, string) string) (time.Duration, error) {

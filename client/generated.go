@@ -399,17 +399,17 @@ var AllAdmissionVerdict = []AdmissionVerdict{
 
 // AdmitMemberAdmitMemberAdmitMemberPayload includes the requested fields of the GraphQL type AdmitMemberPayload.
 type AdmitMemberAdmitMemberAdmitMemberPayload struct {
-	Machine AdmitMemberAdmitMemberAdmitMemberPayloadMachine               `json:"machine"`
-	Report  AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport `json:"report"`
+	Machine *AdmitMemberAdmitMemberAdmitMemberPayloadMachine               `json:"machine"`
+	Report  *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport `json:"report"`
 }
 
 // GetMachine returns AdmitMemberAdmitMemberAdmitMemberPayload.Machine, and is useful for accessing the field via an interface.
-func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetMachine() AdmitMemberAdmitMemberAdmitMemberPayloadMachine {
+func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetMachine() *AdmitMemberAdmitMemberAdmitMemberPayloadMachine {
 	return v.Machine
 }
 
 // GetReport returns AdmitMemberAdmitMemberAdmitMemberPayload.Report, and is useful for accessing the field via an interface.
-func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetReport() AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport {
+func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetReport() *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport {
 	return v.Report
 }
 
@@ -746,10 +746,16 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) __premar
 
 type AdmitMemberInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns AdmitMemberInput.Name, and is useful for accessing the field via an interface.
 func (v *AdmitMemberInput) GetName() string { return v.Name }
+
+// GetDryRun returns AdmitMemberInput.DryRun, and is useful for accessing the field via an interface.
+func (v *AdmitMemberInput) GetDryRun() *bool { return v.DryRun }
 
 // AdmitMemberResponse is returned by AdmitMember on success.
 type AdmitMemberResponse struct {
@@ -766,30 +772,30 @@ func (v *AdmitMemberResponse) GetAdmitMember() AdmitMemberAdmitMemberAdmitMember
 
 // ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload includes the requested fields of the GraphQL type ApproveEnrolmentPayload.
 type ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload struct {
-	Machine ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine `json:"machine"`
+	Machine *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine `json:"machine"`
 	// The single-use join token. Shown only in this response; paste it into enrol-member.sh.
-	JoinToken string    `json:"joinToken"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	JoinToken *string    `json:"joinToken"`
+	ExpiresAt *time.Time `json:"expiresAt"`
 	// The member configuration the new server joins with.
 	MemberConfig []ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry `json:"memberConfig"`
 	// What to run on the new server (replace ADDRESS by its own address). It asks for the token on standard input.
-	Command string `json:"command"`
+	Command *string `json:"command"`
 	// Where the enrolment script is served.
-	ScriptUrl string `json:"scriptUrl"`
+	ScriptUrl *string `json:"scriptUrl"`
 }
 
 // GetMachine returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.Machine, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetMachine() ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine {
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetMachine() *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine {
 	return v.Machine
 }
 
 // GetJoinToken returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.JoinToken, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetJoinToken() string {
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetJoinToken() *string {
 	return v.JoinToken
 }
 
 // GetExpiresAt returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.ExpiresAt, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetExpiresAt() time.Time {
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetExpiresAt() *time.Time {
 	return v.ExpiresAt
 }
 
@@ -799,12 +805,12 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetMemberConfi
 }
 
 // GetCommand returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.Command, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetCommand() string {
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetCommand() *string {
 	return v.Command
 }
 
 // GetScriptUrl returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.ScriptUrl, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetScriptUrl() string {
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetScriptUrl() *string {
 	return v.ScriptUrl
 }
 
@@ -943,6 +949,9 @@ type ApproveEnrolmentInput struct {
 	// `extensions.field` memberConfig and `extensions.details.index`, the entry's position in
 	// this list (from 0).
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns ApproveEnrolmentInput.Name, and is useful for accessing the field via an interface.
@@ -950,6 +959,9 @@ func (v *ApproveEnrolmentInput) GetName() string { return v.Name }
 
 // GetMemberConfig returns ApproveEnrolmentInput.MemberConfig, and is useful for accessing the field via an interface.
 func (v *ApproveEnrolmentInput) GetMemberConfig() []MemberConfigInput { return v.MemberConfig }
+
+// GetDryRun returns ApproveEnrolmentInput.DryRun, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentInput) GetDryRun() *bool { return v.DryRun }
 
 // ApproveEnrolmentResponse is returned by ApproveEnrolment on success.
 type ApproveEnrolmentResponse struct {
@@ -966,13 +978,13 @@ func (v *ApproveEnrolmentResponse) GetApproveEnrolment() ApproveEnrolmentApprove
 
 // AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload includes the requested fields of the GraphQL type AssignHardwareProfilePayload.
 type AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload struct {
-	Machine AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine `json:"machine"`
+	Machine *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine `json:"machine"`
 	// The profile the machine had before; null for none.
 	PreviousProfile *string `json:"previousProfile"`
 }
 
 // GetMachine returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload.Machine, and is useful for accessing the field via an interface.
-func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload) GetMachine() AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine {
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload) GetMachine() *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine {
 	return v.Machine
 }
 
@@ -1159,6 +1171,9 @@ type AssignHardwareProfileInput struct {
 	Machine string `json:"machine"`
 	// The hardware profile's name.
 	Profile string `json:"profile"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetMachine returns AssignHardwareProfileInput.Machine, and is useful for accessing the field via an interface.
@@ -1166,6 +1181,9 @@ func (v *AssignHardwareProfileInput) GetMachine() string { return v.Machine }
 
 // GetProfile returns AssignHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
 func (v *AssignHardwareProfileInput) GetProfile() string { return v.Profile }
+
+// GetDryRun returns AssignHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
 
 // AssignHardwareProfileResponse is returned by AssignHardwareProfile on success.
 type AssignHardwareProfileResponse struct {
@@ -1585,12 +1603,15 @@ const (
 	AuditOutcomeFailed AuditOutcome = "FAILED"
 	// Not allowed (authentication or permission); nothing was tried.
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
+	// A dry run (dryRun: true): nothing was changed; details.plan holds the plan.
+	AuditOutcomePlanned AuditOutcome = "PLANNED"
 )
 
 var AllAuditOutcome = []AuditOutcome{
 	AuditOutcomeSucceeded,
 	AuditOutcomeFailed,
 	AuditOutcomeRefused,
+	AuditOutcomePlanned,
 }
 
 type CheckResult string
@@ -1615,13 +1636,13 @@ var AllCheckResult = []CheckResult{
 
 // ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload includes the requested fields of the GraphQL type ClearHardwareProfilePayload.
 type ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload struct {
-	Machine ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine `json:"machine"`
+	Machine *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine `json:"machine"`
 	// The profile the machine had; null when it had none.
 	PreviousProfile *string `json:"previousProfile"`
 }
 
 // GetMachine returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload.Machine, and is useful for accessing the field via an interface.
-func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload) GetMachine() ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine {
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload) GetMachine() *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine {
 	return v.Machine
 }
 
@@ -1653,10 +1674,16 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMach
 
 type ClearHardwareProfileInput struct {
 	Machine string `json:"machine"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetMachine returns ClearHardwareProfileInput.Machine, and is useful for accessing the field via an interface.
 func (v *ClearHardwareProfileInput) GetMachine() string { return v.Machine }
+
+// GetDryRun returns ClearHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
 
 // ClearHardwareProfileResponse is returned by ClearHardwareProfile on success.
 type ClearHardwareProfileResponse struct {
@@ -1801,11 +1828,11 @@ var AllClusterWarningCode = []ClusterWarningCode{
 
 // CommissionMachineCommissionMachineMaasMachinePayload includes the requested fields of the GraphQL type MaasMachinePayload.
 type CommissionMachineCommissionMachineMaasMachinePayload struct {
-	Maas CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine `json:"maas"`
+	Maas *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine `json:"maas"`
 }
 
 // GetMaas returns CommissionMachineCommissionMachineMaasMachinePayload.Maas, and is useful for accessing the field via an interface.
-func (v *CommissionMachineCommissionMachineMaasMachinePayload) GetMaas() CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine {
+func (v *CommissionMachineCommissionMachineMaasMachinePayload) GetMaas() *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine {
 	return v.Maas
 }
 
@@ -1998,6 +2025,9 @@ type CommissionMachineInput struct {
 	SystemId string `json:"systemId"`
 	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
 	Tests []string `json:"tests"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetSystemId returns CommissionMachineInput.SystemId, and is useful for accessing the field via an interface.
@@ -2005,6 +2035,9 @@ func (v *CommissionMachineInput) GetSystemId() string { return v.SystemId }
 
 // GetTests returns CommissionMachineInput.Tests, and is useful for accessing the field via an interface.
 func (v *CommissionMachineInput) GetTests() []string { return v.Tests }
+
+// GetDryRun returns CommissionMachineInput.DryRun, and is useful for accessing the field via an interface.
+func (v *CommissionMachineInput) GetDryRun() *bool { return v.DryRun }
 
 // CommissionMachineResponse is returned by CommissionMachine on success.
 type CommissionMachineResponse struct {
@@ -2020,18 +2053,18 @@ func (v *CommissionMachineResponse) GetCommissionMachine() CommissionMachineComm
 
 // CreateIdentityCreateIdentityCreateIdentityPayload includes the requested fields of the GraphQL type CreateIdentityPayload.
 type CreateIdentityCreateIdentityCreateIdentityPayload struct {
-	Identity CreateIdentityCreateIdentityCreateIdentityPayloadIdentity `json:"identity"`
+	Identity *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity `json:"identity"`
 	// The bearer token (`Authorization: Bearer …`), shown only in this answer.
-	Token string `json:"token"`
+	Token *string `json:"token"`
 }
 
 // GetIdentity returns CreateIdentityCreateIdentityCreateIdentityPayload.Identity, and is useful for accessing the field via an interface.
-func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetIdentity() CreateIdentityCreateIdentityCreateIdentityPayloadIdentity {
+func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetIdentity() *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity {
 	return v.Identity
 }
 
 // GetToken returns CreateIdentityCreateIdentityCreateIdentityPayload.Token, and is useful for accessing the field via an interface.
-func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetToken() string { return v.Token }
+func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetToken() *string { return v.Token }
 
 // CreateIdentityCreateIdentityCreateIdentityPayloadIdentity includes the requested fields of the GraphQL type Identity.
 // The GraphQL type's documentation follows.
@@ -2156,6 +2189,9 @@ type CreateIdentityInput struct {
 	ExpiresAt *time.Time `json:"expiresAt"`
 	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
 	ExpiresIn *string `json:"expiresIn"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns CreateIdentityInput.Name, and is useful for accessing the field via an interface.
@@ -2169,6 +2205,9 @@ func (v *CreateIdentityInput) GetExpiresAt() *time.Time { return v.ExpiresAt }
 
 // GetExpiresIn returns CreateIdentityInput.ExpiresIn, and is useful for accessing the field via an interface.
 func (v *CreateIdentityInput) GetExpiresIn() *string { return v.ExpiresIn }
+
+// GetDryRun returns CreateIdentityInput.DryRun, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetDryRun() *bool { return v.DryRun }
 
 // CreateIdentityResponse is returned by CreateIdentity on success.
 type CreateIdentityResponse struct {
@@ -4086,6 +4125,9 @@ type InstallOperatingSystemInput struct {
 	Series string `json:"series"`
 	// Member config for the join, as in approveEnrolment.
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns InstallOperatingSystemInput.Name, and is useful for accessing the field via an interface.
@@ -4097,19 +4139,22 @@ func (v *InstallOperatingSystemInput) GetSeries() string { return v.Series }
 // GetMemberConfig returns InstallOperatingSystemInput.MemberConfig, and is useful for accessing the field via an interface.
 func (v *InstallOperatingSystemInput) GetMemberConfig() []MemberConfigInput { return v.MemberConfig }
 
+// GetDryRun returns InstallOperatingSystemInput.DryRun, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInput) GetDryRun() *bool { return v.DryRun }
+
 // InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload includes the requested fields of the GraphQL type InstallOperatingSystemPayload.
 type InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload struct {
-	Machine InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine         `json:"machine"`
-	Maas    InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine `json:"maas"`
+	Machine *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine         `json:"machine"`
+	Maas    *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine `json:"maas"`
 }
 
 // GetMachine returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload.Machine, and is useful for accessing the field via an interface.
-func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetMachine() InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine {
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetMachine() *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine {
 	return v.Machine
 }
 
 // GetMaas returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload.Maas, and is useful for accessing the field via an interface.
-func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetMaas() InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine {
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetMaas() *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine {
 	return v.Maas
 }
 
@@ -5275,6 +5320,9 @@ type RegisterMachineInput struct {
 	Description *string `json:"description"`
 	// Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS.
 	MaasSystemId *string `json:"maasSystemId"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns RegisterMachineInput.Name, and is useful for accessing the field via an interface.
@@ -5289,13 +5337,16 @@ func (v *RegisterMachineInput) GetDescription() *string { return v.Description }
 // GetMaasSystemId returns RegisterMachineInput.MaasSystemId, and is useful for accessing the field via an interface.
 func (v *RegisterMachineInput) GetMaasSystemId() *string { return v.MaasSystemId }
 
+// GetDryRun returns RegisterMachineInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RegisterMachineInput) GetDryRun() *bool { return v.DryRun }
+
 // RegisterMachineRegisterMachineRegisterMachinePayload includes the requested fields of the GraphQL type RegisterMachinePayload.
 type RegisterMachineRegisterMachineRegisterMachinePayload struct {
-	Machine RegisterMachineRegisterMachineRegisterMachinePayloadMachine `json:"machine"`
+	Machine *RegisterMachineRegisterMachineRegisterMachinePayloadMachine `json:"machine"`
 }
 
 // GetMachine returns RegisterMachineRegisterMachineRegisterMachinePayload.Machine, and is useful for accessing the field via an interface.
-func (v *RegisterMachineRegisterMachineRegisterMachinePayload) GetMachine() RegisterMachineRegisterMachineRegisterMachinePayloadMachine {
+func (v *RegisterMachineRegisterMachineRegisterMachinePayload) GetMachine() *RegisterMachineRegisterMachineRegisterMachinePayloadMachine {
 	return v.Machine
 }
 
@@ -5413,6 +5464,9 @@ type ReleaseMachineInput struct {
 	// Erase the disks (needs hardware.delete). Off unless asked.
 	Erase   *bool   `json:"erase"`
 	Comment *string `json:"comment"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetSystemId returns ReleaseMachineInput.SystemId, and is useful for accessing the field via an interface.
@@ -5424,19 +5478,22 @@ func (v *ReleaseMachineInput) GetErase() *bool { return v.Erase }
 // GetComment returns ReleaseMachineInput.Comment, and is useful for accessing the field via an interface.
 func (v *ReleaseMachineInput) GetComment() *string { return v.Comment }
 
+// GetDryRun returns ReleaseMachineInput.DryRun, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineInput) GetDryRun() *bool { return v.DryRun }
+
 // ReleaseMachineReleaseMachineReleaseMachinePayload includes the requested fields of the GraphQL type ReleaseMachinePayload.
 type ReleaseMachineReleaseMachineReleaseMachinePayload struct {
-	Maas  ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine   `json:"maas"`
-	Erase ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview `json:"erase"`
+	Maas  *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine   `json:"maas"`
+	Erase *ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview `json:"erase"`
 }
 
 // GetMaas returns ReleaseMachineReleaseMachineReleaseMachinePayload.Maas, and is useful for accessing the field via an interface.
-func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetMaas() ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine {
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetMaas() *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine {
 	return v.Maas
 }
 
 // GetErase returns ReleaseMachineReleaseMachineReleaseMachinePayload.Erase, and is useful for accessing the field via an interface.
-func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetErase() ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview {
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetErase() *ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview {
 	return v.Erase
 }
 
@@ -5690,7 +5747,9 @@ func (v *ReleasePreviewReleasePreviewErasePreview) GetMessage() string { return 
 
 // ReleasePreviewResponse is returned by ReleasePreview on success.
 type ReleasePreviewResponse struct {
-	// What releasing a MAAS machine would do to its disks, before asking for it.
+	// What releasing would do to the disks, for no machine and no caller. Ask releaseMachine
+	// with dryRun: true instead: its plan is for that machine and caller (a missing
+	// hardware.delete permission, a machine that is a member, the erase setting).
 	ReleasePreview ReleasePreviewReleasePreviewErasePreview `json:"releasePreview"`
 }
 
@@ -5702,11 +5761,11 @@ func (v *ReleasePreviewResponse) GetReleasePreview() ReleasePreviewReleasePrevie
 // RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload includes the requested fields of the GraphQL type RemoveFenceMappingPayload.
 type RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload struct {
 	// The mapping that was removed.
-	Removed RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping `json:"removed"`
+	Removed *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping `json:"removed"`
 }
 
 // GetRemoved returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload.Removed, and is useful for accessing the field via an interface.
-func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetRemoved() RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping {
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetRemoved() *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping {
 	return v.Removed
 }
 
@@ -5749,19 +5808,25 @@ func (v *RemoveFenceMappingResponse) GetRemoveFenceMapping() RemoveFenceMappingR
 
 type RemoveHardwareProfileInput struct {
 	Profile string `json:"profile"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetProfile returns RemoveHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
 func (v *RemoveHardwareProfileInput) GetProfile() string { return v.Profile }
 
+// GetDryRun returns RemoveHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
+
 // RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload includes the requested fields of the GraphQL type RemoveHardwareProfilePayload.
 type RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload struct {
 	// The profile that was removed.
-	Removed RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile `json:"removed"`
+	Removed *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile `json:"removed"`
 }
 
 // GetRemoved returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload.Removed, and is useful for accessing the field via an interface.
-func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload) GetRemoved() RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile {
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload) GetRemoved() *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile {
 	return v.Removed
 }
 
@@ -5925,6 +5990,9 @@ func (v *RemoveHardwareProfileResponse) GetRemoveHardwareProfile() RemoveHardwar
 type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns RemoveMemberInput.Name, and is useful for accessing the field via an interface.
@@ -5932,6 +6000,9 @@ func (v *RemoveMemberInput) GetName() string { return v.Name }
 
 // GetForce returns RemoveMemberInput.Force, and is useful for accessing the field via an interface.
 func (v *RemoveMemberInput) GetForce() *bool { return v.Force }
+
+// GetDryRun returns RemoveMemberInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RemoveMemberInput) GetDryRun() *bool { return v.DryRun }
 
 // RemoveMemberRemoveMemberRemoveMemberPayload includes the requested fields of the GraphQL type RemoveMemberPayload.
 type RemoveMemberRemoveMemberRemoveMemberPayload struct {
@@ -6057,10 +6128,16 @@ func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveM
 
 type RevokeIdentityInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns RevokeIdentityInput.Name, and is useful for accessing the field via an interface.
 func (v *RevokeIdentityInput) GetName() string { return v.Name }
+
+// GetDryRun returns RevokeIdentityInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityInput) GetDryRun() *bool { return v.DryRun }
 
 // RevokeIdentityResponse is returned by RevokeIdentity on success.
 type RevokeIdentityResponse struct {
@@ -6078,11 +6155,11 @@ func (v *RevokeIdentityResponse) GetRevokeIdentity() RevokeIdentityRevokeIdentit
 
 // RevokeIdentityRevokeIdentityRevokeIdentityPayload includes the requested fields of the GraphQL type RevokeIdentityPayload.
 type RevokeIdentityRevokeIdentityRevokeIdentityPayload struct {
-	Identity RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity `json:"identity"`
+	Identity *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity `json:"identity"`
 }
 
 // GetIdentity returns RevokeIdentityRevokeIdentityRevokeIdentityPayload.Identity, and is useful for accessing the field via an interface.
-func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayload) GetIdentity() RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity {
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayload) GetIdentity() *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity {
 	return v.Identity
 }
 
@@ -6203,10 +6280,16 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) __premarshal
 
 type RevokeJoinTokenInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns RevokeJoinTokenInput.Name, and is useful for accessing the field via an interface.
 func (v *RevokeJoinTokenInput) GetName() string { return v.Name }
+
+// GetDryRun returns RevokeJoinTokenInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenInput) GetDryRun() *bool { return v.DryRun }
 
 // RevokeJoinTokenResponse is returned by RevokeJoinToken on success.
 type RevokeJoinTokenResponse struct {
@@ -6333,6 +6416,9 @@ type RunHardwareTestsInput struct {
 	Hostname string `json:"hostname"`
 	// Testing scripts or tags (at most 16); null: MAAS's defaults.
 	Tests []string `json:"tests"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetSystemId returns RunHardwareTestsInput.SystemId, and is useful for accessing the field via an interface.
@@ -6343,6 +6429,9 @@ func (v *RunHardwareTestsInput) GetHostname() string { return v.Hostname }
 
 // GetTests returns RunHardwareTestsInput.Tests, and is useful for accessing the field via an interface.
 func (v *RunHardwareTestsInput) GetTests() []string { return v.Tests }
+
+// GetDryRun returns RunHardwareTestsInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsInput) GetDryRun() *bool { return v.DryRun }
 
 // RunHardwareTestsResponse is returned by RunHardwareTests on success.
 type RunHardwareTestsResponse struct {
@@ -6358,11 +6447,11 @@ func (v *RunHardwareTestsResponse) GetRunHardwareTests() RunHardwareTestsRunHard
 
 // RunHardwareTestsRunHardwareTestsMaasMachinePayload includes the requested fields of the GraphQL type MaasMachinePayload.
 type RunHardwareTestsRunHardwareTestsMaasMachinePayload struct {
-	Maas RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine `json:"maas"`
+	Maas *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine `json:"maas"`
 }
 
 // GetMaas returns RunHardwareTestsRunHardwareTestsMaasMachinePayload.Maas, and is useful for accessing the field via an interface.
-func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayload) GetMaas() RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine {
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayload) GetMaas() *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine {
 	return v.Maas
 }
 
@@ -6558,6 +6647,9 @@ type SetFenceMappingInput struct {
 	MaasSystemId string `json:"maasSystemId"`
 	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
 	HardwareUuid string `json:"hardwareUuid"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetMember returns SetFenceMappingInput.Member, and is useful for accessing the field via an interface.
@@ -6568,6 +6660,9 @@ func (v *SetFenceMappingInput) GetMaasSystemId() string { return v.MaasSystemId 
 
 // GetHardwareUuid returns SetFenceMappingInput.HardwareUuid, and is useful for accessing the field via an interface.
 func (v *SetFenceMappingInput) GetHardwareUuid() string { return v.HardwareUuid }
+
+// GetDryRun returns SetFenceMappingInput.DryRun, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingInput) GetDryRun() *bool { return v.DryRun }
 
 // SetFenceMappingResponse is returned by SetFenceMapping on success.
 type SetFenceMappingResponse struct {
@@ -6586,17 +6681,17 @@ func (v *SetFenceMappingResponse) GetSetFenceMapping() SetFenceMappingSetFenceMa
 
 // SetFenceMappingSetFenceMappingSetFenceMappingPayload includes the requested fields of the GraphQL type SetFenceMappingPayload.
 type SetFenceMappingSetFenceMappingSetFenceMappingPayload struct {
-	Mapping SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping `json:"mapping"`
+	Mapping *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping `json:"mapping"`
 	// The mapping this one replaced, if any.
 	Previous *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping `json:"previous"`
 	// True when MAAS was asked and reported this hardware UUID for the system id.
-	VerifiedWithMaas bool `json:"verifiedWithMaas"`
+	VerifiedWithMaas *bool `json:"verifiedWithMaas"`
 	// What was checked, and what was not.
-	Notice string `json:"notice"`
+	Notice *string `json:"notice"`
 }
 
 // GetMapping returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.Mapping, and is useful for accessing the field via an interface.
-func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetMapping() SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping {
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetMapping() *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping {
 	return v.Mapping
 }
 
@@ -6606,12 +6701,12 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetPrevious() *Se
 }
 
 // GetVerifiedWithMaas returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.VerifiedWithMaas, and is useful for accessing the field via an interface.
-func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetVerifiedWithMaas() bool {
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetVerifiedWithMaas() *bool {
 	return v.VerifiedWithMaas
 }
 
 // GetNotice returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.Notice, and is useful for accessing the field via an interface.
-func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetNotice() string { return v.Notice }
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetNotice() *string { return v.Notice }
 
 // SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping includes the requested fields of the GraphQL type FenceMapping.
 // The GraphQL type's documentation follows.
@@ -6772,6 +6867,9 @@ type SetHardwareProfileInput struct {
 	MinNics *int `json:"minNics"`
 	// 0–1600000; needs minNics.
 	MinNicSpeedMbps *int `json:"minNicSpeedMbps"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetProfile returns SetHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
@@ -6801,6 +6899,9 @@ func (v *SetHardwareProfileInput) GetMinNics() *int { return v.MinNics }
 // GetMinNicSpeedMbps returns SetHardwareProfileInput.MinNicSpeedMbps, and is useful for accessing the field via an interface.
 func (v *SetHardwareProfileInput) GetMinNicSpeedMbps() *int { return v.MinNicSpeedMbps }
 
+// GetDryRun returns SetHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
+
 // SetHardwareProfileResponse is returned by SetHardwareProfile on success.
 type SetHardwareProfileResponse struct {
 	// Declare a hardware profile, or replace the one of the same name: what a class of machine
@@ -6817,13 +6918,13 @@ func (v *SetHardwareProfileResponse) GetSetHardwareProfile() SetHardwareProfileS
 
 // SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload includes the requested fields of the GraphQL type SetHardwareProfilePayload.
 type SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload struct {
-	Profile SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile `json:"profile"`
+	Profile *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile `json:"profile"`
 	// The profile this one replaced, if any.
 	Previous *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile `json:"previous"`
 }
 
 // GetProfile returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload.Profile, and is useful for accessing the field via an interface.
-func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetProfile() SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile {
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetProfile() *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile {
 	return v.Profile
 }
 
@@ -7142,10 +7243,16 @@ func (v *SourceFields) GetMessage() string { return v.Message }
 
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns UnregisterMachineInput.Name, and is useful for accessing the field via an interface.
 func (v *UnregisterMachineInput) GetName() string { return v.Name }
+
+// GetDryRun returns UnregisterMachineInput.DryRun, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineInput) GetDryRun() *bool { return v.DryRun }
 
 // UnregisterMachineResponse is returned by UnregisterMachine on success.
 type UnregisterMachineResponse struct {
@@ -7162,11 +7269,11 @@ func (v *UnregisterMachineResponse) GetUnregisterMachine() UnregisterMachineUnre
 // UnregisterMachineUnregisterMachineUnregisterMachinePayload includes the requested fields of the GraphQL type UnregisterMachinePayload.
 type UnregisterMachineUnregisterMachineUnregisterMachinePayload struct {
 	// The name of the machine record that was removed.
-	Name string `json:"name"`
+	Name *string `json:"name"`
 }
 
 // GetName returns UnregisterMachineUnregisterMachineUnregisterMachinePayload.Name, and is useful for accessing the field via an interface.
-func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayload) GetName() string { return v.Name }
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayload) GetName() *string { return v.Name }
 
 // ViewerResponse is returned by Viewer on success.
 type ViewerResponse struct {

@@ -85,7 +85,7 @@ func (c *cli) createIdentity(ctx context.Context, args []string) error {
 	if p.Identity.ExpiresAt != nil {
 		fmt.Fprintf(c.out, ", expiring %s", when(p.Identity.ExpiresAt))
 	}
-	fmt.Fprintf(c.out, "\nits bearer token, shown only now (Apelora keeps only a hash):\n%s\n", p.Token)
+	fmt.Fprintf(c.out, "\nits bearer token, shown only now (Apelora keeps only a hash):\n%s\n", str(p.Token))
 	return nil
 }
 

@@ -152,7 +152,7 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "unregistered %s\n", r.UnregisterMachine.Name)
+		fmt.Fprintf(out, "unregistered %s\n", str(r.UnregisterMachine.Name))
 		return nil
 	case "approve":
 		return c.approve(ctx, rest)
@@ -440,8 +440,8 @@ func (c *cli) approve(ctx context.Context, args []string) error {
 		return c.print(a, nil)
 	}
 	fmt.Fprintf(c.out, "approved the enrolment of %s; the join token expires %s\n\n", name, a.ExpiresAt.Local().Format(time.DateTime))
-	fmt.Fprintf(c.out, "join token (shown only now; Apelora does not keep it):\n%s\n\n", a.JoinToken)
-	fmt.Fprintf(c.out, "on the new server, run (replace ADDRESS by its own address) and paste the token when asked:\n%s\n", a.Command)
+	fmt.Fprintf(c.out, "join token (shown only now; Apelora does not keep it):\n%s\n\n", str(a.JoinToken))
+	fmt.Fprintf(c.out, "on the new server, run (replace ADDRESS by its own address) and paste the token when asked:\n%s\n", str(a.Command))
 	return nil
 }
 
