@@ -2797,7 +2797,7 @@ var sources = []*ast.Source{
   """
   The audit trail, newest first. ` + "`" + `first` + "`" + ` is 1–500 (default 50); ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + `
   from an earlier page; ` + "`" + `machine` + "`" + ` keeps only the events about that machine, ` + "`" + `actor` + "`" + ` those
-  of that identity, ` + "`" + `outcome` + "`" + ` those with that outcome.
+  of that identity, ` + "`" + `outcome` + "`" + ` those with that outcome (PLANNED: the dry runs).
   """
   auditEvents(first: Int = 50, after: String, machine: String, actor: String, outcome: AuditOutcome): AuditEventConnection!
 }
@@ -4110,7 +4110,10 @@ type Plan {
   steps: [PlanStep!]!
   "Why it would be refused, each with its documented error code."
   refusals: [PlanFinding!]!
-  "What would qualify it without stopping it (for example MAAS erasing the disks anyway)."
+  """
+  What would qualify it without stopping it: a WARN admission check, what releasing does
+  to the disks (MAAS erasing them anyway, or not at all).
+  """
   warnings: [PlanFinding!]!
 }
 

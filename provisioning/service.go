@@ -331,9 +331,8 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 		return nil, ErasePreview{}, err
 	}
 	if r := plan.From(ctx); r != nil {
-		if eff := preview.Effective(); eff == nil || *eff {
-			r.Warn("", "%s", preview.Message)
-		}
+		// What happens to the disks, erased or not, is what a release plan is read for.
+		r.Warn("", "%s", preview.Message)
 	}
 	var out MAASMachine
 	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {

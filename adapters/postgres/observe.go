@@ -61,7 +61,7 @@ type traced struct {
 
 func (t *tracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	if r, ok := t.planned.Load(conn); ok {
-		planWrite(ctx, r.(*plan.Recorder), data.SQL)
+		ctx = context.WithValue(ctx, plannedKey{}, plannedStatement{r.(*plan.Recorder), data.SQL})
 	}
 	if t.obs.Load() == nil {
 		return ctx
@@ -69,7 +69,18 @@ func (t *tracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.T
 	return context.WithValue(ctx, traceKey{}, traced{name: StatementName(data.SQL), start: time.Now()})
 }
 
+type plannedKey struct{}
+
+type plannedStatement struct {
+	r   *plan.Recorder
+	sql string
+}
+
 func (t *tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	// A write that failed (a unique key taken) is no step: the refusal it causes is.
+	if p, ok := ctx.Value(plannedKey{}).(plannedStatement); ok && data.Err == nil {
+		planWrite(ctx, p.r, p.sql)
+	}
 	o := t.obs.Load()
 	q, ok := ctx.Value(traceKey{}).(traced)
 	if o == nil || !ok {

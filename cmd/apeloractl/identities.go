@@ -73,9 +73,10 @@ func (c *cli) createIdentity(ctx context.Context, args []string) error {
 			in.ExpiresIn = &dur
 		}
 	}
+	in.DryRun = c.dry()
 	r, err := client.CreateIdentity(ctx, c.gql, in)
-	if err != nil {
-		return err
+	if err != nil || c.dryRun {
+		return c.planOr(err, r.GetCreateIdentity().Plan)
 	}
 	p := r.CreateIdentity
 	if c.json {
@@ -93,9 +94,9 @@ func (c *cli) revokeIdentity(ctx context.Context, args []string) error {
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
 		return errors.New("usage: apeloractl revoke-identity NAME")
 	}
-	r, err := client.RevokeIdentity(ctx, c.gql, client.RevokeIdentityInput{Name: args[0]})
-	if err != nil {
-		return err
+	r, err := client.RevokeIdentity(ctx, c.gql, client.RevokeIdentityInput{Name: args[0], DryRun: c.dry()})
+	if err != nil || c.dryRun {
+		return c.planOr(err, r.GetRevokeIdentity().Plan)
 	}
 	if c.json {
 		return c.print(map[string]any{"identity": r.RevokeIdentity.Identity.IdentityFields}, nil)

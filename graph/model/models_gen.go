@@ -587,7 +587,8 @@ type Plan struct {
 	Steps []*PlanStep `json:"steps"`
 	// Why it would be refused, each with its documented error code.
 	Refusals []*PlanFinding `json:"refusals"`
-	// What would qualify it without stopping it (for example MAAS erasing the disks anyway).
+	// What would qualify it without stopping it: a WARN admission check, what releasing does
+	// to the disks (MAAS erasing them anyway, or not at all).
 	Warnings []*PlanFinding `json:"warnings"`
 }
 
