@@ -88,7 +88,8 @@ function AssignDialog({ machine, current, onClose, onDone }: { machine: string; 
           </Field>
         )
       }
-      run={() => assign({ input: { machine, profile: pick } })}
+      planKey={JSON.stringify({ machine, profile: pick })}
+      run={(dryRun) => assign({ input: { machine, profile: pick, dryRun } })}
       onDone={() => {
         onClose();
         onDone();
@@ -111,7 +112,8 @@ function ClearDialog({ machine, current, onClose, onDone }: { machine: string; c
           admission check on. The profile itself stays.
         </p>
       }
-      run={() => clear({ input: { machine } })}
+      planKey={JSON.stringify({ machine })}
+      run={(dryRun) => clear({ input: { machine, dryRun } })}
       onDone={() => {
         onClose();
         onDone();

@@ -46,17 +46,18 @@ export function RegisterDialog({ target, onClose }: { target: RegisterTarget; on
           </Field>
         </>
       )}
-      run={() =>
+      planKey={JSON.stringify([name, description])}
+      run={(dryRun) =>
         register({
           input:
             target.kind === 'maas'
-              ? { name, provisioner: 'MAAS', maasSystemId: target.systemId, description }
-              : { name, provisioner: 'MANUAL', description },
+              ? { name, provisioner: 'MAAS', maasSystemId: target.systemId, description, dryRun }
+              : { name, provisioner: 'MANUAL', description, dryRun },
         })
       }
       onDone={(d) => {
         onClose();
-        navigate(machinePath(d.registerMachine.machine.name));
+        navigate(machinePath(d.registerMachine.machine?.name ?? name));
       }}
       onClose={onClose}
     />
