@@ -187,7 +187,26 @@ func (x *planned) samePlan(t *testing.T, mutation, inputType string, in map[stri
 	if plan["refused"] != false {
 		t.Fatalf("%s plan refused: %v", mutation, plan)
 	}
+	before := x.tables(t)
 	gotIncus, gotMAAS := x.real(t, mutation, inputType, in)
+	// The tables the plan's DATABASE steps name are the ones the real call changed.
+	var planned, changed []string
+	for _, c := range calls(plan, "DATABASE") {
+		if _, table, _ := strings.Cut(c, " "); !slices.Contains(planned, table) {
+			planned = append(planned, table)
+		}
+	}
+	after := x.tables(t)
+	for table, rows := range after {
+		if before[table] != rows {
+			changed = append(changed, table)
+		}
+	}
+	slices.Sort(planned)
+	slices.Sort(changed)
+	if !slices.Equal(planned, changed) {
+		t.Fatalf("%s: plan's database steps %q, the real call changed %q", mutation, calls(plan, "DATABASE"), changed)
+	}
 	if want := calls(plan, "INCUS"); !slices.Equal(want, gotIncus) {
 		t.Fatalf("%s: plan's Incus calls %q, the real call made %q", mutation, want, gotIncus)
 	}
@@ -218,6 +237,16 @@ func (x *planned) samePlan(t *testing.T, mutation, inputType string, in map[stri
 		}
 	}
 	return plan
+}
+
+// tables holds the rows of each table a mutation changes, to tell which ones a call did.
+func (x *planned) tables(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, table := range append(slices.Clone(producttest.ChangeTables), "fence_mappings") {
+		out[table] = fmt.Sprint(x.e.Scalar(`SELECT coalesce(string_agg((to_jsonb(t) - 'last_used_at')::text, E'\n' ORDER BY 1), '') FROM ` + table + ` t`))
+	}
+	return out
 }
 
 func cloneWithout(v url.Values, k string) url.Values {
@@ -278,6 +307,11 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 	}
 	x.lab.AddMember(host)
 
+	// A planned admission leaves the member held: PLANNED is no step of the lifecycle.
+	x.dryRun(t, x.admin, "admitMember", "AdmitMemberInput", map[string]any{"name": "node-4"}, "")
+	if m := x.machine(t, "node-4"); m["phase"] != "HELD" {
+		t.Fatalf("after a planned admission: %v", m)
+	}
 	plan = x.samePlan(t, "admitMember", "AdmitMemberInput", map[string]any{"name": "node-4"})
 	put := steps(plan, "INCUS")
 	if len(put) != 1 || !strings.Contains(fmt.Sprint(put[0]["changes"]), "before:manual field:config.scheduler.instance") {
