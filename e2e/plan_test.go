@@ -307,10 +307,21 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 	}
 	x.lab.AddMember(host)
 
-	// A planned admission leaves the member held: PLANNED is no step of the lifecycle.
+	// A planned admission leaves the member held (PLANNED is no step of the lifecycle),
+	// and its checks are pushed to nobody: the first run a watcher sees is a real one.
+	events, _ := watchAdmission(t.Context(), t, x.e.Base, x.admin, "node-4")
 	x.dryRun(t, x.admin, "admitMember", "AdmitMemberInput", map[string]any{"name": "node-4"}, "")
 	if m := x.machine(t, "node-4"); m["phase"] != "HELD" {
 		t.Fatalf("after a planned admission: %v", m)
+	}
+	report := x.must(t, `{ admissionReport(name: "node-4") { runId } }`, nil)["admissionReport"].(map[string]any)
+	select {
+	case ev := <-events:
+		if ev.Errors != nil || ev.Data.AdmissionChecks.RunId != report["runId"] {
+			t.Fatalf("a watcher got run %v (errors %v), want the report's %v: the plan's checks were pushed", ev.Data.AdmissionChecks.RunId, ev.Errors, report["runId"])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the report's checks were not pushed")
 	}
 	plan = x.samePlan(t, "admitMember", "AdmitMemberInput", map[string]any{"name": "node-4"})
 	put := steps(plan, "INCUS")
