@@ -44,10 +44,14 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
   const [busy, setBusy] = useState(false);
   const [problems, setProblems] = useState<Problem[]>([]);
   const [planned, setPlanned] = useState<{ key: string; plan: Plan | null; problem?: string } | null>(null);
-  const key = p.planKey ?? '';
+  // Inputs the dialog itself finds incomplete (blocked) are not worth a plan: it would be
+  // INVALID_INPUT, and an audit event each time.
+  const key = p.blocked ? '' : (p.planKey ?? '');
+  const wanted = !p.blocked;
   const run = useRef(p.run);
   run.current = p.run;
   useEffect(() => {
+    if (!wanted) return;
     let gone = false;
     // The first plan at once; later ones once typing pauses (each plan is audited).
     const timer = setTimeout(
@@ -63,7 +67,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
       gone = true;
       clearTimeout(timer);
     };
-  }, [key]);
+  }, [key, wanted]);
   const current = planned?.key === key ? planned : null;
   const blocked = p.blocked ?? (current ? refusalReason(current.plan) : 'Waiting for the plan of this change…');
   const typedOK = !p.typeToConfirm || typed === p.typeToConfirm;

@@ -348,6 +348,7 @@ function TestDialog({ row, onClose }: { row: Row; onClose(): void }) {
       title={`Run hardware tests on ${m.hostname}`}
       machine={row.name}
       confirmLabel="Run tests"
+      blocked={hostname.trim() === '' ? `Type the hostname, ${m.hostname}, first.` : undefined}
       consequence={
         <p>
           MAAS boots <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>, now {m.status}) into its test environment and runs the tests. Type the

@@ -143,7 +143,7 @@ function ProfileDialog({ profile, onClose, onDone }: { profile?: HardwareProfile
       machine={name || 'the profile'}
       confirmLabel={profile ? 'Replace profile' : 'Declare profile'}
       wide
-      blocked={bad ? `${bad.label}: give a whole number (0 asks nothing).` : undefined}
+      blocked={bad ? `${bad.label}: give a whole number (0 asks nothing).` : !profile && name.trim() === '' ? 'Type a name first.' : undefined}
       consequence={
         profile ? (
           <p>

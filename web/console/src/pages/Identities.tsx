@@ -173,7 +173,7 @@ function CreateFlow({ onClose, onCreated }: { onClose(): void; onCreated(name: s
       title="Create an identity"
       machine={name || 'the identity'}
       confirmLabel="Create and show the token"
-      blocked={problem ? 'Fix the permissions above first.' : local ? 'Give the expiry above first.' : undefined}
+      blocked={name.trim() === '' ? 'Type a name first.' : problem ? 'Fix the permissions above first.' : local ? 'Give the expiry above first.' : undefined}
       consequence={
         <p>
           Apelora creates the identity and shows its bearer token once; it keeps only the token's hash. Whoever holds the token acts as this identity

@@ -22,6 +22,7 @@ export function RegisterDialog({ target, onClose }: { target: RegisterTarget; on
       title={target.kind === 'maas' ? `Register ${target.hostname} from MAAS` : fixedName ? `Register member ${name}` : 'Register a machine'}
       machine={shown}
       confirmLabel="Register"
+      blocked={name.trim() === '' ? 'Type a name first.' : undefined}
       consequence={
         target.kind === 'maas' ? (
           <p>
