@@ -350,6 +350,20 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 	x.samePlan(t, "setFenceMapping", "SetFenceMappingInput", map[string]any{"member": "m2", "maasSystemId": "mmmm02", "hardwareUuid": uuidM2})
 	x.samePlan(t, "removeFenceMapping", "RemoveFenceMappingInput", map[string]any{"member": "m2"})
 
+	// A busy machine (another change holds its lock) is BUSY in the plan, not an error.
+	tx, err := x.e.DB.Store.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), `SELECT pg_advisory_xact_lock($1, hashtext($2))`, 0x41504c, "node-5"); err != nil {
+		t.Fatal(err)
+	}
+	_, plan = x.dryRun(t, x.admin, "unregisterMachine", "UnregisterMachineInput", map[string]any{"name": "node-5"}, "")
+	_ = tx.Rollback(t.Context())
+	if plan["refused"] != true || !strings.Contains(fmt.Sprint(plan["refusals"]), "BUSY") {
+		t.Fatalf("plan while the machine is busy: %v", plan)
+	}
+
 	// A caller who may read but not manage gets the plan with the refusal.
 	viewer := x.e.Identity("viewer", identity.ViewInfrastructure)
 	_, plan = x.dryRun(t, viewer, "registerMachine", "RegisterMachineInput", map[string]any{"name": "node-6"}, "")
