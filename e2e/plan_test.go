@@ -399,10 +399,13 @@ func TestPlansEqualWhatTheRealCallDoesOnMAAS(t *testing.T) {
 	if plan["refused"] != true || !strings.Contains(fmt.Sprint(plan["refusals"]), "FORBIDDEN") || !strings.Contains(fmt.Sprint(plan["refusals"]), "hardware.delete") {
 		t.Fatalf("release plan without hardware.delete: %v", plan)
 	}
-	if !strings.Contains(fmt.Sprint(plan["warnings"]), "erased") || len(calls(plan, "MAAS")) != 1 {
-		t.Fatalf("release plan's warning and step: %v", plan)
+	if strings.Contains(fmt.Sprint(plan["warnings"]), "will be erased") || len(calls(plan, "MAAS")) != 1 {
+		t.Fatalf("release plan of a caller who may not erase: %v", plan)
 	}
 	plan = x.samePlan(t, "releaseMachine", "ReleaseMachineInput", map[string]any{"systemId": "dddd04", "erase": true, "comment": "planned"})
+	if !strings.Contains(fmt.Sprint(plan["warnings"]), "the disks will be erased (asked for)") {
+		t.Fatalf("release plan's word on the disks: %v", plan["warnings"])
+	}
 	if c := calls(plan, "MAAS"); !slices.Equal(c, []string{"POST machines/dddd04/?op=release"}) {
 		t.Fatalf("release plan %q", c)
 	}

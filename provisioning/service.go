@@ -306,6 +306,7 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 	if err != nil {
 		return nil, ErasePreview{}, err
 	}
+	mayErase := true
 	if erase {
 		if err := identity.FromContext(ctx).Require(identity.HardwareDelete); err != nil {
 			// A plan goes on, so it shows the refusal beside everything else.
@@ -314,6 +315,7 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 				return nil, ErasePreview{}, err
 			}
 			r.Refuse(err)
+			mayErase = false
 		}
 	}
 	if err := validateSystemID(systemID); err != nil {
@@ -330,8 +332,9 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 	if err != nil {
 		return nil, ErasePreview{}, err
 	}
-	if r := plan.From(ctx); r != nil {
-		// What happens to the disks, erased or not, is what a release plan is read for.
+	if r := plan.From(ctx); r != nil && mayErase {
+		// What happens to the disks, erased or not, is what a release plan is read for
+		// (for a caller who may not erase, the refusal says it all).
 		r.Warn("", "%s", preview.Message)
 	}
 	var out MAASMachine
