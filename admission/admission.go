@@ -18,6 +18,7 @@ import (
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/plan"
 )
 
 // Result is a check's outcome.
@@ -218,7 +219,8 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 }
 
 func (c *Checker) publish(ctx context.Context, e Event) {
-	if c.Publish != nil {
+	// A dry run's checks are the plan's, pushed to nobody.
+	if c.Publish != nil && !plan.Active(ctx) {
 		// Publishing is best effort: a watcher missing a step must not fail the checks.
 		_ = c.Publish.Publish(ctx, e)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/plan"
 )
 
 // Members reads and writes one member. UpdateMember sends every writable field of m
@@ -95,6 +96,13 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 			// The roles the member is admitted with: drift compares the member with them later
 			// (a member update without the role list drops roles).
 			a.Detail(AdmittedRolesDetail, append([]string{}, member.Roles...))
+		}
+		if r := plan.From(ctx); r != nil {
+			for _, c := range report.Checks {
+				if c.Result == Warn {
+					r.Warn("", "%s: %s", c.Title, c.Message)
+				}
+			}
 		}
 		if failed := report.Failed(); len(failed) > 0 {
 			names := make([]string, len(failed))

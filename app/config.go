@@ -190,20 +190,20 @@ func (c Config) upstreamTimeout() time.Duration {
 func (c Config) incusClient(log *slog.Logger) incus.Config {
 	ic := c.Incus
 	ic.Timeout, ic.Logger = c.upstreamTimeout(), log
-	ic.WrapTransport = wrapBoth(c.Incus.WrapTransport, c.Metrics.Transport(metrics.Incus, incus.OperationName))
+	ic.WrapTransport = chain(c.Incus.WrapTransport, c.Metrics.Transport(metrics.Incus, incus.OperationName))
 	return ic
 }
 
 func (c Config) maasClient(log *slog.Logger) maas.Config {
 	mc := c.MAAS
 	mc.RequestTimeout, mc.Logger = c.upstreamTimeout(), log
-	mc.WrapTransport = wrapBoth(c.MAAS.WrapTransport, c.Metrics.Transport(metrics.MAAS, maas.OperationName))
+	mc.WrapTransport = chain(c.MAAS.WrapTransport, c.Metrics.Transport(metrics.MAAS, maas.OperationName))
 	return mc
 }
 
-// wrapBoth keeps a wrapper the configuration already holds (a test's call counter) inside
-// the metrics' one.
-func wrapBoth(inner, outer func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
+// chain keeps a transport wrapper the configuration already has (a test's recorder)
+// inside the metrics' one.
+func chain(inner, outer func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
 	if inner == nil {
 		return outer
 	}

@@ -22,6 +22,9 @@ const (
 	Succeeded Outcome = "SUCCEEDED"
 	Failed    Outcome = "FAILED"
 	Refused   Outcome = "REFUSED"
+	// Planned: a dry run (dryRun: true). It changed nothing; every reader that derives
+	// state from the trail reads only SUCCEEDED events, so it ignores these.
+	Planned Outcome = "PLANNED"
 )
 
 // Anonymous is the actor of an unauthenticated attempt.

@@ -399,17 +399,24 @@ var AllAdmissionVerdict = []AdmissionVerdict{
 
 // AdmitMemberAdmitMemberAdmitMemberPayload includes the requested fields of the GraphQL type AdmitMemberPayload.
 type AdmitMemberAdmitMemberAdmitMemberPayload struct {
-	Machine AdmitMemberAdmitMemberAdmitMemberPayloadMachine               `json:"machine"`
-	Report  AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport `json:"report"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan    *AdmitMemberAdmitMemberAdmitMemberPayloadPlan                  `json:"plan"`
+	Machine *AdmitMemberAdmitMemberAdmitMemberPayloadMachine               `json:"machine"`
+	Report  *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport `json:"report"`
+}
+
+// GetPlan returns AdmitMemberAdmitMemberAdmitMemberPayload.Plan, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetPlan() *AdmitMemberAdmitMemberAdmitMemberPayloadPlan {
+	return v.Plan
 }
 
 // GetMachine returns AdmitMemberAdmitMemberAdmitMemberPayload.Machine, and is useful for accessing the field via an interface.
-func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetMachine() AdmitMemberAdmitMemberAdmitMemberPayloadMachine {
+func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetMachine() *AdmitMemberAdmitMemberAdmitMemberPayloadMachine {
 	return v.Machine
 }
 
 // GetReport returns AdmitMemberAdmitMemberAdmitMemberPayload.Report, and is useful for accessing the field via an interface.
-func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetReport() AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport {
+func (v *AdmitMemberAdmitMemberAdmitMemberPayload) GetReport() *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport {
 	return v.Report
 }
 
@@ -650,6 +657,91 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) __premarshalJSON
 	return &retval, nil
 }
 
+// AdmitMemberAdmitMemberAdmitMemberPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type AdmitMemberAdmitMemberAdmitMemberPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetRefused() bool { return v.PlanFields.Refused }
+
+// GetSteps returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AdmitMemberAdmitMemberAdmitMemberPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AdmitMemberAdmitMemberAdmitMemberPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) __premarshalJSON() (*__premarshalAdmitMemberAdmitMemberAdmitMemberPayloadPlan, error) {
+	var retval __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 // AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport includes the requested fields of the GraphQL type AdmissionReport.
 type AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport struct {
 	AdmissionReportFields `json:"-"`
@@ -746,10 +838,16 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) __premar
 
 type AdmitMemberInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns AdmitMemberInput.Name, and is useful for accessing the field via an interface.
 func (v *AdmitMemberInput) GetName() string { return v.Name }
+
+// GetDryRun returns AdmitMemberInput.DryRun, and is useful for accessing the field via an interface.
+func (v *AdmitMemberInput) GetDryRun() *bool { return v.DryRun }
 
 // AdmitMemberResponse is returned by AdmitMember on success.
 type AdmitMemberResponse struct {
@@ -766,30 +864,37 @@ func (v *AdmitMemberResponse) GetAdmitMember() AdmitMemberAdmitMemberAdmitMember
 
 // ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload includes the requested fields of the GraphQL type ApproveEnrolmentPayload.
 type ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload struct {
-	Machine ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine `json:"machine"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan    *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan    `json:"plan"`
+	Machine *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine `json:"machine"`
 	// The single-use join token. Shown only in this response; paste it into enrol-member.sh.
-	JoinToken string    `json:"joinToken"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	JoinToken *string    `json:"joinToken"`
+	ExpiresAt *time.Time `json:"expiresAt"`
 	// The member configuration the new server joins with.
 	MemberConfig []ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemberConfigEntry `json:"memberConfig"`
 	// What to run on the new server (replace ADDRESS by its own address). It asks for the token on standard input.
-	Command string `json:"command"`
+	Command *string `json:"command"`
 	// Where the enrolment script is served.
-	ScriptUrl string `json:"scriptUrl"`
+	ScriptUrl *string `json:"scriptUrl"`
+}
+
+// GetPlan returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.Plan, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetPlan() *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan {
+	return v.Plan
 }
 
 // GetMachine returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.Machine, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetMachine() ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine {
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetMachine() *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMachine {
 	return v.Machine
 }
 
 // GetJoinToken returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.JoinToken, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetJoinToken() string {
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetJoinToken() *string {
 	return v.JoinToken
 }
 
 // GetExpiresAt returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.ExpiresAt, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetExpiresAt() time.Time {
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetExpiresAt() *time.Time {
 	return v.ExpiresAt
 }
 
@@ -799,12 +904,12 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetMemberConfi
 }
 
 // GetCommand returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.Command, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetCommand() string {
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetCommand() *string {
 	return v.Command
 }
 
 // GetScriptUrl returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload.ScriptUrl, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetScriptUrl() string {
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayload) GetScriptUrl() *string {
 	return v.ScriptUrl
 }
 
@@ -934,6 +1039,93 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemb
 	return v.Value
 }
 
+// ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) __premarshalJSON() (*__premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan, error) {
+	var retval __premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 type ApproveEnrolmentInput struct {
 	Name string `json:"name"`
 	// Values for member-specific keys (for example a storage pool's `source` device). Keys not
@@ -943,6 +1135,9 @@ type ApproveEnrolmentInput struct {
 	// `extensions.field` memberConfig and `extensions.details.index`, the entry's position in
 	// this list (from 0).
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns ApproveEnrolmentInput.Name, and is useful for accessing the field via an interface.
@@ -950,6 +1145,9 @@ func (v *ApproveEnrolmentInput) GetName() string { return v.Name }
 
 // GetMemberConfig returns ApproveEnrolmentInput.MemberConfig, and is useful for accessing the field via an interface.
 func (v *ApproveEnrolmentInput) GetMemberConfig() []MemberConfigInput { return v.MemberConfig }
+
+// GetDryRun returns ApproveEnrolmentInput.DryRun, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentInput) GetDryRun() *bool { return v.DryRun }
 
 // ApproveEnrolmentResponse is returned by ApproveEnrolment on success.
 type ApproveEnrolmentResponse struct {
@@ -966,13 +1164,20 @@ func (v *ApproveEnrolmentResponse) GetApproveEnrolment() ApproveEnrolmentApprove
 
 // AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload includes the requested fields of the GraphQL type AssignHardwareProfilePayload.
 type AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload struct {
-	Machine AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine `json:"machine"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan    *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan    `json:"plan"`
+	Machine *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine `json:"machine"`
 	// The profile the machine had before; null for none.
 	PreviousProfile *string `json:"previousProfile"`
 }
 
+// GetPlan returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload.Plan, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload) GetPlan() *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan {
+	return v.Plan
+}
+
 // GetMachine returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload.Machine, and is useful for accessing the field via an interface.
-func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload) GetMachine() AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine {
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload) GetMachine() *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadMachine {
 	return v.Machine
 }
 
@@ -1154,11 +1359,101 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadM
 	return &retval, nil
 }
 
+// AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) __premarshalJSON() (*__premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan, error) {
+	var retval __premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 type AssignHardwareProfileInput struct {
 	// The registered machine's name.
 	Machine string `json:"machine"`
 	// The hardware profile's name.
 	Profile string `json:"profile"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetMachine returns AssignHardwareProfileInput.Machine, and is useful for accessing the field via an interface.
@@ -1166,6 +1461,9 @@ func (v *AssignHardwareProfileInput) GetMachine() string { return v.Machine }
 
 // GetProfile returns AssignHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
 func (v *AssignHardwareProfileInput) GetProfile() string { return v.Profile }
+
+// GetDryRun returns AssignHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
 
 // AssignHardwareProfileResponse is returned by AssignHardwareProfile on success.
 type AssignHardwareProfileResponse struct {
@@ -1568,7 +1866,7 @@ func (v *AuditEventsAuditEventsAuditEventConnectionPageInfo) GetEndCursor() *str
 type AuditEventsResponse struct {
 	// The audit trail, newest first. `first` is 1–500 (default 50); `after` is an `endCursor`
 	// from an earlier page; `machine` keeps only the events about that machine, `actor` those
-	// of that identity, `outcome` those with that outcome.
+	// of that identity, `outcome` those with that outcome (PLANNED: the dry runs).
 	AuditEvents AuditEventsAuditEventsAuditEventConnection `json:"auditEvents"`
 }
 
@@ -1585,12 +1883,15 @@ const (
 	AuditOutcomeFailed AuditOutcome = "FAILED"
 	// Not allowed (authentication or permission); nothing was tried.
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
+	// A dry run (dryRun: true): nothing was changed; details.plan holds the plan.
+	AuditOutcomePlanned AuditOutcome = "PLANNED"
 )
 
 var AllAuditOutcome = []AuditOutcome{
 	AuditOutcomeSucceeded,
 	AuditOutcomeFailed,
 	AuditOutcomeRefused,
+	AuditOutcomePlanned,
 }
 
 type CheckResult string
@@ -1615,13 +1916,20 @@ var AllCheckResult = []CheckResult{
 
 // ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload includes the requested fields of the GraphQL type ClearHardwareProfilePayload.
 type ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload struct {
-	Machine ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine `json:"machine"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan    *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan    `json:"plan"`
+	Machine *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine `json:"machine"`
 	// The profile the machine had; null when it had none.
 	PreviousProfile *string `json:"previousProfile"`
 }
 
+// GetPlan returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload.Plan, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload) GetPlan() *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan {
+	return v.Plan
+}
+
 // GetMachine returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload.Machine, and is useful for accessing the field via an interface.
-func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload) GetMachine() ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine {
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayload) GetMachine() *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMachine {
 	return v.Machine
 }
 
@@ -1651,12 +1959,105 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMach
 	return v.Phase
 }
 
+// ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) __premarshalJSON() (*__premarshalClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan, error) {
+	var retval __premarshalClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 type ClearHardwareProfileInput struct {
 	Machine string `json:"machine"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetMachine returns ClearHardwareProfileInput.Machine, and is useful for accessing the field via an interface.
 func (v *ClearHardwareProfileInput) GetMachine() string { return v.Machine }
+
+// GetDryRun returns ClearHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
 
 // ClearHardwareProfileResponse is returned by ClearHardwareProfile on success.
 type ClearHardwareProfileResponse struct {
@@ -1801,11 +2202,18 @@ var AllClusterWarningCode = []ClusterWarningCode{
 
 // CommissionMachineCommissionMachineMaasMachinePayload includes the requested fields of the GraphQL type MaasMachinePayload.
 type CommissionMachineCommissionMachineMaasMachinePayload struct {
-	Maas CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine `json:"maas"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *CommissionMachineCommissionMachineMaasMachinePayloadPlan            `json:"plan"`
+	Maas *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine `json:"maas"`
+}
+
+// GetPlan returns CommissionMachineCommissionMachineMaasMachinePayload.Plan, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayload) GetPlan() *CommissionMachineCommissionMachineMaasMachinePayloadPlan {
+	return v.Plan
 }
 
 // GetMaas returns CommissionMachineCommissionMachineMaasMachinePayload.Maas, and is useful for accessing the field via an interface.
-func (v *CommissionMachineCommissionMachineMaasMachinePayload) GetMaas() CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine {
+func (v *CommissionMachineCommissionMachineMaasMachinePayload) GetMaas() *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine {
 	return v.Maas
 }
 
@@ -1994,10 +2402,100 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) __
 	return &retval, nil
 }
 
+// CommissionMachineCommissionMachineMaasMachinePayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type CommissionMachineCommissionMachineMaasMachinePayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*CommissionMachineCommissionMachineMaasMachinePayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.CommissionMachineCommissionMachineMaasMachinePayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalCommissionMachineCommissionMachineMaasMachinePayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) __premarshalJSON() (*__premarshalCommissionMachineCommissionMachineMaasMachinePayloadPlan, error) {
+	var retval __premarshalCommissionMachineCommissionMachineMaasMachinePayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 type CommissionMachineInput struct {
 	SystemId string `json:"systemId"`
 	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
 	Tests []string `json:"tests"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetSystemId returns CommissionMachineInput.SystemId, and is useful for accessing the field via an interface.
@@ -2005,6 +2503,9 @@ func (v *CommissionMachineInput) GetSystemId() string { return v.SystemId }
 
 // GetTests returns CommissionMachineInput.Tests, and is useful for accessing the field via an interface.
 func (v *CommissionMachineInput) GetTests() []string { return v.Tests }
+
+// GetDryRun returns CommissionMachineInput.DryRun, and is useful for accessing the field via an interface.
+func (v *CommissionMachineInput) GetDryRun() *bool { return v.DryRun }
 
 // CommissionMachineResponse is returned by CommissionMachine on success.
 type CommissionMachineResponse struct {
@@ -2020,18 +2521,25 @@ func (v *CommissionMachineResponse) GetCommissionMachine() CommissionMachineComm
 
 // CreateIdentityCreateIdentityCreateIdentityPayload includes the requested fields of the GraphQL type CreateIdentityPayload.
 type CreateIdentityCreateIdentityCreateIdentityPayload struct {
-	Identity CreateIdentityCreateIdentityCreateIdentityPayloadIdentity `json:"identity"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan     *CreateIdentityCreateIdentityCreateIdentityPayloadPlan     `json:"plan"`
+	Identity *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity `json:"identity"`
 	// The bearer token (`Authorization: Bearer …`), shown only in this answer.
-	Token string `json:"token"`
+	Token *string `json:"token"`
+}
+
+// GetPlan returns CreateIdentityCreateIdentityCreateIdentityPayload.Plan, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetPlan() *CreateIdentityCreateIdentityCreateIdentityPayloadPlan {
+	return v.Plan
 }
 
 // GetIdentity returns CreateIdentityCreateIdentityCreateIdentityPayload.Identity, and is useful for accessing the field via an interface.
-func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetIdentity() CreateIdentityCreateIdentityCreateIdentityPayloadIdentity {
+func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetIdentity() *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity {
 	return v.Identity
 }
 
 // GetToken returns CreateIdentityCreateIdentityCreateIdentityPayload.Token, and is useful for accessing the field via an interface.
-func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetToken() string { return v.Token }
+func (v *CreateIdentityCreateIdentityCreateIdentityPayload) GetToken() *string { return v.Token }
 
 // CreateIdentityCreateIdentityCreateIdentityPayloadIdentity includes the requested fields of the GraphQL type Identity.
 // The GraphQL type's documentation follows.
@@ -2148,6 +2656,93 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) __premarshal
 	return &retval, nil
 }
 
+// CreateIdentityCreateIdentityCreateIdentityPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type CreateIdentityCreateIdentityCreateIdentityPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*CreateIdentityCreateIdentityCreateIdentityPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.CreateIdentityCreateIdentityCreateIdentityPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) __premarshalJSON() (*__premarshalCreateIdentityCreateIdentityCreateIdentityPayloadPlan, error) {
+	var retval __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 type CreateIdentityInput struct {
 	// 1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter.
 	Name        string       `json:"name"`
@@ -2156,6 +2751,9 @@ type CreateIdentityInput struct {
 	ExpiresAt *time.Time `json:"expiresAt"`
 	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
 	ExpiresIn *string `json:"expiresIn"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns CreateIdentityInput.Name, and is useful for accessing the field via an interface.
@@ -2169,6 +2767,9 @@ func (v *CreateIdentityInput) GetExpiresAt() *time.Time { return v.ExpiresAt }
 
 // GetExpiresIn returns CreateIdentityInput.ExpiresIn, and is useful for accessing the field via an interface.
 func (v *CreateIdentityInput) GetExpiresIn() *string { return v.ExpiresIn }
+
+// GetDryRun returns CreateIdentityInput.DryRun, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetDryRun() *bool { return v.DryRun }
 
 // CreateIdentityResponse is returned by CreateIdentity on success.
 type CreateIdentityResponse struct {
@@ -4086,6 +4687,9 @@ type InstallOperatingSystemInput struct {
 	Series string `json:"series"`
 	// Member config for the join, as in approveEnrolment.
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns InstallOperatingSystemInput.Name, and is useful for accessing the field via an interface.
@@ -4097,19 +4701,29 @@ func (v *InstallOperatingSystemInput) GetSeries() string { return v.Series }
 // GetMemberConfig returns InstallOperatingSystemInput.MemberConfig, and is useful for accessing the field via an interface.
 func (v *InstallOperatingSystemInput) GetMemberConfig() []MemberConfigInput { return v.MemberConfig }
 
+// GetDryRun returns InstallOperatingSystemInput.DryRun, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInput) GetDryRun() *bool { return v.DryRun }
+
 // InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload includes the requested fields of the GraphQL type InstallOperatingSystemPayload.
 type InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload struct {
-	Machine InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine         `json:"machine"`
-	Maas    InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine `json:"maas"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan    *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan            `json:"plan"`
+	Machine *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine         `json:"machine"`
+	Maas    *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine `json:"maas"`
+}
+
+// GetPlan returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload.Plan, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetPlan() *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan {
+	return v.Plan
 }
 
 // GetMachine returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload.Machine, and is useful for accessing the field via an interface.
-func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetMachine() InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine {
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetMachine() *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMachine {
 	return v.Machine
 }
 
 // GetMaas returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload.Maas, and is useful for accessing the field via an interface.
-func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetMaas() InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine {
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload) GetMaas() *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadMaasMaasMachine {
 	return v.Maas
 }
 
@@ -4393,6 +5007,93 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 	retval.Member = v.MachineFields.Member
 	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
 	retval.Record = v.MachineFields.Record
+	return &retval, nil
+}
+
+// InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) __premarshalJSON() (*__premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan, error) {
+	var retval __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
 }
 
@@ -5252,6 +5953,121 @@ var AllPhase = []Phase{
 	PhaseUnknown,
 }
 
+// A dry run's plan (dryRun: true in a mutation's input).
+type PlanFields struct {
+	// True when the call would be refused (see refusals): confirming it would fail.
+	Refused bool `json:"refused"`
+	// The calls it would make, in order. Steps after a refusal are not known.
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	// Why it would be refused, each with its documented error code.
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+	// What would qualify it without stopping it: a WARN admission check, what releasing does
+	// to the disks (MAAS erasing them anyway, or not at all).
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+// GetRefused returns PlanFields.Refused, and is useful for accessing the field via an interface.
+func (v *PlanFields) GetRefused() bool { return v.Refused }
+
+// GetSteps returns PlanFields.Steps, and is useful for accessing the field via an interface.
+func (v *PlanFields) GetSteps() []PlanFieldsStepsPlanStep { return v.Steps }
+
+// GetRefusals returns PlanFields.Refusals, and is useful for accessing the field via an interface.
+func (v *PlanFields) GetRefusals() []PlanFieldsRefusalsPlanFinding { return v.Refusals }
+
+// GetWarnings returns PlanFields.Warnings, and is useful for accessing the field via an interface.
+func (v *PlanFields) GetWarnings() []PlanFieldsWarningsPlanFinding { return v.Warnings }
+
+// PlanFieldsRefusalsPlanFinding includes the requested fields of the GraphQL type PlanFinding.
+type PlanFieldsRefusalsPlanFinding struct {
+	// The documented error code (README: Error codes); null for a warning that has none.
+	Code    *string `json:"code"`
+	Message string  `json:"message"`
+	// The input field it is about, if any.
+	Field *string `json:"field"`
+}
+
+// GetCode returns PlanFieldsRefusalsPlanFinding.Code, and is useful for accessing the field via an interface.
+func (v *PlanFieldsRefusalsPlanFinding) GetCode() *string { return v.Code }
+
+// GetMessage returns PlanFieldsRefusalsPlanFinding.Message, and is useful for accessing the field via an interface.
+func (v *PlanFieldsRefusalsPlanFinding) GetMessage() string { return v.Message }
+
+// GetField returns PlanFieldsRefusalsPlanFinding.Field, and is useful for accessing the field via an interface.
+func (v *PlanFieldsRefusalsPlanFinding) GetField() *string { return v.Field }
+
+// PlanFieldsStepsPlanStep includes the requested fields of the GraphQL type PlanStep.
+type PlanFieldsStepsPlanStep struct {
+	System PlanSystem `json:"system"`
+	// The call as the upstream would see it: "PUT /1.0/cluster/members/web-01",
+	// "POST machines/abc123/op-deploy", "UPDATE machine_records".
+	Call string `json:"call"`
+	// The machine, member or record it is about (may be empty).
+	Target string `json:"target"`
+	// What would change, before → after (a member's roles or config, a MAAS operation's
+	// parameters). Cloud-init user data is shown only as its size and SHA-256.
+	Changes []PlanFieldsStepsPlanStepChangesPlanChange `json:"changes"`
+}
+
+// GetSystem returns PlanFieldsStepsPlanStep.System, and is useful for accessing the field via an interface.
+func (v *PlanFieldsStepsPlanStep) GetSystem() PlanSystem { return v.System }
+
+// GetCall returns PlanFieldsStepsPlanStep.Call, and is useful for accessing the field via an interface.
+func (v *PlanFieldsStepsPlanStep) GetCall() string { return v.Call }
+
+// GetTarget returns PlanFieldsStepsPlanStep.Target, and is useful for accessing the field via an interface.
+func (v *PlanFieldsStepsPlanStep) GetTarget() string { return v.Target }
+
+// GetChanges returns PlanFieldsStepsPlanStep.Changes, and is useful for accessing the field via an interface.
+func (v *PlanFieldsStepsPlanStep) GetChanges() []PlanFieldsStepsPlanStepChangesPlanChange {
+	return v.Changes
+}
+
+// PlanFieldsStepsPlanStepChangesPlanChange includes the requested fields of the GraphQL type PlanChange.
+type PlanFieldsStepsPlanStepChangesPlanChange struct {
+	Field string `json:"field"`
+	// The value now; null when it has none (or the step creates it).
+	Before *string `json:"before"`
+	// The value after; null when the step removes it.
+	After *string `json:"after"`
+}
+
+// GetField returns PlanFieldsStepsPlanStepChangesPlanChange.Field, and is useful for accessing the field via an interface.
+func (v *PlanFieldsStepsPlanStepChangesPlanChange) GetField() string { return v.Field }
+
+// GetBefore returns PlanFieldsStepsPlanStepChangesPlanChange.Before, and is useful for accessing the field via an interface.
+func (v *PlanFieldsStepsPlanStepChangesPlanChange) GetBefore() *string { return v.Before }
+
+// GetAfter returns PlanFieldsStepsPlanStepChangesPlanChange.After, and is useful for accessing the field via an interface.
+func (v *PlanFieldsStepsPlanStepChangesPlanChange) GetAfter() *string { return v.After }
+
+// PlanFieldsWarningsPlanFinding includes the requested fields of the GraphQL type PlanFinding.
+type PlanFieldsWarningsPlanFinding struct {
+	// The documented error code (README: Error codes); null for a warning that has none.
+	Code    *string `json:"code"`
+	Message string  `json:"message"`
+}
+
+// GetCode returns PlanFieldsWarningsPlanFinding.Code, and is useful for accessing the field via an interface.
+func (v *PlanFieldsWarningsPlanFinding) GetCode() *string { return v.Code }
+
+// GetMessage returns PlanFieldsWarningsPlanFinding.Message, and is useful for accessing the field via an interface.
+func (v *PlanFieldsWarningsPlanFinding) GetMessage() string { return v.Message }
+
+type PlanSystem string
+
+const (
+	PlanSystemIncus    PlanSystem = "INCUS"
+	PlanSystemMaas     PlanSystem = "MAAS"
+	PlanSystemDatabase PlanSystem = "DATABASE"
+)
+
+var AllPlanSystem = []PlanSystem{
+	PlanSystemIncus,
+	PlanSystemMaas,
+	PlanSystemDatabase,
+}
+
 type ProvisionerKind string
 
 const (
@@ -5275,6 +6091,9 @@ type RegisterMachineInput struct {
 	Description *string `json:"description"`
 	// Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS.
 	MaasSystemId *string `json:"maasSystemId"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns RegisterMachineInput.Name, and is useful for accessing the field via an interface.
@@ -5289,13 +6108,23 @@ func (v *RegisterMachineInput) GetDescription() *string { return v.Description }
 // GetMaasSystemId returns RegisterMachineInput.MaasSystemId, and is useful for accessing the field via an interface.
 func (v *RegisterMachineInput) GetMaasSystemId() *string { return v.MaasSystemId }
 
+// GetDryRun returns RegisterMachineInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RegisterMachineInput) GetDryRun() *bool { return v.DryRun }
+
 // RegisterMachineRegisterMachineRegisterMachinePayload includes the requested fields of the GraphQL type RegisterMachinePayload.
 type RegisterMachineRegisterMachineRegisterMachinePayload struct {
-	Machine RegisterMachineRegisterMachineRegisterMachinePayloadMachine `json:"machine"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan    *RegisterMachineRegisterMachineRegisterMachinePayloadPlan    `json:"plan"`
+	Machine *RegisterMachineRegisterMachineRegisterMachinePayloadMachine `json:"machine"`
+}
+
+// GetPlan returns RegisterMachineRegisterMachineRegisterMachinePayload.Plan, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayload) GetPlan() *RegisterMachineRegisterMachineRegisterMachinePayloadPlan {
+	return v.Plan
 }
 
 // GetMachine returns RegisterMachineRegisterMachineRegisterMachinePayload.Machine, and is useful for accessing the field via an interface.
-func (v *RegisterMachineRegisterMachineRegisterMachinePayload) GetMachine() RegisterMachineRegisterMachineRegisterMachinePayloadMachine {
+func (v *RegisterMachineRegisterMachineRegisterMachinePayload) GetMachine() *RegisterMachineRegisterMachineRegisterMachinePayloadMachine {
 	return v.Machine
 }
 
@@ -5397,6 +6226,93 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) __premarsh
 	return &retval, nil
 }
 
+// RegisterMachineRegisterMachineRegisterMachinePayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type RegisterMachineRegisterMachineRegisterMachinePayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RegisterMachineRegisterMachineRegisterMachinePayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RegisterMachineRegisterMachineRegisterMachinePayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRegisterMachineRegisterMachineRegisterMachinePayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) __premarshalJSON() (*__premarshalRegisterMachineRegisterMachineRegisterMachinePayloadPlan, error) {
+	var retval __premarshalRegisterMachineRegisterMachineRegisterMachinePayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 // RegisterMachineResponse is returned by RegisterMachine on success.
 type RegisterMachineResponse struct {
 	// Record a machine Apelora will manage. The first step of every machine's lifecycle.
@@ -5413,6 +6329,9 @@ type ReleaseMachineInput struct {
 	// Erase the disks (needs hardware.delete). Off unless asked.
 	Erase   *bool   `json:"erase"`
 	Comment *string `json:"comment"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetSystemId returns ReleaseMachineInput.SystemId, and is useful for accessing the field via an interface.
@@ -5424,19 +6343,29 @@ func (v *ReleaseMachineInput) GetErase() *bool { return v.Erase }
 // GetComment returns ReleaseMachineInput.Comment, and is useful for accessing the field via an interface.
 func (v *ReleaseMachineInput) GetComment() *string { return v.Comment }
 
+// GetDryRun returns ReleaseMachineInput.DryRun, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineInput) GetDryRun() *bool { return v.DryRun }
+
 // ReleaseMachineReleaseMachineReleaseMachinePayload includes the requested fields of the GraphQL type ReleaseMachinePayload.
 type ReleaseMachineReleaseMachineReleaseMachinePayload struct {
-	Maas  ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine   `json:"maas"`
-	Erase ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview `json:"erase"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan  *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan              `json:"plan"`
+	Maas  *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine   `json:"maas"`
+	Erase *ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview `json:"erase"`
+}
+
+// GetPlan returns ReleaseMachineReleaseMachineReleaseMachinePayload.Plan, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetPlan() *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan {
+	return v.Plan
 }
 
 // GetMaas returns ReleaseMachineReleaseMachineReleaseMachinePayload.Maas, and is useful for accessing the field via an interface.
-func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetMaas() ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine {
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetMaas() *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine {
 	return v.Maas
 }
 
 // GetErase returns ReleaseMachineReleaseMachineReleaseMachinePayload.Erase, and is useful for accessing the field via an interface.
-func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetErase() ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview {
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayload) GetErase() *ReleaseMachineReleaseMachineReleaseMachinePayloadEraseErasePreview {
 	return v.Erase
 }
 
@@ -5649,6 +6578,93 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) __pre
 	return &retval, nil
 }
 
+// ReleaseMachineReleaseMachineReleaseMachinePayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type ReleaseMachineReleaseMachineReleaseMachinePayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*ReleaseMachineReleaseMachineReleaseMachinePayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.ReleaseMachineReleaseMachineReleaseMachinePayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalReleaseMachineReleaseMachineReleaseMachinePayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) __premarshalJSON() (*__premarshalReleaseMachineReleaseMachineReleaseMachinePayloadPlan, error) {
+	var retval __premarshalReleaseMachineReleaseMachineReleaseMachinePayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 // ReleaseMachineResponse is returned by ReleaseMachine on success.
 type ReleaseMachineResponse struct {
 	// Have MAAS release a machine. Disks are erased only when asked (which needs the
@@ -5690,7 +6706,9 @@ func (v *ReleasePreviewReleasePreviewErasePreview) GetMessage() string { return 
 
 // ReleasePreviewResponse is returned by ReleasePreview on success.
 type ReleasePreviewResponse struct {
-	// What releasing a MAAS machine would do to its disks, before asking for it.
+	// What releasing would do to the disks, for no machine and no caller. Ask releaseMachine
+	// with dryRun: true instead: its plan is for that machine and caller (a missing
+	// hardware.delete permission, a machine that is a member, the erase setting).
 	ReleasePreview ReleasePreviewReleasePreviewErasePreview `json:"releasePreview"`
 }
 
@@ -5701,13 +6719,107 @@ func (v *ReleasePreviewResponse) GetReleasePreview() ReleasePreviewReleasePrevie
 
 // RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload includes the requested fields of the GraphQL type RemoveFenceMappingPayload.
 type RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan `json:"plan"`
 	// The mapping that was removed.
-	Removed RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping `json:"removed"`
+	Removed *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping `json:"removed"`
+}
+
+// GetPlan returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload.Plan, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetPlan() *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan {
+	return v.Plan
 }
 
 // GetRemoved returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload.Removed, and is useful for accessing the field via an interface.
-func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetRemoved() RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping {
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetRemoved() *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping {
 	return v.Removed
+}
+
+// RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) __premarshalJSON() (*__premarshalRemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan, error) {
+	var retval __premarshalRemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
 }
 
 // RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadRemovedFenceMapping includes the requested fields of the GraphQL type FenceMapping.
@@ -5749,20 +6861,120 @@ func (v *RemoveFenceMappingResponse) GetRemoveFenceMapping() RemoveFenceMappingR
 
 type RemoveHardwareProfileInput struct {
 	Profile string `json:"profile"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetProfile returns RemoveHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
 func (v *RemoveHardwareProfileInput) GetProfile() string { return v.Profile }
 
+// GetDryRun returns RemoveHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
+
 // RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload includes the requested fields of the GraphQL type RemoveHardwareProfilePayload.
 type RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan `json:"plan"`
 	// The profile that was removed.
-	Removed RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile `json:"removed"`
+	Removed *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile `json:"removed"`
+}
+
+// GetPlan returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload.Plan, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload) GetPlan() *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan {
+	return v.Plan
 }
 
 // GetRemoved returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload.Removed, and is useful for accessing the field via an interface.
-func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload) GetRemoved() RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile {
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload) GetRemoved() *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile {
 	return v.Removed
+}
+
+// RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) __premarshalJSON() (*__premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan, error) {
+	var retval __premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
 }
 
 // RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadRemovedHardwareProfile includes the requested fields of the GraphQL type HardwareProfile.
@@ -5925,6 +7137,9 @@ func (v *RemoveHardwareProfileResponse) GetRemoveHardwareProfile() RemoveHardwar
 type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns RemoveMemberInput.Name, and is useful for accessing the field via an interface.
@@ -5933,10 +7148,20 @@ func (v *RemoveMemberInput) GetName() string { return v.Name }
 // GetForce returns RemoveMemberInput.Force, and is useful for accessing the field via an interface.
 func (v *RemoveMemberInput) GetForce() *bool { return v.Force }
 
+// GetDryRun returns RemoveMemberInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RemoveMemberInput) GetDryRun() *bool { return v.DryRun }
+
 // RemoveMemberRemoveMemberRemoveMemberPayload includes the requested fields of the GraphQL type RemoveMemberPayload.
 type RemoveMemberRemoveMemberRemoveMemberPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *RemoveMemberRemoveMemberRemoveMemberPayloadPlan `json:"plan"`
 	// The machine after removal (REGISTERED), or null for a member that had no record.
 	Machine *RemoveMemberRemoveMemberRemoveMemberPayloadMachine `json:"machine"`
+}
+
+// GetPlan returns RemoveMemberRemoveMemberRemoveMemberPayload.Plan, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayload) GetPlan() *RemoveMemberRemoveMemberRemoveMemberPayloadPlan {
+	return v.Plan
 }
 
 // GetMachine returns RemoveMemberRemoveMemberRemoveMemberPayload.Machine, and is useful for accessing the field via an interface.
@@ -6042,6 +7267,93 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) __premarshalJSON() 
 	return &retval, nil
 }
 
+// RemoveMemberRemoveMemberRemoveMemberPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type RemoveMemberRemoveMemberRemoveMemberPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RemoveMemberRemoveMemberRemoveMemberPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RemoveMemberRemoveMemberRemoveMemberPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRemoveMemberRemoveMemberRemoveMemberPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) __premarshalJSON() (*__premarshalRemoveMemberRemoveMemberRemoveMemberPayloadPlan, error) {
+	var retval __premarshalRemoveMemberRemoveMemberRemoveMemberPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 // RemoveMemberResponse is returned by RemoveMember on success.
 type RemoveMemberResponse struct {
 	// Remove a member from the cluster. Incus refuses while the member still holds instances or
@@ -6057,10 +7369,16 @@ func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveM
 
 type RevokeIdentityInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns RevokeIdentityInput.Name, and is useful for accessing the field via an interface.
 func (v *RevokeIdentityInput) GetName() string { return v.Name }
+
+// GetDryRun returns RevokeIdentityInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityInput) GetDryRun() *bool { return v.DryRun }
 
 // RevokeIdentityResponse is returned by RevokeIdentity on success.
 type RevokeIdentityResponse struct {
@@ -6078,11 +7396,18 @@ func (v *RevokeIdentityResponse) GetRevokeIdentity() RevokeIdentityRevokeIdentit
 
 // RevokeIdentityRevokeIdentityRevokeIdentityPayload includes the requested fields of the GraphQL type RevokeIdentityPayload.
 type RevokeIdentityRevokeIdentityRevokeIdentityPayload struct {
-	Identity RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity `json:"identity"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan     *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan     `json:"plan"`
+	Identity *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity `json:"identity"`
+}
+
+// GetPlan returns RevokeIdentityRevokeIdentityRevokeIdentityPayload.Plan, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayload) GetPlan() *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan {
+	return v.Plan
 }
 
 // GetIdentity returns RevokeIdentityRevokeIdentityRevokeIdentityPayload.Identity, and is useful for accessing the field via an interface.
-func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayload) GetIdentity() RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity {
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayload) GetIdentity() *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity {
 	return v.Identity
 }
 
@@ -6201,12 +7526,105 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) __premarshal
 	return &retval, nil
 }
 
+// RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) __premarshalJSON() (*__premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan, error) {
+	var retval __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 type RevokeJoinTokenInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns RevokeJoinTokenInput.Name, and is useful for accessing the field via an interface.
 func (v *RevokeJoinTokenInput) GetName() string { return v.Name }
+
+// GetDryRun returns RevokeJoinTokenInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenInput) GetDryRun() *bool { return v.DryRun }
 
 // RevokeJoinTokenResponse is returned by RevokeJoinToken on success.
 type RevokeJoinTokenResponse struct {
@@ -6221,7 +7639,14 @@ func (v *RevokeJoinTokenResponse) GetRevokeJoinToken() RevokeJoinTokenRevokeJoin
 
 // RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload includes the requested fields of the GraphQL type RevokeJoinTokenPayload.
 type RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan    *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan    `json:"plan"`
 	Machine *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine `json:"machine"`
+}
+
+// GetPlan returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload.Plan, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload) GetPlan() *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan {
+	return v.Plan
 }
 
 // GetMachine returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayload.Machine, and is useful for accessing the field via an interface.
@@ -6327,12 +7752,102 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) __premarsh
 	return &retval, nil
 }
 
+// RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) __premarshalJSON() (*__premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan, error) {
+	var retval __premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 type RunHardwareTestsInput struct {
 	SystemId string `json:"systemId"`
 	// The machine's hostname, typed again as MAAS shows it, to confirm.
 	Hostname string `json:"hostname"`
 	// Testing scripts or tags (at most 16); null: MAAS's defaults.
 	Tests []string `json:"tests"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetSystemId returns RunHardwareTestsInput.SystemId, and is useful for accessing the field via an interface.
@@ -6343,6 +7858,9 @@ func (v *RunHardwareTestsInput) GetHostname() string { return v.Hostname }
 
 // GetTests returns RunHardwareTestsInput.Tests, and is useful for accessing the field via an interface.
 func (v *RunHardwareTestsInput) GetTests() []string { return v.Tests }
+
+// GetDryRun returns RunHardwareTestsInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsInput) GetDryRun() *bool { return v.DryRun }
 
 // RunHardwareTestsResponse is returned by RunHardwareTests on success.
 type RunHardwareTestsResponse struct {
@@ -6358,11 +7876,18 @@ func (v *RunHardwareTestsResponse) GetRunHardwareTests() RunHardwareTestsRunHard
 
 // RunHardwareTestsRunHardwareTestsMaasMachinePayload includes the requested fields of the GraphQL type MaasMachinePayload.
 type RunHardwareTestsRunHardwareTestsMaasMachinePayload struct {
-	Maas RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine `json:"maas"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan            `json:"plan"`
+	Maas *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine `json:"maas"`
+}
+
+// GetPlan returns RunHardwareTestsRunHardwareTestsMaasMachinePayload.Plan, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayload) GetPlan() *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan {
+	return v.Plan
 }
 
 // GetMaas returns RunHardwareTestsRunHardwareTestsMaasMachinePayload.Maas, and is useful for accessing the field via an interface.
-func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayload) GetMaas() RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine {
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayload) GetMaas() *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine {
 	return v.Maas
 }
 
@@ -6551,6 +8076,93 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) __pr
 	return &retval, nil
 }
 
+// RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) __premarshalJSON() (*__premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan, error) {
+	var retval __premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 type SetFenceMappingInput struct {
 	// The Incus member name.
 	Member string `json:"member"`
@@ -6558,6 +8170,9 @@ type SetFenceMappingInput struct {
 	MaasSystemId string `json:"maasSystemId"`
 	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
 	HardwareUuid string `json:"hardwareUuid"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetMember returns SetFenceMappingInput.Member, and is useful for accessing the field via an interface.
@@ -6568,6 +8183,9 @@ func (v *SetFenceMappingInput) GetMaasSystemId() string { return v.MaasSystemId 
 
 // GetHardwareUuid returns SetFenceMappingInput.HardwareUuid, and is useful for accessing the field via an interface.
 func (v *SetFenceMappingInput) GetHardwareUuid() string { return v.HardwareUuid }
+
+// GetDryRun returns SetFenceMappingInput.DryRun, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingInput) GetDryRun() *bool { return v.DryRun }
 
 // SetFenceMappingResponse is returned by SetFenceMapping on success.
 type SetFenceMappingResponse struct {
@@ -6586,17 +8204,24 @@ func (v *SetFenceMappingResponse) GetSetFenceMapping() SetFenceMappingSetFenceMa
 
 // SetFenceMappingSetFenceMappingSetFenceMappingPayload includes the requested fields of the GraphQL type SetFenceMappingPayload.
 type SetFenceMappingSetFenceMappingSetFenceMappingPayload struct {
-	Mapping SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping `json:"mapping"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan    *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan                `json:"plan"`
+	Mapping *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping `json:"mapping"`
 	// The mapping this one replaced, if any.
 	Previous *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping `json:"previous"`
 	// True when MAAS was asked and reported this hardware UUID for the system id.
-	VerifiedWithMaas bool `json:"verifiedWithMaas"`
+	VerifiedWithMaas *bool `json:"verifiedWithMaas"`
 	// What was checked, and what was not.
-	Notice string `json:"notice"`
+	Notice *string `json:"notice"`
+}
+
+// GetPlan returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.Plan, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetPlan() *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan {
+	return v.Plan
 }
 
 // GetMapping returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.Mapping, and is useful for accessing the field via an interface.
-func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetMapping() SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping {
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetMapping() *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping {
 	return v.Mapping
 }
 
@@ -6606,12 +8231,12 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetPrevious() *Se
 }
 
 // GetVerifiedWithMaas returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.VerifiedWithMaas, and is useful for accessing the field via an interface.
-func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetVerifiedWithMaas() bool {
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetVerifiedWithMaas() *bool {
 	return v.VerifiedWithMaas
 }
 
 // GetNotice returns SetFenceMappingSetFenceMappingSetFenceMappingPayload.Notice, and is useful for accessing the field via an interface.
-func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetNotice() string { return v.Notice }
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayload) GetNotice() *string { return v.Notice }
 
 // SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping includes the requested fields of the GraphQL type FenceMapping.
 // The GraphQL type's documentation follows.
@@ -6726,6 +8351,93 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping
 	return &retval, nil
 }
 
+// SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) __premarshalJSON() (*__premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan, error) {
+	var retval __premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 // SetFenceMappingSetFenceMappingSetFenceMappingPayloadPreviousFenceMapping includes the requested fields of the GraphQL type FenceMapping.
 // The GraphQL type's documentation follows.
 //
@@ -6772,6 +8484,9 @@ type SetHardwareProfileInput struct {
 	MinNics *int `json:"minNics"`
 	// 0–1600000; needs minNics.
 	MinNicSpeedMbps *int `json:"minNicSpeedMbps"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetProfile returns SetHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
@@ -6801,6 +8516,9 @@ func (v *SetHardwareProfileInput) GetMinNics() *int { return v.MinNics }
 // GetMinNicSpeedMbps returns SetHardwareProfileInput.MinNicSpeedMbps, and is useful for accessing the field via an interface.
 func (v *SetHardwareProfileInput) GetMinNicSpeedMbps() *int { return v.MinNicSpeedMbps }
 
+// GetDryRun returns SetHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
+
 // SetHardwareProfileResponse is returned by SetHardwareProfile on success.
 type SetHardwareProfileResponse struct {
 	// Declare a hardware profile, or replace the one of the same name: what a class of machine
@@ -6817,19 +8535,113 @@ func (v *SetHardwareProfileResponse) GetSetHardwareProfile() SetHardwareProfileS
 
 // SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload includes the requested fields of the GraphQL type SetHardwareProfilePayload.
 type SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload struct {
-	Profile SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile `json:"profile"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan    *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan                   `json:"plan"`
+	Profile *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile `json:"profile"`
 	// The profile this one replaced, if any.
 	Previous *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile `json:"previous"`
 }
 
+// GetPlan returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload.Plan, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetPlan() *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan {
+	return v.Plan
+}
+
 // GetProfile returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload.Profile, and is useful for accessing the field via an interface.
-func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetProfile() SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile {
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetProfile() *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHardwareProfile {
 	return v.Profile
 }
 
 // GetPrevious returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload.Previous, and is useful for accessing the field via an interface.
 func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetPrevious() *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile {
 	return v.Previous
+}
+
+// SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) __premarshalJSON() (*__premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan, error) {
+	var retval __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
 }
 
 // SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPreviousHardwareProfile includes the requested fields of the GraphQL type HardwareProfile.
@@ -7142,10 +8954,16 @@ func (v *SourceFields) GetMessage() string { return v.Message }
 
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
 }
 
 // GetName returns UnregisterMachineInput.Name, and is useful for accessing the field via an interface.
 func (v *UnregisterMachineInput) GetName() string { return v.Name }
+
+// GetDryRun returns UnregisterMachineInput.DryRun, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineInput) GetDryRun() *bool { return v.DryRun }
 
 // UnregisterMachineResponse is returned by UnregisterMachine on success.
 type UnregisterMachineResponse struct {
@@ -7161,12 +8979,106 @@ func (v *UnregisterMachineResponse) GetUnregisterMachine() UnregisterMachineUnre
 
 // UnregisterMachineUnregisterMachineUnregisterMachinePayload includes the requested fields of the GraphQL type UnregisterMachinePayload.
 type UnregisterMachineUnregisterMachineUnregisterMachinePayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan `json:"plan"`
 	// The name of the machine record that was removed.
-	Name string `json:"name"`
+	Name *string `json:"name"`
+}
+
+// GetPlan returns UnregisterMachineUnregisterMachineUnregisterMachinePayload.Plan, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayload) GetPlan() *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan {
+	return v.Plan
 }
 
 // GetName returns UnregisterMachineUnregisterMachineUnregisterMachinePayload.Name, and is useful for accessing the field via an interface.
-func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayload) GetName() string { return v.Name }
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayload) GetName() *string { return v.Name }
+
+// UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalUnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) __premarshalJSON() (*__premarshalUnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan, error) {
+	var retval __premarshalUnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
 
 // ViewerResponse is returned by Viewer on success.
 type ViewerResponse struct {
@@ -7611,6 +9523,9 @@ func AdmissionReport(
 const AdmitMember_Operation = `
 mutation AdmitMember ($input: AdmitMemberInput!) {
 	admitMember(input: $input) {
+		plan {
+			... PlanFields
+		}
 		machine {
 			... MachineFields
 			member {
@@ -7620,6 +9535,28 @@ mutation AdmitMember ($input: AdmitMemberInput!) {
 		report {
 			... AdmissionReportFields
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment MachineFields on Machine {
@@ -7714,6 +9651,9 @@ func AdmitMember(
 const ApproveEnrolment_Operation = `
 mutation ApproveEnrolment ($input: ApproveEnrolmentInput!) {
 	approveEnrolment(input: $input) {
+		plan {
+			... PlanFields
+		}
 		machine {
 			... MachineFields
 		}
@@ -7727,6 +9667,28 @@ mutation ApproveEnrolment ($input: ApproveEnrolmentInput!) {
 		}
 		command
 		scriptUrl
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment MachineFields on Machine {
@@ -7792,6 +9754,9 @@ func ApproveEnrolment(
 const AssignHardwareProfile_Operation = `
 mutation AssignHardwareProfile ($input: AssignHardwareProfileInput!) {
 	assignHardwareProfile(input: $input) {
+		plan {
+			... PlanFields
+		}
 		machine {
 			name
 			phase
@@ -7800,6 +9765,28 @@ mutation AssignHardwareProfile ($input: AssignHardwareProfileInput!) {
 			}
 		}
 		previousProfile
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment HardwareProfileFields on HardwareProfile {
@@ -7974,11 +9961,36 @@ func AuditEvents(
 const ClearHardwareProfile_Operation = `
 mutation ClearHardwareProfile ($input: ClearHardwareProfileInput!) {
 	clearHardwareProfile(input: $input) {
+		plan {
+			... PlanFields
+		}
 		machine {
 			name
 			phase
 		}
 		previousProfile
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 `
@@ -8059,9 +10071,34 @@ func Cluster(
 const CommissionMachine_Operation = `
 mutation CommissionMachine ($input: CommissionMachineInput!) {
 	commissionMachine(input: $input) {
+		plan {
+			... PlanFields
+		}
 		maas {
 			... MaasMachineFields
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment MaasMachineFields on MaasMachine {
@@ -8114,10 +10151,35 @@ func CommissionMachine(
 const CreateIdentity_Operation = `
 mutation CreateIdentity ($input: CreateIdentityInput!) {
 	createIdentity(input: $input) {
+		plan {
+			... PlanFields
+		}
 		identity {
 			... IdentityFields
 		}
 		token
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment IdentityFields on Identity {
@@ -8671,12 +10733,37 @@ func Identities(
 const InstallOperatingSystem_Operation = `
 mutation InstallOperatingSystem ($input: InstallOperatingSystemInput!) {
 	installOperatingSystem(input: $input) {
+		plan {
+			... PlanFields
+		}
 		machine {
 			... MachineFields
 		}
 		maas {
 			... MaasMachineFields
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment MachineFields on Machine {
@@ -8980,9 +11067,34 @@ func Machines(
 const RegisterMachine_Operation = `
 mutation RegisterMachine ($input: RegisterMachineInput!) {
 	registerMachine(input: $input) {
+		plan {
+			... PlanFields
+		}
 		machine {
 			... MachineFields
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment MachineFields on Machine {
@@ -9048,6 +11160,9 @@ func RegisterMachine(
 const ReleaseMachine_Operation = `
 mutation ReleaseMachine ($input: ReleaseMachineInput!) {
 	releaseMachine(input: $input) {
+		plan {
+			... PlanFields
+		}
 		maas {
 			... MaasMachineFields
 		}
@@ -9056,6 +11171,28 @@ mutation ReleaseMachine ($input: ReleaseMachineInput!) {
 			effective
 			message
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment MaasMachineFields on MaasMachine {
@@ -9145,11 +11282,36 @@ func ReleasePreview(
 const RemoveFenceMapping_Operation = `
 mutation RemoveFenceMapping ($member: String!) {
 	removeFenceMapping(input: {member:$member}) {
+		plan {
+			... PlanFields
+		}
 		removed {
 			member
 			maasSystemId
 			hardwareUuid
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 `
@@ -9183,9 +11345,34 @@ func RemoveFenceMapping(
 const RemoveHardwareProfile_Operation = `
 mutation RemoveHardwareProfile ($input: RemoveHardwareProfileInput!) {
 	removeHardwareProfile(input: $input) {
+		plan {
+			... PlanFields
+		}
 		removed {
 			... HardwareProfileFields
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment HardwareProfileFields on HardwareProfile {
@@ -9233,9 +11420,34 @@ func RemoveHardwareProfile(
 const RemoveMember_Operation = `
 mutation RemoveMember ($input: RemoveMemberInput!) {
 	removeMember(input: $input) {
+		plan {
+			... PlanFields
+		}
 		machine {
 			... MachineFields
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment MachineFields on Machine {
@@ -9301,9 +11513,34 @@ func RemoveMember(
 const RevokeIdentity_Operation = `
 mutation RevokeIdentity ($input: RevokeIdentityInput!) {
 	revokeIdentity(input: $input) {
+		plan {
+			... PlanFields
+		}
 		identity {
 			... IdentityFields
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment IdentityFields on Identity {
@@ -9347,9 +11584,34 @@ func RevokeIdentity(
 const RevokeJoinToken_Operation = `
 mutation RevokeJoinToken ($input: RevokeJoinTokenInput!) {
 	revokeJoinToken(input: $input) {
+		plan {
+			... PlanFields
+		}
 		machine {
 			... MachineFields
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment MachineFields on Machine {
@@ -9415,9 +11677,34 @@ func RevokeJoinToken(
 const RunHardwareTests_Operation = `
 mutation RunHardwareTests ($input: RunHardwareTestsInput!) {
 	runHardwareTests(input: $input) {
+		plan {
+			... PlanFields
+		}
 		maas {
 			... MaasMachineFields
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment MaasMachineFields on MaasMachine {
@@ -9470,6 +11757,9 @@ func RunHardwareTests(
 const SetFenceMapping_Operation = `
 mutation SetFenceMapping ($input: SetFenceMappingInput!) {
 	setFenceMapping(input: $input) {
+		plan {
+			... PlanFields
+		}
 		mapping {
 			... FenceMappingFields
 		}
@@ -9480,6 +11770,28 @@ mutation SetFenceMapping ($input: SetFenceMappingInput!) {
 		}
 		verifiedWithMaas
 		notice
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment FenceMappingFields on FenceMapping {
@@ -9541,12 +11853,37 @@ func SetFenceMapping(
 const SetHardwareProfile_Operation = `
 mutation SetHardwareProfile ($input: SetHardwareProfileInput!) {
 	setHardwareProfile(input: $input) {
+		plan {
+			... PlanFields
+		}
 		profile {
 			... HardwareProfileFields
 		}
 		previous {
 			... HardwareProfileFields
 		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 fragment HardwareProfileFields on HardwareProfile {
@@ -9594,7 +11931,32 @@ func SetHardwareProfile(
 const UnregisterMachine_Operation = `
 mutation UnregisterMachine ($input: UnregisterMachineInput!) {
 	unregisterMachine(input: $input) {
+		plan {
+			... PlanFields
+		}
 		name
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
 	}
 }
 `

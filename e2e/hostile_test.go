@@ -29,6 +29,9 @@ const maxAuditRowBytes = audit.MaxEventBytes*5/4 + audit.MaxErrorBytes + audit.M
 // taken from the variable $v, so that a hostile value reaches all of them at once.
 type hostileCall struct {
 	field, query string
+	// dryRun: the same call with dryRun: true in its input (answered with a plan, or
+	// refused as invalid input; never a change).
+	dryRun bool
 }
 
 func hostileMutations(t *testing.T) []hostileCall {
@@ -65,8 +68,15 @@ func hostileMutations(t *testing.T) []hostileCall {
 			q += " { __typename }"
 		}
 		calls = append(calls, hostileCall{field: f.Name, query: q + " }"})
+		// Every mutation takes dryRun in its input (server/gate.go reads it there).
+		if !strings.Contains(q, "(input: {") {
+			t.Fatalf("mutation %s has no input object: it cannot take dryRun", f.Name)
+		}
+		dry := strings.Replace(q, "(input: {", "(input: {dryRun: true, ", 1)
+		dry = strings.Replace(dry, "{ __typename }", "{ __typename plan { refused } }", 1)
+		calls = append(calls, hostileCall{field: f.Name, query: dry + " }", dryRun: true})
 	}
-	sort.Slice(calls, func(i, j int) bool { return calls[i].field < calls[j].field })
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].field < calls[j].field })
 	if len(calls) < 2 {
 		t.Fatalf("walked %d mutations", len(calls))
 	}
@@ -262,18 +272,31 @@ func TestHostileInputLeavesOneBoundedAuditEventPerCall(t *testing.T) {
 	manager := e.Identity("manager", identity.ManageInfrastructure)
 	calls := hostileMutations(t)
 	sizeBefore := auditTableBytes(t, e)
-	sent, total := 0, 0
+	sent, total, plans := 0, 0, 0
 	for _, call := range calls {
 		for _, v := range hostileValues() {
 			for _, caller := range []struct{ name, token, actor string }{{"anonymous", "", "anonymous"}, {"manage-infrastructure", manager, "manager"}} {
-				t.Run(call.field+"/"+v.name+"/"+caller.name, func(t *testing.T) {
+				name := call.field
+				if call.dryRun {
+					name += "/dryRun"
+				}
+				t.Run(name+"/"+v.name+"/"+caller.name, func(t *testing.T) {
 					before := lastAuditID(t, e)
+					state := e.Snapshot()
 					body := hostileBody(call.query, v)
 					r := post(t, e, caller.token, "application/json", body)
 					sent += len(body)
 					errs := r.errors(t)
-					if len(errs) == 0 {
+					// A dry run may answer a plan (refused here: no Incus) instead of an error.
+					planned := call.dryRun && bytes.Contains(r.body, []byte(`"plan":{"refused":true}`))
+					if planned {
+						plans++
+					}
+					if len(errs) == 0 && !planned {
 						t.Fatalf("hostile call succeeded: %.300s", r.body)
+					}
+					if call.dryRun && e.Snapshot() != state {
+						t.Fatal("a hostile dry run changed the database")
 					}
 					if len(r.body) > 16<<10 || bytes.Contains(r.body, bytes.Repeat([]byte("a"), 2*apperr.QuoteLimit)) {
 						t.Fatalf("answer of %d bytes echoes the value: %.500s", len(r.body), r.body)
@@ -294,8 +317,8 @@ func TestHostileInputLeavesOneBoundedAuditEventPerCall(t *testing.T) {
 							t.Fatalf("10 MiB body: %d %s", r.status, r.body)
 						}
 					}
-					if row.action != wantAction || row.outcome == "SUCCEEDED" {
-						t.Fatalf("audit event %s %s, want %s refused or failed", row.action, row.outcome, wantAction)
+					if row.action != wantAction || row.outcome == "SUCCEEDED" || (planned && row.outcome != "PLANNED") {
+						t.Fatalf("audit event %s %s, want %s refused or failed (PLANNED for a plan)", row.action, row.outcome, wantAction)
 					}
 					if v.name == "NUL" && caller.token != "" && !strings.Contains(row.params, `"escaped": true`) {
 						t.Fatalf("NUL value not marked escaped in %s", row.params)
@@ -306,7 +329,10 @@ func TestHostileInputLeavesOneBoundedAuditEventPerCall(t *testing.T) {
 	}
 	serverUp(t, e)
 	growth := auditTableBytes(t, e) - sizeBefore
-	t.Logf("sent %d MiB in %d calls; audit rows hold %d KiB; audit_events grew by %d KiB", sent>>20, 2*len(calls)*len(hostileValues()), total>>10, growth>>10)
+	t.Logf("sent %d MiB in %d calls (half of them dry runs, %d answered a refused plan); audit rows hold %d KiB; audit_events grew by %d KiB", sent>>20, 2*len(calls)*len(hostileValues()), plans, total>>10, growth>>10)
+	if plans == 0 {
+		t.Fatal("no hostile dry run answered a plan: the walk did not reach the planning path")
+	}
 	if limit := int64(2*len(calls)*len(hostileValues())*maxAuditRowBytes) + 1<<20; growth > limit {
 		t.Fatalf("audit_events grew by %d bytes, more than %d", growth, limit)
 	}

@@ -65,6 +65,7 @@ type ComplexityRoot struct {
 
 	AdmitMemberPayload struct {
 		Machine func(childComplexity int) int
+		Plan    func(childComplexity int) int
 		Report  func(childComplexity int) int
 	}
 
@@ -74,11 +75,13 @@ type ComplexityRoot struct {
 		JoinToken    func(childComplexity int) int
 		Machine      func(childComplexity int) int
 		MemberConfig func(childComplexity int) int
+		Plan         func(childComplexity int) int
 		ScriptURL    func(childComplexity int) int
 	}
 
 	AssignHardwareProfilePayload struct {
 		Machine         func(childComplexity int) int
+		Plan            func(childComplexity int) int
 		PreviousProfile func(childComplexity int) int
 	}
 
@@ -107,6 +110,7 @@ type ComplexityRoot struct {
 
 	ClearHardwareProfilePayload struct {
 		Machine         func(childComplexity int) int
+		Plan            func(childComplexity int) int
 		PreviousProfile func(childComplexity int) int
 	}
 
@@ -127,6 +131,7 @@ type ComplexityRoot struct {
 
 	CreateIdentityPayload struct {
 		Identity func(childComplexity int) int
+		Plan     func(childComplexity int) int
 		Token    func(childComplexity int) int
 	}
 
@@ -258,6 +263,7 @@ type ComplexityRoot struct {
 	InstallOperatingSystemPayload struct {
 		Maas    func(childComplexity int) int
 		Machine func(childComplexity int) int
+		Plan    func(childComplexity int) int
 	}
 
 	MaasImage struct {
@@ -297,6 +303,7 @@ type ComplexityRoot struct {
 	MaasMachinePayload struct {
 		Maas    func(childComplexity int) int
 		Machine func(childComplexity int) int
+		Plan    func(childComplexity int) int
 	}
 
 	MaasStepAvailability struct {
@@ -389,6 +396,32 @@ type ComplexityRoot struct {
 		ExpiresAt func(childComplexity int) int
 	}
 
+	Plan struct {
+		Refusals func(childComplexity int) int
+		Refused  func(childComplexity int) int
+		Steps    func(childComplexity int) int
+		Warnings func(childComplexity int) int
+	}
+
+	PlanChange struct {
+		After  func(childComplexity int) int
+		Before func(childComplexity int) int
+		Field  func(childComplexity int) int
+	}
+
+	PlanFinding struct {
+		Code    func(childComplexity int) int
+		Field   func(childComplexity int) int
+		Message func(childComplexity int) int
+	}
+
+	PlanStep struct {
+		Call    func(childComplexity int) int
+		Changes func(childComplexity int) int
+		System  func(childComplexity int) int
+		Target  func(childComplexity int) int
+	}
+
 	Provisioner struct {
 		Capabilities func(childComplexity int) int
 		Kind         func(childComplexity int) int
@@ -421,44 +454,53 @@ type ComplexityRoot struct {
 
 	RegisterMachinePayload struct {
 		Machine func(childComplexity int) int
+		Plan    func(childComplexity int) int
 	}
 
 	ReleaseMachinePayload struct {
 		Erase   func(childComplexity int) int
 		Maas    func(childComplexity int) int
 		Machine func(childComplexity int) int
+		Plan    func(childComplexity int) int
 	}
 
 	RemoveFenceMappingPayload struct {
 		Machine func(childComplexity int) int
+		Plan    func(childComplexity int) int
 		Removed func(childComplexity int) int
 	}
 
 	RemoveHardwareProfilePayload struct {
+		Plan    func(childComplexity int) int
 		Removed func(childComplexity int) int
 	}
 
 	RemoveMemberPayload struct {
 		Machine func(childComplexity int) int
+		Plan    func(childComplexity int) int
 	}
 
 	RevokeIdentityPayload struct {
 		Identity func(childComplexity int) int
+		Plan     func(childComplexity int) int
 	}
 
 	RevokeJoinTokenPayload struct {
 		Machine func(childComplexity int) int
+		Plan    func(childComplexity int) int
 	}
 
 	SetFenceMappingPayload struct {
 		Machine          func(childComplexity int) int
 		Mapping          func(childComplexity int) int
 		Notice           func(childComplexity int) int
+		Plan             func(childComplexity int) int
 		Previous         func(childComplexity int) int
 		VerifiedWithMaas func(childComplexity int) int
 	}
 
 	SetHardwareProfilePayload struct {
+		Plan     func(childComplexity int) int
 		Previous func(childComplexity int) int
 		Profile  func(childComplexity int) int
 	}
@@ -478,6 +520,7 @@ type ComplexityRoot struct {
 
 	UnregisterMachinePayload struct {
 		Name func(childComplexity int) int
+		Plan func(childComplexity int) int
 	}
 
 	Warning struct {
@@ -662,6 +705,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AdmitMemberPayload.Machine(childComplexity), true
+	case "AdmitMemberPayload.plan":
+		if e.ComplexityRoot.AdmitMemberPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AdmitMemberPayload.Plan(childComplexity), true
 	case "AdmitMemberPayload.report":
 		if e.ComplexityRoot.AdmitMemberPayload.Report == nil {
 			break
@@ -699,6 +748,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApproveEnrolmentPayload.MemberConfig(childComplexity), true
+	case "ApproveEnrolmentPayload.plan":
+		if e.ComplexityRoot.ApproveEnrolmentPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApproveEnrolmentPayload.Plan(childComplexity), true
 	case "ApproveEnrolmentPayload.scriptUrl":
 		if e.ComplexityRoot.ApproveEnrolmentPayload.ScriptURL == nil {
 			break
@@ -712,6 +767,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AssignHardwareProfilePayload.Machine(childComplexity), true
+	case "AssignHardwareProfilePayload.plan":
+		if e.ComplexityRoot.AssignHardwareProfilePayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AssignHardwareProfilePayload.Plan(childComplexity), true
 	case "AssignHardwareProfilePayload.previousProfile":
 		if e.ComplexityRoot.AssignHardwareProfilePayload.PreviousProfile == nil {
 			break
@@ -812,6 +873,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ClearHardwareProfilePayload.Machine(childComplexity), true
+	case "ClearHardwareProfilePayload.plan":
+		if e.ComplexityRoot.ClearHardwareProfilePayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClearHardwareProfilePayload.Plan(childComplexity), true
 	case "ClearHardwareProfilePayload.previousProfile":
 		if e.ComplexityRoot.ClearHardwareProfilePayload.PreviousProfile == nil {
 			break
@@ -881,6 +948,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CreateIdentityPayload.Identity(childComplexity), true
+	case "CreateIdentityPayload.plan":
+		if e.ComplexityRoot.CreateIdentityPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateIdentityPayload.Plan(childComplexity), true
 	case "CreateIdentityPayload.token":
 		if e.ComplexityRoot.CreateIdentityPayload.Token == nil {
 			break
@@ -1412,6 +1485,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InstallOperatingSystemPayload.Machine(childComplexity), true
+	case "InstallOperatingSystemPayload.plan":
+		if e.ComplexityRoot.InstallOperatingSystemPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstallOperatingSystemPayload.Plan(childComplexity), true
 
 	case "MaasImage.architectures":
 		if e.ComplexityRoot.MaasImage.Architectures == nil {
@@ -1595,6 +1674,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MaasMachinePayload.Machine(childComplexity), true
+	case "MaasMachinePayload.plan":
+		if e.ComplexityRoot.MaasMachinePayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachinePayload.Plan(childComplexity), true
 
 	case "MaasStepAvailability.allowed":
 		if e.ComplexityRoot.MaasStepAvailability.Allowed == nil {
@@ -2073,6 +2158,94 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PendingJoinToken.ExpiresAt(childComplexity), true
 
+	case "Plan.refusals":
+		if e.ComplexityRoot.Plan.Refusals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Plan.Refusals(childComplexity), true
+	case "Plan.refused":
+		if e.ComplexityRoot.Plan.Refused == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Plan.Refused(childComplexity), true
+	case "Plan.steps":
+		if e.ComplexityRoot.Plan.Steps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Plan.Steps(childComplexity), true
+	case "Plan.warnings":
+		if e.ComplexityRoot.Plan.Warnings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Plan.Warnings(childComplexity), true
+
+	case "PlanChange.after":
+		if e.ComplexityRoot.PlanChange.After == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanChange.After(childComplexity), true
+	case "PlanChange.before":
+		if e.ComplexityRoot.PlanChange.Before == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanChange.Before(childComplexity), true
+	case "PlanChange.field":
+		if e.ComplexityRoot.PlanChange.Field == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanChange.Field(childComplexity), true
+
+	case "PlanFinding.code":
+		if e.ComplexityRoot.PlanFinding.Code == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanFinding.Code(childComplexity), true
+	case "PlanFinding.field":
+		if e.ComplexityRoot.PlanFinding.Field == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanFinding.Field(childComplexity), true
+	case "PlanFinding.message":
+		if e.ComplexityRoot.PlanFinding.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanFinding.Message(childComplexity), true
+
+	case "PlanStep.call":
+		if e.ComplexityRoot.PlanStep.Call == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanStep.Call(childComplexity), true
+	case "PlanStep.changes":
+		if e.ComplexityRoot.PlanStep.Changes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanStep.Changes(childComplexity), true
+	case "PlanStep.system":
+		if e.ComplexityRoot.PlanStep.System == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanStep.System(childComplexity), true
+	case "PlanStep.target":
+		if e.ComplexityRoot.PlanStep.Target == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanStep.Target(childComplexity), true
+
 	case "Provisioner.capabilities":
 		if e.ComplexityRoot.Provisioner.Capabilities == nil {
 			break
@@ -2244,6 +2417,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RegisterMachinePayload.Machine(childComplexity), true
+	case "RegisterMachinePayload.plan":
+		if e.ComplexityRoot.RegisterMachinePayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RegisterMachinePayload.Plan(childComplexity), true
 
 	case "ReleaseMachinePayload.erase":
 		if e.ComplexityRoot.ReleaseMachinePayload.Erase == nil {
@@ -2263,6 +2442,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReleaseMachinePayload.Machine(childComplexity), true
+	case "ReleaseMachinePayload.plan":
+		if e.ComplexityRoot.ReleaseMachinePayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReleaseMachinePayload.Plan(childComplexity), true
 
 	case "RemoveFenceMappingPayload.machine":
 		if e.ComplexityRoot.RemoveFenceMappingPayload.Machine == nil {
@@ -2270,6 +2455,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RemoveFenceMappingPayload.Machine(childComplexity), true
+	case "RemoveFenceMappingPayload.plan":
+		if e.ComplexityRoot.RemoveFenceMappingPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveFenceMappingPayload.Plan(childComplexity), true
 	case "RemoveFenceMappingPayload.removed":
 		if e.ComplexityRoot.RemoveFenceMappingPayload.Removed == nil {
 			break
@@ -2277,6 +2468,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RemoveFenceMappingPayload.Removed(childComplexity), true
 
+	case "RemoveHardwareProfilePayload.plan":
+		if e.ComplexityRoot.RemoveHardwareProfilePayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveHardwareProfilePayload.Plan(childComplexity), true
 	case "RemoveHardwareProfilePayload.removed":
 		if e.ComplexityRoot.RemoveHardwareProfilePayload.Removed == nil {
 			break
@@ -2290,6 +2487,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RemoveMemberPayload.Machine(childComplexity), true
+	case "RemoveMemberPayload.plan":
+		if e.ComplexityRoot.RemoveMemberPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveMemberPayload.Plan(childComplexity), true
 
 	case "RevokeIdentityPayload.identity":
 		if e.ComplexityRoot.RevokeIdentityPayload.Identity == nil {
@@ -2297,6 +2500,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RevokeIdentityPayload.Identity(childComplexity), true
+	case "RevokeIdentityPayload.plan":
+		if e.ComplexityRoot.RevokeIdentityPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RevokeIdentityPayload.Plan(childComplexity), true
 
 	case "RevokeJoinTokenPayload.machine":
 		if e.ComplexityRoot.RevokeJoinTokenPayload.Machine == nil {
@@ -2304,6 +2513,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RevokeJoinTokenPayload.Machine(childComplexity), true
+	case "RevokeJoinTokenPayload.plan":
+		if e.ComplexityRoot.RevokeJoinTokenPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RevokeJoinTokenPayload.Plan(childComplexity), true
 
 	case "SetFenceMappingPayload.machine":
 		if e.ComplexityRoot.SetFenceMappingPayload.Machine == nil {
@@ -2323,6 +2538,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SetFenceMappingPayload.Notice(childComplexity), true
+	case "SetFenceMappingPayload.plan":
+		if e.ComplexityRoot.SetFenceMappingPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetFenceMappingPayload.Plan(childComplexity), true
 	case "SetFenceMappingPayload.previous":
 		if e.ComplexityRoot.SetFenceMappingPayload.Previous == nil {
 			break
@@ -2336,6 +2557,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SetFenceMappingPayload.VerifiedWithMaas(childComplexity), true
 
+	case "SetHardwareProfilePayload.plan":
+		if e.ComplexityRoot.SetHardwareProfilePayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetHardwareProfilePayload.Plan(childComplexity), true
 	case "SetHardwareProfilePayload.previous":
 		if e.ComplexityRoot.SetHardwareProfilePayload.Previous == nil {
 			break
@@ -2419,6 +2646,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UnregisterMachinePayload.Name(childComplexity), true
+	case "UnregisterMachinePayload.plan":
+		if e.ComplexityRoot.UnregisterMachinePayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UnregisterMachinePayload.Plan(childComplexity), true
 
 	case "Warning.code":
 		if e.ComplexityRoot.Warning.Code == nil {
@@ -2564,7 +2797,7 @@ var sources = []*ast.Source{
   """
   The audit trail, newest first. ` + "`" + `first` + "`" + ` is 1–500 (default 50); ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + `
   from an earlier page; ` + "`" + `machine` + "`" + ` keeps only the events about that machine, ` + "`" + `actor` + "`" + ` those
-  of that identity, ` + "`" + `outcome` + "`" + ` those with that outcome.
+  of that identity, ` + "`" + `outcome` + "`" + ` those with that outcome (PLANNED: the dry runs).
   """
   auditEvents(first: Int = 50, after: String, machine: String, actor: String, outcome: AuditOutcome): AuditEventConnection!
 }
@@ -2621,6 +2854,8 @@ enum AuditOutcome {
   FAILED
   "Not allowed (authentication or permission); nothing was tried."
   REFUSED
+  "A dry run (dryRun: true): nothing was changed; details.plan holds the plan."
+  PLANNED
 }
 
 type AuditEventConnection {
@@ -2888,28 +3123,42 @@ input SetFenceMappingInput {
   maasSystemId: String!
   "The machine's hardware UUID as MAAS shows it (hardware_uuid)."
   hardwareUuid: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type SetFenceMappingPayload {
-  mapping: FenceMapping!
+  mapping: FenceMapping
   "The mapping this one replaced, if any."
   previous: FenceMapping
   "True when MAAS was asked and reported this hardware UUID for the system id."
-  verifiedWithMaas: Boolean!
+  verifiedWithMaas: Boolean
   "What was checked, and what was not."
-  notice: String!
+  notice: String
   "The machine of that name, when Apelora knows one."
   machine: Machine
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 input RemoveFenceMappingInput {
   member: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type RemoveFenceMappingPayload {
   "The mapping that was removed."
-  removed: FenceMapping!
+  removed: FenceMapping
   machine: Machine
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 "The cluster as fencing sees it."
@@ -3053,21 +3302,35 @@ input SetHardwareProfileInput {
   minNics: Int = 0
   "0–1600000; needs minNics."
   minNicSpeedMbps: Int = 0
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type SetHardwareProfilePayload {
-  profile: HardwareProfile!
+  profile: HardwareProfile
   "The profile this one replaced, if any."
   previous: HardwareProfile
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 input RemoveHardwareProfileInput {
   profile: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type RemoveHardwareProfilePayload {
   "The profile that was removed."
-  removed: HardwareProfile!
+  removed: HardwareProfile
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 input AssignHardwareProfileInput {
@@ -3075,22 +3338,36 @@ input AssignHardwareProfileInput {
   machine: String!
   "The hardware profile's name."
   profile: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type AssignHardwareProfilePayload {
-  machine: Machine!
+  machine: Machine
   "The profile the machine had before; null for none."
   previousProfile: String
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 input ClearHardwareProfileInput {
   machine: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type ClearHardwareProfilePayload {
-  machine: Machine!
+  machine: Machine
   "The profile the machine had; null when it had none."
   previousProfile: String
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 `, BuiltIn: false},
 	{Name: "../schema/identity.graphqls", Input: `"What an identity may do."
@@ -3162,20 +3439,34 @@ input CreateIdentityInput {
   expiresAt: Time
   "How long from now it works: 30d, 12h, 90m (whole days or Go's duration form)."
   expiresIn: String
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type CreateIdentityPayload {
-  identity: Identity!
+  identity: Identity
   "The bearer token (` + "`" + `Authorization: Bearer …` + "`" + `), shown only in this answer."
-  token: String!
+  token: String
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 input RevokeIdentityInput {
   name: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type RevokeIdentityPayload {
-  identity: Identity!
+  identity: Identity
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 `, BuiltIn: false},
 	{Name: "../schema/maas.graphqls", Input: `extend type Query {
@@ -3186,8 +3477,12 @@ type RevokeIdentityPayload {
   """
   fleet: Fleet!
 
-  "What releasing a MAAS machine would do to its disks, before asking for it."
-  releasePreview(erase: Boolean = false): ErasePreview!
+  """
+  What releasing would do to the disks, for no machine and no caller. Ask releaseMachine
+  with dryRun: true instead: its plan is for that machine and caller (a missing
+  hardware.delete permission, a machine that is a member, the erase setting).
+  """
+  releasePreview(erase: Boolean = false): ErasePreview! @deprecated(reason: "Use releaseMachine(input: {systemId, erase, dryRun: true}): the plan for that machine and caller.")
 
   """
   The OS images MAAS holds, by name with their architectures: what installOperatingSystem's
@@ -3329,6 +3624,11 @@ input CommissionMachineInput {
   systemId: String!
   "Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none."
   tests: [String!]
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 input InstallOperatingSystemInput {
@@ -3338,6 +3638,11 @@ input InstallOperatingSystemInput {
   series: String!
   "Member config for the join, as in approveEnrolment."
   memberConfig: [MemberConfigInput!]
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 input RunHardwareTestsInput {
@@ -3346,6 +3651,11 @@ input RunHardwareTestsInput {
   hostname: String!
   "Testing scripts or tags (at most 16); null: MAAS's defaults."
   tests: [String!]
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 input ReleaseMachineInput {
@@ -3353,17 +3663,26 @@ input ReleaseMachineInput {
   "Erase the disks (needs hardware.delete). Off unless asked."
   erase: Boolean = false
   comment: String
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type MaasMachinePayload {
-  maas: MaasMachine!
+  maas: MaasMachine
   "The Apelora machine registered from it, if any."
   machine: Machine
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 type InstallOperatingSystemPayload {
-  machine: Machine!
-  maas: MaasMachine!
+  machine: Machine
+  maas: MaasMachine
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 type ErasePreview {
@@ -3377,9 +3696,11 @@ type ErasePreview {
 }
 
 type ReleaseMachinePayload {
-  maas: MaasMachine!
+  maas: MaasMachine
   machine: Machine
-  erase: ErasePreview!
+  erase: ErasePreview
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 `, BuiltIn: false},
 	{Name: "../schema/machine.graphqls", Input: `extend type Query {
@@ -3504,19 +3825,33 @@ input RegisterMachineInput {
   description: String = ""
   "Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS."
   maasSystemId: String
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type RegisterMachinePayload {
-  machine: Machine!
+  machine: Machine
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 input UnregisterMachineInput {
   name: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type UnregisterMachinePayload {
   "The name of the machine record that was removed."
-  name: String!
+  name: String
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 `, BuiltIn: false},
 	{Name: "../schema/membership.graphqls", Input: `extend type Mutation {
@@ -3622,6 +3957,11 @@ input ApproveEnrolmentInput {
   this list (from 0).
   """
   memberConfig: [MemberConfigInput!]
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 input MemberConfigInput {
@@ -3640,43 +3980,66 @@ type MemberConfigEntry {
 }
 
 type ApproveEnrolmentPayload {
-  machine: Machine!
+  machine: Machine
   "The single-use join token. Shown only in this response; paste it into enrol-member.sh."
-  joinToken: String!
-  expiresAt: Time!
+  joinToken: String
+  expiresAt: Time
   "The member configuration the new server joins with."
-  memberConfig: [MemberConfigEntry!]!
+  memberConfig: [MemberConfigEntry!]
   "What to run on the new server (replace ADDRESS by its own address). It asks for the token on standard input."
-  command: String!
+  command: String
   "Where the enrolment script is served."
-  scriptUrl: String!
+  scriptUrl: String
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 input RevokeJoinTokenInput {
   name: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type RevokeJoinTokenPayload {
   machine: Machine
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 input AdmitMemberInput {
   name: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type AdmitMemberPayload {
-  machine: Machine!
-  report: AdmissionReport!
+  machine: Machine
+  report: AdmissionReport
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 input RemoveMemberInput {
   name: String!
   force: Boolean = false
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
 }
 
 type RemoveMemberPayload {
   "The machine after removal (REGISTERED), or null for a member that had no record."
   machine: Machine
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
 }
 
 enum CheckResult {
@@ -3729,6 +4092,67 @@ type AdmissionCheckEvent {
   checks: [AdmissionCheck!]!
   "Set on the run's last event."
   verdict: AdmissionVerdict
+}
+`, BuiltIn: false},
+	{Name: "../schema/plan.graphqls", Input: `"""
+What a mutation would do, answered instead of doing it when its input says dryRun: true.
+The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+usual, calls that would change something are recorded as steps instead, and the database
+change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+error; any other refusal (permission, state, a failing check, a busy machine) is part of
+the plan, not an error.
+"""
+type Plan {
+  "True when the call would be refused (see refusals): confirming it would fail."
+  refused: Boolean!
+  "The calls it would make, in order. Steps after a refusal are not known."
+  steps: [PlanStep!]!
+  "Why it would be refused, each with its documented error code."
+  refusals: [PlanFinding!]!
+  """
+  What would qualify it without stopping it: a WARN admission check, what releasing does
+  to the disks (MAAS erasing them anyway, or not at all).
+  """
+  warnings: [PlanFinding!]!
+}
+
+enum PlanSystem {
+  INCUS
+  MAAS
+  DATABASE
+}
+
+type PlanStep {
+  system: PlanSystem!
+  """
+  The call as the upstream would see it: "PUT /1.0/cluster/members/web-01",
+  "POST machines/abc123/op-deploy", "UPDATE machine_records".
+  """
+  call: String!
+  "The machine, member or record it is about (may be empty)."
+  target: String!
+  """
+  What would change, before → after (a member's roles or config, a MAAS operation's
+  parameters). Cloud-init user data is shown only as its size and SHA-256.
+  """
+  changes: [PlanChange!]!
+}
+
+type PlanChange {
+  field: String!
+  "The value now; null when it has none (or the step creates it)."
+  before: String
+  "The value after; null when the step removes it."
+  after: String
+}
+
+type PlanFinding {
+  "The documented error code (README: Error codes); null for a warning that has none."
+  code: String
+  message: String!
+  "The input field it is about, if any."
+  field: String
 }
 `, BuiltIn: false},
 	{Name: "../schema/schema.graphqls", Input: `"""
@@ -3833,6 +4257,8 @@ func (ec *executionContext) childFields_AdmitMemberPayload(ctx context.Context, 
 		return ec.fieldContext_AdmitMemberPayload_machine(ctx, field)
 	case "report":
 		return ec.fieldContext_AdmitMemberPayload_report(ctx, field)
+	case "plan":
+		return ec.fieldContext_AdmitMemberPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AdmitMemberPayload", field.Name)
 }
@@ -3851,6 +4277,8 @@ func (ec *executionContext) childFields_ApproveEnrolmentPayload(ctx context.Cont
 		return ec.fieldContext_ApproveEnrolmentPayload_command(ctx, field)
 	case "scriptUrl":
 		return ec.fieldContext_ApproveEnrolmentPayload_scriptUrl(ctx, field)
+	case "plan":
+		return ec.fieldContext_ApproveEnrolmentPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ApproveEnrolmentPayload", field.Name)
 }
@@ -3861,6 +4289,8 @@ func (ec *executionContext) childFields_AssignHardwareProfilePayload(ctx context
 		return ec.fieldContext_AssignHardwareProfilePayload_machine(ctx, field)
 	case "previousProfile":
 		return ec.fieldContext_AssignHardwareProfilePayload_previousProfile(ctx, field)
+	case "plan":
+		return ec.fieldContext_AssignHardwareProfilePayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AssignHardwareProfilePayload", field.Name)
 }
@@ -3917,6 +4347,8 @@ func (ec *executionContext) childFields_ClearHardwareProfilePayload(ctx context.
 		return ec.fieldContext_ClearHardwareProfilePayload_machine(ctx, field)
 	case "previousProfile":
 		return ec.fieldContext_ClearHardwareProfilePayload_previousProfile(ctx, field)
+	case "plan":
+		return ec.fieldContext_ClearHardwareProfilePayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ClearHardwareProfilePayload", field.Name)
 }
@@ -3957,6 +4389,8 @@ func (ec *executionContext) childFields_CreateIdentityPayload(ctx context.Contex
 		return ec.fieldContext_CreateIdentityPayload_identity(ctx, field)
 	case "token":
 		return ec.fieldContext_CreateIdentityPayload_token(ctx, field)
+	case "plan":
+		return ec.fieldContext_CreateIdentityPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CreateIdentityPayload", field.Name)
 }
@@ -4217,6 +4651,8 @@ func (ec *executionContext) childFields_InstallOperatingSystemPayload(ctx contex
 		return ec.fieldContext_InstallOperatingSystemPayload_machine(ctx, field)
 	case "maas":
 		return ec.fieldContext_InstallOperatingSystemPayload_maas(ctx, field)
+	case "plan":
+		return ec.fieldContext_InstallOperatingSystemPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type InstallOperatingSystemPayload", field.Name)
 }
@@ -4295,6 +4731,8 @@ func (ec *executionContext) childFields_MaasMachinePayload(ctx context.Context, 
 		return ec.fieldContext_MaasMachinePayload_maas(ctx, field)
 	case "machine":
 		return ec.fieldContext_MaasMachinePayload_machine(ctx, field)
+	case "plan":
+		return ec.fieldContext_MaasMachinePayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MaasMachinePayload", field.Name)
 }
@@ -4437,6 +4875,58 @@ func (ec *executionContext) childFields_PendingJoinToken(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type PendingJoinToken", field.Name)
 }
 
+func (ec *executionContext) childFields_Plan(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "refused":
+		return ec.fieldContext_Plan_refused(ctx, field)
+	case "steps":
+		return ec.fieldContext_Plan_steps(ctx, field)
+	case "refusals":
+		return ec.fieldContext_Plan_refusals(ctx, field)
+	case "warnings":
+		return ec.fieldContext_Plan_warnings(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Plan", field.Name)
+}
+
+func (ec *executionContext) childFields_PlanChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "field":
+		return ec.fieldContext_PlanChange_field(ctx, field)
+	case "before":
+		return ec.fieldContext_PlanChange_before(ctx, field)
+	case "after":
+		return ec.fieldContext_PlanChange_after(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PlanChange", field.Name)
+}
+
+func (ec *executionContext) childFields_PlanFinding(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "code":
+		return ec.fieldContext_PlanFinding_code(ctx, field)
+	case "message":
+		return ec.fieldContext_PlanFinding_message(ctx, field)
+	case "field":
+		return ec.fieldContext_PlanFinding_field(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PlanFinding", field.Name)
+}
+
+func (ec *executionContext) childFields_PlanStep(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "system":
+		return ec.fieldContext_PlanStep_system(ctx, field)
+	case "call":
+		return ec.fieldContext_PlanStep_call(ctx, field)
+	case "target":
+		return ec.fieldContext_PlanStep_target(ctx, field)
+	case "changes":
+		return ec.fieldContext_PlanStep_changes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PlanStep", field.Name)
+}
+
 func (ec *executionContext) childFields_Provisioner(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "kind":
@@ -4463,6 +4953,8 @@ func (ec *executionContext) childFields_RegisterMachinePayload(ctx context.Conte
 	switch field.Name {
 	case "machine":
 		return ec.fieldContext_RegisterMachinePayload_machine(ctx, field)
+	case "plan":
+		return ec.fieldContext_RegisterMachinePayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RegisterMachinePayload", field.Name)
 }
@@ -4475,6 +4967,8 @@ func (ec *executionContext) childFields_ReleaseMachinePayload(ctx context.Contex
 		return ec.fieldContext_ReleaseMachinePayload_machine(ctx, field)
 	case "erase":
 		return ec.fieldContext_ReleaseMachinePayload_erase(ctx, field)
+	case "plan":
+		return ec.fieldContext_ReleaseMachinePayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ReleaseMachinePayload", field.Name)
 }
@@ -4485,6 +4979,8 @@ func (ec *executionContext) childFields_RemoveFenceMappingPayload(ctx context.Co
 		return ec.fieldContext_RemoveFenceMappingPayload_removed(ctx, field)
 	case "machine":
 		return ec.fieldContext_RemoveFenceMappingPayload_machine(ctx, field)
+	case "plan":
+		return ec.fieldContext_RemoveFenceMappingPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RemoveFenceMappingPayload", field.Name)
 }
@@ -4493,6 +4989,8 @@ func (ec *executionContext) childFields_RemoveHardwareProfilePayload(ctx context
 	switch field.Name {
 	case "removed":
 		return ec.fieldContext_RemoveHardwareProfilePayload_removed(ctx, field)
+	case "plan":
+		return ec.fieldContext_RemoveHardwareProfilePayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RemoveHardwareProfilePayload", field.Name)
 }
@@ -4501,6 +4999,8 @@ func (ec *executionContext) childFields_RemoveMemberPayload(ctx context.Context,
 	switch field.Name {
 	case "machine":
 		return ec.fieldContext_RemoveMemberPayload_machine(ctx, field)
+	case "plan":
+		return ec.fieldContext_RemoveMemberPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RemoveMemberPayload", field.Name)
 }
@@ -4509,6 +5009,8 @@ func (ec *executionContext) childFields_RevokeIdentityPayload(ctx context.Contex
 	switch field.Name {
 	case "identity":
 		return ec.fieldContext_RevokeIdentityPayload_identity(ctx, field)
+	case "plan":
+		return ec.fieldContext_RevokeIdentityPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RevokeIdentityPayload", field.Name)
 }
@@ -4517,6 +5019,8 @@ func (ec *executionContext) childFields_RevokeJoinTokenPayload(ctx context.Conte
 	switch field.Name {
 	case "machine":
 		return ec.fieldContext_RevokeJoinTokenPayload_machine(ctx, field)
+	case "plan":
+		return ec.fieldContext_RevokeJoinTokenPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RevokeJoinTokenPayload", field.Name)
 }
@@ -4533,6 +5037,8 @@ func (ec *executionContext) childFields_SetFenceMappingPayload(ctx context.Conte
 		return ec.fieldContext_SetFenceMappingPayload_notice(ctx, field)
 	case "machine":
 		return ec.fieldContext_SetFenceMappingPayload_machine(ctx, field)
+	case "plan":
+		return ec.fieldContext_SetFenceMappingPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SetFenceMappingPayload", field.Name)
 }
@@ -4543,6 +5049,8 @@ func (ec *executionContext) childFields_SetHardwareProfilePayload(ctx context.Co
 		return ec.fieldContext_SetHardwareProfilePayload_profile(ctx, field)
 	case "previous":
 		return ec.fieldContext_SetHardwareProfilePayload_previous(ctx, field)
+	case "plan":
+		return ec.fieldContext_SetHardwareProfilePayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SetHardwareProfilePayload", field.Name)
 }
@@ -4563,6 +5071,8 @@ func (ec *executionContext) childFields_UnregisterMachinePayload(ctx context.Con
 	switch field.Name {
 	case "name":
 		return ec.fieldContext_UnregisterMachinePayload_name(ctx, field)
+	case "plan":
+		return ec.fieldContext_UnregisterMachinePayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UnregisterMachinePayload", field.Name)
 }
@@ -5676,10 +6186,10 @@ func (ec *executionContext) _AdmitMemberPayload_machine(ctx context.Context, fie
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
-			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_AdmitMemberPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5708,10 +6218,10 @@ func (ec *executionContext) _AdmitMemberPayload_report(ctx context.Context, fiel
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.AdmissionReport) graphql.Marshaler {
-			return ec.marshalNAdmissionReport2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionReport(ctx, selections, v)
+			return ec.marshalOAdmissionReport2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionReport(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_AdmitMemberPayload_report(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5722,6 +6232,38 @@ func (ec *executionContext) fieldContext_AdmitMemberPayload_report(_ context.Con
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_AdmissionReport(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AdmitMemberPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.AdmitMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AdmitMemberPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AdmitMemberPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AdmitMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
 		},
 	}
 	return fc, nil
@@ -5740,10 +6282,10 @@ func (ec *executionContext) _ApproveEnrolmentPayload_machine(ctx context.Context
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
-			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5771,11 +6313,11 @@ func (ec *executionContext) _ApproveEnrolmentPayload_joinToken(ctx context.Conte
 			return obj.JoinToken, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_joinToken(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5794,11 +6336,11 @@ func (ec *executionContext) _ApproveEnrolmentPayload_expiresAt(ctx context.Conte
 			return obj.ExpiresAt, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5818,10 +6360,10 @@ func (ec *executionContext) _ApproveEnrolmentPayload_memberConfig(ctx context.Co
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.MemberConfigEntry) graphql.Marshaler {
-			return ec.marshalNMemberConfigEntry2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntryᚄ(ctx, selections, v)
+			return ec.marshalOMemberConfigEntry2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntryᚄ(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_memberConfig(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5849,11 +6391,11 @@ func (ec *executionContext) _ApproveEnrolmentPayload_command(ctx context.Context
 			return obj.Command, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_command(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5872,15 +6414,47 @@ func (ec *executionContext) _ApproveEnrolmentPayload_scriptUrl(ctx context.Conte
 			return obj.ScriptURL, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_scriptUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ApproveEnrolmentPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _ApproveEnrolmentPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.ApproveEnrolmentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApproveEnrolmentPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ApproveEnrolmentPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ApproveEnrolmentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _AssignHardwareProfilePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.AssignHardwareProfilePayload) (ret graphql.Marshaler) {
@@ -5896,10 +6470,10 @@ func (ec *executionContext) _AssignHardwareProfilePayload_machine(ctx context.Co
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
-			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_AssignHardwareProfilePayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -5936,6 +6510,38 @@ func (ec *executionContext) _AssignHardwareProfilePayload_previousProfile(ctx co
 }
 func (ec *executionContext) fieldContext_AssignHardwareProfilePayload_previousProfile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AssignHardwareProfilePayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _AssignHardwareProfilePayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.AssignHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AssignHardwareProfilePayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AssignHardwareProfilePayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AssignHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *model.AuditEvent) (ret graphql.Marshaler) {
@@ -6300,10 +6906,10 @@ func (ec *executionContext) _ClearHardwareProfilePayload_machine(ctx context.Con
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
-			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ClearHardwareProfilePayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -6340,6 +6946,38 @@ func (ec *executionContext) _ClearHardwareProfilePayload_previousProfile(ctx con
 }
 func (ec *executionContext) fieldContext_ClearHardwareProfilePayload_previousProfile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ClearHardwareProfilePayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _ClearHardwareProfilePayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.ClearHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClearHardwareProfilePayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClearHardwareProfilePayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ClearHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ClusterView_healingThreshold(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
@@ -6580,10 +7218,10 @@ func (ec *executionContext) _CreateIdentityPayload_identity(ctx context.Context,
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Identity) graphql.Marshaler {
-			return ec.marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx, selections, v)
+			return ec.marshalOIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_CreateIdentityPayload_identity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -6611,15 +7249,47 @@ func (ec *executionContext) _CreateIdentityPayload_token(ctx context.Context, fi
 			return obj.Token, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_CreateIdentityPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CreateIdentityPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _CreateIdentityPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.CreateIdentityPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateIdentityPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CreateIdentityPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateIdentityPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Drift_machine(ctx context.Context, field graphql.CollectedField, obj *model.Drift) (ret graphql.Marshaler) {
@@ -8625,10 +9295,10 @@ func (ec *executionContext) _InstallOperatingSystemPayload_machine(ctx context.C
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
-			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_InstallOperatingSystemPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -8657,10 +9327,10 @@ func (ec *executionContext) _InstallOperatingSystemPayload_maas(ctx context.Cont
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
-			return ec.marshalNMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx, selections, v)
+			return ec.marshalOMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_InstallOperatingSystemPayload_maas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -8671,6 +9341,38 @@ func (ec *executionContext) fieldContext_InstallOperatingSystemPayload_maas(_ co
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_MaasMachine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InstallOperatingSystemPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.InstallOperatingSystemPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstallOperatingSystemPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_InstallOperatingSystemPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InstallOperatingSystemPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
 		},
 	}
 	return fc, nil
@@ -9333,10 +10035,10 @@ func (ec *executionContext) _MaasMachinePayload_maas(ctx context.Context, field 
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
-			return ec.marshalNMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx, selections, v)
+			return ec.marshalOMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_MaasMachinePayload_maas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -9379,6 +10081,38 @@ func (ec *executionContext) fieldContext_MaasMachinePayload_machine(_ context.Co
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MaasMachinePayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachinePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachinePayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachinePayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MaasMachinePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
 		},
 	}
 	return fc, nil
@@ -11301,6 +12035,364 @@ func (ec *executionContext) fieldContext_PendingJoinToken_expiresAt(_ context.Co
 	return graphql.NewScalarFieldContext("PendingJoinToken", field, false, false, "Time")
 }
 
+func (ec *executionContext) _Plan_refused(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Plan_refused(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Refused, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Plan_refused(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Plan", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Plan_steps(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Plan_steps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Steps, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PlanStep) graphql.Marshaler {
+			return ec.marshalNPlanStep2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanStepᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Plan_steps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Plan",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PlanStep(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Plan_refusals(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Plan_refusals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Refusals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PlanFinding) graphql.Marshaler {
+			return ec.marshalNPlanFinding2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanFindingᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Plan_refusals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Plan",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PlanFinding(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Plan_warnings(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Plan_warnings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Warnings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PlanFinding) graphql.Marshaler {
+			return ec.marshalNPlanFinding2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanFindingᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Plan_warnings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Plan",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PlanFinding(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PlanChange_field(ctx context.Context, field graphql.CollectedField, obj *model.PlanChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanChange_field(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Field, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanChange_field(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanChange_before(ctx context.Context, field graphql.CollectedField, obj *model.PlanChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanChange_before(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Before, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PlanChange_before(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanChange_after(ctx context.Context, field graphql.CollectedField, obj *model.PlanChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanChange_after(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.After, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PlanChange_after(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanFinding_code(ctx context.Context, field graphql.CollectedField, obj *model.PlanFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanFinding_code(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Code, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PlanFinding_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanFinding", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanFinding_message(ctx context.Context, field graphql.CollectedField, obj *model.PlanFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanFinding_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanFinding_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanFinding", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanFinding_field(ctx context.Context, field graphql.CollectedField, obj *model.PlanFinding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanFinding_field(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Field, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PlanFinding_field(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanFinding", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanStep_system(ctx context.Context, field graphql.CollectedField, obj *model.PlanStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanStep_system(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.System, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PlanSystem) graphql.Marshaler {
+			return ec.marshalNPlanSystem2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanSystem(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanStep_system(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanStep", field, false, false, "PlanSystem")
+}
+
+func (ec *executionContext) _PlanStep_call(ctx context.Context, field graphql.CollectedField, obj *model.PlanStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanStep_call(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Call, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanStep_call(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanStep", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanStep_target(ctx context.Context, field graphql.CollectedField, obj *model.PlanStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanStep_target(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Target, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanStep_target(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanStep", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanStep_changes(ctx context.Context, field graphql.CollectedField, obj *model.PlanStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanStep_changes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Changes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PlanChange) graphql.Marshaler {
+			return ec.marshalNPlanChange2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanChangeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanStep_changes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PlanStep",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PlanChange(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Provisioner_kind(ctx context.Context, field graphql.CollectedField, obj *model.Provisioner) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12110,10 +13202,10 @@ func (ec *executionContext) _RegisterMachinePayload_machine(ctx context.Context,
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
-			return ec.marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_RegisterMachinePayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -12124,6 +13216,38 @@ func (ec *executionContext) fieldContext_RegisterMachinePayload_machine(_ contex
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RegisterMachinePayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.RegisterMachinePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RegisterMachinePayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RegisterMachinePayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RegisterMachinePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
 		},
 	}
 	return fc, nil
@@ -12142,10 +13266,10 @@ func (ec *executionContext) _ReleaseMachinePayload_maas(ctx context.Context, fie
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
-			return ec.marshalNMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx, selections, v)
+			return ec.marshalOMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ReleaseMachinePayload_maas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -12206,10 +13330,10 @@ func (ec *executionContext) _ReleaseMachinePayload_erase(ctx context.Context, fi
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ErasePreview) graphql.Marshaler {
-			return ec.marshalNErasePreview2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐErasePreview(ctx, selections, v)
+			return ec.marshalOErasePreview2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐErasePreview(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_ReleaseMachinePayload_erase(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -12220,6 +13344,38 @@ func (ec *executionContext) fieldContext_ReleaseMachinePayload_erase(_ context.C
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ErasePreview(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReleaseMachinePayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.ReleaseMachinePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReleaseMachinePayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReleaseMachinePayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReleaseMachinePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
 		},
 	}
 	return fc, nil
@@ -12238,10 +13394,10 @@ func (ec *executionContext) _RemoveFenceMappingPayload_removed(ctx context.Conte
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceMapping) graphql.Marshaler {
-			return ec.marshalNFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx, selections, v)
+			return ec.marshalOFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_RemoveFenceMappingPayload_removed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -12289,6 +13445,38 @@ func (ec *executionContext) fieldContext_RemoveFenceMappingPayload_machine(_ con
 	return fc, nil
 }
 
+func (ec *executionContext) _RemoveFenceMappingPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.RemoveFenceMappingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveFenceMappingPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveFenceMappingPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoveFenceMappingPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RemoveHardwareProfilePayload_removed(ctx context.Context, field graphql.CollectedField, obj *model.RemoveHardwareProfilePayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12302,10 +13490,10 @@ func (ec *executionContext) _RemoveHardwareProfilePayload_removed(ctx context.Co
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
-			return ec.marshalNHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+			return ec.marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_RemoveHardwareProfilePayload_removed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -12316,6 +13504,38 @@ func (ec *executionContext) fieldContext_RemoveHardwareProfilePayload_removed(_ 
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoveHardwareProfilePayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.RemoveHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveHardwareProfilePayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveHardwareProfilePayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoveHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
 		},
 	}
 	return fc, nil
@@ -12353,6 +13573,38 @@ func (ec *executionContext) fieldContext_RemoveMemberPayload_machine(_ context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _RemoveMemberPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.RemoveMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveMemberPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveMemberPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoveMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RevokeIdentityPayload_identity(ctx context.Context, field graphql.CollectedField, obj *model.RevokeIdentityPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12366,10 +13618,10 @@ func (ec *executionContext) _RevokeIdentityPayload_identity(ctx context.Context,
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Identity) graphql.Marshaler {
-			return ec.marshalNIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx, selections, v)
+			return ec.marshalOIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_RevokeIdentityPayload_identity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -12380,6 +13632,38 @@ func (ec *executionContext) fieldContext_RevokeIdentityPayload_identity(_ contex
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Identity(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RevokeIdentityPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.RevokeIdentityPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RevokeIdentityPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RevokeIdentityPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RevokeIdentityPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
 		},
 	}
 	return fc, nil
@@ -12417,6 +13701,38 @@ func (ec *executionContext) fieldContext_RevokeJoinTokenPayload_machine(_ contex
 	return fc, nil
 }
 
+func (ec *executionContext) _RevokeJoinTokenPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.RevokeJoinTokenPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RevokeJoinTokenPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RevokeJoinTokenPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RevokeJoinTokenPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SetFenceMappingPayload_mapping(ctx context.Context, field graphql.CollectedField, obj *model.SetFenceMappingPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12430,10 +13746,10 @@ func (ec *executionContext) _SetFenceMappingPayload_mapping(ctx context.Context,
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceMapping) graphql.Marshaler {
-			return ec.marshalNFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx, selections, v)
+			return ec.marshalOFenceMapping2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceMapping(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_SetFenceMappingPayload_mapping(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -12493,11 +13809,11 @@ func (ec *executionContext) _SetFenceMappingPayload_verifiedWithMaas(ctx context
 			return obj.VerifiedWithMaas, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_SetFenceMappingPayload_verifiedWithMaas(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -12516,11 +13832,11 @@ func (ec *executionContext) _SetFenceMappingPayload_notice(ctx context.Context, 
 			return obj.Notice, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_SetFenceMappingPayload_notice(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -12559,6 +13875,38 @@ func (ec *executionContext) fieldContext_SetFenceMappingPayload_machine(_ contex
 	return fc, nil
 }
 
+func (ec *executionContext) _SetFenceMappingPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.SetFenceMappingPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetFenceMappingPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SetFenceMappingPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetFenceMappingPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SetHardwareProfilePayload_profile(ctx context.Context, field graphql.CollectedField, obj *model.SetHardwareProfilePayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12572,10 +13920,10 @@ func (ec *executionContext) _SetHardwareProfilePayload_profile(ctx context.Conte
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {
-			return ec.marshalNHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
+			return ec.marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_SetHardwareProfilePayload_profile(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -12618,6 +13966,38 @@ func (ec *executionContext) fieldContext_SetHardwareProfilePayload_previous(_ co
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_HardwareProfile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetHardwareProfilePayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.SetHardwareProfilePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetHardwareProfilePayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SetHardwareProfilePayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
 		},
 	}
 	return fc, nil
@@ -12880,15 +14260,47 @@ func (ec *executionContext) _UnregisterMachinePayload_name(ctx context.Context, 
 			return obj.Name, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_UnregisterMachinePayload_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UnregisterMachinePayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _UnregisterMachinePayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.UnregisterMachinePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UnregisterMachinePayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UnregisterMachinePayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UnregisterMachinePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Warning_code(ctx context.Context, field graphql.CollectedField, obj *model.Warning) (ret graphql.Marshaler) {
@@ -14053,7 +15465,11 @@ func (ec *executionContext) unmarshalInputAdmitMemberInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14067,6 +15483,13 @@ func (ec *executionContext) unmarshalInputAdmitMemberInput(ctx context.Context, 
 				return it, err
 			}
 			it.Name = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14095,7 +15518,11 @@ func (ec *executionContext) unmarshalInputApproveEnrolmentInput(ctx context.Cont
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "memberConfig"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "memberConfig", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14116,6 +15543,13 @@ func (ec *executionContext) unmarshalInputApproveEnrolmentInput(ctx context.Cont
 				return it, err
 			}
 			it.MemberConfig = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14144,7 +15578,11 @@ func (ec *executionContext) unmarshalInputAssignHardwareProfileInput(ctx context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"machine", "profile"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"machine", "profile", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14165,6 +15603,13 @@ func (ec *executionContext) unmarshalInputAssignHardwareProfileInput(ctx context
 				return it, err
 			}
 			it.Profile = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14193,7 +15638,11 @@ func (ec *executionContext) unmarshalInputClearHardwareProfileInput(ctx context.
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"machine"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"machine", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14207,6 +15656,13 @@ func (ec *executionContext) unmarshalInputClearHardwareProfileInput(ctx context.
 				return it, err
 			}
 			it.Machine = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14235,7 +15691,11 @@ func (ec *executionContext) unmarshalInputCommissionMachineInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"systemId", "tests"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"systemId", "tests", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14256,6 +15716,13 @@ func (ec *executionContext) unmarshalInputCommissionMachineInput(ctx context.Con
 				return it, err
 			}
 			it.Tests = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14284,7 +15751,11 @@ func (ec *executionContext) unmarshalInputCreateIdentityInput(ctx context.Contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "permissions", "expiresAt", "expiresIn"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "permissions", "expiresAt", "expiresIn", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14319,6 +15790,13 @@ func (ec *executionContext) unmarshalInputCreateIdentityInput(ctx context.Contex
 				return it, err
 			}
 			it.ExpiresIn = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14347,7 +15825,11 @@ func (ec *executionContext) unmarshalInputInstallOperatingSystemInput(ctx contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "series", "memberConfig"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "series", "memberConfig", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14375,6 +15857,13 @@ func (ec *executionContext) unmarshalInputInstallOperatingSystemInput(ctx contex
 				return it, err
 			}
 			it.MemberConfig = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14472,8 +15961,11 @@ func (ec *executionContext) unmarshalInputRegisterMachineInput(ctx context.Conte
 	if _, present := asMap["description"]; !present {
 		asMap["description"] = ""
 	}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
 
-	fieldsInOrder := [...]string{"name", "provisioner", "description", "maasSystemId"}
+	fieldsInOrder := [...]string{"name", "provisioner", "description", "maasSystemId", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14508,6 +16000,13 @@ func (ec *executionContext) unmarshalInputRegisterMachineInput(ctx context.Conte
 				return it, err
 			}
 			it.MaasSystemID = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14539,8 +16038,11 @@ func (ec *executionContext) unmarshalInputReleaseMachineInput(ctx context.Contex
 	if _, present := asMap["erase"]; !present {
 		asMap["erase"] = false
 	}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
 
-	fieldsInOrder := [...]string{"systemId", "erase", "comment"}
+	fieldsInOrder := [...]string{"systemId", "erase", "comment", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14568,6 +16070,13 @@ func (ec *executionContext) unmarshalInputReleaseMachineInput(ctx context.Contex
 				return it, err
 			}
 			it.Comment = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14596,7 +16105,11 @@ func (ec *executionContext) unmarshalInputRemoveFenceMappingInput(ctx context.Co
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"member"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"member", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14610,6 +16123,13 @@ func (ec *executionContext) unmarshalInputRemoveFenceMappingInput(ctx context.Co
 				return it, err
 			}
 			it.Member = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14638,7 +16158,11 @@ func (ec *executionContext) unmarshalInputRemoveHardwareProfileInput(ctx context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"profile"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"profile", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14652,6 +16176,13 @@ func (ec *executionContext) unmarshalInputRemoveHardwareProfileInput(ctx context
 				return it, err
 			}
 			it.Profile = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14683,8 +16214,11 @@ func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context,
 	if _, present := asMap["force"]; !present {
 		asMap["force"] = false
 	}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
 
-	fieldsInOrder := [...]string{"name", "force"}
+	fieldsInOrder := [...]string{"name", "force", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14705,6 +16239,13 @@ func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context,
 				return it, err
 			}
 			it.Force = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14733,7 +16274,11 @@ func (ec *executionContext) unmarshalInputRevokeIdentityInput(ctx context.Contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14747,6 +16292,13 @@ func (ec *executionContext) unmarshalInputRevokeIdentityInput(ctx context.Contex
 				return it, err
 			}
 			it.Name = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14775,7 +16327,11 @@ func (ec *executionContext) unmarshalInputRevokeJoinTokenInput(ctx context.Conte
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14789,6 +16345,13 @@ func (ec *executionContext) unmarshalInputRevokeJoinTokenInput(ctx context.Conte
 				return it, err
 			}
 			it.Name = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14817,7 +16380,11 @@ func (ec *executionContext) unmarshalInputRunHardwareTestsInput(ctx context.Cont
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"systemId", "hostname", "tests"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"systemId", "hostname", "tests", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14845,6 +16412,13 @@ func (ec *executionContext) unmarshalInputRunHardwareTestsInput(ctx context.Cont
 				return it, err
 			}
 			it.Tests = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14873,7 +16447,11 @@ func (ec *executionContext) unmarshalInputSetFenceMappingInput(ctx context.Conte
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"member", "maasSystemId", "hardwareUuid"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"member", "maasSystemId", "hardwareUuid", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -14901,6 +16479,13 @@ func (ec *executionContext) unmarshalInputSetFenceMappingInput(ctx context.Conte
 				return it, err
 			}
 			it.HardwareUUID = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -14950,8 +16535,11 @@ func (ec *executionContext) unmarshalInputSetHardwareProfileInput(ctx context.Co
 	if _, present := asMap["minNicSpeedMbps"]; !present {
 		asMap["minNicSpeedMbps"] = 0
 	}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
 
-	fieldsInOrder := [...]string{"profile", "description", "architecture", "minCpuCores", "minMemoryMiB", "minDisks", "minDiskSizeGB", "minNics", "minNicSpeedMbps"}
+	fieldsInOrder := [...]string{"profile", "description", "architecture", "minCpuCores", "minMemoryMiB", "minDisks", "minDiskSizeGB", "minNics", "minNicSpeedMbps", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -15021,6 +16609,13 @@ func (ec *executionContext) unmarshalInputSetHardwareProfileInput(ctx context.Co
 				return it, err
 			}
 			it.MinNicSpeedMbps = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -15049,7 +16644,11 @@ func (ec *executionContext) unmarshalInputUnregisterMachineInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name"}
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "dryRun"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -15063,6 +16662,13 @@ func (ec *executionContext) unmarshalInputUnregisterMachineInput(ctx context.Con
 				return it, err
 			}
 			it.Name = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
 		}
 	}
 	return it, nil
@@ -15265,12 +16871,17 @@ func (ec *executionContext) _AdmitMemberPayload(ctx context.Context, sel ast.Sel
 			out.Values[i] = graphql.MarshalString("AdmitMemberPayload")
 		case "machine":
 			out.Values[i] = ec._AdmitMemberPayload_machine(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "report":
 			out.Values[i] = ec._AdmitMemberPayload_report(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._AdmitMemberPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -15303,32 +16914,37 @@ func (ec *executionContext) _ApproveEnrolmentPayload(ctx context.Context, sel as
 			out.Values[i] = graphql.MarshalString("ApproveEnrolmentPayload")
 		case "machine":
 			out.Values[i] = ec._ApproveEnrolmentPayload_machine(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "joinToken":
 			out.Values[i] = ec._ApproveEnrolmentPayload_joinToken(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "expiresAt":
 			out.Values[i] = ec._ApproveEnrolmentPayload_expiresAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "memberConfig":
 			out.Values[i] = ec._ApproveEnrolmentPayload_memberConfig(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "command":
 			out.Values[i] = ec._ApproveEnrolmentPayload_command(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "scriptUrl":
 			out.Values[i] = ec._ApproveEnrolmentPayload_scriptUrl(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._ApproveEnrolmentPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -15361,11 +16977,16 @@ func (ec *executionContext) _AssignHardwareProfilePayload(ctx context.Context, s
 			out.Values[i] = graphql.MarshalString("AssignHardwareProfilePayload")
 		case "machine":
 			out.Values[i] = ec._AssignHardwareProfilePayload_machine(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "previousProfile":
 			out.Values[i] = ec._AssignHardwareProfilePayload_previousProfile(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._AssignHardwareProfilePayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -15553,11 +17174,16 @@ func (ec *executionContext) _ClearHardwareProfilePayload(ctx context.Context, se
 			out.Values[i] = graphql.MarshalString("ClearHardwareProfilePayload")
 		case "machine":
 			out.Values[i] = ec._ClearHardwareProfilePayload_machine(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "previousProfile":
 			out.Values[i] = ec._ClearHardwareProfilePayload_previousProfile(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._ClearHardwareProfilePayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -15692,12 +17318,17 @@ func (ec *executionContext) _CreateIdentityPayload(ctx context.Context, sel ast.
 			out.Values[i] = graphql.MarshalString("CreateIdentityPayload")
 		case "identity":
 			out.Values[i] = ec._CreateIdentityPayload_identity(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "token":
 			out.Values[i] = ec._CreateIdentityPayload_token(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._CreateIdentityPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -16537,12 +18168,17 @@ func (ec *executionContext) _InstallOperatingSystemPayload(ctx context.Context, 
 			out.Values[i] = graphql.MarshalString("InstallOperatingSystemPayload")
 		case "machine":
 			out.Values[i] = ec._InstallOperatingSystemPayload_machine(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "maas":
 			out.Values[i] = ec._InstallOperatingSystemPayload_maas(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._InstallOperatingSystemPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -16771,11 +18407,16 @@ func (ec *executionContext) _MaasMachinePayload(ctx context.Context, sel ast.Sel
 			out.Values[i] = graphql.MarshalString("MaasMachinePayload")
 		case "maas":
 			out.Values[i] = ec._MaasMachinePayload_maas(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "machine":
 			out.Values[i] = ec._MaasMachinePayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._MaasMachinePayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -17408,6 +19049,188 @@ func (ec *executionContext) _PendingJoinToken(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var planImplementors = []string{"Plan"}
+
+func (ec *executionContext) _Plan(ctx context.Context, sel ast.SelectionSet, obj *model.Plan) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, planImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Plan")
+		case "refused":
+			out.Values[i] = ec._Plan_refused(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "steps":
+			out.Values[i] = ec._Plan_steps(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "refusals":
+			out.Values[i] = ec._Plan_refusals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "warnings":
+			out.Values[i] = ec._Plan_warnings(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var planChangeImplementors = []string{"PlanChange"}
+
+func (ec *executionContext) _PlanChange(ctx context.Context, sel ast.SelectionSet, obj *model.PlanChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, planChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PlanChange")
+		case "field":
+			out.Values[i] = ec._PlanChange_field(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "before":
+			out.Values[i] = ec._PlanChange_before(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "after":
+			out.Values[i] = ec._PlanChange_after(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var planFindingImplementors = []string{"PlanFinding"}
+
+func (ec *executionContext) _PlanFinding(ctx context.Context, sel ast.SelectionSet, obj *model.PlanFinding) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, planFindingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PlanFinding")
+		case "code":
+			out.Values[i] = ec._PlanFinding_code(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._PlanFinding_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "field":
+			out.Values[i] = ec._PlanFinding_field(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var planStepImplementors = []string{"PlanStep"}
+
+func (ec *executionContext) _PlanStep(ctx context.Context, sel ast.SelectionSet, obj *model.PlanStep) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, planStepImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PlanStep")
+		case "system":
+			out.Values[i] = ec._PlanStep_system(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "call":
+			out.Values[i] = ec._PlanStep_call(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "target":
+			out.Values[i] = ec._PlanStep_target(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "changes":
+			out.Values[i] = ec._PlanStep_changes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var provisionerImplementors = []string{"Provisioner"}
 
 func (ec *executionContext) _Provisioner(ctx context.Context, sel ast.SelectionSet, obj *model.Provisioner) graphql.Marshaler {
@@ -17648,7 +19471,12 @@ func (ec *executionContext) _RegisterMachinePayload(ctx context.Context, sel ast
 			out.Values[i] = graphql.MarshalString("RegisterMachinePayload")
 		case "machine":
 			out.Values[i] = ec._RegisterMachinePayload_machine(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._RegisterMachinePayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -17681,7 +19509,7 @@ func (ec *executionContext) _ReleaseMachinePayload(ctx context.Context, sel ast.
 			out.Values[i] = graphql.MarshalString("ReleaseMachinePayload")
 		case "maas":
 			out.Values[i] = ec._ReleaseMachinePayload_maas(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "machine":
@@ -17691,7 +19519,12 @@ func (ec *executionContext) _ReleaseMachinePayload(ctx context.Context, sel ast.
 			}
 		case "erase":
 			out.Values[i] = ec._ReleaseMachinePayload_erase(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._ReleaseMachinePayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -17724,11 +19557,16 @@ func (ec *executionContext) _RemoveFenceMappingPayload(ctx context.Context, sel 
 			out.Values[i] = graphql.MarshalString("RemoveFenceMappingPayload")
 		case "removed":
 			out.Values[i] = ec._RemoveFenceMappingPayload_removed(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "machine":
 			out.Values[i] = ec._RemoveFenceMappingPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._RemoveFenceMappingPayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -17762,7 +19600,12 @@ func (ec *executionContext) _RemoveHardwareProfilePayload(ctx context.Context, s
 			out.Values[i] = graphql.MarshalString("RemoveHardwareProfilePayload")
 		case "removed":
 			out.Values[i] = ec._RemoveHardwareProfilePayload_removed(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._RemoveHardwareProfilePayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -17798,6 +19641,11 @@ func (ec *executionContext) _RemoveMemberPayload(ctx context.Context, sel ast.Se
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "plan":
+			out.Values[i] = ec._RemoveMemberPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17828,7 +19676,12 @@ func (ec *executionContext) _RevokeIdentityPayload(ctx context.Context, sel ast.
 			out.Values[i] = graphql.MarshalString("RevokeIdentityPayload")
 		case "identity":
 			out.Values[i] = ec._RevokeIdentityPayload_identity(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._RevokeIdentityPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -17864,6 +19717,11 @@ func (ec *executionContext) _RevokeJoinTokenPayload(ctx context.Context, sel ast
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "plan":
+			out.Values[i] = ec._RevokeJoinTokenPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -17894,7 +19752,7 @@ func (ec *executionContext) _SetFenceMappingPayload(ctx context.Context, sel ast
 			out.Values[i] = graphql.MarshalString("SetFenceMappingPayload")
 		case "mapping":
 			out.Values[i] = ec._SetFenceMappingPayload_mapping(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "previous":
@@ -17904,16 +19762,21 @@ func (ec *executionContext) _SetFenceMappingPayload(ctx context.Context, sel ast
 			}
 		case "verifiedWithMaas":
 			out.Values[i] = ec._SetFenceMappingPayload_verifiedWithMaas(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "notice":
 			out.Values[i] = ec._SetFenceMappingPayload_notice(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "machine":
 			out.Values[i] = ec._SetFenceMappingPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._SetFenceMappingPayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -17947,11 +19810,16 @@ func (ec *executionContext) _SetHardwareProfilePayload(ctx context.Context, sel 
 			out.Values[i] = graphql.MarshalString("SetHardwareProfilePayload")
 		case "profile":
 			out.Values[i] = ec._SetHardwareProfilePayload_profile(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "previous":
 			out.Values[i] = ec._SetHardwareProfilePayload_previous(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._SetHardwareProfilePayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -18054,7 +19922,12 @@ func (ec *executionContext) _UnregisterMachinePayload(ctx context.Context, sel a
 			out.Values[i] = graphql.MarshalString("UnregisterMachinePayload")
 		case "name":
 			out.Values[i] = ec._UnregisterMachinePayload_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._UnregisterMachinePayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -19002,14 +20875,6 @@ func (ec *executionContext) marshalNMaasImageKind2githubᚗcomᚋapeloraᚋfabri
 	return v
 }
 
-func (ec *executionContext) marshalNMaasMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachine(ctx context.Context, sel ast.SelectionSet, v *model.MaasMachine) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "MaasMachine!")
-		return graphql.Null
-	}
-	return ec._MaasMachine(ctx, sel, v)
-}
-
 func (ec *executionContext) marshalNMaasMachinePayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasMachinePayload(ctx context.Context, sel ast.SelectionSet, v *model.MaasMachinePayload) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "MaasMachinePayload!")
@@ -19094,22 +20959,6 @@ func (ec *executionContext) marshalNMap2map(ctx context.Context, sel ast.Selecti
 	return res
 }
 
-func (ec *executionContext) marshalNMemberConfigEntry2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntryᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MemberConfigEntry) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNMemberConfigEntry2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntry(ctx, sel, v[i])
-	})
-
-	for _, e := range ret {
-		if e == graphql.Null {
-			return graphql.Null
-		}
-	}
-
-	return ret
-}
-
 func (ec *executionContext) marshalNMemberConfigEntry2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntry(ctx context.Context, sel ast.SelectionSet, v *model.MemberConfigEntry) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "MemberConfigEntry!")
@@ -19188,6 +21037,88 @@ func (ec *executionContext) unmarshalNPhase2githubᚗcomᚋapeloraᚋfabricᚋgr
 }
 
 func (ec *executionContext) marshalNPhase2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPhase(ctx context.Context, sel ast.SelectionSet, v model.Phase) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNPlanChange2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PlanChange) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPlanChange2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanChange(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPlanChange2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanChange(ctx context.Context, sel ast.SelectionSet, v *model.PlanChange) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PlanChange!")
+		return graphql.Null
+	}
+	return ec._PlanChange(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPlanFinding2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanFindingᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PlanFinding) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPlanFinding2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanFinding(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPlanFinding2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanFinding(ctx context.Context, sel ast.SelectionSet, v *model.PlanFinding) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PlanFinding!")
+		return graphql.Null
+	}
+	return ec._PlanFinding(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPlanStep2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanStepᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PlanStep) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPlanStep2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanStep(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPlanStep2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanStep(ctx context.Context, sel ast.SelectionSet, v *model.PlanStep) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PlanStep!")
+		return graphql.Null
+	}
+	return ec._PlanStep(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNPlanSystem2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanSystem(ctx context.Context, v any) (model.PlanSystem, error) {
+	var res model.PlanSystem
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPlanSystem2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanSystem(ctx context.Context, sel ast.SelectionSet, v model.PlanSystem) graphql.Marshaler {
 	return v
 }
 
@@ -19593,6 +21524,13 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 	return res
 }
 
+func (ec *executionContext) marshalOAdmissionReport2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionReport(ctx context.Context, sel ast.SelectionSet, v *model.AdmissionReport) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._AdmissionReport(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOAdmissionVerdict2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionVerdict(ctx context.Context, v any) (*model.AdmissionVerdict, error) {
 	if v == nil {
 		return nil, nil
@@ -19669,6 +21607,13 @@ func (ec *executionContext) marshalODriftWatcher2ᚖgithubᚗcomᚋapeloraᚋfab
 	return ec._DriftWatcher(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOErasePreview2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐErasePreview(ctx context.Context, sel ast.SelectionSet, v *model.ErasePreview) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ErasePreview(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOFenceDrill2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceDrill(ctx context.Context, sel ast.SelectionSet, v *model.FenceDrill) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -19738,6 +21683,13 @@ func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalOIdentity2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐIdentity(ctx context.Context, sel ast.SelectionSet, v *model.Identity) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Identity(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {
 	if v == nil {
 		return nil, nil
@@ -19784,6 +21736,25 @@ func (ec *executionContext) marshalOMember2ᚖgithubᚗcomᚋapeloraᚋfabricᚋ
 	return ec._Member(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOMemberConfigEntry2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntryᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MemberConfigEntry) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMemberConfigEntry2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntry(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOMemberConfigInput2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigInputᚄ(ctx context.Context, v any) ([]*model.MemberConfigInput, error) {
 	if v == nil {
 		return nil, nil
@@ -19813,6 +21784,13 @@ func (ec *executionContext) marshalOPendingJoinToken2ᚖgithubᚗcomᚋapelora�
 		return graphql.Null
 	}
 	return ec._PendingJoinToken(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx context.Context, sel ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Plan(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

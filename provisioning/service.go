@@ -11,6 +11,7 @@ import (
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/plan"
 )
 
 // Store is what the MAAS steps need from the database.
@@ -305,9 +306,16 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 	if err != nil {
 		return nil, ErasePreview{}, err
 	}
+	mayErase := true
 	if erase {
 		if err := identity.FromContext(ctx).Require(identity.HardwareDelete); err != nil {
-			return nil, ErasePreview{}, err
+			// A plan goes on, so it shows the refusal beside everything else.
+			r := plan.From(ctx)
+			if r == nil {
+				return nil, ErasePreview{}, err
+			}
+			r.Refuse(err)
+			mayErase = false
 		}
 	}
 	if err := validateSystemID(systemID); err != nil {
@@ -323,6 +331,11 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 	preview, err := s.PreviewRelease(ctx, erase)
 	if err != nil {
 		return nil, ErasePreview{}, err
+	}
+	if r := plan.From(ctx); r != nil && mayErase {
+		// What happens to the disks, erased or not, is what a release plan is read for
+		// (for a caller who may not erase, the refusal says it all).
+		r.Warn("", "%s", preview.Message)
 	}
 	var out MAASMachine
 	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {

@@ -25,7 +25,7 @@ func (r *mutationResolver) SetFenceMapping(ctx context.Context, input model.SetF
 	}
 	return &model.SetFenceMappingPayload{
 		Mapping: mapFenceMapping(&res.Mapping), Previous: mapFenceMapping(res.Previous),
-		VerifiedWithMaas: res.Verified, Notice: res.Notice, Machine: r.machineIfKnown(ctx, input.Member),
+		VerifiedWithMaas: &res.Verified, Notice: &res.Notice, Machine: r.machineIfKnown(ctx, input.Member),
 	}, nil
 }
 

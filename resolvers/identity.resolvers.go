@@ -11,6 +11,7 @@ import (
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/respheader"
+	"github.com/apelora/fabric/plan"
 )
 
 // CreateIdentity is the resolver for the createIdentity field.
@@ -29,7 +30,11 @@ func (r *mutationResolver) CreateIdentity(ctx context.Context, input model.Creat
 	if err != nil {
 		return nil, err
 	}
-	return &model.CreateIdentityPayload{Identity: out, Token: token}, nil
+	if plan.Active(ctx) {
+		// A dry run issues no token: the one made was never stored and is not shown.
+		return &model.CreateIdentityPayload{Identity: out}, nil
+	}
+	return &model.CreateIdentityPayload{Identity: out, Token: &token}, nil
 }
 
 // RevokeIdentity is the resolver for the revokeIdentity field.

@@ -34,7 +34,7 @@ func (r *mutationResolver) UnregisterMachine(ctx context.Context, input model.Un
 	if err := r.Machines.Unregister(ctx, input.Name); err != nil {
 		return nil, err
 	}
-	return &model.UnregisterMachinePayload{Name: input.Name}, nil
+	return &model.UnregisterMachinePayload{Name: &input.Name}, nil
 }
 
 // Machines is the resolver for the machines field.

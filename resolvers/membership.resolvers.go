@@ -16,6 +16,7 @@ import (
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/internal/respheader"
+	"github.com/apelora/fabric/plan"
 )
 
 // Version is the resolver for the version field.
@@ -53,10 +54,15 @@ func (r *mutationResolver) ApproveEnrolment(ctx context.Context, input model.App
 		m = &model.Machine{Name: input.Name, Phase: model.PhaseAwaitingJoin, Warnings: []*model.Warning{}}
 	}
 	base := publicurl.From(ctx)
+	command, script := enrolment.Command(base, a), base+"/enrol/enrol-member.sh"
 	out := &model.ApproveEnrolmentPayload{
-		Machine: m, JoinToken: a.Token.Reveal(), ExpiresAt: a.ExpiresAt,
-		MemberConfig: make([]*model.MemberConfigEntry, len(a.MemberConfig)),
-		Command:      enrolment.Command(base, a), ScriptURL: base + "/enrol/enrol-member.sh",
+		Machine: m, MemberConfig: make([]*model.MemberConfigEntry, len(a.MemberConfig)),
+		Command: &command, ScriptURL: &script,
+	}
+	// A dry run issues no token (the Incus port records the call instead): none is shown.
+	if !plan.Active(ctx) {
+		token := a.Token.Reveal()
+		out.JoinToken, out.ExpiresAt = &token, &a.ExpiresAt
 	}
 	for i, c := range a.MemberConfig {
 		out.MemberConfig[i] = &model.MemberConfigEntry{Entity: c.Entity, Name: c.Name, Key: c.Key, Value: c.Value}

@@ -20,6 +20,7 @@ import (
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/provisioning"
 )
 
@@ -66,6 +67,9 @@ func (r *Resolver) machine(ctx context.Context, name string) (*model.Machine, er
 		return nil, err
 	}
 	if m == nil {
+		if plan.Active(ctx) {
+			return nil, nil // a dry run's change was rolled back: the machine may not exist
+		}
 		return nil, apperr.New(apperr.Internal, "machine %q cannot be read back after the change", name)
 	}
 	return mapMachine(m), nil

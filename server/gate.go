@@ -15,6 +15,8 @@ import (
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/resolvers"
 )
 
 // AuditRecorder writes an audit event on its own, for an action that changed nothing.
@@ -147,10 +149,21 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 		Parameters: audit.Redact(args),
 	}
 
+	// dryRun: true makes the call a dry run (package plan): the same code runs, with a
+	// recorder in its context that the changing ports and the change primitive obey.
+	var rec *plan.Recorder
+	if isDryRun(args) {
+		rec = &plan.Recorder{}
+		ctx = plan.With(ctx, rec)
+	}
 	if err := g.authorise(ctx); err != nil {
-		g.record(ctx, action, audit.Refused, err)
-		graphql.AddError(ctx, gqlerror.WrapPath(ast.Path{ast.PathName(rfc.Field.Alias)}, err))
-		return graphql.Null
+		// A refusal is part of a plan, for a caller who may read what the plan shows.
+		if rec == nil || mayRead(ctx) != nil {
+			g.record(ctx, action, audit.Refused, err)
+			graphql.AddError(ctx, gqlerror.WrapPath(ast.Path{ast.PathName(rfc.Field.Alias)}, err))
+			return graphql.Null
+		}
+		rec.Refuse(err)
 	}
 
 	before := len(graphql.GetErrors(ctx))
@@ -167,6 +180,10 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 			break
 		}
 	}
+	if rec != nil && failure == nil {
+		g.recordPlanned(ctx, action, rec)
+		return res
+	}
 	if failure == nil {
 		// Every change records its event in its own transaction; a mutation that did not
 		// is a programming error, so keep the trail complete and say so loudly.
@@ -180,6 +197,46 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	}
 	g.recordMessage(ctx, action, outcome, failure.Message)
 	return res
+}
+
+// isDryRun reads a mutation's input.dryRun.
+func isDryRun(args map[string]any) bool {
+	in, _ := args["input"].(map[string]any)
+	dry, _ := in["dryRun"].(bool)
+	return dry
+}
+
+// recordPlanned writes a dry run's one event: outcome PLANNED, the plan in its details,
+// the first refusal as its message.
+func (g *gate) recordPlanned(ctx context.Context, a *audit.Action, rec *plan.Recorder) {
+	p := rec.Plan()
+	a.Detail("plan", p.Detail())
+	msg := ""
+	if p.Refused() {
+		msg = p.Refusals[0].Message
+	}
+	g.recordMessage(ctx, a, audit.Planned, msg)
+}
+
+// fields puts the plan into a dry run's payload. A refusal (other than invalid input or
+// an internal error) becomes part of the plan instead of the field's error. Only the
+// Mutation's own fields are touched; the payload's fields are read as usual.
+func (g *gate) fields(ctx context.Context, next graphql.Resolver) (any, error) {
+	res, err := next(ctx)
+	rec := plan.From(ctx)
+	if rec == nil {
+		return res, err
+	}
+	if fc := graphql.GetFieldContext(ctx); fc == nil || fc.Object != "Mutation" {
+		return res, err
+	}
+	if err != nil {
+		if c := apperr.CodeOf(err); c == apperr.InvalidInput || c == apperr.Internal {
+			return res, err
+		}
+		rec.Refuse(err)
+	}
+	return resolvers.WithPlan(res, rec.Plan())
 }
 
 func (g *gate) authorise(ctx context.Context) error {

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/apelora/fabric/plan"
 )
 
 // maxBody bounds what the client reads from one answer.
@@ -224,6 +226,9 @@ type result struct {
 // call sends req and decodes the metadata of a sync or async answer into out (when out
 // is non-nil). Error envelopes become *Error.
 func (c *Client) call(ctx context.Context, req request, out any) (result, error) {
+	if r := plan.From(ctx); r != nil && req.method != http.MethodGet {
+		return c.planCall(ctx, r, req)
+	}
 	timeout := req.timeout
 	if timeout == 0 {
 		timeout = c.timeout

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/plan"
 )
 
 // JoinToken is a freshly issued, single-use cluster join token.
@@ -168,6 +169,9 @@ type tokenOperation struct {
 func (c *Client) IssueJoinToken(ctx context.Context, name string) (JoinToken, error) {
 	if err := machines.ValidateName(name); err != nil {
 		return JoinToken{}, fmt.Errorf("issue join token: %w", err)
+	}
+	if r := plan.From(ctx); r != nil {
+		return c.planJoinToken(ctx, r, name)
 	}
 	var op tokenOperation
 	res, err := c.call(ctx, request{

@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/dghubble/oauth1"
+
+	"github.com/apelora/fabric/plan"
 )
 
 const userAgent = "apelora-fabric-maas/1"
@@ -147,6 +149,9 @@ type call struct {
 
 // do sends c and decodes a 2xx JSON body into out (when out is non-nil).
 func (c *Client) do(ctx context.Context, cl call, out any) error {
+	if r := plan.From(ctx); r != nil && cl.method != http.MethodGet {
+		return c.planCall(ctx, r, cl, out)
+	}
 	u := *c.root
 	u.Path = c.root.Path + cl.path
 	q := url.Values{}

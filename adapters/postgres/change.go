@@ -8,6 +8,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/plan"
 )
 
 // A change is the one way the database is changed on behalf of a mutation: under the
@@ -65,8 +66,17 @@ func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.
 			return apperr.New(apperr.Busy, "machine %q is busy: another change to it is in progress; try again when it has finished", machine)
 		}
 	}
+	if r := plan.From(ctx); r != nil {
+		s.tracer.planned.Store(tx.Conn(), r)
+		defer s.tracer.planned.Delete(tx.Conn())
+	}
 	if err := fn(context.WithValue(ctx, txKey{}, tx), tx); err != nil {
 		return err
+	}
+	if plan.Active(ctx) {
+		// A dry run keeps nothing: the deferred rollback undoes fn's writes (recorded as
+		// steps by the tracer), and the gate writes the PLANNED event on its own.
+		return nil
 	}
 	if _, err := insertAudit(ctx, tx, action.Event(audit.Succeeded, "")); err != nil {
 		s.auditWrite(err)

@@ -35,6 +35,17 @@ func TestAdmittedMachinesWithTheirRoles(t *testing.T) {
 	if err := db.Store.RecordAudit(ctx, audit.Event{Actor: "admin", Action: "removeMember", Machine: "node-4", Outcome: audit.Refused, RequestID: "req"}); err != nil {
 		t.Fatal(err)
 	}
+	// Plans (dry runs) move no machine: a planned removal and a planned admission are not
+	// steps, for drift as for the lifecycle.
+	for _, e := range []audit.Event{{Action: "removeMember", Machine: "node-5"}, {Action: "admitMember", Machine: "node-8"}} {
+		e.Actor, e.Outcome, e.RequestID = "admin", audit.Planned, "req"
+		if err := db.Store.RecordAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if step, err := db.Store.LatestStep(ctx, "node-5", []string{"admitMember", "removeMember"}); err != nil || step != "admitMember" {
+		t.Fatalf("node-5's latest step %q %v: a PLANNED event counted", step, err)
+	}
 	got, err := db.Store.Drift().Admitted(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -73,9 +73,10 @@ func (c *cli) createIdentity(ctx context.Context, args []string) error {
 			in.ExpiresIn = &dur
 		}
 	}
+	in.DryRun = c.dry()
 	r, err := client.CreateIdentity(ctx, c.gql, in)
-	if err != nil {
-		return err
+	if err != nil || c.dryRun {
+		return c.planOr(err, r.GetCreateIdentity().Plan)
 	}
 	p := r.CreateIdentity
 	if c.json {
@@ -85,7 +86,7 @@ func (c *cli) createIdentity(ctx context.Context, args []string) error {
 	if p.Identity.ExpiresAt != nil {
 		fmt.Fprintf(c.out, ", expiring %s", when(p.Identity.ExpiresAt))
 	}
-	fmt.Fprintf(c.out, "\nits bearer token, shown only now (Apelora keeps only a hash):\n%s\n", p.Token)
+	fmt.Fprintf(c.out, "\nits bearer token, shown only now (Apelora keeps only a hash):\n%s\n", str(p.Token))
 	return nil
 }
 
@@ -93,9 +94,9 @@ func (c *cli) revokeIdentity(ctx context.Context, args []string) error {
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
 		return errors.New("usage: apeloractl revoke-identity NAME")
 	}
-	r, err := client.RevokeIdentity(ctx, c.gql, client.RevokeIdentityInput{Name: args[0]})
-	if err != nil {
-		return err
+	r, err := client.RevokeIdentity(ctx, c.gql, client.RevokeIdentityInput{Name: args[0], DryRun: c.dry()})
+	if err != nil || c.dryRun {
+		return c.planOr(err, r.GetRevokeIdentity().Plan)
 	}
 	if c.json {
 		return c.print(map[string]any{"identity": r.RevokeIdentity.Identity.IdentityFields}, nil)

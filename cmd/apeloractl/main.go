@@ -56,6 +56,12 @@ commands:
                                   create an identity: prints its bearer token ONCE
   revoke-identity NAME            revoke an identity at once (its websockets close too)
 
+-dry-run, after any command that changes something (register, unregister, approve, revoke,
+admit, remove, commission, install, hardware-test, release, create-identity,
+revoke-identity), changes nothing and prints the plan: the steps it would take in Incus,
+MAAS and the database, and what would refuse or qualify it. A plan that would be refused
+exits as the call would (the refusal's code). It issues no token and is audited PLANNED.
+
 errors are printed as CODE: message (the API's extensions.code). exit status:
   0 done   1 any other error   2 usage   3 UNAUTHENTICATED (no or wrong token)
   4 FORBIDDEN (the identity lacks a permission)
@@ -79,6 +85,7 @@ func main() {
 type cli struct {
 	endpoint, token string
 	json            bool
+	dryRun          bool // -dry-run: ask for the plan only
 	out             io.Writer
 	gql             graphql.Client
 }
@@ -110,6 +117,10 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	}
 	c.gql = client.New(c.endpoint, c.token, nil)
 	cmd, rest := args[0], args[1:]
+	rest, c.dryRun = takeDryRun(rest)
+	if c.dryRun && !changing[cmd] {
+		return usageError(cmd + " changes nothing: -dry-run is for the commands that do (see `apeloractl help`)")
+	}
 	switch cmd {
 	case "whoami":
 		r, err := client.Viewer(ctx, c.gql)
@@ -148,11 +159,11 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		if len(rest) != 1 {
 			return usageError("apeloractl unregister NAME")
 		}
-		r, err := client.UnregisterMachine(ctx, c.gql, client.UnregisterMachineInput{Name: rest[0]})
-		if err != nil {
-			return err
+		r, err := client.UnregisterMachine(ctx, c.gql, client.UnregisterMachineInput{Name: rest[0], DryRun: c.dry()})
+		if err != nil || c.dryRun {
+			return c.planOr(err, r.GetUnregisterMachine().Plan)
 		}
-		fmt.Fprintf(out, "unregistered %s\n", r.UnregisterMachine.Name)
+		fmt.Fprintf(out, "unregistered %s\n", str(r.UnregisterMachine.Name))
 		return nil
 	case "approve":
 		return c.approve(ctx, rest)
@@ -160,8 +171,9 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		if len(rest) != 1 {
 			return usageError("apeloractl revoke NAME")
 		}
-		if _, err := client.RevokeJoinToken(ctx, c.gql, client.RevokeJoinTokenInput{Name: rest[0]}); err != nil {
-			return err
+		r, err := client.RevokeJoinToken(ctx, c.gql, client.RevokeJoinTokenInput{Name: rest[0], DryRun: c.dry()})
+		if err != nil || c.dryRun {
+			return c.planOr(err, r.GetRevokeJoinToken().Plan)
 		}
 		fmt.Fprintf(out, "revoked the pending join token for %s\n", rest[0])
 		return nil
@@ -178,9 +190,9 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		if len(rest) != 1 {
 			return usageError("apeloractl admit NAME")
 		}
-		r, err := client.AdmitMember(ctx, c.gql, client.AdmitMemberInput{Name: rest[0]})
-		if err != nil {
-			return err
+		r, err := client.AdmitMember(ctx, c.gql, client.AdmitMemberInput{Name: rest[0], DryRun: c.dry()})
+		if err != nil || c.dryRun {
+			return c.planOr(err, r.GetAdmitMember().Plan)
 		}
 		if err := c.printReport(&r.AdmitMember.Report.AdmissionReportFields); err != nil {
 			return err
@@ -317,9 +329,10 @@ func (c *cli) register(ctx context.Context, args []string) error {
 	if *sysID != "" {
 		in.MaasSystemId = sysID
 	}
+	in.DryRun = c.dry()
 	r, err := client.RegisterMachine(ctx, c.gql, in)
-	if err != nil {
-		return err
+	if err != nil || c.dryRun {
+		return c.planOr(err, r.GetRegisterMachine().Plan)
 	}
 	return c.printMachine(&r.RegisterMachine.Machine.MachineFields)
 }
@@ -372,32 +385,30 @@ func (c *cli) maasStep(ctx context.Context, cmd string, args []string) error {
 	var m *client.MaasMachineFields
 	switch cmd {
 	case "commission":
-		r, err := client.CommissionMachine(ctx, c.gql, client.CommissionMachineInput{SystemId: subject, Tests: testList})
-		if err != nil {
-			return err
+		r, err := client.CommissionMachine(ctx, c.gql, client.CommissionMachineInput{SystemId: subject, Tests: testList, DryRun: c.dry()})
+		if err != nil || c.dryRun {
+			return c.planOr(err, r.GetCommissionMachine().Plan)
 		}
 		m = &r.CommissionMachine.Maas.MaasMachineFields
 	case "install":
-		r, err := client.InstallOperatingSystem(ctx, c.gql, client.InstallOperatingSystemInput{Name: subject, Series: *series})
-		if err != nil {
-			return err
+		r, err := client.InstallOperatingSystem(ctx, c.gql, client.InstallOperatingSystemInput{Name: subject, Series: *series, DryRun: c.dry()})
+		if err != nil || c.dryRun {
+			return c.planOr(err, r.GetInstallOperatingSystem().Plan)
 		}
 		m = &r.InstallOperatingSystem.Maas.MaasMachineFields
 	case "hardware-test":
-		r, err := client.RunHardwareTests(ctx, c.gql, client.RunHardwareTestsInput{SystemId: subject, Hostname: *hostname, Tests: testList})
-		if err != nil {
-			return err
+		r, err := client.RunHardwareTests(ctx, c.gql, client.RunHardwareTestsInput{SystemId: subject, Hostname: *hostname, Tests: testList, DryRun: c.dry()})
+		if err != nil || c.dryRun {
+			return c.planOr(err, r.GetRunHardwareTests().Plan)
 		}
 		m = &r.RunHardwareTests.Maas.MaasMachineFields
 	case "release":
-		p, err := client.ReleasePreview(ctx, c.gql, erase)
-		if err != nil {
-			return err
+		r, err := client.ReleaseMachine(ctx, c.gql, client.ReleaseMachineInput{SystemId: subject, Erase: erase, Comment: comment, DryRun: c.dry()})
+		if err != nil || c.dryRun {
+			return c.planOr(err, r.GetReleaseMachine().Plan)
 		}
-		fmt.Fprintf(c.out, "disks: %s\n", p.ReleasePreview.Message)
-		r, err := client.ReleaseMachine(ctx, c.gql, client.ReleaseMachineInput{SystemId: subject, Erase: erase, Comment: comment})
-		if err != nil {
-			return err
+		if e := r.ReleaseMachine.Erase; e != nil {
+			fmt.Fprintf(c.out, "disks: %s\n", e.Message)
 		}
 		m = &r.ReleaseMachine.Maas.MaasMachineFields
 	}
@@ -431,17 +442,18 @@ func (c *cli) approve(ctx context.Context, args []string) error {
 		}
 		in.MemberConfig = append(in.MemberConfig, client.MemberConfigInput{Entity: parts[0], Name: parts[1], Key: parts[2], Value: value})
 	}
+	in.DryRun = c.dry()
 	r, err := client.ApproveEnrolment(ctx, c.gql, in)
-	if err != nil {
-		return err
+	if err != nil || c.dryRun {
+		return c.planOr(err, r.GetApproveEnrolment().Plan)
 	}
 	a := r.ApproveEnrolment
 	if c.json {
 		return c.print(a, nil)
 	}
 	fmt.Fprintf(c.out, "approved the enrolment of %s; the join token expires %s\n\n", name, a.ExpiresAt.Local().Format(time.DateTime))
-	fmt.Fprintf(c.out, "join token (shown only now; Apelora does not keep it):\n%s\n\n", a.JoinToken)
-	fmt.Fprintf(c.out, "on the new server, run (replace ADDRESS by its own address) and paste the token when asked:\n%s\n", a.Command)
+	fmt.Fprintf(c.out, "join token (shown only now; Apelora does not keep it):\n%s\n\n", str(a.JoinToken))
+	fmt.Fprintf(c.out, "on the new server, run (replace ADDRESS by its own address) and paste the token when asked:\n%s\n", str(a.Command))
 	return nil
 }
 
@@ -454,8 +466,9 @@ func (c *cli) remove(ctx context.Context, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageError(err.Error())
 	}
-	if _, err := client.RemoveMember(ctx, c.gql, client.RemoveMemberInput{Name: args[0], Force: force}); err != nil {
-		return err
+	r, err := client.RemoveMember(ctx, c.gql, client.RemoveMemberInput{Name: args[0], Force: force, DryRun: c.dry()})
+	if err != nil || c.dryRun {
+		return c.planOr(err, r.GetRemoveMember().Plan)
 	}
 	fmt.Fprintf(c.out, "removed member %s from the cluster\n", args[0])
 	return nil

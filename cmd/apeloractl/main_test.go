@@ -50,6 +50,18 @@ func TestCommandsAgainstTheRealServer(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(out), &m) != nil || m["name"] != "node-1" {
 		t.Fatalf("machine -json: %v\n%s", err, out)
 	}
+	// -dry-run prints the plan and changes nothing.
+	out, err = do("register", "node-2", "-dry-run", "-description", "rack 5")
+	if err != nil || !strings.Contains(out, "plan (nothing was changed)") || !strings.Contains(out, "DATABASE") || !strings.Contains(out, "INSERT machine_records") {
+		t.Fatalf("register -dry-run: %v\n%s", err, out)
+	}
+	if _, err = do("machine", "node-2"); err == nil || !strings.Contains(err.Error(), "NOT_FOUND") {
+		t.Fatalf("a planned register registered: %v", err)
+	}
+	out, err = do("approve", "node-1", "-dry-run")
+	if err != nil || !strings.Contains(out, "INCUS") || !strings.Contains(out, "POST /1.0/cluster/members") {
+		t.Fatalf("approve -dry-run: %v\n%s", err, out)
+	}
 	if _, err = do("register", "Node_1"); err == nil || !strings.Contains(err.Error(), "is not valid") {
 		t.Fatalf("bad name: %v", err)
 	}
@@ -201,6 +213,9 @@ func TestErrorsPrintTheirCodeAndExitStatus(t *testing.T) {
 		{"unknown machine", manager, []string{"machine", "node-9"}, exitError, "NOT_FOUND: no machine named"},
 		{"unknown command", manager, []string{"frobnicate"}, exitUsage, "usage: unknown command"},
 		{"bad flag", manager, []string{"register", "node-1", "-colour", "red"}, exitUsage, "usage: flag provided but not defined"},
+		// A plan that would be refused prints the plan, then exits as the call would.
+		{"planned, lacks the permission", viewer, []string{"register", "node-1", "-dry-run"}, exitForbidden, `FORBIDDEN: identity "viewer" lacks the manage-infrastructure permission`},
+		{"dry run of a read", manager, []string{"machines", "-dry-run"}, exitUsage, "usage: machines changes nothing"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -42,11 +42,16 @@ type AdmissionReport struct {
 
 type AdmitMemberInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type AdmitMemberPayload struct {
-	Machine *Machine         `json:"machine"`
-	Report  *AdmissionReport `json:"report"`
+	Machine *Machine         `json:"machine,omitempty"`
+	Report  *AdmissionReport `json:"report,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type ApproveEnrolmentInput struct {
@@ -58,19 +63,24 @@ type ApproveEnrolmentInput struct {
 	// `extensions.field` memberConfig and `extensions.details.index`, the entry's position in
 	// this list (from 0).
 	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type ApproveEnrolmentPayload struct {
-	Machine *Machine `json:"machine"`
+	Machine *Machine `json:"machine,omitempty"`
 	// The single-use join token. Shown only in this response; paste it into enrol-member.sh.
-	JoinToken string    `json:"joinToken"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	JoinToken *string    `json:"joinToken,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// The member configuration the new server joins with.
-	MemberConfig []*MemberConfigEntry `json:"memberConfig"`
+	MemberConfig []*MemberConfigEntry `json:"memberConfig,omitempty"`
 	// What to run on the new server (replace ADDRESS by its own address). It asks for the token on standard input.
-	Command string `json:"command"`
+	Command *string `json:"command,omitempty"`
 	// Where the enrolment script is served.
-	ScriptURL string `json:"scriptUrl"`
+	ScriptURL *string `json:"scriptUrl,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type AssignHardwareProfileInput struct {
@@ -78,12 +88,17 @@ type AssignHardwareProfileInput struct {
 	Machine string `json:"machine"`
 	// The hardware profile's name.
 	Profile string `json:"profile"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type AssignHardwareProfilePayload struct {
-	Machine *Machine `json:"machine"`
+	Machine *Machine `json:"machine,omitempty"`
 	// The profile the machine had before; null for none.
 	PreviousProfile *string `json:"previousProfile,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 // One audited action: every mutation call, allowed or refused, writes exactly one. A request
@@ -128,12 +143,17 @@ type AuditEventEdge struct {
 
 type ClearHardwareProfileInput struct {
 	Machine string `json:"machine"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type ClearHardwareProfilePayload struct {
-	Machine *Machine `json:"machine"`
+	Machine *Machine `json:"machine,omitempty"`
 	// The profile the machine had; null when it had none.
 	PreviousProfile *string `json:"previousProfile,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 // The cluster as fencing sees it.
@@ -163,6 +183,9 @@ type CommissionMachineInput struct {
 	SystemID string `json:"systemId"`
 	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
 	Tests []string `json:"tests,omitempty"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type CreateIdentityInput struct {
@@ -173,12 +196,17 @@ type CreateIdentityInput struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
 	ExpiresIn *string `json:"expiresIn,omitempty"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type CreateIdentityPayload struct {
-	Identity *Identity `json:"identity"`
+	Identity *Identity `json:"identity,omitempty"`
 	// The bearer token (`Authorization: Bearer …`), shown only in this answer.
-	Token string `json:"token"`
+	Token *string `json:"token,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 // An admitted member's check that fails now. Drift is only ever read: Apelora changes
@@ -372,11 +400,16 @@ type InstallOperatingSystemInput struct {
 	Series string `json:"series"`
 	// Member config for the join, as in approveEnrolment.
 	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type InstallOperatingSystemPayload struct {
-	Machine *Machine     `json:"machine"`
-	Maas    *MaasMachine `json:"maas"`
+	Machine *Machine     `json:"machine,omitempty"`
+	Maas    *MaasMachine `json:"maas,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 // An OS image MAAS holds.
@@ -424,9 +457,11 @@ type MaasMachine struct {
 }
 
 type MaasMachinePayload struct {
-	Maas *MaasMachine `json:"maas"`
+	Maas *MaasMachine `json:"maas,omitempty"`
 	// The Apelora machine registered from it, if any.
 	Machine *Machine `json:"machine,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type MaasStepAvailability struct {
@@ -538,6 +573,53 @@ type PendingJoinToken struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type Plan struct {
+	// True when the call would be refused (see refusals): confirming it would fail.
+	Refused bool `json:"refused"`
+	// The calls it would make, in order. Steps after a refusal are not known.
+	Steps []*PlanStep `json:"steps"`
+	// Why it would be refused, each with its documented error code.
+	Refusals []*PlanFinding `json:"refusals"`
+	// What would qualify it without stopping it: a WARN admission check, what releasing does
+	// to the disks (MAAS erasing them anyway, or not at all).
+	Warnings []*PlanFinding `json:"warnings"`
+}
+
+type PlanChange struct {
+	Field string `json:"field"`
+	// The value now; null when it has none (or the step creates it).
+	Before *string `json:"before,omitempty"`
+	// The value after; null when the step removes it.
+	After *string `json:"after,omitempty"`
+}
+
+type PlanFinding struct {
+	// The documented error code (README: Error codes); null for a warning that has none.
+	Code    *string `json:"code,omitempty"`
+	Message string  `json:"message"`
+	// The input field it is about, if any.
+	Field *string `json:"field,omitempty"`
+}
+
+type PlanStep struct {
+	System PlanSystem `json:"system"`
+	// The call as the upstream would see it: "PUT /1.0/cluster/members/web-01",
+	// "POST machines/abc123/op-deploy", "UPDATE machine_records".
+	Call string `json:"call"`
+	// The machine, member or record it is about (may be empty).
+	Target string `json:"target"`
+	// What would change, before → after (a member's roles or config, a MAAS operation's
+	// parameters). Cloud-init user data is shown only as its size and SHA-256.
+	Changes []*PlanChange `json:"changes"`
+}
+
 type Provisioner struct {
 	Kind         ProvisionerKind          `json:"kind"`
 	Capabilities *ProvisionerCapabilities `json:"capabilities"`
@@ -565,10 +647,15 @@ type RegisterMachineInput struct {
 	Description *string `json:"description,omitempty"`
 	// Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS.
 	MaasSystemID *string `json:"maasSystemId,omitempty"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type RegisterMachinePayload struct {
-	Machine *Machine `json:"machine"`
+	Machine *Machine `json:"machine,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type ReleaseMachineInput struct {
@@ -576,57 +663,87 @@ type ReleaseMachineInput struct {
 	// Erase the disks (needs hardware.delete). Off unless asked.
 	Erase   *bool   `json:"erase,omitempty"`
 	Comment *string `json:"comment,omitempty"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type ReleaseMachinePayload struct {
-	Maas    *MaasMachine  `json:"maas"`
+	Maas    *MaasMachine  `json:"maas,omitempty"`
 	Machine *Machine      `json:"machine,omitempty"`
-	Erase   *ErasePreview `json:"erase"`
+	Erase   *ErasePreview `json:"erase,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type RemoveFenceMappingInput struct {
 	Member string `json:"member"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type RemoveFenceMappingPayload struct {
 	// The mapping that was removed.
-	Removed *FenceMapping `json:"removed"`
+	Removed *FenceMapping `json:"removed,omitempty"`
 	Machine *Machine      `json:"machine,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type RemoveHardwareProfileInput struct {
 	Profile string `json:"profile"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type RemoveHardwareProfilePayload struct {
 	// The profile that was removed.
-	Removed *HardwareProfile `json:"removed"`
+	Removed *HardwareProfile `json:"removed,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force,omitempty"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type RemoveMemberPayload struct {
 	// The machine after removal (REGISTERED), or null for a member that had no record.
 	Machine *Machine `json:"machine,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type RevokeIdentityInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type RevokeIdentityPayload struct {
-	Identity *Identity `json:"identity"`
+	Identity *Identity `json:"identity,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type RevokeJoinTokenInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type RevokeJoinTokenPayload struct {
 	Machine *Machine `json:"machine,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type RunHardwareTestsInput struct {
@@ -635,6 +752,9 @@ type RunHardwareTestsInput struct {
 	Hostname string `json:"hostname"`
 	// Testing scripts or tags (at most 16); null: MAAS's defaults.
 	Tests []string `json:"tests,omitempty"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type SetFenceMappingInput struct {
@@ -644,18 +764,23 @@ type SetFenceMappingInput struct {
 	MaasSystemID string `json:"maasSystemId"`
 	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
 	HardwareUUID string `json:"hardwareUuid"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type SetFenceMappingPayload struct {
-	Mapping *FenceMapping `json:"mapping"`
+	Mapping *FenceMapping `json:"mapping,omitempty"`
 	// The mapping this one replaced, if any.
 	Previous *FenceMapping `json:"previous,omitempty"`
 	// True when MAAS was asked and reported this hardware UUID for the system id.
-	VerifiedWithMaas bool `json:"verifiedWithMaas"`
+	VerifiedWithMaas *bool `json:"verifiedWithMaas,omitempty"`
 	// What was checked, and what was not.
-	Notice string `json:"notice"`
+	Notice *string `json:"notice,omitempty"`
 	// The machine of that name, when Apelora knows one.
 	Machine *Machine `json:"machine,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type SetHardwareProfileInput struct {
@@ -678,12 +803,17 @@ type SetHardwareProfileInput struct {
 	MinNics *int `json:"minNics,omitempty"`
 	// 0–1600000; needs minNics.
 	MinNicSpeedMbps *int `json:"minNicSpeedMbps,omitempty"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type SetHardwareProfilePayload struct {
-	Profile *HardwareProfile `json:"profile"`
+	Profile *HardwareProfile `json:"profile,omitempty"`
 	// The profile this one replaced, if any.
 	Previous *HardwareProfile `json:"previous,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type SourceStatus struct {
@@ -700,11 +830,16 @@ type Subscription struct {
 
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
 }
 
 type UnregisterMachinePayload struct {
 	// The name of the machine record that was removed.
-	Name string `json:"name"`
+	Name *string `json:"name,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 type Warning struct {
@@ -834,17 +969,20 @@ const (
 	AuditOutcomeFailed AuditOutcome = "FAILED"
 	// Not allowed (authentication or permission); nothing was tried.
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
+	// A dry run (dryRun: true): nothing was changed; details.plan holds the plan.
+	AuditOutcomePlanned AuditOutcome = "PLANNED"
 )
 
 var AllAuditOutcome = []AuditOutcome{
 	AuditOutcomeSucceeded,
 	AuditOutcomeFailed,
 	AuditOutcomeRefused,
+	AuditOutcomePlanned,
 }
 
 func (e AuditOutcome) IsValid() bool {
 	switch e {
-	case AuditOutcomeSucceeded, AuditOutcomeFailed, AuditOutcomeRefused:
+	case AuditOutcomeSucceeded, AuditOutcomeFailed, AuditOutcomeRefused, AuditOutcomePlanned:
 		return true
 	}
 	return false
@@ -1538,6 +1676,63 @@ func (e *Phase) UnmarshalJSON(b []byte) error {
 }
 
 func (e Phase) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type PlanSystem string
+
+const (
+	PlanSystemIncus    PlanSystem = "INCUS"
+	PlanSystemMaas     PlanSystem = "MAAS"
+	PlanSystemDatabase PlanSystem = "DATABASE"
+)
+
+var AllPlanSystem = []PlanSystem{
+	PlanSystemIncus,
+	PlanSystemMaas,
+	PlanSystemDatabase,
+}
+
+func (e PlanSystem) IsValid() bool {
+	switch e {
+	case PlanSystemIncus, PlanSystemMaas, PlanSystemDatabase:
+		return true
+	}
+	return false
+}
+
+func (e PlanSystem) String() string {
+	return string(e)
+}
+
+func (e *PlanSystem) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = PlanSystem(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid PlanSystem", str)
+	}
+	return nil
+}
+
+func (e PlanSystem) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *PlanSystem) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e PlanSystem) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

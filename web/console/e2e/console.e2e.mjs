@@ -11,6 +11,13 @@ const control = async (path, body) => {
   expect(r.ok, `control ${path}: ${r.status} ${await r.text()}`);
 };
 const dialog = (page) => page.locator('dialog[open]');
+// confirmPlanned waits for the dialog's plan of the inputs as filled in (every confirm
+// dialog asks for it first), then confirms.
+const confirmPlanned = async (page) => {
+  const c = dialog(page).locator('[data-confirm][data-planned]');
+  await c.waitFor();
+  await c.click();
+};
 const phaseIs = (page, phase, timeout = 30000) => page.locator(`.title-row [data-phase="${phase}"]`).waitFor({ timeout });
 const step = (s) => log('step:', s);
 
@@ -74,7 +81,7 @@ try {
   await page.locator('tr[data-machine="node-a"] [data-action="register"]').click();
   await dialog(page).waitFor();
   expect((await dialog(page).innerText()).includes('aaaa01'), 'the register dialog names the system id');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   await page.waitForURL('**/machines/node-a');
   await phaseIs(page, 'REGISTERED');
   await shot(page, SHOTS, '04-machine-registered');
@@ -93,14 +100,17 @@ try {
 
   step('MAAS steps: release shows what happens to the disks; hardware tests need the hostname');
   await page.locator('[data-action="release"]').click();
-  await page.locator('[data-erase-preview]').waitFor();
-  expect((await page.locator('[data-erase-preview]').innerText()).includes('will not be erased'), 'release preview');
+  // The plan of releaseMachine for this machine and caller replaces the old preview.
+  await dialog(page).locator('[data-plan-step]').first().waitFor();
+  const releasePlan = await dialog(page).locator('[data-plan]').innerText();
+  expect(releasePlan.includes('POST machines/aaaa01/?op=release') && releasePlan.includes('will not be erased'), 'release plan: ' + releasePlan);
+  expect((await dialog(page).locator('[data-confirm]').getAttribute('data-planned')) === 'true', 'release is planned before it can be confirmed');
   await shot(page, SHOTS, '05-release-dialog');
   await axe(page, 'release dialog');
   await dialog(page).getByRole('button', { name: 'Cancel' }).click();
   await page.locator('[data-action="test"]').click();
   await dialog(page).getByLabel(/Hostname/).fill('node-b');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   await dialog(page).locator('.field-error').waitFor();
   expect((await dialog(page).locator('.field-error').innerText()).includes('not the hostname'), 'the server\'s field error is shown beside the hostname');
   await shot(page, SHOTS, '06-field-error');
@@ -110,11 +120,18 @@ try {
   step('register a manual machine; a bad name is refused beside its field');
   await page.goto('/');
   await page.getByRole('button', { name: 'Register a machine' }).click();
+  // A plan that would be refused disables the button, with the refusal as the reason.
+  await dialog(page).getByLabel('Name').fill('node-a');
+  await dialog(page).locator('[data-plan-refusal]').waitFor();
+  expect((await dialog(page).locator('[data-confirm]').getAttribute('aria-disabled')) === 'true', 'registering a taken name is disabled by its plan');
+  const reason = await dialog(page).locator('[data-blocked]').innerText();
+  expect(reason.includes('would be refused') && reason.includes('ALREADY_EXISTS'), 'the refusal is the reason: ' + reason);
+  await shot(page, SHOTS, '05b-register-refused-plan');
   await dialog(page).getByLabel('Name').fill('Bad_Name');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   await dialog(page).locator('.field-error').waitFor();
   await dialog(page).getByLabel('Name').fill('node-4');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   await page.waitForURL('**/machines/node-4');
   await phaseIs(page, 'REGISTERED');
 
@@ -126,7 +143,7 @@ try {
   await dialog(page).getByLabel('Minimum CPUs').fill('1');
   await dialog(page).getByLabel('Minimum memory (MiB)').fill('512');
   await dialog(page).getByLabel('Minimum disk size (GB)').fill('10');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   const disksError = dialog(page).locator('.field-invalid', { has: page.getByLabel('Minimum disks') }).locator('.field-error');
   await disksError.waitFor();
   expect((await disksError.innerText()).includes('minDiskSizeGB is set but minDisks is 0'), 'the server\'s error is shown beside minDisks');
@@ -134,12 +151,12 @@ try {
   await axe(page, 'profile dialog');
   await dialog(page).getByLabel('Minimum disk size (GB)').fill('0');
   await dialog(page).getByLabel('Description (optional)').fill('Any lab member: one CPU, 512 MiB.');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   await page.locator('tr[data-profile="lab-small"]').waitFor();
   await page.goto('/machines/node-4');
   await page.locator('[data-action="assign-profile"]').click();
   expect((await dialog(page).innerText()).includes('node-4'), 'the assignment names the machine');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   await page.locator('[data-assigned-profile="lab-small"]').waitFor();
   await page.goto('/hardware');
   await page.locator('tr[data-profile="lab-small"]', { hasText: 'node-4' }).waitFor();
@@ -147,10 +164,11 @@ try {
   await axe(page, 'hardware profiles');
   step('a profile in use cannot be removed: the server names the machines');
   await page.locator('tr[data-profile="lab-small"] [data-action="remove-profile"]').click();
-  await dialog(page).locator('[data-confirm]').click();
-  await dialog(page).locator('.problems').waitFor();
-  const refusal = await dialog(page).locator('.problems').innerText();
+  // The plan says so before anything is tried: the button is disabled with the refusal.
+  await dialog(page).locator('[data-plan-refusal]').waitFor();
+  const refusal = await dialog(page).locator('[data-blocked]').innerText();
   expect(refusal.includes('node-4'), 'the refusal names the machine using the profile: ' + refusal);
+  expect((await dialog(page).locator('[data-confirm]').getAttribute('aria-disabled')) === 'true', 'removing a profile in use is disabled by its plan');
   await shot(page, SHOTS, '21-profile-remove-refused');
   await dialog(page).getByRole('button', { name: 'Cancel' }).click();
   await clean(page, 'hardware profiles');
@@ -167,7 +185,7 @@ try {
   await dialog(page).getByLabel('Row 2 name').fill('uplink');
   await dialog(page).getByLabel('Row 2 key').fill('parent');
   await dialog(page).getByLabel('Row 2 value').fill('eno2');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   await dialog(page).locator('[data-config-error="1"]').waitFor();
   expect((await dialog(page).locator('[data-config-error="1"]').innerText()).includes('network/uplink/parent'), 'the error names the entry beside its row');
   expect((await dialog(page).locator('[data-config-error]').count()) === 1, 'only the row at fault shows an error');
@@ -175,7 +193,7 @@ try {
   await axe(page, 'approve dialog with member config');
   await dialog(page).getByRole('button', { name: 'Remove row 2' }).click();
   await dialog(page).getByLabel('Row 1 value').fill(SOURCE_DIR);
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   const tokenBox = page.locator('[data-join-token]');
   await tokenBox.waitFor();
   const token = await tokenBox.inputValue();
@@ -220,7 +238,13 @@ try {
   step('admit');
   await admit.click();
   expect((await dialog(page).innerText()).includes('node-4'), 'the confirmation names the machine');
-  await dialog(page).locator('[data-confirm]').click();
+  // The plan: the one Incus call admitting makes, the hold it lifts.
+  await dialog(page).locator('[data-plan-step]').first().waitFor();
+  const admitPlan = await dialog(page).locator('[data-plan]').innerText();
+  expect(admitPlan.includes('PUT /1.0/cluster/members/node-4') && admitPlan.includes('config.scheduler.instance: manual → (removed)'), 'admit plan: ' + admitPlan);
+  await shot(page, SHOTS, '08b-admit-plan');
+  await axe(page, 'admit plan');
+  await confirmPlanned(page);
   await phaseIs(page, 'ADMITTED');
   await clean(page, 'enrolment flow');
 
@@ -269,12 +293,12 @@ try {
   await shot(page, SHOTS, '24-create-identity-rule');
   await dialog(page).locator('[data-permission="MANAGE_INFRASTRUCTURE"]').check();
   await dialog(page).getByLabel('Name').fill('Ops!');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   await dialog(page).locator('.field-invalid', { has: page.getByLabel('Name') }).locator('.field-error').waitFor();
   await dialog(page).getByLabel('Name').fill('ops');
   await dialog(page).getByLabel('Works for').fill('30d');
   await axe(page, 'create identity dialog');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   const bearerBox = page.locator('[data-bearer-token]');
   await bearerBox.waitFor();
   const opsToken = await bearerBox.inputValue();
@@ -308,7 +332,7 @@ try {
   expect(revokeText.includes('ops') && revokeText.includes('sessions and websockets end now'), 'the revocation names the identity and says what ends: ' + revokeText);
   await shot(page, SHOTS, '26-revoke-identity');
   await axe(page, 'revoke identity dialog');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   await page.locator('tr[data-identity="ops"][data-state="revoked"]').waitFor();
   await o.page.getByText(/"ops" was revoked/).waitFor({ timeout: 20000 });
   await shot(o.page, SHOTS, '27-ops-revoked');
@@ -325,7 +349,7 @@ try {
   await page.locator('tr[data-member="m1"] [data-action="set-mapping"]').click();
   await dialog(page).getByLabel('MAAS machine').selectOption('mmmm01');
   expect((await dialog(page).getByLabel('Hardware UUID').inputValue()).length === 36, 'the hardware UUID is offered from MAAS');
-  await dialog(page).locator('[data-confirm]').click();
+  await confirmPlanned(page);
   await page.getByText('Mapping set').waitFor();
   await page.locator('tr[data-member="m1"]', { hasText: 'mmmm01' }).waitFor();
   await shot(page, SHOTS, '11-fencing');
@@ -344,6 +368,7 @@ try {
   expect((await confirm.getAttribute('aria-disabled')) === 'true', 'Remove stays disabled for another name');
   await shot(page, SHOTS, '12-remove-dialog');
   await dialog(page).getByLabel(/Type the member's name/).fill('node-4');
+  await dialog(page).locator('[data-confirm][data-planned]').waitFor();
   await confirm.click();
   await phaseIs(page, 'REGISTERED', 60000);
 

@@ -98,27 +98,30 @@ export const AdmissionReportQuery = graphql(`
   }
 `);
 
-export const ReleasePreviewQuery = graphql(`
-  query ReleasePreview($erase: Boolean) {
-    releasePreview(erase: $erase) { requested maasErasesOnRelease effective message }
+export const PlanFieldsFragment = graphql(`
+  fragment PlanFields on Plan {
+    refused
+    steps { system call target changes { field before after } }
+    refusals { code message field }
+    warnings { code message }
   }
 `);
 
 export const RegisterMachineMutation = graphql(`
   mutation RegisterMachine($input: RegisterMachineInput!) {
-    registerMachine(input: $input) { machine { ...FleetRow } }
+    registerMachine(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }
   }
 `);
 
 export const UnregisterMachineMutation = graphql(`
   mutation UnregisterMachine($input: UnregisterMachineInput!) {
-    unregisterMachine(input: $input) { name }
+    unregisterMachine(input: $input) { plan { ...PlanFields } name }
   }
 `);
 
 export const ApproveEnrolmentMutation = graphql(`
   mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {
-    approveEnrolment(input: $input) {
+    approveEnrolment(input: $input) { plan { ...PlanFields }
       joinToken expiresAt command scriptUrl
       memberConfig { entity name key value }
       machine { ...FleetRow }
@@ -128,13 +131,13 @@ export const ApproveEnrolmentMutation = graphql(`
 
 export const RevokeJoinTokenMutation = graphql(`
   mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {
-    revokeJoinToken(input: $input) { machine { ...FleetRow } }
+    revokeJoinToken(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }
   }
 `);
 
 export const AdmitMemberMutation = graphql(`
   mutation AdmitMember($input: AdmitMemberInput!) {
-    admitMember(input: $input) {
+    admitMember(input: $input) { plan { ...PlanFields }
       machine { ...FleetRow }
       report { runId verdict checks { name title result message } }
     }
@@ -143,31 +146,31 @@ export const AdmitMemberMutation = graphql(`
 
 export const RemoveMemberMutation = graphql(`
   mutation RemoveMember($input: RemoveMemberInput!) {
-    removeMember(input: $input) { machine { ...FleetRow } }
+    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }
   }
 `);
 
 export const CommissionMachineMutation = graphql(`
   mutation CommissionMachine($input: CommissionMachineInput!) {
-    commissionMachine(input: $input) { maas { ...MaasFacts } }
+    commissionMachine(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }
   }
 `);
 
 export const InstallOperatingSystemMutation = graphql(`
   mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {
-    installOperatingSystem(input: $input) { machine { ...FleetRow } maas { ...MaasFacts } }
+    installOperatingSystem(input: $input) { plan { ...PlanFields } machine { ...FleetRow } maas { ...MaasFacts } }
   }
 `);
 
 export const RunHardwareTestsMutation = graphql(`
   mutation RunHardwareTests($input: RunHardwareTestsInput!) {
-    runHardwareTests(input: $input) { maas { ...MaasFacts } }
+    runHardwareTests(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }
   }
 `);
 
 export const ReleaseMachineMutation = graphql(`
   mutation ReleaseMachine($input: ReleaseMachineInput!) {
-    releaseMachine(input: $input) {
+    releaseMachine(input: $input) { plan { ...PlanFields }
       maas { ...MaasFacts }
       erase { requested maasErasesOnRelease effective message }
     }
@@ -212,7 +215,7 @@ export const FenceProgressSubscription = graphql(`
 
 export const SetFenceMappingMutation = graphql(`
   mutation SetFenceMapping($input: SetFenceMappingInput!) {
-    setFenceMapping(input: $input) {
+    setFenceMapping(input: $input) { plan { ...PlanFields }
       verifiedWithMaas notice
       mapping { member maasSystemId hardwareUuid }
     }
@@ -221,7 +224,7 @@ export const SetFenceMappingMutation = graphql(`
 
 export const RemoveFenceMappingMutation = graphql(`
   mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {
-    removeFenceMapping(input: $input) { removed { member } }
+    removeFenceMapping(input: $input) { plan { ...PlanFields } removed { member } }
   }
 `);
 
@@ -239,13 +242,13 @@ export const IdentitiesQuery = graphql(`
 
 export const CreateIdentityMutation = graphql(`
   mutation CreateIdentity($input: CreateIdentityInput!) {
-    createIdentity(input: $input) { token identity { ...IdentityRow } }
+    createIdentity(input: $input) { plan { ...PlanFields } token identity { ...IdentityRow } }
   }
 `);
 
 export const RevokeIdentityMutation = graphql(`
   mutation RevokeIdentity($input: RevokeIdentityInput!) {
-    revokeIdentity(input: $input) { identity { ...IdentityRow } }
+    revokeIdentity(input: $input) { plan { ...PlanFields } identity { ...IdentityRow } }
   }
 `);
 
@@ -264,25 +267,25 @@ export const HardwareProfilesQuery = graphql(`
 
 export const SetHardwareProfileMutation = graphql(`
   mutation SetHardwareProfile($input: SetHardwareProfileInput!) {
-    setHardwareProfile(input: $input) { profile { ...HardwareProfileRow } previous { name } }
+    setHardwareProfile(input: $input) { plan { ...PlanFields } profile { ...HardwareProfileRow } previous { name } }
   }
 `);
 
 export const RemoveHardwareProfileMutation = graphql(`
   mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {
-    removeHardwareProfile(input: $input) { removed { name } }
+    removeHardwareProfile(input: $input) { plan { ...PlanFields } removed { name } }
   }
 `);
 
 export const AssignHardwareProfileMutation = graphql(`
   mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {
-    assignHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }
+    assignHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }
   }
 `);
 
 export const ClearHardwareProfileMutation = graphql(`
   mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {
-    clearHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }
+    clearHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }
   }
 `);
 

@@ -1,11 +1,15 @@
 // Every change goes through this dialog: it names the machine and says what will happen,
-// optionally asks for the machine's name to be typed, runs the mutation, and shows what
-// the server said (field errors beside their fields) or closes on success.
-import { useId, useState, type ReactNode, type FormEvent } from 'react';
+// asks the server for the plan (the mutation with dryRun: true) and shows it, optionally
+// asks for the machine's name to be typed, runs the mutation, and shows what the server
+// said (field errors beside their fields) or closes on success. A plan that would be
+// refused disables the button, with the refusal as the reason.
+import { useEffect, useId, useRef, useState, type ReactNode, type FormEvent } from 'react';
 import type { OperationResult } from '@urql/core';
 import { Dialog } from './Dialog';
 import { Field, Problems } from './ui';
 import { fieldProblems, problemsOf, type Problem } from '../lib/errors';
+import { planOf, refusalReason, type Plan } from '../lib/plan';
+import { PlanView } from './PlanView';
 
 export interface ConfirmProps<T> {
   title: string;
@@ -24,7 +28,11 @@ export interface ConfirmProps<T> {
   // fields renders extra inputs; errors maps the server's extensions.field to messages.
   fields?: (errors: Map<string, string>) => ReactNode;
   fieldNames?: string[];
-  run(): Promise<OperationResult<T>>;
+  // run sends the mutation; dryRun asks only for its plan.
+  run(dryRun: boolean): Promise<OperationResult<T>>;
+  // planKey names what the plan depends on (the inputs as filled in): a new key asks
+  // for a new plan, after a short pause in typing.
+  planKey?: string;
   // onDone replaces closing on success; it closes the dialog itself if it should.
   onDone?(data: T): void;
   onClose(): void;
@@ -35,8 +43,35 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
   const blockedId = useId();
   const [busy, setBusy] = useState(false);
   const [problems, setProblems] = useState<Problem[]>([]);
+  const [planned, setPlanned] = useState<{ key: string; plan: Plan | null; problem?: string } | null>(null);
+  // Inputs the dialog itself finds incomplete (blocked) are not worth a plan: it would be
+  // INVALID_INPUT, and an audit event each time.
+  const key = p.blocked ? '' : (p.planKey ?? '');
+  const wanted = !p.blocked;
+  const run = useRef(p.run);
+  run.current = p.run;
+  useEffect(() => {
+    if (!wanted) return;
+    let gone = false;
+    // The first plan at once; later ones once typing pauses (each plan is audited).
+    const timer = setTimeout(
+      async () => {
+        const res = await run.current(true);
+        if (gone) return;
+        const found = problemsOf(res.error);
+        setPlanned({ key, plan: found.length ? null : planOf(res.data), problem: found[0]?.message });
+      },
+      planned ? 500 : 0,
+    );
+    return () => {
+      gone = true;
+      clearTimeout(timer);
+    };
+  }, [key, wanted]);
+  const current = planned?.key === key ? planned : null;
+  const blocked = p.blocked ?? (current ? refusalReason(current.plan) : 'Waiting for the plan of this change…');
   const typedOK = !p.typeToConfirm || typed === p.typeToConfirm;
-  const ready = typedOK && !p.blocked;
+  const ready = typedOK && !blocked;
   const errors = fieldProblems(problems);
 
   const submit = async (e: FormEvent) => {
@@ -44,7 +79,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
     if (!ready || busy) return;
     setBusy(true);
     setProblems([]);
-    const res = await p.run();
+    const res = await p.run(false);
     setBusy(false);
     const found = problemsOf(res.error);
     if (found.length > 0 || !res.data) {
@@ -61,6 +96,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
       <form onSubmit={submit} noValidate>
         <div className="consequence">{p.consequence}</div>
         {p.fields?.(errors)}
+        <PlanView plan={current?.plan ?? null} planning={!current} problem={current?.problem} />
         {p.typeToConfirm ? (
           <Field label={p.typeLabel ?? `Type ${p.typeToConfirm} to confirm`}>
             {(a) => (
@@ -77,16 +113,17 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
             type="submit"
             className={`btn ${p.danger ? 'btn-danger' : 'btn-primary'}`}
             aria-disabled={!ready || busy ? true : undefined}
-            aria-describedby={p.blocked ? blockedId : undefined}
+            aria-describedby={blocked ? blockedId : undefined}
             data-confirm
+            data-planned={current ? 'true' : undefined}
           >
             {busy ? 'Working…' : p.confirmLabel}
           </button>
         </div>
         {!typedOK ? <p className="hint">The button works once the name is typed exactly.</p> : null}
-        {typedOK && p.blocked ? (
-          <p className="reason dialog-blocked" id={blockedId}>
-            {p.blocked}
+        {typedOK && blocked ? (
+          <p className="reason dialog-blocked" id={blockedId} data-blocked>
+            {blocked}
           </p>
         ) : null}
       </form>

@@ -24,33 +24,33 @@ type Documents = {
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
     "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": typeof types.AdmissionChecksDocument,
     "\n  query AdmissionReport($name: String!) {\n    admissionReport(name: $name) {\n      machine runId trigger at verdict\n      checks { name title result message }\n    }\n  }\n": typeof types.AdmissionReportDocument,
-    "\n  query ReleasePreview($erase: Boolean) {\n    releasePreview(erase: $erase) { requested maasErasesOnRelease effective message }\n  }\n": typeof types.ReleasePreviewDocument,
-    "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { machine { ...FleetRow } }\n  }\n": typeof types.RegisterMachineDocument,
-    "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { name }\n  }\n": typeof types.UnregisterMachineDocument,
-    "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) {\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n": typeof types.ApproveEnrolmentDocument,
-    "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { machine { ...FleetRow } }\n  }\n": typeof types.RevokeJoinTokenDocument,
-    "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) {\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n": typeof types.AdmitMemberDocument,
-    "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { machine { ...FleetRow } }\n  }\n": typeof types.RemoveMemberDocument,
-    "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { maas { ...MaasFacts } }\n  }\n": typeof types.CommissionMachineDocument,
-    "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n": typeof types.InstallOperatingSystemDocument,
-    "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { maas { ...MaasFacts } }\n  }\n": typeof types.RunHardwareTestsDocument,
-    "\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) {\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n": typeof types.ReleaseMachineDocument,
+    "\n  fragment PlanFields on Plan {\n    refused\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": typeof types.PlanFieldsFragmentDoc,
+    "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": typeof types.RegisterMachineDocument,
+    "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { plan { ...PlanFields } name }\n  }\n": typeof types.UnregisterMachineDocument,
+    "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) { plan { ...PlanFields }\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n": typeof types.ApproveEnrolmentDocument,
+    "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": typeof types.RevokeJoinTokenDocument,
+    "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n": typeof types.AdmitMemberDocument,
+    "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": typeof types.RemoveMemberDocument,
+    "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n": typeof types.CommissionMachineDocument,
+    "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { plan { ...PlanFields } machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n": typeof types.InstallOperatingSystemDocument,
+    "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n": typeof types.RunHardwareTestsDocument,
+    "\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) { plan { ...PlanFields }\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n": typeof types.ReleaseMachineDocument,
     "\n  query Fencing {\n    cluster {\n      healingThreshold offlineThreshold members offlineMembers unmappedMembers\n      fenceWorker { worker leaderSince lastRoundAt pollSeconds offlineAfterSeconds cooldownSeconds confirmTimeoutSeconds }\n      warnings { code message }\n    }\n    fenceMappings {\n      member maasSystemId hardwareUuid setBy setAt offlineSince\n      lastDrill { at ok powerState problem worker }\n      lastEvent { id at kind reason message }\n    }\n  }\n": typeof types.FencingDocument,
     "\n  fragment FenceEventRow on FenceEvent {\n    id at member kind reason message worker\n  }\n": typeof types.FenceEventRowFragmentDoc,
     "\n  query FenceEvents($member: String, $first: Int, $after: String) {\n    fenceEvents(member: $member, first: $first, after: $after) {\n      edges { cursor node { ...FenceEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": typeof types.FenceEventsDocument,
     "\n  subscription FenceProgress($member: String, $after: ID) {\n    fenceProgress(member: $member, after: $after) { ...FenceEventRow }\n  }\n": typeof types.FenceProgressDocument,
-    "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) {\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n": typeof types.SetFenceMappingDocument,
-    "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n": typeof types.RemoveFenceMappingDocument,
+    "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) { plan { ...PlanFields }\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n": typeof types.SetFenceMappingDocument,
+    "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { plan { ...PlanFields } removed { member } }\n  }\n": typeof types.RemoveFenceMappingDocument,
     "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n  }\n": typeof types.IdentityRowFragmentDoc,
     "\n  query Identities {\n    identities { ...IdentityRow }\n  }\n": typeof types.IdentitiesDocument,
-    "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { token identity { ...IdentityRow } }\n  }\n": typeof types.CreateIdentityDocument,
-    "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { identity { ...IdentityRow } }\n  }\n": typeof types.RevokeIdentityDocument,
+    "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { plan { ...PlanFields } token identity { ...IdentityRow } }\n  }\n": typeof types.CreateIdentityDocument,
+    "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { plan { ...PlanFields } identity { ...IdentityRow } }\n  }\n": typeof types.RevokeIdentityDocument,
     "\n  fragment HardwareProfileRow on HardwareProfile {\n    name description architecture minCpuCores minMemoryMiB minDisks minDiskSizeGB minNics minNicSpeedMbps\n    setBy setAt machines\n  }\n": typeof types.HardwareProfileRowFragmentDoc,
     "\n  query HardwareProfiles {\n    hardwareProfiles { ...HardwareProfileRow }\n  }\n": typeof types.HardwareProfilesDocument,
-    "\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { profile { ...HardwareProfileRow } previous { name } }\n  }\n": typeof types.SetHardwareProfileDocument,
-    "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { removed { name } }\n  }\n": typeof types.RemoveHardwareProfileDocument,
-    "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n": typeof types.AssignHardwareProfileDocument,
-    "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n": typeof types.ClearHardwareProfileDocument,
+    "\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { plan { ...PlanFields } profile { ...HardwareProfileRow } previous { name } }\n  }\n": typeof types.SetHardwareProfileDocument,
+    "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n": typeof types.RemoveHardwareProfileDocument,
+    "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": typeof types.AssignHardwareProfileDocument,
+    "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": typeof types.ClearHardwareProfileDocument,
     "\n  query MaasImages {\n    maasImages { name os release kind architectures }\n  }\n": typeof types.MaasImagesDocument,
 };
 const documents: Documents = {
@@ -64,33 +64,33 @@ const documents: Documents = {
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
     "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": types.AdmissionChecksDocument,
     "\n  query AdmissionReport($name: String!) {\n    admissionReport(name: $name) {\n      machine runId trigger at verdict\n      checks { name title result message }\n    }\n  }\n": types.AdmissionReportDocument,
-    "\n  query ReleasePreview($erase: Boolean) {\n    releasePreview(erase: $erase) { requested maasErasesOnRelease effective message }\n  }\n": types.ReleasePreviewDocument,
-    "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { machine { ...FleetRow } }\n  }\n": types.RegisterMachineDocument,
-    "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { name }\n  }\n": types.UnregisterMachineDocument,
-    "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) {\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n": types.ApproveEnrolmentDocument,
-    "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { machine { ...FleetRow } }\n  }\n": types.RevokeJoinTokenDocument,
-    "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) {\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n": types.AdmitMemberDocument,
-    "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { machine { ...FleetRow } }\n  }\n": types.RemoveMemberDocument,
-    "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { maas { ...MaasFacts } }\n  }\n": types.CommissionMachineDocument,
-    "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n": types.InstallOperatingSystemDocument,
-    "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { maas { ...MaasFacts } }\n  }\n": types.RunHardwareTestsDocument,
-    "\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) {\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n": types.ReleaseMachineDocument,
+    "\n  fragment PlanFields on Plan {\n    refused\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": types.PlanFieldsFragmentDoc,
+    "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": types.RegisterMachineDocument,
+    "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { plan { ...PlanFields } name }\n  }\n": types.UnregisterMachineDocument,
+    "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) { plan { ...PlanFields }\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n": types.ApproveEnrolmentDocument,
+    "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": types.RevokeJoinTokenDocument,
+    "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n": types.AdmitMemberDocument,
+    "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": types.RemoveMemberDocument,
+    "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n": types.CommissionMachineDocument,
+    "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { plan { ...PlanFields } machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n": types.InstallOperatingSystemDocument,
+    "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n": types.RunHardwareTestsDocument,
+    "\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) { plan { ...PlanFields }\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n": types.ReleaseMachineDocument,
     "\n  query Fencing {\n    cluster {\n      healingThreshold offlineThreshold members offlineMembers unmappedMembers\n      fenceWorker { worker leaderSince lastRoundAt pollSeconds offlineAfterSeconds cooldownSeconds confirmTimeoutSeconds }\n      warnings { code message }\n    }\n    fenceMappings {\n      member maasSystemId hardwareUuid setBy setAt offlineSince\n      lastDrill { at ok powerState problem worker }\n      lastEvent { id at kind reason message }\n    }\n  }\n": types.FencingDocument,
     "\n  fragment FenceEventRow on FenceEvent {\n    id at member kind reason message worker\n  }\n": types.FenceEventRowFragmentDoc,
     "\n  query FenceEvents($member: String, $first: Int, $after: String) {\n    fenceEvents(member: $member, first: $first, after: $after) {\n      edges { cursor node { ...FenceEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": types.FenceEventsDocument,
     "\n  subscription FenceProgress($member: String, $after: ID) {\n    fenceProgress(member: $member, after: $after) { ...FenceEventRow }\n  }\n": types.FenceProgressDocument,
-    "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) {\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n": types.SetFenceMappingDocument,
-    "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n": types.RemoveFenceMappingDocument,
+    "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) { plan { ...PlanFields }\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n": types.SetFenceMappingDocument,
+    "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { plan { ...PlanFields } removed { member } }\n  }\n": types.RemoveFenceMappingDocument,
     "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n  }\n": types.IdentityRowFragmentDoc,
     "\n  query Identities {\n    identities { ...IdentityRow }\n  }\n": types.IdentitiesDocument,
-    "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { token identity { ...IdentityRow } }\n  }\n": types.CreateIdentityDocument,
-    "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { identity { ...IdentityRow } }\n  }\n": types.RevokeIdentityDocument,
+    "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { plan { ...PlanFields } token identity { ...IdentityRow } }\n  }\n": types.CreateIdentityDocument,
+    "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { plan { ...PlanFields } identity { ...IdentityRow } }\n  }\n": types.RevokeIdentityDocument,
     "\n  fragment HardwareProfileRow on HardwareProfile {\n    name description architecture minCpuCores minMemoryMiB minDisks minDiskSizeGB minNics minNicSpeedMbps\n    setBy setAt machines\n  }\n": types.HardwareProfileRowFragmentDoc,
     "\n  query HardwareProfiles {\n    hardwareProfiles { ...HardwareProfileRow }\n  }\n": types.HardwareProfilesDocument,
-    "\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { profile { ...HardwareProfileRow } previous { name } }\n  }\n": types.SetHardwareProfileDocument,
-    "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { removed { name } }\n  }\n": types.RemoveHardwareProfileDocument,
-    "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n": types.AssignHardwareProfileDocument,
-    "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n": types.ClearHardwareProfileDocument,
+    "\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { plan { ...PlanFields } profile { ...HardwareProfileRow } previous { name } }\n  }\n": types.SetHardwareProfileDocument,
+    "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n": types.RemoveHardwareProfileDocument,
+    "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": types.AssignHardwareProfileDocument,
+    "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": types.ClearHardwareProfileDocument,
     "\n  query MaasImages {\n    maasImages { name os release kind architectures }\n  }\n": types.MaasImagesDocument,
 };
 
@@ -151,47 +151,47 @@ export function graphql(source: "\n  query AdmissionReport($name: String!) {\n  
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query ReleasePreview($erase: Boolean) {\n    releasePreview(erase: $erase) { requested maasErasesOnRelease effective message }\n  }\n"): (typeof documents)["\n  query ReleasePreview($erase: Boolean) {\n    releasePreview(erase: $erase) { requested maasErasesOnRelease effective message }\n  }\n"];
+export function graphql(source: "\n  fragment PlanFields on Plan {\n    refused\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n"): (typeof documents)["\n  fragment PlanFields on Plan {\n    refused\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { machine { ...FleetRow } }\n  }\n"): (typeof documents)["\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { machine { ...FleetRow } }\n  }\n"];
+export function graphql(source: "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n"): (typeof documents)["\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { name }\n  }\n"): (typeof documents)["\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { name }\n  }\n"];
+export function graphql(source: "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { plan { ...PlanFields } name }\n  }\n"): (typeof documents)["\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { plan { ...PlanFields } name }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) {\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n"): (typeof documents)["\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) {\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n"];
+export function graphql(source: "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) { plan { ...PlanFields }\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n"): (typeof documents)["\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) { plan { ...PlanFields }\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { machine { ...FleetRow } }\n  }\n"): (typeof documents)["\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { machine { ...FleetRow } }\n  }\n"];
+export function graphql(source: "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n"): (typeof documents)["\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) {\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n"): (typeof documents)["\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) {\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n"];
+export function graphql(source: "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n"): (typeof documents)["\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { machine { ...FleetRow } }\n  }\n"): (typeof documents)["\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { machine { ...FleetRow } }\n  }\n"];
+export function graphql(source: "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n"): (typeof documents)["\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { maas { ...MaasFacts } }\n  }\n"): (typeof documents)["\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { maas { ...MaasFacts } }\n  }\n"];
+export function graphql(source: "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n"): (typeof documents)["\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n"): (typeof documents)["\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n"];
+export function graphql(source: "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { plan { ...PlanFields } machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n"): (typeof documents)["\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { plan { ...PlanFields } machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { maas { ...MaasFacts } }\n  }\n"): (typeof documents)["\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { maas { ...MaasFacts } }\n  }\n"];
+export function graphql(source: "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n"): (typeof documents)["\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) {\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n"): (typeof documents)["\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) {\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n"];
+export function graphql(source: "\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) { plan { ...PlanFields }\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n"): (typeof documents)["\n  mutation ReleaseMachine($input: ReleaseMachineInput!) {\n    releaseMachine(input: $input) { plan { ...PlanFields }\n      maas { ...MaasFacts }\n      erase { requested maasErasesOnRelease effective message }\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -211,11 +211,11 @@ export function graphql(source: "\n  subscription FenceProgress($member: String,
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) {\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n"): (typeof documents)["\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) {\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n"];
+export function graphql(source: "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) { plan { ...PlanFields }\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n"): (typeof documents)["\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) { plan { ...PlanFields }\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n"): (typeof documents)["\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { removed { member } }\n  }\n"];
+export function graphql(source: "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { plan { ...PlanFields } removed { member } }\n  }\n"): (typeof documents)["\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { plan { ...PlanFields } removed { member } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -227,11 +227,11 @@ export function graphql(source: "\n  query Identities {\n    identities { ...Ide
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { token identity { ...IdentityRow } }\n  }\n"): (typeof documents)["\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { token identity { ...IdentityRow } }\n  }\n"];
+export function graphql(source: "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { plan { ...PlanFields } token identity { ...IdentityRow } }\n  }\n"): (typeof documents)["\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { plan { ...PlanFields } token identity { ...IdentityRow } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { identity { ...IdentityRow } }\n  }\n"): (typeof documents)["\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { identity { ...IdentityRow } }\n  }\n"];
+export function graphql(source: "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { plan { ...PlanFields } identity { ...IdentityRow } }\n  }\n"): (typeof documents)["\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { plan { ...PlanFields } identity { ...IdentityRow } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -243,19 +243,19 @@ export function graphql(source: "\n  query HardwareProfiles {\n    hardwareProfi
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { profile { ...HardwareProfileRow } previous { name } }\n  }\n"): (typeof documents)["\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { profile { ...HardwareProfileRow } previous { name } }\n  }\n"];
+export function graphql(source: "\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { plan { ...PlanFields } profile { ...HardwareProfileRow } previous { name } }\n  }\n"): (typeof documents)["\n  mutation SetHardwareProfile($input: SetHardwareProfileInput!) {\n    setHardwareProfile(input: $input) { plan { ...PlanFields } profile { ...HardwareProfileRow } previous { name } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { removed { name } }\n  }\n"): (typeof documents)["\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { removed { name } }\n  }\n"];
+export function graphql(source: "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n"): (typeof documents)["\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n"): (typeof documents)["\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n"];
+export function graphql(source: "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n"): (typeof documents)["\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n"): (typeof documents)["\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { previousProfile machine { name hardwareProfile { name } } }\n  }\n"];
+export function graphql(source: "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n"): (typeof documents)["\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -14,7 +14,7 @@ export interface AuditFilter {
   outcome?: AuditOutcome;
 }
 
-const outcomeSymbols: Record<AuditOutcome, string> = { SUCCEEDED: '✓', FAILED: '✕', REFUSED: '⊘' };
+const outcomeSymbols: Record<AuditOutcome, string> = { SUCCEEDED: '✓', FAILED: '✕', REFUSED: '⊘', PLANNED: '◌' };
 
 // useAuditTrail reads the trail page by page (older pages appended) and puts events
 // recorded since at the top as they arrive.
@@ -126,7 +126,7 @@ export function AuditPage() {
   const filter: AuditFilter = {
     machine: params.get('machine') ?? '',
     actor: params.get('actor') ?? '',
-    outcome: (['SUCCEEDED', 'FAILED', 'REFUSED'].includes(params.get('outcome') ?? '') ? params.get('outcome') : undefined) as AuditOutcome | undefined,
+    outcome: (['SUCCEEDED', 'FAILED', 'REFUSED', 'PLANNED'].includes(params.get('outcome') ?? '') ? params.get('outcome') : undefined) as AuditOutcome | undefined,
   };
   const [draft, setDraft] = useState({ machine: filter.machine ?? '', actor: filter.actor ?? '' });
   const trail = useAuditTrail(filter);
@@ -169,6 +169,7 @@ export function AuditPage() {
             <option value="SUCCEEDED">Succeeded</option>
             <option value="FAILED">Failed</option>
             <option value="REFUSED">Refused</option>
+            <option value="PLANNED">Planned (dry runs)</option>
           </select>
         </label>
         <button type="submit" className="btn btn-plain">Apply</button>

@@ -4,7 +4,7 @@ import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import {
   AdmitMemberMutation, ApproveEnrolmentMutation, CommissionMachineMutation, InstallOperatingSystemMutation,
-  MaasImagesQuery, ReleaseMachineMutation, ReleasePreviewQuery, RemoveMemberMutation, RevokeJoinTokenMutation, RunHardwareTestsMutation,
+  MaasImagesQuery, ReleaseMachineMutation, RemoveMemberMutation, RevokeJoinTokenMutation, RunHardwareTestsMutation,
   UnregisterMachineMutation,
 } from '../api/operations';
 import { ConfirmDialog } from '../components/ConfirmDialog';
@@ -83,7 +83,8 @@ export function ApproveFlow({ name, onClose }: { name: string; onClose(): void }
       wide
       fieldNames={config.fieldNames}
       fields={(errors) => <MemberConfigRows state={config} errors={errors} />}
-      run={() => approve({ input: { name, memberConfig: config.input() } })}
+      planKey={JSON.stringify({ name, memberConfig: config.input() })}
+      run={(dryRun) => approve({ input: { name, memberConfig: config.input(), dryRun } })}
       onDone={(d) => setApproval(d.approveEnrolment)}
       onClose={onClose}
     />
@@ -97,7 +98,7 @@ function TokenDialog({ approval, onClose }: { approval: Approval; onClose(): voi
     // Leave no copy of the token in the DOM once the dialog goes.
     if (tokenRef.current) tokenRef.current.value = '';
   }, []);
-  const name = approval.machine.name;
+  const name = approval.machine?.name ?? '';
   return (
     <Dialog title={`Join token for ${name}`} onClose={onClose} wide initialFocus="[data-autofocus]">
       <Banner tone="caution" title="Shown only this once">
@@ -108,7 +109,7 @@ function TokenDialog({ approval, onClose }: { approval: Approval; onClose(): voi
         Apelora and asks for the token on standard input.
       </p>
       <pre className="command" data-command>{approval.command}</pre>
-      <CopyButton text={approval.command} label="Copy command" />
+      <CopyButton text={approval.command ?? ''} label="Copy command" />
       <Field label="Join token (single use)" hint={<>Expires <Time at={approval.expiresAt} />.</>}>
         {(a) => (
           <textarea
@@ -118,13 +119,13 @@ function TokenDialog({ approval, onClose }: { approval: Approval; onClose(): voi
             readOnly
             rows={3}
             spellCheck={false}
-            value={shown ? approval.joinToken : ''}
+            value={shown ? (approval.joinToken ?? '') : ''}
             data-join-token
           />
         )}
       </Field>
-      <CopyButton text={approval.joinToken} label="Copy token" />
-      {approval.memberConfig.length ? (
+      <CopyButton text={approval.joinToken ?? ''} label="Copy token" />
+      {approval.memberConfig?.length ? (
         <p className="hint">
           Member configuration it joins with:{' '}
           {approval.memberConfig.map((c) => `${c.entity}/${c.name}/${c.key}=${c.value || '(driver default)'}`).join(', ')}
@@ -156,7 +157,8 @@ function RevokeDialog({ name, onClose }: { name: string; onClose(): void }) {
       danger
       confirmLabel="Revoke token"
       consequence={<p>Incus cancels the pending join token for <strong>{name}</strong>; a server that has not joined yet can no longer use it. The machine is Registered again.</p>}
-      run={() => revoke({ input: { name } })}
+      planKey={JSON.stringify({ name })}
+      run={(dryRun) => revoke({ input: { name, dryRun } })}
       onClose={onClose}
     />
   );
@@ -185,7 +187,8 @@ function RemoveDialog({ name, onClose }: { name: string; onClose(): void }) {
           afterwards)
         </label>
       )}
-      run={() => remove({ input: { name, force } })}
+      planKey={JSON.stringify({ name, force })}
+      run={(dryRun) => remove({ input: { name, force, dryRun } })}
       onClose={onClose}
     />
   );
@@ -201,7 +204,8 @@ function UnregisterDialog({ name, onClose }: { name: string; onClose(): void }) 
       confirmLabel="Unregister"
       typeToConfirm={name}
       consequence={<p>Apelora forgets the machine record <strong>{name}</strong>. Nothing changes in Incus or MAAS; the audit trail keeps its history.</p>}
-      run={() => unregister({ input: { name } })}
+      planKey={JSON.stringify({ name })}
+      run={(dryRun) => unregister({ input: { name, dryRun } })}
       onClose={onClose}
     />
   );
@@ -220,7 +224,8 @@ function AdmitDialog({ name, onClose }: { name: string; onClose(): void }) {
           scheduler.instance hold and keeps the member's roles, groups, failure domain and description. Instances may be placed on it from then on.
         </p>
       }
-      run={() => admit({ input: { name } })}
+      planKey={JSON.stringify({ name })}
+      run={(dryRun) => admit({ input: { name, dryRun } })}
       onClose={onClose}
     />
   );
@@ -260,9 +265,10 @@ function CommissionDialog({ row, onClose }: { row: Row; onClose(): void }) {
           {!none ? <TestsField label="Tests (optional)" value={tests} onChange={setTests} error={errors.get('tests')} /> : null}
         </>
       )}
-      run={() => {
+      planKey={JSON.stringify([tests, none])}
+      run={(dryRun) => {
         const p = parseTests(tests);
-        return commission({ input: { systemId: m.systemId, tests: none ? [] : p.tests.length ? p.tests : null } });
+        return commission({ input: { systemId: m.systemId, tests: none ? [] : p.tests.length ? p.tests : null, dryRun } });
       }}
       onClose={onClose}
     />
@@ -325,7 +331,8 @@ function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
           <MemberConfigRows state={config} errors={errors} />
         </>
       )}
-      run={() => install({ input: { name: row.name, series: chosen.trim(), memberConfig: config.input() } })}
+      planKey={JSON.stringify({ name: row.name, series: chosen.trim(), memberConfig: config.input() })}
+      run={(dryRun) => install({ input: { name: row.name, series: chosen.trim(), memberConfig: config.input(), dryRun } })}
       onClose={onClose}
     />
   );
@@ -341,6 +348,7 @@ function TestDialog({ row, onClose }: { row: Row; onClose(): void }) {
       title={`Run hardware tests on ${m.hostname}`}
       machine={row.name}
       confirmLabel="Run tests"
+      blocked={hostname.trim() === '' ? `Type the hostname, ${m.hostname}, first.` : undefined}
       consequence={
         <p>
           MAAS boots <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>, now {m.status}) into its test environment and runs the tests. Type the
@@ -356,9 +364,10 @@ function TestDialog({ row, onClose }: { row: Row; onClose(): void }) {
           <TestsField label="Tests (optional)" value={tests} onChange={setTests} error={errors.get('tests')} />
         </>
       )}
-      run={() => {
+      planKey={JSON.stringify([hostname, tests])}
+      run={(dryRun) => {
         const p = parseTests(tests);
-        return runTests({ input: { systemId: m.systemId, hostname, tests: p.tests.length ? p.tests : null } });
+        return runTests({ input: { systemId: m.systemId, hostname, tests: p.tests.length ? p.tests : null, dryRun } });
       }}
       onClose={onClose}
     />
@@ -370,10 +379,8 @@ function ReleaseDialog({ row, onClose }: { row: Row; onClose(): void }) {
   const viewer = useViewer();
   const [erase, setErase] = useState(false);
   const [comment, setComment] = useState('');
-  const [preview] = useQuery({ query: ReleasePreviewQuery, variables: { erase }, requestPolicy: 'network-only' });
   const m = row.maas!;
   const noErase = eraseReason(viewer);
-  const p = preview.data?.releasePreview;
   return (
     <ConfirmDialog
       title={`Release ${m.hostname}`}
@@ -384,15 +391,8 @@ function ReleaseDialog({ row, onClose }: { row: Row; onClose(): void }) {
         <>
           <p>
             MAAS releases <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>, now {m.status}): it powers the machine off and returns it to the
-            Ready pool. Apelora never asks for secure or quick erase.
+            Ready pool. Apelora never asks for secure or quick erase. The plan below says what happens to the disks, for this machine and for you.
           </p>
-          {preview.fetching && !p ? (
-            <Loading what="what happens to the disks" />
-          ) : p ? (
-            <Banner tone={p.effective === false ? 'info' : 'caution'} title="The disks">
-              <span data-erase-preview>{p.message}</span>
-            </Banner>
-          ) : null}
         </>
       }
       fieldNames={['comment', 'erase']}
@@ -412,7 +412,8 @@ function ReleaseDialog({ row, onClose }: { row: Row; onClose(): void }) {
           </Field>
         </>
       )}
-      run={() => release({ input: { systemId: m.systemId, erase, comment: comment || null } })}
+      planKey={JSON.stringify({ systemId: m.systemId, erase, comment: comment || null })}
+      run={(dryRun) => release({ input: { systemId: m.systemId, erase, comment: comment || null, dryRun } })}
       onClose={onClose}
     />
   );

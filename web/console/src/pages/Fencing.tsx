@@ -227,7 +227,8 @@ function MappingDialog({ member, rows, onClose, onDone }: { member: string; rows
           </Field>
         </>
       )}
-      run={() => setMapping({ input: { member, maasSystemId: systemId, hardwareUuid: uuid } })}
+      planKey={JSON.stringify({ member, maasSystemId: systemId, hardwareUuid: uuid })}
+      run={(dryRun) => setMapping({ input: { member, maasSystemId: systemId, hardwareUuid: uuid, dryRun } })}
       onDone={(d) => {
         onClose();
         onDone(`${member}: ${d.setFenceMapping.notice}`);
@@ -247,7 +248,8 @@ function RemoveMappingDialog({ member, onClose, onDone }: { member: string; onCl
       confirmLabel="Remove mapping"
       typeToConfirm={member}
       consequence={<p>apelora-worker will never power <strong>{member}</strong> off until it has a new mapping, even if it dies.</p>}
-      run={() => remove({ input: { member } })}
+      planKey={JSON.stringify({ member })}
+      run={(dryRun) => remove({ input: { member, dryRun } })}
       onDone={() => {
         onClose();
         onDone();

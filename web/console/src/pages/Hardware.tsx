@@ -143,7 +143,7 @@ function ProfileDialog({ profile, onClose, onDone }: { profile?: HardwareProfile
       machine={name || 'the profile'}
       confirmLabel={profile ? 'Replace profile' : 'Declare profile'}
       wide
-      blocked={bad ? `${bad.label}: give a whole number (0 asks nothing).` : undefined}
+      blocked={bad ? `${bad.label}: give a whole number (0 asks nothing).` : !profile && name.trim() === '' ? 'Type a name first.' : undefined}
       consequence={
         profile ? (
           <p>
@@ -193,9 +193,11 @@ function ProfileDialog({ profile, onClose, onDone }: { profile?: HardwareProfile
           </Field>
         </div>
       )}
-      run={() =>
+      planKey={JSON.stringify([name, description, arch, mins])}
+      run={(dryRun) =>
         set({
           input: {
+            dryRun,
             profile: profile?.name ?? name.trim(),
             description,
             architecture: arch,
@@ -205,7 +207,7 @@ function ProfileDialog({ profile, onClose, onDone }: { profile?: HardwareProfile
       }
       onDone={(d) => {
         onClose();
-        onDone(`Hardware profile ${d.setHardwareProfile.profile.name} ${d.setHardwareProfile.previous ? 'replaced' : 'declared'}.`);
+        onDone(`Hardware profile ${d.setHardwareProfile.profile?.name ?? name.trim()} ${d.setHardwareProfile.previous ? 'replaced' : 'declared'}.`);
       }}
       onClose={onClose}
     />
@@ -226,7 +228,8 @@ function RemoveProfileDialog({ profile, onClose, onDone }: { profile: HardwarePr
           {profile.machines.length ? ` (now ${profile.machines.join(', ')})` : ''}: clear or change theirs first.
         </p>
       }
-      run={() => remove({ input: { profile: profile.name } })}
+      planKey={JSON.stringify({ profile: profile.name })}
+      run={(dryRun) => remove({ input: { profile: profile.name, dryRun } })}
       onDone={() => {
         onClose();
         onDone(`Hardware profile ${profile.name} removed.`);

@@ -173,7 +173,7 @@ function CreateFlow({ onClose, onCreated }: { onClose(): void; onCreated(name: s
       title="Create an identity"
       machine={name || 'the identity'}
       confirmLabel="Create and show the token"
-      blocked={problem ? 'Fix the permissions above first.' : local ? 'Give the expiry above first.' : undefined}
+      blocked={name.trim() === '' ? 'Type a name first.' : problem ? 'Fix the permissions above first.' : local ? 'Give the expiry above first.' : undefined}
       consequence={
         <p>
           Apelora creates the identity and shows its bearer token once; it keeps only the token's hash. Whoever holds the token acts as this identity
@@ -244,10 +244,12 @@ function CreateFlow({ onClose, onCreated }: { onClose(): void; onCreated(name: s
           </fieldset>
         </>
       )}
-      run={() => create({ input: { name: name.trim(), permissions: perms, expiresIn: ex.expiresIn ?? null, expiresAt: ex.expiresAt ?? null } })}
+      planKey={JSON.stringify({ name: name.trim(), permissions: perms, expiresIn: ex.expiresIn ?? null, expiresAt: ex.expiresAt ?? null })}
+      run={(dryRun) => create({ input: { name: name.trim(), permissions: perms, expiresIn: ex.expiresIn ?? null, expiresAt: ex.expiresAt ?? null, dryRun } })}
       onDone={(d) => {
-        onCreated(d.createIdentity.identity.name);
-        setCreated({ name: d.createIdentity.identity.name, token: d.createIdentity.token });
+        const created = d.createIdentity.identity?.name ?? name.trim();
+        onCreated(created);
+        setCreated({ name: created, token: d.createIdentity.token ?? '' });
       }}
       onClose={onClose}
     />
@@ -307,7 +309,8 @@ function RevokeIdentityDialog({ identity, you, onClose, onDone }: { identity: Id
           <p>The identity stays in the list, marked revoked by you.{you ? ' This is you: your console returns to the sign-in page.' : ''}</p>
         </>
       }
-      run={() => revoke({ input: { name } })}
+      planKey={JSON.stringify({ name })}
+      run={(dryRun) => revoke({ input: { name, dryRun } })}
       onDone={() => {
         onClose();
         onDone(name);

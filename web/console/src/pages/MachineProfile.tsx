@@ -64,7 +64,13 @@ function AssignDialog({ machine, current, onClose, onDone }: { machine: string; 
       title={current ? `Change the hardware profile of ${machine}` : `Assign a hardware profile to ${machine}`}
       machine={machine}
       confirmLabel={current ? 'Change profile' : 'Assign profile'}
-      blocked={profiles.data && list.length === 0 ? 'No other hardware profile is declared: declare one on the Hardware page first.' : undefined}
+      blocked={
+        profiles.data && list.length === 0
+          ? 'No other hardware profile is declared: declare one on the Hardware page first.'
+          : !pick
+            ? 'Reading the hardware profiles…'
+            : undefined
+      }
       consequence={
         <p>
           From its next admission check on, <strong>{machine}</strong> is compared with {pick ? <strong>{pick}</strong> : 'the profile chosen'}
@@ -88,7 +94,8 @@ function AssignDialog({ machine, current, onClose, onDone }: { machine: string; 
           </Field>
         )
       }
-      run={() => assign({ input: { machine, profile: pick } })}
+      planKey={JSON.stringify({ machine, profile: pick })}
+      run={(dryRun) => assign({ input: { machine, profile: pick, dryRun } })}
       onDone={() => {
         onClose();
         onDone();
@@ -111,7 +118,8 @@ function ClearDialog({ machine, current, onClose, onDone }: { machine: string; c
           admission check on. The profile itself stays.
         </p>
       }
-      run={() => clear({ input: { machine } })}
+      planKey={JSON.stringify({ machine })}
+      run={(dryRun) => clear({ input: { machine, dryRun } })}
       onDone={() => {
         onClose();
         onDone();

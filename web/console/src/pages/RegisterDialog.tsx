@@ -22,6 +22,7 @@ export function RegisterDialog({ target, onClose }: { target: RegisterTarget; on
       title={target.kind === 'maas' ? `Register ${target.hostname} from MAAS` : fixedName ? `Register member ${name}` : 'Register a machine'}
       machine={shown}
       confirmLabel="Register"
+      blocked={name.trim() === '' ? 'Type a name first.' : undefined}
       consequence={
         target.kind === 'maas' ? (
           <p>
@@ -46,17 +47,18 @@ export function RegisterDialog({ target, onClose }: { target: RegisterTarget; on
           </Field>
         </>
       )}
-      run={() =>
+      planKey={JSON.stringify([name, description])}
+      run={(dryRun) =>
         register({
           input:
             target.kind === 'maas'
-              ? { name, provisioner: 'MAAS', maasSystemId: target.systemId, description }
-              : { name, provisioner: 'MANUAL', description },
+              ? { name, provisioner: 'MAAS', maasSystemId: target.systemId, description, dryRun }
+              : { name, provisioner: 'MANUAL', description, dryRun },
         })
       }
       onDone={(d) => {
         onClose();
-        navigate(machinePath(d.registerMachine.machine.name));
+        navigate(machinePath(d.registerMachine.machine?.name ?? name));
       }}
       onClose={onClose}
     />

@@ -1,0 +1,137 @@
+package incus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apelora/fabric/plan"
+)
+
+// A dry run (plan.From(ctx) set) sends no request that changes anything: call records it
+// as a plan step and answers as an empty success; reads go to Incus as usual, so
+// everything the caller decides from them is decided as in the real call.
+
+// planCall records req, which would change something, instead of sending it. For a PUT or
+// PATCH it reads the resource first and shows each field of the body before → after.
+func (c *Client) planCall(ctx context.Context, r *plan.Recorder, req request) (result, error) {
+	step := plan.Step{System: plan.Incus, Call: req.method + " " + req.uri(), Target: targetOf(req.path)}
+	if req.body != nil {
+		after := flatten(req.body)
+		before := map[string]string{}
+		if req.method == http.MethodPut || req.method == http.MethodPatch {
+			var cur any
+			if _, err := c.get(ctx, req.path, nil, &cur); err == nil {
+				before = flatten(cur)
+			}
+		}
+		var owned map[string]json.RawMessage // the fields a PUT rewrites
+		if b, err := json.Marshal(req.body); err == nil && req.method == http.MethodPut {
+			_ = json.Unmarshal(b, &owned)
+		}
+		step.Changes = changes(before, after, owned)
+	}
+	r.Record(step)
+	return result{typ: typeSync, httpStatus: http.StatusOK}, nil
+}
+
+// planJoinToken is IssueJoinToken in a dry run: no token is issued, and the answer holds
+// none (its Reveal is a placeholder that no cluster accepts). The addresses are the
+// online members' (those Incus would name); the expiry is Incus's default of three hours.
+func (c *Client) planJoinToken(ctx context.Context, r *plan.Recorder, name string) (JoinToken, error) {
+	members, err := c.Members(ctx)
+	if err != nil {
+		return JoinToken{}, fmt.Errorf("issue join token for %q: %w", name, err)
+	}
+	var addrs []string
+	for _, m := range members {
+		if u, err := url.Parse(m.URL); err == nil && m.Status == MemberOnline && u.Host != "" {
+			addrs = append(addrs, u.Host)
+		}
+	}
+	r.Record(plan.Step{System: plan.Incus, Call: http.MethodPost + " /1.0/cluster/members", Target: name,
+		Changes: []plan.Change{{Field: "join token", After: "issued for " + name + " (not in a plan)"}}})
+	return JoinToken{ServerName: name, Addresses: addrs, ExpiresAt: time.Now().Add(3 * time.Hour).Truncate(time.Second),
+		reveal: sealToken("dry-run-no-token")}, nil
+}
+
+func targetOf(p string) string {
+	if p == "" || strings.HasSuffix(p, "/") {
+		return ""
+	}
+	t, err := url.PathUnescape(path.Base(p))
+	if err != nil {
+		return path.Base(p)
+	}
+	return t
+}
+
+// flatten turns a JSON document into field → value: objects by dotted keys, lists as
+// their sorted comma-joined items (roles, groups).
+func flatten(v any) map[string]string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var doc any
+	if json.Unmarshal(b, &doc) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, e := range t {
+				key := k
+				if prefix != "" {
+					key = prefix + "." + k
+				}
+				walk(key, e)
+			}
+		case []any:
+			items := make([]string, 0, len(t))
+			for _, e := range t {
+				items = append(items, fmt.Sprint(e))
+			}
+			sort.Strings(items)
+			out[prefix] = strings.Join(items, ",")
+		case nil:
+			out[prefix] = ""
+		default:
+			out[prefix] = fmt.Sprint(t)
+		}
+	}
+	walk("", doc)
+	return out
+}
+
+// changes lists the fields whose value differs. A field of the resource inside one the
+// body rewrites (owned: a PUT's top-level fields) that the body lacks is removed (a config
+// key); fields the body does not rewrite (status, url, …) are left out.
+func changes(before, after map[string]string, owned map[string]json.RawMessage) []plan.Change {
+	var out []plan.Change
+	for k, a := range after {
+		if b := before[k]; b != a {
+			out = append(out, plan.Change{Field: k, Before: b, After: a})
+		}
+	}
+	for k, b := range before {
+		if _, ok := after[k]; ok || b == "" {
+			continue
+		}
+		top, _, _ := strings.Cut(k, ".")
+		if _, ok := owned[top]; ok {
+			out = append(out, plan.Change{Field: k, Before: b})
+		}
+	}
+	slices.SortFunc(out, func(a, b plan.Change) int { return strings.Compare(a.Field, b.Field) })
+	return out
+}

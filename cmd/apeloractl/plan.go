@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/apelora/fabric/client"
+)
+
+// changing are the commands that change something: they take -dry-run.
+var changing = map[string]bool{
+	"register": true, "unregister": true, "approve": true, "revoke": true, "admit": true, "remove": true,
+	"commission": true, "install": true, "hardware-test": true, "release": true,
+	"create-identity": true, "revoke-identity": true,
+}
+
+// takeDryRun removes -dry-run (or --dry-run) from a command's arguments, wherever it is.
+func takeDryRun(args []string) ([]string, bool) {
+	out := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-dry-run" || a == "--dry-run" })
+	return out, len(out) != len(args)
+}
+
+// dry is the input's dryRun: set only with -dry-run.
+func (c *cli) dry() *bool {
+	if !c.dryRun {
+		return nil
+	}
+	t := true
+	return &t
+}
+
+// planView is every operation's plan: each embeds client.PlanFields.
+type planView interface {
+	GetRefused() bool
+	GetSteps() []client.PlanFieldsStepsPlanStep
+	GetRefusals() []client.PlanFieldsRefusalsPlanFinding
+	GetWarnings() []client.PlanFieldsWarningsPlanFinding
+}
+
+// planOr prints a dry run's plan; err (invalid input, the API unreachable) comes first.
+// A plan that would be refused returns its refusals, so the exit status is the call's.
+func (c *cli) planOr(err error, p planView) error {
+	if err != nil {
+		return err
+	}
+	if p == nil || reflect.ValueOf(p).IsNil() {
+		return fmt.Errorf("the server answered no plan for -dry-run: is it older than this apeloractl?")
+	}
+	if c.json {
+		if err := c.print(p, nil); err != nil {
+			return err
+		}
+	} else {
+		w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "plan (nothing was changed):")
+		if len(p.GetSteps()) == 0 {
+			fmt.Fprintln(w, "  no step")
+		}
+		for i, s := range p.GetSteps() {
+			target := ""
+			if s.Target != "" {
+				target = "  on " + s.Target
+			}
+			fmt.Fprintf(w, "  %d.\t%s\t%s%s\n", i+1, s.System, s.Call, target)
+			for _, ch := range s.Changes {
+				switch {
+				case ch.Before == nil:
+					fmt.Fprintf(w, "\t\t  %s: %s\n", ch.Field, orNone(ch.After, "(none)"))
+				default:
+					fmt.Fprintf(w, "\t\t  %s: %s → %s\n", ch.Field, *ch.Before, orNone(ch.After, "(removed)"))
+				}
+			}
+		}
+		for _, f := range p.GetWarnings() {
+			fmt.Fprintf(w, "warning: %s\n", f.Message)
+		}
+		for _, f := range p.GetRefusals() {
+			fmt.Fprintf(w, "would be refused: %s: %s\n", orNone(f.Code, "REFUSED"), f.Message)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if !p.GetRefused() {
+		return nil
+	}
+	api := &apiError{}
+	for _, f := range p.GetRefusals() {
+		api.errs = append(api.errs, codedMessage{orNone(f.Code, "FAILED_PRECONDITION"), strings.TrimSpace(f.Message)})
+	}
+	return api
+}
+
+func orNone(s *string, none string) string {
+	if s == nil {
+		return none
+	}
+	return *s
+}

@@ -1,0 +1,160 @@
+// Package plan is a mutation's dry run: the steps it would take and the refusals and
+// warnings that would stop or qualify it.
+//
+// A dry run runs the same code as the real call. The gate puts a Recorder in the
+// mutation's context; the ports that change something (Incus, MAAS) record a Step instead
+// of calling and return a plausible result, reads go to the real upstreams, and the
+// database change runs in a transaction that is rolled back, its writes recorded as steps.
+// Nothing else in the domain needs to know, except code that pushes or publishes (it asks
+// Active and stays quiet).
+package plan
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/apelora/fabric/apperr"
+)
+
+// System is where a step happens.
+type System string
+
+const (
+	Incus    System = "INCUS"
+	MAAS     System = "MAAS"
+	Database System = "DATABASE"
+)
+
+// Change is one value a step would change: before → after ("" for none).
+type Change struct {
+	Field  string
+	Before string
+	After  string
+}
+
+// Step is one call the mutation would make.
+type Step struct {
+	System System
+	// Call is the request as the upstream sees it ("PUT /1.0/cluster/members/{name}",
+	// "POST machines/{id}/op-deploy", "UPDATE machine_records").
+	Call    string
+	Target  string
+	Changes []Change
+}
+
+// Finding is a refusal or a warning, with its documented error code.
+type Finding struct {
+	Code    apperr.Code
+	Message string
+	Field   string
+}
+
+// Recorder collects a dry run's plan. Safe for concurrent use.
+type Recorder struct {
+	mu       sync.Mutex
+	steps    []Step
+	refusals []Finding
+	warnings []Finding
+}
+
+// Plan is a finished dry run.
+type Plan struct {
+	Steps    []Step
+	Refusals []Finding
+	Warnings []Finding
+}
+
+// Refused reports whether the call would be refused.
+func (p Plan) Refused() bool { return len(p.Refusals) > 0 }
+
+type ctxKey struct{}
+
+// With returns ctx carrying r: every call made with it is a dry run.
+func With(ctx context.Context, r *Recorder) context.Context {
+	return context.WithValue(ctx, ctxKey{}, r)
+}
+
+// From returns the dry run in progress, or nil for a real call.
+func From(ctx context.Context) *Recorder {
+	r, _ := ctx.Value(ctxKey{}).(*Recorder)
+	return r
+}
+
+// Active reports whether ctx is a dry run.
+func Active(ctx context.Context) bool { return From(ctx) != nil }
+
+// Record adds a step.
+func (r *Recorder) Record(s Step) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, s)
+}
+
+// Refuse adds the refusal err stands for (its code and public message).
+func (r *Recorder) Refuse(err error) {
+	f := Finding{Code: apperr.CodeOf(err), Message: apperr.PublicMessage(err)}
+	if e, ok := apperr.As(err); ok {
+		f.Field = e.Field
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.refusals, f) {
+		r.refusals = append(r.refusals, f)
+	}
+}
+
+// Warn adds a warning: the call would go ahead, but the administrator should know.
+func (r *Recorder) Warn(code apperr.Code, format string, args ...any) {
+	f := Finding{Code: code, Message: fmt.Sprintf(format, args...)}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.warnings, f) {
+		r.warnings = append(r.warnings, f)
+	}
+}
+
+// Refused reports whether a refusal has been recorded.
+func (r *Recorder) Refused() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.refusals) > 0
+}
+
+// Plan returns what has been recorded so far.
+func (r *Recorder) Plan() Plan {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Plan{Steps: slices.Clone(r.steps), Refusals: slices.Clone(r.refusals), Warnings: slices.Clone(r.warnings)}
+}
+
+// Secret describes a secret or bulky value (cloud-init user data) by its size and
+// SHA-256 only, as a plan shows it.
+func Secret(b []byte) string {
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("%d bytes, sha256:%s", len(b), hex.EncodeToString(sum[:]))
+}
+
+// Detail is the plan as the audit event's details keep it (secret-free by construction:
+// steps carry only what Secret or the callers chose to show).
+func (p Plan) Detail() map[string]any {
+	steps := make([]map[string]any, len(p.Steps))
+	for i, s := range p.Steps {
+		changes := make([]map[string]any, len(s.Changes))
+		for j, c := range s.Changes {
+			changes[j] = map[string]any{"field": c.Field, "before": c.Before, "after": c.After}
+		}
+		steps[i] = map[string]any{"system": string(s.System), "call": s.Call, "target": s.Target, "changes": changes}
+	}
+	findings := func(fs []Finding) []map[string]any {
+		out := make([]map[string]any, len(fs))
+		for i, f := range fs {
+			out[i] = map[string]any{"code": string(f.Code), "message": f.Message}
+		}
+		return out
+	}
+	return map[string]any{"steps": steps, "refusals": findings(p.Refusals), "warnings": findings(p.Warnings)}
+}

@@ -1,0 +1,54 @@
+package resolvers
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/plan"
+)
+
+// WithPlan returns a mutation's payload carrying a dry run's plan. res is what the
+// resolver returned: a pointer to its payload, nil when the dry run was refused (then the
+// payload holds the plan only). Every mutation payload has a Plan field (the schema gives
+// each one); reflection spares each resolver its own copy of this.
+func WithPlan(res any, p plan.Plan) (any, error) {
+	v := reflect.ValueOf(res)
+	if v.Kind() != reflect.Pointer || v.Type().Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("dry run: the payload %T is not a pointer to a struct", res)
+	}
+	if v.IsNil() {
+		v = reflect.New(v.Type().Elem())
+	}
+	f := v.Elem().FieldByName("Plan")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[*model.Plan]() {
+		return nil, fmt.Errorf("dry run: the payload %T has no plan field", res)
+	}
+	f.Set(reflect.ValueOf(mapPlan(p)))
+	return v.Interface(), nil
+}
+
+func mapPlan(p plan.Plan) *model.Plan {
+	out := &model.Plan{
+		Refused:  p.Refused(),
+		Steps:    make([]*model.PlanStep, len(p.Steps)),
+		Refusals: mapFindings(p.Refusals),
+		Warnings: mapFindings(p.Warnings),
+	}
+	for i, s := range p.Steps {
+		st := &model.PlanStep{System: model.PlanSystem(s.System), Call: s.Call, Target: s.Target, Changes: make([]*model.PlanChange, len(s.Changes))}
+		for j, c := range s.Changes {
+			st.Changes[j] = &model.PlanChange{Field: c.Field, Before: optional(c.Before), After: optional(c.After)}
+		}
+		out.Steps[i] = st
+	}
+	return out
+}
+
+func mapFindings(fs []plan.Finding) []*model.PlanFinding {
+	out := make([]*model.PlanFinding, len(fs))
+	for i, f := range fs {
+		out[i] = &model.PlanFinding{Code: optional(string(f.Code)), Message: f.Message, Field: optional(f.Field)}
+	}
+	return out
+}

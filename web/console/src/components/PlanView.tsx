@@ -1,0 +1,51 @@
+// PlanView shows a dry run's plan: the steps in order, then what would refuse or qualify it.
+import type { Plan } from '../lib/plan';
+import { changeText } from '../lib/plan';
+
+export function PlanView({ plan, planning, problem }: { plan: Plan | null; planning: boolean; problem?: string }) {
+  return (
+    <section className="plan" data-plan aria-live="polite" aria-busy={planning || undefined}>
+      <h3>What it will do</h3>
+      {planning && !plan ? <p className="hint">Asking the server for the plan…</p> : null}
+      {problem ? <p className="hint" data-plan-problem>No plan: {problem}</p> : null}
+      {plan ? (
+        <>
+          {plan.steps.length ? (
+            <ol className="plan-steps">
+              {plan.steps.map((s, i) => (
+                <li key={i} data-plan-step>
+                  <span className="plan-system">{s.system}</span> <code>{s.call}</code>
+                  {s.target ? <> on <strong>{s.target}</strong></> : null}
+                  {s.changes.length ? (
+                    <ul>
+                      {s.changes.map((c, j) => (
+                        <li key={j}>
+                          <code>{changeText(c)}</code>
+                        </li>
+                      ))}
+                    </ul>
+                  ) : null}
+                </li>
+              ))}
+            </ol>
+          ) : (
+            <p className="hint">No step: nothing would be changed.</p>
+          )}
+          {plan.refusals.map((r, i) => (
+            <p key={`r${i}`} className="plan-refusal" data-plan-refusal>
+              <span aria-hidden="true">✕ </span>
+              {r.message}
+              {r.code ? <span className="code"> ({r.code})</span> : null}
+            </p>
+          ))}
+          {plan.warnings.map((w, i) => (
+            <p key={`w${i}`} className="plan-warning" data-plan-warning>
+              <span aria-hidden="true">! </span>
+              {w.message}
+            </p>
+          ))}
+        </>
+      ) : null}
+    </section>
+  );
+}
