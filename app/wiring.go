@@ -162,6 +162,11 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Provisioning.MAAS = maasSide
 		res.Provisioning.ImageSource = maasSide
 	}
+	triggers := []fleet.Trigger{hubTrigger(feed.Hub()), hubTrigger(driftFeed.Hub()), hubTrigger(fenceFeed.Hub())}
+	if incusClient != nil {
+		triggers = append(triggers, incusTrigger(incusClient, log))
+	}
+	res.FleetWatch = fleet.NewWatcher(ctx, res.View, fleet.WatcherOptions{Interval: cfg.FleetRefreshInterval, Triggers: triggers, Log: log})
 	if incusClient != nil && cfg.DriftInterval > 0 {
 		startDrift(ctx, cfg, store, incusClient, res.Admission.Checker, log)
 	}
