@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Khan/genqlient/graphql"
+
+	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/adapters/postgres/pgtest"
+	"github.com/apelora/fabric/client"
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
+)
+
+// The fleet stream is tested with an hour's refresh interval: whatever arrives, arrives
+// because something said the fleet changed (an Incus event, a mutation's NOTIFY).
+var noFleetInterval = producttest.WithFleetRefresh(time.Hour)
+
+// fleetStream follows fleetUpdates on a server through the generated client.
+type fleetStream struct {
+	t       *testing.T
+	ws      graphql.WebSocketClient
+	updates chan client.FleetUpdatesFleetUpdatesFleetUpdate
+	cancel  context.CancelFunc
+}
+
+func watchFleet(t *testing.T, base, token string, after *int) *fleetStream {
+	t.Helper()
+	ws, err := client.NewWebSocket(base+"/graphql", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	if _, err := ws.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	raw, _, err := client.FleetUpdates(ctx, ws, after)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s := &fleetStream{t: t, ws: ws, updates: make(chan client.FleetUpdatesFleetUpdatesFleetUpdate, 256), cancel: cancel}
+	t.Cleanup(s.close)
+	go func() {
+		for r := range raw {
+			if r.Errors != nil {
+				t.Errorf("fleetUpdates: %v", r.Errors)
+				return
+			}
+			s.updates <- r.Data.FleetUpdates
+		}
+	}()
+	return s
+}
+
+func (s *fleetStream) close() {
+	s.cancel()
+	s.ws.Close()
+}
+
+// next waits for the next message, failing after wait.
+func (s *fleetStream) next(what string, wait time.Duration) client.FleetUpdatesFleetUpdatesFleetUpdate {
+	s.t.Helper()
+	select {
+	case u := <-s.updates:
+		return u
+	case <-time.After(wait):
+		s.t.Fatalf("no fleet update within %s: waited for %s", wait, what)
+		return client.FleetUpdatesFleetUpdatesFleetUpdate{}
+	}
+}
+
+// snapshot waits for the first message, which must be the whole fleet.
+func (s *fleetStream) snapshot() client.FleetUpdatesFleetUpdatesFleetUpdate {
+	s.t.Helper()
+	u := s.next("the snapshot", 30*time.Second)
+	if !u.Snapshot || u.Sources == nil || len(u.Changed) != 0 || len(u.Removed) != 0 {
+		s.t.Fatalf("first message %+v, want a snapshot with the sources", u)
+	}
+	return u
+}
+
+// until reads changes until one shows the row name (added or changed) satisfying ok,
+// checking that each comes with the next revision; it returns the last revision.
+func (s *fleetStream) until(rev int, what string, ok func(m client.MachineFields) bool, wait time.Duration) int {
+	s.t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		u := s.next(what, time.Until(deadline))
+		if u.Snapshot || u.Revision != rev+1 {
+			s.t.Fatalf("after revision %d came %+v, want a change numbered %d", rev, u, rev+1)
+		}
+		rev = u.Revision
+		for _, m := range u.Added {
+			if ok(m.MachineFields) {
+				return rev
+			}
+		}
+		for _, m := range u.Changed {
+			if ok(m.MachineFields) {
+				return rev
+			}
+		}
+	}
+}
+
+func rowNames(u client.FleetUpdatesFleetUpdatesFleetUpdate) []string {
+	var out []string
+	for _, m := range u.Added {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+func TestFleetStreamCarriesAMemberJoinedWithIncusAtOnce(t *testing.T) {
+	lab := incuslab.Start(t, 1)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), noFleetInterval)
+	viewer := e.Identity("dashboard", identity.ViewInfrastructure)
+	s := watchFleet(t, e.Base, viewer, nil)
+	first := s.snapshot()
+	if !slices.Contains(rowNames(first), lab.Members[0].Name) || !first.Sources.Incus.Available {
+		t.Fatalf("snapshot %v (incus %+v), want the lab's member", rowNames(first), first.Sources.Incus)
+	}
+	// Joined outside Apelora, with incus itself: only Incus's events can tell the stream.
+	// (The read made when the event stream connects is over well within a second.)
+	time.Sleep(time.Second)
+	host := lab.StartUnjoined(t, "node-9")
+	start := time.Now()
+	lab.Join(t, host)
+	rev := s.until(first.Revision, "node-9 as a member", func(m client.MachineFields) bool {
+		return m.Name == "node-9" && m.Member != nil
+	}, 2*time.Minute)
+	t.Logf("node-9 reached the subscriber %s after the join began, at revision %d (interval: 1h)", time.Since(start).Round(time.Millisecond), rev)
+}
+
+func TestFleetStreamCarriesAMutationToSubscribersOfAnotherReplicaAndResumesWithASnapshot(t *testing.T) {
+	db := pgtest.New(t)
+	a := producttest.StartOn(t, db, db.Store, noFleetInterval)
+	other, err := postgres.Open(context.Background(), db.URL, producttest.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	b := producttest.StartOn(t, db, other, noFleetInterval)
+	admin := a.Identity("admin", identity.ManageInfrastructure)
+	viewer := a.Identity("dashboard", identity.ViewInfrastructure)
+
+	s := watchFleet(t, b.Base, viewer, nil)
+	first := s.snapshot()
+	if len(first.Added) != 0 || first.Sources.Incus.Available {
+		t.Fatalf("snapshot of an empty fleet without Incus: %+v", first)
+	}
+	register := func(name string) {
+		t.Helper()
+		r := a.GQL(admin, `mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, map[string]any{"n": name})
+		if len(r.Errors) > 0 {
+			t.Fatal(r.Errors)
+		}
+	}
+	register("node-1") // on replica a; the subscriber is on b
+	rev := s.until(first.Revision, "node-1 registered on the other replica", func(m client.MachineFields) bool {
+		return m.Name == "node-1" && m.Record != nil
+	}, 30*time.Second)
+
+	// The dashboard goes away; the fleet changes meanwhile; it comes back with its last
+	// revision and starts from a fresh snapshot, then continues.
+	s.close()
+	register("node-2")
+	again := watchFleet(t, b.Base, viewer, &rev)
+	snap := again.snapshot()
+	if snap.Revision <= rev || !slices.Equal(rowNames(snap), []string{"node-1", "node-2"}) {
+		t.Fatalf("after reconnecting with revision %d: revision %d rows %v, want a later revision with node-1 and node-2", rev, snap.Revision, rowNames(snap))
+	}
+	register("node-3")
+	again.until(snap.Revision, "node-3 after resuming", func(m client.MachineFields) bool { return m.Name == "node-3" }, 30*time.Second)
+
+	// A hostile revision is refused, naming the argument.
+	ws, err := client.NewWebSocket(b.Base+"/graphql", viewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if _, err := ws.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	bad := -4
+	raw, _, err := client.FleetUpdates(t.Context(), ws, &bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-raw:
+		if r.Errors == nil || !strings.Contains(r.Errors.Error(), "not a revision") {
+			t.Fatalf("after: -4 answered %+v, want it refused", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("after: -4 was neither refused nor answered")
+	}
+}
