@@ -247,7 +247,8 @@ func TestConsoleEndToEnd(t *testing.T) {
 }
 
 // TestConsoleScreens shows the console at its extremes: an empty fleet (no Incus, no MAAS),
-// and 3,000 MAAS machines, where it measures a filter keystroke to paint.
+// and 3,000 MAAS machines, where it measures a filter keystroke to paint and sees a member
+// held with incus arrive on the fleet page live.
 func TestConsoleScreens(t *testing.T) {
 	node, dir := consoleTools(t)
 	shots := shotsDir(t, "screens")
@@ -264,11 +265,21 @@ func TestConsoleScreens(t *testing.T) {
 	}
 	m := producttest.StartMAAS(t, fx)
 	lab := incuslab.Start(t, 1)
-	many := producttest.Start(t, producttest.WithMAAS(m.Config), producttest.WithIncus(lab.Config))
+	// An hour between fleet refreshes: the live update below can only come from Incus's event.
+	many := producttest.Start(t, producttest.WithMAAS(m.Config), producttest.WithIncus(lab.Config), producttest.WithFleetRefresh(time.Hour))
 	manyToken := many.Identity("admin", identity.ManageInfrastructure)
+	member := lab.Members[0].Name
+	c := newControl()
+	c.handle("POST /hold-member", func() error {
+		if out, err := lab.CLI(lab.Members[0], "cluster", "set", member, "scheduler.instance=manual"); err != nil {
+			return fmt.Errorf("incus cluster set: %v: %s", err, out)
+		}
+		return nil
+	})
 
 	runScript(t, node, dir, "screens.e2e.mjs", map[string]string{
 		"EMPTY_BASE": empty.Base, "EMPTY_TOKEN": emptyToken,
 		"MANY_BASE": many.Base, "MANY_TOKEN": manyToken, "SHOTS": shots,
+		"CONTROL": c.serve(t), "MEMBER": member,
 	})
 }
