@@ -13,6 +13,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )
@@ -201,5 +202,40 @@ func TestFleetStreamCarriesAMutationToSubscribersOfAnotherReplicaAndResumesWithA
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("after: -4 was neither refused nor answered")
+	}
+}
+
+// MAAS has no push: the stream polls it on the interval. When MAAS goes away the next
+// refresh says so in a change of sources, and sets the availability metric, with no
+// query asked.
+func TestFleetStreamPollsMAASAndFeedsTheAvailabilityMetric(t *testing.T) {
+	sm := producttest.StartMAAS(t, maasFleet())
+	m := metrics.New(metrics.Server)
+	e := producttest.Start(t, withMetrics(m), producttest.WithMAAS(sm.Config), producttest.WithFleetRefresh(time.Second))
+	s := watchFleet(t, e.Base, e.Identity("dashboard", identity.ViewInfrastructure), nil)
+	first := s.snapshot()
+	if !first.Sources.Maas.Available || len(first.Added) == 0 {
+		t.Fatalf("snapshot: MAAS %+v with %d rows, want MAAS's machines", first.Sources.Maas, len(first.Added))
+	}
+	if v, ok := gathered(t, m).sum("apelora_source_available", map[string]string{"source": "maas"}); !ok || v != 1 {
+		t.Errorf("maas available = %v (exported %v) after the stream's first read, want 1", v, ok)
+	}
+	sm.Endpoint.Close()
+	rev := first.Revision
+	for {
+		u := s.next("MAAS reported unavailable", 60*time.Second)
+		if u.Revision != rev+1 {
+			t.Fatalf("revision %d after %d", u.Revision, rev)
+		}
+		rev = u.Revision
+		if u.Sources != nil && !u.Sources.Maas.Available {
+			if u.Sources.Maas.Message == "" || u.Sources.Maas.Message == "ok" {
+				t.Errorf("MAAS unavailable without saying why: %+v", u.Sources.Maas)
+			}
+			break
+		}
+	}
+	if v, _ := gathered(t, m).sum("apelora_source_available", map[string]string{"source": "maas"}); v != 0 {
+		t.Errorf("maas available = %v after the stream saw MAAS gone, want 0", v)
 	}
 }
