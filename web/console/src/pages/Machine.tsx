@@ -78,7 +78,7 @@ export function MachinePage({ name }: { name: string }) {
       </div>
 
       {m.member ? <AdmissionPanel name={m.name} report={report} held={m.member.held} /> : null}
-      {m.record ? <DriftPanel name={m.name} /> : null}
+      {m.record ? <DriftPanel name={m.name} onChange={refresh} /> : null}
 
       <div className="facts-grid">
         <Facts title="Apelora record" none={<>No record: Apelora does not manage this machine yet.</>}>
@@ -272,13 +272,18 @@ function AdmissionPanel({ name, report, held }: { name: string; report: ReturnTy
 
 // DriftPanel shows the machine's drift: each admission check that passed when it was
 // admitted and fails now, since when and the evidence. It reads again whenever the drift
-// watcher raises or clears one for this machine (driftChanges, from any replica).
-function DriftPanel({ name }: { name: string }) {
+// watcher raises or clears one for this machine (driftChanges, from any replica), and so
+// does the page (its DRIFT warnings), through onChange.
+function DriftPanel({ name, onChange }: { name: string; onChange(): void }) {
   const [res, reexecute] = useQuery({ query: MachineDriftQuery, variables: { name }, requestPolicy: 'network-only' });
   const [change] = useSubscription({ query: DriftChangesSubscription, variables: { machine: name, after: null } });
   const changeId = change.data?.driftChanges.id;
+  const changed = useRef(onChange);
+  changed.current = onChange;
   useEffect(() => {
-    if (changeId) reexecute({ requestPolicy: 'network-only' });
+    if (!changeId) return;
+    reexecute({ requestPolicy: 'network-only' });
+    changed.current();
   }, [changeId, reexecute]);
   const drift = res.data?.drift ?? [];
   const checked = res.data?.machine?.driftCheckedAt;
