@@ -93,6 +93,35 @@ try {
   expect((await m.page.locator('[data-fleet-stream="disconnected"]').count()) === 0, 'the stream shows as disconnected while it delivers');
   await shot(m.page, SHOTS, 'fleet-live-update', false);
   await clean(m.page, 'many');
+
+  log('step: the fleet page says when its stream is down, and recovers');
+  const l = await newPage(browser, MANY_BASE);
+  // The console's sockets go through this route, so the test can cut them and refuse
+  // reconnections for a while, as a lost network would.
+  let cut = false;
+  const sockets = [];
+  await l.page.routeWebSocket(/\/graphql$/, (ws) => {
+    if (cut) {
+      ws.close({ code: 4499, reason: 'cut by the test' });
+      return;
+    }
+    sockets.push({ ws, server: ws.connectToServer() });
+  });
+  await signIn(l.page, MANY_TOKEN);
+  await l.page.locator('[data-fleet-live="yes"]').waitFor({ timeout: 60000 });
+  cut = true;
+  // 4499 (terminated) is what graphql-ws sees when a socket dies; it reconnects.
+  for (const { ws, server } of sockets.splice(0)) {
+    await server.close();
+    await ws.close({ code: 4499, reason: 'cut by the test' });
+  }
+  await l.page.locator('[data-fleet-stream="disconnected"]').waitFor({ timeout: 20000 });
+  expect((await l.page.locator('[data-fleet-live="no"]').count()) === 1, 'the count does not say the rows are live');
+  expect(Number(await l.page.locator('[data-fleet-count]').getAttribute('data-fleet-count')) >= 3000, 'the rows stay while the stream is down');
+  await shot(l.page, SHOTS, 'fleet-stream-disconnected', false);
+  cut = false;
+  await l.page.locator('[data-fleet-live="yes"]').waitFor({ timeout: 30000 });
+  expect((await l.page.locator('[data-fleet-stream="disconnected"]').count()) === 0, 'the banner stays after the stream is back');
 } finally {
   await browser.close();
 }

@@ -32,19 +32,31 @@ export interface FleetStream {
 // useFleetStream follows fleetUpdates. When a change does not follow the last revision,
 // it subscribes again with that revision and starts over from the fresh snapshot; after a
 // lost socket, graphql-ws subscribes again by itself and the server sends a snapshot too.
+// A stream that ends in an error is subscribed again after a few seconds; meanwhile the
+// last rows stay on screen, marked as not live.
 export function useFleetStream(): FleetStream {
   const [after, setAfter] = useState<number | null>(null);
-  const [res] = useSubscription({ query: FleetUpdatesSubscription, variables: { after } }, (prev: FleetState | undefined, data) =>
+  const [res, resubscribe] = useSubscription({ query: FleetUpdatesSubscription, variables: { after } }, (prev: FleetState | undefined, data) =>
     applyUpdate(prev ?? emptyFleet, data.fleetUpdates),
   );
-  const fleet = res.data;
-  const missed = fleet?.missed ?? false;
+  const last = useRef<FleetState | undefined>(undefined);
+  if (res.data) last.current = res.data;
+  const fleet = res.data ?? last.current;
+  const missed = res.data?.missed ?? false;
   useEffect(() => {
-    if (missed && fleet) setAfter(fleet.revision);
-  }, [missed, fleet]);
+    if (missed && res.data) setAfter(res.data.revision);
+  }, [missed, res.data]);
+  const failed = !!res.error;
+  useEffect(() => {
+    if (!failed) return;
+    const t = setTimeout(() => resubscribe({ requestPolicy: 'network-only' }), resubscribeMs);
+    return () => clearTimeout(t);
+  }, [failed, resubscribe]);
   const connected = useConnected();
-  return { fleet, error: res.error, live: connected && !!fleet && !missed };
+  return { fleet, error: res.error, live: connected && !!res.data && !missed && !failed };
 }
+
+const resubscribeMs = 3000;
 
 // useLiveRefresh calls refresh when the fleet may have changed. machine, when given, limits
 // the audit events listened to to that machine's.
