@@ -239,3 +239,41 @@ func TestFleetStreamPollsMAASAndFeedsTheAvailabilityMetric(t *testing.T) {
 		t.Errorf("maas available = %v after the stream saw MAAS gone, want 0", v)
 	}
 }
+
+// fleetUpdates needs view-infrastructure, as `fleet` does: an identity without it is
+// refused before any fleet is read.
+func TestFleetStreamNeedsViewInfrastructure(t *testing.T) {
+	e := producttest.Start(t, noFleetInterval)
+	eraser := e.UncheckedIdentity("eraser", identity.HardwareDelete)
+	ws, err := client.NewWebSocket(e.Base+"/graphql", eraser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	errs, err := ws.Start(t.Context())
+	if err != nil {
+		if !strings.Contains(err.Error(), "4403") && !strings.Contains(err.Error(), "Forbidden") {
+			t.Fatalf("a socket without view-infrastructure: %v", err)
+		}
+		return
+	}
+	raw, _, err := client.FleetUpdates(t.Context(), ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-raw:
+		if r.Errors == nil || r.Data != nil && r.Data.FleetUpdates.Revision != 0 {
+			t.Fatalf("an identity without view-infrastructure was sent %+v", r)
+		}
+		if !strings.Contains(r.Errors.Error(), "view-infrastructure") {
+			t.Fatalf("refused with %v, want the missing permission named", r.Errors)
+		}
+	case err := <-errs:
+		if err == nil || !strings.Contains(err.Error(), "4403") {
+			t.Fatalf("the socket ended with %v, want 4403", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("neither refused nor answered")
+	}
+}
