@@ -119,7 +119,7 @@ func rowNames(u client.FleetUpdatesFleetUpdatesFleetUpdate) []string {
 	return out
 }
 
-func TestFleetStreamCarriesAMemberJoinedWithIncusAtOnce(t *testing.T) {
+func TestFleetStreamCarriesChangesMadeWithIncusAtOnce(t *testing.T) {
 	lab := incuslab.Start(t, 1)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), noFleetInterval)
 	viewer := e.Identity("dashboard", identity.ViewInfrastructure)
@@ -138,6 +138,27 @@ func TestFleetStreamCarriesAMemberJoinedWithIncusAtOnce(t *testing.T) {
 		return m.Name == "node-9" && m.Member != nil
 	}, 2*time.Minute)
 	t.Logf("node-9 reached the subscriber %s after the join began, at revision %d (interval: 1h)", time.Since(start).Round(time.Millisecond), rev)
+
+	// A join token created and revoked with incus itself (Incus's token-created lifecycle
+	// event, then the cancelled operation) moves a registered row on and back.
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	if r := e.GQL(admin, `mutation { registerMachine(input: {name: "node-5", provisioner: MANUAL}) { machine { name } } }`, nil); len(r.Errors) > 0 {
+		t.Fatal(r.Errors)
+	}
+	rev = s.until(rev, "node-5 registered", func(m client.MachineFields) bool { return m.Name == "node-5" && m.Record != nil }, 30*time.Second)
+	time.Sleep(500 * time.Millisecond) // the audit events of the identity and the registration have settled
+	if out, err := lab.CLI(lab.Members[0], "cluster", "add", "node-5"); err != nil {
+		t.Fatalf("incus cluster add: %v: %s", err, out)
+	}
+	rev = s.until(rev, "node-5 awaiting its join", func(m client.MachineFields) bool {
+		return m.Name == "node-5" && m.Phase == client.PhaseAwaitingJoin
+	}, 30*time.Second)
+	if out, err := lab.CLI(lab.Members[0], "cluster", "revoke-token", "node-5"); err != nil {
+		t.Fatalf("incus cluster revoke-token: %v: %s", err, out)
+	}
+	s.until(rev, "node-5 registered again once its token was revoked", func(m client.MachineFields) bool {
+		return m.Name == "node-5" && m.Phase == client.PhaseRegistered
+	}, 30*time.Second)
 }
 
 func TestFleetStreamCarriesAMutationToSubscribersOfAnotherReplicaAndResumesWithASnapshot(t *testing.T) {
