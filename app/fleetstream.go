@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/internal/broadcast"
 )
@@ -28,19 +29,26 @@ func fleetRefreshInterval(get func(string, string) string) (time.Duration, error
 	return d, nil
 }
 
-// hubTrigger follows every event of a hub (audit events: every mutation, on any replica;
-// drift; fence events). A follower that falls behind is dropped by the hub: it follows
-// again and counts that as a change.
-func hubTrigger[K comparable, V any](h *broadcast.Hub[K, V]) fleet.Trigger {
+// hubTrigger follows the events of a hub that match (every one when match is nil): audit
+// events of mutations, on any replica; drift; fence events. A follower that falls behind
+// is dropped by the hub: it follows again and counts that as a change.
+func hubTrigger[K comparable, V any](h *broadcast.Hub[K, V], match func(V) bool) fleet.Trigger {
 	seen := broadcast.NewView(func(V) struct{} { return struct{}{} })
 	return func(ctx context.Context, changed func()) {
 		for ctx.Err() == nil {
-			for range broadcast.Subscribe(ctx, h, broadcast.Want[K, V]{All: true}, seen, 64) {
+			for range broadcast.Subscribe(ctx, h, broadcast.Want[K, V]{All: true, Match: match}, seen, 64) {
 				changed()
 			}
 			changed()
 		}
 	}
+}
+
+// mayHaveChanged keeps the audit events of mutations that may have changed something: a
+// success, or a failure (a step in Incus or MAAS may have happened). Refused requests
+// change nothing, and anyone can cause them: they must not make the fleet be read.
+func mayHaveChanged(e audit.Event) bool {
+	return e.Outcome == audit.Succeeded || e.Outcome == audit.Failed
 }
 
 // incusTrigger follows Incus's lifecycle events that change fleet rows: members added,

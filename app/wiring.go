@@ -162,7 +162,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Provisioning.MAAS = maasSide
 		res.Provisioning.ImageSource = maasSide
 	}
-	triggers := []fleet.Trigger{hubTrigger(feed.Hub()), hubTrigger(driftFeed.Hub()), hubTrigger(fenceFeed.Hub())}
+	triggers := []fleet.Trigger{hubTrigger(feed.Hub(), mayHaveChanged), hubTrigger(driftFeed.Hub(), nil), hubTrigger(fenceFeed.Hub(), nil)}
 	if incusClient != nil {
 		triggers = append(triggers, incusTrigger(incusClient, log))
 	}

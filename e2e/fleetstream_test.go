@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -296,5 +297,48 @@ func TestFleetStreamNeedsViewInfrastructure(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("neither refused nor answered")
+	}
+}
+
+// Refused requests change nothing and anyone can send them: their audit events must not
+// make the stream read MAAS again. A mutation that succeeds does, once.
+func TestFleetStreamIsNotReadAgainForRefusedRequests(t *testing.T) {
+	sm := producttest.StartMAAS(t, maasFleet())
+	e := producttest.Start(t, producttest.WithMAAS(sm.Config), noFleetInterval)
+	viewer := e.Identity("dashboard", identity.ViewInfrastructure)
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	s := watchFleet(t, e.Base, viewer, nil)
+	first := s.snapshot()
+	lists := func() int {
+		n := 0
+		for _, r := range sm.Requests() {
+			if r.Method == http.MethodGet && r.Path == "/MAAS/api/2.0/machines/" {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(time.Second) // the identities' audit events have been read
+	before := lists()
+	const register = `mutation { registerMachine(input: {name: "node-7", provisioner: MANUAL}) { machine { name } } }`
+	for _, token := range []string{"", "apl_not-a-real-token", viewer} {
+		for range 5 {
+			if r := e.GQL(token, register, nil); r.Code() != "UNAUTHENTICATED" && r.Code() != "FORBIDDEN" {
+				t.Fatalf("a mutation with token %.8q was not refused: %+v", token, r)
+			}
+		}
+	}
+	time.Sleep(time.Second)
+	if got := lists() - before; got != 0 {
+		t.Fatalf("15 refused mutations made the stream list MAAS's machines %d times, want 0", got)
+	}
+	if r := e.GQL(admin, register, nil); len(r.Errors) > 0 {
+		t.Fatal(r.Errors)
+	}
+	s.until(first.Revision, "node-7 registered", func(m client.MachineFields) bool { return m.Name == "node-7" }, 30*time.Second)
+	// The stream's one read, and (until mutation payloads read only their machine) the
+	// payload's own fleet read.
+	if got := lists() - before; got < 1 || got > 2 {
+		t.Errorf("one registration listed MAAS's machines %d times, want the stream's one read (and the payload's)", got)
 	}
 }
