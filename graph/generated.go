@@ -3032,9 +3032,10 @@ enum ClusterWarningCode {
   One watcher per API replica reads the fleet for all its subscribers, so the upstream
   calls per refresh are those of one ` + "`" + `fleet` + "`" + ` read whatever the number of subscribers. It
   reads on an interval (APELORA_FLEET_REFRESH_INTERVAL) and, within about 200 ms, after
-  any Apelora mutation (on any replica), drift or fence event, and Incus's own lifecycle
-  events (members added, updated or removed, join tokens). MAAS offers API clients no
-  push: MAAS changes made outside Apelora arrive with the next interval.
+  any Apelora mutation that succeeded or failed (on any replica), drift or fence event,
+  and Incus's own lifecycle events (members added, updated or removed, join tokens).
+  MAAS offers API clients no push: MAAS changes made outside Apelora arrive with the next
+  interval.
 
   ` + "`" + `after` + "`" + ` is the last revision a reconnecting client holds: it is sent a fresh snapshot at
   the current revision and continues from there. Revisions are numbered by each replica
