@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -197,15 +198,24 @@ func (c Config) upstreamTimeout() time.Duration {
 func (c Config) incusClient(log *slog.Logger) incus.Config {
 	ic := c.Incus
 	ic.Timeout, ic.Logger = c.upstreamTimeout(), log
-	ic.WrapTransport = c.Metrics.Transport(metrics.Incus, incus.OperationName)
+	ic.WrapTransport = wrapBoth(c.Incus.WrapTransport, c.Metrics.Transport(metrics.Incus, incus.OperationName))
 	return ic
 }
 
 func (c Config) maasClient(log *slog.Logger) maas.Config {
 	mc := c.MAAS
 	mc.RequestTimeout, mc.Logger = c.upstreamTimeout(), log
-	mc.WrapTransport = c.Metrics.Transport(metrics.MAAS, maas.OperationName)
+	mc.WrapTransport = wrapBoth(c.MAAS.WrapTransport, c.Metrics.Transport(metrics.MAAS, maas.OperationName))
 	return mc
+}
+
+// wrapBoth keeps a wrapper the configuration already holds (a test's call counter) inside
+// the metrics' one.
+func wrapBoth(inner, outer func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
+	if inner == nil {
+		return outer
+	}
+	return func(rt http.RoundTripper) http.RoundTripper { return outer(inner(rt)) }
 }
 
 func requestTimeout(get func(string, string) string) (time.Duration, error) {

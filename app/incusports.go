@@ -14,17 +14,59 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/hardware"
+	"github.com/apelora/fabric/internal/flight"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/resolvers"
 )
 
 // incusPorts adapts the Incus REST client to what the domain packages ask of Incus, and
 // turns Incus's errors into administrator's errors.
-type incusPorts struct{ c *incus.Client }
+type incusPorts struct {
+	c *incus.Client
+	// shared: the whole-cluster reads every fleet read makes, one in flight at a time
+	// for all callers (nil: each caller asks).
+	shared *incusReads
+}
+
+// incusReads are the Incus reads concurrent callers share (internal/flight): the member
+// list and the pending join tokens. Every answer is as fresh as the call it shared.
+type incusReads struct {
+	members flight.Call[[]incus.Member]
+	pending flight.Call[[]incus.PendingJoinToken]
+}
+
+func newIncusPorts(c *incus.Client) *incusPorts {
+	return &incusPorts{c: c, shared: &incusReads{}}
+}
+
+func (p incusPorts) members(ctx context.Context) ([]incus.Member, error) {
+	if p.shared == nil {
+		return p.c.Members(ctx)
+	}
+	return p.shared.members.Do(ctx, p.c.Members)
+}
+
+// wrote is deferred by every write: a read after the write starts a new call rather than
+// share one that began before it.
+func (p incusPorts) wrote() {
+	if p.shared != nil {
+		p.shared.members.Forget()
+		p.shared.pending.Forget()
+	}
+}
+
+func (p incusPorts) pendingJoinTokens(ctx context.Context) ([]incus.PendingJoinToken, error) {
+	if p.shared == nil {
+		return p.c.PendingJoinTokens(ctx)
+	}
+	return p.shared.pending.Do(ctx, p.c.PendingJoinTokens)
+}
 
 var (
 	_ membership.Source        = incusPorts{}
+	_ fleet.IncusMember        = incusPorts{}
 	_ admission.Incus          = incusPorts{}
 	_ admission.Members        = incusPorts{}
 	_ enrolment.Incus          = incusPorts{}
@@ -81,21 +123,48 @@ func toMember(m incus.Member) membership.Member {
 	}
 }
 
-func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
-	ms, err := p.c.Members(ctx)
-	if err != nil {
-		return nil, incusErr(err, "list the cluster members")
+// withPending reads the members (read) and the pending join tokens at the same time: a
+// snapshot costs the slower call, not the sum.
+func (p incusPorts) withPending(ctx context.Context, read func(s *membership.Snapshot) error) (*membership.Snapshot, error) {
+	type answer struct {
+		tokens []incus.PendingJoinToken
+		err    error
 	}
+	pendingDone := make(chan answer, 1)
+	go func() {
+		t, err := p.pendingJoinTokens(ctx)
+		pendingDone <- answer{t, err}
+	}()
 	s := &membership.Snapshot{}
-	for _, m := range ms {
-		s.Members = append(s.Members, toMember(m))
+	if err := read(s); err != nil {
+		return nil, err
 	}
 	// Listing operations asks every member; a hung one must not hide the members too
 	// (the call is bounded by the request timeout, like every other).
-	pending, err := p.c.PendingJoinTokens(ctx)
+	a := <-pendingDone
+	p.addPending(s, a.tokens, a.err)
+	return s, nil
+}
+
+func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
+	return p.withPending(ctx, func(s *membership.Snapshot) error {
+		ms, err := p.members(ctx)
+		if err != nil {
+			return incusErr(err, "list the cluster members")
+		}
+		s.Members = make([]membership.Member, 0, len(ms))
+		for _, m := range ms {
+			s.Members = append(s.Members, toMember(m))
+		}
+		return nil
+	})
+}
+
+// addPending puts the pending join tokens in s, or says why they could not be listed.
+func (incusPorts) addPending(s *membership.Snapshot, pending []incus.PendingJoinToken, err error) {
 	if err != nil {
 		s.PendingProblem = apperr.PublicMessage(incusErr(err, "list the pending join tokens"))
-		return s, nil
+		return
 	}
 	now := time.Now()
 	for _, t := range pending {
@@ -105,11 +174,27 @@ func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) 
 		}
 		s.Pending = append(s.Pending, membership.PendingJoin{Name: t.ServerName, ExpiresAt: t.ExpiresAt})
 	}
-	return s, nil
+}
+
+// MemberSnapshot is one name's side of Incus for the fleet's one-machine read: that member
+// (GET /1.0/cluster/members/{name}, none when Incus knows no such member) and the pending
+// join tokens, asked at the same time.
+func (p incusPorts) MemberSnapshot(ctx context.Context, name string) (*membership.Snapshot, error) {
+	return p.withPending(ctx, func(s *membership.Snapshot) error {
+		m, _, err := p.c.Member(ctx, name)
+		switch {
+		case incus.IsNotFound(err):
+			return nil
+		case err != nil:
+			return incusErr(err, "read member "+name)
+		}
+		s.Members = []membership.Member{toMember(m)}
+		return nil
+	})
 }
 
 func (p incusPorts) Members(ctx context.Context) ([]membership.Member, error) {
-	ms, err := p.c.Members(ctx)
+	ms, err := p.members(ctx)
 	if err != nil {
 		return nil, incusErr(err, "list the cluster members")
 	}
@@ -188,6 +273,7 @@ func (p incusPorts) Member(ctx context.Context, name string) (membership.Member,
 }
 
 func (p incusPorts) UpdateMember(ctx context.Context, m membership.Member, etag string) error {
+	defer p.wrote()
 	put := incus.MemberPut{Config: m.Config, Description: m.Description, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups}
 	if put.Config == nil {
 		put.Config = map[string]string{}
@@ -196,6 +282,7 @@ func (p incusPorts) UpdateMember(ctx context.Context, m membership.Member, etag 
 }
 
 func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.IssuedToken, error) {
+	defer p.wrote()
 	t, err := p.c.IssueJoinToken(ctx, name)
 	if err != nil {
 		return enrolment.IssuedToken{}, incusErr(err, "issue a join token for "+name)
@@ -204,10 +291,12 @@ func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.
 }
 
 func (p incusPorts) RevokeJoinToken(ctx context.Context, name string) error {
+	defer p.wrote()
 	return incusErr(p.c.RevokeJoinToken(ctx, name), "revoke the join token for "+name)
 }
 
 func (p incusPorts) RemoveMember(ctx context.Context, name string, force bool) error {
+	defer p.wrote()
 	return incusErr(p.c.DeleteMember(ctx, name, force), "remove member "+name)
 }
 

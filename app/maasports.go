@@ -8,7 +8,9 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/hardware"
+	"github.com/apelora/fabric/internal/flight"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/provisioning"
 )
@@ -16,13 +18,39 @@ import (
 // maasPorts adapts the MAAS client to what the domain packages ask of MAAS, and turns
 // MAAS's errors into administrator's errors. MAAS's messages never carry the key (the
 // client redacts them).
-type maasPorts struct{ c *maas.Client }
+type maasPorts struct {
+	c *maas.Client
+	// list: the whole machine list, one call in flight at a time for all callers
+	// (internal/flight); nil: each caller asks.
+	list *flight.Call[[]maas.Machine]
+}
+
+func newMAASPorts(c *maas.Client) *maasPorts {
+	return &maasPorts{c: c, list: &flight.Call[[]maas.Machine]{}}
+}
+
+// wrote is deferred by every step that changes a machine: a list after it starts a new
+// call rather than share one that began before the change.
+func (p maasPorts) wrote() {
+	if p.list != nil {
+		p.list.Forget()
+	}
+}
+
+func (p maasPorts) listMachines(ctx context.Context) ([]maas.Machine, error) {
+	all := func(ctx context.Context) ([]maas.Machine, error) { return p.c.Machines(ctx, maas.MachineFilter{}) }
+	if p.list == nil {
+		return all(ctx)
+	}
+	return p.list.Do(ctx, all)
+}
 
 var (
 	_ provisioning.MAAS        = maasPorts{}
 	_ provisioning.ImageSource = maasPorts{}
 	_ machines.MAASLookup      = maasPorts{}
 	_ admission.HardwareTests  = maasPorts{}
+	_ fleet.MAASMachine        = maasPorts{}
 )
 
 func maasErr(err error, doing string) error {
@@ -79,9 +107,23 @@ func (p maasPorts) machine(m maas.Machine, err error, doing string) (provisionin
 // unreachable MAAS is reported instead of holding the answer.
 
 func (p maasPorts) Machines(ctx context.Context) ([]provisioning.MAASMachine, error) {
-	ms, err := p.c.Machines(ctx, maas.MachineFilter{})
+	ms, err := p.listMachines(ctx)
 	if err != nil {
 		return nil, maasErr(err, "list the MAAS machines")
+	}
+	out := make([]provisioning.MAASMachine, len(ms))
+	for i, m := range ms {
+		out[i] = toMAASMachine(m)
+	}
+	return out, nil
+}
+
+// MachinesNamed lists the machines MAAS calls hostname (GET machines/?hostname=…): the
+// fleet's one-machine read for a row with no MAAS system id.
+func (p maasPorts) MachinesNamed(ctx context.Context, hostname string) ([]provisioning.MAASMachine, error) {
+	ms, err := p.c.Machines(ctx, maas.MachineFilter{Hostnames: []string{hostname}})
+	if err != nil {
+		return nil, maasErr(err, "list the MAAS machines called "+hostname)
 	}
 	out := make([]provisioning.MAASMachine, len(ms))
 	for i, m := range ms {
@@ -96,6 +138,7 @@ func (p maasPorts) Machine(ctx context.Context, id string) (provisioning.MAASMac
 }
 
 func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.CommissionOptions) (provisioning.MAASMachine, error) {
+	defer p.wrote()
 	opts := maas.CommissionOptions{TestingScripts: o.Tests}
 	if o.Tests != nil && len(o.Tests) == 0 {
 		opts.TestingScripts = []string{"none"}
@@ -105,21 +148,25 @@ func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.Com
 }
 
 func (p maasPorts) Test(ctx context.Context, id string, tests []string) (provisioning.MAASMachine, error) {
+	defer p.wrote()
 	m, err := p.c.Test(ctx, id, maas.TestOptions{TestingScripts: tests})
 	return p.machine(m, err, "test MAAS machine "+id)
 }
 
 func (p maasPorts) Allocate(ctx context.Context, id string) (provisioning.MAASMachine, error) {
+	defer p.wrote()
 	m, err := p.c.Allocate(ctx, id, maas.AllocateOptions{Comment: "Apelora: install and enrol"})
 	return p.machine(m, err, "allocate MAAS machine "+id)
 }
 
 func (p maasPorts) Deploy(ctx context.Context, id, series string, userData []byte) (provisioning.MAASMachine, error) {
+	defer p.wrote()
 	m, err := p.c.Deploy(ctx, id, maas.DeployOptions{DistroSeries: series, UserData: userData, Comment: "Apelora: install and enrol"})
 	return p.machine(m, err, "deploy MAAS machine "+id)
 }
 
 func (p maasPorts) Release(ctx context.Context, id string, erase bool, comment string) (provisioning.MAASMachine, error) {
+	defer p.wrote()
 	m, err := p.c.Release(ctx, id, maas.ReleaseOptions{Erase: erase, Comment: comment})
 	return p.machine(m, err, "release MAAS machine "+id)
 }

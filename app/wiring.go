@@ -57,7 +57,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			return nil, err
 		}
 		incusClient = client
-		incusSide = &incusPorts{client}
+		incusSide = newIncusPorts(client)
 		fleetIncus = incusSide
 		if cfg.Metrics != nil {
 			fleetIncus = incusAvailability{incusSide, cfg.Metrics}
@@ -80,7 +80,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		if err != nil {
 			return nil, err
 		}
-		maasSide = &maasPorts{client}
+		maasSide = newMAASPorts(client)
 		fenceMachines = fenceMAAS{client}
 		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
@@ -119,7 +119,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	res := &resolvers.Resolver{
 		Machines: &machines.Service{Store: records},
 		View: &fleet.Service{Records: records, Admissions: store, Fences: store.Fences(),
-			Profiles: store.HardwareProfiles(), Drift: store.Drift()},
+			Profiles: store.HardwareProfiles(), Drift: store.Drift(), One: &fleet.One{BySystemID: records}},
 		Enrolment: enrol,
 		Admission: &admission.Service{
 			Checker: &admission.Checker{Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles()},
@@ -145,6 +145,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		enrol.Incus = incusSide
 		res.Machines.Membership = incusSide
 		res.View.Incus = fleetIncus
+		res.View.One.Incus = incusSide
 		res.Admission.Checker.Incus = incusSide
 		res.Admission.Members = incusSide
 		res.Provisioning.Membership = incusSide
@@ -154,6 +155,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if maasSide != nil {
 		res.Machines.MAAS = maasSide
 		res.View.MAAS = maasSide
+		res.View.One.MAAS = maasSide
 		if cfg.Metrics != nil {
 			res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
 		}

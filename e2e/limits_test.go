@@ -22,6 +22,7 @@ import (
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/server"
 	"github.com/apelora/fabric/testkit/producttest"
+	"github.com/gorilla/websocket"
 )
 
 // gqlBody is a GraphQL request body.
@@ -414,5 +415,67 @@ func TestFailedAuthenticationIsRateLimitedPerAddress(t *testing.T) {
 	}
 	if r := send(neighbour, "", `{ viewer { name } }`); r.code(t) != "UNAUTHENTICATED" {
 		t.Fatalf("another address: %d %s", r.status, r.body)
+	}
+}
+
+// A websocket whose connection_init fails to authenticate spends a try of its address as
+// a refused request does: past the burst it is closed with 4429 and the limit's message
+// (graphql-ws clients stop on it), one audit event per window, and a valid token from the
+// same address is still acknowledged.
+func TestFailedWebsocketAuthenticationIsRateLimitedPerAddress(t *testing.T) {
+	e := producttest.Start(t, producttest.WithAuthFailureLimit(server.DefaultAuthFailureLimit))
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	url := strings.Replace(e.Base, "http", "ws", 1) + "/graphql"
+	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"},
+		NetDialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.79")}}).DialContext}
+	initWith := func(token string) (code int, reason string) {
+		t.Helper()
+		conn, _, err := d.Dial(url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if err := conn.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}}); err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			_, msg, err := conn.ReadMessage()
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				return ce.Code, ce.Text
+			}
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if bytes.Contains(msg, []byte(`"connection_ack"`)) {
+				return 0, ""
+			}
+		}
+	}
+	before := lastAuditID(t, e)
+	for i := range server.DefaultAuthFailureLimit.Burst {
+		if code, reason := initWith("apl_guessed"); code != 4403 {
+			t.Fatalf("try %d: closed with %d %q, want 4403", i, code, reason)
+		}
+	}
+	for i := range 3 {
+		code, reason := initWith("apl_guessed")
+		if code != 4429 || !strings.Contains(reason, "too many requests without a valid bearer token from 127.0.0.79") {
+			t.Fatalf("try %d past the burst: closed with %d %q, want 4429 and the limit", i, code, reason)
+		}
+	}
+	if code, reason := initWith(viewer); code != 0 {
+		t.Fatalf("a valid token from a limited address: closed with %d %q", code, reason)
+	}
+	limited := 0
+	for _, row := range auditRowsAfter(t, e, before) {
+		if row.action != server.RateLimited || !strings.Contains(row.details, `"address": "127.0.0.79"`) {
+			t.Fatalf("unexpected audit event %+v", row)
+		}
+		limited++
+	}
+	if limited != 1 {
+		t.Fatalf("%d rate-limit audit events for one window, want 1", limited)
 	}
 }

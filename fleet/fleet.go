@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/apelora/fabric/apperr"
@@ -69,7 +70,9 @@ type MAASMachines interface {
 
 // Service assembles the fleet view. Whatever the fleet's size, a view costs one read
 // each of the records, the hardware profiles and the admissions, two Incus calls
-// (members, pending tokens) and one MAAS call (the machine list).
+// (members, pending tokens) and one MAAS call (the machine list), all at the same time
+// (concurrent views share the upstream calls: app/, internal/flight). One machine
+// (Machine) costs one Incus member read, the pending tokens and one MAAS machine read.
 type Service struct {
 	Records    Records
 	Admissions Admissions
@@ -83,6 +86,9 @@ type Service struct {
 	Profiles HardwareProfiles
 	// Drift reads every machine's raised drift in one query; nil: none shown.
 	Drift DriftStates
+	// One reads a single machine for Machine (a mutation's answer); nil: Machine builds
+	// the whole view.
+	One *One
 }
 
 // DriftStates reads what the drift watcher knows of every machine.
@@ -111,75 +117,112 @@ type sources struct {
 	view     View
 }
 
+// read asks every source at the same time: the view costs its slowest read (the MAAS
+// list, on a fleet of any size), not their sum.
 func (s *Service) read(ctx context.Context) (*sources, error) {
-	recs, err := s.Records.Records(ctx)
-	if err != nil {
+	src := &sources{}
+	var r reads
+	r.db(func() (err error) { src.records, err = s.Records.Records(ctx); return err })
+	latest := s.readStore(ctx, &r, src)
+	var maasErr, incusErr error
+	if s.MAAS != nil {
+		r.upstream(func() { src.maas, maasErr = s.MAAS.Machines(ctx) })
+	}
+	if s.Incus != nil {
+		r.upstream(func() { src.snapshot, incusErr = s.Incus.Snapshot(ctx) })
+	}
+	if err := r.wait(); err != nil {
 		return nil, err
 	}
-	src := &sources{records: recs}
-	if s.Fences != nil {
-		if src.fences, err = s.Fences.Statuses(ctx); err != nil {
-			return nil, err
+	s.settle(src, *latest, incusErr, maasErr)
+	return src, nil
+}
+
+// reads runs a view's reads at the same time. A failed read of Apelora's own tables
+// fails the view; an upstream's failure is said in the view (settle).
+type reads struct {
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+func (r *reads) db(read func() error) {
+	r.upstream(func() {
+		if err := read(); err != nil {
+			r.mu.Lock()
+			if r.err == nil {
+				r.err = err
+			}
+			r.mu.Unlock()
 		}
+	})
+}
+
+func (r *reads) upstream(read func()) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		read()
+	}()
+}
+
+func (r *reads) wait() error {
+	r.wg.Wait()
+	return r.err
+}
+
+// readStore starts the reads of Apelora's tables every row joins (fence mappings, drift,
+// hardware profiles, admissions), whole-table reads that are one query each. The
+// admissions are written to the returned map once r is waited for.
+func (s *Service) readStore(ctx context.Context, r *reads, src *sources) *map[string]string {
+	if s.Fences != nil {
+		r.db(func() (err error) { src.fences, err = s.Fences.Statuses(ctx); return err })
 	}
 	if s.Drift != nil {
-		if src.drift, err = s.Drift.ByMachine(ctx); err != nil {
-			return nil, err
-		}
+		r.db(func() (err error) { src.drift, err = s.Drift.ByMachine(ctx); return err })
 	}
 	if s.Profiles != nil {
-		ps, err := s.Profiles.Profiles(ctx)
-		if err != nil {
-			return nil, err
-		}
-		src.profiles = make(map[string]*hardware.Profile, len(ps))
-		for i := range ps {
-			src.profiles[ps[i].Name] = &ps[i]
-		}
+		r.db(func() error {
+			ps, err := s.Profiles.Profiles(ctx)
+			src.profiles = make(map[string]*hardware.Profile, len(ps))
+			for i := range ps {
+				src.profiles[ps[i].Name] = &ps[i]
+			}
+			return err
+		})
 	}
-	type maasAnswer struct {
-		ms  []provisioning.MAASMachine
-		err error
+	latest := new(map[string]string)
+	if s.Incus != nil {
+		// Only meaningful when Incus answers, but asked beside it rather than after it.
+		r.db(func() (err error) {
+			*latest, err = s.Admissions.LatestSteps(ctx, lifecycle.MembershipSteps)
+			return err
+		})
 	}
-	maasDone := make(chan maasAnswer, 1)
-	if s.MAAS != nil {
-		// Incus and MAAS are asked at the same time: the view costs its slowest call.
-		go func() {
-			ms, err := s.MAAS.Machines(ctx)
-			maasDone <- maasAnswer{ms, err}
-		}()
-	}
+	return latest
+}
+
+// settle says what each upstream answered.
+func (s *Service) settle(src *sources, latest map[string]string, incusErr, maasErr error) {
 	switch {
 	case s.Incus == nil:
 		src.view.Incus = Source{Message: apperr.NotConfigured(apperr.Incus).Message}
+	case incusErr != nil:
+		src.snapshot = nil
+		src.view.Incus = Source{Configured: true, Message: problem(incusErr, "Incus could not be asked")}
 	default:
-		src.view.Incus.Configured = true
-		snap, err := s.Incus.Snapshot(ctx)
-		if err != nil {
-			src.view.Incus.Message = problem(err, "Incus could not be asked")
-			break
-		}
-		src.snapshot = snap
 		src.view.Incus = Source{Configured: true, Available: true, Message: "ok"}
-		latest, err := s.Admissions.LatestSteps(ctx, lifecycle.MembershipSteps)
-		if err != nil {
-			return nil, err
-		}
 		src.admitted = lifecycle.AdmittedMachines(latest)
 	}
-	if s.MAAS == nil {
+	switch {
+	case s.MAAS == nil:
 		src.view.MAAS = Source{Message: apperr.NotConfigured(apperr.MAAS).Message}
-	} else {
-		a := <-maasDone
-		src.view.MAAS.Configured = true
-		if a.err != nil {
-			src.view.MAAS.Message = problem(a.err, "MAAS could not be asked")
-		} else {
-			src.maas = a.ms
-			src.view.MAAS = Source{Configured: true, Available: true, Message: "ok"}
-		}
+	case maasErr != nil:
+		src.maas = nil
+		src.view.MAAS = Source{Configured: true, Message: problem(maasErr, "MAAS could not be asked")}
+	default:
+		src.view.MAAS = Source{Configured: true, Available: true, Message: "ok"}
 	}
-	return src, nil
 }
 
 func problem(err error, fallback string) string {
@@ -207,20 +250,6 @@ func (s *Service) Machines(ctx context.Context) ([]Machine, error) {
 		return nil, err
 	}
 	return v.Machines, nil
-}
-
-// Machine returns one machine, or nil when no source knows the name.
-func (s *Service) Machine(ctx context.Context, name string) (*Machine, error) {
-	v, err := s.View(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for i := range v.Machines {
-		if v.Machines[i].Name == name {
-			return &v.Machines[i], nil
-		}
-	}
-	return nil, nil
 }
 
 // join builds the rows. A record registered from MAAS meets its MAAS machine by system

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,110 @@ func TestDriftIsAWarningOnItsMachine(t *testing.T) {
 	}
 	if m1 := rows["m1"]; len(m1.Drift) != 0 || strings.Contains(codes(m1.Warnings), "DRIFT") {
 		t.Fatalf("m1 without a record: %+v", m1)
+	}
+}
+
+func (r records) RecordBySystemID(_ context.Context, id string) (*machines.Record, error) {
+	for i := range r {
+		if r[i].MAASSystemID == id {
+			return &r[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func (i incus) MemberSnapshot(_ context.Context, name string) (*membership.Snapshot, error) {
+	if i.err != nil {
+		return nil, i.err
+	}
+	s := &membership.Snapshot{Pending: i.snap.Pending, PendingProblem: i.snap.PendingProblem}
+	if m := i.snap.Member(name); m != nil {
+		s.Members = []membership.Member{*m}
+	}
+	return s, nil
+}
+
+// oneMAAS answers one machine's reads and counts them; a whole list is a test failure.
+type oneMAAS struct {
+	maas
+	t     *testing.T
+	reads *int
+}
+
+func (m oneMAAS) Machines(context.Context) ([]provisioning.MAASMachine, error) {
+	m.t.Error("the whole MAAS list was read for one machine")
+	return m.maas.Machines(context.Background())
+}
+
+func (m oneMAAS) Machine(_ context.Context, id string) (provisioning.MAASMachine, error) {
+	*m.reads++
+	if m.err != nil {
+		return provisioning.MAASMachine{}, m.err
+	}
+	for _, x := range m.ms {
+		if x.SystemID == id {
+			return x, nil
+		}
+	}
+	return provisioning.MAASMachine{}, apperr.New(apperr.NotFound, "MAAS knows no such machine")
+}
+
+func (m oneMAAS) MachinesNamed(_ context.Context, hostname string) ([]provisioning.MAASMachine, error) {
+	*m.reads++
+	if m.err != nil {
+		return nil, m.err
+	}
+	var out []provisioning.MAASMachine
+	for _, x := range m.ms {
+		if x.Hostname == hostname {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// TestOneMachineIsItsRowOfTheView: Machine reads one machine, never the MAAS list, and
+// gives the very row the whole view holds, for every row the fixture makes (a record meeting
+// its MAAS machine by system id, a hostname taken by a record, a second machine with the
+// same hostname, a member with no record, a missing MAAS machine), also with a source down.
+func TestOneMachineIsItsRowOfTheView(t *testing.T) {
+	for _, down := range []string{"", "maas", "incus"} {
+		whole := fixture()
+		switch down {
+		case "maas":
+			whole.MAAS = maas{err: apperr.New(apperr.Unavailable, "MAAS could not be reached")}
+		case "incus":
+			whole.Incus = incus{err: apperr.New(apperr.Unavailable, "Incus could not be reached")}
+		}
+		v, err := whole.View(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads := 0
+		one := fixture()
+		one.Incus, one.MAAS = whole.Incus, oneMAAS{maas: whole.MAAS.(maas), t: t, reads: &reads}
+		one.One = &One{BySystemID: one.Records.(records), Incus: one.Incus.(incus), MAAS: one.MAAS.(oneMAAS)}
+		for _, row := range v.Machines {
+			if strings.Contains(row.Name, "@") {
+				continue // placed by the whole list, which the test's MAAS refuses
+			}
+			got, err := one.Machine(context.Background(), row.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil || !reflect.DeepEqual(*got, row) {
+				t.Errorf("%s down: Machine(%s) =\n%+v\nthe view's row:\n%+v", down, row.Name, got, row)
+			}
+		}
+		if got, err := one.Machine(context.Background(), "nobody"); err != nil || got != nil {
+			t.Errorf("a name no source knows: %+v, %v", got, err)
+		}
+		if reads == 0 {
+			t.Error("no one-machine MAAS read was made")
+		}
+		m, err := one.RegisteredFrom(context.Background(), "aaaa01")
+		if err != nil || m == nil || m.Name != "node-a" || m.MAAS == nil && down != "maas" {
+			t.Errorf("%s down: RegisteredFrom(aaaa01) = %+v, %v", down, m, err)
+		}
 	}
 }

@@ -65,8 +65,8 @@ func TestDiffNamesAddedChangedAndRemovedRows(t *testing.T) {
 	}
 }
 
-// reads is a fleet that changes when the test says, counting the reads.
-type reads struct {
+// changingFleet is a fleet that changes when the test says, counting the reads.
+type changingFleet struct {
 	mu    sync.Mutex
 	v     *View
 	err   error
@@ -75,7 +75,7 @@ type reads struct {
 	armed chan struct{}
 }
 
-func (r *reads) View(context.Context) (*View, error) {
+func (r *changingFleet) View(context.Context) (*View, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count++
@@ -87,7 +87,7 @@ func (r *reads) View(context.Context) (*View, error) {
 	return &v, nil
 }
 
-func (r *reads) set(v *View) {
+func (r *changingFleet) set(v *View) {
 	r.mu.Lock()
 	r.v = v
 	kick := r.kick
@@ -95,13 +95,13 @@ func (r *reads) set(v *View) {
 	kick()
 }
 
-func (r *reads) reads() int {
+func (r *changingFleet) reads() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.count
 }
 
-func (r *reads) trigger(ctx context.Context, changed func()) {
+func (r *changingFleet) trigger(ctx context.Context, changed func()) {
 	r.mu.Lock()
 	r.kick = changed
 	select {
@@ -115,9 +115,9 @@ func (r *reads) trigger(ctx context.Context, changed func()) {
 
 var updatesView = broadcast.NewView(func(u *Update) *Update { return u })
 
-func newWatched(t *testing.T) (*Watcher, *reads) {
+func newWatched(t *testing.T) (*Watcher, *changingFleet) {
 	t.Helper()
-	r := &reads{v: view(Machine{Name: "a"}), armed: make(chan struct{})}
+	r := &changingFleet{v: view(Machine{Name: "a"}), armed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	// An hour: only the trigger makes the watcher read again.

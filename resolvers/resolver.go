@@ -73,17 +73,16 @@ func (r *Resolver) machine(ctx context.Context, name string) (*model.Machine, er
 	return mapMachine(m), nil
 }
 
-// maasPayload maps a MAAS machine after a step, with the Apelora machine registered from it.
+// maasPayload maps a MAAS machine after a step, with the Apelora machine registered from
+// it (read alone: no MAAS list).
 func (r *Resolver) maasPayload(ctx context.Context, m *provisioning.MAASMachine) (*model.MaasMachinePayload, error) {
 	out := &model.MaasMachinePayload{Maas: mapMAAS(m)}
-	v, err := r.View.View(ctx)
+	machine, err := r.View.RegisteredFrom(ctx, m.SystemID)
 	if err != nil {
 		return nil, err
 	}
-	for i := range v.Machines {
-		if rec := v.Machines[i].Record; rec != nil && rec.MAASSystemID == m.SystemID {
-			out.Machine = mapMachine(&v.Machines[i])
-		}
+	if machine != nil {
+		out.Machine = mapMachine(machine)
 	}
 	return out, nil
 }

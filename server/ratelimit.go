@@ -123,27 +123,57 @@ func clientAddress(remote string) string {
 }
 
 // guard answers 429 to a request without a valid identity from an address out of tries.
-// Websocket upgrades pass: they authenticate in connection_init.
+// Websocket upgrades pass with their client address: they authenticate in
+// connection_init, where a failure spends a try (refusedSocket).
 func (g *gate) guard(l *authLimiter, refuse func(w http.ResponseWriter, r *http.Request, msg string), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if identity.FromContext(r.Context()) != nil || r.Header.Get("Upgrade") != "" {
+		if identity.FromContext(r.Context()) != nil {
 			next.ServeHTTP(w, r)
 			return
 		}
 		addr := clientAddress(r.RemoteAddr)
-		ok, retry, summarise := l.take(addr)
-		if ok {
-			next.ServeHTTP(w, r)
+		if r.Header.Get("Upgrade") != "" {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientAddressKey{}, addr)))
 			return
 		}
-		msg := fmt.Sprintf("too many requests without a valid bearer token from %s (the limit is %s): wait %s, then send a valid one",
-			addr, l.limit, retry.Round(time.Second))
-		if summarise > 0 {
-			g.recordRateLimited(r.Context(), addr, summarise, msg)
+		if msg, retry, limited := g.spendTry(r.Context(), l, addr); limited {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+			refuse(w, r, msg)
+			return
 		}
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
-		refuse(w, r, msg)
+		next.ServeHTTP(w, r)
 	})
+}
+
+type clientAddressKey struct{}
+
+// spendTry spends one of addr's tries at authenticating. Out of tries, it says why, and
+// writes the window's one audit event when it is due.
+func (g *gate) spendTry(ctx context.Context, l *authLimiter, addr string) (msg string, retry time.Duration, limited bool) {
+	ok, retry, summarise := l.take(addr)
+	if ok {
+		return "", 0, false
+	}
+	msg = fmt.Sprintf("too many requests without a valid bearer token from %s (the limit is %s): wait %s, then send a valid one",
+		addr, l.limit, retry.Round(time.Second))
+	if summarise > 0 {
+		g.recordRateLimited(ctx, addr, summarise, msg)
+	}
+	return msg, retry, true
+}
+
+// refusedSocket spends a try of the socket's client address when its connection_init
+// failed to authenticate, as a refused HTTP request does, and turns the refusal into
+// RATE_LIMITED once the address is out of tries. A valid identity never spends one.
+func (g *gate) refusedSocket(ctx context.Context, l *authLimiter, err error) error {
+	addr, ok := ctx.Value(clientAddressKey{}).(string)
+	if e, isApp := apperr.As(err); !ok || !isApp || e.Code != apperr.Unauthenticated {
+		return err
+	}
+	if msg, _, limited := g.spendTry(ctx, l, addr); limited {
+		return apperr.New(apperr.RateLimited, "%s", msg)
+	}
+	return err
 }
 
 // recordRateLimited writes the one audit event of an address's refused requests in a

@@ -74,6 +74,7 @@ func Handler(cfg Config) http.Handler {
 		ping = 25 * time.Second
 	}
 	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer}
+	limiter := newAuthLimiter(cfg.AuthFailureLimit)
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
 	var obs *observed
@@ -83,7 +84,7 @@ func Handler(cfg Config) http.Handler {
 		subscribed = obs.subscribed // per subscriber: shared streams execute once for many
 	}
 	gql.AddTransport(graphqlws.New(graphqlws.Options{
-		Init:           websocketInit(cfg.Store, cfg.Sessions),
+		Init:           websocketInit(cfg.Store, cfg.Sessions, func(ctx context.Context, err error) error { return g.refusedSocket(ctx, limiter, err) }),
 		PingInterval:   ping,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Shared:         sharedStreams,
@@ -111,7 +112,7 @@ func Handler(cfg Config) http.Handler {
 	if bodyTimeout == 0 {
 		bodyTimeout = BodyReadTimeout
 	}
-	mux := routes(cfg, g, newAuthLimiter(cfg.AuthFailureLimit), g.readRequest(bodyTimeout, gql))
+	mux := routes(cfg, g, limiter, g.readRequest(bodyTimeout, gql))
 	return withRequest(cfg.Log, withPublicURL(cfg.PublicURL, mux))
 }
 
@@ -127,7 +128,10 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 // reconnecting forever. The connection context it returns ends when the identity is
 // revoked or expires, or the console session expires or is signed out of, and the socket
 // then closes with 4403 too (the transport's contract, see Sessions).
-func websocketInit(store identity.Store, sessions Sessions) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
+//
+// refused is told of every authentication failure; it may turn it into another error
+// (RATE_LIMITED for an address out of tries).
+func websocketInit(store identity.Store, sessions Sessions, refused func(context.Context, error) error) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
 	return func(ctx context.Context, p graphqlws.InitPayload) (context.Context, error) {
 		var id *identity.Identity
 		var console *identity.Session
@@ -136,9 +140,9 @@ func websocketInit(store identity.Store, sessions Sessions) func(context.Context
 			id, console = identity.FromContext(ctx), sessionFrom(ctx)
 			ctx = boundBySession(ctx)
 		} else if stored, ok := ctx.Value(authErrKey{}).(error); ok && p.Authorization() == "" {
-			err = stored // the upgrade's cookie (or header) was refused: say why
-		} else {
-			id, err = identity.Authenticate(ctx, store, p.Authorization())
+			err = refused(ctx, stored) // the upgrade's cookie (or header) was refused: say why
+		} else if id, err = identity.Authenticate(ctx, store, p.Authorization()); err != nil {
+			err = refused(ctx, err)
 		}
 		if err == nil {
 			err = id.Require(identity.ViewInfrastructure)

@@ -314,8 +314,4 @@ func (d *driftSession) Heartbeat(ctx context.Context, w drift.Watcher) error {
 	return dbError(err)
 }
 
-func (d *driftSession) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = d.conn.Close(ctx) // closing the connection releases the lock
-}
+func (d *driftSession) Close() { releaseLock(d.conn) }

@@ -292,8 +292,17 @@ func (f *fenceSession) Heartbeat(ctx context.Context, ws fencing.WorkerStatus) e
 	return dbError(err)
 }
 
-func (f *fenceSession) Close() {
+func (f *fenceSession) Close() { releaseLock(f.conn) }
+
+// releaseLock unlocks before closing: PostgreSQL frees a closed connection's locks only when
+// its backend has exited, a moment after the client hung up, so a standby (or this process
+// leading again) could find the lock still taken. A connection that is already broken has
+// nothing to unlock.
+func releaseLock(conn *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = f.conn.Close(ctx) // closing the session releases the lock
+	if !conn.IsClosed() {
+		_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+	}
+	_ = conn.Close(ctx)
 }

@@ -290,6 +290,12 @@ func (c *conn) init(payload InitPayload) {
 		}()
 		r := <-done
 		if r.err != nil {
+			// A client over its limit of failed authentications hears why and when to come
+			// back; graphql-ws clients treat 4429 as final, so they stop instead of retrying.
+			if e, ok := apperr.As(r.err); ok && e.Code == apperr.RateLimited {
+				c.close(closeTooManyInitials, e.Message)
+				return
+			}
 			c.close(closeForbidden, "Forbidden")
 			return
 		}
