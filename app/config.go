@@ -13,6 +13,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/server"
 )
@@ -36,8 +37,11 @@ type Config struct {
 	// or APELORA_DRIFT_INTERVAL=off). DriftOfflineAfter is APELORA_DRIFT_OFFLINE_AFTER.
 	DriftInterval     time.Duration
 	DriftOfflineAfter time.Duration
-	Incus             incus.Config // APELORA_INCUS_*; zero when not configured
-	MAAS              maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
+	// FleetRefreshInterval is how often the fleet stream reads the fleet while anyone
+	// subscribes (APELORA_FLEET_REFRESH_INTERVAL); zero: fleet.DefaultRefreshInterval.
+	FleetRefreshInterval time.Duration
+	Incus                incus.Config // APELORA_INCUS_*; zero when not configured
+	MAAS                 maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
 	// AuthFailureLimit is not read from the environment (zero: the server's default);
 	// tests relax it.
 	AuthFailureLimit server.RateLimit
@@ -68,6 +72,7 @@ func Variables() []Variable {
 		{EnvRequestTimeout, DefaultRequestTimeout.String(), "bound on every call to Incus or MAAS, retries included (1s to 2m); a hung upstream answers UNAVAILABLE after it"},
 		{EnvDriftInterval, DefaultDriftInterval.String(), "how often the drift watcher (one replica at a time) re-checks every admitted member, besides at once after Incus events (1s to 24h); off: this replica never watches"},
 		{EnvDriftOfflineAfter, DefaultDriftOfflineAfter.String(), "how long an admitted member must be seen offline, or missing from the cluster, before that is drift (1s to 24h)"},
+		{EnvFleetRefreshInterval, fleet.DefaultRefreshInterval.String(), "how often fleetUpdates reads MAAS and Incus while anyone subscribes, besides within 200 ms after mutations, drift, fence and Incus events (1s to 24h); MAAS has no push, so its own changes arrive by this interval"},
 		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of one Incus cluster member, e.g. https://10.0.0.5:8443"},
 		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity (a client certificate the cluster trusts)"},
 		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate"},
@@ -126,6 +131,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.DriftInterval, c.DriftOfflineAfter, err = driftSettings(get); err != nil {
+		return c, err
+	}
+	if c.FleetRefreshInterval, err = fleetRefreshInterval(get); err != nil {
 		return c, err
 	}
 	if c.Monitoring, err = monitoringConfig(get); err != nil {

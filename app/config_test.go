@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apelora/fabric/fleet"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -123,6 +125,21 @@ func TestDriftSettings(t *testing.T) {
 			if _, err := ConfigFromEnv(env(map[string]string{name: v})); err == nil || !strings.Contains(err.Error(), name) {
 				t.Errorf("%s=%q: %v, want an error naming the variable", name, v, err)
 			}
+		}
+	}
+}
+
+func TestFleetRefreshInterval(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(nil))
+	if err != nil || cfg.FleetRefreshInterval != fleet.DefaultRefreshInterval {
+		t.Fatalf("default: %v %v", cfg.FleetRefreshInterval, err)
+	}
+	if cfg, err = ConfigFromEnv(env(map[string]string{EnvFleetRefreshInterval: "1m"})); err != nil || cfg.FleetRefreshInterval != time.Minute {
+		t.Fatalf("1m: %v %v", cfg.FleetRefreshInterval, err)
+	}
+	for _, v := range []string{"0", "500ms", "25h", "soon", "-10s", "off"} {
+		if _, err := ConfigFromEnv(env(map[string]string{EnvFleetRefreshInterval: v})); err == nil || !strings.Contains(err.Error(), EnvFleetRefreshInterval) {
+			t.Errorf("%s=%q: %v, want an error naming the variable", EnvFleetRefreshInterval, v, err)
 		}
 	}
 }

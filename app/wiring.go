@@ -164,6 +164,11 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Provisioning.MAAS = maasSide
 		res.Provisioning.ImageSource = maasSide
 	}
+	triggers := []fleet.Trigger{hubTrigger(feed.Hub(), mayHaveChanged), hubTrigger(driftFeed.Hub(), nil), hubTrigger(fenceFeed.Hub(), nil)}
+	if incusClient != nil {
+		triggers = append(triggers, incusTrigger(incusClient, log))
+	}
+	res.FleetWatch = fleet.NewWatcher(ctx, res.View, fleet.WatcherOptions{Interval: cfg.FleetRefreshInterval, Triggers: triggers, Log: log})
 	if incusClient != nil && cfg.DriftInterval > 0 {
 		startDrift(ctx, cfg, store, incusClient, res.Admission.Checker, log)
 	}

@@ -4304,6 +4304,819 @@ type FleetResponse struct {
 // GetFleet returns FleetResponse.Fleet, and is useful for accessing the field via an interface.
 func (v *FleetResponse) GetFleet() FleetFleet { return v.Fleet }
 
+// FleetUpdatesFleetUpdatesFleetUpdate includes the requested fields of the GraphQL type FleetUpdate.
+// The GraphQL type's documentation follows.
+//
+// One message of the fleet stream.
+type FleetUpdatesFleetUpdatesFleetUpdate struct {
+	Revision int `json:"revision"`
+	// The whole fleet: `added` holds every row; replace what you held.
+	Snapshot bool `json:"snapshot"`
+	// Names of rows gone.
+	Removed []string `json:"removed"`
+	// Rows new since the previous revision (in a snapshot, every row).
+	Added []FleetUpdatesFleetUpdatesFleetUpdateAddedMachine `json:"added"`
+	// Rows whose content changed, whole.
+	Changed []FleetUpdatesFleetUpdatesFleetUpdateChangedMachine `json:"changed"`
+	// Each source's availability: in a snapshot, and whenever one changed; otherwise null.
+	Sources *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources `json:"sources"`
+}
+
+// GetRevision returns FleetUpdatesFleetUpdatesFleetUpdate.Revision, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdate) GetRevision() int { return v.Revision }
+
+// GetSnapshot returns FleetUpdatesFleetUpdatesFleetUpdate.Snapshot, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdate) GetSnapshot() bool { return v.Snapshot }
+
+// GetRemoved returns FleetUpdatesFleetUpdatesFleetUpdate.Removed, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdate) GetRemoved() []string { return v.Removed }
+
+// GetAdded returns FleetUpdatesFleetUpdatesFleetUpdate.Added, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdate) GetAdded() []FleetUpdatesFleetUpdatesFleetUpdateAddedMachine {
+	return v.Added
+}
+
+// GetChanged returns FleetUpdatesFleetUpdatesFleetUpdate.Changed, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdate) GetChanged() []FleetUpdatesFleetUpdatesFleetUpdateChangedMachine {
+	return v.Changed
+}
+
+// GetSources returns FleetUpdatesFleetUpdatesFleetUpdate.Sources, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdate) GetSources() *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources {
+	return v.Sources
+}
+
+// FleetUpdatesFleetUpdatesFleetUpdateAddedMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type FleetUpdatesFleetUpdatesFleetUpdateAddedMachine struct {
+	MachineFields `json:"-"`
+	// The machine as MAAS reports it; null when MAAS does not report it or could not be asked.
+	Maas *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine `json:"maas"`
+}
+
+// GetMaas returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachine.Maas, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachine) GetMaas() *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine {
+	return v.Maas
+}
+
+// GetName returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachine.Name, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachine) GetName() string {
+	return v.MachineFields.Name
+}
+
+// GetPhase returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachine.Phase, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachine) GetPhase() Phase {
+	return v.MachineFields.Phase
+}
+
+// GetWarnings returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachine.Warnings, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachine) GetWarnings() []MachineFieldsWarningsWarning {
+	return v.MachineFields.Warnings
+}
+
+// GetMember returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachine.Member, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachine) GetMember() *MachineFieldsMember {
+	return v.MachineFields.Member
+}
+
+// GetPendingJoinToken returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
+}
+
+// GetRecord returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachine.Record, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachine) GetRecord() *MachineFieldsRecordMachineRecord {
+	return v.MachineFields.Record
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FleetUpdatesFleetUpdatesFleetUpdateAddedMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FleetUpdatesFleetUpdatesFleetUpdateAddedMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFleetUpdatesFleetUpdatesFleetUpdateAddedMachine struct {
+	Maas *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine `json:"maas"`
+
+	Name string `json:"name"`
+
+	Phase Phase `json:"phase"`
+
+	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
+
+	Member *MachineFieldsMember `json:"member"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
+	Record *MachineFieldsRecordMachineRecord `json:"record"`
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachine) __premarshalJSON() (*__premarshalFleetUpdatesFleetUpdatesFleetUpdateAddedMachine, error) {
+	var retval __premarshalFleetUpdatesFleetUpdatesFleetUpdateAddedMachine
+
+	retval.Maas = v.Maas
+	retval.Name = v.MachineFields.Name
+	retval.Phase = v.MachineFields.Phase
+	retval.Warnings = v.MachineFields.Warnings
+	retval.Member = v.MachineFields.Member
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
+	retval.Record = v.MachineFields.Record
+	return &retval, nil
+}
+
+// FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine includes the requested fields of the GraphQL type MaasMachine.
+// The GraphQL type's documentation follows.
+//
+// A machine as MAAS reports it. No MAAS credential field is ever returned.
+type FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine struct {
+	MaasMachineFields `json:"-"`
+}
+
+// GetSystemId returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.SystemId, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetSystemId() string {
+	return v.MaasMachineFields.SystemId
+}
+
+// GetHostname returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.Hostname, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetHostname() string {
+	return v.MaasMachineFields.Hostname
+}
+
+// GetStatus returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.Status, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetStatus() string {
+	return v.MaasMachineFields.Status
+}
+
+// GetStatusCode returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.StatusCode, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetStatusCode() int {
+	return v.MaasMachineFields.StatusCode
+}
+
+// GetPowerState returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.PowerState, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetPowerState() string {
+	return v.MaasMachineFields.PowerState
+}
+
+// GetPowerType returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.PowerType, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetPowerType() string {
+	return v.MaasMachineFields.PowerType
+}
+
+// GetHardwareUuid returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetHardwareUuid() *string {
+	return v.MaasMachineFields.HardwareUuid
+}
+
+// GetArchitecture returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.Architecture, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetArchitecture() *string {
+	return v.MaasMachineFields.Architecture
+}
+
+// GetCpuCount returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.CpuCount, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetCpuCount() int {
+	return v.MaasMachineFields.CpuCount
+}
+
+// GetMemoryMiB returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.MemoryMiB, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetMemoryMiB() int {
+	return v.MaasMachineFields.MemoryMiB
+}
+
+// GetOsystem returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.Osystem, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetOsystem() string {
+	return v.MaasMachineFields.Osystem
+}
+
+// GetDistroSeries returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.DistroSeries, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetDistroSeries() string {
+	return v.MaasMachineFields.DistroSeries
+}
+
+// GetOwner returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.Owner, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetOwner() *string {
+	return v.MaasMachineFields.Owner
+}
+
+// GetZone returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.Zone, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetZone() string {
+	return v.MaasMachineFields.Zone
+}
+
+// GetPool returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.Pool, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetPool() string {
+	return v.MaasMachineFields.Pool
+}
+
+// GetTags returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.Tags, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetTags() []string {
+	return v.MaasMachineFields.Tags
+}
+
+// GetTestingStatus returns FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine.TestingStatus, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) GetTestingStatus() string {
+	return v.MaasMachineFields.TestingStatus
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaasMachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine struct {
+	SystemId string `json:"systemId"`
+
+	Hostname string `json:"hostname"`
+
+	Status string `json:"status"`
+
+	StatusCode int `json:"statusCode"`
+
+	PowerState string `json:"powerState"`
+
+	PowerType string `json:"powerType"`
+
+	HardwareUuid *string `json:"hardwareUuid"`
+
+	Architecture *string `json:"architecture"`
+
+	CpuCount int `json:"cpuCount"`
+
+	MemoryMiB int `json:"memoryMiB"`
+
+	Osystem string `json:"osystem"`
+
+	DistroSeries string `json:"distroSeries"`
+
+	Owner *string `json:"owner"`
+
+	Zone string `json:"zone"`
+
+	Pool string `json:"pool"`
+
+	Tags []string `json:"tags"`
+
+	TestingStatus string `json:"testingStatus"`
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine) __premarshalJSON() (*__premarshalFleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine, error) {
+	var retval __premarshalFleetUpdatesFleetUpdatesFleetUpdateAddedMachineMaasMaasMachine
+
+	retval.SystemId = v.MaasMachineFields.SystemId
+	retval.Hostname = v.MaasMachineFields.Hostname
+	retval.Status = v.MaasMachineFields.Status
+	retval.StatusCode = v.MaasMachineFields.StatusCode
+	retval.PowerState = v.MaasMachineFields.PowerState
+	retval.PowerType = v.MaasMachineFields.PowerType
+	retval.HardwareUuid = v.MaasMachineFields.HardwareUuid
+	retval.Architecture = v.MaasMachineFields.Architecture
+	retval.CpuCount = v.MaasMachineFields.CpuCount
+	retval.MemoryMiB = v.MaasMachineFields.MemoryMiB
+	retval.Osystem = v.MaasMachineFields.Osystem
+	retval.DistroSeries = v.MaasMachineFields.DistroSeries
+	retval.Owner = v.MaasMachineFields.Owner
+	retval.Zone = v.MaasMachineFields.Zone
+	retval.Pool = v.MaasMachineFields.Pool
+	retval.Tags = v.MaasMachineFields.Tags
+	retval.TestingStatus = v.MaasMachineFields.TestingStatus
+	return &retval, nil
+}
+
+// FleetUpdatesFleetUpdatesFleetUpdateChangedMachine includes the requested fields of the GraphQL type Machine.
+// The GraphQL type's documentation follows.
+//
+// A machine as the administrator sees it: the Apelora machine record joined with what Incus
+// (and MAAS) report under the same name. The phase is derived on every read, never stored.
+type FleetUpdatesFleetUpdatesFleetUpdateChangedMachine struct {
+	MachineFields `json:"-"`
+	// The machine as MAAS reports it; null when MAAS does not report it or could not be asked.
+	Maas *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine `json:"maas"`
+}
+
+// GetMaas returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachine.Maas, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachine) GetMaas() *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine {
+	return v.Maas
+}
+
+// GetName returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachine.Name, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachine) GetName() string {
+	return v.MachineFields.Name
+}
+
+// GetPhase returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachine.Phase, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachine) GetPhase() Phase {
+	return v.MachineFields.Phase
+}
+
+// GetWarnings returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachine.Warnings, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachine) GetWarnings() []MachineFieldsWarningsWarning {
+	return v.MachineFields.Warnings
+}
+
+// GetMember returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachine.Member, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachine) GetMember() *MachineFieldsMember {
+	return v.MachineFields.Member
+}
+
+// GetPendingJoinToken returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachine.PendingJoinToken, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachine) GetPendingJoinToken() *MachineFieldsPendingJoinToken {
+	return v.MachineFields.PendingJoinToken
+}
+
+// GetRecord returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachine.Record, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachine) GetRecord() *MachineFieldsRecordMachineRecord {
+	return v.MachineFields.Record
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FleetUpdatesFleetUpdatesFleetUpdateChangedMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FleetUpdatesFleetUpdatesFleetUpdateChangedMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFleetUpdatesFleetUpdatesFleetUpdateChangedMachine struct {
+	Maas *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine `json:"maas"`
+
+	Name string `json:"name"`
+
+	Phase Phase `json:"phase"`
+
+	Warnings []MachineFieldsWarningsWarning `json:"warnings"`
+
+	Member *MachineFieldsMember `json:"member"`
+
+	PendingJoinToken *MachineFieldsPendingJoinToken `json:"pendingJoinToken"`
+
+	Record *MachineFieldsRecordMachineRecord `json:"record"`
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachine) __premarshalJSON() (*__premarshalFleetUpdatesFleetUpdatesFleetUpdateChangedMachine, error) {
+	var retval __premarshalFleetUpdatesFleetUpdatesFleetUpdateChangedMachine
+
+	retval.Maas = v.Maas
+	retval.Name = v.MachineFields.Name
+	retval.Phase = v.MachineFields.Phase
+	retval.Warnings = v.MachineFields.Warnings
+	retval.Member = v.MachineFields.Member
+	retval.PendingJoinToken = v.MachineFields.PendingJoinToken
+	retval.Record = v.MachineFields.Record
+	return &retval, nil
+}
+
+// FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine includes the requested fields of the GraphQL type MaasMachine.
+// The GraphQL type's documentation follows.
+//
+// A machine as MAAS reports it. No MAAS credential field is ever returned.
+type FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine struct {
+	MaasMachineFields `json:"-"`
+}
+
+// GetSystemId returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.SystemId, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetSystemId() string {
+	return v.MaasMachineFields.SystemId
+}
+
+// GetHostname returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.Hostname, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetHostname() string {
+	return v.MaasMachineFields.Hostname
+}
+
+// GetStatus returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.Status, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetStatus() string {
+	return v.MaasMachineFields.Status
+}
+
+// GetStatusCode returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.StatusCode, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetStatusCode() int {
+	return v.MaasMachineFields.StatusCode
+}
+
+// GetPowerState returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.PowerState, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetPowerState() string {
+	return v.MaasMachineFields.PowerState
+}
+
+// GetPowerType returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.PowerType, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetPowerType() string {
+	return v.MaasMachineFields.PowerType
+}
+
+// GetHardwareUuid returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.HardwareUuid, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetHardwareUuid() *string {
+	return v.MaasMachineFields.HardwareUuid
+}
+
+// GetArchitecture returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.Architecture, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetArchitecture() *string {
+	return v.MaasMachineFields.Architecture
+}
+
+// GetCpuCount returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.CpuCount, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetCpuCount() int {
+	return v.MaasMachineFields.CpuCount
+}
+
+// GetMemoryMiB returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.MemoryMiB, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetMemoryMiB() int {
+	return v.MaasMachineFields.MemoryMiB
+}
+
+// GetOsystem returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.Osystem, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetOsystem() string {
+	return v.MaasMachineFields.Osystem
+}
+
+// GetDistroSeries returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.DistroSeries, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetDistroSeries() string {
+	return v.MaasMachineFields.DistroSeries
+}
+
+// GetOwner returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.Owner, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetOwner() *string {
+	return v.MaasMachineFields.Owner
+}
+
+// GetZone returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.Zone, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetZone() string {
+	return v.MaasMachineFields.Zone
+}
+
+// GetPool returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.Pool, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetPool() string {
+	return v.MaasMachineFields.Pool
+}
+
+// GetTags returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.Tags, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetTags() []string {
+	return v.MaasMachineFields.Tags
+}
+
+// GetTestingStatus returns FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine.TestingStatus, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) GetTestingStatus() string {
+	return v.MaasMachineFields.TestingStatus
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaasMachineFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine struct {
+	SystemId string `json:"systemId"`
+
+	Hostname string `json:"hostname"`
+
+	Status string `json:"status"`
+
+	StatusCode int `json:"statusCode"`
+
+	PowerState string `json:"powerState"`
+
+	PowerType string `json:"powerType"`
+
+	HardwareUuid *string `json:"hardwareUuid"`
+
+	Architecture *string `json:"architecture"`
+
+	CpuCount int `json:"cpuCount"`
+
+	MemoryMiB int `json:"memoryMiB"`
+
+	Osystem string `json:"osystem"`
+
+	DistroSeries string `json:"distroSeries"`
+
+	Owner *string `json:"owner"`
+
+	Zone string `json:"zone"`
+
+	Pool string `json:"pool"`
+
+	Tags []string `json:"tags"`
+
+	TestingStatus string `json:"testingStatus"`
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) __premarshalJSON() (*__premarshalFleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine, error) {
+	var retval __premarshalFleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine
+
+	retval.SystemId = v.MaasMachineFields.SystemId
+	retval.Hostname = v.MaasMachineFields.Hostname
+	retval.Status = v.MaasMachineFields.Status
+	retval.StatusCode = v.MaasMachineFields.StatusCode
+	retval.PowerState = v.MaasMachineFields.PowerState
+	retval.PowerType = v.MaasMachineFields.PowerType
+	retval.HardwareUuid = v.MaasMachineFields.HardwareUuid
+	retval.Architecture = v.MaasMachineFields.Architecture
+	retval.CpuCount = v.MaasMachineFields.CpuCount
+	retval.MemoryMiB = v.MaasMachineFields.MemoryMiB
+	retval.Osystem = v.MaasMachineFields.Osystem
+	retval.DistroSeries = v.MaasMachineFields.DistroSeries
+	retval.Owner = v.MaasMachineFields.Owner
+	retval.Zone = v.MaasMachineFields.Zone
+	retval.Pool = v.MaasMachineFields.Pool
+	retval.Tags = v.MaasMachineFields.Tags
+	retval.TestingStatus = v.MaasMachineFields.TestingStatus
+	return &retval, nil
+}
+
+// FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources includes the requested fields of the GraphQL type FleetSources.
+type FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources struct {
+	Incus FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus `json:"incus"`
+	Maas  FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus  `json:"maas"`
+}
+
+// GetIncus returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources.Incus, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources) GetIncus() FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus {
+	return v.Incus
+}
+
+// GetMaas returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources.Maas, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources) GetMaas() FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus {
+	return v.Maas
+}
+
+// FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus includes the requested fields of the GraphQL type SourceStatus.
+type FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus struct {
+	SourceFields `json:"-"`
+}
+
+// GetConfigured returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus.Configured, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus) GetConfigured() bool {
+	return v.SourceFields.Configured
+}
+
+// GetAvailable returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus.Available, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus) GetAvailable() bool {
+	return v.SourceFields.Available
+}
+
+// GetMessage returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus.Message, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus) GetMessage() string {
+	return v.SourceFields.Message
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.SourceFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus struct {
+	Configured bool `json:"configured"`
+
+	Available bool `json:"available"`
+
+	Message string `json:"message"`
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus) __premarshalJSON() (*__premarshalFleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus, error) {
+	var retval __premarshalFleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus
+
+	retval.Configured = v.SourceFields.Configured
+	retval.Available = v.SourceFields.Available
+	retval.Message = v.SourceFields.Message
+	return &retval, nil
+}
+
+// FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus includes the requested fields of the GraphQL type SourceStatus.
+type FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus struct {
+	SourceFields `json:"-"`
+}
+
+// GetConfigured returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus.Configured, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus) GetConfigured() bool {
+	return v.SourceFields.Configured
+}
+
+// GetAvailable returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus.Available, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus) GetAvailable() bool {
+	return v.SourceFields.Available
+}
+
+// GetMessage returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus.Message, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus) GetMessage() string {
+	return v.SourceFields.Message
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.SourceFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalFleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus struct {
+	Configured bool `json:"configured"`
+
+	Available bool `json:"available"`
+
+	Message string `json:"message"`
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus) __premarshalJSON() (*__premarshalFleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus, error) {
+	var retval __premarshalFleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus
+
+	retval.Configured = v.SourceFields.Configured
+	retval.Available = v.SourceFields.Available
+	retval.Message = v.SourceFields.Message
+	return &retval, nil
+}
+
+// FleetUpdatesResponse is returned by FleetUpdates on success.
+type FleetUpdatesResponse struct {
+	// The fleet, live, for dashboards: the same rows and sources as the `fleet` query. The
+	// first message is the whole fleet (`snapshot: true`, every row in `added`) with a
+	// revision; then each message holds only what changed, with the next revision (the
+	// previous one plus 1), so a client that sees a gap knows it missed something and
+	// subscribes again. A `snapshot` may also come later (a subscriber that fell behind): it
+	// replaces every row the client holds.
+	//
+	// One watcher per API replica reads the fleet for all its subscribers, so the upstream
+	// calls per refresh are those of one `fleet` read whatever the number of subscribers. It
+	// reads on an interval (APELORA_FLEET_REFRESH_INTERVAL) and, within about 200 ms, after
+	// any Apelora mutation that succeeded or failed (on any replica), drift or fence event,
+	// and Incus's own lifecycle events (members added, updated or removed, join tokens).
+	// MAAS offers API clients no push: MAAS changes made outside Apelora arrive with the next
+	// interval.
+	//
+	// `after` is the last revision a reconnecting client holds: it is sent a fresh snapshot at
+	// the current revision and continues from there. Revisions are numbered by each replica
+	// (they only grow while it runs). Selecting `Member.version` asks every member once per
+	// message and subscriber: dashboards should leave it out.
+	FleetUpdates FleetUpdatesFleetUpdatesFleetUpdate `json:"fleetUpdates"`
+}
+
+// GetFleetUpdates returns FleetUpdatesResponse.FleetUpdates, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesResponse) GetFleetUpdates() FleetUpdatesFleetUpdatesFleetUpdate {
+	return v.FleetUpdates
+}
+
 // HardwareProfileFields includes the GraphQL fields of HardwareProfile requested by the fragment HardwareProfileFields.
 // The GraphQL type's documentation follows.
 //
@@ -9282,6 +10095,14 @@ func (v *__FenceProgressInput) GetMember() *string { return v.Member }
 // GetAfter returns __FenceProgressInput.After, and is useful for accessing the field via an interface.
 func (v *__FenceProgressInput) GetAfter() *string { return v.After }
 
+// __FleetUpdatesInput is used internally by genqlient
+type __FleetUpdatesInput struct {
+	After *int `json:"after"`
+}
+
+// GetAfter returns __FleetUpdatesInput.After, and is useful for accessing the field via an interface.
+func (v *__FleetUpdatesInput) GetAfter() *int { return v.After }
+
 // __InstallOperatingSystemInput is used internally by genqlient
 type __InstallOperatingSystemInput struct {
 	Input InstallOperatingSystemInput `json:"input"`
@@ -10643,6 +11464,138 @@ func Fleet(
 	)
 
 	return data_, err_
+}
+
+// The subscription executed by FleetUpdates.
+const FleetUpdates_Operation = `
+subscription FleetUpdates ($after: Int) {
+	fleetUpdates(after: $after) {
+		revision
+		snapshot
+		removed
+		added {
+			... MachineFields
+			maas {
+				... MaasMachineFields
+			}
+		}
+		changed {
+			... MachineFields
+			maas {
+				... MaasMachineFields
+			}
+		}
+		sources {
+			incus {
+				... SourceFields
+			}
+			maas {
+				... SourceFields
+			}
+		}
+	}
+}
+fragment MachineFields on Machine {
+	name
+	phase
+	warnings {
+		code
+		message
+	}
+	member {
+		name
+		status
+		held
+	}
+	pendingJoinToken {
+		expiresAt
+	}
+	record {
+		name
+		description
+		provisioner {
+			kind
+			capabilities {
+				discovers
+				installs
+				powers
+			}
+		}
+		maasSystemId
+		hardwareUuid
+		registeredAt
+		registeredBy
+	}
+}
+fragment MaasMachineFields on MaasMachine {
+	systemId
+	hostname
+	status
+	statusCode
+	powerState
+	powerType
+	hardwareUuid
+	architecture
+	cpuCount
+	memoryMiB
+	osystem
+	distroSeries
+	owner
+	zone
+	pool
+	tags
+	testingStatus
+}
+fragment SourceFields on SourceStatus {
+	configured
+	available
+	message
+}
+`
+
+// To unsubscribe, use [graphql.WebSocketClient.Unsubscribe]
+func FleetUpdates(
+	ctx_ context.Context,
+	client_ graphql.WebSocketClient,
+	after *int,
+) (dataChan_ chan FleetUpdatesWsResponse, subscriptionID_ string, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "FleetUpdates",
+		Query:  FleetUpdates_Operation,
+		Variables: &__FleetUpdatesInput{
+			After: after,
+		},
+	}
+
+	dataChan_ = make(chan FleetUpdatesWsResponse)
+	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, FleetUpdatesForwardData)
+
+	return dataChan_, subscriptionID_, err_
+}
+
+type FleetUpdatesWsResponse graphql.BaseResponse[*FleetUpdatesResponse]
+
+func FleetUpdatesForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
+	var gqlResp graphql.Response
+	var wsResp FleetUpdatesWsResponse
+	err := json.Unmarshal(jsonRawMsg, &gqlResp)
+	if err != nil {
+		return err
+	}
+	if len(gqlResp.Errors) == 0 {
+		err = json.Unmarshal(jsonRawMsg, &wsResp)
+		if err != nil {
+			return err
+		}
+	} else {
+		wsResp.Errors = gqlResp.Errors
+	}
+	dataChan_, ok := interfaceChan.(chan FleetUpdatesWsResponse)
+	if !ok {
+		return errors.New("failed to cast interface into 'chan FleetUpdatesWsResponse'")
+	}
+	dataChan_ <- wsResp
+	return nil
 }
 
 // The query executed by HardwareProfiles.

@@ -159,7 +159,8 @@ func TestConsoleEndToEnd(t *testing.T) {
 	node, dir := consoleTools(t)
 	lab := incuslab.Start(t, 1)
 	m := producttest.StartMAAS(t, consoleFleet())
-	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config))
+	// The drift watcher runs (every 2 s, and at once after Incus events) for the drift step.
+	e := producttest.Start(t, append([]producttest.Option{producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config)}, driftOptions...)...)
 	admin := e.Identity("admin", identity.ManageInfrastructure, identity.HardwareDelete)
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)
 	host := lab.StartUnjoined(t, "node-4")
@@ -167,6 +168,17 @@ func TestConsoleEndToEnd(t *testing.T) {
 	c := newControl()
 	c.handle("POST /stop-maas", m.Endpoint.Close)
 	c.handle("POST /joined", func() error { lab.AddMember(host); return nil })
+	for path, args := range map[string][]string{
+		"POST /hold-node-4":    {"cluster", "set", "node-4", "scheduler.instance=manual"},
+		"POST /release-node-4": {"cluster", "unset", "node-4", "scheduler.instance"},
+	} {
+		c.handle(path, func() error {
+			if out, err := lab.CLI(lab.Members[0], args...); err != nil {
+				return fmt.Errorf("incus %v: %v: %s", args, err, out)
+			}
+			return nil
+		})
+	}
 	c.handle("POST /report", func() error {
 		r := e.GQL(admin, `{ admissionReport(name: "node-4") { verdict } }`, nil)
 		if len(r.Errors) > 0 {
@@ -247,7 +259,8 @@ func TestConsoleEndToEnd(t *testing.T) {
 }
 
 // TestConsoleScreens shows the console at its extremes: an empty fleet (no Incus, no MAAS),
-// and 3,000 MAAS machines, where it measures a filter keystroke to paint.
+// and 3,000 MAAS machines, where it measures a filter keystroke to paint and sees a member
+// held with incus arrive on the fleet page live.
 func TestConsoleScreens(t *testing.T) {
 	node, dir := consoleTools(t)
 	shots := shotsDir(t, "screens")
@@ -264,11 +277,21 @@ func TestConsoleScreens(t *testing.T) {
 	}
 	m := producttest.StartMAAS(t, fx)
 	lab := incuslab.Start(t, 1)
-	many := producttest.Start(t, producttest.WithMAAS(m.Config), producttest.WithIncus(lab.Config))
+	// An hour between fleet refreshes: the live update below can only come from Incus's event.
+	many := producttest.Start(t, producttest.WithMAAS(m.Config), producttest.WithIncus(lab.Config), producttest.WithFleetRefresh(time.Hour))
 	manyToken := many.Identity("admin", identity.ManageInfrastructure)
+	member := lab.Members[0].Name
+	c := newControl()
+	c.handle("POST /hold-member", func() error {
+		if out, err := lab.CLI(lab.Members[0], "cluster", "set", member, "scheduler.instance=manual"); err != nil {
+			return fmt.Errorf("incus cluster set: %v: %s", err, out)
+		}
+		return nil
+	})
 
 	runScript(t, node, dir, "screens.e2e.mjs", map[string]string{
 		"EMPTY_BASE": empty.Base, "EMPTY_TOKEN": emptyToken,
 		"MANY_BASE": many.Base, "MANY_TOKEN": manyToken, "SHOTS": shots,
+		"CONTROL": c.serve(t), "MEMBER": member,
 	})
 }

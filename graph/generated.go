@@ -233,6 +233,15 @@ type ComplexityRoot struct {
 		Maas  func(childComplexity int) int
 	}
 
+	FleetUpdate struct {
+		Added    func(childComplexity int) int
+		Changed  func(childComplexity int) int
+		Removed  func(childComplexity int) int
+		Revision func(childComplexity int) int
+		Snapshot func(childComplexity int) int
+		Sources  func(childComplexity int) int
+	}
+
 	HardwareProfile struct {
 		Architecture    func(childComplexity int) int
 		Description     func(childComplexity int) int
@@ -516,6 +525,7 @@ type ComplexityRoot struct {
 		AuditEventRecorded func(childComplexity int, machine *string, actor *string, outcome *model.AuditOutcome, after *string) int
 		DriftChanges       func(childComplexity int, machine *string, after *string) int
 		FenceProgress      func(childComplexity int, member *string, after *string) int
+		FleetUpdates       func(childComplexity int, after *int) int
 	}
 
 	UnregisterMachinePayload struct {
@@ -579,6 +589,7 @@ type SubscriptionResolver interface {
 	AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome, after *string) (<-chan *model.AuditEvent, error)
 	DriftChanges(ctx context.Context, machine *string, after *string) (<-chan *model.DriftEvent, error)
 	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
+	FleetUpdates(ctx context.Context, after *int) (<-chan *model.FleetUpdate, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
 }
 
@@ -1344,6 +1355,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FleetSources.Maas(childComplexity), true
+
+	case "FleetUpdate.added":
+		if e.ComplexityRoot.FleetUpdate.Added == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FleetUpdate.Added(childComplexity), true
+	case "FleetUpdate.changed":
+		if e.ComplexityRoot.FleetUpdate.Changed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FleetUpdate.Changed(childComplexity), true
+	case "FleetUpdate.removed":
+		if e.ComplexityRoot.FleetUpdate.Removed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FleetUpdate.Removed(childComplexity), true
+	case "FleetUpdate.revision":
+		if e.ComplexityRoot.FleetUpdate.Revision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FleetUpdate.Revision(childComplexity), true
+	case "FleetUpdate.snapshot":
+		if e.ComplexityRoot.FleetUpdate.Snapshot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FleetUpdate.Snapshot(childComplexity), true
+	case "FleetUpdate.sources":
+		if e.ComplexityRoot.FleetUpdate.Sources == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FleetUpdate.Sources(childComplexity), true
 
 	case "HardwareProfile.architecture":
 		if e.ComplexityRoot.HardwareProfile.Architecture == nil {
@@ -2639,6 +2687,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.FenceProgress(childComplexity, args["member"].(*string), args["after"].(*string)), true
+	case "Subscription.fleetUpdates":
+		if e.ComplexityRoot.Subscription.FleetUpdates == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_fleetUpdates_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.FleetUpdates(childComplexity, args["after"].(*int)), true
 
 	case "UnregisterMachinePayload.name":
 		if e.ComplexityRoot.UnregisterMachinePayload.Name == nil {
@@ -3208,6 +3267,46 @@ enum ClusterWarningCode {
   FENCE_WORKER_SILENT
   "Some members have no fence mapping."
   UNMAPPED_MEMBERS
+}
+`, BuiltIn: false},
+	{Name: "../schema/fleet.graphqls", Input: `extend type Subscription {
+  """
+  The fleet, live, for dashboards: the same rows and sources as the ` + "`" + `fleet` + "`" + ` query. The
+  first message is the whole fleet (` + "`" + `snapshot: true` + "`" + `, every row in ` + "`" + `added` + "`" + `) with a
+  revision; then each message holds only what changed, with the next revision (the
+  previous one plus 1), so a client that sees a gap knows it missed something and
+  subscribes again. A ` + "`" + `snapshot` + "`" + ` may also come later (a subscriber that fell behind): it
+  replaces every row the client holds.
+
+  One watcher per API replica reads the fleet for all its subscribers, so the upstream
+  calls per refresh are those of one ` + "`" + `fleet` + "`" + ` read whatever the number of subscribers. It
+  reads on an interval (APELORA_FLEET_REFRESH_INTERVAL) and, within about 200 ms, after
+  any Apelora mutation that succeeded or failed (on any replica), drift or fence event,
+  and Incus's own lifecycle events (members added, updated or removed, join tokens).
+  MAAS offers API clients no push: MAAS changes made outside Apelora arrive with the next
+  interval.
+
+  ` + "`" + `after` + "`" + ` is the last revision a reconnecting client holds: it is sent a fresh snapshot at
+  the current revision and continues from there. Revisions are numbered by each replica
+  (they only grow while it runs). Selecting ` + "`" + `Member.version` + "`" + ` asks every member once per
+  message and subscriber: dashboards should leave it out.
+  """
+  fleetUpdates(after: Int): FleetUpdate!
+}
+
+"One message of the fleet stream."
+type FleetUpdate {
+  revision: Int!
+  "The whole fleet: ` + "`" + `added` + "`" + ` holds every row; replace what you held."
+  snapshot: Boolean!
+  "Rows new since the previous revision (in a snapshot, every row)."
+  added: [Machine!]!
+  "Rows whose content changed, whole."
+  changed: [Machine!]!
+  "Names of rows gone."
+  removed: [String!]!
+  "Each source's availability: in a snapshot, and whenever one changed; otherwise null."
+  sources: FleetSources
 }
 `, BuiltIn: false},
 	{Name: "../schema/hardware.graphqls", Input: `extend type Query {
@@ -4591,6 +4690,24 @@ func (ec *executionContext) childFields_FleetSources(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type FleetSources", field.Name)
 }
 
+func (ec *executionContext) childFields_FleetUpdate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "revision":
+		return ec.fieldContext_FleetUpdate_revision(ctx, field)
+	case "snapshot":
+		return ec.fieldContext_FleetUpdate_snapshot(ctx, field)
+	case "added":
+		return ec.fieldContext_FleetUpdate_added(ctx, field)
+	case "changed":
+		return ec.fieldContext_FleetUpdate_changed(ctx, field)
+	case "removed":
+		return ec.fieldContext_FleetUpdate_removed(ctx, field)
+	case "sources":
+		return ec.fieldContext_FleetUpdate_sources(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FleetUpdate", field.Name)
+}
+
 func (ec *executionContext) childFields_HardwareProfile(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -5710,6 +5827,20 @@ func (ec *executionContext) field_Subscription_fenceProgress_args(ctx context.Co
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_fleetUpdates_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
 	return args, nil
 }
 
@@ -8794,6 +8925,171 @@ func (ec *executionContext) fieldContext_FleetSources_maas(_ context.Context, fi
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_SourceStatus(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FleetUpdate_revision(ctx context.Context, field graphql.CollectedField, obj *model.FleetUpdate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FleetUpdate_revision(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Revision, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FleetUpdate_revision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FleetUpdate", field, false, false, "Int")
+}
+
+func (ec *executionContext) _FleetUpdate_snapshot(ctx context.Context, field graphql.CollectedField, obj *model.FleetUpdate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FleetUpdate_snapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Snapshot, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FleetUpdate_snapshot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FleetUpdate", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _FleetUpdate_added(ctx context.Context, field graphql.CollectedField, obj *model.FleetUpdate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FleetUpdate_added(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Added, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Machine) graphql.Marshaler {
+			return ec.marshalNMachine2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachineᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FleetUpdate_added(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FleetUpdate",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FleetUpdate_changed(ctx context.Context, field graphql.CollectedField, obj *model.FleetUpdate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FleetUpdate_changed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Changed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Machine) graphql.Marshaler {
+			return ec.marshalNMachine2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachineᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FleetUpdate_changed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FleetUpdate",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FleetUpdate_removed(ctx context.Context, field graphql.CollectedField, obj *model.FleetUpdate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FleetUpdate_removed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Removed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FleetUpdate_removed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FleetUpdate", field, false, false, "String")
+}
+
+func (ec *executionContext) _FleetUpdate_sources(ctx context.Context, field graphql.CollectedField, obj *model.FleetUpdate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FleetUpdate_sources(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sources, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FleetSources) graphql.Marshaler {
+			return ec.marshalOFleetSources2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFleetSources(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FleetUpdate_sources(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FleetUpdate",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FleetSources(ctx, field)
 		},
 	}
 	return fc, nil
@@ -14204,6 +14500,50 @@ func (ec *executionContext) fieldContext_Subscription_fenceProgress(ctx context.
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_fleetUpdates(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_fleetUpdates(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().FleetUpdates(ctx, fc.Args["after"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FleetUpdate) graphql.Marshaler {
+			return ec.marshalNFleetUpdate2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFleetUpdate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_fleetUpdates(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FleetUpdate(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_fleetUpdates_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Subscription_admissionChecks(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -17994,6 +18334,64 @@ func (ec *executionContext) _FleetSources(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var fleetUpdateImplementors = []string{"FleetUpdate"}
+
+func (ec *executionContext) _FleetUpdate(ctx context.Context, sel ast.SelectionSet, obj *model.FleetUpdate) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fleetUpdateImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FleetUpdate")
+		case "revision":
+			out.Values[i] = ec._FleetUpdate_revision(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "snapshot":
+			out.Values[i] = ec._FleetUpdate_snapshot(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "added":
+			out.Values[i] = ec._FleetUpdate_added(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "changed":
+			out.Values[i] = ec._FleetUpdate_changed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removed":
+			out.Values[i] = ec._FleetUpdate_removed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sources":
+			out.Values[i] = ec._FleetUpdate_sources(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var hardwareProfileImplementors = []string{"HardwareProfile"}
 
 func (ec *executionContext) _HardwareProfile(ctx context.Context, sel ast.SelectionSet, obj *model.HardwareProfile) graphql.Marshaler {
@@ -19902,6 +20300,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_driftChanges(ctx, fields[0])
 	case "fenceProgress":
 		return ec._Subscription_fenceProgress(ctx, fields[0])
+	case "fleetUpdates":
+		return ec._Subscription_fleetUpdates(ctx, fields[0])
 	case "admissionChecks":
 		return ec._Subscription_admissionChecks(ctx, fields[0])
 	default:
@@ -20736,6 +21136,14 @@ func (ec *executionContext) marshalNFleetSources2ᚖgithubᚗcomᚋapeloraᚋfab
 		return graphql.Null
 	}
 	return ec._FleetSources(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFleetUpdate2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFleetUpdate(ctx context.Context, sel ast.SelectionSet, v *model.FleetUpdate) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FleetUpdate!")
+		return graphql.Null
+	}
+	return ec._FleetUpdate(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
@@ -21656,6 +22064,13 @@ func (ec *executionContext) marshalOFenceWorker2ᚖgithubᚗcomᚋapeloraᚋfabr
 		return graphql.Null
 	}
 	return ec._FenceWorker(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOFleetSources2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFleetSources(ctx context.Context, sel ast.SelectionSet, v *model.FleetSources) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._FleetSources(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOHardwareProfile2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐHardwareProfile(ctx context.Context, sel ast.SelectionSet, v *model.HardwareProfile) graphql.Marshaler {

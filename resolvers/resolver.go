@@ -57,7 +57,9 @@ type Resolver struct {
 	Hardware *hardware.Service
 	// DriftView lists drift and streams its raises and clears.
 	DriftView *drift.Service
-	Log       *slog.Logger
+	// FleetWatch feeds fleetUpdates: one fleet read per change for every subscriber.
+	FleetWatch *fleet.Watcher
+	Log        *slog.Logger
 }
 
 // machine reads one machine back after a change, which must find it.

@@ -47,6 +47,8 @@ commands:
                                   recorded since that event first, none missed or repeated)
   watch-admission NAME            print admission check results as they are computed
   fleet                           every machine with its MAAS status, and which sources answered
+  watch-fleet                     the fleet, then each change as it happens (fleetUpdates):
+                                  "+" added, "~" changed, "-" removed, with the revision
   commission SYSTEM-ID [-tests a,b | -no-tests]
   install NAME -series SERIES     install an OS on a registered MAAS machine and enrol it
   hardware-test SYSTEM-ID -hostname HOSTNAME [-tests a,b]
@@ -207,6 +209,8 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		return c.watchAdmission(ctx, rest)
 	case "fleet":
 		return c.fleet(ctx)
+	case "watch-fleet":
+		return c.watchFleet(ctx)
 	case "commission", "install", "hardware-test", "release":
 		return c.maasStep(ctx, cmd, rest)
 	case "audit":
@@ -597,6 +601,45 @@ func (c *cli) watchAudit(ctx context.Context, args []string) error {
 			return json.NewEncoder(c.out).Encode(n)
 		}
 		fmt.Fprintf(c.out, "%s %s %s %s %s %s %s\n", n.Id, n.At.Local().Format(time.DateTime), n.Actor, n.Action, str(n.Machine), n.Outcome, str(n.Error))
+		return nil
+	})
+}
+
+func (c *cli) watchFleet(ctx context.Context) error {
+	var last *int // the last revision printed
+	return follow(ctx, c, func(ws graphql.WebSocketClient) (chan client.FleetUpdatesWsResponse, error) {
+		updates, _, err := client.FleetUpdates(ctx, ws, nil)
+		return updates, err
+	}, func(ev client.FleetUpdatesWsResponse) error {
+		if ev.Errors != nil {
+			return ev.Errors
+		}
+		u := ev.Data.FleetUpdates
+		if last != nil && !u.Snapshot && u.Revision != *last+1 {
+			fmt.Fprintf(c.out, "revision %d follows %d: changes were missed\n", u.Revision, *last)
+		}
+		rev := u.Revision
+		last = &rev
+		if c.json {
+			return json.NewEncoder(c.out).Encode(u)
+		}
+		if u.Snapshot {
+			fmt.Fprintf(c.out, "revision %d: %d machines\n", u.Revision, len(u.Added))
+		} else {
+			fmt.Fprintf(c.out, "revision %d\n", u.Revision)
+		}
+		for _, m := range u.Added {
+			fmt.Fprintf(c.out, "+ %s %s %s\n", m.Name, m.Phase, memberStatus(m.Member))
+		}
+		for _, m := range u.Changed {
+			fmt.Fprintf(c.out, "~ %s %s %s\n", m.Name, m.Phase, memberStatus(m.Member))
+		}
+		for _, name := range u.Removed {
+			fmt.Fprintf(c.out, "- %s\n", name)
+		}
+		if s := u.Sources; s != nil {
+			fmt.Fprintf(c.out, "sources: incus %s, maas %s\n", s.Incus.Message, s.Maas.Message)
+		}
 		return nil
 	})
 }

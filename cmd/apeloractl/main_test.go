@@ -35,11 +35,19 @@ func TestCommandsAgainstTheRealServer(t *testing.T) {
 	var watched producttest.SyncBuffer
 	watchDone := make(chan error, 1)
 	go func() { watchDone <- run(watchCtx, []string{"watch-audit", "-machine", "node-1"}, &watched) }()
-	time.Sleep(300 * time.Millisecond) // let the subscription start
+	// watch-fleet prints the fleet, then each change.
+	var fleetWatched producttest.SyncBuffer
+	fleetDone := make(chan error, 1)
+	go func() { fleetDone <- run(watchCtx, []string{"watch-fleet"}, &fleetWatched) }()
+	time.Sleep(300 * time.Millisecond) // let the subscriptions start
 
 	out, err := do("register", "node-1", "-description", "rack 4")
 	if err != nil || !strings.Contains(out, "node-1") || !strings.Contains(out, "rack 4") {
 		t.Fatalf("register: %v\n%s", err, out)
+	}
+	// (A change undone within the stream's 200 ms settle would never show.)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(fleetWatched.String(), "+ node-1") && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
 	}
 	out, err = do("machines")
 	if err != nil || !strings.Contains(out, "NAME") || !strings.Contains(out, "node-1") || !strings.Contains(out, "MANUAL") {
@@ -82,9 +90,19 @@ func TestCommandsAgainstTheRealServer(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); strings.Count(watched.String(), "node-1") < 2 && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(fleetWatched.String(), "- node-1") && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	stopWatch()
 	if err := <-watchDone; err != nil {
 		t.Fatalf("watch-audit: %v", err)
+	}
+	if err := <-fleetDone; err != nil {
+		t.Fatalf("watch-fleet: %v", err)
+	}
+	if got := fleetWatched.String(); !strings.Contains(got, "revision 1: 1 machines") || !strings.Contains(got, "+ node-1 REGISTERED") ||
+		!strings.Contains(got, "- node-1") || strings.Contains(got, "missed") {
+		t.Fatalf("watch-fleet printed:\n%s", got)
 	}
 	if got := watched.String(); !strings.Contains(got, "registerMachine node-1 SUCCEEDED") || !strings.Contains(got, "unregisterMachine node-1 SUCCEEDED") || strings.Contains(got, "Node_1") {
 		t.Fatalf("watch-audit printed:\n%s", got)

@@ -345,6 +345,21 @@ type FleetSources struct {
 	Maas  *SourceStatus `json:"maas"`
 }
 
+// One message of the fleet stream.
+type FleetUpdate struct {
+	Revision int `json:"revision"`
+	// The whole fleet: `added` holds every row; replace what you held.
+	Snapshot bool `json:"snapshot"`
+	// Rows new since the previous revision (in a snapshot, every row).
+	Added []*Machine `json:"added"`
+	// Rows whose content changed, whole.
+	Changed []*Machine `json:"changed"`
+	// Names of rows gone.
+	Removed []string `json:"removed"`
+	// Each source's availability: in a snapshot, and whenever one changed; otherwise null.
+	Sources *FleetSources `json:"sources,omitempty"`
+}
+
 // What a class of machine must have. Every minimum of 0 asks nothing.
 type HardwareProfile struct {
 	Name        string `json:"name"`

@@ -74,6 +74,12 @@ func WithDrift(interval, offlineAfter time.Duration) Option {
 	return func(c *app.Config) { c.DriftInterval, c.DriftOfflineAfter = interval, offlineAfter }
 }
 
+// WithFleetRefresh sets how often the fleet stream reads the fleet while anyone
+// subscribes (APELORA_FLEET_REFRESH_INTERVAL); an hour shows what arrives without it.
+func WithFleetRefresh(d time.Duration) Option {
+	return func(c *app.Config) { c.FleetRefreshInterval = d }
+}
+
 // WithPingInterval sets the websocket keep-alive period.
 func WithPingInterval(d time.Duration) Option { return func(c *app.Config) { c.PingInterval = d } }
 

@@ -246,6 +246,24 @@ try {
   await axe(page, 'admit plan');
   await confirmPlanned(page);
   await phaseIs(page, 'ADMITTED');
+  await page.locator('[data-drift="none"]').waitFor({ timeout: 30000 });
+
+  step('drift: the member held again with incus shows as drift on its page, live, and clears');
+  await control('/hold-node-4');
+  await page.locator('tr[data-drift="scheduler"]').waitFor({ timeout: 30000 });
+  const evidence = await page.locator('tr[data-drift="scheduler"]').innerText();
+  expect(evidence.includes('scheduler.instance'), 'the drift shows its evidence: ' + evidence);
+  await shot(page, SHOTS, '08b-machine-drift');
+  await axe(page, 'machine with drift');
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Fleet' }).click();
+  await page.getByLabel('Warning').selectOption('DRIFT');
+  await page.locator('[data-fleet-count="1"]').waitFor();
+  expect((await page.locator('tbody tr[data-machine]').getAttribute('data-machine')) === 'node-4', 'the DRIFT warning filter keeps node-4 alone');
+  await page.getByLabel('Warning').selectOption('');
+  await page.locator('tr[data-machine="node-4"] a').first().click();
+  await control('/release-node-4');
+  await page.locator('[data-drift="none"]').waitFor({ timeout: 30000 });
+  await phaseIs(page, 'ADMITTED');
   await clean(page, 'enrolment flow');
 
   step('the fleet after the enrolment');
@@ -420,6 +438,10 @@ try {
 
   step('an expired session returns to sign-in with the reason');
   await control('/expire-sessions');
+  // The fleet page's data arrives on its socket, which the server bounds by the session's
+  // expiry as it was when the socket opened (an edit in the database cannot move that):
+  // the next request, here opening the audit page, finds the session expired.
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit' }).click();
   await page.getByText(/session expired/).waitFor({ timeout: 20000 });
   await shot(page, SHOTS, '14-session-expired');
 

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } fro
 import { Provider, useQuery } from 'urql';
 import type { ConsoleConfig } from './config';
 import { createConsoleClient } from './api/client';
+import { SocketContext } from './live/fleetLive';
 import { currentSession, signOut, SessionError, type SessionInfo } from './api/session';
 import { ViewerQuery } from './api/operations';
 import { Link, Router, useRouter } from './router';
@@ -97,11 +98,13 @@ function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleCon
 
   return (
     <Provider value={cc.client}>
-      <Router>
-        <Shell session={session} onSignOut={out}>
-          <Pages />
-        </Shell>
-      </Router>
+      <SocketContext.Provider value={cc.socket}>
+        <Router>
+          <Shell session={session} onSignOut={out}>
+            <Pages />
+          </Shell>
+        </Router>
+      </SocketContext.Provider>
     </Provider>
   );
 }

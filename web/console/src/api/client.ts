@@ -9,7 +9,32 @@ import { sessionLost } from '../lib/errors';
 export interface ConsoleClient {
   client: Client;
   ws: WsClient;
+  socket: SocketState;
   dispose(): void;
+}
+
+// SocketState says whether the subscriptions' socket is connected, for pages that show
+// when their live data may be behind (read with useSyncExternalStore).
+export interface SocketState {
+  connected(): boolean;
+  subscribe(listener: () => void): () => void;
+}
+
+function socketState(): SocketState & { set(up: boolean): void } {
+  let up = false;
+  const listeners = new Set<() => void>();
+  return {
+    connected: () => up,
+    subscribe(l) {
+      listeners.add(l);
+      return () => listeners.delete(l);
+    },
+    set(v) {
+      if (v === up) return;
+      up = v;
+      listeners.forEach((l) => l());
+    },
+  };
 }
 
 // Close codes the server uses for a socket it will not serve (no or lost session).
@@ -26,6 +51,7 @@ function closeCode(e: unknown): number | undefined {
 
 // onSessionLost hears the server's reason when a socket was closed for it.
 export function createConsoleClient(endpoint: string, onSessionLost: (reason?: string) => void): ConsoleClient {
+  const socket = socketState();
   const wsUrl = new URL(endpoint, window.location.href);
   wsUrl.protocol = wsUrl.protocol === 'https:' ? 'wss:' : 'ws:';
   const ws = createWsClient({
@@ -37,7 +63,9 @@ export function createConsoleClient(endpoint: string, onSessionLost: (reason?: s
     retryWait: (retries) => new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** retries) + Math.random() * 500)),
     shouldRetry: (e) => !refusedCodes.has(closeCode(e) ?? 0),
     on: {
+      connected: () => socket.set(true),
       closed: (e) => {
+        socket.set(false);
         if (refusedCodes.has(closeCode(e) ?? 0)) onSessionLost(closeReasonOf(e));
       },
     },
@@ -68,5 +96,5 @@ export function createConsoleClient(endpoint: string, onSessionLost: (reason?: s
       }),
     ],
   });
-  return { client, ws, dispose: () => void ws.dispose() };
+  return { client, ws, socket, dispose: () => void ws.dispose() };
 }

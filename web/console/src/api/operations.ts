@@ -42,6 +42,36 @@ export const FleetQuery = graphql(`
   }
 `);
 
+// The fleet stream: a snapshot, then each change with the next revision (see lib/fleetStream).
+export const FleetUpdatesSubscription = graphql(`
+  subscription FleetUpdates($after: Int) {
+    fleetUpdates(after: $after) {
+      revision
+      snapshot
+      added { ...FleetRow }
+      changed { ...FleetRow }
+      removed
+      sources {
+        incus { configured available message }
+        maas { configured available message }
+      }
+    }
+  }
+`);
+
+export const MachineDriftQuery = graphql(`
+  query MachineDrift($name: String!) {
+    drift(machine: $name) { machine check title since raisedAt evidence lastChecked }
+    machine(name: $name) { name driftCheckedAt }
+  }
+`);
+
+export const DriftChangesSubscription = graphql(`
+  subscription DriftChanges($machine: String, $after: ID) {
+    driftChanges(machine: $machine, after: $after) { id machine check change at }
+  }
+`);
+
 export const MachineQuery = graphql(`
   query Machine($name: String!) {
     machine(name: $name) {

@@ -66,3 +66,12 @@ test('paging: pages of the chosen size, the last page when past the end', () => 
   assert.equal(pageOf(many, { page: 9, size: 100 }).page, 3);
   assert.deepEqual(pageOf([], { page: 1, size: 50 }), { rows: [], page: 1, pages: 1 });
 });
+
+test('every warning the console labels, DRIFT included, is a filter kept in the URL', () => {
+  const f = parseFilter(new URLSearchParams('warning=DRIFT'));
+  assert.equal(f.warning, 'DRIFT');
+  assert.equal(filterParams(f).get('warning'), 'DRIFT');
+  const drifted = row('node-d', { warnings: [{ code: 'DRIFT', message: 'drift since …' }] });
+  assert.deepEqual(applyFilter([...rows, drifted], f).map((r) => r.name), ['node-d']);
+  assert.equal(parseFilter(new URLSearchParams('warning=NOPE')).warning, '');
+});

@@ -1,7 +1,7 @@
 // The fleet table's rules: which rows a filter keeps, in which order, and how the filter
 // lives in the URL (so a filtered view can be bookmarked, shared and reloaded).
 import type { FleetRowFragment, Phase, WarningCode } from '../gql/graphql';
-import { phaseOrder } from './phases';
+import { phaseOrder, warningLabels } from './phases';
 
 export type Row = FleetRowFragment;
 export type Provisioner = 'MANUAL' | 'MAAS' | 'NONE';
@@ -97,10 +97,8 @@ export function applyFilter(rows: readonly Row[], f: FleetFilter): Row[] {
 }
 
 const phaseSet = new Set<string>(phaseOrder);
-const warningValues = new Set<string>([
-  'any', 'none', 'JOINED_WITHOUT_HOLD', 'INCUS_UNAVAILABLE', 'SCHEDULED_BY_GROUP', 'JOIN_TOKENS_UNKNOWN',
-  'MAAS_UNAVAILABLE', 'MAAS_MACHINE_MISSING', 'HARDWARE_UUID_MISMATCH',
-]);
+// Every warning code the console labels (DRIFT included) is a filter value.
+const warningValues = new Set<string>(['any', 'none', ...Object.keys(warningLabels)]);
 
 // parseFilter reads a filter from the query string; values it does not know are ignored.
 export function parseFilter(params: URLSearchParams): FleetFilter {

@@ -1,7 +1,7 @@
 // Enrolment: the machines on their way into the cluster, by stage, with the step each one
 // is waiting for. Rows move on by themselves (AWAITING_JOIN → HELD when the server joins).
 import { useState } from 'react';
-import { useFleet, SourceBanners } from './Fleet';
+import { useFleet, SourceBanners, StreamState } from './Fleet';
 import { machineActions, type ActionId } from '../lib/actions';
 import type { Row } from '../lib/fleet';
 import type { Phase } from '../gql/graphql';
@@ -19,13 +19,14 @@ const stages: { phases: Phase[]; title: string; help: string; actions: ActionId[
 ];
 
 export function EnrolmentPage() {
-  const { res } = useFleet();
+  const { res, live } = useFleet();
   const viewer = useViewer();
   const [dialog, setDialog] = useState<{ action: ActionId; row: Row } | null>(null);
   const rows = res.data?.fleet.machines;
   return (
     <section aria-labelledby="enrol-title">
       <h1 id="enrol-title">Enrolment</h1>
+      <StreamState live={live} shown={!!res.data} />
       <SourceBanners sources={res.data?.fleet.sources} />
       <Problems problems={problemsOf(res.error)} />
       {!rows ? (

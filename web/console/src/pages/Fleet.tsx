@@ -1,9 +1,7 @@
 // Fleet: one row per machine (MAAS × Apelora record × Incus member), filtered, searched and
 // sorted with the filter kept in the URL, live without reloads.
 import { memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
-import { useQuery } from 'urql';
-import { FleetQuery } from '../api/operations';
-import { useLiveRefresh } from '../live/fleetLive';
+import { useFleetStream } from '../live/fleetLive';
 import { applyFilter, defaultPageSize, filterParams, pageOf, pageSizes, parseFilter, parsePaging, provisionerOf, type FleetFilter, type Paging, type Row, type SortKey } from '../lib/fleet';
 import { phaseInfo, phaseOrder, warningLabels } from '../lib/phases';
 import { manageReason } from '../lib/actions';
@@ -36,11 +34,24 @@ export function SourceBanners({ sources }: { sources: FleetData['fleet']['source
   );
 }
 
+// useFleet is the fleet as the `fleet` query shapes it, kept live by the fleet stream:
+// rows change in place as the server pushes them, without reloading.
 export function useFleet() {
-  const [res, reexecute] = useQuery({ query: FleetQuery });
-  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
-  useLiveRefresh(refresh);
-  return { res, refresh };
+  const { fleet, error, live } = useFleetStream();
+  const data = useMemo(() => (fleet?.sources ? { fleet: { machines: fleet.rows, sources: fleet.sources } } : undefined), [fleet]);
+  return { res: { data, error }, live };
+}
+
+// StreamState says when the rows shown may be behind: the socket is down (graphql-ws
+// reconnects on its own, and the server then sends the whole fleet again) or a change was
+// missed (the page subscribes again).
+export function StreamState({ live, shown }: { live: boolean; shown: boolean }) {
+  if (live || !shown) return null;
+  return (
+    <Banner tone="caution" title="Live updates paused">
+      <span data-fleet-stream="disconnected">The connection to the server is lost; reconnecting. The rows below may be out of date until it is back.</span>
+    </Banner>
+  );
 }
 
 const columns: { key: SortKey | null; label: string }[] = [
@@ -56,7 +67,7 @@ const columns: { key: SortKey | null; label: string }[] = [
 ];
 
 export function FleetPage() {
-  const { res } = useFleet();
+  const { res, live } = useFleet();
   const viewer = useViewer();
   const [params, setParams] = useSearch();
   const filter = useMemo(() => parseFilter(params), [params]);
@@ -94,6 +105,7 @@ export function FleetPage() {
           Register a machine
         </ReasonButton>
       </div>
+      <StreamState live={live} shown={!!res.data} />
       <SourceBanners sources={res.data?.fleet.sources} />
       <Problems problems={problemsOf(res.error)} />
       <form className="filters" role="search" aria-label="Filter machines" onSubmit={(e) => e.preventDefault()}>
@@ -153,7 +165,7 @@ export function FleetPage() {
       ) : (
         <>
           <div className="table-head">
-            <p className="count" role="status" data-fleet-count={matching.length}>
+            <p className="count" role="status" data-fleet-count={matching.length} data-fleet-live={live ? 'yes' : 'no'}>
               {matching.length === rows.length ? `${rows.length} machines` : `${matching.length} of ${rows.length} machines match`}
               {shown.pages > 1 ? ` · page ${shown.page} of ${shown.pages}` : ''}
             </p>

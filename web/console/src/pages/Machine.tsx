@@ -2,7 +2,7 @@
 // its phase allows, the admission checks live, and its audit history.
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { useQuery, useSubscription } from 'urql';
-import { AdmissionChecksSubscription, AdmissionReportQuery, FenceProgressSubscription, MachineQuery } from '../api/operations';
+import { AdmissionChecksSubscription, AdmissionReportQuery, DriftChangesSubscription, FenceProgressSubscription, MachineDriftQuery, MachineQuery } from '../api/operations';
 import { useLiveRefresh } from '../live/fleetLive';
 import { admitReason, machineActions, type ActionId, type CheckLike } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
@@ -78,6 +78,7 @@ export function MachinePage({ name }: { name: string }) {
       </div>
 
       {m.member ? <AdmissionPanel name={m.name} report={report} held={m.member.held} /> : null}
+      {m.record ? <DriftPanel name={m.name} onChange={refresh} /> : null}
 
       <div className="facts-grid">
         <Facts title="Apelora record" none={<>No record: Apelora does not manage this machine yet.</>}>
@@ -264,6 +265,61 @@ function AdmissionPanel({ name, report, held }: { name: string; report: ReturnTy
         </>
       ) : (
         <p className="muted">No run seen yet: run the checks.</p>
+      )}
+    </section>
+  );
+}
+
+// DriftPanel shows the machine's drift: each admission check that passed when it was
+// admitted and fails now, since when and the evidence. It reads again whenever the drift
+// watcher raises or clears one for this machine (driftChanges, from any replica), and so
+// does the page (its DRIFT warnings), through onChange.
+function DriftPanel({ name, onChange }: { name: string; onChange(): void }) {
+  const [res, reexecute] = useQuery({ query: MachineDriftQuery, variables: { name }, requestPolicy: 'network-only' });
+  const [change] = useSubscription({ query: DriftChangesSubscription, variables: { machine: name, after: null } });
+  const changeId = change.data?.driftChanges.id;
+  const changed = useRef(onChange);
+  changed.current = onChange;
+  useEffect(() => {
+    if (!changeId) return;
+    reexecute({ requestPolicy: 'network-only' });
+    changed.current();
+  }, [changeId, reexecute]);
+  const drift = res.data?.drift ?? [];
+  const checked = res.data?.machine?.driftCheckedAt;
+  return (
+    <section className="card drift" aria-labelledby="drift-title" data-drift-count={drift.length}>
+      <h2 id="drift-title">Drift since admission</h2>
+      <p className="hint">
+        Checks that passed when the member was admitted and fail now. Apelora changes nothing because of drift; it clears when the check passes again.{' '}
+        {checked ? <>Last re-checked <Time at={checked} />.</> : 'Not re-checked yet (the machine is not an admitted member, or no replica watches).'}
+      </p>
+      <Problems problems={problemsOf(res.error)} machine={name} />
+      {drift.length === 0 ? (
+        <p className="muted" data-drift="none">{checked ? '✓ No drift.' : 'No drift known.'}</p>
+      ) : (
+        <table className="table checks">
+          <caption className="visually-hidden">Drift of {name}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Check</th>
+              <th scope="col">Since</th>
+              <th scope="col">Evidence</th>
+            </tr>
+          </thead>
+          <tbody aria-live="polite">
+            {drift.map((d) => (
+              <tr key={d.check} data-drift={d.check}>
+                <th scope="row">
+                  <span aria-hidden="true">! </span>
+                  {d.title}
+                </th>
+                <td><Time at={d.since} /></td>
+                <td>{d.evidence}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
       )}
     </section>
   );
