@@ -13,6 +13,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/server/graphqlws"
 )
 
 // RateLimit is a token bucket: Burst tries at once, then one more per Every.
@@ -123,16 +124,17 @@ func clientAddress(remote string) string {
 }
 
 // guard answers 429 to a request without a valid identity from an address out of tries.
-// Websocket upgrades pass with their client address: they authenticate in
-// connection_init, where a failure spends a try (refusedSocket).
-func (g *gate) guard(l *authLimiter, refuse func(w http.ResponseWriter, r *http.Request, msg string), next http.Handler) http.Handler {
+// With sockets, websocket upgrades pass with their client address: they authenticate in
+// connection_init, where a failure spends a try (refusedSocket). Only a real upgrade
+// (graphqlws.IsUpgrade) passes, so an Upgrade header on a POST spends a try as usual.
+func (g *gate) guard(l *authLimiter, sockets bool, refuse func(w http.ResponseWriter, r *http.Request, msg string), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if identity.FromContext(r.Context()) != nil {
 			next.ServeHTTP(w, r)
 			return
 		}
 		addr := clientAddress(r.RemoteAddr)
-		if r.Header.Get("Upgrade") != "" {
+		if sockets && graphqlws.IsUpgrade(r) {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientAddressKey{}, addr)))
 			return
 		}
@@ -170,8 +172,9 @@ func (g *gate) refusedSocket(ctx context.Context, l *authLimiter, err error) err
 	if e, isApp := apperr.As(err); !ok || !isApp || e.Code != apperr.Unauthenticated {
 		return err
 	}
-	if msg, _, limited := g.spendTry(ctx, l, addr); limited {
-		return apperr.New(apperr.RateLimited, "%s", msg)
+	if _, retry, limited := g.spendTry(ctx, l, addr); limited {
+		// A close frame's reason holds 123 bytes: say the essentials.
+		return apperr.New(apperr.RateLimited, "RATE_LIMITED: too many failed authentications; retry in %s with a valid token", retry.Round(time.Second))
 	}
 	return err
 }

@@ -17,8 +17,8 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 	mux := http.NewServeMux()
 
 	// The API: GraphQL over POST and websocket, and one REST read for scripts.
-	mux.Handle("/graphql", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseGraphQL, graphql)))
-	mux.Handle("GET /api/v1/provisioners/maas/machines", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, refuseREST(cfg.Log),
+	mux.Handle("/graphql", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, true, refuseGraphQL, graphql)))
+	mux.Handle("GET /api/v1/provisioners/maas/machines", withIdentity(cfg.Store, cfg.AllowedOrigins, g.guard(limiter, false, refuseREST(cfg.Log),
 		permitted(identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))))
 
 	// Fabric Console at / (every path no other route takes), its session, and GraphiQL.

@@ -158,7 +158,10 @@ func New(opts Options) *Transport {
 }
 
 // Supports is true for websocket upgrade requests.
-func (t *Transport) Supports(r *http.Request) bool {
+func (t *Transport) Supports(r *http.Request) bool { return IsUpgrade(r) }
+
+// IsUpgrade reports whether r asks for a websocket: what this transport takes.
+func IsUpgrade(r *http.Request) bool {
 	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
