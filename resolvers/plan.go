@@ -3,7 +3,9 @@ package resolvers
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
+	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/plan"
 )
@@ -26,6 +28,20 @@ func WithPlan(res any, p plan.Plan) (any, error) {
 	}
 	f.Set(reflect.ValueOf(mapPlan(p)))
 	return v.Interface(), nil
+}
+
+// RefusedPlan is the payload of the Mutation field named field holding plan p alone, for a
+// dry run refused before its resolver ran. The payload's type is the one the field's
+// resolver method returns.
+func RefusedPlan(field string, p plan.Plan) (any, error) {
+	if field == "" {
+		return nil, fmt.Errorf("dry run: no mutation named")
+	}
+	m, ok := reflect.TypeFor[graph.MutationResolver]().MethodByName(strings.ToUpper(field[:1]) + field[1:])
+	if !ok || m.Type.NumOut() != 2 {
+		return nil, fmt.Errorf("dry run: no resolver for the mutation %q", field)
+	}
+	return WithPlan(reflect.Zero(m.Type.Out(0)).Interface(), p)
 }
 
 func mapPlan(p plan.Plan) *model.Plan {

@@ -128,7 +128,8 @@ func firstMutation(doc *ast.QueryDocument) *ast.OperationDefinition {
 }
 
 // rootFields wraps every Mutation field. It is a root-field interceptor, not a field
-// interceptor, so the many fields of a large read pay nothing for it.
+// interceptor, so the many fields of a large read pay nothing for it (fields, the one
+// field interceptor, only looks at the field's own context on a read).
 func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
 	rfc := graphql.GetRootFieldContext(ctx)
 	oc := graphql.GetOperationContext(ctx)
@@ -163,7 +164,10 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 			graphql.AddError(ctx, gqlerror.WrapPath(ast.Path{ast.PathName(rfc.Field.Alias)}, err))
 			return graphql.Null
 		}
+		// Nothing of the mutation runs for a caller the gate refused (no read with
+		// Apelora's credentials, no machine lock): the plan is the refusal alone.
 		rec.Refuse(err)
+		ctx = context.WithValue(ctx, refusedByGateKey{}, true)
 	}
 
 	before := len(graphql.GetErrors(ctx))
@@ -199,6 +203,9 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	return res
 }
 
+// refusedByGateKey marks a dry run the gate refused: its resolver does not run.
+type refusedByGateKey struct{}
+
 // isDryRun reads a mutation's input.dryRun.
 func isDryRun(args map[string]any) bool {
 	in, _ := args["input"].(map[string]any)
@@ -222,14 +229,20 @@ func (g *gate) recordPlanned(ctx context.Context, a *audit.Action, rec *plan.Rec
 // an internal error) becomes part of the plan instead of the field's error. Only the
 // Mutation's own fields are touched; the payload's fields are read as usual.
 func (g *gate) fields(ctx context.Context, next graphql.Resolver) (any, error) {
-	res, err := next(ctx)
+	// The field's context is the innermost one: a read's fields stop here at once, before
+	// plan.From walks the whole chain.
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || fc.Object != "Mutation" {
+		return next(ctx)
+	}
 	rec := plan.From(ctx)
 	if rec == nil {
-		return res, err
+		return next(ctx)
 	}
-	if fc := graphql.GetFieldContext(ctx); fc == nil || fc.Object != "Mutation" {
-		return res, err
+	if refused, _ := ctx.Value(refusedByGateKey{}).(bool); refused {
+		return resolvers.RefusedPlan(fc.Field.Name, rec.Plan())
 	}
+	res, err := next(ctx)
 	if err != nil {
 		if c := apperr.CodeOf(err); c == apperr.InvalidInput || c == apperr.Internal {
 			return res, err

@@ -1,0 +1,39 @@
+package resolvers_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/graph"
+	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/resolvers"
+)
+
+// Every mutation can answer a dry run the gate refused: its payload, holding the plan alone.
+func TestRefusedPlanHasEveryMutationsPayload(t *testing.T) {
+	var rec plan.Recorder
+	rec.Refuse(apperr.New(apperr.Forbidden, "needs manage-infrastructure"))
+	mt := reflect.TypeFor[graph.MutationResolver]()
+	for i := range mt.NumMethod() {
+		m := mt.Method(i)
+		field := strings.ToLower(m.Name[:1]) + m.Name[1:]
+		res, err := resolvers.RefusedPlan(field, rec.Plan())
+		if err != nil {
+			t.Errorf("%s: %v", field, err)
+			continue
+		}
+		if reflect.TypeOf(res) != m.Type.Out(0) {
+			t.Errorf("%s: payload %T, want %v", field, res, m.Type.Out(0))
+		}
+		p := reflect.ValueOf(res).Elem().FieldByName("Plan").Interface().(*model.Plan)
+		if !p.Refused || len(p.Steps) != 0 || len(p.Refusals) != 1 || *p.Refusals[0].Code != string(apperr.Forbidden) {
+			t.Errorf("%s: plan %+v", field, p)
+		}
+	}
+	if _, err := resolvers.RefusedPlan("noSuchMutation", rec.Plan()); err == nil {
+		t.Error("a plan for a mutation that does not exist")
+	}
+}
