@@ -664,7 +664,10 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) __premarshalJSON
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type AdmitMemberAdmitMemberAdmitMemberPayloadPlan struct {
@@ -1046,7 +1049,10 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemb
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan struct {
@@ -1366,7 +1372,10 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadM
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan struct {
@@ -1966,7 +1975,10 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMach
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan struct {
@@ -2409,7 +2421,10 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) __
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type CommissionMachineCommissionMachineMaasMachinePayloadPlan struct {
@@ -2663,7 +2678,10 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) __premarshal
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type CreateIdentityCreateIdentityCreateIdentityPayloadPlan struct {
@@ -4316,7 +4334,9 @@ type FleetUpdatesFleetUpdatesFleetUpdate struct {
 	Removed []string `json:"removed"`
 	// Rows new since the previous revision (in a snapshot, every row).
 	Added []FleetUpdatesFleetUpdatesFleetUpdateAddedMachine `json:"added"`
-	// Rows whose content changed, whole.
+	// Rows whose content changed, whole. Drift re-checking a machine and finding the same is
+	// no change: a row's `driftCheckedAt` (and its drift's check times) are as of the row's
+	// last message.
 	Changed []FleetUpdatesFleetUpdatesFleetUpdateChangedMachine `json:"changed"`
 	// Each source's availability: in a snapshot, and whenever one changed; otherwise null.
 	Sources *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources `json:"sources"`
@@ -5830,7 +5850,10 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan struct {
@@ -6770,7 +6793,10 @@ var AllPhase = []Phase{
 type PlanFields struct {
 	// True when the call would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
-	// The calls it would make, in order. Steps after a refusal are not known.
+	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
+	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller
+	// refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
+	// call runs for them.
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 	// Why it would be refused, each with its documented error code.
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -6813,7 +6839,7 @@ func (v *PlanFieldsRefusalsPlanFinding) GetField() *string { return v.Field }
 type PlanFieldsStepsPlanStep struct {
 	System PlanSystem `json:"system"`
 	// The call as the upstream would see it: "PUT /1.0/cluster/members/web-01",
-	// "POST machines/abc123/op-deploy", "UPDATE machine_records".
+	// "POST machines/abc123/?op=deploy", "UPDATE machine_records".
 	Call string `json:"call"`
 	// The machine, member or record it is about (may be empty).
 	Target string `json:"target"`
@@ -7046,7 +7072,10 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) __premarsh
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type RegisterMachineRegisterMachineRegisterMachinePayloadPlan struct {
@@ -7398,7 +7427,10 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) __pre
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type ReleaseMachineReleaseMachineReleaseMachinePayloadPlan struct {
@@ -7555,7 +7587,10 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetRemov
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan struct {
@@ -7710,7 +7745,10 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload)
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan struct {
@@ -8087,7 +8125,10 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) __premarshalJSON() 
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type RemoveMemberRemoveMemberRemoveMemberPayloadPlan struct {
@@ -8346,7 +8387,10 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) __premarshal
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan struct {
@@ -8572,7 +8616,10 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) __premarsh
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan struct {
@@ -8896,7 +8943,10 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) __pr
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan struct {
@@ -9171,7 +9221,10 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan struct {
@@ -9377,7 +9430,10 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetPrevi
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan struct {
@@ -9813,7 +9869,10 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayload) GetName() *
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan struct {

@@ -1,6 +1,12 @@
 package fleet
 
-import "reflect"
+import (
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/apelora/fabric/drift"
+)
 
 // Update is one message of the fleet stream: the whole fleet (a snapshot) or what changed
 // since the previous revision.
@@ -64,7 +70,23 @@ func Diff(prev, next *View, rev int64) *Update {
 }
 
 // sameRow compares two reads of a row by content: every part is read afresh from its
-// source, so pointers differ while the facts may not.
+// source, so pointers differ while the facts may not. When drift last re-checked the
+// machine is no change: otherwise each drift round (every minute) would re-send every
+// admitted row to every subscriber.
 func sameRow(a, b *Machine) bool {
-	return reflect.DeepEqual(a, b)
+	ac, bc := *a, *b
+	ac.DriftChecked, bc.DriftChecked = time.Time{}, time.Time{}
+	ac.Drift, bc.Drift = withoutCheckTimes(a.Drift), withoutCheckTimes(b.Drift)
+	return reflect.DeepEqual(&ac, &bc)
+}
+
+func withoutCheckTimes(states []drift.State) []drift.State {
+	if states == nil {
+		return nil
+	}
+	out := slices.Clone(states)
+	for i := range out {
+		out[i].LastChecked = time.Time{}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
@@ -242,5 +243,21 @@ func TestWatcherEndsTheStreamWhenTheFirstReadFails(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream neither ended nor sent")
+	}
+}
+
+// A drift round re-checks every admitted member each minute: a new check time alone is no
+// change (it would re-send every row), while a drift raised or its evidence is one.
+func TestDiffIgnoresDriftCheckTimesOnly(t *testing.T) {
+	t0, t1 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC)
+	row := func(checked time.Time, evidence string) Machine {
+		return Machine{Name: "a", Phase: lifecycle.Admitted, DriftChecked: checked,
+			Drift: []drift.State{{Check: "scheduler", FailingSince: t0, Evidence: evidence, LastChecked: checked}}}
+	}
+	if u := Diff(view(row(t0, "scheduler.instance=manual")), view(row(t1, "scheduler.instance=manual")), 2); !u.Empty() {
+		t.Errorf("a new check time alone was sent as a change: %+v", u)
+	}
+	if u := Diff(view(row(t0, "scheduler.instance=manual")), view(row(t1, "scheduler.instance=group")), 2); len(u.Changed) != 1 {
+		t.Errorf("new evidence was not sent: %+v", u)
 	}
 }

@@ -3301,7 +3301,11 @@ type FleetUpdate {
   snapshot: Boolean!
   "Rows new since the previous revision (in a snapshot, every row)."
   added: [Machine!]!
-  "Rows whose content changed, whole."
+  """
+  Rows whose content changed, whole. Drift re-checking a machine and finding the same is
+  no change: a row's ` + "`" + `driftCheckedAt` + "`" + ` (and its drift's check times) are as of the row's
+  last message.
+  """
   changed: [Machine!]!
   "Names of rows gone."
   removed: [String!]!
@@ -4198,14 +4202,22 @@ What a mutation would do, answered instead of doing it when its input says dryRu
 The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 usual, calls that would change something are recorded as steps instead, and the database
 change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+what the call would answer where that is known without changing anything, and null
+otherwise (a join token, an identity's token, a machine the call would create): that is
+why payload fields are nullable. Invalid input is still an INVALID_INPUT
 error; any other refusal (permission, state, a failing check, a busy machine) is part of
 the plan, not an error.
 """
 type Plan {
   "True when the call would be refused (see refusals): confirming it would fail."
   refused: Boolean!
-  "The calls it would make, in order. Steps after a refusal are not known."
+  """
+  The calls it would make, in order. After a refusal inside the call (a state, a check, a
+  missing hardware.delete) the plan goes on where it can and shows the rest; a caller
+  refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
+  call runs for them.
+  """
   steps: [PlanStep!]!
   "Why it would be refused, each with its documented error code."
   refusals: [PlanFinding!]!
@@ -4226,7 +4238,7 @@ type PlanStep {
   system: PlanSystem!
   """
   The call as the upstream would see it: "PUT /1.0/cluster/members/web-01",
-  "POST machines/abc123/op-deploy", "UPDATE machine_records".
+  "POST machines/abc123/?op=deploy", "UPDATE machine_records".
   """
   call: String!
   "The machine, member or record it is about (may be empty)."

@@ -352,7 +352,9 @@ type FleetUpdate struct {
 	Snapshot bool `json:"snapshot"`
 	// Rows new since the previous revision (in a snapshot, every row).
 	Added []*Machine `json:"added"`
-	// Rows whose content changed, whole.
+	// Rows whose content changed, whole. Drift re-checking a machine and finding the same is
+	// no change: a row's `driftCheckedAt` (and its drift's check times) are as of the row's
+	// last message.
 	Changed []*Machine `json:"changed"`
 	// Names of rows gone.
 	Removed []string `json:"removed"`
@@ -592,13 +594,19 @@ type PendingJoinToken struct {
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
 // change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. Invalid input is still an INVALID_INPUT
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type Plan struct {
 	// True when the call would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
-	// The calls it would make, in order. Steps after a refusal are not known.
+	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
+	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller
+	// refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
+	// call runs for them.
 	Steps []*PlanStep `json:"steps"`
 	// Why it would be refused, each with its documented error code.
 	Refusals []*PlanFinding `json:"refusals"`
@@ -626,7 +634,7 @@ type PlanFinding struct {
 type PlanStep struct {
 	System PlanSystem `json:"system"`
 	// The call as the upstream would see it: "PUT /1.0/cluster/members/web-01",
-	// "POST machines/abc123/op-deploy", "UPDATE machine_records".
+	// "POST machines/abc123/?op=deploy", "UPDATE machine_records".
 	Call string `json:"call"`
 	// The machine, member or record it is about (may be empty).
 	Target string `json:"target"`
