@@ -22,5 +22,13 @@ func (r *subscriptionResolver) FleetUpdates(ctx context.Context, after *int) (<-
 		return nil, apperr.New(apperr.Internal, "the fleet stream is not running on this replica")
 	}
 	// Whatever `after` says, the stream starts from a snapshot at the current revision.
-	return broadcast.Subscribe(ctx, r.FleetWatch.Feed(), r.FleetWatch.Follow(ctx), fleetUpdates, fleetBuffer), nil
+	want := r.FleetWatch.Follow(ctx)
+	// A fleet that cannot be read is an error the client is told, not a silent end.
+	if _, err := r.FleetWatch.Snapshot(ctx); err != nil {
+		if _, ok := apperr.As(err); ok {
+			return nil, err
+		}
+		return nil, apperr.New(apperr.Unavailable, "the fleet could not be read; subscribe again in a few seconds")
+	}
+	return broadcast.Subscribe(ctx, r.FleetWatch.Feed(), want, fleetUpdates, fleetBuffer), nil
 }
