@@ -40,7 +40,7 @@ type Change struct {
 type Step struct {
 	System System
 	// Call is the request as the upstream sees it ("PUT /1.0/cluster/members/{name}",
-	// "POST machines/{id}/op-deploy", "UPDATE machine_records").
+	// "POST machines/{id}/?op=deploy", "UPDATE machine_records").
 	Call    string
 	Target  string
 	Changes []Change
