@@ -675,12 +675,32 @@ func (c *Cluster) join(m *Member) error {
     value: ""
 `, m.Name, m.Address, tok.Reveal(), Pool)
 	if out, err := c.CLIInput(m, preseed, "admin", "init", "--preseed"); err != nil {
-		return fmt.Errorf("join %s: %w %s", m.Name, err, out)
+		// The CLI follows the join over a websocket to the joining daemon, which rebinds
+		// its listeners while it joins; on a loaded machine that websocket is sometimes
+		// cut (close 1006) though the join itself goes through. Believe the cluster.
+		if !joinedAnyway(cl, m.Name) {
+			return fmt.Errorf("join %s: %w %s", m.Name, err, out)
+		}
 	}
 	c.mu.Lock()
 	c.Members = append(c.Members, m)
 	c.mu.Unlock()
 	return nil
+}
+
+// joinedAnyway waits up to 30 s for name to be an Online member as the issuing member sees it.
+func joinedAnyway(cl *incus.Client, name string) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		m, _, err := cl.Member(ctx, name)
+		cancel()
+		if err == nil && m.Status == "Online" {
+			return true
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return false
 }
 
 // StartUnjoined starts a fresh, unclustered incusd called name on the lab's next free
