@@ -58,8 +58,17 @@ func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if machine != "" {
+		// A dry run only looks whether a change holds the lock, and takes none: a plan
+		// must not make the change it previews (or another plan, such as the console's
+		// asking again as the operator types) BUSY.
+		lock := `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`
+		if plan.Active(ctx) {
+			lock = `SELECT NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+				AND classid = $1::int4::oid AND objid = hashtext($2)::oid AND objsubid = 2)`
+		}
 		var got bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, lockNamespace, machine).Scan(&got); err != nil {
+		if err := tx.QueryRow(ctx, lock, lockNamespace, machine).Scan(&got); err != nil {
 			return dbError(err)
 		}
 		if !got {

@@ -10,8 +10,10 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/lifecycle"
+	"github.com/apelora/fabric/plan"
 )
 
 // Reads inside a change run on its transaction and NOTIFYs have connections of their own,
@@ -63,5 +65,50 @@ func TestAChangeIsRecordedEvenIfTheClientGoesAway(t *testing.T) {
 	var n int
 	if err := db.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM audit_events WHERE action = 'removeMember' AND outcome = 'SUCCEEDED'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d audit events, %v", n, err)
+	}
+}
+
+// A dry run only looks at the machine's lock: while one runs, the change it previews and
+// other plans of the same machine go ahead; a dry run of a machine a change holds is BUSY.
+func TestADryRunTakesNoMachineLock(t *testing.T) {
+	db := pgtest.New(t)
+	planning := plan.With(audited("installOperatingSystem"), &plan.Recorder{})
+	inside, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Store.Audited(planning, "node-1", func(context.Context) error {
+			close(inside)
+			<-release
+			return nil
+		})
+	}()
+	<-inside
+	if err := db.Store.Audited(plan.With(audited("installOperatingSystem"), &plan.Recorder{}), "node-1", func(context.Context) error { return nil }); err != nil {
+		t.Errorf("a second plan while one runs: %v", err)
+	}
+	if err := db.Store.Audited(audited("installOperatingSystem"), "node-1", func(context.Context) error { return nil }); err != nil {
+		t.Errorf("the real change while its plan runs: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	holding, let := make(chan struct{}), make(chan struct{})
+	go func() {
+		done <- db.Store.Audited(audited("installOperatingSystem"), "node-1", func(context.Context) error {
+			close(holding)
+			<-let
+			return nil
+		})
+	}()
+	<-holding
+	err := db.Store.Audited(plan.With(audited("installOperatingSystem"), &plan.Recorder{}), "node-1", func(context.Context) error { return nil })
+	if apperr.CodeOf(err) != apperr.Busy {
+		t.Errorf("a plan while a change holds the machine: %v, want BUSY", err)
+	}
+	close(let)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
