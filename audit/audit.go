@@ -125,21 +125,30 @@ var secretKeys = []string{"token", "jointoken", "secret", "password", "apikey", 
 // (a BGP peer's password, say).
 func Redact(args map[string]any) map[string]any {
 	out := make(map[string]any, len(args))
-	setting, isSetting := args["key"].(string)
-	_, hasValue := args["value"]
-	isSetting = isSetting && hasValue
 	for k, v := range args {
-		if isSetting && k == "key" {
-			out[k] = v
-			continue
-		}
-		if isSecretKey(k) || (isSetting && k == "value" && isSecretKey(setting)) {
+		if secretIn(args, k) {
 			out[k] = "[redacted]"
 			continue
 		}
 		out[k] = redactValue(v)
 	}
 	return out
+}
+
+// secretIn reports whether the entry k of the object m is a secret: a secret-named key,
+// except in a setting ({key, value}, such as a member-config entry), where the setting's
+// name is kept and its value is the secret when the name is a secret's.
+func secretIn(m map[string]any, k string) bool {
+	setting, isSetting := m["key"].(string)
+	if _, hasValue := m["value"]; isSetting && hasValue {
+		switch k {
+		case "key":
+			return false
+		case "value":
+			return isSecretKey(setting)
+		}
+	}
+	return isSecretKey(k)
 }
 
 func redactValue(v any) any {

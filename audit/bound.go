@@ -153,7 +153,7 @@ func boundValue(v any, l limits, depth int, secret bool) any {
 				break
 			}
 			key := boundKey(k, out)
-			out[key] = boundValue(t[k], l, depth+1, isSecretKey(k))
+			out[key] = boundValue(t[k], l, depth+1, secretIn(t, k))
 		}
 		return out
 	case []any:
