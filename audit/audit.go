@@ -135,6 +135,10 @@ func Redact(args map[string]any) map[string]any {
 	return out
 }
 
+// IsSecretName reports whether a setting or field called name holds a secret (a password,
+// a key, a token…): what the audit, and a plan's changes, never show.
+func IsSecretName(name string) bool { return isSecretKey(name) }
+
 // secretIn reports whether the entry k of the object m is a secret: a secret-named key,
 // except in a setting ({key, value}, such as a member-config entry), where the setting's
 // name is kept and its value is the secret when the name is a secret's.

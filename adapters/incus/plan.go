@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/plan"
 )
 
@@ -60,6 +61,19 @@ func (c *Client) planJoinToken(ctx context.Context, r *plan.Recorder, name strin
 		Changes: []plan.Change{{Field: "join token", After: "issued for " + name + " (not in a plan)"}}})
 	return JoinToken{ServerName: name, Addresses: addrs, ExpiresAt: time.Now().Add(3 * time.Hour).Truncate(time.Second),
 		reveal: sealToken("dry-run-no-token")}, nil
+}
+
+// shown hides the values of a setting whose name is a secret's (by the audit's rule: a
+// plan is stored in its audit event), keeping that it changes.
+func shown(c plan.Change) plan.Change {
+	if audit.IsSecretName(c.Field) {
+		for _, v := range []*string{&c.Before, &c.After} {
+			if *v != "" {
+				*v = audit.Redacted
+			}
+		}
+	}
+	return c
 }
 
 func targetOf(p string) string {
@@ -120,7 +134,7 @@ func changes(before, after map[string]string, owned map[string]json.RawMessage) 
 	var out []plan.Change
 	for k, a := range after {
 		if b := before[k]; b != a {
-			out = append(out, plan.Change{Field: k, Before: b, After: a})
+			out = append(out, shown(plan.Change{Field: k, Before: b, After: a}))
 		}
 	}
 	for k, b := range before {
@@ -129,7 +143,7 @@ func changes(before, after map[string]string, owned map[string]json.RawMessage) 
 		}
 		top, _, _ := strings.Cut(k, ".")
 		if _, ok := owned[top]; ok {
-			out = append(out, plan.Change{Field: k, Before: b})
+			out = append(out, shown(plan.Change{Field: k, Before: b}))
 		}
 	}
 	slices.SortFunc(out, func(a, b plan.Change) int { return strings.Compare(a.Field, b.Field) })

@@ -1,0 +1,22 @@
+package incus
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// A plan lists what a PUT changes, field by field, and hides the values of a setting whose
+// name is a secret's (the plan is kept in the audit), while still saying it changes.
+func TestPlanChangesHideSecretSettings(t *testing.T) {
+	before := flatten(map[string]any{"config": map[string]any{"scheduler.instance": "manual", "user.bgp-password": "old"}, "roles": []string{"database"}})
+	after := flatten(map[string]any{"config": map[string]any{"user.bgp-password": "new"}, "roles": []string{"database"}})
+	owned := map[string]json.RawMessage{"config": nil, "roles": nil}
+	got := map[string][2]string{}
+	for _, c := range changes(before, after, owned) {
+		got[c.Field] = [2]string{c.Before, c.After}
+	}
+	if len(got) != 2 || got["config.scheduler.instance"] != [2]string{"manual", ""} ||
+		got["config.user.bgp-password"] != [2]string{"[redacted]", "[redacted]"} {
+		t.Fatalf("changes %v", got)
+	}
+}
