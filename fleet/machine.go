@@ -11,7 +11,9 @@ import (
 )
 
 // One machine's reads: a mutation's answer (and the machine query) shows one machine, and
-// reads only what that row joins, never the whole MAAS list or the whole fleet.
+// asks MAAS and Incus only for what that row joins, never the whole MAAS list or member
+// list. From PostgreSQL it reads the steps, fence mappings, drift and profiles tables
+// whole, as the view does: one query each, small beside an upstream call.
 
 // RecordsBySystemID finds the record registered from a MAAS machine (nil: none).
 type RecordsBySystemID interface {
