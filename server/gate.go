@@ -38,6 +38,8 @@ type gate struct {
 	log    *slog.Logger
 	// observer counts events that could not be written (nil: nobody).
 	observer Observer
+	// reads shares identical queries in flight.
+	reads sharedReads
 }
 
 type authErrKey struct{}
@@ -85,6 +87,9 @@ func (g *gate) operations(ctx context.Context, next graphql.OperationHandler) gr
 	}
 	if err := mayRead(ctx); err != nil {
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{presentError(ctx, g.log, err)}})
+	}
+	if oc.Operation != nil && oc.Operation.Operation == ast.Query {
+		return g.reads.share(ctx, next)
 	}
 	return next(ctx)
 }
@@ -172,6 +177,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 
 	before := len(graphql.GetErrors(ctx))
 	res := next(audit.WithAction(ctx, action))
+	g.reads.forget() // a read from now on sees what this mutation did
 	if action.Recorded() {
 		return res
 	}

@@ -106,3 +106,49 @@ func (c *Call[V]) run(cl *call[V], ctx context.Context, fn func(context.Context)
 	c.mu.Unlock()
 	close(cl.done)
 }
+
+// Group is a Call per key: callers of the same key share its call in flight, callers of
+// different keys do not wait for each other. A key is kept only while its call has
+// callers, so the group holds no more than what is in flight.
+type Group[V any] struct {
+	mu    sync.Mutex
+	calls map[string]*Call[V]
+}
+
+// Do runs fn for key, or waits for the call of key already in flight, as Call.Do does.
+func (g *Group[V]) Do(ctx context.Context, key string, fn func(context.Context) (V, error)) (V, error) {
+	g.mu.Lock()
+	if g.calls == nil {
+		g.calls = map[string]*Call[V]{}
+	}
+	c := g.calls[key]
+	if c == nil {
+		c = &Call[V]{}
+		g.calls[key] = c
+	}
+	g.mu.Unlock()
+	v, err := c.Do(ctx, fn)
+	g.mu.Lock()
+	if g.calls[key] == c && c.Waiting() == 0 {
+		delete(g.calls, key)
+	}
+	g.mu.Unlock()
+	return v, err
+}
+
+// Forget makes every caller from now on start a new call, whatever its key.
+func (g *Group[V]) Forget() {
+	g.mu.Lock()
+	for _, c := range g.calls {
+		c.Forget()
+	}
+	g.calls = nil
+	g.mu.Unlock()
+}
+
+// Keys is how many keys have a call in flight (for tests).
+func (g *Group[V]) Keys() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.calls)
+}

@@ -222,3 +222,63 @@ func TestForgetStartsANewCallForLaterCallers(t *testing.T) {
 		t.Fatalf("%d upstream calls, want 2", got)
 	}
 }
+
+// A group shares a call per key: callers of one key share, another key has its own call,
+// and a key is dropped once its call has no caller left.
+func TestGroupSharesPerKeyAndKeepsOnlyWhatIsInFlight(t *testing.T) {
+	var g Group[int]
+	var calls atomic.Int32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 20 {
+		key, val := "a", 1
+		if i%2 == 1 {
+			key, val = "b", 2
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if v, err := g.Do(context.Background(), key, held(&calls, release, val, nil)); err != nil || v != val {
+				t.Errorf("key %s: %d %v, want %d", key, v, err, val)
+			}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for g.Keys() != 2 || waitingOn(&g, "a") != 10 || waitingOn(&g, "b") != 10 {
+		if time.Now().After(deadline) {
+			t.Fatal("the callers never all waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("%d calls for two keys, want 2", got)
+	}
+	if g.Keys() != 0 {
+		t.Fatalf("%d keys kept after every call ended", g.Keys())
+	}
+	// Forget: a caller arriving after it does not share the call in flight.
+	block := make(chan struct{})
+	go g.Do(context.Background(), "a", held(&calls, block, 1, nil))
+	for waitingOn(&g, "a") != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	g.Forget()
+	done := make(chan struct{})
+	close(done)
+	if v, _ := g.Do(context.Background(), "a", held(&calls, done, 5, nil)); v != 5 {
+		t.Fatalf("after Forget a caller got %d, want its own call's 5", v)
+	}
+	close(block)
+}
+
+func waitingOn(g *Group[int], key string) int {
+	g.mu.Lock()
+	c := g.calls[key]
+	g.mu.Unlock()
+	if c == nil {
+		return 0
+	}
+	return c.Waiting()
+}
