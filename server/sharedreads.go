@@ -31,9 +31,18 @@ func (s *sharedReads) share(ctx context.Context, next graphql.OperationHandler) 
 	if !ok {
 		return next(ctx)
 	}
+	// The rest of the operation chain runs now, as for any query (it only prepares the
+	// execution): the context the transport then answers with is the innermost one, with
+	// every interceptor's values. Only the execution itself is shared.
+	h := next(ctx)
+	answered := false
 	return func(ctx context.Context) *graphql.Response {
+		if answered {
+			return nil // a query has one answer; a websocket transport asks until nil
+		}
+		answered = true
 		resp, err := s.group.Do(ctx, key, func(ctx context.Context) (*graphql.Response, error) {
-			return next(ctx)(ctx), nil
+			return h(ctx), nil
 		})
 		if err != nil { // this caller went away while it waited
 			return graphql.ErrorResponse(ctx, "the request ended before its answer: %v", err)

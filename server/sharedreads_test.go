@@ -39,7 +39,11 @@ func TestIdenticalQueriesInFlightShareOneExecution(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			answers <- answer{group, string(s.share(ctx, next)(ctx).Data)}
+			h := s.share(ctx, next)
+			answers <- answer{group, string(h(ctx).Data)}
+			if again := h(ctx); again != nil {
+				t.Errorf("a query answered twice: %s", again.Data)
+			}
 		}()
 	}
 	for range 10 {
