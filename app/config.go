@@ -218,14 +218,19 @@ func chain(inner, outer func(http.RoundTripper) http.RoundTripper) func(http.Rou
 	return func(rt http.RoundTripper) http.RoundTripper { return outer(inner(rt)) }
 }
 
-func requestTimeout(get func(string, string) string) (time.Duration, error) {
-	v := get(EnvRequestTimeout, DefaultRequestTimeout.String())
+// boundedDuration parses the setting name's value v, which must lie from least to most;
+// the error names the variable, the range, an example and what the setting is for.
+func boundedDuration(name, v string, least, most, example time.Duration, what string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
-	if err != nil || d < minRequestTimeout || d > maxRequestTimeout {
-		return 0, fmt.Errorf("%s=%q: give a duration from %v to %v, such as %v (how long a call to Incus or MAAS may take before it is reported unavailable)",
-			EnvRequestTimeout, v, minRequestTimeout, maxRequestTimeout, DefaultRequestTimeout)
+	if err != nil || d < least || d > most {
+		return 0, fmt.Errorf("%s=%q: give a duration from %v to %v, such as %v (%s)", name, v, least, most, example, what)
 	}
 	return d, nil
+}
+
+func requestTimeout(get func(string, string) string) (time.Duration, error) {
+	return boundedDuration(EnvRequestTimeout, get(EnvRequestTimeout, DefaultRequestTimeout.String()),
+		minRequestTimeout, maxRequestTimeout, DefaultRequestTimeout, "how long a call to Incus or MAAS may take before it is reported unavailable")
 }
 
 // Drift's settings: the watcher's interval and the offline threshold.
@@ -238,19 +243,14 @@ const (
 )
 
 func driftSettings(get func(string, string) string) (interval, offline time.Duration, err error) {
-	bounded := func(name, v string) (time.Duration, error) {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second || d > maxDriftSetting {
-			return 0, fmt.Errorf("%s=%q: give a duration from 1s to 24h, such as 1m", name, v)
-		}
-		return d, nil
-	}
 	if v := get(EnvDriftInterval, DefaultDriftInterval.String()); v != "off" {
-		if interval, err = bounded(EnvDriftInterval, v); err != nil {
+		if interval, err = boundedDuration(EnvDriftInterval, v, time.Second, maxDriftSetting, DefaultDriftInterval,
+			"how often drift re-checks the admitted members"); err != nil {
 			return 0, 0, fmt.Errorf("%w, or off to keep this replica from watching", err)
 		}
 	}
-	offline, err = bounded(EnvDriftOfflineAfter, get(EnvDriftOfflineAfter, DefaultDriftOfflineAfter.String()))
+	offline, err = boundedDuration(EnvDriftOfflineAfter, get(EnvDriftOfflineAfter, DefaultDriftOfflineAfter.String()),
+		time.Second, maxDriftSetting, DefaultDriftOfflineAfter, "how long a member may be offline before drift says so")
 	return interval, offline, err
 }
 

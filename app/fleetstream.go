@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -21,12 +20,8 @@ const (
 )
 
 func fleetRefreshInterval(get func(string, string) string) (time.Duration, error) {
-	v := get(EnvFleetRefreshInterval, fleet.DefaultRefreshInterval.String())
-	d, err := time.ParseDuration(v)
-	if err != nil || d < minFleetRefresh || d > maxFleetRefresh {
-		return 0, fmt.Errorf("%s=%q: give a duration from 1s to 24h, such as 10s (how often fleetUpdates reads MAAS and Incus while anyone subscribes)", EnvFleetRefreshInterval, v)
-	}
-	return d, nil
+	return boundedDuration(EnvFleetRefreshInterval, get(EnvFleetRefreshInterval, fleet.DefaultRefreshInterval.String()),
+		minFleetRefresh, maxFleetRefresh, fleet.DefaultRefreshInterval, "how often fleetUpdates reads MAAS and Incus while anyone subscribes")
 }
 
 // hubTrigger follows the events of a hub that match (every one when match is nil): audit
