@@ -26,7 +26,7 @@ import (
 type incusPorts struct {
 	c *incus.Client
 	// shared: the whole-cluster reads every fleet read makes, one in flight at a time
-	// for all callers (nil: each caller asks).
+	// for all callers (make incusPorts with newIncusPorts).
 	shared *incusReads
 }
 
@@ -42,25 +42,17 @@ func newIncusPorts(c *incus.Client) *incusPorts {
 }
 
 func (p incusPorts) members(ctx context.Context) ([]incus.Member, error) {
-	if p.shared == nil {
-		return p.c.Members(ctx)
-	}
 	return p.shared.members.Do(ctx, p.c.Members)
 }
 
 // wrote is deferred by every write: a read after the write starts a new call rather than
 // share one that began before it.
 func (p incusPorts) wrote() {
-	if p.shared != nil {
-		p.shared.members.Forget()
-		p.shared.pending.Forget()
-	}
+	p.shared.members.Forget()
+	p.shared.pending.Forget()
 }
 
 func (p incusPorts) pendingJoinTokens(ctx context.Context) ([]incus.PendingJoinToken, error) {
-	if p.shared == nil {
-		return p.c.PendingJoinTokens(ctx)
-	}
 	return p.shared.pending.Do(ctx, p.c.PendingJoinTokens)
 }
 

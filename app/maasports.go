@@ -21,7 +21,7 @@ import (
 type maasPorts struct {
 	c *maas.Client
 	// list: the whole machine list, one call in flight at a time for all callers
-	// (internal/flight); nil: each caller asks.
+	// (internal/flight; make maasPorts with newMAASPorts).
 	list *flight.Call[[]maas.Machine]
 }
 
@@ -31,18 +31,10 @@ func newMAASPorts(c *maas.Client) *maasPorts {
 
 // wrote is deferred by every step that changes a machine: a list after it starts a new
 // call rather than share one that began before the change.
-func (p maasPorts) wrote() {
-	if p.list != nil {
-		p.list.Forget()
-	}
-}
+func (p maasPorts) wrote() { p.list.Forget() }
 
 func (p maasPorts) listMachines(ctx context.Context) ([]maas.Machine, error) {
-	all := func(ctx context.Context) ([]maas.Machine, error) { return p.c.Machines(ctx, maas.MachineFilter{}) }
-	if p.list == nil {
-		return all(ctx)
-	}
-	return p.list.Do(ctx, all)
+	return p.list.Do(ctx, func(ctx context.Context) ([]maas.Machine, error) { return p.c.Machines(ctx, maas.MachineFilter{}) })
 }
 
 var (
