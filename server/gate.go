@@ -304,6 +304,10 @@ const (
 	// RateLimited: requests from an address refused for failing authentication too often;
 	// at most one event per address per RateLimitWindow.
 	RateLimited = "rateLimited"
+	// SignInFailed: console sign-ins (a bearer token for a session, or a session cookie)
+	// from an address that failed to authenticate; at most one event per address per
+	// RateLimitWindow, counting the failures since its last one.
+	SignInFailed = "signInFailed"
 )
 
 // maxListedMutations bounds the mutation names one request's event lists.
