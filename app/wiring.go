@@ -184,6 +184,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		AuthFailureLimit: cfg.AuthFailureLimit,
 		SessionTTL:       cfg.SessionTTL,
 		Observer:         cfg.serverObserver(),
+		AccessLogLevel:   cfg.accessLogLevel(),
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }
@@ -198,4 +199,13 @@ func (s storeWithRecords) Record(ctx context.Context, name string) (*machines.Re
 
 func (s storeWithRecords) RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error) {
 	return s.Store.Machines().RecordBySystemID(ctx, systemID)
+}
+
+// accessLogLevel is APELORA_ACCESS_LOG as a level (a Config built in code logs requests at
+// INFO).
+func (c Config) accessLogLevel() slog.Level {
+	if c.AccessLog == "debug" {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }

@@ -132,9 +132,20 @@ func (a *sessionAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	resterr.Write(w, r, a.log, err)
 }
 
+// sessionAnswer is what /api/v1/session says: who is signed in until when, or (GET
+// without a cookie) that nobody is. Asking without a cookie is the sign-in page's first
+// question, so it is answered 200 rather than 401: a browser logs every 4xx answer as an
+// error in its console.
 type sessionAnswer struct {
-	Identity  string    `json:"identity"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	SignedIn  bool       `json:"signedIn"`
+	Identity  string     `json:"identity,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Message   string     `json:"message,omitempty"`
+}
+
+func signedIn(name string, expires time.Time) sessionAnswer {
+	t := expires.UTC()
+	return sessionAnswer{SignedIn: true, Identity: name, ExpiresAt: &t}
 }
 
 func (a *sessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +178,7 @@ func (a *sessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	a.log.InfoContext(r.Context(), "console session started", "identity", id.Name, "session", sess.ID, "expires_at", sess.ExpiresAt)
 	http.SetCookie(w, a.cookie(r, value, sess.ExpiresAt))
-	writeJSON(w, http.StatusCreated, sessionAnswer{Identity: id.Name, ExpiresAt: sess.ExpiresAt.UTC()})
+	writeJSON(w, http.StatusCreated, signedIn(id.Name, sess.ExpiresAt))
 }
 
 func (a *sessionAPI) current(w http.ResponseWriter, r *http.Request) {
@@ -177,7 +188,7 @@ func (a *sessionAPI) current(w http.ResponseWriter, r *http.Request) {
 		err := authError(ctx)
 		if _, e := r.Cookie(SessionCookie); e != nil {
 			// No credential was presented: not a failed authentication.
-			resterr.Write(w, r, a.log, apperr.New(apperr.Unauthenticated, "not signed in: paste your bearer token to sign in"))
+			writeJSON(w, http.StatusOK, sessionAnswer{Message: "not signed in: paste your bearer token to sign in"})
 			return
 		}
 		if apperr.CodeOf(err) == apperr.Unauthenticated {
@@ -189,7 +200,7 @@ func (a *sessionAPI) current(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := w.(*recorder); ok {
 		rec.identity = id
 	}
-	writeJSON(w, http.StatusOK, sessionAnswer{Identity: id.Name, ExpiresAt: sessionFrom(ctx).ExpiresAt.UTC()})
+	writeJSON(w, http.StatusOK, signedIn(id.Name, sessionFrom(ctx).ExpiresAt))
 }
 
 func (a *sessionAPI) signOut(w http.ResponseWriter, r *http.Request) {

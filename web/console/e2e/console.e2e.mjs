@@ -45,9 +45,14 @@ const browser = await launch();
 try {
   const { context, page } = await newPage(browser, BASE);
 
-  step('sign-in page');
+  step('sign-in page (a first visit logs no error in the browser console)');
+  const firstVisit = [];
+  const noteConsole = (m) => { if (m.type() === 'error') firstVisit.push(m.text()); };
+  page.on('console', noteConsole);
   await page.goto('/');
   await page.getByLabel('Bearer token').waitFor();
+  page.off('console', noteConsole);
+  expect(firstVisit.length === 0, `the sign-in page logged errors: ${firstVisit.join('; ')}`);
   await shot(page, SHOTS, '01-sign-in');
   await axe(page, 'sign-in');
   await page.getByLabel('Bearer token').fill('apl_not-a-real-token');
