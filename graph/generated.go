@@ -2956,7 +2956,7 @@ enum ChangeLock {
   MACHINE
   "The identities' rows (a revocation cannot leave no active manager)."
   IDENTITIES
-  "No lock: the change is one statement on rows of its own."
+  "No lock: the database's constraints keep concurrent changes apart (hardware profiles)."
   NONE
 }
 `, BuiltIn: false},

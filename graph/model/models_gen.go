@@ -1054,7 +1054,7 @@ const (
 	ChangeLockMachine ChangeLock = "MACHINE"
 	// The identities' rows (a revocation cannot leave no active manager).
 	ChangeLockIdentities ChangeLock = "IDENTITIES"
-	// No lock: the change is one statement on rows of its own.
+	// No lock: the database's constraints keep concurrent changes apart (hardware profiles).
 	ChangeLockNone ChangeLock = "NONE"
 )
 
