@@ -56,7 +56,7 @@ fi
 go mod download
 
 # Generated code must match the schema and operations: regenerate and compare.
-generated() { find graph client/generated.go resolvers -name '*.go' -type f -print0 | sort -z | xargs -0 sha256sum; }
+generated() { find graph client/generated.go resolvers internal/mutations/changes_gen.go web/console/src/api/changes.gen.ts \( -name '*.go' -o -name '*.ts' \) -type f -print0 | sort -z | xargs -0 sha256sum; }
 before=$(generated)
 go generate ./...
 after=$(generated)
