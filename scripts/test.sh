@@ -21,7 +21,7 @@ Runs Apelora fabric's tests on this machine, as root. In order:
      tests start their own incusd members on private 127.X.Y.0/24 addresses and the
      MAAS simulator on loopback; nothing else is contacted.
   2. go mod download; go generate ./... and a check that the generated code (graph/,
-     client/generated.go, resolvers/) was committed current.
+     client/generated.go, resolvers/, the mutations' declarations) was committed current.
   3. gofmt and go vet; scripts/check-deploy.sh: the alert rules (promtool check and
      test rules) and the systemd units (systemd-analyze verify and security) in deploy/.
   4. go test -count=1 -timeout 40m with the arguments given, or ./... without any
