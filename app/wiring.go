@@ -41,6 +41,13 @@ type Product struct {
 	Listener *postgres.Listener
 }
 
+// plugPorts plugs the configured upstreams' ports into the services that declare ports.
+func plugPorts(res *resolvers.Resolver, enrol *enrolment.Service, incusSide *incusPorts, maasSide *maasPorts) {
+	services := []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res}
+	plug(incusSide, services...)
+	plug(maasSide, services...)
+}
+
 // Build wires the domain services and the HTTP handler on store. Background work (the
 // database listener that feeds subscriptions) runs until ctx ends.
 func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Logger) (*Product, error) {
@@ -139,31 +146,13 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		DriftView: &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
 		Log:       log,
 	}
-	// Each port is set only when its upstream is configured (an interface holding a nil
-	// pointer would not be nil).
-	if incusSide != nil {
-		enrol.Incus = incusSide
-		res.Machines.Membership = incusSide
-		res.View.Incus = fleetIncus
-		res.View.One.Incus = incusSide
-		res.Admission.Checker.Incus = incusSide
-		res.Admission.Members = incusSide
-		res.Provisioning.Membership = incusSide
-		res.Versions = incusSide
-		res.Fencing.Membership = incusSide
+	// Each upstream's ports go into every port of the services that it serves (plug); the
+	// fleet's reads go through the metrics first.
+	res.View.Incus = fleetIncus
+	if maasSide != nil && cfg.Metrics != nil {
+		res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
 	}
-	if maasSide != nil {
-		res.Machines.MAAS = maasSide
-		res.View.MAAS = maasSide
-		res.View.One.MAAS = maasSide
-		if cfg.Metrics != nil {
-			res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
-		}
-		res.Admission.Checker.MAAS = maasSide
-		res.Admission.Checker.MAASInventory = maasSide
-		res.Provisioning.MAAS = maasSide
-		res.Provisioning.ImageSource = maasSide
-	}
+	plugPorts(res, enrol, incusSide, maasSide)
 	triggers := []fleet.Trigger{hubTrigger(feed.Hub(), mayHaveChanged), hubTrigger(driftFeed.Hub(), nil), hubTrigger(fenceFeed.Hub(), nil)}
 	if incusClient != nil {
 		triggers = append(triggers, incusTrigger(incusClient, log))

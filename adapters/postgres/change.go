@@ -8,6 +8,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/internal/mutations"
 	"github.com/apelora/fabric/plan"
 )
 
@@ -46,9 +47,26 @@ func (s *Store) q(ctx context.Context) querier {
 // detached from the request's (keeping its values) and bounded by changeTimeout, so a
 // step Incus or MAAS has carried out is always recorded.
 func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	lock := mutations.LockNone
+	if machine != "" {
+		lock = mutations.LockMachine
+	}
+	return s.changeHolding(ctx, lock, machine, fn)
+}
+
+// changeHolding is change, saying which lock it holds (the identities' changes lock rows
+// of their own, not a machine), so that it can check the mutation's declaration.
+func (s *Store) changeHolding(ctx context.Context, lock mutations.Lock, machine string, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	action := audit.ActionFrom(ctx)
 	if action == nil {
 		return apperr.New(apperr.Internal, "a change was attempted outside an audited mutation")
+	}
+	// The lock a mutation's change holds is declared beside it in schema/ (@change): a
+	// service that locks otherwise is a programming error, caught by any test that runs
+	// it (`apelora identity` on the server runs under its mutation's name and is checked
+	// too). Actions named after no mutation are not.
+	if m, ok := mutations.Of(action.Name); ok && m.Lock != lock {
+		return apperr.New(apperr.Internal, "mutation %s declares the lock %s (schema/, @change) but its change holds %s: make the service or the declaration say the same", m.Name, m.Lock, lock)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), changeTimeout)
 	defer cancel()

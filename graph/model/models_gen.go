@@ -1046,6 +1046,67 @@ func (e AuditOutcome) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// The lock a change holds while it runs, so two changes to one thing never interleave.
+type ChangeLock string
+
+const (
+	// The machine's advisory lock (a second change to it at the same time is BUSY).
+	ChangeLockMachine ChangeLock = "MACHINE"
+	// The identities' rows (a revocation cannot leave no active manager).
+	ChangeLockIdentities ChangeLock = "IDENTITIES"
+	// No lock: the database's constraints keep concurrent changes apart (hardware profiles).
+	ChangeLockNone ChangeLock = "NONE"
+)
+
+var AllChangeLock = []ChangeLock{
+	ChangeLockMachine,
+	ChangeLockIdentities,
+	ChangeLockNone,
+}
+
+func (e ChangeLock) IsValid() bool {
+	switch e {
+	case ChangeLockMachine, ChangeLockIdentities, ChangeLockNone:
+		return true
+	}
+	return false
+}
+
+func (e ChangeLock) String() string {
+	return string(e)
+}
+
+func (e *ChangeLock) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ChangeLock(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ChangeLock", str)
+	}
+	return nil
+}
+
+func (e ChangeLock) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ChangeLock) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ChangeLock) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type CheckResult string
 
 const (
