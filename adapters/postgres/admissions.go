@@ -97,12 +97,18 @@ func (s *Store) EndAdmission(ctx context.Context, machine string) error {
 	if err != nil {
 		return err
 	}
+	// Only an open admission is written to: a step that ends none writes nothing (and a
+	// dry run's plan shows no database step for it).
+	open, err := s.OpenAdmission(ctx, machine)
+	if err != nil || open == nil {
+		return err
+	}
 	var by, step, request string
 	if act := audit.ActionFrom(ctx); act != nil {
 		by, step, request = act.Actor, act.Name, act.RequestID
 	}
 	_, err = tx.Exec(ctx, `UPDATE admissions SET ended_at = now(), ended_by = $2, ended_action = $3, ended_request = $4
-		WHERE machine = $1 AND ended_at IS NULL`, machine, by, step, request)
+		WHERE id = $1`, open.ID, by, step, request)
 	return dbError(err)
 }
 
