@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/lifecycle"
+	"github.com/apelora/fabric/migrations"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )
@@ -176,7 +179,17 @@ func rejoin(t *testing.T, lab *incuslab.Cluster, old *incuslab.Member) {
 func TestAdmissionsAreCarriedOverFromTheTrail(t *testing.T) {
 	lab := incuslab.Start(t, 2)
 	ctx := t.Context()
-	db := pgtest.NewBefore(t, 8)
+	// The database as the release before admissions were facts left it: every migration
+	// before the one that made them (0008_admissions.sql, found by name).
+	made, err := fs.Glob(migrations.Files, "*_admissions.sql")
+	if err != nil || len(made) != 1 {
+		t.Fatalf("the admissions migration: %v %v", made, err)
+	}
+	version, err := strconv.Atoi(strings.SplitN(made[0], "_", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := pgtest.NewBefore(t, version)
 	inc := lab.Client(t, lab.Members[0])
 	m2, _, err := inc.Member(ctx, "m2")
 	if err != nil {
