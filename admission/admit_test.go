@@ -173,3 +173,52 @@ func TestAdmitRefusalSaysWhatDifferedFromTheProfile(t *testing.T) {
 		t.Fatalf("err %v details %v", err, e.Details)
 	}
 }
+
+type carried struct {
+	todo    []CarriedOver
+	cleared []int64
+}
+
+func (c *carried) CarriedOver(context.Context) ([]CarriedOver, error) { return c.todo, nil }
+func (c *carried) MarkedCarriedOver(_ context.Context, id int64) error {
+	c.cleared = append(c.cleared, id)
+	return nil
+}
+
+// Only an unheld member that carries no mark is marked; the others are left as they are,
+// their admission still flagged.
+func TestCarriedOverAdmissionsAreMarked(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		member string
+		config map[string]string
+		marks  bool
+	}{
+		{"unheld member", "node-3", map[string]string{"user.owner": "ops"}, true},
+		{"held member", "node-3", map[string]string{"scheduler.instance": "manual"}, false},
+		{"marked otherwise", "node-3", map[string]string{lifecycle.AdmissionKey: "by hand"}, false},
+		{"member gone", "node-9", nil, false},
+	} {
+		f := healthy()
+		f.members[1].Config = c.config
+		s, mem, st := admitService(f)
+		st.open = &lifecycle.Admission{ID: 7, CarriedOver: true}
+		store := &carried{todo: []CarriedOver{{Machine: c.member, ID: 7, RequestID: "req-old"}}}
+		n, err := s.MarkCarriedOver(context.Background(), store, "req-start")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !c.marks {
+			if n != 0 || len(mem.updates) != 0 || len(store.cleared) != 0 {
+				t.Errorf("%s: marked %d, updates %v, cleared %v", c.name, n, mem.updates, store.cleared)
+			}
+			continue
+		}
+		if n != 1 || len(mem.updates) != 1 || !reflect.DeepEqual(store.cleared, []int64{7}) || mem.etags[0] != `"e1"` {
+			t.Fatalf("%s: marked %d, updates %v, cleared %v", c.name, n, mem.updates, store.cleared)
+		}
+		if u := mem.updates[0]; u.Config[lifecycle.AdmissionKey] != lifecycle.AdmissionMark(7, "req-old") || u.Config["user.owner"] != "ops" {
+			t.Fatalf("%s: config sent %v", c.name, u.Config)
+		}
+	}
+}
