@@ -27,6 +27,7 @@ import (
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/logging"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/provisioning"
@@ -161,6 +162,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if incusClient != nil && cfg.DriftInterval > 0 {
 		startDrift(ctx, cfg, store, incusClient, res.Admission.Checker, log)
 	}
+	if incusSide != nil {
+		go markCarriedOver(ctx, res.Admission, store, log)
+	}
 	h := server.Handler(server.Config{
 		Log:              log,
 		Store:            store,
@@ -198,3 +202,28 @@ func (c Config) accessLogLevel() slog.Level {
 	}
 	return slog.LevelInfo
 }
+
+// markCarriedOver marks in Incus the members of admissions carried over from the audit
+// trail (admission.MarkCarriedOver), trying again every carryOverRetry until it is done:
+// until then those members count as admitted without the mark, so nothing waits on it.
+func markCarriedOver(ctx context.Context, svc *admission.Service, store *postgres.Store, log *slog.Logger) {
+	for {
+		id := logging.NewRequestID()
+		n, err := svc.MarkCarriedOver(logging.WithRequestID(ctx, id), store, id)
+		if n > 0 {
+			log.Info("marked the members of admissions carried over from the audit trail", "marked", n, "request_id", id)
+		}
+		if err == nil {
+			return
+		}
+		log.Warn("could not mark every member admitted before admissions were marked; they count as admitted meanwhile, trying again", "error", apperr.PublicMessage(err), "retry_in", carryOverRetry.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(carryOverRetry):
+		}
+	}
+}
+
+// carryOverRetry is how long markCarriedOver waits before trying again.
+const carryOverRetry = time.Minute

@@ -3874,9 +3874,9 @@ enum Phase {
   AWAITING_JOIN
   "A member held out of automatic placement (scheduler.instance=manual), awaiting admission."
   HELD
-  "A member admitted after passing the admission checks."
+  "A member admitted after passing the admission checks: Apelora recorded the admission, and the member carries its mark (user.apelora.admission)."
   ADMITTED
-  "A member placement can reach although no admission was recorded."
+  "A member placement can reach although it carries no mark of an admission Apelora recorded."
   UNHELD
   "An Incus member with no machine record (for example the bootstrap member)."
   UNREGISTERED
@@ -3908,6 +3908,8 @@ enum WarningCode {
   HARDWARE_UUID_MISMATCH
   "An admitted member fails a check it passed at admission (see ` + "`" + `drift` + "`" + ` on the warning)."
   DRIFT
+  "The member carries the admission mark (user.apelora.admission), but Apelora has no record of that admission: placement reaches a member Apelora did not admit. Run admitMember to check and admit it, or hold it."
+  ADMISSION_NOT_RECORDED
 }
 
 "What Apelora has recorded about a machine."

@@ -151,7 +151,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	}
 	action := &audit.Action{
 		Actor:      actor,
-		Name:       rfc.Field.Name, // lifecycle.MembershipSteps read the trail by these names
+		Name:       rfc.Field.Name,
 		Machine:    decl.MachineIn(args),
 		RequestID:  logging.RequestID(ctx),
 		Parameters: audit.Redact(args),

@@ -13,7 +13,6 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/plan"
 )
 
@@ -39,7 +38,7 @@ func TestChangesNeedOnlyTheirOwnConnection(t *testing.T) {
 		if _, err := store.Machines().Record(ctx, "node-1"); err != nil {
 			return err
 		}
-		if _, err := store.LatestStep(ctx, "node-1", lifecycle.MembershipSteps); err != nil {
+		if _, err := store.OpenAdmission(ctx, "node-1"); err != nil {
 			return err
 		}
 		return store.Notify(ctx, postgres.AdmissionChannel, `{}`)
