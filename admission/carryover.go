@@ -32,11 +32,11 @@ type CarriedOver struct {
 
 // CarriedOverStore is what marking carried-over admissions needs from the database.
 type CarriedOverStore interface {
-	// CarriedOver lists the open admissions still flagged as carried over.
+	// CarriedOver lists the open admissions carried over from the trail. The flag is a
+	// fact of the admission and stays once its member is marked: a fleet read whose
+	// Incus answer predates the mark, and whose database answer follows it, must still
+	// find the member admitted (a cleared flag made it UNHELD for that read).
 	CarriedOver(ctx context.Context) ([]CarriedOver, error)
-	// MarkedCarriedOver clears the flag of admission id in the change in progress: its
-	// member now carries the mark.
-	MarkedCarriedOver(ctx context.Context, id int64) error
 }
 
 // errNothingToMark ends a marking change without writing anything, audit event included.
@@ -76,9 +76,6 @@ func (s *Service) MarkCarriedOver(ctx context.Context, store CarriedOverStore, r
 			}
 			if _, marked := member.Config[lifecycle.AdmissionKey]; marked || member.Held() {
 				return errNothingToMark
-			}
-			if err := store.MarkedCarriedOver(ctx, c.ID); err != nil {
-				return err
 			}
 			put := member
 			put.Config = maps.Clone(member.Config)

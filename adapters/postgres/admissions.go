@@ -128,12 +128,3 @@ func (s *Store) CarriedOver(ctx context.Context) ([]admission.CarriedOver, error
 	return out, dbError(err)
 }
 
-// MarkedCarriedOver clears admission id's carried-over flag in the change in progress.
-func (s *Store) MarkedCarriedOver(ctx context.Context, id int64) error {
-	tx, err := s.inChange(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `UPDATE admissions SET carried_over = false WHERE id = $1`, id)
-	return dbError(err)
-}
