@@ -127,4 +127,3 @@ func (s *Store) CarriedOver(ctx context.Context) ([]admission.CarriedOver, error
 	})
 	return out, dbError(err)
 }
-
