@@ -141,7 +141,7 @@ try {
   await shot(page, SHOTS, '04-machine-registered', false);
   await axe(page, 'machine');
   await toast.getByRole('button', { name: /Dismiss/ }).click();
-  expect((await toast.count()) === 0, 'the toast is dismissed');
+  await toast.waitFor({ state: 'detached', timeout: 2000 });
 
   step('machine tabs: the arrow keys move between them, the tab is in the URL');
   await page.locator('[data-tab="overview"]').focus();
@@ -150,7 +150,7 @@ try {
   expect(await page.evaluate(() => document.activeElement?.getAttribute('data-tab') === 'admission'), 'focus follows the arrow key');
   expect(page.url().includes('tab=admission'), 'the tab is in the URL: ' + page.url());
   await page.keyboard.press('End');
-  await page.locator('[data-tab-panel="history"] tr[data-audit-action="registerMachine"]').waitFor();
+  await page.locator('[data-tab-panel="history"] tr[data-audit-action="registerMachine"][data-outcome="SUCCEEDED"]').waitFor();
   await page.keyboard.press('ArrowLeft');
   await page.locator('[data-tab-panel="fencing"]').waitFor();
   await page.keyboard.press('ArrowLeft');
@@ -368,7 +368,7 @@ try {
   await shot(page, SHOTS, '09a-fleet-after');
 
   step('audit shows each step');
-  await page.getByRole('link', { name: 'Audit' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit' }).click();
   for (const a of ['registerMachine', 'approveEnrolment', 'admitMember']) {
     await page.locator(`tr[data-audit-action="${a}"][data-outcome="SUCCEEDED"]`).first().waitFor();
   }

@@ -167,7 +167,7 @@ function ThemeSwitch() {
   const [theme, setTheme] = useTheme();
   return (
     <label className="theme-switch">
-      Theme{' '}
+      Theme
       <select className="input input-small" value={theme} onChange={(e) => setTheme(e.target.value as ThemeChoice)} data-theme-switch>
         {themeChoices.map((c) => (
           <option key={c} value={c}>{themeLabels[c]}</option>

@@ -1,6 +1,7 @@
 // Toasts: after each change, a short note that it succeeded or failed, with a link to its
-// audit event. They are announced (aria-live) but never take focus, stay while hovered or
-// focused, and can be dismissed; the event is found in the audit trail (the mutations'
+// audit event. They are announced (aria-live) but never take focus, stay while focused
+// (keyboard users reach the link) and can be dismissed; they do not wait for the pointer, so
+// one never stays over the page's own controls; the event is found in the audit trail (the mutations'
 // payloads do not name it) as the caller's newest event of that action.
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { useClient } from 'urql';
@@ -30,7 +31,7 @@ export function useToast(): Notify {
   return useContext(ToastContext);
 }
 
-// How long a toast stays unless hovered or focused; the audit trail keeps it for good.
+// How long a toast stays unless focused; the audit trail keeps its event for good.
 const lifetime = 10000;
 
 export function ToastHost({ children }: { children: ReactNode }) {
@@ -88,8 +89,6 @@ function ToastView({ toast: t, onDismiss }: { toast: Toast; onDismiss(id: number
       className={`toast tone-${t.ok ? 'positive' : 'negative'}`}
       data-toast={t.ok ? 'success' : 'failure'}
       data-audit-event={t.event ?? undefined}
-      onMouseEnter={() => setHeld(true)}
-      onMouseLeave={() => setHeld(false)}
       onFocus={() => setHeld(true)}
       onBlur={() => setHeld(false)}
     >

@@ -98,19 +98,35 @@ function useHiddenColumns(): [ReadonlySet<FleetColumn>, (c: FleetColumn, shown: 
 }
 
 function ColumnChooser({ hidden, toggle }: { hidden: ReadonlySet<FleetColumn>; toggle(c: FleetColumn, shown: boolean): void }) {
+  // The checkboxes exist only while the chooser is open, so they never stand beside the
+  // filters' own fields (Warning, Provisioner…) for assistive technology.
+  const [open, setOpen] = useState(false);
   return (
-    <details className="columns-chooser" data-columns-chooser>
+    <details
+      className="columns-chooser"
+      data-columns-chooser
+      open={open}
+      onToggle={(e) => setOpen(e.currentTarget.open)}
+      onKeyDown={(e) => {
+        // Escape closes the chooser and returns to its button, as a menu would.
+        if (e.key !== 'Escape' || !open) return;
+        setOpen(false);
+        e.currentTarget.querySelector('summary')?.focus();
+      }}
+    >
       <summary className="btn btn-plain btn-small">Columns{hidden.size ? ` (${hidden.size} hidden)` : ''}</summary>
-      <fieldset>
-        <legend>Columns shown</legend>
-        {columns.map((c) =>
-          c.id === 'name' ? null : (
-            <label key={c.id} className="check">
-              <input type="checkbox" checked={!hidden.has(c.id)} onChange={(e) => toggle(c.id as FleetColumn, e.target.checked)} data-column={c.id} /> {c.label}
-            </label>
-          ),
-        )}
-      </fieldset>
+      {open ? (
+        <fieldset>
+          <legend>Columns shown</legend>
+          {columns.map((c) =>
+            c.id === 'name' ? null : (
+              <label key={c.id} className="check">
+                <input type="checkbox" checked={!hidden.has(c.id)} onChange={(e) => toggle(c.id as FleetColumn, e.target.checked)} data-column={c.id} /> {c.label}
+              </label>
+            ),
+          )}
+        </fieldset>
+      ) : null}
     </details>
   );
 }
