@@ -73,6 +73,49 @@ try {
   expect((await page.locator('tr[data-machine="m1"]').innerText()).includes('Deployed'), 'm1 shows its MAAS status beside the member');
   await shot(page, SHOTS, '03-fleet');
   await axe(page, 'fleet');
+
+  step('fleet: "/" focuses the search (not while typing in a field)');
+  await page.locator('#fleet-title').click();
+  await page.keyboard.press('/');
+  expect(await page.evaluate(() => document.activeElement?.hasAttribute('data-fleet-search')), '"/" focuses the fleet search');
+  await page.keyboard.type('zz-no-such');
+  expect((await page.locator('[data-fleet-search]').inputValue()) === 'zz-no-such', 'a "/" typed in the search is not swallowed and types on');
+  step('fleet: a filter with no match says so and offers to clear it');
+  await page.locator('[data-fleet-empty]').waitFor();
+  expect((await page.locator('[data-fleet-empty]').innerText()).includes('No machine matches this filter'), 'the empty filter says so');
+  await shot(page, SHOTS, '03c-fleet-no-match');
+  await axe(page, 'fleet no match');
+  await page.locator('[data-fleet-empty] button', { hasText: 'Clear filters' }).click();
+  await page.locator('tr[data-machine="node-a"]').waitFor();
+  expect(!page.url().includes('q='), 'clearing the filter clears the URL: ' + page.url());
+
+  step('fleet: the column chooser hides a column, and the choice survives a reload');
+  const headers = () => page.locator('.fleet-table thead th').allInnerTexts();
+  expect((await headers()).some((h) => h.includes('Power')), 'the Power column shows at first');
+  await page.locator('[data-columns-chooser] summary').click();
+  await page.locator('[data-column="power"]').uncheck();
+  expect(!(await headers()).some((h) => h.includes('Power')), 'unchecking Power hides its column');
+  expect((await page.locator('tr[data-machine="m1"] td').count()) === 7, 'a row has a cell per shown column');
+  await shot(page, SHOTS, '03d-fleet-columns', false);
+  await page.reload();
+  await page.locator('tr[data-machine="m1"]').waitFor();
+  expect(!(await headers()).some((h) => h.includes('Power')), 'the column choice survives a reload');
+  await page.locator('[data-columns-chooser] summary').click();
+  await page.locator('[data-column="power"]').check();
+  await page.locator('[data-columns-chooser] summary').click();
+  expect((await headers()).some((h) => h.includes('Power')), 'checking Power shows it again');
+
+  step('theme switch: dark, kept over a reload, then back to the system\'s');
+  await page.locator('[data-theme-switch]').selectOption('dark');
+  await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
+  await page.reload();
+  await page.locator('tr[data-machine="m1"]').waitFor();
+  expect((await page.evaluate(() => document.documentElement.dataset.theme)) === 'dark', 'the dark theme chosen survives a reload');
+  await shot(page, SHOTS, '03e-fleet-dark-chosen', false);
+  await page.locator('[data-theme-switch]').selectOption('system');
+  await page.waitForFunction(() => document.documentElement.dataset.theme === 'light');
+  await noStoredCredential(page, 'after the theme switch');
+
   await page.locator('[data-fleet-search]').fill('nnnn03');
   await page.waitForFunction(() => document.querySelectorAll('tbody tr[data-machine]').length === 1);
   expect(page.url().includes('q=nnnn03'), 'the search is kept in the URL: ' + page.url());
@@ -89,8 +132,53 @@ try {
   await confirmPlanned(page);
   await page.waitForURL('**/machines/node-a');
   await phaseIs(page, 'REGISTERED');
-  await shot(page, SHOTS, '04-machine-registered');
+  step('a toast says the change succeeded and links to its audit event, without taking focus');
+  const toast = page.locator('[data-toast="success"][data-audit-event]');
+  await toast.waitFor();
+  expect((await toast.innerText()).includes('node-a'), 'the toast names the machine: ' + (await toast.innerText()));
+  expect((await toast.getByRole('link').getAttribute('href')).includes('event=' + (await toast.getAttribute('data-audit-event'))), 'the toast links to its audit event');
+  expect(!(await page.evaluate(() => !!document.activeElement?.closest('.toasts'))), 'the toast did not take focus');
+  await shot(page, SHOTS, '04-machine-registered', false);
   await axe(page, 'machine');
+  await toast.getByRole('button', { name: /Dismiss/ }).click();
+  await toast.waitFor({ state: 'detached', timeout: 2000 });
+
+  step('machine tabs: the arrow keys move between them, the tab is in the URL');
+  await page.locator('[data-tab="overview"]').focus();
+  await page.keyboard.press('ArrowRight');
+  await page.locator('[data-tab="admission"][aria-selected="true"]').waitFor();
+  expect(await page.evaluate(() => document.activeElement?.getAttribute('data-tab') === 'admission'), 'focus follows the arrow key');
+  expect(page.url().includes('tab=admission'), 'the tab is in the URL: ' + page.url());
+  await page.keyboard.press('End');
+  await page.locator('[data-tab-panel="history"] tr[data-audit-action="registerMachine"][data-outcome="SUCCEEDED"]').waitFor();
+  await page.keyboard.press('ArrowLeft');
+  await page.locator('[data-tab-panel="fencing"]').waitFor();
+  await page.keyboard.press('ArrowLeft');
+  await page.locator('[data-tab-panel="hardware"]').waitFor();
+  expect((await page.locator('[data-tab-panel="hardware"]').innerText()).includes('32 CPUs'), 'node-a shows the CPUs MAAS inventoried');
+  await page.reload();
+  await page.locator('[data-tab="hardware"][aria-selected="true"]').waitFor();
+  await page.locator('[data-tab="overview"]').click();
+  expect(!page.url().includes('tab='), 'the overview is the page without a tab: ' + page.url());
+  step('a New machine\'s hardware is unknown, not 0; a status is not repeated');
+  await page.goto('/machines/node-new?tab=hardware');
+  const hw = page.locator('[data-tab-panel="hardware"] .facts');
+  await hw.waitFor();
+  const hwText = await hw.innerText();
+  expect(hwText.includes('unknown') && !/\b0 (CPUs|GiB|GB)/.test(hwText), 'MAAS hardware not inventoried reads as unknown, not 0: ' + hwText);
+  await shot(page, SHOTS, '04b-machine-new-maas-hardware');
+  await axe(page, 'machine MAAS hardware');
+  await page.goto('/machines/m1');
+  const memberFacts = await page.locator('[aria-label="Incus member"]').innerText();
+  expect(memberFacts.includes('URL'), 'm1 shows its member URL: ' + memberFacts);
+  const urlBox = await page.locator('[aria-label="Incus member"] dd.nowrap code').boundingBox();
+  expect(urlBox && urlBox.height < 30, `the member URL stays on one line (${urlBox?.height}px high)`);
+  await shot(page, SHOTS, '04c-machine-member');
+  await page.locator('[data-tab="hardware"]').click();
+  const m1Status = await page.locator('[data-tab-panel="hardware"] .facts').innerText();
+  expect(!/Deployed\s+—\s+Deployed/.test(m1Status), 'the MAAS status is not repeated: ' + m1Status);
+  await page.goto('/machines/node-a');
+  await phaseIs(page, 'REGISTERED');
 
   step('install: the images MAAS holds are offered');
   await page.locator('[data-action="install"]').click();
@@ -221,6 +309,7 @@ try {
   await phaseIs(page, 'HELD', 45000);
 
   step('admission checks stream in from a report run elsewhere');
+  await page.locator('[data-tab="admission"]').click();
   await page.locator('#admission-title').waitFor();
   // Opening a held member runs its checks once; a run started elsewhere then streams in too.
   await page.locator('[data-verdict="ADMISSIBLE"]').waitFor({ timeout: 20000 });
@@ -266,6 +355,7 @@ try {
   expect((await page.locator('tbody tr[data-machine]').getAttribute('data-machine')) === 'node-4', 'the DRIFT warning filter keeps node-4 alone');
   await page.getByLabel('Warning').selectOption('');
   await page.locator('tr[data-machine="node-4"] a').first().click();
+  await page.locator('[data-tab="admission"]').click();
   await control('/release-node-4');
   await page.locator('[data-drift="none"]').waitFor({ timeout: 30000 });
   await phaseIs(page, 'ADMITTED');
@@ -278,7 +368,7 @@ try {
   await shot(page, SHOTS, '09a-fleet-after');
 
   step('audit shows each step');
-  await page.getByRole('link', { name: 'Audit' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit' }).click();
   for (const a of ['registerMachine', 'approveEnrolment', 'admitMember']) {
     await page.locator(`tr[data-audit-action="${a}"][data-outcome="SUCCEEDED"]`).first().waitFor();
   }

@@ -64,7 +64,12 @@ export function useAuditTrail(filter: AuditFilter, pageSize = 50) {
   };
 }
 
-export function AuditTable({ trail, showMachine = true }: { trail: ReturnType<typeof useAuditTrail>; showMachine?: boolean }) {
+// highlight is an event to point out (a toast's link names it): marked and scrolled to.
+export function AuditTable({ trail, showMachine = true, highlight }: { trail: ReturnType<typeof useAuditTrail>; showMachine?: boolean; highlight?: string | null }) {
+  const found = !!highlight && trail.events.some((e) => e.id === highlight);
+  useEffect(() => {
+    if (found) document.getElementById('audit-' + highlight)?.scrollIntoView({ block: 'center' });
+  }, [found, highlight]);
   if (trail.loading) return <Loading what="the audit trail" />;
   return (
     <>
@@ -87,7 +92,7 @@ export function AuditTable({ trail, showMachine = true }: { trail: ReturnType<ty
             </thead>
             <tbody>
               {trail.events.map((e) => (
-                <tr key={e.id} data-audit-action={e.action} data-outcome={e.outcome}>
+                <tr key={e.id} id={'audit-' + e.id} data-audit-action={e.action} data-outcome={e.outcome} className={e.id === highlight ? 'highlight' : undefined} aria-current={e.id === highlight ? 'true' : undefined}>
                   <td><Time at={e.at} /></td>
                   <td className="clip-cell"><Clip text={e.actor} max={40} /></td>
                   <td className="clip-cell"><code><Clip text={e.action} max={40} /></code></td>
@@ -276,7 +281,7 @@ export function AuditPage() {
         </label>
       </form>
       <ExportButtons filter={filter} />
-      <AuditTable trail={trail} />
+      <AuditTable trail={trail} highlight={params.get('event')} />
     </section>
   );
 }
