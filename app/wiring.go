@@ -29,6 +29,7 @@ import (
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/provisioning"
 	"github.com/apelora/fabric/resolvers"
 	"github.com/apelora/fabric/scripts"
@@ -137,6 +138,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Identity:  &identity.Service{Store: store},
 		Hardware:  &hardware.Service{Store: store.HardwareProfiles()},
 		DriftView: &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
+		Placement: &placement.Service{Store: store},
 		Log:       log,
 	}
 	// Each port is set only when its upstream is configured (an interface holding a nil
@@ -151,6 +153,8 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Provisioning.Membership = incusSide
 		res.Versions = incusSide
 		res.Fencing.Membership = incusSide
+		res.Placement.Incus = incusSide
+		res.Admission.Checker.Guard = res.Placement
 	}
 	if maasSide != nil {
 		res.Machines.MAAS = maasSide
