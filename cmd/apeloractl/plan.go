@@ -15,6 +15,7 @@ var changing = map[string]bool{
 	"register": true, "unregister": true, "approve": true, "revoke": true, "admit": true, "remove": true,
 	"commission": true, "install": true, "hardware-test": true, "release": true,
 	"create-identity": true, "revoke-identity": true,
+	"placement-guard": true, // on|off; its read without an argument refuses -dry-run itself
 }
 
 // takeDryRun removes -dry-run (or --dry-run) from a command's arguments, wherever it is.
