@@ -370,6 +370,14 @@ try {
   await confirmPlanned(page);
   await page.getByText('Mapping set').waitFor();
   await page.locator('tr[data-member="m1"]', { hasText: 'mmmm01' }).waitFor();
+  step('the placement guard switch: its plan in the confirm dialog, then on');
+  await page.locator('[data-guard="OFF"]').waitFor();
+  expect((await page.locator('[data-action="placement-guard"]').getAttribute('aria-checked')) === 'false', 'the switch says off');
+  await page.locator('[data-action="placement-guard"]').click();
+  await dialog(page).getByText('PATCH /1.0').waitFor();
+  await confirmPlanned(page);
+  await page.locator('[data-guard="ON"]').waitFor();
+  expect((await page.locator('[data-action="placement-guard"]').getAttribute('aria-checked')) === 'true', 'the switch says on');
   await shot(page, SHOTS, '11-fencing');
   await axe(page, 'fencing');
   await clean(page, 'fencing');
