@@ -246,7 +246,7 @@ func (c *Checker) placementGuard(ctx context.Context) Check {
 		return ch
 	}
 	ch.Result, ch.Message = Warn, s.Message()
-	if s.State == placement.On {
+	if s.State == placement.On && !s.Unplaceable() {
 		ch.Result = Pass
 	}
 	return ch

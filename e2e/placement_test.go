@@ -17,7 +17,8 @@ const guardFields = `placementGuard { state message }`
 // member joined after it, without the enrol script's hold and without the admission mark,
 // gets none of ten untargeted instances, yet an instance that targets it lands there. It
 // also checks the refusals around a scriptlet Apelora did not write, that a dry run
-// changes nothing in Incus, and that off restores what was there before.
+// changes nothing in Incus, that off restores what was there before, and that an
+// evacuation with only an unadmitted member to go to fails with the guard's words.
 func TestPlacementGuard(t *testing.T) {
 	lab := incuslab.Start(t, 1)
 	calls := &changeLog{}
@@ -133,6 +134,10 @@ func TestPlacementGuard(t *testing.T) {
 	if out, err := lab.CLI(first, "init", "--empty", "none", "-s", incuslab.Pool); err == nil || !strings.Contains(err.Error(), "apelora placement guard: no admitted cluster member") {
 		t.Fatalf("untargeted with no admitted member: %q %v", out, err)
 	}
+	d := x.must(t, `{ cluster { `+guardFields+` } }`, nil)
+	if g := d["cluster"].(map[string]any)["placementGuard"].(map[string]any); g["state"] != "ON" || !strings.Contains(g["message"].(string), "no member carries the admission mark") {
+		t.Fatalf("guard with no marked member: %v", g)
+	}
 	cli("cluster", "set", first.Name, placement.MarkKey, "test")
 
 	// Someone replaces the guard: off leaves their scriptlet alone and says so.
@@ -163,8 +168,19 @@ func TestPlacementGuard(t *testing.T) {
 			t.Fatalf("placement-guard check with the guard off: %v", c)
 		}
 	}
+	// Evacuation is untargeted too: with the guard on and only an unadmitted member left to
+	// take them, the first member's instances stay where they are.
+	if r := setGuard(true); len(r.Errors) > 0 {
+		t.Fatalf("on for the evacuation: %+v", r.Errors)
+	}
+	if out, err := lab.CLI(first, "cluster", "evacuate", first.Name, "--force"); err == nil || !strings.Contains(err.Error(), "apelora placement guard") {
+		t.Fatalf("evacuation onto an unadmitted member only: %q %v", out, err)
+	}
+	if loc := cli("list", "^u0$", "-c", "L", "-f", "csv"); loc != first.Name {
+		t.Fatalf("u0 was evacuated to %q", loc)
+	}
 	// Every call was audited, once each.
-	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'setPlacementGuard'`); fmt.Sprint(n) != "8" {
-		t.Fatalf("setPlacementGuard audit events: %v, want 8", n)
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'setPlacementGuard'`); fmt.Sprint(n) != "9" {
+		t.Fatalf("setPlacementGuard audit events: %v, want 9", n)
 	}
 }

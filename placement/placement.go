@@ -14,6 +14,8 @@ import (
 	"context"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/plan"
 )
 
 // MarkKey is the member config key admitMember sets (any non-empty value) on every member
@@ -78,7 +80,15 @@ type Status struct {
 	State State
 	// Found quotes the start of a foreign scriptlet (apperr.Quote: bounded, escaped).
 	Found string
+	// Marked lists the members carrying the admission mark, when MarksKnown (the member
+	// list could be read): with the guard on and none, every untargeted placement fails.
+	Marked     []string
+	MarksKnown bool
 }
+
+// Unplaceable reports a guard that is on while no member carries the mark: Incus then
+// refuses every untargeted placement until a member is admitted.
+func (s Status) Unplaceable() bool { return s.State == On && s.MarksKnown && len(s.Marked) == 0 }
 
 // Judge says what the scriptlet value found in Incus means for the guard.
 func Judge(scriptlet string) Status {
@@ -95,6 +105,9 @@ func Judge(scriptlet string) Status {
 func (s Status) Message() string {
 	switch s.State {
 	case On:
+		if s.Unplaceable() {
+			return "the placement guard is on, but no member carries the admission mark (" + MarkKey + ") yet: Incus refuses every untargeted placement until admitMember admits a member"
+		}
 		return "the placement guard is on: Incus places untargeted instances only on members admitted by Apelora"
 	case Off:
 		return "the placement guard is off: Incus may place instances on a member between its join and the enrol script's hold; turn it on with setPlacementGuard (apeloractl placement-guard on)"
@@ -109,6 +122,7 @@ type Incus interface {
 	PlacementScriptlet(ctx context.Context) (value, etag string, err error)
 	// SetPlacementScriptlet sets it ("" unsets it) if the configuration still has etag.
 	SetPlacementScriptlet(ctx context.Context, value, etag string) error
+	Members(ctx context.Context) ([]membership.Member, error)
 }
 
 // Store runs a change that writes the mutation's audit event (no machine to lock: two
@@ -132,7 +146,26 @@ func (s *Service) Status(ctx context.Context) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	return Judge(v), nil
+	return s.withMarks(ctx, Judge(v)), nil
+}
+
+// withMarks adds who carries the mark to an ON status. The member list failing leaves
+// the marks unknown: the guard's state is still known.
+func (s *Service) withMarks(ctx context.Context, st Status) Status {
+	if st.State != On {
+		return st
+	}
+	members, err := s.Incus.Members(ctx)
+	if err != nil {
+		return st
+	}
+	st.MarksKnown, st.Marked = true, []string{}
+	for _, m := range members {
+		if m.Config[MarkKey] != "" {
+			st.Marked = append(st.Marked, m.Name)
+		}
+	}
+	return st
 }
 
 // Set turns the guard on (installs Scriptlet where no scriptlet is) or off (removes
@@ -156,7 +189,10 @@ func (s *Service) Set(ctx context.Context, enabled bool) (Status, error) {
 		if now.State == Foreign {
 			return refusal(enabled, now)
 		}
-		after = Status{State: want}
+		after = s.withMarks(ctx, Status{State: want})
+		if rec := plan.From(ctx); rec != nil && after.Unplaceable() {
+			rec.Warn("", "%s", after.Message())
+		}
 		if now.State == want {
 			return nil
 		}
