@@ -4279,8 +4279,8 @@ extend type ClusterView {
 input SetPlacementGuardInput {
   enabled: Boolean!
   """
-  Plan only: change nothing, send nothing changing to Incus, and answer with the plan (the
-  payload's plan). Audited with outcome PLANNED.
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
   """
   dryRun: Boolean = false
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/plan"
 )
 
@@ -35,8 +34,4 @@ func (r *mutationResolver) SetPlacementGuard(ctx context.Context, input model.Se
 		return &model.SetPlacementGuardPayload{}, nil // nothing changed: the plan says what would
 	}
 	return &model.SetPlacementGuardPayload{PlacementGuard: mapPlacementGuard(s)}, nil
-}
-
-func mapPlacementGuard(s placement.Status) *model.PlacementGuard {
-	return &model.PlacementGuard{State: model.PlacementGuardState(s.State), Message: s.Message()}
 }

@@ -849,8 +849,8 @@ type SetHardwareProfilePayload struct {
 
 type SetPlacementGuardInput struct {
 	Enabled bool `json:"enabled"`
-	// Plan only: change nothing, send nothing changing to Incus, and answer with the plan (the
-	// payload's plan). Audited with outcome PLANNED.
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 

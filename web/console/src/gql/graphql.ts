@@ -388,8 +388,8 @@ export type SetHardwareProfileInput = {
 
 export type SetPlacementGuardInput = {
   /**
-   * Plan only: change nothing, send nothing changing to Incus, and answer with the plan (the
-   * payload's plan). Audited with outcome PLANNED.
+   * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
    */
   dryRun?: boolean | null | undefined;
   enabled: boolean;
