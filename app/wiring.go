@@ -30,6 +30,7 @@ import (
 	"github.com/apelora/fabric/logging"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/provisioning"
 	"github.com/apelora/fabric/resolvers"
 	"github.com/apelora/fabric/scripts"
@@ -44,7 +45,7 @@ type Product struct {
 
 // plugPorts plugs the configured upstreams' ports into the services that declare ports.
 func plugPorts(res *resolvers.Resolver, enrol *enrolment.Service, incusSide *incusPorts, maasSide *maasPorts) {
-	services := []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res}
+	services := []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res}
 	plug(incusSide, services...)
 	plug(maasSide, services...)
 }
@@ -145,6 +146,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Identity:  &identity.Service{Store: store},
 		Hardware:  &hardware.Service{Store: store.HardwareProfiles()},
 		DriftView: &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
+		Placement: &placement.Service{Store: store},
 		Log:       log,
 	}
 	// Each upstream's ports go into every port of the services that it serves (plug); the
@@ -154,6 +156,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
 	}
 	plugPorts(res, enrol, incusSide, maasSide)
+	if incusSide != nil {
+		// The guard's state comes from the placement service, not a port of its own.
+		res.Admission.Checker.Guard = res.Placement
+	}
 	triggers := []fleet.Trigger{hubTrigger(feed.Hub(), mayHaveChanged), hubTrigger(driftFeed.Hub(), nil), hubTrigger(fenceFeed.Hub(), nil)}
 	if incusClient != nil {
 		triggers = append(triggers, incusTrigger(incusClient, log))

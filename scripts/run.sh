@@ -7,6 +7,7 @@
 #   - MAAS: the bundled MAAS simulator over HTTPS on 127.0.0.1:5240, unless APELORA_MAAS_URL
 #     is set;
 #   - an administrator identity, created on the first run (its token is printed once);
+#   - the placement guard, turned on once the server answers (apeloractl placement-guard on);
 #   - apelora-worker, the fencing worker, with the same MAAS (the simulator's key).
 # Then serves Fabric Console at http://127.0.0.1:8080/, GraphQL at /graphql and GraphiQL at
 # /graphiql/.
@@ -83,6 +84,11 @@ fi
 # prints (APELORA_ACCESS_LOG=info brings them back).
 export APELORA_ACCESS_LOG=${APELORA_ACCESS_LOG:-debug}
 
+# A short-lived identity of run.sh's own turns the placement guard on once the server
+# answers, then is revoked: the administrator's token is never kept.
+runsh=run-sh-$(date +%s)
+runsh_token=$(bin/apelora identity create --name "$runsh" --permission manage-infrastructure --expires 10m | tail -n 1)
+
 listen=${APELORA_LISTEN:-127.0.0.1:8080}
 bin/apelora serve &
 serve=$!
@@ -93,6 +99,12 @@ for _ in $(seq 300); do
 	kill -0 "$serve" 2>/dev/null || exit 1
 	sleep 0.2
 done
+log "turning the placement guard on (apeloractl placement-guard on)"
+APELORA_URL=http://$listen APELORA_TOKEN=$runsh_token bin/apeloractl placement-guard on >&2 ||
+	log "the placement guard is NOT on: see the message above (a placement scriptlet of your own is left as it is)"
+APELORA_URL=http://$listen APELORA_TOKEN=$runsh_token bin/apeloractl revoke-identity "$runsh" >/dev/null ||
+	log "could not revoke $runsh; it expires within 10 minutes anyway"
+unset runsh_token
 log "starting the fencing worker"
 bin/apelora-worker &
 pids+=($!)

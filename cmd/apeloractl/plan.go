@@ -20,6 +20,7 @@ var mutationOf = map[string]string{
 	"commission": "commissionMachine", "install": "installOperatingSystem",
 	"hardware-test": "runHardwareTests", "release": "releaseMachine",
 	"create-identity": "createIdentity", "revoke-identity": "revokeIdentity",
+	"placement-guard": "setPlacementGuard", // on|off; its read without an argument refuses -dry-run itself
 }
 
 // changing reports whether cmd calls a declared change: it takes -dry-run.

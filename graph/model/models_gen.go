@@ -172,6 +172,8 @@ type ClusterView struct {
 	// The fence worker's last report; null when no worker has ever led.
 	FenceWorker *FenceWorker      `json:"fenceWorker,omitempty"`
 	Warnings    []*ClusterWarning `json:"warnings"`
+	// The placement guard's state, read from Incus; null when Incus could not be asked.
+	PlacementGuard *PlacementGuard `json:"placementGuard,omitempty"`
 }
 
 type ClusterWarning struct {
@@ -590,6 +592,12 @@ type PendingJoinToken struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
+type PlacementGuard struct {
+	State PlacementGuardState `json:"state"`
+	// The state in words, with what to do next.
+	Message string `json:"message"`
+}
+
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
@@ -835,6 +843,20 @@ type SetHardwareProfilePayload struct {
 	Profile *HardwareProfile `json:"profile,omitempty"`
 	// The profile this one replaced, if any.
 	Previous *HardwareProfile `json:"previous,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
+type SetPlacementGuardInput struct {
+	Enabled bool `json:"enabled"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
+}
+
+type SetPlacementGuardPayload struct {
+	// The guard after the call; null in a plan.
+	PlacementGuard *PlacementGuard `json:"placementGuard,omitempty"`
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *Plan `json:"plan,omitempty"`
 }
@@ -1760,6 +1782,66 @@ func (e *Phase) UnmarshalJSON(b []byte) error {
 }
 
 func (e Phase) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type PlacementGuardState string
+
+const (
+	// Apelora's guard is Incus's placement scriptlet.
+	PlacementGuardStateOn PlacementGuardState = "ON"
+	// No placement scriptlet: Incus may place on a member before it is admitted.
+	PlacementGuardStateOff PlacementGuardState = "OFF"
+	// A placement scriptlet Apelora did not write (or one edited since); Apelora leaves it alone.
+	PlacementGuardStateForeign PlacementGuardState = "FOREIGN"
+)
+
+var AllPlacementGuardState = []PlacementGuardState{
+	PlacementGuardStateOn,
+	PlacementGuardStateOff,
+	PlacementGuardStateForeign,
+}
+
+func (e PlacementGuardState) IsValid() bool {
+	switch e {
+	case PlacementGuardStateOn, PlacementGuardStateOff, PlacementGuardStateForeign:
+		return true
+	}
+	return false
+}
+
+func (e PlacementGuardState) String() string {
+	return string(e)
+}
+
+func (e *PlacementGuardState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = PlacementGuardState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid PlacementGuardState", str)
+	}
+	return nil
+}
+
+func (e PlacementGuardState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *PlacementGuardState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e PlacementGuardState) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -21,5 +21,6 @@ var declared = []Mutation{
 	{Name: "runHardwareTests", About: "", Lock: LockMachine, Input: "RunHardwareTestsInput", Payload: "MaasMachinePayload"},
 	{Name: "setFenceMapping", About: "input.member", Lock: LockMachine, Input: "SetFenceMappingInput", Payload: "SetFenceMappingPayload"},
 	{Name: "setHardwareProfile", About: "", Lock: LockNone, Input: "SetHardwareProfileInput", Payload: "SetHardwareProfilePayload"},
+	{Name: "setPlacementGuard", About: "", Lock: LockNone, Input: "SetPlacementGuardInput", Payload: "SetPlacementGuardPayload"},
 	{Name: "unregisterMachine", About: "input.name", Lock: LockMachine, Input: "UnregisterMachineInput", Payload: "UnregisterMachinePayload"},
 }

@@ -316,11 +316,11 @@ try {
   const firstRun = await page.locator('[data-verdict]').getAttribute('data-run');
   await control('/report');
   await page.locator(`[data-verdict="ADMISSIBLE"]:not([data-run="${firstRun}"])`).waitFor({ timeout: 20000 });
-  // Every check of the run is shown: 11 today (online … clock, and the two hardware-profile
+  // Every check of the run is shown: 12 today (online … clock, placement-guard, the two hardware-profile
   // checks: node-4 has the profile lab-small, compared with what Incus sees; it is no MAAS
   // machine, so the MAAS half is SKIPPED).
   const checks = await page.locator('tr[data-check]').count();
-  expect(checks === 11, `${checks} checks shown, want 11`);
+  expect(checks === 12, `${checks} checks shown, want 12`);
   const profileCheck = await page.locator('tr[data-check="hardware-profile-incus"]').innerText();
   expect((await page.locator('tr[data-check="hardware-profile-incus"] [data-result="PASS"]').count()) === 1, 'node-4 meets its profile as Incus sees it: ' + profileCheck);
   log('hardware-profile-maas:', await page.locator('tr[data-check="hardware-profile-maas"]').innerText());
@@ -496,6 +496,14 @@ try {
   await confirmPlanned(page);
   await page.getByText('Mapping set').waitFor();
   await page.locator('tr[data-member="m1"]', { hasText: 'mmmm01' }).waitFor();
+  step('the placement guard switch: its plan in the confirm dialog, then on');
+  await page.locator('[data-guard="OFF"]').waitFor();
+  expect((await page.locator('[data-action="placement-guard"]').getAttribute('aria-checked')) === 'false', 'the switch says off');
+  await page.locator('[data-action="placement-guard"]').click();
+  await dialog(page).getByText('PATCH /1.0').waitFor();
+  await confirmPlanned(page);
+  await page.locator('[data-guard="ON"]').waitFor();
+  expect((await page.locator('[data-action="placement-guard"]').getAttribute('aria-checked')) === 'true', 'the switch says on');
   await shot(page, SHOTS, '11-fencing');
   await axe(page, 'fencing');
   await clean(page, 'fencing');

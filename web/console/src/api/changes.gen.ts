@@ -30,6 +30,7 @@ export const changes = {
   runHardwareTests: { about: null, lock: "MACHINE", input: "RunHardwareTestsInput", payload: "MaasMachinePayload" },
   setFenceMapping: { about: "input.member", lock: "MACHINE", input: "SetFenceMappingInput", payload: "SetFenceMappingPayload" },
   setHardwareProfile: { about: null, lock: "NONE", input: "SetHardwareProfileInput", payload: "SetHardwareProfilePayload" },
+  setPlacementGuard: { about: null, lock: "NONE", input: "SetPlacementGuardInput", payload: "SetPlacementGuardPayload" },
   unregisterMachine: { about: "input.name", lock: "MACHINE", input: "UnregisterMachineInput", payload: "UnregisterMachinePayload" },
 } as const satisfies Record<string, ChangeDeclaration>;
 
