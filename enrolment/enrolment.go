@@ -18,7 +18,6 @@ import (
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/plan"
 )
 
 // Secret is a join token that reveals itself only when asked.
@@ -155,7 +154,7 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 		return err
 	})
 	if err != nil {
-		if approval != nil {
+		if approval != nil && approval.Token.Reveal() != "" { // a dry run's holds none: none was issued
 			s.Withdraw(ctx, name)
 		}
 		return nil, err
@@ -206,8 +205,8 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 // Withdraw revokes the join token for name, best effort: used when the step that issued
 // it could not be completed or recorded.
 func (s *Service) Withdraw(ctx context.Context, name string) {
-	if s.Incus == nil || plan.Active(ctx) {
-		return // no Incus, or a dry run: no token was issued
+	if s.Incus == nil {
+		return // no Incus: no token was issued
 	}
 	if err := s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name); err != nil && s.Log != nil {
 		s.Log.ErrorContext(ctx, "a join token whose step was not completed could not be revoked: revoke it (revokeJoinToken) before it is used", "machine", name, "error", apperr.PublicMessage(err))
