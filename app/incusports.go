@@ -287,7 +287,7 @@ func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.
 	if err != nil {
 		return enrolment.IssuedToken{}, incusErr(err, "issue a join token for "+name)
 	}
-	return enrolment.IssuedToken{Name: t.ServerName, ExpiresAt: t.ExpiresAt, Addresses: t.Addresses, Token: t}, nil
+	return enrolment.IssuedToken{Name: t.ServerName, ExpiresAt: t.ExpiresAt, Addresses: t.Addresses, Token: t, Planned: !t.Issued()}, nil
 }
 
 func (p incusPorts) RevokeJoinToken(ctx context.Context, name string) error {

@@ -32,6 +32,9 @@ type IssuedToken struct {
 	// Addresses are the members the joiner will contact (host:port).
 	Addresses []string
 	Token     Secret
+	// Planned: a dry run's answer, no token was issued (Token is a placeholder that no
+	// cluster accepts).
+	Planned bool
 }
 
 // ConfigKey is a member-specific key of a storage pool or network that a joining member
@@ -81,6 +84,7 @@ type Service struct {
 type Approval struct {
 	Name         string
 	Token        Secret
+	Planned      bool // no token was issued (a dry run): Token is a placeholder, never shown
 	ExpiresAt    time.Time
 	Addresses    []string
 	MemberConfig []ConfigValue
@@ -154,7 +158,7 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 		return err
 	})
 	if err != nil {
-		if approval != nil && approval.Token.Reveal() != "" { // a dry run's holds none: none was issued
+		if approval != nil && !approval.Planned { // a dry run's was issued by nobody
 			s.Withdraw(ctx, name)
 		}
 		return nil, err
@@ -199,7 +203,7 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 		a.Detail("joinTokenExpiresAt", tok.ExpiresAt.UTC().Format(time.RFC3339))
 		a.Detail("memberConfig", configDetail(cfg))
 	}
-	return &Approval{Name: name, Token: tok.Token, ExpiresAt: tok.ExpiresAt, Addresses: tok.Addresses, MemberConfig: cfg}, nil
+	return &Approval{Name: name, Token: tok.Token, Planned: tok.Planned, ExpiresAt: tok.ExpiresAt, Addresses: tok.Addresses, MemberConfig: cfg}, nil
 }
 
 // Withdraw revokes the join token for name, best effort: used when the step that issued

@@ -58,9 +58,9 @@ func (r *mutationResolver) ApproveEnrolment(ctx context.Context, input model.App
 		Machine: m, MemberConfig: make([]*model.MemberConfigEntry, len(a.MemberConfig)),
 		Command: &command, ScriptURL: &script,
 	}
-	// A dry run issues no token (the seam records the call instead): its answer holds
-	// none, and none is shown.
-	if token := a.Token.Reveal(); token != "" {
+	// A dry run issues no token (the seam records the call instead): none is shown.
+	if !a.Planned {
+		token := a.Token.Reveal()
 		out.JoinToken, out.ExpiresAt = &token, &a.ExpiresAt
 	}
 	for i, c := range a.MemberConfig {

@@ -49,9 +49,10 @@ func tokenStep(name string) plan.Step {
 		Changes: []plan.Change{{Field: "join token", After: "issued for " + name + " (not in a plan)"}}}
 }
 
-// plannedJoinToken is IssueJoinToken's answer in a dry run: no token was issued, so the
-// answer holds none (Reveal is ""). The addresses are the online members' (those Incus
-// would name); the expiry is Incus's default of three hours.
+// plannedJoinToken is IssueJoinToken's answer in a dry run: no token was issued (Issued
+// is false: no operation holds it), and its Reveal is a placeholder that no cluster
+// accepts (the user data of a plan is only shown by size and hash). The addresses are the
+// online members' (those Incus would name); the expiry is Incus's default of three hours.
 func (c *Client) plannedJoinToken(ctx context.Context, name string) (JoinToken, error) {
 	members, err := c.Members(ctx)
 	if err != nil {
@@ -63,7 +64,8 @@ func (c *Client) plannedJoinToken(ctx context.Context, name string) (JoinToken, 
 			addrs = append(addrs, u.Host)
 		}
 	}
-	return JoinToken{ServerName: name, Addresses: addrs, ExpiresAt: time.Now().Add(3 * time.Hour).Truncate(time.Second)}, nil
+	return JoinToken{ServerName: name, Addresses: addrs, ExpiresAt: time.Now().Add(3 * time.Hour).Truncate(time.Second),
+		reveal: sealToken("dry-run-no-token")}, nil
 }
 
 // shown hides the values of a setting whose name is a secret's (by the audit's rule: a

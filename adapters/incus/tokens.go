@@ -51,6 +51,10 @@ func (t JoinToken) Reveal() string {
 	return t.reveal()
 }
 
+// Issued reports whether Incus issued the token (an operation holds it); a dry run's
+// answer was issued by nobody.
+func (t JoinToken) Issued() bool { return t.OperationID != "" }
+
 // String describes the token without revealing it.
 func (t JoinToken) String() string {
 	return fmt.Sprintf("join token for %q (operation %s, expires %s)",
@@ -171,7 +175,7 @@ func (c *Client) IssueJoinToken(ctx context.Context, name string) (JoinToken, er
 		return JoinToken{}, fmt.Errorf("issue join token: %w", err)
 	}
 	// The issue goes through the seam as one write (its step names the token, not the
-	// request's body); planned, no token exists and the answer holds none.
+	// request's body); planned, no token exists and the answer says so (Issued).
 	var op tokenOperation
 	var res result
 	planned, err := c.writes.Do(ctx, plan.Incus, func() plan.Step { return tokenStep(name) }, func() (err error) {

@@ -71,7 +71,7 @@ func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.
 		// must not make the change it previews (or another plan, such as the console's
 		// asking again as the operator types) BUSY.
 		lock := `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`
-		if plan.Active(ctx) {
+		if r != nil {
 			lock = `SELECT NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
 				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 				AND classid = $1::int4::oid AND objid = hashtext($2)::oid AND objsubid = 2)`
