@@ -28,6 +28,7 @@ import (
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/provisioning"
 	"github.com/apelora/fabric/resolvers"
@@ -167,6 +168,8 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 	var seededID int64
 	must(store.Pool().QueryRow(t.Context(), `SELECT id FROM identities WHERE name = 'm1'`).Scan(&seededID))
 	before := databaseState(t, store)
+	m := metrics.New(metrics.Server)
+	writes.AfterEach(m.Write)
 	var hooked sync.Map // system → planned writes the hooks saw
 	writes.AfterEach(func(s plan.System, planned bool) {
 		if !planned {
@@ -301,7 +304,40 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 	if err != nil || ms[0].StatusName != statusBefore {
 		t.Errorf("MAAS machine after the dry run: %v, %v (was %s)", ms, err, statusBefore)
 	}
-	t.Logf("%d port methods called, %d writes, %d steps", len(called), len(wrote), steps())
+	// The metrics counted each write, as planned.
+	counted := map[string]float64{}
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "apelora_writes_total" {
+			continue
+		}
+		for _, c := range f.GetMetric() {
+			var system, mode string
+			for _, l := range c.GetLabel() {
+				switch l.GetName() {
+				case "system":
+					system = l.GetValue()
+				case "mode":
+					mode = l.GetValue()
+				}
+			}
+			counted[system+" "+mode] += c.GetCounter().GetValue()
+		}
+	}
+	var total float64
+	for k, v := range counted {
+		if !strings.HasSuffix(k, " planned") {
+			t.Errorf("apelora_writes_total{%s} = %v in a dry run", k, v)
+		}
+		total += v
+	}
+	if int(total) != hooks() {
+		t.Errorf("apelora_writes_total counted %v planned writes, the seam made %d", total, hooks())
+	}
+	t.Logf("%d port methods called, %d writes, %d steps, %v counted", len(called), len(wrote), steps(), counted)
 }
 
 // sample is an argument of type at for a port method called in a dry run: the plan's
