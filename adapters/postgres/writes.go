@@ -100,7 +100,7 @@ func (t *writeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	return row
 }
 
-// Planned reports whether tx is a dry run's: its writes were recorded, not sent. For the
+// planned reports whether tx is a dry run's: its writes were recorded, not sent. For the
 // views whose answer is the row a write returns (none in a plan).
 func planned(tx pgx.Tx) bool {
 	w, ok := tx.(*writeTx)
