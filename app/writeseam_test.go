@@ -46,6 +46,8 @@ var portWrites = []string{
 	"DATABASE hardware.Tx.PutProfile", "DATABASE hardware.Tx.DeleteProfile", "DATABASE hardware.Tx.AssignProfile",
 	"DATABASE identity.Tx.InsertIdentity", "DATABASE identity.Tx.SetRevoked",
 	"DATABASE admission.Publisher.Publish",
+	"DATABASE admission.Store.RecordAdmission", "DATABASE enrolment.Store.EndAdmission",
+	"DATABASE admission.CarriedOverStore.MarkedCarriedOver",
 }
 
 // readsOnly fails the test on any request but a GET: in a dry run nothing may reach an
@@ -142,7 +144,8 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 	systemID, statusBefore := ms[0].SystemID, ms[0].StatusName
 
 	// What the database writes act on, all named m1 (the argument every string of a port
-	// method gets): a machine, a hardware profile, a fence mapping and an identity.
+	// method gets): a machine, a hardware profile, a fence mapping, an identity and an
+	// open admission.
 	seed := audit.WithAction(t.Context(), &audit.Action{Actor: "test", Name: "seed", Machine: "m1"})
 	must := func(err error) {
 		t.Helper()
@@ -163,6 +166,10 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 	}))
 	must(store.ChangeIdentities(seed, func(tx identity.Tx) error {
 		_, err := tx.InsertIdentity(seed, "m1", bytes.Repeat([]byte{1}, 32), []identity.Permission{identity.ViewInfrastructure}, nil)
+		return err
+	}))
+	must(store.Audited(seed, "m1", func(ctx context.Context) error {
+		_, err := store.RecordAdmission(ctx, admission.Admitted{Machine: "m1", Member: "m1", By: "test", RequestID: "seed"})
 		return err
 	}))
 	var seededID int64
@@ -277,6 +284,31 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 			})
 			if err != nil {
 				t.Errorf("%s.%s: the planned change: %v", x.iface, m.Name, err)
+			}
+		}
+	}
+	// Every method of the stores that write in the change in progress (the admissions),
+	// each called inside an audited change of m1.
+	for _, it := range []reflect.Type{reflect.TypeFor[admission.Store](), reflect.TypeFor[admission.CarriedOverStore](), reflect.TypeFor[enrolment.Store]()} {
+		for m := range it.Methods() {
+			if m.Type.NumIn() > 0 && m.Type.In(m.Type.NumIn()-1).Kind() == reflect.Func {
+				continue // Audited itself: the change every other method runs in
+			}
+			if !reflect.ValueOf(store).MethodByName(m.Name).IsValid() {
+				continue // served by another view of the store (the machine records)
+			}
+			err := store.Audited(ctx, "m1", func(fctx context.Context) error {
+				call("DATABASE", it.String()+"."+m.Name, nil, reflect.ValueOf(store).MethodByName(m.Name), func(ft reflect.Type) []reflect.Value {
+					in := make([]reflect.Value, ft.NumIn())
+					for i := range in {
+						in[i] = sample(ft.In(i), fctx, "m1", seededID)
+					}
+					return in
+				})
+				return nil
+			})
+			if err != nil {
+				t.Errorf("%s.%s: the planned change: %v", it, m.Name, err)
 			}
 		}
 	}
