@@ -19,7 +19,6 @@ import (
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/placement"
-	"github.com/apelora/fabric/plan"
 )
 
 // Result is a check's outcome.
@@ -253,8 +252,8 @@ func (c *Checker) placementGuard(ctx context.Context) Check {
 }
 
 func (c *Checker) publish(ctx context.Context, e Event) {
-	// A dry run's checks are the plan's, pushed to nobody.
-	if c.Publish != nil && !plan.Active(ctx) {
+	// A dry run's NOTIFY is a plan step, pushed to nobody (plan.Writes).
+	if c.Publish != nil {
 		// Publishing is best effort: a watcher missing a step must not fail the checks.
 		_ = c.Publish.Publish(ctx, e)
 	}

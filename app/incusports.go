@@ -19,6 +19,7 @@ import (
 	"github.com/apelora/fabric/internal/flight"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/placement"
+	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/resolvers"
 )
 
@@ -38,16 +39,25 @@ type incusReads struct {
 	pending flight.Call[[]incus.PendingJoinToken]
 }
 
+// newIncusPorts makes the ports on c. Every change through c, made or planned, passes
+// c's seam (plan.Writes), which then has the shared reads forget their call in flight: no
+// port write can forget to.
 func newIncusPorts(c *incus.Client) *incusPorts {
-	return &incusPorts{c: c, shared: &incusReads{}}
+	p := &incusPorts{c: c, shared: &incusReads{}}
+	c.Writes().AfterEach(func(s plan.System, _ bool) {
+		if s == plan.Incus {
+			p.wrote()
+		}
+	})
+	return p
 }
 
 func (p incusPorts) members(ctx context.Context) ([]incus.Member, error) {
 	return p.shared.members.Do(ctx, p.c.Members)
 }
 
-// wrote is deferred by every write: a read after the write starts a new call rather than
-// share one that began before it.
+// wrote runs after every write (the seam's hook): a read after the write starts a new
+// call rather than share one that began before it.
 func (p incusPorts) wrote() {
 	p.shared.members.Forget()
 	p.shared.pending.Forget()
@@ -267,7 +277,6 @@ func (p incusPorts) Member(ctx context.Context, name string) (membership.Member,
 }
 
 func (p incusPorts) UpdateMember(ctx context.Context, m membership.Member, etag string) error {
-	defer p.wrote()
 	put := incus.MemberPut{Config: m.Config, Description: m.Description, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups}
 	if put.Config == nil {
 		put.Config = map[string]string{}
@@ -289,21 +298,18 @@ func (p incusPorts) SetPlacementScriptlet(ctx context.Context, value, etag strin
 }
 
 func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.IssuedToken, error) {
-	defer p.wrote()
 	t, err := p.c.IssueJoinToken(ctx, name)
 	if err != nil {
 		return enrolment.IssuedToken{}, incusErr(err, "issue a join token for "+name)
 	}
-	return enrolment.IssuedToken{Name: t.ServerName, ExpiresAt: t.ExpiresAt, Addresses: t.Addresses, Token: t}, nil
+	return enrolment.IssuedToken{Name: t.ServerName, ExpiresAt: t.ExpiresAt, Addresses: t.Addresses, Token: t, Planned: !t.Issued()}, nil
 }
 
 func (p incusPorts) RevokeJoinToken(ctx context.Context, name string) error {
-	defer p.wrote()
 	return incusErr(p.c.RevokeJoinToken(ctx, name), "revoke the join token for "+name)
 }
 
 func (p incusPorts) RemoveMember(ctx context.Context, name string, force bool) error {
-	defer p.wrote()
 	return incusErr(p.c.DeleteMember(ctx, name, force), "remove member "+name)
 }
 

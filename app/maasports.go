@@ -12,6 +12,7 @@ import (
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/internal/flight"
 	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/provisioning"
 )
 
@@ -25,12 +26,21 @@ type maasPorts struct {
 	list *flight.Call[[]maas.Machine]
 }
 
+// newMAASPorts makes the ports on c. Every change through c, made or planned, passes
+// c's seam (plan.Writes), which then has the shared list forget its call in flight: no
+// port write can forget to.
 func newMAASPorts(c *maas.Client) *maasPorts {
-	return &maasPorts{c: c, list: &flight.Call[[]maas.Machine]{}}
+	p := &maasPorts{c: c, list: &flight.Call[[]maas.Machine]{}}
+	c.Writes().AfterEach(func(s plan.System, _ bool) {
+		if s == plan.MAAS {
+			p.wrote()
+		}
+	})
+	return p
 }
 
-// wrote is deferred by every step that changes a machine: a list after it starts a new
-// call rather than share one that began before the change.
+// wrote runs after every step that changes a machine (the seam's hook): a list after it
+// starts a new call rather than share one that began before the change.
 func (p maasPorts) wrote() { p.list.Forget() }
 
 func (p maasPorts) listMachines(ctx context.Context) ([]maas.Machine, error) {
@@ -130,7 +140,6 @@ func (p maasPorts) Machine(ctx context.Context, id string) (provisioning.MAASMac
 }
 
 func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.CommissionOptions) (provisioning.MAASMachine, error) {
-	defer p.wrote()
 	opts := maas.CommissionOptions{TestingScripts: o.Tests}
 	if o.Tests != nil && len(o.Tests) == 0 {
 		opts.TestingScripts = []string{"none"}
@@ -140,25 +149,21 @@ func (p maasPorts) Commission(ctx context.Context, id string, o provisioning.Com
 }
 
 func (p maasPorts) Test(ctx context.Context, id string, tests []string) (provisioning.MAASMachine, error) {
-	defer p.wrote()
 	m, err := p.c.Test(ctx, id, maas.TestOptions{TestingScripts: tests})
 	return p.machine(m, err, "test MAAS machine "+id)
 }
 
 func (p maasPorts) Allocate(ctx context.Context, id string) (provisioning.MAASMachine, error) {
-	defer p.wrote()
 	m, err := p.c.Allocate(ctx, id, maas.AllocateOptions{Comment: "Apelora: install and enrol"})
 	return p.machine(m, err, "allocate MAAS machine "+id)
 }
 
 func (p maasPorts) Deploy(ctx context.Context, id, series string, userData []byte) (provisioning.MAASMachine, error) {
-	defer p.wrote()
 	m, err := p.c.Deploy(ctx, id, maas.DeployOptions{DistroSeries: series, UserData: userData, Comment: "Apelora: install and enrol"})
 	return p.machine(m, err, "deploy MAAS machine "+id)
 }
 
 func (p maasPorts) Release(ctx context.Context, id string, erase bool, comment string) (provisioning.MAASMachine, error) {
-	defer p.wrote()
 	m, err := p.c.Release(ctx, id, maas.ReleaseOptions{Erase: erase, Comment: comment})
 	return p.machine(m, err, "release MAAS machine "+id)
 }

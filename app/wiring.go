@@ -60,8 +60,16 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	var fleetIncus membership.Source // the fleet's reads also tell the metrics whether Incus answered
 	var fenceCluster fencing.ClusterConfig
 	var incusClient *incus.Client
+	// One seam for every change of the process (plan.Writes): the store's, handed to the
+	// Incus and MAAS clients; the ports add their shared reads' forgetting to it.
+	writes := store.Writes()
+	if cfg.Metrics != nil {
+		writes.AfterEach(cfg.Metrics.Write)
+	}
 	if cfg.Incus.Configured() {
-		client, err := incus.New(cfg.incusClient(log))
+		ic := cfg.incusClient(log)
+		ic.Writes = writes
+		client, err := incus.New(ic)
 		if err != nil {
 			return nil, err
 		}
@@ -85,6 +93,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		// People wait on these answers: retry reads briefly rather than for MAAS's full
 		// Retry-After, and only inside the request timeout (the client's bound per call).
 		mc.MaxRetries, mc.MaxRetryWait = 2, 2*time.Second
+		mc.Writes = writes
 		client, err := maas.New(mc)
 		if err != nil {
 			return nil, err

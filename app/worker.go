@@ -111,9 +111,14 @@ func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
 // RunWorker runs apelora-worker on an open database until ctx ends: it stands by while
 // another worker holds the fence lock, and leads when none does.
 func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log *slog.Logger) error {
+	writes := store.Writes() // the process's one seam for changes (plan.Writes)
+	if cfg.Metrics != nil {
+		writes.AfterEach(cfg.Metrics.Write)
+	}
 	var clients []*incus.Client
 	for _, u := range append([]string{""}, cfg.ExtraIncusURLs...) {
 		ic := cfg.incusClient(log)
+		ic.Writes = writes
 		if u != "" {
 			ic.URL = u
 		}
@@ -128,6 +133,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 	// power-state read by max(75 s, it), as MAAS itself waits up to 60 s for the BMC.
 	mc := cfg.maasClient(log)
 	mc.MaxRetries = -1 // the worker retries every round itself; a round must not stall on retries
+	mc.Writes = writes
 	client, err := maas.New(mc)
 	if err != nil {
 		return err

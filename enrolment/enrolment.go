@@ -18,7 +18,6 @@ import (
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/plan"
 )
 
 // Secret is a join token that reveals itself only when asked.
@@ -33,6 +32,9 @@ type IssuedToken struct {
 	// Addresses are the members the joiner will contact (host:port).
 	Addresses []string
 	Token     Secret
+	// Planned: a dry run's answer, no token was issued (Token is a placeholder that no
+	// cluster accepts).
+	Planned bool
 }
 
 // ConfigKey is a member-specific key of a storage pool or network that a joining member
@@ -85,6 +87,7 @@ type Service struct {
 type Approval struct {
 	Name         string
 	Token        Secret
+	Planned      bool // no token was issued (a dry run): Token is a placeholder, never shown
 	ExpiresAt    time.Time
 	Addresses    []string
 	MemberConfig []ConfigValue
@@ -158,7 +161,7 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 		return err
 	})
 	if err != nil {
-		if approval != nil {
+		if approval != nil && !approval.Planned { // a dry run's was issued by nobody
 			s.Withdraw(ctx, name)
 		}
 		return nil, err
@@ -208,14 +211,14 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 		a.Detail("joinTokenExpiresAt", tok.ExpiresAt.UTC().Format(time.RFC3339))
 		a.Detail("memberConfig", configDetail(cfg))
 	}
-	return &Approval{Name: name, Token: tok.Token, ExpiresAt: tok.ExpiresAt, Addresses: tok.Addresses, MemberConfig: cfg}, nil
+	return &Approval{Name: name, Token: tok.Token, Planned: tok.Planned, ExpiresAt: tok.ExpiresAt, Addresses: tok.Addresses, MemberConfig: cfg}, nil
 }
 
 // Withdraw revokes the join token for name, best effort: used when the step that issued
 // it could not be completed or recorded.
 func (s *Service) Withdraw(ctx context.Context, name string) {
-	if s.Incus == nil || plan.Active(ctx) {
-		return // no Incus, or a dry run: no token was issued
+	if s.Incus == nil {
+		return // no Incus: no token was issued
 	}
 	if err := s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name); err != nil && s.Log != nil {
 		s.Log.ErrorContext(ctx, "a join token whose step was not completed could not be revoked: revoke it (revokeJoinToken) before it is used", "machine", name, "error", apperr.PublicMessage(err))

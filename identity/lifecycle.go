@@ -110,6 +110,9 @@ func (s *Service) Create(ctx context.Context, by Caller, in NewIdentity) (*Ident
 	if err != nil {
 		return nil, "", err
 	}
+	if created == nil {
+		return nil, "", nil // a dry run: nothing was created, so no token exists
+	}
 	return created, token, nil
 }
 
@@ -233,6 +236,10 @@ func (s *Service) Revoke(ctx context.Context, by Caller, name string) (*Identity
 			return err
 		}
 		revoked, err = tx.SetRevoked(ctx, cur.ID, by.Name, now)
+		if revoked == nil && err == nil {
+			// A dry run's change writes nothing (plan.Writes): the identity is as it was.
+			revoked = cur
+		}
 		return err
 	})
 	if err != nil {

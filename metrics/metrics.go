@@ -20,6 +20,7 @@ import (
 
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/plan"
 )
 
 // Role says which process the registry is for: each exports its own metrics (and both
@@ -49,6 +50,7 @@ type Metrics struct {
 	subsStarted  *prometheus.CounterVec
 	upstream     *prometheus.CounterVec
 	upDuration   *prometheus.HistogramVec
+	writes       *prometheus.CounterVec
 	auditWrites  *prometheus.CounterVec
 	auditLost    prometheus.Counter
 	verdicts     *prometheus.CounterVec
@@ -80,7 +82,11 @@ func New(role Role) *Metrics {
 		Help:    "How long calls to Incus, MAAS and PostgreSQL took, to the end of the answer's body.",
 		Buckets: buckets,
 	}, []string{"upstream", "operation"})
-	m.reg.MustRegister(m.upstream, m.upDuration)
+	m.writes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_writes_total",
+		Help: "Changes through the one write seam (plan.Writes: Incus and MAAS requests other than reads, a change's SQL writes, NOTIFYs, join tokens) by system (INCUS, MAAS, DATABASE) and mode (made; planned: a dry run's step, not sent).",
+	}, []string{"system", "mode"})
+	m.reg.MustRegister(m.upstream, m.upDuration, m.writes)
 
 	switch role {
 	case Server:
@@ -243,6 +249,18 @@ func (m *Metrics) AuditWrite(err error) {
 // Statement records one PostgreSQL statement under its bounded name (postgres.Observer).
 func (m *Metrics) Statement(name string, took time.Duration, err error) {
 	m.Upstream(Postgres, name, outcomeOf(err), took)
+}
+
+// Write counts one change through the write seam (a plan.Writes hook).
+func (m *Metrics) Write(s plan.System, planned bool) {
+	if m == nil {
+		return
+	}
+	mode := "made"
+	if planned {
+		mode = "planned"
+	}
+	m.writes.WithLabelValues(string(s), mode).Inc()
 }
 
 // Upstream records one call to an upstream. operation must come from a bounded set.

@@ -2,11 +2,11 @@
 // warnings that would stop or qualify it.
 //
 // A dry run runs the same code as the real call. The gate puts a Recorder in the
-// mutation's context; the ports that change something (Incus, MAAS) record a Step instead
-// of calling and return a plausible result, reads go to the real upstreams, and the
-// database change runs in a transaction that is rolled back, its writes recorded as steps.
-// Nothing else in the domain needs to know, except code that pushes or publishes (it asks
-// Active and stays quiet).
+// mutation's context; every outbound change (an Incus or MAAS write, a SQL write, a
+// NOTIFY, a join token) goes through the one seam, Writes, which records a Step instead
+// and lets the adapter answer a plausible result; reads go to the real upstreams, and the
+// database change runs in a READ ONLY transaction, so a write that bypasses the seam is
+// refused. Nothing else in the domain needs to know.
 package plan
 
 import (

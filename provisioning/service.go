@@ -171,7 +171,7 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 		if err != nil {
 			return err
 		}
-		issued = true
+		issued = !approval.Planned // a dry run's token was issued by nobody
 		userData, err := enrolment.UserData(s.EnrolScript, approval)
 		if err != nil {
 			return err

@@ -11,7 +11,6 @@ import (
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/respheader"
-	"github.com/apelora/fabric/plan"
 )
 
 // CreateIdentity is the resolver for the createIdentity field.
@@ -26,13 +25,14 @@ func (r *mutationResolver) CreateIdentity(ctx context.Context, input model.Creat
 	if err != nil {
 		return nil, err
 	}
+	if created == nil {
+		// No identity was created (a dry run's change writes nothing): none is shown, and
+		// no token, as none was stored.
+		return &model.CreateIdentityPayload{}, nil
+	}
 	out, err := r.identityModel(ctx, created)
 	if err != nil {
 		return nil, err
-	}
-	if plan.Active(ctx) {
-		// A dry run issues no token: the one made was never stored and is not shown.
-		return &model.CreateIdentityPayload{Identity: out}, nil
 	}
 	return &model.CreateIdentityPayload{Identity: out, Token: &token}, nil
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/internal/respheader"
-	"github.com/apelora/fabric/plan"
 )
 
 // Version is the resolver for the version field.
@@ -59,8 +58,8 @@ func (r *mutationResolver) ApproveEnrolment(ctx context.Context, input model.App
 		Machine: m, MemberConfig: make([]*model.MemberConfigEntry, len(a.MemberConfig)),
 		Command: &command, ScriptURL: &script,
 	}
-	// A dry run issues no token (the Incus port records the call instead): none is shown.
-	if !plan.Active(ctx) {
+	// A dry run issues no token (the seam records the call instead): none is shown.
+	if !a.Planned {
 		token := a.Token.Reveal()
 		out.JoinToken, out.ExpiresAt = &token, &a.ExpiresAt
 	}

@@ -45,6 +45,8 @@ type Client struct {
 	cert   tls.Certificate
 	pins   []string
 	dialer *net.Dialer
+
+	writes *plan.Writes // every request but a GET goes through it (see call)
 }
 
 // New builds a client from cfg. It reads the certificate files now, so a bad path or a
@@ -53,7 +55,10 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{timeout: cfg.Timeout, logger: cfg.Logger}
+	c := &Client{timeout: cfg.Timeout, logger: cfg.Logger, writes: cfg.Writes}
+	if c.writes == nil {
+		c.writes = &plan.Writes{}
+	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}
@@ -223,12 +228,31 @@ type result struct {
 	operation  string // operation URL for async answers
 }
 
+// Writes is the seam the client's changes go through: hooks added to it (app's shared
+// reads forgetting, metrics) run after every one, made or planned.
+func (c *Client) Writes() *plan.Writes { return c.writes }
+
 // call sends req and decodes the metadata of a sync or async answer into out (when out
-// is non-nil). Error envelopes become *Error.
+// is non-nil). Error envelopes become *Error. Every request but a GET is a write: it goes
+// through the client's plan.Writes, which in a dry run records it (describe) and answers
+// an empty success instead of sending it.
 func (c *Client) call(ctx context.Context, req request, out any) (result, error) {
-	if r := plan.From(ctx); r != nil && req.method != http.MethodGet {
-		return c.planCall(ctx, r, req)
+	if req.method == http.MethodGet {
+		return c.send(ctx, req, out)
 	}
+	var res result
+	planned, err := c.writes.Do(ctx, plan.Incus, func() plan.Step { return c.describe(ctx, req) }, func() (err error) {
+		res, err = c.send(ctx, req, out)
+		return err
+	})
+	if planned {
+		return result{typ: typeSync, httpStatus: http.StatusOK}, nil
+	}
+	return res, err
+}
+
+// send makes req: only call and the seam's send may use it.
+func (c *Client) send(ctx context.Context, req request, out any) (result, error) {
 	timeout := req.timeout
 	if timeout == 0 {
 		timeout = c.timeout

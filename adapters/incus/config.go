@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/apelora/fabric/plan"
 )
 
 // Environment variables read by ConfigFromEnv.
@@ -50,6 +52,10 @@ type Config struct {
 	// WrapTransport, when set, wraps the client's transport (metrics count calls there;
 	// OperationName names them).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Writes is the seam every request that changes something goes through (plan.Writes:
+	// made or planned, then forgotten by shared reads and counted); nil: one of the
+	// client's own.
+	Writes *plan.Writes
 }
 
 // Configured reports whether any endpoint is set. A zero Config is "not configured".

@@ -16,13 +16,14 @@ import (
 	"github.com/apelora/fabric/plan"
 )
 
-// A dry run (plan.From(ctx) set) sends no request that changes anything: call records it
-// as a plan step and answers as an empty success; reads go to Incus as usual, so
-// everything the caller decides from them is decided as in the real call.
+// A dry run sends no request that changes anything: call hands it to the seam
+// (plan.Writes), which records it as a plan step, and answers as an empty success; reads
+// go to Incus as usual, so everything the caller decides from them is decided as in the
+// real call.
 
-// planCall records req, which would change something, instead of sending it. For a PUT or
+// describe is the step req, which would change something, stands for. For a PUT or
 // PATCH it reads the resource first and shows each field of the body before → after.
-func (c *Client) planCall(ctx context.Context, r *plan.Recorder, req request) (result, error) {
+func (c *Client) describe(ctx context.Context, req request) plan.Step {
 	step := plan.Step{System: plan.Incus, Call: req.method + " " + req.uri(), Target: targetOf(req.path)}
 	if req.body != nil {
 		after := flatten(req.body)
@@ -39,14 +40,20 @@ func (c *Client) planCall(ctx context.Context, r *plan.Recorder, req request) (r
 		}
 		step.Changes = changes(before, after, owned)
 	}
-	r.Record(step)
-	return result{typ: typeSync, httpStatus: http.StatusOK}, nil
+	return step
 }
 
-// planJoinToken is IssueJoinToken in a dry run: no token is issued, and the answer holds
-// none (its Reveal is a placeholder that no cluster accepts). The addresses are the
+// tokenStep is the step of issuing a join token for name.
+func tokenStep(name string) plan.Step {
+	return plan.Step{System: plan.Incus, Call: http.MethodPost + " /1.0/cluster/members", Target: name,
+		Changes: []plan.Change{{Field: "join token", After: "issued for " + name + " (not in a plan)"}}}
+}
+
+// plannedJoinToken is IssueJoinToken's answer in a dry run: no token was issued (Issued
+// is false: no operation holds it), and its Reveal is a placeholder that no cluster
+// accepts (the user data of a plan is only shown by size and hash). The addresses are the
 // online members' (those Incus would name); the expiry is Incus's default of three hours.
-func (c *Client) planJoinToken(ctx context.Context, r *plan.Recorder, name string) (JoinToken, error) {
+func (c *Client) plannedJoinToken(ctx context.Context, name string) (JoinToken, error) {
 	members, err := c.Members(ctx)
 	if err != nil {
 		return JoinToken{}, fmt.Errorf("issue join token for %q: %w", name, err)
@@ -57,8 +64,6 @@ func (c *Client) planJoinToken(ctx context.Context, r *plan.Recorder, name strin
 			addrs = append(addrs, u.Host)
 		}
 	}
-	r.Record(plan.Step{System: plan.Incus, Call: http.MethodPost + " /1.0/cluster/members", Target: name,
-		Changes: []plan.Change{{Field: "join token", After: "issued for " + name + " (not in a plan)"}}})
 	return JoinToken{ServerName: name, Addresses: addrs, ExpiresAt: time.Now().Add(3 * time.Hour).Truncate(time.Second),
 		reveal: sealToken("dry-run-no-token")}, nil
 }

@@ -51,6 +51,10 @@ func (t JoinToken) Reveal() string {
 	return t.reveal()
 }
 
+// Issued reports whether Incus issued the token (an operation holds it); a dry run's
+// answer was issued by nobody.
+func (t JoinToken) Issued() bool { return t.OperationID != "" }
+
 // String describes the token without revealing it.
 func (t JoinToken) String() string {
 	return fmt.Sprintf("join token for %q (operation %s, expires %s)",
@@ -170,15 +174,21 @@ func (c *Client) IssueJoinToken(ctx context.Context, name string) (JoinToken, er
 	if err := machines.ValidateName(name); err != nil {
 		return JoinToken{}, fmt.Errorf("issue join token: %w", err)
 	}
-	if r := plan.From(ctx); r != nil {
-		return c.planJoinToken(ctx, r, name)
-	}
+	// The issue goes through the seam as one write (its step names the token, not the
+	// request's body); planned, no token exists and the answer says so (Issued).
 	var op tokenOperation
-	res, err := c.call(ctx, request{
-		method: http.MethodPost,
-		path:   "/1.0/cluster/members",
-		body:   map[string]string{"server_name": name},
-	}, &op)
+	var res result
+	planned, err := c.writes.Do(ctx, plan.Incus, func() plan.Step { return tokenStep(name) }, func() (err error) {
+		res, err = c.send(ctx, request{
+			method: http.MethodPost,
+			path:   "/1.0/cluster/members",
+			body:   map[string]string{"server_name": name},
+		}, &op)
+		return err
+	})
+	if planned {
+		return c.plannedJoinToken(ctx, name)
+	}
 	if err != nil {
 		return JoinToken{}, fmt.Errorf("issue join token for %q: %w", name, err)
 	}

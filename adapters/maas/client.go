@@ -40,6 +40,8 @@ type Client struct {
 	log   *slog.Logger
 	// sleep waits between retries; replaced in tests that count attempts.
 	sleep func(context.Context, time.Duration) error
+
+	writes *plan.Writes // every call but a GET goes through it (see do)
 }
 
 // New validates cfg and returns a client. It does not contact MAAS; call
@@ -78,11 +80,16 @@ func New(cfg Config) (*Client, error) {
 	if c.WrapTransport != nil {
 		signer = c.WrapTransport(signer)
 	}
+	writes := c.Writes
+	if writes == nil {
+		writes = &plan.Writes{}
+	}
 	return &Client{
-		root:  root,
-		creds: creds,
-		cfg:   c,
-		trust: tr,
+		writes: writes,
+		root:   root,
+		creds:  creds,
+		cfg:    c,
+		trust:  tr,
 		hc: &http.Client{
 			Transport: signer,
 			// A redirect could lead anywhere, including plain http; MAAS API
@@ -147,11 +154,27 @@ type call struct {
 	timeout time.Duration // zero: Config.RequestTimeout
 }
 
-// do sends c and decodes a 2xx JSON body into out (when out is non-nil).
+// Writes is the seam the client's changes go through: hooks added to it (app's shared
+// reads forgetting, metrics) run after every one, made or planned.
+func (c *Client) Writes() *plan.Writes { return c.writes }
+
+// do sends c and decodes a 2xx JSON body into out (when out is non-nil). Every call but
+// a GET is a write: it goes through the client's plan.Writes, which in a dry run records
+// it (describe) instead of sending it, and do answers with the machine as MAAS shows it
+// now (a real read).
 func (c *Client) do(ctx context.Context, cl call, out any) error {
-	if r := plan.From(ctx); r != nil && cl.method != http.MethodGet {
-		return c.planCall(ctx, r, cl, out)
+	if cl.method == http.MethodGet {
+		return c.send(ctx, cl, out)
 	}
+	planned, err := c.writes.Do(ctx, plan.MAAS, func() plan.Step { return describe(cl) }, func() error { return c.send(ctx, cl, out) })
+	if planned {
+		return c.plannedAnswer(ctx, cl, out)
+	}
+	return err
+}
+
+// send makes cl: only do and the seam's send may use it.
+func (c *Client) send(ctx context.Context, cl call, out any) error {
 	u := *c.root
 	u.Path = c.root.Path + cl.path
 	q := url.Values{}

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/apelora/fabric/plan"
 )
 
 // Defaults chosen for one MAAS region serving a few hundred machines.
@@ -57,6 +59,9 @@ type Config struct {
 	// there; OperationName names them). It sees requests already signed: it must not log
 	// their headers.
 	WrapTransport func(http.RoundTripper) http.RoundTripper `json:"-"`
+	// Writes is the seam every POST goes through (plan.Writes: made or planned, then
+	// forgotten by shared reads and counted); nil: one of the client's own.
+	Writes *plan.Writes `json:"-"`
 }
 
 // String redacts the API key.

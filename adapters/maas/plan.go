@@ -9,15 +9,14 @@ import (
 	"github.com/apelora/fabric/plan"
 )
 
-// A dry run (plan.From(ctx) set) sends MAAS no POST: do records the operation and its
-// parameters as a plan step and answers with the machine as MAAS shows it now (a real
-// read). Cloud-init user data appears only as its size and SHA-256.
-func (c *Client) planCall(ctx context.Context, r *plan.Recorder, cl call, out any) error {
+// A dry run sends MAAS no POST: do hands it to the seam (plan.Writes), which records the
+// operation and its parameters as a plan step, and answers with the machine as MAAS shows
+// it now (a real read). Cloud-init user data appears only as its size and SHA-256.
+
+// describe is the step cl, which would change something, stands for.
+func describe(cl call) plan.Step {
 	id := cl.params.Get("system_id")
-	machine := cl.path
-	if id != "" {
-		machine = machinePath(id)
-	} else if len(cl.path) > len("machines/") {
+	if id == "" && len(cl.path) > len("machines/") {
 		id = cl.path[len("machines/") : len(cl.path)-1]
 	}
 	name := cl.method + " " + cl.path
@@ -42,7 +41,15 @@ func (c *Client) planCall(ctx context.Context, r *plan.Recorder, cl call, out an
 			step.Changes = append(step.Changes, plan.Change{Field: k, After: v})
 		}
 	}
-	r.Record(step)
+	return step
+}
+
+// plannedAnswer is what do answers for a planned call: the machine as MAAS shows it now.
+func (c *Client) plannedAnswer(ctx context.Context, cl call, out any) error {
+	machine := cl.path
+	if id := cl.params.Get("system_id"); id != "" {
+		machine = machinePath(id)
+	}
 	if out == nil || machine == "machines/" {
 		return nil
 	}

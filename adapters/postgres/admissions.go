@@ -78,9 +78,13 @@ func (s *Store) RecordAdmission(ctx context.Context, a admission.Admitted) (int6
 		groups = []string{}
 	}
 	var id int64
-	if err := tx.QueryRow(ctx, `INSERT INTO admissions (machine, member, roles, groups, failure_domain, admitted_by, request_id)
+	err = tx.QueryRow(ctx, `INSERT INTO admissions (machine, member, roles, groups, failure_domain, admitted_by, request_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-		a.Machine, a.Member, roles, groups, a.FailureDomain, a.By, a.RequestID).Scan(&id); err != nil {
+		a.Machine, a.Member, roles, groups, a.FailureDomain, a.By, a.RequestID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) && planned(tx) {
+		return 0, nil // a dry run's INSERT is a step, never sent: no admission, no id
+	}
+	if err != nil {
 		return 0, dbError(err)
 	}
 	afterAudit(ctx, func(ctx context.Context, tx pgx.Tx, eventID int64) error {

@@ -83,17 +83,26 @@ func (s *Store) changeHolding(ctx context.Context, lock mutations.Lock, machine 
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), changeTimeout)
 	defer cancel()
-	tx, err := s.pool.Begin(ctx)
+	// A dry run's transaction is READ ONLY: its writes are plan steps (writeTx), and a
+	// write that bypasses the seam is refused by PostgreSQL itself; nextval cannot run in
+	// it, so a plan advances no sequence.
+	r := plan.From(ctx)
+	opts := pgx.TxOptions{}
+	if r != nil {
+		opts.AccessMode = pgx.ReadOnly
+	}
+	raw, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return unavailable(err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer raw.Rollback(context.WithoutCancel(ctx))
+	tx := &writeTx{Tx: raw, writes: s.writes, planned: r}
 	if machine != "" {
 		// A dry run only looks whether a change holds the lock, and takes none: a plan
 		// must not make the change it previews (or another plan, such as the console's
 		// asking again as the operator types) BUSY.
 		lock := `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`
-		if plan.Active(ctx) {
+		if r != nil {
 			lock = `SELECT NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
 				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 				AND classid = $1::int4::oid AND objid = hashtext($2)::oid AND objsubid = 2)`
@@ -106,18 +115,14 @@ func (s *Store) changeHolding(ctx context.Context, lock mutations.Lock, machine 
 			return apperr.New(apperr.Busy, "machine %q is busy: another change to it is in progress; try again when it has finished", machine)
 		}
 	}
-	if r := plan.From(ctx); r != nil {
-		s.tracer.planned.Store(tx.Conn(), r)
-		defer s.tracer.planned.Delete(tx.Conn())
-	}
 	var after []func(ctx context.Context, tx pgx.Tx, eventID int64) error
-	fctx := context.WithValue(context.WithValue(ctx, txKey{}, tx), afterAuditKey{}, &after)
+	fctx := context.WithValue(context.WithValue(ctx, txKey{}, pgx.Tx(tx)), afterAuditKey{}, &after)
 	if err := fn(fctx, tx); err != nil {
 		return err
 	}
-	if plan.Active(ctx) {
-		// A dry run keeps nothing: the deferred rollback undoes fn's writes (recorded as
-		// steps by the tracer), and the gate writes the PLANNED event on its own.
+	if r != nil {
+		// A dry run sent no write (they are its steps) and keeps nothing; the gate writes
+		// the PLANNED event on its own.
 		return nil
 	}
 	eventID, err := insertAudit(ctx, tx, action.Event(audit.Succeeded, ""))

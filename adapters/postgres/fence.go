@@ -88,7 +88,13 @@ func (t fenceTx) PutMapping(ctx context.Context, m fencing.Mapping) (*fencing.Ma
 }
 
 func (t fenceTx) DeleteMapping(ctx context.Context, member string) (*fencing.Mapping, error) {
-	m, err := scanMapping(t.tx.QueryRow(ctx, `DELETE FROM fence_mappings WHERE member = $1 RETURNING `+mappingColumns, member))
+	del := `DELETE FROM fence_mappings WHERE member = $1 RETURNING ` + mappingColumns
+	if planned(t.tx) {
+		// The DELETE is a step, not sent: answer the mapping it would delete.
+		_, _ = t.tx.Exec(ctx, `DELETE FROM fence_mappings WHERE member = $1`, member)
+		del = `SELECT ` + mappingColumns + ` FROM fence_mappings WHERE member = $1`
+	}
+	m, err := scanMapping(t.tx.QueryRow(ctx, del, member))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

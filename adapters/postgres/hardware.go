@@ -101,7 +101,13 @@ func (t profileTx) DeleteProfile(ctx context.Context, name string) (*hardware.Pr
 			"hardware profile %q is still assigned to %s: assign those machines another profile (assignHardwareProfile) or clear theirs (clearHardwareProfile) first",
 			name, listNames(assigned)), Details: map[string]any{"machines": assigned}}
 	}
-	p, err := scanProfile(t.tx.QueryRow(ctx, `DELETE FROM hardware_profiles WHERE name = $1 RETURNING `+profileColumns, name), false)
+	del := `DELETE FROM hardware_profiles WHERE name = $1 RETURNING ` + profileColumns
+	if planned(t.tx) {
+		// The DELETE is a step, not sent: answer the profile it would delete.
+		_, _ = t.tx.Exec(ctx, `DELETE FROM hardware_profiles WHERE name = $1`, name)
+		del = `SELECT ` + profileColumns + ` FROM hardware_profiles WHERE name = $1`
+	}
+	p, err := scanProfile(t.tx.QueryRow(ctx, del, name), false)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

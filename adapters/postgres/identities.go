@@ -109,18 +109,32 @@ func (t identityTx) InsertIdentity(ctx context.Context, name string, hash []byte
 	for i, p := range perms {
 		ps[i] = string(p)
 	}
+	// Asked first, so a dry run (whose INSERT is a step, not sent) is refused as the real
+	// call is; the unique constraint still holds against a concurrent change.
+	var taken bool
+	if err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM identities WHERE name = $1)`, name).Scan(&taken); err != nil {
+		return nil, dbError(err)
+	}
+	if taken {
+		return nil, identityTaken(name)
+	}
+	// In a dry run the INSERT answers no row: no identity was created, none is answered.
 	id, err := scanIdentity(t.tx.QueryRow(ctx, `INSERT INTO identities (name, token_hash, permissions, expires_at) VALUES ($1, $2, $3, $4)
 		RETURNING `+identityColumns, name, hash, ps, expiresAt))
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "identities_name_key":
-		return nil, &apperr.Error{Code: apperr.AlreadyExists, Field: "name", Message: fmt.Sprintf(
-			"an identity named %q already exists (revoked ones keep their name): choose another name", name)}
+		return nil, identityTaken(name)
 	case errors.As(err, &pgErr) && pgErr.ConstraintName == "identities_expiry_after_creation":
 		// The expiry was in the server's future but not in the database's: clocks apart.
 		return nil, apperr.Invalid("expiresIn", "the expiry is already past by the database's clock: give a longer time, and check the clocks of the server and the database agree")
 	}
 	return id, err
+}
+
+func identityTaken(name string) error {
+	return &apperr.Error{Code: apperr.AlreadyExists, Field: "name", Message: fmt.Sprintf(
+		"an identity named %q already exists (revoked ones keep their name): choose another name", name)}
 }
 
 func (t identityTx) IdentityByName(ctx context.Context, name string) (*identity.Identity, error) {

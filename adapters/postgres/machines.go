@@ -61,24 +61,53 @@ func (m machineStore) Records(ctx context.Context) ([]machines.Record, error) {
 }
 
 func (t machineTx) InsertRecord(ctx context.Context, r machines.Record) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO machine_records (name, provisioner, description, maas_system_id, hardware_uuid, registered_at, registered_by)
+	// Asked first, so a dry run (whose INSERT is a step, not sent) is refused as the real
+	// call is; the unique constraints still hold against a concurrent change.
+	var nameTaken bool
+	var other string
+	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM machine_records WHERE name = $1),
+		coalesce((SELECT name FROM machine_records WHERE maas_system_id = nullif($2, '')), '')`, r.Name, r.MAASSystemID).Scan(&nameTaken, &other)
+	switch {
+	case err != nil:
+		return dbError(err)
+	case nameTaken:
+		return recordNameTaken(r.Name)
+	case other != "":
+		return systemIDTaken(r.MAASSystemID, other)
+	}
+	_, err = t.tx.Exec(ctx, `INSERT INTO machine_records (name, provisioner, description, maas_system_id, hardware_uuid, registered_at, registered_by)
 		VALUES ($1, $2, $3, nullif($4, ''), nullif($5, ''), $6, $7)`,
 		r.Name, r.Provisioner, r.Description, r.MAASSystemID, r.HardwareUUID, r.RegisteredAt, r.RegisteredBy)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		switch pgErr.ConstraintName {
 		case "machine_records_pkey":
-			return &apperr.Error{Code: apperr.AlreadyExists, Field: "name", Message: fmt.Sprintf("a machine named %q is already registered: choose another name, or unregister the old record first", r.Name)}
+			return recordNameTaken(r.Name)
 		case "machine_records_maas_system_id_key":
 			var other string
 			_ = t.tx.QueryRow(context.WithoutCancel(ctx), `SELECT name FROM machine_records WHERE maas_system_id = $1`, r.MAASSystemID).Scan(&other)
-			return &apperr.Error{Code: apperr.AlreadyExists, Field: "maasSystemId", Message: fmt.Sprintf("MAAS system id %q is already registered as machine %q", r.MAASSystemID, other)}
+			return systemIDTaken(r.MAASSystemID, other)
 		}
 	}
 	return dbError(err)
 }
 
+func recordNameTaken(name string) error {
+	return &apperr.Error{Code: apperr.AlreadyExists, Field: "name", Message: fmt.Sprintf("a machine named %q is already registered: choose another name, or unregister the old record first", name)}
+}
+
+func systemIDTaken(systemID, other string) error {
+	return &apperr.Error{Code: apperr.AlreadyExists, Field: "maasSystemId", Message: fmt.Sprintf("MAAS system id %q is already registered as machine %q", systemID, other)}
+}
+
 func (t machineTx) DeleteRecord(ctx context.Context, name string) (bool, error) {
+	if planned(t.tx) {
+		// The DELETE is a step, not sent: answer whether it would delete the record.
+		_, _ = t.tx.Exec(ctx, `DELETE FROM machine_records WHERE name = $1`, name)
+		var found bool
+		err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM machine_records WHERE name = $1)`, name).Scan(&found)
+		return found, dbError(err)
+	}
 	tag, err := t.tx.Exec(ctx, `DELETE FROM machine_records WHERE name = $1`, name)
 	if err != nil {
 		return false, dbError(err)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/apelora/fabric/plan"
 )
 
 // Notification is a NOTIFY received on a channel. Resync means the listening connection
@@ -102,8 +104,14 @@ func (l *Listener) listen(ctx context.Context, listening func()) error {
 }
 
 // Notify sends payload on channel at once, outside any transaction (also from inside a
-// change: it uses connections of its own).
+// change: it uses connections of its own). It is a write (plan.Writes): a dry run's
+// NOTIFY is a plan step, sent to nobody.
 func (s *Store) Notify(ctx context.Context, channel, payload string) error {
-	_, err := s.notify.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
-	return dbError(err)
+	_, err := s.writes.Do(ctx, plan.Database, func() plan.Step {
+		return plan.Step{Call: "NOTIFY " + channel, Target: actionMachine(ctx)}
+	}, func() error {
+		_, err := s.notify.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
+		return dbError(err)
+	})
+	return err
 }

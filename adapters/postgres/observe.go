@@ -11,9 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/migrations"
-	"github.com/apelora/fabric/plan"
 )
 
 // Observer is told of every statement the store runs and of every attempt to write an
@@ -46,10 +44,6 @@ func (s *Store) auditWrite(err error) {
 // statement to the observer, if any.
 type tracer struct {
 	obs atomic.Pointer[Observer]
-	// planned holds the connections of dry runs' changes in progress (*pgx.Conn →
-	// *plan.Recorder): every write on them is a plan step (whatever context the domain
-	// passes along with the transaction).
-	planned sync.Map
 }
 
 type traceKey struct{}
@@ -60,27 +54,13 @@ type traced struct {
 }
 
 func (t *tracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	if r, ok := t.planned.Load(conn); ok {
-		ctx = context.WithValue(ctx, plannedKey{}, plannedStatement{r.(*plan.Recorder), data.SQL})
-	}
 	if t.obs.Load() == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, traceKey{}, traced{name: StatementName(data.SQL), start: time.Now()})
 }
 
-type plannedKey struct{}
-
-type plannedStatement struct {
-	r   *plan.Recorder
-	sql string
-}
-
 func (t *tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
-	// A write that failed (a unique key taken) is no step: the refusal it causes is.
-	if p, ok := ctx.Value(plannedKey{}).(plannedStatement); ok && data.Err == nil {
-		planWrite(ctx, p.r, p.sql)
-	}
 	o := t.obs.Load()
 	q, ok := ctx.Value(traceKey{}).(traced)
 	if o == nil || !ok {
@@ -89,24 +69,8 @@ func (t *tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQ
 	(*o).Statement(q.name, time.Since(q.start), data.Err)
 }
 
-// writes finds a statement that changes rows (also inside a WITH).
+// writes finds a statement that changes rows (also inside a WITH): writeTx's writes.
 var writes = regexp.MustCompile(`(?i)\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+([a-z_][a-z0-9_]*)`)
-
-// planWrite records a statement of a dry run's change that would write as a DATABASE
-// step: the verb and the table, never the values (they may be anything a caller sent).
-// The change's transaction is rolled back, so the write never lands.
-func planWrite(ctx context.Context, r *plan.Recorder, sql string) {
-	m := writes.FindStringSubmatch(comments.ReplaceAllString(quoted.ReplaceAllString(sql, "''"), " "))
-	if m == nil || !tables()[strings.ToLower(m[2])] {
-		return
-	}
-	verb := strings.ToUpper(strings.Fields(m[1])[0])
-	target := ""
-	if a := audit.ActionFrom(ctx); a != nil {
-		target = a.Machine
-	}
-	r.Record(plan.Step{System: plan.Database, Call: verb + " " + strings.ToLower(m[2]), Target: target})
-}
 
 var (
 	word       = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)

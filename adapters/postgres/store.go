@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/plan"
 )
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
@@ -29,7 +30,14 @@ type Store struct {
 	tracer *tracer
 	// noting holds the ids of identities whose last use is being written (see NoteUse).
 	noting sync.Map
+	// writes is the seam a change's SQL writes and every NOTIFY go through (see Writes).
+	writes *plan.Writes
 }
+
+// Writes is the seam the store's changes go through: the writes of a change (Audited and
+// the domain views' Change) and every NOTIFY. App's wiring hands the same one to the
+// Incus and MAAS clients, so one set of hooks (metrics) sees every write of the process.
+func (s *Store) Writes() *plan.Writes { return s.writes }
 
 // Open connects to the database at url (a postgres:// URL or a libpq key=value string).
 // It does not apply migrations; call Migrate.
@@ -55,7 +63,7 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	s := &Store{pool: pool, notify: notify, log: log, tracer: tr}
+	s := &Store{pool: pool, notify: notify, log: log, tracer: tr, writes: &plan.Writes{}}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {

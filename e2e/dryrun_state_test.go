@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/testkit/producttest"
+)
+
+// A dry run's payload shows only state that exists, and a dry run advances no sequence:
+// its change runs READ ONLY, its INSERT and UPDATE are plan steps never sent. The one
+// thing it writes is its PLANNED audit event.
+func TestDryRunShowsOnlyStateThatExists(t *testing.T) {
+	e := producttest.Start(t)
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	e.MustGQL(admin, createIdentityQuery, map[string]any{"input": map[string]any{"name": "ops", "permissions": []string{"VIEW_INFRASTRUCTURE"}}})
+
+	seqs := func() (identities, audits int64) {
+		return e.Scalar(`SELECT last_value FROM identities_id_seq`).(int64), e.Scalar(`SELECT last_value FROM audit_events_id_seq`).(int64)
+	}
+	ids0, audits0 := seqs()
+	events0 := e.Count("audit_events")
+
+	created := e.MustGQL(admin, `mutation { createIdentity(input: {name: "planned", permissions: [VIEW_INFRASTRUCTURE], dryRun: true}) {
+		token identity { name } plan { steps { system call } } } }`, nil)["createIdentity"].(map[string]any)
+	if created["identity"] != nil || created["token"] != nil {
+		t.Fatalf("a planned createIdentity answered an identity that was never created: %v", created)
+	}
+	if steps := fmt.Sprint(created["plan"]); steps != "map[steps:[map[call:INSERT identities system:DATABASE]]]" {
+		t.Fatalf("createIdentity plan %s, want its one INSERT", steps)
+	}
+
+	revoked := e.MustGQL(admin, `mutation { revokeIdentity(input: {name: "ops", dryRun: true}) {
+		identity { name revokedAt revokedBy active } plan { steps { system call } } } }`, nil)["revokeIdentity"].(map[string]any)
+	if got := fmt.Sprint(revoked["identity"]); got != "map[active:true name:ops revokedAt:<nil> revokedBy:<nil>]" {
+		t.Fatalf("a planned revokeIdentity answered %s, want ops as it is: not revoked", got)
+	}
+	if steps := fmt.Sprint(revoked["plan"]); steps != "map[steps:[map[call:UPDATE identities system:DATABASE]]]" {
+		t.Fatalf("revokeIdentity plan %s, want its one UPDATE", steps)
+	}
+	if row := identityRow(t, e, admin, "ops"); row["revokedAt"] != nil || row["active"] != true {
+		t.Fatalf("ops after a planned revocation: %v", row)
+	}
+
+	ids, audits := seqs()
+	if ids != ids0 {
+		t.Errorf("identities_id_seq went from %d to %d over two dry runs", ids0, ids)
+	}
+	// Each dry run wrote its one PLANNED event, and took no other audit id.
+	if audits != audits0+2 || e.Count("audit_events") != events0+2 {
+		t.Errorf("audit_events_id_seq went from %d to %d and the events from %d to %d; want 2 more each (the PLANNED events)",
+			audits0, audits, events0, e.Count("audit_events"))
+	}
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE id > $1 AND outcome = 'PLANNED'`, audits0).(int64); n != 2 {
+		t.Errorf("%d PLANNED events, want 2", n)
+	}
+}
