@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/apelora/fabric/membership"
 )
 
 // Raft roles as Incus lists them in a member's roles.
@@ -155,4 +157,23 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// FromMembership is the rule's view of Incus's member list: a member is online unless
+// Incus reports it Offline.
+func FromMembership(ms []membership.Member) []Member {
+	out := make([]Member, len(ms))
+	for i, m := range ms {
+		out[i] = Member{Name: m.Name, Online: m.Status != "Offline", Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups}
+	}
+	return out
+}
+
+// Detail is the projection as an audit event or a fence event keeps it.
+func (p Projection) Detail() map[string]any {
+	return map[string]any{
+		"leaving": p.Leaving, "voters": p.Voters, "votersOnlineBefore": p.VotersOnlineBefore,
+		"votersOnlineAfter": p.VotersOnlineAfter, "standbysAfter": p.StandbysAfter,
+		"emptiedFailureDomains": p.EmptiedFailureDomains, "emptiedGroups": p.EmptiedGroups,
+	}
 }
