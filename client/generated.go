@@ -3847,6 +3847,9 @@ const (
 	FenceReasonTooManyOffline FenceReason = "TOO_MANY_OFFLINE"
 	// The member was asked to power off within the cooldown.
 	FenceReasonCooldown FenceReason = "COOLDOWN"
+	// Powering it off would leave Incus's database without a majority of its voters online,
+	// or without a member (the quorum projection every plan that takes a member away applies).
+	FenceReasonQuorum FenceReason = "QUORUM"
 	// MAAS reports another hardware UUID (or none) for the mapped system id.
 	FenceReasonUuidMismatch FenceReason = "UUID_MISMATCH"
 	// MAAS has no machine with the mapped system id.
@@ -3867,6 +3870,7 @@ var AllFenceReason = []FenceReason{
 	FenceReasonNotMapped,
 	FenceReasonTooManyOffline,
 	FenceReasonCooldown,
+	FenceReasonQuorum,
 	FenceReasonUuidMismatch,
 	FenceReasonMaasMachineNotFound,
 	FenceReasonMaasUnavailable,

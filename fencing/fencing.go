@@ -108,6 +108,9 @@ const (
 	ReasonNotMapped      Reason = "NOT_MAPPED"
 	ReasonTooManyOffline Reason = "TOO_MANY_OFFLINE"
 	ReasonCooldown       Reason = "COOLDOWN"
+	// ReasonQuorum: Incus's database would be left without a majority of its voters or
+	// without a member (package quorum).
+	ReasonQuorum Reason = "QUORUM"
 	// Refusals (and non-confirmations) by what MAAS says.
 	ReasonUUIDMismatch    Reason = "UUID_MISMATCH"
 	ReasonMachineNotFound Reason = "MAAS_MACHINE_NOT_FOUND"
@@ -120,7 +123,7 @@ const (
 )
 
 // Reasons lists every reason.
-var Reasons = []Reason{ReasonNotMapped, ReasonTooManyOffline, ReasonCooldown, ReasonUUIDMismatch, ReasonMachineNotFound,
+var Reasons = []Reason{ReasonNotMapped, ReasonTooManyOffline, ReasonCooldown, ReasonQuorum, ReasonUUIDMismatch, ReasonMachineNotFound,
 	ReasonMAASUnavailable, ReasonPowerNotQueryable, ReasonPowerOffNotSent, ReasonPowerOffRefused, ReasonPowerNotOff}
 
 // Event is one fence event. Events are append-only.
@@ -163,6 +166,9 @@ type Limits struct {
 	// least this often; after a longer gap (every worker down) its clock starts again, so a
 	// restart never invents an outage.
 	MaxObservationGap time.Duration
+	// Settle: after Incus could not be read (or had no quorum), how long it must have
+	// answered before a member it lists Offline counts (Trust). Zero: at once.
+	Settle time.Duration
 }
 
 // Validate checks the limits make sense together.
@@ -178,6 +184,8 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("the fence cooldown (%v) must be at least the confirmation timeout (%v): otherwise a second power-off could be sent while the first is still being confirmed", l.Cooldown, l.ConfirmTimeout)
 	case l.MaxObservationGap <= 0:
 		return fmt.Errorf("the observation gap must be positive, not %v", l.MaxObservationGap)
+	case l.Settle < 0:
+		return fmt.Errorf("the settle period must not be negative, not %v", l.Settle)
 	}
 	return nil
 }

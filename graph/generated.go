@@ -3149,6 +3149,11 @@ enum FenceReason {
   TOO_MANY_OFFLINE
   "The member was asked to power off within the cooldown."
   COOLDOWN
+  """
+  Powering it off would leave Incus's database without a majority of its voters online,
+  or without a member (the quorum projection every plan that takes a member away applies).
+  """
+  QUORUM
   "MAAS reports another hardware UUID (or none) for the mapped system id."
   UUID_MISMATCH
   "MAAS has no machine with the mapped system id."

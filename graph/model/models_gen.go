@@ -1316,6 +1316,9 @@ const (
 	FenceReasonTooManyOffline FenceReason = "TOO_MANY_OFFLINE"
 	// The member was asked to power off within the cooldown.
 	FenceReasonCooldown FenceReason = "COOLDOWN"
+	// Powering it off would leave Incus's database without a majority of its voters online,
+	// or without a member (the quorum projection every plan that takes a member away applies).
+	FenceReasonQuorum FenceReason = "QUORUM"
 	// MAAS reports another hardware UUID (or none) for the mapped system id.
 	FenceReasonUUIDMismatch FenceReason = "UUID_MISMATCH"
 	// MAAS has no machine with the mapped system id.
@@ -1336,6 +1339,7 @@ var AllFenceReason = []FenceReason{
 	FenceReasonNotMapped,
 	FenceReasonTooManyOffline,
 	FenceReasonCooldown,
+	FenceReasonQuorum,
 	FenceReasonUUIDMismatch,
 	FenceReasonMaasMachineNotFound,
 	FenceReasonMaasUnavailable,
@@ -1347,7 +1351,7 @@ var AllFenceReason = []FenceReason{
 
 func (e FenceReason) IsValid() bool {
 	switch e {
-	case FenceReasonNotMapped, FenceReasonTooManyOffline, FenceReasonCooldown, FenceReasonUUIDMismatch, FenceReasonMaasMachineNotFound, FenceReasonMaasUnavailable, FenceReasonPowerNotQueryable, FenceReasonPowerOffNotSent, FenceReasonPowerOffRefused, FenceReasonPowerNotOff:
+	case FenceReasonNotMapped, FenceReasonTooManyOffline, FenceReasonCooldown, FenceReasonQuorum, FenceReasonUUIDMismatch, FenceReasonMaasMachineNotFound, FenceReasonMaasUnavailable, FenceReasonPowerNotQueryable, FenceReasonPowerOffNotSent, FenceReasonPowerOffRefused, FenceReasonPowerNotOff:
 		return true
 	}
 	return false

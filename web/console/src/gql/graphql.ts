@@ -159,6 +159,11 @@ export type FenceReason =
   | 'POWER_OFF_NOT_SENT'
   /** MAAS refused the power-off (permission, locked machine …). */
   | 'POWER_OFF_REFUSED'
+  /**
+   * Powering it off would leave Incus's database without a majority of its voters online,
+   * or without a member (the quorum projection every plan that takes a member away applies).
+   */
+  | 'QUORUM'
   /** Half or more of the members count as offline (offline, or a fence not yet confirmed). */
   | 'TOO_MANY_OFFLINE'
   /** MAAS reports another hardware UUID (or none) for the mapped system id. */
