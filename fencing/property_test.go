@@ -231,12 +231,12 @@ func (h *history) check(t *testing.T, counts outcomeCounts) {
 	}
 	sort.Slice(log, func(i, j int) bool { return log[i].seq < log[j].seq })
 
-	pending := map[string]*Event{}  // member → unconfirmed request
+	pending := map[string]*Event{}   // member → unconfirmed request
 	fenced := map[string]time.Time{} // member → the request time of its latest confirmed power-off
-	lastReq := map[string]*Event{}  // member → latest request
-	sentFor := map[int64]int{}      // request id → power-offs sent for it
-	var lastCall *maasCall          // the MAAS call before the current one
-	var readsOK = map[string]bool{} // system id → the last read answered the expected UUID
+	lastReq := map[string]*Event{}   // member → latest request
+	sentFor := map[int64]int{}       // request id → power-offs sent for it
+	var lastCall *maasCall           // the MAAS call before the current one
+	var readsOK = map[string]bool{}  // system id → the last read answered the expected UUID
 	requested := 0
 	for _, en := range log {
 		if c := en.call; c != nil {
