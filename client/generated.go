@@ -2202,6 +2202,8 @@ const (
 	ClusterWarningCodeFenceWorkerSilent ClusterWarningCode = "FENCE_WORKER_SILENT"
 	// Some members have no fence mapping.
 	ClusterWarningCodeUnmappedMembers ClusterWarningCode = "UNMAPPED_MEMBERS"
+	// The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started).
+	ClusterWarningCodeOfflineAfterTooShort ClusterWarningCode = "OFFLINE_AFTER_TOO_SHORT"
 )
 
 var AllClusterWarningCode = []ClusterWarningCode{
@@ -2210,6 +2212,7 @@ var AllClusterWarningCode = []ClusterWarningCode{
 	ClusterWarningCodeNoFenceWorker,
 	ClusterWarningCodeFenceWorkerSilent,
 	ClusterWarningCodeUnmappedMembers,
+	ClusterWarningCodeOfflineAfterTooShort,
 }
 
 // CommissionMachineCommissionMachineMaasMachinePayload includes the requested fields of the GraphQL type MaasMachinePayload.

@@ -16,6 +16,7 @@ package fencing
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -186,6 +187,37 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("the observation gap must be positive, not %v", l.MaxObservationGap)
 	case l.Settle < 0:
 		return fmt.Errorf("the settle period must not be negative, not %v", l.Settle)
+	}
+	return nil
+}
+
+// Incus calls a member Offline once it has missed heartbeats for cluster.offline_threshold
+// (20 s unless set). A live member's heartbeat lands within that time, so a wrong Offline
+// (Incus regaining quorum lists every member Offline for a few seconds) never lasts longer:
+// the worker refuses to start with an OfflineAfter shorter than the threshold plus
+// OfflineMargin, and the cluster view warns when the leading worker's is.
+const (
+	DefaultOfflineThreshold = 20 * time.Second
+	OfflineMargin           = 5 * time.Second
+)
+
+// OfflineThreshold reads Incus's cluster.offline_threshold from its server configuration
+// (GET /1.0 config: only keys that are set), or its default.
+func OfflineThreshold(cfg map[string]string) time.Duration {
+	if n, err := strconv.Atoi(strings.TrimSpace(cfg["cluster.offline_threshold"])); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return DefaultOfflineThreshold
+}
+
+// MinOfflineAfter is the least OfflineAfter that Incus's offline threshold allows.
+func MinOfflineAfter(threshold time.Duration) time.Duration { return threshold + OfflineMargin }
+
+// CheckOfflineThreshold refuses an OfflineAfter that a wrong Offline from Incus could outlast.
+func (l Limits) CheckOfflineThreshold(threshold time.Duration) error {
+	if least := MinOfflineAfter(threshold); l.OfflineAfter < least {
+		return fmt.Errorf("the offline time before fencing (%v) must be at least Incus's cluster.offline_threshold (%v) plus %v, so %v: for a shorter time Incus can list a live member Offline (it does so for a few seconds after regaining quorum) and it would be powered off; raise APELORA_FENCE_OFFLINE_AFTER, or lower cluster.offline_threshold in Incus",
+			l.OfflineAfter, threshold, OfflineMargin, least)
 	}
 	return nil
 }

@@ -169,7 +169,7 @@ func (w *Worker) lead(ctx context.Context, sess Session) {
 	if _, err := sess.Append(ctx, Event{At: now, Kind: KindLeading, Worker: w.ID,
 		Message: fmt.Sprintf("apelora-worker %s holds the fence lock and acts from now on", w.ID),
 		Details: map[string]any{"offlineAfterSeconds": w.Limits.OfflineAfter.Seconds(), "cooldownSeconds": w.Limits.Cooldown.Seconds(),
-			"confirmTimeoutSeconds": w.Limits.ConfirmTimeout.Seconds(), "pollSeconds": w.Poll.Seconds()}}); err != nil {
+			"confirmTimeoutSeconds": w.Limits.ConfirmTimeout.Seconds(), "pollSeconds": w.Poll.Seconds(), "settleSeconds": w.Limits.Settle.Seconds()}}); err != nil {
 		w.Log.Warn("lost the database right after taking the fence lock", "error", err)
 		return
 	}

@@ -115,13 +115,14 @@ type ComplexityRoot struct {
 	}
 
 	ClusterView struct {
-		FenceWorker      func(childComplexity int) int
-		HealingThreshold func(childComplexity int) int
-		Members          func(childComplexity int) int
-		OfflineMembers   func(childComplexity int) int
-		OfflineThreshold func(childComplexity int) int
-		UnmappedMembers  func(childComplexity int) int
-		Warnings         func(childComplexity int) int
+		FenceWorker         func(childComplexity int) int
+		HealingThreshold    func(childComplexity int) int
+		Members             func(childComplexity int) int
+		MinimumOfflineAfter func(childComplexity int) int
+		OfflineMembers      func(childComplexity int) int
+		OfflineThreshold    func(childComplexity int) int
+		UnmappedMembers     func(childComplexity int) int
+		Warnings            func(childComplexity int) int
 	}
 
 	ClusterWarning struct {
@@ -220,6 +221,7 @@ type ComplexityRoot struct {
 		LeaderSince           func(childComplexity int) int
 		OfflineAfterSeconds   func(childComplexity int) int
 		PollSeconds           func(childComplexity int) int
+		SettleSeconds         func(childComplexity int) int
 		Worker                func(childComplexity int) int
 	}
 
@@ -915,6 +917,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ClusterView.Members(childComplexity), true
+	case "ClusterView.minimumOfflineAfter":
+		if e.ComplexityRoot.ClusterView.MinimumOfflineAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterView.MinimumOfflineAfter(childComplexity), true
 	case "ClusterView.offlineMembers":
 		if e.ComplexityRoot.ClusterView.OfflineMembers == nil {
 			break
@@ -1323,6 +1331,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FenceWorker.PollSeconds(childComplexity), true
+	case "FenceWorker.settleSeconds":
+		if e.ComplexityRoot.FenceWorker.SettleSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceWorker.SettleSeconds(childComplexity), true
 	case "FenceWorker.worker":
 		if e.ComplexityRoot.FenceWorker.Worker == nil {
 			break
@@ -3231,6 +3245,13 @@ type ClusterView {
   healingThreshold: Int
   "Incus's cluster.offline_threshold in seconds; null when Incus could not be asked."
   offlineThreshold: Int
+  """
+  The least APELORA_FENCE_OFFLINE_AFTER apelora-worker starts with, in seconds: Incus's
+  cluster.offline_threshold plus 5 s (Incus can list a live member Offline for a few
+  seconds, after regaining quorum, never longer than its threshold). Null when Incus could
+  not be asked.
+  """
+  minimumOfflineAfter: Int
   "How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why)."
   members: Int
   "How many of them Incus reports offline; null when Incus could not be asked."
@@ -3254,6 +3275,11 @@ type FenceWorker {
   offlineAfterSeconds: Float!
   cooldownSeconds: Float!
   confirmTimeoutSeconds: Float!
+  """
+  After Incus could not be read (or had no quorum), how long it must answer again before a
+  member it lists Offline counts (APELORA_FENCE_SETTLE).
+  """
+  settleSeconds: Float!
 }
 
 type ClusterWarning {
@@ -3272,6 +3298,8 @@ enum ClusterWarningCode {
   FENCE_WORKER_SILENT
   "Some members have no fence mapping."
   UNMAPPED_MEMBERS
+  "The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started)."
+  OFFLINE_AFTER_TOO_SHORT
 }
 `, BuiltIn: false},
 	{Name: "../schema/fleet.graphqls", Input: `extend type Subscription {
@@ -4475,6 +4503,8 @@ func (ec *executionContext) childFields_ClusterView(ctx context.Context, field g
 		return ec.fieldContext_ClusterView_healingThreshold(ctx, field)
 	case "offlineThreshold":
 		return ec.fieldContext_ClusterView_offlineThreshold(ctx, field)
+	case "minimumOfflineAfter":
+		return ec.fieldContext_ClusterView_minimumOfflineAfter(ctx, field)
 	case "members":
 		return ec.fieldContext_ClusterView_members(ctx, field)
 	case "offlineMembers":
@@ -4683,6 +4713,8 @@ func (ec *executionContext) childFields_FenceWorker(ctx context.Context, field g
 		return ec.fieldContext_FenceWorker_cooldownSeconds(ctx, field)
 	case "confirmTimeoutSeconds":
 		return ec.fieldContext_FenceWorker_confirmTimeoutSeconds(ctx, field)
+	case "settleSeconds":
+		return ec.fieldContext_FenceWorker_settleSeconds(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FenceWorker", field.Name)
 }
@@ -7174,6 +7206,29 @@ func (ec *executionContext) fieldContext_ClusterView_offlineThreshold(_ context.
 	return graphql.NewScalarFieldContext("ClusterView", field, false, false, "Int")
 }
 
+func (ec *executionContext) _ClusterView_minimumOfflineAfter(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterView_minimumOfflineAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinimumOfflineAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterView_minimumOfflineAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterView", field, false, false, "Int")
+}
+
 func (ec *executionContext) _ClusterView_members(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8816,6 +8871,29 @@ func (ec *executionContext) _FenceWorker_confirmTimeoutSeconds(ctx context.Conte
 	)
 }
 func (ec *executionContext) fieldContext_FenceWorker_confirmTimeoutSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "Float")
+}
+
+func (ec *executionContext) _FenceWorker_settleSeconds(ctx context.Context, field graphql.CollectedField, obj *model.FenceWorker) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceWorker_settleSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SettleSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceWorker_settleSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "Float")
 }
 
@@ -17582,6 +17660,11 @@ func (ec *executionContext) _ClusterView(ctx context.Context, sel ast.SelectionS
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "minimumOfflineAfter":
+			out.Values[i] = ec._ClusterView_minimumOfflineAfter(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "members":
 			out.Values[i] = ec._ClusterView_members(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -18255,6 +18338,11 @@ func (ec *executionContext) _FenceWorker(ctx context.Context, sel ast.SelectionS
 			}
 		case "confirmTimeoutSeconds":
 			out.Values[i] = ec._FenceWorker_confirmTimeoutSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "settleSeconds":
+			out.Values[i] = ec._FenceWorker_settleSeconds(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -162,6 +162,11 @@ type ClusterView struct {
 	HealingThreshold *int `json:"healingThreshold,omitempty"`
 	// Incus's cluster.offline_threshold in seconds; null when Incus could not be asked.
 	OfflineThreshold *int `json:"offlineThreshold,omitempty"`
+	// The least APELORA_FENCE_OFFLINE_AFTER apelora-worker starts with, in seconds: Incus's
+	// cluster.offline_threshold plus 5 s (Incus can list a live member Offline for a few
+	// seconds, after regaining quorum, never longer than its threshold). Null when Incus could
+	// not be asked.
+	MinimumOfflineAfter *int `json:"minimumOfflineAfter,omitempty"`
 	// How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why).
 	Members *int `json:"members,omitempty"`
 	// How many of them Incus reports offline; null when Incus could not be asked.
@@ -333,6 +338,9 @@ type FenceWorker struct {
 	OfflineAfterSeconds   float64   `json:"offlineAfterSeconds"`
 	CooldownSeconds       float64   `json:"cooldownSeconds"`
 	ConfirmTimeoutSeconds float64   `json:"confirmTimeoutSeconds"`
+	// After Incus could not be read (or had no quorum), how long it must answer again before a
+	// member it lists Offline counts (APELORA_FENCE_SETTLE).
+	SettleSeconds float64 `json:"settleSeconds"`
 }
 
 type Fleet struct {
@@ -1122,6 +1130,8 @@ const (
 	ClusterWarningCodeFenceWorkerSilent ClusterWarningCode = "FENCE_WORKER_SILENT"
 	// Some members have no fence mapping.
 	ClusterWarningCodeUnmappedMembers ClusterWarningCode = "UNMAPPED_MEMBERS"
+	// The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started).
+	ClusterWarningCodeOfflineAfterTooShort ClusterWarningCode = "OFFLINE_AFTER_TOO_SHORT"
 )
 
 var AllClusterWarningCode = []ClusterWarningCode{
@@ -1130,11 +1140,12 @@ var AllClusterWarningCode = []ClusterWarningCode{
 	ClusterWarningCodeNoFenceWorker,
 	ClusterWarningCodeFenceWorkerSilent,
 	ClusterWarningCodeUnmappedMembers,
+	ClusterWarningCodeOfflineAfterTooShort,
 }
 
 func (e ClusterWarningCode) IsValid() bool {
 	switch e {
-	case ClusterWarningCodeHealingEnabled, ClusterWarningCodeIncusUnavailable, ClusterWarningCodeNoFenceWorker, ClusterWarningCodeFenceWorkerSilent, ClusterWarningCodeUnmappedMembers:
+	case ClusterWarningCodeHealingEnabled, ClusterWarningCodeIncusUnavailable, ClusterWarningCodeNoFenceWorker, ClusterWarningCodeFenceWorkerSilent, ClusterWarningCodeUnmappedMembers, ClusterWarningCodeOfflineAfterTooShort:
 		return true
 	}
 	return false

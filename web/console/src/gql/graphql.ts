@@ -89,6 +89,8 @@ export type ClusterWarningCode =
   | 'INCUS_UNAVAILABLE'
   /** No apelora-worker has ever led: dead members are not fenced. */
   | 'NO_FENCE_WORKER'
+  /** The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started). */
+  | 'OFFLINE_AFTER_TOO_SHORT'
   /** Some members have no fence mapping. */
   | 'UNMAPPED_MEMBERS';
 
