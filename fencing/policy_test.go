@@ -263,3 +263,22 @@ func BenchmarkDecide300(b *testing.B) {
 		}
 	}
 }
+
+func TestOfflineTimeMustOutlastIncusThreshold(t *testing.T) {
+	for _, c := range []struct {
+		cfg          map[string]string
+		offlineAfter time.Duration
+		ok           bool
+	}{
+		{nil, 25 * time.Second, true},
+		{nil, 24 * time.Second, false},
+		{map[string]string{"cluster.offline_threshold": "60"}, time.Minute, false},
+		{map[string]string{"cluster.offline_threshold": "60"}, 65 * time.Second, true},
+		{map[string]string{"cluster.offline_threshold": "junk"}, 25 * time.Second, true},
+	} {
+		err := (Limits{OfflineAfter: c.offlineAfter}).CheckOfflineThreshold(OfflineThreshold(c.cfg))
+		if (err == nil) != c.ok {
+			t.Errorf("threshold %v, offline after %v: %v", c.cfg, c.offlineAfter, err)
+		}
+	}
+}
