@@ -69,13 +69,19 @@ func (x *quorumLab) waitMembers(t *testing.T, what string, ok func([]incus.Membe
 // plan asks removeMember for its plan and returns it with the PLANNED event's quorum details.
 func (x *quorumLab) plan(t *testing.T, name string, force bool) (plan, proj map[string]any) {
 	t.Helper()
-	r := x.e.GQL(x.admin, `mutation($in: RemoveMemberInput!) { removeMember(input: $in) { `+planFields+` } }`,
+	r := x.e.GQL(x.admin, `mutation($in: RemoveMemberInput!) { removeMember(input: $in) { plan { refused refusals { code message } warnings { message }
+		quorum { leaving voters votersOnlineBefore votersOnlineAfter standbysAfter emptiedFailureDomains emptiedGroups } } } }`,
 		map[string]any{"in": map[string]any{"name": name, "force": force, "dryRun": true}})
 	if len(r.Errors) > 0 {
 		t.Fatalf("removeMember %s dry run: %+v", name, r.Errors)
 	}
 	plan = r.Data["removeMember"].(map[string]any)["plan"].(map[string]any)
-	proj, _ = x.e.Scalar(`SELECT details->'quorum' FROM audit_events WHERE outcome = 'PLANNED' ORDER BY id DESC LIMIT 1`).(map[string]any)
+	proj, _ = plan["quorum"].(map[string]any)
+	// The PLANNED audit event keeps the same projection.
+	audited, _ := x.e.Scalar(`SELECT details->'quorum' FROM audit_events WHERE outcome = 'PLANNED' ORDER BY id DESC LIMIT 1`).(map[string]any)
+	if proj == nil || fmt.Sprint(proj["leaving"]) != "["+name+"]" || figures(proj) != figures(audited) {
+		t.Fatalf("plan's projection %v, audited %v", proj, audited)
+	}
 	return plan, proj
 }
 

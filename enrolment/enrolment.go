@@ -282,6 +282,7 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		}
 		rec := plan.From(ctx)
 		if rec != nil {
+			rec.Project(proj)
 			for _, w := range proj.Warnings {
 				rec.Warn("", "%s", w)
 			}

@@ -408,6 +408,7 @@ type ComplexityRoot struct {
 	}
 
 	Plan struct {
+		Quorum   func(childComplexity int) int
 		Refusals func(childComplexity int) int
 		Refused  func(childComplexity int) int
 		Steps    func(childComplexity int) int
@@ -461,6 +462,16 @@ type ComplexityRoot struct {
 		Machines         func(childComplexity int) int
 		ReleasePreview   func(childComplexity int, erase *bool) int
 		Viewer           func(childComplexity int) int
+	}
+
+	QuorumProjection struct {
+		EmptiedFailureDomains func(childComplexity int) int
+		EmptiedGroups         func(childComplexity int) int
+		Leaving               func(childComplexity int) int
+		StandbysAfter         func(childComplexity int) int
+		Voters                func(childComplexity int) int
+		VotersOnlineAfter     func(childComplexity int) int
+		VotersOnlineBefore    func(childComplexity int) int
 	}
 
 	RegisterMachinePayload struct {
@@ -2220,6 +2231,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PendingJoinToken.ExpiresAt(childComplexity), true
 
+	case "Plan.quorum":
+		if e.ComplexityRoot.Plan.Quorum == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Plan.Quorum(childComplexity), true
 	case "Plan.refusals":
 		if e.ComplexityRoot.Plan.Refusals == nil {
 			break
@@ -2472,6 +2489,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
+
+	case "QuorumProjection.emptiedFailureDomains":
+		if e.ComplexityRoot.QuorumProjection.EmptiedFailureDomains == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.EmptiedFailureDomains(childComplexity), true
+	case "QuorumProjection.emptiedGroups":
+		if e.ComplexityRoot.QuorumProjection.EmptiedGroups == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.EmptiedGroups(childComplexity), true
+	case "QuorumProjection.leaving":
+		if e.ComplexityRoot.QuorumProjection.Leaving == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.Leaving(childComplexity), true
+	case "QuorumProjection.standbysAfter":
+		if e.ComplexityRoot.QuorumProjection.StandbysAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.StandbysAfter(childComplexity), true
+	case "QuorumProjection.voters":
+		if e.ComplexityRoot.QuorumProjection.Voters == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.Voters(childComplexity), true
+	case "QuorumProjection.votersOnlineAfter":
+		if e.ComplexityRoot.QuorumProjection.VotersOnlineAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.VotersOnlineAfter(childComplexity), true
+	case "QuorumProjection.votersOnlineBefore":
+		if e.ComplexityRoot.QuorumProjection.VotersOnlineBefore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.VotersOnlineBefore(childComplexity), true
 
 	case "RegisterMachinePayload.machine":
 		if e.ComplexityRoot.RegisterMachinePayload.Machine == nil {
@@ -4259,6 +4319,32 @@ type Plan {
   to the disks (MAAS erasing them anyway, or not at all).
   """
   warnings: [PlanFinding!]!
+  """
+  For a plan that takes a member away (removeMember): Incus's database before and after,
+  from Incus's own member list and raft roles. Null for other plans.
+  """
+  quorum: QuorumProjection
+}
+
+"""
+What taking members away does to Incus's database. Its voters (roles database and
+database-leader) must keep a majority online; stand-bys (database-standby) are promoted in
+place of voters that leave.
+"""
+type QuorumProjection {
+  "The members the plan takes away."
+  leaving: [String!]!
+  "How many voters the database has now."
+  voters: Int!
+  votersOnlineBefore: Int!
+  "Voters still online once the members are gone, before Incus promotes a stand-by."
+  votersOnlineAfter: Int!
+  "Online stand-bys left after Incus has promoted one for each voter that left."
+  standbysAfter: Int!
+  "Failure domains of the leaving members that would keep no online member."
+  emptiedFailureDomains: [String!]!
+  "Cluster groups of the leaving members that would keep no online member."
+  emptiedGroups: [String!]!
 }
 
 enum PlanSystem {
@@ -5051,6 +5137,8 @@ func (ec *executionContext) childFields_Plan(ctx context.Context, field graphql.
 		return ec.fieldContext_Plan_refusals(ctx, field)
 	case "warnings":
 		return ec.fieldContext_Plan_warnings(ctx, field)
+	case "quorum":
+		return ec.fieldContext_Plan_quorum(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Plan", field.Name)
 }
@@ -5113,6 +5201,26 @@ func (ec *executionContext) childFields_ProvisionerCapabilities(ctx context.Cont
 		return ec.fieldContext_ProvisionerCapabilities_powers(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ProvisionerCapabilities", field.Name)
+}
+
+func (ec *executionContext) childFields_QuorumProjection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "leaving":
+		return ec.fieldContext_QuorumProjection_leaving(ctx, field)
+	case "voters":
+		return ec.fieldContext_QuorumProjection_voters(ctx, field)
+	case "votersOnlineBefore":
+		return ec.fieldContext_QuorumProjection_votersOnlineBefore(ctx, field)
+	case "votersOnlineAfter":
+		return ec.fieldContext_QuorumProjection_votersOnlineAfter(ctx, field)
+	case "standbysAfter":
+		return ec.fieldContext_QuorumProjection_standbysAfter(ctx, field)
+	case "emptiedFailureDomains":
+		return ec.fieldContext_QuorumProjection_emptiedFailureDomains(ctx, field)
+	case "emptiedGroups":
+		return ec.fieldContext_QuorumProjection_emptiedGroups(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type QuorumProjection", field.Name)
 }
 
 func (ec *executionContext) childFields_RegisterMachinePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -12545,6 +12653,38 @@ func (ec *executionContext) fieldContext_Plan_warnings(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Plan_quorum(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Plan_quorum(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Quorum, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.QuorumProjection) graphql.Marshaler {
+			return ec.marshalOQuorumProjection2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐQuorumProjection(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Plan_quorum(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Plan",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_QuorumProjection(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PlanChange_field(ctx context.Context, field graphql.CollectedField, obj *model.PlanChange) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13578,6 +13718,167 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _QuorumProjection_leaving(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_leaving(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Leaving, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_leaving(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "String")
+}
+
+func (ec *executionContext) _QuorumProjection_voters(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_voters(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Voters, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_voters(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QuorumProjection_votersOnlineBefore(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_votersOnlineBefore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.VotersOnlineBefore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_votersOnlineBefore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QuorumProjection_votersOnlineAfter(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_votersOnlineAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.VotersOnlineAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_votersOnlineAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QuorumProjection_standbysAfter(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_standbysAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StandbysAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_standbysAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QuorumProjection_emptiedFailureDomains(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_emptiedFailureDomains(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EmptiedFailureDomains, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_emptiedFailureDomains(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "String")
+}
+
+func (ec *executionContext) _QuorumProjection_emptiedGroups(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_emptiedGroups(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EmptiedGroups, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_emptiedGroups(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "String")
 }
 
 func (ec *executionContext) _RegisterMachinePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RegisterMachinePayload) (ret graphql.Marshaler) {
@@ -19583,6 +19884,11 @@ func (ec *executionContext) _Plan(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "quorum":
+			out.Values[i] = ec._Plan_quorum(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19943,6 +20249,69 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var quorumProjectionImplementors = []string{"QuorumProjection"}
+
+func (ec *executionContext) _QuorumProjection(ctx context.Context, sel ast.SelectionSet, obj *model.QuorumProjection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, quorumProjectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("QuorumProjection")
+		case "leaving":
+			out.Values[i] = ec._QuorumProjection_leaving(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "voters":
+			out.Values[i] = ec._QuorumProjection_voters(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "votersOnlineBefore":
+			out.Values[i] = ec._QuorumProjection_votersOnlineBefore(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "votersOnlineAfter":
+			out.Values[i] = ec._QuorumProjection_votersOnlineAfter(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "standbysAfter":
+			out.Values[i] = ec._QuorumProjection_standbysAfter(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "emptiedFailureDomains":
+			out.Values[i] = ec._QuorumProjection_emptiedFailureDomains(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "emptiedGroups":
+			out.Values[i] = ec._QuorumProjection_emptiedGroups(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -22311,6 +22680,13 @@ func (ec *executionContext) marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgr
 		return graphql.Null
 	}
 	return ec._Plan(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOQuorumProjection2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐQuorumProjection(ctx context.Context, sel ast.SelectionSet, v *model.QuorumProjection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._QuorumProjection(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

@@ -621,6 +621,9 @@ type Plan struct {
 	// What would qualify it without stopping it: a WARN admission check, what releasing does
 	// to the disks (MAAS erasing them anyway, or not at all).
 	Warnings []*PlanFinding `json:"warnings"`
+	// For a plan that takes a member away (removeMember): Incus's database before and after,
+	// from Incus's own member list and raft roles. Null for other plans.
+	Quorum *QuorumProjection `json:"quorum,omitempty"`
 }
 
 type PlanChange struct {
@@ -667,6 +670,25 @@ type ProvisionerCapabilities struct {
 
 // Reads. Each schema file extends the roots with the fields of its concept.
 type Query struct {
+}
+
+// What taking members away does to Incus's database. Its voters (roles database and
+// database-leader) must keep a majority online; stand-bys (database-standby) are promoted in
+// place of voters that leave.
+type QuorumProjection struct {
+	// The members the plan takes away.
+	Leaving []string `json:"leaving"`
+	// How many voters the database has now.
+	Voters             int `json:"voters"`
+	VotersOnlineBefore int `json:"votersOnlineBefore"`
+	// Voters still online once the members are gone, before Incus promotes a stand-by.
+	VotersOnlineAfter int `json:"votersOnlineAfter"`
+	// Online stand-bys left after Incus has promoted one for each voter that left.
+	StandbysAfter int `json:"standbysAfter"`
+	// Failure domains of the leaving members that would keep no online member.
+	EmptiedFailureDomains []string `json:"emptiedFailureDomains"`
+	// Cluster groups of the leaving members that would keep no online member.
+	EmptiedGroups []string `json:"emptiedGroups"`
 }
 
 type RegisterMachineInput struct {
