@@ -6773,9 +6773,9 @@ const (
 	PhaseAwaitingJoin Phase = "AWAITING_JOIN"
 	// A member held out of automatic placement (scheduler.instance=manual), awaiting admission.
 	PhaseHeld Phase = "HELD"
-	// A member admitted after passing the admission checks.
+	// A member admitted after passing the admission checks: Apelora recorded the admission, and the member carries its mark (user.apelora.admission).
 	PhaseAdmitted Phase = "ADMITTED"
-	// A member placement can reach although no admission was recorded.
+	// A member placement can reach although it carries no mark of an admission Apelora recorded.
 	PhaseUnheld Phase = "UNHELD"
 	// An Incus member with no machine record (for example the bootstrap member).
 	PhaseUnregistered Phase = "UNREGISTERED"
@@ -10008,6 +10008,8 @@ const (
 	WarningCodeHardwareUuidMismatch WarningCode = "HARDWARE_UUID_MISMATCH"
 	// An admitted member fails a check it passed at admission (see `drift` on the warning).
 	WarningCodeDrift WarningCode = "DRIFT"
+	// The member carries the admission mark (user.apelora.admission), but Apelora has no record of that admission: placement reaches a member Apelora did not admit. Run admitMember to check and admit it, or hold it.
+	WarningCodeAdmissionNotRecorded WarningCode = "ADMISSION_NOT_RECORDED"
 )
 
 var AllWarningCode = []WarningCode{
@@ -10019,6 +10021,7 @@ var AllWarningCode = []WarningCode{
 	WarningCodeMaasMachineMissing,
 	WarningCodeHardwareUuidMismatch,
 	WarningCodeDrift,
+	WarningCodeAdmissionNotRecorded,
 }
 
 // __AdmissionChecksInput is used internally by genqlient

@@ -16,6 +16,7 @@ import (
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/mutations"
 	"github.com/apelora/fabric/server"
 	"github.com/apelora/fabric/testkit/producttest"
 )
@@ -68,9 +69,13 @@ func hostileMutations(t *testing.T) []hostileCall {
 			q += " { __typename }"
 		}
 		calls = append(calls, hostileCall{field: f.Name, query: q + " }"})
-		// Every mutation takes dryRun in its input (server/gate.go reads it there).
-		if !strings.Contains(q, "(input: {") {
-			t.Fatalf("mutation %s has no input object: it cannot take dryRun", f.Name)
+		// Every declared change takes dryRun where mutations.DryRun says (the gate reads it
+		// there).
+		if _, ok := mutations.Of(f.Name); !ok {
+			t.Fatalf("Mutation.%s has no declaration (@change): the gate cannot read its dry run", f.Name)
+		}
+		if mutations.DryRun != "input.dryRun" || !strings.Contains(q, "(input: {") {
+			t.Fatalf("mutation %s: its dryRun is at %s, which this walk cannot write", f.Name, mutations.DryRun)
 		}
 		dry := strings.Replace(q, "(input: {", "(input: {dryRun: true, ", 1)
 		dry = strings.Replace(dry, "{ __typename }", "{ __typename plan { refused } }", 1)

@@ -3006,6 +3006,34 @@ type PageInfo {
   endCursor: String
 }
 `, BuiltIn: false},
+	{Name: "../schema/change.graphqls", Input: `"""
+Declares a Mutation field as a change, once, beside it: what it is about and which lock it
+takes. Every Mutation field carries it (internal/mutations/gen refuses a schema where one
+does not). The server audits the call against the machine ` + "`" + `about` + "`" + ` names and reads dryRun
+where every change has it; clients (apeloractl, the console) know from it which calls take
+a dry run and a confirmation. Every change's input has ` + "`" + `dryRun: Boolean = false` + "`" + ` and its
+payload ` + "`" + `plan: Plan` + "`" + `, each with the one description all changes share.
+"""
+directive @change(
+  """
+  The argument path naming the machine the call is about (its audit event's machine), such
+  as "input.name"; null for a call about no machine by name.
+  """
+  about: String
+  "The lock the change holds while it runs."
+  lock: ChangeLock!
+) on FIELD_DEFINITION
+
+"The lock a change holds while it runs, so two changes to one thing never interleave."
+enum ChangeLock {
+  "The machine's advisory lock (a second change to it at the same time is BUSY)."
+  MACHINE
+  "The identities' rows (a revocation cannot leave no active manager)."
+  IDENTITIES
+  "No lock: the database's constraints keep concurrent changes apart (hardware profiles)."
+  NONE
+}
+`, BuiltIn: false},
 	{Name: "../schema/drift.graphqls", Input: `extend type Query {
   """
   Drift: checks that passed when a member was admitted and fail now, as the drift watcher
@@ -3127,10 +3155,10 @@ extend type Mutation {
   asked first and a system id it does not know, or that reports another UUID, is refused;
   otherwise the payload says the mapping was not checked. Replaces an existing mapping.
   """
-  setFenceMapping(input: SetFenceMappingInput!): SetFenceMappingPayload!
+  setFenceMapping(input: SetFenceMappingInput!): SetFenceMappingPayload! @change(about: "input.member", lock: MACHINE)
 
   "Remove a member's fence mapping: it is never powered off until it has a new one."
-  removeFenceMapping(input: RemoveFenceMappingInput!): RemoveFenceMappingPayload!
+  removeFenceMapping(input: RemoveFenceMappingInput!): RemoveFenceMappingPayload! @change(about: "input.member", lock: MACHINE)
 }
 
 extend type Subscription {
@@ -3421,22 +3449,22 @@ extend type Mutation {
   inventoried at commissioning and what Incus sees on the member; a shortfall fails the
   check with both values. A minimum of 0 asks nothing of that aspect.
   """
-  setHardwareProfile(input: SetHardwareProfileInput!): SetHardwareProfilePayload!
+  setHardwareProfile(input: SetHardwareProfileInput!): SetHardwareProfilePayload! @change(lock: NONE)
 
   """
   Remove a hardware profile. Refused while it is assigned to a machine: assign those
   machines another profile, or clear theirs, first.
   """
-  removeHardwareProfile(input: RemoveHardwareProfileInput!): RemoveHardwareProfilePayload!
+  removeHardwareProfile(input: RemoveHardwareProfileInput!): RemoveHardwareProfilePayload! @change(lock: NONE)
 
   """
   Assign a hardware profile to a registered machine (replacing the one it had): its
   admission checks compare it with the profile from now on.
   """
-  assignHardwareProfile(input: AssignHardwareProfileInput!): AssignHardwareProfilePayload!
+  assignHardwareProfile(input: AssignHardwareProfileInput!): AssignHardwareProfilePayload! @change(about: "input.machine", lock: MACHINE)
 
   "Clear a machine's hardware profile: admission compares it with none."
-  clearHardwareProfile(input: ClearHardwareProfileInput!): ClearHardwareProfilePayload!
+  clearHardwareProfile(input: ClearHardwareProfileInput!): ClearHardwareProfilePayload! @change(about: "input.machine", lock: MACHINE)
 }
 
 extend type Machine {
@@ -3616,7 +3644,7 @@ extend type Mutation {
   HARDWARE_DELETE without MANAGE_INFRASTRUCTURE (it would grant nothing), a permission
   the caller does not hold, an expiry not in the future.
   """
-  createIdentity(input: CreateIdentityInput!): CreateIdentityPayload!
+  createIdentity(input: CreateIdentityInput!): CreateIdentityPayload! @change(lock: IDENTITIES)
 
   """
   Revoke an identity at once: its token is refused from the next request, and its open
@@ -3624,7 +3652,7 @@ extend type Mutation {
   stays in the list. The last active identity with MANAGE_INFRASTRUCTURE cannot be revoked
   here (create another first, or use ` + "`" + `apelora identity revoke` + "`" + ` on the server).
   """
-  revokeIdentity(input: RevokeIdentityInput!): RevokeIdentityPayload!
+  revokeIdentity(input: RevokeIdentityInput!): RevokeIdentityPayload! @change(lock: IDENTITIES)
 }
 
 input CreateIdentityInput {
@@ -3714,7 +3742,7 @@ extend type Mutation {
   Have MAAS commission a machine (New, Failed commissioning, Ready or Broken), then run the
   tests named (` + "`" + `tests` + "`" + ` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
   """
-  commissionMachine(input: CommissionMachineInput!): MaasMachinePayload!
+  commissionMachine(input: CommissionMachineInput!): MaasMachinePayload! @change(lock: MACHINE)
 
   """
   Install an operating system on a registered MAAS machine and enrol it: Incus issues a join
@@ -3722,13 +3750,13 @@ extend type Mutation {
   enrol-member.sh on the new server. A Ready machine is allocated first. The series' image
   must already be synced in MAAS.
   """
-  installOperatingSystem(input: InstallOperatingSystemInput!): InstallOperatingSystemPayload!
+  installOperatingSystem(input: InstallOperatingSystemInput!): InstallOperatingSystemPayload! @change(about: "input.name", lock: MACHINE)
 
   """
   Have MAAS run hardware tests on a machine that is Ready, Broken or Failed testing (never on
   one allocated or deployed). Type the machine's hostname again to confirm.
   """
-  runHardwareTests(input: RunHardwareTestsInput!): MaasMachinePayload!
+  runHardwareTests(input: RunHardwareTestsInput!): MaasMachinePayload! @change(lock: MACHINE)
 
   """
   Have MAAS release a machine. Disks are erased only when asked (which needs the
@@ -3736,7 +3764,7 @@ extend type Mutation {
   enable_disk_erasing_on_release is on: see releasePreview. Refused while the machine is an
   Incus member.
   """
-  releaseMachine(input: ReleaseMachineInput!): ReleaseMachinePayload!
+  releaseMachine(input: ReleaseMachineInput!): ReleaseMachinePayload! @change(lock: MACHINE)
 }
 
 extend type Machine {
@@ -3909,13 +3937,13 @@ type ReleaseMachinePayload {
 
 extend type Mutation {
   "Record a machine Apelora will manage. The first step of every machine's lifecycle."
-  registerMachine(input: RegisterMachineInput!): RegisterMachinePayload!
+  registerMachine(input: RegisterMachineInput!): RegisterMachinePayload! @change(about: "input.name", lock: MACHINE)
 
   """
   Forget a machine record. Refused while the machine is an Incus member or has a pending
   join token. The audit trail keeps its history.
   """
-  unregisterMachine(input: UnregisterMachineInput!): UnregisterMachinePayload!
+  unregisterMachine(input: UnregisterMachineInput!): UnregisterMachinePayload! @change(about: "input.name", lock: MACHINE)
 }
 
 """
@@ -3939,9 +3967,9 @@ enum Phase {
   AWAITING_JOIN
   "A member held out of automatic placement (scheduler.instance=manual), awaiting admission."
   HELD
-  "A member admitted after passing the admission checks."
+  "A member admitted after passing the admission checks: Apelora recorded the admission, and the member carries its mark (user.apelora.admission)."
   ADMITTED
-  "A member placement can reach although no admission was recorded."
+  "A member placement can reach although it carries no mark of an admission Apelora recorded."
   UNHELD
   "An Incus member with no machine record (for example the bootstrap member)."
   UNREGISTERED
@@ -3973,6 +4001,8 @@ enum WarningCode {
   HARDWARE_UUID_MISMATCH
   "An admitted member fails a check it passed at admission (see ` + "`" + `drift` + "`" + ` on the warning)."
   DRIFT
+  "The member carries the admission mark (user.apelora.admission), but Apelora has no record of that admission: placement reaches a member Apelora did not admit. Run admitMember to check and admit it, or hold it."
+  ADMISSION_NOT_RECORDED
 }
 
 "What Apelora has recorded about a machine."
@@ -4056,24 +4086,24 @@ type UnregisterMachinePayload {
   name. The response carries the token once (with ` + "`" + `Cache-Control: no-store` + "`" + `); Apelora never
   stores, logs or audits it. Refused while the machine is a member or has a pending token.
   """
-  approveEnrolment(input: ApproveEnrolmentInput!): ApproveEnrolmentPayload!
+  approveEnrolment(input: ApproveEnrolmentInput!): ApproveEnrolmentPayload! @change(about: "input.name", lock: MACHINE)
 
   "Cancel the pending join token for a name."
-  revokeJoinToken(input: RevokeJoinTokenInput!): RevokeJoinTokenPayload!
+  revokeJoinToken(input: RevokeJoinTokenInput!): RevokeJoinTokenPayload! @change(about: "input.name", lock: MACHINE)
 
   """
   Run every admission check again and, when none fails, let automatic placement reach the
   member: removes its scheduler.instance hold, keeping its roles, groups, failure domain and
   description. The check results are audited either way.
   """
-  admitMember(input: AdmitMemberInput!): AdmitMemberPayload!
+  admitMember(input: AdmitMemberInput!): AdmitMemberPayload! @change(about: "input.name", lock: MACHINE)
 
   """
   Remove a member from the cluster. Incus refuses while the member still holds instances or
   is the last database member; ` + "`" + `force` + "`" + ` drops it without telling it (wipe its daemon after).
   The machine record stays: the machine is REGISTERED again.
   """
-  removeMember(input: RemoveMemberInput!): RemoveMemberPayload!
+  removeMember(input: RemoveMemberInput!): RemoveMemberPayload! @change(about: "input.name", lock: MACHINE)
 }
 
 extend type Query {
@@ -21387,6 +21417,16 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		graphql.AddInvalidNullFromMarshaler(ctx, "Boolean!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNChangeLock2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐChangeLock(ctx context.Context, v any) (model.ChangeLock, error) {
+	var res model.ChangeLock
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNChangeLock2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐChangeLock(ctx context.Context, sel ast.SelectionSet, v model.ChangeLock) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNCheckResult2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCheckResult(ctx context.Context, v any) (model.CheckResult, error) {

@@ -120,7 +120,7 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	c.gql = client.New(c.endpoint, c.token, nil)
 	cmd, rest := args[0], args[1:]
 	rest, c.dryRun = takeDryRun(rest)
-	if c.dryRun && !changing[cmd] {
+	if c.dryRun && !changing(cmd) {
 		return usageError(cmd + " changes nothing: -dry-run is for the commands that do (see `apeloractl help`)")
 	}
 	switch cmd {

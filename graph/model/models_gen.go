@@ -1076,6 +1076,67 @@ func (e AuditOutcome) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// The lock a change holds while it runs, so two changes to one thing never interleave.
+type ChangeLock string
+
+const (
+	// The machine's advisory lock (a second change to it at the same time is BUSY).
+	ChangeLockMachine ChangeLock = "MACHINE"
+	// The identities' rows (a revocation cannot leave no active manager).
+	ChangeLockIdentities ChangeLock = "IDENTITIES"
+	// No lock: the database's constraints keep concurrent changes apart (hardware profiles).
+	ChangeLockNone ChangeLock = "NONE"
+)
+
+var AllChangeLock = []ChangeLock{
+	ChangeLockMachine,
+	ChangeLockIdentities,
+	ChangeLockNone,
+}
+
+func (e ChangeLock) IsValid() bool {
+	switch e {
+	case ChangeLockMachine, ChangeLockIdentities, ChangeLockNone:
+		return true
+	}
+	return false
+}
+
+func (e ChangeLock) String() string {
+	return string(e)
+}
+
+func (e *ChangeLock) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ChangeLock(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ChangeLock", str)
+	}
+	return nil
+}
+
+func (e ChangeLock) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ChangeLock) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ChangeLock) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type CheckResult string
 
 const (
@@ -1675,9 +1736,9 @@ const (
 	PhaseAwaitingJoin Phase = "AWAITING_JOIN"
 	// A member held out of automatic placement (scheduler.instance=manual), awaiting admission.
 	PhaseHeld Phase = "HELD"
-	// A member admitted after passing the admission checks.
+	// A member admitted after passing the admission checks: Apelora recorded the admission, and the member carries its mark (user.apelora.admission).
 	PhaseAdmitted Phase = "ADMITTED"
-	// A member placement can reach although no admission was recorded.
+	// A member placement can reach although it carries no mark of an admission Apelora recorded.
 	PhaseUnheld Phase = "UNHELD"
 	// An Incus member with no machine record (for example the bootstrap member).
 	PhaseUnregistered Phase = "UNREGISTERED"
@@ -1874,6 +1935,8 @@ const (
 	WarningCodeHardwareUUIDMismatch WarningCode = "HARDWARE_UUID_MISMATCH"
 	// An admitted member fails a check it passed at admission (see `drift` on the warning).
 	WarningCodeDrift WarningCode = "DRIFT"
+	// The member carries the admission mark (user.apelora.admission), but Apelora has no record of that admission: placement reaches a member Apelora did not admit. Run admitMember to check and admit it, or hold it.
+	WarningCodeAdmissionNotRecorded WarningCode = "ADMISSION_NOT_RECORDED"
 )
 
 var AllWarningCode = []WarningCode{
@@ -1885,11 +1948,12 @@ var AllWarningCode = []WarningCode{
 	WarningCodeMaasMachineMissing,
 	WarningCodeHardwareUUIDMismatch,
 	WarningCodeDrift,
+	WarningCodeAdmissionNotRecorded,
 }
 
 func (e WarningCode) IsValid() bool {
 	switch e {
-	case WarningCodeJoinedWithoutHold, WarningCodeIncusUnavailable, WarningCodeScheduledByGroup, WarningCodeJoinTokensUnknown, WarningCodeMaasUnavailable, WarningCodeMaasMachineMissing, WarningCodeHardwareUUIDMismatch, WarningCodeDrift:
+	case WarningCodeJoinedWithoutHold, WarningCodeIncusUnavailable, WarningCodeScheduledByGroup, WarningCodeJoinTokensUnknown, WarningCodeMaasUnavailable, WarningCodeMaasMachineMissing, WarningCodeHardwareUUIDMismatch, WarningCodeDrift, WarningCodeAdmissionNotRecorded:
 		return true
 	}
 	return false

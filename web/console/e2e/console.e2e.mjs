@@ -45,9 +45,14 @@ const browser = await launch();
 try {
   const { context, page } = await newPage(browser, BASE);
 
-  step('sign-in page');
+  step('sign-in page (a first visit logs no error in the browser console)');
+  const firstVisit = [];
+  const noteConsole = (m) => { if (m.type() === 'error') firstVisit.push(m.text()); };
+  page.on('console', noteConsole);
   await page.goto('/');
   await page.getByLabel('Bearer token').waitFor();
+  page.off('console', noteConsole);
+  expect(firstVisit.length === 0, `the sign-in page logged errors: ${firstVisit.join('; ')}`);
   await shot(page, SHOTS, '01-sign-in');
   await axe(page, 'sign-in');
   await page.getByLabel('Bearer token').fill('apl_not-a-real-token');
@@ -283,9 +288,40 @@ try {
   await page.waitForFunction(() => [...document.querySelectorAll('tr[data-outcome]')].every((r) => r.dataset.outcome === 'FAILED') && document.querySelectorAll('tr[data-outcome]').length > 0);
   expect(page.url().includes('outcome=FAILED'), 'the audit filter is kept in the URL');
   await page.getByLabel('Outcome').selectOption('');
+
+  step('audit: a 5,000-character value is clipped, shown whole on request; filters apply as typed; export');
+  // Refused as invalid input, and audited with the value bounded (1 KiB kept).
+  await fetch(BASE + '/graphql', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + ADMIN_TOKEN },
+    body: JSON.stringify({ query: 'mutation($n: String!) { registerMachine(input: {name: $n}) { machine { name } } }', variables: { n: 'n'.repeat(5000) } }),
+  });
+  const longRow = page.locator('tr[data-audit-action="registerMachine"][data-outcome="FAILED"]').first();
+  await longRow.waitFor();
+  const rowHeight = (await longRow.boundingBox()).height;
+  const pageHeight = await page.evaluate(() => document.documentElement.scrollHeight);
+  expect(rowHeight < 300, `a row with a 5,000-character value is ${rowHeight}px tall`);
+  expect(pageHeight < 6000, `the audit page is ${pageHeight}px tall`);
+  const outcomeCell = longRow.locator('td.outcome');
+  const box = await outcomeCell.boundingBox();
+  const viewport = page.viewportSize();
+  expect(box && box.x + box.width <= viewport.width, 'Outcome stays on screen beside a long value');
+  await shot(page, SHOTS, '09b-audit-long-value', false);
+  await longRow.getByRole('button', { name: /show all \d+ characters/ }).first().click();
+  await longRow.getByRole('button', { name: 'show less' }).first().waitFor();
+  await axe(page, 'audit with a long value');
+  await page.getByLabel('Actor').fill('admin');
+  await page.waitForFunction(() => location.search.includes('actor=admin'));
+  const [download] = await Promise.all([page.waitForEvent('download'), page.locator('[data-export="jsonl"]').click()]);
+  const exported = (await (await import('node:fs/promises')).readFile(await download.path(), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+  expect(exported.length > 0 && exported.every((e) => e.actor === 'admin'), `the export holds the filter's events (${exported.length})`);
+  expect(/^apelora-audit_actor-admin_.*\.jsonl$/.test(download.suggestedFilename()), `export named ${download.suggestedFilename()}`);
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.locator('[data-export="csv"]').click()]);
+  const csvText = await (await import('node:fs/promises')).readFile(await csv.path(), 'utf8');
+  expect(csvText.startsWith('id,at,actor,action,machine,outcome'), 'the CSV export has its header');
   await page.getByLabel('Actor').fill('nobody');
-  await page.getByRole('button', { name: 'Apply' }).click();
   await page.getByText('No audited action yet.').waitFor();
+  expect(page.url().includes('actor=nobody'), 'the typed filter is kept in the URL');
   await clean(page, 'audit');
 
   step('identities: the last manager cannot be revoked, with the server\'s reason');

@@ -10,8 +10,12 @@ import { Field, Problems } from './ui';
 import { fieldProblems, problemsOf, type Problem } from '../lib/errors';
 import { planOf, refusalReason, type Plan } from '../lib/plan';
 import { PlanView } from './PlanView';
+import type { ChangeName } from '../api/changes.gen';
 
 export interface ConfirmProps<T> {
+  // change is the mutation run sends: a declared change (api/changes.gen.ts, from the
+  // schema's @change), whose answer carries the plan the dialog shows.
+  change: ChangeName;
   title: string;
   machine: string;
   // consequence says what will happen, in plain words.
@@ -59,7 +63,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
         const res = await run.current(true);
         if (gone) return;
         const found = problemsOf(res.error);
-        setPlanned({ key, plan: found.length ? null : planOf(res.data), problem: found[0]?.message });
+        setPlanned({ key, plan: found.length ? null : planOf(res.data, p.change), problem: found[0]?.message });
       },
       planned ? 500 : 0,
     );

@@ -225,7 +225,7 @@ export type Permission =
   | 'VIEW_INFRASTRUCTURE';
 
 export type Phase =
-  /** A member admitted after passing the admission checks. */
+  /** A member admitted after passing the admission checks: Apelora recorded the admission, and the member carries its mark (user.apelora.admission). */
   | 'ADMITTED'
   /** A join token was issued for the name and has not been used yet. */
   | 'AWAITING_JOIN'
@@ -235,7 +235,7 @@ export type Phase =
   | 'HELD'
   /** Recorded; no Incus member and no pending join token. */
   | 'REGISTERED'
-  /** A member placement can reach although no admission was recorded. */
+  /** A member placement can reach although it carries no mark of an admission Apelora recorded. */
   | 'UNHELD'
   /** Incus could not be asked (not configured or unreachable); see the warnings. */
   | 'UNKNOWN'
@@ -395,6 +395,8 @@ export type UnregisterMachineInput = {
 };
 
 export type WarningCode =
+  /** The member carries the admission mark (user.apelora.admission), but Apelora has no record of that admission: placement reaches a member Apelora did not admit. Run admitMember to check and admit it, or hold it. */
+  | 'ADMISSION_NOT_RECORDED'
   /** An admitted member fails a check it passed at admission (see `drift` on the warning). */
   | 'DRIFT'
   /** MAAS reports another hardware UUID than the one registered: the machine was replaced or the record is wrong. */

@@ -198,6 +198,7 @@ function MappingDialog({ member, rows, onClose, onDone }: { member: string; rows
   };
   return (
     <ConfirmDialog
+      change="setFenceMapping"
       title={`Fence mapping of ${member}`}
       machine={member}
       confirmLabel="Set mapping"
@@ -242,6 +243,7 @@ function RemoveMappingDialog({ member, onClose, onDone }: { member: string; onCl
   const [, remove] = useMutation(RemoveFenceMappingMutation);
   return (
     <ConfirmDialog
+      change="removeFenceMapping"
       title={`Remove the fence mapping of ${member}`}
       machine={member}
       danger
