@@ -313,6 +313,22 @@ func (p incusPorts) RemoveMember(ctx context.Context, name string, force bool) e
 	return incusErr(p.c.DeleteMember(ctx, name, force), "remove member "+name)
 }
 
+// InstancesOn names the instances on member, of every project, in one Incus call.
+func (p incusPorts) InstancesOn(ctx context.Context, member string) ([]string, error) {
+	ins, err := p.c.InstancesOn(ctx, member)
+	if err != nil {
+		return nil, incusErr(err, "list the instances on member "+member)
+	}
+	out := make([]string, len(ins))
+	for i, in := range ins {
+		out[i] = in.Name
+		if in.Project != "" && in.Project != "default" {
+			out[i] = in.Project + "/" + in.Name
+		}
+	}
+	return out, nil
+}
+
 // MemberConfigKeys lists the member-specific keys a joiner supplies, with the value the
 // member Apelora talks to uses for each (read per pool or network with a target).
 func (p incusPorts) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey, error) {
@@ -424,7 +440,7 @@ func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) 
 		}
 		out = out[:0]
 		for _, m := range ms {
-			out = append(out, fencing.Observation{Name: m.ServerName, Status: m.Status})
+			out = append(out, fencing.Observation{Name: m.ServerName, Status: m.Status, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
 		}
 		return nil
 	})

@@ -39,6 +39,7 @@ func WorkerVariables() []Variable {
 		{"APELORA_FENCE_POLL_INTERVAL", "5s", "how often the worker reads the members (and a standby tries for the lock)"},
 		{"APELORA_FENCE_DRILL_INTERVAL", "1h", "how often each mapping gets a readiness drill (UUID check and a live power read)"},
 		{"APELORA_FENCE_CONFIRM_TIMEOUT", "3m", "how long after a request a power-state read may say off before the fence is reported not confirmed"},
+		{"APELORA_FENCE_SETTLE", "20s", "after Incus could not be read (or had no quorum), how long it must answer before a member it lists Offline counts"},
 		{"APELORA_FENCE_INCUS_URLS", "(none)", "comma-separated further member URLs to ask when APELORA_INCUS_URL does not answer"},
 		{"APELORA_WORKER_NAME", "(host name and process id)", "this worker's name in fence events and logs"},
 	}
@@ -68,6 +69,7 @@ func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
 		{"APELORA_FENCE_POLL_INTERVAL", "5s", 100 * time.Millisecond, &w.Poll},
 		{"APELORA_FENCE_DRILL_INTERVAL", "1h", time.Second, &w.DrillInterval},
 		{"APELORA_FENCE_CONFIRM_TIMEOUT", "3m", time.Second, &w.Limits.ConfirmTimeout},
+		{"APELORA_FENCE_SETTLE", "20s", 0, &w.Limits.Settle},
 	}
 	for _, d := range durations {
 		if *d.into, err = duration(get, d.name, d.def, d.least); err != nil {
@@ -138,13 +140,36 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 	if err != nil {
 		return err
 	}
+	cluster := newFenceIncus(clients...)
+	if err := checkOfflineThreshold(ctx, cfg, cluster, log); err != nil {
+		return err
+	}
 	w := &fencing.Worker{
 		ID: cfg.Name, Limits: cfg.Limits, Poll: cfg.Poll, DrillInterval: cfg.DrillInterval,
-		Cluster: newFenceIncus(clients...), MAAS: fenceMAAS{client},
+		Cluster: cluster, MAAS: fenceMAAS{client},
 		Leadership: store.FenceLeadership("apelora-worker " + cfg.Name), Drills: store.FenceDrills(),
 		Log: log, Observer: cfg.fenceObserver(),
 	}
 	log.Info("apelora-worker starting", "worker", cfg.Name, "limits", cfg.Limits.Describe(), "poll", cfg.Poll.String(),
 		"drill_interval", cfg.DrillInterval.String(), "request_timeout", cfg.upstreamTimeout().String(), "incus", clients[0].Endpoint(), "incus_fallbacks", len(clients)-1, "maas", client)
 	return w.Run(ctx)
+}
+
+// checkOfflineThreshold refuses an APELORA_FENCE_OFFLINE_AFTER that Incus's own
+// cluster.offline_threshold could outlast (fencing.Limits.CheckOfflineThreshold). When
+// Incus cannot be asked at start, its default threshold is assumed, and the cluster view
+// warns later if the real one is higher.
+func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencing.ClusterConfig, log *slog.Logger) error {
+	threshold := fencing.DefaultOfflineThreshold
+	rctx, cancel := context.WithTimeout(ctx, cfg.upstreamTimeout())
+	defer cancel()
+	if sc, err := cluster.ServerConfig(rctx); err != nil {
+		log.Warn("cannot read Incus's cluster.offline_threshold at start: checking APELORA_FENCE_OFFLINE_AFTER against its default", "default", threshold.String(), "error", err)
+	} else {
+		threshold = fencing.OfflineThreshold(sc)
+	}
+	if err := cfg.Limits.CheckOfflineThreshold(threshold); err != nil {
+		return fmt.Errorf("APELORA_FENCE_OFFLINE_AFTER: %w", err)
+	}
+	return nil
 }

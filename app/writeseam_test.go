@@ -29,8 +29,8 @@ import (
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/metrics"
-	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/placement"
+	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/provisioning"
 	"github.com/apelora/fabric/resolvers"
 )

@@ -2202,6 +2202,8 @@ const (
 	ClusterWarningCodeFenceWorkerSilent ClusterWarningCode = "FENCE_WORKER_SILENT"
 	// Some members have no fence mapping.
 	ClusterWarningCodeUnmappedMembers ClusterWarningCode = "UNMAPPED_MEMBERS"
+	// The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started).
+	ClusterWarningCodeOfflineAfterTooShort ClusterWarningCode = "OFFLINE_AFTER_TOO_SHORT"
 )
 
 var AllClusterWarningCode = []ClusterWarningCode{
@@ -2210,6 +2212,7 @@ var AllClusterWarningCode = []ClusterWarningCode{
 	ClusterWarningCodeNoFenceWorker,
 	ClusterWarningCodeFenceWorkerSilent,
 	ClusterWarningCodeUnmappedMembers,
+	ClusterWarningCodeOfflineAfterTooShort,
 }
 
 // CommissionMachineCommissionMachineMaasMachinePayload includes the requested fields of the GraphQL type MaasMachinePayload.
@@ -3847,6 +3850,9 @@ const (
 	FenceReasonTooManyOffline FenceReason = "TOO_MANY_OFFLINE"
 	// The member was asked to power off within the cooldown.
 	FenceReasonCooldown FenceReason = "COOLDOWN"
+	// Powering it off would leave Incus's database without a majority of its voters online,
+	// or without a member (the quorum projection every plan that takes a member away applies).
+	FenceReasonQuorum FenceReason = "QUORUM"
 	// MAAS reports another hardware UUID (or none) for the mapped system id.
 	FenceReasonUuidMismatch FenceReason = "UUID_MISMATCH"
 	// MAAS has no machine with the mapped system id.
@@ -3867,6 +3873,7 @@ var AllFenceReason = []FenceReason{
 	FenceReasonNotMapped,
 	FenceReasonTooManyOffline,
 	FenceReasonCooldown,
+	FenceReasonQuorum,
 	FenceReasonUuidMismatch,
 	FenceReasonMaasMachineNotFound,
 	FenceReasonMaasUnavailable,

@@ -19,10 +19,11 @@ import (
 	"github.com/apelora/fabric/testkit/producttest"
 )
 
-// fastFence are short limits so the tests wait for Incus, not for the worker.
+// fastFence are short limits so the tests wait for Incus, not for the worker. The offline
+// time is the least Incus's default cluster.offline_threshold allows (20 s + 5 s).
 func fastFence(cooldown string) map[string]string {
 	return map[string]string{
-		"APELORA_FENCE_OFFLINE_AFTER": "1s", "APELORA_FENCE_POLL_INTERVAL": "1s", "APELORA_FENCE_COOLDOWN": cooldown,
+		"APELORA_FENCE_OFFLINE_AFTER": "25s", "APELORA_FENCE_POLL_INTERVAL": "1s", "APELORA_FENCE_COOLDOWN": cooldown,
 		"APELORA_FENCE_CONFIRM_TIMEOUT": "4s", "APELORA_FENCE_DRILL_INTERVAL": "1h",
 	}
 }

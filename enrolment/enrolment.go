@@ -18,6 +18,8 @@ import (
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/quorum"
 )
 
 // Secret is a join token that reveals itself only when asked.
@@ -62,6 +64,9 @@ type Incus interface {
 	RevokeJoinToken(ctx context.Context, name string) error
 	MemberConfigKeys(ctx context.Context) ([]ConfigKey, error)
 	RemoveMember(ctx context.Context, name string, force bool) error
+	// InstancesOn names the instances on a member, of every project ("project/name"
+	// outside the default project), in a constant number of calls.
+	InstancesOn(ctx context.Context, member string) ([]string, error)
 }
 
 // Store is what enrolment needs from the database.
@@ -260,9 +265,11 @@ func (s *Service) Revoke(ctx context.Context, name string) error {
 	})
 }
 
-// Remove removes the member name from the cluster. Unforced, Incus refuses while the
-// member still holds instances or is the last database member; forced, the member is
-// dropped without being told, and its daemon must be wiped.
+// Remove removes the member name from the cluster. It is refused, forced or not, when
+// Incus's database would lose the majority of its voters or its last member (package
+// quorum), and, unforced, while the member still holds instances (Incus refuses that too;
+// its refusal stays the backstop). Forced, the member is dropped without being told, its
+// instances with it, and its daemon must be wiped.
 func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 	if err := machines.ValidateName(name); err != nil {
 		return err
@@ -279,9 +286,45 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		if m == nil {
 			return apperr.New(apperr.NotFound, "%s is not an Incus member: nothing to remove", apperr.Quote(name))
 		}
+		proj := quorum.Project(quorum.FromMembership(snap.Members), name)
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("memberStatus", m.Status)
 			a.Detail("force", force)
+			a.Detail("quorum", proj.Detail())
+		}
+		rec := plan.From(ctx)
+		if rec != nil {
+			rec.Project(proj)
+			for _, w := range proj.Warnings {
+				rec.Warn("", "%s", w)
+			}
+		}
+		var refusals []error
+		if proj.Refused() {
+			refusals = append(refusals, apperr.New(apperr.FailedPrecondition, "%s cannot be removed, forced or not: %s", apperr.Quote(name), proj.Refusals[0]))
+		}
+		// A plan shows every refusal; the real call stops at the first.
+		if len(refusals) > 0 && rec == nil {
+			return refusals[0]
+		}
+		held, err := s.Incus.InstancesOn(ctx, name)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(held) > 0 && !force:
+			refusals = append(refusals, apperr.New(apperr.FailedPrecondition, "%s still holds %d %s (%s): evacuate it first, or move or delete %s; force removes it with %s, lost",
+				apperr.Quote(name), len(held), plural(len(held), "instance", "instances"), strings.Join(held, ", "), plural(len(held), "it", "them"), plural(len(held), "it", "them")))
+		case len(held) > 0 && rec != nil:
+			rec.Warn("", "forced: %s is dropped with its %d %s (%s), which are lost; evacuate it first to keep them", name, len(held), plural(len(held), "instance", "instances"), strings.Join(held, ", "))
+		}
+		if len(refusals) > 0 {
+			if rec != nil {
+				for _, r := range refusals {
+					rec.Refuse(r)
+				}
+			}
+			return refusals[0]
 		}
 		if err := s.Store.EndAdmission(ctx, name); err != nil {
 			return err
@@ -309,4 +352,11 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

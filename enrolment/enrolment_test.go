@@ -25,6 +25,7 @@ type fakeIncus struct {
 	issued  []string
 	revoked []string
 	removed []string
+	held    map[string][]string // instances on each member
 }
 
 func (f *fakeIncus) Snapshot(context.Context) (*membership.Snapshot, error) { return &f.snap, nil }
@@ -37,6 +38,9 @@ func (f *fakeIncus) RevokeJoinToken(_ context.Context, name string) error {
 	return nil
 }
 func (f *fakeIncus) MemberConfigKeys(context.Context) ([]ConfigKey, error) { return f.keys, nil }
+func (f *fakeIncus) InstancesOn(_ context.Context, member string) ([]string, error) {
+	return f.held[member], nil
+}
 func (f *fakeIncus) RemoveMember(_ context.Context, name string, _ bool) error {
 	f.removed = append(f.removed, name)
 	return nil

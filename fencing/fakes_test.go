@@ -271,6 +271,7 @@ type fakeCluster struct {
 type observation struct {
 	at       time.Time
 	statuses map[string]string
+	failed   bool // Incus could not be read
 }
 
 func (c *fakeCluster) set(name, status string) {
@@ -283,6 +284,7 @@ func (c *fakeCluster) Observe(context.Context) ([]Observation, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.down {
+		c.log = append(c.log, observation{at: c.now(), failed: true})
 		return nil, errors.New("Incus could not be reached")
 	}
 	var out []Observation

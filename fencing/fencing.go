@@ -16,6 +16,7 @@ package fencing
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -108,6 +109,9 @@ const (
 	ReasonNotMapped      Reason = "NOT_MAPPED"
 	ReasonTooManyOffline Reason = "TOO_MANY_OFFLINE"
 	ReasonCooldown       Reason = "COOLDOWN"
+	// ReasonQuorum: Incus's database would be left without a majority of its voters or
+	// without a member (package quorum).
+	ReasonQuorum Reason = "QUORUM"
 	// Refusals (and non-confirmations) by what MAAS says.
 	ReasonUUIDMismatch    Reason = "UUID_MISMATCH"
 	ReasonMachineNotFound Reason = "MAAS_MACHINE_NOT_FOUND"
@@ -120,7 +124,7 @@ const (
 )
 
 // Reasons lists every reason.
-var Reasons = []Reason{ReasonNotMapped, ReasonTooManyOffline, ReasonCooldown, ReasonUUIDMismatch, ReasonMachineNotFound,
+var Reasons = []Reason{ReasonNotMapped, ReasonTooManyOffline, ReasonCooldown, ReasonQuorum, ReasonUUIDMismatch, ReasonMachineNotFound,
 	ReasonMAASUnavailable, ReasonPowerNotQueryable, ReasonPowerOffNotSent, ReasonPowerOffRefused, ReasonPowerNotOff}
 
 // Event is one fence event. Events are append-only.
@@ -163,6 +167,9 @@ type Limits struct {
 	// least this often; after a longer gap (every worker down) its clock starts again, so a
 	// restart never invents an outage.
 	MaxObservationGap time.Duration
+	// Settle: after Incus could not be read (or had no quorum), how long it must have
+	// answered before a member it lists Offline counts (Trust). Zero: at once.
+	Settle time.Duration
 }
 
 // Validate checks the limits make sense together.
@@ -178,6 +185,39 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("the fence cooldown (%v) must be at least the confirmation timeout (%v): otherwise a second power-off could be sent while the first is still being confirmed", l.Cooldown, l.ConfirmTimeout)
 	case l.MaxObservationGap <= 0:
 		return fmt.Errorf("the observation gap must be positive, not %v", l.MaxObservationGap)
+	case l.Settle < 0:
+		return fmt.Errorf("the settle period must not be negative, not %v", l.Settle)
+	}
+	return nil
+}
+
+// Incus calls a member Offline once it has missed heartbeats for cluster.offline_threshold
+// (20 s unless set). A live member's heartbeat lands within that time, so a wrong Offline
+// (Incus regaining quorum lists every member Offline for a few seconds) never lasts longer:
+// the worker refuses to start with an OfflineAfter shorter than the threshold plus
+// OfflineMargin, and the cluster view warns when the leading worker's is.
+const (
+	DefaultOfflineThreshold = 20 * time.Second
+	OfflineMargin           = 5 * time.Second
+)
+
+// OfflineThreshold reads Incus's cluster.offline_threshold from its server configuration
+// (GET /1.0 config: only keys that are set), or its default.
+func OfflineThreshold(cfg map[string]string) time.Duration {
+	if n, err := strconv.Atoi(strings.TrimSpace(cfg["cluster.offline_threshold"])); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return DefaultOfflineThreshold
+}
+
+// MinOfflineAfter is the least OfflineAfter that Incus's offline threshold allows.
+func MinOfflineAfter(threshold time.Duration) time.Duration { return threshold + OfflineMargin }
+
+// CheckOfflineThreshold refuses an OfflineAfter that a wrong Offline from Incus could outlast.
+func (l Limits) CheckOfflineThreshold(threshold time.Duration) error {
+	if least := MinOfflineAfter(threshold); l.OfflineAfter < least {
+		return fmt.Errorf("the offline time before fencing (%v) must be at least Incus's cluster.offline_threshold (%v) plus %v, so %v: for a shorter time Incus can list a live member Offline (it does so for a few seconds after regaining quorum) and it would be powered off; raise APELORA_FENCE_OFFLINE_AFTER, or lower cluster.offline_threshold in Incus",
+			l.OfflineAfter, threshold, OfflineMargin, least)
 	}
 	return nil
 }

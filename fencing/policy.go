@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/apelora/fabric/quorum"
 )
 
 // Member is a cluster member as the policy sees it.
@@ -13,6 +15,13 @@ type Member struct {
 	// OfflineSince is when the worker first saw it offline in the current outage; zero when
 	// it is not offline.
 	OfflineSince time.Time
+	// LastSeenOnline is when Incus last listed it as anything but Offline; zero if never.
+	// A member confirmed off since then stays fenced.
+	LastSeenOnline time.Time
+	// Roles, FailureDomain and Groups are Incus's, for the quorum projection.
+	Roles         []string
+	FailureDomain string
+	Groups        []string
 }
 
 // Snapshot is everything the policy decides on, read at one moment.
@@ -20,7 +29,8 @@ type Snapshot struct {
 	Now    time.Time
 	Limits Limits
 	// Members are the cluster's members; MembersKnown is false when Incus could not be
-	// asked, in which case only pending requests are acted on.
+	// asked, or its answers are not trusted yet (Trust), in which case only pending
+	// requests are acted on.
 	Members      []Member
 	MembersKnown bool
 	Mappings     map[string]Mapping
@@ -60,6 +70,9 @@ type Decision struct {
 	OfflineFor time.Duration
 	Mapping    *Mapping
 	Request    *Request
+	// Quorum is what powering the member off does to Incus's database (package quorum);
+	// nil when the decision did not get that far.
+	Quorum *quorum.Projection
 }
 
 // Details are the decision's facts for its event.
@@ -71,6 +84,13 @@ func (d Decision) Details() map[string]any {
 	if d.Mapping != nil {
 		m["maasSystemId"] = d.Mapping.SystemID
 		m["hardwareUuid"] = d.Mapping.HardwareUUID
+	}
+	if d.Quorum != nil {
+		q := d.Quorum.Detail()
+		if len(d.Quorum.Warnings) > 0 {
+			q["warnings"] = d.Quorum.Warnings
+		}
+		m["quorum"] = q
 	}
 	return m
 }
@@ -136,18 +156,24 @@ func decideOffline(s *Snapshot, m Member, offline, total int) Decision {
 		d.Request = &r
 	}
 	switch {
+	case d.Request != nil && d.Request.Outcome == KindConfirmed && !m.LastSeenOnline.After(d.Request.At):
+		// Confirmed off and not seen since: it stays fenced whatever the clocks say (an
+		// outage clock restarted by a gap, a cooldown that ran out) until Incus lists it
+		// again.
+		d.Action = ActFenced
+		d.Message = fmt.Sprintf("%s was confirmed off at %s and Incus has not listed it online since", m.Name, d.Request.OutcomeAt.UTC().Format(time.RFC3339))
 	case d.OfflineFor < s.Limits.OfflineAfter:
 		d.Action = ActWait
 		d.Message = fmt.Sprintf("%s has been offline for %s; it is powered off only after %s", m.Name, round(d.OfflineFor), s.Limits.OfflineAfter)
-	case d.Request != nil && d.Request.Outcome == KindConfirmed && !d.Request.At.Before(m.OfflineSince):
-		d.Action = ActFenced
-		d.Message = fmt.Sprintf("%s was confirmed off in this outage", m.Name)
 	case d.Mapping == nil:
 		d.Action, d.Reason = ActRefuse, ReasonNotMapped
 		d.Message = fmt.Sprintf("%s has been offline for %s but has no fence mapping: set one (setFenceMapping) so it can be powered off", m.Name, round(d.OfflineFor))
 	case offline*2 >= total:
 		d.Action, d.Reason = ActRefuse, ReasonTooManyOffline
 		d.Message = fmt.Sprintf("%d of %d members count as offline (offline, or a fence not yet confirmed): fencing needs fewer than half offline, so nothing is powered off; a partition of this side is more likely than that many dead hosts", offline, total)
+	case d.projectQuorum(s).Refused():
+		d.Action, d.Reason = ActRefuse, ReasonQuorum
+		d.Message = fmt.Sprintf("powering %s off is refused: %s", m.Name, d.Quorum.Refusals[0])
 	case d.Request != nil && s.Now.Sub(d.Request.At) < s.Limits.Cooldown:
 		d.Action, d.Reason = ActRefuse, ReasonCooldown
 		d.Message = fmt.Sprintf("%s was last asked to power off at %s, within the cooldown of %s", m.Name, d.Request.At.UTC().Format(time.RFC3339), s.Limits.Cooldown)
@@ -156,6 +182,21 @@ func decideOffline(s *Snapshot, m Member, offline, total int) Decision {
 		d.Message = fmt.Sprintf("%s has been offline for %s and %d of %d members count as offline: eligible for power-off", m.Name, round(d.OfflineFor), offline, total)
 	}
 	return d
+}
+
+// projectQuorum applies the rule every plan that takes a member away applies (package
+// quorum) to powering d's member off: members offline, or with a power-off not yet
+// confirmed, are already away.
+func (d *Decision) projectQuorum(s *Snapshot) quorum.Projection {
+	ms := make([]quorum.Member, len(s.Members))
+	for i, m := range s.Members {
+		r, asked := s.Requests[m.Name]
+		ms[i] = quorum.Member{Name: m.Name, Online: !m.Offline && !(asked && r.Pending()),
+			Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups}
+	}
+	p := quorum.Project(ms, d.Member)
+	d.Quorum = &p
+	return p
 }
 
 func round(d time.Duration) time.Duration {
@@ -179,18 +220,41 @@ type Tracking struct {
 type Observation struct {
 	Name   string
 	Status string // Incus's: Online, Offline, Evacuated, Blocked
+	// Roles, FailureDomain and Groups are as Incus lists them (the raft roles among them).
+	Roles         []string
+	FailureDomain string
+	Groups        []string
 }
 
 // Offline reports whether Incus says the member has missed its heartbeats.
 func (o Observation) Offline() bool { return o.Status == "Offline" }
 
+// Trust says whether Incus's Offline can be believed now. When Incus regains its quorum it
+// lists every member Offline for some seconds, live ones included, until the heartbeats
+// catch up; so after Incus could not be read (no answer, or no quorum: its member list
+// needs the database), no Offline counts until it has answered for Settle.
+type Trust struct {
+	// AnsweringSince is the first answer after Incus last could not be read; zero when
+	// the worker has not seen it fail.
+	AnsweringSince time.Time
+	Settle         time.Duration
+}
+
+// Settled reports whether an Offline read at now counts.
+func (t Trust) Settled(now time.Time) bool {
+	return t.AnsweringSince.IsZero() || now.Sub(t.AnsweringSince) >= t.Settle
+}
+
 // Track folds one observation of every member into the tracking records. It returns the
 // new record of every observed member, the names of tracked members Incus no longer lists,
 // and the events for outages that start or end. An outage starts when a member is first
-// seen offline, or when it is seen offline after a gap in observation longer than
-// maxGap (nobody looked, so nobody can say it stayed offline).
-func Track(prev map[string]Tracking, obs []Observation, now time.Time, maxGap time.Duration) (next []Tracking, gone []string, events []Event) {
+// seen offline in a read that counts (trust), or starts again when it is seen offline
+// after a gap in observation longer than maxGap (nobody looked, so nobody can say it
+// stayed offline) or after Incus could not be read (its clock starts from the first
+// read that counts). A member seen anything but Offline is online, settled or not.
+func Track(prev map[string]Tracking, obs []Observation, now time.Time, maxGap time.Duration, trust Trust) (next []Tracking, gone []string, events []Event) {
 	listed := map[string]bool{}
+	settled := trust.Settled(now)
 	for _, o := range obs {
 		listed[o.Name] = true
 		p, known := prev[o.Name]
@@ -198,6 +262,12 @@ func Track(prev map[string]Tracking, obs []Observation, now time.Time, maxGap ti
 		gap := known && now.Sub(p.LastObserved) > maxGap
 		if o.Offline() {
 			switch {
+			case !settled:
+				// Not believed yet: no outage starts, and one seen before a gap is dropped
+				// (it starts again at the first read that counts).
+				if gap {
+					t.FirstSeenOffline = time.Time{}
+				}
 			case p.FirstSeenOffline.IsZero():
 				t.FirstSeenOffline = now
 				events = append(events, Event{At: now, Member: o.Name, Kind: KindOffline,
@@ -208,6 +278,11 @@ func Track(prev map[string]Tracking, obs []Observation, now time.Time, maxGap ti
 				events = append(events, Event{At: now, Member: o.Name, Kind: KindOffline,
 					Message: fmt.Sprintf("%s is offline; it was last observed %s ago, so its outage clock starts again now", o.Name, round(now.Sub(p.LastObserved))),
 					Details: map[string]any{"status": o.Status, "restartedAfterGapSeconds": int64(now.Sub(p.LastObserved) / time.Second)}})
+			case p.FirstSeenOffline.Before(trust.AnsweringSince):
+				t.FirstSeenOffline = now
+				events = append(events, Event{At: now, Member: o.Name, Kind: KindOffline,
+					Message: fmt.Sprintf("%s is offline; Incus could not be read (or had no quorum) until %s, so its outage clock starts again now, %s after Incus answered again", o.Name, trust.AnsweringSince.UTC().Format(time.RFC3339), round(now.Sub(trust.AnsweringSince))),
+					Details: map[string]any{"status": o.Status, "incusAnsweringSince": trust.AnsweringSince.UTC().Format(time.RFC3339Nano)}})
 			}
 		} else {
 			if !p.FirstSeenOffline.IsZero() {
@@ -230,11 +305,18 @@ func Track(prev map[string]Tracking, obs []Observation, now time.Time, maxGap ti
 	return next, gone, events
 }
 
-// Members turns tracking records into the policy's view of the members.
-func Members(ts []Tracking) []Member {
+// Members turns tracking records into the policy's view of the members, with the roles,
+// failure domain and groups of their observation (obs may be nil: Incus unread).
+func Members(ts []Tracking, obs []Observation) []Member {
+	seen := map[string]Observation{}
+	for _, o := range obs {
+		seen[o.Name] = o
+	}
 	out := make([]Member, len(ts))
 	for i, t := range ts {
-		out[i] = Member{Name: t.Member, Offline: !t.FirstSeenOffline.IsZero(), OfflineSince: t.FirstSeenOffline}
+		o := seen[t.Member]
+		out[i] = Member{Name: t.Member, Offline: !t.FirstSeenOffline.IsZero(), OfflineSince: t.FirstSeenOffline, LastSeenOnline: t.LastSeenOnline,
+			Roles: o.Roles, FailureDomain: o.FailureDomain, Groups: o.Groups}
 	}
 	return out
 }

@@ -31,6 +31,8 @@ func TestDecideAppliesEachLimit(t *testing.T) {
 		return Member{Name: name, Offline: true, OfflineSince: t0.Add(-for_)}
 	}
 	online := func(name string) Member { return Member{Name: name} }
+	seenOnline := func(m Member, ago time.Duration) Member { m.LastSeenOnline = t0.Add(-ago); return m }
+	voter := func(m Member) Member { m.Roles = []string{"database"}; return m }
 	maps := map[string]Mapping{"m1": mapping("m1"), "m2": mapping("m2"), "m3": mapping("m3"), "m4": mapping("m4")}
 	cases := []struct {
 		name     string
@@ -56,8 +58,18 @@ func TestDecideAppliesEachLimit(t *testing.T) {
 			map[string]Request{"m3": {At: t0.Add(-10 * time.Minute), Outcome: KindNotConfirmed}}, ActFence, ""},
 		{"confirmed in this outage: done", []Member{online("m1"), online("m2"), offline("m3", time.Hour)}, maps,
 			map[string]Request{"m3": {At: t0.Add(-30 * time.Minute), Outcome: KindConfirmed}}, ActFenced, ""},
-		{"confirmed in an earlier outage, inside cooldown: refused", []Member{online("m1"), online("m2"), offline("m3", time.Minute)}, maps,
+		{"confirmed in an earlier outage, seen online since, inside cooldown: refused", []Member{online("m1"), online("m2"), seenOnline(offline("m3", time.Minute), 90*time.Second)}, maps,
 			map[string]Request{"m3": {At: t0.Add(-2 * time.Minute), Outcome: KindConfirmed}}, ActRefuse, ReasonCooldown},
+		{"confirmed, outage clock restarted since (Incus unread), cooldown over, never seen online: still fenced", []Member{online("m1"), online("m2"), seenOnline(offline("m3", time.Minute), time.Hour)}, maps,
+			map[string]Request{"m3": {At: t0.Add(-30 * time.Minute), Outcome: KindConfirmed}}, ActFenced, ""},
+		{"confirmed, seen online since, cooldown over: fence again", []Member{online("m1"), online("m2"), seenOnline(offline("m3", time.Minute), 2*time.Minute)}, maps,
+			map[string]Request{"m3": {At: t0.Add(-30 * time.Minute), Outcome: KindConfirmed}}, ActFence, ""},
+		{"3 voters of 5, two voters offline (fewer than half the members): quorum refuses", []Member{voter(online("m1")), voter(offline("m2", time.Hour)), online("m4"), online("m5"), voter(offline("m3", time.Hour))},
+			maps, nil, ActRefuse, ReasonQuorum},
+		{"3 voters of 5, one offline: that voter may be fenced", []Member{voter(online("m1")), voter(online("m2")), online("m4"), online("m5"), voter(offline("m3", time.Hour))},
+			maps, nil, ActFence, ""},
+		{"the only database member: quorum refuses", []Member{online("m1"), online("m2"), online("m4"), voter(offline("m3", time.Hour))},
+			maps, nil, ActRefuse, ReasonQuorum},
 		{"pending request: confirm, even when back online", []Member{online("m1"), online("m2"), online("m3")}, maps,
 			map[string]Request{"m3": {At: t0.Add(-time.Second)}}, ActConfirm, ""},
 	}
@@ -89,7 +101,7 @@ func TestTrackRecordsOutagesAndNeverInventsOne(t *testing.T) {
 	gap := time.Minute
 	prev := map[string]Tracking{}
 	apply := func(at time.Time, obs ...Observation) []Event {
-		next, gone, evs := Track(prev, obs, at, gap)
+		next, gone, evs := Track(prev, obs, at, gap, Trust{})
 		for _, g := range gone {
 			delete(prev, g)
 		}
@@ -98,7 +110,7 @@ func TestTrackRecordsOutagesAndNeverInventsOne(t *testing.T) {
 		}
 		return evs
 	}
-	on, off := func(n string) Observation { return Observation{n, "Online"} }, func(n string) Observation { return Observation{n, "Offline"} }
+	on, off := func(n string) Observation { return Observation{Name: n, Status: "Online"} }, func(n string) Observation { return Observation{Name: n, Status: "Offline"} }
 
 	if evs := apply(t0, on("m1"), on("m2")); len(evs) != 0 {
 		t.Fatalf("online members made events %+v", evs)
@@ -123,9 +135,49 @@ func TestTrackRecordsOutagesAndNeverInventsOne(t *testing.T) {
 		t.Fatalf("back online: %+v %+v", evs, prev["m2"])
 	}
 	// A member no longer listed is forgotten.
-	_, gone, _ := Track(prev, []Observation{on("m1")}, t0.Add(4*time.Minute), gap)
+	_, gone, _ := Track(prev, []Observation{on("m1")}, t0.Add(4*time.Minute), gap, Trust{})
 	if !slices.Equal(gone, []string{"m2"}) {
 		t.Fatalf("gone %v", gone)
+	}
+}
+
+// After Incus could not be read, its Offline does not count until it has answered for the
+// settle period (it lists live members Offline while it regains quorum), and an outage
+// seen before starts again from the first read that counts.
+func TestTrackBelievesOfflineOnlyAfterSettling(t *testing.T) {
+	gap := time.Minute
+	prev := map[string]Tracking{}
+	apply := func(at time.Time, trust Trust, obs ...Observation) []Event {
+		next, _, evs := Track(prev, obs, at, gap, trust)
+		for _, n := range next {
+			prev[n.Member] = n
+		}
+		return evs
+	}
+	on, off := func(n string) Observation { return Observation{Name: n, Status: "Online"} }, func(n string) Observation { return Observation{Name: n, Status: "Offline"} }
+	apply(t0, Trust{}, on("m1"), off("m2"), on("m3"))
+	// Incus fails at t0+10s (no Track), answers again at t0+30s; settle 20s.
+	trust := Trust{AnsweringSince: t0.Add(30 * time.Second), Settle: 20 * time.Second}
+	if evs := apply(t0.Add(30*time.Second), trust, off("m1"), off("m2"), off("m3")); len(evs) != 0 {
+		t.Fatalf("everyone Offline right after Incus answered again made events %+v", evs)
+	}
+	if !prev["m1"].FirstSeenOffline.IsZero() || !prev["m3"].FirstSeenOffline.IsZero() || !prev["m2"].FirstSeenOffline.Equal(t0) {
+		t.Fatalf("while settling: %+v", prev)
+	}
+	// A live member is believed at once.
+	if evs := apply(t0.Add(40*time.Second), trust, on("m1"), off("m2"), on("m3")); len(evs) != 0 || !prev["m1"].LastSeenOnline.Equal(t0.Add(40*time.Second)) {
+		t.Fatalf("online while settling: %+v %+v", evs, prev["m1"])
+	}
+	// Settled: m2's outage clock starts again now, once.
+	evs := apply(t0.Add(50*time.Second), trust, on("m1"), off("m2"), on("m3"))
+	if len(evs) != 1 || evs[0].Kind != KindOffline || evs[0].Member != "m2" || !prev["m2"].FirstSeenOffline.Equal(t0.Add(50*time.Second)) {
+		t.Fatalf("first settled read: %+v %+v", evs, prev["m2"])
+	}
+	if evs := apply(t0.Add(55*time.Second), trust, on("m1"), off("m2"), off("m3")); len(evs) != 1 || evs[0].Member != "m3" || !prev["m2"].FirstSeenOffline.Equal(t0.Add(50*time.Second)) {
+		t.Fatalf("later settled read: %+v %+v", evs, prev)
+	}
+	if !(Trust{}).Settled(t0) || trust.Settled(t0.Add(49*time.Second)) || !trust.Settled(t0.Add(50*time.Second)) {
+		t.Fatal("Settled")
 	}
 }
 
@@ -208,6 +260,25 @@ func BenchmarkDecide300(b *testing.B) {
 	for b.Loop() {
 		if len(Decide(s)) != 15 {
 			b.Fatal("wrong number of decisions")
+		}
+	}
+}
+
+func TestOfflineTimeMustOutlastIncusThreshold(t *testing.T) {
+	for _, c := range []struct {
+		cfg          map[string]string
+		offlineAfter time.Duration
+		ok           bool
+	}{
+		{nil, 25 * time.Second, true},
+		{nil, 24 * time.Second, false},
+		{map[string]string{"cluster.offline_threshold": "60"}, time.Minute, false},
+		{map[string]string{"cluster.offline_threshold": "60"}, 65 * time.Second, true},
+		{map[string]string{"cluster.offline_threshold": "junk"}, 25 * time.Second, true},
+	} {
+		err := (Limits{OfflineAfter: c.offlineAfter}).CheckOfflineThreshold(OfflineThreshold(c.cfg))
+		if (err == nil) != c.ok {
+			t.Errorf("threshold %v, offline after %v: %v", c.cfg, c.offlineAfter, err)
 		}
 	}
 }

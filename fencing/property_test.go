@@ -56,6 +56,7 @@ func newHistory(seed uint64) *history {
 		ConfirmTimeout:    confirm,
 		Cooldown:          confirm + time.Duration(r.IntN(10))*30*time.Second,
 		MaxObservationGap: 45 * time.Second,
+		Settle:            time.Duration(r.IntN(4)) * 10 * time.Second,
 	}
 	n := 2 + r.IntN(6)
 	for i := range n {
@@ -230,11 +231,12 @@ func (h *history) check(t *testing.T, counts outcomeCounts) {
 	}
 	sort.Slice(log, func(i, j int) bool { return log[i].seq < log[j].seq })
 
-	pending := map[string]*Event{}  // member → unconfirmed request
-	lastReq := map[string]*Event{}  // member → latest request
-	sentFor := map[int64]int{}      // request id → power-offs sent for it
-	var lastCall *maasCall          // the MAAS call before the current one
-	var readsOK = map[string]bool{} // system id → the last read answered the expected UUID
+	pending := map[string]*Event{}   // member → unconfirmed request
+	fenced := map[string]time.Time{} // member → the request time of its latest confirmed power-off
+	lastReq := map[string]*Event{}   // member → latest request
+	sentFor := map[int64]int{}       // request id → power-offs sent for it
+	var lastCall *maasCall           // the MAAS call before the current one
+	var readsOK = map[string]bool{}  // system id → the last read answered the expected UUID
 	requested := 0
 	for _, en := range log {
 		if c := en.call; c != nil {
@@ -278,6 +280,10 @@ func (h *history) check(t *testing.T, counts outcomeCounts) {
 		case KindRequested:
 			requested++
 			h.checkRequest(t, e, en.seq, pending, lastReq)
+			// A member confirmed off stays fenced until Incus lists it online again.
+			if at, ok := fenced[e.Member]; ok && !h.seenOnline(e.Member, at, e.At) {
+				t.Errorf("request for %s at %v: it was confirmed off (requested %v) and Incus has not listed it online since", e.Member, e.At, at)
+			}
 			pending[e.Member], lastReq[e.Member] = e, e
 		case KindConfirmed:
 			req := pending[e.Member]
@@ -296,6 +302,7 @@ func (h *history) check(t *testing.T, counts outcomeCounts) {
 			if !ok {
 				t.Errorf("%s confirmed at %v without a power-state read saying off after request %d", e.Member, e.At, req.ID)
 			}
+			fenced[e.Member] = req.At
 			delete(pending, e.Member)
 		case KindNotConfirmed:
 			if pending[e.Member] == nil {
@@ -305,6 +312,17 @@ func (h *history) check(t *testing.T, counts outcomeCounts) {
 		}
 	}
 	counts["dropped-before-send"] += requested - len(sentFor)
+}
+
+// seenOnline reports whether a read of the members between from and to listed member as
+// anything but Offline.
+func (h *history) seenOnline(member string, from, to time.Time) bool {
+	for _, o := range h.cl.log {
+		if !o.failed && o.at.After(from) && !o.at.After(to) && o.statuses[member] != "Offline" {
+			return true
+		}
+	}
+	return false
 }
 
 // checkRequest verifies the limits at the moment a power-off request was recorded.
@@ -324,20 +342,30 @@ func (h *history) checkRequest(t *testing.T, e *Event, seq int, pending, lastReq
 		t.Errorf("request for %s while request %d is unconfirmed", m, pending[m].ID)
 	}
 	// Offline long enough: observed offline at every look for OfflineAfter, with no gap
-	// longer than the limit between looks.
+	// longer than the limit between looks, and counting only reads made once Incus had
+	// answered for the settle period after it last could not be read.
 	obs := h.cl.log
 	var latest *observation
-	var since time.Time
-	var prevAt time.Time
+	var since, prevAt, answering time.Time
+	unread := false
 	for i := range obs {
 		o := &obs[i]
 		if o.at.After(at) {
 			break
 		}
+		if o.failed {
+			unread, since = true, time.Time{}
+			continue
+		}
+		if unread {
+			unread, answering = false, o.at
+		}
 		latest = o
 		switch {
 		case o.statuses[m] != "Offline":
 			since = time.Time{}
+		case !answering.IsZero() && o.at.Sub(answering) < h.limits.Settle:
+			since = time.Time{} // not believed yet
 		case since.IsZero() || o.at.Sub(prevAt) > h.limits.MaxObservationGap:
 			since = o.at
 		}

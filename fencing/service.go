@@ -241,6 +241,7 @@ const (
 	WarnNoFenceWorker    = "NO_FENCE_WORKER"
 	WarnWorkerSilent     = "FENCE_WORKER_SILENT"
 	WarnUnmappedMembers  = "UNMAPPED_MEMBERS"
+	WarnOfflineAfter     = "OFFLINE_AFTER_TOO_SHORT"
 )
 
 // ClusterView is the cluster as fencing cares about it.
@@ -249,6 +250,9 @@ type ClusterView struct {
 	// cluster.offline_threshold in seconds; nil when Incus could not be asked.
 	HealingThreshold *int
 	OfflineThreshold *int
+	// MinOfflineAfter is the least offline time before fencing the worker accepts with
+	// that threshold, in seconds (MinOfflineAfter); nil when Incus could not be asked.
+	MinOfflineAfter *int
 	// Members and OfflineMembers are nil, and UnmappedMembers too, when Incus could not be
 	// asked for its members: "unknown" is never shown as 0 (a WarnIncusUnavailable says why).
 	Members         *int
@@ -283,8 +287,15 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 		v.Warnings = append(v.Warnings, ClusterWarning{WarnIncusUnavailable, problem(err)})
 		return v, nil
 	}
-	healing, offline := seconds(cfg["cluster.healing_threshold"], 0), seconds(cfg["cluster.offline_threshold"], 20)
-	v.HealingThreshold, v.OfflineThreshold = &healing, &offline
+	threshold := OfflineThreshold(cfg)
+	healing, offline, least := seconds(cfg["cluster.healing_threshold"], 0), int(threshold/time.Second), int(MinOfflineAfter(threshold)/time.Second)
+	v.HealingThreshold, v.OfflineThreshold, v.MinOfflineAfter = &healing, &offline, &least
+	if ws != nil {
+		// A worker checks at start; the threshold may have been raised since.
+		if err := ws.Limits.CheckOfflineThreshold(threshold); err != nil {
+			v.Warnings = append(v.Warnings, ClusterWarning{WarnOfflineAfter, fmt.Sprintf("fence worker %s: %v", ws.Worker, err)})
+		}
+	}
 	if healing != 0 {
 		v.Warnings = append(v.Warnings, ClusterWarning{WarnHealingEnabled, fmt.Sprintf(
 			"Incus's cluster.healing_threshold is %d s: Incus evacuates an offline member's instances after that time, before a fence is confirmed, so an instance can run twice (on the member that only looked dead and on its new host); set it to 0 and let fencing decide", healing)})

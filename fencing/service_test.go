@@ -319,12 +319,19 @@ func TestClusterViewWarns(t *testing.T) {
 		t.Fatalf("view %+v codes %v", v, codes)
 	}
 	// A worker that reported recently: no worker warning; one that went quiet: warned.
-	st.ws = &WorkerStatus{Worker: "w1", LastRoundAt: now.Add(-5 * time.Second), PollInterval: 5 * time.Second}
+	st.ws = &WorkerStatus{Worker: "w1", LastRoundAt: now.Add(-5 * time.Second), PollInterval: 5 * time.Second, Limits: Limits{OfflineAfter: time.Minute}}
 	s.Incus = clusterConfig{}
 	v, _ = s.Cluster(context.Background())
-	if len(v.Warnings) != 1 || v.Warnings[0].Code != WarnUnmappedMembers || *v.HealingThreshold != 0 {
+	if len(v.Warnings) != 1 || v.Warnings[0].Code != WarnUnmappedMembers || *v.HealingThreshold != 0 || *v.MinOfflineAfter != 25 {
 		t.Fatalf("healthy view %+v", v.Warnings)
 	}
+	// Incus's offline threshold raised past the worker's offline time: warned.
+	s.Incus = clusterConfig{"cluster.offline_threshold": "60"}
+	v, _ = s.Cluster(context.Background())
+	if len(v.Warnings) != 2 || v.Warnings[0].Code != WarnOfflineAfter || !strings.Contains(v.Warnings[0].Message, "1m5s") || *v.OfflineThreshold != 60 || *v.MinOfflineAfter != 65 {
+		t.Fatalf("offline threshold above the worker's offline time: %+v", v.Warnings)
+	}
+	s.Incus = clusterConfig{}
 	now = now.Add(time.Minute)
 	v, _ = s.Cluster(context.Background())
 	if v.Warnings[0].Code != WarnWorkerSilent {
@@ -340,7 +347,7 @@ func (f failingCluster) Snapshot(context.Context) (*membership.Snapshot, error) 
 // A cluster view never shows "could not ask" as 0 members.
 func TestClusterViewSaysWhenIncusCouldNotBeAsked(t *testing.T) {
 	hung := apperr.New(apperr.Unavailable, "Incus did not answer within 2s while trying to list the cluster members")
-	st := &apiStore{mappings: map[string]Mapping{}, ws: &WorkerStatus{Worker: "w1", LastRoundAt: t0, PollInterval: 5 * time.Second}}
+	st := &apiStore{mappings: map[string]Mapping{}, ws: &WorkerStatus{Worker: "w1", LastRoundAt: t0, PollInterval: 5 * time.Second, Limits: Limits{OfflineAfter: time.Minute}}}
 	for name, s := range map[string]*Service{
 		"configuration unreadable": {Store: st, Now: func() time.Time { return t0 }, Incus: failingCluster{hung}, Membership: failingCluster{hung}},
 		"members unreadable":       {Store: st, Now: func() time.Time { return t0 }, Incus: clusterConfig{}, Membership: failingCluster{hung}},

@@ -104,6 +104,10 @@ type Worker struct {
 
 	mu        sync.Mutex
 	lastIncus string // last Incus problem logged, to log each once
+	// unread is true from a failed read of the members to the next answer, which sets
+	// answeringSince: Incus's Offline counts again only Limits.Settle after it.
+	unread         bool
+	answeringSince time.Time
 }
 
 func (w *Worker) sleep(ctx context.Context, d time.Duration) error {
@@ -165,7 +169,7 @@ func (w *Worker) lead(ctx context.Context, sess Session) {
 	if _, err := sess.Append(ctx, Event{At: now, Kind: KindLeading, Worker: w.ID,
 		Message: fmt.Sprintf("apelora-worker %s holds the fence lock and acts from now on", w.ID),
 		Details: map[string]any{"offlineAfterSeconds": w.Limits.OfflineAfter.Seconds(), "cooldownSeconds": w.Limits.Cooldown.Seconds(),
-			"confirmTimeoutSeconds": w.Limits.ConfirmTimeout.Seconds(), "pollSeconds": w.Poll.Seconds()}}); err != nil {
+			"confirmTimeoutSeconds": w.Limits.ConfirmTimeout.Seconds(), "pollSeconds": w.Poll.Seconds(), "settleSeconds": w.Limits.Settle.Seconds()}}); err != nil {
 		w.Log.Warn("lost the database right after taking the fence lock", "error", err)
 		return
 	}
@@ -214,22 +218,26 @@ func (w *Worker) Round(ctx context.Context, sess Session, leaderSince time.Time)
 		return err
 	}
 	obs, incusErr := w.Cluster.Observe(ctx)
+	trust := w.trust(now, incusErr)
 	if incusErr != nil {
 		w.noteIncus(incusErr)
 		// Members unknown: nothing new is fenced, but pending requests are still confirmed.
+		ts := make([]Tracking, 0, len(prev))
 		for _, t := range prev {
-			snap.Members = append(snap.Members, Member{Name: t.Member, Offline: !t.FirstSeenOffline.IsZero(), OfflineSince: t.FirstSeenOffline})
+			ts = append(ts, t)
 		}
+		snap.Members = Members(ts, nil)
 	} else {
 		w.noteIncus(nil)
-		next, gone, events := Track(prev, obs, now, w.Limits.MaxObservationGap)
+		next, gone, events := Track(prev, obs, now, w.Limits.MaxObservationGap, trust)
 		for i := range events {
 			events[i].Worker = w.ID
 		}
 		if _, err := sess.SaveTracking(ctx, next, gone, events); err != nil {
 			return err
 		}
-		snap.Members, snap.MembersKnown = Members(next), true
+		// Until Incus's Offline can be believed again, nothing new is fenced either.
+		snap.Members, snap.MembersKnown = Members(next, obs), trust.Settled(now)
 	}
 	if snap.Mappings, err = sess.Mappings(ctx); err != nil {
 		return err
@@ -276,6 +284,22 @@ func latestOf(m map[string]Event, member string) *Event {
 // decision that stays the same is recorded once.
 func repeats(last *Event, kind Kind, reason Reason, since time.Time) bool {
 	return last != nil && last.Kind == kind && last.Reason == reason && !last.At.Before(since)
+}
+
+// trust notes whether Incus answered this round and says how far its Offline counts.
+func (w *Worker) trust(now time.Time, err error) Trust {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.unread = true
+		return Trust{}
+	}
+	if w.unread {
+		w.unread, w.answeringSince = false, now
+		w.Log.Info("Incus answers again: members it lists Offline count only after the settle period (Incus lists live members Offline for a while after regaining quorum)",
+			"settle", w.Limits.Settle.String())
+	}
+	return Trust{AnsweringSince: w.answeringSince, Settle: w.Limits.Settle}
 }
 
 func (w *Worker) noteIncus(err error) {
@@ -503,5 +527,6 @@ func (l Limits) Describe() string {
 	return strings.Join([]string{
 		"offline-after=" + l.OfflineAfter.String(), "cooldown=" + l.Cooldown.String(),
 		"confirm-timeout=" + l.ConfirmTimeout.String(), "max-observation-gap=" + l.MaxObservationGap.String(),
+		"settle=" + l.Settle.String(),
 	}, " ")
 }

@@ -116,14 +116,15 @@ type ComplexityRoot struct {
 	}
 
 	ClusterView struct {
-		FenceWorker      func(childComplexity int) int
-		HealingThreshold func(childComplexity int) int
-		Members          func(childComplexity int) int
-		OfflineMembers   func(childComplexity int) int
-		OfflineThreshold func(childComplexity int) int
-		PlacementGuard   func(childComplexity int) int
-		UnmappedMembers  func(childComplexity int) int
-		Warnings         func(childComplexity int) int
+		FenceWorker         func(childComplexity int) int
+		HealingThreshold    func(childComplexity int) int
+		Members             func(childComplexity int) int
+		MinimumOfflineAfter func(childComplexity int) int
+		OfflineMembers      func(childComplexity int) int
+		OfflineThreshold    func(childComplexity int) int
+		PlacementGuard      func(childComplexity int) int
+		UnmappedMembers     func(childComplexity int) int
+		Warnings            func(childComplexity int) int
 	}
 
 	ClusterWarning struct {
@@ -222,6 +223,7 @@ type ComplexityRoot struct {
 		LeaderSince           func(childComplexity int) int
 		OfflineAfterSeconds   func(childComplexity int) int
 		PollSeconds           func(childComplexity int) int
+		SettleSeconds         func(childComplexity int) int
 		Worker                func(childComplexity int) int
 	}
 
@@ -414,6 +416,7 @@ type ComplexityRoot struct {
 	}
 
 	Plan struct {
+		Quorum   func(childComplexity int) int
 		Refusals func(childComplexity int) int
 		Refused  func(childComplexity int) int
 		Steps    func(childComplexity int) int
@@ -467,6 +470,16 @@ type ComplexityRoot struct {
 		Machines         func(childComplexity int) int
 		ReleasePreview   func(childComplexity int, erase *bool) int
 		Viewer           func(childComplexity int) int
+	}
+
+	QuorumProjection struct {
+		EmptiedFailureDomains func(childComplexity int) int
+		EmptiedGroups         func(childComplexity int) int
+		Leaving               func(childComplexity int) int
+		StandbysAfter         func(childComplexity int) int
+		Voters                func(childComplexity int) int
+		VotersOnlineAfter     func(childComplexity int) int
+		VotersOnlineBefore    func(childComplexity int) int
 	}
 
 	RegisterMachinePayload struct {
@@ -932,6 +945,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ClusterView.Members(childComplexity), true
+	case "ClusterView.minimumOfflineAfter":
+		if e.ComplexityRoot.ClusterView.MinimumOfflineAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterView.MinimumOfflineAfter(childComplexity), true
 	case "ClusterView.offlineMembers":
 		if e.ComplexityRoot.ClusterView.OfflineMembers == nil {
 			break
@@ -1346,6 +1365,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FenceWorker.PollSeconds(childComplexity), true
+	case "FenceWorker.settleSeconds":
+		if e.ComplexityRoot.FenceWorker.SettleSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceWorker.SettleSeconds(childComplexity), true
 	case "FenceWorker.worker":
 		if e.ComplexityRoot.FenceWorker.Worker == nil {
 			break
@@ -2253,6 +2278,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PlacementGuard.State(childComplexity), true
 
+	case "Plan.quorum":
+		if e.ComplexityRoot.Plan.Quorum == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Plan.Quorum(childComplexity), true
 	case "Plan.refusals":
 		if e.ComplexityRoot.Plan.Refusals == nil {
 			break
@@ -2505,6 +2536,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
+
+	case "QuorumProjection.emptiedFailureDomains":
+		if e.ComplexityRoot.QuorumProjection.EmptiedFailureDomains == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.EmptiedFailureDomains(childComplexity), true
+	case "QuorumProjection.emptiedGroups":
+		if e.ComplexityRoot.QuorumProjection.EmptiedGroups == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.EmptiedGroups(childComplexity), true
+	case "QuorumProjection.leaving":
+		if e.ComplexityRoot.QuorumProjection.Leaving == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.Leaving(childComplexity), true
+	case "QuorumProjection.standbysAfter":
+		if e.ComplexityRoot.QuorumProjection.StandbysAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.StandbysAfter(childComplexity), true
+	case "QuorumProjection.voters":
+		if e.ComplexityRoot.QuorumProjection.Voters == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.Voters(childComplexity), true
+	case "QuorumProjection.votersOnlineAfter":
+		if e.ComplexityRoot.QuorumProjection.VotersOnlineAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.VotersOnlineAfter(childComplexity), true
+	case "QuorumProjection.votersOnlineBefore":
+		if e.ComplexityRoot.QuorumProjection.VotersOnlineBefore == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuorumProjection.VotersOnlineBefore(childComplexity), true
 
 	case "RegisterMachinePayload.machine":
 		if e.ComplexityRoot.RegisterMachinePayload.Machine == nil {
@@ -3238,6 +3312,11 @@ enum FenceReason {
   TOO_MANY_OFFLINE
   "The member was asked to power off within the cooldown."
   COOLDOWN
+  """
+  Powering it off would leave Incus's database without a majority of its voters online,
+  or without a member (the quorum projection every plan that takes a member away applies).
+  """
+  QUORUM
   "MAAS reports another hardware UUID (or none) for the mapped system id."
   UUID_MISMATCH
   "MAAS has no machine with the mapped system id."
@@ -3315,6 +3394,13 @@ type ClusterView {
   healingThreshold: Int
   "Incus's cluster.offline_threshold in seconds; null when Incus could not be asked."
   offlineThreshold: Int
+  """
+  The least APELORA_FENCE_OFFLINE_AFTER apelora-worker starts with, in seconds: Incus's
+  cluster.offline_threshold plus 5 s (Incus can list a live member Offline for a few
+  seconds, after regaining quorum, never longer than its threshold). Null when Incus could
+  not be asked.
+  """
+  minimumOfflineAfter: Int
   "How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why)."
   members: Int
   "How many of them Incus reports offline; null when Incus could not be asked."
@@ -3338,6 +3424,11 @@ type FenceWorker {
   offlineAfterSeconds: Float!
   cooldownSeconds: Float!
   confirmTimeoutSeconds: Float!
+  """
+  After Incus could not be read (or had no quorum), how long it must answer again before a
+  member it lists Offline counts (APELORA_FENCE_SETTLE).
+  """
+  settleSeconds: Float!
 }
 
 type ClusterWarning {
@@ -3356,6 +3447,8 @@ enum ClusterWarningCode {
   FENCE_WORKER_SILENT
   "Some members have no fence mapping."
   UNMAPPED_MEMBERS
+  "The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started)."
+  OFFLINE_AFTER_TOO_SHORT
 }
 `, BuiltIn: false},
 	{Name: "../schema/fleet.graphqls", Input: `extend type Subscription {
@@ -4366,6 +4459,32 @@ type Plan {
   to the disks (MAAS erasing them anyway, or not at all).
   """
   warnings: [PlanFinding!]!
+  """
+  For a plan that takes a member away (removeMember): Incus's database before and after,
+  from Incus's own member list and raft roles. Null for other plans.
+  """
+  quorum: QuorumProjection
+}
+
+"""
+What taking members away does to Incus's database. Its voters (roles database and
+database-leader) must keep a majority online; stand-bys (database-standby) are promoted in
+place of voters that leave.
+"""
+type QuorumProjection {
+  "The members the plan takes away."
+  leaving: [String!]!
+  "How many voters the database has now."
+  voters: Int!
+  votersOnlineBefore: Int!
+  "Voters still online once the members are gone, before Incus promotes a stand-by."
+  votersOnlineAfter: Int!
+  "Online stand-bys left after Incus has promoted one for each voter that left."
+  standbysAfter: Int!
+  "Failure domains of the leaving members that would keep no online member."
+  emptiedFailureDomains: [String!]!
+  "Cluster groups of the leaving members that would keep no online member."
+  emptiedGroups: [String!]!
 }
 
 enum PlanSystem {
@@ -4610,6 +4729,8 @@ func (ec *executionContext) childFields_ClusterView(ctx context.Context, field g
 		return ec.fieldContext_ClusterView_healingThreshold(ctx, field)
 	case "offlineThreshold":
 		return ec.fieldContext_ClusterView_offlineThreshold(ctx, field)
+	case "minimumOfflineAfter":
+		return ec.fieldContext_ClusterView_minimumOfflineAfter(ctx, field)
 	case "members":
 		return ec.fieldContext_ClusterView_members(ctx, field)
 	case "offlineMembers":
@@ -4820,6 +4941,8 @@ func (ec *executionContext) childFields_FenceWorker(ctx context.Context, field g
 		return ec.fieldContext_FenceWorker_cooldownSeconds(ctx, field)
 	case "confirmTimeoutSeconds":
 		return ec.fieldContext_FenceWorker_confirmTimeoutSeconds(ctx, field)
+	case "settleSeconds":
+		return ec.fieldContext_FenceWorker_settleSeconds(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FenceWorker", field.Name)
 }
@@ -5166,6 +5289,8 @@ func (ec *executionContext) childFields_Plan(ctx context.Context, field graphql.
 		return ec.fieldContext_Plan_refusals(ctx, field)
 	case "warnings":
 		return ec.fieldContext_Plan_warnings(ctx, field)
+	case "quorum":
+		return ec.fieldContext_Plan_quorum(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Plan", field.Name)
 }
@@ -5228,6 +5353,26 @@ func (ec *executionContext) childFields_ProvisionerCapabilities(ctx context.Cont
 		return ec.fieldContext_ProvisionerCapabilities_powers(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ProvisionerCapabilities", field.Name)
+}
+
+func (ec *executionContext) childFields_QuorumProjection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "leaving":
+		return ec.fieldContext_QuorumProjection_leaving(ctx, field)
+	case "voters":
+		return ec.fieldContext_QuorumProjection_voters(ctx, field)
+	case "votersOnlineBefore":
+		return ec.fieldContext_QuorumProjection_votersOnlineBefore(ctx, field)
+	case "votersOnlineAfter":
+		return ec.fieldContext_QuorumProjection_votersOnlineAfter(ctx, field)
+	case "standbysAfter":
+		return ec.fieldContext_QuorumProjection_standbysAfter(ctx, field)
+	case "emptiedFailureDomains":
+		return ec.fieldContext_QuorumProjection_emptiedFailureDomains(ctx, field)
+	case "emptiedGroups":
+		return ec.fieldContext_QuorumProjection_emptiedGroups(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type QuorumProjection", field.Name)
 }
 
 func (ec *executionContext) childFields_RegisterMachinePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7345,6 +7490,29 @@ func (ec *executionContext) fieldContext_ClusterView_offlineThreshold(_ context.
 	return graphql.NewScalarFieldContext("ClusterView", field, false, false, "Int")
 }
 
+func (ec *executionContext) _ClusterView_minimumOfflineAfter(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterView_minimumOfflineAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinimumOfflineAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterView_minimumOfflineAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterView", field, false, false, "Int")
+}
+
 func (ec *executionContext) _ClusterView_members(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9019,6 +9187,29 @@ func (ec *executionContext) _FenceWorker_confirmTimeoutSeconds(ctx context.Conte
 	)
 }
 func (ec *executionContext) fieldContext_FenceWorker_confirmTimeoutSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "Float")
+}
+
+func (ec *executionContext) _FenceWorker_settleSeconds(ctx context.Context, field graphql.CollectedField, obj *model.FenceWorker) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceWorker_settleSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SettleSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FenceWorker_settleSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FenceWorker", field, false, false, "Float")
 }
 
@@ -12760,6 +12951,38 @@ func (ec *executionContext) fieldContext_Plan_warnings(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _Plan_quorum(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Plan_quorum(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Quorum, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.QuorumProjection) graphql.Marshaler {
+			return ec.marshalOQuorumProjection2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐQuorumProjection(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Plan_quorum(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Plan",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_QuorumProjection(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PlanChange_field(ctx context.Context, field graphql.CollectedField, obj *model.PlanChange) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13793,6 +14016,167 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _QuorumProjection_leaving(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_leaving(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Leaving, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_leaving(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "String")
+}
+
+func (ec *executionContext) _QuorumProjection_voters(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_voters(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Voters, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_voters(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QuorumProjection_votersOnlineBefore(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_votersOnlineBefore(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.VotersOnlineBefore, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_votersOnlineBefore(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QuorumProjection_votersOnlineAfter(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_votersOnlineAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.VotersOnlineAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_votersOnlineAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QuorumProjection_standbysAfter(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_standbysAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StandbysAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_standbysAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _QuorumProjection_emptiedFailureDomains(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_emptiedFailureDomains(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EmptiedFailureDomains, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_emptiedFailureDomains(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "String")
+}
+
+func (ec *executionContext) _QuorumProjection_emptiedGroups(ctx context.Context, field graphql.CollectedField, obj *model.QuorumProjection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuorumProjection_emptiedGroups(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EmptiedGroups, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuorumProjection_emptiedGroups(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "String")
 }
 
 func (ec *executionContext) _RegisterMachinePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RegisterMachinePayload) (ret graphql.Marshaler) {
@@ -17992,6 +18376,11 @@ func (ec *executionContext) _ClusterView(ctx context.Context, sel ast.SelectionS
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "minimumOfflineAfter":
+			out.Values[i] = ec._ClusterView_minimumOfflineAfter(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "members":
 			out.Values[i] = ec._ClusterView_members(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -18671,6 +19060,11 @@ func (ec *executionContext) _FenceWorker(ctx context.Context, sel ast.SelectionS
 			}
 		case "confirmTimeoutSeconds":
 			out.Values[i] = ec._FenceWorker_confirmTimeoutSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "settleSeconds":
+			out.Values[i] = ec._FenceWorker_settleSeconds(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -19956,6 +20350,11 @@ func (ec *executionContext) _Plan(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "quorum":
+			out.Values[i] = ec._Plan_quorum(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -20316,6 +20715,69 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var quorumProjectionImplementors = []string{"QuorumProjection"}
+
+func (ec *executionContext) _QuorumProjection(ctx context.Context, sel ast.SelectionSet, obj *model.QuorumProjection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, quorumProjectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("QuorumProjection")
+		case "leaving":
+			out.Values[i] = ec._QuorumProjection_leaving(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "voters":
+			out.Values[i] = ec._QuorumProjection_voters(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "votersOnlineBefore":
+			out.Values[i] = ec._QuorumProjection_votersOnlineBefore(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "votersOnlineAfter":
+			out.Values[i] = ec._QuorumProjection_votersOnlineAfter(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "standbysAfter":
+			out.Values[i] = ec._QuorumProjection_standbysAfter(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "emptiedFailureDomains":
+			out.Values[i] = ec._QuorumProjection_emptiedFailureDomains(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "emptiedGroups":
+			out.Values[i] = ec._QuorumProjection_emptiedGroups(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -22762,6 +23224,13 @@ func (ec *executionContext) marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgr
 		return graphql.Null
 	}
 	return ec._Plan(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOQuorumProjection2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐQuorumProjection(ctx context.Context, sel ast.SelectionSet, v *model.QuorumProjection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._QuorumProjection(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

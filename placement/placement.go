@@ -14,8 +14,8 @@ import (
 	"context"
 
 	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/lifecycle"
+	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/plan"
 )
 

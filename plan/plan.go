@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/quorum"
 )
 
 // System is where a step happens.
@@ -59,6 +60,7 @@ type Recorder struct {
 	steps    []Step
 	refusals []Finding
 	warnings []Finding
+	quorum   *quorum.Projection
 }
 
 // Plan is a finished dry run.
@@ -66,6 +68,9 @@ type Plan struct {
 	Steps    []Step
 	Refusals []Finding
 	Warnings []Finding
+	// Quorum is what the call would do to Incus's database, for a call that takes a member
+	// away; nil otherwise.
+	Quorum *quorum.Projection
 }
 
 // Refused reports whether the call would be refused.
@@ -117,6 +122,14 @@ func (r *Recorder) Warn(code apperr.Code, format string, args ...any) {
 	}
 }
 
+// Project records what the call would do to Incus's database (its refusals and warnings
+// are added by the caller, in its own words where it has them).
+func (r *Recorder) Project(p quorum.Projection) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.quorum = &p
+}
+
 // Refused reports whether a refusal has been recorded.
 func (r *Recorder) Refused() bool {
 	r.mu.Lock()
@@ -128,7 +141,7 @@ func (r *Recorder) Refused() bool {
 func (r *Recorder) Plan() Plan {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return Plan{Steps: slices.Clone(r.steps), Refusals: slices.Clone(r.refusals), Warnings: slices.Clone(r.warnings)}
+	return Plan{Steps: slices.Clone(r.steps), Refusals: slices.Clone(r.refusals), Warnings: slices.Clone(r.warnings), Quorum: r.quorum}
 }
 
 // Secret describes a secret or bulky value (cloud-init user data) by its size and

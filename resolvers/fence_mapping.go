@@ -52,7 +52,7 @@ func mapFenceEvent(e *fencing.Event) *model.FenceEvent {
 }
 
 func mapClusterView(v *fencing.ClusterView) *model.ClusterView {
-	out := &model.ClusterView{HealingThreshold: v.HealingThreshold, OfflineThreshold: v.OfflineThreshold,
+	out := &model.ClusterView{HealingThreshold: v.HealingThreshold, OfflineThreshold: v.OfflineThreshold, MinimumOfflineAfter: v.MinOfflineAfter,
 		Members: v.Members, OfflineMembers: v.OfflineMembers, Warnings: []*model.ClusterWarning{}}
 	if v.Members != nil {
 		out.UnmappedMembers = nonNil(v.UnmappedMembers) // null only when unknown
@@ -60,7 +60,8 @@ func mapClusterView(v *fencing.ClusterView) *model.ClusterView {
 	if w := v.Worker; w != nil {
 		out.FenceWorker = &model.FenceWorker{Worker: w.Worker, LeaderSince: w.LeaderSince, LastRoundAt: w.LastRoundAt,
 			PollSeconds: w.PollInterval.Seconds(), OfflineAfterSeconds: w.Limits.OfflineAfter.Seconds(),
-			CooldownSeconds: w.Limits.Cooldown.Seconds(), ConfirmTimeoutSeconds: w.Limits.ConfirmTimeout.Seconds()}
+			CooldownSeconds: w.Limits.Cooldown.Seconds(), ConfirmTimeoutSeconds: w.Limits.ConfirmTimeout.Seconds(),
+			SettleSeconds: w.Limits.Settle.Seconds()}
 	}
 	for _, w := range v.Warnings {
 		out.Warnings = append(out.Warnings, &model.ClusterWarning{Code: model.ClusterWarningCode(w.Code), Message: w.Message})

@@ -58,6 +58,11 @@ func mapPlan(p plan.Plan) *model.Plan {
 		}
 		out.Steps[i] = st
 	}
+	if q := p.Quorum; q != nil {
+		out.Quorum = &model.QuorumProjection{Leaving: nonNil(q.Leaving), Voters: q.Voters, VotersOnlineBefore: q.VotersOnlineBefore,
+			VotersOnlineAfter: q.VotersOnlineAfter, StandbysAfter: q.StandbysAfter,
+			EmptiedFailureDomains: nonNil(q.EmptiedFailureDomains), EmptiedGroups: nonNil(q.EmptiedGroups)}
+	}
 	return out
 }
 

@@ -166,7 +166,7 @@ func (s *Store) FenceEvent(ctx context.Context, id int64) (*fencing.Event, error
 func (f fenceStore) WorkerStatus(ctx context.Context) (*fencing.WorkerStatus, error) {
 	var ws fencing.WorkerStatus
 	var settings struct {
-		PollSeconds, OfflineAfterSeconds, CooldownSeconds, ConfirmTimeoutSeconds, MaxGapSeconds float64
+		PollSeconds, OfflineAfterSeconds, CooldownSeconds, ConfirmTimeoutSeconds, MaxGapSeconds, SettleSeconds float64
 	}
 	err := f.s.pool.QueryRow(ctx, `SELECT worker, leader_since, last_round_at, settings FROM fence_worker`).
 		Scan(&ws.Worker, &ws.LeaderSince, &ws.LastRoundAt, &settings)
@@ -179,7 +179,8 @@ func (f fenceStore) WorkerStatus(ctx context.Context) (*fencing.WorkerStatus, er
 	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 	ws.PollInterval = sec(settings.PollSeconds)
 	ws.Limits = fencing.Limits{OfflineAfter: sec(settings.OfflineAfterSeconds), Cooldown: sec(settings.CooldownSeconds),
-		ConfirmTimeout: sec(settings.ConfirmTimeoutSeconds), MaxObservationGap: sec(settings.MaxGapSeconds)}
+		ConfirmTimeout: sec(settings.ConfirmTimeoutSeconds), MaxObservationGap: sec(settings.MaxGapSeconds),
+		Settle: sec(settings.SettleSeconds)}
 	return &ws, nil
 }
 

@@ -283,7 +283,7 @@ func (f *fenceSession) Heartbeat(ctx context.Context, ws fencing.WorkerStatus) e
 	settings := map[string]any{
 		"pollSeconds": ws.PollInterval.Seconds(), "offlineAfterSeconds": ws.Limits.OfflineAfter.Seconds(),
 		"cooldownSeconds": ws.Limits.Cooldown.Seconds(), "confirmTimeoutSeconds": ws.Limits.ConfirmTimeout.Seconds(),
-		"maxGapSeconds": ws.Limits.MaxObservationGap.Seconds(),
+		"maxGapSeconds": ws.Limits.MaxObservationGap.Seconds(), "settleSeconds": ws.Limits.Settle.Seconds(),
 	}
 	_, err := f.conn.Exec(ctx, `INSERT INTO fence_worker (singleton, worker, leader_since, last_round_at, settings) VALUES (true, $1, $2, $3, $4)
 		ON CONFLICT (singleton) DO UPDATE SET worker = EXCLUDED.worker, leader_since = EXCLUDED.leader_since,

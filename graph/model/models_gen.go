@@ -162,6 +162,11 @@ type ClusterView struct {
 	HealingThreshold *int `json:"healingThreshold,omitempty"`
 	// Incus's cluster.offline_threshold in seconds; null when Incus could not be asked.
 	OfflineThreshold *int `json:"offlineThreshold,omitempty"`
+	// The least APELORA_FENCE_OFFLINE_AFTER apelora-worker starts with, in seconds: Incus's
+	// cluster.offline_threshold plus 5 s (Incus can list a live member Offline for a few
+	// seconds, after regaining quorum, never longer than its threshold). Null when Incus could
+	// not be asked.
+	MinimumOfflineAfter *int `json:"minimumOfflineAfter,omitempty"`
 	// How many members Incus reports; null when Incus could not be asked (a warning INCUS_UNAVAILABLE says why).
 	Members *int `json:"members,omitempty"`
 	// How many of them Incus reports offline; null when Incus could not be asked.
@@ -335,6 +340,9 @@ type FenceWorker struct {
 	OfflineAfterSeconds   float64   `json:"offlineAfterSeconds"`
 	CooldownSeconds       float64   `json:"cooldownSeconds"`
 	ConfirmTimeoutSeconds float64   `json:"confirmTimeoutSeconds"`
+	// After Incus could not be read (or had no quorum), how long it must answer again before a
+	// member it lists Offline counts (APELORA_FENCE_SETTLE).
+	SettleSeconds float64 `json:"settleSeconds"`
 }
 
 type Fleet struct {
@@ -621,6 +629,9 @@ type Plan struct {
 	// What would qualify it without stopping it: a WARN admission check, what releasing does
 	// to the disks (MAAS erasing them anyway, or not at all).
 	Warnings []*PlanFinding `json:"warnings"`
+	// For a plan that takes a member away (removeMember): Incus's database before and after,
+	// from Incus's own member list and raft roles. Null for other plans.
+	Quorum *QuorumProjection `json:"quorum,omitempty"`
 }
 
 type PlanChange struct {
@@ -667,6 +678,25 @@ type ProvisionerCapabilities struct {
 
 // Reads. Each schema file extends the roots with the fields of its concept.
 type Query struct {
+}
+
+// What taking members away does to Incus's database. Its voters (roles database and
+// database-leader) must keep a majority online; stand-bys (database-standby) are promoted in
+// place of voters that leave.
+type QuorumProjection struct {
+	// The members the plan takes away.
+	Leaving []string `json:"leaving"`
+	// How many voters the database has now.
+	Voters             int `json:"voters"`
+	VotersOnlineBefore int `json:"votersOnlineBefore"`
+	// Voters still online once the members are gone, before Incus promotes a stand-by.
+	VotersOnlineAfter int `json:"votersOnlineAfter"`
+	// Online stand-bys left after Incus has promoted one for each voter that left.
+	StandbysAfter int `json:"standbysAfter"`
+	// Failure domains of the leaving members that would keep no online member.
+	EmptiedFailureDomains []string `json:"emptiedFailureDomains"`
+	// Cluster groups of the leaving members that would keep no online member.
+	EmptiedGroups []string `json:"emptiedGroups"`
 }
 
 type RegisterMachineInput struct {
@@ -1205,6 +1235,8 @@ const (
 	ClusterWarningCodeFenceWorkerSilent ClusterWarningCode = "FENCE_WORKER_SILENT"
 	// Some members have no fence mapping.
 	ClusterWarningCodeUnmappedMembers ClusterWarningCode = "UNMAPPED_MEMBERS"
+	// The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started).
+	ClusterWarningCodeOfflineAfterTooShort ClusterWarningCode = "OFFLINE_AFTER_TOO_SHORT"
 )
 
 var AllClusterWarningCode = []ClusterWarningCode{
@@ -1213,11 +1245,12 @@ var AllClusterWarningCode = []ClusterWarningCode{
 	ClusterWarningCodeNoFenceWorker,
 	ClusterWarningCodeFenceWorkerSilent,
 	ClusterWarningCodeUnmappedMembers,
+	ClusterWarningCodeOfflineAfterTooShort,
 }
 
 func (e ClusterWarningCode) IsValid() bool {
 	switch e {
-	case ClusterWarningCodeHealingEnabled, ClusterWarningCodeIncusUnavailable, ClusterWarningCodeNoFenceWorker, ClusterWarningCodeFenceWorkerSilent, ClusterWarningCodeUnmappedMembers:
+	case ClusterWarningCodeHealingEnabled, ClusterWarningCodeIncusUnavailable, ClusterWarningCodeNoFenceWorker, ClusterWarningCodeFenceWorkerSilent, ClusterWarningCodeUnmappedMembers, ClusterWarningCodeOfflineAfterTooShort:
 		return true
 	}
 	return false
@@ -1399,6 +1432,9 @@ const (
 	FenceReasonTooManyOffline FenceReason = "TOO_MANY_OFFLINE"
 	// The member was asked to power off within the cooldown.
 	FenceReasonCooldown FenceReason = "COOLDOWN"
+	// Powering it off would leave Incus's database without a majority of its voters online,
+	// or without a member (the quorum projection every plan that takes a member away applies).
+	FenceReasonQuorum FenceReason = "QUORUM"
 	// MAAS reports another hardware UUID (or none) for the mapped system id.
 	FenceReasonUUIDMismatch FenceReason = "UUID_MISMATCH"
 	// MAAS has no machine with the mapped system id.
@@ -1419,6 +1455,7 @@ var AllFenceReason = []FenceReason{
 	FenceReasonNotMapped,
 	FenceReasonTooManyOffline,
 	FenceReasonCooldown,
+	FenceReasonQuorum,
 	FenceReasonUUIDMismatch,
 	FenceReasonMaasMachineNotFound,
 	FenceReasonMaasUnavailable,
@@ -1430,7 +1467,7 @@ var AllFenceReason = []FenceReason{
 
 func (e FenceReason) IsValid() bool {
 	switch e {
-	case FenceReasonNotMapped, FenceReasonTooManyOffline, FenceReasonCooldown, FenceReasonUUIDMismatch, FenceReasonMaasMachineNotFound, FenceReasonMaasUnavailable, FenceReasonPowerNotQueryable, FenceReasonPowerOffNotSent, FenceReasonPowerOffRefused, FenceReasonPowerNotOff:
+	case FenceReasonNotMapped, FenceReasonTooManyOffline, FenceReasonCooldown, FenceReasonQuorum, FenceReasonUUIDMismatch, FenceReasonMaasMachineNotFound, FenceReasonMaasUnavailable, FenceReasonPowerNotQueryable, FenceReasonPowerOffNotSent, FenceReasonPowerOffRefused, FenceReasonPowerNotOff:
 		return true
 	}
 	return false

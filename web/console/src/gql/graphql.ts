@@ -89,6 +89,8 @@ export type ClusterWarningCode =
   | 'INCUS_UNAVAILABLE'
   /** No apelora-worker has ever led: dead members are not fenced. */
   | 'NO_FENCE_WORKER'
+  /** The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started). */
+  | 'OFFLINE_AFTER_TOO_SHORT'
   /** Some members have no fence mapping. */
   | 'UNMAPPED_MEMBERS';
 
@@ -159,6 +161,11 @@ export type FenceReason =
   | 'POWER_OFF_NOT_SENT'
   /** MAAS refused the power-off (permission, locked machine …). */
   | 'POWER_OFF_REFUSED'
+  /**
+   * Powering it off would leave Incus's database without a majority of its voters online,
+   * or without a member (the quorum projection every plan that takes a member away applies).
+   */
+  | 'QUORUM'
   /** Half or more of the members count as offline (offline, or a fence not yet confirmed). */
   | 'TOO_MANY_OFFLINE'
   /** MAAS reports another hardware UUID (or none) for the mapped system id. */
