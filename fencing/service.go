@@ -105,7 +105,7 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 		return nil, err
 	}
 	systemID := strings.TrimSpace(in.SystemID)
-	if err := ValidateSystemID(systemID); err != nil {
+	if err := machines.ValidateSystemID("maasSystemId", systemID); err != nil {
 		return nil, err
 	}
 	uuid, err := NormalizeUUID(in.HardwareUUID)
