@@ -77,8 +77,7 @@ func lockHeld(ctx context.Context, conn *pgx.Conn, namespace, key int) error {
 	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
 	defer cancel()
 	var held bool
-	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
-		AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted)`, namespace, key).Scan(&held)
+	err := conn.QueryRow(ctx, `SELECT `+advisoryLockGranted("$2", true), namespace, key).Scan(&held)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errLockLost, err)
 	}
