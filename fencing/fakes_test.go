@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/apelora/fabric/membership"
 )
 
 // The fakes below share one sequence counter, so the order of database writes and MAAS
@@ -287,7 +289,7 @@ func (c *fakeCluster) Observe(context.Context) ([]Observation, error) {
 	}
 	var out []Observation
 	for n, s := range c.statuses {
-		out = append(out, Observation{Name: n, Status: s})
+		out = append(out, Observation{Name: n, Status: membership.Status(s)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	c.log = append(c.log, observation{at: c.now(), statuses: maps.Clone(c.statuses)})

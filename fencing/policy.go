@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/apelora/fabric/membership"
 )
 
 // Member is a cluster member as the policy sees it.
@@ -178,11 +180,11 @@ type Tracking struct {
 // Observation is a member's status as Incus reports it now.
 type Observation struct {
 	Name   string
-	Status string // Incus's: Online, Offline, Evacuated, Blocked
+	Status membership.Status
 }
 
 // Offline reports whether Incus says the member has missed its heartbeats.
-func (o Observation) Offline() bool { return o.Status == "Offline" }
+func (o Observation) Offline() bool { return o.Status == membership.StatusOffline }
 
 // Track folds one observation of every member into the tracking records. It returns the
 // new record of every observed member, the names of tracked members Incus no longer lists,

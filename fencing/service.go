@@ -301,7 +301,7 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 	total, down := len(snap.Members), 0
 	v.Members, v.OfflineMembers, v.UnmappedMembers = &total, &down, []string{}
 	for _, m := range snap.Members {
-		if m.Status == "Offline" {
+		if m.Status == membership.StatusOffline {
 			down++
 		}
 		if _, ok := statuses[m.Name]; !ok {
