@@ -43,7 +43,8 @@ type Config struct {
 	// MutationChecks are conditions every mutation needs besides manage-infrastructure.
 	MutationChecks []MutationCheck
 	// PingInterval is the websocket keep-alive period (graphql-transport-ws ping; a client
-	// that answers no pong for two periods is disconnected). Zero means 25 s.
+	// that answers no pong for two periods is disconnected). Zero means
+	// graphqlws.DefaultPingInterval.
 	PingInterval time.Duration
 	// AllowedOrigins are extra browser origins (host patterns) allowed to open websockets;
 	// the server's own origin always is.
@@ -69,10 +70,6 @@ type Config struct {
 
 // Handler returns the server's HTTP handler.
 func Handler(cfg Config) http.Handler {
-	ping := cfg.PingInterval
-	if ping == 0 {
-		ping = 25 * time.Second
-	}
 	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer}
 	limiter := newAuthLimiter(cfg.AuthFailureLimit)
 
@@ -85,7 +82,7 @@ func Handler(cfg Config) http.Handler {
 	}
 	gql.AddTransport(graphqlws.New(graphqlws.Options{
 		Init:           websocketInit(cfg.Store, cfg.Sessions, func(ctx context.Context, err error) error { return g.refusedSocket(ctx, limiter, err) }),
-		PingInterval:   ping,
+		PingInterval:   cfg.PingInterval,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Shared:         sharedStreams,
 		Authorize:      mayRead,
