@@ -165,12 +165,14 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Provisioning.ImageSource = maasSide
 	}
 	triggers := []fleet.Trigger{hubTrigger(feed.Hub(), mayHaveChanged), hubTrigger(driftFeed.Hub(), nil), hubTrigger(fenceFeed.Hub(), nil)}
+	var events *incusEvents // one lifecycle stream per replica, for the fleet stream and drift
 	if incusClient != nil {
-		triggers = append(triggers, incusTrigger(incusClient, log))
+		events = newIncusEvents(ctx, incusClient)
+		triggers = append(triggers, incusTrigger(events, log))
 	}
 	res.FleetWatch = fleet.NewWatcher(ctx, res.View, fleet.WatcherOptions{Interval: cfg.FleetRefreshInterval, Triggers: triggers, Log: log})
-	if incusClient != nil && cfg.DriftInterval > 0 {
-		startDrift(ctx, cfg, store, incusClient, res.Admission.Checker, log)
+	if events != nil && cfg.DriftInterval > 0 {
+		startDrift(ctx, cfg, store, events, res.Admission.Checker, log)
 	}
 	h := server.Handler(server.Config{
 		Log:              log,
