@@ -12,6 +12,7 @@ import (
 
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/leader"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 )
@@ -105,30 +106,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.Interval <= 0 {
 		return errors.New("drift: the interval must be positive")
 	}
-	retry := r.retry()
-	standby := false
-	for ctx.Err() == nil {
-		sess, err := r.Leadership.TryLead(ctx)
-		switch {
-		case err != nil:
-			if ctx.Err() == nil {
-				r.Log.Warn("drift: cannot reach the database to take the drift lock; retrying", "error", err)
-			}
-			standby = false
-		case sess == nil:
-			if !standby {
-				r.Log.Info("drift: another replica watches the admitted members: standing by", "replica", r.Replica)
-				standby = true
-			}
-		default:
-			standby = false
-			r.lead(ctx, sess)
-			continue
-		}
-		if sleep(ctx, retry) != nil {
-			break
-		}
-	}
+	leader.Run(ctx, r.Leadership.TryLead, r.lead, leader.Options{
+		Retry: r.retry(), Log: r.Log, Attrs: []any{"replica", r.Replica},
+		Unreachable: "drift: cannot reach the database to take the drift lock; retrying",
+		Standby:     "drift: another replica watches the admitted members: standing by",
+	})
 	return nil
 }
 
@@ -138,17 +120,6 @@ func (r *Runner) retry() time.Duration {
 		return r.Retry
 	}
 	return min(r.Interval, 10*time.Second)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // changed notes a change Incus reported; the leading loop looks at it soon.
@@ -179,9 +150,8 @@ func (r *Runner) take() (only map[string]bool) {
 }
 
 // lead looks at every admitted machine at once, then on the interval and after changes,
-// while the session holds the lead.
+// while the session holds the lead (leader.Run closes it after).
 func (r *Runner) lead(ctx context.Context, sess Session) {
-	defer sess.Close()
 	since, err := sess.Now(ctx)
 	if err != nil {
 		r.Log.Warn("drift: lost the database right after taking the drift lock", "error", err)
@@ -257,7 +227,7 @@ func (r *Runner) wait(ctx context.Context, sess Session, settle time.Duration) (
 			r.take()
 			return nil, nil
 		case <-r.wake:
-			if err := sleep(ctx, settle); err != nil {
+			if err := leader.Sleep(ctx, settle); err != nil {
 				return nil, err
 			}
 			return r.take(), nil

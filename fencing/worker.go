@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apelora/fabric/internal/leader"
 )
 
 // Cluster reads the members' status from Incus.
@@ -110,14 +112,7 @@ func (w *Worker) sleep(ctx context.Context, d time.Duration) error {
 	if w.Sleep != nil {
 		return w.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return leader.Sleep(ctx, d)
 }
 
 // Run leads when it can and stands by when another worker leads, until ctx ends.
@@ -128,33 +123,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.Poll <= 0 {
 		return errors.New("the poll interval must be positive")
 	}
-	standby := false
-	for ctx.Err() == nil {
-		sess, err := w.Leadership.TryLead(ctx)
-		switch {
-		case err != nil:
-			w.Log.Warn("cannot reach the database to take the fence lock; retrying", "error", err)
-			standby = false
-		case sess == nil:
-			if !standby {
-				w.Log.Info("another apelora-worker holds the fence lock: standing by", "worker", w.ID)
-				standby = true
-			}
-		default:
-			standby = false
-			w.lead(ctx, sess)
-			continue
-		}
-		if w.sleep(ctx, w.Poll) != nil {
-			break
-		}
-	}
+	leader.Run(ctx, w.Leadership.TryLead, w.lead, leader.Options{
+		Retry: w.Poll, Sleep: w.sleep, Log: w.Log, Attrs: []any{"worker", w.ID},
+		Unreachable: "cannot reach the database to take the fence lock; retrying",
+		Standby:     "another apelora-worker holds the fence lock: standing by",
+	})
 	return nil
 }
 
-// lead acts while the session holds the lock.
+// lead acts while the session holds the lock (leader.Run closes it after).
 func (w *Worker) lead(ctx context.Context, sess Session) {
-	defer sess.Close()
 	obs := w.observer()
 	sess = observedSession{sess, obs}
 	now, err := sess.Now(ctx)
