@@ -30,14 +30,14 @@ type Records interface {
 
 // Leadership hands out the right to watch: one process at a time.
 type Leadership interface {
-	// TryLead returns a session when this process now leads, or nil when another does.
-	TryLead(ctx context.Context) (Session, error)
+	// TryLead returns a leader connection when this process now leads, or nil when another does.
+	TryLead(ctx context.Context) (LeaderConn, error)
 }
 
-// Session is the leader's hold on the database. Drift's writes go through it, so a
+// LeaderConn is the leader's hold on the database (its lock's connection). Drift's writes go through it, so a
 // process that lost the lead cannot record anything.
-type Session interface {
-	// Check returns nil while the session still holds the lead.
+type LeaderConn interface {
+	// Check returns nil while the connection still holds the lead.
 	Check(ctx context.Context) error
 	// Now is the database's clock: every replica measures thresholds with the same one.
 	Now(ctx context.Context) (time.Time, error)
@@ -150,8 +150,8 @@ func (r *Runner) take() (only map[string]bool) {
 }
 
 // lead looks at every admitted machine at once, then on the interval and after changes,
-// while the session holds the lead (leader.Run closes it after).
-func (r *Runner) lead(ctx context.Context, sess Session) {
+// while the leader connection holds the lead (leader.Run closes it after).
+func (r *Runner) lead(ctx context.Context, sess LeaderConn) {
 	since, err := sess.Now(ctx)
 	if err != nil {
 		r.Log.Warn("drift: lost the database right after taking the drift lock", "error", err)
@@ -214,7 +214,7 @@ func (r *Runner) lead(ctx context.Context, sess Session) {
 
 // wait returns the machines to look at next (nil: all) once the interval has passed or
 // Incus reported a change, or an error when ctx ends or the lead is lost.
-func (r *Runner) wait(ctx context.Context, sess Session, settle time.Duration) (map[string]bool, error) {
+func (r *Runner) wait(ctx context.Context, sess LeaderConn, settle time.Duration) (map[string]bool, error) {
 	interval := time.NewTimer(r.Interval)
 	defer interval.Stop()
 	check := time.NewTicker(r.retry())
@@ -242,7 +242,7 @@ func (r *Runner) wait(ctx context.Context, sess Session, settle time.Duration) (
 // Round looks at the admitted machines (those in only; all when only is nil) and records
 // what changed. It returns how many machines it looked at, and the first problem that
 // kept it from looking at some (Incus or the database could not be asked).
-func (r *Runner) Round(ctx context.Context, sess Session, only map[string]bool) (int, error) {
+func (r *Runner) Round(ctx context.Context, sess LeaderConn, only map[string]bool) (int, error) {
 	admitted, err := r.Admissions.Admitted(ctx)
 	if err != nil {
 		return 0, err
@@ -319,7 +319,7 @@ func (r *Runner) Round(ctx context.Context, sess Session, only map[string]bool) 
 	return looked, problem
 }
 
-func (r *Runner) forget(ctx context.Context, sess Session, name string, prev []State) error {
+func (r *Runner) forget(ctx context.Context, sess LeaderConn, name string, prev []State) error {
 	now, err := sess.Now(ctx)
 	if err != nil {
 		return err
