@@ -21,15 +21,15 @@ import (
 
 // Config is Apelora's configuration, read from APELORA_* environment variables.
 type Config struct {
-	Listen         string        // APELORA_LISTEN
-	DatabaseURL    string        // APELORA_DATABASE_URL; empty: local PostgreSQL in StateDir
-	StateDir       string        // APELORA_STATE_DIR
-	LogLevel       string        // APELORA_LOG_LEVEL
-	PingInterval   time.Duration // APELORA_WS_PING_INTERVAL
-	ShutdownGrace  time.Duration // APELORA_SHUTDOWN_GRACE
-	AllowedOrigins []string      // APELORA_ALLOWED_ORIGINS
-	PublicURL      string        // APELORA_PUBLIC_URL
-	SessionTTL     time.Duration // APELORA_CONSOLE_SESSION_TTL
+	Listen            string        // APELORA_LISTEN
+	DatabaseURL       string        // APELORA_DATABASE_URL; empty: local PostgreSQL in StateDir
+	StateDir          string        // APELORA_STATE_DIR
+	LogLevel          string        // APELORA_LOG_LEVEL
+	PingInterval      time.Duration // APELORA_WS_PING_INTERVAL
+	ShutdownGrace     time.Duration // APELORA_SHUTDOWN_GRACE
+	AllowedOrigins    []string      // APELORA_ALLOWED_ORIGINS
+	PublicURL         string        // APELORA_PUBLIC_URL
+	ConsoleSessionTTL time.Duration // APELORA_CONSOLE_SESSION_TTL
 	// RequestTimeout bounds every call to Incus or MAAS, retries included
 	// (APELORA_REQUEST_TIMEOUT); see EnvRequestTimeout.
 	RequestTimeout time.Duration
@@ -59,7 +59,7 @@ type Variable struct {
 }
 
 // The defaults Variables shows and ConfigFromEnv applies, each from one source: these, the
-// server's (DefaultSessionTTL), the websocket transport's (DefaultPingInterval) and the
+// server's (DefaultConsoleSessionTTL), the websocket transport's (DefaultPingInterval) and the
 // policies' below.
 const (
 	defaultListen        = "127.0.0.1:8080"
@@ -91,7 +91,7 @@ func Variables() []Variable {
 		{"APELORA_SHUTDOWN_GRACE", durationText(defaultShutdownGrace), "how long shutdown waits for requests in flight"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
 		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080"},
-		{"APELORA_CONSOLE_SESSION_TTL", durationText(server.DefaultSessionTTL), "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
+		{"APELORA_CONSOLE_SESSION_TTL", durationText(server.DefaultConsoleSessionTTL), "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
 		{EnvRequestTimeout, durationText(DefaultRequestTimeout), "bound on every call to Incus or MAAS, retries included (1s to 2m); a hung upstream answers UNAVAILABLE after it"},
 		{EnvDriftInterval, durationText(DefaultDriftInterval), "how often the drift watcher (one replica at a time) re-checks every admitted member, besides at once after Incus events (1s to 24h); off: this replica never watches"},
 		{EnvDriftOfflineAfter, durationText(DefaultDriftOfflineAfter), "how long an admitted member must be seen offline, or missing from the cluster, before that is drift (1s to 24h)"},
@@ -144,11 +144,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.ShutdownGrace, err = duration(get, "APELORA_SHUTDOWN_GRACE", defaultShutdownGrace, 0); err != nil {
 		return c, err
 	}
-	if c.SessionTTL, err = duration(get, "APELORA_CONSOLE_SESSION_TTL", server.DefaultSessionTTL, time.Minute); err != nil {
+	if c.ConsoleSessionTTL, err = duration(get, "APELORA_CONSOLE_SESSION_TTL", server.DefaultConsoleSessionTTL, time.Minute); err != nil {
 		return c, err
 	}
-	if c.SessionTTL > 720*time.Hour {
-		return c, fmt.Errorf("APELORA_CONSOLE_SESSION_TTL=%s: at most 720h (30 days)", c.SessionTTL)
+	if c.ConsoleSessionTTL > 720*time.Hour {
+		return c, fmt.Errorf("APELORA_CONSOLE_SESSION_TTL=%s: at most 720h (30 days)", c.ConsoleSessionTTL)
 	}
 	if c.RequestTimeout, err = requestTimeout(get); err != nil {
 		return c, err

@@ -91,9 +91,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
 		postgres.ConsoleSessionChannel, postgres.DriftChannel)
 	go listener.Run(ctx)
-	sessions := identity.NewSessions(store, log)
-	go listener.WatchIdentities(ctx, sessions)
-	go listener.WatchConsoleSessions(ctx, sessions)
+	sockets := identity.NewSocketRegistry(store, log)
+	go listener.WatchIdentities(ctx, sockets)
+	go listener.WatchConsoleSessions(ctx, sockets)
 	feed := store.NewAuditFeed()
 	go feed.Run(ctx, listener)
 	admissionFeed := store.NewAdmissionFeed()
@@ -175,17 +175,17 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		startDrift(ctx, cfg, store, events, res.Admission.Checker, log)
 	}
 	h := server.Handler(server.Config{
-		Log:              log,
-		Store:            store,
-		Resolvers:        res,
-		MutationChecks:   checks,
-		PingInterval:     cfg.PingInterval,
-		AllowedOrigins:   cfg.AllowedOrigins,
-		PublicURL:        cfg.PublicURL,
-		Sessions:         sessions,
-		AuthFailureLimit: cfg.AuthFailureLimit,
-		SessionTTL:       cfg.SessionTTL,
-		Observer:         cfg.serverObserver(),
+		Log:               log,
+		Store:             store,
+		Resolvers:         res,
+		MutationChecks:    checks,
+		PingInterval:      cfg.PingInterval,
+		AllowedOrigins:    cfg.AllowedOrigins,
+		PublicURL:         cfg.PublicURL,
+		Sockets:           sockets,
+		AuthFailureLimit:  cfg.AuthFailureLimit,
+		ConsoleSessionTTL: cfg.ConsoleSessionTTL,
+		Observer:          cfg.serverObserver(),
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }
