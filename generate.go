@@ -1,8 +1,10 @@
 // Package fabric is Apelora fabric: a control plane that takes a bare-metal server from
 // "known" to "a checked, admitted Incus cluster member", served as one GraphQL API.
 //
-// `go generate ./...` regenerates graph/ (gqlgen) and client/ (genqlient) from schema/.
+// `go generate ./...` regenerates graph/ (gqlgen), client/ (genqlient) and the mutations'
+// declarations (internal/mutations, web/console/src/api/changes.gen.ts) from schema/.
 package fabric
 
 //go:generate go tool gqlgen generate --config gqlgen.yml
 //go:generate go tool genqlient genqlient.yaml
+//go:generate go run ./internal/mutations/gen

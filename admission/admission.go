@@ -18,6 +18,7 @@ import (
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/plan"
 )
 
@@ -53,11 +54,14 @@ const (
 	CheckProfileIncus  = "hardware-profile-incus"
 	CheckOVNChassis    = "ovn-chassis"
 	CheckClock         = "clock"
+	// CheckPlacementGuard says whether the placement guard keeps unadmitted members out of
+	// untargeted placement: a WARN when it is not, never a FAIL (the member itself is fine).
+	CheckPlacementGuard = "placement-guard"
 )
 
 // CheckNames lists every check, in the order a report runs them.
 var CheckNames = []string{CheckOnline, CheckIncusVersion, CheckKernel, CheckStoragePools, CheckNetworks, CheckArchitecture,
-	CheckHardwareTests, CheckProfileMAAS, CheckProfileIncus, CheckOVNChassis, CheckClock}
+	CheckHardwareTests, CheckProfileMAAS, CheckProfileIncus, CheckPlacementGuard, CheckOVNChassis, CheckClock}
 
 // Check is one check's result.
 type Check struct {
@@ -155,6 +159,11 @@ type MAASInventory interface {
 	HardwareInventory(ctx context.Context, systemID string) (hardware.Inventory, error)
 }
 
+// Guard reads the placement guard's state (placement.Service).
+type Guard interface {
+	Status(ctx context.Context) (placement.Status, error)
+}
+
 // Checker runs the admission checks.
 type Checker struct {
 	Incus   Incus
@@ -163,7 +172,9 @@ type Checker struct {
 	// Profiles reads hardware profiles; MAASInventory is nil when MAAS is not configured.
 	Profiles      Profiles
 	MAASInventory MAASInventory
-	Now           func() time.Time
+	// Guard reads the placement guard; nil skips its check.
+	Guard Guard
+	Now   func() time.Time
 	// MinKernel is the oldest kernel admitted, as major and minor (default 6.12).
 	MinKernel [2]int
 }
@@ -205,6 +216,7 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 	profile := c.assignedProfile(ctx, rec)
 	add(c.profileFromMAAS(ctx, rec, profile))
 	add(c.profileFromIncus(ctx, machine, profile))
+	add(c.placementGuard(ctx))
 	add(Check{Name: CheckOVNChassis, Title: "OVN chassis", Result: NotChecked,
 		Message: "the Incus API does not show whether the OVN chassis runs on the member: check it on the host if the cluster uses OVN"})
 	add(Check{Name: CheckClock, Title: "Clock", Result: NotChecked,
@@ -216,6 +228,28 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 	}
 	c.publish(ctx, Event{Machine: machine, RunID: r.RunID, Trigger: trigger, At: c.now(), Verdict: r.Verdict})
 	return r, nil
+}
+
+// placementGuard reports the cluster's placement guard. It is about the cluster, not the
+// member, so it never blocks an admission; it warns while members can be placed on before
+// they are admitted.
+func (c *Checker) placementGuard(ctx context.Context) Check {
+	ch := Check{Name: CheckPlacementGuard, Title: "Placement guard"}
+	if c.Guard == nil {
+		ch.Result, ch.Message = Skipped, "the placement guard's state is not read here (Incus is not configured)"
+		return ch
+	}
+	s, err := c.Guard.Status(ctx)
+	if err != nil {
+		ch.Result, ch.Inconclusive = Warn, true
+		ch.Message = "cannot read the placement guard: " + apperr.PublicMessage(err)
+		return ch
+	}
+	ch.Result, ch.Message = Warn, s.Message()
+	if s.State == placement.On && !s.Unplaceable() {
+		ch.Result = Pass
+	}
+	return ch
 }
 
 func (c *Checker) publish(ctx context.Context, e Event) {

@@ -26,14 +26,33 @@ type Store interface {
 	// mutation in progress when fn succeeds.
 	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
 	Record(ctx context.Context, name string) (*machines.Record, error)
-	// LatestStep returns the machine's latest successful step among steps in the audit
-	// trail, "" for none.
-	LatestStep(ctx context.Context, name string, steps []string) (string, error)
+	// OpenAdmission returns the machine's open admission record, nil for none.
+	OpenAdmission(ctx context.Context, machine string) (*lifecycle.Admission, error)
+	// RecordAdmission records a in the change in progress, ending the machine's open
+	// admission if it has one, and returns the new admission's id. The id of the change's
+	// audit event is kept with it once the event is inserted.
+	RecordAdmission(ctx context.Context, a Admitted) (int64, error)
+}
+
+// Admitted is an admission as Apelora records it: the member as Incus listed it when it
+// was admitted (drift compares the member with these later), who admitted it and in which
+// request.
+type Admitted struct {
+	Machine       string
+	Member        string
+	Roles         []string
+	Groups        []string
+	FailureDomain string
+	By            string
+	RequestID     string
 }
 
 // AdmittedRolesDetail is the admission audit event's detail that lists the member's roles
 // as Incus listed them when it was admitted.
 const AdmittedRolesDetail = "roles"
+
+// AdmissionDetail is the admission audit event's detail that names the admission record.
+const AdmissionDetail = "admission"
 
 // Service runs reports and admits members.
 type Service struct {
@@ -55,9 +74,10 @@ func (s *Service) Report(ctx context.Context, name string) (*Report, error) {
 }
 
 // Admit re-reads Incus, runs every check and, when none fails, lets automatic placement
-// reach the member: one member update that removes scheduler.instance and sends back
-// roles, groups, failure domain and description unchanged, guarded by the ETag read
-// before the checks. The check results go into the audit event either way.
+// reach the member: one member update that removes scheduler.instance, sets the admission
+// mark (lifecycle.AdmissionKey) and sends back roles, groups, failure domain and description
+// unchanged, guarded by the ETag read before the checks; the admission is recorded in the
+// same change. The check results go into the audit event either way.
 func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 	rec, err := machines.Registered(ctx, s.Store, name, "only registered machines are admitted (registerMachine first)")
 	if err != nil {
@@ -76,14 +96,12 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 		if err != nil {
 			return err
 		}
-		if !member.Held() {
-			latest, err := s.Store.LatestStep(ctx, name, lifecycle.MembershipSteps)
-			if err != nil {
-				return err
-			}
-			if lifecycle.Admits(latest) {
-				return apperr.New(apperr.FailedPrecondition, "%s is already admitted: placement reaches it", apperr.Quote(name))
-			}
+		open, err := s.Store.OpenAdmission(ctx, name)
+		if err != nil {
+			return err
+		}
+		if phase, _ := lifecycle.Derive(MemberFacts(&member, open)); phase == lifecycle.Admitted {
+			return apperr.New(apperr.FailedPrecondition, "%s is already admitted: placement reaches it", apperr.Quote(name))
 		}
 		report, err = s.Checker.Run(ctx, name, rec, TriggerAdmission)
 		if err != nil {
@@ -115,20 +133,44 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 				Details: map[string]any{"failedChecks": names, "runId": report.RunID},
 			}
 		}
-		if member.Held() {
-			release := member
-			release.Config = maps.Clone(member.Config)
-			delete(release.Config, membership.SchedulerKey)
-			if err := s.Members.UpdateMember(ctx, release, etag); err != nil {
-				return err
-			}
+		// The admission is a fact of its own, and Incus carries its mark: both or neither
+		// (the record is rolled back if the update fails; the update is made only once the
+		// record has its id, which the mark names).
+		a := Admitted{Machine: name, Member: member.Name, Roles: append([]string{}, member.Roles...),
+			Groups: append([]string{}, member.Groups...), FailureDomain: member.FailureDomain}
+		if act := audit.ActionFrom(ctx); act != nil {
+			a.By, a.RequestID = act.Actor, act.RequestID
 		}
-		return nil
+		id, err := s.Store.RecordAdmission(ctx, a)
+		if err != nil {
+			return err
+		}
+		if act := audit.ActionFrom(ctx); act != nil {
+			act.Detail(AdmissionDetail, id)
+		}
+		release := member
+		release.Config = maps.Clone(member.Config)
+		if release.Config == nil {
+			release.Config = map[string]string{}
+		}
+		if member.Held() {
+			delete(release.Config, membership.SchedulerKey)
+		}
+		release.Config[lifecycle.AdmissionKey] = lifecycle.AdmissionMark(id, a.RequestID)
+		return s.Members.UpdateMember(ctx, release, etag)
 	})
 	if err != nil {
 		return report, err
 	}
 	return report, nil
+}
+
+// MemberFacts are the lifecycle facts of a registered machine's member m, with open its
+// open admission record (nil for none): what Admit asks the lifecycle before admitting.
+func MemberFacts(m *membership.Member, open *lifecycle.Admission) lifecycle.Facts {
+	mark, marked := m.Config[lifecycle.AdmissionKey]
+	return lifecycle.Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: m.Scheduler(),
+		Marked: marked, Mark: mark, Admission: open}
 }
 
 func failedSummary(failed []Check) string {

@@ -37,7 +37,8 @@ func (m *fakeMembers) UpdateMember(_ context.Context, x membership.Member, etag 
 }
 
 type fakeStore struct {
-	admitted bool
+	open     *lifecycle.Admission
+	recorded []Admitted
 	audited  int
 	profile  string // the records' hardware profile
 }
@@ -51,11 +52,14 @@ func (s *fakeStore) Record(_ context.Context, name string) (*machines.Record, er
 	return &machines.Record{Name: name, Provisioner: machines.Manual, HardwareProfile: s.profile}, nil
 }
 
-func (s *fakeStore) LatestStep(context.Context, string, []string) (string, error) {
-	if s.admitted {
-		return lifecycle.StepAdmitMember, nil
-	}
-	return lifecycle.StepRemoveMember, nil
+func (s *fakeStore) OpenAdmission(context.Context, string) (*lifecycle.Admission, error) {
+	return s.open, nil
+}
+
+func (s *fakeStore) RecordAdmission(_ context.Context, a Admitted) (int64, error) {
+	s.recorded = append(s.recorded, a)
+	s.open = &lifecycle.Admission{ID: int64(40 + len(s.recorded))}
+	return s.open.ID, nil
 }
 
 func admitService(f *fakeIncus) (*Service, *fakeMembers, *fakeStore) {
@@ -71,8 +75,8 @@ func TestAdmitReleasesTheHoldAndKeepsEverythingElse(t *testing.T) {
 	f.members[1].FailureDomain = "rack-3"
 	f.members[1].Description = "node three"
 	f.members[1].Config["user.owner"] = "ops"
-	s, mem, _ := admitService(f)
-	a := &audit.Action{Name: "admitMember"}
+	s, mem, st := admitService(f)
+	a := &audit.Action{Name: "admitMember", Actor: "alice", RequestID: "req-1"}
 	report, err := s.Admit(audit.WithAction(context.Background(), a), "node-3")
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +85,7 @@ func TestAdmitReleasesTheHoldAndKeepsEverythingElse(t *testing.T) {
 		t.Fatalf("verdict %s, %d updates, etags %v", report.Verdict, len(mem.updates), mem.etags)
 	}
 	u := mem.updates[0]
-	if _, held := u.Config["scheduler.instance"]; held || u.Config["user.owner"] != "ops" {
+	if _, held := u.Config["scheduler.instance"]; held || u.Config["user.owner"] != "ops" || u.Config[lifecycle.AdmissionKey] != "admission 41, request req-1" {
 		t.Fatalf("config sent %v", u.Config)
 	}
 	if !reflect.DeepEqual(u.Roles, []string{"database", "event-hub"}) || !reflect.DeepEqual(u.Groups, []string{"default", "gpu"}) || u.FailureDomain != "rack-3" || u.Description != "node three" {
@@ -97,6 +101,11 @@ func TestAdmitReleasesTheHoldAndKeepsEverythingElse(t *testing.T) {
 	// The roles it was admitted with are recorded for drift to compare with later.
 	if r, ok := ev.Details[AdmittedRolesDetail].([]string); !ok || !reflect.DeepEqual(r, []string{"database", "event-hub"}) {
 		t.Fatalf("recorded roles %#v", ev.Details[AdmittedRolesDetail])
+	}
+	want := Admitted{Machine: "node-3", Member: "node-3", Roles: []string{"database", "event-hub"}, Groups: []string{"default", "gpu"},
+		FailureDomain: "rack-3", By: "alice", RequestID: "req-1"}
+	if len(st.recorded) != 1 || !reflect.DeepEqual(st.recorded[0], want) || ev.Details[AdmissionDetail] != int64(41) {
+		t.Fatalf("recorded %+v, event names admission %v", st.recorded, ev.Details[AdmissionDetail])
 	}
 }
 
@@ -121,16 +130,21 @@ func TestAdmitRefusesOnAnyFailureAndChangesNothing(t *testing.T) {
 func TestAdmitTwiceIsRefused(t *testing.T) {
 	f := healthy()
 	delete(f.members[1].Config, "scheduler.instance")
+	f.members[1].Config[lifecycle.AdmissionKey] = lifecycle.AdmissionMark(7, "r")
 	s, mem, st := admitService(f)
-	st.admitted = true
-	if _, err := s.Admit(context.Background(), "node-3"); !apperr.Is(err, apperr.FailedPrecondition) {
-		t.Fatalf("err %v", err)
+	st.open = &lifecycle.Admission{ID: 7}
+	if _, err := s.Admit(context.Background(), "node-3"); !apperr.Is(err, apperr.FailedPrecondition) || len(mem.updates) != 0 {
+		t.Fatalf("err %v, %d updates", err, len(mem.updates))
 	}
 	// A member that joined without the hold and was never admitted can be admitted: the
-	// admission is recorded, and there is no hold to release.
-	st.admitted = false
-	if _, err := s.Admit(context.Background(), "node-3"); err != nil || len(mem.updates) != 0 {
-		t.Fatalf("unheld admit: %v, %d updates", err, len(mem.updates))
+	// admission is recorded and the member marked; there is no hold to release.
+	delete(f.members[1].Config, lifecycle.AdmissionKey)
+	st.open = nil
+	if _, err := s.Admit(context.Background(), "node-3"); err != nil || len(mem.updates) != 1 || len(st.recorded) != 1 {
+		t.Fatalf("unheld admit: %v, %d updates, %d recorded", err, len(mem.updates), len(st.recorded))
+	}
+	if u := mem.updates[0]; lifecycle.MarkedAdmission(u.Config[lifecycle.AdmissionKey]) != st.open.ID {
+		t.Fatalf("config sent %v, admission %d", u.Config, st.open.ID)
 	}
 }
 
@@ -157,5 +171,49 @@ func TestAdmitRefusalSaysWhatDifferedFromTheProfile(t *testing.T) {
 	if !ok || e.Code != apperr.FailedPrecondition || !strings.Contains(e.Message, `profile "big" wants at least 131072 MiB (128 GiB) of memory, Incus reports 65536 MiB (64 GiB) of memory`) ||
 		!reflect.DeepEqual(e.Details["failedChecks"], []string{CheckProfileIncus}) || len(mem.updates) != 0 {
 		t.Fatalf("err %v details %v", err, e.Details)
+	}
+}
+
+type carried struct {
+	todo []CarriedOver
+}
+
+func (c *carried) CarriedOver(context.Context) ([]CarriedOver, error) { return c.todo, nil }
+
+// Only an unheld member that carries no mark is marked; the others are left as they are,
+// their admission still flagged.
+func TestCarriedOverAdmissionsAreMarked(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		member string
+		config map[string]string
+		marks  bool
+	}{
+		{"unheld member", "node-3", map[string]string{"user.owner": "ops"}, true},
+		{"held member", "node-3", map[string]string{"scheduler.instance": "manual"}, false},
+		{"marked otherwise", "node-3", map[string]string{lifecycle.AdmissionKey: "by hand"}, false},
+		{"member gone", "node-9", nil, false},
+	} {
+		f := healthy()
+		f.members[1].Config = c.config
+		s, mem, st := admitService(f)
+		st.open = &lifecycle.Admission{ID: 7, CarriedOver: true}
+		store := &carried{todo: []CarriedOver{{Machine: c.member, ID: 7, RequestID: "req-old"}}}
+		n, err := s.MarkCarriedOver(context.Background(), store, "req-start")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !c.marks {
+			if n != 0 || len(mem.updates) != 0 {
+				t.Errorf("%s: marked %d, updates %v", c.name, n, mem.updates)
+			}
+			continue
+		}
+		if n != 1 || len(mem.updates) != 1 || mem.etags[0] != `"e1"` {
+			t.Fatalf("%s: marked %d, updates %v", c.name, n, mem.updates)
+		}
+		if u := mem.updates[0]; u.Config[lifecycle.AdmissionKey] != lifecycle.AdmissionMark(7, "req-old") || u.Config["user.owner"] != "ops" {
+			t.Fatalf("%s: config sent %v", c.name, u.Config)
+		}
 	}
 }

@@ -25,6 +25,7 @@ type Config struct {
 	DatabaseURL       string        // APELORA_DATABASE_URL; empty: local PostgreSQL in StateDir
 	StateDir          string        // APELORA_STATE_DIR
 	LogLevel          string        // APELORA_LOG_LEVEL
+	AccessLog         string        // APELORA_ACCESS_LOG: the level of the per-request log line
 	PingInterval      time.Duration // APELORA_WS_PING_INTERVAL
 	ShutdownGrace     time.Duration // APELORA_SHUTDOWN_GRACE
 	AllowedOrigins    []string      // APELORA_ALLOWED_ORIGINS
@@ -64,6 +65,7 @@ type Variable struct {
 const (
 	defaultListen        = "127.0.0.1:8080"
 	defaultLogLevel      = "info"
+	defaultAccessLog     = "info"
 	defaultShutdownGrace = 15 * time.Second
 )
 
@@ -87,6 +89,7 @@ func Variables() []Variable {
 		{"APELORA_DATABASE_URL", "(none: local PostgreSQL)", "PostgreSQL connection string; when unset, a local PostgreSQL runs from the system's binaries in APELORA_STATE_DIR/postgres"},
 		{"APELORA_STATE_DIR", defaultStateDir(), "folder for the local PostgreSQL and other state"},
 		{"APELORA_LOG_LEVEL", defaultLogLevel, "debug, info, warn or error"},
+		{"APELORA_ACCESS_LOG", defaultAccessLog, "level of the one log line per request: info, or debug to keep requests out of an info log (scripts/run.sh sets debug)"},
 		{"APELORA_WS_PING_INTERVAL", durationText(graphqlws.DefaultPingInterval), "websocket keep-alive period; a client silent for two periods is dropped"},
 		{"APELORA_SHUTDOWN_GRACE", durationText(defaultShutdownGrace), "how long shutdown waits for requests in flight"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
@@ -136,6 +139,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	case "debug", "info", "warn", "error":
 	default:
 		return c, fmt.Errorf("APELORA_LOG_LEVEL=%q: use debug, info, warn or error", c.LogLevel)
+	}
+	switch c.AccessLog = get("APELORA_ACCESS_LOG", defaultAccessLog); c.AccessLog {
+	case "debug", "info":
+	default:
+		return c, fmt.Errorf("APELORA_ACCESS_LOG=%q: use info or debug", c.AccessLog)
 	}
 	var err error
 	if c.PingInterval, err = duration(get, "APELORA_WS_PING_INTERVAL", graphqlws.DefaultPingInterval, time.Second); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/internal/flight"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/resolvers"
 )
 
@@ -63,6 +64,7 @@ var (
 	_ admission.Members        = incusPorts{}
 	_ enrolment.Incus          = incusPorts{}
 	_ resolvers.MemberVersions = incusPorts{}
+	_ placement.Incus          = incusPorts{}
 )
 
 // within says how long a call waited: "within 10s" for a call that ran out of its own
@@ -286,6 +288,19 @@ func (p incusPorts) UpdateMember(ctx context.Context, m membership.Member, etag 
 		put.Config = map[string]string{}
 	}
 	return incusErr(p.c.UpdateMember(ctx, m.Name, put, etag), "update member "+m.Name)
+}
+
+func (p incusPorts) PlacementScriptlet(ctx context.Context) (string, string, error) {
+	v, etag, err := p.c.PlacementScriptlet(ctx)
+	return v, etag, incusErr(err, "read the placement scriptlet ("+placement.ScriptletKey+")")
+}
+
+func (p incusPorts) SetPlacementScriptlet(ctx context.Context, value, etag string) error {
+	err := p.c.SetPlacementScriptlet(ctx, value, etag)
+	if incus.IsPreconditionFailed(err) {
+		return apperr.Wrap(err, apperr.Busy, "cannot set the placement scriptlet: the Incus server configuration changed meanwhile; run the step again")
+	}
+	return incusErr(err, "set the placement scriptlet ("+placement.ScriptletKey+")")
 }
 
 func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.IssuedToken, error) {

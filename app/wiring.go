@@ -27,8 +27,10 @@ import (
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/logging"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/provisioning"
 	"github.com/apelora/fabric/resolvers"
 	"github.com/apelora/fabric/scripts"
@@ -39,6 +41,13 @@ import (
 type Product struct {
 	Handler  http.Handler
 	Listener *postgres.Listener
+}
+
+// plugPorts plugs the configured upstreams' ports into the services that declare ports.
+func plugPorts(res *resolvers.Resolver, enrol *enrolment.Service, incusSide *incusPorts, maasSide *maasPorts) {
+	services := []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res}
+	plug(incusSide, services...)
+	plug(maasSide, services...)
 }
 
 // Build wires the domain services and the HTTP handler on store. Background work (the
@@ -137,32 +146,19 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Identity:  &identity.Service{Store: store},
 		Hardware:  &hardware.Service{Store: store.HardwareProfiles()},
 		DriftView: &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
+		Placement: &placement.Service{Store: store},
 		Log:       log,
 	}
-	// Each port is set only when its upstream is configured (an interface holding a nil
-	// pointer would not be nil).
-	if incusSide != nil {
-		enrol.Incus = incusSide
-		res.Machines.Membership = incusSide
-		res.View.Incus = fleetIncus
-		res.View.One.Incus = incusSide
-		res.Admission.Checker.Incus = incusSide
-		res.Admission.Members = incusSide
-		res.Provisioning.Membership = incusSide
-		res.Versions = incusSide
-		res.Fencing.Membership = incusSide
+	// Each upstream's ports go into every port of the services that it serves (plug); the
+	// fleet's reads go through the metrics first.
+	res.View.Incus = fleetIncus
+	if maasSide != nil && cfg.Metrics != nil {
+		res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
 	}
-	if maasSide != nil {
-		res.Machines.MAAS = maasSide
-		res.View.MAAS = maasSide
-		res.View.One.MAAS = maasSide
-		if cfg.Metrics != nil {
-			res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
-		}
-		res.Admission.Checker.MAAS = maasSide
-		res.Admission.Checker.MAASInventory = maasSide
-		res.Provisioning.MAAS = maasSide
-		res.Provisioning.ImageSource = maasSide
+	plugPorts(res, enrol, incusSide, maasSide)
+	if incusSide != nil {
+		// The guard's state comes from the placement service, not a port of its own.
+		res.Admission.Checker.Guard = res.Placement
 	}
 	triggers := []fleet.Trigger{hubTrigger(feed.Hub(), mayHaveChanged), hubTrigger(driftFeed.Hub(), nil), hubTrigger(fenceFeed.Hub(), nil)}
 	var events *incusEvents // one lifecycle stream per replica, for the fleet stream and drift
@@ -173,6 +169,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	res.FleetWatch = fleet.NewWatcher(ctx, res.View, fleet.WatcherOptions{Interval: cfg.FleetRefreshInterval, Triggers: triggers, Log: log})
 	if events != nil && cfg.DriftInterval > 0 {
 		startDrift(ctx, cfg, store, events, res.Admission.Checker, log)
+	}
+	if incusSide != nil {
+		go markCarriedOver(ctx, res.Admission, store, log)
 	}
 	h := server.Handler(server.Config{
 		Log:               log,
@@ -186,6 +185,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		AuthFailureLimit:  cfg.AuthFailureLimit,
 		ConsoleSessionTTL: cfg.ConsoleSessionTTL,
 		Observer:          cfg.serverObserver(),
+		AccessLogLevel:    cfg.accessLogLevel(),
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }
@@ -201,3 +201,37 @@ func (s storeWithRecords) Record(ctx context.Context, name string) (*machines.Re
 func (s storeWithRecords) RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error) {
 	return s.Store.Machines().RecordBySystemID(ctx, systemID)
 }
+
+// accessLogLevel is APELORA_ACCESS_LOG as a level (a Config built in code logs requests at
+// INFO).
+func (c Config) accessLogLevel() slog.Level {
+	if c.AccessLog == "debug" {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
+// markCarriedOver marks in Incus the members of admissions carried over from the audit
+// trail (admission.MarkCarriedOver), trying again every carryOverRetry until it is done:
+// until then those members count as admitted without the mark, so nothing waits on it.
+func markCarriedOver(ctx context.Context, svc *admission.Service, store *postgres.Store, log *slog.Logger) {
+	for {
+		id := logging.NewRequestID()
+		n, err := svc.MarkCarriedOver(logging.WithRequestID(ctx, id), store, id)
+		if n > 0 {
+			log.Info("marked the members of admissions carried over from the audit trail", "marked", n, "request_id", id)
+		}
+		if err == nil {
+			return
+		}
+		log.Warn("could not mark every member admitted before admissions were marked; they count as admitted meanwhile, trying again", "error", apperr.PublicMessage(err), "retry_in", carryOverRetry.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(carryOverRetry):
+		}
+	}
+}
+
+// carryOverRetry is how long markCarriedOver waits before trying again.
+const carryOverRetry = time.Minute

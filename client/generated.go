@@ -6766,9 +6766,9 @@ const (
 	PhaseAwaitingJoin Phase = "AWAITING_JOIN"
 	// A member held out of automatic placement (scheduler.instance=manual), awaiting admission.
 	PhaseHeld Phase = "HELD"
-	// A member admitted after passing the admission checks.
+	// A member admitted after passing the admission checks: Apelora recorded the admission, and the member carries its mark (user.apelora.admission).
 	PhaseAdmitted Phase = "ADMITTED"
-	// A member placement can reach although no admission was recorded.
+	// A member placement can reach although it carries no mark of an admission Apelora recorded.
 	PhaseUnheld Phase = "UNHELD"
 	// An Incus member with no machine record (for example the bootstrap member).
 	PhaseUnregistered Phase = "UNREGISTERED"
@@ -6787,6 +6787,62 @@ var AllPhase = []Phase{
 	PhaseUnregistered,
 	PhaseDiscovered,
 	PhaseUnknown,
+}
+
+// PlacementGuardClusterClusterView includes the requested fields of the GraphQL type ClusterView.
+// The GraphQL type's documentation follows.
+//
+// The cluster as fencing sees it.
+type PlacementGuardClusterClusterView struct {
+	// The placement guard's state, read from Incus; null when Incus could not be asked.
+	PlacementGuard *PlacementGuardClusterClusterViewPlacementGuard `json:"placementGuard"`
+}
+
+// GetPlacementGuard returns PlacementGuardClusterClusterView.PlacementGuard, and is useful for accessing the field via an interface.
+func (v *PlacementGuardClusterClusterView) GetPlacementGuard() *PlacementGuardClusterClusterViewPlacementGuard {
+	return v.PlacementGuard
+}
+
+// PlacementGuardClusterClusterViewPlacementGuard includes the requested fields of the GraphQL type PlacementGuard.
+type PlacementGuardClusterClusterViewPlacementGuard struct {
+	State PlacementGuardState `json:"state"`
+	// The state in words, with what to do next.
+	Message string `json:"message"`
+}
+
+// GetState returns PlacementGuardClusterClusterViewPlacementGuard.State, and is useful for accessing the field via an interface.
+func (v *PlacementGuardClusterClusterViewPlacementGuard) GetState() PlacementGuardState {
+	return v.State
+}
+
+// GetMessage returns PlacementGuardClusterClusterViewPlacementGuard.Message, and is useful for accessing the field via an interface.
+func (v *PlacementGuardClusterClusterViewPlacementGuard) GetMessage() string { return v.Message }
+
+// PlacementGuardResponse is returned by PlacementGuard on success.
+type PlacementGuardResponse struct {
+	// The cluster as fencing sees it: Incus's settings that matter to fencing, the fence worker's
+	// last report, and what an administrator should look at.
+	Cluster PlacementGuardClusterClusterView `json:"cluster"`
+}
+
+// GetCluster returns PlacementGuardResponse.Cluster, and is useful for accessing the field via an interface.
+func (v *PlacementGuardResponse) GetCluster() PlacementGuardClusterClusterView { return v.Cluster }
+
+type PlacementGuardState string
+
+const (
+	// Apelora's guard is Incus's placement scriptlet.
+	PlacementGuardStateOn PlacementGuardState = "ON"
+	// No placement scriptlet: Incus may place on a member before it is admitted.
+	PlacementGuardStateOff PlacementGuardState = "OFF"
+	// A placement scriptlet Apelora did not write (or one edited since); Apelora leaves it alone.
+	PlacementGuardStateForeign PlacementGuardState = "FOREIGN"
+)
+
+var AllPlacementGuardState = []PlacementGuardState{
+	PlacementGuardStateOn,
+	PlacementGuardStateOff,
+	PlacementGuardStateForeign,
 }
 
 // A dry run's plan (dryRun: true in a mutation's input).
@@ -9803,6 +9859,161 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHar
 	return &retval, nil
 }
 
+type SetPlacementGuardInput struct {
+	Enabled bool `json:"enabled"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun"`
+}
+
+// GetEnabled returns SetPlacementGuardInput.Enabled, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardInput) GetEnabled() bool { return v.Enabled }
+
+// GetDryRun returns SetPlacementGuardInput.DryRun, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardInput) GetDryRun() *bool { return v.DryRun }
+
+// SetPlacementGuardResponse is returned by SetPlacementGuard on success.
+type SetPlacementGuardResponse struct {
+	// Turn the placement guard on or off. On, Incus's placement scriptlet
+	// (instances.placement.scriptlet) keeps every member without Apelora's admission mark
+	// (member config user.apelora.admission, set by admitMember) out of untargeted placement,
+	// for new instances, evacuation and relocation, from the instant the member joins; a request
+	// that targets a member still lands there. Apelora never overwrites or removes a scriptlet
+	// it did not write: both directions are refused (FAILED_PRECONDITION) while Incus holds a
+	// foreign one. Off removes the guard, restoring what was there before it (no scriptlet).
+	SetPlacementGuard SetPlacementGuardSetPlacementGuardSetPlacementGuardPayload `json:"setPlacementGuard"`
+}
+
+// GetSetPlacementGuard returns SetPlacementGuardResponse.SetPlacementGuard, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardResponse) GetSetPlacementGuard() SetPlacementGuardSetPlacementGuardSetPlacementGuardPayload {
+	return v.SetPlacementGuard
+}
+
+// SetPlacementGuardSetPlacementGuardSetPlacementGuardPayload includes the requested fields of the GraphQL type SetPlacementGuardPayload.
+type SetPlacementGuardSetPlacementGuardSetPlacementGuardPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan `json:"plan"`
+	// The guard after the call; null in a plan.
+	PlacementGuard *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuard `json:"placementGuard"`
+}
+
+// GetPlan returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayload.Plan, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayload) GetPlan() *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan {
+	return v.Plan
+}
+
+// GetPlacementGuard returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayload.PlacementGuard, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayload) GetPlacementGuard() *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuard {
+	return v.PlacementGuard
+}
+
+// SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuard includes the requested fields of the GraphQL type PlacementGuard.
+type SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuard struct {
+	State PlacementGuardState `json:"state"`
+	// The state in words, with what to do next.
+	Message string `json:"message"`
+}
+
+// GetState returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuard.State, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuard) GetState() PlacementGuardState {
+	return v.State
+}
+
+// GetMessage returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuard.Message, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuard) GetMessage() string {
+	return v.Message
+}
+
+// SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
+// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetSteps returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalSetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) __premarshalJSON() (*__premarshalSetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan, error) {
+	var retval __premarshalSetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
 // SourceFields includes the GraphQL fields of SourceStatus requested by the fragment SourceFields.
 type SourceFields struct {
 	Configured bool `json:"configured"`
@@ -10001,6 +10212,8 @@ const (
 	WarningCodeHardwareUuidMismatch WarningCode = "HARDWARE_UUID_MISMATCH"
 	// An admitted member fails a check it passed at admission (see `drift` on the warning).
 	WarningCodeDrift WarningCode = "DRIFT"
+	// The member carries the admission mark (user.apelora.admission), but Apelora has no record of that admission: placement reaches a member Apelora did not admit. Run admitMember to check and admit it, or hold it.
+	WarningCodeAdmissionNotRecorded WarningCode = "ADMISSION_NOT_RECORDED"
 )
 
 var AllWarningCode = []WarningCode{
@@ -10012,6 +10225,7 @@ var AllWarningCode = []WarningCode{
 	WarningCodeMaasMachineMissing,
 	WarningCodeHardwareUuidMismatch,
 	WarningCodeDrift,
+	WarningCodeAdmissionNotRecorded,
 }
 
 // __AdmissionChecksInput is used internally by genqlient
@@ -10273,6 +10487,14 @@ type __SetHardwareProfileInput struct {
 
 // GetInput returns __SetHardwareProfileInput.Input, and is useful for accessing the field via an interface.
 func (v *__SetHardwareProfileInput) GetInput() SetHardwareProfileInput { return v.Input }
+
+// __SetPlacementGuardInput is used internally by genqlient
+type __SetPlacementGuardInput struct {
+	Input SetPlacementGuardInput `json:"input"`
+}
+
+// GetInput returns __SetPlacementGuardInput.Input, and is useful for accessing the field via an interface.
+func (v *__SetPlacementGuardInput) GetInput() SetPlacementGuardInput { return v.Input }
 
 // __UnregisterMachineInput is used internally by genqlient
 type __UnregisterMachineInput struct {
@@ -12075,6 +12297,39 @@ func Machines(
 	return data_, err_
 }
 
+// The query executed by PlacementGuard.
+const PlacementGuard_Operation = `
+query PlacementGuard {
+	cluster {
+		placementGuard {
+			state
+			message
+		}
+	}
+}
+`
+
+func PlacementGuard(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *PlacementGuardResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "PlacementGuard",
+		Query:  PlacementGuard_Operation,
+	}
+
+	data_ = &PlacementGuardResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The mutation executed by RegisterMachine.
 const RegisterMachine_Operation = `
 mutation RegisterMachine ($input: RegisterMachineInput!) {
@@ -12928,6 +13183,68 @@ func SetHardwareProfile(
 	}
 
 	data_ = &SetHardwareProfileResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by SetPlacementGuard.
+const SetPlacementGuard_Operation = `
+mutation SetPlacementGuard ($input: SetPlacementGuardInput!) {
+	setPlacementGuard(input: $input) {
+		plan {
+			... PlanFields
+		}
+		placementGuard {
+			state
+			message
+		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
+	}
+}
+`
+
+func SetPlacementGuard(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input SetPlacementGuardInput,
+) (data_ *SetPlacementGuardResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "SetPlacementGuard",
+		Query:  SetPlacementGuard_Operation,
+		Variables: &__SetPlacementGuardInput{
+			Input: input,
+		},
+	}
+
+	data_ = &SetPlacementGuardResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

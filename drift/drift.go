@@ -52,8 +52,8 @@ type Finding struct {
 type Admission struct {
 	Machine string
 	At      time.Time
-	// Roles the member had when admitted; RolesKnown is false for an admission recorded
-	// before Apelora recorded roles.
+	// Roles the member had when admitted; RolesKnown is false for an admission carried
+	// over from an audit event that did not list them.
 	Roles      []string
 	RolesKnown bool
 }

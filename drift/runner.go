@@ -17,8 +17,8 @@ import (
 	"github.com/apelora/fabric/membership"
 )
 
-// Admissions reads who is admitted now: the machines whose latest membership step in the
-// audit trail is a successful admission, with what it recorded.
+// Admissions reads who is admitted now: the machines with an open admission record, with
+// what it recorded.
 type Admissions interface {
 	Admitted(ctx context.Context) ([]Admission, error)
 }

@@ -247,7 +247,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	}
 	// Each step the script took is in the audit trail.
 	for _, action := range []string{"registerMachine", "approveEnrolment", "admitMember", "removeMember", "setFenceMapping",
-		"setHardwareProfile", "assignHardwareProfile", "createIdentity", "revokeIdentity"} {
+		"setHardwareProfile", "assignHardwareProfile", "createIdentity", "revokeIdentity", "setPlacementGuard"} {
 		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = 'SUCCEEDED' AND actor = 'admin'`, action).(int64); n == 0 {
 			t.Errorf("no successful %s by admin in the audit trail", action)
 		}

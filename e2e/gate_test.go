@@ -11,6 +11,7 @@ import (
 
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/mutations"
 	"github.com/apelora/fabric/testkit/producttest"
 )
 
@@ -18,10 +19,13 @@ import (
 type mutationCall struct {
 	field string
 	query string
+	// machine is what its audit event must name: the walk's string where the mutation's
+	// declaration (internal/mutations) says an argument names its machine, else "".
+	machine string
 }
 
 // everyMutation walks the schema, so a mutation added later is covered without anyone
-// remembering to add it here.
+// remembering to add it here; each must be declared (@change).
 func everyMutation(t *testing.T) []mutationCall {
 	t.Helper()
 	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
@@ -46,7 +50,18 @@ func everyMutation(t *testing.T) []mutationCall {
 		if def := schema.Types[f.Type.Name()]; def != nil && (def.Kind == ast.Object || def.Kind == ast.Interface || def.Kind == ast.Union) {
 			q += " { __typename }"
 		}
-		calls = append(calls, mutationCall{field: f.Name, query: q + " }"})
+		decl, ok := mutations.Of(f.Name)
+		if !ok {
+			t.Fatalf("Mutation.%s has no declaration: add @change beside it in schema/ and run go generate ./...", f.Name)
+		}
+		call := mutationCall{field: f.Name, query: q + " }"}
+		if decl.About != "" {
+			call.machine = walkTarget
+		}
+		calls = append(calls, call)
+	}
+	if n := len(mutations.All()); n != len(calls) {
+		t.Fatalf("%d declared mutations, %d in the schema: run go generate ./...", n, len(calls))
 	}
 	sort.Slice(calls, func(i, j int) bool { return calls[i].field < calls[j].field })
 	return calls
@@ -87,9 +102,12 @@ func literal(schema *ast.Schema, t *ast.Type, depth int) string {
 	case "Map":
 		return "{}"
 	default:
-		return `"walk-target"`
+		return `"` + walkTarget + `"`
 	}
 }
+
+// walkTarget is every string the walk sends.
+const walkTarget = "walk-target"
 
 func TestEveryMutationIsRefusedWithoutManageInfrastructure(t *testing.T) {
 	e := producttest.Start(t)
@@ -123,13 +141,16 @@ func TestEveryMutationIsRefusedWithoutManageInfrastructure(t *testing.T) {
 				if n := e.Count("audit_events"); n != audits+1 {
 					t.Fatalf("refused mutation wrote %d audit events, want 1", n-audits)
 				}
-				var actor, action, outcome, errText string
-				row := e.DB.Store.Pool().QueryRow(t.Context(), `SELECT actor, action, outcome, coalesce(error,'') FROM audit_events ORDER BY id DESC LIMIT 1`)
-				if err := row.Scan(&actor, &action, &outcome, &errText); err != nil {
+				var actor, action, machine, outcome, errText string
+				row := e.DB.Store.Pool().QueryRow(t.Context(), `SELECT actor, action, coalesce(machine, ''), outcome, coalesce(error,'') FROM audit_events ORDER BY id DESC LIMIT 1`)
+				if err := row.Scan(&actor, &action, &machine, &outcome, &errText); err != nil {
 					t.Fatal(err)
 				}
 				if actor != c.actor || action != call.field || outcome != "REFUSED" || errText == "" {
 					t.Fatalf("audit event = actor %q action %q outcome %q error %q; want %q %q REFUSED with a reason", actor, action, outcome, errText, c.actor, call.field)
+				}
+				if machine != call.machine {
+					t.Fatalf("audit event is about machine %q; the declaration of %s says %q", machine, call.field, call.machine)
 				}
 			})
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/mutations"
 	"github.com/apelora/fabric/server"
 	"github.com/apelora/fabric/testkit/producttest"
 )
@@ -32,6 +33,9 @@ type hostileCall struct {
 	// dryRun: the same call with dryRun: true in its input (answered with a plan, or
 	// refused as invalid input; never a change).
 	dryRun bool
+	// text: the call carries the hostile value (it has a String or ID argument; one such
+	// as setPlacementGuard takes booleans only).
+	text bool
 }
 
 func hostileMutations(t *testing.T) []hostileCall {
@@ -67,14 +71,19 @@ func hostileMutations(t *testing.T) []hostileCall {
 		if def := schema.Types[f.Type.Name()]; def != nil && (def.Kind == ast.Object || def.Kind == ast.Interface || def.Kind == ast.Union) {
 			q += " { __typename }"
 		}
-		calls = append(calls, hostileCall{field: f.Name, query: q + " }"})
-		// Every mutation takes dryRun in its input (server/gate.go reads it there).
-		if !strings.Contains(q, "(input: {") {
-			t.Fatalf("mutation %s has no input object: it cannot take dryRun", f.Name)
+		text := vars["v"] || vars["id"]
+		calls = append(calls, hostileCall{field: f.Name, query: q + " }", text: text})
+		// Every declared change takes dryRun where mutations.DryRun says (the gate reads it
+		// there).
+		if _, ok := mutations.Of(f.Name); !ok {
+			t.Fatalf("Mutation.%s has no declaration (@change): the gate cannot read its dry run", f.Name)
+		}
+		if mutations.DryRun != "input.dryRun" || !strings.Contains(q, "(input: {") {
+			t.Fatalf("mutation %s: its dryRun is at %s, which this walk cannot write", f.Name, mutations.DryRun)
 		}
 		dry := strings.Replace(q, "(input: {", "(input: {dryRun: true, ", 1)
 		dry = strings.Replace(dry, "{ __typename }", "{ __typename plan { refused } }", 1)
-		calls = append(calls, hostileCall{field: f.Name, query: dry + " }", dryRun: true})
+		calls = append(calls, hostileCall{field: f.Name, query: dry + " }", dryRun: true, text: text})
 	}
 	sort.SliceStable(calls, func(i, j int) bool { return calls[i].field < calls[j].field })
 	if len(calls) < 2 {
@@ -320,7 +329,7 @@ func TestHostileInputLeavesOneBoundedAuditEventPerCall(t *testing.T) {
 					if row.action != wantAction || row.outcome == "SUCCEEDED" || (planned && row.outcome != "PLANNED") {
 						t.Fatalf("audit event %s %s, want %s refused or failed (PLANNED for a plan)", row.action, row.outcome, wantAction)
 					}
-					if v.name == "NUL" && caller.token != "" && !strings.Contains(row.params, `"escaped": true`) {
+					if v.name == "NUL" && call.text && caller.token != "" && !strings.Contains(row.params, `"escaped": true`) {
 						t.Fatalf("NUL value not marked escaped in %s", row.params)
 					}
 				})

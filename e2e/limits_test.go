@@ -483,3 +483,88 @@ func TestFailedWebsocketAuthenticationIsRateLimitedPerAddress(t *testing.T) {
 		t.Fatalf("%d rate-limit audit events for one window, want 1", limited)
 	}
 }
+
+// Console sign-in is limited per address as /graphql is: 200 wrong tokens from one address
+// get the burst's refusals, then 429 RATE_LIMITED with Retry-After; the audit holds one
+// signInFailed event and one rateLimited event for the address, never a token; a valid
+// token from the same address still signs in, another address is not limited, and a
+// session cookie that does not authenticate spends a try like a wrong token.
+func TestConsoleSignInIsRateLimitedPerAddress(t *testing.T) {
+	e := producttest.Start(t, producttest.WithAuthFailureLimit(server.DefaultAuthFailureLimit))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	from := func(ip string) *http.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}, Timeout: 30 * time.Second}
+	}
+	type answer struct {
+		status int
+		header http.Header
+		code   string
+	}
+	send := func(c *http.Client, method, body, cookie string) answer {
+		t.Helper()
+		req, _ := http.NewRequest(method, e.Base+"/api/v1/session", strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: server.SessionCookie, Value: cookie})
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return answer{resp.StatusCode, resp.Header, out.Error.Code}
+	}
+	attacker, neighbour := from("127.0.0.81"), from("127.0.0.82")
+	before := lastAuditID(t, e)
+	burst := server.DefaultAuthFailureLimit.Burst
+	limited := 0
+	for i := range 200 {
+		a := send(attacker, http.MethodPost, fmt.Sprintf(`{"token":"apl_guess%03d"}`, i), "")
+		switch {
+		case i < burst && a.code == "INVALID_INPUT":
+		case i >= burst && a.status == http.StatusTooManyRequests && a.code == "RATE_LIMITED" && a.header.Get("Retry-After") != "":
+			limited++
+		default:
+			t.Fatalf("sign-in %d: %d %s", i, a.status, a.code)
+		}
+	}
+	if limited != 200-burst {
+		t.Fatalf("%d of %d sign-ins past the burst were limited", limited, 200-burst)
+	}
+	// A cookie that authenticates nothing spends a try too (the address is out of them).
+	if a := send(attacker, http.MethodGet, "", "forged-session-value"); a.status != http.StatusTooManyRequests {
+		t.Fatalf("a forged session cookie from a limited address: %d %s", a.status, a.code)
+	}
+	// No cookie at all is no failed authentication: the sign-in page asks this first.
+	if a := send(neighbour, http.MethodGet, "", ""); a.status != http.StatusOK {
+		t.Fatalf("no cookie: %d %s", a.status, a.code)
+	}
+	if a := send(attacker, http.MethodPost, `{"token":"`+admin+`"}`, ""); a.status != http.StatusCreated {
+		t.Fatalf("a valid token from a limited address: %d %s", a.status, a.code)
+	}
+	if a := send(neighbour, http.MethodPost, `{"token":"apl_other"}`, ""); a.code != "INVALID_INPUT" {
+		t.Fatalf("another address: %d %s", a.status, a.code)
+	}
+	rows := auditRowsAfter(t, e, before)
+	counts := map[string]int{}
+	for _, row := range rows {
+		counts[row.action+" "+row.outcome]++
+		if text := row.params + row.details + row.errText; strings.Contains(text, "apl_guess") || strings.Contains(text, "apl_other") || strings.Contains(text, admin) {
+			t.Fatalf("a token in the audit: %+v", row)
+		}
+		if row.action == server.SignInFailed && !strings.Contains(row.details, `"address": "127.0.0.8`) {
+			t.Fatalf("sign-in event without its address: %+v", row)
+		}
+	}
+	// The attacker: one signInFailed, one rateLimited; the neighbour: one signInFailed.
+	if counts[server.SignInFailed+" REFUSED"] != 2 || counts[server.RateLimited+" REFUSED"] != 1 || len(rows) != 3 {
+		t.Fatalf("audit events for 203 failed sign-ins from two addresses: %v", counts)
+	}
+}

@@ -66,6 +66,9 @@ type Incus interface {
 type Store interface {
 	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
 	Record(ctx context.Context, name string) (*machines.Record, error)
+	// EndAdmission ends the machine's open admission record, if any, in the change in
+	// progress: the member it admitted is gone (removed, or a new join begins).
+	EndAdmission(ctx context.Context, machine string) error
 }
 
 // Service performs the enrolment steps.
@@ -184,6 +187,11 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 	if p := snap.PendingFor(name); p != nil {
 		return nil, apperr.New(apperr.FailedPrecondition, "a join token for %s is already pending (it expires %s): use it, or revoke it with revokeJoinToken before approving again", apperr.Quote(name), p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+	// A new join begins: whatever admission the name had was of a member that is gone
+	// (removed outside Apelora), and the new member is admitted afresh.
+	if err := s.Store.EndAdmission(ctx, name); err != nil {
+		return nil, err
+	}
 	keys, err := s.Incus.MemberConfigKeys(ctx)
 	if err != nil {
 		return nil, err
@@ -271,6 +279,9 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("memberStatus", m.Status)
 			a.Detail("force", force)
+		}
+		if err := s.Store.EndAdmission(ctx, name); err != nil {
+			return err
 		}
 		return s.Incus.RemoveMember(ctx, name, force)
 	})

@@ -44,6 +44,12 @@ func (f *fakeIncus) RemoveMember(_ context.Context, name string, _ bool) error {
 
 type fakeStore struct {
 	commitErr error
+	ended     []string
+}
+
+func (s *fakeStore) EndAdmission(_ context.Context, machine string) error {
+	s.ended = append(s.ended, machine)
+	return nil
 }
 
 func (s *fakeStore) Audited(ctx context.Context, _ string, fn func(context.Context) error) error {
@@ -93,11 +99,16 @@ func TestMemberConfig(t *testing.T) {
 
 func TestApprove(t *testing.T) {
 	f := &fakeIncus{keys: clusterKeys}
-	s := &Service{Incus: f, Store: &fakeStore{}}
+	st := &fakeStore{}
+	s := &Service{Incus: f, Store: st}
 	a := &audit.Action{Name: "approveEnrolment"}
 	got, err := s.Approve(audit.WithAction(context.Background(), a), "node-3", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A new join begins: the name's old admission, if any, ends.
+	if len(st.ended) != 1 || st.ended[0] != "node-3" {
+		t.Fatalf("admissions ended %v", st.ended)
 	}
 	if got.Token.Reveal() != "TOKEN-node-3" || len(got.MemberConfig) != 4 {
 		t.Fatalf("%+v", got)
@@ -143,7 +154,8 @@ func TestRevokeAndRemove(t *testing.T) {
 	f := &fakeIncus{}
 	f.snap.Members = []membership.Member{{Name: "node-1", Status: "Online"}}
 	f.snap.Pending = []membership.PendingJoin{{Name: "node-2"}}
-	s := &Service{Incus: f, Store: &fakeStore{}}
+	st := &fakeStore{}
+	s := &Service{Incus: f, Store: st}
 	ctx := context.Background()
 	if err := s.Revoke(ctx, "node-2"); err != nil || len(f.revoked) != 1 {
 		t.Fatalf("revoke: %v %v", err, f.revoked)
@@ -154,8 +166,8 @@ func TestRevokeAndRemove(t *testing.T) {
 	if err := s.Remove(ctx, "node-2", false); !apperr.Is(err, apperr.NotFound) {
 		t.Fatalf("remove non-member: %v", err)
 	}
-	if err := s.Remove(ctx, "node-1", false); err != nil || len(f.removed) != 1 {
-		t.Fatalf("remove: %v %v", err, f.removed)
+	if err := s.Remove(ctx, "node-1", false); err != nil || len(f.removed) != 1 || len(st.ended) != 1 || st.ended[0] != "node-1" {
+		t.Fatalf("remove: %v, removed %v, admissions ended %v", err, f.removed, st.ended)
 	}
 }
 

@@ -57,10 +57,10 @@ type Records interface {
 	Records(ctx context.Context) ([]machines.Record, error)
 }
 
-// Admissions reads the audit trail's membership steps (lifecycle.MembershipSteps).
+// Admissions reads Apelora's admission records (never the audit trail).
 type Admissions interface {
-	// LatestSteps returns each machine's latest successful step among steps.
-	LatestSteps(ctx context.Context, steps []string) (map[string]string, error)
+	// OpenAdmissions returns every machine's open admission.
+	OpenAdmissions(ctx context.Context) (map[string]lifecycle.Admission, error)
 }
 
 // MAASMachines lists the machines MAAS reports, in one call.
@@ -109,7 +109,7 @@ type FenceStatuses interface {
 type sources struct {
 	records  []machines.Record
 	snapshot *membership.Snapshot
-	admitted map[string]bool
+	admitted map[string]lifecycle.Admission
 	maas     []provisioning.MAASMachine
 	fences   map[string]fencing.Status
 	profiles map[string]*hardware.Profile
@@ -123,7 +123,7 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 	src := &sources{}
 	var r reads
 	r.db(func() (err error) { src.records, err = s.Records.Records(ctx); return err })
-	latest := s.readStore(ctx, &r, src)
+	open := s.readStore(ctx, &r, src)
 	var maasErr, incusErr error
 	if s.MAAS != nil {
 		r.upstream(func() { src.maas, maasErr = s.MAAS.Machines(ctx) })
@@ -134,7 +134,7 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 	if err := r.wait(); err != nil {
 		return nil, err
 	}
-	s.settle(src, *latest, incusErr, maasErr)
+	s.settle(src, *open, incusErr, maasErr)
 	return src, nil
 }
 
@@ -173,8 +173,8 @@ func (r *reads) wait() error {
 
 // readStore starts the reads of Apelora's tables every row joins (fence mappings, drift,
 // hardware profiles, admissions), whole-table reads that are one query each. The
-// admissions are written to the returned map once r is waited for.
-func (s *Service) readStore(ctx context.Context, r *reads, src *sources) *map[string]string {
+// open admissions are written to the returned map once r is waited for.
+func (s *Service) readStore(ctx context.Context, r *reads, src *sources) *map[string]lifecycle.Admission {
 	if s.Fences != nil {
 		r.db(func() (err error) { src.fences, err = s.Fences.Statuses(ctx); return err })
 	}
@@ -191,19 +191,19 @@ func (s *Service) readStore(ctx context.Context, r *reads, src *sources) *map[st
 			return err
 		})
 	}
-	latest := new(map[string]string)
+	open := new(map[string]lifecycle.Admission)
 	if s.Incus != nil {
 		// Only meaningful when Incus answers, but asked beside it rather than after it.
 		r.db(func() (err error) {
-			*latest, err = s.Admissions.LatestSteps(ctx, lifecycle.MembershipSteps)
+			*open, err = s.Admissions.OpenAdmissions(ctx)
 			return err
 		})
 	}
-	return latest
+	return open
 }
 
 // settle says what each upstream answered.
-func (s *Service) settle(src *sources, latest map[string]string, incusErr, maasErr error) {
+func (s *Service) settle(src *sources, open map[string]lifecycle.Admission, incusErr, maasErr error) {
 	switch {
 	case s.Incus == nil:
 		src.view.Incus = Source{Message: apperr.NotConfigured(apperr.Incus).Message}
@@ -212,7 +212,7 @@ func (s *Service) settle(src *sources, latest map[string]string, incusErr, maasE
 		src.view.Incus = Source{Configured: true, Message: problem(incusErr, "Incus could not be asked")}
 	default:
 		src.view.Incus = Source{Configured: true, Available: true, Message: "ok"}
-		src.admitted = lifecycle.AdmittedMachines(latest)
+		src.admitted = open
 	}
 	switch {
 	case s.MAAS == nil:
@@ -316,9 +316,12 @@ func (src *sources) derive(r *Machine) {
 		f.IsMember = r.Member != nil
 		f.PendingJoinToken = r.Pending != nil
 		f.PendingProblem = src.snapshot.PendingProblem
-		f.AdmissionRecorded = src.admitted[r.Name]
+		if a, ok := src.admitted[r.Name]; ok {
+			f.Admission = &a
+		}
 		if r.Member != nil {
 			f.Scheduler = r.Member.Scheduler()
+			f.Mark, f.Marked = r.Member.Config[lifecycle.AdmissionKey]
 		}
 	}
 	r.Phase, r.Warnings = lifecycle.Derive(f)

@@ -29,16 +29,10 @@ func (r records) Record(_ context.Context, name string) (*machines.Record, error
 }
 func (r records) Records(context.Context) ([]machines.Record, error) { return r, nil }
 
-type admitted map[string]bool
+type admitted map[string]lifecycle.Admission
 
-func (a admitted) LatestSteps(_ context.Context, steps []string) (map[string]string, error) {
-	out := map[string]string{}
-	for m, yes := range a {
-		if yes {
-			out[m] = lifecycle.StepAdmitMember
-		}
-	}
-	return out, nil
+func (a admitted) OpenAdmissions(context.Context) (map[string]lifecycle.Admission, error) {
+	return a, nil
 }
 
 type incus struct {
@@ -63,9 +57,9 @@ func fixture() *Service {
 			{Name: "node-c", Provisioner: machines.MAAS, MAASSystemID: "cccc03", HardwareUUID: "uuid-c"},
 			{Name: "node-m", Provisioner: machines.Manual},
 		},
-		Admissions: admitted{"node-a": true},
+		Admissions: admitted{"node-a": {ID: 3}},
 		Incus: incus{snap: &membership.Snapshot{
-			Members: []membership.Member{{Name: "m1"}, {Name: "node-a"}},
+			Members: []membership.Member{{Name: "m1"}, {Name: "node-a", Config: map[string]string{lifecycle.AdmissionKey: lifecycle.AdmissionMark(3, "r")}}},
 			Pending: []membership.PendingJoin{{Name: "node-m"}},
 		}},
 		MAAS: maas{ms: []provisioning.MAASMachine{

@@ -12,7 +12,7 @@ import (
 
 // One machine's reads: a mutation's answer (and the machine query) shows one machine, and
 // asks MAAS and Incus only for what that row joins, never the whole MAAS list or member
-// list. From PostgreSQL it reads the steps, fence mappings, drift and profiles tables
+// list. From PostgreSQL it reads the open admissions, fence mappings, drift and profiles tables
 // whole, as the view does: one query each, small beside an upstream call.
 
 // RecordsBySystemID finds the record registered from a MAAS machine (nil: none).
@@ -66,7 +66,7 @@ func (s *Service) Machine(ctx context.Context, name string) (*Machine, error) {
 	}
 	src := &sources{}
 	var r reads
-	latest := s.readStore(ctx, &r, src)
+	open := s.readStore(ctx, &r, src)
 	var maasErr, incusErr error
 	r.db(func() error {
 		rec, err := s.Records.Record(ctx, name)
@@ -116,7 +116,7 @@ func (s *Service) Machine(ctx context.Context, name string) (*Machine, error) {
 	if err := r.wait(); err != nil {
 		return nil, err
 	}
-	s.settle(src, *latest, incusErr, maasErr)
+	s.settle(src, *open, incusErr, maasErr)
 	return pick(src.join(), name), nil
 }
 

@@ -28,6 +28,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	ClusterView() ClusterViewResolver
 	Member() MemberResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -120,6 +121,7 @@ type ComplexityRoot struct {
 		Members          func(childComplexity int) int
 		OfflineMembers   func(childComplexity int) int
 		OfflineThreshold func(childComplexity int) int
+		PlacementGuard   func(childComplexity int) int
 		UnmappedMembers  func(childComplexity int) int
 		Warnings         func(childComplexity int) int
 	}
@@ -393,6 +395,7 @@ type ComplexityRoot struct {
 		RunHardwareTests       func(childComplexity int, input model.RunHardwareTestsInput) int
 		SetFenceMapping        func(childComplexity int, input model.SetFenceMappingInput) int
 		SetHardwareProfile     func(childComplexity int, input model.SetHardwareProfileInput) int
+		SetPlacementGuard      func(childComplexity int, input model.SetPlacementGuardInput) int
 		UnregisterMachine      func(childComplexity int, input model.UnregisterMachineInput) int
 	}
 
@@ -403,6 +406,11 @@ type ComplexityRoot struct {
 
 	PendingJoinToken struct {
 		ExpiresAt func(childComplexity int) int
+	}
+
+	PlacementGuard struct {
+		Message func(childComplexity int) int
+		State   func(childComplexity int) int
 	}
 
 	Plan struct {
@@ -514,6 +522,11 @@ type ComplexityRoot struct {
 		Profile  func(childComplexity int) int
 	}
 
+	SetPlacementGuardPayload struct {
+		PlacementGuard func(childComplexity int) int
+		Plan           func(childComplexity int) int
+	}
+
 	SourceStatus struct {
 		Available  func(childComplexity int) int
 		Configured func(childComplexity int) int
@@ -544,6 +557,9 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ClusterViewResolver interface {
+	PlacementGuard(ctx context.Context, obj *model.ClusterView) (*model.PlacementGuard, error)
+}
 type MemberResolver interface {
 	Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error)
 }
@@ -566,6 +582,7 @@ type MutationResolver interface {
 	RevokeJoinToken(ctx context.Context, input model.RevokeJoinTokenInput) (*model.RevokeJoinTokenPayload, error)
 	AdmitMember(ctx context.Context, input model.AdmitMemberInput) (*model.AdmitMemberPayload, error)
 	RemoveMember(ctx context.Context, input model.RemoveMemberInput) (*model.RemoveMemberPayload, error)
+	SetPlacementGuard(ctx context.Context, input model.SetPlacementGuardInput) (*model.SetPlacementGuardPayload, error)
 }
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Identity, error)
@@ -927,6 +944,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ClusterView.OfflineThreshold(childComplexity), true
+	case "ClusterView.placementGuard":
+		if e.ComplexityRoot.ClusterView.PlacementGuard == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterView.PlacementGuard(childComplexity), true
 	case "ClusterView.unmappedMembers":
 		if e.ComplexityRoot.ClusterView.UnmappedMembers == nil {
 			break
@@ -2174,6 +2197,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetHardwareProfile(childComplexity, args["input"].(model.SetHardwareProfileInput)), true
+	case "Mutation.setPlacementGuard":
+		if e.ComplexityRoot.Mutation.SetPlacementGuard == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setPlacementGuard_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetPlacementGuard(childComplexity, args["input"].(model.SetPlacementGuardInput)), true
 	case "Mutation.unregisterMachine":
 		if e.ComplexityRoot.Mutation.UnregisterMachine == nil {
 			break
@@ -2205,6 +2239,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PendingJoinToken.ExpiresAt(childComplexity), true
+
+	case "PlacementGuard.message":
+		if e.ComplexityRoot.PlacementGuard.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlacementGuard.Message(childComplexity), true
+	case "PlacementGuard.state":
+		if e.ComplexityRoot.PlacementGuard.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlacementGuard.State(childComplexity), true
 
 	case "Plan.refusals":
 		if e.ComplexityRoot.Plan.Refusals == nil {
@@ -2624,6 +2671,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SetHardwareProfilePayload.Profile(childComplexity), true
 
+	case "SetPlacementGuardPayload.placementGuard":
+		if e.ComplexityRoot.SetPlacementGuardPayload.PlacementGuard == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetPlacementGuardPayload.PlacementGuard(childComplexity), true
+	case "SetPlacementGuardPayload.plan":
+		if e.ComplexityRoot.SetPlacementGuardPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetPlacementGuardPayload.Plan(childComplexity), true
+
 	case "SourceStatus.available":
 		if e.ComplexityRoot.SourceStatus.Available == nil {
 			break
@@ -2758,6 +2818,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RunHardwareTestsInput", ec.unmarshalInputRunHardwareTestsInput),
 			graphql.NewInputUnmarshaler("SetFenceMappingInput", ec.unmarshalInputSetFenceMappingInput),
 			graphql.NewInputUnmarshaler("SetHardwareProfileInput", ec.unmarshalInputSetHardwareProfileInput),
+			graphql.NewInputUnmarshaler("SetPlacementGuardInput", ec.unmarshalInputSetPlacementGuardInput),
 			graphql.NewInputUnmarshaler("UnregisterMachineInput", ec.unmarshalInputUnregisterMachineInput),
 		)
 	}
@@ -2932,6 +2993,34 @@ type PageInfo {
   endCursor: String
 }
 `, BuiltIn: false},
+	{Name: "../schema/change.graphqls", Input: `"""
+Declares a Mutation field as a change, once, beside it: what it is about and which lock it
+takes. Every Mutation field carries it (internal/mutations/gen refuses a schema where one
+does not). The server audits the call against the machine ` + "`" + `about` + "`" + ` names and reads dryRun
+where every change has it; clients (apeloractl, the console) know from it which calls take
+a dry run and a confirmation. Every change's input has ` + "`" + `dryRun: Boolean = false` + "`" + ` and its
+payload ` + "`" + `plan: Plan` + "`" + `, each with the one description all changes share.
+"""
+directive @change(
+  """
+  The argument path naming the machine the call is about (its audit event's machine), such
+  as "input.name"; null for a call about no machine by name.
+  """
+  about: String
+  "The lock the change holds while it runs."
+  lock: ChangeLock!
+) on FIELD_DEFINITION
+
+"The lock a change holds while it runs, so two changes to one thing never interleave."
+enum ChangeLock {
+  "The machine's advisory lock (a second change to it at the same time is BUSY)."
+  MACHINE
+  "The identities' rows (a revocation cannot leave no active manager)."
+  IDENTITIES
+  "No lock: the database's constraints keep concurrent changes apart (hardware profiles)."
+  NONE
+}
+`, BuiltIn: false},
 	{Name: "../schema/drift.graphqls", Input: `extend type Query {
   """
   Drift: checks that passed when a member was admitted and fail now, as the drift watcher
@@ -3053,10 +3142,10 @@ extend type Mutation {
   asked first and a system id it does not know, or that reports another UUID, is refused;
   otherwise the payload says the mapping was not checked. Replaces an existing mapping.
   """
-  setFenceMapping(input: SetFenceMappingInput!): SetFenceMappingPayload!
+  setFenceMapping(input: SetFenceMappingInput!): SetFenceMappingPayload! @change(about: "input.member", lock: MACHINE)
 
   "Remove a member's fence mapping: it is never powered off until it has a new one."
-  removeFenceMapping(input: RemoveFenceMappingInput!): RemoveFenceMappingPayload!
+  removeFenceMapping(input: RemoveFenceMappingInput!): RemoveFenceMappingPayload! @change(about: "input.member", lock: MACHINE)
 }
 
 extend type Subscription {
@@ -3328,22 +3417,22 @@ extend type Mutation {
   inventoried at commissioning and what Incus sees on the member; a shortfall fails the
   check with both values. A minimum of 0 asks nothing of that aspect.
   """
-  setHardwareProfile(input: SetHardwareProfileInput!): SetHardwareProfilePayload!
+  setHardwareProfile(input: SetHardwareProfileInput!): SetHardwareProfilePayload! @change(lock: NONE)
 
   """
   Remove a hardware profile. Refused while it is assigned to a machine: assign those
   machines another profile, or clear theirs, first.
   """
-  removeHardwareProfile(input: RemoveHardwareProfileInput!): RemoveHardwareProfilePayload!
+  removeHardwareProfile(input: RemoveHardwareProfileInput!): RemoveHardwareProfilePayload! @change(lock: NONE)
 
   """
   Assign a hardware profile to a registered machine (replacing the one it had): its
   admission checks compare it with the profile from now on.
   """
-  assignHardwareProfile(input: AssignHardwareProfileInput!): AssignHardwareProfilePayload!
+  assignHardwareProfile(input: AssignHardwareProfileInput!): AssignHardwareProfilePayload! @change(about: "input.machine", lock: MACHINE)
 
   "Clear a machine's hardware profile: admission compares it with none."
-  clearHardwareProfile(input: ClearHardwareProfileInput!): ClearHardwareProfilePayload!
+  clearHardwareProfile(input: ClearHardwareProfileInput!): ClearHardwareProfilePayload! @change(about: "input.machine", lock: MACHINE)
 }
 
 extend type Machine {
@@ -3523,7 +3612,7 @@ extend type Mutation {
   HARDWARE_DELETE without MANAGE_INFRASTRUCTURE (it would grant nothing), a permission
   the caller does not hold, an expiry not in the future.
   """
-  createIdentity(input: CreateIdentityInput!): CreateIdentityPayload!
+  createIdentity(input: CreateIdentityInput!): CreateIdentityPayload! @change(lock: IDENTITIES)
 
   """
   Revoke an identity at once: its token is refused from the next request, and its open
@@ -3531,7 +3620,7 @@ extend type Mutation {
   stays in the list. The last active identity with MANAGE_INFRASTRUCTURE cannot be revoked
   here (create another first, or use ` + "`" + `apelora identity revoke` + "`" + ` on the server).
   """
-  revokeIdentity(input: RevokeIdentityInput!): RevokeIdentityPayload!
+  revokeIdentity(input: RevokeIdentityInput!): RevokeIdentityPayload! @change(lock: IDENTITIES)
 }
 
 input CreateIdentityInput {
@@ -3621,7 +3710,7 @@ extend type Mutation {
   Have MAAS commission a machine (New, Failed commissioning, Ready or Broken), then run the
   tests named (` + "`" + `tests` + "`" + ` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
   """
-  commissionMachine(input: CommissionMachineInput!): MaasMachinePayload!
+  commissionMachine(input: CommissionMachineInput!): MaasMachinePayload! @change(lock: MACHINE)
 
   """
   Install an operating system on a registered MAAS machine and enrol it: Incus issues a join
@@ -3629,13 +3718,13 @@ extend type Mutation {
   enrol-member.sh on the new server. A Ready machine is allocated first. The series' image
   must already be synced in MAAS.
   """
-  installOperatingSystem(input: InstallOperatingSystemInput!): InstallOperatingSystemPayload!
+  installOperatingSystem(input: InstallOperatingSystemInput!): InstallOperatingSystemPayload! @change(about: "input.name", lock: MACHINE)
 
   """
   Have MAAS run hardware tests on a machine that is Ready, Broken or Failed testing (never on
   one allocated or deployed). Type the machine's hostname again to confirm.
   """
-  runHardwareTests(input: RunHardwareTestsInput!): MaasMachinePayload!
+  runHardwareTests(input: RunHardwareTestsInput!): MaasMachinePayload! @change(lock: MACHINE)
 
   """
   Have MAAS release a machine. Disks are erased only when asked (which needs the
@@ -3643,7 +3732,7 @@ extend type Mutation {
   enable_disk_erasing_on_release is on: see releasePreview. Refused while the machine is an
   Incus member.
   """
-  releaseMachine(input: ReleaseMachineInput!): ReleaseMachinePayload!
+  releaseMachine(input: ReleaseMachineInput!): ReleaseMachinePayload! @change(lock: MACHINE)
 }
 
 extend type Machine {
@@ -3816,13 +3905,13 @@ type ReleaseMachinePayload {
 
 extend type Mutation {
   "Record a machine Apelora will manage. The first step of every machine's lifecycle."
-  registerMachine(input: RegisterMachineInput!): RegisterMachinePayload!
+  registerMachine(input: RegisterMachineInput!): RegisterMachinePayload! @change(about: "input.name", lock: MACHINE)
 
   """
   Forget a machine record. Refused while the machine is an Incus member or has a pending
   join token. The audit trail keeps its history.
   """
-  unregisterMachine(input: UnregisterMachineInput!): UnregisterMachinePayload!
+  unregisterMachine(input: UnregisterMachineInput!): UnregisterMachinePayload! @change(about: "input.name", lock: MACHINE)
 }
 
 """
@@ -3846,9 +3935,9 @@ enum Phase {
   AWAITING_JOIN
   "A member held out of automatic placement (scheduler.instance=manual), awaiting admission."
   HELD
-  "A member admitted after passing the admission checks."
+  "A member admitted after passing the admission checks: Apelora recorded the admission, and the member carries its mark (user.apelora.admission)."
   ADMITTED
-  "A member placement can reach although no admission was recorded."
+  "A member placement can reach although it carries no mark of an admission Apelora recorded."
   UNHELD
   "An Incus member with no machine record (for example the bootstrap member)."
   UNREGISTERED
@@ -3880,6 +3969,8 @@ enum WarningCode {
   HARDWARE_UUID_MISMATCH
   "An admitted member fails a check it passed at admission (see ` + "`" + `drift` + "`" + ` on the warning)."
   DRIFT
+  "The member carries the admission mark (user.apelora.admission), but Apelora has no record of that admission: placement reaches a member Apelora did not admit. Run admitMember to check and admit it, or hold it."
+  ADMISSION_NOT_RECORDED
 }
 
 "What Apelora has recorded about a machine."
@@ -3963,24 +4054,24 @@ type UnregisterMachinePayload {
   name. The response carries the token once (with ` + "`" + `Cache-Control: no-store` + "`" + `); Apelora never
   stores, logs or audits it. Refused while the machine is a member or has a pending token.
   """
-  approveEnrolment(input: ApproveEnrolmentInput!): ApproveEnrolmentPayload!
+  approveEnrolment(input: ApproveEnrolmentInput!): ApproveEnrolmentPayload! @change(about: "input.name", lock: MACHINE)
 
   "Cancel the pending join token for a name."
-  revokeJoinToken(input: RevokeJoinTokenInput!): RevokeJoinTokenPayload!
+  revokeJoinToken(input: RevokeJoinTokenInput!): RevokeJoinTokenPayload! @change(about: "input.name", lock: MACHINE)
 
   """
   Run every admission check again and, when none fails, let automatic placement reach the
   member: removes its scheduler.instance hold, keeping its roles, groups, failure domain and
   description. The check results are audited either way.
   """
-  admitMember(input: AdmitMemberInput!): AdmitMemberPayload!
+  admitMember(input: AdmitMemberInput!): AdmitMemberPayload! @change(about: "input.name", lock: MACHINE)
 
   """
   Remove a member from the cluster. Incus refuses while the member still holds instances or
   is the last database member; ` + "`" + `force` + "`" + ` drops it without telling it (wipe its daemon after).
   The machine record stays: the machine is REGISTERED again.
   """
-  removeMember(input: RemoveMemberInput!): RemoveMemberPayload!
+  removeMember(input: RemoveMemberInput!): RemoveMemberPayload! @change(about: "input.name", lock: MACHINE)
 }
 
 extend type Query {
@@ -4195,6 +4286,55 @@ type AdmissionCheckEvent {
   checks: [AdmissionCheck!]!
   "Set on the run's last event."
   verdict: AdmissionVerdict
+}
+`, BuiltIn: false},
+	{Name: "../schema/placement.graphqls", Input: `extend type Mutation {
+  """
+  Turn the placement guard on or off. On, Incus's placement scriptlet
+  (instances.placement.scriptlet) keeps every member without Apelora's admission mark
+  (member config user.apelora.admission, set by admitMember) out of untargeted placement,
+  for new instances, evacuation and relocation, from the instant the member joins; a request
+  that targets a member still lands there. Apelora never overwrites or removes a scriptlet
+  it did not write: both directions are refused (FAILED_PRECONDITION) while Incus holds a
+  foreign one. Off removes the guard, restoring what was there before it (no scriptlet).
+  """
+  setPlacementGuard(input: SetPlacementGuardInput!): SetPlacementGuardPayload! @change(lock: NONE)
+}
+
+extend type ClusterView {
+  "The placement guard's state, read from Incus; null when Incus could not be asked."
+  placementGuard: PlacementGuard
+}
+
+input SetPlacementGuardInput {
+  enabled: Boolean!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  """
+  dryRun: Boolean = false
+}
+
+type SetPlacementGuardPayload {
+  "The guard after the call; null in a plan."
+  placementGuard: PlacementGuard
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
+}
+
+type PlacementGuard {
+  state: PlacementGuardState!
+  "The state in words, with what to do next."
+  message: String!
+}
+
+enum PlacementGuardState {
+  "Apelora's guard is Incus's placement scriptlet."
+  ON
+  "No placement scriptlet: Incus may place on a member before it is admitted."
+  OFF
+  "A placement scriptlet Apelora did not write (or one edited since); Apelora leaves it alone."
+  FOREIGN
 }
 `, BuiltIn: false},
 	{Name: "../schema/plan.graphqls", Input: `"""
@@ -4480,6 +4620,8 @@ func (ec *executionContext) childFields_ClusterView(ctx context.Context, field g
 		return ec.fieldContext_ClusterView_fenceWorker(ctx, field)
 	case "warnings":
 		return ec.fieldContext_ClusterView_warnings(ctx, field)
+	case "placementGuard":
+		return ec.fieldContext_ClusterView_placementGuard(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ClusterView", field.Name)
 }
@@ -5004,6 +5146,16 @@ func (ec *executionContext) childFields_PendingJoinToken(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type PendingJoinToken", field.Name)
 }
 
+func (ec *executionContext) childFields_PlacementGuard(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "state":
+		return ec.fieldContext_PlacementGuard_state(ctx, field)
+	case "message":
+		return ec.fieldContext_PlacementGuard_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PlacementGuard", field.Name)
+}
+
 func (ec *executionContext) childFields_Plan(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "refused":
@@ -5182,6 +5334,16 @@ func (ec *executionContext) childFields_SetHardwareProfilePayload(ctx context.Co
 		return ec.fieldContext_SetHardwareProfilePayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SetHardwareProfilePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SetPlacementGuardPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "placementGuard":
+		return ec.fieldContext_SetPlacementGuardPayload_placementGuard(ctx, field)
+	case "plan":
+		return ec.fieldContext_SetPlacementGuardPayload_plan(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SetPlacementGuardPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_SourceStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5564,6 +5726,20 @@ func (ec *executionContext) field_Mutation_setHardwareProfile_args(ctx context.C
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetHardwareProfileInput, error) {
 			return ec.unmarshalNSetHardwareProfileInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetHardwareProfileInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setPlacementGuard_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetPlacementGuardInput, error) {
+			return ec.unmarshalNSetPlacementGuardInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetPlacementGuardInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -7297,6 +7473,38 @@ func (ec *executionContext) fieldContext_ClusterView_warnings(_ context.Context,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ClusterWarning(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ClusterView_placementGuard(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterView_placementGuard(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ClusterView().PlacementGuard(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PlacementGuard) graphql.Marshaler {
+			return ec.marshalOPlacementGuard2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlacementGuard(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterView_placementGuard(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ClusterView",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PlacementGuard(ctx, field)
 		},
 	}
 	return fc, nil
@@ -12274,6 +12482,50 @@ func (ec *executionContext) fieldContext_Mutation_removeMember(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setPlacementGuard(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setPlacementGuard(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetPlacementGuard(ctx, fc.Args["input"].(model.SetPlacementGuardInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SetPlacementGuardPayload) graphql.Marshaler {
+			return ec.marshalNSetPlacementGuardPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetPlacementGuardPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setPlacementGuard(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SetPlacementGuardPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setPlacementGuard_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12341,6 +12593,52 @@ func (ec *executionContext) _PendingJoinToken_expiresAt(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_PendingJoinToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PendingJoinToken", field, false, false, "Time")
+}
+
+func (ec *executionContext) _PlacementGuard_state(ctx context.Context, field graphql.CollectedField, obj *model.PlacementGuard) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlacementGuard_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PlacementGuardState) graphql.Marshaler {
+			return ec.marshalNPlacementGuardState2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlacementGuardState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlacementGuard_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlacementGuard", field, false, false, "PlacementGuardState")
+}
+
+func (ec *executionContext) _PlacementGuard_message(ctx context.Context, field graphql.CollectedField, obj *model.PlacementGuard) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlacementGuard_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlacementGuard_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlacementGuard", field, false, false, "String")
 }
 
 func (ec *executionContext) _Plan_refused(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
@@ -14301,6 +14599,70 @@ func (ec *executionContext) _SetHardwareProfilePayload_plan(ctx context.Context,
 func (ec *executionContext) fieldContext_SetHardwareProfilePayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "SetHardwareProfilePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetPlacementGuardPayload_placementGuard(ctx context.Context, field graphql.CollectedField, obj *model.SetPlacementGuardPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetPlacementGuardPayload_placementGuard(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PlacementGuard, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PlacementGuard) graphql.Marshaler {
+			return ec.marshalOPlacementGuard2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlacementGuard(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SetPlacementGuardPayload_placementGuard(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetPlacementGuardPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PlacementGuard(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetPlacementGuardPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.SetPlacementGuardPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetPlacementGuardPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SetPlacementGuardPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetPlacementGuardPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -16985,6 +17347,59 @@ func UnmarshalSetHardwareProfileInput(ctx context.Context, raw any) (model.SetHa
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSetPlacementGuardInput(ctx context.Context, obj any) (model.SetPlacementGuardInput, error) {
+	var it model.SetPlacementGuardInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"enabled", "dryRun"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "enabled":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("enabled"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Enabled = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetPlacementGuardInput unmarshals raw into the SetPlacementGuardInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetPlacementGuardInput(ctx context.Context, raw any) (model.SetPlacementGuardInput, error) {
+	var out model.SetPlacementGuardInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetPlacementGuardInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUnregisterMachineInput(ctx context.Context, obj any) (model.UnregisterMachineInput, error) {
 	var it model.UnregisterMachineInput
 	if obj == nil {
@@ -17570,38 +17985,44 @@ func (ec *executionContext) _ClusterView(ctx context.Context, sel ast.SelectionS
 		case "healingThreshold":
 			out.Values[i] = ec._ClusterView_healingThreshold(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "offlineThreshold":
 			out.Values[i] = ec._ClusterView_offlineThreshold(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "members":
 			out.Values[i] = ec._ClusterView_members(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "offlineMembers":
 			out.Values[i] = ec._ClusterView_offlineMembers(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "unmappedMembers":
 			out.Values[i] = ec._ClusterView_unmappedMembers(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "fenceWorker":
 			out.Values[i] = ec._ClusterView_fenceWorker(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "warnings":
 			out.Values[i] = ec._ClusterView_warnings(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "placementGuard":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ClusterView_placementGuard(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19371,6 +19792,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setPlacementGuard":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setPlacementGuard(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19439,6 +19867,44 @@ func (ec *executionContext) _PendingJoinToken(ctx context.Context, sel ast.Selec
 			out.Values[i] = graphql.MarshalString("PendingJoinToken")
 		case "expiresAt":
 			out.Values[i] = ec._PendingJoinToken_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var placementGuardImplementors = []string{"PlacementGuard"}
+
+func (ec *executionContext) _PlacementGuard(ctx context.Context, sel ast.SelectionSet, obj *model.PlacementGuard) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, placementGuardImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PlacementGuard")
+		case "state":
+			out.Values[i] = ec._PlacementGuard_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._PlacementGuard_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -20250,6 +20716,44 @@ func (ec *executionContext) _SetHardwareProfilePayload(ctx context.Context, sel 
 	return out
 }
 
+var setPlacementGuardPayloadImplementors = []string{"SetPlacementGuardPayload"}
+
+func (ec *executionContext) _SetPlacementGuardPayload(ctx context.Context, sel ast.SelectionSet, obj *model.SetPlacementGuardPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, setPlacementGuardPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SetPlacementGuardPayload")
+		case "placementGuard":
+			out.Values[i] = ec._SetPlacementGuardPayload_placementGuard(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._SetPlacementGuardPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var sourceStatusImplementors = []string{"SourceStatus"}
 
 func (ec *executionContext) _SourceStatus(ctx context.Context, sel ast.SelectionSet, obj *model.SourceStatus) graphql.Marshaler {
@@ -20927,6 +21431,16 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) unmarshalNChangeLock2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐChangeLock(ctx context.Context, v any) (model.ChangeLock, error) {
+	var res model.ChangeLock
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNChangeLock2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐChangeLock(ctx context.Context, sel ast.SelectionSet, v model.ChangeLock) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNCheckResult2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCheckResult(ctx context.Context, v any) (model.CheckResult, error) {
 	var res model.CheckResult
 	err := res.UnmarshalGQL(v)
@@ -21460,6 +21974,16 @@ func (ec *executionContext) marshalNPhase2githubᚗcomᚋapeloraᚋfabricᚋgrap
 	return v
 }
 
+func (ec *executionContext) unmarshalNPlacementGuardState2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlacementGuardState(ctx context.Context, v any) (model.PlacementGuardState, error) {
+	var res model.PlacementGuardState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPlacementGuardState2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlacementGuardState(ctx context.Context, sel ast.SelectionSet, v model.PlacementGuardState) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNPlanChange2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PlanChange) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -21688,6 +22212,19 @@ func (ec *executionContext) marshalNSetHardwareProfilePayload2ᚖgithubᚗcomᚋ
 		return graphql.Null
 	}
 	return ec._SetHardwareProfilePayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSetPlacementGuardInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetPlacementGuardInput(ctx context.Context, v any) (model.SetPlacementGuardInput, error) {
+	res, err := ec.unmarshalInputSetPlacementGuardInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSetPlacementGuardPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetPlacementGuardPayload(ctx context.Context, sel ast.SelectionSet, v *model.SetPlacementGuardPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SetPlacementGuardPayload!")
+		return graphql.Null
+	}
+	return ec._SetPlacementGuardPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSourceStatus2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSourceStatus(ctx context.Context, sel ast.SelectionSet, v *model.SourceStatus) graphql.Marshaler {
@@ -22211,6 +22748,13 @@ func (ec *executionContext) marshalOPendingJoinToken2ᚖgithubᚗcomᚋapelora�
 		return graphql.Null
 	}
 	return ec._PendingJoinToken(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOPlacementGuard2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlacementGuard(ctx context.Context, sel ast.SelectionSet, v *model.PlacementGuard) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._PlacementGuard(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx context.Context, sel ast.SelectionSet, v *model.Plan) graphql.Marshaler {

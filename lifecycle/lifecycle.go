@@ -1,7 +1,13 @@
-// Package lifecycle derives a machine's phase from what the machine record and Incus say
-// right now. Nothing here is stored: the phase is computed on every read, so it can never
-// disagree with Incus, which is the truth for membership.
+// Package lifecycle derives a machine's phase from what the machine record, Incus and
+// Apelora's admissions say right now. The phase itself is not stored: it is computed on
+// every read, so it can never disagree with Incus, which is the truth for membership.
 package lifecycle
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Phase is where a machine is in its lifecycle.
 type Phase string
@@ -10,8 +16,8 @@ const (
 	Registered   Phase = "REGISTERED"    // record; no member, no pending join token
 	AwaitingJoin Phase = "AWAITING_JOIN" // record; a pending join token for the name
 	Held         Phase = "HELD"          // record; member with scheduler.instance=manual
-	Admitted     Phase = "ADMITTED"      // record; member without the key; admission recorded
-	Unheld       Phase = "UNHELD"        // record; member without the key; no admission recorded
+	Admitted     Phase = "ADMITTED"      // record; member without the key, carrying the mark of its recorded admission
+	Unheld       Phase = "UNHELD"        // record; member without the key; no mark, or a mark Apelora has no record of
 	Unregistered Phase = "UNREGISTERED"  // member with no record
 	Discovered   Phase = "DISCOVERED"    // a MAAS machine with no record and no member
 	Unknown      Phase = "UNKNOWN"       // Incus could not be asked
@@ -28,6 +34,8 @@ const (
 	MAASUnavailable   WarningCode = "MAAS_UNAVAILABLE"
 	MAASMachineGone   WarningCode = "MAAS_MACHINE_MISSING"
 	HardwareMismatch  WarningCode = "HARDWARE_UUID_MISMATCH"
+	// A member carries an admission mark that names no admission Apelora has recorded.
+	AdmissionNotRecorded WarningCode = "ADMISSION_NOT_RECORDED"
 	// Drift: an admitted member fails a check it passed at admission (package drift).
 	Drift WarningCode = "DRIFT"
 )
@@ -43,6 +51,44 @@ type Warning struct {
 // SchedulerKey is the Incus member config key that holds a member out of placement.
 const SchedulerKey = "scheduler.instance"
 
+// AdmissionKey is the Incus member config key that marks a member admitted: admitMember
+// sets it in the same member update that removes SchedulerKey. Its presence is what
+// Incus-side placement rules test (the name is relied on outside this repository: never
+// rename it); its value names the admission (AdmissionMark).
+const AdmissionKey = "user.apelora.admission"
+
+// AdmissionMark is the value of AdmissionKey for the admission with record id id, made by
+// the request requestID. The audit event's id is not in it: that id is only drawn when the
+// event is inserted, after the Incus update (the admission record keeps it).
+func AdmissionMark(id int64, requestID string) string {
+	return fmt.Sprintf("admission %d, request %s", id, requestID)
+}
+
+// MarkedAdmission returns the admission record id a mark names (AdmissionMark), 0 when
+// the value names none (written by hand, or by something else).
+func MarkedAdmission(mark string) int64 {
+	rest, ok := strings.CutPrefix(mark, "admission ")
+	if !ok {
+		return 0
+	}
+	num, _, _ := strings.Cut(rest, ",")
+	id, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || id <= 0 {
+		return 0
+	}
+	return id
+}
+
+// Admission is what Apelora recorded of a machine's open admission (ended admissions are
+// not facts the phase reads).
+type Admission struct {
+	ID int64
+	// CarriedOver is an admission carried over from the audit trail of a release that did
+	// not mark members, whose member Incus does not carry the mark yet: it counts as
+	// admitted without the mark until the server has marked the member.
+	CarriedOver bool
+}
+
 // Facts are what the sources say about one name.
 type Facts struct {
 	HasRecord bool
@@ -57,8 +103,12 @@ type Facts struct {
 	Scheduler        string
 	PendingJoinToken bool
 	// PendingProblem says why pending join tokens could not be listed ("" when they were).
-	PendingProblem    string
-	AdmissionRecorded bool
+	PendingProblem string
+	// Marked is true when the member carries AdmissionKey; Mark is its value.
+	Marked bool
+	Mark   string
+	// Admission is the machine's open admission record, nil for none.
+	Admission *Admission
 }
 
 // Derive returns the phase and warnings for one name.
@@ -88,8 +138,18 @@ func Derive(f Facts) (Phase, []Warning) {
 	case "group":
 		warnings = append(warnings, Warning{Code: ScheduledByGroup, Message: "scheduler.instance=group: placement reaches this member when a request targets one of its groups"})
 	}
-	if f.AdmissionRecorded {
+	recorded := f.Admission != nil
+	switch {
+	case f.Marked && recorded && MarkedAdmission(f.Mark) == f.Admission.ID:
 		return Admitted, warnings
+	case !f.Marked && recorded && f.Admission.CarriedOver:
+		return Admitted, warnings
+	case f.Marked:
+		what := "no admission of this machine is recorded"
+		if recorded {
+			what = fmt.Sprintf("the recorded admission is %d", f.Admission.ID)
+		}
+		return Unheld, append([]Warning{{Code: AdmissionNotRecorded, Message: fmt.Sprintf("the member carries the admission mark %s=%q, but %s, so placement reaches a member Apelora did not admit: run admitMember to check and admit it (or hold it: set %s=manual)", AdmissionKey, f.Mark, what, SchedulerKey)}}, warnings...)
 	}
-	return Unheld, append([]Warning{{Code: JoinedWithoutHold, Message: "joined without being held: placement can reach this member, but no admission was recorded; run the admission checks"}}, warnings...)
+	return Unheld, append([]Warning{{Code: JoinedWithoutHold, Message: "joined without being held: placement can reach this member, but it carries no admission mark (" + AdmissionKey + "); run the admission checks, then admitMember"}}, warnings...)
 }

@@ -3,6 +3,7 @@ package lifecycle
 import "testing"
 
 func TestDerive(t *testing.T) {
+	mark7, admission7 := AdmissionMark(7, "req-7"), &Admission{ID: 7}
 	cases := []struct {
 		name     string
 		f        Facts
@@ -12,9 +13,17 @@ func TestDerive(t *testing.T) {
 		{"record only", Facts{HasRecord: true, IncusKnown: true}, Registered, nil},
 		{"pending token", Facts{HasRecord: true, IncusKnown: true, PendingJoinToken: true}, AwaitingJoin, nil},
 		{"held member", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "manual"}, Held, nil},
-		{"held member with an old admission", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "manual", AdmissionRecorded: true}, Held, nil},
-		{"admitted", Facts{HasRecord: true, IncusKnown: true, IsMember: true, AdmissionRecorded: true}, Admitted, nil},
-		{"scheduler all is no hold", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "all", AdmissionRecorded: true}, Admitted, nil},
+		{"held member with an old admission", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "manual", Marked: true, Mark: mark7, Admission: admission7}, Held, nil},
+		{"admitted", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Marked: true, Mark: mark7, Admission: admission7}, Admitted, nil},
+		{"scheduler all is no hold", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "all", Marked: true, Mark: mark7, Admission: admission7}, Admitted, nil},
+		{"recorded but not marked", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Admission: admission7}, Unheld, []WarningCode{JoinedWithoutHold}},
+		{"carried over, not marked yet", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Admission: &Admission{ID: 7, CarriedOver: true}}, Admitted, nil},
+		{"carried over, marked", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Marked: true, Mark: mark7, Admission: &Admission{ID: 7, CarriedOver: true}}, Admitted, nil},
+		{"mark without record", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Marked: true, Mark: mark7}, Unheld, []WarningCode{AdmissionNotRecorded}},
+		{"mark of another admission", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Marked: true, Mark: AdmissionMark(6, "r"), Admission: admission7}, Unheld, []WarningCode{AdmissionNotRecorded}},
+		{"mark written by hand", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Marked: true, Mark: "", Admission: admission7}, Unheld, []WarningCode{AdmissionNotRecorded}},
+		{"mark with group scheduling", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "group", Marked: true, Mark: "x"}, Unheld, []WarningCode{AdmissionNotRecorded, ScheduledByGroup}},
+		{"held member carrying a stray mark", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "manual", Marked: true, Mark: "x"}, Held, nil},
 		{"joined without hold", Facts{HasRecord: true, IncusKnown: true, IsMember: true}, Unheld, []WarningCode{JoinedWithoutHold}},
 		{"group scheduling unadmitted", Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: "group"}, Unheld, []WarningCode{JoinedWithoutHold, ScheduledByGroup}},
 		{"member without record", Facts{IncusKnown: true, IsMember: true}, Unregistered, nil},
@@ -49,13 +58,17 @@ func TestDerive(t *testing.T) {
 	}
 }
 
-func TestTheLatestMembershipStepDecidesAdmission(t *testing.T) {
-	latest := map[string]string{"a": StepAdmitMember, "b": StepRemoveMember, "c": StepApproveEnrolment, "d": StepInstallOperatingSystem}
-	got := AdmittedMachines(latest)
-	if len(got) != 1 || !got["a"] {
-		t.Fatalf("admitted %v, want only a", got)
+func TestAdmissionMarkNamesItsRecord(t *testing.T) {
+	mark := AdmissionMark(42, "01JREQ")
+	if mark != "admission 42, request 01JREQ" {
+		t.Fatalf("mark %q", mark)
 	}
-	if Admits("") {
-		t.Fatal("a machine with no membership step counts as admitted")
+	if got := MarkedAdmission(mark); got != 42 {
+		t.Fatalf("mark %q names admission %d, want 42", mark, got)
+	}
+	for _, hostile := range []string{"", "yes", "admission", "admission x, request y", "admission -3, request y", "admission 0", "ADMISSION 4"} {
+		if got := MarkedAdmission(hostile); got != 0 {
+			t.Errorf("mark %q names admission %d, want none", hostile, got)
+		}
 	}
 }

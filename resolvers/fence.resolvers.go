@@ -10,6 +10,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/broadcast"
@@ -107,3 +108,8 @@ func (r *subscriptionResolver) FenceProgress(ctx context.Context, member *string
 	}
 	return broadcast.Subscribe(ctx, r.Fencing.Feed, want, fenceEvents, streamBuffer), nil
 }
+
+// ClusterView returns graph.ClusterViewResolver implementation.
+func (r *Resolver) ClusterView() graph.ClusterViewResolver { return &clusterViewResolver{r} }
+
+type clusterViewResolver struct{ *Resolver }

@@ -8,6 +8,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/mutations"
 	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/resolvers"
 )
@@ -35,5 +36,30 @@ func TestRefusedPlanHasEveryMutationsPayload(t *testing.T) {
 	}
 	if _, err := resolvers.RefusedPlan("noSuchMutation", rec.Plan()); err == nil {
 		t.Error("a plan for a mutation that does not exist")
+	}
+}
+
+// The plan contract holds for every declared change: its resolver answers the payload the
+// declaration names, which carries the plan (WithPlan, RefusedPlan), and every resolver
+// method is a declared mutation.
+func TestEveryDeclaredChangeAnswersItsPlan(t *testing.T) {
+	var rec plan.Recorder
+	mt := reflect.TypeFor[graph.MutationResolver]()
+	all := mutations.All()
+	if len(all) != mt.NumMethod() {
+		t.Errorf("%d declared mutations, %d Mutation resolver methods", len(all), mt.NumMethod())
+	}
+	for _, m := range all {
+		res, err := resolvers.RefusedPlan(m.Name, rec.Plan())
+		if err != nil {
+			t.Errorf("%s: %v", m.Name, err)
+			continue
+		}
+		if got := reflect.TypeOf(res).Elem().Name(); got != m.Payload {
+			t.Errorf("%s answers %s; its declaration says %s", m.Name, got, m.Payload)
+		}
+		if p, _ := reflect.ValueOf(res).Elem().FieldByName("Plan").Interface().(*model.Plan); p == nil {
+			t.Errorf("%s: no plan in %T", m.Name, res)
+		}
 	}
 }

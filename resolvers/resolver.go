@@ -20,6 +20,7 @@ import (
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/provisioning"
 )
@@ -55,6 +56,8 @@ type Resolver struct {
 	Identity *identity.Service
 	// Hardware declares, removes and assigns hardware profiles.
 	Hardware *hardware.Service
+	// Placement turns the placement guard on and off and reads its state.
+	Placement *placement.Service
 	// DriftView lists drift and streams its raises and clears.
 	DriftView *drift.Service
 	// FleetWatch feeds fleetUpdates: one fleet read per change for every subscriber.

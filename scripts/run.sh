@@ -7,6 +7,7 @@
 #   - MAAS: the bundled MAAS simulator over HTTPS on 127.0.0.1:5240, unless APELORA_MAAS_URL
 #     is set;
 #   - an administrator identity, created on the first run (its token is printed once);
+#   - the placement guard, turned on once the server answers (apeloractl placement-guard on);
 #   - apelora-worker, the fencing worker, with the same MAAS (the simulator's key).
 # Then serves Fabric Console at http://127.0.0.1:8080/, GraphQL at /graphql and GraphiQL at
 # /graphiql/.
@@ -22,9 +23,15 @@ export APELORA_STATE_DIR=${APELORA_STATE_DIR:-/var/lib/apelora}
 mkdir -p "$APELORA_STATE_DIR"
 chmod 755 "$APELORA_STATE_DIR"
 
-log "building"
+# One binary at a time, each named as it is built: the first build compiles every
+# dependency (about a minute on two cores) and should not look like a hang.
 mkdir -p bin
-go build -o bin/ ./cmd/apelora ./cmd/apeloractl ./cmd/apelora-worker ./cmd/maas-sim ./cmd/incus-lab
+build_start=$(date +%s)
+for cmd in apelora apeloractl apelora-worker maas-sim incus-lab; do
+	log "building bin/$cmd ($(( $(date +%s) - build_start )) s so far; the first build takes about a minute)"
+	go build -o bin/ "./cmd/$cmd"
+done
+log "built in $(( $(date +%s) - build_start )) s"
 
 pids=()
 cleanup() {
@@ -42,7 +49,10 @@ if [ -z "${APELORA_INCUS_URL:-}${APELORA_INCUS_SOCKET:-}" ]; then
 		bin/incus-lab stop "$LAB_DIR" >/dev/null 2>&1 || true
 	fi
 	log "starting a local one-member Incus cluster on 127.42.0.1 in $LAB_DIR"
-	bin/incus-lab start 1 "$LAB_DIR" >/dev/null
+	bin/incus-lab start 1 "$LAB_DIR" >/dev/null 2>"$APELORA_STATE_DIR/incus-lab.log" || {
+		cat "$APELORA_STATE_DIR/incus-lab.log" >&2
+		exit 1
+	}
 	started_lab=1
 	eval "$(bin/incus-lab env "$LAB_DIR")"
 fi
@@ -62,16 +72,22 @@ if [ -z "${APELORA_MAAS_URL:-}" ]; then
 	export APELORA_MAAS_API_KEY APELORA_MAAS_CA_FILE=$SIM_DIR/maas.pem
 fi
 
+# The token is kept in this shell only, and printed last, once everything answers.
+admin_token=
 if [ ! -f "$APELORA_STATE_DIR/.admin-created" ]; then
 	log "creating the administrator identity 'admin' (manage-infrastructure, hardware.delete)"
-	bin/apelora identity create --name admin --permission manage-infrastructure --permission hardware.delete
+	admin_token=$(bin/apelora identity create --name admin --permission manage-infrastructure --permission hardware.delete | tail -n 1)
 	touch "$APELORA_STATE_DIR/.admin-created"
-	echo
-	echo "Sign in to Fabric Console at http://${APELORA_LISTEN:-127.0.0.1:8080}/ with it (it is exchanged for a"
-	echo "session cookie), or paste it in GraphiQL's Headers tab as {\"Authorization\": \"Bearer <token>\"}."
-	echo "Lost it? bin/apelora identity create --name admin2 --permission manage-infrastructure"
-	echo
 fi
+
+# One log line per request is for production logs; here it would bury what this script
+# prints (APELORA_ACCESS_LOG=info brings them back).
+export APELORA_ACCESS_LOG=${APELORA_ACCESS_LOG:-debug}
+
+# A short-lived identity of run.sh's own turns the placement guard on once the server
+# answers, then is revoked: the administrator's token is never kept.
+runsh=run-sh-$(date +%s)
+runsh_token=$(bin/apelora identity create --name "$runsh" --permission manage-infrastructure --expires 10m | tail -n 1)
 
 listen=${APELORA_LISTEN:-127.0.0.1:8080}
 bin/apelora serve &
@@ -83,8 +99,42 @@ for _ in $(seq 300); do
 	kill -0 "$serve" 2>/dev/null || exit 1
 	sleep 0.2
 done
+log "turning the placement guard on (apeloractl placement-guard on)"
+APELORA_URL=http://$listen APELORA_TOKEN=$runsh_token bin/apeloractl placement-guard on >&2 ||
+	log "the placement guard is NOT on: see the message above (a placement scriptlet of your own is left as it is)"
+APELORA_URL=http://$listen APELORA_TOKEN=$runsh_token bin/apeloractl revoke-identity "$runsh" >/dev/null ||
+	log "could not revoke $runsh; it expires within 10 minutes anyway"
+unset runsh_token
 log "starting the fencing worker"
 bin/apelora-worker &
 pids+=($!)
-log "serving: Fabric Console at http://$listen/ (GraphiQL at http://$listen/graphiql/)"
+sleep 1 # its first lines come before the frame below, not after it
+{
+	echo
+	echo "  ┌──────────────────────────────────────────────────────────────────────────"
+	echo "  │ Fabric Console:  http://$listen/"
+	echo "  │ GraphiQL:        http://$listen/graphiql/"
+	if [ -n "$admin_token" ]; then
+		echo "  │"
+		echo "  │ Sign in with the administrator's bearer token, shown only now (Apelora keeps"
+		echo "  │ only a hash of it):"
+		echo "  │"
+		echo "  │   $admin_token"
+		echo "  │"
+		echo "  │ In GraphiQL, set the header {\"Authorization\": \"Bearer <token>\"}."
+	else
+		echo "  │ Sign in with the token printed on the first run. Lost it? Make another:"
+		echo "  │   bin/apelora identity create --name admin2 --permission manage-infrastructure"
+	fi
+	if [ -n "${LAB_DIR:-}" ]; then
+		echo "  │"
+		echo "  │ The local Incus cluster (one member, the cluster's first: m1 on 127.42.0.1):"
+		echo "  │   eval \"\$(bin/incus-lab env $LAB_DIR)\"   # the APELORA_INCUS_* settings"
+		echo "  │   APELORA_INCUS_LAB_DIR=$LAB_DIR bin/incus-lab cli m1 cluster list   # its incus CLI"
+	fi
+	echo "  │ Ctrl-C stops everything this script started."
+	echo "  └──────────────────────────────────────────────────────────────────────────"
+	echo
+} >&2
+unset admin_token
 wait "$serve"

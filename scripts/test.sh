@@ -20,8 +20,9 @@ Runs Apelora fabric's tests on this machine, as root. In order:
      127.0.0.1:55432 (data in $APELORA_TEST_DIR, default /var/tmp/apelora-test). The
      tests start their own incusd members on private 127.X.Y.0/24 addresses and the
      MAAS simulator on loopback; nothing else is contacted.
-  2. go mod download; go generate ./... and a check that the generated code (graph/,
-     client/generated.go, resolvers/) was committed current.
+  2. go mod download; go mod tidy -diff (go.mod and go.sum tidy); go generate ./... and a
+     check that the generated code (graph/, client/generated.go, resolvers/, the mutations'
+     declarations) was committed current.
   3. gofmt and go vet; scripts/check-deploy.sh: the alert rules (promtool check and
      test rules) and the systemd units (systemd-analyze verify and security) in deploy/.
   4. go test -count=1 -timeout 40m with the arguments given, or ./... without any
@@ -54,9 +55,16 @@ if ! command -v go >/dev/null; then
 	exit 1
 fi
 go mod download
+# go.mod says which requirements the code imports (direct) and which it only needs for them
+# (// indirect); a stale go.mod or go.sum fails here rather than in a reader's head.
+if ! tidy=$(go mod tidy -diff 2>&1); then
+	echo "test: go.mod or go.sum is not tidy; run \`go mod tidy\` and commit the result:" >&2
+	echo "$tidy" >&2
+	exit 1
+fi
 
 # Generated code must match the schema and operations: regenerate and compare.
-generated() { find graph client/generated.go resolvers -name '*.go' -type f -print0 | sort -z | xargs -0 sha256sum; }
+generated() { find graph client/generated.go resolvers internal/mutations/changes_gen.go web/console/src/api/changes.gen.ts \( -name '*.go' -o -name '*.ts' \) -type f -print0 | sort -z | xargs -0 sha256sum; }
 before=$(generated)
 go generate ./...
 after=$(generated)

@@ -14,6 +14,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/mutations"
 	"github.com/apelora/fabric/logging"
 	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/resolvers"
@@ -143,14 +144,15 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 		return next(ctx)
 	}
 	args := rfc.Field.ArgumentMap(oc.Variables)
+	decl, _ := mutations.Of(rfc.Field.Name) // every Mutation field has one (internal/mutations/gen)
 	actor := audit.Anonymous
 	if id := identity.FromContext(ctx); id != nil {
 		actor = id.Name
 	}
 	action := &audit.Action{
 		Actor:      actor,
-		Name:       rfc.Field.Name, // lifecycle.MembershipSteps read the trail by these names
-		Machine:    targetOf(rfc.Field.Name, args),
+		Name:       rfc.Field.Name,
+		Machine:    decl.MachineIn(args),
 		RequestID:  logging.RequestID(ctx),
 		Parameters: audit.Redact(args),
 	}
@@ -158,7 +160,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	// dryRun: true makes the call a dry run (package plan): the same code runs, with a
 	// recorder in its context that the changing ports and the change primitive obey.
 	var rec *plan.Recorder
-	if isDryRun(args) {
+	if decl.DryRunIn(args) {
 		rec = &plan.Recorder{}
 		ctx = plan.With(ctx, rec)
 	}
@@ -211,13 +213,6 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 
 // refusedByGateKey marks a dry run the gate refused: its resolver does not run.
 type refusedByGateKey struct{}
-
-// isDryRun reads a mutation's input.dryRun.
-func isDryRun(args map[string]any) bool {
-	in, _ := args["input"].(map[string]any)
-	dry, _ := in["dryRun"].(bool)
-	return dry
-}
 
 // recordPlanned writes a dry run's one event: outcome PLANNED, the plan in its details,
 // the first refusal as its message.
@@ -293,9 +288,6 @@ func (g *gate) recordMessage(ctx context.Context, a *audit.Action, outcome audit
 	a.MarkRecorded()
 }
 
-// notAboutAMachine are the mutations whose name argument names something else.
-var notAboutAMachine = map[string]bool{"createIdentity": true, "revokeIdentity": true}
-
 // The actions of audit events that stand for a request rather than a mutation call.
 const (
 	// RejectedRequest: a POST to /graphql refused before its operation could be read (too
@@ -304,6 +296,10 @@ const (
 	// RateLimited: requests from an address refused for failing authentication too often;
 	// at most one event per address per RateLimitWindow.
 	RateLimited = "rateLimited"
+	// SignInFailed: console sign-ins (a bearer token for a session, or a session cookie)
+	// from an address that failed to authenticate; at most one event per address per
+	// RateLimitWindow, counting the failures since its last one.
+	SignInFailed = "signInFailed"
 )
 
 // maxListedMutations bounds the mutation names one request's event lists.
@@ -337,7 +333,8 @@ func (g *gate) recordOperation(ctx context.Context, doc *ast.QueryDocument, op *
 		details: map[string]any{"mutations": names, "calls": calls}}
 	if first != nil {
 		args := argumentsOf(first, vars)
-		rec.action, rec.machine, rec.params = first.Name, targetOf(first.Name, args), audit.Redact(args)
+		decl, _ := mutations.Of(first.Name)
+		rec.action, rec.machine, rec.params = first.Name, decl.MachineIn(args), audit.Redact(args)
 	}
 	g.recordRequest(ctx, rec)
 }
@@ -370,24 +367,4 @@ func (g *gate) recordRequest(ctx context.Context, r requestRecord) {
 		a.Detail(k, v)
 	}
 	g.recordMessage(ctx, a, r.outcome, r.message)
-}
-
-// targetOf finds the machine an action is about in its arguments: the name (or member)
-// field of its input, or a top-level name argument.
-func targetOf(mutation string, args map[string]any) string {
-	if notAboutAMachine[mutation] {
-		return ""
-	}
-	for _, src := range []any{args["input"], args} {
-		m, ok := src.(map[string]any)
-		if !ok {
-			continue
-		}
-		for _, k := range []string{"name", "member", "machine"} {
-			if s, ok := m[k].(string); ok && s != "" {
-				return s // audit.Bound cuts and escapes it
-			}
-		}
-	}
-	return ""
 }

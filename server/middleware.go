@@ -15,8 +15,8 @@ import (
 )
 
 // withRequest gives every request an id (X-Request-Id, echoed back), a place for response
-// headers set by resolvers, and an access log line.
-func withRequest(log *slog.Logger, next http.Handler) http.Handler {
+// headers set by resolvers, and an access log line at accessLevel (health checks at DEBUG).
+func withRequest(log *slog.Logger, accessLevel slog.Level, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := logging.AcceptRequestID(r.Header.Get("X-Request-Id"))
@@ -24,7 +24,7 @@ func withRequest(log *slog.Logger, next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		rec := &recorder{ResponseWriter: w, ctx: ctx, status: http.StatusOK}
 		next.ServeHTTP(rec, r.WithContext(ctx))
-		level := slog.LevelInfo
+		level := accessLevel
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			level = slog.LevelDebug
 		}

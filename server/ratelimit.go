@@ -55,6 +55,9 @@ type client struct {
 	at         time.Time // when tokens was last brought up to date
 	refused    int       // requests refused since the last audit event
 	summarised time.Time // when the last audit event was written
+	// Failed console sign-ins since the last signInFailed event, and when that was.
+	failedSignIns int
+	signInsNoted  time.Time
 }
 
 func newAuthLimiter(limit RateLimit) *authLimiter {
@@ -83,6 +86,21 @@ func (l *authLimiter) take(addr string) (ok bool, retry time.Duration, summarise
 		summarise, c.refused, c.summarised = c.refused, 0, now
 	}
 	return false, time.Duration((1 - c.tokens) * float64(l.limit.Every)), summarise
+}
+
+// failedSignIn counts a failed console sign-in of addr and, at most once per
+// RateLimitWindow, returns how many failed since the last audit event (including this
+// one), which the caller writes down; otherwise 0.
+func (l *authLimiter) failedSignIn(addr string) (summarise int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	c := l.client(addr, now)
+	c.failedSignIns++
+	if now.Sub(c.signInsNoted) >= RateLimitWindow {
+		summarise, c.failedSignIns, c.signInsNoted = c.failedSignIns, 0, now
+	}
+	return summarise
 }
 
 func (l *authLimiter) client(addr string, now time.Time) *client {
@@ -184,6 +202,21 @@ func (g *gate) refusedSocket(ctx context.Context, l *authLimiter, err error) err
 func (g *gate) recordRateLimited(ctx context.Context, addr string, refused int, msg string) {
 	g.recordRequest(ctx, requestRecord{action: RateLimited, outcome: audit.Refused, message: msg,
 		details: map[string]any{"address": addr, "refused": refused, "window": RateLimitWindow.String()}})
+}
+
+// signInRefused spends a try of the address of a console sign-in (or session cookie) that
+// failed to authenticate, as a refused /graphql request does, and writes the window's one
+// signInFailed event when it is due. Out of tries, it answers the limit's message and how
+// long to wait; the caller then answers 429 instead of the refusal.
+func (g *gate) signInRefused(ctx context.Context, l *authLimiter, addr string, why error) (msg string, retry time.Duration, limited bool) {
+	if msg, retry, limited = g.spendTry(ctx, l, addr); limited {
+		return msg, retry, true
+	}
+	if n := l.failedSignIn(addr); n > 0 {
+		g.recordRequest(ctx, requestRecord{action: SignInFailed, outcome: audit.Refused, message: apperr.PublicMessage(why),
+			details: map[string]any{"address": addr, "failed": n, "window": RateLimitWindow.String()}})
+	}
+	return "", 0, false
 }
 
 // refuseGraphQL answers a rate-limited GraphQL request.

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/identity"
@@ -24,7 +25,10 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 	// Fabric Console at / (every path no other route takes), its session, and GraphiQL.
 	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
 	sessions := &sessionAPI{store: cfg.Store, ttl: consoleSessionTTL(cfg.ConsoleSessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
-		secure: strings.HasPrefix(cfg.PublicURL, "https:")}
+		secure: strings.HasPrefix(cfg.PublicURL, "https:"),
+		refused: func(r *http.Request, why error) (string, time.Duration, bool) {
+			return g.signInRefused(r.Context(), limiter, clientAddress(r.RemoteAddr), why)
+		}}
 	mux.HandleFunc("POST /api/v1/session", sessions.signIn)
 	mux.HandleFunc("GET /api/v1/session", sessions.current)
 	mux.HandleFunc("DELETE /api/v1/session", sessions.signOut)

@@ -66,6 +66,9 @@ type Config struct {
 	// Observer is told of every GraphQL operation, subscription and lost audit event
 	// (metrics); nil: nobody.
 	Observer Observer
+	// AccessLogLevel is the level of the one log line per request (zero: INFO). A
+	// terminal session (scripts/run.sh) sets DEBUG so requests do not bury what it prints.
+	AccessLogLevel slog.Level
 }
 
 // Handler returns the server's HTTP handler.
@@ -111,7 +114,7 @@ func Handler(cfg Config) http.Handler {
 		bodyTimeout = BodyReadTimeout
 	}
 	mux := routes(cfg, g, limiter, g.readRequest(bodyTimeout, gql))
-	return withRequest(cfg.Log, withPublicURL(cfg.PublicURL, mux))
+	return withRequest(cfg.Log, cfg.AccessLogLevel, withPublicURL(cfg.PublicURL, mux))
 }
 
 func withPublicURL(configured string, next http.Handler) http.Handler {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,11 +116,36 @@ type sessionAPI struct {
 	secure  bool // Secure cookie even when the request came in plain (TLS ends in front)
 	origins []string
 	log     *slog.Logger
+	// refused spends a try of the request's address for a failed sign-in (the same
+	// per-address limit as /graphql) and says when the address is out of tries.
+	refused func(r *http.Request, why error) (msg string, retry time.Duration, limited bool)
 }
 
+// fail answers a sign-in (or a session cookie) that failed to authenticate: err, or 429
+// RATE_LIMITED with Retry-After once the address is out of tries.
+func (a *sessionAPI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if msg, retry, limited := a.refused(r, err); limited {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		resterr.Write(w, r, a.log, apperr.New(apperr.RateLimited, "%s", msg))
+		return
+	}
+	resterr.Write(w, r, a.log, err)
+}
+
+// sessionAnswer is what /api/v1/session says: who is signed in until when, or (GET
+// without a cookie) that nobody is. Asking without a cookie is the sign-in page's first
+// question, so it is answered 200 rather than 401: a browser logs every 4xx answer as an
+// error in its console.
 type sessionAnswer struct {
-	Identity  string    `json:"identity"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	SignedIn  bool       `json:"signedIn"`
+	Identity  string     `json:"identity,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Message   string     `json:"message,omitempty"`
+}
+
+func signedIn(name string, expires time.Time) sessionAnswer {
+	t := expires.UTC()
+	return sessionAnswer{SignedIn: true, Identity: name, ExpiresAt: &t}
 }
 
 func (a *sessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
@@ -133,14 +160,15 @@ func (a *sessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		resterr.Write(w, r, a.log, apperr.Invalid("token", "send {\"token\": \"apl_…\"} as JSON, the bearer token of your identity"))
+		a.fail(w, r, apperr.Invalid("token", "send {\"token\": \"apl_…\"} as JSON, the bearer token of your identity"))
 		return
 	}
 	token := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(body.Token), "Bearer "))
 	id, sess, value, err := identity.StartConsoleSession(r.Context(), a.store, token, a.ttl)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.Unauthenticated {
-			err = apperr.Invalid("token", "this token is not valid: paste the whole bearer token (apl_…) of your identity, or create one with `apelora identity create`")
+			a.fail(w, r, apperr.Invalid("token", "this token is not valid: paste the whole bearer token (apl_…) of your identity, or create one with `apelora identity create`"))
+			return
 		}
 		resterr.Write(w, r, a.log, err)
 		return
@@ -150,7 +178,7 @@ func (a *sessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	a.log.InfoContext(r.Context(), "console session started", "identity", id.Name, "session", sess.ID, "expires_at", sess.ExpiresAt)
 	http.SetCookie(w, a.cookie(r, value, sess.ExpiresAt))
-	writeJSON(w, http.StatusCreated, sessionAnswer{Identity: id.Name, ExpiresAt: sess.ExpiresAt.UTC()})
+	writeJSON(w, http.StatusCreated, signedIn(id.Name, sess.ExpiresAt))
 }
 
 func (a *sessionAPI) current(w http.ResponseWriter, r *http.Request) {
@@ -159,17 +187,20 @@ func (a *sessionAPI) current(w http.ResponseWriter, r *http.Request) {
 	if id == nil {
 		err := authError(ctx)
 		if _, e := r.Cookie(SessionCookie); e != nil {
-			err = apperr.New(apperr.Unauthenticated, "not signed in: paste your bearer token to sign in")
-		} else if apperr.CodeOf(err) == apperr.Unauthenticated {
+			// No credential was presented: not a failed authentication.
+			writeJSON(w, http.StatusOK, sessionAnswer{Message: "not signed in: paste your bearer token to sign in"})
+			return
+		}
+		if apperr.CodeOf(err) == apperr.Unauthenticated {
 			http.SetCookie(w, a.cookie(r, "", time.Time{}))
 		}
-		resterr.Write(w, r, a.log, err)
+		a.fail(w, r, err)
 		return
 	}
 	if rec, ok := w.(*recorder); ok {
 		rec.identity = id
 	}
-	writeJSON(w, http.StatusOK, sessionAnswer{Identity: id.Name, ExpiresAt: sessionFrom(ctx).ExpiresAt.UTC()})
+	writeJSON(w, http.StatusOK, signedIn(id.Name, sessionFrom(ctx).ExpiresAt))
 }
 
 func (a *sessionAPI) signOut(w http.ResponseWriter, r *http.Request) {

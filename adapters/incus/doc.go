@@ -32,8 +32,10 @@
 //
 // # Hazard
 //
-// This package never sends PATCH /1.0. On Incus 6.0.4 and 6.0.5 a PATCH /1.0 that is
-// rejected because of a cluster-wide key wipes the calling member's local configuration
-// (see the team's Incus reference, section 0). Do not add such a call without validating
-// every value first and re-reading GET /1.0 afterwards.
+// On Incus 6.0.4 and 6.0.5 a PATCH /1.0 that is rejected because of a cluster-wide key
+// wipes the calling member's local configuration (see the team's Incus reference,
+// section 0). This package sends exactly one: SetPlacementScriptlet, whose only value is
+// the placement guard's fixed scriptlet (tested against a live cluster) or "", and which
+// re-reads GET /1.0 after a rejection and names the settings lost. Do not add another
+// without validating every value first and re-reading GET /1.0 afterwards.
 package incus

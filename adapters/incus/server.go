@@ -3,7 +3,9 @@ package incus
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
+	"strings"
 )
 
 // ServerInfo is what GET /1.0 says about one member.
@@ -76,8 +78,7 @@ func (c *Client) ServerInfo(ctx context.Context, target string) (ServerInfo, err
 
 // GetServerConfig returns the server configuration from GET /1.0: cluster-wide keys such
 // as cluster.healing_threshold or cluster.offline_threshold when they are set (absent keys
-// are at their default), and the member's own keys. It never writes: this client does not
-// send PATCH /1.0 (see the package documentation).
+// are at their default), and the member's own keys.
 func (c *Client) GetServerConfig(ctx context.Context) (map[string]string, error) {
 	info, err := c.ServerInfo(ctx, "")
 	if err != nil {
@@ -136,4 +137,61 @@ func (c *Client) Cluster(ctx context.Context) (ClusterInfo, error) {
 		return a.Key < b.Key
 	})
 	return ci, err
+}
+
+// PlacementScriptletKey is the cluster-wide setting that holds the placement scriptlet.
+const PlacementScriptletKey = "instances.placement.scriptlet"
+
+// PlacementScriptlet reads instances.placement.scriptlet ("" when unset) and the ETag of
+// the server configuration (GET /1.0) it was read with.
+func (c *Client) PlacementScriptlet(ctx context.Context) (string, string, error) {
+	var s serverJSON
+	res, err := c.get(ctx, "/1.0", nil, &s)
+	if err != nil {
+		return "", "", err
+	}
+	return stringMap(s.Config)[PlacementScriptletKey], res.etag, nil
+}
+
+// localKeys are the member's own settings that a rejected PATCH /1.0 wipes on Incus 6.0.4
+// and 6.0.5 (see the package's Hazard).
+var localKeys = []string{"core.https_address", "cluster.https_address"}
+
+// SetPlacementScriptlet sets instances.placement.scriptlet to value ("" unsets it) with
+// PATCH /1.0, if the server configuration still has etag. This is the package's one
+// PATCH /1.0 (see Hazard): it carries that one key only, and when Incus rejects it the
+// member's own settings are read again, and the error says which ones the rejection took
+// and how to put them back before the daemon restarts.
+func (c *Client) SetPlacementScriptlet(ctx context.Context, value, etag string) error {
+	if etag == "" {
+		return fmt.Errorf("set %s: an ETag from PlacementScriptlet is required", PlacementScriptletKey)
+	}
+	before, err := c.GetServerConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("set %s: read the server configuration first: %w", PlacementScriptletKey, err)
+	}
+	_, err = c.call(ctx, request{
+		method:  http.MethodPatch,
+		path:    "/1.0",
+		body:    map[string]any{"config": map[string]string{PlacementScriptletKey: value}},
+		ifMatch: etag,
+	}, nil)
+	if err == nil || IsPreconditionFailed(err) {
+		// A stale ETag is refused before Incus touches its configuration.
+		return err
+	}
+	after, rerr := c.GetServerConfig(ctx)
+	if rerr != nil {
+		return fmt.Errorf("%w (and the server configuration could not be read again to see whether Incus kept the member's own settings (%s): check `incus config show` on %s): %v)", err, strings.Join(localKeys, ", "), c.endpoint, rerr)
+	}
+	var lost []string
+	for _, k := range localKeys {
+		if before[k] != "" && after[k] == "" {
+			lost = append(lost, fmt.Sprintf("incus config set %s=%s", k, before[k]))
+		}
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("%w; Incus also dropped the member's own settings at %s when it refused: put them back before its daemon restarts with: %s", err, c.endpoint, strings.Join(lost, "; "))
+	}
+	return err
 }

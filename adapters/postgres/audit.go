@@ -80,43 +80,6 @@ func (s *Store) AuditEvent(ctx context.Context, id int64) (*audit.Event, error) 
 	return &e, nil
 }
 
-// LatestSteps returns, for each machine, the latest of steps (audit actions) it took
-// successfully: one query, whatever the number of machines.
-func (s *Store) LatestSteps(ctx context.Context, steps []string) (map[string]string, error) {
-	rows, err := s.q(ctx).Query(ctx, `SELECT DISTINCT ON (machine) machine, action FROM audit_events
-		WHERE outcome = 'SUCCEEDED' AND machine IS NOT NULL AND action = ANY($1)
-		ORDER BY machine, id DESC`, steps)
-	if err != nil {
-		return nil, dbError(err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var machine, action string
-		if err := rows.Scan(&machine, &action); err != nil {
-			return nil, dbError(err)
-		}
-		out[machine] = action
-	}
-	return out, dbError(rows.Err())
-}
-
-// LatestStep returns the latest of steps (audit actions) machine took successfully, ""
-// when it took none.
-func (s *Store) LatestStep(ctx context.Context, machine string, steps []string) (string, error) {
-	var action string
-	err := s.q(ctx).QueryRow(ctx, `SELECT action FROM audit_events
-		WHERE outcome = 'SUCCEEDED' AND machine = $1 AND action = ANY($2)
-		ORDER BY id DESC LIMIT 1`, machine, steps).Scan(&action)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", dbError(err)
-	}
-	return action, nil
-}
-
 // AuditEventsAfter returns the events f keeps with an id above after, oldest first: what
 // the audit feed publishes, and what a subscriber replays (f.Before and f.Limit are not
 // used).

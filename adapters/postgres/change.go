@@ -8,6 +8,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/internal/mutations"
 	"github.com/apelora/fabric/plan"
 )
 
@@ -29,6 +30,19 @@ const changeTimeout = 3 * time.Minute
 
 type txKey struct{}
 
+// afterAuditKey holds what a change's writes must finish once its audit event is inserted,
+// in the same transaction: a row that keeps the id of the event that recorded it (an
+// admission) can only learn it then, since ids are drawn at insert (insertAudit).
+type afterAuditKey struct{}
+
+// afterAudit has f run in the change in progress once its audit event is inserted, with
+// the event's id. Outside a change (or in a dry run, which inserts none) f never runs.
+func afterAudit(ctx context.Context, f func(ctx context.Context, tx pgx.Tx, eventID int64) error) {
+	if after, ok := ctx.Value(afterAuditKey{}).(*[]func(context.Context, pgx.Tx, int64) error); ok {
+		*after = append(*after, f)
+	}
+}
+
 // q returns what a read should run on: the transaction of the change in progress, so a
 // read inside a change sees it and needs no second connection, or else the pool.
 func (s *Store) q(ctx context.Context) querier {
@@ -46,9 +60,26 @@ func (s *Store) q(ctx context.Context) querier {
 // detached from the request's (keeping its values) and bounded by changeTimeout, so a
 // step Incus or MAAS has carried out is always recorded.
 func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	lock := mutations.LockNone
+	if machine != "" {
+		lock = mutations.LockMachine
+	}
+	return s.changeHolding(ctx, lock, machine, fn)
+}
+
+// changeHolding is change, saying which lock it holds (the identities' changes lock rows
+// of their own, not a machine), so that it can check the mutation's declaration.
+func (s *Store) changeHolding(ctx context.Context, lock mutations.Lock, machine string, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	action := audit.ActionFrom(ctx)
 	if action == nil {
 		return apperr.New(apperr.Internal, "a change was attempted outside an audited mutation")
+	}
+	// The lock a mutation's change holds is declared beside it in schema/ (@change): a
+	// service that locks otherwise is a programming error, caught by any test that runs
+	// it (`apelora identity` on the server runs under its mutation's name and is checked
+	// too). Actions named after no mutation are not.
+	if m, ok := mutations.Of(action.Name); ok && m.Lock != lock {
+		return apperr.New(apperr.Internal, "mutation %s declares the lock %s (schema/, @change) but its change holds %s: make the service or the declaration say the same", m.Name, m.Lock, lock)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), changeTimeout)
 	defer cancel()
@@ -77,7 +108,9 @@ func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.
 		s.tracer.planned.Store(tx.Conn(), r)
 		defer s.tracer.planned.Delete(tx.Conn())
 	}
-	if err := fn(context.WithValue(ctx, txKey{}, tx), tx); err != nil {
+	var after []func(ctx context.Context, tx pgx.Tx, eventID int64) error
+	fctx := context.WithValue(context.WithValue(ctx, txKey{}, tx), afterAuditKey{}, &after)
+	if err := fn(fctx, tx); err != nil {
 		return err
 	}
 	if plan.Active(ctx) {
@@ -85,9 +118,15 @@ func (s *Store) change(ctx context.Context, machine string, fn func(ctx context.
 		// steps by the tracer), and the gate writes the PLANNED event on its own.
 		return nil
 	}
-	if _, err := insertAudit(ctx, tx, action.Event(audit.Succeeded, "")); err != nil {
+	eventID, err := insertAudit(ctx, tx, action.Event(audit.Succeeded, ""))
+	if err != nil {
 		s.auditWrite(err)
 		return apperr.Wrap(err, apperr.Unavailable, "the audit trail could not be written, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")
+	}
+	for _, f := range after {
+		if err := f(ctx, tx, eventID); err != nil {
+			return apperr.Wrap(dbError(err), apperr.Unavailable, "the change could not be recorded, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		s.auditWrite(err)

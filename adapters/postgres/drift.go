@@ -2,15 +2,12 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/drift"
-	"github.com/apelora/fabric/lifecycle"
 )
 
 // DriftChannel is the NOTIFY channel the drift_events trigger writes to.
@@ -33,13 +30,10 @@ var (
 	_ drift.Admissions = (*DriftStore)(nil)
 )
 
-// Admitted returns the machines whose latest successful membership step admits them
-// (lifecycle's rule), with the roles that admission recorded: one query, whatever the
-// number of machines.
+// Admitted returns the machines with an open admission, with the roles it recorded: one
+// query, whatever the number of machines.
 func (d *DriftStore) Admitted(ctx context.Context) ([]drift.Admission, error) {
-	rows, err := d.s.pool.Query(ctx, `SELECT DISTINCT ON (machine) machine, action, at, details->$2 FROM audit_events
-		WHERE outcome = 'SUCCEEDED' AND machine IS NOT NULL AND action = ANY($1)
-		ORDER BY machine, id DESC`, lifecycle.MembershipSteps, admission.AdmittedRolesDetail)
+	rows, err := d.s.pool.Query(ctx, `SELECT machine, admitted_at, roles FROM admissions WHERE ended_at IS NULL ORDER BY machine`)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -47,17 +41,13 @@ func (d *DriftStore) Admitted(ctx context.Context) ([]drift.Admission, error) {
 	var out []drift.Admission
 	for rows.Next() {
 		var a drift.Admission
-		var step string
-		var roles []byte
-		if err := rows.Scan(&a.Machine, &step, &a.At, &roles); err != nil {
+		var roles []string
+		if err := rows.Scan(&a.Machine, &a.At, &roles); err != nil {
 			return nil, dbError(err)
 		}
-		if !lifecycle.Admits(step) {
-			continue
-		}
-		// Absent (an admission recorded before roles were) or not a list: nothing to compare.
-		if len(roles) > 0 && json.Unmarshal(roles, &a.Roles) == nil && a.Roles != nil {
-			a.RolesKnown = true
+		// NULL: carried over from an audit event that did not list them; nothing to compare.
+		if roles != nil {
+			a.Roles, a.RolesKnown = roles, true
 		}
 		out = append(out, a)
 	}

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -10,15 +11,29 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/internal/broadcast"
 )
 
-func step(t *testing.T, s *postgres.Store, machine, action string, details map[string]any) {
+// admit records an admission of machine in an audited change, as admitMember does.
+func admit(t *testing.T, s *postgres.Store, machine string, roles []string) int64 {
 	t.Helper()
-	if err := s.RecordAudit(context.Background(), audit.Event{Actor: "admin", Action: action, Machine: machine,
-		Outcome: audit.Succeeded, RequestID: "req", Details: details}); err != nil {
+	var id int64
+	err := s.Audited(audited("admitMember"), machine, func(ctx context.Context) (err error) {
+		id, err = s.RecordAdmission(ctx, admission.Admitted{Machine: machine, Member: machine, Roles: roles, By: "admin", RequestID: "req-1"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func end(t *testing.T, s *postgres.Store, machine, step string) {
+	t.Helper()
+	if err := s.Audited(audited(step), machine, func(ctx context.Context) error { return s.EndAdmission(ctx, machine) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -26,25 +41,24 @@ func step(t *testing.T, s *postgres.Store, machine, action string, details map[s
 func TestAdmittedMachinesWithTheirRoles(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
-	step(t, db.Store, "node-4", "approveEnrolment", nil)
-	step(t, db.Store, "node-4", "admitMember", map[string]any{"roles": []string{"database-standby", "event-hub"}})
-	step(t, db.Store, "node-5", "admitMember", map[string]any{"checks": "…"}) // recorded before roles were
-	step(t, db.Store, "node-6", "admitMember", map[string]any{"roles": []string{}})
-	step(t, db.Store, "node-6", "removeMember", nil)
-	step(t, db.Store, "node-7", "admitMember", map[string]any{"roles": "not a list"})
-	if err := db.Store.RecordAudit(ctx, audit.Event{Actor: "admin", Action: "removeMember", Machine: "node-4", Outcome: audit.Refused, RequestID: "req"}); err != nil {
+	admit(t, db.Store, "node-4", []string{"database-standby", "event-hub"})
+	admit(t, db.Store, "node-6", nil)
+	end(t, db.Store, "node-6", "removeMember")
+	admit(t, db.Store, "node-7", nil)
+	// A carried-over admission whose trail event listed no roles (migration 0008).
+	if _, err := db.Store.Pool().Exec(ctx, `INSERT INTO admissions (machine, member, admitted_by, request_id, carried_over)
+		VALUES ('node-5', 'node-5', 'admin', 'old', true)`); err != nil {
 		t.Fatal(err)
 	}
-	// Plans (dry runs) move no machine: a planned removal and a planned admission are not
-	// steps, for drift as for the lifecycle.
-	for _, e := range []audit.Event{{Action: "removeMember", Machine: "node-5"}, {Action: "admitMember", Machine: "node-8"}} {
-		e.Actor, e.Outcome, e.RequestID = "admin", audit.Planned, "req"
-		if err := db.Store.RecordAudit(ctx, e); err != nil {
-			t.Fatal(err)
+	// A refused or planned change ends nothing: its transaction is not kept.
+	refused := errors.New("refused")
+	if err := db.Store.Audited(audited("removeMember"), "node-4", func(ctx context.Context) error {
+		if err := db.Store.EndAdmission(ctx, "node-4"); err != nil {
+			return err
 		}
-	}
-	if step, err := db.Store.LatestStep(ctx, "node-5", []string{"admitMember", "removeMember"}); err != nil || step != "admitMember" {
-		t.Fatalf("node-5's latest step %q %v: a PLANNED event counted", step, err)
+		return refused
+	}); !errors.Is(err, refused) {
+		t.Fatal(err)
 	}
 	got, err := db.Store.Drift().Admitted(ctx)
 	if err != nil {
@@ -56,8 +70,44 @@ func TestAdmittedMachinesWithTheirRoles(t *testing.T) {
 	if !got[0].RolesKnown || strings.Join(got[0].Roles, ",") != "database-standby,event-hub" || got[0].At.IsZero() {
 		t.Fatalf("node-4 %+v", got[0])
 	}
-	if got[1].RolesKnown || got[2].RolesKnown {
-		t.Fatalf("no roles, or not a list: %+v %+v", got[1], got[2])
+	if got[1].RolesKnown || !got[2].RolesKnown || len(got[2].Roles) != 0 {
+		t.Fatalf("roles unknown (carried over), and none: %+v %+v", got[1], got[2])
+	}
+}
+
+// An admission keeps the id of the audit event that recorded it (drawn only when the event
+// is inserted, after the Incus update), and a second admission ends the first.
+func TestAnAdmissionKeepsItsAuditEvent(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	first := admit(t, db.Store, "node-1", []string{"database"})
+	second := admit(t, db.Store, "node-1", []string{"database"})
+	open, err := db.Store.OpenAdmission(ctx, "node-1")
+	if err != nil || open == nil || open.ID != second || open.CarriedOver || first == second {
+		t.Fatalf("open admission %+v %v (first %d, second %d)", open, err, first, second)
+	}
+	var eventID int64
+	var action string
+	if err := db.Store.Pool().QueryRow(ctx, `SELECT a.audit_event_id, e.action FROM admissions a JOIN audit_events e ON e.id = a.audit_event_id
+		WHERE a.id = $1`, second).Scan(&eventID, &action); err != nil || action != "admitMember" {
+		t.Fatalf("admission %d's audit event: %d %q %v", second, eventID, action, err)
+	}
+	var endedBy, endedAction string
+	if err := db.Store.Pool().QueryRow(ctx, `SELECT ended_by, ended_action FROM admissions WHERE id = $1`, first).Scan(&endedBy, &endedAction); err != nil ||
+		endedBy != "admin" || endedAction != "admitMember" {
+		t.Fatalf("first admission ended by %q with %q: %v", endedBy, endedAction, err)
+	}
+	end(t, db.Store, "node-1", "removeMember")
+	if open, err := db.Store.OpenAdmission(ctx, "node-1"); err != nil || open != nil {
+		t.Fatalf("after removeMember: %+v %v", open, err)
+	}
+	all, err := db.Store.OpenAdmissions(ctx)
+	if err != nil || len(all) != 0 {
+		t.Fatalf("open admissions %v %v", all, err)
+	}
+	// Outside a change, an admission is never written.
+	if _, err := db.Store.RecordAdmission(ctx, admission.Admitted{Machine: "node-2"}); !apperr.Is(err, apperr.Internal) {
+		t.Fatalf("written outside a change: %v", err)
 	}
 }
 

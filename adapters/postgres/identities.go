@@ -12,6 +12,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/mutations"
 )
 
 var (
@@ -98,7 +99,7 @@ func (s *Store) NoteUse(ctx context.Context, id int64, at time.Time) {
 // ChangeIdentities runs fn in a transaction that writes the audit event of the mutation
 // in progress. It takes no machine lock: revocations serialise on the rows they read.
 func (s *Store) ChangeIdentities(ctx context.Context, fn func(identity.Tx) error) error {
-	return s.change(ctx, "", func(ctx context.Context, tx pgx.Tx) error { return fn(identityTx{tx}) })
+	return s.changeHolding(ctx, mutations.LockIdentities, "", func(ctx context.Context, tx pgx.Tx) error { return fn(identityTx{tx}) })
 }
 
 type identityTx struct{ tx pgx.Tx }

@@ -12,7 +12,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/lifecycle"
+	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/plan"
 )
 
@@ -38,7 +38,7 @@ func TestChangesNeedOnlyTheirOwnConnection(t *testing.T) {
 		if _, err := store.Machines().Record(ctx, "node-1"); err != nil {
 			return err
 		}
-		if _, err := store.LatestStep(ctx, "node-1", lifecycle.MembershipSteps); err != nil {
+		if _, err := store.OpenAdmission(ctx, "node-1"); err != nil {
 			return err
 		}
 		return store.Notify(ctx, postgres.AdmissionChannel, `{}`)
@@ -110,5 +110,38 @@ func TestADryRunTakesNoMachineLock(t *testing.T) {
 	close(let)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A mutation's change holds the lock declared beside it in schema/ (@change): one that
+// holds another is refused before it changes anything, so the declaration cannot drift
+// from the services.
+func TestAChangeHoldsTheLockItsMutationDeclares(t *testing.T) {
+	db := pgtest.New(t)
+	for _, c := range []struct {
+		action, machine string
+		ok              bool
+	}{
+		{"registerMachine", "node-1", true},     // MACHINE
+		{"registerMachine", "", false},          // MACHINE declared, none held
+		{"setHardwareProfile", "", true},        // NONE
+		{"setHardwareProfile", "node-1", false}, // NONE declared, a machine's held
+		{"createIdentity", "", false},           // IDENTITIES: only through ChangeIdentities
+		{"driftCheck", "node-1", true},          // no mutation: not checked
+	} {
+		ran := false
+		err := db.Store.Audited(audited(c.action), c.machine, func(context.Context) error { ran = true; return nil })
+		if c.ok != (err == nil) || ran != c.ok {
+			t.Errorf("%s holding %q: ran %v, %v", c.action, c.machine, ran, err)
+		}
+		if !c.ok && apperr.CodeOf(err) != apperr.Internal {
+			t.Errorf("%s holding %q: %v, want INTERNAL", c.action, c.machine, err)
+		}
+	}
+	if err := db.Store.ChangeIdentities(audited("createIdentity"), func(identity.Tx) error { return nil }); err != nil {
+		t.Errorf("createIdentity through ChangeIdentities: %v", err)
+	}
+	if err := db.Store.ChangeIdentities(audited("registerMachine"), func(identity.Tx) error { return nil }); apperr.CodeOf(err) != apperr.Internal {
+		t.Errorf("registerMachine through ChangeIdentities: %v, want INTERNAL", err)
 	}
 }

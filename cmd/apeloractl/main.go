@@ -57,10 +57,12 @@ commands:
   create-identity NAME -permission PERM [-permission PERM ...] [-expires 90d|RFC3339]
                                   create an identity: prints its bearer token ONCE
   revoke-identity NAME            revoke an identity at once (its websockets close too)
+  placement-guard [on|off]        the placement guard's state, or turn it on or off: on,
+                                  Incus places untargeted instances only on admitted members
 
 -dry-run, after any command that changes something (register, unregister, approve, revoke,
 admit, remove, commission, install, hardware-test, release, create-identity,
-revoke-identity), changes nothing and prints the plan: the steps it would take in Incus,
+revoke-identity, placement-guard on|off), changes nothing and prints the plan: the steps it would take in Incus,
 MAAS and the database, and what would refuse or qualify it. A plan that would be refused
 exits as the call would (the refusal's code). It issues no token and is audited PLANNED.
 
@@ -120,7 +122,7 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	c.gql = client.New(c.endpoint, c.token, nil)
 	cmd, rest := args[0], args[1:]
 	rest, c.dryRun = takeDryRun(rest)
-	if c.dryRun && !changing[cmd] {
+	if c.dryRun && !changing(cmd) {
 		return usageError(cmd + " changes nothing: -dry-run is for the commands that do (see `apeloractl help`)")
 	}
 	switch cmd {
@@ -219,6 +221,8 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		return c.watchAudit(ctx, rest)
 	case "identities":
 		return c.identities(ctx)
+	case "placement-guard":
+		return c.placementGuard(ctx, rest)
 	case "create-identity":
 		return c.createIdentity(ctx, rest)
 	case "revoke-identity":

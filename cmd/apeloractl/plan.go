@@ -8,13 +8,25 @@ import (
 	"text/tabwriter"
 
 	"github.com/apelora/fabric/client"
+	"github.com/apelora/fabric/internal/mutations"
 )
 
-// changing are the commands that change something: they take -dry-run.
-var changing = map[string]bool{
-	"register": true, "unregister": true, "approve": true, "revoke": true, "admit": true, "remove": true,
-	"commission": true, "install": true, "hardware-test": true, "release": true,
-	"create-identity": true, "revoke-identity": true,
+// mutationOf is the mutation each command that changes something calls. Whether a
+// command takes -dry-run comes from that mutation's declaration (internal/mutations,
+// generated from schema/): every declared mutation is a change that can be planned.
+var mutationOf = map[string]string{
+	"register": "registerMachine", "unregister": "unregisterMachine",
+	"approve": "approveEnrolment", "revoke": "revokeJoinToken", "admit": "admitMember", "remove": "removeMember",
+	"commission": "commissionMachine", "install": "installOperatingSystem",
+	"hardware-test": "runHardwareTests", "release": "releaseMachine",
+	"create-identity": "createIdentity", "revoke-identity": "revokeIdentity",
+	"placement-guard": "setPlacementGuard", // on|off; its read without an argument refuses -dry-run itself
+}
+
+// changing reports whether cmd calls a declared change: it takes -dry-run.
+func changing(cmd string) bool {
+	_, ok := mutations.Of(mutationOf[cmd])
+	return ok
 }
 
 // takeDryRun removes -dry-run (or --dry-run) from a command's arguments, wherever it is.

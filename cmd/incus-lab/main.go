@@ -159,7 +159,8 @@ func start(n int, dir string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stderr, "incus-lab:", c.Summary())
-	fmt.Fprintf(stderr, "incus-lab: environment for the product: eval \"$(incus-lab env %s)\"\n", dir)
+	// The hint names this program as it was called (bin/incus-lab), so it works as printed.
+	fmt.Fprintf(stderr, "incus-lab: environment for the product: eval \"$(%s env %s)\"\n", os.Args[0], dir)
 	if out, err := c.CLI(c.Members[0], "cluster", "list"); err == nil {
 		fmt.Fprint(stderr, out)
 	}

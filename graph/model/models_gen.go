@@ -172,6 +172,8 @@ type ClusterView struct {
 	// The fence worker's last report; null when no worker has ever led.
 	FenceWorker *FenceWorker      `json:"fenceWorker,omitempty"`
 	Warnings    []*ClusterWarning `json:"warnings"`
+	// The placement guard's state, read from Incus; null when Incus could not be asked.
+	PlacementGuard *PlacementGuard `json:"placementGuard,omitempty"`
 }
 
 type ClusterWarning struct {
@@ -590,6 +592,12 @@ type PendingJoinToken struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
+type PlacementGuard struct {
+	State PlacementGuardState `json:"state"`
+	// The state in words, with what to do next.
+	Message string `json:"message"`
+}
+
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
@@ -839,6 +847,20 @@ type SetHardwareProfilePayload struct {
 	Plan *Plan `json:"plan,omitempty"`
 }
 
+type SetPlacementGuardInput struct {
+	Enabled bool `json:"enabled"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	DryRun *bool `json:"dryRun,omitempty"`
+}
+
+type SetPlacementGuardPayload struct {
+	// The guard after the call; null in a plan.
+	PlacementGuard *PlacementGuard `json:"placementGuard,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
 type SourceStatus struct {
 	Configured bool `json:"configured"`
 	// Could be asked for this answer.
@@ -1041,6 +1063,67 @@ func (e *AuditOutcome) UnmarshalJSON(b []byte) error {
 }
 
 func (e AuditOutcome) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// The lock a change holds while it runs, so two changes to one thing never interleave.
+type ChangeLock string
+
+const (
+	// The machine's advisory lock (a second change to it at the same time is BUSY).
+	ChangeLockMachine ChangeLock = "MACHINE"
+	// The identities' rows (a revocation cannot leave no active manager).
+	ChangeLockIdentities ChangeLock = "IDENTITIES"
+	// No lock: the database's constraints keep concurrent changes apart (hardware profiles).
+	ChangeLockNone ChangeLock = "NONE"
+)
+
+var AllChangeLock = []ChangeLock{
+	ChangeLockMachine,
+	ChangeLockIdentities,
+	ChangeLockNone,
+}
+
+func (e ChangeLock) IsValid() bool {
+	switch e {
+	case ChangeLockMachine, ChangeLockIdentities, ChangeLockNone:
+		return true
+	}
+	return false
+}
+
+func (e ChangeLock) String() string {
+	return string(e)
+}
+
+func (e *ChangeLock) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ChangeLock(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ChangeLock", str)
+	}
+	return nil
+}
+
+func (e ChangeLock) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ChangeLock) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ChangeLock) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1638,9 +1721,9 @@ const (
 	PhaseAwaitingJoin Phase = "AWAITING_JOIN"
 	// A member held out of automatic placement (scheduler.instance=manual), awaiting admission.
 	PhaseHeld Phase = "HELD"
-	// A member admitted after passing the admission checks.
+	// A member admitted after passing the admission checks: Apelora recorded the admission, and the member carries its mark (user.apelora.admission).
 	PhaseAdmitted Phase = "ADMITTED"
-	// A member placement can reach although no admission was recorded.
+	// A member placement can reach although it carries no mark of an admission Apelora recorded.
 	PhaseUnheld Phase = "UNHELD"
 	// An Incus member with no machine record (for example the bootstrap member).
 	PhaseUnregistered Phase = "UNREGISTERED"
@@ -1699,6 +1782,66 @@ func (e *Phase) UnmarshalJSON(b []byte) error {
 }
 
 func (e Phase) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type PlacementGuardState string
+
+const (
+	// Apelora's guard is Incus's placement scriptlet.
+	PlacementGuardStateOn PlacementGuardState = "ON"
+	// No placement scriptlet: Incus may place on a member before it is admitted.
+	PlacementGuardStateOff PlacementGuardState = "OFF"
+	// A placement scriptlet Apelora did not write (or one edited since); Apelora leaves it alone.
+	PlacementGuardStateForeign PlacementGuardState = "FOREIGN"
+)
+
+var AllPlacementGuardState = []PlacementGuardState{
+	PlacementGuardStateOn,
+	PlacementGuardStateOff,
+	PlacementGuardStateForeign,
+}
+
+func (e PlacementGuardState) IsValid() bool {
+	switch e {
+	case PlacementGuardStateOn, PlacementGuardStateOff, PlacementGuardStateForeign:
+		return true
+	}
+	return false
+}
+
+func (e PlacementGuardState) String() string {
+	return string(e)
+}
+
+func (e *PlacementGuardState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = PlacementGuardState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid PlacementGuardState", str)
+	}
+	return nil
+}
+
+func (e PlacementGuardState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *PlacementGuardState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e PlacementGuardState) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1837,6 +1980,8 @@ const (
 	WarningCodeHardwareUUIDMismatch WarningCode = "HARDWARE_UUID_MISMATCH"
 	// An admitted member fails a check it passed at admission (see `drift` on the warning).
 	WarningCodeDrift WarningCode = "DRIFT"
+	// The member carries the admission mark (user.apelora.admission), but Apelora has no record of that admission: placement reaches a member Apelora did not admit. Run admitMember to check and admit it, or hold it.
+	WarningCodeAdmissionNotRecorded WarningCode = "ADMISSION_NOT_RECORDED"
 )
 
 var AllWarningCode = []WarningCode{
@@ -1848,11 +1993,12 @@ var AllWarningCode = []WarningCode{
 	WarningCodeMaasMachineMissing,
 	WarningCodeHardwareUUIDMismatch,
 	WarningCodeDrift,
+	WarningCodeAdmissionNotRecorded,
 }
 
 func (e WarningCode) IsValid() bool {
 	switch e {
-	case WarningCodeJoinedWithoutHold, WarningCodeIncusUnavailable, WarningCodeScheduledByGroup, WarningCodeJoinTokensUnknown, WarningCodeMaasUnavailable, WarningCodeMaasMachineMissing, WarningCodeHardwareUUIDMismatch, WarningCodeDrift:
+	case WarningCodeJoinedWithoutHold, WarningCodeIncusUnavailable, WarningCodeScheduledByGroup, WarningCodeJoinTokensUnknown, WarningCodeMaasUnavailable, WarningCodeMaasMachineMissing, WarningCodeHardwareUUIDMismatch, WarningCodeDrift, WarningCodeAdmissionNotRecorded:
 		return true
 	}
 	return false

@@ -250,7 +250,7 @@ func (e *Env) Count(table string) int64 {
 }
 
 // ChangeTables are the tables a refused or failed mutation must leave as they were.
-var ChangeTables = []string{"machine_records", "identities", "hardware_profiles"}
+var ChangeTables = []string{"machine_records", "identities", "hardware_profiles", "admissions"}
 
 // notChanges are columns a refused call may still write: authenticating notes the
 // identity's last use.

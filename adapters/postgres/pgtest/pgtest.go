@@ -7,12 +7,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/migrations"
 )
 
 // EnvVar names the admin connection string tests use to create their databases.
@@ -50,6 +53,56 @@ func AdminURL(t testing.TB) string {
 // database is dropped when the test ends.
 func New(t testing.TB) *DB {
 	t.Helper()
+	db := create(t)
+	if _, err := db.Store.Migrate(context.Background()); err != nil {
+		t.Fatalf("migrate test database: %v", err)
+	}
+	return db
+}
+
+// NewBefore creates a fresh database with only the migrations numbered below version
+// applied, as a previous release left it, and returns a store on it: a test writes what
+// that release wrote, then calls Store.Migrate to apply the rest as an upgrade does. The
+// database is dropped when the test ends.
+func NewBefore(t testing.TB, version int) *DB {
+	t.Helper()
+	db := create(t)
+	ctx := context.Background()
+	names, err := fs.Glob(migrations.Files, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	if _, err := db.Store.Pool().Exec(ctx, `CREATE TABLE schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		num, _, _ := strings.Cut(n, "_")
+		v, err := strconv.Atoi(num)
+		if err != nil {
+			t.Fatalf("migration %s: %v", n, err)
+		}
+		if v >= version {
+			break
+		}
+		sql, err := fs.ReadFile(migrations.Files, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Store.Pool().Exec(ctx, string(sql)); err != nil {
+			t.Fatalf("apply migration %s: %v", n, err)
+		}
+		if _, err := db.Store.Pool().Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, v, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+// create creates an empty database, dropped when the test ends, with a store on it.
+func create(t testing.TB) *DB {
+	t.Helper()
 	admin := AdminURL(t)
 	ctx := context.Background()
 	var b [6]byte
@@ -74,9 +127,6 @@ func New(t testing.TB) *DB {
 	store, err := postgres.Open(ctx, url, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatalf("open test database: %v", err)
-	}
-	if _, err := store.Migrate(ctx); err != nil {
-		t.Fatalf("migrate test database: %v", err)
 	}
 	t.Cleanup(func() {
 		store.Close()

@@ -45,9 +45,14 @@ const browser = await launch();
 try {
   const { context, page } = await newPage(browser, BASE);
 
-  step('sign-in page');
+  step('sign-in page (a first visit logs no error in the browser console)');
+  const firstVisit = [];
+  const noteConsole = (m) => { if (m.type() === 'error') firstVisit.push(m.text()); };
+  page.on('console', noteConsole);
   await page.goto('/');
   await page.getByLabel('Bearer token').waitFor();
+  page.off('console', noteConsole);
+  expect(firstVisit.length === 0, `the sign-in page logged errors: ${firstVisit.join('; ')}`);
   await shot(page, SHOTS, '01-sign-in');
   await axe(page, 'sign-in');
   await page.getByLabel('Bearer token').fill('apl_not-a-real-token');
@@ -68,6 +73,49 @@ try {
   expect((await page.locator('tr[data-machine="m1"]').innerText()).includes('Deployed'), 'm1 shows its MAAS status beside the member');
   await shot(page, SHOTS, '03-fleet');
   await axe(page, 'fleet');
+
+  step('fleet: "/" focuses the search (not while typing in a field)');
+  await page.locator('#fleet-title').click();
+  await page.keyboard.press('/');
+  expect(await page.evaluate(() => document.activeElement?.hasAttribute('data-fleet-search')), '"/" focuses the fleet search');
+  await page.keyboard.type('zz-no-such');
+  expect((await page.locator('[data-fleet-search]').inputValue()) === 'zz-no-such', 'a "/" typed in the search is not swallowed and types on');
+  step('fleet: a filter with no match says so and offers to clear it');
+  await page.locator('[data-fleet-empty]').waitFor();
+  expect((await page.locator('[data-fleet-empty]').innerText()).includes('No machine matches this filter'), 'the empty filter says so');
+  await shot(page, SHOTS, '03c-fleet-no-match');
+  await axe(page, 'fleet no match');
+  await page.locator('[data-fleet-empty] button', { hasText: 'Clear filters' }).click();
+  await page.locator('tr[data-machine="node-a"]').waitFor();
+  expect(!page.url().includes('q='), 'clearing the filter clears the URL: ' + page.url());
+
+  step('fleet: the column chooser hides a column, and the choice survives a reload');
+  const headers = () => page.locator('.fleet-table thead th').allInnerTexts();
+  expect((await headers()).some((h) => h.includes('Power')), 'the Power column shows at first');
+  await page.locator('[data-columns-chooser] summary').click();
+  await page.locator('[data-column="power"]').uncheck();
+  expect(!(await headers()).some((h) => h.includes('Power')), 'unchecking Power hides its column');
+  expect((await page.locator('tr[data-machine="m1"] td').count()) === 7, 'a row has a cell per shown column');
+  await shot(page, SHOTS, '03d-fleet-columns', false);
+  await page.reload();
+  await page.locator('tr[data-machine="m1"]').waitFor();
+  expect(!(await headers()).some((h) => h.includes('Power')), 'the column choice survives a reload');
+  await page.locator('[data-columns-chooser] summary').click();
+  await page.locator('[data-column="power"]').check();
+  await page.locator('[data-columns-chooser] summary').click();
+  expect((await headers()).some((h) => h.includes('Power')), 'checking Power shows it again');
+
+  step('theme switch: dark, kept over a reload, then back to the system\'s');
+  await page.locator('[data-theme-switch]').selectOption('dark');
+  await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
+  await page.reload();
+  await page.locator('tr[data-machine="m1"]').waitFor();
+  expect((await page.evaluate(() => document.documentElement.dataset.theme)) === 'dark', 'the dark theme chosen survives a reload');
+  await shot(page, SHOTS, '03e-fleet-dark-chosen', false);
+  await page.locator('[data-theme-switch]').selectOption('system');
+  await page.waitForFunction(() => document.documentElement.dataset.theme === 'light');
+  await noStoredCredential(page, 'after the theme switch');
+
   await page.locator('[data-fleet-search]').fill('nnnn03');
   await page.waitForFunction(() => document.querySelectorAll('tbody tr[data-machine]').length === 1);
   expect(page.url().includes('q=nnnn03'), 'the search is kept in the URL: ' + page.url());
@@ -84,8 +132,53 @@ try {
   await confirmPlanned(page);
   await page.waitForURL('**/machines/node-a');
   await phaseIs(page, 'REGISTERED');
-  await shot(page, SHOTS, '04-machine-registered');
+  step('a toast says the change succeeded and links to its audit event, without taking focus');
+  const toast = page.locator('[data-toast="success"][data-audit-event]');
+  await toast.waitFor();
+  expect((await toast.innerText()).includes('node-a'), 'the toast names the machine: ' + (await toast.innerText()));
+  expect((await toast.getByRole('link').getAttribute('href')).includes('event=' + (await toast.getAttribute('data-audit-event'))), 'the toast links to its audit event');
+  expect(!(await page.evaluate(() => !!document.activeElement?.closest('.toasts'))), 'the toast did not take focus');
+  await shot(page, SHOTS, '04-machine-registered', false);
   await axe(page, 'machine');
+  await toast.getByRole('button', { name: /Dismiss/ }).click();
+  await toast.waitFor({ state: 'detached', timeout: 2000 });
+
+  step('machine tabs: the arrow keys move between them, the tab is in the URL');
+  await page.locator('[data-tab="overview"]').focus();
+  await page.keyboard.press('ArrowRight');
+  await page.locator('[data-tab="admission"][aria-selected="true"]').waitFor();
+  expect(await page.evaluate(() => document.activeElement?.getAttribute('data-tab') === 'admission'), 'focus follows the arrow key');
+  expect(page.url().includes('tab=admission'), 'the tab is in the URL: ' + page.url());
+  await page.keyboard.press('End');
+  await page.locator('[data-tab-panel="history"] tr[data-audit-action="registerMachine"][data-outcome="SUCCEEDED"]').waitFor();
+  await page.keyboard.press('ArrowLeft');
+  await page.locator('[data-tab-panel="fencing"]').waitFor();
+  await page.keyboard.press('ArrowLeft');
+  await page.locator('[data-tab-panel="hardware"]').waitFor();
+  expect((await page.locator('[data-tab-panel="hardware"]').innerText()).includes('32 CPUs'), 'node-a shows the CPUs MAAS inventoried');
+  await page.reload();
+  await page.locator('[data-tab="hardware"][aria-selected="true"]').waitFor();
+  await page.locator('[data-tab="overview"]').click();
+  expect(!page.url().includes('tab='), 'the overview is the page without a tab: ' + page.url());
+  step('a New machine\'s hardware is unknown, not 0; a status is not repeated');
+  await page.goto('/machines/node-new?tab=hardware');
+  const hw = page.locator('[data-tab-panel="hardware"] .facts');
+  await hw.waitFor();
+  const hwText = await hw.innerText();
+  expect(hwText.includes('unknown') && !/\b0 (CPUs|GiB|GB)/.test(hwText), 'MAAS hardware not inventoried reads as unknown, not 0: ' + hwText);
+  await shot(page, SHOTS, '04b-machine-new-maas-hardware');
+  await axe(page, 'machine MAAS hardware');
+  await page.goto('/machines/m1');
+  const memberFacts = await page.locator('[aria-label="Incus member"]').innerText();
+  expect(memberFacts.includes('URL'), 'm1 shows its member URL: ' + memberFacts);
+  const urlBox = await page.locator('[aria-label="Incus member"] dd.nowrap code').boundingBox();
+  expect(urlBox && urlBox.height < 30, `the member URL stays on one line (${urlBox?.height}px high)`);
+  await shot(page, SHOTS, '04c-machine-member');
+  await page.locator('[data-tab="hardware"]').click();
+  const m1Status = await page.locator('[data-tab-panel="hardware"] .facts').innerText();
+  expect(!/Deployed\s+—\s+Deployed/.test(m1Status), 'the MAAS status is not repeated: ' + m1Status);
+  await page.goto('/machines/node-a');
+  await phaseIs(page, 'REGISTERED');
 
   step('install: the images MAAS holds are offered');
   await page.locator('[data-action="install"]').click();
@@ -216,17 +309,18 @@ try {
   await phaseIs(page, 'HELD', 45000);
 
   step('admission checks stream in from a report run elsewhere');
+  await page.locator('[data-tab="admission"]').click();
   await page.locator('#admission-title').waitFor();
   // Opening a held member runs its checks once; a run started elsewhere then streams in too.
   await page.locator('[data-verdict="ADMISSIBLE"]').waitFor({ timeout: 20000 });
   const firstRun = await page.locator('[data-verdict]').getAttribute('data-run');
   await control('/report');
   await page.locator(`[data-verdict="ADMISSIBLE"]:not([data-run="${firstRun}"])`).waitFor({ timeout: 20000 });
-  // Every check of the run is shown: 11 today (online … clock, and the two hardware-profile
+  // Every check of the run is shown: 12 today (online … clock, placement-guard, the two hardware-profile
   // checks: node-4 has the profile lab-small, compared with what Incus sees; it is no MAAS
   // machine, so the MAAS half is SKIPPED).
   const checks = await page.locator('tr[data-check]').count();
-  expect(checks === 11, `${checks} checks shown, want 11`);
+  expect(checks === 12, `${checks} checks shown, want 12`);
   const profileCheck = await page.locator('tr[data-check="hardware-profile-incus"]').innerText();
   expect((await page.locator('tr[data-check="hardware-profile-incus"] [data-result="PASS"]').count()) === 1, 'node-4 meets its profile as Incus sees it: ' + profileCheck);
   log('hardware-profile-maas:', await page.locator('tr[data-check="hardware-profile-maas"]').innerText());
@@ -261,6 +355,7 @@ try {
   expect((await page.locator('tbody tr[data-machine]').getAttribute('data-machine')) === 'node-4', 'the DRIFT warning filter keeps node-4 alone');
   await page.getByLabel('Warning').selectOption('');
   await page.locator('tr[data-machine="node-4"] a').first().click();
+  await page.locator('[data-tab="admission"]').click();
   await control('/release-node-4');
   await page.locator('[data-drift="none"]').waitFor({ timeout: 30000 });
   await phaseIs(page, 'ADMITTED');
@@ -273,7 +368,7 @@ try {
   await shot(page, SHOTS, '09a-fleet-after');
 
   step('audit shows each step');
-  await page.getByRole('link', { name: 'Audit' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit' }).click();
   for (const a of ['registerMachine', 'approveEnrolment', 'admitMember']) {
     await page.locator(`tr[data-audit-action="${a}"][data-outcome="SUCCEEDED"]`).first().waitFor();
   }
@@ -283,9 +378,40 @@ try {
   await page.waitForFunction(() => [...document.querySelectorAll('tr[data-outcome]')].every((r) => r.dataset.outcome === 'FAILED') && document.querySelectorAll('tr[data-outcome]').length > 0);
   expect(page.url().includes('outcome=FAILED'), 'the audit filter is kept in the URL');
   await page.getByLabel('Outcome').selectOption('');
+
+  step('audit: a 5,000-character value is clipped, shown whole on request; filters apply as typed; export');
+  // Refused as invalid input, and audited with the value bounded (1 KiB kept).
+  await fetch(BASE + '/graphql', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + ADMIN_TOKEN },
+    body: JSON.stringify({ query: 'mutation($n: String!) { registerMachine(input: {name: $n}) { machine { name } } }', variables: { n: 'n'.repeat(5000) } }),
+  });
+  const longRow = page.locator('tr[data-audit-action="registerMachine"][data-outcome="FAILED"]').first();
+  await longRow.waitFor();
+  const rowHeight = (await longRow.boundingBox()).height;
+  const pageHeight = await page.evaluate(() => document.documentElement.scrollHeight);
+  expect(rowHeight < 300, `a row with a 5,000-character value is ${rowHeight}px tall`);
+  expect(pageHeight < 6000, `the audit page is ${pageHeight}px tall`);
+  const outcomeCell = longRow.locator('td.outcome');
+  const box = await outcomeCell.boundingBox();
+  const viewport = page.viewportSize();
+  expect(box && box.x + box.width <= viewport.width, 'Outcome stays on screen beside a long value');
+  await shot(page, SHOTS, '09b-audit-long-value', false);
+  await longRow.getByRole('button', { name: /show all \d+ characters/ }).first().click();
+  await longRow.getByRole('button', { name: 'show less' }).first().waitFor();
+  await axe(page, 'audit with a long value');
+  await page.getByLabel('Actor').fill('admin');
+  await page.waitForFunction(() => location.search.includes('actor=admin'));
+  const [download] = await Promise.all([page.waitForEvent('download'), page.locator('[data-export="jsonl"]').click()]);
+  const exported = (await (await import('node:fs/promises')).readFile(await download.path(), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+  expect(exported.length > 0 && exported.every((e) => e.actor === 'admin'), `the export holds the filter's events (${exported.length})`);
+  expect(/^apelora-audit_actor-admin_.*\.jsonl$/.test(download.suggestedFilename()), `export named ${download.suggestedFilename()}`);
+  const [csv] = await Promise.all([page.waitForEvent('download'), page.locator('[data-export="csv"]').click()]);
+  const csvText = await (await import('node:fs/promises')).readFile(await csv.path(), 'utf8');
+  expect(csvText.startsWith('id,at,actor,action,machine,outcome'), 'the CSV export has its header');
   await page.getByLabel('Actor').fill('nobody');
-  await page.getByRole('button', { name: 'Apply' }).click();
   await page.getByText('No audited action yet.').waitFor();
+  expect(page.url().includes('actor=nobody'), 'the typed filter is kept in the URL');
   await clean(page, 'audit');
 
   step('identities: the last manager cannot be revoked, with the server\'s reason');
@@ -370,6 +496,14 @@ try {
   await confirmPlanned(page);
   await page.getByText('Mapping set').waitFor();
   await page.locator('tr[data-member="m1"]', { hasText: 'mmmm01' }).waitFor();
+  step('the placement guard switch: its plan in the confirm dialog, then on');
+  await page.locator('[data-guard="OFF"]').waitFor();
+  expect((await page.locator('[data-action="placement-guard"]').getAttribute('aria-checked')) === 'false', 'the switch says off');
+  await page.locator('[data-action="placement-guard"]').click();
+  await dialog(page).getByText('PATCH /1.0').waitFor();
+  await confirmPlanned(page);
+  await page.locator('[data-guard="ON"]').waitFor();
+  expect((await page.locator('[data-action="placement-guard"]').getAttribute('aria-checked')) === 'true', 'the switch says on');
   await shot(page, SHOTS, '11-fencing');
   await axe(page, 'fencing');
   await clean(page, 'fencing');

@@ -67,20 +67,34 @@ export async function shot(page, dir, name, fullPage = true) {
   log('screenshot', path);
 }
 
-// axe scans the page as it is and fails on any serious or critical violation.
+// axe scans the page as it is, in the light theme and in the dark one (the browser's
+// prefers-color-scheme, which the console follows while no theme is chosen), and fails on
+// any serious or critical violation. With SHOTS set it keeps a screenshot of the dark page.
 export async function axe(page, where) {
   await page.evaluate(axeSource);
-  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-  const bad = res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  for (const v of res.violations) log(`axe ${where}: ${v.impact} ${v.id}: ${v.help} (${v.nodes.length})`);
-  expect(bad.length === 0, `${where}: axe found ${bad.map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`).join('; ')}`);
+  for (const scheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.waitForFunction((s) => (document.documentElement.dataset.theme || 'light') === s, scheme);
+    const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+    const bad = res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    for (const v of res.violations) log(`axe ${where} (${scheme}): ${v.impact} ${v.id}: ${v.help} (${v.nodes.length})`);
+    if (scheme === 'dark' && process.env.SHOTS) await shot(page, process.env.SHOTS, 'dark-' + where.replace(/[^a-z0-9]+/gi, '-'));
+    expect(bad.length === 0, `${where} (${scheme} theme): axe found ${bad.map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`).join('; ')}`);
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.waitForFunction(() => (document.documentElement.dataset.theme || 'light') === 'light');
 }
 
-// noStoredCredential fails when anything is in localStorage or sessionStorage, or the
-// session cookie is readable by script.
+// The console's preferences in localStorage (not credentials): the theme chosen and the
+// fleet columns hidden.
+const preferences = new Set(['apelora.theme', 'apelora.fleet.hiddenColumns']);
+
+// noStoredCredential fails when anything but the console's preferences is in localStorage,
+// anything is in sessionStorage, or the session cookie is readable by script.
 export async function noStoredCredential(page, where) {
-  const s = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie }));
-  expect(s.local === 0 && s.session === 0, `${where}: browser storage holds ${s.local} local and ${s.session} session items`);
+  const s = await page.evaluate(() => ({ local: Object.keys(localStorage), session: sessionStorage.length, cookie: document.cookie }));
+  const other = s.local.filter((k) => !preferences.has(k));
+  expect(other.length === 0 && s.session === 0, `${where}: browser storage holds ${other.length} local items (${other.join(', ')}) besides preferences and ${s.session} session items`);
   expect(!s.cookie.includes('apelora_session'), `${where}: the session cookie is readable by script`);
 }
 

@@ -19,6 +19,8 @@ import { Banner, Loading, Problems } from './components/ui';
 import { canManage } from './lib/actions';
 import { problemsOf } from './lib/errors';
 import { permissionLabel, sortPermissions } from './lib/identities';
+import { themeChoices, useTheme, type ThemeChoice } from './lib/theme';
+import { ToastHost } from './components/Toasts';
 
 type Auth = { state: 'checking' } | { state: 'out'; reason?: string } | { state: 'in'; session: SessionInfo };
 
@@ -113,46 +115,85 @@ function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignO
   const [viewer] = useQuery({ query: ViewerQuery, requestPolicy: 'network-only' });
   const v = viewer.data?.viewer ?? null;
   const perms = v ? sortPermissions(v.permissions).map(permissionLabel).join(', ') : '';
+  useSlashToSearch();
   return (
     <ViewerContext.Provider value={v}>
-      <a className="skip-link" href="#main">
-        Skip to content
-      </a>
-      <header className="topbar">
-        <span className="brand">Fabric Console</span>
-        <nav aria-label="Main">
-          <ul>
-            <li><Link to="/">Fleet</Link></li>
-            <li><Link to="/enrolment">Enrolment</Link></li>
-            <li><Link to="/fencing">Fencing</Link></li>
-            <li><Link to="/hardware">Hardware</Link></li>
-            <li><Link to="/identities">Identities</Link></li>
-            <li><Link to="/audit">Audit</Link></li>
-            <li><a href="/graphiql/">GraphiQL</a></li>
-          </ul>
-        </nav>
-        <div className="whoami">
-          <span data-identity>
-            {session.identity}
-            {perms ? <span className="perms"> ({perms})</span> : null}
-          </span>
-          <button type="button" className="btn btn-plain btn-small" onClick={onSignOut}>
-            Sign out
-          </button>
-        </div>
-      </header>
-      <main id="main" tabIndex={-1}>
-        <Problems problems={problemsOf(viewer.error)} />
-        {v && !canManage(v) ? (
-          <Banner tone="info" title="View only">
-            Identity “{v.name}” holds view-infrastructure: you see everything, and every change is disabled with the reason. Changes need
-            manage-infrastructure.
-          </Banner>
-        ) : null}
-        {children}
-      </main>
+      <ToastHost>
+        <a className="skip-link" href="#main">
+          Skip to content
+        </a>
+        <header className="topbar">
+          <span className="brand">Fabric Console</span>
+          <nav aria-label="Main">
+            <ul>
+              <li><Link to="/">Fleet</Link></li>
+              <li><Link to="/enrolment">Enrolment</Link></li>
+              <li><Link to="/fencing">Fencing</Link></li>
+              <li><Link to="/hardware">Hardware</Link></li>
+              <li><Link to="/identities">Identities</Link></li>
+              <li><Link to="/audit">Audit</Link></li>
+              <li><a href="/graphiql/">GraphiQL</a></li>
+            </ul>
+          </nav>
+          <div className="whoami">
+            <ThemeSwitch />
+            <span data-identity>
+              {session.identity}
+              {perms ? <span className="perms"> ({perms})</span> : null}
+            </span>
+            <button type="button" className="btn btn-plain btn-small" onClick={onSignOut}>
+              Sign out
+            </button>
+          </div>
+        </header>
+        <main id="main" tabIndex={-1}>
+          <Problems problems={problemsOf(viewer.error)} />
+          {v && !canManage(v) ? (
+            <Banner tone="info" title="View only">
+              Identity “{v.name}” holds view-infrastructure: you see everything, and every change is disabled with the reason. Changes need
+              manage-infrastructure.
+            </Banner>
+          ) : null}
+          {children}
+        </main>
+      </ToastHost>
     </ViewerContext.Provider>
   );
+}
+
+const themeLabels: Record<ThemeChoice, string> = { system: 'As the system', light: 'Light', dark: 'Dark' };
+
+function ThemeSwitch() {
+  const [theme, setTheme] = useTheme();
+  return (
+    <label className="theme-switch">
+      Theme
+      <select className="input input-small" value={theme} onChange={(e) => setTheme(e.target.value as ThemeChoice)} data-theme-switch>
+        {themeChoices.map((c) => (
+          <option key={c} value={c}>{themeLabels[c]}</option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+// useSlashToSearch: "/" focuses the page's search (its role="search" form), as in MAAS's
+// and LXD's consoles, unless the administrator is typing in a field or a dialog is open.
+function useSlashToSearch() {
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== '/' || e.ctrlKey || e.metaKey || e.altKey || e.defaultPrevented) return;
+      const at = e.target as HTMLElement | null;
+      if (at?.closest('input, textarea, select, [contenteditable="true"]') || document.querySelector('dialog[open]')) return;
+      const search = document.querySelector<HTMLInputElement>('main form[role="search"] input');
+      if (!search) return;
+      e.preventDefault();
+      search.focus();
+      search.select();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
 }
 
 function Pages() {

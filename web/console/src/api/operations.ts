@@ -213,12 +213,19 @@ export const FencingQuery = graphql(`
       healingThreshold offlineThreshold members offlineMembers unmappedMembers
       fenceWorker { worker leaderSince lastRoundAt pollSeconds offlineAfterSeconds cooldownSeconds confirmTimeoutSeconds }
       warnings { code message }
+      placementGuard { state message }
     }
     fenceMappings {
       member maasSystemId hardwareUuid setBy setAt offlineSince
       lastDrill { at ok powerState problem worker }
       lastEvent { id at kind reason message }
     }
+  }
+`);
+
+export const SetPlacementGuardMutation = graphql(`
+  mutation SetPlacementGuard($input: SetPlacementGuardInput!) {
+    setPlacementGuard(input: $input) { plan { ...PlanFields } placementGuard { state message } }
   }
 `);
 

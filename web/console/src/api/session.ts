@@ -46,10 +46,16 @@ export async function signIn(url: string, token: string): Promise<SessionInfo> {
   return res.json();
 }
 
-// currentSession says who is signed in, or throws a SessionError saying why nobody is.
+// currentSession says who is signed in, or throws a SessionError saying why nobody is. The
+// server answers "nobody" (no cookie) with 200 and signedIn false, so a first visit logs no
+// failed request in the browser's console.
 export async function currentSession(url: string): Promise<SessionInfo> {
   const res = await call(url, { method: 'GET' });
-  return res.json();
+  const body = await res.json();
+  if (!body?.signedIn) {
+    throw new SessionError(body?.message ?? 'not signed in', 'UNAUTHENTICATED', 401);
+  }
+  return { identity: body.identity, expiresAt: body.expiresAt };
 }
 
 export async function signOut(url: string): Promise<void> {

@@ -1,7 +1,8 @@
 // Every change goes through this dialog: it names the machine and says what will happen,
 // asks the server for the plan (the mutation with dryRun: true) and shows it, optionally
 // asks for the machine's name to be typed, runs the mutation, and shows what the server
-// said (field errors beside their fields) or closes on success. A plan that would be
+// said (field errors beside their fields) or closes on success; either way a toast says
+// how it ended, with its audit event. A plan that would be
 // refused disables the button, with the refusal as the reason.
 import { useEffect, useId, useRef, useState, type ReactNode, type FormEvent } from 'react';
 import type { OperationResult } from '@urql/core';
@@ -10,8 +11,13 @@ import { Field, Problems } from './ui';
 import { fieldProblems, problemsOf, type Problem } from '../lib/errors';
 import { planOf, refusalReason, type Plan } from '../lib/plan';
 import { PlanView } from './PlanView';
+import type { ChangeName } from '../api/changes.gen';
+import { useToast } from './Toasts';
 
 export interface ConfirmProps<T> {
+  // change is the mutation run sends: a declared change (api/changes.gen.ts, from the
+  // schema's @change), whose answer carries the plan the dialog shows.
+  change: ChangeName;
   title: string;
   machine: string;
   // consequence says what will happen, in plain words.
@@ -40,6 +46,7 @@ export interface ConfirmProps<T> {
 
 export function ConfirmDialog<T>(p: ConfirmProps<T>) {
   const [typed, setTyped] = useState('');
+  const toast = useToast();
   const blockedId = useId();
   const [busy, setBusy] = useState(false);
   const [problems, setProblems] = useState<Problem[]>([]);
@@ -59,7 +66,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
         const res = await run.current(true);
         if (gone) return;
         const found = problemsOf(res.error);
-        setPlanned({ key, plan: found.length ? null : planOf(res.data), problem: found[0]?.message });
+        setPlanned({ key, plan: found.length ? null : planOf(res.data, p.change), problem: found[0]?.message });
       },
       planned ? 500 : 0,
     );
@@ -82,10 +89,13 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
     const res = await p.run(false);
     setBusy(false);
     const found = problemsOf(res.error);
+    const action = mutationField(res);
     if (found.length > 0 || !res.data) {
       setProblems(found.length ? found : [{ message: 'The server returned no answer: reload the page to see what happened.' }]);
+      toast({ ok: false, title: `Failed: ${p.title}`, detail: found[0]?.message, action, machine: p.machine });
       return;
     }
+    toast({ ok: true, title: `Done: ${p.title}`, action, machine: p.machine });
     // onDone, when given, decides what follows (the approval shows its token next).
     if (p.onDone) p.onDone(res.data);
     else p.onClose();
@@ -129,4 +139,15 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
       </form>
     </Dialog>
   );
+}
+
+// mutationField is the mutation's field (registerMachine, …): the audit trail's action.
+function mutationField(res: OperationResult<unknown>): string | undefined {
+  for (const d of res.operation.query.definitions) {
+    if (d.kind === 'OperationDefinition') {
+      const f = d.selectionSet.selections[0];
+      if (f?.kind === 'Field') return f.name.value;
+    }
+  }
+  return undefined;
 }

@@ -92,7 +92,8 @@ type ButtonProps = Omit<ButtonHTMLAttributes<HTMLButtonElement>, 'disabled'> & {
 };
 
 // ReasonButton is pressable unless reason is set; then it stays focusable (aria-disabled)
-// and the reason is shown beside it and read with it.
+// and the reason is its description: read with it (aria-describedby) and shown as a tip
+// while it is hovered or focused, not as a line under every button.
 export function ReasonButton({ reason, variant = 'plain', children, onClick, className, ...rest }: ButtonProps) {
   const rid = useId();
   return (
@@ -114,7 +115,7 @@ export function ReasonButton({ reason, variant = 'plain', children, onClick, cla
         {children}
       </button>
       {reason ? (
-        <span className="reason" id={rid}>
+        <span className="reason-tip" id={rid} role="tooltip">
           {reason}
         </span>
       ) : null}

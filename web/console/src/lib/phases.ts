@@ -11,8 +11,8 @@ export const phaseInfo: Record<Phase, { label: string; meaning: string; symbol: 
   REGISTERED: { label: 'Registered', symbol: '○', tone: 'neutral', meaning: 'Recorded; no Incus member and no pending join token.' },
   AWAITING_JOIN: { label: 'Awaiting join', symbol: '◔', tone: 'info', meaning: 'A join token was issued for the name and has not been used yet.' },
   HELD: { label: 'Held', symbol: '◑', tone: 'caution', meaning: 'A member held out of automatic placement (scheduler.instance=manual), awaiting admission.' },
-  ADMITTED: { label: 'Admitted', symbol: '●', tone: 'positive', meaning: 'A member admitted after passing the admission checks.' },
-  UNHELD: { label: 'Unheld', symbol: '▲', tone: 'negative', meaning: 'A member placement can reach although no admission was recorded.' },
+  ADMITTED: { label: 'Admitted', symbol: '●', tone: 'positive', meaning: 'A member admitted after passing the admission checks: Apelora recorded the admission, and the member carries its mark (user.apelora.admission).' },
+  UNHELD: { label: 'Unheld', symbol: '▲', tone: 'negative', meaning: 'A member placement can reach although it carries no mark of an admission Apelora recorded.' },
   UNREGISTERED: { label: 'Unregistered', symbol: '□', tone: 'neutral', meaning: 'An Incus member with no machine record (for example the bootstrap member).' },
   UNKNOWN: { label: 'Unknown', symbol: '?', tone: 'negative', meaning: 'Incus could not be asked (not configured or unreachable); see the warnings.' },
 };
@@ -26,6 +26,7 @@ export const warningLabels: Record<WarningCode, string> = {
   MAAS_MACHINE_MISSING: 'MAAS machine missing',
   HARDWARE_UUID_MISMATCH: 'Hardware UUID mismatch',
   DRIFT: 'Drift since admission',
+  ADMISSION_NOT_RECORDED: 'Admission not recorded',
 };
 
 export const checkSymbols: Record<CheckResult, { symbol: string; tone: string; label: string }> = {

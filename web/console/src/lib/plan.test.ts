@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { changeText, planOf, refusalReason, type Plan } from './plan';
+import { changes, type ChangeName } from '../api/changes.gen';
 
 const refused: Plan = {
   refused: true,
@@ -9,11 +10,22 @@ const refused: Plan = {
   warnings: [],
 };
 
-test('the plan is found in any mutation answer, and only there', () => {
-  assert.equal(planOf({ registerMachine: { machine: null, plan: refused } }), refused);
-  assert.equal(planOf({ registerMachine: { machine: { name: 'x' }, plan: null } }), null);
-  assert.equal(planOf(null), null);
-  assert.equal(planOf('plan'), null);
+test('the plan is read from the answer of the change named, and only there', () => {
+  assert.equal(planOf({ registerMachine: { machine: null, plan: refused } }, 'registerMachine'), refused);
+  assert.equal(planOf({ registerMachine: { machine: { name: 'x' }, plan: null } }, 'registerMachine'), null);
+  assert.equal(planOf({ admitMember: { plan: refused } }, 'registerMachine'), null);
+  assert.equal(planOf(null, 'registerMachine'), null);
+  assert.equal(planOf('plan', 'registerMachine'), null);
+  assert.equal(planOf({ noSuchChange: { plan: refused } }, 'noSuchChange' as ChangeName), null);
+});
+
+test('every declared change takes a dry run and answers its plan', () => {
+  const names = Object.keys(changes);
+  assert.ok(names.length >= 18, `${names.length} declared changes`);
+  for (const [name, c] of Object.entries(changes)) {
+    assert.ok(c.input.endsWith('Input'), `${name}: input ${c.input}`);
+    assert.ok(['MACHINE', 'IDENTITIES', 'NONE'].includes(c.lock), `${name}: lock ${c.lock}`);
+  }
 });
 
 test('a refused plan gives the reason the button is disabled, with its code', () => {

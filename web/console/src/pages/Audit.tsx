@@ -1,12 +1,14 @@
-// Audit: the trail newest first, in pages, filtered by machine, actor and outcome (kept in
-// the URL), with new events arriving live at the top.
-import { useEffect, useMemo, useState } from 'react';
-import { useQuery, useSubscription } from 'urql';
+// Audit: the trail newest first, in pages, filtered by machine, actor and outcome as they
+// are typed (kept in the URL), with new events arriving live at the top; long values
+// clipped, the current filter exported as JSON Lines or CSV.
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { useClient, useQuery, useSubscription, type Client, type OperationResult } from 'urql';
+import { clipText, csvHeader, csvLine, exportName, jsonLine, paramText } from '../lib/audit';
 import { AuditEventRecordedSubscription, AuditEventsQuery } from '../api/operations';
 import { problemsOf } from '../lib/errors';
 import { Link, machinePath, useSearch } from '../router';
 import { Loading, Problems, Time } from '../components/ui';
-import type { AuditEventRowFragment, AuditOutcome } from '../gql/graphql';
+import type { AuditEventRowFragment, AuditEventsQuery as AuditEventsQueryResult, AuditOutcome } from '../gql/graphql';
 
 export interface AuditFilter {
   machine?: string;
@@ -62,7 +64,12 @@ export function useAuditTrail(filter: AuditFilter, pageSize = 50) {
   };
 }
 
-export function AuditTable({ trail, showMachine = true }: { trail: ReturnType<typeof useAuditTrail>; showMachine?: boolean }) {
+// highlight is an event to point out (a toast's link names it): marked and scrolled to.
+export function AuditTable({ trail, showMachine = true, highlight }: { trail: ReturnType<typeof useAuditTrail>; showMachine?: boolean; highlight?: string | null }) {
+  const found = !!highlight && trail.events.some((e) => e.id === highlight);
+  useEffect(() => {
+    if (found) document.getElementById('audit-' + highlight)?.scrollIntoView({ block: 'center' });
+  }, [found, highlight]);
   if (trail.loading) return <Loading what="the audit trail" />;
   return (
     <>
@@ -85,17 +92,17 @@ export function AuditTable({ trail, showMachine = true }: { trail: ReturnType<ty
             </thead>
             <tbody>
               {trail.events.map((e) => (
-                <tr key={e.id} data-audit-action={e.action} data-outcome={e.outcome}>
+                <tr key={e.id} id={'audit-' + e.id} data-audit-action={e.action} data-outcome={e.outcome} className={e.id === highlight ? 'highlight' : undefined} aria-current={e.id === highlight ? 'true' : undefined}>
                   <td><Time at={e.at} /></td>
-                  <td>{e.actor}</td>
-                  <td><code>{e.action}</code></td>
-                  {showMachine ? <td>{e.machine ? <Link to={machinePath(e.machine)}>{e.machine}</Link> : '—'}</td> : null}
+                  <td className="clip-cell"><Clip text={e.actor} max={40} /></td>
+                  <td className="clip-cell"><code><Clip text={e.action} max={40} /></code></td>
+                  {showMachine ? <td className="clip-cell">{e.machine ? <Link to={machinePath(e.machine)}><Clip text={e.machine} max={40} plain /></Link> : '—'}</td> : null}
                   <td className={`outcome outcome-${e.outcome.toLowerCase()}`}>
                     <span aria-hidden="true">{outcomeSymbols[e.outcome]} </span>
                     {e.outcome.toLowerCase()}
                   </td>
                   <td className="details">
-                    {e.error ? <div className="error-text">{e.error}</div> : null}
+                    {e.error ? <div className="error-text"><Clip text={e.error} max={200} /></div> : null}
                     <Params values={e.parameters} />
                     <span className="sub">request {e.requestId}</span>
                   </td>
@@ -115,10 +122,101 @@ export function AuditTable({ trail, showMachine = true }: { trail: ReturnType<ty
 }
 
 function Params({ values }: { values: Record<string, unknown> }) {
-  const input = (values.input ?? values) as Record<string, unknown>;
-  const entries = typeof input === 'object' && input ? Object.entries(input) : [];
-  if (entries.length === 0) return null;
-  return <span className="params">{entries.map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' · ')}</span>;
+  const text = paramText(values);
+  if (!text) return null;
+  return <span className="params"><Clip text={text} max={200} /></span>;
+}
+
+// Clip shows a value's start; a longer value keeps its length and a button that shows it
+// whole (plain: no button, for a value inside a link).
+function Clip({ text, max, plain = false }: { text: string; max: number; plain?: boolean }) {
+  const [whole, setWhole] = useState(false);
+  const c = clipText(text, max);
+  if (!c.clipped) return <>{text}</>;
+  if (plain) return <span title={`${c.length} characters`}>{c.shown}</span>;
+  return (
+    <span className="clip">
+      {whole ? text : c.shown}{' '}
+      <button type="button" className="btn-link" aria-expanded={whole} onClick={() => setWhole(!whole)}>
+        {whole ? 'show less' : `show all ${c.length} characters`}
+      </button>
+    </span>
+  );
+}
+
+// exportTrail pages through the filter's events (oldest pages last, as listed) and
+// returns them as one file's text.
+async function exportTrail(client: Client, vars: Record<string, string | null>, format: 'jsonl' | 'csv', progress: (n: number) => void, cancelled: () => boolean): Promise<string> {
+  const parts: string[] = format === 'csv' ? [csvHeader] : [];
+  let after: string | null = null;
+  let n = 0;
+  for (;;) {
+    const res: OperationResult<AuditEventsQueryResult> = await client.query(AuditEventsQuery, { ...vars, first: 500, after }, { requestPolicy: 'network-only' }).toPromise();
+    if (res.error) throw res.error;
+    const conn: AuditEventsQueryResult['auditEvents'] = res.data!.auditEvents;
+    for (const edge of conn.edges) {
+      parts.push(format === 'csv' ? csvLine(edge.node) : jsonLine(edge.node));
+    }
+    n += conn.edges.length;
+    progress(n);
+    if (cancelled() || !conn.pageInfo.hasNextPage || !conn.pageInfo.endCursor) break;
+    after = conn.pageInfo.endCursor;
+  }
+  return parts.join('');
+}
+
+function ExportButtons({ filter }: { filter: AuditFilter }) {
+  const client = useClient();
+  const [state, setState] = useState<{ format?: string; count: number; error?: string }>({ count: 0 });
+  const cancel = useRef(false);
+  useEffect(() => () => { cancel.current = true; }, []);
+  const run = async (format: 'jsonl' | 'csv') => {
+    cancel.current = false;
+    setState({ format, count: 0 });
+    try {
+      const vars = { machine: filter.machine || null, actor: filter.actor || null, outcome: filter.outcome || null };
+      const text = await exportTrail(client, vars, format, (count) => setState({ format, count }), () => cancel.current);
+      if (cancel.current) return;
+      const url = URL.createObjectURL(new Blob([text], { type: format === 'csv' ? 'text/csv' : 'application/x-ndjson' }));
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = exportName({ machine: filter.machine, actor: filter.actor, outcome: filter.outcome }, format);
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      setState((s) => ({ count: s.count }));
+    } catch (e) {
+      setState({ count: 0, error: e instanceof Error ? e.message : String(e) });
+    }
+  };
+  const busy = !!state.format;
+  return (
+    <div className="export" role="group" aria-label="Export the filtered trail">
+      <button type="button" className="btn btn-plain" disabled={busy} onClick={() => run('jsonl')} data-export="jsonl">Export JSON Lines</button>
+      <button type="button" className="btn btn-plain" disabled={busy} onClick={() => run('csv')} data-export="csv">Export CSV</button>
+      <span className="muted" aria-live="polite">
+        {busy ? `Exporting… ${state.count} events` : state.error ? `Export failed: ${state.error}` : state.count ? `Exported ${state.count} events` : ''}
+      </span>
+    </div>
+  );
+}
+
+// useDebounced calls apply with value once it has stopped changing for ms.
+function useDebounced<T>(value: T, ms: number, apply: (v: T) => void) {
+  const first = useRef(true);
+  const latest = useRef(apply);
+  latest.current = apply;
+  const key = JSON.stringify(value);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    const t = setTimeout(() => latest.current(value), ms);
+    return () => clearTimeout(t);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key, ms]);
 }
 
 export function AuditPage() {
@@ -130,6 +228,15 @@ export function AuditPage() {
   };
   const [draft, setDraft] = useState({ machine: filter.machine ?? '', actor: filter.actor ?? '' });
   const trail = useAuditTrail(filter);
+  // Filters apply as they are typed, once typing pauses, and stay in the URL.
+  useDebounced(draft, 300, (d) => {
+    const p = new URLSearchParams(params);
+    for (const [k, v] of Object.entries(d)) {
+      if (v.trim()) p.set(k, v.trim());
+      else p.delete(k);
+    }
+    if (p.toString() !== params.toString()) setParams(p);
+  });
   const set = (k: string, v: string) => {
     const p = new URLSearchParams(params);
     if (v) p.set(k, v);
@@ -139,7 +246,7 @@ export function AuditPage() {
   return (
     <section aria-labelledby="audit-title">
       <h1 id="audit-title">Audit</h1>
-      <p className="hint">Every change, allowed or refused, newest first. New events appear at the top as they are recorded.</p>
+      <p className="hint">Every change, allowed or refused, newest first. New events appear at the top as they are recorded. Filters apply as you type.</p>
       <form
         className="filters"
         role="search"
@@ -172,9 +279,9 @@ export function AuditPage() {
             <option value="PLANNED">Planned (dry runs)</option>
           </select>
         </label>
-        <button type="submit" className="btn btn-plain">Apply</button>
       </form>
-      <AuditTable trail={trail} />
+      <ExportButtons filter={filter} />
+      <AuditTable trail={trail} highlight={params.get('event')} />
     </section>
   );
 }

@@ -71,6 +71,7 @@ export function ApproveFlow({ name, onClose }: { name: string; onClose(): void }
   }
   return (
     <ConfirmDialog
+      change="approveEnrolment"
       title={`Approve enrolment of ${name}`}
       machine={name}
       confirmLabel="Approve and show the join token"
@@ -152,6 +153,7 @@ function RevokeDialog({ name, onClose }: { name: string; onClose(): void }) {
   const [, revoke] = useMutation(RevokeJoinTokenMutation);
   return (
     <ConfirmDialog
+      change="revokeJoinToken"
       title={`Revoke the join token of ${name}`}
       machine={name}
       danger
@@ -169,6 +171,7 @@ function RemoveDialog({ name, onClose }: { name: string; onClose(): void }) {
   const [force, setForce] = useState(false);
   return (
     <ConfirmDialog
+      change="removeMember"
       title={`Remove member ${name}`}
       machine={name}
       danger
@@ -198,6 +201,7 @@ function UnregisterDialog({ name, onClose }: { name: string; onClose(): void }) 
   const [, unregister] = useMutation(UnregisterMachineMutation);
   return (
     <ConfirmDialog
+      change="unregisterMachine"
       title={`Unregister ${name}`}
       machine={name}
       danger
@@ -215,6 +219,7 @@ function AdmitDialog({ name, onClose }: { name: string; onClose(): void }) {
   const [, admit] = useMutation(AdmitMemberMutation);
   return (
     <ConfirmDialog
+      change="admitMember"
       title={`Admit ${name}`}
       machine={name}
       confirmLabel="Admit member"
@@ -247,6 +252,7 @@ function CommissionDialog({ row, onClose }: { row: Row; onClose(): void }) {
   const m = row.maas!;
   return (
     <ConfirmDialog
+      change="commissionMachine"
       title={`Commission ${m.hostname}`}
       machine={row.name}
       confirmLabel="Commission"
@@ -287,6 +293,7 @@ function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
   const chosen = series || (listed ? defaultImage(offered) : 'noble');
   return (
     <ConfirmDialog
+      change="installOperatingSystem"
       title={`Install an operating system on ${row.name}`}
       machine={row.name}
       confirmLabel="Install and enrol"
@@ -345,6 +352,7 @@ function TestDialog({ row, onClose }: { row: Row; onClose(): void }) {
   const m = row.maas!;
   return (
     <ConfirmDialog
+      change="runHardwareTests"
       title={`Run hardware tests on ${m.hostname}`}
       machine={row.name}
       confirmLabel="Run tests"
@@ -383,6 +391,7 @@ function ReleaseDialog({ row, onClose }: { row: Row; onClose(): void }) {
   const noErase = eraseReason(viewer);
   return (
     <ConfirmDialog
+      change="releaseMachine"
       title={`Release ${m.hostname}`}
       machine={row.name}
       danger

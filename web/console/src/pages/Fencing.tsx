@@ -2,7 +2,7 @@
 // powers it (offered from MAAS), the drills' last results, and fence progress live.
 import { useCallback, useEffect, useState } from 'react';
 import { useMutation, useQuery, useSubscription } from 'urql';
-import { FenceEventsQuery, FenceProgressSubscription, FencingQuery, RemoveFenceMappingMutation, SetFenceMappingMutation } from '../api/operations';
+import { FenceEventsQuery, FenceProgressSubscription, FencingQuery, RemoveFenceMappingMutation, SetFenceMappingMutation, SetPlacementGuardMutation } from '../api/operations';
 import { useFleet } from './Fleet';
 import { manageReason } from '../lib/actions';
 import { codeTitle } from '../lib/phases';
@@ -19,7 +19,7 @@ export function FencingPage() {
   const perm = manageReason(viewer);
   const [res, reexecute] = useQuery({ query: FencingQuery });
   const { res: fleet } = useFleet();
-  const [dialog, setDialog] = useState<{ kind: 'set'; member: string } | { kind: 'remove'; member: string } | null>(null);
+  const [dialog, setDialog] = useState<{ kind: 'set'; member: string } | { kind: 'remove'; member: string } | { kind: 'guard'; on: boolean } | null>(null);
   const events = useFenceEvents();
   const [notice, setNotice] = useState<string | null>(null);
   const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
@@ -58,6 +58,26 @@ export function FencingPage() {
                 <dd>{c.offlineThreshold === null ? 'unknown' : `${c.offlineThreshold} s`}</dd>
                 <dt>Unmapped members</dt>
                 <dd>{c.unmappedMembers === null ? 'unknown' : c.unmappedMembers.join(', ') || 'none'}</dd>
+                <dt>Placement guard</dt>
+                <dd data-guard={c.placementGuard?.state ?? 'UNKNOWN'}>
+                  {c.placementGuard ? (
+                    <>
+                      <ReasonButton
+                        reason={perm ?? (c.placementGuard.state === 'FOREIGN' ? 'Incus has a placement scriptlet Apelora did not write: Apelora leaves it alone.' : undefined)}
+                        role="switch"
+                        aria-checked={c.placementGuard.state === 'ON'}
+                        aria-label="Placement guard"
+                        onClick={() => setDialog({ kind: 'guard', on: c.placementGuard?.state !== 'ON' })}
+                        data-action="placement-guard"
+                      >
+                        {c.placementGuard.state === 'ON' ? 'On' : c.placementGuard.state === 'OFF' ? 'Off' : 'Foreign scriptlet'}
+                      </ReasonButton>{' '}
+                      <span className="sub">{c.placementGuard.message}</span>
+                    </>
+                  ) : (
+                    'unknown (Incus could not be asked)'
+                  )}
+                </dd>
               </dl>
             </section>
             <section className="card facts" aria-label="Fence worker">
@@ -134,6 +154,7 @@ export function FencingPage() {
       <p className="hint">Every decision apelora-worker takes, newest first, arriving live.</p>
       <FenceEventTable events={events.events} />
       {dialog?.kind === 'set' ? <MappingDialog member={dialog.member} rows={rows} onClose={() => setDialog(null)} onDone={(n) => { setNotice(n); refresh(); }} /> : null}
+      {dialog?.kind === 'guard' ? <PlacementGuardDialog on={dialog.on} onClose={() => setDialog(null)} onDone={refresh} /> : null}
       {dialog?.kind === 'remove' ? <RemoveMappingDialog member={dialog.member} onClose={() => setDialog(null)} onDone={refresh} /> : null}
     </section>
   );
@@ -198,6 +219,7 @@ function MappingDialog({ member, rows, onClose, onDone }: { member: string; rows
   };
   return (
     <ConfirmDialog
+      change="setFenceMapping"
       title={`Fence mapping of ${member}`}
       machine={member}
       confirmLabel="Set mapping"
@@ -238,10 +260,44 @@ function MappingDialog({ member, rows, onClose, onDone }: { member: string; rows
   );
 }
 
+function PlacementGuardDialog({ on, onClose, onDone }: { on: boolean; onClose(): void; onDone(): void }) {
+  const [, set] = useMutation(SetPlacementGuardMutation);
+  return (
+    <ConfirmDialog
+      change="setPlacementGuard"
+      title={on ? 'Turn the placement guard on' : 'Turn the placement guard off'}
+      machine="the cluster"
+      danger={!on}
+      confirmLabel={on ? 'Turn on' : 'Turn off'}
+      consequence={
+        on ? (
+          <p>
+            Incus places untargeted instances (new ones, evacuations, relocations) only on members Apelora has admitted, from the instant a member
+            joins; an instance that names its member still lands there.
+          </p>
+        ) : (
+          <p>
+            Incus may place instances on a member between its join and the enrol script&apos;s hold, before any admission check has passed. Apelora
+            removes its scriptlet and leaves no scriptlet, as before the guard.
+          </p>
+        )
+      }
+      planKey={JSON.stringify({ on })}
+      run={(dryRun) => set({ input: { enabled: on, dryRun } })}
+      onDone={() => {
+        onClose();
+        onDone();
+      }}
+      onClose={onClose}
+    />
+  );
+}
+
 function RemoveMappingDialog({ member, onClose, onDone }: { member: string; onClose(): void; onDone(): void }) {
   const [, remove] = useMutation(RemoveFenceMappingMutation);
   return (
     <ConfirmDialog
+      change="removeFenceMapping"
       title={`Remove the fence mapping of ${member}`}
       machine={member}
       danger

@@ -9,6 +9,7 @@ import { Link, machinePath, useSearch } from '../router';
 import { useViewer } from '../viewer';
 import { Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton } from '../components/ui';
 import { problemsOf } from '../lib/errors';
+import { hiddenColumnsText, parseHiddenColumns, type FleetColumn } from '../lib/display';
 import { RegisterDialog, type RegisterTarget } from './RegisterDialog';
 import type { FleetQuery as FleetData, WarningCode } from '../gql/graphql';
 
@@ -54,17 +55,81 @@ export function StreamState({ live, shown }: { live: boolean; shown: boolean }) 
   );
 }
 
-const columns: { key: SortKey | null; label: string }[] = [
-  { key: 'name', label: 'Name' },
-  { key: 'phase', label: 'Phase' },
-  { key: null, label: 'Warnings' },
-  { key: 'provisioner', label: 'Provisioner' },
-  { key: 'member', label: 'Member' },
-  { key: 'maas', label: 'MAAS status' },
-  { key: 'power', label: 'Power' },
-  { key: 'testing', label: 'Hardware tests' },
-  { key: null, label: 'Actions' },
+const columns: { id: FleetColumn | 'name'; key: SortKey | null; label: string }[] = [
+  { id: 'name', key: 'name', label: 'Name' },
+  { id: 'phase', key: 'phase', label: 'Phase' },
+  { id: 'warnings', key: null, label: 'Warnings' },
+  { id: 'provisioner', key: 'provisioner', label: 'Provisioner' },
+  { id: 'member', key: 'member', label: 'Member' },
+  { id: 'maas', key: 'maas', label: 'MAAS status' },
+  { id: 'power', key: 'power', label: 'Power' },
+  { id: 'testing', key: 'testing', label: 'Hardware tests' },
+  { id: 'actions', key: null, label: 'Actions' },
 ];
+
+const columnsKey = 'apelora.fleet.hiddenColumns';
+
+// useHiddenColumns is the administrator's choice of columns, kept in localStorage (a
+// preference for this browser, not part of a shared filter).
+function useHiddenColumns(): [ReadonlySet<FleetColumn>, (c: FleetColumn, shown: boolean) => void] {
+  const [hidden, setHidden] = useState<ReadonlySet<FleetColumn>>(() => {
+    try {
+      return parseHiddenColumns(localStorage.getItem(columnsKey));
+    } catch {
+      return new Set();
+    }
+  });
+  const toggle = useCallback((c: FleetColumn, shown: boolean) => {
+    setHidden((h) => {
+      const next = new Set(h);
+      if (shown) next.delete(c);
+      else next.add(c);
+      try {
+        const text = hiddenColumnsText(next);
+        if (text) localStorage.setItem(columnsKey, text);
+        else localStorage.removeItem(columnsKey);
+      } catch {
+        // Storage refused: the choice lasts for this page only.
+      }
+      return next;
+    });
+  }, []);
+  return [hidden, toggle];
+}
+
+function ColumnChooser({ hidden, toggle }: { hidden: ReadonlySet<FleetColumn>; toggle(c: FleetColumn, shown: boolean): void }) {
+  // The checkboxes exist only while the chooser is open, so they never stand beside the
+  // filters' own fields (Warning, Provisioner…) for assistive technology.
+  const [open, setOpen] = useState(false);
+  return (
+    <details
+      className="columns-chooser"
+      data-columns-chooser
+      open={open}
+      onToggle={(e) => setOpen(e.currentTarget.open)}
+      onKeyDown={(e) => {
+        // Escape closes the chooser and returns to its button, as a menu would.
+        if (e.key !== 'Escape' || !open) return;
+        setOpen(false);
+        e.currentTarget.querySelector('summary')?.focus();
+      }}
+    >
+      <summary className="btn btn-plain btn-small">Columns{hidden.size ? ` (${hidden.size} hidden)` : ''}</summary>
+      {open ? (
+        <fieldset>
+          <legend>Columns shown</legend>
+          {columns.map((c) =>
+            c.id === 'name' ? null : (
+              <label key={c.id} className="check">
+                <input type="checkbox" checked={!hidden.has(c.id)} onChange={(e) => toggle(c.id as FleetColumn, e.target.checked)} data-column={c.id} /> {c.label}
+              </label>
+            ),
+          )}
+        </fieldset>
+      ) : null}
+    </details>
+  );
+}
 
 export function FleetPage() {
   const { res, live } = useFleet();
@@ -96,6 +161,9 @@ export function FleetPage() {
   const sortBy = (k: SortKey) => update(filter.sort === k ? { desc: !filter.desc } : { sort: k, desc: false });
   const perm = manageReason(viewer);
   const onRegister = useCallback((t: RegisterTarget) => setRegister(t), []);
+  const [hidden, toggleColumn] = useHiddenColumns();
+  const shownColumns = columns.filter((c) => c.id === 'name' || !hidden.has(c.id));
+  const clearFilters = () => setParams(new URLSearchParams());
 
   return (
     <section aria-labelledby="fleet-title">
@@ -115,7 +183,8 @@ export function FleetPage() {
             className="input"
             type="search"
             value={filter.q}
-            placeholder="name, system id or hardware UUID"
+            placeholder="name, system id or hardware UUID (press /)"
+            aria-keyshortcuts="/"
             onChange={(e) => update({ q: e.target.value })}
             data-fleet-search
           />
@@ -150,7 +219,7 @@ export function FleetPage() {
           </select>
         </label>
         {params.toString() ? (
-          <button type="button" className="btn btn-plain" onClick={() => setParams(new URLSearchParams())}>
+          <button type="button" className="btn btn-plain" onClick={clearFilters}>
             Clear filters
           </button>
         ) : null}
@@ -169,34 +238,47 @@ export function FleetPage() {
               {matching.length === rows.length ? `${rows.length} machines` : `${matching.length} of ${rows.length} machines match`}
               {shown.pages > 1 ? ` · page ${shown.page} of ${shown.pages}` : ''}
             </p>
-            <Pager page={shown.page} pages={shown.pages} size={paging.size} go={goPage} />
+            <div className="table-tools">
+              <ColumnChooser hidden={hidden} toggle={toggleColumn} />
+              <Pager page={shown.page} pages={shown.pages} size={paging.size} go={goPage} />
+            </div>
           </div>
-          <div className="table-wrap">
-            <table className="table fleet-table">
-              <caption className="visually-hidden">Machines: MAAS, Apelora record and Incus member side by side</caption>
-              <thead>
-                <tr>
-                  {columns.map((c) => (
-                    <th key={c.label} scope="col" aria-sort={c.key && filter.sort === c.key ? (filter.desc ? 'descending' : 'ascending') : undefined}>
-                      {c.key ? (
-                        <button type="button" className="sort" onClick={() => sortBy(c.key!)}>
-                          {c.label}
-                          <span aria-hidden="true">{filter.sort === c.key ? (filter.desc ? ' ▼' : ' ▲') : ''}</span>
-                        </button>
-                      ) : (
-                        c.label
-                      )}
-                    </th>
+          {matching.length === 0 ? (
+            <div className="empty" data-fleet-empty>
+              <h2>No machine matches this filter</h2>
+              <p>None of the {rows.length} machines matches{filter.q ? ` “${filter.q}”` : ''} with the filters chosen above.</p>
+              <button type="button" className="btn btn-primary" onClick={clearFilters}>
+                Clear filters
+              </button>
+            </div>
+          ) : (
+            <div className="table-wrap">
+              <table className="table fleet-table">
+                <caption className="visually-hidden">Machines: MAAS, Apelora record and Incus member side by side</caption>
+                <thead>
+                  <tr>
+                    {shownColumns.map((c) => (
+                      <th key={c.id} scope="col" aria-sort={c.key && filter.sort === c.key ? (filter.desc ? 'descending' : 'ascending') : undefined}>
+                        {c.key ? (
+                          <button type="button" className="sort" onClick={() => sortBy(c.key!)}>
+                            {c.label}
+                            <span aria-hidden="true">{filter.sort === c.key ? (filter.desc ? ' ▼' : ' ▲') : ''}</span>
+                          </button>
+                        ) : (
+                          c.label
+                        )}
+                      </th>
+                    ))}
+                  </tr>
+                </thead>
+                <tbody>
+                  {shown.rows.map((r) => (
+                    <FleetRowView key={r.name} row={r} perm={perm} onRegister={onRegister} hidden={hidden} />
                   ))}
-                </tr>
-              </thead>
-              <tbody>
-                {shown.rows.map((r) => (
-                  <FleetRowView key={r.name} row={r} perm={perm} onRegister={onRegister} />
-                ))}
-              </tbody>
-            </table>
-          </div>
+                </tbody>
+              </table>
+            </div>
+          )}
           {shown.pages > 1 ? <Pager page={shown.page} pages={shown.pages} size={paging.size} go={goPage} /> : null}
         </>
       )}
@@ -205,16 +287,17 @@ export function FleetPage() {
   );
 }
 
-const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister }: { row: Row; perm?: string; onRegister(t: RegisterTarget): void }) {
+const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister, hidden }: { row: Row; perm?: string; onRegister(t: RegisterTarget): void; hidden: ReadonlySet<FleetColumn> }) {
   const m = r.member;
   const prov = provisionerOf(r);
+  const show = (c: FleetColumn) => !hidden.has(c);
   return (
     <tr data-machine={r.name} data-phase={r.phase}>
       <th scope="row">
         <Link to={machinePath(r.name)}>{r.name}</Link>
       </th>
-      <td><PhaseBadge phase={r.phase} /></td>
-      <td>
+      {show('phase') ? <td><PhaseBadge phase={r.phase} /></td> : null}
+      {show('warnings') ? <td>
         {r.warnings.length === 0 ? (
           <span className="muted">—</span>
         ) : (
@@ -227,9 +310,9 @@ const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister }: { 
             ))}
           </ul>
         )}
-      </td>
-      <td>{prov === 'NONE' ? <span className="muted">none</span> : prov === 'MAAS' ? 'MAAS' : 'Manual'}</td>
-      <td>
+      </td> : null}
+      {show('provisioner') ? <td>{prov === 'NONE' ? <span className="muted">none</span> : prov === 'MAAS' ? 'MAAS' : 'Manual'}</td> : null}
+      {show('member') ? <td>
         {m ? (
           <div className="member-cell">
             <MemberStatusBadge status={m.status} />
@@ -242,11 +325,11 @@ const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister }: { 
         ) : (
           <span className="muted">not a member</span>
         )}
-      </td>
-      <td>{r.maas ? r.maas.status : <span className="muted">—</span>}</td>
-      <td>{r.maas ? r.maas.powerState : <span className="muted">—</span>}</td>
-      <td>{r.maas ? r.maas.testingStatus : <span className="muted">—</span>}</td>
-      <td>
+      </td> : null}
+      {show('maas') ? <td>{r.maas ? r.maas.status : <span className="muted">—</span>}</td> : null}
+      {show('power') ? <td>{r.maas ? r.maas.powerState : <span className="muted">—</span>}</td> : null}
+      {show('testing') ? <td>{r.maas ? r.maas.testingStatus : <span className="muted">—</span>}</td> : null}
+      {show('actions') ? <td>
         {r.phase === 'DISCOVERED' && r.maas ? (
           <ReasonButton reason={perm} className="btn-small" onClick={() => onRegister({ kind: 'maas', systemId: r.maas!.systemId, hostname: r.maas!.hostname, hardwareUuid: r.maas!.hardwareUuid })} data-action="register">
             Register
@@ -256,7 +339,7 @@ const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister }: { 
             Open
           </Link>
         )}
-      </td>
+      </td> : null}
     </tr>
   );
 });

@@ -139,6 +139,7 @@ function ProfileDialog({ profile, onClose, onDone }: { profile?: HardwareProfile
   const assigned = profile?.machines ?? [];
   return (
     <ConfirmDialog
+      change="setHardwareProfile"
       title={profile ? `Replace hardware profile ${profile.name}` : 'Declare a hardware profile'}
       machine={name || 'the profile'}
       confirmLabel={profile ? 'Replace profile' : 'Declare profile'}
@@ -218,6 +219,7 @@ function RemoveProfileDialog({ profile, onClose, onDone }: { profile: HardwarePr
   const [, remove] = useMutation(RemoveHardwareProfileMutation);
   return (
     <ConfirmDialog
+      change="removeHardwareProfile"
       title={`Remove hardware profile ${profile.name}`}
       machine={profile.name}
       danger

@@ -170,6 +170,7 @@ function CreateFlow({ onClose, onCreated }: { onClose(): void; onCreated(name: s
   const toggle = (p: Permission, on: boolean) => setPerms(on ? [...perms, p] : perms.filter((x) => x !== p));
   return (
     <ConfirmDialog
+      change="createIdentity"
       title="Create an identity"
       machine={name || 'the identity'}
       confirmLabel="Create and show the token"
@@ -296,6 +297,7 @@ function RevokeIdentityDialog({ identity, you, onClose, onDone }: { identity: Id
   const name = identity.name;
   return (
     <ConfirmDialog
+      change="revokeIdentity"
       title={`Revoke identity ${name}`}
       machine={name}
       danger

@@ -1,5 +1,6 @@
-// Machine: the record, the member, the MAAS facts, the fence mapping, warnings, the actions
-// its phase allows, the admission checks live, and its audit history.
+// Machine: its phase, warnings and the actions its phase allows, then tabs (as in MAAS's
+// machine page): the record and the member, the admission checks live and the drift, the
+// MAAS facts, the fence mapping, and its audit history.
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { useQuery, useSubscription } from 'urql';
 import { AdmissionChecksSubscription, AdmissionReportQuery, DriftChangesSubscription, FenceProgressSubscription, MachineDriftQuery, MachineQuery } from '../api/operations';
@@ -8,7 +9,9 @@ import { admitReason, machineActions, type ActionId, type CheckLike } from '../l
 import { problemsOf } from '../lib/errors';
 import { codeTitle, phaseInfo } from '../lib/phases';
 import { useViewer } from '../viewer';
-import { Link } from '../router';
+import { Link, useSearch } from '../router';
+import { Tabs } from '../components/Tabs';
+import { machineTabs, maasHardware, parseMachineTab, statusText, type MachineTab } from '../lib/display';
 import { ActionButton, Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton, ResultBadge, Time } from '../components/ui';
 import { ChangeDialog } from './ChangeDialogs';
 import { ProfileCard } from './MachineProfile';
@@ -27,6 +30,15 @@ export function MachinePage({ name }: { name: string }) {
     if (fenceEvent) refresh();
   }, [fenceEvent, refresh]);
   const [dialog, setDialog] = useState<ActionId | null>(null);
+  // The tab is in the URL (?tab=…), so a link or a reload opens the same one.
+  const [params, setParams] = useSearch();
+  const tab = parseMachineTab(params.get('tab'));
+  const setTab = (t: MachineTab) => {
+    const p = new URLSearchParams(params);
+    if (t === 'overview') p.delete('tab');
+    else p.set('tab', t);
+    setParams(p);
+  };
   const m = res.data?.machine;
   const report = useAdmission(name, !!m?.member);
   // A held member waits for admission: run its checks once when the page shows it held, so
@@ -77,77 +89,91 @@ export function MachinePage({ name }: { name: string }) {
         ))}
       </div>
 
-      {m.member ? <AdmissionPanel name={m.name} report={report} held={m.member.held} /> : null}
-      {m.record ? <DriftPanel name={m.name} onChange={refresh} /> : null}
-
-      <div className="facts-grid">
-        <Facts title="Apelora record" none={<>No record: Apelora does not manage this machine yet.</>}>
-          {m.record ? (
-            <>
-              <Fact k="Provisioner">{m.record.provisioner.kind === 'MAAS' ? 'MAAS' : 'Manual'}</Fact>
-              <Fact k="Description">{m.record.description || '—'}</Fact>
-              <Fact k="MAAS system id">{m.record.maasSystemId ?? '—'}</Fact>
-              <Fact k="Hardware UUID">{m.record.hardwareUuid ?? '—'}</Fact>
-              <Fact k="Registered"><Time at={m.record.registeredAt} /> by {m.record.registeredBy}</Fact>
-              {m.pendingJoinToken ? <Fact k="Join token expires"><Time at={m.pendingJoinToken.expiresAt} /></Fact> : null}
-            </>
-          ) : null}
-        </Facts>
-        <Facts title="Incus member" none={<>Not a member of the cluster.</>}>
-          {m.member ? (
-            <>
-              <Fact k="Status"><MemberStatusBadge status={m.member.status} /> {m.member.message}</Fact>
-              <Fact k="Held">{m.member.held ? 'yes (scheduler.instance=manual)' : `no${m.member.scheduler ? ` (scheduler.instance=${m.member.scheduler})` : ''}`}</Fact>
-              <Fact k="Roles">{m.member.roles.join(', ') || '—'}</Fact>
-              <Fact k="Groups">{m.member.groups.join(', ') || '—'}</Fact>
-              <Fact k="Failure domain">{m.member.failureDomain || '—'}</Fact>
-              <Fact k="Architecture">{m.member.architecture || '—'}</Fact>
-              <Fact k="URL">{m.member.url}</Fact>
-            </>
-          ) : null}
-        </Facts>
-        <Facts title="MAAS" none={<>MAAS does not report this machine.</>}>
-          {m.maas ? (
-            <>
-              <Fact k="Hostname">{m.maas.hostname} ({m.maas.fqdn})</Fact>
-              <Fact k="System id">{m.maas.systemId}</Fact>
-              <Fact k="Status">{m.maas.status}{m.maas.statusMessage ? ` — ${m.maas.statusMessage}` : ''}</Fact>
-              <Fact k="Power">{m.maas.powerState} ({m.maas.powerType})</Fact>
-              <Fact k="Hardware tests">{m.maas.testingStatus}</Fact>
-              <Fact k="Hardware UUID">{m.maas.hardwareUuid ?? '—'}</Fact>
-              <Fact k="Hardware">{m.maas.architecture ?? '?'} · {m.maas.cpuCount} CPUs · {Math.round(m.maas.memoryMiB / 1024)} GiB · {Math.round(m.maas.storageMB / 1000)} GB storage</Fact>
-              <Fact k="OS">{m.maas.osystem ? `${m.maas.osystem} ${m.maas.distroSeries}` : '—'}</Fact>
-              <Fact k="Owner">{m.maas.owner ?? '—'}</Fact>
-              <Fact k="Zone / pool">{m.maas.zone} / {m.maas.pool}</Fact>
-              <Fact k="Tags">{m.maas.tags.join(', ') || '—'}</Fact>
-              <Fact k="IP addresses">{m.maas.ipAddresses.join(', ') || '—'}</Fact>
-            </>
-          ) : null}
-        </Facts>
-        <ProfileCard machine={m.name} registered={!!m.record} profile={m.hardwareProfile} onChanged={refresh} />
-        <Facts title="Fencing" none={<>No fence mapping: nothing powers this member off if it dies. <Link to="/fencing">Fencing</Link></>}>
-          {m.fence ? (
-            <>
-              <Fact k="MAAS system id">{m.fence.maasSystemId}</Fact>
-              <Fact k="Hardware UUID">{m.fence.hardwareUuid}</Fact>
-              <Fact k="Set"><Time at={m.fence.setAt} /> by {m.fence.setBy}</Fact>
-              <Fact k="Last drill">
-                {m.fence.lastDrill ? (
-                  <>
-                    {m.fence.lastDrill.ok ? '✓ ready' : `✕ ${m.fence.lastDrill.problem}`} (power {m.fence.lastDrill.powerState ?? 'unknown'}, <Time at={m.fence.lastDrill.at} />)
-                  </>
-                ) : (
-                  'not drilled yet'
-                )}
-              </Fact>
-              <Fact k="Offline since">{m.fence.offlineSince ? <Time at={m.fence.offlineSince} /> : '—'}</Fact>
-              <Fact k="Last fence event">{m.fence.lastEvent ? `${m.fence.lastEvent.kind}: ${m.fence.lastEvent.message}` : '—'}</Fact>
-            </>
-          ) : null}
-        </Facts>
-      </div>
-
-      <MachineAudit name={m.name} />
+      <Tabs label={`About ${m.name}`} current={tab} onSelect={setTab} tabs={machineTabs}>
+        {tab === 'overview' ? (
+          <div className="facts-grid">
+            <Facts title="Apelora record" none={<>No record: Apelora does not manage this machine yet.</>}>
+              {m.record ? (
+                <>
+                  <Fact k="Provisioner">{m.record.provisioner.kind === 'MAAS' ? 'MAAS' : 'Manual'}</Fact>
+                  <Fact k="Description">{m.record.description || '—'}</Fact>
+                  <Fact k="MAAS system id">{m.record.maasSystemId ?? '—'}</Fact>
+                  <Fact k="Hardware UUID">{m.record.hardwareUuid ?? '—'}</Fact>
+                  <Fact k="Registered"><Time at={m.record.registeredAt} /> by {m.record.registeredBy}</Fact>
+                  {m.pendingJoinToken ? <Fact k="Join token expires"><Time at={m.pendingJoinToken.expiresAt} /></Fact> : null}
+                </>
+              ) : null}
+            </Facts>
+            <Facts title="Incus member" none={<>Not a member of the cluster.</>}>
+              {m.member ? (
+                <>
+                  <Fact k="Status"><MemberStatusBadge status={m.member.status} /> {m.member.message && m.member.message.trim().toLowerCase() !== m.member.status.toLowerCase() ? m.member.message : null}</Fact>
+                  <Fact k="Held">{m.member.held ? 'yes (scheduler.instance=manual)' : `no${m.member.scheduler ? ` (scheduler.instance=${m.member.scheduler})` : ''}`}</Fact>
+                  <Fact k="Roles">{m.member.roles.join(', ') || '—'}</Fact>
+                  <Fact k="Groups">{m.member.groups.join(', ') || '—'}</Fact>
+                  <Fact k="Failure domain">{m.member.failureDomain || '—'}</Fact>
+                  <Fact k="Architecture">{m.member.architecture || '—'}</Fact>
+                  <Fact k="URL" nowrap><code>{m.member.url}</code></Fact>
+                </>
+              ) : null}
+            </Facts>
+            <ProfileCard machine={m.name} registered={!!m.record} profile={m.hardwareProfile} onChanged={refresh} />
+          </div>
+        ) : null}
+        {tab === 'admission' ? (
+          <>
+            {m.member ? <AdmissionPanel name={m.name} report={report} held={m.member.held} /> : <p className="muted">Admission checks run on a cluster member: {m.name} is not one yet.</p>}
+            {m.record ? <DriftPanel name={m.name} onChange={refresh} /> : <p className="muted">Drift is watched on registered, admitted members: {m.name} has no Apelora record.</p>}
+          </>
+        ) : null}
+        {tab === 'hardware' ? (
+          <div className="facts-grid">
+            <Facts title="MAAS" none={<>MAAS does not report this machine.</>}>
+              {m.maas ? (
+                <>
+                  <Fact k="Hostname">{m.maas.hostname} ({m.maas.fqdn})</Fact>
+                  <Fact k="System id">{m.maas.systemId}</Fact>
+                  <Fact k="Status">{statusText(m.maas.status, m.maas.statusMessage)}</Fact>
+                  <Fact k="Power">{m.maas.powerState} ({m.maas.powerType})</Fact>
+                  <Fact k="Hardware tests">{m.maas.testingStatus}</Fact>
+                  <Fact k="Hardware UUID">{m.maas.hardwareUuid ?? '—'}</Fact>
+                  <Fact k="Hardware">{maasHardware(m.maas)}</Fact>
+                  <Fact k="OS">{m.maas.osystem ? `${m.maas.osystem} ${m.maas.distroSeries}` : '—'}</Fact>
+                  <Fact k="Owner">{m.maas.owner ?? '—'}</Fact>
+                  <Fact k="Zone / pool">{m.maas.zone} / {m.maas.pool}</Fact>
+                  <Fact k="Tags">{m.maas.tags.join(', ') || '—'}</Fact>
+                  <Fact k="IP addresses">{m.maas.ipAddresses.join(', ') || '—'}</Fact>
+                </>
+              ) : null}
+            </Facts>
+          </div>
+        ) : null}
+        {tab === 'fencing' ? (
+          <div className="facts-grid">
+            <Facts title="Fencing" none={<>No fence mapping: nothing powers this member off if it dies. <Link to="/fencing">Fencing</Link></>}>
+              {m.fence ? (
+                <>
+                  <Fact k="MAAS system id">{m.fence.maasSystemId}</Fact>
+                  <Fact k="Hardware UUID">{m.fence.hardwareUuid}</Fact>
+                  <Fact k="Set"><Time at={m.fence.setAt} /> by {m.fence.setBy}</Fact>
+                  <Fact k="Last drill">
+                    {m.fence.lastDrill ? (
+                      <>
+                        {m.fence.lastDrill.ok ? '✓ ready' : `✕ ${m.fence.lastDrill.problem}`} (power {m.fence.lastDrill.powerState ?? 'unknown'}, <Time at={m.fence.lastDrill.at} />)
+                      </>
+                    ) : (
+                      'not drilled yet'
+                    )}
+                  </Fact>
+                  <Fact k="Offline since">{m.fence.offlineSince ? <Time at={m.fence.offlineSince} /> : '—'}</Fact>
+                  <Fact k="Last fence event">{m.fence.lastEvent ? `${m.fence.lastEvent.kind}: ${m.fence.lastEvent.message}` : '—'}</Fact>
+                </>
+              ) : null}
+            </Facts>
+          </div>
+        ) : null}
+        {tab === 'history' ? <MachineAudit name={m.name} /> : null}
+      </Tabs>
       {dialog ? <ChangeDialog action={dialog} row={m} onClose={() => setDialog(null)} /> : null}
     </section>
   );
@@ -163,11 +189,12 @@ function Facts({ title, children, none }: { title: string; children?: ReactNode;
   );
 }
 
-function Fact({ k, children }: { k: string; children: ReactNode }) {
+// nowrap keeps a value on one line (a URL): it scrolls within its card instead.
+function Fact({ k, children, nowrap }: { k: string; children: ReactNode; nowrap?: boolean }) {
   return (
     <>
       <dt>{k}</dt>
-      <dd>{children}</dd>
+      <dd className={nowrap ? 'nowrap' : undefined}>{children}</dd>
     </>
   );
 }
@@ -329,7 +356,7 @@ function MachineAudit({ name }: { name: string }) {
   const trail = useAuditTrail({ machine: name }, 20);
   return (
     <section aria-labelledby="history-title">
-      <h2 id="history-title">History</h2>
+      <h2 id="history-title" className="visually-hidden">History</h2>
       <AuditTable trail={trail} showMachine={false} />
     </section>
   );

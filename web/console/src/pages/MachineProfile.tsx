@@ -61,6 +61,7 @@ function AssignDialog({ machine, current, onClose, onDone }: { machine: string; 
   const picked = list.find((p) => p.name === pick);
   return (
     <ConfirmDialog
+      change="assignHardwareProfile"
       title={current ? `Change the hardware profile of ${machine}` : `Assign a hardware profile to ${machine}`}
       machine={machine}
       confirmLabel={current ? 'Change profile' : 'Assign profile'}
@@ -109,6 +110,7 @@ function ClearDialog({ machine, current, onClose, onDone }: { machine: string; c
   const [, clear] = useMutation(ClearHardwareProfileMutation);
   return (
     <ConfirmDialog
+      change="clearHardwareProfile"
       title={`Clear the hardware profile of ${machine}`}
       machine={machine}
       confirmLabel="Clear profile"

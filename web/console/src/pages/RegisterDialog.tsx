@@ -19,6 +19,7 @@ export function RegisterDialog({ target, onClose }: { target: RegisterTarget; on
   const shown = name || 'the machine';
   return (
     <ConfirmDialog
+      change="registerMachine"
       title={target.kind === 'maas' ? `Register ${target.hostname} from MAAS` : fixedName ? `Register member ${name}` : 'Register a machine'}
       machine={shown}
       confirmLabel="Register"

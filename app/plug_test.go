@@ -1,0 +1,75 @@
+package app
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/enrolment"
+	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/placement"
+	"github.com/apelora/fabric/provisioning"
+	"github.com/apelora/fabric/resolvers"
+)
+
+// plugPorts fills the ports each upstream serves and no other field, with either upstream
+// or both configured: a port an upstream happens to implement but must not serve (the
+// fencing worker's MAAS reader, say) would show up here.
+func TestPlugPortsFillsEachUpstreamsPorts(t *testing.T) {
+	incusPortsOf := []string{"enrolment.Service.Incus", "machines.Service.Membership", "fleet.Service.Incus", "fleet.One.Incus",
+		"admission.Checker.Incus", "admission.Service.Members", "provisioning.Service.Membership", "fencing.Service.Membership",
+		"resolvers.Resolver.Versions", "placement.Service.Incus"}
+	maasPortsOf := []string{"machines.Service.MAAS", "fleet.Service.MAAS", "fleet.One.MAAS", "admission.Checker.MAAS",
+		"admission.Checker.MAASInventory", "provisioning.Service.MAAS", "provisioning.Service.ImageSource"}
+	for _, c := range []struct {
+		name        string
+		incus, maas bool
+	}{{"incus only", true, false}, {"maas only", false, true}, {"both", true, true}, {"neither", false, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			var incusSide *incusPorts
+			var maasSide *maasPorts
+			want := map[string]string{}
+			if c.incus {
+				incusSide = &incusPorts{}
+				for _, f := range incusPortsOf {
+					want[f] = "*app.incusPorts"
+				}
+			}
+			if c.maas {
+				maasSide = &maasPorts{}
+				for _, f := range maasPortsOf {
+					want[f] = "*app.maasPorts"
+				}
+			}
+			enrol := &enrolment.Service{}
+			res := &resolvers.Resolver{
+				Machines: &machines.Service{}, View: &fleet.Service{One: &fleet.One{}}, Enrolment: enrol,
+				Admission:    &admission.Service{Checker: &admission.Checker{}},
+				Provisioning: &provisioning.Service{}, Fencing: &fencing.Service{}, Placement: &placement.Service{},
+			}
+			plugPorts(res, enrol, incusSide, maasSide)
+			got := map[string]string{}
+			for _, s := range []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res} {
+				v := reflect.ValueOf(s).Elem()
+				for i := range v.NumField() {
+					if f := v.Field(i); f.Kind() == reflect.Interface && !f.IsNil() {
+						got[v.Type().String()+"."+v.Type().Field(i).Name] = fmt.Sprintf("%T", f.Interface())
+					}
+				}
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("plugged %v\nwant %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+				for k, v := range got {
+					if want[k] != v {
+						t.Errorf("%s = %s, want %q", k, v, want[k])
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+// The committed table and TypeScript module are what the schema makes now.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	goSrc, tsSrc, err := generateFrom("../../../schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string][]byte{goFile: goSrc, tsFile: tsSrc} {
+		got, err := os.ReadFile("../../../" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s is stale: run go generate ./... and commit it", file)
+		}
+	}
+}
+
+// A small schema with one declared change, to which each case adds a flaw.
+const base = `
+directive @change(about: String, lock: ChangeLock!) on FIELD_DEFINITION
+enum ChangeLock { MACHINE IDENTITIES NONE }
+type Query { x: Int }
+type Plan { refused: Boolean! }
+type Mutation {
+  doIt(input: DoItInput!): DoItPayload! @change(about: "input.name", lock: MACHINE)
+  %s
+}
+input DoItInput {
+  name: String!
+  count: Int
+  "Plan only."
+  dryRun: Boolean = false
+}
+type DoItPayload {
+  "The plan."
+  plan: Plan
+}
+`
+
+func TestDeclarationsRefuseWhatCannotBeRead(t *testing.T) {
+	decls, err := declarations(&ast.Source{Name: "ok", Input: strings.Replace(base, "%s", "", 1)})
+	if err != nil || len(decls) != 1 || decls[0].about != "input.name" || decls[0].lock != "MACHINE" || decls[0].payload != "DoItPayload" {
+		t.Fatalf("the base schema: %+v, %v", decls, err)
+	}
+	for _, c := range []struct{ name, extra, types, want string }{
+		{"no declaration", `other(input: DoItInput!): DoItPayload!`, "", "has no @change declaration"},
+		{"no such argument", `other(input: DoItInput!): DoItPayload! @change(about: "name", lock: MACHINE)`, "", `has no argument "name"`},
+		{"no such field", `other(input: DoItInput!): DoItPayload! @change(about: "input.member", lock: MACHINE)`, "", `DoItInput has no field "member"`},
+		{"not a string", `other(input: DoItInput!): DoItPayload! @change(about: "input.count", lock: MACHINE)`, "", "the machine is named by a String"},
+		{"no dryRun", `other(input: NoDry!): DoItPayload! @change(lock: NONE)`, "input NoDry { a: Int }", "lacks `dryRun: Boolean = false`"},
+		{"no plan", `other(input: DoItInput!): NoPlan! @change(lock: NONE)`, "type NoPlan { a: Int }", "lacks `plan: Plan`"},
+		{"another dryRun text", `other(input: Other!): DoItPayload! @change(lock: NONE)`, "input Other { \"Dry.\"\n dryRun: Boolean = false }", "Other.dryRun's description differs"},
+		{"no input", `other(name: String!): DoItPayload! @change(lock: NONE)`, "", "no input object argument"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := declarations(&ast.Source{Name: "flawed", Input: strings.Replace(base, "%s", c.extra, 1) + c.types})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Mutation.other") {
+				t.Fatalf("got %v, want an error about Mutation.other saying %q", err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,86 @@
+// Package mutations is every mutation's declaration, generated from the @change directive
+// beside each Mutation field in schema/ (schema/change.graphqls): the machine it is about
+// (the argument path that names it, or none) and the lock it holds. Everything that must
+// know this about a mutation reads it here: the gate (the audit event's machine, whether
+// the call is a dry run), the store (the lock a change takes), apeloractl (which commands
+// take -dry-run), the e2e walks; the console reads the same table as
+// web/console/src/api/changes.gen.ts.
+//
+// `go generate ./...` rewrites changes_gen.go with internal/mutations/gen, which refuses a
+// Mutation field without its declaration, an `about` naming no String argument, and a
+// change whose input lacks dryRun or whose payload lacks plan.
+package mutations
+
+import (
+	"slices"
+	"strings"
+)
+
+// Lock is the lock a change holds while it runs.
+type Lock string
+
+const (
+	// LockMachine is the machine's advisory lock: a second change to it is BUSY.
+	LockMachine Lock = "MACHINE"
+	// LockIdentities locks the identities' rows (postgres.Store.ChangeIdentities).
+	LockIdentities Lock = "IDENTITIES"
+	// LockNone: the change takes no lock of its own.
+	LockNone Lock = "NONE"
+)
+
+// DryRun is the argument path where every change takes its dry run.
+const DryRun = "input.dryRun"
+
+// Mutation is one Mutation field's declaration.
+type Mutation struct {
+	// Name is the Mutation field, also the action of its audit events.
+	Name string
+	// About is the argument path naming the machine the call is about ("input.name"), or
+	// "" when it is about no machine by name.
+	About string
+	// Lock is the lock its change holds.
+	Lock Lock
+	// Input and Payload are the types of its input argument and of its answer (which has
+	// the plan).
+	Input, Payload string
+}
+
+// All returns every declared mutation, by name.
+func All() []Mutation { return slices.Clone(declared) }
+
+// Of returns the declaration of the Mutation field name.
+func Of(name string) (Mutation, bool) {
+	i, ok := slices.BinarySearchFunc(declared, name, func(m Mutation, n string) int { return strings.Compare(m.Name, n) })
+	if !ok {
+		return Mutation{}, false
+	}
+	return declared[i], true
+}
+
+// MachineIn returns the machine a call with these arguments is about, or "".
+func (m Mutation) MachineIn(args map[string]any) string {
+	if m.About == "" {
+		return ""
+	}
+	s, _ := At(args, m.About).(string)
+	return s
+}
+
+// DryRunIn reports whether a call with these arguments asks for a dry run.
+func (m Mutation) DryRunIn(args map[string]any) bool {
+	dry, _ := At(args, DryRun).(bool)
+	return dry
+}
+
+// At returns the value at a dotted argument path, or nil.
+func At(args map[string]any, path string) any {
+	var v any = args
+	for part := range strings.SplitSeq(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[part]
+	}
+	return v
+}
