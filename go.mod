@@ -35,7 +35,7 @@ require (
 	github.com/sosodev/duration v1.4.0 // indirect
 	github.com/urfave/cli/v3 v3.14.0 // indirect
 	github.com/vektah/gqlparser/v2 v2.5.64 // indirect
-	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/mod v0.42.0
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
