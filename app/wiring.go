@@ -139,6 +139,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		DriftView: &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
 		Log:       log,
 	}
+	var err error
+	if res.AuditLog, err = startAuditLog(ctx, cfg, store, log); err != nil {
+		return nil, err
+	}
 	// Each port is set only when its upstream is configured (an interface holding a nil
 	// pointer would not be nil).
 	if incusSide != nil {
