@@ -36,6 +36,9 @@ func TestFrontierMatchesTlog(t *testing.T) {
 			t.Fatalf("leaf %d: the frontier stores %v, tlog %v", n, stored, want)
 		}
 		all = append(all, want...)
+		if g, err := FrontierOf(f.Size(), f.Hashes()); err != nil || g.Root() != f.Root() {
+			t.Fatalf("tree of %d: the frontier does not restore from its hashes: %v", n+1, err)
+		}
 		root, err := tlog.TreeHash(n+1, reader)
 		if err != nil || f.Root() != root {
 			t.Fatalf("tree of %d: frontier root %v, tlog %v (%v)", n+1, f.Root(), root, err)

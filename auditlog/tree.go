@@ -1,6 +1,11 @@
 package auditlog
 
-import "golang.org/x/mod/sumdb/tlog"
+import (
+	"fmt"
+	"math/bits"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
 
 // Frontier is the right edge of a Merkle tree being built leaf by leaf: the roots of its
 // complete subtrees, largest first. It holds O(log n) hashes, which is what lets
@@ -42,4 +47,30 @@ func (f *Frontier) Root() tlog.Hash {
 		h = tlog.NodeHash(f.nodes[i].hash, h)
 	}
 	return h
+}
+
+// Hashes are the roots of the complete subtrees, largest first: with Size, all a store
+// needs to keep to append the next leaf without reading the tree.
+func (f *Frontier) Hashes() []tlog.Hash {
+	out := make([]tlog.Hash, len(f.nodes))
+	for i, n := range f.nodes {
+		out[i] = n.hash
+	}
+	return out
+}
+
+// FrontierOf restores the frontier of a tree of n leaves from its Hashes.
+func FrontierOf(n int64, hashes []tlog.Hash) (*Frontier, error) {
+	if n < 0 || bits.OnesCount64(uint64(n)) != len(hashes) {
+		return nil, fmt.Errorf("a tree of %d leaves has %d complete subtrees, not %d", n, bits.OnesCount64(uint64(max(n, 0))), len(hashes))
+	}
+	f := &Frontier{n: n}
+	i := 0
+	for level := 62; level >= 0; level-- {
+		if n&(1<<level) != 0 {
+			f.nodes = append(f.nodes, node{level, hashes[i]})
+			i++
+		}
+	}
+	return f, nil
 }

@@ -10,6 +10,15 @@ CREATE TABLE audit_tree_hashes (
     hash          bytea NOT NULL CHECK (length(hash) = 32)
 );
 
+-- The tree's right edge: its size and the roots of its complete subtrees, largest first
+-- (auditlog.Frontier), kept in step with the events under the audit order lock, so an
+-- append reads one row instead of the tree.
+CREATE TABLE audit_tree_state (
+    one      boolean PRIMARY KEY DEFAULT true CHECK (one),
+    size     bigint NOT NULL CHECK (size >= 0),
+    frontier bytea[] NOT NULL
+);
+
 -- Signed checkpoints: tree size and root hash in a note signed by the key in
 -- APELORA_STATE_DIR (never here). root_hash repeats what the signed text states so that
 -- proofs need not parse it; `apelora audit verify` checks they agree.

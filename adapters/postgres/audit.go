@@ -20,14 +20,10 @@ const auditOrderLock = lockNamespace + 2
 // visible in id order, and a stream that reads "the rows after the last id I have"
 // (auditEventRecorded's replay, the feed) can never skip one that commits late. Inserts
 // wait for each other only between the insert and the commit, at the end of a change.
-// Under the same lock the event becomes the next leaf of the audit log (see
-// appendAuditEvent), so leaf indexes follow ids.
+// Under the same lock (taken in appendAuditEvent) the event becomes the next leaf of the
+// audit log, so leaf indexes follow ids.
 func insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
-	e = audit.Bound(e)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, auditOrderLock); err != nil {
-		return 0, err
-	}
-	return appendAuditEvent(ctx, tx, e)
+	return appendAuditEvent(ctx, tx, audit.Bound(e))
 }
 
 // RecordAudit writes an audit event on its own, for an action that changed nothing

@@ -14,41 +14,66 @@ import (
 	"github.com/apelora/fabric/auditlog"
 )
 
-// appendAuditEvent writes e as the next leaf of the audit log: the row with its leaf index
-// and hash, and the tree hashes it completes, in tx. The caller holds auditOrderLock, so
-// the leaf index (like the id) is drawn after every earlier event committed: replicas
-// append to one tree and never fork it.
+// appendAuditEvent takes the lock every audit insert takes, held to commit (see
+// insertAudit), and writes e as the next leaf of the audit log: the row with its leaf
+// index and hash, the tree hashes it completes and the tree's new right edge
+// (audit_tree_state), in tx. The state is read after the lock was granted, so replicas
+// append to one tree and never fork it; an append costs the two round trips an audit
+// insert always took (the lock and the read in one batch, then one insert) and O(log n)
+// hashing.
 func appendAuditEvent(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
 	// The record's JSON as the database will hold it (jsonb's text is canonical), its id
-	// and time, and the next leaf index, read after the lock was granted.
+	// and time, and the tree's state.
 	r := auditlog.Record{Actor: e.Actor, Action: e.Action, Machine: e.Machine, Outcome: string(e.Outcome),
 		Error: e.Error, RequestID: e.RequestID}
 	var n int64
-	err := tx.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('audit_events', 'id')), now(),
-		coalesce($1::jsonb, '{}')::text, coalesce($2::jsonb, '{}')::text,
-		(SELECT coalesce(max(leaf_index) + 1, 0) FROM audit_events)`,
-		e.Parameters, e.Details).Scan(&r.ID, &r.At, &r.Parameters, &r.Details, &n)
-	if err != nil {
+	var edge [][]byte
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1, 0)`, auditOrderLock)
+	b.Queue(`SELECT nextval(pg_get_serial_sequence('audit_events', 'id')), now(),
+		coalesce($1::jsonb, '{}')::text, coalesce($2::jsonb, '{}')::text, s.size, s.frontier
+		FROM audit_tree_state s`, e.Parameters, e.Details).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&r.ID, &r.At, &r.Parameters, &r.Details, &n, &edge)
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, errors.New("the audit log's state (audit_tree_state) is missing: it was deleted in the database; run `apelora audit verify`")
+		}
 		return 0, err
 	}
-	leaf := r.LeafHash()
-	hashes, err := tlog.StoredHashesForRecordHash(n, leaf, tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
-		return readTreeHashes(ctx, tx, indexes)
-	}))
+	hashes := make([]tlog.Hash, len(edge))
+	for i, h := range edge {
+		if len(h) != tlog.HashSize {
+			return 0, fmt.Errorf("the audit log's state holds a hash of %d bytes: it was changed in the database; run `apelora audit verify`", len(h))
+		}
+		hashes[i] = tlog.Hash(h)
+	}
+	f, err := auditlog.FrontierOf(n, hashes)
 	if err != nil {
-		return 0, fmt.Errorf("compute the audit tree's hashes for leaf %d: %w", n, err)
+		return 0, fmt.Errorf("the audit log's state was changed in the database (%v); run `apelora audit verify`", err)
 	}
+	leaf := r.LeafHash()
+	stored := f.Add(leaf, nil)
 	first := tlog.StoredHashIndex(0, n)
-	indexes, values := make([]int64, len(hashes)), make([][]byte, len(hashes))
-	for i := range hashes {
-		indexes[i], values[i] = first+int64(i), hashes[i][:]
+	indexes, values := make([]int64, len(stored)), make([][]byte, len(stored))
+	for i := range stored {
+		indexes[i], values[i] = first+int64(i), stored[i][:]
 	}
-	_, err = tx.Exec(ctx, `WITH tree AS (INSERT INTO audit_tree_hashes (storage_index, hash) SELECT * FROM unnest($11::bigint[], $12::bytea[]))
+	_, err = tx.Exec(ctx, `WITH tree AS (INSERT INTO audit_tree_hashes (storage_index, hash) SELECT * FROM unnest($11::bigint[], $12::bytea[])),
+		state AS (UPDATE audit_tree_state SET size = $13 + 1, frontier = $15)
 		INSERT INTO audit_events (id, at, actor, action, machine, parameters, outcome, error, request_id, details, leaf_index, leaf_hash)
 		VALUES ($1, $2, $3, $4, nullif($5, ''), $6::jsonb, $7, nullif($8, ''), $9, $10::jsonb, $13, $14)`,
 		r.ID, r.At, r.Actor, r.Action, r.Machine, r.Parameters, r.Outcome, r.Error, r.RequestID, r.Details,
-		indexes, values, n, leaf[:])
+		indexes, values, n, leaf[:], hashBytes(f.Hashes()))
 	return r.ID, err
+}
+
+func hashBytes(hs []tlog.Hash) [][]byte {
+	out := make([][]byte, len(hs))
+	for i := range hs {
+		out[i] = hs[i][:]
+	}
+	return out
 }
 
 // readTreeHashes reads stored hashes by storage index, in the order asked.
@@ -195,6 +220,9 @@ func backfillAuditLog(ctx context.Context, tx pgx.Tx) error {
 			treeIndexes, treeHashes); err != nil {
 			return err
 		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO audit_tree_state (size, frontier) VALUES ($1, $2)`, f.Size(), hashBytes(f.Hashes())); err != nil {
+		return err
 	}
 	_, err := tx.Exec(ctx, `ALTER TABLE audit_events ENABLE TRIGGER audit_events_append_only`)
 	return err

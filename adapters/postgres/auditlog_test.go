@@ -154,7 +154,7 @@ func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
 	// Back to the schema before 0009, with rows written by then.
-	if _, err := db.Store.Pool().Exec(ctx, `DROP TABLE audit_tree_hashes, audit_checkpoints;
+	if _, err := db.Store.Pool().Exec(ctx, `DROP TABLE audit_tree_hashes, audit_checkpoints, audit_tree_state;
 		ALTER TABLE audit_events DROP COLUMN leaf_index, DROP COLUMN leaf_hash;
 		DELETE FROM schema_migrations WHERE version = 9;
 		INSERT INTO audit_events (at, actor, action, machine, parameters, outcome, error, request_id, details)
