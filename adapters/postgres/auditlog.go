@@ -19,8 +19,8 @@ import (
 // index and hash, the tree hashes it completes and the tree's new right edge
 // (audit_tree_state), in tx. The state is read after the lock was granted, so replicas
 // append to one tree and never fork it; an append costs the two round trips an audit
-// insert always took (the lock and the read in one batch, then one insert) and O(log n)
-// hashing.
+// insert always took (the lock and the read in one batch, then the writes in another)
+// and O(log n) hashing.
 func appendAuditEvent(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
 	// The record's JSON as the database will hold it (jsonb's text is canonical), its id
 	// and time, and the tree's state.
@@ -59,13 +59,13 @@ func appendAuditEvent(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, err
 	for i := range stored {
 		indexes[i], values[i] = first+int64(i), stored[i][:]
 	}
-	_, err = tx.Exec(ctx, `WITH tree AS (INSERT INTO audit_tree_hashes (storage_index, hash) SELECT * FROM unnest($11::bigint[], $12::bytea[])),
-		state AS (UPDATE audit_tree_state SET size = $13 + 1, frontier = $15)
-		INSERT INTO audit_events (id, at, actor, action, machine, parameters, outcome, error, request_id, details, leaf_index, leaf_hash)
-		VALUES ($1, $2, $3, $4, nullif($5, ''), $6::jsonb, $7, nullif($8, ''), $9, $10::jsonb, $13, $14)`,
-		r.ID, r.At, r.Actor, r.Action, r.Machine, r.Parameters, r.Outcome, r.Error, r.RequestID, r.Details,
-		indexes, values, n, leaf[:], hashBytes(f.Hashes()))
-	return r.ID, err
+	w := &pgx.Batch{}
+	w.Queue(`INSERT INTO audit_events (id, at, actor, action, machine, parameters, outcome, error, request_id, details, leaf_index, leaf_hash)
+		VALUES ($1, $2, $3, $4, nullif($5, ''), $6::jsonb, $7, nullif($8, ''), $9, $10::jsonb, $11, $12)`,
+		r.ID, r.At, r.Actor, r.Action, r.Machine, r.Parameters, r.Outcome, r.Error, r.RequestID, r.Details, n, leaf[:])
+	w.Queue(`INSERT INTO audit_tree_hashes (storage_index, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, indexes, values)
+	w.Queue(`UPDATE audit_tree_state SET size = $1, frontier = $2`, n+1, hashBytes(f.Hashes()))
+	return r.ID, tx.SendBatch(ctx, w).Close()
 }
 
 func hashBytes(hs []tlog.Hash) [][]byte {
