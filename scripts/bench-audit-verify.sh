@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench-audit-verify.sh [EVENTS]: the time and memory of `apelora audit verify` over
 # EVENTS audit events (default 1,000,000), with a checkpoint. The rows are made with
-# generate_series in the schema before migration 0009, and 0009's backfill gives them
+# generate_series in the schema before migration 0010, and 0010's backfill gives them
 # their leaves (timed too). Needs APELORA_TEST_DATABASE_URL (a superuser URL of the form
 # postgres://…/postgres?…, as scripts/test-deps.sh prints) and /usr/bin/time.
 set -eu
@@ -18,7 +18,7 @@ export APELORA_DATABASE_URL="$url" APELORA_STATE_DIR="$work/state" APELORA_LOG_L
 psql -q "$url" <<SQL
 DROP TABLE audit_tree_hashes, audit_checkpoints, audit_tree_state;
 ALTER TABLE audit_events DROP COLUMN leaf_index, DROP COLUMN leaf_hash;
-DELETE FROM schema_migrations WHERE version = 9;
+DELETE FROM schema_migrations WHERE version = 10;
 INSERT INTO audit_events (at, actor, action, machine, parameters, outcome, error, request_id, details)
 SELECT now() - make_interval(secs => $n - i), 'admin-' || (i % 7), 'registerMachine', 'node-' || (i % 300),
        jsonb_build_object('name', 'node-' || (i % 300), 'provisioner', 'MAAS', 'dryRun', false),
@@ -26,7 +26,7 @@ SELECT now() - make_interval(secs => $n - i), 'admin-' || (i % 7), 'registerMach
        md5(i::text), jsonb_build_object('checks', jsonb_build_array(jsonb_build_object('name', 'cpu', 'ok', true)))
 FROM generate_series(1, $n) i;
 SQL
-echo "backfill (migration 0009) of $n events:"
+echo "backfill (migration 0010) of $n events:"
 /usr/bin/time -o "$work/time" -f "  %e s, max RSS %M KiB" "$work/apelora" migrate >/dev/null
 cat "$work/time"
 "$work/apelora" audit checkpoint | head -1

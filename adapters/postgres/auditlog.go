@@ -175,7 +175,7 @@ func (s *Store) AddAuditCheckpoint(ctx context.Context, c auditlog.Checkpoint) e
 	return dbError(err)
 }
 
-// backfillAuditLog gives the rows written before migration 0009 their leaves, in id order,
+// backfillAuditLog gives the rows written before migration 0010 their leaves, in id order,
 // in the migration's transaction: a page of rows at a time, the tree's right edge in
 // memory, so any number of rows takes the same memory.
 func backfillAuditLog(ctx context.Context, tx pgx.Tx) error {
@@ -359,5 +359,5 @@ func (a *AuditSnapshot) Checkpoints(ctx context.Context) iter.Seq2[auditlog.Chec
 // afterMigration are steps that run in a migration's transaction after its SQL: work
 // SQL cannot do, such as hashing rows the way the Go code does.
 var afterMigration = map[int]func(context.Context, pgx.Tx) error{
-	9: backfillAuditLog,
+	10: backfillAuditLog,
 }

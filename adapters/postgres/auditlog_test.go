@@ -149,14 +149,14 @@ func TestAuditLogIsOneTreeAcrossReplicas(t *testing.T) {
 	}
 }
 
-// Rows recorded before migration 0009 get their leaves from it, in id order.
+// Rows recorded before migration 0010 get their leaves from it, in id order.
 func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
-	// Back to the schema before 0009, with rows written by then.
+	// Back to the schema before 0010, with rows written by then.
 	if _, err := db.Store.Pool().Exec(ctx, `DROP TABLE audit_tree_hashes, audit_checkpoints, audit_tree_state;
 		ALTER TABLE audit_events DROP COLUMN leaf_index, DROP COLUMN leaf_hash;
-		DELETE FROM schema_migrations WHERE version = 9;
+		DELETE FROM schema_migrations WHERE version = 10;
 		INSERT INTO audit_events (at, actor, action, machine, parameters, outcome, error, request_id, details)
 		SELECT now() - make_interval(secs => 25000 - i), 'admin', 'registerMachine', CASE WHEN i % 3 = 0 THEN NULL ELSE 'node-' || i END,
 			jsonb_build_object('name', 'node-' || i, 'i', i), CASE WHEN i % 7 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END,
