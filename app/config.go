@@ -47,6 +47,10 @@ type Config struct {
 	// AuthFailureLimit is not read from the environment (zero: the server's default);
 	// tests relax it.
 	AuthFailureLimit server.RateLimit
+	// AuditKeyFile is APELORA_AUDIT_KEY_FILE ("" : the state folder's); see AuditKeyPath.
+	// AuditCheckpointInterval is APELORA_AUDIT_CHECKPOINT_INTERVAL; zero: the default.
+	AuditKeyFile            string
+	AuditCheckpointInterval time.Duration
 	// Monitoring is the metrics listener (APELORA_METRICS_LISTEN, …); see StartMetrics.
 	Monitoring metrics.Config
 	// Metrics is the process's registry, from StartMetrics (not the environment); nil
@@ -107,7 +111,7 @@ func Variables() []Variable {
 		{"APELORA_MAAS_URL", "(none: no MAAS)", "MAAS URL up to /MAAS, e.g. https://maas.example:5240/MAAS (plain http only to loopback)"},
 		{"APELORA_MAAS_API_KEY", "(none)", "MAAS API key consumer:token:secret, read once at start; never logged, stored or returned"},
 		{"APELORA_MAAS_CA_FILE", "(system trust store)", "PEM file with the CA (or the pinned leaf) MAAS's certificate must chain to"},
-	}, MetricsVariables()...)
+	}, append(AuditVariables(), MetricsVariables()...)...)
 }
 
 func defaultStateDir() string {
@@ -165,6 +169,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.FleetRefreshInterval, err = fleetRefreshInterval(get); err != nil {
+		return c, err
+	}
+	if err = auditSettings(get, &c); err != nil {
 		return c, err
 	}
 	if c.Monitoring, err = monitoringConfig(get); err != nil {

@@ -158,6 +158,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Placement: &placement.Service{Store: store},
 		Log:       log,
 	}
+	var err error
+	if res.AuditLog, err = startAuditLog(ctx, cfg, store, log); err != nil {
+		return nil, err
+	}
 	// Each upstream's ports go into every port of the services that it serves (plug); the
 	// fleet's reads go through the metrics first.
 	res.View.Incus = fleetIncus

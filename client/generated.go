@@ -1495,6 +1495,137 @@ func (v *AssignHardwareProfileResponse) GetAssignHardwareProfile() AssignHardwar
 	return v.AssignHardwareProfile
 }
 
+// AuditCheckpointAuditCheckpoint includes the requested fields of the GraphQL type AuditCheckpoint.
+// The GraphQL type's documentation follows.
+//
+// A signed statement of the audit log: every audit event is a leaf of an append-only Merkle
+// tree (RFC 6962 hashing), in id order.
+type AuditCheckpointAuditCheckpoint struct {
+	AuditCheckpointFields `json:"-"`
+}
+
+// GetTreeSize returns AuditCheckpointAuditCheckpoint.TreeSize, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointAuditCheckpoint) GetTreeSize() int { return v.AuditCheckpointFields.TreeSize }
+
+// GetRootHash returns AuditCheckpointAuditCheckpoint.RootHash, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointAuditCheckpoint) GetRootHash() string {
+	return v.AuditCheckpointFields.RootHash
+}
+
+// GetSigned returns AuditCheckpointAuditCheckpoint.Signed, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointAuditCheckpoint) GetSigned() string { return v.AuditCheckpointFields.Signed }
+
+// GetAt returns AuditCheckpointAuditCheckpoint.At, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointAuditCheckpoint) GetAt() time.Time { return v.AuditCheckpointFields.At }
+
+// GetVerifierKey returns AuditCheckpointAuditCheckpoint.VerifierKey, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointAuditCheckpoint) GetVerifierKey() string {
+	return v.AuditCheckpointFields.VerifierKey
+}
+
+func (v *AuditCheckpointAuditCheckpoint) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AuditCheckpointAuditCheckpoint
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AuditCheckpointAuditCheckpoint = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.AuditCheckpointFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAuditCheckpointAuditCheckpoint struct {
+	TreeSize int `json:"treeSize"`
+
+	RootHash string `json:"rootHash"`
+
+	Signed string `json:"signed"`
+
+	At time.Time `json:"at"`
+
+	VerifierKey string `json:"verifierKey"`
+}
+
+func (v *AuditCheckpointAuditCheckpoint) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AuditCheckpointAuditCheckpoint) __premarshalJSON() (*__premarshalAuditCheckpointAuditCheckpoint, error) {
+	var retval __premarshalAuditCheckpointAuditCheckpoint
+
+	retval.TreeSize = v.AuditCheckpointFields.TreeSize
+	retval.RootHash = v.AuditCheckpointFields.RootHash
+	retval.Signed = v.AuditCheckpointFields.Signed
+	retval.At = v.AuditCheckpointFields.At
+	retval.VerifierKey = v.AuditCheckpointFields.VerifierKey
+	return &retval, nil
+}
+
+// AuditCheckpointFields includes the GraphQL fields of AuditCheckpoint requested by the fragment AuditCheckpointFields.
+// The GraphQL type's documentation follows.
+//
+// A signed statement of the audit log: every audit event is a leaf of an append-only Merkle
+// tree (RFC 6962 hashing), in id order.
+type AuditCheckpointFields struct {
+	// How many events the tree holds (leaves 0 to treeSize − 1).
+	TreeSize int `json:"treeSize"`
+	// The tree's root hash, base64 (SHA-256).
+	RootHash string `json:"rootHash"`
+	// The checkpoint as signed, in the golang.org/x/mod/sumdb/note format: the tree text
+	// (`go.sum database tree`, the size, the root hash), a blank line, the signature line.
+	Signed string    `json:"signed"`
+	At     time.Time `json:"at"`
+	// The public key the checkpoint is signed with, in note's verifier key form.
+	VerifierKey string `json:"verifierKey"`
+}
+
+// GetTreeSize returns AuditCheckpointFields.TreeSize, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointFields) GetTreeSize() int { return v.TreeSize }
+
+// GetRootHash returns AuditCheckpointFields.RootHash, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointFields) GetRootHash() string { return v.RootHash }
+
+// GetSigned returns AuditCheckpointFields.Signed, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointFields) GetSigned() string { return v.Signed }
+
+// GetAt returns AuditCheckpointFields.At, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointFields) GetAt() time.Time { return v.At }
+
+// GetVerifierKey returns AuditCheckpointFields.VerifierKey, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointFields) GetVerifierKey() string { return v.VerifierKey }
+
+// AuditCheckpointResponse is returned by AuditCheckpoint on success.
+type AuditCheckpointResponse struct {
+	// The audit log's latest signed checkpoint: how many events its tree held and its root
+	// hash, signed with the server's audit key. Null until the first is signed (the server
+	// signs one every APELORA_AUDIT_CHECKPOINT_INTERVAL when the trail grew). Check it with
+	// `verifierKey`; `apelora audit verify` checks every checkpoint against the events.
+	AuditCheckpoint *AuditCheckpointAuditCheckpoint `json:"auditCheckpoint"`
+}
+
+// GetAuditCheckpoint returns AuditCheckpointResponse.AuditCheckpoint, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointResponse) GetAuditCheckpoint() *AuditCheckpointAuditCheckpoint {
+	return v.AuditCheckpoint
+}
+
 // AuditEventFields includes the GraphQL fields of AuditEvent requested by the fragment AuditEventFields.
 // The GraphQL type's documentation follows.
 //
@@ -1914,6 +2045,140 @@ var AllAuditOutcome = []AuditOutcome{
 	AuditOutcomeRefused,
 	AuditOutcomePlanned,
 }
+
+// AuditProofAuditProof includes the requested fields of the GraphQL type AuditProof.
+// The GraphQL type's documentation follows.
+//
+// An inclusion proof: hashing `leafHash` with `hashes` in turn (RFC 6962) gives the
+// checkpoint's root hash.
+type AuditProofAuditProof struct {
+	EventId string `json:"eventId"`
+	// The event's position in the tree (0 is the first event).
+	LeafIndex int `json:"leafIndex"`
+	// The event's leaf hash, base64: SHA-256 of 0x00 and the event's canonical encoding.
+	LeafHash string `json:"leafHash"`
+	// The proof's hashes, base64, from the leaf's side up.
+	Hashes     []string                                      `json:"hashes"`
+	Checkpoint AuditProofAuditProofCheckpointAuditCheckpoint `json:"checkpoint"`
+}
+
+// GetEventId returns AuditProofAuditProof.EventId, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProof) GetEventId() string { return v.EventId }
+
+// GetLeafIndex returns AuditProofAuditProof.LeafIndex, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProof) GetLeafIndex() int { return v.LeafIndex }
+
+// GetLeafHash returns AuditProofAuditProof.LeafHash, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProof) GetLeafHash() string { return v.LeafHash }
+
+// GetHashes returns AuditProofAuditProof.Hashes, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProof) GetHashes() []string { return v.Hashes }
+
+// GetCheckpoint returns AuditProofAuditProof.Checkpoint, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProof) GetCheckpoint() AuditProofAuditProofCheckpointAuditCheckpoint {
+	return v.Checkpoint
+}
+
+// AuditProofAuditProofCheckpointAuditCheckpoint includes the requested fields of the GraphQL type AuditCheckpoint.
+// The GraphQL type's documentation follows.
+//
+// A signed statement of the audit log: every audit event is a leaf of an append-only Merkle
+// tree (RFC 6962 hashing), in id order.
+type AuditProofAuditProofCheckpointAuditCheckpoint struct {
+	AuditCheckpointFields `json:"-"`
+}
+
+// GetTreeSize returns AuditProofAuditProofCheckpointAuditCheckpoint.TreeSize, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) GetTreeSize() int {
+	return v.AuditCheckpointFields.TreeSize
+}
+
+// GetRootHash returns AuditProofAuditProofCheckpointAuditCheckpoint.RootHash, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) GetRootHash() string {
+	return v.AuditCheckpointFields.RootHash
+}
+
+// GetSigned returns AuditProofAuditProofCheckpointAuditCheckpoint.Signed, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) GetSigned() string {
+	return v.AuditCheckpointFields.Signed
+}
+
+// GetAt returns AuditProofAuditProofCheckpointAuditCheckpoint.At, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) GetAt() time.Time {
+	return v.AuditCheckpointFields.At
+}
+
+// GetVerifierKey returns AuditProofAuditProofCheckpointAuditCheckpoint.VerifierKey, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) GetVerifierKey() string {
+	return v.AuditCheckpointFields.VerifierKey
+}
+
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AuditProofAuditProofCheckpointAuditCheckpoint
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AuditProofAuditProofCheckpointAuditCheckpoint = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.AuditCheckpointFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAuditProofAuditProofCheckpointAuditCheckpoint struct {
+	TreeSize int `json:"treeSize"`
+
+	RootHash string `json:"rootHash"`
+
+	Signed string `json:"signed"`
+
+	At time.Time `json:"at"`
+
+	VerifierKey string `json:"verifierKey"`
+}
+
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) __premarshalJSON() (*__premarshalAuditProofAuditProofCheckpointAuditCheckpoint, error) {
+	var retval __premarshalAuditProofAuditProofCheckpointAuditCheckpoint
+
+	retval.TreeSize = v.AuditCheckpointFields.TreeSize
+	retval.RootHash = v.AuditCheckpointFields.RootHash
+	retval.Signed = v.AuditCheckpointFields.Signed
+	retval.At = v.AuditCheckpointFields.At
+	retval.VerifierKey = v.AuditCheckpointFields.VerifierKey
+	return &retval, nil
+}
+
+// AuditProofResponse is returned by AuditProof on success.
+type AuditProofResponse struct {
+	// Proof that audit event `id` is in the latest checkpoint's tree (NOT_FOUND: no such
+	// event; FAILED_PRECONDITION: the event is newer than the latest checkpoint, ask again
+	// after the next).
+	AuditProof AuditProofAuditProof `json:"auditProof"`
+}
+
+// GetAuditProof returns AuditProofResponse.AuditProof, and is useful for accessing the field via an interface.
+func (v *AuditProofResponse) GetAuditProof() AuditProofAuditProof { return v.AuditProof }
 
 type CheckResult string
 
@@ -10362,6 +10627,14 @@ func (v *__AuditEventsInput) GetAfter() *string { return v.After }
 // GetMachine returns __AuditEventsInput.Machine, and is useful for accessing the field via an interface.
 func (v *__AuditEventsInput) GetMachine() *string { return v.Machine }
 
+// __AuditProofInput is used internally by genqlient
+type __AuditProofInput struct {
+	Id string `json:"id"`
+}
+
+// GetId returns __AuditProofInput.Id, and is useful for accessing the field via an interface.
+func (v *__AuditProofInput) GetId() string { return v.Id }
+
 // __ClearHardwareProfileInput is used internally by genqlient
 type __ClearHardwareProfileInput struct {
 	Input ClearHardwareProfileInput `json:"input"`
@@ -10998,6 +11271,43 @@ func AssignHardwareProfile(
 	return data_, err_
 }
 
+// The query executed by AuditCheckpoint.
+const AuditCheckpoint_Operation = `
+query AuditCheckpoint {
+	auditCheckpoint {
+		... AuditCheckpointFields
+	}
+}
+fragment AuditCheckpointFields on AuditCheckpoint {
+	treeSize
+	rootHash
+	signed
+	at
+	verifierKey
+}
+`
+
+func AuditCheckpoint(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *AuditCheckpointResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "AuditCheckpoint",
+		Query:  AuditCheckpoint_Operation,
+	}
+
+	data_ = &AuditCheckpointResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The subscription executed by AuditEventRecorded.
 const AuditEventRecorded_Operation = `
 subscription AuditEventRecorded ($machine: String, $after: ID) {
@@ -11114,6 +11424,53 @@ func AuditEvents(
 	}
 
 	data_ = &AuditEventsResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by AuditProof.
+const AuditProof_Operation = `
+query AuditProof ($id: ID!) {
+	auditProof(id: $id) {
+		eventId
+		leafIndex
+		leafHash
+		hashes
+		checkpoint {
+			... AuditCheckpointFields
+		}
+	}
+}
+fragment AuditCheckpointFields on AuditCheckpoint {
+	treeSize
+	rootHash
+	signed
+	at
+	verifierKey
+}
+`
+
+func AuditProof(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	id string,
+) (data_ *AuditProofResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "AuditProof",
+		Query:  AuditProof_Operation,
+		Variables: &__AuditProofInput{
+			Id: id,
+		},
+	}
+
+	data_ = &AuditProofResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -104,6 +104,21 @@ type AssignHardwareProfilePayload struct {
 	Plan *Plan `json:"plan,omitempty"`
 }
 
+// A signed statement of the audit log: every audit event is a leaf of an append-only Merkle
+// tree (RFC 6962 hashing), in id order.
+type AuditCheckpoint struct {
+	// How many events the tree holds (leaves 0 to treeSize − 1).
+	TreeSize int `json:"treeSize"`
+	// The tree's root hash, base64 (SHA-256).
+	RootHash string `json:"rootHash"`
+	// The checkpoint as signed, in the golang.org/x/mod/sumdb/note format: the tree text
+	// (`go.sum database tree`, the size, the root hash), a blank line, the signature line.
+	Signed string    `json:"signed"`
+	At     time.Time `json:"at"`
+	// The public key the checkpoint is signed with, in note's verifier key form.
+	VerifierKey string `json:"verifierKey"`
+}
+
 // One audited action: every mutation call, allowed or refused, writes exactly one. A request
 // refused as a whole (no valid token, or refused before it ran) writes one for the request.
 // Each event is bounded: see the README's Limits.
@@ -142,6 +157,19 @@ type AuditEventConnection struct {
 type AuditEventEdge struct {
 	Cursor string      `json:"cursor"`
 	Node   *AuditEvent `json:"node"`
+}
+
+// An inclusion proof: hashing `leafHash` with `hashes` in turn (RFC 6962) gives the
+// checkpoint's root hash.
+type AuditProof struct {
+	EventID string `json:"eventId"`
+	// The event's position in the tree (0 is the first event).
+	LeafIndex int `json:"leafIndex"`
+	// The event's leaf hash, base64: SHA-256 of 0x00 and the event's canonical encoding.
+	LeafHash string `json:"leafHash"`
+	// The proof's hashes, base64, from the leaf's side up.
+	Hashes     []string         `json:"hashes"`
+	Checkpoint *AuditCheckpoint `json:"checkpoint"`
 }
 
 type ClearHardwareProfileInput struct {
