@@ -92,7 +92,10 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
   if ((p.planKey ?? '') !== opened.current) edited.current = true;
   const current = planned?.key === key ? planned : null;
   const outcome = planOutcome(current?.problems ?? [], current?.plan ?? null, p.fieldNames ?? []);
-  const blocked = p.blocked ?? (current ? (outcome.invalid ?? refusalReason(current.plan)) : 'Waiting for the plan of this change…');
+  // Before any input nothing is marked, so the reason names the field's problem itself.
+  const invalid = outcome.fieldMessage && !edited.current ? `It would be refused: ${outcome.fieldMessage}` : outcome.invalid;
+  const blocked = p.blocked ?? (current ? (invalid ?? refusalReason(current.plan)) : 'Waiting for the plan of this change…');
+  const planProblem = outcome.problem ?? (outcome.fieldMessage && edited.current ? 'none until the field marked above is corrected.' : undefined);
   const typedOK = !p.typeToConfirm || typed === p.typeToConfirm;
   const ready = typedOK && !blocked;
   const errors = fieldProblems(problems);
@@ -126,7 +129,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
       <form onSubmit={submit} noValidate>
         <div className="consequence">{p.consequence}</div>
         {p.fields?.(errors)}
-        <PlanView plan={current?.plan ?? null} planning={!current} problem={outcome.problem} />
+        <PlanView plan={current?.plan ?? null} planning={!current} problem={planProblem} />
         {p.typeToConfirm ? (
           <Field label={p.typeLabel ?? `Type ${p.typeToConfirm} to confirm`}>
             {(a) => (

@@ -114,5 +114,6 @@ export function admitReason(v: Viewer | null | undefined, report: { verdict?: Ad
   if (report.verdict === 'ADMISSIBLE') return undefined;
   const failed = report.checks.filter((c) => c.result === 'FAIL');
   if (failed.length === 0) return 'The admission checks blocked admission.';
-  return 'Blocked by ' + failed.map((c) => `${c.title}: ${c.message}`).join('; ');
+  // The server's words for it (admission.BlockedBy): admit's refusal and apeloractl say the same.
+  return 'Admission blocked by ' + failed.map((c) => `${c.title}: ${c.message}`).join('; ');
 }

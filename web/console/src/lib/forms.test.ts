@@ -89,7 +89,8 @@ test('a dry run\'s field error goes beside its field and disables the change; th
   const o = planOutcome(invalidName, null, ['name', 'description', 'maasSystemId']);
   assert.equal(o.fields.get('name'), invalidName[0].message);
   assert.equal(o.problem, undefined);
-  assert.match(o.invalid!, /Correct the field marked above first: name "Node_1"/);
+  assert.equal(o.invalid, 'Correct the field marked above first.');
+  assert.equal(o.fieldMessage, invalidName[0].message);
 
   // A field the dialog does not show: said in the plan box, and still not sendable.
   const elsewhere = planOutcome(invalidName, null, ['description']);

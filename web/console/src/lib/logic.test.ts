@@ -65,7 +65,8 @@ test('Admit is enabled only when admissible, else names the failing check', () =
       { name: 'kernel', title: 'Kernel', result: 'FAIL', message: 'kernel 6.1 is older than 6.12' },
     ],
   });
-  assert.equal(blocked, 'Blocked by Kernel: kernel 6.1 is older than 6.12');
+  // The same case as admission's TestBlockedByIsOneWording: one wording for BLOCKED.
+  assert.equal(blocked, 'Admission blocked by Kernel: kernel 6.1 is older than 6.12');
   assert.match(admitReason(viewer, { verdict: 'ADMISSIBLE', checks: [] })!, /manage-infrastructure/);
 });
 

@@ -46,6 +46,8 @@ export interface PlanOutcome {
   // invalid is why the change cannot be made as filled in: a field the server refused,
   // or input it refused without naming a field shown.
   invalid?: string;
+  // fieldMessage is the server's message for the first field it refused.
+  fieldMessage?: string;
 }
 
 export function planOutcome(problems: Problem[], plan: Plan | null, fieldNames: string[]): PlanOutcome {
@@ -60,8 +62,10 @@ export function planOutcome(problems: Problem[], plan: Plan | null, fieldNames: 
   const out: PlanOutcome = { fields };
   const first = fields.values().next().value;
   const bad = rest.find((p) => p.code === 'INVALID_INPUT');
-  if (first !== undefined) out.invalid = `Correct the field marked above first: ${first}`;
-  else if (bad) out.invalid = `It would be refused: ${bad.message} (INVALID_INPUT)`;
+  if (first !== undefined) {
+    out.invalid = 'Correct the field marked above first.';
+    out.fieldMessage = first;
+  } else if (bad) out.invalid = `It would be refused: ${bad.message} (INVALID_INPUT)`;
   if (rest.length) out.problem = rest.map((p) => p.message).join(' ');
   // A refusal about a field (a name already taken) is said beside it too; the plan's
   // refusal is the reason the button gives (refusalReason).
