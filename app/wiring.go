@@ -165,6 +165,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	// Each upstream's ports go into every port of the services that it serves (plug); the
 	// fleet's reads go through the metrics first.
 	res.View.Incus = fleetIncus
+	res.View.UUIDs = uuidCopier{res.Machines}
 	if maasSide != nil && cfg.Metrics != nil {
 		res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
 	}
@@ -213,6 +214,15 @@ func (s storeWithRecords) Record(ctx context.Context, name string) (*machines.Re
 
 func (s storeWithRecords) RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error) {
 	return s.Store.Machines().RecordBySystemID(ctx, systemID)
+}
+
+// uuidCopier copies a hardware UUID for the fleet's reads, each copy under a request id of
+// its own (the read that noticed it may be no request: the watcher's refresh).
+type uuidCopier struct{ m *machines.Service }
+
+func (u uuidCopier) CopyHardwareUUID(ctx context.Context, name, systemID, uuid string) (bool, error) {
+	id := logging.NewRequestID()
+	return u.m.CopyHardwareUUID(logging.WithRequestID(ctx, id), name, systemID, uuid, id)
 }
 
 // accessLogLevel is APELORA_ACCESS_LOG as a level (a Config built in code logs requests at

@@ -2810,8 +2810,8 @@ func (v *CommissionMachineInput) GetDryRun() *bool { return v.DryRun }
 
 // CommissionMachineResponse is returned by CommissionMachine on success.
 type CommissionMachineResponse struct {
-	// Have MAAS commission a machine (New, Failed commissioning, Ready or Broken), then run the
-	// tests named (`tests` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
+	// Have MAAS commission a registered machine (New, Failed commissioning, Ready or Broken),
+	// then run the tests named (`tests` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
 	CommissionMachine CommissionMachineCommissionMachineMaasMachinePayload `json:"commissionMachine"`
 }
 
@@ -6401,7 +6401,9 @@ type MachineFieldsRecordMachineRecord struct {
 	Provisioner MachineFieldsRecordMachineRecordProvisioner `json:"provisioner"`
 	// The MAAS system id, for machines registered from MAAS.
 	MaasSystemId *string `json:"maasSystemId"`
-	// The hardware UUID MAAS reported when the machine was registered.
+	// The hardware UUID MAAS reports for the machine: copied at registration, or, for a machine
+	// registered before MAAS commissioned it, when MAAS first reports it (an audit event
+	// copyHardwareUuid by "apelora (MAAS)"). Null until then; a fence mapping needs it.
 	HardwareUuid *string   `json:"hardwareUuid"`
 	RegisteredAt time.Time `json:"registeredAt"`
 	// The identity that registered it.
@@ -7280,7 +7282,8 @@ type RegisterMachineInput struct {
 	Provisioner ProvisionerKind `json:"provisioner"`
 	// Free text for administrators, at most 1024 characters.
 	Description *string `json:"description"`
-	// Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS.
+	// Required for MAAS machines: the MAAS system id, in any MAAS state (a New machine too: its
+	// MAAS steps need a record first); the hardware UUID is copied from MAAS once it reports one.
 	MaasSystemId *string `json:"maasSystemId"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
@@ -7870,7 +7873,7 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) __premarshalJSON
 
 // ReleaseMachineResponse is returned by ReleaseMachine on success.
 type ReleaseMachineResponse struct {
-	// Have MAAS release a machine. Disks are erased only when asked (which needs the
+	// Have MAAS release a registered machine. Disks are erased only when asked (which needs the
 	// hardware.delete permission too), never with secure or quick erase, or when MAAS's own
 	// enable_disk_erasing_on_release is on: see releasePreview. Refused while the machine is an
 	// Incus member.
@@ -9097,7 +9100,7 @@ func (v *RunHardwareTestsInput) GetDryRun() *bool { return v.DryRun }
 
 // RunHardwareTestsResponse is returned by RunHardwareTests on success.
 type RunHardwareTestsResponse struct {
-	// Have MAAS run hardware tests on a machine that is Ready, Broken or Failed testing (never on
+	// Have MAAS run hardware tests on a registered machine that is Ready, Broken or Failed testing (never on
 	// one allocated or deployed). Type the machine's hostname again to confirm.
 	RunHardwareTests RunHardwareTestsRunHardwareTestsMaasMachinePayload `json:"runHardwareTests"`
 }

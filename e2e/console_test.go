@@ -167,6 +167,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 
 	c := newControl()
 	c.handle("POST /stop-maas", m.Endpoint.Close)
+	c.handle("POST /maas-advance", func() error { m.Clock.Advance(time.Minute); return nil }) // MAAS finishes what it was doing
 	c.handle("POST /joined", func() error { lab.AddMember(host); return nil })
 	for path, args := range map[string][]string{
 		"POST /hold-node-4":    {"cluster", "set", "node-4", "scheduler.instance=manual"},

@@ -400,6 +400,11 @@ func TestPlansEqualWhatTheRealCallDoesOnMAAS(t *testing.T) {
 	if c := calls(plan, "MAAS"); !slices.Equal(c, []string{"POST machines/?op=allocate", "POST machines/aaaa01/?op=deploy"}) {
 		t.Fatalf("install plan's MAAS calls %q", c)
 	}
+	for name, id := range map[string]string{"node-new": "nnnn03", "node-busy": "dddd04"} {
+		if r := x.register(t, name, "MAAS", id); len(r.Errors) > 0 {
+			t.Fatal(r.Errors)
+		}
+	}
 	x.samePlan(t, "commissionMachine", "CommissionMachineInput", map[string]any{"systemId": "nnnn03", "tests": []string{}})
 
 	// Release with erase by a caller without hardware.delete: the plan says it would be

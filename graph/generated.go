@@ -3962,8 +3962,8 @@ enum MaasImageKind {
 
 extend type Mutation {
   """
-  Have MAAS commission a machine (New, Failed commissioning, Ready or Broken), then run the
-  tests named (` + "`" + `tests` + "`" + ` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
+  Have MAAS commission a registered machine (New, Failed commissioning, Ready or Broken),
+  then run the tests named (` + "`" + `tests` + "`" + ` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
   """
   commissionMachine(input: CommissionMachineInput!): MaasMachinePayload! @change(lock: MACHINE)
 
@@ -3976,13 +3976,13 @@ extend type Mutation {
   installOperatingSystem(input: InstallOperatingSystemInput!): InstallOperatingSystemPayload! @change(about: "input.name", lock: MACHINE)
 
   """
-  Have MAAS run hardware tests on a machine that is Ready, Broken or Failed testing (never on
+  Have MAAS run hardware tests on a registered machine that is Ready, Broken or Failed testing (never on
   one allocated or deployed). Type the machine's hostname again to confirm.
   """
   runHardwareTests(input: RunHardwareTestsInput!): MaasMachinePayload! @change(lock: MACHINE)
 
   """
-  Have MAAS release a machine. Disks are erased only when asked (which needs the
+  Have MAAS release a registered machine. Disks are erased only when asked (which needs the
   hardware.delete permission too), never with secure or quick erase, or when MAAS's own
   enable_disk_erasing_on_release is on: see releasePreview. Refused while the machine is an
   Incus member.
@@ -4239,7 +4239,11 @@ type MachineRecord {
   description: String!
   "The MAAS system id, for machines registered from MAAS."
   maasSystemId: String
-  "The hardware UUID MAAS reported when the machine was registered."
+  """
+  The hardware UUID MAAS reports for the machine: copied at registration, or, for a machine
+  registered before MAAS commissioned it, when MAAS first reports it (an audit event
+  copyHardwareUuid by "apelora (MAAS)"). Null until then; a fence mapping needs it.
+  """
   hardwareUuid: String
   registeredAt: Time!
   "The identity that registered it."
@@ -4276,7 +4280,10 @@ input RegisterMachineInput {
   provisioner: ProvisionerKind! = MANUAL
   "Free text for administrators, at most 1024 characters."
   description: String = ""
-  "Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS."
+  """
+  Required for MAAS machines: the MAAS system id, in any MAAS state (a New machine too: its
+  MAAS steps need a record first); the hardware UUID is copied from MAAS once it reports one.
+  """
   maasSystemId: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and

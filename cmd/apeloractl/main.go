@@ -21,6 +21,7 @@ import (
 	"github.com/Khan/genqlient/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/client"
 )
 
@@ -489,6 +490,16 @@ func (c *cli) printReport(r *client.AdmissionReportFields) error {
 			fmt.Fprintf(w, "%s\t%s\t%s\n", ch.Name, ch.Result, ch.Message)
 		}
 		fmt.Fprintf(w, "verdict:\t%s\t\n", r.Verdict)
+		if r.Verdict == client.AdmissionVerdictBlocked {
+			var failed []admission.Check
+			for _, ch := range r.Checks {
+				if ch.Result == client.CheckResultFail {
+					failed = append(failed, admission.Check{Title: ch.Title, Message: ch.Message})
+				}
+			}
+			// The words admit's refusal (and admit -dry-run) and the console use.
+			fmt.Fprintln(w, admission.BlockedBy(failed))
+		}
 	})
 }
 

@@ -569,7 +569,9 @@ type MachineRecord struct {
 	Description string       `json:"description"`
 	// The MAAS system id, for machines registered from MAAS.
 	MaasSystemID *string `json:"maasSystemId,omitempty"`
-	// The hardware UUID MAAS reported when the machine was registered.
+	// The hardware UUID MAAS reports for the machine: copied at registration, or, for a machine
+	// registered before MAAS commissioned it, when MAAS first reports it (an audit event
+	// copyHardwareUuid by "apelora (MAAS)"). Null until then; a fence mapping needs it.
 	HardwareUUID *string   `json:"hardwareUuid,omitempty"`
 	RegisteredAt time.Time `json:"registeredAt"`
 	// The identity that registered it.
@@ -743,7 +745,8 @@ type RegisterMachineInput struct {
 	Provisioner ProvisionerKind `json:"provisioner"`
 	// Free text for administrators, at most 1024 characters.
 	Description *string `json:"description,omitempty"`
-	// Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS.
+	// Required for MAAS machines: the MAAS system id, in any MAAS state (a New machine too: its
+	// MAAS steps need a record first); the hardware UUID is copied from MAAS once it reports one.
 	MaasSystemID *string `json:"maasSystemId,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to

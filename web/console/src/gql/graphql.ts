@@ -281,7 +281,10 @@ export type RegisterMachineInput = {
    * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
-  /** Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS. */
+  /**
+   * Required for MAAS machines: the MAAS system id, in any MAAS state (a New machine too: its
+   * MAAS steps need a record first); the hardware UUID is copied from MAAS once it reports one.
+   */
   maasSystemId?: string | null | undefined;
   /**
    * The machine's name, which is also its Incus member name: 1–63 characters, lower-case
