@@ -193,6 +193,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		SessionTTL:       cfg.SessionTTL,
 		Observer:         cfg.serverObserver(),
 		AccessLogLevel:   cfg.accessLogLevel(),
+		StepConcurrency:  cfg.StepConcurrency,
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }
