@@ -351,6 +351,9 @@ func (b *bulkRun) summarise(planned []bulkResult) int {
 		groups[j].machines = append(groups[j].machines, r.Machine)
 	}
 	if b.json {
+		for _, r := range planned {
+			_ = json.NewEncoder(b.out).Encode(r)
+		}
 		return ahead
 	}
 	fmt.Fprintf(b.out, "plan: %s for %d machines: %d would go ahead, %d would be refused (plan request id %s)\n", b.step, len(planned), ahead, len(planned)-ahead, b.planID)

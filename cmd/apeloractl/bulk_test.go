@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func TestBulkCommissionAgainstTheSimulator(t *testing.T) {
 	bulk := func(input string, args ...string) (string, error) {
 		var out bytes.Buffer
 		stdin = strings.NewReader(input)
-		t.Cleanup(func() { stdin = nil })
+		t.Cleanup(func() { stdin = os.Stdin })
 		err := run(t.Context(), append([]string{"bulk"}, args...), &out)
 		return out.String(), err
 	}
