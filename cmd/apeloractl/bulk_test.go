@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/maas/sim"
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/testkit/incuslab"
@@ -131,4 +133,27 @@ func countOps(reqs []sim.Request, op string) int {
 		}
 	}
 	return n
+}
+
+// refusedCode and the console's outcomeOfCode are one rule written twice: both are fed
+// the same cases, and the cases cover every code the API answers with.
+func TestRefusedOrFailedAsTheConsoleSays(t *testing.T) {
+	data, err := os.ReadFile("../../web/console/src/lib/bulk-outcomes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases map[string]string
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range apperr.Codes {
+		want, ok := cases[string(c)]
+		if !ok {
+			t.Errorf("bulk-outcomes.json does not say whether %s is refused or failed", c)
+			continue
+		}
+		if got := refusedCode(string(c)); got != (want == "refused") {
+			t.Errorf("refusedCode(%s) = %v, the console says %s", c, got, want)
+		}
+	}
 }

@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { allMatching, bounded, counts, freeze, newRequestId, outcomeOfCode, ranged, summarise, toggled } from './bulk';
 import type { Row } from './fleet';
@@ -69,4 +70,11 @@ test('bounded keeps at most the limit in flight and runs every item', async () =
   assert.equal(most, 3);
   assert.deepEqual(ran.sort(), [1, 2, 3, 4, 5, 6, 7]);
   assert.match(newRequestId(), /^bulk-[0-9a-f]{18}$/);
+});
+
+// The same cases as apeloractl's refusedCode (cmd/apeloractl/bulk_test.go reads this file
+// too), for every code the API answers with.
+test('refused or failed, code by code, as apeloractl says', () => {
+  const cases = JSON.parse(readFileSync('src/lib/bulk-outcomes.json', 'utf8')) as Record<string, 'refused' | 'failed'>;
+  for (const [code, want] of Object.entries(cases)) assert.equal(outcomeOfCode(code), want, code);
 });
