@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,7 +42,8 @@ func benchmarkBulkCommission(b *testing.B, lab *incuslab.Cluster, n, concurrency
 		return sim.Fixture{Machines: specs}
 	}
 	var stepTime, simTime time.Duration
-	var calls, gets, posts int
+	var calls, gets, posts, incusCalls int
+	var incusTook time.Duration
 	for range b.N {
 		m := producttest.StartMAAS(b, fixture())
 		e := producttest.Start(b, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config), producttest.WithStepConcurrency(concurrency))
@@ -63,6 +65,15 @@ func benchmarkBulkCommission(b *testing.B, lab *incuslab.Cluster, n, concurrency
 		for _, r := range results {
 			if r.Outcome != outcomeDone {
 				b.Fatalf("%s: %s %s: %s", r.Machine, r.Outcome, r.Code, r.Message)
+			}
+		}
+		for _, line := range strings.Split(e.Logs.String(), "\n") {
+			if strings.Contains(line, `"msg":"incus request"`) && strings.Contains(line, `"request_id":"bulk-bench"`) {
+				incusCalls++
+				var l struct{ Took time.Duration }
+				if json.Unmarshal([]byte(line), &l) == nil {
+					incusTook += l.Took
+				}
 			}
 		}
 		reqs := m.Server.Requests()[before:]
@@ -117,4 +128,6 @@ func benchmarkBulkCommission(b *testing.B, lab *incuslab.Cluster, n, concurrency
 	b.ReportMetric(float64(calls)/(N*float64(n)), "maas-calls/machine")
 	b.ReportMetric(float64(gets)/(N*float64(n)), "maas-gets/machine")
 	b.ReportMetric(float64(posts)/(N*float64(n)), "maas-posts/machine")
+	b.ReportMetric(float64(incusCalls)/(N*float64(n)), "incus-calls/machine")
+	b.ReportMetric(incusTook.Seconds()*1000/N, "incus-ms-summed")
 }
