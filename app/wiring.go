@@ -109,9 +109,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
 		postgres.ConsoleSessionChannel, postgres.DriftChannel)
 	go listener.Run(ctx)
-	sessions := identity.NewSessions(store, log)
-	go listener.WatchIdentities(ctx, sessions)
-	go listener.WatchConsoleSessions(ctx, sessions)
+	sockets := identity.NewSocketRegistry(store, log)
+	go listener.WatchIdentities(ctx, sockets)
+	go listener.WatchConsoleSessions(ctx, sockets)
 	feed := store.NewAuditFeed()
 	go feed.Run(ctx, listener)
 	admissionFeed := store.NewAdmissionFeed()
@@ -170,30 +170,32 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Admission.Checker.Guard = res.Placement
 	}
 	triggers := []fleet.Trigger{hubTrigger(feed.Hub(), mayHaveChanged), hubTrigger(driftFeed.Hub(), nil), hubTrigger(fenceFeed.Hub(), nil)}
+	var events *incusEvents // one lifecycle stream per replica, for the fleet stream and drift
 	if incusClient != nil {
-		triggers = append(triggers, incusTrigger(incusClient, log))
+		events = newIncusEvents(ctx, incusClient)
+		triggers = append(triggers, incusTrigger(events, log))
 	}
 	res.FleetWatch = fleet.NewWatcher(ctx, res.View, fleet.WatcherOptions{Interval: cfg.FleetRefreshInterval, Triggers: triggers, Log: log})
-	if incusClient != nil && cfg.DriftInterval > 0 {
-		startDrift(ctx, cfg, store, incusClient, res.Admission.Checker, log)
+	if events != nil && cfg.DriftInterval > 0 {
+		startDrift(ctx, cfg, store, events, res.Admission.Checker, log)
 	}
 	if incusSide != nil {
 		go markCarriedOver(ctx, res.Admission, store, log)
 	}
 	h := server.Handler(server.Config{
-		Log:              log,
-		Store:            store,
-		Resolvers:        res,
-		MutationChecks:   checks,
-		PingInterval:     cfg.PingInterval,
-		AllowedOrigins:   cfg.AllowedOrigins,
-		PublicURL:        cfg.PublicURL,
-		Sessions:         sessions,
-		AuthFailureLimit: cfg.AuthFailureLimit,
-		SessionTTL:       cfg.SessionTTL,
-		Observer:         cfg.serverObserver(),
-		AccessLogLevel:   cfg.accessLogLevel(),
-		StepConcurrency:  cfg.StepConcurrency,
+		Log:               log,
+		Store:             store,
+		Resolvers:         res,
+		MutationChecks:    checks,
+		PingInterval:      cfg.PingInterval,
+		AllowedOrigins:    cfg.AllowedOrigins,
+		PublicURL:         cfg.PublicURL,
+		Sockets:           sockets,
+		AuthFailureLimit:  cfg.AuthFailureLimit,
+		ConsoleSessionTTL: cfg.ConsoleSessionTTL,
+		Observer:          cfg.serverObserver(),
+		AccessLogLevel:    cfg.accessLogLevel(),
+		StepConcurrency:   cfg.StepConcurrency,
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }

@@ -663,8 +663,10 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) __premarshalJSON
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -842,7 +844,8 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) __premar
 type AdmitMemberInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -1048,8 +1051,10 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemb
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -1142,7 +1147,8 @@ type ApproveEnrolmentInput struct {
 	// this list (from 0).
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -1371,8 +1377,10 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadM
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -1461,7 +1469,8 @@ type AssignHardwareProfileInput struct {
 	// The hardware profile's name.
 	Profile string `json:"profile"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -1875,7 +1884,8 @@ func (v *AuditEventsAuditEventsAuditEventConnectionPageInfo) GetEndCursor() *str
 type AuditEventsResponse struct {
 	// The audit trail, newest first. `first` is 1–500 (default 50); `after` is an `endCursor`
 	// from an earlier page; `machine` keeps only the events about that machine, `actor` those
-	// of that identity, `outcome` those with that outcome (PLANNED: the dry runs).
+	// of that identity, `outcome` those with that outcome (PLANNED: dry runs recorded before
+	// allowed dry runs stopped being audit events).
 	AuditEvents AuditEventsAuditEventsAuditEventConnection `json:"auditEvents"`
 }
 
@@ -1892,7 +1902,9 @@ const (
 	AuditOutcomeFailed AuditOutcome = "FAILED"
 	// Not allowed (authentication or permission); nothing was tried.
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
-	// A dry run (dryRun: true): nothing was changed; details.plan holds the plan.
+	// A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
+	// details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
+	// make the change writes none; one refused for permission is REFUSED).
 	AuditOutcomePlanned AuditOutcome = "PLANNED"
 )
 
@@ -1974,8 +1986,10 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMach
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -2061,7 +2075,8 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 type ClearHardwareProfileInput struct {
 	Machine string `json:"machine"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -2423,8 +2438,10 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) __
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -2512,7 +2529,8 @@ type CommissionMachineInput struct {
 	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
 	Tests []string `json:"tests"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -2680,8 +2698,10 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) __premarshal
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -2773,7 +2793,8 @@ type CreateIdentityInput struct {
 	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
 	ExpiresIn *string `json:"expiresIn"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -5528,7 +5549,8 @@ type InstallOperatingSystemInput struct {
 	// Member config for the join, as in approveEnrolment.
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -5856,8 +5878,10 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -6994,7 +7018,8 @@ type RegisterMachineInput struct {
 	// Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS.
 	MaasSystemId *string `json:"maasSystemId"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -7134,8 +7159,10 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) __premarsh
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -7235,7 +7262,8 @@ type ReleaseMachineInput struct {
 	Erase   *bool   `json:"erase"`
 	Comment *string `json:"comment"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -7489,8 +7517,10 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) __pre
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -7649,8 +7679,10 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetRemov
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -7773,7 +7805,8 @@ func (v *RemoveFenceMappingResponse) GetRemoveFenceMapping() RemoveFenceMappingR
 type RemoveHardwareProfileInput struct {
 	Profile string `json:"profile"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -7807,8 +7840,10 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload)
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -8052,7 +8087,8 @@ type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -8187,8 +8223,10 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) __premarshalJSON() 
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -8287,7 +8325,8 @@ func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveM
 type RevokeIdentityInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -8449,8 +8488,10 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) __premarshal
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -8536,7 +8577,8 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) __premarshalJSON
 type RevokeJoinTokenInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -8678,8 +8720,10 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) __premarsh
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -8769,7 +8813,8 @@ type RunHardwareTestsInput struct {
 	// Testing scripts or tags (at most 16); null: MAAS's defaults.
 	Tests []string `json:"tests"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -9005,8 +9050,10 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) __pr
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -9097,7 +9144,8 @@ type SetFenceMappingInput struct {
 	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
 	HardwareUuid string `json:"hardwareUuid"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -9283,8 +9331,10 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -9414,7 +9464,8 @@ type SetHardwareProfileInput struct {
 	// 0–1600000; needs minNics.
 	MinNicSpeedMbps *int `json:"minNicSpeedMbps"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -9492,8 +9543,10 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetPrevi
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -9869,7 +9922,8 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHar
 type SetPlacementGuardInput struct {
 	Enabled bool `json:"enabled"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -9937,8 +9991,10 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuar
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -10042,7 +10098,8 @@ func (v *SourceFields) GetMessage() string { return v.Message }
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -10086,8 +10143,10 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayload) GetName() *
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/quorum"
 )
 
@@ -219,7 +220,7 @@ type Tracking struct {
 // Observation is a member's status as Incus reports it now.
 type Observation struct {
 	Name   string
-	Status string // Incus's: Online, Offline, Evacuated, Blocked
+	Status membership.Status
 	// Roles, FailureDomain and Groups are as Incus lists them (the raft roles among them).
 	Roles         []string
 	FailureDomain string
@@ -227,7 +228,7 @@ type Observation struct {
 }
 
 // Offline reports whether Incus says the member has missed its heartbeats.
-func (o Observation) Offline() bool { return o.Status == "Offline" }
+func (o Observation) Offline() bool { return o.Status == membership.StatusOffline }
 
 // Trust says whether Incus's Offline can be believed now. When Incus regains its quorum it
 // lists every member Offline for some seconds, live ones included, until the heartbeats

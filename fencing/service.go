@@ -105,7 +105,7 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 		return nil, err
 	}
 	systemID := strings.TrimSpace(in.SystemID)
-	if err := ValidateSystemID(systemID); err != nil {
+	if err := machines.ValidateSystemID("maasSystemId", systemID); err != nil {
 		return nil, err
 	}
 	uuid, err := NormalizeUUID(in.HardwareUUID)
@@ -312,7 +312,7 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 	total, down := len(snap.Members), 0
 	v.Members, v.OfflineMembers, v.UnmappedMembers = &total, &down, []string{}
 	for _, m := range snap.Members {
-		if m.Status == "Offline" {
+		if m.Status == membership.StatusOffline {
 			down++
 		}
 		if _, ok := statuses[m.Name]; !ok {

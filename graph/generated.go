@@ -2991,7 +2991,8 @@ var sources = []*ast.Source{
   """
   The audit trail, newest first. ` + "`" + `first` + "`" + ` is 1–500 (default 50); ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + `
   from an earlier page; ` + "`" + `machine` + "`" + ` keeps only the events about that machine, ` + "`" + `actor` + "`" + ` those
-  of that identity, ` + "`" + `outcome` + "`" + ` those with that outcome (PLANNED: the dry runs).
+  of that identity, ` + "`" + `outcome` + "`" + ` those with that outcome (PLANNED: dry runs recorded before
+  allowed dry runs stopped being audit events).
   """
   auditEvents(first: Int = 50, after: String, machine: String, actor: String, outcome: AuditOutcome): AuditEventConnection!
 }
@@ -3048,7 +3049,11 @@ enum AuditOutcome {
   FAILED
   "Not allowed (authentication or permission); nothing was tried."
   REFUSED
-  "A dry run (dryRun: true): nothing was changed; details.plan holds the plan."
+  """
+  A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
+  details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
+  make the change writes none; one refused for permission is REFUSED).
+  """
   PLANNED
 }
 
@@ -3352,7 +3357,8 @@ input SetFenceMappingInput {
   hardwareUuid: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3375,7 +3381,8 @@ input RemoveFenceMappingInput {
   member: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3589,7 +3596,8 @@ input SetHardwareProfileInput {
   minNicSpeedMbps: Int = 0
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3606,7 +3614,8 @@ input RemoveHardwareProfileInput {
   profile: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3625,7 +3634,8 @@ input AssignHardwareProfileInput {
   profile: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3642,7 +3652,8 @@ input ClearHardwareProfileInput {
   machine: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3726,7 +3737,8 @@ input CreateIdentityInput {
   expiresIn: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3743,7 +3755,8 @@ input RevokeIdentityInput {
   name: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3911,7 +3924,8 @@ input CommissionMachineInput {
   tests: [String!]
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3925,7 +3939,8 @@ input InstallOperatingSystemInput {
   memberConfig: [MemberConfigInput!]
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3938,7 +3953,8 @@ input RunHardwareTestsInput {
   tests: [String!]
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3950,7 +3966,8 @@ input ReleaseMachineInput {
   comment: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4114,7 +4131,8 @@ input RegisterMachineInput {
   maasSystemId: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4129,7 +4147,8 @@ input UnregisterMachineInput {
   name: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4246,7 +4265,8 @@ input ApproveEnrolmentInput {
   memberConfig: [MemberConfigInput!]
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4285,7 +4305,8 @@ input RevokeJoinTokenInput {
   name: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4300,7 +4321,8 @@ input AdmitMemberInput {
   name: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4317,7 +4339,8 @@ input RemoveMemberInput {
   force: Boolean = false
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4403,7 +4426,8 @@ input SetPlacementGuardInput {
   enabled: Boolean!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4434,8 +4458,10 @@ enum PlacementGuardState {
 What a mutation would do, answered instead of doing it when its input says dryRun: true.
 The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 usual, calls that would change something are recorded as steps instead, and the database
-change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+make the change it is not an audit event (it changes nothing; the metric
+apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 what the call would answer where that is known without changing anything, and null
 otherwise (a join token, an identity's token, a machine the call would create): that is
 why payload fields are nullable. Invalid input is still an INVALID_INPUT

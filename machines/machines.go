@@ -52,8 +52,24 @@ type Record struct {
 
 const maxDescriptionLength = 1024
 
-// SystemIDPattern is what a MAAS system id looks like.
-var SystemIDPattern = regexp.MustCompile(`^[a-z0-9]{4,16}$`)
+// systemIDPattern is what a MAAS system id looks like (MAAS makes them of 6 lower-case
+// letters and digits). The one rule for every place that takes a system id: registration,
+// fence mappings, the MAAS steps, the MAAS client (which puts it in a URL path) and the
+// simulator's fixtures. fence_mappings' CHECK (migrations/0002_fencing.sql) is the same
+// pattern; machine_records has no CHECK on it, so this rule is what keeps it clean.
+var systemIDPattern = regexp.MustCompile(`^[a-z0-9]{4,16}$`)
+
+// IsSystemID reports whether id is spelled as a MAAS system id.
+func IsSystemID(id string) bool { return systemIDPattern.MatchString(id) }
+
+// ValidateSystemID refuses id unless it is a MAAS system id, naming field (the input field
+// the caller took it from) in the refusal.
+func ValidateSystemID(field, id string) error {
+	if !IsSystemID(id) {
+		return apperr.Invalid(field, "MAAS system id %s is not valid: MAAS system ids are 4–16 lower-case letters and digits, as MAAS shows them", apperr.Quote(id))
+	}
+	return nil
+}
 
 // Registration is what an administrator asks to register.
 type Registration struct {
@@ -89,8 +105,8 @@ func (r *Registration) Validate() error {
 		if r.MAASSystemID == "" {
 			return apperr.Invalid("maasSystemId", "a MAAS machine needs its MAAS system id (maasSystemId), as MAAS shows it")
 		}
-		if !SystemIDPattern.MatchString(r.MAASSystemID) {
-			return apperr.Invalid("maasSystemId", "MAAS system id %s is not valid: MAAS system ids are 4–16 lower-case letters and digits", apperr.Quote(r.MAASSystemID))
+		if err := ValidateSystemID("maasSystemId", r.MAASSystemID); err != nil {
+			return err
 		}
 	}
 	return nil

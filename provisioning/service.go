@@ -44,14 +44,7 @@ func (s *Service) maas() (MAAS, error) {
 	return s.MAAS, nil
 }
 
-var systemIDPattern = machines.SystemIDPattern
-
-func validateSystemID(id string) error {
-	if !systemIDPattern.MatchString(id) {
-		return invalid("systemId", "%s is not a MAAS system id (4–16 lower-case letters and digits, as MAAS shows it)", apperr.Quote(id))
-	}
-	return nil
-}
+func validateSystemID(id string) error { return machines.ValidateSystemID("systemId", id) }
 
 // subject finds the machine record behind a system id, names the audit event after it,
 // and returns the lock name for the change.

@@ -43,7 +43,8 @@ type AdmissionReport struct {
 type AdmitMemberInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -64,7 +65,8 @@ type ApproveEnrolmentInput struct {
 	// this list (from 0).
 	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -89,7 +91,8 @@ type AssignHardwareProfileInput struct {
 	// The hardware profile's name.
 	Profile string `json:"profile"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -144,7 +147,8 @@ type AuditEventEdge struct {
 type ClearHardwareProfileInput struct {
 	Machine string `json:"machine"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -191,7 +195,8 @@ type CommissionMachineInput struct {
 	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
 	Tests []string `json:"tests,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -204,7 +209,8 @@ type CreateIdentityInput struct {
 	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
 	ExpiresIn *string `json:"expiresIn,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -428,7 +434,8 @@ type InstallOperatingSystemInput struct {
 	// Member config for the join, as in approveEnrolment.
 	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -609,8 +616,10 @@ type PlacementGuard struct {
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -709,7 +718,8 @@ type RegisterMachineInput struct {
 	// Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS.
 	MaasSystemID *string `json:"maasSystemId,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -725,7 +735,8 @@ type ReleaseMachineInput struct {
 	Erase   *bool   `json:"erase,omitempty"`
 	Comment *string `json:"comment,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -740,7 +751,8 @@ type ReleaseMachinePayload struct {
 type RemoveFenceMappingInput struct {
 	Member string `json:"member"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -755,7 +767,8 @@ type RemoveFenceMappingPayload struct {
 type RemoveHardwareProfileInput struct {
 	Profile string `json:"profile"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -770,7 +783,8 @@ type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -784,7 +798,8 @@ type RemoveMemberPayload struct {
 type RevokeIdentityInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -797,7 +812,8 @@ type RevokeIdentityPayload struct {
 type RevokeJoinTokenInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -814,7 +830,8 @@ type RunHardwareTestsInput struct {
 	// Testing scripts or tags (at most 16); null: MAAS's defaults.
 	Tests []string `json:"tests,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -826,7 +843,8 @@ type SetFenceMappingInput struct {
 	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
 	HardwareUUID string `json:"hardwareUuid"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -865,7 +883,8 @@ type SetHardwareProfileInput struct {
 	// 0–1600000; needs minNics.
 	MinNicSpeedMbps *int `json:"minNicSpeedMbps,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -880,7 +899,8 @@ type SetHardwareProfilePayload struct {
 type SetPlacementGuardInput struct {
 	Enabled bool `json:"enabled"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -906,7 +926,8 @@ type Subscription struct {
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -1044,7 +1065,9 @@ const (
 	AuditOutcomeFailed AuditOutcome = "FAILED"
 	// Not allowed (authentication or permission); nothing was tried.
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
-	// A dry run (dryRun: true): nothing was changed; details.plan holds the plan.
+	// A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
+	// details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
+	// make the change writes none; one refused for permission is REFUSED).
 	AuditOutcomePlanned AuditOutcome = "PLANNED"
 )
 

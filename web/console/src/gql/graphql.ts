@@ -17,7 +17,8 @@ export type AdmissionVerdict =
 export type AdmitMemberInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   name: string;
@@ -26,7 +27,8 @@ export type AdmitMemberInput = {
 export type ApproveEnrolmentInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /**
@@ -44,7 +46,8 @@ export type ApproveEnrolmentInput = {
 export type AssignHardwareProfileInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** The registered machine's name. */
@@ -56,7 +59,11 @@ export type AssignHardwareProfileInput = {
 export type AuditOutcome =
   /** Tried and failed; nothing was changed. */
   | 'FAILED'
-  /** A dry run (dryRun: true): nothing was changed; details.plan holds the plan. */
+  /**
+   * A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
+   * details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
+   * make the change writes none; one refused for permission is REFUSED).
+   */
   | 'PLANNED'
   /** Not allowed (authentication or permission); nothing was tried. */
   | 'REFUSED'
@@ -74,7 +81,8 @@ export type CheckResult =
 export type ClearHardwareProfileInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   machine: string;
@@ -97,7 +105,8 @@ export type ClusterWarningCode =
 export type CommissionMachineInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   systemId: string;
@@ -108,7 +117,8 @@ export type CommissionMachineInput = {
 export type CreateIdentityInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** When it stops working. Give this or expiresIn, or neither for no expiry. */
@@ -174,7 +184,8 @@ export type FenceReason =
 export type InstallOperatingSystemInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** Member config for the join, as in approveEnrolment. */
@@ -266,7 +277,8 @@ export type RegisterMachineInput = {
   description?: string | null | undefined;
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS. */
@@ -283,7 +295,8 @@ export type ReleaseMachineInput = {
   comment?: string | null | undefined;
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** Erase the disks (needs hardware.delete). Off unless asked. */
@@ -294,7 +307,8 @@ export type ReleaseMachineInput = {
 export type RemoveFenceMappingInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   member: string;
@@ -303,7 +317,8 @@ export type RemoveFenceMappingInput = {
 export type RemoveHardwareProfileInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   profile: string;
@@ -312,7 +327,8 @@ export type RemoveHardwareProfileInput = {
 export type RemoveMemberInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   force?: boolean | null | undefined;
@@ -322,7 +338,8 @@ export type RemoveMemberInput = {
 export type RevokeIdentityInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   name: string;
@@ -331,7 +348,8 @@ export type RevokeIdentityInput = {
 export type RevokeJoinTokenInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   name: string;
@@ -340,7 +358,8 @@ export type RevokeJoinTokenInput = {
 export type RunHardwareTestsInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** The machine's hostname, typed again as MAAS shows it, to confirm. */
@@ -353,7 +372,8 @@ export type RunHardwareTestsInput = {
 export type SetFenceMappingInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** The machine's hardware UUID as MAAS shows it (hardware_uuid). */
@@ -371,7 +391,8 @@ export type SetHardwareProfileInput = {
   description?: string | null | undefined;
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** 0–16384. */
@@ -396,7 +417,8 @@ export type SetHardwareProfileInput = {
 export type SetPlacementGuardInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   enabled: boolean;
@@ -405,7 +427,8 @@ export type SetPlacementGuardInput = {
 export type UnregisterMachineInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   name: string;
