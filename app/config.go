@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,8 +43,11 @@ type Config struct {
 	// FleetRefreshInterval is how often the fleet stream reads the fleet while anyone
 	// subscribes (APELORA_FLEET_REFRESH_INTERVAL); zero: fleet.DefaultRefreshInterval.
 	FleetRefreshInterval time.Duration
-	Incus                incus.Config // APELORA_INCUS_*; zero when not configured
-	MAAS                 maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
+	// StepConcurrency is how many machine steps run at once (APELORA_STEP_CONCURRENCY);
+	// zero: server.DefaultStepConcurrency.
+	StepConcurrency int
+	Incus           incus.Config // APELORA_INCUS_*; zero when not configured
+	MAAS            maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
 	// AuthFailureLimit is not read from the environment (zero: the server's default);
 	// tests relax it.
 	AuthFailureLimit server.RateLimit
@@ -103,6 +107,7 @@ func Variables() []Variable {
 		{EnvDriftInterval, durationText(DefaultDriftInterval), "how often the drift watcher (one replica at a time) re-checks every admitted member, besides at once after Incus events (1s to 24h); off: this replica never watches"},
 		{EnvDriftOfflineAfter, durationText(DefaultDriftOfflineAfter), "how long an admitted member must be seen offline, or missing from the cluster, before that is drift (1s to 24h)"},
 		{EnvFleetRefreshInterval, durationText(fleet.DefaultRefreshInterval), "how often fleetUpdates reads MAAS and Incus while anyone subscribes, besides within 200 ms after mutations, drift, fence and Incus events (1s to 24h); MAAS has no push, so its own changes arrive by this interval"},
+		{EnvStepConcurrency, strconv.Itoa(server.DefaultStepConcurrency), "how many machine steps (register, commission, hardware tests, install, admit, release, … and their dry runs) run at once on this server, against MAAS and Incus (1 to 256); more, such as a bulk step's, wait their turn"},
 		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of one Incus cluster member, e.g. https://10.0.0.5:8443"},
 		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity (a client certificate the cluster trusts)"},
 		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate"},
@@ -174,6 +179,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if err = auditSettings(get, &c); err != nil {
 		return c, err
 	}
+	if c.StepConcurrency, err = stepConcurrency(get); err != nil {
+		return c, err
+	}
 	if c.Monitoring, err = monitoringConfig(get); err != nil {
 		return c, err
 	}
@@ -200,6 +208,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// EnvStepConcurrency bounds the machine steps running at once (server.Config.StepConcurrency).
+const (
+	EnvStepConcurrency = "APELORA_STEP_CONCURRENCY"
+	maxStepConcurrency = 256
+)
+
+func stepConcurrency(get func(string, string) string) (int, error) {
+	v := get(EnvStepConcurrency, strconv.Itoa(server.DefaultStepConcurrency))
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxStepConcurrency {
+		return 0, fmt.Errorf("%s=%q: give a whole number from 1 to %d, such as %d", EnvStepConcurrency, v, maxStepConcurrency, server.DefaultStepConcurrency)
+	}
+	return n, nil
 }
 
 func duration(get func(string, string) string, name string, def, least time.Duration) (time.Duration, error) {

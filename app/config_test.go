@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/server"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -186,6 +187,21 @@ func TestFleetRefreshInterval(t *testing.T) {
 	for _, v := range []string{"0", "500ms", "25h", "soon", "-10s", "off"} {
 		if _, err := ConfigFromEnv(env(map[string]string{EnvFleetRefreshInterval: v})); err == nil || !strings.Contains(err.Error(), EnvFleetRefreshInterval) {
 			t.Errorf("%s=%q: %v, want an error naming the variable", EnvFleetRefreshInterval, v, err)
+		}
+	}
+}
+
+func TestStepConcurrency(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(nil))
+	if err != nil || cfg.StepConcurrency != server.DefaultStepConcurrency {
+		t.Fatalf("default: %v %v", cfg.StepConcurrency, err)
+	}
+	if cfg, err = ConfigFromEnv(env(map[string]string{EnvStepConcurrency: "32"})); err != nil || cfg.StepConcurrency != 32 {
+		t.Fatalf("32: %v %v", cfg.StepConcurrency, err)
+	}
+	for _, v := range []string{"0", "-1", "257", "many", "1.5"} {
+		if _, err := ConfigFromEnv(env(map[string]string{EnvStepConcurrency: v})); err == nil || !strings.Contains(err.Error(), EnvStepConcurrency) {
+			t.Errorf("%s=%q: %v, want an error naming the variable", EnvStepConcurrency, v, err)
 		}
 	}
 }

@@ -200,6 +200,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		ConsoleSessionTTL: cfg.ConsoleSessionTTL,
 		Observer:          cfg.serverObserver(),
 		AccessLogLevel:    cfg.accessLogLevel(),
+		StepConcurrency:   cfg.StepConcurrency,
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }

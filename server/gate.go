@@ -41,6 +41,8 @@ type gate struct {
 	observer Observer
 	// reads shares identical queries in flight.
 	reads sharedReads
+	// steps bounds the machine steps running at once.
+	steps *stepSlots
 }
 
 type authErrKey struct{}
@@ -175,6 +177,16 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 		// Apelora's credentials, no machine lock): the plan is the refusal alone.
 		rec.Refuse(err)
 		ctx = context.WithValue(ctx, refusedByGateKey{}, true)
+	}
+
+	if decl.Lock == mutations.LockMachine && ctx.Value(refusedByGateKey{}) == nil {
+		release, err := g.steps.take(ctx)
+		if err != nil {
+			g.record(ctx, action, audit.Failed, err)
+			graphql.AddError(ctx, gqlerror.WrapPath(ast.Path{ast.PathName(rfc.Field.Alias)}, err))
+			return graphql.Null
+		}
+		defer release()
 	}
 
 	before := len(graphql.GetErrors(ctx))

@@ -69,11 +69,14 @@ type Config struct {
 	// AccessLogLevel is the level of the one log line per request (zero: INFO). A
 	// terminal session (scripts/run.sh) sets DEBUG so requests do not bury what it prints.
 	AccessLogLevel slog.Level
+	// StepConcurrency is how many machine steps (mutations that lock a machine) run at once;
+	// more wait their turn. Zero means DefaultStepConcurrency.
+	StepConcurrency int
 }
 
 // Handler returns the server's HTTP handler.
 func Handler(cfg Config) http.Handler {
-	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer}
+	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer, steps: newStepSlots(cfg.StepConcurrency)}
 	limiter := newAuthLimiter(cfg.AuthFailureLimit)
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))

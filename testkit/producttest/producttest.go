@@ -82,6 +82,9 @@ func WithFleetRefresh(d time.Duration) Option {
 	return func(c *app.Config) { c.FleetRefreshInterval = d }
 }
 
+// WithStepConcurrency bounds the machine steps running at once (APELORA_STEP_CONCURRENCY).
+func WithStepConcurrency(n int) Option { return func(c *app.Config) { c.StepConcurrency = n } }
+
 // WithPingInterval sets the websocket keep-alive period.
 func WithPingInterval(d time.Duration) Option { return func(c *app.Config) { c.PingInterval = d } }
 

@@ -104,7 +104,7 @@ try {
   await page.locator('[data-columns-chooser] summary').click();
   await page.locator('[data-column="power"]').uncheck();
   expect(!(await headers()).some((h) => h.includes('Power')), 'unchecking Power hides its column');
-  expect((await page.locator('tr[data-machine="m1"] td').count()) === 7, 'a row has a cell per shown column');
+  expect((await page.locator('tr[data-machine="m1"] td').count()) === 8, 'a row has a cell per shown column (and its checkbox)');
   await shot(page, SHOTS, '03d-fleet-columns', false);
   await page.reload();
   await page.locator('tr[data-machine="m1"]').waitFor();
@@ -133,6 +133,61 @@ try {
   expect((await page.locator('tbody tr[data-machine]').count()) === 1, 'the filter survives a reload');
   await page.getByRole('button', { name: 'Clear filters' }).click();
   await clean(page, 'fleet');
+
+  step('bulk: select all matching, deselect one; shift-click selects a range');
+  const bar = page.locator('[data-bulk-bar]');
+  await page.locator('[data-fleet-search]').fill('bulk-');
+  await page.locator('[data-fleet-count="12"]').waitFor();
+  await page.locator('[data-select-all]').check();
+  await page.locator('[data-bulk-bar="12"]').waitFor();
+  await page.locator('[data-select="bulk-12"]').click();
+  await page.locator('[data-bulk-bar="11"]').waitFor();
+  expect(!(await page.locator('[data-select="bulk-12"]').isChecked()), 'a machine deselected after "select all" stays out');
+  await page.locator('[data-bulk-clear]').click();
+  await bar.waitFor({ state: 'detached' });
+  await page.locator('[data-select="bulk-02"]').click();
+  await page.locator('[data-select="bulk-06"]').click({ modifiers: ['Shift'] });
+  await page.locator('[data-bulk-bar="5"]').waitFor();
+  for (const n of ['bulk-02', 'bulk-03', 'bulk-04', 'bulk-05', 'bulk-06']) expect(await page.locator(`[data-select="${n}"]`).isChecked(), `shift-click selected ${n}`);
+  expect(!(await page.locator('[data-select="bulk-07"]').isChecked()), 'shift-click stops at the row clicked');
+  await page.locator('[data-select-all]').check();
+  await page.locator('[data-select="bulk-12"]').click();
+  await page.locator('[data-bulk-bar="11"]').waitFor();
+  await shot(page, SHOTS, '03f-fleet-selected', false);
+
+  step('bulk: commission 11 — one plan for the set, the count typed again, results live, the failed retried');
+  await page.locator('[data-bulk-step]').selectOption('commission');
+  await page.locator('[data-bulk-open]').click();
+  await dialog(page).waitFor();
+  await dialog(page).locator('[data-bulk-plan="9"]').waitFor({ timeout: 30000 });
+  const planText = await dialog(page).locator('.bulk-plan').innerText();
+  expect(planText.includes('9 of 11') && /2 FAILED_PRECONDITION/.test(planText) && planText.includes('bulk-10') && planText.includes('bulk-11'),
+    'the plan says 9 of 11 go ahead and groups the 2 refused by reason: ' + planText);
+  const confirmBulk = dialog(page).locator('[data-bulk-confirm]');
+  expect((await confirmBulk.getAttribute('aria-disabled')) === 'true', 'above 10 machines the step waits for the count');
+  await dialog(page).locator('[data-bulk-typed]').fill('11');
+  await page.waitForFunction(() => !document.querySelector('[data-bulk-confirm]')?.hasAttribute('aria-disabled'));
+  await shot(page, SHOTS, '03g-bulk-plan');
+  await axe(page, 'bulk plan');
+  await control('/maas-fault');
+  await confirmBulk.click();
+  await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
+  expect((await dialog(page).locator('[data-outcome="failed"]').count()) === 11, 'with MAAS down every machine failed, each with its result');
+  expect((await dialog(page).locator('[data-bulk-result="bulk-01"]').innerText()).includes('UNAVAILABLE'), 'a failure shows its reason');
+  await shot(page, SHOTS, '03h-bulk-failed');
+  await control('/maas-ok');
+  await dialog(page).locator('[data-bulk-retry]').click();
+  await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
+  expect((await dialog(page).locator('[data-outcome="done"]').count()) === 9, 'the retried 9 are done');
+  expect((await dialog(page).locator('[data-outcome="refused"]').count()) === 2, 'the 2 Deployed are refused on retry');
+  expect((await dialog(page).locator('[data-bulk-result="bulk-10"]').innerText()).includes('FAILED_PRECONDITION'), 'a refusal shows its reason');
+  await control('/bulk-request-id', [await dialog(page).locator('[data-bulk-request-id]').innerText()]);
+  await shot(page, SHOTS, '03i-bulk-done');
+  await dialog(page).getByRole('button', { name: 'Close' }).click();
+  await page.locator('[data-bulk-clear]').click();
+  // (MAAS's machines come back with the fleet's next read after MAAS answers again.)
+  await page.getByRole('search', { name: 'Filter machines' }).getByRole('button', { name: 'Clear filters' }).click();
+  await page.locator('tr[data-machine="node-a"]').waitFor({ timeout: 60000 });
 
   step('register a discovered machine');
   await page.locator('tr[data-machine="node-a"] [data-action="register"]').click();
