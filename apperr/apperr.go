@@ -28,11 +28,14 @@ const (
 	RequestTooLarge Code = "REQUEST_TOO_LARGE"
 	// RateLimited is a client address that failed authentication too often (HTTP 429).
 	RateLimited Code = "RATE_LIMITED"
+	// PlanChanged is a change confirmed with a plan hash that is no longer its plan: the
+	// plan shown went stale (another change, a member gone offline); nothing was changed.
+	PlanChanged Code = "PLAN_CHANGED"
 )
 
 // Codes lists every code the API answers with, in the order the README documents them.
 var Codes = []Code{Unauthenticated, Forbidden, InvalidInput, NotFound, AlreadyExists, Busy,
-	FailedPrecondition, Unavailable, Internal, RequestTooLarge, RateLimited}
+	FailedPrecondition, Unavailable, Internal, RequestTooLarge, RateLimited, PlanChanged}
 
 // Error is an error an administrator can act on.
 type Error struct {

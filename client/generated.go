@@ -679,6 +679,11 @@ type AdmitMemberAdmitMemberAdmitMemberPayloadPlan struct {
 // GetRefused returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Refused, and is useful for accessing the field via an interface.
 func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetRefused() bool { return v.PlanFields.Refused }
 
+// GetPlanHash returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -722,6 +727,8 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) UnmarshalJSON(b []byte) e
 type __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -741,6 +748,7 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) __premarshalJSON() (*__pr
 	var retval __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -847,6 +855,11 @@ type AdmitMemberInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetName returns AdmitMemberInput.Name, and is useful for accessing the field via an interface.
@@ -854,6 +867,9 @@ func (v *AdmitMemberInput) GetName() string { return v.Name }
 
 // GetDryRun returns AdmitMemberInput.DryRun, and is useful for accessing the field via an interface.
 func (v *AdmitMemberInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns AdmitMemberInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *AdmitMemberInput) GetPlanHash() *string { return v.PlanHash }
 
 // AdmitMemberResponse is returned by AdmitMember on success.
 type AdmitMemberResponse struct {
@@ -1069,6 +1085,11 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetRefused
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -1112,6 +1133,8 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) UnmarshalJ
 type __premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -1131,6 +1154,7 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) __premarsh
 	var retval __premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -1150,6 +1174,11 @@ type ApproveEnrolmentInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetName returns ApproveEnrolmentInput.Name, and is useful for accessing the field via an interface.
@@ -1160,6 +1189,9 @@ func (v *ApproveEnrolmentInput) GetMemberConfig() []MemberConfigInput { return v
 
 // GetDryRun returns ApproveEnrolmentInput.DryRun, and is useful for accessing the field via an interface.
 func (v *ApproveEnrolmentInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns ApproveEnrolmentInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentInput) GetPlanHash() *string { return v.PlanHash }
 
 // ApproveEnrolmentResponse is returned by ApproveEnrolment on success.
 type ApproveEnrolmentResponse struct {
@@ -1395,6 +1427,11 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadP
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -1438,6 +1475,8 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadP
 type __premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -1457,6 +1496,7 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadP
 	var retval __premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -1472,6 +1512,11 @@ type AssignHardwareProfileInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetMachine returns AssignHardwareProfileInput.Machine, and is useful for accessing the field via an interface.
@@ -1482,6 +1527,9 @@ func (v *AssignHardwareProfileInput) GetProfile() string { return v.Profile }
 
 // GetDryRun returns AssignHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
 func (v *AssignHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns AssignHardwareProfileInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileInput) GetPlanHash() *string { return v.PlanHash }
 
 // AssignHardwareProfileResponse is returned by AssignHardwareProfile on success.
 type AssignHardwareProfileResponse struct {
@@ -2269,6 +2317,11 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -2312,6 +2365,8 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 type __premarshalClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -2331,6 +2386,7 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 	var retval __premarshalClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -2343,6 +2399,11 @@ type ClearHardwareProfileInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetMachine returns ClearHardwareProfileInput.Machine, and is useful for accessing the field via an interface.
@@ -2350,6 +2411,9 @@ func (v *ClearHardwareProfileInput) GetMachine() string { return v.Machine }
 
 // GetDryRun returns ClearHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
 func (v *ClearHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns ClearHardwareProfileInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileInput) GetPlanHash() *string { return v.PlanHash }
 
 // ClearHardwareProfileResponse is returned by ClearHardwareProfile on success.
 type ClearHardwareProfileResponse struct {
@@ -2721,6 +2785,11 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetRefused() 
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -2764,6 +2833,8 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) UnmarshalJSON
 type __premarshalCommissionMachineCommissionMachineMaasMachinePayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -2783,6 +2854,7 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) __premarshalJ
 	var retval __premarshalCommissionMachineCommissionMachineMaasMachinePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -2797,6 +2869,11 @@ type CommissionMachineInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetSystemId returns CommissionMachineInput.SystemId, and is useful for accessing the field via an interface.
@@ -2807,6 +2884,9 @@ func (v *CommissionMachineInput) GetTests() []string { return v.Tests }
 
 // GetDryRun returns CommissionMachineInput.DryRun, and is useful for accessing the field via an interface.
 func (v *CommissionMachineInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns CommissionMachineInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *CommissionMachineInput) GetPlanHash() *string { return v.PlanHash }
 
 // CommissionMachineResponse is returned by CommissionMachine on success.
 type CommissionMachineResponse struct {
@@ -2981,6 +3061,11 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetRefused() boo
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -3024,6 +3109,8 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) UnmarshalJSON(b 
 type __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -3043,6 +3130,7 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) __premarshalJSON
 	var retval __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -3061,6 +3149,11 @@ type CreateIdentityInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetName returns CreateIdentityInput.Name, and is useful for accessing the field via an interface.
@@ -3077,6 +3170,9 @@ func (v *CreateIdentityInput) GetExpiresIn() *string { return v.ExpiresIn }
 
 // GetDryRun returns CreateIdentityInput.DryRun, and is useful for accessing the field via an interface.
 func (v *CreateIdentityInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns CreateIdentityInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetPlanHash() *string { return v.PlanHash }
 
 // CreateIdentityResponse is returned by CreateIdentity on success.
 type CreateIdentityResponse struct {
@@ -5817,6 +5913,11 @@ type InstallOperatingSystemInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetName returns InstallOperatingSystemInput.Name, and is useful for accessing the field via an interface.
@@ -5830,6 +5931,9 @@ func (v *InstallOperatingSystemInput) GetMemberConfig() []MemberConfigInput { re
 
 // GetDryRun returns InstallOperatingSystemInput.DryRun, and is useful for accessing the field via an interface.
 func (v *InstallOperatingSystemInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns InstallOperatingSystemInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInput) GetPlanHash() *string { return v.PlanHash }
 
 // InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload includes the requested fields of the GraphQL type InstallOperatingSystemPayload.
 type InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayload struct {
@@ -6161,6 +6265,11 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -6204,6 +6313,8 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 type __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -6223,6 +6334,7 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 	var retval __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -7147,6 +7259,9 @@ var AllPlacementGuardState = []PlacementGuardState{
 type PlanFields struct {
 	// True when the call would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
+	// The plan's identity (sha256: of its steps, refusals, warnings and quorum projection).
+	// Send it back as the input's planHash to confirm this plan and no other.
+	PlanHash string `json:"planHash"`
 	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
 	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller
 	// refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
@@ -7161,6 +7276,9 @@ type PlanFields struct {
 
 // GetRefused returns PlanFields.Refused, and is useful for accessing the field via an interface.
 func (v *PlanFields) GetRefused() bool { return v.Refused }
+
+// GetPlanHash returns PlanFields.PlanHash, and is useful for accessing the field via an interface.
+func (v *PlanFields) GetPlanHash() string { return v.PlanHash }
 
 // GetSteps returns PlanFields.Steps, and is useful for accessing the field via an interface.
 func (v *PlanFields) GetSteps() []PlanFieldsStepsPlanStep { return v.Steps }
@@ -7289,6 +7407,11 @@ type RegisterMachineInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetName returns RegisterMachineInput.Name, and is useful for accessing the field via an interface.
@@ -7305,6 +7428,9 @@ func (v *RegisterMachineInput) GetMaasSystemId() *string { return v.MaasSystemId
 
 // GetDryRun returns RegisterMachineInput.DryRun, and is useful for accessing the field via an interface.
 func (v *RegisterMachineInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RegisterMachineInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RegisterMachineInput) GetPlanHash() *string { return v.PlanHash }
 
 // RegisterMachineRegisterMachineRegisterMachinePayload includes the requested fields of the GraphQL type RegisterMachinePayload.
 type RegisterMachineRegisterMachineRegisterMachinePayload struct {
@@ -7445,6 +7571,11 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetRefused() 
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -7488,6 +7619,8 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) UnmarshalJSON
 type __premarshalRegisterMachineRegisterMachineRegisterMachinePayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -7507,6 +7640,7 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) __premarshalJ
 	var retval __premarshalRegisterMachineRegisterMachineRegisterMachinePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -7533,6 +7667,11 @@ type ReleaseMachineInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetSystemId returns ReleaseMachineInput.SystemId, and is useful for accessing the field via an interface.
@@ -7546,6 +7685,9 @@ func (v *ReleaseMachineInput) GetComment() *string { return v.Comment }
 
 // GetDryRun returns ReleaseMachineInput.DryRun, and is useful for accessing the field via an interface.
 func (v *ReleaseMachineInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns ReleaseMachineInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineInput) GetPlanHash() *string { return v.PlanHash }
 
 // ReleaseMachineReleaseMachineReleaseMachinePayload includes the requested fields of the GraphQL type ReleaseMachinePayload.
 type ReleaseMachineReleaseMachineReleaseMachinePayload struct {
@@ -7803,6 +7945,11 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetRefused() boo
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -7846,6 +7993,8 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) UnmarshalJSON(b 
 type __premarshalReleaseMachineReleaseMachineReleaseMachinePayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -7865,6 +8014,7 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) __premarshalJSON
 	var retval __premarshalReleaseMachineReleaseMachineReleaseMachinePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -7965,6 +8115,11 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetR
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -8008,6 +8163,8 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) Unma
 type __premarshalRemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -8027,6 +8184,7 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) __pr
 	var retval __premarshalRemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -8076,6 +8234,11 @@ type RemoveHardwareProfileInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetProfile returns RemoveHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
@@ -8083,6 +8246,9 @@ func (v *RemoveHardwareProfileInput) GetProfile() string { return v.Profile }
 
 // GetDryRun returns RemoveHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
 func (v *RemoveHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RemoveHardwareProfileInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileInput) GetPlanHash() *string { return v.PlanHash }
 
 // RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload includes the requested fields of the GraphQL type RemoveHardwareProfilePayload.
 type RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload struct {
@@ -8124,6 +8290,11 @@ type RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan 
 // GetRefused returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Refused, and is useful for accessing the field via an interface.
 func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetRefused() bool {
 	return v.PlanFields.Refused
+}
+
+// GetPlanHash returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
 }
 
 // GetSteps returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
@@ -8169,6 +8340,8 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadP
 type __premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -8188,6 +8361,7 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadP
 	var retval __premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -8358,6 +8532,11 @@ type RemoveMemberInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetName returns RemoveMemberInput.Name, and is useful for accessing the field via an interface.
@@ -8368,6 +8547,9 @@ func (v *RemoveMemberInput) GetForce() *bool { return v.Force }
 
 // GetDryRun returns RemoveMemberInput.DryRun, and is useful for accessing the field via an interface.
 func (v *RemoveMemberInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RemoveMemberInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RemoveMemberInput) GetPlanHash() *string { return v.PlanHash }
 
 // RemoveMemberRemoveMemberRemoveMemberPayload includes the requested fields of the GraphQL type RemoveMemberPayload.
 type RemoveMemberRemoveMemberRemoveMemberPayload struct {
@@ -8509,6 +8691,11 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetRefused() bool {
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -8552,6 +8739,8 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) UnmarshalJSON(b []byte
 type __premarshalRemoveMemberRemoveMemberRemoveMemberPayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -8571,6 +8760,7 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) __premarshalJSON() (*_
 	var retval __premarshalRemoveMemberRemoveMemberRemoveMemberPayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -8596,6 +8786,11 @@ type RevokeIdentityInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetName returns RevokeIdentityInput.Name, and is useful for accessing the field via an interface.
@@ -8603,6 +8798,9 @@ func (v *RevokeIdentityInput) GetName() string { return v.Name }
 
 // GetDryRun returns RevokeIdentityInput.DryRun, and is useful for accessing the field via an interface.
 func (v *RevokeIdentityInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RevokeIdentityInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityInput) GetPlanHash() *string { return v.PlanHash }
 
 // RevokeIdentityResponse is returned by RevokeIdentity on success.
 type RevokeIdentityResponse struct {
@@ -8774,6 +8972,11 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetRefused() boo
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -8817,6 +9020,8 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) UnmarshalJSON(b 
 type __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -8836,6 +9041,7 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) __premarshalJSON
 	var retval __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -8848,6 +9054,11 @@ type RevokeJoinTokenInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetName returns RevokeJoinTokenInput.Name, and is useful for accessing the field via an interface.
@@ -8855,6 +9066,9 @@ func (v *RevokeJoinTokenInput) GetName() string { return v.Name }
 
 // GetDryRun returns RevokeJoinTokenInput.DryRun, and is useful for accessing the field via an interface.
 func (v *RevokeJoinTokenInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RevokeJoinTokenInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenInput) GetPlanHash() *string { return v.PlanHash }
 
 // RevokeJoinTokenResponse is returned by RevokeJoinToken on success.
 type RevokeJoinTokenResponse struct {
@@ -9006,6 +9220,11 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetRefused() 
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -9049,6 +9268,8 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) UnmarshalJSON
 type __premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -9068,6 +9289,7 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) __premarshalJ
 	var retval __premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -9084,6 +9306,11 @@ type RunHardwareTestsInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetSystemId returns RunHardwareTestsInput.SystemId, and is useful for accessing the field via an interface.
@@ -9097,6 +9324,9 @@ func (v *RunHardwareTestsInput) GetTests() []string { return v.Tests }
 
 // GetDryRun returns RunHardwareTestsInput.DryRun, and is useful for accessing the field via an interface.
 func (v *RunHardwareTestsInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RunHardwareTestsInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsInput) GetPlanHash() *string { return v.PlanHash }
 
 // RunHardwareTestsResponse is returned by RunHardwareTests on success.
 type RunHardwareTestsResponse struct {
@@ -9336,6 +9566,11 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetRefused() bo
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -9379,6 +9614,8 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) UnmarshalJSON(b
 type __premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -9398,6 +9635,7 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) __premarshalJSO
 	var retval __premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -9415,6 +9653,11 @@ type SetFenceMappingInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetMember returns SetFenceMappingInput.Member, and is useful for accessing the field via an interface.
@@ -9428,6 +9671,9 @@ func (v *SetFenceMappingInput) GetHardwareUuid() string { return v.HardwareUuid 
 
 // GetDryRun returns SetFenceMappingInput.DryRun, and is useful for accessing the field via an interface.
 func (v *SetFenceMappingInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns SetFenceMappingInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingInput) GetPlanHash() *string { return v.PlanHash }
 
 // SetFenceMappingResponse is returned by SetFenceMapping on success.
 type SetFenceMappingResponse struct {
@@ -9617,6 +9863,11 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetRefused() 
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -9660,6 +9911,8 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) UnmarshalJSON
 type __premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -9679,6 +9932,7 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) __premarshalJ
 	var retval __premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -9735,6 +9989,11 @@ type SetHardwareProfileInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetProfile returns SetHardwareProfileInput.Profile, and is useful for accessing the field via an interface.
@@ -9766,6 +10025,9 @@ func (v *SetHardwareProfileInput) GetMinNicSpeedMbps() *int { return v.MinNicSpe
 
 // GetDryRun returns SetHardwareProfileInput.DryRun, and is useful for accessing the field via an interface.
 func (v *SetHardwareProfileInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns SetHardwareProfileInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileInput) GetPlanHash() *string { return v.PlanHash }
 
 // SetHardwareProfileResponse is returned by SetHardwareProfile on success.
 type SetHardwareProfileResponse struct {
@@ -9829,6 +10091,11 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetR
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -9872,6 +10139,8 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) Unma
 type __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -9891,6 +10160,7 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) __pr
 	var retval __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -10193,6 +10463,11 @@ type SetPlacementGuardInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetEnabled returns SetPlacementGuardInput.Enabled, and is useful for accessing the field via an interface.
@@ -10200,6 +10475,9 @@ func (v *SetPlacementGuardInput) GetEnabled() bool { return v.Enabled }
 
 // GetDryRun returns SetPlacementGuardInput.DryRun, and is useful for accessing the field via an interface.
 func (v *SetPlacementGuardInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns SetPlacementGuardInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardInput) GetPlanHash() *string { return v.PlanHash }
 
 // SetPlacementGuardResponse is returned by SetPlacementGuard on success.
 type SetPlacementGuardResponse struct {
@@ -10277,6 +10555,11 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetRefu
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -10320,6 +10603,8 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) Unmarsh
 type __premarshalSetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -10339,6 +10624,7 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) __prema
 	var retval __premarshalSetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -10369,6 +10655,11 @@ type UnregisterMachineInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
 }
 
 // GetName returns UnregisterMachineInput.Name, and is useful for accessing the field via an interface.
@@ -10376,6 +10667,9 @@ func (v *UnregisterMachineInput) GetName() string { return v.Name }
 
 // GetDryRun returns UnregisterMachineInput.DryRun, and is useful for accessing the field via an interface.
 func (v *UnregisterMachineInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns UnregisterMachineInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineInput) GetPlanHash() *string { return v.PlanHash }
 
 // UnregisterMachineResponse is returned by UnregisterMachine on success.
 type UnregisterMachineResponse struct {
@@ -10429,6 +10723,11 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetRefu
 	return v.PlanFields.Refused
 }
 
+// GetPlanHash returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
 // GetSteps returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
 func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
 	return v.PlanFields.Steps
@@ -10472,6 +10771,8 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) Unmarsh
 type __premarshalUnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan struct {
 	Refused bool `json:"refused"`
 
+	PlanHash string `json:"planHash"`
+
 	Steps []PlanFieldsStepsPlanStep `json:"steps"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -10491,6 +10792,7 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) __prema
 	var retval __premarshalUnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
 	retval.Steps = v.PlanFields.Steps
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -10983,6 +11285,7 @@ mutation AdmitMember ($input: AdmitMemberInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -11115,6 +11418,7 @@ mutation ApproveEnrolment ($input: ApproveEnrolmentInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -11213,6 +11517,7 @@ mutation AssignHardwareProfile ($input: AssignHardwareProfileInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -11501,6 +11806,7 @@ mutation ClearHardwareProfile ($input: ClearHardwareProfileInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -11609,6 +11915,7 @@ mutation CommissionMachine ($input: CommissionMachineInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -11690,6 +11997,7 @@ mutation CreateIdentity ($input: CreateIdentityInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -12406,6 +12714,7 @@ mutation InstallOperatingSystem ($input: InstallOperatingSystemInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -12770,6 +13079,7 @@ mutation RegisterMachine ($input: RegisterMachineInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -12868,6 +13178,7 @@ mutation ReleaseMachine ($input: ReleaseMachineInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -12987,6 +13298,7 @@ mutation RemoveFenceMapping ($member: String!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -13048,6 +13360,7 @@ mutation RemoveHardwareProfile ($input: RemoveHardwareProfileInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -13123,6 +13436,7 @@ mutation RemoveMember ($input: RemoveMemberInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -13216,6 +13530,7 @@ mutation RevokeIdentity ($input: RevokeIdentityInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -13287,6 +13602,7 @@ mutation RevokeJoinToken ($input: RevokeJoinTokenInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -13380,6 +13696,7 @@ mutation RunHardwareTests ($input: RunHardwareTestsInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -13467,6 +13784,7 @@ mutation SetFenceMapping ($input: SetFenceMappingInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -13559,6 +13877,7 @@ mutation SetHardwareProfile ($input: SetHardwareProfileInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -13635,6 +13954,7 @@ mutation SetPlacementGuard ($input: SetPlacementGuardInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call
@@ -13694,6 +14014,7 @@ mutation UnregisterMachine ($input: UnregisterMachineInput!) {
 }
 fragment PlanFields on Plan {
 	refused
+	planHash
 	steps {
 		system
 		call

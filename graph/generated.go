@@ -432,6 +432,7 @@ type ComplexityRoot struct {
 	}
 
 	Plan struct {
+		PlanHash func(childComplexity int) int
 		Quorum   func(childComplexity int) int
 		Refusals func(childComplexity int) int
 		Refused  func(childComplexity int) int
@@ -2360,6 +2361,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PlacementGuard.State(childComplexity), true
 
+	case "Plan.planHash":
+		if e.ComplexityRoot.Plan.PlanHash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Plan.PlanHash(childComplexity), true
 	case "Plan.quorum":
 		if e.ComplexityRoot.Plan.Quorum == nil {
 			break
@@ -3510,6 +3517,13 @@ input SetFenceMappingInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type SetFenceMappingPayload {
@@ -3534,6 +3548,13 @@ input RemoveFenceMappingInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type RemoveFenceMappingPayload {
@@ -3749,6 +3770,13 @@ input SetHardwareProfileInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type SetHardwareProfilePayload {
@@ -3767,6 +3795,13 @@ input RemoveHardwareProfileInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type RemoveHardwareProfilePayload {
@@ -3787,6 +3822,13 @@ input AssignHardwareProfileInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type AssignHardwareProfilePayload {
@@ -3805,6 +3847,13 @@ input ClearHardwareProfileInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type ClearHardwareProfilePayload {
@@ -3890,6 +3939,13 @@ input CreateIdentityInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type CreateIdentityPayload {
@@ -3908,6 +3964,13 @@ input RevokeIdentityInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type RevokeIdentityPayload {
@@ -4077,6 +4140,13 @@ input CommissionMachineInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 input InstallOperatingSystemInput {
@@ -4092,6 +4162,13 @@ input InstallOperatingSystemInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 input RunHardwareTestsInput {
@@ -4106,6 +4183,13 @@ input RunHardwareTestsInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 input ReleaseMachineInput {
@@ -4119,6 +4203,13 @@ input ReleaseMachineInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type MaasMachinePayload {
@@ -4291,6 +4382,13 @@ input RegisterMachineInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type RegisterMachinePayload {
@@ -4307,6 +4405,13 @@ input UnregisterMachineInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type UnregisterMachinePayload {
@@ -4425,6 +4530,13 @@ input ApproveEnrolmentInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 input MemberConfigInput {
@@ -4465,6 +4577,13 @@ input RevokeJoinTokenInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type RevokeJoinTokenPayload {
@@ -4481,6 +4600,13 @@ input AdmitMemberInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type AdmitMemberPayload {
@@ -4499,6 +4625,13 @@ input RemoveMemberInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type RemoveMemberPayload {
@@ -4586,6 +4719,13 @@ input SetPlacementGuardInput {
   make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
 }
 
 type SetPlacementGuardPayload {
@@ -4627,6 +4767,11 @@ the plan, not an error.
 type Plan {
   "True when the call would be refused (see refusals): confirming it would fail."
   refused: Boolean!
+  """
+  The plan's identity (sha256: of its steps, refusals, warnings and quorum projection).
+  Send it back as the input's planHash to confirm this plan and no other.
+  """
+  planHash: String!
   """
   The calls it would make, in order. After a refusal inside the call (a state, a check, a
   missing hardware.delete) the plan goes on where it can and shows the rest; a caller
@@ -5497,6 +5642,8 @@ func (ec *executionContext) childFields_Plan(ctx context.Context, field graphql.
 	switch field.Name {
 	case "refused":
 		return ec.fieldContext_Plan_refused(ctx, field)
+	case "planHash":
+		return ec.fieldContext_Plan_planHash(ctx, field)
 	case "steps":
 		return ec.fieldContext_Plan_steps(ctx, field)
 	case "refusals":
@@ -13322,6 +13469,29 @@ func (ec *executionContext) fieldContext_Plan_refused(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Plan", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _Plan_planHash(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Plan_planHash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PlanHash, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Plan_planHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Plan", field, false, false, "String")
+}
+
 func (ec *executionContext) _Plan_steps(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17110,7 +17280,7 @@ func (ec *executionContext) unmarshalInputAdmitMemberInput(ctx context.Context, 
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "dryRun"}
+	fieldsInOrder := [...]string{"name", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17131,6 +17301,13 @@ func (ec *executionContext) unmarshalInputAdmitMemberInput(ctx context.Context, 
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17163,7 +17340,7 @@ func (ec *executionContext) unmarshalInputApproveEnrolmentInput(ctx context.Cont
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "memberConfig", "dryRun"}
+	fieldsInOrder := [...]string{"name", "memberConfig", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17191,6 +17368,13 @@ func (ec *executionContext) unmarshalInputApproveEnrolmentInput(ctx context.Cont
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17223,7 +17407,7 @@ func (ec *executionContext) unmarshalInputAssignHardwareProfileInput(ctx context
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"machine", "profile", "dryRun"}
+	fieldsInOrder := [...]string{"machine", "profile", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17251,6 +17435,13 @@ func (ec *executionContext) unmarshalInputAssignHardwareProfileInput(ctx context
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17283,7 +17474,7 @@ func (ec *executionContext) unmarshalInputClearHardwareProfileInput(ctx context.
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"machine", "dryRun"}
+	fieldsInOrder := [...]string{"machine", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17304,6 +17495,13 @@ func (ec *executionContext) unmarshalInputClearHardwareProfileInput(ctx context.
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17336,7 +17534,7 @@ func (ec *executionContext) unmarshalInputCommissionMachineInput(ctx context.Con
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"systemId", "tests", "dryRun"}
+	fieldsInOrder := [...]string{"systemId", "tests", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17364,6 +17562,13 @@ func (ec *executionContext) unmarshalInputCommissionMachineInput(ctx context.Con
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17396,7 +17601,7 @@ func (ec *executionContext) unmarshalInputCreateIdentityInput(ctx context.Contex
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "permissions", "expiresAt", "expiresIn", "dryRun"}
+	fieldsInOrder := [...]string{"name", "permissions", "expiresAt", "expiresIn", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17438,6 +17643,13 @@ func (ec *executionContext) unmarshalInputCreateIdentityInput(ctx context.Contex
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17470,7 +17682,7 @@ func (ec *executionContext) unmarshalInputInstallOperatingSystemInput(ctx contex
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "series", "memberConfig", "dryRun"}
+	fieldsInOrder := [...]string{"name", "series", "memberConfig", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17505,6 +17717,13 @@ func (ec *executionContext) unmarshalInputInstallOperatingSystemInput(ctx contex
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17606,7 +17825,7 @@ func (ec *executionContext) unmarshalInputRegisterMachineInput(ctx context.Conte
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "provisioner", "description", "maasSystemId", "dryRun"}
+	fieldsInOrder := [...]string{"name", "provisioner", "description", "maasSystemId", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17648,6 +17867,13 @@ func (ec *executionContext) unmarshalInputRegisterMachineInput(ctx context.Conte
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17683,7 +17909,7 @@ func (ec *executionContext) unmarshalInputReleaseMachineInput(ctx context.Contex
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"systemId", "erase", "comment", "dryRun"}
+	fieldsInOrder := [...]string{"systemId", "erase", "comment", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17718,6 +17944,13 @@ func (ec *executionContext) unmarshalInputReleaseMachineInput(ctx context.Contex
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17750,7 +17983,7 @@ func (ec *executionContext) unmarshalInputRemoveFenceMappingInput(ctx context.Co
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"member", "dryRun"}
+	fieldsInOrder := [...]string{"member", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17771,6 +18004,13 @@ func (ec *executionContext) unmarshalInputRemoveFenceMappingInput(ctx context.Co
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17803,7 +18043,7 @@ func (ec *executionContext) unmarshalInputRemoveHardwareProfileInput(ctx context
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"profile", "dryRun"}
+	fieldsInOrder := [...]string{"profile", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17824,6 +18064,13 @@ func (ec *executionContext) unmarshalInputRemoveHardwareProfileInput(ctx context
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17859,7 +18106,7 @@ func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context,
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "force", "dryRun"}
+	fieldsInOrder := [...]string{"name", "force", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17887,6 +18134,13 @@ func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context,
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17919,7 +18173,7 @@ func (ec *executionContext) unmarshalInputRevokeIdentityInput(ctx context.Contex
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "dryRun"}
+	fieldsInOrder := [...]string{"name", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17940,6 +18194,13 @@ func (ec *executionContext) unmarshalInputRevokeIdentityInput(ctx context.Contex
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -17972,7 +18233,7 @@ func (ec *executionContext) unmarshalInputRevokeJoinTokenInput(ctx context.Conte
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "dryRun"}
+	fieldsInOrder := [...]string{"name", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17993,6 +18254,13 @@ func (ec *executionContext) unmarshalInputRevokeJoinTokenInput(ctx context.Conte
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -18025,7 +18293,7 @@ func (ec *executionContext) unmarshalInputRunHardwareTestsInput(ctx context.Cont
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"systemId", "hostname", "tests", "dryRun"}
+	fieldsInOrder := [...]string{"systemId", "hostname", "tests", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -18060,6 +18328,13 @@ func (ec *executionContext) unmarshalInputRunHardwareTestsInput(ctx context.Cont
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -18092,7 +18367,7 @@ func (ec *executionContext) unmarshalInputSetFenceMappingInput(ctx context.Conte
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"member", "maasSystemId", "hardwareUuid", "dryRun"}
+	fieldsInOrder := [...]string{"member", "maasSystemId", "hardwareUuid", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -18127,6 +18402,13 @@ func (ec *executionContext) unmarshalInputSetFenceMappingInput(ctx context.Conte
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -18180,7 +18462,7 @@ func (ec *executionContext) unmarshalInputSetHardwareProfileInput(ctx context.Co
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"profile", "description", "architecture", "minCpuCores", "minMemoryMiB", "minDisks", "minDiskSizeGB", "minNics", "minNicSpeedMbps", "dryRun"}
+	fieldsInOrder := [...]string{"profile", "description", "architecture", "minCpuCores", "minMemoryMiB", "minDisks", "minDiskSizeGB", "minNics", "minNicSpeedMbps", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -18257,6 +18539,13 @@ func (ec *executionContext) unmarshalInputSetHardwareProfileInput(ctx context.Co
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -18289,7 +18578,7 @@ func (ec *executionContext) unmarshalInputSetPlacementGuardInput(ctx context.Con
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"enabled", "dryRun"}
+	fieldsInOrder := [...]string{"enabled", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -18310,6 +18599,13 @@ func (ec *executionContext) unmarshalInputSetPlacementGuardInput(ctx context.Con
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -18342,7 +18638,7 @@ func (ec *executionContext) unmarshalInputUnregisterMachineInput(ctx context.Con
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "dryRun"}
+	fieldsInOrder := [...]string{"name", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -18363,6 +18659,13 @@ func (ec *executionContext) unmarshalInputUnregisterMachineInput(ctx context.Con
 				return it, err
 			}
 			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
 		}
 	}
 	return it, nil
@@ -20981,6 +21284,11 @@ func (ec *executionContext) _Plan(ctx context.Context, sel ast.SelectionSet, obj
 			out.Values[i] = graphql.MarshalString("Plan")
 		case "refused":
 			out.Values[i] = ec._Plan_refused(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "planHash":
+			out.Values[i] = ec._Plan_planHash(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -149,6 +150,21 @@ func (r *Recorder) Plan() Plan {
 func Secret(b []byte) string {
 	sum := sha256.Sum256(b)
 	return fmt.Sprintf("%d bytes, sha256:%s", len(b), hex.EncodeToString(sum[:]))
+}
+
+// Hash identifies the plan as shown (steps, refusals, warnings, quorum projection): a
+// confirmation carries the hash of the plan it approves, and the call refuses when its own
+// plan now hashes otherwise. JSON of maps is written with sorted keys, so equal plans hash
+// equal.
+func (p Plan) Hash() string {
+	b, err := json.Marshal(map[string]any{"plan": p.Detail(), "quorum": p.Quorum})
+	if err != nil {
+		// A plan holds strings, numbers and lists: this cannot fail; a hash no confirmation
+		// matches keeps a broken plan from being approved.
+		return "unhashable: " + err.Error()
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Detail is the plan as the audit event's details keep it (secret-free by construction:

@@ -47,6 +47,7 @@ func RefusedPlan(field string, p plan.Plan) (any, error) {
 func mapPlan(p plan.Plan) *model.Plan {
 	out := &model.Plan{
 		Refused:  p.Refused(),
+		PlanHash: p.Hash(),
 		Steps:    make([]*model.PlanStep, len(p.Steps)),
 		Refusals: mapFindings(p.Refusals),
 		Warnings: mapFindings(p.Warnings),

@@ -232,7 +232,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 		return res
 	}
 	outcome := audit.Failed
-	if c, _ := failure.Extensions["code"].(string); c == string(apperr.Unauthenticated) || c == string(apperr.Forbidden) {
+	if c, _ := failure.Extensions["code"].(string); c == string(apperr.Unauthenticated) || c == string(apperr.Forbidden) || c == string(apperr.PlanChanged) {
 		outcome = audit.Refused
 	}
 	g.recordMessage(ctx, action, outcome, failure.Message)
@@ -272,7 +272,7 @@ func (g *gate) fields(ctx context.Context, next graphql.Resolver) (any, error) {
 	}
 	rec := plan.From(ctx)
 	if rec == nil {
-		return next(ctx)
+		return g.confirmed(ctx, fc, next)
 	}
 	if refused, _ := ctx.Value(refusedByGateKey{}).(bool); refused {
 		return resolvers.RefusedPlan(fc.Field.Name, rec.Plan())
@@ -285,6 +285,41 @@ func (g *gate) fields(ctx context.Context, next graphql.Resolver) (any, error) {
 		rec.Refuse(err)
 	}
 	return resolvers.WithPlan(res, rec.Plan())
+}
+
+// confirmed runs a real call. One confirmed with a planHash (the plan the administrator
+// was shown) first plans again, with the same code as a dry run; when that plan's hash
+// differs, the call is refused with PLAN_CHANGED and the new plan, and nothing of it runs
+// for real. The audit event keeps the plan approved and its hash, or says none was shown.
+func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next graphql.Resolver) (any, error) {
+	action := audit.ActionFrom(ctx)
+	decl, _ := mutations.Of(fc.Field.Name)
+	// fc.Args holds the resolver's typed input; the declaration reads the raw arguments.
+	want := decl.PlanHashIn(fc.Field.ArgumentMap(graphql.GetOperationContext(ctx).Variables))
+	if want == "" {
+		if action != nil {
+			action.Detail("approvedPlan", "no plan shown")
+		}
+		return next(ctx)
+	}
+	rec := &plan.Recorder{}
+	if _, err := next(plan.With(ctx, rec)); err != nil {
+		if c := apperr.CodeOf(err); c == apperr.InvalidInput || c == apperr.Internal {
+			return nil, err
+		}
+		rec.Refuse(err)
+	}
+	now := rec.Plan()
+	if got := now.Hash(); got != want {
+		return nil, &apperr.Error{Code: apperr.PlanChanged, Field: "planHash",
+			Message: "the plan changed since it was shown (another change, or the cluster moved on): nothing was changed; look at the new plan and confirm it again",
+			Details: map[string]any{"planHash": got, "plan": now.Detail()}}
+	}
+	if action != nil {
+		action.Detail("approvedPlan", now.Detail())
+		action.Detail("planHash", want)
+	}
+	return next(ctx)
 }
 
 func (g *gate) authorise(ctx context.Context) error {

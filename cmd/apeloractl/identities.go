@@ -74,6 +74,7 @@ func (c *cli) createIdentity(ctx context.Context, args []string) error {
 		}
 	}
 	in.DryRun = c.dry()
+	in.PlanHash = c.planHash
 	r, err := client.CreateIdentity(ctx, c.gql, in)
 	if err != nil || c.dryRun {
 		return c.planOr(err, r.GetCreateIdentity().Plan)
@@ -94,7 +95,7 @@ func (c *cli) revokeIdentity(ctx context.Context, args []string) error {
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
 		return errors.New("usage: apeloractl revoke-identity NAME")
 	}
-	r, err := client.RevokeIdentity(ctx, c.gql, client.RevokeIdentityInput{Name: args[0], DryRun: c.dry()})
+	r, err := client.RevokeIdentity(ctx, c.gql, client.RevokeIdentityInput{Name: args[0], DryRun: c.dry(), PlanHash: c.planHash})
 	if err != nil || c.dryRun {
 		return c.planOr(err, r.GetRevokeIdentity().Plan)
 	}

@@ -74,7 +74,10 @@ commands:
 admit, remove, commission, install, hardware-test, release, bulk, create-identity,
 revoke-identity, placement-guard on|off), changes nothing and prints the plan: the steps it would take in Incus,
 MAAS and the database, and what would refuse or qualify it. A plan that would be refused
-exits as the call would (the refusal's code). It issues no token and is audited PLANNED.
+exits as the call would (the refusal's code). It issues no token and is no audit event.
+Its last line is the plan's hash: run the same command again with -plan-hash HASH instead
+of -dry-run to make the change only while its plan is still that one (else PLAN_CHANGED:
+nothing changed, look again). Without -plan-hash the audit event says no plan was shown.
 
 errors are printed as CODE: message (the API's extensions.code). exit status:
   0 done   1 any other error   2 usage   3 UNAUTHENTICATED (no or wrong token)
@@ -99,7 +102,8 @@ func main() {
 type cli struct {
 	endpoint, token string
 	json            bool
-	dryRun          bool // -dry-run: ask for the plan only
+	dryRun          bool    // -dry-run: ask for the plan only
+	planHash        *string // -plan-hash: the plan this change confirms
 	out             io.Writer
 	gql             graphql.Client
 }
@@ -134,6 +138,13 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	rest, c.dryRun = takeDryRun(rest)
 	if c.dryRun && !changing(cmd) && cmd != "bulk" {
 		return usageError(cmd + " changes nothing: -dry-run is for the commands that do (see `apeloractl help`)")
+	}
+	var err error
+	if rest, c.planHash, err = takePlanHash(rest); err != nil {
+		return err
+	}
+	if c.planHash != nil && (c.dryRun || !changing(cmd)) {
+		return usageError("-plan-hash confirms the plan a -dry-run printed: give it instead of -dry-run, to a command that changes something")
 	}
 	switch cmd {
 	case "whoami":
@@ -173,7 +184,7 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		if len(rest) != 1 {
 			return usageError("apeloractl unregister NAME")
 		}
-		r, err := client.UnregisterMachine(ctx, c.gql, client.UnregisterMachineInput{Name: rest[0], DryRun: c.dry()})
+		r, err := client.UnregisterMachine(ctx, c.gql, client.UnregisterMachineInput{Name: rest[0], DryRun: c.dry(), PlanHash: c.planHash})
 		if err != nil || c.dryRun {
 			return c.planOr(err, r.GetUnregisterMachine().Plan)
 		}
@@ -185,7 +196,7 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		if len(rest) != 1 {
 			return usageError("apeloractl revoke NAME")
 		}
-		r, err := client.RevokeJoinToken(ctx, c.gql, client.RevokeJoinTokenInput{Name: rest[0], DryRun: c.dry()})
+		r, err := client.RevokeJoinToken(ctx, c.gql, client.RevokeJoinTokenInput{Name: rest[0], DryRun: c.dry(), PlanHash: c.planHash})
 		if err != nil || c.dryRun {
 			return c.planOr(err, r.GetRevokeJoinToken().Plan)
 		}
@@ -204,7 +215,7 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		if len(rest) != 1 {
 			return usageError("apeloractl admit NAME")
 		}
-		r, err := client.AdmitMember(ctx, c.gql, client.AdmitMemberInput{Name: rest[0], DryRun: c.dry()})
+		r, err := client.AdmitMember(ctx, c.gql, client.AdmitMemberInput{Name: rest[0], DryRun: c.dry(), PlanHash: c.planHash})
 		if err != nil || c.dryRun {
 			return c.planOr(err, r.GetAdmitMember().Plan)
 		}
@@ -350,6 +361,7 @@ func (c *cli) register(ctx context.Context, args []string) error {
 		in.MaasSystemId = sysID
 	}
 	in.DryRun = c.dry()
+	in.PlanHash = c.planHash
 	r, err := client.RegisterMachine(ctx, c.gql, in)
 	if err != nil || c.dryRun {
 		return c.planOr(err, r.GetRegisterMachine().Plan)
@@ -405,25 +417,25 @@ func (c *cli) maasStep(ctx context.Context, cmd string, args []string) error {
 	var m *client.MaasMachineFields
 	switch cmd {
 	case "commission":
-		r, err := client.CommissionMachine(ctx, c.gql, client.CommissionMachineInput{SystemId: subject, Tests: testList, DryRun: c.dry()})
+		r, err := client.CommissionMachine(ctx, c.gql, client.CommissionMachineInput{SystemId: subject, Tests: testList, DryRun: c.dry(), PlanHash: c.planHash})
 		if err != nil || c.dryRun {
 			return c.planOr(err, r.GetCommissionMachine().Plan)
 		}
 		m = &r.CommissionMachine.Maas.MaasMachineFields
 	case "install":
-		r, err := client.InstallOperatingSystem(ctx, c.gql, client.InstallOperatingSystemInput{Name: subject, Series: *series, DryRun: c.dry()})
+		r, err := client.InstallOperatingSystem(ctx, c.gql, client.InstallOperatingSystemInput{Name: subject, Series: *series, DryRun: c.dry(), PlanHash: c.planHash})
 		if err != nil || c.dryRun {
 			return c.planOr(err, r.GetInstallOperatingSystem().Plan)
 		}
 		m = &r.InstallOperatingSystem.Maas.MaasMachineFields
 	case "hardware-test":
-		r, err := client.RunHardwareTests(ctx, c.gql, client.RunHardwareTestsInput{SystemId: subject, Hostname: *hostname, Tests: testList, DryRun: c.dry()})
+		r, err := client.RunHardwareTests(ctx, c.gql, client.RunHardwareTestsInput{SystemId: subject, Hostname: *hostname, Tests: testList, DryRun: c.dry(), PlanHash: c.planHash})
 		if err != nil || c.dryRun {
 			return c.planOr(err, r.GetRunHardwareTests().Plan)
 		}
 		m = &r.RunHardwareTests.Maas.MaasMachineFields
 	case "release":
-		r, err := client.ReleaseMachine(ctx, c.gql, client.ReleaseMachineInput{SystemId: subject, Erase: erase, Comment: comment, DryRun: c.dry()})
+		r, err := client.ReleaseMachine(ctx, c.gql, client.ReleaseMachineInput{SystemId: subject, Erase: erase, Comment: comment, DryRun: c.dry(), PlanHash: c.planHash})
 		if err != nil || c.dryRun {
 			return c.planOr(err, r.GetReleaseMachine().Plan)
 		}
@@ -463,6 +475,7 @@ func (c *cli) approve(ctx context.Context, args []string) error {
 		in.MemberConfig = append(in.MemberConfig, client.MemberConfigInput{Entity: parts[0], Name: parts[1], Key: parts[2], Value: value})
 	}
 	in.DryRun = c.dry()
+	in.PlanHash = c.planHash
 	r, err := client.ApproveEnrolment(ctx, c.gql, in)
 	if err != nil || c.dryRun {
 		return c.planOr(err, r.GetApproveEnrolment().Plan)
@@ -486,7 +499,7 @@ func (c *cli) remove(ctx context.Context, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageError(err.Error())
 	}
-	r, err := client.RemoveMember(ctx, c.gql, client.RemoveMemberInput{Name: args[0], Force: force, DryRun: c.dry()})
+	r, err := client.RemoveMember(ctx, c.gql, client.RemoveMemberInput{Name: args[0], Force: force, DryRun: c.dry(), PlanHash: c.planHash})
 	if err != nil || c.dryRun {
 		return c.planOr(err, r.GetRemoveMember().Plan)
 	}

@@ -36,7 +36,7 @@ func (c *cli) placementGuard(ctx context.Context, args []string) error {
 	default:
 		return usageError(use)
 	}
-	r, err := client.SetPlacementGuard(ctx, c.gql, client.SetPlacementGuardInput{Enabled: on, DryRun: c.dry()})
+	r, err := client.SetPlacementGuard(ctx, c.gql, client.SetPlacementGuardInput{Enabled: on, DryRun: c.dry(), PlanHash: c.planHash})
 	if err != nil || c.dryRun {
 		return c.planOr(err, r.GetSetPlacementGuard().Plan)
 	}

@@ -35,6 +35,21 @@ func takeDryRun(args []string) ([]string, bool) {
 	return out, len(out) != len(args)
 }
 
+// takePlanHash removes -plan-hash HASH from a command's arguments and returns HASH.
+func takePlanHash(args []string) ([]string, *string, error) {
+	for i, a := range args {
+		if a != "-plan-hash" && a != "--plan-hash" {
+			continue
+		}
+		if i+1 >= len(args) || !strings.HasPrefix(args[i+1], "sha256:") {
+			return nil, nil, usageError("-plan-hash takes the hash a -dry-run printed (sha256:…)")
+		}
+		h := args[i+1]
+		return append(slices.Clone(args[:i]), args[i+2:]...), &h, nil
+	}
+	return args, nil, nil
+}
+
 // dry is the input's dryRun: set only with -dry-run.
 func (c *cli) dry() *bool {
 	if !c.dryRun {
@@ -47,6 +62,7 @@ func (c *cli) dry() *bool {
 // planView is every operation's plan: each embeds client.PlanFields.
 type planView interface {
 	GetRefused() bool
+	GetPlanHash() string
 	GetSteps() []client.PlanFieldsStepsPlanStep
 	GetRefusals() []client.PlanFieldsRefusalsPlanFinding
 	GetWarnings() []client.PlanFieldsWarningsPlanFinding
@@ -91,6 +107,9 @@ func (c *cli) planOr(err error, p planView) error {
 		}
 		for _, f := range p.GetRefusals() {
 			fmt.Fprintf(w, "would be refused: %s: %s\n", orNone(f.Code, "REFUSED"), f.Message)
+		}
+		if !p.GetRefused() {
+			fmt.Fprintf(w, "to make this change only while its plan is this one: the same command with -plan-hash %s\n", p.GetPlanHash())
 		}
 		if err := w.Flush(); err != nil {
 			return err

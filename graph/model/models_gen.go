@@ -46,6 +46,11 @@ type AdmitMemberInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type AdmitMemberPayload struct {
@@ -68,6 +73,11 @@ type ApproveEnrolmentInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type ApproveEnrolmentPayload struct {
@@ -94,6 +104,11 @@ type AssignHardwareProfileInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type AssignHardwareProfilePayload struct {
@@ -178,6 +193,11 @@ type ClearHardwareProfileInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type ClearHardwareProfilePayload struct {
@@ -226,6 +246,11 @@ type CommissionMachineInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type CreateIdentityInput struct {
@@ -240,6 +265,11 @@ type CreateIdentityInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type CreateIdentityPayload struct {
@@ -465,6 +495,11 @@ type InstallOperatingSystemInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type InstallOperatingSystemPayload struct {
@@ -658,6 +693,9 @@ type PlacementGuard struct {
 type Plan struct {
 	// True when the call would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
+	// The plan's identity (sha256: of its steps, refusals, warnings and quorum projection).
+	// Send it back as the input's planHash to confirm this plan and no other.
+	PlanHash string `json:"planHash"`
 	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
 	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller
 	// refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
@@ -752,6 +790,11 @@ type RegisterMachineInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type RegisterMachinePayload struct {
@@ -769,6 +812,11 @@ type ReleaseMachineInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type ReleaseMachinePayload struct {
@@ -785,6 +833,11 @@ type RemoveFenceMappingInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type RemoveFenceMappingPayload struct {
@@ -801,6 +854,11 @@ type RemoveHardwareProfileInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type RemoveHardwareProfilePayload struct {
@@ -817,6 +875,11 @@ type RemoveMemberInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type RemoveMemberPayload struct {
@@ -832,6 +895,11 @@ type RevokeIdentityInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type RevokeIdentityPayload struct {
@@ -846,6 +914,11 @@ type RevokeJoinTokenInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type RevokeJoinTokenPayload struct {
@@ -864,6 +937,11 @@ type RunHardwareTestsInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type SetFenceMappingInput struct {
@@ -877,6 +955,11 @@ type SetFenceMappingInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type SetFenceMappingPayload struct {
@@ -917,6 +1000,11 @@ type SetHardwareProfileInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type SetHardwareProfilePayload struct {
@@ -933,6 +1021,11 @@ type SetPlacementGuardInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type SetPlacementGuardPayload struct {
@@ -960,6 +1053,11 @@ type UnregisterMachineInput struct {
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 type UnregisterMachinePayload struct {

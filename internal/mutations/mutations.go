@@ -31,6 +31,9 @@ const (
 // DryRun is the argument path where every change takes its dry run.
 const DryRun = "input.dryRun"
 
+// PlanHash is the argument path where a change takes the hash of the plan it confirms.
+const PlanHash = "input.planHash"
+
 // Mutation is one Mutation field's declaration.
 type Mutation struct {
 	// Name is the Mutation field, also the action of its audit events.
@@ -70,6 +73,12 @@ func (m Mutation) MachineIn(args map[string]any) string {
 func (m Mutation) DryRunIn(args map[string]any) bool {
 	dry, _ := At(args, DryRun).(bool)
 	return dry
+}
+
+// PlanHashIn returns the plan hash a call confirms ("" for none: no plan was shown).
+func (m Mutation) PlanHashIn(args map[string]any) string {
+	h, _ := At(args, PlanHash).(string)
+	return h
 }
 
 // At returns the value at a dotted argument path, or nil.

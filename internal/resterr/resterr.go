@@ -23,6 +23,7 @@ var status = map[apperr.Code]int{
 	apperr.Internal:           http.StatusInternalServerError,
 	apperr.RequestTooLarge:    http.StatusRequestEntityTooLarge,
 	apperr.RateLimited:        http.StatusTooManyRequests,
+	apperr.PlanChanged:        http.StatusConflict,
 }
 
 // Write answers r with err. Internal errors are logged with the request id, never shown.

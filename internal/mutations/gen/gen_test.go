@@ -40,6 +40,8 @@ input DoItInput {
   count: Int
   "Plan only."
   dryRun: Boolean = false
+  "The plan shown."
+  planHash: String
 }
 type DoItPayload {
   "The plan."
@@ -59,7 +61,9 @@ func TestDeclarationsRefuseWhatCannotBeRead(t *testing.T) {
 		{"not a string", `other(input: DoItInput!): DoItPayload! @change(about: "input.count", lock: MACHINE)`, "", "the machine is named by a String"},
 		{"no dryRun", `other(input: NoDry!): DoItPayload! @change(lock: NONE)`, "input NoDry { a: Int }", "lacks `dryRun: Boolean = false`"},
 		{"no plan", `other(input: DoItInput!): NoPlan! @change(lock: NONE)`, "type NoPlan { a: Int }", "lacks `plan: Plan`"},
-		{"another dryRun text", `other(input: Other!): DoItPayload! @change(lock: NONE)`, "input Other { \"Dry.\"\n dryRun: Boolean = false }", "Other.dryRun's description differs"},
+		{"another dryRun text", `other(input: Other!): DoItPayload! @change(lock: NONE)`, "input Other { \"Dry.\"\n dryRun: Boolean = false\n \"The plan shown.\"\n planHash: String }", "Other.dryRun's description differs"},
+		{"no planHash", `other(input: NoHash!): DoItPayload! @change(lock: NONE)`, "input NoHash { \"Plan only.\"\n dryRun: Boolean = false }", "lacks `planHash: String`"},
+		{"another planHash text", `other(input: OtherHash!): DoItPayload! @change(lock: NONE)`, "input OtherHash { \"Plan only.\"\n dryRun: Boolean = false\n \"Hash.\"\n planHash: String }", "OtherHash.planHash's description differs"},
 		{"no input", `other(name: String!): DoItPayload! @change(lock: NONE)`, "", "no input object argument"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

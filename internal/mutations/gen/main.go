@@ -82,7 +82,7 @@ func declarations(sources ...*ast.Source) ([]decl, error) {
 	var out []decl
 	var errs []error
 	// The one description every change's dryRun (and plan) has: the first one met.
-	var dryRunText, planText, textFrom string
+	var dryRunText, planText, hashText, textFrom string
 	for _, f := range schema.Mutation.Fields {
 		if strings.HasPrefix(f.Name, "__") {
 			continue
@@ -121,6 +121,11 @@ func declarations(sources ...*ast.Source) ([]decl, error) {
 			fail("its input %s lacks `dryRun: Boolean = false`: every change can be planned", inDef.Name)
 			continue
 		}
+		hash := inDef.Fields.ForName("planHash")
+		if hash == nil || hash.Type.String() != "String" {
+			fail("its input %s lacks `planHash: String`: a confirmation names the plan it approves", inDef.Name)
+			continue
+		}
 		pay := schema.Types[d.payload]
 		var plan *ast.FieldDefinition
 		if pay != nil {
@@ -131,7 +136,10 @@ func declarations(sources ...*ast.Source) ([]decl, error) {
 			continue
 		}
 		if textFrom == "" {
-			dryRunText, planText, textFrom = dry.Description, plan.Description, f.Name
+			dryRunText, planText, hashText, textFrom = dry.Description, plan.Description, hash.Description, f.Name
+		}
+		if hash.Description != hashText {
+			fail("%s.planHash's description differs from %s's; every change's is the same text: %q", inDef.Name, textFrom, hashText)
 		}
 		if dry.Description != dryRunText {
 			fail("%s.dryRun's description differs from %s's; every change's is the same text: %q", inDef.Name, textFrom, dryRunText)

@@ -155,6 +155,23 @@ try {
   await page.locator('[data-bulk-bar="11"]').waitFor();
   await shot(page, SHOTS, '03f-fleet-selected', false);
 
+  step('bulk: register 11 discovered machines first (a MAAS step needs a record)');
+  await page.locator('[data-bulk-step]').selectOption('register');
+  await page.locator('[data-bulk-open]').click();
+  await dialog(page).waitFor();
+  await dialog(page).locator('[data-bulk-plan="11"]').waitFor({ timeout: 30000 });
+  await dialog(page).locator('[data-bulk-typed]').fill('11');
+  await page.waitForFunction(() => !document.querySelector('[data-bulk-confirm]')?.hasAttribute('aria-disabled'));
+  await dialog(page).locator('[data-bulk-confirm]').click();
+  await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
+  expect((await dialog(page).locator('[data-outcome="done"]').count()) === 11, 'the 11 are registered');
+  await dialog(page).getByRole('button', { name: 'Close' }).click();
+  if (!(await page.locator('[data-bulk-bar="11"]').isVisible())) {
+    await page.locator('[data-select-all]').check();
+    await page.locator('[data-select="bulk-12"]').click();
+    await page.locator('[data-bulk-bar="11"]').waitFor();
+  }
+
   step('bulk: commission 11 — one plan for the set, the count typed again, results live, the failed retried');
   await page.locator('[data-bulk-step]').selectOption('commission');
   await page.locator('[data-bulk-open]').click();

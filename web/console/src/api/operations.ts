@@ -131,6 +131,7 @@ export const AdmissionReportQuery = graphql(`
 export const PlanFieldsFragment = graphql(`
   fragment PlanFields on Plan {
     refused
+    planHash
     steps { system call target changes { field before after } }
     refusals { code message field }
     warnings { code message }

@@ -40,8 +40,10 @@ export interface ConfirmProps<T> {
   // fields renders extra inputs; errors maps the server's extensions.field to messages.
   fields?: (errors: Map<string, string>) => ReactNode;
   fieldNames?: string[];
-  // run sends the mutation; dryRun asks only for its plan.
-  run(dryRun: boolean): Promise<OperationResult<T>>;
+  // run sends the mutation; dryRun asks only for its plan. planHash, on the real call, is
+  // the hash of the plan the dialog showed: the server refuses (PLAN_CHANGED) when its plan
+  // is no longer that one.
+  run(dryRun: boolean, planHash?: string | null): Promise<OperationResult<T>>;
   // planKey names what the plan depends on (the inputs as filled in): a new key asks
   // for a new plan, after a short pause in typing.
   planKey?: string;
@@ -109,10 +111,19 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
     setBusy(true);
     setProblems([]);
     submitted.current = key;
-    const res = await p.run(false);
+    const res = await p.run(false, current?.plan?.planHash ?? null);
     setBusy(false);
     const found = problemsOf(res.error);
     const action = mutationField(res);
+    if (found.some((f) => f.code === 'PLAN_CHANGED')) {
+      // The plan shown went stale: nothing was changed. Show the new plan; the operator
+      // confirms again (with its hash) or cancels.
+      const again = await p.run(true);
+      const stale = problemsOf(again.error);
+      setPlanned({ key, plan: stale.length ? null : planOf(again.data, p.change), problems: stale });
+      setProblems([{ code: 'PLAN_CHANGED', message: 'The plan changed since it was shown (another change, or the cluster moved on): nothing was changed. Look at the new plan below and confirm again.' }]);
+      return;
+    }
     if (found.length > 0 || !res.data) {
       setProblems(found.length ? found : [{ message: 'The server returned no answer: reload the page to see what happened.' }]);
       toast({ ok: false, title: `Failed: ${p.title}`, detail: found[0]?.message, action, machine: p.machine });

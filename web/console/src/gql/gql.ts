@@ -27,7 +27,7 @@ type Documents = {
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
     "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": typeof types.AdmissionChecksDocument,
     "\n  query AdmissionReport($name: String!) {\n    admissionReport(name: $name) {\n      machine runId trigger at verdict\n      checks { name title result message }\n    }\n  }\n": typeof types.AdmissionReportDocument,
-    "\n  fragment PlanFields on Plan {\n    refused\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": typeof types.PlanFieldsFragmentDoc,
+    "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": typeof types.PlanFieldsFragmentDoc,
     "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": typeof types.RegisterMachineDocument,
     "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { plan { ...PlanFields } name }\n  }\n": typeof types.UnregisterMachineDocument,
     "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) { plan { ...PlanFields }\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n": typeof types.ApproveEnrolmentDocument,
@@ -71,7 +71,7 @@ const documents: Documents = {
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
     "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": types.AdmissionChecksDocument,
     "\n  query AdmissionReport($name: String!) {\n    admissionReport(name: $name) {\n      machine runId trigger at verdict\n      checks { name title result message }\n    }\n  }\n": types.AdmissionReportDocument,
-    "\n  fragment PlanFields on Plan {\n    refused\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": types.PlanFieldsFragmentDoc,
+    "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": types.PlanFieldsFragmentDoc,
     "\n  mutation RegisterMachine($input: RegisterMachineInput!) {\n    registerMachine(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": types.RegisterMachineDocument,
     "\n  mutation UnregisterMachine($input: UnregisterMachineInput!) {\n    unregisterMachine(input: $input) { plan { ...PlanFields } name }\n  }\n": types.UnregisterMachineDocument,
     "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) { plan { ...PlanFields }\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n": types.ApproveEnrolmentDocument,
@@ -171,7 +171,7 @@ export function graphql(source: "\n  query AdmissionReport($name: String!) {\n  
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  fragment PlanFields on Plan {\n    refused\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n"): (typeof documents)["\n  fragment PlanFields on Plan {\n    refused\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n"];
+export function graphql(source: "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n"): (typeof documents)["\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    steps { system call target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -8,7 +8,7 @@ import { fieldKey, type Problem } from './errors';
 export interface PlanChange { field: string; before?: string | null; after?: string | null }
 export interface PlanStep { system: string; call: string; target: string; changes: PlanChange[] }
 export interface PlanFinding { code?: string | null; message: string; field?: string | null }
-export interface Plan { refused: boolean; steps: PlanStep[]; refusals: PlanFinding[]; warnings: PlanFinding[] }
+export interface Plan { refused: boolean; planHash?: string | null; steps: PlanStep[]; refusals: PlanFinding[]; warnings: PlanFinding[] }
 
 // planOf reads the plan in the answer of the change named (declared in schema/ with
 // @change, so it takes dryRun and answers a plan: api/changes.gen.ts):

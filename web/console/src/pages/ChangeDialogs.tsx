@@ -85,7 +85,7 @@ export function ApproveFlow({ name, onClose }: { name: string; onClose(): void }
       fieldNames={config.fieldNames}
       fields={(errors) => <MemberConfigRows state={config} errors={errors} />}
       planKey={JSON.stringify({ name, memberConfig: config.input() })}
-      run={(dryRun) => approve({ input: { name, memberConfig: config.input(), dryRun } })}
+      run={(dryRun, planHash) => approve({ input: { name, memberConfig: config.input(), dryRun, planHash } })}
       onDone={(d) => setApproval(d.approveEnrolment)}
       onClose={onClose}
     />
@@ -160,7 +160,7 @@ function RevokeDialog({ name, onClose }: { name: string; onClose(): void }) {
       confirmLabel="Revoke token"
       consequence={<p>Incus cancels the pending join token for <strong>{name}</strong>; a server that has not joined yet can no longer use it. The machine is Registered again.</p>}
       planKey={JSON.stringify({ name })}
-      run={(dryRun) => revoke({ input: { name, dryRun } })}
+      run={(dryRun, planHash) => revoke({ input: { name, dryRun, planHash } })}
       onClose={onClose}
     />
   );
@@ -191,7 +191,7 @@ function RemoveDialog({ name, onClose }: { name: string; onClose(): void }) {
         </label>
       )}
       planKey={JSON.stringify({ name, force })}
-      run={(dryRun) => remove({ input: { name, force, dryRun } })}
+      run={(dryRun, planHash) => remove({ input: { name, force, dryRun, planHash } })}
       onClose={onClose}
     />
   );
@@ -209,7 +209,7 @@ function UnregisterDialog({ name, onClose }: { name: string; onClose(): void }) 
       typeToConfirm={name}
       consequence={<p>Apelora forgets the machine record <strong>{name}</strong>. Nothing changes in Incus or MAAS; the audit trail keeps its history.</p>}
       planKey={JSON.stringify({ name })}
-      run={(dryRun) => unregister({ input: { name, dryRun } })}
+      run={(dryRun, planHash) => unregister({ input: { name, dryRun, planHash } })}
       onClose={onClose}
     />
   );
@@ -230,7 +230,7 @@ function AdmitDialog({ name, onClose }: { name: string; onClose(): void }) {
         </p>
       }
       planKey={JSON.stringify({ name })}
-      run={(dryRun) => admit({ input: { name, dryRun } })}
+      run={(dryRun, planHash) => admit({ input: { name, dryRun, planHash } })}
       onClose={onClose}
     />
   );
@@ -272,9 +272,9 @@ function CommissionDialog({ row, onClose }: { row: Row; onClose(): void }) {
         </>
       )}
       planKey={JSON.stringify([tests, none])}
-      run={(dryRun) => {
+      run={(dryRun, planHash) => {
         const p = parseTests(tests);
-        return commission({ input: { systemId: m.systemId, tests: none ? [] : p.tests.length ? p.tests : null, dryRun } });
+        return commission({ input: { systemId: m.systemId, tests: none ? [] : p.tests.length ? p.tests : null, dryRun, planHash } });
       }}
       onClose={onClose}
     />
@@ -339,7 +339,7 @@ function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
         </>
       )}
       planKey={JSON.stringify({ name: row.name, series: chosen.trim(), memberConfig: config.input() })}
-      run={(dryRun) => install({ input: { name: row.name, series: chosen.trim(), memberConfig: config.input(), dryRun } })}
+      run={(dryRun, planHash) => install({ input: { name: row.name, series: chosen.trim(), memberConfig: config.input(), dryRun, planHash } })}
       onClose={onClose}
     />
   );
@@ -373,9 +373,9 @@ function TestDialog({ row, onClose }: { row: Row; onClose(): void }) {
         </>
       )}
       planKey={JSON.stringify([hostname, tests])}
-      run={(dryRun) => {
+      run={(dryRun, planHash) => {
         const p = parseTests(tests);
-        return runTests({ input: { systemId: m.systemId, hostname, tests: p.tests.length ? p.tests : null, dryRun } });
+        return runTests({ input: { systemId: m.systemId, hostname, tests: p.tests.length ? p.tests : null, dryRun, planHash } });
       }}
       onClose={onClose}
     />
@@ -422,7 +422,7 @@ function ReleaseDialog({ row, onClose }: { row: Row; onClose(): void }) {
         </>
       )}
       planKey={JSON.stringify({ systemId: m.systemId, erase, comment: comment || null })}
-      run={(dryRun) => release({ input: { systemId: m.systemId, erase, comment: comment || null, dryRun } })}
+      run={(dryRun, planHash) => release({ input: { systemId: m.systemId, erase, comment: comment || null, dryRun, planHash } })}
       onClose={onClose}
     />
   );

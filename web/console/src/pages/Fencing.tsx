@@ -251,7 +251,7 @@ function MappingDialog({ member, rows, onClose, onDone }: { member: string; rows
         </>
       )}
       planKey={JSON.stringify({ member, maasSystemId: systemId, hardwareUuid: uuid })}
-      run={(dryRun) => setMapping({ input: { member, maasSystemId: systemId, hardwareUuid: uuid, dryRun } })}
+      run={(dryRun, planHash) => setMapping({ input: { member, maasSystemId: systemId, hardwareUuid: uuid, dryRun, planHash } })}
       onDone={(d) => {
         onClose();
         onDone(`${member}: ${d.setFenceMapping.notice}`);
@@ -284,7 +284,7 @@ function PlacementGuardDialog({ on, onClose, onDone }: { on: boolean; onClose():
         )
       }
       planKey={JSON.stringify({ on })}
-      run={(dryRun) => set({ input: { enabled: on, dryRun } })}
+      run={(dryRun, planHash) => set({ input: { enabled: on, dryRun, planHash } })}
       onDone={() => {
         onClose();
         onDone();
@@ -306,7 +306,7 @@ function RemoveMappingDialog({ member, onClose, onDone }: { member: string; onCl
       typeToConfirm={member}
       consequence={<p>apelora-worker will never power <strong>{member}</strong> off until it has a new mapping, even if it dies.</p>}
       planKey={JSON.stringify({ member })}
-      run={(dryRun) => remove({ input: { member, dryRun } })}
+      run={(dryRun, planHash) => remove({ input: { member, dryRun, planHash } })}
       onDone={() => {
         onClose();
         onDone();

@@ -195,10 +195,11 @@ function ProfileDialog({ profile, onClose, onDone }: { profile?: HardwareProfile
         </div>
       )}
       planKey={JSON.stringify([name, description, arch, mins])}
-      run={(dryRun) =>
+      run={(dryRun, planHash) =>
         set({
           input: {
             dryRun,
+            planHash,
             profile: profile?.name ?? name.trim(),
             description,
             architecture: arch,
@@ -231,7 +232,7 @@ function RemoveProfileDialog({ profile, onClose, onDone }: { profile: HardwarePr
         </p>
       }
       planKey={JSON.stringify({ profile: profile.name })}
-      run={(dryRun) => remove({ input: { profile: profile.name, dryRun } })}
+      run={(dryRun, planHash) => remove({ input: { profile: profile.name, dryRun, planHash } })}
       onDone={() => {
         onClose();
         onDone(`Hardware profile ${profile.name} removed.`);

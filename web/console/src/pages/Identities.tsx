@@ -246,7 +246,7 @@ function CreateFlow({ onClose, onCreated }: { onClose(): void; onCreated(name: s
         </>
       )}
       planKey={JSON.stringify({ name: name.trim(), permissions: perms, expiresIn: ex.expiresIn ?? null, expiresAt: ex.expiresAt ?? null })}
-      run={(dryRun) => create({ input: { name: name.trim(), permissions: perms, expiresIn: ex.expiresIn ?? null, expiresAt: ex.expiresAt ?? null, dryRun } })}
+      run={(dryRun, planHash) => create({ input: { name: name.trim(), permissions: perms, expiresIn: ex.expiresIn ?? null, expiresAt: ex.expiresAt ?? null, dryRun, planHash } })}
       onDone={(d) => {
         const created = d.createIdentity.identity?.name ?? name.trim();
         onCreated(created);
@@ -312,7 +312,7 @@ function RevokeIdentityDialog({ identity, you, onClose, onDone }: { identity: Id
         </>
       }
       planKey={JSON.stringify({ name })}
-      run={(dryRun) => revoke({ input: { name, dryRun } })}
+      run={(dryRun, planHash) => revoke({ input: { name, dryRun, planHash } })}
       onDone={() => {
         onClose();
         onDone(name);

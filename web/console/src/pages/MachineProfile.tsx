@@ -96,7 +96,7 @@ function AssignDialog({ machine, current, onClose, onDone }: { machine: string; 
         )
       }
       planKey={JSON.stringify({ machine, profile: pick })}
-      run={(dryRun) => assign({ input: { machine, profile: pick, dryRun } })}
+      run={(dryRun, planHash) => assign({ input: { machine, profile: pick, dryRun, planHash } })}
       onDone={() => {
         onClose();
         onDone();
@@ -121,7 +121,7 @@ function ClearDialog({ machine, current, onClose, onDone }: { machine: string; c
         </p>
       }
       planKey={JSON.stringify({ machine })}
-      run={(dryRun) => clear({ input: { machine, dryRun } })}
+      run={(dryRun, planHash) => clear({ input: { machine, dryRun, planHash } })}
       onDone={() => {
         onClose();
         onDone();

@@ -54,12 +54,12 @@ export function RegisterDialog({ target, onClose }: { target: RegisterTarget; on
         </>
       )}
       planKey={JSON.stringify([name, description])}
-      run={(dryRun) =>
+      run={(dryRun, planHash) =>
         register({
           input:
             target.kind === 'maas'
-              ? { name, provisioner: 'MAAS', maasSystemId: target.systemId, description, dryRun }
-              : { name, provisioner: 'MANUAL', description, dryRun },
+              ? { name, provisioner: 'MAAS', maasSystemId: target.systemId, description, dryRun, planHash }
+              : { name, provisioner: 'MANUAL', description, dryRun, planHash },
         })
       }
       onDone={(d) => {
