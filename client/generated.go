@@ -3853,6 +3853,9 @@ const (
 	// Powering it off would leave Incus's database without a majority of its voters online,
 	// or without a member (the quorum projection every plan that takes a member away applies).
 	FenceReasonQuorum FenceReason = "QUORUM"
+	// The member is in maintenance: Incus listed it Evacuated when it last answered (evacuated
+	// by evacuateMember or by `incus cluster evacuate`). It is never powered off; restore it.
+	FenceReasonMaintenance FenceReason = "MAINTENANCE"
 	// MAAS reports another hardware UUID (or none) for the mapped system id.
 	FenceReasonUuidMismatch FenceReason = "UUID_MISMATCH"
 	// MAAS has no machine with the mapped system id.
@@ -3874,6 +3877,7 @@ var AllFenceReason = []FenceReason{
 	FenceReasonTooManyOffline,
 	FenceReasonCooldown,
 	FenceReasonQuorum,
+	FenceReasonMaintenance,
 	FenceReasonUuidMismatch,
 	FenceReasonMaasMachineNotFound,
 	FenceReasonMaasUnavailable,
@@ -6777,6 +6781,10 @@ const (
 	PhaseAdmitted Phase = "ADMITTED"
 	// A member placement can reach although it carries no mark of an admission Apelora recorded.
 	PhaseUnheld Phase = "UNHELD"
+	// A member in maintenance: Incus lists it Evacuated (evacuateMember, or `incus cluster
+	// evacuate`). Its instances were moved or stopped, nothing is placed on it, the fencing
+	// worker never powers it off; restoreMember brings it back.
+	PhaseEvacuated Phase = "EVACUATED"
 	// An Incus member with no machine record (for example the bootstrap member).
 	PhaseUnregistered Phase = "UNREGISTERED"
 	// A machine MAAS reports that has no record and is not a member: register it to manage it.
@@ -6791,6 +6799,7 @@ var AllPhase = []Phase{
 	PhaseHeld,
 	PhaseAdmitted,
 	PhaseUnheld,
+	PhaseEvacuated,
 	PhaseUnregistered,
 	PhaseDiscovered,
 	PhaseUnknown,

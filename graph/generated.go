@@ -3317,6 +3317,11 @@ enum FenceReason {
   or without a member (the quorum projection every plan that takes a member away applies).
   """
   QUORUM
+  """
+  The member is in maintenance: Incus listed it Evacuated when it last answered (evacuated
+  by evacuateMember or by ` + "`" + `incus cluster evacuate` + "`" + `). It is never powered off; restore it.
+  """
+  MAINTENANCE
   "MAAS reports another hardware UUID (or none) for the mapped system id."
   UUID_MISMATCH
   "MAAS has no machine with the mapped system id."
@@ -4032,6 +4037,12 @@ enum Phase {
   ADMITTED
   "A member placement can reach although it carries no mark of an admission Apelora recorded."
   UNHELD
+  """
+  A member in maintenance: Incus lists it Evacuated (evacuateMember, or ` + "`" + `incus cluster
+  evacuate` + "`" + `). Its instances were moved or stopped, nothing is placed on it, the fencing
+  worker never powers it off; restoreMember brings it back.
+  """
+  EVACUATED
   "An Incus member with no machine record (for example the bootstrap member)."
   UNREGISTERED
   "A machine MAAS reports that has no record and is not a member: register it to manage it."

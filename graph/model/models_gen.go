@@ -1435,6 +1435,9 @@ const (
 	// Powering it off would leave Incus's database without a majority of its voters online,
 	// or without a member (the quorum projection every plan that takes a member away applies).
 	FenceReasonQuorum FenceReason = "QUORUM"
+	// The member is in maintenance: Incus listed it Evacuated when it last answered (evacuated
+	// by evacuateMember or by `incus cluster evacuate`). It is never powered off; restore it.
+	FenceReasonMaintenance FenceReason = "MAINTENANCE"
 	// MAAS reports another hardware UUID (or none) for the mapped system id.
 	FenceReasonUUIDMismatch FenceReason = "UUID_MISMATCH"
 	// MAAS has no machine with the mapped system id.
@@ -1456,6 +1459,7 @@ var AllFenceReason = []FenceReason{
 	FenceReasonTooManyOffline,
 	FenceReasonCooldown,
 	FenceReasonQuorum,
+	FenceReasonMaintenance,
 	FenceReasonUUIDMismatch,
 	FenceReasonMaasMachineNotFound,
 	FenceReasonMaasUnavailable,
@@ -1467,7 +1471,7 @@ var AllFenceReason = []FenceReason{
 
 func (e FenceReason) IsValid() bool {
 	switch e {
-	case FenceReasonNotMapped, FenceReasonTooManyOffline, FenceReasonCooldown, FenceReasonQuorum, FenceReasonUUIDMismatch, FenceReasonMaasMachineNotFound, FenceReasonMaasUnavailable, FenceReasonPowerNotQueryable, FenceReasonPowerOffNotSent, FenceReasonPowerOffRefused, FenceReasonPowerNotOff:
+	case FenceReasonNotMapped, FenceReasonTooManyOffline, FenceReasonCooldown, FenceReasonQuorum, FenceReasonMaintenance, FenceReasonUUIDMismatch, FenceReasonMaasMachineNotFound, FenceReasonMaasUnavailable, FenceReasonPowerNotQueryable, FenceReasonPowerOffNotSent, FenceReasonPowerOffRefused, FenceReasonPowerNotOff:
 		return true
 	}
 	return false
@@ -1762,6 +1766,10 @@ const (
 	PhaseAdmitted Phase = "ADMITTED"
 	// A member placement can reach although it carries no mark of an admission Apelora recorded.
 	PhaseUnheld Phase = "UNHELD"
+	// A member in maintenance: Incus lists it Evacuated (evacuateMember, or `incus cluster
+	// evacuate`). Its instances were moved or stopped, nothing is placed on it, the fencing
+	// worker never powers it off; restoreMember brings it back.
+	PhaseEvacuated Phase = "EVACUATED"
 	// An Incus member with no machine record (for example the bootstrap member).
 	PhaseUnregistered Phase = "UNREGISTERED"
 	// A machine MAAS reports that has no record and is not a member: register it to manage it.
@@ -1776,6 +1784,7 @@ var AllPhase = []Phase{
 	PhaseHeld,
 	PhaseAdmitted,
 	PhaseUnheld,
+	PhaseEvacuated,
 	PhaseUnregistered,
 	PhaseDiscovered,
 	PhaseUnknown,
@@ -1783,7 +1792,7 @@ var AllPhase = []Phase{
 
 func (e Phase) IsValid() bool {
 	switch e {
-	case PhaseRegistered, PhaseAwaitingJoin, PhaseHeld, PhaseAdmitted, PhaseUnheld, PhaseUnregistered, PhaseDiscovered, PhaseUnknown:
+	case PhaseRegistered, PhaseAwaitingJoin, PhaseHeld, PhaseAdmitted, PhaseUnheld, PhaseEvacuated, PhaseUnregistered, PhaseDiscovered, PhaseUnknown:
 		return true
 	}
 	return false

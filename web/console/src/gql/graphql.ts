@@ -151,6 +151,11 @@ export type FenceReason =
   | 'MAAS_MACHINE_NOT_FOUND'
   /** MAAS could not be asked. */
   | 'MAAS_UNAVAILABLE'
+  /**
+   * The member is in maintenance: Incus listed it Evacuated when it last answered (evacuated
+   * by evacuateMember or by `incus cluster evacuate`). It is never powered off; restore it.
+   */
+  | 'MAINTENANCE'
   /** The member has no fence mapping. */
   | 'NOT_MAPPED'
   /** MAAS accepted the power-off, but the power controller did not say off in time. */
@@ -231,6 +236,12 @@ export type Phase =
   | 'AWAITING_JOIN'
   /** A machine MAAS reports that has no record and is not a member: register it to manage it. */
   | 'DISCOVERED'
+  /**
+   * A member in maintenance: Incus lists it Evacuated (evacuateMember, or `incus cluster
+   * evacuate`). Its instances were moved or stopped, nothing is placed on it, the fencing
+   * worker never powers it off; restoreMember brings it back.
+   */
+  | 'EVACUATED'
   /** A member held out of automatic placement (scheduler.instance=manual), awaiting admission. */
   | 'HELD'
   /** Recorded; no Incus member and no pending join token. */
