@@ -20,6 +20,8 @@ CREATE TABLE member_operations (
     started_by      text NOT NULL,
     request_id      text NOT NULL DEFAULT '',
     started_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    -- The plan's instances and their fates as the operation began (the end reports each).
+    instances       jsonb NOT NULL DEFAULT '[]',
     -- Null while Incus's operation runs; then SUCCEEDED, FAILED, or UNKNOWN (Incus
     -- forgot the operation before anyone saw it end: the member's status says the rest).
     finished_at     timestamptz,

@@ -6,7 +6,9 @@ export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' |
 import type { TypedDocumentNode as DocumentNode } from '@graphql-typed-document-node/core';
 export type AdmissionTrigger =
   | 'ADMISSION'
-  | 'REPORT';
+  | 'REPORT'
+  /** restoreMember runs every check again before the member leaves maintenance. */
+  | 'RESTORE';
 
 export type AdmissionVerdict =
   /** No check failed. */
