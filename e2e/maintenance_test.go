@@ -186,6 +186,7 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 			q, name, code, says string
 		}{
 			{evacuate, m0.Name, "FAILED_PRECONDITION", "already evacuated"},
+			{evacuate, m1.Name, "FAILED_PRECONDITION", "while " + m0.Name + " is in maintenance"},
 			{evacuate, "nosuch", "NOT_FOUND", "not a member of this Incus cluster"},
 			{restore, m1.Name, "FAILED_PRECONDITION", "not evacuated"},
 			{restore, "other-cluster", "NOT_FOUND", "not a member of this Incus cluster"},

@@ -279,11 +279,19 @@ func (s *Service) Evacuate(ctx context.Context, name, mode string) (*Plan, error
 				return err
 			}
 		}
-		proj := projection(members, name)
+		proj, others := projection(members, name)
 		p.Quorum = &proj
 		if proj.Refused() {
-			if err := refuse(apperr.New(apperr.FailedPrecondition, "%s cannot be evacuated now: %s", apperr.Quote(name), proj.Refusals[0])); err != nil {
-				return err
+			// Evacuating keeps the member's database role; taking it down afterwards is
+			// what costs the majority. With other members already in maintenance that is
+			// the plan (they are down or about to be): refused. Alone, it is a warning.
+			if len(others) > 0 {
+				if err := refuse(apperr.New(apperr.FailedPrecondition, "%s cannot be evacuated while %s %s in maintenance: %s. Restore %s first",
+					apperr.Quote(name), strings.Join(others, ", "), plural(len(others), "is", "are"), proj.Refusals[0], plural(len(others), "it", "them"))); err != nil {
+					return err
+				}
+			} else if rec != nil {
+				rec.Warn("", "evacuating %s keeps its database role, but taking it down afterwards would not: %s", name, proj.Refusals[0])
 			}
 		}
 		all, err := s.Incus.AllInstances(ctx)
@@ -503,15 +511,17 @@ func placement(all []Instance, members []membership.Member, name, mode string) (
 // database role and its daemon, so evacuating alone costs the database nothing; but a
 // member is evacuated to be taken down (rebooted, repaired), so the plan projects taking
 // it away together with every member already in maintenance: two voters of three in
-// maintenance at once would leave the database without a majority when both reboot.
-func projection(members []membership.Member, name string) quorum.Projection {
-	leaving := []string{name}
+// maintenance at once would leave the database without a majority when both reboot, so
+// that is refused; the member alone is only warned about.
+// It returns the projection and the other members in maintenance.
+func projection(members []membership.Member, name string) (quorum.Projection, []string) {
+	var others []string
 	for _, m := range members {
 		if m.Name != name && m.Evacuated() {
-			leaving = append(leaving, m.Name)
+			others = append(others, m.Name)
 		}
 	}
-	return quorum.Project(quorum.FromMembership(members), leaving...)
+	return quorum.Project(quorum.FromMembership(members), append([]string{name}, others...)...), others
 }
 
 // returning is the rule for a restore's instances: those on the member start again, and
