@@ -178,6 +178,10 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 			t.Fatalf("phase after the evacuation: %v", phase)
 		}
 
+		// A power-off the fencing worker asked MAAS for and has not confirmed (as the worker
+		// records it): that member cannot be evacuated.
+		e.Scalar(`INSERT INTO fence_events (at, member, kind, worker) VALUES (now(), $1, 'REQUESTED', 'test-worker') RETURNING id`, m2.Name)
+
 		// Bad input: each refused with its code and audited once.
 		audited := func(action, machine string) int64 {
 			return e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND machine = $2`, action, machine).(int64)
@@ -187,6 +191,7 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 		}{
 			{evacuate, m0.Name, "FAILED_PRECONDITION", "already evacuated"},
 			{evacuate, m1.Name, "FAILED_PRECONDITION", "while " + m0.Name + " is in maintenance"},
+			{evacuate, m2.Name, "FAILED_PRECONDITION", "power-off in flight"},
 			{evacuate, "nosuch", "NOT_FOUND", "not a member of this Incus cluster"},
 			{restore, m1.Name, "FAILED_PRECONDITION", "not evacuated"},
 			{restore, "other-cluster", "NOT_FOUND", "not a member of this Incus cluster"},
