@@ -280,8 +280,9 @@ func online(m *membership.Member) Check {
 		return ch
 	}
 	if m.Evacuated() {
-		// Incus lists a member Evacuated only while its heartbeats arrive (else Offline).
-		ch.Result, ch.Message = Pass, "Incus reports the member evacuated (in maintenance), its daemon answering: "+m.Message
+		// Incus keeps listing an evacuated member Evacuated even when it does not answer;
+		// the checks that ask the member say whether it does.
+		ch.Result, ch.Message = Pass, "Incus reports the member evacuated (in maintenance): "+m.Message+"; the checks that ask the member tell whether it answers"
 		return ch
 	}
 	ch.Result, ch.Message = Fail, fmt.Sprintf("Incus reports the member %s (%s): bring it back online before admitting it", m.Status, m.Message)

@@ -441,7 +441,7 @@ func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) 
 		}
 		out = out[:0]
 		for _, m := range ms {
-			out = append(out, fencing.Observation{Name: m.ServerName, Status: m.Status, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
+			out = append(out, fencing.Observation{Name: m.ServerName, Status: m.Status, Message: m.Message, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
 		}
 		return nil
 	})

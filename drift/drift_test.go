@@ -288,7 +288,12 @@ func TestAssessSuspendsTheOfflineCheckInMaintenance(t *testing.T) {
 		t.Errorf("offline, not in maintenance: %v", o)
 	}
 	// Evacuated and answering: the checks run as usual (online passes for it).
-	if o := outcomes(Assess(report(nil), member("Evacuated", nil, "event-hub"), admitted)); o[admission.CheckOnline] != Passing {
+	if o := outcomes(Assess(report(nil), member("Evacuated", nil, "event-hub"), admitted)); o[admission.CheckOnline] != Passing || o[admission.CheckKernel] != Passing {
 		t.Errorf("evacuated and answering: %v", o)
+	}
+	// Evacuated and hung: Incus still lists it Evacuated; what it cannot answer is suspended.
+	hung := report(map[string]admission.Check{admission.CheckKernel: {Result: admission.Fail, Message: "Incus did not answer"}})
+	if f := finding(Assess(hung, member("Evacuated", nil, "event-hub"), admitted), admission.CheckKernel); f.Outcome != Unknown || !strings.Contains(f.Evidence, "maintenance") {
+		t.Errorf("evacuated and hung: %+v", f)
 	}
 }

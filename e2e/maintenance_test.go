@@ -274,3 +274,44 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 	}
 	t.Logf("after the restart:%s", messages(last))
 }
+
+// TestFencingNeverPowersOffAnEvacuatedMember evacuates a member of a real cluster through
+// Apelora: the fencing worker, with a correct mapping, says once that it will not power it
+// off (REFUSED, MAINTENANCE), and after the member hangs (SIGSTOP) past Incus's offline
+// threshold and the worker's offline time, MAAS is still never asked.
+func TestFencingNeverPowersOffAnEvacuatedMember(t *testing.T) {
+	x := startFenceEnv(t, 3, nil, fastFence("1m"))
+	m3 := x.lab.Member("m3")
+	x.startWorker("w1")
+	x.waitFor("w1 leading", func() bool {
+		ws := x.gql(x.api, `{ cluster { fenceWorker { worker } } }`, nil)["cluster"].(map[string]any)["fenceWorker"]
+		return ws != nil && ws.(map[string]any)["worker"] == "w1"
+	})
+	x.gql(x.api, setMapping, mappingVars("m3", x.maas.ids["m3"], x.maas.uuids["m3"]))
+	x.watch("0")
+	x.gql(x.api, `mutation { evacuateMember(input: {name: "m3"}) { operation { id } } }`, nil)
+	x.waitFor("m3 evacuated", func() bool {
+		ops := x.gql(x.api, `{ memberOperations(name: "m3") { outcome } }`, nil)["memberOperations"].([]any)
+		return len(ops) == 1 && ops[0].(map[string]any)["outcome"] == "SUCCEEDED"
+	})
+	ev, _ := x.await("m3 refused for maintenance", 0, fenceEventIs(client.FenceEventKindRefused, "m3", client.FenceReasonMaintenance))
+	if !strings.Contains(ev.Message, "maintenance") {
+		t.Fatalf("refusal message: %s", ev.Message)
+	}
+	// Hung well past Incus's offline threshold and the worker's offline time (Incus keeps
+	// listing it Evacuated): still never powered off.
+	if err := x.lab.Freeze(m3); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = x.lab.Thaw(m3) })
+	time.Sleep(50 * time.Second)
+	if n := x.count(fenceEventIs(client.FenceEventKindRefused, "m3", client.FenceReasonMaintenance)); n != 1 {
+		t.Fatalf("%d MAINTENANCE refusals of m3, want 1 (once per maintenance)", n)
+	}
+	if n := x.count(fenceEventIs(client.FenceEventKindRequested, "m3")); n != 0 {
+		t.Fatalf("%d power-off requests for an evacuated member", n)
+	}
+	if n := x.maas.requests("m3", "power_off"); n != 0 {
+		t.Fatalf("MAAS got %d power-off commands", n)
+	}
+}

@@ -221,17 +221,18 @@ type Tracking struct {
 	FirstSeenOffline time.Time
 	LastSeenOnline   time.Time // zero if never
 	LastObserved     time.Time
-	// Maintenance: the member's last status other than Offline was Evacuated. Incus lists
-	// an evacuated member that stops answering as Offline, so the evacuation is only known
-	// from before the outage; it is kept across the outage until Incus lists the member
-	// again.
+	// Maintenance: the member's last status other than Offline was Evacuated. Should Incus
+	// list an evacuated member that stops answering as Offline (6.0.4 keeps it Evacuated),
+	// the evacuation is known from before the outage; it is kept across the outage until
+	// Incus lists the member again.
 	Maintenance bool
 }
 
 // Observation is a member's status as Incus reports it now.
 type Observation struct {
-	Name   string
-	Status string // Incus's: Online, Offline, Evacuated, Blocked
+	Name    string
+	Status  string // Incus's: Online, Offline, Evacuated, Blocked
+	Message string // Incus's words on the status
 	// Roles, FailureDomain and Groups are as Incus lists them (the raft roles among them).
 	Roles         []string
 	FailureDomain string
@@ -308,6 +309,14 @@ func Track(prev map[string]Tracking, obs []Observation, now time.Time, maxGap ti
 			t.FirstSeenOffline = time.Time{}
 			t.LastSeenOnline = now
 			t.Maintenance = o.Evacuated()
+			if t.Maintenance && !p.Maintenance {
+				// Incus keeps listing an evacuated member Evacuated even once it stops
+				// answering (6.0.4: a hung one stayed Evacuated), so no outage is ever
+				// seen: the worker says once per maintenance that it will not act.
+				events = append(events, Event{At: now, Member: o.Name, Kind: KindRefused, Reason: ReasonMaintenance,
+					Message: fmt.Sprintf("%s is in maintenance (Incus lists it %s: %s): it is never powered off while it is; restore it (restoreMember) when its maintenance is done", o.Name, o.Status, o.Message),
+					Details: map[string]any{"status": o.Status}})
+			}
 		}
 		next = append(next, t)
 	}

@@ -298,7 +298,14 @@ func TestEvacuatedMemberIsNeverPoweredOff(t *testing.T) {
 		}
 		return next
 	}
+	if _, _, evs := Track(map[string]Tracking{}, obs("Evacuated"), t0.Add(-2*time.Hour), time.Hour, Trust{}); len(evs) != 1 ||
+		evs[0].Kind != KindRefused || evs[0].Reason != ReasonMaintenance || evs[0].Member != "m3" {
+		t.Fatalf("entering maintenance: %+v, want one REFUSED MAINTENANCE event for m3", evs)
+	}
 	step(t0.Add(-2*time.Hour), "Evacuated")
+	if _, _, evs := Track(prev, obs("Evacuated"), t0.Add(-119*time.Minute), time.Hour, Trust{}); len(evs) != 0 {
+		t.Fatalf("still in maintenance: %+v, want no new event", evs)
+	}
 	next := step(t0.Add(-time.Hour), "Offline")
 	if !prev["m3"].Maintenance {
 		t.Fatalf("tracking lost the maintenance of an evacuated member once it went offline: %+v", prev["m3"])
