@@ -132,7 +132,7 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 			}
 			return &apperr.Error{
 				Code:    apperr.FailedPrecondition,
-				Message: "admission refused: " + failedSummary(failed),
+				Message: BlockedBy(failed),
 				Details: map[string]any{"failedChecks": names, "runId": report.RunID},
 			}
 		}
@@ -175,6 +175,12 @@ func MemberFacts(m *membership.Member, open *lifecycle.Admission) lifecycle.Fact
 	return lifecycle.Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: m.Scheduler(), Evacuated: m.Evacuated(),
 		Marked: marked, Mark: mark, Admission: open}
 }
+
+// BlockedBy is the one wording of a blocked admission (verdict BLOCKED), naming the
+// failed checks: the refusal of admitMember (and so of its dry run), the line under
+// apeloractl's report, and the reason on the console's Admit button (lib/actions.ts
+// admitReason, whose test holds the same case as TestBlockedByIsOneWording) all say it.
+func BlockedBy(failed []Check) string { return "admission blocked by " + failedSummary(failed) }
 
 func failedSummary(failed []Check) string {
 	s := ""

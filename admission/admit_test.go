@@ -217,3 +217,16 @@ func TestCarriedOverAdmissionsAreMarked(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockedByIsOneWording: a blocked admission reads the same in admit's refusal,
+// apeloractl's report and the console's Admit reason (lib/logic.test.ts holds this case).
+func TestBlockedByIsOneWording(t *testing.T) {
+	failed := []Check{{Name: "kernel", Title: "Kernel", Result: Fail, Message: "kernel 6.1 is older than 6.12"}}
+	if got := BlockedBy(failed); got != "admission blocked by Kernel: kernel 6.1 is older than 6.12" {
+		t.Fatalf("BlockedBy: %q", got)
+	}
+	two := append(failed, Check{Title: "Clock", Result: Fail, Message: "off by 3 s"})
+	if got := BlockedBy(two); got != "admission blocked by Kernel: kernel 6.1 is older than 6.12; Clock: off by 3 s" {
+		t.Fatalf("BlockedBy, two checks: %q", got)
+	}
+}

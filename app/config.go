@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,20 +17,21 @@ import (
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/server/graphqlws"
 )
 
 // Config is Apelora's configuration, read from APELORA_* environment variables.
 type Config struct {
-	Listen         string        // APELORA_LISTEN
-	DatabaseURL    string        // APELORA_DATABASE_URL; empty: local PostgreSQL in StateDir
-	StateDir       string        // APELORA_STATE_DIR
-	LogLevel       string        // APELORA_LOG_LEVEL
-	AccessLog      string        // APELORA_ACCESS_LOG: the level of the per-request log line
-	PingInterval   time.Duration // APELORA_WS_PING_INTERVAL
-	ShutdownGrace  time.Duration // APELORA_SHUTDOWN_GRACE
-	AllowedOrigins []string      // APELORA_ALLOWED_ORIGINS
-	PublicURL      string        // APELORA_PUBLIC_URL
-	SessionTTL     time.Duration // APELORA_CONSOLE_SESSION_TTL
+	Listen            string        // APELORA_LISTEN
+	DatabaseURL       string        // APELORA_DATABASE_URL; empty: local PostgreSQL in StateDir
+	StateDir          string        // APELORA_STATE_DIR
+	LogLevel          string        // APELORA_LOG_LEVEL
+	AccessLog         string        // APELORA_ACCESS_LOG: the level of the per-request log line
+	PingInterval      time.Duration // APELORA_WS_PING_INTERVAL
+	ShutdownGrace     time.Duration // APELORA_SHUTDOWN_GRACE
+	AllowedOrigins    []string      // APELORA_ALLOWED_ORIGINS
+	PublicURL         string        // APELORA_PUBLIC_URL
+	ConsoleSessionTTL time.Duration // APELORA_CONSOLE_SESSION_TTL
 	// RequestTimeout bounds every call to Incus or MAAS, retries included
 	// (APELORA_REQUEST_TIMEOUT); see EnvRequestTimeout.
 	RequestTimeout time.Duration
@@ -41,11 +43,18 @@ type Config struct {
 	// FleetRefreshInterval is how often the fleet stream reads the fleet while anyone
 	// subscribes (APELORA_FLEET_REFRESH_INTERVAL); zero: fleet.DefaultRefreshInterval.
 	FleetRefreshInterval time.Duration
-	Incus                incus.Config // APELORA_INCUS_*; zero when not configured
-	MAAS                 maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
+	// StepConcurrency is how many machine steps run at once (APELORA_STEP_CONCURRENCY);
+	// zero: server.DefaultStepConcurrency.
+	StepConcurrency int
+	Incus           incus.Config // APELORA_INCUS_*; zero when not configured
+	MAAS            maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
 	// AuthFailureLimit is not read from the environment (zero: the server's default);
 	// tests relax it.
 	AuthFailureLimit server.RateLimit
+	// AuditKeyFile is APELORA_AUDIT_KEY_FILE ("" : the state folder's); see AuditKeyPath.
+	// AuditCheckpointInterval is APELORA_AUDIT_CHECKPOINT_INTERVAL; zero: the default.
+	AuditKeyFile            string
+	AuditCheckpointInterval time.Duration
 	// Monitoring is the metrics listener (APELORA_METRICS_LISTEN, …); see StartMetrics.
 	Monitoring metrics.Config
 	// Metrics is the process's registry, from StartMetrics (not the environment); nil
@@ -58,23 +67,47 @@ type Variable struct {
 	Name, Default, Meaning string
 }
 
+// The defaults Variables shows and ConfigFromEnv applies, each from one source: these, the
+// server's (DefaultConsoleSessionTTL), the websocket transport's (DefaultPingInterval) and the
+// policies' below.
+const (
+	defaultListen        = "127.0.0.1:8080"
+	defaultLogLevel      = "info"
+	defaultAccessLog     = "info"
+	defaultShutdownGrace = 15 * time.Second
+)
+
+// durationText writes a default as an administrator would type it: 12h, 1m, 25s (not
+// Go's 12h0m0s).
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 // Variables lists every APELORA_* variable the server reads.
 func Variables() []Variable {
 	return append([]Variable{
-		{"APELORA_LISTEN", "127.0.0.1:8080", "address the API, GraphiQL and health endpoints listen on"},
+		{"APELORA_LISTEN", defaultListen, "address the API, GraphiQL and health endpoints listen on"},
 		{"APELORA_DATABASE_URL", "(none: local PostgreSQL)", "PostgreSQL connection string; when unset, a local PostgreSQL runs from the system's binaries in APELORA_STATE_DIR/postgres"},
 		{"APELORA_STATE_DIR", defaultStateDir(), "folder for the local PostgreSQL and other state"},
-		{"APELORA_LOG_LEVEL", "info", "debug, info, warn or error"},
-		{"APELORA_ACCESS_LOG", "info", "level of the one log line per request: info, or debug to keep requests out of an info log (scripts/run.sh sets debug)"},
-		{"APELORA_WS_PING_INTERVAL", "25s", "websocket keep-alive period; a client silent for two periods is dropped"},
-		{"APELORA_SHUTDOWN_GRACE", "15s", "how long shutdown waits for requests in flight"},
+		{"APELORA_LOG_LEVEL", defaultLogLevel, "debug, info, warn or error"},
+		{"APELORA_ACCESS_LOG", defaultAccessLog, "level of the one log line per request: info, or debug to keep requests out of an info log (scripts/run.sh sets debug)"},
+		{"APELORA_WS_PING_INTERVAL", durationText(graphqlws.DefaultPingInterval), "websocket keep-alive period; a client silent for two periods is dropped"},
+		{"APELORA_SHUTDOWN_GRACE", durationText(defaultShutdownGrace), "how long shutdown waits for requests in flight"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
 		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080"},
-		{"APELORA_CONSOLE_SESSION_TTL", "12h", "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
-		{EnvRequestTimeout, DefaultRequestTimeout.String(), "bound on every call to Incus or MAAS, retries included (1s to 2m); a hung upstream answers UNAVAILABLE after it"},
-		{EnvDriftInterval, DefaultDriftInterval.String(), "how often the drift watcher (one replica at a time) re-checks every admitted member, besides at once after Incus events (1s to 24h); off: this replica never watches"},
-		{EnvDriftOfflineAfter, DefaultDriftOfflineAfter.String(), "how long an admitted member must be seen offline, or missing from the cluster, before that is drift (1s to 24h)"},
-		{EnvFleetRefreshInterval, fleet.DefaultRefreshInterval.String(), "how often fleetUpdates reads MAAS and Incus while anyone subscribes, besides within 200 ms after mutations, drift, fence and Incus events (1s to 24h); MAAS has no push, so its own changes arrive by this interval"},
+		{"APELORA_CONSOLE_SESSION_TTL", durationText(server.DefaultConsoleSessionTTL), "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
+		{EnvRequestTimeout, durationText(DefaultRequestTimeout), "bound on every call to Incus or MAAS, retries included (1s to 2m); a hung upstream answers UNAVAILABLE after it"},
+		{EnvDriftInterval, durationText(DefaultDriftInterval), "how often the drift watcher (one replica at a time) re-checks every admitted member, besides at once after Incus events (1s to 24h); off: this replica never watches"},
+		{EnvDriftOfflineAfter, durationText(DefaultDriftOfflineAfter), "how long an admitted member must be seen offline, or missing from the cluster, before that is drift (1s to 24h)"},
+		{EnvFleetRefreshInterval, durationText(fleet.DefaultRefreshInterval), "how often fleetUpdates reads MAAS and Incus while anyone subscribes, besides within 200 ms after mutations, drift, fence and Incus events (1s to 24h); MAAS has no push, so its own changes arrive by this interval"},
+		{EnvStepConcurrency, strconv.Itoa(server.DefaultStepConcurrency), "how many machine steps (register, commission, hardware tests, install, admit, release, … and their dry runs) run at once on this server, against MAAS and Incus (1 to 256); more, such as a bulk step's, wait their turn"},
 		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of one Incus cluster member, e.g. https://10.0.0.5:8443"},
 		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity (a client certificate the cluster trusts)"},
 		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate"},
@@ -83,7 +116,7 @@ func Variables() []Variable {
 		{"APELORA_MAAS_URL", "(none: no MAAS)", "MAAS URL up to /MAAS, e.g. https://maas.example:5240/MAAS (plain http only to loopback)"},
 		{"APELORA_MAAS_API_KEY", "(none)", "MAAS API key consumer:token:secret, read once at start; never logged, stored or returned"},
 		{"APELORA_MAAS_CA_FILE", "(system trust store)", "PEM file with the CA (or the pinned leaf) MAAS's certificate must chain to"},
-	}, MetricsVariables()...)
+	}, append(AuditVariables(), MetricsVariables()...)...)
 }
 
 func defaultStateDir() string {
@@ -106,33 +139,33 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return def
 	}
 	c := Config{
-		Listen:      get("APELORA_LISTEN", "127.0.0.1:8080"),
+		Listen:      get("APELORA_LISTEN", defaultListen),
 		DatabaseURL: getenv("APELORA_DATABASE_URL"),
 		StateDir:    get("APELORA_STATE_DIR", defaultStateDir()),
-		LogLevel:    get("APELORA_LOG_LEVEL", "info"),
+		LogLevel:    get("APELORA_LOG_LEVEL", defaultLogLevel),
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
 		return c, fmt.Errorf("APELORA_LOG_LEVEL=%q: use debug, info, warn or error", c.LogLevel)
 	}
-	switch c.AccessLog = get("APELORA_ACCESS_LOG", "info"); c.AccessLog {
+	switch c.AccessLog = get("APELORA_ACCESS_LOG", defaultAccessLog); c.AccessLog {
 	case "debug", "info":
 	default:
 		return c, fmt.Errorf("APELORA_ACCESS_LOG=%q: use info or debug", c.AccessLog)
 	}
 	var err error
-	if c.PingInterval, err = duration(get, "APELORA_WS_PING_INTERVAL", "25s", time.Second); err != nil {
+	if c.PingInterval, err = duration(get, "APELORA_WS_PING_INTERVAL", graphqlws.DefaultPingInterval, time.Second); err != nil {
 		return c, err
 	}
-	if c.ShutdownGrace, err = duration(get, "APELORA_SHUTDOWN_GRACE", "15s", 0); err != nil {
+	if c.ShutdownGrace, err = duration(get, "APELORA_SHUTDOWN_GRACE", defaultShutdownGrace, 0); err != nil {
 		return c, err
 	}
-	if c.SessionTTL, err = duration(get, "APELORA_CONSOLE_SESSION_TTL", "12h", time.Minute); err != nil {
+	if c.ConsoleSessionTTL, err = duration(get, "APELORA_CONSOLE_SESSION_TTL", server.DefaultConsoleSessionTTL, time.Minute); err != nil {
 		return c, err
 	}
-	if c.SessionTTL > 720*time.Hour {
-		return c, fmt.Errorf("APELORA_CONSOLE_SESSION_TTL=%s: at most 720h (30 days)", c.SessionTTL)
+	if c.ConsoleSessionTTL > 720*time.Hour {
+		return c, fmt.Errorf("APELORA_CONSOLE_SESSION_TTL=%s: at most 720h (30 days)", c.ConsoleSessionTTL)
 	}
 	if c.RequestTimeout, err = requestTimeout(get); err != nil {
 		return c, err
@@ -141,6 +174,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.FleetRefreshInterval, err = fleetRefreshInterval(get); err != nil {
+		return c, err
+	}
+	if err = auditSettings(get, &c); err != nil {
+		return c, err
+	}
+	if c.StepConcurrency, err = stepConcurrency(get); err != nil {
 		return c, err
 	}
 	if c.Monitoring, err = monitoringConfig(get); err != nil {
@@ -171,11 +210,26 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-func duration(get func(string, string) string, name, def string, least time.Duration) (time.Duration, error) {
-	v := get(name, def)
+// EnvStepConcurrency bounds the machine steps running at once (server.Config.StepConcurrency).
+const (
+	EnvStepConcurrency = "APELORA_STEP_CONCURRENCY"
+	maxStepConcurrency = 256
+)
+
+func stepConcurrency(get func(string, string) string) (int, error) {
+	v := get(EnvStepConcurrency, strconv.Itoa(server.DefaultStepConcurrency))
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxStepConcurrency {
+		return 0, fmt.Errorf("%s=%q: give a whole number from 1 to %d, such as %d", EnvStepConcurrency, v, maxStepConcurrency, server.DefaultStepConcurrency)
+	}
+	return n, nil
+}
+
+func duration(get func(string, string) string, name string, def, least time.Duration) (time.Duration, error) {
+	v := get(name, durationText(def))
 	d, err := time.ParseDuration(v)
 	if err != nil || d < least {
-		return 0, fmt.Errorf("%s=%q: give a duration of at least %v such as %s", name, v, least, def)
+		return 0, fmt.Errorf("%s=%q: give a duration of at least %v such as %s", name, v, least, durationText(def))
 	}
 	return d, nil
 }

@@ -2,11 +2,13 @@ package app
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/server"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -62,15 +64,60 @@ func TestBadValuesAreNamed(t *testing.T) {
 	}
 }
 
-// The README documents every variable the server reads.
-func TestREADMEListsEveryVariable(t *testing.T) {
+// The README's variable tables (Configuration, the worker's, Monitoring) list exactly the
+// variables the server and the worker read, with the defaults they apply: the names come
+// from what ConfigFromEnv and WorkerConfigFromEnv ask the environment for, not from a list
+// that could drift from them.
+func TestREADMEListsExactlyTheVariablesRead(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	documented := map[string]string{} // name → default as the README writes it
+	for _, m := range regexp.MustCompile("(?m)^\\| `(APELORA_[A-Z_]+)` \\| ([^|]*) \\|").FindAllStringSubmatch(string(readme), -1) {
+		documented[m[1]] = strings.TrimSpace(m[2])
+	}
+
+	read := map[string]bool{}
+	recording := func(vars map[string]string) func(string) string {
+		return func(k string) string { read[k] = true; return vars[k] }
+	}
+	if _, err := ConfigFromEnv(recording(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WorkerConfigFromEnv(recording(map[string]string{
+		"APELORA_INCUS_SOCKET": "/run/incus/unix.socket",
+		"APELORA_MAAS_URL":     "http://127.0.0.1:5240/MAAS",
+		"APELORA_MAAS_API_KEY": "Fq2LmN8xRt4vBc7KpZ:Wd3sHj9QeA6yUo1GiT:r5Tn8Kc2Vx7Lm4Qz9Pw3Hs6Jd1Fb0Ya",
+	})); err != nil {
+		t.Fatal(err)
+	}
+
+	listed := map[string]Variable{}
 	for _, v := range append(Variables(), WorkerVariables()...) {
-		if !strings.Contains(string(readme), "`"+v.Name+"`") {
-			t.Errorf("README.md does not document %s", v.Name)
+		listed[v.Name] = v
+	}
+	for name := range read {
+		if _, ok := listed[name]; !ok && strings.HasPrefix(name, "APELORA_") {
+			t.Errorf("%s is read but not in Variables or WorkerVariables (apelora env does not show it)", name)
+		}
+	}
+	for name, v := range listed {
+		if !read[name] {
+			t.Errorf("%s is listed but never read", name)
+		}
+		def, ok := documented[name]
+		switch {
+		case !ok:
+			t.Errorf("README.md's tables do not list %s", name)
+		case !strings.HasPrefix(v.Default, "(") && name != "APELORA_STATE_DIR" && def != v.Default:
+			// Defaults in parentheses say in words what happens; the state folder depends on the user.
+			t.Errorf("README.md gives %s the default %q; the code applies %q", name, def, v.Default)
+		}
+	}
+	for name := range documented {
+		if _, ok := listed[name]; !ok {
+			t.Errorf("README.md's tables list %s, which nothing reads", name)
 		}
 	}
 }
@@ -140,6 +187,21 @@ func TestFleetRefreshInterval(t *testing.T) {
 	for _, v := range []string{"0", "500ms", "25h", "soon", "-10s", "off"} {
 		if _, err := ConfigFromEnv(env(map[string]string{EnvFleetRefreshInterval: v})); err == nil || !strings.Contains(err.Error(), EnvFleetRefreshInterval) {
 			t.Errorf("%s=%q: %v, want an error naming the variable", EnvFleetRefreshInterval, v, err)
+		}
+	}
+}
+
+func TestStepConcurrency(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(nil))
+	if err != nil || cfg.StepConcurrency != server.DefaultStepConcurrency {
+		t.Fatalf("default: %v %v", cfg.StepConcurrency, err)
+	}
+	if cfg, err = ConfigFromEnv(env(map[string]string{EnvStepConcurrency: "32"})); err != nil || cfg.StepConcurrency != 32 {
+		t.Fatalf("32: %v %v", cfg.StepConcurrency, err)
+	}
+	for _, v := range []string{"0", "-1", "257", "many", "1.5"} {
+		if _, err := ConfigFromEnv(env(map[string]string{EnvStepConcurrency: v})); err == nil || !strings.Contains(err.Error(), EnvStepConcurrency) {
+			t.Errorf("%s=%q: %v, want an error naming the variable", EnvStepConcurrency, v, err)
 		}
 	}
 }

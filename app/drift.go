@@ -22,13 +22,13 @@ import (
 
 // startDrift runs the drift watcher on this replica until ctx ends: it leads when no other
 // replica does. The checker is admission's own (with MAAS when configured).
-func startDrift(ctx context.Context, cfg Config, store *postgres.Store, client *incus.Client, checker *admission.Checker, log *slog.Logger) {
+func startDrift(ctx context.Context, cfg Config, store *postgres.Store, events *incusEvents, checker *admission.Checker, log *slog.Logger) {
 	host, _ := os.Hostname()
 	replica := fmt.Sprintf("%s-%d", host, os.Getpid())
 	r := &drift.Runner{
 		Checker: checker, Admissions: store.Drift(), Records: store.Machines(),
 		Leadership: store.DriftLeadership("apelora drift " + replica),
-		Changes:    &incusChanges{c: client, log: log, last: "not connected yet"},
+		Changes:    &incusChanges{events: events, log: log, last: "not connected yet"},
 		Interval:   cfg.DriftInterval, Limits: drift.Limits{OfflineAfter: cfg.DriftOfflineAfter},
 		Replica: replica, Log: log,
 	}
@@ -39,8 +39,8 @@ func startDrift(ctx context.Context, cfg Config, store *postgres.Store, client *
 // (scheduler.instance, roles …), added or removed; every member when a storage pool or a
 // network changed, and after (re)connecting, since events may have been missed.
 type incusChanges struct {
-	c   *incus.Client
-	log *slog.Logger
+	events *incusEvents
+	log    *slog.Logger
 
 	mu   sync.Mutex
 	last string // last problem logged, to log each once
@@ -49,7 +49,7 @@ type incusChanges struct {
 var _ drift.Changes = (*incusChanges)(nil)
 
 func (w *incusChanges) Watch(ctx context.Context, changed func(member string)) {
-	w.c.WatchLifecycle(ctx, incus.LifecycleWatch{
+	w.events.follow(ctx, incus.LifecycleWatch{
 		Connected: func() {
 			w.note("")
 			changed("")
@@ -59,8 +59,7 @@ func (w *incusChanges) Watch(ctx context.Context, changed func(member string)) {
 				changed(member)
 			}
 		},
-		Lost:       func(err error, _ time.Duration) { w.note(err.Error()) },
-		MaxBackoff: 30 * time.Second,
+		Lost: func(err error, _ time.Duration) { w.note(err.Error()) },
 	})
 }
 

@@ -50,10 +50,10 @@ func mayHaveChanged(e audit.Event) bool {
 // updated or removed, join tokens created or cancelled (a revoked token is a cancelled
 // operation). After each (re)connection the fleet is read again: events may have been
 // missed.
-func incusTrigger(c *incus.Client, log *slog.Logger) fleet.Trigger {
+func incusTrigger(events *incusEvents, log *slog.Logger) fleet.Trigger {
 	return func(ctx context.Context, changed func()) {
 		lost := false
-		c.WatchLifecycle(ctx, incus.LifecycleWatch{
+		events.follow(ctx, incus.LifecycleWatch{
 			Connected: func() {
 				if lost {
 					log.Info("fleet stream: following Incus lifecycle events again")
@@ -72,7 +72,6 @@ func incusTrigger(c *incus.Client, log *slog.Logger) fleet.Trigger {
 				}
 				lost = true
 			},
-			MaxBackoff: 30 * time.Second,
 		})
 	}
 }

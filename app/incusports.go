@@ -122,10 +122,25 @@ func incusErr(err error, doing string) error {
 
 func toMember(m incus.Member) membership.Member {
 	return membership.Member{
-		Name: m.ServerName, URL: m.URL, Status: m.Status, Message: m.Message,
+		Name: m.ServerName, URL: m.URL, Status: memberStatus(m.Status), Message: m.Message,
 		Architecture: m.Architecture, FailureDomain: m.FailureDomain, Description: m.Description,
 		Roles: m.Roles, Groups: m.Groups, Config: m.Config,
 	}
+}
+
+// memberStatus is the one place Incus's member status strings become the domain's.
+func memberStatus(s string) membership.Status {
+	switch s {
+	case incus.MemberOnline:
+		return membership.StatusOnline
+	case incus.MemberOffline:
+		return membership.StatusOffline
+	case incus.MemberEvacuated:
+		return membership.StatusEvacuated
+	case incus.MemberBlocked:
+		return membership.StatusBlocked
+	}
+	return membership.StatusUnknown
 }
 
 // withPending reads the members (read) and the pending join tokens at the same time: a
@@ -441,7 +456,7 @@ func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) 
 		}
 		out = out[:0]
 		for _, m := range ms {
-			out = append(out, fencing.Observation{Name: m.ServerName, Status: m.Status, Message: m.Message, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
+			out = append(out, fencing.Observation{Name: m.ServerName, Status: memberStatus(m.Status), Message: m.Message, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
 		}
 		return nil
 	})

@@ -185,14 +185,12 @@ func (p maasPorts) EraseOnRelease(ctx context.Context) (bool, error) {
 	return on, maasErr(err, "read MAAS's enable_disk_erasing_on_release setting")
 }
 
-// HardwareUUID is what registering a MAAS machine copies.
+// HardwareUUID is what registering a MAAS machine copies: "" for a machine MAAS has not
+// commissioned yet (the fleet's reads copy it once MAAS reports it).
 func (p maasPorts) HardwareUUID(ctx context.Context, id string) (string, error) {
 	m, err := p.c.Machine(ctx, id)
 	if err != nil {
 		return "", maasErr(err, "read MAAS machine "+id)
-	}
-	if m.HardwareUUID == "" {
-		return "", apperr.New(apperr.FailedPrecondition, "MAAS machine %s (%s, %s) has no hardware UUID yet: commission it first", id, m.Hostname, m.StatusName)
 	}
 	return m.HardwareUUID, nil
 }

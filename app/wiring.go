@@ -110,9 +110,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
 		postgres.ConsoleSessionChannel, postgres.DriftChannel, postgres.MemberOperationChannel)
 	go listener.Run(ctx)
-	sessions := identity.NewSessions(store, log)
-	go listener.WatchIdentities(ctx, sessions)
-	go listener.WatchConsoleSessions(ctx, sessions)
+	sockets := identity.NewSocketRegistry(store, log)
+	go listener.WatchIdentities(ctx, sockets)
+	go listener.WatchConsoleSessions(ctx, sockets)
 	feed := store.NewAuditFeed()
 	go feed.Run(ctx, listener)
 	admissionFeed := store.NewAdmissionFeed()
@@ -162,9 +162,14 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Maintenance: &maintenance.Service{Store: store.Maintenance(), Feed: memberOpFeed.Hub()},
 		Log:         log,
 	}
+	var err error
+	if res.AuditLog, err = startAuditLog(ctx, cfg, store, log); err != nil {
+		return nil, err
+	}
 	// Each upstream's ports go into every port of the services that it serves (plug); the
 	// fleet's reads go through the metrics first.
 	res.View.Incus = fleetIncus
+	res.View.UUIDs = uuidCopier{res.Machines}
 	if maasSide != nil && cfg.Metrics != nil {
 		res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
 	}
@@ -174,12 +179,14 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Admission.Checker.Guard = res.Placement
 	}
 	triggers := []fleet.Trigger{hubTrigger(feed.Hub(), mayHaveChanged), hubTrigger(driftFeed.Hub(), nil), hubTrigger(fenceFeed.Hub(), nil)}
+	var events *incusEvents // one lifecycle stream per replica, for the fleet stream and drift
 	if incusClient != nil {
-		triggers = append(triggers, incusTrigger(incusClient, log))
+		events = newIncusEvents(ctx, incusClient)
+		triggers = append(triggers, incusTrigger(events, log))
 	}
 	res.FleetWatch = fleet.NewWatcher(ctx, res.View, fleet.WatcherOptions{Interval: cfg.FleetRefreshInterval, Triggers: triggers, Log: log})
-	if incusClient != nil && cfg.DriftInterval > 0 {
-		startDrift(ctx, cfg, store, incusClient, res.Admission.Checker, log)
+	if events != nil && cfg.DriftInterval > 0 {
+		startDrift(ctx, cfg, store, events, res.Admission.Checker, log)
 	}
 	if incusSide != nil {
 		go markCarriedOver(ctx, res.Admission, store, log)
@@ -191,18 +198,19 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		go follower.Run(ctx)
 	}
 	h := server.Handler(server.Config{
-		Log:              log,
-		Store:            store,
-		Resolvers:        res,
-		MutationChecks:   checks,
-		PingInterval:     cfg.PingInterval,
-		AllowedOrigins:   cfg.AllowedOrigins,
-		PublicURL:        cfg.PublicURL,
-		Sessions:         sessions,
-		AuthFailureLimit: cfg.AuthFailureLimit,
-		SessionTTL:       cfg.SessionTTL,
-		Observer:         cfg.serverObserver(),
-		AccessLogLevel:   cfg.accessLogLevel(),
+		Log:               log,
+		Store:             store,
+		Resolvers:         res,
+		MutationChecks:    checks,
+		PingInterval:      cfg.PingInterval,
+		AllowedOrigins:    cfg.AllowedOrigins,
+		PublicURL:         cfg.PublicURL,
+		Sockets:           sockets,
+		AuthFailureLimit:  cfg.AuthFailureLimit,
+		ConsoleSessionTTL: cfg.ConsoleSessionTTL,
+		Observer:          cfg.serverObserver(),
+		AccessLogLevel:    cfg.accessLogLevel(),
+		StepConcurrency:   cfg.StepConcurrency,
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }
@@ -221,6 +229,15 @@ func (s storeWithRecords) Record(ctx context.Context, name string) (*machines.Re
 
 func (s storeWithRecords) RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error) {
 	return s.Store.Machines().RecordBySystemID(ctx, systemID)
+}
+
+// uuidCopier copies a hardware UUID for the fleet's reads, each copy under a request id of
+// its own (the read that noticed it may be no request: the watcher's refresh).
+type uuidCopier struct{ m *machines.Service }
+
+func (u uuidCopier) CopyHardwareUUID(ctx context.Context, name, systemID, uuid string) (bool, error) {
+	id := logging.NewRequestID()
+	return u.m.CopyHardwareUUID(logging.WithRequestID(ctx, id), name, systemID, uuid, id)
 }
 
 // accessLogLevel is APELORA_ACCESS_LOG as a level (a Config built in code logs requests at

@@ -33,16 +33,37 @@ type WorkerConfig struct {
 // WorkerVariables lists the variables apelora-worker reads beyond the server's database,
 // Incus and MAAS ones.
 func WorkerVariables() []Variable {
-	return []Variable{
-		{"APELORA_FENCE_OFFLINE_AFTER", "60s", "how long a member must have been seen offline before it is powered off"},
-		{"APELORA_FENCE_COOLDOWN", "15m", "no second power-off of a member within this time of the last request"},
-		{"APELORA_FENCE_POLL_INTERVAL", "5s", "how often the worker reads the members (and a standby tries for the lock)"},
-		{"APELORA_FENCE_DRILL_INTERVAL", "1h", "how often each mapping gets a readiness drill (UUID check and a live power read)"},
-		{"APELORA_FENCE_CONFIRM_TIMEOUT", "3m", "how long after a request a power-state read may say off before the fence is reported not confirmed"},
-		{"APELORA_FENCE_SETTLE", "20s", "after Incus could not be read (or had no quorum), how long it must answer before a member it lists Offline counts"},
-		{"APELORA_FENCE_INCUS_URLS", "(none)", "comma-separated further member URLs to ask when APELORA_INCUS_URL does not answer"},
-		{"APELORA_WORKER_NAME", "(host name and process id)", "this worker's name in fence events and logs"},
+	var out []Variable
+	for _, d := range workerDurations {
+		out = append(out, Variable{d.name, durationText(d.def), d.meaning})
 	}
+	return append(out,
+		Variable{"APELORA_FENCE_INCUS_URLS", "(none)", "comma-separated further member URLs to ask when APELORA_INCUS_URL does not answer"},
+		Variable{"APELORA_WORKER_NAME", "(host name and process id)", "this worker's name in fence events and logs"},
+	)
+}
+
+// workerDurations are the worker's duration settings: WorkerVariables lists them and
+// WorkerConfigFromEnv reads them, so each default is written once.
+var workerDurations = []struct {
+	name    string
+	def     time.Duration
+	least   time.Duration
+	into    func(w *WorkerConfig) *time.Duration
+	meaning string
+}{
+	{"APELORA_FENCE_OFFLINE_AFTER", 60 * time.Second, time.Second, func(w *WorkerConfig) *time.Duration { return &w.Limits.OfflineAfter },
+		"how long a member must have been seen offline before it is powered off"},
+	{"APELORA_FENCE_COOLDOWN", 15 * time.Minute, time.Second, func(w *WorkerConfig) *time.Duration { return &w.Limits.Cooldown },
+		"no second power-off of a member within this time of the last request"},
+	{"APELORA_FENCE_POLL_INTERVAL", 5 * time.Second, 100 * time.Millisecond, func(w *WorkerConfig) *time.Duration { return &w.Poll },
+		"how often the worker reads the members (and a standby tries for the lock)"},
+	{"APELORA_FENCE_DRILL_INTERVAL", time.Hour, time.Second, func(w *WorkerConfig) *time.Duration { return &w.DrillInterval },
+		"how often each mapping gets a readiness drill (UUID check and a live power read)"},
+	{"APELORA_FENCE_CONFIRM_TIMEOUT", 3 * time.Minute, time.Second, func(w *WorkerConfig) *time.Duration { return &w.Limits.ConfirmTimeout },
+		"how long after a request a power-state read may say off before the fence is reported not confirmed"},
+	{"APELORA_FENCE_SETTLE", 20 * time.Second, 0, func(w *WorkerConfig) *time.Duration { return &w.Limits.Settle },
+		"after Incus could not be read (or had no quorum), how long it must answer before a member it lists Offline counts"},
 }
 
 // WorkerConfigFromEnv reads the worker's configuration, naming any variable with a bad
@@ -59,20 +80,8 @@ func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
 		}
 		return def
 	}
-	durations := []struct {
-		name, def string
-		least     time.Duration
-		into      *time.Duration
-	}{
-		{"APELORA_FENCE_OFFLINE_AFTER", "60s", time.Second, &w.Limits.OfflineAfter},
-		{"APELORA_FENCE_COOLDOWN", "15m", time.Second, &w.Limits.Cooldown},
-		{"APELORA_FENCE_POLL_INTERVAL", "5s", 100 * time.Millisecond, &w.Poll},
-		{"APELORA_FENCE_DRILL_INTERVAL", "1h", time.Second, &w.DrillInterval},
-		{"APELORA_FENCE_CONFIRM_TIMEOUT", "3m", time.Second, &w.Limits.ConfirmTimeout},
-		{"APELORA_FENCE_SETTLE", "20s", 0, &w.Limits.Settle},
-	}
-	for _, d := range durations {
-		if *d.into, err = duration(get, d.name, d.def, d.least); err != nil {
+	for _, d := range workerDurations {
+		if *d.into(&w), err = duration(get, d.name, d.def, d.least); err != nil {
 			return w, err
 		}
 	}

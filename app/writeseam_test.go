@@ -44,7 +44,7 @@ var portWrites = []string{
 	"INCUS UpdateMember", "INCUS IssueJoinToken", "INCUS RevokeJoinToken", "INCUS RemoveMember", "INCUS SetPlacementScriptlet",
 	"INCUS ChangeMemberState",
 	"MAAS Commission", "MAAS Test", "MAAS Allocate", "MAAS Deploy", "MAAS Release",
-	"DATABASE machines.Tx.InsertRecord", "DATABASE machines.Tx.DeleteRecord",
+	"DATABASE machines.Tx.InsertRecord", "DATABASE machines.Tx.DeleteRecord", "DATABASE machines.Tx.SetHardwareUUID",
 	"DATABASE fencing.Tx.PutMapping", "DATABASE fencing.Tx.DeleteMapping",
 	"DATABASE hardware.Tx.PutProfile", "DATABASE hardware.Tx.DeleteProfile", "DATABASE hardware.Tx.AssignProfile",
 	"DATABASE identity.Tx.InsertIdentity", "DATABASE identity.Tx.SetRevoked",

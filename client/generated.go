@@ -666,8 +666,10 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) __premarshalJSON
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -845,7 +847,8 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadReportAdmissionReport) __premar
 type AdmitMemberInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -1051,8 +1054,10 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemb
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -1145,7 +1150,8 @@ type ApproveEnrolmentInput struct {
 	// this list (from 0).
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -1374,8 +1380,10 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadM
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -1464,7 +1472,8 @@ type AssignHardwareProfileInput struct {
 	// The hardware profile's name.
 	Profile string `json:"profile"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -1487,6 +1496,137 @@ type AssignHardwareProfileResponse struct {
 // GetAssignHardwareProfile returns AssignHardwareProfileResponse.AssignHardwareProfile, and is useful for accessing the field via an interface.
 func (v *AssignHardwareProfileResponse) GetAssignHardwareProfile() AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayload {
 	return v.AssignHardwareProfile
+}
+
+// AuditCheckpointAuditCheckpoint includes the requested fields of the GraphQL type AuditCheckpoint.
+// The GraphQL type's documentation follows.
+//
+// A signed statement of the audit log: every audit event is a leaf of an append-only Merkle
+// tree (RFC 6962 hashing), in id order.
+type AuditCheckpointAuditCheckpoint struct {
+	AuditCheckpointFields `json:"-"`
+}
+
+// GetTreeSize returns AuditCheckpointAuditCheckpoint.TreeSize, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointAuditCheckpoint) GetTreeSize() int { return v.AuditCheckpointFields.TreeSize }
+
+// GetRootHash returns AuditCheckpointAuditCheckpoint.RootHash, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointAuditCheckpoint) GetRootHash() string {
+	return v.AuditCheckpointFields.RootHash
+}
+
+// GetSigned returns AuditCheckpointAuditCheckpoint.Signed, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointAuditCheckpoint) GetSigned() string { return v.AuditCheckpointFields.Signed }
+
+// GetAt returns AuditCheckpointAuditCheckpoint.At, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointAuditCheckpoint) GetAt() time.Time { return v.AuditCheckpointFields.At }
+
+// GetVerifierKey returns AuditCheckpointAuditCheckpoint.VerifierKey, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointAuditCheckpoint) GetVerifierKey() string {
+	return v.AuditCheckpointFields.VerifierKey
+}
+
+func (v *AuditCheckpointAuditCheckpoint) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AuditCheckpointAuditCheckpoint
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AuditCheckpointAuditCheckpoint = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.AuditCheckpointFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAuditCheckpointAuditCheckpoint struct {
+	TreeSize int `json:"treeSize"`
+
+	RootHash string `json:"rootHash"`
+
+	Signed string `json:"signed"`
+
+	At time.Time `json:"at"`
+
+	VerifierKey string `json:"verifierKey"`
+}
+
+func (v *AuditCheckpointAuditCheckpoint) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AuditCheckpointAuditCheckpoint) __premarshalJSON() (*__premarshalAuditCheckpointAuditCheckpoint, error) {
+	var retval __premarshalAuditCheckpointAuditCheckpoint
+
+	retval.TreeSize = v.AuditCheckpointFields.TreeSize
+	retval.RootHash = v.AuditCheckpointFields.RootHash
+	retval.Signed = v.AuditCheckpointFields.Signed
+	retval.At = v.AuditCheckpointFields.At
+	retval.VerifierKey = v.AuditCheckpointFields.VerifierKey
+	return &retval, nil
+}
+
+// AuditCheckpointFields includes the GraphQL fields of AuditCheckpoint requested by the fragment AuditCheckpointFields.
+// The GraphQL type's documentation follows.
+//
+// A signed statement of the audit log: every audit event is a leaf of an append-only Merkle
+// tree (RFC 6962 hashing), in id order.
+type AuditCheckpointFields struct {
+	// How many events the tree holds (leaves 0 to treeSize − 1).
+	TreeSize int `json:"treeSize"`
+	// The tree's root hash, base64 (SHA-256).
+	RootHash string `json:"rootHash"`
+	// The checkpoint as signed, in the golang.org/x/mod/sumdb/note format: the tree text
+	// (`go.sum database tree`, the size, the root hash), a blank line, the signature line.
+	Signed string    `json:"signed"`
+	At     time.Time `json:"at"`
+	// The public key the checkpoint is signed with, in note's verifier key form.
+	VerifierKey string `json:"verifierKey"`
+}
+
+// GetTreeSize returns AuditCheckpointFields.TreeSize, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointFields) GetTreeSize() int { return v.TreeSize }
+
+// GetRootHash returns AuditCheckpointFields.RootHash, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointFields) GetRootHash() string { return v.RootHash }
+
+// GetSigned returns AuditCheckpointFields.Signed, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointFields) GetSigned() string { return v.Signed }
+
+// GetAt returns AuditCheckpointFields.At, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointFields) GetAt() time.Time { return v.At }
+
+// GetVerifierKey returns AuditCheckpointFields.VerifierKey, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointFields) GetVerifierKey() string { return v.VerifierKey }
+
+// AuditCheckpointResponse is returned by AuditCheckpoint on success.
+type AuditCheckpointResponse struct {
+	// The audit log's latest signed checkpoint: how many events its tree held and its root
+	// hash, signed with the server's audit key. Null until the first is signed (the server
+	// signs one every APELORA_AUDIT_CHECKPOINT_INTERVAL when the trail grew). Check it with
+	// `verifierKey`; `apelora audit verify` checks every checkpoint against the events.
+	AuditCheckpoint *AuditCheckpointAuditCheckpoint `json:"auditCheckpoint"`
+}
+
+// GetAuditCheckpoint returns AuditCheckpointResponse.AuditCheckpoint, and is useful for accessing the field via an interface.
+func (v *AuditCheckpointResponse) GetAuditCheckpoint() *AuditCheckpointAuditCheckpoint {
+	return v.AuditCheckpoint
 }
 
 // AuditEventFields includes the GraphQL fields of AuditEvent requested by the fragment AuditEventFields.
@@ -1878,7 +2018,8 @@ func (v *AuditEventsAuditEventsAuditEventConnectionPageInfo) GetEndCursor() *str
 type AuditEventsResponse struct {
 	// The audit trail, newest first. `first` is 1–500 (default 50); `after` is an `endCursor`
 	// from an earlier page; `machine` keeps only the events about that machine, `actor` those
-	// of that identity, `outcome` those with that outcome (PLANNED: the dry runs).
+	// of that identity, `outcome` those with that outcome (PLANNED: dry runs recorded before
+	// allowed dry runs stopped being audit events).
 	AuditEvents AuditEventsAuditEventsAuditEventConnection `json:"auditEvents"`
 }
 
@@ -1895,7 +2036,9 @@ const (
 	AuditOutcomeFailed AuditOutcome = "FAILED"
 	// Not allowed (authentication or permission); nothing was tried.
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
-	// A dry run (dryRun: true): nothing was changed; details.plan holds the plan.
+	// A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
+	// details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
+	// make the change writes none; one refused for permission is REFUSED).
 	AuditOutcomePlanned AuditOutcome = "PLANNED"
 )
 
@@ -1905,6 +2048,140 @@ var AllAuditOutcome = []AuditOutcome{
 	AuditOutcomeRefused,
 	AuditOutcomePlanned,
 }
+
+// AuditProofAuditProof includes the requested fields of the GraphQL type AuditProof.
+// The GraphQL type's documentation follows.
+//
+// An inclusion proof: hashing `leafHash` with `hashes` in turn (RFC 6962) gives the
+// checkpoint's root hash.
+type AuditProofAuditProof struct {
+	EventId string `json:"eventId"`
+	// The event's position in the tree (0 is the first event).
+	LeafIndex int `json:"leafIndex"`
+	// The event's leaf hash, base64: SHA-256 of 0x00 and the event's canonical encoding.
+	LeafHash string `json:"leafHash"`
+	// The proof's hashes, base64, from the leaf's side up.
+	Hashes     []string                                      `json:"hashes"`
+	Checkpoint AuditProofAuditProofCheckpointAuditCheckpoint `json:"checkpoint"`
+}
+
+// GetEventId returns AuditProofAuditProof.EventId, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProof) GetEventId() string { return v.EventId }
+
+// GetLeafIndex returns AuditProofAuditProof.LeafIndex, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProof) GetLeafIndex() int { return v.LeafIndex }
+
+// GetLeafHash returns AuditProofAuditProof.LeafHash, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProof) GetLeafHash() string { return v.LeafHash }
+
+// GetHashes returns AuditProofAuditProof.Hashes, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProof) GetHashes() []string { return v.Hashes }
+
+// GetCheckpoint returns AuditProofAuditProof.Checkpoint, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProof) GetCheckpoint() AuditProofAuditProofCheckpointAuditCheckpoint {
+	return v.Checkpoint
+}
+
+// AuditProofAuditProofCheckpointAuditCheckpoint includes the requested fields of the GraphQL type AuditCheckpoint.
+// The GraphQL type's documentation follows.
+//
+// A signed statement of the audit log: every audit event is a leaf of an append-only Merkle
+// tree (RFC 6962 hashing), in id order.
+type AuditProofAuditProofCheckpointAuditCheckpoint struct {
+	AuditCheckpointFields `json:"-"`
+}
+
+// GetTreeSize returns AuditProofAuditProofCheckpointAuditCheckpoint.TreeSize, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) GetTreeSize() int {
+	return v.AuditCheckpointFields.TreeSize
+}
+
+// GetRootHash returns AuditProofAuditProofCheckpointAuditCheckpoint.RootHash, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) GetRootHash() string {
+	return v.AuditCheckpointFields.RootHash
+}
+
+// GetSigned returns AuditProofAuditProofCheckpointAuditCheckpoint.Signed, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) GetSigned() string {
+	return v.AuditCheckpointFields.Signed
+}
+
+// GetAt returns AuditProofAuditProofCheckpointAuditCheckpoint.At, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) GetAt() time.Time {
+	return v.AuditCheckpointFields.At
+}
+
+// GetVerifierKey returns AuditProofAuditProofCheckpointAuditCheckpoint.VerifierKey, and is useful for accessing the field via an interface.
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) GetVerifierKey() string {
+	return v.AuditCheckpointFields.VerifierKey
+}
+
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*AuditProofAuditProofCheckpointAuditCheckpoint
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.AuditProofAuditProofCheckpointAuditCheckpoint = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.AuditCheckpointFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalAuditProofAuditProofCheckpointAuditCheckpoint struct {
+	TreeSize int `json:"treeSize"`
+
+	RootHash string `json:"rootHash"`
+
+	Signed string `json:"signed"`
+
+	At time.Time `json:"at"`
+
+	VerifierKey string `json:"verifierKey"`
+}
+
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *AuditProofAuditProofCheckpointAuditCheckpoint) __premarshalJSON() (*__premarshalAuditProofAuditProofCheckpointAuditCheckpoint, error) {
+	var retval __premarshalAuditProofAuditProofCheckpointAuditCheckpoint
+
+	retval.TreeSize = v.AuditCheckpointFields.TreeSize
+	retval.RootHash = v.AuditCheckpointFields.RootHash
+	retval.Signed = v.AuditCheckpointFields.Signed
+	retval.At = v.AuditCheckpointFields.At
+	retval.VerifierKey = v.AuditCheckpointFields.VerifierKey
+	return &retval, nil
+}
+
+// AuditProofResponse is returned by AuditProof on success.
+type AuditProofResponse struct {
+	// Proof that audit event `id` is in the latest checkpoint's tree (NOT_FOUND: no such
+	// event; FAILED_PRECONDITION: the event is newer than the latest checkpoint, ask again
+	// after the next).
+	AuditProof AuditProofAuditProof `json:"auditProof"`
+}
+
+// GetAuditProof returns AuditProofResponse.AuditProof, and is useful for accessing the field via an interface.
+func (v *AuditProofResponse) GetAuditProof() AuditProofAuditProof { return v.AuditProof }
 
 type CheckResult string
 
@@ -1977,8 +2254,10 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMach
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -2064,7 +2343,8 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 type ClearHardwareProfileInput struct {
 	Machine string `json:"machine"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -2426,8 +2706,10 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) __
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -2515,7 +2797,8 @@ type CommissionMachineInput struct {
 	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
 	Tests []string `json:"tests"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -2530,8 +2813,8 @@ func (v *CommissionMachineInput) GetDryRun() *bool { return v.DryRun }
 
 // CommissionMachineResponse is returned by CommissionMachine on success.
 type CommissionMachineResponse struct {
-	// Have MAAS commission a machine (New, Failed commissioning, Ready or Broken), then run the
-	// tests named (`tests` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
+	// Have MAAS commission a registered machine (New, Failed commissioning, Ready or Broken),
+	// then run the tests named (`tests` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
 	CommissionMachine CommissionMachineCommissionMachineMaasMachinePayload `json:"commissionMachine"`
 }
 
@@ -2683,8 +2966,10 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) __premarshal
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -2776,7 +3061,8 @@ type CreateIdentityInput struct {
 	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
 	ExpiresIn *string `json:"expiresIn"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -3431,8 +3717,10 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperati
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -3536,7 +3824,8 @@ type EvacuateMemberInput struct {
 	Name string          `json:"name"`
 	Mode *EvacuationMode `json:"mode"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -5954,7 +6243,8 @@ type InstallOperatingSystemInput struct {
 	// Member config for the join, as in approveEnrolment.
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -6282,8 +6572,10 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -6564,7 +6856,9 @@ type MachineFieldsRecordMachineRecord struct {
 	Provisioner MachineFieldsRecordMachineRecordProvisioner `json:"provisioner"`
 	// The MAAS system id, for machines registered from MAAS.
 	MaasSystemId *string `json:"maasSystemId"`
-	// The hardware UUID MAAS reported when the machine was registered.
+	// The hardware UUID MAAS reports for the machine: copied at registration, or, for a machine
+	// registered before MAAS commissioned it, when MAAS first reports it (an audit event
+	// copyHardwareUuid by "apelora (MAAS)"). Null until then; a fence mapping needs it.
 	HardwareUuid *string   `json:"hardwareUuid"`
 	RegisteredAt time.Time `json:"registeredAt"`
 	// The identity that registered it.
@@ -7756,10 +8050,12 @@ type RegisterMachineInput struct {
 	Provisioner ProvisionerKind `json:"provisioner"`
 	// Free text for administrators, at most 1024 characters.
 	Description *string `json:"description"`
-	// Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS.
+	// Required for MAAS machines: the MAAS system id, in any MAAS state (a New machine too: its
+	// MAAS steps need a record first); the hardware UUID is copied from MAAS once it reports one.
 	MaasSystemId *string `json:"maasSystemId"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -7899,8 +8195,10 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) __premarsh
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -8000,7 +8298,8 @@ type ReleaseMachineInput struct {
 	Erase   *bool   `json:"erase"`
 	Comment *string `json:"comment"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -8254,8 +8553,10 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) __pre
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -8340,7 +8641,7 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) __premarshalJSON
 
 // ReleaseMachineResponse is returned by ReleaseMachine on success.
 type ReleaseMachineResponse struct {
-	// Have MAAS release a machine. Disks are erased only when asked (which needs the
+	// Have MAAS release a registered machine. Disks are erased only when asked (which needs the
 	// hardware.delete permission too), never with secure or quick erase, or when MAAS's own
 	// enable_disk_erasing_on_release is on: see releasePreview. Refused while the machine is an
 	// Incus member.
@@ -8414,8 +8715,10 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetRemov
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -8538,7 +8841,8 @@ func (v *RemoveFenceMappingResponse) GetRemoveFenceMapping() RemoveFenceMappingR
 type RemoveHardwareProfileInput struct {
 	Profile string `json:"profile"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -8572,8 +8876,10 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload)
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -8817,7 +9123,8 @@ type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -8952,8 +9259,10 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) __premarshalJSON() 
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -9052,7 +9361,8 @@ func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveM
 type RestoreMemberInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -9336,8 +9646,10 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation)
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -9517,7 +9829,8 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) __
 type RevokeIdentityInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -9679,8 +9992,10 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) __premarshal
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -9766,7 +10081,8 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) __premarshalJSON
 type RevokeJoinTokenInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -9908,8 +10224,10 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) __premarsh
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -9999,7 +10317,8 @@ type RunHardwareTestsInput struct {
 	// Testing scripts or tags (at most 16); null: MAAS's defaults.
 	Tests []string `json:"tests"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -10017,7 +10336,7 @@ func (v *RunHardwareTestsInput) GetDryRun() *bool { return v.DryRun }
 
 // RunHardwareTestsResponse is returned by RunHardwareTests on success.
 type RunHardwareTestsResponse struct {
-	// Have MAAS run hardware tests on a machine that is Ready, Broken or Failed testing (never on
+	// Have MAAS run hardware tests on a registered machine that is Ready, Broken or Failed testing (never on
 	// one allocated or deployed). Type the machine's hostname again to confirm.
 	RunHardwareTests RunHardwareTestsRunHardwareTestsMaasMachinePayload `json:"runHardwareTests"`
 }
@@ -10235,8 +10554,10 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) __pr
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -10327,7 +10648,8 @@ type SetFenceMappingInput struct {
 	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
 	HardwareUuid string `json:"hardwareUuid"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -10513,8 +10835,10 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -10644,7 +10968,8 @@ type SetHardwareProfileInput struct {
 	// 0–1600000; needs minNics.
 	MinNicSpeedMbps *int `json:"minNicSpeedMbps"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -10722,8 +11047,10 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetPrevi
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -11099,7 +11426,8 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHar
 type SetPlacementGuardInput struct {
 	Enabled bool `json:"enabled"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -11167,8 +11495,10 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuar
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -11272,7 +11602,8 @@ func (v *SourceFields) GetMessage() string { return v.Message }
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun"`
 }
 
@@ -11316,8 +11647,10 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayload) GetName() *
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -11532,6 +11865,14 @@ func (v *__AuditEventsInput) GetAfter() *string { return v.After }
 
 // GetMachine returns __AuditEventsInput.Machine, and is useful for accessing the field via an interface.
 func (v *__AuditEventsInput) GetMachine() *string { return v.Machine }
+
+// __AuditProofInput is used internally by genqlient
+type __AuditProofInput struct {
+	Id string `json:"id"`
+}
+
+// GetId returns __AuditProofInput.Id, and is useful for accessing the field via an interface.
+func (v *__AuditProofInput) GetId() string { return v.Id }
 
 // __ClearHardwareProfileInput is used internally by genqlient
 type __ClearHardwareProfileInput struct {
@@ -12205,6 +12546,43 @@ func AssignHardwareProfile(
 	return data_, err_
 }
 
+// The query executed by AuditCheckpoint.
+const AuditCheckpoint_Operation = `
+query AuditCheckpoint {
+	auditCheckpoint {
+		... AuditCheckpointFields
+	}
+}
+fragment AuditCheckpointFields on AuditCheckpoint {
+	treeSize
+	rootHash
+	signed
+	at
+	verifierKey
+}
+`
+
+func AuditCheckpoint(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *AuditCheckpointResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "AuditCheckpoint",
+		Query:  AuditCheckpoint_Operation,
+	}
+
+	data_ = &AuditCheckpointResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The subscription executed by AuditEventRecorded.
 const AuditEventRecorded_Operation = `
 subscription AuditEventRecorded ($machine: String, $after: ID) {
@@ -12321,6 +12699,53 @@ func AuditEvents(
 	}
 
 	data_ = &AuditEventsResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by AuditProof.
+const AuditProof_Operation = `
+query AuditProof ($id: ID!) {
+	auditProof(id: $id) {
+		eventId
+		leafIndex
+		leafHash
+		hashes
+		checkpoint {
+			... AuditCheckpointFields
+		}
+	}
+}
+fragment AuditCheckpointFields on AuditCheckpoint {
+	treeSize
+	rootHash
+	signed
+	at
+	verifierKey
+}
+`
+
+func AuditProof(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	id string,
+) (data_ *AuditProofResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "AuditProof",
+		Query:  AuditProof_Operation,
+		Variables: &__AuditProofInput{
+			Id: id,
+		},
+	}
+
+	data_ = &AuditProofResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -14,7 +14,7 @@ import (
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func member(status string, config map[string]string, roles ...string) *membership.Member {
-	return &membership.Member{Name: "node-4", Status: status, Config: config, Roles: roles}
+	return &membership.Member{Name: "node-4", Status: membership.Status(status), Config: config, Roles: roles}
 }
 
 // report is an admission report with every check passing but those given.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/leader"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 )
@@ -29,14 +30,14 @@ type Records interface {
 
 // Leadership hands out the right to watch: one process at a time.
 type Leadership interface {
-	// TryLead returns a session when this process now leads, or nil when another does.
-	TryLead(ctx context.Context) (Session, error)
+	// TryLead returns a leader connection when this process now leads, or nil when another does.
+	TryLead(ctx context.Context) (LeaderConn, error)
 }
 
-// Session is the leader's hold on the database. Drift's writes go through it, so a
+// LeaderConn is the leader's hold on the database (its lock's connection). Drift's writes go through it, so a
 // process that lost the lead cannot record anything.
-type Session interface {
-	// Check returns nil while the session still holds the lead.
+type LeaderConn interface {
+	// Check returns nil while the connection still holds the lead.
 	Check(ctx context.Context) error
 	// Now is the database's clock: every replica measures thresholds with the same one.
 	Now(ctx context.Context) (time.Time, error)
@@ -105,30 +106,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.Interval <= 0 {
 		return errors.New("drift: the interval must be positive")
 	}
-	retry := r.retry()
-	standby := false
-	for ctx.Err() == nil {
-		sess, err := r.Leadership.TryLead(ctx)
-		switch {
-		case err != nil:
-			if ctx.Err() == nil {
-				r.Log.Warn("drift: cannot reach the database to take the drift lock; retrying", "error", err)
-			}
-			standby = false
-		case sess == nil:
-			if !standby {
-				r.Log.Info("drift: another replica watches the admitted members: standing by", "replica", r.Replica)
-				standby = true
-			}
-		default:
-			standby = false
-			r.lead(ctx, sess)
-			continue
-		}
-		if sleep(ctx, retry) != nil {
-			break
-		}
-	}
+	leader.Run(ctx, r.Leadership.TryLead, r.lead, leader.Options{
+		Retry: r.retry(), Log: r.Log, Attrs: []any{"replica", r.Replica},
+		Unreachable: "drift: cannot reach the database to take the drift lock; retrying",
+		Standby:     "drift: another replica watches the admitted members: standing by",
+	})
 	return nil
 }
 
@@ -138,17 +120,6 @@ func (r *Runner) retry() time.Duration {
 		return r.Retry
 	}
 	return min(r.Interval, 10*time.Second)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // changed notes a change Incus reported; the leading loop looks at it soon.
@@ -179,9 +150,8 @@ func (r *Runner) take() (only map[string]bool) {
 }
 
 // lead looks at every admitted machine at once, then on the interval and after changes,
-// while the session holds the lead.
-func (r *Runner) lead(ctx context.Context, sess Session) {
-	defer sess.Close()
+// while the leader connection holds the lead (leader.Run closes it after).
+func (r *Runner) lead(ctx context.Context, sess LeaderConn) {
 	since, err := sess.Now(ctx)
 	if err != nil {
 		r.Log.Warn("drift: lost the database right after taking the drift lock", "error", err)
@@ -244,7 +214,7 @@ func (r *Runner) lead(ctx context.Context, sess Session) {
 
 // wait returns the machines to look at next (nil: all) once the interval has passed or
 // Incus reported a change, or an error when ctx ends or the lead is lost.
-func (r *Runner) wait(ctx context.Context, sess Session, settle time.Duration) (map[string]bool, error) {
+func (r *Runner) wait(ctx context.Context, sess LeaderConn, settle time.Duration) (map[string]bool, error) {
 	interval := time.NewTimer(r.Interval)
 	defer interval.Stop()
 	check := time.NewTicker(r.retry())
@@ -257,7 +227,7 @@ func (r *Runner) wait(ctx context.Context, sess Session, settle time.Duration) (
 			r.take()
 			return nil, nil
 		case <-r.wake:
-			if err := sleep(ctx, settle); err != nil {
+			if err := leader.Sleep(ctx, settle); err != nil {
 				return nil, err
 			}
 			return r.take(), nil
@@ -272,7 +242,7 @@ func (r *Runner) wait(ctx context.Context, sess Session, settle time.Duration) (
 // Round looks at the admitted machines (those in only; all when only is nil) and records
 // what changed. It returns how many machines it looked at, and the first problem that
 // kept it from looking at some (Incus or the database could not be asked).
-func (r *Runner) Round(ctx context.Context, sess Session, only map[string]bool) (int, error) {
+func (r *Runner) Round(ctx context.Context, sess LeaderConn, only map[string]bool) (int, error) {
 	admitted, err := r.Admissions.Admitted(ctx)
 	if err != nil {
 		return 0, err
@@ -349,7 +319,7 @@ func (r *Runner) Round(ctx context.Context, sess Session, only map[string]bool) 
 	return looked, problem
 }
 
-func (r *Runner) forget(ctx context.Context, sess Session, name string, prev []State) error {
+func (r *Runner) forget(ctx context.Context, sess LeaderConn, name string, prev []State) error {
 	now, err := sess.Now(ctx)
 	if err != nil {
 		return err

@@ -104,7 +104,7 @@ type fakeRecords []machines.Record
 
 func (f fakeRecords) Records(context.Context) ([]machines.Record, error) { return f, nil }
 
-// fakeDB is drift's tables in memory; sessions hand out the lead to one holder at a time.
+// fakeDB is drift's tables in memory; leader connections hand out the lead to one holder at a time.
 type fakeDB struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -112,7 +112,7 @@ type fakeDB struct {
 	checked map[string]time.Time
 	events  []Event
 	watcher *Watcher
-	holder  *fakeSession
+	holder  *fakeLeaderConn
 	saved   chan struct{}
 }
 
@@ -136,22 +136,22 @@ func (d *fakeDB) eventLog() []string {
 	return out
 }
 
-func (d *fakeDB) TryLead(context.Context) (Session, error) {
+func (d *fakeDB) TryLead(context.Context) (LeaderConn, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.holder != nil {
 		return nil, nil
 	}
-	d.holder = &fakeSession{d: d}
+	d.holder = &fakeLeaderConn{d: d}
 	return d.holder, nil
 }
 
-type fakeSession struct {
+type fakeLeaderConn struct {
 	d    *fakeDB
 	lost bool
 }
 
-func (s *fakeSession) Check(context.Context) error {
+func (s *fakeLeaderConn) Check(context.Context) error {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	if s.lost {
@@ -160,13 +160,13 @@ func (s *fakeSession) Check(context.Context) error {
 	return nil
 }
 
-func (s *fakeSession) Now(context.Context) (time.Time, error) {
+func (s *fakeLeaderConn) Now(context.Context) (time.Time, error) {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	return s.d.now, nil
 }
 
-func (s *fakeSession) States(context.Context) (map[string][]State, error) {
+func (s *fakeLeaderConn) States(context.Context) (map[string][]State, error) {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	out := map[string][]State{}
@@ -179,7 +179,7 @@ func (s *fakeSession) States(context.Context) (map[string][]State, error) {
 	return out, nil
 }
 
-func (s *fakeSession) Save(_ context.Context, machine string, checked time.Time, states []State, events []Event) ([]Event, error) {
+func (s *fakeLeaderConn) Save(_ context.Context, machine string, checked time.Time, states []State, events []Event) ([]Event, error) {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	if s.lost {
@@ -205,14 +205,14 @@ func (s *fakeSession) Save(_ context.Context, machine string, checked time.Time,
 	return out, nil
 }
 
-func (s *fakeSession) Heartbeat(_ context.Context, w Watcher) error {
+func (s *fakeLeaderConn) Heartbeat(_ context.Context, w Watcher) error {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	s.d.watcher = &w
 	return nil
 }
 
-func (s *fakeSession) Close() {
+func (s *fakeLeaderConn) Close() {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	if s.d.holder == s {

@@ -152,6 +152,15 @@ func consoleFleet() sim.Fixture {
 	fx := maasFleet()
 	fx.Machines[1].Hostname = "m1"
 	fx.Machines[1].SystemID = "mmmm01"
+	// Twelve machines for the bulk steps, two of them Deployed (commissioning is refused).
+	for i := 1; i <= 12; i++ {
+		m := sim.MachineSpec{SystemID: fmt.Sprintf("bk%04d", i), Hostname: fmt.Sprintf("bulk-%02d", i), PowerType: "ipmi",
+			HardwareUUID: fmt.Sprintf("4c4c4544-0042-3510-8052-b7c04f4b%04d", i)}
+		if i == 10 || i == 11 {
+			m.Status, m.Owner = 6, "apelora"
+		}
+		fx.Machines = append(fx.Machines, m)
+	}
 	return fx
 }
 
@@ -167,6 +176,15 @@ func TestConsoleEndToEnd(t *testing.T) {
 
 	c := newControl()
 	c.handle("POST /stop-maas", m.Endpoint.Close)
+	c.handle("POST /maas-advance", func() error { m.Clock.Advance(time.Minute); return nil }) // MAAS finishes what it was doing
+	c.handle("POST /maas-fault", func() error { m.Server.SetFault(sim.FaultUnavailable); return nil })
+	c.handle("POST /maas-ok", func() error { m.Server.SetFault(sim.FaultNone); return nil })
+	var bulkRequestID []string
+	c.mux.HandleFunc("POST /bulk-request-id", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_ = json.NewDecoder(io.LimitReader(r.Body, 1<<10)).Decode(&bulkRequestID)
+	})
 	c.handle("POST /joined", func() error { lab.AddMember(host); return nil })
 	for path, args := range map[string][]string{
 		"POST /hold-node-4":    {"cluster", "set", "node-4", "scheduler.instance=manual"},
@@ -251,6 +269,16 @@ func TestConsoleEndToEnd(t *testing.T) {
 		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = 'SUCCEEDED' AND actor = 'admin'`, action).(int64); n == 0 {
 			t.Errorf("no successful %s by admin in the audit trail", action)
 		}
+	}
+	// The bulk commission's retry: each machine its own event, all under its one request id.
+	c.mu.Lock()
+	rid := bulkRequestID
+	c.mu.Unlock()
+	if len(rid) != 1 {
+		t.Errorf("the script reported no bulk request id")
+	} else if n := e.Scalar(`SELECT count(DISTINCT parameters->'input'->>'systemId') FROM audit_events
+		WHERE action = 'commissionMachine' AND outcome = 'SUCCEEDED' AND actor = 'admin' AND request_id = $1`, rid[0]).(int64); n != 9 {
+		t.Errorf("%d machines commissioned under the bulk step's request id %s, want 9, each its own event", n, rid[0])
 	}
 	// The approval carried the override; the member joined with it.
 	if d := e.Scalar(`SELECT details->>'memberConfig' FROM audit_events WHERE action = 'approveEnrolment' AND outcome = 'SUCCEEDED'`).(string); !strings.Contains(d, source) {

@@ -9,8 +9,9 @@ import (
 )
 
 // A dry run's payload shows only state that exists, and a dry run advances no sequence:
-// its change runs READ ONLY, its INSERT and UPDATE are plan steps never sent. The one
-// thing it writes is its PLANNED audit event.
+// its change runs READ ONLY, its INSERT and UPDATE are plan steps never sent. An allowed
+// caller's dry run writes nothing at all, audit event included (a metric counts it),
+// invalid input too; one refused for permission is audited REFUSED.
 func TestDryRunShowsOnlyStateThatExists(t *testing.T) {
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
@@ -47,12 +48,22 @@ func TestDryRunShowsOnlyStateThatExists(t *testing.T) {
 	if ids != ids0 {
 		t.Errorf("identities_id_seq went from %d to %d over two dry runs", ids0, ids)
 	}
-	// Each dry run wrote its one PLANNED event, and took no other audit id.
-	if audits != audits0+2 || e.Count("audit_events") != events0+2 {
-		t.Errorf("audit_events_id_seq went from %d to %d and the events from %d to %d; want 2 more each (the PLANNED events)",
+	// An invalid dry run by the same caller is no event either: it answers INVALID_INPUT.
+	bad := e.GQL(admin, `mutation { createIdentity(input: {name: "Not A Name!", permissions: [VIEW_INFRASTRUCTURE], dryRun: true}) { identity { name } } }`, nil)
+	if len(bad.Errors) == 0 || bad.Errors[0].Extensions["code"] != "INVALID_INPUT" {
+		t.Fatalf("an invalid dry run: %+v", bad.Errors)
+	}
+	if audits != audits0 || e.Count("audit_events") != events0 || e.Scalar(`SELECT last_value FROM audit_events_id_seq`).(int64) != audits0 {
+		t.Errorf("audit_events_id_seq went from %d to %d and the events from %d to %d over three allowed dry runs; want no change",
 			audits0, audits, events0, e.Count("audit_events"))
 	}
-	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE id > $1 AND outcome = 'PLANNED'`, audits0).(int64); n != 2 {
-		t.Errorf("%d PLANNED events, want 2", n)
+	// A dry run refused for permission is audited like any refused call.
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	refused := e.GQL(viewer, `mutation { revokeIdentity(input: {name: "ops", dryRun: true}) { plan { refused } } }`, nil)
+	if len(refused.Errors) > 0 {
+		t.Fatalf("a viewer's dry run: %+v", refused.Errors)
+	}
+	if o := e.Scalar(`SELECT outcome || ' ' || action || ' ' || actor FROM audit_events ORDER BY id DESC LIMIT 1`); o != "REFUSED revokeIdentity viewer" {
+		t.Fatalf("a viewer's dry run was audited %v, want REFUSED", o)
 	}
 }

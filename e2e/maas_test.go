@@ -85,8 +85,8 @@ func TestFleetJoinsMAASRecordsAndMembers(t *testing.T) {
 	if len(r.Errors) > 0 || r.Data["registerMachine"].(map[string]any)["machine"].(map[string]any)["record"].(map[string]any)["hardwareUuid"] != uuidA {
 		t.Fatalf("register from MAAS: %+v %v", r.Errors, r.Data)
 	}
-	if r := x.register(t, "node-new", "MAAS", "nnnn03"); r.Code() != "FAILED_PRECONDITION" || !strings.Contains(r.Errors[0].Message, "commission it first") {
-		t.Fatalf("register a New machine: %+v", r.Errors)
+	if r := x.register(t, "node-new", "MAAS", "nnnn03"); len(r.Errors) > 0 || r.Data["registerMachine"].(map[string]any)["machine"].(map[string]any)["record"].(map[string]any)["hardwareUuid"] != nil {
+		t.Fatalf("register a New machine (no hardware UUID yet): %+v %v", r.Errors, r.Data)
 	}
 	if r := x.register(t, "node-x", "MAAS", "zzzz99"); r.Code() != "NOT_FOUND" {
 		t.Fatalf("register an unknown system id: %+v", r.Errors)
@@ -122,7 +122,7 @@ func TestFleetJoinsMAASRecordsAndMembers(t *testing.T) {
 		t.Fatalf("sources %v", src)
 	}
 	got := rows(d)
-	want := map[string]string{"m1": "UNREGISTERED", "m2": "UNREGISTERED", "node-a": "REGISTERED", "node-manual": "REGISTERED", "node-new": "DISCOVERED", "node-busy": "DISCOVERED"}
+	want := map[string]string{"m1": "UNREGISTERED", "m2": "UNREGISTERED", "node-a": "REGISTERED", "node-manual": "REGISTERED", "node-new": "REGISTERED", "node-busy": "DISCOVERED"}
 	for name, phase := range want {
 		if got[name] == nil || got[name]["phase"] != phase {
 			t.Errorf("%s: %v, want phase %s", name, got[name], phase)
@@ -218,6 +218,11 @@ func TestMAASStepsFollowTheRules(t *testing.T) {
 	}
 	if r := x.register(t, "m2", "MAAS", "mmmm02"); len(r.Errors) > 0 {
 		t.Fatal(r.Errors)
+	}
+	for name, id := range map[string]string{"node-new": "nnnn03", "node-busy": "dddd04"} {
+		if r := x.register(t, name, "MAAS", id); len(r.Errors) > 0 {
+			t.Fatal(r.Errors)
+		}
 	}
 	step := func(q string, vars map[string]any) *producttest.Response { return x.gql(q, vars) }
 
@@ -520,4 +525,86 @@ func (x *maasEnv) maasClient(t *testing.T) *maas.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestRegisterThenCommissionANewMachine: the seeds' order. A MAAS step on a machine Apelora
+// has no record of is refused (nothing reaches MAAS); a New machine, which MAAS reports no
+// hardware UUID for yet, registers; commissioning it is in its history under its name;
+// once MAAS reports the UUID, the fleet's reads copy it to the record once, in one audit
+// event of the server's own.
+func TestRegisterThenCommissionANewMachine(t *testing.T) {
+	lab := incuslab.Start(t, 1)
+	m := producttest.StartMAAS(t, maasFleet())
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure, identity.HardwareDelete)
+	gql := func(q string, vars map[string]any) *producttest.Response { return e.GQL(admin, q, vars) }
+
+	m.ResetRequests()
+	for _, q := range []string{
+		`mutation { commissionMachine(input: {systemId: "nnnn03", tests: []}) { maas { status } } }`,
+		`mutation { runHardwareTests(input: {systemId: "nnnn03", hostname: "node-new"}) { maas { status } } }`,
+		`mutation { releaseMachine(input: {systemId: "nnnn03"}) { maas { status } } }`,
+	} {
+		if r := gql(q, nil); r.Code() != "FAILED_PRECONDITION" || !strings.Contains(r.Errors[0].Message, "register it first") {
+			t.Fatalf("%s on an unregistered machine: %+v", q, r.Errors)
+		}
+	}
+	for _, req := range m.Requests() {
+		if req.Method != "GET" {
+			t.Fatalf("a refused step reached MAAS: %s %s op=%s", req.Method, req.Path, req.Op)
+		}
+	}
+
+	r := gql(`mutation { registerMachine(input: {name: "node-new", provisioner: MAAS, maasSystemId: "nnnn03"}) { machine { name phase record { hardwareUuid } maas { status } } } }`, nil)
+	if len(r.Errors) > 0 || fmt.Sprint(r.Data) != "map[registerMachine:map[machine:map[maas:map[status:New] name:node-new phase:REGISTERED record:map[hardwareUuid:<nil>]]]]" {
+		t.Fatalf("register a New machine: %+v %v", r.Errors, r.Data)
+	}
+	// The fence mapping waits for the UUID.
+	r = gql(`mutation { setFenceMapping(input: {member: "node-new", maasSystemId: "nnnn03", hardwareUuid: "4c4c4544-0042-3510-8052-b7c04f4e0003"}) { mapping { member } } }`, nil)
+	if r.Code() != "FAILED_PRECONDITION" || !strings.Contains(r.Errors[0].Message, "commission") {
+		t.Fatalf("fence mapping before the UUID is known: %+v", r.Errors)
+	}
+
+	r = gql(`mutation { commissionMachine(input: {systemId: "nnnn03", tests: []}) { maas { status } machine { name } } }`, nil)
+	if len(r.Errors) > 0 || fmt.Sprint(r.Data) != "map[commissionMachine:map[maas:map[status:Commissioning] machine:map[name:node-new]]]" {
+		t.Fatalf("commission the registered New machine: %+v %v", r.Errors, r.Data)
+	}
+	uuid := func() any {
+		return e.MustGQL(admin, `{ machine(name: "node-new") { record { hardwareUuid } } }`, nil)["machine"].(map[string]any)["record"].(map[string]any)["hardwareUuid"]
+	}
+	if got := uuid(); got != nil {
+		t.Fatalf("a UUID before MAAS reports one: %v", got)
+	}
+	m.Clock.Advance(time.Minute) // commissioning ends: MAAS reports the hardware
+	for range 3 {
+		if got := uuid(); got != "4c4c4544-0042-3510-8052-b7c04f4e0003" {
+			t.Fatalf("the record's UUID once MAAS reports it: %v", got)
+		}
+		e.MustGQL(admin, `{ fleet { machines { name record { hardwareUuid } } } }`, nil)
+	}
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'copyHardwareUuid'`); n != int64(1) {
+		t.Fatalf("%v copyHardwareUuid events, want 1", n)
+	}
+	ev := e.Scalar(`SELECT machine || ' ' || actor || ' ' || outcome || ' ' || parameters::text FROM audit_events WHERE action = 'copyHardwareUuid'`).(string)
+	if !strings.HasPrefix(ev, "node-new apelora (MAAS) SUCCEEDED ") || !strings.Contains(ev, "4c4c4544-0042-3510-8052-b7c04f4e0003") || !strings.Contains(ev, "nnnn03") {
+		t.Fatalf("the copy's audit event: %s", ev)
+	}
+
+	// The machine's history holds every step, under its name.
+	d := e.MustGQL(admin, `{ auditEvents(machine: "node-new") { edges { node { action actor outcome } } } }`, nil)
+	var history []string
+	for _, edge := range d["auditEvents"].(map[string]any)["edges"].([]any) {
+		n := edge.(map[string]any)["node"].(map[string]any)
+		history = append(history, fmt.Sprintf("%s %s %s", n["action"], n["actor"], n["outcome"]))
+	}
+	want := []string{"copyHardwareUuid apelora (MAAS) SUCCEEDED", "commissionMachine admin SUCCEEDED", "setFenceMapping admin FAILED", "registerMachine admin SUCCEEDED"}
+	if strings.Join(history, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("node-new's history (newest first):\n%s\nwant\n%s", strings.Join(history, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Now the mapping can be made.
+	r = gql(`mutation { setFenceMapping(input: {member: "node-new", maasSystemId: "nnnn03", hardwareUuid: "4c4c4544-0042-3510-8052-b7c04f4e0003"}) { mapping { member } } }`, nil)
+	if len(r.Errors) > 0 {
+		t.Fatalf("fence mapping once the UUID is known: %+v", r.Errors)
+	}
 }

@@ -193,7 +193,7 @@ func TestConsoleSessionCookie(t *testing.T) {
 }
 
 func TestConsoleSessionExpiresAndFollowsItsIdentity(t *testing.T) {
-	e := producttest.Start(t, producttest.WithSessionTTL(3*time.Second))
+	e := producttest.Start(t, producttest.WithConsoleSessionTTL(3*time.Second))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	c := signIn(t, e, admin)
 	ws := strings.Replace(e.Base, "http", "ws", 1) + "/graphql"

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/apelora/fabric/membership"
 )
 
 // The fakes below share one sequence counter, so the order of database writes and MAAS
@@ -17,7 +19,7 @@ type seq struct{ n int }
 
 func (s *seq) next() int { s.n++; return s.n }
 
-// memStore is an in-memory database: the worker's session, the drill store and the lock.
+// memStore is an in-memory database: the worker's leader connection, the drill store and the lock.
 type memStore struct {
 	mu       sync.Mutex
 	seq      *seq
@@ -28,7 +30,7 @@ type memStore struct {
 	eventSeq []int // sequence number of each event
 	drills   map[string]Drill
 	status   *WorkerStatus
-	leader   *memSession
+	leader   *memLeaderConn
 	// failAppendKind makes the next Append of this kind fail (a lost connection), once.
 	failAppendKind Kind
 }
@@ -39,22 +41,22 @@ func newMemStore(s *seq, now func() time.Time) *memStore {
 
 var errLost = errors.New("connection to the database lost")
 
-type memSession struct {
+type memLeaderConn struct {
 	st   *memStore
 	lost bool
 }
 
-func (m *memStore) TryLead(context.Context) (Session, error) {
+func (m *memStore) TryLead(context.Context) (LeaderConn, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.leader != nil && !m.leader.lost {
 		return nil, nil
 	}
-	m.leader = &memSession{st: m}
+	m.leader = &memLeaderConn{st: m}
 	return m.leader, nil
 }
 
-// dropLeader is a database restart: the session (and its lock) is gone.
+// dropLeader is a database restart: the leader connection (and its lock) is gone.
 func (m *memStore) dropLeader() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -63,7 +65,7 @@ func (m *memStore) dropLeader() {
 	}
 }
 
-func (s *memSession) lock() error {
+func (s *memLeaderConn) lock() error {
 	s.st.mu.Lock()
 	if s.lost {
 		s.st.mu.Unlock()
@@ -72,7 +74,7 @@ func (s *memSession) lock() error {
 	return nil
 }
 
-func (s *memSession) Check(context.Context) error {
+func (s *memLeaderConn) Check(context.Context) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
@@ -80,7 +82,7 @@ func (s *memSession) Check(context.Context) error {
 	return nil
 }
 
-func (s *memSession) Now(context.Context) (time.Time, error) {
+func (s *memLeaderConn) Now(context.Context) (time.Time, error) {
 	if err := s.lock(); err != nil {
 		return time.Time{}, err
 	}
@@ -88,7 +90,7 @@ func (s *memSession) Now(context.Context) (time.Time, error) {
 	return s.st.now(), nil
 }
 
-func (s *memSession) Tracking(context.Context) (map[string]Tracking, error) {
+func (s *memLeaderConn) Tracking(context.Context) (map[string]Tracking, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -96,7 +98,7 @@ func (s *memSession) Tracking(context.Context) (map[string]Tracking, error) {
 	return maps.Clone(s.st.tracking), nil
 }
 
-func (s *memSession) SaveTracking(_ context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
+func (s *memLeaderConn) SaveTracking(_ context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -122,7 +124,7 @@ func (st *memStore) appendLocked(e Event) Event {
 	return e
 }
 
-func (s *memSession) Mappings(context.Context) (map[string]Mapping, error) {
+func (s *memLeaderConn) Mappings(context.Context) (map[string]Mapping, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -130,7 +132,7 @@ func (s *memSession) Mappings(context.Context) (map[string]Mapping, error) {
 	return maps.Clone(s.st.mappings), nil
 }
 
-func (s *memSession) Requests(context.Context) (map[string]Request, error) {
+func (s *memLeaderConn) Requests(context.Context) (map[string]Request, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -158,7 +160,7 @@ func requestsFrom(events []Event) map[string]Request {
 	return out
 }
 
-func (s *memSession) LatestEvents(context.Context) (map[string]Event, error) {
+func (s *memLeaderConn) LatestEvents(context.Context) (map[string]Event, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -172,7 +174,7 @@ func (s *memSession) LatestEvents(context.Context) (map[string]Event, error) {
 	return out, nil
 }
 
-func (s *memSession) Append(_ context.Context, e Event) (Event, error) {
+func (s *memLeaderConn) Append(_ context.Context, e Event) (Event, error) {
 	if err := s.lock(); err != nil {
 		return Event{}, err
 	}
@@ -185,7 +187,7 @@ func (s *memSession) Append(_ context.Context, e Event) (Event, error) {
 	return s.st.appendLocked(e), nil
 }
 
-func (s *memSession) Heartbeat(_ context.Context, ws WorkerStatus) error {
+func (s *memLeaderConn) Heartbeat(_ context.Context, ws WorkerStatus) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
@@ -194,7 +196,7 @@ func (s *memSession) Heartbeat(_ context.Context, ws WorkerStatus) error {
 	return nil
 }
 
-func (s *memSession) Close() {
+func (s *memLeaderConn) Close() {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	s.lost = true
@@ -289,7 +291,7 @@ func (c *fakeCluster) Observe(context.Context) ([]Observation, error) {
 	}
 	var out []Observation
 	for n, s := range c.statuses {
-		out = append(out, Observation{Name: n, Status: s})
+		out = append(out, Observation{Name: n, Status: membership.Status(s)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	c.log = append(c.log, observation{at: c.now(), statuses: maps.Clone(c.statuses)})

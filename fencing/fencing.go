@@ -34,19 +34,12 @@ type Mapping struct {
 }
 
 var (
-	systemIDPattern = regexp.MustCompile(`^[a-z0-9]{4,16}$`)
-	uuidPattern     = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
 
 // ValidateMember checks a member name (an Incus member name is a machine name).
 func ValidateMember(name string) error {
-	if err := machines.ValidateName(name); err != nil {
-		if e, ok := apperr.As(err); ok {
-			return &apperr.Error{Code: e.Code, Field: "member", Message: strings.Replace(e.Message, "machine name", "member name", 1)}
-		}
-		return err
-	}
-	return nil
+	return machines.ValidateMemberName("member", "member name", name)
 }
 
 // NormalizeUUID returns a hardware UUID in the lower-case form mappings keep, or an error
@@ -57,14 +50,6 @@ func NormalizeUUID(s string) (string, error) {
 		return "", apperr.Invalid("hardwareUuid", "hardware UUID %s is not a UUID (8-4-4-4-12 hexadecimal digits, as MAAS shows it in the machine's hardware_uuid)", apperr.Quote(s))
 	}
 	return u, nil
-}
-
-// ValidateSystemID checks a MAAS system id.
-func ValidateSystemID(id string) error {
-	if !systemIDPattern.MatchString(id) {
-		return apperr.Invalid("maasSystemId", "MAAS system id %s is not valid: MAAS system ids are 4–16 lower-case letters and digits", apperr.Quote(id))
-	}
-	return nil
 }
 
 // SameUUID compares hardware UUIDs as MAAS and mappings may spell them.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/apelora/fabric/apperr/apperrtest"
+	"github.com/apelora/fabric/machines"
 )
 
 // The fence_mappings CHECK constraints (migrations/0002_fencing.sql).
@@ -29,7 +30,7 @@ func FuzzMappingInput(f *testing.F) {
 		} else {
 			apperrtest.CheckRefusal(t, err)
 		}
-		if err := ValidateSystemID(systemID); err == nil {
+		if err := machines.ValidateSystemID("maasSystemId", systemID); err == nil {
 			if !dbSysID.MatchString(systemID) {
 				t.Fatalf("accepted system id %q", systemID)
 			}

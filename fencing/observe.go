@@ -26,23 +26,23 @@ func (nobody) Leading(bool)    {}
 func (nobody) Recorded(Event)  {}
 func (nobody) RoundDone(error) {}
 
-// observedSession tells the observer of every event appended through the session, the
-// one place every fence event is written.
-type observedSession struct {
-	Session
+// observedLeaderConn tells the observer of every event appended through the leader
+// connection, the one place every fence event is written.
+type observedLeaderConn struct {
+	LeaderConn
 	obs Observer
 }
 
-func (s observedSession) Append(ctx context.Context, e Event) (Event, error) {
-	out, err := s.Session.Append(ctx, e)
+func (s observedLeaderConn) Append(ctx context.Context, e Event) (Event, error) {
+	out, err := s.LeaderConn.Append(ctx, e)
 	if err == nil {
 		s.obs.Recorded(out)
 	}
 	return out, err
 }
 
-func (s observedSession) SaveTracking(ctx context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
-	out, err := s.Session.SaveTracking(ctx, next, gone, events)
+func (s observedLeaderConn) SaveTracking(ctx context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
+	out, err := s.LeaderConn.SaveTracking(ctx, next, gone, events)
 	if err == nil {
 		for _, e := range out {
 			s.obs.Recorded(e)

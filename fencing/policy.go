@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/quorum"
 )
 
@@ -231,7 +232,7 @@ type Tracking struct {
 // Observation is a member's status as Incus reports it now.
 type Observation struct {
 	Name    string
-	Status  string // Incus's: Online, Offline, Evacuated, Blocked
+	Status  membership.Status
 	Message string // Incus's words on the status
 	// Roles, FailureDomain and Groups are as Incus lists them (the raft roles among them).
 	Roles         []string
@@ -240,10 +241,10 @@ type Observation struct {
 }
 
 // Offline reports whether Incus says the member has missed its heartbeats.
-func (o Observation) Offline() bool { return o.Status == "Offline" }
+func (o Observation) Offline() bool { return o.Status == membership.StatusOffline }
 
 // Evacuated reports whether Incus says the member is evacuated (in maintenance).
-func (o Observation) Evacuated() bool { return o.Status == "Evacuated" }
+func (o Observation) Evacuated() bool { return o.Status == membership.StatusEvacuated }
 
 // Trust says whether Incus's Offline can be believed now. When Incus regains its quorum it
 // lists every member Offline for some seconds, live ones included, until the heartbeats

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/apelora/fabric/membership"
 )
 
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -287,7 +289,7 @@ func TestOfflineTimeMustOutlastIncusThreshold(t *testing.T) {
 // and the tracking keeps that it was Evacuated before, so it is never powered off.
 func TestEvacuatedMemberIsNeverPoweredOff(t *testing.T) {
 	obs := func(status string) []Observation {
-		return []Observation{{Name: "m1", Status: "Online"}, {Name: "m2", Status: "Online"}, {Name: "m3", Status: status}}
+		return []Observation{{Name: "m1", Status: "Online"}, {Name: "m2", Status: "Online"}, {Name: "m3", Status: membership.Status(status)}}
 	}
 	prev := map[string]Tracking{}
 	step := func(at time.Time, status string) []Tracking {

@@ -28,7 +28,7 @@ type history struct {
 	truth    map[string]string // member → real hardware UUID
 	dead     map[string]bool   // machine powered off (its daemon stopped)
 	mapLog   []mapChange
-	sess     Session
+	sess     LeaderConn
 	since    time.Time
 	observed int // rounds that observed the members
 }

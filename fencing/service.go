@@ -105,7 +105,7 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 		return nil, err
 	}
 	systemID := strings.TrimSpace(in.SystemID)
-	if err := ValidateSystemID(systemID); err != nil {
+	if err := machines.ValidateSystemID("maasSystemId", systemID); err != nil {
 		return nil, err
 	}
 	uuid, err := NormalizeUUID(in.HardwareUUID)
@@ -120,6 +120,12 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 		if rec != nil && rec.MAASSystemID != "" && rec.MAASSystemID != systemID {
 			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "maasSystemId", Message: fmt.Sprintf(
 				"machine %s is registered from MAAS as system id %s, not %s: map it to the machine it was registered as, or fix the registration", apperr.Quote(in.Member), apperr.Quote(rec.MAASSystemID), apperr.Quote(systemID))}
+		}
+		if rec != nil && rec.MAASSystemID != "" && rec.HardwareUUID == "" && s.MAAS == nil {
+			// Registered before MAAS reported a UUID, and no MAAS here to check the one
+			// typed: a mapping must not point at a machine nobody has identified.
+			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "hardwareUuid", Message: fmt.Sprintf(
+				"machine %s has no hardware UUID yet (MAAS reports one once it has commissioned the machine, and Apelora copies it to the record): commission it (commissionMachine), then map it", apperr.Quote(in.Member))}
 		}
 		if rec != nil && rec.HardwareUUID != "" && !SameUUID(rec.HardwareUUID, uuid) {
 			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "hardwareUuid", Message: fmt.Sprintf(
@@ -138,7 +144,7 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 		case err != nil:
 			return nil, apperr.Wrap(err, apperr.Unavailable, "MAAS could not be asked to check machine %s, so the mapping was not saved: check APELORA_MAAS_URL and that MAAS is up, then try again", systemID)
 		case m.HardwareUUID == "":
-			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "hardwareUuid", Message: fmt.Sprintf("MAAS reports no hardware UUID for machine %s yet (not commissioned?): commission it in MAAS, then map it", systemID)}
+			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "hardwareUuid", Message: fmt.Sprintf("MAAS reports no hardware UUID for machine %s yet (not commissioned?): commission it (commissionMachine), then map it", systemID)}
 		case !SameUUID(m.HardwareUUID, uuid):
 			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "hardwareUuid", Message: fmt.Sprintf("MAAS machine %s reports hardware UUID %s, not %s: the mapping would point at another machine; check both", systemID, strings.ToLower(m.HardwareUUID), uuid)}
 		}
@@ -312,7 +318,7 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 	total, down := len(snap.Members), 0
 	v.Members, v.OfflineMembers, v.UnmappedMembers = &total, &down, []string{}
 	for _, m := range snap.Members {
-		if m.Status == "Offline" {
+		if m.Status == membership.StatusOffline {
 			down++
 		}
 		if _, ok := statuses[m.Name]; !ok {

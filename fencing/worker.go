@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apelora/fabric/internal/leader"
 )
 
 // Cluster reads the members' status from Incus.
@@ -51,15 +53,15 @@ var (
 
 // Leadership hands out the right to act: one worker at a time.
 type Leadership interface {
-	// TryLead returns a session when this worker now leads, or nil when another does.
-	TryLead(ctx context.Context) (Session, error)
+	// TryLead returns a leader connection when this worker now leads, or nil when another does.
+	TryLead(ctx context.Context) (LeaderConn, error)
 }
 
-// Session is the leading worker's hold on the database. Every write that matters goes
+// LeaderConn is the leading worker's hold on the database (its lock's connection). Every write that matters goes
 // through it, so a worker that has lost its lock cannot record a request, and a request
 // that was not recorded is never sent.
-type Session interface {
-	// Check returns nil while this session still holds the lock.
+type LeaderConn interface {
+	// Check returns nil while this connection still holds the lock.
 	Check(ctx context.Context) error
 	// Now is the database's clock: every worker measures with the same one.
 	Now(ctx context.Context) (time.Time, error)
@@ -78,7 +80,7 @@ type Session interface {
 }
 
 // DrillStore is what the readiness drill reads and writes; it needs no lock (the drill
-// changes nothing anywhere), so it may use other connections than the session.
+// changes nothing anywhere), so it may use other connections than the leader connection.
 type DrillStore interface {
 	Now(ctx context.Context) (time.Time, error)
 	Mappings(ctx context.Context) (map[string]Mapping, error)
@@ -114,14 +116,7 @@ func (w *Worker) sleep(ctx context.Context, d time.Duration) error {
 	if w.Sleep != nil {
 		return w.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return leader.Sleep(ctx, d)
 }
 
 // Run leads when it can and stands by when another worker leads, until ctx ends.
@@ -132,35 +127,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.Poll <= 0 {
 		return errors.New("the poll interval must be positive")
 	}
-	standby := false
-	for ctx.Err() == nil {
-		sess, err := w.Leadership.TryLead(ctx)
-		switch {
-		case err != nil:
-			w.Log.Warn("cannot reach the database to take the fence lock; retrying", "error", err)
-			standby = false
-		case sess == nil:
-			if !standby {
-				w.Log.Info("another apelora-worker holds the fence lock: standing by", "worker", w.ID)
-				standby = true
-			}
-		default:
-			standby = false
-			w.lead(ctx, sess)
-			continue
-		}
-		if w.sleep(ctx, w.Poll) != nil {
-			break
-		}
-	}
+	leader.Run(ctx, w.Leadership.TryLead, w.lead, leader.Options{
+		Retry: w.Poll, Sleep: w.sleep, Log: w.Log, Attrs: []any{"worker", w.ID},
+		Unreachable: "cannot reach the database to take the fence lock; retrying",
+		Standby:     "another apelora-worker holds the fence lock: standing by",
+	})
 	return nil
 }
 
-// lead acts while the session holds the lock.
-func (w *Worker) lead(ctx context.Context, sess Session) {
-	defer sess.Close()
+// lead acts while the leader connection holds the lock (leader.Run closes it after).
+func (w *Worker) lead(ctx context.Context, sess LeaderConn) {
 	obs := w.observer()
-	sess = observedSession{sess, obs}
+	sess = observedLeaderConn{sess, obs}
 	now, err := sess.Now(ctx)
 	if err != nil {
 		w.Log.Warn("lost the database right after taking the fence lock", "error", err)
@@ -207,7 +185,7 @@ func (w *Worker) lead(ctx context.Context, sess Session) {
 }
 
 // Round is one look at the cluster: observe, decide, act, record.
-func (w *Worker) Round(ctx context.Context, sess Session, leaderSince time.Time) error {
+func (w *Worker) Round(ctx context.Context, sess LeaderConn, leaderSince time.Time) error {
 	now, err := sess.Now(ctx)
 	if err != nil {
 		return err
@@ -343,7 +321,7 @@ func (w *Worker) verify(ctx context.Context, systemID, uuid string) (MachineFact
 }
 
 // fence powers an eligible member off: UUID check, record the request, send it.
-func (w *Worker) fence(ctx context.Context, sess Session, now time.Time, d Decision, last *Event, since time.Time) error {
+func (w *Worker) fence(ctx context.Context, sess LeaderConn, now time.Time, d Decision, last *Event, since time.Time) error {
 	mp := *d.Mapping
 	facts, reason, msg := w.verify(ctx, mp.SystemID, mp.HardwareUUID)
 	details := d.Details()
@@ -399,7 +377,7 @@ func withRequest(details map[string]any, req Event) map[string]any {
 
 // confirm reads the power state after a request: off counts; anything else, once the
 // confirmation time has passed, is reported as not fenced.
-func (w *Worker) confirm(ctx context.Context, sess Session, now time.Time, d Decision) error {
+func (w *Worker) confirm(ctx context.Context, sess LeaderConn, now time.Time, d Decision) error {
 	r := d.Request
 	expired := now.Sub(r.At) >= w.Limits.ConfirmTimeout
 	details := map[string]any{"maasSystemId": r.SystemID, "hardwareUuid": r.HardwareUUID, "requestEventId": r.EventID,

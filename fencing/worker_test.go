@@ -21,7 +21,7 @@ type env struct {
 	cl    *fakeCluster
 	ma    *fakeMAAS
 	w     *Worker
-	sess  Session
+	sess  LeaderConn
 	since time.Time
 }
 
@@ -257,7 +257,7 @@ func TestWorkerThatLosesItsLockSendsNothing(t *testing.T) {
 		t.Fatalf("a request that could not be recorded was sent")
 	}
 	e.wantKinds("m3", "OFFLINE", "ELIGIBLE")
-	e.round(time.Second) // the next session goes on
+	e.round(time.Second) // the next leadership goes on
 	e.wantKinds("m3", "OFFLINE", "ELIGIBLE", "ELIGIBLE", "REQUESTED")
 }
 
@@ -268,7 +268,7 @@ func TestWorkerKeepsTheOutageAcrossARestart(t *testing.T) {
 	e.round(time.Second)
 	first := e.st.tracking["m3"].FirstSeenOffline
 	e.st.dropLeader()
-	e.round(20 * time.Second) // a new session, within the observation gap
+	e.round(20 * time.Second) // a new leadership, within the observation gap
 	if got := e.st.tracking["m3"].FirstSeenOffline; !got.Equal(first) {
 		t.Fatalf("outage start %v, was %v", got, first)
 	}
@@ -362,7 +362,7 @@ func TestStandbyTakesOverWhenTheLeaderDies(t *testing.T) {
 	if l := leaders(e.st); !slices.Equal(l, []string{"w1"}) {
 		t.Fatalf("leaders %v while w1 lives", l)
 	}
-	kill1() // w1 dies; its session (and lock) goes with it
+	kill1() // w1 dies; its leader connection (and lock) goes with it
 	<-done1
 	e.st.dropLeader()
 	waitFor(t, func() bool { return len(leaders(e.st)) == 2 })

@@ -89,6 +89,15 @@ type Service struct {
 	// One reads a single machine for Machine (a mutation's answer); nil: Machine builds
 	// the whole view.
 	One *One
+	// UUIDs records the hardware UUID MAAS now reports for a machine registered before
+	// MAAS had one (registered when only discovered); nil: none is copied.
+	UUIDs HardwareUUIDs
+}
+
+// HardwareUUIDs records, in an audited change of its own, a hardware UUID MAAS reports
+// for the record name registered from systemID without one (machines.CopyHardwareUUID).
+type HardwareUUIDs interface {
+	CopyHardwareUUID(ctx context.Context, name, systemID, uuid string) (bool, error)
 }
 
 // DriftStates reads what the drift watcher knows of every machine.
@@ -135,7 +144,36 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 		return nil, err
 	}
 	s.settle(src, *open, incusErr, maasErr)
+	s.copyUUIDs(ctx, src)
 	return src, nil
+}
+
+// copyUUIDs records the hardware UUID MAAS reports for every record that lacks one. Every
+// read that sees both (the watcher's refresh, the fleet page, the machine page) notices
+// the gap, so the copy needs no loop of its own and happens within a refresh of MAAS
+// reporting it; it is made once (under the machine's lock, only while the record has
+// none), and a copy that fails (the machine is BUSY with a step, the database is gone)
+// is left to the next read, the row showing the record as it is meanwhile.
+func (s *Service) copyUUIDs(ctx context.Context, src *sources) {
+	if s.UUIDs == nil || len(src.maas) == 0 {
+		return
+	}
+	reported := make(map[string]string, len(src.maas))
+	for _, m := range src.maas {
+		if m.HardwareUUID != "" {
+			reported[m.SystemID] = m.HardwareUUID
+		}
+	}
+	for i := range src.records {
+		rec := &src.records[i]
+		uuid := reported[rec.MAASSystemID]
+		if rec.HardwareUUID != "" || rec.MAASSystemID == "" || uuid == "" {
+			continue
+		}
+		if ok, err := s.UUIDs.CopyHardwareUUID(ctx, rec.Name, rec.MAASSystemID, uuid); ok && err == nil {
+			rec.HardwareUUID = uuid
+		}
+	}
 }
 
 // reads runs a view's reads at the same time. A failed read of Apelora's own tables

@@ -117,6 +117,7 @@ func (s *Service) Machine(ctx context.Context, name string) (*Machine, error) {
 		return nil, err
 	}
 	s.settle(src, *open, incusErr, maasErr)
+	s.copyUUIDs(ctx, src)
 	return pick(src.join(), name), nil
 }
 

@@ -86,6 +86,14 @@ type ComplexityRoot struct {
 		PreviousProfile func(childComplexity int) int
 	}
 
+	AuditCheckpoint struct {
+		At          func(childComplexity int) int
+		RootHash    func(childComplexity int) int
+		Signed      func(childComplexity int) int
+		TreeSize    func(childComplexity int) int
+		VerifierKey func(childComplexity int) int
+	}
+
 	AuditEvent struct {
 		Action     func(childComplexity int) int
 		Actor      func(childComplexity int) int
@@ -107,6 +115,14 @@ type ComplexityRoot struct {
 	AuditEventEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	AuditProof struct {
+		Checkpoint func(childComplexity int) int
+		EventID    func(childComplexity int) int
+		Hashes     func(childComplexity int) int
+		LeafHash   func(childComplexity int) int
+		LeafIndex  func(childComplexity int) int
 	}
 
 	ClearHardwareProfilePayload struct {
@@ -502,7 +518,9 @@ type ComplexityRoot struct {
 
 	Query struct {
 		AdmissionReport  func(childComplexity int, name string) int
+		AuditCheckpoint  func(childComplexity int) int
 		AuditEvents      func(childComplexity int, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) int
+		AuditProof       func(childComplexity int, id string) int
 		Cluster          func(childComplexity int) int
 		Drift            func(childComplexity int, machine *string) int
 		DriftWatcher     func(childComplexity int) int
@@ -659,6 +677,8 @@ type MutationResolver interface {
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Identity, error)
 	AuditEvents(ctx context.Context, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) (*model.AuditEventConnection, error)
+	AuditCheckpoint(ctx context.Context) (*model.AuditCheckpoint, error)
+	AuditProof(ctx context.Context, id string) (*model.AuditProof, error)
 	Drift(ctx context.Context, machine *string) ([]*model.Drift, error)
 	DriftWatcher(ctx context.Context) (*model.DriftWatcher, error)
 	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
@@ -882,6 +902,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AssignHardwareProfilePayload.PreviousProfile(childComplexity), true
 
+	case "AuditCheckpoint.at":
+		if e.ComplexityRoot.AuditCheckpoint.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.At(childComplexity), true
+	case "AuditCheckpoint.rootHash":
+		if e.ComplexityRoot.AuditCheckpoint.RootHash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.RootHash(childComplexity), true
+	case "AuditCheckpoint.signed":
+		if e.ComplexityRoot.AuditCheckpoint.Signed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.Signed(childComplexity), true
+	case "AuditCheckpoint.treeSize":
+		if e.ComplexityRoot.AuditCheckpoint.TreeSize == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.TreeSize(childComplexity), true
+	case "AuditCheckpoint.verifierKey":
+		if e.ComplexityRoot.AuditCheckpoint.VerifierKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditCheckpoint.VerifierKey(childComplexity), true
+
 	case "AuditEvent.action":
 		if e.ComplexityRoot.AuditEvent.Action == nil {
 			break
@@ -968,6 +1019,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditEventEdge.Node(childComplexity), true
+
+	case "AuditProof.checkpoint":
+		if e.ComplexityRoot.AuditProof.Checkpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditProof.Checkpoint(childComplexity), true
+	case "AuditProof.eventId":
+		if e.ComplexityRoot.AuditProof.EventID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditProof.EventID(childComplexity), true
+	case "AuditProof.hashes":
+		if e.ComplexityRoot.AuditProof.Hashes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditProof.Hashes(childComplexity), true
+	case "AuditProof.leafHash":
+		if e.ComplexityRoot.AuditProof.LeafHash == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditProof.LeafHash(childComplexity), true
+	case "AuditProof.leafIndex":
+		if e.ComplexityRoot.AuditProof.LeafIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditProof.LeafIndex(childComplexity), true
 
 	case "ClearHardwareProfilePayload.machine":
 		if e.ComplexityRoot.ClearHardwareProfilePayload.Machine == nil {
@@ -2683,6 +2765,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AdmissionReport(childComplexity, args["name"].(string)), true
+	case "Query.auditCheckpoint":
+		if e.ComplexityRoot.Query.AuditCheckpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.AuditCheckpoint(childComplexity), true
 	case "Query.auditEvents":
 		if e.ComplexityRoot.Query.AuditEvents == nil {
 			break
@@ -2694,6 +2782,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["first"].(*int), args["after"].(*string), args["machine"].(*string), args["actor"].(*string), args["outcome"].(*model.AuditOutcome)), true
+	case "Query.auditProof":
+		if e.ComplexityRoot.Query.AuditProof == nil {
+			break
+		}
+
+		args, err := ec.field_Query_auditProof_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AuditProof(childComplexity, args["id"].(string)), true
 	case "Query.cluster":
 		if e.ComplexityRoot.Query.Cluster == nil {
 			break
@@ -3314,7 +3413,8 @@ var sources = []*ast.Source{
   """
   The audit trail, newest first. ` + "`" + `first` + "`" + ` is 1–500 (default 50); ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + `
   from an earlier page; ` + "`" + `machine` + "`" + ` keeps only the events about that machine, ` + "`" + `actor` + "`" + ` those
-  of that identity, ` + "`" + `outcome` + "`" + ` those with that outcome (PLANNED: the dry runs).
+  of that identity, ` + "`" + `outcome` + "`" + ` those with that outcome (PLANNED: dry runs recorded before
+  allowed dry runs stopped being audit events).
   """
   auditEvents(first: Int = 50, after: String, machine: String, actor: String, outcome: AuditOutcome): AuditEventConnection!
 }
@@ -3371,7 +3471,11 @@ enum AuditOutcome {
   FAILED
   "Not allowed (authentication or permission); nothing was tried."
   REFUSED
-  "A dry run (dryRun: true): nothing was changed; details.plan holds the plan."
+  """
+  A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
+  details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
+  make the change writes none; one refused for permission is REFUSED).
+  """
   PLANNED
 }
 
@@ -3388,6 +3492,56 @@ type AuditEventEdge {
 type PageInfo {
   hasNextPage: Boolean!
   endCursor: String
+}
+
+extend type Query {
+  """
+  The audit log's latest signed checkpoint: how many events its tree held and its root
+  hash, signed with the server's audit key. Null until the first is signed (the server
+  signs one every APELORA_AUDIT_CHECKPOINT_INTERVAL when the trail grew). Check it with
+  ` + "`" + `verifierKey` + "`" + `; ` + "`" + `apelora audit verify` + "`" + ` checks every checkpoint against the events.
+  """
+  auditCheckpoint: AuditCheckpoint
+  """
+  Proof that audit event ` + "`" + `id` + "`" + ` is in the latest checkpoint's tree (NOT_FOUND: no such
+  event; FAILED_PRECONDITION: the event is newer than the latest checkpoint, ask again
+  after the next).
+  """
+  auditProof(id: ID!): AuditProof!
+}
+
+"""
+A signed statement of the audit log: every audit event is a leaf of an append-only Merkle
+tree (RFC 6962 hashing), in id order.
+"""
+type AuditCheckpoint {
+  "How many events the tree holds (leaves 0 to treeSize − 1)."
+  treeSize: Int!
+  "The tree's root hash, base64 (SHA-256)."
+  rootHash: String!
+  """
+  The checkpoint as signed, in the golang.org/x/mod/sumdb/note format: the tree text
+  (` + "`" + `go.sum database tree` + "`" + `, the size, the root hash), a blank line, the signature line.
+  """
+  signed: String!
+  at: Time!
+  "The public key the checkpoint is signed with, in note's verifier key form."
+  verifierKey: String!
+}
+
+"""
+An inclusion proof: hashing ` + "`" + `leafHash` + "`" + ` with ` + "`" + `hashes` + "`" + ` in turn (RFC 6962) gives the
+checkpoint's root hash.
+"""
+type AuditProof {
+  eventId: ID!
+  "The event's position in the tree (0 is the first event)."
+  leafIndex: Int!
+  "The event's leaf hash, base64: SHA-256 of 0x00 and the event's canonical encoding."
+  leafHash: String!
+  "The proof's hashes, base64, from the leaf's side up."
+  hashes: [String!]!
+  checkpoint: AuditCheckpoint!
 }
 `, BuiltIn: false},
 	{Name: "../schema/change.graphqls", Input: `"""
@@ -3680,7 +3834,8 @@ input SetFenceMappingInput {
   hardwareUuid: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3703,7 +3858,8 @@ input RemoveFenceMappingInput {
   member: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3917,7 +4073,8 @@ input SetHardwareProfileInput {
   minNicSpeedMbps: Int = 0
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3934,7 +4091,8 @@ input RemoveHardwareProfileInput {
   profile: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3953,7 +4111,8 @@ input AssignHardwareProfileInput {
   profile: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -3970,7 +4129,8 @@ input ClearHardwareProfileInput {
   machine: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4054,7 +4214,8 @@ input CreateIdentityInput {
   expiresIn: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4071,7 +4232,8 @@ input RevokeIdentityInput {
   name: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4128,8 +4290,8 @@ enum MaasImageKind {
 
 extend type Mutation {
   """
-  Have MAAS commission a machine (New, Failed commissioning, Ready or Broken), then run the
-  tests named (` + "`" + `tests` + "`" + ` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
+  Have MAAS commission a registered machine (New, Failed commissioning, Ready or Broken),
+  then run the tests named (` + "`" + `tests` + "`" + ` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
   """
   commissionMachine(input: CommissionMachineInput!): MaasMachinePayload! @change(lock: MACHINE)
 
@@ -4142,13 +4304,13 @@ extend type Mutation {
   installOperatingSystem(input: InstallOperatingSystemInput!): InstallOperatingSystemPayload! @change(about: "input.name", lock: MACHINE)
 
   """
-  Have MAAS run hardware tests on a machine that is Ready, Broken or Failed testing (never on
+  Have MAAS run hardware tests on a registered machine that is Ready, Broken or Failed testing (never on
   one allocated or deployed). Type the machine's hostname again to confirm.
   """
   runHardwareTests(input: RunHardwareTestsInput!): MaasMachinePayload! @change(lock: MACHINE)
 
   """
-  Have MAAS release a machine. Disks are erased only when asked (which needs the
+  Have MAAS release a registered machine. Disks are erased only when asked (which needs the
   hardware.delete permission too), never with secure or quick erase, or when MAAS's own
   enable_disk_erasing_on_release is on: see releasePreview. Refused while the machine is an
   Incus member.
@@ -4239,7 +4401,8 @@ input CommissionMachineInput {
   tests: [String!]
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4253,7 +4416,8 @@ input InstallOperatingSystemInput {
   memberConfig: [MemberConfigInput!]
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4266,7 +4430,8 @@ input RunHardwareTestsInput {
   tests: [String!]
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4278,7 +4443,8 @@ input ReleaseMachineInput {
   comment: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4407,7 +4573,11 @@ type MachineRecord {
   description: String!
   "The MAAS system id, for machines registered from MAAS."
   maasSystemId: String
-  "The hardware UUID MAAS reported when the machine was registered."
+  """
+  The hardware UUID MAAS reports for the machine: copied at registration, or, for a machine
+  registered before MAAS commissioned it, when MAAS first reports it (an audit event
+  copyHardwareUuid by "apelora (MAAS)"). Null until then; a fence mapping needs it.
+  """
   hardwareUuid: String
   registeredAt: Time!
   "The identity that registered it."
@@ -4444,11 +4614,15 @@ input RegisterMachineInput {
   provisioner: ProvisionerKind! = MANUAL
   "Free text for administrators, at most 1024 characters."
   description: String = ""
-  "Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS."
+  """
+  Required for MAAS machines: the MAAS system id, in any MAAS state (a New machine too: its
+  MAAS steps need a record first); the hardware UUID is copied from MAAS once it reports one.
+  """
   maasSystemId: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4463,7 +4637,8 @@ input UnregisterMachineInput {
   name: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4529,7 +4704,8 @@ input EvacuateMemberInput {
   mode: EvacuationMode
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4538,7 +4714,8 @@ input RestoreMemberInput {
   name: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4746,7 +4923,8 @@ input ApproveEnrolmentInput {
   memberConfig: [MemberConfigInput!]
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4785,7 +4963,8 @@ input RevokeJoinTokenInput {
   name: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4800,7 +4979,8 @@ input AdmitMemberInput {
   name: String!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4817,7 +4997,8 @@ input RemoveMemberInput {
   force: Boolean = false
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4905,7 +5086,8 @@ input SetPlacementGuardInput {
   enabled: Boolean!
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-  answer with the plan (the payload's plan). Audited with outcome PLANNED.
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
   """
   dryRun: Boolean = false
 }
@@ -4936,8 +5118,10 @@ enum PlacementGuardState {
 What a mutation would do, answered instead of doing it when its input says dryRun: true.
 The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 usual, calls that would change something are recorded as steps instead, and the database
-change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+make the change it is not an audit event (it changes nothing; the metric
+apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 what the call would answer where that is known without changing anything, and null
 otherwise (a join token, an identity's token, a machine the call would create): that is
 why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -5167,6 +5351,22 @@ func (ec *executionContext) childFields_AssignHardwareProfilePayload(ctx context
 	return nil, fmt.Errorf("no field named %q was found under type AssignHardwareProfilePayload", field.Name)
 }
 
+func (ec *executionContext) childFields_AuditCheckpoint(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "treeSize":
+		return ec.fieldContext_AuditCheckpoint_treeSize(ctx, field)
+	case "rootHash":
+		return ec.fieldContext_AuditCheckpoint_rootHash(ctx, field)
+	case "signed":
+		return ec.fieldContext_AuditCheckpoint_signed(ctx, field)
+	case "at":
+		return ec.fieldContext_AuditCheckpoint_at(ctx, field)
+	case "verifierKey":
+		return ec.fieldContext_AuditCheckpoint_verifierKey(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditCheckpoint", field.Name)
+}
+
 func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -5211,6 +5411,22 @@ func (ec *executionContext) childFields_AuditEventEdge(ctx context.Context, fiel
 		return ec.fieldContext_AuditEventEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditEventEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditProof(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "eventId":
+		return ec.fieldContext_AuditProof_eventId(ctx, field)
+	case "leafIndex":
+		return ec.fieldContext_AuditProof_leafIndex(ctx, field)
+	case "leafHash":
+		return ec.fieldContext_AuditProof_leafHash(ctx, field)
+	case "hashes":
+		return ec.fieldContext_AuditProof_hashes(ctx, field)
+	case "checkpoint":
+		return ec.fieldContext_AuditProof_checkpoint(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditProof", field.Name)
 }
 
 func (ec *executionContext) childFields_ClearHardwareProfilePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6617,6 +6833,20 @@ func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_auditProof_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_drift_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7680,6 +7910,121 @@ func (ec *executionContext) fieldContext_AssignHardwareProfilePayload_plan(_ con
 	return fc, nil
 }
 
+func (ec *executionContext) _AuditCheckpoint_treeSize(ctx context.Context, field graphql.CollectedField, obj *model.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_treeSize(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TreeSize, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_treeSize(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AuditCheckpoint_rootHash(ctx context.Context, field graphql.CollectedField, obj *model.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_rootHash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RootHash, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_rootHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditCheckpoint_signed(ctx context.Context, field graphql.CollectedField, obj *model.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_signed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Signed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_signed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditCheckpoint_at(ctx context.Context, field graphql.CollectedField, obj *model.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AuditCheckpoint_verifierKey(ctx context.Context, field graphql.CollectedField, obj *model.AuditCheckpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditCheckpoint_verifierKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.VerifierKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditCheckpoint_verifierKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditCheckpoint", field, false, false, "String")
+}
+
 func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *model.AuditEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8024,6 +8369,130 @@ func (ec *executionContext) fieldContext_AuditEventEdge_node(_ context.Context, 
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_AuditEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditProof_eventId(ctx context.Context, field graphql.CollectedField, obj *model.AuditProof) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditProof_eventId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EventID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditProof_eventId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditProof", field, false, false, "ID")
+}
+
+func (ec *executionContext) _AuditProof_leafIndex(ctx context.Context, field graphql.CollectedField, obj *model.AuditProof) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditProof_leafIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LeafIndex, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditProof_leafIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditProof", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AuditProof_leafHash(ctx context.Context, field graphql.CollectedField, obj *model.AuditProof) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditProof_leafHash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LeafHash, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditProof_leafHash(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditProof", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditProof_hashes(ctx context.Context, field graphql.CollectedField, obj *model.AuditProof) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditProof_hashes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hashes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditProof_hashes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditProof", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditProof_checkpoint(ctx context.Context, field graphql.CollectedField, obj *model.AuditProof) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditProof_checkpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Checkpoint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditCheckpoint) graphql.Marshaler {
+			return ec.marshalNAuditCheckpoint2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditCheckpoint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditProof_checkpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditProof",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditCheckpoint(ctx, field)
 		},
 	}
 	return fc, nil
@@ -14917,6 +15386,82 @@ func (ec *executionContext) fieldContext_Query_auditEvents(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_auditCheckpoint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_auditCheckpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().AuditCheckpoint(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditCheckpoint) graphql.Marshaler {
+			return ec.marshalOAuditCheckpoint2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditCheckpoint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_auditCheckpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditCheckpoint(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_auditProof(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_auditProof(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AuditProof(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditProof) graphql.Marshaler {
+			return ec.marshalNAuditProof2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditProof(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_auditProof(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditProof(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_auditProof_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_drift(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20014,6 +20559,59 @@ func (ec *executionContext) _AssignHardwareProfilePayload(ctx context.Context, s
 	return out
 }
 
+var auditCheckpointImplementors = []string{"AuditCheckpoint"}
+
+func (ec *executionContext) _AuditCheckpoint(ctx context.Context, sel ast.SelectionSet, obj *model.AuditCheckpoint) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditCheckpointImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditCheckpoint")
+		case "treeSize":
+			out.Values[i] = ec._AuditCheckpoint_treeSize(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rootHash":
+			out.Values[i] = ec._AuditCheckpoint_rootHash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "signed":
+			out.Values[i] = ec._AuditCheckpoint_signed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._AuditCheckpoint_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "verifierKey":
+			out.Values[i] = ec._AuditCheckpoint_verifierKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var auditEventImplementors = []string{"AuditEvent"}
 
 func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSet, obj *model.AuditEvent) graphql.Marshaler {
@@ -20148,6 +20746,59 @@ func (ec *executionContext) _AuditEventEdge(ctx context.Context, sel ast.Selecti
 			}
 		case "node":
 			out.Values[i] = ec._AuditEventEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditProofImplementors = []string{"AuditProof"}
+
+func (ec *executionContext) _AuditProof(ctx context.Context, sel ast.SelectionSet, obj *model.AuditProof) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditProofImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditProof")
+		case "eventId":
+			out.Values[i] = ec._AuditProof_eventId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "leafIndex":
+			out.Values[i] = ec._AuditProof_leafIndex(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "leafHash":
+			out.Values[i] = ec._AuditProof_leafHash(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hashes":
+			out.Values[i] = ec._AuditProof_hashes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "checkpoint":
+			out.Values[i] = ec._AuditProof_checkpoint(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -22778,6 +23429,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditEvents(ctx, field)
 				})
+		case "auditCheckpoint":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_auditCheckpoint(ctx, field)
+				})
+		case "auditProof":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_auditProof(ctx, field)
+				})
 		case "drift":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -24050,6 +24713,14 @@ func (ec *executionContext) marshalNAssignHardwareProfilePayload2ᚖgithubᚗcom
 	return ec._AssignHardwareProfilePayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNAuditCheckpoint2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditCheckpoint(ctx context.Context, sel ast.SelectionSet, v *model.AuditCheckpoint) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AuditCheckpoint!")
+		return graphql.Null
+	}
+	return ec._AuditCheckpoint(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAuditEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditEvent(ctx context.Context, sel ast.SelectionSet, v *model.AuditEvent) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "AuditEvent!")
@@ -24098,6 +24769,14 @@ func (ec *executionContext) unmarshalNAuditOutcome2githubᚗcomᚋapeloraᚋfabr
 
 func (ec *executionContext) marshalNAuditOutcome2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditOutcome(ctx context.Context, sel ast.SelectionSet, v model.AuditOutcome) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNAuditProof2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditProof(ctx context.Context, sel ast.SelectionSet, v *model.AuditProof) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AuditProof!")
+		return graphql.Null
+	}
+	return ec._AuditProof(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
@@ -25321,6 +26000,13 @@ func (ec *executionContext) marshalOAdmissionVerdict2ᚖgithubᚗcomᚋapelora�
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalOAuditCheckpoint2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditCheckpoint(ctx context.Context, sel ast.SelectionSet, v *model.AuditCheckpoint) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._AuditCheckpoint(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOAuditOutcome2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditOutcome(ctx context.Context, v any) (*model.AuditOutcome, error) {

@@ -7,13 +7,13 @@ package hardware
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/machines"
 )
 
 // Profile is a declared hardware profile. A zero minimum asks nothing of that aspect;
@@ -46,26 +46,14 @@ const (
 	MaxDiskSizeGB   = 1_000_000 // 1 PB
 	MaxNICs         = 64
 	MaxNICSpeedMbps = 1_600_000 // 1.6 Tbit/s
-	maxNameLength   = 63
 	maxDescription  = 1024
 )
 
-// NameRule is the rule profile names follow, in the administrator's words.
-const NameRule = "1–63 characters: lower-case letters, digits and hyphens, starting with a letter and not ending with a hyphen"
-
-var namePattern = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
-
-// ValidateName checks a profile name; field is the input field that carries it.
+// ValidateName checks a profile name; field is the input field that carries it. Profile
+// names take the shape of machine names (machines.NameRule, one rule), which is also
+// hardware_profiles' CHECK.
 func ValidateName(field, name string) error {
-	switch {
-	case name == "":
-		return apperr.Invalid(field, "the hardware profile name is empty: give a name of %s", NameRule)
-	case len(name) > maxNameLength:
-		return apperr.Invalid(field, "the hardware profile name is %d characters long, more than the %d allowed (%s)", utf8.RuneCountInString(name), maxNameLength, NameRule)
-	case !namePattern.MatchString(name):
-		return apperr.Invalid(field, "hardware profile name %q is not valid: use %s", quoteShort(name), NameRule)
-	}
-	return nil
+	return machines.ValidateLabel(field, "hardware profile name", name)
 }
 
 // architectures maps every accepted spelling to the kernel's name, which Incus reports.

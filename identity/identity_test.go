@@ -137,7 +137,7 @@ func (f *fakeIdentities) IdentityByID(ctx context.Context, id int64) (*Identity,
 	return nil, nil
 }
 
-func (f *fakeIdentities) ConsoleSessionByID(ctx context.Context, id int64) (*Session, error) {
+func (f *fakeIdentities) ConsoleSessionByID(ctx context.Context, id int64) (*ConsoleSession, error) {
 	return nil, nil
 }
 
@@ -169,7 +169,7 @@ func TestSessionsEndWhenTheIdentityIsRevokedDeletedOrExpires(t *testing.T) {
 	store := &fakeIdentities{rows: map[int64]*Identity{
 		1: {ID: 1, Name: "alice"}, 2: {ID: 2, Name: "bob"}, 3: {ID: 3, Name: "carol"},
 	}}
-	s := NewSessions(store, quiet)
+	s := NewSocketRegistry(store, quiet)
 	watch := func(id int64) context.Context {
 		ctx, err := s.Watch(t.Context(), &Identity{ID: id, Name: store.rows[id].Name})
 		if err != nil {
@@ -233,7 +233,7 @@ func TestSessionsEndWhenTheIdentityIsRevokedDeletedOrExpires(t *testing.T) {
 func TestWatchRefusesAnIdentityRevokedSinceItAuthenticated(t *testing.T) {
 	now := time.Now()
 	store := &fakeIdentities{rows: map[int64]*Identity{1: {ID: 1, Name: "alice", RevokedAt: &now, RevokedBy: "bob"}}}
-	s := NewSessions(store, quiet)
+	s := NewSocketRegistry(store, quiet)
 	// The caller authenticated a moment before the revocation committed.
 	if _, err := s.Watch(t.Context(), &Identity{ID: 1, Name: "alice"}); apperr.CodeOf(err) != apperr.Unauthenticated {
 		t.Fatalf("Watch = %v, want UNAUTHENTICATED", err)

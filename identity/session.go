@@ -10,10 +10,10 @@ import (
 	"github.com/apelora/fabric/apperr"
 )
 
-// Session is a Fabric Console sign-in: the administrator pastes a bearer token once and
-// the browser keeps a random session value in an HttpOnly cookie instead. Only a hash of
-// the value is stored.
-type Session struct {
+// ConsoleSession is a Fabric Console sign-in: the administrator pastes a bearer token
+// once and the browser keeps a random session value in an HttpOnly cookie instead. Only a
+// hash of the value is stored.
+type ConsoleSession struct {
 	ID        int64
 	CreatedAt time.Time
 	ExpiresAt time.Time
@@ -21,29 +21,29 @@ type Session struct {
 	Expired bool
 }
 
-// SessionStore keeps console sessions.
-type SessionStore interface {
-	// CreateSession stores a session for the identity, valid for ttl.
-	CreateSession(ctx context.Context, identityID int64, hash []byte, ttl time.Duration) (*Session, error)
-	// IdentityBySessionHash returns the session whose value hashes to hash and its
+// ConsoleSessionStore keeps console sessions.
+type ConsoleSessionStore interface {
+	// CreateConsoleSession stores a session for the identity, valid for ttl.
+	CreateConsoleSession(ctx context.Context, identityID int64, hash []byte, ttl time.Duration) (*ConsoleSession, error)
+	// IdentityByConsoleSessionHash returns the session whose value hashes to hash and its
 	// identity, read as IdentityByTokenHash reads one; nil, nil when there is none.
-	IdentityBySessionHash(ctx context.Context, hash []byte) (*Identity, *Session, error)
-	// EndSession deletes the session; ending one that does not exist is no error.
-	EndSession(ctx context.Context, hash []byte) error
+	IdentityByConsoleSessionHash(ctx context.Context, hash []byte) (*Identity, *ConsoleSession, error)
+	// EndConsoleSession deletes the session; ending one that does not exist is no error.
+	EndConsoleSession(ctx context.Context, hash []byte) error
 }
 
 // Credentials is a store of identities and their console sessions.
 type Credentials interface {
 	Store
-	SessionStore
+	ConsoleSessionStore
 }
 
 // sessionPrefix tells a session value from a bearer token at a glance.
 const sessionPrefix = "aps_"
 
-// StartSession exchanges a bearer token for a console session. It returns the identity,
-// the session and the session value for the cookie; the value is never stored.
-func StartSession(ctx context.Context, s Credentials, token string, ttl time.Duration) (*Identity, *Session, string, error) {
+// StartConsoleSession exchanges a bearer token for a console session. It returns the
+// identity, the session and the session value for the cookie; the value is never stored.
+func StartConsoleSession(ctx context.Context, s Credentials, token string, ttl time.Duration) (*Identity, *ConsoleSession, string, error) {
 	id, err := Authenticate(ctx, s, "Bearer "+token)
 	if err != nil {
 		return nil, nil, "", err
@@ -53,21 +53,21 @@ func StartSession(ctx context.Context, s Credentials, token string, ttl time.Dur
 		return nil, nil, "", fmt.Errorf("generate session: %w", err)
 	}
 	value := sessionPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	sess, err := s.CreateSession(ctx, id.ID, HashToken(value), ttl)
+	sess, err := s.CreateConsoleSession(ctx, id.ID, HashToken(value), ttl)
 	if err != nil {
 		return nil, nil, "", err
 	}
 	return id, sess, value, nil
 }
 
-// AuthenticateSession resolves a session cookie's value to its identity. An unknown,
+// AuthenticateConsoleSession resolves a session cookie's value to its identity. An unknown,
 // ended or expired session is UNAUTHENTICATED with a message that says why, which the
 // console shows on its sign-in page.
-func AuthenticateSession(ctx context.Context, s Credentials, value string) (*Identity, *Session, error) {
+func AuthenticateConsoleSession(ctx context.Context, s Credentials, value string) (*Identity, *ConsoleSession, error) {
 	if len(value) > 200 {
 		return nil, nil, apperr.New(apperr.Unauthenticated, "the console session cookie is not valid: sign in again")
 	}
-	id, sess, err := s.IdentityBySessionHash(ctx, HashToken(value))
+	id, sess, err := s.IdentityByConsoleSessionHash(ctx, HashToken(value))
 	if err != nil {
 		return nil, nil, err
 	}

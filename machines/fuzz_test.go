@@ -9,8 +9,10 @@ import (
 	"github.com/apelora/fabric/apperr/apperrtest"
 )
 
-// The database's CHECK constraints (migrations/0001_foundation.sql): what the domain
-// accepts, the database must take.
+// What the domain accepts, the database must take: machine_records' name CHECK
+// (migrations/0001_foundation.sql), and fence_mappings' system id CHECK
+// (migrations/0002_fencing.sql). machine_records.maas_system_id has no CHECK: the domain's
+// rule (ValidateSystemID) is the only thing that keeps it a system id.
 var (
 	dbName     = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
 	dbSystemID = regexp.MustCompile(`^[a-z0-9]{4,16}$`)

@@ -4,13 +4,16 @@ package machines
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/plan"
 )
 
 // Provisioner is how a machine gets its operating system.
@@ -52,8 +55,24 @@ type Record struct {
 
 const maxDescriptionLength = 1024
 
-// SystemIDPattern is what a MAAS system id looks like.
-var SystemIDPattern = regexp.MustCompile(`^[a-z0-9]{4,16}$`)
+// systemIDPattern is what a MAAS system id looks like (MAAS makes them of 6 lower-case
+// letters and digits). The one rule for every place that takes a system id: registration,
+// fence mappings, the MAAS steps, the MAAS client (which puts it in a URL path) and the
+// simulator's fixtures. fence_mappings' CHECK (migrations/0002_fencing.sql) is the same
+// pattern; machine_records has no CHECK on it, so this rule is what keeps it clean.
+var systemIDPattern = regexp.MustCompile(`^[a-z0-9]{4,16}$`)
+
+// IsSystemID reports whether id is spelled as a MAAS system id.
+func IsSystemID(id string) bool { return systemIDPattern.MatchString(id) }
+
+// ValidateSystemID refuses id unless it is a MAAS system id, naming field (the input field
+// the caller took it from) in the refusal.
+func ValidateSystemID(field, id string) error {
+	if !IsSystemID(id) {
+		return apperr.Invalid(field, "MAAS system id %s is not valid: MAAS system ids are 4–16 lower-case letters and digits, as MAAS shows them", apperr.Quote(id))
+	}
+	return nil
+}
 
 // Registration is what an administrator asks to register.
 type Registration struct {
@@ -89,8 +108,8 @@ func (r *Registration) Validate() error {
 		if r.MAASSystemID == "" {
 			return apperr.Invalid("maasSystemId", "a MAAS machine needs its MAAS system id (maasSystemId), as MAAS shows it")
 		}
-		if !SystemIDPattern.MatchString(r.MAASSystemID) {
-			return apperr.Invalid("maasSystemId", "MAAS system id %s is not valid: MAAS system ids are 4–16 lower-case letters and digits", apperr.Quote(r.MAASSystemID))
+		if err := ValidateSystemID("maasSystemId", r.MAASSystemID); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -100,6 +119,9 @@ func (r *Registration) Validate() error {
 type Tx interface {
 	InsertRecord(ctx context.Context, r Record) error
 	DeleteRecord(ctx context.Context, name string) (bool, error)
+	// SetHardwareUUID records uuid on the record name registered from systemID, if the
+	// record has none yet; it answers whether it did.
+	SetHardwareUUID(ctx context.Context, name, systemID, uuid string) (bool, error)
 }
 
 // Store runs changes to machine records. Change runs fn in one transaction that holds the
@@ -112,6 +134,8 @@ type Store interface {
 
 // MAASLookup finds a machine in MAAS so that its hardware UUID can be copied.
 type MAASLookup interface {
+	// HardwareUUID is the hardware UUID MAAS reports for the machine: "" until MAAS has
+	// commissioned it.
 	HardwareUUID(ctx context.Context, systemID string) (string, error)
 }
 
@@ -130,7 +154,10 @@ type Service struct {
 	Now        func() time.Time
 }
 
-// Register records a new machine. For MAAS machines the hardware UUID is copied from MAAS.
+// Register records a new machine. For MAAS machines the hardware UUID is copied from MAAS
+// when MAAS reports one; a machine MAAS has only discovered (New) has none yet, and is
+// registered all the same, so that commissioning it is a step in its own history:
+// CopyHardwareUUID records the UUID once MAAS reports it.
 func (s *Service) Register(ctx context.Context, actor string, reg Registration) (*Record, error) {
 	if err := reg.Validate(); err != nil {
 		return nil, err
@@ -156,6 +183,41 @@ func (s *Service) Register(ctx context.Context, actor string, reg Registration) 
 		return nil, err
 	}
 	return &rec, nil
+}
+
+// UUIDActor is the actor of the audit event of copying a hardware UUID from MAAS: a change
+// the server makes on its own when it notices MAAS reports what the record lacks.
+const UUIDActor = "apelora (MAAS)"
+
+// CopyUUIDAction names the audit event of copying a hardware UUID from MAAS.
+const CopyUUIDAction = "copyHardwareUuid"
+
+// errNothingToCopy ends a copy without writing anything, audit event included.
+var errNothingToCopy = errors.New("nothing to copy")
+
+// CopyHardwareUUID records uuid, which MAAS now reports for systemID, on the record name
+// registered from it without one, in an audited change of its own (actor UUIDActor, action
+// CopyUUIDAction, request requestID). Once recorded it is a fact of the record, as if it
+// had been there at registration: a later change in MAAS raises HARDWARE_MISMATCH instead
+// of being copied again. It answers whether it copied (false: the record has one already,
+// was registered from another system id, or is gone). A dry run copies nothing.
+func (s *Service) CopyHardwareUUID(ctx context.Context, name, systemID, uuid, requestID string) (bool, error) {
+	if uuid == "" || systemID == "" || plan.From(ctx) != nil {
+		return false, nil
+	}
+	act := &audit.Action{Actor: UUIDActor, Name: CopyUUIDAction, Machine: name, RequestID: requestID,
+		Parameters: map[string]any{"maasSystemId": systemID, "hardwareUuid": uuid}}
+	err := s.Store.Change(audit.WithAction(ctx, act), name, func(tx Tx) error {
+		done, err := tx.SetHardwareUUID(ctx, name, systemID, uuid)
+		if err == nil && !done {
+			return errNothingToCopy
+		}
+		return err
+	})
+	if errors.Is(err, errNothingToCopy) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Unregister removes a machine record.

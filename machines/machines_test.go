@@ -44,6 +44,16 @@ func (t memTx) DeleteRecord(_ context.Context, name string) (bool, error) {
 	return ok, nil
 }
 
+func (t memTx) SetHardwareUUID(_ context.Context, name, systemID, uuid string) (bool, error) {
+	r, ok := t.s.records[name]
+	if !ok || r.MAASSystemID != systemID || r.HardwareUUID != "" {
+		return false, nil
+	}
+	r.HardwareUUID = uuid
+	t.s.records[name] = r
+	return true, nil
+}
+
 // Change applies fn to a copy and keeps it only on success, as a transaction would.
 func (s *memStore) Change(_ context.Context, _ string, fn func(Tx) error) error {
 	work := &memStore{records: map[string]Record{}}
@@ -106,6 +116,22 @@ func TestRegisterAndUnregister(t *testing.T) {
 	}
 	if _, err := s.Register(ctx, "alice", Registration{Name: "node-3", Provisioner: MAAS, MAASSystemID: "zzz999"}); !apperr.Is(err, apperr.NotFound) {
 		t.Fatalf("unknown MAAS machine: %v", err)
+	}
+	// A machine MAAS has only discovered has no UUID yet: it registers all the same, and
+	// the UUID is copied once when MAAS reports it.
+	s.MAAS = maasLookup{"abc123": "4c4c4544-0042", "new0001": ""}
+	r, err = s.Register(ctx, "alice", Registration{Name: "node-4", Provisioner: MAAS, MAASSystemID: "new0001"})
+	if err != nil || r.HardwareUUID != "" {
+		t.Fatalf("New MAAS machine: %+v %v", r, err)
+	}
+	if ok, err := s.CopyHardwareUUID(ctx, "node-4", "other01", "4c4c4544-0044", "req"); ok || err != nil {
+		t.Fatalf("copied from another system id: %v %v", ok, err)
+	}
+	if ok, err := s.CopyHardwareUUID(ctx, "node-4", "new0001", "4c4c4544-0044", "req"); !ok || err != nil || st.records["node-4"].HardwareUUID != "4c4c4544-0044" {
+		t.Fatalf("first copy: %v %v %+v", ok, err, st.records["node-4"])
+	}
+	if ok, err := s.CopyHardwareUUID(ctx, "node-4", "new0001", "4c4c4544-0045", "req"); ok || err != nil || st.records["node-4"].HardwareUUID != "4c4c4544-0044" {
+		t.Fatalf("second copy: %v %v %+v", ok, err, st.records["node-4"])
 	}
 
 	if err := s.Unregister(ctx, "node-1"); err != nil {

@@ -27,16 +27,30 @@ const NameRule = "1–63 characters: lower-case letters, digits and hyphens, sta
 
 // ValidateName checks that name can be a machine and Incus member name: INVALID_INPUT on
 // field "name", quoting at most a short prefix of the name, when it cannot.
-func ValidateName(name string) error {
+func ValidateName(name string) error { return ValidateMemberName("name", "machine name", name) }
+
+// ValidateMemberName is ValidateName for a member name taken from another input field
+// (field), called what in the refusal ("member name").
+func ValidateMemberName(field, what, name string) error {
+	if err := ValidateLabel(field, what, name); err != nil {
+		return err
+	}
+	if name == "none" {
+		return apperr.Invalid(field, `%s "none" is reserved by Incus (it means "not clustered"): choose another name`, what)
+	}
+	return nil
+}
+
+// ValidateLabel checks that name follows NameRule, for names that are no member names but
+// take the same shape (hardware profile names); what names the name in the refusal.
+func ValidateLabel(field, what, name string) error {
 	switch {
 	case name == "":
-		return apperr.Invalid("name", "machine name is empty: give a name of %s", NameRule)
+		return apperr.Invalid(field, "%s is empty: give a name of %s", what, NameRule)
 	case len(name) > maxNameLength:
-		return apperr.Invalid("name", "machine name is %d characters long, more than the %d allowed (%s)", utf8.RuneCountInString(name), maxNameLength, NameRule)
+		return apperr.Invalid(field, "%s is %d characters long, more than the %d allowed (%s)", what, utf8.RuneCountInString(name), maxNameLength, NameRule)
 	case !namePattern.MatchString(name):
-		return apperr.Invalid("name", "machine name %s is not valid: use %s", apperr.Quote(name), NameRule)
-	case name == "none":
-		return apperr.Invalid("name", `machine name "none" is reserved by Incus (it means "not clustered"): choose another name`)
+		return apperr.Invalid(field, "%s %s is not valid: use %s", what, apperr.Quote(name), NameRule)
 	}
 	return nil
 }

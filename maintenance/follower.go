@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/membership"
 )
 
 // FollowStore is what the follower records.
@@ -101,7 +102,7 @@ func (f *Follower) follow(ctx context.Context, op Operation) bool {
 	}
 	outcome, message := KindSucceeded, fmt.Sprintf("%s of %s finished", op.Action, op.Machine)
 	members, merr := f.Incus.Members(ctx)
-	status := "unknown"
+	status := membership.StatusUnknown
 	if merr == nil {
 		for _, m := range members {
 			if m.Name == op.Machine {
@@ -115,7 +116,7 @@ func (f *Follower) follow(ctx context.Context, op Operation) bool {
 	case !found:
 		// Incus keeps a finished operation a few seconds only: one that ended while no
 		// server looked (a restart) is judged by the member's status.
-		want := map[string]string{Evacuate: "Evacuated", Restore: "Online"}[op.Action]
+		want := map[string]membership.Status{Evacuate: membership.StatusEvacuated, Restore: membership.StatusOnline}[op.Action]
 		if status == want {
 			message = fmt.Sprintf("%s of %s finished while Apelora was not looking (Incus no longer lists operation %s); the member is %s", op.Action, op.Machine, op.IncusOperation, status)
 		} else {

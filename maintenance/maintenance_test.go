@@ -56,7 +56,7 @@ func TestRestoreBringsBackWhatLeftAndStartsWhatStayed(t *testing.T) {
 
 func TestProjectionRefusesOnlyWithOthersInMaintenance(t *testing.T) {
 	voter := func(name, status string) membership.Member {
-		return membership.Member{Name: name, Status: status, Roles: []string{"database"}}
+		return membership.Member{Name: name, Status: membership.Status(status), Roles: []string{"database"}}
 	}
 	p, others := projection([]membership.Member{voter("n1", "Online"), voter("n2", "Online"), voter("n3", "Online")}, "n1")
 	if p.Refused() || len(others) != 0 {

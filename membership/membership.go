@@ -11,11 +11,25 @@ import (
 // SchedulerKey is the member config key that holds a member out of automatic placement.
 const SchedulerKey = "scheduler.instance"
 
+// Status is a member's state as Incus reports it. The values are Incus's own words, so
+// messages and recorded details read as `incus cluster list` shows them; app's Incus port
+// maps Incus's strings to these, in one place (memberStatus), and a word this version does
+// not know becomes StatusUnknown.
+type Status string
+
+const (
+	StatusOnline    Status = "Online"    // fully operational
+	StatusOffline   Status = "Offline"   // missed its heartbeats
+	StatusEvacuated Status = "Evacuated" // its instances moved away for maintenance
+	StatusBlocked   Status = "Blocked"   // waits for an upgrade to the cluster's version
+	StatusUnknown   Status = "Unknown"   // a status Apelora does not know
+)
+
 // Member is an Incus cluster member.
 type Member struct {
 	Name          string
 	URL           string
-	Status        string // Online, Offline, Evacuated, Blocked
+	Status        Status
 	Message       string
 	Architecture  string
 	FailureDomain string
@@ -32,10 +46,10 @@ func (m *Member) Scheduler() string { return m.Config[SchedulerKey] }
 func (m *Member) Held() bool { return m.Scheduler() == "manual" }
 
 // Online reports whether Incus says the member is fully operational.
-func (m *Member) Online() bool { return m.Status == "Online" }
+func (m *Member) Online() bool { return m.Status == StatusOnline }
 
 // Evacuated reports whether Incus says the member is evacuated (in maintenance).
-func (m *Member) Evacuated() bool { return m.Status == "Evacuated" }
+func (m *Member) Evacuated() bool { return m.Status == StatusEvacuated }
 
 // PendingJoin is a join token Incus has issued for a name and that is not used yet. Only
 // the name and the expiry are ever read from it.

@@ -53,6 +53,7 @@ type Metrics struct {
 	writes       *prometheus.CounterVec
 	auditWrites  *prometheus.CounterVec
 	auditLost    prometheus.Counter
+	plans        *prometheus.CounterVec
 	verdicts     *prometheus.CounterVec
 	checkFails   *prometheus.CounterVec
 	sources      *prometheus.GaugeVec
@@ -123,6 +124,10 @@ func (m *Metrics) registerServer() {
 		Name: "apelora_audit_events_lost_total",
 		Help: "Audit events that could not be written at all (only the server log has them).",
 	})
+	m.plans = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_plans_total",
+		Help: "Dry runs (dryRun: true) answered to callers allowed to make the change, by mutation and result (planned, refused: the plan holds a refusal, invalid: INVALID_INPUT, failed). They change nothing and are not audit events; dry runs refused for permission are audited as REFUSED.",
+	}, []string{"mutation", "result"})
 	m.verdicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apelora_admission_verdicts_total",
 		Help: "Admission check runs by verdict (ADMISSIBLE, BLOCKED) and trigger (REPORT, ADMISSION).",
@@ -139,7 +144,7 @@ func (m *Metrics) registerServer() {
 		Name: "apelora_source_checked_timestamp_seconds",
 		Help: "When a source was last read (Unix time), so a stale availability can be told apart.",
 	}, []string{"source"})
-	m.reg.MustRegister(m.operations, m.opDuration, m.subsOpen, m.subsStarted, m.auditWrites, m.auditLost,
+	m.reg.MustRegister(m.operations, m.opDuration, m.subsOpen, m.subsStarted, m.auditWrites, m.auditLost, m.plans,
 		m.verdicts, m.checkFails, m.sources, m.sourceAsked)
 
 	// Series that alerts use exist from the start at 0: increase() cannot see a counter's
@@ -224,6 +229,15 @@ func (m *Metrics) Subscribed(name string) (ended func()) {
 	g := m.subsOpen.WithLabelValues(name)
 	g.Inc()
 	return g.Dec
+}
+
+// Planned records a dry run answered to a caller allowed to make the change
+// (server.Observer).
+func (m *Metrics) Planned(mutation, result string) {
+	if m == nil || m.plans == nil {
+		return
+	}
+	m.plans.WithLabelValues(mutation, result).Inc()
 }
 
 // AuditLost records an audit event that could not be written at all (server.Observer).

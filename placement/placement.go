@@ -171,7 +171,7 @@ func (s *Service) withMarks(ctx context.Context, st Status) Status {
 }
 
 // Set turns the guard on (installs Scriptlet where no scriptlet is) or off (removes
-// Scriptlet), and returns the state after. Setting the state it is already in changes
+// Scriptlet), and returns the state after, read back from Incus. Setting the state it is already in changes
 // nothing in Incus and is still audited. A foreign scriptlet is never touched.
 func (s *Service) Set(ctx context.Context, enabled bool) (Status, error) {
 	if s.Incus == nil {
@@ -191,14 +191,24 @@ func (s *Service) Set(ctx context.Context, enabled bool) (Status, error) {
 		if now.State == Foreign {
 			return refusal(enabled, now)
 		}
-		after = s.withMarks(ctx, Status{State: want})
-		if rec := plan.From(ctx); rec != nil && after.Unplaceable() {
-			rec.Warn("", "%s", after.Message())
+		if rec := plan.From(ctx); rec != nil {
+			if target := s.withMarks(ctx, Status{State: want}); target.Unplaceable() {
+				rec.Warn("", "%s", target.Message())
+			}
 		}
-		if now.State == want {
-			return nil
+		if now.State != want {
+			if err := s.Incus.SetPlacementScriptlet(ctx, value, etag); err != nil {
+				return err
+			}
 		}
-		return s.Incus.SetPlacementScriptlet(ctx, value, etag)
+		// The state as it now is, read again: after the write, or, in a dry run (where the
+		// write was a plan step), as it stands, so a plan's payload shows only what exists.
+		cur, _, err = s.Incus.PlacementScriptlet(ctx)
+		if err != nil {
+			return err
+		}
+		after = s.withMarks(ctx, Judge(cur))
+		return nil
 	})
 	if err != nil {
 		return Status{}, err

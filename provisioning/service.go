@@ -44,24 +44,19 @@ func (s *Service) maas() (MAAS, error) {
 	return s.MAAS, nil
 }
 
-var systemIDPattern = machines.SystemIDPattern
-
-func validateSystemID(id string) error {
-	if !systemIDPattern.MatchString(id) {
-		return invalid("systemId", "%s is not a MAAS system id (4–16 lower-case letters and digits, as MAAS shows it)", apperr.Quote(id))
-	}
-	return nil
-}
+func validateSystemID(id string) error { return machines.ValidateSystemID("systemId", id) }
 
 // subject finds the machine record behind a system id, names the audit event after it,
-// and returns the lock name for the change.
+// and returns the lock name for the change. A MAAS machine Apelora has no record of is
+// refused: registering comes first (a discovered machine registers in any MAAS state), so
+// that every step on a machine is in its history, under its name.
 func (s *Service) subject(ctx context.Context, systemID string) (*machines.Record, string, error) {
 	rec, err := s.Store.RecordBySystemID(ctx, systemID)
 	if err != nil {
 		return nil, "", err
 	}
 	if rec == nil {
-		return nil, "maas:" + systemID, nil
+		return nil, "", refused("%s", UnregisteredRefusal(systemID))
 	}
 	if a := audit.ActionFrom(ctx); a != nil {
 		a.SetMachine(rec.Name)

@@ -121,6 +121,9 @@ func setup() (*Service, *fakeMAAS, *fakeEnrolment) {
 	st := &fakeStore{records: map[string]*machines.Record{
 		"node-a": {Name: "node-a", Provisioner: machines.MAAS, MAASSystemID: "ready1", HardwareUUID: "uuid-a"},
 		"node-b": {Name: "node-b", Provisioner: machines.MAAS, MAASSystemID: "depl01", HardwareUUID: "uuid-b"},
+		"node-c": {Name: "node-c", Provisioner: machines.MAAS, MAASSystemID: "alloc1"},
+		"node-d": {Name: "node-d", Provisioner: machines.MAAS, MAASSystemID: "broke1"},
+		"node-e": {Name: "node-e", Provisioner: machines.MAAS, MAASSystemID: "comm01"},
 		"node-m": {Name: "node-m", Provisioner: machines.Manual},
 	}}
 	en := &fakeEnrolment{}
@@ -132,13 +135,27 @@ func code(err error) apperr.Code { return apperr.CodeOf(err) }
 func TestCommissionRules(t *testing.T) {
 	s, m, _ := setup()
 	ctx := context.Background()
-	for id, want := range map[string]apperr.Code{"depl01": apperr.FailedPrecondition, "alloc1": apperr.FailedPrecondition, "comm01": apperr.FailedPrecondition, "nope99": apperr.NotFound, "BAD!": apperr.InvalidInput} {
+	for id, want := range map[string]apperr.Code{"depl01": apperr.FailedPrecondition, "alloc1": apperr.FailedPrecondition, "comm01": apperr.FailedPrecondition, "BAD!": apperr.InvalidInput} {
 		if _, err := s.Commission(ctx, id, CommissionOptions{}); code(err) != want {
 			t.Errorf("commission %s: %v, want %s", id, err, want)
 		}
 	}
 	if _, err := s.Commission(ctx, "broke1", CommissionOptions{Tests: []string{"memtester"}}); err != nil {
 		t.Fatal(err)
+	}
+	// A machine Apelora has no record of: no step is taken (MAAS is not even asked).
+	m.machines["new001"] = &MAASMachine{SystemID: "new001", Hostname: "node-n", Status: New, StatusName: "New"}
+	for _, step := range []func() error{
+		func() error { _, err := s.Commission(ctx, "new001", CommissionOptions{}); return err },
+		func() error { _, err := s.RunTests(ctx, "new001", "node-n", nil); return err },
+		func() error {
+			_, _, err := s.Release(identity.WithIdentity(ctx, &identity.Identity{Name: "ops"}), "new001", false, "")
+			return err
+		},
+	} {
+		if err := step(); code(err) != apperr.FailedPrecondition || !strings.Contains(err.Error(), "register it first") {
+			t.Errorf("a step on an unregistered machine: %v", err)
+		}
 	}
 	if strings.Join(m.calls, ";") != "commission broke1 memtester" {
 		t.Fatalf("calls %v", m.calls)
@@ -228,8 +245,13 @@ func TestRelease(t *testing.T) {
 	// A member with no machine record (the bootstrap member) is found by its hostname.
 	m.machines["boot01"] = &MAASMachine{SystemID: "boot01", Hostname: "m1", Status: Deployed, StatusName: "Deployed"}
 	s.Membership = members{"node-b", "m1"}
-	if _, _, err := s.Release(manager, "boot01", false, ""); code(err) != apperr.FailedPrecondition || !strings.Contains(err.Error(), "m1 is an Incus member") {
+	if _, _, err := s.Release(manager, "boot01", false, ""); code(err) != apperr.FailedPrecondition || !strings.Contains(err.Error(), "register it first") {
 		t.Fatalf("release an unregistered member: %v", err)
+	}
+	// A registered machine whose MAAS hostname names a member is found by that hostname.
+	s.Store.(*fakeStore).records["node-f"] = &machines.Record{Name: "node-f", Provisioner: machines.MAAS, MAASSystemID: "boot01"}
+	if _, _, err := s.Release(manager, "boot01", false, ""); code(err) != apperr.FailedPrecondition || !strings.Contains(err.Error(), "m1 is an Incus member") {
+		t.Fatalf("release a member registered under another name: %v", err)
 	}
 	if _, _, err := s.Release(manager, "broke1", true, ""); code(err) != apperr.Forbidden {
 		t.Fatalf("erase without hardware.delete: %v", err)

@@ -43,10 +43,12 @@ func Steps(cur MAASMachine, rec *machines.Record, member string) []Availability 
 		}
 		return ""
 	}
+	if rec == nil {
+		why := UnregisteredRefusal(cur.SystemID)
+		return []Availability{{StepCommission, why}, {StepInstall, why}, {StepHardwareTests, why}, {StepRelease, why}}
+	}
 	install := ""
 	switch {
-	case rec == nil:
-		install = fmt.Sprintf("MAAS machine %s (%s) is not registered: register it from MAAS first", cur.SystemID, cur.Hostname)
 	case member != "":
 		install = fmt.Sprintf("%s is already an Incus member", member)
 	default:
@@ -58,6 +60,11 @@ func Steps(cur MAASMachine, rec *machines.Record, member string) []Availability 
 		{StepHardwareTests, testRefusal(cur)},
 		{StepRelease, memberWhy("releasing it")},
 	}
+}
+
+// UnregisteredRefusal is why no MAAS step is taken on a machine Apelora has no record of.
+func UnregisteredRefusal(systemID string) string {
+	return fmt.Sprintf("MAAS machine %s has no machine record in Apelora: register it first (registerMachine with provisioner MAAS and this system id; a machine registers in any MAAS state), so that every step is in its history", systemID)
 }
 
 func memberRefusal(name, step string) string {

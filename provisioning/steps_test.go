@@ -28,7 +28,10 @@ func TestStepsSayWhatTheStateAllowsAndWhy(t *testing.T) {
 		want   map[Step]string // step → substring of the reason, "" for allowed
 	}{
 		{"ready and registered", m(Ready, "Ready"), rec, "", map[Step]string{StepCommission: "", StepInstall: "", StepHardwareTests: "", StepRelease: ""}},
-		{"discovered", m(Ready, "Ready"), nil, "", map[Step]string{StepCommission: "", StepInstall: "register it from MAAS first", StepHardwareTests: ""}},
+		{"discovered", m(Ready, "Ready"), nil, "", map[Step]string{StepCommission: "register it first", StepInstall: "register it first", StepHardwareTests: "register it first", StepRelease: "register it first"}},
+		{"discovered new", m(New, "New"), nil, "", map[Step]string{StepCommission: "register it first", StepInstall: "register it first", StepHardwareTests: "register it first", StepRelease: "register it first"}},
+		{"registered new, no UUID yet", MAASMachine{SystemID: "aaaa01", Status: New, StatusName: "New"}, &machines.Record{Name: "node-n", Provisioner: machines.MAAS, MAASSystemID: "aaaa01"}, "",
+			map[Step]string{StepCommission: "", StepInstall: "install needs a Ready machine"}},
 		{"deployed member", m(Deployed, "Deployed"), rec, "node-a", map[Step]string{
 			StepCommission: "is an Incus member", StepInstall: "already an Incus member", StepHardwareTests: "release it first", StepRelease: "remove the member first"}},
 		{"failed testing", m(FailedTesting, "Failed testing"), rec, "", map[Step]string{StepCommission: "commissions only", StepInstall: "install needs a Ready machine", StepHardwareTests: ""}},

@@ -50,6 +50,28 @@ func (r *queryResolver) AuditEvents(ctx context.Context, first *int, after *stri
 	return conn, nil
 }
 
+// AuditCheckpoint is the resolver for the auditCheckpoint field.
+func (r *queryResolver) AuditCheckpoint(ctx context.Context) (*model.AuditCheckpoint, error) {
+	c, err := r.AuditLog.Latest(ctx)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	return mapAuditCheckpoint(c, r.AuditLog.VerifierKey()), nil
+}
+
+// AuditProof is the resolver for the auditProof field.
+func (r *queryResolver) AuditProof(ctx context.Context, id string) (*model.AuditProof, error) {
+	eventID, err := audit.ParseEventID("id", id)
+	if err != nil {
+		return nil, err
+	}
+	p, err := r.AuditLog.Prove(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	return mapAuditProof(p, r.AuditLog.VerifierKey()), nil
+}
+
 // AuditEventRecorded is the resolver for the auditEventRecorded field.
 func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome, after *string) (<-chan *model.AuditEvent, error) {
 	var from *int64

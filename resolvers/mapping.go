@@ -131,9 +131,9 @@ func mapMachine(m *fleet.Machine) *model.Machine {
 	return out
 }
 
-var memberStatuses = map[string]model.MemberStatus{
-	"Online": model.MemberStatusOnline, "Offline": model.MemberStatusOffline,
-	"Evacuated": model.MemberStatusEvacuated, "Blocked": model.MemberStatusBlocked,
+var memberStatuses = map[membership.Status]model.MemberStatus{
+	membership.StatusOnline: model.MemberStatusOnline, membership.StatusOffline: model.MemberStatusOffline,
+	membership.StatusEvacuated: model.MemberStatusEvacuated, membership.StatusBlocked: model.MemberStatusBlocked,
 }
 
 func mapMember(m *membership.Member) *model.Member {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/plan"
 )
 
 // PlacementGuard is the resolver for the placementGuard field.
@@ -29,9 +28,6 @@ func (r *mutationResolver) SetPlacementGuard(ctx context.Context, input model.Se
 	s, err := r.Placement.Set(ctx, input.Enabled)
 	if err != nil {
 		return nil, err
-	}
-	if plan.Active(ctx) {
-		return &model.SetPlacementGuardPayload{}, nil // nothing changed: the plan says what would
 	}
 	return &model.SetPlacementGuardPayload{PlacementGuard: mapPlacementGuard(s)}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/auditlog"
 	"github.com/apelora/fabric/drift"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/fencing"
@@ -51,6 +52,8 @@ type Resolver struct {
 	// published (by machine) as they happen, on every replica.
 	AuditFeed     *broadcast.Hub[string, audit.Event]
 	AdmissionFeed *broadcast.Hub[string, *admission.Event]
+	// AuditLog: the trail's signed checkpoints and proofs.
+	AuditLog *auditlog.Service
 	// Fencing: fence mappings, events, progress and the cluster view.
 	Fencing *fencing.Service
 	// Identity lists, creates and revokes identities.

@@ -41,6 +41,8 @@ type gate struct {
 	observer Observer
 	// reads shares identical queries in flight.
 	reads sharedReads
+	// steps bounds the machine steps running at once.
+	steps *stepSlots
 }
 
 type authErrKey struct{}
@@ -177,6 +179,16 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 		ctx = context.WithValue(ctx, refusedByGateKey{}, true)
 	}
 
+	if decl.Lock == mutations.LockMachine && ctx.Value(refusedByGateKey{}) == nil {
+		release, err := g.steps.take(ctx)
+		if err != nil {
+			g.record(ctx, action, audit.Failed, err)
+			graphql.AddError(ctx, gqlerror.WrapPath(ast.Path{ast.PathName(rfc.Field.Alias)}, err))
+			return graphql.Null
+		}
+		defer release()
+	}
+
 	before := len(graphql.GetErrors(ctx))
 	res := next(audit.WithAction(ctx, action))
 	g.reads.forget() // a read from now on sees what this mutation did
@@ -192,8 +204,24 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 			break
 		}
 	}
-	if rec != nil && failure == nil {
-		g.recordPlanned(ctx, action, rec)
+	if rec != nil {
+		if refused, _ := ctx.Value(refusedByGateKey{}).(bool); refused {
+			// Refused by the gate (permission, Incus not configured): audited like any
+			// refusal.
+			g.recordMessage(ctx, action, audit.Refused, rec.Plan().Refusals[0].Message)
+			return res
+		}
+		for _, f := range rec.Plan().Refusals {
+			// Refused for permission further in (erase without hardware.delete): the same.
+			if f.Code == apperr.Forbidden || f.Code == apperr.Unauthenticated {
+				g.recordMessage(ctx, action, audit.Refused, f.Message)
+				return res
+			}
+		}
+		// A dry run by a caller allowed to make the change changes nothing: it is not an
+		// audit event (the console asks for a plan as the operator types); a metric
+		// counts it.
+		g.countPlan(action.Name, rec, failure)
 		return res
 	}
 	if failure == nil {
@@ -214,16 +242,22 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 // refusedByGateKey marks a dry run the gate refused: its resolver does not run.
 type refusedByGateKey struct{}
 
-// recordPlanned writes a dry run's one event: outcome PLANNED, the plan in its details,
-// the first refusal as its message.
-func (g *gate) recordPlanned(ctx context.Context, a *audit.Action, rec *plan.Recorder) {
-	p := rec.Plan()
-	a.Detail("plan", p.Detail())
-	msg := ""
-	if p.Refused() {
-		msg = p.Refusals[0].Message
+// countPlan counts an allowed dry run by its result.
+func (g *gate) countPlan(mutation string, rec *plan.Recorder, failure *gqlerror.Error) {
+	if g.observer == nil {
+		return
 	}
-	g.recordMessage(ctx, a, audit.Planned, msg)
+	result := "planned"
+	switch {
+	case failure != nil:
+		result = "failed"
+		if c, _ := failure.Extensions["code"].(string); c == string(apperr.InvalidInput) {
+			result = "invalid"
+		}
+	case rec.Plan().Refused():
+		result = "refused"
+	}
+	g.observer.Planned(mutation, result)
 }
 
 // fields puts the plan into a dry run's payload. A refusal (other than invalid input or

@@ -26,6 +26,10 @@ type Observer interface {
 	Subscribed(name string) (ended func())
 	// AuditLost: an audit event could not be written at all (the server log has it).
 	AuditLost()
+	// Planned: a dry run by a caller allowed to make the change was answered; result is
+	// planned, refused (the plan holds a refusal), invalid or failed. Such dry runs change
+	// nothing and are not audit events: this counts them.
+	Planned(mutation, result string)
 }
 
 // Names for operations that are not one of the schema's root fields.

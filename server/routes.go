@@ -24,7 +24,7 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 
 	// Fabric Console at / (every path no other route takes), its session, and GraphiQL.
 	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
-	sessions := &sessionAPI{store: cfg.Store, ttl: sessionTTL(cfg.SessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
+	sessions := &sessionAPI{store: cfg.Store, ttl: consoleSessionTTL(cfg.ConsoleSessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
 		secure: strings.HasPrefix(cfg.PublicURL, "https:"),
 		refused: func(r *http.Request, why error) (string, time.Duration, bool) {
 			return g.signInRefused(r.Context(), limiter, clientAddress(r.RemoteAddr), why)

@@ -30,7 +30,7 @@ import (
 // Store is what the server itself needs from the database.
 type Store interface {
 	identity.Store
-	identity.SessionStore
+	identity.ConsoleSessionStore
 	AuditRecorder
 	Ping(ctx context.Context) error
 }
@@ -43,7 +43,8 @@ type Config struct {
 	// MutationChecks are conditions every mutation needs besides manage-infrastructure.
 	MutationChecks []MutationCheck
 	// PingInterval is the websocket keep-alive period (graphql-transport-ws ping; a client
-	// that answers no pong for two periods is disconnected). Zero means 25 s.
+	// that answers no pong for two periods is disconnected). Zero means
+	// graphqlws.DefaultPingInterval.
 	PingInterval time.Duration
 	// AllowedOrigins are extra browser origins (host patterns) allowed to open websockets;
 	// the server's own origin always is.
@@ -51,11 +52,11 @@ type Config struct {
 	// PublicURL is the URL administrators and new servers reach Apelora at; empty means
 	// "as the request addressed it".
 	PublicURL string
-	// SessionTTL is how long a console session lasts; zero means DefaultSessionTTL.
-	SessionTTL time.Duration
-	// Sessions closes the websockets of identities revoked or expired while connected;
+	// ConsoleSessionTTL is how long a console session lasts; zero means DefaultConsoleSessionTTL.
+	ConsoleSessionTTL time.Duration
+	// Sockets closes the websockets of identities revoked or expired while connected;
 	// nil closes none.
-	Sessions Sessions
+	Sockets SocketRegistry
 	// AuthFailureLimit limits requests without a valid identity per client address; zero
 	// means DefaultAuthFailureLimit.
 	AuthFailureLimit RateLimit
@@ -68,15 +69,14 @@ type Config struct {
 	// AccessLogLevel is the level of the one log line per request (zero: INFO). A
 	// terminal session (scripts/run.sh) sets DEBUG so requests do not bury what it prints.
 	AccessLogLevel slog.Level
+	// StepConcurrency is how many machine steps (mutations that lock a machine) run at once;
+	// more wait their turn. Zero means DefaultStepConcurrency.
+	StepConcurrency int
 }
 
 // Handler returns the server's HTTP handler.
 func Handler(cfg Config) http.Handler {
-	ping := cfg.PingInterval
-	if ping == 0 {
-		ping = 25 * time.Second
-	}
-	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer}
+	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer, steps: newStepSlots(cfg.StepConcurrency)}
 	limiter := newAuthLimiter(cfg.AuthFailureLimit)
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
@@ -87,8 +87,8 @@ func Handler(cfg Config) http.Handler {
 		subscribed = obs.subscribed // per subscriber: shared streams execute once for many
 	}
 	gql.AddTransport(graphqlws.New(graphqlws.Options{
-		Init:           websocketInit(cfg.Store, cfg.Sessions, func(ctx context.Context, err error) error { return g.refusedSocket(ctx, limiter, err) }),
-		PingInterval:   ping,
+		Init:           websocketInit(cfg.Store, cfg.Sockets, func(ctx context.Context, err error) error { return g.refusedSocket(ctx, limiter, err) }),
+		PingInterval:   cfg.PingInterval,
 		AllowedOrigins: cfg.AllowedOrigins,
 		Shared:         sharedStreams,
 		Authorize:      mayRead,
@@ -131,14 +131,14 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 // refused socket is closed with 4403, which graphql-ws clients treat as final instead of
 // reconnecting forever. The connection context it returns ends when the identity is
 // revoked or expires, or the console session expires or is signed out of, and the socket
-// then closes with 4403 too (the transport's contract, see Sessions).
+// then closes with 4403 too (the transport's contract, see SocketRegistry).
 //
 // refused is told of every authentication failure; it may turn it into another error
 // (RATE_LIMITED for an address out of tries).
-func websocketInit(store identity.Store, sessions Sessions, refused func(context.Context, error) error) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
+func websocketInit(store identity.Store, sockets SocketRegistry, refused func(context.Context, error) error) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
 	return func(ctx context.Context, p graphqlws.InitPayload) (context.Context, error) {
 		var id *identity.Identity
-		var console *identity.Session
+		var console *identity.ConsoleSession
 		var err error
 		if p.Authorization() == "" && sessionFrom(ctx) != nil {
 			id, console = identity.FromContext(ctx), sessionFrom(ctx)
@@ -151,13 +151,13 @@ func websocketInit(store identity.Store, sessions Sessions, refused func(context
 		if err == nil {
 			err = id.Require(identity.ViewInfrastructure)
 		}
-		if err == nil && sessions != nil {
+		if err == nil && sockets != nil {
 			var watched context.Context
 			if console != nil {
 				// Signing out ends this socket too, on whichever replica holds it.
-				watched, err = sessions.WatchSession(ctx, id, console.ID)
+				watched, err = sockets.WatchConsoleSession(ctx, id, console.ID)
 			} else {
-				watched, err = sessions.Watch(ctx, id)
+				watched, err = sockets.Watch(ctx, id)
 			}
 			if err == nil {
 				ctx = watched

@@ -23,8 +23,8 @@ import (
 // the console's script never sees it and other sites' pages never send it.
 const SessionCookie = "apelora_session"
 
-// DefaultSessionTTL is how long a console session lasts when Config.SessionTTL is zero.
-const DefaultSessionTTL = 12 * time.Hour
+// DefaultConsoleSessionTTL is how long a console session lasts when Config.ConsoleSessionTTL is zero.
+const DefaultConsoleSessionTTL = 12 * time.Hour
 
 // credentials is what authenticating a request needs: bearer tokens and console sessions.
 type credentials = identity.Credentials
@@ -32,8 +32,8 @@ type credentials = identity.Credentials
 type sessionKey struct{}
 
 // sessionFrom returns the console session a request authenticated with, or nil.
-func sessionFrom(ctx context.Context) *identity.Session {
-	s, _ := ctx.Value(sessionKey{}).(*identity.Session)
+func sessionFrom(ctx context.Context) *identity.ConsoleSession {
+	s, _ := ctx.Value(sessionKey{}).(*identity.ConsoleSession)
 	return s
 }
 
@@ -48,7 +48,7 @@ func fromSession(ctx context.Context, store credentials, origins []string, r *ht
 	if err := sameOrigin(r, origins); err != nil {
 		return withAuthError(ctx, err), nil
 	}
-	id, sess, err := identity.AuthenticateSession(ctx, store, c.Value)
+	id, sess, err := identity.AuthenticateConsoleSession(ctx, store, c.Value)
 	if err != nil {
 		return withAuthError(ctx, err), nil
 	}
@@ -164,7 +164,7 @@ func (a *sessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(body.Token), "Bearer "))
-	id, sess, value, err := identity.StartSession(r.Context(), a.store, token, a.ttl)
+	id, sess, value, err := identity.StartConsoleSession(r.Context(), a.store, token, a.ttl)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.Unauthenticated {
 			a.fail(w, r, apperr.Invalid("token", "this token is not valid: paste the whole bearer token (apl_…) of your identity, or create one with `apelora identity create`"))
@@ -210,7 +210,7 @@ func (a *sessionAPI) signOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
-		if err := a.store.EndSession(r.Context(), identity.HashToken(c.Value)); err != nil {
+		if err := a.store.EndConsoleSession(r.Context(), identity.HashToken(c.Value)); err != nil {
 			resterr.Write(w, r, a.log, err)
 			return
 		}
@@ -239,10 +239,10 @@ func (a *sessionAPI) cookie(r *http.Request, value string, expires time.Time) *h
 	return c
 }
 
-// sessionTTL returns the configured console session lifetime or the default.
-func sessionTTL(d time.Duration) time.Duration {
+// consoleSessionTTL returns the configured console session lifetime or the default.
+func consoleSessionTTL(d time.Duration) time.Duration {
 	if d <= 0 {
-		return DefaultSessionTTL
+		return DefaultConsoleSessionTTL
 	}
 	return d
 }
@@ -254,7 +254,7 @@ func boundBySession(ctx context.Context) context.Context {
 	if s == nil {
 		return ctx
 	}
-	// The cause makes the socket close with 4403 and this reason (see Sessions).
+	// The cause makes the socket close with 4403 and this reason (see SocketRegistry).
 	bounded, cancel := context.WithDeadlineCause(ctx, s.ExpiresAt, apperr.New(apperr.Unauthenticated,
 		"your console session expired at %s: sign in again", s.ExpiresAt.UTC().Format(time.RFC3339)))
 	context.AfterFunc(ctx, cancel) // the socket's own end releases the timer

@@ -2,15 +2,13 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"strconv"
 
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/flight"
+	"github.com/apelora/fabric/server/graphqlws"
 )
 
 // sharedReads runs identical queries that arrive while one is in flight once: the same
@@ -61,16 +59,9 @@ func readKey(ctx context.Context) (string, bool) {
 	if id == nil || !graphql.HasOperationContext(ctx) {
 		return "", false
 	}
-	oc := graphql.GetOperationContext(ctx)
-	vars, err := json.Marshal(oc.Variables) // map keys sorted: the same variables, the same bytes
-	if err != nil {
+	op, ok := graphqlws.OperationKey(graphql.GetOperationContext(ctx))
+	if !ok {
 		return "", false
 	}
-	h := sha256.New()
-	for _, part := range []string{strconv.FormatInt(id.ID, 10), oc.OperationName, oc.RawQuery, string(vars)} {
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write([]byte(part))
-	}
-	return hex.EncodeToString(h.Sum(nil)), true
+	return strconv.FormatInt(id.ID, 10) + ":" + op, true
 }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/machines"
 )
 
 // Machines: listing and reading machines, and what every machine call shares.
@@ -86,13 +86,12 @@ func (c *Client) machineCall(ctx context.Context, what string, cl call) (Machine
 	return w.machine(), nil
 }
 
-// MAAS system IDs are short lower-case strings; anything with a slash or
-// other URL syntax must never reach a path.
-var systemIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
+// checkSystemID refuses what the domain refuses (machines.IsSystemID, the one rule), so
+// no id that registration or a fence mapping would refuse is ever sent, and nothing with
+// a slash or other URL syntax reaches a path.
 func checkSystemID(id string) error {
-	if !systemIDRE.MatchString(id) {
-		return fmt.Errorf("invalid MAAS system ID %s: expected letters and digits such as \"k7qpwx\"", apperr.Quote(id))
+	if !machines.IsSystemID(id) {
+		return fmt.Errorf("invalid MAAS system ID %s: MAAS system ids are 4–16 lower-case letters and digits, such as \"k7qpwx\"", apperr.Quote(id))
 	}
 	return nil
 }

@@ -20,16 +20,10 @@ const auditOrderLock = lockNamespace + 2
 // visible in id order, and a stream that reads "the rows after the last id I have"
 // (auditEventRecorded's replay, the feed) can never skip one that commits late. Inserts
 // wait for each other only between the insert and the commit, at the end of a change.
+// Under the same lock (taken in appendAuditEvent) the event becomes the next leaf of the
+// audit log, so leaf indexes follow ids.
 func insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
-	e = audit.Bound(e)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, auditOrderLock); err != nil {
-		return 0, err
-	}
-	var id int64
-	err := tx.QueryRow(ctx, `INSERT INTO audit_events (actor, action, machine, parameters, outcome, error, request_id, details)
-		VALUES ($1, $2, nullif($3, ''), $4, $5, nullif($6, ''), $7, $8) RETURNING id`,
-		e.Actor, e.Action, e.Machine, e.Parameters, e.Outcome, e.Error, e.RequestID, e.Details).Scan(&id)
-	return id, err
+	return appendAuditEvent(ctx, tx, audit.Bound(e))
 }
 
 // RecordAudit writes an audit event on its own, for an action that changed nothing

@@ -103,9 +103,7 @@ func (s *Store) changeHolding(ctx context.Context, lock mutations.Lock, machine 
 		// asking again as the operator types) BUSY.
 		lock := `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`
 		if r != nil {
-			lock = `SELECT NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
-				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-				AND classid = $1::int4::oid AND objid = hashtext($2)::oid AND objsubid = 2)`
+			lock = `SELECT NOT ` + advisoryLockGranted("hashtext($2)", false)
 		}
 		var got bool
 		if err := tx.QueryRow(ctx, lock, lockNamespace, machine).Scan(&got); err != nil {

@@ -195,36 +195,36 @@ type driftLeadership struct {
 	conn        *pgx.Conn
 }
 
-func (l *driftLeadership) TryLead(ctx context.Context) (drift.Session, error) {
+func (l *driftLeadership) TryLead(ctx context.Context) (drift.LeaderConn, error) {
 	conn, got, err := l.s.tryLock(ctx, l.conn, l.application, driftLockNamespace, driftLockKey)
 	l.conn = nil
 	if err != nil || !got {
 		l.conn = conn
 		return nil, err
 	}
-	return &driftSession{conn: conn}, nil
+	return &driftLeaderConn{conn: conn}, nil
 }
 
-// driftSession is the leading watcher's connection; every write goes through it, so a
+// driftLeaderConn is the leading watcher's connection; every write goes through it, so a
 // replica that lost the lock records nothing. Not safe for concurrent use.
-type driftSession struct {
+type driftLeaderConn struct {
 	conn *pgx.Conn
 }
 
-func (d *driftSession) Check(ctx context.Context) error {
+func (d *driftLeaderConn) Check(ctx context.Context) error {
 	return lockHeld(ctx, d.conn, driftLockNamespace, driftLockKey)
 }
 
-func (d *driftSession) Now(ctx context.Context) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+func (d *driftLeaderConn) Now(ctx context.Context) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
 	defer cancel()
 	var t time.Time
 	err := d.conn.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t)
 	return t, dbError(err)
 }
 
-func (d *driftSession) States(ctx context.Context) (map[string][]drift.State, error) {
-	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+func (d *driftLeaderConn) States(ctx context.Context) (map[string][]drift.State, error) {
+	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
 	defer cancel()
 	all, err := scanStates(d.conn.Query(ctx, `SELECT `+driftStateColumns+` FROM drift_checks c ORDER BY c.machine, c.check_name`))
 	if err != nil {
@@ -251,8 +251,8 @@ func (d *driftSession) States(ctx context.Context) (map[string][]drift.State, er
 	return out, nil
 }
 
-func (d *driftSession) Save(ctx context.Context, machine string, checked time.Time, states []drift.State, events []drift.Event) ([]drift.Event, error) {
-	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+func (d *driftLeaderConn) Save(ctx context.Context, machine string, checked time.Time, states []drift.State, events []drift.Event) ([]drift.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
 	defer cancel()
 	tx, err := d.conn.Begin(ctx)
 	if err != nil {
@@ -295,8 +295,8 @@ func (d *driftSession) Save(ctx context.Context, machine string, checked time.Ti
 	return out, dbError(tx.Commit(ctx))
 }
 
-func (d *driftSession) Heartbeat(ctx context.Context, w drift.Watcher) error {
-	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+func (d *driftLeaderConn) Heartbeat(ctx context.Context, w drift.Watcher) error {
+	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
 	defer cancel()
 	settings := map[string]any{"intervalSeconds": w.Interval.Seconds(), "offlineAfterSeconds": w.OfflineAfter.Seconds()}
 	_, err := d.conn.Exec(ctx, `INSERT INTO drift_watcher (singleton, replica, leader_since, last_round_at, machines, problem, settings)
@@ -307,4 +307,4 @@ func (d *driftSession) Heartbeat(ctx context.Context, w drift.Watcher) error {
 	return dbError(err)
 }
 
-func (d *driftSession) Close() { releaseLock(d.conn) }
+func (d *driftLeaderConn) Close() { releaseLock(d.conn) }

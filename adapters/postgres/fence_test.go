@@ -88,7 +88,7 @@ func TestFenceMappingsAreAuditedAndUnique(t *testing.T) {
 	}
 }
 
-func lead(t *testing.T, s *postgres.Store) fencing.Session {
+func lead(t *testing.T, s *postgres.Store) fencing.LeaderConn {
 	t.Helper()
 	sess, err := s.FenceLeadership("apelora-worker-test").TryLead(context.Background())
 	if err != nil || sess == nil {
@@ -125,7 +125,7 @@ func TestFenceLockIsExclusiveAndLostWithItsConnection(t *testing.T) {
 	}
 }
 
-func TestFenceSessionKeepsTrackingAndDerivesRequests(t *testing.T) {
+func TestFenceLeaderConnKeepsTrackingAndDerivesRequests(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
 	sess := lead(t, db.Store)

@@ -19,9 +19,9 @@ const (
 	fenceLockKey       = 1
 )
 
-// sessionTimeout bounds each statement of the fence session, so a database that stopped
+// leaderConnTimeout bounds each statement of a leader connection, so a database that stopped
 // answering is noticed and the worker stops acting.
-const sessionTimeout = 15 * time.Second
+const leaderConnTimeout = 15 * time.Second
 
 // FenceLeadership hands out the fence worker's lock: a session-level advisory lock held on
 // a connection of its own, so that it lasts exactly as long as that connection. A worker
@@ -39,14 +39,14 @@ type fenceLeadership struct {
 	conn        *pgx.Conn // a standby's connection, kept for the next attempt
 }
 
-func (l *fenceLeadership) TryLead(ctx context.Context) (fencing.Session, error) {
+func (l *fenceLeadership) TryLead(ctx context.Context) (fencing.LeaderConn, error) {
 	conn, got, err := l.s.tryLock(ctx, l.conn, l.application, fenceLockNamespace, fenceLockKey)
 	l.conn = nil
 	if err != nil || !got {
 		l.conn = conn
 		return nil, err
 	}
-	return &fenceSession{conn: conn}, nil
+	return &fenceLeaderConn{conn: conn}, nil
 }
 
 // tryLock tries for a session-level advisory lock on conn, connecting first when conn is
@@ -59,7 +59,7 @@ func (s *Store) tryLock(ctx context.Context, conn *pgx.Conn, application string,
 			return nil, false, err
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+	cctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
 	defer cancel()
 	var got bool
 	if err := conn.QueryRow(cctx, `SELECT pg_try_advisory_lock($1, $2)`, namespace, key).Scan(&got); err != nil {
@@ -74,11 +74,10 @@ func lockHeld(ctx context.Context, conn *pgx.Conn, namespace, key int) error {
 	if conn.IsClosed() {
 		return errLockLost
 	}
-	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
 	defer cancel()
 	var held bool
-	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
-		AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted)`, namespace, key).Scan(&held)
+	err := conn.QueryRow(ctx, `SELECT `+advisoryLockGranted("$2", true), namespace, key).Scan(&held)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errLockLost, err)
 	}
@@ -103,7 +102,7 @@ func (s *Store) lockConn(ctx context.Context, application string) (*pgx.Conn, er
 	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
 	d := &net.Dialer{Timeout: 5 * time.Second, KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 2 * time.Second, Count: 3}}
 	cfg.DialFunc = d.DialContext
-	cctx, cancel := context.WithTimeout(ctx, sessionTimeout)
+	cctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
@@ -112,23 +111,23 @@ func (s *Store) lockConn(ctx context.Context, application string) (*pgx.Conn, er
 	return conn, nil
 }
 
-// fenceSession is the leader's connection. Not safe for concurrent use: the worker's loop
+// fenceLeaderConn is the leader's connection. Not safe for concurrent use: the worker's loop
 // is its only user.
-type fenceSession struct {
+type fenceLeaderConn struct {
 	conn *pgx.Conn
 }
 
 var errLockLost = errors.New("the lock's database connection is gone")
 
-func (f *fenceSession) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, sessionTimeout)
+func (f *fenceLeaderConn) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, leaderConnTimeout)
 }
 
-func (f *fenceSession) Check(ctx context.Context) error {
+func (f *fenceLeaderConn) Check(ctx context.Context) error {
 	return lockHeld(ctx, f.conn, fenceLockNamespace, fenceLockKey)
 }
 
-func (f *fenceSession) Now(ctx context.Context) (time.Time, error) {
+func (f *fenceLeaderConn) Now(ctx context.Context) (time.Time, error) {
 	ctx, cancel := f.ctx(ctx)
 	defer cancel()
 	var t time.Time
@@ -136,7 +135,7 @@ func (f *fenceSession) Now(ctx context.Context) (time.Time, error) {
 	return t, dbError(err)
 }
 
-func (f *fenceSession) Tracking(ctx context.Context) (map[string]fencing.Tracking, error) {
+func (f *fenceLeaderConn) Tracking(ctx context.Context) (map[string]fencing.Tracking, error) {
 	ctx, cancel := f.ctx(ctx)
 	defer cancel()
 	rows, err := f.conn.Query(ctx, `SELECT member, first_seen_offline, last_seen_online, last_observed, maintenance FROM fence_member_tracking`)
@@ -169,7 +168,7 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
-func (f *fenceSession) SaveTracking(ctx context.Context, next []fencing.Tracking, gone []string, events []fencing.Event) ([]fencing.Event, error) {
+func (f *fenceLeaderConn) SaveTracking(ctx context.Context, next []fencing.Tracking, gone []string, events []fencing.Event) ([]fencing.Event, error) {
 	ctx, cancel := f.ctx(ctx)
 	defer cancel()
 	tx, err := f.conn.Begin(ctx)
@@ -215,14 +214,14 @@ func insertFenceEvent(ctx context.Context, q querier, e fencing.Event) (fencing.
 	return e, nil
 }
 
-func (f *fenceSession) Mappings(ctx context.Context) (map[string]fencing.Mapping, error) {
+func (f *fenceLeaderConn) Mappings(ctx context.Context) (map[string]fencing.Mapping, error) {
 	ctx, cancel := f.ctx(ctx)
 	defer cancel()
 	return mappings(ctx, f.conn)
 }
 
 // Requests derives each member's latest request, and what became of it, from the events.
-func (f *fenceSession) Requests(ctx context.Context) (map[string]fencing.Request, error) {
+func (f *fenceLeaderConn) Requests(ctx context.Context) (map[string]fencing.Request, error) {
 	ctx, cancel := f.ctx(ctx)
 	defer cancel()
 	rows, err := f.conn.Query(ctx, `SELECT r.member, r.id, r.at, coalesce(r.details->>'maasSystemId', ''), coalesce(r.details->>'hardwareUuid', ''),
@@ -251,7 +250,7 @@ func (f *fenceSession) Requests(ctx context.Context) (map[string]fencing.Request
 	return out, dbError(rows.Err())
 }
 
-func (f *fenceSession) LatestEvents(ctx context.Context) (map[string]fencing.Event, error) {
+func (f *fenceLeaderConn) LatestEvents(ctx context.Context) (map[string]fencing.Event, error) {
 	ctx, cancel := f.ctx(ctx)
 	defer cancel()
 	// One index lookup per member the worker tracks (the members it decides on), instead of
@@ -271,13 +270,13 @@ func (f *fenceSession) LatestEvents(ctx context.Context) (map[string]fencing.Eve
 
 // Append records an event on the lock's own connection: if it succeeds, this worker held
 // the lock when it was written.
-func (f *fenceSession) Append(ctx context.Context, e fencing.Event) (fencing.Event, error) {
+func (f *fenceLeaderConn) Append(ctx context.Context, e fencing.Event) (fencing.Event, error) {
 	ctx, cancel := f.ctx(ctx)
 	defer cancel()
 	return insertFenceEvent(ctx, f.conn, e)
 }
 
-func (f *fenceSession) Heartbeat(ctx context.Context, ws fencing.WorkerStatus) error {
+func (f *fenceLeaderConn) Heartbeat(ctx context.Context, ws fencing.WorkerStatus) error {
 	ctx, cancel := f.ctx(ctx)
 	defer cancel()
 	settings := map[string]any{
@@ -292,7 +291,7 @@ func (f *fenceSession) Heartbeat(ctx context.Context, ws fencing.WorkerStatus) e
 	return dbError(err)
 }
 
-func (f *fenceSession) Close() { releaseLock(f.conn) }
+func (f *fenceLeaderConn) Close() { releaseLock(f.conn) }
 
 // releaseLock unlocks before closing: PostgreSQL frees a closed connection's locks only when
 // its backend has exited, a moment after the client hung up, so a standby (or this process

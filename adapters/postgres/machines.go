@@ -115,6 +115,24 @@ func (t machineTx) DeleteRecord(ctx context.Context, name string) (bool, error) 
 	return tag.RowsAffected() == 1, nil
 }
 
+func (t machineTx) SetHardwareUUID(ctx context.Context, name, systemID, uuid string) (bool, error) {
+	// Asked first (the change holds the machine's lock), so a dry run, whose UPDATE is a
+	// step, not sent, answers as the real call would.
+	var lacking bool
+	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM machine_records WHERE name = $1 AND maas_system_id = $2 AND hardware_uuid IS NULL)`,
+		name, systemID).Scan(&lacking)
+	if err != nil {
+		return false, dbError(err)
+	}
+	// Sent whatever the answer (it changes nothing then), so a dry run always shows it.
+	_, err = t.tx.Exec(ctx, `UPDATE machine_records SET hardware_uuid = $3 WHERE name = $1 AND maas_system_id = $2 AND hardware_uuid IS NULL`,
+		name, systemID, uuid)
+	if err != nil {
+		return false, dbError(err)
+	}
+	return lacking, nil
+}
+
 // RecordBySystemID returns the machine record registered from MAAS with that system id,
 // or nil.
 func (m machineStore) RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error) {

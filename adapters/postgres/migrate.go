@@ -94,6 +94,12 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 			tx.Rollback(ctx)
 			return done, fmt.Errorf("apply migration %s: %w", m.name, err)
 		}
+		if step := afterMigration[m.version]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				tx.Rollback(ctx)
+				return done, fmt.Errorf("apply migration %s: %w", m.name, err)
+			}
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
 			tx.Rollback(ctx)
 			return done, fmt.Errorf("record migration %s: %w", m.name, err)

@@ -11,15 +11,15 @@ import (
 	"github.com/apelora/fabric/identity"
 )
 
-var _ identity.SessionStore = (*Store)(nil)
+var _ identity.ConsoleSessionStore = (*Store)(nil)
 
 // expiredSessionsKept is how long an expired session stays, so that the console can say
 // "expired" rather than "unknown" to a browser that comes back after it.
 const expiredSessionsKept = "1 day"
 
-// CreateSession stores a console session for an identity, valid for ttl from the
+// CreateConsoleSession stores a console session for an identity, valid for ttl from the
 // database's clock, and drops sessions that expired long ago.
-func (s *Store) CreateSession(ctx context.Context, identityID int64, hash []byte, ttl time.Duration) (*identity.Session, error) {
+func (s *Store) CreateConsoleSession(ctx context.Context, identityID int64, hash []byte, ttl time.Duration) (*identity.ConsoleSession, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, unavailable(err)
@@ -28,7 +28,7 @@ func (s *Store) CreateSession(ctx context.Context, identityID int64, hash []byte
 	if _, err := tx.Exec(ctx, `DELETE FROM console_sessions WHERE expires_at < now() - $1::interval`, expiredSessionsKept); err != nil {
 		return nil, dbError(err)
 	}
-	sess := &identity.Session{}
+	sess := &identity.ConsoleSession{}
 	err = tx.QueryRow(ctx, `INSERT INTO console_sessions (token_hash, identity_id, expires_at)
 		VALUES ($1, $2, now() + make_interval(secs => $3)) RETURNING id, created_at, expires_at`,
 		hash, identityID, ttl.Seconds()).Scan(&sess.ID, &sess.CreatedAt, &sess.ExpiresAt)
@@ -38,11 +38,11 @@ func (s *Store) CreateSession(ctx context.Context, identityID int64, hash []byte
 	return sess, dbError(tx.Commit(ctx))
 }
 
-// IdentityBySessionHash returns a session and its identity. The session reaches its
+// IdentityByConsoleSessionHash returns a session and its identity. The session reaches its
 // identity only through identities, read as for a bearer token: an identity that may not
 // authenticate cannot be reached through its sessions either.
-func (s *Store) IdentityBySessionHash(ctx context.Context, hash []byte) (*identity.Identity, *identity.Session, error) {
-	sess := &identity.Session{}
+func (s *Store) IdentityByConsoleSessionHash(ctx context.Context, hash []byte) (*identity.Identity, *identity.ConsoleSession, error) {
+	sess := &identity.ConsoleSession{}
 	id, err := scanIdentity(s.pool.QueryRow(ctx, `SELECT `+identityColumns+`, session_id, session_created_at, session_expires_at, session_expired
 		FROM (SELECT i.*, s.id AS session_id, s.created_at AS session_created_at, s.expires_at AS session_expires_at,
 				s.expires_at <= now() AS session_expired
@@ -55,19 +55,19 @@ func (s *Store) IdentityBySessionHash(ctx context.Context, hash []byte) (*identi
 }
 
 // ConsoleSessionChannel carries the id of each console session ended by sign-out, so
-// every replica closes its websockets (identity.Sessions.SessionEnded).
+// every replica closes its websockets (identity.SocketRegistry.ConsoleSessionEnded).
 const ConsoleSessionChannel = "console_sessions"
 
-// EndSession deletes a session (sign-out) and, at its commit, tells every replica.
-func (s *Store) EndSession(ctx context.Context, hash []byte) error {
+// EndConsoleSession deletes a session (sign-out) and, at its commit, tells every replica.
+func (s *Store) EndConsoleSession(ctx context.Context, hash []byte) error {
 	_, err := s.pool.Exec(ctx, `WITH ended AS (DELETE FROM console_sessions WHERE token_hash = $1 RETURNING id)
 		SELECT pg_notify('`+ConsoleSessionChannel+`', id::text) FROM ended`, hash)
 	return dbError(err)
 }
 
 // ConsoleSessionByID returns a console session by its id, or nil when it was ended.
-func (s *Store) ConsoleSessionByID(ctx context.Context, id int64) (*identity.Session, error) {
-	sess := &identity.Session{ID: id}
+func (s *Store) ConsoleSessionByID(ctx context.Context, id int64) (*identity.ConsoleSession, error) {
+	sess := &identity.ConsoleSession{ID: id}
 	err := s.pool.QueryRow(ctx, `SELECT created_at, expires_at, expires_at <= now() FROM console_sessions WHERE id = $1`, id).
 		Scan(&sess.CreatedAt, &sess.ExpiresAt, &sess.Expired)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -82,7 +82,7 @@ func (s *Store) ConsoleSessionByID(ctx context.Context, id int64) (*identity.Ses
 // WatchConsoleSessions tells w of every console session ended on any replica, until ctx
 // ends; when notifications may have been lost it has w check every session it watches.
 func (l *Listener) WatchConsoleSessions(ctx context.Context, w interface {
-	SessionEnded(ctx context.Context, id int64)
+	ConsoleSessionEnded(ctx context.Context, id int64)
 	CheckAll(ctx context.Context)
 }) {
 	sub := l.Subscribe(ConsoleSessionChannel, 256)
@@ -100,7 +100,7 @@ func (l *Listener) WatchConsoleSessions(ctx context.Context, w interface {
 				w.CheckAll(ctx)
 			default:
 				if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
-					w.SessionEnded(ctx, id)
+					w.ConsoleSessionEnded(ctx, id)
 				}
 			}
 		}

@@ -6,6 +6,9 @@
 //	                                   create an identity and print its bearer token once
 //	apelora identity list              list identities (never their tokens)
 //	apelora identity revoke NAME       revoke an identity at once
+//	apelora audit verify [--verifier-key KEY]
+//	                                   recompute the audit log and check every checkpoint
+//	apelora audit checkpoint           sign an audit checkpoint now
 //	apelora env                        list the APELORA_* variables with their defaults
 package main
 
@@ -36,6 +39,11 @@ const usage = `usage:
   apelora identity list          every identity: permissions, status, last use, expiry (no tokens)
   apelora identity revoke NAME   revoke an identity at once (also the last manager: this is
                                  the way back when the API has none)
+  apelora audit verify [--verifier-key KEY]
+                                 recompute the audit log from the events and check every signed
+                                 checkpoint; fails naming the first event changed, removed, added
+                                 or moved (KEY: the public key, when this server has no audit key)
+  apelora audit checkpoint       sign an audit checkpoint now (when the trail grew)
   apelora env                    list the APELORA_* variables and their defaults
 `
 
@@ -71,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "identity":
 		return identityCommand(ctx, cfg, log, args[1:], stdout, stderr)
+	case "audit":
+		return auditCommand(ctx, cfg, log, args[1:], stdout, stderr)
 	case "env":
 		for _, v := range app.Variables() {
 			fmt.Fprintf(stdout, "%-28s %-26s %s\n", v.Name, v.Default, v.Meaning)

@@ -21,6 +21,7 @@ import (
 	"github.com/Khan/genqlient/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/client"
 )
 
@@ -46,6 +47,15 @@ commands:
                                   member (each as its cluster.evacuate says, or -mode)
   restore NAME                    run the admission checks again, then Incus brings the
                                   member's instances back
+  bulk STEP [NAME ...] [-confirm N] [-concurrency N] [STEP'S FLAGS]
+                                  one step for a set of machines, each its own audited call,
+                                  all under one request id: register (discovered),
+                                  commission, hardware-test, install, admit, release; names
+                                  from the arguments, else from standard input. Prints the
+                                  plan for the set (how many would go ahead, the refusals
+                                  grouped by reason), then each machine's result as it
+                                  arrives (done, refused, failed) and how to retry the
+                                  failed. Above 10 machines, -confirm repeats the count.
   audit [-machine NAME] [-first N] the audit trail, newest first
   watch-audit [-machine NAME] [-after ID]
                                   print audit events as they are recorded (after ID: those
@@ -66,7 +76,7 @@ commands:
                                   Incus places untargeted instances only on admitted members
 
 -dry-run, after any command that changes something (register, unregister, approve, revoke,
-admit, remove, commission, install, hardware-test, release, create-identity,
+admit, remove, commission, install, hardware-test, release, bulk, create-identity,
 revoke-identity, placement-guard on|off), changes nothing and prints the plan: the steps it would take in Incus,
 MAAS and the database, and what would refuse or qualify it. A plan that would be refused
 exits as the call would (the refusal's code). It issues no token and is audited PLANNED.
@@ -127,7 +137,7 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	c.gql = client.New(c.endpoint, c.token, nil)
 	cmd, rest := args[0], args[1:]
 	rest, c.dryRun = takeDryRun(rest)
-	if c.dryRun && !changing(cmd) {
+	if c.dryRun && !changing(cmd) && cmd != "bulk" {
 		return usageError(cmd + " changes nothing: -dry-run is for the commands that do (see `apeloractl help`)")
 	}
 	switch cmd {
@@ -224,6 +234,8 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		return c.watchFleet(ctx)
 	case "commission", "install", "hardware-test", "release":
 		return c.maasStep(ctx, cmd, rest)
+	case "bulk":
+		return c.bulk(ctx, rest, stdin)
 	case "audit":
 		return c.audit(ctx, rest)
 	case "watch-audit":
@@ -573,6 +585,16 @@ func (c *cli) printReport(r *client.AdmissionReportFields) error {
 			fmt.Fprintf(w, "%s\t%s\t%s\n", ch.Name, ch.Result, ch.Message)
 		}
 		fmt.Fprintf(w, "verdict:\t%s\t\n", r.Verdict)
+		if r.Verdict == client.AdmissionVerdictBlocked {
+			var failed []admission.Check
+			for _, ch := range r.Checks {
+				if ch.Result == client.CheckResultFail {
+					failed = append(failed, admission.Check{Title: ch.Title, Message: ch.Message})
+				}
+			}
+			// The words admit's refusal (and admit -dry-run) and the console use.
+			fmt.Fprintln(w, admission.BlockedBy(failed))
+		}
 	})
 }
 

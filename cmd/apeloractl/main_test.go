@@ -134,6 +134,15 @@ func TestMAASCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "node-a") || !strings.Contains(out, "aaaa01") || !strings.Contains(out, "DISCOVERED") {
 		t.Fatalf("fleet: %v\n%s", err, out)
 	}
+	// A MAAS step needs a record: register first, in any MAAS state.
+	if _, err := do("commission", "dddd04"); err == nil || !strings.Contains(err.Error(), "register it first") {
+		t.Fatalf("commission an unregistered machine: %v", err)
+	}
+	for _, reg := range [][]string{{"node-a", "aaaa01"}, {"node-busy", "dddd04"}} {
+		if _, err := do("register", reg[0], "-provisioner", "MAAS", "-maas-system-id", reg[1]); err != nil {
+			t.Fatalf("register %s: %v", reg[0], err)
+		}
+	}
 	if _, err := do("commission", "dddd04"); err == nil || !strings.Contains(err.Error(), "is Deployed") {
 		t.Fatalf("commission a Deployed machine: %v", err)
 	}

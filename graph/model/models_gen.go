@@ -43,7 +43,8 @@ type AdmissionReport struct {
 type AdmitMemberInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -64,7 +65,8 @@ type ApproveEnrolmentInput struct {
 	// this list (from 0).
 	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -89,7 +91,8 @@ type AssignHardwareProfileInput struct {
 	// The hardware profile's name.
 	Profile string `json:"profile"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -99,6 +102,21 @@ type AssignHardwareProfilePayload struct {
 	PreviousProfile *string `json:"previousProfile,omitempty"`
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *Plan `json:"plan,omitempty"`
+}
+
+// A signed statement of the audit log: every audit event is a leaf of an append-only Merkle
+// tree (RFC 6962 hashing), in id order.
+type AuditCheckpoint struct {
+	// How many events the tree holds (leaves 0 to treeSize − 1).
+	TreeSize int `json:"treeSize"`
+	// The tree's root hash, base64 (SHA-256).
+	RootHash string `json:"rootHash"`
+	// The checkpoint as signed, in the golang.org/x/mod/sumdb/note format: the tree text
+	// (`go.sum database tree`, the size, the root hash), a blank line, the signature line.
+	Signed string    `json:"signed"`
+	At     time.Time `json:"at"`
+	// The public key the checkpoint is signed with, in note's verifier key form.
+	VerifierKey string `json:"verifierKey"`
 }
 
 // One audited action: every mutation call, allowed or refused, writes exactly one. A request
@@ -141,10 +159,24 @@ type AuditEventEdge struct {
 	Node   *AuditEvent `json:"node"`
 }
 
+// An inclusion proof: hashing `leafHash` with `hashes` in turn (RFC 6962) gives the
+// checkpoint's root hash.
+type AuditProof struct {
+	EventID string `json:"eventId"`
+	// The event's position in the tree (0 is the first event).
+	LeafIndex int `json:"leafIndex"`
+	// The event's leaf hash, base64: SHA-256 of 0x00 and the event's canonical encoding.
+	LeafHash string `json:"leafHash"`
+	// The proof's hashes, base64, from the leaf's side up.
+	Hashes     []string         `json:"hashes"`
+	Checkpoint *AuditCheckpoint `json:"checkpoint"`
+}
+
 type ClearHardwareProfileInput struct {
 	Machine string `json:"machine"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -191,7 +223,8 @@ type CommissionMachineInput struct {
 	// Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none.
 	Tests []string `json:"tests,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -204,7 +237,8 @@ type CreateIdentityInput struct {
 	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
 	ExpiresIn *string `json:"expiresIn,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -277,7 +311,8 @@ type EvacuateMemberInput struct {
 	Name string          `json:"name"`
 	Mode *EvacuationMode `json:"mode,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -454,7 +489,8 @@ type InstallOperatingSystemInput struct {
 	// Member config for the join, as in approveEnrolment.
 	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -560,7 +596,9 @@ type MachineRecord struct {
 	Description string       `json:"description"`
 	// The MAAS system id, for machines registered from MAAS.
 	MaasSystemID *string `json:"maasSystemId,omitempty"`
-	// The hardware UUID MAAS reported when the machine was registered.
+	// The hardware UUID MAAS reports for the machine: copied at registration, or, for a machine
+	// registered before MAAS commissioned it, when MAAS first reports it (an audit event
+	// copyHardwareUuid by "apelora (MAAS)"). Null until then; a fence mapping needs it.
 	HardwareUUID *string   `json:"hardwareUuid,omitempty"`
 	RegisteredAt time.Time `json:"registeredAt"`
 	// The identity that registered it.
@@ -673,8 +711,10 @@ type PlacementGuard struct {
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
 // The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
 // usual, calls that would change something are recorded as steps instead, and the database
-// change is rolled back. It writes one audit event (outcome PLANNED) and nothing else; it is
-// pushed on no subscription but the audit stream. In a plan, the payload's other fields are
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
 // what the call would answer where that is known without changing anything, and null
 // otherwise (a join token, an identity's token, a machine the call would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
@@ -770,10 +810,12 @@ type RegisterMachineInput struct {
 	Provisioner ProvisionerKind `json:"provisioner"`
 	// Free text for administrators, at most 1024 characters.
 	Description *string `json:"description,omitempty"`
-	// Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS.
+	// Required for MAAS machines: the MAAS system id, in any MAAS state (a New machine too: its
+	// MAAS steps need a record first); the hardware UUID is copied from MAAS once it reports one.
 	MaasSystemID *string `json:"maasSystemId,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -789,7 +831,8 @@ type ReleaseMachineInput struct {
 	Erase   *bool   `json:"erase,omitempty"`
 	Comment *string `json:"comment,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -804,7 +847,8 @@ type ReleaseMachinePayload struct {
 type RemoveFenceMappingInput struct {
 	Member string `json:"member"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -819,7 +863,8 @@ type RemoveFenceMappingPayload struct {
 type RemoveHardwareProfileInput struct {
 	Profile string `json:"profile"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -834,7 +879,8 @@ type RemoveMemberInput struct {
 	Name  string `json:"name"`
 	Force *bool  `json:"force,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -848,7 +894,8 @@ type RemoveMemberPayload struct {
 type RestoreMemberInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -867,7 +914,8 @@ type RestoreMemberPayload struct {
 type RevokeIdentityInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -880,7 +928,8 @@ type RevokeIdentityPayload struct {
 type RevokeJoinTokenInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -897,7 +946,8 @@ type RunHardwareTestsInput struct {
 	// Testing scripts or tags (at most 16); null: MAAS's defaults.
 	Tests []string `json:"tests,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -909,7 +959,8 @@ type SetFenceMappingInput struct {
 	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
 	HardwareUUID string `json:"hardwareUuid"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -948,7 +999,8 @@ type SetHardwareProfileInput struct {
 	// 0–1600000; needs minNics.
 	MinNicSpeedMbps *int `json:"minNicSpeedMbps,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -963,7 +1015,8 @@ type SetHardwareProfilePayload struct {
 type SetPlacementGuardInput struct {
 	Enabled bool `json:"enabled"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -989,7 +1042,8 @@ type Subscription struct {
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-	// answer with the plan (the payload's plan). Audited with outcome PLANNED.
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
 	DryRun *bool `json:"dryRun,omitempty"`
 }
 
@@ -1130,7 +1184,9 @@ const (
 	AuditOutcomeFailed AuditOutcome = "FAILED"
 	// Not allowed (authentication or permission); nothing was tried.
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
-	// A dry run (dryRun: true): nothing was changed; details.plan holds the plan.
+	// A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
+	// details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
+	// make the change writes none; one refused for permission is REFUSED).
 	AuditOutcomePlanned AuditOutcome = "PLANNED"
 )
 

@@ -2,8 +2,11 @@ package graphqlws
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -50,11 +53,25 @@ func (t *Transport) shareKey(rc *graphql.OperationContext) (string, bool) {
 			return "", false
 		}
 	}
-	vars, err := json.Marshal(rc.Variables) // map keys sorted: one text per value
+	return OperationKey(rc)
+}
+
+// OperationKey is what makes two operations the same one: the same query text, operation
+// name and (coerced) variables. Shared streams key subscriptions by it; the server's shared
+// reads key queries by it together with who asks. ok is false when the variables cannot be
+// encoded (nothing is shared then).
+func OperationKey(rc *graphql.OperationContext) (key string, ok bool) {
+	vars, err := json.Marshal(rc.Variables) // map keys sorted: the same variables, the same bytes
 	if err != nil {
 		return "", false
 	}
-	return rc.RawQuery + "\x00" + rc.OperationName + "\x00" + string(vars), true
+	h := sha256.New()
+	for _, part := range []string{rc.OperationName, rc.RawQuery, string(vars)} {
+		h.Write([]byte(strconv.Itoa(len(part)))) // lengths first: no two lists of parts give one text
+		h.Write([]byte{':'})
+		h.Write([]byte(part))
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
 }
 
 // join adds op to the stream of key, starting it (executing rc in a context that keeps

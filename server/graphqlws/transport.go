@@ -84,7 +84,7 @@ type Options struct {
 	// means 10 s.
 	InitTimeout time.Duration
 	// PingInterval is how often the server pings; a client that answers none of the pings
-	// of two periods is disconnected. Zero means 25 s.
+	// of two periods is disconnected. Zero means DefaultPingInterval.
 	PingInterval time.Duration
 	// AllowedOrigins are host patterns (path.Match, case-insensitive; with "://" they
 	// match scheme://host) of browser origins allowed besides the server's own.
@@ -130,13 +130,17 @@ type Transport struct {
 
 var _ graphql.Transport = (*Transport)(nil)
 
+// DefaultPingInterval is the keep-alive period when Options.PingInterval is zero; it is
+// also APELORA_WS_PING_INTERVAL's default (app.Variables), so there is one 25 s.
+const DefaultPingInterval = 25 * time.Second
+
 // New returns a transport with opts.
 func New(opts Options) *Transport {
 	if opts.InitTimeout == 0 {
 		opts.InitTimeout = 10 * time.Second
 	}
 	if opts.PingInterval == 0 {
-		opts.PingInterval = 25 * time.Second
+		opts.PingInterval = DefaultPingInterval
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)

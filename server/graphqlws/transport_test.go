@@ -561,3 +561,33 @@ func TestALongReplayIsNotMistakenForAFallenBehindSocket(t *testing.T) {
 		}
 	}
 }
+
+// OperationKey is the one "same operation" rule (shared streams and the server's shared
+// reads): equal for the same text, name and variables whatever order the variables came
+// in, different when any of them differs, and never equal by moving text between parts.
+func TestOperationKeyIsTheSameOperation(t *testing.T) {
+	key := func(name, query string, vars map[string]any) string {
+		k, ok := OperationKey(&graphql.OperationContext{OperationName: name, RawQuery: query, Variables: vars})
+		if !ok {
+			t.Fatalf("no key for %q %q %v", name, query, vars)
+		}
+		return k
+	}
+	base := key("Q", "query Q { a }", map[string]any{"x": 1, "y": "b"})
+	if again := key("Q", "query Q { a }", map[string]any{"y": "b", "x": 1}); again != base {
+		t.Errorf("the same operation has two keys: %s, %s", base, again)
+	}
+	for what, other := range map[string]string{
+		"operation name": key("R", "query Q { a }", map[string]any{"x": 1, "y": "b"}),
+		"query text":     key("Q", "query Q { b }", map[string]any{"x": 1, "y": "b"}),
+		"variables":      key("Q", "query Q { a }", map[string]any{"x": 2, "y": "b"}),
+		"parts moved":    key("Q\x00query Q { a }", "", map[string]any{"x": 1, "y": "b"}),
+	} {
+		if other == base {
+			t.Errorf("a different %s shares the key", what)
+		}
+	}
+	if _, ok := OperationKey(&graphql.OperationContext{Variables: map[string]any{"f": func() {}}}); ok {
+		t.Error("variables that cannot be encoded got a key")
+	}
+}

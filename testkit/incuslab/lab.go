@@ -695,7 +695,7 @@ func joinedAnyway(cl *incus.Client, name string) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		m, _, err := cl.Member(ctx, name)
 		cancel()
-		if err == nil && m.Status == "Online" {
+		if err == nil && m.Status == incus.MemberOnline {
 			return true
 		}
 		time.Sleep(500 * time.Millisecond)

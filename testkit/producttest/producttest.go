@@ -62,8 +62,10 @@ func WithoutIncus() Option { return func(cfg *app.Config) { cfg.Incus = incus.Co
 // the foundation need no cluster, and the fleet honestly says Incus cannot be asked.
 var unreachableIncus = incus.Config{SocketPath: "/nonexistent/apelora-test/unix.socket"}
 
-// WithSessionTTL sets how long a console session lasts.
-func WithSessionTTL(d time.Duration) Option { return func(c *app.Config) { c.SessionTTL = d } }
+// WithConsoleSessionTTL sets how long a console session lasts.
+func WithConsoleSessionTTL(d time.Duration) Option {
+	return func(c *app.Config) { c.ConsoleSessionTTL = d }
+}
 
 // WithRequestTimeout sets the bound on every Incus and MAAS call (APELORA_REQUEST_TIMEOUT).
 func WithRequestTimeout(d time.Duration) Option { return func(c *app.Config) { c.RequestTimeout = d } }
@@ -79,6 +81,9 @@ func WithDrift(interval, offlineAfter time.Duration) Option {
 func WithFleetRefresh(d time.Duration) Option {
 	return func(c *app.Config) { c.FleetRefreshInterval = d }
 }
+
+// WithStepConcurrency bounds the machine steps running at once (APELORA_STEP_CONCURRENCY).
+func WithStepConcurrency(n int) Option { return func(c *app.Config) { c.StepConcurrency = n } }
 
 // WithPingInterval sets the websocket keep-alive period.
 func WithPingInterval(d time.Duration) Option { return func(c *app.Config) { c.PingInterval = d } }

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+
+	"github.com/apelora/fabric/machines"
 )
 
 // Fixture is the simulator's starting state, read from JSON:
@@ -125,14 +127,11 @@ func ParseFixture(b []byte) (Fixture, error) {
 	return f, nil
 }
 
-var (
-	systemIDRE   = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
-	deviceNameRE = regexp.MustCompile(`^[a-z][a-z0-9.-]{0,14}$`)
-)
+var deviceNameRE = regexp.MustCompile(`^[a-z][a-z0-9.-]{0,14}$`)
 
 func (sp *MachineSpec) validate() error {
-	if !systemIDRE.MatchString(sp.SystemID) {
-		return fmt.Errorf("machine %q: system_id must be lower-case letters and digits", sp.SystemID)
+	if !machines.IsSystemID(sp.SystemID) {
+		return fmt.Errorf("machine %q: system_id must be 4–16 lower-case letters and digits, as Apelora accepts it", sp.SystemID)
 	}
 	if sp.Hostname == "" {
 		return fmt.Errorf("machine %s: hostname is required", sp.SystemID)

@@ -297,7 +297,7 @@ func TestFixtureParsing(t *testing.T) {
 	if _, err := ParseFixture([]byte(`[{"system_id":"abc123","hostname":"n1","sttus":4}]`)); err == nil {
 		t.Fatal("typo accepted")
 	}
-	if _, err := New(Options{Users: []User{{Username: "u", APIKey: "a:b:c"}}, Fixture: Fixture{Machines: []MachineSpec{{SystemID: "x", Hostname: "h", TestOutcomes: map[string]string{"nosuch": "failed"}}}}}); err == nil {
+	if _, err := New(Options{Users: []User{{Username: "u", APIKey: "a:b:c"}}, Fixture: Fixture{Machines: []MachineSpec{{SystemID: "xxxx", Hostname: "h", TestOutcomes: map[string]string{"nosuch": "failed"}}}}}); err == nil {
 		t.Fatal("unknown script accepted")
 	}
 	gen := GenerateMachines(300, 1)
@@ -423,11 +423,11 @@ func TestNodeHardwareReads(t *testing.T) {
 
 	// Fixtures that contradict themselves are refused.
 	for _, bad := range []MachineSpec{
-		{SystemID: "b1", Hostname: "b1", Disks: []DiskSpec{{Name: "sda"}}},
-		{SystemID: "b2", Hostname: "b2", Disks: []DiskSpec{{Name: "sda", SizeBytes: 1}, {Name: "sda", SizeBytes: 1}}},
-		{SystemID: "b3", Hostname: "b3", StorageBytes: 5, Disks: []DiskSpec{{Name: "sda", SizeBytes: 1}}},
-		{SystemID: "b4", Hostname: "b4", Interfaces: []InterfaceSpec{{Name: "eno1", LinkSpeed: -1}}},
-		{SystemID: "b5", Hostname: "b5", Interfaces: []InterfaceSpec{{Name: "eno1", MACAddress: "nope"}}},
+		{SystemID: "bad1", Hostname: "b1", Disks: []DiskSpec{{Name: "sda"}}},
+		{SystemID: "bad2", Hostname: "b2", Disks: []DiskSpec{{Name: "sda", SizeBytes: 1}, {Name: "sda", SizeBytes: 1}}},
+		{SystemID: "bad3", Hostname: "b3", StorageBytes: 5, Disks: []DiskSpec{{Name: "sda", SizeBytes: 1}}},
+		{SystemID: "bad4", Hostname: "b4", Interfaces: []InterfaceSpec{{Name: "eno1", LinkSpeed: -1}}},
+		{SystemID: "bad5", Hostname: "b5", Interfaces: []InterfaceSpec{{Name: "eno1", MACAddress: "nope"}}},
 	} {
 		if _, err := New(Options{Users: []User{{Username: "u", APIKey: "a:b:c"}}, Fixture: Fixture{Machines: []MachineSpec{bad}}}); err == nil {
 			t.Errorf("fixture %+v accepted", bad)

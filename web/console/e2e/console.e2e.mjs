@@ -18,6 +18,15 @@ const confirmPlanned = async (page) => {
   await c.waitFor();
   await c.click();
 };
+// refusedBeside waits for the plan of the inputs as filled in to mark the field labelled
+// label with the server's error (no submit needed), checks the button is disabled, and
+// returns the message.
+const refusedBeside = async (page, label, has) => {
+  const err = dialog(page).locator('.field-invalid', { has: page.getByLabel(label) }).locator('.field-error');
+  await dialog(page).locator('.field-invalid .field-error', { hasText: has }).waitFor();
+  expect((await dialog(page).locator('[data-confirm]').getAttribute('aria-disabled')) === 'true', `the change is disabled while ${label} is refused`);
+  return err.innerText();
+};
 const phaseIs = (page, phase, timeout = 30000) => page.locator(`.title-row [data-phase="${phase}"]`).waitFor({ timeout });
 const step = (s) => log('step:', s);
 
@@ -95,7 +104,7 @@ try {
   await page.locator('[data-columns-chooser] summary').click();
   await page.locator('[data-column="power"]').uncheck();
   expect(!(await headers()).some((h) => h.includes('Power')), 'unchecking Power hides its column');
-  expect((await page.locator('tr[data-machine="m1"] td').count()) === 7, 'a row has a cell per shown column');
+  expect((await page.locator('tr[data-machine="m1"] td').count()) === 8, 'a row has a cell per shown column (and its checkbox)');
   await shot(page, SHOTS, '03d-fleet-columns', false);
   await page.reload();
   await page.locator('tr[data-machine="m1"]').waitFor();
@@ -124,6 +133,61 @@ try {
   expect((await page.locator('tbody tr[data-machine]').count()) === 1, 'the filter survives a reload');
   await page.getByRole('button', { name: 'Clear filters' }).click();
   await clean(page, 'fleet');
+
+  step('bulk: select all matching, deselect one; shift-click selects a range');
+  const bar = page.locator('[data-bulk-bar]');
+  await page.locator('[data-fleet-search]').fill('bulk-');
+  await page.locator('[data-fleet-count="12"]').waitFor();
+  await page.locator('[data-select-all]').check();
+  await page.locator('[data-bulk-bar="12"]').waitFor();
+  await page.locator('[data-select="bulk-12"]').click();
+  await page.locator('[data-bulk-bar="11"]').waitFor();
+  expect(!(await page.locator('[data-select="bulk-12"]').isChecked()), 'a machine deselected after "select all" stays out');
+  await page.locator('[data-bulk-clear]').click();
+  await bar.waitFor({ state: 'detached' });
+  await page.locator('[data-select="bulk-02"]').click();
+  await page.locator('[data-select="bulk-06"]').click({ modifiers: ['Shift'] });
+  await page.locator('[data-bulk-bar="5"]').waitFor();
+  for (const n of ['bulk-02', 'bulk-03', 'bulk-04', 'bulk-05', 'bulk-06']) expect(await page.locator(`[data-select="${n}"]`).isChecked(), `shift-click selected ${n}`);
+  expect(!(await page.locator('[data-select="bulk-07"]').isChecked()), 'shift-click stops at the row clicked');
+  await page.locator('[data-select-all]').check();
+  await page.locator('[data-select="bulk-12"]').click();
+  await page.locator('[data-bulk-bar="11"]').waitFor();
+  await shot(page, SHOTS, '03f-fleet-selected', false);
+
+  step('bulk: commission 11 — one plan for the set, the count typed again, results live, the failed retried');
+  await page.locator('[data-bulk-step]').selectOption('commission');
+  await page.locator('[data-bulk-open]').click();
+  await dialog(page).waitFor();
+  await dialog(page).locator('[data-bulk-plan="9"]').waitFor({ timeout: 30000 });
+  const planText = await dialog(page).locator('.bulk-plan').innerText();
+  expect(planText.includes('9 of 11') && /2 FAILED_PRECONDITION/.test(planText) && planText.includes('bulk-10') && planText.includes('bulk-11'),
+    'the plan says 9 of 11 go ahead and groups the 2 refused by reason: ' + planText);
+  const confirmBulk = dialog(page).locator('[data-bulk-confirm]');
+  expect((await confirmBulk.getAttribute('aria-disabled')) === 'true', 'above 10 machines the step waits for the count');
+  await dialog(page).locator('[data-bulk-typed]').fill('11');
+  await page.waitForFunction(() => !document.querySelector('[data-bulk-confirm]')?.hasAttribute('aria-disabled'));
+  await shot(page, SHOTS, '03g-bulk-plan');
+  await axe(page, 'bulk plan');
+  await control('/maas-fault');
+  await confirmBulk.click();
+  await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
+  expect((await dialog(page).locator('[data-outcome="failed"]').count()) === 11, 'with MAAS down every machine failed, each with its result');
+  expect((await dialog(page).locator('[data-bulk-result="bulk-01"]').innerText()).includes('UNAVAILABLE'), 'a failure shows its reason');
+  await shot(page, SHOTS, '03h-bulk-failed');
+  await control('/maas-ok');
+  await dialog(page).locator('[data-bulk-retry]').click();
+  await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
+  expect((await dialog(page).locator('[data-outcome="done"]').count()) === 9, 'the retried 9 are done');
+  expect((await dialog(page).locator('[data-outcome="refused"]').count()) === 2, 'the 2 Deployed are refused on retry');
+  expect((await dialog(page).locator('[data-bulk-result="bulk-10"]').innerText()).includes('FAILED_PRECONDITION'), 'a refusal shows its reason');
+  await control('/bulk-request-id', [await dialog(page).locator('[data-bulk-request-id]').innerText()]);
+  await shot(page, SHOTS, '03i-bulk-done');
+  await dialog(page).getByRole('button', { name: 'Close' }).click();
+  await page.locator('[data-bulk-clear]').click();
+  // (MAAS's machines come back with the fleet's next read after MAAS answers again.)
+  await page.getByRole('search', { name: 'Filter machines' }).getByRole('button', { name: 'Clear filters' }).click();
+  await page.locator('tr[data-machine="node-a"]').waitFor({ timeout: 60000 });
 
   step('register a discovered machine');
   await page.locator('tr[data-machine="node-a"] [data-action="register"]').click();
@@ -180,6 +244,28 @@ try {
   await page.goto('/machines/node-a');
   await phaseIs(page, 'REGISTERED');
 
+  step('register a New machine, then commission it: every step in its history');
+  await page.goto('/');
+  await page.locator('tr[data-machine="node-new"] [data-action="register"]').click();
+  expect((await dialog(page).innerText()).includes('no hardware UUID'), 'the dialog says the UUID is copied later');
+  expect((await dialog(page).locator('.field-error').count()) === 0, 'the register dialog opens with no error');
+  await confirmPlanned(page);
+  await page.waitForURL('**/machines/node-new');
+  await phaseIs(page, 'REGISTERED');
+  await page.locator('[data-action="commission"]:not([aria-disabled])').click();
+  await confirmPlanned(page);
+  await page.locator('[data-toast="success"]', { hasText: 'Commission' }).waitFor();
+  await control('/maas-advance');
+  await page.goto('/machines/node-new');
+  await phaseIs(page, 'REGISTERED');
+  await page.goto('/machines/node-new?tab=history');
+  for (const a of ['registerMachine', 'commissionMachine', 'copyHardwareUuid']) {
+    await page.locator(`[data-tab-panel="history"] tr[data-audit-action="${a}"][data-outcome="SUCCEEDED"]`).waitFor({ timeout: 20000 });
+  }
+  await shot(page, SHOTS, '04a-new-machine-history');
+  await page.goto('/machines/node-a');
+  await phaseIs(page, 'REGISTERED');
+
   step('install: the images MAAS holds are offered');
   await page.locator('[data-action="install"]').click();
   const image = dialog(page).getByLabel('Image');
@@ -189,6 +275,16 @@ try {
   expect((await image.inputValue()) === 'ubuntu/noble', 'the newest Ubuntu image is chosen first');
   await shot(page, SHOTS, '05a-install-dialog');
   await axe(page, 'install dialog');
+  await dialog(page).locator('[data-add-config]').click();
+  await dialog(page).getByLabel('Row 1 entity').selectOption('network');
+  await dialog(page).getByLabel('Row 1 name').fill('uplink');
+  await dialog(page).getByLabel('Row 1 key').fill('parent');
+  await dialog(page).getByLabel('Row 1 value').fill('eno2');
+  await dialog(page).locator('[data-config-error="0"]').waitFor();
+  expect((await dialog(page).locator('[data-confirm]').getAttribute('aria-disabled')) === 'true', 'a refused row disables the install');
+  await shot(page, SHOTS, '05a2-install-config-refused');
+  await dialog(page).getByRole('button', { name: 'Remove row 1' }).click();
+  await dialog(page).locator('[data-confirm][data-planned]:not([aria-disabled])').waitFor();
   await dialog(page).getByRole('button', { name: 'Cancel' }).click();
 
   step('MAAS steps: release shows what happens to the disks; hardware tests need the hostname');
@@ -203,10 +299,14 @@ try {
   await dialog(page).getByRole('button', { name: 'Cancel' }).click();
   await page.locator('[data-action="test"]').click();
   await dialog(page).getByLabel(/Hostname/).fill('node-b');
-  await confirmPlanned(page);
-  await dialog(page).locator('.field-error').waitFor();
-  expect((await dialog(page).locator('.field-error').innerText()).includes('not the hostname'), 'the server\'s field error is shown beside the hostname');
+  expect((await refusedBeside(page, /Hostname/, 'node-b')).includes('not the hostname'), 'the server\'s field error is shown beside the hostname as it is typed');
   await shot(page, SHOTS, '06-field-error');
+  await dialog(page).getByLabel(/Hostname/).fill('node-x');
+  expect((await dialog(page).locator('.field-error', { hasText: 'node-b' }).count()) === 0, 'the old value\'s error goes as the value changes');
+  await refusedBeside(page, /Hostname/, 'node-x');
+  await dialog(page).getByLabel(/Hostname/).fill('node-a');
+  await dialog(page).locator('[data-confirm][data-planned]:not([aria-disabled])').waitFor();
+  expect((await dialog(page).locator('.field-error').count()) === 0, 'the right hostname clears the error');
   await dialog(page).getByRole('button', { name: 'Cancel' }).click();
   await clean(page, 'MAAS steps');
 
@@ -221,8 +321,8 @@ try {
   expect(reason.includes('would be refused') && reason.includes('ALREADY_EXISTS'), 'the refusal is the reason: ' + reason);
   await shot(page, SHOTS, '05b-register-refused-plan');
   await dialog(page).getByLabel('Name').fill('Bad_Name');
-  await confirmPlanned(page);
-  await dialog(page).locator('.field-error').waitFor();
+  await refusedBeside(page, 'Name', 'Bad_Name');
+  await shot(page, SHOTS, '05c-register-bad-name');
   await dialog(page).getByLabel('Name').fill('node-4');
   await confirmPlanned(page);
   await page.waitForURL('**/machines/node-4');
@@ -236,7 +336,7 @@ try {
   await dialog(page).getByLabel('Minimum CPUs').fill('1');
   await dialog(page).getByLabel('Minimum memory (MiB)').fill('512');
   await dialog(page).getByLabel('Minimum disk size (GB)').fill('10');
-  await confirmPlanned(page);
+  await refusedBeside(page, 'Minimum disks', 'minDisks');
   const disksError = dialog(page).locator('.field-invalid', { has: page.getByLabel('Minimum disks') }).locator('.field-error');
   await disksError.waitFor();
   expect((await disksError.innerText()).includes('minDiskSizeGB is set but minDisks is 0'), 'the server\'s error is shown beside minDisks');
@@ -278,8 +378,9 @@ try {
   await dialog(page).getByLabel('Row 2 name').fill('uplink');
   await dialog(page).getByLabel('Row 2 key').fill('parent');
   await dialog(page).getByLabel('Row 2 value').fill('eno2');
-  await confirmPlanned(page);
   await dialog(page).locator('[data-config-error="1"]').waitFor();
+  expect((await dialog(page).locator('[data-confirm]').getAttribute('aria-disabled')) === 'true', 'a refused row disables the approval');
+  expect(!(await dialog(page).locator('[data-plan]').innerText()).includes('network/uplink/parent'), 'the row\'s error is not in the plan box');
   expect((await dialog(page).locator('[data-config-error="1"]').innerText()).includes('network/uplink/parent'), 'the error names the entry beside its row');
   expect((await dialog(page).locator('[data-config-error]').count()) === 1, 'only the row at fault shows an error');
   await shot(page, SHOTS, '22-member-config-refused');
@@ -437,8 +538,7 @@ try {
   await shot(page, SHOTS, '24-create-identity-rule');
   await dialog(page).locator('[data-permission="MANAGE_INFRASTRUCTURE"]').check();
   await dialog(page).getByLabel('Name').fill('Ops!');
-  await confirmPlanned(page);
-  await dialog(page).locator('.field-invalid', { has: page.getByLabel('Name') }).locator('.field-error').waitFor();
+  await refusedBeside(page, 'Name', 'Ops!');
   await dialog(page).getByLabel('Name').fill('ops');
   await dialog(page).getByLabel('Works for').fill('30d');
   await axe(page, 'create identity dialog');
@@ -491,8 +591,15 @@ try {
   await axe(page, 'enrolment');
   await page.getByRole('link', { name: 'Fencing' }).click();
   await page.locator('tr[data-member="m1"] [data-action="set-mapping"]').click();
+  await dialog(page).locator('[data-confirm][data-planned]').waitFor();
+  expect((await dialog(page).locator('.field-error').count()) === 0, 'the mapping dialog opens with no error');
   await dialog(page).getByLabel('MAAS machine').selectOption('mmmm01');
-  expect((await dialog(page).getByLabel('Hardware UUID').inputValue()).length === 36, 'the hardware UUID is offered from MAAS');
+  const offeredUuid = await dialog(page).getByLabel('Hardware UUID').inputValue();
+  expect(offeredUuid.length === 36, 'the hardware UUID is offered from MAAS');
+  await dialog(page).getByLabel('Hardware UUID').fill('not-a-uuid');
+  await refusedBeside(page, 'Hardware UUID', 'not-a-uuid');
+  await shot(page, SHOTS, '10b-fence-mapping-field-error');
+  await dialog(page).getByLabel('Hardware UUID').fill(offeredUuid);
   await confirmPlanned(page);
   await page.getByText('Mapping set').waitFor();
   await page.locator('tr[data-member="m1"]', { hasText: 'mmmm01' }).waitFor();
@@ -528,7 +635,7 @@ try {
   const v = await newPage(browser, BASE);
   await signIn(v.page, VIEWER_TOKEN);
   await control('/secrets', [(await sessionCookie(v.context)).value]);
-  const reg = v.page.locator('tr[data-machine="node-new"] [data-action="register"]');
+  const reg = v.page.locator('tr[data-machine="node-busy"] [data-action="register"]');
   await reg.waitFor();
   expect((await reg.getAttribute('aria-disabled')) === 'true', 'Register is disabled for a viewer');
   await v.page.getByText('View only', { exact: true }).waitFor();

@@ -4,12 +4,18 @@
 // said (field errors beside their fields) or closes on success; either way a toast says
 // how it ended, with its audit event. A plan that would be
 // refused disables the button, with the refusal as the reason.
+//
+// Fields are checked by the server's own rules as the operator types: the plan asked for
+// the inputs as they are names the field at fault (INVALID_INPUT's extensions.field), and
+// that message goes beside the field, disables the button, and goes as soon as the value
+// changes (a plan for other inputs is never shown). Nothing is marked before the
+// operator's first input: a dialog opens clean.
 import { useEffect, useId, useRef, useState, type ReactNode, type FormEvent } from 'react';
 import type { OperationResult } from '@urql/core';
 import { Dialog } from './Dialog';
 import { Field, Problems } from './ui';
 import { fieldProblems, problemsOf, type Problem } from '../lib/errors';
-import { planOf, refusalReason, type Plan } from '../lib/plan';
+import { planOf, planOutcome, refusalReason, type Plan } from '../lib/plan';
 import { PlanView } from './PlanView';
 import type { ChangeName } from '../api/changes.gen';
 import { useToast } from './Toasts';
@@ -50,7 +56,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
   const blockedId = useId();
   const [busy, setBusy] = useState(false);
   const [problems, setProblems] = useState<Problem[]>([]);
-  const [planned, setPlanned] = useState<{ key: string; plan: Plan | null; problem?: string } | null>(null);
+  const [planned, setPlanned] = useState<{ key: string; plan: Plan | null; problems: Problem[] } | null>(null);
   // Inputs the dialog itself finds incomplete (blocked) are not worth a plan: it would be
   // INVALID_INPUT, and an audit event each time.
   const key = p.blocked ? '' : (p.planKey ?? '');
@@ -66,7 +72,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
         const res = await run.current(true);
         if (gone) return;
         const found = problemsOf(res.error);
-        setPlanned({ key, plan: found.length ? null : planOf(res.data, p.change), problem: found[0]?.message });
+        setPlanned({ key, plan: found.length ? null : planOf(res.data, p.change), problems: found });
       },
       planned ? 500 : 0,
     );
@@ -75,17 +81,34 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
       clearTimeout(timer);
     };
   }, [key, wanted]);
+  // A submit's problems are about the inputs it sent: they go when the inputs change.
+  const submitted = useRef(key);
+  useEffect(() => {
+    if (submitted.current !== key) setProblems([]);
+  }, [key]);
+  // edited: the operator has changed an input since the dialog opened.
+  const opened = useRef(p.planKey ?? '');
+  const edited = useRef(false);
+  if ((p.planKey ?? '') !== opened.current) edited.current = true;
   const current = planned?.key === key ? planned : null;
-  const blocked = p.blocked ?? (current ? refusalReason(current.plan) : 'Waiting for the plan of this change…');
+  const outcome = planOutcome(current?.problems ?? [], current?.plan ?? null, p.fieldNames ?? []);
+  // Before any input nothing is marked, so the reason names the field's problem itself.
+  const invalid = outcome.fieldMessage && !edited.current ? `It would be refused: ${outcome.fieldMessage}` : outcome.invalid;
+  const blocked = p.blocked ?? (current ? (invalid ?? refusalReason(current.plan)) : 'Waiting for the plan of this change…');
+  const planProblem = outcome.problem ?? (outcome.fieldMessage && edited.current ? 'none until the field marked above is corrected.' : undefined);
   const typedOK = !p.typeToConfirm || typed === p.typeToConfirm;
   const ready = typedOK && !blocked;
   const errors = fieldProblems(problems);
+  if (edited.current) {
+    for (const [k, msg] of outcome.fields) if (!errors.has(k)) errors.set(k, msg);
+  }
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     if (!ready || busy) return;
     setBusy(true);
     setProblems([]);
+    submitted.current = key;
     const res = await p.run(false);
     setBusy(false);
     const found = problemsOf(res.error);
@@ -106,7 +129,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
       <form onSubmit={submit} noValidate>
         <div className="consequence">{p.consequence}</div>
         {p.fields?.(errors)}
-        <PlanView plan={current?.plan ?? null} planning={!current} problem={current?.problem} />
+        <PlanView plan={current?.plan ?? null} planning={!current} problem={planProblem} />
         {p.typeToConfirm ? (
           <Field label={p.typeLabel ?? `Type ${p.typeToConfirm} to confirm`}>
             {(a) => (

@@ -19,7 +19,8 @@ export type AdmissionVerdict =
 export type AdmitMemberInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   name: string;
@@ -28,7 +29,8 @@ export type AdmitMemberInput = {
 export type ApproveEnrolmentInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /**
@@ -46,7 +48,8 @@ export type ApproveEnrolmentInput = {
 export type AssignHardwareProfileInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** The registered machine's name. */
@@ -58,7 +61,11 @@ export type AssignHardwareProfileInput = {
 export type AuditOutcome =
   /** Tried and failed; nothing was changed. */
   | 'FAILED'
-  /** A dry run (dryRun: true): nothing was changed; details.plan holds the plan. */
+  /**
+   * A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
+   * details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
+   * make the change writes none; one refused for permission is REFUSED).
+   */
   | 'PLANNED'
   /** Not allowed (authentication or permission); nothing was tried. */
   | 'REFUSED'
@@ -76,7 +83,8 @@ export type CheckResult =
 export type ClearHardwareProfileInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   machine: string;
@@ -99,7 +107,8 @@ export type ClusterWarningCode =
 export type CommissionMachineInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   systemId: string;
@@ -110,7 +119,8 @@ export type CommissionMachineInput = {
 export type CreateIdentityInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** When it stops working. Give this or expiresIn, or neither for no expiry. */
@@ -131,7 +141,8 @@ export type DriftChange =
 export type EvacuateMemberInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   mode?: EvacuationMode | null | undefined;
@@ -202,7 +213,8 @@ export type FenceReason =
 export type InstallOperatingSystemInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** Member config for the join, as in approveEnrolment. */
@@ -327,10 +339,14 @@ export type RegisterMachineInput = {
   description?: string | null | undefined;
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
-  /** Required for MAAS machines: the MAAS system id; the hardware UUID is copied from MAAS. */
+  /**
+   * Required for MAAS machines: the MAAS system id, in any MAAS state (a New machine too: its
+   * MAAS steps need a record first); the hardware UUID is copied from MAAS once it reports one.
+   */
   maasSystemId?: string | null | undefined;
   /**
    * The machine's name, which is also its Incus member name: 1–63 characters, lower-case
@@ -344,7 +360,8 @@ export type ReleaseMachineInput = {
   comment?: string | null | undefined;
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** Erase the disks (needs hardware.delete). Off unless asked. */
@@ -355,7 +372,8 @@ export type ReleaseMachineInput = {
 export type RemoveFenceMappingInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   member: string;
@@ -364,7 +382,8 @@ export type RemoveFenceMappingInput = {
 export type RemoveHardwareProfileInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   profile: string;
@@ -373,7 +392,8 @@ export type RemoveHardwareProfileInput = {
 export type RemoveMemberInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   force?: boolean | null | undefined;
@@ -383,7 +403,8 @@ export type RemoveMemberInput = {
 export type RestoreMemberInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   name: string;
@@ -392,7 +413,8 @@ export type RestoreMemberInput = {
 export type RevokeIdentityInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   name: string;
@@ -401,7 +423,8 @@ export type RevokeIdentityInput = {
 export type RevokeJoinTokenInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   name: string;
@@ -410,7 +433,8 @@ export type RevokeJoinTokenInput = {
 export type RunHardwareTestsInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** The machine's hostname, typed again as MAAS shows it, to confirm. */
@@ -423,7 +447,8 @@ export type RunHardwareTestsInput = {
 export type SetFenceMappingInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** The machine's hardware UUID as MAAS shows it (hardware_uuid). */
@@ -441,7 +466,8 @@ export type SetHardwareProfileInput = {
   description?: string | null | undefined;
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   /** 0–16384. */
@@ -466,7 +492,8 @@ export type SetHardwareProfileInput = {
 export type SetPlacementGuardInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   enabled: boolean;
@@ -475,7 +502,8 @@ export type SetPlacementGuardInput = {
 export type UnregisterMachineInput = {
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
-   * answer with the plan (the payload's plan). Audited with outcome PLANNED.
+   * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+   * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
   name: string;

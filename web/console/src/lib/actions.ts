@@ -96,6 +96,9 @@ export function machineActions(r: Row, v: Viewer | null | undefined, maasSteps: 
       add('approve', 'Incus could not be asked, so the machine\'s phase is unknown: see the banner and the warnings.');
       break;
   }
+  // A machine only discovered is registered first, whatever its MAAS state: every MAAS
+  // step then lands in its history under its name (the server refuses them before).
+  if (r.phase === 'DISCOVERED') return out;
   for (const s of maasSteps) {
     add(stepIds[s.step], s.allowed ? undefined : (s.reason ?? 'Not possible in this state.'));
   }
@@ -119,5 +122,6 @@ export function admitReason(v: Viewer | null | undefined, report: { verdict?: Ad
   if (report.verdict === 'ADMISSIBLE') return undefined;
   const failed = report.checks.filter((c) => c.result === 'FAIL');
   if (failed.length === 0) return 'The admission checks blocked admission.';
-  return 'Blocked by ' + failed.map((c) => `${c.title}: ${c.message}`).join('; ');
+  // The server's words for it (admission.BlockedBy): admit's refusal and apeloractl say the same.
+  return 'Admission blocked by ' + failed.map((c) => `${c.title}: ${c.message}`).join('; ');
 }

@@ -6,6 +6,7 @@ import { expiryInput, grantReason, identityState, permissionsProblem, revokeReas
 import { configInput, rowErrors } from './memberConfig';
 import { defaultImage, offeredImages } from './maas';
 import { requirements, toNumber } from './hardware';
+import { planOutcome, type Plan } from './plan';
 
 const admin: Viewer = { name: 'admin', permissions: ['MANAGE_INFRASTRUCTURE'] };
 const root: Viewer = { name: 'root', permissions: ['MANAGE_INFRASTRUCTURE', 'HARDWARE_DELETE'] };
@@ -79,4 +80,49 @@ test('hardware profiles: what a profile asks, in words; numbers as typed', () =>
   assert.equal(toNumber(''), 0);
   assert.equal(toNumber(' 42 '), 42);
   assert.ok(Number.isNaN(toNumber('4x')));
+});
+
+test('a dry run\'s field error goes beside its field and disables the change; the rest go in the plan box', () => {
+  const invalidName = problemsOf({
+    graphQLErrors: [{ message: 'name "Node_1" is not valid: use 1–63 lower-case letters, digits and hyphens', extensions: { code: 'INVALID_INPUT', field: 'name' } }],
+  });
+  const o = planOutcome(invalidName, null, ['name', 'description', 'maasSystemId']);
+  assert.equal(o.fields.get('name'), invalidName[0].message);
+  assert.equal(o.problem, undefined);
+  assert.equal(o.invalid, 'Correct the field marked above first.');
+  assert.equal(o.fieldMessage, invalidName[0].message);
+
+  // A field the dialog does not show: said in the plan box, and still not sendable.
+  const elsewhere = planOutcome(invalidName, null, ['description']);
+  assert.equal(elsewhere.fields.size, 0);
+  assert.equal(elsewhere.problem, invalidName[0].message);
+  assert.match(elsewhere.invalid!, /INVALID_INPUT/);
+
+  // A refusal about a field (a name taken) is said beside it; the plan's refusal disables.
+  const plan: Plan = { refused: true, steps: [], warnings: [], refusals: [{ code: 'ALREADY_EXISTS', message: 'a machine named "node-a" is already registered', field: 'name' }] };
+  const taken = planOutcome([], plan, ['name']);
+  assert.equal(taken.fields.get('name'), plan.refusals[0].message);
+  assert.equal(taken.invalid, undefined); // the button says the plan's refusal (refusalReason)
+  assert.equal(planOutcome([], { ...plan, refused: false, refusals: [] }, ['name']).invalid, undefined);
+
+  // Not the user's input: no field, no block (the plan box says it).
+  const down = planOutcome(problemsOf({ graphQLErrors: [{ message: 'MAAS could not be reached', extensions: { code: 'UNAVAILABLE' } }] }), null, ['name']);
+  assert.equal(down.invalid, undefined);
+  assert.equal(down.problem, 'MAAS could not be reached');
+});
+
+test('member config: a dry run\'s bad entry lands beside its row, not in the plan box', () => {
+  const rows = [
+    { entity: 'storage-pool', name: '', key: '', value: '' },
+    { entity: 'network', name: 'uplink', key: 'nope', value: 'x' },
+  ];
+  const { rowOf } = configInput(rows);
+  const fieldNames = ['memberConfig', ...rows.map((_, i) => `memberConfig.${i}`)];
+  const problems = problemsOf({
+    graphQLErrors: [{ message: 'the cluster has no member-specific key "network/uplink/nope"', extensions: { code: 'INVALID_INPUT', field: 'memberConfig', details: { index: 0 } } }],
+  });
+  const o = planOutcome(problems, null, fieldNames);
+  assert.equal(o.problem, undefined);
+  assert.ok(o.invalid);
+  assert.deepEqual([...rowErrors(o.fields, rowOf)], [[1, problems[0].message]]);
 });

@@ -23,6 +23,13 @@ test('each phase offers its own changes', () => {
   assert.deepEqual(ids(admin, row('UNKNOWN')), ['approve!']);
 });
 
+test('a discovered machine, in any MAAS state, is offered Register and no MAAS step', () => {
+  const why = 'MAAS machine nnnn03 has no machine record in Apelora: register it first';
+  const steps: Row['maasSteps'] = ['COMMISSION', 'INSTALL', 'HARDWARE_TESTS', 'RELEASE'].map((step) => ({ step, allowed: false, reason: why })) as Row['maasSteps'];
+  assert.deepEqual(ids(admin, row('DISCOVERED', steps)), ['register']);
+  assert.deepEqual(ids(admin, row('DISCOVERED', [{ step: 'COMMISSION', allowed: true, reason: null }])), ['register']);
+});
+
 test('MAAS steps follow what the server says, with its reason', () => {
   const r = row('REGISTERED', [
     { step: 'COMMISSION', allowed: true, reason: null },
@@ -59,7 +66,8 @@ test('Admit is enabled only when admissible, else names the failing check', () =
       { name: 'kernel', title: 'Kernel', result: 'FAIL', message: 'kernel 6.1 is older than 6.12' },
     ],
   });
-  assert.equal(blocked, 'Blocked by Kernel: kernel 6.1 is older than 6.12');
+  // The same case as admission's TestBlockedByIsOneWording: one wording for BLOCKED.
+  assert.equal(blocked, 'Admission blocked by Kernel: kernel 6.1 is older than 6.12');
   assert.match(admitReason(viewer, { verdict: 'ADMISSIBLE', checks: [] })!, /manage-infrastructure/);
 });
 

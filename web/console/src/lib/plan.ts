@@ -3,6 +3,7 @@
 // every change and shows it in the confirm dialog.
 
 import { changes, type ChangeName } from '../api/changes.gen';
+import { fieldKey, type Problem } from './errors';
 
 export interface PlanChange { field: string; before?: string | null; after?: string | null }
 export interface PlanStep { system: string; call: string; target: string; changes: PlanChange[] }
@@ -31,4 +32,45 @@ export function changeText(c: PlanChange): string {
   const b = c.before ?? '(none)';
   const a = c.after ?? '(removed)';
   return c.before == null ? `${c.field}: ${a}` : `${c.field}: ${b} → ${a}`;
+}
+
+// What a dry run said about the inputs as filled in, sorted for the dialog: each problem
+// the server tied to a field the dialog shows (its extensions.field, or field.index for one
+// entry of a list such as a member-config row) goes beside that field; the rest go in the
+// plan box. The server's rule is the only rule: the console checks nothing itself here.
+export interface PlanOutcome {
+  // fields maps a field (or field.index) to the server's message for it.
+  fields: Map<string, string>;
+  // problem is what the server said that belongs to no field shown.
+  problem?: string;
+  // invalid is why the change cannot be made as filled in: a field the server refused,
+  // or input it refused without naming a field shown.
+  invalid?: string;
+  // fieldMessage is the server's message for the first field it refused.
+  fieldMessage?: string;
+}
+
+export function planOutcome(problems: Problem[], plan: Plan | null, fieldNames: string[]): PlanOutcome {
+  const shown = (field: string | null | undefined, key: string) => !!field && (fieldNames.includes(key) || fieldNames.includes(field));
+  const fields = new Map<string, string>();
+  const add = (key: string, message: string) => fields.set(key, fields.has(key) ? `${fields.get(key)} ${message}` : message);
+  const rest: Problem[] = [];
+  for (const p of problems) {
+    if (shown(p.field, fieldKey(p))) add(fieldKey(p), p.message);
+    else rest.push(p);
+  }
+  const out: PlanOutcome = { fields };
+  const first = fields.values().next().value;
+  const bad = rest.find((p) => p.code === 'INVALID_INPUT');
+  if (first !== undefined) {
+    out.invalid = 'Correct the field marked above first.';
+    out.fieldMessage = first;
+  } else if (bad) out.invalid = `It would be refused: ${bad.message} (INVALID_INPUT)`;
+  if (rest.length) out.problem = rest.map((p) => p.message).join(' ');
+  // A refusal about a field (a name already taken) is said beside it too; the plan's
+  // refusal is the reason the button gives (refusalReason).
+  for (const r of plan?.refusals ?? []) {
+    if (r.field && shown(r.field, r.field) && !fields.has(r.field)) add(r.field, r.message);
+  }
+  return out;
 }

@@ -276,7 +276,7 @@ export function AuditPage() {
             <option value="SUCCEEDED">Succeeded</option>
             <option value="FAILED">Failed</option>
             <option value="REFUSED">Refused</option>
-            <option value="PLANNED">Planned (dry runs)</option>
+            <option value="PLANNED">Planned (dry runs of earlier releases)</option>
           </select>
         </label>
       </form>

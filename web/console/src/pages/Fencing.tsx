@@ -223,6 +223,7 @@ function MappingDialog({ member, rows, onClose, onDone }: { member: string; rows
       title={`Fence mapping of ${member}`}
       machine={member}
       confirmLabel="Set mapping"
+      blocked={systemId === '' ? 'Choose the MAAS machine first.' : uuid.trim() === '' ? 'Give the hardware UUID first.' : undefined}
       consequence={
         <p>
           apelora-worker will be allowed to power <strong>{member}</strong> off through MAAS when it is dead, after MAAS reports the hardware UUID below for the

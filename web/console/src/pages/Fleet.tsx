@@ -1,6 +1,6 @@
 // Fleet: one row per machine (MAAS × Apelora record × Incus member), filtered, searched and
 // sorted with the filter kept in the URL, live without reloads.
-import { memo, useCallback, useDeferredValue, useMemo, useState } from 'react';
+import { memo, useCallback, useDeferredValue, useMemo, useRef, useState } from 'react';
 import { useFleetStream } from '../live/fleetLive';
 import { applyFilter, defaultPageSize, filterParams, pageOf, pageSizes, parseFilter, parsePaging, provisionerOf, type FleetFilter, type Paging, type Row, type SortKey } from '../lib/fleet';
 import { phaseInfo, phaseOrder, warningLabels } from '../lib/phases';
@@ -11,6 +11,8 @@ import { Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton 
 import { problemsOf } from '../lib/errors';
 import { hiddenColumnsText, parseHiddenColumns, type FleetColumn } from '../lib/display';
 import { RegisterDialog, type RegisterTarget } from './RegisterDialog';
+import { BulkDialog } from './BulkDialog';
+import { allMatching, bulkSteps, freeze, ranged, type BulkStep, type BulkTarget } from '../lib/bulk';
 import type { FleetQuery as FleetData, WarningCode } from '../gql/graphql';
 
 export function SourceBanners({ sources }: { sources: FleetData['fleet']['sources'] | undefined }) {
@@ -165,6 +167,28 @@ export function FleetPage() {
   const shownColumns = columns.filter((c) => c.id === 'name' || !hidden.has(c.id));
   const clearFilters = () => setParams(new URLSearchParams());
 
+  // Selection for bulk steps: by name, across pages and filters; shift-click selects the
+  // range from the last click in the order shown. Confirming freezes it to those names.
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
+  const anchor = useRef<string | null>(null);
+  const shownNames = useRef<string[]>([]);
+  shownNames.current = shown.rows.map((r) => r.name);
+  const onSelect = useCallback((name: string, on: boolean, range: boolean) => {
+    // Read now: the updater runs later, after the anchor has moved to this row.
+    const from = range ? anchor.current : null;
+    const order = shownNames.current;
+    setSelected((sel) => ranged(sel, order, from, name, on));
+    anchor.current = name;
+  }, []);
+  const matchingNames = useMemo(() => matching.map((r) => r.name), [matching]);
+  const allSelected = matchingNames.length > 0 && matchingNames.every((n) => selected.has(n));
+  const [bulkStep, setBulkStep] = useState<BulkStep>('commission');
+  const [bulk, setBulk] = useState<{ step: BulkStep; targets: BulkTarget[] } | null>(null);
+  const hiddenSelected = useMemo(() => {
+    const m = new Set(matchingNames);
+    return [...selected].filter((n) => !m.has(n)).length;
+  }, [selected, matchingNames]);
+
   return (
     <section aria-labelledby="fleet-title">
       <div className="page-head">
@@ -238,6 +262,27 @@ export function FleetPage() {
               {matching.length === rows.length ? `${rows.length} machines` : `${matching.length} of ${rows.length} machines match`}
               {shown.pages > 1 ? ` · page ${shown.page} of ${shown.pages}` : ''}
             </p>
+            {selected.size ? (
+              <div className="bulk-bar" role="group" aria-label="Selected machines" data-bulk-bar={selected.size}>
+                <span>
+                  <strong>{selected.size}</strong> selected{hiddenSelected ? ` (${hiddenSelected} not matching the filter)` : ''}
+                </span>
+                <label>
+                  Step{' '}
+                  <select className="input input-small" value={bulkStep} onChange={(e) => setBulkStep(e.target.value as BulkStep)} data-bulk-step>
+                    {bulkSteps.map((b) => (
+                      <option key={b.step} value={b.step}>{b.label}</option>
+                    ))}
+                  </select>
+                </label>
+                <ReasonButton variant="primary" className="btn-small" reason={perm} onClick={() => setBulk({ step: bulkStep, targets: freeze(selected, rows) })} data-bulk-open>
+                  Take action…
+                </ReasonButton>
+                <button type="button" className="btn btn-plain btn-small" onClick={() => setSelected(new Set())} data-bulk-clear>
+                  Clear selection
+                </button>
+              </div>
+            ) : null}
             <div className="table-tools">
               <ColumnChooser hidden={hidden} toggle={toggleColumn} />
               <Pager page={shown.page} pages={shown.pages} size={paging.size} go={goPage} />
@@ -257,6 +302,16 @@ export function FleetPage() {
                 <caption className="visually-hidden">Machines: MAAS, Apelora record and Incus member side by side</caption>
                 <thead>
                   <tr>
+                    <th scope="col" className="select-col">
+                      <input
+                        type="checkbox"
+                        checked={allSelected}
+                        onChange={(e) => setSelected((sel) => allMatching(sel, matchingNames, e.target.checked))}
+                        aria-label={`Select all ${matchingNames.length} machines matching the filter`}
+                        title={`Select all ${matchingNames.length} matching, on every page`}
+                        data-select-all
+                      />
+                    </th>
                     {shownColumns.map((c) => (
                       <th key={c.id} scope="col" aria-sort={c.key && filter.sort === c.key ? (filter.desc ? 'descending' : 'ascending') : undefined}>
                         {c.key ? (
@@ -273,7 +328,7 @@ export function FleetPage() {
                 </thead>
                 <tbody>
                   {shown.rows.map((r) => (
-                    <FleetRowView key={r.name} row={r} perm={perm} onRegister={onRegister} hidden={hidden} />
+                    <FleetRowView key={r.name} row={r} perm={perm} onRegister={onRegister} hidden={hidden} selected={selected.has(r.name)} onSelect={onSelect} />
                   ))}
                 </tbody>
               </table>
@@ -283,16 +338,29 @@ export function FleetPage() {
         </>
       )}
       {register ? <RegisterDialog target={register} onClose={() => setRegister(null)} /> : null}
+      {bulk ? <BulkDialog step={bulk.step} targets={bulk.targets} onClose={() => setBulk(null)} /> : null}
     </section>
   );
 }
 
-const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister, hidden }: { row: Row; perm?: string; onRegister(t: RegisterTarget): void; hidden: ReadonlySet<FleetColumn> }) {
+const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister, hidden, selected, onSelect }: {
+  row: Row; perm?: string; onRegister(t: RegisterTarget): void; hidden: ReadonlySet<FleetColumn>; selected: boolean; onSelect(name: string, on: boolean, range: boolean): void;
+}) {
   const m = r.member;
   const prov = provisionerOf(r);
   const show = (c: FleetColumn) => !hidden.has(c);
   return (
     <tr data-machine={r.name} data-phase={r.phase}>
+      <td className="select-col">
+        <input
+          type="checkbox"
+          checked={selected}
+          onChange={() => {}}
+          onClick={(e) => onSelect(r.name, e.currentTarget.checked, e.shiftKey)}
+          aria-label={`Select ${r.name}`}
+          data-select={r.name}
+        />
+      </td>
       <th scope="row">
         <Link to={machinePath(r.name)}>{r.name}</Link>
       </th>

@@ -27,8 +27,13 @@ export function RegisterDialog({ target, onClose }: { target: RegisterTarget; on
       consequence={
         target.kind === 'maas' ? (
           <p>
-            Apelora records MAAS machine <strong>{target.hostname}</strong> (system id <code>{target.systemId}</code>) as <strong>{shown}</strong> and copies its
-            hardware UUID <code>{target.hardwareUuid ?? 'none reported yet'}</code> from MAAS. Nothing changes in MAAS or Incus.
+            Apelora records MAAS machine <strong>{target.hostname}</strong> (system id <code>{target.systemId}</code>) as <strong>{shown}</strong>
+            {target.hardwareUuid ? (
+              <> and copies its hardware UUID <code>{target.hardwareUuid}</code> from MAAS</>
+            ) : (
+              <>; MAAS reports no hardware UUID for it yet, so Apelora copies it when MAAS first does (once commissioned), as an audit event of its own</>
+            )}
+            . Nothing changes in MAAS or Incus. Its MAAS steps (commission, install, tests, release) are then offered on its page.
           </p>
         ) : (
           <p>

@@ -9,44 +9,46 @@ import (
 	"github.com/apelora/fabric/apperr"
 )
 
-// Sessions ends the long-lived connections (websockets) of an identity as soon as it may
-// no longer authenticate: revoked, deleted, or past its expiry. Each watched connection
-// context is cancelled with an UNAUTHENTICATED *apperr.Error as its cause (see Usable),
-// which the transport turns into close code 4403 with that message.
+// SocketRegistry holds this replica's open websockets by identity and by console session,
+// and ends those of an identity as soon as it may no longer authenticate: revoked,
+// deleted, or past its expiry. Each watched connection context is cancelled with an
+// UNAUTHENTICATED *apperr.Error as its cause (see Usable), which the transport turns into
+// close code 4403 with that message.
 //
-// A connection authenticated by a console session (WatchSession) also ends when that
-// session ends: signed out, here or on another replica (SessionEnded).
+// A socket authenticated by a console session (WatchConsoleSession) also ends when that
+// session ends: signed out, here or on another replica (ConsoleSessionEnded).
 //
 // Revocations reach every API replica through PostgreSQL NOTIFY: the store's listener
-// calls Changed for each identity notified, SessionEnded for each console session ended,
-// and CheckAll when notifications may have been lost. Expiry needs no notification: each
-// connection has a timer.
-type Sessions struct {
+// calls Changed for each identity notified, ConsoleSessionEnded for each console session
+// ended, and CheckAll when notifications may have been lost. Expiry needs no
+// notification: each socket has a timer.
+type SocketRegistry struct {
 	store ByID
 	log   *slog.Logger
 
 	mu   sync.Mutex
-	open map[int64]map[*session]struct{}
+	open map[int64]map[*socket]struct{}
 	// console holds the connections of each console session, by its id.
-	console map[int64]map[*session]struct{}
+	console map[int64]map[*socket]struct{}
 }
 
 // ByID reads one identity, or one console session, by its id (nil when there is none).
 type ByID interface {
 	IdentityByID(ctx context.Context, id int64) (*Identity, error)
-	ConsoleSessionByID(ctx context.Context, id int64) (*Session, error)
+	ConsoleSessionByID(ctx context.Context, id int64) (*ConsoleSession, error)
 }
 
-type session struct {
+// socket is one watched websocket's connection context.
+type socket struct {
 	name    string
 	console int64 // the console session it authenticated with; 0 for a bearer token
 	cancel  context.CancelCauseFunc
 	timer   *time.Timer
 }
 
-// NewSessions returns an empty watch.
-func NewSessions(store ByID, log *slog.Logger) *Sessions {
-	return &Sessions{store: store, log: log, open: map[int64]map[*session]struct{}{}, console: map[int64]map[*session]struct{}{}}
+// NewSocketRegistry returns an empty watch.
+func NewSocketRegistry(store ByID, log *slog.Logger) *SocketRegistry {
+	return &SocketRegistry{store: store, log: log, open: map[int64]map[*socket]struct{}{}, console: map[int64]map[*socket]struct{}{}}
 }
 
 // ErrConsoleSessionEnded is why a console session no longer authenticates once it was
@@ -58,20 +60,20 @@ func ErrConsoleSessionEnded() error {
 // Watch returns a context derived from parent that ends when id is revoked, deleted or
 // expires. It reads the identity once more after registering, so a revocation committed
 // since it authenticated is not missed; if that read refuses, so does Watch.
-func (s *Sessions) Watch(parent context.Context, id *Identity) (context.Context, error) {
+func (s *SocketRegistry) Watch(parent context.Context, id *Identity) (context.Context, error) {
 	return s.watch(parent, id, 0)
 }
 
-// WatchSession is Watch for a connection authenticated by the console session with id
-// console: its context also ends when that session ends. Like Watch it reads the session
+// WatchConsoleSession is Watch for a socket authenticated by the console session with
+// id console: its context also ends when that session ends. Like Watch it reads the session
 // once more after registering, so a sign-out committed meanwhile is not missed.
-func (s *Sessions) WatchSession(parent context.Context, id *Identity, console int64) (context.Context, error) {
+func (s *SocketRegistry) WatchConsoleSession(parent context.Context, id *Identity, console int64) (context.Context, error) {
 	return s.watch(parent, id, console)
 }
 
-func (s *Sessions) watch(parent context.Context, id *Identity, console int64) (context.Context, error) {
+func (s *SocketRegistry) watch(parent context.Context, id *Identity, console int64) (context.Context, error) {
 	ctx, cancel := context.WithCancelCause(parent)
-	ss := &session{name: id.Name, console: console, cancel: cancel}
+	ss := &socket{name: id.Name, console: console, cancel: cancel}
 	s.mu.Lock()
 	add(s.open, id.ID, ss)
 	if console != 0 {
@@ -85,7 +87,7 @@ func (s *Sessions) watch(parent context.Context, id *Identity, console int64) (c
 		err = verdict(id.Name, fresh, time.Now())
 	}
 	if err == nil && console != 0 {
-		err = s.sessionVerdict(ctx, console)
+		err = s.consoleSessionVerdict(ctx, console)
 	}
 	if err != nil {
 		cancel(err)
@@ -98,8 +100,8 @@ func (s *Sessions) watch(parent context.Context, id *Identity, console int64) (c
 }
 
 // Changed re-reads an identity that was revoked, deleted or given another expiry (on
-// any replica), and ends its sessions here when it may no longer authenticate.
-func (s *Sessions) Changed(ctx context.Context, id int64) {
+// any replica), and ends its sockets here when it may no longer authenticate.
+func (s *SocketRegistry) Changed(ctx context.Context, id int64) {
 	s.mu.Lock()
 	var name string
 	for ss := range s.open[id] {
@@ -112,7 +114,7 @@ func (s *Sessions) Changed(ctx context.Context, id int64) {
 	}
 	fresh, err := s.store.IdentityByID(ctx, id)
 	if err != nil {
-		// Not known to be revoked: keep the sessions. A lost database connection also
+		// Not known to be revoked: keep the sockets. A lost database connection also
 		// makes the listener reconnect, and CheckAll comes next.
 		s.log.WarnContext(ctx, "could not re-read a changed identity; its websockets stay open until it can be", "identity_id", id, "error", err)
 		return
@@ -128,13 +130,13 @@ func (s *Sessions) Changed(ctx context.Context, id int64) {
 		}
 	}
 	if verdictErr != nil {
-		s.log.InfoContext(ctx, "closed the websockets of an identity that can no longer authenticate", "identity", name, "identity_id", id, "sessions", n, "reason", apperr.PublicMessage(verdictErr))
+		s.log.InfoContext(ctx, "closed the websockets of an identity that can no longer authenticate", "identity", name, "identity_id", id, "sockets", n, "reason", apperr.PublicMessage(verdictErr))
 	}
 }
 
-// SessionEnded ends the connections of a console session that was ended (signed out, on
-// any replica).
-func (s *Sessions) SessionEnded(ctx context.Context, console int64) {
+// ConsoleSessionEnded ends the sockets of a console session that was ended (signed out,
+// on any replica).
+func (s *SocketRegistry) ConsoleSessionEnded(ctx context.Context, console int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(s.console[console])
@@ -148,7 +150,7 @@ func (s *Sessions) SessionEnded(ctx context.Context, console int64) {
 
 // CheckAll re-reads every identity and console session with open connections, after
 // notifications may have been lost.
-func (s *Sessions) CheckAll(ctx context.Context) {
+func (s *SocketRegistry) CheckAll(ctx context.Context) {
 	s.mu.Lock()
 	ids := make([]int64, 0, len(s.open))
 	for id := range s.open {
@@ -163,15 +165,15 @@ func (s *Sessions) CheckAll(ctx context.Context) {
 		s.Changed(ctx, id)
 	}
 	for _, id := range consoles {
-		if err := s.sessionVerdict(ctx, id); apperr.CodeOf(err) == apperr.Unauthenticated {
-			s.SessionEnded(ctx, id)
+		if err := s.consoleSessionVerdict(ctx, id); apperr.CodeOf(err) == apperr.Unauthenticated {
+			s.ConsoleSessionEnded(ctx, id)
 		}
 	}
 }
 
-// sessionVerdict is why the console session's connections must end (it is gone), nil
+// consoleSessionVerdict is why the console session's connections must end (it is gone), nil
 // when they may go on, or the read's error (which ends nothing in CheckAll).
-func (s *Sessions) sessionVerdict(ctx context.Context, console int64) error {
+func (s *SocketRegistry) consoleSessionVerdict(ctx context.Context, console int64) error {
 	sess, err := s.store.ConsoleSessionByID(ctx, console)
 	if err != nil {
 		return err
@@ -182,8 +184,8 @@ func (s *Sessions) sessionVerdict(ctx context.Context, console int64) error {
 	return nil
 }
 
-// Open returns how many sessions are watched (for tests and metrics).
-func (s *Sessions) Open() int {
+// Open returns how many sockets are watched (for tests and metrics).
+func (s *SocketRegistry) Open() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -193,8 +195,8 @@ func (s *Sessions) Open() int {
 	return n
 }
 
-// schedule (re)sets the session's expiry timer to the identity's expiry. s.mu is held.
-func (s *Sessions) schedule(ss *session, id *Identity) {
+// schedule (re)sets the socket's expiry timer to the identity's expiry. s.mu is held.
+func (s *SocketRegistry) schedule(ss *socket, id *Identity) {
 	if ss.timer != nil {
 		ss.timer.Stop()
 		ss.timer = nil
@@ -206,7 +208,7 @@ func (s *Sessions) schedule(ss *session, id *Identity) {
 	ss.timer = time.AfterFunc(time.Until(*id.ExpiresAt), func() { ss.cancel(end) })
 }
 
-func (s *Sessions) forget(id int64, ss *session) {
+func (s *SocketRegistry) forget(id int64, ss *socket) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss.timer != nil {
@@ -218,21 +220,21 @@ func (s *Sessions) forget(id int64, ss *session) {
 	}
 }
 
-func add(m map[int64]map[*session]struct{}, k int64, ss *session) {
+func add(m map[int64]map[*socket]struct{}, k int64, ss *socket) {
 	if m[k] == nil {
-		m[k] = map[*session]struct{}{}
+		m[k] = map[*socket]struct{}{}
 	}
 	m[k][ss] = struct{}{}
 }
 
-func remove(m map[int64]map[*session]struct{}, k int64, ss *session) {
+func remove(m map[int64]map[*socket]struct{}, k int64, ss *socket) {
 	delete(m[k], ss)
 	if len(m[k]) == 0 {
 		delete(m, k)
 	}
 }
 
-// verdict is why a session of the identity named name must end, given the identity as
+// verdict is why a socket of the identity named name must end, given the identity as
 // it is now (nil: deleted), or nil when it may go on.
 func verdict(name string, now *Identity, at time.Time) error {
 	if now == nil {

@@ -1,0 +1,184 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/adapters/postgres/pgtest"
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/auditlog"
+)
+
+func verifyAuditLog(t *testing.T, s *postgres.Store, k *auditlog.Key) auditlog.Report {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := s.AuditSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	rep, err := auditlog.Verify(ctx, snap, k.Verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func testKey(t *testing.T) *auditlog.Key {
+	t.Helper()
+	k, _, err := auditlog.LoadOrCreateKey(t.TempDir() + "/" + auditlog.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// Two replicas (two stores on one database) record events at once: the events form one
+// tree, leaf indexes follow ids, and every event is proved against a checkpoint.
+func TestAuditLogIsOneTreeAcrossReplicas(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	other, err := postgres.Open(ctx, db.URL, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	stores := []*postgres.Store{db.Store, other}
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				e := audit.Event{Actor: fmt.Sprintf("replica-%d", w%2), Action: "registerMachine", Machine: fmt.Sprintf("node-%d", i%3),
+					Outcome: audit.Succeeded, RequestID: fmt.Sprintf("req-%d-%d", w, i),
+					Parameters: map[string]any{"name": "node", "n": 1e20 + float64(i), "nested": map[string]any{"b": []any{1, "ü", nil}, "a": true}},
+					Details:    map[string]any{"checks": []any{map[string]any{"name": "cpu", "ok": i%2 == 0}}}}
+				if i%5 == 0 {
+					e.Outcome, e.Error = audit.Refused, "not allowed"
+				}
+				if err := stores[w%2].RecordAudit(ctx, e); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var misplaced int
+	if err := db.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM (SELECT leaf_index, row_number() OVER (ORDER BY id) - 1 AS want FROM audit_events) x
+		WHERE leaf_index IS DISTINCT FROM want`).Scan(&misplaced); err != nil || misplaced != 0 {
+		t.Fatalf("%d events have a leaf index out of id order (%v)", misplaced, err)
+	}
+
+	k := testKey(t)
+	if rep := verifyAuditLog(t, db.Store, k); rep.Problem != nil || rep.Events != 100 {
+		t.Fatalf("verify before any checkpoint: %+v %v", rep, rep.Problem)
+	}
+	svc := auditlog.NewService(db.Store, k)
+	if _, err := svc.Prove(ctx, 1); !apperr.Is(err, apperr.FailedPrecondition) {
+		t.Fatalf("a proof before any checkpoint: %v", err)
+	}
+	c, made, err := svc.Checkpoint(ctx)
+	if err != nil || !made || c.Size != 100 {
+		t.Fatalf("checkpoint: %+v %v %v", c, made, err)
+	}
+	if again, made, err := auditlog.NewService(other, k).Checkpoint(ctx); err != nil || made || again.Size != 100 {
+		t.Fatalf("a second checkpoint of the same tree: %+v %v %v", again, made, err)
+	}
+	if tree, err := auditlog.ParseCheckpoint([]byte(c.Signed), k.Verifier); err != nil || tree.N != 100 || tree.Hash != c.Root {
+		t.Fatalf("the signed checkpoint reads back as %+v, %v", tree, err)
+	}
+	if err := db.Store.RecordAudit(ctx, audit.Event{Actor: "late", Action: "registerMachine", Outcome: audit.Succeeded, RequestID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verifyAuditLog(t, db.Store, k); rep.Problem != nil || rep.Events != 101 || rep.Checkpoints != 1 {
+		t.Fatalf("verify: %+v %v", rep, rep.Problem)
+	}
+	var ids []int64
+	rows, _ := db.Store.Pool().Query(ctx, `SELECT id FROM audit_events ORDER BY id`)
+	for rows.Next() {
+		var id int64
+		rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	if rows.Err() != nil || len(ids) != 101 {
+		t.Fatalf("read ids: %v (%d)", rows.Err(), len(ids))
+	}
+	for i, id := range ids[:100] {
+		p, err := svc.Prove(ctx, id)
+		if err != nil {
+			t.Fatalf("prove event %d: %v", id, err)
+		}
+		if p.LeafIndex != int64(i) || p.Checkpoint.Size != 100 {
+			t.Fatalf("event %d: leaf %d in a tree of %d", id, p.LeafIndex, p.Checkpoint.Size)
+		}
+		hashes := make([]string, len(p.Hashes))
+		for j, h := range p.Hashes {
+			hashes[j] = h.String()
+		}
+		parsed, err := auditlog.ParseProof(hashes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Hashes = parsed
+		if err := p.Check(); err != nil {
+			t.Fatalf("event %d: %v", id, err)
+		}
+		p.LeafIndex ^= 1
+		if p.Check() == nil {
+			t.Fatalf("event %d's proof also proves leaf %d", id, p.LeafIndex)
+		}
+	}
+	if _, err := svc.Prove(ctx, ids[100]); !apperr.Is(err, apperr.FailedPrecondition) {
+		t.Fatalf("a proof of an event newer than the checkpoint: %v", err)
+	}
+	if _, err := svc.Prove(ctx, ids[100]+1000); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("a proof of no event: %v", err)
+	}
+}
+
+// Rows recorded before migration 0010 get their leaves from it, in id order.
+func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	// Back to the schema before 0010, with rows written by then.
+	if _, err := db.Store.Pool().Exec(ctx, `DROP TABLE audit_tree_hashes, audit_checkpoints, audit_tree_state;
+		ALTER TABLE audit_events DROP COLUMN leaf_index, DROP COLUMN leaf_hash;
+		DELETE FROM schema_migrations WHERE version = 10;
+		INSERT INTO audit_events (at, actor, action, machine, parameters, outcome, error, request_id, details)
+		SELECT now() - make_interval(secs => 25000 - i), 'admin', 'registerMachine', CASE WHEN i % 3 = 0 THEN NULL ELSE 'node-' || i END,
+			jsonb_build_object('name', 'node-' || i, 'i', i), CASE WHEN i % 7 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END,
+			CASE WHEN i % 7 = 0 THEN 'it failed' END, 'req-' || i, '{}'
+		FROM generate_series(1, 25000) i`); err != nil {
+		t.Fatal(err)
+	}
+	applied, err := db.Store.Migrate(ctx)
+	if err != nil || len(applied) != 1 {
+		t.Fatalf("migrate: %v %v", applied, err)
+	}
+	k := testKey(t)
+	if _, made, err := auditlog.NewService(db.Store, k).Checkpoint(ctx); err != nil || !made {
+		t.Fatalf("checkpoint: %v %v", made, err)
+	}
+	if err := db.Store.RecordAudit(ctx, audit.Event{Actor: "admin", Action: "registerMachine", Outcome: audit.Succeeded, RequestID: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verifyAuditLog(t, db.Store, k); rep.Problem != nil || rep.Events != 25001 || rep.Checkpoints != 1 {
+		t.Fatalf("verify after the backfill: %+v %v", rep, rep.Problem)
+	}
+	if _, err := db.Store.Pool().Exec(ctx, `UPDATE audit_events SET actor = 'x' WHERE id = 1`); err == nil {
+		t.Fatal("the trail is no longer append-only after the backfill")
+	}
+}

@@ -1,0 +1,156 @@
+package auditlog
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The frontier that `audit verify` walks with gives the hashes and roots tlog stores
+// and computes (what the store writes on every insert).
+func TestFrontierMatchesTlog(t *testing.T) {
+	var all []tlog.Hash
+	reader := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			out[i] = all[x]
+		}
+		return out, nil
+	})
+	var f Frontier
+	var stored []tlog.Hash
+	for n := range int64(600) {
+		leaf := Record{ID: n + 1, Actor: fmt.Sprint(n)}.Leaf()
+		want, err := tlog.StoredHashes(n, leaf, reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = f.Add(tlog.RecordHash(leaf), stored)
+		if fmt.Sprint(stored) != fmt.Sprint(want) {
+			t.Fatalf("leaf %d: the frontier stores %v, tlog %v", n, stored, want)
+		}
+		all = append(all, want...)
+		if g, err := FrontierOf(f.Size(), f.Hashes()); err != nil || g.Root() != f.Root() {
+			t.Fatalf("tree of %d: the frontier does not restore from its hashes: %v", n+1, err)
+		}
+		root, err := tlog.TreeHash(n+1, reader)
+		if err != nil || f.Root() != root {
+			t.Fatalf("tree of %d: frontier root %v, tlog %v (%v)", n+1, f.Root(), root, err)
+		}
+	}
+}
+
+// Every field is in the leaf, and moving bytes from one field to the next changes it.
+func TestLeafCoversEveryFieldUnambiguously(t *testing.T) {
+	base := Record{ID: 7, At: time.UnixMicro(1700000000123456), Actor: "admin", Action: "registerMachine", Machine: "node-1",
+		Outcome: "SUCCEEDED", Error: "", RequestID: "req", Parameters: `{"a": 1}`, Details: `{}`}
+	changes := []func(*Record){
+		func(r *Record) { r.ID++ },
+		func(r *Record) { r.At = r.At.Add(time.Microsecond) },
+		func(r *Record) { r.Actor = "admin2" },
+		func(r *Record) { r.Action = "x" },
+		func(r *Record) { r.Machine = "" },
+		func(r *Record) { r.Outcome = "FAILED" },
+		func(r *Record) { r.Error = "e" },
+		func(r *Record) { r.RequestID = "r" },
+		func(r *Record) { r.Parameters = `{"a": 2}` },
+		func(r *Record) { r.Details = `{"x": 1}` },
+		func(r *Record) { r.Actor, r.Action = "adminr", "egisterMachine" },
+	}
+	seen := map[tlog.Hash]int{base.LeafHash(): -1}
+	for i, change := range changes {
+		r := base
+		change(&r)
+		h := r.LeafHash()
+		if j, ok := seen[h]; ok {
+			t.Fatalf("change %d gives the leaf of %d", i, j)
+		}
+		seen[h] = i
+	}
+}
+
+func testSigner(t testing.TB) *Key {
+	skey, _, err := note.GenerateKey(rand.Reader, KeyName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := KeyFromText(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestCheckpointsOfAnotherKeyAreRefused(t *testing.T) {
+	k, other := testSigner(t), testSigner(t)
+	signed, err := signCheckpoint(other.Signer, 3, tlog.Hash{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseCheckpoint([]byte(signed), k.Verifier); err == nil || !strings.Contains(err.Error(), "does not verify with the audit key") {
+		t.Fatalf("another key's checkpoint: %v", err)
+	}
+	good, _ := signCheckpoint(k.Signer, 3, tlog.Hash{1})
+	if tree, err := ParseCheckpoint([]byte(good), k.Verifier); err != nil || tree.N != 3 || tree.Hash != (tlog.Hash{1}) {
+		t.Fatalf("own checkpoint: %+v %v", tree, err)
+	}
+	forged := strings.Replace(good, "\n3\n", "\n4\n", 1)
+	if _, err := ParseCheckpoint([]byte(forged), k.Verifier); err == nil {
+		t.Fatal("a checkpoint whose size was edited verifies")
+	}
+}
+
+// FuzzParseCheckpoint: any text is refused or read as exactly the tree it signs; never a
+// panic.
+func FuzzParseCheckpoint(f *testing.F) {
+	k := testSigner(f)
+	for _, n := range []int64{1, 2, 1 << 40} {
+		s, _ := signCheckpoint(k.Signer, n, tlog.RecordHash([]byte{byte(n)}))
+		f.Add([]byte(s))
+		f.Add([]byte(strings.Replace(s, "go.sum", "go.mod", 1)))
+	}
+	f.Add([]byte("go.sum database tree\n1\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n\n— apelora-audit AAAA\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		tree, err := ParseCheckpoint(text, k.Verifier)
+		if err != nil {
+			return
+		}
+		if tree.N < 0 || !bytes.HasPrefix(text, tlog.FormatTree(tree)) {
+			t.Fatalf("read %+v from a checkpoint that does not state it:\n%s", tree, text)
+		}
+	})
+}
+
+// FuzzParseProof: any list of hashes is refused or read as at most 63 hashes, and checking
+// the proof at any index and size never panics and never proves a leaf outside the tree.
+func FuzzParseProof(f *testing.F) {
+	leaf := tlog.RecordHash([]byte("leaf"))
+	f.Add(leaf.String()+"\n"+tlog.RecordHash([]byte("x")).String(), int64(0), int64(2))
+	f.Add("", int64(0), int64(1))
+	f.Add("not base64", int64(-1), int64(-1))
+	f.Add(strings.Repeat(leaf.String()+"\n", 70), int64(5), int64(1<<62))
+	f.Fuzz(func(t *testing.T, text string, index, size int64) {
+		var hashes []string
+		if text != "" {
+			hashes = strings.Split(text, "\n")
+		}
+		p, err := ParseProof(hashes)
+		if err != nil {
+			return
+		}
+		if len(p) > maxProofHashes {
+			t.Fatalf("accepted a proof of %d hashes", len(p))
+		}
+		proof := Proof{LeafIndex: index, LeafHash: leaf, Hashes: p, Checkpoint: Checkpoint{Size: size, Root: leaf}}
+		if proof.Check() == nil && (index < 0 || index >= size) {
+			t.Fatalf("proved leaf %d in a tree of %d", index, size)
+		}
+	})
+}

@@ -1,0 +1,48 @@
+package auditlog
+
+import (
+	"fmt"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Proof shows that an event is a leaf of the tree a checkpoint signs.
+type Proof struct {
+	EventID    int64
+	LeafIndex  int64
+	LeafHash   tlog.Hash
+	Hashes     tlog.RecordProof
+	Checkpoint Checkpoint
+}
+
+// maxProofHashes bounds a proof: a tree of at most 2^63 leaves has a path of at most 63.
+const maxProofHashes = 63
+
+// ParseProof reads a proof's hashes as the API gives them (standard base64, leaf side
+// first).
+func ParseProof(hashes []string) (tlog.RecordProof, error) {
+	if len(hashes) > maxProofHashes {
+		return nil, fmt.Errorf("the proof has %d hashes: a proof has at most %d", len(hashes), maxProofHashes)
+	}
+	out := make(tlog.RecordProof, len(hashes))
+	for i, s := range hashes {
+		h, err := tlog.ParseHash(s)
+		if err != nil {
+			return nil, fmt.Errorf("proof hash %d is not a base64 SHA-256 hash", i+1)
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// Check checks that the proof leads from the leaf hash to the root of the checkpoint's
+// tree. (It does not check the checkpoint's signature: ParseCheckpoint does.)
+func (p Proof) Check() error {
+	if p.LeafIndex < 0 || p.LeafIndex >= p.Checkpoint.Size {
+		return fmt.Errorf("leaf %d is not in a tree of %d events", p.LeafIndex, p.Checkpoint.Size)
+	}
+	if err := tlog.CheckRecord(p.Hashes, p.Checkpoint.Size, p.Checkpoint.Root, p.LeafIndex, p.LeafHash); err != nil {
+		return fmt.Errorf("the proof does not lead from event %d's leaf to the checkpoint's root: %w", p.EventID, err)
+	}
+	return nil
+}

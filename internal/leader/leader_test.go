@@ -1,0 +1,160 @@
+package leader
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lock is one lock in memory that candidates take turns on, as PostgreSQL's advisory lock
+// is for the fence worker and drift; lose takes it from its holder, as a broken
+// connection would.
+type lock struct {
+	mu      sync.Mutex
+	holder  *hold
+	fail    int // the next attempts that fail (the database is unreachable)
+	closed  int
+	leaders []string
+}
+
+type hold struct {
+	l    *lock
+	name string
+	lost bool
+}
+
+func (l *lock) try(name string) func(context.Context) (*hold, error) {
+	return func(context.Context) (*hold, error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.fail > 0 {
+			l.fail--
+			return nil, errors.New("connection refused")
+		}
+		if l.holder != nil {
+			return nil, nil
+		}
+		l.holder = &hold{l: l, name: name}
+		l.leaders = append(l.leaders, name)
+		return l.holder, nil
+	}
+}
+
+func (h *hold) Check(context.Context) error {
+	h.l.mu.Lock()
+	defer h.l.mu.Unlock()
+	if h.lost {
+		return errors.New("the lock's connection is gone")
+	}
+	return nil
+}
+
+func (h *hold) Close() {
+	h.l.mu.Lock()
+	defer h.l.mu.Unlock()
+	if h.l.holder == h {
+		h.l.holder = nil
+	}
+	h.l.closed++
+}
+
+func (l *lock) lose() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holder != nil {
+		l.holder.lost = true
+	}
+}
+
+func (l *lock) snapshot() (leaders []string, closed int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.leaders...), l.closed
+}
+
+// leadUntilLost is a leader's loop as the fence worker's and drift's are: act, and stop
+// once Check says the lock is gone.
+func leadUntilLost(ctx context.Context, h *hold) {
+	for ctx.Err() == nil && h.Check(ctx) == nil {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+	}
+}
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// Two candidates, one lock: one leads, the other stands by (and says so once); when the
+// leader loses its lock its hold is closed and a candidate leads again; a failed attempt
+// is logged and retried; Run returns when its context ends, closing the hold it had.
+func TestOneLeadsTheOtherStandsByAndTakesOver(t *testing.T) {
+	var logs logBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	l := &lock{fail: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	var done sync.WaitGroup
+	for _, name := range []string{"a", "b"} {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			Run(ctx, l.try(name), leadUntilLost, Options{Retry: 5 * time.Millisecond, Log: log,
+				Unreachable: "cannot reach the lock", Standby: "standing by", Attrs: []any{"candidate", name}})
+		}()
+	}
+	waitFor(t, "a leader and a standby", func() bool {
+		leaders, _ := l.snapshot()
+		return len(leaders) == 1 && strings.Contains(logs.String(), "standing by")
+	})
+	time.Sleep(50 * time.Millisecond) // many retries of the standby
+	if n := strings.Count(logs.String(), "standing by"); n != 1 {
+		t.Errorf("standing by logged %d times during one standby, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "cannot reach the lock") || !strings.Contains(logs.String(), "connection refused") {
+		t.Errorf("the failed attempt was not logged with its error:\n%s", logs.String())
+	}
+
+	l.lose()
+	waitFor(t, "a second leadership", func() bool { leaders, _ := l.snapshot(); return len(leaders) == 2 })
+	if _, closed := l.snapshot(); closed != 1 {
+		t.Errorf("%d holds closed after one lost lock, want 1", closed)
+	}
+	cancel()
+	done.Wait()
+	if leaders, closed := l.snapshot(); closed != 2 || l.holder != nil {
+		t.Errorf("after the end: %d of %d holds closed, lock held by %v", closed, len(leaders), l.holder)
+	}
+}
+
+// Sleep ends early with the context.
+func TestSleepEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep after cancel: %v", err)
+	}
+	if err := Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Fatalf("Sleep: %v", err)
+	}
+}

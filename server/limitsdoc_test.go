@@ -1,0 +1,54 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apelora/fabric/apperr"
+)
+
+// The README's Limits table says what the code enforces: each row's value is checked
+// against the constant it describes, so changing one without the other fails here.
+func TestREADMELimitsTableIsTheCodes(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)
+	start := strings.Index(section, "\n## Limits\n")
+	if start < 0 {
+		t.Fatal(`README.md has no "## Limits" section`)
+	}
+	section = section[start:]
+	rows := map[string]string{} // the limit's words → its value
+	for _, m := range regexp.MustCompile(`(?m)^\| ([^|]+) \| ([^|]+) \| [^|]+ \|$`).FindAllStringSubmatch(section, -1) {
+		if _, ok := rows[m[1]]; !ok { // the first table: later ones reuse words such as "headers"
+			rows[m[1]] = m[2]
+		}
+	}
+	seconds := func(d time.Duration) string { return fmt.Sprintf("%d s", int(d/time.Second)) }
+	for limit, want := range map[string]string{
+		"request body (`/graphql`)":                      fmt.Sprintf("%d MiB", MaxBodyBytes>>20),
+		"time to send the headers":                       seconds(HeaderReadTimeout),
+		"time to send the body, once the headers are in": seconds(BodyReadTimeout),
+		"headers": fmt.Sprintf("%d KiB", MaxHeaderBytes>>10),
+		"root fields of one operation, aliases and fragments included": fmt.Sprint(MaxRootFields),
+		"depth of an operation (introspection not counted)":            fmt.Sprint(maxDepth),
+		"complexity of an operation (one per field)":                   fmt.Sprint(maxComplexity),
+		"a caller's value quoted in an error message":                  fmt.Sprintf("%d bytes, escaped, with its length", apperr.QuoteLimit),
+		"requests without a valid identity, per client address (an IPv6 one by its /64)": fmt.Sprintf("%d at once, then one per %s",
+			DefaultAuthFailureLimit.Burst, seconds(DefaultAuthFailureLimit.Every)),
+	} {
+		got, ok := rows[limit]
+		switch {
+		case !ok:
+			t.Errorf("README.md's Limits table has no row %q", limit)
+		case got != want:
+			t.Errorf("README.md says %q is %q; the code enforces %q", limit, got, want)
+		}
+	}
+}

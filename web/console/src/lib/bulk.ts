@@ -1,0 +1,138 @@
+// Bulk steps: one step for a set of machines chosen in the fleet. The set is frozen to
+// machine names when the step is confirmed (never re-filtered by the server); each
+// machine's step is its own mutation call (its own audit event) and every call of one
+// step carries one request id (X-Request-Id), which links the events. The server bounds how
+// many run at once (APELORA_STEP_CONCURRENCY); the console keeps a few in flight so the
+// results arrive one machine at a time.
+import type { ChangeName } from '../api/changes.gen';
+import type { Row } from './fleet';
+
+export type BulkStep = 'register' | 'commission' | 'test' | 'install' | 'admit' | 'release';
+
+// bulkSteps are the steps a set may take; approve enrolment is not one (its join token is
+// shown once, for one machine). A new step (evacuate, restore) is a line here and a case
+// in the dialog's call.
+export const bulkSteps: { step: BulkStep; label: string; change: ChangeName; maas: boolean }[] = [
+  { step: 'register', label: 'Register (discovered)', change: 'registerMachine', maas: true },
+  { step: 'commission', label: 'Commission', change: 'commissionMachine', maas: true },
+  { step: 'test', label: 'Run hardware tests', change: 'runHardwareTests', maas: true },
+  { step: 'install', label: 'Install and enrol', change: 'installOperatingSystem', maas: true },
+  { step: 'admit', label: 'Admit', change: 'admitMember', maas: false },
+  { step: 'release', label: 'Release', change: 'releaseMachine', maas: true },
+];
+
+// confirmAbove is the set size above which the count must be typed again.
+export const confirmAbove = 10;
+
+// inFlight is how many calls the console keeps open at once (the server bounds the rest).
+export const inFlight = 6;
+
+// toggled is the selection with one name in or out.
+export function toggled(sel: ReadonlySet<string>, name: string, on: boolean): Set<string> {
+  const next = new Set(sel);
+  if (on) next.add(name);
+  else next.delete(name);
+  return next;
+}
+
+// ranged is a shift-click: every name between the anchor (the last one clicked) and name,
+// in the order shown, takes name's new state. Without an anchor shown, only name does.
+export function ranged(sel: ReadonlySet<string>, shown: readonly string[], anchor: string | null, name: string, on: boolean): Set<string> {
+  const a = anchor === null ? -1 : shown.indexOf(anchor);
+  const b = shown.indexOf(name);
+  if (a < 0 || b < 0) return toggled(sel, name, on);
+  const next = new Set(sel);
+  for (const n of shown.slice(Math.min(a, b), Math.max(a, b) + 1)) {
+    if (on) next.add(n);
+    else next.delete(n);
+  }
+  return next;
+}
+
+// allMatching selects (or clears) every machine matching the filter, on every page.
+export function allMatching(sel: ReadonlySet<string>, matching: readonly string[], on: boolean): Set<string> {
+  const next = new Set(sel);
+  for (const n of matching) {
+    if (on) next.add(n);
+    else next.delete(n);
+  }
+  return next;
+}
+
+// BulkTarget is one machine of the frozen set, with what its step is called with.
+export interface BulkTarget { name: string; systemId?: string; hostname?: string }
+
+// freeze turns the selection into the set the step runs for, in the fleet's order, each
+// with its MAAS ids as the fleet shows them now.
+export function freeze(sel: ReadonlySet<string>, rows: readonly Row[]): BulkTarget[] {
+  return rows.filter((r) => sel.has(r.name)).map((r) => ({ name: r.name, systemId: r.maas?.systemId, hostname: r.maas?.hostname }));
+}
+
+export type Outcome = 'waiting' | 'running' | 'ahead' | 'done' | 'refused' | 'failed';
+export interface BulkResult { name: string; outcome: Outcome; code?: string; message?: string }
+
+// outcomeOfCode: refused is the server saying no before changing anything; failed is a step
+// tried and not completed, worth retrying (apeloractl's refusedCode is the same rule).
+export function outcomeOfCode(code: string | undefined): 'refused' | 'failed' {
+  switch (code) {
+    case 'UNAUTHENTICATED': case 'FORBIDDEN': case 'INVALID_INPUT': case 'NOT_FOUND':
+    case 'ALREADY_EXISTS': case 'BUSY': case 'FAILED_PRECONDITION':
+      return 'refused';
+    default:
+      return 'failed';
+  }
+}
+
+// reasonOf is a refusal without the machine's own name and ids, so one reason is one group.
+export function reasonOf(message: string, t: BulkTarget): string {
+  let m = message;
+  for (const s of [t.name, t.systemId, t.hostname]) if (s) m = m.split(s).join('…');
+  return m;
+}
+
+export interface RefusalGroup { code: string; reason: string; machines: string[] }
+
+// summarise is the plan for the set: how many would go ahead, and the rest grouped by
+// reason, largest group first.
+export function summarise(results: readonly BulkResult[], targets: readonly BulkTarget[]): { ahead: number; groups: RefusalGroup[] } {
+  const byName = new Map(targets.map((t) => [t.name, t]));
+  const groups: RefusalGroup[] = [];
+  let ahead = 0;
+  for (const r of results) {
+    if (r.outcome === 'ahead') {
+      ahead++;
+      continue;
+    }
+    if (r.outcome !== 'refused' && r.outcome !== 'failed') continue;
+    const code = r.code ?? 'UNAVAILABLE';
+    const reason = reasonOf(r.message ?? '', byName.get(r.name) ?? { name: r.name });
+    let g = groups.find((x) => x.code === code && x.reason === reason);
+    if (!g) groups.push((g = { code, reason, machines: [] }));
+    g.machines.push(r.name);
+  }
+  groups.sort((a, b) => b.machines.length - a.machines.length);
+  return { ahead, groups };
+}
+
+// counts are how many results have each outcome.
+export function counts(results: readonly BulkResult[]): Record<Outcome, number> {
+  const c: Record<Outcome, number> = { waiting: 0, running: 0, ahead: 0, done: 0, refused: 0, failed: 0 };
+  for (const r of results) c[r.outcome]++;
+  return c;
+}
+
+// bounded runs fn for every item, at most limit at once, in order of the items.
+export async function bounded<T>(items: readonly T[], limit: number, fn: (t: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+}
+
+// newRequestId names one bulk step's calls (the server keeps ids of [A-Za-z0-9-_.:]).
+export function newRequestId(): string {
+  const b = new Uint8Array(9);
+  crypto.getRandomValues(b);
+  return 'bulk-' + Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
