@@ -101,6 +101,7 @@ type Trigger string
 const (
 	TriggerReport    Trigger = "REPORT"    // admissionReport: nothing changes
 	TriggerAdmission Trigger = "ADMISSION" // admitMember
+	TriggerRestore   Trigger = "RESTORE"   // restoreMember: the checks run again before a member leaves maintenance
 )
 
 // Event is one published step of a run: check results, the verdict, or both. The
@@ -276,6 +277,12 @@ func online(m *membership.Member) Check {
 	ch := Check{Name: CheckOnline, Title: "Member online"}
 	if m.Online() {
 		ch.Result, ch.Message = Pass, "Incus reports the member online: "+m.Message
+		return ch
+	}
+	if m.Evacuated() {
+		// Incus keeps listing an evacuated member Evacuated even when it does not answer;
+		// the checks that ask the member say whether it does.
+		ch.Result, ch.Message = Pass, "Incus reports the member evacuated (in maintenance): "+m.Message+"; the checks that ask the member tell whether it answers"
 		return ch
 	}
 	ch.Result, ch.Message = Fail, fmt.Sprintf("Incus reports the member %s (%s): bring it back online before admitting it", m.Status, m.Message)

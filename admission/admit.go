@@ -100,8 +100,11 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 		if err != nil {
 			return err
 		}
-		if phase, _ := lifecycle.Derive(MemberFacts(&member, open)); phase == lifecycle.Admitted {
+		switch phase, _ := lifecycle.Derive(MemberFacts(&member, open)); phase {
+		case lifecycle.Admitted:
 			return apperr.New(apperr.FailedPrecondition, "%s is already admitted: placement reaches it", apperr.Quote(name))
+		case lifecycle.Evacuated:
+			return apperr.New(apperr.FailedPrecondition, "%s is evacuated (in maintenance): restore it (restoreMember), which runs the admission checks again", apperr.Quote(name))
 		}
 		report, err = s.Checker.Run(ctx, name, rec, TriggerAdmission)
 		if err != nil {
@@ -169,7 +172,7 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 // open admission record (nil for none): what Admit asks the lifecycle before admitting.
 func MemberFacts(m *membership.Member, open *lifecycle.Admission) lifecycle.Facts {
 	mark, marked := m.Config[lifecycle.AdmissionKey]
-	return lifecycle.Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: m.Scheduler(),
+	return lifecycle.Facts{HasRecord: true, IncusKnown: true, IsMember: true, Scheduler: m.Scheduler(), Evacuated: m.Evacuated(),
 		Marked: marked, Mark: mark, Admission: open}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/internal/flight"
+	"github.com/apelora/fabric/maintenance"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/plan"
@@ -455,7 +456,7 @@ func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) 
 		}
 		out = out[:0]
 		for _, m := range ms {
-			out = append(out, fencing.Observation{Name: m.ServerName, Status: memberStatus(m.Status), Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
+			out = append(out, fencing.Observation{Name: m.ServerName, Status: memberStatus(m.Status), Message: m.Message, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
 		}
 		return nil
 	})
@@ -475,4 +476,37 @@ func (f fenceIncus) ServerConfig(ctx context.Context) (map[string]string, error)
 		return nil, incusErr(err, "read the cluster configuration")
 	}
 	return cfg, nil
+}
+
+// AllInstances lists every instance of every project in one Incus call (maintenance).
+func (p incusPorts) AllInstances(ctx context.Context) ([]maintenance.Instance, error) {
+	all, err := p.c.AllInstances(ctx)
+	if err != nil {
+		return nil, incusErr(err, "list the instances")
+	}
+	out := make([]maintenance.Instance, len(all))
+	for i, in := range all {
+		out[i] = maintenance.Instance{Project: in.Project, Name: in.Name, Type: in.Type, Status: in.Status,
+			Location: in.Location, Evacuate: in.Evacuate, Origin: in.Origin}
+	}
+	return out, nil
+}
+
+// ChangeMemberState asks Incus to evacuate or restore a member; Incus's operation id.
+func (p incusPorts) ChangeMemberState(ctx context.Context, name, action, mode string) (string, error) {
+	id, err := p.c.ChangeMemberState(ctx, name, action, mode)
+	return id, incusErr(err, action+" member "+name)
+}
+
+// MemberOperation reads an evacuation or restore operation; found is false once Incus
+// no longer lists it (it keeps finished operations a few seconds).
+func (p incusPorts) MemberOperation(ctx context.Context, id string) (maintenance.IncusOperation, bool, error) {
+	op, err := p.c.MemberOperation(ctx, id)
+	if incus.IsNotFound(err) {
+		return maintenance.IncusOperation{}, false, nil
+	}
+	if err != nil {
+		return maintenance.IncusOperation{}, false, incusErr(err, "read operation "+id)
+	}
+	return maintenance.IncusOperation{Done: op.Final(), Failed: op.StatusCode >= incus.StatusFailure, Err: op.Err, Progress: op.Progress}, true, nil
 }

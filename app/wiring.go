@@ -29,6 +29,7 @@ import (
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/logging"
 	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/maintenance"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/provisioning"
@@ -45,7 +46,7 @@ type Product struct {
 
 // plugPorts plugs the configured upstreams' ports into the services that declare ports.
 func plugPorts(res *resolvers.Resolver, enrol *enrolment.Service, incusSide *incusPorts, maasSide *maasPorts) {
-	services := []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res}
+	services := []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res.Maintenance, res}
 	plug(incusSide, services...)
 	plug(maasSide, services...)
 }
@@ -107,7 +108,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		store.Observe(cfg.Metrics)
 	}
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
-		postgres.ConsoleSessionChannel, postgres.DriftChannel)
+		postgres.ConsoleSessionChannel, postgres.DriftChannel, postgres.MemberOperationChannel)
 	go listener.Run(ctx)
 	sockets := identity.NewSocketRegistry(store, log)
 	go listener.WatchIdentities(ctx, sockets)
@@ -120,9 +121,11 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	go fenceFeed.Run(ctx, listener)
 	driftFeed := store.NewDriftFeed()
 	go driftFeed.Run(ctx, listener)
+	memberOpFeed := store.NewMemberOperationFeed()
+	go memberOpFeed.Run(ctx, listener)
 	// Subscriptions are served once the feeds listen and know where their tables end.
 	ready := time.After(15 * time.Second)
-	for _, started := range []<-chan struct{}{listener.Ready(), feed.Hub().Started(), fenceFeed.Hub().Started(), driftFeed.Hub().Started()} {
+	for _, started := range []<-chan struct{}{listener.Ready(), feed.Hub().Started(), fenceFeed.Hub().Started(), driftFeed.Hub().Started(), memberOpFeed.Hub().Started()} {
 		select {
 		case <-started:
 		case <-ctx.Done():
@@ -152,11 +155,12 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Fencing: &fencing.Service{
 			Store: store.Fences(), Records: records, Feed: fenceFeed.Hub(), MAAS: fenceMachines, Incus: fenceCluster,
 		},
-		Identity:  &identity.Service{Store: store},
-		Hardware:  &hardware.Service{Store: store.HardwareProfiles()},
-		DriftView: &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
-		Placement: &placement.Service{Store: store},
-		Log:       log,
+		Identity:    &identity.Service{Store: store},
+		Hardware:    &hardware.Service{Store: store.HardwareProfiles()},
+		DriftView:   &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
+		Placement:   &placement.Service{Store: store},
+		Maintenance: &maintenance.Service{Store: store.Maintenance(), Feed: memberOpFeed.Hub()},
+		Log:         log,
 	}
 	var err error
 	if res.AuditLog, err = startAuditLog(ctx, cfg, store, log); err != nil {
@@ -186,6 +190,12 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	}
 	if incusSide != nil {
 		go markCarriedOver(ctx, res.Admission, store, log)
+		// Every replica follows the evacuations and restores recorded in the database, so
+		// one started before a restart (here or elsewhere) is reported again.
+		res.Maintenance.Checker = res.Admission.Checker
+		follower := maintenance.NewFollower(res.Maintenance.Incus, store.Maintenance(), log, memberOperationPoll)
+		res.Maintenance.Wake = follower.Wake
+		go follower.Run(ctx)
 	}
 	h := server.Handler(server.Config{
 		Log:               log,
@@ -204,6 +214,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }
+
+// memberOperationPoll is how often a running evacuation or restore is read from Incus:
+// Incus's progress line changes per instance, so a shorter poll reports more of them.
+const memberOperationPoll = 200 * time.Millisecond
 
 // storeWithRecords is the store as the enrolment and admission steps see it: audited
 // changes, machine records and the admission trail.

@@ -27,6 +27,7 @@ import (
 	"github.com/apelora/fabric/hardware"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/maintenance"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/placement"
@@ -41,6 +42,7 @@ import (
 // the ports), and one that sends anything but a read fails it whatever the list says.
 var portWrites = []string{
 	"INCUS UpdateMember", "INCUS IssueJoinToken", "INCUS RevokeJoinToken", "INCUS RemoveMember", "INCUS SetPlacementScriptlet",
+	"INCUS ChangeMemberState",
 	"MAAS Commission", "MAAS Test", "MAAS Allocate", "MAAS Deploy", "MAAS Release",
 	"DATABASE machines.Tx.InsertRecord", "DATABASE machines.Tx.DeleteRecord", "DATABASE machines.Tx.SetHardwareUUID",
 	"DATABASE fencing.Tx.PutMapping", "DATABASE fencing.Tx.DeleteMapping",
@@ -239,7 +241,7 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 		{"INCUS", incusGuard, newIncusPorts(ic), []reflect.Type{
 			reflect.TypeFor[membership.Source](), reflect.TypeFor[fleet.IncusMember](), reflect.TypeFor[admission.Incus](),
 			reflect.TypeFor[admission.Members](), reflect.TypeFor[enrolment.Incus](), reflect.TypeFor[resolvers.MemberVersions](),
-			reflect.TypeFor[placement.Incus](),
+			reflect.TypeFor[placement.Incus](), reflect.TypeFor[maintenance.Incus](),
 		}, "m1"},
 		{"MAAS", maasGuard, newMAASPorts(mc), []reflect.Type{
 			reflect.TypeFor[provisioning.MAAS](), reflect.TypeFor[provisioning.ImageSource](), reflect.TypeFor[machines.MAASLookup](),

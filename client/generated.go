@@ -376,11 +376,14 @@ type AdmissionTrigger string
 const (
 	AdmissionTriggerReport    AdmissionTrigger = "REPORT"
 	AdmissionTriggerAdmission AdmissionTrigger = "ADMISSION"
+	// restoreMember runs every check again before the member leaves maintenance.
+	AdmissionTriggerRestore AdmissionTrigger = "RESTORE"
 )
 
 var AllAdmissionTrigger = []AdmissionTrigger{
 	AdmissionTriggerReport,
 	AdmissionTriggerAdmission,
+	AdmissionTriggerRestore,
 }
 
 type AdmissionVerdict string
@@ -3549,6 +3552,444 @@ type DriftWatcherResponse struct {
 // GetDriftWatcher returns DriftWatcherResponse.DriftWatcher, and is useful for accessing the field via an interface.
 func (v *DriftWatcherResponse) GetDriftWatcher() *DriftWatcherDriftWatcher { return v.DriftWatcher }
 
+// EvacuateMemberEvacuateMemberEvacuateMemberPayload includes the requested fields of the GraphQL type EvacuateMemberPayload.
+type EvacuateMemberEvacuateMemberEvacuateMemberPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan `json:"plan"`
+	// Every instance on the member (every project), with what Incus will do to it.
+	Instances []EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance `json:"instances"`
+	// Members the moved instances may land on (admitted, online, not held), fewest instances first.
+	Targets []EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget `json:"targets"`
+	// The operation Apelora recorded; null in a plan.
+	Operation *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation `json:"operation"`
+}
+
+// GetPlan returns EvacuateMemberEvacuateMemberEvacuateMemberPayload.Plan, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayload) GetPlan() *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan {
+	return v.Plan
+}
+
+// GetInstances returns EvacuateMemberEvacuateMemberEvacuateMemberPayload.Instances, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayload) GetInstances() []EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance {
+	return v.Instances
+}
+
+// GetTargets returns EvacuateMemberEvacuateMemberEvacuateMemberPayload.Targets, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayload) GetTargets() []EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget {
+	return v.Targets
+}
+
+// GetOperation returns EvacuateMemberEvacuateMemberEvacuateMemberPayload.Operation, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayload) GetOperation() *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation {
+	return v.Operation
+}
+
+// EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance includes the requested fields of the GraphQL type MaintenanceInstance.
+type EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance struct {
+	MaintenanceInstanceFields `json:"-"`
+}
+
+// GetProject returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance.Project, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance) GetProject() string {
+	return v.MaintenanceInstanceFields.Project
+}
+
+// GetName returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance.Name, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance) GetName() string {
+	return v.MaintenanceInstanceFields.Name
+}
+
+// GetType returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance.Type, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance) GetType() string {
+	return v.MaintenanceInstanceFields.Type
+}
+
+// GetStatus returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance.Status, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance) GetStatus() string {
+	return v.MaintenanceInstanceFields.Status
+}
+
+// GetClusterEvacuate returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance.ClusterEvacuate, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance) GetClusterEvacuate() *string {
+	return v.MaintenanceInstanceFields.ClusterEvacuate
+}
+
+// GetFate returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance.Fate, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance) GetFate() InstanceFate {
+	return v.MaintenanceInstanceFields.Fate
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaintenanceInstanceFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance struct {
+	Project string `json:"project"`
+
+	Name string `json:"name"`
+
+	Type string `json:"type"`
+
+	Status string `json:"status"`
+
+	ClusterEvacuate *string `json:"clusterEvacuate"`
+
+	Fate InstanceFate `json:"fate"`
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance) __premarshalJSON() (*__premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance, error) {
+	var retval __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance
+
+	retval.Project = v.MaintenanceInstanceFields.Project
+	retval.Name = v.MaintenanceInstanceFields.Name
+	retval.Type = v.MaintenanceInstanceFields.Type
+	retval.Status = v.MaintenanceInstanceFields.Status
+	retval.ClusterEvacuate = v.MaintenanceInstanceFields.ClusterEvacuate
+	retval.Fate = v.MaintenanceInstanceFields.Fate
+	return &retval, nil
+}
+
+// EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation includes the requested fields of the GraphQL type MemberOperation.
+// The GraphQL type's documentation follows.
+//
+// An evacuation or restore Apelora asked Incus for.
+type EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation struct {
+	MemberOperationFields `json:"-"`
+}
+
+// GetId returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Id, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetId() string {
+	return v.MemberOperationFields.Id
+}
+
+// GetMachine returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Machine, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetMachine() string {
+	return v.MemberOperationFields.Machine
+}
+
+// GetAction returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Action, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetAction() MemberAction {
+	return v.MemberOperationFields.Action
+}
+
+// GetMode returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Mode, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetMode() *string {
+	return v.MemberOperationFields.Mode
+}
+
+// GetIncusOperation returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.IncusOperation, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetIncusOperation() string {
+	return v.MemberOperationFields.IncusOperation
+}
+
+// GetStartedBy returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.StartedBy, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetStartedBy() string {
+	return v.MemberOperationFields.StartedBy
+}
+
+// GetStartedAt returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.StartedAt, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetStartedAt() time.Time {
+	return v.MemberOperationFields.StartedAt
+}
+
+// GetFinishedAt returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.FinishedAt, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetFinishedAt() *time.Time {
+	return v.MemberOperationFields.FinishedAt
+}
+
+// GetOutcome returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Outcome, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetOutcome() *MemberOperationKind {
+	return v.MemberOperationFields.Outcome
+}
+
+// GetMessage returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Message, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetMessage() string {
+	return v.MemberOperationFields.Message
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MemberOperationFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation struct {
+	Id string `json:"id"`
+
+	Machine string `json:"machine"`
+
+	Action MemberAction `json:"action"`
+
+	Mode *string `json:"mode"`
+
+	IncusOperation string `json:"incusOperation"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	Outcome *MemberOperationKind `json:"outcome"`
+
+	Message string `json:"message"`
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) __premarshalJSON() (*__premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation, error) {
+	var retval __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation
+
+	retval.Id = v.MemberOperationFields.Id
+	retval.Machine = v.MemberOperationFields.Machine
+	retval.Action = v.MemberOperationFields.Action
+	retval.Mode = v.MemberOperationFields.Mode
+	retval.IncusOperation = v.MemberOperationFields.IncusOperation
+	retval.StartedBy = v.MemberOperationFields.StartedBy
+	retval.StartedAt = v.MemberOperationFields.StartedAt
+	retval.FinishedAt = v.MemberOperationFields.FinishedAt
+	retval.Outcome = v.MemberOperationFields.Outcome
+	retval.Message = v.MemberOperationFields.Message
+	return &retval, nil
+}
+
+// EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetPlanHash returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
+// GetSteps returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	PlanHash string `json:"planHash"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) __premarshalJSON() (*__premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan, error) {
+	var retval __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
+// EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget includes the requested fields of the GraphQL type EvacuationTarget.
+type EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget struct {
+	Member string `json:"member"`
+	// Instances on it now.
+	Instances int `json:"instances"`
+}
+
+// GetMember returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget.Member, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget) GetMember() string {
+	return v.Member
+}
+
+// GetInstances returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget.Instances, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget) GetInstances() int {
+	return v.Instances
+}
+
+type EvacuateMemberInput struct {
+	Name string          `json:"name"`
+	Mode *EvacuationMode `json:"mode"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
+}
+
+// GetName returns EvacuateMemberInput.Name, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberInput) GetName() string { return v.Name }
+
+// GetMode returns EvacuateMemberInput.Mode, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberInput) GetMode() *EvacuationMode { return v.Mode }
+
+// GetDryRun returns EvacuateMemberInput.DryRun, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns EvacuateMemberInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberInput) GetPlanHash() *string { return v.PlanHash }
+
+// EvacuateMemberResponse is returned by EvacuateMember on success.
+type EvacuateMemberResponse struct {
+	// Take a member out for maintenance: Incus evacuates it (POST
+	// /1.0/cluster/members/{name}/state), moving or stopping each instance as its
+	// cluster.evacuate (or `mode`) says; Apelora never moves an instance itself. The plan
+	// lists every instance on the member with its fate and the admitted members that can take
+	// them. Refused for a member that is not in this cluster, offline, already evacuated,
+	// with an evacuation or restore still running, with a power-off in flight, or when
+	// taking it down with the members already in maintenance would cost Incus's database its
+	// majority. Progress is pushed on memberOperation; the member is EVACUATED once Incus is
+	// done, and the fencing worker never powers off an evacuated member.
+	EvacuateMember EvacuateMemberEvacuateMemberEvacuateMemberPayload `json:"evacuateMember"`
+}
+
+// GetEvacuateMember returns EvacuateMemberResponse.EvacuateMember, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberResponse) GetEvacuateMember() EvacuateMemberEvacuateMemberEvacuateMemberPayload {
+	return v.EvacuateMember
+}
+
+// What an evacuation may force on every instance; without it each instance's cluster.evacuate decides.
+type EvacuationMode string
+
+const (
+	// Incus decides per instance (migrate, or live-migrate a running VM that allows it).
+	EvacuationModeAuto EvacuationMode = "AUTO"
+	// Stop, move, start again.
+	EvacuationModeMigrate EvacuationMode = "MIGRATE"
+	// Move while running (virtual machines that allow it).
+	EvacuationModeLiveMigrate EvacuationMode = "LIVE_MIGRATE"
+	// Only stop: the instances stay on the member and start again on restore.
+	EvacuationModeStop EvacuationMode = "STOP"
+)
+
+var AllEvacuationMode = []EvacuationMode{
+	EvacuationModeAuto,
+	EvacuationModeMigrate,
+	EvacuationModeLiveMigrate,
+	EvacuationModeStop,
+}
+
 // FenceEventFields includes the GraphQL fields of FenceEvent requested by the fragment FenceEventFields.
 // The GraphQL type's documentation follows.
 //
@@ -4235,6 +4676,9 @@ const (
 	// Powering it off would leave Incus's database without a majority of its voters online,
 	// or without a member (the quorum projection every plan that takes a member away applies).
 	FenceReasonQuorum FenceReason = "QUORUM"
+	// The member is in maintenance: Incus listed it Evacuated when it last answered (evacuated
+	// by evacuateMember or by `incus cluster evacuate`). It is never powered off; restore it.
+	FenceReasonMaintenance FenceReason = "MAINTENANCE"
 	// MAAS reports another hardware UUID (or none) for the mapped system id.
 	FenceReasonUuidMismatch FenceReason = "UUID_MISMATCH"
 	// MAAS has no machine with the mapped system id.
@@ -4256,6 +4700,7 @@ var AllFenceReason = []FenceReason{
 	FenceReasonTooManyOffline,
 	FenceReasonCooldown,
 	FenceReasonQuorum,
+	FenceReasonMaintenance,
 	FenceReasonUuidMismatch,
 	FenceReasonMaasMachineNotFound,
 	FenceReasonMaasUnavailable,
@@ -6355,6 +6800,32 @@ func (v *InstallOperatingSystemResponse) GetInstallOperatingSystem() InstallOper
 	return v.InstallOperatingSystem
 }
 
+type InstanceFate string
+
+const (
+	// Incus moves it (auto: migrate, or live-migrate a running VM that allows it).
+	InstanceFateMove InstanceFate = "MOVE"
+	// Stopped, moved, started again if it ran.
+	InstanceFateMigrate InstanceFate = "MIGRATE"
+	// Moved while running.
+	InstanceFateLiveMigrate InstanceFate = "LIVE_MIGRATE"
+	// Only stopped; it stays on the member until it is restored.
+	InstanceFateStop InstanceFate = "STOP"
+	// Restore: moved back to the member it was evacuated from.
+	InstanceFateReturn InstanceFate = "RETURN"
+	// Restore: on the member, started again if it ran.
+	InstanceFateStart InstanceFate = "START"
+)
+
+var AllInstanceFate = []InstanceFate{
+	InstanceFateMove,
+	InstanceFateMigrate,
+	InstanceFateLiveMigrate,
+	InstanceFateStop,
+	InstanceFateReturn,
+	InstanceFateStart,
+}
+
 // MaasMachineFields includes the GraphQL fields of MaasMachine requested by the fragment MaasMachineFields.
 // The GraphQL type's documentation follows.
 //
@@ -7056,6 +7527,48 @@ type MachinesResponse struct {
 // GetMachines returns MachinesResponse.Machines, and is useful for accessing the field via an interface.
 func (v *MachinesResponse) GetMachines() []MachinesMachinesMachine { return v.Machines }
 
+// MaintenanceInstanceFields includes the GraphQL fields of MaintenanceInstance requested by the fragment MaintenanceInstanceFields.
+type MaintenanceInstanceFields struct {
+	Project string `json:"project"`
+	Name    string `json:"name"`
+	// container or virtual-machine.
+	Type   string `json:"type"`
+	Status string `json:"status"`
+	// The instance's cluster.evacuate; null when unset (auto).
+	ClusterEvacuate *string      `json:"clusterEvacuate"`
+	Fate            InstanceFate `json:"fate"`
+}
+
+// GetProject returns MaintenanceInstanceFields.Project, and is useful for accessing the field via an interface.
+func (v *MaintenanceInstanceFields) GetProject() string { return v.Project }
+
+// GetName returns MaintenanceInstanceFields.Name, and is useful for accessing the field via an interface.
+func (v *MaintenanceInstanceFields) GetName() string { return v.Name }
+
+// GetType returns MaintenanceInstanceFields.Type, and is useful for accessing the field via an interface.
+func (v *MaintenanceInstanceFields) GetType() string { return v.Type }
+
+// GetStatus returns MaintenanceInstanceFields.Status, and is useful for accessing the field via an interface.
+func (v *MaintenanceInstanceFields) GetStatus() string { return v.Status }
+
+// GetClusterEvacuate returns MaintenanceInstanceFields.ClusterEvacuate, and is useful for accessing the field via an interface.
+func (v *MaintenanceInstanceFields) GetClusterEvacuate() *string { return v.ClusterEvacuate }
+
+// GetFate returns MaintenanceInstanceFields.Fate, and is useful for accessing the field via an interface.
+func (v *MaintenanceInstanceFields) GetFate() InstanceFate { return v.Fate }
+
+type MemberAction string
+
+const (
+	MemberActionEvacuate MemberAction = "EVACUATE"
+	MemberActionRestore  MemberAction = "RESTORE"
+)
+
+var AllMemberAction = []MemberAction{
+	MemberActionEvacuate,
+	MemberActionRestore,
+}
+
 type MemberConfigInput struct {
 	// `storage-pool` or `network`.
 	Entity string `json:"entity"`
@@ -7130,6 +7643,272 @@ func (v *MemberFields) GetHeld() bool { return v.Held }
 // GetScheduler returns MemberFields.Scheduler, and is useful for accessing the field via an interface.
 func (v *MemberFields) GetScheduler() *string { return v.Scheduler }
 
+// MemberOperationFields includes the GraphQL fields of MemberOperation requested by the fragment MemberOperationFields.
+// The GraphQL type's documentation follows.
+//
+// An evacuation or restore Apelora asked Incus for.
+type MemberOperationFields struct {
+	Id      string       `json:"id"`
+	Machine string       `json:"machine"`
+	Action  MemberAction `json:"action"`
+	Mode    *string      `json:"mode"`
+	// Incus's operation id (GET /1.0/operations/{id} while it runs).
+	IncusOperation string    `json:"incusOperation"`
+	StartedBy      string    `json:"startedBy"`
+	StartedAt      time.Time `json:"startedAt"`
+	// Null while it runs.
+	FinishedAt *time.Time `json:"finishedAt"`
+	// SUCCEEDED, FAILED or UNKNOWN once finished.
+	Outcome *MemberOperationKind `json:"outcome"`
+	Message string               `json:"message"`
+}
+
+// GetId returns MemberOperationFields.Id, and is useful for accessing the field via an interface.
+func (v *MemberOperationFields) GetId() string { return v.Id }
+
+// GetMachine returns MemberOperationFields.Machine, and is useful for accessing the field via an interface.
+func (v *MemberOperationFields) GetMachine() string { return v.Machine }
+
+// GetAction returns MemberOperationFields.Action, and is useful for accessing the field via an interface.
+func (v *MemberOperationFields) GetAction() MemberAction { return v.Action }
+
+// GetMode returns MemberOperationFields.Mode, and is useful for accessing the field via an interface.
+func (v *MemberOperationFields) GetMode() *string { return v.Mode }
+
+// GetIncusOperation returns MemberOperationFields.IncusOperation, and is useful for accessing the field via an interface.
+func (v *MemberOperationFields) GetIncusOperation() string { return v.IncusOperation }
+
+// GetStartedBy returns MemberOperationFields.StartedBy, and is useful for accessing the field via an interface.
+func (v *MemberOperationFields) GetStartedBy() string { return v.StartedBy }
+
+// GetStartedAt returns MemberOperationFields.StartedAt, and is useful for accessing the field via an interface.
+func (v *MemberOperationFields) GetStartedAt() time.Time { return v.StartedAt }
+
+// GetFinishedAt returns MemberOperationFields.FinishedAt, and is useful for accessing the field via an interface.
+func (v *MemberOperationFields) GetFinishedAt() *time.Time { return v.FinishedAt }
+
+// GetOutcome returns MemberOperationFields.Outcome, and is useful for accessing the field via an interface.
+func (v *MemberOperationFields) GetOutcome() *MemberOperationKind { return v.Outcome }
+
+// GetMessage returns MemberOperationFields.Message, and is useful for accessing the field via an interface.
+func (v *MemberOperationFields) GetMessage() string { return v.Message }
+
+type MemberOperationKind string
+
+const (
+	MemberOperationKindStarted MemberOperationKind = "STARTED"
+	// An instance stopped, moved or started, as Incus reported it.
+	MemberOperationKindProgress  MemberOperationKind = "PROGRESS"
+	MemberOperationKindSucceeded MemberOperationKind = "SUCCEEDED"
+	MemberOperationKindFailed    MemberOperationKind = "FAILED"
+	// Incus no longer lists the operation and the member's status does not say it succeeded.
+	MemberOperationKindUnknown MemberOperationKind = "UNKNOWN"
+)
+
+var AllMemberOperationKind = []MemberOperationKind{
+	MemberOperationKindStarted,
+	MemberOperationKindProgress,
+	MemberOperationKindSucceeded,
+	MemberOperationKindFailed,
+	MemberOperationKindUnknown,
+}
+
+// MemberOperationProgressMemberOperationMemberOperationEvent includes the requested fields of the GraphQL type MemberOperationEvent.
+type MemberOperationProgressMemberOperationMemberOperationEvent struct {
+	Id          string              `json:"id"`
+	OperationId string              `json:"operationId"`
+	Machine     string              `json:"machine"`
+	Action      MemberAction        `json:"action"`
+	At          time.Time           `json:"at"`
+	Kind        MemberOperationKind `json:"kind"`
+	Message     string              `json:"message"`
+}
+
+// GetId returns MemberOperationProgressMemberOperationMemberOperationEvent.Id, and is useful for accessing the field via an interface.
+func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetId() string { return v.Id }
+
+// GetOperationId returns MemberOperationProgressMemberOperationMemberOperationEvent.OperationId, and is useful for accessing the field via an interface.
+func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetOperationId() string {
+	return v.OperationId
+}
+
+// GetMachine returns MemberOperationProgressMemberOperationMemberOperationEvent.Machine, and is useful for accessing the field via an interface.
+func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetMachine() string {
+	return v.Machine
+}
+
+// GetAction returns MemberOperationProgressMemberOperationMemberOperationEvent.Action, and is useful for accessing the field via an interface.
+func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetAction() MemberAction {
+	return v.Action
+}
+
+// GetAt returns MemberOperationProgressMemberOperationMemberOperationEvent.At, and is useful for accessing the field via an interface.
+func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetAt() time.Time { return v.At }
+
+// GetKind returns MemberOperationProgressMemberOperationMemberOperationEvent.Kind, and is useful for accessing the field via an interface.
+func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetKind() MemberOperationKind {
+	return v.Kind
+}
+
+// GetMessage returns MemberOperationProgressMemberOperationMemberOperationEvent.Message, and is useful for accessing the field via an interface.
+func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetMessage() string {
+	return v.Message
+}
+
+// MemberOperationProgressResponse is returned by MemberOperationProgress on success.
+type MemberOperationProgressResponse struct {
+	// Progress of a member's evacuations and restores, from Incus's operation: started, each
+	// instance stopped, moved or started, then the end. With `after` (an event id), the events
+	// after it are replayed first. Followed by every API replica from the database, so a
+	// restarted server reports an operation in progress again.
+	MemberOperation MemberOperationProgressMemberOperationMemberOperationEvent `json:"memberOperation"`
+}
+
+// GetMemberOperation returns MemberOperationProgressResponse.MemberOperation, and is useful for accessing the field via an interface.
+func (v *MemberOperationProgressResponse) GetMemberOperation() MemberOperationProgressMemberOperationMemberOperationEvent {
+	return v.MemberOperation
+}
+
+// MemberOperationsMemberOperationsMemberOperation includes the requested fields of the GraphQL type MemberOperation.
+// The GraphQL type's documentation follows.
+//
+// An evacuation or restore Apelora asked Incus for.
+type MemberOperationsMemberOperationsMemberOperation struct {
+	MemberOperationFields `json:"-"`
+}
+
+// GetId returns MemberOperationsMemberOperationsMemberOperation.Id, and is useful for accessing the field via an interface.
+func (v *MemberOperationsMemberOperationsMemberOperation) GetId() string {
+	return v.MemberOperationFields.Id
+}
+
+// GetMachine returns MemberOperationsMemberOperationsMemberOperation.Machine, and is useful for accessing the field via an interface.
+func (v *MemberOperationsMemberOperationsMemberOperation) GetMachine() string {
+	return v.MemberOperationFields.Machine
+}
+
+// GetAction returns MemberOperationsMemberOperationsMemberOperation.Action, and is useful for accessing the field via an interface.
+func (v *MemberOperationsMemberOperationsMemberOperation) GetAction() MemberAction {
+	return v.MemberOperationFields.Action
+}
+
+// GetMode returns MemberOperationsMemberOperationsMemberOperation.Mode, and is useful for accessing the field via an interface.
+func (v *MemberOperationsMemberOperationsMemberOperation) GetMode() *string {
+	return v.MemberOperationFields.Mode
+}
+
+// GetIncusOperation returns MemberOperationsMemberOperationsMemberOperation.IncusOperation, and is useful for accessing the field via an interface.
+func (v *MemberOperationsMemberOperationsMemberOperation) GetIncusOperation() string {
+	return v.MemberOperationFields.IncusOperation
+}
+
+// GetStartedBy returns MemberOperationsMemberOperationsMemberOperation.StartedBy, and is useful for accessing the field via an interface.
+func (v *MemberOperationsMemberOperationsMemberOperation) GetStartedBy() string {
+	return v.MemberOperationFields.StartedBy
+}
+
+// GetStartedAt returns MemberOperationsMemberOperationsMemberOperation.StartedAt, and is useful for accessing the field via an interface.
+func (v *MemberOperationsMemberOperationsMemberOperation) GetStartedAt() time.Time {
+	return v.MemberOperationFields.StartedAt
+}
+
+// GetFinishedAt returns MemberOperationsMemberOperationsMemberOperation.FinishedAt, and is useful for accessing the field via an interface.
+func (v *MemberOperationsMemberOperationsMemberOperation) GetFinishedAt() *time.Time {
+	return v.MemberOperationFields.FinishedAt
+}
+
+// GetOutcome returns MemberOperationsMemberOperationsMemberOperation.Outcome, and is useful for accessing the field via an interface.
+func (v *MemberOperationsMemberOperationsMemberOperation) GetOutcome() *MemberOperationKind {
+	return v.MemberOperationFields.Outcome
+}
+
+// GetMessage returns MemberOperationsMemberOperationsMemberOperation.Message, and is useful for accessing the field via an interface.
+func (v *MemberOperationsMemberOperationsMemberOperation) GetMessage() string {
+	return v.MemberOperationFields.Message
+}
+
+func (v *MemberOperationsMemberOperationsMemberOperation) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*MemberOperationsMemberOperationsMemberOperation
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.MemberOperationsMemberOperationsMemberOperation = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MemberOperationFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalMemberOperationsMemberOperationsMemberOperation struct {
+	Id string `json:"id"`
+
+	Machine string `json:"machine"`
+
+	Action MemberAction `json:"action"`
+
+	Mode *string `json:"mode"`
+
+	IncusOperation string `json:"incusOperation"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	Outcome *MemberOperationKind `json:"outcome"`
+
+	Message string `json:"message"`
+}
+
+func (v *MemberOperationsMemberOperationsMemberOperation) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *MemberOperationsMemberOperationsMemberOperation) __premarshalJSON() (*__premarshalMemberOperationsMemberOperationsMemberOperation, error) {
+	var retval __premarshalMemberOperationsMemberOperationsMemberOperation
+
+	retval.Id = v.MemberOperationFields.Id
+	retval.Machine = v.MemberOperationFields.Machine
+	retval.Action = v.MemberOperationFields.Action
+	retval.Mode = v.MemberOperationFields.Mode
+	retval.IncusOperation = v.MemberOperationFields.IncusOperation
+	retval.StartedBy = v.MemberOperationFields.StartedBy
+	retval.StartedAt = v.MemberOperationFields.StartedAt
+	retval.FinishedAt = v.MemberOperationFields.FinishedAt
+	retval.Outcome = v.MemberOperationFields.Outcome
+	retval.Message = v.MemberOperationFields.Message
+	return &retval, nil
+}
+
+// MemberOperationsResponse is returned by MemberOperations on success.
+type MemberOperationsResponse struct {
+	// The evacuations and restores Apelora asked Incus for on a member, newest first (at most 20).
+	MemberOperations []MemberOperationsMemberOperationsMemberOperation `json:"memberOperations"`
+}
+
+// GetMemberOperations returns MemberOperationsResponse.MemberOperations, and is useful for accessing the field via an interface.
+func (v *MemberOperationsResponse) GetMemberOperations() []MemberOperationsMemberOperationsMemberOperation {
+	return v.MemberOperations
+}
+
 type MemberStatus string
 
 const (
@@ -7180,6 +7959,10 @@ const (
 	PhaseAdmitted Phase = "ADMITTED"
 	// A member placement can reach although it carries no mark of an admission Apelora recorded.
 	PhaseUnheld Phase = "UNHELD"
+	// A member in maintenance: Incus lists it Evacuated (evacuateMember, or `incus cluster
+	// evacuate`). Its instances were moved or stopped, nothing is placed on it, the fencing
+	// worker never powers it off; restoreMember brings it back.
+	PhaseEvacuated Phase = "EVACUATED"
 	// An Incus member with no machine record (for example the bootstrap member).
 	PhaseUnregistered Phase = "UNREGISTERED"
 	// A machine MAAS reports that has no record and is not a member: register it to manage it.
@@ -7194,6 +7977,7 @@ var AllPhase = []Phase{
 	PhaseHeld,
 	PhaseAdmitted,
 	PhaseUnheld,
+	PhaseEvacuated,
 	PhaseUnregistered,
 	PhaseDiscovered,
 	PhaseUnknown,
@@ -8778,6 +9562,490 @@ type RemoveMemberResponse struct {
 // GetRemoveMember returns RemoveMemberResponse.RemoveMember, and is useful for accessing the field via an interface.
 func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveMemberPayload {
 	return v.RemoveMember
+}
+
+type RestoreMemberInput struct {
+	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
+}
+
+// GetName returns RestoreMemberInput.Name, and is useful for accessing the field via an interface.
+func (v *RestoreMemberInput) GetName() string { return v.Name }
+
+// GetDryRun returns RestoreMemberInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RestoreMemberInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RestoreMemberInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RestoreMemberInput) GetPlanHash() *string { return v.PlanHash }
+
+// RestoreMemberResponse is returned by RestoreMember on success.
+type RestoreMemberResponse struct {
+	// Bring an evacuated member back: first every admission check runs again (refused on any
+	// FAIL, naming it), then Incus restores it (instances it moved come back, those it stopped
+	// start). Progress is pushed on memberOperation.
+	RestoreMember RestoreMemberRestoreMemberRestoreMemberPayload `json:"restoreMember"`
+}
+
+// GetRestoreMember returns RestoreMemberResponse.RestoreMember, and is useful for accessing the field via an interface.
+func (v *RestoreMemberResponse) GetRestoreMember() RestoreMemberRestoreMemberRestoreMemberPayload {
+	return v.RestoreMember
+}
+
+// RestoreMemberRestoreMemberRestoreMemberPayload includes the requested fields of the GraphQL type RestoreMemberPayload.
+type RestoreMemberRestoreMemberRestoreMemberPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *RestoreMemberRestoreMemberRestoreMemberPayloadPlan `json:"plan"`
+	// The instances the restore brings back or starts.
+	Instances []RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance `json:"instances"`
+	// The admission checks, run again before the member leaves maintenance.
+	Report *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport `json:"report"`
+	// The operation Apelora recorded; null in a plan.
+	Operation *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation `json:"operation"`
+}
+
+// GetPlan returns RestoreMemberRestoreMemberRestoreMemberPayload.Plan, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayload) GetPlan() *RestoreMemberRestoreMemberRestoreMemberPayloadPlan {
+	return v.Plan
+}
+
+// GetInstances returns RestoreMemberRestoreMemberRestoreMemberPayload.Instances, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayload) GetInstances() []RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance {
+	return v.Instances
+}
+
+// GetReport returns RestoreMemberRestoreMemberRestoreMemberPayload.Report, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayload) GetReport() *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport {
+	return v.Report
+}
+
+// GetOperation returns RestoreMemberRestoreMemberRestoreMemberPayload.Operation, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayload) GetOperation() *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation {
+	return v.Operation
+}
+
+// RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance includes the requested fields of the GraphQL type MaintenanceInstance.
+type RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance struct {
+	MaintenanceInstanceFields `json:"-"`
+}
+
+// GetProject returns RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance.Project, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance) GetProject() string {
+	return v.MaintenanceInstanceFields.Project
+}
+
+// GetName returns RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance.Name, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance) GetName() string {
+	return v.MaintenanceInstanceFields.Name
+}
+
+// GetType returns RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance.Type, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance) GetType() string {
+	return v.MaintenanceInstanceFields.Type
+}
+
+// GetStatus returns RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance.Status, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance) GetStatus() string {
+	return v.MaintenanceInstanceFields.Status
+}
+
+// GetClusterEvacuate returns RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance.ClusterEvacuate, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance) GetClusterEvacuate() *string {
+	return v.MaintenanceInstanceFields.ClusterEvacuate
+}
+
+// GetFate returns RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance.Fate, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance) GetFate() InstanceFate {
+	return v.MaintenanceInstanceFields.Fate
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaintenanceInstanceFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance struct {
+	Project string `json:"project"`
+
+	Name string `json:"name"`
+
+	Type string `json:"type"`
+
+	Status string `json:"status"`
+
+	ClusterEvacuate *string `json:"clusterEvacuate"`
+
+	Fate InstanceFate `json:"fate"`
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance) __premarshalJSON() (*__premarshalRestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance, error) {
+	var retval __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance
+
+	retval.Project = v.MaintenanceInstanceFields.Project
+	retval.Name = v.MaintenanceInstanceFields.Name
+	retval.Type = v.MaintenanceInstanceFields.Type
+	retval.Status = v.MaintenanceInstanceFields.Status
+	retval.ClusterEvacuate = v.MaintenanceInstanceFields.ClusterEvacuate
+	retval.Fate = v.MaintenanceInstanceFields.Fate
+	return &retval, nil
+}
+
+// RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation includes the requested fields of the GraphQL type MemberOperation.
+// The GraphQL type's documentation follows.
+//
+// An evacuation or restore Apelora asked Incus for.
+type RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation struct {
+	MemberOperationFields `json:"-"`
+}
+
+// GetId returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Id, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetId() string {
+	return v.MemberOperationFields.Id
+}
+
+// GetMachine returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Machine, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetMachine() string {
+	return v.MemberOperationFields.Machine
+}
+
+// GetAction returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Action, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetAction() MemberAction {
+	return v.MemberOperationFields.Action
+}
+
+// GetMode returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Mode, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetMode() *string {
+	return v.MemberOperationFields.Mode
+}
+
+// GetIncusOperation returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.IncusOperation, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetIncusOperation() string {
+	return v.MemberOperationFields.IncusOperation
+}
+
+// GetStartedBy returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.StartedBy, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetStartedBy() string {
+	return v.MemberOperationFields.StartedBy
+}
+
+// GetStartedAt returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.StartedAt, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetStartedAt() time.Time {
+	return v.MemberOperationFields.StartedAt
+}
+
+// GetFinishedAt returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.FinishedAt, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetFinishedAt() *time.Time {
+	return v.MemberOperationFields.FinishedAt
+}
+
+// GetOutcome returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Outcome, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetOutcome() *MemberOperationKind {
+	return v.MemberOperationFields.Outcome
+}
+
+// GetMessage returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Message, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetMessage() string {
+	return v.MemberOperationFields.Message
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MemberOperationFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation struct {
+	Id string `json:"id"`
+
+	Machine string `json:"machine"`
+
+	Action MemberAction `json:"action"`
+
+	Mode *string `json:"mode"`
+
+	IncusOperation string `json:"incusOperation"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	Outcome *MemberOperationKind `json:"outcome"`
+
+	Message string `json:"message"`
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) __premarshalJSON() (*__premarshalRestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation, error) {
+	var retval __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation
+
+	retval.Id = v.MemberOperationFields.Id
+	retval.Machine = v.MemberOperationFields.Machine
+	retval.Action = v.MemberOperationFields.Action
+	retval.Mode = v.MemberOperationFields.Mode
+	retval.IncusOperation = v.MemberOperationFields.IncusOperation
+	retval.StartedBy = v.MemberOperationFields.StartedBy
+	retval.StartedAt = v.MemberOperationFields.StartedAt
+	retval.FinishedAt = v.MemberOperationFields.FinishedAt
+	retval.Outcome = v.MemberOperationFields.Outcome
+	retval.Message = v.MemberOperationFields.Message
+	return &retval, nil
+}
+
+// RestoreMemberRestoreMemberRestoreMemberPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type RestoreMemberRestoreMemberRestoreMemberPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetPlanHash returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
+// GetSteps returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RestoreMemberRestoreMemberRestoreMemberPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RestoreMemberRestoreMemberRestoreMemberPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	PlanHash string `json:"planHash"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) __premarshalJSON() (*__premarshalRestoreMemberRestoreMemberRestoreMemberPayloadPlan, error) {
+	var retval __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
+// RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport includes the requested fields of the GraphQL type AdmissionReport.
+type RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport struct {
+	AdmissionReportFields `json:"-"`
+}
+
+// GetMachine returns RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport.Machine, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) GetMachine() string {
+	return v.AdmissionReportFields.Machine
+}
+
+// GetRunId returns RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport.RunId, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) GetRunId() string {
+	return v.AdmissionReportFields.RunId
+}
+
+// GetTrigger returns RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport.Trigger, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) GetTrigger() AdmissionTrigger {
+	return v.AdmissionReportFields.Trigger
+}
+
+// GetAt returns RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport.At, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) GetAt() time.Time {
+	return v.AdmissionReportFields.At
+}
+
+// GetVerdict returns RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport.Verdict, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) GetVerdict() AdmissionVerdict {
+	return v.AdmissionReportFields.Verdict
+}
+
+// GetChecks returns RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport.Checks, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) GetChecks() []AdmissionReportFieldsChecksAdmissionCheck {
+	return v.AdmissionReportFields.Checks
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.AdmissionReportFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport struct {
+	Machine string `json:"machine"`
+
+	RunId string `json:"runId"`
+
+	Trigger AdmissionTrigger `json:"trigger"`
+
+	At time.Time `json:"at"`
+
+	Verdict AdmissionVerdict `json:"verdict"`
+
+	Checks []AdmissionReportFieldsChecksAdmissionCheck `json:"checks"`
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) __premarshalJSON() (*__premarshalRestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport, error) {
+	var retval __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport
+
+	retval.Machine = v.AdmissionReportFields.Machine
+	retval.RunId = v.AdmissionReportFields.RunId
+	retval.Trigger = v.AdmissionReportFields.Trigger
+	retval.At = v.AdmissionReportFields.At
+	retval.Verdict = v.AdmissionReportFields.Verdict
+	retval.Checks = v.AdmissionReportFields.Checks
+	return &retval, nil
 }
 
 type RevokeIdentityInput struct {
@@ -10984,6 +12252,14 @@ type __DriftInput struct {
 // GetMachine returns __DriftInput.Machine, and is useful for accessing the field via an interface.
 func (v *__DriftInput) GetMachine() *string { return v.Machine }
 
+// __EvacuateMemberInput is used internally by genqlient
+type __EvacuateMemberInput struct {
+	Input EvacuateMemberInput `json:"input"`
+}
+
+// GetInput returns __EvacuateMemberInput.Input, and is useful for accessing the field via an interface.
+func (v *__EvacuateMemberInput) GetInput() EvacuateMemberInput { return v.Input }
+
 // __FenceEventsInput is used internally by genqlient
 type __FenceEventsInput struct {
 	Member *string `json:"member"`
@@ -11044,6 +12320,26 @@ type __MachineMemberInput struct {
 // GetName returns __MachineMemberInput.Name, and is useful for accessing the field via an interface.
 func (v *__MachineMemberInput) GetName() string { return v.Name }
 
+// __MemberOperationProgressInput is used internally by genqlient
+type __MemberOperationProgressInput struct {
+	Name  string  `json:"name"`
+	After *string `json:"after"`
+}
+
+// GetName returns __MemberOperationProgressInput.Name, and is useful for accessing the field via an interface.
+func (v *__MemberOperationProgressInput) GetName() string { return v.Name }
+
+// GetAfter returns __MemberOperationProgressInput.After, and is useful for accessing the field via an interface.
+func (v *__MemberOperationProgressInput) GetAfter() *string { return v.After }
+
+// __MemberOperationsInput is used internally by genqlient
+type __MemberOperationsInput struct {
+	Name string `json:"name"`
+}
+
+// GetName returns __MemberOperationsInput.Name, and is useful for accessing the field via an interface.
+func (v *__MemberOperationsInput) GetName() string { return v.Name }
+
 // __RegisterMachineInput is used internally by genqlient
 type __RegisterMachineInput struct {
 	Input RegisterMachineInput `json:"input"`
@@ -11091,6 +12387,14 @@ type __RemoveMemberInput struct {
 
 // GetInput returns __RemoveMemberInput.Input, and is useful for accessing the field via an interface.
 func (v *__RemoveMemberInput) GetInput() RemoveMemberInput { return v.Input }
+
+// __RestoreMemberInput is used internally by genqlient
+type __RestoreMemberInput struct {
+	Input RestoreMemberInput `json:"input"`
+}
+
+// GetInput returns __RestoreMemberInput.Input, and is useful for accessing the field via an interface.
+func (v *__RestoreMemberInput) GetInput() RestoreMemberInput { return v.Input }
 
 // __RevokeIdentityInput is used internally by genqlient
 type __RevokeIdentityInput struct {
@@ -12201,6 +13505,95 @@ func DriftWatcher(
 	return data_, err_
 }
 
+// The mutation executed by EvacuateMember.
+const EvacuateMember_Operation = `
+mutation EvacuateMember ($input: EvacuateMemberInput!) {
+	evacuateMember(input: $input) {
+		plan {
+			... PlanFields
+		}
+		instances {
+			... MaintenanceInstanceFields
+		}
+		targets {
+			member
+			instances
+		}
+		operation {
+			... MemberOperationFields
+		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	planHash
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
+	}
+}
+fragment MaintenanceInstanceFields on MaintenanceInstance {
+	project
+	name
+	type
+	status
+	clusterEvacuate
+	fate
+}
+fragment MemberOperationFields on MemberOperation {
+	id
+	machine
+	action
+	mode
+	incusOperation
+	startedBy
+	startedAt
+	finishedAt
+	outcome
+	message
+}
+`
+
+func EvacuateMember(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input EvacuateMemberInput,
+) (data_ *EvacuateMemberResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "EvacuateMember",
+		Query:  EvacuateMember_Operation,
+		Variables: &__EvacuateMemberInput{
+			Input: input,
+		},
+	}
+
+	data_ = &EvacuateMemberResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The query executed by FenceEvents.
 const FenceEvents_Operation = `
 query FenceEvents ($member: String, $first: Int, $after: String) {
@@ -13032,6 +14425,114 @@ func Machines(
 	return data_, err_
 }
 
+// The subscription executed by MemberOperationProgress.
+const MemberOperationProgress_Operation = `
+subscription MemberOperationProgress ($name: String!, $after: ID) {
+	memberOperation(name: $name, after: $after) {
+		id
+		operationId
+		machine
+		action
+		at
+		kind
+		message
+	}
+}
+`
+
+// To unsubscribe, use [graphql.WebSocketClient.Unsubscribe]
+func MemberOperationProgress(
+	ctx_ context.Context,
+	client_ graphql.WebSocketClient,
+	name string,
+	after *string,
+) (dataChan_ chan MemberOperationProgressWsResponse, subscriptionID_ string, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "MemberOperationProgress",
+		Query:  MemberOperationProgress_Operation,
+		Variables: &__MemberOperationProgressInput{
+			Name:  name,
+			After: after,
+		},
+	}
+
+	dataChan_ = make(chan MemberOperationProgressWsResponse)
+	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, MemberOperationProgressForwardData)
+
+	return dataChan_, subscriptionID_, err_
+}
+
+type MemberOperationProgressWsResponse graphql.BaseResponse[*MemberOperationProgressResponse]
+
+func MemberOperationProgressForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
+	var gqlResp graphql.Response
+	var wsResp MemberOperationProgressWsResponse
+	err := json.Unmarshal(jsonRawMsg, &gqlResp)
+	if err != nil {
+		return err
+	}
+	if len(gqlResp.Errors) == 0 {
+		err = json.Unmarshal(jsonRawMsg, &wsResp)
+		if err != nil {
+			return err
+		}
+	} else {
+		wsResp.Errors = gqlResp.Errors
+	}
+	dataChan_, ok := interfaceChan.(chan MemberOperationProgressWsResponse)
+	if !ok {
+		return errors.New("failed to cast interface into 'chan MemberOperationProgressWsResponse'")
+	}
+	dataChan_ <- wsResp
+	return nil
+}
+
+// The query executed by MemberOperations.
+const MemberOperations_Operation = `
+query MemberOperations ($name: String!) {
+	memberOperations(name: $name) {
+		... MemberOperationFields
+	}
+}
+fragment MemberOperationFields on MemberOperation {
+	id
+	machine
+	action
+	mode
+	incusOperation
+	startedBy
+	startedAt
+	finishedAt
+	outcome
+	message
+}
+`
+
+func MemberOperations(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	name string,
+) (data_ *MemberOperationsResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "MemberOperations",
+		Query:  MemberOperations_Operation,
+		Variables: &__MemberOperationsInput{
+			Name: name,
+		},
+	}
+
+	data_ = &MemberOperationsResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The query executed by PlacementGuard.
 const PlacementGuard_Operation = `
 query PlacementGuard {
@@ -13505,6 +15006,110 @@ func RemoveMember(
 	}
 
 	data_ = &RemoveMemberResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by RestoreMember.
+const RestoreMember_Operation = `
+mutation RestoreMember ($input: RestoreMemberInput!) {
+	restoreMember(input: $input) {
+		plan {
+			... PlanFields
+		}
+		instances {
+			... MaintenanceInstanceFields
+		}
+		report {
+			... AdmissionReportFields
+		}
+		operation {
+			... MemberOperationFields
+		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	planHash
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
+	}
+}
+fragment MaintenanceInstanceFields on MaintenanceInstance {
+	project
+	name
+	type
+	status
+	clusterEvacuate
+	fate
+}
+fragment AdmissionReportFields on AdmissionReport {
+	machine
+	runId
+	trigger
+	at
+	verdict
+	checks {
+		... AdmissionCheckFields
+	}
+}
+fragment MemberOperationFields on MemberOperation {
+	id
+	machine
+	action
+	mode
+	incusOperation
+	startedBy
+	startedAt
+	finishedAt
+	outcome
+	message
+}
+fragment AdmissionCheckFields on AdmissionCheck {
+	name
+	title
+	result
+	message
+}
+`
+
+func RestoreMember(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RestoreMemberInput,
+) (data_ *RestoreMemberResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RestoreMember",
+		Query:  RestoreMember_Operation,
+		Variables: &__RestoreMemberInput{
+			Input: input,
+		},
+	}
+
+	data_ = &RestoreMemberResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -56,6 +56,10 @@ type Admission struct {
 	// over from an audit event that did not list them.
 	Roles      []string
 	RolesKnown bool
+	// Maintenance: Apelora's latest evacuation or restore of the machine is an evacuation
+	// that did not fail. Incus lists an evacuated member that stops answering (rebooted
+	// for its maintenance) as Offline, so its evacuation is known from that record.
+	Maintenance bool
 }
 
 // State is one check of one machine that failed when last evaluated. It is drift once
@@ -136,13 +140,20 @@ func Assess(r *admission.Report, m *membership.Member, a Admission) []Finding {
 			Evidence: "the member is no longer in the Incus cluster, yet its admission is the latest membership step recorded: it was removed (or renamed) outside Apelora; enrol it again, or record its end with removeMember if it is back"}}
 	}
 	out := []Finding{{Check: CheckMembership, Title: "Member of the cluster", Outcome: Passing, Evidence: "the member is in the Incus cluster"}}
+	// A member in maintenance may be down on purpose (Incus keeps listing it Evacuated
+	// even then): its offline check and the checks that ask it are suspended (Unknown
+	// keeps what was known) until it is restored.
+	maintenance := m.Evacuated() || a.Maintenance
 	if r != nil {
 		for _, c := range r.Checks {
 			f := Finding{Check: c.Name, Title: c.Title, Evidence: c.Message}
 			switch {
+			case maintenance && (c.Result == admission.Fail || c.Inconclusive) && (c.Name == admission.CheckOnline || slices.Contains(readsTheMember, c.Name)):
+				f.Outcome = Unknown
+				f.Evidence = fmt.Sprintf("suspended: %s is in maintenance (evacuated; Incus lists it %s), so it may be down on purpose; this check resumes once it is restored (restoreMember)", m.Name, m.Status)
 			case c.Inconclusive:
 				f.Outcome = Unknown
-			case !m.Online() && slices.Contains(readsTheMember, c.Name):
+			case !m.Online() && !m.Evacuated() && slices.Contains(readsTheMember, c.Name):
 				f.Outcome = Unknown
 			case c.Result == admission.Fail:
 				f.Outcome = Failing

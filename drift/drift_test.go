@@ -265,3 +265,35 @@ func TestEvidenceIsStorableAndBounded(t *testing.T) {
 		t.Fatalf("stored evidence %d bytes", len(s[0].Evidence))
 	}
 }
+
+// A member in maintenance (evacuated) that goes down: its offline check is suspended and
+// says why, whether Incus still lists it Evacuated or, once it stops answering, Offline.
+func TestAssessSuspendsTheOfflineCheckInMaintenance(t *testing.T) {
+	offline := report(map[string]admission.Check{
+		admission.CheckOnline:       {Result: admission.Fail, Message: "Incus reports the member Offline (No heartbeat for 25s)"},
+		admission.CheckIncusVersion: {Result: admission.Fail, Message: "Incus refused to read the versions"},
+	})
+	inMaintenance := admitted
+	inMaintenance.Maintenance = true
+	fs := Assess(offline, member("Offline", nil, "event-hub"), inMaintenance)
+	f := finding(fs, admission.CheckOnline)
+	if f.Outcome != Unknown || !strings.Contains(f.Evidence, "maintenance") || !strings.Contains(f.Evidence, "restoreMember") {
+		t.Fatalf("offline check of a member in maintenance: %+v", f)
+	}
+	if o := outcomes(fs); o[admission.CheckIncusVersion] != Unknown || o[CheckScheduler] != Passing {
+		t.Errorf("in maintenance: %v", o)
+	}
+	// Not in maintenance, the same look is drift.
+	if o := outcomes(Assess(offline, member("Offline", nil, "event-hub"), admitted)); o[admission.CheckOnline] != Failing {
+		t.Errorf("offline, not in maintenance: %v", o)
+	}
+	// Evacuated and answering: the checks run as usual (online passes for it).
+	if o := outcomes(Assess(report(nil), member("Evacuated", nil, "event-hub"), admitted)); o[admission.CheckOnline] != Passing || o[admission.CheckKernel] != Passing {
+		t.Errorf("evacuated and answering: %v", o)
+	}
+	// Evacuated and hung: Incus still lists it Evacuated; what it cannot answer is suspended.
+	hung := report(map[string]admission.Check{admission.CheckKernel: {Result: admission.Fail, Message: "Incus did not answer"}})
+	if f := finding(Assess(hung, member("Evacuated", nil, "event-hub"), admitted), admission.CheckKernel); f.Outcome != Unknown || !strings.Contains(f.Evidence, "maintenance") {
+		t.Errorf("evacuated and hung: %+v", f)
+	}
+}

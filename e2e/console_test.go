@@ -323,3 +323,32 @@ func TestConsoleScreens(t *testing.T) {
 		"CONTROL": c.serve(t), "MEMBER": member,
 	})
 }
+
+// TestConsoleEvacuatesAndRestores evacuates a real member from its machine page and
+// restores it: the dialog's plan, the live progress, the phase (web/console/e2e/maintenance.e2e.mjs).
+func TestConsoleEvacuatesAndRestores(t *testing.T) {
+	node, dir := consoleTools(t)
+	lab := incuslab.Start(t, 2)
+	m0, m1 := lab.Members[0], lab.Members[1]
+	e := producttest.Start(t, producttest.WithIncus(lab.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	for _, args := range [][]string{
+		{"profile", "device", "add", "default", "root", "disk", "path=/", "pool=" + incuslab.Pool},
+		{"cluster", "set", m1.Name, "user.apelora.admission", "test"},
+		{"init", "--empty", "c1", "-s", incuslab.Pool, "--target", m0.Name},
+		{"init", "--empty", "c2", "-s", incuslab.Pool, "--target", m0.Name},
+	} {
+		if out, err := lab.CLI(m0, args...); err != nil {
+			t.Fatalf("incus %v: %v: %s", args, err, out)
+		}
+	}
+	e.MustGQL(admin, `mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, map[string]any{"n": m0.Name})
+	runScript(t, node, dir, "maintenance.e2e.mjs", map[string]string{
+		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shotsDir(t, "maintenance"), "MEMBER": m0.Name, "INSTANCES": "2",
+	})
+	for _, action := range []string{"evacuateMember", "restoreMember"} {
+		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = 'SUCCEEDED'`, action).(int64); n != 1 {
+			t.Errorf("%d successful %s in the audit trail, want 1", n, action)
+		}
+	}
+}

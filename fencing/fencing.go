@@ -97,6 +97,8 @@ const (
 	// ReasonQuorum: Incus's database would be left without a majority of its voters or
 	// without a member (package quorum).
 	ReasonQuorum Reason = "QUORUM"
+	// ReasonMaintenance: the member is evacuated (in maintenance): never powered off.
+	ReasonMaintenance Reason = "MAINTENANCE"
 	// Refusals (and non-confirmations) by what MAAS says.
 	ReasonUUIDMismatch    Reason = "UUID_MISMATCH"
 	ReasonMachineNotFound Reason = "MAAS_MACHINE_NOT_FOUND"
@@ -109,7 +111,7 @@ const (
 )
 
 // Reasons lists every reason.
-var Reasons = []Reason{ReasonNotMapped, ReasonTooManyOffline, ReasonCooldown, ReasonQuorum, ReasonUUIDMismatch, ReasonMachineNotFound,
+var Reasons = []Reason{ReasonNotMapped, ReasonTooManyOffline, ReasonCooldown, ReasonQuorum, ReasonMaintenance, ReasonUUIDMismatch, ReasonMachineNotFound,
 	ReasonMAASUnavailable, ReasonPowerNotQueryable, ReasonPowerOffNotSent, ReasonPowerOffRefused, ReasonPowerNotOff}
 
 // Event is one fence event. Events are append-only.

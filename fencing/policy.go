@@ -19,6 +19,8 @@ type Member struct {
 	// LastSeenOnline is when Incus last listed it as anything but Offline; zero if never.
 	// A member confirmed off since then stays fenced.
 	LastSeenOnline time.Time
+	// Maintenance: Incus listed it Evacuated when it last answered (Tracking.Maintenance).
+	Maintenance bool
 	// Roles, FailureDomain and Groups are Incus's, for the quorum projection.
 	Roles         []string
 	FailureDomain string
@@ -163,6 +165,11 @@ func decideOffline(s *Snapshot, m Member, offline, total int) Decision {
 		// again.
 		d.Action = ActFenced
 		d.Message = fmt.Sprintf("%s was confirmed off at %s and Incus has not listed it online since", m.Name, d.Request.OutcomeAt.UTC().Format(time.RFC3339))
+	case m.Maintenance:
+		// Evacuated (by Apelora or by `incus cluster evacuate`): an administrator took it
+		// out on purpose, typically to reboot or repair it, so its outage is expected.
+		d.Action, d.Reason = ActRefuse, ReasonMaintenance
+		d.Message = fmt.Sprintf("%s has been offline for %s but is in maintenance (Incus listed it Evacuated when it last answered): it is never powered off; restore it (restoreMember) once it is back", m.Name, round(d.OfflineFor))
 	case d.OfflineFor < s.Limits.OfflineAfter:
 		d.Action = ActWait
 		d.Message = fmt.Sprintf("%s has been offline for %s; it is powered off only after %s", m.Name, round(d.OfflineFor), s.Limits.OfflineAfter)
@@ -215,12 +222,18 @@ type Tracking struct {
 	FirstSeenOffline time.Time
 	LastSeenOnline   time.Time // zero if never
 	LastObserved     time.Time
+	// Maintenance: the member's last status other than Offline was Evacuated. Should Incus
+	// list an evacuated member that stops answering as Offline (6.0.4 keeps it Evacuated),
+	// the evacuation is known from before the outage; it is kept across the outage until
+	// Incus lists the member again.
+	Maintenance bool
 }
 
 // Observation is a member's status as Incus reports it now.
 type Observation struct {
-	Name   string
-	Status membership.Status
+	Name    string
+	Status  membership.Status
+	Message string // Incus's words on the status
 	// Roles, FailureDomain and Groups are as Incus lists them (the raft roles among them).
 	Roles         []string
 	FailureDomain string
@@ -229,6 +242,9 @@ type Observation struct {
 
 // Offline reports whether Incus says the member has missed its heartbeats.
 func (o Observation) Offline() bool { return o.Status == membership.StatusOffline }
+
+// Evacuated reports whether Incus says the member is evacuated (in maintenance).
+func (o Observation) Evacuated() bool { return o.Status == membership.StatusEvacuated }
 
 // Trust says whether Incus's Offline can be believed now. When Incus regains its quorum it
 // lists every member Offline for some seconds, live ones included, until the heartbeats
@@ -259,7 +275,7 @@ func Track(prev map[string]Tracking, obs []Observation, now time.Time, maxGap ti
 	for _, o := range obs {
 		listed[o.Name] = true
 		p, known := prev[o.Name]
-		t := Tracking{Member: o.Name, FirstSeenOffline: p.FirstSeenOffline, LastSeenOnline: p.LastSeenOnline, LastObserved: now}
+		t := Tracking{Member: o.Name, FirstSeenOffline: p.FirstSeenOffline, LastSeenOnline: p.LastSeenOnline, LastObserved: now, Maintenance: p.Maintenance}
 		gap := known && now.Sub(p.LastObserved) > maxGap
 		if o.Offline() {
 			switch {
@@ -293,6 +309,15 @@ func Track(prev map[string]Tracking, obs []Observation, now time.Time, maxGap ti
 			}
 			t.FirstSeenOffline = time.Time{}
 			t.LastSeenOnline = now
+			t.Maintenance = o.Evacuated()
+			if t.Maintenance && !p.Maintenance {
+				// Incus keeps listing an evacuated member Evacuated even once it stops
+				// answering (6.0.4: a hung one stayed Evacuated), so no outage is ever
+				// seen: the worker says once per maintenance that it will not act.
+				events = append(events, Event{At: now, Member: o.Name, Kind: KindRefused, Reason: ReasonMaintenance,
+					Message: fmt.Sprintf("%s is in maintenance (Incus lists it %s: %s): it is never powered off while it is; restore it (restoreMember) when its maintenance is done", o.Name, o.Status, o.Message),
+					Details: map[string]any{"status": o.Status}})
+			}
 		}
 		next = append(next, t)
 	}
@@ -317,7 +342,7 @@ func Members(ts []Tracking, obs []Observation) []Member {
 	for i, t := range ts {
 		o := seen[t.Member]
 		out[i] = Member{Name: t.Member, Offline: !t.FirstSeenOffline.IsZero(), OfflineSince: t.FirstSeenOffline, LastSeenOnline: t.LastSeenOnline,
-			Roles: o.Roles, FailureDomain: o.FailureDomain, Groups: o.Groups}
+			Maintenance: t.Maintenance, Roles: o.Roles, FailureDomain: o.FailureDomain, Groups: o.Groups}
 	}
 	return out
 }

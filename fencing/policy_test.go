@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/apelora/fabric/membership"
 )
 
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -280,5 +282,47 @@ func TestOfflineTimeMustOutlastIncusThreshold(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("threshold %v, offline after %v: %v", c.cfg, c.offlineAfter, err)
 		}
+	}
+}
+
+// An evacuated member is in maintenance: when it stops answering, Incus lists it Offline,
+// and the tracking keeps that it was Evacuated before, so it is never powered off.
+func TestEvacuatedMemberIsNeverPoweredOff(t *testing.T) {
+	obs := func(status string) []Observation {
+		return []Observation{{Name: "m1", Status: "Online"}, {Name: "m2", Status: "Online"}, {Name: "m3", Status: membership.Status(status)}}
+	}
+	prev := map[string]Tracking{}
+	step := func(at time.Time, status string) []Tracking {
+		next, _, _ := Track(prev, obs(status), at, time.Hour, Trust{})
+		prev = map[string]Tracking{}
+		for _, tr := range next {
+			prev[tr.Member] = tr
+		}
+		return next
+	}
+	if _, _, evs := Track(map[string]Tracking{}, obs("Evacuated"), t0.Add(-2*time.Hour), time.Hour, Trust{}); len(evs) != 1 ||
+		evs[0].Kind != KindRefused || evs[0].Reason != ReasonMaintenance || evs[0].Member != "m3" {
+		t.Fatalf("entering maintenance: %+v, want one REFUSED MAINTENANCE event for m3", evs)
+	}
+	step(t0.Add(-2*time.Hour), "Evacuated")
+	if _, _, evs := Track(prev, obs("Evacuated"), t0.Add(-119*time.Minute), time.Hour, Trust{}); len(evs) != 0 {
+		t.Fatalf("still in maintenance: %+v, want no new event", evs)
+	}
+	next := step(t0.Add(-time.Hour), "Offline")
+	if !prev["m3"].Maintenance {
+		t.Fatalf("tracking lost the maintenance of an evacuated member once it went offline: %+v", prev["m3"])
+	}
+	s := Snapshot{Now: t0, Limits: testLimits, MembersKnown: true, Members: Members(next, obs("Offline")),
+		Mappings: map[string]Mapping{"m3": mapping("m3")}}
+	d := decideOne(t, s, "m3")
+	if d.Action != ActRefuse || d.Reason != ReasonMaintenance {
+		t.Fatalf("evacuated member offline for an hour: got %s %s (%s), want REFUSE MAINTENANCE", d.Action, d.Reason, d.Message)
+	}
+	// Restored (listed Online again), then offline: fenced as any other member.
+	step(t0.Add(-50*time.Minute), "Online")
+	next = step(t0.Add(-40*time.Minute), "Offline")
+	s.Members = Members(next, obs("Offline"))
+	if d := decideOne(t, s, "m3"); d.Action != ActFence {
+		t.Fatalf("restored member offline for 40 minutes: got %s %s (%s), want FENCE", d.Action, d.Reason, d.Message)
 	}
 }

@@ -359,6 +359,7 @@ func (src *sources) derive(r *Machine) {
 		}
 		if r.Member != nil {
 			f.Scheduler = r.Member.Scheduler()
+			f.Evacuated = r.Member.Evacuated()
 			f.Mark, f.Marked = r.Member.Config[lifecycle.AdmissionKey]
 		}
 	}

@@ -192,6 +192,19 @@ type ComplexityRoot struct {
 		Requested           func(childComplexity int) int
 	}
 
+	EvacuateMemberPayload struct {
+		Instances func(childComplexity int) int
+		Machine   func(childComplexity int) int
+		Operation func(childComplexity int) int
+		Plan      func(childComplexity int) int
+		Targets   func(childComplexity int) int
+	}
+
+	EvacuationTarget struct {
+		Instances func(childComplexity int) int
+		Member    func(childComplexity int) int
+	}
+
 	FenceDrill struct {
 		At         func(childComplexity int) int
 		Ok         func(childComplexity int) int
@@ -366,6 +379,15 @@ type ComplexityRoot struct {
 		RegisteredBy    func(childComplexity int) int
 	}
 
+	MaintenanceInstance struct {
+		ClusterEvacuate func(childComplexity int) int
+		Fate            func(childComplexity int) int
+		Name            func(childComplexity int) int
+		Project         func(childComplexity int) int
+		Status          func(childComplexity int) int
+		Type            func(childComplexity int) int
+	}
+
 	Member struct {
 		Architecture  func(childComplexity int) int
 		Description   func(childComplexity int) int
@@ -388,6 +410,29 @@ type ComplexityRoot struct {
 		Value  func(childComplexity int) int
 	}
 
+	MemberOperation struct {
+		Action         func(childComplexity int) int
+		FinishedAt     func(childComplexity int) int
+		ID             func(childComplexity int) int
+		IncusOperation func(childComplexity int) int
+		Machine        func(childComplexity int) int
+		Message        func(childComplexity int) int
+		Mode           func(childComplexity int) int
+		Outcome        func(childComplexity int) int
+		StartedAt      func(childComplexity int) int
+		StartedBy      func(childComplexity int) int
+	}
+
+	MemberOperationEvent struct {
+		Action      func(childComplexity int) int
+		At          func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Kind        func(childComplexity int) int
+		Machine     func(childComplexity int) int
+		Message     func(childComplexity int) int
+		OperationID func(childComplexity int) int
+	}
+
 	MemberVersion struct {
 		APIExtensions func(childComplexity int) int
 		Incus         func(childComplexity int) int
@@ -402,12 +447,14 @@ type ComplexityRoot struct {
 		ClearHardwareProfile   func(childComplexity int, input model.ClearHardwareProfileInput) int
 		CommissionMachine      func(childComplexity int, input model.CommissionMachineInput) int
 		CreateIdentity         func(childComplexity int, input model.CreateIdentityInput) int
+		EvacuateMember         func(childComplexity int, input model.EvacuateMemberInput) int
 		InstallOperatingSystem func(childComplexity int, input model.InstallOperatingSystemInput) int
 		RegisterMachine        func(childComplexity int, input model.RegisterMachineInput) int
 		ReleaseMachine         func(childComplexity int, input model.ReleaseMachineInput) int
 		RemoveFenceMapping     func(childComplexity int, input model.RemoveFenceMappingInput) int
 		RemoveHardwareProfile  func(childComplexity int, input model.RemoveHardwareProfileInput) int
 		RemoveMember           func(childComplexity int, input model.RemoveMemberInput) int
+		RestoreMember          func(childComplexity int, input model.RestoreMemberInput) int
 		RevokeIdentity         func(childComplexity int, input model.RevokeIdentityInput) int
 		RevokeJoinToken        func(childComplexity int, input model.RevokeJoinTokenInput) int
 		RunHardwareTests       func(childComplexity int, input model.RunHardwareTestsInput) int
@@ -487,6 +534,7 @@ type ComplexityRoot struct {
 		MaasImages       func(childComplexity int) int
 		Machine          func(childComplexity int, name string) int
 		Machines         func(childComplexity int) int
+		MemberOperations func(childComplexity int, name string) int
 		ReleasePreview   func(childComplexity int, erase *bool) int
 		Viewer           func(childComplexity int) int
 	}
@@ -527,6 +575,14 @@ type ComplexityRoot struct {
 	RemoveMemberPayload struct {
 		Machine func(childComplexity int) int
 		Plan    func(childComplexity int) int
+	}
+
+	RestoreMemberPayload struct {
+		Instances func(childComplexity int) int
+		Machine   func(childComplexity int) int
+		Operation func(childComplexity int) int
+		Plan      func(childComplexity int) int
+		Report    func(childComplexity int) int
 	}
 
 	RevokeIdentityPayload struct {
@@ -571,6 +627,7 @@ type ComplexityRoot struct {
 		DriftChanges       func(childComplexity int, machine *string, after *string) int
 		FenceProgress      func(childComplexity int, member *string, after *string) int
 		FleetUpdates       func(childComplexity int, after *int) int
+		MemberOperation    func(childComplexity int, name string, after *string) int
 	}
 
 	UnregisterMachinePayload struct {
@@ -610,6 +667,8 @@ type MutationResolver interface {
 	ReleaseMachine(ctx context.Context, input model.ReleaseMachineInput) (*model.ReleaseMachinePayload, error)
 	RegisterMachine(ctx context.Context, input model.RegisterMachineInput) (*model.RegisterMachinePayload, error)
 	UnregisterMachine(ctx context.Context, input model.UnregisterMachineInput) (*model.UnregisterMachinePayload, error)
+	EvacuateMember(ctx context.Context, input model.EvacuateMemberInput) (*model.EvacuateMemberPayload, error)
+	RestoreMember(ctx context.Context, input model.RestoreMemberInput) (*model.RestoreMemberPayload, error)
 	ApproveEnrolment(ctx context.Context, input model.ApproveEnrolmentInput) (*model.ApproveEnrolmentPayload, error)
 	RevokeJoinToken(ctx context.Context, input model.RevokeJoinTokenInput) (*model.RevokeJoinTokenPayload, error)
 	AdmitMember(ctx context.Context, input model.AdmitMemberInput) (*model.AdmitMemberPayload, error)
@@ -634,6 +693,7 @@ type QueryResolver interface {
 	MaasImages(ctx context.Context) ([]*model.MaasImage, error)
 	Machines(ctx context.Context) ([]*model.Machine, error)
 	Machine(ctx context.Context, name string) (*model.Machine, error)
+	MemberOperations(ctx context.Context, name string) ([]*model.MemberOperation, error)
 	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
 }
 type SubscriptionResolver interface {
@@ -641,6 +701,7 @@ type SubscriptionResolver interface {
 	DriftChanges(ctx context.Context, machine *string, after *string) (<-chan *model.DriftEvent, error)
 	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
 	FleetUpdates(ctx context.Context, after *int) (<-chan *model.FleetUpdate, error)
+	MemberOperation(ctx context.Context, name string, after *string) (<-chan *model.MemberOperationEvent, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
 }
 
@@ -1256,6 +1317,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ErasePreview.Requested(childComplexity), true
+
+	case "EvacuateMemberPayload.instances":
+		if e.ComplexityRoot.EvacuateMemberPayload.Instances == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvacuateMemberPayload.Instances(childComplexity), true
+	case "EvacuateMemberPayload.machine":
+		if e.ComplexityRoot.EvacuateMemberPayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvacuateMemberPayload.Machine(childComplexity), true
+	case "EvacuateMemberPayload.operation":
+		if e.ComplexityRoot.EvacuateMemberPayload.Operation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvacuateMemberPayload.Operation(childComplexity), true
+	case "EvacuateMemberPayload.plan":
+		if e.ComplexityRoot.EvacuateMemberPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvacuateMemberPayload.Plan(childComplexity), true
+	case "EvacuateMemberPayload.targets":
+		if e.ComplexityRoot.EvacuateMemberPayload.Targets == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvacuateMemberPayload.Targets(childComplexity), true
+
+	case "EvacuationTarget.instances":
+		if e.ComplexityRoot.EvacuationTarget.Instances == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvacuationTarget.Instances(childComplexity), true
+	case "EvacuationTarget.member":
+		if e.ComplexityRoot.EvacuationTarget.Member == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvacuationTarget.Member(childComplexity), true
 
 	case "FenceDrill.at":
 		if e.ComplexityRoot.FenceDrill.At == nil {
@@ -1995,6 +2100,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MachineRecord.RegisteredBy(childComplexity), true
 
+	case "MaintenanceInstance.clusterEvacuate":
+		if e.ComplexityRoot.MaintenanceInstance.ClusterEvacuate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceInstance.ClusterEvacuate(childComplexity), true
+	case "MaintenanceInstance.fate":
+		if e.ComplexityRoot.MaintenanceInstance.Fate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceInstance.Fate(childComplexity), true
+	case "MaintenanceInstance.name":
+		if e.ComplexityRoot.MaintenanceInstance.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceInstance.Name(childComplexity), true
+	case "MaintenanceInstance.project":
+		if e.ComplexityRoot.MaintenanceInstance.Project == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceInstance.Project(childComplexity), true
+	case "MaintenanceInstance.status":
+		if e.ComplexityRoot.MaintenanceInstance.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceInstance.Status(childComplexity), true
+	case "MaintenanceInstance.type":
+		if e.ComplexityRoot.MaintenanceInstance.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceInstance.Type(childComplexity), true
+
 	case "Member.architecture":
 		if e.ComplexityRoot.Member.Architecture == nil {
 			break
@@ -2093,6 +2235,110 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MemberConfigEntry.Value(childComplexity), true
 
+	case "MemberOperation.action":
+		if e.ComplexityRoot.MemberOperation.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperation.Action(childComplexity), true
+	case "MemberOperation.finishedAt":
+		if e.ComplexityRoot.MemberOperation.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperation.FinishedAt(childComplexity), true
+	case "MemberOperation.id":
+		if e.ComplexityRoot.MemberOperation.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperation.ID(childComplexity), true
+	case "MemberOperation.incusOperation":
+		if e.ComplexityRoot.MemberOperation.IncusOperation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperation.IncusOperation(childComplexity), true
+	case "MemberOperation.machine":
+		if e.ComplexityRoot.MemberOperation.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperation.Machine(childComplexity), true
+	case "MemberOperation.message":
+		if e.ComplexityRoot.MemberOperation.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperation.Message(childComplexity), true
+	case "MemberOperation.mode":
+		if e.ComplexityRoot.MemberOperation.Mode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperation.Mode(childComplexity), true
+	case "MemberOperation.outcome":
+		if e.ComplexityRoot.MemberOperation.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperation.Outcome(childComplexity), true
+	case "MemberOperation.startedAt":
+		if e.ComplexityRoot.MemberOperation.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperation.StartedAt(childComplexity), true
+	case "MemberOperation.startedBy":
+		if e.ComplexityRoot.MemberOperation.StartedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperation.StartedBy(childComplexity), true
+
+	case "MemberOperationEvent.action":
+		if e.ComplexityRoot.MemberOperationEvent.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperationEvent.Action(childComplexity), true
+	case "MemberOperationEvent.at":
+		if e.ComplexityRoot.MemberOperationEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperationEvent.At(childComplexity), true
+	case "MemberOperationEvent.id":
+		if e.ComplexityRoot.MemberOperationEvent.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperationEvent.ID(childComplexity), true
+	case "MemberOperationEvent.kind":
+		if e.ComplexityRoot.MemberOperationEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperationEvent.Kind(childComplexity), true
+	case "MemberOperationEvent.machine":
+		if e.ComplexityRoot.MemberOperationEvent.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperationEvent.Machine(childComplexity), true
+	case "MemberOperationEvent.message":
+		if e.ComplexityRoot.MemberOperationEvent.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperationEvent.Message(childComplexity), true
+	case "MemberOperationEvent.operationId":
+		if e.ComplexityRoot.MemberOperationEvent.OperationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemberOperationEvent.OperationID(childComplexity), true
+
 	case "MemberVersion.apiExtensions":
 		if e.ComplexityRoot.MemberVersion.APIExtensions == nil {
 			break
@@ -2184,6 +2430,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateIdentity(childComplexity, args["input"].(model.CreateIdentityInput)), true
+	case "Mutation.evacuateMember":
+		if e.ComplexityRoot.Mutation.EvacuateMember == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_evacuateMember_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EvacuateMember(childComplexity, args["input"].(model.EvacuateMemberInput)), true
 	case "Mutation.installOperatingSystem":
 		if e.ComplexityRoot.Mutation.InstallOperatingSystem == nil {
 			break
@@ -2250,6 +2507,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemoveMember(childComplexity, args["input"].(model.RemoveMemberInput)), true
+	case "Mutation.restoreMember":
+		if e.ComplexityRoot.Mutation.RestoreMember == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_restoreMember_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RestoreMember(childComplexity, args["input"].(model.RestoreMemberInput)), true
 	case "Mutation.revokeIdentity":
 		if e.ComplexityRoot.Mutation.RevokeIdentity == nil {
 			break
@@ -2625,6 +2893,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Machines(childComplexity), true
+	case "Query.memberOperations":
+		if e.ComplexityRoot.Query.MemberOperations == nil {
+			break
+		}
+
+		args, err := ec.field_Query_memberOperations_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MemberOperations(childComplexity, args["name"].(string)), true
 	case "Query.releasePreview":
 		if e.ComplexityRoot.Query.ReleasePreview == nil {
 			break
@@ -2768,6 +3047,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RemoveMemberPayload.Plan(childComplexity), true
+
+	case "RestoreMemberPayload.instances":
+		if e.ComplexityRoot.RestoreMemberPayload.Instances == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RestoreMemberPayload.Instances(childComplexity), true
+	case "RestoreMemberPayload.machine":
+		if e.ComplexityRoot.RestoreMemberPayload.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RestoreMemberPayload.Machine(childComplexity), true
+	case "RestoreMemberPayload.operation":
+		if e.ComplexityRoot.RestoreMemberPayload.Operation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RestoreMemberPayload.Operation(childComplexity), true
+	case "RestoreMemberPayload.plan":
+		if e.ComplexityRoot.RestoreMemberPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RestoreMemberPayload.Plan(childComplexity), true
+	case "RestoreMemberPayload.report":
+		if e.ComplexityRoot.RestoreMemberPayload.Report == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RestoreMemberPayload.Report(childComplexity), true
 
 	case "RevokeIdentityPayload.identity":
 		if e.ComplexityRoot.RevokeIdentityPayload.Identity == nil {
@@ -2938,6 +3248,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.FleetUpdates(childComplexity, args["after"].(*int)), true
+	case "Subscription.memberOperation":
+		if e.ComplexityRoot.Subscription.MemberOperation == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_memberOperation_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.MemberOperation(childComplexity, args["name"].(string), args["after"].(*string)), true
 
 	case "UnregisterMachinePayload.name":
 		if e.ComplexityRoot.UnregisterMachinePayload.Name == nil {
@@ -2986,6 +3307,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ClearHardwareProfileInput", ec.unmarshalInputClearHardwareProfileInput),
 			graphql.NewInputUnmarshaler("CommissionMachineInput", ec.unmarshalInputCommissionMachineInput),
 			graphql.NewInputUnmarshaler("CreateIdentityInput", ec.unmarshalInputCreateIdentityInput),
+			graphql.NewInputUnmarshaler("EvacuateMemberInput", ec.unmarshalInputEvacuateMemberInput),
 			graphql.NewInputUnmarshaler("InstallOperatingSystemInput", ec.unmarshalInputInstallOperatingSystemInput),
 			graphql.NewInputUnmarshaler("MemberConfigInput", ec.unmarshalInputMemberConfigInput),
 			graphql.NewInputUnmarshaler("RegisterMachineInput", ec.unmarshalInputRegisterMachineInput),
@@ -2993,6 +3315,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RemoveFenceMappingInput", ec.unmarshalInputRemoveFenceMappingInput),
 			graphql.NewInputUnmarshaler("RemoveHardwareProfileInput", ec.unmarshalInputRemoveHardwareProfileInput),
 			graphql.NewInputUnmarshaler("RemoveMemberInput", ec.unmarshalInputRemoveMemberInput),
+			graphql.NewInputUnmarshaler("RestoreMemberInput", ec.unmarshalInputRestoreMemberInput),
 			graphql.NewInputUnmarshaler("RevokeIdentityInput", ec.unmarshalInputRevokeIdentityInput),
 			graphql.NewInputUnmarshaler("RevokeJoinTokenInput", ec.unmarshalInputRevokeJoinTokenInput),
 			graphql.NewInputUnmarshaler("RunHardwareTestsInput", ec.unmarshalInputRunHardwareTestsInput),
@@ -3478,6 +3801,11 @@ enum FenceReason {
   or without a member (the quorum projection every plan that takes a member away applies).
   """
   QUORUM
+  """
+  The member is in maintenance: Incus listed it Evacuated when it last answered (evacuated
+  by evacuateMember or by ` + "`" + `incus cluster evacuate` + "`" + `). It is never powered off; restore it.
+  """
+  MAINTENANCE
   "MAAS reports another hardware UUID (or none) for the mapped system id."
   UUID_MISMATCH
   "MAAS has no machine with the mapped system id."
@@ -4289,6 +4617,12 @@ enum Phase {
   ADMITTED
   "A member placement can reach although it carries no mark of an admission Apelora recorded."
   UNHELD
+  """
+  A member in maintenance: Incus lists it Evacuated (evacuateMember, or ` + "`" + `incus cluster
+  evacuate` + "`" + `). Its instances were moved or stopped, nothing is placed on it, the fencing
+  worker never powers it off; restoreMember brings it back.
+  """
+  EVACUATED
   "An Incus member with no machine record (for example the bootstrap member)."
   UNREGISTERED
   "A machine MAAS reports that has no record and is not a member: register it to manage it."
@@ -4419,6 +4753,188 @@ type UnregisterMachinePayload {
   name: String
   "The plan, when the input asked for a dry run (dryRun); null otherwise."
   plan: Plan
+}
+`, BuiltIn: false},
+	{Name: "../schema/maintenance.graphqls", Input: `extend type Mutation {
+  """
+  Take a member out for maintenance: Incus evacuates it (POST
+  /1.0/cluster/members/{name}/state), moving or stopping each instance as its
+  cluster.evacuate (or ` + "`" + `mode` + "`" + `) says; Apelora never moves an instance itself. The plan
+  lists every instance on the member with its fate and the admitted members that can take
+  them. Refused for a member that is not in this cluster, offline, already evacuated,
+  with an evacuation or restore still running, with a power-off in flight, or when
+  taking it down with the members already in maintenance would cost Incus's database its
+  majority. Progress is pushed on memberOperation; the member is EVACUATED once Incus is
+  done, and the fencing worker never powers off an evacuated member.
+  """
+  evacuateMember(input: EvacuateMemberInput!): EvacuateMemberPayload! @change(about: "input.name", lock: MACHINE)
+
+  """
+  Bring an evacuated member back: first every admission check runs again (refused on any
+  FAIL, naming it), then Incus restores it (instances it moved come back, those it stopped
+  start). Progress is pushed on memberOperation.
+  """
+  restoreMember(input: RestoreMemberInput!): RestoreMemberPayload! @change(about: "input.name", lock: MACHINE)
+}
+
+extend type Query {
+  "The evacuations and restores Apelora asked Incus for on a member, newest first (at most 20)."
+  memberOperations(name: String!): [MemberOperation!]!
+}
+
+extend type Subscription {
+  """
+  Progress of a member's evacuations and restores, from Incus's operation: started, each
+  instance stopped, moved or started, then the end. With ` + "`" + `after` + "`" + ` (an event id), the events
+  after it are replayed first. Followed by every API replica from the database, so a
+  restarted server reports an operation in progress again.
+  """
+  memberOperation(name: String!, after: ID): MemberOperationEvent!
+}
+
+"What an evacuation may force on every instance; without it each instance's cluster.evacuate decides."
+enum EvacuationMode {
+  "Incus decides per instance (migrate, or live-migrate a running VM that allows it)."
+  AUTO
+  "Stop, move, start again."
+  MIGRATE
+  "Move while running (virtual machines that allow it)."
+  LIVE_MIGRATE
+  "Only stop: the instances stay on the member and start again on restore."
+  STOP
+}
+
+input EvacuateMemberInput {
+  name: String!
+  mode: EvacuationMode
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
+  """
+  dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
+}
+
+input RestoreMemberInput {
+  name: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
+  """
+  dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
+}
+
+type EvacuateMemberPayload {
+  machine: Machine
+  "Every instance on the member (every project), with what Incus will do to it."
+  instances: [MaintenanceInstance!]!
+  "Members the moved instances may land on (admitted, online, not held), fewest instances first."
+  targets: [EvacuationTarget!]!
+  "The operation Apelora recorded; null in a plan."
+  operation: MemberOperation
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
+}
+
+type RestoreMemberPayload {
+  machine: Machine
+  "The instances the restore brings back or starts."
+  instances: [MaintenanceInstance!]!
+  "The admission checks, run again before the member leaves maintenance."
+  report: AdmissionReport
+  "The operation Apelora recorded; null in a plan."
+  operation: MemberOperation
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
+}
+
+type MaintenanceInstance {
+  project: String!
+  name: String!
+  "container or virtual-machine."
+  type: String!
+  status: String!
+  "The instance's cluster.evacuate; null when unset (auto)."
+  clusterEvacuate: String
+  fate: InstanceFate!
+}
+
+enum InstanceFate {
+  "Incus moves it (auto: migrate, or live-migrate a running VM that allows it)."
+  MOVE
+  "Stopped, moved, started again if it ran."
+  MIGRATE
+  "Moved while running."
+  LIVE_MIGRATE
+  "Only stopped; it stays on the member until it is restored."
+  STOP
+  "Restore: moved back to the member it was evacuated from."
+  RETURN
+  "Restore: on the member, started again if it ran."
+  START
+}
+
+type EvacuationTarget {
+  member: String!
+  "Instances on it now."
+  instances: Int!
+}
+
+enum MemberAction {
+  EVACUATE
+  RESTORE
+}
+
+enum MemberOperationKind {
+  STARTED
+  "An instance stopped, moved or started, as Incus reported it."
+  PROGRESS
+  SUCCEEDED
+  FAILED
+  "Incus no longer lists the operation and the member's status does not say it succeeded."
+  UNKNOWN
+}
+
+"An evacuation or restore Apelora asked Incus for."
+type MemberOperation {
+  id: ID!
+  machine: String!
+  action: MemberAction!
+  mode: String
+  "Incus's operation id (GET /1.0/operations/{id} while it runs)."
+  incusOperation: String!
+  startedBy: String!
+  startedAt: Time!
+  "Null while it runs."
+  finishedAt: Time
+  "SUCCEEDED, FAILED or UNKNOWN once finished."
+  outcome: MemberOperationKind
+  message: String!
+}
+
+type MemberOperationEvent {
+  id: ID!
+  operationId: ID!
+  machine: String!
+  action: MemberAction!
+  at: Time!
+  kind: MemberOperationKind!
+  message: String!
 }
 `, BuiltIn: false},
 	{Name: "../schema/membership.graphqls", Input: `extend type Mutation {
@@ -4661,6 +5177,8 @@ enum AdmissionVerdict {
 enum AdmissionTrigger {
   REPORT
   ADMISSION
+  "restoreMember runs every check again before the member leaves maintenance."
+  RESTORE
 }
 
 type AdmissionCheck {
@@ -5204,6 +5722,32 @@ func (ec *executionContext) childFields_ErasePreview(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type ErasePreview", field.Name)
 }
 
+func (ec *executionContext) childFields_EvacuateMemberPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_EvacuateMemberPayload_machine(ctx, field)
+	case "instances":
+		return ec.fieldContext_EvacuateMemberPayload_instances(ctx, field)
+	case "targets":
+		return ec.fieldContext_EvacuateMemberPayload_targets(ctx, field)
+	case "operation":
+		return ec.fieldContext_EvacuateMemberPayload_operation(ctx, field)
+	case "plan":
+		return ec.fieldContext_EvacuateMemberPayload_plan(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EvacuateMemberPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_EvacuationTarget(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "member":
+		return ec.fieldContext_EvacuationTarget_member(ctx, field)
+	case "instances":
+		return ec.fieldContext_EvacuationTarget_instances(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EvacuationTarget", field.Name)
+}
+
 func (ec *executionContext) childFields_FenceDrill(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "at":
@@ -5552,6 +6096,24 @@ func (ec *executionContext) childFields_MachineRecord(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type MachineRecord", field.Name)
 }
 
+func (ec *executionContext) childFields_MaintenanceInstance(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "project":
+		return ec.fieldContext_MaintenanceInstance_project(ctx, field)
+	case "name":
+		return ec.fieldContext_MaintenanceInstance_name(ctx, field)
+	case "type":
+		return ec.fieldContext_MaintenanceInstance_type(ctx, field)
+	case "status":
+		return ec.fieldContext_MaintenanceInstance_status(ctx, field)
+	case "clusterEvacuate":
+		return ec.fieldContext_MaintenanceInstance_clusterEvacuate(ctx, field)
+	case "fate":
+		return ec.fieldContext_MaintenanceInstance_fate(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaintenanceInstance", field.Name)
+}
+
 func (ec *executionContext) childFields_Member(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -5594,6 +6156,52 @@ func (ec *executionContext) childFields_MemberConfigEntry(ctx context.Context, f
 		return ec.fieldContext_MemberConfigEntry_value(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MemberConfigEntry", field.Name)
+}
+
+func (ec *executionContext) childFields_MemberOperation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_MemberOperation_id(ctx, field)
+	case "machine":
+		return ec.fieldContext_MemberOperation_machine(ctx, field)
+	case "action":
+		return ec.fieldContext_MemberOperation_action(ctx, field)
+	case "mode":
+		return ec.fieldContext_MemberOperation_mode(ctx, field)
+	case "incusOperation":
+		return ec.fieldContext_MemberOperation_incusOperation(ctx, field)
+	case "startedBy":
+		return ec.fieldContext_MemberOperation_startedBy(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_MemberOperation_startedAt(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_MemberOperation_finishedAt(ctx, field)
+	case "outcome":
+		return ec.fieldContext_MemberOperation_outcome(ctx, field)
+	case "message":
+		return ec.fieldContext_MemberOperation_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemberOperation", field.Name)
+}
+
+func (ec *executionContext) childFields_MemberOperationEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_MemberOperationEvent_id(ctx, field)
+	case "operationId":
+		return ec.fieldContext_MemberOperationEvent_operationId(ctx, field)
+	case "machine":
+		return ec.fieldContext_MemberOperationEvent_machine(ctx, field)
+	case "action":
+		return ec.fieldContext_MemberOperationEvent_action(ctx, field)
+	case "at":
+		return ec.fieldContext_MemberOperationEvent_at(ctx, field)
+	case "kind":
+		return ec.fieldContext_MemberOperationEvent_kind(ctx, field)
+	case "message":
+		return ec.fieldContext_MemberOperationEvent_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemberOperationEvent", field.Name)
 }
 
 func (ec *executionContext) childFields_MemberVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5790,6 +6398,22 @@ func (ec *executionContext) childFields_RemoveMemberPayload(ctx context.Context,
 		return ec.fieldContext_RemoveMemberPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RemoveMemberPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_RestoreMemberPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "machine":
+		return ec.fieldContext_RestoreMemberPayload_machine(ctx, field)
+	case "instances":
+		return ec.fieldContext_RestoreMemberPayload_instances(ctx, field)
+	case "report":
+		return ec.fieldContext_RestoreMemberPayload_report(ctx, field)
+	case "operation":
+		return ec.fieldContext_RestoreMemberPayload_operation(ctx, field)
+	case "plan":
+		return ec.fieldContext_RestoreMemberPayload_plan(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RestoreMemberPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_RevokeIdentityPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6086,6 +6710,20 @@ func (ec *executionContext) field_Mutation_createIdentity_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_evacuateMember_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.EvacuateMemberInput, error) {
+			return ec.unmarshalNEvacuateMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuateMemberInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_installOperatingSystem_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6162,6 +6800,20 @@ func (ec *executionContext) field_Mutation_removeMember_args(ctx context.Context
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RemoveMemberInput, error) {
 			return ec.unmarshalNRemoveMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveMemberInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_restoreMember_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RestoreMemberInput, error) {
+			return ec.unmarshalNRestoreMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRestoreMemberInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6428,6 +7080,20 @@ func (ec *executionContext) field_Query_machine_args(ctx context.Context, rawArg
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_memberOperations_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_releasePreview_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6549,6 +7215,28 @@ func (ec *executionContext) field_Subscription_fleetUpdates_args(ctx context.Con
 		return nil, err
 	}
 	args["after"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_memberOperation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -9021,6 +9709,212 @@ func (ec *executionContext) _ErasePreview_message(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_ErasePreview_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ErasePreview", field, false, false, "String")
+}
+
+func (ec *executionContext) _EvacuateMemberPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.EvacuateMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvacuateMemberPayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_EvacuateMemberPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EvacuateMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EvacuateMemberPayload_instances(ctx context.Context, field graphql.CollectedField, obj *model.EvacuateMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvacuateMemberPayload_instances(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instances, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MaintenanceInstance) graphql.Marshaler {
+			return ec.marshalNMaintenanceInstance2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceInstanceᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EvacuateMemberPayload_instances(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EvacuateMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaintenanceInstance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EvacuateMemberPayload_targets(ctx context.Context, field graphql.CollectedField, obj *model.EvacuateMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvacuateMemberPayload_targets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Targets, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.EvacuationTarget) graphql.Marshaler {
+			return ec.marshalNEvacuationTarget2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuationTargetᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EvacuateMemberPayload_targets(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EvacuateMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EvacuationTarget(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EvacuateMemberPayload_operation(ctx context.Context, field graphql.CollectedField, obj *model.EvacuateMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvacuateMemberPayload_operation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Operation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberOperation) graphql.Marshaler {
+			return ec.marshalOMemberOperation2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperation(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_EvacuateMemberPayload_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EvacuateMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemberOperation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EvacuateMemberPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.EvacuateMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvacuateMemberPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_EvacuateMemberPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EvacuateMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EvacuationTarget_member(ctx context.Context, field graphql.CollectedField, obj *model.EvacuationTarget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvacuationTarget_member(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Member, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EvacuationTarget_member(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EvacuationTarget", field, false, false, "String")
+}
+
+func (ec *executionContext) _EvacuationTarget_instances(ctx context.Context, field graphql.CollectedField, obj *model.EvacuationTarget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvacuationTarget_instances(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instances, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EvacuationTarget_instances(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EvacuationTarget", field, false, false, "Int")
 }
 
 func (ec *executionContext) _FenceDrill_at(ctx context.Context, field graphql.CollectedField, obj *model.FenceDrill) (ret graphql.Marshaler) {
@@ -12026,6 +12920,144 @@ func (ec *executionContext) fieldContext_MachineRecord_hardwareProfile(_ context
 	return graphql.NewScalarFieldContext("MachineRecord", field, false, false, "String")
 }
 
+func (ec *executionContext) _MaintenanceInstance_project(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceInstance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceInstance_project(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Project, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceInstance_project(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceInstance", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceInstance_name(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceInstance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceInstance_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceInstance_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceInstance", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceInstance_type(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceInstance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceInstance_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceInstance_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceInstance", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceInstance_status(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceInstance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceInstance_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceInstance_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceInstance", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceInstance_clusterEvacuate(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceInstance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceInstance_clusterEvacuate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClusterEvacuate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceInstance_clusterEvacuate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceInstance", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceInstance_fate(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceInstance) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceInstance_fate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.InstanceFate) graphql.Marshaler {
+			return ec.marshalNInstanceFate2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐInstanceFate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceInstance_fate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceInstance", field, false, false, "InstanceFate")
+}
+
 func (ec *executionContext) _Member_name(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12401,6 +13433,397 @@ func (ec *executionContext) _MemberConfigEntry_value(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_MemberConfigEntry_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("MemberConfigEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberOperation_id(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperation_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperation_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperation", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MemberOperation_machine(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperation_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperation_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperation", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberOperation_action(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperation_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MemberAction) graphql.Marshaler {
+			return ec.marshalNMemberAction2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberAction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperation_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperation", field, false, false, "MemberAction")
+}
+
+func (ec *executionContext) _MemberOperation_mode(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperation_mode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Mode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperation_mode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperation", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberOperation_incusOperation(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperation_incusOperation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IncusOperation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperation_incusOperation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperation", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberOperation_startedBy(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperation_startedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperation_startedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperation", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberOperation_startedAt(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperation_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperation_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperation", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MemberOperation_finishedAt(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperation_finishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperation_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperation", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MemberOperation_outcome(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperation_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberOperationKind) graphql.Marshaler {
+			return ec.marshalOMemberOperationKind2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationKind(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperation_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperation", field, false, false, "MemberOperationKind")
+}
+
+func (ec *executionContext) _MemberOperation_message(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperation_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperation_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperation", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberOperationEvent_id(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperationEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperationEvent_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperationEvent_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperationEvent", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MemberOperationEvent_operationId(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperationEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperationEvent_operationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OperationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperationEvent_operationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperationEvent", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MemberOperationEvent_machine(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperationEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperationEvent_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperationEvent_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperationEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemberOperationEvent_action(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperationEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperationEvent_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MemberAction) graphql.Marshaler {
+			return ec.marshalNMemberAction2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberAction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperationEvent_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperationEvent", field, false, false, "MemberAction")
+}
+
+func (ec *executionContext) _MemberOperationEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperationEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperationEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperationEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperationEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MemberOperationEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperationEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperationEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MemberOperationKind) graphql.Marshaler {
+			return ec.marshalNMemberOperationKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperationEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperationEvent", field, false, false, "MemberOperationKind")
+}
+
+func (ec *executionContext) _MemberOperationEvent_message(ctx context.Context, field graphql.CollectedField, obj *model.MemberOperationEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemberOperationEvent_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemberOperationEvent_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemberOperationEvent", field, false, false, "String")
 }
 
 func (ec *executionContext) _MemberVersion_incus(ctx context.Context, field graphql.CollectedField, obj *model.MemberVersion) (ret graphql.Marshaler) {
@@ -13105,6 +14528,94 @@ func (ec *executionContext) fieldContext_Mutation_unregisterMachine(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_unregisterMachine_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_evacuateMember(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_evacuateMember(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EvacuateMember(ctx, fc.Args["input"].(model.EvacuateMemberInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.EvacuateMemberPayload) graphql.Marshaler {
+			return ec.marshalNEvacuateMemberPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuateMemberPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_evacuateMember(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EvacuateMemberPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_evacuateMember_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_restoreMember(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_restoreMember(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RestoreMember(ctx, fc.Args["input"].(model.RestoreMemberInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RestoreMemberPayload) graphql.Marshaler {
+			return ec.marshalNRestoreMemberPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRestoreMemberPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_restoreMember(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RestoreMemberPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_restoreMember_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -14611,6 +16122,50 @@ func (ec *executionContext) fieldContext_Query_machine(ctx context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_memberOperations(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_memberOperations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MemberOperations(ctx, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MemberOperation) graphql.Marshaler {
+			return ec.marshalNMemberOperation2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_memberOperations(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemberOperation(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_memberOperations_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_admissionReport(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15298,6 +16853,166 @@ func (ec *executionContext) _RemoveMemberPayload_plan(ctx context.Context, field
 func (ec *executionContext) fieldContext_RemoveMemberPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "RemoveMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RestoreMemberPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RestoreMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RestoreMemberPayload_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Machine) graphql.Marshaler {
+			return ec.marshalOMachine2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachine(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RestoreMemberPayload_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RestoreMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Machine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RestoreMemberPayload_instances(ctx context.Context, field graphql.CollectedField, obj *model.RestoreMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RestoreMemberPayload_instances(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instances, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MaintenanceInstance) graphql.Marshaler {
+			return ec.marshalNMaintenanceInstance2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceInstanceᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RestoreMemberPayload_instances(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RestoreMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaintenanceInstance(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RestoreMemberPayload_report(ctx context.Context, field graphql.CollectedField, obj *model.RestoreMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RestoreMemberPayload_report(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Report, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AdmissionReport) graphql.Marshaler {
+			return ec.marshalOAdmissionReport2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAdmissionReport(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RestoreMemberPayload_report(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RestoreMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AdmissionReport(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RestoreMemberPayload_operation(ctx context.Context, field graphql.CollectedField, obj *model.RestoreMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RestoreMemberPayload_operation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Operation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberOperation) graphql.Marshaler {
+			return ec.marshalOMemberOperation2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperation(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RestoreMemberPayload_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RestoreMemberPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemberOperation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RestoreMemberPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.RestoreMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RestoreMemberPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RestoreMemberPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RestoreMemberPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -16009,6 +17724,50 @@ func (ec *executionContext) fieldContext_Subscription_fleetUpdates(ctx context.C
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_fleetUpdates_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_memberOperation(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_memberOperation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().MemberOperation(ctx, fc.Args["name"].(string), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberOperationEvent) graphql.Marshaler {
+			return ec.marshalNMemberOperationEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_memberOperation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemberOperationEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_memberOperation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -17667,6 +19426,73 @@ func UnmarshalCreateIdentityInput(ctx context.Context, raw any) (model.CreateIde
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputEvacuateMemberInput(ctx context.Context, obj any) (model.EvacuateMemberInput, error) {
+	var it model.EvacuateMemberInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "mode", "dryRun", "planHash"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "mode":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mode"))
+			data, err := ec.unmarshalOEvacuationMode2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuationMode(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Mode = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalEvacuateMemberInput unmarshals raw into the EvacuateMemberInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalEvacuateMemberInput(ctx context.Context, raw any) (model.EvacuateMemberInput, error) {
+	var out model.EvacuateMemberInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "EvacuateMemberInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputInstallOperatingSystemInput(ctx context.Context, obj any) (model.InstallOperatingSystemInput, error) {
 	var it model.InstallOperatingSystemInput
 	if obj == nil {
@@ -18155,6 +19981,66 @@ func (ec *executionContext) unmarshalInputRemoveMemberInput(ctx context.Context,
 func UnmarshalRemoveMemberInput(ctx context.Context, raw any) (model.RemoveMemberInput, error) {
 	var out model.RemoveMemberInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveMemberInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRestoreMemberInput(ctx context.Context, obj any) (model.RestoreMemberInput, error) {
+	var it model.RestoreMemberInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "dryRun", "planHash"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRestoreMemberInput unmarshals raw into the RestoreMemberInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRestoreMemberInput(ctx context.Context, raw any) (model.RestoreMemberInput, error) {
+	var out model.RestoreMemberInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RestoreMemberInput", raw, &out)
 	return out, err
 }
 
@@ -19704,6 +21590,97 @@ func (ec *executionContext) _ErasePreview(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var evacuateMemberPayloadImplementors = []string{"EvacuateMemberPayload"}
+
+func (ec *executionContext) _EvacuateMemberPayload(ctx context.Context, sel ast.SelectionSet, obj *model.EvacuateMemberPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, evacuateMemberPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EvacuateMemberPayload")
+		case "machine":
+			out.Values[i] = ec._EvacuateMemberPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "instances":
+			out.Values[i] = ec._EvacuateMemberPayload_instances(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "targets":
+			out.Values[i] = ec._EvacuateMemberPayload_targets(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "operation":
+			out.Values[i] = ec._EvacuateMemberPayload_operation(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._EvacuateMemberPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var evacuationTargetImplementors = []string{"EvacuationTarget"}
+
+func (ec *executionContext) _EvacuationTarget(ctx context.Context, sel ast.SelectionSet, obj *model.EvacuationTarget) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, evacuationTargetImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EvacuationTarget")
+		case "member":
+			out.Values[i] = ec._EvacuationTarget_member(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "instances":
+			out.Values[i] = ec._EvacuationTarget_instances(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var fenceDrillImplementors = []string{"FenceDrill"}
 
 func (ec *executionContext) _FenceDrill(ctx context.Context, sel ast.SelectionSet, obj *model.FenceDrill) graphql.Marshaler {
@@ -20808,6 +22785,64 @@ func (ec *executionContext) _MachineRecord(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var maintenanceInstanceImplementors = []string{"MaintenanceInstance"}
+
+func (ec *executionContext) _MaintenanceInstance(ctx context.Context, sel ast.SelectionSet, obj *model.MaintenanceInstance) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maintenanceInstanceImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaintenanceInstance")
+		case "project":
+			out.Values[i] = ec._MaintenanceInstance_project(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._MaintenanceInstance_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "type":
+			out.Values[i] = ec._MaintenanceInstance_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._MaintenanceInstance_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "clusterEvacuate":
+			out.Values[i] = ec._MaintenanceInstance_clusterEvacuate(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "fate":
+			out.Values[i] = ec._MaintenanceInstance_fate(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var memberImplementors = []string{"Member"}
 
 func (ec *executionContext) _Member(ctx context.Context, sel ast.SelectionSet, obj *model.Member) graphql.Marshaler {
@@ -20925,6 +22960,147 @@ func (ec *executionContext) _MemberConfigEntry(ctx context.Context, sel ast.Sele
 			}
 		case "value":
 			out.Values[i] = ec._MemberConfigEntry_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memberOperationImplementors = []string{"MemberOperation"}
+
+func (ec *executionContext) _MemberOperation(ctx context.Context, sel ast.SelectionSet, obj *model.MemberOperation) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memberOperationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemberOperation")
+		case "id":
+			out.Values[i] = ec._MemberOperation_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machine":
+			out.Values[i] = ec._MemberOperation_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._MemberOperation_action(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "mode":
+			out.Values[i] = ec._MemberOperation_mode(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "incusOperation":
+			out.Values[i] = ec._MemberOperation_incusOperation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startedBy":
+			out.Values[i] = ec._MemberOperation_startedBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startedAt":
+			out.Values[i] = ec._MemberOperation_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishedAt":
+			out.Values[i] = ec._MemberOperation_finishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "outcome":
+			out.Values[i] = ec._MemberOperation_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._MemberOperation_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memberOperationEventImplementors = []string{"MemberOperationEvent"}
+
+func (ec *executionContext) _MemberOperationEvent(ctx context.Context, sel ast.SelectionSet, obj *model.MemberOperationEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memberOperationEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemberOperationEvent")
+		case "id":
+			out.Values[i] = ec._MemberOperationEvent_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "operationId":
+			out.Values[i] = ec._MemberOperationEvent_operationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machine":
+			out.Values[i] = ec._MemberOperationEvent_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._MemberOperationEvent_action(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._MemberOperationEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._MemberOperationEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._MemberOperationEvent_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -21106,6 +23282,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "unregisterMachine":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_unregisterMachine(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "evacuateMember":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_evacuateMember(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "restoreMember":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_restoreMember(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -21665,6 +23855,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_machine(ctx, field)
 				})
+		case "memberOperations":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_memberOperations(ctx, field)
+				})
 		case "admissionReport":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -21970,6 +24166,59 @@ func (ec *executionContext) _RemoveMemberPayload(ctx context.Context, sel ast.Se
 	return out
 }
 
+var restoreMemberPayloadImplementors = []string{"RestoreMemberPayload"}
+
+func (ec *executionContext) _RestoreMemberPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RestoreMemberPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, restoreMemberPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RestoreMemberPayload")
+		case "machine":
+			out.Values[i] = ec._RestoreMemberPayload_machine(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "instances":
+			out.Values[i] = ec._RestoreMemberPayload_instances(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "report":
+			out.Values[i] = ec._RestoreMemberPayload_report(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "operation":
+			out.Values[i] = ec._RestoreMemberPayload_operation(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._RestoreMemberPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var revokeIdentityPayloadImplementors = []string{"RevokeIdentityPayload"}
 
 func (ec *executionContext) _RevokeIdentityPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RevokeIdentityPayload) graphql.Marshaler {
@@ -22249,6 +24498,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_fenceProgress(ctx, fields[0])
 	case "fleetUpdates":
 		return ec._Subscription_fleetUpdates(ctx, fields[0])
+	case "memberOperation":
+		return ec._Subscription_memberOperation(ctx, fields[0])
 	case "admissionChecks":
 		return ec._Subscription_admissionChecks(ctx, fields[0])
 	default:
@@ -23021,6 +25272,43 @@ func (ec *executionContext) marshalNErasePreview2ᚖgithubᚗcomᚋapeloraᚋfab
 	return ec._ErasePreview(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNEvacuateMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuateMemberInput(ctx context.Context, v any) (model.EvacuateMemberInput, error) {
+	res, err := ec.unmarshalInputEvacuateMemberInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNEvacuateMemberPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuateMemberPayload(ctx context.Context, sel ast.SelectionSet, v *model.EvacuateMemberPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "EvacuateMemberPayload!")
+		return graphql.Null
+	}
+	return ec._EvacuateMemberPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNEvacuationTarget2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuationTargetᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.EvacuationTarget) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEvacuationTarget2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuationTarget(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNEvacuationTarget2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuationTarget(ctx context.Context, sel ast.SelectionSet, v *model.EvacuationTarget) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "EvacuationTarget!")
+		return graphql.Null
+	}
+	return ec._EvacuationTarget(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNFenceEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceEvent(ctx context.Context, sel ast.SelectionSet, v *model.FenceEvent) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "FenceEvent!")
@@ -23208,6 +25496,16 @@ func (ec *executionContext) marshalNInstallOperatingSystemPayload2ᚖgithubᚗco
 	return ec._InstallOperatingSystemPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNInstanceFate2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐInstanceFate(ctx context.Context, v any) (model.InstanceFate, error) {
+	var res model.InstanceFate
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInstanceFate2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐInstanceFate(ctx context.Context, sel ast.SelectionSet, v model.InstanceFate) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
 	res, err := graphql.UnmarshalInt(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -23322,6 +25620,30 @@ func (ec *executionContext) marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabric�
 	return ec._Machine(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNMaintenanceInstance2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceInstanceᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MaintenanceInstance) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMaintenanceInstance2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceInstance(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMaintenanceInstance2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceInstance(ctx context.Context, sel ast.SelectionSet, v *model.MaintenanceInstance) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaintenanceInstance!")
+		return graphql.Null
+	}
+	return ec._MaintenanceInstance(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNMap2map(ctx context.Context, v any) (map[string]any, error) {
 	res, err := graphql.UnmarshalMap(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -23340,6 +25662,16 @@ func (ec *executionContext) marshalNMap2map(ctx context.Context, sel ast.Selecti
 	return res
 }
 
+func (ec *executionContext) unmarshalNMemberAction2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberAction(ctx context.Context, v any) (model.MemberAction, error) {
+	var res model.MemberAction
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMemberAction2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberAction(ctx context.Context, sel ast.SelectionSet, v model.MemberAction) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNMemberConfigEntry2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigEntry(ctx context.Context, sel ast.SelectionSet, v *model.MemberConfigEntry) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "MemberConfigEntry!")
@@ -23351,6 +25683,48 @@ func (ec *executionContext) marshalNMemberConfigEntry2ᚖgithubᚗcomᚋapelora�
 func (ec *executionContext) unmarshalNMemberConfigInput2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigInput(ctx context.Context, v any) (*model.MemberConfigInput, error) {
 	res, err := ec.unmarshalInputMemberConfigInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMemberOperation2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MemberOperation) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMemberOperation2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperation(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMemberOperation2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperation(ctx context.Context, sel ast.SelectionSet, v *model.MemberOperation) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MemberOperation!")
+		return graphql.Null
+	}
+	return ec._MemberOperation(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMemberOperationEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationEvent(ctx context.Context, sel ast.SelectionSet, v *model.MemberOperationEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MemberOperationEvent!")
+		return graphql.Null
+	}
+	return ec._MemberOperationEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNMemberOperationKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationKind(ctx context.Context, v any) (model.MemberOperationKind, error) {
+	var res model.MemberOperationKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMemberOperationKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationKind(ctx context.Context, sel ast.SelectionSet, v model.MemberOperationKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNMemberStatus2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberStatus(ctx context.Context, v any) (model.MemberStatus, error) {
@@ -23602,6 +25976,19 @@ func (ec *executionContext) marshalNRemoveMemberPayload2ᚖgithubᚗcomᚋapelor
 		return graphql.Null
 	}
 	return ec._RemoveMemberPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRestoreMemberInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRestoreMemberInput(ctx context.Context, v any) (model.RestoreMemberInput, error) {
+	res, err := ec.unmarshalInputRestoreMemberInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRestoreMemberPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRestoreMemberPayload(ctx context.Context, sel ast.SelectionSet, v *model.RestoreMemberPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RestoreMemberPayload!")
+		return graphql.Null
+	}
+	return ec._RestoreMemberPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNRevokeIdentityInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRevokeIdentityInput(ctx context.Context, v any) (model.RevokeIdentityInput, error) {
@@ -24025,6 +26412,22 @@ func (ec *executionContext) marshalOErasePreview2ᚖgithubᚗcomᚋapeloraᚋfab
 	return ec._ErasePreview(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOEvacuationMode2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuationMode(ctx context.Context, v any) (*model.EvacuationMode, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.EvacuationMode)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOEvacuationMode2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuationMode(ctx context.Context, sel ast.SelectionSet, v *model.EvacuationMode) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) marshalOFenceDrill2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐFenceDrill(ctx context.Context, sel ast.SelectionSet, v *model.FenceDrill) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -24188,6 +26591,29 @@ func (ec *executionContext) unmarshalOMemberConfigInput2ᚕᚖgithubᚗcomᚋape
 		}
 	}
 	return res, nil
+}
+
+func (ec *executionContext) marshalOMemberOperation2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperation(ctx context.Context, sel ast.SelectionSet, v *model.MemberOperation) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._MemberOperation(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOMemberOperationKind2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationKind(ctx context.Context, v any) (*model.MemberOperationKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.MemberOperationKind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOMemberOperationKind2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationKind(ctx context.Context, sel ast.SelectionSet, v *model.MemberOperationKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) marshalOMemberVersion2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberVersion(ctx context.Context, sel ast.SelectionSet, v *model.MemberVersion) graphql.Marshaler {

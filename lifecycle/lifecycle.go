@@ -18,6 +18,7 @@ const (
 	Held         Phase = "HELD"          // record; member with scheduler.instance=manual
 	Admitted     Phase = "ADMITTED"      // record; member without the key, carrying the mark of its recorded admission
 	Unheld       Phase = "UNHELD"        // record; member without the key; no mark, or a mark Apelora has no record of
+	Evacuated    Phase = "EVACUATED"     // record; Incus lists the member Evacuated (maintenance)
 	Unregistered Phase = "UNREGISTERED"  // member with no record
 	Discovered   Phase = "DISCOVERED"    // a MAAS machine with no record and no member
 	Unknown      Phase = "UNKNOWN"       // Incus could not be asked
@@ -99,6 +100,9 @@ type Facts struct {
 	IncusKnown   bool
 	IncusProblem string
 	IsMember     bool
+	// Evacuated is true when Incus lists the member's status as Evacuated (by
+	// evacuateMember or by `incus cluster evacuate`): it is in maintenance.
+	Evacuated bool
 	// Scheduler is the member's scheduler.instance value ("" when the key is absent).
 	Scheduler        string
 	PendingJoinToken bool
@@ -130,6 +134,11 @@ func Derive(f Facts) (Phase, []Warning) {
 			return Registered, []Warning{{Code: JoinTokensUnknown, Message: "a join token may be pending for this machine (AWAITING_JOIN): " + f.PendingProblem}}
 		}
 		return Registered, nil
+	}
+	if f.Evacuated {
+		// Maintenance outranks the placement state: nothing is placed on an evacuated
+		// member, and restoreMember brings it back to the phase its mark and hold say.
+		return Evacuated, nil
 	}
 	var warnings []Warning
 	switch f.Scheduler {

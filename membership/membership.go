@@ -48,6 +48,9 @@ func (m *Member) Held() bool { return m.Scheduler() == "manual" }
 // Online reports whether Incus says the member is fully operational.
 func (m *Member) Online() bool { return m.Status == StatusOnline }
 
+// Evacuated reports whether Incus says the member is evacuated (in maintenance).
+func (m *Member) Evacuated() bool { return m.Status == StatusEvacuated }
+
 // PendingJoin is a join token Incus has issued for a name and that is not used yet. Only
 // the name and the expiry are ever read from it.
 type PendingJoin struct {

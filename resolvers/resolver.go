@@ -20,6 +20,7 @@ import (
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/maintenance"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/plan"
@@ -63,6 +64,8 @@ type Resolver struct {
 	Placement *placement.Service
 	// DriftView lists drift and streams its raises and clears.
 	DriftView *drift.Service
+	// Maintenance evacuates and restores members and streams their progress.
+	Maintenance *maintenance.Service
 	// FleetWatch feeds fleetUpdates: one fleet read per change for every subscriber.
 	FleetWatch *fleet.Watcher
 	Log        *slog.Logger

@@ -33,7 +33,10 @@ var (
 // Admitted returns the machines with an open admission, with the roles it recorded: one
 // query, whatever the number of machines.
 func (d *DriftStore) Admitted(ctx context.Context) ([]drift.Admission, error) {
-	rows, err := d.s.pool.Query(ctx, `SELECT machine, admitted_at, roles FROM admissions WHERE ended_at IS NULL ORDER BY machine`)
+	rows, err := d.s.pool.Query(ctx, `SELECT a.machine, a.admitted_at, a.roles,
+		coalesce((SELECT o.action = 'evacuate' AND o.outcome IS DISTINCT FROM 'FAILED' FROM member_operations o
+			WHERE o.machine = a.machine ORDER BY o.id DESC LIMIT 1), false)
+		FROM admissions a WHERE a.ended_at IS NULL ORDER BY a.machine`)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -42,7 +45,7 @@ func (d *DriftStore) Admitted(ctx context.Context) ([]drift.Admission, error) {
 	for rows.Next() {
 		var a drift.Admission
 		var roles []string
-		if err := rows.Scan(&a.Machine, &a.At, &roles); err != nil {
+		if err := rows.Scan(&a.Machine, &a.At, &roles, &a.Maintenance); err != nil {
 			return nil, dbError(err)
 		}
 		// NULL: carried over from an audit event that did not list them; nothing to compare.

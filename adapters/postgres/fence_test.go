@@ -136,7 +136,7 @@ func TestFenceLeaderConnKeepsTrackingAndDerivesRequests(t *testing.T) {
 	off := now.Add(-time.Minute).Truncate(time.Microsecond)
 	evs, err := sess.SaveTracking(ctx, []fencing.Tracking{
 		{Member: "m1", LastSeenOnline: now, LastObserved: now},
-		{Member: "m2", FirstSeenOffline: off, LastObserved: now},
+		{Member: "m2", FirstSeenOffline: off, LastObserved: now, Maintenance: true},
 	}, nil, []fencing.Event{{At: now, Member: "m2", Kind: fencing.KindOffline, Worker: "w1", Message: "m2 is offline"}})
 	if err != nil || len(evs) != 1 || evs[0].ID == 0 {
 		t.Fatalf("save tracking: %+v %v", evs, err)
@@ -145,7 +145,7 @@ func TestFenceLeaderConnKeepsTrackingAndDerivesRequests(t *testing.T) {
 	sess.Close()
 	sess = lead(t, db.Store)
 	tr, err := sess.Tracking(ctx)
-	if err != nil || !tr["m2"].FirstSeenOffline.Equal(off) || !tr["m1"].FirstSeenOffline.IsZero() {
+	if err != nil || !tr["m2"].FirstSeenOffline.Equal(off) || !tr["m1"].FirstSeenOffline.IsZero() || !tr["m2"].Maintenance || tr["m1"].Maintenance {
 		t.Fatalf("tracking after restart: %+v %v", tr, err)
 	}
 	if _, _, err := func() ([]fencing.Event, []string, error) {

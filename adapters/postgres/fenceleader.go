@@ -138,7 +138,7 @@ func (f *fenceLeaderConn) Now(ctx context.Context) (time.Time, error) {
 func (f *fenceLeaderConn) Tracking(ctx context.Context) (map[string]fencing.Tracking, error) {
 	ctx, cancel := f.ctx(ctx)
 	defer cancel()
-	rows, err := f.conn.Query(ctx, `SELECT member, first_seen_offline, last_seen_online, last_observed FROM fence_member_tracking`)
+	rows, err := f.conn.Query(ctx, `SELECT member, first_seen_offline, last_seen_online, last_observed, maintenance FROM fence_member_tracking`)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -147,7 +147,7 @@ func (f *fenceLeaderConn) Tracking(ctx context.Context) (map[string]fencing.Trac
 	for rows.Next() {
 		var t fencing.Tracking
 		var off, on *time.Time
-		if err := rows.Scan(&t.Member, &off, &on, &t.LastObserved); err != nil {
+		if err := rows.Scan(&t.Member, &off, &on, &t.LastObserved, &t.Maintenance); err != nil {
 			return nil, dbError(err)
 		}
 		if off != nil {
@@ -177,10 +177,10 @@ func (f *fenceLeaderConn) SaveTracking(ctx context.Context, next []fencing.Track
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	for _, t := range next {
-		if _, err := tx.Exec(ctx, `INSERT INTO fence_member_tracking (member, first_seen_offline, last_seen_online, last_observed)
-			VALUES ($1, $2, $3, $4) ON CONFLICT (member) DO UPDATE SET first_seen_offline = EXCLUDED.first_seen_offline,
-			last_seen_online = EXCLUDED.last_seen_online, last_observed = EXCLUDED.last_observed`,
-			t.Member, nullTime(t.FirstSeenOffline), nullTime(t.LastSeenOnline), t.LastObserved); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO fence_member_tracking (member, first_seen_offline, last_seen_online, last_observed, maintenance)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (member) DO UPDATE SET first_seen_offline = EXCLUDED.first_seen_offline,
+			last_seen_online = EXCLUDED.last_seen_online, last_observed = EXCLUDED.last_observed, maintenance = EXCLUDED.maintenance`,
+			t.Member, nullTime(t.FirstSeenOffline), nullTime(t.LastSeenOnline), t.LastObserved, t.Maintenance); err != nil {
 			return nil, dbError(err)
 		}
 	}

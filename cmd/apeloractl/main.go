@@ -42,6 +42,11 @@ commands:
   report NAME                     run the admission checks (changes nothing)
   admit NAME                      run the checks and admit the member if none fails
   remove NAME [-force]            remove the member from the cluster
+  evacuate NAME [-mode auto|migrate|live-migrate|stop]
+                                  maintenance: Incus moves or stops every instance on the
+                                  member (each as its cluster.evacuate says, or -mode)
+  restore NAME                    run the admission checks again, then Incus brings the
+                                  member's instances back
   bulk STEP [NAME ...] [-confirm N] [-concurrency N] [STEP'S FLAGS]
                                   one step for a set of machines, each its own audited call,
                                   all under one request id: register (discovered),
@@ -228,6 +233,10 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	case "remove":
 		return c.remove(ctx, rest)
+	case "evacuate":
+		return c.evacuate(ctx, rest)
+	case "restore":
+		return c.restore(ctx, rest)
 	case "watch-admission":
 		return c.watchAdmission(ctx, rest)
 	case "fleet":
@@ -505,6 +514,81 @@ func (c *cli) remove(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(c.out, "removed member %s from the cluster\n", args[0])
 	return nil
+}
+
+func (c *cli) evacuate(ctx context.Context, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usageError("apeloractl evacuate NAME [-mode auto|migrate|live-migrate|stop]")
+	}
+	fs := flag.NewFlagSet("evacuate", flag.ContinueOnError)
+	mode := fs.String("mode", "", "force this on every instance instead of its cluster.evacuate")
+	if err := fs.Parse(args[1:]); err != nil {
+		return usageError(err.Error())
+	}
+	in := client.EvacuateMemberInput{Name: args[0], DryRun: c.dry(), PlanHash: c.planHash}
+	if *mode != "" {
+		m := client.EvacuationMode(strings.ReplaceAll(strings.ToUpper(*mode), "-", "_"))
+		in.Mode = &m
+	}
+	r, err := client.EvacuateMember(ctx, c.gql, in)
+	if err != nil {
+		return c.planOr(err, r.GetEvacuateMember().Plan)
+	}
+	p := r.EvacuateMember
+	if c.json {
+		return c.print(p, nil)
+	}
+	ins := make([]client.MaintenanceInstanceFields, len(p.Instances))
+	for i, in := range p.Instances {
+		ins[i] = in.MaintenanceInstanceFields
+	}
+	c.printInstances(ins)
+	for _, t := range p.Targets {
+		fmt.Fprintf(c.out, "may land on %s (%d instances now)\n", t.Member, t.Instances)
+	}
+	if c.dryRun {
+		return c.planOr(nil, p.Plan)
+	}
+	fmt.Fprintf(c.out, "evacuating %s (Incus operation %s); progress: subscription memberOperation(name: %q)\n", args[0], p.Operation.IncusOperation, args[0])
+	return nil
+}
+
+func (c *cli) restore(ctx context.Context, args []string) error {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
+		return usageError("apeloractl restore NAME")
+	}
+	r, err := client.RestoreMember(ctx, c.gql, client.RestoreMemberInput{Name: args[0], DryRun: c.dry(), PlanHash: c.planHash})
+	if err != nil {
+		return c.planOr(err, r.GetRestoreMember().Plan)
+	}
+	p := r.RestoreMember
+	if c.json {
+		return c.print(p, nil)
+	}
+	if p.Report != nil {
+		if err := c.printReport(&p.Report.AdmissionReportFields); err != nil {
+			return err
+		}
+	}
+	ins := make([]client.MaintenanceInstanceFields, len(p.Instances))
+	for i, in := range p.Instances {
+		ins[i] = in.MaintenanceInstanceFields
+	}
+	c.printInstances(ins)
+	if c.dryRun {
+		return c.planOr(nil, p.Plan)
+	}
+	fmt.Fprintf(c.out, "restoring %s (Incus operation %s); progress: subscription memberOperation(name: %q)\n", args[0], p.Operation.IncusOperation, args[0])
+	return nil
+}
+
+func (c *cli) printInstances(ins []client.MaintenanceInstanceFields) {
+	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "INSTANCE\tPROJECT\tSTATUS\tCLUSTER.EVACUATE\tFATE")
+	for _, in := range ins {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", in.Name, in.Project, in.Status, str(in.ClusterEvacuate), in.Fate)
+	}
+	w.Flush()
 }
 
 func (c *cli) printReport(r *client.AdmissionReportFields) error {

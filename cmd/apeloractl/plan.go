@@ -17,6 +17,7 @@ import (
 var mutationOf = map[string]string{
 	"register": "registerMachine", "unregister": "unregisterMachine",
 	"approve": "approveEnrolment", "revoke": "revokeJoinToken", "admit": "admitMember", "remove": "removeMember",
+	"evacuate": "evacuateMember", "restore": "restoreMember",
 	"commission": "commissionMachine", "install": "installOperatingSystem",
 	"hardware-test": "runHardwareTests", "release": "releaseMachine",
 	"create-identity": "createIdentity", "revoke-identity": "revokeIdentity",

@@ -337,6 +337,38 @@ type ErasePreview struct {
 	Message   string `json:"message"`
 }
 
+type EvacuateMemberInput struct {
+	Name string          `json:"name"`
+	Mode *EvacuationMode `json:"mode,omitempty"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
+}
+
+type EvacuateMemberPayload struct {
+	Machine *Machine `json:"machine,omitempty"`
+	// Every instance on the member (every project), with what Incus will do to it.
+	Instances []*MaintenanceInstance `json:"instances"`
+	// Members the moved instances may land on (admitted, online, not held), fewest instances first.
+	Targets []*EvacuationTarget `json:"targets"`
+	// The operation Apelora recorded; null in a plan.
+	Operation *MemberOperation `json:"operation,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
+type EvacuationTarget struct {
+	Member string `json:"member"`
+	// Instances on it now.
+	Instances int `json:"instances"`
+}
+
 // The read-only part of a fence, done ahead of need.
 type FenceDrill struct {
 	At time.Time `json:"at"`
@@ -615,6 +647,17 @@ type MachineRecord struct {
 	HardwareProfile *string `json:"hardwareProfile,omitempty"`
 }
 
+type MaintenanceInstance struct {
+	Project string `json:"project"`
+	Name    string `json:"name"`
+	// container or virtual-machine.
+	Type   string `json:"type"`
+	Status string `json:"status"`
+	// The instance's cluster.evacuate; null when unset (auto).
+	ClusterEvacuate *string      `json:"clusterEvacuate,omitempty"`
+	Fate            InstanceFate `json:"fate"`
+}
+
 // An Incus cluster member.
 type Member struct {
 	Name   string       `json:"name"`
@@ -649,6 +692,33 @@ type MemberConfigInput struct {
 	Name   string `json:"name"`
 	Key    string `json:"key"`
 	Value  string `json:"value"`
+}
+
+// An evacuation or restore Apelora asked Incus for.
+type MemberOperation struct {
+	ID      string       `json:"id"`
+	Machine string       `json:"machine"`
+	Action  MemberAction `json:"action"`
+	Mode    *string      `json:"mode,omitempty"`
+	// Incus's operation id (GET /1.0/operations/{id} while it runs).
+	IncusOperation string    `json:"incusOperation"`
+	StartedBy      string    `json:"startedBy"`
+	StartedAt      time.Time `json:"startedAt"`
+	// Null while it runs.
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// SUCCEEDED, FAILED or UNKNOWN once finished.
+	Outcome *MemberOperationKind `json:"outcome,omitempty"`
+	Message string               `json:"message"`
+}
+
+type MemberOperationEvent struct {
+	ID          string              `json:"id"`
+	OperationID string              `json:"operationId"`
+	Machine     string              `json:"machine"`
+	Action      MemberAction        `json:"action"`
+	At          time.Time           `json:"at"`
+	Kind        MemberOperationKind `json:"kind"`
+	Message     string              `json:"message"`
 }
 
 type MemberVersion struct {
@@ -889,6 +959,31 @@ type RemoveMemberPayload struct {
 	Plan *Plan `json:"plan,omitempty"`
 }
 
+type RestoreMemberInput struct {
+	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
+}
+
+type RestoreMemberPayload struct {
+	Machine *Machine `json:"machine,omitempty"`
+	// The instances the restore brings back or starts.
+	Instances []*MaintenanceInstance `json:"instances"`
+	// The admission checks, run again before the member leaves maintenance.
+	Report *AdmissionReport `json:"report,omitempty"`
+	// The operation Apelora recorded; null in a plan.
+	Operation *MemberOperation `json:"operation,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
 type RevokeIdentityInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
@@ -1079,16 +1174,19 @@ type AdmissionTrigger string
 const (
 	AdmissionTriggerReport    AdmissionTrigger = "REPORT"
 	AdmissionTriggerAdmission AdmissionTrigger = "ADMISSION"
+	// restoreMember runs every check again before the member leaves maintenance.
+	AdmissionTriggerRestore AdmissionTrigger = "RESTORE"
 )
 
 var AllAdmissionTrigger = []AdmissionTrigger{
 	AdmissionTriggerReport,
 	AdmissionTriggerAdmission,
+	AdmissionTriggerRestore,
 }
 
 func (e AdmissionTrigger) IsValid() bool {
 	switch e {
-	case AdmissionTriggerReport, AdmissionTriggerAdmission:
+	case AdmissionTriggerReport, AdmissionTriggerAdmission, AdmissionTriggerRestore:
 		return true
 	}
 	return false
@@ -1500,6 +1598,70 @@ func (e DriftChange) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// What an evacuation may force on every instance; without it each instance's cluster.evacuate decides.
+type EvacuationMode string
+
+const (
+	// Incus decides per instance (migrate, or live-migrate a running VM that allows it).
+	EvacuationModeAuto EvacuationMode = "AUTO"
+	// Stop, move, start again.
+	EvacuationModeMigrate EvacuationMode = "MIGRATE"
+	// Move while running (virtual machines that allow it).
+	EvacuationModeLiveMigrate EvacuationMode = "LIVE_MIGRATE"
+	// Only stop: the instances stay on the member and start again on restore.
+	EvacuationModeStop EvacuationMode = "STOP"
+)
+
+var AllEvacuationMode = []EvacuationMode{
+	EvacuationModeAuto,
+	EvacuationModeMigrate,
+	EvacuationModeLiveMigrate,
+	EvacuationModeStop,
+}
+
+func (e EvacuationMode) IsValid() bool {
+	switch e {
+	case EvacuationModeAuto, EvacuationModeMigrate, EvacuationModeLiveMigrate, EvacuationModeStop:
+		return true
+	}
+	return false
+}
+
+func (e EvacuationMode) String() string {
+	return string(e)
+}
+
+func (e *EvacuationMode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = EvacuationMode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid EvacuationMode", str)
+	}
+	return nil
+}
+
+func (e EvacuationMode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *EvacuationMode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e EvacuationMode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type FenceEventKind string
 
 const (
@@ -1587,6 +1749,9 @@ const (
 	// Powering it off would leave Incus's database without a majority of its voters online,
 	// or without a member (the quorum projection every plan that takes a member away applies).
 	FenceReasonQuorum FenceReason = "QUORUM"
+	// The member is in maintenance: Incus listed it Evacuated when it last answered (evacuated
+	// by evacuateMember or by `incus cluster evacuate`). It is never powered off; restore it.
+	FenceReasonMaintenance FenceReason = "MAINTENANCE"
 	// MAAS reports another hardware UUID (or none) for the mapped system id.
 	FenceReasonUUIDMismatch FenceReason = "UUID_MISMATCH"
 	// MAAS has no machine with the mapped system id.
@@ -1608,6 +1773,7 @@ var AllFenceReason = []FenceReason{
 	FenceReasonTooManyOffline,
 	FenceReasonCooldown,
 	FenceReasonQuorum,
+	FenceReasonMaintenance,
 	FenceReasonUUIDMismatch,
 	FenceReasonMaasMachineNotFound,
 	FenceReasonMaasUnavailable,
@@ -1619,7 +1785,7 @@ var AllFenceReason = []FenceReason{
 
 func (e FenceReason) IsValid() bool {
 	switch e {
-	case FenceReasonNotMapped, FenceReasonTooManyOffline, FenceReasonCooldown, FenceReasonQuorum, FenceReasonUUIDMismatch, FenceReasonMaasMachineNotFound, FenceReasonMaasUnavailable, FenceReasonPowerNotQueryable, FenceReasonPowerOffNotSent, FenceReasonPowerOffRefused, FenceReasonPowerNotOff:
+	case FenceReasonNotMapped, FenceReasonTooManyOffline, FenceReasonCooldown, FenceReasonQuorum, FenceReasonMaintenance, FenceReasonUUIDMismatch, FenceReasonMaasMachineNotFound, FenceReasonMaasUnavailable, FenceReasonPowerNotQueryable, FenceReasonPowerOffNotSent, FenceReasonPowerOffRefused, FenceReasonPowerNotOff:
 		return true
 	}
 	return false
@@ -1655,6 +1821,75 @@ func (e *FenceReason) UnmarshalJSON(b []byte) error {
 }
 
 func (e FenceReason) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type InstanceFate string
+
+const (
+	// Incus moves it (auto: migrate, or live-migrate a running VM that allows it).
+	InstanceFateMove InstanceFate = "MOVE"
+	// Stopped, moved, started again if it ran.
+	InstanceFateMigrate InstanceFate = "MIGRATE"
+	// Moved while running.
+	InstanceFateLiveMigrate InstanceFate = "LIVE_MIGRATE"
+	// Only stopped; it stays on the member until it is restored.
+	InstanceFateStop InstanceFate = "STOP"
+	// Restore: moved back to the member it was evacuated from.
+	InstanceFateReturn InstanceFate = "RETURN"
+	// Restore: on the member, started again if it ran.
+	InstanceFateStart InstanceFate = "START"
+)
+
+var AllInstanceFate = []InstanceFate{
+	InstanceFateMove,
+	InstanceFateMigrate,
+	InstanceFateLiveMigrate,
+	InstanceFateStop,
+	InstanceFateReturn,
+	InstanceFateStart,
+}
+
+func (e InstanceFate) IsValid() bool {
+	switch e {
+	case InstanceFateMove, InstanceFateMigrate, InstanceFateLiveMigrate, InstanceFateStop, InstanceFateReturn, InstanceFateStart:
+		return true
+	}
+	return false
+}
+
+func (e InstanceFate) String() string {
+	return string(e)
+}
+
+func (e *InstanceFate) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = InstanceFate(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid InstanceFate", str)
+	}
+	return nil
+}
+
+func (e InstanceFate) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *InstanceFate) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e InstanceFate) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1773,6 +2008,124 @@ func (e *MaasStep) UnmarshalJSON(b []byte) error {
 }
 
 func (e MaasStep) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type MemberAction string
+
+const (
+	MemberActionEvacuate MemberAction = "EVACUATE"
+	MemberActionRestore  MemberAction = "RESTORE"
+)
+
+var AllMemberAction = []MemberAction{
+	MemberActionEvacuate,
+	MemberActionRestore,
+}
+
+func (e MemberAction) IsValid() bool {
+	switch e {
+	case MemberActionEvacuate, MemberActionRestore:
+		return true
+	}
+	return false
+}
+
+func (e MemberAction) String() string {
+	return string(e)
+}
+
+func (e *MemberAction) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MemberAction(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MemberAction", str)
+	}
+	return nil
+}
+
+func (e MemberAction) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MemberAction) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MemberAction) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type MemberOperationKind string
+
+const (
+	MemberOperationKindStarted MemberOperationKind = "STARTED"
+	// An instance stopped, moved or started, as Incus reported it.
+	MemberOperationKindProgress  MemberOperationKind = "PROGRESS"
+	MemberOperationKindSucceeded MemberOperationKind = "SUCCEEDED"
+	MemberOperationKindFailed    MemberOperationKind = "FAILED"
+	// Incus no longer lists the operation and the member's status does not say it succeeded.
+	MemberOperationKindUnknown MemberOperationKind = "UNKNOWN"
+)
+
+var AllMemberOperationKind = []MemberOperationKind{
+	MemberOperationKindStarted,
+	MemberOperationKindProgress,
+	MemberOperationKindSucceeded,
+	MemberOperationKindFailed,
+	MemberOperationKindUnknown,
+}
+
+func (e MemberOperationKind) IsValid() bool {
+	switch e {
+	case MemberOperationKindStarted, MemberOperationKindProgress, MemberOperationKindSucceeded, MemberOperationKindFailed, MemberOperationKindUnknown:
+		return true
+	}
+	return false
+}
+
+func (e MemberOperationKind) String() string {
+	return string(e)
+}
+
+func (e *MemberOperationKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MemberOperationKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MemberOperationKind", str)
+	}
+	return nil
+}
+
+func (e MemberOperationKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MemberOperationKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MemberOperationKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1914,6 +2267,10 @@ const (
 	PhaseAdmitted Phase = "ADMITTED"
 	// A member placement can reach although it carries no mark of an admission Apelora recorded.
 	PhaseUnheld Phase = "UNHELD"
+	// A member in maintenance: Incus lists it Evacuated (evacuateMember, or `incus cluster
+	// evacuate`). Its instances were moved or stopped, nothing is placed on it, the fencing
+	// worker never powers it off; restoreMember brings it back.
+	PhaseEvacuated Phase = "EVACUATED"
 	// An Incus member with no machine record (for example the bootstrap member).
 	PhaseUnregistered Phase = "UNREGISTERED"
 	// A machine MAAS reports that has no record and is not a member: register it to manage it.
@@ -1928,6 +2285,7 @@ var AllPhase = []Phase{
 	PhaseHeld,
 	PhaseAdmitted,
 	PhaseUnheld,
+	PhaseEvacuated,
 	PhaseUnregistered,
 	PhaseDiscovered,
 	PhaseUnknown,
@@ -1935,7 +2293,7 @@ var AllPhase = []Phase{
 
 func (e Phase) IsValid() bool {
 	switch e {
-	case PhaseRegistered, PhaseAwaitingJoin, PhaseHeld, PhaseAdmitted, PhaseUnheld, PhaseUnregistered, PhaseDiscovered, PhaseUnknown:
+	case PhaseRegistered, PhaseAwaitingJoin, PhaseHeld, PhaseAdmitted, PhaseUnheld, PhaseEvacuated, PhaseUnregistered, PhaseDiscovered, PhaseUnknown:
 		return true
 	}
 	return false

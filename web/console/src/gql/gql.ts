@@ -34,6 +34,10 @@ type Documents = {
     "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": typeof types.RevokeJoinTokenDocument,
     "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n": typeof types.AdmitMemberDocument,
     "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": typeof types.RemoveMemberDocument,
+    "\n  mutation EvacuateMember($input: EvacuateMemberInput!) {\n    evacuateMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      instances { project name status clusterEvacuate fate }\n      targets { member instances }\n      operation { id incusOperation }\n    }\n  }\n": typeof types.EvacuateMemberDocument,
+    "\n  mutation RestoreMember($input: RestoreMemberInput!) {\n    restoreMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      instances { project name status fate }\n      report { runId verdict checks { name title result message } }\n      operation { id incusOperation }\n    }\n  }\n": typeof types.RestoreMemberDocument,
+    "\n  query MemberOperations($name: String!) {\n    memberOperations(name: $name) { id action mode incusOperation startedBy startedAt finishedAt outcome message }\n  }\n": typeof types.MemberOperationsDocument,
+    "\n  subscription MemberOperation($name: String!, $after: ID) {\n    memberOperation(name: $name, after: $after) { id operationId action at kind message }\n  }\n": typeof types.MemberOperationDocument,
     "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n": typeof types.CommissionMachineDocument,
     "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { plan { ...PlanFields } machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n": typeof types.InstallOperatingSystemDocument,
     "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n": typeof types.RunHardwareTestsDocument,
@@ -78,6 +82,10 @@ const documents: Documents = {
     "\n  mutation RevokeJoinToken($input: RevokeJoinTokenInput!) {\n    revokeJoinToken(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": types.RevokeJoinTokenDocument,
     "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n": types.AdmitMemberDocument,
     "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": types.RemoveMemberDocument,
+    "\n  mutation EvacuateMember($input: EvacuateMemberInput!) {\n    evacuateMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      instances { project name status clusterEvacuate fate }\n      targets { member instances }\n      operation { id incusOperation }\n    }\n  }\n": types.EvacuateMemberDocument,
+    "\n  mutation RestoreMember($input: RestoreMemberInput!) {\n    restoreMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      instances { project name status fate }\n      report { runId verdict checks { name title result message } }\n      operation { id incusOperation }\n    }\n  }\n": types.RestoreMemberDocument,
+    "\n  query MemberOperations($name: String!) {\n    memberOperations(name: $name) { id action mode incusOperation startedBy startedAt finishedAt outcome message }\n  }\n": types.MemberOperationsDocument,
+    "\n  subscription MemberOperation($name: String!, $after: ID) {\n    memberOperation(name: $name, after: $after) { id operationId action at kind message }\n  }\n": types.MemberOperationDocument,
     "\n  mutation CommissionMachine($input: CommissionMachineInput!) {\n    commissionMachine(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n": types.CommissionMachineDocument,
     "\n  mutation InstallOperatingSystem($input: InstallOperatingSystemInput!) {\n    installOperatingSystem(input: $input) { plan { ...PlanFields } machine { ...FleetRow } maas { ...MaasFacts } }\n  }\n": types.InstallOperatingSystemDocument,
     "\n  mutation RunHardwareTests($input: RunHardwareTestsInput!) {\n    runHardwareTests(input: $input) { plan { ...PlanFields } maas { ...MaasFacts } }\n  }\n": types.RunHardwareTestsDocument,
@@ -196,6 +204,22 @@ export function graphql(source: "\n  mutation AdmitMember($input: AdmitMemberInp
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n"): (typeof documents)["\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation EvacuateMember($input: EvacuateMemberInput!) {\n    evacuateMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      instances { project name status clusterEvacuate fate }\n      targets { member instances }\n      operation { id incusOperation }\n    }\n  }\n"): (typeof documents)["\n  mutation EvacuateMember($input: EvacuateMemberInput!) {\n    evacuateMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      instances { project name status clusterEvacuate fate }\n      targets { member instances }\n      operation { id incusOperation }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RestoreMember($input: RestoreMemberInput!) {\n    restoreMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      instances { project name status fate }\n      report { runId verdict checks { name title result message } }\n      operation { id incusOperation }\n    }\n  }\n"): (typeof documents)["\n  mutation RestoreMember($input: RestoreMemberInput!) {\n    restoreMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      instances { project name status fate }\n      report { runId verdict checks { name title result message } }\n      operation { id incusOperation }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query MemberOperations($name: String!) {\n    memberOperations(name: $name) { id action mode incusOperation startedBy startedAt finishedAt outcome message }\n  }\n"): (typeof documents)["\n  query MemberOperations($name: String!) {\n    memberOperations(name: $name) { id action mode incusOperation startedBy startedAt finishedAt outcome message }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  subscription MemberOperation($name: String!, $after: ID) {\n    memberOperation(name: $name, after: $after) { id operationId action at kind message }\n  }\n"): (typeof documents)["\n  subscription MemberOperation($name: String!, $after: ID) {\n    memberOperation(name: $name, after: $after) { id operationId action at kind message }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -11,7 +11,7 @@ export interface Viewer {
 }
 
 export type ActionId =
-  | 'register' | 'approve' | 'revoke' | 'admit' | 'remove' | 'unregister'
+  | 'register' | 'approve' | 'revoke' | 'admit' | 'evacuate' | 'restore' | 'remove' | 'unregister'
   | 'commission' | 'install' | 'test' | 'release';
 
 export interface Action {
@@ -48,6 +48,8 @@ const labels: Record<ActionId, string> = {
   approve: 'Approve enrolment',
   revoke: 'Revoke join token',
   admit: 'Admit',
+  evacuate: 'Evacuate',
+  restore: 'Restore',
   remove: 'Remove member',
   unregister: 'Unregister',
   commission: 'Commission',
@@ -78,10 +80,16 @@ export function machineActions(r: Row, v: Viewer | null | undefined, maasSteps: 
       break;
     case 'ADMITTED':
     case 'UNHELD':
+      add('evacuate');
+      add('remove');
+      break;
+    case 'EVACUATED':
+      add('restore');
       add('remove');
       break;
     case 'UNREGISTERED':
       add('register');
+      add('evacuate');
       add('remove');
       break;
     case 'UNKNOWN':

@@ -17,8 +17,9 @@ test('each phase offers its own changes', () => {
   assert.deepEqual(ids(admin, row('REGISTERED')), ['approve', 'unregister']);
   assert.deepEqual(ids(admin, row('AWAITING_JOIN')), ['revoke']);
   assert.deepEqual(ids(admin, row('HELD')), ['admit', 'remove']);
-  assert.deepEqual(ids(admin, row('ADMITTED')), ['remove']);
-  assert.deepEqual(ids(admin, row('UNREGISTERED')), ['register', 'remove']);
+  assert.deepEqual(ids(admin, row('ADMITTED')), ['evacuate', 'remove']);
+  assert.deepEqual(ids(admin, row('EVACUATED')), ['restore', 'remove']);
+  assert.deepEqual(ids(admin, row('UNREGISTERED')), ['register', 'evacuate', 'remove']);
   assert.deepEqual(ids(admin, row('UNKNOWN')), ['approve!']);
 });
 

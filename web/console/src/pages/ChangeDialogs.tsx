@@ -3,7 +3,8 @@
 import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import {
-  AdmitMemberMutation, ApproveEnrolmentMutation, CommissionMachineMutation, InstallOperatingSystemMutation,
+  AdmitMemberMutation, ApproveEnrolmentMutation, CommissionMachineMutation, EvacuateMemberMutation, InstallOperatingSystemMutation,
+  RestoreMemberMutation,
   MaasImagesQuery, ReleaseMachineMutation, RemoveMemberMutation, RevokeJoinTokenMutation, RunHardwareTestsMutation,
   UnregisterMachineMutation,
 } from '../api/operations';
@@ -19,7 +20,7 @@ import { parseTests, maxTests } from '../lib/maas';
 import type { Row } from '../lib/fleet';
 import { useViewer } from '../viewer';
 import { RegisterDialog } from './RegisterDialog';
-import type { ApproveEnrolmentMutation as ApproveData } from '../gql/graphql';
+import type { ApproveEnrolmentMutation as ApproveData, EvacuationMode, InstanceFate } from '../gql/graphql';
 
 export function ChangeDialog({ action, row, onClose }: { action: ActionId; row: Row; onClose(): void }) {
   switch (action) {
@@ -35,6 +36,10 @@ export function ChangeDialog({ action, row, onClose }: { action: ActionId; row: 
       return <RevokeDialog name={row.name} onClose={onClose} />;
     case 'remove':
       return <RemoveDialog name={row.name} onClose={onClose} />;
+    case 'evacuate':
+      return <EvacuateDialog name={row.name} onClose={onClose} />;
+    case 'restore':
+      return <RestoreDialog name={row.name} onClose={onClose} />;
     case 'unregister':
       return <UnregisterDialog name={row.name} onClose={onClose} />;
     case 'admit':
@@ -192,6 +197,139 @@ function RemoveDialog({ name, onClose }: { name: string; onClose(): void }) {
       )}
       planKey={JSON.stringify({ name, force })}
       run={(dryRun, planHash) => remove({ input: { name, force, dryRun, planHash } })}
+      onClose={onClose}
+    />
+  );
+}
+
+const fateText: Record<InstanceFate, string> = {
+  MOVE: 'moved (Incus picks migrate or live-migrate)',
+  MIGRATE: 'stopped, moved, started again',
+  LIVE_MIGRATE: 'moved while running',
+  STOP: 'only stopped: stays here until restored',
+  RETURN: 'moved back here',
+  START: 'started again here',
+};
+
+interface PlannedInstance {
+  project: string;
+  name: string;
+  status: string;
+  fate: InstanceFate;
+}
+
+// InstancesTable lists what the plan of an evacuation or restore says happens to each
+// instance (the payload of the dry run the dialog asked for).
+function InstancesTable({ instances, caption }: { instances: PlannedInstance[] | null; caption: string }) {
+  if (!instances) return <p className="muted">Waiting for the plan…</p>;
+  if (instances.length === 0) return <p className="muted" data-instances="0">No instance is affected.</p>;
+  return (
+    <table className="table" data-instances={instances.length}>
+      <caption className="visually-hidden">{caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">Instance</th>
+          <th scope="col">Status</th>
+          <th scope="col">What Incus does</th>
+        </tr>
+      </thead>
+      <tbody>
+        {instances.map((i) => (
+          <tr key={`${i.project}/${i.name}`} data-instance={i.name} data-fate={i.fate}>
+            <th scope="row">{i.project && i.project !== 'default' ? `${i.project}/${i.name}` : i.name}</th>
+            <td>{i.status}</td>
+            <td>{fateText[i.fate]}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+const modes: { value: '' | EvacuationMode; label: string }[] = [
+  { value: '', label: "Each instance's cluster.evacuate" },
+  { value: 'AUTO', label: 'auto' },
+  { value: 'MIGRATE', label: 'migrate' },
+  { value: 'LIVE_MIGRATE', label: 'live-migrate' },
+  { value: 'STOP', label: 'stop (instances stay, stopped)' },
+];
+
+function EvacuateDialog({ name, onClose }: { name: string; onClose(): void }) {
+  const [, evacuate] = useMutation(EvacuateMemberMutation);
+  const [mode, setMode] = useState<'' | EvacuationMode>('');
+  const [preview, setPreview] = useState<{ instances: PlannedInstance[]; targets: { member: string; instances: number }[] } | null>(null);
+  return (
+    <ConfirmDialog
+      change="evacuateMember"
+      title={`Evacuate ${name}`}
+      machine={name}
+      confirmLabel="Evacuate member"
+      wide
+      consequence={
+        <>
+          <p>
+            Incus takes <strong>{name}</strong> out for maintenance: it moves or stops every instance on it, each as its cluster.evacuate says (or the
+            mode below). The member is then Evacuated: nothing is placed on it and the fencing worker never powers it off. Restore brings it back.
+          </p>
+          <InstancesTable instances={preview?.instances ?? null} caption={`Instances on ${name}`} />
+          {preview ? (
+            <p className="hint" data-targets={preview.targets.length}>
+              {preview.targets.length
+                ? `May land on: ${preview.targets.map((t) => `${t.member} (${t.instances} now)`).join(', ')}.`
+                : 'No admitted member can take moved instances.'}
+            </p>
+          ) : null}
+        </>
+      }
+      fields={() => (
+        <Field label="Mode">
+          {(a) => (
+            <select {...a} className="input" value={mode} onChange={(e) => setMode(e.target.value as '' | EvacuationMode)} name="mode">
+              {modes.map((m) => (
+                <option key={m.value} value={m.value}>{m.label}</option>
+              ))}
+            </select>
+          )}
+        </Field>
+      )}
+      planKey={JSON.stringify({ name, mode })}
+      run={async (dryRun, planHash) => {
+        const res = await evacuate({ input: { name, mode: mode || null, dryRun, planHash } });
+        const d = res.data?.evacuateMember;
+        if (dryRun && d) setPreview({ instances: d.instances, targets: d.targets });
+        return res;
+      }}
+      onClose={onClose}
+    />
+  );
+}
+
+function RestoreDialog({ name, onClose }: { name: string; onClose(): void }) {
+  const [, restore] = useMutation(RestoreMemberMutation);
+  const [instances, setInstances] = useState<PlannedInstance[] | null>(null);
+  return (
+    <ConfirmDialog
+      change="restoreMember"
+      title={`Restore ${name}`}
+      machine={name}
+      confirmLabel="Restore member"
+      wide
+      consequence={
+        <>
+          <p>
+            Apelora runs every admission check on <strong>{name}</strong> again and refuses on any failure; then Incus restores it: instances it moved
+            come back, those it stopped start.
+          </p>
+          <InstancesTable instances={instances} caption={`Instances ${name}'s restore brings back`} />
+        </>
+      }
+      planKey={JSON.stringify({ name })}
+      run={async (dryRun, planHash) => {
+        const res = await restore({ input: { name, dryRun, planHash } });
+        const d = res.data?.restoreMember;
+        if (dryRun && d) setInstances(d.instances);
+        return res;
+      }}
       onClose={onClose}
     />
   );

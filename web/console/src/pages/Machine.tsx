@@ -3,7 +3,10 @@
 // MAAS facts, the fence mapping, and its audit history.
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { useQuery, useSubscription } from 'urql';
-import { AdmissionChecksSubscription, AdmissionReportQuery, DriftChangesSubscription, FenceProgressSubscription, MachineDriftQuery, MachineQuery } from '../api/operations';
+import {
+  AdmissionChecksSubscription, AdmissionReportQuery, DriftChangesSubscription, FenceProgressSubscription, MachineDriftQuery, MachineQuery,
+  MemberOperationSubscription, MemberOperationsQuery,
+} from '../api/operations';
 import { useLiveRefresh } from '../live/fleetLive';
 import { admitReason, machineActions, type ActionId, type CheckLike } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
@@ -118,6 +121,7 @@ export function MachinePage({ name }: { name: string }) {
               ) : null}
             </Facts>
             <ProfileCard machine={m.name} registered={!!m.record} profile={m.hardwareProfile} onChanged={refresh} />
+            {m.member ? <MaintenancePanel name={m.name} onChange={refresh} /> : null}
           </div>
         ) : null}
         {tab === 'admission' ? (
@@ -347,6 +351,61 @@ function DriftPanel({ name, onChange }: { name: string; onChange(): void }) {
             ))}
           </tbody>
         </table>
+      )}
+    </section>
+  );
+}
+
+type OperationEvent = { id: string; operationId: string; action: string; at: string; kind: string; message: string };
+
+// MaintenancePanel shows the member's evacuations and restores: the last ones, and the
+// progress of one that runs, pushed live (memberOperation, from any replica) as Incus
+// stops, moves or starts each instance. The page reads the machine again at each end
+// (its phase becomes EVACUATED, or leaves it).
+function MaintenancePanel({ name, onChange }: { name: string; onChange(): void }) {
+  const [ops, reexecute] = useQuery({ query: MemberOperationsQuery, variables: { name }, requestPolicy: 'network-only' });
+  const [sub] = useSubscription(
+    { query: MemberOperationSubscription, variables: { name, after: null } },
+    (prev: OperationEvent[] | undefined, d) => [...(prev ?? []), d.memberOperation].slice(-50),
+  );
+  const events = sub.data ?? [];
+  const last = events[events.length - 1];
+  const ended = last && last.kind !== 'STARTED' && last.kind !== 'PROGRESS' ? last.id : undefined;
+  const changed = useRef(onChange);
+  changed.current = onChange;
+  useEffect(() => {
+    if (!last) return;
+    reexecute({ requestPolicy: 'network-only' });
+    if (ended) changed.current();
+  }, [last?.id, ended, reexecute]);
+  const history = ops.data?.memberOperations ?? [];
+  const live = last ? events.filter((e) => e.operationId === last.operationId) : [];
+  return (
+    <section className="card facts maintenance" aria-labelledby="maintenance-title" data-operations={history.length}>
+      <h2 id="maintenance-title">Maintenance</h2>
+      <Problems problems={problemsOf(ops.error)} machine={name} />
+      {live.length ? (
+        <ol className="progress" aria-live="polite" data-progress={live.length}>
+          {live.map((e) => (
+            <li key={e.id} data-kind={e.kind}>
+              <Time at={e.at} /> {e.message}
+            </li>
+          ))}
+        </ol>
+      ) : null}
+      {history.length === 0 ? (
+        <p className="muted">Never evacuated by Apelora.</p>
+      ) : (
+        <dl>
+          {history.slice(0, 5).map((o) => (
+            <div key={o.id} data-operation={o.id}>
+              <dt>
+                {o.action === 'EVACUATE' ? 'Evacuated' : 'Restored'} <Time at={o.startedAt} /> by {o.startedBy}
+              </dt>
+              <dd>{o.outcome ? `${o.outcome.toLowerCase()}: ${o.message}` : 'running…'}</dd>
+            </div>
+          ))}
+        </dl>
       )}
     </section>
   );

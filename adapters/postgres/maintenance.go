@@ -1,0 +1,212 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/maintenance"
+)
+
+// MemberOperationChannel is the NOTIFY channel of member_operation_events.
+const MemberOperationChannel = "member_operation_events"
+
+// memberEventsLock serialises the inserts of member_operation_events from before the id
+// is drawn to the commit (an evacuation's change and the followers of every replica all
+// write them), so ids become visible in id order, as the feed and the replay need.
+const memberEventsLock = 0x4d4f50
+
+// Maintenance is the store as package maintenance sees it.
+func (s *Store) Maintenance() *MaintenanceStore { return &MaintenanceStore{s} }
+
+// MaintenanceStore records evacuations and restores and their progress.
+type MaintenanceStore struct{ s *Store }
+
+// Audited is the store's audited change.
+func (m *MaintenanceStore) Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error {
+	return m.s.Audited(ctx, machine, fn)
+}
+
+// Record reads a machine record.
+func (m *MaintenanceStore) Record(ctx context.Context, name string) (*machines.Record, error) {
+	return m.s.Machines().Record(ctx, name)
+}
+
+// FenceInFlight reports whether the member's latest power-off request has no outcome yet.
+func (m *MaintenanceStore) FenceInFlight(ctx context.Context, member string) (bool, error) {
+	var kind string
+	err := m.s.q(ctx).QueryRow(ctx, `SELECT kind FROM fence_events WHERE member = $1 AND kind IN ('REQUESTED', 'CONFIRMED', 'NOT_CONFIRMED')
+		ORDER BY id DESC LIMIT 1`, member).Scan(&kind)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, dbError(err)
+	}
+	return kind == "REQUESTED", nil
+}
+
+const memberOpColumns = `id, machine, action, mode, incus_operation, started_by, request_id, started_at, instances, finished_at, coalesce(outcome, ''), message`
+
+func scanMemberOps(rows pgx.Rows, err error) ([]maintenance.Operation, error) {
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer rows.Close()
+	var out []maintenance.Operation
+	for rows.Next() {
+		var o maintenance.Operation
+		var finished *time.Time
+		var outcome string
+		if err := rows.Scan(&o.ID, &o.Machine, &o.Action, &o.Mode, &o.IncusOperation, &o.StartedBy, &o.RequestID, &o.StartedAt,
+			&o.Instances, &finished, &outcome, &o.Message); err != nil {
+			return nil, dbError(err)
+		}
+		if finished != nil {
+			o.FinishedAt = *finished
+		}
+		o.Outcome = maintenance.Kind(outcome)
+		out = append(out, o)
+	}
+	return out, dbError(rows.Err())
+}
+
+// RunningOperation is the machine's operation not seen to end, nil for none.
+func (m *MaintenanceStore) RunningOperation(ctx context.Context, machine string) (*maintenance.Operation, error) {
+	ops, err := scanMemberOps(m.s.q(ctx).Query(ctx, `SELECT `+memberOpColumns+` FROM member_operations
+		WHERE machine = $1 AND finished_at IS NULL ORDER BY id DESC LIMIT 1`, machine))
+	if err != nil || len(ops) == 0 {
+		return nil, err
+	}
+	return &ops[0], nil
+}
+
+// Operations lists the machine's operations, newest first.
+func (m *MaintenanceStore) Operations(ctx context.Context, machine string, limit int) ([]maintenance.Operation, error) {
+	return scanMemberOps(m.s.q(ctx).Query(ctx, `SELECT `+memberOpColumns+` FROM member_operations
+		WHERE machine = $1 ORDER BY id DESC LIMIT $2`, machine, limit))
+}
+
+// Running lists every operation not seen to end, oldest first.
+func (m *MaintenanceStore) Running(ctx context.Context) ([]maintenance.Operation, error) {
+	return scanMemberOps(m.s.pool.Query(ctx, `SELECT `+memberOpColumns+` FROM member_operations
+		WHERE finished_at IS NULL ORDER BY id`))
+}
+
+// StartOperation records op and its STARTED event in the change in progress (the Incus
+// operation id is kept in the same transaction as the audit event of the request).
+func (m *MaintenanceStore) StartOperation(ctx context.Context, op maintenance.Operation) (int64, error) {
+	tx, err := m.s.inChange(ctx)
+	if err != nil {
+		return 0, err
+	}
+	instances := op.Instances
+	if instances == nil {
+		instances = []maintenance.Planned{}
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, request_id, instances)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+		op.Machine, op.Action, op.Mode, op.IncusOperation, op.StartedBy, op.RequestID, instances).Scan(&id); err != nil {
+		return 0, dbError(err)
+	}
+	op.ID = id
+	msg := op.Action + " of " + op.Machine + " started (Incus operation " + op.IncusOperation + ")"
+	if err := insertMemberEvent(ctx, tx, op, maintenance.KindStarted, msg); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+func insertMemberEvent(ctx context.Context, q querier, op maintenance.Operation, kind maintenance.Kind, message string) error {
+	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, memberEventsLock); err != nil {
+		return dbError(err)
+	}
+	_, err := q.Exec(ctx, `INSERT INTO member_operation_events (operation_id, machine, kind, message) VALUES ($1, $2, $3, $4)`,
+		op.ID, op.Machine, string(kind), message)
+	return dbError(err)
+}
+
+// Progress appends a PROGRESS event unless the operation's latest event says the same.
+func (m *MaintenanceStore) Progress(ctx context.Context, op maintenance.Operation, message string) error {
+	return pgx.BeginFunc(ctx, m.s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, memberEventsLock); err != nil {
+			return dbError(err)
+		}
+		var last string
+		err := tx.QueryRow(ctx, `SELECT message FROM member_operation_events WHERE operation_id = $1 ORDER BY id DESC LIMIT 1`, op.ID).Scan(&last)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return dbError(err)
+		}
+		if last == message {
+			return nil
+		}
+		return insertMemberEvent(ctx, tx, op, maintenance.KindProgress, message)
+	})
+}
+
+// Finish ends a running operation: its outcome, a PROGRESS event per line, the final
+// event. An operation already finished (by another replica) is left as it is.
+func (m *MaintenanceStore) Finish(ctx context.Context, op maintenance.Operation, outcome maintenance.Kind, message string, lines []string) error {
+	return pgx.BeginFunc(ctx, m.s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, memberEventsLock); err != nil {
+			return dbError(err)
+		}
+		tag, err := tx.Exec(ctx, `UPDATE member_operations SET finished_at = clock_timestamp(), outcome = $2, message = $3
+			WHERE id = $1 AND finished_at IS NULL`, op.ID, string(outcome), message)
+		if err != nil {
+			return dbError(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+		for _, l := range lines {
+			if err := insertMemberEvent(ctx, tx, op, maintenance.KindProgress, l); err != nil {
+				return err
+			}
+		}
+		return insertMemberEvent(ctx, tx, op, outcome, message)
+	})
+}
+
+// EventsAfter lists the events of machine ("" for all) after the id, in id order.
+func (m *MaintenanceStore) EventsAfter(ctx context.Context, machine string, after int64, limit int) ([]maintenance.Event, error) {
+	rows, err := m.s.pool.Query(ctx, `SELECT e.id, e.operation_id, e.machine, o.action, e.at, e.kind, e.message
+		FROM member_operation_events e JOIN member_operations o ON o.id = e.operation_id
+		WHERE e.id > $1 AND ($2 = '' OR e.machine = $2) ORDER BY e.id LIMIT $3`, after, machine, limit)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer rows.Close()
+	var out []maintenance.Event
+	for rows.Next() {
+		var e maintenance.Event
+		var kind string
+		if err := rows.Scan(&e.ID, &e.Operation, &e.Machine, &e.Action, &e.At, &kind, &e.Message); err != nil {
+			return nil, dbError(err)
+		}
+		e.Kind = maintenance.Kind(kind)
+		out = append(out, e)
+	}
+	return out, dbError(rows.Err())
+}
+
+// MemberOperationFeed publishes operation events as they are recorded, on every replica,
+// keyed by machine.
+type MemberOperationFeed = rowFeed[maintenance.Event]
+
+// NewMemberOperationFeed returns a feed; call Run with a listener on MemberOperationChannel.
+func (s *Store) NewMemberOperationFeed() *MemberOperationFeed {
+	m := s.Maintenance()
+	f := newRowFeed(s, MemberOperationChannel, "member operation event",
+		func(e maintenance.Event) int64 { return e.ID },
+		func(e maintenance.Event) string { return e.Machine })
+	f.last = func(ctx context.Context) (int64, error) { return s.lastID(ctx, "member_operation_events") }
+	f.after = func(ctx context.Context, after int64, limit int) ([]maintenance.Event, error) {
+		return m.EventsAfter(ctx, "", after, limit)
+	}
+	return f
+}
