@@ -284,7 +284,7 @@ func (b *bulkRun) one(ctx context.Context, t bulkTarget, dry bool) bulkResult {
 // step was tried and did not complete).
 func refusedCode(code string) bool {
 	switch code {
-	case "UNAUTHENTICATED", "FORBIDDEN", "INVALID_INPUT", "NOT_FOUND", "ALREADY_EXISTS", "BUSY", "FAILED_PRECONDITION":
+	case "UNAUTHENTICATED", "FORBIDDEN", "INVALID_INPUT", "NOT_FOUND", "ALREADY_EXISTS", "BUSY", "FAILED_PRECONDITION", "PLAN_CHANGED":
 		return true
 	}
 	return false

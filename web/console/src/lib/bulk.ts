@@ -76,7 +76,7 @@ export interface BulkResult { name: string; outcome: Outcome; code?: string; mes
 export function outcomeOfCode(code: string | undefined): 'refused' | 'failed' {
   switch (code) {
     case 'UNAUTHENTICATED': case 'FORBIDDEN': case 'INVALID_INPUT': case 'NOT_FOUND':
-    case 'ALREADY_EXISTS': case 'BUSY': case 'FAILED_PRECONDITION':
+    case 'ALREADY_EXISTS': case 'BUSY': case 'FAILED_PRECONDITION': case 'PLAN_CHANGED':
       return 'refused';
     default:
       return 'failed';
