@@ -70,7 +70,7 @@ func startPlanned(t *testing.T, withMAAS bool) *planned {
 	return &planned{maasEnv: &maasEnv{enrolled: x, maas: m}, incusCalls: calls}
 }
 
-const planFields = `plan { refused steps { system call target changes { field before after } } refusals { code message field } warnings { code message } }`
+const planFields = `plan { refused planHash steps { system call target changes { field before after } } refusals { code message field } warnings { code message } }`
 
 // state is what a dry run must leave as it was: the change tables, fence mappings and
 // the audit trail apart from its own event.
@@ -113,6 +113,13 @@ func (x *planned) dryRun(t *testing.T, token, mutation, inputType string, in map
 		}
 	} else if n := x.e.Count("audit_events"); n != events {
 		t.Fatalf("%s dry run wrote %d audit events, want none", mutation, n-events)
+	} else {
+		// The same plan asked again is the same plan: a confirmation's planHash depends on it
+		// (nothing per request, such as a request id or a time, may be in a plan).
+		if again := x.e.GQL(token, q, map[string]any{"in": in}); len(again.Errors) > 0 ||
+			again.Data[mutation].(map[string]any)["plan"].(map[string]any)["planHash"] != plan["planHash"] {
+			t.Fatalf("%s: the same dry run asked twice hashed %v, then %+v", mutation, plan["planHash"], again.Data)
+		}
 	}
 	if c := x.incusCalls.take(); len(c) > 0 {
 		t.Fatalf("%s dry run sent Incus %v", mutation, c)

@@ -61,7 +61,14 @@ const AdmissionKey = "user.apelora.admission"
 // AdmissionMark is the value of AdmissionKey for the admission with record id id, made by
 // the request requestID. The audit event's id is not in it: that id is only drawn when the
 // event is inserted, after the Incus update (the admission record keeps it).
+//
+// A dry run records no admission (id 0): its plan shows a mark that names neither a
+// record nor its request, so two plans of the same admission are the same plan (a
+// confirmation's planHash compares them).
 func AdmissionMark(id int64, requestID string) string {
+	if id == 0 {
+		return "admission (its record id and request once admitted)"
+	}
 	return fmt.Sprintf("admission %d, request %s", id, requestID)
 }
 
