@@ -250,14 +250,8 @@ func (s *Service) Evacuate(ctx context.Context, name, mode string) (*Plan, error
 			return err
 		}
 		rec := plan.From(ctx)
-		var refusals []error
-		refuse := func(e error) error {
-			if rec == nil {
-				return e
-			}
-			refusals = append(refusals, e)
-			return nil
-		}
+		r := &refusals{rec: rec}
+		refuse := r.refuse
 		if m.Evacuated() {
 			if err := refuse(apperr.New(apperr.FailedPrecondition, "%s is already evacuated: restore it (restoreMember) when its maintenance is done", apperr.Quote(name))); err != nil {
 				return err
@@ -315,12 +309,9 @@ func (s *Service) Evacuate(ctx context.Context, name, mode string) (*Plan, error
 			if st := p.Stopped(); len(st) > 0 {
 				rec.Warn("", "%d %s will only be stopped and stay on %s until it is restored: %s", len(st), plural(len(st), "instance", "instances"), name, ids(st))
 			}
-			for _, r := range refusals {
-				rec.Refuse(r)
-			}
-			if len(refusals) > 0 {
-				return refusals[0]
-			}
+		}
+		if err := r.settle(); err != nil {
+			return err
 		}
 		return s.start(ctx, p)
 	})
@@ -346,14 +337,8 @@ func (s *Service) Restore(ctx context.Context, name string) (*Plan, error) {
 			return err
 		}
 		rec := plan.From(ctx)
-		var refusals []error
-		refuse := func(e error) error {
-			if rec == nil {
-				return e
-			}
-			refusals = append(refusals, e)
-			return nil
-		}
+		r := &refusals{rec: rec}
+		refuse := r.refuse
 		if !m.Evacuated() {
 			if err := refuse(apperr.New(apperr.FailedPrecondition, "%s is not evacuated (Incus lists it %s): there is nothing to restore", apperr.Quote(name), m.Status)); err != nil {
 				return err
@@ -391,13 +376,8 @@ func (s *Service) Restore(ctx context.Context, name string) (*Plan, error) {
 		}
 		p.Instances = returning(all, name)
 		s.detail(ctx, p, m)
-		if rec != nil {
-			for _, r := range refusals {
-				rec.Refuse(r)
-			}
-			if len(refusals) > 0 {
-				return refusals[0]
-			}
+		if err := r.settle(); err != nil {
+			return err
 		}
 		return s.start(ctx, p)
 	})
@@ -416,6 +396,33 @@ func (s *Service) member(ctx context.Context, name string) ([]membership.Member,
 		}
 	}
 	return nil, nil, apperr.New(apperr.NotFound, "%s is not a member of this Incus cluster: check the name (the fleet lists the members)", apperr.Quote(name))
+}
+
+// refusals gathers what refuses an evacuation or a restore: a real call stops at the
+// first, a plan lists every one so the administrator sees them all at once.
+type refusals struct {
+	rec   *plan.Recorder
+	found []error
+}
+
+// refuse returns e at once in a real call; in a plan it keeps e and lets the plan go on.
+func (r *refusals) refuse(e error) error {
+	if r.rec == nil {
+		return e
+	}
+	r.found = append(r.found, e)
+	return nil
+}
+
+// settle hands a plan its refusals and returns the first: nothing more of the step runs.
+func (r *refusals) settle() error {
+	for _, e := range r.found {
+		r.rec.Refuse(e)
+	}
+	if len(r.found) > 0 {
+		return r.found[0]
+	}
+	return nil
 }
 
 // notBusy refuses while an operation Apelora started on the machine still runs.
