@@ -128,7 +128,7 @@ func FuzzParseCheckpoint(f *testing.F) {
 	})
 }
 
-// FuzzParseProof: any list of hashes is refused or read as at most 63 hashes, and checking
+// FuzzParseProof: any list of hashes is refused or read as at most 62 hashes, and checking
 // the proof at any index and size never panics and never proves a leaf outside the tree.
 func FuzzParseProof(f *testing.F) {
 	leaf := tlog.RecordHash([]byte("leaf"))

@@ -52,5 +52,8 @@ func ParseCheckpoint(text []byte, v note.Verifier) (tlog.Tree, error) {
 	if t.N < 0 {
 		return tlog.Tree{}, fmt.Errorf("the checkpoint states a negative tree size %d", t.N)
 	}
+	if t.N > MaxTreeSize {
+		return tlog.Tree{}, fmt.Errorf("the checkpoint states a tree of %d events: a tree holds at most %d", t.N, MaxTreeSize)
+	}
 	return t, nil
 }

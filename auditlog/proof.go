@@ -15,8 +15,13 @@ type Proof struct {
 	Checkpoint Checkpoint
 }
 
-// maxProofHashes bounds a proof: a tree of at most 2^63 leaves has a path of at most 63.
-const maxProofHashes = 63
+// maxProofHashes bounds a proof: a tree of at most 2^62 leaves has a path of at most 62.
+const maxProofHashes = 62
+
+// MaxTreeSize is the largest tree the log reads: tlog's maxpow2 never ends for a size above
+// 2^62 (its shift overflows), so a larger size stated by a checkpoint or a caller is refused
+// before it reaches tlog.
+const MaxTreeSize = int64(1) << 62
 
 // ParseProof reads a proof's hashes as the API gives them (standard base64, leaf side
 // first).
@@ -38,6 +43,9 @@ func ParseProof(hashes []string) (tlog.RecordProof, error) {
 // Check checks that the proof leads from the leaf hash to the root of the checkpoint's
 // tree. (It does not check the checkpoint's signature: ParseCheckpoint does.)
 func (p Proof) Check() error {
+	if p.Checkpoint.Size > MaxTreeSize {
+		return fmt.Errorf("the checkpoint states a tree of %d events: a tree holds at most %d", p.Checkpoint.Size, MaxTreeSize)
+	}
 	if p.LeafIndex < 0 || p.LeafIndex >= p.Checkpoint.Size {
 		return fmt.Errorf("leaf %d is not in a tree of %d events", p.LeafIndex, p.Checkpoint.Size)
 	}
