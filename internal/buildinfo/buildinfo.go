@@ -44,8 +44,8 @@ func from(stampedVersion, stampedCommit string, bi *debug.BuildInfo) Info {
 					info.Commit = s.Value
 				}
 			case "vcs.modified":
-				// Only when the commit came from the same record: a stamped commit is the
-				// packaging script's, which builds from a clean checkout.
+				// Only when the commit came from the same record: a stamped commit says
+				// so itself (package.sh adds -dirty).
 				info.Modified = stampedCommit == "" && s.Value == "true"
 			}
 		}
