@@ -5,7 +5,8 @@
 #   - Chromium, for the console's end-to-end tests (playwright-core drives Debian's build;
 #     no browser is ever downloaded);
 #   - promtool, which checks the alert rules in deploy/prometheus, taken from Debian's
-#     prometheus package without installing it (no Prometheus server, user or service).
+#     prometheus package without installing it (no Prometheus server, user or service);
+#   - lintian, which scripts/package-check.sh runs on the Debian package.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
@@ -67,6 +68,11 @@ if ! command -v promtool >/dev/null; then
 	install -m 0755 "$deb_dir/root/usr/bin/promtool" /usr/local/bin/promtool
 	rm -rf "$deb_dir"
 	promtool --version 2>&1 | head -n 1 >&2
+fi
+
+if ! command -v lintian >/dev/null; then
+	log "installing lintian (the Debian package's checks)"
+	apt_install lintian
 fi
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

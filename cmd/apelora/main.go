@@ -10,6 +10,7 @@
 //	                                   recompute the audit log and check every checkpoint
 //	apelora audit checkpoint           sign an audit checkpoint now
 //	apelora env                        list the APELORA_* variables with their defaults
+//	apelora version                    print the version and the commit it was built from
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 	"syscall"
 
 	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/internal/buildinfo"
 	"github.com/apelora/fabric/logging"
 	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/server"
@@ -45,6 +47,7 @@ const usage = `usage:
                                  or moved (KEY: the public key, when this server has no audit key)
   apelora audit checkpoint       sign an audit checkpoint now (when the trail grew)
   apelora env                    list the APELORA_* variables and their defaults
+  apelora version                print the version and the commit it was built from
 `
 
 func main() {
@@ -60,6 +63,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
+	}
+	// Before the configuration: a version answers on a host not yet configured.
+	if args[0] == "version" {
+		fmt.Fprintln(stdout, buildinfo.Read().Line("apelora"))
+		return nil
 	}
 	cfg, err := app.ConfigFromEnv(os.Getenv)
 	if err != nil {
