@@ -2,6 +2,7 @@ package auditexport
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -113,7 +114,8 @@ func (e *Exporter) lead(ctx context.Context, p Progress) {
 	}
 	e.Log.Info("audit export: exporting", "sink", name, "from_leaf", next)
 	retry := e.Interval
-	var down time.Time // when the sink stopped taking events; zero while it takes them
+	var sentCheckpoint int64 // the largest checkpoint sent (carried by an event, or alone)
+	var down time.Time       // when the sink stopped taking events; zero while it takes them
 	for ctx.Err() == nil {
 		if err := p.Check(ctx); err != nil {
 			e.Log.Warn("audit export: lost the sink's lock; standing by", "sink", name, "error", err)
@@ -129,6 +131,19 @@ func (e *Exporter) lead(ctx context.Context, p Progress) {
 		}
 		e.lag(size - next)
 		if len(events) == 0 {
+			if cp != nil && cp.Size > sentCheckpoint && cp.Size <= next {
+				// Caught up, and a newer checkpoint covers what was sent: send it on its
+				// own, so the far side proves the last events now, not at the next event.
+				b, err := json.Marshal(CheckpointLine{Checkpoint: cp.Signed})
+				if err == nil {
+					err = e.Sink.Deliver(ctx, [][]byte{b})
+				}
+				if err == nil {
+					sentCheckpoint = cp.Size
+					continue
+				}
+				_ = e.Sink.Close()
+			}
 			_ = leader.Sleep(ctx, e.Interval)
 			continue
 		}
@@ -173,6 +188,9 @@ func (e *Exporter) lead(ctx context.Context, p Progress) {
 		}
 		retry = e.Interval
 		next = after
+		if cp != nil {
+			sentCheckpoint = max(sentCheckpoint, cp.Size)
+		}
 		e.lag(max(size-next, 0))
 	}
 }

@@ -28,6 +28,21 @@ type Line struct {
 	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
+// CheckpointLine is the line sent when a new checkpoint covers events already sent and no
+// event is waiting to carry it: {"checkpoint": "…"}, with no event. It lets the far side
+// prove the last events without waiting for the next one.
+type CheckpointLine struct {
+	Checkpoint string `json:"checkpoint"`
+}
+
+// IsEvent says whether a line (its JSON object) is an event's rather than a checkpoint's.
+func IsEvent(object []byte) bool {
+	var probe struct {
+		Event json.RawMessage `json:"event"`
+	}
+	return json.Unmarshal(object, &probe) == nil && len(probe.Event) > 0 && string(probe.Event) != "null"
+}
+
 // Event is the audit event's fields, named as the API names them.
 type Event struct {
 	ID         int64  `json:"id"`

@@ -66,11 +66,46 @@ func VerifyExport(r io.Reader, v note.Verifier) (ExportReport, error) {
 			Message: fmt.Sprintf("line %d: ", lineNo) + fmt.Sprintf(format, args...)}
 		return rep, nil
 	}
-	prove := func(size int64, root tlog.Hash) bool {
+	failErr := func(index, id int64, format string, args ...any) error {
+		_, _ = fail(index, id, format, args...)
+		return rep.Problem
+	}
+	prove := func(size int64, root tlog.Hash) {
 		rep.Checkpoints++
 		proven[size] = root
 		rep.Verified = max(rep.Verified, size)
-		return true
+	}
+	// checkpoint checks a checkpoint a line carries (once per text): signed by v, and the
+	// root of the leaves up to its size, now or when the export reaches it.
+	checkpoint := func(idx, id int64, text string) error {
+		if seen[text] {
+			return nil
+		}
+		seen[text] = true
+		tree, err := auditlog.ParseCheckpoint([]byte(text), v)
+		if err != nil {
+			return failErr(idx, id, "the checkpoint it carries cannot be trusted: %v", err)
+		}
+		if root, ok := proven[tree.N]; ok && root != tree.Hash {
+			return failErr(idx, id, "it carries a checkpoint of %d events whose root differs from another checkpoint of the same size: the log forked", tree.N)
+		}
+		if root, ok := pending[tree.N]; ok && root != tree.Hash {
+			return failErr(idx, id, "it carries a checkpoint of %d events whose root differs from another checkpoint of the same size: the log forked", tree.N)
+		}
+		if tree.N <= int64(len(hashes)) {
+			// A checkpoint of leaves already read: recompute that prefix's root.
+			var g auditlog.Frontier
+			for _, x := range hashes[:tree.N] {
+				g.Add(x, nil)
+			}
+			if g.Root() != tree.Hash {
+				return failErr(idx, id, "the checkpoint of %d events it carries does not match the exported leaves 0 to %d: one of those lines was changed, removed, added or reordered", tree.N, tree.N-1)
+			}
+			prove(tree.N, tree.Hash)
+		} else {
+			pending[tree.N] = tree.Hash
+		}
+		return nil
 	}
 	for sc.Scan() {
 		lineNo++
@@ -86,6 +121,15 @@ func VerifyExport(r io.Reader, v note.Verifier) (ExportReport, error) {
 		var l Line
 		if err := json.Unmarshal(text[start:], &l); err != nil {
 			return fail(-1, 0, "its JSON does not read as an exported audit event: %v", err)
+		}
+		if !IsEvent(text[start:]) {
+			if l.Checkpoint == "" {
+				return fail(-1, 0, "it holds neither an event nor a checkpoint: not a line Apelora exported")
+			}
+			if err := checkpoint(-1, 0, l.Checkpoint); err != nil {
+				return rep, nil
+			}
+			continue
 		}
 		idx, id := l.LeafIndex, l.Event.ID
 		rec, err := l.Record()
@@ -115,30 +159,9 @@ func VerifyExport(r io.Reader, v note.Verifier) (ExportReport, error) {
 			f.Add(h, nil)
 			rep.Events++
 		}
-		if l.Checkpoint != "" && !seen[l.Checkpoint] {
-			seen[l.Checkpoint] = true
-			tree, err := auditlog.ParseCheckpoint([]byte(l.Checkpoint), v)
-			if err != nil {
-				return fail(idx, id, "the checkpoint it carries cannot be trusted: %v", err)
-			}
-			if root, ok := proven[tree.N]; ok && root != tree.Hash {
-				return fail(idx, id, "it carries a checkpoint of %d events whose root differs from another checkpoint of the same size: the log forked", tree.N)
-			}
-			if root, ok := pending[tree.N]; ok && root != tree.Hash {
-				return fail(idx, id, "it carries a checkpoint of %d events whose root differs from another checkpoint of the same size: the log forked", tree.N)
-			}
-			if tree.N <= int64(len(hashes)) {
-				// A checkpoint of leaves already read: recompute that prefix's root.
-				var g auditlog.Frontier
-				for _, x := range hashes[:tree.N] {
-					g.Add(x, nil)
-				}
-				if g.Root() != tree.Hash {
-					return fail(idx, id, "the checkpoint of %d events it carries does not match the exported leaves 0 to %d: one of those lines was changed, removed, added or reordered", tree.N, tree.N-1)
-				}
-				prove(tree.N, tree.Hash)
-			} else {
-				pending[tree.N] = tree.Hash
+		if l.Checkpoint != "" {
+			if err := checkpoint(idx, id, l.Checkpoint); err != nil {
+				return rep, nil
 			}
 		}
 		if root, ok := pending[f.Size()]; ok {

@@ -136,12 +136,15 @@ func (s *Syslog) frame(dst []byte, line []byte) ([]byte, error) {
 	if err := json.Unmarshal(line, &l); err != nil {
 		return dst, fmt.Errorf("frame an exported audit event: %w", err)
 	}
-	at := headerField(l.Event.At, 32)
-	sev := 6
-	if l.Event.Outcome != "SUCCEEDED" {
+	at, sev, msgID := headerField(l.Event.At, 32), 6, "audit"
+	switch {
+	case !auditexport.IsEvent(line):
+		// A checkpoint on its own: stamped now.
+		at, msgID = time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"), "checkpoint"
+	case l.Event.Outcome != "SUCCEEDED":
 		sev = 4
 	}
-	msg := fmt.Sprintf("<%d>1 %s %s apelora %s audit - ", facilityLogAudit*8+sev, at, s.hostHeader, s.procID)
+	msg := fmt.Sprintf("<%d>1 %s %s apelora %s %s - ", facilityLogAudit*8+sev, at, s.hostHeader, s.procID, msgID)
 	dst = strconv.AppendInt(dst, int64(len(msg)+len(line)), 10)
 	dst = append(dst, ' ')
 	dst = append(dst, msg...)
