@@ -45,7 +45,7 @@ func AuditExportVariables() []Variable {
 		{EnvAuditSyslogTLSCA, "(system trust store)", "PEM file with the CA the syslog receiver's certificate must chain to; setting it turns TLS on"},
 		{EnvAuditSyslogTLSServerName, "(the address's host)", "name the syslog receiver's certificate must carry"},
 		{EnvAuditJSONLFile, "(none: no file export)", "file every audit event is appended to as a JSON line (same fields as syslog's), synced before it counts as delivered; `apelora audit verify --export FILE` checks it"},
-		{EnvAuditExportInterval, durationText(auditexport.DefaultInterval), "how often the exporter looks for new audit events (100ms to 1m); a sink that is down is tried again after 5 intervals, then less often (up to 30s)"},
+		{EnvAuditExportInterval, durationText(auditexport.DefaultInterval), "how often the exporter looks for new audit events (100ms to 1m); a sink that is down is tried again after one interval, then twice as long each time up to 5 intervals (at least 1s, at most 30s)"},
 	}
 }
 
