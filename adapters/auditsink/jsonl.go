@@ -15,7 +15,8 @@ import (
 
 // JSONL appends each event as one line of JSON to a file. A batch is acknowledged once
 // written and synced to disk (fsync). A line left half-written by a crash is cut off when
-// the file is opened again, and sent again whole (it was never acknowledged).
+// the file is opened again, and sent again whole (it was never acknowledged). A file
+// renamed or removed (logrotate) is followed by a new one at the path.
 type JSONL struct {
 	Path string
 	f    *os.File
@@ -27,6 +28,10 @@ func (j *JSONL) Name() string { return "jsonl " + j.Path }
 func (j *JSONL) Kind() string { return "jsonl" }
 
 func (j *JSONL) Deliver(ctx context.Context, lines [][]byte) error {
+	if j.f != nil && j.rotated() {
+		// logrotate moved the file away: write to a new one at the path.
+		j.Close()
+	}
 	if j.f == nil {
 		f, err := os.OpenFile(j.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o640)
 		if err != nil {
@@ -50,6 +55,16 @@ func (j *JSONL) Deliver(ctx context.Context, lines [][]byte) error {
 		return fmt.Errorf("sync the audit export file %s: %w", j.Path, err)
 	}
 	return nil
+}
+
+// rotated says whether the path no longer names the open file (renamed or removed).
+func (j *JSONL) rotated() bool {
+	open, err := j.f.Stat()
+	if err != nil {
+		return true
+	}
+	now, err := os.Stat(j.Path)
+	return err != nil || !os.SameFile(open, now)
 }
 
 func (j *JSONL) Close() error {

@@ -38,3 +38,26 @@ func TestJSONLCutsAHalfWrittenLineBeforeAppending(t *testing.T) {
 		t.Fatalf("file: %q", b)
 	}
 }
+
+// logrotate renames the file: the next batch goes to a new file at the path, and the two
+// read one after the other are the whole export.
+func TestJSONLFollowsARotatedFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	j := &JSONL{Path: path}
+	defer j.Close()
+	if err := j.Deliver(context.Background(), [][]byte{[]byte(`{"leafIndex":0}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Deliver(context.Background(), [][]byte{[]byte(`{"leafIndex":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(path + ".1")
+	cur, _ := os.ReadFile(path)
+	if string(old) != "{\"leafIndex\":0}\n" || string(cur) != "{\"leafIndex\":1}\n" {
+		t.Fatalf("rotated %q, new %q", old, cur)
+	}
+}

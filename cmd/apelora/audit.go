@@ -46,9 +46,9 @@ func auditVerify(ctx context.Context, cfg app.Config, log *slog.Logger, args []s
 	vkey := fs.String("verifier-key", "", "")
 	export := fs.String("export", "", "")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("audit verify: %v (usage: apelora audit verify [--verifier-key KEY] [--export FILE])", err)
+		return fmt.Errorf("audit verify: %v (usage: apelora audit verify [--verifier-key KEY] [--export FILE [MORE_FILES…]])", err)
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && *export == "" {
 		return fmt.Errorf("unexpected arguments %q", strings.Join(fs.Args(), " "))
 	}
 	var v note.Verifier
@@ -66,7 +66,7 @@ func auditVerify(ctx context.Context, cfg app.Config, log *slog.Logger, args []s
 		v = k.Verifier
 	}
 	if *export != "" {
-		return verifyExport(*export, v, stdout)
+		return verifyExport(append([]string{*export}, fs.Args()...), v, stdout)
 	}
 	db, err := app.OpenDatabase(ctx, cfg, log)
 	if err != nil {
@@ -92,15 +92,22 @@ func auditVerify(ctx context.Context, cfg app.Config, log *slog.Logger, args []s
 	return nil
 }
 
-// verifyExport checks an exported file (APELORA_AUDIT_JSONL_FILE, or the file a syslog
-// receiver wrote) without the database: the chain of leaf hashes from leaf 0 and every
-// checkpoint the lines carry.
-func verifyExport(path string, v note.Verifier, stdout io.Writer) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("open the export to verify: %w", err)
+// verifyExport checks an export (APELORA_AUDIT_JSONL_FILE, or the file a syslog receiver
+// wrote) without the database: the chain of leaf hashes from leaf 0 and every checkpoint
+// the lines carry. Files rotated away are given oldest first, read as one (lines are
+// numbered across them).
+func verifyExport(paths []string, v note.Verifier, stdout io.Writer) error {
+	var readers []io.Reader
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("open the export to verify: %w", err)
+		}
+		defer f.Close()
+		readers = append(readers, f)
 	}
-	defer f.Close()
+	path := strings.Join(paths, " + ")
+	f := io.MultiReader(readers...)
 	rep, err := auditexport.VerifyExport(f, v)
 	if err != nil {
 		return err

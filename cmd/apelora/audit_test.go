@@ -262,6 +262,18 @@ func TestAuditVerifyChecksAnExport(t *testing.T) {
 		!strings.Contains(out, "the last 5 events are chained") {
 		t.Fatalf("an untouched export: %v\n%s", err, out)
 	}
+	// Rotated: the older file first, then the current one, read as one export.
+	rotated := filepath.Join(t.TempDir(), "audit.jsonl.1")
+	if err := os.WriteFile(rotated, []byte(strings.Join(lines[:12], "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write(lines[12:])
+	if out, _, err := a.run("audit", "verify", "--export", rotated, file); err != nil || !strings.Contains(out, "the export verifies: 25 events") {
+		t.Fatalf("a rotated export: %v\n%s", err, out)
+	}
+	if _, _, err := a.run("audit", "verify", "--export", file); err == nil || !strings.Contains(err.Error(), "leaf 12 where leaf 0 was expected") {
+		t.Fatalf("the current file alone: %v", err)
+	}
 	lines[7] = strings.Replace(lines[7], `"actor":"admin-1"`, `"actor":"admin-0"`, 1)
 	write(lines)
 	out, _, err = a.run("audit", "verify", "--export", file)

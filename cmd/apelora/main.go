@@ -6,7 +6,7 @@
 //	                                   create an identity and print its bearer token once
 //	apelora identity list              list identities (never their tokens)
 //	apelora identity revoke NAME       revoke an identity at once
-//	apelora audit verify [--verifier-key KEY] [--export FILE]
+//	apelora audit verify [--verifier-key KEY] [--export FILE [MORE…]]
 //	                                   recompute the audit log and check every checkpoint
 //	                                   (of the database, or of an exported file)
 //	apelora audit checkpoint           sign an audit checkpoint now
@@ -44,9 +44,10 @@ const usage = `usage:
                                  recompute the audit log from the events and check every signed
                                  checkpoint; fails naming the first event changed, removed, added
                                  or moved (KEY: the public key, when this server has no audit key);
-                                 with --export FILE, checks a SIEM export instead (a JSON Lines
-                                 file, or the lines rsyslog wrote) without the database: leaves in
-                                 order from 0, each line's leaf hash, every checkpoint it carries
+                                 with --export FILE [MORE…], checks a SIEM export instead (a JSON
+                                 Lines file, or the lines rsyslog wrote; rotated files oldest first)
+                                 without the database: leaves in order from 0, each line's leaf
+                                 hash, every checkpoint it carries
   apelora audit checkpoint       sign an audit checkpoint now (when the trail grew)
   apelora env                    list the APELORA_* variables and their defaults
 `
