@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/app"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/auditexport"
@@ -436,4 +437,42 @@ func TestAuditExportOverTLSToRsyslog(t *testing.T) {
 	if got := refused.acked("syslog tls://" + rs.addr); got != 0 {
 		t.Fatalf("a receiver whose certificate does not verify moved the position to %d", got)
 	}
+}
+
+// Two API replicas configured with the same sink: one exports, the other stands by, so
+// the events both record reach the file once each, in order.
+func TestAuditExportHasOneExporterPerSinkAcrossReplicas(t *testing.T) {
+	dir := t.TempDir()
+	jsonl := filepath.Join(dir, "audit.jsonl")
+	export := func(c *app.Config) {
+		c.AuditExport = app.AuditExport{JSONLFile: jsonl, Interval: 20 * time.Millisecond}
+		c.AuditCheckpointInterval = 200 * time.Millisecond
+		c.AuditKeyFile = filepath.Join(dir, "audit-signing.key") // every replica signs with the same key
+	}
+	a := producttest.Start(t, export)
+	otherStore, err := postgres.Open(context.Background(), a.DB.URL, producttest.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(otherStore.Close)
+	b := producttest.StartOn(t, a.DB, otherStore, export)
+	admin := a.Identity("admin", identity.ManageInfrastructure)
+	var wg sync.WaitGroup
+	for r, env := range []*producttest.Env{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				env.GQL(admin, `mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`,
+					map[string]any{"n": fmt.Sprintf("r%d-node-%d", r, i)})
+			}
+		}()
+	}
+	wg.Wait()
+	e := exportEnv{a, t}
+	n := e.treeSize()
+	vkey := e.waitCheckpoint(admin, n)
+	e.waitAcked("jsonl "+jsonl, n)
+	verifyExportFile(t, jsonl, vkey, n)
+	exactlyOnceInOrder(t, "the file both replicas could write", leaves(t, jsonl), n)
 }
