@@ -475,4 +475,15 @@ func TestAuditExportHasOneExporterPerSinkAcrossReplicas(t *testing.T) {
 	e.waitAcked("jsonl "+jsonl, n)
 	verifyExportFile(t, jsonl, vkey, n)
 	exactlyOnceInOrder(t, "the file both replicas could write", leaves(t, jsonl), n)
+	// The export carries signed checkpoints, never the key that signs them.
+	key, err := os.ReadFile(filepath.Join(dir, "audit-signing.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported, _ := os.ReadFile(jsonl)
+	// PRIVATE+KEY+name+hash+base64(key): the base64 is the secret.
+	parts := bytes.SplitN(bytes.TrimSpace(key), []byte("+"), 5)
+	if len(parts) != 5 || len(parts[4]) < 40 || bytes.Contains(exported, parts[4]) {
+		t.Fatal("the audit signing key is in the export (or the key file is not what this test expects)")
+	}
 }
