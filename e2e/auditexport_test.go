@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -415,6 +416,11 @@ func TestAuditExportOverTLSToRsyslog(t *testing.T) {
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	for i := range 20 {
 		register(t, e.Env, admin, fmt.Sprintf("tls-%d", i))
+	}
+	// Refused names the trail keeps (bounded, escaped): what rsyslog writes must still give
+	// each leaf hash byte for byte.
+	for _, name := range []string{"é😀 \u2028 <&> \"q\" \\ \t end", "nul\x00byte", strings.Repeat("long-", 2000), "bad\xffutf8"} {
+		e.GQL(admin, `mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, map[string]any{"n": name})
 	}
 	n := e.treeSize()
 	vkey := e.waitCheckpoint(admin, n)
