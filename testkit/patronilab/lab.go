@@ -53,6 +53,7 @@ type Node struct {
 	PGPort  int // PostgreSQL on 127.0.0.1
 	APIPort int // Patroni's REST API on 127.0.0.1
 	Log     string
+	dataDir string
 	cmd     *exec.Cmd
 	done    chan struct{}
 }
@@ -153,7 +154,7 @@ func Start(t testing.TB, db string) *Cluster {
 	var hosts []string
 	for i := range 2 {
 		n := &Node{Name: fmt.Sprintf("pg%d", i+1), PGPort: ports[2+2*i], APIPort: ports[3+2*i]}
-		n.Log = filepath.Join(dir, n.Name+".log")
+		n.Log, n.dataDir = filepath.Join(dir, n.Name+".log"), filepath.Join(dir, n.Name)
 		conf := filepath.Join(dir, n.Name+".yml")
 		if err := os.WriteFile(conf, []byte(patroniConfig(dir, bin, n, ports[0])), 0o644); err != nil {
 			t.Fatal(err)
@@ -281,8 +282,21 @@ func (n *Node) Running() bool {
 	}
 }
 
-// IsPrimary reports whether the node's Patroni says it is the running primary.
-func (n *Node) IsPrimary() bool { return n.Running() && httpOK(n.api("/primary")) }
+// IsPrimary reports whether the node's Patroni says it is the primary and its PostgreSQL
+// takes writes (Patroni holds the leader key a moment before the promotion is done).
+func (n *Node) IsPrimary() bool {
+	if !n.Running() || !httpOK(n.api("/primary")) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write", n.PGPort))
+	if err != nil {
+		return false
+	}
+	conn.Close(ctx)
+	return true
+}
 
 // WaitPrimary waits until a node other than not is the primary, and returns it.
 func (c *Cluster) WaitPrimary(t testing.TB, not *Node) *Node {
@@ -304,14 +318,59 @@ func (c *Cluster) WaitPrimary(t testing.TB, not *Node) *Node {
 	return got
 }
 
-// Kill SIGKILLs the node's Patroni and PostgreSQL (its whole process group) and waits for
-// Patroni to be gone.
+// Kill SIGKILLs the node's Patroni and its PostgreSQL, as a lost machine would end them,
+// and waits for both to be gone. Patroni starts the postmaster in a session of its own
+// (so that PostgreSQL outlives a Patroni restart): killing Patroni's process group alone
+// leaves a primary running beside the one Patroni then promotes. So the postmaster's
+// process group (every backend with it) is killed too, after Patroni, which would
+// otherwise start it again.
 func (c *Cluster) Kill(n *Node) error {
+	postmaster := n.postmasterPID()
 	if err := syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill %s: %w", n.Name, err)
+		return fmt.Errorf("kill %s's Patroni: %w", n.Name, err)
 	}
 	<-n.done
+	if pid := n.postmasterPID(); pid > 0 {
+		postmaster = pid // Patroni may have started it again in between
+	}
+	if postmaster <= 0 {
+		return nil
+	}
+	group, err := syscall.Getpgid(postmaster)
+	if err != nil || group == syscall.Getpgrp() || group <= 1 {
+		group = 0 // not a group of its own: the postmaster alone (its backends follow it)
+	}
+	if group > 0 {
+		err = syscall.Kill(-group, syscall.SIGKILL)
+	} else {
+		err = syscall.Kill(postmaster, syscall.SIGKILL)
+	}
+	if err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill %s's PostgreSQL (pid %d): %w", n.Name, postmaster, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); n.postmasterPID() > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s's PostgreSQL (pid %d) outlived SIGKILL for 10 s", n.Name, postmaster)
+		}
+	}
 	return nil
+}
+
+// postmasterPID reads the running postmaster's pid from its data folder (0: none).
+func (n *Node) postmasterPID() int {
+	data, err := os.ReadFile(filepath.Join(n.dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0]))
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return 0
+	}
+	// A killed postmaster is a zombie until its parent (init) reaps it: gone all the same.
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(stat), ") Z ") {
+		return 0
+	}
+	return pid
 }
 
 func (c *Cluster) stop() {

@@ -26,6 +26,9 @@ func TestAPrimaryLossPromotesTheStandbyWithEveryCommit(t *testing.T) {
 	if err := c.Kill(old); err != nil {
 		t.Fatal(err)
 	}
+	if old.IsPrimary() || old.postmasterPID() != 0 {
+		t.Fatalf("%s's Patroni or PostgreSQL outlived the kill", old.Name)
+	}
 	now := c.WaitPrimary(t, old)
 	t.Logf("%s promoted %s after %s was killed", now.Name, time.Since(killed).Round(time.Millisecond), old.Name)
 	conn, err = pgx.Connect(ctx, c.URL)
