@@ -67,11 +67,13 @@ func TestFailoverDrill(t *testing.T) {
 
 	// The fence is under way: the primary goes, with every connection to it.
 	old := pl.WaitPrimary(t, nil)
-	ackedBefore := w.acked()
-	killed := time.Now()
 	if err := pl.Kill(old); err != nil {
 		t.Fatal(err)
 	}
+	// Measured from the moment nothing answers on the old primary any more: a write sent
+	// while it was being killed could still be acknowledged by it (and must be kept).
+	killed := time.Now()
+	ackedBefore := w.acked()
 	x.maas.clock.Advance(2 * time.Second) // the controller now reports off; the hook kills m3's incusd
 	promoted := pl.WaitPrimary(t, old)
 	promotion := time.Since(killed)

@@ -319,40 +319,39 @@ func (c *Cluster) WaitPrimary(t testing.TB, not *Node) *Node {
 }
 
 // Kill SIGKILLs the node's Patroni and its PostgreSQL, as a lost machine would end them,
-// and waits for both to be gone. Patroni starts the postmaster in a session of its own
-// (so that PostgreSQL outlives a Patroni restart): killing Patroni's process group alone
-// leaves a primary running beside the one Patroni then promotes. So the postmaster's
-// process group (every backend with it) is killed too, after Patroni, which would
-// otherwise start it again.
+// and returns once both are gone: from then on nothing answers on the node. Patroni starts
+// the postmaster in a session of its own (so that PostgreSQL outlives a Patroni restart):
+// killing Patroni's process group alone leaves a primary running beside the one Patroni
+// then promotes. So Patroni is stopped first (it would start PostgreSQL again), then the
+// postmaster's process group (every backend with it) is killed, then Patroni.
 func (c *Cluster) Kill(n *Node) error {
-	postmaster := n.postmasterPID()
-	if err := syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	patroni := n.cmd.Process.Pid
+	if err := syscall.Kill(-patroni, syscall.SIGSTOP); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop %s's Patroni: %w", n.Name, err)
+	}
+	if postmaster := n.postmasterPID(); postmaster > 0 {
+		group, err := syscall.Getpgid(postmaster)
+		if err != nil || group == syscall.Getpgrp() || group <= 1 {
+			group = 0 // not a group of its own: the postmaster alone (its backends follow it)
+		}
+		if group > 0 {
+			err = syscall.Kill(-group, syscall.SIGKILL)
+		} else {
+			err = syscall.Kill(postmaster, syscall.SIGKILL)
+		}
+		if err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("kill %s's PostgreSQL (pid %d): %w", n.Name, postmaster, err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); n.postmasterPID() > 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s's PostgreSQL (pid %d) outlived SIGKILL for 10 s", n.Name, postmaster)
+			}
+		}
+	}
+	if err := syscall.Kill(-patroni, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill %s's Patroni: %w", n.Name, err)
 	}
 	<-n.done
-	if pid := n.postmasterPID(); pid > 0 {
-		postmaster = pid // Patroni may have started it again in between
-	}
-	if postmaster <= 0 {
-		return nil
-	}
-	group, err := syscall.Getpgid(postmaster)
-	if err != nil || group == syscall.Getpgrp() || group <= 1 {
-		group = 0 // not a group of its own: the postmaster alone (its backends follow it)
-	}
-	if group > 0 {
-		err = syscall.Kill(-group, syscall.SIGKILL)
-	} else {
-		err = syscall.Kill(postmaster, syscall.SIGKILL)
-	}
-	if err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill %s's PostgreSQL (pid %d): %w", n.Name, postmaster, err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); n.postmasterPID() > 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s's PostgreSQL (pid %d) outlived SIGKILL for 10 s", n.Name, postmaster)
-		}
-	}
 	return nil
 }
 
