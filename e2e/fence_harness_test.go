@@ -124,20 +124,21 @@ type fenceEnv struct {
 
 func withFenceMAAS(c maas.Config) producttest.Option { return func(cfg *app.Config) { cfg.MAAS = c } }
 
-// startFenceEnv starts it all on db (nil: a fresh test database).
-func startFenceEnv(t *testing.T, members int, db *pgtest.DB, limits map[string]string) *fenceEnv {
+// startFenceEnv starts it all on db (nil: a fresh test database); opts go to both API
+// replicas.
+func startFenceEnv(t *testing.T, members int, db *pgtest.DB, limits map[string]string, opts ...producttest.Option) *fenceEnv {
 	lab := incuslab.Start(t, members)
 	fs := startFenceSim(t, lab)
 	if db == nil {
 		db = pgtest.New(t)
 	}
-	api := producttest.StartOn(t, db, db.Store, producttest.WithIncus(lab.Config), withFenceMAAS(fs.apiConfig()))
+	api := producttest.StartOn(t, db, db.Store, append([]producttest.Option{producttest.WithIncus(lab.Config), withFenceMAAS(fs.apiConfig())}, opts...)...)
 	other, err := postgres.Open(context.Background(), db.URL, producttest.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(other.Close)
-	bare := producttest.StartOn(t, db, other, producttest.WithIncus(lab.Config))
+	bare := producttest.StartOn(t, db, other, append([]producttest.Option{producttest.WithIncus(lab.Config)}, opts...)...)
 	x := &fenceEnv{t: t, lab: lab, maas: fs, db: db, api: api, bare: bare, workers: map[string]*workerProc{}, limits: limits}
 	x.admin = api.Identity("admin", identity.ManageInfrastructure)
 	return x

@@ -2,6 +2,8 @@
 # Installs what Apelora runs and tests with, from Debian's packages, as root:
 #   - PostgreSQL (the postgresql package: server binaries and the postgres user);
 #   - Incus (incus-base, incus-client) from bookworm-backports;
+#   - Patroni and etcd (patroni, etcd-server, etcd-client), for the failover drill
+#     (testkit/patronilab starts its own processes; the packages' services are kept off);
 #   - Chromium, for the console's end-to-end tests (playwright-core drives Debian's build;
 #     no browser is ever downloaded);
 #   - promtool, which checks the alert rules in deploy/prometheus, taken from Debian's
@@ -50,6 +52,25 @@ if [ ! -x /usr/libexec/incus/incusd ] || ! command -v incus >/dev/null; then
 	fi
 	log "installing Incus from bookworm-backports"
 	apt_install -t bookworm-backports incus-base incus-client
+fi
+
+if ! command -v patroni >/dev/null || ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+	# Debian starts etcd (and would start Patroni) on install; the drill runs its own on
+	# loopback, so the system services are neither started now nor at boot.
+	log "installing Patroni and etcd (the failover drill; their services stay off)"
+	no_start=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 0755 /usr/sbin/policy-rc.d
+		no_start=1
+	fi
+	apt_install patroni etcd-server etcd-client
+	if [ -n "$no_start" ]; then rm -f /usr/sbin/policy-rc.d; fi
+	for unit in etcd patroni; do
+		if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+			systemctl disable --now "$unit" >&2 2>/dev/null || true
+		fi
+	done
 fi
 
 if [ ! -x /usr/bin/chromium ]; then

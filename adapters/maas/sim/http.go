@@ -56,7 +56,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Form = params
 
-	switch s.takeFault() {
+	switch s.takeFault(op) {
 	case FaultDrop:
 		s.record(rec)
 		if hj, ok := w.(http.Hijacker); ok {

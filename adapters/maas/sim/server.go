@@ -132,7 +132,8 @@ type Server struct {
 	lastPrune  time.Time
 	requests   []Request
 	fault      Fault
-	faultLeft  int // requests left for FailNext; -1 = until cleared
+	faultLeft  int              // requests left for FailNext; -1 = until cleared
+	opFaults   map[string]Fault // SetOpFault: by op, until cleared
 	onPowerOff func(string)
 	onDeploy   func(string, []byte)
 	zones      map[string]int
@@ -270,6 +271,23 @@ func (s *Server) SetFault(f Fault) {
 	if f == FaultNone {
 		s.faultLeft = 0
 	}
+}
+
+// SetOpFault makes every following request with op (power_off, query_power_state, …)
+// fail with f until SetOpFault(op, FaultNone); other requests are answered. A request held
+// by FaultHang is never acted on: FaultHang on power_off models a caller that died after
+// deciding to power a machine off and before MAAS received the command.
+func (s *Server) SetOpFault(op string, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opFaults == nil {
+		s.opFaults = map[string]Fault{}
+	}
+	if f == FaultNone {
+		delete(s.opFaults, op)
+		return
+	}
+	s.opFaults[op] = f
 }
 
 // FailNext makes the next n requests fail with f, then behaves again.
@@ -421,6 +439,10 @@ func (e *MachineEdit) SetPowerState(state string) {
 	}
 }
 
+// SetPowerType sets the machine's power type ("ipmi", "manual", "" for unset…), as an
+// administrator editing it in MAAS would: a manual machine's power read answers 400.
+func (e *MachineEdit) SetPowerType(t string) { e.m.powerType = t }
+
 // SetPowerOffIneffective makes power_off accepted but never effective.
 func (e *MachineEdit) SetPowerOffIneffective(v bool) { e.m.powerOffIneffective = v }
 
@@ -480,9 +502,12 @@ func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 // ServeHTTP makes Server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r) }
 
-func (s *Server) takeFault() Fault {
+func (s *Server) takeFault(op string) Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if f, ok := s.opFaults[op]; ok && op != "" {
+		return f
+	}
 	if s.fault == FaultNone || s.faultLeft == 0 {
 		return FaultNone
 	}

@@ -484,3 +484,38 @@ func TestDeployedMachineBootsWithItsUserData(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// SetOpFault fails one op only, and a power_off held by FaultHang is never acted on;
+// SetPowerType("manual") makes the power read answer 400, as a real manual machine does.
+func TestOpFaultAndPowerTypeSwitch(t *testing.T) {
+	r := newRig(t, machineSpec("k7qpwx", StatusDeployed))
+	const m = "/MAAS/api/2.0/machines/k7qpwx/"
+	r.s.SetOpFault("power_off", FaultUnavailable)
+	if resp, _ := r.post(m+"?op=power_off", url.Values{}); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("power_off under its op fault: %d", resp.StatusCode)
+	}
+	if resp, body := r.get(m + "?op=query_power_state"); resp.StatusCode != 200 || !strings.Contains(body, `"on"`) {
+		t.Fatalf("another op under power_off's fault: %d %s", resp.StatusCode, body)
+	}
+	r.s.SetOpFault("power_off", FaultHang)
+	req, _ := http.NewRequest("POST", "http://"+r.ep.Addr+m+"?op=power_off", strings.NewReader(""))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", r.auth(r.key))
+	if _, err := (&http.Client{Timeout: 300 * time.Millisecond}).Do(req); err == nil {
+		t.Fatal("a held power_off was answered")
+	}
+	r.s.SetOpFault("power_off", FaultNone)
+	r.clock.Advance(time.Hour)
+	if _, body := r.get(m + "?op=query_power_state"); !strings.Contains(body, `"on"`) {
+		t.Fatalf("a held (never received) power_off took effect: %s", body)
+	}
+	if resp, _ := r.post(m+"?op=power_off", url.Values{}); resp.StatusCode != 200 {
+		t.Fatalf("power_off after its fault was cleared: %d", resp.StatusCode)
+	}
+	if err := r.s.Edit("k7qpwx", func(e *MachineEdit) { e.SetPowerType("manual") }); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := r.get(m + "?op=query_power_state"); resp.StatusCode != http.StatusBadRequest || body != "Power state is not queryable" {
+		t.Fatalf("power read of a machine made manual: %d %s", resp.StatusCode, body)
+	}
+}
