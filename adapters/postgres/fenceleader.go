@@ -36,16 +36,19 @@ func (l *fenceLeadership) TryLead(ctx context.Context) (fencing.LeaderConn, erro
 	return &fenceLeaderConn{lc}, nil
 }
 
-// lockConn opens a connection of its own for a session-level lock: the lock lasts exactly
-// as long as the connection.
-func (s *Store) lockConn(ctx context.Context, application string) (*pgx.Conn, error) {
+// sessionConn opens a long-lived connection of its own (a leader's, the listener's), from
+// the pool's configuration: a multi-host URL's other hosts and target_session_attrs
+// included, so after a failover it reaches the new primary.
+func (s *Store) sessionConn(ctx context.Context, application string) (*pgx.Conn, error) {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	if application != "" {
 		cfg.RuntimeParams["application_name"] = application
 	}
-	// When the worker's host vanishes, PostgreSQL must notice within seconds (not the
-	// default two hours) so that the lock goes to a standby: server-side keepalives for
-	// TCP connections (ignored on unix sockets, where a dead process closes its socket).
+	// When either end vanishes (the worker's host, or a PostgreSQL primary in a failover),
+	// the other must notice within seconds, not the default two hours: server-side
+	// keepalives for TCP connections (ignored on unix sockets, where a dead process closes
+	// its socket), and client-side ones, so a listener blocked waiting for a notification
+	// on a dead primary's connection reconnects.
 	cfg.RuntimeParams["tcp_keepalives_idle"] = "5"
 	cfg.RuntimeParams["tcp_keepalives_interval"] = "2"
 	cfg.RuntimeParams["tcp_keepalives_count"] = "3"

@@ -45,7 +45,7 @@ func (l *leases) take(ctx context.Context) (*leaseConn, error) {
 	l.conn = nil
 	if conn == nil || conn.IsClosed() {
 		var err error
-		if conn, err = l.s.lockConn(ctx, l.holder); err != nil {
+		if conn, err = l.s.sessionConn(ctx, l.holder); err != nil {
 			return nil, err
 		}
 	}
