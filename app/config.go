@@ -55,6 +55,9 @@ type Config struct {
 	// AuthFailureLimit is not read from the environment (zero: the server's default);
 	// tests relax it.
 	AuthFailureLimit server.RateLimit
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client the
+	// per-address limits key on (APELORA_TRUSTED_PROXIES); none: the TCP peer is.
+	TrustedProxies server.TrustedProxies
 	// AuditKeyFile is APELORA_AUDIT_KEY_FILE ("" : the state folder's); see AuditKeyPath.
 	// AuditCheckpointInterval is APELORA_AUDIT_CHECKPOINT_INTERVAL; zero: the default.
 	AuditKeyFile            string
@@ -105,6 +108,7 @@ func Variables() []Variable {
 		{"APELORA_WS_PING_INTERVAL", durationText(graphqlws.DefaultPingInterval), "websocket keep-alive period; a client silent for two periods is dropped"},
 		{"APELORA_SHUTDOWN_GRACE", durationText(defaultShutdownGrace), "how long shutdown waits for requests in flight"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
+		{EnvTrustedProxies, "(none)", "comma-separated addresses or CIDRs of the reverse proxies (HAProxy) in front of this server: from them, and only them, X-Forwarded-For names the client that per-address limits (sign-in, requests without a valid token) key on"},
 		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080"},
 		{"APELORA_CONSOLE_SESSION_TTL", durationText(server.DefaultConsoleSessionTTL), "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
 		{EnvRequestTimeout, durationText(DefaultRequestTimeout), "bound on every call to Incus or MAAS, retries included (1s to 2m); a hung upstream answers UNAVAILABLE after it"},
@@ -209,6 +213,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.MAAS, err = maasConfig(getenv); err != nil {
 		return c, err
 	}
+	if c.TrustedProxies, err = server.ParseTrustedProxies(getenv(EnvTrustedProxies)); err != nil {
+		return c, fmt.Errorf("%s: %w: give the addresses of the proxies in front of this server, comma-separated", EnvTrustedProxies, err)
+	}
 	if o := getenv("APELORA_ALLOWED_ORIGINS"); o != "" {
 		for _, p := range strings.Split(o, ",") {
 			if p = strings.TrimSpace(p); p != "" {
@@ -302,6 +309,9 @@ func requestTimeout(get func(string, string) string) (time.Duration, error) {
 	return boundedDuration(EnvRequestTimeout, get(EnvRequestTimeout, DefaultRequestTimeout.String()),
 		minRequestTimeout, maxRequestTimeout, DefaultRequestTimeout, "how long a call to Incus or MAAS may take before it is reported unavailable")
 }
+
+// EnvTrustedProxies names the reverse proxies whose X-Forwarded-For is believed.
+const EnvTrustedProxies = "APELORA_TRUSTED_PROXIES"
 
 // EnvLeaderLease is the leader leases' length (postgres.DefaultLeaderLease by default).
 const EnvLeaderLease = "APELORA_LEADER_LEASE"
