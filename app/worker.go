@@ -85,8 +85,10 @@ func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
 			return w, err
 		}
 	}
-	// An outage counts as continuous only while someone looked at least this often.
-	w.Limits.MaxObservationGap = max(3*w.Poll, 30*time.Second)
+	// An outage counts as continuous only while someone looked at least this often. A
+	// take-over leaves a gap of up to a lease and a poll (the dead leader's lease expires
+	// first; a leader that lost its own stands aside as long): twice the lease covers it.
+	w.Limits.MaxObservationGap = max(3*w.Poll, 30*time.Second, 2*w.leaderLease())
 	if err := w.Limits.Validate(); err != nil {
 		return w, fmt.Errorf("fence limits: %w (APELORA_FENCE_COOLDOWN, APELORA_FENCE_CONFIRM_TIMEOUT)", err)
 	}

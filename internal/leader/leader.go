@@ -50,8 +50,9 @@ type Options struct {
 	Attrs                []any
 	// Lease is the lease's length: the leader renews it every third of it and stops
 	// acting (its lead context ends) when it is lost; a leader that lost it stands aside
-	// for two lease lengths before it tries again, so that a healthy standby takes over
-	// first. Zero: never renewed (holds that cannot expire, in tests).
+	// for a lease length and a retry before it tries again: by then the lease it lost has
+	// expired and a standby (which tries every Retry) has had its chance to lead first.
+	// Zero: never renewed (holds that cannot expire, in tests).
 	Lease time.Duration
 	// Leading is told of the epoch this process leads with, and of every renewal; epoch 0
 	// when it stops leading (metrics). Nil: nobody.
@@ -101,9 +102,9 @@ func Run[H interface {
 			}
 			if ctx.Err() == nil && o.Lease > 0 {
 				// It lost the lease while ctx still runs: its database link (or the process
-				// itself) faltered. A standby that kept renewing nothing but its attempts
-				// gets the first chance.
-				if sleep(ctx, 2*o.Lease) != nil {
+				// itself) faltered. The lease expires at most one length after its last
+				// renewal, which was before now; a standby tries within Retry of that.
+				if sleep(ctx, o.Lease+o.Retry) != nil {
 					return
 				}
 			}
