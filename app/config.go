@@ -14,6 +14,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/fleet"
 	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/server"
@@ -40,6 +41,9 @@ type Config struct {
 	// or APELORA_DRIFT_INTERVAL=off). DriftOfflineAfter is APELORA_DRIFT_OFFLINE_AFTER.
 	DriftInterval     time.Duration
 	DriftOfflineAfter time.Duration
+	// LeaderLease is the length of the leader leases (drift's here, the fence worker's in
+	// apelora-worker): APELORA_LEADER_LEASE; zero: postgres.DefaultLeaderLease.
+	LeaderLease time.Duration
 	// FleetRefreshInterval is how often the fleet stream reads the fleet while anyone
 	// subscribes (APELORA_FLEET_REFRESH_INTERVAL); zero: fleet.DefaultRefreshInterval.
 	FleetRefreshInterval time.Duration
@@ -51,6 +55,9 @@ type Config struct {
 	// AuthFailureLimit is not read from the environment (zero: the server's default);
 	// tests relax it.
 	AuthFailureLimit server.RateLimit
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client the
+	// per-address limits key on (APELORA_TRUSTED_PROXIES); none: the TCP peer is.
+	TrustedProxies server.TrustedProxies
 	// AuditKeyFile is APELORA_AUDIT_KEY_FILE ("" : the state folder's); see AuditKeyPath.
 	// AuditCheckpointInterval is APELORA_AUDIT_CHECKPOINT_INTERVAL; zero: the default.
 	AuditKeyFile            string
@@ -104,10 +111,12 @@ func Variables() []Variable {
 		{"APELORA_WS_PING_INTERVAL", durationText(graphqlws.DefaultPingInterval), "websocket keep-alive period; a client silent for two periods is dropped"},
 		{"APELORA_SHUTDOWN_GRACE", durationText(defaultShutdownGrace), "how long shutdown waits for requests in flight"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
+		{EnvTrustedProxies, "(none)", "comma-separated addresses or CIDRs of the reverse proxies (HAProxy) in front of this server: from them, and only them, X-Forwarded-For names the client that per-address limits (sign-in, requests without a valid token) key on"},
 		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080"},
 		{"APELORA_CONSOLE_SESSION_TTL", durationText(server.DefaultConsoleSessionTTL), "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
 		{EnvRequestTimeout, durationText(DefaultRequestTimeout), "bound on every call to Incus or MAAS, retries included (1s to 2m); a hung upstream answers UNAVAILABLE after it"},
 		{EnvDriftInterval, durationText(DefaultDriftInterval), "how often the drift watcher (one replica at a time) re-checks every admitted member, besides at once after Incus events (1s to 24h); off: this replica never watches"},
+		{EnvLeaderLease, durationText(postgres.DefaultLeaderLease), "how long a leader (the fencing worker, the drift watcher) leads without renewing its lease (3s to 5m): it renews every third of it and stops acting once it could not; a standby takes over once it has expired"},
 		{EnvDriftOfflineAfter, durationText(DefaultDriftOfflineAfter), "how long an admitted member must be seen offline, or missing from the cluster, before that is drift (1s to 24h)"},
 		{EnvFleetRefreshInterval, durationText(fleet.DefaultRefreshInterval), "how often fleetUpdates reads MAAS and Incus while anyone subscribes, besides within 200 ms after mutations, drift, fence and Incus events (1s to 24h); MAAS has no push, so its own changes arrive by this interval"},
 		{EnvStepConcurrency, strconv.Itoa(server.DefaultStepConcurrency), "how many machine steps (register, commission, hardware tests, install, admit, release, … and their dry runs) run at once on this server, against MAAS and Incus (1 to 256); more, such as a bulk step's, wait their turn"},
@@ -176,6 +185,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.DriftInterval, c.DriftOfflineAfter, err = driftSettings(get); err != nil {
 		return c, err
 	}
+	if c.LeaderLease, err = boundedDuration(EnvLeaderLease, get(EnvLeaderLease, postgres.DefaultLeaderLease.String()),
+		3*time.Second, 5*time.Minute, postgres.DefaultLeaderLease, "how long a leader may go without renewing its lease"); err != nil {
+		return c, err
+	}
 	if c.FleetRefreshInterval, err = fleetRefreshInterval(get); err != nil {
 		return c, err
 	}
@@ -205,6 +218,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c.Incus = inc
 	if c.MAAS, err = maasConfig(getenv); err != nil {
 		return c, err
+	}
+	if c.TrustedProxies, err = server.ParseTrustedProxies(getenv(EnvTrustedProxies)); err != nil {
+		return c, fmt.Errorf("%s: %w: give the addresses of the proxies in front of this server, comma-separated", EnvTrustedProxies, err)
 	}
 	if o := getenv("APELORA_ALLOWED_ORIGINS"); o != "" {
 		for _, p := range strings.Split(o, ",") {
@@ -298,6 +314,20 @@ func boundedDuration(name, v string, least, most, example time.Duration, what st
 func requestTimeout(get func(string, string) string) (time.Duration, error) {
 	return boundedDuration(EnvRequestTimeout, get(EnvRequestTimeout, DefaultRequestTimeout.String()),
 		minRequestTimeout, maxRequestTimeout, DefaultRequestTimeout, "how long a call to Incus or MAAS may take before it is reported unavailable")
+}
+
+// EnvTrustedProxies names the reverse proxies whose X-Forwarded-For is believed.
+const EnvTrustedProxies = "APELORA_TRUSTED_PROXIES"
+
+// EnvLeaderLease is the leader leases' length (postgres.DefaultLeaderLease by default).
+const EnvLeaderLease = "APELORA_LEADER_LEASE"
+
+// leaderLease is the leases' length (a Config built in code may leave it zero).
+func (c Config) leaderLease() time.Duration {
+	if c.LeaderLease <= 0 {
+		return postgres.DefaultLeaderLease
+	}
+	return c.LeaderLease
 }
 
 // Drift's settings: the watcher's interval and the offline threshold.

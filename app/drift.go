@@ -18,7 +18,7 @@ import (
 // The drift watcher runs in the API replicas, not in apelora-worker: its checks read MAAS
 // (hardware tests, inventory) with the API's read-only key, run without MAAS too (the
 // worker needs MAAS to start at all), and the worker, which holds the power key, stays as
-// small as fencing needs. One replica leads at a time (its own advisory lock).
+// small as fencing needs. One replica leads at a time (its own lease, role "drift").
 
 // startDrift runs the drift watcher on this replica until ctx ends: it leads when no other
 // replica does. The checker is admission's own (with MAAS when configured).
@@ -27,9 +27,10 @@ func startDrift(ctx context.Context, cfg Config, store *postgres.Store, events *
 	replica := fmt.Sprintf("%s-%d", host, os.Getpid())
 	r := &drift.Runner{
 		Checker: checker, Admissions: store.Drift(), Records: store.Machines(),
-		Leadership: store.DriftLeadership("apelora drift " + replica),
-		Changes:    &incusChanges{events: events, log: log, last: "not connected yet"},
-		Interval:   cfg.DriftInterval, Limits: drift.Limits{OfflineAfter: cfg.DriftOfflineAfter},
+		Leadership: store.DriftLeadership("apelora drift "+replica, cfg.leaderLease()),
+		Lease:      cfg.leaderLease(), Leading: cfg.Metrics.Lease,
+		Changes:  &incusChanges{events: events, log: log, last: "not connected yet"},
+		Interval: cfg.DriftInterval, Limits: drift.Limits{OfflineAfter: cfg.DriftOfflineAfter},
 		Replica: replica, Log: log,
 	}
 	go func() { _ = r.Run(ctx) }()

@@ -210,6 +210,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		PublicURL:         cfg.PublicURL,
 		Sockets:           sockets,
 		AuthFailureLimit:  cfg.AuthFailureLimit,
+		TrustedProxies:    cfg.TrustedProxies,
 		ConsoleSessionTTL: cfg.ConsoleSessionTTL,
 		Observer:          cfg.serverObserver(),
 		AccessLogLevel:    cfg.accessLogLevel(),

@@ -85,8 +85,10 @@ func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
 			return w, err
 		}
 	}
-	// An outage counts as continuous only while someone looked at least this often.
-	w.Limits.MaxObservationGap = max(3*w.Poll, 30*time.Second)
+	// An outage counts as continuous only while someone looked at least this often. A
+	// take-over leaves a gap of up to a lease and a poll (the dead leader's lease expires
+	// first; a leader that lost its own stands aside as long): twice the lease covers it.
+	w.Limits.MaxObservationGap = max(3*w.Poll, 30*time.Second, 2*w.leaderLease())
 	if err := w.Limits.Validate(); err != nil {
 		return w, fmt.Errorf("fence limits: %w (APELORA_FENCE_COOLDOWN, APELORA_FENCE_CONFIRM_TIMEOUT)", err)
 	}
@@ -120,7 +122,7 @@ func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
 }
 
 // RunWorker runs apelora-worker on an open database until ctx ends: it stands by while
-// another worker holds the fence lock, and leads when none does.
+// another worker holds the fence lease, and leads when none does.
 func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log *slog.Logger) error {
 	writes := store.Writes() // the process's one seam for changes (plan.Writes)
 	if cfg.Metrics != nil {
@@ -156,8 +158,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 	w := &fencing.Worker{
 		ID: cfg.Name, Limits: cfg.Limits, Poll: cfg.Poll, DrillInterval: cfg.DrillInterval,
 		Cluster: cluster, MAAS: fenceMAAS{client},
-		Leadership: store.FenceLeadership("apelora-worker " + cfg.Name), Drills: store.FenceDrills(),
-		Log: log, Observer: cfg.fenceObserver(),
+		Leadership: store.FenceLeadership("apelora-worker "+cfg.Name, cfg.leaderLease()), Drills: store.FenceDrills(),
+		Lease: cfg.leaderLease(),
+		Log:   log, Observer: cfg.fenceObserver(),
 	}
 	log.Info("apelora-worker starting", "worker", cfg.Name, "limits", cfg.Limits.Describe(), "poll", cfg.Poll.String(),
 		"drill_interval", cfg.DrillInterval.String(), "request_timeout", cfg.upstreamTimeout().String(), "incus", clients[0].Endpoint(), "incus_fallbacks", len(clients)-1, "maas", client)

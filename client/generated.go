@@ -2478,7 +2478,7 @@ func (v *ClusterClusterClusterView) GetWarnings() []ClusterClusterClusterViewWar
 // ClusterClusterClusterViewFenceWorker includes the requested fields of the GraphQL type FenceWorker.
 // The GraphQL type's documentation follows.
 //
-// The apelora-worker that holds the fence lock, as it last reported.
+// The apelora-worker that holds the fence lease, as it last reported.
 type ClusterClusterClusterViewFenceWorker struct {
 	Worker                string    `json:"worker"`
 	LeaderSince           time.Time `json:"leaderSince"`
@@ -3510,7 +3510,7 @@ func (v *DriftResponse) GetDrift() []DriftDrift { return v.Drift }
 
 // DriftWatcherDriftWatcher includes the requested fields of the GraphQL type DriftWatcher.
 type DriftWatcherDriftWatcher struct {
-	// The replica that leads (an advisory lock in PostgreSQL); the others stand by.
+	// The replica that leads (its lease in PostgreSQL); the others stand by.
 	Replica             string    `json:"replica"`
 	LeaderSince         time.Time `json:"leaderSince"`
 	LastRoundAt         time.Time `json:"lastRoundAt"`
@@ -4037,7 +4037,7 @@ func (v *FenceEventFields) GetDetails() map[string]any { return v.Details }
 type FenceEventKind string
 
 const (
-	// A worker took the fence lock and acts from now on (member is null).
+	// A worker took the fence lease (details.epoch, higher at every take-over) and acts from now on (member is null).
 	FenceEventKindLeading FenceEventKind = "LEADING"
 	// The member was first seen offline: its outage clock starts.
 	FenceEventKindOffline FenceEventKind = "OFFLINE"

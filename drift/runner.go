@@ -34,11 +34,11 @@ type Leadership interface {
 	TryLead(ctx context.Context) (LeaderConn, error)
 }
 
-// LeaderConn is the leader's hold on the database (its lock's connection). Drift's writes go through it, so a
-// process that lost the lead cannot record anything.
+// LeaderConn is the leader's hold on the database: its lease (leader.Hold) and the
+// connection it holds it on. Drift's writes go through it and check the lease's epoch, so
+// a process that lost the lead cannot record anything.
 type LeaderConn interface {
-	// Check returns nil while the connection still holds the lead.
-	Check(ctx context.Context) error
+	leader.Hold
 	// Now is the database's clock: every replica measures thresholds with the same one.
 	Now(ctx context.Context) (time.Time, error)
 	// States returns every machine the watcher tracks (looked at, or with states), with its
@@ -49,8 +49,6 @@ type LeaderConn interface {
 	// returns the events with their ids.
 	Save(ctx context.Context, machine string, checked time.Time, states []State, events []Event) ([]Event, error)
 	Heartbeat(ctx context.Context, w Watcher) error
-	// Close gives up the lead.
-	Close()
 }
 
 // Changes says when Incus reports a change, so the runner looks at once instead of at
@@ -95,6 +93,10 @@ type Runner struct {
 	// Retry is how often a standby tries to lead, and the leader makes sure it still does
 	// (default min(Interval, 10 s)).
 	Retry time.Duration
+	// Lease is the leader lease's length (leader.Options.Lease); zero: never renewed.
+	// Leading is told of the epoch this replica leads with and of every renewal (metrics).
+	Lease   time.Duration
+	Leading func(epoch int64, renewed time.Time)
 
 	mu      sync.Mutex
 	pending map[string]bool // members to look at now; "" means all
@@ -108,8 +110,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	leader.Run(ctx, r.Leadership.TryLead, r.lead, leader.Options{
 		Retry: r.retry(), Log: r.Log, Attrs: []any{"replica", r.Replica},
-		Unreachable: "drift: cannot reach the database to take the drift lock; retrying",
+		Unreachable: "drift: cannot reach the database to take the drift lease; retrying",
 		Standby:     "drift: another replica watches the admitted members: standing by",
+		Lease:       r.Lease, Leading: r.Leading,
 	})
 	return nil
 }
@@ -154,7 +157,7 @@ func (r *Runner) take() (only map[string]bool) {
 func (r *Runner) lead(ctx context.Context, sess LeaderConn) {
 	since, err := sess.Now(ctx)
 	if err != nil {
-		r.Log.Warn("drift: lost the database right after taking the drift lock", "error", err)
+		r.Log.Warn("drift: lost the database right after taking the drift lease", "error", err)
 		return
 	}
 	r.Log.Info("drift: this replica now watches the admitted members", "replica", r.Replica,
@@ -178,7 +181,7 @@ func (r *Runner) lead(ctx context.Context, sess LeaderConn) {
 	for ctx.Err() == nil {
 		if err := sess.Check(ctx); err != nil {
 			if ctx.Err() == nil {
-				r.Log.Warn("drift: lost the drift lock (database connection gone); will try to lead again", "replica", r.Replica, "error", err)
+				r.Log.Warn("drift: lost the drift lease; will try to lead again", "replica", r.Replica, "epoch", sess.Epoch(), "error", err)
 			}
 			return
 		}
@@ -205,7 +208,7 @@ func (r *Runner) lead(ctx context.Context, sess LeaderConn) {
 		// concerns), whichever comes first; meanwhile make sure the lead is still held.
 		if only, err = r.wait(ctx, sess, settle); err != nil {
 			if ctx.Err() == nil {
-				r.Log.Warn("drift: lost the drift lock (database connection gone); will try to lead again", "replica", r.Replica, "error", err)
+				r.Log.Warn("drift: lost the drift lease; will try to lead again", "replica", r.Replica, "epoch", sess.Epoch(), "error", err)
 			}
 			return
 		}

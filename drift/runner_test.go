@@ -212,6 +212,9 @@ func (s *fakeLeaderConn) Heartbeat(_ context.Context, w Watcher) error {
 	return nil
 }
 
+func (s *fakeLeaderConn) Renew(ctx context.Context) error { return s.Check(ctx) }
+func (s *fakeLeaderConn) Epoch() int64                    { return 1 }
+
 func (s *fakeLeaderConn) Close() {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()

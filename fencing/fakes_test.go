@@ -82,6 +82,9 @@ func (s *memLeaderConn) Check(context.Context) error {
 	return nil
 }
 
+func (s *memLeaderConn) Renew(ctx context.Context) error { return s.Check(ctx) }
+func (s *memLeaderConn) Epoch() int64                    { return 1 }
+
 func (s *memLeaderConn) Now(context.Context) (time.Time, error) {
 	if err := s.lock(); err != nil {
 		return time.Time{}, err

@@ -1,12 +1,18 @@
 package fencing
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Observer is told what the worker does (metrics implement it; this package knows no
 // metrics library). Its methods must be quick and safe for concurrent use.
 type Observer interface {
-	// Leading: this worker took the fence lock (true) or let it go (false).
+	// Leading: this worker took the fence lease (true) or let it go (false).
 	Leading(leading bool)
+	// Lease: this worker leads with the fence lease's epoch, renewed at renewed; epoch 0
+	// once it stopped leading.
+	Lease(epoch int64, renewed time.Time)
 	// Recorded: this worker appended a fence event (a decision, an outcome, an outage).
 	Recorded(e Event)
 	// RoundDone: a round ended; err is why it failed.
@@ -22,9 +28,10 @@ func (w *Worker) observer() Observer {
 
 type nobody struct{}
 
-func (nobody) Leading(bool)    {}
-func (nobody) Recorded(Event)  {}
-func (nobody) RoundDone(error) {}
+func (nobody) Leading(bool)           {}
+func (nobody) Lease(int64, time.Time) {}
+func (nobody) Recorded(Event)         {}
+func (nobody) RoundDone(error)        {}
 
 // observedLeaderConn tells the observer of every event appended through the leader
 // connection, the one place every fence event is written.

@@ -57,12 +57,12 @@ type Leadership interface {
 	TryLead(ctx context.Context) (LeaderConn, error)
 }
 
-// LeaderConn is the leading worker's hold on the database (its lock's connection). Every write that matters goes
-// through it, so a worker that has lost its lock cannot record a request, and a request
-// that was not recorded is never sent.
+// LeaderConn is the leading worker's hold on the database: its lease (leader.Hold) and the
+// connection it holds it on. Every write that matters goes through it and checks the
+// lease's epoch in its own transaction, so a worker that has lost its lease cannot record
+// a request, and a request that was not recorded is never sent.
 type LeaderConn interface {
-	// Check returns nil while this connection still holds the lock.
-	Check(ctx context.Context) error
+	leader.Hold
 	// Now is the database's clock: every worker measures with the same one.
 	Now(ctx context.Context) (time.Time, error)
 	Tracking(ctx context.Context) (map[string]Tracking, error)
@@ -75,8 +75,6 @@ type LeaderConn interface {
 	LatestEvents(ctx context.Context) (map[string]Event, error)
 	Append(ctx context.Context, e Event) (Event, error)
 	Heartbeat(ctx context.Context, s WorkerStatus) error
-	// Close gives up the lock.
-	Close()
 }
 
 // DrillStore is what the readiness drill reads and writes; it needs no lock (the drill
@@ -94,11 +92,13 @@ type Worker struct {
 	Limits        Limits
 	Poll          time.Duration
 	DrillInterval time.Duration // zero: no drill
-	Cluster       Cluster
-	MAAS          MAAS
-	Leadership    Leadership
-	Drills        DrillStore
-	Log           *slog.Logger
+	// Lease is the leader lease's length (leader.Options.Lease); zero: never renewed.
+	Lease      time.Duration
+	Cluster    Cluster
+	MAAS       MAAS
+	Leadership Leadership
+	Drills     DrillStore
+	Log        *slog.Logger
 	// Observer is told of leadership, events and rounds (metrics); nil: nobody.
 	Observer Observer
 	// Sleep waits between rounds; tests replace it.
@@ -129,29 +129,30 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	leader.Run(ctx, w.Leadership.TryLead, w.lead, leader.Options{
 		Retry: w.Poll, Sleep: w.sleep, Log: w.Log, Attrs: []any{"worker", w.ID},
-		Unreachable: "cannot reach the database to take the fence lock; retrying",
-		Standby:     "another apelora-worker holds the fence lock: standing by",
+		Unreachable: "cannot reach the database to take the fence lease; retrying",
+		Standby:     "another apelora-worker holds the fence lease: standing by",
+		Lease:       w.Lease, Leading: w.observer().Lease,
 	})
 	return nil
 }
 
-// lead acts while the leader connection holds the lock (leader.Run closes it after).
+// lead acts while the leader connection holds the lease (leader.Run closes it after).
 func (w *Worker) lead(ctx context.Context, sess LeaderConn) {
 	obs := w.observer()
 	sess = observedLeaderConn{sess, obs}
 	now, err := sess.Now(ctx)
 	if err != nil {
-		w.Log.Warn("lost the database right after taking the fence lock", "error", err)
+		w.Log.Warn("lost the database right after taking the fence lease", "error", err)
 		return
 	}
 	if _, err := sess.Append(ctx, Event{At: now, Kind: KindLeading, Worker: w.ID,
-		Message: fmt.Sprintf("apelora-worker %s holds the fence lock and acts from now on", w.ID),
-		Details: map[string]any{"offlineAfterSeconds": w.Limits.OfflineAfter.Seconds(), "cooldownSeconds": w.Limits.Cooldown.Seconds(),
+		Message: fmt.Sprintf("apelora-worker %s holds the fence lease (epoch %d) and acts from now on", w.ID, sess.Epoch()),
+		Details: map[string]any{"epoch": sess.Epoch(), "leaseSeconds": w.Lease.Seconds(), "offlineAfterSeconds": w.Limits.OfflineAfter.Seconds(), "cooldownSeconds": w.Limits.Cooldown.Seconds(),
 			"confirmTimeoutSeconds": w.Limits.ConfirmTimeout.Seconds(), "pollSeconds": w.Poll.Seconds(), "settleSeconds": w.Limits.Settle.Seconds()}}); err != nil {
-		w.Log.Warn("lost the database right after taking the fence lock", "error", err)
+		w.Log.Warn("lost the database right after taking the fence lease", "error", err)
 		return
 	}
-	w.Log.Info("leading: this apelora-worker now watches the members and fences", "worker", w.ID)
+	w.Log.Info("leading: this apelora-worker now watches the members and fences", "worker", w.ID, "epoch", sess.Epoch())
 	obs.Leading(true)
 	defer obs.Leading(false)
 	since := now
@@ -167,7 +168,7 @@ func (w *Worker) lead(ctx context.Context, sess LeaderConn) {
 	for ctx.Err() == nil {
 		if err := sess.Check(ctx); err != nil {
 			if ctx.Err() == nil {
-				w.Log.Warn("lost the fence lock (database connection gone): stopped acting; will try to lead again", "worker", w.ID, "error", err)
+				w.Log.Warn("lost the fence lease: stopped acting; will try to lead again", "worker", w.ID, "epoch", sess.Epoch(), "error", err)
 			}
 			return
 		}
@@ -348,7 +349,14 @@ func (w *Worker) fence(ctx context.Context, sess LeaderConn, now time.Time, d De
 	if err != nil {
 		return err
 	}
-	w.Log.Info("asking MAAS to power a member off", "member", d.Member, "system_id", mp.SystemID, "request", req.ID)
+	// The request was recorded under this epoch; the lease must still be this worker's
+	// now, right before the power-off: a worker paused since (SIGSTOP, a VM pause) whose
+	// lease lapsed sends nothing, and the leader that took over confirms the request
+	// instead of sending another.
+	if err := sess.Check(ctx); err != nil {
+		return fmt.Errorf("power-off of %s not sent: %w", d.Member, err)
+	}
+	w.Log.Info("asking MAAS to power a member off", "member", d.Member, "system_id", mp.SystemID, "request", req.ID, "epoch", sess.Epoch())
 	sent, err := w.MAAS.PowerOff(ctx, mp.SystemID)
 	switch {
 	case errors.Is(err, ErrMAASRefused):

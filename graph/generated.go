@@ -3648,7 +3648,7 @@ type DriftEvent {
 }
 
 type DriftWatcher {
-  "The replica that leads (an advisory lock in PostgreSQL); the others stand by."
+  "The replica that leads (its lease in PostgreSQL); the others stand by."
   replica: String!
   leaderSince: Time!
   lastRoundAt: Time!
@@ -3771,7 +3771,7 @@ type FenceEvent {
 }
 
 enum FenceEventKind {
-  "A worker took the fence lock and acts from now on (member is null)."
+  "A worker took the fence lease (details.epoch, higher at every take-over) and acts from now on (member is null)."
   LEADING
   "The member was first seen offline: its outage clock starts."
   OFFLINE
@@ -3920,7 +3920,7 @@ type ClusterView {
   warnings: [ClusterWarning!]!
 }
 
-"The apelora-worker that holds the fence lock, as it last reported."
+"The apelora-worker that holds the fence lease, as it last reported."
 type FenceWorker {
   worker: String!
   leaderSince: Time!

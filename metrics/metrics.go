@@ -13,6 +13,7 @@ package metrics
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +64,7 @@ type Metrics struct {
 	fenceLeading prometheus.Gauge
 	fenceRounds  *prometheus.CounterVec
 	lastRound    prometheus.Gauge
+	lease        *leaseCollector
 }
 
 // Latency buckets (seconds): GraphQL answers and upstream calls from a millisecond to
@@ -89,6 +91,12 @@ func New(role Role) *Metrics {
 		Help: "Changes through the one write seam (plan.Writes: Incus and MAAS requests other than reads, a change's SQL writes, NOTIFYs, join tokens) by system (INCUS, MAAS, DATABASE) and mode (made; planned: a dry run's step, not sent).",
 	}, []string{"system", "mode"})
 	m.reg.MustRegister(m.upstream, m.upDuration, m.writes)
+	// The lease this process can lead with: the worker's fence lease, a replica's drift one.
+	m.lease = &leaseCollector{role: "drift"}
+	if role == Worker {
+		m.lease.role = "fence"
+	}
+	m.reg.MustRegister(m.lease)
 
 	switch role {
 	case Server:
@@ -175,7 +183,7 @@ func (m *Metrics) registerWorker() {
 	}, []string{"kind", "reason"})
 	m.fenceLeading = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "apelora_fence_leading",
-		Help: "1 while this apelora-worker holds the fence lock and acts, 0 while it stands by.",
+		Help: "1 while this apelora-worker holds the fence lease and acts, 0 while it stands by.",
 	})
 	m.fenceRounds = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apelora_fence_rounds_total",
@@ -318,7 +326,7 @@ func (m *Metrics) SourceAvailable(source string, available bool) {
 	m.sourceAsked.WithLabelValues(source).SetToCurrentTime()
 }
 
-// Leading records whether this worker holds the fence lock (fencing.Observer).
+// Leading records whether this worker holds the fence lease (fencing.Observer).
 func (m *Metrics) Leading(leading bool) {
 	if m == nil || m.fenceLeading == nil {
 		return
@@ -328,6 +336,51 @@ func (m *Metrics) Leading(leading bool) {
 	} else {
 		m.fenceLeading.Set(0)
 	}
+}
+
+// Lease records the leader lease this process leads with, at each take-over and renewal;
+// epoch 0 when it stopped leading (fencing.Observer, drift.Runner.Leading).
+func (m *Metrics) Lease(epoch int64, renewed time.Time) {
+	if m == nil || m.lease == nil {
+		return
+	}
+	m.lease.mu.Lock()
+	defer m.lease.mu.Unlock()
+	m.lease.epoch, m.lease.renewed = epoch, renewed
+}
+
+var (
+	leaseEpochDesc = prometheus.NewDesc("apelora_leader_epoch",
+		"The epoch of the leader lease this process leads with (role fence: apelora-worker; drift: apelora serve); 0 while it stands by. Two processes above 0 for one role are two leaders.",
+		[]string{"role"}, nil)
+	leaseAgeDesc = prometheus.NewDesc("apelora_leader_lease_age_seconds",
+		"Seconds since this process last renewed the leader lease it leads with (renewed every third of APELORA_LEADER_LEASE; it steps down past the whole); 0 while it stands by.",
+		[]string{"role"}, nil)
+)
+
+// leaseCollector reads the lease's age when scraped, not when it was last renewed.
+type leaseCollector struct {
+	role    string
+	mu      sync.Mutex
+	epoch   int64
+	renewed time.Time
+}
+
+func (c *leaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- leaseEpochDesc
+	ch <- leaseAgeDesc
+}
+
+func (c *leaseCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	epoch, renewed := c.epoch, c.renewed
+	c.mu.Unlock()
+	age := 0.0
+	if epoch > 0 && !renewed.IsZero() {
+		age = time.Since(renewed).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(leaseEpochDesc, prometheus.GaugeValue, float64(epoch), c.role)
+	ch <- prometheus.MustNewConstMetric(leaseAgeDesc, prometheus.GaugeValue, age, c.role)
 }
 
 // Recorded records a fence event this worker appended (fencing.Observer).

@@ -290,3 +290,25 @@ func TestFenceAndSourceGauges(t *testing.T) {
 		t.Fatal("subscription still open")
 	}
 }
+
+// The lease gauges: the worker's role is fence, the server's drift; the epoch while
+// leading, the lease's age read when scraped (not when renewed), both 0 once it stops.
+func TestLeaderLeaseGauges(t *testing.T) {
+	w, s := New(Worker), New(Server)
+	if value(t, w.reg, "apelora_leader_epoch", map[string]string{"role": "fence"}) != 0 ||
+		value(t, s.reg, "apelora_leader_epoch", map[string]string{"role": "drift"}) != 0 {
+		t.Fatal("an epoch before leading")
+	}
+	w.Lease(9, time.Now().Add(-4*time.Second))
+	if got := value(t, w.reg, "apelora_leader_epoch", map[string]string{"role": "fence"}); got != 9 {
+		t.Fatalf("epoch %v, want 9", got)
+	}
+	if age := value(t, w.reg, "apelora_leader_lease_age_seconds", map[string]string{"role": "fence"}); age < 4 || age > 60 {
+		t.Fatalf("lease age %v, want about 4 s", age)
+	}
+	w.Lease(0, time.Time{})
+	if value(t, w.reg, "apelora_leader_epoch", map[string]string{"role": "fence"}) != 0 ||
+		value(t, w.reg, "apelora_leader_lease_age_seconds", map[string]string{"role": "fence"}) != 0 {
+		t.Fatal("the gauges stayed up after stepping down")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 
 func TestAuthLimiterSpendsAndRefills(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := newAuthLimiter(RateLimit{Burst: 3, Every: time.Second})
+	l := newAuthLimiter(RateLimit{Burst: 3, Every: time.Second}, nil)
 	l.now = func() time.Time { return now }
 	for i := range 3 {
 		if ok, _, _ := l.take("10.0.0.1"); !ok {
@@ -54,7 +55,7 @@ func TestAuthLimiterSpendsAndRefills(t *testing.T) {
 
 func TestAuthLimiterMemoryIsBounded(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := newAuthLimiter(RateLimit{Burst: 1, Every: time.Hour})
+	l := newAuthLimiter(RateLimit{Burst: 1, Every: time.Hour}, nil)
 	l.now = func() time.Time { return now }
 	for i := range maxTrackedAddresses {
 		l.take(fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&255, i&255)) // each spends its only try
@@ -87,8 +88,48 @@ func TestClientAddress(t *testing.T) {
 		"[2001:db8:1:3:3:4:5:6]:1234": "2001:db8:1:3::/64",
 	}
 	for in, want := range cases {
-		if got := clientAddress(in); got != want {
+		if got := TrustedProxies(nil).clientAddress(&http.Request{RemoteAddr: in}); got != want {
 			t.Errorf("clientAddress(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Behind trusted proxies the client is the nearest X-Forwarded-For entry that is not a
+// trusted proxy; from any other peer the header is ignored, whatever it says.
+func TestClientAddressBehindTrustedProxies(t *testing.T) {
+	proxies, err := ParseTrustedProxies(" 127.0.0.10, 10.1.0.0/16 ,2001:db8:ffff::/48")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		peer string
+		xff  []string
+		want string
+	}{
+		{"127.0.0.10:4000", []string{"192.0.2.7"}, "192.0.2.7"},                                  // HAProxy's option forwardfor
+		{"127.0.0.10:4000", []string{"203.0.113.9, 192.0.2.7"}, "192.0.2.7"},                     // the client's own entry is not believed
+		{"127.0.0.10:4000", []string{"203.0.113.9", "192.0.2.7, 10.1.2.3"}, "192.0.2.7"},         // two proxies, two header lines
+		{"127.0.0.10:4000", []string{"2001:db8:1:2::5"}, "2001:db8:1:2::/64"},                    // an IPv6 client by its /64
+		{"127.0.0.10:4000", nil, "127.0.0.10"},                                                   // no header: the proxy itself
+		{"127.0.0.10:4000", []string{"192.0.2.7, not-an-address"}, "127.0.0.10"},                 // garbage where the proxy writes: not believed
+		{"127.0.0.10:4000", []string{"10.1.0.1, 10.1.0.2"}, "10.1.0.1"},                          // every hop a proxy: the farthest
+		{"[2001:db8:ffff::1]:443", []string{"::ffff:192.0.2.8"}, "192.0.2.8"},                    // an IPv6 proxy, a mapped client
+		{"127.0.0.11:4000", []string{"192.0.2.7"}, "127.0.0.11"},                                 // an untrusted peer's header is ignored
+		{"192.0.2.99:4000", []string{"127.0.0.10"}, "192.0.2.99"},                                // forging a proxy's address changes nothing
+		{"127.0.0.10:4000", []string{strings.Repeat("10.1.0.1,", 100) + "10.1.0.1"}, "10.1.0.1"}, // a long chain is cut short
+	}
+	for _, c := range cases {
+		r := &http.Request{RemoteAddr: c.peer, Header: http.Header{}}
+		for _, v := range c.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		if got := proxies.clientAddress(r); got != c.want {
+			t.Errorf("peer %s, X-Forwarded-For %q: %q, want %q", c.peer, c.xff, got, c.want)
+		}
+	}
+	for _, bad := range []string{"10.0.0.0/33", "proxy.example", "10.0.0.1:80"} {
+		if _, err := ParseTrustedProxies(bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseTrustedProxies(%q): %v", bad, err)
 		}
 	}
 }

@@ -15,8 +15,9 @@ import (
 )
 
 // withRequest gives every request an id (X-Request-Id, echoed back), a place for response
-// headers set by resolvers, and an access log line at accessLevel (health checks at DEBUG).
-func withRequest(log *slog.Logger, accessLevel slog.Level, next http.Handler) http.Handler {
+// headers set by resolvers, and an access log line at accessLevel (health checks at DEBUG)
+// naming the TCP peer and the client the limits key on (not the same behind a proxy).
+func withRequest(log *slog.Logger, accessLevel slog.Level, proxies TrustedProxies, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := logging.AcceptRequestID(r.Header.Get("X-Request-Id"))
@@ -34,7 +35,7 @@ func withRequest(log *slog.Logger, accessLevel slog.Level, next http.Handler) ht
 		}
 		log.Log(ctx, level, "request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
 			"bytes", rec.bytes, "duration_ms", time.Since(start).Milliseconds(), "identity", actor,
-			"remote", r.RemoteAddr)
+			"remote", r.RemoteAddr, "client", proxies.clientAddress(r))
 	})
 }
 

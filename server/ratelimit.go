@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -45,6 +44,8 @@ const (
 type authLimiter struct {
 	limit RateLimit
 	now   func() time.Time
+	// proxies say whose X-Forwarded-For names the client (none: the TCP peer is).
+	proxies TrustedProxies
 
 	mu      sync.Mutex
 	clients map[string]*client
@@ -60,11 +61,11 @@ type client struct {
 	signInsNoted  time.Time
 }
 
-func newAuthLimiter(limit RateLimit) *authLimiter {
+func newAuthLimiter(limit RateLimit, proxies TrustedProxies) *authLimiter {
 	if limit.Burst <= 0 || limit.Every <= 0 {
 		limit = DefaultAuthFailureLimit
 	}
-	return &authLimiter{limit: limit, now: time.Now, clients: map[string]*client{}}
+	return &authLimiter{limit: limit, now: time.Now, proxies: proxies, clients: map[string]*client{}}
 }
 
 // take spends one try of addr. When none is left it returns how long until the next,
@@ -126,21 +127,6 @@ func (l *authLimiter) client(addr string, now time.Time) *client {
 	return c
 }
 
-// clientAddress is the key a request is limited by: its remote IP, or the /64 of an IPv6
-// one (a single host is often given a whole /64).
-func clientAddress(remote string) string {
-	ap, err := netip.ParseAddrPort(remote)
-	if err != nil {
-		return remote
-	}
-	a := ap.Addr().Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
-}
-
 // guard answers 429 to a request without a valid identity from an address out of tries.
 // With sockets, websocket upgrades pass with their client address: they authenticate in
 // connection_init, where a failure spends a try (refusedSocket). Only a real upgrade
@@ -151,7 +137,7 @@ func (g *gate) guard(l *authLimiter, sockets bool, refuse func(w http.ResponseWr
 			next.ServeHTTP(w, r)
 			return
 		}
-		addr := clientAddress(r.RemoteAddr)
+		addr := l.proxies.clientAddress(r)
 		if sockets && graphqlws.IsUpgrade(r) {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientAddressKey{}, addr)))
 			return

@@ -27,7 +27,7 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 	sessions := &sessionAPI{store: cfg.Store, ttl: consoleSessionTTL(cfg.ConsoleSessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
 		secure: strings.HasPrefix(cfg.PublicURL, "https:"),
 		refused: func(r *http.Request, why error) (string, time.Duration, bool) {
-			return g.signInRefused(r.Context(), limiter, clientAddress(r.RemoteAddr), why)
+			return g.signInRefused(r.Context(), limiter, limiter.proxies.clientAddress(r), why)
 		}}
 	mux.HandleFunc("POST /api/v1/session", sessions.signIn)
 	mux.HandleFunc("GET /api/v1/session", sessions.current)

@@ -60,6 +60,9 @@ type Config struct {
 	// AuthFailureLimit limits requests without a valid identity per client address; zero
 	// means DefaultAuthFailureLimit.
 	AuthFailureLimit RateLimit
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client that the
+	// per-address limits key on (APELORA_TRUSTED_PROXIES); none: the TCP peer is the client.
+	TrustedProxies TrustedProxies
 	// BodyReadTimeout bounds how long a request body may take to arrive; zero means
 	// BodyReadTimeout.
 	BodyReadTimeout time.Duration
@@ -77,7 +80,7 @@ type Config struct {
 // Handler returns the server's HTTP handler.
 func Handler(cfg Config) http.Handler {
 	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer, steps: newStepSlots(cfg.StepConcurrency)}
-	limiter := newAuthLimiter(cfg.AuthFailureLimit)
+	limiter := newAuthLimiter(cfg.AuthFailureLimit, cfg.TrustedProxies)
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
 	var obs *observed
@@ -117,7 +120,7 @@ func Handler(cfg Config) http.Handler {
 		bodyTimeout = BodyReadTimeout
 	}
 	mux := routes(cfg, g, limiter, g.readRequest(bodyTimeout, gql))
-	return withRequest(cfg.Log, cfg.AccessLogLevel, withPublicURL(cfg.PublicURL, mux))
+	return withRequest(cfg.Log, cfg.AccessLogLevel, cfg.TrustedProxies, withPublicURL(cfg.PublicURL, mux))
 }
 
 func withPublicURL(configured string, next http.Handler) http.Handler {

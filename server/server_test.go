@@ -25,7 +25,7 @@ import (
 )
 
 func TestResolverSetHeadersReachTheResponse(t *testing.T) {
-	h := withRequest(slog.New(slog.NewTextHandler(io.Discard, nil)), slog.LevelInfo, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := withRequest(slog.New(slog.NewTextHandler(io.Discard, nil)), slog.LevelInfo, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// What a resolver does deep inside the GraphQL handler before the body is written.
 		if !respheader.Set(r.Context(), "Cache-Control", "no-store") {
 			t.Error("Set reported no response to carry the header")

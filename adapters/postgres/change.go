@@ -103,7 +103,7 @@ func (s *Store) changeHolding(ctx context.Context, lock mutations.Lock, machine 
 		// asking again as the operator types) BUSY.
 		lock := `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`
 		if r != nil {
-			lock = `SELECT NOT ` + advisoryLockGranted("hashtext($2)", false)
+			lock = `SELECT NOT ` + advisoryLockGranted("hashtext($2)")
 		}
 		var got bool
 		if err := tx.QueryRow(ctx, lock, lockNamespace, machine).Scan(&got); err != nil {

@@ -13,12 +13,6 @@ import (
 // DriftChannel is the NOTIFY channel the drift_events trigger writes to.
 const DriftChannel = "drift_events"
 
-// The drift watcher's lock, apart from the fence worker's and the machines'.
-const (
-	driftLockNamespace = lockNamespace + 2
-	driftLockKey       = 1
-)
-
 // DriftStore reads drift for the API and the runner.
 type DriftStore struct{ s *Store }
 
@@ -182,49 +176,45 @@ func (s *Store) NewDriftFeed() *DriftFeed {
 	return f
 }
 
-// DriftLeadership hands out the drift watcher's lock, as FenceLeadership does the fence
-// worker's: a session-level advisory lock on a connection of its own, lost with it. A
-// standby keeps its connection between attempts; TryLead is not safe for concurrent use.
-func (s *Store) DriftLeadership(application string) drift.Leadership {
-	return &driftLeadership{s: s, application: application}
+// DriftLeadership hands out the drift watcher's lease (role "drift", see lease.go), as
+// FenceLeadership does the fence worker's. A standby keeps its connection between
+// attempts; TryLead is not safe for concurrent use.
+func (s *Store) DriftLeadership(holder string, lease time.Duration) drift.Leadership {
+	return &driftLeadership{leases: leases{s: s, role: roleDrift, holder: holder, ttl: lease}}
 }
 
-type driftLeadership struct {
-	s           *Store
-	application string
-	conn        *pgx.Conn
-}
+type driftLeadership struct{ leases }
 
 func (l *driftLeadership) TryLead(ctx context.Context) (drift.LeaderConn, error) {
-	conn, got, err := l.s.tryLock(ctx, l.conn, l.application, driftLockNamespace, driftLockKey)
-	l.conn = nil
-	if err != nil || !got {
-		l.conn = conn
+	lc, err := l.take(ctx)
+	if err != nil || lc == nil {
 		return nil, err
 	}
-	return &driftLeaderConn{conn: conn}, nil
+	return &driftLeaderConn{lc}, nil
 }
 
-// driftLeaderConn is the leading watcher's connection; every write goes through it, so a
-// replica that lost the lock records nothing. Not safe for concurrent use.
+// driftLeaderConn is the leading watcher's connection and lease; every write checks the
+// lease's epoch, so a replica that lost the lead records nothing.
 type driftLeaderConn struct {
-	conn *pgx.Conn
-}
-
-func (d *driftLeaderConn) Check(ctx context.Context) error {
-	return lockHeld(ctx, d.conn, driftLockNamespace, driftLockKey)
+	*leaseConn
 }
 
 func (d *driftLeaderConn) Now(ctx context.Context) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
+	ctx, cancel, err := d.use(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
 	defer cancel()
 	var t time.Time
-	err := d.conn.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t)
+	err = d.conn.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t)
 	return t, dbError(err)
 }
 
 func (d *driftLeaderConn) States(ctx context.Context) (map[string][]drift.State, error) {
-	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
+	ctx, cancel, err := d.use(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer cancel()
 	all, err := scanStates(d.conn.Query(ctx, `SELECT `+driftStateColumns+` FROM drift_checks c ORDER BY c.machine, c.check_name`))
 	if err != nil {
@@ -252,13 +242,18 @@ func (d *driftLeaderConn) States(ctx context.Context) (map[string][]drift.State,
 }
 
 func (d *driftLeaderConn) Save(ctx context.Context, machine string, checked time.Time, states []drift.State, events []drift.Event) ([]drift.Event, error) {
-	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
-	defer cancel()
-	tx, err := d.conn.Begin(ctx)
-	if err != nil {
-		return nil, dbError(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	var out []drift.Event
+	err := d.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		out, err = saveDrift(ctx, tx, machine, checked, states, events)
+		return err
+	})
+	return out, err
+}
+
+// saveDrift is Save's transaction, after the epoch check.
+func saveDrift(ctx context.Context, tx pgx.Tx, machine string, checked time.Time, states []drift.State, events []drift.Event) ([]drift.Event, error) {
+	var err error
 	keep := make([]string, len(states))
 	for i, s := range states {
 		keep[i] = s.Check
@@ -292,19 +287,17 @@ func (d *driftLeaderConn) Save(ctx context.Context, machine string, checked time
 		}
 		out[i] = e
 	}
-	return out, dbError(tx.Commit(ctx))
+	return out, nil
 }
 
 func (d *driftLeaderConn) Heartbeat(ctx context.Context, w drift.Watcher) error {
-	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
-	defer cancel()
 	settings := map[string]any{"intervalSeconds": w.Interval.Seconds(), "offlineAfterSeconds": w.OfflineAfter.Seconds()}
-	_, err := d.conn.Exec(ctx, `INSERT INTO drift_watcher (singleton, replica, leader_since, last_round_at, machines, problem, settings)
+	return d.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO drift_watcher (singleton, replica, leader_since, last_round_at, machines, problem, settings)
 		VALUES (true, $1, $2, $3, $4, $5, $6) ON CONFLICT (singleton) DO UPDATE SET replica = EXCLUDED.replica,
 		leader_since = EXCLUDED.leader_since, last_round_at = EXCLUDED.last_round_at, machines = EXCLUDED.machines,
 		problem = EXCLUDED.problem, settings = EXCLUDED.settings`,
-		w.Replica, w.LeaderSince, w.LastRoundAt, w.Machines, w.Problem, settings)
-	return dbError(err)
+			w.Replica, w.LeaderSince, w.LastRoundAt, w.Machines, w.Problem, settings)
+		return dbError(err)
+	})
 }
-
-func (d *driftLeaderConn) Close() { releaseLock(d.conn) }

@@ -131,11 +131,11 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 	<-feed.Hub().Started()
 	events := broadcast.Subscribe(ctx, feed.Hub(), broadcast.Want[string, drift.Event]{All: true}, broadcast.NewView(func(e drift.Event) drift.Event { return e }), 16)
 
-	lead, err := db.Store.DriftLeadership("test-1").TryLead(ctx)
+	lead, err := db.Store.DriftLeadership("test-1", time.Minute).TryLead(ctx)
 	if err != nil || lead == nil {
 		t.Fatalf("lead: %v %v", lead, err)
 	}
-	standby := other.DriftLeadership("test-2")
+	standby := other.DriftLeadership("test-2", time.Minute)
 	if s, err := standby.TryLead(ctx); err != nil || s != nil {
 		t.Fatalf("a second replica led too: %v %v", s, err)
 	}

@@ -81,7 +81,7 @@ func (l *Listener) Run(ctx context.Context) {
 }
 
 func (l *Listener) listen(ctx context.Context, listening func()) error {
-	conn, err := pgx.ConnectConfig(ctx, l.s.pool.Config().ConnConfig.Copy())
+	conn, err := l.s.sessionConn(ctx, "")
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func main() {
 // workerReads says whether the worker reads one of the server's variables.
 func workerReads(name string) bool {
 	switch name {
-	case "APELORA_DATABASE_URL", "APELORA_STATE_DIR", "APELORA_LOG_LEVEL", app.EnvRequestTimeout,
+	case "APELORA_DATABASE_URL", "APELORA_STATE_DIR", "APELORA_LOG_LEVEL", app.EnvRequestTimeout, app.EnvLeaderLease,
 		metrics.EnvListen, metrics.EnvAllowRemote, metrics.EnvPprof:
 		return true
 	}

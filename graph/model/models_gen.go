@@ -315,7 +315,7 @@ type DriftEvent struct {
 }
 
 type DriftWatcher struct {
-	// The replica that leads (an advisory lock in PostgreSQL); the others stand by.
+	// The replica that leads (its lease in PostgreSQL); the others stand by.
 	Replica             string    `json:"replica"`
 	LeaderSince         time.Time `json:"leaderSince"`
 	LastRoundAt         time.Time `json:"lastRoundAt"`
@@ -427,7 +427,7 @@ type FenceMapping struct {
 	LastEvent *FenceEvent `json:"lastEvent,omitempty"`
 }
 
-// The apelora-worker that holds the fence lock, as it last reported.
+// The apelora-worker that holds the fence lease, as it last reported.
 type FenceWorker struct {
 	Worker                string    `json:"worker"`
 	LeaderSince           time.Time `json:"leaderSince"`
@@ -1665,7 +1665,7 @@ func (e EvacuationMode) MarshalJSON() ([]byte, error) {
 type FenceEventKind string
 
 const (
-	// A worker took the fence lock and acts from now on (member is null).
+	// A worker took the fence lease (details.epoch, higher at every take-over) and acts from now on (member is null).
 	FenceEventKindLeading FenceEventKind = "LEADING"
 	// The member was first seen offline: its outage clock starts.
 	FenceEventKindOffline FenceEventKind = "OFFLINE"

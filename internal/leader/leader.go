@@ -1,22 +1,38 @@
 // Package leader is the one leader/standby loop. The fence worker and the drift watcher
-// each act in one process at a time: every candidate tries for a lock (in practice a
-// PostgreSQL session-level advisory lock on a connection of its own), the one that gets it
-// leads until it loses it, and the others stand by and try again.
+// each act in one process at a time: every candidate tries for a lease (in practice a row
+// in PostgreSQL with an epoch that grows at every take-over), the one that gets it leads
+// while it renews it, and the others stand by and try again once it has expired.
+//
+// A lease, not a session lock: a leader whose connection died server-side (or that was
+// paused) cannot tell by itself that it no longer leads, and with a session lock another
+// process would already lead beside it. A lease ends at a time both sides know: the
+// leader stops acting when it could not renew in time, and every write it makes checks its
+// epoch in the same transaction, so a leader that missed the end is refused anyway.
 package leader
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
 
-// Hold is a leader's hold on its lock.
+// ErrLost says a lease is gone for good: another process took it over (a higher epoch),
+// or it expired before it could be renewed. A hold's Renew and Check wrap it; any other
+// error is a renewal that failed this time and may work the next.
+var ErrLost = errors.New("this process no longer holds the leader lease")
+
+// Hold is a leader's lease.
 type Hold interface {
-	// Check returns nil while the hold still has the lock.
+	// Check returns nil while the lease is still this process's (an error wrapping
+	// ErrLost when it is not).
 	Check(ctx context.Context) error
-	// Close gives the lock up. Holds on PostgreSQL unlock before they close the
-	// connection: PostgreSQL frees a closed connection's locks only once its backend has
-	// exited, so a standby could otherwise find the lock still taken.
+	// Renew extends the lease by its full length from now.
+	Renew(ctx context.Context) error
+	// Epoch is the lease's epoch: higher for every later take-over.
+	Epoch() int64
+	// Close gives the lease up (when it is still this process's), so that a standby
+	// takes over at once instead of when it expires.
 	Close()
 }
 
@@ -32,14 +48,22 @@ type Options struct {
 	// Standby (info) once each time another process is found leading. Attrs go with both.
 	Unreachable, Standby string
 	Attrs                []any
+	// Lease is the lease's length: the leader renews it every third of it and stops
+	// acting (its lead context ends) when it is lost; a leader that lost it stands aside
+	// for a lease length and a retry before it tries again: by then the lease it lost has
+	// expired and a standby (which tries every Retry) has had its chance to lead first.
+	// Zero: never renewed (holds that cannot expire, in tests).
+	Lease time.Duration
+	// Leading is told of the epoch this process leads with, and of every renewal; epoch 0
+	// when it stops leading (metrics). Nil: nobody.
+	Leading func(epoch int64, renewed time.Time)
 }
 
 // Run leads when it can and stands by while another process leads, until ctx ends.
 // tryLead returns a hold when this process now leads, or a nil one (H's zero value) when
-// another does. lead acts while the hold has the lock
-// and returns when ctx ends or the lock is lost (its Check says so); Run then closes the
-// hold and tries again at once, so a leader whose connection broke leads again as soon as
-// it can.
+// another does. lead acts while the hold has the lease, with a context that ends when the
+// lease is lost (Options.Lease), and returns when ctx ends or it finds the lease lost (its
+// Check says so); Run then closes the hold and, after standing aside, tries again.
 func Run[H interface {
 	comparable
 	Hold
@@ -67,12 +91,67 @@ func Run[H interface {
 			standby = false
 			func() {
 				defer h.Close()
-				lead(ctx, h)
+				lctx, stop := context.WithCancel(ctx)
+				renewed := make(chan struct{})
+				go func() { defer close(renewed); keep(lctx, stop, h, o) }()
+				defer func() { stop(); <-renewed }()
+				lead(lctx, h)
 			}()
+			if o.Leading != nil {
+				o.Leading(0, time.Time{})
+			}
+			if ctx.Err() == nil && o.Lease > 0 {
+				// It lost the lease while ctx still runs: its database link (or the process
+				// itself) faltered. The lease expires at most one length after its last
+				// renewal, which was before now; a standby tries within Retry of that.
+				if sleep(ctx, o.Lease+o.Retry) != nil {
+					return
+				}
+			}
 			continue
 		}
 		if sleep(ctx, o.Retry) != nil {
 			return
+		}
+	}
+}
+
+// keep renews h every third of the lease until ctx ends, and ends the lead (stop) as soon
+// as a renewal says the lease is lost. A renewal that fails otherwise is tried again
+// sooner; the hold itself says the lease is lost once its end passed unrenewed.
+func keep(ctx context.Context, stop context.CancelFunc, h Hold, o Options) {
+	if o.Leading != nil {
+		o.Leading(h.Epoch(), time.Now())
+	}
+	if o.Lease <= 0 {
+		return
+	}
+	every := o.Lease / 3
+	next := every
+	for {
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		err := h.Renew(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, ErrLost):
+			o.Log.Warn("lost the leader lease: stopped acting", append([]any{"epoch", h.Epoch(), "error", err}, o.Attrs...)...)
+			stop()
+			return
+		case err != nil:
+			o.Log.Warn("could not renew the leader lease; trying again", append([]any{"epoch", h.Epoch(), "error", err}, o.Attrs...)...)
+			next = max(every/4, time.Millisecond)
+		default:
+			next = every
+			if o.Leading != nil {
+				o.Leading(h.Epoch(), time.Now())
+			}
 		}
 	}
 }

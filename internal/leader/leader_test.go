@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -15,11 +17,12 @@ import (
 // is for the fence worker and drift; lose takes it from its holder, as a broken
 // connection would.
 type lock struct {
-	mu      sync.Mutex
-	holder  *hold
-	fail    int // the next attempts that fail (the database is unreachable)
-	closed  int
-	leaders []string
+	mu       sync.Mutex
+	holder   *hold
+	fail     int // the next attempts that fail (the database is unreachable)
+	closed   int
+	renewals int
+	leaders  []string
 }
 
 type hold struct {
@@ -53,6 +56,18 @@ func (h *hold) Check(context.Context) error {
 	}
 	return nil
 }
+
+func (h *hold) Renew(context.Context) error {
+	h.l.mu.Lock()
+	defer h.l.mu.Unlock()
+	h.l.renewals++
+	if h.lost {
+		return fmt.Errorf("renew: %w", ErrLost)
+	}
+	return nil
+}
+
+func (h *hold) Epoch() int64 { return 7 }
 
 func (h *hold) Close() {
 	h.l.mu.Lock()
@@ -144,6 +159,44 @@ func TestOneLeadsTheOtherStandsByAndTakesOver(t *testing.T) {
 	done.Wait()
 	if leaders, closed := l.snapshot(); closed != 2 || l.holder != nil {
 		t.Errorf("after the end: %d of %d holds closed, lock held by %v", closed, len(leaders), l.holder)
+	}
+}
+
+// With a lease, the leader renews it while it leads; once a renewal says it is lost, the
+// lead's context ends (the leader stops acting without having to look), the metrics hear
+// epoch 0, and the process that lost it stands aside so that the other candidate leads.
+func TestALeaderThatLosesItsLeaseStopsAndTheOtherLeads(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l := &lock{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var done sync.WaitGroup
+	var mu sync.Mutex
+	epochs := map[string][]int64{}
+	run := func(name string) {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			Run(ctx, l.try(name), func(ctx context.Context, _ *hold) { <-ctx.Done() }, Options{
+				Retry: 5 * time.Millisecond, Lease: 30 * time.Millisecond, Log: log,
+				Leading: func(epoch int64, _ time.Time) { mu.Lock(); epochs[name] = append(epochs[name], epoch); mu.Unlock() },
+			})
+		}()
+	}
+	run("a")
+	waitFor(t, "a to lead and renew", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.renewals >= 2 })
+	run("b")
+	l.lose()
+	waitFor(t, "b to lead", func() bool { leaders, _ := l.snapshot(); return len(leaders) == 2 })
+	cancel()
+	done.Wait()
+	leaders, _ := l.snapshot()
+	if leaders[0] != "a" || leaders[1] != "b" {
+		t.Errorf("leaders %v, want a then b (a stands aside after losing its lease)", leaders)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if a := epochs["a"]; len(a) < 3 || a[0] != 7 || a[len(a)-1] != 0 {
+		t.Errorf("a reported epochs %v: want 7 when it took the lease, at each renewal, 0 when it stopped", a)
 	}
 }
 

@@ -95,6 +95,11 @@ func WithAuthFailureLimit(l server.RateLimit) Option {
 	return func(c *app.Config) { c.AuthFailureLimit = l }
 }
 
+// WithTrustedProxies sets the proxies whose X-Forwarded-For names the client.
+func WithTrustedProxies(p server.TrustedProxies) Option {
+	return func(c *app.Config) { c.TrustedProxies = p }
+}
+
 // Start runs the product on a fresh database, on a loopback port, until the test ends.
 func Start(t testing.TB, opts ...Option) *Env {
 	t.Helper()

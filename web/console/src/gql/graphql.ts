@@ -216,7 +216,7 @@ export type FenceEventKind =
   | 'CONFIRMED'
   /** Every limit allows powering the member off. */
   | 'ELIGIBLE'
-  /** A worker took the fence lock and acts from now on (member is null). */
+  /** A worker took the fence lease (details.epoch, higher at every take-over) and acts from now on (member is null). */
   | 'LEADING'
   /** The request did not lead to a read saying off: the member is NOT fenced. */
   | 'NOT_CONFIRMED'
