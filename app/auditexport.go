@@ -113,8 +113,8 @@ func startAuditExport(ctx context.Context, cfg Config, store *postgres.Store, lo
 		}
 		e := &auditexport.Exporter{
 			Trail: store, Sink: s, Observer: obs,
-			Leadership: store.AuditExportLeadership(fmt.Sprintf("apelora audit export %s-%d", host, os.Getpid())),
-			Interval:   cfg.AuditExport.Interval, Log: log,
+			Leadership: store.AuditExportLeadership(fmt.Sprintf("apelora audit export %s-%d", host, os.Getpid()), cfg.leaderLease()),
+			Interval:   cfg.AuditExport.Interval, Lease: cfg.leaderLease(), Log: log,
 		}
 		go e.Run(ctx)
 	}

@@ -75,7 +75,10 @@ type Exporter struct {
 	Observer   Observer // nil: none
 	Interval   time.Duration
 	Batch      int
-	Log        *slog.Logger
+	// Lease is the sink's lease length (leader.Options.Lease): renewed every third of it;
+	// an exporter that lost it stops moving the sink's position.
+	Lease time.Duration
+	Log   *slog.Logger
 }
 
 // Run exports until ctx ends.
@@ -89,6 +92,7 @@ func (e *Exporter) Run(ctx context.Context) {
 	name := e.Sink.Name()
 	leader.Run(ctx, func(ctx context.Context) (Progress, error) { return e.Leadership.TryLead(ctx, name) }, e.lead, leader.Options{
 		Retry:       min(max(e.Interval, time.Second), 10*time.Second),
+		Lease:       e.Lease,
 		Log:         e.Log,
 		Unreachable: "audit export: could not ask PostgreSQL who exports; trying again",
 		Standby:     "audit export: another replica exports to this sink; standing by",

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
@@ -12,10 +12,6 @@ import (
 	"github.com/apelora/fabric/auditexport"
 	"github.com/apelora/fabric/auditlog"
 )
-
-// auditExportLockNamespace holds one session-level lock per export sink (the second key
-// is a hash of the sink's name), so one replica exports to a sink at a time.
-const auditExportLockNamespace = lockNamespace + 5
 
 // AuditLeavesFrom reads up to limit events from leaf index from on, in leaf order. Leaves
 // become visible in index order (insertAudit's lock is held to the commit), so a reader
@@ -40,53 +36,51 @@ func (s *Store) AuditLeavesFrom(ctx context.Context, from int64, limit int) ([]a
 	return out, dbError(err)
 }
 
-// AuditExportLeadership hands out the export sinks' locks, as DriftLeadership does the
-// drift watcher's: a session-level advisory lock per sink on a connection of its own. Not
-// safe for concurrent use: make one per exporter.
-func (s *Store) AuditExportLeadership(application string) auditexport.Leadership {
-	return &exportLeadership{s: s, application: application}
+// AuditExportLeadership hands out one sink's lease (role "audit export <sink>", see
+// lease.go), as DriftLeadership does the drift watcher's: one replica exports to a sink at
+// a time, and a replica whose lease ended moves the sink's position no more. Make one per
+// exporter: a standby keeps its connection between attempts, and TryLead is not safe for
+// concurrent use.
+func (s *Store) AuditExportLeadership(holder string, lease time.Duration) auditexport.Leadership {
+	return &exportLeadership{s: s, holder: holder, ttl: lease}
 }
 
 type exportLeadership struct {
-	s           *Store
-	application string
-	conn        *pgx.Conn
+	s      *Store
+	holder string
+	ttl    time.Duration
+	l      *leases // the sink's, once TryLead named it
 }
 
-func sinkLockKey(sink string) int {
-	h := fnv.New32a()
-	h.Write([]byte(sink))
-	return int(int32(h.Sum32()))
-}
+// auditExportRole is a sink's row in leader_leases.
+func auditExportRole(sink string) string { return "audit export " + sink }
 
-func (l *exportLeadership) TryLead(ctx context.Context, sink string) (auditexport.Progress, error) {
-	key := sinkLockKey(sink)
-	conn, got, err := l.s.tryLock(ctx, l.conn, l.application, auditExportLockNamespace, key)
-	l.conn = nil
-	if err != nil || !got {
-		l.conn = conn
+func (e *exportLeadership) TryLead(ctx context.Context, sink string) (auditexport.Progress, error) {
+	if e.l == nil || e.l.role != auditExportRole(sink) {
+		e.l = &leases{s: e.s, role: auditExportRole(sink), holder: e.holder, ttl: e.ttl}
+	}
+	lc, err := e.l.take(ctx)
+	if err != nil || lc == nil {
 		return nil, err
 	}
-	return &exportProgress{conn: conn, sink: sink, key: key}, nil
+	return &exportProgress{leaseConn: lc, sink: sink}, nil
 }
 
-// exportProgress is the leading exporter's connection: the sink's position is read and
-// moved on it, so a replica that lost the lock moves nothing.
+// exportProgress is the leading exporter's lease: the sink's position is read on its
+// connection and moved only in a transaction that checks the lease's epoch.
 type exportProgress struct {
-	conn *pgx.Conn
+	*leaseConn
 	sink string
-	key  int
-}
-
-func (p *exportProgress) Check(ctx context.Context) error {
-	return lockHeld(ctx, p.conn, auditExportLockNamespace, p.key)
 }
 
 func (p *exportProgress) Next(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
-	defer cancel()
+	ctx, done, err := p.use(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
 	var next int64
-	err := p.conn.QueryRow(ctx, `SELECT next_leaf FROM audit_export_progress WHERE sink = $1`, p.sink).Scan(&next)
+	err = p.conn.QueryRow(ctx, `SELECT next_leaf FROM audit_export_progress WHERE sink = $1`, p.sink).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -95,15 +89,13 @@ func (p *exportProgress) Next(ctx context.Context) (int64, error) {
 
 // Acknowledge moves the sink's position to next; it never moves back.
 func (p *exportProgress) Acknowledge(ctx context.Context, next int64) error {
-	ctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
-	defer cancel()
-	_, err := p.conn.Exec(ctx, `INSERT INTO audit_export_progress (sink, next_leaf) VALUES ($1, $2)
-		ON CONFLICT (sink) DO UPDATE SET next_leaf = greatest(audit_export_progress.next_leaf, EXCLUDED.next_leaf), acknowledged_at = now()`,
-		p.sink, next)
-	return dbError(err)
+	return p.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO audit_export_progress (sink, next_leaf) VALUES ($1, $2)
+			ON CONFLICT (sink) DO UPDATE SET next_leaf = greatest(audit_export_progress.next_leaf, EXCLUDED.next_leaf), acknowledged_at = now()`,
+			p.sink, next)
+		return dbError(err)
+	})
 }
-
-func (p *exportProgress) Close() { releaseLock(p.conn) }
 
 // AuditExportProgress is every sink's next leaf to send, by sink name.
 func (s *Store) AuditExportProgress(ctx context.Context) (map[string]int64, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/audit"
@@ -21,8 +22,8 @@ func TestAuditExportLeadsOneSinkAtATimeAndKeepsItsPosition(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a := db.Store.AuditExportLeadership("test a")
-	b := db.Store.AuditExportLeadership("test b")
+	a := db.Store.AuditExportLeadership("test a", time.Minute)
+	b := db.Store.AuditExportLeadership("test b", time.Minute)
 	lead, err := a.TryLead(ctx, "syslog tcp://127.0.0.1:1")
 	if err != nil || lead == nil {
 		t.Fatalf("lead: %v %v", lead, err)
@@ -30,7 +31,7 @@ func TestAuditExportLeadsOneSinkAtATimeAndKeepsItsPosition(t *testing.T) {
 	if p, err := b.TryLead(ctx, "syslog tcp://127.0.0.1:1"); err != nil || p != nil {
 		t.Fatalf("a second exporter led the same sink: %v %v", p, err)
 	}
-	other, err := db.Store.AuditExportLeadership("test c").TryLead(ctx, "jsonl /tmp/x")
+	other, err := db.Store.AuditExportLeadership("test c", time.Minute).TryLead(ctx, "jsonl /tmp/x")
 	if err != nil || other == nil {
 		t.Fatalf("another sink: %v %v", other, err)
 	}
