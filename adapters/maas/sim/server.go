@@ -132,7 +132,8 @@ type Server struct {
 	lastPrune  time.Time
 	requests   []Request
 	fault      Fault
-	faultLeft  int // requests left for FailNext; -1 = until cleared
+	faultLeft  int           // requests left for FailNext; -1 = until cleared
+	stall      chan struct{} // non-nil while Stall holds requests; closed by its release
 	onPowerOff func(string)
 	onDeploy   func(string, []byte)
 	zones      map[string]int
@@ -269,6 +270,27 @@ func (s *Server) SetFault(f Fault) {
 	s.fault, s.faultLeft = f, -1
 	if f == FaultNone {
 		s.faultLeft = 0
+	}
+}
+
+// Stall holds every request that arrives until the returned release is called (or its
+// client gives up), then answers it as usual: a MAAS that is slow, not down. Release is
+// safe to call more than once.
+func (s *Server) Stall() (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gate := make(chan struct{})
+	s.stall = gate
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.stall == gate {
+				s.stall = nil
+			}
+			s.mu.Unlock()
+			close(gate)
+		})
 	}
 }
 

@@ -690,7 +690,7 @@ try {
   step('MAAS stops: the fleet says so');
   await control('/stop-maas');
   await page.goto('/');
-  await page.getByText('MAAS cannot be asked').waitFor({ timeout: 30000 });
+  await page.locator('[data-source="maas"]', { hasText: /^MAAS not answering \(since / }).waitFor({ timeout: 30000 });
   await shot(page, SHOTS, '13-maas-banner');
   await axe(page, 'fleet without MAAS');
 

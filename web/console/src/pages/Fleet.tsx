@@ -27,10 +27,10 @@ export function SourceBanners({ sources }: { sources: FleetData['fleet']['source
         </Banner>
       ) : null}
       {sources.maas.configured && !sources.maas.available ? (
-        <Banner tone="negative" title="MAAS cannot be asked">
-          <span data-source="maas">{sources.maas.message}</span>
+        <Banner tone="caution" title="MAAS not answering">
+          <span data-source="maas" data-since={sources.maas.since ?? undefined}>{sources.maas.message}</span>
           <br />
-          MAAS facts are missing, and MAAS steps are refused until MAAS answers.
+          The rows show what Incus and Apelora's records know; MAAS's columns fill in when MAAS answers. MAAS steps are refused until then.
         </Banner>
       ) : null}
     </>
@@ -349,6 +349,9 @@ const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister, hidd
   const m = r.member;
   const prov = provisionerOf(r);
   const show = (c: FleetColumn) => !hidden.has(c);
+  // A machine registered from MAAS while MAAS does not answer: its MAAS columns are not
+  // empty but unknown until MAAS answers.
+  const noMAAS = r.maas ? null : r.warnings.some((w) => w.code === 'MAAS_UNAVAILABLE') ? <span className="muted" data-maas-missing>MAAS not answering</span> : <span className="muted">—</span>;
   return (
     <tr data-machine={r.name} data-phase={r.phase}>
       <td className="select-col">
@@ -394,9 +397,9 @@ const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister, hidd
           <span className="muted">not a member</span>
         )}
       </td> : null}
-      {show('maas') ? <td>{r.maas ? r.maas.status : <span className="muted">—</span>}</td> : null}
-      {show('power') ? <td>{r.maas ? r.maas.powerState : <span className="muted">—</span>}</td> : null}
-      {show('testing') ? <td>{r.maas ? r.maas.testingStatus : <span className="muted">—</span>}</td> : null}
+      {show('maas') ? <td>{r.maas ? r.maas.status : noMAAS}</td> : null}
+      {show('power') ? <td>{r.maas ? r.maas.powerState : noMAAS}</td> : null}
+      {show('testing') ? <td>{r.maas ? r.maas.testingStatus : noMAAS}</td> : null}
       {show('actions') ? <td>
         {r.phase === 'DISCOVERED' && r.maas ? (
           <ReasonButton reason={perm} className="btn-small" onClick={() => onRegister({ kind: 'maas', systemId: r.maas!.systemId, hostname: r.maas!.hostname, hardwareUuid: r.maas!.hardwareUuid })} data-action="register">
