@@ -113,7 +113,8 @@ func warningMessages(row map[string]any) string {
 // notice, and MAAS's 300 machines fill in when MAAS answers, without a reload. Then it
 // times filter keystrokes at 300 machines while changes stream in (the power state of 50
 // machines flips every 250 ms and the fleet is read every second, so most messages change
-// rows): a figure for the README (web/console/e2e/fleetfirst.e2e.mjs).
+// rows): a figure for the README. Last, a bulk register of 10 machines shows each
+// machine's plan and confirms each with its plan's hash (web/console/e2e/fleetfirst.e2e.mjs).
 func TestConsoleFleetBeforeMAAS(t *testing.T) {
 	node, dir := consoleTools(t)
 	fx := sim.Fixture{}
@@ -161,4 +162,37 @@ func TestConsoleFleetBeforeMAAS(t *testing.T) {
 		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shotsDir(t, "fleet-before-maas"), "CONTROL": c.serve(t),
 		"MEMBER": lab.Members[0].Name,
 	})
+	// The bulk register the script confirmed: each machine's event keeps the hash of the
+	// plan the dialog showed for it (the two registered above were shown none).
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'registerMachine' AND outcome = 'SUCCEEDED'
+		AND details->>'planHash' IS NOT NULL AND parameters->'input'->>'name' LIKE 'node-29_'`).(int64); n != 10 {
+		t.Errorf("%d bulk registrations confirmed with the plan shown, want 10", n)
+	}
+}
+
+// A change confirmed with the plan it was shown, while MAAS does not answer, fails
+// UNAVAILABLE (nothing changed), not PLAN_CHANGED: a plan that could not be made is not
+// another plan. The same confirmation succeeds once MAAS answers, which is what the bulk
+// dialog's retry of its failed machines sends.
+func TestAConfirmationWhileMAASIsDownFailsUnavailable(t *testing.T) {
+	lab := incuslab.Start(t, 1)
+	sm := producttest.StartMAAS(t, maasFleet())
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(sm.Config), producttest.WithRequestTimeout(3*time.Second))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	e.MustGQL(admin, `mutation { registerMachine(input: {name: "node-a", provisioner: MAAS, maasSystemId: "aaaa01"}) { machine { name } } }`, nil)
+	const commission = `mutation($h: String, $dry: Boolean) { commissionMachine(input: {systemId: "aaaa01", dryRun: $dry, planHash: $h}) { plan { planHash refused } } }`
+	p := e.MustGQL(admin, commission, map[string]any{"dry": true})["commissionMachine"].(map[string]any)["plan"].(map[string]any)
+	hash, _ := p["planHash"].(string)
+	if hash == "" || p["refused"] != false {
+		t.Fatalf("plan %v, want one going ahead with a hash", p)
+	}
+	sm.Server.SetFault(sim.FaultUnavailable)
+	r := e.GQL(admin, commission, map[string]any{"h": hash, "dry": false})
+	if len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "UNAVAILABLE" {
+		t.Fatalf("confirmed while MAAS answers 503: %+v, want UNAVAILABLE", r)
+	}
+	sm.Server.SetFault(sim.FaultNone)
+	if r := e.GQL(admin, commission, map[string]any{"h": hash, "dry": false}); len(r.Errors) > 0 {
+		t.Fatalf("the same confirmation once MAAS answers: %v", r.Errors)
+	}
 }
