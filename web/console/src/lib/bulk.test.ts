@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { allMatching, bounded, counts, freeze, newRequestId, outcomeOfCode, ranged, summarise, toggled } from './bulk';
+import { allMatching, bounded, counts, freeze, newRequestId, outcomeOfCode, planLine, ranged, shownHashes, summarise, toggled } from './bulk';
 import type { Row } from './fleet';
 
 const shown = ['a', 'b', 'c', 'd', 'e'];
@@ -77,4 +77,18 @@ test('bounded keeps at most the limit in flight and runs every item', async () =
 test('refused or failed, code by code, as apeloractl says', () => {
   const cases = JSON.parse(readFileSync('src/lib/bulk-outcomes.json', 'utf8')) as Record<string, 'refused' | 'failed'>;
   for (const [code, want] of Object.entries(cases)) assert.equal(outcomeOfCode(code), want, code);
+});
+
+test('each machine is confirmed with the hash of the plan shown for it; its plan reads in a line', () => {
+  const ahead = { refused: false, planHash: 'h1', steps: [{ system: 'MAAS', call: 'commission', target: 's1', changes: [] }], refusals: [], warnings: [] };
+  const refused = { refused: true, planHash: 'h2', steps: [], refusals: [{ code: 'FAILED_PRECONDITION', message: 'Deployed: release it first' }], warnings: [] };
+  const results = [
+    { name: 'a', outcome: 'ahead' as const, plan: ahead },
+    { name: 'b', outcome: 'refused' as const, code: 'FAILED_PRECONDITION', message: 'Deployed: release it first', plan: refused },
+    { name: 'c', outcome: 'failed' as const, code: 'UNAVAILABLE', message: 'MAAS not answering' },
+  ];
+  assert.deepEqual([...shownHashes(results)], [['a', 'h1'], ['b', 'h2']]);
+  assert.equal(planLine(results[0]), 'MAAS commission on s1');
+  assert.equal(planLine(results[1]), 'refused: Deployed: release it first');
+  assert.equal(planLine(results[2]), 'UNAVAILABLE: MAAS not answering');
 });
