@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { allMatching, bounded, counts, freeze, newRequestId, outcomeOfCode, planLine, ranged, shownHashes, summarise, toggled } from './bulk';
 import type { Row } from './fleet';
+import { codeLabel, codeWords } from './errors';
 
 const shown = ['a', 'b', 'c', 'd', 'e'];
 
@@ -89,6 +90,13 @@ test('each machine is confirmed with the hash of the plan shown for it; its plan
   ];
   assert.deepEqual([...shownHashes(results)], [['a', 'h1'], ['b', 'h2']]);
   assert.equal(planLine(results[0]), 'MAAS commission on s1');
-  assert.equal(planLine(results[1]), 'refused: Deployed: release it first');
-  assert.equal(planLine(results[2]), 'UNAVAILABLE: MAAS not answering');
+  assert.equal(planLine(results[1]), 'refused: Deployed: release it first — not possible in its present state (FAILED_PRECONDITION)');
+  assert.equal(planLine(results[2]), 'MAAS not answering — an upstream or the server did not answer (UNAVAILABLE)');
+});
+
+test('every code a bulk result can carry has its words, in one place', () => {
+  const cases = JSON.parse(readFileSync('src/lib/bulk-outcomes.json', 'utf8')) as Record<string, string>;
+  for (const code of Object.keys(cases)) assert.ok(codeWords[code], `no words for ${code}`);
+  assert.equal(codeLabel('BUSY'), 'another change to it is in progress (BUSY)');
+  assert.equal(codeLabel('SOMETHING_NEW'), 'SOMETHING_NEW');
 });

@@ -7,6 +7,7 @@
 import type { ChangeName } from '../api/changes.gen';
 import type { Row } from './fleet';
 import type { Plan } from './plan';
+import { reasonText } from './errors';
 
 export type BulkStep = 'register' | 'commission' | 'test' | 'install' | 'admit' | 'release';
 
@@ -86,8 +87,8 @@ export function shownHashes(planned: readonly BulkResult[]): Map<string, string>
 // planLine is one machine's plan in a line: its steps, or why it would be refused.
 export function planLine(r: BulkResult): string {
   const p = r.plan;
-  if (!p) return r.message ? `${r.code ?? 'refused'}: ${r.message}` : 'no plan';
-  if (p.refused) return `refused: ${p.refusals.map((f) => f.message).join('; ') || 'it would be refused'}`;
+  if (!p) return r.message ? reasonText(r.code, r.message) : 'no plan';
+  if (p.refused) return `refused: ${p.refusals.map((f) => reasonText(f.code, f.message)).join('; ') || 'it would be refused'}`;
   const steps = p.steps.map((s) => `${s.system} ${s.call}${s.target ? ` on ${s.target}` : ''}`).join(', then ');
   const warnings = p.warnings.length ? ` (${p.warnings.map((w) => w.message).join('; ')})` : '';
   return (steps || 'no step: nothing would be changed') + warnings;

@@ -14,6 +14,7 @@ import {
 } from '../api/operations';
 import { bounded, bulkSteps, confirmAbove, counts, inFlight, newRequestId, outcomeOfCode, planLine, shownHashes, summarise, type BulkResult, type BulkStep, type BulkTarget } from '../lib/bulk';
 import { planOf } from '../lib/plan';
+import { codeLabel, reasonText } from '../lib/errors';
 
 interface Options { noTests: boolean; series: string; erase: boolean }
 
@@ -151,7 +152,7 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
                     <ul className="bulk-refusals">
                       {planned.groups.map((g) => (
                         <li key={g.code + g.reason} data-bulk-refusal={g.code}>
-                          <strong>{g.machines.length}</strong> {g.code}: {g.reason}
+                          <strong>{g.machines.length}</strong> {codeLabel(g.code)}: {g.reason}
                           <span className="sub"> {g.machines.slice(0, 12).join(', ')}{g.machines.length > 12 ? ` and ${g.machines.length - 12} more` : ''}</span>
                         </li>
                       ))}
@@ -184,7 +185,7 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
               {results.map((r) => (
                 <li key={r.name} data-bulk-result={r.name} data-outcome={r.outcome} className={`bulk-${r.outcome}`}>
                   <strong>{r.name}</strong> <span className="tag">{r.outcome}</span>
-                  {r.message ? <span className="sub"> {r.code}: {r.message}</span> : null}
+                  {r.message ? <span className="sub"> {reasonText(r.code, r.message)}</span> : null}
                   {r.code === 'PLAN_CHANGED' ? <span className="sub"> Its plan changed after it was shown, so nothing was changed: start the step again for it to see the new plan.</span> : null}
                 </li>
               ))}
