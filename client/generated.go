@@ -5031,6 +5031,9 @@ func (v *FleetFleetSourcesIncusSourceStatus) GetAvailable() bool { return v.Sour
 // GetMessage returns FleetFleetSourcesIncusSourceStatus.Message, and is useful for accessing the field via an interface.
 func (v *FleetFleetSourcesIncusSourceStatus) GetMessage() string { return v.SourceFields.Message }
 
+// GetSince returns FleetFleetSourcesIncusSourceStatus.Since, and is useful for accessing the field via an interface.
+func (v *FleetFleetSourcesIncusSourceStatus) GetSince() *time.Time { return v.SourceFields.Since }
+
 func (v *FleetFleetSourcesIncusSourceStatus) UnmarshalJSON(b []byte) error {
 
 	if string(b) == "null" {
@@ -5062,6 +5065,8 @@ type __premarshalFleetFleetSourcesIncusSourceStatus struct {
 	Available bool `json:"available"`
 
 	Message string `json:"message"`
+
+	Since *time.Time `json:"since"`
 }
 
 func (v *FleetFleetSourcesIncusSourceStatus) MarshalJSON() ([]byte, error) {
@@ -5078,6 +5083,7 @@ func (v *FleetFleetSourcesIncusSourceStatus) __premarshalJSON() (*__premarshalFl
 	retval.Configured = v.SourceFields.Configured
 	retval.Available = v.SourceFields.Available
 	retval.Message = v.SourceFields.Message
+	retval.Since = v.SourceFields.Since
 	return &retval, nil
 }
 
@@ -5094,6 +5100,9 @@ func (v *FleetFleetSourcesMaasSourceStatus) GetAvailable() bool { return v.Sourc
 
 // GetMessage returns FleetFleetSourcesMaasSourceStatus.Message, and is useful for accessing the field via an interface.
 func (v *FleetFleetSourcesMaasSourceStatus) GetMessage() string { return v.SourceFields.Message }
+
+// GetSince returns FleetFleetSourcesMaasSourceStatus.Since, and is useful for accessing the field via an interface.
+func (v *FleetFleetSourcesMaasSourceStatus) GetSince() *time.Time { return v.SourceFields.Since }
 
 func (v *FleetFleetSourcesMaasSourceStatus) UnmarshalJSON(b []byte) error {
 
@@ -5126,6 +5135,8 @@ type __premarshalFleetFleetSourcesMaasSourceStatus struct {
 	Available bool `json:"available"`
 
 	Message string `json:"message"`
+
+	Since *time.Time `json:"since"`
 }
 
 func (v *FleetFleetSourcesMaasSourceStatus) MarshalJSON() ([]byte, error) {
@@ -5142,6 +5153,7 @@ func (v *FleetFleetSourcesMaasSourceStatus) __premarshalJSON() (*__premarshalFle
 	retval.Configured = v.SourceFields.Configured
 	retval.Available = v.SourceFields.Available
 	retval.Message = v.SourceFields.Message
+	retval.Since = v.SourceFields.Since
 	return &retval, nil
 }
 
@@ -5822,6 +5834,11 @@ func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus
 	return v.SourceFields.Message
 }
 
+// GetSince returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus.Since, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus) GetSince() *time.Time {
+	return v.SourceFields.Since
+}
+
 func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus) UnmarshalJSON(b []byte) error {
 
 	if string(b) == "null" {
@@ -5853,6 +5870,8 @@ type __premarshalFleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSour
 	Available bool `json:"available"`
 
 	Message string `json:"message"`
+
+	Since *time.Time `json:"since"`
 }
 
 func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus) MarshalJSON() ([]byte, error) {
@@ -5869,6 +5888,7 @@ func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus
 	retval.Configured = v.SourceFields.Configured
 	retval.Available = v.SourceFields.Available
 	retval.Message = v.SourceFields.Message
+	retval.Since = v.SourceFields.Since
 	return &retval, nil
 }
 
@@ -5890,6 +5910,11 @@ func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus)
 // GetMessage returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus.Message, and is useful for accessing the field via an interface.
 func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus) GetMessage() string {
 	return v.SourceFields.Message
+}
+
+// GetSince returns FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus.Since, and is useful for accessing the field via an interface.
+func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus) GetSince() *time.Time {
+	return v.SourceFields.Since
 }
 
 func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus) UnmarshalJSON(b []byte) error {
@@ -5923,6 +5948,8 @@ type __premarshalFleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourc
 	Available bool `json:"available"`
 
 	Message string `json:"message"`
+
+	Since *time.Time `json:"since"`
 }
 
 func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus) MarshalJSON() ([]byte, error) {
@@ -5939,6 +5966,7 @@ func (v *FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus)
 	retval.Configured = v.SourceFields.Configured
 	retval.Available = v.SourceFields.Available
 	retval.Message = v.SourceFields.Message
+	retval.Since = v.SourceFields.Since
 	return &retval, nil
 }
 
@@ -11906,6 +11934,11 @@ type SourceFields struct {
 	Available bool `json:"available"`
 	// `ok`, or why not.
 	Message string `json:"message"`
+	// When the source stopped answering: the start of the first read it failed or was too
+	// slow to answer since its last answer; null while it answers. The fleet waits for MAAS
+	// about 2 s at most (its rows show what Incus and the records know meanwhile); the
+	// fleetUpdates stream fills MAAS in when it answers.
+	Since *time.Time `json:"since"`
 }
 
 // GetConfigured returns SourceFields.Configured, and is useful for accessing the field via an interface.
@@ -11916,6 +11949,9 @@ func (v *SourceFields) GetAvailable() bool { return v.Available }
 
 // GetMessage returns SourceFields.Message, and is useful for accessing the field via an interface.
 func (v *SourceFields) GetMessage() string { return v.Message }
+
+// GetSince returns SourceFields.Since, and is useful for accessing the field via an interface.
+func (v *SourceFields) GetSince() *time.Time { return v.Since }
 
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
@@ -13799,6 +13835,7 @@ fragment SourceFields on SourceStatus {
 	configured
 	available
 	message
+	since
 }
 fragment MachineFields on Machine {
 	name
@@ -13958,6 +13995,7 @@ fragment SourceFields on SourceStatus {
 	configured
 	available
 	message
+	since
 }
 `
 

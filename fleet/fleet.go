@@ -6,6 +6,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -42,6 +43,9 @@ type Source struct {
 	Configured bool
 	Available  bool
 	Message    string
+	// Since is when the source stopped answering: the start of the first read it failed
+	// or was too slow to answer after its last answer (zero while it answers).
+	Since time.Time
 }
 
 // View is the whole fleet with what each source said about itself.
@@ -49,7 +53,15 @@ type View struct {
 	Machines []Machine
 	Incus    Source
 	MAAS     Source
+	// late, when MAAS had not answered within the read's patience: waits for its answer
+	// (which the read left running) and returns the same view with MAAS's machines in it.
+	late func(ctx context.Context) (*View, bool)
 }
+
+// DefaultMAASPatience is how long a fleet read waits for MAAS once it has started, when
+// Apelora's tables and Incus have answered sooner: a hung MAAS would otherwise hold the
+// whole fleet for the request timeout (10 s) although the records and Incus answer at once.
+const DefaultMAASPatience = 2 * time.Second
 
 // Records reads machine records.
 type Records interface {
@@ -92,6 +104,41 @@ type Service struct {
 	// UUIDs records the hardware UUID MAAS now reports for a machine registered before
 	// MAAS had one (registered when only discovered); nil: none is copied.
 	UUIDs HardwareUUIDs
+	// MAASPatience bounds how long View waits for MAAS's machine list from the read's
+	// start (it waits for Apelora's tables and Incus in any case); zero:
+	// DefaultMAASPatience. A read that stops waiting leaves the call running: the fleet
+	// stream fills the MAAS side in when it answers (Watcher).
+	MAASPatience time.Duration
+
+	maasDown outage
+}
+
+// outage remembers since when an upstream has not answered, for the "since T" every
+// view says until it answers again.
+type outage struct {
+	mu    sync.Mutex
+	since time.Time
+}
+
+// failed records a read started at start that the upstream did not answer, and returns
+// since when it has not answered.
+func (o *outage) failed(start time.Time) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.since.IsZero() || start.Before(o.since) {
+		o.since = start
+	}
+	return o.since
+}
+
+// answered records an answer to a read started at start: the outage is over unless it
+// began after that read did (an answer to an older call says nothing of a newer one).
+func (o *outage) answered(start time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.since.After(start) {
+		o.since = time.Time{}
+	}
 }
 
 // HardwareUUIDs records, in an audited change of its own, a hardware UUID MAAS reports
@@ -116,6 +163,7 @@ type FenceStatuses interface {
 }
 
 type sources struct {
+	start    time.Time // when the read began
 	records  []machines.Record
 	snapshot *membership.Snapshot
 	admitted map[string]lifecycle.Admission
@@ -126,16 +174,27 @@ type sources struct {
 	view     View
 }
 
-// read asks every source at the same time: the view costs its slowest read (the MAAS
-// list, on a fleet of any size), not their sum.
+// read asks every source at the same time: the view costs its slowest read of Apelora's
+// tables and Incus, and MAAS's only up to MAASPatience (on a large fleet or a hung MAAS,
+// the MAAS list is the slow one).
 func (s *Service) read(ctx context.Context) (*sources, error) {
-	src := &sources{}
+	src := &sources{start: time.Now()}
 	var r reads
 	r.db(func() (err error) { src.records, err = s.Records.Records(ctx); return err })
 	open := s.readStore(ctx, &r, src)
-	var maasErr, incusErr error
+	var incusErr error
+	var maas chan maasAnswer
 	if s.MAAS != nil {
-		r.upstream(func() { src.maas, maasErr = s.MAAS.Machines(ctx) })
+		// Not one of r's reads: the view may be returned before it answers. Its context is
+		// not the caller's, so a read that stops waiting leaves the call running for the
+		// stream to fill the MAAS side in (it is the MAAS client's call, bounded by its
+		// request timeout, and shared by every read that asks meanwhile: internal/flight).
+		maas = make(chan maasAnswer, 1)
+		mctx := context.WithoutCancel(ctx)
+		go func() {
+			ms, err := s.MAAS.Machines(mctx)
+			maas <- maasAnswer{ms, err}
+		}()
 	}
 	if s.Incus != nil {
 		r.upstream(func() { src.snapshot, incusErr = s.Incus.Snapshot(ctx) })
@@ -143,9 +202,66 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 	if err := r.wait(); err != nil {
 		return nil, err
 	}
-	s.settle(src, *open, incusErr, maasErr)
+	answer, late := s.awaitMAAS(ctx, src.start, maas)
+	src.maas = answer.ms
+	s.settle(src, *open, incusErr, answer.err, late)
+	if late {
+		src.view.late = func(ctx context.Context) (*View, bool) {
+			select {
+			case a := <-maas:
+				return s.complete(ctx, src, a), true
+			case <-ctx.Done():
+				return nil, false
+			}
+		}
+	}
 	s.copyUUIDs(ctx, src)
 	return src, nil
+}
+
+type maasAnswer struct {
+	ms  []provisioning.MAASMachine
+	err error
+}
+
+// awaitMAAS waits for MAAS's answer until MAASPatience after start (no longer: Apelora's
+// tables and Incus have answered by now) or the caller leaves; late: it did not answer.
+func (s *Service) awaitMAAS(ctx context.Context, start time.Time, maas chan maasAnswer) (maasAnswer, bool) {
+	if maas == nil {
+		return maasAnswer{}, false
+	}
+	patience := s.MAASPatience
+	if patience <= 0 {
+		patience = DefaultMAASPatience
+	}
+	t := time.NewTimer(time.Until(start.Add(patience)))
+	defer t.Stop()
+	select {
+	case a := <-maas:
+		return a, false
+	default:
+	}
+	select {
+	case a := <-maas:
+		return a, false
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return maasAnswer{}, true
+}
+
+// complete is the view of src, a read that stopped waiting for MAAS, with MAAS's late
+// answer a: the same records and Incus, MAAS's machines (or why not) joined in.
+func (s *Service) complete(ctx context.Context, src *sources, a maasAnswer) *View {
+	done := *src
+	// copyUUIDs updates records in place: the earlier view's rows must keep theirs.
+	done.records = slices.Clone(src.records)
+	done.view = View{Incus: src.view.Incus}
+	done.maas = a.ms
+	s.settleMAAS(&done, a.err, false)
+	s.copyUUIDs(ctx, &done)
+	done.view.Machines = done.join()
+	return &done.view
 }
 
 // copyUUIDs records the hardware UUID MAAS reports for every record that lacks one. Every
@@ -240,8 +356,8 @@ func (s *Service) readStore(ctx context.Context, r *reads, src *sources) *map[st
 	return open
 }
 
-// settle says what each upstream answered.
-func (s *Service) settle(src *sources, open map[string]lifecycle.Admission, incusErr, maasErr error) {
+// settle says what each upstream answered; maasLate: MAAS did not answer in time.
+func (s *Service) settle(src *sources, open map[string]lifecycle.Admission, incusErr, maasErr error, maasLate bool) {
 	switch {
 	case s.Incus == nil:
 		src.view.Incus = Source{Message: apperr.NotConfigured(apperr.Incus).Message}
@@ -252,15 +368,32 @@ func (s *Service) settle(src *sources, open map[string]lifecycle.Admission, incu
 		src.view.Incus = Source{Configured: true, Available: true, Message: "ok"}
 		src.admitted = open
 	}
+	s.settleMAAS(src, maasErr, maasLate)
+}
+
+// settleMAAS says what MAAS answered, and since when it has not.
+func (s *Service) settleMAAS(src *sources, err error, late bool) {
 	switch {
 	case s.MAAS == nil:
 		src.view.MAAS = Source{Message: apperr.NotConfigured(apperr.MAAS).Message}
-	case maasErr != nil:
+	case late:
+		since := s.maasDown.failed(src.start)
 		src.maas = nil
-		src.view.MAAS = Source{Configured: true, Message: problem(maasErr, "MAAS could not be asked")}
+		src.view.MAAS = Source{Configured: true, Since: since, Message: notAnswering(since, "no answer yet")}
+	case err != nil:
+		since := s.maasDown.failed(src.start)
+		src.maas = nil
+		src.view.MAAS = Source{Configured: true, Since: since, Message: notAnswering(since, problem(err, "MAAS could not be asked"))}
 	default:
+		s.maasDown.answered(src.start)
 		src.view.MAAS = Source{Configured: true, Available: true, Message: "ok"}
 	}
+}
+
+// notAnswering is the one wording of a MAAS that did not answer a read, whatever the
+// cause: the rows show what Incus and Apelora's records know meanwhile.
+func notAnswering(since time.Time, cause string) string {
+	return fmt.Sprintf("MAAS not answering (since %s): machine state from MAAS is missing (%s)", since.UTC().Format(time.RFC3339), cause)
 }
 
 func problem(err error, fallback string) string {
@@ -377,7 +510,7 @@ func (src *sources) derive(r *Machine) {
 	}
 	switch {
 	case !src.view.MAAS.Available:
-		r.Warnings = append(r.Warnings, lifecycle.Warning{Code: lifecycle.MAASUnavailable, Message: "MAAS could not be asked: " + src.view.MAAS.Message})
+		r.Warnings = append(r.Warnings, lifecycle.Warning{Code: lifecycle.MAASUnavailable, Message: src.view.MAAS.Message})
 	case r.MAAS == nil:
 		r.Warnings = append(r.Warnings, lifecycle.Warning{Code: lifecycle.MAASMachineGone, Message: "MAAS no longer reports system id " + r.Record.MAASSystemID + ": the machine was deleted from MAAS"})
 	case r.Record.HardwareUUID != "" && r.MAAS.HardwareUUID != r.Record.HardwareUUID:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +139,8 @@ func TestUnavailableSourcesAreSaidAndRowsStay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.MAAS.Available || v.MAAS.Message != "MAAS could not be reached" || v.Incus.Available || v.Incus.Message == "" {
+	if v.MAAS.Available || v.MAAS.Since.IsZero() || !strings.HasPrefix(v.MAAS.Message, "MAAS not answering (since ") ||
+		!strings.HasSuffix(v.MAAS.Message, ": machine state from MAAS is missing (MAAS could not be reached)") || v.Incus.Available || v.Incus.Message == "" {
 		t.Fatalf("sources %+v %+v", v.MAAS, v.Incus)
 	}
 	got := byName(t, v)
@@ -298,5 +300,87 @@ func TestOneMachineIsItsRowOfTheView(t *testing.T) {
 		if err != nil || m == nil || m.Name != "node-a" || m.MAAS == nil && down != "maas" {
 			t.Errorf("%s down: RegisteredFrom(aaaa01) = %+v, %v", down, m, err)
 		}
+	}
+}
+
+// heldMAAS answers its machine list only once released.
+type heldMAAS struct {
+	maas
+	release chan struct{}
+}
+
+func (m heldMAAS) Machines(ctx context.Context) ([]provisioning.MAASMachine, error) {
+	<-m.release
+	return m.maas.Machines(ctx)
+}
+
+// A MAAS slower than the read's patience does not hold the view: it comes with the
+// records and Incus, MAAS said not answering since the first read it left unanswered
+// (kept by the next read), and the view completes with MAAS's answer when it comes; the
+// next read that MAAS answers ends the outage.
+func TestASlowMAASDoesNotHoldTheView(t *testing.T) {
+	s := fixture()
+	held := heldMAAS{maas: s.MAAS.(maas), release: make(chan struct{})}
+	s.MAAS, s.MAASPatience = held, 20*time.Millisecond
+	ctx := context.Background()
+	v, err := s.View(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.MAAS.Available || v.MAAS.Since.IsZero() || !strings.Contains(v.MAAS.Message, "MAAS not answering") || !v.Incus.Available || v.late == nil {
+		t.Fatalf("sources %+v %+v, want MAAS not answering and Incus answering", v.MAAS, v.Incus)
+	}
+	got := byName(t, v)
+	if a := got["node-a"]; a.Phase != lifecycle.Admitted || codes(a.Warnings) != "[MAAS_UNAVAILABLE]" || a.MAAS != nil {
+		t.Errorf("node-a without MAAS: %v %v", a.Phase, codes(a.Warnings))
+	}
+	if _, ok := got["node-d"]; ok {
+		t.Error("a machine only MAAS reports is shown before MAAS answered")
+	}
+	again, err := s.View(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.MAAS.Since.Equal(v.MAAS.Since) {
+		t.Errorf("the second unanswered read says since %v, want the first's %v", again.MAAS.Since, v.MAAS.Since)
+	}
+	close(held.release)
+	done, ok := v.late(ctx)
+	if !ok || !done.MAAS.Available || !done.MAAS.Since.IsZero() {
+		t.Fatalf("completed: %v %+v, want MAAS answering", ok, done)
+	}
+	if d := byName(t, done)["node-d"]; d.MAAS == nil {
+		t.Error("the completed view lacks MAAS's machines")
+	}
+	if a := byName(t, v)["node-a"]; a.MAAS != nil {
+		t.Error("completing a view changed the earlier one's rows")
+	}
+	after, _ := s.View(ctx)
+	if !after.MAAS.Available || !after.MAAS.Since.IsZero() || after.late != nil {
+		t.Errorf("MAAS answering again: %+v", after.MAAS)
+	}
+}
+
+// The stream publishes the completion of a read MAAS answered late, with no trigger and
+// no interval to bring it.
+func TestWatcherFillsMAASInWhenItAnswers(t *testing.T) {
+	s := fixture()
+	held := heldMAAS{maas: s.MAAS.(maas), release: make(chan struct{})}
+	s.MAAS, s.MAASPatience = held, 20*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := NewWatcher(ctx, s, WatcherOptions{Interval: time.Hour})
+	ch := follow(ctx, w)
+	first := next(t, ch)
+	if first.Sources.MAAS.Available {
+		t.Fatalf("snapshot %+v, want MAAS not answering", first.Sources.MAAS)
+	}
+	close(held.release)
+	u := next(t, ch)
+	if u.Revision != first.Revision+1 || u.Sources == nil || !u.Sources.MAAS.Available || !slices.Contains(names(u.Added), "node-d") {
+		t.Fatalf("after MAAS answered: %+v, want MAAS's side filled in", u)
+	}
+	if w.Refreshes() != 1 {
+		t.Errorf("%d fleet reads, want 1: the late answer completes the read, it does not read again", w.Refreshes())
 	}
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/machines"
@@ -64,7 +65,7 @@ func (s *Service) Machine(ctx context.Context, name string) (*Machine, error) {
 		}
 		return pick(v.Machines, name), nil
 	}
-	src := &sources{}
+	src := &sources{start: time.Now()}
 	var r reads
 	open := s.readStore(ctx, &r, src)
 	var maasErr, incusErr error
@@ -116,7 +117,7 @@ func (s *Service) Machine(ctx context.Context, name string) (*Machine, error) {
 	if err := r.wait(); err != nil {
 		return nil, err
 	}
-	s.settle(src, *open, incusErr, maasErr)
+	s.settle(src, *open, incusErr, maasErr, false)
 	s.copyUUIDs(ctx, src)
 	return pick(src.join(), name), nil
 }

@@ -176,13 +176,19 @@ func (w *Watcher) run(ctx context.Context, gen int64) {
 	for _, t := range w.triggers {
 		go t(ctx, changed)
 	}
-	w.update(ctx, gen)
+	late := w.update(ctx, gen)
 	tick := time.NewTicker(w.interval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case v := <-late:
+			// MAAS answered the last read after it stopped waiting: its side fills in
+			// now, not at the next read.
+			late = nil
+			w.publish(ctx, gen, v)
+			continue
 		case <-tick.C:
 		case <-kick:
 			// Let a burst settle: one read serves every trigger within it.
@@ -198,30 +204,54 @@ func (w *Watcher) run(ctx context.Context, gen int64) {
 			default:
 			}
 		}
-		w.update(ctx, gen)
+		late = w.update(ctx, gen)
 		tick.Reset(w.interval)
 	}
 }
 
-// update reads the fleet and publishes what changed since the last read.
-func (w *Watcher) update(ctx context.Context, gen int64) {
+// update reads the fleet and publishes what changed since the last read. When a source
+// (MAAS) had not answered within the read's patience, it returns where the same view will
+// arrive completed with that source's answer; nil otherwise.
+func (w *Watcher) update(ctx context.Context, gen int64) <-chan *View {
 	v, err := w.read.View(ctx)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.refresh++
-	if gen != w.gen || ctx.Err() != nil {
-		return // this run was stopped
-	}
-	first := w.current == nil
 	if err != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.refresh++
+		if gen != w.gen || ctx.Err() != nil {
+			return nil // this run was stopped
+		}
 		w.log.Warn("fleet stream: the fleet could not be read; subscribers keep the last fleet until the next read", "error", err)
-		if first {
+		if w.current == nil {
 			w.readErr = err
 			closeOnce(w.ready)
 		}
-		return
+		return nil
 	}
-	if first {
+	w.mu.Lock()
+	w.refresh++
+	w.mu.Unlock()
+	w.publish(ctx, gen, v)
+	if v.late == nil {
+		return nil
+	}
+	done := make(chan *View, 1)
+	go func() {
+		if lv, ok := v.late(ctx); ok {
+			done <- lv
+		}
+	}()
+	return done
+}
+
+// publish makes v the current fleet and publishes what changed from the last one.
+func (w *Watcher) publish(ctx context.Context, gen int64, v *View) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if gen != w.gen || ctx.Err() != nil {
+		return // this run was stopped
+	}
+	if w.current == nil {
 		// A run's first read is the snapshot every subscriber starts from.
 		w.rev++
 		w.current, w.readErr = v, nil

@@ -619,6 +619,7 @@ type ComplexityRoot struct {
 		Available  func(childComplexity int) int
 		Configured func(childComplexity int) int
 		Message    func(childComplexity int) int
+		Since      func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -3192,6 +3193,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SourceStatus.Message(childComplexity), true
+	case "SourceStatus.since":
+		if e.ComplexityRoot.SourceStatus.Since == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SourceStatus.Since(childComplexity), true
 
 	case "Subscription.admissionChecks":
 		if e.ComplexityRoot.Subscription.AdmissionChecks == nil {
@@ -4426,6 +4433,13 @@ type SourceStatus {
   available: Boolean!
   "` + "`" + `ok` + "`" + `, or why not."
   message: String!
+  """
+  When the source stopped answering: the start of the first read it failed or was too
+  slow to answer since its last answer; null while it answers. The fleet waits for MAAS
+  about 2 s at most (its rows show what Incus and the records know meanwhile); the
+  fleetUpdates stream fills MAAS in when it answers.
+  """
+  since: Time
 }
 
 "A machine as MAAS reports it. No MAAS credential field is ever returned."
@@ -6484,6 +6498,8 @@ func (ec *executionContext) childFields_SourceStatus(ctx context.Context, field 
 		return ec.fieldContext_SourceStatus_available(ctx, field)
 	case "message":
 		return ec.fieldContext_SourceStatus_message(ctx, field)
+	case "since":
+		return ec.fieldContext_SourceStatus_since(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SourceStatus", field.Name)
 }
@@ -17554,6 +17570,29 @@ func (ec *executionContext) fieldContext_SourceStatus_message(_ context.Context,
 	return graphql.NewScalarFieldContext("SourceStatus", field, false, false, "String")
 }
 
+func (ec *executionContext) _SourceStatus_since(ctx context.Context, field graphql.CollectedField, obj *model.SourceStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SourceStatus_since(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Since, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SourceStatus_since(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SourceStatus", field, false, false, "Time")
+}
+
 func (ec *executionContext) _Subscription_auditEventRecorded(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -24458,6 +24497,11 @@ func (ec *executionContext) _SourceStatus(ctx context.Context, sel ast.Selection
 		case "message":
 			out.Values[i] = ec._SourceStatus_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "since":
+			out.Values[i] = ec._SourceStatus_since(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

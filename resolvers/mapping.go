@@ -229,7 +229,12 @@ func mapMAAS(m *provisioning.MAASMachine) *model.MaasMachine {
 }
 
 func mapSource(s fleet.Source) *model.SourceStatus {
-	return &model.SourceStatus{Configured: s.Configured, Available: s.Available, Message: s.Message}
+	out := &model.SourceStatus{Configured: s.Configured, Available: s.Available, Message: s.Message}
+	if !s.Since.IsZero() {
+		since := s.Since.UTC()
+		out.Since = &since
+	}
+	return out
 }
 
 func mapFleet(v *fleet.View) *model.Fleet {

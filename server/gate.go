@@ -304,7 +304,10 @@ func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next gra
 	}
 	rec := &plan.Recorder{}
 	if _, err := next(plan.With(ctx, rec)); err != nil {
-		if c := apperr.CodeOf(err); c == apperr.InvalidInput || c == apperr.Internal {
+		// An upstream that did not answer the planning is not a changed plan: the call
+		// fails UNAVAILABLE (nothing changed) and is worth retrying with the same hash, as
+		// a bulk step's failed machines are.
+		if c := apperr.CodeOf(err); c == apperr.InvalidInput || c == apperr.Internal || c == apperr.Unavailable {
 			return nil, err
 		}
 		rec.Refuse(err)

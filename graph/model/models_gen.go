@@ -1136,6 +1136,11 @@ type SourceStatus struct {
 	Available bool `json:"available"`
 	// `ok`, or why not.
 	Message string `json:"message"`
+	// When the source stopped answering: the start of the first read it failed or was too
+	// slow to answer since its last answer; null while it answers. The fleet waits for MAAS
+	// about 2 s at most (its rows show what Incus and the records know meanwhile); the
+	// fleetUpdates stream fills MAAS in when it answers.
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // Live pushes over the websocket (graphql-transport-ws).

@@ -16,6 +16,16 @@ const maxBody = 32 << 20
 var opSuffixRE = regexp.MustCompile(`^(.*/)op-([A-Za-z0-9_]+)$`)
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	stall := s.stall
+	s.mu.Unlock()
+	if stall != nil {
+		select {
+		case <-stall:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	rec := Request{Method: r.Method, Path: r.URL.Path}
 	query := r.URL.Query()
 	body := url.Values{}

@@ -134,6 +134,7 @@ type Server struct {
 	fault      Fault
 	faultLeft  int              // requests left for FailNext; -1 = until cleared
 	opFaults   map[string]Fault // SetOpFault: by op, until cleared
+	stall      chan struct{}    // non-nil while Stall holds requests; closed by its release
 	onPowerOff func(string)
 	onDeploy   func(string, []byte)
 	zones      map[string]int
@@ -288,6 +289,27 @@ func (s *Server) SetOpFault(op string, f Fault) {
 		return
 	}
 	s.opFaults[op] = f
+}
+
+// Stall holds every request that arrives until the returned release is called (or its
+// client gives up), then answers it as usual: a MAAS that is slow, not down. Release is
+// safe to call more than once.
+func (s *Server) Stall() (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gate := make(chan struct{})
+	s.stall = gate
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.stall == gate {
+				s.stall = nil
+			}
+			s.mu.Unlock()
+			close(gate)
+		})
+	}
 }
 
 // FailNext makes the next n requests fail with f, then behaves again.

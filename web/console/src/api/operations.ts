@@ -34,8 +34,8 @@ export const FleetQuery = graphql(`
   query Fleet {
     fleet {
       sources {
-        incus { configured available message }
-        maas { configured available message }
+        incus { configured available message since }
+        maas { configured available message since }
       }
       machines { ...FleetRow }
     }
@@ -52,8 +52,8 @@ export const FleetUpdatesSubscription = graphql(`
       changed { ...FleetRow }
       removed
       sources {
-        incus { configured available message }
-        maas { configured available message }
+        incus { configured available message since }
+        maas { configured available message since }
       }
     }
   }

@@ -1,6 +1,7 @@
 // PlanView shows a dry run's plan: the steps in order, then what would refuse or qualify it.
 import type { Plan } from '../lib/plan';
 import { changeText } from '../lib/plan';
+import { codeLabel } from '../lib/errors';
 
 export function PlanView({ plan, planning, problem }: { plan: Plan | null; planning: boolean; problem?: string }) {
   return (
@@ -35,7 +36,7 @@ export function PlanView({ plan, planning, problem }: { plan: Plan | null; plann
             <p key={`r${i}`} className="plan-refusal" data-plan-refusal>
               <span aria-hidden="true">✕ </span>
               {r.message}
-              {r.code ? <span className="code"> ({r.code})</span> : null}
+              {r.code ? <span className="code"> — {codeLabel(r.code)}</span> : null}
             </p>
           ))}
           {plan.warnings.map((w, i) => (

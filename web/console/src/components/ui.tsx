@@ -4,7 +4,7 @@
 import { useId, type ReactNode, type ButtonHTMLAttributes } from 'react';
 import type { CheckResult, MemberStatus, Phase } from '../gql/graphql';
 import { checkSymbols, memberStatusInfo, phaseInfo } from '../lib/phases';
-import { describe, fieldKey, type Problem } from '../lib/errors';
+import { codeLabel, describe, fieldKey, type Problem } from '../lib/errors';
 import type { Action } from '../lib/actions';
 
 export function PhaseBadge({ phase }: { phase: Phase }) {
@@ -58,7 +58,7 @@ export function Problems({ problems, machine, shownFields = [] }: { problems: Pr
         <p key={i}>
           <span aria-hidden="true">✕ </span>
           {describe(p, machine)}
-          {p.code ? <span className="code"> ({p.code})</span> : null}
+          {p.code ? <span className="code"> — {codeLabel(p.code)}</span> : null}
         </p>
       ))}
     </div>

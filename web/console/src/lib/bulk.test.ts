@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { allMatching, bounded, counts, freeze, newRequestId, outcomeOfCode, ranged, summarise, toggled } from './bulk';
+import { allMatching, bounded, counts, freeze, newRequestId, outcomeOfCode, planLine, ranged, shownHashes, summarise, toggled } from './bulk';
 import type { Row } from './fleet';
+import { codeLabel, codeWords } from './errors';
 
 const shown = ['a', 'b', 'c', 'd', 'e'];
 
@@ -77,4 +78,25 @@ test('bounded keeps at most the limit in flight and runs every item', async () =
 test('refused or failed, code by code, as apeloractl says', () => {
   const cases = JSON.parse(readFileSync('src/lib/bulk-outcomes.json', 'utf8')) as Record<string, 'refused' | 'failed'>;
   for (const [code, want] of Object.entries(cases)) assert.equal(outcomeOfCode(code), want, code);
+});
+
+test('each machine is confirmed with the hash of the plan shown for it; its plan reads in a line', () => {
+  const ahead = { refused: false, planHash: 'h1', steps: [{ system: 'MAAS', call: 'commission', target: 's1', changes: [] }], refusals: [], warnings: [] };
+  const refused = { refused: true, planHash: 'h2', steps: [], refusals: [{ code: 'FAILED_PRECONDITION', message: 'Deployed: release it first' }], warnings: [] };
+  const results = [
+    { name: 'a', outcome: 'ahead' as const, plan: ahead },
+    { name: 'b', outcome: 'refused' as const, code: 'FAILED_PRECONDITION', message: 'Deployed: release it first', plan: refused },
+    { name: 'c', outcome: 'failed' as const, code: 'UNAVAILABLE', message: 'MAAS not answering' },
+  ];
+  assert.deepEqual([...shownHashes(results)], [['a', 'h1'], ['b', 'h2']]);
+  assert.equal(planLine(results[0]), 'MAAS commission on s1');
+  assert.equal(planLine(results[1]), 'refused: Deployed: release it first — not possible in its present state (FAILED_PRECONDITION)');
+  assert.equal(planLine(results[2]), 'MAAS not answering — an upstream or the server did not answer (UNAVAILABLE)');
+});
+
+test('every code a bulk result can carry has its words, in one place', () => {
+  const cases = JSON.parse(readFileSync('src/lib/bulk-outcomes.json', 'utf8')) as Record<string, string>;
+  for (const code of Object.keys(cases)) assert.ok(codeWords[code], `no words for ${code}`);
+  assert.equal(codeLabel('BUSY'), 'another change to it is in progress (BUSY)');
+  assert.equal(codeLabel('SOMETHING_NEW'), 'SOMETHING_NEW');
 });

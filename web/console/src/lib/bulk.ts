@@ -6,6 +6,8 @@
 // results arrive one machine at a time.
 import type { ChangeName } from '../api/changes.gen';
 import type { Row } from './fleet';
+import type { Plan } from './plan';
+import { reasonText } from './errors';
 
 export type BulkStep = 'register' | 'commission' | 'test' | 'install' | 'admit' | 'release';
 
@@ -69,7 +71,28 @@ export function freeze(sel: ReadonlySet<string>, rows: readonly Row[]): BulkTarg
 }
 
 export type Outcome = 'waiting' | 'running' | 'ahead' | 'done' | 'refused' | 'failed';
-export interface BulkResult { name: string; outcome: Outcome; code?: string; message?: string }
+// plan is the machine's dry run as shown in the dialog (its planHash goes with its call).
+export interface BulkResult { name: string; outcome: Outcome; code?: string; message?: string; plan?: Plan | null }
+
+// shownHashes maps each machine of the plan shown to its plan's hash: each machine's call
+// carries the hash of the plan it was shown with, so the server refuses it (PLAN_CHANGED,
+// nothing changed) when that machine's plan is no longer the same, as a single
+// confirmation does.
+export function shownHashes(planned: readonly BulkResult[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const r of planned) if (r.plan?.planHash) out.set(r.name, r.plan.planHash);
+  return out;
+}
+
+// planLine is one machine's plan in a line: its steps, or why it would be refused.
+export function planLine(r: BulkResult): string {
+  const p = r.plan;
+  if (!p) return r.message ? reasonText(r.code, r.message) : 'no plan';
+  if (p.refused) return `refused: ${p.refusals.map((f) => reasonText(f.code, f.message)).join('; ') || 'it would be refused'}`;
+  const steps = p.steps.map((s) => `${s.system} ${s.call}${s.target ? ` on ${s.target}` : ''}`).join(', then ');
+  const warnings = p.warnings.length ? ` (${p.warnings.map((w) => w.message).join('; ')})` : '';
+  return (steps || 'no step: nothing would be changed') + warnings;
+}
 
 // outcomeOfCode: refused is the server saying no before changing anything; failed is a step
 // tried and not completed, worth retrying (apeloractl's refusedCode is the same rule).

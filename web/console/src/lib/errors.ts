@@ -39,6 +39,36 @@ export function problemsOf(err: ErrorLike | null | undefined): Problem[] {
   return out;
 }
 
+// codeWords is the one wording of each documented error code (README's table), wherever
+// the console shows why something was or would be refused: a dialog's problems, a plan's
+// refusals, the confirm button's reason, a bulk step's groups and per-machine results.
+// Whether a code is a refusal or a failure is bulk-outcomes.json's, shared with apeloractl.
+export const codeWords: Record<string, string> = {
+  UNAUTHENTICATED: 'not signed in',
+  FORBIDDEN: 'not permitted to you',
+  INVALID_INPUT: 'input not accepted',
+  NOT_FOUND: 'not found',
+  ALREADY_EXISTS: 'already exists',
+  BUSY: 'another change to it is in progress',
+  FAILED_PRECONDITION: 'not possible in its present state',
+  PLAN_CHANGED: 'its plan changed since it was shown',
+  UNAVAILABLE: 'an upstream or the server did not answer',
+  INTERNAL: 'the server failed',
+  REQUEST_TOO_LARGE: 'request too large',
+  RATE_LIMITED: 'too many tries: wait',
+};
+
+// codeLabel is a code in words, with the code itself (what the README and the audit name).
+export function codeLabel(code: string): string {
+  const w = codeWords[code];
+  return w ? `${w} (${code})` : code;
+}
+
+// reasonText is a reason the server gave, with its code in words.
+export function reasonText(code: string | null | undefined, message: string): string {
+  return code ? `${message} — ${codeLabel(code)}` : message;
+}
+
 // describe is the sentence the console shows for a problem. BUSY means another change to
 // the same machine is in progress (the server holds one change per machine at a time).
 export function describe(p: Problem, machine?: string): string {

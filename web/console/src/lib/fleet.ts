@@ -90,10 +90,19 @@ export function compareRows(a: Row, b: Row, k: SortKey): number {
 }
 
 export function applyFilter(rows: readonly Row[], f: FleetFilter): Row[] {
-  const out = rows.filter((r) => matches(r, f));
-  out.sort((a, b) => compareRows(a, b, f.sort));
-  if (f.desc) out.reverse();
+  return filterRows(sortRows(rows, f.sort, f.desc), f);
+}
+
+// sortRows orders every row once per order and fleet: a keystroke in the search then only
+// filters the sorted rows (filterRows keeps their order), rather than sorting again.
+export function sortRows(rows: readonly Row[], sort: SortKey, desc: boolean): Row[] {
+  const out = [...rows].sort((a, b) => compareRows(a, b, sort));
+  if (desc) out.reverse();
   return out;
+}
+
+export function filterRows(sorted: readonly Row[], f: FleetFilter): Row[] {
+  return sorted.filter((r) => matches(r, f));
 }
 
 const phaseSet = new Set<string>(phaseOrder);

@@ -5,8 +5,11 @@ import type { Row } from './fleet';
 
 const row = (name: string, phase: Row['phase'] = 'REGISTERED') => ({ name, phase, warnings: [] }) as unknown as Row;
 const sources = (maasUp: boolean) => ({
-  incus: { configured: true, available: true, message: 'ok' },
-  maas: { configured: true, available: maasUp, message: maasUp ? 'ok' : 'MAAS could not be asked' },
+  incus: { configured: true, available: true, message: 'ok', since: null },
+  maas: {
+    configured: true, available: maasUp, since: maasUp ? null : '2026-12-03T22:18:44Z',
+    message: maasUp ? 'ok' : 'MAAS not answering (since 2026-12-03T22:18:44Z): machine state from MAAS is missing (no answer yet)',
+  },
 });
 const update = (over: Partial<FleetUpdate>): FleetUpdate => ({ revision: 0, snapshot: false, added: [], changed: [], removed: [], sources: null, ...over });
 

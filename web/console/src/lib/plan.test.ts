@@ -29,7 +29,7 @@ test('every declared change takes a dry run and answers its plan', () => {
 });
 
 test('a refused plan gives the reason the button is disabled, with its code', () => {
-  assert.equal(refusalReason(refused), 'It would be refused: a machine named node-a is already registered (ALREADY_EXISTS)');
+  assert.equal(refusalReason(refused), 'It would be refused: a machine named node-a is already registered — already exists (ALREADY_EXISTS)');
   assert.equal(refusalReason({ ...refused, refused: false, refusals: [] }), undefined);
   assert.equal(refusalReason(null), undefined);
 });

@@ -3,7 +3,7 @@
 // every change and shows it in the confirm dialog.
 
 import { changes, type ChangeName } from '../api/changes.gen';
-import { fieldKey, type Problem } from './errors';
+import { fieldKey, reasonText, type Problem } from './errors';
 
 export interface PlanChange { field: string; before?: string | null; after?: string | null }
 export interface PlanStep { system: string; call: string; target: string; changes: PlanChange[] }
@@ -24,7 +24,7 @@ export function planOf(data: unknown, change: ChangeName): Plan | null {
 export function refusalReason(p: Plan | null): string | undefined {
   if (!p || !p.refused) return undefined;
   const r = p.refusals[0];
-  return r ? `It would be refused: ${r.message}${r.code ? ` (${r.code})` : ''}` : 'It would be refused.';
+  return r ? `It would be refused: ${reasonText(r.code, r.message)}` : 'It would be refused.';
 }
 
 // changeText is one change of a step, before → after.

@@ -1,7 +1,9 @@
 // BulkDialog runs one step for a frozen set of machines: the plan for the set (every
-// machine's dry run, summarised: how many would go ahead, the refusals grouped by reason),
-// the count typed again above confirmAbove, then each machine's call, its result shown as
-// it arrives, and the failed retried on demand. Every call of one confirmation carries one
+// machine's dry run, summarised: how many would go ahead, the refusals grouped by reason;
+// each machine's plan on demand), the count typed again above confirmAbove, then each
+// machine's call with the planHash of the plan shown for it (the server refuses a machine
+// whose plan changed meanwhile: PLAN_CHANGED, nothing changed), its result shown as it
+// arrives, and the failed retried on demand. Every call of one confirmation carries one
 // request id, which links the machines' audit events.
 import { useEffect, useRef, useState } from 'react';
 import { useMutation, type AnyVariables, type OperationContext, type OperationResult } from 'urql';
@@ -10,8 +12,9 @@ import { ReasonButton } from '../components/ui';
 import {
   AdmitMemberMutation, CommissionMachineMutation, InstallOperatingSystemMutation, RegisterMachineMutation, ReleaseMachineMutation, RunHardwareTestsMutation,
 } from '../api/operations';
-import { bounded, bulkSteps, confirmAbove, counts, inFlight, newRequestId, outcomeOfCode, summarise, type BulkResult, type BulkStep, type BulkTarget } from '../lib/bulk';
+import { bounded, bulkSteps, confirmAbove, counts, inFlight, newRequestId, outcomeOfCode, planLine, shownHashes, summarise, type BulkResult, type BulkStep, type BulkTarget } from '../lib/bulk';
 import { planOf } from '../lib/plan';
+import { codeLabel, reasonText } from '../lib/errors';
 
 interface Options { noTests: boolean; series: string; erase: boolean }
 
@@ -36,18 +39,18 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
   const key = JSON.stringify(opts);
 
   // call sends one machine's step (or its dry run) and says how it ended.
-  const call = async (t: BulkTarget, dryRun: boolean, rid: string): Promise<BulkResult> => {
+  const call = async (t: BulkTarget, dryRun: boolean, rid: string, planHash: string | null = null): Promise<BulkResult> => {
     if (info.maas && !t.systemId) return { name: t.name, outcome: 'refused', code: 'FAILED_PRECONDITION', message: `${t.name} is not a MAAS machine: this is a MAAS step` };
     const ctx = contextWith(rid);
     const sid = t.systemId ?? '';
     let res: OperationResult<Record<string, unknown>, AnyVariables>;
     switch (step) {
-      case 'register': res = await register({ input: { name: t.name, provisioner: 'MAAS', maasSystemId: sid, dryRun } }, ctx); break;
-      case 'commission': res = await commission({ input: { systemId: sid, tests: opts.noTests ? [] : null, dryRun } }, ctx); break;
-      case 'test': res = await test({ input: { systemId: sid, hostname: t.hostname ?? t.name, dryRun } }, ctx); break;
-      case 'install': res = await install({ input: { name: t.name, series: opts.series.trim(), dryRun } }, ctx); break;
-      case 'admit': res = await admit({ input: { name: t.name, dryRun } }, ctx); break;
-      case 'release': res = await release({ input: { systemId: sid, erase: opts.erase, dryRun } }, ctx); break;
+      case 'register': res = await register({ input: { name: t.name, provisioner: 'MAAS', maasSystemId: sid, dryRun, planHash } }, ctx); break;
+      case 'commission': res = await commission({ input: { systemId: sid, tests: opts.noTests ? [] : null, dryRun, planHash } }, ctx); break;
+      case 'test': res = await test({ input: { systemId: sid, hostname: t.hostname ?? t.name, dryRun, planHash } }, ctx); break;
+      case 'install': res = await install({ input: { name: t.name, series: opts.series.trim(), dryRun, planHash } }, ctx); break;
+      case 'admit': res = await admit({ input: { name: t.name, dryRun, planHash } }, ctx); break;
+      case 'release': res = await release({ input: { systemId: sid, erase: opts.erase, dryRun, planHash } }, ctx); break;
     }
     const e = res.error?.graphQLErrors[0];
     if (res.error) {
@@ -56,8 +59,8 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
     }
     if (!dryRun) return { name: t.name, outcome: 'done' };
     const p = planOf(res.data, info.change);
-    if (p?.refused) return { name: t.name, outcome: 'refused', code: p.refusals[0]?.code ?? undefined, message: p.refusals[0]?.message ?? 'it would be refused' };
-    return { name: t.name, outcome: 'ahead' };
+    if (p?.refused) return { name: t.name, outcome: 'refused', code: p.refusals[0]?.code ?? undefined, message: p.refusals[0]?.message ?? 'it would be refused', plan: p };
+    return { name: t.name, outcome: 'ahead', plan: p };
   };
   const callRef = useRef(call);
   callRef.current = call;
@@ -81,6 +84,8 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
   }, [key, targets]);
 
   const runFor = async (set: BulkTarget[]) => {
+    // The plans shown when confirmed: a retry sends the same ones.
+    const hashes = shownHashes(plan?.results ?? []);
     const rid = newRequestId();
     setRequestId(rid);
     setRunning(true);
@@ -91,7 +96,7 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
     });
     await bounded(set, inFlight, async (t) => {
       setResults((prev) => prev!.map((r) => (r.name === t.name ? { name: t.name, outcome: 'running' } : r)));
-      const r = await callRef.current(t, false, rid);
+      const r = await callRef.current(t, false, rid, hashes.get(t.name) ?? null);
       setResults((prev) => prev!.map((x) => (x.name === t.name ? r : x)));
     });
     setRunning(false);
@@ -147,12 +152,13 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
                     <ul className="bulk-refusals">
                       {planned.groups.map((g) => (
                         <li key={g.code + g.reason} data-bulk-refusal={g.code}>
-                          <strong>{g.machines.length}</strong> {g.code}: {g.reason}
+                          <strong>{g.machines.length}</strong> {codeLabel(g.code)}: {g.reason}
                           <span className="sub"> {g.machines.slice(0, 12).join(', ')}{g.machines.length > 12 ? ` and ${g.machines.length - 12} more` : ''}</span>
                         </li>
                       ))}
                     </ul>
                   ) : null}
+                  <MachinePlans results={plan!.results} />
                 </>
               )}
             </section>
@@ -179,7 +185,8 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
               {results.map((r) => (
                 <li key={r.name} data-bulk-result={r.name} data-outcome={r.outcome} className={`bulk-${r.outcome}`}>
                   <strong>{r.name}</strong> <span className="tag">{r.outcome}</span>
-                  {r.message ? <span className="sub"> {r.code}: {r.message}</span> : null}
+                  {r.message ? <span className="sub"> {reasonText(r.code, r.message)}</span> : null}
+                  {r.code === 'PLAN_CHANGED' ? <span className="sub"> Its plan changed after it was shown, so nothing was changed: start the step again for it to see the new plan.</span> : null}
                 </li>
               ))}
             </ul>
@@ -195,5 +202,25 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
         )}
       </div>
     </Dialog>
+  );
+}
+
+// MachinePlans lists each machine's plan, one line each, built only once opened (a set can
+// hold hundreds).
+function MachinePlans({ results }: { results: BulkResult[] }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details className="bulk-machine-plans" data-bulk-plans open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Each machine's plan ({results.length})</summary>
+      {open ? (
+        <ul>
+          {results.map((r) => (
+            <li key={r.name} data-bulk-machine-plan={r.name} data-plan-hash={r.plan?.planHash ?? undefined}>
+              <strong>{r.name}</strong>: {planLine(r)}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+    </details>
   );
 }
