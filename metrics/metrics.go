@@ -13,6 +13,7 @@ package metrics
 import (
 	"context"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/rolling"
 )
 
 // Role says which process the registry is for: each exports its own metrics (and both
@@ -43,6 +45,9 @@ const (
 type Metrics struct {
 	role Role
 	reg  *prometheus.Registry
+
+	// rollingStep is the rolling reboot's current member and step with its age (worker).
+	rollingStep *prometheus.GaugeVec
 
 	operations   *prometheus.CounterVec
 	opDuration   *prometheus.HistogramVec
@@ -178,7 +183,11 @@ func (m *Metrics) registerWorker() {
 		Name: "apelora_fence_last_round_timestamp_seconds",
 		Help: "When this worker last finished a fence round (Unix time); 0 if it never led.",
 	})
-	m.reg.MustRegister(m.fenceEvents, m.fenceLeading, m.fenceRounds, m.lastRound)
+	m.rollingStep = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apelora_rolling_reboot_step_seconds",
+		Help: "Seconds the running rolling reboot's current member has been in its step (one series, by rolling reboot id, member and step; none while no rolling reboot runs or this worker does not drive it).",
+	}, []string{"rolling_reboot", "member", "step"})
+	m.reg.MustRegister(m.fenceEvents, m.fenceLeading, m.fenceRounds, m.lastRound, m.rollingStep)
 	for _, k := range fencing.Kinds {
 		m.fenceEvents.WithLabelValues(string(k), "")
 	}
@@ -371,4 +380,17 @@ type countedAdmissions struct {
 func (c countedAdmissions) Publish(ctx context.Context, e admission.Event) error {
 	c.m.admissionEvent(e)
 	return c.Publisher.Publish(ctx, e)
+}
+
+// RollingStep sets the rolling reboot gauge to the operation's current member and step
+// (rolling.Observer); nil clears it.
+func (m *Metrics) RollingStep(op *rolling.Operation) {
+	if m == nil || m.rollingStep == nil {
+		return
+	}
+	m.rollingStep.Reset()
+	if op == nil || op.Current() == "" {
+		return
+	}
+	m.rollingStep.WithLabelValues(strconv.FormatInt(op.ID, 10), op.Current(), string(op.Step)).Set(op.StepFor.Seconds())
 }

@@ -18,6 +18,7 @@ var mutationOf = map[string]string{
 	"register": "registerMachine", "unregister": "unregisterMachine",
 	"approve": "approveEnrolment", "revoke": "revokeJoinToken", "admit": "admitMember", "remove": "removeMember",
 	"evacuate": "evacuateMember", "restore": "restoreMember",
+	"rolling-reboot": "startRollingReboot", // start|pause|resume|cancel; its status refuses -dry-run itself
 	"commission": "commissionMachine", "install": "installOperatingSystem",
 	"hardware-test": "runHardwareTests", "release": "releaseMachine",
 	"create-identity": "createIdentity", "revoke-identity": "revokeIdentity",
