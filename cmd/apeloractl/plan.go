@@ -19,7 +19,7 @@ var mutationOf = map[string]string{
 	"approve": "approveEnrolment", "revoke": "revokeJoinToken", "admit": "admitMember", "remove": "removeMember",
 	"evacuate": "evacuateMember", "restore": "restoreMember",
 	"rolling-reboot": "startRollingReboot", // start|pause|resume|cancel; its status refuses -dry-run itself
-	"commission": "commissionMachine", "install": "installOperatingSystem",
+	"commission":     "commissionMachine", "install": "installOperatingSystem",
 	"hardware-test": "runHardwareTests", "release": "releaseMachine",
 	"create-identity": "createIdentity", "revoke-identity": "revokeIdentity",
 	"placement-guard": "setPlacementGuard", // on|off; its read without an argument refuses -dry-run itself
