@@ -17,9 +17,8 @@ import (
 var mutationOf = map[string]string{
 	"register": "registerMachine", "unregister": "unregisterMachine",
 	"approve": "approveEnrolment", "revoke": "revokeJoinToken", "admit": "admitMember", "remove": "removeMember",
-	"evacuate": "evacuateMember", "restore": "restoreMember",
-	"rolling-reboot": "startRollingReboot", // start|pause|resume|cancel; its status refuses -dry-run itself
-	"commission":     "commissionMachine", "install": "installOperatingSystem",
+	"evacuate": "evacuateMember", "restore": "restoreMember", "rolling-reboot": "startRollingReboot", // and its pause|resume|cancel; status refuses -dry-run itself
+	"commission": "commissionMachine", "install": "installOperatingSystem",
 	"hardware-test": "runHardwareTests", "release": "releaseMachine",
 	"create-identity": "createIdentity", "revoke-identity": "revokeIdentity",
 	"placement-guard": "setPlacementGuard", // on|off; its read without an argument refuses -dry-run itself
