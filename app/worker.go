@@ -160,7 +160,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		return err
 	}
 	cluster := newFenceIncus(clients...)
-	if err := checkOfflineThreshold(ctx, cfg, cluster, log); err != nil {
+	threshold, err := checkOfflineThreshold(ctx, cfg, cluster, log)
+	if err != nil {
 		return err
 	}
 	w := &fencing.Worker{
@@ -170,7 +171,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		Log: log, Observer: cfg.fenceObserver(),
 	}
 	// The same leader's process drives rolling reboots: it holds the power credential.
-	go newRollingDriver(cfg, store, clients, client, log).Run(ctx)
+	go newRollingDriver(cfg, store, clients, client, threshold, log).Run(ctx)
 	log.Info("apelora-worker starting", "worker", cfg.Name, "limits", cfg.Limits.Describe(), "poll", cfg.Poll.String(),
 		"drill_interval", cfg.DrillInterval.String(), "request_timeout", cfg.upstreamTimeout().String(), "incus", clients[0].Endpoint(), "incus_fallbacks", len(clients)-1, "maas", client)
 	return w.Run(ctx)
@@ -179,8 +180,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 // checkOfflineThreshold refuses an APELORA_FENCE_OFFLINE_AFTER that Incus's own
 // cluster.offline_threshold could outlast (fencing.Limits.CheckOfflineThreshold). When
 // Incus cannot be asked at start, its default threshold is assumed, and the cluster view
-// warns later if the real one is higher.
-func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencing.ClusterConfig, log *slog.Logger) error {
+// warns later if the real one is higher. It returns the threshold (a rolling reboot's
+// settle period follows from it).
+func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencing.ClusterConfig, log *slog.Logger) (time.Duration, error) {
 	threshold := fencing.DefaultOfflineThreshold
 	rctx, cancel := context.WithTimeout(ctx, cfg.upstreamTimeout())
 	defer cancel()
@@ -190,15 +192,15 @@ func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencin
 		threshold = fencing.OfflineThreshold(sc)
 	}
 	if err := cfg.Limits.CheckOfflineThreshold(threshold); err != nil {
-		return fmt.Errorf("APELORA_FENCE_OFFLINE_AFTER: %w", err)
+		return 0, fmt.Errorf("APELORA_FENCE_OFFLINE_AFTER: %w", err)
 	}
-	return nil
+	return threshold, nil
 }
 
 // newRollingDriver builds the rolling reboot driver on the worker's clients: evacuate and
 // restore through package maintenance (restore's admission checks included), the power
 // cycle through the worker's MAAS client.
-func newRollingDriver(cfg WorkerConfig, store *postgres.Store, clients []*incus.Client, mc *maas.Client, log *slog.Logger) *rolling.Driver {
+func newRollingDriver(cfg WorkerConfig, store *postgres.Store, clients []*incus.Client, mc *maas.Client, offlineThreshold time.Duration, log *slog.Logger) *rolling.Driver {
 	incusSide, maasSide := newIncusPorts(clients[0]), newMAASPorts(mc)
 	var every rollingIncus
 	for _, c := range clients {
@@ -212,6 +214,8 @@ func newRollingDriver(cfg WorkerConfig, store *postgres.Store, clients []*incus.
 		Store: store.Rolling(), Incus: every, Power: fenceMAAS{mc}, Maintenance: mnt, Operations: store.Maintenance(),
 		Auditor: store, Leadership: store.RollingLeadership("apelora-worker rolling " + cfg.Name),
 		Actor: "apelora-worker " + cfg.Name, OnlineTimeout: cfg.RollingOnlineTimeout, Poll: rollingPoll, Log: log,
+		// Incus's members heartbeat each other every half offline threshold.
+		Settle: offlineThreshold/2 + 2*time.Second,
 	}
 	if cfg.Metrics != nil {
 		d.Observer = cfg.Metrics

@@ -70,9 +70,21 @@ type Driver struct {
 	// OnlineTimeout bounds the wait for a member to go down after its power-off and to
 	// come back after its power-on.
 	OnlineTimeout time.Duration
-	Poll          time.Duration
-	Log           *slog.Logger
-	Observer      Observer
+	// Settle is how long a member must have answered before it counts as back: Incus's
+	// other members judge it by its heartbeat, which they refresh every half
+	// cluster.offline_threshold; until then a restore is refused ("Target cluster member
+	// is offline", seen on 6.0.4), while its status still says Evacuated.
+	Settle   time.Duration
+	Poll     time.Duration
+	Log      *slog.Logger
+	Observer Observer
+
+	// answering is when the member in WAIT_ONLINE was first seen answering (this process's
+	// clock: a new leader starts the settle period again, which only waits longer).
+	answering struct {
+		key   string
+		since time.Time
+	}
 }
 
 // Run drives while this process leads, and stands by otherwise, until ctx ends.
@@ -287,12 +299,21 @@ func (d *Driver) powerOn(ctx context.Context, op *Operation, m *membership.Membe
 // waitOnline waits until the member answers again and Incus lists it (Evacuated: it is
 // still in maintenance; or Online).
 func (d *Driver) waitOnline(ctx context.Context, op *Operation, m *membership.Member) error {
-	if m.Status != membership.StatusOffline && d.Incus.MemberAnswers(ctx, m.Name) == nil {
+	up := m.Status != membership.StatusOffline && d.Incus.MemberAnswers(ctx, m.Name) == nil
+	key := fmt.Sprintf("%d/%d", op.ID, op.Position)
+	switch {
+	case !up:
+		d.answering.key = ""
+	case d.answering.key != key:
+		d.answering.key, d.answering.since = key, time.Now()
+	}
+	if up && time.Since(d.answering.since) >= d.Settle {
 		err := d.act(ctx, op, m.Name, StepWaitOnline, func(ctx context.Context) error {
 			return d.Store.Audited(ctx, m.Name, func(ctx context.Context) error {
 				a := audit.ActionFrom(ctx)
 				a.Detail("memberStatus", string(m.Status))
 				a.Detail("seconds", op.StepFor.Seconds())
+				a.Detail("answeringSeconds", time.Since(d.answering.since).Seconds())
 				_, err := d.Store.Advance(ctx, op.ID, op.Position, StepRestore)
 				return err
 			})
