@@ -13,7 +13,6 @@ package metrics
 import (
 	"context"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,8 +45,8 @@ type Metrics struct {
 	role Role
 	reg  *prometheus.Registry
 
-	// rollingStep is the rolling reboot's current member and step with its age (worker).
-	rollingStep *prometheus.GaugeVec
+	// rollingStep is how long the rolling reboot's current member has been in its step (worker).
+	rollingStep prometheus.Gauge
 
 	operations   *prometheus.CounterVec
 	opDuration   *prometheus.HistogramVec
@@ -183,10 +182,10 @@ func (m *Metrics) registerWorker() {
 		Name: "apelora_fence_last_round_timestamp_seconds",
 		Help: "When this worker last finished a fence round (Unix time); 0 if it never led.",
 	})
-	m.rollingStep = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	m.rollingStep = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "apelora_rolling_reboot_step_seconds",
-		Help: "Seconds the running rolling reboot's current member has been in its step (one series, by rolling reboot id, member and step; none while no rolling reboot runs or this worker does not drive it).",
-	}, []string{"rolling_reboot", "member", "step"})
+		Help: "Seconds the running rolling reboot's current member has been in its step, as the worker that drives it last saw; 0 while none runs or this worker does not drive it (rollingReboot, or apeloractl rolling-reboot status, names the member and step).",
+	})
 	m.reg.MustRegister(m.fenceEvents, m.fenceLeading, m.fenceRounds, m.lastRound, m.rollingStep)
 	for _, k := range fencing.Kinds {
 		m.fenceEvents.WithLabelValues(string(k), "")
@@ -388,9 +387,9 @@ func (m *Metrics) RollingStep(op *rolling.Operation) {
 	if m == nil || m.rollingStep == nil {
 		return
 	}
-	m.rollingStep.Reset()
 	if op == nil || op.Current() == "" {
+		m.rollingStep.Set(0)
 		return
 	}
-	m.rollingStep.WithLabelValues(strconv.FormatInt(op.ID, 10), op.Current(), string(op.Step)).Set(op.StepFor.Seconds())
+	m.rollingStep.Set(op.StepFor.Seconds())
 }
