@@ -82,7 +82,8 @@ commands:
 -dry-run, after any command that changes something (register, unregister, approve, revoke,
 admit, remove, evacuate, restore, rolling-reboot start|pause|resume|cancel, commission,
 install, hardware-test, release, bulk, create-identity, revoke-identity, placement-guard
-on|off), changes nothing and prints the plan: the steps it would take in Incus, MAAS and the database, and what would refuse or qualify it. A plan that would be refused
+on|off), changes nothing and prints the plan: the steps it would take in Incus, MAAS
+and the database, and what would refuse or qualify it. A plan that would be refused
 exits as the call would (the refusal's code). It issues no token and is no audit event.
 Its last line is the plan's hash: run the same command again with -plan-hash HASH instead
 of -dry-run to make the change only while its plan is still that one (else PLAN_CHANGED:
