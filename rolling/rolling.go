@@ -246,9 +246,16 @@ func (s *Service) Start(ctx context.Context, members []string) (*Operation, erro
 		if err != nil {
 			return err
 		}
-		op.ID = id
+		if id == 0 { // planned: it would start now
+			op.StartedAt = time.Now()
+			op.StepSince = op.StartedAt
+		} else if saved, err := s.Store.Operation(ctx, id); err != nil {
+			return err
+		} else if saved != nil {
+			*op = *saved
+		}
 		if a := audit.ActionFrom(ctx); a != nil && id != 0 {
-			a.Detail("rollingReboot", id)
+			a.Detail("rollingReboot", op.ID)
 		}
 		return nil
 	})
