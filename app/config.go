@@ -55,6 +55,9 @@ type Config struct {
 	// AuditCheckpointInterval is APELORA_AUDIT_CHECKPOINT_INTERVAL; zero: the default.
 	AuditKeyFile            string
 	AuditCheckpointInterval time.Duration
+	// AuditExport is APELORA_AUDIT_SYSLOG_*, APELORA_AUDIT_JSONL_FILE and
+	// APELORA_AUDIT_EXPORT_INTERVAL: the SIEM sinks (app/auditexport.go).
+	AuditExport AuditExport
 	// Monitoring is the metrics listener (APELORA_METRICS_LISTEN, …); see StartMetrics.
 	Monitoring metrics.Config
 	// Metrics is the process's registry, from StartMetrics (not the environment); nil
@@ -116,7 +119,7 @@ func Variables() []Variable {
 		{"APELORA_MAAS_URL", "(none: no MAAS)", "MAAS URL up to /MAAS, e.g. https://maas.example:5240/MAAS (plain http only to loopback)"},
 		{"APELORA_MAAS_API_KEY", "(none)", "MAAS API key consumer:token:secret, read once at start; never logged, stored or returned"},
 		{"APELORA_MAAS_CA_FILE", "(system trust store)", "PEM file with the CA (or the pinned leaf) MAAS's certificate must chain to"},
-	}, append(AuditVariables(), MetricsVariables()...)...)
+	}, append(append(AuditVariables(), AuditExportVariables()...), MetricsVariables()...)...)
 }
 
 func defaultStateDir() string {
@@ -177,6 +180,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if err = auditSettings(get, &c); err != nil {
+		return c, err
+	}
+	if err = auditExportSettings(get, &c); err != nil {
 		return c, err
 	}
 	if c.StepConcurrency, err = stepConcurrency(get); err != nil {

@@ -205,3 +205,25 @@ func TestStepConcurrency(t *testing.T) {
 		}
 	}
 }
+
+// The export's settings: a CA turns TLS on, TLS takes on or off only, the address must be
+// host:port, the file an absolute path, and the interval stays within its bounds.
+func TestAuditExportSettings(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(map[string]string{EnvAuditSyslogAddr: "siem.example:6514", EnvAuditSyslogTLSCA: "/etc/apelora/siem-ca.pem",
+		EnvAuditJSONLFile: "/var/log/apelora/audit.jsonl"}))
+	if err != nil || !cfg.AuditExport.SyslogTLS || cfg.AuditExport.SyslogAddr != "siem.example:6514" || cfg.AuditExport.Interval != time.Second {
+		t.Fatalf("%+v %v", cfg.AuditExport, err)
+	}
+	sinks, err := AuditExport{SyslogAddr: "127.0.0.1:514", JSONLFile: "/tmp/a.jsonl"}.sinks()
+	if err != nil || len(sinks) != 2 || sinks[0].Name() != "syslog tcp://127.0.0.1:514" || sinks[1].Name() != "jsonl /tmp/a.jsonl" {
+		t.Fatalf("sinks: %v %v", sinks, err)
+	}
+	for name, value := range map[string]string{
+		EnvAuditSyslogAddr: "siem.example", EnvAuditSyslogTLS: "yes", EnvAuditJSONLFile: "audit.jsonl",
+		EnvAuditExportInterval: "10ms",
+	} {
+		if _, err := ConfigFromEnv(env(map[string]string{name: value})); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: %v", name, value, err)
+		}
+	}
+}

@@ -168,6 +168,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if res.AuditLog, err = startAuditLog(ctx, cfg, store, log); err != nil {
 		return nil, err
 	}
+	if err := startAuditExport(ctx, cfg, store, log); err != nil {
+		return nil, err
+	}
 	// Each upstream's ports go into every port of the services that it serves (plug); the
 	// fleet's reads go through the metrics first.
 	res.View.Incus = fleetIncus

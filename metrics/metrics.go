@@ -57,6 +57,7 @@ type Metrics struct {
 	writes       *prometheus.CounterVec
 	auditWrites  *prometheus.CounterVec
 	auditLost    prometheus.Counter
+	exportLag    *prometheus.GaugeVec
 	plans        *prometheus.CounterVec
 	verdicts     *prometheus.CounterVec
 	checkFails   *prometheus.CounterVec
@@ -148,13 +149,19 @@ func (m *Metrics) registerServer() {
 		Name: "apelora_source_checked_timestamp_seconds",
 		Help: "When a source was last read (Unix time), so a stale availability can be told apart.",
 	}, []string{"source"})
+	m.exportLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apelora_audit_export_lag_events",
+		Help: "Audit events not yet acknowledged by an export sink (syslog, jsonl), as the replica exporting to it sees them; 0 on the replicas standing by.",
+	}, []string{"sink"})
 	m.reg.MustRegister(m.operations, m.opDuration, m.subsOpen, m.subsStarted, m.auditWrites, m.auditLost, m.plans,
-		m.verdicts, m.checkFails, m.sources, m.sourceAsked)
+		m.verdicts, m.checkFails, m.sources, m.sourceAsked, m.exportLag)
 
 	// Series that alerts use exist from the start at 0: increase() cannot see a counter's
 	// first step from nothing.
 	m.auditWrites.WithLabelValues("written")
 	m.auditWrites.WithLabelValues("failed")
+	m.exportLag.WithLabelValues("syslog")
+	m.exportLag.WithLabelValues("jsonl")
 	for _, v := range []admission.Verdict{admission.Admissible, admission.Blocked} {
 		for _, t := range []admission.Trigger{admission.TriggerReport, admission.TriggerAdmission} {
 			m.verdicts.WithLabelValues(string(v), string(t))
@@ -246,6 +253,17 @@ func (m *Metrics) Planned(mutation, result string) {
 		return
 	}
 	m.plans.WithLabelValues(mutation, result).Inc()
+}
+
+// ExportLag records an export sink's lag (auditexport.Observer); kind is syslog or jsonl.
+func (m *Metrics) ExportLag(kind string, events int64) {
+	if m == nil || m.exportLag == nil {
+		return
+	}
+	if kind != "syslog" && kind != "jsonl" {
+		kind = "other"
+	}
+	m.exportLag.WithLabelValues(kind).Set(float64(events))
 }
 
 // AuditLost records an audit event that could not be written at all (server.Observer).

@@ -21,8 +21,8 @@ promtool check rules deploy/prometheus/*.yml
 command -v systemd-analyze >/dev/null || fail "systemd-analyze is missing (Debian's systemd package)"
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
-mkdir -p "$root/usr/local/bin" "$root/etc/systemd/system" "$root/usr/lib/systemd" "$root/bin"
-go build -o "$root/usr/local/bin/" ./cmd/apelora ./cmd/apelora-worker
+mkdir -p "$root/usr/bin" "$root/etc/systemd/system" "$root/usr/lib/systemd" "$root/bin"
+go build -o "$root/usr/bin/" ./cmd/apelora ./cmd/apelora-worker
 cp -a /usr/lib/systemd/system "$root/usr/lib/systemd/"
 cp -L /bin/sh "$root/bin/sh"
 cp deploy/systemd/*.service "$root/etc/systemd/system/"

@@ -5,7 +5,12 @@
 #   - Chromium, for the console's end-to-end tests (playwright-core drives Debian's build;
 #     no browser is ever downloaded);
 #   - promtool, which checks the alert rules in deploy/prometheus, taken from Debian's
-#     prometheus package without installing it (no Prometheus server, user or service).
+#     prometheus package without installing it (no Prometheus server, user or service);
+#   - lintian, which scripts/package-check.sh runs on the Debian package;
+#   - rsyslog and rsyslog-gnutls, which the audit export's tests receive with, unpacked
+#     from Debian's packages into /usr/local/lib/apelora-rsyslog without installing them
+#     (the machine's /etc/rsyslog.conf and its syslog service stay as they are); their
+#     libraries (libestr0, libfastjson4, liblognorm5) are installed.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
@@ -67,6 +72,26 @@ if ! command -v promtool >/dev/null; then
 	install -m 0755 "$deb_dir/root/usr/bin/promtool" /usr/local/bin/promtool
 	rm -rf "$deb_dir"
 	promtool --version 2>&1 | head -n 1 >&2
+fi
+
+if ! command -v lintian >/dev/null; then
+	log "installing lintian (the Debian package's checks)"
+	apt_install lintian
+fi
+
+rsyslog_root=/usr/local/lib/apelora-rsyslog
+if [ ! -x "$rsyslog_root/usr/sbin/rsyslogd" ]; then
+	# `apt-get install rsyslog` would replace the machine's syslog daemon and start it; the
+	# tests run rsyslogd themselves with a config of their own (e2e/auditexport_test.go).
+	log "unpacking rsyslogd and its TLS driver into $rsyslog_root (the audit export's tests; no service)"
+	apt_install libestr0 libfastjson4 liblognorm5 libgnutls30
+	deb_dir=$(mktemp -d)
+	chown _apt "$deb_dir" 2>/dev/null || true
+	(cd "$deb_dir" && apt-get download -qq rsyslog rsyslog-gnutls >&2)
+	mkdir -p "$rsyslog_root"
+	for deb in "$deb_dir"/*.deb; do dpkg-deb -x "$deb" "$rsyslog_root"; done
+	rm -rf "$deb_dir"
+	"$rsyslog_root/usr/sbin/rsyslogd" -v 2>&1 | head -n 1 >&2
 fi
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

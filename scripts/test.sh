@@ -24,7 +24,9 @@ Runs Apelora fabric's tests on this machine, as root. In order:
      check that the generated code (graph/, client/generated.go, resolvers/, the mutations'
      declarations) was committed current.
   3. gofmt and go vet; scripts/check-deploy.sh: the alert rules (promtool check and
-     test rules) and the systemd units (systemd-analyze verify and security) in deploy/.
+     test rules) and the systemd units (systemd-analyze verify and security) in deploy/;
+     scripts/package-check.sh: the Debian package builds byte-identical twice, holds what
+     it should, is lintian clean and installs into a throw-away root (dpkg --root).
   4. go test -count=1 -timeout 40m with the arguments given, or ./... without any
      (for example: scripts/test.sh -run TestName ./e2e/).
   5. Under CI=true and with no arguments: every `func Fuzz…` target in the repository
@@ -82,6 +84,7 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 scripts/check-deploy.sh
+scripts/package-check.sh
 
 # The console: typed operations match the schema, types check, its unit tests pass, and the
 # committed dist/ is what its sources build (needs node; go build does not).

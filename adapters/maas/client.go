@@ -25,6 +25,7 @@ import (
 
 	"github.com/dghubble/oauth1"
 
+	"github.com/apelora/fabric/internal/leader"
 	"github.com/apelora/fabric/plan"
 )
 
@@ -97,7 +98,7 @@ func New(cfg Config) (*Client, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		log:   log,
-		sleep: sleepCtx,
+		sleep: leader.Sleep, // retries wait like every other loop: until d passes or ctx ends
 	}, nil
 }
 
@@ -132,17 +133,6 @@ func plaintextTransport(base http.RoundTripper, cr credentials) http.RoundTrippe
 	oc.Noncer = oauth1.HexNoncer{}
 	ctx := context.WithValue(context.Background(), oauth1.HTTPClient, &http.Client{Transport: base})
 	return oauth1.NewClient(ctx, oc, oauth1.NewToken(cr.tokenKey, cr.tokenSecret)).Transport
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // call is one API request.

@@ -4,6 +4,7 @@
 //
 //	apelora-worker          run (reads the APELORA_* variables; see `apelora-worker env`)
 //	apelora-worker env      list the variables it reads, with their defaults
+//	apelora-worker version  print the version and the commit it was built from
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/internal/buildinfo"
 	"github.com/apelora/fabric/logging"
 	"github.com/apelora/fabric/metrics"
 )
@@ -24,6 +26,7 @@ import (
 const usage = `usage:
   apelora-worker          watch the Incus members and power dead ones off through MAAS
   apelora-worker env      list the variables it reads and their defaults
+  apelora-worker version  print the version and the commit it was built from
 `
 
 func main() {
@@ -61,6 +64,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, v := range app.WorkerVariables() {
 			fmt.Fprintf(stdout, "%-30s %-28s %s\n", v.Name, v.Default, v.Meaning)
 		}
+		return nil
+	case "version":
+		fmt.Fprintln(stdout, buildinfo.Read().Line("apelora-worker"))
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/auditexport"
 	"github.com/apelora/fabric/auditlog"
 )
 
@@ -222,5 +223,61 @@ func TestAuditSigningKeyStaysInItsFile(t *testing.T) {
 	if _, _, err := a.run("audit", "verify", "--verifier-key", other.VerifierKey); err == nil ||
 		!strings.Contains(err.Error(), fmt.Sprintf("event %d: the checkpoint of 20 events", a.ids[19])) {
 		t.Fatalf("verify with another key: %v", err)
+	}
+}
+
+// `apelora audit verify --export FILE` checks what a sink received, without the database:
+// the export of the 25 events verifies up to the checkpoint of 20 (the last 5 chained but
+// not yet covered), and a line changed in the SIEM's copy is named.
+func TestAuditVerifyChecksAnExport(t *testing.T) {
+	a := newAuditTrail(t)
+	ctx := context.Background()
+	events, err := a.db.Store.AuditLeavesFrom(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := a.db.Store.LatestAuditCheckpoint(ctx)
+	if err != nil || cp == nil {
+		t.Fatalf("latest checkpoint: %v %v", cp, err)
+	}
+	var lines []string
+	for _, e := range events {
+		b, err := auditexport.Encode(e, cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	write := func(lines []string) {
+		if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(lines)
+	// No database needed: point it at none.
+	t.Setenv("APELORA_DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+	out, _, err := a.run("audit", "verify", "--export", file)
+	if err != nil || !strings.Contains(out, "the export verifies: 25 events") || !strings.Contains(out, "verified up to checkpoint 20") ||
+		!strings.Contains(out, "the last 5 events are chained") {
+		t.Fatalf("an untouched export: %v\n%s", err, out)
+	}
+	// Rotated: the older file first, then the current one, read as one export.
+	rotated := filepath.Join(t.TempDir(), "audit.jsonl.1")
+	if err := os.WriteFile(rotated, []byte(strings.Join(lines[:12], "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write(lines[12:])
+	if out, _, err := a.run("audit", "verify", "--export", rotated, file); err != nil || !strings.Contains(out, "the export verifies: 25 events") {
+		t.Fatalf("a rotated export: %v\n%s", err, out)
+	}
+	if _, _, err := a.run("audit", "verify", "--export", file); err == nil || !strings.Contains(err.Error(), "leaf 12 where leaf 0 was expected") {
+		t.Fatalf("the current file alone: %v", err)
+	}
+	lines[7] = strings.Replace(lines[7], `"actor":"admin-1"`, `"actor":"admin-0"`, 1)
+	write(lines)
+	out, _, err = a.run("audit", "verify", "--export", file)
+	if err == nil || !strings.Contains(err.Error(), "line 8: event") || !strings.Contains(err.Error(), "changed after Apelora exported it") {
+		t.Fatalf("a changed line: %v\n%s", err, out)
 	}
 }

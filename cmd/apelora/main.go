@@ -6,10 +6,12 @@
 //	                                   create an identity and print its bearer token once
 //	apelora identity list              list identities (never their tokens)
 //	apelora identity revoke NAME       revoke an identity at once
-//	apelora audit verify [--verifier-key KEY]
+//	apelora audit verify [--verifier-key KEY] [--export FILE [MORE…]]
 //	                                   recompute the audit log and check every checkpoint
+//	                                   (of the database, or of an exported file)
 //	apelora audit checkpoint           sign an audit checkpoint now
 //	apelora env                        list the APELORA_* variables with their defaults
+//	apelora version                    print the version and the commit it was built from
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/internal/buildinfo"
 	"github.com/apelora/fabric/logging"
 	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/server"
@@ -42,9 +45,14 @@ const usage = `usage:
   apelora audit verify [--verifier-key KEY]
                                  recompute the audit log from the events and check every signed
                                  checkpoint; fails naming the first event changed, removed, added
-                                 or moved (KEY: the public key, when this server has no audit key)
+                                 or moved (KEY: the public key, when this server has no audit key);
+                                 with --export FILE [MORE…], checks a SIEM export instead (a JSON
+                                 Lines file, or the lines rsyslog wrote; rotated files oldest first)
+                                 without the database: leaves in order from 0, each line's leaf
+                                 hash, every checkpoint it carries
   apelora audit checkpoint       sign an audit checkpoint now (when the trail grew)
   apelora env                    list the APELORA_* variables and their defaults
+  apelora version                print the version and the commit it was built from
 `
 
 func main() {
@@ -60,6 +68,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
+	}
+	// Before the configuration: a version answers on a host not yet configured.
+	if args[0] == "version" {
+		fmt.Fprintln(stdout, buildinfo.Read().Line("apelora"))
+		return nil
 	}
 	cfg, err := app.ConfigFromEnv(os.Getenv)
 	if err != nil {

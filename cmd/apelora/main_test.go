@@ -131,6 +131,13 @@ func TestCommandLineMistakes(t *testing.T) {
 	if err := run(context.Background(), []string{"env"}, &out, &log); err != nil || !strings.Contains(out.String(), "APELORA_MAAS_API_KEY") {
 		t.Fatalf("env: %v %s", err, out.String())
 	}
+	// A version answers on a host whose environment file is not filled in yet (the package
+	// installs one to edit): configuration mistakes must not hide it.
+	t.Setenv("APELORA_LOG_LEVEL", "loud")
+	out.Reset()
+	if err := run(context.Background(), []string{"version"}, &out, &log); err != nil || !strings.HasPrefix(out.String(), "apelora ") || !strings.Contains(out.String(), "(commit ") {
+		t.Fatalf("version with a bad configuration: %v %q", err, out.String())
+	}
 }
 
 // `apelora identity` on the server: the same rules as the API, audited as local:USER, and

@@ -23,6 +23,7 @@ import (
 
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/client"
+	"github.com/apelora/fabric/internal/buildinfo"
 )
 
 const usage = `usage: apeloractl [-json] COMMAND [ARGS]
@@ -78,6 +79,7 @@ commands:
   revoke-identity NAME            revoke an identity at once (its websockets close too)
   placement-guard [on|off]        the placement guard's state, or turn it on or off: on,
                                   Incus places untargeted instances only on admitted members
+  version                         the version and the commit apeloractl was built from
 
 -dry-run, after any command that changes something (register, unregister, approve, revoke,
 admit, remove, evacuate, restore, rolling-reboot start|pause|resume|cancel, commission,
@@ -134,6 +136,11 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
 		global.Usage()
 		return usageError("no command given")
+	}
+	// Before the token: a version needs no API.
+	if args[0] == "version" {
+		fmt.Fprintln(out, buildinfo.Read().Line("apeloractl"))
+		return nil
 	}
 	base := strings.TrimSuffix(os.Getenv("APELORA_URL"), "/")
 	if base == "" {

@@ -103,6 +103,18 @@ export const AuditEventsQuery = graphql(`
   }
 `);
 
+export const AuditCheckpointQuery = graphql(`
+  query AuditCheckpoint {
+    auditCheckpoint { treeSize rootHash at verifierKey }
+  }
+`);
+
+export const AuditProofQuery = graphql(`
+  query AuditProof($id: ID!) {
+    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }
+  }
+`);
+
 export const AuditEventRecordedSubscription = graphql(`
   subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {
     auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }

@@ -24,6 +24,8 @@ type Documents = {
     "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      hardwareProfile { ...HardwareProfileRow }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n": typeof types.MachineDocument,
     "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n": typeof types.AuditEventRowFragmentDoc,
     "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": typeof types.AuditEventsDocument,
+    "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n": typeof types.AuditCheckpointDocument,
+    "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": typeof types.AuditProofDocument,
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
     "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": typeof types.AdmissionChecksDocument,
     "\n  query AdmissionReport($name: String!) {\n    admissionReport(name: $name) {\n      machine runId trigger at verdict\n      checks { name title result message }\n    }\n  }\n": typeof types.AdmissionReportDocument,
@@ -78,6 +80,8 @@ const documents: Documents = {
     "\n  query Machine($name: String!) {\n    machine(name: $name) {\n      ...FleetRow\n      record { description }\n      hardwareProfile { ...HardwareProfileRow }\n      member { url description }\n      fence {\n        setBy setAt\n        lastDrill { worker }\n        lastEvent { id at kind reason message }\n      }\n    }\n  }\n": types.MachineDocument,
     "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n": types.AuditEventRowFragmentDoc,
     "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": types.AuditEventsDocument,
+    "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n": types.AuditCheckpointDocument,
+    "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": types.AuditProofDocument,
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
     "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": types.AdmissionChecksDocument,
     "\n  query AdmissionReport($name: String!) {\n    admissionReport(name: $name) {\n      machine runId trigger at verdict\n      checks { name title result message }\n    }\n  }\n": types.AdmissionReportDocument,
@@ -176,6 +180,14 @@ export function graphql(source: "\n  fragment AuditEventRow on AuditEvent {\n   
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n"): (typeof documents)["\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n"): (typeof documents)["\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n"): (typeof documents)["\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

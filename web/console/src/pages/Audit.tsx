@@ -1,10 +1,12 @@
 // Audit: the trail newest first, in pages, filtered by machine, actor and outcome as they
 // are typed (kept in the URL), with new events arriving live at the top; long values
-// clipped, the current filter exported as JSON Lines or CSV.
+// clipped, the current filter exported as JSON Lines or CSV. The latest signed checkpoint
+// is shown above the trail, and an event's inclusion proof on request, checked here.
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useClient, useQuery, useSubscription, type Client, type OperationResult } from 'urql';
 import { clipText, csvHeader, csvLine, exportName, jsonLine, paramText } from '../lib/audit';
-import { AuditEventRecordedSubscription, AuditEventsQuery } from '../api/operations';
+import { AuditCheckpointQuery, AuditEventRecordedSubscription, AuditEventsQuery, AuditProofQuery } from '../api/operations';
+import { browserSHA256, checkInclusion } from '../lib/auditproof';
 import { problemsOf } from '../lib/errors';
 import { Link, machinePath, useSearch } from '../router';
 import { Loading, Problems, Time } from '../components/ui';
@@ -105,6 +107,7 @@ export function AuditTable({ trail, showMachine = true, highlight }: { trail: Re
                     {e.error ? <div className="error-text"><Clip text={e.error} max={200} /></div> : null}
                     <Params values={e.parameters} />
                     <span className="sub">request {e.requestId}</span>
+                    <ProofButton id={e.id} />
                   </td>
                 </tr>
               ))}
@@ -118,6 +121,88 @@ export function AuditTable({ trail, showMachine = true, highlight }: { trail: Re
         </button>
       ) : null}
     </>
+  );
+}
+
+// CheckpointLine states the latest signed checkpoint: how many events the trail held when
+// it was signed, and when. Read again every 30 s and whenever asked.
+export function CheckpointLine() {
+  const [res, again] = useQuery({ query: AuditCheckpointQuery, requestPolicy: 'cache-and-network' });
+  useEffect(() => {
+    const t = setInterval(() => again({ requestPolicy: 'network-only' }), 30_000);
+    return () => clearInterval(t);
+  }, [again]);
+  const cp = res.data?.auditCheckpoint;
+  if (res.error) return <Problems problems={problemsOf(res.error)} />;
+  if (!res.data) return null;
+  return (
+    <div className="checkpoint" data-checkpoint={cp?.treeSize ?? 0} aria-live="polite">
+      {cp ? (
+        <>
+          <span aria-hidden="true">✓ </span>Verified up to checkpoint {cp.treeSize} at <Time at={cp.at} />
+          <details>
+            <summary>What this means</summary>
+            <p className="hint">
+              The first {cp.treeSize} events are the leaves of a Merkle tree whose root, {cp.rootHash}, the server signed with its audit key.
+              An event changed, removed or inserted in the database afterwards no longer fits: <code>apelora audit verify</code> names the first one.
+              Public key: <code className="break">{cp.verifierKey}</code>
+            </p>
+          </details>
+        </>
+      ) : (
+        <span className="muted">No checkpoint signed yet: the first one comes within a minute of the first event.</span>
+      )}
+    </div>
+  );
+}
+
+type ProofState =
+  | { state: 'idle' }
+  | { state: 'asking' }
+  | { state: 'shown'; leafIndex: number; treeSize: number; at: string; hashes: string[]; checked: boolean | null }
+  | { state: 'failed'; message: string };
+
+// ProofButton asks for an event's inclusion proof in the latest checkpoint and checks it
+// in the browser (where WebCrypto is available: HTTPS or localhost).
+function ProofButton({ id }: { id: string }) {
+  const client = useClient();
+  const [p, setP] = useState<ProofState>({ state: 'idle' });
+  const ask = async () => {
+    setP({ state: 'asking' });
+    const res = await client.query(AuditProofQuery, { id }, { requestPolicy: 'network-only' }).toPromise();
+    const proof = res.data?.auditProof;
+    if (res.error || !proof) {
+      setP({ state: 'failed', message: problemsOf(res.error).map((x) => x.message).join(' ') || 'no proof' });
+      return;
+    }
+    const digest = browserSHA256();
+    const checked = digest
+      ? await checkInclusion({ leafIndex: proof.leafIndex, treeSize: proof.checkpoint.treeSize, leafHash: proof.leafHash, hashes: proof.hashes, rootHash: proof.checkpoint.rootHash }, digest)
+      : null;
+    setP({ state: 'shown', leafIndex: proof.leafIndex, treeSize: proof.checkpoint.treeSize, at: proof.checkpoint.at, hashes: proof.hashes, checked });
+  };
+  if (p.state === 'idle' || p.state === 'asking') {
+    return (
+      <button type="button" className="btn-link proof-button" onClick={ask} disabled={p.state === 'asking'} data-proof={id}>
+        {p.state === 'asking' ? 'Proving…' : 'Proof'}
+      </button>
+    );
+  }
+  if (p.state === 'failed') return <div className="proof error-text" data-proof-result="failed">{p.message}</div>;
+  return (
+    <details className="proof" open data-proof-result={p.checked === null ? 'unchecked' : p.checked ? 'checked' : 'mismatch'}>
+      <summary>
+        {p.checked === false ? '✕ ' : p.checked ? '✓ ' : ''}Leaf {p.leafIndex} of checkpoint {p.treeSize} (<Time at={p.at} />):{' '}
+        {p.checked === null
+          ? 'proof shown; this browser cannot check it (WebCrypto needs HTTPS)'
+          : p.checked
+            ? 'the proof leads to the signed root, checked in this browser'
+            : 'the proof does NOT lead to the signed root: run apelora audit verify'}
+      </summary>
+      <ol className="proof-hashes">
+        {p.hashes.map((h, i) => <li key={i}><code>{h}</code></li>)}
+      </ol>
+    </details>
   );
 }
 
@@ -247,6 +332,7 @@ export function AuditPage() {
     <section aria-labelledby="audit-title">
       <h1 id="audit-title">Audit</h1>
       <p className="hint">Every change, allowed or refused, newest first. New events appear at the top as they are recorded. Filters apply as you type.</p>
+      <CheckpointLine />
       <form
         className="filters"
         role="search"
