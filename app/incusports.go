@@ -225,6 +225,15 @@ func (p incusPorts) Members(ctx context.Context) ([]membership.Member, error) {
 	return out, nil
 }
 
+// MemberAnswers asks the member itself for its state (Incus forwards the request), which
+// only a member that is up answers (rolling.Incus).
+func (p incusPorts) MemberAnswers(ctx context.Context, name string) error {
+	if _, err := p.c.MemberState(ctx, name); err != nil {
+		return incusErr(err, "ask member "+name+" for its state")
+	}
+	return nil
+}
+
 func (p incusPorts) Version(ctx context.Context, member string) (membership.Version, error) {
 	s, err := p.c.ServerInfo(ctx, member)
 	if err != nil {

@@ -295,3 +295,9 @@ func (f fenceMAAS) PowerOff(ctx context.Context, systemID string) (bool, error) 
 	sent, err := f.c.PowerOff(ctx, systemID, maas.StopHard)
 	return sent, classify(err, true)
 }
+
+// PowerOn is a rolling reboot's power-on (rolling.Power).
+func (f fenceMAAS) PowerOn(ctx context.Context, systemID string) (bool, error) {
+	sent, err := f.c.PowerOn(ctx, systemID)
+	return sent, classify(err, true)
+}

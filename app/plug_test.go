@@ -16,6 +16,7 @@ import (
 	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/provisioning"
 	"github.com/apelora/fabric/resolvers"
+	"github.com/apelora/fabric/rolling"
 )
 
 // plugPorts fills the ports each upstream serves and no other field, with either upstream
@@ -24,7 +25,7 @@ import (
 func TestPlugPortsFillsEachUpstreamsPorts(t *testing.T) {
 	incusPortsOf := []string{"enrolment.Service.Incus", "machines.Service.Membership", "fleet.Service.Incus", "fleet.One.Incus",
 		"admission.Checker.Incus", "admission.Service.Members", "provisioning.Service.Membership", "fencing.Service.Membership",
-		"resolvers.Resolver.Versions", "placement.Service.Incus", "maintenance.Service.Incus"}
+		"resolvers.Resolver.Versions", "placement.Service.Incus", "maintenance.Service.Incus", "rolling.Service.Incus"}
 	maasPortsOf := []string{"machines.Service.MAAS", "fleet.Service.MAAS", "fleet.One.MAAS", "admission.Checker.MAAS",
 		"admission.Checker.MAASInventory", "provisioning.Service.MAAS", "provisioning.Service.ImageSource"}
 	for _, c := range []struct {
@@ -52,11 +53,11 @@ func TestPlugPortsFillsEachUpstreamsPorts(t *testing.T) {
 				Machines: &machines.Service{}, View: &fleet.Service{One: &fleet.One{}}, Enrolment: enrol,
 				Admission:    &admission.Service{Checker: &admission.Checker{}},
 				Provisioning: &provisioning.Service{}, Fencing: &fencing.Service{}, Placement: &placement.Service{},
-				Maintenance: &maintenance.Service{},
+				Maintenance: &maintenance.Service{}, Rolling: &rolling.Service{},
 			}
 			plugPorts(res, enrol, incusSide, maasSide)
 			got := map[string]string{}
-			for _, s := range []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res.Maintenance, res} {
+			for _, s := range []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res.Maintenance, res.Rolling, res} {
 				v := reflect.ValueOf(s).Elem()
 				for i := range v.NumField() {
 					if f := v.Field(i); f.Kind() == reflect.Interface && !f.IsNil() {

@@ -34,6 +34,7 @@ import (
 	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/provisioning"
 	"github.com/apelora/fabric/resolvers"
+	"github.com/apelora/fabric/rolling"
 	"github.com/apelora/fabric/scripts"
 	"github.com/apelora/fabric/server"
 )
@@ -46,7 +47,7 @@ type Product struct {
 
 // plugPorts plugs the configured upstreams' ports into the services that declare ports.
 func plugPorts(res *resolvers.Resolver, enrol *enrolment.Service, incusSide *incusPorts, maasSide *maasPorts) {
-	services := []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res.Maintenance, res}
+	services := []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res.Maintenance, res.Rolling, res}
 	plug(incusSide, services...)
 	plug(maasSide, services...)
 }
@@ -160,6 +161,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		DriftView:   &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
 		Placement:   &placement.Service{Store: store},
 		Maintenance: &maintenance.Service{Store: store.Maintenance(), Feed: memberOpFeed.Hub()},
+		Rolling:     &rolling.Service{Store: store.Rolling()},
 		Log:         log,
 	}
 	var err error

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +13,11 @@ import (
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/maintenance"
+	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/rolling"
 )
 
 // WorkerConfig is apelora-worker's configuration: the server's (database, Incus, MAAS,
@@ -28,6 +33,9 @@ type WorkerConfig struct {
 	DrillInterval  time.Duration
 	// Name identifies this worker in events and logs (APELORA_WORKER_NAME).
 	Name string
+	// RollingOnlineTimeout bounds a rolling reboot's wait for a member to go down after
+	// its power-off and to come back after its power-on.
+	RollingOnlineTimeout time.Duration
 }
 
 // WorkerVariables lists the variables apelora-worker reads beyond the server's database,
@@ -62,6 +70,8 @@ var workerDurations = []struct {
 		"how often each mapping gets a readiness drill (UUID check and a live power read)"},
 	{"APELORA_FENCE_CONFIRM_TIMEOUT", 3 * time.Minute, time.Second, func(w *WorkerConfig) *time.Duration { return &w.Limits.ConfirmTimeout },
 		"how long after a request a power-state read may say off before the fence is reported not confirmed"},
+	{"APELORA_ROLLING_ONLINE_TIMEOUT", 10 * time.Minute, time.Second, func(w *WorkerConfig) *time.Duration { return &w.RollingOnlineTimeout },
+		"how long a rolling reboot waits for a member to be seen down after its power-off, and back after its power-on, before it stops"},
 	{"APELORA_FENCE_SETTLE", 20 * time.Second, 0, func(w *WorkerConfig) *time.Duration { return &w.Limits.Settle },
 		"after Incus could not be read (or had no quorum), how long it must answer before a member it lists Offline counts"},
 }
@@ -152,7 +162,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		return err
 	}
 	cluster := newFenceIncus(clients...)
-	if err := checkOfflineThreshold(ctx, cfg, cluster, log); err != nil {
+	threshold, err := checkOfflineThreshold(ctx, cfg, cluster, log)
+	if err != nil {
 		return err
 	}
 	w := &fencing.Worker{
@@ -162,6 +173,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		Lease: cfg.leaderLease(),
 		Log:   log, Observer: cfg.fenceObserver(),
 	}
+	// The same leader's process drives rolling reboots: it holds the power credential.
+	go newRollingDriver(cfg, store, clients, client, threshold, log).Run(ctx)
 	log.Info("apelora-worker starting", "worker", cfg.Name, "limits", cfg.Limits.Describe(), "poll", cfg.Poll.String(),
 		"drill_interval", cfg.DrillInterval.String(), "request_timeout", cfg.upstreamTimeout().String(), "incus", clients[0].Endpoint(), "incus_fallbacks", len(clients)-1, "maas", client)
 	return w.Run(ctx)
@@ -170,8 +183,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 // checkOfflineThreshold refuses an APELORA_FENCE_OFFLINE_AFTER that Incus's own
 // cluster.offline_threshold could outlast (fencing.Limits.CheckOfflineThreshold). When
 // Incus cannot be asked at start, its default threshold is assumed, and the cluster view
-// warns later if the real one is higher.
-func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencing.ClusterConfig, log *slog.Logger) error {
+// warns later if the real one is higher. It returns the threshold (a rolling reboot's
+// settle period follows from it).
+func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencing.ClusterConfig, log *slog.Logger) (time.Duration, error) {
 	threshold := fencing.DefaultOfflineThreshold
 	rctx, cancel := context.WithTimeout(ctx, cfg.upstreamTimeout())
 	defer cancel()
@@ -181,7 +195,67 @@ func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencin
 		threshold = fencing.OfflineThreshold(sc)
 	}
 	if err := cfg.Limits.CheckOfflineThreshold(threshold); err != nil {
-		return fmt.Errorf("APELORA_FENCE_OFFLINE_AFTER: %w", err)
+		return 0, fmt.Errorf("APELORA_FENCE_OFFLINE_AFTER: %w", err)
 	}
-	return nil
+	return threshold, nil
+}
+
+// newRollingDriver builds the rolling reboot driver on the worker's clients: evacuate and
+// restore through package maintenance (restore's admission checks included), the power
+// cycle through the worker's MAAS client.
+func newRollingDriver(cfg WorkerConfig, store *postgres.Store, clients []*incus.Client, mc *maas.Client, offlineThreshold time.Duration, log *slog.Logger) *rolling.Driver {
+	incusSide, maasSide := newIncusPorts(clients[0]), newMAASPorts(mc)
+	var every rollingIncus
+	for _, c := range clients {
+		every = append(every, newIncusPorts(c))
+	}
+	checker := &admission.Checker{Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles()}
+	mnt := &maintenance.Service{Store: store.Maintenance(), Checker: checker}
+	plug(incusSide, checker, mnt)
+	plug(maasSide, checker, mnt)
+	d := &rolling.Driver{
+		Store: store.Rolling(), Incus: every, Power: fenceMAAS{mc}, Maintenance: mnt, Operations: store.Maintenance(),
+		Auditor: store, Leadership: store.RollingLeadership("apelora-worker rolling "+cfg.Name, cfg.leaderLease()), Lease: cfg.leaderLease(),
+		Actor: "apelora-worker " + cfg.Name, OnlineTimeout: cfg.RollingOnlineTimeout, Poll: rollingPoll, Log: log,
+		// Incus's members heartbeat each other every half offline threshold.
+		Settle: offlineThreshold/2 + 2*time.Second,
+	}
+	if cfg.Metrics != nil {
+		d.Observer = cfg.Metrics
+	}
+	return d
+}
+
+// rollingPoll is how often the driver looks at the running rolling reboot: each step
+// waits on Incus or MAAS, so a second is plenty and costs one read of each.
+const rollingPoll = time.Second
+
+// rollingIncus asks the members the worker knows (APELORA_INCUS_URL, then
+// APELORA_FENCE_INCUS_URLS) in turn: a rolling reboot takes the member behind
+// APELORA_INCUS_URL down too, and must still see the cluster meanwhile.
+type rollingIncus []*incusPorts
+
+func (r rollingIncus) Members(ctx context.Context) ([]membership.Member, error) {
+	var first error
+	for _, p := range r {
+		ms, err := p.Members(ctx)
+		if err == nil {
+			return ms, nil
+		}
+		first = cmp.Or(first, err)
+	}
+	return nil, first
+}
+
+// MemberAnswers is nil when the member answers through any of them.
+func (r rollingIncus) MemberAnswers(ctx context.Context, name string) error {
+	var first error
+	for _, p := range r {
+		err := p.MemberAnswers(ctx, name)
+		if err == nil {
+			return nil
+		}
+		first = cmp.Or(first, err)
+	}
+	return first
 }

@@ -2231,6 +2231,281 @@ type AuditProofResponse struct {
 // GetAuditProof returns AuditProofResponse.AuditProof, and is useful for accessing the field via an interface.
 func (v *AuditProofResponse) GetAuditProof() AuditProofAuditProof { return v.AuditProof }
 
+// CancelRollingRebootCancelRollingRebootRollingRebootPayload includes the requested fields of the GraphQL type RollingRebootPayload.
+type CancelRollingRebootCancelRollingRebootRollingRebootPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan `json:"plan"`
+	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	RollingReboot *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
+}
+
+// GetPlan returns CancelRollingRebootCancelRollingRebootRollingRebootPayload.Plan, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayload) GetPlan() *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan {
+	return v.Plan
+}
+
+// GetRollingReboot returns CancelRollingRebootCancelRollingRebootRollingRebootPayload.RollingReboot, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayload) GetRollingReboot() *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot {
+	return v.RollingReboot
+}
+
+// CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetPlanHash returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
+// GetSteps returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	PlanHash string `json:"planHash"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) __premarshalJSON() (*__premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan, error) {
+	var retval __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
+// CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
+// The GraphQL type's documentation follows.
+//
+// A rolling reboot: its members in order, the one in progress and its step.
+type CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot struct {
+	RollingRebootFields `json:"-"`
+}
+
+// GetId returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Id, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetId() string {
+	return v.RollingRebootFields.Id
+}
+
+// GetMembers returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
+	return v.RollingRebootFields.Members
+}
+
+// GetCurrent returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Current, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetCurrent() *string {
+	return v.RollingRebootFields.Current
+}
+
+// GetDone returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Done, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetDone() int {
+	return v.RollingRebootFields.Done
+}
+
+// GetStep returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
+	return v.RollingRebootFields.Step
+}
+
+// GetStepSince returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
+	return v.RollingRebootFields.StepSince
+}
+
+// GetStepSeconds returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
+	return v.RollingRebootFields.StepSeconds
+}
+
+// GetState returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetState() RollingState {
+	return v.RollingRebootFields.State
+}
+
+// GetReason returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Reason, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetReason() string {
+	return v.RollingRebootFields.Reason
+}
+
+// GetStartedBy returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StartedBy, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStartedBy() string {
+	return v.RollingRebootFields.StartedBy
+}
+
+// GetStartedAt returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StartedAt, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStartedAt() time.Time {
+	return v.RollingRebootFields.StartedAt
+}
+
+// GetFinishedAt returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.FinishedAt, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetFinishedAt() *time.Time {
+	return v.RollingRebootFields.FinishedAt
+}
+
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.RollingRebootFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot struct {
+	Id string `json:"id"`
+
+	Members []string `json:"members"`
+
+	Current *string `json:"current"`
+
+	Done int `json:"done"`
+
+	Step RollingStep `json:"step"`
+
+	StepSince time.Time `json:"stepSince"`
+
+	StepSeconds float64 `json:"stepSeconds"`
+
+	State RollingState `json:"state"`
+
+	Reason string `json:"reason"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+}
+
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) __premarshalJSON() (*__premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot, error) {
+	var retval __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
+
+	retval.Id = v.RollingRebootFields.Id
+	retval.Members = v.RollingRebootFields.Members
+	retval.Current = v.RollingRebootFields.Current
+	retval.Done = v.RollingRebootFields.Done
+	retval.Step = v.RollingRebootFields.Step
+	retval.StepSince = v.RollingRebootFields.StepSince
+	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.State = v.RollingRebootFields.State
+	retval.Reason = v.RollingRebootFields.Reason
+	retval.StartedBy = v.RollingRebootFields.StartedBy
+	retval.StartedAt = v.RollingRebootFields.StartedAt
+	retval.FinishedAt = v.RollingRebootFields.FinishedAt
+	return &retval, nil
+}
+
+// CancelRollingRebootResponse is returned by CancelRollingReboot on success.
+type CancelRollingRebootResponse struct {
+	// Cancel a running or paused rolling reboot: no further step is taken; the member in
+	// progress is left as it is (restore it with restoreMember).
+	CancelRollingReboot CancelRollingRebootCancelRollingRebootRollingRebootPayload `json:"cancelRollingReboot"`
+}
+
+// GetCancelRollingReboot returns CancelRollingRebootResponse.CancelRollingReboot, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootResponse) GetCancelRollingReboot() CancelRollingRebootCancelRollingRebootRollingRebootPayload {
+	return v.CancelRollingReboot
+}
+
 type CheckResult string
 
 const (
@@ -7956,6 +8231,280 @@ var AllMemberStatus = []MemberStatus{
 	MemberStatusUnknown,
 }
 
+// PauseRollingRebootPauseRollingRebootRollingRebootPayload includes the requested fields of the GraphQL type RollingRebootPayload.
+type PauseRollingRebootPauseRollingRebootRollingRebootPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan `json:"plan"`
+	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	RollingReboot *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
+}
+
+// GetPlan returns PauseRollingRebootPauseRollingRebootRollingRebootPayload.Plan, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayload) GetPlan() *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan {
+	return v.Plan
+}
+
+// GetRollingReboot returns PauseRollingRebootPauseRollingRebootRollingRebootPayload.RollingReboot, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayload) GetRollingReboot() *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot {
+	return v.RollingReboot
+}
+
+// PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetPlanHash returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
+// GetSteps returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	PlanHash string `json:"planHash"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) __premarshalJSON() (*__premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan, error) {
+	var retval __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
+// PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
+// The GraphQL type's documentation follows.
+//
+// A rolling reboot: its members in order, the one in progress and its step.
+type PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot struct {
+	RollingRebootFields `json:"-"`
+}
+
+// GetId returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Id, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetId() string {
+	return v.RollingRebootFields.Id
+}
+
+// GetMembers returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
+	return v.RollingRebootFields.Members
+}
+
+// GetCurrent returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Current, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetCurrent() *string {
+	return v.RollingRebootFields.Current
+}
+
+// GetDone returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Done, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetDone() int {
+	return v.RollingRebootFields.Done
+}
+
+// GetStep returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
+	return v.RollingRebootFields.Step
+}
+
+// GetStepSince returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
+	return v.RollingRebootFields.StepSince
+}
+
+// GetStepSeconds returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
+	return v.RollingRebootFields.StepSeconds
+}
+
+// GetState returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetState() RollingState {
+	return v.RollingRebootFields.State
+}
+
+// GetReason returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Reason, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetReason() string {
+	return v.RollingRebootFields.Reason
+}
+
+// GetStartedBy returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StartedBy, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStartedBy() string {
+	return v.RollingRebootFields.StartedBy
+}
+
+// GetStartedAt returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StartedAt, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStartedAt() time.Time {
+	return v.RollingRebootFields.StartedAt
+}
+
+// GetFinishedAt returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.FinishedAt, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetFinishedAt() *time.Time {
+	return v.RollingRebootFields.FinishedAt
+}
+
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.RollingRebootFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot struct {
+	Id string `json:"id"`
+
+	Members []string `json:"members"`
+
+	Current *string `json:"current"`
+
+	Done int `json:"done"`
+
+	Step RollingStep `json:"step"`
+
+	StepSince time.Time `json:"stepSince"`
+
+	StepSeconds float64 `json:"stepSeconds"`
+
+	State RollingState `json:"state"`
+
+	Reason string `json:"reason"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+}
+
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) __premarshalJSON() (*__premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot, error) {
+	var retval __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot
+
+	retval.Id = v.RollingRebootFields.Id
+	retval.Members = v.RollingRebootFields.Members
+	retval.Current = v.RollingRebootFields.Current
+	retval.Done = v.RollingRebootFields.Done
+	retval.Step = v.RollingRebootFields.Step
+	retval.StepSince = v.RollingRebootFields.StepSince
+	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.State = v.RollingRebootFields.State
+	retval.Reason = v.RollingRebootFields.Reason
+	retval.StartedBy = v.RollingRebootFields.StartedBy
+	retval.StartedAt = v.RollingRebootFields.StartedAt
+	retval.FinishedAt = v.RollingRebootFields.FinishedAt
+	return &retval, nil
+}
+
+// PauseRollingRebootResponse is returned by PauseRollingReboot on success.
+type PauseRollingRebootResponse struct {
+	// Pause a running rolling reboot: the step in progress finishes, no further one starts.
+	PauseRollingReboot PauseRollingRebootPauseRollingRebootRollingRebootPayload `json:"pauseRollingReboot"`
+}
+
+// GetPauseRollingReboot returns PauseRollingRebootResponse.PauseRollingReboot, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootResponse) GetPauseRollingReboot() PauseRollingRebootPauseRollingRebootRollingRebootPayload {
+	return v.PauseRollingReboot
+}
+
 // What an identity may do.
 type Permission string
 
@@ -10076,6 +10625,280 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) __
 	return &retval, nil
 }
 
+// ResumeRollingRebootResponse is returned by ResumeRollingReboot on success.
+type ResumeRollingRebootResponse struct {
+	// Resume a paused rolling reboot from its step.
+	ResumeRollingReboot ResumeRollingRebootResumeRollingRebootRollingRebootPayload `json:"resumeRollingReboot"`
+}
+
+// GetResumeRollingReboot returns ResumeRollingRebootResponse.ResumeRollingReboot, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResponse) GetResumeRollingReboot() ResumeRollingRebootResumeRollingRebootRollingRebootPayload {
+	return v.ResumeRollingReboot
+}
+
+// ResumeRollingRebootResumeRollingRebootRollingRebootPayload includes the requested fields of the GraphQL type RollingRebootPayload.
+type ResumeRollingRebootResumeRollingRebootRollingRebootPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan `json:"plan"`
+	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	RollingReboot *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
+}
+
+// GetPlan returns ResumeRollingRebootResumeRollingRebootRollingRebootPayload.Plan, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayload) GetPlan() *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan {
+	return v.Plan
+}
+
+// GetRollingReboot returns ResumeRollingRebootResumeRollingRebootRollingRebootPayload.RollingReboot, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayload) GetRollingReboot() *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot {
+	return v.RollingReboot
+}
+
+// ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetPlanHash returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
+// GetSteps returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	PlanHash string `json:"planHash"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) __premarshalJSON() (*__premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan, error) {
+	var retval __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
+// ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
+// The GraphQL type's documentation follows.
+//
+// A rolling reboot: its members in order, the one in progress and its step.
+type ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot struct {
+	RollingRebootFields `json:"-"`
+}
+
+// GetId returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Id, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetId() string {
+	return v.RollingRebootFields.Id
+}
+
+// GetMembers returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
+	return v.RollingRebootFields.Members
+}
+
+// GetCurrent returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Current, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetCurrent() *string {
+	return v.RollingRebootFields.Current
+}
+
+// GetDone returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Done, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetDone() int {
+	return v.RollingRebootFields.Done
+}
+
+// GetStep returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
+	return v.RollingRebootFields.Step
+}
+
+// GetStepSince returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
+	return v.RollingRebootFields.StepSince
+}
+
+// GetStepSeconds returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
+	return v.RollingRebootFields.StepSeconds
+}
+
+// GetState returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetState() RollingState {
+	return v.RollingRebootFields.State
+}
+
+// GetReason returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Reason, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetReason() string {
+	return v.RollingRebootFields.Reason
+}
+
+// GetStartedBy returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StartedBy, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStartedBy() string {
+	return v.RollingRebootFields.StartedBy
+}
+
+// GetStartedAt returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StartedAt, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStartedAt() time.Time {
+	return v.RollingRebootFields.StartedAt
+}
+
+// GetFinishedAt returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.FinishedAt, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetFinishedAt() *time.Time {
+	return v.RollingRebootFields.FinishedAt
+}
+
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.RollingRebootFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot struct {
+	Id string `json:"id"`
+
+	Members []string `json:"members"`
+
+	Current *string `json:"current"`
+
+	Done int `json:"done"`
+
+	Step RollingStep `json:"step"`
+
+	StepSince time.Time `json:"stepSince"`
+
+	StepSeconds float64 `json:"stepSeconds"`
+
+	State RollingState `json:"state"`
+
+	Reason string `json:"reason"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+}
+
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) __premarshalJSON() (*__premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot, error) {
+	var retval __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
+
+	retval.Id = v.RollingRebootFields.Id
+	retval.Members = v.RollingRebootFields.Members
+	retval.Current = v.RollingRebootFields.Current
+	retval.Done = v.RollingRebootFields.Done
+	retval.Step = v.RollingRebootFields.Step
+	retval.StepSince = v.RollingRebootFields.StepSince
+	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.State = v.RollingRebootFields.State
+	retval.Reason = v.RollingRebootFields.Reason
+	retval.StartedBy = v.RollingRebootFields.StartedBy
+	retval.StartedAt = v.RollingRebootFields.StartedAt
+	retval.FinishedAt = v.RollingRebootFields.FinishedAt
+	return &retval, nil
+}
+
 type RevokeIdentityInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
@@ -10590,6 +11413,273 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) __premarshalJ
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
+}
+
+// RollingRebootFields includes the GraphQL fields of RollingReboot requested by the fragment RollingRebootFields.
+// The GraphQL type's documentation follows.
+//
+// A rolling reboot: its members in order, the one in progress and its step.
+type RollingRebootFields struct {
+	Id      string   `json:"id"`
+	Members []string `json:"members"`
+	// The member in progress; null once every member is done.
+	Current *string `json:"current"`
+	// How many members are done.
+	Done int         `json:"done"`
+	Step RollingStep `json:"step"`
+	// When the current member entered its step.
+	StepSince time.Time `json:"stepSince"`
+	// Seconds the current member has been in its step.
+	StepSeconds float64      `json:"stepSeconds"`
+	State       RollingState `json:"state"`
+	// Why it failed or was cancelled; empty otherwise.
+	Reason     string     `json:"reason"`
+	StartedBy  string     `json:"startedBy"`
+	StartedAt  time.Time  `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+}
+
+// GetId returns RollingRebootFields.Id, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetId() string { return v.Id }
+
+// GetMembers returns RollingRebootFields.Members, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetMembers() []string { return v.Members }
+
+// GetCurrent returns RollingRebootFields.Current, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetCurrent() *string { return v.Current }
+
+// GetDone returns RollingRebootFields.Done, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetDone() int { return v.Done }
+
+// GetStep returns RollingRebootFields.Step, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStep() RollingStep { return v.Step }
+
+// GetStepSince returns RollingRebootFields.StepSince, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStepSince() time.Time { return v.StepSince }
+
+// GetStepSeconds returns RollingRebootFields.StepSeconds, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStepSeconds() float64 { return v.StepSeconds }
+
+// GetState returns RollingRebootFields.State, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetState() RollingState { return v.State }
+
+// GetReason returns RollingRebootFields.Reason, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetReason() string { return v.Reason }
+
+// GetStartedBy returns RollingRebootFields.StartedBy, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStartedBy() string { return v.StartedBy }
+
+// GetStartedAt returns RollingRebootFields.StartedAt, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStartedAt() time.Time { return v.StartedAt }
+
+// GetFinishedAt returns RollingRebootFields.FinishedAt, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetFinishedAt() *time.Time { return v.FinishedAt }
+
+type RollingRebootInput struct {
+	// The rolling reboot (RollingReboot.id).
+	Id string `json:"id"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
+}
+
+// GetId returns RollingRebootInput.Id, and is useful for accessing the field via an interface.
+func (v *RollingRebootInput) GetId() string { return v.Id }
+
+// GetDryRun returns RollingRebootInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RollingRebootInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RollingRebootInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RollingRebootInput) GetPlanHash() *string { return v.PlanHash }
+
+// RollingRebootResponse is returned by RollingReboot on success.
+type RollingRebootResponse struct {
+	// A rolling reboot by id, or the latest when no id is given; null when there is none.
+	RollingReboot *RollingRebootRollingReboot `json:"rollingReboot"`
+}
+
+// GetRollingReboot returns RollingRebootResponse.RollingReboot, and is useful for accessing the field via an interface.
+func (v *RollingRebootResponse) GetRollingReboot() *RollingRebootRollingReboot {
+	return v.RollingReboot
+}
+
+// RollingRebootRollingReboot includes the requested fields of the GraphQL type RollingReboot.
+// The GraphQL type's documentation follows.
+//
+// A rolling reboot: its members in order, the one in progress and its step.
+type RollingRebootRollingReboot struct {
+	RollingRebootFields `json:"-"`
+}
+
+// GetId returns RollingRebootRollingReboot.Id, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetId() string { return v.RollingRebootFields.Id }
+
+// GetMembers returns RollingRebootRollingReboot.Members, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetMembers() []string { return v.RollingRebootFields.Members }
+
+// GetCurrent returns RollingRebootRollingReboot.Current, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetCurrent() *string { return v.RollingRebootFields.Current }
+
+// GetDone returns RollingRebootRollingReboot.Done, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetDone() int { return v.RollingRebootFields.Done }
+
+// GetStep returns RollingRebootRollingReboot.Step, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStep() RollingStep { return v.RollingRebootFields.Step }
+
+// GetStepSince returns RollingRebootRollingReboot.StepSince, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStepSince() time.Time { return v.RollingRebootFields.StepSince }
+
+// GetStepSeconds returns RollingRebootRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStepSeconds() float64 {
+	return v.RollingRebootFields.StepSeconds
+}
+
+// GetState returns RollingRebootRollingReboot.State, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetState() RollingState { return v.RollingRebootFields.State }
+
+// GetReason returns RollingRebootRollingReboot.Reason, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetReason() string { return v.RollingRebootFields.Reason }
+
+// GetStartedBy returns RollingRebootRollingReboot.StartedBy, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStartedBy() string { return v.RollingRebootFields.StartedBy }
+
+// GetStartedAt returns RollingRebootRollingReboot.StartedAt, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStartedAt() time.Time { return v.RollingRebootFields.StartedAt }
+
+// GetFinishedAt returns RollingRebootRollingReboot.FinishedAt, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetFinishedAt() *time.Time {
+	return v.RollingRebootFields.FinishedAt
+}
+
+func (v *RollingRebootRollingReboot) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RollingRebootRollingReboot
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RollingRebootRollingReboot = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.RollingRebootFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRollingRebootRollingReboot struct {
+	Id string `json:"id"`
+
+	Members []string `json:"members"`
+
+	Current *string `json:"current"`
+
+	Done int `json:"done"`
+
+	Step RollingStep `json:"step"`
+
+	StepSince time.Time `json:"stepSince"`
+
+	StepSeconds float64 `json:"stepSeconds"`
+
+	State RollingState `json:"state"`
+
+	Reason string `json:"reason"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+}
+
+func (v *RollingRebootRollingReboot) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RollingRebootRollingReboot) __premarshalJSON() (*__premarshalRollingRebootRollingReboot, error) {
+	var retval __premarshalRollingRebootRollingReboot
+
+	retval.Id = v.RollingRebootFields.Id
+	retval.Members = v.RollingRebootFields.Members
+	retval.Current = v.RollingRebootFields.Current
+	retval.Done = v.RollingRebootFields.Done
+	retval.Step = v.RollingRebootFields.Step
+	retval.StepSince = v.RollingRebootFields.StepSince
+	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.State = v.RollingRebootFields.State
+	retval.Reason = v.RollingRebootFields.Reason
+	retval.StartedBy = v.RollingRebootFields.StartedBy
+	retval.StartedAt = v.RollingRebootFields.StartedAt
+	retval.FinishedAt = v.RollingRebootFields.FinishedAt
+	return &retval, nil
+}
+
+type RollingState string
+
+const (
+	RollingStateRunning   RollingState = "RUNNING"
+	RollingStatePaused    RollingState = "PAUSED"
+	RollingStateSucceeded RollingState = "SUCCEEDED"
+	RollingStateFailed    RollingState = "FAILED"
+	RollingStateCancelled RollingState = "CANCELLED"
+)
+
+var AllRollingState = []RollingState{
+	RollingStateRunning,
+	RollingStatePaused,
+	RollingStateSucceeded,
+	RollingStateFailed,
+	RollingStateCancelled,
+}
+
+// Where the current member stands, in order.
+type RollingStep string
+
+const (
+	// Incus evacuates it (evacuateMember).
+	RollingStepEvacuate RollingStep = "EVACUATE"
+	// The hardware UUID is checked and MAAS asked to power it off.
+	RollingStepPowerOff RollingStep = "POWER_OFF"
+	// Waiting for a power read saying off and for Incus to list it Offline.
+	RollingStepConfirmOff RollingStep = "CONFIRM_OFF"
+	// MAAS is asked to power it on.
+	RollingStepPowerOn RollingStep = "POWER_ON"
+	// Waiting for Incus to list it again (bounded by APELORA_ROLLING_ONLINE_TIMEOUT).
+	RollingStepWaitOnline RollingStep = "WAIT_ONLINE"
+	// The admission checks run again and Incus restores it (restoreMember).
+	RollingStepRestore RollingStep = "RESTORE"
+	// Every member is done.
+	RollingStepDone RollingStep = "DONE"
+)
+
+var AllRollingStep = []RollingStep{
+	RollingStepEvacuate,
+	RollingStepPowerOff,
+	RollingStepConfirmOff,
+	RollingStepPowerOn,
+	RollingStepWaitOnline,
+	RollingStepRestore,
+	RollingStepDone,
 }
 
 type RunHardwareTestsInput struct {
@@ -11953,6 +13043,311 @@ func (v *SourceFields) GetMessage() string { return v.Message }
 // GetSince returns SourceFields.Since, and is useful for accessing the field via an interface.
 func (v *SourceFields) GetSince() *time.Time { return v.Since }
 
+type StartRollingRebootInput struct {
+	// The members to reboot, in order.
+	Members []string `json:"members"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
+}
+
+// GetMembers returns StartRollingRebootInput.Members, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootInput) GetMembers() []string { return v.Members }
+
+// GetDryRun returns StartRollingRebootInput.DryRun, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns StartRollingRebootInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootInput) GetPlanHash() *string { return v.PlanHash }
+
+// StartRollingRebootResponse is returned by StartRollingReboot on success.
+type StartRollingRebootResponse struct {
+	// Reboot members one at a time through MAAS, in the order given: each is evacuated,
+	// powered off (after the fence mapping's hardware UUID check; off confirmed by a later
+	// power read and by Incus listing it Offline), powered on, waited for until Incus lists it
+	// again (APELORA_ROLLING_ONLINE_TIMEOUT), checked and restored (restoreMember's admission
+	// checks); then the next. apelora-worker's leader drives it, from the database, so it
+	// carries on after a restart. It stops at the first failure, leaving that member
+	// evacuated with the reason. Refused while another rolling reboot is running or paused,
+	// for a member without a fence mapping, and (before the start and before each member)
+	// while any other member is offline or evacuated or when the quorum projection fails.
+	StartRollingReboot StartRollingRebootStartRollingRebootRollingRebootPayload `json:"startRollingReboot"`
+}
+
+// GetStartRollingReboot returns StartRollingRebootResponse.StartRollingReboot, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootResponse) GetStartRollingReboot() StartRollingRebootStartRollingRebootRollingRebootPayload {
+	return v.StartRollingReboot
+}
+
+// StartRollingRebootStartRollingRebootRollingRebootPayload includes the requested fields of the GraphQL type RollingRebootPayload.
+type StartRollingRebootStartRollingRebootRollingRebootPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan `json:"plan"`
+	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	RollingReboot *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
+}
+
+// GetPlan returns StartRollingRebootStartRollingRebootRollingRebootPayload.Plan, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayload) GetPlan() *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan {
+	return v.Plan
+}
+
+// GetRollingReboot returns StartRollingRebootStartRollingRebootRollingRebootPayload.RollingReboot, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayload) GetRollingReboot() *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot {
+	return v.RollingReboot
+}
+
+// StartRollingRebootStartRollingRebootRollingRebootPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
+// usual, calls that would change something are recorded as steps instead, and the database
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
+// what the call would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the call would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type StartRollingRebootStartRollingRebootRollingRebootPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetPlanHash returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
+// GetSteps returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
+	return v.PlanFields.Steps
+}
+
+// GetRefusals returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*StartRollingRebootStartRollingRebootRollingRebootPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.StartRollingRebootStartRollingRebootRollingRebootPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	PlanHash string `json:"planHash"`
+
+	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) __premarshalJSON() (*__premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadPlan, error) {
+	var retval __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Steps = v.PlanFields.Steps
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
+// StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
+// The GraphQL type's documentation follows.
+//
+// A rolling reboot: its members in order, the one in progress and its step.
+type StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot struct {
+	RollingRebootFields `json:"-"`
+}
+
+// GetId returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Id, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetId() string {
+	return v.RollingRebootFields.Id
+}
+
+// GetMembers returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
+	return v.RollingRebootFields.Members
+}
+
+// GetCurrent returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Current, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetCurrent() *string {
+	return v.RollingRebootFields.Current
+}
+
+// GetDone returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Done, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetDone() int {
+	return v.RollingRebootFields.Done
+}
+
+// GetStep returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
+	return v.RollingRebootFields.Step
+}
+
+// GetStepSince returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
+	return v.RollingRebootFields.StepSince
+}
+
+// GetStepSeconds returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
+	return v.RollingRebootFields.StepSeconds
+}
+
+// GetState returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetState() RollingState {
+	return v.RollingRebootFields.State
+}
+
+// GetReason returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Reason, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetReason() string {
+	return v.RollingRebootFields.Reason
+}
+
+// GetStartedBy returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StartedBy, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStartedBy() string {
+	return v.RollingRebootFields.StartedBy
+}
+
+// GetStartedAt returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StartedAt, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStartedAt() time.Time {
+	return v.RollingRebootFields.StartedAt
+}
+
+// GetFinishedAt returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.FinishedAt, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetFinishedAt() *time.Time {
+	return v.RollingRebootFields.FinishedAt
+}
+
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.RollingRebootFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot struct {
+	Id string `json:"id"`
+
+	Members []string `json:"members"`
+
+	Current *string `json:"current"`
+
+	Done int `json:"done"`
+
+	Step RollingStep `json:"step"`
+
+	StepSince time.Time `json:"stepSince"`
+
+	StepSeconds float64 `json:"stepSeconds"`
+
+	State RollingState `json:"state"`
+
+	Reason string `json:"reason"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+}
+
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) __premarshalJSON() (*__premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot, error) {
+	var retval __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot
+
+	retval.Id = v.RollingRebootFields.Id
+	retval.Members = v.RollingRebootFields.Members
+	retval.Current = v.RollingRebootFields.Current
+	retval.Done = v.RollingRebootFields.Done
+	retval.Step = v.RollingRebootFields.Step
+	retval.StepSince = v.RollingRebootFields.StepSince
+	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.State = v.RollingRebootFields.State
+	retval.Reason = v.RollingRebootFields.Reason
+	retval.StartedBy = v.RollingRebootFields.StartedBy
+	retval.StartedAt = v.RollingRebootFields.StartedAt
+	retval.FinishedAt = v.RollingRebootFields.FinishedAt
+	return &retval, nil
+}
+
 type UnregisterMachineInput struct {
 	Name string `json:"name"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
@@ -12244,6 +13639,14 @@ type __AuditProofInput struct {
 // GetId returns __AuditProofInput.Id, and is useful for accessing the field via an interface.
 func (v *__AuditProofInput) GetId() string { return v.Id }
 
+// __CancelRollingRebootInput is used internally by genqlient
+type __CancelRollingRebootInput struct {
+	Input RollingRebootInput `json:"input"`
+}
+
+// GetInput returns __CancelRollingRebootInput.Input, and is useful for accessing the field via an interface.
+func (v *__CancelRollingRebootInput) GetInput() RollingRebootInput { return v.Input }
+
 // __ClearHardwareProfileInput is used internally by genqlient
 type __ClearHardwareProfileInput struct {
 	Input ClearHardwareProfileInput `json:"input"`
@@ -12376,6 +13779,14 @@ type __MemberOperationsInput struct {
 // GetName returns __MemberOperationsInput.Name, and is useful for accessing the field via an interface.
 func (v *__MemberOperationsInput) GetName() string { return v.Name }
 
+// __PauseRollingRebootInput is used internally by genqlient
+type __PauseRollingRebootInput struct {
+	Input RollingRebootInput `json:"input"`
+}
+
+// GetInput returns __PauseRollingRebootInput.Input, and is useful for accessing the field via an interface.
+func (v *__PauseRollingRebootInput) GetInput() RollingRebootInput { return v.Input }
+
 // __RegisterMachineInput is used internally by genqlient
 type __RegisterMachineInput struct {
 	Input RegisterMachineInput `json:"input"`
@@ -12432,6 +13843,14 @@ type __RestoreMemberInput struct {
 // GetInput returns __RestoreMemberInput.Input, and is useful for accessing the field via an interface.
 func (v *__RestoreMemberInput) GetInput() RestoreMemberInput { return v.Input }
 
+// __ResumeRollingRebootInput is used internally by genqlient
+type __ResumeRollingRebootInput struct {
+	Input RollingRebootInput `json:"input"`
+}
+
+// GetInput returns __ResumeRollingRebootInput.Input, and is useful for accessing the field via an interface.
+func (v *__ResumeRollingRebootInput) GetInput() RollingRebootInput { return v.Input }
+
 // __RevokeIdentityInput is used internally by genqlient
 type __RevokeIdentityInput struct {
 	Input RevokeIdentityInput `json:"input"`
@@ -12447,6 +13866,14 @@ type __RevokeJoinTokenInput struct {
 
 // GetInput returns __RevokeJoinTokenInput.Input, and is useful for accessing the field via an interface.
 func (v *__RevokeJoinTokenInput) GetInput() RevokeJoinTokenInput { return v.Input }
+
+// __RollingRebootInput is used internally by genqlient
+type __RollingRebootInput struct {
+	Id *string `json:"id"`
+}
+
+// GetId returns __RollingRebootInput.Id, and is useful for accessing the field via an interface.
+func (v *__RollingRebootInput) GetId() *string { return v.Id }
 
 // __RunHardwareTestsInput is used internally by genqlient
 type __RunHardwareTestsInput struct {
@@ -12479,6 +13906,14 @@ type __SetPlacementGuardInput struct {
 
 // GetInput returns __SetPlacementGuardInput.Input, and is useful for accessing the field via an interface.
 func (v *__SetPlacementGuardInput) GetInput() SetPlacementGuardInput { return v.Input }
+
+// __StartRollingRebootInput is used internally by genqlient
+type __StartRollingRebootInput struct {
+	Input StartRollingRebootInput `json:"input"`
+}
+
+// GetInput returns __StartRollingRebootInput.Input, and is useful for accessing the field via an interface.
+func (v *__StartRollingRebootInput) GetInput() StartRollingRebootInput { return v.Input }
 
 // __UnregisterMachineInput is used internally by genqlient
 type __UnregisterMachineInput struct {
@@ -13119,6 +14554,82 @@ func AuditProof(
 	}
 
 	data_ = &AuditProofResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by CancelRollingReboot.
+const CancelRollingReboot_Operation = `
+mutation CancelRollingReboot ($input: RollingRebootInput!) {
+	cancelRollingReboot(input: $input) {
+		plan {
+			... PlanFields
+		}
+		rollingReboot {
+			... RollingRebootFields
+		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	planHash
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
+	}
+}
+fragment RollingRebootFields on RollingReboot {
+	id
+	members
+	current
+	done
+	step
+	stepSince
+	stepSeconds
+	state
+	reason
+	startedBy
+	startedAt
+	finishedAt
+}
+`
+
+func CancelRollingReboot(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RollingRebootInput,
+) (data_ *CancelRollingRebootResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "CancelRollingReboot",
+		Query:  CancelRollingReboot_Operation,
+		Variables: &__CancelRollingRebootInput{
+			Input: input,
+		},
+	}
+
+	data_ = &CancelRollingRebootResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
@@ -14571,6 +16082,82 @@ func MemberOperations(
 	return data_, err_
 }
 
+// The mutation executed by PauseRollingReboot.
+const PauseRollingReboot_Operation = `
+mutation PauseRollingReboot ($input: RollingRebootInput!) {
+	pauseRollingReboot(input: $input) {
+		plan {
+			... PlanFields
+		}
+		rollingReboot {
+			... RollingRebootFields
+		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	planHash
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
+	}
+}
+fragment RollingRebootFields on RollingReboot {
+	id
+	members
+	current
+	done
+	step
+	stepSince
+	stepSeconds
+	state
+	reason
+	startedBy
+	startedAt
+	finishedAt
+}
+`
+
+func PauseRollingReboot(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RollingRebootInput,
+) (data_ *PauseRollingRebootResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "PauseRollingReboot",
+		Query:  PauseRollingReboot_Operation,
+		Variables: &__PauseRollingRebootInput{
+			Input: input,
+		},
+	}
+
+	data_ = &PauseRollingRebootResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The query executed by PlacementGuard.
 const PlacementGuard_Operation = `
 query PlacementGuard {
@@ -15159,6 +16746,82 @@ func RestoreMember(
 	return data_, err_
 }
 
+// The mutation executed by ResumeRollingReboot.
+const ResumeRollingReboot_Operation = `
+mutation ResumeRollingReboot ($input: RollingRebootInput!) {
+	resumeRollingReboot(input: $input) {
+		plan {
+			... PlanFields
+		}
+		rollingReboot {
+			... RollingRebootFields
+		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	planHash
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
+	}
+}
+fragment RollingRebootFields on RollingReboot {
+	id
+	members
+	current
+	done
+	step
+	stepSince
+	stepSeconds
+	state
+	reason
+	startedBy
+	startedAt
+	finishedAt
+}
+`
+
+func ResumeRollingReboot(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RollingRebootInput,
+) (data_ *ResumeRollingRebootResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "ResumeRollingReboot",
+		Query:  ResumeRollingReboot_Operation,
+		Variables: &__ResumeRollingRebootInput{
+			Input: input,
+		},
+	}
+
+	data_ = &ResumeRollingRebootResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The mutation executed by RevokeIdentity.
 const RevokeIdentity_Operation = `
 mutation RevokeIdentity ($input: RevokeIdentityInput!) {
@@ -15314,6 +16977,54 @@ func RevokeJoinToken(
 	}
 
 	data_ = &RevokeJoinTokenResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The query executed by RollingReboot.
+const RollingReboot_Operation = `
+query RollingReboot ($id: ID) {
+	rollingReboot(id: $id) {
+		... RollingRebootFields
+	}
+}
+fragment RollingRebootFields on RollingReboot {
+	id
+	members
+	current
+	done
+	step
+	stepSince
+	stepSeconds
+	state
+	reason
+	startedBy
+	startedAt
+	finishedAt
+}
+`
+
+func RollingReboot(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	id *string,
+) (data_ *RollingRebootResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RollingReboot",
+		Query:  RollingReboot_Operation,
+		Variables: &__RollingRebootInput{
+			Id: id,
+		},
+	}
+
+	data_ = &RollingRebootResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
@@ -15634,6 +17345,82 @@ func SetPlacementGuard(
 	}
 
 	data_ = &SetPlacementGuardResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
+// The mutation executed by StartRollingReboot.
+const StartRollingReboot_Operation = `
+mutation StartRollingReboot ($input: StartRollingRebootInput!) {
+	startRollingReboot(input: $input) {
+		plan {
+			... PlanFields
+		}
+		rollingReboot {
+			... RollingRebootFields
+		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	planHash
+	steps {
+		system
+		call
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
+	}
+}
+fragment RollingRebootFields on RollingReboot {
+	id
+	members
+	current
+	done
+	step
+	stepSince
+	stepSeconds
+	state
+	reason
+	startedBy
+	startedAt
+	finishedAt
+}
+`
+
+func StartRollingReboot(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input StartRollingRebootInput,
+) (data_ *StartRollingRebootResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "StartRollingReboot",
+		Query:  StartRollingReboot_Operation,
+		Variables: &__StartRollingRebootInput{
+			Input: input,
+		},
+	}
+
+	data_ = &StartRollingRebootResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

@@ -303,11 +303,16 @@ func (w *Worker) event(now time.Time, d Decision, kind Kind, reason Reason, msg 
 	return Event{At: now, Member: d.Member, Kind: kind, Reason: reason, Message: msg, Worker: w.ID, Details: details}
 }
 
-// verify reads the machine and checks it reports the hardware UUID: the check before any
-// read or power command. It returns the reason and message when the machine may not be
-// touched.
+// verify reads the machine and checks it reports the hardware UUID (Verify).
 func (w *Worker) verify(ctx context.Context, systemID, uuid string) (MachineFacts, Reason, string) {
-	m, err := w.MAAS.Machine(ctx, systemID)
+	return Verify(ctx, w.MAAS, systemID, uuid)
+}
+
+// Verify reads the machine and checks it reports the hardware UUID: the check before any
+// read or power command, by the fence worker and by a rolling reboot alike. It returns the
+// reason and message when the machine may not be touched.
+func Verify(ctx context.Context, maas MachineReader, systemID, uuid string) (MachineFacts, Reason, string) {
+	m, err := maas.Machine(ctx, systemID)
 	switch {
 	case errors.Is(err, ErrMachineNotFound):
 		return m, ReasonMachineNotFound, fmt.Sprintf("MAAS has no machine %s: check the fence mapping", systemID)

@@ -444,23 +444,27 @@ type ComplexityRoot struct {
 		AdmitMember            func(childComplexity int, input model.AdmitMemberInput) int
 		ApproveEnrolment       func(childComplexity int, input model.ApproveEnrolmentInput) int
 		AssignHardwareProfile  func(childComplexity int, input model.AssignHardwareProfileInput) int
+		CancelRollingReboot    func(childComplexity int, input model.RollingRebootInput) int
 		ClearHardwareProfile   func(childComplexity int, input model.ClearHardwareProfileInput) int
 		CommissionMachine      func(childComplexity int, input model.CommissionMachineInput) int
 		CreateIdentity         func(childComplexity int, input model.CreateIdentityInput) int
 		EvacuateMember         func(childComplexity int, input model.EvacuateMemberInput) int
 		InstallOperatingSystem func(childComplexity int, input model.InstallOperatingSystemInput) int
+		PauseRollingReboot     func(childComplexity int, input model.RollingRebootInput) int
 		RegisterMachine        func(childComplexity int, input model.RegisterMachineInput) int
 		ReleaseMachine         func(childComplexity int, input model.ReleaseMachineInput) int
 		RemoveFenceMapping     func(childComplexity int, input model.RemoveFenceMappingInput) int
 		RemoveHardwareProfile  func(childComplexity int, input model.RemoveHardwareProfileInput) int
 		RemoveMember           func(childComplexity int, input model.RemoveMemberInput) int
 		RestoreMember          func(childComplexity int, input model.RestoreMemberInput) int
+		ResumeRollingReboot    func(childComplexity int, input model.RollingRebootInput) int
 		RevokeIdentity         func(childComplexity int, input model.RevokeIdentityInput) int
 		RevokeJoinToken        func(childComplexity int, input model.RevokeJoinTokenInput) int
 		RunHardwareTests       func(childComplexity int, input model.RunHardwareTestsInput) int
 		SetFenceMapping        func(childComplexity int, input model.SetFenceMappingInput) int
 		SetHardwareProfile     func(childComplexity int, input model.SetHardwareProfileInput) int
 		SetPlacementGuard      func(childComplexity int, input model.SetPlacementGuardInput) int
+		StartRollingReboot     func(childComplexity int, input model.StartRollingRebootInput) int
 		UnregisterMachine      func(childComplexity int, input model.UnregisterMachineInput) int
 	}
 
@@ -536,6 +540,7 @@ type ComplexityRoot struct {
 		Machines         func(childComplexity int) int
 		MemberOperations func(childComplexity int, name string) int
 		ReleasePreview   func(childComplexity int, erase *bool) int
+		RollingReboot    func(childComplexity int, id *string) int
 		Viewer           func(childComplexity int) int
 	}
 
@@ -593,6 +598,26 @@ type ComplexityRoot struct {
 	RevokeJoinTokenPayload struct {
 		Machine func(childComplexity int) int
 		Plan    func(childComplexity int) int
+	}
+
+	RollingReboot struct {
+		Current     func(childComplexity int) int
+		Done        func(childComplexity int) int
+		FinishedAt  func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Members     func(childComplexity int) int
+		Reason      func(childComplexity int) int
+		StartedAt   func(childComplexity int) int
+		StartedBy   func(childComplexity int) int
+		State       func(childComplexity int) int
+		Step        func(childComplexity int) int
+		StepSeconds func(childComplexity int) int
+		StepSince   func(childComplexity int) int
+	}
+
+	RollingRebootPayload struct {
+		Plan          func(childComplexity int) int
+		RollingReboot func(childComplexity int) int
 	}
 
 	SetFenceMappingPayload struct {
@@ -675,6 +700,10 @@ type MutationResolver interface {
 	AdmitMember(ctx context.Context, input model.AdmitMemberInput) (*model.AdmitMemberPayload, error)
 	RemoveMember(ctx context.Context, input model.RemoveMemberInput) (*model.RemoveMemberPayload, error)
 	SetPlacementGuard(ctx context.Context, input model.SetPlacementGuardInput) (*model.SetPlacementGuardPayload, error)
+	StartRollingReboot(ctx context.Context, input model.StartRollingRebootInput) (*model.RollingRebootPayload, error)
+	PauseRollingReboot(ctx context.Context, input model.RollingRebootInput) (*model.RollingRebootPayload, error)
+	ResumeRollingReboot(ctx context.Context, input model.RollingRebootInput) (*model.RollingRebootPayload, error)
+	CancelRollingReboot(ctx context.Context, input model.RollingRebootInput) (*model.RollingRebootPayload, error)
 }
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Identity, error)
@@ -696,6 +725,7 @@ type QueryResolver interface {
 	Machine(ctx context.Context, name string) (*model.Machine, error)
 	MemberOperations(ctx context.Context, name string) ([]*model.MemberOperation, error)
 	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
+	RollingReboot(ctx context.Context, id *string) (*model.RollingReboot, error)
 }
 type SubscriptionResolver interface {
 	AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome, after *string) (<-chan *model.AuditEvent, error)
@@ -2398,6 +2428,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AssignHardwareProfile(childComplexity, args["input"].(model.AssignHardwareProfileInput)), true
+	case "Mutation.cancelRollingReboot":
+		if e.ComplexityRoot.Mutation.CancelRollingReboot == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelRollingReboot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelRollingReboot(childComplexity, args["input"].(model.RollingRebootInput)), true
 	case "Mutation.clearHardwareProfile":
 		if e.ComplexityRoot.Mutation.ClearHardwareProfile == nil {
 			break
@@ -2453,6 +2494,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.InstallOperatingSystem(childComplexity, args["input"].(model.InstallOperatingSystemInput)), true
+	case "Mutation.pauseRollingReboot":
+		if e.ComplexityRoot.Mutation.PauseRollingReboot == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_pauseRollingReboot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PauseRollingReboot(childComplexity, args["input"].(model.RollingRebootInput)), true
 	case "Mutation.registerMachine":
 		if e.ComplexityRoot.Mutation.RegisterMachine == nil {
 			break
@@ -2519,6 +2571,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RestoreMember(childComplexity, args["input"].(model.RestoreMemberInput)), true
+	case "Mutation.resumeRollingReboot":
+		if e.ComplexityRoot.Mutation.ResumeRollingReboot == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resumeRollingReboot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResumeRollingReboot(childComplexity, args["input"].(model.RollingRebootInput)), true
 	case "Mutation.revokeIdentity":
 		if e.ComplexityRoot.Mutation.RevokeIdentity == nil {
 			break
@@ -2585,6 +2648,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetPlacementGuard(childComplexity, args["input"].(model.SetPlacementGuardInput)), true
+	case "Mutation.startRollingReboot":
+		if e.ComplexityRoot.Mutation.StartRollingReboot == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_startRollingReboot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.StartRollingReboot(childComplexity, args["input"].(model.StartRollingRebootInput)), true
 	case "Mutation.unregisterMachine":
 		if e.ComplexityRoot.Mutation.UnregisterMachine == nil {
 			break
@@ -2916,6 +2990,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ReleasePreview(childComplexity, args["erase"].(*bool)), true
+	case "Query.rollingReboot":
+		if e.ComplexityRoot.Query.RollingReboot == nil {
+			break
+		}
+
+		args, err := ec.field_Query_rollingReboot_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.RollingReboot(childComplexity, args["id"].(*string)), true
 	case "Query.viewer":
 		if e.ComplexityRoot.Query.Viewer == nil {
 			break
@@ -3105,6 +3190,92 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RevokeJoinTokenPayload.Plan(childComplexity), true
+
+	case "RollingReboot.current":
+		if e.ComplexityRoot.RollingReboot.Current == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.Current(childComplexity), true
+	case "RollingReboot.done":
+		if e.ComplexityRoot.RollingReboot.Done == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.Done(childComplexity), true
+	case "RollingReboot.finishedAt":
+		if e.ComplexityRoot.RollingReboot.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.FinishedAt(childComplexity), true
+	case "RollingReboot.id":
+		if e.ComplexityRoot.RollingReboot.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.ID(childComplexity), true
+	case "RollingReboot.members":
+		if e.ComplexityRoot.RollingReboot.Members == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.Members(childComplexity), true
+	case "RollingReboot.reason":
+		if e.ComplexityRoot.RollingReboot.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.Reason(childComplexity), true
+	case "RollingReboot.startedAt":
+		if e.ComplexityRoot.RollingReboot.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.StartedAt(childComplexity), true
+	case "RollingReboot.startedBy":
+		if e.ComplexityRoot.RollingReboot.StartedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.StartedBy(childComplexity), true
+	case "RollingReboot.state":
+		if e.ComplexityRoot.RollingReboot.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.State(childComplexity), true
+	case "RollingReboot.step":
+		if e.ComplexityRoot.RollingReboot.Step == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.Step(childComplexity), true
+	case "RollingReboot.stepSeconds":
+		if e.ComplexityRoot.RollingReboot.StepSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.StepSeconds(childComplexity), true
+	case "RollingReboot.stepSince":
+		if e.ComplexityRoot.RollingReboot.StepSince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.StepSince(childComplexity), true
+
+	case "RollingRebootPayload.plan":
+		if e.ComplexityRoot.RollingRebootPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingRebootPayload.Plan(childComplexity), true
+	case "RollingRebootPayload.rollingReboot":
+		if e.ComplexityRoot.RollingRebootPayload.RollingReboot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingRebootPayload.RollingReboot(childComplexity), true
 
 	case "SetFenceMappingPayload.machine":
 		if e.ComplexityRoot.SetFenceMappingPayload.Machine == nil {
@@ -3325,10 +3496,12 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RestoreMemberInput", ec.unmarshalInputRestoreMemberInput),
 			graphql.NewInputUnmarshaler("RevokeIdentityInput", ec.unmarshalInputRevokeIdentityInput),
 			graphql.NewInputUnmarshaler("RevokeJoinTokenInput", ec.unmarshalInputRevokeJoinTokenInput),
+			graphql.NewInputUnmarshaler("RollingRebootInput", ec.unmarshalInputRollingRebootInput),
 			graphql.NewInputUnmarshaler("RunHardwareTestsInput", ec.unmarshalInputRunHardwareTestsInput),
 			graphql.NewInputUnmarshaler("SetFenceMappingInput", ec.unmarshalInputSetFenceMappingInput),
 			graphql.NewInputUnmarshaler("SetHardwareProfileInput", ec.unmarshalInputSetHardwareProfileInput),
 			graphql.NewInputUnmarshaler("SetPlacementGuardInput", ec.unmarshalInputSetPlacementGuardInput),
+			graphql.NewInputUnmarshaler("StartRollingRebootInput", ec.unmarshalInputStartRollingRebootInput),
 			graphql.NewInputUnmarshaler("UnregisterMachineInput", ec.unmarshalInputUnregisterMachineInput),
 		)
 	}
@@ -5384,6 +5557,128 @@ type PlanFinding {
   field: String
 }
 `, BuiltIn: false},
+	{Name: "../schema/rolling.graphqls", Input: `extend type Mutation {
+  """
+  Reboot members one at a time through MAAS, in the order given: each is evacuated,
+  powered off (after the fence mapping's hardware UUID check; off confirmed by a later
+  power read and by Incus listing it Offline), powered on, waited for until Incus lists it
+  again (APELORA_ROLLING_ONLINE_TIMEOUT), checked and restored (restoreMember's admission
+  checks); then the next. apelora-worker's leader drives it, from the database, so it
+  carries on after a restart. It stops at the first failure, leaving that member
+  evacuated with the reason. Refused while another rolling reboot is running or paused,
+  for a member without a fence mapping, and (before the start and before each member)
+  while any other member is offline or evacuated or when the quorum projection fails.
+  """
+  startRollingReboot(input: StartRollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+
+  "Pause a running rolling reboot: the step in progress finishes, no further one starts."
+  pauseRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+
+  "Resume a paused rolling reboot from its step."
+  resumeRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+
+  """
+  Cancel a running or paused rolling reboot: no further step is taken; the member in
+  progress is left as it is (restore it with restoreMember).
+  """
+  cancelRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+}
+
+extend type Query {
+  "A rolling reboot by id, or the latest when no id is given; null when there is none."
+  rollingReboot(id: ID): RollingReboot
+}
+
+input StartRollingRebootInput {
+  "The members to reboot, in order."
+  members: [String!]!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
+  """
+  dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
+}
+
+input RollingRebootInput {
+  "The rolling reboot (RollingReboot.id)."
+  id: ID!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
+  """
+  dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
+}
+
+type RollingRebootPayload {
+  "The operation; in a plan of startRollingReboot, as it would start (id 0)."
+  rollingReboot: RollingReboot
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
+}
+
+"A rolling reboot: its members in order, the one in progress and its step."
+type RollingReboot {
+  id: ID!
+  members: [String!]!
+  "The member in progress; null once every member is done."
+  current: String
+  "How many members are done."
+  done: Int!
+  step: RollingStep!
+  "When the current member entered its step."
+  stepSince: Time!
+  "Seconds the current member has been in its step."
+  stepSeconds: Float!
+  state: RollingState!
+  "Why it failed or was cancelled; empty otherwise."
+  reason: String!
+  startedBy: String!
+  startedAt: Time!
+  finishedAt: Time
+}
+
+enum RollingState {
+  RUNNING
+  PAUSED
+  SUCCEEDED
+  FAILED
+  CANCELLED
+}
+
+"Where the current member stands, in order."
+enum RollingStep {
+  "Incus evacuates it (evacuateMember)."
+  EVACUATE
+  "The hardware UUID is checked and MAAS asked to power it off."
+  POWER_OFF
+  "Waiting for a power read saying off and for Incus to list it Offline."
+  CONFIRM_OFF
+  "MAAS is asked to power it on."
+  POWER_ON
+  "Waiting for Incus to list it again (bounded by APELORA_ROLLING_ONLINE_TIMEOUT)."
+  WAIT_ONLINE
+  "The admission checks run again and Incus restores it (restoreMember)."
+  RESTORE
+  "Every member is done."
+  DONE
+}
+`, BuiltIn: false},
 	{Name: "../schema/schema.graphqls", Input: `"""
 Apelora fabric: takes a bare-metal server from "known" to "a checked, admitted Incus cluster
 member". Every read needs an authenticated identity (HTTP ` + "`" + `Authorization: Bearer <token>` + "`" + `, or
@@ -6450,6 +6745,46 @@ func (ec *executionContext) childFields_RevokeJoinTokenPayload(ctx context.Conte
 	return nil, fmt.Errorf("no field named %q was found under type RevokeJoinTokenPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_RollingReboot(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_RollingReboot_id(ctx, field)
+	case "members":
+		return ec.fieldContext_RollingReboot_members(ctx, field)
+	case "current":
+		return ec.fieldContext_RollingReboot_current(ctx, field)
+	case "done":
+		return ec.fieldContext_RollingReboot_done(ctx, field)
+	case "step":
+		return ec.fieldContext_RollingReboot_step(ctx, field)
+	case "stepSince":
+		return ec.fieldContext_RollingReboot_stepSince(ctx, field)
+	case "stepSeconds":
+		return ec.fieldContext_RollingReboot_stepSeconds(ctx, field)
+	case "state":
+		return ec.fieldContext_RollingReboot_state(ctx, field)
+	case "reason":
+		return ec.fieldContext_RollingReboot_reason(ctx, field)
+	case "startedBy":
+		return ec.fieldContext_RollingReboot_startedBy(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_RollingReboot_startedAt(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_RollingReboot_finishedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RollingReboot", field.Name)
+}
+
+func (ec *executionContext) childFields_RollingRebootPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "rollingReboot":
+		return ec.fieldContext_RollingRebootPayload_rollingReboot(ctx, field)
+	case "plan":
+		return ec.fieldContext_RollingRebootPayload_plan(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RollingRebootPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_SetFenceMappingPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "mapping":
@@ -6684,6 +7019,20 @@ func (ec *executionContext) field_Mutation_assignHardwareProfile_args(ctx contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_cancelRollingReboot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RollingRebootInput, error) {
+			return ec.unmarshalNRollingRebootInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingRebootInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_clearHardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6746,6 +7095,20 @@ func (ec *executionContext) field_Mutation_installOperatingSystem_args(ctx conte
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.InstallOperatingSystemInput, error) {
 			return ec.unmarshalNInstallOperatingSystemInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐInstallOperatingSystemInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_pauseRollingReboot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RollingRebootInput, error) {
+			return ec.unmarshalNRollingRebootInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingRebootInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6838,6 +7201,20 @@ func (ec *executionContext) field_Mutation_restoreMember_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_resumeRollingReboot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RollingRebootInput, error) {
+			return ec.unmarshalNRollingRebootInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingRebootInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_revokeIdentity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6914,6 +7291,20 @@ func (ec *executionContext) field_Mutation_setPlacementGuard_args(ctx context.Co
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetPlacementGuardInput, error) {
 			return ec.unmarshalNSetPlacementGuardInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSetPlacementGuardInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_startRollingReboot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.StartRollingRebootInput, error) {
+			return ec.unmarshalNStartRollingRebootInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐStartRollingRebootInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -7121,6 +7512,20 @@ func (ec *executionContext) field_Query_releasePreview_args(ctx context.Context,
 		return nil, err
 	}
 	args["erase"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_rollingReboot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -14858,6 +15263,182 @@ func (ec *executionContext) fieldContext_Mutation_setPlacementGuard(ctx context.
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_startRollingReboot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_startRollingReboot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().StartRollingReboot(ctx, fc.Args["input"].(model.StartRollingRebootInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RollingRebootPayload) graphql.Marshaler {
+			return ec.marshalNRollingRebootPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingRebootPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_startRollingReboot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RollingRebootPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_startRollingReboot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_pauseRollingReboot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_pauseRollingReboot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PauseRollingReboot(ctx, fc.Args["input"].(model.RollingRebootInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RollingRebootPayload) graphql.Marshaler {
+			return ec.marshalNRollingRebootPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingRebootPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_pauseRollingReboot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RollingRebootPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_pauseRollingReboot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resumeRollingReboot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resumeRollingReboot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResumeRollingReboot(ctx, fc.Args["input"].(model.RollingRebootInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RollingRebootPayload) graphql.Marshaler {
+			return ec.marshalNRollingRebootPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingRebootPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resumeRollingReboot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RollingRebootPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resumeRollingReboot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_cancelRollingReboot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelRollingReboot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelRollingReboot(ctx, fc.Args["input"].(model.RollingRebootInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RollingRebootPayload) graphql.Marshaler {
+			return ec.marshalNRollingRebootPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingRebootPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelRollingReboot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RollingRebootPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelRollingReboot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16226,6 +16807,50 @@ func (ec *executionContext) fieldContext_Query_admissionReport(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_rollingReboot(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_rollingReboot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().RollingReboot(ctx, fc.Args["id"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RollingReboot) graphql.Marshaler {
+			return ec.marshalORollingReboot2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingReboot(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_rollingReboot(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RollingReboot(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_rollingReboot_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17157,6 +17782,346 @@ func (ec *executionContext) _RevokeJoinTokenPayload_plan(ctx context.Context, fi
 func (ec *executionContext) fieldContext_RevokeJoinTokenPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "RevokeJoinTokenPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RollingReboot_id(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "ID")
+}
+
+func (ec *executionContext) _RollingReboot_members(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_members(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Members, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_members(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "String")
+}
+
+func (ec *executionContext) _RollingReboot_current(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_current(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Current, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_current(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "String")
+}
+
+func (ec *executionContext) _RollingReboot_done(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_done(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Done, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_done(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RollingReboot_step(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_step(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Step, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.RollingStep) graphql.Marshaler {
+			return ec.marshalNRollingStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingStep(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "RollingStep")
+}
+
+func (ec *executionContext) _RollingReboot_stepSince(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_stepSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StepSince, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_stepSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RollingReboot_stepSeconds(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_stepSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StepSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_stepSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "Float")
+}
+
+func (ec *executionContext) _RollingReboot_state(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.RollingState) graphql.Marshaler {
+			return ec.marshalNRollingState2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "RollingState")
+}
+
+func (ec *executionContext) _RollingReboot_reason(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "String")
+}
+
+func (ec *executionContext) _RollingReboot_startedBy(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_startedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_startedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "String")
+}
+
+func (ec *executionContext) _RollingReboot_startedAt(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RollingReboot_finishedAt(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_finishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RollingRebootPayload_rollingReboot(ctx context.Context, field graphql.CollectedField, obj *model.RollingRebootPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingRebootPayload_rollingReboot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RollingReboot, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RollingReboot) graphql.Marshaler {
+			return ec.marshalORollingReboot2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingReboot(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RollingRebootPayload_rollingReboot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RollingRebootPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RollingReboot(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RollingRebootPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.RollingRebootPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingRebootPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RollingRebootPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RollingRebootPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -20203,6 +21168,66 @@ func UnmarshalRevokeJoinTokenInput(ctx context.Context, raw any) (model.RevokeJo
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRollingRebootInput(ctx context.Context, obj any) (model.RollingRebootInput, error) {
+	var it model.RollingRebootInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"id", "dryRun", "planHash"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRollingRebootInput unmarshals raw into the RollingRebootInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRollingRebootInput(ctx context.Context, raw any) (model.RollingRebootInput, error) {
+	var out model.RollingRebootInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RollingRebootInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRunHardwareTestsInput(ctx context.Context, obj any) (model.RunHardwareTestsInput, error) {
 	var it model.RunHardwareTestsInput
 	if obj == nil {
@@ -20545,6 +21570,66 @@ func (ec *executionContext) unmarshalInputSetPlacementGuardInput(ctx context.Con
 func UnmarshalSetPlacementGuardInput(ctx context.Context, raw any) (model.SetPlacementGuardInput, error) {
 	var out model.SetPlacementGuardInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetPlacementGuardInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputStartRollingRebootInput(ctx context.Context, obj any) (model.StartRollingRebootInput, error) {
+	var it model.StartRollingRebootInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"members", "dryRun", "planHash"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "members":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("members"))
+			data, err := ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Members = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalStartRollingRebootInput unmarshals raw into the StartRollingRebootInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalStartRollingRebootInput(ctx context.Context, raw any) (model.StartRollingRebootInput, error) {
+	var out model.StartRollingRebootInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "StartRollingRebootInput", raw, &out)
 	return out, err
 }
 
@@ -23374,6 +24459,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "startRollingReboot":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_startRollingReboot(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pauseRollingReboot":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_pauseRollingReboot(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resumeRollingReboot":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resumeRollingReboot(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cancelRollingReboot":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelRollingReboot(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -23906,6 +25019,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_admissionReport(ctx, field)
 				})
+		case "rollingReboot":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_rollingReboot(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -24314,6 +25433,132 @@ func (ec *executionContext) _RevokeJoinTokenPayload(ctx context.Context, sel ast
 			}
 		case "plan":
 			out.Values[i] = ec._RevokeJoinTokenPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var rollingRebootImplementors = []string{"RollingReboot"}
+
+func (ec *executionContext) _RollingReboot(ctx context.Context, sel ast.SelectionSet, obj *model.RollingReboot) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, rollingRebootImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RollingReboot")
+		case "id":
+			out.Values[i] = ec._RollingReboot_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "members":
+			out.Values[i] = ec._RollingReboot_members(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "current":
+			out.Values[i] = ec._RollingReboot_current(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "done":
+			out.Values[i] = ec._RollingReboot_done(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "step":
+			out.Values[i] = ec._RollingReboot_step(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stepSince":
+			out.Values[i] = ec._RollingReboot_stepSince(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stepSeconds":
+			out.Values[i] = ec._RollingReboot_stepSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._RollingReboot_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._RollingReboot_reason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startedBy":
+			out.Values[i] = ec._RollingReboot_startedBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startedAt":
+			out.Values[i] = ec._RollingReboot_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishedAt":
+			out.Values[i] = ec._RollingReboot_finishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var rollingRebootPayloadImplementors = []string{"RollingRebootPayload"}
+
+func (ec *executionContext) _RollingRebootPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RollingRebootPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, rollingRebootPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RollingRebootPayload")
+		case "rollingReboot":
+			out.Values[i] = ec._RollingRebootPayload_rollingReboot(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._RollingRebootPayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -26061,6 +27306,39 @@ func (ec *executionContext) marshalNRevokeJoinTokenPayload2ᚖgithubᚗcomᚋape
 	return ec._RevokeJoinTokenPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNRollingRebootInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingRebootInput(ctx context.Context, v any) (model.RollingRebootInput, error) {
+	res, err := ec.unmarshalInputRollingRebootInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRollingRebootPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingRebootPayload(ctx context.Context, sel ast.SelectionSet, v *model.RollingRebootPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RollingRebootPayload!")
+		return graphql.Null
+	}
+	return ec._RollingRebootPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRollingState2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingState(ctx context.Context, v any) (model.RollingState, error) {
+	var res model.RollingState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRollingState2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingState(ctx context.Context, sel ast.SelectionSet, v model.RollingState) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNRollingStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingStep(ctx context.Context, v any) (model.RollingStep, error) {
+	var res model.RollingStep
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRollingStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingStep(ctx context.Context, sel ast.SelectionSet, v model.RollingStep) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNRunHardwareTestsInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRunHardwareTestsInput(ctx context.Context, v any) (model.RunHardwareTestsInput, error) {
 	res, err := ec.unmarshalInputRunHardwareTestsInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -26111,6 +27389,11 @@ func (ec *executionContext) marshalNSourceStatus2ᚖgithubᚗcomᚋapeloraᚋfab
 		return graphql.Null
 	}
 	return ec._SourceStatus(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNStartRollingRebootInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐStartRollingRebootInput(ctx context.Context, v any) (model.StartRollingRebootInput, error) {
+	res, err := ec.unmarshalInputStartRollingRebootInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
@@ -26693,6 +27976,13 @@ func (ec *executionContext) marshalOQuorumProjection2ᚖgithubᚗcomᚋapelora�
 		return graphql.Null
 	}
 	return ec._QuorumProjection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalORollingReboot2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingReboot(ctx context.Context, sel ast.SelectionSet, v *model.RollingReboot) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._RollingReboot(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

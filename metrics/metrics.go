@@ -22,6 +22,7 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/rolling"
 )
 
 // Role says which process the registry is for: each exports its own metrics (and both
@@ -44,6 +45,9 @@ const (
 type Metrics struct {
 	role Role
 	reg  *prometheus.Registry
+
+	// rollingStep is how long the rolling reboot's current member has been in its step (worker).
+	rollingStep prometheus.Gauge
 
 	operations   *prometheus.CounterVec
 	opDuration   *prometheus.HistogramVec
@@ -193,7 +197,11 @@ func (m *Metrics) registerWorker() {
 		Name: "apelora_fence_last_round_timestamp_seconds",
 		Help: "When this worker last finished a fence round (Unix time); 0 if it never led.",
 	})
-	m.reg.MustRegister(m.fenceEvents, m.fenceLeading, m.fenceRounds, m.lastRound)
+	m.rollingStep = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "apelora_rolling_reboot_step_seconds",
+		Help: "Seconds the running rolling reboot's current member has been in its step, as the worker that drives it last saw; 0 while none runs or this worker does not drive it (rollingReboot, or apeloractl rolling-reboot status, names the member and step).",
+	})
+	m.reg.MustRegister(m.fenceEvents, m.fenceLeading, m.fenceRounds, m.lastRound, m.rollingStep)
 	for _, k := range fencing.Kinds {
 		m.fenceEvents.WithLabelValues(string(k), "")
 	}
@@ -442,4 +450,17 @@ type countedAdmissions struct {
 func (c countedAdmissions) Publish(ctx context.Context, e admission.Event) error {
 	c.m.admissionEvent(e)
 	return c.Publisher.Publish(ctx, e)
+}
+
+// RollingStep sets the rolling reboot gauge to the operation's current member and step
+// (rolling.Observer); nil clears it.
+func (m *Metrics) RollingStep(op *rolling.Operation) {
+	if m == nil || m.rollingStep == nil {
+		return
+	}
+	if op == nil || op.Current() == "" {
+		m.rollingStep.Set(0)
+		return
+	}
+	m.rollingStep.Set(op.StepFor.Seconds())
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/apelora/fabric/placement"
 	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/provisioning"
+	"github.com/apelora/fabric/rolling"
 )
 
 // AuditTrail reads the audit trail.
@@ -66,6 +67,8 @@ type Resolver struct {
 	DriftView *drift.Service
 	// Maintenance evacuates and restores members and streams their progress.
 	Maintenance *maintenance.Service
+	// Rolling starts, pauses, resumes and cancels rolling reboots (apelora-worker drives them).
+	Rolling *rolling.Service
 	// FleetWatch feeds fleetUpdates: one fleet read per change for every subscriber.
 	FleetWatch *fleet.Watcher
 	Log        *slog.Logger

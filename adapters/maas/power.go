@@ -54,3 +54,17 @@ func (c *Client) QueryPowerState(ctx context.Context, systemID string) (PowerSta
 		return "", fmt.Errorf("query power state of MAAS machine %s: MAAS answered an unknown state %q", systemID, w.State)
 	}
 }
+
+// PowerOn asks MAAS to power the machine on (a rolling reboot's power cycle, after its
+// power-off was confirmed). sent is false when MAAS answered null (its driver cannot
+// start this machine). Only a member coming back proves it happened.
+func (c *Client) PowerOn(ctx context.Context, systemID string) (sent bool, err error) {
+	if err := checkSystemID(systemID); err != nil {
+		return false, err
+	}
+	var w *wireMachine
+	if err := c.do(ctx, call{method: http.MethodPost, path: machinePath(systemID), op: "power_on"}, &w); err != nil {
+		return false, fmt.Errorf("power on MAAS machine %s: %w", systemID, err)
+	}
+	return w != nil, nil
+}

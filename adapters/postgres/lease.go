@@ -14,8 +14,9 @@ import (
 
 // The roles that have one leader at a time, each with its row in leader_leases.
 const (
-	roleFence = "fence"
-	roleDrift = "drift"
+	roleFence   = "fence"
+	roleDrift   = "drift"
+	roleRolling = "rolling"
 )
 
 // DefaultLeaderLease is a leader lease's length when none is given (APELORA_LEADER_LEASE).

@@ -48,6 +48,10 @@ commands:
                                   member (each as its cluster.evacuate says, or -mode)
   restore NAME                    run the admission checks again, then Incus brings the
                                   member's instances back
+  rolling-reboot start NAME [NAME ...] | pause ID | resume ID | cancel ID | status [ID]
+                                  reboot members one at a time through MAAS (evacuate,
+                                  power cycle, wait until Incus lists it, checks, restore);
+                                  apelora-worker drives it, status shows where it stands
   bulk STEP [NAME ...] [-confirm N] [-concurrency N] [STEP'S FLAGS]
                                   one step for a set of machines, each its own audited call,
                                   all under one request id: register (discovered),
@@ -78,9 +82,10 @@ commands:
   version                         the version and the commit apeloractl was built from
 
 -dry-run, after any command that changes something (register, unregister, approve, revoke,
-admit, remove, commission, install, hardware-test, release, bulk, create-identity,
-revoke-identity, placement-guard on|off), changes nothing and prints the plan: the steps it would take in Incus,
-MAAS and the database, and what would refuse or qualify it. A plan that would be refused
+admit, remove, evacuate, restore, rolling-reboot start|pause|resume|cancel, commission,
+install, hardware-test, release, bulk, create-identity, revoke-identity, placement-guard
+on|off), changes nothing and prints the plan: the steps it would take in Incus, MAAS
+and the database, and what would refuse or qualify it. A plan that would be refused
 exits as the call would (the refusal's code). It issues no token and is no audit event.
 Its last line is the plan's hash: run the same command again with -plan-hash HASH instead
 of -dry-run to make the change only while its plan is still that one (else PLAN_CHANGED:
@@ -244,6 +249,8 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 		return c.evacuate(ctx, rest)
 	case "restore":
 		return c.restore(ctx, rest)
+	case "rolling-reboot":
+		return c.rollingReboot(ctx, rest)
 	case "watch-admission":
 		return c.watchAdmission(ctx, rest)
 	case "fleet":

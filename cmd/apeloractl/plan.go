@@ -18,6 +18,9 @@ var mutationOf = map[string]string{
 	"register": "registerMachine", "unregister": "unregisterMachine",
 	"approve": "approveEnrolment", "revoke": "revokeJoinToken", "admit": "admitMember", "remove": "removeMember",
 	"evacuate": "evacuateMember", "restore": "restoreMember",
+	// rolling-reboot start|pause|resume|cancel: the command is its first word; status refuses -dry-run itself.
+	"rolling-reboot": "startRollingReboot", "rolling-reboot pause": "pauseRollingReboot",
+	"rolling-reboot resume": "resumeRollingReboot", "rolling-reboot cancel": "cancelRollingReboot",
 	"commission": "commissionMachine", "install": "installOperatingSystem",
 	"hardware-test": "runHardwareTests", "release": "releaseMachine",
 	"create-identity": "createIdentity", "revoke-identity": "revokeIdentity",

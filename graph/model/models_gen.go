@@ -1022,6 +1022,48 @@ type RevokeJoinTokenPayload struct {
 	Plan *Plan `json:"plan,omitempty"`
 }
 
+// A rolling reboot: its members in order, the one in progress and its step.
+type RollingReboot struct {
+	ID      string   `json:"id"`
+	Members []string `json:"members"`
+	// The member in progress; null once every member is done.
+	Current *string `json:"current,omitempty"`
+	// How many members are done.
+	Done int         `json:"done"`
+	Step RollingStep `json:"step"`
+	// When the current member entered its step.
+	StepSince time.Time `json:"stepSince"`
+	// Seconds the current member has been in its step.
+	StepSeconds float64      `json:"stepSeconds"`
+	State       RollingState `json:"state"`
+	// Why it failed or was cancelled; empty otherwise.
+	Reason     string     `json:"reason"`
+	StartedBy  string     `json:"startedBy"`
+	StartedAt  time.Time  `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+}
+
+type RollingRebootInput struct {
+	// The rolling reboot (RollingReboot.id).
+	ID string `json:"id"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
+}
+
+type RollingRebootPayload struct {
+	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	RollingReboot *RollingReboot `json:"rollingReboot,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
 type RunHardwareTestsInput struct {
 	SystemID string `json:"systemId"`
 	// The machine's hostname, typed again as MAAS shows it, to confirm.
@@ -1141,6 +1183,20 @@ type SourceStatus struct {
 	// about 2 s at most (its rows show what Incus and the records know meanwhile); the
 	// fleetUpdates stream fills MAAS in when it answers.
 	Since *time.Time `json:"since,omitempty"`
+}
+
+type StartRollingRebootInput struct {
+	// The members to reboot, in order.
+	Members []string `json:"members"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
 }
 
 // Live pushes over the websocket (graphql-transport-ws).
@@ -2508,6 +2564,140 @@ func (e *ProvisionerKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e ProvisionerKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type RollingState string
+
+const (
+	RollingStateRunning   RollingState = "RUNNING"
+	RollingStatePaused    RollingState = "PAUSED"
+	RollingStateSucceeded RollingState = "SUCCEEDED"
+	RollingStateFailed    RollingState = "FAILED"
+	RollingStateCancelled RollingState = "CANCELLED"
+)
+
+var AllRollingState = []RollingState{
+	RollingStateRunning,
+	RollingStatePaused,
+	RollingStateSucceeded,
+	RollingStateFailed,
+	RollingStateCancelled,
+}
+
+func (e RollingState) IsValid() bool {
+	switch e {
+	case RollingStateRunning, RollingStatePaused, RollingStateSucceeded, RollingStateFailed, RollingStateCancelled:
+		return true
+	}
+	return false
+}
+
+func (e RollingState) String() string {
+	return string(e)
+}
+
+func (e *RollingState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = RollingState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid RollingState", str)
+	}
+	return nil
+}
+
+func (e RollingState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *RollingState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e RollingState) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Where the current member stands, in order.
+type RollingStep string
+
+const (
+	// Incus evacuates it (evacuateMember).
+	RollingStepEvacuate RollingStep = "EVACUATE"
+	// The hardware UUID is checked and MAAS asked to power it off.
+	RollingStepPowerOff RollingStep = "POWER_OFF"
+	// Waiting for a power read saying off and for Incus to list it Offline.
+	RollingStepConfirmOff RollingStep = "CONFIRM_OFF"
+	// MAAS is asked to power it on.
+	RollingStepPowerOn RollingStep = "POWER_ON"
+	// Waiting for Incus to list it again (bounded by APELORA_ROLLING_ONLINE_TIMEOUT).
+	RollingStepWaitOnline RollingStep = "WAIT_ONLINE"
+	// The admission checks run again and Incus restores it (restoreMember).
+	RollingStepRestore RollingStep = "RESTORE"
+	// Every member is done.
+	RollingStepDone RollingStep = "DONE"
+)
+
+var AllRollingStep = []RollingStep{
+	RollingStepEvacuate,
+	RollingStepPowerOff,
+	RollingStepConfirmOff,
+	RollingStepPowerOn,
+	RollingStepWaitOnline,
+	RollingStepRestore,
+	RollingStepDone,
+}
+
+func (e RollingStep) IsValid() bool {
+	switch e {
+	case RollingStepEvacuate, RollingStepPowerOff, RollingStepConfirmOff, RollingStepPowerOn, RollingStepWaitOnline, RollingStepRestore, RollingStepDone:
+		return true
+	}
+	return false
+}
+
+func (e RollingStep) String() string {
+	return string(e)
+}
+
+func (e *RollingStep) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = RollingStep(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid RollingStep", str)
+	}
+	return nil
+}
+
+func (e RollingStep) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *RollingStep) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e RollingStep) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -29,6 +29,7 @@ type machine struct {
 	powerOffIneffective bool
 	powerOffRequests    int
 	pendingOff          int // on→off transitions whose hook has not run yet
+	pendingOn           int // off→on transitions whose hook has not run yet
 
 	// Hardware as it really is; shown only once hwKnown.
 	hwKnown      bool
@@ -171,6 +172,9 @@ func (m *machine) setPower(state string) {
 	if m.hasController() && m.powerState == "on" && state == "off" {
 		m.pendingOff++
 	}
+	if m.hasController() && m.powerState == "off" && state == "on" {
+		m.pendingOn++
+	}
 	m.powerState = state
 }
 
@@ -188,6 +192,11 @@ func (s *Server) takeHooks(ms ...*machine) []func() {
 		for ; m.pendingOff > 0; m.pendingOff-- {
 			if f, id := s.onPowerOff, m.systemID; f != nil {
 				out = append(out, func() { f(id) })
+			}
+		}
+		for ; m.pendingOn > 0; m.pendingOn-- {
+			if f, id := s.onPowerOn, m.systemID; f != nil {
+				out = append(out, func() { go f(id) })
 			}
 		}
 		if m.pendingBoot {

@@ -69,6 +69,9 @@ type Options struct {
 	// from on to off (not when power_off is merely accepted). It runs after
 	// the simulator's lock is released, on the clock's goroutine.
 	OnPowerOff func(systemID string)
+	// OnPowerOn runs whenever a controller-backed machine goes from off to on (a power
+	// cycle's second half), in a goroutine of its own, as a machine boots on its own.
+	OnPowerOn func(systemID string)
 	// OnDeploy runs when a deployed machine boots for the first time, with the user data
 	// of its deploy (nil when none was given), as cloud-init would run it. It runs in a
 	// goroutine of its own, as a machine boots on its own: it may take its time.
@@ -136,6 +139,7 @@ type Server struct {
 	opFaults   map[string]Fault // SetOpFault: by op, until cleared
 	stall      chan struct{}    // non-nil while Stall holds requests; closed by its release
 	onPowerOff func(string)
+	onPowerOn  func(string)
 	onDeploy   func(string, []byte)
 	zones      map[string]int
 	nextID     int
@@ -163,6 +167,7 @@ func New(opts Options) (*Server, error) {
 		byID:       map[string]*machine{},
 		nonces:     map[string]time.Time{},
 		onPowerOff: opts.OnPowerOff,
+		onPowerOn:  opts.OnPowerOn,
 		onDeploy:   opts.OnDeploy,
 		zones:      map[string]int{"default": 1},
 		config: map[string]any{
@@ -254,6 +259,13 @@ func (s *Server) SetPowerOffHook(f func(systemID string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onPowerOff = f
+}
+
+// SetPowerOnHook replaces Options.OnPowerOn.
+func (s *Server) SetPowerOnHook(f func(systemID string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onPowerOn = f
 }
 
 // OnDeploy replaces Options.OnDeploy: f boots each machine that reaches Deployed from now

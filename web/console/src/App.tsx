@@ -12,6 +12,7 @@ import { FleetPage } from './pages/Fleet';
 import { MachinePage } from './pages/Machine';
 import { EnrolmentPage } from './pages/Enrolment';
 import { FencingPage } from './pages/Fencing';
+import { RollingPage } from './pages/Rolling';
 import { AuditPage } from './pages/Audit';
 import { IdentitiesPage } from './pages/Identities';
 import { HardwarePage } from './pages/Hardware';
@@ -129,6 +130,7 @@ function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignO
               <li><Link to="/">Fleet</Link></li>
               <li><Link to="/enrolment">Enrolment</Link></li>
               <li><Link to="/fencing">Fencing</Link></li>
+              <li><Link to="/rolling">Rolling reboots</Link></li>
               <li><Link to="/hardware">Hardware</Link></li>
               <li><Link to="/identities">Identities</Link></li>
               <li><Link to="/audit">Audit</Link></li>
@@ -205,6 +207,7 @@ function Pages() {
   if (path.startsWith('/machines/')) return <MachinePage name={decodeURIComponent(path.slice('/machines/'.length))} />;
   if (path === '/enrolment') return <EnrolmentPage />;
   if (path === '/fencing') return <FencingPage />;
+  if (path === '/rolling') return <RollingPage />;
   if (path === '/audit') return <AuditPage />;
   if (path === '/identities') return <IdentitiesPage />;
   if (path === '/hardware') return <HardwarePage />;

@@ -62,6 +62,12 @@ type Documents = {
     "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": typeof types.AssignHardwareProfileDocument,
     "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": typeof types.ClearHardwareProfileDocument,
     "\n  query MaasImages {\n    maasImages { name os release kind architectures }\n  }\n": typeof types.MaasImagesDocument,
+    "\n  fragment RollingRebootRow on RollingReboot {\n    id members current done step stepSince stepSeconds state reason startedBy startedAt finishedAt\n  }\n": typeof types.RollingRebootRowFragmentDoc,
+    "\n  query RollingReboot {\n    rollingReboot { ...RollingRebootRow }\n  }\n": typeof types.RollingRebootDocument,
+    "\n  mutation StartRollingReboot($input: StartRollingRebootInput!) {\n    startRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": typeof types.StartRollingRebootDocument,
+    "\n  mutation PauseRollingReboot($input: RollingRebootInput!) {\n    pauseRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": typeof types.PauseRollingRebootDocument,
+    "\n  mutation ResumeRollingReboot($input: RollingRebootInput!) {\n    resumeRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": typeof types.ResumeRollingRebootDocument,
+    "\n  mutation CancelRollingReboot($input: RollingRebootInput!) {\n    cancelRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": typeof types.CancelRollingRebootDocument,
 };
 const documents: Documents = {
     "\n  query Viewer {\n    viewer { name permissions }\n  }\n": types.ViewerDocument,
@@ -112,6 +118,12 @@ const documents: Documents = {
     "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": types.AssignHardwareProfileDocument,
     "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": types.ClearHardwareProfileDocument,
     "\n  query MaasImages {\n    maasImages { name os release kind architectures }\n  }\n": types.MaasImagesDocument,
+    "\n  fragment RollingRebootRow on RollingReboot {\n    id members current done step stepSince stepSeconds state reason startedBy startedAt finishedAt\n  }\n": types.RollingRebootRowFragmentDoc,
+    "\n  query RollingReboot {\n    rollingReboot { ...RollingRebootRow }\n  }\n": types.RollingRebootDocument,
+    "\n  mutation StartRollingReboot($input: StartRollingRebootInput!) {\n    startRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": types.StartRollingRebootDocument,
+    "\n  mutation PauseRollingReboot($input: RollingRebootInput!) {\n    pauseRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": types.PauseRollingRebootDocument,
+    "\n  mutation ResumeRollingReboot($input: RollingRebootInput!) {\n    resumeRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": types.ResumeRollingRebootDocument,
+    "\n  mutation CancelRollingReboot($input: RollingRebootInput!) {\n    cancelRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": types.CancelRollingRebootDocument,
 };
 
 /**
@@ -320,6 +332,30 @@ export function graphql(source: "\n  mutation ClearHardwareProfile($input: Clear
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  query MaasImages {\n    maasImages { name os release kind architectures }\n  }\n"): (typeof documents)["\n  query MaasImages {\n    maasImages { name os release kind architectures }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment RollingRebootRow on RollingReboot {\n    id members current done step stepSince stepSeconds state reason startedBy startedAt finishedAt\n  }\n"): (typeof documents)["\n  fragment RollingRebootRow on RollingReboot {\n    id members current done step stepSince stepSeconds state reason startedBy startedAt finishedAt\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query RollingReboot {\n    rollingReboot { ...RollingRebootRow }\n  }\n"): (typeof documents)["\n  query RollingReboot {\n    rollingReboot { ...RollingRebootRow }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation StartRollingReboot($input: StartRollingRebootInput!) {\n    startRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n"): (typeof documents)["\n  mutation StartRollingReboot($input: StartRollingRebootInput!) {\n    startRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation PauseRollingReboot($input: RollingRebootInput!) {\n    pauseRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n"): (typeof documents)["\n  mutation PauseRollingReboot($input: RollingRebootInput!) {\n    pauseRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation ResumeRollingReboot($input: RollingRebootInput!) {\n    resumeRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n"): (typeof documents)["\n  mutation ResumeRollingReboot($input: RollingRebootInput!) {\n    resumeRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation CancelRollingReboot($input: RollingRebootInput!) {\n    cancelRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n"): (typeof documents)["\n  mutation CancelRollingReboot($input: RollingRebootInput!) {\n    cancelRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n"];
 
 export function graphql(source: string) {
   return (documents as any)[source] ?? {};

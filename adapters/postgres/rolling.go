@@ -1,0 +1,151 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/internal/leader"
+	"github.com/apelora/fabric/rolling"
+)
+
+// Rolling is the store as package rolling sees it.
+func (s *Store) Rolling() *RollingStore { return &RollingStore{s} }
+
+// RollingStore keeps rolling reboots (rolling_operations).
+type RollingStore struct{ s *Store }
+
+var _ rolling.Store = (*RollingStore)(nil)
+
+// Audited is the store's audited change.
+func (r *RollingStore) Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error {
+	return r.s.Audited(ctx, machine, fn)
+}
+
+// RecordAudit writes an audit event on its own (a driver's step that failed outside a change).
+func (r *RollingStore) RecordAudit(ctx context.Context, e audit.Event) error {
+	return r.s.RecordAudit(ctx, e)
+}
+
+const rollingColumns = `id, members, position, step, step_since, clock_timestamp() - step_since, state, reason, started_by, request_id, started_at, finished_at`
+
+func scanRolling(rows pgx.Rows, err error) ([]rolling.Operation, error) {
+	if err != nil {
+		return nil, dbError(err)
+	}
+	defer rows.Close()
+	var out []rolling.Operation
+	for rows.Next() {
+		var o rolling.Operation
+		var step, state string
+		var finished *time.Time
+		if err := rows.Scan(&o.ID, &o.Members, &o.Position, &step, &o.StepSince, &o.StepFor, &state, &o.Reason, &o.StartedBy, &o.RequestID, &o.StartedAt, &finished); err != nil {
+			return nil, dbError(err)
+		}
+		o.Step, o.State = rolling.Step(step), rolling.State(state)
+		if finished != nil {
+			o.FinishedAt = *finished
+		}
+		out = append(out, o)
+	}
+	return out, dbError(rows.Err())
+}
+
+func (r *RollingStore) one(ctx context.Context, where string, args ...any) (*rolling.Operation, error) {
+	ops, err := scanRolling(r.s.q(ctx).Query(ctx, `SELECT `+rollingColumns+` FROM rolling_operations `+where+` ORDER BY id DESC LIMIT 1`, args...))
+	if err != nil || len(ops) == 0 {
+		return nil, err
+	}
+	return &ops[0], nil
+}
+
+// Active is the running or paused operation, nil for none.
+func (r *RollingStore) Active(ctx context.Context) (*rolling.Operation, error) {
+	return r.one(ctx, `WHERE finished_at IS NULL`)
+}
+
+// Operation reads one by id.
+func (r *RollingStore) Operation(ctx context.Context, id int64) (*rolling.Operation, error) {
+	return r.one(ctx, `WHERE id = $1`, id)
+}
+
+// Latest is the newest operation.
+func (r *RollingStore) Latest(ctx context.Context) (*rolling.Operation, error) {
+	return r.one(ctx, ``)
+}
+
+// Insert records a new operation in the change in progress; in a dry run it is a plan
+// step and returns 0.
+func (r *RollingStore) Insert(ctx context.Context, op rolling.Operation) (int64, error) {
+	tx, err := r.s.inChange(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	err = tx.QueryRow(ctx, `INSERT INTO rolling_operations (members, started_by, request_id) VALUES ($1, $2, $3) RETURNING id`,
+		op.Members, op.StartedBy, op.RequestID).Scan(&id)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, nil // planned: no row
+	case errors.As(err, &pgErr) && pgErr.Code == "23505":
+		return 0, apperr.New(apperr.FailedPrecondition, "another rolling reboot was started at the same time: one per cluster at a time; see rollingReboot")
+	}
+	return id, dbError(err)
+}
+
+// SetState moves the operation from one of from to to, finishing it when to is final.
+func (r *RollingStore) SetState(ctx context.Context, id int64, from []rolling.State, to rolling.State, reason string) (bool, error) {
+	states := make([]string, len(from))
+	for i, s := range from {
+		states[i] = string(s)
+	}
+	final := to != rolling.StateRunning && to != rolling.StatePaused
+	tag, err := r.s.q(ctx).Exec(ctx, `UPDATE rolling_operations SET state = $2, reason = $3,
+		finished_at = CASE WHEN $4 THEN clock_timestamp() END
+		WHERE id = $1 AND state = ANY($5)`, id, string(to), reason, final, states)
+	if err != nil {
+		return false, dbError(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Advance moves an unfinished operation to position and step. A paused one still records
+// the step just taken; a finished (cancelled) one does not move.
+func (r *RollingStore) Advance(ctx context.Context, id int64, position int, step rolling.Step) (bool, error) {
+	tag, err := r.s.q(ctx).Exec(ctx, `UPDATE rolling_operations SET position = $2, step = $3, step_since = clock_timestamp()
+		WHERE id = $1 AND finished_at IS NULL`, id, position, string(step))
+	if err != nil {
+		return false, dbError(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Mappings are the fence mappings.
+func (r *RollingStore) Mappings(ctx context.Context) (map[string]fencing.Mapping, error) {
+	return drillStore{r.s}.Mappings(ctx)
+}
+
+// RollingLeadership hands out the rolling reboot driver's lease (role "rolling", see
+// lease.go), apart from the fence worker's: any worker holds the power key, and the two
+// leaders need not be the same process. A standby keeps its connection between attempts;
+// TryLead is not safe for concurrent use.
+func (s *Store) RollingLeadership(holder string, lease time.Duration) rolling.Leadership {
+	return &rollingLeadership{leases{s: s, role: roleRolling, holder: holder, ttl: lease}}
+}
+
+type rollingLeadership struct{ leases }
+
+func (l *rollingLeadership) TryLead(ctx context.Context) (leader.Hold, error) {
+	lc, err := l.take(ctx)
+	if err != nil || lc == nil {
+		return nil, err
+	}
+	return lc, nil
+}
