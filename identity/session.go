@@ -48,16 +48,25 @@ func StartConsoleSession(ctx context.Context, s Credentials, token string, ttl t
 	if err != nil {
 		return nil, nil, "", err
 	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, nil, "", fmt.Errorf("generate session: %w", err)
-	}
-	value := sessionPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	sess, err := s.CreateConsoleSession(ctx, id.ID, HashToken(value), ttl)
+	sess, value, err := newConsoleSession(ctx, s, id, ttl)
 	if err != nil {
 		return nil, nil, "", err
 	}
 	return id, sess, value, nil
+}
+
+// newConsoleSession starts a session for id, however it signed in (a bearer token, SSO).
+func newConsoleSession(ctx context.Context, s ConsoleSessionStore, id *Identity, ttl time.Duration) (*ConsoleSession, string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, "", fmt.Errorf("generate session: %w", err)
+	}
+	value := sessionPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	sess, err := s.CreateConsoleSession(ctx, id.ID, HashToken(value), ttl)
+	if err != nil {
+		return nil, "", err
+	}
+	return sess, value, nil
 }
 
 // AuthenticateConsoleSession resolves a session cookie's value to its identity. An unknown,

@@ -54,6 +54,9 @@ type Config struct {
 	PublicURL string
 	// ConsoleSessionTTL is how long a console session lasts; zero means DefaultConsoleSessionTTL.
 	ConsoleSessionTTL time.Duration
+	// SSO signs administrators in through the company's identity provider (OIDC); nil
+	// when APELORA_OIDC_ISSUER is not set.
+	SSO *identity.SSO
 	// Sockets closes the websockets of identities revoked or expired while connected;
 	// nil closes none.
 	Sockets SocketRegistry
