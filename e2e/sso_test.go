@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"html"
 	"io"
 	"net"
@@ -405,4 +406,28 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+// The console's Sign in with SSO in Chromium, against the real provider: see
+// web/console/e2e/sso.e2e.mjs.
+func TestConsoleSingleSignOn(t *testing.T) {
+	node, dir := consoleTools(t)
+	s := startSSO(t)
+	admin := s.Identity("admin", identity.ManageInfrastructure)
+	c := newControl()
+	for _, u := range []string{"alice", "victor", "nadia"} {
+		c.handle("POST /sign-in-as/"+u, func() error { s.idp.SignInAs(u); return nil })
+	}
+	c.handle("POST /revoke/alice", func() error {
+		if r := s.GQL(admin, revokeIdentityQuery, map[string]any{"name": "alice"}); len(r.Errors) > 0 {
+			return fmt.Errorf("revoke alice: %v", r.Errors)
+		}
+		return nil
+	})
+	runScript(t, node, dir, "sso.e2e.mjs", map[string]string{
+		"BASE": s.Base, "IDP": s.idp.Issuer, "CONTROL": c.serve(t), "SHOTS": shotsDir(t, "sso"),
+	})
+	if got := s.Scalar(`SELECT string_agg(actor, ',' ORDER BY id) FROM audit_events WHERE action = 'signIn'`); got != "victor,alice" {
+		t.Errorf("signIn events: %v", got)
+	}
 }

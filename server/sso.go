@@ -134,3 +134,11 @@ func (a *sessionAPI) ssoPage(w http.ResponseWriter, status int, title, message s
 
 // ssoEnabled is what the sign-in page needs to know to offer Sign in with SSO.
 func (a *sessionAPI) ssoEnabled() bool { return a.sso != nil }
+
+// ssoPath is what the console's sign-in page asks to start single sign-on, or "".
+func ssoPath(sso *identity.SSO) string {
+	if sso == nil {
+		return ""
+	}
+	return ssoStartPath
+}
