@@ -375,6 +375,13 @@ func TestSSOIDTokenChecks(t *testing.T) {
 	if err != nil || c.Subject != "sub-alice" || c.Issuer != idp.Issuer || c.Username != "alice" || strings.Join(c.Groups, ",") != "ops-admins" {
 		t.Fatalf("a good token: %+v %v", c, err)
 	}
+	// The provider rotates its key: the next token names a key the verifier has not seen,
+	// and go-oidc fetches the JWKS again instead of refusing it.
+	idp.RotateKey()
+	rotated := idToken(t, idp, "apelora", "s1", "alice", "n-4")
+	if c, err := p.Verify(ctx, rotated, "n-4"); err != nil || c.Subject != "sub-alice" {
+		t.Fatalf("a token signed with the rotated key: %+v %v", c, err)
+	}
 	parts := strings.Split(good, ".")
 	tampered := parts[0] + "." + strings.TrimRight(parts[1], "A") + "A." + parts[2]
 	if tampered == good {

@@ -8,6 +8,8 @@ package oidcprovider
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,6 +19,7 @@ import (
 	"sync"
 	"testing"
 
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/example/server/storage"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
@@ -52,6 +55,7 @@ func Start(t testing.TB) *Provider {
 	}
 	p := &Provider{Issuer: "http://" + ln.Addr().String(), clients: map[string]*storage.Client{}, users: &users{byID: map[string]*user{}}}
 	p.storage = &groupStorage{Storage: storage.NewStorageWithClients(p.users, p.clients), users: p.users}
+	p.storage.rotate()
 	var key [32]byte
 	copy(key[:], "apelora-oidcprovider-test-key-32")
 	p.op, err = op.NewProvider(&op.Config{CryptoKey: key, CodeMethodS256: true, AuthMethodPost: true,
@@ -192,6 +196,57 @@ type groupStorage struct {
 	*storage.Storage
 	users *users
 	mu    sync.Mutex
+	// keys are the signing keys, the newest (the one that signs) last; all are published.
+	keys []*rsaKey
+}
+
+// rsaKey is a signing key and its id (op.SigningKey and, public, op.Key).
+type rsaKey struct {
+	id  string
+	key *rsa.PrivateKey
+}
+
+func (k *rsaKey) SignatureAlgorithm() jose.SignatureAlgorithm { return jose.RS256 }
+func (k *rsaKey) Algorithm() jose.SignatureAlgorithm          { return jose.RS256 }
+func (k *rsaKey) Key() any                                    { return k.key }
+func (k *rsaKey) ID() string                                  { return k.id }
+func (k *rsaKey) Use() string                                 { return "sig" }
+
+type publicKey struct{ *rsaKey }
+
+func (k publicKey) Key() any { return &k.key.PublicKey }
+
+// RotateKey makes a new signing key: tokens are signed with it from now on, and the JWKS
+// publishes it beside the old ones (as a provider rotating its keys does). Clients that
+// cached the old set must fetch it again to verify the new tokens.
+func (p *Provider) RotateKey() {
+	p.storage.rotate()
+}
+
+func (s *groupStorage) rotate() {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys = append(s.keys, &rsaKey{id: fmt.Sprintf("key-%d", len(s.keys)+1), key: k})
+}
+
+func (s *groupStorage) SigningKey(context.Context) (op.SigningKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[len(s.keys)-1], nil
+}
+
+func (s *groupStorage) KeySet(context.Context) ([]op.Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]op.Key, len(s.keys))
+	for i, k := range s.keys {
+		out[i] = publicKey{k}
+	}
+	return out, nil
 }
 
 func (s *groupStorage) claims(info *oidc.UserInfo, userID string, scopes []string) {
