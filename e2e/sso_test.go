@@ -165,6 +165,10 @@ func TestSSOSignInMapsGroupsAndIsRevocable(t *testing.T) {
 	if got := s.Scalar(`SELECT sso_subject || ' ' || sso_issuer || ' ' || array_to_string(sso_groups, ',') || ' ' || (token_hash IS NULL)::text FROM identities WHERE name = 'alice'`); got != "sub-alice "+s.idp.Issuer+" ops-admins,staff true" {
 		t.Fatalf("alice's identity: %v", got)
 	}
+	ssoOf := s.MustGQL(admin, `{ identities { name sso { issuer subject groups } } }`, nil)["identities"].([]any)
+	if got, _ := json.Marshal(ssoOf); string(got) != `[{"name":"admin","sso":null},{"name":"alice","sso":{"groups":["ops-admins","staff"],"issuer":"`+s.idp.Issuer+`","subject":"sub-alice"}}]` {
+		t.Fatalf("identities over the API: %s", got)
+	}
 	if got := s.Scalar(`SELECT actor || ' ' || outcome || ' ' || (details->>'subject') || ' ' || (details->>'issuer') FROM audit_events WHERE action = 'signIn'`); got != "alice SUCCEEDED sub-alice "+s.idp.Issuer {
 		t.Fatalf("alice's sign-in event: %v", got)
 	}

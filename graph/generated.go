@@ -300,6 +300,7 @@ type ComplexityRoot struct {
 		RevokeRefusal func(childComplexity int) int
 		RevokedAt     func(childComplexity int) int
 		RevokedBy     func(childComplexity int) int
+		Sso           func(childComplexity int) int
 	}
 
 	InstallOperatingSystemPayload struct {
@@ -593,6 +594,12 @@ type ComplexityRoot struct {
 	RevokeJoinTokenPayload struct {
 		Machine func(childComplexity int) int
 		Plan    func(childComplexity int) int
+	}
+
+	SSOAccount struct {
+		Groups  func(childComplexity int) int
+		Issuer  func(childComplexity int) int
+		Subject func(childComplexity int) int
 	}
 
 	SetFenceMappingPayload struct {
@@ -1756,6 +1763,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Identity.RevokedBy(childComplexity), true
+	case "Identity.sso":
+		if e.ComplexityRoot.Identity.Sso == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.Sso(childComplexity), true
 
 	case "InstallOperatingSystemPayload.maas":
 		if e.ComplexityRoot.InstallOperatingSystemPayload.Maas == nil {
@@ -3105,6 +3118,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RevokeJoinTokenPayload.Plan(childComplexity), true
 
+	case "SSOAccount.groups":
+		if e.ComplexityRoot.SSOAccount.Groups == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SSOAccount.Groups(childComplexity), true
+	case "SSOAccount.issuer":
+		if e.ComplexityRoot.SSOAccount.Issuer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SSOAccount.Issuer(childComplexity), true
+	case "SSOAccount.subject":
+		if e.ComplexityRoot.SSOAccount.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SSOAccount.Subject(childComplexity), true
+
 	case "SetFenceMappingPayload.machine":
 		if e.ComplexityRoot.SetFenceMappingPayload.Machine == nil {
 			break
@@ -4227,6 +4259,21 @@ type Identity {
   shows it beside a disabled Revoke instead of keeping a copy of the rule.
   """
   revokeRefusal: String
+  """
+  Who it is at the company's identity provider when it signs in through single sign-on:
+  the issuer and subject it is known by, and the groups of its last sign-in (its
+  permissions are what APELORA_OIDC_GROUP_PERMISSIONS maps them to). Null for an identity
+  made with a bearer token.
+  """
+  sso: SSOAccount
+}
+
+"An identity's account at the identity provider (single sign-on)."
+type SSOAccount {
+  issuer: String!
+  subject: String!
+  "The groups of its last sign-in, as the provider named them."
+  groups: [String!]!
 }
 
 extend type Query {
@@ -5938,6 +5985,8 @@ func (ec *executionContext) childFields_Identity(ctx context.Context, field grap
 		return ec.fieldContext_Identity_active(ctx, field)
 	case "revokeRefusal":
 		return ec.fieldContext_Identity_revokeRefusal(ctx, field)
+	case "sso":
+		return ec.fieldContext_Identity_sso(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Identity", field.Name)
 }
@@ -6434,6 +6483,18 @@ func (ec *executionContext) childFields_RevokeJoinTokenPayload(ctx context.Conte
 		return ec.fieldContext_RevokeJoinTokenPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RevokeJoinTokenPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SSOAccount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "issuer":
+		return ec.fieldContext_SSOAccount_issuer(ctx, field)
+	case "subject":
+		return ec.fieldContext_SSOAccount_subject(ctx, field)
+	case "groups":
+		return ec.fieldContext_SSOAccount_groups(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SSOAccount", field.Name)
 }
 
 func (ec *executionContext) childFields_SetFenceMappingPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -11495,6 +11556,38 @@ func (ec *executionContext) _Identity_revokeRefusal(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_Identity_revokeRefusal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Identity", field, false, false, "String")
+}
+
+func (ec *executionContext) _Identity_sso(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_sso(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sso, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SSOAccount) graphql.Marshaler {
+			return ec.marshalOSSOAccount2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSSOAccount(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_sso(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Identity",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SSOAccount(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _InstallOperatingSystemPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.InstallOperatingSystemPayload) (ret graphql.Marshaler) {
@@ -17151,6 +17244,75 @@ func (ec *executionContext) fieldContext_RevokeJoinTokenPayload_plan(_ context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _SSOAccount_issuer(ctx context.Context, field graphql.CollectedField, obj *model.SSOAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SSOAccount_issuer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Issuer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SSOAccount_issuer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SSOAccount", field, false, false, "String")
+}
+
+func (ec *executionContext) _SSOAccount_subject(ctx context.Context, field graphql.CollectedField, obj *model.SSOAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SSOAccount_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SSOAccount_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SSOAccount", field, false, false, "String")
+}
+
+func (ec *executionContext) _SSOAccount_groups(ctx context.Context, field graphql.CollectedField, obj *model.SSOAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SSOAccount_groups(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Groups, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SSOAccount_groups(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SSOAccount", field, false, false, "String")
+}
+
 func (ec *executionContext) _SetFenceMappingPayload_mapping(ctx context.Context, field graphql.CollectedField, obj *model.SetFenceMappingPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -22292,6 +22454,11 @@ func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "sso":
+			out.Values[i] = ec._Identity_sso(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -24276,6 +24443,49 @@ func (ec *executionContext) _RevokeJoinTokenPayload(ctx context.Context, sel ast
 		case "plan":
 			out.Values[i] = ec._RevokeJoinTokenPayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sSOAccountImplementors = []string{"SSOAccount"}
+
+func (ec *executionContext) _SSOAccount(ctx context.Context, sel ast.SelectionSet, obj *model.SSOAccount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sSOAccountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SSOAccount")
+		case "issuer":
+			out.Values[i] = ec._SSOAccount_issuer(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subject":
+			out.Values[i] = ec._SSOAccount_subject(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "groups":
+			out.Values[i] = ec._SSOAccount_groups(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -26649,6 +26859,13 @@ func (ec *executionContext) marshalOQuorumProjection2ᚖgithubᚗcomᚋapelora�
 		return graphql.Null
 	}
 	return ec._QuorumProjection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOSSOAccount2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSSOAccount(ctx context.Context, sel ast.SelectionSet, v *model.SSOAccount) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._SSOAccount(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

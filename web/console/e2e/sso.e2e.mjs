@@ -48,7 +48,7 @@ try {
   await signInSSO(a.page, 'alice');
   await a.page.getByRole('navigation', { name: 'Main' }).waitFor();
   await a.page.goto('/identities');
-  await a.page.locator('tr[data-identity="alice"]').waitFor();
+  await a.page.locator('tr[data-identity="alice"] [data-sso-subject="sub-alice"]').waitFor();
   const create2 = a.page.locator('[data-action="create-identity"]');
   expect((await create2.getAttribute('aria-disabled')) === null, 'Create identity is enabled for the admin group');
   await shot(a.page, SHOTS, '02-admin-identities');
