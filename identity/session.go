@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/apelora/fabric/apperr"
@@ -67,6 +68,17 @@ func newConsoleSession(ctx context.Context, s ConsoleSessionStore, id *Identity,
 		return nil, "", err
 	}
 	return sess, value, nil
+}
+
+// AuthenticateHeader resolves an Authorization header: a bearer token, or the value of a
+// session (aps_…) that `apeloractl login` keeps, which authenticates as a console session
+// does (and is returned, so a socket ends with it).
+func AuthenticateHeader(ctx context.Context, s Credentials, header string) (*Identity, *ConsoleSession, error) {
+	if token, ok := BearerToken(header); ok && strings.HasPrefix(token, sessionPrefix) {
+		return AuthenticateConsoleSession(ctx, s, token)
+	}
+	id, err := Authenticate(ctx, s, header)
+	return id, nil, err
 }
 
 // AuthenticateConsoleSession resolves a session cookie's value to its identity. An unknown,

@@ -131,6 +131,23 @@ type SSOProvider interface {
 	// Exchange redeems code (with verifier) and returns the ID token's claims, verified:
 	// issuer, audience, expiry, signature and nonce.
 	Exchange(ctx context.Context, code, verifier, nonce string) (*SSOClaims, error)
+	// DeviceAuth starts the device authorization grant (RFC 8628), for `apeloractl login`;
+	// FAILED_PRECONDITION when the provider offers none.
+	DeviceAuth(ctx context.Context) (*DeviceSignIn, error)
+	// DeviceToken waits until ctx ends for the user to approve the device sign-in, then
+	// returns the ID token's claims, verified; pending when ctx ended first.
+	DeviceToken(ctx context.Context, deviceCode string, interval time.Duration) (c *SSOClaims, pending bool, err error)
+}
+
+// DeviceSignIn is a device authorization in progress: the user opens VerificationURI and
+// enters UserCode; the command line holds DeviceCode and asks again every Interval.
+type DeviceSignIn struct {
+	DeviceCode              string
+	UserCode                string
+	VerificationURI         string
+	VerificationURIComplete string
+	Expiry                  time.Time
+	Interval                time.Duration
 }
 
 // SSOStore keeps sign-ins in progress, SSO identities and their console sessions.
@@ -214,6 +231,31 @@ func (s *SSO) Finish(ctx context.Context, state, browserState, code string, ttl 
 	if err != nil {
 		return nil, nil, "", err
 	}
+	return s.signIn(ctx, claims, ttl)
+}
+
+// BeginDevice starts a command line's sign-in (`apeloractl login`).
+func (s *SSO) BeginDevice(ctx context.Context) (*DeviceSignIn, error) {
+	return s.Provider.DeviceAuth(ctx)
+}
+
+// FinishDevice waits (until ctx ends) for the user to approve the device sign-in, then signs
+// in as Finish does; pending when the user has not approved it yet. The session value is
+// the command line's token.
+func (s *SSO) FinishDevice(ctx context.Context, deviceCode string, interval, ttl time.Duration) (*Identity, *ConsoleSession, string, bool, error) {
+	if deviceCode == "" || len(deviceCode) > 2048 {
+		return nil, nil, "", false, apperr.Invalid("deviceCode", "give the device code `apeloractl login` was answered")
+	}
+	claims, pending, err := s.Provider.DeviceToken(ctx, deviceCode, interval)
+	if err != nil || pending {
+		return nil, nil, "", pending, err
+	}
+	id, sess, value, err := s.signIn(context.WithoutCancel(ctx), claims, ttl)
+	return id, sess, value, false, err
+}
+
+// signIn makes or updates the identity of verified claims and starts its session.
+func (s *SSO) signIn(ctx context.Context, claims *SSOClaims, ttl time.Duration) (*Identity, *ConsoleSession, string, error) {
 	perms, err := s.Groups.Grant(claims.Groups)
 	if err != nil {
 		return nil, nil, "", err

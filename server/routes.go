@@ -34,6 +34,8 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 	mux.HandleFunc("DELETE /api/v1/session", sessions.signOut)
 	mux.HandleFunc("POST "+ssoStartPath, sessions.ssoStart)
 	mux.HandleFunc("GET "+SSOCallbackPath, sessions.ssoCallback)
+	mux.HandleFunc("POST "+deviceStartPath, sessions.deviceStart)
+	mux.HandleFunc("POST "+deviceTokenPath, sessions.deviceToken)
 	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})))
 
 	// What new servers fetch: enrol-member.sh holds no secret.

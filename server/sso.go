@@ -1,10 +1,14 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"html/template"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
@@ -141,4 +145,77 @@ func ssoPath(sso *identity.SSO) string {
 		return ""
 	}
 	return ssoStartPath
+}
+
+// Device sign-in (`apeloractl login`): the command line asks deviceStartPath for a code to
+// show the user, then deviceTokenPath, again and again, for its session token.
+const (
+	deviceStartPath = "/api/v1/session/device"
+	deviceTokenPath = "/api/v1/session/device/token"
+	// devicePollWait is how long one deviceTokenPath request waits for the user's approval
+	// before it answers "pending".
+	devicePollWait = 20 * time.Second
+)
+
+func (a *sessionAPI) ssoOff(w http.ResponseWriter, r *http.Request) bool {
+	if a.sso != nil {
+		return false
+	}
+	resterr.Write(w, r, a.log, apperr.New(apperr.NotFound, "single sign-on is not configured on this server: use a bearer token (APELORA_TOKEN), or set APELORA_OIDC_ISSUER on the server (see `apelora env`)"))
+	return true
+}
+
+// deviceStart answers the code the user approves at the identity provider.
+func (a *sessionAPI) deviceStart(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if a.ssoOff(w, r) {
+		return
+	}
+	d, err := a.sso.BeginDevice(r.Context())
+	if err != nil {
+		resterr.Write(w, r, a.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deviceCode": d.DeviceCode, "userCode": d.UserCode,
+		"verificationUri": d.VerificationURI, "verificationUriComplete": d.VerificationURIComplete,
+		"expiresAt": d.Expiry.UTC(), "interval": int(d.Interval.Seconds())})
+}
+
+// deviceToken waits a while for the user's approval: 202 while pending, then 201 with the
+// session token (an Apelora session, never the provider's tokens). Refusals spend the
+// address's sign-in tries and are audited as signInFailed, like the console's.
+func (a *sessionAPI) deviceToken(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if a.ssoOff(w, r) {
+		return
+	}
+	var body struct {
+		DeviceCode string `json:"deviceCode"`
+		Interval   int    `json:"interval"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 8192)).Decode(&body); err != nil {
+		resterr.Write(w, r, a.log, apperr.Invalid("deviceCode", "send {\"deviceCode\": \"…\", \"interval\": 5} as JSON"))
+		return
+	}
+	act := &audit.Action{Actor: audit.Anonymous, Name: identity.ActionSignIn, RequestID: logging.RequestID(r.Context())}
+	ctx, cancel := context.WithTimeout(audit.WithAction(r.Context(), act), devicePollWait)
+	defer cancel()
+	id, sess, value, pending, err := a.sso.FinishDevice(ctx, body.DeviceCode, time.Duration(body.Interval)*time.Second, a.ttl)
+	switch {
+	case err != nil:
+		a.log.InfoContext(r.Context(), "device sign-in refused", "error", err)
+		if c := apperr.CodeOf(err); c == apperr.Unauthenticated || c == apperr.Forbidden {
+			a.fail(w, r, err)
+			return
+		}
+		resterr.Write(w, r, a.log, err)
+	case pending:
+		writeJSON(w, http.StatusAccepted, map[string]any{"pending": true})
+	default:
+		if rec, ok := w.(*recorder); ok {
+			rec.identity = id
+		}
+		a.log.InfoContext(r.Context(), "command-line session started (single sign-on)", "identity", id.Name, "subject", id.SSO.Subject, "session", sess.ID, "expires_at", sess.ExpiresAt)
+		writeJSON(w, http.StatusCreated, map[string]any{"token": value, "identity": id.Name, "expiresAt": sess.ExpiresAt.UTC()})
+	}
 }

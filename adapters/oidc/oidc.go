@@ -134,9 +134,64 @@ func (p *Provider) Exchange(ctx context.Context, code, verifier, nonce string) (
 	return p.Verify(ctx, raw, nonce)
 }
 
+// DeviceAuth starts the device authorization grant (RFC 8628) for a command line.
+func (p *Provider) DeviceAuth(ctx context.Context) (*identity.DeviceSignIn, error) {
+	pr, err := p.discovered()
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.oauth(pr)
+	if cfg.Endpoint.DeviceAuthURL == "" {
+		return nil, apperr.New(apperr.FailedPrecondition, "the identity provider %s offers no device authorization grant, so `apeloractl login` cannot sign in through it: use a bearer token (APELORA_TOKEN)", p.cfg.Issuer)
+	}
+	da, err := cfg.DeviceAuth(gooidc.ClientContext(ctx, p.client))
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
+			return nil, apperr.New(apperr.FailedPrecondition, "the identity provider refused the device sign-in (%s): check that client %q may use the device authorization grant", cut(re.ErrorCode+" "+re.ErrorDescription, 120), p.cfg.ClientID)
+		}
+		return nil, p.down(err)
+	}
+	return &identity.DeviceSignIn{DeviceCode: da.DeviceCode, UserCode: da.UserCode, VerificationURI: da.VerificationURI,
+		VerificationURIComplete: da.VerificationURIComplete, Expiry: da.Expiry, Interval: time.Duration(da.Interval) * time.Second}, nil
+}
+
+// DeviceToken asks for the device sign-in's tokens until ctx ends (then pending is true:
+// the user has not approved it yet) and verifies the ID token they bring.
+func (p *Provider) DeviceToken(ctx context.Context, deviceCode string, interval time.Duration) (c *identity.SSOClaims, pending bool, err error) {
+	pr, err := p.discovered()
+	if err != nil {
+		return nil, false, err
+	}
+	tok, err := p.oauth(pr).DeviceAccessToken(gooidc.ClientContext(ctx, p.client),
+		&oauth2.DeviceAuthResponse{DeviceCode: deviceCode, Interval: int64(max(interval, time.Second) / time.Second)})
+	if err != nil {
+		var re *oauth2.RetrieveError
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+			return nil, true, nil
+		case errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500:
+			return nil, false, apperr.New(apperr.Unauthenticated, "the identity provider refused the device sign-in (%s: denied, expired or already used): run `apeloractl login` again",
+				cut(re.ErrorCode+" "+re.ErrorDescription, 120))
+		}
+		return nil, false, p.down(err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return nil, false, apperr.New(apperr.Unauthenticated, "the identity provider answered no ID token: check that the client %q is allowed the openid scope", p.cfg.ClientID)
+	}
+	// No nonce in this grant: the device code, redeemed once by this server, binds the token.
+	c, err = p.verify(ctx, raw, "", false)
+	return c, false, err
+}
+
 // Verify checks an ID token (issuer, audience, expiry, signature, nonce) and reads its
 // claims. Each refusal is UNAUTHENTICATED and says which check failed.
 func (p *Provider) Verify(ctx context.Context, raw, nonce string) (*identity.SSOClaims, error) {
+	return p.verify(ctx, raw, nonce, true)
+}
+
+func (p *Provider) verify(ctx context.Context, raw, nonce string, withNonce bool) (*identity.SSOClaims, error) {
 	pr, err := p.discovered()
 	if err != nil {
 		return nil, err
@@ -146,7 +201,7 @@ func (p *Provider) Verify(ctx context.Context, raw, nonce string) (*identity.SSO
 	if err != nil {
 		return nil, p.refused(err, raw)
 	}
-	if nonce == "" || subtle.ConstantTimeCompare([]byte(tok.Nonce), []byte(nonce)) != 1 {
+	if withNonce && (nonce == "" || subtle.ConstantTimeCompare([]byte(tok.Nonce), []byte(nonce)) != 1) {
 		return nil, apperr.New(apperr.Unauthenticated, "the ID token's nonce is not the one of this sign-in (a replayed or swapped token): start again with Sign in with SSO")
 	}
 	var claims map[string]any

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/zitadel/oidc/v3/example/server/storage"
@@ -59,7 +60,9 @@ func Start(t testing.TB) *Provider {
 	var key [32]byte
 	copy(key[:], "apelora-oidcprovider-test-key-32")
 	p.op, err = op.NewProvider(&op.Config{CryptoKey: key, CodeMethodS256: true, AuthMethodPost: true,
-		SupportedUILocales: []language.Tag{language.English}}, p.storage, op.StaticIssuer(p.Issuer), op.WithAllowInsecure())
+		SupportedUILocales: []language.Tag{language.English},
+		DeviceAuthorization: op.DeviceAuthorizationConfig{Lifetime: 5 * time.Minute, PollInterval: time.Second,
+			UserFormPath: "/device", UserCode: op.UserCodeBase20}}, p.storage, op.StaticIssuer(p.Issuer), op.WithAllowInsecure())
 	if err != nil {
 		t.Fatalf("oidcprovider: %v", err)
 	}
@@ -123,6 +126,18 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, p.op.AuthorizationEndpoint().Absolute(p.Issuer)+"/callback?id="+url.QueryEscape(id), http.StatusFound)
+}
+
+// ApproveDevice approves a device sign-in as username would at the verification page, after
+// signing in there: the user typed userCode.
+func (p *Provider) ApproveDevice(ctx context.Context, userCode, username string) error {
+	p.mu.Lock()
+	u := p.users.byUsername(username)
+	p.mu.Unlock()
+	if u == nil {
+		return fmt.Errorf("oidcprovider: no user %q", username)
+	}
+	return p.storage.CompleteDeviceAuthorization(ctx, userCode, u.ID)
 }
 
 // Code runs the front channel of a sign-in as a browser would, from authURL (a client's
@@ -298,6 +313,11 @@ func (s *groupStorage) GetClientByClientID(ctx context.Context, id string) (op.C
 }
 
 type groupsClient struct{ op.Client }
+
+// GrantTypes adds the device authorization grant (apeloractl login) to the web client's.
+func (c groupsClient) GrantTypes() []oidc.GrantType {
+	return append(c.Client.GrantTypes(), oidc.GrantTypeDeviceCode)
+}
 
 func (c groupsClient) IsScopeAllowed(scope string) bool {
 	return scope == GroupsScope || c.Client.IsScopeAllowed(scope)
