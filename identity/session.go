@@ -70,11 +70,14 @@ func newConsoleSession(ctx context.Context, s ConsoleSessionStore, id *Identity,
 	return sess, value, nil
 }
 
+// IsSessionValue tells a session's value (aps_…) from a bearer token (apl_…).
+func IsSessionValue(token string) bool { return strings.HasPrefix(token, sessionPrefix) }
+
 // AuthenticateHeader resolves an Authorization header: a bearer token, or the value of a
 // session (aps_…) that `apeloractl login` keeps, which authenticates as a console session
 // does (and is returned, so a socket ends with it).
 func AuthenticateHeader(ctx context.Context, s Credentials, header string) (*Identity, *ConsoleSession, error) {
-	if token, ok := BearerToken(header); ok && strings.HasPrefix(token, sessionPrefix) {
+	if token, ok := BearerToken(header); ok && IsSessionValue(token) {
 		return AuthenticateConsoleSession(ctx, s, token)
 	}
 	id, err := Authenticate(ctx, s, header)

@@ -217,8 +217,14 @@ func (a *sessionAPI) signOut(w http.ResponseWriter, r *http.Request) {
 		resterr.Write(w, r, a.log, err)
 		return
 	}
-	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
-		if err := a.store.EndConsoleSession(r.Context(), identity.HashToken(c.Value)); err != nil {
+	value := ""
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		value = c.Value
+	} else if t, ok := identity.BearerToken(r.Header.Get("Authorization")); ok && identity.IsSessionValue(t) {
+		value = t // `apeloractl logout`: the session `apeloractl login` kept
+	}
+	if value != "" {
+		if err := a.store.EndConsoleSession(r.Context(), identity.HashToken(value)); err != nil {
 			resterr.Write(w, r, a.log, err)
 			return
 		}

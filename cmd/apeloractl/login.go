@@ -120,3 +120,35 @@ func postJSON(ctx context.Context, url string, body, out any) (int, error) {
 	}
 	return resp.StatusCode, json.Unmarshal(raw, out)
 }
+
+// logout ends the session `apeloractl login` kept, on the server (its sockets close on every
+// replica) and in the config folder.
+func logout(ctx context.Context, base string, out io.Writer) error {
+	p, err := sessionFile()
+	if err != nil {
+		return err
+	}
+	token := savedSession()
+	if token == "" {
+		fmt.Fprintln(out, "not signed in (no session token in "+p+")")
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, base+"/api/v1/session", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return &apiError{errs: []codedMessage{{"UNAVAILABLE", fmt.Sprintf("Apelora could not be reached at %s to end the session: %v (the token was kept)", base, err)}}}
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("end the session: the server answered %s (the token was kept)", resp.Status)
+	}
+	if err := os.Remove(p); err != nil {
+		return fmt.Errorf("the session ended, but its token could not be removed: %w", err)
+	}
+	fmt.Fprintln(out, "signed out: the session ended")
+	return nil
+}

@@ -72,6 +72,20 @@ func TestLoginWithTheDeviceGrant(t *testing.T) {
 	if err := run(ctx, []string{"whoami"}, &who); err != nil || !strings.Contains(who.String(), "alice") || !strings.Contains(who.String(), "VIEW_INFRASTRUCTURE") {
 		t.Fatalf("whoami with the session token: %v %s", err, who.String())
 	}
+	// Signing out ends the session on the server and removes the file; signing in again
+	// makes a new one for the same identity.
+	if err := run(ctx, []string{"logout"}, &who); err != nil {
+		t.Fatalf("logout: %v", err)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Fatalf("the session file after logout: %v", err)
+	}
+	if n := e.Scalar(`SELECT count(*) FROM console_sessions`); n != int64(0) {
+		t.Fatalf("%v sessions left after logout", n)
+	}
+	if out, err := login("alice"); err != nil {
+		t.Fatalf("login again: %v\n%s", err, out)
+	}
 	// A viewer group changes nothing.
 	if err := run(ctx, []string{"register", "node-1"}, &who); exitStatus(err) == 0 || !strings.Contains(err.Error(), "FORBIDDEN") {
 		t.Fatalf("a viewer's register: %v", err)

@@ -36,6 +36,7 @@ commands:
                                   authorization grant): prints a code to approve at the
                                   identity provider, then keeps a short-lived Apelora
                                   session token (mode 0600), never the provider's tokens
+  logout                          end that session (on the server too) and remove it
   whoami                          the identity the token belongs to
   machines                        every machine with its phase
   machine NAME                    one machine
@@ -140,8 +141,11 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	if base == "" {
 		base = "http://127.0.0.1:8080"
 	}
-	if args[0] == "login" {
+	switch args[0] {
+	case "login":
 		return login(ctx, base, out)
+	case "logout":
+		return logout(ctx, base, out)
 	}
 	c := &cli{endpoint: base + "/graphql", token: os.Getenv("APELORA_TOKEN"), json: *asJSON, out: out}
 	if c.token == "" {
