@@ -149,6 +149,17 @@ func TestSSOSignInMapsGroupsAndIsRevocable(t *testing.T) {
 	}
 
 	b, alice := s.signInSSO(t, "alice", "127.0.0.101")
+	defer func() {
+		// No secret of the sign-in in the logs, the audit trail or any table: not the client
+		// secret, not the session value (the tables keep its hash).
+		dump := s.Logs.String() + fmt.Sprint(s.Scalar(`SELECT string_agg(t::text, ' ') FROM audit_events t`)) +
+			fmt.Sprint(s.Scalar(`SELECT string_agg(t::text, ' ') FROM identities t`)) + fmt.Sprint(s.Scalar(`SELECT coalesce(string_agg(t::text, ' '), '') FROM console_sessions t`))
+		for name, secret := range map[string]string{"the client secret": "apelora-secret", "the session value": alice} {
+			if strings.Contains(dump, secret) {
+				t.Errorf("%s is in the logs or the database", name)
+			}
+		}
+	}()
 	u, _ := url.Parse(s.Base)
 	for _, c := range b.Jar.Cookies(u) {
 		if c.Name != server.SessionCookie {
