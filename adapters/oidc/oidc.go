@@ -109,7 +109,29 @@ func (p *Provider) AuthCodeURL(ctx context.Context, state, nonce, verifier strin
 	if err != nil {
 		return "", err
 	}
+	// The browser is about to be sent there: when the issuer went down since it was
+	// discovered, say so on the sign-in page instead of sending it to an error page.
+	if err := p.reachable(ctx); err != nil {
+		return "", err
+	}
 	return p.oauth(pr).AuthCodeURL(state, gooidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)), nil
+}
+
+// reachable asks the issuer for its discovery document.
+func (p *Provider) reachable(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(p.cfg.Issuer, "/")+"/.well-known/openid-configuration", nil)
+	if err != nil {
+		return p.down(err)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return p.down(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return p.down(fmt.Errorf("discovery answered %s", resp.Status))
+	}
+	return nil
 }
 
 // Exchange redeems the code with its verifier and verifies the ID token it brings.

@@ -88,16 +88,16 @@ func (p *Provider) AddClient(id, secret string, redirectURIs ...string) {
 
 // AddUser adds a user in groups; its subject is "sub-" and the username.
 func (p *Provider) AddUser(username string, groups ...string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.storage.mu.Lock() // the lock claims reads the users under
+	defer p.storage.mu.Unlock()
 	p.users.add(&user{User: storage.User{ID: "sub-" + username, Username: username, Password: "unused",
 		Email: username + "@example.test", EmailVerified: true, FirstName: username, PreferredLanguage: language.English}, groups: groups})
 }
 
 // SetGroups changes a user's groups (what the next token says).
 func (p *Provider) SetGroups(username string, groups ...string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.storage.mu.Lock()
+	defer p.storage.mu.Unlock()
 	if u := p.users.byUsername(username); u != nil {
 		u.groups = groups
 	}
@@ -131,9 +131,9 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 // ApproveDevice approves a device sign-in as username would at the verification page, after
 // signing in there: the user typed userCode.
 func (p *Provider) ApproveDevice(ctx context.Context, userCode, username string) error {
-	p.mu.Lock()
+	p.storage.mu.Lock()
 	u := p.users.byUsername(username)
-	p.mu.Unlock()
+	p.storage.mu.Unlock()
 	if u == nil {
 		return fmt.Errorf("oidcprovider: no user %q", username)
 	}

@@ -2,9 +2,9 @@
 // to the real OpenID provider and back, lands on the fleet with the permissions of the
 // user's groups (a viewer group sees changes disabled), a user in no mapped group gets a
 // page naming the groups that grant access, and revoking the identity ends its session.
-import { clean, expect, launch, log, newPage, noStoredCredential, shot } from './lib.mjs';
+import { clean, expect, launch, log, newPage, noStoredCredential, shot, signIn } from './lib.mjs';
 
-const { BASE, IDP, CONTROL, SHOTS } = process.env;
+const { BASE, IDP, CONTROL, SHOTS, ADMIN_TOKEN } = process.env;
 const control = async (path) => {
   const r = await fetch(CONTROL + path, { method: 'POST' });
   expect(r.ok, `control ${path}: ${r.status} ${await r.text()}`);
@@ -67,6 +67,18 @@ try {
   expect(msg.includes('ops-admins, ops-viewers'), 'the refusal names the groups that grant access: ' + msg);
   await shot(n.page, SHOTS, '04-no-group');
   await checkClean(n, 'no group');
+
+  log('step: the issuer is down: the sign-in page says so, and the bearer token still works');
+  await control('/stop-idp');
+  const d = await newPage(browser, BASE);
+  await d.page.goto('/');
+  await d.page.getByRole('button', { name: 'Sign in with SSO' }).click();
+  const down = await d.page.getByRole('alert').innerText();
+  expect(down.includes('does not answer') && down.includes('bearer token'), 'the issuer being down is said: ' + down);
+  await shot(d.page, SHOTS, '05-issuer-down');
+  d.page.problems = d.page.problems.filter((p) => !p.includes('HTTP 503 for POST') || !p.includes('/api/v1/session/sso'));
+  await signIn(d.page, ADMIN_TOKEN);
+  await clean(d.page, 'issuer down');
 } finally {
   await browser.close();
 }
