@@ -67,6 +67,8 @@ type Config struct {
 	AuditExport AuditExport
 	// Monitoring is the metrics listener (APELORA_METRICS_LISTEN, …); see StartMetrics.
 	Monitoring metrics.Config
+	// SSO is single sign-on (APELORA_OIDC_*); Issuer "" when not configured.
+	SSO SSOConfig
 	// Metrics is the process's registry, from StartMetrics (not the environment); nil
 	// records nothing.
 	Metrics *metrics.Metrics
@@ -128,7 +130,7 @@ func Variables() []Variable {
 		{"APELORA_MAAS_URL", "(none: no MAAS)", "MAAS URL up to /MAAS, e.g. https://maas.example:5240/MAAS (plain http only to loopback)"},
 		{"APELORA_MAAS_API_KEY", "(none)", "MAAS API key consumer:token:secret, read once at start; never logged, stored or returned"},
 		{"APELORA_MAAS_CA_FILE", "(system trust store)", "PEM file with the CA (or the pinned leaf) MAAS's certificate must chain to"},
-	}, append(append(AuditVariables(), AuditExportVariables()...), MetricsVariables()...)...)
+	}, append(append(append(AuditVariables(), AuditExportVariables()...), MetricsVariables()...), SSOVariables()...)...)
 }
 
 func defaultStateDir() string {
@@ -210,6 +212,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("APELORA_PUBLIC_URL=%q: give the URL servers reach Apelora at, such as https://apelora.example:8080", u)
 		}
 		c.PublicURL = strings.TrimSuffix(u, "/")
+	}
+	if c.SSO, err = ssoConfig(get, c.PublicURL); err != nil {
+		return c, err
 	}
 	inc, err := incus.ConfigFromEnv(getenv)
 	if err != nil && !errors.Is(err, incus.ErrNotConfigured) {

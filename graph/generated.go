@@ -300,6 +300,7 @@ type ComplexityRoot struct {
 		RevokeRefusal func(childComplexity int) int
 		RevokedAt     func(childComplexity int) int
 		RevokedBy     func(childComplexity int) int
+		Sso           func(childComplexity int) int
 	}
 
 	InstallOperatingSystemPayload struct {
@@ -618,6 +619,12 @@ type ComplexityRoot struct {
 	RollingRebootPayload struct {
 		Plan          func(childComplexity int) int
 		RollingReboot func(childComplexity int) int
+	}
+
+	SSOAccount struct {
+		Groups  func(childComplexity int) int
+		Issuer  func(childComplexity int) int
+		Subject func(childComplexity int) int
 	}
 
 	SetFenceMappingPayload struct {
@@ -1787,6 +1794,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Identity.RevokedBy(childComplexity), true
+	case "Identity.sso":
+		if e.ComplexityRoot.Identity.Sso == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.Sso(childComplexity), true
 
 	case "InstallOperatingSystemPayload.maas":
 		if e.ComplexityRoot.InstallOperatingSystemPayload.Maas == nil {
@@ -3277,6 +3290,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RollingRebootPayload.RollingReboot(childComplexity), true
 
+	case "SSOAccount.groups":
+		if e.ComplexityRoot.SSOAccount.Groups == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SSOAccount.Groups(childComplexity), true
+	case "SSOAccount.issuer":
+		if e.ComplexityRoot.SSOAccount.Issuer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SSOAccount.Issuer(childComplexity), true
+	case "SSOAccount.subject":
+		if e.ComplexityRoot.SSOAccount.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SSOAccount.Subject(childComplexity), true
+
 	case "SetFenceMappingPayload.machine":
 		if e.ComplexityRoot.SetFenceMappingPayload.Machine == nil {
 			break
@@ -4407,6 +4439,21 @@ type Identity {
   shows it beside a disabled Revoke instead of keeping a copy of the rule.
   """
   revokeRefusal: String
+  """
+  Who it is at the company's identity provider when it signs in through single sign-on:
+  the issuer and subject it is known by, and the groups of its last sign-in (its
+  permissions are what APELORA_OIDC_GROUP_PERMISSIONS maps them to). Null for an identity
+  made with a bearer token.
+  """
+  sso: SSOAccount
+}
+
+"An identity's account at the identity provider (single sign-on)."
+type SSOAccount {
+  issuer: String!
+  subject: String!
+  "The groups of its last sign-in, as the provider named them."
+  groups: [String!]!
 }
 
 extend type Query {
@@ -6247,6 +6294,8 @@ func (ec *executionContext) childFields_Identity(ctx context.Context, field grap
 		return ec.fieldContext_Identity_active(ctx, field)
 	case "revokeRefusal":
 		return ec.fieldContext_Identity_revokeRefusal(ctx, field)
+	case "sso":
+		return ec.fieldContext_Identity_sso(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Identity", field.Name)
 }
@@ -6783,6 +6832,18 @@ func (ec *executionContext) childFields_RollingRebootPayload(ctx context.Context
 		return ec.fieldContext_RollingRebootPayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RollingRebootPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SSOAccount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "issuer":
+		return ec.fieldContext_SSOAccount_issuer(ctx, field)
+	case "subject":
+		return ec.fieldContext_SSOAccount_subject(ctx, field)
+	case "groups":
+		return ec.fieldContext_SSOAccount_groups(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SSOAccount", field.Name)
 }
 
 func (ec *executionContext) childFields_SetFenceMappingPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -11916,6 +11977,38 @@ func (ec *executionContext) _Identity_revokeRefusal(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_Identity_revokeRefusal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Identity", field, false, false, "String")
+}
+
+func (ec *executionContext) _Identity_sso(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_sso(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sso, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SSOAccount) graphql.Marshaler {
+			return ec.marshalOSSOAccount2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSSOAccount(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_sso(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Identity",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SSOAccount(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _InstallOperatingSystemPayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.InstallOperatingSystemPayload) (ret graphql.Marshaler) {
@@ -18132,6 +18225,75 @@ func (ec *executionContext) fieldContext_RollingRebootPayload_plan(_ context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _SSOAccount_issuer(ctx context.Context, field graphql.CollectedField, obj *model.SSOAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SSOAccount_issuer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Issuer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SSOAccount_issuer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SSOAccount", field, false, false, "String")
+}
+
+func (ec *executionContext) _SSOAccount_subject(ctx context.Context, field graphql.CollectedField, obj *model.SSOAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SSOAccount_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subject, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SSOAccount_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SSOAccount", field, false, false, "String")
+}
+
+func (ec *executionContext) _SSOAccount_groups(ctx context.Context, field graphql.CollectedField, obj *model.SSOAccount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SSOAccount_groups(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Groups, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SSOAccount_groups(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SSOAccount", field, false, false, "String")
+}
+
 func (ec *executionContext) _SetFenceMappingPayload_mapping(ctx context.Context, field graphql.CollectedField, obj *model.SetFenceMappingPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -23416,6 +23578,11 @@ func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "sso":
+			out.Values[i] = ec._Identity_sso(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -25560,6 +25727,49 @@ func (ec *executionContext) _RollingRebootPayload(ctx context.Context, sel ast.S
 		case "plan":
 			out.Values[i] = ec._RollingRebootPayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var sSOAccountImplementors = []string{"SSOAccount"}
+
+func (ec *executionContext) _SSOAccount(ctx context.Context, sel ast.SelectionSet, obj *model.SSOAccount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sSOAccountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SSOAccount")
+		case "issuer":
+			out.Values[i] = ec._SSOAccount_issuer(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subject":
+			out.Values[i] = ec._SSOAccount_subject(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "groups":
+			out.Values[i] = ec._SSOAccount_groups(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -27983,6 +28193,13 @@ func (ec *executionContext) marshalORollingReboot2ᚖgithubᚗcomᚋapeloraᚋfa
 		return graphql.Null
 	}
 	return ec._RollingReboot(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOSSOAccount2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSSOAccount(ctx context.Context, sel ast.SelectionSet, v *model.SSOAccount) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._SSOAccount(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

@@ -53,6 +53,9 @@ type Identity struct {
 	// LastUsedAt is its last successful authentication, to within UseResolution; nil
 	// when it was never used.
 	LastUsedAt *time.Time
+	// SSO is who the identity is at the identity provider when it signs in through it
+	// (single sign-on); nil for an identity an administrator made, with a bearer token.
+	SSO *SSOAccount
 }
 
 // UseResolution is how precisely LastUsedAt is kept: it is written at most once per

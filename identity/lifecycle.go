@@ -21,6 +21,10 @@ type Tx interface {
 	// both leave none.
 	Managers(ctx context.Context) ([]Identity, error)
 	SetRevoked(ctx context.Context, id int64, by string, at time.Time) (*Identity, error)
+	// SignInSSO returns the identity of the SSO user c (found by issuer and subject), made
+	// with name (or name and SubjectTag when taken) on its first sign-in, its groups and
+	// permissions set to the ones of this sign-in. A revoked identity is returned as it is.
+	SignInSSO(ctx context.Context, name string, c SSOClaims, perms []Permission) (*Identity, error)
 }
 
 // Directory is the identities as administrators manage them.

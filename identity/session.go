@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/apelora/fabric/apperr"
@@ -48,16 +49,39 @@ func StartConsoleSession(ctx context.Context, s Credentials, token string, ttl t
 	if err != nil {
 		return nil, nil, "", err
 	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, nil, "", fmt.Errorf("generate session: %w", err)
-	}
-	value := sessionPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	sess, err := s.CreateConsoleSession(ctx, id.ID, HashToken(value), ttl)
+	sess, value, err := newConsoleSession(ctx, s, id, ttl)
 	if err != nil {
 		return nil, nil, "", err
 	}
 	return id, sess, value, nil
+}
+
+// newConsoleSession starts a session for id, however it signed in (a bearer token, SSO).
+func newConsoleSession(ctx context.Context, s ConsoleSessionStore, id *Identity, ttl time.Duration) (*ConsoleSession, string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, "", fmt.Errorf("generate session: %w", err)
+	}
+	value := sessionPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	sess, err := s.CreateConsoleSession(ctx, id.ID, HashToken(value), ttl)
+	if err != nil {
+		return nil, "", err
+	}
+	return sess, value, nil
+}
+
+// IsSessionValue tells a session's value (aps_…) from a bearer token (apl_…).
+func IsSessionValue(token string) bool { return strings.HasPrefix(token, sessionPrefix) }
+
+// AuthenticateHeader resolves an Authorization header: a bearer token, or the value of a
+// session (aps_…) that `apeloractl login` keeps, which authenticates as a console session
+// does (and is returned, so a socket ends with it).
+func AuthenticateHeader(ctx context.Context, s Credentials, header string) (*Identity, *ConsoleSession, error) {
+	if token, ok := BearerToken(header); ok && IsSessionValue(token) {
+		return AuthenticateConsoleSession(ctx, s, token)
+	}
+	id, err := Authenticate(ctx, s, header)
+	return id, nil, err
 }
 
 // AuthenticateConsoleSession resolves a session cookie's value to its identity. An unknown,

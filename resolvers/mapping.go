@@ -51,6 +51,9 @@ func mapIdentity(id *identity.Identity) *model.Identity {
 			out.Permissions = append(out.Permissions, mp)
 		}
 	}
+	if id.SSO != nil {
+		out.Sso = &model.SSOAccount{Issuer: id.SSO.Issuer, Subject: id.SSO.Subject, Groups: append([]string{}, id.SSO.Groups...)}
+	}
 	return out
 }
 

@@ -97,10 +97,14 @@ func withIdentity(store credentials, origins []string, next http.Handler) http.H
 		var id *identity.Identity
 		if h := r.Header.Get("Authorization"); h != "" {
 			var err error
-			if id, err = identity.Authenticate(ctx, store, h); err != nil {
+			var sess *identity.ConsoleSession
+			if id, sess, err = identity.AuthenticateHeader(ctx, store, h); err != nil {
 				ctx = withAuthError(ctx, err)
 			} else {
 				ctx = identity.WithIdentity(ctx, id)
+				if sess != nil {
+					ctx = context.WithValue(ctx, sessionKey{}, sess)
+				}
 			}
 		} else {
 			ctx, id = fromSession(ctx, store, origins, r)

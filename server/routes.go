@@ -23,8 +23,8 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 		permitted(identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))))
 
 	// Fabric Console at / (every path no other route takes), its session, and GraphiQL.
-	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session"}))
-	sessions := &sessionAPI{store: cfg.Store, ttl: consoleSessionTTL(cfg.ConsoleSessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
+	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session", SSO: ssoPath(cfg.SSO)}))
+	sessions := &sessionAPI{store: cfg.Store, sso: cfg.SSO, ttl: consoleSessionTTL(cfg.ConsoleSessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
 		secure: strings.HasPrefix(cfg.PublicURL, "https:"),
 		refused: func(r *http.Request, why error) (string, time.Duration, bool) {
 			return g.signInRefused(r.Context(), limiter, limiter.proxies.clientAddress(r), why)
@@ -32,6 +32,10 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 	mux.HandleFunc("POST /api/v1/session", sessions.signIn)
 	mux.HandleFunc("GET /api/v1/session", sessions.current)
 	mux.HandleFunc("DELETE /api/v1/session", sessions.signOut)
+	mux.HandleFunc("POST "+ssoStartPath, sessions.ssoStart)
+	mux.HandleFunc("GET "+SSOCallbackPath, sessions.ssoCallback)
+	mux.HandleFunc("POST "+deviceStartPath, sessions.deviceStart)
+	mux.HandleFunc("POST "+deviceTokenPath, sessions.deviceToken)
 	mux.Handle("/graphiql/", http.StripPrefix("/graphiql", graphiql.Handler(graphiql.Options{Endpoint: "/graphql", Title: "Apelora fabric"})))
 
 	// What new servers fetch: enrol-member.sh holds no secret.

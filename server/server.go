@@ -54,6 +54,9 @@ type Config struct {
 	PublicURL string
 	// ConsoleSessionTTL is how long a console session lasts; zero means DefaultConsoleSessionTTL.
 	ConsoleSessionTTL time.Duration
+	// SSO signs administrators in through the company's identity provider (OIDC); nil
+	// when APELORA_OIDC_ISSUER is not set.
+	SSO *identity.SSO
 	// Sockets closes the websockets of identities revoked or expired while connected;
 	// nil closes none.
 	Sockets SocketRegistry
@@ -138,7 +141,7 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 //
 // refused is told of every authentication failure; it may turn it into another error
 // (RATE_LIMITED for an address out of tries).
-func websocketInit(store identity.Store, sockets SocketRegistry, refused func(context.Context, error) error) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
+func websocketInit(store credentials, sockets SocketRegistry, refused func(context.Context, error) error) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
 	return func(ctx context.Context, p graphqlws.InitPayload) (context.Context, error) {
 		var id *identity.Identity
 		var console *identity.ConsoleSession
@@ -148,8 +151,11 @@ func websocketInit(store identity.Store, sockets SocketRegistry, refused func(co
 			ctx = boundBySession(ctx)
 		} else if stored, ok := ctx.Value(authErrKey{}).(error); ok && p.Authorization() == "" {
 			err = refused(ctx, stored) // the upgrade's cookie (or header) was refused: say why
-		} else if id, err = identity.Authenticate(ctx, store, p.Authorization()); err != nil {
+		} else if id, console, err = identity.AuthenticateHeader(ctx, store, p.Authorization()); err != nil {
 			err = refused(ctx, err)
+		} else if console != nil {
+			ctx = context.WithValue(ctx, sessionKey{}, console)
+			ctx = boundBySession(ctx)
 		}
 		if err == nil {
 			err = id.Require(identity.ViewInfrastructure)

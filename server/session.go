@@ -116,6 +116,8 @@ type sessionAPI struct {
 	secure  bool // Secure cookie even when the request came in plain (TLS ends in front)
 	origins []string
 	log     *slog.Logger
+	// sso signs in through the company's identity provider; nil when not configured.
+	sso *identity.SSO
 	// refused spends a try of the request's address for a failed sign-in (the same
 	// per-address limit as /graphql) and says when the address is out of tries.
 	refused func(r *http.Request, why error) (msg string, retry time.Duration, limited bool)
@@ -141,6 +143,8 @@ type sessionAnswer struct {
 	Identity  string     `json:"identity,omitempty"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	Message   string     `json:"message,omitempty"`
+	// SSO says the sign-in page may offer Sign in with SSO (an issuer is configured).
+	SSO bool `json:"sso,omitempty"`
 }
 
 func signedIn(name string, expires time.Time) sessionAnswer {
@@ -188,7 +192,11 @@ func (a *sessionAPI) current(w http.ResponseWriter, r *http.Request) {
 		err := authError(ctx)
 		if _, e := r.Cookie(SessionCookie); e != nil {
 			// No credential was presented: not a failed authentication.
-			writeJSON(w, http.StatusOK, sessionAnswer{Message: "not signed in: paste your bearer token to sign in"})
+			msg := "not signed in: paste your bearer token to sign in"
+			if a.ssoEnabled() {
+				msg = "not signed in: sign in with SSO, or paste your bearer token"
+			}
+			writeJSON(w, http.StatusOK, sessionAnswer{Message: msg, SSO: a.ssoEnabled()})
 			return
 		}
 		if apperr.CodeOf(err) == apperr.Unauthenticated {
@@ -209,8 +217,14 @@ func (a *sessionAPI) signOut(w http.ResponseWriter, r *http.Request) {
 		resterr.Write(w, r, a.log, err)
 		return
 	}
-	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
-		if err := a.store.EndConsoleSession(r.Context(), identity.HashToken(c.Value)); err != nil {
+	value := ""
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		value = c.Value
+	} else if t, ok := identity.BearerToken(r.Header.Get("Authorization")); ok && identity.IsSessionValue(t) {
+		value = t // `apeloractl logout`: the session `apeloractl login` kept
+	}
+	if value != "" {
+		if err := a.store.EndConsoleSession(r.Context(), identity.HashToken(value)); err != nil {
 			resterr.Write(w, r, a.log, err)
 			return
 		}

@@ -28,13 +28,16 @@ const IdentityChannel = "identities"
 // identityColumns are what every credential's lookup reads of its identity: bearer tokens
 // here, console sessions in sessions.go. identity.Identity.Usable judges what they read,
 // for both alike.
-const identityColumns = `id, name, permissions, created_at, expires_at, revoked_at, coalesce(revoked_by, ''), last_used_at`
+const identityColumns = `id, name, permissions, created_at, expires_at, revoked_at, coalesce(revoked_by, ''), last_used_at,
+	coalesce(sso_issuer, ''), coalesce(sso_subject, ''), coalesce(sso_groups, '{}')`
 
 // scanIdentity reads identityColumns, then extra; nil when there is no row.
 func scanIdentity(row pgx.Row, extra ...any) (*identity.Identity, error) {
 	var id identity.Identity
 	var perms []string
-	err := row.Scan(append([]any{&id.ID, &id.Name, &perms, &id.CreatedAt, &id.ExpiresAt, &id.RevokedAt, &id.RevokedBy, &id.LastUsedAt}, extra...)...)
+	var sso identity.SSOAccount
+	err := row.Scan(append([]any{&id.ID, &id.Name, &perms, &id.CreatedAt, &id.ExpiresAt, &id.RevokedAt, &id.RevokedBy, &id.LastUsedAt,
+		&sso.Issuer, &sso.Subject, &sso.Groups}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -43,6 +46,9 @@ func scanIdentity(row pgx.Row, extra ...any) (*identity.Identity, error) {
 	}
 	for _, p := range perms {
 		id.Permissions = append(id.Permissions, identity.Permission(p))
+	}
+	if sso.Subject != "" {
+		id.SSO = &sso
 	}
 	return &id, nil
 }
@@ -148,6 +154,40 @@ func (t identityTx) Managers(ctx context.Context) ([]identity.Identity, error) {
 
 func (t identityTx) SetRevoked(ctx context.Context, id int64, by string, at time.Time) (*identity.Identity, error) {
 	return scanIdentity(t.tx.QueryRow(ctx, `UPDATE identities SET revoked_at = $2, revoked_by = $3 WHERE id = $1 RETURNING `+identityColumns, id, at, by))
+}
+
+// SignInSSO finds the SSO user's identity by issuer and subject (locked) and sets the
+// groups and permissions of this sign-in, or makes it: named name, or name and the
+// subject's tag when another identity has that name.
+func (t identityTx) SignInSSO(ctx context.Context, name string, c identity.SSOClaims, perms []identity.Permission) (*identity.Identity, error) {
+	ps := make([]string, len(perms))
+	for i, p := range perms {
+		ps[i] = string(p)
+	}
+	groups := c.Groups
+	if groups == nil {
+		groups = []string{}
+	}
+	id, err := scanIdentity(t.tx.QueryRow(ctx, `UPDATE identities SET sso_groups = $3, permissions = $4
+		WHERE sso_issuer = $1 AND sso_subject = $2 RETURNING `+identityColumns, c.Issuer, c.Subject, groups, ps))
+	if err != nil || id != nil {
+		return id, err
+	}
+	var taken bool
+	if err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM identities WHERE name = $1)`, name).Scan(&taken); err != nil {
+		return nil, dbError(err)
+	}
+	if taken {
+		name = name[:min(len(name), 54)] + "-" + identity.SubjectTag(&c)
+	}
+	id, err = scanIdentity(t.tx.QueryRow(ctx, `INSERT INTO identities (name, permissions, sso_issuer, sso_subject, sso_groups)
+		VALUES ($1, $2, $3, $4, $5) RETURNING `+identityColumns, name, ps, c.Issuer, c.Subject, groups))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		// Another replica made it (the same user signing in twice at once), or took the name.
+		return nil, apperr.New(apperr.Busy, "your identity was being made by another sign-in at the same moment: sign in again")
+	}
+	return id, err
 }
 
 // WatchIdentities tells w of every identity revoked, deleted or given another expiry on

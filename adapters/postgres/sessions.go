@@ -106,3 +106,27 @@ func (l *Listener) WatchConsoleSessions(ctx context.Context, w interface {
 		}
 	}
 }
+
+var _ identity.SSOStore = (*Store)(nil)
+
+// BeginSSOSignIn keeps a sign-in in progress for ttl, and drops those that expired.
+func (s *Store) BeginSSOSignIn(ctx context.Context, stateHash []byte, nonce, verifier string, ttl time.Duration) error {
+	_, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM sso_sign_ins WHERE expires_at < now())
+		INSERT INTO sso_sign_ins (state_hash, nonce, verifier, expires_at) VALUES ($1, $2, $3, now() + make_interval(secs => $4))`,
+		stateHash, nonce, verifier, ttl.Seconds())
+	return dbError(err)
+}
+
+// TakeSSOSignIn deletes a sign-in in progress and returns its nonce and verifier: a second
+// take of the same state finds nothing, whichever replica it reaches.
+func (s *Store) TakeSSOSignIn(ctx context.Context, stateHash []byte) (nonce, verifier string, ok bool, err error) {
+	err = s.pool.QueryRow(ctx, `DELETE FROM sso_sign_ins WHERE state_hash = $1 AND expires_at > now() RETURNING nonce, verifier`, stateHash).
+		Scan(&nonce, &verifier)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, dbError(err)
+	}
+	return nonce, verifier, true, nil
+}

@@ -28,9 +28,16 @@ import (
 
 const usage = `usage: apeloractl [-json] COMMAND [ARGS]
 
-environment: APELORA_URL (default http://127.0.0.1:8080), APELORA_TOKEN (bearer token)
+environment: APELORA_URL (default http://127.0.0.1:8080), APELORA_TOKEN (bearer token; when
+unset, the session token "apeloractl login" kept in the user's config folder;
+APELORA_SESSION_FILE to put it elsewhere)
 
 commands:
+  login                           sign in through the server's single sign-on (device
+                                  authorization grant): prints a code to approve at the
+                                  identity provider, then keeps a short-lived Apelora
+                                  session token (mode 0600), never the provider's tokens
+  logout                          end that session (on the server too) and remove it
   whoami                          the identity the token belongs to
   machines                        every machine with its phase
   machine NAME                    one machine
@@ -146,9 +153,18 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	if base == "" {
 		base = "http://127.0.0.1:8080"
 	}
+	switch args[0] {
+	case "login":
+		return login(ctx, base, out)
+	case "logout":
+		return logout(ctx, base, out)
+	}
 	c := &cli{endpoint: base + "/graphql", token: os.Getenv("APELORA_TOKEN"), json: *asJSON, out: out}
 	if c.token == "" {
-		return &apiError{errs: []codedMessage{{"UNAUTHENTICATED", "APELORA_TOKEN is not set: create a token with `apelora identity create` and export it"}}}
+		c.token = savedSession() // from `apeloractl login`
+	}
+	if c.token == "" {
+		return &apiError{errs: []codedMessage{{"UNAUTHENTICATED", "APELORA_TOKEN is not set: create a token with `apelora identity create` and export it, or sign in through single sign-on with `apeloractl login`"}}}
 	}
 	c.gql = client.New(c.endpoint, c.token, nil)
 	cmd, rest := args[0], args[1:]

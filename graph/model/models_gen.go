@@ -514,6 +514,11 @@ type Identity struct {
 	// the last active identity with MANAGE_INFRASTRUCTURE); null when it would not. A client
 	// shows it beside a disabled Revoke instead of keeping a copy of the rule.
 	RevokeRefusal *string `json:"revokeRefusal,omitempty"`
+	// Who it is at the company's identity provider when it signs in through single sign-on:
+	// the issuer and subject it is known by, and the groups of its last sign-in (its
+	// permissions are what APELORA_OIDC_GROUP_PERMISSIONS maps them to). Null for an identity
+	// made with a bearer token.
+	Sso *SSOAccount `json:"sso,omitempty"`
 }
 
 type InstallOperatingSystemInput struct {
@@ -1079,6 +1084,14 @@ type RunHardwareTestsInput struct {
 	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
 	// event says no plan was shown.
 	PlanHash *string `json:"planHash,omitempty"`
+}
+
+// An identity's account at the identity provider (single sign-on).
+type SSOAccount struct {
+	Issuer  string `json:"issuer"`
+	Subject string `json:"subject"`
+	// The groups of its last sign-in, as the provider named them.
+	Groups []string `json:"groups"`
 }
 
 type SetFenceMappingInput struct {

@@ -26,13 +26,18 @@ var status = map[apperr.Code]int{
 	apperr.PlanChanged:        http.StatusConflict,
 }
 
+// Status is the HTTP status that fits err's code.
+func Status(err error) int {
+	if st, ok := status[apperr.CodeOf(err)]; ok {
+		return st
+	}
+	return http.StatusInternalServerError
+}
+
 // Write answers r with err. Internal errors are logged with the request id, never shown.
 func Write(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	code := apperr.CodeOf(err)
-	st, ok := status[code]
-	if !ok {
-		st = http.StatusInternalServerError
-	}
+	st := Status(err)
 	msg := apperr.PublicMessage(err)
 	if code == apperr.Internal {
 		log.ErrorContext(r.Context(), "internal error", "error", err, "path", r.URL.Path)

@@ -100,6 +100,15 @@ func WithTrustedProxies(p server.TrustedProxies) Option {
 	return func(c *app.Config) { c.TrustedProxies = p }
 }
 
+// WithSSO signs in through the OpenID provider at issuer as client clientID (secret ""
+// for a public client), its groups mapped by groups; the public URL is the product's own.
+func WithSSO(issuer, clientID, secret string, groups identity.GroupPermissions) Option {
+	return func(c *app.Config) {
+		c.SSO = app.SSOConfig{Issuer: issuer, ClientID: clientID, ClientSecret: secret,
+			Scopes: []string{"openid", "profile", "groups"}, GroupsClaim: "groups", Groups: groups}
+	}
+}
+
 // Start runs the product on a fresh database, on a loopback port, until the test ends.
 func Start(t testing.TB, opts ...Option) *Env {
 	t.Helper()
@@ -115,17 +124,21 @@ func StartOn(t testing.TB, db *pgtest.DB, store *postgres.Store, opts ...Option)
 	for _, o := range opts {
 		o(&cfg)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SSO.Issuer != "" && cfg.PublicURL == "" {
+		// The provider sends browsers back to the public URL: this one.
+		cfg.PublicURL = "http://" + ln.Addr().String()
+	}
 	logs := &SyncBuffer{}
 	log := logging.New(logs, "debug")
 	ctx, cancel := context.WithCancel(context.Background())
 	product, err := app.Build(ctx, cfg, store, log)
 	if err != nil {
 		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
+		ln.Close()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

@@ -33,6 +33,9 @@ type Options struct {
 	Session string
 	// Title is shown in the browser tab. Default "Fabric Console".
 	Title string
+	// SSO is where the sign-in page asks for the identity provider's sign-in URL (POST);
+	// "" when single sign-on is not configured, and the page offers none.
+	SSO string
 }
 
 // AssetPrefix is where the hashed files are served.
@@ -55,7 +58,10 @@ func Handler(opts Options) http.Handler {
 	if opts.Title == "" {
 		opts.Title = "Fabric Console"
 	}
-	for _, p := range []string{opts.Endpoint, opts.Session} {
+	for _, p := range []string{opts.Endpoint, opts.Session, opts.SSO} {
+		if p == opts.SSO && p == "" {
+			continue
+		}
 		if err := webbundle.CheckPath(p); err != nil {
 			panic("console.Handler: " + err.Error())
 		}
@@ -68,6 +74,7 @@ func Handler(opts Options) http.Handler {
 		"Title":      opts.Title,
 		"Endpoint":   opts.Endpoint,
 		"Session":    opts.Session,
+		"SSO":        opts.SSO,
 		"Script":     AssetPrefix + b.Script,
 		"Stylesheet": AssetPrefix + b.Stylesheet,
 	})

@@ -101,7 +101,7 @@ export async function noStoredCredential(page, where) {
 export async function signIn(page, token) {
   await page.goto('/');
   await page.getByLabel('Bearer token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByRole('navigation', { name: 'Main' }).waitFor();
 }
 

@@ -54,7 +54,7 @@ export function App({ config }: { config: ConsoleConfig }) {
 
   if (auth.state === 'checking') return <Loading what="the console" />;
   if (auth.state === 'out') {
-    return <SignIn url={config.session} reason={auth.reason} onSignedIn={(session) => setAuth({ state: 'in', session })} />;
+    return <SignIn url={config.session} sso={config.sso} reason={auth.reason} onSignedIn={(session) => setAuth({ state: 'in', session })} />;
   }
   return (
     <SignedIn

@@ -315,6 +315,7 @@ export const RemoveFenceMappingMutation = graphql(`
 export const IdentityRowFragment = graphql(`
   fragment IdentityRow on Identity {
     name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal
+    sso { issuer subject groups }
   }
 `);
 

@@ -61,3 +61,16 @@ export async function currentSession(url: string): Promise<SessionInfo> {
 export async function signOut(url: string): Promise<void> {
   await call(url, { method: 'DELETE' });
 }
+
+// startSSO asks the server where to sign in at the company's identity provider; the page
+// then goes there, and the provider sends the browser back to the server, which sets the
+// session cookie. The provider's tokens never reach the page.
+export async function startSSO(url: string): Promise<string> {
+  const res = await call(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: '{}',
+  });
+  const body = await res.json();
+  return body.url;
+}

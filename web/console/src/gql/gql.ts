@@ -51,7 +51,7 @@ type Documents = {
     "\n  subscription FenceProgress($member: String, $after: ID) {\n    fenceProgress(member: $member, after: $after) { ...FenceEventRow }\n  }\n": typeof types.FenceProgressDocument,
     "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) { plan { ...PlanFields }\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n": typeof types.SetFenceMappingDocument,
     "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { plan { ...PlanFields } removed { member } }\n  }\n": typeof types.RemoveFenceMappingDocument,
-    "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n  }\n": typeof types.IdentityRowFragmentDoc,
+    "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n": typeof types.IdentityRowFragmentDoc,
     "\n  query Identities {\n    identities { ...IdentityRow }\n  }\n": typeof types.IdentitiesDocument,
     "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { plan { ...PlanFields } token identity { ...IdentityRow } }\n  }\n": typeof types.CreateIdentityDocument,
     "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { plan { ...PlanFields } identity { ...IdentityRow } }\n  }\n": typeof types.RevokeIdentityDocument,
@@ -107,7 +107,7 @@ const documents: Documents = {
     "\n  subscription FenceProgress($member: String, $after: ID) {\n    fenceProgress(member: $member, after: $after) { ...FenceEventRow }\n  }\n": types.FenceProgressDocument,
     "\n  mutation SetFenceMapping($input: SetFenceMappingInput!) {\n    setFenceMapping(input: $input) { plan { ...PlanFields }\n      verifiedWithMaas notice\n      mapping { member maasSystemId hardwareUuid }\n    }\n  }\n": types.SetFenceMappingDocument,
     "\n  mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {\n    removeFenceMapping(input: $input) { plan { ...PlanFields } removed { member } }\n  }\n": types.RemoveFenceMappingDocument,
-    "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n  }\n": types.IdentityRowFragmentDoc,
+    "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n": types.IdentityRowFragmentDoc,
     "\n  query Identities {\n    identities { ...IdentityRow }\n  }\n": types.IdentitiesDocument,
     "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { plan { ...PlanFields } token identity { ...IdentityRow } }\n  }\n": types.CreateIdentityDocument,
     "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { plan { ...PlanFields } identity { ...IdentityRow } }\n  }\n": types.RevokeIdentityDocument,
@@ -291,7 +291,7 @@ export function graphql(source: "\n  mutation RemoveFenceMapping($input: RemoveF
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n  }\n"): (typeof documents)["\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n  }\n"];
+export function graphql(source: "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n"): (typeof documents)["\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

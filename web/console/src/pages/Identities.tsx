@@ -77,6 +77,12 @@ export function IdentitiesPage() {
                     <th scope="row">
                       {i.name}
                       {you ? <span className="tag">you</span> : null}
+                      {i.sso ? (
+                        <span className="sub" data-sso-subject={i.sso.subject}>
+                          single sign-on: {i.sso.subject} at {i.sso.issuer}
+                          {i.sso.groups.length ? `, groups ${i.sso.groups.join(', ')}` : ', no groups'}
+                        </span>
+                      ) : null}
                     </th>
                     <td>
                       <span className={`badge tone-${st.tone}`}>

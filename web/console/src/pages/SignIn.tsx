@@ -1,10 +1,10 @@
 // Sign-in: the administrator pastes a bearer token once. The server answers with an
 // HttpOnly session cookie; the token leaves the page's memory as soon as it is sent.
 import { useState, type FormEvent } from 'react';
-import { signIn, SessionError, type SessionInfo } from '../api/session';
+import { signIn, startSSO, SessionError, type SessionInfo } from '../api/session';
 import { Banner, Field } from '../components/ui';
 
-export function SignIn({ url, reason, onSignedIn }: { url: string; reason?: string; onSignedIn(s: SessionInfo): void }) {
+export function SignIn({ url, sso, reason, onSignedIn }: { url: string; sso?: string; reason?: string; onSignedIn(s: SessionInfo): void }) {
   const [token, setToken] = useState('');
   const [error, setError] = useState<{ message: string; field: boolean } | null>(null);
   const [busy, setBusy] = useState(false);
@@ -25,11 +25,33 @@ export function SignIn({ url, reason, onSignedIn }: { url: string; reason?: stri
     }
   };
 
+  const [ssoError, setSSOError] = useState<string | null>(null);
+  const signInSSO = async () => {
+    setBusy(true);
+    setSSOError(null);
+    try {
+      window.location.assign(await startSSO(sso!));
+    } catch (err) {
+      setSSOError(err instanceof SessionError ? err.message : 'Single sign-on could not start.');
+      setBusy(false);
+    }
+  };
+
   return (
     <main id="main" className="signin">
       <h1>Fabric Console</h1>
       <p className="lede">Apelora fabric: from a known server to an admitted Incus cluster member, every step approved and audited.</p>
       {reason ? <Banner tone="caution" title="Sign in again">{reason}</Banner> : null}
+      {sso ? (
+        <section className="card" aria-labelledby="sso-title">
+          <h2 id="sso-title">Single sign-on</h2>
+          <p>Sign in with your company account; your groups there decide what you may do here.</p>
+          {ssoError ? <p className="problems" role="alert">{ssoError}</p> : null}
+          <button type="button" className="btn btn-primary" onClick={signInSSO} disabled={busy}>
+            Sign in with SSO
+          </button>
+        </section>
+      ) : null}
       <form onSubmit={submit} className="card" noValidate>
         <h2>Sign in</h2>
         <Field

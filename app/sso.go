@@ -1,0 +1,130 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/apelora/fabric/adapters/oidc"
+	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/server"
+)
+
+// Single sign-on's settings, in one place: read here, shown by `apelora env`.
+const (
+	EnvOIDCIssuer           = "APELORA_OIDC_ISSUER"
+	EnvOIDCClientID         = "APELORA_OIDC_CLIENT_ID"
+	EnvOIDCClientSecretFile = "APELORA_OIDC_CLIENT_SECRET_FILE"
+	EnvOIDCScopes           = "APELORA_OIDC_SCOPES"
+	EnvOIDCGroupsClaim      = "APELORA_OIDC_GROUPS_CLAIM"
+	EnvOIDCGroupPermissions = "APELORA_OIDC_GROUP_PERMISSIONS"
+	defaultOIDCScopes       = "openid profile email groups"
+	defaultOIDCGroupsClaim  = "groups"
+)
+
+// SSOConfig is single sign-on through the company's identity provider; Issuer "" when
+// not configured.
+type SSOConfig struct {
+	Issuer       string
+	ClientID     string
+	ClientSecret string // read once from the root-only file; never logged or shown
+	Scopes       []string
+	GroupsClaim  string
+	Groups       identity.GroupPermissions
+}
+
+// SSOVariables documents single sign-on's variables.
+func SSOVariables() []Variable {
+	return []Variable{
+		{EnvOIDCIssuer, "(none: no single sign-on)", "OpenID Connect issuer URL (with discovery, e.g. https://login.example.com/realms/ops); the console then offers Sign in with SSO, and the provider must allow the redirect URI APELORA_PUBLIC_URL" + server.SSOCallbackPath},
+		{EnvOIDCClientID, "(none)", "Apelora's client ID at the issuer; ID tokens must name it as their audience"},
+		{EnvOIDCClientSecretFile, "(none: a public client, PKCE alone)", "file holding the client secret, readable by its owner only (root or the server's user; mode 0600 or 0400), read once at start"},
+		{EnvOIDCScopes, defaultOIDCScopes, "space-separated scopes asked for (openid is always asked)"},
+		{EnvOIDCGroupsClaim, defaultOIDCGroupsClaim, "the ID token claim that lists the user's groups"},
+		{EnvOIDCGroupPermissions, "(none)", "group=permission[,permission];… mapping the provider's groups to view-infrastructure, manage-infrastructure and hardware.delete, e.g. apelora-admins=manage-infrastructure,hardware.delete;apelora-viewers=view-infrastructure; a user in no mapped group is refused"},
+	}
+}
+
+// ssoConfig reads APELORA_OIDC_*: all of the issuer, the client ID and the mapping, or none.
+func ssoConfig(get func(string, string) string, publicURL string) (SSOConfig, error) {
+	set := map[string]string{} // every variable read, so `apelora env` and the README list what is read
+	for _, v := range []string{EnvOIDCIssuer, EnvOIDCClientID, EnvOIDCClientSecretFile, EnvOIDCScopes, EnvOIDCGroupsClaim, EnvOIDCGroupPermissions} {
+		set[v] = get(v, "")
+	}
+	c := SSOConfig{Issuer: set[EnvOIDCIssuer]}
+	if c.Issuer == "" {
+		for _, v := range []string{EnvOIDCClientID, EnvOIDCClientSecretFile, EnvOIDCGroupPermissions} {
+			if set[v] != "" {
+				return c, fmt.Errorf("%s is set but %s is not: set the issuer too, or unset %s", v, EnvOIDCIssuer, v)
+			}
+		}
+		return c, nil
+	}
+	u, err := url.Parse(c.Issuer)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && loopbackHost(u.Hostname()))) {
+		return c, fmt.Errorf("%s=%q: give the issuer's https URL (plain http only to loopback), as its discovery document names it", EnvOIDCIssuer, c.Issuer)
+	}
+	if publicURL == "" {
+		return c, fmt.Errorf("%s is set but APELORA_PUBLIC_URL is not: the provider sends browsers back to APELORA_PUBLIC_URL%s, so set it to the URL administrators open the console at", EnvOIDCIssuer, server.SSOCallbackPath)
+	}
+	if c.ClientID = get(EnvOIDCClientID, ""); c.ClientID == "" {
+		return c, fmt.Errorf("%s is set but %s is not: give Apelora's client ID at the issuer", EnvOIDCIssuer, EnvOIDCClientID)
+	}
+	if f := get(EnvOIDCClientSecretFile, ""); f != "" {
+		if c.ClientSecret, err = readSecretFile(f); err != nil {
+			return c, fmt.Errorf("%s=%s: %w", EnvOIDCClientSecretFile, f, err)
+		}
+	}
+	c.Scopes = strings.Fields(get(EnvOIDCScopes, defaultOIDCScopes))
+	c.GroupsClaim = get(EnvOIDCGroupsClaim, defaultOIDCGroupsClaim)
+	m := get(EnvOIDCGroupPermissions, "")
+	if m == "" {
+		return c, fmt.Errorf("%s is set but %s is not: map at least one of the provider's groups to permissions, e.g. apelora-admins=manage-infrastructure (with none, nobody could sign in)", EnvOIDCIssuer, EnvOIDCGroupPermissions)
+	}
+	if c.Groups, err = identity.ParseGroupPermissions(m); err != nil {
+		return c, fmt.Errorf("%s: %w", EnvOIDCGroupPermissions, err)
+	}
+	return c, nil
+}
+
+func loopbackHost(h string) bool {
+	return h == "localhost" || strings.HasPrefix(h, "127.") || h == "::1"
+}
+
+// readSecretFile reads a secret that only its owner (root or this server's user) may read.
+func readSecretFile(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("the file is readable by others (mode %04o): chmod 600 it", fi.Mode().Perm())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		return "", fmt.Errorf("the file belongs to user %d: chown it to root or to the user Apelora runs as", st.Uid)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", errors.New("the file is empty: put the client secret in it, or unset the variable for a public client")
+	}
+	return s, nil
+}
+
+// sso builds single sign-on, or nil when it is not configured.
+func (c Config) sso(store *postgres.Store) *identity.SSO {
+	if c.SSO.Issuer == "" {
+		return nil
+	}
+	p := oidc.New(oidc.Config{Issuer: c.SSO.Issuer, ClientID: c.SSO.ClientID, ClientSecret: c.SSO.ClientSecret,
+		RedirectURL: c.PublicURL + server.SSOCallbackPath, Scopes: c.SSO.Scopes, GroupsClaim: c.SSO.GroupsClaim,
+		Timeout: c.upstreamTimeout()})
+	return &identity.SSO{Provider: p, Store: store, Groups: c.SSO.Groups, Issuer: c.SSO.Issuer}
+}
