@@ -298,7 +298,7 @@ func TestTwoWorkersTheHoldersConnectionKilledTheOtherLeadsWithAHigherEpoch(t *te
 	}
 	var cut int
 	killed := time.Now()
-	if err := db.Store.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`,
+	if err := db.Store.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
 		"apelora-worker "+first.worker).Scan(&cut); err != nil || cut != 1 {
 		t.Fatalf("killed %d backends of the leader: %v", cut, err)
 	}

@@ -52,7 +52,7 @@ func TestFenceLeaseIsExclusiveAndTakenOverWithAHigherEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cut int
-	if err := db.Store.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'apelora-worker a'`).Scan(&cut); err != nil || cut != 1 {
+	if err := db.Store.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'apelora-worker a'`).Scan(&cut); err != nil || cut != 1 {
 		t.Fatalf("killed %d backends: %v", cut, err)
 	}
 	if err := first.Renew(ctx); !errors.Is(err, leader.ErrLost) {
