@@ -17,7 +17,7 @@ export function MaasHardwareTables({ name }: { name: string }) {
   if (!maas) return null;
   const failed = maas.scriptResults.filter((r) => r.failed);
   return (
-    <>
+    <div className="hw-cards">
       <section className="card" aria-labelledby="maas-storage">
         <h2 id="maas-storage">Storage</h2>
         {maas.storageDevices.length === 0 ? (
@@ -106,6 +106,6 @@ export function MaasHardwareTables({ name }: { name: string }) {
           </>
         )}
       </section>
-    </>
+    </div>
   );
 }
