@@ -48,11 +48,12 @@ func (p maasPorts) listMachines(ctx context.Context) ([]maas.Machine, error) {
 }
 
 var (
-	_ provisioning.MAAS        = maasPorts{}
-	_ provisioning.ImageSource = maasPorts{}
-	_ machines.MAASLookup      = maasPorts{}
-	_ admission.HardwareTests  = maasPorts{}
-	_ fleet.MAASMachine        = maasPorts{}
+	_ provisioning.MAAS            = maasPorts{}
+	_ provisioning.ImageSource     = maasPorts{}
+	_ provisioning.HardwareDetails = maasPorts{}
+	_ machines.MAASLookup          = maasPorts{}
+	_ admission.HardwareTests      = maasPorts{}
+	_ fleet.MAASMachine            = maasPorts{}
 )
 
 func maasErr(err error, doing string) error {
@@ -222,6 +223,47 @@ func (p maasPorts) HardwareInventory(ctx context.Context, id string) (hardware.I
 		return hardware.Inventory{}, maasErr(err, "read the interfaces of MAAS machine "+id)
 	}
 	return maasInventory(m, disks, nics), nil
+}
+
+// StorageDevices, NetworkInterfaces and ScriptResults are the machine page's MAAS hardware
+// tab: one MAAS read each.
+func (p maasPorts) StorageDevices(ctx context.Context, id string) ([]provisioning.StorageDevice, error) {
+	ds, err := p.c.BlockDevices(ctx, id)
+	if err != nil {
+		return nil, maasErr(err, "read the block devices of MAAS machine "+id)
+	}
+	out := make([]provisioning.StorageDevice, len(ds))
+	for i, d := range ds {
+		out[i] = provisioning.StorageDevice{Name: d.Name, Type: d.Type, Path: d.Path, Model: d.Model, Serial: d.Serial, SizeBytes: d.SizeBytes}
+	}
+	return out, nil
+}
+
+func (p maasPorts) NetworkInterfaces(ctx context.Context, id string) ([]provisioning.NetworkInterface, error) {
+	ns, err := p.c.Interfaces(ctx, id)
+	if err != nil {
+		return nil, maasErr(err, "read the interfaces of MAAS machine "+id)
+	}
+	out := make([]provisioning.NetworkInterface, len(ns))
+	for i, n := range ns {
+		out[i] = provisioning.NetworkInterface{Name: n.Name, Type: n.Type, MACAddress: n.MACAddress, LinkConnected: n.LinkConnected,
+			LinkSpeedMbps: n.LinkSpeedMbps, InterfaceSpeedMbps: n.InterfaceSpeedMbps, Fabric: n.Fabric, VLAN: n.VLAN}
+	}
+	return out, nil
+}
+
+func (p maasPorts) ScriptResults(ctx context.Context, id string) ([]provisioning.ScriptResult, error) {
+	rs, err := p.c.ScriptResults(ctx, id)
+	if err != nil {
+		return nil, maasErr(err, "read the script results of MAAS machine "+id)
+	}
+	kinds := map[maas.ResultKind]provisioning.ScriptKind{maas.ResultCommissioning: provisioning.ScriptCommissioning, maas.ResultTesting: provisioning.ScriptTesting}
+	out := make([]provisioning.ScriptResult, len(rs))
+	for i, r := range rs {
+		out[i] = provisioning.ScriptResult{Kind: kinds[r.Kind], Name: r.Name, Status: int(r.Status), StatusName: r.StatusName,
+			HardwareType: r.HardwareType, Started: r.Started, Ended: r.Ended}
+	}
+	return out, nil
 }
 
 // maasInventory counts physical disks (not MAAS's virtual devices: RAID, LVM, bcache are

@@ -27,7 +27,8 @@ func TestPlugPortsFillsEachUpstreamsPorts(t *testing.T) {
 		"admission.Checker.Incus", "admission.Service.Members", "provisioning.Service.Membership", "fencing.Service.Membership",
 		"resolvers.Resolver.Versions", "placement.Service.Incus", "maintenance.Service.Incus", "rolling.Service.Incus"}
 	maasPortsOf := []string{"machines.Service.MAAS", "fleet.Service.MAAS", "fleet.One.MAAS", "admission.Checker.MAAS",
-		"admission.Checker.MAASInventory", "provisioning.Service.MAAS", "provisioning.Service.ImageSource"}
+		"admission.Checker.MAASInventory", "provisioning.Service.MAAS", "provisioning.Service.ImageSource",
+		"provisioning.Service.Hardware"}
 	for _, c := range []struct {
 		name        string
 		incus, maas bool

@@ -246,6 +246,7 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 		}, "m1"},
 		{"MAAS", maasGuard, newMAASPorts(mc), []reflect.Type{
 			reflect.TypeFor[provisioning.MAAS](), reflect.TypeFor[provisioning.ImageSource](), reflect.TypeFor[machines.MAASLookup](),
+			reflect.TypeFor[provisioning.HardwareDetails](),
 			reflect.TypeFor[admission.HardwareTests](), reflect.TypeFor[fleet.MAASMachine](),
 		}, systemID},
 	}

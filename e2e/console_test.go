@@ -346,6 +346,24 @@ func TestConsoleShowsTheCheckpointAndProvesAnEvent(t *testing.T) {
 	})
 }
 
+// TestConsoleShowsMAASHardware: the machine page's MAAS hardware tab lists storage,
+// interfaces and script results with unknowns, empty states and the failed script marked,
+// checked in Chromium (web/console/e2e/maashardware.e2e.mjs). MAAS only: no Incus needed.
+func TestConsoleShowsMAASHardware(t *testing.T) {
+	node, dir := consoleTools(t)
+	fx := maasFleet()
+	fx.Machines[0].StorageBytes = 0 // the disks say
+	fx.Machines[0].Disks = []sim.DiskSpec{{Name: "nvme0n1", SizeBytes: 3_840_755_982_336, Model: "PM9A3", Serial: "S64GNA0R"}, {Name: "sdb", SizeBytes: 480_103_981_056}}
+	fx.Machines[0].Interfaces = []sim.InterfaceSpec{{Name: "ens1f0", LinkSpeed: 25000, Fabric: "fabric-1", VID: 120}, {Name: "ens1f1", InterfaceSpeed: 25000}}
+	fx.Machines[0].LastTests = map[string]string{"smartctl-validate": "passed", "stress-ng-cpu-short": "failed"}
+	m := producttest.StartMAAS(t, fx)
+	e := producttest.Start(t, producttest.WithMAAS(m.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	runScript(t, node, dir, "maashardware.e2e.mjs", map[string]string{
+		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shotsDir(t, "maashardware"),
+	})
+}
+
 // TestConsoleEvacuatesAndRestores evacuates a real member from its machine page and
 // restores it: the dialog's plan, the live progress, the phase (web/console/e2e/maintenance.e2e.mjs).
 func TestConsoleEvacuatesAndRestores(t *testing.T) {

@@ -29,6 +29,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	ClusterView() ClusterViewResolver
+	MaasMachine() MaasMachineResolver
 	Member() MemberResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -327,14 +328,17 @@ type ComplexityRoot struct {
 		IPAddresses       func(childComplexity int) int
 		Locked            func(childComplexity int) int
 		MemoryMiB         func(childComplexity int) int
+		NetworkInterfaces func(childComplexity int) int
 		Osystem           func(childComplexity int) int
 		Owner             func(childComplexity int) int
 		Pool              func(childComplexity int) int
 		PowerState        func(childComplexity int) int
 		PowerType         func(childComplexity int) int
+		ScriptResults     func(childComplexity int) int
 		Status            func(childComplexity int) int
 		StatusCode        func(childComplexity int) int
 		StatusMessage     func(childComplexity int) int
+		StorageDevices    func(childComplexity int) int
 		StorageMb         func(childComplexity int) int
 		SystemID          func(childComplexity int) int
 		Tags              func(childComplexity int) int
@@ -349,10 +353,42 @@ type ComplexityRoot struct {
 		Plan    func(childComplexity int) int
 	}
 
+	MaasNetworkInterface struct {
+		Fabric             func(childComplexity int) int
+		InterfaceSpeedMbps func(childComplexity int) int
+		LinkConnected      func(childComplexity int) int
+		LinkSpeedMbps      func(childComplexity int) int
+		MacAddress         func(childComplexity int) int
+		Name               func(childComplexity int) int
+		Type               func(childComplexity int) int
+		Vlan               func(childComplexity int) int
+	}
+
+	MaasScriptResult struct {
+		DurationSeconds func(childComplexity int) int
+		Ended           func(childComplexity int) int
+		Failed          func(childComplexity int) int
+		HardwareType    func(childComplexity int) int
+		Kind            func(childComplexity int) int
+		Name            func(childComplexity int) int
+		Started         func(childComplexity int) int
+		Status          func(childComplexity int) int
+		StatusCode      func(childComplexity int) int
+	}
+
 	MaasStepAvailability struct {
 		Allowed func(childComplexity int) int
 		Reason  func(childComplexity int) int
 		Step    func(childComplexity int) int
+	}
+
+	MaasStorageDevice struct {
+		Model     func(childComplexity int) int
+		Name      func(childComplexity int) int
+		Path      func(childComplexity int) int
+		Serial    func(childComplexity int) int
+		SizeBytes func(childComplexity int) int
+		Type      func(childComplexity int) int
 	}
 
 	Machine struct {
@@ -681,6 +717,11 @@ type ComplexityRoot struct {
 
 type ClusterViewResolver interface {
 	PlacementGuard(ctx context.Context, obj *model.ClusterView) (*model.PlacementGuard, error)
+}
+type MaasMachineResolver interface {
+	StorageDevices(ctx context.Context, obj *model.MaasMachine) ([]*model.MaasStorageDevice, error)
+	NetworkInterfaces(ctx context.Context, obj *model.MaasMachine) ([]*model.MaasNetworkInterface, error)
+	ScriptResults(ctx context.Context, obj *model.MaasMachine) ([]*model.MaasScriptResult, error)
 }
 type MemberResolver interface {
 	Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error)
@@ -1905,6 +1946,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MaasMachine.MemoryMiB(childComplexity), true
+	case "MaasMachine.networkInterfaces":
+		if e.ComplexityRoot.MaasMachine.NetworkInterfaces == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.NetworkInterfaces(childComplexity), true
 	case "MaasMachine.osystem":
 		if e.ComplexityRoot.MaasMachine.Osystem == nil {
 			break
@@ -1935,6 +1982,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MaasMachine.PowerType(childComplexity), true
+	case "MaasMachine.scriptResults":
+		if e.ComplexityRoot.MaasMachine.ScriptResults == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.ScriptResults(childComplexity), true
 	case "MaasMachine.status":
 		if e.ComplexityRoot.MaasMachine.Status == nil {
 			break
@@ -1953,6 +2006,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MaasMachine.StatusMessage(childComplexity), true
+	case "MaasMachine.storageDevices":
+		if e.ComplexityRoot.MaasMachine.StorageDevices == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasMachine.StorageDevices(childComplexity), true
 	case "MaasMachine.storageMB":
 		if e.ComplexityRoot.MaasMachine.StorageMb == nil {
 			break
@@ -2009,6 +2068,110 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MaasMachinePayload.Plan(childComplexity), true
 
+	case "MaasNetworkInterface.fabric":
+		if e.ComplexityRoot.MaasNetworkInterface.Fabric == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasNetworkInterface.Fabric(childComplexity), true
+	case "MaasNetworkInterface.interfaceSpeedMbps":
+		if e.ComplexityRoot.MaasNetworkInterface.InterfaceSpeedMbps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasNetworkInterface.InterfaceSpeedMbps(childComplexity), true
+	case "MaasNetworkInterface.linkConnected":
+		if e.ComplexityRoot.MaasNetworkInterface.LinkConnected == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasNetworkInterface.LinkConnected(childComplexity), true
+	case "MaasNetworkInterface.linkSpeedMbps":
+		if e.ComplexityRoot.MaasNetworkInterface.LinkSpeedMbps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasNetworkInterface.LinkSpeedMbps(childComplexity), true
+	case "MaasNetworkInterface.macAddress":
+		if e.ComplexityRoot.MaasNetworkInterface.MacAddress == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasNetworkInterface.MacAddress(childComplexity), true
+	case "MaasNetworkInterface.name":
+		if e.ComplexityRoot.MaasNetworkInterface.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasNetworkInterface.Name(childComplexity), true
+	case "MaasNetworkInterface.type":
+		if e.ComplexityRoot.MaasNetworkInterface.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasNetworkInterface.Type(childComplexity), true
+	case "MaasNetworkInterface.vlan":
+		if e.ComplexityRoot.MaasNetworkInterface.Vlan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasNetworkInterface.Vlan(childComplexity), true
+
+	case "MaasScriptResult.durationSeconds":
+		if e.ComplexityRoot.MaasScriptResult.DurationSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasScriptResult.DurationSeconds(childComplexity), true
+	case "MaasScriptResult.ended":
+		if e.ComplexityRoot.MaasScriptResult.Ended == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasScriptResult.Ended(childComplexity), true
+	case "MaasScriptResult.failed":
+		if e.ComplexityRoot.MaasScriptResult.Failed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasScriptResult.Failed(childComplexity), true
+	case "MaasScriptResult.hardwareType":
+		if e.ComplexityRoot.MaasScriptResult.HardwareType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasScriptResult.HardwareType(childComplexity), true
+	case "MaasScriptResult.kind":
+		if e.ComplexityRoot.MaasScriptResult.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasScriptResult.Kind(childComplexity), true
+	case "MaasScriptResult.name":
+		if e.ComplexityRoot.MaasScriptResult.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasScriptResult.Name(childComplexity), true
+	case "MaasScriptResult.started":
+		if e.ComplexityRoot.MaasScriptResult.Started == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasScriptResult.Started(childComplexity), true
+	case "MaasScriptResult.status":
+		if e.ComplexityRoot.MaasScriptResult.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasScriptResult.Status(childComplexity), true
+	case "MaasScriptResult.statusCode":
+		if e.ComplexityRoot.MaasScriptResult.StatusCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasScriptResult.StatusCode(childComplexity), true
+
 	case "MaasStepAvailability.allowed":
 		if e.ComplexityRoot.MaasStepAvailability.Allowed == nil {
 			break
@@ -2027,6 +2190,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MaasStepAvailability.Step(childComplexity), true
+
+	case "MaasStorageDevice.model":
+		if e.ComplexityRoot.MaasStorageDevice.Model == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStorageDevice.Model(childComplexity), true
+	case "MaasStorageDevice.name":
+		if e.ComplexityRoot.MaasStorageDevice.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStorageDevice.Name(childComplexity), true
+	case "MaasStorageDevice.path":
+		if e.ComplexityRoot.MaasStorageDevice.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStorageDevice.Path(childComplexity), true
+	case "MaasStorageDevice.serial":
+		if e.ComplexityRoot.MaasStorageDevice.Serial == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStorageDevice.Serial(childComplexity), true
+	case "MaasStorageDevice.sizeBytes":
+		if e.ComplexityRoot.MaasStorageDevice.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStorageDevice.SizeBytes(childComplexity), true
+	case "MaasStorageDevice.type":
+		if e.ComplexityRoot.MaasStorageDevice.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaasStorageDevice.Type(childComplexity), true
 
 	case "Machine.driftCheckedAt":
 		if e.ComplexityRoot.Machine.DriftCheckedAt == nil {
@@ -4806,6 +5006,86 @@ type ReleaseMachinePayload {
   "The plan, when the input asked for a dry run (dryRun); null otherwise."
   plan: Plan
 }
+
+extend type MaasMachine {
+  """
+  The block devices MAAS found at commissioning (disks, and the RAID, LVM or bcache devices
+  built on them), in MAAS's order; [] before the machine's first commissioning. One MAAS
+  read for this machine, made only when this field is asked for.
+  """
+  storageDevices: [MaasStorageDevice!]!
+  """
+  The network interfaces MAAS knows: before commissioning only the one the machine booted
+  from, afterwards every one with its link. One MAAS read, only when asked for.
+  """
+  networkInterfaces: [MaasNetworkInterface!]!
+  """
+  Each script of the machine's latest commissioning and latest hardware-test run, as MAAS
+  reports it (commissioning first); [] when neither ever ran. Two MAAS reads, only when
+  asked for.
+  """
+  scriptResults: [MaasScriptResult!]!
+}
+
+"A block device as MAAS inventoried it."
+type MaasStorageDevice {
+  "The kernel's name: sda, nvme0n1, md0 …"
+  name: String!
+  "physical (a disk), virtual (RAID, LVM, bcache …) or iscsi."
+  type: String!
+  path: String!
+  "null where MAAS recorded none (virtual devices have none)."
+  model: String
+  "null where MAAS recorded none."
+  serial: String
+  "Bytes (a Float: sizes pass 2^31; exact to 2^53)."
+  sizeBytes: Float!
+}
+
+"A network interface as MAAS knows it."
+type MaasNetworkInterface {
+  name: String!
+  "physical, bond, bridge, vlan or alias."
+  type: String!
+  macAddress: String!
+  "Whether commissioning saw a link."
+  linkConnected: Boolean!
+  "The speed the link ran at when commissioning looked, in Mbit/s; null when unknown (no link, or a driver that does not say)."
+  linkSpeedMbps: Int
+  "The most the interface can do, in Mbit/s; null when unknown."
+  interfaceSpeedMbps: Int
+  "The fabric of the VLAN MAAS saw it on; null when MAAS knows none."
+  fabric: String
+  "The VLAN's name (untagged, or its VID); null when MAAS knows none."
+  vlan: String
+}
+
+"Which run a script result belongs to."
+enum MaasScriptKind {
+  COMMISSIONING
+  TESTING
+}
+
+"One script's outcome in a commissioning or hardware-test run."
+type MaasScriptResult {
+  "The script's name: smartctl-validate, stress-ng-cpu-short …"
+  name: String!
+  kind: MaasScriptKind!
+  "MAAS's label: Passed, Failed, Timed out, Running, Pending, Skipped …"
+  status: String!
+  "MAAS's SCRIPT_STATUS number."
+  statusCode: Int!
+  "The script found a fault or could not finish (failed, timed out, or failed installing dependencies or applying network configuration)."
+  failed: Boolean!
+  "What the script tests, as MAAS says: Node, CPU, Memory, Storage, Network, GPU; null when MAAS does not say."
+  hardwareType: String
+  "null until the script started."
+  started: Time
+  "null until the script ended."
+  ended: Time
+  "How long it ran, in whole seconds; null until it ended."
+  durationSeconds: Int
+}
 `, BuiltIn: false},
 	{Name: "../schema/machine.graphqls", Input: `extend type Query {
   "Every machine Apelora knows of, ordered by name."
@@ -6376,6 +6656,12 @@ func (ec *executionContext) childFields_MaasMachine(ctx context.Context, field g
 		return ec.fieldContext_MaasMachine_testingStatus(ctx, field)
 	case "testingStatusCode":
 		return ec.fieldContext_MaasMachine_testingStatusCode(ctx, field)
+	case "storageDevices":
+		return ec.fieldContext_MaasMachine_storageDevices(ctx, field)
+	case "networkInterfaces":
+		return ec.fieldContext_MaasMachine_networkInterfaces(ctx, field)
+	case "scriptResults":
+		return ec.fieldContext_MaasMachine_scriptResults(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MaasMachine", field.Name)
 }
@@ -6392,6 +6678,52 @@ func (ec *executionContext) childFields_MaasMachinePayload(ctx context.Context, 
 	return nil, fmt.Errorf("no field named %q was found under type MaasMachinePayload", field.Name)
 }
 
+func (ec *executionContext) childFields_MaasNetworkInterface(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_MaasNetworkInterface_name(ctx, field)
+	case "type":
+		return ec.fieldContext_MaasNetworkInterface_type(ctx, field)
+	case "macAddress":
+		return ec.fieldContext_MaasNetworkInterface_macAddress(ctx, field)
+	case "linkConnected":
+		return ec.fieldContext_MaasNetworkInterface_linkConnected(ctx, field)
+	case "linkSpeedMbps":
+		return ec.fieldContext_MaasNetworkInterface_linkSpeedMbps(ctx, field)
+	case "interfaceSpeedMbps":
+		return ec.fieldContext_MaasNetworkInterface_interfaceSpeedMbps(ctx, field)
+	case "fabric":
+		return ec.fieldContext_MaasNetworkInterface_fabric(ctx, field)
+	case "vlan":
+		return ec.fieldContext_MaasNetworkInterface_vlan(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaasNetworkInterface", field.Name)
+}
+
+func (ec *executionContext) childFields_MaasScriptResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_MaasScriptResult_name(ctx, field)
+	case "kind":
+		return ec.fieldContext_MaasScriptResult_kind(ctx, field)
+	case "status":
+		return ec.fieldContext_MaasScriptResult_status(ctx, field)
+	case "statusCode":
+		return ec.fieldContext_MaasScriptResult_statusCode(ctx, field)
+	case "failed":
+		return ec.fieldContext_MaasScriptResult_failed(ctx, field)
+	case "hardwareType":
+		return ec.fieldContext_MaasScriptResult_hardwareType(ctx, field)
+	case "started":
+		return ec.fieldContext_MaasScriptResult_started(ctx, field)
+	case "ended":
+		return ec.fieldContext_MaasScriptResult_ended(ctx, field)
+	case "durationSeconds":
+		return ec.fieldContext_MaasScriptResult_durationSeconds(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaasScriptResult", field.Name)
+}
+
 func (ec *executionContext) childFields_MaasStepAvailability(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "step":
@@ -6402,6 +6734,24 @@ func (ec *executionContext) childFields_MaasStepAvailability(ctx context.Context
 		return ec.fieldContext_MaasStepAvailability_reason(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MaasStepAvailability", field.Name)
+}
+
+func (ec *executionContext) childFields_MaasStorageDevice(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_MaasStorageDevice_name(ctx, field)
+	case "type":
+		return ec.fieldContext_MaasStorageDevice_type(ctx, field)
+	case "path":
+		return ec.fieldContext_MaasStorageDevice_path(ctx, field)
+	case "model":
+		return ec.fieldContext_MaasStorageDevice_model(ctx, field)
+	case "serial":
+		return ec.fieldContext_MaasStorageDevice_serial(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_MaasStorageDevice_sizeBytes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaasStorageDevice", field.Name)
 }
 
 func (ec *executionContext) childFields_Machine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -12751,6 +13101,102 @@ func (ec *executionContext) fieldContext_MaasMachine_testingStatusCode(_ context
 	return graphql.NewScalarFieldContext("MaasMachine", field, false, false, "Int")
 }
 
+func (ec *executionContext) _MaasMachine_storageDevices(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_storageDevices(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MaasMachine().StorageDevices(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MaasStorageDevice) graphql.Marshaler {
+			return ec.marshalNMaasStorageDevice2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStorageDeviceᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_storageDevices(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MaasMachine",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasStorageDevice(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MaasMachine_networkInterfaces(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_networkInterfaces(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MaasMachine().NetworkInterfaces(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MaasNetworkInterface) graphql.Marshaler {
+			return ec.marshalNMaasNetworkInterface2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasNetworkInterfaceᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_networkInterfaces(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MaasMachine",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasNetworkInterface(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MaasMachine_scriptResults(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasMachine_scriptResults(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MaasMachine().ScriptResults(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MaasScriptResult) graphql.Marshaler {
+			return ec.marshalNMaasScriptResult2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasScriptResultᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasMachine_scriptResults(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MaasMachine",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MaasScriptResult(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MaasMachinePayload_maas(ctx context.Context, field graphql.CollectedField, obj *model.MaasMachinePayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12847,6 +13293,397 @@ func (ec *executionContext) fieldContext_MaasMachinePayload_plan(_ context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _MaasNetworkInterface_name(ctx context.Context, field graphql.CollectedField, obj *model.MaasNetworkInterface) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasNetworkInterface_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasNetworkInterface_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasNetworkInterface", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasNetworkInterface_type(ctx context.Context, field graphql.CollectedField, obj *model.MaasNetworkInterface) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasNetworkInterface_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasNetworkInterface_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasNetworkInterface", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasNetworkInterface_macAddress(ctx context.Context, field graphql.CollectedField, obj *model.MaasNetworkInterface) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasNetworkInterface_macAddress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MacAddress, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasNetworkInterface_macAddress(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasNetworkInterface", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasNetworkInterface_linkConnected(ctx context.Context, field graphql.CollectedField, obj *model.MaasNetworkInterface) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasNetworkInterface_linkConnected(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LinkConnected, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasNetworkInterface_linkConnected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasNetworkInterface", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _MaasNetworkInterface_linkSpeedMbps(ctx context.Context, field graphql.CollectedField, obj *model.MaasNetworkInterface) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasNetworkInterface_linkSpeedMbps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LinkSpeedMbps, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasNetworkInterface_linkSpeedMbps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasNetworkInterface", field, false, false, "Int")
+}
+
+func (ec *executionContext) _MaasNetworkInterface_interfaceSpeedMbps(ctx context.Context, field graphql.CollectedField, obj *model.MaasNetworkInterface) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasNetworkInterface_interfaceSpeedMbps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InterfaceSpeedMbps, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasNetworkInterface_interfaceSpeedMbps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasNetworkInterface", field, false, false, "Int")
+}
+
+func (ec *executionContext) _MaasNetworkInterface_fabric(ctx context.Context, field graphql.CollectedField, obj *model.MaasNetworkInterface) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasNetworkInterface_fabric(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fabric, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasNetworkInterface_fabric(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasNetworkInterface", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasNetworkInterface_vlan(ctx context.Context, field graphql.CollectedField, obj *model.MaasNetworkInterface) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasNetworkInterface_vlan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Vlan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasNetworkInterface_vlan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasNetworkInterface", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasScriptResult_name(ctx context.Context, field graphql.CollectedField, obj *model.MaasScriptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasScriptResult_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasScriptResult_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasScriptResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasScriptResult_kind(ctx context.Context, field graphql.CollectedField, obj *model.MaasScriptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasScriptResult_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MaasScriptKind) graphql.Marshaler {
+			return ec.marshalNMaasScriptKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasScriptKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasScriptResult_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasScriptResult", field, false, false, "MaasScriptKind")
+}
+
+func (ec *executionContext) _MaasScriptResult_status(ctx context.Context, field graphql.CollectedField, obj *model.MaasScriptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasScriptResult_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasScriptResult_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasScriptResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasScriptResult_statusCode(ctx context.Context, field graphql.CollectedField, obj *model.MaasScriptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasScriptResult_statusCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StatusCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasScriptResult_statusCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasScriptResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _MaasScriptResult_failed(ctx context.Context, field graphql.CollectedField, obj *model.MaasScriptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasScriptResult_failed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasScriptResult_failed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasScriptResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _MaasScriptResult_hardwareType(ctx context.Context, field graphql.CollectedField, obj *model.MaasScriptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasScriptResult_hardwareType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HardwareType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasScriptResult_hardwareType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasScriptResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasScriptResult_started(ctx context.Context, field graphql.CollectedField, obj *model.MaasScriptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasScriptResult_started(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Started, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasScriptResult_started(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasScriptResult", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MaasScriptResult_ended(ctx context.Context, field graphql.CollectedField, obj *model.MaasScriptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasScriptResult_ended(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ended, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasScriptResult_ended(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasScriptResult", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MaasScriptResult_durationSeconds(ctx context.Context, field graphql.CollectedField, obj *model.MaasScriptResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasScriptResult_durationSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DurationSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasScriptResult_durationSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasScriptResult", field, false, false, "Int")
+}
+
 func (ec *executionContext) _MaasStepAvailability_step(ctx context.Context, field graphql.CollectedField, obj *model.MaasStepAvailability) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12914,6 +13751,144 @@ func (ec *executionContext) _MaasStepAvailability_reason(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_MaasStepAvailability_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("MaasStepAvailability", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasStorageDevice_name(ctx context.Context, field graphql.CollectedField, obj *model.MaasStorageDevice) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStorageDevice_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStorageDevice_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStorageDevice", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasStorageDevice_type(ctx context.Context, field graphql.CollectedField, obj *model.MaasStorageDevice) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStorageDevice_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStorageDevice_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStorageDevice", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasStorageDevice_path(ctx context.Context, field graphql.CollectedField, obj *model.MaasStorageDevice) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStorageDevice_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStorageDevice_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStorageDevice", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasStorageDevice_model(ctx context.Context, field graphql.CollectedField, obj *model.MaasStorageDevice) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStorageDevice_model(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Model, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStorageDevice_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStorageDevice", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasStorageDevice_serial(ctx context.Context, field graphql.CollectedField, obj *model.MaasStorageDevice) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStorageDevice_serial(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Serial, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStorageDevice_serial(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStorageDevice", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaasStorageDevice_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.MaasStorageDevice) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaasStorageDevice_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaasStorageDevice_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaasStorageDevice", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Machine_name(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
@@ -23710,118 +24685,136 @@ func (ec *executionContext) _MaasMachine(ctx context.Context, sel ast.SelectionS
 		case "systemId":
 			out.Values[i] = ec._MaasMachine_systemId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "hostname":
 			out.Values[i] = ec._MaasMachine_hostname(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "fqdn":
 			out.Values[i] = ec._MaasMachine_fqdn(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "status":
 			out.Values[i] = ec._MaasMachine_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "statusCode":
 			out.Values[i] = ec._MaasMachine_statusCode(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "statusMessage":
 			out.Values[i] = ec._MaasMachine_statusMessage(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "powerState":
 			out.Values[i] = ec._MaasMachine_powerState(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "powerType":
 			out.Values[i] = ec._MaasMachine_powerType(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "hardwareUuid":
 			out.Values[i] = ec._MaasMachine_hardwareUuid(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "architecture":
 			out.Values[i] = ec._MaasMachine_architecture(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cpuCount":
 			out.Values[i] = ec._MaasMachine_cpuCount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "memoryMiB":
 			out.Values[i] = ec._MaasMachine_memoryMiB(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "storageMB":
 			out.Values[i] = ec._MaasMachine_storageMB(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "osystem":
 			out.Values[i] = ec._MaasMachine_osystem(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "distroSeries":
 			out.Values[i] = ec._MaasMachine_distroSeries(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "owner":
 			out.Values[i] = ec._MaasMachine_owner(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "zone":
 			out.Values[i] = ec._MaasMachine_zone(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "pool":
 			out.Values[i] = ec._MaasMachine_pool(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "tags":
 			out.Values[i] = ec._MaasMachine_tags(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "ipAddresses":
 			out.Values[i] = ec._MaasMachine_ipAddresses(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "locked":
 			out.Values[i] = ec._MaasMachine_locked(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "testingStatus":
 			out.Values[i] = ec._MaasMachine_testingStatus(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "testingStatusCode":
 			out.Values[i] = ec._MaasMachine_testingStatusCode(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "storageDevices":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MaasMachine_storageDevices(ctx, field, obj)
+				})
+		case "networkInterfaces":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MaasMachine_networkInterfaces(ctx, field, obj)
+				})
+		case "scriptResults":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MaasMachine_scriptResults(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -23882,6 +24875,147 @@ func (ec *executionContext) _MaasMachinePayload(ctx context.Context, sel ast.Sel
 	return out
 }
 
+var maasNetworkInterfaceImplementors = []string{"MaasNetworkInterface"}
+
+func (ec *executionContext) _MaasNetworkInterface(ctx context.Context, sel ast.SelectionSet, obj *model.MaasNetworkInterface) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maasNetworkInterfaceImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaasNetworkInterface")
+		case "name":
+			out.Values[i] = ec._MaasNetworkInterface_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "type":
+			out.Values[i] = ec._MaasNetworkInterface_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "macAddress":
+			out.Values[i] = ec._MaasNetworkInterface_macAddress(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "linkConnected":
+			out.Values[i] = ec._MaasNetworkInterface_linkConnected(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "linkSpeedMbps":
+			out.Values[i] = ec._MaasNetworkInterface_linkSpeedMbps(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "interfaceSpeedMbps":
+			out.Values[i] = ec._MaasNetworkInterface_interfaceSpeedMbps(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "fabric":
+			out.Values[i] = ec._MaasNetworkInterface_fabric(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "vlan":
+			out.Values[i] = ec._MaasNetworkInterface_vlan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var maasScriptResultImplementors = []string{"MaasScriptResult"}
+
+func (ec *executionContext) _MaasScriptResult(ctx context.Context, sel ast.SelectionSet, obj *model.MaasScriptResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maasScriptResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaasScriptResult")
+		case "name":
+			out.Values[i] = ec._MaasScriptResult_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._MaasScriptResult_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._MaasScriptResult_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "statusCode":
+			out.Values[i] = ec._MaasScriptResult_statusCode(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failed":
+			out.Values[i] = ec._MaasScriptResult_failed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hardwareType":
+			out.Values[i] = ec._MaasScriptResult_hardwareType(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "started":
+			out.Values[i] = ec._MaasScriptResult_started(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "ended":
+			out.Values[i] = ec._MaasScriptResult_ended(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "durationSeconds":
+			out.Values[i] = ec._MaasScriptResult_durationSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var maasStepAvailabilityImplementors = []string{"MaasStepAvailability"}
 
 func (ec *executionContext) _MaasStepAvailability(ctx context.Context, sel ast.SelectionSet, obj *model.MaasStepAvailability) graphql.Marshaler {
@@ -23906,6 +25040,64 @@ func (ec *executionContext) _MaasStepAvailability(ctx context.Context, sel ast.S
 		case "reason":
 			out.Values[i] = ec._MaasStepAvailability_reason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var maasStorageDeviceImplementors = []string{"MaasStorageDevice"}
+
+func (ec *executionContext) _MaasStorageDevice(ctx context.Context, sel ast.SelectionSet, obj *model.MaasStorageDevice) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maasStorageDeviceImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaasStorageDevice")
+		case "name":
+			out.Values[i] = ec._MaasStorageDevice_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "type":
+			out.Values[i] = ec._MaasStorageDevice_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "path":
+			out.Values[i] = ec._MaasStorageDevice_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "model":
+			out.Values[i] = ec._MaasStorageDevice_model(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "serial":
+			out.Values[i] = ec._MaasStorageDevice_serial(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._MaasStorageDevice_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -27061,6 +28253,64 @@ func (ec *executionContext) marshalNMaasMachinePayload2ᚖgithubᚗcomᚋapelora
 	return ec._MaasMachinePayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNMaasNetworkInterface2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasNetworkInterfaceᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MaasNetworkInterface) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMaasNetworkInterface2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasNetworkInterface(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMaasNetworkInterface2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasNetworkInterface(ctx context.Context, sel ast.SelectionSet, v *model.MaasNetworkInterface) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaasNetworkInterface!")
+		return graphql.Null
+	}
+	return ec._MaasNetworkInterface(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNMaasScriptKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasScriptKind(ctx context.Context, v any) (model.MaasScriptKind, error) {
+	var res model.MaasScriptKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMaasScriptKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasScriptKind(ctx context.Context, sel ast.SelectionSet, v model.MaasScriptKind) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNMaasScriptResult2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasScriptResultᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MaasScriptResult) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMaasScriptResult2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasScriptResult(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMaasScriptResult2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasScriptResult(ctx context.Context, sel ast.SelectionSet, v *model.MaasScriptResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaasScriptResult!")
+		return graphql.Null
+	}
+	return ec._MaasScriptResult(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNMaasStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStep(ctx context.Context, v any) (model.MaasStep, error) {
 	var res model.MaasStep
 	err := res.UnmarshalGQL(v)
@@ -27093,6 +28343,30 @@ func (ec *executionContext) marshalNMaasStepAvailability2ᚖgithubᚗcomᚋapelo
 		return graphql.Null
 	}
 	return ec._MaasStepAvailability(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMaasStorageDevice2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStorageDeviceᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MaasStorageDevice) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMaasStorageDevice2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStorageDevice(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMaasStorageDevice2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaasStorageDevice(ctx context.Context, sel ast.SelectionSet, v *model.MaasStorageDevice) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaasStorageDevice!")
+		return graphql.Null
+	}
+	return ec._MaasStorageDevice(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNMachine2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMachineᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Machine) graphql.Marshaler {

@@ -29,8 +29,9 @@ type Enrolment interface {
 
 // Service performs the MAAS steps.
 type Service struct {
-	MAAS        MAAS        // nil when MAAS is not configured
-	ImageSource ImageSource // likewise
+	MAAS        MAAS            // nil when MAAS is not configured
+	ImageSource ImageSource     // likewise
+	Hardware    HardwareDetails // likewise
 	Store       Store
 	Membership  membership.Source
 	Enrolment   Enrolment

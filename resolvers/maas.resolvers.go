@@ -9,9 +9,50 @@ import (
 	"context"
 
 	"github.com/apelora/fabric/enrolment"
+	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/provisioning"
 )
+
+// StorageDevices is the resolver for the storageDevices field.
+func (r *maasMachineResolver) StorageDevices(ctx context.Context, obj *model.MaasMachine) ([]*model.MaasStorageDevice, error) {
+	ds, err := r.Provisioning.StorageDevices(ctx, obj.SystemID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.MaasStorageDevice, len(ds))
+	for i, d := range ds {
+		out[i] = &model.MaasStorageDevice{Name: d.Name, Type: d.Type, Path: d.Path, Model: optional(d.Model),
+			Serial: optional(d.Serial), SizeBytes: float64(d.SizeBytes)}
+	}
+	return out, nil
+}
+
+// NetworkInterfaces is the resolver for the networkInterfaces field.
+func (r *maasMachineResolver) NetworkInterfaces(ctx context.Context, obj *model.MaasMachine) ([]*model.MaasNetworkInterface, error) {
+	ns, err := r.Provisioning.NetworkInterfaces(ctx, obj.SystemID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.MaasNetworkInterface, len(ns))
+	for i, n := range ns {
+		out[i] = mapMAASInterface(n)
+	}
+	return out, nil
+}
+
+// ScriptResults is the resolver for the scriptResults field.
+func (r *maasMachineResolver) ScriptResults(ctx context.Context, obj *model.MaasMachine) ([]*model.MaasScriptResult, error) {
+	rs, err := r.Provisioning.ScriptResults(ctx, obj.SystemID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.MaasScriptResult, len(rs))
+	for i, sr := range rs {
+		out[i] = mapScriptResult(sr)
+	}
+	return out, nil
+}
 
 // CommissionMachine is the resolver for the commissionMachine field.
 func (r *mutationResolver) CommissionMachine(ctx context.Context, input model.CommissionMachineInput) (*model.MaasMachinePayload, error) {
@@ -96,3 +137,8 @@ func (r *queryResolver) MaasImages(ctx context.Context) ([]*model.MaasImage, err
 	}
 	return out, nil
 }
+
+// MaasMachine returns graph.MaasMachineResolver implementation.
+func (r *Resolver) MaasMachine() graph.MaasMachineResolver { return &maasMachineResolver{r} }
+
+type maasMachineResolver struct{ *Resolver }

@@ -270,3 +270,34 @@ func mapDriftWatcher(w *drift.Watcher) *model.DriftWatcher {
 		IntervalSeconds: w.Interval.Seconds(), OfflineAfterSeconds: w.OfflineAfter.Seconds(), Machines: w.Machines,
 		Problem: optional(w.Problem)}
 }
+
+// mapMAASInterface: MAAS's 0 speeds are unknowns, shown as null rather than as 0 Mbit/s.
+func mapMAASInterface(n provisioning.NetworkInterface) *model.MaasNetworkInterface {
+	out := &model.MaasNetworkInterface{Name: n.Name, Type: n.Type, MacAddress: n.MACAddress, LinkConnected: n.LinkConnected,
+		Fabric: optional(n.Fabric), Vlan: optional(n.VLAN)}
+	if n.LinkSpeedMbps > 0 {
+		out.LinkSpeedMbps = &n.LinkSpeedMbps
+	}
+	if n.InterfaceSpeedMbps > 0 {
+		out.InterfaceSpeedMbps = &n.InterfaceSpeedMbps
+	}
+	return out
+}
+
+func mapScriptResult(r provisioning.ScriptResult) *model.MaasScriptResult {
+	out := &model.MaasScriptResult{Name: r.Name, Kind: model.MaasScriptKind(r.Kind), Status: r.StatusName, StatusCode: r.Status,
+		Failed: r.Failed(), HardwareType: optional(r.HardwareType)}
+	if !r.Started.IsZero() {
+		t := r.Started.UTC()
+		out.Started = &t
+	}
+	if !r.Ended.IsZero() {
+		t := r.Ended.UTC()
+		out.Ended = &t
+	}
+	if d, ok := r.Duration(); ok {
+		secs := int(d.Round(time.Second) / time.Second)
+		out.DurationSeconds = &secs
+	}
+	return out
+}

@@ -30,6 +30,10 @@ type Interface struct {
 	// when unknown or not connected; InterfaceSpeedMbps is the most the interface can do.
 	LinkSpeedMbps      int
 	InterfaceSpeedMbps int
+	// Fabric and VLAN are where MAAS saw the interface connected: VLAN is the VLAN's name
+	// ("untagged", "100"). Both "" when MAAS knows no VLAN for it (not connected).
+	Fabric string
+	VLAN   string
 }
 
 type wireBlockDevice struct {
@@ -52,6 +56,10 @@ type wireInterface struct {
 	LinkConnected  bool   `json:"link_connected"`
 	LinkSpeed      int    `json:"link_speed"`
 	InterfaceSpeed int    `json:"interface_speed"`
+	VLAN           *struct {
+		Name   string `json:"name"`
+		Fabric string `json:"fabric"`
+	} `json:"vlan"`
 }
 
 // BlockDevices lists a machine's block devices: GET nodes/{id}/blockdevices/. A machine
@@ -85,6 +93,9 @@ func (c *Client) Interfaces(ctx context.Context, systemID string) ([]Interface, 
 	for i, w := range ws {
 		out[i] = Interface{ID: w.ID, Name: w.Name, Type: w.Type, MACAddress: w.MACAddress, Enabled: w.Enabled,
 			LinkConnected: w.LinkConnected, LinkSpeedMbps: w.LinkSpeed, InterfaceSpeedMbps: w.InterfaceSpeed}
+		if w.VLAN != nil {
+			out[i].Fabric, out[i].VLAN = w.VLAN.Fabric, w.VLAN.Name
+		}
 	}
 	return out, nil
 }

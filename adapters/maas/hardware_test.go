@@ -30,7 +30,7 @@ func TestHardwareReadsGiveEachMachineItsOwnInventory(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []maas.Interface{
-		{ID: nics[0].ID, Name: "ens1f0", Type: "physical", MACAddress: "b4:96:91:00:00:01", Enabled: true, LinkConnected: true, LinkSpeedMbps: 25000, InterfaceSpeedMbps: 25000},
+		{ID: nics[0].ID, Name: "ens1f0", Type: "physical", MACAddress: "b4:96:91:00:00:01", Enabled: true, LinkConnected: true, LinkSpeedMbps: 25000, InterfaceSpeedMbps: 25000, Fabric: "fabric-0", VLAN: "untagged"},
 		{ID: nics[1].ID, Name: "ens1f1", Type: "physical", MACAddress: nics[1].MACAddress, Enabled: true, InterfaceSpeedMbps: 25000},
 	}
 	if !reflect.DeepEqual(nics, want) || nics[1].MACAddress == "" {

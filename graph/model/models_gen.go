@@ -588,6 +588,17 @@ type MaasMachine struct {
 	// MAAS's hardware-test status label: Passed, Failed, Degraded, Unknown (never tested)…
 	TestingStatus     string `json:"testingStatus"`
 	TestingStatusCode int    `json:"testingStatusCode"`
+	// The block devices MAAS found at commissioning (disks, and the RAID, LVM or bcache devices
+	// built on them), in MAAS's order; [] before the machine's first commissioning. One MAAS
+	// read for this machine, made only when this field is asked for.
+	StorageDevices []*MaasStorageDevice `json:"storageDevices"`
+	// The network interfaces MAAS knows: before commissioning only the one the machine booted
+	// from, afterwards every one with its link. One MAAS read, only when asked for.
+	NetworkInterfaces []*MaasNetworkInterface `json:"networkInterfaces"`
+	// Each script of the machine's latest commissioning and latest hardware-test run, as MAAS
+	// reports it (commissioning first); [] when neither ever ran. Two MAAS reads, only when
+	// asked for.
+	ScriptResults []*MaasScriptResult `json:"scriptResults"`
 }
 
 type MaasMachinePayload struct {
@@ -598,11 +609,65 @@ type MaasMachinePayload struct {
 	Plan *Plan `json:"plan,omitempty"`
 }
 
+// A network interface as MAAS knows it.
+type MaasNetworkInterface struct {
+	Name string `json:"name"`
+	// physical, bond, bridge, vlan or alias.
+	Type       string `json:"type"`
+	MacAddress string `json:"macAddress"`
+	// Whether commissioning saw a link.
+	LinkConnected bool `json:"linkConnected"`
+	// The speed the link ran at when commissioning looked, in Mbit/s; null when unknown (no link, or a driver that does not say).
+	LinkSpeedMbps *int `json:"linkSpeedMbps,omitempty"`
+	// The most the interface can do, in Mbit/s; null when unknown.
+	InterfaceSpeedMbps *int `json:"interfaceSpeedMbps,omitempty"`
+	// The fabric of the VLAN MAAS saw it on; null when MAAS knows none.
+	Fabric *string `json:"fabric,omitempty"`
+	// The VLAN's name (untagged, or its VID); null when MAAS knows none.
+	Vlan *string `json:"vlan,omitempty"`
+}
+
+// One script's outcome in a commissioning or hardware-test run.
+type MaasScriptResult struct {
+	// The script's name: smartctl-validate, stress-ng-cpu-short …
+	Name string         `json:"name"`
+	Kind MaasScriptKind `json:"kind"`
+	// MAAS's label: Passed, Failed, Timed out, Running, Pending, Skipped …
+	Status string `json:"status"`
+	// MAAS's SCRIPT_STATUS number.
+	StatusCode int `json:"statusCode"`
+	// The script found a fault or could not finish (failed, timed out, or failed installing dependencies or applying network configuration).
+	Failed bool `json:"failed"`
+	// What the script tests, as MAAS says: Node, CPU, Memory, Storage, Network, GPU; null when MAAS does not say.
+	HardwareType *string `json:"hardwareType,omitempty"`
+	// null until the script started.
+	Started *time.Time `json:"started,omitempty"`
+	// null until the script ended.
+	Ended *time.Time `json:"ended,omitempty"`
+	// How long it ran, in whole seconds; null until it ended.
+	DurationSeconds *int `json:"durationSeconds,omitempty"`
+}
+
 type MaasStepAvailability struct {
 	Step    MaasStep `json:"step"`
 	Allowed bool     `json:"allowed"`
 	// Why not, when not allowed.
 	Reason *string `json:"reason,omitempty"`
+}
+
+// A block device as MAAS inventoried it.
+type MaasStorageDevice struct {
+	// The kernel's name: sda, nvme0n1, md0 …
+	Name string `json:"name"`
+	// physical (a disk), virtual (RAID, LVM, bcache …) or iscsi.
+	Type string `json:"type"`
+	Path string `json:"path"`
+	// null where MAAS recorded none (virtual devices have none).
+	Model *string `json:"model,omitempty"`
+	// null where MAAS recorded none.
+	Serial *string `json:"serial,omitempty"`
+	// Bytes (a Float: sizes pass 2^31; exact to 2^53).
+	SizeBytes float64 `json:"sizeBytes"`
 }
 
 // A machine as the administrator sees it: the Apelora machine record joined with what Incus
@@ -2019,6 +2084,62 @@ func (e *MaasImageKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e MaasImageKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Which run a script result belongs to.
+type MaasScriptKind string
+
+const (
+	MaasScriptKindCommissioning MaasScriptKind = "COMMISSIONING"
+	MaasScriptKindTesting       MaasScriptKind = "TESTING"
+)
+
+var AllMaasScriptKind = []MaasScriptKind{
+	MaasScriptKindCommissioning,
+	MaasScriptKindTesting,
+}
+
+func (e MaasScriptKind) IsValid() bool {
+	switch e {
+	case MaasScriptKindCommissioning, MaasScriptKindTesting:
+		return true
+	}
+	return false
+}
+
+func (e MaasScriptKind) String() string {
+	return string(e)
+}
+
+func (e *MaasScriptKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MaasScriptKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MaasScriptKind", str)
+	}
+	return nil
+}
+
+func (e MaasScriptKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MaasScriptKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MaasScriptKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -3,6 +3,7 @@ package sim
 import (
 	"sort"
 	"strings"
+	"time"
 )
 
 // The simulator keeps its own copy of MAAS's enumerations instead of
@@ -248,6 +249,31 @@ type scriptResult struct {
 	name   string
 	hwType int
 	status int
+	// started and ended are zero until the script starts and ends (MAAS's null).
+	started, ended time.Time
+}
+
+// set moves a result to status at now, stamping when it started and ended as MAAS does: a
+// script starts when it runs and ends when it has an outcome; pending has neither, and an
+// aborted script that never ran has no start.
+func (r *scriptResult) set(status int, now time.Time) {
+	r.status = status
+	switch status {
+	case ScriptPending:
+		r.started, r.ended = time.Time{}, time.Time{}
+	case ScriptRunning:
+		r.started, r.ended = now, time.Time{}
+	default:
+		if r.ended.IsZero() {
+			r.ended = now
+		}
+	}
+}
+
+func setAll(rs []scriptResult, status int, now time.Time) {
+	for i := range rs {
+		rs[i].set(status, now)
+	}
 }
 
 func sortedKeys[M ~map[string]V, V any](m M) []string {

@@ -97,6 +97,10 @@ type InterfaceSpec struct {
 	LinkSpeed      int   `json:"link_speed,omitempty"`
 	InterfaceSpeed int   `json:"interface_speed,omitempty"`
 	LinkConnected  *bool `json:"link_connected,omitempty"` // default: LinkSpeed > 0
+	// Fabric and VID are the VLAN a connected interface is on: default "fabric-0", 0
+	// (untagged). A disconnected interface is on none (MAAS's vlan null).
+	Fabric string `json:"fabric,omitempty"`
+	VID    int    `json:"vid,omitempty"`
 }
 
 // LoadFixture reads a fixture file.

@@ -248,6 +248,8 @@ func (s *Server) dispatch(method string, seg []string, op string, p url.Values, 
 		return out, err
 	case len(seg) == 3 && seg[0] == "nodes" && (seg[2] == "blockdevices" || seg[2] == "interfaces"):
 		return s.nodeReads(method, seg[2], op, seg[1], p, u)
+	case len(seg) == 3 && seg[0] == "nodes" && seg[2] == "results":
+		return s.nodeResults(method, op, seg[1], p, u)
 	}
 	return nil, textError(http.StatusNotFound, "Not Found")
 }

@@ -137,7 +137,8 @@ func (s *Server) commission(m *machine, p url.Values, u *userKey) (any, *apiErro
 	m.status = StatusCommissioning
 	m.statusMessage = "Commissioning"
 	m.enableSSH = flags[0]
-	m.commissioning = []scriptResult{{name: "00-maas-01-commissioning", hwType: hwNode, status: ScriptRunning}}
+	m.commissioning = []scriptResult{{name: "00-maas-01-commissioning", hwType: hwNode}}
+	m.commissioning[0].set(ScriptRunning, s.clock.Now())
 	m.testing = resultsFor(tests, ScriptPending)
 	m.powerOnNow()
 	s.schedule(m, s.durations.Commissioning, func() { s.finishCommissioning(m, tests) })
@@ -148,24 +149,20 @@ func (s *Server) finishCommissioning(m *machine, tests []script) {
 	if m.failCommissioning {
 		m.status = StatusFailedCommissioning
 		m.statusMessage = "Failed commissioning - a commissioning script failed"
-		m.commissioning[0].status = ScriptFailed
-		for i := range m.testing {
-			m.testing[i].status = ScriptAborted
-		}
+		m.commissioning[0].set(ScriptFailed, s.clock.Now())
+		setAll(m.testing, ScriptAborted, s.clock.Now())
 		m.setPower("off")
 		return
 	}
 	m.hwKnown = true
-	m.commissioning[0].status = ScriptPassed
+	m.commissioning[0].set(ScriptPassed, s.clock.Now())
 	if len(tests) == 0 {
 		s.endOfRun(m, StatusReady)
 		return
 	}
 	m.status = StatusTesting
 	m.statusMessage = "Testing"
-	for i := range m.testing {
-		m.testing[i].status = ScriptRunning
-	}
+	setAll(m.testing, ScriptRunning, s.clock.Now())
 	s.schedule(m, s.durations.Testing, func() { s.finishTests(m, StatusReady) })
 }
 
@@ -229,7 +226,8 @@ func (s *Server) test(m *machine, p url.Values, u *userKey) (any, *apiError) {
 	m.statusMessage = "Testing"
 	// A machine that was running (Deployed, say) stays on afterwards.
 	m.enableSSH = enableSSH || m.powerState == "on"
-	m.testing = resultsFor(tests, ScriptRunning)
+	m.testing = resultsFor(tests, ScriptPending)
+	setAll(m.testing, ScriptRunning, s.clock.Now())
 	returnTo := from
 	if slices.Contains(testReturnsReady, from) {
 		returnTo = StatusReady
@@ -247,7 +245,7 @@ func (s *Server) finishTests(m *machine, passTo int) {
 		if !ok {
 			st = ScriptPassed
 		}
-		m.testing[i].status = st
+		m.testing[i].set(st, s.clock.Now())
 		if st == ScriptFailed || st == ScriptTimedOut {
 			failed = append(failed, m.testing[i].name)
 		}
@@ -444,17 +442,13 @@ func (s *Server) abort(m *machine, p url.Values, u *userKey) (any, *apiError) {
 	m.cancelTimer()
 	switch m.status {
 	case StatusCommissioning:
-		for i := range m.commissioning {
-			m.commissioning[i].status = ScriptAborted
-		}
-		for i := range m.testing {
-			m.testing[i].status = ScriptAborted
-		}
+		setAll(m.commissioning, ScriptAborted, s.clock.Now())
+		setAll(m.testing, ScriptAborted, s.clock.Now())
 		m.status = m.prevStatus
 	case StatusTesting:
 		for i := range m.testing {
 			if m.testing[i].status == ScriptRunning || m.testing[i].status == ScriptPending {
-				m.testing[i].status = ScriptAborted
+				m.testing[i].set(ScriptAborted, s.clock.Now())
 			}
 		}
 		m.status = m.prevStatus

@@ -519,3 +519,37 @@ func TestOpFaultAndPowerTypeSwitch(t *testing.T) {
 		t.Fatalf("power read of a machine made manual: %d %s", resp.StatusCode, body)
 	}
 }
+
+// nodes/{id}/results/ in MAAS's shape: a script set per run with its results; started and
+// ended in MAAS's display format, starttime/endtime Unix seconds or "" before they happen.
+func TestNodeScriptResults(t *testing.T) {
+	sp := machineSpec("k7qpwx", StatusReady)
+	sp.LastTests = map[string]string{"smartctl-validate": "failed"}
+	r := newRig(t, sp)
+
+	var sets []map[string]any
+	resp, body := r.get("/MAAS/api/2.0/nodes/k7qpwx/results/?type=testing")
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &sets) != nil || len(sets) != 1 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	set := sets[0]
+	res := set["results"].([]any)[0].(map[string]any)
+	if set["type"] != 2.0 || set["type_name"] != "Testing" || set["status_name"] != "Failed" || res["name"] != "smartctl-validate" ||
+		res["status"] != 3.0 || res["status_name"] != "Failed" || res["exit_status"] != 1.0 || res["hardware_type_name"] != "Storage" ||
+		res["runtime"] != "0:03:00" || res["endtime"].(float64)-res["starttime"].(float64) != 180 {
+		t.Fatalf("testing set %v", set)
+	}
+	if _, err := time.Parse("Mon, 02 Jan. 2006 15:04:05", res["started"].(string)); err != nil {
+		t.Fatalf("started %v: %v", res["started"], err)
+	}
+	_, body = r.get("/MAAS/api/2.0/nodes/k7qpwx/results/")
+	if json.Unmarshal([]byte(body), &sets) != nil || len(sets) != 2 || sets[0]["type_name"] != "Commissioning" {
+		t.Fatalf("every set: %s", body)
+	}
+	if resp, body := r.get("/MAAS/api/2.0/nodes/k7qpwx/results/?type=bogus"); resp.StatusCode != 400 {
+		t.Fatalf("an unknown type: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := r.get("/MAAS/api/2.0/nodes/zzzz99/results/"); resp.StatusCode != 404 {
+		t.Fatalf("an unknown machine: %d", resp.StatusCode)
+	}
+}

@@ -88,6 +88,21 @@ export const MachineQuery = graphql(`
   }
 `);
 
+// The MAAS hardware tab's tables: asked only while the tab shows (each list is a MAAS read).
+export const MachineMaasHardwareQuery = graphql(`
+  query MachineMaasHardware($name: String!) {
+    machine(name: $name) {
+      name
+      maas {
+        systemId status
+        storageDevices { name type path model serial sizeBytes }
+        networkInterfaces { name type macAddress linkConnected linkSpeedMbps interfaceSpeedMbps fabric vlan }
+        scriptResults { name kind status statusCode failed hardwareType started ended durationSeconds }
+      }
+    }
+  }
+`);
+
 export const AuditEventFragment = graphql(`
   fragment AuditEventRow on AuditEvent {
     id at actor action machine parameters outcome error requestId details

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hiddenColumnsText, maasHardware, memoryText, parseHiddenColumns, parseMachineTab, statusText, storageText } from './display';
+import { bytesText, durationText, hiddenColumnsText, maasHardware, speedText, memoryText, parseHiddenColumns, parseMachineTab, statusText, storageText } from './display';
 import { parseTheme, resolveTheme } from './theme';
 
 test('zeros from MAAS on a machine it has not commissioned read as unknown', () => {
@@ -46,4 +46,20 @@ test('the theme follows the system until one is chosen', () => {
   assert.equal(resolveTheme(parseTheme('light'), true), 'light');
   assert.equal(resolveTheme(parseTheme('dark'), false), 'dark');
   assert.equal(parseTheme('purple'), 'system');
+});
+
+test('the MAAS hardware tables say unknown for what MAAS has not measured, never 0', () => {
+  assert.equal(bytesText(3_840_755_982_336), '3.84 TB');
+  assert.equal(bytesText(480_103_981_056), '480 GB');
+  assert.equal(bytesText(999_999_999), '1000 MB');
+  assert.equal(bytesText(0), 'unknown');
+  assert.equal(speedText(25000), '25 Gbit/s');
+  assert.equal(speedText(2500), '2.5 Gbit/s');
+  assert.equal(speedText(100), '100 Mbit/s');
+  assert.equal(speedText(null), 'unknown');
+  assert.equal(durationText(null), '—');
+  assert.equal(durationText(0), '0 s');
+  assert.equal(durationText(180), '3 min');
+  assert.equal(durationText(1234), '20 min 34 s');
+  assert.equal(durationText(7260), '2 h 1 min');
 });

@@ -77,3 +77,34 @@ export type MachineTab = (typeof machineTabs)[number]['id'];
 export function parseMachineTab(v: string | null | undefined): MachineTab {
   return machineTabs.find((t) => t.id === v)?.id ?? 'overview';
 }
+
+// bytesText sizes a disk as it is sold: decimal units (a "3.84 TB" drive).
+export function bytesText(bytes: number): string {
+  if (bytes <= 0) return 'unknown';
+  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
+  let v = bytes;
+  let i = 0;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return `${i === 0 ? v : Number(v.toPrecision(3))} ${units[i]}`;
+}
+
+// speedText: MAAS's link speeds in Mbit/s; null (no link, or a driver that does not say)
+// is "unknown", never 0.
+export function speedText(mbps: number | null | undefined): string {
+  if (!mbps || mbps <= 0) return 'unknown';
+  return mbps >= 1000 ? `${+(mbps / 1000).toFixed(1)} Gbit/s` : `${mbps} Mbit/s`;
+}
+
+// durationText: a script's run time, "—" until it ended.
+export function durationText(seconds: number | null | undefined): string {
+  if (seconds == null) return '—';
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  if (h > 0) return `${h} h ${m} min`;
+  if (m > 0) return s ? `${m} min ${s} s` : `${m} min`;
+  return `${s} s`;
+}

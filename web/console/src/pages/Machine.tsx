@@ -18,6 +18,7 @@ import { machineTabs, maasHardware, parseMachineTab, statusText, type MachineTab
 import { ActionButton, Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton, ResultBadge, Time } from '../components/ui';
 import { ChangeDialog } from './ChangeDialogs';
 import { ProfileCard } from './MachineProfile';
+import { MaasHardwareTables } from './MachineMaasHardware';
 import { AuditTable, useAuditTrail } from './Audit';
 import type { AdmissionVerdict } from '../gql/graphql';
 
@@ -152,6 +153,7 @@ export function MachinePage({ name }: { name: string }) {
             </Facts>
           </div>
         ) : null}
+        {tab === 'hardware' && m.maas ? <MaasHardwareTables name={m.name} /> : null}
         {tab === 'fencing' ? (
           <div className="facts-grid">
             <Facts title="Fencing" none={<>No fence mapping: nothing powers this member off if it dies. <Link to="/fencing">Fencing</Link></>}>
