@@ -22,8 +22,8 @@ import (
 //   - MAAS got one power_off for m3 in all: none from w2, none from w1 after it resumed,
 //     none inside the cooldown;
 //   - the fence is confirmed exactly once, by w2, for w1's request;
-//   - w1 writes nothing once w2 leads (no fence event of it after w2's LEADING), and says
-//     in its log that its epoch's lease was lost.
+//   - w1 writes nothing once w2 leads (no fence event of it after w2's LEADING), says in
+//     its log that its epoch's lease was lost, and stands by.
 func TestAPausedLeaderSendsNothingAfterItsLeaseLapsed(t *testing.T) {
 	limits := fastFence("10m")
 	// The confirmation outlives the pause and the take-over: the request is confirmed by
@@ -98,6 +98,13 @@ func TestAPausedLeaderSendsNothingAfterItsLeaseLapsed(t *testing.T) {
 	x.waitFor("w1 saying its lease was lost", func() bool {
 		data, _ := os.ReadFile(w1.log)
 		return strings.Contains(string(data), lostLine)
+	})
+	// Then it stands by behind w2's lease rather than leading again.
+	x.waitFor("w1 standing by", func() bool {
+		data, _ := os.ReadFile(w1.log)
+		s := string(data)
+		i := strings.Index(s, lostLine)
+		return i >= 0 && strings.Contains(s[i:], "another apelora-worker holds the fence lease: standing by")
 	})
 	time.Sleep(5 * time.Second) // several rounds of both workers (poll 1 s), inside the cooldown
 
