@@ -39,6 +39,9 @@ const bulkConfirmAbove = 10
 // bulkTarget is one machine of the frozen set, with what its step is called with.
 type bulkTarget struct {
 	name, systemID, hostname string
+	// planHash is the hash of this machine's plan as shown: its call confirms that plan and
+	// no other (PLAN_CHANGED, nothing changed, when the machine changed in between).
+	planHash string
 	// refusal is why apeloractl cannot even ask (no such machine, no MAAS machine).
 	refusal *codedMessage
 }
@@ -56,6 +59,8 @@ type bulkResult struct {
 	Outcome string `json:"outcome"`
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
+	// planHash is the dry run's plan hash (the plan shown for the machine).
+	planHash string
 }
 
 type bulkRun struct {
@@ -133,8 +138,18 @@ func (c *cli) bulk(ctx context.Context, args []string, stdin io.Reader) error {
 	if len(b.targets) > bulkConfirmAbove && *confirm != len(b.targets) {
 		return usageError(fmt.Sprintf("this step is for %d machines: type the count again with -confirm %d", len(b.targets), len(b.targets)))
 	}
+	b.confirmShown(planned)
 	results := b.runAll(ctx, b.targets, false, b.report)
 	return b.finish(results)
+}
+
+// confirmShown gives each machine's call the hash of the plan shown for it, as the
+// console's bulk dialog does: a machine whose plan changed since is refused PLAN_CHANGED,
+// nothing changed, and the rest go ahead.
+func (b *bulkRun) confirmShown(planned []bulkResult) {
+	for i := range b.targets {
+		b.targets[i].planHash = planned[i].planHash
+	}
 }
 
 // splitNames takes the machine names before the first flag.
@@ -268,6 +283,9 @@ func (b *bulkRun) one(ctx context.Context, t bulkTarget, dry bool) bulkResult {
 		return res
 	}
 	if dry {
+		if p != nil {
+			res.planHash = p.GetPlanHash()
+		}
 		if p != nil && p.GetRefused() && len(p.GetRefusals()) > 0 {
 			r := p.GetRefusals()[0]
 			res.Outcome, res.Code, res.Message = outcomeRefused, str(r.Code), r.Message
@@ -292,36 +310,36 @@ func refusedCode(code string) bool {
 
 // call makes the one machine's mutation: the same one its one-machine command makes.
 func (b *bulkRun) call(ctx context.Context, t bulkTarget, dry bool) (planView, error) {
-	gql := b.gql
-	var dryRun *bool
-	if dry {
-		gql, dryRun = b.planGQL, &dry
-	}
 	opt := func(s string) *string {
 		if s == "" {
 			return nil
 		}
 		return &s
 	}
+	gql, planHash := b.gql, opt(t.planHash)
+	var dryRun *bool
+	if dry {
+		gql, dryRun, planHash = b.planGQL, &dry, nil
+	}
 	switch b.step {
 	case "register":
-		r, err := client.RegisterMachine(ctx, gql, client.RegisterMachineInput{Name: t.name, Provisioner: client.ProvisionerKindMaas, MaasSystemId: &t.systemID, DryRun: dryRun})
+		r, err := client.RegisterMachine(ctx, gql, client.RegisterMachineInput{Name: t.name, Provisioner: client.ProvisionerKindMaas, MaasSystemId: &t.systemID, DryRun: dryRun, PlanHash: planHash})
 		return r.GetRegisterMachine().Plan, err
 	case "commission":
-		r, err := client.CommissionMachine(ctx, gql, client.CommissionMachineInput{SystemId: t.systemID, Tests: b.tests, DryRun: dryRun})
+		r, err := client.CommissionMachine(ctx, gql, client.CommissionMachineInput{SystemId: t.systemID, Tests: b.tests, DryRun: dryRun, PlanHash: planHash})
 		return r.GetCommissionMachine().Plan, err
 	case "hardware-test":
 		// The hostname is the one the frozen set resolved: the typed count confirms the set.
-		r, err := client.RunHardwareTests(ctx, gql, client.RunHardwareTestsInput{SystemId: t.systemID, Hostname: t.hostname, Tests: b.tests, DryRun: dryRun})
+		r, err := client.RunHardwareTests(ctx, gql, client.RunHardwareTestsInput{SystemId: t.systemID, Hostname: t.hostname, Tests: b.tests, DryRun: dryRun, PlanHash: planHash})
 		return r.GetRunHardwareTests().Plan, err
 	case "install":
-		r, err := client.InstallOperatingSystem(ctx, gql, client.InstallOperatingSystemInput{Name: t.name, Series: b.series, DryRun: dryRun})
+		r, err := client.InstallOperatingSystem(ctx, gql, client.InstallOperatingSystemInput{Name: t.name, Series: b.series, DryRun: dryRun, PlanHash: planHash})
 		return r.GetInstallOperatingSystem().Plan, err
 	case "admit":
-		r, err := client.AdmitMember(ctx, gql, client.AdmitMemberInput{Name: t.name, DryRun: dryRun})
+		r, err := client.AdmitMember(ctx, gql, client.AdmitMemberInput{Name: t.name, DryRun: dryRun, PlanHash: planHash})
 		return r.GetAdmitMember().Plan, err
 	case "release":
-		r, err := client.ReleaseMachine(ctx, gql, client.ReleaseMachineInput{SystemId: t.systemID, Erase: &b.erase, Comment: opt(b.comment), DryRun: dryRun})
+		r, err := client.ReleaseMachine(ctx, gql, client.ReleaseMachineInput{SystemId: t.systemID, Erase: &b.erase, Comment: opt(b.comment), DryRun: dryRun, PlanHash: planHash})
 		return r.GetReleaseMachine().Plan, err
 	}
 	return nil, fmt.Errorf("bulk step %q has no call", b.step)

@@ -65,6 +65,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		params = body
 	}
 	rec.Form = params
+	if !s.hold(r, op) {
+		return
+	}
 
 	switch s.takeFault(op) {
 	case FaultDrop:

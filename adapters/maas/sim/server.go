@@ -135,9 +135,11 @@ type Server struct {
 	lastPrune  time.Time
 	requests   []Request
 	fault      Fault
-	faultLeft  int              // requests left for FailNext; -1 = until cleared
-	opFaults   map[string]Fault // SetOpFault: by op, until cleared
-	stall      chan struct{}    // non-nil while Stall holds requests; closed by its release
+	faultLeft  int                      // requests left for FailNext; -1 = until cleared
+	opFaults   map[string]Fault         // SetOpFault: by op, until cleared
+	stall      chan struct{}            // non-nil while Stall holds requests; closed by its release
+	holds      map[string]chan struct{} // HoldOp: by op; closed by its release
+	held       map[string]int           // HoldOp: requests held now, by op
 	onPowerOff func(string)
 	onPowerOn  func(string)
 	onDeploy   func(string, []byte)
@@ -332,6 +334,63 @@ func (s *Server) Stall() (release func()) {
 			s.mu.Unlock()
 			close(gate)
 		})
+	}
+}
+
+// HoldOp holds every request with op (power_off, …) that arrives, received but not yet
+// acted on, until the returned release is called; then each is acted on and answered as
+// usual (one whose client gave up meanwhile is dropped, never acted on). Unlike Stall,
+// other requests are answered: a caller can be paused while its command is in flight and
+// others still read. Held says how many are held now. Release is safe to call more than
+// once.
+func (s *Server) HoldOp(op string) (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holds == nil {
+		s.holds, s.held = map[string]chan struct{}{}, map[string]int{}
+	}
+	gate := make(chan struct{})
+	s.holds[op] = gate
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.holds[op] == gate {
+				delete(s.holds, op)
+			}
+			s.mu.Unlock()
+			close(gate)
+		})
+	}
+}
+
+// Held is the number of requests with op that HoldOp holds now.
+func (s *Server) Held(op string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[op]
+}
+
+// hold waits while HoldOp holds op; false: the client gave up, so it is not acted on.
+func (s *Server) hold(r *http.Request, op string) bool {
+	s.mu.Lock()
+	gate := s.holds[op]
+	if gate == nil || op == "" {
+		s.mu.Unlock()
+		return true
+	}
+	s.held[op]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.held[op]--
+		s.mu.Unlock()
+	}()
+	select {
+	case <-gate:
+		return true
+	case <-r.Context().Done():
+		return false
 	}
 }
 

@@ -553,3 +553,48 @@ func TestNodeScriptResults(t *testing.T) {
 		t.Fatalf("an unknown machine: %d", resp.StatusCode)
 	}
 }
+
+// HoldOp keeps a power_off in flight (received, not acted on) while other requests are
+// answered; released, it is acted on and answered as usual.
+func TestHoldOpKeepsACommandInFlight(t *testing.T) {
+	r := newRig(t, machineSpec("k7hold", StatusDeployed))
+	const m = "/MAAS/api/2.0/machines/k7hold/"
+	release := r.s.HoldOp("power_off")
+	req, _ := http.NewRequest("POST", "http://"+r.ep.Addr+m+"?op=power_off", strings.NewReader(""))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", r.auth(r.key))
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	for deadline := time.Now().Add(10 * time.Second); r.s.Held("power_off") != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the power_off was never held")
+		}
+	}
+	if _, body := r.get(m + "?op=query_power_state"); !strings.Contains(body, `"on"`) {
+		t.Fatalf("power read while the power_off is held: %s", body)
+	}
+	select {
+	case code := <-answered:
+		t.Fatalf("a held power_off was answered: %d", code)
+	default:
+	}
+	release()
+	if code := <-answered; code != http.StatusOK {
+		t.Fatalf("the released power_off answered %d", code)
+	}
+	if n := r.s.Held("power_off"); n != 0 {
+		t.Fatalf("%d still held after the release", n)
+	}
+	r.clock.Advance(time.Hour)
+	if _, body := r.get(m + "?op=query_power_state"); !strings.Contains(body, `"off"`) {
+		t.Fatalf("the released power_off did not take effect: %s", body)
+	}
+}
