@@ -7,7 +7,7 @@ import { useClient, useQuery, useSubscription, type Client, type OperationResult
 import { clipText, csvHeader, csvLine, exportName, jsonLine, paramText } from '../lib/audit';
 import { AuditCheckpointQuery, AuditEventRecordedSubscription, AuditEventsQuery, AuditProofQuery } from '../api/operations';
 import { browserSHA256, checkInclusion } from '../lib/auditproof';
-import { problemsOf } from '../lib/errors';
+import { problemsOf, sessionLost } from '../lib/errors';
 import { Link, machinePath, useSearch } from '../router';
 import { Loading, Problems, Time } from '../components/ui';
 import type { AuditEventRowFragment, AuditEventsQuery as AuditEventsQueryResult, AuditOutcome } from '../gql/graphql';
@@ -133,7 +133,9 @@ export function CheckpointLine() {
     return () => clearInterval(t);
   }, [again]);
   const cp = res.data?.auditCheckpoint;
-  if (res.error) return <Problems problems={problemsOf(res.error)} />;
+  // A lost session is the page's to say (the trail's query says it once, and the console
+  // returns to sign-in): the line does not repeat it.
+  if (res.error) return sessionLost(res.error) ? null : <Problems problems={problemsOf(res.error)} />;
   if (!res.data) return null;
   return (
     <div className="checkpoint" data-checkpoint={cp?.treeSize ?? 0} aria-live="polite">
