@@ -6,6 +6,9 @@ package resolvers
 import (
 	"context"
 	"log/slog"
+	"slices"
+
+	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
@@ -93,6 +96,11 @@ func (r *Resolver) machine(ctx context.Context, name string) (*model.Machine, er
 // it (read alone: no MAAS list).
 func (r *Resolver) maasPayload(ctx context.Context, m *provisioning.MAASMachine) (*model.MaasMachinePayload, error) {
 	out := &model.MaasMachinePayload{Maas: mapMAAS(m)}
+	if !slices.Contains(graphql.CollectAllFields(ctx), "machine") {
+		// The machine's view costs a MAAS read and Incus's members: only when asked (a
+		// bulk step's calls ask for the MAAS side alone).
+		return out, nil
+	}
 	machine, err := r.View.RegisteredFrom(ctx, m.SystemID)
 	if err != nil {
 		return nil, err
