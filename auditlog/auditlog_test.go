@@ -154,32 +154,3 @@ func FuzzParseProof(f *testing.F) {
 		}
 	})
 }
-
-// A frontier read back from a store of the tree's hashes at FrontierIndexes is the one
-// built leaf by leaf: what an append restores when its kept edge is not the database's.
-func TestFrontierIndexesRestoreTheFrontier(t *testing.T) {
-	store := map[int64]tlog.Hash{}
-	var f Frontier
-	for n := int64(0); n <= 300; n++ {
-		idx := FrontierIndexes(n)
-		hashes := make([]tlog.Hash, len(idx))
-		for i, x := range idx {
-			h, ok := store[x]
-			if !ok {
-				t.Fatalf("size %d: storage index %d is not stored yet", n, x)
-			}
-			hashes[i] = h
-		}
-		back, err := FrontierOf(n, hashes)
-		if err != nil {
-			t.Fatalf("size %d: %v", n, err)
-		}
-		if back.Root() != f.Root() || fmt.Sprint(back.Hashes()) != fmt.Sprint(f.Hashes()) {
-			t.Fatalf("size %d: restored frontier differs", n)
-		}
-		leaf := tlog.RecordHash([]byte(fmt.Sprint("leaf ", n)))
-		for i, h := range f.Add(leaf, nil) {
-			store[tlog.StoredHashIndex(0, n)+int64(i)] = h
-		}
-	}
-}

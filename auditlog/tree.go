@@ -74,18 +74,3 @@ func FrontierOf(n int64, hashes []tlog.Hash) (*Frontier, error) {
 	}
 	return f, nil
 }
-
-// FrontierIndexes are the storage indexes (tlog's layout) of the roots of a tree of n
-// leaves' complete subtrees, largest first: what FrontierOf takes, read from a store of
-// the tree's hashes.
-func FrontierIndexes(n int64) []int64 {
-	var out []int64
-	var start int64
-	for level := 62; level >= 0; level-- {
-		if n&(1<<level) != 0 {
-			out = append(out, tlog.StoredHashIndex(level, start>>level))
-			start += 1 << level
-		}
-	}
-	return out
-}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,56 +14,43 @@ import (
 	"github.com/apelora/fabric/auditlog"
 )
 
-// auditEdge is the audit tree's right edge as this process last wrote it: the tree's size,
-// the hash of its last leaf and its frontier. An append uses it only when the tree in the
-// database still ends with that leaf, read under the audit order lock: a leaf hash covers
-// the event's id, which no other event has, so a match means this process's own last append
-// committed on top of the frontier it had, and anything else (another replica appended, or
-// the append rolled back) restores the frontier from the stored tree hashes instead. This
-// replaces a state row every append had to read and rewrite.
-type auditEdge struct {
-	mu   sync.Mutex
-	n    int64
-	last tlog.Hash
-	f    *auditlog.Frontier // nil until the first append
-}
-
 // appendAuditEvent takes the lock every audit insert takes, held to commit (see
 // insertAudit), and writes e as the next leaf of the audit log: the row with its leaf
-// index and hash and the tree hashes it completes, in tx. The tree's last leaf is read
-// after the lock was granted, so replicas append to one tree and never fork it; an append
-// costs the two round trips an audit insert always took (the lock and the read in one
-// batch, then the writes in another) and O(log n) hashing, plus one read of O(log n)
-// stored hashes when edge is not the database's (see auditEdge).
-func appendAuditEvent(ctx context.Context, tx pgx.Tx, edge *auditEdge, e audit.Event) (int64, error) {
+// index and hash, the tree hashes it completes and the tree's new right edge
+// (audit_tree_state), in tx. The state is read after the lock was granted, so replicas
+// append to one tree and never fork it; an append costs the two round trips an audit
+// insert always took (the lock and the read in one batch, then the writes in another)
+// and O(log n) hashing.
+func appendAuditEvent(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
 	// The record's JSON as the database will hold it (jsonb's text is canonical), its id
-	// and time, and the tree's last leaf.
+	// and time, and the tree's state.
 	r := auditlog.Record{Actor: e.Actor, Action: e.Action, Machine: e.Machine, Outcome: string(e.Outcome),
 		Error: e.Error, RequestID: e.RequestID}
-	var lastIndex *int64
-	var lastHash []byte
+	var n int64
+	var edge [][]byte
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1, 0)`, auditOrderLock)
 	b.Queue(`SELECT nextval(pg_get_serial_sequence('audit_events', 'id')), now(),
-		coalesce($1::jsonb, '{}')::text, coalesce($2::jsonb, '{}')::text, l.leaf_index, l.leaf_hash
-		FROM (SELECT) AS one LEFT JOIN LATERAL (SELECT leaf_index, leaf_hash FROM audit_events
-			WHERE leaf_index IS NOT NULL ORDER BY leaf_index DESC LIMIT 1) AS l ON true`, e.Parameters, e.Details).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&r.ID, &r.At, &r.Parameters, &r.Details, &lastIndex, &lastHash)
+		coalesce($1::jsonb, '{}')::text, coalesce($2::jsonb, '{}')::text, s.size, s.frontier
+		FROM audit_tree_state s`, e.Parameters, e.Details).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&r.ID, &r.At, &r.Parameters, &r.Details, &n, &edge)
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return 0, err
-	}
-	var n int64
-	var last tlog.Hash
-	if lastIndex != nil {
-		if len(lastHash) != tlog.HashSize {
-			return 0, fmt.Errorf("audit leaf %d's hash is %d bytes: it was changed in the database; run `apelora audit verify`", *lastIndex, len(lastHash))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, errors.New("the audit log's state (audit_tree_state) is missing: it was deleted in the database; run `apelora audit verify`")
 		}
-		n, last = *lastIndex+1, tlog.Hash(lastHash)
-	}
-	f, err := edge.frontier(ctx, tx, n, last)
-	if err != nil {
 		return 0, err
+	}
+	hashes := make([]tlog.Hash, len(edge))
+	for i, h := range edge {
+		if len(h) != tlog.HashSize {
+			return 0, fmt.Errorf("the audit log's state holds a hash of %d bytes: it was changed in the database; run `apelora audit verify`", len(h))
+		}
+		hashes[i] = tlog.Hash(h)
+	}
+	f, err := auditlog.FrontierOf(n, hashes)
+	if err != nil {
+		return 0, fmt.Errorf("the audit log's state was changed in the database (%v); run `apelora audit verify`", err)
 	}
 	leaf := r.LeafHash()
 	stored := f.Add(leaf, nil)
@@ -78,32 +64,16 @@ func appendAuditEvent(ctx context.Context, tx pgx.Tx, edge *auditEdge, e audit.E
 		VALUES ($1, $2, $3, $4, nullif($5, ''), $6::jsonb, $7, nullif($8, ''), $9, $10::jsonb, $11, $12)`,
 		r.ID, r.At, r.Actor, r.Action, r.Machine, r.Parameters, r.Outcome, r.Error, r.RequestID, r.Details, n, leaf[:])
 	w.Queue(`INSERT INTO audit_tree_hashes (storage_index, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, indexes, values)
-	if err := tx.SendBatch(ctx, w).Close(); err != nil {
-		return 0, err
-	}
-	edge.mu.Lock()
-	edge.n, edge.last, edge.f = n+1, leaf, f
-	edge.mu.Unlock()
-	return r.ID, nil
+	w.Queue(`UPDATE audit_tree_state SET size = $1, frontier = $2`, n+1, hashBytes(f.Hashes()))
+	return r.ID, tx.SendBatch(ctx, w).Close()
 }
 
-// frontier is the frontier of the tree of n leaves whose last leaf hash is last: a copy
-// of the kept one when it is of that tree, else read from the stored tree hashes in tx.
-func (edge *auditEdge) frontier(ctx context.Context, tx pgx.Tx, n int64, last tlog.Hash) (*auditlog.Frontier, error) {
-	edge.mu.Lock()
-	kept := edge.f
-	if kept != nil && (edge.n != n || edge.last != last) {
-		kept = nil
+func hashBytes(hs []tlog.Hash) [][]byte {
+	out := make([][]byte, len(hs))
+	for i := range hs {
+		out[i] = hs[i][:]
 	}
-	edge.mu.Unlock()
-	if kept != nil {
-		return auditlog.FrontierOf(kept.Size(), kept.Hashes())
-	}
-	hashes, err := readTreeHashes(ctx, tx, auditlog.FrontierIndexes(n))
-	if err != nil {
-		return nil, err
-	}
-	return auditlog.FrontierOf(n, hashes)
+	return out
 }
 
 // readTreeHashes reads stored hashes by storage index, in the order asked.
@@ -250,6 +220,9 @@ func backfillAuditLog(ctx context.Context, tx pgx.Tx) error {
 			treeIndexes, treeHashes); err != nil {
 			return err
 		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO audit_tree_state (size, frontier) VALUES ($1, $2)`, f.Size(), hashBytes(f.Hashes())); err != nil {
+		return err
 	}
 	_, err := tx.Exec(ctx, `ALTER TABLE audit_events ENABLE TRIGGER audit_events_append_only`)
 	return err
