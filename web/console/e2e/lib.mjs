@@ -109,3 +109,35 @@ export async function sessionCookie(context) {
   const c = (await context.cookies()).find((c) => c.name === 'apelora_session');
   return c;
 }
+
+// keystrokeToPaint presses key in the focused fleet search and returns the time from its
+// keydown to the first frame after the count of matching rows ([data-fleet-count]) changed,
+// or -1 when it did not change within 10 s. The listener is in place before the key is
+// pressed (the evaluate returns once it is): on a loaded machine an evaluate still on its
+// way would miss the keydown and wait for ever.
+export async function keystrokeToPaint(page, key) {
+  await page.evaluate(() => {
+    window.__keystroke = new Promise((resolve) => {
+      const count = document.querySelector('[data-fleet-count]');
+      const before = count.getAttribute('data-fleet-count');
+      let t0 = 0;
+      const done = () => requestAnimationFrame(() => setTimeout(() => resolve(performance.now() - t0), 0));
+      const obs = new MutationObserver(() => {
+        if (count.getAttribute('data-fleet-count') !== before) {
+          obs.disconnect();
+          done();
+        }
+      });
+      setTimeout(() => {
+        obs.disconnect();
+        resolve(-1);
+      }, 10000);
+      document.addEventListener('keydown', (ev) => {
+        t0 = ev.timeStamp;
+        obs.observe(count, { attributes: true });
+      }, { once: true, capture: true });
+    });
+  });
+  await page.keyboard.press(key);
+  return page.evaluate(() => window.__keystroke);
+}
