@@ -37,7 +37,7 @@ type Sink interface {
 	Close() error
 }
 
-// Progress is a leader's hold on one sink's lock, and the sink's position: the next leaf
+// Progress is a leader's hold on one sink's lease, and the sink's position: the next leaf
 // index to send. Writes go through the hold, so a replica that lost the lock moves
 // nothing.
 type Progress interface {
@@ -46,7 +46,7 @@ type Progress interface {
 	Acknowledge(ctx context.Context, next int64) error
 }
 
-// Leadership hands out one sink's lock; TryLead returns nil when another replica exports
+// Leadership hands out one sink's lease; TryLead returns nil when another replica exports
 // to that sink.
 type Leadership interface {
 	TryLead(ctx context.Context, sink string) (Progress, error)
@@ -106,7 +106,7 @@ func (e *Exporter) lag(n int64) {
 	}
 }
 
-// lead exports while p holds the sink's lock.
+// lead exports while p holds the sink's lease.
 func (e *Exporter) lead(ctx context.Context, p Progress) {
 	name := e.Sink.Name()
 	defer e.Sink.Close()
@@ -122,7 +122,7 @@ func (e *Exporter) lead(ctx context.Context, p Progress) {
 	var down time.Time       // when the sink stopped taking events; zero while it takes them
 	for ctx.Err() == nil {
 		if err := p.Check(ctx); err != nil {
-			e.Log.Warn("audit export: lost the sink's lock; standing by", "sink", name, "error", err)
+			e.Log.Warn("audit export: lost the sink's lease; standing by", "sink", name, "error", err)
 			return
 		}
 		events, size, cp, err := e.read(ctx, next)
