@@ -38,7 +38,7 @@ type Sink interface {
 }
 
 // Progress is a leader's hold on one sink's lease, and the sink's position: the next leaf
-// index to send. Writes go through the hold, so a replica that lost the lock moves
+// index to send. Writes go through the hold, so a replica that lost the lease moves
 // nothing.
 type Progress interface {
 	leader.Hold
