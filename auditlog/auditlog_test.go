@@ -154,3 +154,59 @@ func FuzzParseProof(f *testing.F) {
 		}
 	})
 }
+
+// A frontier read back from a store of the tree's hashes at FrontierIndexes is the one
+// built leaf by leaf: what an append restores when its kept edge is not the database's.
+func TestFrontierIndexesRestoreTheFrontier(t *testing.T) {
+	store := map[int64]tlog.Hash{}
+	var f Frontier
+	for n := int64(0); n <= 300; n++ {
+		idx := FrontierIndexes(n)
+		hashes := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			h, ok := store[x]
+			if !ok {
+				t.Fatalf("size %d: storage index %d is not stored yet", n, x)
+			}
+			hashes[i] = h
+		}
+		back, err := FrontierOf(n, hashes)
+		if err != nil {
+			t.Fatalf("size %d: %v", n, err)
+		}
+		if back.Root() != f.Root() || fmt.Sprint(back.Hashes()) != fmt.Sprint(f.Hashes()) {
+			t.Fatalf("size %d: restored frontier differs", n)
+		}
+		leaf := tlog.RecordHash([]byte(fmt.Sprint("leaf ", n)))
+		for i, h := range f.Add(leaf, nil) {
+			store[tlog.StoredHashIndex(0, n)+int64(i)] = h
+		}
+	}
+}
+
+// The tree's size read back from how many hashes it stores is the size that stored them;
+// a count that ends inside an append is refused.
+func TestSizeOfStoredHashes(t *testing.T) {
+	counts := map[int64]int64{}
+	for n := int64(0); n <= 1030; n++ {
+		counts[tlog.StoredHashCount(n)] = n
+	}
+	for c := int64(0); c <= tlog.StoredHashCount(1030); c++ {
+		n, err := SizeOfStoredHashes(c)
+		if want, ok := counts[c]; ok {
+			if err != nil || n != want {
+				t.Fatalf("%d hashes: %d, %v; want %d", c, n, err, want)
+			}
+		} else if err == nil {
+			t.Fatalf("%d hashes end inside an append, yet gave size %d", c, n)
+		}
+	}
+	if n, err := SizeOfStoredHashes(tlog.StoredHashCount(MaxTreeSize)); err != nil || n != MaxTreeSize {
+		t.Fatalf("the largest tree's hashes: %d, %v", n, err)
+	}
+	for _, c := range []int64{-1, tlog.StoredHashCount(MaxTreeSize) - 1} {
+		if n, err := SizeOfStoredHashes(c); err == nil {
+			t.Fatalf("%d hashes gave %d", c, n)
+		}
+	}
+}

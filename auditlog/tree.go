@@ -74,3 +74,39 @@ func FrontierOf(n int64, hashes []tlog.Hash) (*Frontier, error) {
 	}
 	return f, nil
 }
+
+// FrontierIndexes are the storage indexes (tlog's layout) of the roots of a tree of n
+// leaves' complete subtrees, largest first: what FrontierOf takes, read from a store of
+// the tree's hashes.
+func FrontierIndexes(n int64) []int64 {
+	var out []int64
+	var start int64
+	for level := 62; level >= 0; level-- {
+		if n&(1<<level) != 0 {
+			out = append(out, tlog.StoredHashIndex(level, start>>level))
+			start += 1 << level
+		}
+	}
+	return out
+}
+
+// SizeOfStoredHashes is the number of leaves of the tree whose stored hashes (tlog's
+// layout) are the first count: the size an append continues from when the tree hashes
+// are all it reads. A count no tree of whole leaves stores (hashes were removed) is an
+// error.
+func SizeOfStoredHashes(count int64) (int64, error) {
+	if count == 0 {
+		return 0, nil
+	}
+	if count < 0 || count > tlog.StoredHashCount(MaxTreeSize) {
+		return 0, fmt.Errorf("%d stored hashes is out of range", count)
+	}
+	// The last hash an append stores is the root of the largest complete subtree its leaf
+	// ends: at level l, index k, after the (k+1)<<l-th leaf.
+	level, k := tlog.SplitStoredHashIndex(count - 1)
+	n := (k + 1) << level
+	if tlog.StoredHashCount(n) != count {
+		return 0, fmt.Errorf("%d stored hashes end inside an append (the tree hashes up to leaf %d take %d)", count, n, tlog.StoredHashCount(n))
+	}
+	return n, nil
+}

@@ -216,7 +216,9 @@ type exportEnv struct {
 	t *testing.T
 }
 
-func (e exportEnv) treeSize() int64 { return e.Scalar(`SELECT size FROM audit_tree_state`).(int64) }
+func (e exportEnv) treeSize() int64 {
+	return e.Scalar(`SELECT coalesce(max(leaf_index) + 1, 0) FROM audit_events`).(int64)
+}
 
 func (e exportEnv) acked(sink string) int64 {
 	return e.Scalar(`SELECT coalesce((SELECT next_leaf FROM audit_export_progress WHERE sink = $1), 0)`, sink).(int64)

@@ -16,9 +16,9 @@ psql -q "$admin" -c "CREATE DATABASE $db"
 export APELORA_DATABASE_URL="$url" APELORA_STATE_DIR="$work/state" APELORA_LOG_LEVEL=warn
 "$work/apelora" migrate >/dev/null
 psql -q "$url" <<SQL
-DROP TABLE audit_tree_hashes, audit_checkpoints, audit_tree_state;
+DROP TABLE audit_tree_hashes, audit_checkpoints;
 ALTER TABLE audit_events DROP COLUMN leaf_index, DROP COLUMN leaf_hash;
-DELETE FROM schema_migrations WHERE version = 10;
+DELETE FROM schema_migrations WHERE version IN (10, 16);
 INSERT INTO audit_events (at, actor, action, machine, parameters, outcome, error, request_id, details)
 SELECT now() - make_interval(secs => $n - i), 'admin-' || (i % 7), 'registerMachine', 'node-' || (i % 300),
        jsonb_build_object('name', 'node-' || (i % 300), 'provisioner', 'MAAS', 'dryRun', false),

@@ -22,8 +22,8 @@ const auditOrderLock = lockNamespace + 2
 // wait for each other only between the insert and the commit, at the end of a change.
 // Under the same lock (taken in appendAuditEvent) the event becomes the next leaf of the
 // audit log, so leaf indexes follow ids.
-func insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
-	return appendAuditEvent(ctx, tx, audit.Bound(e))
+func (s *Store) insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
+	return appendAuditEvent(ctx, tx, &s.auditEdge, audit.Bound(e))
 }
 
 // RecordAudit writes an audit event on its own, for an action that changed nothing
@@ -35,7 +35,7 @@ func (s *Store) RecordAudit(ctx context.Context, e audit.Event) (err error) {
 		return unavailable(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := insertAudit(ctx, tx, e); err != nil {
+	if _, err := s.insertAudit(ctx, tx, e); err != nil {
 		return dbError(err)
 	}
 	return dbError(tx.Commit(ctx))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,43 +15,63 @@ import (
 	"github.com/apelora/fabric/auditlog"
 )
 
+// auditEdge is the audit tree's right edge as this process last wrote it: the tree's size,
+// the last tree hash its append stored and its frontier. An append uses it only when the
+// tree hashes in the database still end with that hash, read under the audit order lock:
+// that hash covers the last leaf, whose hash covers the event's id, which no other event
+// has, so a match means this process's own last append committed on top of the frontier it
+// had; anything else (another replica appended, or the append rolled back) restores the
+// frontier from the stored tree hashes instead. This replaces a state row every append had
+// to read and rewrite. The size is taken from the tree hashes, not from audit_events, so
+// rows deleted from audit_events in the database leave the tree appendable (and `apelora
+// audit verify` names them).
+type auditEdge struct {
+	mu  sync.Mutex
+	n   int64
+	top tlog.Hash
+	f   *auditlog.Frontier // nil until the first append
+}
+
 // appendAuditEvent takes the lock every audit insert takes, held to commit (see
 // insertAudit), and writes e as the next leaf of the audit log: the row with its leaf
-// index and hash, the tree hashes it completes and the tree's new right edge
-// (audit_tree_state), in tx. The state is read after the lock was granted, so replicas
-// append to one tree and never fork it; an append costs the two round trips an audit
-// insert always took (the lock and the read in one batch, then the writes in another)
-// and O(log n) hashing.
-func appendAuditEvent(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
+// index and hash and the tree hashes it completes, in tx. The tree's last stored hash is
+// read after the lock was granted, so replicas append to one tree and never fork it; an
+// append costs the two round trips an audit insert always took (the lock and the read in
+// one batch, then the writes in another) and O(log n) hashing, plus one read of O(log n)
+// stored hashes when edge is not the database's (see auditEdge).
+func appendAuditEvent(ctx context.Context, tx pgx.Tx, edge *auditEdge, e audit.Event) (int64, error) {
 	// The record's JSON as the database will hold it (jsonb's text is canonical), its id
-	// and time, and the tree's state.
+	// and time, and the tree's last stored hash.
 	r := auditlog.Record{Actor: e.Actor, Action: e.Action, Machine: e.Machine, Outcome: string(e.Outcome),
 		Error: e.Error, RequestID: e.RequestID}
-	var n int64
-	var edge [][]byte
+	var topIndex *int64
+	var topHash []byte
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1, 0)`, auditOrderLock)
 	b.Queue(`SELECT nextval(pg_get_serial_sequence('audit_events', 'id')), now(),
-		coalesce($1::jsonb, '{}')::text, coalesce($2::jsonb, '{}')::text, s.size, s.frontier
-		FROM audit_tree_state s`, e.Parameters, e.Details).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&r.ID, &r.At, &r.Parameters, &r.Details, &n, &edge)
+		coalesce($1::jsonb, '{}')::text, coalesce($2::jsonb, '{}')::text, t.storage_index, t.hash
+		FROM (SELECT) AS one LEFT JOIN LATERAL (SELECT storage_index, hash FROM audit_tree_hashes
+			ORDER BY storage_index DESC LIMIT 1) AS t ON true`, e.Parameters, e.Details).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&r.ID, &r.At, &r.Parameters, &r.Details, &topIndex, &topHash)
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, errors.New("the audit log's state (audit_tree_state) is missing: it was deleted in the database; run `apelora audit verify`")
-		}
 		return 0, err
 	}
-	hashes := make([]tlog.Hash, len(edge))
-	for i, h := range edge {
-		if len(h) != tlog.HashSize {
-			return 0, fmt.Errorf("the audit log's state holds a hash of %d bytes: it was changed in the database; run `apelora audit verify`", len(h))
+	var n int64
+	var top tlog.Hash
+	if topIndex != nil {
+		var err error
+		if n, err = auditlog.SizeOfStoredHashes(*topIndex + 1); err != nil {
+			return 0, fmt.Errorf("the audit log's tree hashes were changed in the database (%v); run `apelora audit verify`", err)
 		}
-		hashes[i] = tlog.Hash(h)
+		if len(topHash) != tlog.HashSize {
+			return 0, fmt.Errorf("audit tree hash %d is %d bytes: it was changed in the database; run `apelora audit verify`", *topIndex, len(topHash))
+		}
+		top = tlog.Hash(topHash)
 	}
-	f, err := auditlog.FrontierOf(n, hashes)
+	f, err := edge.frontier(ctx, tx, n, top)
 	if err != nil {
-		return 0, fmt.Errorf("the audit log's state was changed in the database (%v); run `apelora audit verify`", err)
+		return 0, err
 	}
 	leaf := r.LeafHash()
 	stored := f.Add(leaf, nil)
@@ -64,16 +85,32 @@ func appendAuditEvent(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, err
 		VALUES ($1, $2, $3, $4, nullif($5, ''), $6::jsonb, $7, nullif($8, ''), $9, $10::jsonb, $11, $12)`,
 		r.ID, r.At, r.Actor, r.Action, r.Machine, r.Parameters, r.Outcome, r.Error, r.RequestID, r.Details, n, leaf[:])
 	w.Queue(`INSERT INTO audit_tree_hashes (storage_index, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, indexes, values)
-	w.Queue(`UPDATE audit_tree_state SET size = $1, frontier = $2`, n+1, hashBytes(f.Hashes()))
-	return r.ID, tx.SendBatch(ctx, w).Close()
+	if err := tx.SendBatch(ctx, w).Close(); err != nil {
+		return 0, err
+	}
+	edge.mu.Lock()
+	edge.n, edge.top, edge.f = n+1, stored[len(stored)-1], f
+	edge.mu.Unlock()
+	return r.ID, nil
 }
 
-func hashBytes(hs []tlog.Hash) [][]byte {
-	out := make([][]byte, len(hs))
-	for i := range hs {
-		out[i] = hs[i][:]
+// frontier is the frontier of the tree of n leaves whose last stored hash is top: a copy
+// of the kept one when it is of that tree, else read from the stored tree hashes in tx.
+func (edge *auditEdge) frontier(ctx context.Context, tx pgx.Tx, n int64, top tlog.Hash) (*auditlog.Frontier, error) {
+	edge.mu.Lock()
+	kept := edge.f
+	if kept != nil && (edge.n != n || edge.top != top) {
+		kept = nil
 	}
-	return out
+	edge.mu.Unlock()
+	if kept != nil {
+		return auditlog.FrontierOf(kept.Size(), kept.Hashes())
+	}
+	hashes, err := readTreeHashes(ctx, tx, auditlog.FrontierIndexes(n))
+	if err != nil {
+		return nil, err
+	}
+	return auditlog.FrontierOf(n, hashes)
 }
 
 // readTreeHashes reads stored hashes by storage index, in the order asked.
@@ -111,11 +148,20 @@ func readTreeHashes(ctx context.Context, q interface {
 	return out, nil
 }
 
-// AuditTreeSize is the number of leaves committed.
+// AuditTreeSize is the number of leaves committed: as an append takes it, from the tree
+// hashes (see auditEdge), so rows deleted from audit_events do not shrink the tree a
+// checkpoint signs.
 func (s *Store) AuditTreeSize(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(leaf_index) + 1, 0) FROM audit_events`).Scan(&n)
-	return n, dbError(err)
+	var count int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(storage_index) + 1, 0) FROM audit_tree_hashes`).Scan(&count)
+	if err != nil {
+		return 0, dbError(err)
+	}
+	n, err := auditlog.SizeOfStoredHashes(count)
+	if err != nil {
+		return 0, fmt.Errorf("the audit log's tree hashes were changed in the database (%v); run `apelora audit verify`", err)
+	}
+	return n, nil
 }
 
 // AuditTreeHashes reads stored tree hashes by storage index.
@@ -220,9 +266,6 @@ func backfillAuditLog(ctx context.Context, tx pgx.Tx) error {
 			treeIndexes, treeHashes); err != nil {
 			return err
 		}
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO audit_tree_state (size, frontier) VALUES ($1, $2)`, f.Size(), hashBytes(f.Hashes())); err != nil {
-		return err
 	}
 	_, err := tx.Exec(ctx, `ALTER TABLE audit_events ENABLE TRIGGER audit_events_append_only`)
 	return err

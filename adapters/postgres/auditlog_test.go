@@ -149,14 +149,116 @@ func TestAuditLogIsOneTreeAcrossReplicas(t *testing.T) {
 	}
 }
 
+// A replica keeps the tree's right edge in memory between its appends; an append of its
+// that rolls back (here at commit, by a deferred trigger) must not leave it appending to a
+// tree that does not exist, whether or not another replica appended in between (then the
+// tree has the size the replica expects, with another last leaf).
+func TestAuditLogAppendAfterARolledBackAppend(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	other, err := postgres.Open(ctx, db.URL, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := db.Store.Pool().Exec(ctx, `CREATE FUNCTION doomed() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.actor = 'doomed' THEN RAISE EXCEPTION 'doomed at commit'; END IF; RETURN NULL; END $$;
+		CREATE CONSTRAINT TRIGGER doomed AFTER INSERT ON audit_events DEFERRABLE INITIALLY DEFERRED
+			FOR EACH ROW EXECUTE FUNCTION doomed()`); err != nil {
+		t.Fatal(err)
+	}
+	record := func(s *postgres.Store, actor string) error {
+		return s.RecordAudit(ctx, audit.Event{Actor: actor, Action: "registerMachine", Outcome: audit.Refused, RequestID: "req-" + actor})
+	}
+	steps := []struct {
+		store  *postgres.Store
+		actor  string
+		commit bool
+	}{
+		{db.Store, "a1", true},
+		{db.Store, "doomed", false},
+		{other, "b1", true}, // the tree now has the size db.Store kept, with b1's leaf last
+		{db.Store, "a2", true},
+		{db.Store, "a3", true}, // completes the first 4 leaves' subtree from db.Store's edge
+		{db.Store, "doomed", false},
+		{db.Store, "a4", true}, // the tree is one leaf shorter than db.Store kept
+		{other, "b2", true},
+	}
+	for i, st := range steps {
+		if err := record(st.store, st.actor); (err == nil) != st.commit {
+			t.Fatalf("step %d (%s): %v", i, st.actor, err)
+		}
+	}
+	if rep := verifyAuditLog(t, db.Store, testKey(t)); rep.Problem != nil || rep.Events != 6 {
+		t.Fatalf("verify: %+v %v", rep, rep.Problem)
+	}
+}
+
+// Rows a database superuser deleted from audit_events leave the tree appendable, from
+// this process and from a new one alike: the tree's size is the stored tree hashes', so
+// the next event takes the next leaf, and verify names the deletion rather than the
+// appends refusing every mutation.
+func TestAuditLogAppendsAfterRowsWereDeletedInTheDatabase(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	record := func(s *postgres.Store, actor string) {
+		t.Helper()
+		if err := s.RecordAudit(ctx, audit.Event{Actor: actor, Action: "registerMachine", Outcome: audit.Refused, RequestID: "req-" + actor}); err != nil {
+			t.Fatalf("%s: %v", actor, err)
+		}
+	}
+	for i := range 5 {
+		record(db.Store, fmt.Sprint("a", i))
+	}
+	tx, err := db.Store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`SET LOCAL session_replication_role = replica`, `DELETE FROM audit_events`} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	record(db.Store, "after")
+	fresh, err := postgres.Open(ctx, db.URL, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	record(fresh, "fresh")
+	var leaves []int64
+	rows, err := db.Store.Pool().Query(ctx, `SELECT leaf_index FROM audit_events ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var l int64
+		if err := rows.Scan(&l); err != nil {
+			t.Fatal(err)
+		}
+		leaves = append(leaves, l)
+	}
+	if rows.Err() != nil || fmt.Sprint(leaves) != "[5 6]" {
+		t.Fatalf("leaves after the deletion: %v %v", leaves, rows.Err())
+	}
+	rep := verifyAuditLog(t, db.Store, testKey(t))
+	if rep.Problem == nil {
+		t.Fatalf("verify passed over 5 deleted events: %+v", rep)
+	}
+	t.Logf("verify: %v", rep.Problem)
+}
+
 // Rows recorded before migration 0010 get their leaves from it, in id order.
 func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
 	// Back to the schema before 0010, with rows written by then.
-	if _, err := db.Store.Pool().Exec(ctx, `DROP TABLE audit_tree_hashes, audit_checkpoints, audit_tree_state;
+	if _, err := db.Store.Pool().Exec(ctx, `DROP TABLE audit_tree_hashes, audit_checkpoints;
 		ALTER TABLE audit_events DROP COLUMN leaf_index, DROP COLUMN leaf_hash;
-		DELETE FROM schema_migrations WHERE version = 10;
+		DELETE FROM schema_migrations WHERE version IN (10, 16);
 		INSERT INTO audit_events (at, actor, action, machine, parameters, outcome, error, request_id, details)
 		SELECT now() - make_interval(secs => 25000 - i), 'admin', 'registerMachine', CASE WHEN i % 3 = 0 THEN NULL ELSE 'node-' || i END,
 			jsonb_build_object('name', 'node-' || i, 'i', i), CASE WHEN i % 7 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END,
@@ -165,7 +267,7 @@ func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	applied, err := db.Store.Migrate(ctx)
-	if err != nil || len(applied) != 1 {
+	if err != nil || len(applied) != 2 {
 		t.Fatalf("migrate: %v %v", applied, err)
 	}
 	k := testKey(t)

@@ -123,7 +123,7 @@ func (s *Store) changeHolding(ctx context.Context, lock mutations.Lock, machine 
 		// the PLANNED event on its own.
 		return nil
 	}
-	eventID, err := insertAudit(ctx, tx, action.Event(audit.Succeeded, ""))
+	eventID, err := s.insertAudit(ctx, tx, action.Event(audit.Succeeded, ""))
 	if err != nil {
 		s.auditWrite(err)
 		return apperr.Wrap(err, apperr.Unavailable, "the audit trail could not be written, so the database was not changed (a step in Incus or MAAS may have happened: check the machine); check the database")

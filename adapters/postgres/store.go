@@ -32,6 +32,8 @@ type Store struct {
 	noting sync.Map
 	// writes is the seam a change's SQL writes and every NOTIFY go through (see Writes).
 	writes *plan.Writes
+	// auditEdge is the audit tree's right edge as this process last appended to it.
+	auditEdge auditEdge
 }
 
 // Writes is the seam the store's changes go through: the writes of a change (Audited and
