@@ -137,14 +137,24 @@ func runScript(t *testing.T, node, dir, script string, env map[string]string) {
 	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	// Screenshot paths are not logged (the folder is, once): a failure's own lines then come
+	// early enough to survive a CI log cut short, and they are repeated in the failure.
+	var last []string
 	for sc.Scan() {
-		t.Log(sc.Text())
-		if strings.HasPrefix(sc.Text(), "figure: ") {
-			fmt.Println(sc.Text())
+		line := sc.Text()
+		if strings.HasPrefix(line, "figure: ") {
+			fmt.Println(line)
+		}
+		if strings.HasPrefix(line, "screenshot ") {
+			continue
+		}
+		t.Log(line)
+		if last = append(last, line); len(last) > 40 {
+			last = last[1:]
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%s: %v", script, err)
+		t.Fatalf("%s: %v; its last lines:\n%s", script, err, strings.Join(last, "\n"))
 	}
 }
 
