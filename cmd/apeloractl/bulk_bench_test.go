@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,7 @@ func benchmarkBulkCommission(b *testing.B, lab *incuslab.Cluster, n, concurrency
 	var stepTime, simTime time.Duration
 	var calls, gets, posts, incusCalls int
 	var incusTook time.Duration
+	db := &statementWaits{}
 	for range b.N {
 		m := producttest.StartMAAS(b, fixture())
 		e := producttest.Start(b, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config), producttest.WithStepConcurrency(concurrency))
@@ -69,9 +71,11 @@ func benchmarkBulkCommission(b *testing.B, lab *incuslab.Cluster, n, concurrency
 			b.Fatal(err)
 		}
 		before := len(m.Server.Requests())
+		e.DB.Store.Observe(db)
 		start := time.Now()
 		results := br.runAll(context.Background(), br.targets, false, nil)
 		stepTime += time.Since(start)
+		e.DB.Store.Observe(nil)
 		for _, r := range results {
 			if r.Outcome != outcomeDone {
 				b.Fatalf("%s: %s %s: %s", r.Machine, r.Outcome, r.Code, r.Message)
@@ -140,4 +144,68 @@ func benchmarkBulkCommission(b *testing.B, lab *incuslab.Cluster, n, concurrency
 	b.ReportMetric(float64(posts)/(N*float64(n)), "maas-posts/machine")
 	b.ReportMetric(float64(incusCalls)/(N*float64(n)), "incus-calls/machine")
 	b.ReportMetric(incusTook.Seconds()*1000/N, "incus-ms-summed")
+	// Where PostgreSQL's share goes: each statement's time summed over the steps in
+	// flight (so it exceeds the wall time), the audit order lock's wait among them.
+	b.ReportMetric(float64(db.count())/(N*float64(n)), "db-statements/machine")
+	b.ReportMetric(db.summed().Seconds()*1000/N, "db-ms-summed")
+	b.ReportMetric(db.took[auditOrderLockWait].Seconds()*1000/N, "audit-lock-wait-ms-summed")
+	b.Log(db.table(int(N) * n))
+}
+
+// auditOrderLockWait is the statement that waits for the audit order lock (every change's
+// audit append takes it, held to its commit).
+const auditOrderLockWait = "SELECT pg_advisory_xact_lock"
+
+// statementWaits sums the store's statements by name (postgres.Observer).
+type statementWaits struct {
+	mu   sync.Mutex
+	n    map[string]int
+	took map[string]time.Duration
+}
+
+func (w *statementWaits) Statement(name string, took time.Duration, _ error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n, w.took = map[string]int{}, map[string]time.Duration{}
+	}
+	w.n[name]++
+	w.took[name] += took
+}
+
+func (w *statementWaits) AuditWrite(error) {}
+
+func (w *statementWaits) count() (n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.n {
+		n += c
+	}
+	return n
+}
+
+func (w *statementWaits) summed() (d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range w.took {
+		d += t
+	}
+	return d
+}
+
+// table lists the statements, longest summed time first, per machine stepped.
+func (w *statementWaits) table(machines int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := make([]string, 0, len(w.n))
+	for k := range w.n {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool { return w.took[names[i]] > w.took[names[j]] })
+	var sb strings.Builder
+	sb.WriteString("PostgreSQL statements per machine (summed over the steps in flight):\n")
+	for _, k := range names {
+		fmt.Fprintf(&sb, "  %-36s %5.2f per machine, %8.1f ms summed\n", k, float64(w.n[k])/float64(machines), w.took[k].Seconds()*1000)
+	}
+	return sb.String()
 }
