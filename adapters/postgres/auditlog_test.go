@@ -39,16 +39,23 @@ func testKey(t *testing.T) *auditlog.Key {
 	return k
 }
 
+// anotherReplica is a second store on db's database, as another API replica has.
+func anotherReplica(t *testing.T, db *pgtest.DB) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), db.URL, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
 // Two replicas (two stores on one database) record events at once: the events form one
 // tree, leaf indexes follow ids, and every event is proved against a checkpoint.
 func TestAuditLogIsOneTreeAcrossReplicas(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
-	other, err := postgres.Open(ctx, db.URL, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := anotherReplica(t, db)
 	stores := []*postgres.Store{db.Store, other}
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
@@ -156,11 +163,7 @@ func TestAuditLogIsOneTreeAcrossReplicas(t *testing.T) {
 func TestAuditLogAppendAfterARolledBackAppend(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
-	other, err := postgres.Open(ctx, db.URL, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := anotherReplica(t, db)
 	if _, err := db.Store.Pool().Exec(ctx, `CREATE FUNCTION doomed() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.actor = 'doomed' THEN RAISE EXCEPTION 'doomed at commit'; END IF; RETURN NULL; END $$;
 		CREATE CONSTRAINT TRIGGER doomed AFTER INSERT ON audit_events DEFERRABLE INITIALLY DEFERRED
@@ -223,12 +226,7 @@ func TestAuditLogAppendsAfterRowsWereDeletedInTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	record(db.Store, "after")
-	fresh, err := postgres.Open(ctx, db.URL, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
-	record(fresh, "fresh")
+	record(anotherReplica(t, db), "fresh")
 	var leaves []int64
 	rows, err := db.Store.Pool().Query(ctx, `SELECT leaf_index FROM audit_events ORDER BY id`)
 	if err != nil {
