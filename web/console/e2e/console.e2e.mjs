@@ -3,20 +3,12 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { axe, clean, expect, launch, log, newPage, noStoredCredential, sessionCookie, shot, signIn } from './lib.mjs';
+import { axe, clean, confirmPlanned, dialog, expect, launch, log, newPage, noStoredCredential, sessionCookie, shot, signIn } from './lib.mjs';
 
 const { BASE, ADMIN_TOKEN, VIEWER_TOKEN, CONTROL, SHOTS, HOST_ADDRESS, HOST_ENV, SOURCE_DIR } = process.env;
 const control = async (path, body) => {
   const r = await fetch(CONTROL + path, { method: 'POST', body: body ? JSON.stringify(body) : undefined });
   expect(r.ok, `control ${path}: ${r.status} ${await r.text()}`);
-};
-const dialog = (page) => page.locator('dialog[open]');
-// confirmPlanned waits for the dialog's plan of the inputs as filled in (every confirm
-// dialog asks for it first), then confirms.
-const confirmPlanned = async (page) => {
-  const c = dialog(page).locator('[data-confirm][data-planned]');
-  await c.waitFor();
-  await c.click();
 };
 // refusedBeside waits for the plan of the inputs as filled in to mark the field labelled
 // label with the server's error (no submit needed), checks the button is disabled, and

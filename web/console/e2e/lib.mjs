@@ -141,3 +141,22 @@ export async function keystrokeToPaint(page, key) {
   await page.keyboard.press(key);
   return page.evaluate(() => window.__keystroke);
 }
+
+// dialog is the open dialog.
+export const dialog = (page) => page.locator('dialog[open]');
+
+// confirmPlanned waits for the dialog's plan of the inputs as filled in (every confirm
+// dialog asks for it first), then confirms. A plan that blocks the change fails here with
+// the dialog's own reason, not later as a step that never came.
+export async function confirmPlanned(page) {
+  const c = dialog(page).locator('[data-confirm][data-planned]');
+  await c.waitFor();
+  const ready = dialog(page).locator('[data-confirm][data-planned]:not([aria-disabled="true"])');
+  try {
+    await ready.waitFor({ timeout: 10000 });
+  } catch {
+    const why = await dialog(page).innerText().catch(() => '(the dialog closed)');
+    fail(`the confirm button stayed disabled after the plan came; the dialog says:\n${why}`);
+  }
+  await ready.click();
+}

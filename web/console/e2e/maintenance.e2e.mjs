@@ -1,15 +1,9 @@
 // Evacuate and restore from the machine page (run by TestConsoleEvacuatesAndRestores): the
 // confirm dialog shows the plan with each instance's fate, the progress arrives live on
 // the Maintenance card, and the phase follows Incus.
-import { axe, clean, expect, launch, log, newPage, shot, signIn } from './lib.mjs';
+import { axe, clean, confirmPlanned, dialog, expect, launch, log, newPage, shot, signIn } from './lib.mjs';
 
 const { BASE, ADMIN_TOKEN, SHOTS, MEMBER, INSTANCES } = process.env;
-const dialog = (page) => page.locator('dialog[open]');
-const confirmPlanned = async (page) => {
-  const c = dialog(page).locator('[data-confirm][data-planned]');
-  await c.waitFor();
-  await c.click();
-};
 const phaseIs = (page, phase, timeout = 60000) => page.locator(`.title-row [data-phase="${phase}"]`).waitFor({ timeout });
 
 const browser = await launch();

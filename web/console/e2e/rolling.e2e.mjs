@@ -1,14 +1,12 @@
 // The Rolling reboots page (run by TestConsoleRollingReboot): start one through the
 // confirm dialog's plan, then pause, resume and cancel it. No apelora-worker runs, so the
 // operation waits at its first member's first step and nothing races the buttons.
-import { axe, clean, expect, launch, log, newPage, shot, signIn } from './lib.mjs';
+import { axe, clean, confirmPlanned, dialog, expect, launch, log, newPage, shot, signIn } from './lib.mjs';
 
 const { BASE, ADMIN_TOKEN, SHOTS, MEMBER } = process.env;
-const dialog = (page) => page.locator('dialog[open]');
-const confirmPlanned = async (page) => {
-  const c = dialog(page).locator('[data-confirm][data-planned]');
-  await c.waitFor();
-  await c.click();
+// confirmAndClose confirms the dialog's plan and waits for the dialog to close.
+const confirmAndClose = async (page) => {
+  await confirmPlanned(page);
   await dialog(page).waitFor({ state: 'detached' });
 };
 const stateIs = (page, state) => page.locator(`[data-rolling][data-state="${state}"]`).waitFor({ timeout: 30000 });
@@ -26,7 +24,7 @@ try {
   await dialog(page).getByLabel(MEMBER).check();
   await shot(page, SHOTS, '01-start-plan');
   await axe(page, 'start dialog');
-  await confirmPlanned(page);
+  await confirmAndClose(page);
   await stateIs(page, 'RUNNING');
   const current = await page.locator(`[data-member="${MEMBER}"]`).getAttribute('aria-current');
   expect(current === 'step', `${MEMBER} is not the member in progress: ${current}`);
@@ -36,7 +34,7 @@ try {
   for (const [button, state] of [['Pause', 'PAUSED'], ['Resume', 'RUNNING'], ['Cancel', 'CANCELLED']]) {
     log(`step: ${button}`);
     await page.locator('[data-rolling]').getByRole('button', { name: button }).click();
-    await confirmPlanned(page);
+    await confirmAndClose(page);
     await stateIs(page, state);
   }
   const reason = await page.locator('[data-rolling] .banner').first().textContent();
