@@ -45,10 +45,24 @@ export function App({ config }: { config: ConsoleConfig }) {
   // with the server's reason.
   // The server's reason for closing a socket says why when the session is already gone from
   // this browser (signed out in another tab).
+  // Requests in flight together fail together: they share one session check, as a second
+  // check, sent after the first answer cleared the cookie, would only hear "not signed in".
+  // Nor does a vaguer reason replace one the server already gave.
+  const checking = useRef<Promise<SessionInfo> | null>(null);
   const lost = useCallback((closeReason?: string) => {
-    currentSession(config.session).then(
+    if (!checking.current) {
+      const check = currentSession(config.session);
+      checking.current = check;
+      check.catch(() => undefined).finally(() => {
+        if (checking.current === check) checking.current = null;
+      });
+    }
+    checking.current.then(
       (session) => setAuth((a) => (a.state === 'in' && a.session.expiresAt === session.expiresAt ? a : { state: 'in', session })),
-      (e) => setAuth({ state: 'out', reason: reasonOf(e) ?? sentence(closeReason) ?? 'Your session has ended: sign in again.' }),
+      (e) => {
+        const said = reasonOf(e) ?? sentence(closeReason);
+        setAuth((a) => (a.state === 'out' && a.reason && !said ? a : { state: 'out', reason: said ?? 'Your session has ended: sign in again.' }));
+      },
     );
   }, [config.session]);
 
