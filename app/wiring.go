@@ -217,6 +217,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Observer:          cfg.serverObserver(),
 		AccessLogLevel:    cfg.accessLogLevel(),
 		StepConcurrency:   cfg.StepConcurrency,
+		RequestTimeout:    cfg.RequestTimeout,
 		SSO:               cfg.sso(store),
 	})
 	return &Product{Handler: h, Listener: listener}, nil

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -404,4 +405,33 @@ func TestConsoleEvacuatesAndRestores(t *testing.T) {
 			t.Errorf("%d successful %s in the audit trail, want 1", n, action)
 		}
 	}
+}
+
+// consoleHungTimeout is the request timeout of TestConsolePagesWhileMAASHangs: above the
+// console's 5 s live refresh, so a page that gave up on a read to ask again (as the
+// machine page did, "Loading …" for ever while MAAS hung) never sees the server's answer.
+const consoleHungTimeout = 7 * time.Second
+
+// TestConsolePagesWhileMAASHangs opens every page in Chromium while MAAS hangs (maas-sim
+// in a process of its own, SIGSTOPped: its port accepts, nothing answers). Each page shows
+// what Apelora and Incus know, with MAAS's absence said where MAAS matters (the machine
+// page as the fleet does: a banner), and none still says "Loading" once the server's
+// request timeout, which the page is told, has passed (web/console/e2e/hungmaas.e2e.mjs).
+func TestConsolePagesWhileMAASHangs(t *testing.T) {
+	node, dir := consoleTools(t)
+	lab := incuslab.Start(t, 1)
+	caFile := filepath.Join(t.TempDir(), "maas.pem")
+	simp := startSimProcess(t, caFile)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(simp.config(caFile)),
+		producttest.WithRequestTimeout(consoleHungTimeout))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	e.MustGQL(admin, `mutation { registerMachine(input: {name: "node-a", provisioner: MAAS, maasSystemId: "aaaa01"}) { machine { name } } }`, nil)
+	e.MustGQL(admin, `mutation { setHardwareProfile(input: {profile: "lab", architecture: "x86_64", minCpuCores: 1}) { profile { name } } }`, nil)
+	e.MustGQL(admin, `mutation { assignHardwareProfile(input: {machine: "node-a", profile: "lab"}) { machine { name } } }`, nil)
+	simp.signal(syscall.SIGSTOP)
+	runScript(t, node, dir, "hungmaas.e2e.mjs", map[string]string{
+		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shotsDir(t, "maas-hung"), "MEMBER": lab.Members[0].Name,
+		"TIMEOUT_MS": strconv.FormatInt(consoleHungTimeout.Milliseconds(), 10),
+	})
+	simp.signal(syscall.SIGCONT)
 }

@@ -13,7 +13,7 @@ export interface Problem {
 // The parts of urql's CombinedError this module reads (kept structural for the tests).
 export interface ErrorLike {
   graphQLErrors?: ReadonlyArray<{ message: string; extensions?: Record<string, unknown> | null }>;
-  networkError?: { message: string } | Error | null;
+  networkError?: { message: string; name?: string } | Error | null;
   response?: { status?: number } | null;
 }
 
@@ -30,7 +30,9 @@ export function problemsOf(err: ErrorLike | null | undefined): Problem[] {
       index: typeof details.index === 'number' ? details.index : undefined,
     });
   }
-  if (err.networkError && out.length === 0) {
+  if (err.networkError && out.length === 0 && err.networkError.name === 'DeadlineError') {
+    out.push({ code: 'UNAVAILABLE', message: err.networkError.message });
+  } else if (err.networkError && out.length === 0) {
     out.push({
       code: 'UNAVAILABLE',
       message: 'The server could not be reached or did not answer: check that apelora serve is running, then try again.',

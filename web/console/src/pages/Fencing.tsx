@@ -1,8 +1,9 @@
 // Fencing: the cluster as fencing sees it, each member's mapping to the MAAS machine that
 // powers it (offered from MAAS), the drills' last results, and fence progress live.
-import { useCallback, useEffect, useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useSubscription } from 'urql';
 import { FenceEventsQuery, FenceProgressSubscription, FencingQuery, RemoveFenceMappingMutation, SetFenceMappingMutation, SetPlacementGuardMutation } from '../api/operations';
+import { useRefresh } from '../live/fleetLive';
 import { useFleet } from './Fleet';
 import { manageReason } from '../lib/actions';
 import { codeTitle } from '../lib/phases';
@@ -22,7 +23,7 @@ export function FencingPage() {
   const [dialog, setDialog] = useState<{ kind: 'set'; member: string } | { kind: 'remove'; member: string } | { kind: 'guard'; on: boolean } | null>(null);
   const events = useFenceEvents();
   const [notice, setNotice] = useState<string | null>(null);
-  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  const refresh = useRefresh(res.fetching, reexecute);
   // A fence event may change a mapping's last event or outage: read the view again.
   useEffect(() => {
     if (events.latestId) refresh();

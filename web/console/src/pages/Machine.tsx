@@ -7,10 +7,10 @@ import {
   AdmissionChecksSubscription, AdmissionReportQuery, DriftChangesSubscription, FenceProgressSubscription, MachineDriftQuery, MachineQuery,
   MemberOperationSubscription, MemberOperationsQuery,
 } from '../api/operations';
-import { useLiveRefresh } from '../live/fleetLive';
+import { useLiveRefresh, useRefresh } from '../live/fleetLive';
 import { admitReason, machineActions, type ActionId, type CheckLike } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
-import { codeTitle, phaseInfo } from '../lib/phases';
+import { codeTitle, phaseInfo, warningLabels } from '../lib/phases';
 import { useViewer } from '../viewer';
 import { Link, useSearch } from '../router';
 import { Tabs } from '../components/Tabs';
@@ -25,7 +25,7 @@ import type { AdmissionVerdict } from '../gql/graphql';
 export function MachinePage({ name }: { name: string }) {
   const viewer = useViewer();
   const [res, reexecute] = useQuery({ query: MachineQuery, variables: { name } });
-  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  const refresh = useRefresh(res.fetching, reexecute);
   useLiveRefresh(refresh, name);
   // Fence progress for this member arrives live: read the machine again on each event.
   const [fence] = useSubscription({ query: FenceProgressSubscription, variables: { member: name, after: null } });
@@ -78,11 +78,19 @@ export function MachinePage({ name }: { name: string }) {
         <PhaseBadge phase={m.phase} />
       </div>
       <p className="phase-meaning">{phaseInfo[m.phase].meaning}</p>
-      {m.warnings.map((w) => (
-        <Banner key={w.code} tone="caution" title={codeTitle(w.code)}>
-          {w.message}
-        </Banner>
-      ))}
+      {m.warnings.map((w) =>
+        w.code === 'MAAS_UNAVAILABLE' ? (
+          <Banner key={w.code} tone="caution" title="MAAS not answering">
+            <span data-warning={w.code}>{w.message}</span>
+            <br />
+            This page shows what Incus and Apelora's records know; MAAS's facts fill in when MAAS answers. MAAS steps are refused until then.
+          </Banner>
+        ) : (
+          <Banner key={w.code} tone="caution" title={warningLabels[w.code] ?? codeTitle(w.code)}>
+            <span data-warning={w.code}>{w.message}</span>
+          </Banner>
+        ),
+      )}
       <Problems problems={problemsOf(res.error)} />
 
       <h2>Actions</h2>
@@ -133,7 +141,10 @@ export function MachinePage({ name }: { name: string }) {
         ) : null}
         {tab === 'hardware' ? (
           <div className="facts-grid">
-            <Facts title="MAAS" none={<>MAAS does not report this machine.</>}>
+            <Facts
+              title="MAAS"
+              none={m.warnings.some((w) => w.code === 'MAAS_UNAVAILABLE') ? <>MAAS not answering: its facts show here once it answers.</> : <>MAAS does not report this machine.</>}
+            >
               {m.maas ? (
                 <>
                   <Fact k="Hostname">{m.maas.hostname} ({m.maas.fqdn})</Fact>
