@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { axe, clean, confirmPlanned, dialog, expect, launch, log, newPage, noStoredCredential, sessionCookie, shot, signIn } from './lib.mjs';
+import { axe, clean, confirmBulk, confirmPlanned, dialog, expect, launch, log, newPage, noStoredCredential, sessionCookie, shot, signIn } from './lib.mjs';
 
 const { BASE, ADMIN_TOKEN, VIEWER_TOKEN, CONTROL, SHOTS, HOST_ADDRESS, HOST_ENV, SOURCE_DIR } = process.env;
 const control = async (path, body) => {
@@ -153,8 +153,7 @@ try {
   await dialog(page).waitFor();
   await dialog(page).locator('[data-bulk-plan="11"]').waitFor({ timeout: 30000 });
   await dialog(page).locator('[data-bulk-typed]').fill('11');
-  await page.waitForFunction(() => !document.querySelector('[data-bulk-confirm]')?.hasAttribute('aria-disabled'));
-  await dialog(page).locator('[data-bulk-confirm]').click();
+  await confirmBulk(page);
   await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
   expect((await dialog(page).locator('[data-outcome="done"]').count()) === 11, 'the 11 are registered');
   await dialog(page).getByRole('button', { name: 'Close' }).click();
@@ -172,14 +171,13 @@ try {
   const planText = await dialog(page).locator('.bulk-plan').innerText();
   expect(planText.includes('9 of 11') && /2 not possible in its present state \(FAILED_PRECONDITION\)/.test(planText) && planText.includes('bulk-10') && planText.includes('bulk-11'),
     'the plan says 9 of 11 go ahead and groups the 2 refused by reason: ' + planText);
-  const confirmBulk = dialog(page).locator('[data-bulk-confirm]');
-  expect((await confirmBulk.getAttribute('aria-disabled')) === 'true', 'above 10 machines the step waits for the count');
+  expect((await dialog(page).locator('[data-bulk-confirm]').getAttribute('aria-disabled')) === 'true', 'above 10 machines the step waits for the count');
   await dialog(page).locator('[data-bulk-typed]').fill('11');
   await page.waitForFunction(() => !document.querySelector('[data-bulk-confirm]')?.hasAttribute('aria-disabled'));
   await shot(page, SHOTS, '03g-bulk-plan');
   await axe(page, 'bulk plan');
   await control('/maas-fault');
-  await confirmBulk.click();
+  await confirmBulk(page);
   await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
   expect((await dialog(page).locator('[data-outcome="failed"]').count()) === 11, 'with MAAS down every machine failed, each with its result');
   expect((await dialog(page).locator('[data-bulk-result="bulk-01"]').innerText()).includes('UNAVAILABLE'), 'a failure shows its reason');
@@ -643,8 +641,7 @@ try {
   expect((await confirm.getAttribute('aria-disabled')) === 'true', 'Remove stays disabled for another name');
   await shot(page, SHOTS, '12-remove-dialog');
   await dialog(page).getByLabel(/Type the member's name/).fill('node-4');
-  await dialog(page).locator('[data-confirm][data-planned]').waitFor();
-  await confirm.click();
+  await confirmPlanned(page);
   await phaseIs(page, 'REGISTERED', 60000);
 
   step('a viewer sees every action disabled, with the reason');

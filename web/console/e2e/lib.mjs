@@ -145,18 +145,44 @@ export async function keystrokeToPaint(page, key) {
 // dialog is the open dialog.
 export const dialog = (page) => page.locator('dialog[open]');
 
+// humanPauseMs is how long the administrator reads a plan before confirming it: the
+// console's suite confirms every change at that pace, so a plan whose hash moves with a
+// clock (a join token's expiry) fails here as it fails for a person (PLAN_CHANGED).
+export const humanPauseMs = 2000;
+
 // confirmPlanned waits for the dialog's plan of the inputs as filled in (every confirm
-// dialog asks for it first), then confirms. A plan that blocks the change fails here with
-// the dialog's own reason, not later as a step that never came.
+// dialog asks for it first), reads it for humanPauseMs, then confirms. A plan that blocks
+// the change fails here with the dialog's own reason, not later as a step that never came.
 export async function confirmPlanned(page) {
   const c = dialog(page).locator('[data-confirm][data-planned]');
   await c.waitFor();
   const ready = dialog(page).locator('[data-confirm][data-planned]:not([aria-disabled="true"])');
+  const blocked = async () => {
+    const why = await dialog(page).innerText().catch(() => '(the dialog closed)');
+    fail(`the confirm button stayed disabled after the plan came; the dialog says:\n${why}`);
+  };
   try {
     await ready.waitFor({ timeout: 10000 });
   } catch {
-    const why = await dialog(page).innerText().catch(() => '(the dialog closed)');
-    fail(`the confirm button stayed disabled after the plan came; the dialog says:\n${why}`);
+    await blocked();
   }
+  const shown = Date.now();
+  await page.waitForTimeout(humanPauseMs);
+  if (!(await ready.isVisible())) await blocked();
+  expect(Date.now() - shown >= humanPauseMs, 'the plan was read for the human pause');
+  await ready.click();
+}
+
+// confirmBulk confirms a bulk step's dialog once its plan for the set is shown and
+// confirmable (the count typed, where asked), after the same human pause.
+export async function confirmBulk(page) {
+  const ready = dialog(page).locator('[data-bulk-confirm][data-planned]:not([aria-disabled="true"])');
+  try {
+    await ready.waitFor({ timeout: 60000 });
+  } catch {
+    const why = await dialog(page).innerText().catch(() => '(the dialog closed)');
+    fail(`the bulk step stayed disabled after its plan came; the dialog says:\n${why}`);
+  }
+  await page.waitForTimeout(humanPauseMs);
   await ready.click();
 }
