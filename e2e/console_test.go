@@ -397,13 +397,26 @@ func TestConsoleEvacuatesAndRestores(t *testing.T) {
 		}
 	}
 	e.MustGQL(admin, `mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, map[string]any{"n": m0.Name})
+	// The other member has no machine record: evacuated with incus, its page still offers
+	// Restore (restoreMember needs no record).
+	c := newControl()
+	c.handle("POST /evacuate-other", func() error {
+		if out, err := lab.CLI(m0, "cluster", "evacuate", m1.Name, "--force"); err != nil {
+			return fmt.Errorf("incus cluster evacuate %s: %v: %s", m1.Name, err, out)
+		}
+		return nil
+	})
 	runScript(t, node, dir, "maintenance.e2e.mjs", map[string]string{
 		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shotsDir(t, "maintenance"), "MEMBER": m0.Name, "INSTANCES": "2",
+		"OTHER": m1.Name, "CONTROL": c.serve(t),
 	})
-	for _, action := range []string{"evacuateMember", "restoreMember"} {
-		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = 'SUCCEEDED'`, action).(int64); n != 1 {
-			t.Errorf("%d successful %s in the audit trail, want 1", n, action)
+	for action, want := range map[string]int64{"evacuateMember": 1, "restoreMember": 2} {
+		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = 'SUCCEEDED'`, action).(int64); n != want {
+			t.Errorf("%d successful %s in the audit trail, want %d", n, action, want)
 		}
+	}
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'restoreMember' AND outcome = 'SUCCEEDED' AND machine = $1`, m1.Name).(int64); n != 1 {
+		t.Errorf("%d successful restores of %s (no machine record), want 1", n, m1.Name)
 	}
 }
 
@@ -434,4 +447,50 @@ func TestConsolePagesWhileMAASHangs(t *testing.T) {
 		"TIMEOUT_MS": strconv.FormatInt(consoleHungTimeout.Milliseconds(), 10),
 	})
 	simp.signal(syscall.SIGCONT)
+}
+
+// TestConsoleAdmitsTheFoundingMember is run.sh's cluster in Chromium: one member, m1, with
+// no machine record, the placement guard on, so every instance is refused until a member
+// is admitted. The Enrolment page and m1's page offer Admit; its dialog registers m1 and
+// then admits it, two steps each planned, read (a human pause) and confirmed, each its own
+// audit event; then an untargeted instance lands on m1 (web/console/e2e/admit.e2e.mjs).
+func TestConsoleAdmitsTheFoundingMember(t *testing.T) {
+	node, dir := consoleTools(t)
+	lab := incuslab.Start(t, 1)
+	first := lab.Members[0]
+	e := producttest.Start(t, producttest.WithIncus(lab.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	if out, err := lab.CLI(first, "profile", "device", "add", "default", "root", "disk", "path=/", "pool="+incuslab.Pool); err != nil {
+		t.Fatalf("root disk: %v: %s", err, out)
+	}
+	e.MustGQL(admin, `mutation { setPlacementGuard(input: {enabled: true}) { placementGuard { state } } }`, nil)
+
+	c := newControl()
+	// POST /launch creates an untargeted empty instance and answers where it landed, or
+	// Incus's refusal (200 either way: the script judges).
+	n := 0
+	c.mux.HandleFunc("POST /launch", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		n++
+		name := fmt.Sprintf("c%d", n)
+		c.mu.Unlock()
+		res := map[string]string{"name": name}
+		if out, err := lab.CLI(first, "init", "--empty", name, "-s", incuslab.Pool); err != nil {
+			res["error"] = err.Error() + ": " + out
+		} else if loc, err := lab.CLI(first, "list", "^"+name+"$", "-c", "L", "-f", "csv"); err == nil {
+			res["location"] = strings.TrimSpace(loc)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(res)
+	})
+	runScript(t, node, dir, "admit.e2e.mjs", map[string]string{
+		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shotsDir(t, "admit-founding-member"), "CONTROL": c.serve(t), "MEMBER": first.Name,
+	})
+	// Two steps, each its own audit event, each confirmed with the plan it was shown.
+	for _, action := range []string{"registerMachine", "admitMember"} {
+		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = 'SUCCEEDED' AND actor = 'admin'
+			AND details->>'planHash' IS NOT NULL`, action).(int64); n != 1 {
+			t.Errorf("%d successful %s by admin confirmed with its plan, want 1", n, action)
+		}
+	}
 }

@@ -1,5 +1,6 @@
 // What the server said went wrong, in the administrator's words: every error carries a
 // stable extensions.code and, for bad input, extensions.field naming the input at fault.
+import { inConsoleWords } from './words';
 
 export interface Problem {
   message: string;
@@ -24,7 +25,7 @@ export function problemsOf(err: ErrorLike | null | undefined): Problem[] {
     const ext = e.extensions ?? {};
     const details = typeof ext.details === 'object' && ext.details ? (ext.details as Record<string, unknown>) : {};
     out.push({
-      message: e.message,
+      message: inConsoleWords(e.message),
       code: typeof ext.code === 'string' ? ext.code : undefined,
       field: typeof ext.field === 'string' ? ext.field : undefined,
       index: typeof details.index === 'number' ? details.index : undefined,

@@ -14,6 +14,7 @@ import { Banner, Field, Loading, Problems, ReasonButton, Time } from '../compone
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import type { FenceEventRowFragment } from '../gql/graphql';
 import type { Row } from '../lib/fleet';
+import { inConsoleWords } from '../lib/words';
 
 export function FencingPage() {
   const viewer = useViewer();
@@ -44,7 +45,7 @@ export function FencingPage() {
         <>
           {c.warnings.map((w) => (
             <Banner key={w.code} tone={w.code === 'UNMAPPED_MEMBERS' ? 'caution' : 'negative'} title={codeTitle(w.code)}>
-              {w.message}
+              {inConsoleWords(w.message)}
             </Banner>
           ))}
           <div className="facts-grid">
@@ -73,7 +74,7 @@ export function FencingPage() {
                       >
                         {c.placementGuard.state === 'ON' ? 'On' : c.placementGuard.state === 'OFF' ? 'Off' : 'Foreign scriptlet'}
                       </ReasonButton>{' '}
-                      <span className="sub">{c.placementGuard.message}</span>
+                      <span className="sub">{inConsoleWords(c.placementGuard.message)}</span>
                     </>
                   ) : (
                     'unknown (Incus could not be asked)'
@@ -122,7 +123,7 @@ export function FencingPage() {
                     <td>
                       {mp?.lastDrill ? (
                         <span>
-                          {mp.lastDrill.ok ? '✓ ready' : `✕ ${mp.lastDrill.problem}`} <span className="sub">power {mp.lastDrill.powerState ?? 'unknown'}, <Time at={mp.lastDrill.at} /></span>
+                          {mp.lastDrill.ok ? '✓ ready' : `✕ ${inConsoleWords(mp.lastDrill.problem ?? '')}`} <span className="sub">power {mp.lastDrill.powerState ?? 'unknown'}, <Time at={mp.lastDrill.at} /></span>
                         </span>
                       ) : mp ? (
                         'not drilled yet'
@@ -132,7 +133,7 @@ export function FencingPage() {
                     </td>
                     <td>
                       {mp?.offlineSince ? <>offline since <Time at={mp.offlineSince} /><br /></> : null}
-                      {mp?.lastEvent ? `${mp.lastEvent.kind}: ${mp.lastEvent.message}` : '—'}
+                      {mp?.lastEvent ? `${mp.lastEvent.kind}: ${inConsoleWords(mp.lastEvent.message)}` : '—'}
                     </td>
                     <td className="row-actions">
                       <ReasonButton reason={perm} onClick={() => setDialog({ kind: 'set', member: name })} data-action="set-mapping">
@@ -198,7 +199,7 @@ function FenceEventTable({ events }: { events: FenceEventRowFragment[] }) {
               {e.kind}
               {e.reason ? ` (${e.reason})` : ''}
             </td>
-            <td>{e.message}</td>
+            <td>{inConsoleWords(e.message)}</td>
             <td>{e.worker}</td>
           </tr>
         ))}

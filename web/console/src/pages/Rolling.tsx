@@ -14,6 +14,7 @@ import { useFleet } from './Fleet';
 import { Banner, Loading, Problems, ReasonButton, Time } from '../components/ui';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import type { RollingRebootRowFragment } from '../gql/graphql';
+import { inConsoleWords } from '../lib/words';
 
 type Verb = 'pause' | 'resume' | 'cancel';
 
@@ -69,7 +70,7 @@ function RollingCard({ op, perm, onAct }: { op: RollingRebootRowFragment; perm?:
       </h2>
       {op.state === 'FAILED' || op.state === 'CANCELLED' ? (
         <Banner tone={op.state === 'FAILED' ? 'negative' : 'caution'} title={op.state === 'FAILED' ? 'Stopped' : 'Cancelled'}>
-          {op.reason}
+          {inConsoleWords(op.reason ?? '')}
         </Banner>
       ) : null}
       <p>
