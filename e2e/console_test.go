@@ -293,6 +293,11 @@ func TestConsoleEndToEnd(t *testing.T) {
 		WHERE action = 'commissionMachine' AND outcome = 'SUCCEEDED' AND actor = 'admin' AND request_id = $1`, rid[0]).(int64); n != 9 {
 		t.Errorf("%d machines commissioned under the bulk step's request id %s, want 9, each its own event", n, rid[0])
 	}
+	// Install, single and bulk, each confirmed with the plan it was shown after a pause.
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'installOperatingSystem' AND outcome = 'SUCCEEDED'
+		AND actor = 'admin' AND details->>'planHash' IS NOT NULL`).(int64); n != 4 {
+		t.Errorf("%d installs confirmed with their plans, want 4 (node-new, bulk-01…03)", n)
+	}
 	// The approval carried the override; the member joined with it.
 	if d := e.Scalar(`SELECT details->>'memberConfig' FROM audit_events WHERE action = 'approveEnrolment' AND outcome = 'SUCCEEDED'`).(string); !strings.Contains(d, source) {
 		t.Errorf("the approval's audit event has member config %s, want the override %s", d, source)

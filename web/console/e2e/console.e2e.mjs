@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { axe, clean, confirmBulk, confirmPlanned, dialog, expect, launch, log, newPage, noStoredCredential, sessionCookie, shot, signIn } from './lib.mjs';
+import { axe, clean, closedAfterConfirm, confirmBulk, confirmPlanned, dialog, expect, launch, log, newPage, noStoredCredential, sessionCookie, shot, signIn } from './lib.mjs';
 
 const { BASE, ADMIN_TOKEN, VIEWER_TOKEN, CONTROL, SHOTS, HOST_ADDRESS, HOST_ENV, SOURCE_DIR } = process.env;
 const control = async (path, body) => {
@@ -147,7 +147,8 @@ try {
   await page.locator('[data-bulk-bar="11"]').waitFor();
   await shot(page, SHOTS, '03f-fleet-selected', false);
 
-  step('bulk: register 11 discovered machines first (a MAAS step needs a record)');
+  step('bulk: register 11 discovered machines first (a MAAS step needs a record), the step offered first');
+  expect((await page.locator('[data-bulk-step]').inputValue()) === 'register', 'the bulk step offered first for discovered machines is Register, not Commission');
   await page.locator('[data-bulk-step]').selectOption('register');
   await page.locator('[data-bulk-open]').click();
   await dialog(page).waitFor();
@@ -316,6 +317,37 @@ try {
   expect((await dialog(page).locator('.field-error').count()) === 0, 'the right hostname clears the error');
   await dialog(page).getByRole('button', { name: 'Cancel' }).click();
   await clean(page, 'MAAS steps');
+
+  step('install: node-new (Ready once commissioned), its plan read, then confirmed; it awaits its join');
+  await page.goto('/machines/node-new');
+  await phaseIs(page, 'REGISTERED');
+  await page.locator('[data-action="install"]:not([aria-disabled])').click();
+  await dialog(page).getByLabel('Image').waitFor();
+  await dialog(page).locator('[data-plan-step]').first().waitFor();
+  const installPlan = await dialog(page).locator('[data-plan]').innerText();
+  expect(installPlan.includes('deploy'), 'the install plan deploys through MAAS: ' + installPlan);
+  await shot(page, SHOTS, '05d-install-plan');
+  await confirmPlanned(page);
+  await closedAfterConfirm(page, 'install on node-new');
+  await page.locator('[data-toast="success"]', { hasText: 'Install' }).waitFor({ timeout: 30000 });
+  await phaseIs(page, 'AWAITING_JOIN');
+
+  step('bulk install: three Ready machines, one plan for the set, confirmed after reading it');
+  await page.goto('/?q=bulk-0');
+  for (const n of ['bulk-01', 'bulk-02', 'bulk-03']) await page.locator(`[data-select="${n}"]`).click();
+  await page.locator('[data-bulk-bar="3"]').waitFor();
+  await page.locator('[data-bulk-step]').selectOption('install');
+  await page.locator('[data-bulk-open]').click();
+  await dialog(page).locator('[data-bulk-plan="3"]').waitFor({ timeout: 60000 });
+  await shot(page, SHOTS, '05e-bulk-install-plan');
+  await confirmBulk(page);
+  await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
+  const installed = await dialog(page).locator('[data-outcome="done"]').count();
+  expect(installed === 3, `${installed} of 3 installs done: ${await dialog(page).locator('.bulk-results').innerText()}`);
+  await shot(page, SHOTS, '05f-bulk-install-done');
+  await dialog(page).getByRole('button', { name: 'Close' }).click();
+  await page.locator('[data-bulk-clear]').click();
+  await page.locator('tr[data-machine="bulk-01"][data-phase="AWAITING_JOIN"]').waitFor({ timeout: 30000 });
 
   step('register a manual machine; a bad name is refused beside its field');
   await page.goto('/');

@@ -186,3 +186,13 @@ export async function confirmBulk(page) {
   await page.waitForTimeout(humanPauseMs);
   await ready.click();
 }
+
+// closedAfterConfirm waits until the confirmed dialog closes, or fails with what it says
+// (the server's refusal: PLAN_CHANGED, UNAVAILABLE …) when it shows a problem instead.
+export async function closedAfterConfirm(page, where, timeout = 60000) {
+  const problem = dialog(page).locator('.problems');
+  const gone = dialog(page).waitFor({ state: 'detached', timeout }).then(() => null);
+  const said = problem.waitFor({ timeout }).then(async () => problem.innerText());
+  const why = await Promise.race([gone, said]);
+  if (why) fail(`${where}: the confirmation was refused: ${why}`);
+}
