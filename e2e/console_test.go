@@ -499,3 +499,93 @@ func TestConsoleAdmitsTheFoundingMember(t *testing.T) {
 		}
 	}
 }
+
+// name63 is a name of the longest length the server accepts (63), made of prefix.
+func name63(prefix string) string {
+	s := prefix
+	for len(s) < 63 {
+		s += "-rack42-row7"
+	}
+	s = s[:63]
+	if strings.HasSuffix(s, "-") {
+		s = s[:62] + "x"
+	}
+	return s
+}
+
+// text1024 is a description of the longest length the server accepts (1,024 characters),
+// as administrators write them: words, then a long URL with no space to break at.
+func text1024(what string) string {
+	s := what + ": bought 2026 for the compute tier, warranty until 2031, spare parts on shelf B; serial numbers and the rack diagram are at "
+	s += "https://inventory.example.com/assets/rack42/row7/"
+	for len(s) < 1024 {
+		s += "0123456789abcdef"
+	}
+	return s[:1024]
+}
+
+// TestConsoleLayoutHoldsRealText shows every page at 1280×800 with the longest values the
+// server accepts: 63-character machine, member, MAAS host, profile and identity names,
+// 1,024-character descriptions, a long maintenance message with a URL, a 5,000-character
+// audit value. Each page must not be wider than the window (document scrollWidth ≤
+// clientWidth), nothing may be clipped inside a scrolling box, and every action button
+// must be on screen (web/console/e2e/layout.e2e.mjs).
+func TestConsoleLayoutHoldsRealText(t *testing.T) {
+	node, dir := consoleTools(t)
+	lab := incuslab.Start(t, 1)
+	longMember := lab.StartUnjoined(t, name63("member"))
+	lab.Join(t, longMember)
+
+	mdisc, mreg, mmem := name63("maas-discovered"), name63("maas-registered"), longMember.Name
+	fx := sim.Fixture{Machines: []sim.MachineSpec{
+		{SystemID: "ll0001", Hostname: mdisc, Status: 4, PowerType: "ipmi", HardwareUUID: "4c4c4544-0042-3510-8052-b7c04f4e1001", CPUCount: 64, Memory: 524288,
+			Zone: name63("zone"), Pool: name63("pool"), Tags: []string{name63("tag-a"), name63("tag-b"), name63("tag-c")}, Description: text1024("MAAS")},
+		{SystemID: "ll0002", Hostname: mreg, Status: 4, PowerType: "ipmi", HardwareUUID: "4c4c4544-0042-3510-8052-b7c04f4e1002", CPUCount: 64, Memory: 524288,
+			Zone: name63("zone"), Pool: name63("pool"), Tags: []string{name63("tag-a"), name63("tag-b")}},
+		{SystemID: "ll0003", Hostname: mmem, Status: 6, Owner: "apelora", PowerType: "ipmi", HardwareUUID: "4c4c4544-0042-3510-8052-b7c04f4e1003", CPUCount: 64, Memory: 524288,
+			OSystem: "ubuntu", DistroSeries: "noble"},
+	}}
+	m := producttest.StartMAAS(t, fx)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config))
+	operator := name63("operator")
+	token := e.Identity(operator, identity.ManageInfrastructure, identity.HardwareDelete)
+	viewerName := name63("viewer")
+	viewer := e.Identity(viewerName, identity.ViewInfrastructure)
+	must := func(q string, vars map[string]any) { t.Helper(); e.MustGQL(token, q, vars) }
+	register := `mutation($in: RegisterMachineInput!) { registerMachine(input: $in) { machine { name } } }`
+
+	manual := []string{name63("manual-a"), name63("manual-b"), name63("manual-c")}
+	for _, n := range manual {
+		must(register, map[string]any{"in": map[string]any{"name": n, "provisioner": "MANUAL", "description": text1024(n)}})
+	}
+	must(register, map[string]any{"in": map[string]any{"name": mreg, "provisioner": "MAAS", "maasSystemId": "ll0002", "description": text1024(mreg)}})
+	must(register, map[string]any{"in": map[string]any{"name": mmem, "provisioner": "MANUAL", "description": text1024(mmem)}})
+	// A pending join token (its token is not kept).
+	must(`mutation($n: String!) { approveEnrolment(input: {name: $n}) { expiresAt } }`, map[string]any{"n": manual[1]})
+	profile := name63("profile")
+	must(`mutation($p: String!, $d: String!) { setHardwareProfile(input: {profile: $p, description: $d, architecture: "x86_64", minCpuCores: 16, minMemoryMiB: 65536}) { profile { name } } }`,
+		map[string]any{"p": profile, "d": text1024(profile)})
+	must(`mutation($m: String!, $p: String!) { assignHardwareProfile(input: {machine: $m, profile: $p}) { machine { name } } }`, map[string]any{"m": mreg, "p": profile})
+	must(`mutation($m: String!) { setFenceMapping(input: {member: $m, maasSystemId: "ll0003", hardwareUuid: "4c4c4544-0042-3510-8052-b7c04f4e1003"}) { mapping { member } } }`,
+		map[string]any{"m": mmem})
+	must(`mutation($m: String!) { startRollingReboot(input: {members: [$m]}) { rollingReboot { id } } }`, map[string]any{"m": mmem})
+	// A maintenance operation that failed with a long message, as the follower records
+	// Incus's error (an URL with no space to break at).
+	long := "Failed to migrate instance " + name63("instance") + " to " + lab.Members[0].Name + ": Error transferring instance data: " +
+		"websocket: bad handshake from https://" + lab.Members[0].Address + "/1.0/operations/" + strings.Repeat("5f1c0e7a-3b2d-4c4e-9a8b-", 20) + "/websocket?secret=elided"
+	var opID int64
+	if err := e.DB.Store.Pool().QueryRow(t.Context(), `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, finished_at, outcome, message)
+		VALUES ($1, 'evacuate', 'live-migrate', '5f1c0e7a-3b2d-4c4e-9a8b-7d6e5f4a3b2c', $2, now(), 'FAILED', $3) RETURNING id`, mmem, operator, long).Scan(&opID); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range [][2]string{{"STARTED", "evacuate of " + mmem + " started (Incus operation 5f1c0e7a-3b2d-4c4e-9a8b-7d6e5f4a3b2c)"}, {"FAILED", long}} {
+		if _, err := e.DB.Store.Pool().Exec(t.Context(), `INSERT INTO member_operation_events (operation_id, machine, kind, message) VALUES ($1, $2, $3, $4)`, opID, mmem, ev[0], ev[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runScript(t, node, dir, "layout.e2e.mjs", map[string]string{
+		"BASE": e.Base, "ADMIN_TOKEN": token, "VIEWER_TOKEN": viewer, "SHOTS": shotsDir(t, "layout"),
+		"MEMBER": mmem, "REGISTERED": mreg, "DISCOVERED": mdisc, "MANUAL": strings.Join(manual, ","), "PROFILE": profile,
+		"OPERATOR": operator, "VIEWER": viewerName,
+	})
+}

@@ -243,7 +243,7 @@ try {
   await page.goto('/machines/m1');
   const memberFacts = await page.locator('[aria-label="Incus member"]').innerText();
   expect(memberFacts.includes('URL'), 'm1 shows its member URL: ' + memberFacts);
-  const urlBox = await page.locator('[aria-label="Incus member"] dd.nowrap code').boundingBox();
+  const urlBox = await page.locator('[aria-label="Incus member"] dd.url code').boundingBox();
   expect(urlBox && urlBox.height < 30, `the member URL stays on one line (${urlBox?.height}px high)`);
   await shot(page, SHOTS, '04c-machine-member');
   await page.locator('[data-tab="hardware"]').click();

@@ -72,7 +72,7 @@ export function HardwarePage() {
                       ))}
                     </ul>
                   </td>
-                  <td>{p.description || <span className="muted">—</span>}</td>
+                  <td className="description">{p.description || <span className="muted">—</span>}</td>
                   <td>
                     {p.machines.length ? (
                       <ul className="plain-list">

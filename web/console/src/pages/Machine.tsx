@@ -127,7 +127,7 @@ export function MachinePage({ name }: { name: string }) {
                   <Fact k="Groups">{m.member.groups.join(', ') || '—'}</Fact>
                   <Fact k="Failure domain">{m.member.failureDomain || '—'}</Fact>
                   <Fact k="Architecture">{m.member.architecture || '—'}</Fact>
-                  <Fact k="URL" nowrap><code>{m.member.url}</code></Fact>
+                  <Fact k="URL" url><code>{m.member.url}</code></Fact>
                 </>
               ) : null}
             </Facts>
@@ -214,12 +214,12 @@ function Facts({ title, children, none }: { title: string; children?: ReactNode;
   );
 }
 
-// nowrap keeps a value on one line (a URL): it scrolls within its card instead.
-function Fact({ k, children, nowrap }: { k: string; children: ReactNode; nowrap?: boolean }) {
+// url marks a URL: whole on its line while it fits, wrapped where it must (never clipped).
+function Fact({ k, children, url }: { k: string; children: ReactNode; url?: boolean }) {
   return (
     <>
       <dt>{k}</dt>
-      <dd className={nowrap ? 'nowrap' : undefined}>{children}</dd>
+      <dd className={url ? 'url' : undefined}>{children}</dd>
     </>
   );
 }
