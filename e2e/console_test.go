@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -243,11 +244,28 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if err := os.Mkdir(source, 0o711); err != nil {
 		t.Fatal(err)
 	}
+	shots := shotsDir(t, "end-to-end")
 	runScript(t, node, dir, "console.e2e.mjs", map[string]string{
 		"BASE": e.Base, "ADMIN_TOKEN": admin, "VIEWER_TOKEN": viewer, "CONTROL": ctl,
-		"SHOTS": shotsDir(t, "end-to-end"), "HOST_ADDRESS": host.Address, "HOST_ENV": string(envJSON),
+		"SHOTS": shots, "HOST_ADDRESS": host.Address, "HOST_ENV": string(envJSON),
 		"SOURCE_DIR": source,
 	})
+	// The README's picture is the one this run takes: with APELORA_README_SHOT=write
+	// (scripts/console-screenshot.sh) the run writes it to docs/; otherwise the committed one
+	// must be of its kind, at least its size.
+	readme, shot := "../docs/console-fleet.png", filepath.Join(shots, "readme-fleet.png")
+	if os.Getenv("APELORA_README_SHOT") == "write" {
+		b, err := os.ReadFile(shot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(readme, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", readme)
+	} else if got, want := pngSize(t, readme), pngSize(t, shot); got != want {
+		t.Errorf("docs/console-fleet.png is %v, the suite's picture %v: run scripts/console-screenshot.sh and commit it", got, want)
+	}
 
 	// What the browser was shown once, and the credentials, are nowhere in the server's log
 	// or the database.
@@ -588,4 +606,19 @@ func TestConsoleLayoutHoldsRealText(t *testing.T) {
 		"MEMBER": mmem, "REGISTERED": mreg, "DISCOVERED": mdisc, "MANUAL": strings.Join(manual, ","), "PROFILE": profile,
 		"OPERATOR": operator, "VIEWER": viewerName,
 	})
+}
+
+// pngSize is a PNG file's width and height.
+func pngSize(t *testing.T, path string) [2]int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := png.DecodeConfig(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return [2]int{c.Width, c.Height}
 }

@@ -21,6 +21,8 @@ const refusedBeside = async (page, label, has) => {
 };
 const phaseIs = (page, phase, timeout = 30000) => page.locator(`.title-row [data-phase="${phase}"]`).waitFor({ timeout });
 const step = (s) => log('step:', s);
+// The README's screenshot (docs/console-fleet.png, copied by scripts/console-screenshot.sh).
+const readmeShotSize = { width: 1280, height: 800 };
 
 // focusStaysIn presses Tab and Shift+Tab and fails if focus leaves the open dialog.
 async function focusStaysIn(page, where) {
@@ -506,6 +508,18 @@ try {
   await page.locator('tr[data-machine="node-4"][data-phase="ADMITTED"]').waitFor();
   await page.locator('tr[data-machine="node-a"][data-phase="REGISTERED"]').waitFor();
   await shot(page, SHOTS, '09a-fleet-after');
+  step('the README\'s screenshot: the fleet at 1280×800 by phase, three machines selected for a step');
+  await page.setViewportSize(readmeShotSize);
+  await page.goto('/?sort=phase&dir=desc');
+  await page.locator('tbody tr[data-machine]').first().waitFor();
+  for (const n of ['node-a', 'bulk-09', 'bulk-08']) await page.locator(`[data-select="${n}"]`).click();
+  await page.locator('[data-bulk-bar="3"]').waitFor();
+  for (const close of await page.locator('.toast-close').all()) await close.click();
+  await page.locator('.toast').first().waitFor({ state: 'detached' }).catch(() => {});
+  await page.locator('#fleet-title').hover(); // no hover state or tip in the picture
+  await page.screenshot({ path: `${SHOTS}/readme-fleet.png` });
+  await page.locator('[data-bulk-clear]').click();
+  await page.setViewportSize({ width: 1400, height: 900 });
 
   step('audit shows each step');
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit' }).click();
