@@ -3,6 +3,7 @@
 // visible when it cannot be pressed, saying why.
 import { createContext, useContext, useEffect, useId, useState, type ReactNode, type ButtonHTMLAttributes } from 'react';
 import { seconds } from '../lib/deadline';
+import { timeText } from '../lib/words';
 import type { CheckResult, MemberStatus, Phase } from '../gql/graphql';
 import { checkSymbols, memberStatusInfo, phaseInfo } from '../lib/phases';
 import { codeLabel, describe, fieldKey, type Problem } from '../lib/errors';
@@ -161,7 +162,7 @@ export function Time({ at }: { at: string | null | undefined }) {
   const d = new Date(at);
   return (
     <time dateTime={at} title={d.toISOString()}>
-      {d.toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' })}
+      {timeText(d)}
     </time>
   );
 }
