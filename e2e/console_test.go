@@ -424,6 +424,21 @@ func TestConsoleEvacuatesAndRestores(t *testing.T) {
 	// Restore (restoreMember needs no record).
 	c := newControl()
 	c.handle("POST /evacuate-other", func() error {
+		// The restore before this brings c1 and c2 back; Incus may still be moving one when
+		// its operation is reported done. Evacuate once none is on the other member and no
+		// operation runs, so the evacuation has nothing to move.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			on, _ := lab.CLI(m0, "list", "-c", "L", "-f", "csv")
+			ops, _ := lab.CLI(m0, "operation", "list", "-f", "csv")
+			if !strings.Contains(on, m1.Name) && !strings.Contains(ops, "RUNNING") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("instances still on %s or operations running after 60 s: %q %q", m1.Name, on, ops)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 		if out, err := lab.CLI(m0, "cluster", "evacuate", m1.Name, "--force"); err != nil {
 			return fmt.Errorf("incus cluster evacuate %s: %v: %s", m1.Name, err, out)
 		}
