@@ -171,7 +171,10 @@ func (a *sessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
 	id, sess, value, err := identity.StartConsoleSession(r.Context(), a.store, token, a.ttl)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.Unauthenticated {
-			a.fail(w, r, apperr.Invalid("token", "this token is not valid: paste the whole bearer token (apl_…) of your identity, or create one with `apelora identity create`"))
+			// A credential that does not authenticate is 401 (UNAUTHENTICATED), as on
+			// /graphql; 400 stays for a body that is not {"token": …}.
+			a.fail(w, r, &apperr.Error{Code: apperr.Unauthenticated, Field: "token",
+				Message: "this token is not valid: paste the whole bearer token (apl_…) of your identity, or create one with `apelora identity create`"})
 			return
 		}
 		resterr.Write(w, r, a.log, err)
