@@ -55,6 +55,9 @@ type Config struct {
 	// AuthFailureLimit is not read from the environment (zero: the server's default);
 	// tests relax it.
 	AuthFailureLimit server.RateLimit
+	// RefusalWindow is the window of the audit events of repeated refusals; not read from
+	// the environment (zero: server.RateLimitWindow); tests shorten it.
+	RefusalWindow time.Duration
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client the
 	// per-address limits key on (APELORA_TRUSTED_PROXIES); none: the TCP peer is.
 	TrustedProxies server.TrustedProxies

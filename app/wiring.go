@@ -218,6 +218,8 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		AccessLogLevel:    cfg.accessLogLevel(),
 		StepConcurrency:   cfg.StepConcurrency,
 		SSO:               cfg.sso(store),
+		RefusalWindow:     cfg.RefusalWindow,
+		Stop:              ctx,
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -631,5 +632,102 @@ func TestOversizedWebsocketMessageClosesWith1009(t *testing.T) {
 	}
 	if r := e.GQL(viewer, `{ viewer { name } }`, nil); r.Code() != "" {
 		t.Fatalf("the server after the oversized messages: %+v", r.Errors)
+	}
+}
+
+// Issue 25: a flood of failed sign-ins from 2,000 addresses wrote 2,000 audit events, and
+// the 429 event said 1 refusal for 290. Now, from 2,000 real loopback addresses (each one
+// wrong token, then one request past its only try): per window, at most
+// server.RefusalRowsPerWindow events of their own per action at once and one per key or one
+// summary at the window's end, and the counts of the events add up to every refusal.
+func TestRefusalFloodIsBoundedPerWindowWithTrueCounts(t *testing.T) {
+	const addresses = 2000
+	const window = 10 * time.Second
+	e := producttest.Start(t, producttest.WithAuthFailureLimit(server.RateLimit{Burst: 1, Every: time.Hour}), producttest.WithRefusalWindow(window))
+	before := lastAuditID(t, e)
+	start := time.Now()
+	send := func(ip string) int {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		c := &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}, Timeout: 30 * time.Second}
+		req, _ := http.NewRequest(http.MethodPost, e.Base+"/api/v1/session", strings.NewReader(`{"token":"apl_flood"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ip := range work {
+				if st := send(ip); st != http.StatusUnauthorized {
+					t.Errorf("%s's first wrong token: %d, want 401", ip, st)
+				}
+				if st := send(ip); st != http.StatusTooManyRequests {
+					t.Errorf("%s past its only try: %d, want 429", ip, st)
+				}
+			}
+		}()
+	}
+	for i := range addresses {
+		work <- fmt.Sprintf("127.1.%d.%d", i/250, i%250+1)
+	}
+	close(work)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	// The window's last events come at its end: wait for every refusal to be counted.
+	type tally struct{ events, counted, summaries int }
+	read := func() map[string]*tally {
+		got := map[string]*tally{server.SignInFailed: {}, server.RateLimited: {}}
+		for _, row := range auditRowsAfter(t, e, before) {
+			tl := got[row.action]
+			if tl == nil || row.outcome != "REFUSED" || row.bytes > maxAuditRowBytes {
+				t.Fatalf("unexpected event %+v", row)
+			}
+			var d struct {
+				Failed, Refused, Addresses int
+				Window                     string
+			}
+			if err := json.Unmarshal([]byte(row.details), &d); err != nil || d.Window != window.String() {
+				t.Fatalf("event details %s: %v", row.details, err)
+			}
+			tl.events++
+			tl.counted += d.Failed + d.Refused
+			if d.Addresses > 0 {
+				tl.summaries++
+			}
+		}
+		return got
+	}
+	var got map[string]*tally
+	for deadline := time.Now().Add(3 * window); ; time.Sleep(200 * time.Millisecond) {
+		got = read()
+		if got[server.SignInFailed].counted >= addresses && got[server.RateLimited].counted >= addresses || time.Now().After(deadline) {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	windows := int(elapsed/window) + 2 // the windows the flood and the wait can have touched
+	for action, tl := range got {
+		t.Logf("%s: %d events (%d summaries) for %d refusals over %s", action, tl.events, tl.summaries, tl.counted, elapsed.Round(time.Second))
+		if tl.counted != addresses {
+			t.Errorf("%s: the events count %d refusals, want %d", action, tl.counted, addresses)
+		}
+		if most := windows * (2*server.RefusalRowsPerWindow + 1); tl.events > most || tl.summaries == 0 {
+			t.Errorf("%s: %d events (%d summaries) over %d windows, want at most %d and a summary", action, tl.events, tl.summaries, windows, most)
+		}
+	}
+	// Each address's own events name it; a summary lists the addresses with the most.
+	if got := e.Scalar(`SELECT count(*) FROM audit_events WHERE id > $1 AND details ? 'most' AND jsonb_array_length(details->'most') = 10`, before); got.(int64) < 2 {
+		t.Errorf("%v summaries list ten addresses", got)
 	}
 }

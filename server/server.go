@@ -78,11 +78,18 @@ type Config struct {
 	// StepConcurrency is how many machine steps (mutations that lock a machine) run at once;
 	// more wait their turn. Zero means DefaultStepConcurrency.
 	StepConcurrency int
+	// RefusalWindow is the window of the audit events of repeated refusals (rateLimited,
+	// signInFailed, identityLimited: see refusalLog); zero means RateLimitWindow.
+	RefusalWindow time.Duration
+	// Stop ends the server's background work: the refusal log writes what it has counted
+	// when it ends. Nil: never.
+	Stop context.Context
 }
 
 // Handler returns the server's HTTP handler.
 func Handler(cfg Config) http.Handler {
 	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer, steps: newStepSlots(cfg.StepConcurrency)}
+	g.refusals = newRefusalLog(cfg.Stop, cfg.RefusalWindow, g.recordRefusal)
 	limiter := newAuthLimiter(cfg.AuthFailureLimit, cfg.TrustedProxies)
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))

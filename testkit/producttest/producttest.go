@@ -95,6 +95,12 @@ func WithAuthFailureLimit(l server.RateLimit) Option {
 	return func(c *app.Config) { c.AuthFailureLimit = l }
 }
 
+// WithRefusalWindow sets the window of the audit events of repeated refusals (rateLimited,
+// signInFailed, identityLimited), so a test sees a window end.
+func WithRefusalWindow(d time.Duration) Option {
+	return func(c *app.Config) { c.RefusalWindow = d }
+}
+
 // WithTrustedProxies sets the proxies whose X-Forwarded-For names the client.
 func WithTrustedProxies(p server.TrustedProxies) Option {
 	return func(c *app.Config) { c.TrustedProxies = p }
