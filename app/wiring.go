@@ -219,6 +219,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		StepConcurrency:   cfg.StepConcurrency,
 		SSO:               cfg.sso(store),
 		RefusalWindow:     cfg.RefusalWindow,
+		IdentityLimits:    cfg.IdentityLimits,
 		Stop:              ctx,
 	})
 	return &Product{Handler: h, Listener: listener}, nil

@@ -381,15 +381,34 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		c.completed(op)
 		return
 	}
-	if c.t.opts.Subscribed != nil && rc.Operation.Operation == ast.Subscription {
-		ended := c.t.opts.Subscribed(ctx, rc)
-		c.mu.Lock()
-		if op.done {
-			ended()
-		} else {
-			op.ended = ended
+	if rc.Operation.Operation == ast.Subscription {
+		var ends []func()
+		if c.t.opts.AdmitSubscription != nil {
+			release, refusal := c.t.opts.AdmitSubscription(ctx)
+			if refusal != nil {
+				c.fail(op, gqlerror.List{refusal})
+				op.cancel()
+				return
+			}
+			ends = append(ends, release)
 		}
-		c.mu.Unlock()
+		if c.t.opts.Subscribed != nil {
+			ends = append(ends, c.t.opts.Subscribed(ctx, rc))
+		}
+		if len(ends) > 0 {
+			ended := func() {
+				for _, f := range ends {
+					f()
+				}
+			}
+			c.mu.Lock()
+			if op.done {
+				ended()
+			} else {
+				op.ended = ended
+			}
+			c.mu.Unlock()
+		}
 	}
 	if key, ok := c.t.shareKey(rc); ok && c.t.opts.Authorize(ctx) == nil {
 		g := c.t.streams.join(key, ctx, rc, c.exec, op)

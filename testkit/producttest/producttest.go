@@ -95,6 +95,15 @@ func WithAuthFailureLimit(l server.RateLimit) Option {
 	return func(c *app.Config) { c.AuthFailureLimit = l }
 }
 
+// WithIdentityLimits sets the websockets and subscriptions one identity may hold open
+// (APELORA_WS_SOCKETS_PER_IDENTITY, APELORA_WS_SUBSCRIPTIONS_PER_IDENTITY); benchmarks
+// that open thousands with one token raise them.
+func WithIdentityLimits(sockets, subscriptions int) Option {
+	return func(c *app.Config) {
+		c.IdentityLimits = server.IdentityLimits{Sockets: sockets, Subscriptions: subscriptions}
+	}
+}
+
 // WithRefusalWindow sets the window of the audit events of repeated refusals (rateLimited,
 // signInFailed, identityLimited), so a test sees a window end.
 func WithRefusalWindow(d time.Duration) Option {
