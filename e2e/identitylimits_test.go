@@ -31,6 +31,8 @@ type rawSocket struct {
 	conn   *websocket.Conn
 	msgs   chan wsMsg
 	closed chan *websocket.CloseError // the server's close frame, or nil without one
+	// passed counts the `next` messages first passed over, by subscription id.
+	passed map[string]int
 }
 
 // openSocket opens a socket and sends connection_init with authorization ("" for none).
@@ -41,7 +43,7 @@ func openSocket(t *testing.T, base, authorization string) (*rawSocket, *websocke
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &rawSocket{t: t, conn: conn, msgs: make(chan wsMsg, 4096), closed: make(chan *websocket.CloseError, 1)}
+	s := &rawSocket{t: t, conn: conn, msgs: make(chan wsMsg, 4096), closed: make(chan *websocket.CloseError, 1), passed: map[string]int{}}
 	t.Cleanup(func() { conn.Close() })
 	payload := map[string]any{}
 	if authorization != "" {
@@ -85,9 +87,9 @@ func openSocket(t *testing.T, base, authorization string) (*rawSocket, *websocke
 	return nil, <-s.closed
 }
 
-// answer sends a subscribe message and waits for the first answer to it: a `next`
-// (accepted; nil), or an `error` (refused; its errors). Other messages are dropped.
-func (s *rawSocket) answer(id, query string, vars map[string]any) []producttest.GQLError {
+// first sends a subscribe message and returns the first answer to it: a `next` or an
+// `error` message's type and payload. Other messages are dropped.
+func (s *rawSocket) first(id, query string, vars map[string]any) (string, json.RawMessage) {
 	s.t.Helper()
 	if err := s.conn.WriteJSON(map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": query, "variables": vars}}); err != nil {
 		s.t.Fatal(err)
@@ -99,23 +101,48 @@ func (s *rawSocket) answer(id, query string, vars map[string]any) []producttest.
 			if !ok {
 				s.t.Fatalf("the socket closed while %s waited: %v", id, <-s.closed)
 			}
-			if m.ID != id {
-				continue
+			if m.ID == id && (m.Type == "next" || m.Type == "error") {
+				return m.Type, m.Payload
 			}
-			switch m.Type {
-			case "next":
-				return nil
-			case "error":
-				var errs []producttest.GQLError
-				if err := json.Unmarshal(m.Payload, &errs); err != nil || len(errs) == 0 {
-					s.t.Fatalf("error message %s", m.Payload)
-				}
-				return errs
+			if m.Type == "next" {
+				s.passed[m.ID]++
 			}
 		case <-deadline:
 			s.t.Fatalf("no answer to %s", id)
 		}
 	}
+}
+
+// answer is first for a subscription: nil when it was accepted (a `next`), the errors of
+// the `error` message when it was refused.
+func (s *rawSocket) answer(id, query string, vars map[string]any) []producttest.GQLError {
+	s.t.Helper()
+	typ, payload := s.first(id, query, vars)
+	if typ == "next" {
+		return nil
+	}
+	var errs []producttest.GQLError
+	if err := json.Unmarshal(payload, &errs); err != nil || len(errs) == 0 {
+		s.t.Fatalf("error message %s", payload)
+	}
+	return errs
+}
+
+// result runs a query or mutation over the socket and returns its answer.
+func (s *rawSocket) result(id, query string, vars map[string]any) *producttest.Response {
+	s.t.Helper()
+	typ, payload := s.first(id, query, vars)
+	r := &producttest.Response{}
+	if typ == "error" {
+		if err := json.Unmarshal(payload, &r.Errors); err != nil {
+			s.t.Fatalf("error message %s", payload)
+		}
+		return r
+	}
+	if err := json.Unmarshal(payload, r); err != nil {
+		s.t.Fatalf("next message %s", payload)
+	}
+	return r
 }
 
 func (s *rawSocket) complete(id string) {

@@ -195,6 +195,10 @@ func websocketInit(store credentials, sockets SocketRegistry, refused func(conte
 		if err != nil {
 			return ctx, err
 		}
+		if sockets != nil {
+			// The registry's context carries the identity, re-authorised as it changes.
+			return ctx, nil
+		}
 		return identity.WithIdentity(ctx, id), nil
 	}
 }

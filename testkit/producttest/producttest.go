@@ -110,6 +110,13 @@ func WithRefusalWindow(d time.Duration) Option {
 	return func(c *app.Config) { c.RefusalWindow = d }
 }
 
+// WithSSORecheck sets how long the identity provider's word on a user's groups holds
+// (APELORA_OIDC_RECHECK_INTERVAL): sessions are asked about again at half of it. Call it
+// after WithSSO.
+func WithSSORecheck(d time.Duration) Option {
+	return func(c *app.Config) { c.SSO.Recheck = d }
+}
+
 // WithTrustedProxies sets the proxies whose X-Forwarded-For names the client.
 func WithTrustedProxies(p server.TrustedProxies) Option {
 	return func(c *app.Config) { c.TrustedProxies = p }
@@ -120,7 +127,7 @@ func WithTrustedProxies(p server.TrustedProxies) Option {
 func WithSSO(issuer, clientID, secret string, groups identity.GroupPermissions) Option {
 	return func(c *app.Config) {
 		c.SSO = app.SSOConfig{Issuer: issuer, ClientID: clientID, ClientSecret: secret,
-			Scopes: []string{"openid", "profile", "groups"}, GroupsClaim: "groups", Groups: groups}
+			Scopes: []string{"openid", "profile", "groups", "offline_access"}, GroupsClaim: "groups", Groups: groups}
 	}
 }
 
