@@ -722,7 +722,7 @@ func TestRefusalFloodIsBoundedPerWindowWithTrueCounts(t *testing.T) {
 		if tl.counted != addresses {
 			t.Errorf("%s: the events count %d refusals, want %d", action, tl.counted, addresses)
 		}
-		if most := windows * (2*server.RefusalRowsPerWindow + 1); tl.events > most || tl.summaries == 0 {
+		if most := windows * 2 * server.RefusalRowsPerWindow; tl.events > most || tl.summaries == 0 {
 			t.Errorf("%s: %d events (%d summaries) over %d windows, want at most %d and a summary", action, tl.events, tl.summaries, windows, most)
 		}
 	}

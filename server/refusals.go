@@ -26,7 +26,7 @@ import (
 //     (a flood from many addresses) one summary event for the kind says how many keys and
 //     refusals there were, listing the keys with the most.
 //
-// So a kind writes at most 2 × RefusalRowsPerWindow + 1 events per window, whatever comes.
+// So a kind writes at most 2 × RefusalRowsPerWindow events per window, whatever comes.
 const (
 	// RefusalRowsPerWindow is how many keys of a kind get audit events of their own in one
 	// window; past it one summary event stands for all of them.
