@@ -50,11 +50,18 @@ type Config struct {
 	// StepConcurrency is how many machine steps run at once (APELORA_STEP_CONCURRENCY);
 	// zero: server.DefaultStepConcurrency.
 	StepConcurrency int
-	Incus           incus.Config // APELORA_INCUS_*; zero when not configured
-	MAAS            maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
+	// IdentityLimits bound the websockets and subscriptions one identity holds open on a
+	// server (APELORA_WS_SOCKETS_PER_IDENTITY, APELORA_WS_SUBSCRIPTIONS_PER_IDENTITY); a
+	// zero field: server.DefaultIdentityLimits'.
+	IdentityLimits server.IdentityLimits
+	Incus          incus.Config // APELORA_INCUS_*; zero when not configured
+	MAAS           maas.Config  // APELORA_MAAS_*; BaseURL "" when not configured
 	// AuthFailureLimit is not read from the environment (zero: the server's default);
 	// tests relax it.
 	AuthFailureLimit server.RateLimit
+	// RefusalWindow is the window of the audit events of repeated refusals; not read from
+	// the environment (zero: server.RateLimitWindow); tests shorten it.
+	RefusalWindow time.Duration
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client the
 	// per-address limits key on (APELORA_TRUSTED_PROXIES); none: the TCP peer is.
 	TrustedProxies server.TrustedProxies
@@ -111,6 +118,8 @@ func Variables() []Variable {
 		{"APELORA_LOG_LEVEL", defaultLogLevel, "debug, info, warn or error"},
 		{"APELORA_ACCESS_LOG", defaultAccessLog, "level of the one log line per request: info, or debug to keep requests out of an info log (scripts/run.sh sets debug)"},
 		{"APELORA_WS_PING_INTERVAL", durationText(graphqlws.DefaultPingInterval), "websocket keep-alive period; a client silent for two periods is dropped"},
+		{server.EnvSocketsPerIdentity, strconv.Itoa(server.DefaultIdentityLimits.Sockets), fmt.Sprintf("websockets one identity may hold open on this server (1 to %d); one more is closed with 4429", maxSocketsPerIdentity)},
+		{server.EnvSubscriptionsPerIdentity, strconv.Itoa(server.DefaultIdentityLimits.Subscriptions), fmt.Sprintf("subscriptions one identity may hold on this server, over all its websockets (1 to %d); one more is refused with RATE_LIMITED", maxSubscriptionsPerIdentity)},
 		{"APELORA_SHUTDOWN_GRACE", durationText(defaultShutdownGrace), "how long shutdown waits for requests in flight"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
 		{EnvTrustedProxies, "(none)", "comma-separated addresses or CIDRs of the reverse proxies (HAProxy) in front of this server: from them, and only them, X-Forwarded-For names the client that per-address limits (sign-in, requests without a valid token) key on"},
@@ -203,6 +212,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.StepConcurrency, err = stepConcurrency(get); err != nil {
 		return c, err
 	}
+	if c.IdentityLimits, err = identityLimits(get); err != nil {
+		return c, err
+	}
 	if c.Monitoring, err = monitoringConfig(get); err != nil {
 		return c, err
 	}
@@ -250,6 +262,32 @@ func stepConcurrency(get func(string, string) string) (int, error) {
 		return 0, fmt.Errorf("%s=%q: give a whole number from 1 to %d, such as %d", EnvStepConcurrency, v, maxStepConcurrency, server.DefaultStepConcurrency)
 	}
 	return n, nil
+}
+
+// The bounds of the per-identity websocket limits.
+const (
+	maxSocketsPerIdentity       = 100000
+	maxSubscriptionsPerIdentity = 1000000
+)
+
+func identityLimits(get func(string, string) string) (server.IdentityLimits, error) {
+	var l server.IdentityLimits
+	for _, s := range []struct {
+		name      string
+		def, most int
+		into      *int
+	}{
+		{server.EnvSocketsPerIdentity, server.DefaultIdentityLimits.Sockets, maxSocketsPerIdentity, &l.Sockets},
+		{server.EnvSubscriptionsPerIdentity, server.DefaultIdentityLimits.Subscriptions, maxSubscriptionsPerIdentity, &l.Subscriptions},
+	} {
+		v := get(s.name, strconv.Itoa(s.def))
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > s.most {
+			return l, fmt.Errorf("%s=%q: give a whole number from 1 to %d, such as %d", s.name, v, s.most, s.def)
+		}
+		*s.into = n
+	}
+	return l, nil
 }
 
 func duration(get func(string, string) string, name string, def, least time.Duration) (time.Duration, error) {

@@ -3,10 +3,13 @@ package app
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/apelora/fabric/adapters/oidc"
 	"github.com/apelora/fabric/adapters/postgres"
@@ -22,8 +25,12 @@ const (
 	EnvOIDCScopes           = "APELORA_OIDC_SCOPES"
 	EnvOIDCGroupsClaim      = "APELORA_OIDC_GROUPS_CLAIM"
 	EnvOIDCGroupPermissions = "APELORA_OIDC_GROUP_PERMISSIONS"
-	defaultOIDCScopes       = "openid profile email groups"
+	EnvOIDCRecheckInterval  = "APELORA_OIDC_RECHECK_INTERVAL"
+	EnvOIDCTokenKeyFile     = "APELORA_OIDC_TOKEN_KEY_FILE"
+	defaultOIDCScopes       = "openid profile email groups offline_access"
 	defaultOIDCGroupsClaim  = "groups"
+	minOIDCRecheckInterval  = 10 * time.Second
+	maxOIDCRecheckInterval  = time.Hour
 )
 
 // SSOConfig is single sign-on through the company's identity provider; Issuer "" when
@@ -35,6 +42,12 @@ type SSOConfig struct {
 	Scopes       []string
 	GroupsClaim  string
 	Groups       identity.GroupPermissions
+	// Recheck is how long the provider's word on a user's groups holds
+	// (APELORA_OIDC_RECHECK_INTERVAL; zero: identity.DefaultSSORecheckInterval).
+	Recheck time.Duration
+	// TokenKeyFile is APELORA_OIDC_TOKEN_KEY_FILE ("": the state folder's); see
+	// TokenKeyPath.
+	TokenKeyFile string
 }
 
 // SSOVariables documents single sign-on's variables.
@@ -46,18 +59,21 @@ func SSOVariables() []Variable {
 		{EnvOIDCScopes, defaultOIDCScopes, "space-separated scopes asked for (openid is always asked)"},
 		{EnvOIDCGroupsClaim, defaultOIDCGroupsClaim, "the ID token claim that lists the user's groups"},
 		{EnvOIDCGroupPermissions, "(none)", "group=permission[,permission];… mapping the provider's groups to view-infrastructure, manage-infrastructure and hardware.delete, e.g. apelora-admins=manage-infrastructure,hardware.delete;apelora-viewers=view-infrastructure; a user in no mapped group is refused"},
+		{EnvOIDCRecheckInterval, durationText(identity.DefaultSSORecheckInterval), "how long the provider's word on a signed-in user's groups holds (10s to 1h): each session's groups are asked for again (with its refresh token) once half of it has passed, so a demotion at the provider takes effect within half of it; a provider that cannot be asked leaves the last known groups for at most all of it, then view-only"},
+		{EnvOIDCTokenKeyFile, "APELORA_STATE_DIR/" + oidc.TokenKeyFile, "file holding the key (32 random bytes, base64) the provider's refresh tokens are sealed with in the database (made, mode 0600, on first start when missing); give every replica the same file"},
 	}
 }
 
 // ssoConfig reads APELORA_OIDC_*: all of the issuer, the client ID and the mapping, or none.
 func ssoConfig(get func(string, string) string, publicURL string) (SSOConfig, error) {
 	set := map[string]string{} // every variable read, so `apelora env` and the README list what is read
-	for _, v := range []string{EnvOIDCIssuer, EnvOIDCClientID, EnvOIDCClientSecretFile, EnvOIDCScopes, EnvOIDCGroupsClaim, EnvOIDCGroupPermissions} {
+	for _, v := range []string{EnvOIDCIssuer, EnvOIDCClientID, EnvOIDCClientSecretFile, EnvOIDCScopes, EnvOIDCGroupsClaim, EnvOIDCGroupPermissions,
+		EnvOIDCRecheckInterval, EnvOIDCTokenKeyFile} {
 		set[v] = get(v, "")
 	}
 	c := SSOConfig{Issuer: set[EnvOIDCIssuer]}
 	if c.Issuer == "" {
-		for _, v := range []string{EnvOIDCClientID, EnvOIDCClientSecretFile, EnvOIDCGroupPermissions} {
+		for _, v := range []string{EnvOIDCClientID, EnvOIDCClientSecretFile, EnvOIDCGroupPermissions, EnvOIDCRecheckInterval, EnvOIDCTokenKeyFile} {
 			if set[v] != "" {
 				return c, fmt.Errorf("%s is set but %s is not: set the issuer too, or unset %s", v, EnvOIDCIssuer, v)
 			}
@@ -88,7 +104,45 @@ func ssoConfig(get func(string, string) string, publicURL string) (SSOConfig, er
 	if c.Groups, err = identity.ParseGroupPermissions(m); err != nil {
 		return c, fmt.Errorf("%s: %w", EnvOIDCGroupPermissions, err)
 	}
+	if c.Recheck, err = boundedDuration(EnvOIDCRecheckInterval, get(EnvOIDCRecheckInterval, durationText(identity.DefaultSSORecheckInterval)),
+		minOIDCRecheckInterval, maxOIDCRecheckInterval, identity.DefaultSSORecheckInterval, "how long the identity provider's word on a user's groups holds"); err != nil {
+		return c, err
+	}
+	c.TokenKeyFile = set[EnvOIDCTokenKeyFile]
 	return c, nil
+}
+
+// TokenKeyPath is the file of the key the provider's refresh tokens are sealed with:
+// APELORA_OIDC_TOKEN_KEY_FILE, else in the state folder; "" for a Config built in code
+// with neither.
+func (c Config) TokenKeyPath() string {
+	if c.SSO.TokenKeyFile != "" {
+		return c.SSO.TokenKeyFile
+	}
+	if c.StateDir != "" {
+		return filepath.Join(c.StateDir, oidc.TokenKeyFile)
+	}
+	return ""
+}
+
+// tokenKey loads the sealer of the provider's refresh tokens, making its key on first
+// start. A Config built in code with no state folder (tests) seals with a key of this
+// process's own: its sessions' tokens do not open after a restart, so those sessions lapse
+// to view-only until their users sign in again.
+func (c Config) tokenKey(log *slog.Logger) (*oidc.TokenKey, error) {
+	path := c.TokenKeyPath()
+	if path == "" {
+		log.Warn("no APELORA_STATE_DIR or " + EnvOIDCTokenKeyFile + ": the identity provider's refresh tokens are sealed with a key that ends with this process")
+		return oidc.NewRandomTokenKey()
+	}
+	k, made, err := oidc.LoadOrCreateTokenKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, EnvOIDCTokenKeyFile)
+	}
+	if made {
+		log.Info("made the key the identity provider's refresh tokens are sealed with: give every replica the same file ("+EnvOIDCTokenKeyFile+")", "file", path)
+	}
+	return k, nil
 }
 
 func loopbackHost(h string) bool {
@@ -119,12 +173,17 @@ func readSecretFile(path string) (string, error) {
 }
 
 // sso builds single sign-on, or nil when it is not configured.
-func (c Config) sso(store *postgres.Store) *identity.SSO {
+func (c Config) sso(store *postgres.Store, log *slog.Logger) (*identity.SSO, error) {
 	if c.SSO.Issuer == "" {
-		return nil
+		return nil, nil
 	}
 	p := oidc.New(oidc.Config{Issuer: c.SSO.Issuer, ClientID: c.SSO.ClientID, ClientSecret: c.SSO.ClientSecret,
 		RedirectURL: c.PublicURL + server.SSOCallbackPath, Scopes: c.SSO.Scopes, GroupsClaim: c.SSO.GroupsClaim,
 		Timeout: c.upstreamTimeout()})
-	return &identity.SSO{Provider: p, Store: store, Groups: c.SSO.Groups, Issuer: c.SSO.Issuer}
+	key, err := c.tokenKey(log)
+	if err != nil {
+		return nil, err
+	}
+	return &identity.SSO{Provider: p, Store: store, Groups: c.SSO.Groups, Issuer: c.SSO.Issuer,
+		Recheck: c.SSO.Recheck, Tokens: key, Log: log}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // APELORA_OIDC_*: all that sign-in needs or nothing, a secret file only its owner reads,
@@ -38,7 +39,8 @@ func TestSSOConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SSO.ClientSecret != "s3cret" || c.SSO.GroupsClaim != "groups" || strings.Join(c.SSO.Scopes, " ") != "openid profile email groups" || c.SSO.Groups.String() != "ops-admins=manage-infrastructure" {
+	if c.SSO.ClientSecret != "s3cret" || c.SSO.GroupsClaim != "groups" || strings.Join(c.SSO.Scopes, " ") != "openid profile email groups offline_access" || c.SSO.Groups.String() != "ops-admins=manage-infrastructure" ||
+		c.SSO.Recheck != 5*time.Minute || c.TokenKeyPath() != filepath.Join(c.StateDir, "oidc-token.key") {
 		t.Fatalf("read %+v", c.SSO)
 	}
 	if c, err := ConfigFromEnv(func(k string) string { return "" }); err != nil || c.SSO.Issuer != "" {
@@ -56,6 +58,8 @@ func TestSSOConfigFromEnv(t *testing.T) {
 		"secret for others": {map[string]string{"APELORA_OIDC_CLIENT_SECRET_FILE": open}, "chmod 600"},
 		"missing secret":    {map[string]string{"APELORA_OIDC_CLIENT_SECRET_FILE": filepath.Join(dir, "none")}, "no such file"},
 		"client, no issuer": {map[string]string{"APELORA_OIDC_ISSUER": ""}, "set the issuer too"},
+		"recheck too short": {map[string]string{"APELORA_OIDC_RECHECK_INTERVAL": "1s"}, "APELORA_OIDC_RECHECK_INTERVAL=\"1s\": give a duration from 10s to 1h0m0s"},
+		"recheck no issuer": {map[string]string{"APELORA_OIDC_ISSUER": "", "APELORA_OIDC_CLIENT_ID": "", "APELORA_OIDC_CLIENT_SECRET_FILE": "", "APELORA_OIDC_GROUP_PERMISSIONS": "", "APELORA_OIDC_RECHECK_INTERVAL": "2m"}, "set the issuer too"},
 	} {
 		if _, err := ConfigFromEnv(with(tc.change)); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s: %v, want an error saying %q (and never the secret)", name, err, tc.want)

@@ -202,6 +202,12 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		res.Maintenance.Wake = follower.Wake
 		go follower.Run(ctx)
 	}
+	sso, err := cfg.sso(store, log)
+	if err != nil {
+		return nil, err
+	}
+	// Every replica asks the provider again about the SSO sessions due (each claimed by one).
+	go sso.RunRechecks(ctx)
 	h := server.Handler(server.Config{
 		Log:               log,
 		Store:             store,
@@ -218,7 +224,10 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		AccessLogLevel:    cfg.accessLogLevel(),
 		StepConcurrency:   cfg.StepConcurrency,
 		RequestTimeout:    cfg.RequestTimeout,
-		SSO:               cfg.sso(store),
+		SSO:               sso,
+		RefusalWindow:     cfg.RefusalWindow,
+		IdentityLimits:    cfg.IdentityLimits,
+		Stop:              ctx,
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }

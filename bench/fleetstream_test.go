@@ -31,7 +31,10 @@ func BenchmarkFleetUpdates(b *testing.B) {
 	lab := incuslab.Start(b, 1)
 	m := producttest.StartMAAS(b, sim.Fixture{Machines: sim.GenerateMachines(50, 1)})
 	env := producttest.Start(b, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config),
-		producttest.WithFleetRefresh(time.Hour), producttest.WithPingInterval(time.Minute))
+		producttest.WithFleetRefresh(time.Hour), producttest.WithPingInterval(time.Minute),
+		// 1,000 subscribers on one token, each on its own socket: past the per-identity
+		// defaults, which are sized for a dashboard and a service, not for a load test.
+		producttest.WithIdentityLimits(2000, 2000))
 	viewer := env.Identity("dashboard", identity.ViewInfrastructure)
 	member := lab.Members[0].Name
 	inc := lab.Client(b, lab.Members[0])

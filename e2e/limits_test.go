@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -528,7 +529,7 @@ func TestConsoleSignInIsRateLimitedPerAddress(t *testing.T) {
 	for i := range 200 {
 		a := send(attacker, http.MethodPost, fmt.Sprintf(`{"token":"apl_guess%03d"}`, i), "")
 		switch {
-		case i < burst && a.code == "INVALID_INPUT":
+		case i < burst && a.status == http.StatusUnauthorized && a.code == "UNAUTHENTICATED":
 		case i >= burst && a.status == http.StatusTooManyRequests && a.code == "RATE_LIMITED" && a.header.Get("Retry-After") != "":
 			limited++
 		default:
@@ -549,7 +550,7 @@ func TestConsoleSignInIsRateLimitedPerAddress(t *testing.T) {
 	if a := send(attacker, http.MethodPost, `{"token":"`+admin+`"}`, ""); a.status != http.StatusCreated {
 		t.Fatalf("a valid token from a limited address: %d %s", a.status, a.code)
 	}
-	if a := send(neighbour, http.MethodPost, `{"token":"apl_other"}`, ""); a.code != "INVALID_INPUT" {
+	if a := send(neighbour, http.MethodPost, `{"token":"apl_other"}`, ""); a.code != "UNAUTHENTICATED" {
 		t.Fatalf("another address: %d %s", a.status, a.code)
 	}
 	rows := auditRowsAfter(t, e, before)
@@ -566,5 +567,167 @@ func TestConsoleSignInIsRateLimitedPerAddress(t *testing.T) {
 	// The attacker: one signInFailed, one rateLimited; the neighbour: one signInFailed.
 	if counts[server.SignInFailed+" REFUSED"] != 2 || counts[server.RateLimited+" REFUSED"] != 1 || len(rows) != 3 {
 		t.Fatalf("audit events for 203 failed sign-ins from two addresses: %v", counts)
+	}
+}
+
+// A websocket message over the 1 MiB limit ends the socket with 1009 (Message Too Big),
+// however large it is and however fast it comes: issue 25 saw 1006, the server dropping
+// the connection under a message still arriving, so the client never read the close frame.
+// Smaller messages on the same server are still served.
+func TestOversizedWebsocketMessageClosesWith1009(t *testing.T) {
+	e := producttest.Start(t)
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	url := strings.Replace(e.Base, "http", "ws", 1) + "/graphql"
+	for _, size := range []int{1<<20 + 1, 4 << 20, 16 << 20} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
+			conn, _, err := websocket.DefaultDialer.Dial(url, http.Header{"Sec-WebSocket-Protocol": {"graphql-transport-ws"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := conn.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + viewer}}); err != nil {
+				t.Fatal(err)
+			}
+			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if _, msg, err := conn.ReadMessage(); err != nil || !bytes.Contains(msg, []byte("connection_ack")) {
+				t.Fatalf("no ack: %s %v", msg, err)
+			}
+			// Sent as a stream of fragments, as a client writing a large message does: the
+			// server sees the limit passed while the rest is still coming. It must read the
+			// rest (and drop it) before it closes: a connection closed with unread data is
+			// reset, the client's writes fail, and a client such as Node's ws or a browser
+			// reports 1006 without reading the close frame.
+			w, err := conn.NextWriter(websocket.TextMessage)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chunk := bytes.Repeat([]byte("a"), 64<<10)
+			_, werr := w.Write([]byte(`{"type":"ping","payload":{"x":"`))
+			for sent := 0; sent < size && werr == nil; sent += len(chunk) {
+				_, werr = w.Write(chunk)
+			}
+			if werr == nil {
+				_, werr = w.Write([]byte(`"}}`))
+			}
+			if werr == nil {
+				werr = w.Close()
+			}
+			if werr != nil {
+				t.Errorf("writing the message failed (the server reset the connection): %v", werr)
+			}
+			for {
+				_, _, err := conn.ReadMessage()
+				var ce *websocket.CloseError
+				if errors.As(err, &ce) {
+					if ce.Code != websocket.CloseMessageTooBig {
+						t.Fatalf("closed with %d %q, want 1009", ce.Code, ce.Text)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("the socket ended without a close frame (the client sees 1006): %v", err)
+				}
+			}
+		})
+	}
+	if r := e.GQL(viewer, `{ viewer { name } }`, nil); r.Code() != "" {
+		t.Fatalf("the server after the oversized messages: %+v", r.Errors)
+	}
+}
+
+// Issue 25: a flood of failed sign-ins from 2,000 addresses wrote 2,000 audit events, and
+// the 429 event said 1 refusal for 290. Now, from 2,000 real loopback addresses (each one
+// wrong token, then one request past its only try): per window, at most
+// server.RefusalRowsPerWindow events of their own per action at once and one per key or one
+// summary at the window's end, and the counts of the events add up to every refusal.
+func TestRefusalFloodIsBoundedPerWindowWithTrueCounts(t *testing.T) {
+	const addresses = 2000
+	const window = 10 * time.Second
+	e := producttest.Start(t, producttest.WithAuthFailureLimit(server.RateLimit{Burst: 1, Every: time.Hour}), producttest.WithRefusalWindow(window))
+	before := lastAuditID(t, e)
+	start := time.Now()
+	send := func(ip string) int {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		c := &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}, Timeout: 30 * time.Second}
+		req, _ := http.NewRequest(http.MethodPost, e.Base+"/api/v1/session", strings.NewReader(`{"token":"apl_flood"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ip := range work {
+				if st := send(ip); st != http.StatusUnauthorized {
+					t.Errorf("%s's first wrong token: %d, want 401", ip, st)
+				}
+				if st := send(ip); st != http.StatusTooManyRequests {
+					t.Errorf("%s past its only try: %d, want 429", ip, st)
+				}
+			}
+		}()
+	}
+	for i := range addresses {
+		work <- fmt.Sprintf("127.1.%d.%d", i/250, i%250+1)
+	}
+	close(work)
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	// The window's last events come at its end: wait for every refusal to be counted.
+	type tally struct{ events, counted, summaries int }
+	read := func() map[string]*tally {
+		got := map[string]*tally{server.SignInFailed: {}, server.RateLimited: {}}
+		for _, row := range auditRowsAfter(t, e, before) {
+			tl := got[row.action]
+			if tl == nil || row.outcome != "REFUSED" || row.bytes > maxAuditRowBytes {
+				t.Fatalf("unexpected event %+v", row)
+			}
+			var d struct {
+				Failed, Refused, Addresses int
+				Window                     string
+			}
+			if err := json.Unmarshal([]byte(row.details), &d); err != nil || d.Window != window.String() {
+				t.Fatalf("event details %s: %v", row.details, err)
+			}
+			tl.events++
+			tl.counted += d.Failed + d.Refused
+			if d.Addresses > 0 {
+				tl.summaries++
+			}
+		}
+		return got
+	}
+	var got map[string]*tally
+	for deadline := time.Now().Add(3 * window); ; time.Sleep(200 * time.Millisecond) {
+		got = read()
+		if got[server.SignInFailed].counted >= addresses && got[server.RateLimited].counted >= addresses || time.Now().After(deadline) {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	windows := int(elapsed/window) + 2 // the windows the flood and the wait can have touched
+	for action, tl := range got {
+		t.Logf("%s: %d events (%d summaries) for %d refusals over %s", action, tl.events, tl.summaries, tl.counted, elapsed.Round(time.Second))
+		if tl.counted != addresses {
+			t.Errorf("%s: the events count %d refusals, want %d", action, tl.counted, addresses)
+		}
+		if most := windows * 2 * server.RefusalRowsPerWindow; tl.events > most || tl.summaries == 0 {
+			t.Errorf("%s: %d events (%d summaries) over %d windows, want at most %d and a summary", action, tl.events, tl.summaries, windows, most)
+		}
+	}
+	// Each address's own events name it; a summary lists the addresses with the most.
+	if got := e.Scalar(`SELECT count(*) FROM audit_events WHERE id > $1 AND details ? 'most' AND jsonb_array_length(details->'most') = 10`, before); got.(int64) < 2 {
+		t.Errorf("%v summaries list ten addresses", got)
 	}
 }

@@ -70,7 +70,7 @@ func TestSignInLimitKeysOnTheClientBehindATrustedProxy(t *testing.T) {
 	exhaust := func(base, ip, forwardedFor string) {
 		t.Helper()
 		for i := range burst {
-			if status, code := signIn(base, ip, fmt.Sprintf("apl_guess%03d", i), forwardedFor); code != "INVALID_INPUT" {
+			if status, code := signIn(base, ip, fmt.Sprintf("apl_guess%03d", i), forwardedFor); code != "UNAUTHENTICATED" {
 				t.Fatalf("%s: wrong token %d within the burst: %d %s", ip, i, status, code)
 			}
 		}
@@ -81,14 +81,14 @@ func TestSignInLimitKeysOnTheClientBehindATrustedProxy(t *testing.T) {
 	// Through the proxy: 127.0.0.81 (which also tries to pass for 127.0.0.82, in vain: the
 	// proxy appends its real address) runs out; 127.0.0.82 has all its tries.
 	exhaust(viaProxy, "127.0.0.81", "127.0.0.82")
-	if status, code := signIn(viaProxy, "127.0.0.82", "apl_neighbour", ""); code != "INVALID_INPUT" {
+	if status, code := signIn(viaProxy, "127.0.0.82", "apl_neighbour", ""); code != "UNAUTHENTICATED" {
 		t.Fatalf("another client behind the same proxy: %d %s, want a plain refusal (not limited)", status, code)
 	}
 	// Directly, from a peer that is not the proxy: the header is ignored. 127.0.0.83 claims
 	// to be 127.0.0.84 and runs out of its own tries; 127.0.0.84 is untouched, and naming a
 	// fresh address in the header does not give 127.0.0.83 new ones.
 	exhaust(direct, "127.0.0.83", "127.0.0.84")
-	if status, code := signIn(direct, "127.0.0.84", "apl_victim", ""); code != "INVALID_INPUT" {
+	if status, code := signIn(direct, "127.0.0.84", "apl_victim", ""); code != "UNAUTHENTICATED" {
 		t.Fatalf("the address a forged X-Forwarded-For named: %d %s, want not limited", status, code)
 	}
 	if status, _ := signIn(direct, "127.0.0.83", "apl_again", "198.51.100.7"); status != http.StatusTooManyRequests {

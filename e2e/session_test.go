@@ -71,8 +71,14 @@ func TestConsoleSessionCookie(t *testing.T) {
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 
-	// A wrong token: refused beside its field, no cookie.
+	// A wrong token: 401 UNAUTHENTICATED (issue 25: it was 400), no cookie; a body that is
+	// not {"token": …} stays 400 INVALID_INPUT.
 	resp, body := consoleRequest(t, http.MethodPost, e.Base+"/api/v1/session", "", "application/json", `{"token":"apl_wrong"}`, nil)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), `"UNAUTHENTICATED"`) || !strings.Contains(string(body), "this token is not valid") ||
+		resp.Header.Get("WWW-Authenticate") == "" || len(resp.Cookies()) != 0 {
+		t.Fatalf("bad token: %d %s %v", resp.StatusCode, body, resp.Cookies())
+	}
+	resp, body = consoleRequest(t, http.MethodPost, e.Base+"/api/v1/session", "", "application/json", `{"tokn":"apl_wrong"}`, nil)
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"INVALID_INPUT"`) || len(resp.Cookies()) != 0 {
 		t.Fatalf("bad token: %d %s %v", resp.StatusCode, body, resp.Cookies())
 	}

@@ -457,3 +457,65 @@ func TestConsoleSingleSignOn(t *testing.T) {
 		t.Errorf("signIn events: %v", got)
 	}
 }
+
+// Issue 25: 300 SSO starts and 300 device-flow starts from one address met no 429. Each
+// start now spends one of the address's sign-in tries (the same limiter as a wrong bearer
+// token): past the burst, 429 RATE_LIMITED with Retry-After, nothing kept for the refused
+// ones; other addresses are not limited, and the audit holds one rateLimited event per
+// address at once (the rest counted at the window's end).
+func TestSSOAndDeviceStartsAreRateLimitedPerAddress(t *testing.T) {
+	s := startSSO(t, producttest.WithAuthFailureLimit(server.DefaultAuthFailureLimit))
+	before := lastAuditID(t, s.Env)
+	burst := server.DefaultAuthFailureLimit.Burst
+	post := func(b *http.Client, path string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, s.Base+path, strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", s.Base)
+		resp, err := b.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp, string(raw)
+	}
+	for _, c := range []struct{ path, ip string }{{"/api/v1/session/sso", "127.0.0.141"}, {"/api/v1/session/device", "127.0.0.142"}} {
+		b := s.browser(t, c.ip)
+		ok, limited := 0, 0
+		for i := range 300 {
+			resp, body := post(b, c.path)
+			switch {
+			case resp.StatusCode == http.StatusOK && i < burst:
+				ok++
+			case resp.StatusCode == http.StatusTooManyRequests && i >= burst && strings.Contains(body, `"RATE_LIMITED"`) && resp.Header.Get("Retry-After") != "":
+				limited++
+			default:
+				t.Fatalf("%s start %d from %s: %d %s", c.path, i, c.ip, resp.StatusCode, body)
+			}
+		}
+		if ok != burst || limited != 300-burst {
+			t.Fatalf("%s: %d started, %d limited", c.path, ok, limited)
+		}
+		if resp, body := post(s.browser(t, "127.0.0.143"), c.path); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s from another address: %d %s", c.path, resp.StatusCode, body)
+		}
+	}
+	if n := s.Scalar(`SELECT count(*) FROM sso_sign_ins`); n != int64(burst+1) {
+		t.Fatalf("%v SSO sign-ins kept, want the %d allowed", n, burst+1)
+	}
+	counts := map[string]int{}
+	for _, row := range auditRowsAfter(t, s.Env, before) {
+		if row.action != server.RateLimited || row.outcome != "REFUSED" || !strings.Contains(row.details, `"refused": 1`) {
+			t.Fatalf("unexpected event %+v", row)
+		}
+		for _, ip := range []string{"127.0.0.141", "127.0.0.142"} {
+			if strings.Contains(row.details, `"address": "`+ip+`"`) {
+				counts[ip]++
+			}
+		}
+	}
+	if counts["127.0.0.141"] != 1 || counts["127.0.0.142"] != 1 {
+		t.Fatalf("rateLimited events at once per address: %v, want one each", counts)
+	}
+}

@@ -132,7 +132,9 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 				"machine %s was registered with hardware UUID %s, not %s: check which machine this is", apperr.Quote(in.Member), rec.HardwareUUID, uuid)}
 		}
 	}
-	res := &MappingResult{Mapping: Mapping{Member: in.Member, SystemID: systemID, HardwareUUID: uuid, SetBy: actor, SetAt: s.now().UTC()}}
+	res := &MappingResult{Mapping: Mapping{Member: in.Member, SystemID: systemID, HardwareUUID: uuid, SetBy: actor,
+		// The database keeps microseconds: the answer says the time as it is stored.
+		SetAt: s.now().UTC().Truncate(time.Microsecond)}}
 	action := audit.ActionFrom(ctx)
 	if s.MAAS == nil {
 		res.Notice = NoMAASNotice

@@ -3862,9 +3862,15 @@ type AuditEvent {
   The mutation, e.g. ` + "`" + `registerMachine` + "`" + ` (the first one, when a request was refused as a
   whole: ` + "`" + `details.mutations` + "`" + ` lists them and ` + "`" + `details.calls` + "`" + ` counts them), or
   ` + "`" + `rejectedRequest` + "`" + ` (a POST refused before its operation could be read: too large, too
-  slow, not JSON, a batch, a query that does not parse) or ` + "`" + `rateLimited` + "`" + ` (an address's
-  requests refused for failing authentication too often, at most one event per address a
-  minute, ` + "`" + `details.refused` + "`" + ` counting them).
+  slow, not JSON, a batch, a query that does not parse). Refusals that repeat are counted,
+  their events bounded per minute: ` + "`" + `rateLimited` + "`" + ` (an address's requests answered 429,
+  ` + "`" + `details.refused` + "`" + `), ` + "`" + `signInFailed` + "`" + ` (an address's failed sign-ins, ` + "`" + `details.failed` + "`" + `),
+  ` + "`" + `identityLimited` + "`" + ` (websockets or subscriptions refused to the identity, the actor, at its
+  limit: ` + "`" + `details.limit` + "`" + `, ` + "`" + `max` + "`" + `, ` + "`" + `refused` + "`" + `); each counts the refusals between
+  ` + "`" + `details.from` + "`" + ` and ` + "`" + `to` + "`" + `, and a summary of many addresses lists the ten with the most in
+  ` + "`" + `details.most` + "`" + `. Single sign-on writes ` + "`" + `signIn` + "`" + `, ` + "`" + `ssoGroupsChanged` + "`" + ` (the provider named
+  other groups: the permissions before and after) and ` + "`" + `ssoSessionEnded` + "`" + ` (the provider would
+  not confirm a session).
   """
   action: String!
   "The machine the action was about, when there was one."

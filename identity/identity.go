@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apelora/fabric/apperr"
@@ -78,16 +79,32 @@ func (i *Identity) Usable(now time.Time) error {
 // Active reports whether the identity may authenticate at now.
 func (i *Identity) Active(now time.Time) bool { return i.Usable(now) == nil }
 
-// Has reports whether the identity holds p. manage-infrastructure implies
+// Granted returns the permissions the identity holds at now: its own, except for an SSO
+// identity whose groups the identity provider has not confirmed within the re-check
+// interval (SSOAccount.Confirmed), which holds view-infrastructure alone (when its groups
+// granted anything) until the provider confirms them again. It is the one rule of what an
+// identity may do; Has and the API's lists read it.
+func (i *Identity) Granted(now time.Time) []Permission {
+	if i == nil {
+		return nil
+	}
+	if i.SSO == nil || i.SSO.Confirmed(now) || len(i.Permissions) == 0 {
+		return i.Permissions
+	}
+	return []Permission{ViewInfrastructure}
+}
+
+// Has reports whether the identity holds p now (Granted). manage-infrastructure implies
 // view-infrastructure.
 func (i *Identity) Has(p Permission) bool {
-	if i == nil {
-		return false
-	}
-	if slices.Contains(i.Permissions, p) {
+	return holds(i.Granted(time.Now()), p)
+}
+
+func holds(perms []Permission, p Permission) bool {
+	if slices.Contains(perms, p) {
 		return true
 	}
-	return p == ViewInfrastructure && slices.Contains(i.Permissions, ManageInfrastructure)
+	return p == ViewInfrastructure && slices.Contains(perms, ManageInfrastructure)
 }
 
 // Require returns a FORBIDDEN error naming the missing permission, or nil.
@@ -95,10 +112,18 @@ func (i *Identity) Require(p Permission) error {
 	if i == nil {
 		return errNoBearer()
 	}
-	if !i.Has(p) {
-		return apperr.New(apperr.Forbidden, "identity %s lacks the %s permission; ask an administrator to grant it", apperr.Quote(i.Name), p)
+	if i.Has(p) {
+		return nil
 	}
-	return nil
+	if holds(i.Permissions, p) && i.SSO != nil {
+		since := "since before this server asked it again (sign in again)"
+		if !i.SSO.ConfirmedAt.IsZero() {
+			since = "since " + i.SSO.ConfirmedAt.UTC().Format(time.RFC3339)
+		}
+		return apperr.New(apperr.Forbidden, "identity %s has %s through its groups at the identity provider, but the provider has not confirmed those groups %s: it could not be asked, so the identity has view-only access until it answers; try again shortly, or sign in again",
+			apperr.Quote(i.Name), p, since)
+	}
+	return apperr.New(apperr.Forbidden, "identity %s lacks the %s permission; ask an administrator to grant it", apperr.Quote(i.Name), p)
 }
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9._-]{0,62}$`)
@@ -194,8 +219,33 @@ func WithIdentity(ctx context.Context, id *Identity) context.Context {
 	return context.WithValue(ctx, ctxKey{}, id)
 }
 
+// Live is an identity that is replaced while the context carrying it lives: an open
+// websocket's, which SocketRegistry re-authorises when the identity changes (a demotion
+// at the identity provider takes effect on the socket's next operation).
+type Live struct{ p atomic.Pointer[Identity] }
+
+// NewLive returns id, replaceable.
+func NewLive(id *Identity) *Live {
+	l := &Live{}
+	l.p.Store(id)
+	return l
+}
+
+// Set replaces the identity.
+func (l *Live) Set(id *Identity) { l.p.Store(id) }
+
+// WithLive returns ctx carrying l: FromContext answers l's identity of the moment.
+func WithLive(ctx context.Context, l *Live) context.Context {
+	return context.WithValue(ctx, ctxKey{}, l)
+}
+
 // FromContext returns the authenticated identity, or nil.
 func FromContext(ctx context.Context) *Identity {
-	id, _ := ctx.Value(ctxKey{}).(*Identity)
-	return id
+	switch v := ctx.Value(ctxKey{}).(type) {
+	case *Identity:
+		return v
+	case *Live:
+		return v.p.Load()
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -153,6 +154,8 @@ func (f *fakeIdentities) set(id int64, fn func(*Identity)) {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+var viewer = []Permission{ViewInfrastructure}
+
 // ended waits for ctx to end and returns its cause, failing when it does not within d.
 func ended(t *testing.T, ctx context.Context, d time.Duration) error {
 	t.Helper()
@@ -167,7 +170,7 @@ func ended(t *testing.T, ctx context.Context, d time.Duration) error {
 
 func TestSessionsEndWhenTheIdentityIsRevokedDeletedOrExpires(t *testing.T) {
 	store := &fakeIdentities{rows: map[int64]*Identity{
-		1: {ID: 1, Name: "alice"}, 2: {ID: 2, Name: "bob"}, 3: {ID: 3, Name: "carol"},
+		1: {ID: 1, Name: "alice", Permissions: viewer}, 2: {ID: 2, Name: "bob", Permissions: viewer}, 3: {ID: 3, Name: "carol", Permissions: viewer},
 	}}
 	s := NewSocketRegistry(store, quiet)
 	watch := func(id int64) context.Context {
@@ -249,5 +252,59 @@ func TestWatchRefusesAnIdentityRevokedSinceItAuthenticated(t *testing.T) {
 	}
 	if s.Open() != 0 {
 		t.Fatal("refused sessions are still watched")
+	}
+}
+
+// An SSO identity holds its groups' permissions while the provider's word on them holds;
+// past it, view-infrastructure alone, and a refusal that says why.
+func TestSSOGroupsHoldUntilTheirConfirmationLapses(t *testing.T) {
+	now := time.Now()
+	admin := []Permission{HardwareDelete, ManageInfrastructure}
+	id := &Identity{Name: "alice", Permissions: admin, SSO: &SSOAccount{Subject: "s", ConfirmedAt: now, ConfirmedUntil: now.Add(time.Minute)}}
+	if got := id.Granted(now.Add(59 * time.Second)); !slices.Equal(got, admin) {
+		t.Fatalf("within the interval: %v", got)
+	}
+	if got := id.Granted(now.Add(time.Minute)); !slices.Equal(got, []Permission{ViewInfrastructure}) {
+		t.Fatalf("at its end: %v", got)
+	}
+	id.SSO.ConfirmedUntil = now.Add(-time.Second)
+	if !id.Has(ViewInfrastructure) || id.Has(ManageInfrastructure) || id.Has(HardwareDelete) {
+		t.Fatal("a lapsed SSO identity holds more than view-infrastructure")
+	}
+	err := id.Require(ManageInfrastructure)
+	if apperr.CodeOf(err) != apperr.Forbidden || !strings.Contains(err.Error(), "has not confirmed those groups since") || !strings.Contains(err.Error(), "view-only") {
+		t.Fatalf("the refusal: %v", err)
+	}
+	// Groups that granted nothing grant nothing lapsed either; bearer identities never lapse.
+	if got := (&Identity{SSO: &SSOAccount{}}).Granted(now); len(got) != 0 {
+		t.Fatalf("no groups: %v", got)
+	}
+	if got := (&Identity{Permissions: admin}).Granted(now.Add(24 * time.Hour)); !slices.Equal(got, admin) {
+		t.Fatalf("a bearer identity: %v", got)
+	}
+}
+
+// A watched socket's identity is replaced when it changes: demoted, the socket's next
+// operation is authorised as the identity is now, and the socket stays open; left
+// without view-infrastructure, the socket ends.
+func TestWatchedSocketsAreReauthorised(t *testing.T) {
+	store := &fakeIdentities{rows: map[int64]*Identity{1: {ID: 1, Name: "alice", Permissions: []Permission{ManageInfrastructure}}}}
+	s := NewSocketRegistry(store, quiet)
+	ctx, err := s.Watch(t.Context(), &Identity{ID: 1, Name: "alice", Permissions: []Permission{ManageInfrastructure}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !FromContext(ctx).Has(ManageInfrastructure) {
+		t.Fatal("the socket's identity is not the one watched")
+	}
+	store.set(1, func(i *Identity) { i.Permissions = viewer })
+	s.Changed(t.Context(), 1)
+	if id := FromContext(ctx); id.Has(ManageInfrastructure) || !id.Has(ViewInfrastructure) || ctx.Err() != nil {
+		t.Fatalf("after a demotion: %+v, ended %v", id, ctx.Err())
+	}
+	store.set(1, func(i *Identity) { i.Permissions = nil })
+	s.Changed(t.Context(), 1)
+	if cause := ended(t, ctx, time.Second); apperr.CodeOf(cause) != apperr.Forbidden {
+		t.Fatalf("without view-infrastructure: %v", cause)
 	}
 }

@@ -23,8 +23,17 @@ type Tx interface {
 	SetRevoked(ctx context.Context, id int64, by string, at time.Time) (*Identity, error)
 	// SignInSSO returns the identity of the SSO user c (found by issuer and subject), made
 	// with name (or name and SubjectTag when taken) on its first sign-in, its groups and
-	// permissions set to the ones of this sign-in. A revoked identity is returned as it is.
-	SignInSSO(ctx context.Context, name string, c SSOClaims, perms []Permission) (*Identity, error)
+	// permissions set to the ones of this sign-in and confirmed for confirmedFor. A
+	// revoked identity is returned as it is.
+	SignInSSO(ctx context.Context, name string, c SSOClaims, perms []Permission, confirmedFor time.Duration) (*Identity, error)
+	// SetSSOGroups sets an SSO identity's groups and permissions as the provider named them
+	// again, confirmed for confirmedFor, and returns it as it was before; nil when they
+	// were already those (nothing is written then).
+	SetSSOGroups(ctx context.Context, id int64, groups []string, perms []Permission, confirmedFor time.Duration) (before *Identity, err error)
+	// EndConsoleSessions ends the console sessions of the identity (only the one with id
+	// only, when it is not zero) and tells every replica, at commit, to close their
+	// websockets; it returns how many it ended.
+	EndConsoleSessions(ctx context.Context, identityID, only int64) (int, error)
 }
 
 // Directory is the identities as administrators manage them.

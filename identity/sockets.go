@@ -44,6 +44,7 @@ type socket struct {
 	console int64 // the console session it authenticated with; 0 for a bearer token
 	cancel  context.CancelCauseFunc
 	timer   *time.Timer
+	live    *Live // the identity its operations are authorised as
 }
 
 // NewSocketRegistry returns an empty watch.
@@ -58,8 +59,12 @@ func ErrConsoleSessionEnded() error {
 }
 
 // Watch returns a context derived from parent that ends when id is revoked, deleted or
-// expires. It reads the identity once more after registering, so a revocation committed
-// since it authenticated is not missed; if that read refuses, so does Watch.
+// expires, and carries the identity as it is now (identity.Live: FromContext answers it),
+// replaced whenever the identity changes on any replica (its permissions, its groups
+// confirmed again by the identity provider), so the socket's next operation is
+// authorised as the identity is then. It reads the identity once more after registering,
+// so a change committed since it authenticated is not missed; if that read refuses, so
+// does Watch.
 func (s *SocketRegistry) Watch(parent context.Context, id *Identity) (context.Context, error) {
 	return s.watch(parent, id, 0)
 }
@@ -73,7 +78,8 @@ func (s *SocketRegistry) WatchConsoleSession(parent context.Context, id *Identit
 
 func (s *SocketRegistry) watch(parent context.Context, id *Identity, console int64) (context.Context, error) {
 	ctx, cancel := context.WithCancelCause(parent)
-	ss := &socket{name: id.Name, console: console, cancel: cancel}
+	ss := &socket{name: id.Name, console: console, cancel: cancel, live: NewLive(id)}
+	ctx = WithLive(ctx, ss.live)
 	s.mu.Lock()
 	add(s.open, id.ID, ss)
 	if console != 0 {
@@ -94,13 +100,16 @@ func (s *SocketRegistry) watch(parent context.Context, id *Identity, console int
 		return nil, err
 	}
 	s.mu.Lock()
+	ss.live.Set(fresh)
 	s.schedule(ss, fresh)
 	s.mu.Unlock()
 	return ctx, nil
 }
 
-// Changed re-reads an identity that was revoked, deleted or given another expiry (on
-// any replica), and ends its sockets here when it may no longer authenticate.
+// Changed re-reads an identity that was revoked, deleted, given another expiry or other
+// permissions, or whose groups the identity provider confirmed again (on any replica):
+// it ends its sockets here when it may no longer authenticate, and otherwise gives them
+// the identity as it is now.
 func (s *SocketRegistry) Changed(ctx context.Context, id int64) {
 	s.mu.Lock()
 	var name string
@@ -126,6 +135,7 @@ func (s *SocketRegistry) Changed(ctx context.Context, id int64) {
 		if verdictErr != nil {
 			ss.cancel(verdictErr)
 		} else {
+			ss.live.Set(fresh)
 			s.schedule(ss, fresh)
 		}
 	}
@@ -235,10 +245,17 @@ func remove(m map[int64]map[*socket]struct{}, k int64, ss *socket) {
 }
 
 // verdict is why a socket of the identity named name must end, given the identity as
-// it is now (nil: deleted), or nil when it may go on.
+// it is now (nil: deleted), or nil when it may go on: a socket's subscriptions were
+// authorised when they started, so one whose identity may no longer read is closed.
 func verdict(name string, now *Identity, at time.Time) error {
 	if now == nil {
 		return apperr.New(apperr.Unauthenticated, "identity %q no longer exists: ask an administrator for a new identity", name)
 	}
-	return now.Usable(at)
+	if err := now.Usable(at); err != nil {
+		return err
+	}
+	if !holds(now.Granted(at), ViewInfrastructure) {
+		return apperr.New(apperr.Forbidden, "identity %q no longer has the %s permission: ask an administrator to grant it", name, ViewInfrastructure)
+	}
+	return nil
 }

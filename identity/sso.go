@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,13 +18,23 @@ import (
 )
 
 // SSOAccount is who an identity is at the company's identity provider (OIDC): the
-// issuer and subject it is keyed by, and the groups of its last sign-in. An identity made
-// by an administrator has none.
+// issuer and subject it is keyed by, and its groups as the provider last named them (at a
+// sign-in, or when Apelora asked again). An identity made by an administrator has none.
 type SSOAccount struct {
 	Issuer  string
 	Subject string
 	Groups  []string
+	// ConfirmedAt is when the provider last named the groups; zero when it never did since
+	// they were kept (before re-checks existed).
+	ConfirmedAt time.Time
+	// ConfirmedUntil is when that word lapses: ConfirmedAt and the re-check interval. Past
+	// it the identity holds view-infrastructure alone (Identity.Granted) until the provider
+	// names its groups again.
+	ConfirmedUntil time.Time
 }
+
+// Confirmed reports whether the provider's word on the groups still holds at now.
+func (a *SSOAccount) Confirmed(now time.Time) bool { return now.Before(a.ConfirmedUntil) }
 
 // GroupPermissions maps the identity provider's group names to Apelora's permissions. It
 // is the only source of an SSO identity's permissions: a group not in it grants nothing.
@@ -129,14 +140,22 @@ type SSOProvider interface {
 	// challenge of verifier.
 	AuthCodeURL(ctx context.Context, state, nonce, verifier string) (string, error)
 	// Exchange redeems code (with verifier) and returns the ID token's claims, verified:
-	// issuer, audience, expiry, signature and nonce.
-	Exchange(ctx context.Context, code, verifier, nonce string) (*SSOClaims, error)
+	// issuer, audience, expiry, signature and nonce; and the refresh token, zero when the
+	// provider gave none.
+	Exchange(ctx context.Context, code, verifier, nonce string) (*SSOClaims, ProviderToken, error)
 	// DeviceAuth starts the device authorization grant (RFC 8628), for `apeloractl login`;
 	// FAILED_PRECONDITION when the provider offers none.
 	DeviceAuth(ctx context.Context) (*DeviceSignIn, error)
 	// DeviceToken waits until ctx ends for the user to approve the device sign-in, then
-	// returns the ID token's claims, verified; pending when ctx ended first.
-	DeviceToken(ctx context.Context, deviceCode string, interval time.Duration) (c *SSOClaims, pending bool, err error)
+	// returns the ID token's claims, verified, and the refresh token (zero: none); pending
+	// when ctx ended first.
+	DeviceToken(ctx context.Context, deviceCode string, interval time.Duration) (c *SSOClaims, refresh ProviderToken, pending bool, err error)
+	// Refresh asks the provider about a signed-in user again with its refresh token: the
+	// user's claims as the provider states them now (a new ID token, verified, or its
+	// userinfo), and the refresh token to use next time (zero: the same one).
+	// UNAUTHENTICATED when the provider refuses the token (the grant was revoked, the user
+	// disabled, the token expired): that is its answer; UNAVAILABLE when it cannot be asked.
+	Refresh(ctx context.Context, t ProviderToken) (c *SSOClaims, next ProviderToken, err error)
 }
 
 // DeviceSignIn is a device authorization in progress: the user opens VerificationURI and
@@ -160,10 +179,42 @@ type SSOStore interface {
 	// nonce and verifier; ok is false when there is none (used already, expired or never
 	// started).
 	TakeSSOSignIn(ctx context.Context, stateHash []byte) (nonce, verifier string, ok bool, err error)
+
+	// KeepSSOGrant keeps the sealed refresh token of a console session (sealed with the
+	// key keyID names), to be asked again after checkIn.
+	KeepSSOGrant(ctx context.Context, consoleSession int64, keyID, sealed []byte, checkIn time.Duration) error
+	// ClaimSSOGrants returns up to limit grants sealed with keyID that are due, each with
+	// its identity, claimed for hold (no other replica takes them meanwhile); grants of
+	// sessions that expired, or of identities that may no longer authenticate, are dropped.
+	ClaimSSOGrants(ctx context.Context, keyID []byte, hold time.Duration, limit int) ([]SSOGrant, error)
+	// ConfirmSSOGrant releases a claimed grant, due again after checkIn, with the refresh
+	// token to use next (sealed; nil: the same one).
+	ConfirmSSOGrant(ctx context.Context, consoleSession int64, sealed []byte, checkIn time.Duration) error
+	// ConfirmSSOGroups records that the provider named the identity's groups as they are
+	// kept (and so its permissions), valid for confirmedFor; false when they are not the
+	// ones kept (nothing is written then).
+	ConfirmSSOGroups(ctx context.Context, identityID int64, groups []string, perms []Permission, confirmedFor time.Duration) (bool, error)
+}
+
+// SSOGrant is a session's refresh token, sealed, and its identity as it was claimed.
+type SSOGrant struct {
+	ConsoleSession int64
+	Sealed         []byte
+	Identity       Identity
 }
 
 // SSOSignInTTL is how long a sign-in may take at the provider.
 const SSOSignInTTL = 10 * time.Minute
+
+// DefaultSSORecheckInterval is how long the provider's word on a user's groups holds
+// (APELORA_OIDC_RECHECK_INTERVAL): each session's groups are asked for again once half of
+// it has passed, so a demotion at the provider takes effect within half of it (and the
+// provider's answer), and a provider that cannot be asked leaves the last known groups for
+// at most all of it, then view-only. Five minutes: a demoted administrator keeps her
+// permissions for at most about two and a half minutes; each SSO session costs the
+// provider one refresh every two and a half minutes; an outage of the provider shorter
+// than a few minutes goes unnoticed.
+const DefaultSSORecheckInterval = 5 * time.Minute
 
 // SSO signs administrators in through the identity provider. A nil *SSO is "not configured".
 type SSO struct {
@@ -172,6 +223,28 @@ type SSO struct {
 	Groups   GroupPermissions
 	// Issuer is the configured issuer, named in messages.
 	Issuer string
+	// Recheck is how long the provider's word on a user's groups holds; zero means
+	// DefaultSSORecheckInterval.
+	Recheck time.Duration
+	// Tokens seals the provider's refresh tokens kept with their sessions; nil keeps none
+	// (the sessions then hold their groups for Recheck, then view-only).
+	Tokens TokenSealer
+	// Log says what the re-checks find (never a token); nil: nothing.
+	Log *slog.Logger
+}
+
+func (s *SSO) recheck() time.Duration {
+	if s.Recheck > 0 {
+		return s.Recheck
+	}
+	return DefaultSSORecheckInterval
+}
+
+func (s *SSO) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 func randomValue() (string, error) {
@@ -227,11 +300,11 @@ func (s *SSO) Finish(ctx context.Context, state, browserState, code string, ttl 
 	if !ok {
 		return nil, nil, "", apperr.New(apperr.Unauthenticated, "this sign-in was already completed or took longer than %s (a replayed callback): start again with Sign in with SSO", SSOSignInTTL)
 	}
-	claims, err := s.Provider.Exchange(ctx, code, verifier, nonce)
+	claims, refresh, err := s.Provider.Exchange(ctx, code, verifier, nonce)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return s.signIn(ctx, claims, ttl)
+	return s.signIn(ctx, claims, refresh, ttl)
 }
 
 // BeginDevice starts a command line's sign-in (`apeloractl login`).
@@ -246,16 +319,18 @@ func (s *SSO) FinishDevice(ctx context.Context, deviceCode string, interval, ttl
 	if deviceCode == "" || len(deviceCode) > 2048 {
 		return nil, nil, "", false, apperr.Invalid("deviceCode", "give the device code `apeloractl login` was answered")
 	}
-	claims, pending, err := s.Provider.DeviceToken(ctx, deviceCode, interval)
+	claims, refresh, pending, err := s.Provider.DeviceToken(ctx, deviceCode, interval)
 	if err != nil || pending {
 		return nil, nil, "", pending, err
 	}
-	id, sess, value, err := s.signIn(context.WithoutCancel(ctx), claims, ttl)
+	id, sess, value, err := s.signIn(context.WithoutCancel(ctx), claims, refresh, ttl)
 	return id, sess, value, false, err
 }
 
-// signIn makes or updates the identity of verified claims and starts its session.
-func (s *SSO) signIn(ctx context.Context, claims *SSOClaims, ttl time.Duration) (*Identity, *ConsoleSession, string, error) {
+// signIn makes or updates the identity of verified claims (its groups confirmed for the
+// re-check interval), starts its session and keeps the provider's refresh token with it,
+// sealed, so the groups can be asked for again.
+func (s *SSO) signIn(ctx context.Context, claims *SSOClaims, refresh ProviderToken, ttl time.Duration) (*Identity, *ConsoleSession, string, error) {
 	perms, err := s.Groups.Grant(claims.Groups)
 	if err != nil {
 		return nil, nil, "", err
@@ -268,7 +343,7 @@ func (s *SSO) signIn(ctx context.Context, claims *SSOClaims, ttl time.Duration) 
 	var id *Identity
 	err = s.Store.ChangeIdentities(ctx, func(tx Tx) error {
 		var err error
-		if id, err = tx.SignInSSO(ctx, SSOName(claims), *claims, perms); err != nil {
+		if id, err = tx.SignInSSO(ctx, SSOName(claims), *claims, perms, s.recheck()); err != nil {
 			return err
 		}
 		if a := audit.ActionFrom(ctx); a != nil {
@@ -284,7 +359,33 @@ func (s *SSO) signIn(ctx context.Context, claims *SSOClaims, ttl time.Duration) 
 	if err != nil {
 		return nil, nil, "", err
 	}
+	if err := s.keepGrant(ctx, id, sess, refresh); err != nil {
+		return nil, nil, "", err
+	}
 	return id, sess, value, nil
+}
+
+// keepGrant keeps the session's refresh token, sealed, to ask the provider again at half
+// the re-check interval. Without one (the provider gave none, or no sealer) the session's
+// groups hold for the interval, then it is view-only: said in the log, once per sign-in.
+func (s *SSO) keepGrant(ctx context.Context, id *Identity, sess *ConsoleSession, refresh ProviderToken) error {
+	why := ""
+	switch {
+	case refresh.IsZero():
+		why = "the identity provider gave no refresh token (ask for the offline_access scope in APELORA_OIDC_SCOPES, or allow refresh tokens for the client)"
+	case s.Tokens == nil:
+		why = "this server keeps no refresh tokens"
+	}
+	if why != "" {
+		s.log().WarnContext(ctx, "an SSO session cannot be checked with the identity provider again: "+why+"; it has view-only access once its groups lapse, until its user signs in again",
+			"identity", id.Name, "session", sess.ID, "lapses_in", s.recheck().String())
+		return nil
+	}
+	sealed, err := s.Tokens.Seal(refresh, sess.ID)
+	if err != nil {
+		return fmt.Errorf("seal the identity provider's refresh token: %w", err)
+	}
+	return s.Store.KeepSSOGrant(ctx, sess.ID, s.Tokens.KeyID(), sealed, s.recheck()/2)
 }
 
 var notNameChars = regexp.MustCompile(`[^a-z0-9._-]+`)

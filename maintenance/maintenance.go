@@ -212,8 +212,9 @@ type Store interface {
 	FenceInFlight(ctx context.Context, member string) (bool, error)
 	// RunningOperation is the machine's operation still running, nil for none.
 	RunningOperation(ctx context.Context, machine string) (*Operation, error)
-	// StartOperation records op and its STARTED event in the change in progress.
-	StartOperation(ctx context.Context, op Operation) (int64, error)
+	// StartOperation records op and its STARTED event in the change in progress, and
+	// returns the operation as recorded (its id, start time and message filled in).
+	StartOperation(ctx context.Context, op Operation) (*Operation, error)
 	// Operations lists the machine's operations, newest first.
 	Operations(ctx context.Context, machine string, limit int) ([]Operation, error)
 	// EventsAfter lists events (of machine, or all for "") after the id, in id order.
@@ -452,10 +453,12 @@ func (s *Service) start(ctx context.Context, p *Plan) error {
 		op.StartedBy, op.RequestID = a.Actor, a.RequestID
 		a.Detail("incusOperation", id)
 	}
-	if op.ID, err = s.Store.StartOperation(ctx, op); err != nil {
+	// The payload answers the operation as recorded, whole: its id and start time come
+	// from the database (a zero start time is a null startedAt, an INTERNAL answer to a
+	// change that was made).
+	if p.Operation, err = s.Store.StartOperation(ctx, op); err != nil {
 		return err
 	}
-	p.Operation = &op
 	if s.Wake != nil {
 		s.Wake()
 	}

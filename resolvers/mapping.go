@@ -46,7 +46,9 @@ func mapIdentity(id *identity.Identity) *model.Identity {
 		LastUsedAt: id.LastUsedAt, ExpiresAt: id.ExpiresAt, RevokedAt: id.RevokedAt, RevokedBy: optional(id.RevokedBy),
 		Active: id.Active(time.Now()),
 	}
-	for _, p := range id.Permissions {
+	// What it holds now: an SSO identity whose groups the provider has not confirmed within
+	// the re-check interval holds view-infrastructure alone (identity.Identity.Granted).
+	for _, p := range id.Granted(time.Now()) {
 		if mp, ok := permissionNames[p]; ok {
 			out.Permissions = append(out.Permissions, mp)
 		}

@@ -322,8 +322,17 @@ func (s *Service) move(ctx context.Context, idText string, from []State, to Stat
 		if !ok && !plan.Active(ctx) {
 			return apperr.New(apperr.Busy, "rolling reboot %d changed while it was being %s: read it again (rollingReboot) and retry", id, pastTense(verb))
 		}
-		if !plan.Active(ctx) {
-			op.State, op.Reason = to, why
+		if plan.Active(ctx) {
+			return nil
+		}
+		// The answer is the operation as recorded now (its end time too, for a cancel),
+		// read in the same transaction.
+		saved, err := s.Store.Operation(ctx, id)
+		if err != nil {
+			return err
+		}
+		if saved != nil {
+			op = saved
 		}
 		return nil
 	})

@@ -17,17 +17,34 @@ cd "$(dirname "$0")/.."
 
 log() { echo "run: $*" >&2; }
 
-scripts/install-deps.sh
+# Only what running needs (PostgreSQL, Incus, Go when missing or older than go.mod's):
+# scripts/test.sh installs the rest. apt's and go's output goes to the log, one line per
+# step here.
+export APELORA_INSTALL_LOG=${APELORA_INSTALL_LOG:-/var/log/apelora-install.log}
+scripts/install-deps.sh run
 
 export APELORA_STATE_DIR=${APELORA_STATE_DIR:-/var/lib/apelora}
 mkdir -p "$APELORA_STATE_DIR"
 chmod 755 "$APELORA_STATE_DIR"
 
+cmds=(apelora apeloractl apelora-worker maas-sim incus-lab)
+# The modules the binaries need, fetched once through the Go module proxy (go.sum checks
+# them), their "go: downloading" lines in the log. Nothing to fetch: no line.
+if ! GOPROXY=off go list -deps "${cmds[@]/#/./cmd/}" >/dev/null 2>&1; then
+	log "fetching the Go modules go.sum pins (output: $APELORA_INSTALL_LOG)"
+	echo "--- run.sh: go list -deps" >>"$APELORA_INSTALL_LOG"
+	go list -deps "${cmds[@]/#/./cmd/}" >/dev/null 2>>"$APELORA_INSTALL_LOG" || {
+		log "fetching the Go modules failed; the last lines of $APELORA_INSTALL_LOG:"
+		tail -n 25 "$APELORA_INSTALL_LOG" | sed 's/^/    /' >&2
+		exit 1
+	}
+fi
+
 # One binary at a time, each named as it is built: the first build compiles every
 # dependency (about a minute on two cores) and should not look like a hang.
 mkdir -p bin
 build_start=$(date +%s)
-for cmd in apelora apeloractl apelora-worker maas-sim incus-lab; do
+for cmd in "${cmds[@]}"; do
 	log "building bin/$cmd ($(( $(date +%s) - build_start )) s so far; the first build takes about a minute)"
 	go build -o bin/ "./cmd/$cmd"
 done

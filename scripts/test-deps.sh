@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs (scripts/install-deps.sh) and starts what the tests need on a fresh Debian
+# Installs (scripts/install-deps.sh test: what running needs and the rest the tests need,
+# apt's output in $APELORA_INSTALL_LOG) and starts what the tests need on a fresh Debian
 # machine, as root:
 #   - PostgreSQL, started as the `postgres` user on a unix socket and 127.0.0.1:55432 in
 #     $APELORA_TEST_DIR (default /var/tmp/apelora-test);
@@ -20,13 +21,18 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 
-"$(dirname "$0")/install-deps.sh"
+export APELORA_INSTALL_LOG=${APELORA_INSTALL_LOG:-/var/log/apelora-install.log}
+"$(dirname "$0")/install-deps.sh" test
 
 # node runs the reference graphql-ws client in the e2e tests (e2e/testdata/graphql-ws).
 if ! command -v node >/dev/null; then
-	log "installing nodejs (the e2e tests run the reference graphql-ws client with it)"
-	apt-get update -qq >&2 || log "apt-get update reported errors; trying the install anyway"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs >&2
+	log "nodejs: installing nodejs (the e2e tests run the reference graphql-ws client with it; apt's output: $APELORA_INSTALL_LOG)"
+	apt-get update >>"$APELORA_INSTALL_LOG" 2>&1 || log "apt-get update reported errors; trying the install anyway"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs >>"$APELORA_INSTALL_LOG" 2>&1 || {
+		log "installing nodejs failed; the last lines of $APELORA_INSTALL_LOG:"
+		tail -n 25 "$APELORA_INSTALL_LOG" | sed 's/^/    /' >&2
+		exit 1
+	}
 fi
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 

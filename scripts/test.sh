@@ -15,8 +15,11 @@ usage: scripts/test.sh [GO-TEST-ARGUMENTS...]
 
 Runs Apelora fabric's tests on this machine, as root. In order:
 
-  1. scripts/test-deps.sh: installs the Debian packages the tests need (PostgreSQL,
-     Incus from bookworm-backports) if missing, and starts a throw-away PostgreSQL on
+  1. scripts/test-deps.sh: installs the Debian packages the tests need if missing
+     (PostgreSQL, Incus from bookworm-backports, Go from bookworm-backports when go is
+     missing or older than go.mod's, Patroni, etcd, Chromium, promtool, lintian, jq,
+     rsyslogd, node; apt's output in $APELORA_INSTALL_LOG, default
+     /var/log/apelora-install.log), and starts a throw-away PostgreSQL on
      127.0.0.1:55432 (data in $APELORA_TEST_DIR, default /var/tmp/apelora-test). The
      tests start their own incusd members on private 127.X.Y.0/24 addresses and the
      MAAS simulator on loopback; nothing else is contacted.

@@ -43,6 +43,8 @@ type gate struct {
 	reads sharedReads
 	// steps bounds the machine steps running at once.
 	steps *stepSlots
+	// refusals writes the audit events of repeated refusals (per address, per identity).
+	refusals *refusalLog
 }
 
 type authErrKey struct{}
@@ -365,13 +367,18 @@ const (
 	// RejectedRequest: a POST to /graphql refused before its operation could be read (too
 	// large, too slow, not JSON, a batch, a query that does not parse).
 	RejectedRequest = "rejectedRequest"
-	// RateLimited: requests from an address refused for failing authentication too often;
-	// at most one event per address per RateLimitWindow.
+	// RateLimited: requests from an address refused 429 (it failed authentication too
+	// often, or started too many sign-ins); written by refusalLog: bounded per window, with
+	// the true count.
 	RateLimited = "rateLimited"
-	// SignInFailed: console sign-ins (a bearer token for a session, or a session cookie)
-	// from an address that failed to authenticate; at most one event per address per
-	// RateLimitWindow, counting the failures since its last one.
+	// SignInFailed: console sign-ins (a bearer token for a session, a session cookie, an
+	// SSO callback or device sign-in) from an address that failed to authenticate; written
+	// by refusalLog, as rateLimited.
 	SignInFailed = "signInFailed"
+	// IdentityLimited: websockets or subscriptions refused to an identity at its limit
+	// (APELORA_WS_SOCKETS_PER_IDENTITY, APELORA_WS_SUBSCRIPTIONS_PER_IDENTITY); its actor
+	// the identity; written by refusalLog, as rateLimited.
+	IdentityLimited = "identityLimited"
 )
 
 // maxListedMutations bounds the mutation names one request's event lists.

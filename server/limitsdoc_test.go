@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/server/graphqlws"
 )
 
 // The README's Limits table says what the code enforces: each row's value is checked
@@ -42,6 +43,10 @@ func TestREADMELimitsTableIsTheCodes(t *testing.T) {
 		"a caller's value quoted in an error message":                  fmt.Sprintf("%d bytes, escaped, with its length", apperr.QuoteLimit),
 		"requests without a valid identity, per client address (an IPv6 one by its /64)": fmt.Sprintf("%d at once, then one per %s",
 			DefaultAuthFailureLimit.Burst, seconds(DefaultAuthFailureLimit.Every)),
+		"a websocket message": fmt.Sprintf("%d MiB", graphqlws.MaxMessageBytes>>20),
+		"websockets one identity holds open on one server (`" + EnvSocketsPerIdentity + "`)":                                     fmt.Sprint(DefaultIdentityLimits.Sockets),
+		"subscriptions one identity holds on one server, over all its websockets (`" + EnvSubscriptionsPerIdentity + "`)":        fmt.Sprint(DefaultIdentityLimits.Subscriptions),
+		"audit events of repeated refusals (`" + RateLimited + "`, `" + SignInFailed + "`, `" + IdentityLimited + "`), per kind": fmt.Sprintf("per minute: %d keys at once, then one per key (or one summary) at the minute's end", RefusalRowsPerWindow),
 	} {
 		got, ok := rows[limit]
 		switch {

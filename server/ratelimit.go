@@ -12,6 +12,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/logging"
 	"github.com/apelora/fabric/server/graphqlws"
 )
 
@@ -30,8 +31,9 @@ func (l RateLimit) String() string {
 var DefaultAuthFailureLimit = RateLimit{Burst: 10, Every: 6 * time.Second}
 
 const (
-	// RateLimitWindow: an address refused for failing authentication too often leaves at
-	// most one audit event per window, counting the requests refused since its last one.
+	// RateLimitWindow is the default window of the audit events of repeated refusals
+	// (refusalLog): at most about one event per address (or identity) per window, counting
+	// the refusals it stands for.
 	RateLimitWindow = time.Minute
 	// maxTrackedAddresses bounds the limiter's memory; past it, new addresses share one
 	// bucket.
@@ -52,13 +54,8 @@ type authLimiter struct {
 }
 
 type client struct {
-	tokens     float64
-	at         time.Time // when tokens was last brought up to date
-	refused    int       // requests refused since the last audit event
-	summarised time.Time // when the last audit event was written
-	// Failed console sign-ins since the last signInFailed event, and when that was.
-	failedSignIns int
-	signInsNoted  time.Time
+	tokens float64
+	at     time.Time // when tokens was last brought up to date
 }
 
 func newAuthLimiter(limit RateLimit, proxies TrustedProxies) *authLimiter {
@@ -68,10 +65,8 @@ func newAuthLimiter(limit RateLimit, proxies TrustedProxies) *authLimiter {
 	return &authLimiter{limit: limit, now: time.Now, proxies: proxies, clients: map[string]*client{}}
 }
 
-// take spends one try of addr. When none is left it returns how long until the next,
-// and, at most once per RateLimitWindow, how many requests were refused since the last
-// audit event (including this one), which the caller writes down.
-func (l *authLimiter) take(addr string) (ok bool, retry time.Duration, summarise int) {
+// take spends one try of addr. When none is left it returns how long until the next.
+func (l *authLimiter) take(addr string) (ok bool, retry time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -80,28 +75,9 @@ func (l *authLimiter) take(addr string) (ok bool, retry time.Duration, summarise
 	c.at = now
 	if c.tokens >= 1 {
 		c.tokens--
-		return true, 0, 0
+		return true, 0
 	}
-	c.refused++
-	if now.Sub(c.summarised) >= RateLimitWindow {
-		summarise, c.refused, c.summarised = c.refused, 0, now
-	}
-	return false, time.Duration((1 - c.tokens) * float64(l.limit.Every)), summarise
-}
-
-// failedSignIn counts a failed console sign-in of addr and, at most once per
-// RateLimitWindow, returns how many failed since the last audit event (including this
-// one), which the caller writes down; otherwise 0.
-func (l *authLimiter) failedSignIn(addr string) (summarise int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	c := l.client(addr, now)
-	c.failedSignIns++
-	if now.Sub(c.signInsNoted) >= RateLimitWindow {
-		summarise, c.failedSignIns, c.signInsNoted = c.failedSignIns, 0, now
-	}
-	return summarise
+	return false, time.Duration((1 - c.tokens) * float64(l.limit.Every))
 }
 
 func (l *authLimiter) client(addr string, now time.Time) *client {
@@ -111,7 +87,7 @@ func (l *authLimiter) client(addr string, now time.Time) *client {
 	if len(l.clients) >= maxTrackedAddresses {
 		// A full bucket whose window has passed is the same as none: forget those.
 		for a, c := range l.clients {
-			if float64(now.Sub(c.at))/float64(l.limit.Every)+c.tokens >= float64(l.limit.Burst) && now.Sub(c.summarised) >= RateLimitWindow {
+			if float64(now.Sub(c.at))/float64(l.limit.Every)+c.tokens >= float64(l.limit.Burst) {
 				delete(l.clients, a)
 			}
 		}
@@ -153,18 +129,16 @@ func (g *gate) guard(l *authLimiter, sockets bool, refuse func(w http.ResponseWr
 
 type clientAddressKey struct{}
 
-// spendTry spends one of addr's tries at authenticating. Out of tries, it says why, and
-// writes the window's one audit event when it is due.
+// spendTry spends one of addr's tries at authenticating. Out of tries, it says why and
+// counts the refusal for the audit trail (refusalLog: bounded per window, true counts).
 func (g *gate) spendTry(ctx context.Context, l *authLimiter, addr string) (msg string, retry time.Duration, limited bool) {
-	ok, retry, summarise := l.take(addr)
+	ok, retry := l.take(addr)
 	if ok {
 		return "", 0, false
 	}
 	msg = fmt.Sprintf("too many requests without a valid bearer token from %s (the limit is %s): wait %s, then send a valid one",
 		addr, l.limit, retry.Round(time.Second))
-	if summarise > 0 {
-		g.recordRateLimited(ctx, addr, summarise, msg)
-	}
+	g.refusals.note(ctx, rateLimitedRefusals, addr, audit.Anonymous, msg, nil)
 	return msg, retry, true
 }
 
@@ -183,26 +157,26 @@ func (g *gate) refusedSocket(ctx context.Context, l *authLimiter, err error) err
 	return err
 }
 
-// recordRateLimited writes the one audit event of an address's refused requests in a
-// window.
-func (g *gate) recordRateLimited(ctx context.Context, addr string, refused int, msg string) {
-	g.recordRequest(ctx, requestRecord{action: RateLimited, outcome: audit.Refused, message: msg,
-		details: map[string]any{"address": addr, "refused": refused, "window": RateLimitWindow.String()}})
-}
-
 // signInRefused spends a try of the address of a console sign-in (or session cookie) that
-// failed to authenticate, as a refused /graphql request does, and writes the window's one
-// signInFailed event when it is due. Out of tries, it answers the limit's message and how
-// long to wait; the caller then answers 429 instead of the refusal.
+// failed to authenticate, as a refused /graphql request does, and counts the failure for
+// the audit trail (signInFailed, bounded per window with true counts). Out of tries, it
+// answers the limit's message and how long to wait; the caller then answers 429 instead of
+// the refusal.
 func (g *gate) signInRefused(ctx context.Context, l *authLimiter, addr string, why error) (msg string, retry time.Duration, limited bool) {
 	if msg, retry, limited = g.spendTry(ctx, l, addr); limited {
 		return msg, retry, true
 	}
-	if n := l.failedSignIn(addr); n > 0 {
-		g.recordRequest(ctx, requestRecord{action: SignInFailed, outcome: audit.Refused, message: apperr.PublicMessage(why),
-			details: map[string]any{"address": addr, "failed": n, "window": RateLimitWindow.String()}})
-	}
+	g.refusals.note(ctx, failedSignIns, addr, audit.Anonymous, apperr.PublicMessage(why), nil)
 	return "", 0, false
+}
+
+// recordRefusal writes one event of the refusal log.
+func (g *gate) recordRefusal(e refusalEvent) {
+	a := &audit.Action{Actor: e.actor, Name: e.kind.action, RequestID: logging.RequestID(e.ctx)}
+	for k, v := range e.details {
+		a.Detail(k, v)
+	}
+	g.recordMessage(e.ctx, a, audit.Refused, e.message)
 }
 
 // refuseGraphQL answers a rate-limited GraphQL request.

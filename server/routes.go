@@ -28,6 +28,9 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 		secure: strings.HasPrefix(cfg.PublicURL, "https:"),
 		refused: func(r *http.Request, why error) (string, time.Duration, bool) {
 			return g.signInRefused(r.Context(), limiter, limiter.proxies.clientAddress(r), why)
+		},
+		starting: func(r *http.Request) (string, time.Duration, bool) {
+			return g.spendTry(r.Context(), limiter, limiter.proxies.clientAddress(r))
 		}}
 	mux.HandleFunc("POST /api/v1/session", sessions.signIn)
 	mux.HandleFunc("GET /api/v1/session", sessions.current)

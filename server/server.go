@@ -81,11 +81,22 @@ type Config struct {
 	// StepConcurrency is how many machine steps (mutations that lock a machine) run at once;
 	// more wait their turn. Zero means DefaultStepConcurrency.
 	StepConcurrency int
+	// IdentityLimits bound the websockets and subscriptions each identity holds open on
+	// this server; a zero field means DefaultIdentityLimits'.
+	IdentityLimits IdentityLimits
+	// RefusalWindow is the window of the audit events of repeated refusals (rateLimited,
+	// signInFailed, identityLimited: see refusalLog); zero means RateLimitWindow.
+	RefusalWindow time.Duration
+	// Stop ends the server's background work: the refusal log writes what it has counted
+	// when it ends. Nil: never.
+	Stop context.Context
 }
 
 // Handler returns the server's HTTP handler.
 func Handler(cfg Config) http.Handler {
 	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer, steps: newStepSlots(cfg.StepConcurrency)}
+	g.refusals = newRefusalLog(cfg.Stop, cfg.RefusalWindow, g.recordRefusal)
+	usage := newIdentityUsage(cfg.IdentityLimits, g.refusals)
 	limiter := newAuthLimiter(cfg.AuthFailureLimit, cfg.TrustedProxies)
 
 	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
@@ -96,13 +107,15 @@ func Handler(cfg Config) http.Handler {
 		subscribed = obs.subscribed // per subscriber: shared streams execute once for many
 	}
 	gql.AddTransport(graphqlws.New(graphqlws.Options{
-		Init:           websocketInit(cfg.Store, cfg.Sockets, func(ctx context.Context, err error) error { return g.refusedSocket(ctx, limiter, err) }),
-		PingInterval:   cfg.PingInterval,
-		AllowedOrigins: cfg.AllowedOrigins,
-		Shared:         sharedStreams,
-		Authorize:      mayRead,
-		Subscribed:     subscribed,
-		Log:            cfg.Log,
+		Init: websocketInit(cfg.Store, cfg.Sockets, func(ctx context.Context, err error) error { return g.refusedSocket(ctx, limiter, err) },
+			usage.socket),
+		PingInterval:      cfg.PingInterval,
+		AllowedOrigins:    cfg.AllowedOrigins,
+		Shared:            sharedStreams,
+		Authorize:         mayRead,
+		AdmitSubscription: usage.subscription,
+		Subscribed:        subscribed,
+		Log:               cfg.Log,
 	}))
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
@@ -143,8 +156,11 @@ func withPublicURL(configured string, next http.Handler) http.Handler {
 // then closes with 4403 too (the transport's contract, see SocketRegistry).
 //
 // refused is told of every authentication failure; it may turn it into another error
-// (RATE_LIMITED for an address out of tries).
-func websocketInit(store credentials, sockets SocketRegistry, refused func(context.Context, error) error) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
+// (RATE_LIMITED for an address out of tries). held counts the socket against its
+// identity's limit for as long as the context it is given lasts, or refuses it
+// (RATE_LIMITED, closed with 4429).
+func websocketInit(store credentials, sockets SocketRegistry, refused func(context.Context, error) error,
+	held func(context.Context, *identity.Identity) error) func(context.Context, graphqlws.InitPayload) (context.Context, error) {
 	return func(ctx context.Context, p graphqlws.InitPayload) (context.Context, error) {
 		var id *identity.Identity
 		var console *identity.ConsoleSession
@@ -163,6 +179,10 @@ func websocketInit(store credentials, sockets SocketRegistry, refused func(conte
 		if err == nil {
 			err = id.Require(identity.ViewInfrastructure)
 		}
+		if err == nil && held != nil {
+			// Counted until the socket's context ends, which it does when the socket does.
+			err = held(ctx, id)
+		}
 		if err == nil && sockets != nil {
 			var watched context.Context
 			if console != nil {
@@ -177,6 +197,10 @@ func websocketInit(store credentials, sockets SocketRegistry, refused func(conte
 		}
 		if err != nil {
 			return ctx, err
+		}
+		if sockets != nil {
+			// The registry's context carries the identity, re-authorised as it changes.
+			return ctx, nil
 		}
 		return identity.WithIdentity(ctx, id), nil
 	}

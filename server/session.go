@@ -121,6 +121,22 @@ type sessionAPI struct {
 	// refused spends a try of the request's address for a failed sign-in (the same
 	// per-address limit as /graphql) and says when the address is out of tries.
 	refused func(r *http.Request, why error) (msg string, retry time.Duration, limited bool)
+	// starting spends a try of the request's address for a sign-in started at the
+	// identity provider (SSO, device flow): each keeps state here or at the provider, and
+	// nobody has authenticated yet. It says when the address is out of tries.
+	starting func(r *http.Request) (msg string, retry time.Duration, limited bool)
+}
+
+// limitStart spends a try of the address for a sign-in that starts, and answers 429
+// RATE_LIMITED with Retry-After (true) once the address is out of them.
+func (a *sessionAPI) limitStart(w http.ResponseWriter, r *http.Request) bool {
+	msg, retry, limited := a.starting(r)
+	if !limited {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+	resterr.Write(w, r, a.log, apperr.New(apperr.RateLimited, "%s", msg))
+	return true
 }
 
 // fail answers a sign-in (or a session cookie) that failed to authenticate: err, or 429
@@ -171,7 +187,10 @@ func (a *sessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
 	id, sess, value, err := identity.StartConsoleSession(r.Context(), a.store, token, a.ttl)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.Unauthenticated {
-			a.fail(w, r, apperr.Invalid("token", "this token is not valid: paste the whole bearer token (apl_…) of your identity, or create one with `apelora identity create`"))
+			// A credential that does not authenticate is 401 (UNAUTHENTICATED), as on
+			// /graphql; 400 stays for a body that is not {"token": …}.
+			a.fail(w, r, &apperr.Error{Code: apperr.Unauthenticated, Field: "token",
+				Message: "this token is not valid: paste the whole bearer token (apl_…) of your identity, or create one with `apelora identity create`"})
 			return
 		}
 		resterr.Write(w, r, a.log, err)

@@ -33,7 +33,8 @@ const (
 
 // ssoStart answers where the browser goes to sign in at the identity provider, and keeps
 // the sign-in's state in a cookie. A POST with a JSON body from the console's own origin
-// (sameOrigin), so another site cannot start sign-ins in an administrator's browser.
+// (sameOrigin), so another site cannot start sign-ins in an administrator's browser. Each
+// start spends one of the address's sign-in tries (429 once it has none).
 func (a *sessionAPI) ssoStart(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if a.sso == nil {
@@ -42,6 +43,9 @@ func (a *sessionAPI) ssoStart(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := sameOrigin(r, a.origins); err != nil {
 		resterr.Write(w, r, a.log, err)
+		return
+	}
+	if a.limitStart(w, r) {
 		return
 	}
 	url, state, err := a.sso.Begin(r.Context())
@@ -165,10 +169,11 @@ func (a *sessionAPI) ssoOff(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// deviceStart answers the code the user approves at the identity provider.
+// deviceStart answers the code the user approves at the identity provider. Each start
+// spends one of the address's sign-in tries, as an SSO start does.
 func (a *sessionAPI) deviceStart(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if a.ssoOff(w, r) {
+	if a.ssoOff(w, r) || a.limitStart(w, r) {
 		return
 	}
 	d, err := a.sso.BeginDevice(r.Context())

@@ -134,26 +134,82 @@ func (p *Provider) reachable(ctx context.Context) error {
 	return nil
 }
 
-// Exchange redeems the code with its verifier and verifies the ID token it brings.
-func (p *Provider) Exchange(ctx context.Context, code, verifier, nonce string) (*identity.SSOClaims, error) {
+// Exchange redeems the code with its verifier and verifies the ID token it brings; it
+// returns the refresh token too (zero when the provider gave none).
+func (p *Provider) Exchange(ctx context.Context, code, verifier, nonce string) (*identity.SSOClaims, identity.ProviderToken, error) {
 	pr, err := p.discovered()
 	if err != nil {
-		return nil, err
+		return nil, identity.ProviderToken{}, err
 	}
 	tok, err := p.oauth(pr).Exchange(gooidc.ClientContext(ctx, p.client), code, oauth2.VerifierOption(verifier))
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
-			return nil, apperr.New(apperr.Unauthenticated, "the identity provider refused the authorization code (%s: already used, expired, or not issued for this sign-in): start again with Sign in with SSO",
+			return nil, identity.ProviderToken{}, apperr.New(apperr.Unauthenticated, "the identity provider refused the authorization code (%s: already used, expired, or not issued for this sign-in): start again with Sign in with SSO",
 				cut(re.ErrorCode+" "+re.ErrorDescription, 120))
 		}
-		return nil, p.down(err)
+		return nil, identity.ProviderToken{}, p.down(err)
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
-		return nil, apperr.New(apperr.Unauthenticated, "the identity provider answered no ID token: check that the client %q is allowed the openid scope", p.cfg.ClientID)
+		return nil, identity.ProviderToken{}, apperr.New(apperr.Unauthenticated, "the identity provider answered no ID token: check that the client %q is allowed the openid scope", p.cfg.ClientID)
 	}
-	return p.Verify(ctx, raw, nonce)
+	c, err := p.Verify(ctx, raw, nonce)
+	if err != nil {
+		return nil, identity.ProviderToken{}, err
+	}
+	return c, identity.NewProviderToken(tok.RefreshToken), nil
+}
+
+// Refresh asks the provider about a signed-in user again: a refresh token grant, whose
+// new ID token is verified as at sign-in (issuer, audience, expiry, signature; there is no
+// nonce to check), or, when the provider answers none, its userinfo for the new access
+// token. A 4xx answer (invalid_grant: revoked, expired, the user disabled) is
+// UNAUTHENTICATED; no answer, or a 5xx, UNAVAILABLE.
+func (p *Provider) Refresh(ctx context.Context, t identity.ProviderToken) (*identity.SSOClaims, identity.ProviderToken, error) {
+	pr, err := p.discovered()
+	if err != nil {
+		return nil, identity.ProviderToken{}, err
+	}
+	cctx := gooidc.ClientContext(ctx, p.client)
+	// An expired access token makes the token source refresh at once.
+	tok, err := p.oauth(pr).TokenSource(cctx, &oauth2.Token{RefreshToken: t.Reveal(), Expiry: time.Unix(1, 0)}).Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
+			// Only the provider's error code and description: never the token.
+			return nil, identity.ProviderToken{}, apperr.New(apperr.Unauthenticated, "the identity provider refused the session's refresh token (%s)", cut(re.ErrorCode+" "+re.ErrorDescription, 120))
+		}
+		return nil, identity.ProviderToken{}, p.down(errors.New(redactToken(err.Error(), t.Reveal())))
+	}
+	next := identity.ProviderToken{}
+	if tok.RefreshToken != "" && tok.RefreshToken != t.Reveal() {
+		next = identity.NewProviderToken(tok.RefreshToken)
+	}
+	if raw, _ := tok.Extra("id_token").(string); raw != "" {
+		c, err := p.verify(ctx, raw, "", false)
+		return c, next, err
+	}
+	info, err := pr.UserInfo(cctx, oauth2.StaticTokenSource(tok))
+	if err != nil {
+		return nil, identity.ProviderToken{}, p.down(err)
+	}
+	var claims map[string]any
+	if err := info.Claims(&claims); err != nil {
+		return nil, identity.ProviderToken{}, apperr.New(apperr.Unauthenticated, "the identity provider's userinfo cannot be read: %s", cut(err.Error(), 120))
+	}
+	c := &identity.SSOClaims{Issuer: p.cfg.Issuer, Subject: info.Subject, Groups: groups(claims[p.cfg.GroupsClaim])}
+	c.Username = username(claims)
+	return c, next, nil
+}
+
+// redactToken takes a token out of an error's text (a transport error may quote a
+// request).
+func redactToken(msg, token string) string {
+	if token == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, token, "[redacted]")
 }
 
 // DeviceAuth starts the device authorization grant (RFC 8628) for a command line.
@@ -179,11 +235,12 @@ func (p *Provider) DeviceAuth(ctx context.Context) (*identity.DeviceSignIn, erro
 }
 
 // DeviceToken asks for the device sign-in's tokens until ctx ends (then pending is true:
-// the user has not approved it yet) and verifies the ID token they bring.
-func (p *Provider) DeviceToken(ctx context.Context, deviceCode string, interval time.Duration) (c *identity.SSOClaims, pending bool, err error) {
+// the user has not approved it yet) and verifies the ID token they bring; it returns the
+// refresh token too (zero when the provider gave none).
+func (p *Provider) DeviceToken(ctx context.Context, deviceCode string, interval time.Duration) (c *identity.SSOClaims, refresh identity.ProviderToken, pending bool, err error) {
 	pr, err := p.discovered()
 	if err != nil {
-		return nil, false, err
+		return nil, refresh, false, err
 	}
 	tok, err := p.oauth(pr).DeviceAccessToken(gooidc.ClientContext(ctx, p.client),
 		&oauth2.DeviceAuthResponse{DeviceCode: deviceCode, Interval: int64(max(interval, time.Second) / time.Second)})
@@ -191,20 +248,22 @@ func (p *Provider) DeviceToken(ctx context.Context, deviceCode string, interval 
 		var re *oauth2.RetrieveError
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
-			return nil, true, nil
+			return nil, refresh, true, nil
 		case errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500:
-			return nil, false, apperr.New(apperr.Unauthenticated, "the identity provider refused the device sign-in (%s: denied, expired or already used): run `apeloractl login` again",
+			return nil, refresh, false, apperr.New(apperr.Unauthenticated, "the identity provider refused the device sign-in (%s: denied, expired or already used): run `apeloractl login` again",
 				cut(re.ErrorCode+" "+re.ErrorDescription, 120))
 		}
-		return nil, false, p.down(err)
+		return nil, refresh, false, p.down(err)
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
-		return nil, false, apperr.New(apperr.Unauthenticated, "the identity provider answered no ID token: check that the client %q is allowed the openid scope", p.cfg.ClientID)
+		return nil, refresh, false, apperr.New(apperr.Unauthenticated, "the identity provider answered no ID token: check that the client %q is allowed the openid scope", p.cfg.ClientID)
 	}
 	// No nonce in this grant: the device code, redeemed once by this server, binds the token.
-	c, err = p.verify(ctx, raw, "", false)
-	return c, false, err
+	if c, err = p.verify(ctx, raw, "", false); err != nil {
+		return nil, refresh, false, err
+	}
+	return c, identity.NewProviderToken(tok.RefreshToken), false, nil
 }
 
 // Verify checks an ID token (issuer, audience, expiry, signature, nonce) and reads its
@@ -231,13 +290,18 @@ func (p *Provider) verify(ctx context.Context, raw, nonce string, withNonce bool
 		return nil, apperr.New(apperr.Unauthenticated, "the ID token's claims cannot be read: %s", cut(err.Error(), 120))
 	}
 	c := &identity.SSOClaims{Issuer: tok.Issuer, Subject: tok.Subject, Groups: groups(claims[p.cfg.GroupsClaim])}
+	c.Username = username(claims)
+	return c, nil
+}
+
+// username is the name a provider's claims prefer.
+func username(claims map[string]any) string {
 	for _, k := range []string{"preferred_username", "email", "name"} {
 		if s, ok := claims[k].(string); ok && s != "" {
-			c.Username = s
-			break
+			return s
 		}
 	}
-	return c, nil
+	return ""
 }
 
 // refused says which of go-oidc's checks refused the token. The issuer the token claims

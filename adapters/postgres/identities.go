@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,15 +30,16 @@ const IdentityChannel = "identities"
 // here, console sessions in sessions.go. identity.Identity.Usable judges what they read,
 // for both alike.
 const identityColumns = `id, name, permissions, created_at, expires_at, revoked_at, coalesce(revoked_by, ''), last_used_at,
-	coalesce(sso_issuer, ''), coalesce(sso_subject, ''), coalesce(sso_groups, '{}')`
+	coalesce(sso_issuer, ''), coalesce(sso_subject, ''), coalesce(sso_groups, '{}'), sso_confirmed_at, sso_confirmed_until`
 
 // scanIdentity reads identityColumns, then extra; nil when there is no row.
 func scanIdentity(row pgx.Row, extra ...any) (*identity.Identity, error) {
 	var id identity.Identity
 	var perms []string
 	var sso identity.SSOAccount
+	var confirmedAt, confirmedUntil *time.Time
 	err := row.Scan(append([]any{&id.ID, &id.Name, &perms, &id.CreatedAt, &id.ExpiresAt, &id.RevokedAt, &id.RevokedBy, &id.LastUsedAt,
-		&sso.Issuer, &sso.Subject, &sso.Groups}, extra...)...)
+		&sso.Issuer, &sso.Subject, &sso.Groups, &confirmedAt, &confirmedUntil}, extra...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -48,9 +50,37 @@ func scanIdentity(row pgx.Row, extra ...any) (*identity.Identity, error) {
 		id.Permissions = append(id.Permissions, identity.Permission(p))
 	}
 	if sso.Subject != "" {
+		if confirmedAt != nil {
+			sso.ConfirmedAt = *confirmedAt
+		}
+		if confirmedUntil != nil {
+			sso.ConfirmedUntil = *confirmedUntil
+		}
 		id.SSO = &sso
 	}
 	return &id, nil
+}
+
+// permissionTexts are permissions as the table keeps them.
+func permissionTexts(perms []identity.Permission) []string {
+	ps := make([]string, len(perms))
+	for i, p := range perms {
+		ps[i] = string(p)
+	}
+	return ps
+}
+
+// sameSet reports whether a and b hold the same values, whatever their order.
+func sameSet[T comparable](a, b []T) bool {
+	in := func(x, y []T) bool {
+		for _, v := range x {
+			if !slices.Contains(y, v) {
+				return false
+			}
+		}
+		return true
+	}
+	return in(a, b) && in(b, a)
 }
 
 // IdentityByTokenHash returns the identity whose token hashes to hash, active or not, or
@@ -159,17 +189,15 @@ func (t identityTx) SetRevoked(ctx context.Context, id int64, by string, at time
 // SignInSSO finds the SSO user's identity by issuer and subject (locked) and sets the
 // groups and permissions of this sign-in, or makes it: named name, or name and the
 // subject's tag when another identity has that name.
-func (t identityTx) SignInSSO(ctx context.Context, name string, c identity.SSOClaims, perms []identity.Permission) (*identity.Identity, error) {
-	ps := make([]string, len(perms))
-	for i, p := range perms {
-		ps[i] = string(p)
-	}
+func (t identityTx) SignInSSO(ctx context.Context, name string, c identity.SSOClaims, perms []identity.Permission, confirmedFor time.Duration) (*identity.Identity, error) {
+	ps := permissionTexts(perms)
 	groups := c.Groups
 	if groups == nil {
 		groups = []string{}
 	}
-	id, err := scanIdentity(t.tx.QueryRow(ctx, `UPDATE identities SET sso_groups = $3, permissions = $4
-		WHERE sso_issuer = $1 AND sso_subject = $2 RETURNING `+identityColumns, c.Issuer, c.Subject, groups, ps))
+	id, err := scanIdentity(t.tx.QueryRow(ctx, `UPDATE identities SET sso_groups = $3, permissions = $4,
+			sso_confirmed_at = now(), sso_confirmed_until = now() + make_interval(secs => $5)
+		WHERE sso_issuer = $1 AND sso_subject = $2 RETURNING `+identityColumns, c.Issuer, c.Subject, groups, ps, confirmedFor.Seconds()))
 	if err != nil || id != nil {
 		return id, err
 	}
@@ -180,14 +208,45 @@ func (t identityTx) SignInSSO(ctx context.Context, name string, c identity.SSOCl
 	if taken {
 		name = name[:min(len(name), 54)] + "-" + identity.SubjectTag(&c)
 	}
-	id, err = scanIdentity(t.tx.QueryRow(ctx, `INSERT INTO identities (name, permissions, sso_issuer, sso_subject, sso_groups)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+identityColumns, name, ps, c.Issuer, c.Subject, groups))
+	id, err = scanIdentity(t.tx.QueryRow(ctx, `INSERT INTO identities (name, permissions, sso_issuer, sso_subject, sso_groups, sso_confirmed_at, sso_confirmed_until)
+		VALUES ($1, $2, $3, $4, $5, now(), now() + make_interval(secs => $6)) RETURNING `+identityColumns, name, ps, c.Issuer, c.Subject, groups, confirmedFor.Seconds()))
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		// Another replica made it (the same user signing in twice at once), or took the name.
 		return nil, apperr.New(apperr.Busy, "your identity was being made by another sign-in at the same moment: sign in again")
 	}
 	return id, err
+}
+
+// SetSSOGroups sets an SSO identity's groups and permissions as the provider named them
+// again (confirmed for confirmedFor) and returns it as it was; nil when they were those.
+func (t identityTx) SetSSOGroups(ctx context.Context, id int64, groups []string, perms []identity.Permission, confirmedFor time.Duration) (*identity.Identity, error) {
+	before, err := scanIdentity(t.tx.QueryRow(ctx, `SELECT `+identityColumns+` FROM identities WHERE id = $1 AND sso_subject IS NOT NULL FOR UPDATE`, id))
+	if err != nil || before == nil {
+		return nil, err
+	}
+	if groups == nil {
+		groups = []string{}
+	}
+	if sameSet(before.SSO.Groups, groups) && sameSet(before.Permissions, perms) {
+		return nil, nil
+	}
+	_, err = t.tx.Exec(ctx, `UPDATE identities SET sso_groups = $2, permissions = $3,
+			sso_confirmed_at = now(), sso_confirmed_until = now() + make_interval(secs => $4)
+		WHERE id = $1`, id, groups, permissionTexts(perms), confirmedFor.Seconds())
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return before, nil
+}
+
+// EndConsoleSessions ends the identity's console sessions (only the one with id only,
+// when not zero) and NOTIFYs each at commit, as sign-out does.
+func (t identityTx) EndConsoleSessions(ctx context.Context, identityID, only int64) (int, error) {
+	var n int
+	err := t.tx.QueryRow(ctx, `WITH ended AS (DELETE FROM console_sessions WHERE identity_id = $1 AND ($2 = 0 OR id = $2) RETURNING id)
+		SELECT count(*) FROM (SELECT pg_notify('`+ConsoleSessionChannel+`', id::text) FROM ended) notified`, identityID, only).Scan(&n)
+	return n, dbError(err)
 }
 
 // WatchIdentities tells w of every identity revoked, deleted or given another expiry on

@@ -97,28 +97,28 @@ func (m *MaintenanceStore) Running(ctx context.Context) ([]maintenance.Operation
 }
 
 // StartOperation records op and its STARTED event in the change in progress (the Incus
-// operation id is kept in the same transaction as the audit event of the request).
-func (m *MaintenanceStore) StartOperation(ctx context.Context, op maintenance.Operation) (int64, error) {
+// operation id is kept in the same transaction as the audit event of the request), and
+// returns the operation as recorded: its id, start time and message from the row.
+func (m *MaintenanceStore) StartOperation(ctx context.Context, op maintenance.Operation) (*maintenance.Operation, error) {
 	tx, err := m.s.inChange(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	instances := op.Instances
 	if instances == nil {
 		instances = []maintenance.Planned{}
 	}
-	var id int64
 	if err := tx.QueryRow(ctx, `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, request_id, instances)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-		op.Machine, op.Action, op.Mode, op.IncusOperation, op.StartedBy, op.RequestID, instances).Scan(&id); err != nil {
-		return 0, dbError(err)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, started_at, message`,
+		op.Machine, op.Action, op.Mode, op.IncusOperation, op.StartedBy, op.RequestID, instances).Scan(&op.ID, &op.StartedAt, &op.Message); err != nil {
+		return nil, dbError(err)
 	}
-	op.ID = id
+	op.Instances = instances
 	msg := op.Action + " of " + op.Machine + " started (Incus operation " + op.IncusOperation + ")"
 	if err := insertMemberEvent(ctx, tx, op, maintenance.KindStarted, msg); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return id, nil
+	return &op, nil
 }
 
 func insertMemberEvent(ctx context.Context, q querier, op maintenance.Operation, kind maintenance.Kind, message string) error {

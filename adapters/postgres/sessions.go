@@ -130,3 +130,84 @@ func (s *Store) TakeSSOSignIn(ctx context.Context, stateHash []byte) (nonce, ver
 	}
 	return nonce, verifier, true, nil
 }
+
+// KeepSSOGrant keeps a session's sealed refresh token, due to be asked again after
+// checkIn.
+func (s *Store) KeepSSOGrant(ctx context.Context, consoleSession int64, keyID, sealed []byte, checkIn time.Duration) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO sso_grants (console_session_id, key_id, sealed, next_check_at)
+		VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+		ON CONFLICT (console_session_id) DO UPDATE SET key_id = EXCLUDED.key_id, sealed = EXCLUDED.sealed,
+			next_check_at = EXCLUDED.next_check_at, claimed_until = NULL`, consoleSession, keyID, sealed, checkIn.Seconds())
+	return dbError(err)
+}
+
+// ClaimSSOGrants drops the grants of sessions that expired and of identities that may no
+// longer authenticate, then claims up to limit grants sealed with keyID that are due (not
+// claimed by another replica, or claimed longer ago than its hold), for hold.
+func (s *Store) ClaimSSOGrants(ctx context.Context, keyID []byte, hold time.Duration, limit int) ([]identity.SSOGrant, error) {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM sso_grants g USING console_sessions cs, identities i
+		WHERE g.console_session_id = cs.id AND i.id = cs.identity_id
+		  AND (cs.expires_at <= now() OR i.revoked_at IS NOT NULL OR i.expires_at <= now())`); err != nil {
+		return nil, dbError(err)
+	}
+	rows, err := s.pool.Query(ctx, `WITH due AS (
+			SELECT console_session_id FROM sso_grants
+			WHERE key_id = $1 AND next_check_at <= now() AND (claimed_until IS NULL OR claimed_until <= now())
+			ORDER BY next_check_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+		UPDATE sso_grants g SET claimed_until = now() + make_interval(secs => $2)
+		FROM due, console_sessions cs
+		WHERE g.console_session_id = due.console_session_id AND cs.id = g.console_session_id
+		RETURNING g.console_session_id, g.sealed, cs.identity_id`, keyID, hold.Seconds(), limit)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	type claimed struct {
+		session, identity int64
+		sealed            []byte
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimed, error) {
+		var c claimed
+		err := r.Scan(&c.session, &c.sealed, &c.identity)
+		return c, err
+	})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	out := make([]identity.SSOGrant, 0, len(list))
+	for _, c := range list {
+		id, err := s.IdentityByID(ctx, c.identity)
+		if err != nil {
+			return nil, err
+		}
+		if id == nil {
+			continue // deleted meanwhile: its sessions and grants went with it
+		}
+		out = append(out, identity.SSOGrant{ConsoleSession: c.session, Sealed: c.sealed, Identity: *id})
+	}
+	return out, nil
+}
+
+// ConfirmSSOGrant releases a claimed grant, due again after checkIn, with its new sealed
+// refresh token (nil: the same one).
+func (s *Store) ConfirmSSOGrant(ctx context.Context, consoleSession int64, sealed []byte, checkIn time.Duration) error {
+	_, err := s.pool.Exec(ctx, `UPDATE sso_grants SET sealed = coalesce($2, sealed), claimed_until = NULL,
+			next_check_at = now() + make_interval(secs => $3)
+		WHERE console_session_id = $1`, consoleSession, sealed, checkIn.Seconds())
+	return dbError(err)
+}
+
+// ConfirmSSOGroups moves the confirmation of an SSO identity's groups on when the
+// provider named those it keeps (and so its permissions); false when it named others.
+func (s *Store) ConfirmSSOGroups(ctx context.Context, identityID int64, groups []string, perms []identity.Permission, confirmedFor time.Duration) (bool, error) {
+	if groups == nil {
+		groups = []string{}
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE identities SET sso_confirmed_at = now(), sso_confirmed_until = now() + make_interval(secs => $4)
+		WHERE id = $1 AND sso_subject IS NOT NULL
+		  AND coalesce(sso_groups, '{}') @> $2::text[] AND coalesce(sso_groups, '{}') <@ $2::text[]
+		  AND permissions @> $3::text[] AND permissions <@ $3::text[]`, identityID, groups, permissionTexts(perms), confirmedFor.Seconds())
+	if err != nil {
+		return false, dbError(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

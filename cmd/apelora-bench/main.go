@@ -10,7 +10,9 @@
 // -hold keeps the subscribers idle for a while before the runs, through the server's
 // keep-alive pings (which the bench answers): every one must still be there afterwards.
 // The bench raises its open-file limit for N sockets; the server it starts inherits it (a
-// server given with -attach must allow N open files itself).
+// server given with -attach must allow N open files itself, and N websockets and
+// subscriptions to the token's identity: APELORA_WS_SOCKETS_PER_IDENTITY and
+// APELORA_WS_SUBSCRIPTIONS_PER_IDENTITY).
 //
 // Unless told to attach to a running server (-attach URL -token T [-pid P]) it builds
 // cmd/apelora, creates a fresh database on APELORA_TEST_DATABASE_URL (or uses
@@ -48,6 +50,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -286,6 +289,10 @@ func startProduct(ctx context.Context, o *options, c *cleanups, say func(string,
 	if o.ping != "" {
 		env = append(env, "APELORA_WS_PING_INTERVAL="+o.ping)
 	}
+	// Every subscriber is on its own socket with the bench's one token: lift the
+	// per-identity limits (sized for a dashboard and a service) past the load.
+	limit := strconv.Itoa(max(o.subscribers, 1) + 100)
+	env = append(env, "APELORA_WS_SOCKETS_PER_IDENTITY="+limit, "APELORA_WS_SUBSCRIPTIONS_PER_IDENTITY="+limit)
 
 	var wg sync.WaitGroup
 	var labEnv []string

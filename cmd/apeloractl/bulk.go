@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -85,7 +84,7 @@ func (c *cli) bulk(ctx context.Context, args []string, stdin io.Reader) error {
 		return usageError(use)
 	}
 	b := &bulkRun{step: args[0], out: c.out, json: c.json}
-	fs := flag.NewFlagSet("bulk", flag.ContinueOnError)
+	fs := newFlags("bulk")
 	tests := fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
 	noTests := fs.Bool("no-tests", false, "commission without tests")
 	fs.StringVar(&b.series, "series", "", "the series to install, e.g. noble")
@@ -94,11 +93,8 @@ func (c *cli) bulk(ctx context.Context, args []string, stdin io.Reader) error {
 	fs.IntVar(&b.concurrency, "concurrency", 8, "steps apeloractl keeps in flight (the server bounds them too)")
 	confirm := fs.Int("confirm", 0, fmt.Sprintf("the number of machines, typed again (needed above %d)", bulkConfirmAbove))
 	names, flags := splitNames(args[1:])
-	if err := fs.Parse(flags); err != nil {
-		return usageError(err.Error())
-	}
-	if fs.NArg() > 0 {
-		return usageError("names go before the flags: " + use)
+	if err := parseFlags(fs, flags, use); err != nil {
+		return err
 	}
 	if *tests != "" {
 		b.tests = strings.Split(*tests, ",")
@@ -271,7 +267,7 @@ func (b *bulkRun) one(ctx context.Context, t bulkTarget, dry bool) bulkResult {
 		return res
 	}
 	p, err := b.call(ctx, t, dry)
-	if err = explain(err); err != nil {
+	if err = explain(baseURL(), err); err != nil {
 		code, msg := "UNAVAILABLE", err.Error()
 		if api, ok := err.(*apiError); ok && len(api.errs) > 0 {
 			code, msg = api.errs[0].code, api.errs[0].message

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -44,19 +43,16 @@ func (c *cli) identities(ctx context.Context) error {
 }
 
 func (c *cli) createIdentity(ctx context.Context, args []string) error {
-	const use = "usage: apeloractl create-identity NAME -permission PERM [-permission PERM ...] [-expires 90d|RFC3339]"
+	const use = "apeloractl create-identity NAME -permission PERM [-permission PERM ...] [-expires 90d|RFC3339]"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New(use)
+		return usageError(use)
 	}
-	fs := flag.NewFlagSet("create-identity", flag.ContinueOnError)
+	fs := newFlags("create-identity")
 	var perms multiFlag
 	fs.Var(&perms, "permission", "view-infrastructure, manage-infrastructure or hardware.delete; repeat for several")
 	expires := fs.String("expires", "", "when it stops working: a duration such as 90d or 12h, or an RFC 3339 time (default: never)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:], use); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return errors.New(use)
 	}
 	in := client.CreateIdentityInput{Name: args[0], Permissions: []client.Permission{}}
 	for _, p := range perms {

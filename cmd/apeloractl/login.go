@@ -105,7 +105,10 @@ func postJSON(ctx context.Context, url string, body, out any) (int, error) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
 	if err != nil {
-		return 0, &apiError{errs: []codedMessage{{"UNAVAILABLE", fmt.Sprintf("Apelora could not be reached at %s: %v", url, err)}}}
+		if u := unreachable(baseURL(), err); u != nil {
+			return 0, u
+		}
+		return 0, err
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

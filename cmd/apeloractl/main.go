@@ -11,8 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -87,6 +89,7 @@ commands:
   placement-guard [on|off]        the placement guard's state, or turn it on or off: on,
                                   Incus places untargeted instances only on admitted members
   version                         the version and the commit apeloractl was built from
+  help                            this text
 
 -dry-run, after any command that changes something (register, unregister, approve, revoke,
 admit, remove, evacuate, restore, rolling-reboot start|pause|resume|cancel, commission,
@@ -98,6 +101,10 @@ Its last line is the plan's hash: run the same command again with -plan-hash HAS
 of -dry-run to make the change only while its plan is still that one (else PLAN_CHANGED:
 nothing changed, look again). Without -plan-hash the audit event says no plan was shown.
 
+A mistyped command or flag, and a flag a command does not take, are usage errors (exit
+status 2) that name the nearest command or flag. A server that cannot be reached is
+UNAVAILABLE: cannot reach APELORA_URL (its address and why): is apelora serve running?
+
 errors are printed as CODE: message (the API's extensions.code). exit status:
   0 done   1 any other error   2 usage   3 UNAUTHENTICATED (no or wrong token)
   4 FORBIDDEN (the identity lacks a permission)
@@ -107,6 +114,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout)
+	var help helpAsked
+	if errors.As(err, &help) {
+		fmt.Fprintln(os.Stdout, help)
+		os.Exit(0)
+	}
 	if err != nil {
 		var api *apiError
 		if errors.As(err, &api) {
@@ -129,44 +141,64 @@ type cli struct {
 
 // run runs one command; an error from the API comes back as an *apiError.
 func run(ctx context.Context, args []string, out io.Writer) error {
-	return explain(runCommand(ctx, args, out))
+	return explain(baseURL(), runCommand(ctx, args, out))
 }
 
 func runCommand(ctx context.Context, args []string, out io.Writer) error {
-	global := flag.NewFlagSet("apeloractl", flag.ContinueOnError)
+	global := newFlags("apeloractl")
 	asJSON := global.Bool("json", false, "print JSON instead of a table")
-	global.Usage = func() { fmt.Fprint(os.Stderr, usage) }
 	if err := global.Parse(args); err != nil {
-		return usageError(err.Error())
+		if errors.Is(err, flag.ErrHelp) {
+			return helpAsked(strings.TrimSuffix(usage, "\n"))
+		}
+		return usageError(flagProblem(global, err) + " (apeloractl help lists the commands and their flags)")
 	}
 	args = global.Args()
 	if len(args) == 0 {
-		global.Usage()
+		fmt.Fprint(os.Stderr, usage)
 		return usageError("no command given")
 	}
-	// Before the token: a version needs no API.
-	if args[0] == "version" {
+	// Before the token: a command apeloractl does not have, help and version need no API.
+	if !slices.Contains(commands, args[0]) {
+		return unknownCommand(args[0])
+	}
+	if slices.ContainsFunc(args[1:], func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		return helpAsked(commandHelp(args[0]))
+	}
+	switch args[0] {
+	case "help":
+		return helpAsked(strings.TrimSuffix(usage, "\n"))
+	case "version":
+		if err := noFlags("version", args[1:], 0, "apeloractl version"); err != nil {
+			return err
+		}
 		fmt.Fprintln(out, buildinfo.Read().Line("apeloractl"))
 		return nil
 	}
-	base := strings.TrimSuffix(os.Getenv("APELORA_URL"), "/")
-	if base == "" {
-		base = "http://127.0.0.1:8080"
-	}
+	base := baseURL()
 	switch args[0] {
 	case "login":
+		if err := noFlags("login", args[1:], 0, "apeloractl login"); err != nil {
+			return err
+		}
 		return login(ctx, base, out)
 	case "logout":
+		if err := noFlags("logout", args[1:], 0, "apeloractl logout"); err != nil {
+			return err
+		}
 		return logout(ctx, base, out)
 	}
 	c := &cli{endpoint: base + "/graphql", token: os.Getenv("APELORA_TOKEN"), json: *asJSON, out: out}
 	if c.token == "" {
 		c.token = savedSession() // from `apeloractl login`
 	}
+	var httpClient *http.Client
 	if c.token == "" {
-		return &apiError{errs: []codedMessage{{"UNAUTHENTICATED", "APELORA_TOKEN is not set: create a token with `apelora identity create` and export it, or sign in through single sign-on with `apeloractl login`"}}}
+		// Refused at the first request, not here: a command's usage errors (and -h) come
+		// first, and need no token.
+		httpClient = &http.Client{Transport: noToken{}}
 	}
-	c.gql = client.New(c.endpoint, c.token, nil)
+	c.gql = client.New(c.endpoint, c.token, httpClient)
 	cmd, rest := args[0], args[1:]
 	rest, c.dryRun = takeDryRun(rest)
 	if c.dryRun && !changing(cmd) && cmd != "bulk" {
@@ -178,6 +210,13 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if c.planHash != nil && (c.dryRun || !changing(cmd)) {
 		return usageError("-plan-hash confirms the plan a -dry-run printed: give it instead of -dry-run, to a command that changes something")
+	}
+	// Commands that take names only (or nothing): a flag or an extra name is a usage
+	// error, never ignored.
+	if use, ok := namesOnly[cmd]; ok {
+		if err := noFlags(cmd, rest, use.max, use.line); err != nil {
+			return err
+		}
 	}
 	switch cmd {
 	case "whoami":
@@ -290,10 +329,40 @@ func runCommand(ctx context.Context, args []string, out io.Writer) error {
 	case "revoke-identity":
 		return c.revokeIdentity(ctx, rest)
 	default:
-		global.Usage()
-		return usageError(fmt.Sprintf("unknown command %q", cmd))
+		return unknownCommand(cmd)
 	}
 }
+
+// namesOnly are the commands without flags of their own (-dry-run and -plan-hash
+// aside): the usage line and how many names each takes at most (-1: any number).
+var namesOnly = map[string]struct {
+	max  int
+	line string
+}{
+	"whoami":          {0, "apeloractl whoami"},
+	"machines":        {0, "apeloractl machines"},
+	"machine":         {1, "apeloractl machine NAME"},
+	"unregister":      {1, "apeloractl unregister NAME"},
+	"revoke":          {1, "apeloractl revoke NAME"},
+	"report":          {1, "apeloractl report NAME"},
+	"admit":           {1, "apeloractl admit NAME"},
+	"restore":         {1, "apeloractl restore NAME"},
+	"rolling-reboot":  {-1, rollingUsage},
+	"watch-admission": {1, "apeloractl watch-admission NAME"},
+	"fleet":           {0, "apeloractl fleet"},
+	"watch-fleet":     {0, "apeloractl watch-fleet"},
+	"identities":      {0, "apeloractl identities"},
+	"revoke-identity": {1, "apeloractl revoke-identity NAME"},
+	"placement-guard": {1, "apeloractl placement-guard [on|off]"},
+}
+
+// errNoToken is what a request without a token gets.
+var errNoToken = &apiError{errs: []codedMessage{{"UNAUTHENTICATED", "APELORA_TOKEN is not set: create a token with `apelora identity create` and export it, or sign in through single sign-on with `apeloractl login`"}}}
+
+// noToken answers every request with errNoToken (apeloractl has no token to send).
+type noToken struct{}
+
+func (noToken) RoundTrip(*http.Request) (*http.Response, error) { return nil, errNoToken }
 
 // usageError is a command line apeloractl cannot run.
 type usageError string
@@ -317,12 +386,17 @@ func (e *apiError) Error() string {
 // explain turns the client's errors (a GraphQL error list, or an HTTP error carrying one)
 // into an *apiError, so that they print as CODE: message and never as gqlparser's
 // "input:3:2: …".
-func explain(err error) error {
+func explain(base string, err error) error {
 	var list gqlerror.List
 	var httpErr *graphql.HTTPError
+	var api *apiError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &api):
+		return api
+	case unreachable(base, err) != nil:
+		return unreachable(base, err)
 	case errors.As(err, &list):
 	case errors.As(err, &httpErr):
 		list = httpErr.Response.Errors
@@ -384,16 +458,17 @@ func exitStatus(err error) int {
 }
 
 func (c *cli) register(ctx context.Context, args []string) error {
+	const use = "apeloractl register NAME [-provisioner MANUAL|MAAS] [-description TEXT] [-maas-system-id ID]"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError("apeloractl register NAME [-provisioner MANUAL|MAAS] [-description TEXT] [-maas-system-id ID]")
+		return usageError(use)
 	}
 	name := args[0]
-	fs := flag.NewFlagSet("register", flag.ContinueOnError)
+	fs := newFlags("register")
 	prov := fs.String("provisioner", "MANUAL", "MANUAL or MAAS")
 	desc := fs.String("description", "", "free text")
 	sysID := fs.String("maas-system-id", "", "the MAAS system id (MAAS machines)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError(err.Error())
+	if err := parseFlags(fs, args[1:], use); err != nil {
+		return err
 	}
 	in := client.RegisterMachineInput{Name: name, Provisioner: client.ProvisionerKind(strings.ToUpper(*prov)), Description: desc}
 	if *sysID != "" {
@@ -432,19 +507,32 @@ func (c *cli) fleet(ctx context.Context) error {
 }
 
 func (c *cli) maasStep(ctx context.Context, cmd string, args []string) error {
+	use := maasStepUsage[cmd]
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError("see `apeloractl help` for " + cmd)
+		return usageError(use)
 	}
 	subject := args[0]
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	tests := fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
-	noTests := fs.Bool("no-tests", false, "commission without tests")
-	series := fs.String("series", "", "the series to install, e.g. noble")
-	hostname := fs.String("hostname", "", "the machine's hostname, typed again to confirm")
-	erase := fs.Bool("erase", false, "erase the disks (needs hardware.delete)")
-	comment := fs.String("comment", "", "a comment for MAAS")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError(err.Error())
+	// Each step takes its own flags only: -series given to commission is refused, not ignored.
+	fs := newFlags(cmd)
+	var tests, series, hostname, comment *string
+	var noTests, erase *bool
+	none, no := "", false
+	tests, series, hostname, comment, noTests, erase = &none, &none, &none, &none, &no, &no
+	switch cmd {
+	case "commission":
+		tests = fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
+		noTests = fs.Bool("no-tests", false, "commission without tests")
+	case "install":
+		series = fs.String("series", "", "the series to install, e.g. noble")
+	case "hardware-test":
+		hostname = fs.String("hostname", "", "the machine's hostname, typed again to confirm")
+		tests = fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
+	case "release":
+		erase = fs.Bool("erase", false, "erase the disks (needs hardware.delete)")
+		comment = fs.String("comment", "", "a comment for MAAS")
+	}
+	if err := parseFlags(fs, args[1:], use); err != nil {
+		return err
 	}
 	var testList []string
 	if *tests != "" {
@@ -488,21 +576,30 @@ func (c *cli) maasStep(ctx context.Context, cmd string, args []string) error {
 	})
 }
 
+// maasStepUsage are the MAAS steps' usage lines, as the usage text has them.
+var maasStepUsage = map[string]string{
+	"commission":    "apeloractl commission SYSTEM-ID [-tests a,b | -no-tests]",
+	"install":       "apeloractl install NAME -series SERIES",
+	"hardware-test": "apeloractl hardware-test SYSTEM-ID -hostname HOSTNAME [-tests a,b]",
+	"release":       "apeloractl release SYSTEM-ID [-erase] [-comment TEXT]",
+}
+
 type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (c *cli) approve(ctx context.Context, args []string) error {
+	const use = "apeloractl approve NAME [-member-config ENTITY/NAME/KEY=VALUE ...]"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError("apeloractl approve NAME [-member-config ENTITY/NAME/KEY=VALUE ...]")
+		return usageError(use)
 	}
 	name := args[0]
-	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
+	fs := newFlags("approve")
 	var cfg multiFlag
 	fs.Var(&cfg, "member-config", "ENTITY/NAME/KEY=VALUE, for example storage-pool/local/source=/dev/sdb; repeat")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError(err.Error())
+	if err := parseFlags(fs, args[1:], use); err != nil {
+		return err
 	}
 	in := client.ApproveEnrolmentInput{Name: name}
 	for _, e := range cfg {
@@ -530,13 +627,14 @@ func (c *cli) approve(ctx context.Context, args []string) error {
 }
 
 func (c *cli) remove(ctx context.Context, args []string) error {
+	const use = "apeloractl remove NAME [-force]"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError("apeloractl remove NAME [-force]")
+		return usageError(use)
 	}
-	fs := flag.NewFlagSet("remove", flag.ContinueOnError)
+	fs := newFlags("remove")
 	force := fs.Bool("force", false, "drop the member without telling it (wipe its daemon afterwards)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError(err.Error())
+	if err := parseFlags(fs, args[1:], use); err != nil {
+		return err
 	}
 	r, err := client.RemoveMember(ctx, c.gql, client.RemoveMemberInput{Name: args[0], Force: force, DryRun: c.dry(), PlanHash: c.planHash})
 	if err != nil || c.dryRun {
@@ -547,13 +645,14 @@ func (c *cli) remove(ctx context.Context, args []string) error {
 }
 
 func (c *cli) evacuate(ctx context.Context, args []string) error {
+	const use = "apeloractl evacuate NAME [-mode auto|migrate|live-migrate|stop]"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError("apeloractl evacuate NAME [-mode auto|migrate|live-migrate|stop]")
+		return usageError(use)
 	}
-	fs := flag.NewFlagSet("evacuate", flag.ContinueOnError)
+	fs := newFlags("evacuate")
 	mode := fs.String("mode", "", "force this on every instance instead of its cluster.evacuate")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError(err.Error())
+	if err := parseFlags(fs, args[1:], use); err != nil {
+		return err
 	}
 	in := client.EvacuateMemberInput{Name: args[0], DryRun: c.dry(), PlanHash: c.planHash}
 	if *mode != "" {
@@ -705,11 +804,11 @@ func follow[E any](ctx context.Context, c *cli, subscribe func(graphql.WebSocket
 }
 
 func (c *cli) audit(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs := newFlags("audit")
 	machine := fs.String("machine", "", "only events about this machine")
 	first := fs.Int("first", 20, "how many events (1–500)")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err.Error())
+	if err := parseFlags(fs, args, "apeloractl audit [-machine NAME] [-first N]"); err != nil {
+		return err
 	}
 	var m *string
 	if *machine != "" {
@@ -729,11 +828,11 @@ func (c *cli) audit(ctx context.Context, args []string) error {
 }
 
 func (c *cli) watchAudit(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("watch-audit", flag.ContinueOnError)
+	fs := newFlags("watch-audit")
 	machine := fs.String("machine", "", "only events about this machine")
 	after := fs.String("after", "", "first the events recorded after this event id (the first field of a line), then live ones")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err.Error())
+	if err := parseFlags(fs, args, "apeloractl watch-audit [-machine NAME] [-after ID]"); err != nil {
+		return err
 	}
 	var m, from *string
 	if *machine != "" {

@@ -239,7 +239,7 @@ func TestErrorsPrintTheirCodeAndExitStatus(t *testing.T) {
 		{"too large", manager, []string{"register", "node-1", "-description", strings.Repeat("x", 2<<20)}, exitError, "REQUEST_TOO_LARGE: the request body is larger than"},
 		{"unknown machine", manager, []string{"machine", "node-9"}, exitError, "NOT_FOUND: no machine named"},
 		{"unknown command", manager, []string{"frobnicate"}, exitUsage, "usage: unknown command"},
-		{"bad flag", manager, []string{"register", "node-1", "-colour", "red"}, exitUsage, "usage: flag provided but not defined"},
+		{"bad flag", manager, []string{"register", "node-1", "-colour", "red"}, exitUsage, "usage: register: flag provided but not defined: -colour"},
 		// A plan that would be refused prints the plan, then exits as the call would.
 		{"planned, lacks the permission", viewer, []string{"register", "node-1", "-dry-run"}, exitForbidden, `FORBIDDEN: identity "viewer" lacks the manage-infrastructure permission`},
 		{"dry run of a read", manager, []string{"machines", "-dry-run"}, exitUsage, "usage: machines changes nothing"},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime/debug"
 	"sync"
@@ -127,6 +128,9 @@ func (c *conn) serve() {
 	for {
 		typ, data, err := c.ws.ReadMessage()
 		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				c.tooLarge()
+			}
 			return
 		}
 		c.mu.Lock()
@@ -377,15 +381,34 @@ func (c *conn) run(ctx context.Context, op *operation, params *graphql.RawParams
 		c.completed(op)
 		return
 	}
-	if c.t.opts.Subscribed != nil && rc.Operation.Operation == ast.Subscription {
-		ended := c.t.opts.Subscribed(ctx, rc)
-		c.mu.Lock()
-		if op.done {
-			ended()
-		} else {
-			op.ended = ended
+	if rc.Operation.Operation == ast.Subscription {
+		var ends []func()
+		if c.t.opts.AdmitSubscription != nil {
+			release, refusal := c.t.opts.AdmitSubscription(ctx)
+			if refusal != nil {
+				c.fail(op, gqlerror.List{refusal})
+				op.cancel()
+				return
+			}
+			ends = append(ends, release)
 		}
-		c.mu.Unlock()
+		if c.t.opts.Subscribed != nil {
+			ends = append(ends, c.t.opts.Subscribed(ctx, rc))
+		}
+		if len(ends) > 0 {
+			ended := func() {
+				for _, f := range ends {
+					f()
+				}
+			}
+			c.mu.Lock()
+			if op.done {
+				ended()
+			} else {
+				op.ended = ended
+			}
+			c.mu.Unlock()
+		}
 	}
 	if key, ok := c.t.shareKey(rc); ok && c.t.opts.Authorize(ctx) == nil {
 		g := c.t.streams.join(key, ctx, rc, c.exec, op)
@@ -596,8 +619,21 @@ func (c *conn) close(code int, reason string) {
 // closeLocked starts closing the socket: nothing more is sent, the close frame goes out,
 // and the reader waits a moment for the client's before it drops the connection.
 func (c *conn) closeLocked(code int, reason string) {
-	if c.closing {
+	if !c.stopLocked(code, reason) {
 		return
+	}
+	frame := websocket.FormatCloseMessage(code, truncate(reason, 123))
+	go func() {
+		_ = c.ws.WriteControl(websocket.CloseMessage, frame, time.Now().Add(time.Second))
+		_ = c.ws.SetReadDeadline(time.Now().Add(closeWait))
+	}()
+}
+
+// stopLocked marks the socket closing with code and reason: nothing more is sent and every
+// operation is done. False when it was closing already.
+func (c *conn) stopLocked(code int, reason string) bool {
+	if c.closing {
+		return false
 	}
 	c.closing = true
 	c.closeCode, c.closeReason = code, reason
@@ -609,11 +645,22 @@ func (c *conn) closeLocked(code int, reason string) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	frame := websocket.FormatCloseMessage(code, truncate(reason, 123))
-	go func() {
-		_ = c.ws.WriteControl(websocket.CloseMessage, frame, time.Now().Add(time.Second))
-		_ = c.ws.SetReadDeadline(time.Now().Add(closeWait))
-	}()
+	return true
+}
+
+// tooLarge ends a socket whose client sent a message over readLimit. gorilla has already
+// sent the close frame, 1009 (Message Too Big), on seeing the frame's length; the rest of
+// the message may still be arriving. It is read and dropped until the client closes or
+// closeWait passes: a connection closed with unread data is reset, and a client whose
+// writes fail under a reset (Node's ws, browsers) reports 1006 without reading the close
+// frame that came first.
+func (c *conn) tooLarge() {
+	c.mu.Lock()
+	c.stopLocked(websocket.CloseMessageTooBig, fmt.Sprintf("Message too big: at most %d bytes", readLimit))
+	c.mu.Unlock()
+	nc := c.ws.NetConn()
+	_ = nc.SetReadDeadline(time.Now().Add(closeWait))
+	_, _ = io.Copy(io.Discard, nc)
 }
 
 // truncate shortens s to at most n bytes, cut on a character boundary and marked with an

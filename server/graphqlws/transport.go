@@ -52,10 +52,15 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/gorilla/websocket"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
 // Subprotocol is the only websocket subprotocol served.
 const Subprotocol = "graphql-transport-ws"
+
+// MaxMessageBytes is the largest message a client may send; a larger one closes the
+// socket with 1009 (Message Too Big).
+const MaxMessageBytes = readLimit
 
 // Limits of one socket.
 const (
@@ -96,6 +101,11 @@ type Options struct {
 	// for every subscriber of a shared stream. A subscriber it refuses runs its operation
 	// on its own, where the operation's own checks answer. Nil disables sharing.
 	Authorize func(ctx context.Context) error
+	// AdmitSubscription, when set, is asked for each subscriber's subscription once its
+	// operation is read, before it runs: a refusal ends that subscription alone with an
+	// `error` message carrying the refusal; otherwise release is called once the
+	// subscription is done. The server bounds the subscriptions of each identity with it.
+	AdmitSubscription func(ctx context.Context) (release func(), refusal *gqlerror.Error)
 	// Subscribed, when set, is told of each subscriber's subscription once its operation
 	// is read (shared or not: one call per subscribe message), and the ended it returns
 	// once that subscription is done (completed, stopped, failed, or its socket closed).

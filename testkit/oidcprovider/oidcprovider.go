@@ -2,7 +2,8 @@
 // op (github.com/zitadel/oidc/v3/pkg/op, an implementation that passes the OpenID
 // conformance suite) over the in-memory storage of its example server, with users in
 // groups. It signs tokens with its own keys and answers discovery, JWKS, authorize and
-// token like any provider; only the login page is automatic: it signs in the user the test
+// token (the code, device and refresh token grants; refresh tokens, rotated at each use,
+// for sign-ins that ask for offline_access) like any provider; only the login page is automatic: it signs in the user the test
 // chose with SignInAs.
 package oidcprovider
 
@@ -10,11 +11,14 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,9 +46,11 @@ type Provider struct {
 	storage *groupStorage
 	clients map[string]*storage.Client
 
-	mu     sync.Mutex
-	users  *users
-	signIn string // the username the login page signs in
+	mu      sync.Mutex
+	users   *users
+	signIn  string   // the username the login page signs in
+	issued  []string // every token the token endpoint answered
+	refresh []string // the refresh tokens among them
 }
 
 // Start starts a provider on 127.0.0.1 with no users and no clients; it stops with the test.
@@ -59,7 +65,7 @@ func Start(t testing.TB) *Provider {
 	p.storage.rotate()
 	var key [32]byte
 	copy(key[:], "apelora-oidcprovider-test-key-32")
-	p.op, err = op.NewProvider(&op.Config{CryptoKey: key, CodeMethodS256: true, AuthMethodPost: true,
+	p.op, err = op.NewProvider(&op.Config{CryptoKey: key, CodeMethodS256: true, AuthMethodPost: true, GrantTypeRefreshToken: true,
 		SupportedUILocales: []language.Tag{language.English},
 		DeviceAuthorization: op.DeviceAuthorizationConfig{Lifetime: 5 * time.Minute, PollInterval: time.Second,
 			UserFormPath: "/device", UserCode: op.UserCodeBase20}}, p.storage, op.StaticIssuer(p.Issuer), op.WithAllowInsecure())
@@ -68,6 +74,7 @@ func Start(t testing.TB) *Provider {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/login/username", p.login)
+	mux.Handle("/oauth/token", p.recordTokens(p.op))
 	mux.Handle("/", p.op)
 	p.srv = httptest.NewUnstartedServer(mux)
 	p.srv.Listener.Close()
@@ -79,6 +86,63 @@ func Start(t testing.TB) *Provider {
 
 // Stop stops the provider: the issuer is down from now on.
 func (p *Provider) Stop() { p.srv.CloseClientConnections(); p.srv.Close() }
+
+// recordTokens keeps every token the token endpoint answers (code, device and refresh
+// grants), so tests can look for them where they must never be.
+func (p *Provider) recordTokens(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		var body struct {
+			AccessToken  string `json:"access_token"`
+			RefreshToken string `json:"refresh_token"`
+			IDToken      string `json:"id_token"`
+		}
+		if json.Unmarshal(rec.Body.Bytes(), &body) == nil {
+			p.mu.Lock()
+			for _, t := range []string{body.AccessToken, body.RefreshToken, body.IDToken} {
+				if t != "" {
+					p.issued = append(p.issued, t)
+				}
+			}
+			if body.RefreshToken != "" {
+				p.refresh = append(p.refresh, body.RefreshToken)
+			}
+			p.mu.Unlock()
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+// Issued returns every token the provider has issued so far: access, refresh and ID tokens.
+func (p *Provider) Issued() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.issued)
+}
+
+// RefreshTokens returns the refresh tokens the provider has issued so far (one per
+// sign-in that asked for offline_access, one more per refresh that rotated it).
+func (p *Provider) RefreshTokens() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.refresh)
+}
+
+// EndSessions ends every session of username at client, as a provider's administrator
+// signing the user out everywhere does: its access and refresh tokens stop working, so
+// a refresh answers invalid_grant.
+func (p *Provider) EndSessions(ctx context.Context, username, client string) error {
+	p.storage.mu.Lock()
+	u := p.users.byUsername(username)
+	p.storage.mu.Unlock()
+	if u == nil {
+		return fmt.Errorf("oidcprovider: no user %q", username)
+	}
+	return p.storage.TerminateSession(ctx, u.ID, client)
+}
 
 // AddClient registers a confidential web client (client_secret_basic, code flow with PKCE)
 // allowed to redirect to redirectURIs. Call it before sign-ins start.

@@ -95,6 +95,28 @@ func WithAuthFailureLimit(l server.RateLimit) Option {
 	return func(c *app.Config) { c.AuthFailureLimit = l }
 }
 
+// WithIdentityLimits sets the websockets and subscriptions one identity may hold open
+// (APELORA_WS_SOCKETS_PER_IDENTITY, APELORA_WS_SUBSCRIPTIONS_PER_IDENTITY); benchmarks
+// that open thousands with one token raise them.
+func WithIdentityLimits(sockets, subscriptions int) Option {
+	return func(c *app.Config) {
+		c.IdentityLimits = server.IdentityLimits{Sockets: sockets, Subscriptions: subscriptions}
+	}
+}
+
+// WithRefusalWindow sets the window of the audit events of repeated refusals (rateLimited,
+// signInFailed, identityLimited), so a test sees a window end.
+func WithRefusalWindow(d time.Duration) Option {
+	return func(c *app.Config) { c.RefusalWindow = d }
+}
+
+// WithSSORecheck sets how long the identity provider's word on a user's groups holds
+// (APELORA_OIDC_RECHECK_INTERVAL): sessions are asked about again at half of it. Call it
+// after WithSSO.
+func WithSSORecheck(d time.Duration) Option {
+	return func(c *app.Config) { c.SSO.Recheck = d }
+}
+
 // WithTrustedProxies sets the proxies whose X-Forwarded-For names the client.
 func WithTrustedProxies(p server.TrustedProxies) Option {
 	return func(c *app.Config) { c.TrustedProxies = p }
@@ -105,7 +127,7 @@ func WithTrustedProxies(p server.TrustedProxies) Option {
 func WithSSO(issuer, clientID, secret string, groups identity.GroupPermissions) Option {
 	return func(c *app.Config) {
 		c.SSO = app.SSOConfig{Issuer: issuer, ClientID: clientID, ClientSecret: secret,
-			Scopes: []string{"openid", "profile", "groups"}, GroupsClaim: "groups", Groups: groups}
+			Scopes: []string{"openid", "profile", "groups", "offline_access"}, GroupsClaim: "groups", Groups: groups}
 	}
 }
 

@@ -19,7 +19,8 @@ export function SignIn({ url, sso, reason, onSignedIn }: { url: string; sso?: st
       onSignedIn(await signIn(url, t));
     } catch (err) {
       const se = err instanceof SessionError ? err : null;
-      setError({ message: se?.message ?? 'Sign-in failed.', field: se?.code === 'INVALID_INPUT' });
+      // A token that is not valid (401 UNAUTHENTICATED) or not one at all (400) is the field's error.
+      setError({ message: se?.message ?? 'Sign-in failed.', field: se?.code === 'INVALID_INPUT' || se?.code === 'UNAUTHENTICATED' });
     } finally {
       setBusy(false);
     }
