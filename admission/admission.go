@@ -409,6 +409,11 @@ func architecture(m *membership.Member, all []membership.Member) Check {
 			others = append(others, o.Architecture)
 		}
 	}
+	if len(others) == 0 {
+		// The cluster's only member: nothing to compare with, nowhere to move to.
+		ch.Result, ch.Message = Pass, fmt.Sprintf("%s, the cluster's only member", m.Architecture)
+		return ch
+	}
 	ch.Result = Warn
 	ch.Message = fmt.Sprintf("the first %s member: instances placed here cannot move to the other members (%s)", m.Architecture, strings.Join(others, ", "))
 	return ch

@@ -223,6 +223,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Observer:          cfg.serverObserver(),
 		AccessLogLevel:    cfg.accessLogLevel(),
 		StepConcurrency:   cfg.StepConcurrency,
+		RequestTimeout:    cfg.RequestTimeout,
 		SSO:               sso,
 		RefusalWindow:     cfg.RefusalWindow,
 		IdentityLimits:    cfg.IdentityLimits,

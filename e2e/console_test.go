@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,11 +244,28 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if err := os.Mkdir(source, 0o711); err != nil {
 		t.Fatal(err)
 	}
+	shots := shotsDir(t, "end-to-end")
 	runScript(t, node, dir, "console.e2e.mjs", map[string]string{
 		"BASE": e.Base, "ADMIN_TOKEN": admin, "VIEWER_TOKEN": viewer, "CONTROL": ctl,
-		"SHOTS": shotsDir(t, "end-to-end"), "HOST_ADDRESS": host.Address, "HOST_ENV": string(envJSON),
+		"SHOTS": shots, "HOST_ADDRESS": host.Address, "HOST_ENV": string(envJSON),
 		"SOURCE_DIR": source,
 	})
+	// The README's picture is the one this run takes: with APELORA_README_SHOT=write
+	// (scripts/console-screenshot.sh) the run writes it to docs/; otherwise the committed one
+	// must be of its kind, at least its size.
+	readme, shot := "../docs/console-fleet.png", filepath.Join(shots, "readme-fleet.png")
+	if os.Getenv("APELORA_README_SHOT") == "write" {
+		b, err := os.ReadFile(shot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(readme, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", readme)
+	} else if got, want := pngSize(t, readme), pngSize(t, shot); got != want {
+		t.Errorf("docs/console-fleet.png is %v, the suite's picture %v: run scripts/console-screenshot.sh and commit it", got, want)
+	}
 
 	// What the browser was shown once, and the credentials, are nowhere in the server's log
 	// or the database.
@@ -291,6 +310,11 @@ func TestConsoleEndToEnd(t *testing.T) {
 	} else if n := e.Scalar(`SELECT count(DISTINCT parameters->'input'->>'systemId') FROM audit_events
 		WHERE action = 'commissionMachine' AND outcome = 'SUCCEEDED' AND actor = 'admin' AND request_id = $1`, rid[0]).(int64); n != 9 {
 		t.Errorf("%d machines commissioned under the bulk step's request id %s, want 9, each its own event", n, rid[0])
+	}
+	// Install, single and bulk, each confirmed with the plan it was shown after a pause.
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'installOperatingSystem' AND outcome = 'SUCCEEDED'
+		AND actor = 'admin' AND details->>'planHash' IS NOT NULL`).(int64); n != 4 {
+		t.Errorf("%d installs confirmed with their plans, want 4 (node-new, bulk-01…03)", n)
 	}
 	// The approval carried the override; the member joined with it.
 	if d := e.Scalar(`SELECT details->>'memberConfig' FROM audit_events WHERE action = 'approveEnrolment' AND outcome = 'SUCCEEDED'`).(string); !strings.Contains(d, source) {
@@ -396,12 +420,220 @@ func TestConsoleEvacuatesAndRestores(t *testing.T) {
 		}
 	}
 	e.MustGQL(admin, `mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, map[string]any{"n": m0.Name})
+	// The other member has no machine record: evacuated with incus, its page still offers
+	// Restore (restoreMember needs no record).
+	c := newControl()
+	c.handle("POST /evacuate-other", func() error {
+		// The restore before this brings c1 and c2 back; Incus may still be moving one when
+		// its operation is reported done. Evacuate once none is on the other member and no
+		// operation runs, so the evacuation has nothing to move.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			on, _ := lab.CLI(m0, "list", "-c", "L", "-f", "csv")
+			ops, _ := lab.CLI(m0, "operation", "list", "-f", "csv")
+			if !strings.Contains(on, m1.Name) && !strings.Contains(ops, "RUNNING") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("instances still on %s or operations running after 60 s: %q %q", m1.Name, on, ops)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if out, err := lab.CLI(m0, "cluster", "evacuate", m1.Name, "--force"); err != nil {
+			return fmt.Errorf("incus cluster evacuate %s: %v: %s", m1.Name, err, out)
+		}
+		return nil
+	})
 	runScript(t, node, dir, "maintenance.e2e.mjs", map[string]string{
 		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shotsDir(t, "maintenance"), "MEMBER": m0.Name, "INSTANCES": "2",
+		"OTHER": m1.Name, "CONTROL": c.serve(t),
 	})
-	for _, action := range []string{"evacuateMember", "restoreMember"} {
-		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = 'SUCCEEDED'`, action).(int64); n != 1 {
-			t.Errorf("%d successful %s in the audit trail, want 1", n, action)
+	for action, want := range map[string]int64{"evacuateMember": 1, "restoreMember": 2} {
+		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = 'SUCCEEDED'`, action).(int64); n != want {
+			t.Errorf("%d successful %s in the audit trail, want %d", n, action, want)
 		}
 	}
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'restoreMember' AND outcome = 'SUCCEEDED' AND machine = $1`, m1.Name).(int64); n != 1 {
+		t.Errorf("%d successful restores of %s (no machine record), want 1", n, m1.Name)
+	}
+}
+
+// consoleHungTimeout is the request timeout of TestConsolePagesWhileMAASHangs: above the
+// console's 5 s live refresh, so a page that gave up on a read to ask again (as the
+// machine page did, "Loading …" for ever while MAAS hung) never sees the server's answer.
+const consoleHungTimeout = 7 * time.Second
+
+// TestConsolePagesWhileMAASHangs opens every page in Chromium while MAAS hangs (maas-sim
+// in a process of its own, SIGSTOPped: its port accepts, nothing answers). Each page shows
+// what Apelora and Incus know, with MAAS's absence said where MAAS matters (the machine
+// page as the fleet does: a banner), and none still says "Loading" once the server's
+// request timeout, which the page is told, has passed (web/console/e2e/hungmaas.e2e.mjs).
+func TestConsolePagesWhileMAASHangs(t *testing.T) {
+	node, dir := consoleTools(t)
+	lab := incuslab.Start(t, 1)
+	caFile := filepath.Join(t.TempDir(), "maas.pem")
+	simp := startSimProcess(t, caFile)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(simp.config(caFile)),
+		producttest.WithRequestTimeout(consoleHungTimeout))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	e.MustGQL(admin, `mutation { registerMachine(input: {name: "node-a", provisioner: MAAS, maasSystemId: "aaaa01"}) { machine { name } } }`, nil)
+	e.MustGQL(admin, `mutation { setHardwareProfile(input: {profile: "lab", architecture: "x86_64", minCpuCores: 1}) { profile { name } } }`, nil)
+	e.MustGQL(admin, `mutation { assignHardwareProfile(input: {machine: "node-a", profile: "lab"}) { machine { name } } }`, nil)
+	simp.signal(syscall.SIGSTOP)
+	runScript(t, node, dir, "hungmaas.e2e.mjs", map[string]string{
+		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shotsDir(t, "maas-hung"), "MEMBER": lab.Members[0].Name,
+		"TIMEOUT_MS": strconv.FormatInt(consoleHungTimeout.Milliseconds(), 10),
+	})
+	simp.signal(syscall.SIGCONT)
+}
+
+// TestConsoleAdmitsTheFoundingMember is run.sh's cluster in Chromium: one member, m1, with
+// no machine record, the placement guard on, so every instance is refused until a member
+// is admitted. The Enrolment page and m1's page offer Admit; its dialog registers m1 and
+// then admits it, two steps each planned, read (a human pause) and confirmed, each its own
+// audit event; then an untargeted instance lands on m1 (web/console/e2e/admit.e2e.mjs).
+func TestConsoleAdmitsTheFoundingMember(t *testing.T) {
+	node, dir := consoleTools(t)
+	lab := incuslab.Start(t, 1)
+	first := lab.Members[0]
+	e := producttest.Start(t, producttest.WithIncus(lab.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	if out, err := lab.CLI(first, "profile", "device", "add", "default", "root", "disk", "path=/", "pool="+incuslab.Pool); err != nil {
+		t.Fatalf("root disk: %v: %s", err, out)
+	}
+	e.MustGQL(admin, `mutation { setPlacementGuard(input: {enabled: true}) { placementGuard { state } } }`, nil)
+
+	c := newControl()
+	// POST /launch creates an untargeted empty instance and answers where it landed, or
+	// Incus's refusal (200 either way: the script judges).
+	n := 0
+	c.mux.HandleFunc("POST /launch", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		n++
+		name := fmt.Sprintf("c%d", n)
+		c.mu.Unlock()
+		res := map[string]string{"name": name}
+		if out, err := lab.CLI(first, "init", "--empty", name, "-s", incuslab.Pool); err != nil {
+			res["error"] = err.Error() + ": " + out
+		} else if loc, err := lab.CLI(first, "list", "^"+name+"$", "-c", "L", "-f", "csv"); err == nil {
+			res["location"] = strings.TrimSpace(loc)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(res)
+	})
+	runScript(t, node, dir, "admit.e2e.mjs", map[string]string{
+		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shotsDir(t, "admit-founding-member"), "CONTROL": c.serve(t), "MEMBER": first.Name,
+	})
+	// Two steps, each its own audit event, each confirmed with the plan it was shown.
+	for _, action := range []string{"registerMachine", "admitMember"} {
+		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = $1 AND outcome = 'SUCCEEDED' AND actor = 'admin'
+			AND details->>'planHash' IS NOT NULL`, action).(int64); n != 1 {
+			t.Errorf("%d successful %s by admin confirmed with its plan, want 1", n, action)
+		}
+	}
+}
+
+// name63 is a name of the longest length the server accepts (63), made of prefix.
+func name63(prefix string) string {
+	s := prefix
+	for len(s) < 63 {
+		s += "-rack42-row7"
+	}
+	s = s[:63]
+	if strings.HasSuffix(s, "-") {
+		s = s[:62] + "x"
+	}
+	return s
+}
+
+// text1024 is a description of the longest length the server accepts (1,024 characters),
+// as administrators write them: words, then a long URL with no space to break at.
+func text1024(what string) string {
+	s := what + ": bought 2026 for the compute tier, warranty until 2031, spare parts on shelf B; serial numbers and the rack diagram are at "
+	s += "https://inventory.example.com/assets/rack42/row7/"
+	for len(s) < 1024 {
+		s += "0123456789abcdef"
+	}
+	return s[:1024]
+}
+
+// TestConsoleLayoutHoldsRealText shows every page at 1280×800 with the longest values the
+// server accepts: 63-character machine, member, MAAS host, profile and identity names,
+// 1,024-character descriptions, a long maintenance message with a URL, a 5,000-character
+// audit value. Each page must not be wider than the window (document scrollWidth ≤
+// clientWidth), nothing may be clipped inside a scrolling box, and every action button
+// must be on screen (web/console/e2e/layout.e2e.mjs).
+func TestConsoleLayoutHoldsRealText(t *testing.T) {
+	node, dir := consoleTools(t)
+	lab := incuslab.Start(t, 1)
+	longMember := lab.StartUnjoined(t, name63("member"))
+	lab.Join(t, longMember)
+
+	mdisc, mreg, mmem := name63("maas-discovered"), name63("maas-registered"), longMember.Name
+	fx := sim.Fixture{Machines: []sim.MachineSpec{
+		{SystemID: "ll0001", Hostname: mdisc, Status: 4, PowerType: "ipmi", HardwareUUID: "4c4c4544-0042-3510-8052-b7c04f4e1001", CPUCount: 64, Memory: 524288,
+			Zone: name63("zone"), Pool: name63("pool"), Tags: []string{name63("tag-a"), name63("tag-b"), name63("tag-c")}, Description: text1024("MAAS")},
+		{SystemID: "ll0002", Hostname: mreg, Status: 4, PowerType: "ipmi", HardwareUUID: "4c4c4544-0042-3510-8052-b7c04f4e1002", CPUCount: 64, Memory: 524288,
+			Zone: name63("zone"), Pool: name63("pool"), Tags: []string{name63("tag-a"), name63("tag-b")}},
+		{SystemID: "ll0003", Hostname: mmem, Status: 6, Owner: "apelora", PowerType: "ipmi", HardwareUUID: "4c4c4544-0042-3510-8052-b7c04f4e1003", CPUCount: 64, Memory: 524288,
+			OSystem: "ubuntu", DistroSeries: "noble"},
+	}}
+	m := producttest.StartMAAS(t, fx)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config))
+	operator := name63("operator")
+	token := e.Identity(operator, identity.ManageInfrastructure, identity.HardwareDelete)
+	viewerName := name63("viewer")
+	viewer := e.Identity(viewerName, identity.ViewInfrastructure)
+	must := func(q string, vars map[string]any) { t.Helper(); e.MustGQL(token, q, vars) }
+	register := `mutation($in: RegisterMachineInput!) { registerMachine(input: $in) { machine { name } } }`
+
+	manual := []string{name63("manual-a"), name63("manual-b"), name63("manual-c")}
+	for _, n := range manual {
+		must(register, map[string]any{"in": map[string]any{"name": n, "provisioner": "MANUAL", "description": text1024(n)}})
+	}
+	must(register, map[string]any{"in": map[string]any{"name": mreg, "provisioner": "MAAS", "maasSystemId": "ll0002", "description": text1024(mreg)}})
+	must(register, map[string]any{"in": map[string]any{"name": mmem, "provisioner": "MANUAL", "description": text1024(mmem)}})
+	// A pending join token (its token is not kept).
+	must(`mutation($n: String!) { approveEnrolment(input: {name: $n}) { expiresAt } }`, map[string]any{"n": manual[1]})
+	profile := name63("profile")
+	must(`mutation($p: String!, $d: String!) { setHardwareProfile(input: {profile: $p, description: $d, architecture: "x86_64", minCpuCores: 16, minMemoryMiB: 65536}) { profile { name } } }`,
+		map[string]any{"p": profile, "d": text1024(profile)})
+	must(`mutation($m: String!, $p: String!) { assignHardwareProfile(input: {machine: $m, profile: $p}) { machine { name } } }`, map[string]any{"m": mreg, "p": profile})
+	must(`mutation($m: String!) { setFenceMapping(input: {member: $m, maasSystemId: "ll0003", hardwareUuid: "4c4c4544-0042-3510-8052-b7c04f4e1003"}) { mapping { member } } }`,
+		map[string]any{"m": mmem})
+	must(`mutation($m: String!) { startRollingReboot(input: {members: [$m]}) { rollingReboot { id } } }`, map[string]any{"m": mmem})
+	// A maintenance operation that failed with a long message, as the follower records
+	// Incus's error (an URL with no space to break at).
+	long := "Failed to migrate instance " + name63("instance") + " to " + lab.Members[0].Name + ": Error transferring instance data: " +
+		"websocket: bad handshake from https://" + lab.Members[0].Address + "/1.0/operations/" + strings.Repeat("5f1c0e7a-3b2d-4c4e-9a8b-", 20) + "/websocket?secret=elided"
+	var opID int64
+	if err := e.DB.Store.Pool().QueryRow(t.Context(), `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, finished_at, outcome, message)
+		VALUES ($1, 'evacuate', 'live-migrate', '5f1c0e7a-3b2d-4c4e-9a8b-7d6e5f4a3b2c', $2, now(), 'FAILED', $3) RETURNING id`, mmem, operator, long).Scan(&opID); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range [][2]string{{"STARTED", "evacuate of " + mmem + " started (Incus operation 5f1c0e7a-3b2d-4c4e-9a8b-7d6e5f4a3b2c)"}, {"FAILED", long}} {
+		if _, err := e.DB.Store.Pool().Exec(t.Context(), `INSERT INTO member_operation_events (operation_id, machine, kind, message) VALUES ($1, $2, $3, $4)`, opID, mmem, ev[0], ev[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runScript(t, node, dir, "layout.e2e.mjs", map[string]string{
+		"BASE": e.Base, "ADMIN_TOKEN": token, "VIEWER_TOKEN": viewer, "SHOTS": shotsDir(t, "layout"),
+		"MEMBER": mmem, "REGISTERED": mreg, "DISCOVERED": mdisc, "MANUAL": strings.Join(manual, ","), "PROFILE": profile,
+		"OPERATOR": operator, "VIEWER": viewerName,
+	})
+}
+
+// pngSize is a PNG file's width and height.
+func pngSize(t *testing.T, path string) [2]int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := png.DecodeConfig(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return [2]int{c.Width, c.Height}
 }

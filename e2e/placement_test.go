@@ -185,3 +185,87 @@ func TestPlacementGuard(t *testing.T) {
 		t.Fatalf("setPlacementGuard audit events: %v, want 7", n)
 	}
 }
+
+// TestPlacementGuardAdviceHoldsOnEveryClusterSize follows the guard's advice on real
+// one-member and three-member clusters where no member is admitted yet (run.sh's cluster is
+// the first): the advice in Incus's error works on both. On one member, a request that
+// targets the unheld founding member cannot be told from an untargeted one (Incus 6.0
+// gives the scriptlet no target), so both are refused with advice that names what to do;
+// once the member is held, a targeted request lands; once it is admitted (registered and
+// admitted through the API), untargeted placement lands too. On three members a targeted
+// request lands on an unadmitted member at once.
+func TestPlacementGuardAdviceHoldsOnEveryClusterSize(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d members", n), func(t *testing.T) {
+			lab := incuslab.Start(t, n)
+			e := producttest.Start(t, producttest.WithIncus(lab.Config))
+			admin := e.Identity("admin", identity.ManageInfrastructure)
+			first := lab.Members[0]
+			cli := func(args ...string) (string, error) { return lab.CLI(first, args...) }
+			must := func(args ...string) string {
+				t.Helper()
+				out, err := cli(args...)
+				if err != nil {
+					t.Fatalf("incus %v: %v", args, err)
+				}
+				return strings.TrimSpace(out)
+			}
+			refusedWithAdvice := func(what string, args ...string) {
+				t.Helper()
+				out, err := cli(args...)
+				if err == nil {
+					t.Fatalf("%s landed (%q), want the guard's refusal", what, out)
+				}
+				for _, want := range []string{"apelora placement guard: no admitted cluster member", "Admit on its page", "apeloractl admit NAME", "scheduler.instance=manual, then --target NAME"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Fatalf("%s: %v, want the advice %q", what, err, want)
+					}
+				}
+			}
+			must("profile", "device", "add", "default", "root", "disk", "path=/", "pool="+incuslab.Pool)
+			// A cluster guarded by an earlier Apelora: its guard is Apelora's, on and outdated;
+			// turning the guard on installs this version's.
+			if _, err := lab.CLIInput(first, placement.Earlier[0], "config", "set", placement.ScriptletKey+"=-"); err != nil {
+				t.Fatal(err)
+			}
+			g := e.MustGQL(admin, `{ cluster { `+guardFields+` } }`, nil)["cluster"].(map[string]any)["placementGuard"].(map[string]any)
+			if g["state"] != "ON" || !strings.Contains(g["message"].(string), "earlier Apelora version") {
+				t.Fatalf("the guard of version 1: %v, want ON and outdated", g)
+			}
+			e.MustGQL(admin, `mutation { setPlacementGuard(input: {enabled: true}) { placementGuard { state } } }`, nil)
+			if got := must("config", "get", placement.ScriptletKey); got != strings.TrimSpace(placement.Scriptlet) {
+				t.Fatalf("the guard installed is not this version's:\n%s", got)
+			}
+			location := func(name string) string { return must("list", "^"+name+"$", "-c", "L", "-f", "csv") }
+
+			refusedWithAdvice("an untargeted request with no member admitted", "init", "--empty", "u1", "-s", incuslab.Pool)
+			if n == 1 {
+				refusedWithAdvice("a request targeting the unheld founding member", "init", "--empty", "t1", "-s", incuslab.Pool, "--target", first.Name)
+				// The advice: hold it, then target it.
+				must("cluster", "set", first.Name, "scheduler.instance=manual")
+				must("init", "--empty", "t1", "-s", incuslab.Pool, "--target", first.Name)
+				if loc := location("t1"); loc != first.Name {
+					t.Fatalf("t1 targeted at the held %s landed on %q", first.Name, loc)
+				}
+				refusedWithAdvice("an untargeted request with the only member held", "init", "--empty", "u1", "-s", incuslab.Pool)
+			} else {
+				second := lab.Members[1].Name
+				must("init", "--empty", "t1", "-s", incuslab.Pool, "--target", second)
+				if loc := location("t1"); loc != second {
+					t.Fatalf("t1 targeted at %s landed on %q", second, loc)
+				}
+			}
+
+			// The other advice: admit it. Register, then admit, each its own audited call.
+			e.MustGQL(admin, `mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, map[string]any{"n": first.Name})
+			e.MustGQL(admin, `mutation($n: String!) { admitMember(input: {name: $n}) { machine { phase } } }`, map[string]any{"n": first.Name})
+			for i := range 3 {
+				name := fmt.Sprintf("u%d", i+1)
+				must("init", "--empty", name, "-s", incuslab.Pool)
+				if loc := location(name); loc != first.Name {
+					t.Fatalf("untargeted %s landed on %q, want the admitted %s", name, loc, first.Name)
+				}
+			}
+		})
+	}
+}

@@ -27,22 +27,65 @@ const MarkKey = lifecycle.AdmissionKey
 // ScriptletKey is the Incus server setting that holds the placement scriptlet.
 const ScriptletKey = "instances.placement.scriptlet"
 
-// Header is the first line of the guard's scriptlet: it says whose it is to whoever reads
-// `incus config get instances.placement.scriptlet`.
-const Header = "# apelora placement guard v1"
+// Header is the first line of the guard's scriptlet: it says whose it is, and which
+// version, to whoever reads `incus config get instances.placement.scriptlet`.
+const Header = "# apelora placement guard v2"
 
 // Scriptlet is the guard, in Starlark, as Incus 6.0 runs it.
 //
 // Incus 6.0 calls instance_placement for targeted requests too, with the target as the
-// only candidate, and does not say whether a target was given. So a sole candidate
-// without the mark is let through when another usable member exists (get_cluster_members:
-// online, not evacuated, not held): the request named it. When no other member is usable
-// the request is refused, targeted or not, rather than risk placing on an unadmitted
-// member. An evacuation never names its target, so it always needs an admitted member.
-// Candidates come sorted by instance count: the first admitted one is the member Incus's
-// own placement would choose among the admitted. Returning a string fails the request
-// with that string in Incus's error.
+// only candidate, and does not say whether a target was given (the request carries no
+// target: checked on a live 6.0.4). What does tell them apart:
+//   - a held member (scheduler.instance=manual) is never a candidate of an untargeted
+//     request, so a held sole candidate was named by the request: it lands, on any
+//     cluster size;
+//   - a sole candidate without the mark is let through when another usable member exists
+//     (get_cluster_members: online, not evacuated, not held): the request named it.
+//
+// Otherwise (an unheld, unmarked sole member: run.sh's founding member) the request is
+// refused, targeted or not, rather than risk placing on an unadmitted member, and the
+// message says what to do: admit a member, or hold it so a targeted request lands. An
+// evacuation never names its target, so it always needs an admitted member. Candidates
+// come sorted by instance count: the first admitted one is the member Incus's own
+// placement would choose among the admitted. Returning a string fails the request with
+// that string in Incus's error.
 const Scriptlet = Header + `
+# Written by Apelora (setPlacementGuard). Untargeted placement (new instances, evacuation,
+# relocation) goes only to members carrying the ` + MarkKey + ` mark, which admitting a
+# member sets; a request that targets a member still lands there. Apelora recognises this
+# exact text: turn it off with ` + "`apeloractl placement-guard off`" + `, do not edit it.
+
+MARK = "` + MarkKey + `"
+
+def admitted(member):
+    return member.config.get(MARK, "") != ""
+
+def held(member):
+    return member.config.get("scheduler.instance", "") == "manual"
+
+def instance_placement(request, candidate_members):
+    ok = [m for m in candidate_members if admitted(m)]
+    if len(candidate_members) == 1 and not ok and request.reason != "evacuation":
+        only = candidate_members[0]
+        if held(only):
+            return
+        others = [m for m in get_cluster_members() if m.server_name != only.server_name]
+        if others:
+            return
+    if not ok:
+        names = ", ".join([m.server_name for m in candidate_members]) or "none"
+        return "apelora placement guard: no admitted cluster member can take instance %s (%s; candidates: %s). Admit a member first (Fabric Console: Admit on its page; or apeloractl admit NAME); until then a request lands only on a held member it targets (incus cluster set NAME scheduler.instance=manual, then --target NAME)" % (request.name, request.reason, names)
+    set_target(ok[0].server_name)
+    return
+`
+
+// Earlier are the guards earlier versions of Apelora installed, by their exact text: still
+// Apelora's (ON, Outdated), so turning the guard on replaces one and off removes it.
+var Earlier = []string{scriptletV1}
+
+// scriptletV1 is version 1, verbatim: on a one-member cluster it refused a request that
+// targeted the member, held or not, with advice that did not work there.
+const scriptletV1 = "# apelora placement guard v1" + `
 # Written by Apelora (setPlacementGuard). Untargeted placement (new instances, evacuation,
 # relocation) goes only to members carrying the ` + MarkKey + ` mark, which admitMember
 # sets; a request that targets a member still lands there. Apelora recognises this exact
@@ -82,6 +125,9 @@ type Status struct {
 	State State
 	// Found quotes the start of a foreign scriptlet (apperr.Quote: bounded, escaped).
 	Found string
+	// Outdated: ON, with the guard an earlier version of Apelora installed (turning the
+	// guard on installs this version's).
+	Outdated bool
 	// Marked lists the members carrying the admission mark, when MarksKnown (the member
 	// list could be read): with the guard on and none, every untargeted placement fails.
 	Marked     []string
@@ -100,6 +146,11 @@ func Judge(scriptlet string) Status {
 	case "":
 		return Status{State: Off}
 	}
+	for _, e := range Earlier {
+		if scriptlet == e {
+			return Status{State: On, Outdated: true}
+		}
+	}
 	return Status{State: Foreign, Found: apperr.Quote(scriptlet)}
 }
 
@@ -107,10 +158,14 @@ func Judge(scriptlet string) Status {
 func (s Status) Message() string {
 	switch s.State {
 	case On:
-		if s.Unplaceable() {
-			return "the placement guard is on, but no member carries the admission mark (" + MarkKey + ") yet: Incus refuses every untargeted placement until admitMember admits a member"
+		outdated := ""
+		if s.Outdated {
+			outdated = " (the guard of an earlier Apelora version: turn it on again to install this version's, setPlacementGuard or apeloractl placement-guard on)"
 		}
-		return "the placement guard is on: Incus places untargeted instances only on members admitted by Apelora"
+		if s.Unplaceable() {
+			return "the placement guard is on, but no member carries the admission mark (" + MarkKey + ") yet: Incus refuses every untargeted placement until admitMember admits a member" + outdated
+		}
+		return "the placement guard is on: Incus places untargeted instances only on members admitted by Apelora" + outdated
 	case Off:
 		return "the placement guard is off: Incus may place instances on a member between its join and the enrol script's hold; turn it on with setPlacementGuard (apeloractl placement-guard on)"
 	}
@@ -170,8 +225,8 @@ func (s *Service) withMarks(ctx context.Context, st Status) Status {
 	return st
 }
 
-// Set turns the guard on (installs Scriptlet where no scriptlet is) or off (removes
-// Scriptlet), and returns the state after, read back from Incus. Setting the state it is already in changes
+// Set turns the guard on (installs Scriptlet where no scriptlet is, or over an earlier
+// version's guard) or off (removes Apelora's guard, of any version), and returns the state after, read back from Incus. Setting the state it is already in changes
 // nothing in Incus and is still audited. A foreign scriptlet is never touched.
 func (s *Service) Set(ctx context.Context, enabled bool) (Status, error) {
 	if s.Incus == nil {
@@ -196,7 +251,7 @@ func (s *Service) Set(ctx context.Context, enabled bool) (Status, error) {
 				rec.Warn("", "%s", target.Message())
 			}
 		}
-		if now.State != want {
+		if now.State != want || now.Outdated {
 			if err := s.Incus.SetPlacementScriptlet(ctx, value, etag); err != nil {
 				return err
 			}

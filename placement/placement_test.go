@@ -31,6 +31,16 @@ func TestJudgeKnowsOnlyItsOwnText(t *testing.T) {
 	if !strings.HasPrefix(Scriptlet, Header+"\n") {
 		t.Fatal("the scriptlet does not begin with its header line")
 	}
+	// An earlier version's guard is still Apelora's: on, outdated, and said so.
+	if s := Judge(scriptletV1); s.State != On || !s.Outdated || !strings.Contains(s.Message(), "earlier Apelora version") {
+		t.Fatalf("version 1 of the guard: %+v %s", s, s.Message())
+	}
+	if s := Judge(Scriptlet); s.Outdated || strings.Contains(s.Message(), "earlier") {
+		t.Fatalf("this version's guard reads as outdated: %+v", s)
+	}
+	if s := Judge(strings.Replace(scriptletV1, "name a target", "name one", 1)); s.State != Foreign {
+		t.Fatalf("an edited version 1: %+v", s)
+	}
 	if on := (Status{State: On, MarksKnown: true, Marked: []string{}}); !on.Unplaceable() || !strings.Contains(on.Message(), "no member carries") {
 		t.Fatalf("on with no marked member: %s", on.Message())
 	}

@@ -149,6 +149,17 @@ sleep 1 # its first lines come before the frame below, not after it
 		echo "  │   eval \"\$(bin/incus-lab env $LAB_DIR)\"   # the APELORA_INCUS_* settings"
 		echo "  │   APELORA_INCUS_LAB_DIR=$LAB_DIR bin/incus-lab cli m1 cluster list   # its incus CLI"
 	fi
+	# The founding member is Unregistered (no machine record) and not admitted: with the
+	# guard on, nothing is placed until a member is admitted (README: Placement guard).
+	member=m1 words=m1
+	[ -n "${LAB_DIR:-}" ] || member=NAME words="the cluster's first member (NAME)"
+	echo "  │"
+	echo "  │ The placement guard is on: Incus places no instance until a member is"
+	echo "  │ admitted. Admit $words first; its checks run again, each step audited:"
+	echo "  │   Fabric Console: Enrolment (or its machine page) → Admit. A member with no"
+	echo "  │     machine record is registered first, in the same dialog."
+	echo "  │   apeloractl (with APELORA_URL=http://$listen APELORA_TOKEN=<the token>):"
+	echo "  │     bin/apeloractl register $member && bin/apeloractl admit $member"
 	echo "  │ Ctrl-C stops everything this script started."
 	echo "  └──────────────────────────────────────────────────────────────────────────"
 	echo

@@ -23,7 +23,7 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 		permitted(identity.ViewInfrastructure, cfg.Log, cfg.Resolvers.MAASMachinesHandler()))))
 
 	// Fabric Console at / (every path no other route takes), its session, and GraphiQL.
-	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session", SSO: ssoPath(cfg.SSO)}))
+	mux.Handle("/", console.Handler(console.Options{Endpoint: "/graphql", Session: "/api/v1/session", SSO: ssoPath(cfg.SSO), RequestTimeout: cfg.RequestTimeout}))
 	sessions := &sessionAPI{store: cfg.Store, sso: cfg.SSO, ttl: consoleSessionTTL(cfg.ConsoleSessionTTL), origins: cfg.AllowedOrigins, log: cfg.Log,
 		secure: strings.HasPrefix(cfg.PublicURL, "https:"),
 		refused: func(r *http.Request, why error) (string, time.Duration, bool) {

@@ -75,6 +75,9 @@ type Config struct {
 	// AccessLogLevel is the level of the one log line per request (zero: INFO). A
 	// terminal session (scripts/run.sh) sets DEBUG so requests do not bury what it prints.
 	AccessLogLevel slog.Level
+	// RequestTimeout is the bound on each upstream wait (APELORA_REQUEST_TIMEOUT), which the
+	// console is told so that it waits for the server's answer; zero: the console's default.
+	RequestTimeout time.Duration
 	// StepConcurrency is how many machine steps (mutations that lock a machine) run at once;
 	// more wait their turn. Zero means DefaultStepConcurrency.
 	StepConcurrency int

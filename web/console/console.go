@@ -16,8 +16,10 @@ import (
 	"embed"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apelora/fabric/internal/webbundle"
 )
@@ -36,7 +38,16 @@ type Options struct {
 	// SSO is where the sign-in page asks for the identity provider's sign-in URL (POST);
 	// "" when single sign-on is not configured, and the page offers none.
 	SSO string
+	// RequestTimeout is the server's bound on each upstream wait (APELORA_REQUEST_TIMEOUT),
+	// told to the page (data-request-timeout, in milliseconds): the console waits for a
+	// read that long and more (a hung MAAS answers UNAVAILABLE, or a partial answer, after
+	// it) and says so meanwhile, instead of giving up first. Zero means DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
+
+// DefaultRequestTimeout is the page's request timeout when Options gives none (the
+// server's own default).
+const DefaultRequestTimeout = 10 * time.Second
 
 // AssetPrefix is where the hashed files are served.
 const AssetPrefix = "/assets/"
@@ -58,6 +69,9 @@ func Handler(opts Options) http.Handler {
 	if opts.Title == "" {
 		opts.Title = "Fabric Console"
 	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
 	for _, p := range []string{opts.Endpoint, opts.Session, opts.SSO} {
 		if p == opts.SSO && p == "" {
 			continue
@@ -75,6 +89,7 @@ func Handler(opts Options) http.Handler {
 		"Endpoint":   opts.Endpoint,
 		"Session":    opts.Session,
 		"SSO":        opts.SSO,
+		"Timeout":    strconv.FormatInt(opts.RequestTimeout.Milliseconds(), 10),
 		"Script":     AssetPrefix + b.Script,
 		"Stylesheet": AssetPrefix + b.Stylesheet,
 	})

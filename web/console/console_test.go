@@ -89,6 +89,11 @@ func TestServesThePageAtEveryClientRoute(t *testing.T) {
 	if !strings.Contains(html, `data-endpoint="/graphql"`) || !strings.Contains(html, `data-session="/api/v1/session"`) {
 		t.Errorf("the page does not name its endpoints:\n%s", html)
 	}
+	// The server's request timeout is told to the page (the default here; the product's own
+	// is checked in Chromium by TestConsolePagesWhileMAASHangs).
+	if !strings.Contains(html, `data-request-timeout="10000"`) {
+		t.Errorf("the page is not told the request timeout:\n%s", html)
+	}
 	var assets int
 	for _, m := range ref.FindAllStringSubmatch(html, -1) {
 		u := m[1]

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { axe, clean, confirmPlanned, dialog, expect, launch, log, newPage, noStoredCredential, sessionCookie, shot, signIn } from './lib.mjs';
+import { axe, clean, closedAfterConfirm, confirmBulk, confirmPlanned, dialog, expect, launch, log, newPage, noStoredCredential, sessionCookie, shot, signIn } from './lib.mjs';
 
 const { BASE, ADMIN_TOKEN, VIEWER_TOKEN, CONTROL, SHOTS, HOST_ADDRESS, HOST_ENV, SOURCE_DIR } = process.env;
 const control = async (path, body) => {
@@ -21,6 +21,8 @@ const refusedBeside = async (page, label, has) => {
 };
 const phaseIs = (page, phase, timeout = 30000) => page.locator(`.title-row [data-phase="${phase}"]`).waitFor({ timeout });
 const step = (s) => log('step:', s);
+// The README's screenshot (docs/console-fleet.png, copied by scripts/console-screenshot.sh).
+const readmeShotSize = { width: 1280, height: 800 };
 
 // focusStaysIn presses Tab and Shift+Tab and fails if focus leaves the open dialog.
 async function focusStaysIn(page, where) {
@@ -147,14 +149,14 @@ try {
   await page.locator('[data-bulk-bar="11"]').waitFor();
   await shot(page, SHOTS, '03f-fleet-selected', false);
 
-  step('bulk: register 11 discovered machines first (a MAAS step needs a record)');
+  step('bulk: register 11 discovered machines first (a MAAS step needs a record), the step offered first');
+  expect((await page.locator('[data-bulk-step]').inputValue()) === 'register', 'the bulk step offered first for discovered machines is Register, not Commission');
   await page.locator('[data-bulk-step]').selectOption('register');
   await page.locator('[data-bulk-open]').click();
   await dialog(page).waitFor();
   await dialog(page).locator('[data-bulk-plan="11"]').waitFor({ timeout: 30000 });
   await dialog(page).locator('[data-bulk-typed]').fill('11');
-  await page.waitForFunction(() => !document.querySelector('[data-bulk-confirm]')?.hasAttribute('aria-disabled'));
-  await dialog(page).locator('[data-bulk-confirm]').click();
+  await confirmBulk(page);
   await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
   expect((await dialog(page).locator('[data-outcome="done"]').count()) === 11, 'the 11 are registered');
   await dialog(page).getByRole('button', { name: 'Close' }).click();
@@ -172,14 +174,13 @@ try {
   const planText = await dialog(page).locator('.bulk-plan').innerText();
   expect(planText.includes('9 of 11') && /2 not possible in its present state \(FAILED_PRECONDITION\)/.test(planText) && planText.includes('bulk-10') && planText.includes('bulk-11'),
     'the plan says 9 of 11 go ahead and groups the 2 refused by reason: ' + planText);
-  const confirmBulk = dialog(page).locator('[data-bulk-confirm]');
-  expect((await confirmBulk.getAttribute('aria-disabled')) === 'true', 'above 10 machines the step waits for the count');
+  expect((await dialog(page).locator('[data-bulk-confirm]').getAttribute('aria-disabled')) === 'true', 'above 10 machines the step waits for the count');
   await dialog(page).locator('[data-bulk-typed]').fill('11');
   await page.waitForFunction(() => !document.querySelector('[data-bulk-confirm]')?.hasAttribute('aria-disabled'));
   await shot(page, SHOTS, '03g-bulk-plan');
   await axe(page, 'bulk plan');
   await control('/maas-fault');
-  await confirmBulk.click();
+  await confirmBulk(page);
   await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
   expect((await dialog(page).locator('[data-outcome="failed"]').count()) === 11, 'with MAAS down every machine failed, each with its result');
   expect((await dialog(page).locator('[data-bulk-result="bulk-01"]').innerText()).includes('UNAVAILABLE'), 'a failure shows its reason');
@@ -244,7 +245,7 @@ try {
   await page.goto('/machines/m1');
   const memberFacts = await page.locator('[aria-label="Incus member"]').innerText();
   expect(memberFacts.includes('URL'), 'm1 shows its member URL: ' + memberFacts);
-  const urlBox = await page.locator('[aria-label="Incus member"] dd.nowrap code').boundingBox();
+  const urlBox = await page.locator('[aria-label="Incus member"] dd.url code').boundingBox();
   expect(urlBox && urlBox.height < 30, `the member URL stays on one line (${urlBox?.height}px high)`);
   await shot(page, SHOTS, '04c-machine-member');
   await page.locator('[data-tab="hardware"]').click();
@@ -318,6 +319,37 @@ try {
   expect((await dialog(page).locator('.field-error').count()) === 0, 'the right hostname clears the error');
   await dialog(page).getByRole('button', { name: 'Cancel' }).click();
   await clean(page, 'MAAS steps');
+
+  step('install: node-new (Ready once commissioned), its plan read, then confirmed; it awaits its join');
+  await page.goto('/machines/node-new');
+  await phaseIs(page, 'REGISTERED');
+  await page.locator('[data-action="install"]:not([aria-disabled])').click();
+  await dialog(page).getByLabel('Image').waitFor();
+  await dialog(page).locator('[data-plan-step]').first().waitFor();
+  const installPlan = await dialog(page).locator('[data-plan]').innerText();
+  expect(installPlan.includes('deploy'), 'the install plan deploys through MAAS: ' + installPlan);
+  await shot(page, SHOTS, '05d-install-plan');
+  await confirmPlanned(page);
+  await closedAfterConfirm(page, 'install on node-new');
+  await page.locator('[data-toast="success"]', { hasText: 'Install' }).waitFor({ timeout: 30000 });
+  await phaseIs(page, 'AWAITING_JOIN');
+
+  step('bulk install: three Ready machines, one plan for the set, confirmed after reading it');
+  await page.goto('/?q=bulk-0');
+  for (const n of ['bulk-01', 'bulk-02', 'bulk-03']) await page.locator(`[data-select="${n}"]`).click();
+  await page.locator('[data-bulk-bar="3"]').waitFor();
+  await page.locator('[data-bulk-step]').selectOption('install');
+  await page.locator('[data-bulk-open]').click();
+  await dialog(page).locator('[data-bulk-plan="3"]').waitFor({ timeout: 60000 });
+  await shot(page, SHOTS, '05e-bulk-install-plan');
+  await confirmBulk(page);
+  await dialog(page).locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
+  const installed = await dialog(page).locator('[data-outcome="done"]').count();
+  expect(installed === 3, `${installed} of 3 installs done: ${await dialog(page).locator('.bulk-results').innerText()}`);
+  await shot(page, SHOTS, '05f-bulk-install-done');
+  await dialog(page).getByRole('button', { name: 'Close' }).click();
+  await page.locator('[data-bulk-clear]').click();
+  await page.locator('tr[data-machine="bulk-01"][data-phase="AWAITING_JOIN"]').waitFor({ timeout: 30000 });
 
   step('register a manual machine; a bad name is refused beside its field');
   await page.goto('/');
@@ -476,6 +508,18 @@ try {
   await page.locator('tr[data-machine="node-4"][data-phase="ADMITTED"]').waitFor();
   await page.locator('tr[data-machine="node-a"][data-phase="REGISTERED"]').waitFor();
   await shot(page, SHOTS, '09a-fleet-after');
+  step('the README\'s screenshot: the fleet at 1280×800 by phase, three machines selected for a step');
+  await page.setViewportSize(readmeShotSize);
+  await page.goto('/?sort=phase&dir=desc');
+  await page.locator('tbody tr[data-machine]').first().waitFor();
+  for (const n of ['node-a', 'bulk-09', 'bulk-08']) await page.locator(`[data-select="${n}"]`).click();
+  await page.locator('[data-bulk-bar="3"]').waitFor();
+  for (const close of await page.locator('.toast-close').all()) await close.click();
+  await page.locator('.toast').first().waitFor({ state: 'detached' }).catch(() => {});
+  await page.locator('#fleet-title').hover(); // no hover state or tip in the picture
+  await page.screenshot({ path: `${SHOTS}/readme-fleet.png` });
+  await page.locator('[data-bulk-clear]').click();
+  await page.setViewportSize({ width: 1400, height: 900 });
 
   step('audit shows each step');
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit' }).click();
@@ -643,8 +687,7 @@ try {
   expect((await confirm.getAttribute('aria-disabled')) === 'true', 'Remove stays disabled for another name');
   await shot(page, SHOTS, '12-remove-dialog');
   await dialog(page).getByLabel(/Type the member's name/).fill('node-4');
-  await dialog(page).locator('[data-confirm][data-planned]').waitFor();
-  await confirm.click();
+  await confirmPlanned(page);
   await phaseIs(page, 'REGISTERED', 60000);
 
   step('a viewer sees every action disabled, with the reason');

@@ -3,7 +3,7 @@
 // notice "MAAS not answering (since T)"; when MAAS answers, its machines fill in on the
 // same page. Then filter keystrokes at 300 machines are timed to the next paint while
 // changes stream in (a figure, not a pass/fail).
-import { axe, clean, expect, keystrokeToPaint, launch, log, newPage, shot, signIn } from './lib.mjs';
+import { axe, clean, confirmBulk, expect, keystrokeToPaint, launch, log, newPage, shot, signIn } from './lib.mjs';
 
 const { BASE, ADMIN_TOKEN, SHOTS, CONTROL, MEMBER } = process.env;
 
@@ -111,7 +111,7 @@ try {
   expect(line.includes('node-290:') && line.length > 'node-290: '.length, `node-290's plan reads ${JSON.stringify(line)}`);
   await shot(page, SHOTS, 'bulk-machine-plans');
   await axe(page, 'bulk plans');
-  await bulk.locator('[data-bulk-confirm]').click();
+  await confirmBulk(page);
   await bulk.locator('[data-bulk-counts="finished"]').waitFor({ timeout: 90000 });
   const done = await bulk.locator('[data-outcome="done"]').count();
   expect(done === 10, `${done} of 10 registered: ${await bulk.innerText()}`);

@@ -29,8 +29,8 @@ export async function launch() {
 }
 
 // newPage opens a page that records CSP violations, console errors and page errors.
-export async function newPage(browser, base) {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, baseURL: base });
+export async function newPage(browser, base, viewport = { width: 1400, height: 900 }) {
+  const context = await browser.newContext({ viewport, baseURL: base });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
   const page = await context.newPage();
   page.problems = [];
@@ -145,18 +145,116 @@ export async function keystrokeToPaint(page, key) {
 // dialog is the open dialog.
 export const dialog = (page) => page.locator('dialog[open]');
 
+// humanPauseMs is how long the administrator reads a plan before confirming it: the
+// console's suite confirms every change at that pace, so a plan whose hash moves with a
+// clock (a join token's expiry) fails here as it fails for a person (PLAN_CHANGED).
+export const humanPauseMs = 2000;
+
 // confirmPlanned waits for the dialog's plan of the inputs as filled in (every confirm
-// dialog asks for it first), then confirms. A plan that blocks the change fails here with
-// the dialog's own reason, not later as a step that never came.
+// dialog asks for it first), reads it for humanPauseMs, then confirms. A plan that blocks
+// the change fails here with the dialog's own reason, not later as a step that never came.
 export async function confirmPlanned(page) {
   const c = dialog(page).locator('[data-confirm][data-planned]');
   await c.waitFor();
   const ready = dialog(page).locator('[data-confirm][data-planned]:not([aria-disabled="true"])');
+  const blocked = async () => {
+    const why = await dialog(page).innerText().catch(() => '(the dialog closed)');
+    fail(`the confirm button stayed disabled after the plan came; the dialog says:\n${why}`);
+  };
   try {
     await ready.waitFor({ timeout: 10000 });
   } catch {
-    const why = await dialog(page).innerText().catch(() => '(the dialog closed)');
-    fail(`the confirm button stayed disabled after the plan came; the dialog says:\n${why}`);
+    await blocked();
   }
+  const shown = Date.now();
+  await page.waitForTimeout(humanPauseMs);
+  if (!(await ready.isVisible())) await blocked();
+  expect(Date.now() - shown >= humanPauseMs, 'the plan was read for the human pause');
   await ready.click();
+}
+
+// confirmBulk confirms a bulk step's dialog once its plan for the set is shown and
+// confirmable (the count typed, where asked), after the same human pause.
+export async function confirmBulk(page) {
+  const ready = dialog(page).locator('[data-bulk-confirm][data-planned]:not([aria-disabled="true"])');
+  try {
+    await ready.waitFor({ timeout: 60000 });
+  } catch {
+    const why = await dialog(page).innerText().catch(() => '(the dialog closed)');
+    fail(`the bulk step stayed disabled after its plan came; the dialog says:\n${why}`);
+  }
+  await page.waitForTimeout(humanPauseMs);
+  await ready.click();
+}
+
+// closedAfterConfirm waits until the confirmed dialog closes, or fails with what it says
+// (the server's refusal: PLAN_CHANGED, UNAVAILABLE …) when it shows a problem instead.
+export async function closedAfterConfirm(page, where, timeout = 60000) {
+  const problem = dialog(page).locator('.problems');
+  const gone = dialog(page).waitFor({ state: 'detached', timeout }).then(() => null);
+  const said = problem.waitFor({ timeout }).then(async () => problem.innerText());
+  const why = await Promise.race([gone, said]);
+  if (why) fail(`${where}: the confirmation was refused: ${why}`);
+}
+
+// layoutProblems says what breaks the page's layout as it is: the document wider than the
+// window (a value that does not wrap), content cut off inside a box that clips or scrolls
+// sideways (a name or URL hidden), and an action button (a button, a link styled as one,
+// a control with data-action) not wholly on screen or clipped by a box around it. Form
+// fields scroll their own text and are left out, as are visually hidden texts.
+export async function layoutProblems(page) {
+  return page.evaluate(() => {
+    const out = [];
+    const doc = document.documentElement;
+    const describe = (el) => {
+      const id = el.id ? '#' + el.id : '';
+      const cls = typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\s+/).join('.') : '';
+      const text = (el.innerText || el.value || '').trim().replace(/\s+/g, ' ').slice(0, 60);
+      return `<${el.tagName.toLowerCase()}${id}${cls}> "${text}"`;
+    };
+    if (doc.scrollWidth > doc.clientWidth) {
+      // Name the innermost elements that reach past the window: what does not wrap.
+      const past = [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > doc.clientWidth + 0.5);
+      const innermost = past.filter((el) => !past.some((o) => o !== el && el.contains(o))).slice(0, 3);
+      out.push(`the page is ${doc.scrollWidth}px wide in a ${doc.clientWidth}px window (${innermost.map(describe).join(', ')})`);
+    }
+    const skip = (el) => el.closest('.visually-hidden, .reason-tip, input, select, textarea, option, script, style, [hidden]');
+    const visible = (el) => {
+      const r = el.getBoundingClientRect();
+      return r.width > 1 && r.height > 1 && getComputedStyle(el).visibility !== 'hidden';
+    };
+    const clips = (el) => {
+      const s = getComputedStyle(el);
+      return s.overflowX !== 'visible' || s.overflowY !== 'visible';
+    };
+    // With a dialog open, what matters is in the dialog (the page behind is checked alone).
+    const open = document.querySelector('dialog[open]');
+    for (const el of (open ?? document.body).querySelectorAll('*')) {
+      if (skip(el) || !visible(el) || !clips(el)) continue;
+      if (el.scrollWidth > el.clientWidth + 1) out.push(`${describe(el)} cuts off ${el.scrollWidth - el.clientWidth}px of its content sideways`);
+    }
+    const vw = doc.clientWidth;
+    for (const el of document.querySelectorAll('button, a.btn, [data-action], summary.btn')) {
+      if (skip(el) || !visible(el)) continue;
+      if (open && !open.contains(el)) continue;
+      const r = el.getBoundingClientRect();
+      if (r.left < 0 || r.right > vw + 0.5) out.push(`${describe(el)} is off screen (${Math.round(r.left)}–${Math.round(r.right)}px of ${vw}px)`);
+      for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+        if (!clips(a)) continue;
+        const b = a.getBoundingClientRect();
+        if (r.left < b.left - 0.5 || r.right > b.right + 0.5) {
+          out.push(`${describe(el)} is clipped by ${describe(a)}`);
+          break;
+        }
+      }
+    }
+    return out;
+  });
+}
+
+// layoutHolds fails with layoutProblems' findings, and keeps a screenshot of the page.
+export async function layoutHolds(page, where) {
+  const found = await layoutProblems(page);
+  if (process.env.SHOTS) await shot(page, process.env.SHOTS, 'layout-' + where.replace(/[^a-z0-9]+/gi, '-'));
+  expect(found.length === 0, `${where} at ${page.viewportSize().width}×${page.viewportSize().height}: ${found.slice(0, 12).join('; ')}`);
 }

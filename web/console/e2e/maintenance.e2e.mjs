@@ -3,7 +3,11 @@
 // the Maintenance card, and the phase follows Incus.
 import { axe, clean, confirmPlanned, dialog, expect, launch, log, newPage, shot, signIn } from './lib.mjs';
 
-const { BASE, ADMIN_TOKEN, SHOTS, MEMBER, INSTANCES } = process.env;
+const { BASE, ADMIN_TOKEN, SHOTS, MEMBER, INSTANCES, OTHER, CONTROL } = process.env;
+const control = async (path) => {
+  const r = await fetch(CONTROL + path, { method: 'POST' });
+  expect(r.ok, `control ${path}: ${r.status} ${await r.text()}`);
+};
 const phaseIs = (page, phase, timeout = 60000) => page.locator(`.title-row [data-phase="${phase}"]`).waitFor({ timeout });
 
 const browser = await launch();
@@ -41,6 +45,24 @@ try {
   await page.locator('.maintenance [data-operation]').nth(1).waitFor();
   await shot(page, SHOTS, '03-restored');
   await clean(page, 'machine page');
+
+  log('step: a member with no machine record, evacuated with incus, is offered Restore too');
+  await control('/evacuate-other');
+  await page.goto('/machines/' + OTHER);
+  await page.locator('.title-row [data-phase="UNREGISTERED"]').waitFor();
+  await page.locator('[aria-label="Incus member"]', { hasText: 'Evacuated' }).waitFor({ timeout: 30000 });
+  const restore = page.locator('.actions [data-action="restore"]');
+  await restore.waitFor({ timeout: 30000 });
+  expect((await page.locator('.actions [data-action="evacuate"], .actions [data-action="admit"]').count()) === 0, 'an evacuated member is offered neither Evacuate nor Admit');
+  await shot(page, SHOTS, '04-unregistered-evacuated');
+  await axe(page, 'evacuated member without a record');
+  await restore.click();
+  await dialog(page).locator('[data-instances="0"]').waitFor();
+  await confirmPlanned(page);
+  await page.locator('[aria-label="Incus member"]', { hasText: 'Online' }).waitFor({ timeout: 60000 });
+  await page.locator('.actions [data-action="evacuate"]').waitFor({ timeout: 30000 });
+  await shot(page, SHOTS, '05-unregistered-restored');
+  await clean(page, 'restore without a record');
 } finally {
   await browser.close();
 }

@@ -16,7 +16,7 @@ import { RollingPage } from './pages/Rolling';
 import { AuditPage } from './pages/Audit';
 import { IdentitiesPage } from './pages/Identities';
 import { HardwarePage } from './pages/Hardware';
-import { Banner, Loading, Problems } from './components/ui';
+import { Banner, Loading, Problems, RequestTimeoutContext } from './components/ui';
 import { canManage } from './lib/actions';
 import { problemsOf } from './lib/errors';
 import { permissionLabel, sortPermissions } from './lib/identities';
@@ -90,7 +90,7 @@ function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleCon
   const lostRef = useRef(onLost);
   const signingOut = useRef(false);
   lostRef.current = signingOut.current ? () => {} : onLost;
-  const cc = useMemo(() => createConsoleClient(config.endpoint, (reason) => lostRef.current(reason)), [config.endpoint]);
+  const cc = useMemo(() => createConsoleClient(config.endpoint, config.requestTimeoutMs, (reason) => lostRef.current(reason)), [config.endpoint, config.requestTimeoutMs]);
   useEffect(() => () => cc.dispose(), [cc]);
 
   // Ask again when the session's time is up, so the console says so without waiting for
@@ -116,11 +116,13 @@ function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleCon
   return (
     <Provider value={cc.client}>
       <SocketContext.Provider value={cc.socket}>
-        <Router>
-          <Shell session={session} onSignOut={out}>
-            <Pages />
-          </Shell>
-        </Router>
+        <RequestTimeoutContext.Provider value={config.requestTimeoutMs}>
+          <Router>
+            <Shell session={session} onSignOut={out}>
+              <Pages />
+            </Shell>
+          </Router>
+        </RequestTimeoutContext.Provider>
       </SocketContext.Provider>
     </Provider>
   );

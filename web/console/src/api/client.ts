@@ -5,6 +5,7 @@
 import { Client, cacheExchange, fetchExchange, mapExchange, subscriptionExchange } from '@urql/core';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import { sessionLost } from '../lib/errors';
+import { fetchWithDeadline } from '../lib/deadline';
 
 export interface ConsoleClient {
   client: Client;
@@ -49,8 +50,9 @@ function closeCode(e: unknown): number | undefined {
   return typeof e === 'object' && e !== null && 'code' in e ? Number((e as { code: unknown }).code) : undefined;
 }
 
-// onSessionLost hears the server's reason when a socket was closed for it.
-export function createConsoleClient(endpoint: string, onSessionLost: (reason?: string) => void): ConsoleClient {
+// onSessionLost hears the server's reason when a socket was closed for it. requestTimeoutMs
+// is the server's request timeout: reads wait past it for the server's answer (lib/deadline).
+export function createConsoleClient(endpoint: string, requestTimeoutMs: number, onSessionLost: (reason?: string) => void): ConsoleClient {
   const socket = socketState();
   const wsUrl = new URL(endpoint, window.location.href);
   wsUrl.protocol = wsUrl.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -75,6 +77,7 @@ export function createConsoleClient(endpoint: string, onSessionLost: (reason?: s
     requestPolicy: 'cache-and-network',
     fetchOptions: { credentials: 'same-origin', headers: { 'Content-Type': 'application/json' } },
     preferGetMethod: false,
+    fetch: fetchWithDeadline(requestTimeoutMs),
     exchanges: [
       mapExchange({
         onError(error) {

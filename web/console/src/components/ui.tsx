@@ -1,7 +1,9 @@
 // Small shared pieces: status badges (symbol + words, never colour alone), banners, the
 // server's problems, labelled fields with their own error, and the button that stays
 // visible when it cannot be pressed, saying why.
-import { useId, type ReactNode, type ButtonHTMLAttributes } from 'react';
+import { createContext, useContext, useEffect, useId, useState, type ReactNode, type ButtonHTMLAttributes } from 'react';
+import { seconds } from '../lib/deadline';
+import { timeText } from '../lib/words';
 import type { CheckResult, MemberStatus, Phase } from '../gql/graphql';
 import { checkSymbols, memberStatusInfo, phaseInfo } from '../lib/phases';
 import { codeLabel, describe, fieldKey, type Problem } from '../lib/errors';
@@ -131,10 +133,26 @@ export function ActionButton({ action, onRun, variant }: { action: Action; onRun
   );
 }
 
+// RequestTimeoutContext is the server's request timeout (ms), as the page was told it.
+export const RequestTimeoutContext = createContext(10000);
+
+// Loading says what is on its way; after a moment it says why it may take a while: the
+// server waits for Incus or MAAS up to its request timeout, then answers without them.
 export function Loading({ what }: { what: string }) {
+  const timeout = useContext(RequestTimeoutContext);
+  const [slow, setSlow] = useState(false);
+  useEffect(() => {
+    const t = setTimeout(() => setSlow(true), 2000);
+    return () => clearTimeout(t);
+  }, []);
   return (
     <p className="loading" role="status">
       Loading {what}…
+      {slow ? (
+        <span className="sub" data-loading-slow>
+          Waiting for the server: when Incus or MAAS does not answer, it answers without them after its request timeout ({seconds(timeout)}).
+        </span>
+      ) : null}
     </p>
   );
 }
@@ -144,7 +162,7 @@ export function Time({ at }: { at: string | null | undefined }) {
   const d = new Date(at);
   return (
     <time dateTime={at} title={d.toISOString()}>
-      {d.toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' })}
+      {timeText(d)}
     </time>
   );
 }

@@ -4,6 +4,7 @@
 // reason.
 import type { AdmissionVerdict, CheckResult, MaasStep, Permission } from '../gql/graphql';
 import type { Row } from './fleet';
+import { inConsoleWords } from './words';
 
 export interface Viewer {
   name: string;
@@ -79,7 +80,13 @@ export function machineActions(r: Row, v: Viewer | null | undefined, maasSteps: 
       add('remove');
       break;
     case 'ADMITTED':
+      add('evacuate');
+      add('remove');
+      break;
     case 'UNHELD':
+      // Joined without the hold: placement may reach it already, but Apelora never admitted
+      // it. Admit runs every check and records the admission.
+      add('admit');
       add('evacuate');
       add('remove');
       break;
@@ -88,8 +95,16 @@ export function machineActions(r: Row, v: Viewer | null | undefined, maasSteps: 
       add('remove');
       break;
     case 'UNREGISTERED':
+      // A member with no machine record (the founding member, one joined by hand): Admit
+      // registers it first, in the same dialog; an evacuated one is restored (restoreMember
+      // needs no record).
+      if (r.member?.status === 'EVACUATED') {
+        add('restore');
+      } else {
+        add('admit');
+        add('evacuate');
+      }
       add('register');
-      add('evacuate');
       add('remove');
       break;
     case 'UNKNOWN':
@@ -100,7 +115,7 @@ export function machineActions(r: Row, v: Viewer | null | undefined, maasSteps: 
   // step then lands in its history under its name (the server refuses them before).
   if (r.phase === 'DISCOVERED') return out;
   for (const s of maasSteps) {
-    add(stepIds[s.step], s.allowed ? undefined : (s.reason ?? 'Not possible in this state.'));
+    add(stepIds[s.step], s.allowed ? undefined : s.reason ? inConsoleWords(s.reason) : 'Not possible in this state.');
   }
   return out;
 }
@@ -123,5 +138,5 @@ export function admitReason(v: Viewer | null | undefined, report: { verdict?: Ad
   const failed = report.checks.filter((c) => c.result === 'FAIL');
   if (failed.length === 0) return 'The admission checks blocked admission.';
   // The server's words for it (admission.BlockedBy): admit's refusal and apeloractl say the same.
-  return 'Admission blocked by ' + failed.map((c) => `${c.title}: ${c.message}`).join('; ');
+  return 'Admission blocked by ' + failed.map((c) => `${c.title}: ${inConsoleWords(c.message)}`).join('; ');
 }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { allMatching, bounded, counts, freeze, newRequestId, outcomeOfCode, planLine, ranged, shownHashes, summarise, toggled } from './bulk';
+import { allMatching, allows, bounded, counts, defaultStep, freeze, newRequestId, outcomeOfCode, planLine, ranged, shownHashes, summarise, toggled } from './bulk';
 import type { Row } from './fleet';
 import { codeLabel, codeWords } from './errors';
 
@@ -99,4 +99,17 @@ test('every code a bulk result can carry has its words, in one place', () => {
   for (const code of Object.keys(cases)) assert.ok(codeWords[code], `no words for ${code}`);
   assert.equal(codeLabel('BUSY'), 'another change to it is in progress (BUSY)');
   assert.equal(codeLabel('SOMETHING_NEW'), 'SOMETHING_NEW');
+});
+
+test('the bulk step offered first is the first the selection allows', () => {
+  const r = (phase: string, steps: string[] = [], maas = true) =>
+    ({ name: 'x', phase, maas: maas ? { systemId: 's' } : null, maasSteps: ['COMMISSION', 'INSTALL', 'HARDWARE_TESTS', 'RELEASE'].map((step) => ({ step, allowed: steps.includes(step), reason: null })) }) as unknown as Row;
+  // Machines MAAS only discovered must be registered first: not Commission, which refuses them.
+  assert.equal(defaultStep([r('DISCOVERED', ['COMMISSION']), r('DISCOVERED')]), 'register');
+  assert.equal(defaultStep([r('REGISTERED', ['COMMISSION', 'RELEASE'])]), 'commission');
+  assert.equal(defaultStep([r('REGISTERED', ['INSTALL'])]), 'install');
+  assert.equal(defaultStep([r('HELD', [], false), r('REGISTERED')]), 'admit');
+  assert.equal(defaultStep([r('UNREGISTERED', [], false)]), 'register');
+  assert.ok(allows(r('UNHELD', [], false), 'admit') && !allows(r('UNREGISTERED', [], false), 'admit'));
+  assert.equal(outcomeOfCode('SOMETHING_NEW'), 'failed');
 });

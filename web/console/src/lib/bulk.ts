@@ -8,6 +8,7 @@ import type { ChangeName } from '../api/changes.gen';
 import type { Row } from './fleet';
 import type { Plan } from './plan';
 import { reasonText } from './errors';
+import outcomes from './bulk-outcomes.json';
 
 export type BulkStep = 'register' | 'commission' | 'test' | 'install' | 'admit' | 'release';
 
@@ -22,6 +23,30 @@ export const bulkSteps: { step: BulkStep; label: string; change: ChangeName; maa
   { step: 'admit', label: 'Admit', change: 'admitMember', maas: false },
   { step: 'release', label: 'Release', change: 'releaseMachine', maas: true },
 ];
+
+const maasStepOf: Partial<Record<BulkStep, string>> = { commission: 'COMMISSION', test: 'HARDWARE_TESTS', install: 'INSTALL', release: 'RELEASE' };
+
+// allows reports whether a machine may take the step now, as the fleet shows it: a
+// discovered machine is registered first (a MAAS step needs a record), a MAAS step follows
+// what the server says of it (Machine.maasSteps), and admit takes a member held or joined
+// without the hold (one with no record is admitted from its own page, registered first).
+export function allows(r: Row, step: BulkStep): boolean {
+  switch (step) {
+    case 'register':
+      return r.phase === 'DISCOVERED' && !!r.maas;
+    case 'admit':
+      return r.phase === 'HELD' || r.phase === 'UNHELD';
+    default:
+      return r.phase !== 'DISCOVERED' && r.maasSteps.some((s) => s.step === maasStepOf[step] && s.allowed);
+  }
+}
+
+// defaultStep is the step the bulk bar offers first for a selection: the first, in
+// bulkSteps' order, that some machine of it may take now (Register for machines MAAS only
+// discovered, not Commission, which would refuse them all).
+export function defaultStep(rows: readonly Row[]): BulkStep {
+  return bulkSteps.find((b) => rows.some((r) => allows(r, b.step)))?.step ?? bulkSteps[0].step;
+}
 
 // confirmAbove is the set size above which the count must be typed again.
 export const confirmAbove = 10;
@@ -94,17 +119,19 @@ export function planLine(r: BulkResult): string {
   return (steps || 'no step: nothing would be changed') + warnings;
 }
 
-// outcomeOfCode: refused is the server saying no before changing anything; failed is a step
-// tried and not completed, worth retrying (apeloractl's refusedCode is the same rule).
+// outcomeOfCode: refused is the server saying no before changing anything (the same call
+// is refused again until something changes); failed is a step tried and not completed,
+// worth retrying. Which code is which is bulk-outcomes.json's, the one definition the
+// audit trail and apeloractl read too; a code it does not name counts as failed.
 export function outcomeOfCode(code: string | undefined): 'refused' | 'failed' {
-  switch (code) {
-    case 'UNAUTHENTICATED': case 'FORBIDDEN': case 'INVALID_INPUT': case 'NOT_FOUND':
-    case 'ALREADY_EXISTS': case 'BUSY': case 'FAILED_PRECONDITION': case 'PLAN_CHANGED':
-      return 'refused';
-    default:
-      return 'failed';
-  }
+  return code && (outcomes as Record<string, string>)[code] === 'refused' ? 'refused' : 'failed';
 }
+
+// outcomeMeaning says each outcome in a line, where the bulk dialog counts them.
+export const outcomeMeaning = {
+  refused: 'refused: the server said no before changing anything (its reason says what to change first)',
+  failed: 'failed: tried and not completed, worth retrying (an upstream or the server did not answer)',
+} as const;
 
 // reasonOf is a refusal without the machine's own name and ids, so one reason is one group.
 export function reasonOf(message: string, t: BulkTarget): string {

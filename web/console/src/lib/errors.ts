@@ -1,5 +1,6 @@
 // What the server said went wrong, in the administrator's words: every error carries a
 // stable extensions.code and, for bad input, extensions.field naming the input at fault.
+import { inConsoleWords } from './words';
 
 export interface Problem {
   message: string;
@@ -13,7 +14,7 @@ export interface Problem {
 // The parts of urql's CombinedError this module reads (kept structural for the tests).
 export interface ErrorLike {
   graphQLErrors?: ReadonlyArray<{ message: string; extensions?: Record<string, unknown> | null }>;
-  networkError?: { message: string } | Error | null;
+  networkError?: { message: string; name?: string } | Error | null;
   response?: { status?: number } | null;
 }
 
@@ -24,13 +25,15 @@ export function problemsOf(err: ErrorLike | null | undefined): Problem[] {
     const ext = e.extensions ?? {};
     const details = typeof ext.details === 'object' && ext.details ? (ext.details as Record<string, unknown>) : {};
     out.push({
-      message: e.message,
+      message: inConsoleWords(e.message),
       code: typeof ext.code === 'string' ? ext.code : undefined,
       field: typeof ext.field === 'string' ? ext.field : undefined,
       index: typeof details.index === 'number' ? details.index : undefined,
     });
   }
-  if (err.networkError && out.length === 0) {
+  if (err.networkError && out.length === 0 && err.networkError.name === 'DeadlineError') {
+    out.push({ code: 'UNAVAILABLE', message: err.networkError.message });
+  } else if (err.networkError && out.length === 0) {
     out.push({
       code: 'UNAVAILABLE',
       message: 'The server could not be reached or did not answer: check that apelora serve is running, then try again.',

@@ -3,6 +3,7 @@
 // disabled (the server says why it would refuse: Identity.revokeRefusal).
 import type { Permission } from '../gql/graphql';
 import { manageReason, type Viewer } from './actions';
+import { inConsoleWords } from './words';
 
 export const permissionInfo: Record<Permission, { label: string; meaning: string }> = {
   VIEW_INFRASTRUCTURE: { label: 'view-infrastructure', meaning: 'Read machines, members and the audit trail.' },
@@ -75,5 +76,5 @@ export function expiryInput(mode: ExpiryMode, duration: string, at: string): { e
 
 // revokeReason is why Revoke is disabled for the identity, or undefined.
 export function revokeReason(v: Viewer | null | undefined, i: IdentityLike): string | undefined {
-  return manageReason(v) ?? (i.revokeRefusal || undefined);
+  return manageReason(v) ?? (i.revokeRefusal ? inConsoleWords(i.revokeRefusal) : undefined);
 }

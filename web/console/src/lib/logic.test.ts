@@ -19,7 +19,13 @@ test('each phase offers its own changes', () => {
   assert.deepEqual(ids(admin, row('HELD')), ['admit', 'remove']);
   assert.deepEqual(ids(admin, row('ADMITTED')), ['evacuate', 'remove']);
   assert.deepEqual(ids(admin, row('EVACUATED')), ['restore', 'remove']);
-  assert.deepEqual(ids(admin, row('UNREGISTERED')), ['register', 'evacuate', 'remove']);
+  // Admit where the operator stands: a member joined without the hold, or with no machine
+  // record (the founding member: registered first, in Admit's dialog).
+  assert.deepEqual(ids(admin, row('UNHELD')), ['admit', 'evacuate', 'remove']);
+  assert.deepEqual(ids(admin, row('UNREGISTERED')), ['admit', 'evacuate', 'register', 'remove']);
+  // Restore for every evacuated member, with a machine record or without.
+  const evacuated = { ...row('UNREGISTERED'), member: { status: 'EVACUATED' } } as unknown as Row;
+  assert.deepEqual(ids(admin, evacuated), ['restore', 'register', 'remove']);
   assert.deepEqual(ids(admin, row('UNKNOWN')), ['approve!']);
 });
 

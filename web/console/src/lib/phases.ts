@@ -12,9 +12,9 @@ export const phaseInfo: Record<Phase, { label: string; meaning: string; symbol: 
   AWAITING_JOIN: { label: 'Awaiting join', symbol: '◔', tone: 'info', meaning: 'A join token was issued for the name and has not been used yet.' },
   HELD: { label: 'Held', symbol: '◑', tone: 'caution', meaning: 'A member held out of automatic placement (scheduler.instance=manual), awaiting admission.' },
   ADMITTED: { label: 'Admitted', symbol: '●', tone: 'positive', meaning: 'A member admitted after passing the admission checks: Apelora recorded the admission, and the member carries its mark (user.apelora.admission).' },
-  EVACUATED: { label: 'Evacuated', symbol: '◌', tone: 'caution', meaning: 'A member in maintenance: Incus lists it Evacuated. Its instances were moved or stopped, nothing is placed on it, the fencing worker never powers it off; restoreMember brings it back.' },
-  UNHELD: { label: 'Unheld', symbol: '▲', tone: 'negative', meaning: 'A member placement can reach although it carries no mark of an admission Apelora recorded.' },
-  UNREGISTERED: { label: 'Unregistered', symbol: '□', tone: 'neutral', meaning: 'An Incus member with no machine record (for example the bootstrap member).' },
+  EVACUATED: { label: 'Evacuated', symbol: '◌', tone: 'caution', meaning: 'A member in maintenance: Incus lists it Evacuated. Its instances were moved or stopped, nothing is placed on it, the fencing worker never powers it off; Restore brings it back.' },
+  UNHELD: { label: 'Unheld', symbol: '▲', tone: 'negative', meaning: 'A member placement can reach although it carries no mark of an admission Apelora recorded: Admit checks it and records the admission.' },
+  UNREGISTERED: { label: 'Unregistered', symbol: '□', tone: 'neutral', meaning: 'An Incus member with no machine record (for example the cluster\'s founding member): Admit registers it first, then admits it.' },
   UNKNOWN: { label: 'Unknown', symbol: '?', tone: 'negative', meaning: 'Incus could not be asked (not configured or unreachable); see the warnings.' },
 };
 

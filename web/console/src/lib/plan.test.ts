@@ -11,7 +11,10 @@ const refused: Plan = {
 };
 
 test('the plan is read from the answer of the change named, and only there', () => {
-  assert.equal(planOf({ registerMachine: { machine: null, plan: refused } }, 'registerMachine'), refused);
+  assert.deepEqual(planOf({ registerMachine: { machine: null, plan: refused } }, 'registerMachine'), refused);
+  // Its findings in the console's words (lib/words).
+  const named = { ...refused, refusals: [{ code: 'FAILED_PRECONDITION', message: 'restore it (restoreMember) first' }] };
+  assert.equal(planOf({ admitMember: { plan: named } }, 'admitMember')?.refusals[0].message, 'restore it (“Restore”) first');
   assert.equal(planOf({ registerMachine: { machine: { name: 'x' }, plan: null } }, 'registerMachine'), null);
   assert.equal(planOf({ admitMember: { plan: refused } }, 'registerMachine'), null);
   assert.equal(planOf(null, 'registerMachine'), null);

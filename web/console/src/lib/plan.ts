@@ -4,6 +4,7 @@
 
 import { changes, type ChangeName } from '../api/changes.gen';
 import { fieldKey, reasonText, type Problem } from './errors';
+import { inConsoleWords } from './words';
 
 export interface PlanChange { field: string; before?: string | null; after?: string | null }
 export interface PlanStep { system: string; call: string; target: string; changes: PlanChange[] }
@@ -17,7 +18,11 @@ export function planOf(data: unknown, change: ChangeName): Plan | null {
   if (!data || typeof data !== 'object' || !(change in changes)) return null;
   const v = (data as Record<string, unknown>)[change];
   if (!v || typeof v !== 'object') return null;
-  return (v as { plan?: Plan | null }).plan ?? null;
+  const p = (v as { plan?: Plan | null }).plan ?? null;
+  if (!p) return null;
+  // The server's words, as the console says them (lib/words).
+  const words = (f: PlanFinding) => ({ ...f, message: inConsoleWords(f.message) });
+  return { ...p, refusals: p.refusals.map(words), warnings: p.warnings.map(words) };
 }
 
 // refusalReason is why the confirm button is disabled for a plan that would be refused.

@@ -2,8 +2,8 @@
 // change; see lib/fleetStream), so the fleet page never reloads. Other pages read again
 // when an audit event is recorded (any change made through Apelora) and on a short
 // interval (what changes outside it: a server joining, a member going offline).
-import { createContext, useContext, useEffect, useRef, useState, useSyncExternalStore } from 'react';
-import { useSubscription } from 'urql';
+import { createContext, useCallback, useContext, useEffect, useRef, useState, useSyncExternalStore } from 'react';
+import { useSubscription, type OperationContext } from 'urql';
 import { AuditEventRecordedSubscription, FleetUpdatesSubscription } from '../api/operations';
 import type { SocketState } from '../api/client';
 import { applyUpdate, emptyFleet, type FleetState } from '../lib/fleetStream';
@@ -57,6 +57,31 @@ export function useFleetStream(): FleetStream {
 }
 
 const resubscribeMs = 3000;
+
+// useRefresh is a page's way to read again: never while its last read is on its way.
+// Asking again would abandon that read (urql ends the request), so a read the server
+// answers only after its request timeout (a machine page while MAAS hangs) would be asked
+// for again and again and never shown. A read asked for meanwhile follows when it ends.
+export function useRefresh(fetching: boolean, reexecute: (opts?: Partial<OperationContext>) => void): () => void {
+  const busy = useRef(fetching);
+  busy.current = fetching;
+  const owed = useRef(false);
+  const refresh = useCallback(() => {
+    if (busy.current) {
+      owed.current = true;
+      return;
+    }
+    busy.current = true;
+    reexecute({ requestPolicy: 'network-only' });
+  }, [reexecute]);
+  useEffect(() => {
+    if (fetching || !owed.current) return;
+    owed.current = false;
+    busy.current = true;
+    reexecute({ requestPolicy: 'network-only' });
+  }, [fetching, reexecute]);
+  return refresh;
+}
 
 // useLiveRefresh calls refresh when the fleet may have changed. machine, when given, limits
 // the audit events listened to to that machine's.

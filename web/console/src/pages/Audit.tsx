@@ -11,6 +11,7 @@ import { problemsOf, sessionLost } from '../lib/errors';
 import { Link, machinePath, useSearch } from '../router';
 import { Loading, Problems, Time } from '../components/ui';
 import type { AuditEventRowFragment, AuditEventsQuery as AuditEventsQueryResult, AuditOutcome } from '../gql/graphql';
+import { outcomeMeaning } from '../lib/bulk';
 
 export interface AuditFilter {
   machine?: string;
@@ -334,6 +335,9 @@ export function AuditPage() {
     <section aria-labelledby="audit-title">
       <h1 id="audit-title">Audit</h1>
       <p className="hint">Every change, allowed or refused, newest first. New events appear at the top as they are recorded. Filters apply as you type.</p>
+      <p className="hint" data-outcome-meaning>
+        Outcomes — {outcomeMeaning.refused}; {outcomeMeaning.failed}.
+      </p>
       <CheckpointLine />
       <form
         className="filters"

@@ -12,9 +12,10 @@ import { ReasonButton } from '../components/ui';
 import {
   AdmitMemberMutation, CommissionMachineMutation, InstallOperatingSystemMutation, RegisterMachineMutation, ReleaseMachineMutation, RunHardwareTestsMutation,
 } from '../api/operations';
-import { bounded, bulkSteps, confirmAbove, counts, inFlight, newRequestId, outcomeOfCode, planLine, shownHashes, summarise, type BulkResult, type BulkStep, type BulkTarget } from '../lib/bulk';
+import { bounded, bulkSteps, confirmAbove, counts, inFlight, newRequestId, outcomeMeaning, outcomeOfCode, planLine, shownHashes, summarise, type BulkResult, type BulkStep, type BulkTarget } from '../lib/bulk';
 import { planOf } from '../lib/plan';
 import { codeLabel, reasonText } from '../lib/errors';
+import { problemsOf } from '../lib/errors';
 
 interface Options { noTests: boolean; series: string; erase: boolean }
 
@@ -55,7 +56,7 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
     const e = res.error?.graphQLErrors[0];
     if (res.error) {
       const code = (e?.extensions?.code as string | undefined) ?? (res.error.networkError ? 'UNAVAILABLE' : undefined);
-      return { name: t.name, outcome: outcomeOfCode(code), code, message: e?.message ?? res.error.message };
+      return { name: t.name, outcome: outcomeOfCode(code), code, message: problemsOf(res.error)[0]?.message ?? res.error.message };
     }
     if (!dryRun) return { name: t.name, outcome: 'done' };
     const p = planOf(res.data, info.change);
@@ -180,6 +181,9 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
             <p role="status" data-bulk-counts={running ? 'running' : 'finished'}>
               {c!.done} done · {c!.refused} refused · {c!.failed} failed{running ? ` · ${c!.waiting + c!.running} to go` : ''}
               <span className="sub"> request id <code data-bulk-request-id>{requestId}</code></span>
+            </p>
+            <p className="hint" data-outcome-meaning>
+              {outcomeMeaning.refused}; {outcomeMeaning.failed}.
             </p>
             <ul className="bulk-results">
               {results.map((r) => (

@@ -5,7 +5,7 @@ import { useMutation, useQuery } from 'urql';
 import {
   AdmitMemberMutation, ApproveEnrolmentMutation, CommissionMachineMutation, EvacuateMemberMutation, InstallOperatingSystemMutation,
   RestoreMemberMutation,
-  MaasImagesQuery, ReleaseMachineMutation, RemoveMemberMutation, RevokeJoinTokenMutation, RunHardwareTestsMutation,
+  MaasImagesQuery, RegisterMachineMutation, ReleaseMachineMutation, RemoveMemberMutation, RevokeJoinTokenMutation, RunHardwareTestsMutation,
   UnregisterMachineMutation,
 } from '../api/operations';
 import { ConfirmDialog } from '../components/ConfirmDialog';
@@ -43,7 +43,7 @@ export function ChangeDialog({ action, row, onClose }: { action: ActionId; row: 
     case 'unregister':
       return <UnregisterDialog name={row.name} onClose={onClose} />;
     case 'admit':
-      return <AdmitDialog name={row.name} onClose={onClose} />;
+      return <AdmitFlow row={row} onClose={onClose} />;
     case 'commission':
       return <CommissionDialog row={row} onClose={onClose} />;
     case 'install':
@@ -353,19 +353,69 @@ function UnregisterDialog({ name, onClose }: { name: string; onClose(): void }) 
   );
 }
 
-function AdmitDialog({ name, onClose }: { name: string; onClose(): void }) {
+// AdmitFlow admits a member. One with no machine record (the cluster's founding member, a
+// member joined by hand) is registered first: Apelora admits only machines it has recorded.
+// The dialog says so and takes the two steps in turn, each its own plan, confirmation and
+// audit event: register, then admit.
+function AdmitFlow({ row, onClose }: { row: Row; onClose(): void }) {
+  const [registered, setRegistered] = useState(!!row.record);
+  const name = row.name;
+  // Fixed when the dialog opens: the page reads the machine again once it is registered.
+  const [twoSteps] = useState(!row.record);
+  if (!registered) return <RegisterFirstDialog name={name} onRegistered={() => setRegistered(true)} onClose={onClose} />;
+  return <AdmitDialog name={name} title={twoSteps ? `Register and admit ${name}: step 2 of 2, admit` : `Admit ${name}`} registeredNow={twoSteps} onClose={onClose} />;
+}
+
+function RegisterFirstDialog({ name, onRegistered, onClose }: { name: string; onRegistered(): void; onClose(): void }) {
+  const [, register] = useMutation(RegisterMachineMutation);
+  return (
+    <ConfirmDialog
+      change="registerMachine"
+      title={`Register and admit ${name}: step 1 of 2, register`}
+      machine={name}
+      confirmLabel="Register, then plan the admission"
+      consequence={
+        <>
+          <p data-two-steps>
+            <strong>{name}</strong> is a cluster member with no machine record, and Apelora admits only machines it has recorded. So admitting it takes
+            two steps, each planned, confirmed and audited on its own:
+          </p>
+          <ol>
+            <li>
+              <strong>Register</strong> (this step): Apelora records {name} as a machine installed by hand. Nothing changes in Incus.
+            </li>
+            <li>
+              <strong>Admit</strong> (next): every admission check runs again and, if none fails, automatic placement may reach {name}.
+            </li>
+          </ol>
+          <p className="hint">Cancelling after the first step leaves {name} registered and not admitted: Admit stays offered on its page.</p>
+        </>
+      }
+      planKey={JSON.stringify({ name })}
+      run={(dryRun, planHash) => register({ input: { name, provisioner: 'MANUAL', dryRun, planHash } })}
+      onDone={() => onRegistered()}
+      onClose={onClose}
+    />
+  );
+}
+
+function AdmitDialog({ name, title, registeredNow, onClose }: { name: string; title: string; registeredNow: boolean; onClose(): void }) {
   const [, admit] = useMutation(AdmitMemberMutation);
   return (
     <ConfirmDialog
       change="admitMember"
-      title={`Admit ${name}`}
+      title={title}
       machine={name}
       confirmLabel="Admit member"
       consequence={
-        <p>
-          Apelora runs every admission check again and, if none fails, lets automatic placement reach <strong>{name}</strong>: it removes the
-          scheduler.instance hold and keeps the member's roles, groups, failure domain and description. Instances may be placed on it from then on.
-        </p>
+        <>
+          {registeredNow ? <p data-registered-now>✓ {name} is registered. Now its admission:</p> : null}
+          <p>
+            Apelora runs every admission check again and, if none fails, lets automatic placement reach <strong>{name}</strong>: it removes the
+            scheduler.instance hold (if any), marks the member admitted and keeps its roles, groups, failure domain and description. Instances may be placed
+            on it from then on.
+          </p>
+        </>
       }
       planKey={JSON.stringify({ name })}
       run={(dryRun, planHash) => admit({ input: { name, dryRun, planHash } })}

@@ -14,8 +14,13 @@ import { ChangeDialog } from './ChangeDialogs';
 const stages: { phases: Phase[]; title: string; help: string; actions: ActionId[] }[] = [
   { phases: ['REGISTERED'], title: 'Registered: approve enrolment', help: 'Approving issues a single-use join token, shown once with the command to run on the server.', actions: ['approve'] },
   { phases: ['AWAITING_JOIN'], title: 'Awaiting join', help: 'A join token is out. The row moves on by itself when the server joins; revoke the token if it was lost.', actions: ['revoke'] },
-  { phases: ['HELD'], title: 'Held: check and admit', help: 'Joined and held out of placement. Open the machine to watch its admission checks and admit it.', actions: ['remove'] },
-  { phases: ['ADMITTED', 'UNHELD', 'UNREGISTERED'], title: 'Members', help: 'Removing a member needs its name typed; the machine is Registered again afterwards.', actions: ['remove'] },
+  {
+    phases: ['HELD', 'UNHELD', 'UNREGISTERED'],
+    title: 'Joined, not admitted: check and admit',
+    help: 'Members Apelora has not admitted: held out of placement, joined without the hold, or with no machine record (the cluster\'s founding member, a member joined by hand). Admit runs every admission check again; a member with no record is registered first, in the same dialog. Open a machine to watch its checks.',
+    actions: ['admit', 'restore', 'remove'],
+  },
+  { phases: ['ADMITTED', 'EVACUATED'], title: 'Members', help: 'Admitted members, and those in maintenance (Restore brings one back). Removing a member needs its name typed; the machine is Registered again afterwards.', actions: ['restore', 'remove'] },
 ];
 
 export function EnrolmentPage() {
@@ -64,13 +69,8 @@ export function EnrolmentPage() {
                           {machineActions(r, viewer)
                             .filter((a) => s.actions.includes(a.id))
                             .map((a) => (
-                              <ActionButton key={a.id} action={a} variant={a.id === 'approve' ? 'primary' : 'plain'} onRun={() => setDialog({ action: a.id, row: r })} />
+                              <ActionButton key={a.id} action={a} variant={a.id === 'approve' || a.id === 'admit' ? 'primary' : 'plain'} onRun={() => setDialog({ action: a.id, row: r })} />
                             ))}
-                          {r.phase === 'HELD' ? (
-                            <Link className="btn btn-plain" to={machinePath(r.name)}>
-                              Check and admit
-                            </Link>
-                          ) : null}
                         </td>
                       </tr>
                     ))}

@@ -1,8 +1,9 @@
 // Fencing: the cluster as fencing sees it, each member's mapping to the MAAS machine that
 // powers it (offered from MAAS), the drills' last results, and fence progress live.
-import { useCallback, useEffect, useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useSubscription } from 'urql';
 import { FenceEventsQuery, FenceProgressSubscription, FencingQuery, RemoveFenceMappingMutation, SetFenceMappingMutation, SetPlacementGuardMutation } from '../api/operations';
+import { useRefresh } from '../live/fleetLive';
 import { useFleet } from './Fleet';
 import { manageReason } from '../lib/actions';
 import { codeTitle } from '../lib/phases';
@@ -13,6 +14,7 @@ import { Banner, Field, Loading, Problems, ReasonButton, Time } from '../compone
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import type { FenceEventRowFragment } from '../gql/graphql';
 import type { Row } from '../lib/fleet';
+import { inConsoleWords } from '../lib/words';
 
 export function FencingPage() {
   const viewer = useViewer();
@@ -22,7 +24,7 @@ export function FencingPage() {
   const [dialog, setDialog] = useState<{ kind: 'set'; member: string } | { kind: 'remove'; member: string } | { kind: 'guard'; on: boolean } | null>(null);
   const events = useFenceEvents();
   const [notice, setNotice] = useState<string | null>(null);
-  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  const refresh = useRefresh(res.fetching, reexecute);
   // A fence event may change a mapping's last event or outage: read the view again.
   useEffect(() => {
     if (events.latestId) refresh();
@@ -43,7 +45,7 @@ export function FencingPage() {
         <>
           {c.warnings.map((w) => (
             <Banner key={w.code} tone={w.code === 'UNMAPPED_MEMBERS' ? 'caution' : 'negative'} title={codeTitle(w.code)}>
-              {w.message}
+              {inConsoleWords(w.message)}
             </Banner>
           ))}
           <div className="facts-grid">
@@ -72,7 +74,7 @@ export function FencingPage() {
                       >
                         {c.placementGuard.state === 'ON' ? 'On' : c.placementGuard.state === 'OFF' ? 'Off' : 'Foreign scriptlet'}
                       </ReasonButton>{' '}
-                      <span className="sub">{c.placementGuard.message}</span>
+                      <span className="sub">{inConsoleWords(c.placementGuard.message)}</span>
                     </>
                   ) : (
                     'unknown (Incus could not be asked)'
@@ -121,7 +123,7 @@ export function FencingPage() {
                     <td>
                       {mp?.lastDrill ? (
                         <span>
-                          {mp.lastDrill.ok ? '✓ ready' : `✕ ${mp.lastDrill.problem}`} <span className="sub">power {mp.lastDrill.powerState ?? 'unknown'}, <Time at={mp.lastDrill.at} /></span>
+                          {mp.lastDrill.ok ? '✓ ready' : `✕ ${inConsoleWords(mp.lastDrill.problem ?? '')}`} <span className="sub">power {mp.lastDrill.powerState ?? 'unknown'}, <Time at={mp.lastDrill.at} /></span>
                         </span>
                       ) : mp ? (
                         'not drilled yet'
@@ -131,7 +133,7 @@ export function FencingPage() {
                     </td>
                     <td>
                       {mp?.offlineSince ? <>offline since <Time at={mp.offlineSince} /><br /></> : null}
-                      {mp?.lastEvent ? `${mp.lastEvent.kind}: ${mp.lastEvent.message}` : '—'}
+                      {mp?.lastEvent ? `${mp.lastEvent.kind}: ${inConsoleWords(mp.lastEvent.message)}` : '—'}
                     </td>
                     <td className="row-actions">
                       <ReasonButton reason={perm} onClick={() => setDialog({ kind: 'set', member: name })} data-action="set-mapping">
@@ -197,7 +199,7 @@ function FenceEventTable({ events }: { events: FenceEventRowFragment[] }) {
               {e.kind}
               {e.reason ? ` (${e.reason})` : ''}
             </td>
-            <td>{e.message}</td>
+            <td>{inConsoleWords(e.message)}</td>
             <td>{e.worker}</td>
           </tr>
         ))}

@@ -1,6 +1,6 @@
 // Fleet: one row per machine (MAAS × Apelora record × Incus member), filtered, searched and
 // sorted with the filter kept in the URL, live without reloads.
-import { memo, useCallback, useDeferredValue, useMemo, useRef, useState } from 'react';
+import { memo, useCallback, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
 import { useFleetStream } from '../live/fleetLive';
 import { defaultPageSize, filterRows, sortRows, filterParams, pageOf, pageSizes, parseFilter, parsePaging, provisionerOf, type FleetFilter, type Paging, type Row, type SortKey } from '../lib/fleet';
 import { phaseInfo, phaseOrder, warningLabels } from '../lib/phases';
@@ -12,8 +12,9 @@ import { problemsOf } from '../lib/errors';
 import { hiddenColumnsText, parseHiddenColumns, type FleetColumn } from '../lib/display';
 import { RegisterDialog, type RegisterTarget } from './RegisterDialog';
 import { BulkDialog } from './BulkDialog';
-import { allMatching, bulkSteps, freeze, ranged, type BulkStep, type BulkTarget } from '../lib/bulk';
+import { allMatching, bulkSteps, defaultStep, freeze, ranged, type BulkStep, type BulkTarget } from '../lib/bulk';
 import type { FleetQuery as FleetData, WarningCode } from '../gql/graphql';
+import { inConsoleWords } from '../lib/words';
 
 export function SourceBanners({ sources }: { sources: FleetData['fleet']['sources'] | undefined }) {
   if (!sources) return null;
@@ -21,14 +22,14 @@ export function SourceBanners({ sources }: { sources: FleetData['fleet']['source
     <>
       {!sources.incus.available ? (
         <Banner tone={sources.incus.configured ? 'negative' : 'caution'} title={sources.incus.configured ? 'Incus cannot be asked' : 'Incus is not configured'}>
-          <span data-source="incus">{sources.incus.message}</span>
+          <span data-source="incus">{inConsoleWords(sources.incus.message ?? '')}</span>
           <br />
           Phases show as Unknown, and changes are refused until Incus answers.
         </Banner>
       ) : null}
       {sources.maas.configured && !sources.maas.available ? (
         <Banner tone="caution" title="MAAS not answering">
-          <span data-source="maas" data-since={sources.maas.since ?? undefined}>{sources.maas.message}</span>
+          <span data-source="maas" data-since={sources.maas.since ?? undefined}>{inConsoleWords(sources.maas.message ?? '')}</span>
           <br />
           The rows show what Incus and Apelora's records know; MAAS's columns fill in when MAAS answers. MAAS steps are refused until then.
         </Banner>
@@ -193,7 +194,13 @@ export function FleetPage() {
   }, []);
   const matchingNames = useMemo(() => matching.map((r) => r.name), [matching]);
   const allSelected = matchingNames.length > 0 && matchingNames.every((n) => selected.has(n));
-  const [bulkStep, setBulkStep] = useState<BulkStep>('commission');
+  // The step offered first is the first the selection allows; once chosen, it stays.
+  const [chosenStep, setBulkStep] = useState<BulkStep | null>(null);
+  const selectedRows = useMemo(() => (rows ?? []).filter((r) => selected.has(r.name)), [rows, selected]);
+  const bulkStep = chosenStep ?? defaultStep(selectedRows);
+  useEffect(() => {
+    if (selected.size === 0) setBulkStep(null);
+  }, [selected.size]);
   const [bulk, setBulk] = useState<{ step: BulkStep; targets: BulkTarget[] } | null>(null);
   const hiddenSelected = useMemo(() => {
     const m = new Set(matchingNames);
@@ -385,7 +392,7 @@ const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister, hidd
         ) : (
           <ul className="warnings">
             {r.warnings.map((w) => (
-              <li key={w.code} title={w.message}>
+              <li key={w.code} title={inConsoleWords(w.message)}>
                 <span aria-hidden="true">! </span>
                 {warningLabels[w.code]}
               </li>

@@ -1,7 +1,7 @@
 // Hardware profiles: what a class of machine must have. Admission compares each machine
 // with the profile assigned to it (the hardware-profile-maas and hardware-profile-incus
 // checks). Declare or replace a profile, remove one no machine uses.
-import { useCallback, useState } from 'react';
+import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { HardwareProfilesQuery, RemoveHardwareProfileMutation, SetHardwareProfileMutation } from '../api/operations';
 import { ConfirmDialog } from '../components/ConfirmDialog';
@@ -11,14 +11,14 @@ import { problemsOf } from '../lib/errors';
 import { architectures, numberFields, requirements, toNumber } from '../lib/hardware';
 import { Link, machinePath } from '../router';
 import { useViewer } from '../viewer';
-import { useChangeRefresh } from '../live/fleetLive';
+import { useChangeRefresh, useRefresh } from '../live/fleetLive';
 import type { HardwareProfileRowFragment } from '../gql/graphql';
 
 export function HardwarePage() {
   const viewer = useViewer();
   const perm = manageReason(viewer);
   const [res, reexecute] = useQuery({ query: HardwareProfilesQuery, requestPolicy: 'cache-and-network' });
-  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  const refresh = useRefresh(res.fetching, reexecute);
   useChangeRefresh(refresh);
   const [dialog, setDialog] = useState<{ kind: 'set'; profile?: HardwareProfileRowFragment } | { kind: 'remove'; profile: HardwareProfileRowFragment } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
@@ -72,7 +72,7 @@ export function HardwarePage() {
                       ))}
                     </ul>
                   </td>
-                  <td>{p.description || <span className="muted">—</span>}</td>
+                  <td className="description">{p.description || <span className="muted">—</span>}</td>
                   <td>
                     {p.machines.length ? (
                       <ul className="plain-list">

@@ -1,7 +1,7 @@
 // Identities: who may use the API and the console, with what permissions, until when;
 // create one (its bearer token shown once) and revoke one (its sessions and websockets end
 // at once). A revoke the server would refuse is disabled with the server's reason.
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { CreateIdentityMutation, IdentitiesQuery, RevokeIdentityMutation } from '../api/operations';
 import { ConfirmDialog } from '../components/ConfirmDialog';
@@ -15,7 +15,7 @@ import {
   type ExpiryMode, type IdentityState,
 } from '../lib/identities';
 import { useViewer } from '../viewer';
-import { useChangeRefresh } from '../live/fleetLive';
+import { useChangeRefresh, useRefresh } from '../live/fleetLive';
 import type { IdentityRowFragment, Permission } from '../gql/graphql';
 
 const stateInfo: Record<IdentityState, { symbol: string; label: string; tone: string }> = {
@@ -27,7 +27,7 @@ const stateInfo: Record<IdentityState, { symbol: string; label: string; tone: st
 export function IdentitiesPage() {
   const viewer = useViewer();
   const [res, reexecute] = useQuery({ query: IdentitiesQuery, requestPolicy: 'cache-and-network' });
-  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  const refresh = useRefresh(res.fetching, reexecute);
   useChangeRefresh(refresh);
   const [dialog, setDialog] = useState<{ kind: 'create' } | { kind: 'revoke'; identity: IdentityRowFragment } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);

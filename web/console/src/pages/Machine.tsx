@@ -7,10 +7,10 @@ import {
   AdmissionChecksSubscription, AdmissionReportQuery, DriftChangesSubscription, FenceProgressSubscription, MachineDriftQuery, MachineQuery,
   MemberOperationSubscription, MemberOperationsQuery,
 } from '../api/operations';
-import { useLiveRefresh } from '../live/fleetLive';
+import { useLiveRefresh, useRefresh } from '../live/fleetLive';
 import { admitReason, machineActions, type ActionId, type CheckLike } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
-import { codeTitle, phaseInfo } from '../lib/phases';
+import { codeTitle, phaseInfo, warningLabels } from '../lib/phases';
 import { useViewer } from '../viewer';
 import { Link, useSearch } from '../router';
 import { Tabs } from '../components/Tabs';
@@ -21,11 +21,12 @@ import { ProfileCard } from './MachineProfile';
 import { MaasHardwareTables } from './MachineMaasHardware';
 import { AuditTable, useAuditTrail } from './Audit';
 import type { AdmissionVerdict } from '../gql/graphql';
+import { inConsoleWords } from '../lib/words';
 
 export function MachinePage({ name }: { name: string }) {
   const viewer = useViewer();
   const [res, reexecute] = useQuery({ query: MachineQuery, variables: { name } });
-  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  const refresh = useRefresh(res.fetching, reexecute);
   useLiveRefresh(refresh, name);
   // Fence progress for this member arrives live: read the machine again on each event.
   const [fence] = useSubscription({ query: FenceProgressSubscription, variables: { member: name, after: null } });
@@ -45,16 +46,17 @@ export function MachinePage({ name }: { name: string }) {
   };
   const m = res.data?.machine;
   const report = useAdmission(name, !!m?.member);
-  // A held member waits for admission: run its checks once when the page shows it held, so
-  // they stream in at once; anyone's later runs arrive the same way.
-  const held = m?.phase === 'HELD';
+  // A member not admitted yet (held, joined without the hold, or with no record) waits for
+  // admission: run its checks once when the page shows it so, so they stream in at once and
+  // Admit can be pressed; anyone's later runs arrive the same way.
+  const awaiting = !!m && (m.phase === 'HELD' || m.phase === 'UNHELD' || (m.phase === 'UNREGISTERED' && m.member?.status !== 'EVACUATED'));
   const autoRun = useRef(false);
   useEffect(() => {
-    if (held && !autoRun.current) {
+    if (awaiting && !autoRun.current) {
       autoRun.current = true;
       report.run();
     }
-  }, [held, report]);
+  }, [awaiting, report]);
 
   if (!res.data) return res.error ? <Problems problems={problemsOf(res.error)} /> : <Loading what={name} />;
   if (!m) {
@@ -78,18 +80,26 @@ export function MachinePage({ name }: { name: string }) {
         <PhaseBadge phase={m.phase} />
       </div>
       <p className="phase-meaning">{phaseInfo[m.phase].meaning}</p>
-      {m.warnings.map((w) => (
-        <Banner key={w.code} tone="caution" title={codeTitle(w.code)}>
-          {w.message}
-        </Banner>
-      ))}
+      {m.warnings.map((w) =>
+        w.code === 'MAAS_UNAVAILABLE' ? (
+          <Banner key={w.code} tone="caution" title="MAAS not answering">
+            <span data-warning={w.code}>{inConsoleWords(w.message)}</span>
+            <br />
+            This page shows what Incus and Apelora's records know; MAAS's facts fill in when MAAS answers. MAAS steps are refused until then.
+          </Banner>
+        ) : (
+          <Banner key={w.code} tone="caution" title={warningLabels[w.code] ?? codeTitle(w.code)}>
+            <span data-warning={w.code}>{inConsoleWords(w.message)}</span>
+          </Banner>
+        ),
+      )}
       <Problems problems={problemsOf(res.error)} />
 
       <h2>Actions</h2>
       <div className="actions" role="group" aria-label={`Actions for ${m.name}`}>
         {actions.length === 0 ? <p className="muted">No change applies to a machine in this phase.</p> : null}
         {actions.map((a) => (
-          <ActionButton key={a.id} action={a} variant={a.id === 'admit' || a.id === 'approve' || a.id === 'register' ? 'primary' : 'plain'} onRun={() => setDialog(a.id)} />
+          <ActionButton key={a.id} action={a} variant={primaryAction(actions) === a.id ? 'primary' : 'plain'} onRun={() => setDialog(a.id)} />
         ))}
       </div>
 
@@ -117,7 +127,7 @@ export function MachinePage({ name }: { name: string }) {
                   <Fact k="Groups">{m.member.groups.join(', ') || '—'}</Fact>
                   <Fact k="Failure domain">{m.member.failureDomain || '—'}</Fact>
                   <Fact k="Architecture">{m.member.architecture || '—'}</Fact>
-                  <Fact k="URL" nowrap><code>{m.member.url}</code></Fact>
+                  <Fact k="URL" url><code>{m.member.url}</code></Fact>
                 </>
               ) : null}
             </Facts>
@@ -133,7 +143,10 @@ export function MachinePage({ name }: { name: string }) {
         ) : null}
         {tab === 'hardware' ? (
           <div className="facts-grid">
-            <Facts title="MAAS" none={<>MAAS does not report this machine.</>}>
+            <Facts
+              title="MAAS"
+              none={m.warnings.some((w) => w.code === 'MAAS_UNAVAILABLE') ? <>MAAS not answering: its facts show here once it answers.</> : <>MAAS does not report this machine.</>}
+            >
               {m.maas ? (
                 <>
                   <Fact k="Hostname">{m.maas.hostname} ({m.maas.fqdn})</Fact>
@@ -165,14 +178,14 @@ export function MachinePage({ name }: { name: string }) {
                   <Fact k="Last drill">
                     {m.fence.lastDrill ? (
                       <>
-                        {m.fence.lastDrill.ok ? '✓ ready' : `✕ ${m.fence.lastDrill.problem}`} (power {m.fence.lastDrill.powerState ?? 'unknown'}, <Time at={m.fence.lastDrill.at} />)
+                        {m.fence.lastDrill.ok ? '✓ ready' : `✕ ${inConsoleWords(m.fence.lastDrill.problem ?? '')}`} (power {m.fence.lastDrill.powerState ?? 'unknown'}, <Time at={m.fence.lastDrill.at} />)
                       </>
                     ) : (
                       'not drilled yet'
                     )}
                   </Fact>
                   <Fact k="Offline since">{m.fence.offlineSince ? <Time at={m.fence.offlineSince} /> : '—'}</Fact>
-                  <Fact k="Last fence event">{m.fence.lastEvent ? `${m.fence.lastEvent.kind}: ${m.fence.lastEvent.message}` : '—'}</Fact>
+                  <Fact k="Last fence event">{m.fence.lastEvent ? `${m.fence.lastEvent.kind}: ${inConsoleWords(m.fence.lastEvent.message)}` : '—'}</Fact>
                 </>
               ) : null}
             </Facts>
@@ -185,6 +198,12 @@ export function MachinePage({ name }: { name: string }) {
   );
 }
 
+// primaryAction is the step the machine's phase leads to next: admit, approve or register,
+// in that order.
+function primaryAction(actions: { id: ActionId }[]): ActionId | undefined {
+  return (['admit', 'restore', 'approve', 'register'] as ActionId[]).find((id) => actions.some((a) => a.id === id));
+}
+
 // Facts is a card of term/value pairs, or of the sentence none when it has none.
 function Facts({ title, children, none }: { title: string; children?: ReactNode; none?: ReactNode }) {
   return (
@@ -195,12 +214,12 @@ function Facts({ title, children, none }: { title: string; children?: ReactNode;
   );
 }
 
-// nowrap keeps a value on one line (a URL): it scrolls within its card instead.
-function Fact({ k, children, nowrap }: { k: string; children: ReactNode; nowrap?: boolean }) {
+// url marks a URL: whole on its line while it fits, wrapped where it must (never clipped).
+function Fact({ k, children, url }: { k: string; children: ReactNode; url?: boolean }) {
   return (
     <>
       <dt>{k}</dt>
-      <dd className={nowrap ? 'nowrap' : undefined}>{children}</dd>
+      <dd className={url ? 'url' : undefined}>{children}</dd>
     </>
   );
 }
@@ -290,7 +309,7 @@ function AdmissionPanel({ name, report, held }: { name: string; report: ReturnTy
                 <tr key={c.name} data-check={c.name}>
                   <th scope="row">{c.title}</th>
                   <td><ResultBadge result={c.result} /></td>
-                  <td>{c.message}</td>
+                  <td>{inConsoleWords(c.message)}</td>
                 </tr>
               ))}
             </tbody>
@@ -348,7 +367,7 @@ function DriftPanel({ name, onChange }: { name: string; onChange(): void }) {
                   {d.title}
                 </th>
                 <td><Time at={d.since} /></td>
-                <td>{d.evidence}</td>
+                <td>{inConsoleWords(d.evidence)}</td>
               </tr>
             ))}
           </tbody>
@@ -390,7 +409,7 @@ function MaintenancePanel({ name, onChange }: { name: string; onChange(): void }
         <ol className="progress" aria-live="polite" data-progress={live.length}>
           {live.map((e) => (
             <li key={e.id} data-kind={e.kind}>
-              <Time at={e.at} /> {e.message}
+              <Time at={e.at} /> {inConsoleWords(e.message)}
             </li>
           ))}
         </ol>
@@ -404,7 +423,7 @@ function MaintenancePanel({ name, onChange }: { name: string; onChange(): void }
               <dt>
                 {o.action === 'EVACUATE' ? 'Evacuated' : 'Restored'} <Time at={o.startedAt} /> by {o.startedBy}
               </dt>
-              <dd>{o.outcome ? `${o.outcome.toLowerCase()}: ${o.message}` : 'running…'}</dd>
+              <dd>{o.outcome ? `${o.outcome.toLowerCase()}: ${inConsoleWords(o.message)}` : 'running…'}</dd>
             </div>
           ))}
         </dl>

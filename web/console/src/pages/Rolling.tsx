@@ -1,12 +1,12 @@
 // Rolling reboots: the cluster's latest rolling reboot (members in order, the one in
 // progress, its step and for how long), read again on a short interval (progress is read
 // by polling), with start, pause, resume and cancel through the confirm dialog's plan.
-import { useCallback, useState } from 'react';
+import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import {
   CancelRollingRebootMutation, PauseRollingRebootMutation, ResumeRollingRebootMutation, RollingRebootQuery, StartRollingRebootMutation,
 } from '../api/operations';
-import { useLiveRefresh } from '../live/fleetLive';
+import { useLiveRefresh, useRefresh } from '../live/fleetLive';
 import { manageReason } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
 import { useViewer } from '../viewer';
@@ -14,6 +14,7 @@ import { useFleet } from './Fleet';
 import { Banner, Loading, Problems, ReasonButton, Time } from '../components/ui';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import type { RollingRebootRowFragment } from '../gql/graphql';
+import { inConsoleWords } from '../lib/words';
 
 type Verb = 'pause' | 'resume' | 'cancel';
 
@@ -31,7 +32,7 @@ export function RollingPage() {
   const viewer = useViewer();
   const perm = manageReason(viewer);
   const [res, reexecute] = useQuery({ query: RollingRebootQuery });
-  const refresh = useCallback(() => reexecute({ requestPolicy: 'network-only' }), [reexecute]);
+  const refresh = useRefresh(res.fetching, reexecute);
   useLiveRefresh(refresh);
   const [dialog, setDialog] = useState<{ kind: 'start' } | { kind: Verb; op: RollingRebootRowFragment } | null>(null);
   const op = res.data?.rollingReboot ?? null;
@@ -69,7 +70,7 @@ function RollingCard({ op, perm, onAct }: { op: RollingRebootRowFragment; perm?:
       </h2>
       {op.state === 'FAILED' || op.state === 'CANCELLED' ? (
         <Banner tone={op.state === 'FAILED' ? 'negative' : 'caution'} title={op.state === 'FAILED' ? 'Stopped' : 'Cancelled'}>
-          {op.reason}
+          {inConsoleWords(op.reason ?? '')}
         </Banner>
       ) : null}
       <p>
