@@ -70,6 +70,17 @@ func (m Member) Put() MemberPut {
 func (c *Client) Members(ctx context.Context) ([]Member, error) {
 	var ms []Member
 	_, err := c.get(ctx, "/1.0/cluster/members", url.Values{"recursion": {"1"}}, &ms)
+	if err == nil && c.eps != nil {
+		// The cluster's own list of its members is where the client learns whom else it may
+		// ask (see endpoints.go).
+		urls := make([]string, len(ms))
+		for i, m := range ms {
+			urls[i] = m.URL
+		}
+		if c.eps.learn(urls) {
+			c.hc.CloseIdleConnections()
+		}
+	}
 	return ms, err
 }
 

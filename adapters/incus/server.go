@@ -71,7 +71,7 @@ func (c *Client) ServerInfo(ctx context.Context, target string) (ServerInfo, err
 	}
 	if s.Auth != "trusted" {
 		return info, fmt.Errorf("GET /1.0 at %s: %w (auth %q); trust Apelora's certificate with "+
-			"`incus config trust add-certificate <client.crt>` on a member", c.endpoint, ErrUntrusted, s.Auth)
+			"`incus config trust add-certificate <client.crt>` on a member", c.Endpoint(), ErrUntrusted, s.Auth)
 	}
 	return info, nil
 }
@@ -182,7 +182,7 @@ func (c *Client) SetPlacementScriptlet(ctx context.Context, value, etag string) 
 	}
 	after, rerr := c.GetServerConfig(ctx)
 	if rerr != nil {
-		return fmt.Errorf("%w (and the server configuration could not be read again to see whether Incus kept the member's own settings (%s): check `incus config show` on %s): %v)", err, strings.Join(localKeys, ", "), c.endpoint, rerr)
+		return fmt.Errorf("%w (and the server configuration could not be read again to see whether Incus kept the member's own settings (%s): check `incus config show` on %s): %v)", err, strings.Join(localKeys, ", "), c.Endpoint(), rerr)
 	}
 	var lost []string
 	for _, k := range localKeys {
@@ -191,7 +191,7 @@ func (c *Client) SetPlacementScriptlet(ctx context.Context, value, etag string) 
 		}
 	}
 	if len(lost) > 0 {
-		return fmt.Errorf("%w; Incus also dropped the member's own settings at %s when it refused: put them back before its daemon restarts with: %s", err, c.endpoint, strings.Join(lost, "; "))
+		return fmt.Errorf("%w; Incus also dropped the member's own settings at %s when it refused: put them back before its daemon restarts with: %s", err, c.Endpoint(), strings.Join(lost, "; "))
 	}
 	return err
 }
