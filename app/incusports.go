@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
@@ -335,8 +334,13 @@ func (p incusPorts) RevokeJoinToken(ctx context.Context, name string) error {
 }
 
 func (p incusPorts) RemoveMember(ctx context.Context, name string, force bool) error {
+	// When it is the member Apelora talks through, the client sends the removal, and every
+	// call after it, through another member (incus.Client.DeleteMember).
 	return incusErr(p.c.DeleteMember(ctx, name, force), "remove member "+name)
 }
+
+// Through is the member Apelora talks through and the configured URLs (enrolment.Incus).
+func (p incusPorts) Through() (string, []string) { return p.c.Through(), p.c.Seeds() }
 
 // InstancesOn names the instances on member, of every project, in one Incus call.
 func (p incusPorts) InstancesOn(ctx context.Context, member string) ([]string, error) {
@@ -419,68 +423,32 @@ func incusInventory(r incus.Resources) hardware.Inventory {
 	return inv
 }
 
-// fenceIncus reads member statuses and the server configuration, asking the configured
-// members in order: the one a worker talks to may be the one that died.
-type fenceIncus struct {
-	clients []*incus.Client
-	mu      *sync.Mutex
-	first   *int // index of the member that answered last
-}
+// fenceIncus reads member statuses and the server configuration for the fence worker and
+// the cluster view, through the Incus client (which reaches the cluster through any member:
+// the one a worker talks to may be the one that died).
+type fenceIncus struct{ c *incus.Client }
 
-func newFenceIncus(clients ...*incus.Client) fenceIncus {
-	return fenceIncus{clients: clients, mu: &sync.Mutex{}, first: new(int)}
-}
+func newFenceIncus(c *incus.Client) fenceIncus { return fenceIncus{c: c} }
 
 var (
 	_ fencing.Cluster       = fenceIncus{}
 	_ fencing.ClusterConfig = fenceIncus{}
 )
 
-// each calls fn on the members in turn, starting with the one that answered last.
-func (f fenceIncus) each(fn func(*incus.Client) error) error {
-	f.mu.Lock()
-	start := *f.first
-	f.mu.Unlock()
-	var errs []error
-	for i := range f.clients {
-		n := (start + i) % len(f.clients)
-		err := fn(f.clients[n])
-		if err == nil {
-			f.mu.Lock()
-			*f.first = n
-			f.mu.Unlock()
-			return nil
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", f.clients[n].Endpoint(), err))
-	}
-	return errors.Join(errs...)
-}
-
 func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) {
-	var out []fencing.Observation
-	err := f.each(func(c *incus.Client) error {
-		ms, err := c.Members(ctx)
-		if err != nil {
-			return err
-		}
-		out = out[:0]
-		for _, m := range ms {
-			out = append(out, fencing.Observation{Name: m.ServerName, Status: memberStatus(m.Status), Message: m.Message, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
-		}
-		return nil
-	})
+	ms, err := f.c.Members(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the Incus members: %w", err)
+	}
+	out := make([]fencing.Observation, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, fencing.Observation{Name: m.ServerName, Status: memberStatus(m.Status), Message: m.Message, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
 	}
 	return out, nil
 }
 
 func (f fenceIncus) ServerConfig(ctx context.Context) (map[string]string, error) {
-	var cfg map[string]string
-	err := f.each(func(c *incus.Client) (err error) {
-		cfg, err = c.GetServerConfig(ctx)
-		return err
-	})
+	cfg, err := f.c.GetServerConfig(ctx)
 	if err != nil {
 		return nil, incusErr(err, "read the cluster configuration")
 	}

@@ -60,12 +60,10 @@ func startRollingEnv(t *testing.T) *rollingEnv {
 	return x
 }
 
+// workerEnv: the worker is given m1's URL alone (APELORA_INCUS_URL), which it reboots
+// too: it reaches the cluster through the members it learns from it.
 func (x *rollingEnv) workerEnv() []string {
-	var urls []string
-	for _, m := range x.lab.Members[1:] {
-		urls = append(urls, m.URL())
-	}
-	return []string{"APELORA_FENCE_INCUS_URLS=" + strings.Join(urls, ","), "APELORA_ROLLING_ONLINE_TIMEOUT=40s"}
+	return []string{"APELORA_ROLLING_ONLINE_TIMEOUT=40s"}
 }
 
 // rolling reads the rolling reboot (latest when id is "").

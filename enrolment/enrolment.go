@@ -63,7 +63,12 @@ type Incus interface {
 	IssueJoinToken(ctx context.Context, name string) (IssuedToken, error)
 	RevokeJoinToken(ctx context.Context, name string) error
 	MemberConfigKeys(ctx context.Context) ([]ConfigKey, error)
+	// RemoveMember removes the member; when it is the member Apelora talks through, the
+	// request goes through another one, and so do the calls after it.
 	RemoveMember(ctx context.Context, name string, force bool) error
+	// Through is the URL of the member Apelora talks to Incus through ("" over the unix
+	// socket) and the configured URLs (APELORA_INCUS_URL's list) it starts from.
+	Through() (through string, configured []string)
 	// InstancesOn names the instances on a member, of every project ("project/name"
 	// outside the default project), in a constant number of calls.
 	InstancesOn(ctx context.Context, member string) ([]string, error)
@@ -299,6 +304,14 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 				rec.Warn("", "%s", w)
 			}
 		}
+		if w := throughWarning(s.Incus, m); w != "" {
+			if a := audit.ActionFrom(ctx); a != nil {
+				a.Detail("talksThrough", m.URL)
+			}
+			if rec != nil {
+				rec.Warn("", "%s", w)
+			}
+		}
 		var refusals []error
 		if proj.Refused() {
 			refusals = append(refusals, apperr.New(apperr.FailedPrecondition, "%s cannot be removed, forced or not: %s", apperr.Quote(name), proj.Refusals[0]))
@@ -331,6 +344,26 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		}
 		return s.Incus.RemoveMember(ctx, name, force)
 	})
+}
+
+// throughWarning says what removing m does to Apelora's connection to Incus, when m is the
+// member Apelora talks through ("" otherwise).
+func throughWarning(in Incus, m *membership.Member) string {
+	through, configured := in.Through()
+	if through == "" || m.URL == "" || strings.TrimRight(m.URL, "/") != through {
+		return ""
+	}
+	w := fmt.Sprintf("Apelora talks to Incus through %s (%s): the removal is sent through another member, and Apelora goes on through the members it learned from the cluster", m.Name, through)
+	others := 0
+	for _, u := range configured {
+		if u != through {
+			others++
+		}
+	}
+	if others == 0 {
+		w += "; APELORA_INCUS_URL names only this member, so Apelora could not reach Incus after its next restart: set APELORA_INCUS_URL to another member's URL (on the API and the worker) before then"
+	}
+	return w
 }
 
 // Command is what the administrator runs on the new server: fetch enrol-member.sh from

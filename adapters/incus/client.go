@@ -203,6 +203,14 @@ func (c *Client) Through() string {
 	return c.eps.through()
 }
 
+// Seeds are the configured member URLs (APELORA_INCUS_URL's list), nil for the socket.
+func (c *Client) Seeds() []string {
+	if c.eps == nil {
+		return nil
+	}
+	return slices.Clone(c.eps.seeds)
+}
+
 // Addresses are the member URLs the client learned from the cluster's member list (none
 // yet, or for the unix socket: nil).
 func (c *Client) Addresses() []string {
@@ -260,6 +268,7 @@ type request struct {
 	body    any        // JSON-encoded when non-nil
 	ifMatch string     // ETag without quotes
 	timeout time.Duration
+	leaving string // the member this request removes (see Client.leave)
 }
 
 func (r request) uri() string {
@@ -291,6 +300,9 @@ func (c *Client) call(ctx context.Context, req request, out any) (result, error)
 	}
 	var res result
 	planned, err := c.writes.Do(ctx, plan.Incus, func() plan.Step { return c.describe(ctx, req) }, func() (err error) {
+		if req.leaving != "" {
+			c.leave(ctx, req.leaving)
+		}
 		res, err = c.send(ctx, req, out)
 		return err
 	})

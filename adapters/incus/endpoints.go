@@ -47,6 +47,8 @@ type endpoints struct {
 	learned time.Time
 	// learning is set while a background member-list read runs (at most one).
 	learning bool
+	// leaving is the URL of a member whose removal is being sent (Client.leave).
+	leaving string
 }
 
 func newEndpoints(seeds []string) *endpoints {

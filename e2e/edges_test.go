@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
+)
+
+// TestRemovingTheMemberApeloraTalksThrough: the product configured with m1's URL alone
+// (APELORA_INCUS_URL) plans m1's removal with a warning that says so, removes it through
+// another member, and goes on reading and changing the cluster through the others.
+func TestRemovingTheMemberApeloraTalksThrough(t *testing.T) {
+	lab := incuslab.Start(t, 3)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	m1 := lab.Members[0]
+	const remove = `mutation($in: RemoveMemberInput!) { removeMember(input: $in) {
+		plan { refused refusals { code message } warnings { message } } } }`
+	clusterMembers := func() []string {
+		t.Helper()
+		r := e.GQL(admin, `{ cluster { members offlineMembers warnings { code message } } fleet { machines { name } sources { incus { available message } } } }`, nil)
+		if len(r.Errors) > 0 {
+			t.Fatalf("cluster view: %+v", r.Errors)
+		}
+		c := r.Data["cluster"].(map[string]any)
+		if len(c["warnings"].([]any)) > 0 && strings.Contains(fmt.Sprint(c["warnings"]), "INCUS_UNAVAILABLE") {
+			t.Fatalf("cluster view: %v", c["warnings"])
+		}
+		f := r.Data["fleet"].(map[string]any)
+		if f["sources"].(map[string]any)["incus"].(map[string]any)["available"] != true {
+			t.Fatalf("fleet: Incus unavailable: %v", f["sources"])
+		}
+		var names []string
+		for _, m := range f["machines"].([]any) {
+			names = append(names, m.(map[string]any)["name"].(string))
+		}
+		slices.Sort(names)
+		return names
+	}
+	if got := clusterMembers(); fmt.Sprint(got) != "[m1 m2 m3]" {
+		t.Fatalf("members before: %v", got)
+	}
+
+	r := e.GQL(admin, remove, map[string]any{"in": map[string]any{"name": m1.Name, "dryRun": true}})
+	if len(r.Errors) > 0 {
+		t.Fatalf("plan: %+v", r.Errors)
+	}
+	plan := r.Data["removeMember"].(map[string]any)["plan"].(map[string]any)
+	warnings := fmt.Sprint(plan["warnings"])
+	if plan["refused"] != false || !strings.Contains(warnings, "Apelora talks to Incus through m1 ("+m1.URL()+")") ||
+		!strings.Contains(warnings, "APELORA_INCUS_URL names only this member") {
+		t.Fatalf("the plan does not say Apelora talks through m1: %v", plan)
+	}
+	// Another member's plan says nothing of it.
+	r = e.GQL(admin, remove, map[string]any{"in": map[string]any{"name": "m2", "dryRun": true}})
+	if w := fmt.Sprint(r.Data["removeMember"].(map[string]any)["plan"].(map[string]any)["warnings"]); strings.Contains(w, "talks to Incus") {
+		t.Fatalf("m2's plan: %v", w)
+	}
+
+	r = e.GQL(admin, remove, map[string]any{"in": map[string]any{"name": m1.Name}})
+	if len(r.Errors) > 0 {
+		t.Fatalf("remove m1: %+v", r.Errors)
+	}
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'removeMember' AND machine = 'm1' AND outcome = 'SUCCEEDED'
+		AND details->>'talksThrough' = $1`, m1.URL()); n != int64(1) {
+		t.Fatalf("%v audit events of m1's removal naming the member talked through, want 1", n)
+	}
+	// Reads and changes go on through m2 and m3.
+	if got := clusterMembers(); fmt.Sprint(got) != "[m2 m3]" {
+		t.Fatalf("members after removing m1: %v", got)
+	}
+	r = e.GQL(admin, `mutation { registerMachine(input: {name: "m2", provisioner: MANUAL}) { machine { name phase } } }`, nil)
+	if len(r.Errors) > 0 {
+		t.Fatalf("a change after m1's removal: %+v", r.Errors)
+	}
+	if ph := r.Data["registerMachine"].(map[string]any)["machine"].(map[string]any)["phase"]; ph == "UNKNOWN" {
+		t.Fatalf("m2's phase after m1's removal: %v", ph)
+	}
+}
