@@ -224,18 +224,58 @@ func (p incusPorts) Members(ctx context.Context) ([]membership.Member, error) {
 	return out, nil
 }
 
-// MemberAnswers asks the member itself for its state (Incus forwards the request), which
-// only a member that is up answers (rolling.Incus).
+// MemberAnswers asks the member's own API (GET /1.0?target=, which Incus forwards to it:
+// the read the incus-version admission check makes): nil once it answers ready. A member
+// whose daemon is still starting answers "Server isn't ready yet" and is not back.
 func (p incusPorts) MemberAnswers(ctx context.Context, name string) error {
-	if _, err := p.c.MemberState(ctx, name); err != nil {
-		return incusErr(err, "ask member "+name+" for its state")
+	if _, err := p.c.ServerInfo(ctx, name); err != nil {
+		if incus.IsNotReady(err) {
+			return notReady(err, name, 0)
+		}
+		return incusErr(err, "ask member "+name+" for its version")
 	}
 	return nil
 }
 
+// notReady is the error for a member whose daemon is still starting.
+func notReady(err error, member string, waited time.Duration) error {
+	if waited > 0 {
+		return apperr.Wrap(err, apperr.Unavailable, "member %s is still starting: Incus answered %q for it, also after %s of asking again (APELORA_REQUEST_TIMEOUT); check the member, then run the step again", member, incus.NotReadyMessage, waited.Round(time.Second))
+	}
+	return apperr.Wrap(err, apperr.Unavailable, "member %s answers but is still starting (Incus: %q)", member, incus.NotReadyMessage)
+}
+
+// notReadyPoll is how often a read that met a starting member asks again.
+const notReadyPoll = 500 * time.Millisecond
+
+// serverInfo reads GET /1.0 of member ("" the member talked to). A member still starting
+// ("Server isn't ready yet", as one back from a power cycle is for seconds after the cluster
+// lists it) is asked again until it is ready, within one request timeout.
+func (p incusPorts) serverInfo(ctx context.Context, member string) (incus.ServerInfo, error) {
+	began := time.Now()
+	for {
+		s, err := p.c.ServerInfo(ctx, member)
+		if !incus.IsNotReady(err) || member == "" {
+			return s, err
+		}
+		if time.Since(began)+notReadyPoll > p.c.Timeout() {
+			return s, notReady(err, member, time.Since(began))
+		}
+		select {
+		case <-ctx.Done():
+			return s, notReady(err, member, time.Since(began))
+		case <-time.After(notReadyPoll):
+		}
+	}
+}
+
 func (p incusPorts) Version(ctx context.Context, member string) (membership.Version, error) {
-	s, err := p.c.ServerInfo(ctx, member)
+	s, err := p.serverInfo(ctx, member)
 	if err != nil {
+		var ae *apperr.Error
+		if errors.As(err, &ae) {
+			return membership.Version{}, err
+		}
 		who := "the cluster"
 		if member != "" {
 			who = "member " + member

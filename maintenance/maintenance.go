@@ -362,10 +362,19 @@ func (s *Service) Restore(ctx context.Context, name string) (*Plan, error) {
 			}
 			if failed := report.Failed(); len(failed) > 0 {
 				names := make([]string, len(failed))
+				inconclusive := true
 				for i, f := range failed {
 					names[i] = f.Name + " (" + f.Message + ")"
+					inconclusive = inconclusive && f.Inconclusive
 				}
-				if err := refuse(apperr.New(apperr.FailedPrecondition, "%s stays evacuated: the admission checks failed: %s. Fix them and restore again", apperr.Quote(name), strings.Join(names, "; "))); err != nil {
+				// Checks that failed only because a read did not answer (a member still
+				// starting) are Incus unavailable, not a fact against the member: a caller
+				// that waits (the rolling driver) may try again.
+				code, what := apperr.FailedPrecondition, "failed"
+				if inconclusive {
+					code, what = apperr.Unavailable, "could not be completed"
+				}
+				if err := refuse(apperr.New(code, "%s stays evacuated: the admission checks %s: %s. Fix them and restore again", apperr.Quote(name), what, strings.Join(names, "; "))); err != nil {
 					return err
 				}
 			}

@@ -203,6 +203,9 @@ func (c *Client) Through() string {
 	return c.eps.through()
 }
 
+// Timeout is the bound of each call (Config.Timeout, else DefaultTimeout).
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
 // Seeds are the configured member URLs (APELORA_INCUS_URL's list), nil for the socket.
 func (c *Client) Seeds() []string {
 	if c.eps == nil {

@@ -77,6 +77,18 @@ func (e *Error) Is(target error) bool {
 // token…) does not exist.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
+// NotReadyMessage is what a member's daemon answers while it is still starting (500), also
+// to requests another member forwards to it: seen on 6.0.4 for a member restarted after a
+// power cycle, for more than 12 s in one of three restarts, while the cluster already
+// listed it.
+const NotReadyMessage = "Server isn't ready yet"
+
+// IsNotReady reports whether Incus answered that the daemon asked is still starting.
+func IsNotReady(err error) bool {
+	var ie *Error
+	return errors.As(err, &ie) && ie.Message == NotReadyMessage
+}
+
 // IsConflict reports whether Incus answered 409 Conflict.
 func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
 
