@@ -478,6 +478,9 @@ var (
 func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) {
 	ms, err := f.c.Members(ctx)
 	if err != nil {
+		if f.noQuorum(ctx, err) {
+			return nil, fmt.Errorf("list the Incus members: %w (%w)", fencing.ErrNoQuorum, err)
+		}
 		return nil, fmt.Errorf("list the Incus members: %w", err)
 	}
 	out := make([]fencing.Observation, 0, len(ms))
@@ -485,6 +488,27 @@ func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) 
 		out = append(out, fencing.Observation{Name: m.ServerName, Status: memberStatus(m.Status), Message: m.Message, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
 	}
 	return out, nil
+}
+
+// noQuorum tells a member list that failed for want of quorum from one that found no member
+// up: the list needs Incus's database, GET /1.0 does not. On 6.0.4 without quorum the list
+// answered 500 "context deadline exceeded" after 5 s (or nothing within the request
+// timeout) while GET /1.0 answered at once (seen live, two of three voters hung).
+func (f fenceIncus) noQuorum(ctx context.Context, err error) bool {
+	var ie *incus.Error
+	switch {
+	case errors.As(err, &ie) && ie.Status < 500:
+		return false // refused (trust, …): not the database
+	case !errors.As(err, &ie) && !errors.Is(err, context.DeadlineExceeded):
+		return false // nobody answered: reachability, not quorum
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, f.c.Timeout())
+	defer cancel()
+	_, perr := f.c.ServerInfo(pctx, "")
+	return perr == nil
 }
 
 func (f fenceIncus) ServerConfig(ctx context.Context) (map[string]string, error) {

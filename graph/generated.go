@@ -4199,6 +4199,10 @@ enum FenceEventKind {
   CONFIRMED
   "The request did not lead to a read saying off: the member is NOT fenced."
   NOT_CONFIRMED
+  "Incus answers but its database does not (no quorum): fencing is paused (member is null; details.since). Recorded once per loss."
+  QUORUM_LOST
+  "Incus has its quorum again (member is null; details.lostSince, lostForSeconds): Offline counts once it has answered for the settle period."
+  QUORUM_BACK
 }
 
 enum FenceReason {
@@ -4366,6 +4370,8 @@ enum ClusterWarningCode {
   UNMAPPED_MEMBERS
   "The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started)."
   OFFLINE_AFTER_TOO_SHORT
+  "Incus has no quorum (its members answer, its database does not) since the time the message gives, as the leading fence worker saw it: fencing is paused."
+  INCUS_NO_QUORUM
 }
 `, BuiltIn: false},
 	{Name: "../schema/fleet.graphqls", Input: `extend type Subscription {
