@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/testkit/incuslab"
@@ -80,5 +81,76 @@ func TestRemovingTheMemberApeloraTalksThrough(t *testing.T) {
 	}
 	if ph := r.Data["registerMachine"].(map[string]any)["machine"].(map[string]any)["phase"]; ph == "UNKNOWN" {
 		t.Fatalf("m2's phase after m1's removal: %v", ph)
+	}
+}
+
+// TestInstantEvacuationEndsWhenIncusSaysSo: an evacuation of an empty member ends at once
+// in Incus; Apelora says so from Incus's operation, not a timer: a restore asked as soon as
+// Incus's operation is done is not refused as "still running", and the operation's end is
+// recorded without waiting out the follower's idle period.
+func TestInstantEvacuationEndsWhenIncusSaysSo(t *testing.T) {
+	lab := incuslab.Start(t, 3)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	m3 := lab.Members[2]
+	inc := lab.Client(t, lab.Members[0])
+	if _, err := lab.CLI(lab.Members[0], "profile", "device", "add", "default", "root", "disk", "path=/", "pool="+incuslab.Pool); err != nil {
+		t.Fatal(err)
+	}
+	must := func(q string, vars map[string]any) map[string]any {
+		t.Helper()
+		r := e.GQL(admin, q, vars)
+		if len(r.Errors) > 0 {
+			t.Fatalf("%s: %+v", q, r.Errors)
+		}
+		return r.Data
+	}
+	must(`mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, map[string]any{"n": m3.Name})
+	for round := range 3 {
+		op := must(`mutation($n: String!) { evacuateMember(input: {name: $n}) { operation { id incusOperation } } }`,
+			map[string]any{"n": m3.Name})["evacuateMember"].(map[string]any)["operation"].(map[string]any)
+		id := op["incusOperation"].(string)
+		// Wait for Incus's operation to be done (it is at once for an empty member), then ask
+		// for the restore's plan right away.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			iop, err := inc.MemberOperation(t.Context(), id)
+			if err != nil {
+				t.Fatalf("round %d: read Incus's operation %s: %v", round, id, err)
+			}
+			if iop.Final() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: Incus's evacuation of an empty member still runs after 30 s: %+v", round, iop)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		r := e.GQL(admin, `mutation($n: String!) { restoreMember(input: {name: $n, dryRun: true}) { plan { refused refusals { code message } } } }`,
+			map[string]any{"n": m3.Name})
+		if len(r.Errors) > 0 {
+			t.Fatalf("round %d: restore plan: %+v", round, r.Errors)
+		}
+		if refusals := fmt.Sprint(r.Data["restoreMember"].(map[string]any)["plan"].(map[string]any)["refusals"]); strings.Contains(refusals, "still running") {
+			t.Fatalf("round %d: a restore right after Incus finished the evacuation was refused: %s", round, refusals)
+		}
+		// The end is recorded once the follower, woken after the change's commit, reads it:
+		// well before its 5 s idle period; waited for here without a timing assertion.
+		deadline = time.Now().Add(30 * time.Second)
+		for e.Scalar(`SELECT count(*) FROM member_operations WHERE finished_at IS NULL`) != int64(0) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the evacuation's end was never recorded", round)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		began := time.Now()
+		must(`mutation($n: String!) { restoreMember(input: {name: $n}) { operation { id } } }`, map[string]any{"n": m3.Name})
+		for e.Scalar(`SELECT count(*) FROM member_operations WHERE finished_at IS NULL`) != int64(0) {
+			if time.Since(began) > 30*time.Second {
+				t.Fatalf("round %d: the restore's end was never recorded", round)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("round %d: restore recorded finished %v after it was asked", round, time.Since(began).Round(time.Millisecond))
 	}
 }

@@ -318,6 +318,7 @@ func (s *Service) Evacuate(ctx context.Context, name, mode string) (*Plan, error
 	if err != nil {
 		return p, err
 	}
+	s.wake(p)
 	return p, nil
 }
 
@@ -390,7 +391,19 @@ func (s *Service) Restore(ctx context.Context, name string) (*Plan, error) {
 		}
 		return s.start(ctx, p)
 	})
+	if err == nil {
+		s.wake(p)
+	}
 	return p, err
+}
+
+// wake tells the follower of the operation the change just committed: woken before the
+// commit, it read the database before the row was there and looked again only after its
+// idle period (an instant evacuation stayed "running" for about 5 s).
+func (s *Service) wake(p *Plan) {
+	if p.Operation != nil && s.Wake != nil {
+		s.Wake()
+	}
 }
 
 // member reads the member list and finds name in it.
@@ -440,7 +453,16 @@ func (s *Service) notBusy(ctx context.Context, name string, refuse func(error) e
 	if err != nil {
 		return err
 	}
-	if running != nil {
+	if running == nil {
+		return nil
+	}
+	// Whether it runs is Incus's to say: the row is unfinished until the follower has
+	// recorded the end, which may come after Incus finished it.
+	iop, found, err := s.Incus.MemberOperation(ctx, running.IncusOperation)
+	if err != nil {
+		return err
+	}
+	if found && !iop.Done {
 		return refuse(apperr.New(apperr.FailedPrecondition, "%s: an %s started at %s is still running (Incus operation %s): wait for it (memberOperation shows its progress)",
 			apperr.Quote(name), running.Action, running.StartedAt.UTC().Format(time.RFC3339), running.IncusOperation))
 	}
@@ -465,9 +487,6 @@ func (s *Service) start(ctx context.Context, p *Plan) error {
 		return err
 	}
 	p.Operation = &op
-	if s.Wake != nil {
-		s.Wake()
-	}
 	return nil
 }
 
