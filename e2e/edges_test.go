@@ -154,3 +154,120 @@ func TestInstantEvacuationEndsWhenIncusSaysSo(t *testing.T) {
 		t.Logf("round %d: restore recorded finished %v after it was asked", round, time.Since(began).Round(time.Millisecond))
 	}
 }
+
+// TestRemovingAnOfflineMember follows what Incus 6.0 does (seen live on 6.0.4): removing
+// an Offline member without force is refused in the plan, saying why and what to do
+// (Incus would fail at once for a member that refuses connections, or hold the removal
+// and the cluster's heartbeats until a hung one answers); forced, it is removed and the
+// plan warns that its daemon must not come back as it is. And a removal whose request
+// gets no answer within the request timeout (the member hangs mid-removal) is followed to
+// its end: audited SUCCEEDED once Incus completed it, not FAILED.
+func TestRemovingAnOfflineMember(t *testing.T) {
+	lab := incuslab.Start(t, 5)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithRequestTimeout(2*time.Second))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	inc := lab.Client(t, lab.Members[0])
+	const remove = `mutation($in: RemoveMemberInput!) { removeMember(input: $in) {
+		plan { refused refusals { code message } warnings { message } } } }`
+	// Two stand-bys (no vote) to break: a voter's loss is the quorum rule's matter.
+	var spare []string
+	deadline := time.Now().Add(60 * time.Second)
+	for len(spare) < 2 {
+		spare = spare[:0]
+		ms, err := inc.Members(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if slices.Contains(m.Roles, "database-standby") {
+				spare = append(spare, m.ServerName)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no two stand-bys: %+v", ms)
+		}
+		time.Sleep(time.Second)
+	}
+	dead, hung := lab.Member(spare[0]), lab.Member(spare[1])
+	waitStatus := func(name, status string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			m, _, err := inc.Member(t.Context(), name)
+			if err == nil && m.Status == status {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not %s: %+v %v", name, status, m, err)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+
+	// Dead (refuses connections) and Offline: unforced is refused, saying what Incus would do.
+	if err := lab.Kill(dead); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(dead.Name, "Offline")
+	r := e.GQL(admin, remove, map[string]any{"in": map[string]any{"name": dead.Name, "dryRun": true}})
+	plan := r.Data["removeMember"].(map[string]any)["plan"].(map[string]any)
+	if refusals := fmt.Sprint(plan["refusals"]); plan["refused"] != true || !strings.Contains(refusals, "is Offline") || !strings.Contains(refusals, "remove it with force") {
+		t.Fatalf("plan for an Offline member without force: %v", plan)
+	}
+	r = e.GQL(admin, remove, map[string]any{"in": map[string]any{"name": dead.Name}})
+	if r.Code() != "FAILED_PRECONDITION" || !strings.Contains(r.Errors[0].Message, "is Offline") {
+		t.Fatalf("real removal of an Offline member without force: %+v", r.Errors)
+	}
+	if ms, _ := inc.Members(t.Context()); len(ms) != 5 {
+		t.Fatalf("members after the refusal: %d", len(ms))
+	}
+	// Forced: planned with the warning, then done.
+	r = e.GQL(admin, remove, map[string]any{"in": map[string]any{"name": dead.Name, "force": true, "dryRun": true}})
+	plan = r.Data["removeMember"].(map[string]any)["plan"].(map[string]any)
+	if plan["refused"] != false || !strings.Contains(fmt.Sprint(plan["warnings"]), "without contacting it") {
+		t.Fatalf("forced plan for an Offline member: %v", plan)
+	}
+	if r = e.GQL(admin, remove, map[string]any{"in": map[string]any{"name": dead.Name, "force": true}}); len(r.Errors) > 0 {
+		t.Fatalf("forced removal of an Offline member: %+v", r.Errors)
+	}
+	if ms, _ := inc.Members(t.Context()); len(ms) != 4 {
+		t.Fatalf("members after the forced removal: %d", len(ms))
+	}
+
+	// A member that hangs right after the plan (still Online): Incus holds the removal until
+	// it answers. The request times out (2 s); Apelora follows the removal, and once the
+	// member is thawed Incus completes it: the trail says SUCCEEDED.
+	if err := lab.Freeze(hung); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *producttest.Response, 1)
+	go func() { done <- e.GQL(admin, remove, map[string]any{"in": map[string]any{"name": hung.Name}}) }()
+	// The request timed out and the follow has begun before the member answers again.
+	deadline = time.Now().Add(time.Minute)
+	for !strings.Contains(e.Logs.String(), "following it to its end") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the removal was not followed:\n%s", e.Logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := lab.Thaw(hung); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r = <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the removal never answered")
+	}
+	if len(r.Errors) > 0 {
+		t.Fatalf("the followed removal: %+v", r.Errors)
+	}
+	followed := e.Scalar(`SELECT (details->>'removalFollowedSeconds')::int FROM audit_events WHERE action = 'removeMember' AND machine = $1 AND outcome = 'SUCCEEDED'`, hung.Name)
+	if followed == nil {
+		t.Fatalf("the removal of %s is not audited SUCCEEDED after being followed: %v", hung.Name,
+			e.Scalar(`SELECT string_agg(outcome || ' ' || coalesce(message, ''), '; ') FROM audit_events WHERE action = 'removeMember' AND machine = $1`, hung.Name))
+	}
+	t.Logf("the removal of the hung %s was followed for %v s after its request timed out", hung.Name, followed)
+	if ms, _ := inc.Members(t.Context()); len(ms) != 3 {
+		t.Fatalf("members after the followed removal: %d", len(ms))
+	}
+}

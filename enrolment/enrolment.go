@@ -8,6 +8,7 @@ package enrolment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -320,6 +321,17 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		if len(refusals) > 0 && rec == nil {
 			return refusals[0]
 		}
+		if m.Status == membership.StatusOffline {
+			if !force {
+				refusals = append(refusals, apperr.New(apperr.FailedPrecondition, "%s is Offline (Incus: %s): Incus removes a member without force only through the member itself, which must delete its storage pools and networks first. On Incus 6.0 a member that refuses connections fails the removal at once and stays a member, and one that hangs holds the removal, and every member's heartbeat (the cluster lists them all Offline), until it answers, then completes it. Bring %s back online and remove it, or, if it will not come back, make sure it is off (its fence, or MAAS) and remove it with force",
+					apperr.Quote(name), m.Message, name))
+			} else if rec != nil {
+				rec.Warn("", "forced: Incus removes the Offline %s from its database without contacting it; should its daemon start again it still believes it is a member (it waits for the cluster's database for ever): reinstall it before it comes back", name)
+			}
+		}
+		if len(refusals) > 0 && rec == nil {
+			return refusals[0]
+		}
 		held, err := s.Incus.InstancesOn(ctx, name)
 		if err != nil {
 			return err
@@ -342,8 +354,52 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		if err := s.Store.EndAdmission(ctx, name); err != nil {
 			return err
 		}
-		return s.Incus.RemoveMember(ctx, name, force)
+		err = s.Incus.RemoveMember(ctx, name, force)
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// No answer within the request timeout is no answer about the removal: Incus may
+			// still carry it out (removing the database leader took 6.7 s on a lab; one held by
+			// a member that hangs completes when it answers). Follow it to its end.
+			return s.followRemoval(ctx, name, err)
+		}
+		return err
 	})
+}
+
+// removalFollow bounds how long a removal whose request got no answer is followed (within
+// a change's own bound of three minutes).
+var removalFollow = 2 * time.Minute
+
+// followRemoval reads the members until Incus no longer lists name (the removal happened:
+// the change succeeds) or removalFollow has passed (it fails, saying what Incus shows).
+func (s *Service) followRemoval(ctx context.Context, name string, cause error) error {
+	began := time.Now()
+	a := audit.ActionFrom(ctx)
+	if s.Log != nil {
+		s.Log.InfoContext(ctx, "Incus did not answer a member's removal: following it to its end", "machine", name, "for", removalFollow.String(), "error", apperr.PublicMessage(cause))
+	}
+	for {
+		snap, err := s.Incus.Snapshot(ctx)
+		if err == nil && snap.Member(name) == nil {
+			if a != nil {
+				a.Detail("removalFollowedSeconds", int64(time.Since(began)/time.Second))
+			}
+			return nil
+		}
+		if time.Since(began) >= removalFollow {
+			listed := "could not be read"
+			if err == nil {
+				m := snap.Member(name)
+				listed = fmt.Sprintf("still lists %s (%s)", name, m.Status)
+			}
+			return apperr.Wrap(cause, apperr.Unavailable, "Incus did not answer the removal of %s, and %s after following it for %s: it may still complete it (a member that hangs holds its own removal until it answers); look at `incus cluster list`, then remove %s again or with force",
+				apperr.Quote(name), listed, removalFollow, name)
+		}
+		select {
+		case <-ctx.Done():
+			return cause
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // throughWarning says what removing m does to Apelora's connection to Incus, when m is the
