@@ -271,3 +271,74 @@ func TestRemovingAnOfflineMember(t *testing.T) {
 		t.Fatalf("members after the followed removal: %d", len(ms))
 	}
 }
+
+// TestDriftSaysWhyItIsQuietInMaintenance: an admitted member evacuated and then dead shows
+// no drift, and says why: the checks that need it up are suspended while it is in
+// maintenance, named with the reason (Machine.driftQuiet); restored, they run again.
+func TestDriftSaysWhyItIsQuietInMaintenance(t *testing.T) {
+	lab := incuslab.Start(t, 3)
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithDrift(time.Second, time.Second), producttest.WithRequestTimeout(3*time.Second))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	m3 := lab.Members[2]
+	must := func(q string, vars map[string]any) map[string]any {
+		t.Helper()
+		r := e.GQL(admin, q, vars)
+		if len(r.Errors) > 0 {
+			t.Fatalf("%s: %+v", q, r.Errors)
+		}
+		return r.Data
+	}
+	vars := map[string]any{"n": m3.Name}
+	must(`mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, vars)
+	if ph := must(`mutation($n: String!) { admitMember(input: {name: $n}) { machine { phase } } }`, vars)["admitMember"].(map[string]any)["machine"].(map[string]any)["phase"]; ph != "ADMITTED" {
+		t.Fatalf("admitted m3 is %v", ph)
+	}
+	const q = `query($n: String!) { machine(name: $n) { phase driftCheckedAt driftQuiet warnings { code message } } }`
+	await := func(what string, ok func(m map[string]any) bool) map[string]any {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			m := must(q, vars)["machine"].(map[string]any)
+			if ok(m) {
+				return m
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v", what, m)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	await("m3 re-checked, not quiet", func(m map[string]any) bool { return m["driftCheckedAt"] != nil && m["driftQuiet"] == nil })
+	must(`mutation($n: String!) { evacuateMember(input: {name: $n}) { operation { id } } }`, vars)
+	await("the evacuation's end", func(m map[string]any) bool { return m["phase"] == "EVACUATED" })
+	if err := lab.Kill(m3); err != nil {
+		t.Fatal(err)
+	}
+	m := await("drift saying why it is quiet for the dead evacuated m3", func(m map[string]any) bool {
+		qt, _ := m["driftQuiet"].(string)
+		return strings.HasPrefix(qt, "drift is quiet for m3: m3 is in maintenance")
+	})
+	t.Logf("driftQuiet: %s", m["driftQuiet"])
+	if q := m["driftQuiet"].(string); !strings.Contains(q, "restoreMember") || !strings.Contains(q, "suspended: ") {
+		t.Fatalf("driftQuiet: %q", q)
+	}
+	if strings.Contains(fmt.Sprint(m["warnings"]), "DRIFT") {
+		t.Fatalf("drift raised for a member in maintenance: %v", m["warnings"])
+	}
+	// Back and restored: the checks run again, nothing quiet.
+	if err := lab.RestartMember(m3); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		r := e.GQL(admin, `mutation($n: String!) { restoreMember(input: {name: $n}) { operation { id } } }`, vars)
+		if len(r.Errors) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restore m3: %+v", r.Errors)
+		}
+		time.Sleep(time.Second)
+	}
+	await("drift running again for the restored m3", func(m map[string]any) bool { return m["phase"] == "ADMITTED" && m["driftQuiet"] == nil })
+}

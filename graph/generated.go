@@ -393,6 +393,7 @@ type ComplexityRoot struct {
 
 	Machine struct {
 		DriftCheckedAt   func(childComplexity int) int
+		DriftQuiet       func(childComplexity int) int
 		Fence            func(childComplexity int) int
 		HardwareProfile  func(childComplexity int) int
 		Maas             func(childComplexity int) int
@@ -2234,6 +2235,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Machine.DriftCheckedAt(childComplexity), true
+	case "Machine.driftQuiet":
+		if e.ComplexityRoot.Machine.DriftQuiet == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.DriftQuiet(childComplexity), true
 	case "Machine.fence":
 		if e.ComplexityRoot.Machine.Fence == nil {
 			break
@@ -4078,6 +4085,12 @@ extend type Machine {
   admitted, or no replica watches). Its drift is among the warnings (code DRIFT).
   """
   driftCheckedAt: Time
+  """
+  Why drift is quiet for this member: the checks that need it up are suspended while it is
+  in maintenance (evacuated: it may be down on purpose), named with the reason, as of
+  ` + "`" + `driftCheckedAt` + "`" + `. Null while every check runs.
+  """
+  driftQuiet: String
 }
 
 extend type Warning {
@@ -6772,6 +6785,8 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_record(ctx, field)
 	case "driftCheckedAt":
 		return ec.fieldContext_Machine_driftCheckedAt(ctx, field)
+	case "driftQuiet":
+		return ec.fieldContext_Machine_driftQuiet(ctx, field)
 	case "fence":
 		return ec.fieldContext_Machine_fence(ctx, field)
 	case "hardwareProfile":
@@ -14028,6 +14043,29 @@ func (ec *executionContext) _Machine_driftCheckedAt(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_Machine_driftCheckedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Machine", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Machine_driftQuiet(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_driftQuiet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DriftQuiet, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_driftQuiet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Machine", field, false, false, "String")
 }
 
 func (ec *executionContext) _Machine_fence(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
@@ -25156,6 +25194,11 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "driftCheckedAt":
 			out.Values[i] = ec._Machine_driftCheckedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "driftQuiet":
+			out.Values[i] = ec._Machine_driftQuiet(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}

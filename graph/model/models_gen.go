@@ -683,6 +683,10 @@ type Machine struct {
 	// When the drift watcher last re-checked this admitted member; null when it never has (not
 	// admitted, or no replica watches). Its drift is among the warnings (code DRIFT).
 	DriftCheckedAt *time.Time `json:"driftCheckedAt,omitempty"`
+	// Why drift is quiet for this member: the checks that need it up are suspended while it is
+	// in maintenance (evacuated: it may be down on purpose), named with the reason, as of
+	// `driftCheckedAt`. Null while every check runs.
+	DriftQuiet *string `json:"driftQuiet,omitempty"`
 	// The member's fence mapping, with its last readiness drill; null when it has none.
 	Fence *FenceMapping `json:"fence,omitempty"`
 	// The hardware profile admission compares the machine with; null when none is assigned.
