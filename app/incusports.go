@@ -224,39 +224,58 @@ func (p incusPorts) Members(ctx context.Context) ([]membership.Member, error) {
 	return out, nil
 }
 
-// MemberAnswers asks the member's own API (GET /1.0?target=, which Incus forwards to it:
-// the read the incus-version admission check makes): nil once it answers ready. A member
-// whose daemon is still starting answers "Server isn't ready yet" and is not back.
+// MemberAnswers is nil once the member is back for the cluster's purposes: its own API
+// answers (GET /1.0 at its URL, asked directly, pinned like every call) and so does the
+// read the incus-version admission check makes through the cluster (GET /1.0?target=).
+// Both are needed (seen live on 6.0.4): the cluster may list a member before it answers,
+// and a member that answers itself may be unreachable through the others for seconds after
+// it came back: forwarded reads then answer "Server isn't ready yet" (or "Missing event
+// connection with target cluster member"), as they do for a member that is down.
 func (p incusPorts) MemberAnswers(ctx context.Context, name string) error {
+	m, _, err := p.c.Member(ctx, name)
+	if err != nil {
+		return incusErr(err, "read member "+name)
+	}
+	if _, err := p.c.AskMember(ctx, m.URL); err != nil {
+		if incus.IsNotReady(err) {
+			return notReady(err, name, 0)
+		}
+		return incusErr(err, "ask member "+name+" itself ("+m.URL+") for its version")
+	}
 	if _, err := p.c.ServerInfo(ctx, name); err != nil {
 		if incus.IsNotReady(err) {
 			return notReady(err, name, 0)
 		}
-		return incusErr(err, "ask member "+name+" for its version")
+		return incusErr(err, "ask member "+name+" for its version through the cluster")
 	}
 	return nil
 }
 
-// notReady is the error for a member whose daemon is still starting.
+// notReady is the error for a member Incus answers "Server isn't ready yet" for: the
+// member itself is starting, or the member asked through cannot reach it yet (or at all).
 func notReady(err error, member string, waited time.Duration) error {
 	if waited > 0 {
-		return apperr.Wrap(err, apperr.Unavailable, "member %s is still starting: Incus answered %q for it, also after %s of asking again (APELORA_REQUEST_TIMEOUT); check the member, then run the step again", member, incus.NotReadyMessage, waited.Round(time.Second))
+		return apperr.Wrap(err, apperr.Unavailable, "Incus answered %q for member %s, also after %s of asking again (APELORA_REQUEST_TIMEOUT): the member is starting, or the cluster cannot reach it yet; check it, then run the step again", incus.NotReadyMessage, member, waited.Round(time.Second))
 	}
-	return apperr.Wrap(err, apperr.Unavailable, "member %s answers but is still starting (Incus: %q)", member, incus.NotReadyMessage)
+	return apperr.Wrap(err, apperr.Unavailable, "Incus answered %q for member %s: it is starting, or the cluster cannot reach it yet", incus.NotReadyMessage, member)
 }
 
 // notReadyPoll is how often a read that met a starting member asks again.
 const notReadyPoll = 500 * time.Millisecond
 
-// serverInfo reads GET /1.0 of member ("" the member talked to). A member still starting
-// ("Server isn't ready yet", as one back from a power cycle is for seconds after the cluster
-// lists it) is asked again until it is ready, within one request timeout.
+// serverInfo reads GET /1.0 of member ("" the member talked to). When Incus answers "Server
+// isn't ready yet" for a member whose own API answers (one back from a power cycle, which
+// the others cannot reach for seconds yet), it asks again until they can, within one
+// request timeout; for a member that does not answer itself (down), at once.
 func (p incusPorts) serverInfo(ctx context.Context, member string) (incus.ServerInfo, error) {
 	began := time.Now()
 	for {
 		s, err := p.c.ServerInfo(ctx, member)
 		if !incus.IsNotReady(err) || member == "" {
 			return s, err
+		}
+		if !p.answersItself(ctx, member) {
+			return s, notReady(err, member, 0)
 		}
 		if time.Since(began)+notReadyPoll > p.c.Timeout() {
 			return s, notReady(err, member, time.Since(began))
@@ -267,6 +286,16 @@ func (p incusPorts) serverInfo(ctx context.Context, member string) (incus.Server
 		case <-time.After(notReadyPoll):
 		}
 	}
+}
+
+// answersItself reports whether the member's own API answers (asked at its URL).
+func (p incusPorts) answersItself(ctx context.Context, member string) bool {
+	m, _, err := p.c.Member(ctx, member)
+	if err != nil {
+		return false
+	}
+	_, err = p.c.AskMember(ctx, m.URL)
+	return err == nil
 }
 
 func (p incusPorts) Version(ctx context.Context, member string) (membership.Version, error) {

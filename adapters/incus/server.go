@@ -54,6 +54,29 @@ func (c *Client) ServerInfo(ctx context.Context, target string) (ServerInfo, err
 	if _, err := c.get(ctx, "/1.0", targetQuery(target), &s); err != nil {
 		return ServerInfo{}, err
 	}
+	return c.serverInfo(s)
+}
+
+// AskMember reads GET /1.0 from the member at url itself (its URL in the member list),
+// not forwarded and never another member: whether that member's own API answers. The
+// connection is pinned to the cluster certificate like every other; bounded by the call's
+// timeout. Over the unix socket it is ServerInfo of the local daemon.
+func (c *Client) AskMember(ctx context.Context, url string) (ServerInfo, error) {
+	if c.eps == nil {
+		return c.ServerInfo(ctx, "")
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var s serverJSON
+	base := strings.TrimRight(url, "/")
+	if _, err := c.attempt(parent, ctx, c.timeout, base, base, request{method: http.MethodGet, path: "/1.0"}, nil, &s); err != nil {
+		return ServerInfo{}, err
+	}
+	return c.serverInfo(s)
+}
+
+func (c *Client) serverInfo(s serverJSON) (ServerInfo, error) {
 	info := ServerInfo{
 		ServerName:             s.Environment.ServerName,
 		ServerVersion:          s.Environment.ServerVersion,
