@@ -184,7 +184,7 @@ func (m *Metrics) registerServer() {
 func (m *Metrics) registerWorker() {
 	m.fenceEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apelora_fence_events_total",
-		Help: "Fence events this worker recorded, by kind (decisions: ELIGIBLE, REFUSED, REQUESTED; outcomes: CONFIRMED, NOT_CONFIRMED; OFFLINE, BACK_ONLINE, LEADING) and reason.",
+		Help: "Fence events this worker recorded, by kind (decisions: ELIGIBLE, REFUSED, REQUESTED; outcomes: CONFIRMED, NOT_CONFIRMED; OFFLINE, BACK_ONLINE, LEADING, QUORUM_LOST, QUORUM_BACK) and reason.",
 	}, []string{"kind", "reason"})
 	m.fenceLeading = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "apelora_fence_leading",
