@@ -386,9 +386,15 @@ func (c *Client) attemptAt(parent, ctx context.Context, timeout time.Duration, r
 // be asked: a connection that never opened (the request was not sent), or a GET that got
 // no answer while the call's bound still runs.
 func (c *Client) unreached(ctx context.Context, req request, err error) bool {
-	var ie *Error
-	if errors.As(err, &ie) || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return false
+	}
+	var ie *Error
+	if errors.As(err, &ie) {
+		// A member whose own daemon is still starting (back from a reboot) answers every
+		// request of its own so: not an answer. One about another member (?target=) is
+		// that member's matter.
+		return IsNotReady(err) && ie.Message == NotReadyMessage && req.query.Get("target") == ""
 	}
 	if isConnectError(err) {
 		return true

@@ -22,7 +22,9 @@ import (
 //   - the members: each member's URL from the cluster's own member list, learned on every
 //     member list the client reads, and at most once a learnEvery in the background after a
 //     call that answered;
-//   - the current one: the address that answered last, asked first.
+//   - the current one: the address that answered last, asked first (a member whose daemon
+//     is still starting, answering "Server isn't ready yet" to its own requests, has not
+//     answered).
 //
 // A call goes to the current address; when it cannot connect there (refused, no answer
 // within the connect bound, a certificate that is not the cluster's, as a removed member
@@ -127,7 +129,10 @@ func (e *endpoints) learn(urls []string) (moved bool) {
 		return false
 	}
 	e.members = ms
-	if !slices.Contains(ms, e.current) {
+	// A configured address stays first while it answers, even when the cluster lists its
+	// members at other addresses (Apelora may reach them on another network than the one
+	// they talk on); a learned one that is no member any more moves to a member.
+	if !slices.Contains(ms, e.current) && !slices.Contains(e.seeds, e.current) {
 		e.current = ms[0]
 		return true
 	}
