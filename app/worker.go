@@ -149,6 +149,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		return err
 	}
 	defer ic2.Close()
+	learnMembers(ctx, ic2, log)
 	// Each MAAS read and power command is bounded by the request timeout; a live
 	// power-state read by max(75 s, it), as MAAS itself waits up to 60 s for the BMC.
 	mc := cfg.maasClient(log)

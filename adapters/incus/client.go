@@ -344,9 +344,7 @@ func (c *Client) send(ctx context.Context, req request, out any) (result, error)
 		res, err := c.attemptAt(parent, ctx, timeout, req, body, out, base, i < len(order)-1)
 		if err == nil || !c.unreached(ctx, req, err) {
 			if res.httpStatus != 0 {
-				if c.eps.answered(base) {
-					go c.learnInBackground()
-				}
+				c.eps.answered(base)
 			} else {
 				c.eps.failed(base)
 			}
@@ -450,14 +448,15 @@ func (c *Client) attempt(parent, ctx context.Context, timeout time.Duration, bas
 	return res, decodeAnswer(req.method, req.uri(), resp.StatusCode, raw, &res, out)
 }
 
-// learnInBackground reads the member list once (Members learns the addresses from it),
-// bounded like any call, after a call found the learned addresses stale.
-func (c *Client) learnInBackground() {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	if _, err := c.Members(ctx); err != nil {
-		c.eps.learnDone()
+// Learn reads the cluster's member list, from which the client learns whom it may ask
+// (every member list it reads does the same): app calls it once at start, so the addresses
+// are known before the member talked through first is ever lost.
+func (c *Client) Learn(ctx context.Context) error {
+	if c.eps == nil {
+		return nil
 	}
+	_, err := c.Members(ctx)
+	return err
 }
 
 // decodeAnswer interprets an Incus answer. It is separate from call for unit tests.

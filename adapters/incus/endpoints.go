@@ -19,9 +19,10 @@ import (
 //
 //   - the seeds: the configured URLs (APELORA_INCUS_URL, which may list several), kept as
 //     a last resort;
-//   - the members: each member's URL from the cluster's own member list, learned on every
-//     member list the client reads, and at most once a learnEvery in the background after a
-//     call that answered;
+//   - the members: each member's URL from the cluster's own member list, learned at start
+//     (Learn) and from every member list the client reads (the API, drift and the worker
+//     read it all the time; no call of its own, so upstream calls stay those of the
+//     operations);
 //   - the current one: the address that answered last, asked first (a member whose daemon
 //     is still starting, answering "Server isn't ready yet" to its own requests, has not
 //     answered).
@@ -36,19 +37,12 @@ import (
 // One Client is one cluster: issue 27's registered clusters each get one, made from the
 // cluster's record (its URL and pinned certificate) instead of the environment.
 
-// learnEvery is how stale the learned member addresses may get before a call that answered
-// reads the member list again in the background.
-const learnEvery = time.Minute
-
 // endpoints are the addresses a client may reach its cluster through.
 type endpoints struct {
 	mu      sync.Mutex
 	seeds   []string // configured, in order
 	members []string // learned from the cluster's member list, sorted
 	current string   // answered last; asked first
-	learned time.Time
-	// learning is set while a background member-list read runs (at most one).
-	learning bool
 	// leaving is the URL of a member whose removal is being sent (Client.leave).
 	leaving string
 }
@@ -84,17 +78,11 @@ func (e *endpoints) order() []string {
 	return out
 }
 
-// answered records that u answered: it is asked first from now on. It reports whether the
-// learned member list is due for a refresh (and marks one as started).
-func (e *endpoints) answered(u string) (learn bool) {
+// answered records that u answered: it is asked first from now on.
+func (e *endpoints) answered(u string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.current = u
-	if !e.learning && time.Since(e.learned) >= learnEvery {
-		e.learning = true
-		return true
-	}
-	return false
 }
 
 // failed records that u could not be reached: the next call starts at the next address.
@@ -124,7 +112,6 @@ func (e *endpoints) learn(urls []string) (moved bool) {
 	slices.Sort(ms)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.learned, e.learning = time.Now(), false
 	if len(ms) == 0 {
 		return false
 	}
@@ -137,13 +124,6 @@ func (e *endpoints) learn(urls []string) (moved bool) {
 		return true
 	}
 	return false
-}
-
-// learnDone ends a background refresh that failed (it is tried again after learnEvery).
-func (e *endpoints) learnDone() {
-	e.mu.Lock()
-	e.learned, e.learning = time.Now(), false
-	e.mu.Unlock()
 }
 
 // avoid moves the current address off u (to the next member), for a member about to leave.
