@@ -362,6 +362,10 @@ func (c *Client) send(ctx context.Context, req request, out any) (result, error)
 	if len(errs) == 1 {
 		return result{}, errs[0]
 	}
+	if parent.Err() == nil && ctx.Err() != nil {
+		// The call's bound ran out across the members: that bound is the answer's.
+		return result{}, fmt.Errorf("incus %s %s: %w from any member (%w)", req.method, req.path, &TimeoutError{After: timeout}, errors.Join(errs...))
+	}
 	return result{}, fmt.Errorf("no member of the cluster could be reached: %w", errors.Join(errs...))
 }
 
