@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
@@ -225,18 +224,87 @@ func (p incusPorts) Members(ctx context.Context) ([]membership.Member, error) {
 	return out, nil
 }
 
-// MemberAnswers asks the member itself for its state (Incus forwards the request), which
-// only a member that is up answers (rolling.Incus).
+// MemberAnswers is nil once the member is back for the cluster's purposes: its own API
+// answers (GET /1.0 at its URL, asked directly, pinned like every call) and so does the
+// read the incus-version admission check makes through the cluster (GET /1.0?target=).
+// Both are needed (seen live on 6.0.4): the cluster may list a member before it answers,
+// and a member that answers itself may be unreachable through the others for seconds after
+// it came back: forwarded reads then answer "Server isn't ready yet" (or "Missing event
+// connection with target cluster member"), as they do for a member that is down.
 func (p incusPorts) MemberAnswers(ctx context.Context, name string) error {
-	if _, err := p.c.MemberState(ctx, name); err != nil {
-		return incusErr(err, "ask member "+name+" for its state")
+	m, _, err := p.c.Member(ctx, name)
+	if err != nil {
+		return incusErr(err, "read member "+name)
+	}
+	if _, err := p.c.AskMember(ctx, m.URL); err != nil {
+		if incus.IsNotReady(err) {
+			return notReady(err, name, 0)
+		}
+		return incusErr(err, "ask member "+name+" itself ("+m.URL+") for its version")
+	}
+	if _, err := p.c.ServerInfo(ctx, name); err != nil {
+		if incus.IsNotReady(err) {
+			return notReady(err, name, 0)
+		}
+		return incusErr(err, "ask member "+name+" for its version through the cluster")
 	}
 	return nil
 }
 
-func (p incusPorts) Version(ctx context.Context, member string) (membership.Version, error) {
-	s, err := p.c.ServerInfo(ctx, member)
+// notReady is the error for a member Incus answers "Server isn't ready yet" for: the
+// member itself is starting, or the member asked through cannot reach it yet (or at all).
+func notReady(err error, member string, waited time.Duration) error {
+	if waited > 0 {
+		return apperr.Wrap(err, apperr.Unavailable, "Incus answered %q for member %s, also after %s of asking again (APELORA_REQUEST_TIMEOUT): the member is starting, or the cluster cannot reach it yet; check it, then run the step again", incus.NotReadyMessage, member, waited.Round(time.Second))
+	}
+	return apperr.Wrap(err, apperr.Unavailable, "Incus answered %q for member %s: it is starting, or the cluster cannot reach it yet", incus.NotReadyMessage, member)
+}
+
+// notReadyPoll is how often a read that met a starting member asks again.
+const notReadyPoll = 500 * time.Millisecond
+
+// serverInfo reads GET /1.0 of member ("" the member talked to). When Incus answers "Server
+// isn't ready yet" for a member whose own API answers (one back from a power cycle, which
+// the others cannot reach for seconds yet), it asks again until they can, within one
+// request timeout; for a member that does not answer itself (down), at once.
+func (p incusPorts) serverInfo(ctx context.Context, member string) (incus.ServerInfo, error) {
+	began := time.Now()
+	for {
+		s, err := p.c.ServerInfo(ctx, member)
+		if !incus.IsNotReady(err) || member == "" {
+			return s, err
+		}
+		if !p.answersItself(ctx, member) {
+			return s, notReady(err, member, 0)
+		}
+		if time.Since(began)+notReadyPoll > p.c.Timeout() {
+			return s, notReady(err, member, time.Since(began))
+		}
+		select {
+		case <-ctx.Done():
+			return s, notReady(err, member, time.Since(began))
+		case <-time.After(notReadyPoll):
+		}
+	}
+}
+
+// answersItself reports whether the member's own API answers (asked at its URL).
+func (p incusPorts) answersItself(ctx context.Context, member string) bool {
+	m, _, err := p.c.Member(ctx, member)
 	if err != nil {
+		return false
+	}
+	_, err = p.c.AskMember(ctx, m.URL)
+	return err == nil
+}
+
+func (p incusPorts) Version(ctx context.Context, member string) (membership.Version, error) {
+	s, err := p.serverInfo(ctx, member)
+	if err != nil {
+		var ae *apperr.Error
+		if errors.As(err, &ae) {
+			return membership.Version{}, err
+		}
 		who := "the cluster"
 		if member != "" {
 			who = "member " + member
@@ -335,8 +403,13 @@ func (p incusPorts) RevokeJoinToken(ctx context.Context, name string) error {
 }
 
 func (p incusPorts) RemoveMember(ctx context.Context, name string, force bool) error {
+	// When it is the member Apelora talks through, the client sends the removal, and every
+	// call after it, through another member (incus.Client.DeleteMember).
 	return incusErr(p.c.DeleteMember(ctx, name, force), "remove member "+name)
 }
+
+// Through is the member Apelora talks through and the configured URLs (enrolment.Incus).
+func (p incusPorts) Through() (string, []string) { return p.c.Through(), p.c.Seeds() }
 
 // InstancesOn names the instances on member, of every project, in one Incus call.
 func (p incusPorts) InstancesOn(ctx context.Context, member string) ([]string, error) {
@@ -419,68 +492,56 @@ func incusInventory(r incus.Resources) hardware.Inventory {
 	return inv
 }
 
-// fenceIncus reads member statuses and the server configuration, asking the configured
-// members in order: the one a worker talks to may be the one that died.
-type fenceIncus struct {
-	clients []*incus.Client
-	mu      *sync.Mutex
-	first   *int // index of the member that answered last
-}
+// fenceIncus reads member statuses and the server configuration for the fence worker and
+// the cluster view, through the Incus client (which reaches the cluster through any member:
+// the one a worker talks to may be the one that died).
+type fenceIncus struct{ c *incus.Client }
 
-func newFenceIncus(clients ...*incus.Client) fenceIncus {
-	return fenceIncus{clients: clients, mu: &sync.Mutex{}, first: new(int)}
-}
+func newFenceIncus(c *incus.Client) fenceIncus { return fenceIncus{c: c} }
 
 var (
 	_ fencing.Cluster       = fenceIncus{}
 	_ fencing.ClusterConfig = fenceIncus{}
 )
 
-// each calls fn on the members in turn, starting with the one that answered last.
-func (f fenceIncus) each(fn func(*incus.Client) error) error {
-	f.mu.Lock()
-	start := *f.first
-	f.mu.Unlock()
-	var errs []error
-	for i := range f.clients {
-		n := (start + i) % len(f.clients)
-		err := fn(f.clients[n])
-		if err == nil {
-			f.mu.Lock()
-			*f.first = n
-			f.mu.Unlock()
-			return nil
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", f.clients[n].Endpoint(), err))
-	}
-	return errors.Join(errs...)
-}
-
 func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) {
-	var out []fencing.Observation
-	err := f.each(func(c *incus.Client) error {
-		ms, err := c.Members(ctx)
-		if err != nil {
-			return err
-		}
-		out = out[:0]
-		for _, m := range ms {
-			out = append(out, fencing.Observation{Name: m.ServerName, Status: memberStatus(m.Status), Message: m.Message, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
-		}
-		return nil
-	})
+	ms, err := f.c.Members(ctx)
 	if err != nil {
+		if f.noQuorum(ctx, err) {
+			return nil, fmt.Errorf("list the Incus members: %w (%w)", fencing.ErrNoQuorum, err)
+		}
 		return nil, fmt.Errorf("list the Incus members: %w", err)
+	}
+	out := make([]fencing.Observation, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, fencing.Observation{Name: m.ServerName, Status: memberStatus(m.Status), Message: m.Message, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups})
 	}
 	return out, nil
 }
 
+// noQuorum tells a member list that failed for want of quorum from one that found no member
+// up: the list needs Incus's database, GET /1.0 does not. On 6.0.4 without quorum the list
+// answered 500 "context deadline exceeded" after 5 s (or nothing within the request
+// timeout) while GET /1.0 answered at once (seen live, two of three voters hung).
+func (f fenceIncus) noQuorum(ctx context.Context, err error) bool {
+	var ie *incus.Error
+	switch {
+	case errors.As(err, &ie) && ie.Status < 500:
+		return false // refused (trust, …): not the database
+	case !errors.As(err, &ie) && !errors.Is(err, context.DeadlineExceeded):
+		return false // nobody answered: reachability, not quorum
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, f.c.Timeout())
+	defer cancel()
+	_, perr := f.c.ServerInfo(pctx, "")
+	return perr == nil
+}
+
 func (f fenceIncus) ServerConfig(ctx context.Context) (map[string]string, error) {
-	var cfg map[string]string
-	err := f.each(func(c *incus.Client) (err error) {
-		cfg, err = c.GetServerConfig(ctx)
-		return err
-	})
+	cfg, err := f.c.GetServerConfig(ctx)
 	if err != nil {
 		return nil, incusErr(err, "read the cluster configuration")
 	}

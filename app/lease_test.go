@@ -266,6 +266,7 @@ func (leaseObserver) Leading(bool)                           {}
 func (o leaseObserver) Lease(epoch int64, renewed time.Time) { o.lease(epoch, renewed) }
 func (leaseObserver) Recorded(fencing.Event)                 {}
 func (leaseObserver) RoundDone(error)                        {}
+func (leaseObserver) NoQuorum(time.Time)                     {}
 
 // Two workers run; the leader's connection is killed server-side (pg_terminate_backend,
 // as a failover or a network cut would): it steps down by itself (its renewal fails),

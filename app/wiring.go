@@ -82,7 +82,8 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			fleetIncus = incusAvailability{incusSide, cfg.Metrics}
 		}
 		fenceCluster = newFenceIncus(client)
-		log.Info("Incus configured", "endpoint", client.Endpoint(), "request_timeout", cfg.upstreamTimeout().String())
+		learnMembers(ctx, client, log)
+		log.Info("Incus configured", "endpoint", client.Endpoint(), "members", len(client.Addresses()), "request_timeout", cfg.upstreamTimeout().String())
 	} else {
 		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) is set")
 		checks = append(checks, func(context.Context) error { return apperr.NotConfigured(apperr.Incus) })
@@ -230,6 +231,15 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Stop:              ctx,
 	})
 	return &Product{Handler: h, Listener: listener}, nil
+}
+
+// learnMembers has the client read the cluster's member list once at start, so it knows
+// every member it may reach the cluster through before the one it talks to is lost; an
+// Incus that does not answer now is only logged (the next member list teaches it).
+func learnMembers(ctx context.Context, c *incus.Client, log *slog.Logger) {
+	if err := c.Learn(ctx); err != nil {
+		log.Warn("could not read the Incus member list at start: Apelora knows only APELORA_INCUS_URL's addresses until it can", "error", err)
+	}
 }
 
 // memberOperationPoll is how often a running evacuation or restore is read from Incus:

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/maintenance"
-	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/rolling"
 )
 
@@ -25,12 +23,13 @@ import (
 // rights; it is read once and kept only inside the MAAS client.
 type WorkerConfig struct {
 	Config
-	// ExtraIncusURLs are other members to ask when APELORA_INCUS_URL does not answer
-	// (APELORA_FENCE_INCUS_URLS); they use the same certificates.
-	ExtraIncusURLs []string
-	Limits         fencing.Limits
-	Poll           time.Duration
-	DrillInterval  time.Duration
+	// DeprecatedFenceURLs are the members APELORA_FENCE_INCUS_URLS listed (deprecated: the
+	// Incus client reaches the cluster through any member and learns them itself); they
+	// were added to the Incus client's fallback addresses, and the worker warns at start.
+	DeprecatedFenceURLs []string
+	Limits              fencing.Limits
+	Poll                time.Duration
+	DrillInterval       time.Duration
 	// Name identifies this worker in events and logs (APELORA_WORKER_NAME).
 	Name string
 	// RollingOnlineTimeout bounds a rolling reboot's wait for a member to go down after
@@ -46,7 +45,7 @@ func WorkerVariables() []Variable {
 		out = append(out, Variable{d.name, durationText(d.def), d.meaning})
 	}
 	return append(out,
-		Variable{"APELORA_FENCE_INCUS_URLS", "(none)", "comma-separated further member URLs to ask when APELORA_INCUS_URL does not answer"},
+		Variable{EnvDeprecatedFenceURLs, "(none)", "deprecated: read as more addresses of APELORA_INCUS_URL's list (the worker warns at start); the worker, like the API, reaches the cluster through any member it learns from the cluster"},
 		Variable{"APELORA_WORKER_NAME", "(host name and process id)", "this worker's name in fence events and logs"},
 	)
 }
@@ -108,20 +107,17 @@ func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
 	if w.MAAS.BaseURL == "" {
 		return w, errors.New("apelora-worker needs MAAS to power members off: set APELORA_MAAS_URL and APELORA_MAAS_API_KEY (the key of a MAAS user that may read and power the fenced machines), and APELORA_MAAS_CA_FILE unless MAAS's certificate is in the system trust store")
 	}
-	if v := strings.TrimSpace(getenv("APELORA_FENCE_INCUS_URLS")); v != "" {
+	if v := strings.TrimSpace(getenv(EnvDeprecatedFenceURLs)); v != "" {
 		if w.Incus.UsesSocket() {
-			return w, errors.New("APELORA_FENCE_INCUS_URLS needs HTTPS Incus (APELORA_INCUS_URL), not the socket")
+			return w, errors.New(EnvDeprecatedFenceURLs + " needs HTTPS Incus (APELORA_INCUS_URL), not the socket; it is deprecated: unset it")
 		}
-		for _, u := range strings.Split(v, ",") {
-			if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
-				c := w.Incus
-				c.URL = u
-				if err := c.Validate(); err != nil {
-					return w, fmt.Errorf("APELORA_FENCE_INCUS_URLS: %w", err)
-				}
-				w.ExtraIncusURLs = append(w.ExtraIncusURLs, u)
-			}
+		w.DeprecatedFenceURLs = incus.SplitURLs(v)
+		c := w.Incus
+		c.FallbackURLs = append(c.FallbackURLs, w.DeprecatedFenceURLs...)
+		if err := c.Validate(); err != nil {
+			return w, fmt.Errorf("%s: %w", EnvDeprecatedFenceURLs, err)
 		}
+		w.Incus = c
 	}
 	w.Name = get("APELORA_WORKER_NAME", "")
 	if w.Name == "" {
@@ -131,6 +127,10 @@ func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
 	return w, nil
 }
 
+// EnvDeprecatedFenceURLs is the worker's former list of fallback members, replaced by the
+// Incus client's own discovery (one rule for the API and the worker).
+const EnvDeprecatedFenceURLs = "APELORA_FENCE_INCUS_URLS"
+
 // RunWorker runs apelora-worker on an open database until ctx ends: it stands by while
 // another worker holds the fence lease, and leads when none does.
 func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log *slog.Logger) error {
@@ -138,20 +138,18 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 	if cfg.Metrics != nil {
 		writes.AfterEach(cfg.Metrics.Write)
 	}
-	var clients []*incus.Client
-	for _, u := range append([]string{""}, cfg.ExtraIncusURLs...) {
-		ic := cfg.incusClient(log)
-		ic.Writes = writes
-		if u != "" {
-			ic.URL = u
-		}
-		c, err := incus.New(ic)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		clients = append(clients, c)
+	if len(cfg.DeprecatedFenceURLs) > 0 {
+		log.Warn(EnvDeprecatedFenceURLs+" is deprecated: the worker reaches the cluster through any member it learns from the cluster's member list, as the API does; its addresses are read as more addresses of APELORA_INCUS_URL for now: list them there (comma-separated) and unset it",
+			"addresses", cfg.DeprecatedFenceURLs)
 	}
+	ic := cfg.incusClient(log)
+	ic.Writes = writes
+	ic2, err := incus.New(ic)
+	if err != nil {
+		return err
+	}
+	defer ic2.Close()
+	learnMembers(ctx, ic2, log)
 	// Each MAAS read and power command is bounded by the request timeout; a live
 	// power-state read by max(75 s, it), as MAAS itself waits up to 60 s for the BMC.
 	mc := cfg.maasClient(log)
@@ -161,7 +159,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 	if err != nil {
 		return err
 	}
-	cluster := newFenceIncus(clients...)
+	cluster := newFenceIncus(ic2)
 	threshold, err := checkOfflineThreshold(ctx, cfg, cluster, log)
 	if err != nil {
 		return err
@@ -174,9 +172,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		Log:   log, Observer: cfg.fenceObserver(),
 	}
 	// The same leader's process drives rolling reboots: it holds the power credential.
-	go newRollingDriver(cfg, store, clients, client, threshold, log).Run(ctx)
+	go newRollingDriver(cfg, store, ic2, client, threshold, log).Run(ctx)
 	log.Info("apelora-worker starting", "worker", cfg.Name, "limits", cfg.Limits.Describe(), "poll", cfg.Poll.String(),
-		"drill_interval", cfg.DrillInterval.String(), "request_timeout", cfg.upstreamTimeout().String(), "incus", clients[0].Endpoint(), "incus_fallbacks", len(clients)-1, "maas", client)
+		"drill_interval", cfg.DrillInterval.String(), "request_timeout", cfg.upstreamTimeout().String(), "incus", ic2.Endpoint(), "incus_addresses", len(ic.FallbackURLs)+1, "maas", client)
 	return w.Run(ctx)
 }
 
@@ -203,18 +201,14 @@ func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencin
 // newRollingDriver builds the rolling reboot driver on the worker's clients: evacuate and
 // restore through package maintenance (restore's admission checks included), the power
 // cycle through the worker's MAAS client.
-func newRollingDriver(cfg WorkerConfig, store *postgres.Store, clients []*incus.Client, mc *maas.Client, offlineThreshold time.Duration, log *slog.Logger) *rolling.Driver {
-	incusSide, maasSide := newIncusPorts(clients[0]), newMAASPorts(mc)
-	var every rollingIncus
-	for _, c := range clients {
-		every = append(every, newIncusPorts(c))
-	}
+func newRollingDriver(cfg WorkerConfig, store *postgres.Store, ic *incus.Client, mc *maas.Client, offlineThreshold time.Duration, log *slog.Logger) *rolling.Driver {
+	incusSide, maasSide := newIncusPorts(ic), newMAASPorts(mc)
 	checker := &admission.Checker{Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles()}
 	mnt := &maintenance.Service{Store: store.Maintenance(), Checker: checker}
 	plug(incusSide, checker, mnt)
 	plug(maasSide, checker, mnt)
 	d := &rolling.Driver{
-		Store: store.Rolling(), Incus: every, Power: fenceMAAS{mc}, Maintenance: mnt, Operations: store.Maintenance(),
+		Store: store.Rolling(), Incus: incusSide, Power: fenceMAAS{mc}, Maintenance: mnt, Operations: store.Maintenance(),
 		Auditor: store, Leadership: store.RollingLeadership("apelora-worker rolling "+cfg.Name, cfg.leaderLease()), Lease: cfg.leaderLease(),
 		Actor: "apelora-worker " + cfg.Name, OnlineTimeout: cfg.RollingOnlineTimeout, Poll: rollingPoll, Log: log,
 		// Incus's members heartbeat each other every half offline threshold.
@@ -229,33 +223,3 @@ func newRollingDriver(cfg WorkerConfig, store *postgres.Store, clients []*incus.
 // rollingPoll is how often the driver looks at the running rolling reboot: each step
 // waits on Incus or MAAS, so a second is plenty and costs one read of each.
 const rollingPoll = time.Second
-
-// rollingIncus asks the members the worker knows (APELORA_INCUS_URL, then
-// APELORA_FENCE_INCUS_URLS) in turn: a rolling reboot takes the member behind
-// APELORA_INCUS_URL down too, and must still see the cluster meanwhile.
-type rollingIncus []*incusPorts
-
-func (r rollingIncus) Members(ctx context.Context) ([]membership.Member, error) {
-	var first error
-	for _, p := range r {
-		ms, err := p.Members(ctx)
-		if err == nil {
-			return ms, nil
-		}
-		first = cmp.Or(first, err)
-	}
-	return nil, first
-}
-
-// MemberAnswers is nil when the member answers through any of them.
-func (r rollingIncus) MemberAnswers(ctx context.Context, name string) error {
-	var first error
-	for _, p := range r {
-		err := p.MemberAnswers(ctx, name)
-		if err == nil {
-			return nil
-		}
-		first = cmp.Or(first, err)
-	}
-	return first
-}

@@ -55,3 +55,34 @@ func TestWorkerConfigRefusalsNameTheVariable(t *testing.T) {
 		}
 	}
 }
+
+// One rule for the API and the worker: APELORA_INCUS_URL may list several members, and the
+// worker's former APELORA_FENCE_INCUS_URLS is read as more of them (deprecated, warned of at
+// start); a bad address in it is named.
+func TestWorkerIncusAddresses(t *testing.T) {
+	https := map[string]string{
+		"APELORA_INCUS_SOCKET":      "",
+		"APELORA_INCUS_URL":         "https://10.0.0.5:8443, https://10.0.0.6:8443/",
+		"APELORA_INCUS_CLIENT_CERT": "/etc/apelora/client.crt",
+		"APELORA_INCUS_CLIENT_KEY":  "/etc/apelora/client.key",
+		"APELORA_INCUS_SERVER_CERT": "/etc/apelora/cluster.crt",
+	}
+	c, err := WorkerConfigFromEnv(workerEnv(https))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Incus.URL != "https://10.0.0.5:8443" || strings.Join(c.Incus.FallbackURLs, ",") != "https://10.0.0.6:8443" || len(c.DeprecatedFenceURLs) != 0 {
+		t.Fatalf("APELORA_INCUS_URL's list: %+v", c.Incus)
+	}
+	https["APELORA_FENCE_INCUS_URLS"] = "https://10.0.0.7:8443"
+	if c, err = WorkerConfigFromEnv(workerEnv(https)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Incus.FallbackURLs, ",") != "https://10.0.0.6:8443,https://10.0.0.7:8443" || strings.Join(c.DeprecatedFenceURLs, ",") != "https://10.0.0.7:8443" {
+		t.Fatalf("the deprecated variable: %+v %v", c.Incus, c.DeprecatedFenceURLs)
+	}
+	https["APELORA_FENCE_INCUS_URLS"] = "http://10.0.0.7:8443"
+	if _, err = WorkerConfigFromEnv(workerEnv(https)); err == nil || !strings.Contains(err.Error(), "APELORA_FENCE_INCUS_URLS") {
+		t.Fatalf("a plain-HTTP fence URL: %v", err)
+	}
+}

@@ -2832,6 +2832,8 @@ const (
 	ClusterWarningCodeUnmappedMembers ClusterWarningCode = "UNMAPPED_MEMBERS"
 	// The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started).
 	ClusterWarningCodeOfflineAfterTooShort ClusterWarningCode = "OFFLINE_AFTER_TOO_SHORT"
+	// Incus has no quorum (its members answer, its database does not) since the time the message gives, as the leading fence worker saw it: fencing is paused.
+	ClusterWarningCodeIncusNoQuorum ClusterWarningCode = "INCUS_NO_QUORUM"
 )
 
 var AllClusterWarningCode = []ClusterWarningCode{
@@ -2841,6 +2843,7 @@ var AllClusterWarningCode = []ClusterWarningCode{
 	ClusterWarningCodeFenceWorkerSilent,
 	ClusterWarningCodeUnmappedMembers,
 	ClusterWarningCodeOfflineAfterTooShort,
+	ClusterWarningCodeIncusNoQuorum,
 }
 
 // CommissionMachineCommissionMachineMaasMachinePayload includes the requested fields of the GraphQL type MaasMachinePayload.
@@ -4334,6 +4337,10 @@ const (
 	FenceEventKindConfirmed FenceEventKind = "CONFIRMED"
 	// The request did not lead to a read saying off: the member is NOT fenced.
 	FenceEventKindNotConfirmed FenceEventKind = "NOT_CONFIRMED"
+	// Incus answers but its database does not (no quorum): fencing is paused (member is null; details.since). Recorded once per loss.
+	FenceEventKindQuorumLost FenceEventKind = "QUORUM_LOST"
+	// Incus has its quorum again (member is null; details.lostSince, lostForSeconds): Offline counts once it has answered for the settle period.
+	FenceEventKindQuorumBack FenceEventKind = "QUORUM_BACK"
 )
 
 var AllFenceEventKind = []FenceEventKind{
@@ -4345,6 +4352,8 @@ var AllFenceEventKind = []FenceEventKind{
 	FenceEventKindRequested,
 	FenceEventKindConfirmed,
 	FenceEventKindNotConfirmed,
+	FenceEventKindQuorumLost,
+	FenceEventKindQuorumBack,
 }
 
 // FenceEventsFenceEventsFenceEventConnection includes the requested fields of the GraphQL type FenceEventConnection.

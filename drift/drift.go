@@ -46,6 +46,8 @@ type Finding struct {
 	Title    string
 	Outcome  Outcome
 	Evidence string
+	// Suspended: the check needs the member up, and it is in maintenance (Unknown).
+	Suspended bool
 }
 
 // Admission is what the audit trail recorded when the machine was admitted.
@@ -79,6 +81,29 @@ type State struct {
 type Status struct {
 	Checked time.Time
 	Drift   []State
+	// Quiet says why checks of the machine are suspended at its last check (Quiet); ""
+	// while every check runs.
+	Quiet string
+}
+
+// Quiet says why drift is quiet for a member whose checks are suspended (a member in
+// maintenance may be down on purpose), naming them; "" when none is.
+func Quiet(member string, fs []Finding) string {
+	var names []string
+	why := ""
+	for _, f := range fs {
+		if f.Suspended {
+			names = append(names, f.Check)
+			if why == "" {
+				why = f.Evidence
+			}
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	_, reason, _ := strings.Cut(why, ": ")
+	return fmt.Sprintf("drift is quiet for %s: %s; suspended: %s", member, strings.TrimSuffix(reason, "; this check resumes once it is restored (restoreMember)")+"; these checks resume once it is restored (restoreMember)", strings.Join(names, ", "))
 }
 
 // Raised reports whether the state is drift.
@@ -149,7 +174,7 @@ func Assess(r *admission.Report, m *membership.Member, a Admission) []Finding {
 			f := Finding{Check: c.Name, Title: c.Title, Evidence: c.Message}
 			switch {
 			case maintenance && (c.Result == admission.Fail || c.Inconclusive) && (c.Name == admission.CheckOnline || slices.Contains(readsTheMember, c.Name)):
-				f.Outcome = Unknown
+				f.Outcome, f.Suspended = Unknown, true
 				f.Evidence = fmt.Sprintf("suspended: %s is in maintenance (evacuated; Incus lists it %s), so it may be down on purpose; this check resumes once it is restored (restoreMember)", m.Name, m.Status)
 			case c.Inconclusive:
 				f.Outcome = Unknown

@@ -297,3 +297,22 @@ func TestAssessSuspendsTheOfflineCheckInMaintenance(t *testing.T) {
 		t.Errorf("evacuated and hung: %+v", f)
 	}
 }
+
+// Drift says why it is quiet: the checks suspended for a member in maintenance are named,
+// with the reason; none suspended, nothing said.
+func TestQuietSaysWhy(t *testing.T) {
+	offline := report(map[string]admission.Check{
+		admission.CheckOnline: {Result: admission.Fail, Message: "Incus reports the member Offline"},
+		admission.CheckKernel: {Result: admission.Fail, Message: "could not ask the member", Inconclusive: true},
+	})
+	inMaintenance := admitted
+	inMaintenance.Maintenance = true
+	q := Quiet("node-4", Assess(offline, member("Offline", nil, "event-hub"), inMaintenance))
+	if !strings.HasPrefix(q, "drift is quiet for node-4: node-4 is in maintenance") || !strings.Contains(q, "restoreMember") ||
+		!strings.Contains(q, "suspended: "+admission.CheckOnline) || !strings.Contains(q, admission.CheckKernel) {
+		t.Fatalf("quiet: %q", q)
+	}
+	if q := Quiet("event-hub", Assess(offline, member("Offline", nil, "event-hub"), admitted)); q != "" {
+		t.Fatalf("not in maintenance, quiet says %q", q)
+	}
+}

@@ -47,7 +47,8 @@ type LeaderConn interface {
 	// Save replaces machine's states with states, appends events, and records when the
 	// machine was checked (a zero checked forgets the machine), in one transaction. It
 	// returns the events with their ids.
-	Save(ctx context.Context, machine string, checked time.Time, states []State, events []Event) ([]Event, error)
+	// quiet is why checks were suspended at this check ("" when none was: Quiet).
+	Save(ctx context.Context, machine string, checked time.Time, quiet string, states []State, events []Event) ([]Event, error)
 	Heartbeat(ctx context.Context, w Watcher) error
 }
 
@@ -311,8 +312,9 @@ func (r *Runner) Round(ctx context.Context, sess LeaderConn, only map[string]boo
 		if err != nil {
 			return looked, err
 		}
-		next, events := Step(a.Machine, states[a.Machine], Assess(report, member, a), now, r.Limits)
-		saved, err := sess.Save(ctx, a.Machine, now, next, events)
+		findings := Assess(report, member, a)
+		next, events := Step(a.Machine, states[a.Machine], findings, now, r.Limits)
+		saved, err := sess.Save(ctx, a.Machine, now, Quiet(a.Machine, findings), next, events)
 		if err != nil {
 			return looked, err
 		}
@@ -327,7 +329,7 @@ func (r *Runner) forget(ctx context.Context, sess LeaderConn, name string, prev 
 	if err != nil {
 		return err
 	}
-	saved, err := sess.Save(ctx, name, time.Time{}, nil,
+	saved, err := sess.Save(ctx, name, time.Time{}, "", nil,
 		Forget(prev, now, "no longer an admitted member: its latest membership step is not an admission (removed, enrolled again or unregistered)"))
 	r.logEvents(saved)
 	return err

@@ -179,7 +179,7 @@ func (s *fakeLeaderConn) States(context.Context) (map[string][]State, error) {
 	return out, nil
 }
 
-func (s *fakeLeaderConn) Save(_ context.Context, machine string, checked time.Time, states []State, events []Event) ([]Event, error) {
+func (s *fakeLeaderConn) Save(_ context.Context, machine string, checked time.Time, _ string, states []State, events []Event) ([]Event, error) {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	if s.lost {

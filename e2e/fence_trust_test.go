@@ -62,13 +62,36 @@ func TestFencingWhenIncusCannotBeTrusted(t *testing.T) {
 	x.waitFor("the worker failing to read Incus", func() bool {
 		return strings.Contains(x.workerLogs(), "cannot read the Incus members")
 	})
+	// Quorum loss is a state: one QUORUM_LOST event (m1 answers GET /1.0, the member list
+	// it cannot), and the cluster view says since when, and that fencing is paused.
+	lostEv, _ := x.await("QUORUM_LOST", 0, fenceEventIs(client.FenceEventKindQuorumLost, ""))
+	if lostEv.Member != nil || !strings.HasPrefix(lostEv.Message, "Incus has no quorum since ") || !strings.HasSuffix(lostEv.Message, ": fencing paused") {
+		t.Fatalf("QUORUM_LOST: %+v", lostEv)
+	}
+	noQuorumWarning := func() string {
+		for _, w := range x.gql(x.api, `{ cluster { warnings { code message } } }`, nil)["cluster"].(map[string]any)["warnings"].([]any) {
+			if w.(map[string]any)["code"] == "INCUS_NO_QUORUM" {
+				return w.(map[string]any)["message"].(string)
+			}
+		}
+		return ""
+	}
+	x.waitFor("the cluster view saying Incus has no quorum", func() bool { return noQuorumWarning() != "" })
+	if w := noQuorumWarning(); !strings.HasPrefix(w, lostEv.Message) {
+		t.Fatalf("cluster view: %q, want it to start with %q", w, lostEv.Message)
+	}
 	time.Sleep(5 * time.Second)
+	if n := x.count(fenceEventIs(client.FenceEventKindQuorumLost, "")); n != 1 {
+		t.Fatalf("%d QUORUM_LOST events, want 1", n)
+	}
 	for _, m := range []string{"m2", "m3"} {
 		if err := x.lab.Thaw(x.lab.Member(m)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	x.waitFor("Incus answering again", func() bool { return strings.Contains(x.workerLogs(), "Incus answers again") })
+	x.await("QUORUM_BACK", 0, fenceEventIs(client.FenceEventKindQuorumBack, ""))
+	x.waitFor("the cluster view without the quorum warning", func() bool { return noQuorumWarning() == "" })
 	// Past the settle period and the few seconds Incus lists everyone Offline.
 	thawed, inc := time.Now(), x.lab.Client(t, m1)
 	x.waitFor("members listed Online again and the settle period over", func() bool {

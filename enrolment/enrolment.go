@@ -8,6 +8,7 @@ package enrolment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -63,7 +64,12 @@ type Incus interface {
 	IssueJoinToken(ctx context.Context, name string) (IssuedToken, error)
 	RevokeJoinToken(ctx context.Context, name string) error
 	MemberConfigKeys(ctx context.Context) ([]ConfigKey, error)
+	// RemoveMember removes the member; when it is the member Apelora talks through, the
+	// request goes through another one, and so do the calls after it.
 	RemoveMember(ctx context.Context, name string, force bool) error
+	// Through is the URL of the member Apelora talks to Incus through ("" over the unix
+	// socket) and the configured URLs (APELORA_INCUS_URL's list) it starts from.
+	Through() (through string, configured []string)
 	// InstancesOn names the instances on a member, of every project ("project/name"
 	// outside the default project), in a constant number of calls.
 	InstancesOn(ctx context.Context, member string) ([]string, error)
@@ -299,11 +305,30 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 				rec.Warn("", "%s", w)
 			}
 		}
+		if w := throughWarning(s.Incus, m); w != "" {
+			if a := audit.ActionFrom(ctx); a != nil {
+				a.Detail("talksThrough", m.URL)
+			}
+			if rec != nil {
+				rec.Warn("", "%s", w)
+			}
+		}
 		var refusals []error
 		if proj.Refused() {
 			refusals = append(refusals, apperr.New(apperr.FailedPrecondition, "%s cannot be removed, forced or not: %s", apperr.Quote(name), proj.Refusals[0]))
 		}
 		// A plan shows every refusal; the real call stops at the first.
+		if len(refusals) > 0 && rec == nil {
+			return refusals[0]
+		}
+		if m.Status == membership.StatusOffline {
+			if !force {
+				refusals = append(refusals, apperr.New(apperr.FailedPrecondition, "%s is Offline (Incus: %s): Incus removes a member without force only through the member itself, which must delete its storage pools and networks first. On Incus 6.0 a member that refuses connections fails the removal at once and stays a member, and one that hangs holds the removal, and every member's heartbeat (the cluster lists them all Offline), until it answers, then completes it. Bring %s back online and remove it, or, if it will not come back, make sure it is off (its fence, or MAAS) and remove it with force",
+					apperr.Quote(name), m.Message, name))
+			} else if rec != nil {
+				rec.Warn("", "forced: Incus removes the Offline %s from its database without contacting it; should its daemon start again it still believes it is a member (it waits for the cluster's database for ever): reinstall it before it comes back", name)
+			}
+		}
 		if len(refusals) > 0 && rec == nil {
 			return refusals[0]
 		}
@@ -329,8 +354,72 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		if err := s.Store.EndAdmission(ctx, name); err != nil {
 			return err
 		}
-		return s.Incus.RemoveMember(ctx, name, force)
+		err = s.Incus.RemoveMember(ctx, name, force)
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// No answer within the request timeout is no answer about the removal: Incus may
+			// still carry it out (removing the database leader took 6.7 s on a lab; one held by
+			// a member that hangs completes when it answers). Follow it to its end.
+			return s.followRemoval(ctx, name, err)
+		}
+		return err
 	})
+}
+
+// removalFollow bounds how long a removal whose request got no answer is followed (within
+// a change's own bound of three minutes).
+var removalFollow = 2 * time.Minute
+
+// followRemoval reads the members until Incus no longer lists name (the removal happened:
+// the change succeeds) or removalFollow has passed (it fails, saying what Incus shows).
+func (s *Service) followRemoval(ctx context.Context, name string, cause error) error {
+	began := time.Now()
+	a := audit.ActionFrom(ctx)
+	if s.Log != nil {
+		s.Log.InfoContext(ctx, "Incus did not answer a member's removal: following it to its end", "machine", name, "for", removalFollow.String(), "error", apperr.PublicMessage(cause))
+	}
+	for {
+		snap, err := s.Incus.Snapshot(ctx)
+		if err == nil && snap.Member(name) == nil {
+			if a != nil {
+				a.Detail("removalFollowedSeconds", int64(time.Since(began)/time.Second))
+			}
+			return nil
+		}
+		if time.Since(began) >= removalFollow {
+			listed := "could not be read"
+			if err == nil {
+				m := snap.Member(name)
+				listed = fmt.Sprintf("still lists %s (%s)", name, m.Status)
+			}
+			return apperr.Wrap(cause, apperr.Unavailable, "Incus did not answer the removal of %s, and %s after following it for %s: it may still complete it (a member that hangs holds its own removal until it answers); look at `incus cluster list`, then remove %s again or with force",
+				apperr.Quote(name), listed, removalFollow, name)
+		}
+		select {
+		case <-ctx.Done():
+			return cause
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// throughWarning says what removing m does to Apelora's connection to Incus, when m is the
+// member Apelora talks through ("" otherwise).
+func throughWarning(in Incus, m *membership.Member) string {
+	through, configured := in.Through()
+	if through == "" || m.URL == "" || strings.TrimRight(m.URL, "/") != through {
+		return ""
+	}
+	w := fmt.Sprintf("Apelora talks to Incus through %s (%s): the removal is sent through another member, and Apelora goes on through the members it learned from the cluster", m.Name, through)
+	others := 0
+	for _, u := range configured {
+		if u != through {
+			others++
+		}
+	}
+	if others == 0 {
+		w += "; APELORA_INCUS_URL names only this member, so Apelora could not reach Incus after its next restart: set APELORA_INCUS_URL to another member's URL (on the API and the worker) before then"
+	}
+	return w
 }
 
 // Command is what the administrator runs on the new server: fetch enrol-member.sh from

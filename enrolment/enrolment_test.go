@@ -26,7 +26,11 @@ type fakeIncus struct {
 	revoked []string
 	removed []string
 	held    map[string][]string // instances on each member
+	through string              // the member URL Apelora talks through
+	seeds   []string
 }
+
+func (f *fakeIncus) Through() (string, []string) { return f.through, f.seeds }
 
 func (f *fakeIncus) Snapshot(context.Context) (*membership.Snapshot, error) { return &f.snap, nil }
 func (f *fakeIncus) IssueJoinToken(_ context.Context, name string) (IssuedToken, error) {

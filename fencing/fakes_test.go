@@ -270,6 +270,9 @@ type fakeCluster struct {
 	now      func() time.Time
 	statuses map[string]string
 	down     bool
+	noQuorum bool                // members answer, the database does not
+	slow     time.Duration       // how long a read takes (the clock moves by it)
+	advance  func(time.Duration) // moves the clock
 	log      []observation
 }
 
@@ -288,6 +291,13 @@ func (c *fakeCluster) set(name, status string) {
 func (c *fakeCluster) Observe(context.Context) ([]Observation, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.slow > 0 {
+		c.advance(c.slow)
+	}
+	if c.noQuorum {
+		c.log = append(c.log, observation{at: c.now(), failed: true})
+		return nil, fmt.Errorf("list the Incus members: %w (500 context deadline exceeded)", ErrNoQuorum)
+	}
 	if c.down {
 		c.log = append(c.log, observation{at: c.now(), failed: true})
 		return nil, errors.New("Incus could not be reached")
@@ -448,4 +458,15 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
+}
+
+func (s *memLeaderConn) NoQuorumSince(context.Context) (*time.Time, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.st.mu.Unlock()
+	if s.st.status == nil {
+		return nil, nil
+	}
+	return s.st.status.NoQuorumSince, nil
 }

@@ -14,6 +14,7 @@
 package fencing
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -80,10 +81,27 @@ const (
 	KindConfirmed Kind = "CONFIRMED"
 	// KindNotConfirmed: the request did not lead to a confirming read; not fenced.
 	KindNotConfirmed Kind = "NOT_CONFIRMED"
+	// KindQuorumLost: Incus answers but its database does not (no quorum): fencing is
+	// paused (member is empty). Recorded once, when the leading worker first sees it.
+	KindQuorumLost Kind = "QUORUM_LOST"
+	// KindQuorumBack: Incus has its quorum again (member is empty); members it lists
+	// Offline count once it has answered for the settle period.
+	KindQuorumBack Kind = "QUORUM_BACK"
 )
 
 // Kinds lists every kind, for the database constraint's test and the API.
-var Kinds = []Kind{KindLeading, KindOffline, KindBackOnline, KindEligible, KindRefused, KindRequested, KindConfirmed, KindNotConfirmed}
+var Kinds = []Kind{KindLeading, KindOffline, KindBackOnline, KindEligible, KindRefused, KindRequested, KindConfirmed, KindNotConfirmed,
+	KindQuorumLost, KindQuorumBack}
+
+// ErrNoQuorum matches (errors.Is) a member read that failed because Incus answers but its
+// database does not: on 6.0.4, with two of three voters down, the member list answered 500
+// "context deadline exceeded" after 5 s while GET /1.0 answered at once (seen live).
+var ErrNoQuorum = errors.New("Incus has no quorum: its members answer, its database does not")
+
+// NoQuorumMessage is the one wording of the state, for events, the cluster view and logs.
+func NoQuorumMessage(since time.Time) string {
+	return fmt.Sprintf("Incus has no quorum since %s: fencing paused", since.UTC().Format(time.RFC3339))
+}
 
 // Reason says why a member was refused or not confirmed.
 type Reason string
@@ -229,6 +247,9 @@ type WorkerStatus struct {
 	LastRoundAt  time.Time
 	PollInterval time.Duration
 	Limits       Limits
+	// NoQuorumSince is when the worker first saw Incus without quorum; nil while it has it
+	// (or was never seen without).
+	NoQuorumSince *time.Time
 }
 
 // Status is a member's fencing state as the fleet view shows it.

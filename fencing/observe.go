@@ -17,6 +17,8 @@ type Observer interface {
 	Recorded(e Event)
 	// RoundDone: a round ended; err is why it failed.
 	RoundDone(err error)
+	// NoQuorum: since when Incus has had no quorum, as this round saw it; zero while it has.
+	NoQuorum(since time.Time)
 }
 
 func (w *Worker) observer() Observer {
@@ -32,6 +34,7 @@ func (nobody) Leading(bool)           {}
 func (nobody) Lease(int64, time.Time) {}
 func (nobody) Recorded(Event)         {}
 func (nobody) RoundDone(error)        {}
+func (nobody) NoQuorum(time.Time)     {}
 
 // observedLeaderConn tells the observer of every event appended through the leader
 // connection, the one place every fence event is written.

@@ -27,6 +27,7 @@ func (o *recordingObserver) Recorded(e Event) {
 }
 func (o *recordingObserver) Lease(int64, time.Time) {}
 func (o *recordingObserver) RoundDone(error)        { o.mu.Lock(); o.rounds++; o.mu.Unlock() }
+func (o *recordingObserver) NoQuorum(time.Time)     {}
 
 // The observer hears that the worker leads, every event it appends (those of the tracking
 // too) and every round, and that it stops leading when it stops.

@@ -250,6 +250,7 @@ const (
 	WarnWorkerSilent     = "FENCE_WORKER_SILENT"
 	WarnUnmappedMembers  = "UNMAPPED_MEMBERS"
 	WarnOfflineAfter     = "OFFLINE_AFTER_TOO_SHORT"
+	WarnNoQuorum         = "INCUS_NO_QUORUM"
 )
 
 // ClusterView is the cluster as fencing cares about it.
@@ -285,6 +286,12 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 		v.Warnings = append(v.Warnings, ClusterWarning{WarnNoFenceWorker, "no apelora-worker has ever led: dead members are not fenced until one runs (with its own MAAS power key)"})
 	case now.Sub(ws.LastRoundAt) > 3*ws.PollInterval+30*time.Second:
 		v.Warnings = append(v.Warnings, ClusterWarning{WarnWorkerSilent, fmt.Sprintf("the fence worker %s last looked at the cluster at %s: check that an apelora-worker runs and reaches PostgreSQL, Incus and MAAS", ws.Worker, ws.LastRoundAt.UTC().Format(time.RFC3339))})
+	}
+	if ws != nil && ws.NoQuorumSince != nil {
+		// The state the leading worker keeps (it records the loss once as a fence event):
+		// first, as it explains the INCUS_UNAVAILABLE that usually follows.
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnNoQuorum, NoQuorumMessage(*ws.NoQuorumSince) +
+			" (Incus's members answer, its database does not: bring back the voters that are down; members it lists Offline count again once it has answered for the settle period)"})
 	}
 	if s.Incus == nil || s.Membership == nil {
 		v.Warnings = append(v.Warnings, ClusterWarning{WarnIncusUnavailable, apperr.NotConfigured(apperr.Incus).Message})

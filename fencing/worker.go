@@ -75,6 +75,9 @@ type LeaderConn interface {
 	LatestEvents(ctx context.Context) (map[string]Event, error)
 	Append(ctx context.Context, e Event) (Event, error)
 	Heartbeat(ctx context.Context, s WorkerStatus) error
+	// NoQuorumSince is the last report's NoQuorumSince (nil for none): a new leader goes on
+	// with the state its predecessor saw instead of recording the loss again.
+	NoQuorumSince(ctx context.Context) (*time.Time, error)
 }
 
 // DrillStore is what the readiness drill reads and writes; it needs no lock (the drill
@@ -110,6 +113,10 @@ type Worker struct {
 	// answeringSince: Incus's Offline counts again only Limits.Settle after it.
 	unread         bool
 	answeringSince time.Time
+	// noQuorumSince is when Incus was first seen without quorum (nil: it has it), loaded
+	// from the last report when this worker starts leading (quorumLoaded).
+	noQuorumSince *time.Time
+	quorumLoaded  bool
 }
 
 func (w *Worker) sleep(ctx context.Context, d time.Duration) error {
@@ -156,6 +163,9 @@ func (w *Worker) lead(ctx context.Context, sess LeaderConn) {
 	obs.Leading(true)
 	defer obs.Leading(false)
 	since := now
+	w.mu.Lock()
+	w.quorumLoaded = false
+	w.mu.Unlock()
 
 	dctx, stopDrill := context.WithCancel(ctx)
 	var drills sync.WaitGroup
@@ -187,17 +197,24 @@ func (w *Worker) lead(ctx context.Context, sess LeaderConn) {
 
 // Round is one look at the cluster: observe, decide, act, record.
 func (w *Worker) Round(ctx context.Context, sess LeaderConn, leaderSince time.Time) error {
-	now, err := sess.Now(ctx)
-	if err != nil {
-		return err
-	}
-	snap := Snapshot{Now: now, Limits: w.Limits}
 	prev, err := sess.Tracking(ctx)
 	if err != nil {
 		return err
 	}
 	obs, incusErr := w.Cluster.Observe(ctx)
+	// The round's time is taken once Incus's answer is in: a read may take up to a request
+	// timeout (Incus regaining quorum answers slowly), and the settle period and the outage
+	// clocks start when Incus answered, not when the round asked.
+	now, err := sess.Now(ctx)
+	if err != nil {
+		return err
+	}
+	snap := Snapshot{Now: now, Limits: w.Limits}
 	trust := w.trust(now, incusErr)
+	noQuorumSince, err := w.quorum(ctx, sess, now, incusErr)
+	if err != nil {
+		return err
+	}
 	if incusErr != nil {
 		w.noteIncus(incusErr)
 		// Members unknown: nothing new is fenced, but pending requests are still confirmed.
@@ -249,7 +266,52 @@ func (w *Worker) Round(ctx context.Context, sess LeaderConn, leaderSince time.Ti
 			return err
 		}
 	}
-	return sess.Heartbeat(ctx, WorkerStatus{Worker: w.ID, LeaderSince: leaderSince, LastRoundAt: now, PollInterval: w.Poll, Limits: w.Limits})
+	return sess.Heartbeat(ctx, WorkerStatus{Worker: w.ID, LeaderSince: leaderSince, LastRoundAt: now, PollInterval: w.Poll, Limits: w.Limits, NoQuorumSince: noQuorumSince})
+}
+
+// quorum follows Incus's quorum from this round's read: the loss is recorded once (a
+// QUORUM_LOST event, the time kept in the worker's report), its end once (QUORUM_BACK). A
+// read that failed otherwise (Incus unreachable) changes nothing: whether the database has
+// its quorum is then unknown. It returns since when Incus has had no quorum (nil: it has).
+func (w *Worker) quorum(ctx context.Context, sess LeaderConn, now time.Time, incusErr error) (*time.Time, error) {
+	w.mu.Lock()
+	loaded, since := w.quorumLoaded, w.noQuorumSince
+	w.mu.Unlock()
+	if !loaded {
+		var err error
+		if since, err = sess.NoQuorumSince(ctx); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case errors.Is(incusErr, ErrNoQuorum) && since == nil:
+		at := now
+		if _, err := sess.Append(ctx, Event{At: now, Kind: KindQuorumLost, Worker: w.ID, Message: NoQuorumMessage(at),
+			Details: map[string]any{"since": at.UTC().Format(time.RFC3339Nano), "error": incusErr.Error()}}); err != nil {
+			return nil, err
+		}
+		w.Log.Warn(NoQuorumMessage(at), "error", incusErr)
+		since = &at
+	case incusErr == nil && since != nil:
+		lost := now.Sub(*since)
+		if _, err := sess.Append(ctx, Event{At: now, Kind: KindQuorumBack, Worker: w.ID,
+			Message: fmt.Sprintf("Incus has its quorum again after %s without (since %s): members it lists Offline count once it has answered for the settle period (%s)",
+				round(lost), since.UTC().Format(time.RFC3339), w.Limits.Settle),
+			Details: map[string]any{"lostSince": since.UTC().Format(time.RFC3339Nano), "lostForSeconds": int64(lost / time.Second), "settleSeconds": w.Limits.Settle.Seconds()}}); err != nil {
+			return nil, err
+		}
+		w.Log.Info("Incus has its quorum again", "lost_for", round(lost).String())
+		since = nil
+	}
+	w.mu.Lock()
+	w.quorumLoaded, w.noQuorumSince = true, since
+	w.mu.Unlock()
+	var at time.Time
+	if since != nil {
+		at = *since
+	}
+	w.observer().NoQuorum(at)
+	return since, nil
 }
 
 func latestOf(m map[string]Event, member string) *Event {

@@ -395,3 +395,90 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// The settle period and the outage clocks start when Incus's answer is in, not when the
+// round asked: a read that takes 4 s (Incus regaining its quorum answers slowly) moves
+// them by those 4 s.
+func TestSettleCountsFromIncusAnswer(t *testing.T) {
+	e := newEnv(t, "m1", "m2", "m3")
+	e.w.Limits.Settle = 20 * time.Second
+	e.cl.advance = e.clk.advance
+	e.mapAll("m1", "m2", "m3")
+	e.round(0)
+	e.cl.down = true
+	e.round(5 * time.Second)
+	e.cl.down = false
+	e.cl.slow = 4 * time.Second
+	e.cl.set("m3", "Offline")
+	asked := e.clk.now().Add(5 * time.Second)
+	e.round(5 * time.Second)
+	answered := asked.Add(4 * time.Second)
+	e.cl.slow = 0
+	var offline *Event
+	for i := 0; i < 40 && offline == nil; i++ {
+		e.round(time.Second)
+		for _, ev := range e.st.eventsOf("m3") {
+			if ev.Kind == KindOffline {
+				offline = &ev
+			}
+		}
+	}
+	if offline == nil {
+		t.Fatalf("m3 never counted offline: %v", e.st.kinds("m3"))
+	}
+	if got := offline.At.Sub(answered); got < e.w.Limits.Settle || got > e.w.Limits.Settle+time.Second {
+		t.Fatalf("m3's outage clock started %v after Incus answered (%v after the round asked), want the settle period (%v)",
+			got, offline.At.Sub(asked), e.w.Limits.Settle)
+	}
+}
+
+// Quorum loss is a state: recorded once (QUORUM_LOST, no member) when first seen, kept in
+// the worker's report across a change of leader, and its end once (QUORUM_BACK).
+func TestQuorumLossRecordedOnce(t *testing.T) {
+	e := newEnv(t, "m1", "m2", "m3")
+	e.mapAll("m1", "m2", "m3")
+	e.round(0)
+	e.cl.noQuorum = true
+	lost := e.clk.now().Add(5 * time.Second)
+	for range 3 {
+		e.round(5 * time.Second)
+	}
+	e.st.dropLeader()
+	e.sess = nil
+	for range 3 {
+		e.round(5 * time.Second)
+	}
+	var kinds []string
+	for _, ev := range e.st.eventsOf("") {
+		if ev.Kind != KindLeading {
+			kinds = append(kinds, string(ev.Kind))
+		}
+	}
+	if strings.Join(kinds, ",") != "QUORUM_LOST" {
+		t.Fatalf("cluster events %v, want one QUORUM_LOST", kinds)
+	}
+	var ev Event
+	for _, x := range e.st.eventsOf("") {
+		if x.Kind == KindQuorumLost {
+			ev = x
+		}
+	}
+	if ev.Message != NoQuorumMessage(lost) || !strings.HasSuffix(ev.Message, ": fencing paused") {
+		t.Fatalf("QUORUM_LOST says %q", ev.Message)
+	}
+	if s := e.st.status; s == nil || s.NoQuorumSince == nil || !s.NoQuorumSince.Equal(lost) {
+		t.Fatalf("report %+v, want no quorum since %v", s, lost)
+	}
+	e.cl.noQuorum = false
+	e.round(5 * time.Second)
+	e.round(5 * time.Second)
+	kinds = kinds[:0]
+	for _, ev := range e.st.eventsOf("") {
+		if ev.Kind != KindLeading {
+			kinds = append(kinds, string(ev.Kind))
+		}
+	}
+	if strings.Join(kinds, ",") != "QUORUM_LOST,QUORUM_BACK" || e.st.status.NoQuorumSince != nil {
+		t.Fatalf("after the quorum came back: %v, report %+v", kinds, e.st.status)
+	}
+}

@@ -34,8 +34,11 @@ type Machine struct {
 	// DriftChecked is when the drift watcher last looked at the machine (zero: never,
 	// or not an admitted member).
 	DriftChecked time.Time
-	Phase        lifecycle.Phase
-	Warnings     []lifecycle.Warning
+	// DriftQuiet says why the watcher's checks that need the member up are suspended (it
+	// is in maintenance), "" while they run.
+	DriftQuiet string
+	Phase      lifecycle.Phase
+	Warnings   []lifecycle.Warning
 }
 
 // Source says whether one upstream could be asked for this view.
@@ -500,7 +503,7 @@ func (src *sources) derive(r *Machine) {
 	if r.Record != nil {
 		// Drift is kept for records only: the watcher looks at admitted machines.
 		st := src.drift[r.Name]
-		r.Drift, r.DriftChecked = st.Drift, st.Checked
+		r.Drift, r.DriftChecked, r.DriftQuiet = st.Drift, st.Checked, st.Quiet
 		for _, d := range r.Drift {
 			r.Warnings = append(r.Warnings, driftWarning(d))
 		}

@@ -393,6 +393,7 @@ type ComplexityRoot struct {
 
 	Machine struct {
 		DriftCheckedAt   func(childComplexity int) int
+		DriftQuiet       func(childComplexity int) int
 		Fence            func(childComplexity int) int
 		HardwareProfile  func(childComplexity int) int
 		Maas             func(childComplexity int) int
@@ -2234,6 +2235,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Machine.DriftCheckedAt(childComplexity), true
+	case "Machine.driftQuiet":
+		if e.ComplexityRoot.Machine.DriftQuiet == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.DriftQuiet(childComplexity), true
 	case "Machine.fence":
 		if e.ComplexityRoot.Machine.Fence == nil {
 			break
@@ -4084,6 +4091,12 @@ extend type Machine {
   admitted, or no replica watches). Its drift is among the warnings (code DRIFT).
   """
   driftCheckedAt: Time
+  """
+  Why drift is quiet for this member: the checks that need it up are suspended while it is
+  in maintenance (evacuated: it may be down on purpose), named with the reason, as of
+  ` + "`" + `driftCheckedAt` + "`" + `. Null while every check runs.
+  """
+  driftQuiet: String
 }
 
 extend type Warning {
@@ -4205,6 +4218,10 @@ enum FenceEventKind {
   CONFIRMED
   "The request did not lead to a read saying off: the member is NOT fenced."
   NOT_CONFIRMED
+  "Incus answers but its database does not (no quorum): fencing is paused (member is null; details.since). Recorded once per loss."
+  QUORUM_LOST
+  "Incus has its quorum again (member is null; details.lostSince, lostForSeconds): Offline counts once it has answered for the settle period."
+  QUORUM_BACK
 }
 
 enum FenceReason {
@@ -4372,6 +4389,8 @@ enum ClusterWarningCode {
   UNMAPPED_MEMBERS
   "The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started)."
   OFFLINE_AFTER_TOO_SHORT
+  "Incus has no quorum (its members answer, its database does not) since the time the message gives, as the leading fence worker saw it: fencing is paused."
+  INCUS_NO_QUORUM
 }
 `, BuiltIn: false},
 	{Name: "../schema/fleet.graphqls", Input: `extend type Subscription {
@@ -6772,6 +6791,8 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_record(ctx, field)
 	case "driftCheckedAt":
 		return ec.fieldContext_Machine_driftCheckedAt(ctx, field)
+	case "driftQuiet":
+		return ec.fieldContext_Machine_driftQuiet(ctx, field)
 	case "fence":
 		return ec.fieldContext_Machine_fence(ctx, field)
 	case "hardwareProfile":
@@ -14028,6 +14049,29 @@ func (ec *executionContext) _Machine_driftCheckedAt(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_Machine_driftCheckedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Machine", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Machine_driftQuiet(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_driftQuiet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DriftQuiet, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_driftQuiet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Machine", field, false, false, "String")
 }
 
 func (ec *executionContext) _Machine_fence(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
@@ -25156,6 +25200,11 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "driftCheckedAt":
 			out.Values[i] = ec._Machine_driftCheckedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "driftQuiet":
+			out.Values[i] = ec._Machine_driftQuiet(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}

@@ -319,6 +319,7 @@ func (s *Service) Evacuate(ctx context.Context, name, mode string) (*Plan, error
 	if err != nil {
 		return p, err
 	}
+	s.wake(p)
 	return p, nil
 }
 
@@ -363,10 +364,19 @@ func (s *Service) Restore(ctx context.Context, name string) (*Plan, error) {
 			}
 			if failed := report.Failed(); len(failed) > 0 {
 				names := make([]string, len(failed))
+				inconclusive := true
 				for i, f := range failed {
 					names[i] = f.Name + " (" + f.Message + ")"
+					inconclusive = inconclusive && f.Inconclusive
 				}
-				if err := refuse(apperr.New(apperr.FailedPrecondition, "%s stays evacuated: the admission checks failed: %s. Fix them and restore again", apperr.Quote(name), strings.Join(names, "; "))); err != nil {
+				// Checks that failed only because a read did not answer (a member still
+				// starting) are Incus unavailable, not a fact against the member: a caller
+				// that waits (the rolling driver) may try again.
+				code, what := apperr.FailedPrecondition, "failed"
+				if inconclusive {
+					code, what = apperr.Unavailable, "could not be completed"
+				}
+				if err := refuse(apperr.New(code, "%s stays evacuated: the admission checks %s: %s. Fix them and restore again", apperr.Quote(name), what, strings.Join(names, "; "))); err != nil {
 					return err
 				}
 			}
@@ -382,7 +392,19 @@ func (s *Service) Restore(ctx context.Context, name string) (*Plan, error) {
 		}
 		return s.start(ctx, p)
 	})
+	if err == nil {
+		s.wake(p)
+	}
 	return p, err
+}
+
+// wake tells the follower of the operation the change just committed: woken before the
+// commit, it read the database before the row was there and looked again only after its
+// idle period (an instant evacuation stayed "running" for about 5 s).
+func (s *Service) wake(p *Plan) {
+	if p.Operation != nil && s.Wake != nil {
+		s.Wake()
+	}
 }
 
 // member reads the member list and finds name in it.
@@ -432,7 +454,16 @@ func (s *Service) notBusy(ctx context.Context, name string, refuse func(error) e
 	if err != nil {
 		return err
 	}
-	if running != nil {
+	if running == nil {
+		return nil
+	}
+	// Whether it runs is Incus's to say: the row is unfinished until the follower has
+	// recorded the end, which may come after Incus finished it.
+	iop, found, err := s.Incus.MemberOperation(ctx, running.IncusOperation)
+	if err != nil {
+		return err
+	}
+	if found && !iop.Done {
 		return refuse(apperr.New(apperr.FailedPrecondition, "%s: an %s started at %s is still running (Incus operation %s): wait for it (memberOperation shows its progress)",
 			apperr.Quote(name), running.Action, running.StartedAt.UTC().Format(time.RFC3339), running.IncusOperation))
 	}
@@ -458,9 +489,6 @@ func (s *Service) start(ctx context.Context, p *Plan) error {
 	// change that was made).
 	if p.Operation, err = s.Store.StartOperation(ctx, op); err != nil {
 		return err
-	}
-	if s.Wake != nil {
-		s.Wake()
 	}
 	return nil
 }

@@ -66,6 +66,7 @@ type Metrics struct {
 	sourceAsked  *prometheus.GaugeVec
 	fenceEvents  *prometheus.CounterVec
 	fenceLeading prometheus.Gauge
+	noQuorum     prometheus.Gauge
 	fenceRounds  *prometheus.CounterVec
 	lastRound    prometheus.Gauge
 	lease        *leaseCollector
@@ -183,7 +184,7 @@ func (m *Metrics) registerServer() {
 func (m *Metrics) registerWorker() {
 	m.fenceEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apelora_fence_events_total",
-		Help: "Fence events this worker recorded, by kind (decisions: ELIGIBLE, REFUSED, REQUESTED; outcomes: CONFIRMED, NOT_CONFIRMED; OFFLINE, BACK_ONLINE, LEADING) and reason.",
+		Help: "Fence events this worker recorded, by kind (decisions: ELIGIBLE, REFUSED, REQUESTED; outcomes: CONFIRMED, NOT_CONFIRMED; OFFLINE, BACK_ONLINE, LEADING, QUORUM_LOST, QUORUM_BACK) and reason.",
 	}, []string{"kind", "reason"})
 	m.fenceLeading = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "apelora_fence_leading",
@@ -197,11 +198,15 @@ func (m *Metrics) registerWorker() {
 		Name: "apelora_fence_last_round_timestamp_seconds",
 		Help: "When this worker last finished a fence round (Unix time); 0 if it never led.",
 	})
+	m.noQuorum = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "apelora_incus_no_quorum_since_timestamp_seconds",
+		Help: "When the leading apelora-worker first saw Incus without quorum (its members answer, its database does not; Unix time): fencing is paused. 0 while Incus has its quorum, or this worker does not lead.",
+	})
 	m.rollingStep = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "apelora_rolling_reboot_step_seconds",
 		Help: "Seconds the running rolling reboot's current member has been in its step, as the worker that drives it last saw; 0 while none runs or this worker does not drive it (rollingReboot, or apeloractl rolling-reboot status, names the member and step).",
 	})
-	m.reg.MustRegister(m.fenceEvents, m.fenceLeading, m.fenceRounds, m.lastRound, m.rollingStep)
+	m.reg.MustRegister(m.fenceEvents, m.fenceLeading, m.fenceRounds, m.lastRound, m.rollingStep, m.noQuorum)
 	for _, k := range fencing.Kinds {
 		m.fenceEvents.WithLabelValues(string(k), "")
 	}
@@ -343,6 +348,7 @@ func (m *Metrics) Leading(leading bool) {
 		m.fenceLeading.Set(1)
 	} else {
 		m.fenceLeading.Set(0)
+		m.noQuorum.Set(0) // the leader's to say
 	}
 }
 
@@ -400,6 +406,19 @@ func (m *Metrics) Recorded(e fencing.Event) {
 }
 
 // RoundDone records the end of a fence round (fencing.Observer).
+// NoQuorum records since when Incus has had no quorum as the leading worker's round saw it
+// (zero: it has its quorum).
+func (m *Metrics) NoQuorum(since time.Time) {
+	if m == nil || m.noQuorum == nil {
+		return
+	}
+	if since.IsZero() {
+		m.noQuorum.Set(0)
+		return
+	}
+	m.noQuorum.Set(float64(since.UnixNano()) / 1e9)
+}
+
 func (m *Metrics) RoundDone(err error) {
 	if m == nil || m.fenceRounds == nil {
 		return

@@ -120,6 +120,10 @@ func mapMachine(m *fleet.Machine) *model.Machine {
 		t := m.DriftChecked
 		out.DriftCheckedAt = &t
 	}
+	if m.DriftQuiet != "" {
+		q := m.DriftQuiet
+		out.DriftQuiet = &q
+	}
 	if m.Pending != nil {
 		out.PendingJoinToken = &model.PendingJoinToken{ExpiresAt: m.Pending.ExpiresAt}
 	}

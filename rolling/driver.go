@@ -369,14 +369,37 @@ func (d *Driver) restore(ctx context.Context, op *Operation, m *membership.Membe
 	case last != nil:
 		return d.fail(ctx, op, m.Name, fmt.Errorf("the restore of %s ended (%s) but Incus lists it %s", m.Name, last.Outcome, m.Status))
 	}
+	// The member must answer ready itself (its own API, as the admission checks ask it):
+	// one back from a power cycle may answer "Server isn't ready yet" for a while, and
+	// the checks would fail on it. Wait within the step's bound.
+	if err := d.Incus.MemberAnswers(ctx, m.Name); err != nil {
+		return d.waitOrFail(ctx, op, m.Name, err)
+	}
 	err = d.act(ctx, op, m.Name, StepRestore, func(ctx context.Context) error {
 		_, err := d.Maintenance.Restore(ctx, m.Name)
 		return err
 	})
+	if apperr.CodeOf(err) == apperr.Unavailable {
+		// Checks that could not be completed (a read did not answer): audited as that
+		// attempt's failure, and tried again next round within the step's bound.
+		return d.waitOrFail(ctx, op, m.Name, err)
+	}
 	if err != nil {
 		return d.fail(ctx, op, m.Name, err)
 	}
 	return nil
+}
+
+// waitOrFail leaves the member in RESTORE for another round while the step is within its
+// bound (APELORA_ROLLING_ONLINE_TIMEOUT), and stops the operation after it.
+func (d *Driver) waitOrFail(ctx context.Context, op *Operation, member string, cause error) error {
+	if op.StepFor <= d.OnlineTimeout {
+		d.Log.Info("rolling reboot: waiting for the member to be ready before restoring it", "member", member, "reason", apperr.PublicMessage(cause))
+		return nil
+	}
+	return d.failStep(ctx, op, member, StepRestore, apperr.New(apperr.FailedPrecondition,
+		"%s was not ready to restore within %v (APELORA_ROLLING_ONLINE_TIMEOUT): %s; it stays evacuated: check it, then restore it once it is up",
+		member, d.OnlineTimeout, apperr.PublicMessage(cause)))
 }
 
 // lastOperation is the member's latest evacuation or restore (action) started since the

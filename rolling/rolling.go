@@ -97,9 +97,11 @@ func (o *Operation) Current() string {
 // Incus is what a rolling reboot reads of Incus.
 type Incus interface {
 	Members(ctx context.Context) ([]membership.Member, error)
-	// MemberAnswers asks the member itself (a request Incus forwards to it): nil when it
-	// answers. Incus keeps listing an evacuated member Evacuated while it is down (seen on
-	// 6.0.4), so its status alone cannot tell a member that is down from one that is up.
+	// MemberAnswers asks the member's own API (a request Incus forwards to it, the read the
+	// incus-version admission check makes): nil when it answers ready. Incus keeps listing
+	// an evacuated member Evacuated while it is down, and a member back from a power cycle
+	// may answer "Server isn't ready yet" for seconds after the cluster lists it (both seen
+	// on 6.0.4), so its status alone cannot tell a member that is ready from one that is not.
 	MemberAnswers(ctx context.Context, name string) error
 }
 

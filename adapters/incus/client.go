@@ -31,8 +31,10 @@ const maxBody = 32 << 20
 
 // Client is a typed Incus REST client. It is safe for concurrent use.
 type Client struct {
-	base        string // "https://host:port" or "http://incus" for the socket
-	endpoint    string // what to name in messages: the URL or "unix:<path>"
+	base        string // "http://incus" for the socket; "" over HTTPS (see eps)
+	endpoint    string // what to name in messages for the socket: "unix:<path>"
+	eps         *endpoints
+	tr          *http.Transport
 	hc          *http.Client
 	timeout     time.Duration
 	logger      *slog.Logger
@@ -92,12 +94,21 @@ func New(cfg Config) (*Client, error) {
 		}
 		c.fingerprint = pins[0]
 		c.cert, c.pins = cert, pins
-		tr.DialContext = dialer.DialContext
+		// Connections are opened by dialTLS (each address within its connect bound, the
+		// failures marked as never sent); the transport still speaks HTTP/2 over them, with
+		// the ALPN it adds to this configuration.
+		tr.DialTLSContext = c.dialTLS
 		tr.ForceAttemptHTTP2 = true
 		tr.TLSClientConfig = pinnedTLSConfig(cert, pins)
-		c.base = strings.TrimRight(cfg.URL, "/")
-		c.endpoint = c.base
+		seeds := []string{strings.TrimRight(cfg.URL, "/")}
+		for _, u := range cfg.FallbackURLs {
+			if u = strings.TrimRight(u, "/"); !slices.Contains(seeds, u) {
+				seeds = append(seeds, u)
+			}
+		}
+		c.eps = newEndpoints(seeds)
 	}
+	c.tr = tr
 	var rt http.RoundTripper = tr
 	if cfg.WrapTransport != nil {
 		rt = cfg.WrapTransport(rt)
@@ -167,12 +178,61 @@ func pinnedTLSConfig(cert tls.Certificate, pins []string) *tls.Config {
 	}
 }
 
+// tlsConfig is the pinned configuration the transport holds (with its ALPN).
+func (c *Client) tlsConfig() *tls.Config { return c.tr.TLSClientConfig }
+
 // PinnedFingerprint returns the fingerprint of the pinned cluster certificate, or "" for
 // a unix-socket client. Join tokens carry the same value.
 func (c *Client) PinnedFingerprint() string { return c.fingerprint }
 
-// Endpoint names what the client talks to: the member URL or "unix:<socket path>".
-func (c *Client) Endpoint() string { return c.endpoint }
+// Endpoint names what the client talks to now: the member URL it asks first or
+// "unix:<socket path>".
+func (c *Client) Endpoint() string {
+	if c.eps == nil {
+		return c.endpoint
+	}
+	return c.eps.through()
+}
+
+// Through is the URL of the member the client talks through (asked first), "" for the
+// unix socket: a plan that removes that member says so.
+func (c *Client) Through() string {
+	if c.eps == nil {
+		return ""
+	}
+	return c.eps.through()
+}
+
+// Timeout is the bound of each call (Config.Timeout, else DefaultTimeout).
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
+// Seeds are the configured member URLs (APELORA_INCUS_URL's list), nil for the socket.
+func (c *Client) Seeds() []string {
+	if c.eps == nil {
+		return nil
+	}
+	return slices.Clone(c.eps.seeds)
+}
+
+// Addresses are the member URLs the client learned from the cluster's member list (none
+// yet, or for the unix socket: nil).
+func (c *Client) Addresses() []string {
+	if c.eps == nil {
+		return nil
+	}
+	return c.eps.known()
+}
+
+// Avoid moves the client's calls off the member at url (to another member it knows), and
+// drops its idle connections: for a member about to leave the cluster, so the calls after
+// its removal do not go to a daemon that is no member any more.
+func (c *Client) Avoid(url string) {
+	if c.eps == nil {
+		return
+	}
+	c.eps.avoid(url)
+	c.hc.CloseIdleConnections()
+}
 
 // Close releases idle connections.
 func (c *Client) Close() { c.hc.CloseIdleConnections() }
@@ -211,6 +271,7 @@ type request struct {
 	body    any        // JSON-encoded when non-nil
 	ifMatch string     // ETag without quotes
 	timeout time.Duration
+	leaving string // the member this request removes (see Client.leave)
 }
 
 func (r request) uri() string {
@@ -242,6 +303,9 @@ func (c *Client) call(ctx context.Context, req request, out any) (result, error)
 	}
 	var res result
 	planned, err := c.writes.Do(ctx, plan.Incus, func() plan.Step { return c.describe(ctx, req) }, func() (err error) {
+		if req.leaving != "" {
+			c.leave(ctx, req.leaving)
+		}
 		res, err = c.send(ctx, req, out)
 		return err
 	})
@@ -251,7 +315,9 @@ func (c *Client) call(ctx context.Context, req request, out any) (result, error)
 	return res, err
 }
 
-// send makes req: only call and the seam's send may use it.
+// send makes req: only call and the seam's send may use it. Over HTTPS it goes to the
+// member asked first, and on to the next when one cannot be reached (see endpoints.go),
+// all within the call's one bound.
 func (c *Client) send(ctx context.Context, req request, out any) (result, error) {
 	timeout := req.timeout
 	if timeout == 0 {
@@ -261,15 +327,90 @@ func (c *Client) send(ctx context.Context, req request, out any) (result, error)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	var body io.Reader
+	var body []byte
 	if req.body != nil {
 		b, err := json.Marshal(req.body)
 		if err != nil {
 			return result{}, fmt.Errorf("incus %s %s: encode request: %w", req.method, req.path, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	hreq, err := http.NewRequestWithContext(ctx, req.method, c.base+req.uri(), body)
+	if c.eps == nil {
+		return c.attempt(parent, ctx, timeout, c.base, c.endpoint, req, body, out)
+	}
+	var errs []error
+	order := c.eps.order()
+	for i, base := range order {
+		res, err := c.attemptAt(parent, ctx, timeout, req, body, out, base, i < len(order)-1)
+		if err == nil || !c.unreached(ctx, req, err) {
+			if res.httpStatus != 0 {
+				c.eps.answered(base)
+			} else {
+				c.eps.failed(base)
+			}
+			if err != nil && len(errs) > 0 {
+				err = fmt.Errorf("%w (before it: %w)", err, errors.Join(errs...))
+			}
+			return res, err
+		}
+		c.eps.failed(base)
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 1 {
+		return result{}, errs[0]
+	}
+	if parent.Err() == nil && ctx.Err() != nil {
+		// The call's bound ran out across the members: that bound is the answer's.
+		return result{}, fmt.Errorf("incus %s %s: %w from any member (%w)", req.method, req.path, &TimeoutError{After: timeout}, errors.Join(errs...))
+	}
+	return result{}, fmt.Errorf("no member of the cluster could be reached: %w", errors.Join(errs...))
+}
+
+// attemptAt sends req to base within the call's context. A read with other addresses
+// left gets half of the time left, so a member that accepted the connection and never
+// answers (a hung host, or a pooled connection to one) leaves time to ask the next; the
+// last address, and every write, get all of it.
+func (c *Client) attemptAt(parent, ctx context.Context, timeout time.Duration, req request, body []byte, out any, base string, others bool) (result, error) {
+	if req.method != http.MethodGet || !others {
+		return c.attempt(parent, ctx, timeout, base, base, req, body, out)
+	}
+	dl, _ := ctx.Deadline()
+	bound := time.Until(dl) / 2
+	actx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	return c.attempt(ctx, actx, bound, base, base, req, body, out)
+}
+
+// unreached reports whether err means the address did not answer req, so the next one may
+// be asked: a connection that never opened (the request was not sent), or a GET that got
+// no answer while the call's bound still runs.
+func (c *Client) unreached(ctx context.Context, req request, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var ie *Error
+	if errors.As(err, &ie) {
+		// A member whose own daemon is still starting (back from a reboot) answers every
+		// request of its own so: not an answer. One about another member (?target=) is
+		// that member's matter.
+		return IsNotReady(err) && ie.Message == NotReadyMessage && req.query.Get("target") == ""
+	}
+	if isConnectError(err) {
+		return true
+	}
+	return req.method == http.MethodGet
+}
+
+// attempt sends req to one address (base, named endpoint in errors).
+func (c *Client) attempt(parent, ctx context.Context, timeout time.Duration, base, endpoint string, req request, body []byte, out any) (result, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.method, base+req.uri(), rd)
 	if err != nil {
 		return result{}, fmt.Errorf("incus %s %s: %w", req.method, req.path, err)
 	}
@@ -290,7 +431,7 @@ func (c *Client) send(ctx context.Context, req request, out any) (result, error)
 			// The call's own bound ran out, not the caller's.
 			err = &TimeoutError{After: timeout}
 		}
-		return result{}, fmt.Errorf("incus %s %s at %s: %w", req.method, req.path, c.endpoint, err)
+		return result{}, fmt.Errorf("incus %s %s at %s: %w", req.method, req.path, endpoint, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
@@ -298,17 +439,28 @@ func (c *Client) send(ctx context.Context, req request, out any) (result, error)
 	defer clear(raw)
 	if c.logger != nil {
 		c.logger.LogAttrs(ctx, slog.LevelDebug, "incus request",
-			slog.String("method", req.method), slog.String("path", req.path),
+			slog.String("method", req.method), slog.String("path", req.path), slog.String("member", endpoint),
 			slog.Int("status", resp.StatusCode), slog.Duration("took", time.Since(start)))
 	}
+	res := result{httpStatus: resp.StatusCode, etag: strings.Trim(resp.Header.Get("Etag"), `"`)}
 	if err != nil {
-		return result{}, fmt.Errorf("incus %s %s: read answer: %w", req.method, req.path, err)
+		return res, fmt.Errorf("incus %s %s: read answer: %w", req.method, req.path, err)
 	}
 	if len(raw) > maxBody {
-		return result{}, fmt.Errorf("incus %s %s: answer larger than %d bytes", req.method, req.path, maxBody)
+		return res, fmt.Errorf("incus %s %s: answer larger than %d bytes", req.method, req.path, maxBody)
 	}
-	res := result{httpStatus: resp.StatusCode, etag: strings.Trim(resp.Header.Get("Etag"), `"`)}
 	return res, decodeAnswer(req.method, req.uri(), resp.StatusCode, raw, &res, out)
+}
+
+// Learn reads the cluster's member list, from which the client learns whom it may ask
+// (every member list it reads does the same): app calls it once at start, so the addresses
+// are known before the member talked through first is ever lost.
+func (c *Client) Learn(ctx context.Context) error {
+	if c.eps == nil {
+		return nil
+	}
+	_, err := c.Members(ctx)
+	return err
 }
 
 // decodeAnswer interprets an Incus answer. It is separate from call for unit tests.

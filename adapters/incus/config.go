@@ -14,7 +14,7 @@ import (
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvURL        = "APELORA_INCUS_URL"         // https://host:port of one cluster member
+	EnvURL        = "APELORA_INCUS_URL"         // https://host:port of a cluster member (or several, comma-separated)
 	EnvClientCert = "APELORA_INCUS_CLIENT_CERT" // PEM file: Apelora's admin client certificate
 	EnvClientKey  = "APELORA_INCUS_CLIENT_KEY"  // PEM file: its private key
 	EnvServerCert = "APELORA_INCUS_SERVER_CERT" // PEM file: the cluster certificate to pin
@@ -27,8 +27,12 @@ const DefaultTimeout = 30 * time.Second
 // Config says how to reach Incus. Either URL with the three certificate files, or
 // SocketPath; never both.
 type Config struct {
-	// URL of one cluster member, for example "https://10.0.0.5:8443".
+	// URL of one cluster member, for example "https://10.0.0.5:8443": the client's first
+	// address. It learns the others from the cluster's member list (endpoints.go).
 	URL string
+	// FallbackURLs are further members to try, in order, while the client has learned no
+	// member list yet (at start, when the member at URL does not answer). Same certificates.
+	FallbackURLs []string
 	// ClientCertFile and ClientKeyFile hold Apelora's admin identity (PEM), which the
 	// cluster trusts.
 	ClientCertFile string
@@ -99,18 +103,28 @@ func (c Config) Validate() error {
 			"HTTPS needs the member URL, the client certificate and key, and the cluster certificate to pin",
 			strings.Join(set, ", "), strings.Join(missing, ", "))
 	}
-	u, err := url.Parse(c.URL)
+	for _, s := range append([]string{c.URL}, c.FallbackURLs...) {
+		if err := validURL(s); err != nil {
+			return err
+		}
+	}
+	if c.Timeout < 0 {
+		return errors.New("Incus timeout must not be negative")
+	}
+	return nil
+}
+
+// validURL checks one member URL.
+func validURL(s string) error {
+	u, err := url.Parse(s)
 	if err != nil {
 		return fmt.Errorf("%s is not a URL: %w", EnvURL, err)
 	}
 	if u.Scheme != "https" || u.Host == "" {
-		return fmt.Errorf("%s must look like https://host:8443, got %q", EnvURL, c.URL)
+		return fmt.Errorf("%s must look like https://host:8443, got %q", EnvURL, s)
 	}
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
 		return errors.New(EnvURL + " must hold only scheme, host and port (no path, query or user)")
-	}
-	if c.Timeout < 0 {
-		return errors.New("Incus timeout must not be negative")
 	}
 	return nil
 }
@@ -120,15 +134,34 @@ func (c Config) Validate() error {
 // or both HTTPS and socket give an error that names the variables.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	urls := splitURLs(get(EnvURL))
 	c := Config{
-		URL:            strings.TrimRight(get(EnvURL), "/"),
 		ClientCertFile: get(EnvClientCert),
 		ClientKeyFile:  get(EnvClientKey),
 		ServerCertFile: get(EnvServerCert),
 		SocketPath:     get(EnvSocket),
+	}
+	if len(urls) > 0 {
+		c.URL, c.FallbackURLs = urls[0], urls[1:]
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
 }
+
+// splitURLs reads a comma-separated list of member URLs (blank entries skipped, trailing
+// slashes dropped).
+func splitURLs(v string) []string {
+	var out []string
+	for _, u := range strings.Split(v, ",") {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// SplitURLs is splitURLs for callers that read another variable of member URLs (the
+// worker's deprecated APELORA_FENCE_INCUS_URLS).
+func SplitURLs(v string) []string { return splitURLs(v) }

@@ -77,6 +77,23 @@ func (e *Error) Is(target error) bool {
 // token…) does not exist.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
+// NotReadyMessage is what Incus answers (500) for a member whose daemon is still starting,
+// and, on 6.0.4 (seen live), what another member answers for a request it should forward
+// to a member it cannot reach (a dead one, after "Unable to connect" and "Missing event
+// connection with target cluster member"; one back from a power cycle, for seconds).
+const NotReadyMessage = "Server isn't ready yet"
+
+// noEventConnection is what 6.0.4 answers first for a request to forward to a member it
+// has lost (seen live): the same condition, seen from the forwarding member.
+const noEventConnection = "Missing event connection with target cluster member"
+
+// IsNotReady reports whether Incus answered NotReadyMessage, or that it has no connection
+// to the member it should forward to.
+func IsNotReady(err error) bool {
+	var ie *Error
+	return errors.As(err, &ie) && (ie.Message == NotReadyMessage || ie.Message == noEventConnection)
+}
+
 // IsConflict reports whether Incus answered 409 Conflict.
 func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
 

@@ -73,10 +73,36 @@ type EventStream struct {
 // (Config.Timeout); the stream then stays open until ctx ends, Close is called, or the
 // connection is lost.
 func (c *Client) Lifecycle(ctx context.Context) (*EventStream, error) {
-	const path = "/1.0/events"
 	parent := ctx
 	hctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	if c.eps == nil {
+		conn, err := c.openEvents(parent, hctx, c.endpoint)
+		if err != nil {
+			return nil, err
+		}
+		return c.eventStream(ctx, conn, c.endpoint), nil
+	}
+	// Any member's stream carries every member's events: the first that opens one.
+	var errs []error
+	for _, base := range c.eps.order() {
+		conn, err := c.openEvents(parent, hctx, base)
+		if err == nil {
+			c.eps.answered(base)
+			return c.eventStream(ctx, conn, base), nil
+		}
+		errs = append(errs, err)
+		if !isConnectError(err) || hctx.Err() != nil || ownBound(parent, hctx) {
+			break
+		}
+		c.eps.failed(base)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// openEvents opens the event stream at one address (base; the socket when c.eps is nil).
+func (c *Client) openEvents(parent, hctx context.Context, base string) (*websocket.Conn, error) {
+	const path = "/1.0/events"
 	d := &websocket.Dialer{ReadBufferSize: 16 << 10, WriteBufferSize: 4 << 10}
 	var u string
 	if c.socket != "" {
@@ -86,12 +112,14 @@ func (c *Client) Lifecycle(ctx context.Context) (*EventStream, error) {
 		}
 		u = "ws://incus" + path
 	} else {
-		d.NetDialContext = c.dialer.DialContext
-		// Its own TLS configuration: the REST transport adds h2 to the one it holds, and a
-		// websocket upgrade must be HTTP/1.1.
-		d.TLSClientConfig = pinnedTLSConfig(c.cert, c.pins)
-		d.TLSClientConfig.NextProtos = []string{"http/1.1"}
-		u = "wss" + strings.TrimPrefix(c.base, "https") + path
+		// Its own TLS connection, opened like the REST transport's (the connect bound, the
+		// pin) but offering HTTP/1.1 only: a websocket upgrade must be HTTP/1.1.
+		d.NetDialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			cfg := pinnedTLSConfig(c.cert, c.pins)
+			cfg.NextProtos = []string{"http/1.1"}
+			return c.dialPinned(ctx, network, addr, cfg)
+		}
+		u = "wss" + strings.TrimPrefix(base, "https") + path
 	}
 	u += "?type=lifecycle"
 	header := http.Header{"User-Agent": {"apelora-fabric"}}
@@ -102,8 +130,8 @@ func (c *Client) Lifecycle(ctx context.Context) (*EventStream, error) {
 		status = resp.StatusCode
 	}
 	if c.logger != nil {
-		c.logger.LogAttrs(ctx, slog.LevelDebug, "incus request",
-			slog.String("method", http.MethodGet), slog.String("path", path),
+		c.logger.LogAttrs(hctx, slog.LevelDebug, "incus request",
+			slog.String("method", http.MethodGet), slog.String("path", path), slog.String("member", base),
 			slog.Int("status", status), slog.Duration("took", time.Since(start)))
 	}
 	if err != nil {
@@ -122,10 +150,15 @@ func (c *Client) Lifecycle(ctx context.Context) (*EventStream, error) {
 			// time out a moment before the context says it is done: both are the bound.
 			err = &TimeoutError{After: c.timeout}
 		}
-		return nil, fmt.Errorf("incus GET %s at %s: %w", path, c.endpoint, err)
+		return nil, fmt.Errorf("incus GET %s at %s: %w", path, base, err)
 	}
+	return conn, nil
+}
+
+// eventStream wraps an open stream.
+func (c *Client) eventStream(ctx context.Context, conn *websocket.Conn, endpoint string) *EventStream {
 	conn.SetReadLimit(maxEventSize)
-	s := &EventStream{conn: conn, endpoint: c.endpoint, silence: eventPing + c.timeout, logger: c.logger, done: make(chan struct{})}
+	s := &EventStream{conn: conn, endpoint: endpoint, silence: eventPing + c.timeout, logger: c.logger, done: make(chan struct{})}
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -136,7 +169,7 @@ func (c *Client) Lifecycle(ctx context.Context) (*EventStream, error) {
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(s.silence)) })
 	_ = conn.SetReadDeadline(time.Now().Add(s.silence))
 	go s.ping()
-	return s, nil
+	return s
 }
 
 func (s *EventStream) ping() {

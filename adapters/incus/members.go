@@ -70,6 +70,17 @@ func (m Member) Put() MemberPut {
 func (c *Client) Members(ctx context.Context) ([]Member, error) {
 	var ms []Member
 	_, err := c.get(ctx, "/1.0/cluster/members", url.Values{"recursion": {"1"}}, &ms)
+	if err == nil && c.eps != nil {
+		// The cluster's own list of its members is where the client learns whom else it may
+		// ask (see endpoints.go).
+		urls := make([]string, len(ms))
+		for i, m := range ms {
+			urls[i] = m.URL
+		}
+		if c.eps.learn(urls) {
+			c.hc.CloseIdleConnections()
+		}
+	}
 	return ms, err
 }
 
@@ -144,8 +155,40 @@ func (c *Client) DeleteMember(ctx context.Context, name string, force bool) erro
 	if force {
 		q = url.Values{"force": {"1"}} // Incus reads force as an integer; "true" would mean unforced
 	}
-	_, err := c.call(ctx, request{method: http.MethodDelete, path: "/1.0/cluster/members/" + seg(name), query: q}, nil)
+	_, err := c.call(ctx, request{method: http.MethodDelete, path: "/1.0/cluster/members/" + seg(name), query: q, leaving: name}, nil)
+	if err == nil && c.eps != nil {
+		// Its URL leaves the learned list with the next member list; until then the member
+		// is not asked first.
+		c.forgetMember(name)
+	}
 	return err
+}
+
+// leave moves the client off the member name before a request that removes it is sent:
+// the request, and every call after it, go through another member (a removed member's
+// daemon stays up, presenting a certificate of its own, seen live on 6.0.4).
+func (c *Client) leave(ctx context.Context, name string) {
+	if c.eps == nil {
+		return
+	}
+	var m Member
+	if _, err := c.send(ctx, request{method: http.MethodGet, path: "/1.0/cluster/members/" + seg(name)}, &m); err == nil && m.URL != "" {
+		c.Avoid(m.URL)
+		c.eps.mu.Lock()
+		c.eps.leaving = strings.TrimRight(m.URL, "/")
+		c.eps.mu.Unlock()
+	}
+}
+
+// forgetMember drops the removed member's URL (noted by leave) from the learned list.
+func (c *Client) forgetMember(string) {
+	c.eps.mu.Lock()
+	defer c.eps.mu.Unlock()
+	if c.eps.leaving == "" {
+		return
+	}
+	c.eps.members = slices.DeleteFunc(c.eps.members, func(u string) bool { return u == c.eps.leaving })
+	c.eps.leaving = ""
 }
 
 // MemberState is GET /1.0/cluster/members/{name}/state. Sizes are in bytes.

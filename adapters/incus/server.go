@@ -54,6 +54,29 @@ func (c *Client) ServerInfo(ctx context.Context, target string) (ServerInfo, err
 	if _, err := c.get(ctx, "/1.0", targetQuery(target), &s); err != nil {
 		return ServerInfo{}, err
 	}
+	return c.serverInfo(s)
+}
+
+// AskMember reads GET /1.0 from the member at url itself (its URL in the member list),
+// not forwarded and never another member: whether that member's own API answers. The
+// connection is pinned to the cluster certificate like every other; bounded by the call's
+// timeout. Over the unix socket it is ServerInfo of the local daemon.
+func (c *Client) AskMember(ctx context.Context, url string) (ServerInfo, error) {
+	if c.eps == nil {
+		return c.ServerInfo(ctx, "")
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var s serverJSON
+	base := strings.TrimRight(url, "/")
+	if _, err := c.attempt(parent, ctx, c.timeout, base, base, request{method: http.MethodGet, path: "/1.0"}, nil, &s); err != nil {
+		return ServerInfo{}, err
+	}
+	return c.serverInfo(s)
+}
+
+func (c *Client) serverInfo(s serverJSON) (ServerInfo, error) {
 	info := ServerInfo{
 		ServerName:             s.Environment.ServerName,
 		ServerVersion:          s.Environment.ServerVersion,
@@ -71,7 +94,7 @@ func (c *Client) ServerInfo(ctx context.Context, target string) (ServerInfo, err
 	}
 	if s.Auth != "trusted" {
 		return info, fmt.Errorf("GET /1.0 at %s: %w (auth %q); trust Apelora's certificate with "+
-			"`incus config trust add-certificate <client.crt>` on a member", c.endpoint, ErrUntrusted, s.Auth)
+			"`incus config trust add-certificate <client.crt>` on a member", c.Endpoint(), ErrUntrusted, s.Auth)
 	}
 	return info, nil
 }
@@ -182,7 +205,7 @@ func (c *Client) SetPlacementScriptlet(ctx context.Context, value, etag string) 
 	}
 	after, rerr := c.GetServerConfig(ctx)
 	if rerr != nil {
-		return fmt.Errorf("%w (and the server configuration could not be read again to see whether Incus kept the member's own settings (%s): check `incus config show` on %s): %v)", err, strings.Join(localKeys, ", "), c.endpoint, rerr)
+		return fmt.Errorf("%w (and the server configuration could not be read again to see whether Incus kept the member's own settings (%s): check `incus config show` on %s): %v)", err, strings.Join(localKeys, ", "), c.Endpoint(), rerr)
 	}
 	var lost []string
 	for _, k := range localKeys {
@@ -191,7 +214,7 @@ func (c *Client) SetPlacementScriptlet(ctx context.Context, value, etag string) 
 		}
 	}
 	if len(lost) > 0 {
-		return fmt.Errorf("%w; Incus also dropped the member's own settings at %s when it refused: put them back before its daemon restarts with: %s", err, c.endpoint, strings.Join(lost, "; "))
+		return fmt.Errorf("%w; Incus also dropped the member's own settings at %s when it refused: put them back before its daemon restarts with: %s", err, c.Endpoint(), strings.Join(lost, "; "))
 	}
 	return err
 }

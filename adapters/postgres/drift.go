@@ -79,7 +79,7 @@ func (d *DriftStore) Drifts(ctx context.Context, machine string) ([]drift.State,
 // ByMachine returns, for every machine the watcher looks at, when it last did and its
 // raised drift: the fleet's one query.
 func (d *DriftStore) ByMachine(ctx context.Context) (map[string]drift.Status, error) {
-	rows, err := d.s.pool.Query(ctx, `SELECT m.machine, m.last_checked, c.check_name, c.title, c.failing_since, c.raised_at, c.evidence, c.last_checked
+	rows, err := d.s.pool.Query(ctx, `SELECT m.machine, m.last_checked, coalesce(m.quiet, ''), c.check_name, c.title, c.failing_since, c.raised_at, c.evidence, c.last_checked
 		FROM drift_machines m LEFT JOIN drift_checks c ON c.machine = m.machine AND c.raised_at IS NOT NULL
 		ORDER BY m.machine, c.check_name`)
 	if err != nil {
@@ -88,15 +88,15 @@ func (d *DriftStore) ByMachine(ctx context.Context) (map[string]drift.Status, er
 	defer rows.Close()
 	out := map[string]drift.Status{}
 	for rows.Next() {
-		var machine string
+		var machine, quiet string
 		var checked time.Time
 		var check, title, evidence *string
 		var since, raised, last *time.Time
-		if err := rows.Scan(&machine, &checked, &check, &title, &since, &raised, &evidence, &last); err != nil {
+		if err := rows.Scan(&machine, &checked, &quiet, &check, &title, &since, &raised, &evidence, &last); err != nil {
 			return nil, dbError(err)
 		}
 		st := out[machine]
-		st.Checked = checked
+		st.Checked, st.Quiet = checked, quiet
 		if check != nil {
 			st.Drift = append(st.Drift, drift.State{Machine: machine, Check: *check, Title: *title, FailingSince: *since,
 				RaisedAt: *raised, Evidence: *evidence, LastChecked: *last})
@@ -241,18 +241,18 @@ func (d *driftLeaderConn) States(ctx context.Context) (map[string][]drift.State,
 	return out, nil
 }
 
-func (d *driftLeaderConn) Save(ctx context.Context, machine string, checked time.Time, states []drift.State, events []drift.Event) ([]drift.Event, error) {
+func (d *driftLeaderConn) Save(ctx context.Context, machine string, checked time.Time, quiet string, states []drift.State, events []drift.Event) ([]drift.Event, error) {
 	var out []drift.Event
 	err := d.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
-		out, err = saveDrift(ctx, tx, machine, checked, states, events)
+		out, err = saveDrift(ctx, tx, machine, checked, quiet, states, events)
 		return err
 	})
 	return out, err
 }
 
 // saveDrift is Save's transaction, after the epoch check.
-func saveDrift(ctx context.Context, tx pgx.Tx, machine string, checked time.Time, states []drift.State, events []drift.Event) ([]drift.Event, error) {
+func saveDrift(ctx context.Context, tx pgx.Tx, machine string, checked time.Time, quiet string, states []drift.State, events []drift.Event) ([]drift.Event, error) {
 	var err error
 	keep := make([]string, len(states))
 	for i, s := range states {
@@ -271,8 +271,8 @@ func saveDrift(ctx context.Context, tx pgx.Tx, machine string, checked time.Time
 	if checked.IsZero() {
 		_, err = tx.Exec(ctx, `DELETE FROM drift_machines WHERE machine = $1`, machine)
 	} else {
-		_, err = tx.Exec(ctx, `INSERT INTO drift_machines (machine, last_checked) VALUES ($1, $2)
-			ON CONFLICT (machine) DO UPDATE SET last_checked = EXCLUDED.last_checked`, machine, checked)
+		_, err = tx.Exec(ctx, `INSERT INTO drift_machines (machine, last_checked, quiet) VALUES ($1, $2, nullif($3, ''))
+			ON CONFLICT (machine) DO UPDATE SET last_checked = EXCLUDED.last_checked, quiet = EXCLUDED.quiet`, machine, checked, quiet)
 	}
 	if err != nil {
 		return nil, dbError(err)

@@ -149,7 +149,7 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 	raised := drift.State{Machine: "node-4", Check: "scheduler", Title: "Placement reaches the member", FailingSince: now, RaisedAt: now,
 		Evidence: "scheduler.instance=manual was set", LastChecked: now}
 	pending := drift.State{Machine: "node-4", Check: "online", Title: "Member online", FailingSince: now, Evidence: "Offline", LastChecked: now}
-	saved, err := lead.Save(ctx, "node-4", now, []drift.State{raised, pending},
+	saved, err := lead.Save(ctx, "node-4", now, "", []drift.State{raised, pending},
 		[]drift.Event{{Check: "scheduler", Title: raised.Title, Change: drift.Raised, At: now, Since: now, Evidence: raised.Evidence}})
 	if err != nil || len(saved) != 1 || saved[0].ID == 0 || saved[0].Machine != "node-4" {
 		t.Fatalf("save: %+v %v", saved, err)
@@ -175,19 +175,22 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 		t.Fatalf("by machine %+v", by)
 	}
 	// A machine looked at without any failing check is tracked too.
-	if _, err := lead.Save(ctx, "node-5", now, nil, nil); err != nil {
+	if _, err := lead.Save(ctx, "node-5", now, "drift is quiet for node-5: in maintenance", nil, nil); err != nil {
 		t.Fatal(err)
+	}
+	if by, _ := ds.ByMachine(ctx); by["node-5"].Quiet != "drift is quiet for node-5: in maintenance" || by["node-4"].Quiet != "" {
+		t.Fatalf("quiet reasons: %+v", by)
 	}
 	states, _ := lead.States(ctx)
 	if st, ok := states["node-5"]; len(states) != 2 || len(states["node-4"]) != 2 || !ok || st != nil {
 		t.Fatalf("states %+v", states)
 	}
-	if _, err := lead.Save(ctx, "node-5", time.Time{}, nil, nil); err != nil {
+	if _, err := lead.Save(ctx, "node-5", time.Time{}, "", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Saving again replaces the machine's states: the scheduler passes, it clears.
 	later := now.Add(time.Minute)
-	if _, err := lead.Save(ctx, "node-4", later, []drift.State{pending}, []drift.Event{{Check: "scheduler", Title: raised.Title, Change: drift.Cleared, At: later, Since: now, Evidence: "unset"}}); err != nil {
+	if _, err := lead.Save(ctx, "node-4", later, "", []drift.State{pending}, []drift.Event{{Check: "scheduler", Title: raised.Title, Change: drift.Cleared, At: later, Since: now, Evidence: "unset"}}); err != nil {
 		t.Fatal(err)
 	}
 	if l, _ := ds.Drifts(ctx, ""); len(l) != 0 {
@@ -212,7 +215,7 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 		t.Fatalf("watcher %+v %v", w, err)
 	}
 	// Forgetting a machine removes its states and its last check.
-	if _, err := lead.Save(ctx, "node-4", time.Time{}, nil, nil); err != nil {
+	if _, err := lead.Save(ctx, "node-4", time.Time{}, "", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if states, _ := lead.States(ctx); len(states) != 0 {
@@ -224,7 +227,7 @@ func TestDriftIsSavedByTheLeaderOnlyAndPushedToEveryReplica(t *testing.T) {
 	if err := lead.Check(ctx); err == nil {
 		t.Fatal("a closed session still leads")
 	}
-	if _, err := lead.Save(ctx, "node-4", later, nil, nil); err == nil {
+	if _, err := lead.Save(ctx, "node-4", later, "", nil, nil); err == nil {
 		t.Fatal("a closed session saved")
 	}
 	// The server lets go of the lock when the old connection's backend ends, just after.

@@ -168,8 +168,8 @@ func (f fenceStore) WorkerStatus(ctx context.Context) (*fencing.WorkerStatus, er
 	var settings struct {
 		PollSeconds, OfflineAfterSeconds, CooldownSeconds, ConfirmTimeoutSeconds, MaxGapSeconds, SettleSeconds float64
 	}
-	err := f.s.pool.QueryRow(ctx, `SELECT worker, leader_since, last_round_at, settings FROM fence_worker`).
-		Scan(&ws.Worker, &ws.LeaderSince, &ws.LastRoundAt, &settings)
+	err := f.s.pool.QueryRow(ctx, `SELECT worker, leader_since, last_round_at, settings, no_quorum_since FROM fence_worker`).
+		Scan(&ws.Worker, &ws.LeaderSince, &ws.LastRoundAt, &settings, &ws.NoQuorumSince)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

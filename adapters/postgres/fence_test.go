@@ -169,8 +169,8 @@ func TestFenceLeaderConnKeepsTrackingAndDerivesRequests(t *testing.T) {
 	for _, k := range fencing.Kinds {
 		e := fencing.Event{At: now, Member: "m9", Kind: k, Worker: "w"}
 		switch k {
-		case fencing.KindLeading:
-			e.Member = ""
+		case fencing.KindLeading, fencing.KindQuorumLost, fencing.KindQuorumBack:
+			e.Member = "" // about the worker or the cluster, not a member
 		case fencing.KindRefused, fencing.KindNotConfirmed:
 			e.Reason = fencing.ReasonCooldown
 		}
@@ -188,8 +188,19 @@ func TestFenceLeaderConnKeepsTrackingAndDerivesRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws, err := db.Store.Fences().WorkerStatus(ctx)
-	if err != nil || ws == nil || ws.Worker != "w1" || ws.PollInterval != 2*time.Second || ws.Limits.Cooldown != time.Hour {
+	if err != nil || ws == nil || ws.Worker != "w1" || ws.PollInterval != 2*time.Second || ws.Limits.Cooldown != time.Hour || ws.NoQuorumSince != nil {
 		t.Fatalf("worker status %+v %v", ws, err)
+	}
+	// Incus without quorum: the report keeps since when, and a new leader reads it back.
+	lost := now.Add(-time.Minute).Truncate(time.Microsecond)
+	if err := sess.Heartbeat(ctx, fencing.WorkerStatus{Worker: "w1", LeaderSince: now, LastRoundAt: now, PollInterval: 2 * time.Second, NoQuorumSince: &lost}); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err = db.Store.Fences().WorkerStatus(ctx); err != nil || ws.NoQuorumSince == nil || !ws.NoQuorumSince.Equal(lost) {
+		t.Fatalf("worker status without quorum %+v %v", ws, err)
+	}
+	if since, err := sess.NoQuorumSince(ctx); err != nil || since == nil || !since.Equal(lost) {
+		t.Fatalf("NoQuorumSince %v %v", since, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -246,10 +247,25 @@ func (f *fenceLeaderConn) Heartbeat(ctx context.Context, ws fencing.WorkerStatus
 		"maxGapSeconds": ws.Limits.MaxObservationGap.Seconds(), "settleSeconds": ws.Limits.Settle.Seconds(),
 	}
 	return f.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO fence_worker (singleton, worker, leader_since, last_round_at, settings) VALUES (true, $1, $2, $3, $4)
+		_, err := tx.Exec(ctx, `INSERT INTO fence_worker (singleton, worker, leader_since, last_round_at, settings, no_quorum_since) VALUES (true, $1, $2, $3, $4, $5)
 		ON CONFLICT (singleton) DO UPDATE SET worker = EXCLUDED.worker, leader_since = EXCLUDED.leader_since,
-			last_round_at = EXCLUDED.last_round_at, settings = EXCLUDED.settings`,
-			ws.Worker, ws.LeaderSince, ws.LastRoundAt, settings)
+			last_round_at = EXCLUDED.last_round_at, settings = EXCLUDED.settings, no_quorum_since = EXCLUDED.no_quorum_since`,
+			ws.Worker, ws.LeaderSince, ws.LastRoundAt, settings, ws.NoQuorumSince)
 		return dbError(err)
 	})
+}
+
+// NoQuorumSince is the last report's no_quorum_since (nil for none or no report).
+func (f *fenceLeaderConn) NoQuorumSince(ctx context.Context) (*time.Time, error) {
+	ctx, cancel, err := f.use(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	var since *time.Time
+	err = f.conn.QueryRow(ctx, `SELECT no_quorum_since FROM fence_worker`).Scan(&since)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return since, dbError(err)
 }

@@ -165,10 +165,10 @@ func TestDriftLeaseIsItsOwnAndChecksItsEpoch(t *testing.T) {
 	defer fresh.Close()
 	now, _ := fresh.Now(ctx)
 	st := drift.State{Machine: "node-4", Check: "online", Title: "Member online", FailingSince: now, Evidence: "Offline", LastChecked: now}
-	if _, err := stale.Save(ctx, "node-4", now, []drift.State{st}, nil); !errors.Is(err, leader.ErrLost) {
+	if _, err := stale.Save(ctx, "node-4", now, "", []drift.State{st}, nil); !errors.Is(err, leader.ErrLost) {
 		t.Fatalf("the stale watcher's save: %v", err)
 	}
-	if _, err := fresh.Save(ctx, "node-4", now, []drift.State{st}, nil); err != nil {
+	if _, err := fresh.Save(ctx, "node-4", now, "", []drift.State{st}, nil); err != nil {
 		t.Fatalf("the new watcher's save: %v", err)
 	}
 }

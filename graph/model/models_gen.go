@@ -689,6 +689,10 @@ type Machine struct {
 	// When the drift watcher last re-checked this admitted member; null when it never has (not
 	// admitted, or no replica watches). Its drift is among the warnings (code DRIFT).
 	DriftCheckedAt *time.Time `json:"driftCheckedAt,omitempty"`
+	// Why drift is quiet for this member: the checks that need it up are suspended while it is
+	// in maintenance (evacuated: it may be down on purpose), named with the reason, as of
+	// `driftCheckedAt`. Null while every check runs.
+	DriftQuiet *string `json:"driftQuiet,omitempty"`
 	// The member's fence mapping, with its last readiness drill; null when it has none.
 	Fence *FenceMapping `json:"fence,omitempty"`
 	// The hardware profile admission compares the machine with; null when none is assigned.
@@ -1632,6 +1636,8 @@ const (
 	ClusterWarningCodeUnmappedMembers ClusterWarningCode = "UNMAPPED_MEMBERS"
 	// The leading worker's offline time before fencing is below Incus's cluster.offline_threshold plus 5 s (raised since it started).
 	ClusterWarningCodeOfflineAfterTooShort ClusterWarningCode = "OFFLINE_AFTER_TOO_SHORT"
+	// Incus has no quorum (its members answer, its database does not) since the time the message gives, as the leading fence worker saw it: fencing is paused.
+	ClusterWarningCodeIncusNoQuorum ClusterWarningCode = "INCUS_NO_QUORUM"
 )
 
 var AllClusterWarningCode = []ClusterWarningCode{
@@ -1641,11 +1647,12 @@ var AllClusterWarningCode = []ClusterWarningCode{
 	ClusterWarningCodeFenceWorkerSilent,
 	ClusterWarningCodeUnmappedMembers,
 	ClusterWarningCodeOfflineAfterTooShort,
+	ClusterWarningCodeIncusNoQuorum,
 }
 
 func (e ClusterWarningCode) IsValid() bool {
 	switch e {
-	case ClusterWarningCodeHealingEnabled, ClusterWarningCodeIncusUnavailable, ClusterWarningCodeNoFenceWorker, ClusterWarningCodeFenceWorkerSilent, ClusterWarningCodeUnmappedMembers, ClusterWarningCodeOfflineAfterTooShort:
+	case ClusterWarningCodeHealingEnabled, ClusterWarningCodeIncusUnavailable, ClusterWarningCodeNoFenceWorker, ClusterWarningCodeFenceWorkerSilent, ClusterWarningCodeUnmappedMembers, ClusterWarningCodeOfflineAfterTooShort, ClusterWarningCodeIncusNoQuorum:
 		return true
 	}
 	return false
@@ -1826,6 +1833,10 @@ const (
 	FenceEventKindConfirmed FenceEventKind = "CONFIRMED"
 	// The request did not lead to a read saying off: the member is NOT fenced.
 	FenceEventKindNotConfirmed FenceEventKind = "NOT_CONFIRMED"
+	// Incus answers but its database does not (no quorum): fencing is paused (member is null; details.since). Recorded once per loss.
+	FenceEventKindQuorumLost FenceEventKind = "QUORUM_LOST"
+	// Incus has its quorum again (member is null; details.lostSince, lostForSeconds): Offline counts once it has answered for the settle period.
+	FenceEventKindQuorumBack FenceEventKind = "QUORUM_BACK"
 )
 
 var AllFenceEventKind = []FenceEventKind{
@@ -1837,11 +1848,13 @@ var AllFenceEventKind = []FenceEventKind{
 	FenceEventKindRequested,
 	FenceEventKindConfirmed,
 	FenceEventKindNotConfirmed,
+	FenceEventKindQuorumLost,
+	FenceEventKindQuorumBack,
 }
 
 func (e FenceEventKind) IsValid() bool {
 	switch e {
-	case FenceEventKindLeading, FenceEventKindOffline, FenceEventKindBackOnline, FenceEventKindEligible, FenceEventKindRefused, FenceEventKindRequested, FenceEventKindConfirmed, FenceEventKindNotConfirmed:
+	case FenceEventKindLeading, FenceEventKindOffline, FenceEventKindBackOnline, FenceEventKindEligible, FenceEventKindRefused, FenceEventKindRequested, FenceEventKindConfirmed, FenceEventKindNotConfirmed, FenceEventKindQuorumLost, FenceEventKindQuorumBack:
 		return true
 	}
 	return false

@@ -62,7 +62,7 @@ export const FleetUpdatesSubscription = graphql(`
 export const MachineDriftQuery = graphql(`
   query MachineDrift($name: String!) {
     drift(machine: $name) { machine check title since raisedAt evidence lastChecked }
-    machine(name: $name) { name driftCheckedAt }
+    machine(name: $name) { name driftCheckedAt driftQuiet }
   }
 `);
 

@@ -339,6 +339,7 @@ function DriftPanel({ name, onChange }: { name: string; onChange(): void }) {
   }, [changeId, reexecute]);
   const drift = res.data?.drift ?? [];
   const checked = res.data?.machine?.driftCheckedAt;
+  const quiet = res.data?.machine?.driftQuiet;
   return (
     <section className="card drift" aria-labelledby="drift-title" data-drift-count={drift.length}>
       <h2 id="drift-title">Drift since admission</h2>
@@ -347,6 +348,7 @@ function DriftPanel({ name, onChange }: { name: string; onChange(): void }) {
         {checked ? <>Last re-checked <Time at={checked} />.</> : 'Not re-checked yet (the machine is not an admitted member, or no replica watches).'}
       </p>
       <Problems problems={problemsOf(res.error)} machine={name} />
+      {quiet ? <p className="warnings" data-drift-quiet="" role="status">{quiet}</p> : null}
       {drift.length === 0 ? (
         <p className="muted" data-drift="none">{checked ? '✓ No drift.' : 'No drift known.'}</p>
       ) : (
