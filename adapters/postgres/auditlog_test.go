@@ -23,16 +23,17 @@ func verifyAuditLog(t *testing.T, s *postgres.Store, k *auditlog.Key) auditlog.R
 		t.Fatal(err)
 	}
 	defer snap.Close()
-	rep, err := auditlog.Verify(ctx, snap, k.Verifier)
+	rep, err := auditlog.Verify(ctx, snap, auditlog.VerifyOptions{Verifier: k.Verifier, Sealer: k.Sealer})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
 }
 
+// testKey is the key the test process's stores seal with (pgtest.Seal).
 func testKey(t *testing.T) *auditlog.Key {
 	t.Helper()
-	k, _, err := auditlog.LoadOrCreateKey(t.TempDir() + "/" + auditlog.KeyFile)
+	k, err := auditlog.EphemeralKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +48,7 @@ func anotherReplica(t *testing.T, db *pgtest.DB) *postgres.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	pgtest.Seal(t, s)
 	return s
 }
 
@@ -93,7 +95,7 @@ func TestAuditLogIsOneTreeAcrossReplicas(t *testing.T) {
 	if rep := verifyAuditLog(t, db.Store, k); rep.Problem != nil || rep.Events != 100 {
 		t.Fatalf("verify before any checkpoint: %+v %v", rep, rep.Problem)
 	}
-	svc := auditlog.NewService(db.Store, k)
+	svc := auditlog.NewService(db.Store, k, auditlog.Options{})
 	if _, err := svc.Prove(ctx, 1); !apperr.Is(err, apperr.FailedPrecondition) {
 		t.Fatalf("a proof before any checkpoint: %v", err)
 	}
@@ -101,7 +103,7 @@ func TestAuditLogIsOneTreeAcrossReplicas(t *testing.T) {
 	if err != nil || !made || c.Size != 100 {
 		t.Fatalf("checkpoint: %+v %v %v", c, made, err)
 	}
-	if again, made, err := auditlog.NewService(other, k).Checkpoint(ctx); err != nil || made || again.Size != 100 {
+	if again, made, err := auditlog.NewService(other, k, auditlog.Options{}).Checkpoint(ctx); err != nil || made || again.Size != 100 {
 		t.Fatalf("a second checkpoint of the same tree: %+v %v %v", again, made, err)
 	}
 	if tree, err := auditlog.ParseCheckpoint([]byte(c.Signed), k.Verifier); err != nil || tree.N != 100 || tree.Hash != c.Root {
@@ -269,7 +271,16 @@ func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 		t.Fatalf("migrate: %v %v", applied, err)
 	}
 	k := testKey(t)
-	if _, made, err := auditlog.NewService(db.Store, k).Checkpoint(ctx); err != nil || !made {
+	if _, _, err := auditlog.NewService(db.Store, k, auditlog.Options{}).Checkpoint(ctx); err == nil {
+		t.Fatal("a checkpoint was signed over events that are not sealed")
+	}
+	if n, err := db.Store.SealAuditBacklog(ctx, k.Sealer); err != nil || n != 25000 {
+		t.Fatalf("seal the backlog: %d %v", n, err)
+	}
+	if n, err := db.Store.SealAuditBacklog(ctx, k.Sealer); err != nil || n != 0 {
+		t.Fatalf("seal the backlog again: %d %v", n, err)
+	}
+	if _, made, err := auditlog.NewService(db.Store, k, auditlog.Options{}).Checkpoint(ctx); err != nil || !made {
 		t.Fatalf("checkpoint: %v %v", made, err)
 	}
 	if err := db.Store.RecordAudit(ctx, audit.Event{Actor: "admin", Action: "registerMachine", Outcome: audit.Succeeded, RequestID: "after"}); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/auditexport"
@@ -21,6 +23,7 @@ type auditTrail struct {
 	db    *pgtest.DB
 	ids   []int64
 	state string
+	key   *auditlog.Key
 }
 
 func newAuditTrail(t *testing.T) *auditTrail {
@@ -30,6 +33,13 @@ func newAuditTrail(t *testing.T) *auditTrail {
 	t.Setenv("APELORA_DATABASE_URL", db.URL)
 	t.Setenv("APELORA_STATE_DIR", a.state)
 	t.Setenv("APELORA_AUDIT_KEY_FILE", "")
+	// The events are recorded as a server records them: sealed with its audit key.
+	k, _, err := auditlog.LoadOrCreateKey(filepath.Join(a.state, auditlog.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Store.SealAuditWith(k.Sealer)
+	a.key = k
 	ctx := context.Background()
 	record := func(from, to int) {
 		for i := from; i < to; i++ {
@@ -58,6 +68,84 @@ func newAuditTrail(t *testing.T) *auditTrail {
 		t.Fatalf("read the ids: %v, %d", rows.Err(), len(a.ids))
 	}
 	return a
+}
+
+func otherKey(t *testing.T) *auditlog.Key {
+	t.Helper()
+	k, _, err := auditlog.LoadOrCreateKey(filepath.Join(t.TempDir(), "other.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// root is the stored tree's root hash at n events.
+func (a *auditTrail) root(t *testing.T, n int64) tlog.Hash {
+	t.Helper()
+	ctx := context.Background()
+	h, err := tlog.TreeHash(n, tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return a.db.Store.AuditTreeHashes(ctx, idx) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// checkpointRow inserts, as a superuser would, a checkpoint row of size rowSize whose
+// text k signed for the tree of n events.
+func (a *auditTrail) checkpointRow(t *testing.T, k *auditlog.Key, n, rowSize int64) {
+	t.Helper()
+	root := a.root(t, n)
+	signed, err := auditlog.SignCheckpoint(k, auditlog.Head{Size: n, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.db.Store.Pool().Exec(context.Background(), `INSERT INTO audit_checkpoints (tree_size, root_hash, signed) VALUES ($1, $2, $3)`,
+		rowSize, root[:], signed); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// forge inserts an event after the others as someone who knows RFC 6962 but not the audit
+// key would: its leaf hash, leaf index and the tree hashes it completes computed, and
+// sealed with k (nil: no seal). It returns the event's id.
+func (a *auditTrail) forge(t *testing.T, k *auditlog.Key) int64 {
+	t.Helper()
+	ctx := context.Background()
+	var n int64
+	if err := a.db.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	var r auditlog.Record
+	err := a.db.Store.Pool().QueryRow(ctx, `INSERT INTO audit_events (actor, action, outcome, request_id) VALUES ('mallory', 'createIdentity', 'SUCCEEDED', 'forged')
+		RETURNING id, at, actor, action, coalesce(machine, ''), outcome, coalesce(error, ''), request_id, parameters::text, details::text`).
+		Scan(&r.ID, &r.At, &r.Actor, &r.Action, &r.Machine, &r.Outcome, &r.Error, &r.RequestID, &r.Parameters, &r.Details)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := r.LeafHash()
+	reader := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return a.db.Store.AuditTreeHashes(ctx, idx) })
+	hashes, err := tlog.StoredHashes(n, r.Leaf(), reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hashes {
+		if _, err := a.db.Store.Pool().Exec(ctx, `INSERT INTO audit_tree_hashes (storage_index, hash) VALUES ($1, $2)`, tlog.StoredHashIndex(0, n)+int64(i), h[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seal []byte
+	if k != nil {
+		seal = k.Sealer.Seal(auditlog.Head{Size: n + 1, Root: a.root(t, n+1)})
+	}
+	a.sql(t, fmt.Sprintf(`UPDATE audit_events SET leaf_index = %d, leaf_hash = '\x%x', seal = %s WHERE id = %d`, n, leaf[:], sqlBytes(seal), r.ID))
+	return r.ID
+}
+
+func sqlBytes(b []byte) string {
+	if b == nil {
+		return "NULL"
+	}
+	return fmt.Sprintf(`'\x%x'`, b)
 }
 
 func (a *auditTrail) run(args ...string) (string, string, error) {
@@ -162,14 +250,18 @@ func TestAuditVerifyNamesTheFirstTamperedEvent(t *testing.T) {
 			return fmt.Sprintf("event %d: its contents do not match", a.ids[5])
 		}},
 		{"a checkpoint signed with another key", func(t *testing.T, a *auditTrail) string {
-			k, _, err := auditlog.LoadOrCreateKey(filepath.Join(t.TempDir(), "other.key"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, made, err := auditlog.NewService(a.db.Store, k).Checkpoint(context.Background()); err != nil || !made {
-				t.Fatalf("the other key's checkpoint: %v %v", made, err)
-			}
+			a.checkpointRow(t, otherKey(t), 25, 25)
 			return fmt.Sprintf("event %d: the checkpoint of 25 events (signed at", a.ids[24])
+		}},
+		{"a checkpoint claiming 1,000,000 events", func(t *testing.T, a *auditTrail) string {
+			a.checkpointRow(t, otherKey(t), 25, 1000000)
+			return "the checkpoint of 1000000 events (signed at"
+		}},
+		{"an event inserted after the checkpoint with its leaf and tree hashes computed", func(t *testing.T, a *auditTrail) string {
+			return fmt.Sprintf("event %d: it has no seal", a.forge(t, nil))
+		}},
+		{"an event inserted with its hashes computed and a seal of another key", func(t *testing.T, a *auditTrail) string {
+			return fmt.Sprintf("event %d: its seal does not match the tree of 26 events", a.forge(t, otherKey(t)))
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
