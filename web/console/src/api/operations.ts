@@ -124,6 +124,12 @@ export const AuditCheckpointQuery = graphql(`
   }
 `);
 
+export const AuditTrailQuery = graphql(`
+  query AuditTrail {
+    auditTrail { verifies since problem checkedAt }
+  }
+`);
+
 export const AuditProofQuery = graphql(`
   query AuditProof($id: ID!) {
     auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }

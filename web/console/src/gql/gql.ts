@@ -26,6 +26,7 @@ type Documents = {
     "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n": typeof types.AuditEventRowFragmentDoc,
     "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": typeof types.AuditEventsDocument,
     "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n": typeof types.AuditCheckpointDocument,
+    "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n": typeof types.AuditTrailDocument,
     "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": typeof types.AuditProofDocument,
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
     "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": typeof types.AdmissionChecksDocument,
@@ -83,6 +84,7 @@ const documents: Documents = {
     "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n": types.AuditEventRowFragmentDoc,
     "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": types.AuditEventsDocument,
     "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n": types.AuditCheckpointDocument,
+    "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n": types.AuditTrailDocument,
     "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": types.AuditProofDocument,
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
     "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": types.AdmissionChecksDocument,
@@ -190,6 +192,10 @@ export function graphql(source: "\n  query AuditEvents($first: Int, $after: Stri
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n"): (typeof documents)["\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n"): (typeof documents)["\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
