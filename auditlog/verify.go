@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -89,6 +90,14 @@ func Verify(ctx context.Context, snap Snapshot, o VerifyOptions) (Report, error)
 	}
 	witnessed := append([]Witnessed(nil), o.Witnessed...)
 	sortHeads(witnessed)
+	// signedHeads are the checkpoints witnessed as signed, whose rows must be among the
+	// checkpoints.
+	var signedHeads []Witnessed
+	for _, w := range witnessed {
+		if w.Checkpoint {
+			signedHeads = append(signedHeads, w)
+		}
+	}
 
 	// cp is the next checkpoint to reach; badSignature holds why it cannot be trusted,
 	// reported once the walk reaches its last event (the one it names). Rows repeating
@@ -191,6 +200,12 @@ func Verify(ctx context.Context, snap Snapshot, o VerifyOptions) (Report, error)
 			}
 			rep.Checkpoints++
 			lastGoodID = e.ID
+			for i, w := range signedHeads {
+				if w.Size == cp.Size && w.Root == cp.Root {
+					signedHeads = slices.Delete(signedHeads, i, i+1)
+					break
+				}
+			}
 			if err := advance(); err != nil {
 				return rep, fmt.Errorf("read the audit checkpoints: %w", err)
 			}
@@ -219,10 +234,21 @@ func Verify(ctx context.Context, snap Snapshot, o VerifyOptions) (Report, error)
 		rep.Problem = &Problem{Message: fmt.Sprintf("the stored tree goes on past the trail's %d events (hash %d): events after event %d were deleted", f.n, sh.Index, lastID)}
 		return rep, nil
 	}
+	for _, w := range signedHeads {
+		if w.Size <= f.n {
+			rep.Problem = &Problem{Message: fmt.Sprintf("%s (%d events, at %s) is no longer among the checkpoints in the database: checkpoints were deleted",
+				w.By, w.Size, w.At.UTC().Format(timeText))}
+			return rep, nil
+		}
+	}
 	if len(witnessed) > 0 {
 		w := witnessed[len(witnessed)-1]
-		rep.Problem = &Problem{Message: fmt.Sprintf("%s witnessed a tree of %d events (at %s), but the trail has %d: the newest %d were deleted with their tree hashes, or the audit tables were emptied (after event %d)",
-			w.By, w.Size, w.At.UTC().Format(timeText), f.n, w.Size-f.n, lastID)}
+		after := fmt.Sprintf("after event %d", lastID)
+		if f.n == 0 {
+			after = "the trail is empty"
+		}
+		rep.Problem = &Problem{Message: fmt.Sprintf("%s witnessed a tree of %d events (at %s), but the trail has %d: the newest %d were deleted with their tree hashes, or the audit tables were emptied (%s)",
+			w.By, w.Size, w.At.UTC().Format(timeText), f.n, w.Size-f.n, after)}
 	}
 	return rep, nil
 }

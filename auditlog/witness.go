@@ -22,6 +22,9 @@ const WitnessFile = "audit-witness.json"
 type Witnessed struct {
 	Head
 	By string
+	// Checkpoint: the head is a checkpoint this replica signed, whose row must still be in
+	// the database.
+	Checkpoint bool
 }
 
 // Witness is what one replica saw of the tree, kept outside the database (in its state
@@ -104,9 +107,9 @@ func (w *Witness) Heads() []Witnessed {
 	defer w.mu.Unlock()
 	var out []Witnessed
 	for _, h := range []Witnessed{
-		{w.st.Signed, "the checkpoint this replica signed"},
-		{w.st.Seen, "this replica's last check"},
-		{w.st.Appended, "this replica's last append"},
+		{w.st.Signed, "the checkpoint this replica signed", true},
+		{w.st.Seen, "this replica's last check", false},
+		{w.st.Appended, "this replica's last append", false},
 	} {
 		if h.Size > 0 {
 			out = append(out, h)

@@ -219,7 +219,7 @@ func auditCheckpoint(ctx context.Context, cfg app.Config, log *slog.Logger, stdo
 	case err != nil:
 		return errors.New(apperr.Text(err))
 	case c == nil:
-		fmt.Fprintln(stdout, "the audit trail is empty: nothing to sign")
+		fmt.Fprintln(stdout, "nothing to sign: the audit trail is empty, or this host signed its tree already (and the checkpoint is missing from the database: run `apelora audit verify`)")
 	case made:
 		fmt.Fprintf(stdout, "signed a checkpoint of %d events:\n%s", c.Size, c.Signed)
 	default:
