@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
@@ -291,5 +292,58 @@ func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 	}
 	if _, err := db.Store.Pool().Exec(ctx, `UPDATE audit_events SET actor = 'x' WHERE id = 1`); err == nil {
 		t.Fatal("the trail is no longer append-only after the backfill")
+	}
+}
+
+// The head an append makes reaches the witness only once its transaction committed: a
+// rolled-back append (here refused at commit by a deferred trigger) is never witnessed,
+// so it raises no false alarm; a process without the audit key appends nothing.
+func TestAuditAppendWitnessesOnlyCommittedHeads(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var heads []auditlog.Head
+	db.Store.OnAuditAppended(func(h auditlog.Head) {
+		mu.Lock()
+		defer mu.Unlock()
+		heads = append(heads, h)
+	})
+	if _, err := db.Store.Pool().Exec(ctx, `CREATE FUNCTION doomed() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.actor = 'doomed' THEN RAISE EXCEPTION 'doomed at commit'; END IF; RETURN NULL; END $$;
+		CREATE CONSTRAINT TRIGGER doomed AFTER INSERT ON audit_events DEFERRABLE INITIALLY DEFERRED
+			FOR EACH ROW EXECUTE FUNCTION doomed()`); err != nil {
+		t.Fatal(err)
+	}
+	record := func(s *postgres.Store, actor string) error {
+		return s.RecordAudit(ctx, audit.Event{Actor: actor, Action: "registerMachine", Outcome: audit.Refused, RequestID: "req-" + actor})
+	}
+	for _, actor := range []string{"a", "doomed", "b"} {
+		if err := record(db.Store, actor); (err == nil) != (actor != "doomed") {
+			t.Fatalf("%s: %v", actor, err)
+		}
+	}
+	k := testKey(t)
+	mu.Lock()
+	got := append([]auditlog.Head(nil), heads...)
+	mu.Unlock()
+	if len(got) != 2 || got[0].Size != 1 || got[1].Size != 2 {
+		t.Fatalf("witnessed %+v, want the heads of 1 and 2 events", got)
+	}
+	tip, err := db.Store.AuditTip(ctx)
+	if err != nil || tip.Size != 2 || tip.Newest == nil || !k.Sealer.Checker()(got[1], tip.Newest.Seal) {
+		t.Fatalf("the newest event is not sealed for the head witnessed: %+v %v", tip, err)
+	}
+
+	keyless := anotherReplica(t, db)
+	keyless.SealAuditWith(nil)
+	err = record(keyless, "keyless")
+	if !apperr.Is(err, apperr.Unavailable) || !strings.Contains(err.Error(), "holds no audit key") {
+		t.Fatalf("an append without the audit key: %v", err)
+	}
+	if err := keyless.AuditAppendable(ctx); err == nil {
+		t.Fatal("a store without the audit key says it can append")
+	}
+	if n, _ := db.Store.AuditTreeSize(ctx); n != 2 {
+		t.Fatalf("the tree has %d events after an append without the key", n)
 	}
 }

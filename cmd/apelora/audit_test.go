@@ -373,3 +373,53 @@ func TestAuditVerifyChecksAnExport(t *testing.T) {
 		t.Fatalf("a changed line: %v\n%s", err, out)
 	}
 }
+
+// A SIEM export witnesses the trail outside the database: after the newest events were
+// deleted with their tree hashes (a trail that is whole, only shorter, and longer than the
+// checkpoint this host signed and witnessed), verify over the database passes, and names
+// the cut against the export (--witness-export); an export that does not verify witnesses
+// nothing.
+func TestAuditVerifyAgainstAnExportNamesAShortenedTrail(t *testing.T) {
+	a := newAuditTrail(t)
+	ctx := context.Background()
+	events, err := a.db.Store.AuditLeavesFrom(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := a.db.Store.LatestAuditCheckpoint(ctx)
+	if err != nil || cp == nil {
+		t.Fatalf("latest checkpoint: %v %v", cp, err)
+	}
+	var lines []string
+	for _, e := range events {
+		b, err := auditexport.Encode(e, cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := a.run("audit", "verify", "--witness-export", file); err != nil || !strings.Contains(out, "the trail holds the 3 tree heads witnessed outside the database") {
+		t.Fatalf("verify against an export of the whole trail: %v\n%s", err, out)
+	}
+	// The newest three events, with their tree hashes: what is left is a whole tree of 22.
+	a.sql(t, fmt.Sprintf(`DELETE FROM audit_events WHERE id >= %d; ALTER TABLE audit_tree_hashes DISABLE TRIGGER audit_tree_hashes_append_only;
+		DELETE FROM audit_tree_hashes WHERE storage_index >= %d`, a.ids[22], tlog.StoredHashIndex(0, 22)))
+	if out, _, err := a.run("audit", "verify"); err != nil || !strings.Contains(out, "the trail holds the 2 tree heads witnessed outside the database") {
+		t.Fatalf("verify with this host's witness (the checkpoint of 20 it signed): %v\n%s", err, out)
+	}
+	_, _, err = a.run("audit", "verify", "--witness-export", file)
+	if err == nil || !strings.Contains(err.Error(), "the export "+file+" witnessed a tree of 25 events") || !strings.Contains(err.Error(), "but the trail has 22: the newest 3 were deleted") {
+		t.Fatalf("verify against the export after the cut: %v", err)
+	}
+	lines[3] = strings.Replace(lines[3], `"actor":"admin-0"`, `"actor":"admin-1"`, 1)
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.run("audit", "verify", "--witness-export", file); err == nil || !strings.Contains(err.Error(), "does not verify, so it cannot witness the trail") {
+		t.Fatalf("verify against a changed export: %v", err)
+	}
+}
