@@ -83,7 +83,7 @@ func SealAudit(cfg Config, store *postgres.Store, log *slog.Logger) error {
 // SealWorkerAudit has the worker's store seal the events it appends (rolling reboot steps)
 // with the servers' audit key, when this host has it (APELORA_AUDIT_KEY_FILE, or the state
 // folder's file): never made here. Without it the worker still fences (fence events are no
-// audit events) but every step it would have to record is refused.
+// audit events) but drives no rolling reboot (RunWorker).
 func SealWorkerAudit(cfg Config, store *postgres.Store, log *slog.Logger) error {
 	path := cfg.AuditKeyPath()
 	if path == "" {
@@ -96,7 +96,7 @@ func SealWorkerAudit(cfg Config, store *postgres.Store, log *slog.Logger) error 
 	}
 	k, err := auditlog.LoadKey(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		log.Warn("no audit key on this host: the worker fences, but refuses every rolling reboot step, since it cannot record one in the audit trail; give it the servers' key file ("+EnvAuditKeyFile+")", "file", path)
+		log.Warn("no audit key on this host: the worker fences, but drives no rolling reboot, since it cannot record a step in the audit trail; give it the servers' key file ("+EnvAuditKeyFile+")", "file", path)
 		return nil
 	}
 	if err != nil {

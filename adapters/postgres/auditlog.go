@@ -303,6 +303,9 @@ func (s *Store) AddAuditCheckpoint(ctx context.Context, c auditlog.Checkpoint) e
 // with nil) every append is refused: an event that cannot be sealed is not written.
 func (s *Store) SealAuditWith(sealer *auditlog.Sealer) { s.sealer.Store(sealer) }
 
+// SealsAudit says whether the store holds a sealer: without one every append is refused.
+func (s *Store) SealsAudit() bool { return s.sealer.Load() != nil }
+
 // OnAuditAppended has witness told each head an append of this store committed (nil:
 // nobody). It is called on the committing goroutine: it must be quick.
 func (s *Store) OnAuditAppended(witness func(auditlog.Head)) {
