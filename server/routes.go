@@ -66,7 +66,9 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 	return mux
 }
 
-// describeTrail is the audit trail's latest check as /readyz states it.
+// describeTrail is the audit trail's latest check as /readyz states it. /readyz answers
+// anyone, so it names the kind of problem only: the API's auditTrail (view-infrastructure)
+// and the server log say what it is.
 func describeTrail(st auditlog.Status) string {
 	switch {
 	case st.CheckedAt.IsZero():
@@ -74,7 +76,7 @@ func describeTrail(st auditlog.Status) string {
 	case st.Verified:
 		return "verifies (checked at " + st.CheckedAt.UTC().Format(time.RFC3339) + ")"
 	}
-	return "does not verify since " + st.Since.UTC().Format(time.RFC3339) + ": " + st.Problem + " (run `apelora audit verify` on a server)"
+	return "does not verify since " + st.Since.UTC().Format(time.RFC3339) + " (" + st.Kind + "): the console, the API's auditTrail and the server log say what; run `apelora audit verify` on a server"
 }
 
 // serveEnrolScript serves enrol-member.sh, which new servers fetch.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -118,12 +119,19 @@ func appendAuditEvent(ctx context.Context, tx pgx.Tx, edge *auditEdge, sealer *a
 // whose answer was lost (the connection broke) is not witnessed either.
 type auditCommits struct {
 	heads   sync.Map // *pgx.Conn → auditlog.Head
+	count   atomic.Int64
 	witness func(auditlog.Head)
 }
 
 func (c *auditCommits) pending(conn *pgx.Conn, h auditlog.Head) {
 	if c == nil || c.witness == nil || conn == nil {
 		return
+	}
+	// A connection that broke mid-transaction never says commit or rollback: its head
+	// stays behind. Forget them all now and then (an append in flight then goes
+	// unwitnessed, which only weakens the witness).
+	if c.count.Add(1)%4096 == 0 {
+		c.heads.Clear()
 	}
 	c.heads.Store(conn, h)
 }
