@@ -521,7 +521,7 @@ func (s *Service) Appendable(ctx context.Context) error {
 	err := s.store.AuditAppendable(ctx)
 	var d *Damage
 	if errors.As(err, &d) {
-		return apperr.Wrap(err, apperr.Unavailable, "%s", d.Message)
+		return apperr.New(apperr.Unavailable, "%s", d.Message)
 	}
 	return err
 }
@@ -585,7 +585,7 @@ func (s *Service) treeSize(ctx context.Context) (int64, error) {
 	n, err := s.store.AuditTreeSize(ctx)
 	var d *Damage
 	if errors.As(err, &d) {
-		return 0, apperr.Wrap(err, apperr.FailedPrecondition, "%s", d.Message)
+		return 0, apperr.New(apperr.FailedPrecondition, "%s", d.Message)
 	}
 	return n, err
 }

@@ -32,7 +32,7 @@ func (s *Store) insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int6
 	s.noteAppend(err)
 	var d *auditlog.Damage
 	if errors.As(err, &d) {
-		return 0, apperr.Wrap(err, apperr.Unavailable, "%s", d.Message)
+		return 0, apperr.New(apperr.Unavailable, "%s", d.Message)
 	}
 	return id, err
 }
