@@ -121,6 +121,7 @@ export const AuditEventsQuery = graphql(`
 export const AuditCheckpointQuery = graphql(`
   query AuditCheckpoint {
     auditCheckpoint { treeSize rootHash at verifierKey }
+    auditTrail { verifies }
   }
 `);
 
