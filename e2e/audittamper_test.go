@@ -151,6 +151,8 @@ func (tr *tamperTrail) forge(k *auditlog.Key) int64 {
 	tr.t.Helper()
 	ctx := context.Background()
 	n := tr.size()
+	// Every new event must be sealed (migration 0020): a superuser drops that rule first.
+	tr.superuser(`ALTER TABLE audit_events DROP CONSTRAINT audit_events_sealed`)
 	var r auditlog.Record
 	err := tr.e.DB.Store.Pool().QueryRow(ctx, `INSERT INTO audit_events (actor, action, outcome, request_id) VALUES ('mallory', 'createIdentity', 'SUCCEEDED', 'forged')
 		RETURNING id, at, actor, action, coalesce(machine, ''), outcome, coalesce(error, ''), request_id, parameters::text, details::text`).

@@ -4,6 +4,10 @@
 -- migration are sealed once, in leaf order, by the first server start that holds the key
 -- (Store.SealAuditBacklog).
 ALTER TABLE audit_events ADD COLUMN seal bytea CHECK (seal IS NULL OR length(seal) = 32);
+-- From now on every event is written sealed: a replica still on the previous release (which
+-- writes none) has its events, and so its changes, refused until it is upgraded. Rows
+-- written before are left to the backlog's sealing (NOT VALID: not checked until updated).
+ALTER TABLE audit_events ADD CONSTRAINT audit_events_sealed CHECK (seal IS NOT NULL) NOT VALID;
 
 -- A checkpoint row that someone else put at a size (signed by another key, inserted in the
 -- database) must not keep the real one out: rows are unique by size and signed text, and

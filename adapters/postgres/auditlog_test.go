@@ -252,14 +252,16 @@ func TestAuditLogAppendsAfterRowsWereDeletedInTheDatabase(t *testing.T) {
 	t.Logf("verify: %v", rep.Problem)
 }
 
-// Rows recorded before migration 0010 get their leaves from it, in id order.
+// Rows recorded before migration 0010 get their leaves from it, in id order, and their
+// seals once, from the first start that holds the audit key (SealAuditBacklog).
 func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
 	// Back to the schema before 0010, with rows written by then.
 	if _, err := db.Store.Pool().Exec(ctx, `DROP TABLE audit_tree_hashes, audit_checkpoints;
-		ALTER TABLE audit_events DROP COLUMN leaf_index, DROP COLUMN leaf_hash;
-		DELETE FROM schema_migrations WHERE version IN (10, 16);
+		DROP FUNCTION audit_refuse_truncate() CASCADE;
+		ALTER TABLE audit_events DROP COLUMN leaf_index, DROP COLUMN leaf_hash, DROP COLUMN seal;
+		DELETE FROM schema_migrations WHERE version IN (10, 16, 20);
 		INSERT INTO audit_events (at, actor, action, machine, parameters, outcome, error, request_id, details)
 		SELECT now() - make_interval(secs => 25000 - i), 'admin', 'registerMachine', CASE WHEN i % 3 = 0 THEN NULL ELSE 'node-' || i END,
 			jsonb_build_object('name', 'node-' || i, 'i', i), CASE WHEN i % 7 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END,
@@ -268,7 +270,7 @@ func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	applied, err := db.Store.Migrate(ctx)
-	if err != nil || len(applied) != 2 {
+	if err != nil || len(applied) != 3 {
 		t.Fatalf("migrate: %v %v", applied, err)
 	}
 	k := testKey(t)

@@ -115,6 +115,7 @@ func (a *auditTrail) forge(t *testing.T, k *auditlog.Key) int64 {
 	if err := a.db.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
+	a.sql(t, `SELECT 1`)
 	var r auditlog.Record
 	err := a.db.Store.Pool().QueryRow(ctx, `INSERT INTO audit_events (actor, action, outcome, request_id) VALUES ('mallory', 'createIdentity', 'SUCCEEDED', 'forged')
 		RETURNING id, at, actor, action, coalesce(machine, ''), outcome, coalesce(error, ''), request_id, parameters::text, details::text`).
@@ -155,10 +156,11 @@ func (a *auditTrail) run(args ...string) (string, string, error) {
 }
 
 // sql runs statements as the test database's superuser, the append-only trigger
-// disabled as a superuser would.
+// disabled and the rule that every new event is sealed dropped, as a superuser would.
 func (a *auditTrail) sql(t *testing.T, stmts string) {
 	t.Helper()
-	_, err := a.db.Store.Pool().Exec(context.Background(), `ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only; `+stmts)
+	_, err := a.db.Store.Pool().Exec(context.Background(), `ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only;
+		ALTER TABLE audit_events DROP CONSTRAINT IF EXISTS audit_events_sealed; `+stmts)
 	if err != nil {
 		t.Fatalf("tamper: %v", err)
 	}
@@ -219,6 +221,7 @@ func TestAuditVerifyNamesTheFirstTamperedEvent(t *testing.T) {
 			return "the checkpoint of 20 events (signed at"
 		}},
 		{"an inserted row", func(t *testing.T, a *auditTrail) string {
+			a.sql(t, `SELECT 1`)
 			var id int64
 			if err := a.db.Store.Pool().QueryRow(context.Background(), `INSERT INTO audit_events (actor, action, outcome, request_id)
 				VALUES ('mallory', 'registerMachine', 'SUCCEEDED', 'forged') RETURNING id`).Scan(&id); err != nil {
