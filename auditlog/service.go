@@ -342,15 +342,14 @@ func (s *Service) latestGood(ctx context.Context, n int64) (*Checkpoint, error) 
 }
 
 // checkCheckpoints checks the checkpoint rows against the stored tree at head: none above
-// it, the ones added since the last check signed by the audit key and held by the tree,
-// and the latest one this replica signed still there.
-func (s *Service) checkCheckpoints(ctx context.Context, head Head) (*finding, error) {
-	above, err := s.store.AuditCheckpoints(ctx, head.Size+1, MaxTreeSize, 1, true)
-	if err != nil {
-		return nil, err
-	}
-	if len(above) > 0 {
-		c := above[0]
+// it (largest: the largest row, read before the tree), the ones added since the last check
+// signed by the audit key and held by the tree, and the latest one this replica signed
+// still there.
+func (s *Service) checkCheckpoints(ctx context.Context, head Head, largest []Checkpoint) (*finding, error) {
+	// largest was read before the tree: a row above the tree is one put there, or one
+	// whose events were cut off since, never one signed meanwhile.
+	if len(largest) > 0 && largest[0].Size > head.Size {
+		c := largest[0]
 		if why := s.checkRow(c); why != nil {
 			return found(KindCheckpoint, "a checkpoint of %d events (at %s) that the audit key does not verify is in the database (%v): it was inserted there, and is not served", c.Size, c.At.UTC().Format(timeText), why), nil
 		}
@@ -440,14 +439,18 @@ func (s *Service) check(ctx context.Context) (*finding, error) {
 	// The witnessed heads are read before the tree: every head they hold was committed
 	// before the read, so the tree read next holds it unless it was cut short.
 	heads := s.witness.Heads()
-	head, f, err := s.trustedHead(ctx, heads)
+	largest, err := s.store.AuditCheckpoints(ctx, 1, MaxTreeSize, 1, true)
+	if err != nil {
+		return nil, err
+	}
+	head, _, f, err := s.trustedHead(ctx, heads)
 	if f != nil || err != nil {
 		return f, err
 	}
 	if head.Size > 0 {
 		s.witness.Saw(head)
 	}
-	if f, err := s.checkCheckpoints(ctx, head); f != nil || err != nil {
+	if f, err := s.checkCheckpoints(ctx, head, largest); f != nil || err != nil {
 		return f, err
 	}
 	return s.fullCheck(ctx, heads)
@@ -455,26 +458,28 @@ func (s *Service) check(ctx context.Context) (*finding, error) {
 
 // trustedHead is the stored tree's head when its newest event is sealed for it and it
 // extends every head witnessed and the latest checkpoint the key signed: a tree that may
-// be signed. Any other finding blocks signing.
-func (s *Service) trustedHead(ctx context.Context, heads []Witnessed) (Head, *finding, error) {
-	head, f, err := s.sealedHead(ctx)
-	if f != nil || err != nil {
-		return head, blocking(f), err
-	}
-	if f, err := s.witnessed(ctx, head, heads); f != nil || err != nil {
-		return head, blocking(f), err
-	}
+// be signed. Any other finding blocks signing. The heads and the checkpoints are read
+// before the tree: each was of a tree committed before the read, so the tree read next
+// holds it unless it was cut short (another replica signing meanwhile is no false alarm).
+func (s *Service) trustedHead(ctx context.Context, heads []Witnessed) (Head, *Checkpoint, *finding, error) {
 	latest, err := s.latestSigned(ctx)
 	if err != nil {
-		return head, nil, err
+		return Head{}, nil, nil, err
+	}
+	head, f, err := s.sealedHead(ctx)
+	if f != nil || err != nil {
+		return head, latest, blocking(f), err
+	}
+	if f, err := s.witnessed(ctx, head, heads); f != nil || err != nil {
+		return head, latest, blocking(f), err
 	}
 	if latest != nil {
 		f, err := s.extends(ctx, head, Head{Size: latest.Size, Root: latest.Root, At: latest.At}, KindCheckpoint, "the latest checkpoint the audit key signed")
 		if f != nil || err != nil {
-			return head, blocking(f), err
+			return head, latest, blocking(f), err
 		}
 	}
-	return head, nil, nil
+	return head, latest, nil, nil
 }
 
 // reminder is how often a problem that lasts is logged again.
@@ -535,16 +540,12 @@ func (s *Service) Appendable(ctx context.Context) error {
 func (s *Service) Checkpoint(ctx context.Context) (*Checkpoint, bool, error) {
 	s.checking.Lock()
 	defer s.checking.Unlock()
-	head, f, err := s.trustedHead(ctx, s.witness.Heads())
+	head, latest, f, err := s.trustedHead(ctx, s.witness.Heads())
 	if err != nil {
 		return nil, false, err
 	}
 	if f != nil {
 		return nil, false, apperr.New(apperr.FailedPrecondition, "no audit checkpoint was signed: %s; run `apelora audit verify` on a server", f.msg)
-	}
-	latest, err := s.latestSigned(ctx)
-	if err != nil {
-		return nil, false, err
 	}
 	// A tree this replica signed already is not signed again, even when its row went
 	// missing: the check keeps naming the deleted row until a larger tree is signed.

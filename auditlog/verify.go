@@ -200,12 +200,7 @@ func Verify(ctx context.Context, snap Snapshot, o VerifyOptions) (Report, error)
 			}
 			rep.Checkpoints++
 			lastGoodID = e.ID
-			for i, w := range signedHeads {
-				if w.Size == cp.Size && w.Root == cp.Root {
-					signedHeads = slices.Delete(signedHeads, i, i+1)
-					break
-				}
-			}
+			signedHeads = slices.DeleteFunc(signedHeads, func(w Witnessed) bool { return w.Size == cp.Size && w.Root == cp.Root })
 			if err := advance(); err != nil {
 				return rep, fmt.Errorf("read the audit checkpoints: %w", err)
 			}

@@ -349,3 +349,94 @@ func TestAuditAppendWitnessesOnlyCommittedHeads(t *testing.T) {
 		t.Fatalf("the tree has %d events after an append without the key", n)
 	}
 }
+
+// Two replicas append at once while each checks the trail and signs checkpoints in a loop,
+// as RunCheckpoints does: no check ever finds a problem (a checkpoint another replica signs
+// after this one read the tree, an append committed between two reads, are no false
+// alarms), and the trail verifies with both replicas' witnesses.
+func TestAuditChecksRaiseNothingWhileReplicasAppendAndSign(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	k := testKey(t)
+	stores := []*postgres.Store{db.Store, anotherReplica(t, db)}
+	var services []*auditlog.Service
+	for _, s := range stores {
+		w, err := auditlog.OpenWitness("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.OnAuditAppended(w.Appended)
+		services = append(services, auditlog.NewService(s, k, auditlog.Options{Witness: w}))
+	}
+	var appends sync.WaitGroup
+	errs := make(chan error, 100)
+	for w := range 4 {
+		appends.Add(1)
+		go func() {
+			defer appends.Done()
+			for i := range 60 {
+				if err := stores[w%2].RecordAudit(ctx, audit.Event{Actor: fmt.Sprint("replica-", w%2), Action: "registerMachine",
+					Outcome: audit.Succeeded, RequestID: fmt.Sprintf("req-%d-%d", w, i)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	var checkers sync.WaitGroup
+	checks := make([]int, len(services))
+	for i, svc := range services {
+		checkers.Add(1)
+		go func() {
+			defer checkers.Done()
+			for {
+				st, err := svc.Check(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !st.Verified {
+					errs <- fmt.Errorf("replica %d's check found a problem: %s", i, st.Problem)
+					return
+				}
+				if _, _, err := svc.Checkpoint(ctx); err != nil {
+					errs <- fmt.Errorf("replica %d could not sign: %v", i, err)
+					return
+				}
+				checks[i]++
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	appends.Wait()
+	close(done)
+	checkers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, svc := range services {
+		if st, err := svc.Check(ctx); err != nil || !st.Verified {
+			t.Fatalf("after the appends: %+v %v", st, err)
+		}
+	}
+	var heads []auditlog.Witnessed
+	for _, svc := range services {
+		heads = append(heads, svc.Witness().Heads()...)
+	}
+	snap, err := db.Store.AuditSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	rep, err := auditlog.Verify(ctx, snap, auditlog.VerifyOptions{Verifier: k.Verifier, Sealer: k.Sealer, Witnessed: heads})
+	if err != nil || rep.Problem != nil || rep.Events != 240 || rep.Sealed != 240 {
+		t.Fatalf("verify: %+v %v %v", rep, rep.Problem, err)
+	}
+	t.Logf("checks while appending: %v; %d checkpoints, %d witnessed heads held", checks, rep.Checkpoints, rep.Witnessed)
+}
