@@ -442,12 +442,21 @@ func (s *Store) SealAuditBacklog(ctx context.Context, sealer *auditlog.Sealer) (
 		return 0, unavailable(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	var sealed, unsealed bool
-	if err := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock($1, 0), EXISTS (SELECT 1 FROM audit_events WHERE seal IS NOT NULL),
-		EXISTS (SELECT 1 FROM audit_events WHERE seal IS NULL)`, auditOrderLock).Scan(nil, &sealed, &unsealed); err != nil {
+	// The newest event tells: sealed (any start after the upgrade's), or none at all.
+	var newest []byte
+	var some bool
+	if err := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock($1, 0), (SELECT seal FROM audit_events ORDER BY id DESC LIMIT 1),
+		EXISTS (SELECT 1 FROM audit_events)`, auditOrderLock).Scan(nil, &newest, &some); err != nil {
 		return 0, dbError(err)
 	}
-	if sealed || !unsealed {
+	if newest != nil || !some {
+		return 0, nil
+	}
+	var sealed bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM audit_events WHERE seal IS NOT NULL)`).Scan(&sealed); err != nil {
+		return 0, dbError(err)
+	}
+	if sealed {
 		return 0, nil
 	}
 	if _, err := tx.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only`); err != nil {
