@@ -12,6 +12,7 @@ import (
 	"github.com/apelora/fabric/adapters/auditsink"
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/auditexport"
+	"github.com/apelora/fabric/auditlog"
 )
 
 // The audit export's settings: its sinks and how often the exporter looks for events. The
@@ -100,7 +101,7 @@ func (x AuditExport) sinks() ([]auditexport.Sink, error) {
 
 // startAuditExport runs one exporter per configured sink on this replica until ctx ends;
 // each leads its sink when no other replica does.
-func startAuditExport(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Logger) error {
+func startAuditExport(ctx context.Context, cfg Config, store *postgres.Store, trail *auditlog.Service, log *slog.Logger) error {
 	sinks, err := cfg.AuditExport.sinks()
 	if err != nil {
 		return err
@@ -112,11 +113,23 @@ func startAuditExport(ctx context.Context, cfg Config, store *postgres.Store, lo
 			obs = cfg.Metrics
 		}
 		e := &auditexport.Exporter{
-			Trail: store, Sink: s, Observer: obs,
+			Trail: exportTrail{store, trail}, Sink: s, Observer: obs,
 			Leadership: store.AuditExportLeadership(fmt.Sprintf("apelora audit export %s-%d", host, os.Getpid()), cfg.leaderLease()),
 			Interval:   cfg.AuditExport.Interval, Lease: cfg.leaderLease(), Log: log,
 		}
 		go e.Run(ctx)
 	}
 	return nil
+}
+
+// exportTrail is the trail as the exporter reads it: the store's leaves, and the latest
+// checkpoint the audit key verifies (a row someone else put in the database is never
+// exported as a checkpoint).
+type exportTrail struct {
+	*postgres.Store
+	log *auditlog.Service
+}
+
+func (t exportTrail) LatestAuditCheckpoint(ctx context.Context) (*auditlog.Checkpoint, error) {
+	return t.log.Latest(ctx)
 }

@@ -109,6 +109,12 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if cfg.Metrics != nil {
 		store.Observe(cfg.Metrics)
 	}
+	// Before anything can record an event: every event is sealed with the audit key.
+	auditLog, err := startAuditLog(ctx, cfg, store, log)
+	if err != nil {
+		return nil, err
+	}
+	checks = append(checks, auditAppendCheck(store, auditLog))
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
 		postgres.ConsoleSessionChannel, postgres.DriftChannel, postgres.MemberOperationChannel)
 	go listener.Run(ctx)
@@ -165,11 +171,8 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Rolling:     &rolling.Service{Store: store.Rolling()},
 		Log:         log,
 	}
-	var err error
-	if res.AuditLog, err = startAuditLog(ctx, cfg, store, log); err != nil {
-		return nil, err
-	}
-	if err := startAuditExport(ctx, cfg, store, log); err != nil {
+	res.AuditLog = auditLog
+	if err := startAuditExport(ctx, cfg, store, auditLog, log); err != nil {
 		return nil, err
 	}
 	// Each upstream's ports go into every port of the services that it serves (plug); the
@@ -229,6 +232,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		RefusalWindow:     cfg.RefusalWindow,
 		IdentityLimits:    cfg.IdentityLimits,
 		Stop:              ctx,
+		AuditTrail:        auditLog,
 	})
 	return &Product{Handler: h, Listener: listener}, nil
 }

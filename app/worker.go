@@ -171,8 +171,14 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		Lease: cfg.leaderLease(),
 		Log:   log, Observer: cfg.fenceObserver(),
 	}
-	// The same leader's process drives rolling reboots: it holds the power credential.
-	go newRollingDriver(cfg, store, ic2, client, threshold, log).Run(ctx)
+	// The same leader's process drives rolling reboots: it holds the power credential. Each
+	// step is an audit event, sealed with the audit key: a worker without it drives none
+	// (a worker with the key takes the rolling lease), so no step happens unrecorded.
+	if store.SealsAudit() {
+		go newRollingDriver(cfg, store, ic2, client, threshold, log).Run(ctx)
+	} else {
+		log.Error("this worker holds no audit key, so it drives no rolling reboot (each step is a sealed audit event): give it the servers' key file (APELORA_AUDIT_KEY_FILE); it fences as before")
+	}
 	log.Info("apelora-worker starting", "worker", cfg.Name, "limits", cfg.Limits.Describe(), "poll", cfg.Poll.String(),
 		"drill_interval", cfg.DrillInterval.String(), "request_timeout", cfg.upstreamTimeout().String(), "incus", ic2.Endpoint(), "incus_addresses", len(ic.FallbackURLs)+1, "maas", client)
 	return w.Run(ctx)

@@ -29,7 +29,11 @@ type ExportReport struct {
 	Verified    int64
 	// Ahead is the largest checkpoint carried that covers more leaves than the export
 	// holds (0: none): the rest is still on its way, or lost after the last line.
-	Ahead   int64
+	Ahead int64
+	// Heads are the tree heads the export witnessed: its leaves' (Events and their root)
+	// and the checkpoint ahead of them, if any. `apelora audit verify --witness-export`
+	// checks the database holds each.
+	Heads   []auditlog.Head
 	Problem *ExportProblem
 }
 
@@ -177,6 +181,12 @@ func VerifyExport(r io.Reader, v note.Verifier) (ExportReport, error) {
 	}
 	for size := range pending {
 		rep.Ahead = max(rep.Ahead, size)
+	}
+	if rep.Events > 0 {
+		rep.Heads = append(rep.Heads, auditlog.Head{Size: rep.Events, Root: f.Root()})
+	}
+	if rep.Ahead > 0 {
+		rep.Heads = append(rep.Heads, auditlog.Head{Size: rep.Ahead, Root: pending[rep.Ahead]})
 	}
 	return rep, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +209,78 @@ func TestSizeOfStoredHashes(t *testing.T) {
 		if n, err := SizeOfStoredHashes(c); err == nil {
 			t.Fatalf("%d hashes gave %d", c, n)
 		}
+	}
+}
+
+// BenchmarkSealAtAppend is what sealing adds to an append in Go: the root of the tree the
+// leaf ends (from the frontier an append holds anyway) and its HMAC, at a million events.
+func BenchmarkSealAtAppend(b *testing.B) {
+	k, err := EphemeralKey()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var f Frontier
+	var stored []tlog.Hash
+	for i := range 1 << 20 {
+		stored = f.Add(tlog.RecordHash([]byte{byte(i), byte(i >> 8), byte(i >> 16)}), stored)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		g, _ := FrontierOf(f.Size(), f.Hashes())
+		g.Add(tlog.RecordHash([]byte{byte(i)}), nil)
+		_ = k.Sealer.Seal(Head{Size: g.Size(), Root: g.Root()})
+	}
+}
+
+// A replica's witness keeps only growing heads, survives a restart (its file), and a file
+// changed into something else is refused, saying what to do.
+func TestWitnessKeepsTheNewestHeadsAcrossARestart(t *testing.T) {
+	path := t.TempDir() + "/" + WitnessFile
+	w, err := OpenWitness(path)
+	if err != nil || len(w.Heads()) != 0 {
+		t.Fatalf("a new witness: %v %v", w.Heads(), err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	w.Appended(Head{Size: 5, Root: tlog.Hash{5}, At: at})
+	w.Appended(Head{Size: 4, Root: tlog.Hash{4}, At: at}) // smaller: ignored
+	w.Saw(Head{Size: 3, Root: tlog.Hash{3}, At: at})
+	w.SignedHead(Head{Size: 3, Root: tlog.Hash{3}, At: at})
+	if err := w.Save(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenWitness(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(again.Heads())
+	want := fmt.Sprint([]Witnessed{
+		{Head{3, tlog.Hash{3}, at}, "the checkpoint this replica signed", true},
+		{Head{3, tlog.Hash{3}, at}, "this replica's last check", false},
+		{Head{5, tlog.Hash{5}, at}, "this replica's last append", false},
+	})
+	if got != want {
+		t.Fatalf("read back %s, want %s", got, want)
+	}
+	if err := os.WriteFile(path, []byte(`{"appended": {"size": 5, "root": "not a hash"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenWitness(path); err == nil || !strings.Contains(err.Error(), "move it aside") {
+		t.Fatalf("a changed witness: %v", err)
+	}
+}
+
+// A seal binds the size and the root: any other head, or another key, does not match.
+func TestSealsBindTheTreeHead(t *testing.T) {
+	k, err := EphemeralKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := testSigner(t)
+	h := Head{Size: 7, Root: tlog.Hash{7}}
+	seal := k.Sealer.Seal(h)
+	check := k.Sealer.Checker()
+	if !check(h, seal) || check(Head{Size: 8, Root: h.Root}, seal) || check(Head{Size: 7, Root: tlog.Hash{8}}, seal) ||
+		other.Sealer.Checker()(h, seal) || check(h, seal[:31]) || check(h, nil) {
+		t.Fatal("a seal matches a head, key or length it was not made for")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -20,7 +21,8 @@ const KeyName = "apelora-audit"
 // KeyFile is the signing key's file name in APELORA_STATE_DIR.
 const KeyFile = "audit-signing.key"
 
-// Key signs checkpoints and checks them. It never leaves the process: not in a table, a
+// Key signs checkpoints and checks them, and seals every event as it is appended (its
+// Sealer, derived from the same secret). It never leaves the process: not in a table, a
 // log line, an error or the API; only its verifier key (public) is shown.
 type Key struct {
 	Signer   note.Signer
@@ -28,6 +30,8 @@ type Key struct {
 	// VerifierKey is the public key in note's text form (name+hash+key), for anyone who
 	// checks checkpoints elsewhere.
 	VerifierKey string
+	// Sealer seals tree heads with a key derived from the signing key's seed.
+	Sealer *Sealer
 }
 
 // LoadKey reads the signing key file at path.
@@ -105,7 +109,7 @@ func parseKey(skey string) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Key{Signer: signer, Verifier: v, VerifierKey: vkey}, nil
+	return &Key{Signer: signer, Verifier: v, VerifierKey: vkey, Sealer: newSealer(raw[1:])}, nil
 }
 
 // ParseVerifierKey reads a verifier key (name+hash+base64), as `apelora audit verify
@@ -117,6 +121,21 @@ func ParseVerifierKey(vkey string) (note.Verifier, error) {
 	}
 	return v, nil
 }
+
+// ephemeral is the key of a process that has no key file (EphemeralKey).
+var ephemeral = sync.OnceValues(func() (*Key, error) {
+	skey, _, err := note.GenerateKey(rand.Reader, KeyName)
+	if err != nil {
+		return nil, fmt.Errorf("make an audit signing key: %w", err)
+	}
+	return parseKey(skey)
+})
+
+// EphemeralKey is one key per process, made on first use and never written anywhere: what a
+// Config built in code with no state folder signs and seals with (tests, benchmarks). Every
+// store and service of the process that has no key file uses the same one, so replicas
+// started in one test process agree.
+func EphemeralKey() (*Key, error) { return ephemeral() }
 
 // KeyFromText reads a signing key in note's text form (PRIVATE+KEY+…).
 func KeyFromText(skey string) (*Key, error) {

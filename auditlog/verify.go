@@ -4,18 +4,21 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
 // StoredEvent is an audit row as the store keeps it: the record and the leaf columns
-// written with it (HasLeaf false when the row has none: it was not written by Apelora).
+// written with it (HasLeaf false when the row has none: it was not written by Apelora),
+// and its seal (nil when it has none).
 type StoredEvent struct {
 	Record
 	HasLeaf   bool
 	LeafIndex int64
 	LeafHash  tlog.Hash
+	Seal      []byte
 }
 
 // StoredHash is one of the tree's stored hashes.
@@ -48,24 +51,61 @@ func (p *Problem) Error() string { return p.Message }
 type Report struct {
 	Events      int64
 	Checkpoints int
-	Problem     *Problem
+	// Sealed is how many events' seals were checked (0 without the audit key).
+	Sealed int64
+	// Witnessed is how many heads witnessed outside the database the trail was checked
+	// against.
+	Witnessed int
+	Problem   *Problem
 }
 
+// VerifyOptions say what to check the trail against.
+type VerifyOptions struct {
+	// Verifier checks the checkpoints' signatures (the audit key's public part).
+	Verifier note.Verifier
+	// Sealer checks every event's seal: only with the audit key itself (on a server).
+	// Without it the events after the latest checkpoint are chained but not proven.
+	Sealer *Sealer
+	// Witnessed are tree heads seen outside the database (a replica's witness file, an
+	// export): the trail must hold each of them as a prefix.
+	Witnessed []Witnessed
+}
+
+const timeText = "2006-01-02 15:04:05Z"
+
 // Verify recomputes the tree from the events and checks it against the stored leaf
-// columns, the stored tree hashes and every checkpoint (its signature by v, and its root).
-// It stops at the first problem. The error is for a failure to read, not a finding.
-func Verify(ctx context.Context, snap Snapshot, v note.Verifier) (Report, error) {
+// columns, the stored tree hashes, every event's seal (with the audit key), every
+// checkpoint (its signature by v, and its root) and every head witnessed outside the
+// database. It stops at the first problem. The error is for a failure to read, not a
+// finding.
+func Verify(ctx context.Context, snap Snapshot, o VerifyOptions) (Report, error) {
 	var rep Report
 	nextHash, stopHashes := iter.Pull2(snap.TreeHashes(ctx))
 	defer stopHashes()
 	nextCheckpoint, stopCheckpoints := iter.Pull2(snap.Checkpoints(ctx))
 	defer stopCheckpoints()
+	var checkSeal func(Head, []byte) bool
+	if o.Sealer != nil {
+		checkSeal = o.Sealer.Checker()
+	}
+	witnessed := append([]Witnessed(nil), o.Witnessed...)
+	sortHeads(witnessed)
+	// signedHeads are the checkpoints witnessed as signed, whose rows must be among the
+	// checkpoints.
+	var signedHeads []Witnessed
+	for _, w := range witnessed {
+		if w.Checkpoint {
+			signedHeads = append(signedHeads, w)
+		}
+	}
 
 	// cp is the next checkpoint to reach; badSignature holds why it cannot be trusted,
-	// reported once the walk reaches its last event (the one it names).
+	// reported once the walk reaches its last event (the one it names). Rows repeating
+	// the one before (the same size and text) are skipped; any other row of the same size
+	// is checked on its own (a checkpoint another key signed beside ours).
 	var cp *Checkpoint
 	var badSignature error
-	var prevSize int64
+	var prev Checkpoint
 	advance := func() error {
 		for {
 			c, err, ok := nextCheckpoint()
@@ -76,12 +116,12 @@ func Verify(ctx context.Context, snap Snapshot, v note.Verifier) (Report, error)
 			if err != nil {
 				return err
 			}
-			if c.Size <= prevSize {
-				continue // size 0, or a duplicate: nothing to check
+			if c.Size == prev.Size && c.Signed == prev.Signed {
+				continue
 			}
-			prevSize = c.Size
+			prev = c
 			cp, badSignature = &c, nil
-			tree, err := ParseCheckpoint([]byte(c.Signed), v)
+			tree, err := ParseCheckpoint([]byte(c.Signed), o.Verifier)
 			switch {
 			case err != nil:
 				badSignature = err
@@ -136,24 +176,50 @@ func Verify(ctx context.Context, snap Snapshot, v note.Verifier) (Report, error)
 				return fail("the stored tree's hash differs from the one its events give: the event (and its leaf hash) was changed after it was recorded, or the tree was")
 			}
 		}
+		var root tlog.Hash
+		if checkSeal != nil || (cp != nil && cp.Size == f.n) || (len(witnessed) > 0 && witnessed[0].Size == f.n) {
+			root = f.Root()
+		}
+		if checkSeal != nil {
+			if e.Seal == nil {
+				return fail("it has no seal: it was inserted directly in the database by someone without the audit key (or recorded before migration 0020 and not sealed since: start `apelora serve` once)")
+			}
+			if !checkSeal(Head{Size: f.n, Root: root}, e.Seal) {
+				return fail("its seal does not match the tree of %d events it ends: it, or an event or tree hash before it, was written by someone without the audit key (a row inserted with computed hashes, changed, or swapped)", f.n)
+			}
+			rep.Sealed++
+		}
 		rep.Events++
 		lastID = e.ID
 		for cp != nil && cp.Size == f.n {
 			if badSignature != nil {
-				return fail("the checkpoint of %d events (signed at %s) that ends with it cannot be trusted: %v", cp.Size, cp.At.UTC().Format("2006-01-02 15:04:05Z"), badSignature)
+				return fail("the checkpoint of %d events (signed at %s) that ends with it cannot be trusted: %v", cp.Size, cp.At.UTC().Format(timeText), badSignature)
 			}
-			if root := f.Root(); root != cp.Root {
-				return fail("the checkpoint of %d events (signed at %s) does not match the events after event %d up to this one: one of them was changed after it was signed", cp.Size, cp.At.UTC().Format("2006-01-02 15:04:05Z"), lastGoodID)
+			if root != cp.Root {
+				return fail("the checkpoint of %d events (signed at %s) does not match the events after event %d up to this one: one of them was changed after it was signed", cp.Size, cp.At.UTC().Format(timeText), lastGoodID)
 			}
 			rep.Checkpoints++
 			lastGoodID = e.ID
+			signedHeads = slices.DeleteFunc(signedHeads, func(w Witnessed) bool { return w.Size == cp.Size && w.Root == cp.Root })
 			if err := advance(); err != nil {
 				return rep, fmt.Errorf("read the audit checkpoints: %w", err)
 			}
 		}
+		for len(witnessed) > 0 && witnessed[0].Size == f.n {
+			w := witnessed[0]
+			if root != w.Root {
+				return fail("the tree of %d events that ends with it is not the one %s witnessed (at %s): events up to this one were replaced (the tree was cut short and grown again, a fork)", w.Size, w.By, w.At.UTC().Format(timeText))
+			}
+			rep.Witnessed++
+			witnessed = witnessed[1:]
+		}
+	}
+	if cp != nil && badSignature != nil {
+		rep.Problem = &Problem{Message: fmt.Sprintf("the checkpoint of %d events (signed at %s) cannot be trusted: %v", cp.Size, cp.At.UTC().Format(timeText), badSignature)}
+		return rep, nil
 	}
 	if cp != nil {
-		rep.Problem = &Problem{Message: fmt.Sprintf("the checkpoint of %d events (signed at %s) covers more events than the trail has (%d): events after event %d were deleted", cp.Size, cp.At.UTC().Format("2006-01-02 15:04:05Z"), f.n, lastID)}
+		rep.Problem = &Problem{Message: fmt.Sprintf("the checkpoint of %d events (signed at %s) covers more events than the trail has (%d): events after event %d were deleted", cp.Size, cp.At.UTC().Format(timeText), f.n, lastID)}
 		return rep, nil
 	}
 	if sh, err, ok := nextHash(); ok {
@@ -161,6 +227,23 @@ func Verify(ctx context.Context, snap Snapshot, v note.Verifier) (Report, error)
 			return rep, fmt.Errorf("read the audit tree hashes: %w", err)
 		}
 		rep.Problem = &Problem{Message: fmt.Sprintf("the stored tree goes on past the trail's %d events (hash %d): events after event %d were deleted", f.n, sh.Index, lastID)}
+		return rep, nil
+	}
+	for _, w := range signedHeads {
+		if w.Size <= f.n {
+			rep.Problem = &Problem{Message: fmt.Sprintf("%s (%d events, at %s) is no longer among the checkpoints in the database: checkpoints were deleted",
+				w.By, w.Size, w.At.UTC().Format(timeText))}
+			return rep, nil
+		}
+	}
+	if len(witnessed) > 0 {
+		w := witnessed[len(witnessed)-1]
+		after := fmt.Sprintf("after event %d", lastID)
+		if f.n == 0 {
+			after = "the trail is empty"
+		}
+		rep.Problem = &Problem{Message: fmt.Sprintf("%s witnessed a tree of %d events (at %s), but the trail has %d: the newest %d were deleted with their tree hashes, or the audit tables were emptied (%s)",
+			w.By, w.Size, w.At.UTC().Format(timeText), f.n, w.Size-f.n, after)}
 	}
 	return rep, nil
 }

@@ -383,6 +383,39 @@ func TestConsoleShowsTheCheckpointAndProvesAnEvent(t *testing.T) {
 	})
 }
 
+// TestConsoleSaysOnEveryPageThatTheTrailDoesNotVerify: an event deleted from the middle
+// of the trail by the database superuser; once the server's check finds it, every page of
+// the console shows "The audit trail does not verify since T" with the problem, checked in
+// Chromium (web/console/e2e/audittrail.e2e.mjs).
+func TestConsoleSaysOnEveryPageThatTheTrailDoesNotVerify(t *testing.T) {
+	node, dir := consoleTools(t)
+	shots := shotsDir(t, "audittrail")
+	e := producttest.Start(t, func(c *app.Config) { c.AuditCheckpointInterval = 200 * time.Millisecond })
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	for i := range 5 {
+		register(t, e, admin, fmt.Sprintf("node-%d", i))
+	}
+	id := e.Scalar(`SELECT id FROM audit_events ORDER BY id OFFSET 2 LIMIT 1`).(int64)
+	if _, err := e.DB.Store.Pool().Exec(t.Context(), fmt.Sprintf(`SET session_replication_role = replica; DELETE FROM audit_events WHERE id = %d; SET session_replication_role = DEFAULT`, id)); err != nil {
+		t.Fatal(err)
+	}
+	var since, problem string
+	waitFor(t, "the server to find the deleted event", func() bool {
+		st := e.MustGQL(admin, `{ auditTrail { verifies since problem } }`, nil)["auditTrail"].(map[string]any)
+		if st["verifies"] == true || st["since"] == nil {
+			return false
+		}
+		since, problem = st["since"].(string), st["problem"].(string)
+		return true
+	})
+	runScript(t, node, dir, "audittrail.e2e.mjs", map[string]string{
+		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shots, "SINCE": since, "PROBLEM": "were deleted",
+	})
+	if !strings.Contains(problem, "were deleted") {
+		t.Fatalf("the problem: %s", problem)
+	}
+}
+
 // TestConsoleShowsMAASHardware: the machine page's MAAS hardware tab lists storage,
 // interfaces and script results with unknowns, empty states and the failed script marked,
 // checked in Chromium (web/console/e2e/maashardware.e2e.mjs). MAAS only: no Incus needed.

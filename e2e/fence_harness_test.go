@@ -17,6 +17,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/auditlog"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/testkit/incuslab"
@@ -117,6 +118,9 @@ type fenceEnv struct {
 	admin   string
 	workers map[string]*workerProc
 	limits  map[string]string
+	// auditKey is the audit key file the API replicas and the workers share: the workers
+	// seal the events they record (rolling reboot steps) with it.
+	auditKey string
 
 	mu     sync.Mutex
 	events []client.FenceEventFields // as pushed to the websocket subscriber
@@ -132,6 +136,13 @@ func startFenceEnv(t *testing.T, members int, db *pgtest.DB, limits map[string]s
 	if db == nil {
 		db = pgtest.New(t)
 	}
+	auditKey := filepath.Join(t.TempDir(), auditlog.KeyFile)
+	k, _, err := auditlog.LoadOrCreateKey(auditKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Store.SealAuditWith(k.Sealer)
+	opts = append([]producttest.Option{func(c *app.Config) { c.AuditKeyFile = auditKey }}, opts...)
 	api := producttest.StartOn(t, db, db.Store, append([]producttest.Option{producttest.WithIncus(lab.Config), withFenceMAAS(fs.apiConfig())}, opts...)...)
 	other, err := postgres.Open(context.Background(), db.URL, producttest.Discard)
 	if err != nil {
@@ -139,7 +150,7 @@ func startFenceEnv(t *testing.T, members int, db *pgtest.DB, limits map[string]s
 	}
 	t.Cleanup(other.Close)
 	bare := producttest.StartOn(t, db, other, append([]producttest.Option{producttest.WithIncus(lab.Config)}, opts...)...)
-	x := &fenceEnv{t: t, lab: lab, maas: fs, db: db, api: api, bare: bare, workers: map[string]*workerProc{}, limits: limits}
+	x := &fenceEnv{t: t, lab: lab, maas: fs, db: db, api: api, bare: bare, workers: map[string]*workerProc{}, limits: limits, auditKey: auditKey}
 	x.admin = api.Identity("admin", identity.ManageInfrastructure)
 	return x
 }
@@ -334,7 +345,7 @@ func (x *fenceEnv) startWorker(name string, extra ...string) *workerProc {
 		"APELORA_INCUS_URL="+lc.URL, "APELORA_INCUS_CLIENT_CERT="+lc.ClientCertFile, "APELORA_INCUS_CLIENT_KEY="+lc.ClientKeyFile,
 		"APELORA_INCUS_SERVER_CERT="+lc.ServerCertFile,
 		"APELORA_MAAS_URL="+x.maas.ep.BaseURL, "APELORA_MAAS_API_KEY="+x.maas.powerKey, "APELORA_MAAS_CA_FILE="+x.maas.caFile,
-		"APELORA_WORKER_NAME="+name)
+		"APELORA_WORKER_NAME="+name, "APELORA_AUDIT_KEY_FILE="+x.auditKey)
 	for k, v := range x.limits {
 		env = append(env, k+"="+v)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/app"
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/auditlog"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/metrics"
@@ -439,8 +440,16 @@ func TestDeployedProcessesExportWhatTheDashboardAndRulesUse(t *testing.T) {
 	sm := producttest.StartMAAS(t, maasFleet())
 	apiBin := buildCommand(t, "github.com/apelora/fabric/cmd/apelora")
 	workerBin := buildWorker(t)
-	// Incus on a socket no daemon listens on: calls fail, quickly, and are counted.
-	common := []string{"APELORA_DATABASE_URL=" + db.URL, "APELORA_STATE_DIR=" + t.TempDir(), "APELORA_LOG_LEVEL=debug",
+	// One state folder: the audit key the API seals with (the test's own events too) and
+	// the workers find. Incus on a socket no daemon listens on: calls fail, quickly, and are
+	// counted.
+	state := t.TempDir()
+	k, _, err := auditlog.LoadOrCreateKey(filepath.Join(state, auditlog.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Store.SealAuditWith(k.Sealer)
+	common := []string{"APELORA_DATABASE_URL=" + db.URL, "APELORA_STATE_DIR=" + state, "APELORA_LOG_LEVEL=debug",
 		"APELORA_INCUS_SOCKET=/nonexistent/apelora-metrics-test/unix.socket",
 		"APELORA_MAAS_URL=" + sm.Config.BaseURL, "APELORA_MAAS_API_KEY=" + sm.Key, "APELORA_MAAS_CA_FILE=" + sm.Config.CAFile}
 	apiAddr, apiMetrics := freeAddr(t), freeAddr(t)

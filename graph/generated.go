@@ -126,6 +126,13 @@ type ComplexityRoot struct {
 		LeafIndex  func(childComplexity int) int
 	}
 
+	AuditTrail struct {
+		CheckedAt func(childComplexity int) int
+		Problem   func(childComplexity int) int
+		Since     func(childComplexity int) int
+		Verifies  func(childComplexity int) int
+	}
+
 	ClearHardwareProfilePayload struct {
 		Machine         func(childComplexity int) int
 		Plan            func(childComplexity int) int
@@ -564,6 +571,7 @@ type ComplexityRoot struct {
 		AuditCheckpoint  func(childComplexity int) int
 		AuditEvents      func(childComplexity int, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) int
 		AuditProof       func(childComplexity int, id string) int
+		AuditTrail       func(childComplexity int) int
 		Cluster          func(childComplexity int) int
 		Drift            func(childComplexity int, machine *string) int
 		DriftWatcher     func(childComplexity int) int
@@ -759,6 +767,7 @@ type QueryResolver interface {
 	AuditEvents(ctx context.Context, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) (*model.AuditEventConnection, error)
 	AuditCheckpoint(ctx context.Context) (*model.AuditCheckpoint, error)
 	AuditProof(ctx context.Context, id string) (*model.AuditProof, error)
+	AuditTrail(ctx context.Context) (*model.AuditTrail, error)
 	Drift(ctx context.Context, machine *string) ([]*model.Drift, error)
 	DriftWatcher(ctx context.Context) (*model.DriftWatcher, error)
 	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
@@ -1131,6 +1140,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditProof.LeafIndex(childComplexity), true
+
+	case "AuditTrail.checkedAt":
+		if e.ComplexityRoot.AuditTrail.CheckedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditTrail.CheckedAt(childComplexity), true
+	case "AuditTrail.problem":
+		if e.ComplexityRoot.AuditTrail.Problem == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditTrail.Problem(childComplexity), true
+	case "AuditTrail.since":
+		if e.ComplexityRoot.AuditTrail.Since == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditTrail.Since(childComplexity), true
+	case "AuditTrail.verifies":
+		if e.ComplexityRoot.AuditTrail.Verifies == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditTrail.Verifies(childComplexity), true
 
 	case "ClearHardwareProfilePayload.machine":
 		if e.ComplexityRoot.ClearHardwareProfilePayload.Machine == nil {
@@ -3095,6 +3129,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AuditProof(childComplexity, args["id"].(string)), true
+	case "Query.auditTrail":
+		if e.ComplexityRoot.Query.AuditTrail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.AuditTrail(childComplexity), true
 	case "Query.cluster":
 		if e.ComplexityRoot.Query.Cluster == nil {
 			break
@@ -3940,6 +3980,32 @@ extend type Query {
   after the next).
   """
   auditProof(id: ID!): AuditProof!
+  """
+  What this replica's latest check of the audit trail found. Every
+  APELORA_AUDIT_CHECKPOINT_INTERVAL it checks that the next event can be appended, that the
+  newest event is sealed for the tree it ends, that the tree holds every head this replica
+  witnessed and the latest checkpoint, the checkpoint rows, and every event. The console
+  shows a banner on every page while ` + "`" + `verifies` + "`" + ` is false.
+  """
+  auditTrail: AuditTrail!
+}
+
+"""
+The audit trail's state as the latest check found it. A problem means the trail was
+changed in the database outside Apelora (or cut short, or a checkpoint row was put there):
+run ` + "`" + `apelora audit verify` + "`" + ` on a server to see what. Changes go on and are still recorded and
+sealed, except while the stored tree cannot take the next event (` + "`" + `problem` + "`" + ` then says so, and
+every change is refused).
+"""
+type AuditTrail {
+  "False while the latest check found a problem."
+  verifies: Boolean!
+  "When the trail stopped verifying; null while it verifies."
+  since: Time
+  "What the check found; null while it verifies."
+  problem: String
+  "When the latest check ran; null before the first (the trail counts as verifying until then)."
+  checkedAt: Time
 }
 
 """
@@ -6247,6 +6313,20 @@ func (ec *executionContext) childFields_AuditProof(ctx context.Context, field gr
 		return ec.fieldContext_AuditProof_checkpoint(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditProof", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditTrail(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "verifies":
+		return ec.fieldContext_AuditTrail_verifies(ctx, field)
+	case "since":
+		return ec.fieldContext_AuditTrail_since(ctx, field)
+	case "problem":
+		return ec.fieldContext_AuditTrail_problem(ctx, field)
+	case "checkedAt":
+		return ec.fieldContext_AuditTrail_checkedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditTrail", field.Name)
 }
 
 func (ec *executionContext) childFields_ClearHardwareProfilePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -9516,6 +9596,98 @@ func (ec *executionContext) fieldContext_AuditProof_checkpoint(_ context.Context
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _AuditTrail_verifies(ctx context.Context, field graphql.CollectedField, obj *model.AuditTrail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditTrail_verifies(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Verifies, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditTrail_verifies(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditTrail", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _AuditTrail_since(ctx context.Context, field graphql.CollectedField, obj *model.AuditTrail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditTrail_since(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Since, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditTrail_since(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditTrail", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AuditTrail_problem(ctx context.Context, field graphql.CollectedField, obj *model.AuditTrail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditTrail_problem(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Problem, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditTrail_problem(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditTrail", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditTrail_checkedAt(ctx context.Context, field graphql.CollectedField, obj *model.AuditTrail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditTrail_checkedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CheckedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditTrail_checkedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditTrail", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ClearHardwareProfilePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.ClearHardwareProfilePayload) (ret graphql.Marshaler) {
@@ -17361,6 +17533,38 @@ func (ec *executionContext) fieldContext_Query_auditProof(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_auditTrail(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_auditTrail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().AuditTrail(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AuditTrail) graphql.Marshaler {
+			return ec.marshalNAuditTrail2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditTrail(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_auditTrail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditTrail(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_drift(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -23461,6 +23665,54 @@ func (ec *executionContext) _AuditProof(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var auditTrailImplementors = []string{"AuditTrail"}
+
+func (ec *executionContext) _AuditTrail(ctx context.Context, sel ast.SelectionSet, obj *model.AuditTrail) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditTrailImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditTrail")
+		case "verifies":
+			out.Values[i] = ec._AuditTrail_verifies(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "since":
+			out.Values[i] = ec._AuditTrail_since(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "problem":
+			out.Values[i] = ec._AuditTrail_problem(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "checkedAt":
+			out.Values[i] = ec._AuditTrail_checkedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var clearHardwareProfilePayloadImplementors = []string{"ClearHardwareProfilePayload"}
 
 func (ec *executionContext) _ClearHardwareProfilePayload(ctx context.Context, sel ast.SelectionSet, obj *model.ClearHardwareProfilePayload) graphql.Marshaler {
@@ -26343,6 +26595,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditProof(ctx, field)
 				})
+		case "auditTrail":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_auditTrail(ctx, field)
+				})
 		case "drift":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -27859,6 +28117,14 @@ func (ec *executionContext) marshalNAuditProof2ᚖgithubᚗcomᚋapeloraᚋfabri
 		return graphql.Null
 	}
 	return ec._AuditProof(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditTrail2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐAuditTrail(ctx context.Context, sel ast.SelectionSet, v *model.AuditTrail) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AuditTrail!")
+		return graphql.Null
+	}
+	return ec._AuditTrail(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/auditlog"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/rolling"
@@ -59,6 +60,8 @@ type Metrics struct {
 	auditWrites  *prometheus.CounterVec
 	auditLost    prometheus.Counter
 	exportLag    *prometheus.GaugeVec
+	trailOK      prometheus.Gauge
+	trailProblem *prometheus.CounterVec
 	plans        *prometheus.CounterVec
 	verdicts     *prometheus.CounterVec
 	checkFails   *prometheus.CounterVec
@@ -162,8 +165,20 @@ func (m *Metrics) registerServer() {
 		Name: "apelora_audit_export_lag_events",
 		Help: "Audit events not yet acknowledged by an export sink (syslog, jsonl), as the replica exporting to it sees them; 0 on the replicas standing by.",
 	}, []string{"sink"})
+	m.trailOK = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "apelora_audit_trail_verified",
+		Help: "1 while the latest check of the audit trail (every APELORA_AUDIT_CHECKPOINT_INTERVAL: seals, tree, witnessed heads, checkpoints, every event) found nothing wrong, 0 while it finds a problem. The console shows a banner and /readyz says so.",
+	})
+	m.trailProblem = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apelora_audit_trail_problems_total",
+		Help: "Checks of the audit trail that found a problem, by kind: append (the stored tree refuses the next event: every change is refused), events (events changed, deleted, inserted or moved), seal (the newest event is not sealed for its tree), witness (the tree is shorter than, or forks from, a head this replica witnessed), checkpoint (a checkpoint row not signed by the audit key, beyond the tree, forked or deleted).",
+	}, []string{"kind"})
 	m.reg.MustRegister(m.operations, m.opDuration, m.subsOpen, m.subsStarted, m.auditWrites, m.auditLost, m.plans,
-		m.verdicts, m.checkFails, m.sources, m.sourceAsked, m.exportLag)
+		m.verdicts, m.checkFails, m.sources, m.sourceAsked, m.exportLag, m.trailOK, m.trailProblem)
+	m.trailOK.Set(1)
+	for _, k := range auditlog.Kinds {
+		m.trailProblem.WithLabelValues(k)
+	}
 
 	// Series that alerts use exist from the start at 0: increase() cannot see a counter's
 	// first step from nothing.
@@ -277,6 +292,23 @@ func (m *Metrics) ExportLag(kind string, events int64) {
 		kind = "other"
 	}
 	m.exportLag.WithLabelValues(kind).Set(float64(events))
+}
+
+// TrailChecked records one check of the audit trail (auditlog.Observer): kind is the
+// problem's, "" when it found none.
+func (m *Metrics) TrailChecked(kind string) {
+	if m == nil || m.trailOK == nil {
+		return
+	}
+	if kind == "" {
+		m.trailOK.Set(1)
+		return
+	}
+	m.trailOK.Set(0)
+	if !slices.Contains(auditlog.Kinds, kind) {
+		kind = "other"
+	}
+	m.trailProblem.WithLabelValues(kind).Inc()
 }
 
 // AuditLost records an audit event that could not be written at all (server.Observer).

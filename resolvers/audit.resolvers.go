@@ -72,6 +72,11 @@ func (r *queryResolver) AuditProof(ctx context.Context, id string) (*model.Audit
 	return mapAuditProof(p, r.AuditLog.VerifierKey()), nil
 }
 
+// AuditTrail is the resolver for the auditTrail field.
+func (r *queryResolver) AuditTrail(ctx context.Context) (*model.AuditTrail, error) {
+	return mapAuditTrail(r.AuditLog.Status()), nil
+}
+
 // AuditEventRecorded is the resolver for the auditEventRecorded field.
 func (r *subscriptionResolver) AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome, after *string) (<-chan *model.AuditEvent, error) {
 	var from *int64

@@ -19,3 +19,16 @@ func mapAuditProof(p *auditlog.Proof, verifierKey string) *model.AuditProof {
 	}
 	return out
 }
+
+func mapAuditTrail(st auditlog.Status) *model.AuditTrail {
+	out := &model.AuditTrail{Verifies: st.Verified}
+	if !st.CheckedAt.IsZero() {
+		at := st.CheckedAt
+		out.CheckedAt = &at
+	}
+	if !st.Verified {
+		since, problem := st.Since, st.Problem
+		out.Since, out.Problem = &since, &problem
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/auditlog"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/scripts"
 	"github.com/apelora/fabric/web/console"
@@ -53,9 +54,32 @@ func routes(cfg Config, g *gate, limiter *authLimiter, graphql http.Handler) *ht
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "database": apperr.PublicMessage(err)})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "database": "ok"})
+		body := map[string]string{"status": "ready", "database": "ok"}
+		if cfg.AuditTrail != nil {
+			body["auditTrail"] = describeTrail(cfg.AuditTrail.Status())
+			if err := cfg.AuditTrail.Appendable(r.Context()); err != nil {
+				body["status"], body["audit"] = "unavailable", apperr.PublicMessage(err)
+				writeJSON(w, http.StatusServiceUnavailable, body)
+				return
+			}
+			body["audit"] = "ok"
+		}
+		writeJSON(w, http.StatusOK, body)
 	})
 	return mux
+}
+
+// describeTrail is the audit trail's latest check as /readyz states it. /readyz answers
+// anyone, so it names the kind of problem only: the API's auditTrail (view-infrastructure)
+// and the server log say what it is.
+func describeTrail(st auditlog.Status) string {
+	switch {
+	case st.CheckedAt.IsZero():
+		return "not checked yet"
+	case st.Verified:
+		return "verifies (checked at " + st.CheckedAt.UTC().Format(time.RFC3339) + ")"
+	}
+	return "does not verify since " + st.Since.UTC().Format(time.RFC3339) + " (" + st.Kind + "): the console, the API's auditTrail and the server log say what; run `apelora audit verify` on a server"
 }
 
 // serveEnrolScript serves enrol-member.sh, which new servers fetch.

@@ -20,6 +20,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/apelora/fabric/auditlog"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/publicurl"
@@ -90,6 +91,16 @@ type Config struct {
 	// Stop ends the server's background work: the refusal log writes what it has counted
 	// when it ends. Nil: never.
 	Stop context.Context
+	// AuditTrail is what /readyz asks of the audit log; nil: nothing.
+	AuditTrail AuditTrail
+}
+
+// AuditTrail is what /readyz asks of the audit log: whether the next event can be appended
+// (when not, every change is refused, so the replica is not ready) and what the latest
+// check of the trail found (reported; the replica stays ready: see docs/security.md).
+type AuditTrail interface {
+	Appendable(ctx context.Context) error
+	Status() auditlog.Status
 }
 
 // Handler returns the server's HTTP handler.

@@ -6,7 +6,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/auditlog"
 )
 
 // auditOrderLock serialises the audit inserts' last moments (see insertAudit).
@@ -21,9 +23,18 @@ const auditOrderLock = lockNamespace + 2
 // (auditEventRecorded's replay, the feed) can never skip one that commits late. Inserts
 // wait for each other only between the insert and the commit, at the end of a change.
 // Under the same lock (taken in appendAuditEvent) the event becomes the next leaf of the
-// audit log, so leaf indexes follow ids.
+// audit log, so leaf indexes follow ids, sealed with the audit key's sealer. Every event,
+// whatever it records, is appended here. A stored tree that cannot take the event (or a
+// process without the audit key) is UNAVAILABLE with a message that says what is wrong and
+// what to run.
 func (s *Store) insertAudit(ctx context.Context, tx pgx.Tx, e audit.Event) (int64, error) {
-	return appendAuditEvent(ctx, tx, &s.auditEdge, audit.Bound(e))
+	id, err := appendAuditEvent(ctx, tx, &s.auditEdge, s.sealer.Load(), s.tracer.commits.Load(), audit.Bound(e))
+	s.noteAppend(err)
+	var d *auditlog.Damage
+	if errors.As(err, &d) {
+		return 0, apperr.New(apperr.Unavailable, "%s", d.Message)
+	}
+	return id, err
 }
 
 // RecordAudit writes an audit event on its own, for an action that changed nothing

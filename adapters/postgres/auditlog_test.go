@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
@@ -23,16 +24,17 @@ func verifyAuditLog(t *testing.T, s *postgres.Store, k *auditlog.Key) auditlog.R
 		t.Fatal(err)
 	}
 	defer snap.Close()
-	rep, err := auditlog.Verify(ctx, snap, k.Verifier)
+	rep, err := auditlog.Verify(ctx, snap, auditlog.VerifyOptions{Verifier: k.Verifier, Sealer: k.Sealer})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
 }
 
+// testKey is the key the test process's stores seal with (pgtest.Seal).
 func testKey(t *testing.T) *auditlog.Key {
 	t.Helper()
-	k, _, err := auditlog.LoadOrCreateKey(t.TempDir() + "/" + auditlog.KeyFile)
+	k, err := auditlog.EphemeralKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +49,7 @@ func anotherReplica(t *testing.T, db *pgtest.DB) *postgres.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	pgtest.Seal(t, s)
 	return s
 }
 
@@ -93,7 +96,7 @@ func TestAuditLogIsOneTreeAcrossReplicas(t *testing.T) {
 	if rep := verifyAuditLog(t, db.Store, k); rep.Problem != nil || rep.Events != 100 {
 		t.Fatalf("verify before any checkpoint: %+v %v", rep, rep.Problem)
 	}
-	svc := auditlog.NewService(db.Store, k)
+	svc := auditlog.NewService(db.Store, k, auditlog.Options{})
 	if _, err := svc.Prove(ctx, 1); !apperr.Is(err, apperr.FailedPrecondition) {
 		t.Fatalf("a proof before any checkpoint: %v", err)
 	}
@@ -101,7 +104,7 @@ func TestAuditLogIsOneTreeAcrossReplicas(t *testing.T) {
 	if err != nil || !made || c.Size != 100 {
 		t.Fatalf("checkpoint: %+v %v %v", c, made, err)
 	}
-	if again, made, err := auditlog.NewService(other, k).Checkpoint(ctx); err != nil || made || again.Size != 100 {
+	if again, made, err := auditlog.NewService(other, k, auditlog.Options{}).Checkpoint(ctx); err != nil || made || again.Size != 100 {
 		t.Fatalf("a second checkpoint of the same tree: %+v %v %v", again, made, err)
 	}
 	if tree, err := auditlog.ParseCheckpoint([]byte(c.Signed), k.Verifier); err != nil || tree.N != 100 || tree.Hash != c.Root {
@@ -249,14 +252,16 @@ func TestAuditLogAppendsAfterRowsWereDeletedInTheDatabase(t *testing.T) {
 	t.Logf("verify: %v", rep.Problem)
 }
 
-// Rows recorded before migration 0010 get their leaves from it, in id order.
+// Rows recorded before migration 0010 get their leaves from it, in id order, and their
+// seals once, from the first start that holds the audit key (SealAuditBacklog).
 func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
 	// Back to the schema before 0010, with rows written by then.
 	if _, err := db.Store.Pool().Exec(ctx, `DROP TABLE audit_tree_hashes, audit_checkpoints;
-		ALTER TABLE audit_events DROP COLUMN leaf_index, DROP COLUMN leaf_hash;
-		DELETE FROM schema_migrations WHERE version IN (10, 16);
+		DROP FUNCTION audit_refuse_truncate() CASCADE;
+		ALTER TABLE audit_events DROP COLUMN leaf_index, DROP COLUMN leaf_hash, DROP COLUMN seal;
+		DELETE FROM schema_migrations WHERE version IN (10, 16, 20);
 		INSERT INTO audit_events (at, actor, action, machine, parameters, outcome, error, request_id, details)
 		SELECT now() - make_interval(secs => 25000 - i), 'admin', 'registerMachine', CASE WHEN i % 3 = 0 THEN NULL ELSE 'node-' || i END,
 			jsonb_build_object('name', 'node-' || i, 'i', i), CASE WHEN i % 7 = 0 THEN 'FAILED' ELSE 'SUCCEEDED' END,
@@ -265,11 +270,20 @@ func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	applied, err := db.Store.Migrate(ctx)
-	if err != nil || len(applied) != 2 {
+	if err != nil || len(applied) != 3 {
 		t.Fatalf("migrate: %v %v", applied, err)
 	}
 	k := testKey(t)
-	if _, made, err := auditlog.NewService(db.Store, k).Checkpoint(ctx); err != nil || !made {
+	if _, _, err := auditlog.NewService(db.Store, k, auditlog.Options{}).Checkpoint(ctx); err == nil {
+		t.Fatal("a checkpoint was signed over events that are not sealed")
+	}
+	if n, err := db.Store.SealAuditBacklog(ctx, k.Sealer); err != nil || n != 25000 {
+		t.Fatalf("seal the backlog: %d %v", n, err)
+	}
+	if n, err := db.Store.SealAuditBacklog(ctx, k.Sealer); err != nil || n != 0 {
+		t.Fatalf("seal the backlog again: %d %v", n, err)
+	}
+	if _, made, err := auditlog.NewService(db.Store, k, auditlog.Options{}).Checkpoint(ctx); err != nil || !made {
 		t.Fatalf("checkpoint: %v %v", made, err)
 	}
 	if err := db.Store.RecordAudit(ctx, audit.Event{Actor: "admin", Action: "registerMachine", Outcome: audit.Succeeded, RequestID: "after"}); err != nil {
@@ -281,4 +295,148 @@ func TestAuditLogMigrationBackfillsExistingRows(t *testing.T) {
 	if _, err := db.Store.Pool().Exec(ctx, `UPDATE audit_events SET actor = 'x' WHERE id = 1`); err == nil {
 		t.Fatal("the trail is no longer append-only after the backfill")
 	}
+}
+
+// The head an append makes reaches the witness only once its transaction committed: a
+// rolled-back append (here refused at commit by a deferred trigger) is never witnessed,
+// so it raises no false alarm; a process without the audit key appends nothing.
+func TestAuditAppendWitnessesOnlyCommittedHeads(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var heads []auditlog.Head
+	db.Store.OnAuditAppended(func(h auditlog.Head) {
+		mu.Lock()
+		defer mu.Unlock()
+		heads = append(heads, h)
+	})
+	if _, err := db.Store.Pool().Exec(ctx, `CREATE FUNCTION doomed() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.actor = 'doomed' THEN RAISE EXCEPTION 'doomed at commit'; END IF; RETURN NULL; END $$;
+		CREATE CONSTRAINT TRIGGER doomed AFTER INSERT ON audit_events DEFERRABLE INITIALLY DEFERRED
+			FOR EACH ROW EXECUTE FUNCTION doomed()`); err != nil {
+		t.Fatal(err)
+	}
+	record := func(s *postgres.Store, actor string) error {
+		return s.RecordAudit(ctx, audit.Event{Actor: actor, Action: "registerMachine", Outcome: audit.Refused, RequestID: "req-" + actor})
+	}
+	for _, actor := range []string{"a", "doomed", "b"} {
+		if err := record(db.Store, actor); (err == nil) != (actor != "doomed") {
+			t.Fatalf("%s: %v", actor, err)
+		}
+	}
+	k := testKey(t)
+	mu.Lock()
+	got := append([]auditlog.Head(nil), heads...)
+	mu.Unlock()
+	if len(got) != 2 || got[0].Size != 1 || got[1].Size != 2 {
+		t.Fatalf("witnessed %+v, want the heads of 1 and 2 events", got)
+	}
+	tip, err := db.Store.AuditTip(ctx)
+	if err != nil || tip.Size != 2 || tip.Newest == nil || !k.Sealer.Checker()(got[1], tip.Newest.Seal) {
+		t.Fatalf("the newest event is not sealed for the head witnessed: %+v %v", tip, err)
+	}
+
+	keyless := anotherReplica(t, db)
+	keyless.SealAuditWith(nil)
+	err = record(keyless, "keyless")
+	if !apperr.Is(err, apperr.Unavailable) || !strings.Contains(err.Error(), "holds no audit key") {
+		t.Fatalf("an append without the audit key: %v", err)
+	}
+	if err := keyless.AuditAppendable(ctx); err == nil {
+		t.Fatal("a store without the audit key says it can append")
+	}
+	if n, _ := db.Store.AuditTreeSize(ctx); n != 2 {
+		t.Fatalf("the tree has %d events after an append without the key", n)
+	}
+}
+
+// Two replicas append at once while each checks the trail and signs checkpoints in a loop,
+// as RunCheckpoints does: no check ever finds a problem (a checkpoint another replica signs
+// after this one read the tree, an append committed between two reads, are no false
+// alarms), and the trail verifies with both replicas' witnesses.
+func TestAuditChecksRaiseNothingWhileReplicasAppendAndSign(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	k := testKey(t)
+	stores := []*postgres.Store{db.Store, anotherReplica(t, db)}
+	var services []*auditlog.Service
+	for _, s := range stores {
+		w, err := auditlog.OpenWitness("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.OnAuditAppended(w.Appended)
+		services = append(services, auditlog.NewService(s, k, auditlog.Options{Witness: w}))
+	}
+	var appends sync.WaitGroup
+	errs := make(chan error, 100)
+	for w := range 4 {
+		appends.Add(1)
+		go func() {
+			defer appends.Done()
+			for i := range 60 {
+				if err := stores[w%2].RecordAudit(ctx, audit.Event{Actor: fmt.Sprint("replica-", w%2), Action: "registerMachine",
+					Outcome: audit.Succeeded, RequestID: fmt.Sprintf("req-%d-%d", w, i)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	var checkers sync.WaitGroup
+	checks := make([]int, len(services))
+	for i, svc := range services {
+		checkers.Add(1)
+		go func() {
+			defer checkers.Done()
+			for {
+				st, err := svc.Check(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !st.Verified {
+					errs <- fmt.Errorf("replica %d's check found a problem: %s", i, st.Problem)
+					return
+				}
+				if _, _, err := svc.Checkpoint(ctx); err != nil {
+					errs <- fmt.Errorf("replica %d could not sign: %v", i, err)
+					return
+				}
+				checks[i]++
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	appends.Wait()
+	close(done)
+	checkers.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, svc := range services {
+		if st, err := svc.Check(ctx); err != nil || !st.Verified {
+			t.Fatalf("after the appends: %+v %v", st, err)
+		}
+	}
+	var heads []auditlog.Witnessed
+	for _, svc := range services {
+		heads = append(heads, svc.Witness().Heads()...)
+	}
+	snap, err := db.Store.AuditSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	rep, err := auditlog.Verify(ctx, snap, auditlog.VerifyOptions{Verifier: k.Verifier, Sealer: k.Sealer, Witnessed: heads})
+	if err != nil || rep.Problem != nil || rep.Events != 240 || rep.Sealed != 240 {
+		t.Fatalf("verify: %+v %v %v", rep, rep.Problem, err)
+	}
+	t.Logf("checks while appending: %v; %d checkpoints, %d witnessed heads held", checks, rep.Checkpoints, rep.Witnessed)
 }

@@ -86,6 +86,7 @@ func TestMultiHostURLReachesTheHostThatIsUp(t *testing.T) {
 		t.Fatalf("open %s: %v", strings.Replace(u.String(), u.User.String()+"@", "", 1), err)
 	}
 	defer store.Close()
+	pgtest.Seal(t, store)
 	if err := store.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +138,7 @@ func TestListenerAndLeadershipReconnectAfterAPostgreSQLRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
+	pgtest.Seal(t, store)
 	if _, err := store.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

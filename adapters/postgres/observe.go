@@ -41,9 +41,11 @@ func (s *Store) auditWrite(err error) {
 }
 
 // tracer is the pgx QueryTracer every connection of the store carries; it passes each
-// statement to the observer, if any.
+// statement to the observer, if any, and each COMMIT and ROLLBACK to the audit log's
+// witness (auditCommits), which waits for an append's transaction to end.
 type tracer struct {
-	obs atomic.Pointer[Observer]
+	obs     atomic.Pointer[Observer]
+	commits atomic.Pointer[auditCommits]
 }
 
 type traceKey struct{}
@@ -53,14 +55,26 @@ type traced struct {
 	start time.Time
 }
 
+// txEndKey marks a statement that ends a transaction ("commit" or "rollback", as pgx
+// sends them) for TraceQueryEnd.
+type txEndKey struct{}
+
 func (t *tracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if (data.SQL == "commit" || data.SQL == "rollback") && t.commits.Load() != nil {
+		ctx = context.WithValue(ctx, txEndKey{}, data.SQL)
+	}
 	if t.obs.Load() == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, traceKey{}, traced{name: StatementName(data.SQL), start: time.Now()})
 }
 
-func (t *tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+func (t *tracer) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryEndData) {
+	if c := t.commits.Load(); c != nil {
+		if sql, ok := ctx.Value(txEndKey{}).(string); ok {
+			c.ended(conn, sql, data.CommandTag, data.Err)
+		}
+	}
 	o := t.obs.Load()
 	q, ok := ctx.Value(traceKey{}).(traced)
 	if o == nil || !ok {

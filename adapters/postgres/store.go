@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/auditlog"
 	"github.com/apelora/fabric/plan"
 )
 
@@ -34,6 +36,10 @@ type Store struct {
 	writes *plan.Writes
 	// auditEdge is the audit tree's right edge as this process last appended to it.
 	auditEdge auditEdge
+	// sealer seals every audit event appended (nil: appends are refused).
+	sealer atomic.Pointer[auditlog.Sealer]
+	// appendDamage is what stopped the latest append or appendability check (nil: none).
+	appendDamage atomic.Pointer[auditlog.Damage]
 }
 
 // Writes is the seam the store's changes go through: the writes of a change (Audited and

@@ -32,6 +32,7 @@ func TestChangesNeedOnlyTheirOwnConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
+	pgtest.Seal(t, store)
 	ctx, cancel := context.WithTimeout(audited("admitMember"), 20*time.Second)
 	defer cancel()
 	err = store.Audited(ctx, "node-1", func(ctx context.Context) error {

@@ -88,6 +88,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	if err := app.SealWorkerAudit(cfg.Config, db.Store, log); err != nil {
+		return err
+	}
 	err = app.RunWorker(ctx, cfg, db.Store, log)
 	if errors.Is(err, context.Canceled) {
 		err = nil

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/auditexport"
@@ -21,6 +23,7 @@ type auditTrail struct {
 	db    *pgtest.DB
 	ids   []int64
 	state string
+	key   *auditlog.Key
 }
 
 func newAuditTrail(t *testing.T) *auditTrail {
@@ -30,6 +33,13 @@ func newAuditTrail(t *testing.T) *auditTrail {
 	t.Setenv("APELORA_DATABASE_URL", db.URL)
 	t.Setenv("APELORA_STATE_DIR", a.state)
 	t.Setenv("APELORA_AUDIT_KEY_FILE", "")
+	// The events are recorded as a server records them: sealed with its audit key.
+	k, _, err := auditlog.LoadOrCreateKey(filepath.Join(a.state, auditlog.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Store.SealAuditWith(k.Sealer)
+	a.key = k
 	ctx := context.Background()
 	record := func(from, to int) {
 		for i := from; i < to; i++ {
@@ -60,6 +70,85 @@ func newAuditTrail(t *testing.T) *auditTrail {
 	return a
 }
 
+func otherKey(t *testing.T) *auditlog.Key {
+	t.Helper()
+	k, _, err := auditlog.LoadOrCreateKey(filepath.Join(t.TempDir(), "other.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// root is the stored tree's root hash at n events.
+func (a *auditTrail) root(t *testing.T, n int64) tlog.Hash {
+	t.Helper()
+	ctx := context.Background()
+	h, err := tlog.TreeHash(n, tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return a.db.Store.AuditTreeHashes(ctx, idx) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// checkpointRow inserts, as a superuser would, a checkpoint row of size rowSize whose
+// text k signed for the tree of n events.
+func (a *auditTrail) checkpointRow(t *testing.T, k *auditlog.Key, n, rowSize int64) {
+	t.Helper()
+	root := a.root(t, n)
+	signed, err := auditlog.SignCheckpoint(k, auditlog.Head{Size: n, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.db.Store.Pool().Exec(context.Background(), `INSERT INTO audit_checkpoints (tree_size, root_hash, signed) VALUES ($1, $2, $3)`,
+		rowSize, root[:], signed); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// forge inserts an event after the others as someone who knows RFC 6962 but not the audit
+// key would: its leaf hash, leaf index and the tree hashes it completes computed, and
+// sealed with k (nil: no seal). It returns the event's id.
+func (a *auditTrail) forge(t *testing.T, k *auditlog.Key) int64 {
+	t.Helper()
+	ctx := context.Background()
+	var n int64
+	if err := a.db.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	a.sql(t, `SELECT 1`)
+	var r auditlog.Record
+	err := a.db.Store.Pool().QueryRow(ctx, `INSERT INTO audit_events (actor, action, outcome, request_id) VALUES ('mallory', 'createIdentity', 'SUCCEEDED', 'forged')
+		RETURNING id, at, actor, action, coalesce(machine, ''), outcome, coalesce(error, ''), request_id, parameters::text, details::text`).
+		Scan(&r.ID, &r.At, &r.Actor, &r.Action, &r.Machine, &r.Outcome, &r.Error, &r.RequestID, &r.Parameters, &r.Details)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := r.LeafHash()
+	reader := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return a.db.Store.AuditTreeHashes(ctx, idx) })
+	hashes, err := tlog.StoredHashes(n, r.Leaf(), reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hashes {
+		if _, err := a.db.Store.Pool().Exec(ctx, `INSERT INTO audit_tree_hashes (storage_index, hash) VALUES ($1, $2)`, tlog.StoredHashIndex(0, n)+int64(i), h[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seal []byte
+	if k != nil {
+		seal = k.Sealer.Seal(auditlog.Head{Size: n + 1, Root: a.root(t, n+1)})
+	}
+	a.sql(t, fmt.Sprintf(`UPDATE audit_events SET leaf_index = %d, leaf_hash = '\x%x', seal = %s WHERE id = %d`, n, leaf[:], sqlBytes(seal), r.ID))
+	return r.ID
+}
+
+func sqlBytes(b []byte) string {
+	if b == nil {
+		return "NULL"
+	}
+	return fmt.Sprintf(`'\x%x'`, b)
+}
+
 func (a *auditTrail) run(args ...string) (string, string, error) {
 	var out, log bytes.Buffer
 	err := run(context.Background(), args, &out, &log)
@@ -67,10 +156,11 @@ func (a *auditTrail) run(args ...string) (string, string, error) {
 }
 
 // sql runs statements as the test database's superuser, the append-only trigger
-// disabled as a superuser would.
+// disabled and the rule that every new event is sealed dropped, as a superuser would.
 func (a *auditTrail) sql(t *testing.T, stmts string) {
 	t.Helper()
-	_, err := a.db.Store.Pool().Exec(context.Background(), `ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only; `+stmts)
+	_, err := a.db.Store.Pool().Exec(context.Background(), `ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only;
+		ALTER TABLE audit_events DROP CONSTRAINT IF EXISTS audit_events_sealed; `+stmts)
 	if err != nil {
 		t.Fatalf("tamper: %v", err)
 	}
@@ -131,6 +221,7 @@ func TestAuditVerifyNamesTheFirstTamperedEvent(t *testing.T) {
 			return "the checkpoint of 20 events (signed at"
 		}},
 		{"an inserted row", func(t *testing.T, a *auditTrail) string {
+			a.sql(t, `SELECT 1`)
 			var id int64
 			if err := a.db.Store.Pool().QueryRow(context.Background(), `INSERT INTO audit_events (actor, action, outcome, request_id)
 				VALUES ('mallory', 'registerMachine', 'SUCCEEDED', 'forged') RETURNING id`).Scan(&id); err != nil {
@@ -162,14 +253,18 @@ func TestAuditVerifyNamesTheFirstTamperedEvent(t *testing.T) {
 			return fmt.Sprintf("event %d: its contents do not match", a.ids[5])
 		}},
 		{"a checkpoint signed with another key", func(t *testing.T, a *auditTrail) string {
-			k, _, err := auditlog.LoadOrCreateKey(filepath.Join(t.TempDir(), "other.key"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, made, err := auditlog.NewService(a.db.Store, k).Checkpoint(context.Background()); err != nil || !made {
-				t.Fatalf("the other key's checkpoint: %v %v", made, err)
-			}
+			a.checkpointRow(t, otherKey(t), 25, 25)
 			return fmt.Sprintf("event %d: the checkpoint of 25 events (signed at", a.ids[24])
+		}},
+		{"a checkpoint claiming 1,000,000 events", func(t *testing.T, a *auditTrail) string {
+			a.checkpointRow(t, otherKey(t), 25, 1000000)
+			return "the checkpoint of 1000000 events (signed at"
+		}},
+		{"an event inserted after the checkpoint with its leaf and tree hashes computed", func(t *testing.T, a *auditTrail) string {
+			return fmt.Sprintf("event %d: it has no seal", a.forge(t, nil))
+		}},
+		{"an event inserted with its hashes computed and a seal of another key", func(t *testing.T, a *auditTrail) string {
+			return fmt.Sprintf("event %d: its seal does not match the tree of 26 events", a.forge(t, otherKey(t)))
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -279,5 +374,55 @@ func TestAuditVerifyChecksAnExport(t *testing.T) {
 	out, _, err = a.run("audit", "verify", "--export", file)
 	if err == nil || !strings.Contains(err.Error(), "line 8: event") || !strings.Contains(err.Error(), "changed after Apelora exported it") {
 		t.Fatalf("a changed line: %v\n%s", err, out)
+	}
+}
+
+// A SIEM export witnesses the trail outside the database: after the newest events were
+// deleted with their tree hashes (a trail that is whole, only shorter, and longer than the
+// checkpoint this host signed and witnessed), verify over the database passes, and names
+// the cut against the export (--witness-export); an export that does not verify witnesses
+// nothing.
+func TestAuditVerifyAgainstAnExportNamesAShortenedTrail(t *testing.T) {
+	a := newAuditTrail(t)
+	ctx := context.Background()
+	events, err := a.db.Store.AuditLeavesFrom(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := a.db.Store.LatestAuditCheckpoint(ctx)
+	if err != nil || cp == nil {
+		t.Fatalf("latest checkpoint: %v %v", cp, err)
+	}
+	var lines []string
+	for _, e := range events {
+		b, err := auditexport.Encode(e, cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := a.run("audit", "verify", "--witness-export", file); err != nil || !strings.Contains(out, "the trail holds the 3 tree heads witnessed outside the database") {
+		t.Fatalf("verify against an export of the whole trail: %v\n%s", err, out)
+	}
+	// The newest three events, with their tree hashes: what is left is a whole tree of 22.
+	a.sql(t, fmt.Sprintf(`DELETE FROM audit_events WHERE id >= %d; ALTER TABLE audit_tree_hashes DISABLE TRIGGER audit_tree_hashes_append_only;
+		DELETE FROM audit_tree_hashes WHERE storage_index >= %d`, a.ids[22], tlog.StoredHashIndex(0, 22)))
+	if out, _, err := a.run("audit", "verify"); err != nil || !strings.Contains(out, "the trail holds the 2 tree heads witnessed outside the database") {
+		t.Fatalf("verify with this host's witness (the checkpoint of 20 it signed): %v\n%s", err, out)
+	}
+	_, _, err = a.run("audit", "verify", "--witness-export", file)
+	if err == nil || !strings.Contains(err.Error(), "the export "+file+" witnessed a tree of 25 events") || !strings.Contains(err.Error(), "but the trail has 22: the newest 3 were deleted") {
+		t.Fatalf("verify against the export after the cut: %v", err)
+	}
+	lines[3] = strings.Replace(lines[3], `"actor":"admin-0"`, `"actor":"admin-1"`, 1)
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.run("audit", "verify", "--witness-export", file); err == nil || !strings.Contains(err.Error(), "does not verify, so it cannot witness the trail") {
+		t.Fatalf("verify against a changed export: %v", err)
 	}
 }

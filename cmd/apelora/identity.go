@@ -82,6 +82,10 @@ func withIdentities(ctx context.Context, cfg app.Config, log *slog.Logger, fn fu
 		return err
 	}
 	defer db.Close()
+	// A change on the server records its audit event like the API's: sealed with the key.
+	if err := app.SealAudit(cfg, db.Store, log); err != nil {
+		return err
+	}
 	if err := fn(&identity.Service{Store: db.Store}, db); err != nil {
 		return errors.New(apperr.Text(err))
 	}

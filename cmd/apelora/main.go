@@ -6,9 +6,10 @@
 //	                                   create an identity and print its bearer token once
 //	apelora identity list              list identities (never their tokens)
 //	apelora identity revoke NAME       revoke an identity at once
-//	apelora audit verify [--verifier-key KEY] [--export FILE [MORE…]]
-//	                                   recompute the audit log and check every checkpoint
-//	                                   (of the database, or of an exported file)
+//	apelora audit verify [--verifier-key KEY] [--witness-export FILE[,MORE…]] [--export FILE [MORE…]]
+//	                                   recompute the audit log and check every seal, every
+//	                                   checkpoint and the heads this host witnessed (of the
+//	                                   database, or of an exported file)
 //	apelora audit checkpoint           sign an audit checkpoint now
 //	apelora env                        list the APELORA_* variables with their defaults
 //	apelora version                    print the version and the commit it was built from
@@ -42,10 +43,13 @@ const usage = `usage:
   apelora identity list          every identity: permissions, status, last use, expiry (no tokens)
   apelora identity revoke NAME   revoke an identity at once (also the last manager: this is
                                  the way back when the API has none)
-  apelora audit verify [--verifier-key KEY]
-                                 recompute the audit log from the events and check every signed
-                                 checkpoint; fails naming the first event changed, removed, added
-                                 or moved (KEY: the public key, when this server has no audit key);
+  apelora audit verify [--verifier-key KEY] [--witness-export FILE[,MORE…]]
+                                 recompute the audit log from the events and check every event's
+                                 seal, every signed checkpoint, and that the trail holds every tree
+                                 head this host's replica witnessed (APELORA_STATE_DIR) and the SIEM
+                                 export given saw; fails naming the first event changed, removed,
+                                 added or moved, or the tail cut off (KEY: the public key, when this
+                                 host has no audit key: seals are then not checked);
                                  with --export FILE [MORE…], checks a SIEM export instead (a JSON
                                  Lines file, or the lines rsyslog wrote; rotated files oldest first)
                                  without the database: leaves in order from 0, each line's leaf

@@ -193,6 +193,22 @@ type AuditProof struct {
 	Checkpoint *AuditCheckpoint `json:"checkpoint"`
 }
 
+// The audit trail's state as the latest check found it. A problem means the trail was
+// changed in the database outside Apelora (or cut short, or a checkpoint row was put there):
+// run `apelora audit verify` on a server to see what. Changes go on and are still recorded and
+// sealed, except while the stored tree cannot take the next event (`problem` then says so, and
+// every change is refused).
+type AuditTrail struct {
+	// False while the latest check found a problem.
+	Verifies bool `json:"verifies"`
+	// When the trail stopped verifying; null while it verifies.
+	Since *time.Time `json:"since,omitempty"`
+	// What the check found; null while it verifies.
+	Problem *string `json:"problem,omitempty"`
+	// When the latest check ran; null before the first (the trail counts as verifying until then).
+	CheckedAt *time.Time `json:"checkedAt,omitempty"`
+}
+
 type ClearHardwareProfileInput struct {
 	Machine string `json:"machine"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/auditlog"
 	"github.com/apelora/fabric/migrations"
 )
 
@@ -128,6 +129,7 @@ func create(t testing.TB) *DB {
 	if err != nil {
 		t.Fatalf("open test database: %v", err)
 	}
+	Seal(t, store)
 	t.Cleanup(func() {
 		store.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -143,6 +145,18 @@ func create(t testing.TB) *DB {
 		}
 	})
 	return &DB{Name: name, URL: url, Store: store}
+}
+
+// Seal has store seal audit events with the test process's key (auditlog.EphemeralKey),
+// the one a product built in code without a state folder uses: as a server's store holds
+// the audit key, every store a test opens on its database must.
+func Seal(t testing.TB, store *postgres.Store) {
+	t.Helper()
+	k, err := auditlog.EphemeralKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.SealAuditWith(k.Sealer)
 }
 
 // WithDatabase returns the connection string connStr pointed at database db. It accepts

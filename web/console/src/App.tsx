@@ -4,7 +4,7 @@ import type { ConsoleConfig } from './config';
 import { createConsoleClient } from './api/client';
 import { SocketContext } from './live/fleetLive';
 import { currentSession, signOut, SessionError, type SessionInfo } from './api/session';
-import { ViewerQuery } from './api/operations';
+import { AuditTrailQuery, ViewerQuery } from './api/operations';
 import { Link, Router, useRouter } from './router';
 import { ViewerContext } from './viewer';
 import { SignIn } from './pages/SignIn';
@@ -16,7 +16,7 @@ import { RollingPage } from './pages/Rolling';
 import { AuditPage } from './pages/Audit';
 import { IdentitiesPage } from './pages/Identities';
 import { HardwarePage } from './pages/Hardware';
-import { Banner, Loading, Problems, RequestTimeoutContext } from './components/ui';
+import { Banner, Loading, Problems, RequestTimeoutContext, Time } from './components/ui';
 import { canManage } from './lib/actions';
 import { problemsOf } from './lib/errors';
 import { permissionLabel, sortPermissions } from './lib/identities';
@@ -166,6 +166,7 @@ function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignO
         </header>
         <main id="main" tabIndex={-1}>
           <Problems problems={problemsOf(viewer.error)} />
+          <TrailBanner />
           {v && !canManage(v) ? (
             <Banner tone="info" title="View only">
               Identity “{v.name}” holds view-infrastructure: you see everything, and every change is disabled with the reason. Changes need
@@ -176,6 +177,34 @@ function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignO
         </main>
       </ToastHost>
     </ViewerContext.Provider>
+  );
+}
+
+// trailPoll is how often every page asks whether the audit trail still verifies.
+const trailPoll = 30_000;
+
+// TrailBanner says on every page when the server's latest check of the audit trail found a
+// problem (auditTrail), from when, and what to run.
+function TrailBanner() {
+  const [res, again] = useQuery({ query: AuditTrailQuery, requestPolicy: 'network-only' });
+  useEffect(() => {
+    const t = setInterval(() => again({ requestPolicy: 'network-only' }), trailPoll);
+    return () => clearInterval(t);
+  }, [again]);
+  const trail = res.data?.auditTrail;
+  if (!trail || trail.verifies) return null;
+  return (
+    <div className="banner tone-negative" role="alert" data-audit-trail="does-not-verify">
+      <span className="banner-symbol" aria-hidden="true">✕</span>
+      <div>
+        <strong>
+          The audit trail does not verify since <Time at={trail.since} />
+        </strong>
+        <div className="banner-body">
+          {sentence(trail.problem ?? undefined)} Run <code>apelora audit verify</code> on a server to see what was changed.
+        </div>
+      </div>
+    </div>
   );
 }
 

@@ -121,6 +121,13 @@ export const AuditEventsQuery = graphql(`
 export const AuditCheckpointQuery = graphql(`
   query AuditCheckpoint {
     auditCheckpoint { treeSize rootHash at verifierKey }
+    auditTrail { verifies }
+  }
+`);
+
+export const AuditTrailQuery = graphql(`
+  query AuditTrail {
+    auditTrail { verifies since problem checkedAt }
   }
 `);
 

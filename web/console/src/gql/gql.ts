@@ -25,7 +25,8 @@ type Documents = {
     "\n  query MachineMaasHardware($name: String!) {\n    machine(name: $name) {\n      name\n      maas {\n        systemId status\n        storageDevices { name type path model serial sizeBytes }\n        networkInterfaces { name type macAddress linkConnected linkSpeedMbps interfaceSpeedMbps fabric vlan }\n        scriptResults { name kind status statusCode failed hardwareType started ended durationSeconds }\n      }\n    }\n  }\n": typeof types.MachineMaasHardwareDocument,
     "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n": typeof types.AuditEventRowFragmentDoc,
     "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": typeof types.AuditEventsDocument,
-    "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n": typeof types.AuditCheckpointDocument,
+    "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n    auditTrail { verifies }\n  }\n": typeof types.AuditCheckpointDocument,
+    "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n": typeof types.AuditTrailDocument,
     "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": typeof types.AuditProofDocument,
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
     "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": typeof types.AdmissionChecksDocument,
@@ -82,7 +83,8 @@ const documents: Documents = {
     "\n  query MachineMaasHardware($name: String!) {\n    machine(name: $name) {\n      name\n      maas {\n        systemId status\n        storageDevices { name type path model serial sizeBytes }\n        networkInterfaces { name type macAddress linkConnected linkSpeedMbps interfaceSpeedMbps fabric vlan }\n        scriptResults { name kind status statusCode failed hardwareType started ended durationSeconds }\n      }\n    }\n  }\n": types.MachineMaasHardwareDocument,
     "\n  fragment AuditEventRow on AuditEvent {\n    id at actor action machine parameters outcome error requestId details\n  }\n": types.AuditEventRowFragmentDoc,
     "\n  query AuditEvents($first: Int, $after: String, $machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEvents(first: $first, after: $after, machine: $machine, actor: $actor, outcome: $outcome) {\n      edges { cursor node { ...AuditEventRow } }\n      pageInfo { hasNextPage endCursor }\n    }\n  }\n": types.AuditEventsDocument,
-    "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n": types.AuditCheckpointDocument,
+    "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n    auditTrail { verifies }\n  }\n": types.AuditCheckpointDocument,
+    "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n": types.AuditTrailDocument,
     "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": types.AuditProofDocument,
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
     "\n  subscription AdmissionChecks($name: String!) {\n    admissionChecks(name: $name) {\n      machine runId trigger at\n      checks { name title result message }\n      verdict\n    }\n  }\n": types.AdmissionChecksDocument,
@@ -189,7 +191,11 @@ export function graphql(source: "\n  query AuditEvents($first: Int, $after: Stri
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n"): (typeof documents)["\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n  }\n"];
+export function graphql(source: "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n    auditTrail { verifies }\n  }\n"): (typeof documents)["\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n    auditTrail { verifies }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n"): (typeof documents)["\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

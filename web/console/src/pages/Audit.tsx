@@ -134,6 +134,9 @@ export function CheckpointLine() {
     return () => clearInterval(t);
   }, [again]);
   const cp = res.data?.auditCheckpoint;
+  // While the server's check finds a problem (the banner above says what), the checkpoint
+  // is still the key's, but the trail is not verified up to it.
+  const trusted = res.data?.auditTrail.verifies !== false;
   // A lost session is the page's to say (the trail's query says it once, and the console
   // returns to sign-in): the line does not repeat it.
   if (res.error) return sessionLost(res.error) ? null : <Problems problems={problemsOf(res.error)} />;
@@ -142,7 +145,15 @@ export function CheckpointLine() {
     <div className="checkpoint" data-checkpoint={cp?.treeSize ?? 0} aria-live="polite">
       {cp ? (
         <>
-          <span aria-hidden="true">✓ </span>Verified up to checkpoint {cp.treeSize} at <Time at={cp.at} />
+          {trusted ? (
+            <>
+              <span aria-hidden="true">✓ </span>Verified up to checkpoint {cp.treeSize} at <Time at={cp.at} />
+            </>
+          ) : (
+            <>
+              <span aria-hidden="true">✕ </span>Checkpoint {cp.treeSize} signed at <Time at={cp.at} />, but the trail does not verify
+            </>
+          )}
           <details>
             <summary>What this means</summary>
             <p className="hint">
