@@ -28,7 +28,7 @@ var layers = []struct {
 	{"entry", func(p string) bool {
 		return p == "." || p == "e2e" || p == "bench" || under(p, "cmd") || under(p, "testkit")
 	}},
-	{"wiring", func(p string) bool { return p == "app" }},
+	{"wiring", func(p string) bool { return under(p, "app") }},
 	{"server", func(p string) bool { return under(p, "server") }},
 	{"resolvers", func(p string) bool { return p == "resolvers" }},
 	{"api", func(p string) bool { return under(p, "graph") || p == "client" }},
@@ -214,20 +214,38 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 	}
 }
 
-// TestDocsPointInsideTheRepository: every file docs/ names by a path is a file of the
-// repository, so a newcomer can follow each reference from a clone.
+// TestDocsPointInsideTheRepository: every file docs/ names by a path in its text (a path from
+// the repository's root, such as app/wiring.go) is a file of the repository, so a newcomer
+// can follow each reference from a clone. Markdown links are relative to their document and
+// are checked by TestMarkdownLinksResolve.
 func TestDocsPointInsideTheRepository(t *testing.T) {
-	docs, err := filepath.Glob("docs/*.md")
+	var docs []string
+	err := filepath.WalkDir("docs", func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			docs = append(docs, p)
+		}
+		return err
+	})
 	if err != nil || len(docs) == 0 {
 		t.Fatalf("no docs/*.md: %v", err)
 	}
+	linkTarget := regexp.MustCompile(`\]\([^)\s]*\)`)
+	httpRoute := regexp.MustCompile("(\\b(GET|POST|PUT|PATCH|DELETE)|served at) `?$")
 	path := regexp.MustCompile(`[A-Za-z0-9_./-]*/[A-Za-z0-9_.-]+\.(md|go|sh|sql|graphqls|graphql)\b`)
 	for _, doc := range docs {
-		text, err := os.ReadFile(doc)
+		raw, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range path.FindAllString(string(text), -1) {
+		text := linkTarget.ReplaceAllString(string(raw), "]()")
+		for _, at := range path.FindAllStringIndex(text, -1) {
+			p := text[at[0]:at[1]]
+			if at[1] < len(text) && (text[at[1]] == '.' && at[1]+1 < len(text) && isWordByte(text[at[1]+1])) {
+				continue // a longer name, such as configuration.md.tmpl: the pattern saw its start
+			}
+			if httpRoute.MatchString(text[:at[0]]) {
+				continue // an HTTP route the server serves, such as GET /enrol/enrol-member.sh
+			}
 			if filepath.IsAbs(p) || strings.HasPrefix(p, "..") {
 				t.Errorf("%s points outside the repository: %s", doc, p)
 			} else if _, err := os.Stat(p); err != nil {
@@ -235,4 +253,8 @@ func TestDocsPointInsideTheRepository(t *testing.T) {
 			}
 		}
 	}
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }

@@ -45,7 +45,7 @@ func AuditExportVariables() []Variable {
 		{EnvAuditSyslogTLS, "off", "on: syslog over TLS (the receiver's certificate checked against " + EnvAuditSyslogTLSCA + " or the system trust store)"},
 		{EnvAuditSyslogTLSCA, "(system trust store)", "PEM file with the CA the syslog receiver's certificate must chain to; setting it turns TLS on"},
 		{EnvAuditSyslogTLSServerName, "(the address's host)", "name the syslog receiver's certificate must carry"},
-		{EnvAuditJSONLFile, "(none: no file export)", "file every audit event is appended to as a JSON line (same fields as syslog's), synced before it counts as delivered; `apelora audit verify --export FILE` checks it"},
+		{EnvAuditJSONLFile, "(none: no file export)", "absolute path of a file every audit event is appended to as a JSON line (same fields as syslog's), synced before it counts as delivered; `apelora audit verify --export FILE` checks it"},
 		{EnvAuditExportInterval, durationText(auditexport.DefaultInterval), "how often the exporter looks for new audit events (100ms to 1m); a sink that is down is tried again after one interval, then twice as long each time up to 5 intervals (at least 1s, at most 30s)"},
 	}
 }

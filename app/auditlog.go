@@ -25,7 +25,7 @@ const (
 // AuditVariables documents the audit log's variables.
 func AuditVariables() []Variable {
 	return []Variable{
-		{EnvAuditKeyFile, "APELORA_STATE_DIR/" + auditlog.KeyFile, "file holding the Ed25519 key audit checkpoints are signed with, and every audit event sealed with (made, mode 0600, on first start when missing); give every replica, and apelora-worker, the same file"},
+		{EnvAuditKeyFile, "APELORA_STATE_DIR/" + auditlog.KeyFile, "file holding the Ed25519 key audit checkpoints are signed with, and every audit event sealed with (made, mode 0600, on first start when missing); give every replica the same file, and apelora-worker a copy when it drives rolling reboots; back it up"},
 		{EnvAuditCheckpointInterval, durationText(auditlog.DefaultCheckpointInterval), "how often the audit trail is checked (a problem is raised within one interval) and a signed audit checkpoint is written when the trail grew (1s to 24h); `apelora audit checkpoint` writes one at once"},
 	}
 }

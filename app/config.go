@@ -81,7 +81,8 @@ type Config struct {
 	Metrics *metrics.Metrics
 }
 
-// Variable documents one environment variable (the README's table is checked against it).
+// Variable documents one environment variable: `apelora env` and `apelora-worker env` print
+// them, and docs/configuration.md is generated from them (app/configdoc).
 type Variable struct {
 	Name, Default, Meaning string
 }
@@ -112,35 +113,39 @@ func durationText(d time.Duration) string {
 // Variables lists every APELORA_* variable the server reads.
 func Variables() []Variable {
 	return append([]Variable{
-		{"APELORA_LISTEN", defaultListen, "address the API, GraphiQL and health endpoints listen on"},
-		{"APELORA_DATABASE_URL", "(none: local PostgreSQL)", "PostgreSQL connection string; when unset, a local PostgreSQL runs from the system's binaries in APELORA_STATE_DIR/postgres"},
+		{"APELORA_LISTEN", defaultListen, "address of the console (/), the API (/graphql), GraphiQL (/graphiql/), /healthz and /readyz"},
+		{"APELORA_DATABASE_URL", "(none: local PostgreSQL)", "PostgreSQL connection string; when unset, a local PostgreSQL runs from the system's binaries in APELORA_STATE_DIR/postgres, started on demand"},
 		{"APELORA_STATE_DIR", defaultStateDir(), "folder for the local PostgreSQL and other state"},
-		{"APELORA_LOG_LEVEL", defaultLogLevel, "debug, info, warn or error"},
-		{"APELORA_ACCESS_LOG", defaultAccessLog, "level of the one log line per request: info, or debug to keep requests out of an info log (scripts/run.sh sets debug)"},
-		{"APELORA_WS_PING_INTERVAL", durationText(graphqlws.DefaultPingInterval), "websocket keep-alive period; a client silent for two periods is dropped"},
-		{server.EnvSocketsPerIdentity, strconv.Itoa(server.DefaultIdentityLimits.Sockets), fmt.Sprintf("websockets one identity may hold open on this server (1 to %d); one more is closed with 4429", maxSocketsPerIdentity)},
-		{server.EnvSubscriptionsPerIdentity, strconv.Itoa(server.DefaultIdentityLimits.Subscriptions), fmt.Sprintf("subscriptions one identity may hold on this server, over all its websockets (1 to %d); one more is refused with RATE_LIMITED", maxSubscriptionsPerIdentity)},
-		{"APELORA_SHUTDOWN_GRACE", durationText(defaultShutdownGrace), "how long shutdown waits for requests in flight"},
+		{"APELORA_LOG_LEVEL", defaultLogLevel, "debug, info, warn or error; logs are JSON (log/slog) with the request id"},
+		{"APELORA_ACCESS_LOG", defaultAccessLog, "level of the one log line per request: info, or debug to keep requests out of an info log (scripts/run.sh sets debug, so requests do not bury what it prints)"},
+		{"APELORA_WS_PING_INTERVAL", durationText(graphqlws.DefaultPingInterval), "websocket keep-alive: the server pings each period; a client that answers none of the pings of two periods is dropped (close 1013)"},
+		{server.EnvSocketsPerIdentity, strconv.Itoa(server.DefaultIdentityLimits.Sockets), fmt.Sprintf("websockets one identity may hold open on this server (1 to %d); one more is closed with 4429 and the reason", maxSocketsPerIdentity)},
+		{server.EnvSubscriptionsPerIdentity, strconv.Itoa(server.DefaultIdentityLimits.Subscriptions), fmt.Sprintf("subscriptions one identity may hold on this server, over all its websockets (1 to %d); one more is refused alone with RATE_LIMITED", maxSubscriptionsPerIdentity)},
+		{"APELORA_SHUTDOWN_GRACE", durationText(defaultShutdownGrace), "how long a SIGTERM waits for requests in flight (websocket streams end at once)"},
 		{"APELORA_ALLOWED_ORIGINS", "(none)", "comma-separated extra browser origins (host patterns) allowed to open websockets"},
 		{EnvTrustedProxies, "(none)", "comma-separated addresses or CIDRs of the reverse proxies (HAProxy) in front of this server: from them, and only them, X-Forwarded-For names the client that per-address limits (sign-in, requests without a valid token) key on"},
-		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080"},
-		{"APELORA_CONSOLE_SESSION_TTL", durationText(server.DefaultConsoleSessionTTL), "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again"},
+		{"APELORA_PUBLIC_URL", "(the request's host)", "URL new servers fetch enrol-member.sh from, e.g. https://apelora.example:8080; an https URL makes the console's cookie Secure when TLS ends in front of Apelora"},
+		{"APELORA_CONSOLE_SESSION_TTL", durationText(server.DefaultConsoleSessionTTL), "how long a Fabric Console sign-in lasts (1m to 720h); the console then asks for the token again, saying why"},
 		{EnvRequestTimeout, durationText(DefaultRequestTimeout), "bound on every call to Incus or MAAS, retries included (1s to 2m); a hung upstream answers UNAVAILABLE after it"},
 		{EnvDriftInterval, durationText(DefaultDriftInterval), "how often the drift watcher (one replica at a time) re-checks every admitted member, besides at once after Incus events (1s to 24h); off: this replica never watches"},
 		{EnvLeaderLease, durationText(postgres.DefaultLeaderLease), "how long a leader (the fencing worker, the drift watcher) leads without renewing its lease (3s to 5m): it renews every third of it and stops acting once it could not; a standby takes over once it has expired"},
 		{EnvDriftOfflineAfter, durationText(DefaultDriftOfflineAfter), "how long an admitted member must be seen offline, or missing from the cluster, before that is drift (1s to 24h)"},
 		{EnvFleetRefreshInterval, durationText(fleet.DefaultRefreshInterval), "how often fleetUpdates reads MAAS and Incus while anyone subscribes, besides within 200 ms after mutations, drift, fence and Incus events (1s to 24h); MAAS has no push, so its own changes arrive by this interval"},
 		{EnvStepConcurrency, strconv.Itoa(server.DefaultStepConcurrency), "how many machine steps (register, commission, hardware tests, install, admit, release, … and their dry runs) run at once on this server, against MAAS and Incus (1 to 256); more, such as a bulk step's, wait their turn"},
-		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of an Incus cluster member, e.g. https://10.0.0.5:8443, or several, comma-separated: Apelora learns every member's URL from the cluster and reaches it through any of them"},
-		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity (a client certificate the cluster trusts)"},
+		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of an Incus cluster member, e.g. https://10.0.0.5:8443, or several, comma-separated (asked in turn at start): Apelora learns every member's URL from the cluster and reaches it through any of them"},
+		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity, a client certificate the cluster trusts (incus config trust add-certificate)"},
 		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate"},
-		{"APELORA_INCUS_SERVER_CERT", "(none)", "PEM file: the cluster certificate ($INCUS_DIR/cluster.crt), pinned by fingerprint"},
+		{"APELORA_INCUS_SERVER_CERT", "(none)", "PEM file: the cluster certificate ($INCUS_DIR/cluster.crt), pinned by fingerprint (members' SANs may not name their addresses)"},
 		{"APELORA_INCUS_SOCKET", "(none)", "instead of the four above: the local daemon's unix socket ($INCUS_DIR/unix.socket)"},
 		{"APELORA_MAAS_URL", "(none: no MAAS)", "MAAS URL up to /MAAS, e.g. https://maas.example:5240/MAAS (plain http only to loopback)"},
-		{"APELORA_MAAS_API_KEY", "(none)", "MAAS API key consumer:token:secret, read once at start; never logged, stored or returned"},
-		{"APELORA_MAAS_CA_FILE", "(system trust store)", "PEM file with the CA (or the pinned leaf) MAAS's certificate must chain to"},
+		{"APELORA_MAAS_API_KEY", "(none)", "MAAS API key consumer:token:secret, read once at start; never logged, stored, returned or put in an error"},
+		{"APELORA_MAAS_CA_FILE", "(system trust store)", "PEM file with the CA (or the pinned leaf) MAAS's certificate must chain to; a served certificate marked as a CA is refused. Re-read when it changes (and when MAAS's certificate is refused), so a rotated certificate needs no restart"},
 	}, append(append(append(AuditVariables(), AuditExportVariables()...), MetricsVariables()...), SSOVariables()...)...)
 }
+
+// StateDirDefault says in words what defaultStateDir chooses, for the documentation (which
+// must not depend on who generates it); Variables shows the folder itself.
+const StateDirDefault = "/var/lib/apelora as root; else $XDG_STATE_HOME/apelora or ~/.local/state/apelora"
 
 func defaultStateDir() string {
 	if os.Geteuid() == 0 {

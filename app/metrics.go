@@ -21,9 +21,9 @@ import (
 // read them.
 func MetricsVariables() []Variable {
 	return []Variable{
-		{metrics.EnvListen, "(none: off)", "address of the Prometheus metrics listener (/metrics), e.g. 127.0.0.1:9470; a loopback address unless " + metrics.EnvAllowRemote + " is true"},
-		{metrics.EnvAllowRemote, "false", "true allows a metrics address that is not loopback (the listener has no authentication)"},
-		{metrics.EnvPprof, "false", "true also serves net/http/pprof at /debug/pprof/ on the metrics listener (loopback only)"},
+		{metrics.EnvListen, "(none: off)", "address of the Prometheus metrics listener (/metrics), e.g. 127.0.0.1:9470 (the server) and 127.0.0.1:9471 (a worker); a loopback address unless " + metrics.EnvAllowRemote + " is true; unset, nothing is recorded"},
+		{metrics.EnvAllowRemote, "false", "true allows a metrics address that is not loopback (:9470, 10.0.0.5:9470); the listener has no authentication, so put it on a management network or behind a firewall"},
+		{metrics.EnvPprof, "false", "true also serves net/http/pprof at /debug/pprof/ on the metrics listener; refused without a metrics listener and on a non-loopback one (profiles cost CPU and show internals: reach them through an SSH tunnel)"},
 	}
 }
 

@@ -53,20 +53,20 @@ type SSOConfig struct {
 // SSOVariables documents single sign-on's variables.
 func SSOVariables() []Variable {
 	return []Variable{
-		{EnvOIDCIssuer, "(none: no single sign-on)", "OpenID Connect issuer URL (with discovery, e.g. https://login.example.com/realms/ops); the console then offers Sign in with SSO, and the provider must allow the redirect URI APELORA_PUBLIC_URL" + server.SSOCallbackPath},
+		{EnvOIDCIssuer, "(none: no single sign-on)", "OpenID Connect issuer URL (with discovery, e.g. https://login.example.com/realms/ops; https, plain http only to loopback); the console then offers Sign in with SSO, and the provider must allow the redirect URI APELORA_PUBLIC_URL" + server.SSOCallbackPath},
 		{EnvOIDCClientID, "(none)", "Apelora's client ID at the issuer; ID tokens must name it as their audience"},
-		{EnvOIDCClientSecretFile, "(none: a public client, PKCE alone)", "file holding the client secret, readable by its owner only (root or the server's user; mode 0600 or 0400), read once at start"},
-		{EnvOIDCScopes, defaultOIDCScopes, "space-separated scopes asked for (openid is always asked)"},
+		{EnvOIDCClientSecretFile, "(none: a public client, PKCE alone)", "file holding the client secret, readable by its owner only (root or the server's user; mode 0600 or 0400), read once at start, never logged"},
+		{EnvOIDCScopes, defaultOIDCScopes, "space-separated scopes asked for (openid is always asked); offline_access asks for the refresh token the re-checks need (some providers, such as Entra ID and Okta, give none without it)"},
 		{EnvOIDCGroupsClaim, defaultOIDCGroupsClaim, "the ID token claim that lists the user's groups"},
-		{EnvOIDCGroupPermissions, "(none)", "group=permission[,permission];… mapping the provider's groups to view-infrastructure, manage-infrastructure and hardware.delete, e.g. apelora-admins=manage-infrastructure,hardware.delete;apelora-viewers=view-infrastructure; a user in no mapped group is refused"},
+		{EnvOIDCGroupPermissions, "(none)", "group=permission[,permission];… mapping the provider's groups to view-infrastructure, manage-infrastructure and hardware.delete, e.g. apelora-admins=manage-infrastructure,hardware.delete;apelora-viewers=view-infrastructure: the only source of an SSO user's permissions; a user in no mapped group is refused"},
 		{EnvOIDCRecheckInterval, durationText(identity.DefaultSSORecheckInterval), "how long the provider's word on a signed-in user's groups holds (10s to 1h): each session's groups are asked for again (with its refresh token) once half of it has passed, so a demotion at the provider takes effect within half of it; a provider that cannot be asked leaves the last known groups for at most all of it, then view-only"},
-		{EnvOIDCTokenKeyFile, "APELORA_STATE_DIR/" + oidc.TokenKeyFile, "file holding the key (32 random bytes, base64) the provider's refresh tokens are sealed with in the database (made, mode 0600, on first start when missing); give every replica the same file"},
+		{EnvOIDCTokenKeyFile, "APELORA_STATE_DIR/" + oidc.TokenKeyFile, "file holding the key (32 random bytes, base64) the provider's refresh tokens are sealed with in the database (made, mode 0600, on first start when missing); give every replica the same file; a lost key costs SSO users a sign-in, nothing more"},
 	}
 }
 
 // ssoConfig reads APELORA_OIDC_*: all of the issuer, the client ID and the mapping, or none.
 func ssoConfig(get func(string, string) string, publicURL string) (SSOConfig, error) {
-	set := map[string]string{} // every variable read, so `apelora env` and the README list what is read
+	set := map[string]string{} // every variable read, so `apelora env` and docs/configuration.md list what is read
 	for _, v := range []string{EnvOIDCIssuer, EnvOIDCClientID, EnvOIDCClientSecretFile, EnvOIDCScopes, EnvOIDCGroupsClaim, EnvOIDCGroupPermissions,
 		EnvOIDCRecheckInterval, EnvOIDCTokenKeyFile} {
 		set[v] = get(v, "")

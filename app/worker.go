@@ -15,6 +15,7 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/fencing"
 	"github.com/apelora/fabric/maintenance"
+	"github.com/apelora/fabric/metrics"
 	"github.com/apelora/fabric/rolling"
 )
 
@@ -50,6 +51,19 @@ func WorkerVariables() []Variable {
 	)
 }
 
+// WorkerReads says whether apelora-worker reads one of the server's variables (Variables):
+// the database, the state folder and the audit key, the log level, the request timeout, the
+// leader lease, Incus, MAAS and the metrics listener. `apelora-worker env` lists those and
+// WorkerVariables.
+func WorkerReads(name string) bool {
+	switch name {
+	case "APELORA_DATABASE_URL", "APELORA_STATE_DIR", "APELORA_LOG_LEVEL", EnvRequestTimeout, EnvLeaderLease, EnvAuditKeyFile,
+		metrics.EnvListen, metrics.EnvAllowRemote, metrics.EnvPprof:
+		return true
+	}
+	return strings.HasPrefix(name, "APELORA_INCUS_") || strings.HasPrefix(name, "APELORA_MAAS_")
+}
+
 // workerDurations are the worker's duration settings: WorkerVariables lists them and
 // WorkerConfigFromEnv reads them, so each default is written once.
 var workerDurations = []struct {
@@ -66,11 +80,11 @@ var workerDurations = []struct {
 	{"APELORA_FENCE_POLL_INTERVAL", 5 * time.Second, 100 * time.Millisecond, func(w *WorkerConfig) *time.Duration { return &w.Poll },
 		"how often the worker reads the members (and a standby tries for the lock)"},
 	{"APELORA_FENCE_DRILL_INTERVAL", time.Hour, time.Second, func(w *WorkerConfig) *time.Duration { return &w.DrillInterval },
-		"how often each mapping gets a readiness drill (UUID check and a live power read)"},
+		"how often each mapping gets a readiness drill (UUID check and a live power read, no action)"},
 	{"APELORA_FENCE_CONFIRM_TIMEOUT", 3 * time.Minute, time.Second, func(w *WorkerConfig) *time.Duration { return &w.Limits.ConfirmTimeout },
 		"how long after a request a power-state read may say off before the fence is reported not confirmed"},
 	{"APELORA_ROLLING_ONLINE_TIMEOUT", 10 * time.Minute, time.Second, func(w *WorkerConfig) *time.Duration { return &w.RollingOnlineTimeout },
-		"how long a rolling reboot waits for a member to be seen down after its power-off, and back after its power-on, before it stops"},
+		"how long a rolling reboot waits for a member to be seen down after its power-off, and back after its power-on, before it stops (the member stays evacuated)"},
 	{"APELORA_FENCE_SETTLE", 20 * time.Second, 0, func(w *WorkerConfig) *time.Duration { return &w.Limits.Settle },
 		"after Incus could not be read (or had no quorum), how long it must answer before a member it lists Offline counts"},
 }

@@ -33,7 +33,7 @@ const (
 	PlanChanged Code = "PLAN_CHANGED"
 )
 
-// Codes lists every code the API answers with, in the order the README documents them.
+// Codes lists every code the API answers with, in the order docs/api.md documents them.
 var Codes = []Code{Unauthenticated, Forbidden, InvalidInput, NotFound, AlreadyExists, Busy,
 	FailedPrecondition, Unavailable, Internal, RequestTooLarge, RateLimited, PlanChanged}
 

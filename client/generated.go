@@ -1682,7 +1682,7 @@ func (v *AuditCheckpointResponse) GetAuditCheckpoint() *AuditCheckpointAuditChec
 //
 // One audited action: every mutation call, allowed or refused, writes exactly one. A request
 // refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see the README's Limits.
+// Each event is bounded: see docs/security.md, One event per call.
 type AuditEventFields struct {
 	Id string    `json:"id"`
 	At time.Time `json:"at"`
@@ -1751,7 +1751,7 @@ func (v *AuditEventFields) GetDetails() map[string]any { return v.Details }
 //
 // One audited action: every mutation call, allowed or refused, writes exactly one. A request
 // refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see the README's Limits.
+// Each event is bounded: see docs/security.md, One event per call.
 type AuditEventRecordedAuditEventRecordedAuditEvent struct {
 	AuditEventFields `json:"-"`
 }
@@ -1926,7 +1926,7 @@ func (v *AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdge) GetNode(
 //
 // One audited action: every mutation call, allowed or refused, writes exactly one. A request
 // refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see the README's Limits.
+// Each event is bounded: see docs/security.md, One event per call.
 type AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdgeNodeAuditEvent struct {
 	AuditEventFields `json:"-"`
 }
@@ -8667,7 +8667,7 @@ func (v *PlanFields) GetWarnings() []PlanFieldsWarningsPlanFinding { return v.Wa
 
 // PlanFieldsRefusalsPlanFinding includes the requested fields of the GraphQL type PlanFinding.
 type PlanFieldsRefusalsPlanFinding struct {
-	// The documented error code (README: Error codes); null for a warning that has none.
+	// The documented error code (docs/api.md: Error codes); null for a warning that has none.
 	Code    *string `json:"code"`
 	Message string  `json:"message"`
 	// The input field it is about, if any.
@@ -8730,7 +8730,7 @@ func (v *PlanFieldsStepsPlanStepChangesPlanChange) GetAfter() *string { return v
 
 // PlanFieldsWarningsPlanFinding includes the requested fields of the GraphQL type PlanFinding.
 type PlanFieldsWarningsPlanFinding struct {
-	// The documented error code (README: Error codes); null for a warning that has none.
+	// The documented error code (docs/api.md: Error codes); null for a warning that has none.
 	Code    *string `json:"code"`
 	Message string  `json:"message"`
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,11 +18,12 @@ import (
 	"github.com/apelora/fabric/testkit/producttest"
 )
 
-// readmePath is the README, relative to this package.
-const readmePath = "../README.md"
+// repoRoot is the repository's root, relative to this package.
+const repoRoot = ".."
 
-// example is a code block of the README marked runnable.
+// example is a code block of a markdown file marked runnable.
 type example struct {
+	file string // the markdown file, from the repository's root
 	line int    // the marker's line, from 1
 	kind string // "sh" or "graphql"
 	text string // the block, its indentation removed
@@ -29,31 +31,90 @@ type example struct {
 
 var runnableMarker = regexp.MustCompile(`^<!-- runnable(?:: ([a-z]+))? -->$`)
 
-// readmeExamples are the README's code blocks marked `<!-- runnable -->` (a shell block)
-// or `<!-- runnable: graphql -->`: the block after the marker, indented four spaces more
-// than the marker (as a list item's block is) or fenced with ```.
-func readmeExamples(t *testing.T) []example {
+// markdownFiles lists the repository's tracked markdown files, README.md first, then the
+// others in git's order (by path). Outside a git checkout it walks the tree instead.
+func markdownFiles(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	cmd := exec.Command("git", "ls-files", "-z", "--", "*.md")
+	cmd.Dir = repoRoot
+	if out, err := cmd.Output(); err == nil {
+		for _, f := range strings.Split(string(out), "\x00") {
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+	} else {
+		err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && strings.HasSuffix(path, ".md") {
+				rel, _ := filepath.Rel(repoRoot, path)
+				files = append(files, filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	lines := strings.Split(string(raw), "\n")
+	slices.SortStableFunc(files, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case a == "README.md":
+			return -1
+		case b == "README.md":
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	if len(files) == 0 || files[0] != "README.md" {
+		t.Fatalf("no README.md among the markdown files %v", files)
+	}
+	return files
+}
+
+// runnableExamples are the code blocks of every tracked markdown file marked
+// `<!-- runnable -->` (a shell block) or `<!-- runnable: graphql -->`: the block after the
+// marker, indented four spaces more than the marker (as a list item's block is) or fenced
+// with ```. README.md's come first, then the other files' by path, each in its order.
+func runnableExamples(t *testing.T) []example {
+	t.Helper()
+	var out []example
+	for _, f := range markdownFiles(t) {
+		raw, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, examplesIn(t, f, string(raw))...)
+	}
+	return out
+}
+
+// examplesIn reads the runnable examples of one markdown file.
+func examplesIn(t *testing.T, file, raw string) []example {
+	t.Helper()
+	lines := strings.Split(raw, "\n")
 	var out []example
 	for i, l := range lines {
 		m := runnableMarker.FindStringSubmatch(strings.TrimSpace(l))
 		if m == nil {
 			if strings.HasPrefix(strings.TrimSpace(l), "<!-- runnable") {
-				t.Fatalf("README.md:%d: a runnable marker this test does not read: %q", i+1, l)
+				t.Fatalf("%s:%d: a runnable marker this test does not read: %q", file, i+1, l)
 			}
 			continue
 		}
-		ex := example{line: i + 1, kind: m[1]}
+		ex := example{file: file, line: i + 1, kind: m[1]}
 		if ex.kind == "" {
 			ex.kind = "sh"
 		}
 		if ex.kind != "sh" && ex.kind != "graphql" {
-			t.Fatalf("README.md:%d: runnable: %s is neither sh nor graphql", i+1, ex.kind)
+			t.Fatalf("%s:%d: runnable: %s is neither sh nor graphql", file, i+1, ex.kind)
 		}
 		indent := len(l) - len(strings.TrimLeft(l, " "))
 		j := i + 1
@@ -74,7 +135,7 @@ func readmeExamples(t *testing.T) []example {
 		}
 		ex.text = strings.TrimSpace(strings.Join(block, "\n"))
 		if ex.text == "" {
-			t.Fatalf("README.md:%d: a runnable marker without a code block after it", i+1)
+			t.Fatalf("%s:%d: a runnable marker without a code block after it", file, i+1)
 		}
 		out = append(out, ex)
 	}
@@ -95,8 +156,19 @@ func operations(text string) []string {
 	return ops
 }
 
-// TestREADMEExamplesRunAsPrinted runs every example the README marks runnable, as
-// printed, in the README's order, against the product as scripts/run.sh starts it: a real
+// TestRunnableExamplesAreFound reads the markers without running anything, so a marker
+// that lost its block, or one in a form the runner does not read, fails without a lab.
+func TestRunnableExamplesAreFound(t *testing.T) {
+	where := map[string]int{}
+	for _, ex := range runnableExamples(t) {
+		where[ex.file+" "+ex.kind]++
+	}
+	t.Logf("runnable examples: %v", where)
+}
+
+// TestREADMEExamplesRunAsPrinted runs every example the documentation marks runnable
+// (README.md's, then every other tracked markdown file's: runnableExamples), as printed, in
+// that order, against the product as scripts/run.sh starts it: a real
 // server on a real Incus lab and the MAAS simulator over TLS with run.sh's fixture, an
 // administrator's token in APELORA_TOKEN, APELORA_URL set, bin/apelora and bin/apeloractl
 // built from this tree (and on PATH), the server's database in APELORA_DATABASE_URL. The
@@ -106,13 +178,13 @@ func operations(text string) []string {
 // server serves (one that pushes only when something happens would wait forever here).
 // Then what the examples say they do is checked.
 func TestREADMEExamplesRunAsPrinted(t *testing.T) {
-	examples := readmeExamples(t)
+	examples := runnableExamples(t)
 	kinds := map[string]int{}
 	for _, ex := range examples {
 		kinds[ex.kind]++
 	}
 	if kinds["sh"] < 2 || kinds["graphql"] < 2 {
-		t.Fatalf("found %v runnable examples in the README: the markers were lost?", kinds)
+		t.Fatalf("found %v runnable examples in the markdown files: the markers were lost?", kinds)
 	}
 	for _, tool := range []string{"bash", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -145,7 +217,7 @@ func TestREADMEExamplesRunAsPrinted(t *testing.T) {
 	schema := loadSchema(t)
 
 	for _, ex := range examples {
-		where := fmt.Sprintf("README.md:%d (%s)", ex.line, ex.kind)
+		where := fmt.Sprintf("%s:%d (%s)", ex.file, ex.line, ex.kind)
 		switch ex.kind {
 		case "sh":
 			cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", ex.text)

@@ -3898,7 +3898,7 @@ extend type Subscription {
 """
 One audited action: every mutation call, allowed or refused, writes exactly one. A request
 refused as a whole (no valid token, or refused before it ran) writes one for the request.
-Each event is bounded: see the README's Limits.
+Each event is bounded: see docs/security.md, One event per call.
 """
 type AuditEvent {
   id: ID!
@@ -5968,7 +5968,7 @@ type PlanChange {
 }
 
 type PlanFinding {
-  "The documented error code (README: Error codes); null for a warning that has none."
+  "The documented error code (docs/api.md: Error codes); null for a warning that has none."
   code: String
   message: String!
   "The input field it is about, if any."

@@ -275,7 +275,7 @@ func refusal(enabled bool, found Status) error {
 	if enabled {
 		return apperr.New(apperr.FailedPrecondition,
 			"cannot turn the placement guard on: Incus already has a placement scriptlet that Apelora did not write (%s), and Apelora does not overwrite it; "+
-				"fold its rules and the guard's (README: Placement guard) into one scriptlet of your own, or remove it with `incus config unset %s` and turn the guard on again",
+				"fold its rules and the guard's (docs/machines.md: The placement guard) into one scriptlet of your own, or remove it with `incus config unset %s` and turn the guard on again",
 			found.Found, ScriptletKey)
 	}
 	return apperr.New(apperr.FailedPrecondition,

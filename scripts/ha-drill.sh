@@ -1,7 +1,7 @@
 #!/bin/sh
 # ha-drill.sh [RUNS]: runs the failover drill (e2e TestFailoverDrill: the Patroni primary
 # SIGKILLed in the middle of a fence, see testkit/patronilab) RUNS times (default 5) and
-# prints what the README reports: write unavailability after the primary's loss (p50 and
+# prints what docs/operations/ha.md reports: write unavailability after the primary's loss (p50 and
 # max), fence decisions lost or doubled, acknowledged mutations lost, and how many runs
 # failed. Needs what the e2e tests need, as root (scripts/test-deps.sh), plus Debian's
 # patroni and etcd-server (scripts/install-deps.sh): eval "$(scripts/test-deps.sh)" first.

@@ -16,7 +16,7 @@
 #     - promtool, which checks the alert rules in deploy/prometheus, taken from Debian's
 #       prometheus package without installing it (no Prometheus server, user or service);
 #     - lintian, which scripts/package-check.sh runs on the Debian package;
-#     - jq, which the README's examples use (e2e/readme_test.go runs them);
+#     - jq, which the docs' runnable examples use (e2e/readme_test.go runs them);
 #     - rsyslog and rsyslog-gnutls, which the audit export's tests receive with, unpacked
 #       from Debian's packages into /usr/local/lib/apelora-rsyslog without installing them
 #       (the machine's /etc/rsyslog.conf and its syslog service stay as they are); their
@@ -242,7 +242,7 @@ if ! command -v promtool >/dev/null; then
 fi
 
 if ! command -v jq >/dev/null; then
-	pkg "jq (the README's examples, which e2e/readme_test.go runs)" jq
+	pkg "jq (the docs' runnable examples, which e2e/readme_test.go runs)" jq
 fi
 
 if ! command -v lintian >/dev/null; then

@@ -150,7 +150,7 @@ sleep 1 # its first lines come before the frame below, not after it
 		echo "  │   APELORA_INCUS_LAB_DIR=$LAB_DIR bin/incus-lab cli m1 cluster list   # its incus CLI"
 	fi
 	# The founding member is Unregistered (no machine record) and not admitted: with the
-	# guard on, nothing is placed until a member is admitted (README: Placement guard).
+	# guard on, nothing is placed until a member is admitted (docs/machines.md: The placement guard).
 	member=m1 words=m1
 	[ -n "${LAB_DIR:-}" ] || member=NAME words="the cluster's first member (NAME)"
 	echo "  │"

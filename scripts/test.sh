@@ -25,7 +25,7 @@ Runs Apelora fabric's tests on this machine, as root. In order:
      MAAS simulator on loopback; nothing else is contacted.
   2. go mod download; go mod tidy -diff (go.mod and go.sum tidy); go generate ./... and a
      check that the generated code (graph/, client/generated.go, resolvers/, the mutations'
-     declarations) was committed current.
+     declarations) and docs/configuration.md were committed current.
   3. gofmt and go vet; scripts/check-deploy.sh: the alert rules (promtool check and
      test rules) and the systemd units (systemd-analyze verify and security) in deploy/;
      scripts/package-check.sh: the Debian package builds byte-identical twice, holds what
@@ -68,8 +68,9 @@ if ! tidy=$(go mod tidy -diff 2>&1); then
 	exit 1
 fi
 
-# Generated code must match the schema and operations: regenerate and compare.
-generated() { find graph client/generated.go resolvers internal/mutations/changes_gen.go web/console/src/api/changes.gen.ts \( -name '*.go' -o -name '*.ts' \) -type f -print0 | sort -z | xargs -0 sha256sum; }
+# Generated code must match the schema and operations, and docs/configuration.md app's
+# variable tables: regenerate and compare.
+generated() { find graph client/generated.go resolvers internal/mutations/changes_gen.go web/console/src/api/changes.gen.ts docs/configuration.md \( -name '*.go' -o -name '*.ts' -o -name '*.md' \) -type f -print0 | sort -z | xargs -0 sha256sum; }
 before=$(generated)
 go generate ./...
 after=$(generated)

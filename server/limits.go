@@ -12,7 +12,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 )
 
-// The request limits (the README's "Limits" section lists them; limitsdoc_test.go checks it).
+// The request limits (docs/security.md's "Limits" section lists them; limitsdoc_test.go checks it).
 const (
 	// MaxBodyBytes bounds a GraphQL request body; a larger one is answered 413.
 	MaxBodyBytes = 1 << 20

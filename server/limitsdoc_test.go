@@ -12,19 +12,25 @@ import (
 	"github.com/apelora/fabric/server/graphqlws"
 )
 
-// The README's Limits table says what the code enforces: each row's value is checked
-// against the constant it describes, so changing one without the other fails here.
-func TestREADMELimitsTableIsTheCodes(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// limitsDoc is the document whose "## Limits" table lists the request limits.
+const limitsDoc = "docs/security.md"
+
+// The Limits table of docs/security.md says what the code enforces: each row's value is
+// checked against the constant it describes, so changing one without the other fails here.
+func TestLimitsTableIsTheCodes(t *testing.T) {
+	doc, err := os.ReadFile("../" + limitsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := string(readme)
+	section := string(doc)
 	start := strings.Index(section, "\n## Limits\n")
 	if start < 0 {
-		t.Fatal(`README.md has no "## Limits" section`)
+		t.Fatalf(`%s has no "## Limits" section`, limitsDoc)
 	}
-	section = section[start:]
+	section = section[start+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
 	rows := map[string]string{} // the limit's words → its value
 	for _, m := range regexp.MustCompile(`(?m)^\| ([^|]+) \| ([^|]+) \| [^|]+ \|$`).FindAllStringSubmatch(section, -1) {
 		if _, ok := rows[m[1]]; !ok { // the first table: later ones reuse words such as "headers"
@@ -51,9 +57,9 @@ func TestREADMELimitsTableIsTheCodes(t *testing.T) {
 		got, ok := rows[limit]
 		switch {
 		case !ok:
-			t.Errorf("README.md's Limits table has no row %q", limit)
+			t.Errorf("%s's Limits table has no row %q", limitsDoc, limit)
 		case got != want:
-			t.Errorf("README.md says %q is %q; the code enforces %q", limit, got, want)
+			t.Errorf("%s says %q is %q; the code enforces %q", limitsDoc, limit, got, want)
 		}
 	}
 }

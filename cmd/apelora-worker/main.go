@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/apelora/fabric/app"
@@ -38,16 +37,6 @@ func main() {
 	}
 }
 
-// workerReads says whether the worker reads one of the server's variables.
-func workerReads(name string) bool {
-	switch name {
-	case "APELORA_DATABASE_URL", "APELORA_STATE_DIR", "APELORA_LOG_LEVEL", app.EnvRequestTimeout, app.EnvLeaderLease,
-		metrics.EnvListen, metrics.EnvAllowRemote, metrics.EnvPprof:
-		return true
-	}
-	return strings.HasPrefix(name, "APELORA_INCUS_") || strings.HasPrefix(name, "APELORA_MAAS_")
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd := "run"
 	if len(args) > 0 {
@@ -57,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "run":
 	case "env":
 		for _, v := range app.Variables() {
-			if workerReads(v.Name) {
+			if app.WorkerReads(v.Name) {
 				fmt.Fprintf(stdout, "%-30s %-28s %s\n", v.Name, v.Default, v.Meaning)
 			}
 		}

@@ -428,7 +428,7 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// The exit statuses, in the usage text and the README.
+// The exit statuses, in the usage text and docs/api.md.
 const (
 	exitError           = 1
 	exitUsage           = 2

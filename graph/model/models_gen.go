@@ -136,7 +136,7 @@ type AuditCheckpoint struct {
 
 // One audited action: every mutation call, allowed or refused, writes exactly one. A request
 // refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see the README's Limits.
+// Each event is bounded: see docs/security.md, One event per call.
 type AuditEvent struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
@@ -886,7 +886,7 @@ type PlanChange struct {
 }
 
 type PlanFinding struct {
-	// The documented error code (README: Error codes); null for a warning that has none.
+	// The documented error code (docs/api.md: Error codes); null for a warning that has none.
 	Code    *string `json:"code,omitempty"`
 	Message string  `json:"message"`
 	// The input field it is about, if any.

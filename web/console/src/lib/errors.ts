@@ -42,7 +42,7 @@ export function problemsOf(err: ErrorLike | null | undefined): Problem[] {
   return out;
 }
 
-// codeWords is the one wording of each documented error code (README's table), wherever
+// codeWords is the one wording of each documented error code (docs/api.md's table), wherever
 // the console shows why something was or would be refused: a dialog's problems, a plan's
 // refusals, the confirm button's reason, a bulk step's groups and per-machine results.
 // Whether a code is a refusal or a failure is bulk-outcomes.json's, shared with apeloractl.
@@ -61,7 +61,7 @@ export const codeWords: Record<string, string> = {
   RATE_LIMITED: 'too many tries: wait',
 };
 
-// codeLabel is a code in words, with the code itself (what the README and the audit name).
+// codeLabel is a code in words, with the code itself (what docs/api.md and the audit name).
 export function codeLabel(code: string): string {
   const w = codeWords[code];
   return w ? `${w} (${code})` : code;

@@ -151,7 +151,7 @@ export function FleetPage() {
   // the count and the first rows of the page at once; the rest of the page follows in a
   // deferred render (below the fold at any window height), which the next keystroke may
   // interrupt. Mounting a page of 100 rows was most of a keystroke's time. Measured by
-  // TestConsoleFleetBeforeMAAS (README).
+  // TestConsoleFleetBeforeMAAS (bench/README.md).
   const sorted = useMemo(() => (rows ? sortRows(rows, filter.sort, filter.desc) : []), [rows, filter.sort, filter.desc]);
   const matching = useMemo(() => filterRows(sorted, filter), [sorted, filter]);
   const shown = useMemo(() => pageOf(matching, paging), [matching, paging.page, paging.size]);
