@@ -6,12 +6,21 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
 )
+
+func (c *cli) whoami(ctx context.Context) error {
+	r, err := client.Viewer(ctx, c.gql)
+	if err != nil {
+		return err
+	}
+	return c.print(r.Viewer, func(w *tabwriter.Writer) {
+		fmt.Fprintf(w, "%s\t%v\n", r.Viewer.Name, r.Viewer.Permissions)
+	})
+}
 
 func (c *cli) identities(ctx context.Context) error {
 	r, err := client.Identities(ctx, c.gql)
@@ -115,11 +124,4 @@ func permissionWord(p client.Permission) string {
 		}
 	}
 	return string(p)
-}
-
-func when(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.Local().Format(time.DateTime)
 }

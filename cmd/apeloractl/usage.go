@@ -1,18 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 )
 
 // commands are every command apeloractl runs, read from the usage text (one place says
@@ -222,33 +218,4 @@ func baseURL() string {
 		base = "http://127.0.0.1:8080"
 	}
 	return base
-}
-
-// unreachable turns a request that reached no server (refused, no route, no such host,
-// timed out, a TLS handshake that failed) into UNAVAILABLE, naming APELORA_URL and the
-// cause; nil for any other error. A request cancelled by apeloractl itself (Ctrl-C) is
-// not the server's fault.
-func unreachable(base string, err error) *apiError {
-	var uerr *url.Error
-	if !errors.As(err, &uerr) || errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return &apiError{errs: []codedMessage{{"UNAVAILABLE", fmt.Sprintf("cannot reach APELORA_URL (%s: %s): is apelora serve running?", base, cause(uerr.Err))}}}
-}
-
-// cause is the words of the innermost reason a connection failed ("connection refused"),
-// without Go's wrapping ("dial tcp 127.0.0.1:8080: connect: …").
-func cause(err error) string {
-	var errno syscall.Errno
-	var dns *net.DNSError
-	var op *net.OpError
-	switch {
-	case errors.As(err, &errno):
-		return errno.Error()
-	case errors.As(err, &dns):
-		return dns.Error()
-	case errors.As(err, &op) && op.Err != nil:
-		return op.Err.Error()
-	}
-	return err.Error()
 }
