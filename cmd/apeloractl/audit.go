@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -14,16 +15,30 @@ import (
 	"github.com/apelora/fabric/client"
 )
 
-func (c *cli) audit(ctx context.Context, args []string) error {
-	fs := newFlags("audit")
-	machine := fs.String("machine", "", "only events about this machine")
-	first := fs.Int("first", 20, "how many events (1–500)")
-	if err := parseFlags(fs, args, "apeloractl audit [-machine NAME] [-first N]"); err != nil {
-		return err
+var (
+	auditCommand = &command{
+		name: "audit", synopsis: "[-machine NAME] [-first N]", doc: "the audit trail, newest first",
+		flags: func(fs *flag.FlagSet) runner {
+			machine := fs.String("machine", "", "only events about this machine")
+			first := fs.Int("first", 20, "how many events (1–500)")
+			return func(c *cli, ctx context.Context, _ []string) error { return c.audit(ctx, *machine, first) }
+		},
 	}
+	watchAuditCommand = &command{
+		name: "watch-audit", synopsis: "[-machine NAME] [-after ID]",
+		doc: "print audit events as they are recorded (after ID: those\nrecorded since that event first, none missed or repeated)",
+		flags: func(fs *flag.FlagSet) runner {
+			machine := fs.String("machine", "", "only events about this machine")
+			after := fs.String("after", "", "first the events recorded after this event id (the first field of a line), then live ones")
+			return func(c *cli, ctx context.Context, _ []string) error { return c.watchAudit(ctx, *machine, *after) }
+		},
+	}
+)
+
+func (c *cli) audit(ctx context.Context, machine string, first *int) error {
 	var m *string
-	if *machine != "" {
-		m = machine
+	if machine != "" {
+		m = &machine
 	}
 	r, err := client.AuditEvents(ctx, c.gql, first, nil, m)
 	if err != nil {
@@ -38,19 +53,13 @@ func (c *cli) audit(ctx context.Context, args []string) error {
 	})
 }
 
-func (c *cli) watchAudit(ctx context.Context, args []string) error {
-	fs := newFlags("watch-audit")
-	machine := fs.String("machine", "", "only events about this machine")
-	after := fs.String("after", "", "first the events recorded after this event id (the first field of a line), then live ones")
-	if err := parseFlags(fs, args, "apeloractl watch-audit [-machine NAME] [-after ID]"); err != nil {
-		return err
-	}
+func (c *cli) watchAudit(ctx context.Context, machine, after string) error {
 	var m, from *string
-	if *machine != "" {
-		m = machine
+	if machine != "" {
+		m = &machine
 	}
-	if *after != "" {
-		from = after
+	if after != "" {
+		from = &after
 	}
 	return follow(ctx, c, func(ws graphql.WebSocketClient) (chan client.AuditEventRecordedWsResponse, error) {
 		events, _, err := client.AuditEventRecorded(ctx, ws, m, from)

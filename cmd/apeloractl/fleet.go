@@ -13,7 +13,19 @@ import (
 	"github.com/apelora/fabric/client"
 )
 
-func (c *cli) fleet(ctx context.Context) error {
+var (
+	fleetCommand = &command{
+		name: "fleet", doc: "every machine with its MAAS status, and which sources answered",
+		run: (*cli).fleet,
+	}
+	watchFleetCommand = &command{
+		name: "watch-fleet",
+		doc:  "the fleet, then each change as it happens (fleetUpdates):\n\"+\" added, \"~\" changed, \"-\" removed, with the revision",
+		run:  (*cli).watchFleet,
+	}
+)
+
+func (c *cli) fleet(ctx context.Context, _ []string) error {
 	r, err := client.Fleet(ctx, c.gql)
 	if err != nil {
 		return err
@@ -36,7 +48,7 @@ func (c *cli) fleet(ctx context.Context) error {
 	})
 }
 
-func (c *cli) watchFleet(ctx context.Context) error {
+func (c *cli) watchFleet(ctx context.Context, _ []string) error {
 	var last *int // the last revision printed
 	return follow(ctx, c, func(ws graphql.WebSocketClient) (chan client.FleetUpdatesWsResponse, error) {
 		updates, _, err := client.FleetUpdates(ctx, ws, nil)

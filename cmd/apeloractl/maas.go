@@ -1,9 +1,11 @@
 package main
 
-// MAAS steps on a registered machine: commission, install, hardware tests, release.
+// MAAS steps on a registered machine: commission, install, hardware tests, release. Each
+// takes its own flags only: -series given to commission is refused, not ignored.
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -11,80 +13,94 @@ import (
 	"github.com/apelora/fabric/client"
 )
 
-func (c *cli) maasStep(ctx context.Context, cmd string, args []string) error {
-	use := maasStepUsage[cmd]
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError(use)
+var (
+	commissionCommand = &command{
+		name: "commission", synopsis: "SYSTEM-ID [-tests a,b | -no-tests]", names: 1,
+		mutation: "commissionMachine",
+		flags: func(fs *flag.FlagSet) runner {
+			tests := testsFlag(fs)
+			noTests := fs.Bool("no-tests", false, "commission without tests")
+			return func(c *cli, ctx context.Context, names []string) error {
+				in := client.CommissionMachineInput{SystemId: names[0], Tests: testList(*tests)}
+				if *noTests {
+					in.Tests = []string{}
+				}
+				return change(c, func(dryRun *bool, planHash *string) (*client.CommissionMachineResponse, planView, error) {
+					in.DryRun, in.PlanHash = dryRun, planHash
+					r, err := client.CommissionMachine(ctx, c.gql, in)
+					return r, r.GetCommissionMachine().Plan, err
+				}, func(r *client.CommissionMachineResponse) error {
+					return c.printMaasMachine(&r.CommissionMachine.Maas.MaasMachineFields)
+				})
+			}
+		},
 	}
-	subject := args[0]
-	// Each step takes its own flags only: -series given to commission is refused, not ignored.
-	fs := newFlags(cmd)
-	var tests, series, hostname, comment *string
-	var noTests, erase *bool
-	none, no := "", false
-	tests, series, hostname, comment, noTests, erase = &none, &none, &none, &none, &no, &no
-	switch cmd {
-	case "commission":
-		tests = fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
-		noTests = fs.Bool("no-tests", false, "commission without tests")
-	case "install":
-		series = fs.String("series", "", "the series to install, e.g. noble")
-	case "hardware-test":
-		hostname = fs.String("hostname", "", "the machine's hostname, typed again to confirm")
-		tests = fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
-	case "release":
-		erase = fs.Bool("erase", false, "erase the disks (needs hardware.delete)")
-		comment = fs.String("comment", "", "a comment for MAAS")
+	installCommand = &command{
+		name: "install", synopsis: "NAME -series SERIES", doc: "install an OS on a registered MAAS machine and enrol it", names: 1,
+		mutation: "installOperatingSystem",
+		flags: func(fs *flag.FlagSet) runner {
+			series := fs.String("series", "", "the series to install, e.g. noble")
+			return func(c *cli, ctx context.Context, names []string) error {
+				return change(c, func(dryRun *bool, planHash *string) (*client.InstallOperatingSystemResponse, planView, error) {
+					r, err := client.InstallOperatingSystem(ctx, c.gql, client.InstallOperatingSystemInput{Name: names[0], Series: *series, DryRun: dryRun, PlanHash: planHash})
+					return r, r.GetInstallOperatingSystem().Plan, err
+				}, func(r *client.InstallOperatingSystemResponse) error {
+					return c.printMaasMachine(&r.InstallOperatingSystem.Maas.MaasMachineFields)
+				})
+			}
+		},
 	}
-	if err := parseFlags(fs, args[1:], use); err != nil {
-		return err
+	hardwareTestCommand = &command{
+		name: "hardware-test", synopsis: "SYSTEM-ID -hostname HOSTNAME [-tests a,b]", names: 1,
+		mutation: "runHardwareTests",
+		flags: func(fs *flag.FlagSet) runner {
+			hostname := fs.String("hostname", "", "the machine's hostname, typed again to confirm")
+			tests := testsFlag(fs)
+			return func(c *cli, ctx context.Context, names []string) error {
+				return change(c, func(dryRun *bool, planHash *string) (*client.RunHardwareTestsResponse, planView, error) {
+					r, err := client.RunHardwareTests(ctx, c.gql, client.RunHardwareTestsInput{SystemId: names[0], Hostname: *hostname, Tests: testList(*tests), DryRun: dryRun, PlanHash: planHash})
+					return r, r.GetRunHardwareTests().Plan, err
+				}, func(r *client.RunHardwareTestsResponse) error {
+					return c.printMaasMachine(&r.RunHardwareTests.Maas.MaasMachineFields)
+				})
+			}
+		},
 	}
-	var testList []string
-	if *tests != "" {
-		testList = strings.Split(*tests, ",")
+	releaseCommand = &command{
+		name: "release", synopsis: "SYSTEM-ID [-erase] [-comment TEXT]", doc: "return it to MAAS's pool (says first whether MAAS will\nerase the disks anyway)", names: 1,
+		mutation: "releaseMachine",
+		flags: func(fs *flag.FlagSet) runner {
+			erase := fs.Bool("erase", false, "erase the disks (needs hardware.delete)")
+			comment := fs.String("comment", "", "a comment for MAAS")
+			return func(c *cli, ctx context.Context, names []string) error {
+				return change(c, func(dryRun *bool, planHash *string) (*client.ReleaseMachineResponse, planView, error) {
+					r, err := client.ReleaseMachine(ctx, c.gql, client.ReleaseMachineInput{SystemId: names[0], Erase: erase, Comment: comment, DryRun: dryRun, PlanHash: planHash})
+					return r, r.GetReleaseMachine().Plan, err
+				}, func(r *client.ReleaseMachineResponse) error {
+					if e := r.ReleaseMachine.Erase; e != nil {
+						fmt.Fprintf(c.out, "disks: %s\n", e.Message)
+					}
+					return c.printMaasMachine(&r.ReleaseMachine.Maas.MaasMachineFields)
+				})
+			}
+		},
 	}
-	if *noTests {
-		testList = []string{}
+)
+
+func testsFlag(fs *flag.FlagSet) *string {
+	return fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
+}
+
+// testList is -tests as the input takes it: nil (MAAS's defaults) when not given.
+func testList(tests string) []string {
+	if tests == "" {
+		return nil
 	}
-	var m *client.MaasMachineFields
-	switch cmd {
-	case "commission":
-		r, err := client.CommissionMachine(ctx, c.gql, client.CommissionMachineInput{SystemId: subject, Tests: testList, DryRun: c.dry(), PlanHash: c.planHash})
-		if err != nil || c.dryRun {
-			return c.planOr(err, r.GetCommissionMachine().Plan)
-		}
-		m = &r.CommissionMachine.Maas.MaasMachineFields
-	case "install":
-		r, err := client.InstallOperatingSystem(ctx, c.gql, client.InstallOperatingSystemInput{Name: subject, Series: *series, DryRun: c.dry(), PlanHash: c.planHash})
-		if err != nil || c.dryRun {
-			return c.planOr(err, r.GetInstallOperatingSystem().Plan)
-		}
-		m = &r.InstallOperatingSystem.Maas.MaasMachineFields
-	case "hardware-test":
-		r, err := client.RunHardwareTests(ctx, c.gql, client.RunHardwareTestsInput{SystemId: subject, Hostname: *hostname, Tests: testList, DryRun: c.dry(), PlanHash: c.planHash})
-		if err != nil || c.dryRun {
-			return c.planOr(err, r.GetRunHardwareTests().Plan)
-		}
-		m = &r.RunHardwareTests.Maas.MaasMachineFields
-	case "release":
-		r, err := client.ReleaseMachine(ctx, c.gql, client.ReleaseMachineInput{SystemId: subject, Erase: erase, Comment: comment, DryRun: c.dry(), PlanHash: c.planHash})
-		if err != nil || c.dryRun {
-			return c.planOr(err, r.GetReleaseMachine().Plan)
-		}
-		if e := r.ReleaseMachine.Erase; e != nil {
-			fmt.Fprintf(c.out, "disks: %s\n", e.Message)
-		}
-		m = &r.ReleaseMachine.Maas.MaasMachineFields
-	}
+	return strings.Split(tests, ",")
+}
+
+func (c *cli) printMaasMachine(m *client.MaasMachineFields) error {
 	return c.print(m, func(w *tabwriter.Writer) {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", m.SystemId, m.Hostname, m.Status)
 	})
-}
-
-// maasStepUsage are the MAAS steps' usage lines, as the usage text has them.
-var maasStepUsage = map[string]string{
-	"commission":    "apeloractl commission SYSTEM-ID [-tests a,b | -no-tests]",
-	"install":       "apeloractl install NAME -series SERIES",
-	"hardware-test": "apeloractl hardware-test SYSTEM-ID -hostname HOSTNAME [-tests a,b]",
-	"release":       "apeloractl release SYSTEM-ID [-erase] [-comment TEXT]",
 }

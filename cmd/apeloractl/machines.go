@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -13,7 +14,29 @@ import (
 	"github.com/apelora/fabric/client"
 )
 
-func (c *cli) machines(ctx context.Context) error {
+var (
+	machinesCommand = &command{name: "machines", doc: "every machine with its phase", run: (*cli).machines}
+	machineCommand  = &command{name: "machine", synopsis: "NAME", doc: "one machine", names: 1, run: (*cli).machine}
+	registerCommand = &command{
+		name: "register", synopsis: "NAME [-provisioner MANUAL|MAAS] [-description TEXT] [-maas-system-id ID]", names: 1,
+		mutation: "registerMachine",
+		flags: func(fs *flag.FlagSet) runner {
+			prov := fs.String("provisioner", "MANUAL", "MANUAL or MAAS")
+			desc := fs.String("description", "", "free text")
+			sysID := fs.String("maas-system-id", "", "the MAAS system id (MAAS machines)")
+			return func(c *cli, ctx context.Context, names []string) error {
+				in := client.RegisterMachineInput{Name: names[0], Provisioner: client.ProvisionerKind(strings.ToUpper(*prov)), Description: desc}
+				if *sysID != "" {
+					in.MaasSystemId = sysID
+				}
+				return c.register(ctx, in)
+			}
+		},
+	}
+	unregisterCommand = &command{name: "unregister", synopsis: "NAME", names: 1, mutation: "unregisterMachine", run: (*cli).unregister}
+)
+
+func (c *cli) machines(ctx context.Context, _ []string) error {
 	r, err := client.Machines(ctx, c.gql)
 	if err != nil {
 		return err
@@ -26,56 +49,35 @@ func (c *cli) machines(ctx context.Context) error {
 	})
 }
 
-func (c *cli) machine(ctx context.Context, args []string) error {
-	if len(args) != 1 {
-		return usageError("apeloractl machine NAME")
-	}
-	r, err := client.Machine(ctx, c.gql, args[0])
+func (c *cli) machine(ctx context.Context, names []string) error {
+	r, err := client.Machine(ctx, c.gql, names[0])
 	if err != nil {
 		return err
 	}
 	if r.Machine == nil {
-		return &apiError{errs: []codedMessage{{"NOT_FOUND", fmt.Sprintf("no machine named %q: list them with `apeloractl machines`", args[0])}}}
+		return &apiError{errs: []codedMessage{{"NOT_FOUND", fmt.Sprintf("no machine named %q: list them with `apeloractl machines`", names[0])}}}
 	}
 	return c.printMachine(&r.Machine.MachineFields)
 }
 
-func (c *cli) register(ctx context.Context, args []string) error {
-	const use = "apeloractl register NAME [-provisioner MANUAL|MAAS] [-description TEXT] [-maas-system-id ID]"
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError(use)
-	}
-	name := args[0]
-	fs := newFlags("register")
-	prov := fs.String("provisioner", "MANUAL", "MANUAL or MAAS")
-	desc := fs.String("description", "", "free text")
-	sysID := fs.String("maas-system-id", "", "the MAAS system id (MAAS machines)")
-	if err := parseFlags(fs, args[1:], use); err != nil {
-		return err
-	}
-	in := client.RegisterMachineInput{Name: name, Provisioner: client.ProvisionerKind(strings.ToUpper(*prov)), Description: desc}
-	if *sysID != "" {
-		in.MaasSystemId = sysID
-	}
-	in.DryRun = c.dry()
-	in.PlanHash = c.planHash
-	r, err := client.RegisterMachine(ctx, c.gql, in)
-	if err != nil || c.dryRun {
-		return c.planOr(err, r.GetRegisterMachine().Plan)
-	}
-	return c.printMachine(&r.RegisterMachine.Machine.MachineFields)
+func (c *cli) register(ctx context.Context, in client.RegisterMachineInput) error {
+	return change(c, func(dryRun *bool, planHash *string) (*client.RegisterMachineResponse, planView, error) {
+		in.DryRun, in.PlanHash = dryRun, planHash
+		r, err := client.RegisterMachine(ctx, c.gql, in)
+		return r, r.GetRegisterMachine().Plan, err
+	}, func(r *client.RegisterMachineResponse) error {
+		return c.printMachine(&r.RegisterMachine.Machine.MachineFields)
+	})
 }
 
-func (c *cli) unregister(ctx context.Context, args []string) error {
-	if len(args) != 1 {
-		return usageError("apeloractl unregister NAME")
-	}
-	r, err := client.UnregisterMachine(ctx, c.gql, client.UnregisterMachineInput{Name: args[0], DryRun: c.dry(), PlanHash: c.planHash})
-	if err != nil || c.dryRun {
-		return c.planOr(err, r.GetUnregisterMachine().Plan)
-	}
-	fmt.Fprintf(c.out, "unregistered %s\n", str(r.UnregisterMachine.Name))
-	return nil
+func (c *cli) unregister(ctx context.Context, names []string) error {
+	return change(c, func(dryRun *bool, planHash *string) (*client.UnregisterMachineResponse, planView, error) {
+		r, err := client.UnregisterMachine(ctx, c.gql, client.UnregisterMachineInput{Name: names[0], DryRun: dryRun, PlanHash: planHash})
+		return r, r.GetUnregisterMachine().Plan, err
+	}, func(r *client.UnregisterMachineResponse) error {
+		fmt.Fprintf(c.out, "unregistered %s\n", str(r.UnregisterMachine.Name))
+		return nil
+	})
 }
 
 func (c *cli) printMachine(m *client.MachineFields) error {

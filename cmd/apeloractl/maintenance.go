@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -11,71 +12,78 @@ import (
 	"github.com/apelora/fabric/client"
 )
 
-func (c *cli) evacuate(ctx context.Context, args []string) error {
-	const use = "apeloractl evacuate NAME [-mode auto|migrate|live-migrate|stop]"
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError(use)
+var (
+	evacuateCommand = &command{
+		name: "evacuate", synopsis: "NAME [-mode auto|migrate|live-migrate|stop]", names: 1,
+		doc:      "maintenance: Incus moves or stops every instance on the\nmember (each as its cluster.evacuate says, or -mode)",
+		mutation: "evacuateMember",
+		flags: func(fs *flag.FlagSet) runner {
+			mode := fs.String("mode", "", "force this on every instance instead of its cluster.evacuate")
+			return func(c *cli, ctx context.Context, names []string) error { return c.evacuate(ctx, names[0], *mode) }
+		},
 	}
-	fs := newFlags("evacuate")
-	mode := fs.String("mode", "", "force this on every instance instead of its cluster.evacuate")
-	if err := parseFlags(fs, args[1:], use); err != nil {
-		return err
+	restoreCommand = &command{
+		name: "restore", synopsis: "NAME", names: 1,
+		doc:      "run the admission checks again, then Incus brings the\nmember's instances back",
+		mutation: "restoreMember", run: (*cli).restore,
 	}
-	in := client.EvacuateMemberInput{Name: args[0], DryRun: c.dry(), PlanHash: c.planHash}
-	if *mode != "" {
-		m := client.EvacuationMode(strings.ReplaceAll(strings.ToUpper(*mode), "-", "_"))
+)
+
+func (c *cli) evacuate(ctx context.Context, name, mode string) error {
+	in := client.EvacuateMemberInput{Name: name}
+	if mode != "" {
+		m := client.EvacuationMode(strings.ReplaceAll(strings.ToUpper(mode), "-", "_"))
 		in.Mode = &m
 	}
-	r, err := client.EvacuateMember(ctx, c.gql, in)
-	if err != nil {
-		return c.planOr(err, r.GetEvacuateMember().Plan)
-	}
-	p := r.EvacuateMember
-	if c.json {
-		return c.print(p, nil)
-	}
-	ins := make([]client.MaintenanceInstanceFields, len(p.Instances))
-	for i, in := range p.Instances {
-		ins[i] = in.MaintenanceInstanceFields
-	}
-	c.printInstances(ins)
-	for _, t := range p.Targets {
-		fmt.Fprintf(c.out, "may land on %s (%d instances now)\n", t.Member, t.Instances)
-	}
-	if c.dryRun {
-		return c.planOr(nil, p.Plan)
-	}
-	fmt.Fprintf(c.out, "evacuating %s (Incus operation %s); progress: subscription memberOperation(name: %q)\n", args[0], p.Operation.IncusOperation, args[0])
-	return nil
+	return changeShowing(c, func(dryRun *bool, planHash *string) (*client.EvacuateMemberResponse, planView, error) {
+		in.DryRun, in.PlanHash = dryRun, planHash
+		r, err := client.EvacuateMember(ctx, c.gql, in)
+		return r, r.GetEvacuateMember().Plan, err
+	}, func(r *client.EvacuateMemberResponse) (bool, error) {
+		p := r.EvacuateMember
+		if c.json {
+			return true, c.print(p, nil)
+		}
+		ins := make([]client.MaintenanceInstanceFields, len(p.Instances))
+		for i, in := range p.Instances {
+			ins[i] = in.MaintenanceInstanceFields
+		}
+		c.printInstances(ins)
+		for _, t := range p.Targets {
+			fmt.Fprintf(c.out, "may land on %s (%d instances now)\n", t.Member, t.Instances)
+		}
+		return false, nil
+	}, func(r *client.EvacuateMemberResponse) error {
+		fmt.Fprintf(c.out, "evacuating %s (Incus operation %s); progress: subscription memberOperation(name: %q)\n", name, r.EvacuateMember.Operation.IncusOperation, name)
+		return nil
+	})
 }
 
-func (c *cli) restore(ctx context.Context, args []string) error {
-	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		return usageError("apeloractl restore NAME")
-	}
-	r, err := client.RestoreMember(ctx, c.gql, client.RestoreMemberInput{Name: args[0], DryRun: c.dry(), PlanHash: c.planHash})
-	if err != nil {
-		return c.planOr(err, r.GetRestoreMember().Plan)
-	}
-	p := r.RestoreMember
-	if c.json {
-		return c.print(p, nil)
-	}
-	if p.Report != nil {
-		if err := c.printReport(&p.Report.AdmissionReportFields); err != nil {
-			return err
+func (c *cli) restore(ctx context.Context, names []string) error {
+	name := names[0]
+	return changeShowing(c, func(dryRun *bool, planHash *string) (*client.RestoreMemberResponse, planView, error) {
+		r, err := client.RestoreMember(ctx, c.gql, client.RestoreMemberInput{Name: name, DryRun: dryRun, PlanHash: planHash})
+		return r, r.GetRestoreMember().Plan, err
+	}, func(r *client.RestoreMemberResponse) (bool, error) {
+		p := r.RestoreMember
+		if c.json {
+			return true, c.print(p, nil)
 		}
-	}
-	ins := make([]client.MaintenanceInstanceFields, len(p.Instances))
-	for i, in := range p.Instances {
-		ins[i] = in.MaintenanceInstanceFields
-	}
-	c.printInstances(ins)
-	if c.dryRun {
-		return c.planOr(nil, p.Plan)
-	}
-	fmt.Fprintf(c.out, "restoring %s (Incus operation %s); progress: subscription memberOperation(name: %q)\n", args[0], p.Operation.IncusOperation, args[0])
-	return nil
+		if p.Report != nil {
+			if err := c.printReport(&p.Report.AdmissionReportFields); err != nil {
+				return false, err
+			}
+		}
+		ins := make([]client.MaintenanceInstanceFields, len(p.Instances))
+		for i, in := range p.Instances {
+			ins[i] = in.MaintenanceInstanceFields
+		}
+		c.printInstances(ins)
+		return false, nil
+	}, func(r *client.RestoreMemberResponse) error {
+		fmt.Fprintf(c.out, "restoring %s (Incus operation %s); progress: subscription memberOperation(name: %q)\n", name, r.RestoreMember.Operation.IncusOperation, name)
+		return nil
+	})
 }
 
 func (c *cli) printInstances(ins []client.MaintenanceInstanceFields) {

@@ -5,8 +5,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,50 +16,60 @@ import (
 	"github.com/apelora/fabric/client"
 )
 
-func (c *cli) report(ctx context.Context, args []string) error {
-	if len(args) != 1 {
-		return usageError("apeloractl report NAME")
+var (
+	reportCommand = &command{
+		name: "report", synopsis: "NAME", doc: "run the admission checks (changes nothing)", names: 1,
+		run: (*cli).report,
 	}
-	r, err := client.AdmissionReport(ctx, c.gql, args[0])
+	admitCommand = &command{
+		name: "admit", synopsis: "NAME", doc: "run the checks and admit the member if none fails", names: 1,
+		mutation: "admitMember", run: (*cli).admit,
+	}
+	removeCommand = &command{
+		name: "remove", synopsis: "NAME [-force]", doc: "remove the member from the cluster", names: 1,
+		mutation: "removeMember",
+		flags: func(fs *flag.FlagSet) runner {
+			force := fs.Bool("force", false, "drop the member without telling it (wipe its daemon afterwards)")
+			return func(c *cli, ctx context.Context, names []string) error { return c.remove(ctx, names[0], *force) }
+		},
+	}
+	watchAdmissionCommand = &command{
+		name: "watch-admission", synopsis: "NAME", doc: "print admission check results as they are computed", names: 1,
+		run: (*cli).watchAdmission,
+	}
+)
+
+func (c *cli) report(ctx context.Context, names []string) error {
+	r, err := client.AdmissionReport(ctx, c.gql, names[0])
 	if err != nil {
 		return err
 	}
 	return c.printReport(&r.AdmissionReport.AdmissionReportFields)
 }
 
-func (c *cli) admit(ctx context.Context, args []string) error {
-	if len(args) != 1 {
-		return usageError("apeloractl admit NAME")
-	}
-	r, err := client.AdmitMember(ctx, c.gql, client.AdmitMemberInput{Name: args[0], DryRun: c.dry(), PlanHash: c.planHash})
-	if err != nil || c.dryRun {
-		return c.planOr(err, r.GetAdmitMember().Plan)
-	}
-	if err := c.printReport(&r.AdmitMember.Report.AdmissionReportFields); err != nil {
-		return err
-	}
-	if !c.json {
-		fmt.Fprintf(c.out, "admitted %s: automatic placement reaches it now\n", args[0])
-	}
-	return nil
+func (c *cli) admit(ctx context.Context, names []string) error {
+	return change(c, func(dryRun *bool, planHash *string) (*client.AdmitMemberResponse, planView, error) {
+		r, err := client.AdmitMember(ctx, c.gql, client.AdmitMemberInput{Name: names[0], DryRun: dryRun, PlanHash: planHash})
+		return r, r.GetAdmitMember().Plan, err
+	}, func(r *client.AdmitMemberResponse) error {
+		if err := c.printReport(&r.AdmitMember.Report.AdmissionReportFields); err != nil {
+			return err
+		}
+		if !c.json {
+			fmt.Fprintf(c.out, "admitted %s: automatic placement reaches it now\n", names[0])
+		}
+		return nil
+	})
 }
 
-func (c *cli) remove(ctx context.Context, args []string) error {
-	const use = "apeloractl remove NAME [-force]"
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError(use)
-	}
-	fs := newFlags("remove")
-	force := fs.Bool("force", false, "drop the member without telling it (wipe its daemon afterwards)")
-	if err := parseFlags(fs, args[1:], use); err != nil {
-		return err
-	}
-	r, err := client.RemoveMember(ctx, c.gql, client.RemoveMemberInput{Name: args[0], Force: force, DryRun: c.dry(), PlanHash: c.planHash})
-	if err != nil || c.dryRun {
-		return c.planOr(err, r.GetRemoveMember().Plan)
-	}
-	fmt.Fprintf(c.out, "removed member %s from the cluster\n", args[0])
-	return nil
+func (c *cli) remove(ctx context.Context, name string, force bool) error {
+	return change(c, func(dryRun *bool, planHash *string) (*client.RemoveMemberResponse, planView, error) {
+		r, err := client.RemoveMember(ctx, c.gql, client.RemoveMemberInput{Name: name, Force: &force, DryRun: dryRun, PlanHash: planHash})
+		return r, r.GetRemoveMember().Plan, err
+	}, func(*client.RemoveMemberResponse) error {
+		fmt.Fprintf(c.out, "removed member %s from the cluster\n", name)
+		return nil
+	})
 }
 
 func (c *cli) printReport(r *client.AdmissionReportFields) error {
@@ -83,9 +93,6 @@ func (c *cli) printReport(r *client.AdmissionReportFields) error {
 }
 
 func (c *cli) watchAdmission(ctx context.Context, args []string) error {
-	if len(args) != 1 {
-		return usageError("apeloractl watch-admission NAME")
-	}
 	return follow(ctx, c, func(ws graphql.WebSocketClient) (chan client.AdmissionChecksWsResponse, error) {
 		events, _, err := client.AdmissionChecks(ctx, ws, args[0])
 		return events, err
