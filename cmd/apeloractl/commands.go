@@ -63,6 +63,9 @@ var commandTable = []*command{
 	evacuateCommand, restoreCommand, rollingRebootCommand, bulkCommand,
 	auditCommand, watchAuditCommand, watchAdmissionCommand, fleetCommand, watchFleetCommand,
 	commissionCommand, installCommand, hardwareTestCommand, releaseCommand,
+	hardwareProfilesCommand, setHardwareProfileCommand, removeHardwareProfileCommand,
+	assignHardwareProfileCommand, clearHardwareProfileCommand,
+	fenceMappingsCommand, setFenceMappingCommand, removeFenceMappingCommand,
 	identitiesCommand, createIdentityCommand, revokeIdentityCommand,
 	placementGuardCommand, versionCommand, helpCommand,
 }

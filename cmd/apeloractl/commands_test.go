@@ -12,9 +12,9 @@ import (
 )
 
 // The commands and the declared mutations (schema/, @change, generated into
-// internal/mutations by go generate) are held to each other: a command naming a mutation
-// that is not declared, and a file that calls a mutation none of its commands declares,
-// fail here. A command with a mutation
+// internal/mutations by go generate) are held to each other: a declared mutation without a
+// command that calls it, a command naming a mutation that is not declared, and a file that
+// calls a mutation none of its commands declares all fail here. A command with a mutation
 // takes -dry-run and -plan-hash (change.go), so a new change cannot forget them.
 func TestEveryMutationHasItsCommand(t *testing.T) {
 	declaredBy := map[string][]string{} // mutation → the commands that declare it
@@ -31,6 +31,11 @@ func TestEveryMutationHasItsCommand(t *testing.T) {
 				t.Errorf("command %q names the mutation %q, which schema/ does not declare (@change)", path, c.mutation)
 			}
 			declaredBy[c.mutation] = append(declaredBy[c.mutation], path)
+		}
+	}
+	for _, m := range mutations.All() {
+		if len(declaredBy[m.Name]) == 0 {
+			t.Errorf("the mutation %s (schema/, @change) has no apeloractl command: declare one in the file of its resource (commands.go lists them)", m.Name)
 		}
 	}
 
