@@ -5,7 +5,7 @@
 // payloads do not name it) as the caller's newest event of that action.
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { useClient } from 'urql';
-import { AuditEventsQuery } from '../api/operations';
+import { AuditEventsQuery } from '../api/audit';
 import { useViewer } from '../viewer';
 import { Link } from '../router';
 

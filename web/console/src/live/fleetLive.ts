@@ -4,7 +4,8 @@
 // interval (what changes outside it: a server joining, a member going offline).
 import { createContext, useCallback, useContext, useEffect, useRef, useState, useSyncExternalStore } from 'react';
 import { useSubscription, type OperationContext } from 'urql';
-import { AuditEventRecordedSubscription, FleetUpdatesSubscription } from '../api/operations';
+import { AuditEventRecordedSubscription } from '../api/audit';
+import { FleetUpdatesSubscription } from '../api/fleet';
 import type { SocketState } from '../api/client';
 import { applyUpdate, emptyFleet, type FleetState } from '../lib/fleetStream';
 

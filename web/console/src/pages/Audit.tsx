@@ -5,7 +5,7 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { useClient, useQuery, useSubscription, type Client, type OperationResult } from 'urql';
 import { clipText, csvHeader, csvLine, exportName, jsonLine, paramText } from '../lib/audit';
-import { AuditCheckpointQuery, AuditEventRecordedSubscription, AuditEventsQuery, AuditProofQuery } from '../api/operations';
+import { AuditCheckpointQuery, AuditEventRecordedSubscription, AuditEventsQuery, AuditProofQuery } from '../api/audit';
 import { browserSHA256, checkInclusion } from '../lib/auditproof';
 import { problemsOf, sessionLost } from '../lib/errors';
 import { Link, machinePath, useSearch } from '../router';

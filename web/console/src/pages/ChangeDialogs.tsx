@@ -2,12 +2,11 @@
 // fleet and enrolment pages: each names the machine and says what will happen first.
 import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
-import {
-  AdmitMemberMutation, ApproveEnrolmentMutation, CommissionMachineMutation, EvacuateMemberMutation, InstallOperatingSystemMutation,
-  RestoreMemberMutation,
-  MaasImagesQuery, RegisterMachineMutation, ReleaseMachineMutation, RemoveMemberMutation, RevokeJoinTokenMutation, RunHardwareTestsMutation,
-  UnregisterMachineMutation,
-} from '../api/operations';
+import { ApproveEnrolmentMutation, RevokeJoinTokenMutation } from '../api/enrolment';
+import { CommissionMachineMutation, InstallOperatingSystemMutation, MaasImagesQuery, ReleaseMachineMutation, RunHardwareTestsMutation } from '../api/maas';
+import { RegisterMachineMutation, UnregisterMachineMutation } from '../api/machines';
+import { EvacuateMemberMutation, RestoreMemberMutation } from '../api/maintenance';
+import { AdmitMemberMutation, RemoveMemberMutation } from '../api/members';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Dialog } from '../components/Dialog';
 import { Banner, Field, Loading, Time } from '../components/ui';

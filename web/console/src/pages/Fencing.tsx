@@ -2,7 +2,8 @@
 // powers it (offered from MAAS), the drills' last results, and fence progress live.
 import { useEffect, useState } from 'react';
 import { useMutation, useQuery, useSubscription } from 'urql';
-import { FenceEventsQuery, FenceProgressSubscription, FencingQuery, RemoveFenceMappingMutation, SetFenceMappingMutation, SetPlacementGuardMutation } from '../api/operations';
+import { FenceEventsQuery, FenceProgressSubscription, FencingQuery, RemoveFenceMappingMutation, SetFenceMappingMutation } from '../api/fencing';
+import { SetPlacementGuardMutation } from '../api/placement';
 import { useRefresh } from '../live/fleetLive';
 import { useFleet } from './Fleet';
 import { manageReason } from '../lib/actions';

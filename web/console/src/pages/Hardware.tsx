@@ -3,7 +3,7 @@
 // checks). Declare or replace a profile, remove one no machine uses.
 import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
-import { HardwareProfilesQuery, RemoveHardwareProfileMutation, SetHardwareProfileMutation } from '../api/operations';
+import { HardwareProfilesQuery, RemoveHardwareProfileMutation, SetHardwareProfileMutation } from '../api/hardware';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Banner, Field, Loading, Problems, ReasonButton, Time } from '../components/ui';
 import { manageReason } from '../lib/actions';

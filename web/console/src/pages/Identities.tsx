@@ -3,7 +3,7 @@
 // at once). A revoke the server would refuse is disabled with the server's reason.
 import { useEffect, useRef, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
-import { CreateIdentityMutation, IdentitiesQuery, RevokeIdentityMutation } from '../api/operations';
+import { CreateIdentityMutation, IdentitiesQuery, RevokeIdentityMutation } from '../api/identities';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Dialog } from '../components/Dialog';
 import { Banner, Field, Loading, Problems, ReasonButton, Time } from '../components/ui';

@@ -3,10 +3,11 @@
 // MAAS facts, the fence mapping, and its audit history.
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { useQuery, useSubscription } from 'urql';
-import {
-  AdmissionChecksSubscription, AdmissionReportQuery, DriftChangesSubscription, FenceProgressSubscription, MachineDriftQuery, MachineQuery,
-  MemberOperationSubscription, MemberOperationsQuery,
-} from '../api/operations';
+import { DriftChangesSubscription, MachineDriftQuery } from '../api/drift';
+import { FenceProgressSubscription } from '../api/fencing';
+import { MachineQuery } from '../api/machines';
+import { MemberOperationSubscription, MemberOperationsQuery } from '../api/maintenance';
+import { AdmissionChecksSubscription, AdmissionReportQuery } from '../api/members';
 import { useLiveRefresh, useRefresh } from '../live/fleetLive';
 import { admitReason, machineActions, type ActionId, type CheckLike } from '../lib/actions';
 import { problemsOf } from '../lib/errors';

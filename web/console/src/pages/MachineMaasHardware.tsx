@@ -2,7 +2,7 @@
 // interfaces, and each script of the latest commissioning and hardware-test runs. Read only
 // while the tab shows: each list is a MAAS read for this one machine.
 import { useQuery } from 'urql';
-import { MachineMaasHardwareQuery } from '../api/operations';
+import { MachineMaasHardwareQuery } from '../api/maas';
 import { problemsOf } from '../lib/errors';
 import { bytesText, durationText, speedText } from '../lib/display';
 import { Loading, Problems, Time } from '../components/ui';

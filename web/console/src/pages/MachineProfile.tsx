@@ -2,7 +2,7 @@
 // changing or clearing it (each confirmed, naming the machine).
 import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
-import { AssignHardwareProfileMutation, ClearHardwareProfileMutation, HardwareProfilesQuery } from '../api/operations';
+import { AssignHardwareProfileMutation, ClearHardwareProfileMutation, HardwareProfilesQuery } from '../api/hardware';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Field, Loading, ReasonButton } from '../components/ui';
 import { manageReason } from '../lib/actions';

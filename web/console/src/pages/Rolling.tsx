@@ -3,9 +3,7 @@
 // by polling), with start, pause, resume and cancel through the confirm dialog's plan.
 import { useState } from 'react';
 import { useMutation, useQuery } from 'urql';
-import {
-  CancelRollingRebootMutation, PauseRollingRebootMutation, ResumeRollingRebootMutation, RollingRebootQuery, StartRollingRebootMutation,
-} from '../api/operations';
+import { CancelRollingRebootMutation, PauseRollingRebootMutation, ResumeRollingRebootMutation, RollingRebootQuery, StartRollingRebootMutation } from '../api/rolling';
 import { useLiveRefresh, useRefresh } from '../live/fleetLive';
 import { manageReason } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
