@@ -1,9 +1,10 @@
 // The dialogs of every change to a machine, one per action, shared by the machine,
 // fleet and enrolment pages: each names the machine and says what will happen first.
 import { useEffect, useRef, useState } from 'react';
-import { useMutation, useQuery } from 'urql';
+import { useMutation } from 'urql';
+import { useMaasImages } from '../hooks/maas';
 import { ApproveEnrolmentMutation, RevokeJoinTokenMutation } from '../api/enrolment';
-import { CommissionMachineMutation, InstallOperatingSystemMutation, MaasImagesQuery, ReleaseMachineMutation, RunHardwareTestsMutation } from '../api/maas';
+import { CommissionMachineMutation, InstallOperatingSystemMutation, ReleaseMachineMutation, RunHardwareTestsMutation } from '../api/maas';
 import { RegisterMachineMutation, UnregisterMachineMutation } from '../api/machines';
 import { EvacuateMemberMutation, RestoreMemberMutation } from '../api/maintenance';
 import { AdmitMemberMutation, RemoveMemberMutation } from '../api/members';
@@ -474,7 +475,7 @@ function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
   const config = useMemberConfig();
   const m = row.maas!;
   // The images MAAS holds, when it lets Apelora's key list them; else the series is typed.
-  const [images] = useQuery({ query: MaasImagesQuery, requestPolicy: 'network-only' });
+  const images = useMaasImages();
   const offered = offeredImages(images.data?.maasImages ?? [], m.architecture);
   const listed = offered.length > 0;
   const chosen = series || (listed ? defaultImage(offered) : 'noble');

@@ -1,7 +1,8 @@
 // Enrolment: the machines on their way into the cluster, by stage, with the step each one
 // is waiting for. Rows move on by themselves (AWAITING_JOIN → HELD when the server joins).
 import { useState } from 'react';
-import { useFleet, SourceBanners, StreamState } from './Fleet';
+import { useFleet } from '../hooks/fleet';
+import { SourceBanners, StreamState } from './Fleet';
 import { machineActions, type ActionId } from '../lib/actions';
 import type { Row } from '../lib/fleet';
 import type { Phase } from '../gql/graphql';

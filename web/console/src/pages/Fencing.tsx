@@ -1,11 +1,11 @@
 // Fencing: the cluster as fencing sees it, each member's mapping to the MAAS machine that
 // powers it (offered from MAAS), the drills' last results, and fence progress live.
-import { useEffect, useState } from 'react';
-import { useMutation, useQuery, useSubscription } from 'urql';
-import { FenceEventsQuery, FenceProgressSubscription, FencingQuery, RemoveFenceMappingMutation, SetFenceMappingMutation } from '../api/fencing';
+import { useState } from 'react';
+import { useMutation } from 'urql';
+import { RemoveFenceMappingMutation, SetFenceMappingMutation } from '../api/fencing';
 import { SetPlacementGuardMutation } from '../api/placement';
-import { useRefresh } from '../live/fleetLive';
-import { useFleet } from './Fleet';
+import { useFencing } from '../hooks/fencing';
+import { useFleet } from '../hooks/fleet';
 import { manageReason } from '../lib/actions';
 import { codeTitle } from '../lib/phases';
 import { problemsOf } from '../lib/errors';
@@ -20,16 +20,10 @@ import { inConsoleWords } from '../lib/words';
 export function FencingPage() {
   const viewer = useViewer();
   const perm = manageReason(viewer);
-  const [res, reexecute] = useQuery({ query: FencingQuery });
+  const { res, refresh, events } = useFencing();
   const { res: fleet } = useFleet();
   const [dialog, setDialog] = useState<{ kind: 'set'; member: string } | { kind: 'remove'; member: string } | { kind: 'guard'; on: boolean } | null>(null);
-  const events = useFenceEvents();
   const [notice, setNotice] = useState<string | null>(null);
-  const refresh = useRefresh(res.fetching, reexecute);
-  // A fence event may change a mapping's last event or outage: read the view again.
-  useEffect(() => {
-    if (events.latestId) refresh();
-  }, [events.latestId, refresh]);
 
   const c = res.data?.cluster;
   const mappings = res.data?.fenceMappings ?? [];
@@ -155,27 +149,12 @@ export function FencingPage() {
       )}
       <h2>Fence progress</h2>
       <p className="hint">Every decision apelora-worker takes, newest first, arriving live.</p>
-      <FenceEventTable events={events.events} />
+      <FenceEventTable events={events} />
       {dialog?.kind === 'set' ? <MappingDialog member={dialog.member} rows={rows} onClose={() => setDialog(null)} onDone={(n) => { setNotice(n); refresh(); }} /> : null}
       {dialog?.kind === 'guard' ? <PlacementGuardDialog on={dialog.on} onClose={() => setDialog(null)} onDone={refresh} /> : null}
       {dialog?.kind === 'remove' ? <RemoveMappingDialog member={dialog.member} onClose={() => setDialog(null)} onDone={refresh} /> : null}
     </section>
   );
-}
-
-function useFenceEvents() {
-  const [page] = useQuery({ query: FenceEventsQuery, variables: { first: 50 }, requestPolicy: 'network-only' });
-  const initial = page.data?.fenceEvents.edges.map((e) => e.node);
-  const newest = initial?.[0]?.id;
-  const [live, setLive] = useState<FenceEventRowFragment[]>([]);
-  // Follow from the newest event read, so nothing between the page and the stream is lost.
-  const [sub] = useSubscription({ query: FenceProgressSubscription, variables: { after: newest ?? null }, pause: !initial });
-  const ev = sub.data?.fenceProgress;
-  useEffect(() => {
-    if (ev) setLive((l) => (l.some((x) => x.id === ev.id) ? l : [ev, ...l].slice(0, 200)));
-  }, [ev]);
-  const events = [...live, ...(initial ?? []).filter((e) => !live.some((l) => l.id === e.id))];
-  return { events, latestId: live[0]?.id };
 }
 
 function FenceEventTable({ events }: { events: FenceEventRowFragment[] }) {

@@ -2,8 +2,8 @@
 // with the profile assigned to it (the hardware-profile-maas and hardware-profile-incus
 // checks). Declare or replace a profile, remove one no machine uses.
 import { useState } from 'react';
-import { useMutation, useQuery } from 'urql';
-import { HardwareProfilesQuery, RemoveHardwareProfileMutation, SetHardwareProfileMutation } from '../api/hardware';
+import { useMutation } from 'urql';
+import { RemoveHardwareProfileMutation, SetHardwareProfileMutation } from '../api/hardware';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Banner, Field, Loading, Problems, ReasonButton, Time } from '../components/ui';
 import { manageReason } from '../lib/actions';
@@ -11,15 +11,13 @@ import { problemsOf } from '../lib/errors';
 import { architectures, numberFields, requirements, toNumber } from '../lib/hardware';
 import { Link, machinePath } from '../router';
 import { useViewer } from '../viewer';
-import { useChangeRefresh, useRefresh } from '../live/fleetLive';
+import { useHardwareProfiles } from '../hooks/hardware';
 import type { HardwareProfileRowFragment } from '../gql/graphql';
 
 export function HardwarePage() {
   const viewer = useViewer();
   const perm = manageReason(viewer);
-  const [res, reexecute] = useQuery({ query: HardwareProfilesQuery, requestPolicy: 'cache-and-network' });
-  const refresh = useRefresh(res.fetching, reexecute);
-  useChangeRefresh(refresh);
+  const { res, refresh } = useHardwareProfiles();
   const [dialog, setDialog] = useState<{ kind: 'set'; profile?: HardwareProfileRowFragment } | { kind: 'remove'; profile: HardwareProfileRowFragment } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const list = res.data?.hardwareProfiles;

@@ -2,8 +2,8 @@
 // create one (its bearer token shown once) and revoke one (its sessions and websockets end
 // at once). A revoke the server would refuse is disabled with the server's reason.
 import { useEffect, useRef, useState } from 'react';
-import { useMutation, useQuery } from 'urql';
-import { CreateIdentityMutation, IdentitiesQuery, RevokeIdentityMutation } from '../api/identities';
+import { useMutation } from 'urql';
+import { CreateIdentityMutation, RevokeIdentityMutation } from '../api/identities';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Dialog } from '../components/Dialog';
 import { Banner, Field, Loading, Problems, ReasonButton, Time } from '../components/ui';
@@ -15,7 +15,7 @@ import {
   type ExpiryMode, type IdentityState,
 } from '../lib/identities';
 import { useViewer } from '../viewer';
-import { useChangeRefresh, useRefresh } from '../live/fleetLive';
+import { useIdentities } from '../hooks/identities';
 import type { IdentityRowFragment, Permission } from '../gql/graphql';
 
 const stateInfo: Record<IdentityState, { symbol: string; label: string; tone: string }> = {
@@ -26,9 +26,7 @@ const stateInfo: Record<IdentityState, { symbol: string; label: string; tone: st
 
 export function IdentitiesPage() {
   const viewer = useViewer();
-  const [res, reexecute] = useQuery({ query: IdentitiesQuery, requestPolicy: 'cache-and-network' });
-  const refresh = useRefresh(res.fetching, reexecute);
-  useChangeRefresh(refresh);
+  const { res, refresh } = useIdentities();
   const [dialog, setDialog] = useState<{ kind: 'create' } | { kind: 'revoke'; identity: IdentityRowFragment } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const list = res.data?.identities;

@@ -1,8 +1,9 @@
 // The machine page's hardware profile: the one assigned, what it asks, and assigning,
 // changing or clearing it (each confirmed, naming the machine).
 import { useState } from 'react';
-import { useMutation, useQuery } from 'urql';
-import { AssignHardwareProfileMutation, ClearHardwareProfileMutation, HardwareProfilesQuery } from '../api/hardware';
+import { useMutation } from 'urql';
+import { useHardwareProfileChoices } from '../hooks/hardware';
+import { AssignHardwareProfileMutation, ClearHardwareProfileMutation } from '../api/hardware';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Field, Loading, ReasonButton } from '../components/ui';
 import { manageReason } from '../lib/actions';
@@ -54,7 +55,7 @@ export function ProfileCard({ machine, registered, profile, onChanged }: { machi
 
 function AssignDialog({ machine, current, onClose, onDone }: { machine: string; current?: string; onClose(): void; onDone(): void }) {
   const [, assign] = useMutation(AssignHardwareProfileMutation);
-  const [profiles] = useQuery({ query: HardwareProfilesQuery, requestPolicy: 'network-only' });
+  const profiles = useHardwareProfileChoices();
   const list = (profiles.data?.hardwareProfiles ?? []).filter((p) => p.name !== current);
   const [chosen, setChosen] = useState('');
   const pick = chosen || list[0]?.name || '';

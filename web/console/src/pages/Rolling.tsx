@@ -2,13 +2,13 @@
 // progress, its step and for how long), read again on a short interval (progress is read
 // by polling), with start, pause, resume and cancel through the confirm dialog's plan.
 import { useState } from 'react';
-import { useMutation, useQuery } from 'urql';
-import { CancelRollingRebootMutation, PauseRollingRebootMutation, ResumeRollingRebootMutation, RollingRebootQuery, StartRollingRebootMutation } from '../api/rolling';
-import { useLiveRefresh, useRefresh } from '../live/fleetLive';
+import { useMutation } from 'urql';
+import { CancelRollingRebootMutation, PauseRollingRebootMutation, ResumeRollingRebootMutation, StartRollingRebootMutation } from '../api/rolling';
+import { useRollingReboot } from '../hooks/rolling';
 import { manageReason } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
 import { useViewer } from '../viewer';
-import { useFleet } from './Fleet';
+import { useFleet } from '../hooks/fleet';
 import { Banner, Loading, Problems, ReasonButton, Time } from '../components/ui';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import type { RollingRebootRowFragment } from '../gql/graphql';
@@ -29,9 +29,7 @@ const stepWords: Record<string, string> = {
 export function RollingPage() {
   const viewer = useViewer();
   const perm = manageReason(viewer);
-  const [res, reexecute] = useQuery({ query: RollingRebootQuery });
-  const refresh = useRefresh(res.fetching, reexecute);
-  useLiveRefresh(refresh);
+  const { res, refresh } = useRollingReboot();
   const [dialog, setDialog] = useState<{ kind: 'start' } | { kind: Verb; op: RollingRebootRowFragment } | null>(null);
   const op = res.data?.rollingReboot ?? null;
   const active = op && (op.state === 'RUNNING' || op.state === 'PAUSED');
