@@ -10,7 +10,7 @@ import { useViewer } from '../viewer';
 import { Link, machinePath } from '../router';
 import { ActionButton, Loading, MemberStatusBadge, PhaseBadge, Problems, Time } from '../components/ui';
 import { problemsOf } from '../lib/errors';
-import { ChangeDialog } from './ChangeDialogs';
+import { MachineActionDialog } from '../actions/MachineActionDialog';
 
 const stages: { phases: Phase[]; title: string; help: string; actions: ActionId[] }[] = [
   { phases: ['REGISTERED'], title: 'Registered: approve enrolment', help: 'Approving issues a single-use join token, shown once with the command to run on the server.', actions: ['approve'] },
@@ -82,7 +82,7 @@ export function EnrolmentPage() {
           );
         })
       )}
-      {dialog ? <ChangeDialog action={dialog.action} row={dialog.row} onClose={() => setDialog(null)} /> : null}
+      {dialog ? <MachineActionDialog action={dialog.action} row={dialog.row} onClose={() => setDialog(null)} /> : null}
     </section>
   );
 }

@@ -15,7 +15,7 @@ import { Link, useSearch } from '../router';
 import { Tabs } from '../components/Tabs';
 import { machineTabs, maasHardware, parseMachineTab, statusText, type MachineTab } from '../lib/display';
 import { ActionButton, Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton, ResultBadge, Time } from '../components/ui';
-import { ChangeDialog } from './ChangeDialogs';
+import { MachineActionDialog } from '../actions/MachineActionDialog';
 import { ProfileCard } from './MachineProfile';
 import { MaasHardwareTables } from './MachineMaasHardware';
 import { AuditTable } from './Audit';
@@ -183,7 +183,7 @@ export function MachinePage({ name }: { name: string }) {
         ) : null}
         {tab === 'history' ? <MachineAudit name={m.name} /> : null}
       </Tabs>
-      {dialog ? <ChangeDialog action={dialog} row={m} onClose={() => setDialog(null)} /> : null}
+      {dialog ? <MachineActionDialog action={dialog} row={m} onClose={() => setDialog(null)} /> : null}
     </section>
   );
 }
