@@ -5,10 +5,7 @@ import { useState } from 'react';
 import { Banner, Loading, Problems, ReasonButton, Time } from '../components/ui';
 import { manageReason } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
-import {
-  sortPermissions, identityState, permissionInfo, permissionLabel, revokeReason,
-  type IdentityState,
-} from '../lib/identities';
+import { identityState, permissionInfo, permissionLabel, revokeReason, sortPermissions, type IdentityState } from '../lib/identities';
 import { useViewer } from '../viewer';
 import { useIdentities } from '../hooks/identities';
 import type { IdentityRowFragment } from '../gql/graphql';
