@@ -9449,6 +9449,28 @@ func (v *ReleasePreviewResponse) GetReleasePreview() ReleasePreviewReleasePrevie
 	return v.ReleasePreview
 }
 
+type RemoveFenceMappingInput struct {
+	Member string `json:"member"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
+}
+
+// GetMember returns RemoveFenceMappingInput.Member, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingInput) GetMember() string { return v.Member }
+
+// GetDryRun returns RemoveFenceMappingInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RemoveFenceMappingInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingInput) GetPlanHash() *string { return v.PlanHash }
+
 // RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload includes the requested fields of the GraphQL type RemoveFenceMappingPayload.
 type RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload struct {
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
@@ -13828,11 +13850,11 @@ func (v *__ReleasePreviewInput) GetErase() *bool { return v.Erase }
 
 // __RemoveFenceMappingInput is used internally by genqlient
 type __RemoveFenceMappingInput struct {
-	Member string `json:"member"`
+	Input RemoveFenceMappingInput `json:"input"`
 }
 
-// GetMember returns __RemoveFenceMappingInput.Member, and is useful for accessing the field via an interface.
-func (v *__RemoveFenceMappingInput) GetMember() string { return v.Member }
+// GetInput returns __RemoveFenceMappingInput.Input, and is useful for accessing the field via an interface.
+func (v *__RemoveFenceMappingInput) GetInput() RemoveFenceMappingInput { return v.Input }
 
 // __RemoveHardwareProfileInput is used internally by genqlient
 type __RemoveHardwareProfileInput struct {
@@ -16425,8 +16447,8 @@ func ReleasePreview(
 
 // The mutation executed by RemoveFenceMapping.
 const RemoveFenceMapping_Operation = `
-mutation RemoveFenceMapping ($member: String!) {
-	removeFenceMapping(input: {member:$member}) {
+mutation RemoveFenceMapping ($input: RemoveFenceMappingInput!) {
+	removeFenceMapping(input: $input) {
 		plan {
 			... PlanFields
 		}
@@ -16465,13 +16487,13 @@ fragment PlanFields on Plan {
 func RemoveFenceMapping(
 	ctx_ context.Context,
 	client_ graphql.Client,
-	member string,
+	input RemoveFenceMappingInput,
 ) (data_ *RemoveFenceMappingResponse, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "RemoveFenceMapping",
 		Query:  RemoveFenceMapping_Operation,
 		Variables: &__RemoveFenceMappingInput{
-			Member: member,
+			Input: input,
 		},
 	}
 

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -77,31 +78,41 @@ type bulkRun struct {
 	retryCommand, stepLabel string
 }
 
-func (c *cli) bulk(ctx context.Context, args []string, stdin io.Reader) error {
-	const use = "apeloractl bulk STEP [NAME ...] [-tests a,b | -no-tests] [-series S] [-erase] [-comment TEXT] [-concurrency N] [-confirm N]\n  STEP: " +
-		"register, commission, hardware-test, install, admit, release; names from the arguments, or from standard input when none are given (or -)"
-	if len(args) == 0 || !slices.Contains(bulkSteps, args[0]) {
-		return usageError(use)
+// bulkUse is bulk's usage line, with the flags of every step.
+const bulkUse = "apeloractl bulk STEP [NAME ...] [-tests a,b | -no-tests] [-series S] [-erase] [-comment TEXT] [-concurrency N] [-confirm N]\n  STEP: " +
+	"register, commission, hardware-test, install, admit, release; names from the arguments, or from standard input when none are given (or -)"
+
+var bulkCommand = &command{
+	name: "bulk", synopsis: "STEP [NAME ...] [-confirm N] [-concurrency N] [STEP'S FLAGS]", use: bulkUse,
+	doc: "one step for a set of machines, each its own audited call,\nall under one request id: register (discovered),\n" +
+		"commission, hardware-test, install, admit, release; names\nfrom the arguments, else from standard input. Prints the\n" +
+		"plan for the set (how many would go ahead, the refusals\ngrouped by reason), then each machine's result as it\n" +
+		"arrives (done, refused, failed) and how to retry the\nfailed. Above 10 machines, -confirm repeats the count.",
+	names: 1, more: -1, plans: true,
+	flags: func(fs *flag.FlagSet) runner {
+		b := &bulkRun{}
+		tests := fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
+		noTests := fs.Bool("no-tests", false, "commission without tests")
+		fs.StringVar(&b.series, "series", "", "the series to install, e.g. noble")
+		fs.BoolVar(&b.erase, "erase", false, "erase the disks on release (needs hardware.delete)")
+		fs.StringVar(&b.comment, "comment", "", "a comment for MAAS (release)")
+		fs.IntVar(&b.concurrency, "concurrency", 8, "steps apeloractl keeps in flight (the server bounds them too)")
+		confirm := fs.Int("confirm", 0, fmt.Sprintf("the number of machines, typed again (needed above %d)", bulkConfirmAbove))
+		return func(c *cli, ctx context.Context, names []string) error {
+			b.tests = testList(*tests)
+			if *noTests {
+				b.tests = []string{}
+			}
+			return c.bulk(ctx, b, names[0], names[1:], *confirm, stdin)
+		}
+	},
+}
+
+func (c *cli) bulk(ctx context.Context, b *bulkRun, step string, names []string, confirm int, stdin io.Reader) error {
+	if !slices.Contains(bulkSteps, step) {
+		return usageError(bulkUse)
 	}
-	b := &bulkRun{step: args[0], out: c.out, json: c.json}
-	fs := newFlags("bulk")
-	tests := fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
-	noTests := fs.Bool("no-tests", false, "commission without tests")
-	fs.StringVar(&b.series, "series", "", "the series to install, e.g. noble")
-	fs.BoolVar(&b.erase, "erase", false, "erase the disks on release (needs hardware.delete)")
-	fs.StringVar(&b.comment, "comment", "", "a comment for MAAS (release)")
-	fs.IntVar(&b.concurrency, "concurrency", 8, "steps apeloractl keeps in flight (the server bounds them too)")
-	confirm := fs.Int("confirm", 0, fmt.Sprintf("the number of machines, typed again (needed above %d)", bulkConfirmAbove))
-	names, flags := splitNames(args[1:])
-	if err := parseFlags(fs, flags, use); err != nil {
-		return err
-	}
-	if *tests != "" {
-		b.tests = strings.Split(*tests, ",")
-	}
-	if *noTests {
-		b.tests = []string{}
-	}
+	b.step, b.out, b.json = step, c.out, c.json
 	if b.concurrency < 1 {
 		b.concurrency = 1
 	}
@@ -113,7 +124,7 @@ func (c *cli) bulk(ctx context.Context, args []string, stdin io.Reader) error {
 	}
 	names = frozen(names)
 	if len(names) == 0 {
-		return usageError("no machine names given: " + use)
+		return usageError("no machine names given: " + bulkUse)
 	}
 	if err := b.resolve(ctx, c.gql, names); err != nil {
 		return err
@@ -131,7 +142,7 @@ func (c *cli) bulk(ctx context.Context, args []string, stdin io.Reader) error {
 		}
 		return nil
 	}
-	if len(b.targets) > bulkConfirmAbove && *confirm != len(b.targets) {
+	if len(b.targets) > bulkConfirmAbove && confirm != len(b.targets) {
 		return usageError(fmt.Sprintf("this step is for %d machines: type the count again with -confirm %d", len(b.targets), len(b.targets)))
 	}
 	b.confirmShown(planned)
@@ -146,16 +157,6 @@ func (b *bulkRun) confirmShown(planned []bulkResult) {
 	for i := range b.targets {
 		b.targets[i].planHash = planned[i].planHash
 	}
-}
-
-// splitNames takes the machine names before the first flag.
-func splitNames(args []string) (names, flags []string) {
-	for i, a := range args {
-		if strings.HasPrefix(a, "-") && a != "-" {
-			return args[:i], args[i:]
-		}
-	}
-	return args, nil
 }
 
 // readNames reads whitespace-separated names (one a line, say, from `apeloractl fleet`).

@@ -1,19 +1,54 @@
 package main
 
+// Identities: who the token is, every identity, creating one (its bearer token shown
+// once) and revoking one.
+
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/identity"
 )
 
-func (c *cli) identities(ctx context.Context) error {
+var (
+	whoamiCommand         = &command{name: "whoami", doc: "the identity the token belongs to", run: (*cli).whoami}
+	identitiesCommand     = &command{name: "identities", doc: "every identity: permissions, status, last use, expiry", run: (*cli).identities}
+	createIdentityCommand = &command{
+		name: "create-identity", synopsis: "NAME -permission PERM [-permission PERM ...] [-expires 90d|RFC3339]", names: 1,
+		doc:      "create an identity: prints its bearer token ONCE",
+		mutation: "createIdentity",
+		flags: func(fs *flag.FlagSet) runner {
+			var perms multiFlag
+			fs.Var(&perms, "permission", "view-infrastructure, manage-infrastructure or hardware.delete; repeat for several")
+			expires := fs.String("expires", "", "when it stops working: a duration such as 90d or 12h, or an RFC 3339 time (default: never)")
+			return func(c *cli, ctx context.Context, names []string) error {
+				return c.createIdentity(ctx, names[0], perms, *expires)
+			}
+		},
+	}
+	revokeIdentityCommand = &command{
+		name: "revoke-identity", synopsis: "NAME", doc: "revoke an identity at once (its websockets close too)", names: 1,
+		mutation: "revokeIdentity", run: (*cli).revokeIdentity,
+	}
+)
+
+func (c *cli) whoami(ctx context.Context, _ []string) error {
+	r, err := client.Viewer(ctx, c.gql)
+	if err != nil {
+		return err
+	}
+	return c.print(r.Viewer, func(w *tabwriter.Writer) {
+		fmt.Fprintf(w, "%s\t%v\n", r.Viewer.Name, r.Viewer.Permissions)
+	})
+}
+
+func (c *cli) identities(ctx context.Context, _ []string) error {
 	r, err := client.Identities(ctx, c.gql)
 	if err != nil {
 		return err
@@ -42,19 +77,8 @@ func (c *cli) identities(ctx context.Context) error {
 	})
 }
 
-func (c *cli) createIdentity(ctx context.Context, args []string) error {
-	const use = "apeloractl create-identity NAME -permission PERM [-permission PERM ...] [-expires 90d|RFC3339]"
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError(use)
-	}
-	fs := newFlags("create-identity")
-	var perms multiFlag
-	fs.Var(&perms, "permission", "view-infrastructure, manage-infrastructure or hardware.delete; repeat for several")
-	expires := fs.String("expires", "", "when it stops working: a duration such as 90d or 12h, or an RFC 3339 time (default: never)")
-	if err := parseFlags(fs, args[1:], use); err != nil {
-		return err
-	}
-	in := client.CreateIdentityInput{Name: args[0], Permissions: []client.Permission{}}
+func (c *cli) createIdentity(ctx context.Context, name string, perms []string, expires string) error {
+	in := client.CreateIdentityInput{Name: name, Permissions: []client.Permission{}}
 	for _, p := range perms {
 		perm, err := identity.ParsePermission(p)
 		if err != nil {
@@ -62,44 +86,42 @@ func (c *cli) createIdentity(ctx context.Context, args []string) error {
 		}
 		in.Permissions = append(in.Permissions, permissionEnum(perm))
 	}
-	if *expires != "" {
-		at, dur := identity.ExpiryFromFlag(*expires)
+	if expires != "" {
+		at, dur := identity.ExpiryFromFlag(expires)
 		in.ExpiresAt = at
 		if dur != "" {
 			in.ExpiresIn = &dur
 		}
 	}
-	in.DryRun = c.dry()
-	in.PlanHash = c.planHash
-	r, err := client.CreateIdentity(ctx, c.gql, in)
-	if err != nil || c.dryRun {
-		return c.planOr(err, r.GetCreateIdentity().Plan)
-	}
-	p := r.CreateIdentity
-	if c.json {
-		return c.print(map[string]any{"identity": p.Identity.IdentityFields, "token": p.Token}, nil)
-	}
-	fmt.Fprintf(c.out, "created identity %s", p.Identity.Name)
-	if p.Identity.ExpiresAt != nil {
-		fmt.Fprintf(c.out, ", expiring %s", when(p.Identity.ExpiresAt))
-	}
-	fmt.Fprintf(c.out, "\nits bearer token, shown only now (Apelora keeps only a hash):\n%s\n", str(p.Token))
-	return nil
+	return change(c, func(dryRun *bool, planHash *string) (*client.CreateIdentityResponse, planView, error) {
+		in.DryRun, in.PlanHash = dryRun, planHash
+		r, err := client.CreateIdentity(ctx, c.gql, in)
+		return r, r.GetCreateIdentity().Plan, err
+	}, func(r *client.CreateIdentityResponse) error {
+		p := r.CreateIdentity
+		if c.json {
+			return c.print(map[string]any{"identity": p.Identity.IdentityFields, "token": p.Token}, nil)
+		}
+		fmt.Fprintf(c.out, "created identity %s", p.Identity.Name)
+		if p.Identity.ExpiresAt != nil {
+			fmt.Fprintf(c.out, ", expiring %s", when(p.Identity.ExpiresAt))
+		}
+		fmt.Fprintf(c.out, "\nits bearer token, shown only now (Apelora keeps only a hash):\n%s\n", str(p.Token))
+		return nil
+	})
 }
 
-func (c *cli) revokeIdentity(ctx context.Context, args []string) error {
-	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		return errors.New("usage: apeloractl revoke-identity NAME")
-	}
-	r, err := client.RevokeIdentity(ctx, c.gql, client.RevokeIdentityInput{Name: args[0], DryRun: c.dry(), PlanHash: c.planHash})
-	if err != nil || c.dryRun {
-		return c.planOr(err, r.GetRevokeIdentity().Plan)
-	}
-	if c.json {
-		return c.print(map[string]any{"identity": r.RevokeIdentity.Identity.IdentityFields}, nil)
-	}
-	fmt.Fprintf(c.out, "revoked identity %s: its token is refused from now on, and its open websockets are closed\n", r.RevokeIdentity.Identity.Name)
-	return nil
+func (c *cli) revokeIdentity(ctx context.Context, names []string) error {
+	return change(c, func(dryRun *bool, planHash *string) (*client.RevokeIdentityResponse, planView, error) {
+		r, err := client.RevokeIdentity(ctx, c.gql, client.RevokeIdentityInput{Name: names[0], DryRun: dryRun, PlanHash: planHash})
+		return r, r.GetRevokeIdentity().Plan, err
+	}, func(r *client.RevokeIdentityResponse) error {
+		if c.json {
+			return c.print(map[string]any{"identity": r.RevokeIdentity.Identity.IdentityFields}, nil)
+		}
+		fmt.Fprintf(c.out, "revoked identity %s: its token is refused from now on, and its open websockets are closed\n", r.RevokeIdentity.Identity.Name)
+		return nil
+	})
 }
 
 // permissionEnum is the API's name of a permission (manage-infrastructure →
@@ -115,11 +137,4 @@ func permissionWord(p client.Permission) string {
 		}
 	}
 	return string(p)
-}
-
-func when(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.Local().Format(time.DateTime)
 }

@@ -1,5 +1,7 @@
 package main
 
+// Signing in through single sign-on (the device authorization grant), and out.
+
 import (
 	"bytes"
 	"context"
@@ -12,6 +14,18 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+)
+
+var (
+	loginCommand = &command{
+		name: "login", offline: true,
+		doc: "sign in through the server's single sign-on (device\nauthorization grant): prints a code to approve at the\nidentity provider, then keeps a short-lived Apelora\nsession token (mode 0600), never the provider's tokens",
+		run: func(c *cli, ctx context.Context, _ []string) error { return login(ctx, c.base, c.out) },
+	}
+	logoutCommand = &command{
+		name: "logout", offline: true, doc: "end that session (on the server too) and remove it",
+		run: func(c *cli, ctx context.Context, _ []string) error { return logout(ctx, c.base, c.out) },
+	}
 )
 
 // sessionFile is where `apeloractl login` keeps its Apelora session token: the user's

@@ -1,5 +1,7 @@
 package main
 
+// Rolling reboots: start one, pause, resume or cancel it, or show where it stands.
+
 import (
 	"context"
 	"fmt"
@@ -9,81 +11,86 @@ import (
 	"github.com/apelora/fabric/client"
 )
 
-const rollingUsage = "apeloractl rolling-reboot start NAME [NAME ...] | pause ID | resume ID | cancel ID | status [ID]"
+// A rolling reboot is started, paused, resumed, cancelled or shown; apelora-worker drives
+// it, so every command returns at once (status shows where it stands).
+var rollingRebootCommand = &command{
+	name: "rolling-reboot", synopsis: "start NAME [NAME ...] | pause ID | resume ID | cancel ID | status [ID]",
+	doc: "reboot members one at a time through MAAS (evacuate,\npower cycle, wait until Incus lists it, checks, restore);\napelora-worker drives it, status shows where it stands",
+	subs: []*command{
+		{name: "start", names: 1, more: -1, mutation: "startRollingReboot", run: (*cli).startRollingReboot},
+		{name: "pause", names: 1, mutation: "pauseRollingReboot", run: (*cli).pauseRollingReboot},
+		{name: "resume", names: 1, mutation: "resumeRollingReboot", run: (*cli).resumeRollingReboot},
+		{name: "cancel", names: 1, mutation: "cancelRollingReboot", run: (*cli).cancelRollingReboot},
+		{name: "status", more: 1, run: (*cli).rollingStatus},
+	},
+}
 
-// rollingReboot starts, pauses, resumes, cancels or shows a rolling reboot; apelora-worker
-// drives it, so every command returns at once (status shows where it stands).
-func (c *cli) rollingReboot(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usageError(rollingUsage)
+func (c *cli) startRollingReboot(ctx context.Context, members []string) error {
+	return change(c, func(dryRun *bool, planHash *string) (*client.StartRollingRebootResponse, planView, error) {
+		r, err := client.StartRollingReboot(ctx, c.gql, client.StartRollingRebootInput{Members: members, DryRun: dryRun, PlanHash: planHash})
+		return r, r.GetStartRollingReboot().Plan, err
+	}, func(r *client.StartRollingRebootResponse) error {
+		var op *client.RollingRebootFields
+		if p := r.StartRollingReboot.RollingReboot; p != nil {
+			op = &p.RollingRebootFields
+		}
+		return c.printRolling(op)
+	})
+}
+
+func (c *cli) pauseRollingReboot(ctx context.Context, id []string) error {
+	return change(c, func(dryRun *bool, planHash *string) (*client.PauseRollingRebootResponse, planView, error) {
+		r, err := client.PauseRollingReboot(ctx, c.gql, client.RollingRebootInput{Id: id[0], DryRun: dryRun, PlanHash: planHash})
+		return r, r.GetPauseRollingReboot().Plan, err
+	}, func(r *client.PauseRollingRebootResponse) error {
+		var op *client.RollingRebootFields
+		if p := r.PauseRollingReboot.RollingReboot; p != nil {
+			op = &p.RollingRebootFields
+		}
+		return c.printRolling(op)
+	})
+}
+
+func (c *cli) resumeRollingReboot(ctx context.Context, id []string) error {
+	return change(c, func(dryRun *bool, planHash *string) (*client.ResumeRollingRebootResponse, planView, error) {
+		r, err := client.ResumeRollingReboot(ctx, c.gql, client.RollingRebootInput{Id: id[0], DryRun: dryRun, PlanHash: planHash})
+		return r, r.GetResumeRollingReboot().Plan, err
+	}, func(r *client.ResumeRollingRebootResponse) error {
+		var op *client.RollingRebootFields
+		if p := r.ResumeRollingReboot.RollingReboot; p != nil {
+			op = &p.RollingRebootFields
+		}
+		return c.printRolling(op)
+	})
+}
+
+func (c *cli) cancelRollingReboot(ctx context.Context, id []string) error {
+	return change(c, func(dryRun *bool, planHash *string) (*client.CancelRollingRebootResponse, planView, error) {
+		r, err := client.CancelRollingReboot(ctx, c.gql, client.RollingRebootInput{Id: id[0], DryRun: dryRun, PlanHash: planHash})
+		return r, r.GetCancelRollingReboot().Plan, err
+	}, func(r *client.CancelRollingRebootResponse) error {
+		var op *client.RollingRebootFields
+		if p := r.CancelRollingReboot.RollingReboot; p != nil {
+			op = &p.RollingRebootFields
+		}
+		return c.printRolling(op)
+	})
+}
+
+func (c *cli) rollingStatus(ctx context.Context, names []string) error {
+	var id *string
+	if len(names) == 1 {
+		id = &names[0]
 	}
-	sub, rest := args[0], args[1:]
-	var op *client.RollingRebootFields
-	var plan planView
-	var err error
-	switch sub {
-	case "start":
-		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return usageError(rollingUsage)
-		}
-		r, e := client.StartRollingReboot(ctx, c.gql, client.StartRollingRebootInput{Members: rest, DryRun: c.dry(), PlanHash: c.planHash})
-		err = e
-		if p := r.GetStartRollingReboot(); p.RollingReboot != nil {
-			op = &p.RollingReboot.RollingRebootFields
-		}
-		plan = r.GetStartRollingReboot().Plan
-	case "pause", "resume", "cancel":
-		if len(rest) != 1 {
-			return usageError(rollingUsage)
-		}
-		in := client.RollingRebootInput{Id: rest[0], DryRun: c.dry(), PlanHash: c.planHash}
-		switch sub {
-		case "pause":
-			r, e := client.PauseRollingReboot(ctx, c.gql, in)
-			err, plan = e, r.GetPauseRollingReboot().Plan
-			if p := r.GetPauseRollingReboot(); p.RollingReboot != nil {
-				op = &p.RollingReboot.RollingRebootFields
-			}
-		case "resume":
-			r, e := client.ResumeRollingReboot(ctx, c.gql, in)
-			err, plan = e, r.GetResumeRollingReboot().Plan
-			if p := r.GetResumeRollingReboot(); p.RollingReboot != nil {
-				op = &p.RollingReboot.RollingRebootFields
-			}
-		default:
-			r, e := client.CancelRollingReboot(ctx, c.gql, in)
-			err, plan = e, r.GetCancelRollingReboot().Plan
-			if p := r.GetCancelRollingReboot(); p.RollingReboot != nil {
-				op = &p.RollingReboot.RollingRebootFields
-			}
-		}
-	case "status":
-		if c.dryRun || c.planHash != nil {
-			return usageError("rolling-reboot status changes nothing: -dry-run and -plan-hash are for start, pause, resume and cancel")
-		}
-		if len(rest) > 1 {
-			return usageError(rollingUsage)
-		}
-		var id *string
-		if len(rest) == 1 {
-			id = &rest[0]
-		}
-		r, err := client.RollingReboot(ctx, c.gql, id)
-		if err != nil {
-			return err
-		}
-		if r.RollingReboot == nil {
-			fmt.Fprintln(c.out, "no rolling reboot yet")
-			return nil
-		}
-		return c.printRolling(&r.RollingReboot.RollingRebootFields)
-	default:
-		return usageError(rollingUsage)
+	r, err := client.RollingReboot(ctx, c.gql, id)
+	if err != nil {
+		return err
 	}
-	if err != nil || c.dryRun {
-		return c.planOr(err, plan)
+	if r.RollingReboot == nil {
+		fmt.Fprintln(c.out, "no rolling reboot yet")
+		return nil
 	}
-	return c.printRolling(op)
+	return c.printRolling(&r.RollingReboot.RollingRebootFields)
 }
 
 func (c *cli) printRolling(op *client.RollingRebootFields) error {

@@ -1,69 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 )
-
-// commands are every command apeloractl runs, read from the usage text (one place says
-// them): a mistyped one is refused before anything is asked of the server, with the
-// nearest of these as a suggestion.
-var commands = usageCommands(usage)
-
-// usageCommands are the commands the usage text lists: the first word of each entry of
-// its "commands:" section (an entry starts two spaces in; its other lines further).
-func usageCommands(text string) []string {
-	var out []string
-	for _, e := range usageEntries(text) {
-		out = append(out, strings.Fields(e)[0])
-	}
-	return out
-}
-
-// usageEntries are the entries of the usage text's "commands:" section, each with its
-// continuation lines.
-func usageEntries(text string) []string {
-	_, section, _ := strings.Cut(text, "\ncommands:\n")
-	section, _, _ = strings.Cut(section, "\n\n")
-	var out []string
-	for _, line := range strings.Split(section, "\n") {
-		if strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") {
-			out = append(out, strings.TrimPrefix(line, "  "))
-		} else if len(out) > 0 {
-			out[len(out)-1] += "\n" + strings.TrimPrefix(line, "  ")
-		}
-	}
-	return out
-}
-
-// commandHelp is the usage text's entry for cmd (-h after a command).
-func commandHelp(cmd string) string {
-	for _, e := range usageEntries(usage) {
-		if strings.Fields(e)[0] != cmd {
-			continue
-		}
-		lines := strings.Split(e, "\n")
-		synopsis, first, _ := strings.Cut(lines[0], "   ")
-		out := []string{"usage: apeloractl " + synopsis}
-		for _, l := range append([]string{first}, lines[1:]...) {
-			if l = strings.TrimSpace(l); l != "" {
-				out = append(out, "  "+l)
-			}
-		}
-		return strings.Join(out, "\n")
-	}
-	return strings.TrimSuffix(usage, "\n")
-}
 
 // helpAsked is -h or help: the text goes to standard output and apeloractl exits 0.
 type helpAsked string
@@ -90,14 +36,15 @@ func newFlags(name string) *flag.FlagSet {
 }
 
 // parseFlags parses a command's flags and refuses, as a usage error (exit status 2), a
-// flag the command does not take (naming the nearest it does) and any argument left
-// after the flags, which flag would otherwise ignore with every flag after it.
-func parseFlags(fs *flag.FlagSet, args []string, use string) error {
+// flag the command does not take (naming the nearest it does, or of extra: those every
+// change takes, which apeloractl takes out before) and any argument left after the flags,
+// which flag would otherwise ignore with every flag after it.
+func parseFlags(fs *flag.FlagSet, args []string, use string, extra []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return helpAsked("usage: " + use)
 		}
-		return usageError(flagProblem(fs, err) + "\n  " + use)
+		return usageError(flagProblem(fs, err, extra) + "\n  " + use)
 	}
 	if fs.NArg() > 0 {
 		return usageError(fmt.Sprintf("%s: unexpected argument %q (flags come after the names)\n  %s", fs.Name(), fs.Arg(0), use))
@@ -106,15 +53,14 @@ func parseFlags(fs *flag.FlagSet, args []string, use string) error {
 }
 
 // noFlags refuses arguments to a command that takes only names: a flag (none is
-// defined), or more names than it takes (max; -1 for any number).
-func noFlags(cmd string, args []string, max int, use string) error {
+// defined; extra are those every change takes, named when one is near), or more names
+// than it takes (max; -1 for any number).
+func noFlags(cmd string, args []string, max int, use string, extra []string) error {
 	for _, a := range args {
-		if strings.HasPrefix(a, "-") && a != "-" {
+		if isFlag(a) {
 			msg := fmt.Sprintf("%s: flag provided but not defined: %s", cmd, a)
-			if changing(cmd) {
-				if near := nearest(strings.TrimLeft(a, "-"), []string{"dry-run", "plan-hash"}); len(near) > 0 {
-					msg += ": did you mean -" + near[0] + "?"
-				}
+			if near := nearest(strings.TrimLeft(a, "-"), extra); len(near) > 0 {
+				msg += ": did you mean -" + near[0] + "?"
 			}
 			return usageError(msg + "\n  " + use)
 		}
@@ -125,16 +71,14 @@ func noFlags(cmd string, args []string, max int, use string) error {
 	return nil
 }
 
-// flagProblem words flag's refusal, with the nearest flag the set defines.
-func flagProblem(fs *flag.FlagSet, err error) string {
+// flagProblem words flag's refusal, with the nearest flag the set defines (or of extra).
+func flagProblem(fs *flag.FlagSet, err error, extra []string) string {
 	msg := fs.Name() + ": " + err.Error()
 	const undefined = "flag provided but not defined: "
 	if name, ok := strings.CutPrefix(err.Error(), undefined); ok {
 		var defined []string
 		fs.VisitAll(func(f *flag.Flag) { defined = append(defined, f.Name) })
-		if changing(fs.Name()) {
-			defined = append(defined, "dry-run", "plan-hash")
-		}
+		defined = append(defined, extra...)
 		if near := nearest(strings.TrimLeft(name, "-"), defined); len(near) > 0 {
 			for i := range near {
 				near[i] = "-" + near[i]
@@ -222,33 +166,4 @@ func baseURL() string {
 		base = "http://127.0.0.1:8080"
 	}
 	return base
-}
-
-// unreachable turns a request that reached no server (refused, no route, no such host,
-// timed out, a TLS handshake that failed) into UNAVAILABLE, naming APELORA_URL and the
-// cause; nil for any other error. A request cancelled by apeloractl itself (Ctrl-C) is
-// not the server's fault.
-func unreachable(base string, err error) *apiError {
-	var uerr *url.Error
-	if !errors.As(err, &uerr) || errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return &apiError{errs: []codedMessage{{"UNAVAILABLE", fmt.Sprintf("cannot reach APELORA_URL (%s: %s): is apelora serve running?", base, cause(uerr.Err))}}}
-}
-
-// cause is the words of the innermost reason a connection failed ("connection refused"),
-// without Go's wrapping ("dial tcp 127.0.0.1:8080: connect: …").
-func cause(err error) string {
-	var errno syscall.Errno
-	var dns *net.DNSError
-	var op *net.OpError
-	switch {
-	case errors.As(err, &errno):
-		return errno.Error()
-	case errors.As(err, &dns):
-		return dns.Error()
-	case errors.As(err, &op) && op.Err != nil:
-		return op.Err.Error()
-	}
-	return err.Error()
 }

@@ -108,7 +108,9 @@ func TestAnUnknownFlagIsAUsageError(t *testing.T) {
 		"bulk": {"register", "node-1"}, "watch-admission": {"node-1"}, "commission": {"sys001"},
 		"install": {"node-1"}, "hardware-test": {"sys001"}, "release": {"sys001"},
 		"create-identity": {"ci", "-permission", "view-infrastructure"}, "revoke-identity": {"ci"},
-		"placement-guard": {"on"},
+		"placement-guard": {"on"}, "set-hardware-profile": {"gen2"}, "remove-hardware-profile": {"gen2"},
+		"assign-hardware-profile": {"node-1", "gen2"}, "clear-hardware-profile": {"node-1"},
+		"set-fence-mapping": {"node-1"}, "remove-fence-mapping": {"node-1"},
 	}
 	for _, c := range commands {
 		if c == "help" {

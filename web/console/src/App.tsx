@@ -1,10 +1,11 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
-import { Provider, useQuery } from 'urql';
+import { Provider } from 'urql';
 import type { ConsoleConfig } from './config';
 import { createConsoleClient } from './api/client';
-import { SocketContext } from './live/fleetLive';
+import { SocketContext } from './hooks/live';
 import { currentSession, signOut, SessionError, type SessionInfo } from './api/session';
-import { AuditTrailQuery, ViewerQuery } from './api/operations';
+import { useAuditTrailState } from './hooks/audit';
+import { useViewerQuery } from './hooks/identities';
 import { Link, Router, useRouter } from './router';
 import { ViewerContext } from './viewer';
 import { SignIn } from './pages/SignIn';
@@ -129,7 +130,7 @@ function SignedIn({ config, session, onLost, onSignedOut }: { config: ConsoleCon
 }
 
 function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignOut(): void; children: ReactNode }) {
-  const [viewer] = useQuery({ query: ViewerQuery, requestPolicy: 'network-only' });
+  const viewer = useViewerQuery();
   const v = viewer.data?.viewer ?? null;
   const perms = v ? sortPermissions(v.permissions).map(permissionLabel).join(', ') : '';
   useSlashToSearch();
@@ -180,18 +181,10 @@ function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignO
   );
 }
 
-// trailPoll is how often every page asks whether the audit trail still verifies.
-const trailPoll = 30_000;
-
 // TrailBanner says on every page when the server's latest check of the audit trail found a
 // problem (auditTrail), from when, and what to run.
 function TrailBanner() {
-  const [res, again] = useQuery({ query: AuditTrailQuery, requestPolicy: 'network-only' });
-  useEffect(() => {
-    const t = setInterval(() => again({ requestPolicy: 'network-only' }), trailPoll);
-    return () => clearInterval(t);
-  }, [again]);
-  const trail = res.data?.auditTrail;
+  const trail = useAuditTrailState();
   if (!trail || trail.verifies) return null;
   return (
     <div className="banner tone-negative" role="alert" data-audit-trail="does-not-verify">

@@ -1,7 +1,7 @@
 // The console's one GraphQL client: queries and mutations over HTTP POST (JSON, the session
 // cookie sent by the browser), subscriptions over graphql-transport-ws on the same path
 // (authenticated by the same cookie, so connection_init carries no credential). Pages use
-// urql's hooks with the typed documents of operations.ts.
+// urql's hooks (src/hooks/) with the typed documents of src/api/<resource>.ts.
 import { Client, cacheExchange, fetchExchange, mapExchange, subscriptionExchange } from '@urql/core';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import { sessionLost } from '../lib/errors';

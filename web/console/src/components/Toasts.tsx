@@ -4,8 +4,7 @@
 // one never stays over the page's own controls; the event is found in the audit trail (the mutations'
 // payloads do not name it) as the caller's newest event of that action.
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
-import { useClient } from 'urql';
-import { AuditEventsQuery } from '../api/operations';
+import { useAuditReads } from '../hooks/audit';
 import { useViewer } from '../viewer';
 import { Link } from '../router';
 
@@ -36,7 +35,7 @@ const lifetime = 10000;
 
 export function ToastHost({ children }: { children: ReactNode }) {
   const [toasts, setToasts] = useState<Toast[]>([]);
-  const client = useClient();
+  const reads = useAuditReads();
   const viewer = useViewer();
   const actor = useRef(viewer?.name);
   actor.current = viewer?.name;
@@ -47,15 +46,14 @@ export function ToastHost({ children }: { children: ReactNode }) {
       const id = next.current++;
       setToasts((ts) => [...ts.slice(-3), { ...input, id }]);
       if (!input.action) return;
-      client
-        .query(AuditEventsQuery, { first: 10, after: null, machine: null, actor: actor.current ?? null, outcome: null }, { requestPolicy: 'network-only' })
-        .toPromise()
+      reads
+        .events({ machine: null, actor: actor.current ?? null, outcome: null }, 10, null)
         .then((res) => {
           const ev = res.data?.auditEvents.edges.map((e) => e.node).find((e) => e.action === input.action && e.outcome !== 'PLANNED');
           setToasts((ts) => ts.map((t) => (t.id === id ? { ...t, event: ev?.id ?? null, actor: actor.current } : t)));
         });
     },
-    [client],
+    [reads],
   );
   return (
     <ToastContext.Provider value={notify}>

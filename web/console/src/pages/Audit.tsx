@@ -2,70 +2,19 @@
 // are typed (kept in the URL), with new events arriving live at the top; long values
 // clipped, the current filter exported as JSON Lines or CSV. The latest signed checkpoint
 // is shown above the trail, and an event's inclusion proof on request, checked here.
-import { useEffect, useMemo, useRef, useState } from 'react';
-import { useClient, useQuery, useSubscription, type Client, type OperationResult } from 'urql';
+import { useEffect, useRef, useState } from 'react';
 import { clipText, csvHeader, csvLine, exportName, jsonLine, paramText } from '../lib/audit';
-import { AuditCheckpointQuery, AuditEventRecordedSubscription, AuditEventsQuery, AuditProofQuery } from '../api/operations';
+import { useAuditCheckpoint, useAuditReads, useAuditTrail, type AuditFilter, type AuditVars } from '../hooks/audit';
 import { browserSHA256, checkInclusion } from '../lib/auditproof';
 import { problemsOf, sessionLost } from '../lib/errors';
 import { Link, machinePath, useSearch } from '../router';
 import { Loading, Problems, Time } from '../components/ui';
-import type { AuditEventRowFragment, AuditEventsQuery as AuditEventsQueryResult, AuditOutcome } from '../gql/graphql';
+import type { AuditEventsQuery as AuditEventsQueryResult, AuditOutcome } from '../gql/graphql';
 import { outcomeMeaning } from '../lib/bulk';
-
-export interface AuditFilter {
-  machine?: string;
-  actor?: string;
-  outcome?: AuditOutcome;
-}
 
 const outcomeSymbols: Record<AuditOutcome, string> = { SUCCEEDED: '✓', FAILED: '✕', REFUSED: '⊘', PLANNED: '◌' };
 
-// useAuditTrail reads the trail page by page (older pages appended) and puts events
-// recorded since at the top as they arrive.
-export function useAuditTrail(filter: AuditFilter, pageSize = 50) {
-  const vars = { machine: filter.machine || null, actor: filter.actor || null, outcome: filter.outcome || null };
-  const key = JSON.stringify(vars);
-  const [after, setAfter] = useState<string | null>(null);
-  const [older, setOlder] = useState<AuditEventRowFragment[]>([]);
-  const [live, setLive] = useState<AuditEventRowFragment[]>([]);
-  useEffect(() => {
-    setAfter(null);
-    setOlder([]);
-    setLive([]);
-  }, [key]);
-  const [page] = useQuery({ query: AuditEventsQuery, variables: { ...vars, first: pageSize, after }, requestPolicy: 'network-only' });
-  const [first] = useQuery({ query: AuditEventsQuery, variables: { ...vars, first: pageSize, after: null }, requestPolicy: 'cache-and-network' });
-  const [sub] = useSubscription({ query: AuditEventRecordedSubscription, variables: vars });
-  const ev = sub.data?.auditEventRecorded;
-  useEffect(() => {
-    if (ev) setLive((l) => (l.some((x) => x.id === ev.id) ? l : [ev, ...l]));
-  }, [ev]);
-  useEffect(() => {
-    if (after && page.data) setOlder((o) => [...o, ...page.data!.auditEvents.edges.map((e) => e.node).filter((n) => !o.some((x) => x.id === n.id))]);
-  }, [page.data, after]);
-  const firstEvents = first.data?.auditEvents.edges.map((e) => e.node) ?? [];
-  const events = useMemo(() => {
-    const seen = new Set<string>();
-    const out: AuditEventRowFragment[] = [];
-    for (const e of [...live, ...firstEvents, ...older]) {
-      if (!seen.has(e.id)) {
-        seen.add(e.id);
-        out.push(e);
-      }
-    }
-    return out.sort((a, b) => Number(b.id) - Number(a.id));
-  }, [live, firstEvents, older]);
-  const info = (after ? page.data : first.data)?.auditEvents.pageInfo;
-  return {
-    events,
-    loading: !first.data && first.fetching,
-    error: first.error ?? page.error,
-    hasMore: !!info?.hasNextPage,
-    loadMore: () => info?.endCursor && setAfter(info.endCursor),
-    loadingMore: !!after && page.fetching,
-  };
-}
+type AuditReads = ReturnType<typeof useAuditReads>;
 
 // highlight is an event to point out (a toast's link names it): marked and scrolled to.
 export function AuditTable({ trail, showMachine = true, highlight }: { trail: ReturnType<typeof useAuditTrail>; showMachine?: boolean; highlight?: string | null }) {
@@ -128,11 +77,7 @@ export function AuditTable({ trail, showMachine = true, highlight }: { trail: Re
 // CheckpointLine states the latest signed checkpoint: how many events the trail held when
 // it was signed, and when. Read again every 30 s and whenever asked.
 export function CheckpointLine() {
-  const [res, again] = useQuery({ query: AuditCheckpointQuery, requestPolicy: 'cache-and-network' });
-  useEffect(() => {
-    const t = setInterval(() => again({ requestPolicy: 'network-only' }), 30_000);
-    return () => clearInterval(t);
-  }, [again]);
+  const res = useAuditCheckpoint();
   const cp = res.data?.auditCheckpoint;
   // While the server's check finds a problem (the banner above says what), the checkpoint
   // is still the key's, but the trail is not verified up to it.
@@ -179,11 +124,11 @@ type ProofState =
 // ProofButton asks for an event's inclusion proof in the latest checkpoint and checks it
 // in the browser (where WebCrypto is available: HTTPS or localhost).
 function ProofButton({ id }: { id: string }) {
-  const client = useClient();
+  const reads = useAuditReads();
   const [p, setP] = useState<ProofState>({ state: 'idle' });
   const ask = async () => {
     setP({ state: 'asking' });
-    const res = await client.query(AuditProofQuery, { id }, { requestPolicy: 'network-only' }).toPromise();
+    const res = await reads.proof(id);
     const proof = res.data?.auditProof;
     if (res.error || !proof) {
       setP({ state: 'failed', message: problemsOf(res.error).map((x) => x.message).join(' ') || 'no proof' });
@@ -245,12 +190,12 @@ function Clip({ text, max, plain = false }: { text: string; max: number; plain?:
 
 // exportTrail pages through the filter's events (oldest pages last, as listed) and
 // returns them as one file's text.
-async function exportTrail(client: Client, vars: Record<string, string | null>, format: 'jsonl' | 'csv', progress: (n: number) => void, cancelled: () => boolean): Promise<string> {
+async function exportTrail(reads: AuditReads, vars: AuditVars, format: 'jsonl' | 'csv', progress: (n: number) => void, cancelled: () => boolean): Promise<string> {
   const parts: string[] = format === 'csv' ? [csvHeader] : [];
   let after: string | null = null;
   let n = 0;
   for (;;) {
-    const res: OperationResult<AuditEventsQueryResult> = await client.query(AuditEventsQuery, { ...vars, first: 500, after }, { requestPolicy: 'network-only' }).toPromise();
+    const res = await reads.events(vars, 500, after);
     if (res.error) throw res.error;
     const conn: AuditEventsQueryResult['auditEvents'] = res.data!.auditEvents;
     for (const edge of conn.edges) {
@@ -265,7 +210,7 @@ async function exportTrail(client: Client, vars: Record<string, string | null>, 
 }
 
 function ExportButtons({ filter }: { filter: AuditFilter }) {
-  const client = useClient();
+  const reads = useAuditReads();
   const [state, setState] = useState<{ format?: string; count: number; error?: string }>({ count: 0 });
   const cancel = useRef(false);
   useEffect(() => () => { cancel.current = true; }, []);
@@ -274,7 +219,7 @@ function ExportButtons({ filter }: { filter: AuditFilter }) {
     setState({ format, count: 0 });
     try {
       const vars = { machine: filter.machine || null, actor: filter.actor || null, outcome: filter.outcome || null };
-      const text = await exportTrail(client, vars, format, (count) => setState({ format, count }), () => cancel.current);
+      const text = await exportTrail(reads, vars, format, (count) => setState({ format, count }), () => cancel.current);
       if (cancel.current) return;
       const url = URL.createObjectURL(new Blob([text], { type: format === 'csv' ? 'text/csv' : 'application/x-ndjson' }));
       const a = document.createElement('a');

@@ -1,7 +1,8 @@
 // Enrolment: the machines on their way into the cluster, by stage, with the step each one
 // is waiting for. Rows move on by themselves (AWAITING_JOIN → HELD when the server joins).
 import { useState } from 'react';
-import { useFleet, SourceBanners, StreamState } from './Fleet';
+import { useFleet } from '../hooks/fleet';
+import { SourceBanners, StreamState } from './Fleet';
 import { machineActions, type ActionId } from '../lib/actions';
 import type { Row } from '../lib/fleet';
 import type { Phase } from '../gql/graphql';
@@ -9,7 +10,7 @@ import { useViewer } from '../viewer';
 import { Link, machinePath } from '../router';
 import { ActionButton, Loading, MemberStatusBadge, PhaseBadge, Problems, Time } from '../components/ui';
 import { problemsOf } from '../lib/errors';
-import { ChangeDialog } from './ChangeDialogs';
+import { MachineActionDialog } from '../actions/MachineActionDialog';
 
 const stages: { phases: Phase[]; title: string; help: string; actions: ActionId[] }[] = [
   { phases: ['REGISTERED'], title: 'Registered: approve enrolment', help: 'Approving issues a single-use join token, shown once with the command to run on the server.', actions: ['approve'] },
@@ -81,7 +82,7 @@ export function EnrolmentPage() {
           );
         })
       )}
-      {dialog ? <ChangeDialog action={dialog.action} row={dialog.row} onClose={() => setDialog(null)} /> : null}
+      {dialog ? <MachineActionDialog action={dialog.action} row={dialog.row} onClose={() => setDialog(null)} /> : null}
     </section>
   );
 }

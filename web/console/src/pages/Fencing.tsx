@@ -1,34 +1,27 @@
 // Fencing: the cluster as fencing sees it, each member's mapping to the MAAS machine that
 // powers it (offered from MAAS), the drills' last results, and fence progress live.
-import { useEffect, useState } from 'react';
-import { useMutation, useQuery, useSubscription } from 'urql';
-import { FenceEventsQuery, FenceProgressSubscription, FencingQuery, RemoveFenceMappingMutation, SetFenceMappingMutation, SetPlacementGuardMutation } from '../api/operations';
-import { useRefresh } from '../live/fleetLive';
-import { useFleet } from './Fleet';
+import { useState } from 'react';
+import { useFencing } from '../hooks/fencing';
+import { useFleet } from '../hooks/fleet';
 import { manageReason } from '../lib/actions';
 import { codeTitle } from '../lib/phases';
 import { problemsOf } from '../lib/errors';
 import { useViewer } from '../viewer';
 import { Link, machinePath } from '../router';
-import { Banner, Field, Loading, Problems, ReasonButton, Time } from '../components/ui';
-import { ConfirmDialog } from '../components/ConfirmDialog';
+import { Banner, Loading, Problems, ReasonButton, Time } from '../components/ui';
 import type { FenceEventRowFragment } from '../gql/graphql';
-import type { Row } from '../lib/fleet';
 import { inConsoleWords } from '../lib/words';
+import { SetFenceMappingDialog } from '../actions/SetFenceMappingDialog';
+import { RemoveFenceMappingDialog } from '../actions/RemoveFenceMappingDialog';
+import { PlacementGuardDialog } from '../actions/PlacementGuardDialog';
 
 export function FencingPage() {
   const viewer = useViewer();
   const perm = manageReason(viewer);
-  const [res, reexecute] = useQuery({ query: FencingQuery });
+  const { res, refresh, events } = useFencing();
   const { res: fleet } = useFleet();
   const [dialog, setDialog] = useState<{ kind: 'set'; member: string } | { kind: 'remove'; member: string } | { kind: 'guard'; on: boolean } | null>(null);
-  const events = useFenceEvents();
   const [notice, setNotice] = useState<string | null>(null);
-  const refresh = useRefresh(res.fetching, reexecute);
-  // A fence event may change a mapping's last event or outage: read the view again.
-  useEffect(() => {
-    if (events.latestId) refresh();
-  }, [events.latestId, refresh]);
 
   const c = res.data?.cluster;
   const mappings = res.data?.fenceMappings ?? [];
@@ -154,27 +147,12 @@ export function FencingPage() {
       )}
       <h2>Fence progress</h2>
       <p className="hint">Every decision apelora-worker takes, newest first, arriving live.</p>
-      <FenceEventTable events={events.events} />
-      {dialog?.kind === 'set' ? <MappingDialog member={dialog.member} rows={rows} onClose={() => setDialog(null)} onDone={(n) => { setNotice(n); refresh(); }} /> : null}
+      <FenceEventTable events={events} />
+      {dialog?.kind === 'set' ? <SetFenceMappingDialog member={dialog.member} rows={rows} onClose={() => setDialog(null)} onDone={(n) => { setNotice(n); refresh(); }} /> : null}
       {dialog?.kind === 'guard' ? <PlacementGuardDialog on={dialog.on} onClose={() => setDialog(null)} onDone={refresh} /> : null}
-      {dialog?.kind === 'remove' ? <RemoveMappingDialog member={dialog.member} onClose={() => setDialog(null)} onDone={refresh} /> : null}
+      {dialog?.kind === 'remove' ? <RemoveFenceMappingDialog member={dialog.member} onClose={() => setDialog(null)} onDone={refresh} /> : null}
     </section>
   );
-}
-
-function useFenceEvents() {
-  const [page] = useQuery({ query: FenceEventsQuery, variables: { first: 50 }, requestPolicy: 'network-only' });
-  const initial = page.data?.fenceEvents.edges.map((e) => e.node);
-  const newest = initial?.[0]?.id;
-  const [live, setLive] = useState<FenceEventRowFragment[]>([]);
-  // Follow from the newest event read, so nothing between the page and the stream is lost.
-  const [sub] = useSubscription({ query: FenceProgressSubscription, variables: { after: newest ?? null }, pause: !initial });
-  const ev = sub.data?.fenceProgress;
-  useEffect(() => {
-    if (ev) setLive((l) => (l.some((x) => x.id === ev.id) ? l : [ev, ...l].slice(0, 200)));
-  }, [ev]);
-  const events = [...live, ...(initial ?? []).filter((e) => !live.some((l) => l.id === e.id))];
-  return { events, latestId: live[0]?.id };
 }
 
 function FenceEventTable({ events }: { events: FenceEventRowFragment[] }) {
@@ -205,115 +183,5 @@ function FenceEventTable({ events }: { events: FenceEventRowFragment[] }) {
         ))}
       </tbody>
     </table>
-  );
-}
-
-function MappingDialog({ member, rows, onClose, onDone }: { member: string; rows: Row[]; onClose(): void; onDone(notice: string): void }) {
-  const [, setMapping] = useMutation(SetFenceMappingMutation);
-  const own = rows.find((r) => r.name === member)?.maas;
-  const offered = rows.filter((r) => r.maas).map((r) => r.maas!);
-  const [systemId, setSystemId] = useState(own?.systemId ?? '');
-  const [uuid, setUuid] = useState(own?.hardwareUuid ?? '');
-  const pick = (id: string) => {
-    setSystemId(id);
-    const m = offered.find((o) => o.systemId === id);
-    if (m) setUuid(m.hardwareUuid ?? '');
-  };
-  return (
-    <ConfirmDialog
-      change="setFenceMapping"
-      title={`Fence mapping of ${member}`}
-      machine={member}
-      confirmLabel="Set mapping"
-      blocked={systemId === '' ? 'Choose the MAAS machine first.' : uuid.trim() === '' ? 'Give the hardware UUID first.' : undefined}
-      consequence={
-        <p>
-          apelora-worker will be allowed to power <strong>{member}</strong> off through MAAS when it is dead, after MAAS reports the hardware UUID below for the
-          system id. MAAS is asked first; a system id it does not know, or that reports another UUID, is refused.
-        </p>
-      }
-      fieldNames={['maasSystemId', 'hardwareUuid', 'member']}
-      fields={(errors) => (
-        <>
-          <Field label="MAAS machine" error={errors.get('maasSystemId') ?? errors.get('member')} hint="Offered from what MAAS reports.">
-            {(a) => (
-              <select {...a} className="input" value={systemId} onChange={(e) => pick(e.target.value)} name="maasSystemId">
-                <option value="">Choose a MAAS machine…</option>
-                {offered.map((o) => (
-                  <option key={o.systemId} value={o.systemId}>
-                    {o.hostname} ({o.systemId})
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
-          <Field label="Hardware UUID" error={errors.get('hardwareUuid')} hint="As MAAS reports it for that machine.">
-            {(a) => <input {...a} className="input" value={uuid} onChange={(e) => setUuid(e.target.value)} spellCheck={false} name="hardwareUuid" />}
-          </Field>
-        </>
-      )}
-      planKey={JSON.stringify({ member, maasSystemId: systemId, hardwareUuid: uuid })}
-      run={(dryRun, planHash) => setMapping({ input: { member, maasSystemId: systemId, hardwareUuid: uuid, dryRun, planHash } })}
-      onDone={(d) => {
-        onClose();
-        onDone(`${member}: ${d.setFenceMapping.notice}`);
-      }}
-      onClose={onClose}
-    />
-  );
-}
-
-function PlacementGuardDialog({ on, onClose, onDone }: { on: boolean; onClose(): void; onDone(): void }) {
-  const [, set] = useMutation(SetPlacementGuardMutation);
-  return (
-    <ConfirmDialog
-      change="setPlacementGuard"
-      title={on ? 'Turn the placement guard on' : 'Turn the placement guard off'}
-      machine="the cluster"
-      danger={!on}
-      confirmLabel={on ? 'Turn on' : 'Turn off'}
-      consequence={
-        on ? (
-          <p>
-            Incus places untargeted instances (new ones, evacuations, relocations) only on members Apelora has admitted, from the instant a member
-            joins; an instance that names its member still lands there.
-          </p>
-        ) : (
-          <p>
-            Incus may place instances on a member between its join and the enrol script&apos;s hold, before any admission check has passed. Apelora
-            removes its scriptlet and leaves no scriptlet, as before the guard.
-          </p>
-        )
-      }
-      planKey={JSON.stringify({ on })}
-      run={(dryRun, planHash) => set({ input: { enabled: on, dryRun, planHash } })}
-      onDone={() => {
-        onClose();
-        onDone();
-      }}
-      onClose={onClose}
-    />
-  );
-}
-
-function RemoveMappingDialog({ member, onClose, onDone }: { member: string; onClose(): void; onDone(): void }) {
-  const [, remove] = useMutation(RemoveFenceMappingMutation);
-  return (
-    <ConfirmDialog
-      change="removeFenceMapping"
-      title={`Remove the fence mapping of ${member}`}
-      machine={member}
-      danger
-      confirmLabel="Remove mapping"
-      typeToConfirm={member}
-      consequence={<p>apelora-worker will never power <strong>{member}</strong> off until it has a new mapping, even if it dies.</p>}
-      planKey={JSON.stringify({ member })}
-      run={(dryRun, planHash) => remove({ input: { member, dryRun, planHash } })}
-      onDone={() => {
-        onClose();
-        onDone();
-      }}
-      onClose={onClose}
-    />
   );
 }

@@ -1,7 +1,7 @@
 // Fleet: one row per machine (MAAS × Apelora record × Incus member), filtered, searched and
 // sorted with the filter kept in the URL, live without reloads.
 import { memo, useCallback, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
-import { useFleetStream } from '../live/fleetLive';
+import { useFleet } from '../hooks/fleet';
 import { defaultPageSize, filterRows, sortRows, filterParams, pageOf, pageSizes, parseFilter, parsePaging, provisionerOf, type FleetFilter, type Paging, type Row, type SortKey } from '../lib/fleet';
 import { phaseInfo, phaseOrder, warningLabels } from '../lib/phases';
 import { manageReason } from '../lib/actions';
@@ -10,8 +10,8 @@ import { useViewer } from '../viewer';
 import { Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton } from '../components/ui';
 import { problemsOf } from '../lib/errors';
 import { hiddenColumnsText, parseHiddenColumns, type FleetColumn } from '../lib/display';
-import { RegisterDialog, type RegisterTarget } from './RegisterDialog';
-import { BulkDialog } from './BulkDialog';
+import { RegisterDialog, type RegisterTarget } from '../actions/RegisterDialog';
+import { BulkDialog } from '../actions/BulkDialog';
 import { allMatching, bulkSteps, defaultStep, freeze, ranged, type BulkStep, type BulkTarget } from '../lib/bulk';
 import type { FleetQuery as FleetData, WarningCode } from '../gql/graphql';
 import { inConsoleWords } from '../lib/words';
@@ -36,14 +36,6 @@ export function SourceBanners({ sources }: { sources: FleetData['fleet']['source
       ) : null}
     </>
   );
-}
-
-// useFleet is the fleet as the `fleet` query shapes it, kept live by the fleet stream:
-// rows change in place as the server pushes them, without reloading.
-export function useFleet() {
-  const { fleet, error, live } = useFleetStream();
-  const data = useMemo(() => (fleet?.sources ? { fleet: { machines: fleet.rows, sources: fleet.sources } } : undefined), [fleet]);
-  return { res: { data, error }, live };
 }
 
 // StreamState says when the rows shown may be behind: the socket is down (graphql-ws

@@ -2,24 +2,21 @@
 // with the profile assigned to it (the hardware-profile-maas and hardware-profile-incus
 // checks). Declare or replace a profile, remove one no machine uses.
 import { useState } from 'react';
-import { useMutation, useQuery } from 'urql';
-import { HardwareProfilesQuery, RemoveHardwareProfileMutation, SetHardwareProfileMutation } from '../api/operations';
-import { ConfirmDialog } from '../components/ConfirmDialog';
-import { Banner, Field, Loading, Problems, ReasonButton, Time } from '../components/ui';
+import { Banner, Loading, Problems, ReasonButton, Time } from '../components/ui';
 import { manageReason } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
-import { architectures, numberFields, requirements, toNumber } from '../lib/hardware';
+import { requirements } from '../lib/hardware';
 import { Link, machinePath } from '../router';
 import { useViewer } from '../viewer';
-import { useChangeRefresh, useRefresh } from '../live/fleetLive';
+import { useHardwareProfiles } from '../hooks/hardware';
 import type { HardwareProfileRowFragment } from '../gql/graphql';
+import { SetHardwareProfileDialog } from '../actions/SetHardwareProfileDialog';
+import { RemoveHardwareProfileDialog } from '../actions/RemoveHardwareProfileDialog';
 
 export function HardwarePage() {
   const viewer = useViewer();
   const perm = manageReason(viewer);
-  const [res, reexecute] = useQuery({ query: HardwareProfilesQuery, requestPolicy: 'cache-and-network' });
-  const refresh = useRefresh(res.fetching, reexecute);
-  useChangeRefresh(refresh);
+  const { res, refresh } = useHardwareProfiles();
   const [dialog, setDialog] = useState<{ kind: 'set'; profile?: HardwareProfileRowFragment } | { kind: 'remove'; profile: HardwareProfileRowFragment } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const list = res.data?.hardwareProfiles;
@@ -103,7 +100,7 @@ export function HardwarePage() {
         </div>
       )}
       {dialog?.kind === 'set' ? (
-        <ProfileDialog
+        <SetHardwareProfileDialog
           profile={dialog.profile}
           onClose={() => setDialog(null)}
           onDone={(n) => {
@@ -113,7 +110,7 @@ export function HardwarePage() {
         />
       ) : null}
       {dialog?.kind === 'remove' ? (
-        <RemoveProfileDialog
+        <RemoveHardwareProfileDialog
           profile={dialog.profile}
           onClose={() => setDialog(null)}
           onDone={(n) => {
@@ -123,121 +120,5 @@ export function HardwarePage() {
         />
       ) : null}
     </section>
-  );
-}
-
-// ProfileDialog declares a profile, or replaces one (profile given: its name is kept).
-function ProfileDialog({ profile, onClose, onDone }: { profile?: HardwareProfileRowFragment; onClose(): void; onDone(notice: string): void }) {
-  const [, set] = useMutation(SetHardwareProfileMutation);
-  const [name, setName] = useState(profile?.name ?? '');
-  const [description, setDescription] = useState(profile?.description ?? '');
-  const [arch, setArch] = useState(profile?.architecture ?? 'x86_64');
-  const [mins, setMins] = useState<Record<string, string>>(() =>
-    Object.fromEntries(numberFields.map((f) => [f.key, profile ? String(profile[f.key]) : '0'])),
-  );
-  const bad = numberFields.find((f) => Number.isNaN(toNumber(mins[f.key])));
-  const assigned = profile?.machines ?? [];
-  return (
-    <ConfirmDialog
-      change="setHardwareProfile"
-      title={profile ? `Replace hardware profile ${profile.name}` : 'Declare a hardware profile'}
-      machine={name || 'the profile'}
-      confirmLabel={profile ? 'Replace profile' : 'Declare profile'}
-      wide
-      blocked={bad ? `${bad.label}: give a whole number (0 asks nothing).` : !profile && name.trim() === '' ? 'Type a name first.' : undefined}
-      consequence={
-        profile ? (
-          <p>
-            The profile <strong>{profile.name}</strong> is replaced as a whole by the values below.{' '}
-            {assigned.length
-              ? `The next admission check of ${assigned.join(', ')} compares with them; members already admitted are not checked again.`
-              : 'No machine is assigned it yet.'}
-          </p>
-        ) : (
-          <p>Apelora records what this class of machine must have. Nothing is checked until the profile is assigned to a machine.</p>
-        )
-      }
-      fieldNames={['profile', 'description', 'architecture', ...numberFields.map((f) => f.key)]}
-      fields={(errors) => (
-        <div className="form-grid">
-          {profile ? null : (
-            <Field label="Name" error={errors.get('profile')} hint="Lower-case letters, digits and hyphens, starting with a letter.">
-              {(a) => <input {...a} className="input" value={name} onChange={(e) => setName(e.target.value)} spellCheck={false} autoComplete="off" name="profile" />}
-            </Field>
-          )}
-          <Field label="Architecture" error={errors.get('architecture')} hint="As Incus reports it; MAAS's amd64 is x86_64.">
-            {(a) => (
-              <select {...a} className="input" value={arch} onChange={(e) => setArch(e.target.value)} name="architecture">
-                {architectures.map((x) => (
-                  <option key={x} value={x}>{x}</option>
-                ))}
-              </select>
-            )}
-          </Field>
-          {numberFields.map((f) => (
-            <Field key={f.key} label={f.label} error={errors.get(f.key) ?? (Number.isNaN(toNumber(mins[f.key])) ? 'Give a whole number.' : undefined)} hint={f.hint}>
-              {(a) => (
-                <input
-                  {...a}
-                  className="input"
-                  inputMode="numeric"
-                  value={mins[f.key]}
-                  onChange={(e) => setMins({ ...mins, [f.key]: e.target.value })}
-                  autoComplete="off"
-                  name={f.key}
-                />
-              )}
-            </Field>
-          ))}
-          <Field label="Description (optional)" error={errors.get('description')}>
-            {(a) => <textarea {...a} className="input" rows={2} value={description} maxLength={1024} onChange={(e) => setDescription(e.target.value)} name="description" />}
-          </Field>
-        </div>
-      )}
-      planKey={JSON.stringify([name, description, arch, mins])}
-      run={(dryRun, planHash) =>
-        set({
-          input: {
-            dryRun,
-            planHash,
-            profile: profile?.name ?? name.trim(),
-            description,
-            architecture: arch,
-            ...(Object.fromEntries(numberFields.map((f) => [f.key, toNumber(mins[f.key])])) as Record<(typeof numberFields)[number]['key'], number>),
-          },
-        })
-      }
-      onDone={(d) => {
-        onClose();
-        onDone(`Hardware profile ${d.setHardwareProfile.profile?.name ?? name.trim()} ${d.setHardwareProfile.previous ? 'replaced' : 'declared'}.`);
-      }}
-      onClose={onClose}
-    />
-  );
-}
-
-function RemoveProfileDialog({ profile, onClose, onDone }: { profile: HardwareProfileRowFragment; onClose(): void; onDone(notice: string): void }) {
-  const [, remove] = useMutation(RemoveHardwareProfileMutation);
-  return (
-    <ConfirmDialog
-      change="removeHardwareProfile"
-      title={`Remove hardware profile ${profile.name}`}
-      machine={profile.name}
-      danger
-      confirmLabel="Remove profile"
-      consequence={
-        <p>
-          Apelora forgets the profile <strong>{profile.name}</strong>. The server refuses while a machine is assigned it
-          {profile.machines.length ? ` (now ${profile.machines.join(', ')})` : ''}: clear or change theirs first.
-        </p>
-      }
-      planKey={JSON.stringify({ profile: profile.name })}
-      run={(dryRun, planHash) => remove({ input: { profile: profile.name, dryRun, planHash } })}
-      onDone={() => {
-        onClose();
-        onDone(`Hardware profile ${profile.name} removed.`);
-      }}
-      onClose={onClose}
-    />
   );
 }

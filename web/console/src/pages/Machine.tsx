@@ -1,14 +1,13 @@
 // Machine: its phase, warnings and the actions its phase allows, then tabs (as in MAAS's
 // machine page): the record and the member, the admission checks live and the drift, the
 // MAAS facts, the fence mapping, and its audit history.
-import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
-import { useQuery, useSubscription } from 'urql';
-import {
-  AdmissionChecksSubscription, AdmissionReportQuery, DriftChangesSubscription, FenceProgressSubscription, MachineDriftQuery, MachineQuery,
-  MemberOperationSubscription, MemberOperationsQuery,
-} from '../api/operations';
-import { useLiveRefresh, useRefresh } from '../live/fleetLive';
-import { admitReason, machineActions, type ActionId, type CheckLike } from '../lib/actions';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
+import { useMachine } from '../hooks/machines';
+import { useAdmission, type Admission } from '../hooks/members';
+import { useDrift } from '../hooks/drift';
+import { useMemberOperations } from '../hooks/maintenance';
+import { useAuditTrail } from '../hooks/audit';
+import { admitReason, machineActions, type ActionId } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
 import { codeTitle, phaseInfo, warningLabels } from '../lib/phases';
 import { useViewer } from '../viewer';
@@ -16,24 +15,15 @@ import { Link, useSearch } from '../router';
 import { Tabs } from '../components/Tabs';
 import { machineTabs, maasHardware, parseMachineTab, statusText, type MachineTab } from '../lib/display';
 import { ActionButton, Banner, Loading, MemberStatusBadge, PhaseBadge, Problems, ReasonButton, ResultBadge, Time } from '../components/ui';
-import { ChangeDialog } from './ChangeDialogs';
+import { MachineActionDialog } from '../actions/MachineActionDialog';
 import { ProfileCard } from './MachineProfile';
 import { MaasHardwareTables } from './MachineMaasHardware';
-import { AuditTable, useAuditTrail } from './Audit';
-import type { AdmissionVerdict } from '../gql/graphql';
+import { AuditTable } from './Audit';
 import { inConsoleWords } from '../lib/words';
 
 export function MachinePage({ name }: { name: string }) {
   const viewer = useViewer();
-  const [res, reexecute] = useQuery({ query: MachineQuery, variables: { name } });
-  const refresh = useRefresh(res.fetching, reexecute);
-  useLiveRefresh(refresh, name);
-  // Fence progress for this member arrives live: read the machine again on each event.
-  const [fence] = useSubscription({ query: FenceProgressSubscription, variables: { member: name, after: null } });
-  const fenceEvent = fence.data?.fenceProgress.id;
-  useEffect(() => {
-    if (fenceEvent) refresh();
-  }, [fenceEvent, refresh]);
+  const { res, refresh } = useMachine(name);
   const [dialog, setDialog] = useState<ActionId | null>(null);
   // The tab is in the URL (?tab=…), so a link or a reload opens the same one.
   const [params, setParams] = useSearch();
@@ -193,7 +183,7 @@ export function MachinePage({ name }: { name: string }) {
         ) : null}
         {tab === 'history' ? <MachineAudit name={m.name} /> : null}
       </Tabs>
-      {dialog ? <ChangeDialog action={dialog} row={m} onClose={() => setDialog(null)} /> : null}
+      {dialog ? <MachineActionDialog action={dialog} row={m} onClose={() => setDialog(null)} /> : null}
     </section>
   );
 }
@@ -224,57 +214,7 @@ function Fact({ k, children, url }: { k: string; children: ReactNode; url?: bool
   );
 }
 
-interface Run {
-  runId: string;
-  trigger: string;
-  at: string;
-  checks: CheckLike[];
-  verdict?: AdmissionVerdict | null;
-  live: boolean;
-}
-
-// newestFirst orders runs by when they ran: a report's own answer may arrive after a newer
-// run's pushed events.
-function newestFirst(runs: Run[]): Run[] {
-  return [...runs].sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
-}
-
-// useAdmission follows admissionChecks for the machine: each run's results as computed,
-// then its verdict. Running a report (here or anywhere) makes them arrive.
-function useAdmission(name: string, member: boolean) {
-  const [runs, setRuns] = useState<Run[]>([]);
-  const [sub] = useSubscription({ query: AdmissionChecksSubscription, variables: { name }, pause: !member });
-  const ev = sub.data?.admissionChecks;
-  useEffect(() => {
-    if (!ev) return;
-    setRuns((prev) => {
-      const i = prev.findIndex((r) => r.runId === ev.runId);
-      const base: Run = i >= 0 ? prev[i] : { runId: ev.runId, trigger: ev.trigger, at: ev.at, checks: [], live: true };
-      const checks = [...base.checks];
-      for (const c of ev.checks) if (!checks.some((x) => x.name === c.name)) checks.push(c);
-      const next: Run = { ...base, at: ev.at, checks, verdict: ev.verdict ?? base.verdict };
-      return newestFirst(i >= 0 ? prev.map((r, j) => (j === i ? next : r)) : [next, ...prev]);
-    });
-  }, [ev]);
-  const [report, runReport] = useQuery({ query: AdmissionReportQuery, variables: { name }, pause: true, requestPolicy: 'network-only' });
-  // A report's own answer completes its run, should a pushed event have been missed.
-  const answered = report.data?.admissionReport;
-  useEffect(() => {
-    if (!answered) return;
-    setRuns((prev) => {
-      const done: Run = { runId: answered.runId, trigger: answered.trigger, at: answered.at, checks: answered.checks, verdict: answered.verdict, live: prev.some((r) => r.runId === answered.runId && r.live) };
-      return newestFirst(prev.some((r) => r.runId === done.runId) ? prev.map((r) => (r.runId === done.runId ? done : r)) : [done, ...prev]);
-    });
-  }, [answered]);
-  const latest = runs[0] ?? null;
-  const run = useCallback(() => runReport({ requestPolicy: 'network-only' }), [runReport]);
-  return useMemo(
-    () => ({ latest, running: report.fetching, error: report.error, run, subscribed: !sub.error }),
-    [latest, report.fetching, report.error, run, sub.error],
-  );
-}
-
-function AdmissionPanel({ name, report, held }: { name: string; report: ReturnType<typeof useAdmission>; held: boolean }) {
+function AdmissionPanel({ name, report, held }: { name: string; report: Admission; held: boolean }) {
   const r = report.latest;
   return (
     <section className="card admission" aria-labelledby="admission-title">
@@ -327,16 +267,7 @@ function AdmissionPanel({ name, report, held }: { name: string; report: ReturnTy
 // watcher raises or clears one for this machine (driftChanges, from any replica), and so
 // does the page (its DRIFT warnings), through onChange.
 function DriftPanel({ name, onChange }: { name: string; onChange(): void }) {
-  const [res, reexecute] = useQuery({ query: MachineDriftQuery, variables: { name }, requestPolicy: 'network-only' });
-  const [change] = useSubscription({ query: DriftChangesSubscription, variables: { machine: name, after: null } });
-  const changeId = change.data?.driftChanges.id;
-  const changed = useRef(onChange);
-  changed.current = onChange;
-  useEffect(() => {
-    if (!changeId) return;
-    reexecute({ requestPolicy: 'network-only' });
-    changed.current();
-  }, [changeId, reexecute]);
+  const res = useDrift(name, onChange);
   const drift = res.data?.drift ?? [];
   const checked = res.data?.machine?.driftCheckedAt;
   const quiet = res.data?.machine?.driftQuiet;
@@ -379,28 +310,12 @@ function DriftPanel({ name, onChange }: { name: string; onChange(): void }) {
   );
 }
 
-type OperationEvent = { id: string; operationId: string; action: string; at: string; kind: string; message: string };
-
 // MaintenancePanel shows the member's evacuations and restores: the last ones, and the
 // progress of one that runs, pushed live (memberOperation, from any replica) as Incus
 // stops, moves or starts each instance. The page reads the machine again at each end
 // (its phase becomes EVACUATED, or leaves it).
 function MaintenancePanel({ name, onChange }: { name: string; onChange(): void }) {
-  const [ops, reexecute] = useQuery({ query: MemberOperationsQuery, variables: { name }, requestPolicy: 'network-only' });
-  const [sub] = useSubscription(
-    { query: MemberOperationSubscription, variables: { name, after: null } },
-    (prev: OperationEvent[] | undefined, d) => [...(prev ?? []), d.memberOperation].slice(-50),
-  );
-  const events = sub.data ?? [];
-  const last = events[events.length - 1];
-  const ended = last && last.kind !== 'STARTED' && last.kind !== 'PROGRESS' ? last.id : undefined;
-  const changed = useRef(onChange);
-  changed.current = onChange;
-  useEffect(() => {
-    if (!last) return;
-    reexecute({ requestPolicy: 'network-only' });
-    if (ended) changed.current();
-  }, [last?.id, ended, reexecute]);
+  const { ops, events, last } = useMemberOperations(name, onChange);
   const history = ops.data?.memberOperations ?? [];
   const live = last ? events.filter((e) => e.operationId === last.operationId) : [];
   return (

@@ -1,8 +1,7 @@
 // The machine page's MAAS hardware tables, as maas-ui shows them: storage, network
 // interfaces, and each script of the latest commissioning and hardware-test runs. Read only
 // while the tab shows: each list is a MAAS read for this one machine.
-import { useQuery } from 'urql';
-import { MachineMaasHardwareQuery } from '../api/operations';
+import { useMaasHardware } from '../hooks/maas';
 import { problemsOf } from '../lib/errors';
 import { bytesText, durationText, speedText } from '../lib/display';
 import { Loading, Problems, Time } from '../components/ui';
@@ -10,7 +9,7 @@ import { Loading, Problems, Time } from '../components/ui';
 const unknown = <span className="muted">unknown</span>;
 
 export function MaasHardwareTables({ name }: { name: string }) {
-  const [res] = useQuery({ query: MachineMaasHardwareQuery, variables: { name }, requestPolicy: 'cache-and-network' });
+  const res = useMaasHardware(name);
   if (res.error && !res.data) return <Problems problems={problemsOf(res.error)} machine={name} />;
   if (!res.data) return <Loading what={`${name}'s MAAS hardware`} />;
   const maas = res.data.machine?.maas;

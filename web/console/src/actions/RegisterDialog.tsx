@@ -1,7 +1,7 @@
 // Register: record a machine Apelora will manage, by hand or from what MAAS discovered.
 import { useState } from 'react';
 import { useMutation } from 'urql';
-import { RegisterMachineMutation } from '../api/operations';
+import { RegisterMachineMutation } from '../api/machines';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Field } from '../components/ui';
 import { machinePath, useRouter } from '../router';

@@ -8,29 +8,39 @@ import (
 	"text/tabwriter"
 
 	"github.com/apelora/fabric/client"
-	"github.com/apelora/fabric/internal/mutations"
 )
 
-// mutationOf is the mutation each command that changes something calls. Whether a
-// command takes -dry-run comes from that mutation's declaration (internal/mutations,
-// generated from schema/): every declared mutation is a change that can be planned.
-var mutationOf = map[string]string{
-	"register": "registerMachine", "unregister": "unregisterMachine",
-	"approve": "approveEnrolment", "revoke": "revokeJoinToken", "admit": "admitMember", "remove": "removeMember",
-	"evacuate": "evacuateMember", "restore": "restoreMember",
-	// rolling-reboot start|pause|resume|cancel: the command is its first word; status refuses -dry-run itself.
-	"rolling-reboot": "startRollingReboot", "rolling-reboot pause": "pauseRollingReboot",
-	"rolling-reboot resume": "resumeRollingReboot", "rolling-reboot cancel": "cancelRollingReboot",
-	"commission": "commissionMachine", "install": "installOperatingSystem",
-	"hardware-test": "runHardwareTests", "release": "releaseMachine",
-	"create-identity": "createIdentity", "revoke-identity": "revokeIdentity",
-	"placement-guard": "setPlacementGuard", // on|off; its read without an argument refuses -dry-run itself
+// Every change command (a command with a mutation: commands.go) takes -dry-run and
+// -plan-hash, and this is the one place that handles them: runCommand takes them out of
+// the arguments (takeDryRun, takePlanHash) and refuses them to a command that changes
+// nothing, and the command makes its call through change, which sets the input's dryRun
+// and planHash and prints the plan of a dry run.
+
+// change makes a change command's call. send sends its mutation with the input's dryRun
+// and planHash as -dry-run and -plan-hash give them, and returns the answer and its plan.
+// A dry run prints the plan, and a plan that would be refused returns its refusal, so the
+// exit status is the call's; the change itself prints what done prints.
+func change[R any](c *cli, send func(dryRun *bool, planHash *string) (R, planView, error), done func(R) error) error {
+	return changeShowing(c, send, nil, done)
 }
 
-// changing reports whether cmd calls a declared change: it takes -dry-run.
-func changing(cmd string) bool {
-	_, ok := mutations.Of(mutationOf[cmd])
-	return ok
+// changeShowing is change for a command whose dry run shows more than the plan (the
+// instances an evacuation moves): show prints it first, for a dry run and the change
+// alike, and says whether that was all (with -json it prints the whole answer).
+func changeShowing[R any](c *cli, send func(dryRun *bool, planHash *string) (R, planView, error), show func(R) (bool, error), done func(R) error) error {
+	r, plan, err := send(c.dry(), c.planHash)
+	if err != nil {
+		return err
+	}
+	if show != nil {
+		if all, err := show(r); err != nil || all {
+			return err
+		}
+	}
+	if c.dryRun {
+		return c.printPlan(plan)
+	}
+	return done(r)
 }
 
 // takeDryRun removes -dry-run (or --dry-run) from a command's arguments, wherever it is.
@@ -72,12 +82,9 @@ type planView interface {
 	GetWarnings() []client.PlanFieldsWarningsPlanFinding
 }
 
-// planOr prints a dry run's plan; err (invalid input, the API unreachable) comes first.
-// A plan that would be refused returns its refusals, so the exit status is the call's.
-func (c *cli) planOr(err error, p planView) error {
-	if err != nil {
-		return err
-	}
+// printPlan prints a dry run's plan. A plan that would be refused returns its refusals,
+// so the exit status is the call's.
+func (c *cli) printPlan(p planView) error {
 	if p == nil || reflect.ValueOf(p).IsNil() {
 		return fmt.Errorf("the server answered no plan for -dry-run: is it older than this apeloractl?")
 	}

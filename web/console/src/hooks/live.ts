@@ -1,12 +1,11 @@
-// Keeps pages live. The fleet arrives on the `fleetUpdates` stream (a snapshot, then each
-// change; see lib/fleetStream), so the fleet page never reloads. Other pages read again
-// when an audit event is recorded (any change made through Apelora) and on a short
+// Keeps pages live: what every resource's hook uses to read again. The fleet arrives on
+// its own stream (hooks/fleet.ts), so the fleet page never reloads; other reads are asked
+// again when an audit event is recorded (any change made through Apelora) and on a short
 // interval (what changes outside it: a server joining, a member going offline).
-import { createContext, useCallback, useContext, useEffect, useRef, useState, useSyncExternalStore } from 'react';
+import { createContext, useCallback, useContext, useEffect, useRef, useSyncExternalStore } from 'react';
 import { useSubscription, type OperationContext } from 'urql';
-import { AuditEventRecordedSubscription, FleetUpdatesSubscription } from '../api/operations';
+import { AuditEventRecordedSubscription } from '../api/audit';
 import type { SocketState } from '../api/client';
-import { applyUpdate, emptyFleet, type FleetState } from '../lib/fleetStream';
 
 export const refreshIntervalMs = 5000;
 // Several events in a burst (a change and its follow-ups) cost one read.
@@ -21,42 +20,6 @@ export function useConnected(): boolean {
   const s = useContext(SocketContext) ?? always;
   return useSyncExternalStore(s.subscribe, s.connected);
 }
-
-export interface FleetStream {
-  fleet: FleetState | undefined;
-  error: ReturnType<typeof useSubscription>[0]['error'];
-  // live: the stream is connected and nothing was missed; otherwise rows may be behind.
-  live: boolean;
-}
-
-// useFleetStream follows fleetUpdates. When a change does not follow the last revision,
-// it subscribes again with that revision and starts over from the fresh snapshot; after a
-// lost socket, graphql-ws subscribes again by itself and the server sends a snapshot too.
-// A stream that ends in an error is subscribed again after a few seconds; meanwhile the
-// last rows stay on screen, marked as not live.
-export function useFleetStream(): FleetStream {
-  const [after, setAfter] = useState<number | null>(null);
-  const [res, resubscribe] = useSubscription({ query: FleetUpdatesSubscription, variables: { after } }, (prev: FleetState | undefined, data) =>
-    applyUpdate(prev ?? emptyFleet, data.fleetUpdates),
-  );
-  const last = useRef<FleetState | undefined>(undefined);
-  if (res.data) last.current = res.data;
-  const fleet = res.data ?? last.current;
-  const missed = res.data?.missed ?? false;
-  useEffect(() => {
-    if (missed && res.data) setAfter(res.data.revision);
-  }, [missed, res.data]);
-  const failed = !!res.error;
-  useEffect(() => {
-    if (!failed) return;
-    const t = setTimeout(() => resubscribe({ requestPolicy: 'network-only' }), resubscribeMs);
-    return () => clearTimeout(t);
-  }, [failed, resubscribe]);
-  const connected = useConnected();
-  return { fleet, error: res.error, live: connected && !!res.data && !missed && !failed };
-}
-
-const resubscribeMs = 3000;
 
 // useRefresh is a page's way to read again: never while its last read is on its way.
 // Asking again would abandon that read (urql ends the request), so a read the server

@@ -9,9 +9,9 @@ import { useEffect, useRef, useState } from 'react';
 import { useMutation, type AnyVariables, type OperationContext, type OperationResult } from 'urql';
 import { Dialog } from '../components/Dialog';
 import { ReasonButton } from '../components/ui';
-import {
-  AdmitMemberMutation, CommissionMachineMutation, InstallOperatingSystemMutation, RegisterMachineMutation, ReleaseMachineMutation, RunHardwareTestsMutation,
-} from '../api/operations';
+import { CommissionMachineMutation, InstallOperatingSystemMutation, ReleaseMachineMutation, RunHardwareTestsMutation } from '../api/maas';
+import { RegisterMachineMutation } from '../api/machines';
+import { AdmitMemberMutation } from '../api/members';
 import { bounded, bulkSteps, confirmAbove, counts, inFlight, newRequestId, outcomeMeaning, outcomeOfCode, planLine, shownHashes, summarise, type BulkResult, type BulkStep, type BulkTarget } from '../lib/bulk';
 import { planOf } from '../lib/plan';
 import { codeLabel, reasonText } from '../lib/errors';

@@ -1,0 +1,14 @@
+// Plans: every change's answer carries the plan of its dry run (lib/plan.ts reads it).
+// GraphQL Code Generator (codegen.yml) types these documents from schema/*.graphqls into
+// src/gql/.
+import { graphql } from '../gql';
+
+export const PlanFieldsFragment = graphql(`
+  fragment PlanFields on Plan {
+    refused
+    planHash
+    steps { system call target changes { field before after } }
+    refusals { code message field }
+    warnings { code message }
+  }
+`);

@@ -1,0 +1,12 @@
+// The cluster's latest rolling reboot, read again on a short interval (apelora-worker's
+// progress is read by polling) and when a change is recorded.
+import { useQuery } from 'urql';
+import { RollingRebootQuery } from '../api/rolling';
+import { useLiveRefresh, useRefresh } from './live';
+
+export function useRollingReboot() {
+  const [res, reexecute] = useQuery({ query: RollingRebootQuery });
+  const refresh = useRefresh(res.fetching, reexecute);
+  useLiveRefresh(refresh);
+  return { res, refresh };
+}
