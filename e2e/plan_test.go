@@ -242,8 +242,9 @@ func (x *planned) samePlan(t *testing.T, mutation, inputType string, in map[stri
 		}
 		want := gotMAAS[i].form
 		if ud := want.Get("user_data"); ud != "" {
-			// The plan shows user data only as its size and hash (its join token differs).
-			if !strings.Contains(form.Get("user_data"), "bytes, sha256:") {
+			// The plan shows user data as what is approved: the script and the template by
+			// their hashes, never the rendered bytes (their join token differs).
+			if !strings.Contains(form.Get("user_data"), "user-data template sha256:") {
 				t.Fatalf("%s: user data in the plan: %.80q", mutation, form.Get("user_data"))
 			}
 			form.Del("user_data")

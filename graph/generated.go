@@ -5863,7 +5863,9 @@ type PlanStep {
   target: String!
   """
   What would change, before → after (a member's roles or config, a MAAS operation's
-  parameters). Cloud-init user data is shown only as its size and SHA-256.
+  parameters). Cloud-init user data is shown as what is approved, never its bytes: the
+  enrolment script and the user-data template by their SHA-256, the member name, the member
+  it contacts and the member config (the join token and its expiry are filled in at deploy).
   """
   changes: [PlanChange!]!
 }

@@ -59,6 +59,7 @@ type Finding struct {
 type Recorder struct {
 	mu       sync.Mutex
 	steps    []Step
+	calls    int // writes recorded, a step made twice counted twice
 	refusals []Finding
 	warnings []Finding
 	quorum   *quorum.Projection
@@ -93,11 +94,26 @@ func From(ctx context.Context) *Recorder {
 // Active reports whether ctx is a dry run.
 func Active(ctx context.Context) bool { return From(ctx) != nil }
 
-// Record adds a step.
+// Record adds a step. A plan lists each step once: a call that would be made again with
+// the same target and changes (the admission checks' NOTIFY of each result) is one step.
 func (r *Recorder) Record(s Step) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.calls++
+	for _, had := range r.steps {
+		if had.System == s.System && had.Call == s.Call && had.Target == s.Target && slices.Equal(had.Changes, s.Changes) {
+			return
+		}
+	}
 	r.steps = append(r.steps, s)
+}
+
+// Calls reports how many writes the plan recorded: a step made twice (listed once)
+// counts twice.
+func (r *Recorder) Calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
 }
 
 // Refuse adds the refusal err stands for (its code and public message).

@@ -172,6 +172,10 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 		if err != nil {
 			return err
 		}
+		shown, err := enrolment.ShownUserData(s.EnrolScript, approval)
+		if err != nil {
+			return err
+		}
 		allocated := false
 		if cur.Status == Ready {
 			if _, err := m.Allocate(ctx, cur.SystemID); err != nil {
@@ -179,7 +183,7 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 			}
 			allocated = true
 		}
-		out, err = m.Deploy(ctx, cur.SystemID, series, userData)
+		out, err = m.Deploy(ctx, cur.SystemID, series, UserData{Bytes: userData, Shown: shown})
 		clear(userData)
 		if err != nil {
 			if allocated {

@@ -47,7 +47,8 @@ func (f *fakeMAAS) Allocate(_ context.Context, id string) (MAASMachine, error) {
 	f.machines[id].Status = Allocated
 	return f.get(id)
 }
-func (f *fakeMAAS) Deploy(_ context.Context, id, series string, userData []byte) (MAASMachine, error) {
+func (f *fakeMAAS) Deploy(_ context.Context, id, series string, ud UserData) (MAASMachine, error) {
+	userData := ud.Bytes
 	f.calls = append(f.calls, "deploy "+id+" "+series)
 	if f.deployErr != nil {
 		return MAASMachine{}, f.deployErr
