@@ -8620,8 +8620,11 @@ var AllPlacementGuardState = []PlacementGuardState{
 type PlanFields struct {
 	// True when the call would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
-	// The plan's identity (sha256: of its steps, refusals, warnings and quorum projection).
-	// Send it back as the input's planHash to confirm this plan and no other.
+	// The plan's identity: sha256 of the call (the mutation and its whole input, normalised:
+	// defaults filled in, sets sorted, dryRun and planHash left out) and of the plan (its facts,
+	// steps, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
+	// so the same input planned again in the same world has the same hash. Send it back as the
+	// input's planHash to confirm this plan and this input, and no other.
 	PlanHash string `json:"planHash"`
 	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
 	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller

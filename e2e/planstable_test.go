@@ -105,6 +105,7 @@ func TestEveryPlanIsStableForTheSameInputAndWorld(t *testing.T) {
 			t.Fatalf("%s dry run: %s %s", name, code, msg)
 		}
 		first[name] = p
+		t.Logf("%s: refused %v %v, %d steps", name, p["refused"], p["refusals"], len(p["steps"].([]any)))
 	}
 	if p := first["installOperatingSystem"]; p["refused"] != false {
 		t.Fatalf("the install example is refused, so it proves nothing about its user data: %v", p["refusals"])

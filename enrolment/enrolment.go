@@ -208,6 +208,11 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 	if err != nil {
 		return nil, err
 	}
+	// What the new server joins with: the keys the cluster lists and the values copied
+	// from its members, beside the administrator's own.
+	if err := plan.Read(ctx, "member config of "+name, shownConfig(cfg)); err != nil {
+		return nil, err
+	}
 	tok, err := s.Incus.IssueJoinToken(ctx, name)
 	if err != nil {
 		return nil, err
@@ -228,6 +233,23 @@ func (s *Service) Withdraw(ctx context.Context, name string) {
 	if err := s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name); err != nil && s.Log != nil {
 		s.Log.ErrorContext(ctx, "a join token whose step was not completed could not be revoked: revoke it (revokeJoinToken) before it is used", "machine", name, "error", apperr.PublicMessage(err))
 	}
+}
+
+// shownConfig is the member config as a plan shows it: a secret's value (by the audit's
+// rule for setting names) is never shown.
+func shownConfig(cfg []ConfigValue) string {
+	if len(cfg) == 0 {
+		return "none"
+	}
+	shown := make([]string, len(cfg))
+	for i, v := range cfg {
+		val := v.Value
+		if audit.IsSecretName(v.Key) {
+			val = audit.Redacted
+		}
+		shown[i] = v.ID() + "=" + val
+	}
+	return strings.Join(shown, ", ")
 }
 
 func configDetail(cfg []ConfigValue) []string {
@@ -286,6 +308,9 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		if m == nil {
 			return apperr.New(apperr.NotFound, "%s is not an Incus member: nothing to remove", apperr.Quote(name))
 		}
+		if err := plan.Read(ctx, "Incus member "+name, "status "+string(m.Status)); err != nil {
+			return err
+		}
 		proj := quorum.Project(quorum.FromMembership(snap.Members), name)
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("memberStatus", m.Status)
@@ -309,6 +334,9 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		}
 		held, err := s.Incus.InstancesOn(ctx, name)
 		if err != nil {
+			return err
+		}
+		if err := plan.Read(ctx, "instances on "+name, orNone(held)); err != nil {
 			return err
 		}
 		switch {

@@ -8,8 +8,6 @@ import (
 	"net"
 	"strings"
 	"time"
-
-	"github.com/apelora/fabric/audit"
 )
 
 const (
@@ -91,18 +89,7 @@ func ShownUserData(script []byte, a *Approval) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cfg := "none"
-	if len(a.MemberConfig) > 0 {
-		shown := make([]string, len(a.MemberConfig))
-		for i, v := range a.MemberConfig {
-			val := v.Value
-			if audit.IsSecretName(v.Key) {
-				val = audit.Redacted
-			}
-			shown[i] = v.ID() + "=" + val
-		}
-		cfg = strings.Join(shown, ", ")
-	}
+	cfg := shownConfig(a.MemberConfig)
 	return fmt.Sprintf("enrol-member.sh %s, user-data template %s, member %s, contacting %s, member config: %s; the join token (and its expiry) is issued at deploy and never shown",
 		digest(script), TemplateSHA256(), a.Name, host, cfg), nil
 }

@@ -12,6 +12,7 @@ package maintenance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -301,6 +302,9 @@ func (s *Service) Evacuate(ctx context.Context, name, mode string) (*Plan, error
 			}
 		}
 		s.detail(ctx, p, m)
+		if err := s.facts(ctx, p); err != nil {
+			return err
+		}
 		if rec != nil {
 			rec.Project(proj)
 			for _, w := range proj.Warnings {
@@ -376,6 +380,9 @@ func (s *Service) Restore(ctx context.Context, name string) (*Plan, error) {
 		}
 		p.Instances = returning(all, name)
 		s.detail(ctx, p, m)
+		if err := s.facts(ctx, p); err != nil {
+			return err
+		}
 		if err := r.settle(); err != nil {
 			return err
 		}
@@ -460,6 +467,36 @@ func (s *Service) start(ctx context.Context, p *Plan) error {
 		s.Wake()
 	}
 	return nil
+}
+
+// facts are what the plan shows of the instances and where they go: what the
+// administrator approves (the payload lists them), covered by the plan's hash.
+func (s *Service) facts(ctx context.Context, p *Plan) error {
+	fates := make([]string, len(p.Instances))
+	for i, in := range p.Instances {
+		fates[i] = fmt.Sprintf("%s (%s, %s): %s", in.ID(), in.Type, in.Status, in.Fate)
+	}
+	if err := plan.Read(ctx, "instances of "+p.Action, orNone(fates)); err != nil {
+		return err
+	}
+	if p.Action != Evacuate {
+		return nil
+	}
+	// Which members can take them; how many instances each has now is shown, not
+	// approved (any launch elsewhere would change it).
+	targets := make([]string, len(p.Targets))
+	for i, t := range p.Targets {
+		targets[i] = t.Member
+	}
+	slices.Sort(targets)
+	return plan.Read(ctx, "evacuation targets", orNone(targets))
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }
 
 func (s *Service) detail(ctx context.Context, p *Plan, m *membership.Member) {

@@ -3,6 +3,8 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apelora/fabric/apperr"
@@ -88,6 +90,23 @@ func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, cur MA
 	return nil
 }
 
+// readMachine is the MAAS machine as a step's plan reads it: the state the step is
+// approved for (a machine that moved on since is another plan).
+func readMachine(ctx context.Context, cur MAASMachine) error {
+	return plan.Read(ctx, "MAAS machine "+cur.SystemID, fmt.Sprintf("%s, status %s", cur.Hostname, cur.StatusName))
+}
+
+// sortedSet is a set of names (the tests to run) in one order: the input is a set, so
+// the request and its plan do not depend on the order it was given in.
+func sortedSet(names []string) []string {
+	if names == nil {
+		return nil
+	}
+	out := slices.Clone(names)
+	slices.Sort(out)
+	return out
+}
+
 // Commission has MAAS commission a machine, with the tests asked for.
 func (s *Service) Commission(ctx context.Context, systemID string, o CommissionOptions) (*MAASMachine, error) {
 	m, err := s.maas()
@@ -110,12 +129,16 @@ func (s *Service) Commission(ctx context.Context, systemID string, o CommissionO
 		if err != nil {
 			return err
 		}
+		if err := readMachine(ctx, cur); err != nil {
+			return err
+		}
 		if err := s.refuseMember(ctx, rec, cur, "commissioning"); err != nil {
 			return err
 		}
 		if why := commissionRefusal(cur); why != "" {
 			return refused("%s", why)
 		}
+		o.Tests = sortedSet(o.Tests)
 		out, err = m.Commission(ctx, systemID, o)
 		return err
 	})
@@ -154,6 +177,9 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 		}
 		cur, err := m.Machine(ctx, rec.MAASSystemID)
 		if err != nil {
+			return err
+		}
+		if err := readMachine(ctx, cur); err != nil {
 			return err
 		}
 		if why := installRefusal(rec, cur); why != "" {
@@ -232,13 +258,16 @@ func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests
 		if err != nil {
 			return err
 		}
+		if err := readMachine(ctx, cur); err != nil {
+			return err
+		}
 		if !sameHostname(cur.Hostname, hostname) {
 			return invalid("hostname", "%s is not the hostname of MAAS machine %s: type its hostname again, exactly as MAAS shows it", apperr.Quote(hostname), systemID)
 		}
 		if why := testRefusal(cur); why != "" {
 			return refused("%s", why)
 		}
-		out, err = m.Test(ctx, systemID, tests)
+		out, err = m.Test(ctx, systemID, sortedSet(tests))
 		return err
 	})
 	if err != nil {
@@ -341,6 +370,9 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 	err = s.Store.Audited(ctx, lock, func(ctx context.Context) error {
 		cur, err := m.Machine(ctx, systemID)
 		if err != nil {
+			return err
+		}
+		if err := readMachine(ctx, cur); err != nil {
 			return err
 		}
 		if err := s.refuseMember(ctx, rec, cur, "releasing it"); err != nil {

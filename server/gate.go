@@ -43,6 +43,8 @@ type gate struct {
 	reads sharedReads
 	// steps bounds the machine steps running at once.
 	steps *stepSlots
+	// schema is the API's, for a call's input as a plan's hash covers it.
+	schema *ast.Schema
 }
 
 type authErrKey struct{}
@@ -163,7 +165,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	// recorder in its context that the changing ports and the change primitive obey.
 	var rec *plan.Recorder
 	if decl.DryRunIn(args) {
-		rec = &plan.Recorder{}
+		rec = plan.For(rfc.Field.Name, mutations.Input(g.schema, rfc.Field.Definition, args))
 		ctx = plan.With(ctx, rec)
 	}
 	if err := g.authorise(ctx); err != nil {
@@ -295,14 +297,17 @@ func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next gra
 	action := audit.ActionFrom(ctx)
 	decl, _ := mutations.Of(fc.Field.Name)
 	// fc.Args holds the resolver's typed input; the declaration reads the raw arguments.
-	want := decl.PlanHashIn(fc.Field.ArgumentMap(graphql.GetOperationContext(ctx).Variables))
+	args := fc.Field.ArgumentMap(graphql.GetOperationContext(ctx).Variables)
+	want := decl.PlanHashIn(args)
 	if want == "" {
 		if action != nil {
 			action.Detail("approvedPlan", "no plan shown")
 		}
 		return next(ctx)
 	}
-	rec := &plan.Recorder{}
+	// The hash covers the call itself: its whole input, normalised, as the dry run's did.
+	input := mutations.Input(g.schema, fc.Field.Definition, args)
+	rec := plan.For(fc.Field.Name, input)
 	if _, err := next(plan.With(ctx, rec)); err != nil {
 		// An upstream that did not answer the planning is not a changed plan: the call
 		// fails UNAVAILABLE (nothing changed) and is worth retrying with the same hash, as
@@ -314,15 +319,16 @@ func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next gra
 	}
 	now := rec.Plan()
 	if got := now.Hash(); got != want {
-		return nil, &apperr.Error{Code: apperr.PlanChanged, Field: "planHash",
-			Message: "the plan changed since it was shown (another change, or the cluster moved on): nothing was changed; look at the new plan and confirm it again",
-			Details: map[string]any{"planHash": got, "plan": now.Detail()}}
+		e := plan.Changed("")
+		e.Details = map[string]any{"planHash": got, "plan": now.Detail()}
+		return nil, e
 	}
 	if action != nil {
+		action.Detail("approvedInput", audit.Redact(input))
 		action.Detail("approvedPlan", now.Detail())
 		action.Detail("planHash", want)
 	}
-	return next(ctx)
+	return next(plan.WithApproved(ctx, now))
 }
 
 func (g *gate) authorise(ctx context.Context) error {

@@ -82,10 +82,12 @@ type Config struct {
 
 // Handler returns the server's HTTP handler.
 func Handler(cfg Config) http.Handler {
-	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer, steps: newStepSlots(cfg.StepConcurrency)}
+	schema := graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers})
+	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer, steps: newStepSlots(cfg.StepConcurrency),
+		schema: schema.Schema()}
 	limiter := newAuthLimiter(cfg.AuthFailureLimit, cfg.TrustedProxies)
 
-	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
+	gql := handler.New(schema)
 	var obs *observed
 	var subscribed func(context.Context, *graphql.OperationContext) func()
 	if cfg.Observer != nil {

@@ -833,9 +833,16 @@ type PlacementGuard struct {
 type Plan struct {
 	// True when the call would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
-	// The plan's identity (sha256: of its steps, refusals, warnings and quorum projection).
-	// Send it back as the input's planHash to confirm this plan and no other.
+	// The plan's identity: sha256 of the call (the mutation and its whole input, normalised:
+	// defaults filled in, sets sorted, dryRun and planHash left out) and of the plan (its facts,
+	// steps, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
+	// so the same input planned again in the same world has the same hash. Send it back as the
+	// input's planHash to confirm this plan and this input, and no other.
 	PlanHash string `json:"planHash"`
+	// What the plan read that the call depends on and no step shows (the hardware profile it
+	// replaces, the identity it revokes, the MAAS machine's status, the instances an evacuation
+	// moves): covered by planHash, so a confirmation is refused PLAN_CHANGED when one changed.
+	Facts []*PlanFact `json:"facts"`
 	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
 	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller
 	// refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
@@ -857,6 +864,12 @@ type PlanChange struct {
 	Before *string `json:"before,omitempty"`
 	// The value after; null when the step removes it.
 	After *string `json:"after,omitempty"`
+}
+
+// Something a plan read, in words.
+type PlanFact struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 type PlanFinding struct {

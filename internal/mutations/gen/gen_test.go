@@ -28,6 +28,8 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 // A small schema with one declared change, to which each case adds a flaw.
 const base = `
 directive @change(about: String, lock: ChangeLock!) on FIELD_DEFINITION
+directive @set on INPUT_FIELD_DEFINITION
+directive @planIgnores(reason: String!) on INPUT_FIELD_DEFINITION
 enum ChangeLock { MACHINE IDENTITIES NONE }
 type Query { x: Int }
 type Plan { refused: Boolean! }
@@ -72,5 +74,25 @@ func TestDeclarationsRefuseWhatCannotBeRead(t *testing.T) {
 				t.Fatalf("got %v, want an error about Mutation.other saying %q", err, c.want)
 			}
 		})
+	}
+}
+
+// What an input field says about a plan's hash is refused when it cannot mean anything.
+func TestHashDeclarationsRefuseWhatCannotBeRead(t *testing.T) {
+	for _, c := range []struct{ name, types, want string }{
+		{"a set that is no list", "input Flawed { a: String @set }", "Flawed.a (flawed:24): @set on a String"},
+		{"ignored without a reason", `input Flawed { a: String @planIgnores(reason: " ") }`, "Flawed.a (flawed:24): @planIgnores without its reason"},
+		{"dryRun ignored", `input Flawed { dryRun: Boolean @planIgnores(reason: "mode") }`, "@planIgnores on dryRun"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := declarations(&ast.Source{Name: "flawed", Input: strings.Replace(base, "%s", "", 1) + c.types})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+	ok := `input Fine { a: [String!] @set b: String @planIgnores(reason: "shown to the operator only") }`
+	if _, err := declarations(&ast.Source{Name: "fine", Input: strings.Replace(base, "%s", "", 1) + ok}); err != nil {
+		t.Fatalf("a set and an ignored field with its reason: %v", err)
 	}
 }

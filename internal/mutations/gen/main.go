@@ -149,11 +149,50 @@ func declarations(sources ...*ast.Source) ([]decl, error) {
 		}
 		out = append(out, d)
 	}
+	errs = append(errs, hashDeclarations(schema)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	slices.SortFunc(out, func(a, b decl) int { return strings.Compare(a.name, b.name) })
 	return out, nil
+}
+
+// hashDeclarations checks what input fields say about a plan's hash (internal/mutations
+// reads it at run time): @set only on a list, @planIgnores only with its reason and never
+// on dryRun or planHash (never covered anyway).
+func hashDeclarations(schema *ast.Schema) []error {
+	var errs []error
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range schema.Types {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for _, n := range names {
+		def := schema.Types[n]
+		if def.Kind != ast.InputObject || def.BuiltIn {
+			continue
+		}
+		for _, f := range def.Fields {
+			fail := func(format string, a ...any) {
+				errs = append(errs, fmt.Errorf("%s.%s (%s): %s", def.Name, f.Name, position(f.Position), fmt.Sprintf(format, a...)))
+			}
+			if f.Directives.ForName("set") != nil && f.Type.Elem == nil {
+				fail("@set on a %s: only a list is a set", f.Type.String())
+			}
+			if d := f.Directives.ForName("planIgnores"); d != nil {
+				r := d.Arguments.ForName("reason")
+				if r == nil || r.Value == nil || strings.TrimSpace(r.Value.Raw) == "" {
+					fail("@planIgnores without its reason: say why the field changes nothing the call does")
+				}
+				if f.Name == "dryRun" || f.Name == "planHash" {
+					fail("@planIgnores on %s, which no plan's hash covers anyway", f.Name)
+				}
+			}
+		}
+	}
+	return errs
 }
 
 // stringAt checks that path names a String argument (or input field) of f.
