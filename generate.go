@@ -2,9 +2,11 @@
 // "known" to "a checked, admitted Incus cluster member", served as one GraphQL API.
 //
 // `go generate ./...` regenerates graph/ (gqlgen), client/ (genqlient) and the mutations'
-// declarations (internal/mutations, web/console/src/api/changes.gen.ts) from schema/.
+// declarations (internal/mutations, web/console/src/api/changes.gen.ts) from schema/, and
+// apperr's refused-or-failed table from web/console/src/lib/bulk-outcomes.json.
 package fabric
 
 //go:generate go tool gqlgen generate --config gqlgen.yml
 //go:generate go tool genqlient genqlient.yaml
 //go:generate go run ./internal/mutations/gen
+//go:generate go run ./apperr/gen

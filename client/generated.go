@@ -2080,9 +2080,15 @@ type AuditOutcome string
 
 const (
 	AuditOutcomeSucceeded AuditOutcome = "SUCCEEDED"
-	// Tried and failed; nothing was changed.
+	// Tried and did not complete: Incus, MAAS or the database did not answer (UNAVAILABLE), or
+	// the server failed (INTERNAL). Worth retrying. Which codes are failures and which are
+	// refusals is one table for the audit, the console and apeloractl (the README's error
+	// codes).
 	AuditOutcomeFailed AuditOutcome = "FAILED"
-	// Not allowed (authentication or permission); nothing was tried.
+	// The server said no before changing anything: the caller's input (INVALID_INPUT, a
+	// request too large), its permission (UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED), a plan that
+	// changed since it was shown (PLAN_CHANGED), or the state of what it names (NOT_FOUND,
+	// ALREADY_EXISTS, BUSY, FAILED_PRECONDITION).
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
 	// A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
 	// details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to

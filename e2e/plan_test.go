@@ -304,7 +304,7 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 	x.samePlan(t, "revokeJoinToken", "RevokeJoinTokenInput", map[string]any{"name": "node-4"})
 	x.must(t, `mutation { approveEnrolment(input: {name: "node-4"}) { machine { name } } }`, nil)
 
-	// Invalid input stays an error (and a FAILED event, not a plan).
+	// Invalid input stays an error (and a REFUSED event, not a plan).
 	r := x.gql(`mutation { approveEnrolment(input: {name: "Bad Name", dryRun: true}) { plan { refused } } }`, nil)
 	if r.Code() != "INVALID_INPUT" {
 		t.Fatalf("invalid input in a dry run: %+v", r.Errors)

@@ -115,7 +115,7 @@ func (g *gate) responses(ctx context.Context, next graphql.ResponseHandler) *gra
 		var err error
 		if doc, err = parser.ParseQuery(&ast.Source{Input: oc.RawQuery}); err != nil {
 			// Unreadable: it may have been a mutation.
-			g.recordRequest(ctx, requestRecord{action: RejectedRequest, outcome: audit.Failed, message: resp.Errors[0].Message})
+			g.recordRequest(ctx, requestRecord{action: RejectedRequest, outcome: outcomeOfError(resp.Errors[0]), message: resp.Errors[0].Message})
 			return resp
 		}
 		if op = doc.Operations.ForName(oc.OperationName); op == nil || op.Operation != ast.Mutation {
@@ -123,9 +123,17 @@ func (g *gate) responses(ctx context.Context, next graphql.ResponseHandler) *gra
 		}
 	}
 	if op != nil && op.Operation == ast.Mutation {
-		g.recordOperation(ctx, doc, op, oc.Variables, audit.Failed, resp.Errors[0].Message)
+		g.recordOperation(ctx, doc, op, oc.Variables, outcomeOfError(resp.Errors[0]), resp.Errors[0].Message)
 	}
 	return resp
+}
+
+// outcomeOfError is how a GraphQL error is audited: refused or failed by its code, the one
+// rule (audit.OutcomeOfCode). The GraphQL layer's own errors (a request that does not
+// parse or validate, a limit) are INVALID_INPUT: refused.
+func outcomeOfError(e *gqlerror.Error) audit.Outcome {
+	c, _ := e.Extensions["code"].(string)
+	return audit.OutcomeOfCode(c)
 }
 
 func firstMutation(doc *ast.QueryDocument) *ast.OperationDefinition {
@@ -184,7 +192,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	if decl.Lock == mutations.LockMachine && ctx.Value(refusedByGateKey{}) == nil {
 		release, err := g.steps.take(ctx)
 		if err != nil {
-			g.record(ctx, action, audit.Failed, err)
+			g.record(ctx, action, audit.OutcomeOf(err), err)
 			graphql.AddError(ctx, gqlerror.WrapPath(ast.Path{ast.PathName(rfc.Field.Alias)}, err))
 			return graphql.Null
 		}
@@ -233,11 +241,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 		g.record(ctx, action, audit.Succeeded, nil)
 		return res
 	}
-	outcome := audit.Failed
-	if c, _ := failure.Extensions["code"].(string); c == string(apperr.Unauthenticated) || c == string(apperr.Forbidden) || c == string(apperr.PlanChanged) {
-		outcome = audit.Refused
-	}
-	g.recordMessage(ctx, action, outcome, failure.Message)
+	g.recordMessage(ctx, action, outcomeOfError(failure), failure.Message)
 	return res
 }
 

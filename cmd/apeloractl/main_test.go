@@ -84,7 +84,7 @@ func TestCommandsAgainstTheRealServer(t *testing.T) {
 		t.Fatalf("audit -machine node-1: %v\n%s", err, out)
 	}
 	out, err = do("audit")
-	if err != nil || !strings.Contains(out, "FAILED") || !strings.Contains(out, "Node_1") {
+	if err != nil || !strings.Contains(out, "REFUSED") || !strings.Contains(out, "Node_1") {
 		t.Fatalf("audit: %v\n%s", err, out)
 	}
 	for deadline := time.Now().Add(10 * time.Second); strings.Count(watched.String(), "node-1") < 2 && time.Now().Before(deadline); {

@@ -8,6 +8,7 @@ import type { ChangeName } from '../api/changes.gen';
 import type { Row } from './fleet';
 import type { Plan } from './plan';
 import { reasonText } from './errors';
+import outcomes from './bulk-outcomes.json';
 
 export type BulkStep = 'register' | 'commission' | 'test' | 'install' | 'admit' | 'release';
 
@@ -95,15 +96,10 @@ export function planLine(r: BulkResult): string {
 }
 
 // outcomeOfCode: refused is the server saying no before changing anything; failed is a step
-// tried and not completed, worth retrying (apeloractl's refusedCode is the same rule).
+// tried and not completed, worth retrying. The one rule is bulk-outcomes.json, which the
+// server's audit (apperr.Refusal) and apeloractl read too.
 export function outcomeOfCode(code: string | undefined): 'refused' | 'failed' {
-  switch (code) {
-    case 'UNAUTHENTICATED': case 'FORBIDDEN': case 'INVALID_INPUT': case 'NOT_FOUND':
-    case 'ALREADY_EXISTS': case 'BUSY': case 'FAILED_PRECONDITION': case 'PLAN_CHANGED':
-      return 'refused';
-    default:
-      return 'failed';
-  }
+  return code !== undefined && (outcomes as Record<string, string>)[code] === 'refused' ? 'refused' : 'failed';
 }
 
 // reasonOf is a refusal without the machine's own name and ids, so one reason is one group.
