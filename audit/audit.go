@@ -27,6 +27,10 @@ const (
 	// Planned: a dry run (dryRun: true). It changed nothing; every reader that derives
 	// state from the trail reads only SUCCEEDED events, so it ignores these.
 	Planned Outcome = "PLANNED"
+	// Started: a step's intent, committed before anything was sent to Incus or MAAS: what
+	// was approved (actor, input, plan and its hash). The event of its outcome follows and
+	// names it (details.intent).
+	Started Outcome = "STARTED"
 )
 
 // OutcomeOf is how a call that ended with err is recorded: REFUSED or FAILED by the one

@@ -1680,9 +1680,15 @@ func (v *AuditCheckpointResponse) GetAuditCheckpoint() *AuditCheckpointAuditChec
 // AuditEventFields includes the GraphQL fields of AuditEvent requested by the fragment AuditEventFields.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation call, allowed or refused, writes exactly one. A request
-// refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see the README's Limits.
+// One audited action. Every mutation call writes exactly one, except a step sent to Incus or
+// MAAS, which writes two: its intent (outcome STARTED), committed before anything is sent, with
+// what was approved (details.approvedInput, details.approvedPlan, details.planHash), and its
+// outcome (SUCCEEDED, FAILED or REFUSED), whose details.intent is the intent's id. When the
+// process carrying a step out stopped before its outcome (a crash, a database failover), the
+// outcome is recorded later by the server that finds it (details.recordedBy "reconciler",
+// details.found beginning "outcome found after a restart"). A request refused as a whole (no
+// valid token, or refused before it ran) writes one for the request. Each event is bounded:
+// see the README's Limits.
 type AuditEventFields struct {
 	Id string    `json:"id"`
 	At time.Time `json:"at"`
@@ -1743,9 +1749,15 @@ func (v *AuditEventFields) GetDetails() map[string]any { return v.Details }
 // AuditEventRecordedAuditEventRecordedAuditEvent includes the requested fields of the GraphQL type AuditEvent.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation call, allowed or refused, writes exactly one. A request
-// refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see the README's Limits.
+// One audited action. Every mutation call writes exactly one, except a step sent to Incus or
+// MAAS, which writes two: its intent (outcome STARTED), committed before anything is sent, with
+// what was approved (details.approvedInput, details.approvedPlan, details.planHash), and its
+// outcome (SUCCEEDED, FAILED or REFUSED), whose details.intent is the intent's id. When the
+// process carrying a step out stopped before its outcome (a crash, a database failover), the
+// outcome is recorded later by the server that finds it (details.recordedBy "reconciler",
+// details.found beginning "outcome found after a restart"). A request refused as a whole (no
+// valid token, or refused before it ran) writes one for the request. Each event is bounded:
+// see the README's Limits.
 type AuditEventRecordedAuditEventRecordedAuditEvent struct {
 	AuditEventFields `json:"-"`
 }
@@ -1918,9 +1930,15 @@ func (v *AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdge) GetNode(
 // AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdgeNodeAuditEvent includes the requested fields of the GraphQL type AuditEvent.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation call, allowed or refused, writes exactly one. A request
-// refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see the README's Limits.
+// One audited action. Every mutation call writes exactly one, except a step sent to Incus or
+// MAAS, which writes two: its intent (outcome STARTED), committed before anything is sent, with
+// what was approved (details.approvedInput, details.approvedPlan, details.planHash), and its
+// outcome (SUCCEEDED, FAILED or REFUSED), whose details.intent is the intent's id. When the
+// process carrying a step out stopped before its outcome (a crash, a database failover), the
+// outcome is recorded later by the server that finds it (details.recordedBy "reconciler",
+// details.found beginning "outcome found after a restart"). A request refused as a whole (no
+// valid token, or refused before it ran) writes one for the request. Each event is bounded:
+// see the README's Limits.
 type AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdgeNodeAuditEvent struct {
 	AuditEventFields `json:"-"`
 }
@@ -2090,6 +2108,10 @@ const (
 	// changed since it was shown (PLAN_CHANGED), or the state of what it names (NOT_FOUND,
 	// ALREADY_EXISTS, BUSY, FAILED_PRECONDITION).
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
+	// A step's intent: what was approved (actor, input, plan and its hash), recorded before
+	// anything was sent to Incus or MAAS. Its outcome is another event, naming this one in
+	// details.intent.
+	AuditOutcomeStarted AuditOutcome = "STARTED"
 	// A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
 	// details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
 	// make the change writes none; one refused for permission is REFUSED).
@@ -2100,6 +2122,7 @@ var AllAuditOutcome = []AuditOutcome{
 	AuditOutcomeSucceeded,
 	AuditOutcomeFailed,
 	AuditOutcomeRefused,
+	AuditOutcomeStarted,
 	AuditOutcomePlanned,
 }
 

@@ -598,7 +598,7 @@ func TestRegisterThenCommissionANewMachine(t *testing.T) {
 		n := edge.(map[string]any)["node"].(map[string]any)
 		history = append(history, fmt.Sprintf("%s %s %s", n["action"], n["actor"], n["outcome"]))
 	}
-	want := []string{"copyHardwareUuid apelora (MAAS) SUCCEEDED", "commissionMachine admin SUCCEEDED", "setFenceMapping admin REFUSED", "registerMachine admin SUCCEEDED"}
+	want := []string{"copyHardwareUuid apelora (MAAS) SUCCEEDED", "commissionMachine admin SUCCEEDED", "commissionMachine admin STARTED", "setFenceMapping admin REFUSED", "registerMachine admin SUCCEEDED"}
 	if strings.Join(history, "; ") != strings.Join(want, "; ") {
 		t.Fatalf("node-new's history (newest first):\n%s\nwant\n%s", strings.Join(history, "\n"), strings.Join(want, "\n"))
 	}

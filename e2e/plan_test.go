@@ -365,16 +365,10 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 	x.samePlan(t, "setFenceMapping", "SetFenceMappingInput", map[string]any{"member": "m2", "maasSystemId": "mmmm02", "hardwareUuid": uuidM2})
 	x.samePlan(t, "removeFenceMapping", "RemoveFenceMappingInput", map[string]any{"member": "m2"})
 
-	// A busy machine (another change holds its lock) is BUSY in the plan, not an error.
-	tx, err := x.e.DB.Store.Pool().Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(t.Context(), `SELECT pg_advisory_xact_lock($1, hashtext($2))`, 0x41504c, "node-5"); err != nil {
-		t.Fatal(err)
-	}
+	// A busy machine (another change holds its lease) is BUSY in the plan, not an error.
+	release := x.e.HoldMachine("node-5")
 	_, plan = x.dryRun(t, x.admin, "unregisterMachine", "UnregisterMachineInput", map[string]any{"name": "node-5"}, "")
-	_ = tx.Rollback(t.Context())
+	release()
 	if plan["refused"] != true || !strings.Contains(fmt.Sprint(plan["refusals"]), "BUSY") {
 		t.Fatalf("plan while the machine is busy: %v", plan)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/changes"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/plan"
@@ -162,13 +163,20 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 			return err
 		}
 		var err error
-		approval, err = s.Prepare(ctx, name, overrides)
-		return err
+		if approval, err = s.Prepare(ctx, name, overrides); err != nil {
+			return err
+		}
+		// A new join begins: whatever admission the name had was of a member that is gone
+		// (removed outside Apelora), and the new member is admitted afresh. Written after
+		// Incus issued the token (a change's database writes follow its upstream calls).
+		if err := s.Store.EndAdmission(ctx, name); err != nil {
+			// The database failed after Incus issued the token (nothing can be sent now:
+			// the change wrote first); nobody holds the token, but it is pending.
+			return apperr.Wrap(err, apperr.CodeOf(err), "%s; a join token for %s was issued and is pending: revoke it (revokeJoinToken) before approving again", apperr.PublicMessage(err), apperr.Quote(name))
+		}
+		return nil
 	})
 	if err != nil {
-		if approval != nil && !approval.Planned { // a dry run's was issued by nobody
-			s.Withdraw(ctx, name)
-		}
 		return nil, err
 	}
 	return approval, nil
@@ -176,8 +184,10 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 
 // Prepare checks that name can enrol (not a member, no pending token), computes its
 // member config and has Incus issue the join token, noting the expiry and member config
-// in the audit event. It takes no lock: call it inside an audited change of the machine.
-// If what follows fails, call Withdraw so no unrecorded token stays usable.
+// in the audit event. It takes no lock and writes nothing to the database: call it inside
+// an audited change of the machine, which ends the machine's open admission (EndAdmission)
+// after its upstream calls. If what follows fails, call Withdraw (inside the change) so no
+// token stays usable.
 func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigValue) (*Approval, error) {
 	if s.Incus == nil {
 		return nil, apperr.NotConfigured(apperr.Incus)
@@ -194,11 +204,6 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 	}
 	if p := snap.PendingFor(name); p != nil {
 		return nil, apperr.New(apperr.FailedPrecondition, "a join token for %s is already pending (it expires %s): use it, or revoke it with revokeJoinToken before approving again", apperr.Quote(name), p.ExpiresAt.UTC().Format(time.RFC3339))
-	}
-	// A new join begins: whatever admission the name had was of a member that is gone
-	// (removed outside Apelora), and the new member is admitted afresh.
-	if err := s.Store.EndAdmission(ctx, name); err != nil {
-		return nil, err
 	}
 	keys, err := s.Incus.MemberConfigKeys(ctx)
 	if err != nil {
@@ -354,10 +359,12 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 			}
 			return refusals[0]
 		}
-		if err := s.Store.EndAdmission(ctx, name); err != nil {
+		if err := s.Incus.RemoveMember(ctx, name, force); err != nil {
 			return err
 		}
-		return s.Incus.RemoveMember(ctx, name, force)
+		// The admission was of the member that is gone (written after Incus removed it: a
+		// change's database writes follow its upstream calls).
+		return s.Store.EndAdmission(ctx, name)
 	})
 }
 
@@ -387,4 +394,54 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// JudgeStep says what became of an approveEnrolment, revokeJoinToken or removeMember whose
+// outcome its process did not record (package changes), from Incus's members and pending
+// join tokens, and records the database facts of that outcome (the admission a join or a
+// removal ends).
+func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdict, error) {
+	if s.Incus == nil {
+		return changes.Verdict{}, apperr.NotConfigured(apperr.Incus)
+	}
+	name := st.Machine
+	snap, err := s.Incus.Snapshot(ctx)
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	pending := snap.PendingFor(name)
+	if pending == nil && snap.PendingProblem != "" && st.Action != "removeMember" {
+		return changes.Verdict{}, apperr.New(apperr.Unavailable, "cannot list the pending join tokens: %s", snap.PendingProblem)
+	}
+	switch st.Action {
+	case "approveEnrolment":
+		switch {
+		case pending != nil:
+			if err := s.Store.EndAdmission(ctx, name); err != nil {
+				return changes.Verdict{}, err
+			}
+			return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("Incus holds a join token for %s (it expires %s); the answer that carried it was lost with the process, so nobody has it: revoke it (revokeJoinToken) and approve again",
+				name, pending.ExpiresAt.UTC().Format(time.RFC3339))}, nil
+		case snap.Member(name) != nil:
+			if err := s.Store.EndAdmission(ctx, name); err != nil {
+				return changes.Verdict{}, err
+			}
+			return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("%s is an Incus member: its join token was issued and used", name)}, nil
+		}
+		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("Incus holds no join token for %s and it is no member: no token was issued", name)}, nil
+	case "revokeJoinToken":
+		if pending != nil {
+			return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("the join token for %s is still pending: it was not revoked", name)}, nil
+		}
+		return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("Incus holds no join token for %s: it was revoked", name)}, nil
+	case "removeMember":
+		if m := snap.Member(name); m != nil {
+			return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("%s is still an Incus member (%s): it was not removed", name, m.Status)}, nil
+		}
+		if err := s.Store.EndAdmission(ctx, name); err != nil {
+			return changes.Verdict{}, err
+		}
+		return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("%s is no Incus member any more: it was removed", name)}, nil
+	}
+	return changes.Verdict{}, apperr.New(apperr.Internal, "enrolment judges no %s step", st.Action)
 }

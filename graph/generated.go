@@ -3874,9 +3874,15 @@ extend type Subscription {
 }
 
 """
-One audited action: every mutation call, allowed or refused, writes exactly one. A request
-refused as a whole (no valid token, or refused before it ran) writes one for the request.
-Each event is bounded: see the README's Limits.
+One audited action. Every mutation call writes exactly one, except a step sent to Incus or
+MAAS, which writes two: its intent (outcome STARTED), committed before anything is sent, with
+what was approved (details.approvedInput, details.approvedPlan, details.planHash), and its
+outcome (SUCCEEDED, FAILED or REFUSED), whose details.intent is the intent's id. When the
+process carrying a step out stopped before its outcome (a crash, a database failover), the
+outcome is recorded later by the server that finds it (details.recordedBy "reconciler",
+details.found beginning "outcome found after a restart"). A request refused as a whole (no
+valid token, or refused before it ran) writes one for the request. Each event is bounded:
+see the README's Limits.
 """
 type AuditEvent {
   id: ID!
@@ -3925,6 +3931,12 @@ enum AuditOutcome {
   ALREADY_EXISTS, BUSY, FAILED_PRECONDITION).
   """
   REFUSED
+  """
+  A step's intent: what was approved (actor, input, plan and its hash), recorded before
+  anything was sent to Incus or MAAS. Its outcome is another event, naming this one in
+  details.intent.
+  """
+  STARTED
   """
   A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
   details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
@@ -4016,14 +4028,23 @@ directive @change(
   lock: ChangeLock!
 ) on FIELD_DEFINITION
 
-"The lock a change holds while it runs, so two changes to one thing never interleave."
+"""
+The lock a change holds while it runs, so two changes to one thing never interleave: a
+lease (a row of change_leases with an epoch), taken before a confirmation is checked
+against its plan and held until the outcome is written, so nothing of Apelora's changes
+between the check and the act, and no transaction stays open across an Incus or MAAS call.
+"""
 enum ChangeLock {
-  "The machine's advisory lock (a second change to it at the same time is BUSY)."
+  "The machine's lease (a second change to it at the same time is BUSY)."
   MACHINE
-  "The identities' rows (a revocation cannot leave no active manager)."
+  "The identities' lease (a revocation cannot leave no active manager)."
   IDENTITIES
-  "No lock: the database's constraints keep concurrent changes apart (hardware profiles)."
-  NONE
+  "The hardware profiles' lease (declaring and removing profiles)."
+  HARDWARE_PROFILES
+  "The placement guard's lease (Incus's placement scriptlet)."
+  PLACEMENT_GUARD
+  "The rolling reboots' lease (start, pause, resume, cancel)."
+  ROLLING_REBOOTS
 }
 
 """
@@ -4478,13 +4499,13 @@ extend type Mutation {
   inventoried at commissioning and what Incus sees on the member; a shortfall fails the
   check with both values. A minimum of 0 asks nothing of that aspect.
   """
-  setHardwareProfile(input: SetHardwareProfileInput!): SetHardwareProfilePayload! @change(lock: NONE)
+  setHardwareProfile(input: SetHardwareProfileInput!): SetHardwareProfilePayload! @change(lock: HARDWARE_PROFILES)
 
   """
   Remove a hardware profile. Refused while it is assigned to a machine: assign those
   machines another profile, or clear theirs, first.
   """
-  removeHardwareProfile(input: RemoveHardwareProfileInput!): RemoveHardwareProfilePayload! @change(lock: NONE)
+  removeHardwareProfile(input: RemoveHardwareProfileInput!): RemoveHardwareProfilePayload! @change(lock: HARDWARE_PROFILES)
 
   """
   Assign a hardware profile to a registered machine (replacing the one it had): its
@@ -5786,7 +5807,7 @@ type AdmissionCheckEvent {
   it did not write: both directions are refused (FAILED_PRECONDITION) while Incus holds a
   foreign one. Off removes the guard, restoring what was there before it (no scriptlet).
   """
-  setPlacementGuard(input: SetPlacementGuardInput!): SetPlacementGuardPayload! @change(lock: NONE)
+  setPlacementGuard(input: SetPlacementGuardInput!): SetPlacementGuardPayload! @change(lock: PLACEMENT_GUARD)
 }
 
 extend type ClusterView {
@@ -5964,19 +5985,19 @@ type PlanFinding {
   for a member without a fence mapping, and (before the start and before each member)
   while any other member is offline or evacuated or when the quorum projection fails.
   """
-  startRollingReboot(input: StartRollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+  startRollingReboot(input: StartRollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 
   "Pause a running rolling reboot: the step in progress finishes, no further one starts."
-  pauseRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+  pauseRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 
   "Resume a paused rolling reboot from its step."
-  resumeRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+  resumeRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 
   """
   Cancel a running or paused rolling reboot: no further step is taken; the member in
   progress is left as it is (restore it with restoreMember).
   """
-  cancelRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+  cancelRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 }
 
 extend type Query {

@@ -20,6 +20,7 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/changes"
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
@@ -215,6 +216,10 @@ type Store interface {
 	RunningOperation(ctx context.Context, machine string) (*Operation, error)
 	// StartOperation records op and its STARTED event in the change in progress.
 	StartOperation(ctx context.Context, op Operation) (int64, error)
+	// RecordFinished records op, which Incus carried out but whose start was never
+	// recorded (the process that asked stopped), as finished with outcome, with its events,
+	// in the change in progress.
+	RecordFinished(ctx context.Context, op Operation, outcome Kind, message string) (int64, error)
 	// Operations lists the machine's operations, newest first.
 	Operations(ctx context.Context, machine string, limit int) ([]Operation, error)
 	// EventsAfter lists events (of machine, or all for "") after the id, in id order.
@@ -635,4 +640,37 @@ func ParseEventID(field, v string) (int64, error) {
 		return 0, apperr.Invalid(field, "%s is not a member operation event id (a whole number, as MemberOperationEvent.id gives it)", apperr.Quote(v))
 	}
 	return id, nil
+}
+
+// JudgeStep says what became of an evacuateMember or restoreMember whose outcome its
+// process did not record (package changes), from the member's status in Incus (Incus lists
+// a member Evacuated from the start of its evacuation, and Online again once restored),
+// and records the operation Incus carried out, finished.
+func (s *Service) JudgeStep(ctx context.Context, st changes.Step, action string) (changes.Verdict, error) {
+	if s.Incus == nil {
+		return changes.Verdict{}, apperr.NotConfigured(apperr.Incus)
+	}
+	name := st.Machine
+	_, m, err := s.member(ctx, name)
+	if apperr.Is(err, apperr.NotFound) {
+		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("%s is no member of this Incus cluster", name)}, nil
+	}
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	done := m.Evacuated()
+	if action == Restore {
+		done = !m.Evacuated() && m.Status != membership.StatusOffline
+	}
+	if !done {
+		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("Incus lists %s %s: the %s did not happen", name, m.Status, action)}, nil
+	}
+	mode, _ := st.Input()["mode"].(string)
+	op := Operation{Machine: name, Action: action, Mode: strings.ToLower(strings.ReplaceAll(mode, "_", "-")),
+		IncusOperation: "not recorded", StartedBy: st.Actor, RequestID: st.RequestID}
+	msg := fmt.Sprintf("%s of %s found done after a restart: Incus lists it %s", action, name, m.Status)
+	if _, err := s.Store.RecordFinished(ctx, op, KindSucceeded, msg); err != nil {
+		return changes.Verdict{}, err
+	}
+	return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("Incus lists %s %s: the %s happened", name, m.Status, action)}, nil
 }

@@ -75,6 +75,8 @@ type fakeStore struct{ records map[string]*machines.Record }
 func (s *fakeStore) Audited(ctx context.Context, _ string, fn func(context.Context) error) error {
 	return fn(ctx)
 }
+func (s *fakeStore) EndAdmission(context.Context, string) error { return nil }
+
 func (s *fakeStore) Record(_ context.Context, name string) (*machines.Record, error) {
 	return s.records[name], nil
 }

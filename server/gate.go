@@ -293,15 +293,23 @@ func (g *gate) fields(ctx context.Context, next graphql.Resolver) (any, error) {
 	return resolvers.WithPlan(res, rec.Plan())
 }
 
-// confirmed runs a real call. One confirmed with a planHash (the plan the administrator
-// was shown) first plans again, with the same code as a dry run; when that plan's hash
-// differs, the call is refused with PLAN_CHANGED and the new plan, and nothing of it runs
-// for real. The audit event keeps the plan approved and its hash, or says none was shown.
+// confirmed runs a real call. Its audit events record the input approved (normalised, as
+// a plan's hash covers it). One confirmed with a planHash (the plan the administrator was
+// shown) is checked inside its change, under the change's lease and before it acts
+// (plan.Confirmation, postgres.Store.change): the call is planned again with the same code
+// as a dry run, and when that plan's hash differs it is refused with PLAN_CHANGED and the
+// new plan, and nothing of it runs for real. The audit events keep the plan approved and
+// its hash, or say none was shown.
 func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next graphql.Resolver) (any, error) {
 	action := audit.ActionFrom(ctx)
 	decl, _ := mutations.Of(fc.Field.Name)
 	// fc.Args holds the resolver's typed input; the declaration reads the raw arguments.
 	args := fc.Field.ArgumentMap(graphql.GetOperationContext(ctx).Variables)
+	// The hash covers the call itself: its whole input, normalised, as the dry run's did.
+	input := mutations.Input(g.schema, fc.Field.Definition, args)
+	if action != nil {
+		action.Detail("approvedInput", audit.Redact(input))
+	}
 	want := decl.PlanHashIn(args)
 	if want == "" {
 		if action != nil {
@@ -309,30 +317,36 @@ func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next gra
 		}
 		return next(ctx)
 	}
-	// The hash covers the call itself: its whole input, normalised, as the dry run's did.
-	input := mutations.Input(g.schema, fc.Field.Definition, args)
-	rec := plan.For(fc.Field.Name, input)
-	if _, err := next(plan.With(ctx, rec)); err != nil {
-		// An upstream that did not answer the planning is not a changed plan: the call
-		// fails UNAVAILABLE (nothing changed) and is worth retrying with the same hash, as
-		// a bulk step's failed machines are.
-		if c := apperr.CodeOf(err); c == apperr.InvalidInput || c == apperr.Internal || c == apperr.Unavailable {
-			return nil, err
+	conf := plan.NewConfirmation(func(ctx context.Context) (*plan.Plan, error) {
+		rec := plan.For(fc.Field.Name, input)
+		if _, err := next(plan.With(ctx, rec)); err != nil {
+			// An upstream that did not answer the planning is not a changed plan: the call
+			// fails UNAVAILABLE (nothing changed) and is worth retrying with the same hash,
+			// as a bulk step's failed machines are.
+			if c := apperr.CodeOf(err); c == apperr.InvalidInput || c == apperr.Internal || c == apperr.Unavailable {
+				return nil, err
+			}
+			rec.Refuse(err)
 		}
-		rec.Refuse(err)
+		now := rec.Plan()
+		if got := now.Hash(); got != want {
+			e := plan.Changed("")
+			e.Details = map[string]any{"planHash": got, "plan": now.Detail()}
+			return nil, e
+		}
+		if action != nil {
+			action.Detail("approvedPlan", now.Detail())
+			action.Detail("planHash", want)
+		}
+		return &now, nil
+	})
+	res, err := next(plan.WithConfirmation(ctx, conf))
+	if err == nil && !conf.Checked() {
+		// Every change checks its confirmation under its lease; a mutation that made none
+		// is a programming error: say so loudly.
+		g.log.ErrorContext(ctx, "a mutation confirmed with a plan hash succeeded without checking it in its change", "action", fc.Field.Name)
 	}
-	now := rec.Plan()
-	if got := now.Hash(); got != want {
-		e := plan.Changed("")
-		e.Details = map[string]any{"planHash": got, "plan": now.Detail()}
-		return nil, e
-	}
-	if action != nil {
-		action.Detail("approvedInput", audit.Redact(input))
-		action.Detail("approvedPlan", now.Detail())
-		action.Detail("planHash", want)
-	}
-	return next(plan.WithApproved(ctx, now))
+	return res, err
 }
 
 func (g *gate) authorise(ctx context.Context) error {

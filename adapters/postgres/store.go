@@ -34,6 +34,8 @@ type Store struct {
 	writes *plan.Writes
 	// auditEdge is the audit tree's right edge as this process last appended to it.
 	auditEdge auditEdge
+	// changeLease is the length of the leases changes hold (0: DefaultChangeLease).
+	changeLease time.Duration
 }
 
 // Writes is the seam the store's changes go through: the writes of a change (Audited and

@@ -134,9 +134,15 @@ type AuditCheckpoint struct {
 	VerifierKey string `json:"verifierKey"`
 }
 
-// One audited action: every mutation call, allowed or refused, writes exactly one. A request
-// refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see the README's Limits.
+// One audited action. Every mutation call writes exactly one, except a step sent to Incus or
+// MAAS, which writes two: its intent (outcome STARTED), committed before anything is sent, with
+// what was approved (details.approvedInput, details.approvedPlan, details.planHash), and its
+// outcome (SUCCEEDED, FAILED or REFUSED), whose details.intent is the intent's id. When the
+// process carrying a step out stopped before its outcome (a crash, a database failover), the
+// outcome is recorded later by the server that finds it (details.recordedBy "reconciler",
+// details.found beginning "outcome found after a restart"). A request refused as a whole (no
+// valid token, or refused before it ran) writes one for the request. Each event is bounded:
+// see the README's Limits.
 type AuditEvent struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
@@ -1452,6 +1458,10 @@ const (
 	// changed since it was shown (PLAN_CHANGED), or the state of what it names (NOT_FOUND,
 	// ALREADY_EXISTS, BUSY, FAILED_PRECONDITION).
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
+	// A step's intent: what was approved (actor, input, plan and its hash), recorded before
+	// anything was sent to Incus or MAAS. Its outcome is another event, naming this one in
+	// details.intent.
+	AuditOutcomeStarted AuditOutcome = "STARTED"
 	// A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
 	// details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
 	// make the change writes none; one refused for permission is REFUSED).
@@ -1462,12 +1472,13 @@ var AllAuditOutcome = []AuditOutcome{
 	AuditOutcomeSucceeded,
 	AuditOutcomeFailed,
 	AuditOutcomeRefused,
+	AuditOutcomeStarted,
 	AuditOutcomePlanned,
 }
 
 func (e AuditOutcome) IsValid() bool {
 	switch e {
-	case AuditOutcomeSucceeded, AuditOutcomeFailed, AuditOutcomeRefused, AuditOutcomePlanned:
+	case AuditOutcomeSucceeded, AuditOutcomeFailed, AuditOutcomeRefused, AuditOutcomeStarted, AuditOutcomePlanned:
 		return true
 	}
 	return false
@@ -1508,27 +1519,36 @@ func (e AuditOutcome) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// The lock a change holds while it runs, so two changes to one thing never interleave.
+// The lock a change holds while it runs, so two changes to one thing never interleave: a
+// lease (a row of change_leases with an epoch), taken before a confirmation is checked
+// against its plan and held until the outcome is written, so nothing of Apelora's changes
+// between the check and the act, and no transaction stays open across an Incus or MAAS call.
 type ChangeLock string
 
 const (
-	// The machine's advisory lock (a second change to it at the same time is BUSY).
+	// The machine's lease (a second change to it at the same time is BUSY).
 	ChangeLockMachine ChangeLock = "MACHINE"
-	// The identities' rows (a revocation cannot leave no active manager).
+	// The identities' lease (a revocation cannot leave no active manager).
 	ChangeLockIdentities ChangeLock = "IDENTITIES"
-	// No lock: the database's constraints keep concurrent changes apart (hardware profiles).
-	ChangeLockNone ChangeLock = "NONE"
+	// The hardware profiles' lease (declaring and removing profiles).
+	ChangeLockHardwareProfiles ChangeLock = "HARDWARE_PROFILES"
+	// The placement guard's lease (Incus's placement scriptlet).
+	ChangeLockPlacementGuard ChangeLock = "PLACEMENT_GUARD"
+	// The rolling reboots' lease (start, pause, resume, cancel).
+	ChangeLockRollingReboots ChangeLock = "ROLLING_REBOOTS"
 )
 
 var AllChangeLock = []ChangeLock{
 	ChangeLockMachine,
 	ChangeLockIdentities,
-	ChangeLockNone,
+	ChangeLockHardwareProfiles,
+	ChangeLockPlacementGuard,
+	ChangeLockRollingReboots,
 }
 
 func (e ChangeLock) IsValid() bool {
 	switch e {
-	case ChangeLockMachine, ChangeLockIdentities, ChangeLockNone:
+	case ChangeLockMachine, ChangeLockIdentities, ChangeLockHardwareProfiles, ChangeLockPlacementGuard, ChangeLockRollingReboots:
 		return true
 	}
 	return false

@@ -300,3 +300,20 @@ func (e *Env) Snapshot() string {
 
 // Discard is a logger that writes nowhere.
 var Discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// HoldMachine makes the machine busy as another replica's change would: it holds the
+// machine's lease (change_leases) until the returned release is called.
+func (e *Env) HoldMachine(name string) (release func()) {
+	e.t.Helper()
+	key := "machine " + name
+	if _, err := e.DB.Store.Pool().Exec(context.Background(), `INSERT INTO change_leases AS l (lock_key, epoch, holder, action, request_id, taken_at, expires_at)
+		VALUES ($1, 1, 'another replica', 'a test', 'test', clock_timestamp(), clock_timestamp() + interval '10 minutes')
+		ON CONFLICT (lock_key) DO UPDATE SET epoch = l.epoch + 1, holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at`, key); err != nil {
+		e.t.Fatal(err)
+	}
+	return func() {
+		if _, err := e.DB.Store.Pool().Exec(context.Background(), `UPDATE change_leases SET expires_at = clock_timestamp() WHERE lock_key = $1`, key); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}

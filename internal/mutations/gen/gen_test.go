@@ -30,7 +30,7 @@ const base = `
 directive @change(about: String, lock: ChangeLock!) on FIELD_DEFINITION
 directive @set on INPUT_FIELD_DEFINITION
 directive @planIgnores(reason: String!) on INPUT_FIELD_DEFINITION
-enum ChangeLock { MACHINE IDENTITIES NONE }
+enum ChangeLock { MACHINE IDENTITIES HARDWARE_PROFILES }
 type Query { x: Int }
 type Plan { refused: Boolean! }
 type Mutation {
@@ -61,12 +61,12 @@ func TestDeclarationsRefuseWhatCannotBeRead(t *testing.T) {
 		{"no such argument", `other(input: DoItInput!): DoItPayload! @change(about: "name", lock: MACHINE)`, "", `has no argument "name"`},
 		{"no such field", `other(input: DoItInput!): DoItPayload! @change(about: "input.member", lock: MACHINE)`, "", `DoItInput has no field "member"`},
 		{"not a string", `other(input: DoItInput!): DoItPayload! @change(about: "input.count", lock: MACHINE)`, "", "the machine is named by a String"},
-		{"no dryRun", `other(input: NoDry!): DoItPayload! @change(lock: NONE)`, "input NoDry { a: Int }", "lacks `dryRun: Boolean = false`"},
-		{"no plan", `other(input: DoItInput!): NoPlan! @change(lock: NONE)`, "type NoPlan { a: Int }", "lacks `plan: Plan`"},
-		{"another dryRun text", `other(input: Other!): DoItPayload! @change(lock: NONE)`, "input Other { \"Dry.\"\n dryRun: Boolean = false\n \"The plan shown.\"\n planHash: String }", "Other.dryRun's description differs"},
-		{"no planHash", `other(input: NoHash!): DoItPayload! @change(lock: NONE)`, "input NoHash { \"Plan only.\"\n dryRun: Boolean = false }", "lacks `planHash: String`"},
-		{"another planHash text", `other(input: OtherHash!): DoItPayload! @change(lock: NONE)`, "input OtherHash { \"Plan only.\"\n dryRun: Boolean = false\n \"Hash.\"\n planHash: String }", "OtherHash.planHash's description differs"},
-		{"no input", `other(name: String!): DoItPayload! @change(lock: NONE)`, "", "no input object argument"},
+		{"no dryRun", `other(input: NoDry!): DoItPayload! @change(lock: HARDWARE_PROFILES)`, "input NoDry { a: Int }", "lacks `dryRun: Boolean = false`"},
+		{"no plan", `other(input: DoItInput!): NoPlan! @change(lock: HARDWARE_PROFILES)`, "type NoPlan { a: Int }", "lacks `plan: Plan`"},
+		{"another dryRun text", `other(input: Other!): DoItPayload! @change(lock: HARDWARE_PROFILES)`, "input Other { \"Dry.\"\n dryRun: Boolean = false\n \"The plan shown.\"\n planHash: String }", "Other.dryRun's description differs"},
+		{"no planHash", `other(input: NoHash!): DoItPayload! @change(lock: HARDWARE_PROFILES)`, "input NoHash { \"Plan only.\"\n dryRun: Boolean = false }", "lacks `planHash: String`"},
+		{"another planHash text", `other(input: OtherHash!): DoItPayload! @change(lock: HARDWARE_PROFILES)`, "input OtherHash { \"Plan only.\"\n dryRun: Boolean = false\n \"Hash.\"\n planHash: String }", "OtherHash.planHash's description differs"},
+		{"no input", `other(name: String!): DoItPayload! @change(lock: HARDWARE_PROFILES)`, "", "no input object argument"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := declarations(&ast.Source{Name: "flawed", Input: strings.Replace(base, "%s", c.extra, 1) + c.types})

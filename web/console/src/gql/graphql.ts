@@ -100,6 +100,12 @@ export type AuditOutcome =
    * ALREADY_EXISTS, BUSY, FAILED_PRECONDITION).
    */
   | 'REFUSED'
+  /**
+   * A step's intent: what was approved (actor, input, plan and its hash), recorded before
+   * anything was sent to Incus or MAAS. Its outcome is another event, naming this one in
+   * details.intent.
+   */
+  | 'STARTED'
   | 'SUCCEEDED';
 
 export type CheckResult =

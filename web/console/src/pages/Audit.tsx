@@ -18,7 +18,9 @@ export interface AuditFilter {
   outcome?: AuditOutcome;
 }
 
-const outcomeSymbols: Record<AuditOutcome, string> = { SUCCEEDED: '✓', FAILED: '✕', REFUSED: '⊘', PLANNED: '◌' };
+// STARTED: a step's intent, recorded before it was sent to Incus or MAAS; its outcome is a
+// later event whose details.intent names it.
+const outcomeSymbols: Record<AuditOutcome, string> = { SUCCEEDED: '✓', FAILED: '✕', REFUSED: '⊘', STARTED: '▸', PLANNED: '◌' };
 
 // useAuditTrail reads the trail page by page (older pages appended) and puts events
 // recorded since at the top as they arrive.
@@ -311,7 +313,7 @@ export function AuditPage() {
   const filter: AuditFilter = {
     machine: params.get('machine') ?? '',
     actor: params.get('actor') ?? '',
-    outcome: (['SUCCEEDED', 'FAILED', 'REFUSED', 'PLANNED'].includes(params.get('outcome') ?? '') ? params.get('outcome') : undefined) as AuditOutcome | undefined,
+    outcome: (['SUCCEEDED', 'FAILED', 'REFUSED', 'STARTED', 'PLANNED'].includes(params.get('outcome') ?? '') ? params.get('outcome') : undefined) as AuditOutcome | undefined,
   };
   const [draft, setDraft] = useState({ machine: filter.machine ?? '', actor: filter.actor ?? '' });
   const trail = useAuditTrail(filter);
@@ -364,6 +366,7 @@ export function AuditPage() {
             <option value="SUCCEEDED">Succeeded</option>
             <option value="FAILED">Failed</option>
             <option value="REFUSED">Refused</option>
+            <option value="STARTED">Started (a step's intent)</option>
             <option value="PLANNED">Planned (dry runs of earlier releases)</option>
           </select>
         </label>
