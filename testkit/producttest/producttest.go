@@ -82,6 +82,11 @@ func WithFleetRefresh(d time.Duration) Option {
 	return func(c *app.Config) { c.FleetRefreshInterval = d }
 }
 
+// WithLeaderLease sets the length of the leases leaders and changes hold
+// (APELORA_LEADER_LEASE): a change cut off from its outcome is reconciled a lease and a
+// request timeout after it stopped.
+func WithLeaderLease(d time.Duration) Option { return func(c *app.Config) { c.LeaderLease = d } }
+
 // WithStepConcurrency bounds the machine steps running at once (APELORA_STEP_CONCURRENCY).
 func WithStepConcurrency(n int) Option { return func(c *app.Config) { c.StepConcurrency = n } }
 
