@@ -311,3 +311,20 @@ func TestWatchAuditAfterReplaysThenFollows(t *testing.T) {
 		t.Fatalf("watch-audit -after %d printed:\n%s", first, watched.String())
 	}
 }
+
+// A step sent to Incus or MAAS prints as its intent and its outcome, which names it.
+func TestOutcomeTextLinksAnOutcomeToItsIntent(t *testing.T) {
+	for want, c := range map[string]struct {
+		outcome string
+		details map[string]any
+	}{
+		"SUCCEEDED": {"SUCCEEDED", map[string]any{}},
+		"STARTED (intent: sent to Incus or MAAS next)":    {"STARTED", map[string]any{"planHash": "sha256:x"}},
+		"FAILED (of intent 1234567)":                      {"FAILED", map[string]any{"intent": float64(1234567)}},
+		"SUCCEEDED (of intent 41, found after a restart)": {"SUCCEEDED", map[string]any{"intent": float64(41), "recordedBy": "reconciler"}},
+	} {
+		if got := outcomeText(c.outcome, c.details); got != want {
+			t.Errorf("outcomeText(%s, %v) = %q, want %q", c.outcome, c.details, got, want)
+		}
+	}
+}
