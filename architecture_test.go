@@ -41,7 +41,7 @@ var layers = []struct {
 }
 
 // domain lists the packages named for a concept of the product.
-var domain = []string{"admission", "audit", "auditexport", "auditlog", "drift", "enrolment", "fencing", "fleet", "hardware", "identity", "lifecycle", "machines", "maintenance", "membership", "placement", "plan", "provisioning", "quorum", "rolling"}
+var domain = []string{"admission", "audit", "auditexport", "auditlog", "changes", "drift", "enrolment", "fencing", "fleet", "hardware", "identity", "lifecycle", "machines", "maintenance", "membership", "placement", "plan", "provisioning", "quorum", "rolling"}
 
 // shipped are the binaries installed on servers: they must not link a test harness.
 var shipped = []string{"cmd/apelora", "cmd/apelora-worker", "cmd/apeloractl"}

@@ -2,10 +2,13 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"maps"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/changes"
 	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
@@ -28,9 +31,12 @@ type Store interface {
 	Record(ctx context.Context, name string) (*machines.Record, error)
 	// OpenAdmission returns the machine's open admission record, nil for none.
 	OpenAdmission(ctx context.Context, machine string) (*lifecycle.Admission, error)
+	// NextAdmissionID draws the id of the admission about to be made (0 in a dry run):
+	// the mark Incus carries names it before the record is written.
+	NextAdmissionID(ctx context.Context) (int64, error)
 	// RecordAdmission records a in the change in progress, ending the machine's open
-	// admission if it has one, and returns the new admission's id. The id of the change's
-	// audit event is kept with it once the event is inserted.
+	// admission if it has one, and returns its id (a.ID, or a new one when 0). The id of
+	// the change's audit event is kept with it once the event is inserted.
 	RecordAdmission(ctx context.Context, a Admitted) (int64, error)
 }
 
@@ -38,6 +44,8 @@ type Store interface {
 // was admitted (drift compares the member with these later), who admitted it and in which
 // request.
 type Admitted struct {
+	// ID is the record's id when it was drawn already (NextAdmissionID), 0 for a new one.
+	ID            int64
 	Machine       string
 	Member        string
 	Roles         []string
@@ -136,19 +144,22 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 				Details: map[string]any{"failedChecks": names, "runId": report.RunID},
 			}
 		}
-		// The admission is a fact of its own, and Incus carries its mark: both or neither
-		// (the record is rolled back if the update fails; the update is made only once the
-		// record has its id, which the mark names).
+		// The admission is a fact of its own, and Incus carries its mark, which names the
+		// record: its id is drawn first, the member updated (the step's intent is recorded
+		// before), then the record written in the transaction of the outcome (a change's
+		// database writes follow its upstream calls). A step cut off between the two is
+		// finished by the reconciler from the mark (Judge).
 		a := Admitted{Machine: name, Member: member.Name, Roles: append([]string{}, member.Roles...),
 			Groups: append([]string{}, member.Groups...), FailureDomain: member.FailureDomain}
 		if act := audit.ActionFrom(ctx); act != nil {
 			a.By, a.RequestID = act.Actor, act.RequestID
 		}
-		id, err := s.Store.RecordAdmission(ctx, a)
+		id, err := s.Store.NextAdmissionID(ctx)
 		if err != nil {
 			return err
 		}
-		if act := audit.ActionFrom(ctx); act != nil {
+		a.ID = id
+		if act := audit.ActionFrom(ctx); act != nil && id != 0 {
 			act.Detail(AdmissionDetail, id)
 		}
 		release := member
@@ -160,7 +171,11 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 			delete(release.Config, membership.SchedulerKey)
 		}
 		release.Config[lifecycle.AdmissionKey] = lifecycle.AdmissionMark(id, a.RequestID)
-		return s.Members.UpdateMember(ctx, release, etag)
+		if err := s.Members.UpdateMember(ctx, release, etag); err != nil {
+			return err
+		}
+		_, err = s.Store.RecordAdmission(ctx, a)
+		return err
 	})
 	if err != nil {
 		return report, err
@@ -191,4 +206,58 @@ func failedSummary(failed []Check) string {
 		s += f.Title + ": " + f.Message
 	}
 	return s
+}
+
+// JudgeStep says what became of an admitMember (or a markAdmission) whose outcome its
+// process did not record (package changes): the member either carries the mark naming the
+// admission the step drew, or it does not. Admitted, the admission record is written now
+// (the database fact of that outcome), with the id the mark names.
+func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdict, error) {
+	if s.Members == nil {
+		return changes.Verdict{}, apperr.NotConfigured(apperr.Incus)
+	}
+	id := detailID(st.Details[AdmissionDetail])
+	if id == 0 {
+		id = detailID(st.Parameters[AdmissionDetail])
+	}
+	member, _, err := s.Members.Member(ctx, st.Machine)
+	if apperr.Is(err, apperr.NotFound) {
+		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("%s is no Incus member: it was not admitted", st.Machine)}, nil
+	}
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	mark, marked := member.Config[lifecycle.AdmissionKey]
+	if !marked || id == 0 || lifecycle.MarkedAdmission(mark) != id {
+		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("%s does not carry the mark of admission %d (its mark: %s): it was not admitted", st.Machine, id, apperr.Quote(mark))}, nil
+	}
+	if st.Action == MarkAction {
+		return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("%s carries the mark of admission %d", st.Machine, id)}, nil
+	}
+	roles := member.Roles
+	if r, ok := st.Details[AdmittedRolesDetail].([]any); ok {
+		roles = make([]string, len(r))
+		for i, v := range r {
+			roles[i] = fmt.Sprint(v)
+		}
+	}
+	if _, err := s.Store.RecordAdmission(ctx, Admitted{ID: id, Machine: st.Machine, Member: member.Name, Roles: roles,
+		Groups: append([]string{}, member.Groups...), FailureDomain: member.FailureDomain, By: st.Actor, RequestID: st.RequestID}); err != nil {
+		return changes.Verdict{}, err
+	}
+	return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("%s carries the mark of admission %d: the admission is recorded", st.Machine, id)}, nil
+}
+
+// detailID reads a record id from an event's details (a JSON number).
+func detailID(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	}
+	return 0
 }

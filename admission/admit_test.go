@@ -56,9 +56,13 @@ func (s *fakeStore) OpenAdmission(context.Context, string) (*lifecycle.Admission
 	return s.open, nil
 }
 
+func (s *fakeStore) NextAdmissionID(context.Context) (int64, error) {
+	return int64(41 + len(s.recorded)), nil
+}
+
 func (s *fakeStore) RecordAdmission(_ context.Context, a Admitted) (int64, error) {
 	s.recorded = append(s.recorded, a)
-	s.open = &lifecycle.Admission{ID: int64(40 + len(s.recorded))}
+	s.open = &lifecycle.Admission{ID: a.ID}
 	return s.open.ID, nil
 }
 
@@ -102,7 +106,7 @@ func TestAdmitReleasesTheHoldAndKeepsEverythingElse(t *testing.T) {
 	if r, ok := ev.Details[AdmittedRolesDetail].([]string); !ok || !reflect.DeepEqual(r, []string{"database", "event-hub"}) {
 		t.Fatalf("recorded roles %#v", ev.Details[AdmittedRolesDetail])
 	}
-	want := Admitted{Machine: "node-3", Member: "node-3", Roles: []string{"database", "event-hub"}, Groups: []string{"default", "gpu"},
+	want := Admitted{ID: 41, Machine: "node-3", Member: "node-3", Roles: []string{"database", "event-hub"}, Groups: []string{"default", "gpu"},
 		FailureDomain: "rack-3", By: "alice", RequestID: "req-1"}
 	if len(st.recorded) != 1 || !reflect.DeepEqual(st.recorded[0], want) || ev.Details[AdmissionDetail] != int64(41) {
 		t.Fatalf("recorded %+v, event names admission %v", st.recorded, ev.Details[AdmissionDetail])

@@ -41,6 +41,6 @@ func OnServer(ctx context.Context, store *postgres.Store, by identity.Caller, ac
 	}
 	// Nothing was changed. If even the event cannot be written the database is
 	// unreachable, and the change's own error already says so.
-	_ = store.RecordAudit(context.WithoutCancel(ctx), a.Event(audit.Failed, apperr.PublicMessage(err)))
+	_ = store.RecordAudit(context.WithoutCancel(ctx), a.Event(audit.OutcomeOf(err), apperr.PublicMessage(err)))
 	return err
 }

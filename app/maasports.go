@@ -159,8 +159,8 @@ func (p maasPorts) Allocate(ctx context.Context, id string) (provisioning.MAASMa
 	return p.machine(m, err, "allocate MAAS machine "+id)
 }
 
-func (p maasPorts) Deploy(ctx context.Context, id, series string, userData []byte) (provisioning.MAASMachine, error) {
-	m, err := p.c.Deploy(ctx, id, maas.DeployOptions{DistroSeries: series, UserData: userData, Comment: "Apelora: install and enrol"})
+func (p maasPorts) Deploy(ctx context.Context, id, series string, userData provisioning.UserData) (provisioning.MAASMachine, error) {
+	m, err := p.c.Deploy(ctx, id, maas.DeployOptions{DistroSeries: series, UserData: userData.Bytes, UserDataShown: userData.Shown, Comment: "Apelora: install and enrol"})
 	return p.machine(m, err, "deploy MAAS machine "+id)
 }
 

@@ -68,6 +68,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if cfg.Metrics != nil {
 		writes.AfterEach(cfg.Metrics.Write)
 	}
+	// A change's lease is as long as a leader's: renewed every third of it while the
+	// change runs, it outlives the change only when its process stopped.
+	store.SetChangeLease(cfg.leaderLease())
 	if cfg.Incus.Configured() {
 		ic := cfg.incusClient(log)
 		ic.Writes = writes
@@ -205,6 +208,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		follower := maintenance.NewFollower(res.Maintenance.Incus, store.Maintenance(), log, memberOperationPoll)
 		res.Maintenance.Wake = follower.Wake
 		go follower.Run(ctx)
+		// Steps sent to Incus or MAAS whose outcome was never recorded (a process that
+		// stopped, a database that failed over) are found and recorded.
+		startReconciler(ctx, cfg, store, res, log)
 	}
 	sso, err := cfg.sso(store, log)
 	if err != nil {

@@ -149,6 +149,7 @@ const EnvDeprecatedFenceURLs = "APELORA_FENCE_INCUS_URLS"
 // another worker holds the fence lease, and leads when none does.
 func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log *slog.Logger) error {
 	writes := store.Writes() // the process's one seam for changes (plan.Writes)
+	store.SetChangeLease(cfg.leaderLease())
 	if cfg.Metrics != nil {
 		writes.AfterEach(cfg.Metrics.Write)
 	}

@@ -50,7 +50,7 @@ var portWrites = []string{
 	"DATABASE identity.Tx.InsertIdentity", "DATABASE identity.Tx.SetRevoked", "DATABASE identity.Tx.SignInSSO", "DATABASE identity.Tx.EndConsoleSessions",
 	"DATABASE admission.Publisher.Publish",
 	"DATABASE admission.Store.RecordAdmission", "DATABASE enrolment.Store.EndAdmission",
-	"DATABASE maintenance.Store.StartOperation",
+	"DATABASE maintenance.Store.StartOperation", "DATABASE maintenance.Store.RecordFinished",
 }
 
 // readsOnly fails the test on any request but a GET: in a dry run nothing may reach an
@@ -193,7 +193,7 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 
 	rec := &plan.Recorder{}
 	ctx := plan.With(audit.WithAction(t.Context(), &audit.Action{Actor: "test", Name: "dryRun", Machine: "m1"}), rec)
-	steps := func() int { return len(rec.Plan().Steps) }
+	steps := func() int { return rec.Calls() } // each write, also one whose step the plan lists already
 	hooks := func() (n int) {
 		hooked.Range(func(_, v any) bool { n += *v.(*int); return true })
 		return n

@@ -1,6 +1,7 @@
 package apperr
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -57,5 +58,30 @@ func TestNotConfiguredIsOneKindWithWhatToSet(t *testing.T) {
 	}
 	if IsNotConfigured(New(FailedPrecondition, "Incus is not configured")) {
 		t.Error("a look-alike message is not the kind")
+	}
+}
+
+// Every code the API answers with is a refusal or a failure by the one table
+// (bulk-outcomes.json): the caller's input, permission, plan and the state of what it
+// names are refusals; an upstream or the database not answering, or the server failing,
+// are failures.
+func TestEveryCodeIsRefusedOrFailedByTheOneTable(t *testing.T) {
+	for _, c := range Codes {
+		if _, ok := refusals[c]; !ok {
+			t.Errorf("web/console/src/lib/bulk-outcomes.json does not say whether %s is refused or failed", c)
+		}
+	}
+	for _, c := range []Code{InvalidInput, Forbidden, Unauthenticated, PlanChanged, FailedPrecondition, NotFound, AlreadyExists, Busy} {
+		if !Refusal(c) {
+			t.Errorf("%s is not a refusal", c)
+		}
+	}
+	for _, c := range []Code{Unavailable, Internal, "SOMETHING_NEW"} {
+		if Refusal(c) {
+			t.Errorf("%s is a refusal", c)
+		}
+	}
+	if IsRefusal(errors.New("plain")) || !IsRefusal(fmt.Errorf("wrapped: %w", New(Busy, "busy"))) {
+		t.Error("IsRefusal: a plain error is a failure, a wrapped refusal a refusal")
 	}
 }

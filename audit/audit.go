@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/apelora/fabric/apperr"
 )
 
 // Outcome is how an audited action ended.
@@ -25,7 +27,33 @@ const (
 	// Planned: a dry run (dryRun: true). It changed nothing; every reader that derives
 	// state from the trail reads only SUCCEEDED events, so it ignores these.
 	Planned Outcome = "PLANNED"
+	// Started: a step's intent, committed before anything was sent to Incus or MAAS: what
+	// was approved (actor, input, plan and its hash). The event of its outcome follows and
+	// names it (details.intent).
+	Started Outcome = "STARTED"
 )
+
+// OutcomeOf is how a call that ended with err is recorded: REFUSED or FAILED by the one
+// rule (apperr.Refusal, from bulk-outcomes.json, which the console and apeloractl read),
+// SUCCEEDED for nil.
+func OutcomeOf(err error) Outcome {
+	switch {
+	case err == nil:
+		return Succeeded
+	case apperr.IsRefusal(err):
+		return Refused
+	}
+	return Failed
+}
+
+// OutcomeOfCode is OutcomeOf for an error known by its code only (a GraphQL error's
+// extensions.code).
+func OutcomeOfCode(code string) Outcome {
+	if apperr.Refusal(apperr.Code(code)) {
+		return Refused
+	}
+	return Failed
+}
 
 // Anonymous is the actor of an unauthenticated attempt.
 const Anonymous = "anonymous"

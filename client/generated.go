@@ -1680,9 +1680,15 @@ func (v *AuditCheckpointResponse) GetAuditCheckpoint() *AuditCheckpointAuditChec
 // AuditEventFields includes the GraphQL fields of AuditEvent requested by the fragment AuditEventFields.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation call, allowed or refused, writes exactly one. A request
-// refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see docs/security.md, One event per call.
+// One audited action. Every mutation call writes exactly one, except a step sent to Incus or
+// MAAS, which writes two: its intent (outcome STARTED), committed before anything is sent, with
+// what was approved (details.approvedInput, details.approvedPlan, details.planHash), and its
+// outcome (SUCCEEDED, FAILED or REFUSED), whose details.intent is the intent's id. When the
+// process carrying a step out stopped before its outcome (a crash, a database failover), the
+// outcome is recorded later by the server that finds it (details.recordedBy "reconciler",
+// details.found beginning "outcome found after a restart"). A request refused as a whole (no
+// valid token, or refused before it ran) writes one for the request. Each event is bounded:
+// see docs/security.md, One event per call.
 type AuditEventFields struct {
 	Id string    `json:"id"`
 	At time.Time `json:"at"`
@@ -1749,9 +1755,15 @@ func (v *AuditEventFields) GetDetails() map[string]any { return v.Details }
 // AuditEventRecordedAuditEventRecordedAuditEvent includes the requested fields of the GraphQL type AuditEvent.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation call, allowed or refused, writes exactly one. A request
-// refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see docs/security.md, One event per call.
+// One audited action. Every mutation call writes exactly one, except a step sent to Incus or
+// MAAS, which writes two: its intent (outcome STARTED), committed before anything is sent, with
+// what was approved (details.approvedInput, details.approvedPlan, details.planHash), and its
+// outcome (SUCCEEDED, FAILED or REFUSED), whose details.intent is the intent's id. When the
+// process carrying a step out stopped before its outcome (a crash, a database failover), the
+// outcome is recorded later by the server that finds it (details.recordedBy "reconciler",
+// details.found beginning "outcome found after a restart"). A request refused as a whole (no
+// valid token, or refused before it ran) writes one for the request. Each event is bounded:
+// see docs/security.md, One event per call.
 type AuditEventRecordedAuditEventRecordedAuditEvent struct {
 	AuditEventFields `json:"-"`
 }
@@ -1924,9 +1936,15 @@ func (v *AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdge) GetNode(
 // AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdgeNodeAuditEvent includes the requested fields of the GraphQL type AuditEvent.
 // The GraphQL type's documentation follows.
 //
-// One audited action: every mutation call, allowed or refused, writes exactly one. A request
-// refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see docs/security.md, One event per call.
+// One audited action. Every mutation call writes exactly one, except a step sent to Incus or
+// MAAS, which writes two: its intent (outcome STARTED), committed before anything is sent, with
+// what was approved (details.approvedInput, details.approvedPlan, details.planHash), and its
+// outcome (SUCCEEDED, FAILED or REFUSED), whose details.intent is the intent's id. When the
+// process carrying a step out stopped before its outcome (a crash, a database failover), the
+// outcome is recorded later by the server that finds it (details.recordedBy "reconciler",
+// details.found beginning "outcome found after a restart"). A request refused as a whole (no
+// valid token, or refused before it ran) writes one for the request. Each event is bounded:
+// see docs/security.md, One event per call.
 type AuditEventsAuditEventsAuditEventConnectionEdgesAuditEventEdgeNodeAuditEvent struct {
 	AuditEventFields `json:"-"`
 }
@@ -2086,10 +2104,20 @@ type AuditOutcome string
 
 const (
 	AuditOutcomeSucceeded AuditOutcome = "SUCCEEDED"
-	// Tried and failed; nothing was changed.
+	// Tried and did not complete: Incus, MAAS or the database did not answer (UNAVAILABLE), or
+	// the server failed (INTERNAL). Worth retrying. Which codes are failures and which are
+	// refusals is one table for the audit, the console and apeloractl (the README's error
+	// codes).
 	AuditOutcomeFailed AuditOutcome = "FAILED"
-	// Not allowed (authentication or permission); nothing was tried.
+	// The server said no before changing anything: the caller's input (INVALID_INPUT, a
+	// request too large), its permission (UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED), a plan that
+	// changed since it was shown (PLAN_CHANGED), or the state of what it names (NOT_FOUND,
+	// ALREADY_EXISTS, BUSY, FAILED_PRECONDITION).
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
+	// A step's intent: what was approved (actor, input, plan and its hash), recorded before
+	// anything was sent to Incus or MAAS. Its outcome is another event, naming this one in
+	// details.intent.
+	AuditOutcomeStarted AuditOutcome = "STARTED"
 	// A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
 	// details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
 	// make the change writes none; one refused for permission is REFUSED).
@@ -2100,6 +2128,7 @@ var AllAuditOutcome = []AuditOutcome{
 	AuditOutcomeSucceeded,
 	AuditOutcomeFailed,
 	AuditOutcomeRefused,
+	AuditOutcomeStarted,
 	AuditOutcomePlanned,
 }
 
@@ -8635,8 +8664,11 @@ var AllPlacementGuardState = []PlacementGuardState{
 type PlanFields struct {
 	// True when the call would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
-	// The plan's identity (sha256: of its steps, refusals, warnings and quorum projection).
-	// Send it back as the input's planHash to confirm this plan and no other.
+	// The plan's identity: sha256 of the call (the mutation and its whole input, normalised:
+	// defaults filled in, sets sorted, dryRun and planHash left out) and of the plan (its facts,
+	// steps, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
+	// so the same input planned again in the same world has the same hash. Send it back as the
+	// input's planHash to confirm this plan and this input, and no other.
 	PlanHash string `json:"planHash"`
 	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
 	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller
@@ -8692,7 +8724,9 @@ type PlanFieldsStepsPlanStep struct {
 	// The machine, member or record it is about (may be empty).
 	Target string `json:"target"`
 	// What would change, before → after (a member's roles or config, a MAAS operation's
-	// parameters). Cloud-init user data is shown only as its size and SHA-256.
+	// parameters). Cloud-init user data is shown as what is approved, never its bytes: the
+	// enrolment script and the user-data template by their SHA-256, the member name, the member
+	// it contacts and the member config (the join token and its expiry are filled in at deploy).
 	Changes []PlanFieldsStepsPlanStepChangesPlanChange `json:"changes"`
 }
 

@@ -41,13 +41,14 @@ func TestAuditEventsFilterByActorAndOutcome(t *testing.T) {
 		return out
 	}
 	for args, want := range map[string]string{
-		`(first: 3)`:                           "viewer:node-2:REFUSED admin:Bad_Name:FAILED admin:node-1:SUCCEEDED",
-		`(actor: "admin")`:                     "admin:Bad_Name:FAILED admin:node-1:SUCCEEDED",
-		`(outcome: REFUSED)`:                   "viewer:node-2:REFUSED",
+		`(first: 3)`:                           "viewer:node-2:REFUSED admin:Bad_Name:REFUSED admin:node-1:SUCCEEDED",
+		`(actor: "admin")`:                     "admin:Bad_Name:REFUSED admin:node-1:SUCCEEDED",
+		`(outcome: REFUSED)`:                   "viewer:node-2:REFUSED admin:Bad_Name:REFUSED",
+		`(outcome: FAILED)`:                    "",
 		`(actor: "admin", outcome: SUCCEEDED)`: "admin:node-1:SUCCEEDED",
 		`(actor: "admin", machine: "node-2")`:  "",
 		`(actor: "nobody")`:                    "",
-		`(actor: "admin", first: 1)`:           "admin:Bad_Name:FAILED",
+		`(actor: "admin", first: 1)`:           "admin:Bad_Name:REFUSED",
 	} {
 		if got := strings.Join(page(args), " "); got != want {
 			t.Errorf("auditEvents%s = %q, want %q", args, got, want)

@@ -378,22 +378,13 @@ func TestAdmissionFailuresAndWarnings(t *testing.T) {
 func TestConcurrentChangesToOneMachineAreRefusedAsBusy(t *testing.T) {
 	x := startEnrolled(t, 1)
 	x.must(t, `mutation { registerMachine(input: {name: "node-1", provisioner: MANUAL}) { machine { name } } }`, nil)
-	// Another administrator's change holds the machine's lock (as a slow approval would).
-	conn, err := x.e.DB.Store.Pool().Acquire(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(t.Context(), `SELECT pg_advisory_lock($1, hashtext('node-1'))`, 0x41504c); err != nil {
-		t.Fatal(err)
-	}
+	// Another administrator's change holds the machine's lease (as a slow approval would).
+	release := x.e.HoldMachine("node-1")
 	r := x.gql(`mutation { approveEnrolment(input: {name: "node-1"}) { joinToken } }`, nil)
 	if r.Code() != "BUSY" || !strings.Contains(r.Errors[0].Message, "another change to it is in progress") {
 		t.Fatalf("while another change holds the machine: %+v", r.Errors)
 	}
-	if _, err := conn.Exec(t.Context(), `SELECT pg_advisory_unlock($1, hashtext('node-1'))`, 0x41504c); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	// Another machine is not held up, and once released the machine is free again.
 	x.must(t, `mutation { registerMachine(input: {name: "node-2", provisioner: MANUAL}) { machine { name } } }`, nil)
 	x.must(t, `mutation { approveEnrolment(input: {name: "node-1"}) { expiresAt } }`, nil)

@@ -60,7 +60,7 @@ func TestRegisterAuditsAllowedAndRefusedCalls(t *testing.T) {
 	if r.Code() != "ALREADY_EXISTS" {
 		t.Fatalf("duplicate: %+v", r.Errors)
 	}
-	if got := e.Scalar(`SELECT outcome || ': ' || error FROM audit_events ORDER BY id DESC LIMIT 1`); !strings.HasPrefix(got.(string), "FAILED: a machine named \"node-1\" is already registered") {
+	if got := e.Scalar(`SELECT outcome || ': ' || error FROM audit_events ORDER BY id DESC LIMIT 1`); !strings.HasPrefix(got.(string), "REFUSED: a machine named \"node-1\" is already registered") {
 		t.Fatalf("audit of the duplicate: %v", got)
 	}
 
@@ -68,7 +68,7 @@ func TestRegisterAuditsAllowedAndRefusedCalls(t *testing.T) {
 	e.MustGQL(manager, `mutation { unregisterMachine(input: {name: "node-1"}) { name } }`, nil)
 	e.MustGQL(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-2", "provisioner": "MANUAL"}})
 	page := e.MustGQL(manager, `{ auditEvents(first: 2, machine: "node-1") { edges { node { action outcome } } pageInfo { hasNextPage endCursor } } }`, nil)["auditEvents"].(map[string]any)
-	if got := fmt.Sprint(page["edges"]); got != "[map[node:map[action:unregisterMachine outcome:SUCCEEDED]] map[node:map[action:registerMachine outcome:FAILED]]]" {
+	if got := fmt.Sprint(page["edges"]); got != "[map[node:map[action:unregisterMachine outcome:SUCCEEDED]] map[node:map[action:registerMachine outcome:REFUSED]]]" {
 		t.Fatalf("first page: %s", got)
 	}
 	pi := page["pageInfo"].(map[string]any)

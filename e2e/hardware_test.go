@@ -110,11 +110,13 @@ func TestHardwareProfilesThroughTheAPI(t *testing.T) {
 		t.Fatalf("remove twice: %+v", r.Errors)
 	}
 
-	// The audit trail: profile steps name no machine; assignments name theirs.
+	// The audit trail: profile steps name no machine; assignments name theirs. Invalid
+	// input and every other refusal is REFUSED (nothing was tried), none FAILED.
 	rows := e.Scalar(`SELECT string_agg(action || ':' || outcome || ':' || coalesce(machine, '-'), ' ' ORDER BY id) FROM audit_events
-		WHERE action LIKE '%HardwareProfile' AND outcome <> 'FAILED'`).(string)
-	want := "setHardwareProfile:SUCCEEDED:- assignHardwareProfile:REFUSED:node-1 assignHardwareProfile:SUCCEEDED:node-1 " +
-		"setHardwareProfile:SUCCEEDED:- clearHardwareProfile:SUCCEEDED:node-1 removeHardwareProfile:SUCCEEDED:-"
+		WHERE action LIKE '%HardwareProfile'`).(string)
+	want := strings.Repeat("setHardwareProfile:REFUSED:- ", 9) + "setHardwareProfile:SUCCEEDED:- " +
+		"assignHardwareProfile:REFUSED:node-9 assignHardwareProfile:REFUSED:node-1 assignHardwareProfile:REFUSED:node-1 assignHardwareProfile:SUCCEEDED:node-1 " +
+		"setHardwareProfile:SUCCEEDED:- removeHardwareProfile:REFUSED:- clearHardwareProfile:SUCCEEDED:node-1 removeHardwareProfile:SUCCEEDED:- removeHardwareProfile:REFUSED:-"
 	if rows != want {
 		t.Fatalf("audit trail\n got %s\nwant %s", rows, want)
 	}

@@ -102,7 +102,7 @@ func TestIdentityLifecycleOverGraphQL(t *testing.T) {
 			if e.Snapshot() != before || e.Count("audit_events") != audits+1 {
 				t.Fatal("a refused creation changed the database or did not write one audit event")
 			}
-			if got := e.Scalar(`SELECT action || ' ' || outcome || ' ' || coalesce(machine, '-') FROM audit_events ORDER BY id DESC LIMIT 1`); got != "createIdentity FAILED -" {
+			if got := e.Scalar(`SELECT action || ' ' || outcome || ' ' || coalesce(machine, '-') FROM audit_events ORDER BY id DESC LIMIT 1`); got != "createIdentity REFUSED -" {
 				t.Fatalf("audited as %v", got)
 			}
 		})

@@ -179,10 +179,14 @@ func TestPlacementGuard(t *testing.T) {
 	if loc := cli("list", "^u0$", "-c", "L", "-f", "csv"); loc != first.Name {
 		t.Fatalf("u0 was evacuated to %q", loc)
 	}
-	// Every real call was audited, once each; the two dry runs (by the administrator,
-	// allowed to make the change) are no audit events.
-	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'setPlacementGuard'`); fmt.Sprint(n) != "7" {
+	// Every real call was audited, once each (a call that changed Incus as its intent and
+	// its outcome); the two dry runs (by the administrator, allowed to make the change) are
+	// no audit events.
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'setPlacementGuard' AND outcome <> 'STARTED'`); fmt.Sprint(n) != "7" {
 		t.Fatalf("setPlacementGuard audit events: %v, want 7", n)
+	}
+	if n := e.Scalar(`SELECT count(*) FROM change_steps WHERE action = 'setPlacementGuard' AND outcome IS NOT NULL`); fmt.Sprint(n) != fmt.Sprint(e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'setPlacementGuard' AND outcome = 'STARTED'`)) {
+		t.Fatalf("setPlacementGuard steps with an intent and an outcome: %v", n)
 	}
 }
 

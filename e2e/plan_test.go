@@ -242,8 +242,9 @@ func (x *planned) samePlan(t *testing.T, mutation, inputType string, in map[stri
 		}
 		want := gotMAAS[i].form
 		if ud := want.Get("user_data"); ud != "" {
-			// The plan shows user data only as its size and hash (its join token differs).
-			if !strings.Contains(form.Get("user_data"), "bytes, sha256:") {
+			// The plan shows user data as what is approved: the script and the template by
+			// their hashes, never the rendered bytes (their join token differs).
+			if !strings.Contains(form.Get("user_data"), "user-data template sha256:") {
 				t.Fatalf("%s: user data in the plan: %.80q", mutation, form.Get("user_data"))
 			}
 			form.Del("user_data")
@@ -303,7 +304,7 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 	x.samePlan(t, "revokeJoinToken", "RevokeJoinTokenInput", map[string]any{"name": "node-4"})
 	x.must(t, `mutation { approveEnrolment(input: {name: "node-4"}) { machine { name } } }`, nil)
 
-	// Invalid input stays an error (and a FAILED event, not a plan).
+	// Invalid input stays an error (and a REFUSED event, not a plan).
 	r := x.gql(`mutation { approveEnrolment(input: {name: "Bad Name", dryRun: true}) { plan { refused } } }`, nil)
 	if r.Code() != "INVALID_INPUT" {
 		t.Fatalf("invalid input in a dry run: %+v", r.Errors)
@@ -364,16 +365,10 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 	x.samePlan(t, "setFenceMapping", "SetFenceMappingInput", map[string]any{"member": "m2", "maasSystemId": "mmmm02", "hardwareUuid": uuidM2})
 	x.samePlan(t, "removeFenceMapping", "RemoveFenceMappingInput", map[string]any{"member": "m2"})
 
-	// A busy machine (another change holds its lock) is BUSY in the plan, not an error.
-	tx, err := x.e.DB.Store.Pool().Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(t.Context(), `SELECT pg_advisory_xact_lock($1, hashtext($2))`, 0x41504c, "node-5"); err != nil {
-		t.Fatal(err)
-	}
+	// A busy machine (another change holds its lease) is BUSY in the plan, not an error.
+	release := x.e.HoldMachine("node-5")
 	_, plan = x.dryRun(t, x.admin, "unregisterMachine", "UnregisterMachineInput", map[string]any{"name": "node-5"}, "")
-	_ = tx.Rollback(t.Context())
+	release()
 	if plan["refused"] != true || !strings.Contains(fmt.Sprint(plan["refusals"]), "BUSY") {
 		t.Fatalf("plan while the machine is busy: %v", plan)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/changes"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/plan"
@@ -168,13 +169,20 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 			return err
 		}
 		var err error
-		approval, err = s.Prepare(ctx, name, overrides)
-		return err
+		if approval, err = s.Prepare(ctx, name, overrides); err != nil {
+			return err
+		}
+		// A new join begins: whatever admission the name had was of a member that is gone
+		// (removed outside Apelora), and the new member is admitted afresh. Written after
+		// Incus issued the token (a change's database writes follow its upstream calls).
+		if err := s.Store.EndAdmission(ctx, name); err != nil {
+			// The database failed after Incus issued the token (nothing can be sent now:
+			// the change wrote first); nobody holds the token, but it is pending.
+			return apperr.Wrap(err, apperr.CodeOf(err), "%s; a join token for %s was issued and is pending: revoke it (revokeJoinToken) before approving again", apperr.PublicMessage(err), apperr.Quote(name))
+		}
+		return nil
 	})
 	if err != nil {
-		if approval != nil && !approval.Planned { // a dry run's was issued by nobody
-			s.Withdraw(ctx, name)
-		}
 		return nil, err
 	}
 	return approval, nil
@@ -182,8 +190,10 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 
 // Prepare checks that name can enrol (not a member, no pending token), computes its
 // member config and has Incus issue the join token, noting the expiry and member config
-// in the audit event. It takes no lock: call it inside an audited change of the machine.
-// If what follows fails, call Withdraw so no unrecorded token stays usable.
+// in the audit event. It takes no lock and writes nothing to the database: call it inside
+// an audited change of the machine, which ends the machine's open admission (EndAdmission)
+// after its upstream calls. If what follows fails, call Withdraw (inside the change) so no
+// token stays usable.
 func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigValue) (*Approval, error) {
 	if s.Incus == nil {
 		return nil, apperr.NotConfigured(apperr.Incus)
@@ -201,17 +211,17 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 	if p := snap.PendingFor(name); p != nil {
 		return nil, apperr.New(apperr.FailedPrecondition, "a join token for %s is already pending (it expires %s): use it, or revoke it with revokeJoinToken before approving again", apperr.Quote(name), p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	// A new join begins: whatever admission the name had was of a member that is gone
-	// (removed outside Apelora), and the new member is admitted afresh.
-	if err := s.Store.EndAdmission(ctx, name); err != nil {
-		return nil, err
-	}
 	keys, err := s.Incus.MemberConfigKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
 	cfg, err := MemberConfig(keys, overrides)
 	if err != nil {
+		return nil, err
+	}
+	// What the new server joins with: the keys the cluster lists and the values copied
+	// from its members, beside the administrator's own.
+	if err := plan.Read(ctx, "member config of "+name, shownConfig(cfg)); err != nil {
 		return nil, err
 	}
 	tok, err := s.Incus.IssueJoinToken(ctx, name)
@@ -234,6 +244,23 @@ func (s *Service) Withdraw(ctx context.Context, name string) {
 	if err := s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name); err != nil && s.Log != nil {
 		s.Log.ErrorContext(ctx, "a join token whose step was not completed could not be revoked: revoke it (revokeJoinToken) before it is used", "machine", name, "error", apperr.PublicMessage(err))
 	}
+}
+
+// shownConfig is the member config as a plan shows it: a secret's value (by the audit's
+// rule for setting names) is never shown.
+func shownConfig(cfg []ConfigValue) string {
+	if len(cfg) == 0 {
+		return "none"
+	}
+	shown := make([]string, len(cfg))
+	for i, v := range cfg {
+		val := v.Value
+		if audit.IsSecretName(v.Key) {
+			val = audit.Redacted
+		}
+		shown[i] = v.ID() + "=" + val
+	}
+	return strings.Join(shown, ", ")
 }
 
 func configDetail(cfg []ConfigValue) []string {
@@ -292,6 +319,9 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		if m == nil {
 			return apperr.New(apperr.NotFound, "%s is not an Incus member: nothing to remove", apperr.Quote(name))
 		}
+		if err := plan.Read(ctx, "Incus member "+name, "status "+string(m.Status)); err != nil {
+			return err
+		}
 		proj := quorum.Project(quorum.FromMembership(snap.Members), name)
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("memberStatus", m.Status)
@@ -336,6 +366,9 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		if err != nil {
 			return err
 		}
+		if err := plan.Read(ctx, "instances on "+name, orNone(held)); err != nil {
+			return err
+		}
 		switch {
 		case len(held) > 0 && !force:
 			refusals = append(refusals, apperr.New(apperr.FailedPrecondition, "%s still holds %d %s (%s): evacuate it first, or move or delete %s; force removes it with %s, lost",
@@ -351,17 +384,19 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 			}
 			return refusals[0]
 		}
-		if err := s.Store.EndAdmission(ctx, name); err != nil {
-			return err
-		}
 		err = s.Incus.RemoveMember(ctx, name, force)
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			// No answer within the request timeout is no answer about the removal: Incus may
 			// still carry it out (removing the database leader took 6.7 s on a lab; one held by
 			// a member that hangs completes when it answers). Follow it to its end.
-			return s.followRemoval(ctx, name, err)
+			err = s.followRemoval(ctx, name, err)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// The admission was of the member that is gone (written after Incus removed it: a
+		// change's database writes follow its upstream calls).
+		return s.Store.EndAdmission(ctx, name)
 	})
 }
 
@@ -448,4 +483,54 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// JudgeStep says what became of an approveEnrolment, revokeJoinToken or removeMember whose
+// outcome its process did not record (package changes), from Incus's members and pending
+// join tokens, and records the database facts of that outcome (the admission a join or a
+// removal ends).
+func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdict, error) {
+	if s.Incus == nil {
+		return changes.Verdict{}, apperr.NotConfigured(apperr.Incus)
+	}
+	name := st.Machine
+	snap, err := s.Incus.Snapshot(ctx)
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	pending := snap.PendingFor(name)
+	if pending == nil && snap.PendingProblem != "" && st.Action != "removeMember" {
+		return changes.Verdict{}, apperr.New(apperr.Unavailable, "cannot list the pending join tokens: %s", snap.PendingProblem)
+	}
+	switch st.Action {
+	case "approveEnrolment":
+		switch {
+		case pending != nil:
+			if err := s.Store.EndAdmission(ctx, name); err != nil {
+				return changes.Verdict{}, err
+			}
+			return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("Incus holds a join token for %s (it expires %s); the answer that carried it was lost with the process, so nobody has it: revoke it (revokeJoinToken) and approve again",
+				name, pending.ExpiresAt.UTC().Format(time.RFC3339))}, nil
+		case snap.Member(name) != nil:
+			if err := s.Store.EndAdmission(ctx, name); err != nil {
+				return changes.Verdict{}, err
+			}
+			return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("%s is an Incus member: its join token was issued and used", name)}, nil
+		}
+		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("Incus holds no join token for %s and it is no member: no token was issued", name)}, nil
+	case "revokeJoinToken":
+		if pending != nil {
+			return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("the join token for %s is still pending: it was not revoked", name)}, nil
+		}
+		return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("Incus holds no join token for %s: it was revoked", name)}, nil
+	case "removeMember":
+		if m := snap.Member(name); m != nil {
+			return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("%s is still an Incus member (%s): it was not removed", name, m.Status)}, nil
+		}
+		if err := s.Store.EndAdmission(ctx, name); err != nil {
+			return changes.Verdict{}, err
+		}
+		return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("%s is no Incus member any more: it was removed", name)}, nil
+	}
+	return changes.Verdict{}, apperr.New(apperr.Internal, "enrolment judges no %s step", st.Action)
 }

@@ -147,13 +147,17 @@ func TestApproveRefusals(t *testing.T) {
 	}
 }
 
-func TestApproveTakesTheTokenBackWhenTheApprovalIsNotRecorded(t *testing.T) {
+// An approval whose outcome cannot be recorded sends nothing more after its change: its
+// intent is in the trail, and the reconciler records what Incus shows (a pending token,
+// with the advice to revoke it). Revoking it outside the change would be a step no audit
+// event covers.
+func TestApproveSendsNothingOutsideItsChange(t *testing.T) {
 	f := &fakeIncus{keys: clusterKeys}
 	s := &Service{Incus: f, Store: &fakeStore{commitErr: errors.New("audit insert failed")}}
 	if _, err := s.Approve(context.Background(), "node-3", nil); err == nil {
 		t.Fatal("approved without a recorded approval")
 	}
-	if len(f.issued) != 1 || len(f.revoked) != 1 || f.revoked[0] != "node-3" {
+	if len(f.issued) != 1 || len(f.revoked) != 0 {
 		t.Fatalf("issued %v revoked %v", f.issued, f.revoked)
 	}
 }
@@ -219,5 +223,48 @@ func TestUserDataRunsTheScriptWithTheTokenOnStandardInput(t *testing.T) {
 	}
 	if _, err := UserData([]byte("x\nAPELORA_JOIN_TOKEN\n"), a); err == nil {
 		t.Error("a script that would end the here-document was accepted")
+	}
+}
+
+// A plan shows (and its hash covers) the user data as what the administrator approves:
+// the same script, template, member and member config show the same whatever token and
+// expiry are filled in at deploy, and anything else shows otherwise.
+func TestShownUserDataIsWhatIsApprovedNeverTheTokenOrItsExpiry(t *testing.T) {
+	script := []byte("#!/bin/sh\necho enrol\n")
+	approval := func(token string, expires time.Time) *Approval {
+		return &Approval{Name: "node-3", Token: secret(token), ExpiresAt: expires,
+			Addresses: []string{"10.0.0.5:8443"}, MemberConfig: []ConfigValue{{"storage-pool", "local", "source", "/dev/sdb"}}}
+	}
+	a := approval("eyJzZXJ2ZXJfbmFtZSI6Im5vZGUtMyJ9", time.Unix(2000000000, 0))
+	shown, err := ShownUserData(script, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := ShownUserData(script, approval("eyJvdGhlci10b2tlbiJ9", time.Unix(2000000001, 0)))
+	if shown != again {
+		t.Fatalf("another token and expiry show otherwise:\n%s\n%s", shown, again)
+	}
+	for _, want := range []string{TemplateSHA256(), "node-3", "10.0.0.5", "storage-pool/local/source=/dev/sdb", digest(script)} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("shown user data lacks %q: %s", want, shown)
+		}
+	}
+	if strings.Contains(shown, "eyJ") || strings.Contains(shown, "2033") {
+		t.Errorf("shown user data holds the token or its expiry: %s", shown)
+	}
+	other := approval("eyJzZXJ2ZXJfbmFtZSI6Im5vZGUtMyJ9", time.Unix(2000000000, 0))
+	other.MemberConfig[0].Value = "/dev/sdc"
+	for what, got := range map[string]func() (string, error){
+		"another script":        func() (string, error) { return ShownUserData([]byte("#!/bin/sh\necho other\n"), a) },
+		"another member config": func() (string, error) { return ShownUserData(script, other) },
+	} {
+		if s, err := got(); err != nil || s == shown {
+			t.Errorf("%s shows the same user data (%v)", what, err)
+		}
+	}
+	// The template the hash names is the one the user data is made from.
+	ud, _ := UserData(script, a)
+	if !strings.HasPrefix(string(ud), strings.SplitN(userDataTemplate, "%", 2)[0]) {
+		t.Error("the user data does not start as its template does")
 	}
 }

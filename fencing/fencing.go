@@ -34,6 +34,14 @@ type Mapping struct {
 	SetAt        time.Time
 }
 
+// fact is the mapping as a plan that replaces or removes it reads it ("none" for none).
+func (m *Mapping) fact() string {
+	if m == nil {
+		return "none"
+	}
+	return fmt.Sprintf("MAAS system id %s, hardware UUID %s, set by %s at %s", m.SystemID, m.HardwareUUID, m.SetBy, m.SetAt.UTC().Format(time.RFC3339Nano))
+}
+
 var (
 	uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )

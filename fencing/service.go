@@ -14,6 +14,7 @@ import (
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/machines"
 	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/plan"
 )
 
 // Tx is the part of a database transaction that fence mappings need.
@@ -152,6 +153,9 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 		}
 		res.Verified = true
 		res.Notice = fmt.Sprintf("MAAS machine %s (%s, power type %q) reports hardware UUID %s.", systemID, m.Hostname, m.PowerType, uuid)
+		if err := plan.Read(ctx, "MAAS machine "+systemID, fmt.Sprintf("%s, power type %q, hardware UUID %s", m.Hostname, m.PowerType, strings.ToLower(m.HardwareUUID))); err != nil {
+			return nil, err
+		}
 		if action != nil {
 			action.Detail("maasPowerType", m.PowerType)
 		}
@@ -162,6 +166,9 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 	err = s.Store.Change(ctx, in.Member, func(tx Tx) error {
 		prev, err := tx.PutMapping(ctx, res.Mapping)
 		if err != nil {
+			return err
+		}
+		if err := plan.Read(ctx, "fence mapping of "+in.Member+" now", prev.fact()); err != nil {
 			return err
 		}
 		res.Previous = prev
@@ -190,6 +197,9 @@ func (s *Service) RemoveMapping(ctx context.Context, member string) (*Mapping, e
 		}
 		if m == nil {
 			return &apperr.Error{Code: apperr.NotFound, Field: "member", Message: fmt.Sprintf("%s has no fence mapping", apperr.Quote(member))}
+		}
+		if err := plan.Read(ctx, "fence mapping of "+member, m.fact()); err != nil {
+			return err
 		}
 		removed = m
 		if a := audit.ActionFrom(ctx); a != nil {

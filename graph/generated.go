@@ -528,6 +528,7 @@ type ComplexityRoot struct {
 	}
 
 	Plan struct {
+		Facts    func(childComplexity int) int
 		PlanHash func(childComplexity int) int
 		Quorum   func(childComplexity int) int
 		Refusals func(childComplexity int) int
@@ -540,6 +541,11 @@ type ComplexityRoot struct {
 		After  func(childComplexity int) int
 		Before func(childComplexity int) int
 		Field  func(childComplexity int) int
+	}
+
+	PlanFact struct {
+		Name  func(childComplexity int) int
+		Value func(childComplexity int) int
 	}
 
 	PlanFinding struct {
@@ -2958,6 +2964,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PlacementGuard.State(childComplexity), true
 
+	case "Plan.facts":
+		if e.ComplexityRoot.Plan.Facts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Plan.Facts(childComplexity), true
 	case "Plan.planHash":
 		if e.ComplexityRoot.Plan.PlanHash == nil {
 			break
@@ -3013,6 +3025,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PlanChange.Field(childComplexity), true
+
+	case "PlanFact.name":
+		if e.ComplexityRoot.PlanFact.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanFact.Name(childComplexity), true
+	case "PlanFact.value":
+		if e.ComplexityRoot.PlanFact.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanFact.Value(childComplexity), true
 
 	case "PlanFinding.code":
 		if e.ComplexityRoot.PlanFinding.Code == nil {
@@ -3896,9 +3921,15 @@ extend type Subscription {
 }
 
 """
-One audited action: every mutation call, allowed or refused, writes exactly one. A request
-refused as a whole (no valid token, or refused before it ran) writes one for the request.
-Each event is bounded: see docs/security.md, One event per call.
+One audited action. Every mutation call writes exactly one, except a step sent to Incus or
+MAAS, which writes two: its intent (outcome STARTED), committed before anything is sent, with
+what was approved (details.approvedInput, details.approvedPlan, details.planHash), and its
+outcome (SUCCEEDED, FAILED or REFUSED), whose details.intent is the intent's id. When the
+process carrying a step out stopped before its outcome (a crash, a database failover), the
+outcome is recorded later by the server that finds it (details.recordedBy "reconciler",
+details.found beginning "outcome found after a restart"). A request refused as a whole (no
+valid token, or refused before it ran) writes one for the request. Each event is bounded:
+see docs/security.md, One event per call.
 """
 type AuditEvent {
   id: ID!
@@ -3939,10 +3970,26 @@ type AuditEvent {
 
 enum AuditOutcome {
   SUCCEEDED
-  "Tried and failed; nothing was changed."
+  """
+  Tried and did not complete: Incus, MAAS or the database did not answer (UNAVAILABLE), or
+  the server failed (INTERNAL). Worth retrying. Which codes are failures and which are
+  refusals is one table for the audit, the console and apeloractl (the README's error
+  codes).
+  """
   FAILED
-  "Not allowed (authentication or permission); nothing was tried."
+  """
+  The server said no before changing anything: the caller's input (INVALID_INPUT, a
+  request too large), its permission (UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED), a plan that
+  changed since it was shown (PLAN_CHANGED), or the state of what it names (NOT_FOUND,
+  ALREADY_EXISTS, BUSY, FAILED_PRECONDITION).
+  """
   REFUSED
+  """
+  A step's intent: what was approved (actor, input, plan and its hash), recorded before
+  anything was sent to Incus or MAAS. Its outcome is another event, naming this one in
+  details.intent.
+  """
+  STARTED
   """
   A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
   details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
@@ -4060,15 +4107,40 @@ directive @change(
   lock: ChangeLock!
 ) on FIELD_DEFINITION
 
-"The lock a change holds while it runs, so two changes to one thing never interleave."
+"""
+The lock a change holds while it runs, so two changes to one thing never interleave: a
+lease (a row of change_leases with an epoch), taken before a confirmation is checked
+against its plan and held until the outcome is written, so nothing of Apelora's changes
+between the check and the act, and no transaction stays open across an Incus or MAAS call.
+"""
 enum ChangeLock {
-  "The machine's advisory lock (a second change to it at the same time is BUSY)."
+  "The machine's lease (a second change to it at the same time is BUSY)."
   MACHINE
-  "The identities' rows (a revocation cannot leave no active manager)."
+  "The identities' lease (a revocation cannot leave no active manager)."
   IDENTITIES
-  "No lock: the database's constraints keep concurrent changes apart (hardware profiles)."
-  NONE
+  "The hardware profiles' lease (declaring and removing profiles)."
+  HARDWARE_PROFILES
+  "The placement guard's lease (Incus's placement scriptlet)."
+  PLACEMENT_GUARD
+  "The rolling reboots' lease (start, pause, resume, cancel)."
+  ROLLING_REBOOTS
 }
+
+"""
+Declares a list input field a set: its order does not matter, so a plan's hash covers it
+sorted and the same members in another order confirm the same plan. A list without it is
+a sequence (a rolling reboot's members, in order). internal/mutations reads it.
+"""
+directive @set on INPUT_FIELD_DEFINITION
+
+"""
+Declares an input field that a plan's hash does not cover, beside it and with why: a field
+that truly changes nothing the call does. Every other field of a change's input (walked
+recursively, defaults filled in) is covered, so a confirmation with any other value is
+refused PLAN_CHANGED; the test that proves it reads this declaration. dryRun and planHash
+are the call's mode and its confirmation, never covered.
+"""
+directive @planIgnores(reason: String!) on INPUT_FIELD_DEFINITION
 `, BuiltIn: false},
 	{Name: "../schema/drift.graphqls", Input: `extend type Query {
   """
@@ -4518,13 +4590,13 @@ extend type Mutation {
   inventoried at commissioning and what Incus sees on the member; a shortfall fails the
   check with both values. A minimum of 0 asks nothing of that aspect.
   """
-  setHardwareProfile(input: SetHardwareProfileInput!): SetHardwareProfilePayload! @change(lock: NONE)
+  setHardwareProfile(input: SetHardwareProfileInput!): SetHardwareProfilePayload! @change(lock: HARDWARE_PROFILES)
 
   """
   Remove a hardware profile. Refused while it is assigned to a machine: assign those
   machines another profile, or clear theirs, first.
   """
-  removeHardwareProfile(input: RemoveHardwareProfileInput!): RemoveHardwareProfilePayload! @change(lock: NONE)
+  removeHardwareProfile(input: RemoveHardwareProfileInput!): RemoveHardwareProfilePayload! @change(lock: HARDWARE_PROFILES)
 
   """
   Assign a hardware profile to a registered machine (replacing the one it had): its
@@ -4774,7 +4846,7 @@ extend type Mutation {
 input CreateIdentityInput {
   "1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter."
   name: String!
-  permissions: [Permission!]!
+  permissions: [Permission!]! @set
   "When it stops working. Give this or expiresIn, or neither for no expiry."
   expiresAt: Time
   "How long from now it works: 30d, 12h, 90m (whole days or Go's duration form)."
@@ -4986,7 +5058,7 @@ type MaasMachine {
 input CommissionMachineInput {
   systemId: String!
   "Testing scripts or tags to run after commissioning; null: MAAS's defaults; []: none."
-  tests: [String!]
+  tests: [String!] @set
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
   answer with the plan (the payload's plan). Not an audit event for a caller allowed to
@@ -5008,7 +5080,7 @@ input InstallOperatingSystemInput {
   "The series to install, e.g. noble or ubuntu/noble."
   series: String!
   "Member config for the join, as in approveEnrolment."
-  memberConfig: [MemberConfigInput!]
+  memberConfig: [MemberConfigInput!] @set
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
   answer with the plan (the payload's plan). Not an audit event for a caller allowed to
@@ -5029,7 +5101,7 @@ input RunHardwareTestsInput {
   "The machine's hostname, typed again as MAAS shows it, to confirm."
   hostname: String!
   "Testing scripts or tags (at most 16); null: MAAS's defaults."
-  tests: [String!]
+  tests: [String!] @set
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
   answer with the plan (the payload's plan). Not an audit event for a caller allowed to
@@ -5644,7 +5716,7 @@ input ApproveEnrolmentInput {
   ` + "`" + `extensions.field` + "`" + ` memberConfig and ` + "`" + `extensions.details.index` + "`" + `, the entry's position in
   this list (from 0).
   """
-  memberConfig: [MemberConfigInput!]
+  memberConfig: [MemberConfigInput!] @set
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
   answer with the plan (the payload's plan). Not an audit event for a caller allowed to
@@ -5826,7 +5898,7 @@ type AdmissionCheckEvent {
   it did not write: both directions are refused (FAILED_PRECONDITION) while Incus holds a
   foreign one. Off removes the guard, restoring what was there before it (no scriptlet).
   """
-  setPlacementGuard(input: SetPlacementGuardInput!): SetPlacementGuardPayload! @change(lock: NONE)
+  setPlacementGuard(input: SetPlacementGuardInput!): SetPlacementGuardPayload! @change(lock: PLACEMENT_GUARD)
 }
 
 extend type ClusterView {
@@ -5891,10 +5963,19 @@ type Plan {
   "True when the call would be refused (see refusals): confirming it would fail."
   refused: Boolean!
   """
-  The plan's identity (sha256: of its steps, refusals, warnings and quorum projection).
-  Send it back as the input's planHash to confirm this plan and no other.
+  The plan's identity: sha256 of the call (the mutation and its whole input, normalised:
+  defaults filled in, sets sorted, dryRun and planHash left out) and of the plan (its facts,
+  steps, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
+  so the same input planned again in the same world has the same hash. Send it back as the
+  input's planHash to confirm this plan and this input, and no other.
   """
   planHash: String!
+  """
+  What the plan read that the call depends on and no step shows (the hardware profile it
+  replaces, the identity it revokes, the MAAS machine's status, the instances an evacuation
+  moves): covered by planHash, so a confirmation is refused PLAN_CHANGED when one changed.
+  """
+  facts: [PlanFact!]!
   """
   The calls it would make, in order. After a refusal inside the call (a state, a check, a
   missing hardware.delete) the plan goes on where it can and shows the rest; a caller
@@ -5954,9 +6035,17 @@ type PlanStep {
   target: String!
   """
   What would change, before → after (a member's roles or config, a MAAS operation's
-  parameters). Cloud-init user data is shown only as its size and SHA-256.
+  parameters). Cloud-init user data is shown as what is approved, never its bytes: the
+  enrolment script and the user-data template by their SHA-256, the member name, the member
+  it contacts and the member config (the join token and its expiry are filled in at deploy).
   """
   changes: [PlanChange!]!
+}
+
+"Something a plan read, in words."
+type PlanFact {
+  name: String!
+  value: String!
 }
 
 type PlanChange {
@@ -5987,19 +6076,19 @@ type PlanFinding {
   for a member without a fence mapping, and (before the start and before each member)
   while any other member is offline or evacuated or when the quorum projection fails.
   """
-  startRollingReboot(input: StartRollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+  startRollingReboot(input: StartRollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 
   "Pause a running rolling reboot: the step in progress finishes, no further one starts."
-  pauseRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+  pauseRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 
   "Resume a paused rolling reboot from its step."
-  resumeRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+  resumeRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 
   """
   Cancel a running or paused rolling reboot: no further step is taken; the member in
   progress is left as it is (restore it with restoreMember).
   """
-  cancelRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: NONE)
+  cancelRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 }
 
 extend type Query {
@@ -7067,6 +7156,8 @@ func (ec *executionContext) childFields_Plan(ctx context.Context, field graphql.
 		return ec.fieldContext_Plan_refused(ctx, field)
 	case "planHash":
 		return ec.fieldContext_Plan_planHash(ctx, field)
+	case "facts":
+		return ec.fieldContext_Plan_facts(ctx, field)
 	case "steps":
 		return ec.fieldContext_Plan_steps(ctx, field)
 	case "refusals":
@@ -7089,6 +7180,16 @@ func (ec *executionContext) childFields_PlanChange(ctx context.Context, field gr
 		return ec.fieldContext_PlanChange_after(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PlanChange", field.Name)
+}
+
+func (ec *executionContext) childFields_PlanFact(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_PlanFact_name(ctx, field)
+	case "value":
+		return ec.fieldContext_PlanFact_value(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PlanFact", field.Name)
 }
 
 func (ec *executionContext) childFields_PlanFinding(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -16890,6 +16991,38 @@ func (ec *executionContext) fieldContext_Plan_planHash(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Plan", field, false, false, "String")
 }
 
+func (ec *executionContext) _Plan_facts(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Plan_facts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Facts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PlanFact) graphql.Marshaler {
+			return ec.marshalNPlanFact2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanFactᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Plan_facts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Plan",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PlanFact(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Plan_steps(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17085,6 +17218,52 @@ func (ec *executionContext) _PlanChange_after(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_PlanChange_after(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PlanChange", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanFact_name(ctx context.Context, field graphql.CollectedField, obj *model.PlanFact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanFact_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanFact_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanFact", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanFact_value(ctx context.Context, field graphql.CollectedField, obj *model.PlanFact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanFact_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanFact_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanFact", field, false, false, "String")
 }
 
 func (ec *executionContext) _PlanFinding_code(ctx context.Context, field graphql.CollectedField, obj *model.PlanFinding) (ret graphql.Marshaler) {
@@ -26300,6 +26479,11 @@ func (ec *executionContext) _Plan(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "facts":
+			out.Values[i] = ec._Plan_facts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "steps":
 			out.Values[i] = ec._Plan_steps(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -26361,6 +26545,44 @@ func (ec *executionContext) _PlanChange(ctx context.Context, sel ast.SelectionSe
 		case "after":
 			out.Values[i] = ec._PlanChange_after(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var planFactImplementors = []string{"PlanFact"}
+
+func (ec *executionContext) _PlanFact(ctx context.Context, sel ast.SelectionSet, obj *model.PlanFact) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, planFactImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PlanFact")
+		case "name":
+			out.Values[i] = ec._PlanFact_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "value":
+			out.Values[i] = ec._PlanFact_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -28921,6 +29143,30 @@ func (ec *executionContext) marshalNPlanChange2ᚖgithubᚗcomᚋapeloraᚋfabri
 		return graphql.Null
 	}
 	return ec._PlanChange(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPlanFact2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanFactᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PlanFact) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPlanFact2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanFact(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPlanFact2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanFact(ctx context.Context, sel ast.SelectionSet, v *model.PlanFact) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PlanFact!")
+		return graphql.Null
+	}
+	return ec._PlanFact(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPlanFinding2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanFindingᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PlanFinding) graphql.Marshaler {

@@ -160,6 +160,16 @@ func quoteShort(s string) string {
 }
 
 // Wants describes what the profile asks for, in one line.
+// Fact is the profile as a plan reads it (its hash covers it): what it wants, its
+// description and who set it when, so a profile replaced meanwhile (even with the same
+// minimums) reads otherwise. "none" for no profile.
+func (p *Profile) Fact() string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s; description %q; set by %s at %s", p.Wants(), p.Description, p.SetBy, p.SetAt.UTC().Format(time.RFC3339Nano))
+}
+
 func (p Profile) Wants() string {
 	parts := []string{p.Architecture}
 	if p.MinCPUCores > 0 {

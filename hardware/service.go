@@ -7,6 +7,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/plan"
 )
 
 // Tx is the part of a database transaction that profiles need.
@@ -18,8 +19,10 @@ type Tx interface {
 	// when there is none; a profile still assigned gives FAILED_PRECONDITION naming them.
 	DeleteProfile(ctx context.Context, name string) (*Profile, error)
 	// AssignProfile sets (profile "" clears) the machine record's profile and returns the
-	// name it had ("" for none). An unknown machine or profile gives NOT_FOUND.
-	AssignProfile(ctx context.Context, machine, profile string) (string, error)
+	// name it had ("" for none) and the profile assigned (nil when clearing), read so that
+	// it cannot be replaced before the change commits. An unknown machine or profile gives
+	// NOT_FOUND.
+	AssignProfile(ctx context.Context, machine, profile string) (string, *Profile, error)
 }
 
 // Store runs changes to profiles and reads them.
@@ -66,6 +69,9 @@ func (s *Service) Declare(ctx context.Context, actor string, d Declaration) (*De
 		if err != nil {
 			return err
 		}
+		if err := plan.Read(ctx, "hardware profile "+p.Name+" now", prev.Fact()); err != nil {
+			return err
+		}
 		out.Previous = prev
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("architecture", p.Architecture)
@@ -105,6 +111,9 @@ func (s *Service) Remove(ctx context.Context, name string) (*Profile, error) {
 		if p == nil {
 			return apperr.New(apperr.NotFound, "no hardware profile named %q: list them with the hardwareProfiles query", name)
 		}
+		if err := plan.Read(ctx, "hardware profile "+name, p.Fact()); err != nil {
+			return err
+		}
 		removed = p
 		return nil
 	})
@@ -136,9 +145,19 @@ func (s *Service) Clear(ctx context.Context, machine string) (string, error) {
 func (s *Service) assign(ctx context.Context, machine, profile string) (string, error) {
 	var previous string
 	err := s.Store.Change(ctx, machine, func(tx Tx) error {
-		prev, err := tx.AssignProfile(ctx, machine, profile)
+		prev, assigned, err := tx.AssignProfile(ctx, machine, profile)
 		if err != nil {
 			return err
+		}
+		if err := plan.Read(ctx, "hardware profile of "+machine+" now", orNone(prev)); err != nil {
+			return err
+		}
+		if profile != "" {
+			// What admission will compare the machine with: a profile replaced meanwhile
+			// is not the one the administrator approved.
+			if err := plan.Read(ctx, "hardware profile "+profile, assigned.Fact()); err != nil {
+				return err
+			}
 		}
 		previous = prev
 		if a := audit.ActionFrom(ctx); a != nil {
@@ -164,6 +183,13 @@ func (s *Service) Profile(ctx context.Context, name string) (*Profile, error) {
 // Profiles returns every profile, ordered by name.
 func (s *Service) Profiles(ctx context.Context) ([]Profile, error) {
 	return s.Store.Profiles(ctx)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // fieldRenamed points an input error at the field that carried the value.

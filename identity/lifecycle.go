@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/plan"
 )
 
 // Tx is the part of a database transaction that identity changes need.
@@ -245,6 +247,9 @@ func (s *Service) Revoke(ctx context.Context, by Caller, name string) (*Identity
 		if cur == nil {
 			return apperr.New(apperr.NotFound, "no identity named %q: list them with the `identities` query or `apelora identity list`", name)
 		}
+		if err := plan.Read(ctx, "identity "+name, cur.fact()); err != nil {
+			return err
+		}
 		if err := revokeRefusal(cur, managers, by.Identity != nil, now); err != nil {
 			return err
 		}
@@ -259,6 +264,26 @@ func (s *Service) Revoke(ctx context.Context, by Caller, name string) (*Identity
 		return nil, err
 	}
 	return revoked, nil
+}
+
+// fact is the identity as a plan that names it reads it: which identity (created when),
+// what it may do, until when, and whether it is revoked already.
+func (i *Identity) fact() string {
+	perms := make([]string, len(i.Permissions))
+	for j, p := range i.Permissions {
+		perms[j] = string(p)
+	}
+	s := fmt.Sprintf("created %s, permissions %s", i.CreatedAt.UTC().Format(time.RFC3339Nano), strings.Join(perms, ", "))
+	if i.ExpiresAt != nil {
+		s += ", expires " + i.ExpiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	if i.SSO != nil {
+		s += ", signs in through " + i.SSO.Issuer
+	}
+	if i.RevokedAt != nil {
+		s += ", revoked " + i.RevokedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return s
 }
 
 // revokeRefusal is why revoking cur is refused, given the identities that hold

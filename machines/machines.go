@@ -5,6 +5,7 @@ package machines
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -176,6 +177,10 @@ func (s *Service) Register(ctx context.Context, actor string, reg Registration) 
 		if err != nil {
 			return nil, err
 		}
+		// The record copies it: what MAAS reports is part of what is approved.
+		if err := plan.Read(ctx, "hardware UUID MAAS reports for "+reg.MAASSystemID, orNone(uuid)); err != nil {
+			return nil, err
+		}
 		rec.HardwareUUID = uuid
 	}
 	err := s.Store.Change(ctx, reg.Name, func(tx Tx) error { return tx.InsertRecord(ctx, rec) })
@@ -183,6 +188,28 @@ func (s *Service) Register(ctx context.Context, actor string, reg Registration) 
 		return nil, err
 	}
 	return &rec, nil
+}
+
+// fact is the record as a plan that removes it reads it.
+func (r *Record) fact() string {
+	s := fmt.Sprintf("%s, registered by %s at %s", r.Provisioner, r.RegisteredBy, r.RegisteredAt.UTC().Format(time.RFC3339Nano))
+	if r.MAASSystemID != "" {
+		s += ", MAAS system id " + r.MAASSystemID
+	}
+	if r.HardwareUUID != "" {
+		s += ", hardware UUID " + r.HardwareUUID
+	}
+	if r.HardwareProfile != "" {
+		s += ", hardware profile " + r.HardwareProfile
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // UUIDActor is the actor of the audit event of copying a hardware UUID from MAAS: a change
@@ -226,29 +253,39 @@ func (s *Service) Unregister(ctx context.Context, name string) error {
 		return err
 	}
 	return s.Store.Change(ctx, name, func(tx Tx) error {
-		// Deleted first so an unknown name needs no Incus; a refusal below rolls it back.
+		// Read first so an unknown name needs no Incus; Incus is asked before anything is
+		// written, so no transaction is open while it answers.
+		rec, err := s.Store.Record(ctx, name)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return apperr.New(apperr.NotFound, "no machine record named %s: list machines with the `machines` query", apperr.Quote(name))
+		}
+		if err := plan.Read(ctx, "machine record "+name, rec.fact()); err != nil {
+			return err
+		}
+		if s.Membership != nil {
+			snap, err := s.Membership.Snapshot(ctx)
+			if err != nil {
+				return err
+			}
+			if snap.Member(name) != nil {
+				return apperr.New(apperr.FailedPrecondition, "%s is still an Incus member: remove the member first (removeMember), then unregister it", apperr.Quote(name))
+			}
+			if snap.PendingFor(name) != nil {
+				return apperr.New(apperr.FailedPrecondition, "a join token for %s is pending: revoke it first (revokeJoinToken), then unregister the machine", apperr.Quote(name))
+			}
+			if snap.PendingProblem != "" {
+				return apperr.New(apperr.Unavailable, "cannot tell whether a join token for %s is pending: %s; try again when every member answers", apperr.Quote(name), snap.PendingProblem)
+			}
+		}
 		found, err := tx.DeleteRecord(ctx, name)
 		if err != nil {
 			return err
 		}
 		if !found {
 			return apperr.New(apperr.NotFound, "no machine record named %s: list machines with the `machines` query", apperr.Quote(name))
-		}
-		if s.Membership == nil {
-			return nil
-		}
-		snap, err := s.Membership.Snapshot(ctx)
-		if err != nil {
-			return err
-		}
-		if snap.Member(name) != nil {
-			return apperr.New(apperr.FailedPrecondition, "%s is still an Incus member: remove the member first (removeMember), then unregister it", apperr.Quote(name))
-		}
-		if snap.PendingFor(name) != nil {
-			return apperr.New(apperr.FailedPrecondition, "a join token for %s is pending: revoke it first (revokeJoinToken), then unregister the machine", apperr.Quote(name))
-		}
-		if snap.PendingProblem != "" {
-			return apperr.New(apperr.Unavailable, "cannot tell whether a join token for %s is pending: %s; try again when every member answers", apperr.Quote(name), snap.PendingProblem)
 		}
 		return nil
 	})

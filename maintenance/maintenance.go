@@ -12,6 +12,7 @@ package maintenance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/changes"
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/machines"
@@ -215,6 +217,10 @@ type Store interface {
 	// StartOperation records op and its STARTED event in the change in progress, and
 	// returns the operation as recorded (its id, start time and message filled in).
 	StartOperation(ctx context.Context, op Operation) (*Operation, error)
+	// RecordFinished records op, which Incus carried out but whose start was never
+	// recorded (the process that asked stopped), as finished with outcome, with its events,
+	// in the change in progress.
+	RecordFinished(ctx context.Context, op Operation, outcome Kind, message string) (int64, error)
 	// Operations lists the machine's operations, newest first.
 	Operations(ctx context.Context, machine string, limit int) ([]Operation, error)
 	// EventsAfter lists events (of machine, or all for "") after the id, in id order.
@@ -302,6 +308,9 @@ func (s *Service) Evacuate(ctx context.Context, name, mode string) (*Plan, error
 			}
 		}
 		s.detail(ctx, p, m)
+		if err := s.facts(ctx, p); err != nil {
+			return err
+		}
 		if rec != nil {
 			rec.Project(proj)
 			for _, w := range proj.Warnings {
@@ -387,6 +396,9 @@ func (s *Service) Restore(ctx context.Context, name string) (*Plan, error) {
 		}
 		p.Instances = returning(all, name)
 		s.detail(ctx, p, m)
+		if err := s.facts(ctx, p); err != nil {
+			return err
+		}
 		if err := r.settle(); err != nil {
 			return err
 		}
@@ -491,6 +503,36 @@ func (s *Service) start(ctx context.Context, p *Plan) error {
 		return err
 	}
 	return nil
+}
+
+// facts are what the plan shows of the instances and where they go: what the
+// administrator approves (the payload lists them), covered by the plan's hash.
+func (s *Service) facts(ctx context.Context, p *Plan) error {
+	fates := make([]string, len(p.Instances))
+	for i, in := range p.Instances {
+		fates[i] = fmt.Sprintf("%s (%s, %s): %s", in.ID(), in.Type, in.Status, in.Fate)
+	}
+	if err := plan.Read(ctx, "instances of "+p.Action, orNone(fates)); err != nil {
+		return err
+	}
+	if p.Action != Evacuate {
+		return nil
+	}
+	// Which members can take them; how many instances each has now is shown, not
+	// approved (any launch elsewhere would change it).
+	targets := make([]string, len(p.Targets))
+	for i, t := range p.Targets {
+		targets[i] = t.Member
+	}
+	slices.Sort(targets)
+	return plan.Read(ctx, "evacuation targets", orNone(targets))
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }
 
 func (s *Service) detail(ctx context.Context, p *Plan, m *membership.Member) {
@@ -629,4 +671,37 @@ func ParseEventID(field, v string) (int64, error) {
 		return 0, apperr.Invalid(field, "%s is not a member operation event id (a whole number, as MemberOperationEvent.id gives it)", apperr.Quote(v))
 	}
 	return id, nil
+}
+
+// JudgeStep says what became of an evacuateMember or restoreMember whose outcome its
+// process did not record (package changes), from the member's status in Incus (Incus lists
+// a member Evacuated from the start of its evacuation, and Online again once restored),
+// and records the operation Incus carried out, finished.
+func (s *Service) JudgeStep(ctx context.Context, st changes.Step, action string) (changes.Verdict, error) {
+	if s.Incus == nil {
+		return changes.Verdict{}, apperr.NotConfigured(apperr.Incus)
+	}
+	name := st.Machine
+	_, m, err := s.member(ctx, name)
+	if apperr.Is(err, apperr.NotFound) {
+		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("%s is no member of this Incus cluster", name)}, nil
+	}
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	done := m.Evacuated()
+	if action == Restore {
+		done = !m.Evacuated() && m.Status != membership.StatusOffline
+	}
+	if !done {
+		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("Incus lists %s %s: the %s did not happen", name, m.Status, action)}, nil
+	}
+	mode, _ := st.Input()["mode"].(string)
+	op := Operation{Machine: name, Action: action, Mode: strings.ToLower(strings.ReplaceAll(mode, "_", "-")),
+		IncusOperation: "not recorded", StartedBy: st.Actor, RequestID: st.RequestID}
+	msg := fmt.Sprintf("%s of %s found done after a restart: Incus lists it %s", action, name, m.Status)
+	if _, err := s.Store.RecordFinished(ctx, op, KindSucceeded, msg); err != nil {
+		return changes.Verdict{}, err
+	}
+	return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("Incus lists %s %s: the %s happened", name, m.Status, action)}, nil
 }

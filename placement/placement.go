@@ -12,8 +12,12 @@ package placement
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/changes"
 	"github.com/apelora/fabric/lifecycle"
 	"github.com/apelora/fabric/membership"
 	"github.com/apelora/fabric/plan"
@@ -281,4 +285,26 @@ func refusal(enabled bool, found Status) error {
 	return apperr.New(apperr.FailedPrecondition,
 		"cannot turn the placement guard off: the placement scriptlet in Incus is not Apelora's guard (%s; someone replaced it), so Apelora leaves it as it is; "+
 			"if it should go, remove it with `incus config unset %s`", found.Found, ScriptletKey)
+}
+
+// JudgeStep says what became of a setPlacementGuard whose outcome its process did not
+// record (package changes): Incus's scriptlet now, against the state asked for.
+func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdict, error) {
+	if s.Incus == nil {
+		return changes.Verdict{}, apperr.NotConfigured(apperr.Incus)
+	}
+	v, _, err := s.Incus.PlacementScriptlet(ctx)
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	enabled, _ := st.Input()["enabled"].(bool)
+	want := Off
+	if enabled {
+		want = On
+	}
+	now := Judge(v).State
+	if now == want {
+		return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("Incus's placement scriptlet is Apelora's guard %s, as asked", strings.ToLower(string(now)))}, nil
+	}
+	return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("Incus's placement guard is %s, not %s as asked: it was not changed", now, want)}, nil
 }

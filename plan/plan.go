@@ -55,10 +55,23 @@ type Finding struct {
 	Field   string
 }
 
+// Fact is something a plan read that the call depends on and no step shows (the hardware
+// profile a setHardwareProfile replaces, the identity a revokeIdentity names, a MAAS
+// machine's status): the plan's hash covers it, so a confirmation is refused when it
+// changed.
+type Fact struct {
+	Name  string
+	Value string
+}
+
 // Recorder collects a dry run's plan. Safe for concurrent use.
 type Recorder struct {
 	mu       sync.Mutex
+	mutation string
+	input    map[string]any
+	facts    []Fact
 	steps    []Step
+	calls    int // writes recorded, a step made twice counted twice
 	refusals []Finding
 	warnings []Finding
 	quorum   *quorum.Projection
@@ -66,6 +79,11 @@ type Recorder struct {
 
 // Plan is a finished dry run.
 type Plan struct {
+	// Mutation and Input are the call the plan is for (Input as its hash covers it:
+	// internal/mutations.Input); both are in the hash.
+	Mutation string
+	Input    map[string]any
+	Facts    []Fact
 	Steps    []Step
 	Refusals []Finding
 	Warnings []Finding
@@ -90,14 +108,88 @@ func From(ctx context.Context) *Recorder {
 	return r
 }
 
+// For returns a recorder for a plan of the call mutation with input (normalised: what its
+// hash covers).
+func For(mutation string, input map[string]any) *Recorder {
+	return &Recorder{mutation: mutation, input: input}
+}
+
+// Read is the one way domain code reads a fact its call depends on (the profile a change
+// replaces, the identity it revokes): in a dry run it records the fact in the plan (its
+// hash covers it); in the real call confirming an approved plan (WithApproved) it refuses
+// with PLAN_CHANGED when the fact, read now in the change's own transaction, is not the one
+// the plan read, so nothing is acted on that the administrator did not see. Otherwise
+// (automation that sends no planHash) it answers nil.
+func Read(ctx context.Context, name, value string) error {
+	if r := From(ctx); r != nil {
+		r.Fact(name, value)
+		return nil
+	}
+	p, ok := ctx.Value(approvedKey{}).(*Plan)
+	if !ok {
+		return nil
+	}
+	for _, f := range p.Facts {
+		if f.Name == name {
+			if f.Value == value {
+				return nil
+			}
+			return Changed(fmt.Sprintf("%s was %q when the plan was shown and is %q now", name, f.Value, value))
+		}
+	}
+	return Changed(fmt.Sprintf("the plan shown did not depend on %s, the call does now", name))
+}
+
+// Changed is the refusal of a confirmation whose plan is no longer the one shown.
+func Changed(why string) *apperr.Error {
+	msg := "the plan changed since it was shown (another change, or the cluster moved on): nothing was changed; look at the new plan and confirm it again"
+	if why != "" {
+		msg = "the plan changed since it was shown: " + why + "; nothing was changed: look at the new plan and confirm it again"
+	}
+	return &apperr.Error{Code: apperr.PlanChanged, Field: "planHash", Message: msg}
+}
+
+type approvedKey struct{}
+
+// WithApproved returns ctx for the real call that confirms p: the facts it reads must be
+// p's (Read).
+func WithApproved(ctx context.Context, p Plan) context.Context {
+	return context.WithValue(ctx, approvedKey{}, &p)
+}
+
+// Fact adds a fact the plan read.
+func (r *Recorder) Fact(name, value string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := Fact{Name: name, Value: value}
+	if !slices.Contains(r.facts, f) {
+		r.facts = append(r.facts, f)
+	}
+}
+
 // Active reports whether ctx is a dry run.
 func Active(ctx context.Context) bool { return From(ctx) != nil }
 
-// Record adds a step.
+// Record adds a step. A plan lists each step once: a call that would be made again with
+// the same target and changes (the admission checks' NOTIFY of each result) is one step.
 func (r *Recorder) Record(s Step) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.calls++
+	for _, had := range r.steps {
+		if had.System == s.System && had.Call == s.Call && had.Target == s.Target && slices.Equal(had.Changes, s.Changes) {
+			return
+		}
+	}
 	r.steps = append(r.steps, s)
+}
+
+// Calls reports how many writes the plan recorded: a step made twice (listed once)
+// counts twice.
+func (r *Recorder) Calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
 }
 
 // Refuse adds the refusal err stands for (its code and public message).
@@ -142,7 +234,8 @@ func (r *Recorder) Refused() bool {
 func (r *Recorder) Plan() Plan {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return Plan{Steps: slices.Clone(r.steps), Refusals: slices.Clone(r.refusals), Warnings: slices.Clone(r.warnings), Quorum: r.quorum}
+	return Plan{Mutation: r.mutation, Input: r.input, Facts: slices.Clone(r.facts), Steps: slices.Clone(r.steps),
+		Refusals: slices.Clone(r.refusals), Warnings: slices.Clone(r.warnings), Quorum: r.quorum}
 }
 
 // Secret describes a secret or bulky value (cloud-init user data) by its size and
@@ -152,12 +245,14 @@ func Secret(b []byte) string {
 	return fmt.Sprintf("%d bytes, sha256:%s", len(b), hex.EncodeToString(sum[:]))
 }
 
-// Hash identifies the plan as shown (steps, refusals, warnings, quorum projection): a
-// confirmation carries the hash of the plan it approves, and the call refuses when its own
-// plan now hashes otherwise. JSON of maps is written with sorted keys, so equal plans hash
-// equal.
+// Hash identifies the plan as approved: the call (the mutation and its whole input,
+// normalised) and the plan as shown (the facts it read, steps, refusals, warnings, quorum
+// projection). A confirmation carries the hash of the plan it approves, and the call is
+// refused when its own call and plan now hash otherwise, so a plan approves one input and
+// no other. JSON of maps is written with sorted keys, so equal plans hash equal; no token,
+// expiry or clock is ever in a plan.
 func (p Plan) Hash() string {
-	b, err := json.Marshal(map[string]any{"plan": p.Detail(), "quorum": p.Quorum})
+	b, err := json.Marshal(map[string]any{"mutation": p.Mutation, "input": p.Input, "plan": p.Detail(), "quorum": p.Quorum})
 	if err != nil {
 		// A plan holds strings, numbers and lists: this cannot fail; a hash no confirmation
 		// matches keeps a broken plan from being approved.
@@ -185,5 +280,9 @@ func (p Plan) Detail() map[string]any {
 		}
 		return out
 	}
-	return map[string]any{"steps": steps, "refusals": findings(p.Refusals), "warnings": findings(p.Warnings)}
+	facts := make([]map[string]any, len(p.Facts))
+	for i, f := range p.Facts {
+		facts[i] = map[string]any{"name": f.Name, "value": f.Value}
+	}
+	return map[string]any{"facts": facts, "steps": steps, "refusals": findings(p.Refusals), "warnings": findings(p.Warnings)}
 }

@@ -32,16 +32,37 @@ func (w *Writes) AfterEach(fn func(s System, planned bool)) {
 // the step describe returns and sends nothing; otherwise it calls send. describe runs only
 // in a dry run, so it may read (the resource before a PUT). planned reports which
 // happened: a caller that needs an answer from the upstream makes a plausible one up.
+//
+// Before a real change to Incus or MAAS it asks the change in progress (BeforeUpstream)
+// whether it may be sent: the change commits the approved step as its intent first, and
+// nothing is sent when that cannot be done (fail closed).
 func (w *Writes) Do(ctx context.Context, s System, describe func() Step, send func() error) (planned bool, err error) {
 	r := From(ctx)
-	defer w.wrote(s, r != nil)
 	if r != nil {
+		defer w.wrote(s, true)
 		step := describe()
 		step.System = s
 		r.Record(step)
 		return true, nil
 	}
+	if s != Database {
+		if before, ok := ctx.Value(beforeUpstreamKey{}).(func(context.Context, System) error); ok && before != nil {
+			if err := before(ctx, s); err != nil {
+				return false, err
+			}
+		}
+	}
+	defer w.wrote(s, false)
 	return false, send()
+}
+
+type beforeUpstreamKey struct{}
+
+// BeforeUpstream returns ctx in which every real change to Incus or MAAS through Do first
+// calls before, which may refuse it (nothing is then sent). A change in progress puts it
+// in its context: it records its intent before its first upstream call.
+func BeforeUpstream(ctx context.Context, before func(ctx context.Context, s System) error) context.Context {
+	return context.WithValue(ctx, beforeUpstreamKey{}, before)
 }
 
 func (w *Writes) wrote(s System, planned bool) {

@@ -65,6 +65,14 @@ type CommissionOptions struct {
 	Tests []string
 }
 
+// UserData is the cloud-init user data of a deploy: the bytes sent (they hold the join
+// token: never stored, logged or audited) and how a plan shows them (Shown: what the
+// administrator approves, with no token, expiry or clock in it).
+type UserData struct {
+	Bytes []byte
+	Shown string
+}
+
 // MAAS is what provisioning asks of MAAS.
 type MAAS interface {
 	Machines(ctx context.Context) ([]MAASMachine, error)
@@ -72,7 +80,7 @@ type MAAS interface {
 	Commission(ctx context.Context, systemID string, o CommissionOptions) (MAASMachine, error)
 	Test(ctx context.Context, systemID string, tests []string) (MAASMachine, error)
 	Allocate(ctx context.Context, systemID string) (MAASMachine, error)
-	Deploy(ctx context.Context, systemID, series string, userData []byte) (MAASMachine, error)
+	Deploy(ctx context.Context, systemID, series string, userData UserData) (MAASMachine, error)
 	Release(ctx context.Context, systemID string, erase bool, comment string) (MAASMachine, error)
 	// EraseOnRelease reads MAAS's enable_disk_erasing_on_release setting.
 	EraseOnRelease(ctx context.Context) (bool, error)

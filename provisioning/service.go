@@ -3,10 +3,13 @@ package provisioning
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/changes"
 	"github.com/apelora/fabric/enrolment"
 	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/machines"
@@ -19,6 +22,9 @@ type Store interface {
 	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
 	Record(ctx context.Context, name string) (*machines.Record, error)
 	RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error)
+	// EndAdmission ends the machine's open admission, if any, in the change in progress: a
+	// new join begins.
+	EndAdmission(ctx context.Context, machine string) error
 }
 
 // Enrolment issues and withdraws join tokens inside a change already audited.
@@ -88,6 +94,28 @@ func (s *Service) refuseMember(ctx context.Context, rec *machines.Record, cur MA
 	return nil
 }
 
+// readMachine is the MAAS machine as a step's plan reads it: the state the step is
+// approved for (a machine that moved on since is another plan).
+func readMachine(ctx context.Context, cur MAASMachine) error {
+	if a := audit.ActionFrom(ctx); a != nil {
+		// What the reconciler compares with if the step's outcome is ever lost.
+		a.Detail("systemId", cur.SystemID)
+		a.Detail("maasStatus", cur.StatusName)
+	}
+	return plan.Read(ctx, "MAAS machine "+cur.SystemID, fmt.Sprintf("%s, status %s", cur.Hostname, cur.StatusName))
+}
+
+// sortedSet is a set of names (the tests to run) in one order: the input is a set, so
+// the request and its plan do not depend on the order it was given in.
+func sortedSet(names []string) []string {
+	if names == nil {
+		return nil
+	}
+	out := slices.Clone(names)
+	slices.Sort(out)
+	return out
+}
+
 // Commission has MAAS commission a machine, with the tests asked for.
 func (s *Service) Commission(ctx context.Context, systemID string, o CommissionOptions) (*MAASMachine, error) {
 	m, err := s.maas()
@@ -110,12 +138,16 @@ func (s *Service) Commission(ctx context.Context, systemID string, o CommissionO
 		if err != nil {
 			return err
 		}
+		if err := readMachine(ctx, cur); err != nil {
+			return err
+		}
 		if err := s.refuseMember(ctx, rec, cur, "commissioning"); err != nil {
 			return err
 		}
 		if why := commissionRefusal(cur); why != "" {
 			return refused("%s", why)
 		}
+		o.Tests = sortedSet(o.Tests)
 		out, err = m.Commission(ctx, systemID, o)
 		return err
 	})
@@ -146,7 +178,6 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 		return nil, refused("%s", installRefusal(rec, MAASMachine{}))
 	}
 	var out MAASMachine
-	var issued bool
 	err = s.Store.Audited(ctx, name, func(ctx context.Context) error {
 		// Read again under the machine's lock: it may have been unregistered meanwhile.
 		if rec, err = machines.Registered(ctx, s.Store, name, "it was unregistered meanwhile"); err != nil {
@@ -154,6 +185,9 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 		}
 		cur, err := m.Machine(ctx, rec.MAASSystemID)
 		if err != nil {
+			return err
+		}
+		if err := readMachine(ctx, cur); err != nil {
 			return err
 		}
 		if why := installRefusal(rec, cur); why != "" {
@@ -167,19 +201,32 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 		if err != nil {
 			return err
 		}
-		issued = !approval.Planned // a dry run's token was issued by nobody
+		// If what follows fails, no token issued here stays usable (withdrawn inside the
+		// change, so its intent covers it); a dry run's token was issued by nobody.
+		withdraw := func() {
+			if !approval.Planned {
+				s.Enrolment.Withdraw(ctx, name)
+			}
+		}
 		userData, err := enrolment.UserData(s.EnrolScript, approval)
 		if err != nil {
+			withdraw()
+			return err
+		}
+		shown, err := enrolment.ShownUserData(s.EnrolScript, approval)
+		if err != nil {
+			withdraw()
 			return err
 		}
 		allocated := false
 		if cur.Status == Ready {
 			if _, err := m.Allocate(ctx, cur.SystemID); err != nil {
+				withdraw()
 				return err
 			}
 			allocated = true
 		}
-		out, err = m.Deploy(ctx, cur.SystemID, series, userData)
+		out, err = m.Deploy(ctx, cur.SystemID, series, UserData{Bytes: userData, Shown: shown})
 		clear(userData)
 		if err != nil {
 			if allocated {
@@ -188,14 +235,13 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 					err = errors.Join(err, rerr)
 				}
 			}
+			withdraw()
 			return err
 		}
-		return nil
+		// A new join begins: the machine's old admission ends (after the upstream calls).
+		return s.Store.EndAdmission(ctx, name)
 	})
 	if err != nil {
-		if issued {
-			s.Enrolment.Withdraw(ctx, name)
-		}
 		return nil, err
 	}
 	return &out, nil
@@ -228,13 +274,16 @@ func (s *Service) RunTests(ctx context.Context, systemID, hostname string, tests
 		if err != nil {
 			return err
 		}
+		if err := readMachine(ctx, cur); err != nil {
+			return err
+		}
 		if !sameHostname(cur.Hostname, hostname) {
 			return invalid("hostname", "%s is not the hostname of MAAS machine %s: type its hostname again, exactly as MAAS shows it", apperr.Quote(hostname), systemID)
 		}
 		if why := testRefusal(cur); why != "" {
 			return refused("%s", why)
 		}
-		out, err = m.Test(ctx, systemID, tests)
+		out, err = m.Test(ctx, systemID, sortedSet(tests))
 		return err
 	})
 	if err != nil {
@@ -339,6 +388,9 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 		if err != nil {
 			return err
 		}
+		if err := readMachine(ctx, cur); err != nil {
+			return err
+		}
 		if err := s.refuseMember(ctx, rec, cur, "releasing it"); err != nil {
 			return err
 		}
@@ -357,4 +409,55 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 		return nil, preview, err
 	}
 	return &out, preview, nil
+}
+
+// JudgeStep says what became of a MAAS step whose outcome its process did not record
+// (package changes), from the machine's status in MAAS now against the one the step saw
+// (details maasStatus), and records the database facts of that outcome (the admission an
+// install ends).
+func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdict, error) {
+	m, err := s.maas()
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	id := st.Text("systemId")
+	if id == "" {
+		return changes.Verdict{Outcome: audit.Failed, Found: "the step did not say which MAAS machine it was sent to: look at the machine in MAAS"}, nil
+	}
+	cur, err := m.Machine(ctx, id)
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	before, _ := st.Details["maasStatus"].(string)
+	now := fmt.Sprintf("MAAS shows %s (%s) %s", id, cur.Hostname, cur.StatusName)
+	if before != "" {
+		now += ", it was " + before
+	}
+	happened := func(ok bool, what string) (changes.Verdict, error) {
+		if ok {
+			return changes.Verdict{Outcome: audit.Succeeded, Found: now + ": " + what + " happened"}, nil
+		}
+		return changes.Verdict{Outcome: audit.Failed, Found: now + ": " + what + " did not happen"}, nil
+	}
+	moved := cur.StatusName != before
+	switch st.Action {
+	case "commissionMachine":
+		return happened(cur.Status == Commissioning || cur.Status == Testing || moved, "commissioning")
+	case "runHardwareTests":
+		return happened(cur.Status == Testing || moved, "the hardware tests")
+	case "releaseMachine":
+		return happened(cur.Status != Deployed && cur.Status != Allocated && cur.Status != Deploying && (moved || cur.Status == Ready), "the release")
+	case "installOperatingSystem":
+		switch cur.Status {
+		case Deploying, Deployed:
+			if err := s.Store.EndAdmission(ctx, st.Machine); err != nil {
+				return changes.Verdict{}, err
+			}
+			return happened(true, "the install")
+		case Allocated:
+			return changes.Verdict{Outcome: audit.Failed, Found: now + ": allocated but never deployed; release it (releaseMachine), and revoke a pending join token (revokeJoinToken), before installing again"}, nil
+		}
+		return changes.Verdict{Outcome: audit.Failed, Found: now + ": the install did not happen; revoke a pending join token (revokeJoinToken) before installing again"}, nil
+	}
+	return changes.Verdict{}, apperr.New(apperr.Internal, "provisioning judges no %s step", st.Action)
 }

@@ -47,7 +47,8 @@ func (f *fakeMAAS) Allocate(_ context.Context, id string) (MAASMachine, error) {
 	f.machines[id].Status = Allocated
 	return f.get(id)
 }
-func (f *fakeMAAS) Deploy(_ context.Context, id, series string, userData []byte) (MAASMachine, error) {
+func (f *fakeMAAS) Deploy(_ context.Context, id, series string, ud UserData) (MAASMachine, error) {
+	userData := ud.Bytes
 	f.calls = append(f.calls, "deploy "+id+" "+series)
 	if f.deployErr != nil {
 		return MAASMachine{}, f.deployErr
@@ -74,6 +75,8 @@ type fakeStore struct{ records map[string]*machines.Record }
 func (s *fakeStore) Audited(ctx context.Context, _ string, fn func(context.Context) error) error {
 	return fn(ctx)
 }
+func (s *fakeStore) EndAdmission(context.Context, string) error { return nil }
+
 func (s *fakeStore) Record(_ context.Context, name string) (*machines.Record, error) {
 	return s.records[name], nil
 }

@@ -51,6 +51,10 @@ func mapPlan(p plan.Plan) *model.Plan {
 		Steps:    make([]*model.PlanStep, len(p.Steps)),
 		Refusals: mapFindings(p.Refusals),
 		Warnings: mapFindings(p.Warnings),
+		Facts:    make([]*model.PlanFact, len(p.Facts)),
+	}
+	for i, f := range p.Facts {
+		out.Facts[i] = &model.PlanFact{Name: f.Name, Value: f.Value}
 	}
 	for i, s := range p.Steps {
 		st := &model.PlanStep{System: model.PlanSystem(s.System), Call: s.Call, Target: s.Target, Changes: make([]*model.PlanChange, len(s.Changes))}

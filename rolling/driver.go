@@ -201,7 +201,7 @@ func (d *Driver) evacuate(ctx context.Context, op *Operation, members []membersh
 		return err
 	})
 	if err != nil {
-		return d.fail(ctx, op, m.Name, err)
+		return d.failUnlessBusy(ctx, op, m.Name, err)
 	}
 	return nil
 }
@@ -237,7 +237,7 @@ func (d *Driver) powerOff(ctx context.Context, op *Operation, m *membership.Memb
 		})
 	})
 	if err != nil {
-		return d.fail(ctx, op, m.Name, err)
+		return d.failUnlessBusy(ctx, op, m.Name, err)
 	}
 	return nil
 }
@@ -269,7 +269,7 @@ func (d *Driver) confirmOff(ctx context.Context, op *Operation, m *membership.Me
 			})
 		})
 		if err != nil {
-			return d.fail(ctx, op, m.Name, err)
+			return d.failUnlessBusy(ctx, op, m.Name, err)
 		}
 		return nil
 	}
@@ -314,7 +314,7 @@ func (d *Driver) powerOn(ctx context.Context, op *Operation, m *membership.Membe
 		})
 	})
 	if err != nil {
-		return d.fail(ctx, op, m.Name, err)
+		return d.failUnlessBusy(ctx, op, m.Name, err)
 	}
 	return nil
 }
@@ -342,7 +342,7 @@ func (d *Driver) waitOnline(ctx context.Context, op *Operation, m *membership.Me
 			})
 		})
 		if err != nil {
-			return d.fail(ctx, op, m.Name, err)
+			return d.failUnlessBusy(ctx, op, m.Name, err)
 		}
 		return nil
 	}
@@ -385,7 +385,7 @@ func (d *Driver) restore(ctx context.Context, op *Operation, m *membership.Membe
 		return d.waitOrFail(ctx, op, m.Name, err)
 	}
 	if err != nil {
-		return d.fail(ctx, op, m.Name, err)
+		return d.failUnlessBusy(ctx, op, m.Name, err)
 	}
 	return nil
 }
@@ -446,7 +446,9 @@ func (d *Driver) act(ctx context.Context, op *Operation, member string, step Ste
 	a := &audit.Action{Actor: d.Actor, Name: StepAction, Machine: member, RequestID: rid,
 		Parameters: map[string]any{"rollingReboot": op.ID, "member": member, "step": string(step)}}
 	err := fn(audit.WithAction(logging.WithRequestID(ctx, rid), a))
-	if a.Recorded() {
+	if a.Recorded() || apperr.Is(err, apperr.Busy) {
+		// BUSY: nothing was tried (another change holds the member, or a step of it awaits
+		// its outcome from the reconciler); the next round takes the step again.
 		return err
 	}
 	outcome, msg := audit.Succeeded, ""
@@ -458,6 +460,17 @@ func (d *Driver) act(ctx context.Context, op *Operation, member string, step Ste
 	}
 	d.Log.Info("rolling reboot step", "rolling_reboot", op.ID, "member", member, "step", step, "error", err)
 	return err
+}
+
+// failUnlessBusy stops the operation (fail), unless the member was only busy: another
+// change holds it, or a step of it awaits its outcome from the change reconciler (a
+// driver killed in the middle of a power command); the next round takes the step again.
+func (d *Driver) failUnlessBusy(ctx context.Context, op *Operation, member string, cause error) error {
+	if apperr.Is(cause, apperr.Busy) {
+		d.Log.Info("rolling reboot waits: the member is busy", "rolling_reboot", op.ID, "member", member, "step", op.Step, "reason", apperr.PublicMessage(cause))
+		return nil
+	}
+	return d.fail(ctx, op, member, cause)
 }
 
 // failStep records the step's refusal as its audit event, then stops the operation.

@@ -222,10 +222,16 @@ func (s *Service) Start(ctx context.Context, members []string) (*Operation, erro
 				}
 				continue
 			}
-			if _, ok := mappings[m]; !ok {
+			mp, ok := mappings[m]
+			if !ok {
 				if err := refuse(apperr.New(apperr.FailedPrecondition, "%s has no fence mapping, so Apelora does not know which MAAS machine powers it: set one (setFenceMapping) first", apperr.Quote(m))); err != nil {
 					return err
 				}
+				continue
+			}
+			// The MAAS machine each member is powered through is what is approved.
+			if err := plan.Read(ctx, "fence mapping of "+m, fmt.Sprintf("MAAS system id %s, hardware UUID %s", mp.SystemID, mp.HardwareUUID)); err != nil {
+				return err
 			}
 		}
 		if rec != nil {
@@ -298,6 +304,9 @@ func (s *Service) move(ctx context.Context, idText string, from []State, to Stat
 		}
 		if op == nil {
 			return apperr.New(apperr.NotFound, "there is no rolling reboot %d: rollingReboot shows the latest", id)
+		}
+		if err := plan.Read(ctx, fmt.Sprintf("rolling reboot %d", id), fmt.Sprintf("%s, members %s", op.State, strings.Join(op.Members, ", "))); err != nil {
+			return err
 		}
 		if !slices.Contains(from, op.State) {
 			return apperr.New(apperr.FailedPrecondition, "rolling reboot %d is %s: it cannot be %s; %s", id, strings.ToLower(string(op.State)), pastTense(verb), nextFor(op))

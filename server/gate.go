@@ -45,6 +45,8 @@ type gate struct {
 	steps *stepSlots
 	// refusals writes the audit events of repeated refusals (per address, per identity).
 	refusals *refusalLog
+	// schema is the API's, for a call's input as a plan's hash covers it.
+	schema *ast.Schema
 }
 
 type authErrKey struct{}
@@ -115,7 +117,7 @@ func (g *gate) responses(ctx context.Context, next graphql.ResponseHandler) *gra
 		var err error
 		if doc, err = parser.ParseQuery(&ast.Source{Input: oc.RawQuery}); err != nil {
 			// Unreadable: it may have been a mutation.
-			g.recordRequest(ctx, requestRecord{action: RejectedRequest, outcome: audit.Failed, message: resp.Errors[0].Message})
+			g.recordRequest(ctx, requestRecord{action: RejectedRequest, outcome: outcomeOfError(resp.Errors[0]), message: resp.Errors[0].Message})
 			return resp
 		}
 		if op = doc.Operations.ForName(oc.OperationName); op == nil || op.Operation != ast.Mutation {
@@ -123,9 +125,17 @@ func (g *gate) responses(ctx context.Context, next graphql.ResponseHandler) *gra
 		}
 	}
 	if op != nil && op.Operation == ast.Mutation {
-		g.recordOperation(ctx, doc, op, oc.Variables, audit.Failed, resp.Errors[0].Message)
+		g.recordOperation(ctx, doc, op, oc.Variables, outcomeOfError(resp.Errors[0]), resp.Errors[0].Message)
 	}
 	return resp
+}
+
+// outcomeOfError is how a GraphQL error is audited: refused or failed by its code, the one
+// rule (audit.OutcomeOfCode). The GraphQL layer's own errors (a request that does not
+// parse or validate, a limit) are INVALID_INPUT: refused.
+func outcomeOfError(e *gqlerror.Error) audit.Outcome {
+	c, _ := e.Extensions["code"].(string)
+	return audit.OutcomeOfCode(c)
 }
 
 func firstMutation(doc *ast.QueryDocument) *ast.OperationDefinition {
@@ -165,7 +175,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	// recorder in its context that the changing ports and the change primitive obey.
 	var rec *plan.Recorder
 	if decl.DryRunIn(args) {
-		rec = &plan.Recorder{}
+		rec = plan.For(rfc.Field.Name, mutations.Input(g.schema, rfc.Field.Definition, args))
 		ctx = plan.With(ctx, rec)
 	}
 	if err := g.authorise(ctx); err != nil {
@@ -184,7 +194,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 	if decl.Lock == mutations.LockMachine && ctx.Value(refusedByGateKey{}) == nil {
 		release, err := g.steps.take(ctx)
 		if err != nil {
-			g.record(ctx, action, audit.Failed, err)
+			g.record(ctx, action, audit.OutcomeOf(err), err)
 			graphql.AddError(ctx, gqlerror.WrapPath(ast.Path{ast.PathName(rfc.Field.Alias)}, err))
 			return graphql.Null
 		}
@@ -233,11 +243,7 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 		g.record(ctx, action, audit.Succeeded, nil)
 		return res
 	}
-	outcome := audit.Failed
-	if c, _ := failure.Extensions["code"].(string); c == string(apperr.Unauthenticated) || c == string(apperr.Forbidden) || c == string(apperr.PlanChanged) {
-		outcome = audit.Refused
-	}
-	g.recordMessage(ctx, action, outcome, failure.Message)
+	g.recordMessage(ctx, action, outcomeOfError(failure), failure.Message)
 	return res
 }
 
@@ -289,42 +295,60 @@ func (g *gate) fields(ctx context.Context, next graphql.Resolver) (any, error) {
 	return resolvers.WithPlan(res, rec.Plan())
 }
 
-// confirmed runs a real call. One confirmed with a planHash (the plan the administrator
-// was shown) first plans again, with the same code as a dry run; when that plan's hash
-// differs, the call is refused with PLAN_CHANGED and the new plan, and nothing of it runs
-// for real. The audit event keeps the plan approved and its hash, or says none was shown.
+// confirmed runs a real call. Its audit events record the input approved (normalised, as
+// a plan's hash covers it). One confirmed with a planHash (the plan the administrator was
+// shown) is checked inside its change, under the change's lease and before it acts
+// (plan.Confirmation, postgres.Store.change): the call is planned again with the same code
+// as a dry run, and when that plan's hash differs it is refused with PLAN_CHANGED and the
+// new plan, and nothing of it runs for real. The audit events keep the plan approved and
+// its hash, or say none was shown.
 func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next graphql.Resolver) (any, error) {
 	action := audit.ActionFrom(ctx)
 	decl, _ := mutations.Of(fc.Field.Name)
 	// fc.Args holds the resolver's typed input; the declaration reads the raw arguments.
-	want := decl.PlanHashIn(fc.Field.ArgumentMap(graphql.GetOperationContext(ctx).Variables))
+	args := fc.Field.ArgumentMap(graphql.GetOperationContext(ctx).Variables)
+	// The hash covers the call itself: its whole input, normalised, as the dry run's did.
+	input := mutations.Input(g.schema, fc.Field.Definition, args)
+	if action != nil {
+		action.Detail("approvedInput", audit.Redact(input))
+	}
+	want := decl.PlanHashIn(args)
 	if want == "" {
 		if action != nil {
 			action.Detail("approvedPlan", "no plan shown")
 		}
 		return next(ctx)
 	}
-	rec := &plan.Recorder{}
-	if _, err := next(plan.With(ctx, rec)); err != nil {
-		// An upstream that did not answer the planning is not a changed plan: the call
-		// fails UNAVAILABLE (nothing changed) and is worth retrying with the same hash, as
-		// a bulk step's failed machines are.
-		if c := apperr.CodeOf(err); c == apperr.InvalidInput || c == apperr.Internal || c == apperr.Unavailable {
-			return nil, err
+	conf := plan.NewConfirmation(func(ctx context.Context) (*plan.Plan, error) {
+		rec := plan.For(fc.Field.Name, input)
+		if _, err := next(plan.With(ctx, rec)); err != nil {
+			// An upstream that did not answer the planning is not a changed plan: the call
+			// fails UNAVAILABLE (nothing changed) and is worth retrying with the same hash,
+			// as a bulk step's failed machines are.
+			if c := apperr.CodeOf(err); c == apperr.InvalidInput || c == apperr.Internal || c == apperr.Unavailable {
+				return nil, err
+			}
+			rec.Refuse(err)
 		}
-		rec.Refuse(err)
+		now := rec.Plan()
+		if got := now.Hash(); got != want {
+			e := plan.Changed("")
+			e.Details = map[string]any{"planHash": got, "plan": now.Detail()}
+			return nil, e
+		}
+		if action != nil {
+			action.Detail("approvedPlan", now.Detail())
+			action.Detail("planHash", want)
+		}
+		return &now, nil
+	})
+	res, err := next(plan.WithConfirmation(ctx, conf))
+	if err == nil && !conf.Checked() {
+		// Every change checks its confirmation under its lease; a mutation that made none
+		// is a programming error: say so loudly.
+		g.log.ErrorContext(ctx, "a mutation confirmed with a plan hash succeeded without checking it in its change", "action", fc.Field.Name)
 	}
-	now := rec.Plan()
-	if got := now.Hash(); got != want {
-		return nil, &apperr.Error{Code: apperr.PlanChanged, Field: "planHash",
-			Message: "the plan changed since it was shown (another change, or the cluster moved on): nothing was changed; look at the new plan and confirm it again",
-			Details: map[string]any{"planHash": got, "plan": now.Detail()}}
-	}
-	if action != nil {
-		action.Detail("approvedPlan", now.Detail())
-		action.Detail("planHash", want)
-	}
-	return next(ctx)
+	return res, err
 }
 
 func (g *gate) authorise(ctx context.Context) error {

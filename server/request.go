@@ -37,7 +37,7 @@ func (g *gate) readRequest(bodyTimeout time.Duration, next http.Handler) http.Ha
 			return
 		}
 		reject := func(status int, code apperr.Code, bytes int64, msg string) {
-			g.recordRequest(r.Context(), requestRecord{action: RejectedRequest, outcome: audit.Failed, message: msg,
+			g.recordRequest(r.Context(), requestRecord{action: RejectedRequest, outcome: audit.OutcomeOfCode(string(code)), message: msg,
 				details: map[string]any{"status": status, "bytes": bytes, "contentType": r.Header.Get("Content-Type")}})
 			writeError(w, status, code, msg)
 		}

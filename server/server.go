@@ -105,12 +105,14 @@ type AuditTrail interface {
 
 // Handler returns the server's HTTP handler.
 func Handler(cfg Config) http.Handler {
-	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer, steps: newStepSlots(cfg.StepConcurrency)}
+	schema := graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers})
+	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer, steps: newStepSlots(cfg.StepConcurrency),
+		schema: schema.Schema()}
 	g.refusals = newRefusalLog(cfg.Stop, cfg.RefusalWindow, g.recordRefusal)
 	usage := newIdentityUsage(cfg.IdentityLimits, g.refusals)
 	limiter := newAuthLimiter(cfg.AuthFailureLimit, cfg.TrustedProxies)
 
-	gql := handler.New(graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers}))
+	gql := handler.New(schema)
 	var obs *observed
 	var subscribed func(context.Context, *graphql.OperationContext) func()
 	if cfg.Observer != nil {

@@ -81,9 +81,14 @@ func shown(c plan.Change) plan.Change {
 	return c
 }
 
+// targetOf is what a request's path is about: its last segment, or for a member's
+// state (/1.0/cluster/members/{name}/state: evacuate, restore) the member.
 func targetOf(p string) string {
 	if p == "" || strings.HasSuffix(p, "/") {
 		return ""
+	}
+	if dir, base := path.Split(p); base == "state" && strings.HasPrefix(dir, "/1.0/cluster/members/") {
+		p = strings.TrimSuffix(dir, "/")
 	}
 	t, err := url.PathUnescape(path.Base(p))
 	if err != nil {

@@ -20,3 +20,19 @@ func TestPlanChangesHideSecretSettings(t *testing.T) {
 		t.Fatalf("changes %v", got)
 	}
 }
+
+// A step is about what its path names; a member's state (evacuate, restore) is about the
+// member, not "state".
+func TestAStepsTargetIsWhatItsPathNames(t *testing.T) {
+	for p, want := range map[string]string{
+		"/1.0/cluster/members/m2/state": "m2",
+		"/1.0/cluster/members/m2":       "m2",
+		"/1.0/instances/web%2F1":        "web/1",
+		"/1.0/cluster/members/":         "",
+		"/1.0/instances/state":          "state",
+	} {
+		if got := targetOf(p); got != want {
+			t.Errorf("targetOf(%q) = %q, want %q", p, got, want)
+		}
+	}
+}

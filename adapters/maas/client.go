@@ -142,6 +142,8 @@ type call struct {
 	op      string
 	params  url.Values
 	timeout time.Duration // zero: Config.RequestTimeout
+	// shownUserData is how a plan shows params' user_data ("": its size and SHA-256).
+	shownUserData string
 }
 
 // Writes is the seam the client's changes go through: hooks added to it (app's shared

@@ -94,7 +94,10 @@ type DeployOptions struct {
 	// UserData is cloud-init user data; it is sent base64-encoded and may hold
 	// secrets, so it never appears in errors or logs.
 	UserData []byte
-	Comment  string
+	// UserDataShown is how a plan shows the user data (what the administrator approves,
+	// with no secret and no clock in it); empty: its size and SHA-256 (plan.Secret).
+	UserDataShown string
+	Comment       string
 }
 
 // Deploy installs an OS on an Allocated (or Ready) machine; MAAS answers with
@@ -114,7 +117,7 @@ func (c *Client) Deploy(ctx context.Context, systemID string, o DeployOptions) (
 		p.Set("comment", o.Comment)
 	}
 	m, err := c.machineCall(ctx, fmt.Sprintf("deploy MAAS machine %s", systemID),
-		call{method: http.MethodPost, path: machinePath(systemID), op: "deploy", params: p})
+		call{method: http.MethodPost, path: machinePath(systemID), op: "deploy", params: p, shownUserData: o.UserDataShown})
 	return m, scrubUserData(err, o.UserData)
 }
 

@@ -11,7 +11,9 @@ import (
 
 // A dry run sends MAAS no POST: do hands it to the seam (plan.Writes), which records the
 // operation and its parameters as a plan step, and answers with the machine as MAAS shows
-// it now (a real read). Cloud-init user data appears only as its size and SHA-256.
+// it now (a real read). Cloud-init user data appears as its caller shows it
+// (DeployOptions.UserDataShown: what the administrator approves), else only as its size
+// and SHA-256.
 
 // describe is the step cl, which would change something, stands for.
 func describe(cl call) plan.Step {
@@ -31,7 +33,9 @@ func describe(cl call) plan.Step {
 	slices.Sort(keys)
 	for _, k := range keys {
 		for _, v := range cl.params[k] {
-			if k == "user_data" {
+			if k == "user_data" && cl.shownUserData != "" {
+				v = cl.shownUserData
+			} else if k == "user_data" {
 				if b, err := base64.StdEncoding.DecodeString(v); err == nil {
 					v = plan.Secret(b)
 				} else {

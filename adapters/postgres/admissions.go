@@ -10,6 +10,7 @@ import (
 	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/audit"
 	"github.com/apelora/fabric/lifecycle"
+	"github.com/apelora/fabric/plan"
 )
 
 // Admissions are facts of their own (table admissions, migration 0008), written in the
@@ -59,9 +60,21 @@ func (s *Store) inChange(ctx context.Context) (pgx.Tx, error) {
 	return tx, nil
 }
 
+// NextAdmissionID draws the id of an admission about to be made, 0 in a dry run (whose
+// transaction is READ ONLY: a plan advances no sequence). A drawn id that is never used
+// (the step failed) is a gap, as a rolled-back insert's would be.
+func (s *Store) NextAdmissionID(ctx context.Context) (int64, error) {
+	if plan.Active(ctx) {
+		return 0, nil
+	}
+	var id int64
+	err := s.pool.QueryRow(ctx, `SELECT nextval(pg_get_serial_sequence('admissions', 'id'))`).Scan(&id)
+	return id, dbError(err)
+}
+
 // RecordAdmission records a in the change in progress, ending the machine's open
-// admission first, and returns its id. Once the change's audit event is inserted, its id
-// is kept with the admission, in the same transaction.
+// admission first, and returns its id (a.ID, or a new one). Once the change's audit event
+// is inserted, its id is kept with the admission, in the same transaction.
 func (s *Store) RecordAdmission(ctx context.Context, a admission.Admitted) (int64, error) {
 	tx, err := s.inChange(ctx)
 	if err != nil {
@@ -78,9 +91,9 @@ func (s *Store) RecordAdmission(ctx context.Context, a admission.Admitted) (int6
 		groups = []string{}
 	}
 	var id int64
-	err = tx.QueryRow(ctx, `INSERT INTO admissions (machine, member, roles, groups, failure_domain, admitted_by, request_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-		a.Machine, a.Member, roles, groups, a.FailureDomain, a.By, a.RequestID).Scan(&id)
+	err = tx.QueryRow(ctx, `INSERT INTO admissions (id, machine, member, roles, groups, failure_domain, admitted_by, request_id)
+		VALUES (coalesce(nullif($8::bigint, 0), nextval(pg_get_serial_sequence('admissions', 'id'))), $1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+		a.Machine, a.Member, roles, groups, a.FailureDomain, a.By, a.RequestID, a.ID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) && planned(tx) {
 		return 0, nil // a dry run's INSERT is a step, never sent: no admission, no id
 	}

@@ -121,32 +121,34 @@ func (t profileTx) DeleteProfile(ctx context.Context, name string) (*hardware.Pr
 	return &p, nil
 }
 
-func (t profileTx) AssignProfile(ctx context.Context, machine, profile string) (string, error) {
+func (t profileTx) AssignProfile(ctx context.Context, machine, profile string) (string, *hardware.Profile, error) {
 	var prev string
 	err := t.tx.QueryRow(ctx, `SELECT coalesce(hardware_profile, '') FROM machine_records WHERE name = $1 FOR UPDATE`, machine).Scan(&prev)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", &apperr.Error{Code: apperr.NotFound, Field: "machine", Message: fmt.Sprintf(
+		return "", nil, &apperr.Error{Code: apperr.NotFound, Field: "machine", Message: fmt.Sprintf(
 			"no machine record named %q: register it first (registerMachine), or list machines with the machines query", machine)}
 	}
 	if err != nil {
-		return "", dbError(err)
+		return "", nil, dbError(err)
 	}
+	var assigned *hardware.Profile
 	if profile != "" {
-		// KEY SHARE: a concurrent removal waits for this change, then finds it assigned.
-		var one int
-		err := t.tx.QueryRow(ctx, `SELECT 1 FROM hardware_profiles WHERE name = $1 FOR KEY SHARE`, profile).Scan(&one)
+		// SHARE: a concurrent removal or replacement waits for this change (then finds it
+		// assigned), so the profile read is the one assigned.
+		p, err := scanProfile(t.tx.QueryRow(ctx, `SELECT `+profileColumns+` FROM hardware_profiles WHERE name = $1 FOR SHARE`, profile), false)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return "", dbError(err)
+			return "", nil, dbError(err)
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
-			return "", &apperr.Error{Code: apperr.NotFound, Field: "profile", Message: fmt.Sprintf(
+			return "", nil, &apperr.Error{Code: apperr.NotFound, Field: "profile", Message: fmt.Sprintf(
 				"no hardware profile named %q: declare it first (setHardwareProfile), or list them with the hardwareProfiles query", profile)}
 		}
+		assigned = &p
 	}
 	if _, err := t.tx.Exec(ctx, `UPDATE machine_records SET hardware_profile = nullif($2, '') WHERE name = $1`, machine, profile); err != nil {
-		return "", dbError(err)
+		return "", nil, dbError(err)
 	}
-	return prev, nil
+	return prev, assigned, nil
 }
 
 // listNames names up to ten machines, so a message stays short.

@@ -121,6 +121,27 @@ func (m *MaintenanceStore) StartOperation(ctx context.Context, op maintenance.Op
 	return &op, nil
 }
 
+// RecordFinished records op, carried out by Incus but never recorded as started (the
+// reconciler), as finished with outcome, with its STARTED and final events, in the change
+// in progress.
+func (m *MaintenanceStore) RecordFinished(ctx context.Context, op maintenance.Operation, outcome maintenance.Kind, message string) (int64, error) {
+	tx, err := m.s.inChange(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, request_id, finished_at, outcome, message)
+		VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp(), $7, $8) RETURNING id`,
+		op.Machine, op.Action, op.Mode, op.IncusOperation, op.StartedBy, op.RequestID, string(outcome), message).Scan(&id); err != nil {
+		return 0, dbError(err)
+	}
+	op.ID = id
+	if err := insertMemberEvent(ctx, tx, op, maintenance.KindStarted, op.Action+" of "+op.Machine+" started (its start was not recorded)"); err != nil {
+		return 0, err
+	}
+	return id, insertMemberEvent(ctx, tx, op, outcome, message)
+}
+
 func insertMemberEvent(ctx context.Context, q querier, op maintenance.Operation, kind maintenance.Kind, message string) error {
 	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, memberEventsLock); err != nil {
 		return dbError(err)

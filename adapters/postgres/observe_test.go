@@ -73,7 +73,7 @@ func TestObserverSeesStatementsAndAuditWrites(t *testing.T) {
 	}
 	rec.mu.Lock()
 	if rec.statements["INSERT audit_events"] != 2 || rec.statements["BEGIN"] < 2 || rec.statements["COMMIT"] < 2 ||
-		rec.statements["SELECT pg_try_advisory_xact_lock"] != 1 || len(rec.audits) != 2 || rec.audits[0] != nil || rec.audits[1] != nil {
+		rec.statements["INSERT change_leases"] != 1 || rec.statements["UPDATE change_leases"] != 1 || len(rec.audits) != 2 || rec.audits[0] != nil || rec.audits[1] != nil {
 		t.Fatalf("statements %v, audit writes %v", rec.statements, rec.audits)
 	}
 	for name := range rec.statements {

@@ -40,6 +40,8 @@ type Store struct {
 	sealer atomic.Pointer[auditlog.Sealer]
 	// appendDamage is what stopped the latest append or appendability check (nil: none).
 	appendDamage atomic.Pointer[auditlog.Damage]
+	// changeLease is the length of the leases changes hold (0: DefaultChangeLease).
+	changeLease time.Duration
 }
 
 // Writes is the seam the store's changes go through: the writes of a change (Audited and

@@ -192,7 +192,7 @@ func TestIdentityCommandsOnTheServer(t *testing.T) {
 	if err := db.Store.Pool().QueryRow(ctx, `SELECT string_agg(action || ':' || outcome, ' ' ORDER BY id) FROM audit_events WHERE actor LIKE 'local:%'`).Scan(&actions); err != nil {
 		t.Fatal(err)
 	}
-	want := "createIdentity:SUCCEEDED createIdentity:FAILED createIdentity:FAILED createIdentity:FAILED revokeIdentity:FAILED revokeIdentity:SUCCEEDED revokeIdentity:FAILED createIdentity:SUCCEEDED"
+	want := "createIdentity:SUCCEEDED createIdentity:REFUSED createIdentity:REFUSED createIdentity:REFUSED revokeIdentity:REFUSED revokeIdentity:SUCCEEDED revokeIdentity:REFUSED createIdentity:SUCCEEDED"
 	if actions != want {
 		t.Fatalf("audited %s\nwant    %s", actions, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -45,10 +46,10 @@ func (c *cli) audit(ctx context.Context, machine string, first *int) error {
 		return err
 	}
 	return c.print(r.AuditEvents, func(w *tabwriter.Writer) {
-		fmt.Fprintln(w, "TIME\tACTOR\tACTION\tMACHINE\tOUTCOME\tERROR")
+		fmt.Fprintln(w, "ID\tTIME\tACTOR\tACTION\tMACHINE\tOUTCOME\tERROR")
 		for _, e := range r.AuditEvents.Edges {
 			n := e.Node
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.At.Local().Format(time.DateTime), n.Actor, n.Action, str(n.Machine), n.Outcome, str(n.Error))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Id, n.At.Local().Format(time.DateTime), n.Actor, n.Action, str(n.Machine), outcomeText(string(n.Outcome), n.Details), str(n.Error))
 		}
 	})
 }
@@ -72,7 +73,30 @@ func (c *cli) watchAudit(ctx context.Context, machine, after string) error {
 		if c.json {
 			return json.NewEncoder(c.out).Encode(n)
 		}
-		fmt.Fprintf(c.out, "%s %s %s %s %s %s %s\n", n.Id, n.At.Local().Format(time.DateTime), n.Actor, n.Action, str(n.Machine), n.Outcome, str(n.Error))
+		fmt.Fprintf(c.out, "%s %s %s %s %s %s %s\n", n.Id, n.At.Local().Format(time.DateTime), n.Actor, n.Action, str(n.Machine), outcomeText(string(n.Outcome), n.Details), str(n.Error))
 		return nil
 	})
+}
+
+// outcomeText is an event's outcome as apeloractl prints it: a step sent to Incus or MAAS
+// has two events, its intent (STARTED, "the approved step") and its outcome, which names
+// the intent's id; an outcome found after the process that sent the step stopped says so.
+func outcomeText(outcome string, details map[string]any) string {
+	switch {
+	case outcome == "STARTED":
+		return "STARTED (intent: sent to Incus or MAAS next)"
+	case details["intent"] != nil && details["recordedBy"] == "reconciler":
+		return fmt.Sprintf("%s (of intent %s, found after a restart)", outcome, eventID(details["intent"]))
+	case details["intent"] != nil:
+		return fmt.Sprintf("%s (of intent %s)", outcome, eventID(details["intent"]))
+	}
+	return outcome
+}
+
+// eventID prints an event id from an event's details (a JSON number).
+func eventID(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return fmt.Sprint(v)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/Khan/genqlient/graphql"
 
+	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/client"
 )
 
@@ -296,14 +297,9 @@ func (b *bulkRun) one(ctx context.Context, t bulkTarget, dry bool) bulkResult {
 }
 
 // refusedCode: the server said no before changing anything (a failure is the rest: the
-// step was tried and did not complete).
-func refusedCode(code string) bool {
-	switch code {
-	case "UNAUTHENTICATED", "FORBIDDEN", "INVALID_INPUT", "NOT_FOUND", "ALREADY_EXISTS", "BUSY", "FAILED_PRECONDITION", "PLAN_CHANGED":
-		return true
-	}
-	return false
-}
+// step was tried and did not complete). The one rule: apperr.Refusal, from
+// bulk-outcomes.json, which the console reads too.
+func refusedCode(code string) bool { return apperr.Refusal(apperr.Code(code)) }
 
 // call makes the one machine's mutation: the same one its one-machine command makes.
 func (b *bulkRun) call(ctx context.Context, t bulkTarget, dry bool) (planView, error) {

@@ -84,7 +84,7 @@ func TestCommandsAgainstTheRealServer(t *testing.T) {
 		t.Fatalf("audit -machine node-1: %v\n%s", err, out)
 	}
 	out, err = do("audit")
-	if err != nil || !strings.Contains(out, "FAILED") || !strings.Contains(out, "Node_1") {
+	if err != nil || !strings.Contains(out, "REFUSED") || !strings.Contains(out, "Node_1") {
 		t.Fatalf("audit: %v\n%s", err, out)
 	}
 	for deadline := time.Now().Add(10 * time.Second); strings.Count(watched.String(), "node-1") < 2 && time.Now().Before(deadline); {
@@ -309,5 +309,22 @@ func TestWatchAuditAfterReplaysThenFollows(t *testing.T) {
 		!strings.HasPrefix(lines[0], strconv.FormatInt(first+1, 10)+" ") || !strings.Contains(lines[0], "registerMachine node-b SUCCEEDED") ||
 		!strings.Contains(lines[1], "node-c") || !strings.Contains(lines[2], "node-d") {
 		t.Fatalf("watch-audit -after %d printed:\n%s", first, watched.String())
+	}
+}
+
+// A step sent to Incus or MAAS prints as its intent and its outcome, which names it.
+func TestOutcomeTextLinksAnOutcomeToItsIntent(t *testing.T) {
+	for want, c := range map[string]struct {
+		outcome string
+		details map[string]any
+	}{
+		"SUCCEEDED": {"SUCCEEDED", map[string]any{}},
+		"STARTED (intent: sent to Incus or MAAS next)":    {"STARTED", map[string]any{"planHash": "sha256:x"}},
+		"FAILED (of intent 1234567)":                      {"FAILED", map[string]any{"intent": float64(1234567)}},
+		"SUCCEEDED (of intent 41, found after a restart)": {"SUCCEEDED", map[string]any{"intent": float64(41), "recordedBy": "reconciler"}},
+	} {
+		if got := outcomeText(c.outcome, c.details); got != want {
+			t.Errorf("outcomeText(%s, %v) = %q, want %q", c.outcome, c.details, got, want)
+		}
 	}
 }

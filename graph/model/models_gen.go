@@ -134,9 +134,15 @@ type AuditCheckpoint struct {
 	VerifierKey string `json:"verifierKey"`
 }
 
-// One audited action: every mutation call, allowed or refused, writes exactly one. A request
-// refused as a whole (no valid token, or refused before it ran) writes one for the request.
-// Each event is bounded: see docs/security.md, One event per call.
+// One audited action. Every mutation call writes exactly one, except a step sent to Incus or
+// MAAS, which writes two: its intent (outcome STARTED), committed before anything is sent, with
+// what was approved (details.approvedInput, details.approvedPlan, details.planHash), and its
+// outcome (SUCCEEDED, FAILED or REFUSED), whose details.intent is the intent's id. When the
+// process carrying a step out stopped before its outcome (a crash, a database failover), the
+// outcome is recorded later by the server that finds it (details.recordedBy "reconciler",
+// details.found beginning "outcome found after a restart"). A request refused as a whole (no
+// valid token, or refused before it ran) writes one for the request. Each event is bounded:
+// see docs/security.md, One event per call.
 type AuditEvent struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
@@ -859,9 +865,16 @@ type PlacementGuard struct {
 type Plan struct {
 	// True when the call would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
-	// The plan's identity (sha256: of its steps, refusals, warnings and quorum projection).
-	// Send it back as the input's planHash to confirm this plan and no other.
+	// The plan's identity: sha256 of the call (the mutation and its whole input, normalised:
+	// defaults filled in, sets sorted, dryRun and planHash left out) and of the plan (its facts,
+	// steps, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
+	// so the same input planned again in the same world has the same hash. Send it back as the
+	// input's planHash to confirm this plan and this input, and no other.
 	PlanHash string `json:"planHash"`
+	// What the plan read that the call depends on and no step shows (the hardware profile it
+	// replaces, the identity it revokes, the MAAS machine's status, the instances an evacuation
+	// moves): covered by planHash, so a confirmation is refused PLAN_CHANGED when one changed.
+	Facts []*PlanFact `json:"facts"`
 	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
 	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller
 	// refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
@@ -885,6 +898,12 @@ type PlanChange struct {
 	After *string `json:"after,omitempty"`
 }
 
+// Something a plan read, in words.
+type PlanFact struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
 type PlanFinding struct {
 	// The documented error code (docs/api.md: Error codes); null for a warning that has none.
 	Code    *string `json:"code,omitempty"`
@@ -901,7 +920,9 @@ type PlanStep struct {
 	// The machine, member or record it is about (may be empty).
 	Target string `json:"target"`
 	// What would change, before → after (a member's roles or config, a MAAS operation's
-	// parameters). Cloud-init user data is shown only as its size and SHA-256.
+	// parameters). Cloud-init user data is shown as what is approved, never its bytes: the
+	// enrolment script and the user-data template by their SHA-256, the member name, the member
+	// it contacts and the member config (the join token and its expiry are filled in at deploy).
 	Changes []*PlanChange `json:"changes"`
 }
 
@@ -1453,10 +1474,20 @@ type AuditOutcome string
 
 const (
 	AuditOutcomeSucceeded AuditOutcome = "SUCCEEDED"
-	// Tried and failed; nothing was changed.
+	// Tried and did not complete: Incus, MAAS or the database did not answer (UNAVAILABLE), or
+	// the server failed (INTERNAL). Worth retrying. Which codes are failures and which are
+	// refusals is one table for the audit, the console and apeloractl (the README's error
+	// codes).
 	AuditOutcomeFailed AuditOutcome = "FAILED"
-	// Not allowed (authentication or permission); nothing was tried.
+	// The server said no before changing anything: the caller's input (INVALID_INPUT, a
+	// request too large), its permission (UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED), a plan that
+	// changed since it was shown (PLAN_CHANGED), or the state of what it names (NOT_FOUND,
+	// ALREADY_EXISTS, BUSY, FAILED_PRECONDITION).
 	AuditOutcomeRefused AuditOutcome = "REFUSED"
+	// A step's intent: what was approved (actor, input, plan and its hash), recorded before
+	// anything was sent to Incus or MAAS. Its outcome is another event, naming this one in
+	// details.intent.
+	AuditOutcomeStarted AuditOutcome = "STARTED"
 	// A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
 	// details.plan holds the plan. Dry runs are no longer audit events (a caller allowed to
 	// make the change writes none; one refused for permission is REFUSED).
@@ -1467,12 +1498,13 @@ var AllAuditOutcome = []AuditOutcome{
 	AuditOutcomeSucceeded,
 	AuditOutcomeFailed,
 	AuditOutcomeRefused,
+	AuditOutcomeStarted,
 	AuditOutcomePlanned,
 }
 
 func (e AuditOutcome) IsValid() bool {
 	switch e {
-	case AuditOutcomeSucceeded, AuditOutcomeFailed, AuditOutcomeRefused, AuditOutcomePlanned:
+	case AuditOutcomeSucceeded, AuditOutcomeFailed, AuditOutcomeRefused, AuditOutcomeStarted, AuditOutcomePlanned:
 		return true
 	}
 	return false
@@ -1513,27 +1545,36 @@ func (e AuditOutcome) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// The lock a change holds while it runs, so two changes to one thing never interleave.
+// The lock a change holds while it runs, so two changes to one thing never interleave: a
+// lease (a row of change_leases with an epoch), taken before a confirmation is checked
+// against its plan and held until the outcome is written, so nothing of Apelora's changes
+// between the check and the act, and no transaction stays open across an Incus or MAAS call.
 type ChangeLock string
 
 const (
-	// The machine's advisory lock (a second change to it at the same time is BUSY).
+	// The machine's lease (a second change to it at the same time is BUSY).
 	ChangeLockMachine ChangeLock = "MACHINE"
-	// The identities' rows (a revocation cannot leave no active manager).
+	// The identities' lease (a revocation cannot leave no active manager).
 	ChangeLockIdentities ChangeLock = "IDENTITIES"
-	// No lock: the database's constraints keep concurrent changes apart (hardware profiles).
-	ChangeLockNone ChangeLock = "NONE"
+	// The hardware profiles' lease (declaring and removing profiles).
+	ChangeLockHardwareProfiles ChangeLock = "HARDWARE_PROFILES"
+	// The placement guard's lease (Incus's placement scriptlet).
+	ChangeLockPlacementGuard ChangeLock = "PLACEMENT_GUARD"
+	// The rolling reboots' lease (start, pause, resume, cancel).
+	ChangeLockRollingReboots ChangeLock = "ROLLING_REBOOTS"
 )
 
 var AllChangeLock = []ChangeLock{
 	ChangeLockMachine,
 	ChangeLockIdentities,
-	ChangeLockNone,
+	ChangeLockHardwareProfiles,
+	ChangeLockPlacementGuard,
+	ChangeLockRollingReboots,
 }
 
 func (e ChangeLock) IsValid() bool {
 	switch e {
-	case ChangeLockMachine, ChangeLockIdentities, ChangeLockNone:
+	case ChangeLockMachine, ChangeLockIdentities, ChangeLockHardwareProfiles, ChangeLockPlacementGuard, ChangeLockRollingReboots:
 		return true
 	}
 	return false

@@ -16,17 +16,32 @@ import (
 	"strings"
 )
 
-// Lock is the lock a change holds while it runs.
+// Lock is the lock a change holds while it runs: a lease on what it changes (a machine,
+// or one of the named things below), taken before its confirmation is checked and held
+// until its outcome is written.
 type Lock string
 
 const (
-	// LockMachine is the machine's advisory lock: a second change to it is BUSY.
+	// LockMachine is the machine's lease: a second change to it is BUSY.
 	LockMachine Lock = "MACHINE"
-	// LockIdentities locks the identities' rows (postgres.Store.ChangeIdentities).
+	// LockIdentities is the identities' lease (postgres.Store.ChangeIdentities).
 	LockIdentities Lock = "IDENTITIES"
-	// LockNone: the change takes no lock of its own.
-	LockNone Lock = "NONE"
+	// LockHardwareProfiles is the hardware profiles' lease (declare, remove).
+	LockHardwareProfiles Lock = "HARDWARE_PROFILES"
+	// LockPlacementGuard is the placement guard's lease.
+	LockPlacementGuard Lock = "PLACEMENT_GUARD"
+	// LockRollingReboots is the rolling reboots' lease (start, pause, resume, cancel).
+	LockRollingReboots Lock = "ROLLING_REBOOTS"
 )
+
+// Key is the lease a change holding l takes: the machine's for LockMachine, the named
+// lock's otherwise.
+func (l Lock) Key(machine string) string {
+	if l == LockMachine {
+		return "machine " + machine
+	}
+	return strings.ToLower(strings.ReplaceAll(string(l), "_", " "))
+}
 
 // DryRun is the argument path where every change takes its dry run.
 const DryRun = "input.dryRun"

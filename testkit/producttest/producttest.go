@@ -82,6 +82,11 @@ func WithFleetRefresh(d time.Duration) Option {
 	return func(c *app.Config) { c.FleetRefreshInterval = d }
 }
 
+// WithLeaderLease sets the length of the leases leaders and changes hold
+// (APELORA_LEADER_LEASE): a change cut off from its outcome is reconciled a lease and a
+// request timeout after it stopped.
+func WithLeaderLease(d time.Duration) Option { return func(c *app.Config) { c.LeaderLease = d } }
+
 // WithStepConcurrency bounds the machine steps running at once (APELORA_STEP_CONCURRENCY).
 func WithStepConcurrency(n int) Option { return func(c *app.Config) { c.StepConcurrency = n } }
 
@@ -322,3 +327,20 @@ func (e *Env) Snapshot() string {
 
 // Discard is a logger that writes nowhere.
 var Discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// HoldMachine makes the machine busy as another replica's change would: it holds the
+// machine's lease (change_leases) until the returned release is called.
+func (e *Env) HoldMachine(name string) (release func()) {
+	e.t.Helper()
+	key := "machine " + name
+	if _, err := e.DB.Store.Pool().Exec(context.Background(), `INSERT INTO change_leases AS l (lock_key, epoch, holder, action, request_id, taken_at, expires_at)
+		VALUES ($1, 1, 'another replica', 'a test', 'test', clock_timestamp(), clock_timestamp() + interval '10 minutes')
+		ON CONFLICT (lock_key) DO UPDATE SET epoch = l.epoch + 1, holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at`, key); err != nil {
+		e.t.Fatal(err)
+	}
+	return func() {
+		if _, err := e.DB.Store.Pool().Exec(context.Background(), `UPDATE change_leases SET expires_at = clock_timestamp() WHERE lock_key = $1`, key); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}

@@ -528,9 +528,10 @@ try {
   }
   await shot(page, SHOTS, '09-audit');
   await axe(page, 'audit');
-  await page.getByLabel('Outcome').selectOption('FAILED');
-  await page.waitForFunction(() => [...document.querySelectorAll('tr[data-outcome]')].every((r) => r.dataset.outcome === 'FAILED') && document.querySelectorAll('tr[data-outcome]').length > 0);
-  expect(page.url().includes('outcome=FAILED'), 'the audit filter is kept in the URL');
+  // Invalid input is refused (nothing was tried): one rule for the audit and the console.
+  await page.getByLabel('Outcome').selectOption('REFUSED');
+  await page.waitForFunction(() => [...document.querySelectorAll('tr[data-outcome]')].every((r) => r.dataset.outcome === 'REFUSED') && document.querySelectorAll('tr[data-outcome]').length > 0);
+  expect(page.url().includes('outcome=REFUSED'), 'the audit filter is kept in the URL');
   await page.getByLabel('Outcome').selectOption('');
 
   step('audit: a 5,000-character value is clipped, shown whole on request; filters apply as typed; export');
@@ -540,7 +541,7 @@ try {
     headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + ADMIN_TOKEN },
     body: JSON.stringify({ query: 'mutation($n: String!) { registerMachine(input: {name: $n}) { machine { name } } }', variables: { n: 'n'.repeat(5000) } }),
   });
-  const longRow = page.locator('tr[data-audit-action="registerMachine"][data-outcome="FAILED"]').first();
+  const longRow = page.locator('tr[data-audit-action="registerMachine"][data-outcome="REFUSED"]').first();
   await longRow.waitFor();
   const rowHeight = (await longRow.boundingBox()).height;
   // No value breaks the layout: every row stays a few lines tall (details now carry plan

@@ -3,7 +3,7 @@
 // null) and the lock it holds. Every one is a change: the console asks for its plan
 // (dryRun) and a confirmation before it runs it.
 
-export type ChangeLock = 'MACHINE' | 'IDENTITIES' | 'NONE';
+export type ChangeLock = 'MACHINE' | 'IDENTITIES' | 'HARDWARE_PROFILES' | 'PLACEMENT_GUARD' | 'ROLLING_REBOOTS';
 
 export interface ChangeDeclaration {
   readonly about: string | null;
@@ -16,27 +16,27 @@ export const changes = {
   admitMember: { about: "input.name", lock: "MACHINE", input: "AdmitMemberInput", payload: "AdmitMemberPayload" },
   approveEnrolment: { about: "input.name", lock: "MACHINE", input: "ApproveEnrolmentInput", payload: "ApproveEnrolmentPayload" },
   assignHardwareProfile: { about: "input.machine", lock: "MACHINE", input: "AssignHardwareProfileInput", payload: "AssignHardwareProfilePayload" },
-  cancelRollingReboot: { about: null, lock: "NONE", input: "RollingRebootInput", payload: "RollingRebootPayload" },
+  cancelRollingReboot: { about: null, lock: "ROLLING_REBOOTS", input: "RollingRebootInput", payload: "RollingRebootPayload" },
   clearHardwareProfile: { about: "input.machine", lock: "MACHINE", input: "ClearHardwareProfileInput", payload: "ClearHardwareProfilePayload" },
   commissionMachine: { about: null, lock: "MACHINE", input: "CommissionMachineInput", payload: "MaasMachinePayload" },
   createIdentity: { about: null, lock: "IDENTITIES", input: "CreateIdentityInput", payload: "CreateIdentityPayload" },
   evacuateMember: { about: "input.name", lock: "MACHINE", input: "EvacuateMemberInput", payload: "EvacuateMemberPayload" },
   installOperatingSystem: { about: "input.name", lock: "MACHINE", input: "InstallOperatingSystemInput", payload: "InstallOperatingSystemPayload" },
-  pauseRollingReboot: { about: null, lock: "NONE", input: "RollingRebootInput", payload: "RollingRebootPayload" },
+  pauseRollingReboot: { about: null, lock: "ROLLING_REBOOTS", input: "RollingRebootInput", payload: "RollingRebootPayload" },
   registerMachine: { about: "input.name", lock: "MACHINE", input: "RegisterMachineInput", payload: "RegisterMachinePayload" },
   releaseMachine: { about: null, lock: "MACHINE", input: "ReleaseMachineInput", payload: "ReleaseMachinePayload" },
   removeFenceMapping: { about: "input.member", lock: "MACHINE", input: "RemoveFenceMappingInput", payload: "RemoveFenceMappingPayload" },
-  removeHardwareProfile: { about: null, lock: "NONE", input: "RemoveHardwareProfileInput", payload: "RemoveHardwareProfilePayload" },
+  removeHardwareProfile: { about: null, lock: "HARDWARE_PROFILES", input: "RemoveHardwareProfileInput", payload: "RemoveHardwareProfilePayload" },
   removeMember: { about: "input.name", lock: "MACHINE", input: "RemoveMemberInput", payload: "RemoveMemberPayload" },
   restoreMember: { about: "input.name", lock: "MACHINE", input: "RestoreMemberInput", payload: "RestoreMemberPayload" },
-  resumeRollingReboot: { about: null, lock: "NONE", input: "RollingRebootInput", payload: "RollingRebootPayload" },
+  resumeRollingReboot: { about: null, lock: "ROLLING_REBOOTS", input: "RollingRebootInput", payload: "RollingRebootPayload" },
   revokeIdentity: { about: null, lock: "IDENTITIES", input: "RevokeIdentityInput", payload: "RevokeIdentityPayload" },
   revokeJoinToken: { about: "input.name", lock: "MACHINE", input: "RevokeJoinTokenInput", payload: "RevokeJoinTokenPayload" },
   runHardwareTests: { about: null, lock: "MACHINE", input: "RunHardwareTestsInput", payload: "MaasMachinePayload" },
   setFenceMapping: { about: "input.member", lock: "MACHINE", input: "SetFenceMappingInput", payload: "SetFenceMappingPayload" },
-  setHardwareProfile: { about: null, lock: "NONE", input: "SetHardwareProfileInput", payload: "SetHardwareProfilePayload" },
-  setPlacementGuard: { about: null, lock: "NONE", input: "SetPlacementGuardInput", payload: "SetPlacementGuardPayload" },
-  startRollingReboot: { about: null, lock: "NONE", input: "StartRollingRebootInput", payload: "RollingRebootPayload" },
+  setHardwareProfile: { about: null, lock: "HARDWARE_PROFILES", input: "SetHardwareProfileInput", payload: "SetHardwareProfilePayload" },
+  setPlacementGuard: { about: null, lock: "PLACEMENT_GUARD", input: "SetPlacementGuardInput", payload: "SetPlacementGuardPayload" },
+  startRollingReboot: { about: null, lock: "ROLLING_REBOOTS", input: "StartRollingRebootInput", payload: "RollingRebootPayload" },
   unregisterMachine: { about: "input.name", lock: "MACHINE", input: "UnregisterMachineInput", payload: "UnregisterMachinePayload" },
 } as const satisfies Record<string, ChangeDeclaration>;
 

@@ -80,7 +80,12 @@ export type AssignHardwareProfileInput = {
 };
 
 export type AuditOutcome =
-  /** Tried and failed; nothing was changed. */
+  /**
+   * Tried and did not complete: Incus, MAAS or the database did not answer (UNAVAILABLE), or
+   * the server failed (INTERNAL). Worth retrying. Which codes are failures and which are
+   * refusals is one table for the audit, the console and apeloractl (the README's error
+   * codes).
+   */
   | 'FAILED'
   /**
    * A dry run (dryRun: true) recorded by an earlier release: nothing was changed;
@@ -88,8 +93,19 @@ export type AuditOutcome =
    * make the change writes none; one refused for permission is REFUSED).
    */
   | 'PLANNED'
-  /** Not allowed (authentication or permission); nothing was tried. */
+  /**
+   * The server said no before changing anything: the caller's input (INVALID_INPUT, a
+   * request too large), its permission (UNAUTHENTICATED, FORBIDDEN, RATE_LIMITED), a plan that
+   * changed since it was shown (PLAN_CHANGED), or the state of what it names (NOT_FOUND,
+   * ALREADY_EXISTS, BUSY, FAILED_PRECONDITION).
+   */
   | 'REFUSED'
+  /**
+   * A step's intent: what was approved (actor, input, plan and its hash), recorded before
+   * anything was sent to Incus or MAAS. Its outcome is another event, naming this one in
+   * details.intent.
+   */
+  | 'STARTED'
   | 'SUCCEEDED';
 
 export type CheckResult =

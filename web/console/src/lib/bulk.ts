@@ -119,12 +119,11 @@ export function planLine(r: BulkResult): string {
   return (steps || 'no step: nothing would be changed') + warnings;
 }
 
-// outcomeOfCode: refused is the server saying no before changing anything (the same call
-// is refused again until something changes); failed is a step tried and not completed,
-// worth retrying. Which code is which is bulk-outcomes.json's, the one definition the
-// audit trail and apeloractl read too; a code it does not name counts as failed.
+// outcomeOfCode: refused is the server saying no before changing anything; failed is a step
+// tried and not completed, worth retrying. The one rule is bulk-outcomes.json, which the
+// server's audit (apperr.Refusal) and apeloractl read too.
 export function outcomeOfCode(code: string | undefined): 'refused' | 'failed' {
-  return code && (outcomes as Record<string, string>)[code] === 'refused' ? 'refused' : 'failed';
+  return code !== undefined && (outcomes as Record<string, string>)[code] === 'refused' ? 'refused' : 'failed';
 }
 
 // outcomeMeaning says each outcome in a line, where the bulk dialog counts them.

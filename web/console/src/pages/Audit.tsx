@@ -12,7 +12,9 @@ import { Loading, Problems, Time } from '../components/ui';
 import type { AuditEventsQuery as AuditEventsQueryResult, AuditOutcome } from '../gql/graphql';
 import { outcomeMeaning } from '../lib/bulk';
 
-const outcomeSymbols: Record<AuditOutcome, string> = { SUCCEEDED: '✓', FAILED: '✕', REFUSED: '⊘', PLANNED: '◌' };
+// STARTED: a step's intent, recorded before it was sent to Incus or MAAS; its outcome is a
+// later event whose details.intent names it.
+const outcomeSymbols: Record<AuditOutcome, string> = { SUCCEEDED: '✓', FAILED: '✕', REFUSED: '⊘', STARTED: '▸', PLANNED: '◌' };
 
 type AuditReads = ReturnType<typeof useAuditReads>;
 
@@ -268,7 +270,7 @@ export function AuditPage() {
   const filter: AuditFilter = {
     machine: params.get('machine') ?? '',
     actor: params.get('actor') ?? '',
-    outcome: (['SUCCEEDED', 'FAILED', 'REFUSED', 'PLANNED'].includes(params.get('outcome') ?? '') ? params.get('outcome') : undefined) as AuditOutcome | undefined,
+    outcome: (['SUCCEEDED', 'FAILED', 'REFUSED', 'STARTED', 'PLANNED'].includes(params.get('outcome') ?? '') ? params.get('outcome') : undefined) as AuditOutcome | undefined,
   };
   const [draft, setDraft] = useState({ machine: filter.machine ?? '', actor: filter.actor ?? '' });
   const trail = useAuditTrail(filter);
@@ -324,6 +326,7 @@ export function AuditPage() {
             <option value="SUCCEEDED">Succeeded</option>
             <option value="FAILED">Failed</option>
             <option value="REFUSED">Refused</option>
+            <option value="STARTED">Started (a step's intent)</option>
             <option value="PLANNED">Planned (dry runs of earlier releases)</option>
           </select>
         </label>
