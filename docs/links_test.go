@@ -1,4 +1,6 @@
-package fabric_test
+// Package docs_test checks the repository's documents: every link resolves, every error
+// code is listed.
+package docs_test
 
 import (
 	"bufio"
@@ -17,8 +19,17 @@ import (
 	"testing/fstest"
 	"unicode"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
+
+// TestMain runs the tests from the repository's root, where the documents' links start.
+func TestMain(m *testing.M) {
+	if err := os.Chdir(".."); err != nil {
+		fmt.Fprintln(os.Stderr, "docs tests:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
 
 // trackedFiles lists the repository's tracked files (git ls-files), or, outside a git
 // checkout, every file under the root but .git and node_modules.

@@ -19,11 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/auditlog"
-	"github.com/apelora/fabric/fencing"
-	"github.com/apelora/fabric/plan"
-	"github.com/apelora/fabric/rolling"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/domain/rolling"
 )
 
 // Role says which process the registry is for: each exports its own metrics (and both

@@ -13,8 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/fencing"
 )
 
 // value reads one series from a registry; -1 when it is absent.

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/hardware"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/placement"
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/placement"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Result is a check's outcome.

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/hardware"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // fakeIncus is a cluster described by data; it counts calls.

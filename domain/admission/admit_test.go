@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/hardware"
-	"github.com/apelora/fabric/lifecycle"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/domain/lifecycle"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 type fakeMembers struct {

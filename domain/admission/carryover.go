@@ -5,9 +5,9 @@ import (
 	"errors"
 	"maps"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/lifecycle"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/lifecycle"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Admissions recorded before members carried the admission mark were carried over from

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Outcome is how an audited action ended.

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/leader"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/auditlog"
 )
 
 // Line is one exported event: the JSON object of a JSON Lines file and of a syslog

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/auditlog"
 )
 
 // MaxLine bounds one exported line: an event is at most about 10 KiB once bounded

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/auditlog"
 )
 
 func testKey(t *testing.T) *auditlog.Key {

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Store is what the log needs of the database. Appending leaves is the store's own part

@@ -19,7 +19,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/internal/leader"
 )
 

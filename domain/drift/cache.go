@@ -4,9 +4,9 @@ import (
 	"context"
 	"sync"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/hardware"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/domain/membership"
 )
 
 // roundCache shares one round's cluster-wide reads (the member list, the cluster's

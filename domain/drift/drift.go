@@ -18,8 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/membership"
 )
 
 // Checks drift adds to the admission checks.

@@ -7,8 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/membership"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

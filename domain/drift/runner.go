@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/leader"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
 )
 
 // Admissions reads who is admitted now: the machines with an open admission record, with

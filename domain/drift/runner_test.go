@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/hardware"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // fakeIncus is a cluster described by data. It has only the reads admission.Incus

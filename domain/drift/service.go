@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
-	"github.com/apelora/fabric/machines"
 )
 
 // Store is what the API reads of drift. Every replica reads the same rows.

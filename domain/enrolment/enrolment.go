@@ -15,13 +15,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/changes"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/plan"
-	"github.com/apelora/fabric/quorum"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/domain/quorum"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Secret is a join token that reveals itself only when asked.

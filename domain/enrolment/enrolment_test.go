@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 type secret string

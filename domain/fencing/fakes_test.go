@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/membership"
 )
 
 // The fakes below share one sequence counter, so the order of database writes and MAAS

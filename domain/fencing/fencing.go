@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Mapping ties an Incus member to the MAAS machine that powers it.

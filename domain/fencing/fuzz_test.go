@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr/apperrtest"
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/internal/apperr/apperrtest"
 )
 
 // The fence_mappings CHECK constraints (migrations/0002_fencing.sql).

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/quorum"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/quorum"
 )
 
 // Member is a cluster member as the policy sees it.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/membership"
 )
 
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/plan"
 )
 
 // Tx is the part of a database transaction that fence mappings need.

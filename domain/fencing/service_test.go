@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
 )
 
 // apiStore is the API side's store on memory.

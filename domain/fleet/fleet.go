@@ -11,14 +11,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/drift"
-	"github.com/apelora/fabric/fencing"
-	"github.com/apelora/fabric/hardware"
-	"github.com/apelora/fabric/lifecycle"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/provisioning"
+	"github.com/apelora/fabric/domain/drift"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/domain/lifecycle"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/provisioning"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Machine is one row of the fleet.

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/drift"
-	"github.com/apelora/fabric/lifecycle"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/provisioning"
+	"github.com/apelora/fabric/domain/drift"
+	"github.com/apelora/fabric/domain/lifecycle"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/provisioning"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 type records []machines.Record

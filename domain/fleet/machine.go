@@ -5,10 +5,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/provisioning"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/provisioning"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // One machine's reads: a mutation's answer (and the machine query) shows one machine, and

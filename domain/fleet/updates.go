@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/apelora/fabric/drift"
+	"github.com/apelora/fabric/domain/drift"
 )
 
 // Update is one message of the fleet stream: the whole fleet (a snapshot) or what changed

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/drift"
+	"github.com/apelora/fabric/domain/drift"
+	"github.com/apelora/fabric/domain/lifecycle"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/internal/broadcast"
-	"github.com/apelora/fabric/lifecycle"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
 )
 
 func view(rows ...Machine) *View {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 func gen2() Profile {

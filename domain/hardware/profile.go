@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Profile is a declared hardware profile. A zero minimum asks nothing of that aspect;

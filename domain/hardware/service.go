@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Tx is the part of a database transaction that profiles need.

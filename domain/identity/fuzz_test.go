@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr/apperrtest"
+	"github.com/apelora/fabric/internal/apperr/apperrtest"
 )
 
 // dbName is the identities table's CHECK (migrations/0001_foundation.sql).

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 func TestUsable(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Tx is the part of a database transaction that identity changes need.

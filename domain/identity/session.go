@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // ConsoleSession is a Fabric Console sign-in: the administrator pastes a bearer token

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // SocketRegistry holds this replica's open websockets by identity and by console session,

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // SSOAccount is who an identity is at the company's identity provider (OIDC): the

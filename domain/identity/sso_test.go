@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 func TestParseGroupPermissions(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/logging"
 )
 
 // SSO sessions follow the identity provider: a signed-in user's groups are asked for again

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/apelora/fabric/apperr/apperrtest"
+	"github.com/apelora/fabric/internal/apperr/apperrtest"
 )
 
 // What the domain accepts, the database must take: machine_records' name CHECK

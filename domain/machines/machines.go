@@ -11,10 +11,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Provisioner is how a machine gets its operating system.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 func TestValidateName(t *testing.T) {

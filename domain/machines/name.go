@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"unicode/utf8"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // The member-name rule, the one rule for every name that becomes an Incus member name.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/apperr/apperrtest"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/apperr/apperrtest"
 	"github.com/apelora/fabric/scripts"
 )
 

@@ -17,16 +17,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/changes"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/lifecycle"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/domain/quorum"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
-	"github.com/apelora/fabric/lifecycle"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/plan"
-	"github.com/apelora/fabric/quorum"
 )
 
 // Actions, as Incus names them.

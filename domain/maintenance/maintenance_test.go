@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/lifecycle"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/lifecycle"
+	"github.com/apelora/fabric/domain/membership"
 )
 
 func TestFateFollowsTheModeThenTheInstance(t *testing.T) {

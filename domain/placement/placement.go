@@ -15,12 +15,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/changes"
-	"github.com/apelora/fabric/lifecycle"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/lifecycle"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // MarkKey is the admission mark (lifecycle.AdmissionKey) that admitMember sets on every

@@ -18,8 +18,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/quorum"
+	"github.com/apelora/fabric/domain/quorum"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // System is where a step happens.

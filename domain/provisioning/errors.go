@@ -1,6 +1,6 @@
 package provisioning
 
-import "github.com/apelora/fabric/apperr"
+import "github.com/apelora/fabric/internal/apperr"
 
 func invalid(field, format string, args ...any) error { return apperr.Invalid(field, format, args...) }
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr/apperrtest"
+	"github.com/apelora/fabric/internal/apperr/apperrtest"
 )
 
 // FuzzMAASNames: test names, series and system ids the rules accept are what MAAS takes

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // HardwareDetails reads what MAAS inventoried and tested of one machine, for the machine

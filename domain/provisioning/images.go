@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // BootResource is one entry of MAAS's boot-resources/ list.

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Status is MAAS's machine status (NODE_STATUS).

@@ -7,14 +7,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/changes"
-	"github.com/apelora/fabric/enrolment"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/enrolment"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Store is what the MAAS steps need from the database.

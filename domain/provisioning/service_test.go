@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/enrolment"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/enrolment"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 type fakeMAAS struct {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Step is a MAAS step Apelora takes on an administrator's approval.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/machines"
 )
 
 func TestStepsSayWhatTheStateAllowsAndWhy(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/membership"
 )
 
 // Raft roles as Incus lists them in a member's roles.

@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/maintenance"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/leader"
-	"github.com/apelora/fabric/logging"
-	"github.com/apelora/fabric/maintenance"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/internal/logging"
 )
 
 // StepAction is the audit action of every step a driver takes: one event per step, with

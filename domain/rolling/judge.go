@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/changes"
-	"github.com/apelora/fabric/maintenance"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/maintenance"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // StepJudge says what became of a rolling reboot step whose outcome the driver did not

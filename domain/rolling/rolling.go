@@ -21,13 +21,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/fencing"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/plan"
-	"github.com/apelora/fabric/quorum"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/domain/quorum"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // State is where the operation as a whole stands.

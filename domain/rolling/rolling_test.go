@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/quorum"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/quorum"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 func member(name string, status membership.Status, roles ...string) membership.Member {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/apelora/fabric/adapters/auditsink"
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/auditexport"
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/auditexport"
+	"github.com/apelora/fabric/domain/auditlog"
 )
 
 // The audit export's settings: its sinks and how often the exporter looks for events. The

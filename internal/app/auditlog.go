@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/auditlog"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/server"
 )
 
 // The audit log's settings: where its signing key is, and how often it signs.

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/changes"
-	"github.com/apelora/fabric/enrolment"
-	"github.com/apelora/fabric/maintenance"
-	"github.com/apelora/fabric/placement"
-	"github.com/apelora/fabric/provisioning"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/enrolment"
+	"github.com/apelora/fabric/domain/maintenance"
+	"github.com/apelora/fabric/domain/placement"
+	"github.com/apelora/fabric/domain/provisioning"
+	"github.com/apelora/fabric/domain/rolling"
 	"github.com/apelora/fabric/resolvers"
-	"github.com/apelora/fabric/rolling"
 )
 
 // The change reconciler runs in the API replicas (one leads at a time, role "changes"):

@@ -14,11 +14,11 @@ import (
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/adapters/metrics"
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/fleet"
-	"github.com/apelora/fabric/metrics"
-	"github.com/apelora/fabric/server"
-	"github.com/apelora/fabric/server/graphqlws"
+	"github.com/apelora/fabric/domain/fleet"
+	"github.com/apelora/fabric/internal/server"
+	"github.com/apelora/fabric/internal/server/graphqlws"
 )
 
 // Config is Apelora's configuration, read from APELORA_* environment variables.
@@ -70,7 +70,7 @@ type Config struct {
 	AuditKeyFile            string
 	AuditCheckpointInterval time.Duration
 	// AuditExport is APELORA_AUDIT_SYSLOG_*, APELORA_AUDIT_JSONL_FILE and
-	// APELORA_AUDIT_EXPORT_INTERVAL: the SIEM sinks (app/auditexport.go).
+	// APELORA_AUDIT_EXPORT_INTERVAL: the SIEM sinks (internal/app/auditexport.go).
 	AuditExport AuditExport
 	// Monitoring is the metrics listener (APELORA_METRICS_LISTEN, …); see StartMetrics.
 	Monitoring metrics.Config
@@ -82,7 +82,7 @@ type Config struct {
 }
 
 // Variable documents one environment variable: `apelora env` and `apelora-worker env` print
-// them, and docs/configuration.md is generated from them (app/configdoc).
+// them, and docs/configuration.md is generated from them (internal/app/configdoc).
 type Variable struct {
 	Name, Default, Meaning string
 }

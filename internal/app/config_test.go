@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/fleet"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/domain/fleet"
+	"github.com/apelora/fabric/internal/server"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -65,7 +65,7 @@ func TestBadValuesAreNamed(t *testing.T) {
 // Variables and WorkerVariables list exactly the variables the server and the worker read:
 // the names come from what ConfigFromEnv and WorkerConfigFromEnv ask the environment for,
 // not from a list that could drift from them. `apelora env` prints those tables and
-// docs/configuration.md is generated from them (app/configdoc), so both list what is read.
+// docs/configuration.md is generated from them (internal/app/configdoc), so both list what is read.
 func TestVariablesListExactlyTheVariablesRead(t *testing.T) {
 	read := map[string]bool{}
 	recording := func(vars map[string]string) func(string) string {

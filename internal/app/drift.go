@@ -11,8 +11,8 @@ import (
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/drift"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/drift"
 )
 
 // The drift watcher runs in the API replicas, not in apelora-worker: its checks read MAAS

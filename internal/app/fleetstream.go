@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/fleet"
 	"github.com/apelora/fabric/internal/broadcast"
 )
 

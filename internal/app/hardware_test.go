@@ -6,7 +6,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
-	"github.com/apelora/fabric/hardware"
+	"github.com/apelora/fabric/domain/hardware"
 )
 
 func TestInventoriesCountWhatAProfileMeans(t *testing.T) {

@@ -7,10 +7,10 @@ import (
 	"strconv"
 
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/logging"
 )
 
 // LocalCaller is the administrator running `apelora identity …` on the server itself:

@@ -12,10 +12,10 @@ import (
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/maas/sim"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/internal/leader"
-	"github.com/apelora/fabric/membership"
 )
 
 // members is the Incus side as these tests need it: the lease is the subject, and

@@ -5,15 +5,15 @@ import (
 	"errors"
 
 	"github.com/apelora/fabric/adapters/maas"
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/fencing"
-	"github.com/apelora/fabric/fleet"
-	"github.com/apelora/fabric/hardware"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/fleet"
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/domain/provisioning"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/flight"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/plan"
-	"github.com/apelora/fabric/provisioning"
 )
 
 // maasPorts adapts the MAAS client to what the domain packages ask of MAAS, and turns

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/membership"
+	"github.com/apelora/fabric/domain/membership"
 )
 
 // Every status Incus documents has a word of the domain's, and one Incus may add later is

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/fencing"
-	"github.com/apelora/fabric/fleet"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/metrics"
-	"github.com/apelora/fabric/provisioning"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/adapters/metrics"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/fleet"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/provisioning"
+	"github.com/apelora/fabric/internal/server"
 )
 
 // MetricsVariables lists the metrics listener's variables; the server and the worker both

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/metrics"
+	"github.com/apelora/fabric/adapters/metrics"
 )
 
 // Metrics are off unless asked for: no listener, nothing recorded.

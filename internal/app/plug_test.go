@@ -7,16 +7,16 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/enrolment"
-	"github.com/apelora/fabric/fencing"
-	"github.com/apelora/fabric/fleet"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/maintenance"
-	"github.com/apelora/fabric/placement"
-	"github.com/apelora/fabric/provisioning"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/enrolment"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/fleet"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/maintenance"
+	"github.com/apelora/fabric/domain/placement"
+	"github.com/apelora/fabric/domain/provisioning"
+	"github.com/apelora/fabric/domain/rolling"
 	"github.com/apelora/fabric/resolvers"
-	"github.com/apelora/fabric/rolling"
 )
 
 // plugPorts fills the ports each upstream serves and no other field, with either upstream

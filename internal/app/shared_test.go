@@ -10,7 +10,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/maas/sim"
-	"github.com/apelora/fabric/provisioning"
+	"github.com/apelora/fabric/domain/provisioning"
 )
 
 // gate holds the first whole machine list until released, and counts the lists.

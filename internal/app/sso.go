@@ -13,8 +13,8 @@ import (
 
 	"github.com/apelora/fabric/adapters/oidc"
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/server"
 )
 
 // Single sign-on's settings, in one place: read here, shown by `apelora env`.

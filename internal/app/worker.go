@@ -11,12 +11,12 @@ import (
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
+	"github.com/apelora/fabric/adapters/metrics"
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/fencing"
-	"github.com/apelora/fabric/maintenance"
-	"github.com/apelora/fabric/metrics"
-	"github.com/apelora/fabric/rolling"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/maintenance"
+	"github.com/apelora/fabric/domain/rolling"
 )
 
 // WorkerConfig is apelora-worker's configuration: the server's (database, Incus, MAAS,

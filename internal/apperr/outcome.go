@@ -14,7 +14,7 @@ import "errors"
 //     answer (UNAVAILABLE), or the server failed (INTERNAL). Worth retrying.
 //
 // Which code is which is web/console/src/lib/bulk-outcomes.json, the one source: `go
-// generate ./...` writes it into outcomes_gen.go (apperr/gen), and the console reads the
+// generate ./...` writes it into outcomes_gen.go (internal/apperr/gen), and the console reads the
 // file itself.
 
 // Refusal reports whether an error with code is a refusal (else it is a failure). A code

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,31 +19,32 @@ import (
 	"testing"
 )
 
-// The layers of docs/ARCHITECTURE.md, from the top. A package imports packages of its own
-// layer or of layers below it, never above: the import graph reads one way. Adapters sit
-// just above the domain because they implement the domain's ports: an adapter imports the
-// domain's interfaces and types, the domain never imports an adapter.
+// The layers of docs/ARCHITECTURE.md, from the top, by folder: the folder a package is in
+// says its layer. A package imports packages of its own layer or of layers below it, never
+// above: the import graph reads one way. Adapters sit just above the domain because they
+// implement the domain's ports: an adapter imports the domain's interfaces and types, the
+// domain never imports an adapter.
 var layers = []struct {
 	name string
 	has  func(rel string) bool
 }{
 	{"entry", func(p string) bool {
-		return p == "." || p == "e2e" || p == "bench" || under(p, "cmd") || under(p, "testkit")
+		return p == "." || p == "e2e" || p == "bench" || p == "docs" || under(p, "cmd") || under(p, "testkit") || p == "internal/architecture"
 	}},
-	{"wiring", func(p string) bool { return under(p, "app") }},
-	{"server", func(p string) bool { return under(p, "server") }},
+	{"wiring", func(p string) bool { return under(p, "internal/app") }},
+	{"server", func(p string) bool { return under(p, "internal/server") }},
 	{"resolvers", func(p string) bool { return p == "resolvers" }},
 	{"api", func(p string) bool { return under(p, "graph") || p == "client" }},
-	{"adapter", func(p string) bool { return under(p, "adapters") || p == "metrics" }},
-	{"domain", func(p string) bool { return slices.Contains(domain, p) }},
+	{"adapter", func(p string) bool { return under(p, "adapters") }},
+	{"domain", func(p string) bool { return under(p, "domain") }},
 	{"leaf", func(p string) bool {
-		return under(p, "apperr") || p == "logging" || p == "migrations" || p == "scripts" ||
-			under(p, "internal") || under(p, "web")
+		return under(p, "internal") || p == "migrations" || p == "scripts" || under(p, "web")
 	}},
 }
 
-// domain lists the packages named for a concept of the product.
-var domain = []string{"admission", "audit", "auditexport", "auditlog", "changes", "drift", "enrolment", "fencing", "fleet", "hardware", "identity", "lifecycle", "machines", "maintenance", "membership", "placement", "plan", "provisioning", "quorum", "rolling"}
+// rootEntries are the tracked entries the repository's root may hold: the layers above as
+// folders, and the files every Go module and its tools need at the top.
+const maxRootEntries = 24
 
 // shipped are the binaries installed on servers: they must not link a test harness.
 var shipped = []string{"cmd/apelora", "cmd/apelora-worker", "cmd/apeloractl"}
@@ -57,6 +60,31 @@ type goPackage struct {
 }
 
 const module = "github.com/apelora/fabric"
+
+// TestMain runs the tests from the module's root, where go list, git and the docs' paths
+// start.
+func TestMain(m *testing.M) {
+	dir, err := os.Getwd()
+	for err == nil {
+		if _, statErr := os.Stat(filepath.Join(dir, "go.mod")); statErr == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			err = errors.New("no go.mod above the test's folder")
+			break
+		}
+		dir = parent
+	}
+	if err == nil {
+		err = os.Chdir(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "architecture tests:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
 
 func rel(path string) (string, bool) {
 	if path == module {
@@ -154,7 +182,7 @@ func TestShippedBinariesLinkNoHarness(t *testing.T) {
 		}
 		for _, d := range p.Deps {
 			r, ours := rel(d)
-			if d == "testing" || ours && (under(r, "testkit") || under(r, "adapters/maas/sim") || r == "adapters/postgres/pgtest" || r == "apperr/apperrtest") {
+			if d == "testing" || ours && (under(r, "testkit") || under(r, "adapters/maas/sim") || r == "adapters/postgres/pgtest" || r == "internal/apperr/apperrtest") {
 				t.Errorf("%s links %s, a test harness", bin, d)
 			}
 		}
@@ -215,7 +243,7 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 }
 
 // TestDocsPointInsideTheRepository: every file docs/ names by a path in its text (a path from
-// the repository's root, such as app/wiring.go) is a file of the repository, so a newcomer
+// the repository's root, such as internal/app/wiring.go) is a file of the repository, so a newcomer
 // can follow each reference from a clone. Markdown links are relative to their document and
 // are checked by TestMarkdownLinksResolve.
 func TestDocsPointInsideTheRepository(t *testing.T) {
@@ -257,4 +285,32 @@ func TestDocsPointInsideTheRepository(t *testing.T) {
 
 func isWordByte(b byte) bool {
 	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}
+
+// TestTheRootShowsTheLayers: the repository's root holds the layers as folders and the
+// files a Go module needs, at most maxRootEntries tracked entries, and no package of the
+// domain: a newcomer sees the house's layout in one look.
+func TestTheRootShowsTheLayers(t *testing.T) {
+	out, err := exec.Command("git", "ls-files").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	entries := map[string]bool{}
+	for _, f := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		top, _, _ := strings.Cut(f, "/")
+		entries[top] = true
+	}
+	if len(entries) > maxRootEntries {
+		names := slices.Sorted(maps.Keys(entries))
+		t.Errorf("the root holds %d tracked entries, more than %d: %s", len(entries), maxRootEntries, strings.Join(names, " "))
+	}
+	for _, p := range listPackages(t) {
+		r, _ := rel(p.ImportPath)
+		if l := layerOf(r); l >= 0 && layers[l].name == "domain" && !under(r, "domain") {
+			t.Errorf("domain package %s is not under domain/", r)
+		}
+		if r != "." && !strings.Contains(r, "/") && entries[r] && layerOf(r) < 0 {
+			t.Errorf("package %s at the root is in no layer", r)
+		}
+	}
 }

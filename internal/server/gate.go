@@ -11,12 +11,12 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/logging"
 	"github.com/apelora/fabric/internal/mutations"
-	"github.com/apelora/fabric/logging"
-	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/resolvers"
 )
 

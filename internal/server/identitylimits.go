@@ -7,8 +7,8 @@ import (
 
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // IdentityLimits bound what one identity holds open on one server: websockets and

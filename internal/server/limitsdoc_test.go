@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/server/graphqlws"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/server/graphqlws"
 )
 
 // limitsDoc is the document whose "## Limits" table lists the request limits.
@@ -18,7 +18,7 @@ const limitsDoc = "docs/security.md"
 // The Limits table of docs/security.md says what the code enforces: each row's value is
 // checked against the constant it describes, so changing one without the other fails here.
 func TestLimitsTableIsTheCodes(t *testing.T) {
-	doc, err := os.ReadFile("../" + limitsDoc)
+	doc, err := os.ReadFile("../../" + limitsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}

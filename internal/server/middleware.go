@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/logging"
 	"github.com/apelora/fabric/internal/respheader"
-	"github.com/apelora/fabric/logging"
 )
 
 // withRequest gives every request an id (X-Request-Id, echoed back), a place for response

@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/logging"
-	"github.com/apelora/fabric/server/graphqlws"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/logging"
+	"github.com/apelora/fabric/internal/server/graphqlws"
 )
 
 // RateLimit is a token bucket: Burst tries at once, then one more per Every.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/internal/logging"
 )
 
 // Refusals that repeat (an address out of tries, failed sign-ins, an identity over its

@@ -11,8 +11,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // readRequest reads a GraphQL POST whole, within MaxBodyBytes and the body read timeout,

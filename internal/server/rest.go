@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/resterr"
 )
 

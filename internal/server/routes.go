@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/auditlog"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/scripts"
 	"github.com/apelora/fabric/web/console"
 	"github.com/apelora/fabric/web/graphiql"

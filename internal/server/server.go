@@ -20,12 +20,12 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph"
-	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/publicurl"
+	"github.com/apelora/fabric/internal/server/graphqlws"
 	"github.com/apelora/fabric/resolvers"
-	"github.com/apelora/fabric/server/graphqlws"
 )
 
 // Store is what the server itself needs from the database.

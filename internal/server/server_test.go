@@ -16,12 +16,12 @@ import (
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/graph"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/logging"
 	"github.com/apelora/fabric/internal/respheader"
-	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/internal/server/graphqlws"
 	"github.com/apelora/fabric/resolvers"
-	"github.com/apelora/fabric/server/graphqlws"
 )
 
 func TestResolverSetHeadersReachTheResponse(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/resterr"
 )
 

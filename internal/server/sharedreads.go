@@ -6,9 +6,9 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/internal/flight"
-	"github.com/apelora/fabric/server/graphqlws"
+	"github.com/apelora/fabric/internal/server/graphqlws"
 )
 
 // sharedReads runs identical queries that arrive while one is in flight once: the same

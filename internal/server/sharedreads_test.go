@@ -9,7 +9,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 )
 
 // Identical queries in flight share one execution and its answer; another caller, other

@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/logging"
 	"github.com/apelora/fabric/internal/resterr"
-	"github.com/apelora/fabric/logging"
 )
 
 // SSOStateCookie keeps a sign-in's state in the browser between the console and the

@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // DefaultStepConcurrency is how many machine steps run at once when the configuration

@@ -5,7 +5,7 @@
 // committed file is stale, and so does this package's test.
 //
 // The prose around the tables is configuration.md.tmpl; a variable's meaning is edited where
-// the variable is read (app/*.go), never in the document.
+// the variable is read (internal/app/*.go), never in the document.
 package main
 
 import (
@@ -17,7 +17,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/internal/app"
 )
 
 // docFile is the document it writes, from the module root.
@@ -32,7 +32,7 @@ func main() {
 		err = os.WriteFile(docFile, doc, 0o644)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "app/configdoc:", err)
+		fmt.Fprintln(os.Stderr, "internal/app/configdoc:", err)
 		os.Exit(1)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/internal/app"
 )
 
 // TestConfigurationDocIsCurrent: the committed docs/configuration.md is what the generator
@@ -16,12 +16,12 @@ func TestConfigurationDocIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("../../" + docFile)
+	got, err := os.ReadFile("../../../" + docFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale: run `go generate ./...` (or `go run ./app/configdoc` from the module root) and commit it", docFile)
+		t.Errorf("%s is stale: run `go generate ./...` (or `go run ./internal/app/configdoc` from the module root) and commit it", docFile)
 	}
 }
 

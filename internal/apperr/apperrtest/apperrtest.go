@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // MaxMessage is the longest message a refusal of input may have: its own words and at

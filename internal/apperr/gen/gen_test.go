@@ -8,7 +8,7 @@ import (
 
 // The committed table is what bulk-outcomes.json says now.
 func TestOutcomesTableIsCurrent(t *testing.T) {
-	src, err := os.ReadFile("../../" + source)
+	src, err := os.ReadFile("../../../" + source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,7 +16,7 @@ func TestOutcomesTableIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("../../" + goFile)
+	got, err := os.ReadFile("../../../" + goFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestOutcomesTableIsCurrent(t *testing.T) {
 
 // A file that says something else than refused or failed is refused.
 func TestOutcomesRefuseWhatCannotBeRead(t *testing.T) {
-	src, _ := os.ReadFile("../../" + source)
+	src, _ := os.ReadFile("../../../" + source)
 	bad := strings.Replace(string(src), `"BUSY": "refused"`, `"BUSY": "maybe"`, 1)
 	if _, err := generate([]byte(bad)); err == nil || !strings.Contains(err.Error(), `BUSY is "maybe"`) {
 		t.Errorf("an outcome that is neither: %v", err)

@@ -22,8 +22,8 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/logging"
 )
 
 // The tests run the transport in gqlgen's real handler and executor, over a small schema

@@ -16,7 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/gorilla/websocket"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 const eventsQuery = `subscription($t: String!) { events(topic: $t) }`
