@@ -1,4 +1,4 @@
-package app
+package incus
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/domain/admission"
 	"github.com/apelora/fabric/domain/enrolment"
 	"github.com/apelora/fabric/domain/fencing"
@@ -20,30 +18,29 @@ import (
 	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/flight"
-	"github.com/apelora/fabric/resolvers"
 )
 
-// incusPorts adapts the Incus REST client to what the domain packages ask of Incus, and
+// Ports adapts the Incus REST client to what the domain packages ask of Incus, and
 // turns Incus's errors into administrator's errors.
-type incusPorts struct {
-	c *incus.Client
+type Ports struct {
+	c *Client
 	// shared: the whole-cluster reads every fleet read makes, one in flight at a time
-	// for all callers (make incusPorts with newIncusPorts).
-	shared *incusReads
+	// for all callers (make Ports with NewPorts).
+	shared *sharedReads
 }
 
-// incusReads are the Incus reads concurrent callers share (internal/flight): the member
+// sharedReads are the Incus reads concurrent callers share (internal/flight): the member
 // list and the pending join tokens. Every answer is as fresh as the call it shared.
-type incusReads struct {
-	members flight.Call[[]incus.Member]
-	pending flight.Call[[]incus.PendingJoinToken]
+type sharedReads struct {
+	members flight.Call[[]Member]
+	pending flight.Call[[]PendingJoinToken]
 }
 
-// newIncusPorts makes the ports on c. Every change through c, made or planned, passes
+// NewPorts makes the ports on c. Every change through c, made or planned, passes
 // c's seam (plan.Writes), which then has the shared reads forget their call in flight: no
 // port write can forget to.
-func newIncusPorts(c *incus.Client) *incusPorts {
-	p := &incusPorts{c: c, shared: &incusReads{}}
+func NewPorts(c *Client) *Ports {
+	p := &Ports{c: c, shared: &sharedReads{}}
 	c.Writes().AfterEach(func(s plan.System, _ bool) {
 		if s == plan.Incus {
 			p.wrote()
@@ -52,41 +49,36 @@ func newIncusPorts(c *incus.Client) *incusPorts {
 	return p
 }
 
-func (p incusPorts) members(ctx context.Context) ([]incus.Member, error) {
+func (p Ports) members(ctx context.Context) ([]Member, error) {
 	return p.shared.members.Do(ctx, p.c.Members)
 }
 
 // wrote runs after every write (the seam's hook): a read after the write starts a new
 // call rather than share one that began before it.
-func (p incusPorts) wrote() {
+func (p Ports) wrote() {
 	p.shared.members.Forget()
 	p.shared.pending.Forget()
 }
 
-func (p incusPorts) pendingJoinTokens(ctx context.Context) ([]incus.PendingJoinToken, error) {
+func (p Ports) pendingJoinTokens(ctx context.Context) ([]PendingJoinToken, error) {
 	return p.shared.pending.Do(ctx, p.c.PendingJoinTokens)
 }
 
 var (
-	_ membership.Source        = incusPorts{}
-	_ fleet.IncusMember        = incusPorts{}
-	_ admission.Incus          = incusPorts{}
-	_ admission.Members        = incusPorts{}
-	_ enrolment.Incus          = incusPorts{}
-	_ resolvers.MemberVersions = incusPorts{}
-	_ placement.Incus          = incusPorts{}
+	_ membership.Source = Ports{}
+	_ fleet.IncusMember = Ports{}
+	_ admission.Incus   = Ports{}
+	_ admission.Members = Ports{}
+	_ enrolment.Incus   = Ports{}
+	_ placement.Incus   = Ports{}
 )
 
 // within says how long a call waited: "within 10s" for a call that ran out of its own
 // bound (the request timeout), "in time" when the caller's context ended first.
 func within(err error) string {
-	var it *incus.TimeoutError
-	var mt *maas.TimeoutError
-	switch {
-	case errors.As(err, &it):
+	var it *TimeoutError
+	if errors.As(err, &it) {
 		return "within " + it.After.String()
-	case errors.As(err, &mt):
-		return "within " + mt.After.String()
 	}
 	return "in time"
 }
@@ -96,21 +88,21 @@ func incusErr(err error, doing string) error {
 	if err == nil {
 		return nil
 	}
-	var ie *incus.Error
+	var ie *Error
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &ie):
-		return apperr.Wrap(err, apperr.Unavailable, "Incus did not answer %s while trying to %s: check that the member at APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) and the cluster are up (if Incus was only slow, it may still carry the step out: look at the machine before trying again), or raise %s", within(err), doing, EnvRequestTimeout)
-	case incus.IsNotFound(err):
+		return apperr.Wrap(err, apperr.Unavailable, "Incus did not answer %s while trying to %s: check that the member at APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) and the cluster are up (if Incus was only slow, it may still carry the step out: look at the machine before trying again), or raise APELORA_REQUEST_TIMEOUT", within(err), doing)
+	case IsNotFound(err):
 		msg := "not found"
 		if errors.As(err, &ie) {
 			msg = ie.Message
 		}
 		return apperr.Wrap(err, apperr.NotFound, "cannot %s: Incus says %s", doing, msg)
-	case incus.IsPreconditionFailed(err):
+	case IsPreconditionFailed(err):
 		return apperr.Wrap(err, apperr.Busy, "cannot %s: the member changed in Incus meanwhile; run the step again", doing)
-	case incus.IsForbidden(err) || errors.Is(err, incus.ErrUntrusted):
+	case IsForbidden(err) || errors.Is(err, ErrUntrusted):
 		return apperr.Wrap(err, apperr.Unavailable, "cannot %s: Incus does not trust Apelora's client certificate (APELORA_INCUS_CLIENT_CERT); trust it with `incus config trust add-certificate`", doing)
-	case errors.Is(err, incus.ErrCertificateMismatch):
+	case errors.Is(err, ErrCertificateMismatch):
 		return apperr.Wrap(err, apperr.Unavailable, "cannot %s: the Incus server certificate does not match APELORA_INCUS_SERVER_CERT", doing)
 	case errors.As(err, &ie):
 		return apperr.Wrap(err, apperr.FailedPrecondition, "Incus refused to %s: %s", doing, ie.Message)
@@ -119,7 +111,7 @@ func incusErr(err error, doing string) error {
 	}
 }
 
-func toMember(m incus.Member) membership.Member {
+func toMember(m Member) membership.Member {
 	return membership.Member{
 		Name: m.ServerName, URL: m.URL, Status: memberStatus(m.Status), Message: m.Message,
 		Architecture: m.Architecture, FailureDomain: m.FailureDomain, Description: m.Description,
@@ -130,13 +122,13 @@ func toMember(m incus.Member) membership.Member {
 // memberStatus is the one place Incus's member status strings become the domain's.
 func memberStatus(s string) membership.Status {
 	switch s {
-	case incus.MemberOnline:
+	case MemberOnline:
 		return membership.StatusOnline
-	case incus.MemberOffline:
+	case MemberOffline:
 		return membership.StatusOffline
-	case incus.MemberEvacuated:
+	case MemberEvacuated:
 		return membership.StatusEvacuated
-	case incus.MemberBlocked:
+	case MemberBlocked:
 		return membership.StatusBlocked
 	}
 	return membership.StatusUnknown
@@ -144,9 +136,9 @@ func memberStatus(s string) membership.Status {
 
 // withPending reads the members (read) and the pending join tokens at the same time: a
 // snapshot costs the slower call, not the sum.
-func (p incusPorts) withPending(ctx context.Context, read func(s *membership.Snapshot) error) (*membership.Snapshot, error) {
+func (p Ports) withPending(ctx context.Context, read func(s *membership.Snapshot) error) (*membership.Snapshot, error) {
 	type answer struct {
-		tokens []incus.PendingJoinToken
+		tokens []PendingJoinToken
 		err    error
 	}
 	pendingDone := make(chan answer, 1)
@@ -165,7 +157,7 @@ func (p incusPorts) withPending(ctx context.Context, read func(s *membership.Sna
 	return s, nil
 }
 
-func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
+func (p Ports) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
 	return p.withPending(ctx, func(s *membership.Snapshot) error {
 		ms, err := p.members(ctx)
 		if err != nil {
@@ -180,7 +172,7 @@ func (p incusPorts) Snapshot(ctx context.Context) (*membership.Snapshot, error) 
 }
 
 // addPending puts the pending join tokens in s, or says why they could not be listed.
-func (incusPorts) addPending(s *membership.Snapshot, pending []incus.PendingJoinToken, err error) {
+func (Ports) addPending(s *membership.Snapshot, pending []PendingJoinToken, err error) {
 	if err != nil {
 		s.PendingProblem = apperr.PublicMessage(incusErr(err, "list the pending join tokens"))
 		return
@@ -198,11 +190,11 @@ func (incusPorts) addPending(s *membership.Snapshot, pending []incus.PendingJoin
 // MemberSnapshot is one name's side of Incus for the fleet's one-machine read: that member
 // (GET /1.0/cluster/members/{name}, none when Incus knows no such member) and the pending
 // join tokens, asked at the same time.
-func (p incusPorts) MemberSnapshot(ctx context.Context, name string) (*membership.Snapshot, error) {
+func (p Ports) MemberSnapshot(ctx context.Context, name string) (*membership.Snapshot, error) {
 	return p.withPending(ctx, func(s *membership.Snapshot) error {
 		m, _, err := p.c.Member(ctx, name)
 		switch {
-		case incus.IsNotFound(err):
+		case IsNotFound(err):
 			return nil
 		case err != nil:
 			return incusErr(err, "read member "+name)
@@ -212,7 +204,7 @@ func (p incusPorts) MemberSnapshot(ctx context.Context, name string) (*membershi
 	})
 }
 
-func (p incusPorts) Members(ctx context.Context) ([]membership.Member, error) {
+func (p Ports) Members(ctx context.Context) ([]membership.Member, error) {
 	ms, err := p.members(ctx)
 	if err != nil {
 		return nil, incusErr(err, "list the cluster members")
@@ -231,19 +223,19 @@ func (p incusPorts) Members(ctx context.Context) ([]membership.Member, error) {
 // and a member that answers itself may be unreachable through the others for seconds after
 // it came back: forwarded reads then answer "Server isn't ready yet" (or "Missing event
 // connection with target cluster member"), as they do for a member that is down.
-func (p incusPorts) MemberAnswers(ctx context.Context, name string) error {
+func (p Ports) MemberAnswers(ctx context.Context, name string) error {
 	m, _, err := p.c.Member(ctx, name)
 	if err != nil {
 		return incusErr(err, "read member "+name)
 	}
 	if _, err := p.c.AskMember(ctx, m.URL); err != nil {
-		if incus.IsNotReady(err) {
+		if IsNotReady(err) {
 			return notReady(err, name, 0)
 		}
 		return incusErr(err, "ask member "+name+" itself ("+m.URL+") for its version")
 	}
 	if _, err := p.c.ServerInfo(ctx, name); err != nil {
-		if incus.IsNotReady(err) {
+		if IsNotReady(err) {
 			return notReady(err, name, 0)
 		}
 		return incusErr(err, "ask member "+name+" for its version through the cluster")
@@ -255,9 +247,9 @@ func (p incusPorts) MemberAnswers(ctx context.Context, name string) error {
 // member itself is starting, or the member asked through cannot reach it yet (or at all).
 func notReady(err error, member string, waited time.Duration) error {
 	if waited > 0 {
-		return apperr.Wrap(err, apperr.Unavailable, "Incus answered %q for member %s, also after %s of asking again (APELORA_REQUEST_TIMEOUT): the member is starting, or the cluster cannot reach it yet; check it, then run the step again", incus.NotReadyMessage, member, waited.Round(time.Second))
+		return apperr.Wrap(err, apperr.Unavailable, "Incus answered %q for member %s, also after %s of asking again (APELORA_REQUEST_TIMEOUT): the member is starting, or the cluster cannot reach it yet; check it, then run the step again", NotReadyMessage, member, waited.Round(time.Second))
 	}
-	return apperr.Wrap(err, apperr.Unavailable, "Incus answered %q for member %s: it is starting, or the cluster cannot reach it yet", incus.NotReadyMessage, member)
+	return apperr.Wrap(err, apperr.Unavailable, "Incus answered %q for member %s: it is starting, or the cluster cannot reach it yet", NotReadyMessage, member)
 }
 
 // notReadyPoll is how often a read that met a starting member asks again.
@@ -267,11 +259,11 @@ const notReadyPoll = 500 * time.Millisecond
 // isn't ready yet" for a member whose own API answers (one back from a power cycle, which
 // the others cannot reach for seconds yet), it asks again until they can, within one
 // request timeout; for a member that does not answer itself (down), at once.
-func (p incusPorts) serverInfo(ctx context.Context, member string) (incus.ServerInfo, error) {
+func (p Ports) serverInfo(ctx context.Context, member string) (ServerInfo, error) {
 	began := time.Now()
 	for {
 		s, err := p.c.ServerInfo(ctx, member)
-		if !incus.IsNotReady(err) || member == "" {
+		if !IsNotReady(err) || member == "" {
 			return s, err
 		}
 		if !p.answersItself(ctx, member) {
@@ -289,7 +281,7 @@ func (p incusPorts) serverInfo(ctx context.Context, member string) (incus.Server
 }
 
 // answersItself reports whether the member's own API answers (asked at its URL).
-func (p incusPorts) answersItself(ctx context.Context, member string) bool {
+func (p Ports) answersItself(ctx context.Context, member string) bool {
 	m, _, err := p.c.Member(ctx, member)
 	if err != nil {
 		return false
@@ -298,7 +290,7 @@ func (p incusPorts) answersItself(ctx context.Context, member string) bool {
 	return err == nil
 }
 
-func (p incusPorts) Version(ctx context.Context, member string) (membership.Version, error) {
+func (p Ports) Version(ctx context.Context, member string) (membership.Version, error) {
 	s, err := p.serverInfo(ctx, member)
 	if err != nil {
 		var ae *apperr.Error
@@ -317,7 +309,7 @@ func (p incusPorts) Version(ctx context.Context, member string) (membership.Vers
 	}, nil
 }
 
-func (p incusPorts) StoragePools(ctx context.Context) ([]string, error) {
+func (p Ports) StoragePools(ctx context.Context) ([]string, error) {
 	ps, err := p.c.StoragePools(ctx)
 	if err != nil {
 		return nil, incusErr(err, "list the storage pools")
@@ -329,7 +321,7 @@ func (p incusPorts) StoragePools(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (p incusPorts) StoragePoolStatus(ctx context.Context, pool, member string) (string, error) {
+func (p Ports) StoragePoolStatus(ctx context.Context, pool, member string) (string, error) {
 	s, err := p.c.StoragePool(ctx, pool, member)
 	if err != nil {
 		return "", incusErr(err, "read storage pool "+pool+" on "+member)
@@ -339,7 +331,7 @@ func (p incusPorts) StoragePoolStatus(ctx context.Context, pool, member string) 
 
 // LocatedNetworks are the managed networks that exist on each member. OVN networks live
 // in OVN, not on members, so they have no locations and are not checked per member.
-func (p incusPorts) LocatedNetworks(ctx context.Context) ([]string, error) {
+func (p Ports) LocatedNetworks(ctx context.Context) ([]string, error) {
 	ns, err := p.c.ManagedNetworks(ctx)
 	if err != nil {
 		return nil, incusErr(err, "list the networks")
@@ -353,7 +345,7 @@ func (p incusPorts) LocatedNetworks(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (p incusPorts) NetworkStatus(ctx context.Context, network, member string) (string, error) {
+func (p Ports) NetworkStatus(ctx context.Context, network, member string) (string, error) {
 	n, err := p.c.Network(ctx, network, member)
 	if err != nil {
 		return "", incusErr(err, "read network "+network+" on "+member)
@@ -361,7 +353,7 @@ func (p incusPorts) NetworkStatus(ctx context.Context, network, member string) (
 	return n.Status, nil
 }
 
-func (p incusPorts) Member(ctx context.Context, name string) (membership.Member, string, error) {
+func (p Ports) Member(ctx context.Context, name string) (membership.Member, string, error) {
 	m, etag, err := p.c.Member(ctx, name)
 	if err != nil {
 		return membership.Member{}, "", incusErr(err, "read member "+name)
@@ -369,28 +361,28 @@ func (p incusPorts) Member(ctx context.Context, name string) (membership.Member,
 	return toMember(m), etag, nil
 }
 
-func (p incusPorts) UpdateMember(ctx context.Context, m membership.Member, etag string) error {
-	put := incus.MemberPut{Config: m.Config, Description: m.Description, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups}
+func (p Ports) UpdateMember(ctx context.Context, m membership.Member, etag string) error {
+	put := MemberPut{Config: m.Config, Description: m.Description, Roles: m.Roles, FailureDomain: m.FailureDomain, Groups: m.Groups}
 	if put.Config == nil {
 		put.Config = map[string]string{}
 	}
 	return incusErr(p.c.UpdateMember(ctx, m.Name, put, etag), "update member "+m.Name)
 }
 
-func (p incusPorts) PlacementScriptlet(ctx context.Context) (string, string, error) {
+func (p Ports) PlacementScriptlet(ctx context.Context) (string, string, error) {
 	v, etag, err := p.c.PlacementScriptlet(ctx)
 	return v, etag, incusErr(err, "read the placement scriptlet ("+placement.ScriptletKey+")")
 }
 
-func (p incusPorts) SetPlacementScriptlet(ctx context.Context, value, etag string) error {
+func (p Ports) SetPlacementScriptlet(ctx context.Context, value, etag string) error {
 	err := p.c.SetPlacementScriptlet(ctx, value, etag)
-	if incus.IsPreconditionFailed(err) {
+	if IsPreconditionFailed(err) {
 		return apperr.Wrap(err, apperr.Busy, "cannot set the placement scriptlet: the Incus server configuration changed meanwhile; run the step again")
 	}
 	return incusErr(err, "set the placement scriptlet ("+placement.ScriptletKey+")")
 }
 
-func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.IssuedToken, error) {
+func (p Ports) IssueJoinToken(ctx context.Context, name string) (enrolment.IssuedToken, error) {
 	t, err := p.c.IssueJoinToken(ctx, name)
 	if err != nil {
 		return enrolment.IssuedToken{}, incusErr(err, "issue a join token for "+name)
@@ -398,21 +390,21 @@ func (p incusPorts) IssueJoinToken(ctx context.Context, name string) (enrolment.
 	return enrolment.IssuedToken{Name: t.ServerName, ExpiresAt: t.ExpiresAt, Addresses: t.Addresses, Token: t, Planned: !t.Issued()}, nil
 }
 
-func (p incusPorts) RevokeJoinToken(ctx context.Context, name string) error {
+func (p Ports) RevokeJoinToken(ctx context.Context, name string) error {
 	return incusErr(p.c.RevokeJoinToken(ctx, name), "revoke the join token for "+name)
 }
 
-func (p incusPorts) RemoveMember(ctx context.Context, name string, force bool) error {
+func (p Ports) RemoveMember(ctx context.Context, name string, force bool) error {
 	// When it is the member Apelora talks through, the client sends the removal, and every
-	// call after it, through another member (incus.Client.DeleteMember).
+	// call after it, through another member (Client.DeleteMember).
 	return incusErr(p.c.DeleteMember(ctx, name, force), "remove member "+name)
 }
 
 // Through is the member Apelora talks through and the configured URLs (enrolment.Incus).
-func (p incusPorts) Through() (string, []string) { return p.c.Through(), p.c.Seeds() }
+func (p Ports) Through() (string, []string) { return p.c.Through(), p.c.Seeds() }
 
 // InstancesOn names the instances on member, of every project, in one Incus call.
-func (p incusPorts) InstancesOn(ctx context.Context, member string) ([]string, error) {
+func (p Ports) InstancesOn(ctx context.Context, member string) ([]string, error) {
 	ins, err := p.c.InstancesOn(ctx, member)
 	if err != nil {
 		return nil, incusErr(err, "list the instances on member "+member)
@@ -429,7 +421,7 @@ func (p incusPorts) InstancesOn(ctx context.Context, member string) ([]string, e
 
 // MemberConfigKeys lists the member-specific keys a joiner supplies, with the value the
 // member Apelora talks to uses for each (read per pool or network with a target).
-func (p incusPorts) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey, error) {
+func (p Ports) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey, error) {
 	ci, err := p.c.Cluster(ctx)
 	if err != nil {
 		return nil, incusErr(err, "read the cluster's member configuration keys")
@@ -462,7 +454,7 @@ func (p incusPorts) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey
 }
 
 // MemberHardware is Incus's view of a member's hardware, as hardware profiles count it.
-func (p incusPorts) MemberHardware(ctx context.Context, member string) (hardware.Inventory, error) {
+func (p Ports) MemberHardware(ctx context.Context, member string) (hardware.Inventory, error) {
 	r, err := p.c.Resources(ctx, member)
 	if err != nil {
 		return hardware.Inventory{}, incusErr(err, "read the hardware of member "+member)
@@ -472,7 +464,7 @@ func (p incusPorts) MemberHardware(ctx context.Context, member string) (hardware
 
 // incusInventory counts disks that hold data (not optical, removable, read-only or empty
 // drives: a card reader or a virtual DVD is no disk) and every port of every network card.
-func incusInventory(r incus.Resources) hardware.Inventory {
+func incusInventory(r Resources) hardware.Inventory {
 	inv := hardware.Inventory{Architecture: r.Architecture, CPUCores: r.CPUs, MemoryMiB: int(r.MemoryBytes >> 20)}
 	for _, d := range r.Disks {
 		if d.Removable || d.ReadOnly || d.SizeBytes <= 0 || d.Type == "cdrom" {
@@ -492,19 +484,23 @@ func incusInventory(r incus.Resources) hardware.Inventory {
 	return inv
 }
 
-// fenceIncus reads member statuses and the server configuration for the fence worker and
+// FencePorts reads member statuses and the server configuration for the fence worker and
 // the cluster view, through the Incus client (which reaches the cluster through any member:
 // the one a worker talks to may be the one that died).
-type fenceIncus struct{ c *incus.Client }
+// FencePorts is what the fencing worker asks of Incus: the members as it observes them
+// (quorum loss told apart from an outage) and the server config it checks its limits
+// against. It shares nothing with Ports: the worker reads on its own schedule.
+type FencePorts struct{ c *Client }
 
-func newFenceIncus(c *incus.Client) fenceIncus { return fenceIncus{c: c} }
+// NewFencePorts makes the fencing worker's ports on c.
+func NewFencePorts(c *Client) FencePorts { return FencePorts{c: c} }
 
 var (
-	_ fencing.Cluster       = fenceIncus{}
-	_ fencing.ClusterConfig = fenceIncus{}
+	_ fencing.Cluster       = FencePorts{}
+	_ fencing.ClusterConfig = FencePorts{}
 )
 
-func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) {
+func (f FencePorts) Observe(ctx context.Context) ([]fencing.Observation, error) {
 	ms, err := f.c.Members(ctx)
 	if err != nil {
 		if f.noQuorum(ctx, err) {
@@ -523,8 +519,8 @@ func (f fenceIncus) Observe(ctx context.Context) ([]fencing.Observation, error) 
 // up: the list needs Incus's database, GET /1.0 does not. On 6.0.4 without quorum the list
 // answered 500 "context deadline exceeded" after 5 s (or nothing within the request
 // timeout) while GET /1.0 answered at once (seen live, two of three voters hung).
-func (f fenceIncus) noQuorum(ctx context.Context, err error) bool {
-	var ie *incus.Error
+func (f FencePorts) noQuorum(ctx context.Context, err error) bool {
+	var ie *Error
 	switch {
 	case errors.As(err, &ie) && ie.Status < 500:
 		return false // refused (trust, …): not the database
@@ -540,7 +536,7 @@ func (f fenceIncus) noQuorum(ctx context.Context, err error) bool {
 	return perr == nil
 }
 
-func (f fenceIncus) ServerConfig(ctx context.Context) (map[string]string, error) {
+func (f FencePorts) ServerConfig(ctx context.Context) (map[string]string, error) {
 	cfg, err := f.c.GetServerConfig(ctx)
 	if err != nil {
 		return nil, incusErr(err, "read the cluster configuration")
@@ -549,7 +545,7 @@ func (f fenceIncus) ServerConfig(ctx context.Context) (map[string]string, error)
 }
 
 // AllInstances lists every instance of every project in one Incus call (maintenance).
-func (p incusPorts) AllInstances(ctx context.Context) ([]maintenance.Instance, error) {
+func (p Ports) AllInstances(ctx context.Context) ([]maintenance.Instance, error) {
 	all, err := p.c.AllInstances(ctx)
 	if err != nil {
 		return nil, incusErr(err, "list the instances")
@@ -563,20 +559,20 @@ func (p incusPorts) AllInstances(ctx context.Context) ([]maintenance.Instance, e
 }
 
 // ChangeMemberState asks Incus to evacuate or restore a member; Incus's operation id.
-func (p incusPorts) ChangeMemberState(ctx context.Context, name, action, mode string) (string, error) {
+func (p Ports) ChangeMemberState(ctx context.Context, name, action, mode string) (string, error) {
 	id, err := p.c.ChangeMemberState(ctx, name, action, mode)
 	return id, incusErr(err, action+" member "+name)
 }
 
 // MemberOperation reads an evacuation or restore operation; found is false once Incus
 // no longer lists it (it keeps finished operations a few seconds).
-func (p incusPorts) MemberOperation(ctx context.Context, id string) (maintenance.IncusOperation, bool, error) {
+func (p Ports) MemberOperation(ctx context.Context, id string) (maintenance.IncusOperation, bool, error) {
 	op, err := p.c.MemberOperation(ctx, id)
-	if incus.IsNotFound(err) {
+	if IsNotFound(err) {
 		return maintenance.IncusOperation{}, false, nil
 	}
 	if err != nil {
 		return maintenance.IncusOperation{}, false, incusErr(err, "read operation "+id)
 	}
-	return maintenance.IncusOperation{Done: op.Final(), Failed: op.StatusCode >= incus.StatusFailure, Err: op.Err, Progress: op.Progress}, true, nil
+	return maintenance.IncusOperation{Done: op.Final(), Failed: op.StatusCode >= StatusFailure, Err: op.Err, Progress: op.Progress}, true, nil
 }

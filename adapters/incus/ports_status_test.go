@@ -1,9 +1,8 @@
-package app
+package incus
 
 import (
 	"testing"
 
-	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/domain/membership"
 )
 
@@ -12,13 +11,13 @@ import (
 // which the fencing worker acts on, or as Online).
 func TestIncusMemberStatusesMapToTheDomainsWords(t *testing.T) {
 	for incusWord, want := range map[string]membership.Status{
-		incus.MemberOnline:    membership.StatusOnline,
-		incus.MemberOffline:   membership.StatusOffline,
-		incus.MemberEvacuated: membership.StatusEvacuated,
-		incus.MemberBlocked:   membership.StatusBlocked,
-		"Evacuating":          membership.StatusUnknown,
-		"offline":             membership.StatusUnknown,
-		"":                    membership.StatusUnknown,
+		MemberOnline:    membership.StatusOnline,
+		MemberOffline:   membership.StatusOffline,
+		MemberEvacuated: membership.StatusEvacuated,
+		MemberBlocked:   membership.StatusBlocked,
+		"Evacuating":    membership.StatusUnknown,
+		"offline":       membership.StatusUnknown,
+		"":              membership.StatusUnknown,
 	} {
 		if got := memberStatus(incusWord); got != want {
 			t.Errorf("Incus status %q became %q, want %q", incusWord, got, want)

@@ -1,4 +1,4 @@
-package app
+package maas
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/maas/sim"
 	"github.com/apelora/fabric/domain/provisioning"
 )
@@ -48,12 +47,12 @@ func TestMAASListIsSharedAndAWriteForgetsIt(t *testing.T) {
 	}
 	t.Cleanup(func() { ep.Close() })
 	g := &gate{release: make(chan struct{})}
-	c, err := maas.New(maas.Config{BaseURL: ep.BaseURL, APIKey: key, RequestTimeout: 30 * time.Second,
+	c, err := New(Config{BaseURL: ep.BaseURL, APIKey: key, RequestTimeout: 30 * time.Second,
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { g.next = rt; return g }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newMAASPorts(c)
+	p := NewPorts(c)
 
 	const readers = 10
 	var wg sync.WaitGroup
@@ -69,7 +68,11 @@ func TestMAASListIsSharedAndAWriteForgetsIt(t *testing.T) {
 			counts <- len(ms)
 		}()
 	}
-	waitFor(t, func() bool { return p.list.Waiting() == readers })
+	for deadline := time.Now().Add(10 * time.Second); p.list.Waiting() != readers; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d readers never all waited on the shared list call", readers)
+		}
+	}
 
 	// A step on a machine while that list is in flight: the next list is a new call.
 	var ready string
@@ -105,16 +108,5 @@ func TestMAASListIsSharedAndAWriteForgetsIt(t *testing.T) {
 	}
 	if simLists != 2 {
 		t.Fatalf("the simulator answered %d lists, want 2", simLists)
-	}
-}
-
-func waitFor(t *testing.T, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

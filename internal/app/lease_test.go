@@ -58,7 +58,7 @@ func leaseTestMAAS(t *testing.T) (*sim.Server, fencing.MAAS) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, fenceMAAS{c}
+	return s, maas.NewFencePorts(c)
 }
 
 var leaseTestLimits = fencing.Limits{OfflineAfter: time.Second, Cooldown: 10 * time.Minute, ConfirmTimeout: time.Minute, MaxObservationGap: time.Minute}
@@ -324,4 +324,16 @@ func TestTwoWorkersTheHoldersConnectionKilledTheOtherLeadsWithAHigherEpoch(t *te
 		first.worker, got[1].at.Sub(killed).Round(time.Millisecond), next.worker, next.epoch, next.at.Sub(killed).Round(time.Millisecond))
 	cancel()
 	done.Wait()
+}
+
+// waitFor polls ok until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -4,8 +4,8 @@
 //
 // Its parts: config.go (the APELORA_* configuration and the request-timeout policy),
 // database.go (opening and migrating the database), wiring.go (Build: the services and
-// their ports plugged together), incusports.go and maasports.go (the port adapters: the
-// Incus and MAAS clients in the domain's words and errors), worker.go (apelora-worker's
+// their ports wired together; the ports themselves, the Incus and MAAS clients in the
+// domain's words and errors, are adapters/incus and adapters/maas's Ports), worker.go (apelora-worker's
 // configuration and wiring), identities.go (`apelora identity` on the server).
 package app
 
@@ -45,11 +45,40 @@ type Product struct {
 	Listener *postgres.Listener
 }
 
-// plugPorts plugs the configured upstreams' ports into the services that declare ports.
-func plugPorts(res *resolvers.Resolver, enrol *enrolment.Service, incusSide *incusPorts, maasSide *maasPorts) {
-	services := []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res.Maintenance, res.Rolling, res}
-	plug(incusSide, services...)
-	plug(maasSide, services...)
+// wirePorts gives each service the ports it declares from the upstream that serves them:
+// every assignment written out, so a reader finds who answers a port by searching for it.
+// An upstream that is not configured (nil) leaves its ports nil: the services say
+// apperr.NotConfigured where they need it. Ports set before (the fleet's reads, through the
+// metrics) are kept.
+func wirePorts(res *resolvers.Resolver, enrol *enrolment.Service, ic *incus.Ports, mc *maas.Ports) {
+	if ic != nil {
+		enrol.Incus = ic
+		res.Machines.Membership = ic
+		if res.View.Incus == nil {
+			res.View.Incus = ic
+		}
+		res.View.One.Incus = ic
+		res.Admission.Checker.Incus = ic
+		res.Admission.Members = ic
+		res.Provisioning.Membership = ic
+		res.Fencing.Membership = ic
+		res.Placement.Incus = ic
+		res.Maintenance.Incus = ic
+		res.Rolling.Incus = ic
+		res.Versions = ic
+	}
+	if mc != nil {
+		res.Machines.MAAS = mc
+		if res.View.MAAS == nil {
+			res.View.MAAS = mc
+		}
+		res.View.One.MAAS = mc
+		res.Admission.Checker.MAAS = mc
+		res.Admission.Checker.MAASInventory = mc
+		res.Provisioning.MAAS = mc
+		res.Provisioning.ImageSource = mc
+		res.Provisioning.Hardware = mc
+	}
 }
 
 // Build wires the domain services and the HTTP handler on store. Background work (the
@@ -58,7 +87,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	// A port to an upstream that is not configured stays nil (apperr.NotConfigured): the
 	// domain checks for nil where it can go without it, and says so where it cannot.
 	var checks []server.MutationCheck
-	var incusSide *incusPorts
+	var incusSide *incus.Ports
 	var fleetIncus membership.Source // the fleet's reads also tell the metrics whether Incus answered
 	var fenceCluster fencing.ClusterConfig
 	var incusClient *incus.Client
@@ -79,12 +108,12 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 			return nil, err
 		}
 		incusClient = client
-		incusSide = newIncusPorts(client)
+		incusSide = incus.NewPorts(client)
 		fleetIncus = incusSide
 		if cfg.Metrics != nil {
 			fleetIncus = incusAvailability{incusSide, cfg.Metrics}
 		}
-		fenceCluster = newFenceIncus(client)
+		fenceCluster = incus.NewFencePorts(client)
 		learnMembers(ctx, client, log)
 		log.Info("Incus configured", "endpoint", client.Endpoint(), "members", len(client.Addresses()), "request_timeout", cfg.upstreamTimeout().String())
 	} else {
@@ -92,7 +121,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		checks = append(checks, func(context.Context) error { return apperr.NotConfigured(apperr.Incus) })
 	}
 
-	var maasSide *maasPorts
+	var maasSide *maas.Ports
 	var fenceMachines fencing.MachineReader
 	if cfg.MAAS.BaseURL != "" {
 		mc := cfg.maasClient(log)
@@ -104,8 +133,8 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		if err != nil {
 			return nil, err
 		}
-		maasSide = newMAASPorts(client)
-		fenceMachines = fenceMAAS{client}
+		maasSide = maas.NewPorts(client)
+		fenceMachines = maas.NewFencePorts(client)
 		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
 
@@ -178,14 +207,14 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if err := startAuditExport(ctx, cfg, store, auditLog, log); err != nil {
 		return nil, err
 	}
-	// Each upstream's ports go into every port of the services that it serves (plug); the
-	// fleet's reads go through the metrics first.
+	// Each upstream's ports go into every port of the services that it serves (wirePorts);
+	// the fleet's reads go through the metrics first.
 	res.View.Incus = fleetIncus
 	res.View.UUIDs = uuidCopier{res.Machines}
 	if maasSide != nil && cfg.Metrics != nil {
 		res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
 	}
-	plugPorts(res, enrol, incusSide, maasSide)
+	wirePorts(res, enrol, incusSide, maasSide)
 	if incusSide != nil {
 		// The guard's state comes from the placement service, not a port of its own.
 		res.Admission.Checker.Guard = res.Placement

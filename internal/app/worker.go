@@ -174,14 +174,14 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 	if err != nil {
 		return err
 	}
-	cluster := newFenceIncus(ic2)
+	cluster := incus.NewFencePorts(ic2)
 	threshold, err := checkOfflineThreshold(ctx, cfg, cluster, log)
 	if err != nil {
 		return err
 	}
 	w := &fencing.Worker{
 		ID: cfg.Name, Limits: cfg.Limits, Poll: cfg.Poll, DrillInterval: cfg.DrillInterval,
-		Cluster: cluster, MAAS: fenceMAAS{client},
+		Cluster: cluster, MAAS: maas.NewFencePorts(client),
 		Leadership: store.FenceLeadership("apelora-worker "+cfg.Name, cfg.leaderLease()), Drills: store.FenceDrills(),
 		Lease: cfg.leaderLease(),
 		Log:   log, Observer: cfg.fenceObserver(),
@@ -223,13 +223,12 @@ func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencin
 // restore through package maintenance (restore's admission checks included), the power
 // cycle through the worker's MAAS client.
 func newRollingDriver(cfg WorkerConfig, store *postgres.Store, ic *incus.Client, mc *maas.Client, offlineThreshold time.Duration, log *slog.Logger) *rolling.Driver {
-	incusSide, maasSide := newIncusPorts(ic), newMAASPorts(mc)
-	checker := &admission.Checker{Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles()}
-	mnt := &maintenance.Service{Store: store.Maintenance(), Checker: checker}
-	plug(incusSide, checker, mnt)
-	plug(maasSide, checker, mnt)
+	incusSide, maasSide := incus.NewPorts(ic), maas.NewPorts(mc)
+	checker := &admission.Checker{Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles(),
+		Incus: incusSide, MAAS: maasSide, MAASInventory: maasSide}
+	mnt := &maintenance.Service{Store: store.Maintenance(), Checker: checker, Incus: incusSide}
 	d := &rolling.Driver{
-		Store: store.Rolling(), Incus: incusSide, Power: fenceMAAS{mc}, Maintenance: mnt, Operations: store.Maintenance(),
+		Store: store.Rolling(), Incus: incusSide, Power: maas.NewFencePorts(mc), Maintenance: mnt, Operations: store.Maintenance(),
 		Auditor: store, Leadership: store.RollingLeadership("apelora-worker rolling "+cfg.Name, cfg.leaderLease()), Lease: cfg.leaderLease(),
 		Actor: "apelora-worker " + cfg.Name, OnlineTimeout: cfg.RollingOnlineTimeout, Poll: rollingPoll, Log: log,
 		// Incus's members heartbeat each other every half offline threshold.

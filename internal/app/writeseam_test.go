@@ -239,12 +239,12 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 		ifaces []reflect.Type
 		arg    string
 	}{
-		{"INCUS", incusGuard, newIncusPorts(ic), []reflect.Type{
+		{"INCUS", incusGuard, incus.NewPorts(ic), []reflect.Type{
 			reflect.TypeFor[membership.Source](), reflect.TypeFor[fleet.IncusMember](), reflect.TypeFor[admission.Incus](),
 			reflect.TypeFor[admission.Members](), reflect.TypeFor[enrolment.Incus](), reflect.TypeFor[resolvers.MemberVersions](),
 			reflect.TypeFor[placement.Incus](), reflect.TypeFor[maintenance.Incus](),
 		}, "m1"},
-		{"MAAS", maasGuard, newMAASPorts(mc), []reflect.Type{
+		{"MAAS", maasGuard, maas.NewPorts(mc), []reflect.Type{
 			reflect.TypeFor[provisioning.MAAS](), reflect.TypeFor[provisioning.ImageSource](), reflect.TypeFor[machines.MAASLookup](),
 			reflect.TypeFor[provisioning.HardwareDetails](),
 			reflect.TypeFor[admission.HardwareTests](), reflect.TypeFor[fleet.MAASMachine](),

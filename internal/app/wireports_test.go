@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apelora/fabric/adapters/incus"
+	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/domain/admission"
 	"github.com/apelora/fabric/domain/enrolment"
 	"github.com/apelora/fabric/domain/fencing"
@@ -19,10 +21,11 @@ import (
 	"github.com/apelora/fabric/resolvers"
 )
 
-// plugPorts fills the ports each upstream serves and no other field, with either upstream
-// or both configured: a port an upstream happens to implement but must not serve (the
-// fencing worker's MAAS reader, say) would show up here.
-func TestPlugPortsFillsEachUpstreamsPorts(t *testing.T) {
+// wirePorts fills the ports each upstream serves and no other field, with either upstream
+// or both configured: a port forgotten, or one an upstream happens to implement but must
+// not serve (the fencing worker's MAAS reader, say), shows up here; and an upstream that is
+// not configured leaves its ports nil, never an interface holding a nil pointer.
+func TestWirePortsFillsEachUpstreamsPorts(t *testing.T) {
 	incusPortsOf := []string{"enrolment.Service.Incus", "machines.Service.Membership", "fleet.Service.Incus", "fleet.One.Incus",
 		"admission.Checker.Incus", "admission.Service.Members", "provisioning.Service.Membership", "fencing.Service.Membership",
 		"resolvers.Resolver.Versions", "placement.Service.Incus", "maintenance.Service.Incus", "rolling.Service.Incus"}
@@ -34,19 +37,19 @@ func TestPlugPortsFillsEachUpstreamsPorts(t *testing.T) {
 		incus, maas bool
 	}{{"incus only", true, false}, {"maas only", false, true}, {"both", true, true}, {"neither", false, false}} {
 		t.Run(c.name, func(t *testing.T) {
-			var incusSide *incusPorts
-			var maasSide *maasPorts
+			var incusSide *incus.Ports
+			var maasSide *maas.Ports
 			want := map[string]string{}
 			if c.incus {
-				incusSide = &incusPorts{}
+				incusSide = &incus.Ports{}
 				for _, f := range incusPortsOf {
-					want[f] = "*app.incusPorts"
+					want[f] = "*incus.Ports"
 				}
 			}
 			if c.maas {
-				maasSide = &maasPorts{}
+				maasSide = &maas.Ports{}
 				for _, f := range maasPortsOf {
-					want[f] = "*app.maasPorts"
+					want[f] = "*maas.Ports"
 				}
 			}
 			enrol := &enrolment.Service{}
@@ -56,7 +59,7 @@ func TestPlugPortsFillsEachUpstreamsPorts(t *testing.T) {
 				Provisioning: &provisioning.Service{}, Fencing: &fencing.Service{}, Placement: &placement.Service{},
 				Maintenance: &maintenance.Service{}, Rolling: &rolling.Service{},
 			}
-			plugPorts(res, enrol, incusSide, maasSide)
+			wirePorts(res, enrol, incusSide, maasSide)
 			got := map[string]string{}
 			for _, s := range []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res.Maintenance, res.Rolling, res} {
 				v := reflect.ValueOf(s).Elem()
@@ -67,7 +70,7 @@ func TestPlugPortsFillsEachUpstreamsPorts(t *testing.T) {
 				}
 			}
 			if !maps.Equal(got, want) {
-				t.Errorf("plugged %v\nwant %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+				t.Errorf("wired %v\nwant %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 				for k, v := range got {
 					if want[k] != v {
 						t.Errorf("%s = %s, want %q", k, v, want[k])
