@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/lifecycle"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/domain/lifecycle"
 	"github.com/apelora/fabric/migrations"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"

@@ -25,11 +25,11 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/app"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/auditexport"
-	"github.com/apelora/fabric/auditlog"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/auditexport"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/app"
 	"github.com/apelora/fabric/testkit/producttest"
 )
 

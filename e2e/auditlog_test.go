@@ -11,9 +11,9 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/apelora/fabric/app"
-	"github.com/apelora/fabric/auditlog"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/app"
 	"github.com/apelora/fabric/testkit/producttest"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/client"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/testkit/producttest"
 )
 

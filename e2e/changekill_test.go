@@ -14,9 +14,9 @@ import (
 
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/changes"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/placement"
+	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/domain/placement"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/patronilab"
 	"github.com/apelora/fabric/testkit/producttest"

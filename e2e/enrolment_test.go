@@ -6,7 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/domain/admission"
 	"io"
 	"net/http"
 	"os"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/client"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

@@ -16,8 +16,8 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/app"
 	"github.com/apelora/fabric/client"
+	"github.com/apelora/fabric/internal/app"
 	"github.com/apelora/fabric/testkit/patronilab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

@@ -9,11 +9,11 @@ import (
 
 	"github.com/Khan/genqlient/graphql"
 
+	"github.com/apelora/fabric/adapters/metrics"
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/client"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/metrics"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

@@ -16,7 +16,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph"
-	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/mutations"
 	"github.com/apelora/fabric/testkit/producttest"
 )

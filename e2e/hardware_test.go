@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/testkit/producttest"
 )
 

@@ -12,12 +12,12 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/mutations"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/internal/server"
 	"github.com/apelora/fabric/testkit/producttest"
 )
 

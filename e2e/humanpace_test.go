@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/internal/app"
 	"github.com/apelora/fabric/internal/mutations"
 )
 

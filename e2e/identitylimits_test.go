@@ -11,9 +11,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/apelora/fabric/app"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/app"
+	"github.com/apelora/fabric/internal/server"
 	"github.com/apelora/fabric/testkit/producttest"
 )
 

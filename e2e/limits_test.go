@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/client"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/server"
 	"github.com/apelora/fabric/testkit/producttest"
 	"github.com/gorilla/websocket"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/apelora/fabric/adapters/maas/sim"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/testkit/producttest"
 )
 

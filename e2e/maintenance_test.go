@@ -12,8 +12,8 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/client"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/lifecycle"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/domain/lifecycle"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

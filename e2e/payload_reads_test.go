@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/apelora/fabric/adapters/maas/sim"
-	"github.com/apelora/fabric/app"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/app"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

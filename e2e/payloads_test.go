@@ -13,9 +13,9 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/apelora/fabric/adapters/maas/sim"
-	"github.com/apelora/fabric/app"
-	"github.com/apelora/fabric/hardware"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/app"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

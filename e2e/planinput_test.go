@@ -12,8 +12,8 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph"
-	"github.com/apelora/fabric/identity"
 	"github.com/apelora/fabric/internal/mutations"
 )
 

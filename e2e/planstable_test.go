@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/internal/mutations"
 )
 

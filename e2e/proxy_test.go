@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/internal/server"
 	"github.com/apelora/fabric/testkit/producttest"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/quorum"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/domain/quorum"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/vektah/gqlparser/v2"
 
 	"github.com/apelora/fabric/adapters/maas/sim"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/lifecycle"
+	"github.com/apelora/fabric/domain/lifecycle"
 	"github.com/apelora/fabric/testkit/incuslab"
 )
 

@@ -17,8 +17,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/apelora/fabric/adapters/oidc"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/server"
 	"github.com/apelora/fabric/testkit/oidcprovider"
 	"github.com/apelora/fabric/testkit/producttest"
 )

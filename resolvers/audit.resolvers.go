@@ -8,9 +8,9 @@ package resolvers
 import (
 	"context"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
 )
 

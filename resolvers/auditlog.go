@@ -3,7 +3,7 @@ package resolvers
 import (
 	"strconv"
 
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/auditlog"
 	"github.com/apelora/fabric/graph/model"
 )
 

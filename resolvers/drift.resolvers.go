@@ -8,7 +8,7 @@ package resolvers
 import (
 	"context"
 
-	"github.com/apelora/fabric/drift"
+	"github.com/apelora/fabric/domain/drift"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/broadcast"
 )

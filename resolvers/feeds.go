@@ -1,9 +1,9 @@
 package resolvers
 
 import (
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/drift"
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/drift"
+	"github.com/apelora/fabric/domain/fencing"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/broadcast"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/domain/admission"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/broadcast"
 )

@@ -8,11 +8,11 @@ package resolvers
 import (
 	"context"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
 )
 

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/fencing"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Helpers of fence.resolvers.go (gqlgen moves helpers out of *.resolvers.go files).

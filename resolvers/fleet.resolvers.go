@@ -8,8 +8,8 @@ package resolvers
 import (
 	"context"
 
-	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
 )
 

@@ -3,7 +3,7 @@ package resolvers
 import (
 	"sync"
 
-	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/domain/fleet"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/broadcast"
 )

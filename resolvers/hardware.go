@@ -1,8 +1,8 @@
 package resolvers
 
 import (
+	"github.com/apelora/fabric/domain/hardware"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/hardware"
 )
 
 // Helpers of hardware.resolvers.go (gqlgen moves helpers out of *.resolvers.go files).

@@ -8,9 +8,9 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/hardware"
-	"github.com/apelora/fabric/identity"
 )
 
 // SetHardwareProfile is the resolver for the setHardwareProfile field.

@@ -8,10 +8,10 @@ package resolvers
 import (
 	"context"
 
-	"github.com/apelora/fabric/enrolment"
+	"github.com/apelora/fabric/domain/enrolment"
+	"github.com/apelora/fabric/domain/provisioning"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/provisioning"
 )
 
 // StorageDevices is the resolver for the storageDevices field.

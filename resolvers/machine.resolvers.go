@@ -8,9 +8,9 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/machines"
 )
 
 // RegisterMachine is the resolver for the registerMachine field.

@@ -8,9 +8,9 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/domain/maintenance"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/broadcast"
-	"github.com/apelora/fabric/maintenance"
 )
 
 // EvacuateMember is the resolver for the evacuateMember field.

@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apelora/fabric/domain/maintenance"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/broadcast"
-	"github.com/apelora/fabric/maintenance"
 )
 
 var memberOperationEvents = broadcast.NewView(func(e maintenance.Event) *model.MemberOperationEvent {

@@ -7,17 +7,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/drift"
-	"github.com/apelora/fabric/fleet"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/drift"
+	"github.com/apelora/fabric/domain/fleet"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/domain/lifecycle"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/provisioning"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/lifecycle"
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/membership"
-	"github.com/apelora/fabric/provisioning"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 func optional(s string) *string {

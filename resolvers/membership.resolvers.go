@@ -8,11 +8,11 @@ package resolvers
 import (
 	"context"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/enrolment"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/enrolment"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
 	"github.com/apelora/fabric/internal/publicurl"
 	"github.com/apelora/fabric/internal/respheader"

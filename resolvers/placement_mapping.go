@@ -1,8 +1,8 @@
 package resolvers
 
 import (
+	"github.com/apelora/fabric/domain/placement"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/placement"
 )
 
 func mapPlacementGuard(s placement.Status) *model.PlacementGuard {

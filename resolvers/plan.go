@@ -5,9 +5,9 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/plan"
 )
 
 // WithPlan returns a mutation's payload carrying a dry run's plan. res is what the

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/mutations"
-	"github.com/apelora/fabric/plan"
 	"github.com/apelora/fabric/resolvers"
 )
 

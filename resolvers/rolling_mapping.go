@@ -3,8 +3,8 @@ package resolvers
 import (
 	"strconv"
 
+	"github.com/apelora/fabric/domain/rolling"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/rolling"
 )
 
 func mapRolling(op *rolling.Operation) *model.RollingReboot {

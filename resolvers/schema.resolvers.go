@@ -10,9 +10,9 @@ import (
 	"slices"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/identity"
 )
 
 // Viewer is the resolver for the viewer field.

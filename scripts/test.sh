@@ -70,7 +70,7 @@ fi
 
 # Generated code must match the schema and operations, and docs/configuration.md app's
 # variable tables: regenerate and compare.
-generated() { find graph client/generated.go resolvers internal/mutations/changes_gen.go web/console/src/api/changes.gen.ts docs/configuration.md \( -name '*.go' -o -name '*.ts' -o -name '*.md' \) -type f -print0 | sort -z | xargs -0 sha256sum; }
+generated() { find graph client/generated.go resolvers internal/mutations/changes_gen.go internal/apperr/outcomes_gen.go web/console/src/api/changes.gen.ts docs/configuration.md \( -name '*.go' -o -name '*.ts' -o -name '*.md' \) -type f -print0 | sort -z | xargs -0 sha256sum; }
 before=$(generated)
 go generate ./...
 after=$(generated)

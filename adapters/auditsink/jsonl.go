@@ -10,7 +10,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/apelora/fabric/auditexport"
+	"github.com/apelora/fabric/domain/auditexport"
 )
 
 // JSONL appends each event as one line of JSON to a file. A batch is acknowledged once

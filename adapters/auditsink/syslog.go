@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/apelora/fabric/auditexport"
+	"github.com/apelora/fabric/domain/auditexport"
 )
 
 // Syslog sends each event as an RFC 5424 message over TCP, framed by octet counting (RFC

@@ -23,7 +23,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/plan"
 )
 
 // maxBody bounds what the client reads from one answer.

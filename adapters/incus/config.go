@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/plan"
 )
 
 // Environment variables read by ConfigFromEnv.

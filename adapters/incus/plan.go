@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/plan"
 )
 
 // A dry run sends no request that changes anything: call hands it to the seam

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/plan"
 )
 
 // JoinToken is a freshly issued, single-use cluster join token.

@@ -25,8 +25,8 @@ import (
 
 	"github.com/dghubble/oauth1"
 
+	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/internal/leader"
-	"github.com/apelora/fabric/plan"
 )
 
 const userAgent = "apelora-fabric-maas/1"

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/plan"
 )
 
 // Defaults chosen for one MAAS region serving a few hundred machines.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/apperr/apperrtest"
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/internal/apperr/apperrtest"
 )
 
 // FuzzSystemIDAndScripts: a system id the client accepts stays one path segment under

@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/apelora/fabric/apperr"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Machine operations that move a machine through MAAS's lifecycle: commission, test,

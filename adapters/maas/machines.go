@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Machines: listing and reading machines, and what every machine call shares.

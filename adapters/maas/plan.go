@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/plan"
 )
 
 // A dry run sends MAAS no POST: do hands it to the seam (plan.Writes), which records the

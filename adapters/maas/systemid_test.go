@@ -6,7 +6,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/maas/sim"
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/machines"
 )
 
 // The client sends a system id exactly when the domain would take it: registration, fence

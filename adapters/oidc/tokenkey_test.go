@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 )
 
 // A sealed refresh token opens only with its key, for its session, unchanged; the

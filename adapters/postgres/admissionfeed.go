@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/domain/admission"
 	"github.com/apelora/fabric/internal/broadcast"
 )
 

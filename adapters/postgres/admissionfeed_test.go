@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/domain/admission"
 )
 
 func check(name string) admission.Event {

@@ -6,11 +6,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/apelora/fabric/admission"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/lifecycle"
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/lifecycle"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Admissions are facts of their own (table admissions, migration 0008), written in the

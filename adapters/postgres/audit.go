@@ -6,9 +6,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // auditOrderLock serialises the audit inserts' last moments (see insertAudit).

@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/apelora/fabric/auditexport"
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/auditexport"
+	"github.com/apelora/fabric/domain/auditlog"
 )
 
 // AuditLeavesFrom reads up to limit events from leaf index from on, in leaf order. Leaves

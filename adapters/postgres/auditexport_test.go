@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
 )
 
 // One exporter per sink: a second candidate for the same sink stands by while another

@@ -3,7 +3,7 @@ package postgres
 import (
 	"context"
 
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
 )
 
 // AuditChannel is the NOTIFY channel the audit_events trigger writes to.

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/auditlog"
 )
 
 // auditEdge is the audit tree's right edge as this process last wrote it: the tree's size,

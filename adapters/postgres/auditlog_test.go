@@ -11,9 +11,9 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 func verifyAuditLog(t *testing.T, s *postgres.Store, k *auditlog.Key) auditlog.Report {

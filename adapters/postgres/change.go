@@ -9,10 +9,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/mutations"
-	"github.com/apelora/fabric/plan"
 )
 
 // A change is the one way the database is changed on behalf of a mutation, and the one way

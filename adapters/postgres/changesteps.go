@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/changes"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/changes"
 	"github.com/apelora/fabric/internal/leader"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/apelora/fabric/drift"
+	"github.com/apelora/fabric/domain/drift"
 )
 
 // DriftChannel is the NOTIFY channel the drift_events trigger writes to.

@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Fences is the API side's view of fencing in the store: mappings (changed in audited

@@ -8,9 +8,9 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
 )
 

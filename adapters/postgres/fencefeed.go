@@ -3,7 +3,7 @@ package postgres
 import (
 	"context"
 
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/fencing"
 )
 
 // FenceChannel is the NOTIFY channel the fence_events trigger writes to.

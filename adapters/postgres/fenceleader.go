@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/fencing"
 )
 
 // leaderConnTimeout bounds each statement of a leader connection, so a database that stopped

@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/hardware"
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // HardwareProfiles is the hardware-profile view of the store: profiles, and which machine

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/hardware"
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/hardware"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 func TestHardwareProfilesAreAuditedAndAssignedToRecords(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/drift"
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/drift"
+	"github.com/apelora/fabric/domain/fencing"
 	"github.com/apelora/fabric/internal/leader"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/apelora/fabric/machines"
-	"github.com/apelora/fabric/maintenance"
+	"github.com/apelora/fabric/domain/machines"
+	"github.com/apelora/fabric/domain/maintenance"
 )
 
 // MemberOperationChannel is the NOTIFY channel of member_operation_events.

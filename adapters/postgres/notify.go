@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/plan"
 )
 
 // Notification is a NOTIFY received on a channel. Resync means the listening connection

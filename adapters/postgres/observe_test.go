@@ -9,7 +9,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
 )
 
 func TestStatementNameIsBoundedByTheSchema(t *testing.T) {

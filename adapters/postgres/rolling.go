@@ -8,11 +8,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/fencing"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/rolling"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/leader"
-	"github.com/apelora/fabric/rolling"
 )
 
 // Rolling is the store as package rolling sees it.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/audit"
+	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/internal/broadcast"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/auditlog"
-	"github.com/apelora/fabric/plan"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/domain/plan"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // Store is the PostgreSQL store. It is safe for concurrent use.

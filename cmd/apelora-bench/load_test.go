@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/apelora/fabric/admission"
+	"github.com/apelora/fabric/domain/admission"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

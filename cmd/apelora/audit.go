@@ -13,10 +13,10 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/apelora/fabric/app"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/auditexport"
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/auditexport"
+	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/internal/app"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // auditCommand runs `apelora audit verify|checkpoint` on the database directly.

@@ -12,9 +12,9 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/audit"
-	"github.com/apelora/fabric/auditexport"
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/auditexport"
+	"github.com/apelora/fabric/domain/auditlog"
 )
 
 // auditTrail is a test database with 25 events, the first 20 under a signed checkpoint,

@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/apelora/fabric/app"
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/app"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // identityCommand runs `apelora identity create|list|revoke` on the database directly, as

@@ -26,11 +26,11 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/adapters/metrics"
+	"github.com/apelora/fabric/internal/app"
 	"github.com/apelora/fabric/internal/buildinfo"
-	"github.com/apelora/fabric/logging"
-	"github.com/apelora/fabric/metrics"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/internal/logging"
+	"github.com/apelora/fabric/internal/server"
 )
 
 const usage = `usage:

@@ -18,8 +18,8 @@ import (
 
 	"github.com/Khan/genqlient/graphql"
 
-	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/client"
+	"github.com/apelora/fabric/internal/apperr"
 )
 
 // A bulk step runs one step for a set of machines. The set is frozen to machine names

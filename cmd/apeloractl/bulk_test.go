@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/maas/sim"
-	"github.com/apelora/fabric/apperr"
 	"github.com/apelora/fabric/client"
-	"github.com/apelora/fabric/identity"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/server"
 	"github.com/apelora/fabric/testkit/oidcprovider"
 	"github.com/apelora/fabric/testkit/producttest"
 )

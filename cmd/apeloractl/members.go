@@ -12,8 +12,8 @@ import (
 
 	"github.com/Khan/genqlient/graphql"
 
-	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/client"
+	"github.com/apelora/fabric/domain/admission"
 )
 
 var (

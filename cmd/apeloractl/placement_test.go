@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/placement"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/domain/placement"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apelora/fabric/admission"
 	"github.com/apelora/fabric/client"
+	"github.com/apelora/fabric/domain/admission"
 )
 
 // A blocked report ends with the words admit's refusal (and admit -dry-run) uses:

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/apelora/fabric/apperr"
-	"github.com/apelora/fabric/logging"
+	"github.com/apelora/fabric/internal/apperr"
+	"github.com/apelora/fabric/internal/logging"
 )
 
 var status = map[apperr.Code]int{

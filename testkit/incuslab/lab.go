@@ -50,7 +50,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/adapters/incus"
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/machines"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/maas/sim"
-	"github.com/apelora/fabric/app"
+	"github.com/apelora/fabric/internal/app"
 )
 
 // MAASSim is a MAAS simulator served over HTTPS on loopback, with the configuration that

@@ -18,10 +18,10 @@ import (
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
-	"github.com/apelora/fabric/app"
-	"github.com/apelora/fabric/identity"
-	"github.com/apelora/fabric/logging"
-	"github.com/apelora/fabric/server"
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/app"
+	"github.com/apelora/fabric/internal/logging"
+	"github.com/apelora/fabric/internal/server"
 )
 
 // env is one running product.

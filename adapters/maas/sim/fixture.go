@@ -8,7 +8,7 @@ import (
 	"os"
 	"regexp"
 
-	"github.com/apelora/fabric/machines"
+	"github.com/apelora/fabric/domain/machines"
 )
 
 // Fixture is the simulator's starting state, read from JSON:

@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/apelora/fabric/adapters/postgres"
-	"github.com/apelora/fabric/auditlog"
+	"github.com/apelora/fabric/domain/auditlog"
 	"github.com/apelora/fabric/migrations"
 )
 
