@@ -238,14 +238,16 @@ func decideEvacuate(s Snapshot, m *membership.Member, d Decision) Decision {
 }
 
 func decidePowerOff(s Snapshot, d Decision) Decision {
-	if d, ok := d.needMapping(s); !ok {
+	d, ok := d.needMapping(s)
+	if !ok {
 		return d
 	}
 	return d.call(ActPowerOff, StageConfirmOff, fmt.Sprintf("%s is evacuated: power machine %s off", d.Member, d.Mapping.SystemID))
 }
 
 func decideConfirmOff(s Snapshot, m *membership.Member, d Decision) Decision {
-	if d, ok := d.needMapping(s); !ok {
+	d, ok := d.needMapping(s)
+	if !ok {
 		return d
 	}
 	if !s.Have.Has(ReadPower) {
@@ -284,7 +286,8 @@ func decideConfirmOff(s Snapshot, m *membership.Member, d Decision) Decision {
 }
 
 func decidePowerOn(s Snapshot, d Decision) Decision {
-	if d, ok := d.needMapping(s); !ok {
+	d, ok := d.needMapping(s)
+	if !ok {
 		return d
 	}
 	return d.call(ActPowerOn, StageWaitOnline, fmt.Sprintf("%s is confirmed off: power machine %s on", d.Member, d.Mapping.SystemID))
@@ -304,9 +307,13 @@ func decideWaitOnline(s Snapshot, m *membership.Member, d Decision) Decision {
 		return d.call(ActConfirmOnline, StageRestore, fmt.Sprintf("%s has answered for %s (the settle period is %s)", m.Name, s.Now.Sub(d.Answering.Since).Round(time.Millisecond), s.Limits.Settle))
 	}
 	if s.Task.StageFor > s.Limits.OnlineTimeout {
+		seen := fmt.Sprintf("it does not answer (Incus lists it %s)", m.Status)
+		if up {
+			seen = fmt.Sprintf("it answers, but not yet for the settle period (%s)", s.Limits.Settle)
+		}
 		return d.fail(true, apperr.New(apperr.FailedPrecondition,
-			"%s did not come back within %v of its power-on (APELORA_ROLLING_ONLINE_TIMEOUT): it does not answer (Incus lists it %s); it stays evacuated: check the machine's console in MAAS, then restore it (restoreMember) once it is up",
-			m.Name, s.Limits.OnlineTimeout, m.Status))
+			"%s did not come back within %v of its power-on (APELORA_ROLLING_ONLINE_TIMEOUT): %s; it stays evacuated: check the machine's console in MAAS, then restore it (restoreMember) once it is up",
+			m.Name, s.Limits.OnlineTimeout, seen))
 	}
 	if up {
 		return d.waitFor("%s answers; it counts as back once it has for %s", m.Name, s.Limits.Settle)
