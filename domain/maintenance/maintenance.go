@@ -326,9 +326,7 @@ func (s *Service) request(ctx context.Context, action, name, mode string) (Reque
 // lists every refusal and warning, so the administrator sees them all at once. Then the
 // facts the effect shows are read (what the administrator approves) and Incus is asked.
 func (s *Service) carryOut(ctx context.Context, e *Effect, r Request, v Verdict) error {
-	task := e.Task
 	*e = v.Effect
-	e.Task = task
 	rec := plan.From(ctx)
 	if rec == nil && v.Refused() {
 		return v.Refusals[0]
