@@ -273,7 +273,7 @@ func TestRollingRebootOnARealCluster(t *testing.T) {
 		t.Fatalf("resume: %v", s)
 	}
 	c := move("cancel", false)["rollingReboot"].(map[string]any)
-	if c["state"] != "CANCELLED" || !strings.Contains(c["reason"].(string), "cancelled at m3, step EVACUATE") {
+	if c["state"] != "CANCELLED" || !strings.Contains(c["reason"].(string), "cancelled at m3, stage EVACUATE") {
 		t.Fatalf("cancel: %v", c)
 	}
 	r := x.api.GQL(x.admin, `mutation($id: ID!) { cancelRollingReboot(input: {id: $id}) { rollingReboot { state } } }`, map[string]any{"id": id})

@@ -15,7 +15,7 @@ import (
 
 // EvacuateMember is the resolver for the evacuateMember field.
 func (r *mutationResolver) EvacuateMember(ctx context.Context, input model.EvacuateMemberInput) (*model.EvacuateMemberPayload, error) {
-	p, err := r.Maintenance.Evacuate(ctx, input.Name, evacuationMode(input.Mode))
+	e, err := r.Maintenance.Evacuate(ctx, input.Name, evacuationMode(input.Mode))
 	if err != nil {
 		return nil, err
 	}
@@ -23,13 +23,13 @@ func (r *mutationResolver) EvacuateMember(ctx context.Context, input model.Evacu
 	if err != nil {
 		return nil, err
 	}
-	return &model.EvacuateMemberPayload{Machine: m, Instances: mapMaintenanceInstances(p.Instances), Targets: mapTargets(p.Targets),
-		Operation: mapMemberOperation(p.Operation)}, nil
+	return &model.EvacuateMemberPayload{Machine: m, Instances: mapMaintenanceInstances(e.Instances), Targets: mapTargets(e.Targets),
+		Operation: mapMemberOperation(e.Task)}, nil
 }
 
 // RestoreMember is the resolver for the restoreMember field.
 func (r *mutationResolver) RestoreMember(ctx context.Context, input model.RestoreMemberInput) (*model.RestoreMemberPayload, error) {
-	p, err := r.Maintenance.Restore(ctx, input.Name)
+	e, err := r.Maintenance.Restore(ctx, input.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -37,22 +37,22 @@ func (r *mutationResolver) RestoreMember(ctx context.Context, input model.Restor
 	if err != nil {
 		return nil, err
 	}
-	out := &model.RestoreMemberPayload{Machine: m, Instances: mapMaintenanceInstances(p.Instances), Operation: mapMemberOperation(p.Operation)}
-	if p.Report != nil {
-		out.Report = mapReport(p.Report)
+	out := &model.RestoreMemberPayload{Machine: m, Instances: mapMaintenanceInstances(e.Instances), Operation: mapMemberOperation(e.Task)}
+	if e.Report != nil {
+		out.Report = mapReport(e.Report)
 	}
 	return out, nil
 }
 
 // MemberOperations is the resolver for the memberOperations field.
 func (r *queryResolver) MemberOperations(ctx context.Context, name string) ([]*model.MemberOperation, error) {
-	ops, err := r.Maintenance.History(ctx, name, 20)
+	tasks, err := r.Maintenance.History(ctx, name, 20)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.MemberOperation, len(ops))
-	for i := range ops {
-		out[i] = mapMemberOperation(&ops[i])
+	out := make([]*model.MemberOperation, len(tasks))
+	for i := range tasks {
+		out[i] = mapMemberOperation(&tasks[i])
 	}
 	return out, nil
 }

@@ -10,7 +10,7 @@ import (
 )
 
 var memberOperationEvents = broadcast.NewView(func(e maintenance.Event) *model.MemberOperationEvent {
-	return &model.MemberOperationEvent{ID: strconv.FormatInt(e.ID, 10), OperationID: strconv.FormatInt(e.Operation, 10),
+	return &model.MemberOperationEvent{ID: strconv.FormatInt(e.ID, 10), OperationID: strconv.FormatInt(e.Task, 10),
 		Machine: e.Machine, Action: model.MemberAction(strings.ToUpper(e.Action)), At: e.At,
 		Kind: model.MemberOperationKind(e.Kind), Message: e.Message}
 })
@@ -23,7 +23,7 @@ func evacuationMode(m *model.EvacuationMode) string {
 	return strings.ReplaceAll(strings.ToLower(string(*m)), "_", "-")
 }
 
-func mapMaintenanceInstances(ps []maintenance.Planned) []*model.MaintenanceInstance {
+func mapMaintenanceInstances(ps []maintenance.Affected) []*model.MaintenanceInstance {
 	out := make([]*model.MaintenanceInstance, len(ps))
 	for i, p := range ps {
 		out[i] = &model.MaintenanceInstance{Project: p.Project, Name: p.Name, Type: p.Type, Status: p.Status,
@@ -40,7 +40,8 @@ func mapTargets(ts []maintenance.Target) []*model.EvacuationTarget {
 	return out
 }
 
-func mapMemberOperation(o *maintenance.Operation) *model.MemberOperation {
+// mapMemberOperation answers a maintenance task as the schema's MemberOperation.
+func mapMemberOperation(o *maintenance.Task) *model.MemberOperation {
 	if o == nil {
 		return nil
 	}

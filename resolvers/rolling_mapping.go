@@ -7,22 +7,24 @@ import (
 	"github.com/apelora/fabric/graph/model"
 )
 
-func mapRolling(op *rolling.Operation) *model.RollingReboot {
-	if op == nil {
+// mapRolling answers a rolling reboot task as the schema's RollingReboot (its stage as
+// the schema's step).
+func mapRolling(t *rolling.Task) *model.RollingReboot {
+	if t == nil {
 		return nil
 	}
-	out := &model.RollingReboot{ID: strconv.FormatInt(op.ID, 10), Members: op.Members, Done: min(op.Position, len(op.Members)),
-		Step: model.RollingStep(op.Step), StepSince: op.StepSince, StepSeconds: op.StepFor.Seconds(), State: model.RollingState(op.State),
-		Reason: op.Reason, StartedBy: op.StartedBy, StartedAt: op.StartedAt}
+	out := &model.RollingReboot{ID: strconv.FormatInt(t.ID, 10), Members: t.Members, Done: min(t.Position, len(t.Members)),
+		Step: model.RollingStep(t.Stage), StepSince: t.StageSince, StepSeconds: t.StageFor.Seconds(), State: model.RollingState(t.State),
+		Reason: t.Reason, StartedBy: t.StartedBy, StartedAt: t.StartedAt}
 	if out.Members == nil {
 		out.Members = []string{}
 	}
-	if cur := op.Current(); cur != "" {
+	if cur := t.Current(); cur != "" {
 		out.Current = &cur
 	}
-	if !op.FinishedAt.IsZero() {
-		t := op.FinishedAt
-		out.FinishedAt = &t
+	if !t.FinishedAt.IsZero() {
+		at := t.FinishedAt
+		out.FinishedAt = &at
 	}
 	return out
 }

@@ -503,15 +503,15 @@ func (c countedAdmissions) Publish(ctx context.Context, e admission.Event) error
 	return c.Publisher.Publish(ctx, e)
 }
 
-// RollingStep sets the rolling reboot gauge to the operation's current member and step
-// (rolling.Observer); nil clears it.
-func (m *Metrics) RollingStep(op *rolling.Operation) {
+// RollingStage sets the rolling reboot gauge to how long the task's current member has
+// been in its stage (rolling.Observer); nil clears it.
+func (m *Metrics) RollingStage(t *rolling.Task) {
 	if m == nil || m.rollingStep == nil {
 		return
 	}
-	if op == nil || op.Current() == "" {
+	if t == nil || t.Current() == "" {
 		m.rollingStep.Set(0)
 		return
 	}
-	m.rollingStep.Set(op.StepFor.Seconds())
+	m.rollingStep.Set(t.StageFor.Seconds())
 }

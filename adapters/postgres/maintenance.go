@@ -22,7 +22,8 @@ const memberEventsLock = 0x4d4f50
 // Maintenance is the store as package maintenance sees it.
 func (s *Store) Maintenance() *MaintenanceStore { return &MaintenanceStore{s} }
 
-// MaintenanceStore records evacuations and restores and their progress.
+// MaintenanceStore records evacuations and restores (tasks, member_operations) and their
+// progress.
 type MaintenanceStore struct{ s *Store }
 
 // Audited is the store's audited change.
@@ -51,14 +52,14 @@ func (m *MaintenanceStore) FenceInFlight(ctx context.Context, member string) (bo
 
 const memberOpColumns = `id, machine, action, mode, incus_operation, started_by, request_id, started_at, instances, finished_at, coalesce(outcome, ''), message`
 
-func scanMemberOps(rows pgx.Rows, err error) ([]maintenance.Operation, error) {
+func scanMemberOps(rows pgx.Rows, err error) ([]maintenance.Task, error) {
 	if err != nil {
 		return nil, dbError(err)
 	}
 	defer rows.Close()
-	var out []maintenance.Operation
+	var out []maintenance.Task
 	for rows.Next() {
-		var o maintenance.Operation
+		var o maintenance.Task
 		var finished *time.Time
 		var outcome string
 		if err := rows.Scan(&o.ID, &o.Machine, &o.Action, &o.Mode, &o.IncusOperation, &o.StartedBy, &o.RequestID, &o.StartedAt,
@@ -74,57 +75,57 @@ func scanMemberOps(rows pgx.Rows, err error) ([]maintenance.Operation, error) {
 	return out, dbError(rows.Err())
 }
 
-// RunningOperation is the machine's operation not seen to end, nil for none.
-func (m *MaintenanceStore) RunningOperation(ctx context.Context, machine string) (*maintenance.Operation, error) {
-	ops, err := scanMemberOps(m.s.q(ctx).Query(ctx, `SELECT `+memberOpColumns+` FROM member_operations
+// RunningTask is the machine's task not seen to end, nil for none.
+func (m *MaintenanceStore) RunningTask(ctx context.Context, machine string) (*maintenance.Task, error) {
+	ts, err := scanMemberOps(m.s.q(ctx).Query(ctx, `SELECT `+memberOpColumns+` FROM member_operations
 		WHERE machine = $1 AND finished_at IS NULL ORDER BY id DESC LIMIT 1`, machine))
-	if err != nil || len(ops) == 0 {
+	if err != nil || len(ts) == 0 {
 		return nil, err
 	}
-	return &ops[0], nil
+	return &ts[0], nil
 }
 
-// Operations lists the machine's operations, newest first.
-func (m *MaintenanceStore) Operations(ctx context.Context, machine string, limit int) ([]maintenance.Operation, error) {
+// Tasks lists the machine's tasks, newest first.
+func (m *MaintenanceStore) Tasks(ctx context.Context, machine string, limit int) ([]maintenance.Task, error) {
 	return scanMemberOps(m.s.q(ctx).Query(ctx, `SELECT `+memberOpColumns+` FROM member_operations
 		WHERE machine = $1 ORDER BY id DESC LIMIT $2`, machine, limit))
 }
 
-// Running lists every operation not seen to end, oldest first.
-func (m *MaintenanceStore) Running(ctx context.Context) ([]maintenance.Operation, error) {
+// Running lists every task not seen to end, oldest first.
+func (m *MaintenanceStore) Running(ctx context.Context) ([]maintenance.Task, error) {
 	return scanMemberOps(m.s.pool.Query(ctx, `SELECT `+memberOpColumns+` FROM member_operations
 		WHERE finished_at IS NULL ORDER BY id`))
 }
 
-// StartOperation records op and its STARTED event in the change in progress (the Incus
+// StartTask records t and its STARTED event in the change in progress (the Incus
 // operation id is kept in the same transaction as the audit event of the request), and
-// returns the operation as recorded: its id, start time and message from the row.
-func (m *MaintenanceStore) StartOperation(ctx context.Context, op maintenance.Operation) (*maintenance.Operation, error) {
+// returns the task as recorded: its id, start time and message from the row.
+func (m *MaintenanceStore) StartTask(ctx context.Context, t maintenance.Task) (*maintenance.Task, error) {
 	tx, err := m.s.inChange(ctx)
 	if err != nil {
 		return nil, err
 	}
-	instances := op.Instances
+	instances := t.Instances
 	if instances == nil {
-		instances = []maintenance.Planned{}
+		instances = []maintenance.Affected{}
 	}
 	if err := tx.QueryRow(ctx, `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, request_id, instances)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, started_at, message`,
-		op.Machine, op.Action, op.Mode, op.IncusOperation, op.StartedBy, op.RequestID, instances).Scan(&op.ID, &op.StartedAt, &op.Message); err != nil {
+		t.Machine, t.Action, t.Mode, t.IncusOperation, t.StartedBy, t.RequestID, instances).Scan(&t.ID, &t.StartedAt, &t.Message); err != nil {
 		return nil, dbError(err)
 	}
-	op.Instances = instances
-	msg := op.Action + " of " + op.Machine + " started (Incus operation " + op.IncusOperation + ")"
-	if err := insertMemberEvent(ctx, tx, op, maintenance.KindStarted, msg); err != nil {
+	t.Instances = instances
+	msg := t.Action + " of " + t.Machine + " started (Incus operation " + t.IncusOperation + ")"
+	if err := insertMemberEvent(ctx, tx, t, maintenance.KindStarted, msg); err != nil {
 		return nil, err
 	}
-	return &op, nil
+	return &t, nil
 }
 
-// RecordFinished records op, carried out by Incus but never recorded as started (the
+// RecordFinished records t, carried out by Incus but never recorded as started (the
 // reconciler), as finished with outcome, with its STARTED and final events, in the change
 // in progress.
-func (m *MaintenanceStore) RecordFinished(ctx context.Context, op maintenance.Operation, outcome maintenance.Kind, message string) (int64, error) {
+func (m *MaintenanceStore) RecordFinished(ctx context.Context, t maintenance.Task, outcome maintenance.Kind, message string) (int64, error) {
 	tx, err := m.s.inChange(ctx)
 	if err != nil {
 		return 0, err
@@ -132,52 +133,52 @@ func (m *MaintenanceStore) RecordFinished(ctx context.Context, op maintenance.Op
 	var id int64
 	if err := tx.QueryRow(ctx, `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, request_id, finished_at, outcome, message)
 		VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp(), $7, $8) RETURNING id`,
-		op.Machine, op.Action, op.Mode, op.IncusOperation, op.StartedBy, op.RequestID, string(outcome), message).Scan(&id); err != nil {
+		t.Machine, t.Action, t.Mode, t.IncusOperation, t.StartedBy, t.RequestID, string(outcome), message).Scan(&id); err != nil {
 		return 0, dbError(err)
 	}
-	op.ID = id
-	if err := insertMemberEvent(ctx, tx, op, maintenance.KindStarted, op.Action+" of "+op.Machine+" started (its start was not recorded)"); err != nil {
+	t.ID = id
+	if err := insertMemberEvent(ctx, tx, t, maintenance.KindStarted, t.Action+" of "+t.Machine+" started (its start was not recorded)"); err != nil {
 		return 0, err
 	}
-	return id, insertMemberEvent(ctx, tx, op, outcome, message)
+	return id, insertMemberEvent(ctx, tx, t, outcome, message)
 }
 
-func insertMemberEvent(ctx context.Context, q querier, op maintenance.Operation, kind maintenance.Kind, message string) error {
+func insertMemberEvent(ctx context.Context, q querier, t maintenance.Task, kind maintenance.Kind, message string) error {
 	if _, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, memberEventsLock); err != nil {
 		return dbError(err)
 	}
 	_, err := q.Exec(ctx, `INSERT INTO member_operation_events (operation_id, machine, kind, message) VALUES ($1, $2, $3, $4)`,
-		op.ID, op.Machine, string(kind), message)
+		t.ID, t.Machine, string(kind), message)
 	return dbError(err)
 }
 
-// Progress appends a PROGRESS event unless the operation's latest event says the same.
-func (m *MaintenanceStore) Progress(ctx context.Context, op maintenance.Operation, message string) error {
+// Progress appends a PROGRESS event unless the task's latest event says the same.
+func (m *MaintenanceStore) Progress(ctx context.Context, t maintenance.Task, message string) error {
 	return pgx.BeginFunc(ctx, m.s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, memberEventsLock); err != nil {
 			return dbError(err)
 		}
 		var last string
-		err := tx.QueryRow(ctx, `SELECT message FROM member_operation_events WHERE operation_id = $1 ORDER BY id DESC LIMIT 1`, op.ID).Scan(&last)
+		err := tx.QueryRow(ctx, `SELECT message FROM member_operation_events WHERE operation_id = $1 ORDER BY id DESC LIMIT 1`, t.ID).Scan(&last)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return dbError(err)
 		}
 		if last == message {
 			return nil
 		}
-		return insertMemberEvent(ctx, tx, op, maintenance.KindProgress, message)
+		return insertMemberEvent(ctx, tx, t, maintenance.KindProgress, message)
 	})
 }
 
-// Finish ends a running operation: its outcome, a PROGRESS event per line, the final
-// event. An operation already finished (by another replica) is left as it is.
-func (m *MaintenanceStore) Finish(ctx context.Context, op maintenance.Operation, outcome maintenance.Kind, message string, lines []string) error {
+// Finish ends a running task: its outcome, a PROGRESS event per line, the final event. A
+// task already finished (by another replica) is left as it is.
+func (m *MaintenanceStore) Finish(ctx context.Context, t maintenance.Task, outcome maintenance.Kind, message string, lines []string) error {
 	return pgx.BeginFunc(ctx, m.s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, 0)`, memberEventsLock); err != nil {
 			return dbError(err)
 		}
 		tag, err := tx.Exec(ctx, `UPDATE member_operations SET finished_at = clock_timestamp(), outcome = $2, message = $3
-			WHERE id = $1 AND finished_at IS NULL`, op.ID, string(outcome), message)
+			WHERE id = $1 AND finished_at IS NULL`, t.ID, string(outcome), message)
 		if err != nil {
 			return dbError(err)
 		}
@@ -185,11 +186,11 @@ func (m *MaintenanceStore) Finish(ctx context.Context, op maintenance.Operation,
 			return nil
 		}
 		for _, l := range lines {
-			if err := insertMemberEvent(ctx, tx, op, maintenance.KindProgress, l); err != nil {
+			if err := insertMemberEvent(ctx, tx, t, maintenance.KindProgress, l); err != nil {
 				return err
 			}
 		}
-		return insertMemberEvent(ctx, tx, op, outcome, message)
+		return insertMemberEvent(ctx, tx, t, outcome, message)
 	})
 }
 
@@ -206,7 +207,7 @@ func (m *MaintenanceStore) EventsAfter(ctx context.Context, machine string, afte
 	for rows.Next() {
 		var e maintenance.Event
 		var kind string
-		if err := rows.Scan(&e.ID, &e.Operation, &e.Machine, &e.Action, &e.At, &kind, &e.Message); err != nil {
+		if err := rows.Scan(&e.ID, &e.Task, &e.Machine, &e.Action, &e.At, &kind, &e.Message); err != nil {
 			return nil, dbError(err)
 		}
 		e.Kind = maintenance.Kind(kind)
@@ -215,8 +216,8 @@ func (m *MaintenanceStore) EventsAfter(ctx context.Context, machine string, afte
 	return out, dbError(rows.Err())
 }
 
-// MemberOperationFeed publishes operation events as they are recorded, on every replica,
-// keyed by machine.
+// MemberOperationFeed publishes maintenance task events as they are recorded, on every
+// replica, keyed by machine.
 type MemberOperationFeed = rowFeed[maintenance.Event]
 
 // NewMemberOperationFeed returns a feed; call Run with a listener on MemberOperationChannel.

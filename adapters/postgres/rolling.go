@@ -18,7 +18,8 @@ import (
 // Rolling is the store as package rolling sees it.
 func (s *Store) Rolling() *RollingStore { return &RollingStore{s} }
 
-// RollingStore keeps rolling reboots (rolling_operations).
+// RollingStore keeps rolling reboots (rolling_operations: one row per task; its step
+// columns hold the stage).
 type RollingStore struct{ s *Store }
 
 var _ rolling.Store = (*RollingStore)(nil)
@@ -28,68 +29,68 @@ func (r *RollingStore) Audited(ctx context.Context, machine string, fn func(ctx 
 	return r.s.Audited(ctx, machine, fn)
 }
 
-// RecordAudit writes an audit event on its own (a driver's step that failed outside a change).
+// RecordAudit writes an audit event on its own (a driver's stage that failed outside a change).
 func (r *RollingStore) RecordAudit(ctx context.Context, e audit.Event) error {
 	return r.s.RecordAudit(ctx, e)
 }
 
 const rollingColumns = `id, members, position, step, step_since, clock_timestamp() - step_since, state, reason, started_by, request_id, started_at, finished_at`
 
-func scanRolling(rows pgx.Rows, err error) ([]rolling.Operation, error) {
+func scanRolling(rows pgx.Rows, err error) ([]rolling.Task, error) {
 	if err != nil {
 		return nil, dbError(err)
 	}
 	defer rows.Close()
-	var out []rolling.Operation
+	var out []rolling.Task
 	for rows.Next() {
-		var o rolling.Operation
-		var step, state string
+		var t rolling.Task
+		var stage, state string
 		var finished *time.Time
-		if err := rows.Scan(&o.ID, &o.Members, &o.Position, &step, &o.StepSince, &o.StepFor, &state, &o.Reason, &o.StartedBy, &o.RequestID, &o.StartedAt, &finished); err != nil {
+		if err := rows.Scan(&t.ID, &t.Members, &t.Position, &stage, &t.StageSince, &t.StageFor, &state, &t.Reason, &t.StartedBy, &t.RequestID, &t.StartedAt, &finished); err != nil {
 			return nil, dbError(err)
 		}
-		o.Step, o.State = rolling.Step(step), rolling.State(state)
+		t.Stage, t.State = rolling.Stage(stage), rolling.State(state)
 		if finished != nil {
-			o.FinishedAt = *finished
+			t.FinishedAt = *finished
 		}
-		out = append(out, o)
+		out = append(out, t)
 	}
 	return out, dbError(rows.Err())
 }
 
-func (r *RollingStore) one(ctx context.Context, where string, args ...any) (*rolling.Operation, error) {
-	ops, err := scanRolling(r.s.q(ctx).Query(ctx, `SELECT `+rollingColumns+` FROM rolling_operations `+where+` ORDER BY id DESC LIMIT 1`, args...))
-	if err != nil || len(ops) == 0 {
+func (r *RollingStore) one(ctx context.Context, where string, args ...any) (*rolling.Task, error) {
+	ts, err := scanRolling(r.s.q(ctx).Query(ctx, `SELECT `+rollingColumns+` FROM rolling_operations `+where+` ORDER BY id DESC LIMIT 1`, args...))
+	if err != nil || len(ts) == 0 {
 		return nil, err
 	}
-	return &ops[0], nil
+	return &ts[0], nil
 }
 
-// Active is the running or paused operation, nil for none.
-func (r *RollingStore) Active(ctx context.Context) (*rolling.Operation, error) {
+// Active is the running or paused task, nil for none.
+func (r *RollingStore) Active(ctx context.Context) (*rolling.Task, error) {
 	return r.one(ctx, `WHERE finished_at IS NULL`)
 }
 
-// Operation reads one by id.
-func (r *RollingStore) Operation(ctx context.Context, id int64) (*rolling.Operation, error) {
+// Task reads one by id.
+func (r *RollingStore) Task(ctx context.Context, id int64) (*rolling.Task, error) {
 	return r.one(ctx, `WHERE id = $1`, id)
 }
 
-// Latest is the newest operation.
-func (r *RollingStore) Latest(ctx context.Context) (*rolling.Operation, error) {
+// Latest is the newest task.
+func (r *RollingStore) Latest(ctx context.Context) (*rolling.Task, error) {
 	return r.one(ctx, ``)
 }
 
-// Insert records a new operation in the change in progress; in a dry run it is a plan
+// Insert records a new task in the change in progress; in a dry run it is a plan
 // step and returns 0.
-func (r *RollingStore) Insert(ctx context.Context, op rolling.Operation) (int64, error) {
+func (r *RollingStore) Insert(ctx context.Context, t rolling.Task) (int64, error) {
 	tx, err := r.s.inChange(ctx)
 	if err != nil {
 		return 0, err
 	}
 	var id int64
 	err = tx.QueryRow(ctx, `INSERT INTO rolling_operations (members, started_by, request_id) VALUES ($1, $2, $3) RETURNING id`,
-		op.Members, op.StartedBy, op.RequestID).Scan(&id)
+		t.Members, t.StartedBy, t.RequestID).Scan(&id)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -100,7 +101,7 @@ func (r *RollingStore) Insert(ctx context.Context, op rolling.Operation) (int64,
 	return id, dbError(err)
 }
 
-// SetState moves the operation from one of from to to, finishing it when to is final.
+// SetState moves the task from one of from to to, finishing it when to is final.
 func (r *RollingStore) SetState(ctx context.Context, id int64, from []rolling.State, to rolling.State, reason string) (bool, error) {
 	states := make([]string, len(from))
 	for i, s := range from {
@@ -116,11 +117,11 @@ func (r *RollingStore) SetState(ctx context.Context, id int64, from []rolling.St
 	return tag.RowsAffected() == 1, nil
 }
 
-// Advance moves an unfinished operation to position and step. A paused one still records
-// the step just taken; a finished (cancelled) one does not move.
-func (r *RollingStore) Advance(ctx context.Context, id int64, position int, step rolling.Step) (bool, error) {
+// Advance moves an unfinished task to position and stage (column step). A paused one still
+// records the stage just taken; a finished (cancelled) one does not move.
+func (r *RollingStore) Advance(ctx context.Context, id int64, position int, stage rolling.Stage) (bool, error) {
 	tag, err := r.s.q(ctx).Exec(ctx, `UPDATE rolling_operations SET position = $2, step = $3, step_since = clock_timestamp()
-		WHERE id = $1 AND finished_at IS NULL`, id, position, string(step))
+		WHERE id = $1 AND finished_at IS NULL`, id, position, string(stage))
 	if err != nil {
 		return false, dbError(err)
 	}

@@ -69,7 +69,7 @@ func TestProjectionRefusesOnlyWithOthersInMaintenance(t *testing.T) {
 }
 
 func TestOutcomesSayWhereEachInstanceEndedUp(t *testing.T) {
-	op := Operation{Machine: "n1", Action: Evacuate, Instances: []Planned{
+	op := Task{Machine: "n1", Action: Evacuate, Instances: []Affected{
 		{Instance: Instance{Name: "a"}}, {Instance: Instance{Name: "b"}}, {Instance: Instance{Name: "gone"}}}}
 	got := strings.Join(Outcomes(op, []Instance{{Name: "a", Location: "n2", Status: "Running"}, {Name: "b", Location: "n1", Status: "Stopped"}}), "; ")
 	want := "a: moved to n2 (running); b: stopped, stays on n1 until it is restored (stopped); gone: no longer exists"

@@ -10,12 +10,12 @@ import (
 	"github.com/apelora/fabric/internal/apperr"
 )
 
-// StepJudge says what became of a rolling reboot step whose outcome the driver did not
+// StageJudge says what became of a rolling reboot stage whose outcome the driver did not
 // record (package changes): an evacuation or a restore by the member's status (the
 // maintenance judge), a power command by the power state MAAS last read for the machine
-// its fence mapping names. The driver takes the step on from there, reading Incus, MAAS
-// and the operation's row (it never trusts the trail).
-type StepJudge struct {
+// its fence mapping names (PowerVerdict). The driver takes the stage on from there, reading
+// Incus, MAAS and the task's row (it never trusts the trail).
+type StageJudge struct {
 	Store Store
 	// Maintenance judges evacuations and restores.
 	Maintenance func(ctx context.Context, st changes.Step, action string) (changes.Verdict, error)
@@ -24,15 +24,15 @@ type StepJudge struct {
 	PowerState func(ctx context.Context, systemID string) (string, error)
 }
 
-// Judge is the changes.Judge of StepAction.
-func (j StepJudge) Judge(ctx context.Context, st changes.Step) (changes.Verdict, error) {
-	step, _ := st.Parameters["step"].(string)
-	switch Step(step) {
-	case StepEvacuate:
+// Judge is the changes.Judge of StageAction.
+func (j StageJudge) Judge(ctx context.Context, st changes.Step) (changes.Verdict, error) {
+	stage, _ := st.Parameters["step"].(string)
+	switch Stage(stage) {
+	case StageEvacuate:
 		return j.Maintenance(ctx, st, maintenance.Evacuate)
-	case StepRestore:
+	case StageRestore:
 		return j.Maintenance(ctx, st, maintenance.Restore)
-	case StepPowerOff, StepPowerOn:
+	case StagePowerOff, StagePowerOn:
 		if j.PowerState == nil {
 			return changes.Verdict{}, apperr.NotConfigured(apperr.MAAS)
 		}
@@ -48,14 +48,21 @@ func (j StepJudge) Judge(ctx context.Context, st changes.Step) (changes.Verdict,
 		if err != nil {
 			return changes.Verdict{}, err
 		}
-		want := "off"
-		if Step(step) == StepPowerOn {
-			want = "on"
-		}
-		if state == want {
-			return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("MAAS reads machine %s's power %s: the power %s happened", mp.SystemID, state, want)}, nil
-		}
-		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("MAAS reads machine %s's power %s, not %s: the power %s did not happen (yet)", mp.SystemID, state, want, want)}, nil
+		return PowerVerdict(Stage(stage), mp.SystemID, state), nil
 	}
-	return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("a rolling reboot step %q sends nothing to Incus or MAAS: nothing to read", step)}, nil
+	return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("a rolling reboot stage %q sends nothing to Incus or MAAS: nothing to read", stage)}, nil
+}
+
+// PowerVerdict is the rule for a power stage whose outcome was not recorded: it happened
+// when MAAS reads the machine's power as the stage asked (off for POWER_OFF, on for
+// POWER_ON).
+func PowerVerdict(stage Stage, systemID, state string) changes.Verdict {
+	want := "off"
+	if stage == StagePowerOn {
+		want = "on"
+	}
+	if state == want {
+		return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("MAAS reads machine %s's power %s: the power %s happened", systemID, state, want)}
+	}
+	return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("MAAS reads machine %s's power %s, not %s: the power %s did not happen (yet)", systemID, state, want, want)}
 }

@@ -1,16 +1,16 @@
 // Package rolling reboots members one at a time through MAAS: each member in turn is
 // evacuated (package maintenance), power cycled through MAAS with the fence worker's
-// hardware UUID check (package fencing), waited for until Incus lists it again, checked
-// (the admission checks restore runs) and restored; then the next. The operation is a row
-// in PostgreSQL and apelora-worker's leader (the one process holding the power
-// credential) drives it from that row, so it carries on after a restart or when
-// leadership moves. It stops at the first failure, leaving that member evacuated with the
-// reason.
+// hardware UUID check (package fencing), waited for until it answers again, checked (the
+// admission checks restore runs) and restored; then the next. The task is a row in
+// PostgreSQL and apelora-worker's leader (the one process holding the power credential)
+// drives it from that row, so it carries on after a restart or when leadership moves. It
+// stops at the first failure, leaving that member evacuated with the reason.
 //
-// The API side (Service) starts, pauses, resumes and cancels it; the worker side (Driver)
-// takes its steps. Before the start and before each member, Check refuses when any other
-// member is offline or evacuated, or when taking the member down would fail the quorum
-// projection (package quorum).
+// The rules are pure functions over a snapshot (decide.go): Decide says what the running
+// task does next and why, Check whether a member may go down, StartRefusals what refuses
+// a start, Transition what a pause, resume or cancel does. The API side (Service) starts,
+// pauses, resumes and cancels tasks; the worker side (Driver) reads the snapshot, carries
+// out each decision and records it.
 package rolling
 
 import (
@@ -23,14 +23,13 @@ import (
 
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/fencing"
-	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/domain/quorum"
 	"github.com/apelora/fabric/internal/apperr"
 )
 
-// State is where the operation as a whole stands.
+// State is where the task as a whole stands.
 type State string
 
 const (
@@ -41,39 +40,39 @@ const (
 	StateCancelled State = "CANCELLED"
 )
 
-// Step is what the operation is doing to its current member, in order.
-type Step string
+// Stage is what the task is doing to its current member, in order.
+type Stage string
 
 const (
-	StepEvacuate Step = "EVACUATE"
-	// StepPowerOff: UUID check, then MAAS is asked to power the machine off.
-	StepPowerOff Step = "POWER_OFF"
-	// StepConfirmOff: a later live power read says off, and Incus lists the member
-	// Offline (so the Online that follows is the member back, not Incus not noticing).
-	StepConfirmOff Step = "CONFIRM_OFF"
-	StepPowerOn    Step = "POWER_ON"
-	// StepWaitOnline: until Incus lists the member up again (Evacuated: it is still in
-	// maintenance), within the online timeout.
-	StepWaitOnline Step = "WAIT_ONLINE"
-	// StepRestore: the admission checks run again, then Incus restores the member.
-	StepRestore Step = "RESTORE"
-	// StepDone: every member was rebooted.
-	StepDone Step = "DONE"
+	StageEvacuate Stage = "EVACUATE"
+	// StagePowerOff: UUID check, then MAAS is asked to power the machine off.
+	StagePowerOff Stage = "POWER_OFF"
+	// StageConfirmOff: a later live power read says off, and the member no longer answers
+	// (so its answering again later is the member back, not Incus not noticing).
+	StageConfirmOff Stage = "CONFIRM_OFF"
+	StagePowerOn    Stage = "POWER_ON"
+	// StageWaitOnline: until the member answers again, itself and through the cluster, for
+	// the settle period, within the online timeout.
+	StageWaitOnline Stage = "WAIT_ONLINE"
+	// StageRestore: the admission checks run again, then Incus restores the member.
+	StageRestore Stage = "RESTORE"
+	// StageDone: every member was rebooted.
+	StageDone Stage = "DONE"
 )
 
-// Steps lists the steps in order.
-var Steps = []Step{StepEvacuate, StepPowerOff, StepConfirmOff, StepPowerOn, StepWaitOnline, StepRestore, StepDone}
+// Stages lists the stages in order.
+var Stages = []Stage{StageEvacuate, StagePowerOff, StageConfirmOff, StagePowerOn, StageWaitOnline, StageRestore, StageDone}
 
-// Operation is a rolling reboot as PostgreSQL keeps it.
-type Operation struct {
+// Task is a rolling reboot as PostgreSQL keeps it (rolling_operations).
+type Task struct {
 	ID       int64
 	Members  []string
 	Position int // index of the member in progress; len(Members) once done
-	Step     Step
-	// StepSince is when the current member entered its step (the database's clock).
-	StepSince time.Time
-	// StepFor is how long it has been in the step, by the database's clock when read.
-	StepFor   time.Duration
+	Stage    Stage
+	// StageSince is when the current member entered its stage (the database's clock).
+	StageSince time.Time
+	// StageFor is how long it has been in the stage, by the database's clock when read.
+	StageFor  time.Duration
 	State     State
 	Reason    string
 	StartedBy string
@@ -83,15 +82,15 @@ type Operation struct {
 	FinishedAt time.Time
 }
 
-// Active reports whether the operation is running or paused.
-func (o *Operation) Active() bool { return o.State == StateRunning || o.State == StatePaused }
+// Active reports whether the task is running or paused.
+func (t *Task) Active() bool { return t.State == StateRunning || t.State == StatePaused }
 
 // Current is the member in progress, "" once done.
-func (o *Operation) Current() string {
-	if o.Position < 0 || o.Position >= len(o.Members) {
+func (t *Task) Current() string {
+	if t.Position < 0 || t.Position >= len(t.Members) {
 		return ""
 	}
-	return o.Members[o.Position]
+	return t.Members[t.Position]
 }
 
 // Incus is what a rolling reboot reads of Incus.
@@ -108,55 +107,23 @@ type Incus interface {
 // Store is what a rolling reboot needs from the database.
 type Store interface {
 	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
-	// Active is the cluster's running or paused operation, nil for none.
-	Active(ctx context.Context) (*Operation, error)
-	// Operation reads one by id; nil when there is none.
-	Operation(ctx context.Context, id int64) (*Operation, error)
-	// Latest is the newest operation, nil for none.
-	Latest(ctx context.Context) (*Operation, error)
-	// Insert records a new RUNNING operation in the change in progress. A second active
-	// one is refused (ALREADY_EXISTS) by the database.
-	Insert(ctx context.Context, op Operation) (int64, error)
-	// SetState moves an active operation from one state to another (finishing it when the
-	// new state is final); false when it was not in from.
+	// Active is the cluster's running or paused task, nil for none.
+	Active(ctx context.Context) (*Task, error)
+	// Task reads one by id; nil when there is none.
+	Task(ctx context.Context, id int64) (*Task, error)
+	// Latest is the newest task, nil for none.
+	Latest(ctx context.Context) (*Task, error)
+	// Insert records a new RUNNING task in the change in progress. A second active one is
+	// refused (ALREADY_EXISTS) by the database.
+	Insert(ctx context.Context, t Task) (int64, error)
+	// SetState moves an active task from one state to another (finishing it when the new
+	// state is final); false when it was not in from.
 	SetState(ctx context.Context, id int64, from []State, to State, reason string) (bool, error)
-	// Advance moves a running operation to position and step (StepSince restarts); false
-	// when it is no longer running (paused, cancelled).
-	Advance(ctx context.Context, id int64, position int, step Step) (bool, error)
+	// Advance moves an unfinished task to position and stage (StageSince restarts); false
+	// when it has finished (cancelled).
+	Advance(ctx context.Context, id int64, position int, stage Stage) (bool, error)
 	// Mappings are the fence mappings: the MAAS machine that powers each member.
 	Mappings(ctx context.Context) (map[string]fencing.Mapping, error)
-}
-
-// Check is the rule applied before the start and before each member: every other member
-// of the cluster is up and not in maintenance, and taking member down leaves Incus's
-// database its majority (package quorum). It returns the refusal, nil when member may go.
-func Check(members []membership.Member, member string) error {
-	var found bool
-	var down []string
-	for i := range members {
-		m := &members[i]
-		if m.Name == member {
-			found = true
-			if m.Status == membership.StatusOffline {
-				return apperr.New(apperr.FailedPrecondition, "%s is offline: a rolling reboot reboots members that are up; bring it back (or fence it) first", apperr.Quote(member))
-			}
-			continue
-		}
-		if m.Status == membership.StatusOffline || m.Evacuated() {
-			down = append(down, fmt.Sprintf("%s (%s)", m.Name, m.Status))
-		}
-	}
-	if !found {
-		return apperr.New(apperr.NotFound, "%s is not a member of this Incus cluster: check the name (the fleet lists the members)", apperr.Quote(member))
-	}
-	if len(down) > 0 {
-		return apperr.New(apperr.FailedPrecondition, "%s cannot be rebooted while %s: a rolling reboot takes one member down at a time; bring %s back (restore or power on) first",
-			apperr.Quote(member), strings.Join(down, ", "), plural(len(down), "it", "them"))
-	}
-	if p := quorum.Project(quorum.FromMembership(members), member); p.Refused() {
-		return apperr.New(apperr.FailedPrecondition, "%s cannot be rebooted: %s", apperr.Quote(member), p.Refusals[0])
-	}
-	return nil
 }
 
 // Service starts, pauses, resumes and cancels rolling reboots (the API side).
@@ -168,44 +135,19 @@ type Service struct {
 }
 
 // Start records a rolling reboot of members, in the order given, after checking each
-// against the cluster as it is now. The worker's leader takes it from there.
-func (s *Service) Start(ctx context.Context, members []string) (*Operation, error) {
-	if len(members) == 0 {
-		return nil, apperr.Invalid("members", "name at least one member to reboot")
-	}
-	seen := map[string]bool{}
-	for _, m := range members {
-		if err := machines.ValidateName(m); err != nil {
-			return nil, err
-		}
-		if seen[m] {
-			return nil, apperr.Invalid("members", "%s is named twice: name each member once, in the order to reboot them", apperr.Quote(m))
-		}
-		seen[m] = true
+// against the cluster as it is now (StartRefusals). The worker's leader takes it from there.
+func (s *Service) Start(ctx context.Context, members []string) (*Task, error) {
+	if err := ValidateMembers(members); err != nil {
+		return nil, err
 	}
 	if s.Incus == nil {
 		return nil, apperr.NotConfigured(apperr.Incus)
 	}
-	op := &Operation{Members: slices.Clone(members), Step: StepEvacuate, State: StateRunning}
+	t := &Task{Members: slices.Clone(members), Stage: StageEvacuate, State: StateRunning}
 	err := s.Store.Audited(ctx, "", func(ctx context.Context) error {
-		rec := plan.From(ctx)
-		var found []error
-		refuse := func(e error) error {
-			if rec == nil {
-				return e
-			}
-			found = append(found, e)
-			return nil
-		}
 		active, err := s.Store.Active(ctx)
 		if err != nil {
 			return err
-		}
-		if active != nil {
-			if err := refuse(apperr.New(apperr.FailedPrecondition, "rolling reboot %d (%s, at %s) is still %s: one rolling reboot per cluster at a time; wait for it, or cancel it (cancelRollingReboot)",
-				active.ID, strings.Join(active.Members, ", "), describeCurrent(active), strings.ToLower(string(active.State)))); err != nil {
-				return err
-			}
 		}
 		all, err := s.Incus.Members(ctx)
 		if err != nil {
@@ -215,149 +157,136 @@ func (s *Service) Start(ctx context.Context, members []string) (*Operation, erro
 		if err != nil {
 			return err
 		}
+		refusals := StartRefusals(active, all, members, mappings)
+		rec := plan.From(ctx)
+		if rec == nil && len(refusals) > 0 {
+			return refusals[0]
+		}
+		// The MAAS machine each member is powered through is what is approved.
 		for _, m := range members {
-			if err := Check(all, m); err != nil {
-				if err := refuse(err); err != nil {
+			if mp, ok := mappings[m]; ok && Check(all, m) == nil {
+				if err := plan.Read(ctx, "fence mapping of "+m, fmt.Sprintf("MAAS system id %s, hardware UUID %s", mp.SystemID, mp.HardwareUUID)); err != nil {
 					return err
 				}
-				continue
-			}
-			mp, ok := mappings[m]
-			if !ok {
-				if err := refuse(apperr.New(apperr.FailedPrecondition, "%s has no fence mapping, so Apelora does not know which MAAS machine powers it: set one (setFenceMapping) first", apperr.Quote(m))); err != nil {
-					return err
-				}
-				continue
-			}
-			// The MAAS machine each member is powered through is what is approved.
-			if err := plan.Read(ctx, "fence mapping of "+m, fmt.Sprintf("MAAS system id %s, hardware UUID %s", mp.SystemID, mp.HardwareUUID)); err != nil {
-				return err
 			}
 		}
 		if rec != nil {
-			for _, m := range members {
-				rec.Project(quorum.Project(quorum.FromMembership(all), m))
-				break // the first member's projection; each later one is checked before it
-			}
-			for _, e := range found {
+			// The first member's projection; each later one is checked before it.
+			rec.Project(quorum.Project(quorum.FromMembership(all), members[0]))
+			for _, e := range refusals {
 				rec.Refuse(e)
 			}
-			if len(found) > 0 {
-				return found[0]
+			if len(refusals) > 0 {
+				return refusals[0]
 			}
 		}
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("members", members)
-			op.StartedBy, op.RequestID = a.Actor, a.RequestID
+			t.StartedBy, t.RequestID = a.Actor, a.RequestID
 		}
-		id, err := s.Store.Insert(ctx, *op)
+		id, err := s.Store.Insert(ctx, *t)
 		if err != nil {
 			return err
 		}
 		if id == 0 { // planned: it would start now
-			op.StartedAt = time.Now()
-			op.StepSince = op.StartedAt
-		} else if saved, err := s.Store.Operation(ctx, id); err != nil {
+			t.StartedAt = time.Now()
+			t.StageSince = t.StartedAt
+		} else if saved, err := s.Store.Task(ctx, id); err != nil {
 			return err
 		} else if saved != nil {
-			*op = *saved
+			*t = *saved
 		}
 		if a := audit.ActionFrom(ctx); a != nil && id != 0 {
-			a.Detail("rollingReboot", op.ID)
+			a.Detail("rollingReboot", t.ID)
 		}
 		return nil
 	})
 	if err != nil {
-		return op, err
+		return t, err
 	}
 	if s.Wake != nil && !plan.Active(ctx) {
 		s.Wake()
 	}
-	return op, nil
+	return t, nil
 }
 
-// Pause stops the operation before its next step; the step in progress finishes.
-func (s *Service) Pause(ctx context.Context, id string) (*Operation, error) {
-	return s.move(ctx, id, []State{StateRunning}, StatePaused, "pause", "")
+// Pause stops the task before its next stage; the stage in progress finishes.
+func (s *Service) Pause(ctx context.Context, id string) (*Task, error) {
+	return s.move(ctx, id, Pause)
 }
 
-// Resume lets a paused operation go on from its step.
-func (s *Service) Resume(ctx context.Context, id string) (*Operation, error) {
-	return s.move(ctx, id, []State{StatePaused}, StateRunning, "resume", "")
+// Resume lets a paused task go on from its stage.
+func (s *Service) Resume(ctx context.Context, id string) (*Task, error) {
+	return s.move(ctx, id, Resume)
 }
 
-// Cancel ends the operation: no further step is taken. The member in progress is left as
-// it is (an evacuated member stays evacuated: restore it with restoreMember).
-func (s *Service) Cancel(ctx context.Context, id string) (*Operation, error) {
-	return s.move(ctx, id, []State{StateRunning, StatePaused}, StateCancelled, "cancel", "cancelled")
+// Cancel ends the task: no further stage is taken. The member in progress is left as it
+// is (an evacuated member stays evacuated: restore it with restoreMember).
+func (s *Service) Cancel(ctx context.Context, id string) (*Task, error) {
+	return s.move(ctx, id, Cancel)
 }
 
-func (s *Service) move(ctx context.Context, idText string, from []State, to State, verb, reason string) (*Operation, error) {
+func (s *Service) move(ctx context.Context, idText string, verb Verb) (*Task, error) {
 	id, err := ParseID("id", idText)
 	if err != nil {
 		return nil, err
 	}
-	var op *Operation
+	var t *Task
 	err = s.Store.Audited(ctx, "", func(ctx context.Context) error {
-		if op, err = s.Store.Operation(ctx, id); err != nil {
+		if t, err = s.Store.Task(ctx, id); err != nil {
 			return err
 		}
-		if op == nil {
+		if t == nil {
 			return apperr.New(apperr.NotFound, "there is no rolling reboot %d: rollingReboot shows the latest", id)
 		}
-		if err := plan.Read(ctx, fmt.Sprintf("rolling reboot %d", id), fmt.Sprintf("%s, members %s", op.State, strings.Join(op.Members, ", "))); err != nil {
+		if err := plan.Read(ctx, fmt.Sprintf("rolling reboot %d", id), fmt.Sprintf("%s, members %s", t.State, strings.Join(t.Members, ", "))); err != nil {
 			return err
 		}
-		if !slices.Contains(from, op.State) {
-			return apperr.New(apperr.FailedPrecondition, "rolling reboot %d is %s: it cannot be %s; %s", id, strings.ToLower(string(op.State)), pastTense(verb), nextFor(op))
+		actor := ""
+		if a := audit.ActionFrom(ctx); a != nil {
+			actor = a.Actor
 		}
-		why := reason
-		if to == StateCancelled {
-			why = fmt.Sprintf("cancelled at %s", describeCurrent(op))
-			if a := audit.ActionFrom(ctx); a != nil {
-				why += " by " + a.Actor
-			}
-			if cur := op.Current(); cur != "" && op.Step != StepEvacuate {
-				why += fmt.Sprintf("; %s is left as it is (restore it with restoreMember when it is up)", cur)
-			}
+		tr, err := Transition(*t, verb, actor)
+		if err != nil {
+			return err
 		}
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("rollingReboot", id)
-			a.Detail("member", op.Current())
-			a.Detail("step", string(op.Step))
+			a.Detail("member", t.Current())
+			a.Detail("step", string(t.Stage))
 		}
-		ok, err := s.Store.SetState(ctx, id, from, to, why)
+		ok, err := s.Store.SetState(ctx, id, tr.From, tr.To, tr.Reason)
 		if err != nil {
 			return err
 		}
 		if !ok && !plan.Active(ctx) {
-			return apperr.New(apperr.Busy, "rolling reboot %d changed while it was being %s: read it again (rollingReboot) and retry", id, pastTense(verb))
+			return apperr.New(apperr.Busy, "rolling reboot %d changed while it was being %s: read it again (rollingReboot) and retry", id, verb.past())
 		}
 		if plan.Active(ctx) {
 			return nil
 		}
-		// The answer is the operation as recorded now (its end time too, for a cancel),
-		// read in the same transaction.
-		saved, err := s.Store.Operation(ctx, id)
+		// The answer is the task as recorded now (its end time too, for a cancel), read in
+		// the same transaction.
+		saved, err := s.Store.Task(ctx, id)
 		if err != nil {
 			return err
 		}
 		if saved != nil {
-			op = saved
+			t = saved
 		}
 		return nil
 	})
 	if err != nil {
-		return op, err
+		return t, err
 	}
 	if s.Wake != nil && !plan.Active(ctx) {
 		s.Wake()
 	}
-	return op, nil
+	return t, nil
 }
 
-// Status is the operation with id, or the latest when id is "".
-func (s *Service) Status(ctx context.Context, id string) (*Operation, error) {
+// Status is the task with id, or the latest when id is "".
+func (s *Service) Status(ctx context.Context, id string) (*Task, error) {
 	if id == "" {
 		return s.Store.Latest(ctx)
 	}
@@ -365,48 +294,14 @@ func (s *Service) Status(ctx context.Context, id string) (*Operation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.Store.Operation(ctx, n)
+	return s.Store.Task(ctx, n)
 }
 
-// ParseID reads an operation id given by a client.
+// ParseID reads a rolling reboot's id given by a client.
 func ParseID(field, v string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || n <= 0 {
 		return 0, apperr.Invalid(field, "%s is not a rolling reboot id (a whole number, as RollingReboot.id gives it)", apperr.Quote(v))
 	}
 	return n, nil
-}
-
-func describeCurrent(op *Operation) string {
-	if cur := op.Current(); cur != "" {
-		return fmt.Sprintf("%s, step %s", cur, op.Step)
-	}
-	return "its end"
-}
-
-func nextFor(op *Operation) string {
-	switch op.State {
-	case StateRunning:
-		return "pause or cancel it"
-	case StatePaused:
-		return "resume or cancel it"
-	}
-	return "it has finished; start a new one (startRollingReboot)"
-}
-
-func pastTense(verb string) string {
-	switch verb {
-	case "pause":
-		return "paused"
-	case "resume":
-		return "resumed"
-	}
-	return "cancelled"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

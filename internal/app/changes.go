@@ -58,7 +58,7 @@ func judges(res *resolvers.Resolver, store *postgres.Store) map[string]changes.J
 		"installOperatingSystem": res.Provisioning.JudgeStep,
 		"runHardwareTests":       res.Provisioning.JudgeStep,
 		"releaseMachine":         res.Provisioning.JudgeStep,
-		rolling.StepAction:       rollingJudge(store, maint, power),
+		rolling.StageAction:      rollingJudge(store, maint, power),
 	}
 }
 
@@ -76,7 +76,7 @@ func JudgedActions() []string {
 }
 
 func rollingJudge(store *postgres.Store, maint func(context.Context, changes.Step, string) (changes.Verdict, error), power func(context.Context, string) (string, error)) changes.Judge {
-	j := rolling.StepJudge{Maintenance: maint, PowerState: power}
+	j := rolling.StageJudge{Maintenance: maint, PowerState: power}
 	if store != nil {
 		j.Store = store.Rolling()
 	}

@@ -228,11 +228,12 @@ func newRollingDriver(cfg WorkerConfig, store *postgres.Store, ic *incus.Client,
 		Incus: incusSide, MAAS: maasSide, MAASInventory: maasSide}
 	mnt := &maintenance.Service{Store: store.Maintenance(), Checker: checker, Incus: incusSide}
 	d := &rolling.Driver{
-		Store: store.Rolling(), Incus: incusSide, Power: maas.NewFencePorts(mc), Maintenance: mnt, Operations: store.Maintenance(),
+		Store: store.Rolling(), Incus: incusSide, Power: maas.NewFencePorts(mc), Maintenance: mnt, Tasks: store.Maintenance(),
 		Auditor: store, Leadership: store.RollingLeadership("apelora-worker rolling "+cfg.Name, cfg.leaderLease()), Lease: cfg.leaderLease(),
-		Actor: "apelora-worker " + cfg.Name, OnlineTimeout: cfg.RollingOnlineTimeout, Poll: rollingPoll, Log: log,
-		// Incus's members heartbeat each other every half offline threshold.
-		Settle: offlineThreshold/2 + 2*time.Second,
+		Actor: "apelora-worker " + cfg.Name, Poll: rollingPoll, Log: log,
+		Limits: rolling.Limits{OnlineTimeout: cfg.RollingOnlineTimeout,
+			// Incus's members heartbeat each other every half offline threshold.
+			Settle: offlineThreshold/2 + 2*time.Second},
 	}
 	if cfg.Metrics != nil {
 		d.Observer = cfg.Metrics

@@ -50,7 +50,7 @@ var portWrites = []string{
 	"DATABASE identity.Tx.InsertIdentity", "DATABASE identity.Tx.SetRevoked", "DATABASE identity.Tx.SignInSSO", "DATABASE identity.Tx.EndConsoleSessions",
 	"DATABASE admission.Publisher.Publish",
 	"DATABASE admission.Store.RecordAdmission", "DATABASE enrolment.Store.EndAdmission",
-	"DATABASE maintenance.Store.StartOperation", "DATABASE maintenance.Store.RecordFinished",
+	"DATABASE maintenance.Store.StartTask", "DATABASE maintenance.Store.RecordFinished",
 }
 
 // readsOnly fails the test on any request but a GET: in a dry run nothing may reach an
