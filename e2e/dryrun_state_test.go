@@ -9,7 +9,7 @@ import (
 )
 
 // A dry run's payload shows only state that exists, and a dry run advances no sequence:
-// its change runs READ ONLY, its INSERT and UPDATE are plan steps never sent. An allowed
+// its change runs READ ONLY, its INSERT and UPDATE are calls of the plan, never sent. An allowed
 // caller's dry run writes nothing at all, audit event included (a metric counts it),
 // invalid input too; one refused for permission is audited REFUSED.
 func TestDryRunShowsOnlyStateThatExists(t *testing.T) {
