@@ -313,7 +313,7 @@ func (r *Runner) Round(ctx context.Context, lease Lease, only map[string]bool) (
 			return looked, err
 		}
 		findings := Assess(report, member, a)
-		next, events := Step(a.Machine, states[a.Machine], findings, now, r.Limits)
+		next, events := Apply(a.Machine, states[a.Machine], findings, now, r.Limits)
 		saved, err := lease.Save(ctx, a.Machine, now, Quiet(a.Machine, findings), next, events)
 		if err != nil {
 			return looked, err
