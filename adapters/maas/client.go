@@ -1,4 +1,4 @@
-// Package maas is a client for the MAAS 2.0 REST API: the machine lifecycle
+// Package maas is a client for the MAAS 2.0 REST API: MAAS's machine lifecycle
 // calls Apelora needs (list, read, commission, test, allocate, deploy,
 // release, abort, power) with our own types and typed errors.
 //
