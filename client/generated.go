@@ -664,14 +664,16 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) __premarshalJSON
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -1068,14 +1070,16 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemb
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -1410,14 +1414,16 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadM
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -2270,7 +2276,7 @@ func (v *AuditProofResponse) GetAuditProof() AuditProofAuditProof { return v.Aud
 type CancelRollingRebootCancelRollingRebootRollingRebootPayload struct {
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan `json:"plan"`
-	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	// The rolling reboot; in a plan of startRollingReboot, as it would start (id 0).
 	RollingReboot *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
 }
 
@@ -2288,14 +2294,16 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayload) GetRollingR
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -2387,7 +2395,7 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) __prema
 // CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot struct {
 	RollingRebootFields `json:"-"`
 }
@@ -2531,7 +2539,7 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 
 // CancelRollingRebootResponse is returned by CancelRollingReboot on success.
 type CancelRollingRebootResponse struct {
-	// Cancel a running or paused rolling reboot: no further step is taken; the member in
+	// Cancel a running or paused rolling reboot: no further stage is taken; the member in
 	// progress is left as it is (restore it with restoreMember).
 	CancelRollingReboot CancelRollingRebootCancelRollingRebootRollingRebootPayload `json:"cancelRollingReboot"`
 }
@@ -2610,14 +2618,16 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMach
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -3081,14 +3091,16 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) __
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -3357,14 +3369,16 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) __premarshal
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -3872,8 +3886,7 @@ type EvacuateMemberEvacuateMemberEvacuateMemberPayload struct {
 	// Every instance on the member (every project), with what Incus will do to it.
 	Instances []EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance `json:"instances"`
 	// Members the moved instances may land on (admitted, online, not held), fewest instances first.
-	Targets []EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget `json:"targets"`
-	// The operation Apelora recorded; null in a plan.
+	Targets   []EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget `json:"targets"`
 	Operation *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation `json:"operation"`
 }
 
@@ -3994,7 +4007,7 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceIn
 // EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation includes the requested fields of the GraphQL type MemberOperation.
 // The GraphQL type's documentation follows.
 //
-// An evacuation or restore Apelora asked Incus for.
+// MaintenanceTask, by its old name (memberOperations, the payloads' operation).
 type EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation struct {
 	MemberOperationFields `json:"-"`
 }
@@ -4124,14 +4137,16 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperati
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -4272,8 +4287,9 @@ type EvacuateMemberResponse struct {
 	// them. Refused for a member that is not in this cluster, offline, already evacuated,
 	// with an evacuation or restore still running, with a power-off in flight, or when
 	// taking it down with the members already in maintenance would cost Incus's database its
-	// majority. Progress is pushed on memberOperation; the member is EVACUATED once Incus is
-	// done, and the fencing worker never powers off an evacuated member.
+	// majority. Apelora follows it as a maintenance task (MaintenanceTask), its progress pushed
+	// on maintenanceTask; the member is EVACUATED once Incus is done, and the fencing worker
+	// never powers off an evacuated member.
 	EvacuateMember EvacuateMemberEvacuateMemberEvacuateMemberPayload `json:"evacuateMember"`
 }
 
@@ -7037,14 +7053,16 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -7993,21 +8011,18 @@ func (v *MemberFields) GetScheduler() *string { return v.Scheduler }
 // MemberOperationFields includes the GraphQL fields of MemberOperation requested by the fragment MemberOperationFields.
 // The GraphQL type's documentation follows.
 //
-// An evacuation or restore Apelora asked Incus for.
+// MaintenanceTask, by its old name (memberOperations, the payloads' operation).
 type MemberOperationFields struct {
-	Id      string       `json:"id"`
-	Machine string       `json:"machine"`
-	Action  MemberAction `json:"action"`
-	Mode    *string      `json:"mode"`
-	// Incus's operation id (GET /1.0/operations/{id} while it runs).
-	IncusOperation string    `json:"incusOperation"`
-	StartedBy      string    `json:"startedBy"`
-	StartedAt      time.Time `json:"startedAt"`
-	// Null while it runs.
-	FinishedAt *time.Time `json:"finishedAt"`
-	// SUCCEEDED, FAILED or UNKNOWN once finished.
-	Outcome *MemberOperationKind `json:"outcome"`
-	Message string               `json:"message"`
+	Id             string               `json:"id"`
+	Machine        string               `json:"machine"`
+	Action         MemberAction         `json:"action"`
+	Mode           *string              `json:"mode"`
+	IncusOperation string               `json:"incusOperation"`
+	StartedBy      string               `json:"startedBy"`
+	StartedAt      time.Time            `json:"startedAt"`
+	FinishedAt     *time.Time           `json:"finishedAt"`
+	Outcome        *MemberOperationKind `json:"outcome"`
+	Message        string               `json:"message"`
 }
 
 // GetId returns MemberOperationFields.Id, and is useful for accessing the field via an interface.
@@ -8040,16 +8055,15 @@ func (v *MemberOperationFields) GetOutcome() *MemberOperationKind { return v.Out
 // GetMessage returns MemberOperationFields.Message, and is useful for accessing the field via an interface.
 func (v *MemberOperationFields) GetMessage() string { return v.Message }
 
+// MaintenanceEventKind, by its old name: the same values.
 type MemberOperationKind string
 
 const (
-	MemberOperationKindStarted MemberOperationKind = "STARTED"
-	// An instance stopped, moved or started, as Incus reported it.
+	MemberOperationKindStarted   MemberOperationKind = "STARTED"
 	MemberOperationKindProgress  MemberOperationKind = "PROGRESS"
 	MemberOperationKindSucceeded MemberOperationKind = "SUCCEEDED"
 	MemberOperationKindFailed    MemberOperationKind = "FAILED"
-	// Incus no longer lists the operation and the member's status does not say it succeeded.
-	MemberOperationKindUnknown MemberOperationKind = "UNKNOWN"
+	MemberOperationKindUnknown   MemberOperationKind = "UNKNOWN"
 )
 
 var AllMemberOperationKind = []MemberOperationKind{
@@ -8061,8 +8075,12 @@ var AllMemberOperationKind = []MemberOperationKind{
 }
 
 // MemberOperationProgressMemberOperationMemberOperationEvent includes the requested fields of the GraphQL type MemberOperationEvent.
+// The GraphQL type's documentation follows.
+//
+// MaintenanceTaskEvent, by its old name (memberOperation), with taskId named operationId.
 type MemberOperationProgressMemberOperationMemberOperationEvent struct {
-	Id          string              `json:"id"`
+	Id string `json:"id"`
+	// MaintenanceTaskEvent.taskId.
 	OperationId string              `json:"operationId"`
 	Machine     string              `json:"machine"`
 	Action      MemberAction        `json:"action"`
@@ -8104,10 +8122,6 @@ func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetMessage(
 
 // MemberOperationProgressResponse is returned by MemberOperationProgress on success.
 type MemberOperationProgressResponse struct {
-	// Progress of a member's evacuations and restores, from Incus's operation: started, each
-	// instance stopped, moved or started, then the end. With `after` (an event id), the events
-	// after it are replayed first. Followed by every API replica from the database, so a
-	// restarted server reports an operation in progress again.
 	MemberOperation MemberOperationProgressMemberOperationMemberOperationEvent `json:"memberOperation"`
 }
 
@@ -8119,7 +8133,7 @@ func (v *MemberOperationProgressResponse) GetMemberOperation() MemberOperationPr
 // MemberOperationsMemberOperationsMemberOperation includes the requested fields of the GraphQL type MemberOperation.
 // The GraphQL type's documentation follows.
 //
-// An evacuation or restore Apelora asked Incus for.
+// MaintenanceTask, by its old name (memberOperations, the payloads' operation).
 type MemberOperationsMemberOperationsMemberOperation struct {
 	MemberOperationFields `json:"-"`
 }
@@ -8247,7 +8261,6 @@ func (v *MemberOperationsMemberOperationsMemberOperation) __premarshalJSON() (*_
 
 // MemberOperationsResponse is returned by MemberOperations on success.
 type MemberOperationsResponse struct {
-	// The evacuations and restores Apelora asked Incus for on a member, newest first (at most 20).
 	MemberOperations []MemberOperationsMemberOperationsMemberOperation `json:"memberOperations"`
 }
 
@@ -8279,7 +8292,7 @@ var AllMemberStatus = []MemberStatus{
 type PauseRollingRebootPauseRollingRebootRollingRebootPayload struct {
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan `json:"plan"`
-	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	// The rolling reboot; in a plan of startRollingReboot, as it would start (id 0).
 	RollingReboot *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
 }
 
@@ -8297,14 +8310,16 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayload) GetRollingReb
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -8396,7 +8411,7 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) __premars
 // PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot struct {
 	RollingRebootFields `json:"-"`
 }
@@ -8540,7 +8555,7 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 
 // PauseRollingRebootResponse is returned by PauseRollingReboot on success.
 type PauseRollingRebootResponse struct {
-	// Pause a running rolling reboot: the step in progress finishes, no further one starts.
+	// Pause a running rolling reboot: the stage in progress finishes, no further one starts.
 	PauseRollingReboot PauseRollingRebootPauseRollingRebootRollingRebootPayload `json:"pauseRollingReboot"`
 }
 
@@ -8662,19 +8677,15 @@ var AllPlacementGuardState = []PlacementGuardState{
 
 // A dry run's plan (dryRun: true in a mutation's input).
 type PlanFields struct {
-	// True when the call would be refused (see refusals): confirming it would fail.
+	// True when the mutation would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
-	// The plan's identity: sha256 of the call (the mutation and its whole input, normalised:
+	// The plan's identity: sha256 of the mutation and its whole input (normalised:
 	// defaults filled in, sets sorted, dryRun and planHash left out) and of the plan (its facts,
-	// steps, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
+	// calls, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
 	// so the same input planned again in the same world has the same hash. Send it back as the
 	// input's planHash to confirm this plan and this input, and no other.
-	PlanHash string `json:"planHash"`
-	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
-	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller
-	// refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
-	// call runs for them.
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	PlanHash string                    `json:"planHash"`
+	Steps    []PlanFieldsStepsPlanStep `json:"steps"`
 	// Why it would be refused, each with its documented error code.
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 	// What would qualify it without stopping it: a WARN admission check, what releasing does
@@ -8716,17 +8727,14 @@ func (v *PlanFieldsRefusalsPlanFinding) GetMessage() string { return v.Message }
 func (v *PlanFieldsRefusalsPlanFinding) GetField() *string { return v.Field }
 
 // PlanFieldsStepsPlanStep includes the requested fields of the GraphQL type PlanStep.
+// The GraphQL type's documentation follows.
+//
+// A call of a plan, by its old name (Plan.steps): what PlanCall is, with request named call.
 type PlanFieldsStepsPlanStep struct {
 	System PlanSystem `json:"system"`
-	// The call as the upstream would see it: "PUT /1.0/cluster/members/web-01",
-	// "POST machines/abc123/?op=deploy", "UPDATE machine_records".
-	Call string `json:"call"`
-	// The machine, member or record it is about (may be empty).
-	Target string `json:"target"`
-	// What would change, before → after (a member's roles or config, a MAAS operation's
-	// parameters). Cloud-init user data is shown as what is approved, never its bytes: the
-	// enrolment script and the user-data template by their SHA-256, the member name, the member
-	// it contacts and the member config (the join token and its expiry are filled in at deploy).
+	// PlanCall.request.
+	Call    string                                     `json:"call"`
+	Target  string                                     `json:"target"`
 	Changes []PlanFieldsStepsPlanStepChangesPlanChange `json:"changes"`
 }
 
@@ -8747,9 +8755,9 @@ func (v *PlanFieldsStepsPlanStep) GetChanges() []PlanFieldsStepsPlanStepChangesP
 // PlanFieldsStepsPlanStepChangesPlanChange includes the requested fields of the GraphQL type PlanChange.
 type PlanFieldsStepsPlanStepChangesPlanChange struct {
 	Field string `json:"field"`
-	// The value now; null when it has none (or the step creates it).
+	// The value now; null when it has none (or the call creates it).
 	Before *string `json:"before"`
-	// The value after; null when the step removes it.
+	// The value after; null when the call removes it.
 	After *string `json:"after"`
 }
 
@@ -8961,14 +8969,16 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) __premarsh
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -9335,14 +9345,16 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) __pre
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -9527,14 +9539,16 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetRemov
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -9704,14 +9718,16 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload)
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -10103,14 +10119,16 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) __premarshalJSON() 
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -10238,7 +10256,7 @@ func (v *RestoreMemberInput) GetPlanHash() *string { return v.PlanHash }
 type RestoreMemberResponse struct {
 	// Bring an evacuated member back: first every admission check runs again (refused on any
 	// FAIL, naming it), then Incus restores it (instances it moved come back, those it stopped
-	// start). Progress is pushed on memberOperation.
+	// start). Apelora follows it as a maintenance task, its progress pushed on maintenanceTask.
 	RestoreMember RestoreMemberRestoreMemberRestoreMemberPayload `json:"restoreMember"`
 }
 
@@ -10254,8 +10272,7 @@ type RestoreMemberRestoreMemberRestoreMemberPayload struct {
 	// The instances the restore brings back or starts.
 	Instances []RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance `json:"instances"`
 	// The admission checks, run again before the member leaves maintenance.
-	Report *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport `json:"report"`
-	// The operation Apelora recorded; null in a plan.
+	Report    *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport    `json:"report"`
 	Operation *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation `json:"operation"`
 }
 
@@ -10376,7 +10393,7 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInsta
 // RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation includes the requested fields of the GraphQL type MemberOperation.
 // The GraphQL type's documentation follows.
 //
-// An evacuation or restore Apelora asked Incus for.
+// MaintenanceTask, by its old name (memberOperations, the payloads' operation).
 type RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation struct {
 	MemberOperationFields `json:"-"`
 }
@@ -10506,14 +10523,16 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation)
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -10698,7 +10717,7 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) __
 
 // ResumeRollingRebootResponse is returned by ResumeRollingReboot on success.
 type ResumeRollingRebootResponse struct {
-	// Resume a paused rolling reboot from its step.
+	// Resume a paused rolling reboot from its stage.
 	ResumeRollingReboot ResumeRollingRebootResumeRollingRebootRollingRebootPayload `json:"resumeRollingReboot"`
 }
 
@@ -10711,7 +10730,7 @@ func (v *ResumeRollingRebootResponse) GetResumeRollingReboot() ResumeRollingRebo
 type ResumeRollingRebootResumeRollingRebootRollingRebootPayload struct {
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan `json:"plan"`
-	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	// The rolling reboot; in a plan of startRollingReboot, as it would start (id 0).
 	RollingReboot *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
 }
 
@@ -10729,14 +10748,16 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayload) GetRollingR
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -10828,7 +10849,7 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) __prema
 // ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot struct {
 	RollingRebootFields `json:"-"`
 }
@@ -11142,14 +11163,16 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) __premarshal
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -11390,14 +11413,16 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) __premarsh
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -11489,18 +11514,16 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) __premarshalJ
 // RollingRebootFields includes the GraphQL fields of RollingReboot requested by the fragment RollingRebootFields.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type RollingRebootFields struct {
 	Id      string   `json:"id"`
 	Members []string `json:"members"`
 	// The member in progress; null once every member is done.
 	Current *string `json:"current"`
 	// How many members are done.
-	Done int         `json:"done"`
-	Step RollingStep `json:"step"`
-	// When the current member entered its step.
-	StepSince time.Time `json:"stepSince"`
-	// Seconds the current member has been in its step.
+	Done        int          `json:"done"`
+	Step        RollingStep  `json:"step"`
+	StepSince   time.Time    `json:"stepSince"`
 	StepSeconds float64      `json:"stepSeconds"`
 	State       RollingState `json:"state"`
 	// Why it failed or was cancelled; empty otherwise.
@@ -11583,7 +11606,7 @@ func (v *RollingRebootResponse) GetRollingReboot() *RollingRebootRollingReboot {
 // RollingRebootRollingReboot includes the requested fields of the GraphQL type RollingReboot.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type RollingRebootRollingReboot struct {
 	RollingRebootFields `json:"-"`
 }
@@ -11723,24 +11746,17 @@ var AllRollingState = []RollingState{
 	RollingStateCancelled,
 }
 
-// Where the current member stands, in order.
+// RollingStage, by its old name (RollingReboot.step): the same values.
 type RollingStep string
 
 const (
-	// Incus evacuates it (evacuateMember).
-	RollingStepEvacuate RollingStep = "EVACUATE"
-	// The hardware UUID is checked and MAAS asked to power it off.
-	RollingStepPowerOff RollingStep = "POWER_OFF"
-	// Waiting for a power read saying off and for Incus to list it Offline.
+	RollingStepEvacuate   RollingStep = "EVACUATE"
+	RollingStepPowerOff   RollingStep = "POWER_OFF"
 	RollingStepConfirmOff RollingStep = "CONFIRM_OFF"
-	// MAAS is asked to power it on.
-	RollingStepPowerOn RollingStep = "POWER_ON"
-	// Waiting for Incus to list it again (bounded by APELORA_ROLLING_ONLINE_TIMEOUT).
+	RollingStepPowerOn    RollingStep = "POWER_ON"
 	RollingStepWaitOnline RollingStep = "WAIT_ONLINE"
-	// The admission checks run again and Incus restores it (restoreMember).
-	RollingStepRestore RollingStep = "RESTORE"
-	// Every member is done.
-	RollingStepDone RollingStep = "DONE"
+	RollingStepRestore    RollingStep = "RESTORE"
+	RollingStepDone       RollingStep = "DONE"
 )
 
 var AllRollingStep = []RollingStep{
@@ -12003,14 +12019,16 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) __pr
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -12300,14 +12318,16 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -12528,14 +12548,16 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetPrevi
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -12992,14 +13014,16 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuar
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -13139,11 +13163,11 @@ func (v *StartRollingRebootInput) GetPlanHash() *string { return v.PlanHash }
 
 // StartRollingRebootResponse is returned by StartRollingReboot on success.
 type StartRollingRebootResponse struct {
-	// Reboot members one at a time through MAAS, in the order given: each is evacuated,
-	// powered off (after the fence mapping's hardware UUID check; off confirmed by a later
-	// power read and by Incus listing it Offline), powered on, waited for until Incus lists it
-	// again (APELORA_ROLLING_ONLINE_TIMEOUT), checked and restored (restoreMember's admission
-	// checks); then the next. apelora-worker's leader drives it, from the database, so it
+	// Reboot members one at a time through MAAS, in the order given, each through the same
+	// stages (RollingStage): it is evacuated, powered off (after the fence mapping's hardware
+	// UUID check; off confirmed by a later power read and by Incus listing it Offline),
+	// powered on, waited for until Incus lists it again (APELORA_ROLLING_ONLINE_TIMEOUT),
+	// checked and restored (restoreMember's admission checks); then the next. apelora-worker's leader drives it, from the database, so it
 	// carries on after a restart. It stops at the first failure, leaving that member
 	// evacuated with the reason. Refused while another rolling reboot is running or paused,
 	// for a member without a fence mapping, and (before the start and before each member)
@@ -13160,7 +13184,7 @@ func (v *StartRollingRebootResponse) GetStartRollingReboot() StartRollingRebootS
 type StartRollingRebootStartRollingRebootRollingRebootPayload struct {
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan `json:"plan"`
-	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	// The rolling reboot; in a plan of startRollingReboot, as it would start (id 0).
 	RollingReboot *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
 }
 
@@ -13178,14 +13202,16 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayload) GetRollingReb
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -13277,7 +13303,7 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) __premars
 // StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot struct {
 	RollingRebootFields `json:"-"`
 }
@@ -13473,14 +13499,16 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayload) GetName() *
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.

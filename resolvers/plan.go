@@ -48,7 +48,7 @@ func mapPlan(p plan.Plan) *model.Plan {
 	out := &model.Plan{
 		Refused:  p.Refused(),
 		PlanHash: p.Hash(),
-		Steps:    make([]*model.PlanStep, len(p.Calls)),
+		Calls:    make([]*model.PlanCall, len(p.Calls)),
 		Refusals: mapFindings(p.Refusals),
 		Warnings: mapFindings(p.Warnings),
 		Facts:    make([]*model.PlanFact, len(p.Facts)),
@@ -57,11 +57,11 @@ func mapPlan(p plan.Plan) *model.Plan {
 		out.Facts[i] = &model.PlanFact{Name: f.Name, Value: f.Value}
 	}
 	for i, c := range p.Calls {
-		st := &model.PlanStep{System: model.PlanSystem(c.System), Call: c.Request, Target: c.Target, Changes: make([]*model.PlanChange, len(c.Changes))}
+		mc := &model.PlanCall{System: model.PlanSystem(c.System), Request: c.Request, Target: c.Target, Changes: make([]*model.PlanChange, len(c.Changes))}
 		for j, ch := range c.Changes {
-			st.Changes[j] = &model.PlanChange{Field: ch.Field, Before: optional(ch.Before), After: optional(ch.After)}
+			mc.Changes[j] = &model.PlanChange{Field: ch.Field, Before: optional(ch.Before), After: optional(ch.After)}
 		}
-		out.Steps[i] = st
+		out.Calls[i] = mc
 	}
 	if q := p.Quorum; q != nil {
 		out.Quorum = &model.QuorumProjection{Leaving: nonNil(q.Leaving), Voters: q.Voters, VotersOnlineBefore: q.VotersOnlineBefore,

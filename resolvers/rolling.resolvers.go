@@ -8,6 +8,7 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
 )
 
@@ -59,3 +60,8 @@ func (r *queryResolver) RollingReboot(ctx context.Context, id *string) (*model.R
 	}
 	return mapRolling(op), nil
 }
+
+// RollingReboot returns graph.RollingRebootResolver implementation.
+func (r *Resolver) RollingReboot() graph.RollingRebootResolver { return &rollingRebootResolver{r} }
+
+type rollingRebootResolver struct{ *Resolver }

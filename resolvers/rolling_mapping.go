@@ -12,7 +12,7 @@ func mapRolling(op *rolling.Operation) *model.RollingReboot {
 		return nil
 	}
 	out := &model.RollingReboot{ID: strconv.FormatInt(op.ID, 10), Members: op.Members, Done: min(op.Position, len(op.Members)),
-		Step: model.RollingStep(op.Step), StepSince: op.StepSince, StepSeconds: op.StepFor.Seconds(), State: model.RollingState(op.State),
+		Stage: model.RollingStage(op.Step), StageSince: op.StepSince, StageSeconds: op.StepFor.Seconds(), State: model.RollingState(op.State),
 		Reason: op.Reason, StartedBy: op.StartedBy, StartedAt: op.StartedAt}
 	if out.Members == nil {
 		out.Members = []string{}

@@ -348,13 +348,12 @@ export type MemberConfigInput = {
   value: string;
 };
 
+/** MaintenanceEventKind, by its old name: the same values. */
 export type MemberOperationKind =
   | 'FAILED'
-  /** An instance stopped, moved or started, as Incus reported it. */
   | 'PROGRESS'
   | 'STARTED'
   | 'SUCCEEDED'
-  /** Incus no longer lists the operation and the member's status does not say it succeeded. */
   | 'UNKNOWN';
 
 export type MemberStatus =
@@ -594,21 +593,14 @@ export type RollingState =
   | 'RUNNING'
   | 'SUCCEEDED';
 
-/** Where the current member stands, in order. */
+/** RollingStage, by its old name (RollingReboot.step): the same values. */
 export type RollingStep =
-  /** Waiting for a power read saying off and for Incus to list it Offline. */
   | 'CONFIRM_OFF'
-  /** Every member is done. */
   | 'DONE'
-  /** Incus evacuates it (evacuateMember). */
   | 'EVACUATE'
-  /** The hardware UUID is checked and MAAS asked to power it off. */
   | 'POWER_OFF'
-  /** MAAS is asked to power it on. */
   | 'POWER_ON'
-  /** The admission checks run again and Incus restores it (restoreMember). */
   | 'RESTORE'
-  /** Waiting for Incus to list it again (bounded by APELORA_ROLLING_ONLINE_TIMEOUT). */
   | 'WAIT_ONLINE';
 
 export type RunHardwareTestsInput = {
