@@ -689,9 +689,9 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetPlanHash() string {
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -734,7 +734,7 @@ type __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -754,7 +754,7 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) __premarshalJSON() (*__pr
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -1097,9 +1097,9 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetPlanHas
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -1142,7 +1142,7 @@ type __premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan str
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -1162,7 +1162,7 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) __premarsh
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -1441,9 +1441,9 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadP
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -1486,7 +1486,7 @@ type __premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfile
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -1506,7 +1506,7 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadP
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -2321,9 +2321,9 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -2366,7 +2366,7 @@ type __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -2386,7 +2386,7 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -2420,19 +2420,19 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 	return v.RollingRebootFields.Done
 }
 
-// GetStep returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
-func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
-	return v.RollingRebootFields.Step
+// GetStage returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Stage, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStage() RollingStage {
+	return v.RollingRebootFields.Stage
 }
 
-// GetStepSince returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
-func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
-	return v.RollingRebootFields.StepSince
+// GetStageSince returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StageSince, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStageSince() time.Time {
+	return v.RollingRebootFields.StageSince
 }
 
-// GetStepSeconds returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
-func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
-	return v.RollingRebootFields.StepSeconds
+// GetStageSeconds returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StageSeconds, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStageSeconds() float64 {
+	return v.RollingRebootFields.StageSeconds
 }
 
 // GetState returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
@@ -2494,11 +2494,11 @@ type __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadRolli
 
 	Done int `json:"done"`
 
-	Step RollingStep `json:"step"`
+	Stage RollingStage `json:"stage"`
 
-	StepSince time.Time `json:"stepSince"`
+	StageSince time.Time `json:"stageSince"`
 
-	StepSeconds float64 `json:"stepSeconds"`
+	StageSeconds float64 `json:"stageSeconds"`
 
 	State RollingState `json:"state"`
 
@@ -2526,9 +2526,9 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
-	retval.Step = v.RollingRebootFields.Step
-	retval.StepSince = v.RollingRebootFields.StepSince
-	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.Stage = v.RollingRebootFields.Stage
+	retval.StageSince = v.RollingRebootFields.StageSince
+	retval.StageSeconds = v.RollingRebootFields.StageSeconds
 	retval.State = v.RollingRebootFields.State
 	retval.Reason = v.RollingRebootFields.Reason
 	retval.StartedBy = v.RollingRebootFields.StartedBy
@@ -2645,9 +2645,9 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -2690,7 +2690,7 @@ type __premarshalClearHardwareProfileClearHardwareProfileClearHardwareProfilePay
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -2710,7 +2710,7 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -3118,9 +3118,9 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -3163,7 +3163,7 @@ type __premarshalCommissionMachineCommissionMachineMaasMachinePayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -3183,7 +3183,7 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -3396,9 +3396,9 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -3441,7 +3441,7 @@ type __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -3461,7 +3461,7 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -3886,8 +3886,9 @@ type EvacuateMemberEvacuateMemberEvacuateMemberPayload struct {
 	// Every instance on the member (every project), with what Incus will do to it.
 	Instances []EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance `json:"instances"`
 	// Members the moved instances may land on (admitted, online, not held), fewest instances first.
-	Targets   []EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget `json:"targets"`
-	Operation *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation `json:"operation"`
+	Targets []EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget `json:"targets"`
+	// The maintenance task Apelora recorded; null in a plan.
+	Task *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask `json:"task"`
 }
 
 // GetPlan returns EvacuateMemberEvacuateMemberEvacuateMemberPayload.Plan, and is useful for accessing the field via an interface.
@@ -3905,9 +3906,9 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayload) GetTargets() []Evacu
 	return v.Targets
 }
 
-// GetOperation returns EvacuateMemberEvacuateMemberEvacuateMemberPayload.Operation, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayload) GetOperation() *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation {
-	return v.Operation
+// GetTask returns EvacuateMemberEvacuateMemberEvacuateMemberPayload.Task, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayload) GetTask() *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask {
+	return v.Task
 }
 
 // EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance includes the requested fields of the GraphQL type MaintenanceInstance.
@@ -4004,135 +4005,6 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceIn
 	return &retval, nil
 }
 
-// EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation includes the requested fields of the GraphQL type MemberOperation.
-// The GraphQL type's documentation follows.
-//
-// MaintenanceTask, by its old name (memberOperations, the payloads' operation).
-type EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation struct {
-	MemberOperationFields `json:"-"`
-}
-
-// GetId returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Id, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetId() string {
-	return v.MemberOperationFields.Id
-}
-
-// GetMachine returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Machine, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetMachine() string {
-	return v.MemberOperationFields.Machine
-}
-
-// GetAction returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Action, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetAction() MemberAction {
-	return v.MemberOperationFields.Action
-}
-
-// GetMode returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Mode, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetMode() *string {
-	return v.MemberOperationFields.Mode
-}
-
-// GetIncusOperation returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.IncusOperation, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetIncusOperation() string {
-	return v.MemberOperationFields.IncusOperation
-}
-
-// GetStartedBy returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.StartedBy, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetStartedBy() string {
-	return v.MemberOperationFields.StartedBy
-}
-
-// GetStartedAt returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.StartedAt, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetStartedAt() time.Time {
-	return v.MemberOperationFields.StartedAt
-}
-
-// GetFinishedAt returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.FinishedAt, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetFinishedAt() *time.Time {
-	return v.MemberOperationFields.FinishedAt
-}
-
-// GetOutcome returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Outcome, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetOutcome() *MemberOperationKind {
-	return v.MemberOperationFields.Outcome
-}
-
-// GetMessage returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Message, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetMessage() string {
-	return v.MemberOperationFields.Message
-}
-
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) UnmarshalJSON(b []byte) error {
-
-	if string(b) == "null" {
-		return nil
-	}
-
-	var firstPass struct {
-		*EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation
-		graphql.NoUnmarshalJSON
-	}
-	firstPass.EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation = v
-
-	err := json.Unmarshal(b, &firstPass)
-	if err != nil {
-		return err
-	}
-
-	err = json.Unmarshal(
-		b, &v.MemberOperationFields)
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-type __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation struct {
-	Id string `json:"id"`
-
-	Machine string `json:"machine"`
-
-	Action MemberAction `json:"action"`
-
-	Mode *string `json:"mode"`
-
-	IncusOperation string `json:"incusOperation"`
-
-	StartedBy string `json:"startedBy"`
-
-	StartedAt time.Time `json:"startedAt"`
-
-	FinishedAt *time.Time `json:"finishedAt"`
-
-	Outcome *MemberOperationKind `json:"outcome"`
-
-	Message string `json:"message"`
-}
-
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) MarshalJSON() ([]byte, error) {
-	premarshaled, err := v.__premarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(premarshaled)
-}
-
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) __premarshalJSON() (*__premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation, error) {
-	var retval __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation
-
-	retval.Id = v.MemberOperationFields.Id
-	retval.Machine = v.MemberOperationFields.Machine
-	retval.Action = v.MemberOperationFields.Action
-	retval.Mode = v.MemberOperationFields.Mode
-	retval.IncusOperation = v.MemberOperationFields.IncusOperation
-	retval.StartedBy = v.MemberOperationFields.StartedBy
-	retval.StartedAt = v.MemberOperationFields.StartedAt
-	retval.FinishedAt = v.MemberOperationFields.FinishedAt
-	retval.Outcome = v.MemberOperationFields.Outcome
-	retval.Message = v.MemberOperationFields.Message
-	return &retval, nil
-}
-
 // EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan includes the requested fields of the GraphQL type Plan.
 // The GraphQL type's documentation follows.
 //
@@ -4164,9 +4036,9 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -4209,7 +4081,7 @@ type __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -4229,7 +4101,7 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -4250,6 +4122,136 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarge
 // GetInstances returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget.Instances, and is useful for accessing the field via an interface.
 func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget) GetInstances() int {
 	return v.Instances
+}
+
+// EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask includes the requested fields of the GraphQL type MaintenanceTask.
+// The GraphQL type's documentation follows.
+//
+// A maintenance task: an evacuation or restore Apelora asked Incus for and follows to its
+// end. Incus carries it out in an operation of its own (incusOperation).
+type EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask struct {
+	MaintenanceTaskFields `json:"-"`
+}
+
+// GetId returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Id, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetId() string {
+	return v.MaintenanceTaskFields.Id
+}
+
+// GetMachine returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Machine, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetMachine() string {
+	return v.MaintenanceTaskFields.Machine
+}
+
+// GetAction returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Action, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetAction() MemberAction {
+	return v.MaintenanceTaskFields.Action
+}
+
+// GetMode returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Mode, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetMode() *string {
+	return v.MaintenanceTaskFields.Mode
+}
+
+// GetIncusOperation returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.IncusOperation, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetIncusOperation() string {
+	return v.MaintenanceTaskFields.IncusOperation
+}
+
+// GetStartedBy returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.StartedBy, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetStartedBy() string {
+	return v.MaintenanceTaskFields.StartedBy
+}
+
+// GetStartedAt returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.StartedAt, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetStartedAt() time.Time {
+	return v.MaintenanceTaskFields.StartedAt
+}
+
+// GetFinishedAt returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.FinishedAt, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetFinishedAt() *time.Time {
+	return v.MaintenanceTaskFields.FinishedAt
+}
+
+// GetOutcome returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Outcome, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetOutcome() *MaintenanceEventKind {
+	return v.MaintenanceTaskFields.Outcome
+}
+
+// GetMessage returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Message, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetMessage() string {
+	return v.MaintenanceTaskFields.Message
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaintenanceTaskFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask struct {
+	Id string `json:"id"`
+
+	Machine string `json:"machine"`
+
+	Action MemberAction `json:"action"`
+
+	Mode *string `json:"mode"`
+
+	IncusOperation string `json:"incusOperation"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	Outcome *MaintenanceEventKind `json:"outcome"`
+
+	Message string `json:"message"`
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) __premarshalJSON() (*__premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask, error) {
+	var retval __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask
+
+	retval.Id = v.MaintenanceTaskFields.Id
+	retval.Machine = v.MaintenanceTaskFields.Machine
+	retval.Action = v.MaintenanceTaskFields.Action
+	retval.Mode = v.MaintenanceTaskFields.Mode
+	retval.IncusOperation = v.MaintenanceTaskFields.IncusOperation
+	retval.StartedBy = v.MaintenanceTaskFields.StartedBy
+	retval.StartedAt = v.MaintenanceTaskFields.StartedAt
+	retval.FinishedAt = v.MaintenanceTaskFields.FinishedAt
+	retval.Outcome = v.MaintenanceTaskFields.Outcome
+	retval.Message = v.MaintenanceTaskFields.Message
+	return &retval, nil
 }
 
 type EvacuateMemberInput struct {
@@ -7080,9 +7082,9 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -7125,7 +7127,7 @@ type __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSys
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -7145,7 +7147,7 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -7892,6 +7894,27 @@ type MachinesResponse struct {
 // GetMachines returns MachinesResponse.Machines, and is useful for accessing the field via an interface.
 func (v *MachinesResponse) GetMachines() []MachinesMachinesMachine { return v.Machines }
 
+// What an event of a maintenance task says.
+type MaintenanceEventKind string
+
+const (
+	MaintenanceEventKindStarted MaintenanceEventKind = "STARTED"
+	// An instance stopped, moved or started, as Incus reported it.
+	MaintenanceEventKindProgress  MaintenanceEventKind = "PROGRESS"
+	MaintenanceEventKindSucceeded MaintenanceEventKind = "SUCCEEDED"
+	MaintenanceEventKindFailed    MaintenanceEventKind = "FAILED"
+	// Incus no longer lists its operation and the member's status does not say it succeeded.
+	MaintenanceEventKindUnknown MaintenanceEventKind = "UNKNOWN"
+)
+
+var AllMaintenanceEventKind = []MaintenanceEventKind{
+	MaintenanceEventKindStarted,
+	MaintenanceEventKindProgress,
+	MaintenanceEventKindSucceeded,
+	MaintenanceEventKindFailed,
+	MaintenanceEventKindUnknown,
+}
+
 // MaintenanceInstanceFields includes the GraphQL fields of MaintenanceInstance requested by the fragment MaintenanceInstanceFields.
 type MaintenanceInstanceFields struct {
 	Project string `json:"project"`
@@ -7921,6 +7944,260 @@ func (v *MaintenanceInstanceFields) GetClusterEvacuate() *string { return v.Clus
 
 // GetFate returns MaintenanceInstanceFields.Fate, and is useful for accessing the field via an interface.
 func (v *MaintenanceInstanceFields) GetFate() InstanceFate { return v.Fate }
+
+// MaintenanceTaskFields includes the GraphQL fields of MaintenanceTask requested by the fragment MaintenanceTaskFields.
+// The GraphQL type's documentation follows.
+//
+// A maintenance task: an evacuation or restore Apelora asked Incus for and follows to its
+// end. Incus carries it out in an operation of its own (incusOperation).
+type MaintenanceTaskFields struct {
+	Id      string       `json:"id"`
+	Machine string       `json:"machine"`
+	Action  MemberAction `json:"action"`
+	Mode    *string      `json:"mode"`
+	// Incus's operation id (GET /1.0/operations/{id} while it runs).
+	IncusOperation string    `json:"incusOperation"`
+	StartedBy      string    `json:"startedBy"`
+	StartedAt      time.Time `json:"startedAt"`
+	// Null while it runs.
+	FinishedAt *time.Time `json:"finishedAt"`
+	// SUCCEEDED, FAILED or UNKNOWN once finished.
+	Outcome *MaintenanceEventKind `json:"outcome"`
+	Message string                `json:"message"`
+}
+
+// GetId returns MaintenanceTaskFields.Id, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetId() string { return v.Id }
+
+// GetMachine returns MaintenanceTaskFields.Machine, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetMachine() string { return v.Machine }
+
+// GetAction returns MaintenanceTaskFields.Action, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetAction() MemberAction { return v.Action }
+
+// GetMode returns MaintenanceTaskFields.Mode, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetMode() *string { return v.Mode }
+
+// GetIncusOperation returns MaintenanceTaskFields.IncusOperation, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetIncusOperation() string { return v.IncusOperation }
+
+// GetStartedBy returns MaintenanceTaskFields.StartedBy, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetStartedBy() string { return v.StartedBy }
+
+// GetStartedAt returns MaintenanceTaskFields.StartedAt, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetStartedAt() time.Time { return v.StartedAt }
+
+// GetFinishedAt returns MaintenanceTaskFields.FinishedAt, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetFinishedAt() *time.Time { return v.FinishedAt }
+
+// GetOutcome returns MaintenanceTaskFields.Outcome, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetOutcome() *MaintenanceEventKind { return v.Outcome }
+
+// GetMessage returns MaintenanceTaskFields.Message, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetMessage() string { return v.Message }
+
+// MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent includes the requested fields of the GraphQL type MaintenanceTaskEvent.
+// The GraphQL type's documentation follows.
+//
+// One event of a maintenance task, as maintenanceTask pushes it.
+type MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent struct {
+	Id string `json:"id"`
+	// The task (MaintenanceTask.id).
+	TaskId  string               `json:"taskId"`
+	Machine string               `json:"machine"`
+	Action  MemberAction         `json:"action"`
+	At      time.Time            `json:"at"`
+	Kind    MaintenanceEventKind `json:"kind"`
+	Message string               `json:"message"`
+}
+
+// GetId returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.Id, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetId() string { return v.Id }
+
+// GetTaskId returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.TaskId, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetTaskId() string {
+	return v.TaskId
+}
+
+// GetMachine returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.Machine, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetMachine() string {
+	return v.Machine
+}
+
+// GetAction returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.Action, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetAction() MemberAction {
+	return v.Action
+}
+
+// GetAt returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.At, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetAt() time.Time { return v.At }
+
+// GetKind returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.Kind, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetKind() MaintenanceEventKind {
+	return v.Kind
+}
+
+// GetMessage returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.Message, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetMessage() string {
+	return v.Message
+}
+
+// MaintenanceTaskProgressResponse is returned by MaintenanceTaskProgress on success.
+type MaintenanceTaskProgressResponse struct {
+	// Progress of a member's maintenance tasks (evacuations and restores), read from Incus's
+	// operation that carries each out: started, each instance stopped, moved or started, then
+	// the end. With `after` (an event id), the events after it are replayed first. Followed by
+	// every API replica from the database, so a restarted server reports a task in progress
+	// again.
+	MaintenanceTask MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent `json:"maintenanceTask"`
+}
+
+// GetMaintenanceTask returns MaintenanceTaskProgressResponse.MaintenanceTask, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressResponse) GetMaintenanceTask() MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent {
+	return v.MaintenanceTask
+}
+
+// MaintenanceTasksMaintenanceTasksMaintenanceTask includes the requested fields of the GraphQL type MaintenanceTask.
+// The GraphQL type's documentation follows.
+//
+// A maintenance task: an evacuation or restore Apelora asked Incus for and follows to its
+// end. Incus carries it out in an operation of its own (incusOperation).
+type MaintenanceTasksMaintenanceTasksMaintenanceTask struct {
+	MaintenanceTaskFields `json:"-"`
+}
+
+// GetId returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Id, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetId() string {
+	return v.MaintenanceTaskFields.Id
+}
+
+// GetMachine returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Machine, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetMachine() string {
+	return v.MaintenanceTaskFields.Machine
+}
+
+// GetAction returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Action, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetAction() MemberAction {
+	return v.MaintenanceTaskFields.Action
+}
+
+// GetMode returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Mode, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetMode() *string {
+	return v.MaintenanceTaskFields.Mode
+}
+
+// GetIncusOperation returns MaintenanceTasksMaintenanceTasksMaintenanceTask.IncusOperation, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetIncusOperation() string {
+	return v.MaintenanceTaskFields.IncusOperation
+}
+
+// GetStartedBy returns MaintenanceTasksMaintenanceTasksMaintenanceTask.StartedBy, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetStartedBy() string {
+	return v.MaintenanceTaskFields.StartedBy
+}
+
+// GetStartedAt returns MaintenanceTasksMaintenanceTasksMaintenanceTask.StartedAt, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetStartedAt() time.Time {
+	return v.MaintenanceTaskFields.StartedAt
+}
+
+// GetFinishedAt returns MaintenanceTasksMaintenanceTasksMaintenanceTask.FinishedAt, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetFinishedAt() *time.Time {
+	return v.MaintenanceTaskFields.FinishedAt
+}
+
+// GetOutcome returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Outcome, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetOutcome() *MaintenanceEventKind {
+	return v.MaintenanceTaskFields.Outcome
+}
+
+// GetMessage returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Message, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetMessage() string {
+	return v.MaintenanceTaskFields.Message
+}
+
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*MaintenanceTasksMaintenanceTasksMaintenanceTask
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.MaintenanceTasksMaintenanceTasksMaintenanceTask = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaintenanceTaskFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalMaintenanceTasksMaintenanceTasksMaintenanceTask struct {
+	Id string `json:"id"`
+
+	Machine string `json:"machine"`
+
+	Action MemberAction `json:"action"`
+
+	Mode *string `json:"mode"`
+
+	IncusOperation string `json:"incusOperation"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	Outcome *MaintenanceEventKind `json:"outcome"`
+
+	Message string `json:"message"`
+}
+
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) __premarshalJSON() (*__premarshalMaintenanceTasksMaintenanceTasksMaintenanceTask, error) {
+	var retval __premarshalMaintenanceTasksMaintenanceTasksMaintenanceTask
+
+	retval.Id = v.MaintenanceTaskFields.Id
+	retval.Machine = v.MaintenanceTaskFields.Machine
+	retval.Action = v.MaintenanceTaskFields.Action
+	retval.Mode = v.MaintenanceTaskFields.Mode
+	retval.IncusOperation = v.MaintenanceTaskFields.IncusOperation
+	retval.StartedBy = v.MaintenanceTaskFields.StartedBy
+	retval.StartedAt = v.MaintenanceTaskFields.StartedAt
+	retval.FinishedAt = v.MaintenanceTaskFields.FinishedAt
+	retval.Outcome = v.MaintenanceTaskFields.Outcome
+	retval.Message = v.MaintenanceTaskFields.Message
+	return &retval, nil
+}
+
+// MaintenanceTasksResponse is returned by MaintenanceTasks on success.
+type MaintenanceTasksResponse struct {
+	// The maintenance tasks of a member: the evacuations and restores Apelora asked Incus
+	// for, newest first (at most 20).
+	MaintenanceTasks []MaintenanceTasksMaintenanceTasksMaintenanceTask `json:"maintenanceTasks"`
+}
+
+// GetMaintenanceTasks returns MaintenanceTasksResponse.MaintenanceTasks, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksResponse) GetMaintenanceTasks() []MaintenanceTasksMaintenanceTasksMaintenanceTask {
+	return v.MaintenanceTasks
+}
 
 type MemberAction string
 
@@ -8008,267 +8285,6 @@ func (v *MemberFields) GetHeld() bool { return v.Held }
 // GetScheduler returns MemberFields.Scheduler, and is useful for accessing the field via an interface.
 func (v *MemberFields) GetScheduler() *string { return v.Scheduler }
 
-// MemberOperationFields includes the GraphQL fields of MemberOperation requested by the fragment MemberOperationFields.
-// The GraphQL type's documentation follows.
-//
-// MaintenanceTask, by its old name (memberOperations, the payloads' operation).
-type MemberOperationFields struct {
-	Id             string               `json:"id"`
-	Machine        string               `json:"machine"`
-	Action         MemberAction         `json:"action"`
-	Mode           *string              `json:"mode"`
-	IncusOperation string               `json:"incusOperation"`
-	StartedBy      string               `json:"startedBy"`
-	StartedAt      time.Time            `json:"startedAt"`
-	FinishedAt     *time.Time           `json:"finishedAt"`
-	Outcome        *MemberOperationKind `json:"outcome"`
-	Message        string               `json:"message"`
-}
-
-// GetId returns MemberOperationFields.Id, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetId() string { return v.Id }
-
-// GetMachine returns MemberOperationFields.Machine, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetMachine() string { return v.Machine }
-
-// GetAction returns MemberOperationFields.Action, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetAction() MemberAction { return v.Action }
-
-// GetMode returns MemberOperationFields.Mode, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetMode() *string { return v.Mode }
-
-// GetIncusOperation returns MemberOperationFields.IncusOperation, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetIncusOperation() string { return v.IncusOperation }
-
-// GetStartedBy returns MemberOperationFields.StartedBy, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetStartedBy() string { return v.StartedBy }
-
-// GetStartedAt returns MemberOperationFields.StartedAt, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetStartedAt() time.Time { return v.StartedAt }
-
-// GetFinishedAt returns MemberOperationFields.FinishedAt, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetFinishedAt() *time.Time { return v.FinishedAt }
-
-// GetOutcome returns MemberOperationFields.Outcome, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetOutcome() *MemberOperationKind { return v.Outcome }
-
-// GetMessage returns MemberOperationFields.Message, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetMessage() string { return v.Message }
-
-// MaintenanceEventKind, by its old name: the same values.
-type MemberOperationKind string
-
-const (
-	MemberOperationKindStarted   MemberOperationKind = "STARTED"
-	MemberOperationKindProgress  MemberOperationKind = "PROGRESS"
-	MemberOperationKindSucceeded MemberOperationKind = "SUCCEEDED"
-	MemberOperationKindFailed    MemberOperationKind = "FAILED"
-	MemberOperationKindUnknown   MemberOperationKind = "UNKNOWN"
-)
-
-var AllMemberOperationKind = []MemberOperationKind{
-	MemberOperationKindStarted,
-	MemberOperationKindProgress,
-	MemberOperationKindSucceeded,
-	MemberOperationKindFailed,
-	MemberOperationKindUnknown,
-}
-
-// MemberOperationProgressMemberOperationMemberOperationEvent includes the requested fields of the GraphQL type MemberOperationEvent.
-// The GraphQL type's documentation follows.
-//
-// MaintenanceTaskEvent, by its old name (memberOperation), with taskId named operationId.
-type MemberOperationProgressMemberOperationMemberOperationEvent struct {
-	Id string `json:"id"`
-	// MaintenanceTaskEvent.taskId.
-	OperationId string              `json:"operationId"`
-	Machine     string              `json:"machine"`
-	Action      MemberAction        `json:"action"`
-	At          time.Time           `json:"at"`
-	Kind        MemberOperationKind `json:"kind"`
-	Message     string              `json:"message"`
-}
-
-// GetId returns MemberOperationProgressMemberOperationMemberOperationEvent.Id, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetId() string { return v.Id }
-
-// GetOperationId returns MemberOperationProgressMemberOperationMemberOperationEvent.OperationId, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetOperationId() string {
-	return v.OperationId
-}
-
-// GetMachine returns MemberOperationProgressMemberOperationMemberOperationEvent.Machine, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetMachine() string {
-	return v.Machine
-}
-
-// GetAction returns MemberOperationProgressMemberOperationMemberOperationEvent.Action, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetAction() MemberAction {
-	return v.Action
-}
-
-// GetAt returns MemberOperationProgressMemberOperationMemberOperationEvent.At, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetAt() time.Time { return v.At }
-
-// GetKind returns MemberOperationProgressMemberOperationMemberOperationEvent.Kind, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetKind() MemberOperationKind {
-	return v.Kind
-}
-
-// GetMessage returns MemberOperationProgressMemberOperationMemberOperationEvent.Message, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetMessage() string {
-	return v.Message
-}
-
-// MemberOperationProgressResponse is returned by MemberOperationProgress on success.
-type MemberOperationProgressResponse struct {
-	MemberOperation MemberOperationProgressMemberOperationMemberOperationEvent `json:"memberOperation"`
-}
-
-// GetMemberOperation returns MemberOperationProgressResponse.MemberOperation, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressResponse) GetMemberOperation() MemberOperationProgressMemberOperationMemberOperationEvent {
-	return v.MemberOperation
-}
-
-// MemberOperationsMemberOperationsMemberOperation includes the requested fields of the GraphQL type MemberOperation.
-// The GraphQL type's documentation follows.
-//
-// MaintenanceTask, by its old name (memberOperations, the payloads' operation).
-type MemberOperationsMemberOperationsMemberOperation struct {
-	MemberOperationFields `json:"-"`
-}
-
-// GetId returns MemberOperationsMemberOperationsMemberOperation.Id, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetId() string {
-	return v.MemberOperationFields.Id
-}
-
-// GetMachine returns MemberOperationsMemberOperationsMemberOperation.Machine, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetMachine() string {
-	return v.MemberOperationFields.Machine
-}
-
-// GetAction returns MemberOperationsMemberOperationsMemberOperation.Action, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetAction() MemberAction {
-	return v.MemberOperationFields.Action
-}
-
-// GetMode returns MemberOperationsMemberOperationsMemberOperation.Mode, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetMode() *string {
-	return v.MemberOperationFields.Mode
-}
-
-// GetIncusOperation returns MemberOperationsMemberOperationsMemberOperation.IncusOperation, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetIncusOperation() string {
-	return v.MemberOperationFields.IncusOperation
-}
-
-// GetStartedBy returns MemberOperationsMemberOperationsMemberOperation.StartedBy, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetStartedBy() string {
-	return v.MemberOperationFields.StartedBy
-}
-
-// GetStartedAt returns MemberOperationsMemberOperationsMemberOperation.StartedAt, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetStartedAt() time.Time {
-	return v.MemberOperationFields.StartedAt
-}
-
-// GetFinishedAt returns MemberOperationsMemberOperationsMemberOperation.FinishedAt, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetFinishedAt() *time.Time {
-	return v.MemberOperationFields.FinishedAt
-}
-
-// GetOutcome returns MemberOperationsMemberOperationsMemberOperation.Outcome, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetOutcome() *MemberOperationKind {
-	return v.MemberOperationFields.Outcome
-}
-
-// GetMessage returns MemberOperationsMemberOperationsMemberOperation.Message, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetMessage() string {
-	return v.MemberOperationFields.Message
-}
-
-func (v *MemberOperationsMemberOperationsMemberOperation) UnmarshalJSON(b []byte) error {
-
-	if string(b) == "null" {
-		return nil
-	}
-
-	var firstPass struct {
-		*MemberOperationsMemberOperationsMemberOperation
-		graphql.NoUnmarshalJSON
-	}
-	firstPass.MemberOperationsMemberOperationsMemberOperation = v
-
-	err := json.Unmarshal(b, &firstPass)
-	if err != nil {
-		return err
-	}
-
-	err = json.Unmarshal(
-		b, &v.MemberOperationFields)
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-type __premarshalMemberOperationsMemberOperationsMemberOperation struct {
-	Id string `json:"id"`
-
-	Machine string `json:"machine"`
-
-	Action MemberAction `json:"action"`
-
-	Mode *string `json:"mode"`
-
-	IncusOperation string `json:"incusOperation"`
-
-	StartedBy string `json:"startedBy"`
-
-	StartedAt time.Time `json:"startedAt"`
-
-	FinishedAt *time.Time `json:"finishedAt"`
-
-	Outcome *MemberOperationKind `json:"outcome"`
-
-	Message string `json:"message"`
-}
-
-func (v *MemberOperationsMemberOperationsMemberOperation) MarshalJSON() ([]byte, error) {
-	premarshaled, err := v.__premarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(premarshaled)
-}
-
-func (v *MemberOperationsMemberOperationsMemberOperation) __premarshalJSON() (*__premarshalMemberOperationsMemberOperationsMemberOperation, error) {
-	var retval __premarshalMemberOperationsMemberOperationsMemberOperation
-
-	retval.Id = v.MemberOperationFields.Id
-	retval.Machine = v.MemberOperationFields.Machine
-	retval.Action = v.MemberOperationFields.Action
-	retval.Mode = v.MemberOperationFields.Mode
-	retval.IncusOperation = v.MemberOperationFields.IncusOperation
-	retval.StartedBy = v.MemberOperationFields.StartedBy
-	retval.StartedAt = v.MemberOperationFields.StartedAt
-	retval.FinishedAt = v.MemberOperationFields.FinishedAt
-	retval.Outcome = v.MemberOperationFields.Outcome
-	retval.Message = v.MemberOperationFields.Message
-	return &retval, nil
-}
-
-// MemberOperationsResponse is returned by MemberOperations on success.
-type MemberOperationsResponse struct {
-	MemberOperations []MemberOperationsMemberOperationsMemberOperation `json:"memberOperations"`
-}
-
-// GetMemberOperations returns MemberOperationsResponse.MemberOperations, and is useful for accessing the field via an interface.
-func (v *MemberOperationsResponse) GetMemberOperations() []MemberOperationsMemberOperationsMemberOperation {
-	return v.MemberOperations
-}
-
 type MemberStatus string
 
 const (
@@ -8337,9 +8353,9 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetPlanHa
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -8382,7 +8398,7 @@ type __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan st
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -8402,7 +8418,7 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) __premars
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -8436,19 +8452,19 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 	return v.RollingRebootFields.Done
 }
 
-// GetStep returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
-func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
-	return v.RollingRebootFields.Step
+// GetStage returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Stage, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStage() RollingStage {
+	return v.RollingRebootFields.Stage
 }
 
-// GetStepSince returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
-func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
-	return v.RollingRebootFields.StepSince
+// GetStageSince returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StageSince, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStageSince() time.Time {
+	return v.RollingRebootFields.StageSince
 }
 
-// GetStepSeconds returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
-func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
-	return v.RollingRebootFields.StepSeconds
+// GetStageSeconds returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StageSeconds, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStageSeconds() float64 {
+	return v.RollingRebootFields.StageSeconds
 }
 
 // GetState returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
@@ -8510,11 +8526,11 @@ type __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadRolling
 
 	Done int `json:"done"`
 
-	Step RollingStep `json:"step"`
+	Stage RollingStage `json:"stage"`
 
-	StepSince time.Time `json:"stepSince"`
+	StageSince time.Time `json:"stageSince"`
 
-	StepSeconds float64 `json:"stepSeconds"`
+	StageSeconds float64 `json:"stageSeconds"`
 
 	State RollingState `json:"state"`
 
@@ -8542,9 +8558,9 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
-	retval.Step = v.RollingRebootFields.Step
-	retval.StepSince = v.RollingRebootFields.StepSince
-	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.Stage = v.RollingRebootFields.Stage
+	retval.StageSince = v.RollingRebootFields.StageSince
+	retval.StageSeconds = v.RollingRebootFields.StageSeconds
 	retval.State = v.RollingRebootFields.State
 	retval.Reason = v.RollingRebootFields.Reason
 	retval.StartedBy = v.RollingRebootFields.StartedBy
@@ -8684,8 +8700,12 @@ type PlanFields struct {
 	// calls, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
 	// so the same input planned again in the same world has the same hash. Send it back as the
 	// input's planHash to confirm this plan and this input, and no other.
-	PlanHash string                    `json:"planHash"`
-	Steps    []PlanFieldsStepsPlanStep `json:"steps"`
+	PlanHash string `json:"planHash"`
+	// The calls it would send, in order, each once. After a refusal inside the mutation (a
+	// state, a check, a missing hardware.delete) the plan goes on where it can and shows the
+	// rest; a caller refused by the gate itself (no manage-infrastructure) gets no calls:
+	// nothing of the mutation runs for them.
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 	// Why it would be refused, each with its documented error code.
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 	// What would qualify it without stopping it: a WARN admission check, what releasing does
@@ -8699,14 +8719,64 @@ func (v *PlanFields) GetRefused() bool { return v.Refused }
 // GetPlanHash returns PlanFields.PlanHash, and is useful for accessing the field via an interface.
 func (v *PlanFields) GetPlanHash() string { return v.PlanHash }
 
-// GetSteps returns PlanFields.Steps, and is useful for accessing the field via an interface.
-func (v *PlanFields) GetSteps() []PlanFieldsStepsPlanStep { return v.Steps }
+// GetCalls returns PlanFields.Calls, and is useful for accessing the field via an interface.
+func (v *PlanFields) GetCalls() []PlanFieldsCallsPlanCall { return v.Calls }
 
 // GetRefusals returns PlanFields.Refusals, and is useful for accessing the field via an interface.
 func (v *PlanFields) GetRefusals() []PlanFieldsRefusalsPlanFinding { return v.Refusals }
 
 // GetWarnings returns PlanFields.Warnings, and is useful for accessing the field via an interface.
 func (v *PlanFields) GetWarnings() []PlanFieldsWarningsPlanFinding { return v.Warnings }
+
+// PlanFieldsCallsPlanCall includes the requested fields of the GraphQL type PlanCall.
+// The GraphQL type's documentation follows.
+//
+// One request a plan would send: to Incus, to MAAS, or to the database.
+type PlanFieldsCallsPlanCall struct {
+	System PlanSystem `json:"system"`
+	// The request as the upstream would see it: "PUT /1.0/cluster/members/web-01",
+	// "POST machines/abc123/?op=deploy", "UPDATE machine_records".
+	Request string `json:"request"`
+	// The machine, member or record it is about (may be empty).
+	Target string `json:"target"`
+	// What would change, before → after (a member's roles or config, a MAAS call's
+	// parameters). Cloud-init user data is shown as what is approved, never its bytes: the
+	// enrolment script and the user-data template by their SHA-256, the member name, the member
+	// it contacts and the member config (the join token and its expiry are filled in at deploy).
+	Changes []PlanFieldsCallsPlanCallChangesPlanChange `json:"changes"`
+}
+
+// GetSystem returns PlanFieldsCallsPlanCall.System, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCall) GetSystem() PlanSystem { return v.System }
+
+// GetRequest returns PlanFieldsCallsPlanCall.Request, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCall) GetRequest() string { return v.Request }
+
+// GetTarget returns PlanFieldsCallsPlanCall.Target, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCall) GetTarget() string { return v.Target }
+
+// GetChanges returns PlanFieldsCallsPlanCall.Changes, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCall) GetChanges() []PlanFieldsCallsPlanCallChangesPlanChange {
+	return v.Changes
+}
+
+// PlanFieldsCallsPlanCallChangesPlanChange includes the requested fields of the GraphQL type PlanChange.
+type PlanFieldsCallsPlanCallChangesPlanChange struct {
+	Field string `json:"field"`
+	// The value now; null when it has none (or the call creates it).
+	Before *string `json:"before"`
+	// The value after; null when the call removes it.
+	After *string `json:"after"`
+}
+
+// GetField returns PlanFieldsCallsPlanCallChangesPlanChange.Field, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCallChangesPlanChange) GetField() string { return v.Field }
+
+// GetBefore returns PlanFieldsCallsPlanCallChangesPlanChange.Before, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCallChangesPlanChange) GetBefore() *string { return v.Before }
+
+// GetAfter returns PlanFieldsCallsPlanCallChangesPlanChange.After, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCallChangesPlanChange) GetAfter() *string { return v.After }
 
 // PlanFieldsRefusalsPlanFinding includes the requested fields of the GraphQL type PlanFinding.
 type PlanFieldsRefusalsPlanFinding struct {
@@ -8725,50 +8795,6 @@ func (v *PlanFieldsRefusalsPlanFinding) GetMessage() string { return v.Message }
 
 // GetField returns PlanFieldsRefusalsPlanFinding.Field, and is useful for accessing the field via an interface.
 func (v *PlanFieldsRefusalsPlanFinding) GetField() *string { return v.Field }
-
-// PlanFieldsStepsPlanStep includes the requested fields of the GraphQL type PlanStep.
-// The GraphQL type's documentation follows.
-//
-// A call of a plan, by its old name (Plan.steps): what PlanCall is, with request named call.
-type PlanFieldsStepsPlanStep struct {
-	System PlanSystem `json:"system"`
-	// PlanCall.request.
-	Call    string                                     `json:"call"`
-	Target  string                                     `json:"target"`
-	Changes []PlanFieldsStepsPlanStepChangesPlanChange `json:"changes"`
-}
-
-// GetSystem returns PlanFieldsStepsPlanStep.System, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStep) GetSystem() PlanSystem { return v.System }
-
-// GetCall returns PlanFieldsStepsPlanStep.Call, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStep) GetCall() string { return v.Call }
-
-// GetTarget returns PlanFieldsStepsPlanStep.Target, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStep) GetTarget() string { return v.Target }
-
-// GetChanges returns PlanFieldsStepsPlanStep.Changes, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStep) GetChanges() []PlanFieldsStepsPlanStepChangesPlanChange {
-	return v.Changes
-}
-
-// PlanFieldsStepsPlanStepChangesPlanChange includes the requested fields of the GraphQL type PlanChange.
-type PlanFieldsStepsPlanStepChangesPlanChange struct {
-	Field string `json:"field"`
-	// The value now; null when it has none (or the call creates it).
-	Before *string `json:"before"`
-	// The value after; null when the call removes it.
-	After *string `json:"after"`
-}
-
-// GetField returns PlanFieldsStepsPlanStepChangesPlanChange.Field, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStepChangesPlanChange) GetField() string { return v.Field }
-
-// GetBefore returns PlanFieldsStepsPlanStepChangesPlanChange.Before, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStepChangesPlanChange) GetBefore() *string { return v.Before }
-
-// GetAfter returns PlanFieldsStepsPlanStepChangesPlanChange.After, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStepChangesPlanChange) GetAfter() *string { return v.After }
 
 // PlanFieldsWarningsPlanFinding includes the requested fields of the GraphQL type PlanFinding.
 type PlanFieldsWarningsPlanFinding struct {
@@ -8996,9 +9022,9 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -9041,7 +9067,7 @@ type __premarshalRegisterMachineRegisterMachineRegisterMachinePayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -9061,7 +9087,7 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -9372,9 +9398,9 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -9417,7 +9443,7 @@ type __premarshalReleaseMachineReleaseMachineReleaseMachinePayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -9437,7 +9463,7 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -9566,9 +9592,9 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetP
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -9611,7 +9637,7 @@ type __premarshalRemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPl
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -9631,7 +9657,7 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) __pr
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -9745,9 +9771,9 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadP
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -9790,7 +9816,7 @@ type __premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfile
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -9810,7 +9836,7 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadP
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -10146,9 +10172,9 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetPlanHash() string {
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -10191,7 +10217,7 @@ type __premarshalRemoveMemberRemoveMemberRemoveMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -10211,7 +10237,7 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) __premarshalJSON() (*_
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -10272,8 +10298,9 @@ type RestoreMemberRestoreMemberRestoreMemberPayload struct {
 	// The instances the restore brings back or starts.
 	Instances []RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance `json:"instances"`
 	// The admission checks, run again before the member leaves maintenance.
-	Report    *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport    `json:"report"`
-	Operation *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation `json:"operation"`
+	Report *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport `json:"report"`
+	// The maintenance task Apelora recorded; null in a plan.
+	Task *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask `json:"task"`
 }
 
 // GetPlan returns RestoreMemberRestoreMemberRestoreMemberPayload.Plan, and is useful for accessing the field via an interface.
@@ -10291,9 +10318,9 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayload) GetReport() *RestoreMem
 	return v.Report
 }
 
-// GetOperation returns RestoreMemberRestoreMemberRestoreMemberPayload.Operation, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayload) GetOperation() *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation {
-	return v.Operation
+// GetTask returns RestoreMemberRestoreMemberRestoreMemberPayload.Task, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayload) GetTask() *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask {
+	return v.Task
 }
 
 // RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance includes the requested fields of the GraphQL type MaintenanceInstance.
@@ -10390,135 +10417,6 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInsta
 	return &retval, nil
 }
 
-// RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation includes the requested fields of the GraphQL type MemberOperation.
-// The GraphQL type's documentation follows.
-//
-// MaintenanceTask, by its old name (memberOperations, the payloads' operation).
-type RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation struct {
-	MemberOperationFields `json:"-"`
-}
-
-// GetId returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Id, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetId() string {
-	return v.MemberOperationFields.Id
-}
-
-// GetMachine returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Machine, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetMachine() string {
-	return v.MemberOperationFields.Machine
-}
-
-// GetAction returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Action, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetAction() MemberAction {
-	return v.MemberOperationFields.Action
-}
-
-// GetMode returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Mode, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetMode() *string {
-	return v.MemberOperationFields.Mode
-}
-
-// GetIncusOperation returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.IncusOperation, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetIncusOperation() string {
-	return v.MemberOperationFields.IncusOperation
-}
-
-// GetStartedBy returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.StartedBy, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetStartedBy() string {
-	return v.MemberOperationFields.StartedBy
-}
-
-// GetStartedAt returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.StartedAt, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetStartedAt() time.Time {
-	return v.MemberOperationFields.StartedAt
-}
-
-// GetFinishedAt returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.FinishedAt, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetFinishedAt() *time.Time {
-	return v.MemberOperationFields.FinishedAt
-}
-
-// GetOutcome returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Outcome, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetOutcome() *MemberOperationKind {
-	return v.MemberOperationFields.Outcome
-}
-
-// GetMessage returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Message, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetMessage() string {
-	return v.MemberOperationFields.Message
-}
-
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) UnmarshalJSON(b []byte) error {
-
-	if string(b) == "null" {
-		return nil
-	}
-
-	var firstPass struct {
-		*RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation
-		graphql.NoUnmarshalJSON
-	}
-	firstPass.RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation = v
-
-	err := json.Unmarshal(b, &firstPass)
-	if err != nil {
-		return err
-	}
-
-	err = json.Unmarshal(
-		b, &v.MemberOperationFields)
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation struct {
-	Id string `json:"id"`
-
-	Machine string `json:"machine"`
-
-	Action MemberAction `json:"action"`
-
-	Mode *string `json:"mode"`
-
-	IncusOperation string `json:"incusOperation"`
-
-	StartedBy string `json:"startedBy"`
-
-	StartedAt time.Time `json:"startedAt"`
-
-	FinishedAt *time.Time `json:"finishedAt"`
-
-	Outcome *MemberOperationKind `json:"outcome"`
-
-	Message string `json:"message"`
-}
-
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) MarshalJSON() ([]byte, error) {
-	premarshaled, err := v.__premarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(premarshaled)
-}
-
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) __premarshalJSON() (*__premarshalRestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation, error) {
-	var retval __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation
-
-	retval.Id = v.MemberOperationFields.Id
-	retval.Machine = v.MemberOperationFields.Machine
-	retval.Action = v.MemberOperationFields.Action
-	retval.Mode = v.MemberOperationFields.Mode
-	retval.IncusOperation = v.MemberOperationFields.IncusOperation
-	retval.StartedBy = v.MemberOperationFields.StartedBy
-	retval.StartedAt = v.MemberOperationFields.StartedAt
-	retval.FinishedAt = v.MemberOperationFields.FinishedAt
-	retval.Outcome = v.MemberOperationFields.Outcome
-	retval.Message = v.MemberOperationFields.Message
-	return &retval, nil
-}
-
 // RestoreMemberRestoreMemberRestoreMemberPayloadPlan includes the requested fields of the GraphQL type Plan.
 // The GraphQL type's documentation follows.
 //
@@ -10550,9 +10448,9 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetPlanHash() strin
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -10595,7 +10493,7 @@ type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -10615,7 +10513,7 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) __premarshalJSON() 
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -10715,6 +10613,136 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) __
 	return &retval, nil
 }
 
+// RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask includes the requested fields of the GraphQL type MaintenanceTask.
+// The GraphQL type's documentation follows.
+//
+// A maintenance task: an evacuation or restore Apelora asked Incus for and follows to its
+// end. Incus carries it out in an operation of its own (incusOperation).
+type RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask struct {
+	MaintenanceTaskFields `json:"-"`
+}
+
+// GetId returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Id, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetId() string {
+	return v.MaintenanceTaskFields.Id
+}
+
+// GetMachine returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Machine, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetMachine() string {
+	return v.MaintenanceTaskFields.Machine
+}
+
+// GetAction returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Action, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetAction() MemberAction {
+	return v.MaintenanceTaskFields.Action
+}
+
+// GetMode returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Mode, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetMode() *string {
+	return v.MaintenanceTaskFields.Mode
+}
+
+// GetIncusOperation returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.IncusOperation, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetIncusOperation() string {
+	return v.MaintenanceTaskFields.IncusOperation
+}
+
+// GetStartedBy returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.StartedBy, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetStartedBy() string {
+	return v.MaintenanceTaskFields.StartedBy
+}
+
+// GetStartedAt returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.StartedAt, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetStartedAt() time.Time {
+	return v.MaintenanceTaskFields.StartedAt
+}
+
+// GetFinishedAt returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.FinishedAt, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetFinishedAt() *time.Time {
+	return v.MaintenanceTaskFields.FinishedAt
+}
+
+// GetOutcome returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Outcome, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetOutcome() *MaintenanceEventKind {
+	return v.MaintenanceTaskFields.Outcome
+}
+
+// GetMessage returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Message, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetMessage() string {
+	return v.MaintenanceTaskFields.Message
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaintenanceTaskFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask struct {
+	Id string `json:"id"`
+
+	Machine string `json:"machine"`
+
+	Action MemberAction `json:"action"`
+
+	Mode *string `json:"mode"`
+
+	IncusOperation string `json:"incusOperation"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	Outcome *MaintenanceEventKind `json:"outcome"`
+
+	Message string `json:"message"`
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) __premarshalJSON() (*__premarshalRestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask, error) {
+	var retval __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask
+
+	retval.Id = v.MaintenanceTaskFields.Id
+	retval.Machine = v.MaintenanceTaskFields.Machine
+	retval.Action = v.MaintenanceTaskFields.Action
+	retval.Mode = v.MaintenanceTaskFields.Mode
+	retval.IncusOperation = v.MaintenanceTaskFields.IncusOperation
+	retval.StartedBy = v.MaintenanceTaskFields.StartedBy
+	retval.StartedAt = v.MaintenanceTaskFields.StartedAt
+	retval.FinishedAt = v.MaintenanceTaskFields.FinishedAt
+	retval.Outcome = v.MaintenanceTaskFields.Outcome
+	retval.Message = v.MaintenanceTaskFields.Message
+	return &retval, nil
+}
+
 // ResumeRollingRebootResponse is returned by ResumeRollingReboot on success.
 type ResumeRollingRebootResponse struct {
 	// Resume a paused rolling reboot from its stage.
@@ -10775,9 +10803,9 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -10820,7 +10848,7 @@ type __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -10840,7 +10868,7 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -10874,19 +10902,19 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 	return v.RollingRebootFields.Done
 }
 
-// GetStep returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
-func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
-	return v.RollingRebootFields.Step
+// GetStage returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Stage, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStage() RollingStage {
+	return v.RollingRebootFields.Stage
 }
 
-// GetStepSince returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
-func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
-	return v.RollingRebootFields.StepSince
+// GetStageSince returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StageSince, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStageSince() time.Time {
+	return v.RollingRebootFields.StageSince
 }
 
-// GetStepSeconds returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
-func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
-	return v.RollingRebootFields.StepSeconds
+// GetStageSeconds returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StageSeconds, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStageSeconds() float64 {
+	return v.RollingRebootFields.StageSeconds
 }
 
 // GetState returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
@@ -10948,11 +10976,11 @@ type __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadRolli
 
 	Done int `json:"done"`
 
-	Step RollingStep `json:"step"`
+	Stage RollingStage `json:"stage"`
 
-	StepSince time.Time `json:"stepSince"`
+	StageSince time.Time `json:"stageSince"`
 
-	StepSeconds float64 `json:"stepSeconds"`
+	StageSeconds float64 `json:"stageSeconds"`
 
 	State RollingState `json:"state"`
 
@@ -10980,9 +11008,9 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
-	retval.Step = v.RollingRebootFields.Step
-	retval.StepSince = v.RollingRebootFields.StepSince
-	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.Stage = v.RollingRebootFields.Stage
+	retval.StageSince = v.RollingRebootFields.StageSince
+	retval.StageSeconds = v.RollingRebootFields.StageSeconds
 	retval.State = v.RollingRebootFields.State
 	retval.Reason = v.RollingRebootFields.Reason
 	retval.StartedBy = v.RollingRebootFields.StartedBy
@@ -11190,9 +11218,9 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -11235,7 +11263,7 @@ type __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -11255,7 +11283,7 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -11440,9 +11468,9 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -11485,7 +11513,7 @@ type __premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -11505,7 +11533,7 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -11521,11 +11549,13 @@ type RollingRebootFields struct {
 	// The member in progress; null once every member is done.
 	Current *string `json:"current"`
 	// How many members are done.
-	Done        int          `json:"done"`
-	Step        RollingStep  `json:"step"`
-	StepSince   time.Time    `json:"stepSince"`
-	StepSeconds float64      `json:"stepSeconds"`
-	State       RollingState `json:"state"`
+	Done  int          `json:"done"`
+	Stage RollingStage `json:"stage"`
+	// When the current member entered its stage.
+	StageSince time.Time `json:"stageSince"`
+	// Seconds the current member has been in its stage.
+	StageSeconds float64      `json:"stageSeconds"`
+	State        RollingState `json:"state"`
 	// Why it failed or was cancelled; empty otherwise.
 	Reason     string     `json:"reason"`
 	StartedBy  string     `json:"startedBy"`
@@ -11545,14 +11575,14 @@ func (v *RollingRebootFields) GetCurrent() *string { return v.Current }
 // GetDone returns RollingRebootFields.Done, and is useful for accessing the field via an interface.
 func (v *RollingRebootFields) GetDone() int { return v.Done }
 
-// GetStep returns RollingRebootFields.Step, and is useful for accessing the field via an interface.
-func (v *RollingRebootFields) GetStep() RollingStep { return v.Step }
+// GetStage returns RollingRebootFields.Stage, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStage() RollingStage { return v.Stage }
 
-// GetStepSince returns RollingRebootFields.StepSince, and is useful for accessing the field via an interface.
-func (v *RollingRebootFields) GetStepSince() time.Time { return v.StepSince }
+// GetStageSince returns RollingRebootFields.StageSince, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStageSince() time.Time { return v.StageSince }
 
-// GetStepSeconds returns RollingRebootFields.StepSeconds, and is useful for accessing the field via an interface.
-func (v *RollingRebootFields) GetStepSeconds() float64 { return v.StepSeconds }
+// GetStageSeconds returns RollingRebootFields.StageSeconds, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStageSeconds() float64 { return v.StageSeconds }
 
 // GetState returns RollingRebootFields.State, and is useful for accessing the field via an interface.
 func (v *RollingRebootFields) GetState() RollingState { return v.State }
@@ -11623,15 +11653,17 @@ func (v *RollingRebootRollingReboot) GetCurrent() *string { return v.RollingRebo
 // GetDone returns RollingRebootRollingReboot.Done, and is useful for accessing the field via an interface.
 func (v *RollingRebootRollingReboot) GetDone() int { return v.RollingRebootFields.Done }
 
-// GetStep returns RollingRebootRollingReboot.Step, and is useful for accessing the field via an interface.
-func (v *RollingRebootRollingReboot) GetStep() RollingStep { return v.RollingRebootFields.Step }
+// GetStage returns RollingRebootRollingReboot.Stage, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStage() RollingStage { return v.RollingRebootFields.Stage }
 
-// GetStepSince returns RollingRebootRollingReboot.StepSince, and is useful for accessing the field via an interface.
-func (v *RollingRebootRollingReboot) GetStepSince() time.Time { return v.RollingRebootFields.StepSince }
+// GetStageSince returns RollingRebootRollingReboot.StageSince, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStageSince() time.Time {
+	return v.RollingRebootFields.StageSince
+}
 
-// GetStepSeconds returns RollingRebootRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
-func (v *RollingRebootRollingReboot) GetStepSeconds() float64 {
-	return v.RollingRebootFields.StepSeconds
+// GetStageSeconds returns RollingRebootRollingReboot.StageSeconds, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStageSeconds() float64 {
+	return v.RollingRebootFields.StageSeconds
 }
 
 // GetState returns RollingRebootRollingReboot.State, and is useful for accessing the field via an interface.
@@ -11685,11 +11717,11 @@ type __premarshalRollingRebootRollingReboot struct {
 
 	Done int `json:"done"`
 
-	Step RollingStep `json:"step"`
+	Stage RollingStage `json:"stage"`
 
-	StepSince time.Time `json:"stepSince"`
+	StageSince time.Time `json:"stageSince"`
 
-	StepSeconds float64 `json:"stepSeconds"`
+	StageSeconds float64 `json:"stageSeconds"`
 
 	State RollingState `json:"state"`
 
@@ -11717,15 +11749,45 @@ func (v *RollingRebootRollingReboot) __premarshalJSON() (*__premarshalRollingReb
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
-	retval.Step = v.RollingRebootFields.Step
-	retval.StepSince = v.RollingRebootFields.StepSince
-	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.Stage = v.RollingRebootFields.Stage
+	retval.StageSince = v.RollingRebootFields.StageSince
+	retval.StageSeconds = v.RollingRebootFields.StageSeconds
 	retval.State = v.RollingRebootFields.State
 	retval.Reason = v.RollingRebootFields.Reason
 	retval.StartedBy = v.RollingRebootFields.StartedBy
 	retval.StartedAt = v.RollingRebootFields.StartedAt
 	retval.FinishedAt = v.RollingRebootFields.FinishedAt
 	return &retval, nil
+}
+
+// Where the current member stands: the stages every member goes through, in order.
+type RollingStage string
+
+const (
+	// Incus evacuates it (evacuateMember).
+	RollingStageEvacuate RollingStage = "EVACUATE"
+	// The hardware UUID is checked and MAAS asked to power it off.
+	RollingStagePowerOff RollingStage = "POWER_OFF"
+	// Waiting for a power read saying off and for Incus to list it Offline.
+	RollingStageConfirmOff RollingStage = "CONFIRM_OFF"
+	// MAAS is asked to power it on.
+	RollingStagePowerOn RollingStage = "POWER_ON"
+	// Waiting for Incus to list it again (bounded by APELORA_ROLLING_ONLINE_TIMEOUT).
+	RollingStageWaitOnline RollingStage = "WAIT_ONLINE"
+	// The admission checks run again and Incus restores it (restoreMember).
+	RollingStageRestore RollingStage = "RESTORE"
+	// Every member is done.
+	RollingStageDone RollingStage = "DONE"
+)
+
+var AllRollingStage = []RollingStage{
+	RollingStageEvacuate,
+	RollingStagePowerOff,
+	RollingStageConfirmOff,
+	RollingStagePowerOn,
+	RollingStageWaitOnline,
+	RollingStageRestore,
+	RollingStageDone,
 }
 
 type RollingState string
@@ -11744,29 +11806,6 @@ var AllRollingState = []RollingState{
 	RollingStateSucceeded,
 	RollingStateFailed,
 	RollingStateCancelled,
-}
-
-// RollingStage, by its old name (RollingReboot.step): the same values.
-type RollingStep string
-
-const (
-	RollingStepEvacuate   RollingStep = "EVACUATE"
-	RollingStepPowerOff   RollingStep = "POWER_OFF"
-	RollingStepConfirmOff RollingStep = "CONFIRM_OFF"
-	RollingStepPowerOn    RollingStep = "POWER_ON"
-	RollingStepWaitOnline RollingStep = "WAIT_ONLINE"
-	RollingStepRestore    RollingStep = "RESTORE"
-	RollingStepDone       RollingStep = "DONE"
-)
-
-var AllRollingStep = []RollingStep{
-	RollingStepEvacuate,
-	RollingStepPowerOff,
-	RollingStepConfirmOff,
-	RollingStepPowerOn,
-	RollingStepWaitOnline,
-	RollingStepRestore,
-	RollingStepDone,
 }
 
 type RunHardwareTestsInput struct {
@@ -12046,9 +12085,9 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetPlanHash() s
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -12091,7 +12130,7 @@ type __premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -12111,7 +12150,7 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) __premarshalJSO
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -12345,9 +12384,9 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -12390,7 +12429,7 @@ type __premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -12410,7 +12449,7 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -12575,9 +12614,9 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetP
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -12620,7 +12659,7 @@ type __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPl
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -12640,7 +12679,7 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) __pr
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -13041,9 +13080,9 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -13086,7 +13125,7 @@ type __premarshalSetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -13106,7 +13145,7 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -13229,9 +13268,9 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetPlanHa
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -13274,7 +13313,7 @@ type __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadPlan st
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -13294,7 +13333,7 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) __premars
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -13328,19 +13367,19 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) 
 	return v.RollingRebootFields.Done
 }
 
-// GetStep returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
-func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
-	return v.RollingRebootFields.Step
+// GetStage returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Stage, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStage() RollingStage {
+	return v.RollingRebootFields.Stage
 }
 
-// GetStepSince returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
-func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
-	return v.RollingRebootFields.StepSince
+// GetStageSince returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StageSince, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStageSince() time.Time {
+	return v.RollingRebootFields.StageSince
 }
 
-// GetStepSeconds returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
-func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
-	return v.RollingRebootFields.StepSeconds
+// GetStageSeconds returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StageSeconds, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStageSeconds() float64 {
+	return v.RollingRebootFields.StageSeconds
 }
 
 // GetState returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
@@ -13402,11 +13441,11 @@ type __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadRolling
 
 	Done int `json:"done"`
 
-	Step RollingStep `json:"step"`
+	Stage RollingStage `json:"stage"`
 
-	StepSince time.Time `json:"stepSince"`
+	StageSince time.Time `json:"stageSince"`
 
-	StepSeconds float64 `json:"stepSeconds"`
+	StageSeconds float64 `json:"stageSeconds"`
 
 	State RollingState `json:"state"`
 
@@ -13434,9 +13473,9 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) 
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
-	retval.Step = v.RollingRebootFields.Step
-	retval.StepSince = v.RollingRebootFields.StepSince
-	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.Stage = v.RollingRebootFields.Stage
+	retval.StageSince = v.RollingRebootFields.StageSince
+	retval.StageSeconds = v.RollingRebootFields.StageSeconds
 	retval.State = v.RollingRebootFields.State
 	retval.Reason = v.RollingRebootFields.Reason
 	retval.StartedBy = v.RollingRebootFields.StartedBy
@@ -13526,9 +13565,9 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -13571,7 +13610,7 @@ type __premarshalUnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -13591,7 +13630,7 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -13858,25 +13897,25 @@ type __MachineMemberInput struct {
 // GetName returns __MachineMemberInput.Name, and is useful for accessing the field via an interface.
 func (v *__MachineMemberInput) GetName() string { return v.Name }
 
-// __MemberOperationProgressInput is used internally by genqlient
-type __MemberOperationProgressInput struct {
+// __MaintenanceTaskProgressInput is used internally by genqlient
+type __MaintenanceTaskProgressInput struct {
 	Name  string  `json:"name"`
 	After *string `json:"after"`
 }
 
-// GetName returns __MemberOperationProgressInput.Name, and is useful for accessing the field via an interface.
-func (v *__MemberOperationProgressInput) GetName() string { return v.Name }
+// GetName returns __MaintenanceTaskProgressInput.Name, and is useful for accessing the field via an interface.
+func (v *__MaintenanceTaskProgressInput) GetName() string { return v.Name }
 
-// GetAfter returns __MemberOperationProgressInput.After, and is useful for accessing the field via an interface.
-func (v *__MemberOperationProgressInput) GetAfter() *string { return v.After }
+// GetAfter returns __MaintenanceTaskProgressInput.After, and is useful for accessing the field via an interface.
+func (v *__MaintenanceTaskProgressInput) GetAfter() *string { return v.After }
 
-// __MemberOperationsInput is used internally by genqlient
-type __MemberOperationsInput struct {
+// __MaintenanceTasksInput is used internally by genqlient
+type __MaintenanceTasksInput struct {
 	Name string `json:"name"`
 }
 
-// GetName returns __MemberOperationsInput.Name, and is useful for accessing the field via an interface.
-func (v *__MemberOperationsInput) GetName() string { return v.Name }
+// GetName returns __MaintenanceTasksInput.Name, and is useful for accessing the field via an interface.
+func (v *__MaintenanceTasksInput) GetName() string { return v.Name }
 
 // __PauseRollingRebootInput is used internally by genqlient
 type __PauseRollingRebootInput struct {
@@ -14160,9 +14199,9 @@ mutation AdmitMember ($input: AdmitMemberInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14293,9 +14332,9 @@ mutation ApproveEnrolment ($input: ApproveEnrolmentInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14392,9 +14431,9 @@ mutation AssignHardwareProfile ($input: AssignHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14679,9 +14718,9 @@ mutation CancelRollingReboot ($input: RollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14704,9 +14743,9 @@ fragment RollingRebootFields on RollingReboot {
 	members
 	current
 	done
-	step
-	stepSince
-	stepSeconds
+	stage
+	stageSince
+	stageSeconds
 	state
 	reason
 	startedBy
@@ -14757,9 +14796,9 @@ mutation ClearHardwareProfile ($input: ClearHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14866,9 +14905,9 @@ mutation CommissionMachine ($input: CommissionMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14948,9 +14987,9 @@ mutation CreateIdentity ($input: CreateIdentityInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -15165,17 +15204,17 @@ mutation EvacuateMember ($input: EvacuateMemberInput!) {
 			member
 			instances
 		}
-		operation {
-			... MemberOperationFields
+		task {
+			... MaintenanceTaskFields
 		}
 	}
 }
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -15201,7 +15240,7 @@ fragment MaintenanceInstanceFields on MaintenanceInstance {
 	clusterEvacuate
 	fate
 }
-fragment MemberOperationFields on MemberOperation {
+fragment MaintenanceTaskFields on MaintenanceTask {
 	id
 	machine
 	action
@@ -15756,9 +15795,9 @@ mutation InstallOperatingSystem ($input: InstallOperatingSystemInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16073,12 +16112,12 @@ func Machines(
 	return data_, err_
 }
 
-// The subscription executed by MemberOperationProgress.
-const MemberOperationProgress_Operation = `
-subscription MemberOperationProgress ($name: String!, $after: ID) {
-	memberOperation(name: $name, after: $after) {
+// The subscription executed by MaintenanceTaskProgress.
+const MaintenanceTaskProgress_Operation = `
+subscription MaintenanceTaskProgress ($name: String!, $after: ID) {
+	maintenanceTask(name: $name, after: $after) {
 		id
-		operationId
+		taskId
 		machine
 		action
 		at
@@ -16089,32 +16128,32 @@ subscription MemberOperationProgress ($name: String!, $after: ID) {
 `
 
 // To unsubscribe, use [graphql.WebSocketClient.Unsubscribe]
-func MemberOperationProgress(
+func MaintenanceTaskProgress(
 	ctx_ context.Context,
 	client_ graphql.WebSocketClient,
 	name string,
 	after *string,
-) (dataChan_ chan MemberOperationProgressWsResponse, subscriptionID_ string, err_ error) {
+) (dataChan_ chan MaintenanceTaskProgressWsResponse, subscriptionID_ string, err_ error) {
 	req_ := &graphql.Request{
-		OpName: "MemberOperationProgress",
-		Query:  MemberOperationProgress_Operation,
-		Variables: &__MemberOperationProgressInput{
+		OpName: "MaintenanceTaskProgress",
+		Query:  MaintenanceTaskProgress_Operation,
+		Variables: &__MaintenanceTaskProgressInput{
 			Name:  name,
 			After: after,
 		},
 	}
 
-	dataChan_ = make(chan MemberOperationProgressWsResponse)
-	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, MemberOperationProgressForwardData)
+	dataChan_ = make(chan MaintenanceTaskProgressWsResponse)
+	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, MaintenanceTaskProgressForwardData)
 
 	return dataChan_, subscriptionID_, err_
 }
 
-type MemberOperationProgressWsResponse graphql.BaseResponse[*MemberOperationProgressResponse]
+type MaintenanceTaskProgressWsResponse graphql.BaseResponse[*MaintenanceTaskProgressResponse]
 
-func MemberOperationProgressForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
+func MaintenanceTaskProgressForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
 	var gqlResp graphql.Response
-	var wsResp MemberOperationProgressWsResponse
+	var wsResp MaintenanceTaskProgressWsResponse
 	err := json.Unmarshal(jsonRawMsg, &gqlResp)
 	if err != nil {
 		return err
@@ -16127,22 +16166,22 @@ func MemberOperationProgressForwardData(interfaceChan interface{}, jsonRawMsg js
 	} else {
 		wsResp.Errors = gqlResp.Errors
 	}
-	dataChan_, ok := interfaceChan.(chan MemberOperationProgressWsResponse)
+	dataChan_, ok := interfaceChan.(chan MaintenanceTaskProgressWsResponse)
 	if !ok {
-		return errors.New("failed to cast interface into 'chan MemberOperationProgressWsResponse'")
+		return errors.New("failed to cast interface into 'chan MaintenanceTaskProgressWsResponse'")
 	}
 	dataChan_ <- wsResp
 	return nil
 }
 
-// The query executed by MemberOperations.
-const MemberOperations_Operation = `
-query MemberOperations ($name: String!) {
-	memberOperations(name: $name) {
-		... MemberOperationFields
+// The query executed by MaintenanceTasks.
+const MaintenanceTasks_Operation = `
+query MaintenanceTasks ($name: String!) {
+	maintenanceTasks(name: $name) {
+		... MaintenanceTaskFields
 	}
 }
-fragment MemberOperationFields on MemberOperation {
+fragment MaintenanceTaskFields on MaintenanceTask {
 	id
 	machine
 	action
@@ -16156,20 +16195,20 @@ fragment MemberOperationFields on MemberOperation {
 }
 `
 
-func MemberOperations(
+func MaintenanceTasks(
 	ctx_ context.Context,
 	client_ graphql.Client,
 	name string,
-) (data_ *MemberOperationsResponse, err_ error) {
+) (data_ *MaintenanceTasksResponse, err_ error) {
 	req_ := &graphql.Request{
-		OpName: "MemberOperations",
-		Query:  MemberOperations_Operation,
-		Variables: &__MemberOperationsInput{
+		OpName: "MaintenanceTasks",
+		Query:  MaintenanceTasks_Operation,
+		Variables: &__MaintenanceTasksInput{
 			Name: name,
 		},
 	}
 
-	data_ = &MemberOperationsResponse{}
+	data_ = &MaintenanceTasksResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
@@ -16196,9 +16235,9 @@ mutation PauseRollingReboot ($input: RollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16221,9 +16260,9 @@ fragment RollingRebootFields on RollingReboot {
 	members
 	current
 	done
-	step
-	stepSince
-	stepSeconds
+	stage
+	stageSince
+	stageSeconds
 	state
 	reason
 	startedBy
@@ -16305,9 +16344,9 @@ mutation RegisterMachine ($input: RegisterMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16404,9 +16443,9 @@ mutation ReleaseMachine ($input: ReleaseMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16524,9 +16563,9 @@ mutation RemoveFenceMapping ($input: RemoveFenceMappingInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16586,9 +16625,9 @@ mutation RemoveHardwareProfile ($input: RemoveHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16662,9 +16701,9 @@ mutation RemoveMember ($input: RemoveMemberInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16754,17 +16793,17 @@ mutation RestoreMember ($input: RestoreMemberInput!) {
 		report {
 			... AdmissionReportFields
 		}
-		operation {
-			... MemberOperationFields
+		task {
+			... MaintenanceTaskFields
 		}
 	}
 }
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16800,7 +16839,7 @@ fragment AdmissionReportFields on AdmissionReport {
 		... AdmissionCheckFields
 	}
 }
-fragment MemberOperationFields on MemberOperation {
+fragment MaintenanceTaskFields on MaintenanceTask {
 	id
 	machine
 	action
@@ -16860,9 +16899,9 @@ mutation ResumeRollingReboot ($input: RollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16885,9 +16924,9 @@ fragment RollingRebootFields on RollingReboot {
 	members
 	current
 	done
-	step
-	stepSince
-	stepSeconds
+	stage
+	stageSince
+	stageSeconds
 	state
 	reason
 	startedBy
@@ -16936,9 +16975,9 @@ mutation RevokeIdentity ($input: RevokeIdentityInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17008,9 +17047,9 @@ mutation RevokeJoinToken ($input: RevokeJoinTokenInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17099,9 +17138,9 @@ fragment RollingRebootFields on RollingReboot {
 	members
 	current
 	done
-	step
-	stepSince
-	stepSeconds
+	stage
+	stageSince
+	stageSeconds
 	state
 	reason
 	startedBy
@@ -17150,9 +17189,9 @@ mutation RunHardwareTests ($input: RunHardwareTestsInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17238,9 +17277,9 @@ mutation SetFenceMapping ($input: SetFenceMappingInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17331,9 +17370,9 @@ mutation SetHardwareProfile ($input: SetHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17408,9 +17447,9 @@ mutation SetPlacementGuard ($input: SetPlacementGuardInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17470,9 +17509,9 @@ mutation StartRollingReboot ($input: StartRollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17495,9 +17534,9 @@ fragment RollingRebootFields on RollingReboot {
 	members
 	current
 	done
-	step
-	stepSince
-	stepSeconds
+	stage
+	stageSince
+	stageSeconds
 	state
 	reason
 	startedBy
@@ -17544,9 +17583,9 @@ mutation UnregisterMachine ($input: UnregisterMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field

@@ -102,7 +102,7 @@ func (c *cli) printRolling(op *client.RollingRebootFields) error {
 		fmt.Fprintf(w, "state:\t%s\n", op.State)
 		fmt.Fprintf(w, "members:\t%s (%d of %d done)\n", strings.Join(op.Members, ", "), op.Done, len(op.Members))
 		if op.Current != nil {
-			fmt.Fprintf(w, "current:\t%s, step %s for %.0f s\n", *op.Current, op.Step, op.StepSeconds)
+			fmt.Fprintf(w, "current:\t%s, stage %s for %.0f s\n", *op.Current, op.Stage, op.StageSeconds)
 		}
 		if op.Reason != "" {
 			fmt.Fprintf(w, "reason:\t%s\n", op.Reason)
