@@ -4184,7 +4184,7 @@ type AuditEvent {
   """
   The mutation, e.g. ` + "`" + `registerMachine` + "`" + ` (the first one, when a request was refused as a
   whole: ` + "`" + `details.mutations` + "`" + ` lists them and ` + "`" + `details.calls` + "`" + ` counts them), or
-  ` + "`" + `rejectedRequest` + "`" + ` (a POST refused before its operation could be read: too large, too
+  ` + "`" + `rejectedRequest` + "`" + ` (a POST refused before its GraphQL operation could be read: too large, too
   slow, not JSON, a batch, a query that does not parse). Refusals that repeat are counted,
   their events bounded per minute: ` + "`" + `rateLimited` + "`" + ` (an address's requests answered 429,
   ` + "`" + `details.refused` + "`" + `), ` + "`" + `signInFailed` + "`" + ` (an address's failed sign-ins, ` + "`" + `details.failed` + "`" + `),
