@@ -664,14 +664,16 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadMachineMember) __premarshalJSON
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -687,9 +689,9 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetPlanHash() string {
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -732,7 +734,7 @@ type __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -752,7 +754,7 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) __premarshalJSON() (*__pr
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -1068,14 +1070,16 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadMemberConfigMemb
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -1093,9 +1097,9 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetPlanHas
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -1138,7 +1142,7 @@ type __premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan str
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -1158,7 +1162,7 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) __premarsh
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -1410,14 +1414,16 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadM
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -1435,9 +1441,9 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadP
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -1480,7 +1486,7 @@ type __premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfile
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -1500,7 +1506,7 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadP
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -1696,7 +1702,7 @@ type AuditEventFields struct {
 	Actor string `json:"actor"`
 	// The mutation, e.g. `registerMachine` (the first one, when a request was refused as a
 	// whole: `details.mutations` lists them and `details.calls` counts them), or
-	// `rejectedRequest` (a POST refused before its operation could be read: too large, too
+	// `rejectedRequest` (a POST refused before its GraphQL operation could be read: too large, too
 	// slow, not JSON, a batch, a query that does not parse). Refusals that repeat are counted,
 	// their events bounded per minute: `rateLimited` (an address's requests answered 429,
 	// `details.refused`), `signInFailed` (an address's failed sign-ins, `details.failed`),
@@ -2270,7 +2276,7 @@ func (v *AuditProofResponse) GetAuditProof() AuditProofAuditProof { return v.Aud
 type CancelRollingRebootCancelRollingRebootRollingRebootPayload struct {
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan `json:"plan"`
-	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	// The rolling reboot; in a plan of startRollingReboot, as it would start (id 0).
 	RollingReboot *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
 }
 
@@ -2288,14 +2294,16 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayload) GetRollingR
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -2313,9 +2321,9 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -2358,7 +2366,7 @@ type __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -2378,7 +2386,7 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -2387,7 +2395,7 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) __prema
 // CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot struct {
 	RollingRebootFields `json:"-"`
 }
@@ -2412,19 +2420,19 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 	return v.RollingRebootFields.Done
 }
 
-// GetStep returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
-func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
-	return v.RollingRebootFields.Step
+// GetStage returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Stage, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStage() RollingStage {
+	return v.RollingRebootFields.Stage
 }
 
-// GetStepSince returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
-func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
-	return v.RollingRebootFields.StepSince
+// GetStageSince returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StageSince, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStageSince() time.Time {
+	return v.RollingRebootFields.StageSince
 }
 
-// GetStepSeconds returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
-func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
-	return v.RollingRebootFields.StepSeconds
+// GetStageSeconds returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.StageSeconds, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetStageSeconds() float64 {
+	return v.RollingRebootFields.StageSeconds
 }
 
 // GetState returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
@@ -2486,11 +2494,11 @@ type __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadRolli
 
 	Done int `json:"done"`
 
-	Step RollingStep `json:"step"`
+	Stage RollingStage `json:"stage"`
 
-	StepSince time.Time `json:"stepSince"`
+	StageSince time.Time `json:"stageSince"`
 
-	StepSeconds float64 `json:"stepSeconds"`
+	StageSeconds float64 `json:"stageSeconds"`
 
 	State RollingState `json:"state"`
 
@@ -2518,9 +2526,9 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
-	retval.Step = v.RollingRebootFields.Step
-	retval.StepSince = v.RollingRebootFields.StepSince
-	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.Stage = v.RollingRebootFields.Stage
+	retval.StageSince = v.RollingRebootFields.StageSince
+	retval.StageSeconds = v.RollingRebootFields.StageSeconds
 	retval.State = v.RollingRebootFields.State
 	retval.Reason = v.RollingRebootFields.Reason
 	retval.StartedBy = v.RollingRebootFields.StartedBy
@@ -2531,7 +2539,7 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 
 // CancelRollingRebootResponse is returned by CancelRollingReboot on success.
 type CancelRollingRebootResponse struct {
-	// Cancel a running or paused rolling reboot: no further step is taken; the member in
+	// Cancel a running or paused rolling reboot: no further stage is taken; the member in
 	// progress is left as it is (restore it with restoreMember).
 	CancelRollingReboot CancelRollingRebootCancelRollingRebootRollingRebootPayload `json:"cancelRollingReboot"`
 }
@@ -2610,14 +2618,16 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadMach
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -2635,9 +2645,9 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -2680,7 +2690,7 @@ type __premarshalClearHardwareProfileClearHardwareProfileClearHardwareProfilePay
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -2700,7 +2710,7 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -3081,14 +3091,16 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadMaasMaasMachine) __
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -3106,9 +3118,9 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -3151,7 +3163,7 @@ type __premarshalCommissionMachineCommissionMachineMaasMachinePayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -3171,7 +3183,7 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -3357,14 +3369,16 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) __premarshal
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -3382,9 +3396,9 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -3427,7 +3441,7 @@ type __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -3447,7 +3461,7 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -3873,8 +3887,8 @@ type EvacuateMemberEvacuateMemberEvacuateMemberPayload struct {
 	Instances []EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance `json:"instances"`
 	// Members the moved instances may land on (admitted, online, not held), fewest instances first.
 	Targets []EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget `json:"targets"`
-	// The operation Apelora recorded; null in a plan.
-	Operation *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation `json:"operation"`
+	// The maintenance task Apelora recorded; null in a plan.
+	Task *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask `json:"task"`
 }
 
 // GetPlan returns EvacuateMemberEvacuateMemberEvacuateMemberPayload.Plan, and is useful for accessing the field via an interface.
@@ -3892,9 +3906,9 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayload) GetTargets() []Evacu
 	return v.Targets
 }
 
-// GetOperation returns EvacuateMemberEvacuateMemberEvacuateMemberPayload.Operation, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayload) GetOperation() *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation {
-	return v.Operation
+// GetTask returns EvacuateMemberEvacuateMemberEvacuateMemberPayload.Task, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayload) GetTask() *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask {
+	return v.Task
 }
 
 // EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceInstance includes the requested fields of the GraphQL type MaintenanceInstance.
@@ -3991,147 +4005,20 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadInstancesMaintenanceIn
 	return &retval, nil
 }
 
-// EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation includes the requested fields of the GraphQL type MemberOperation.
-// The GraphQL type's documentation follows.
-//
-// An evacuation or restore Apelora asked Incus for.
-type EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation struct {
-	MemberOperationFields `json:"-"`
-}
-
-// GetId returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Id, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetId() string {
-	return v.MemberOperationFields.Id
-}
-
-// GetMachine returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Machine, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetMachine() string {
-	return v.MemberOperationFields.Machine
-}
-
-// GetAction returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Action, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetAction() MemberAction {
-	return v.MemberOperationFields.Action
-}
-
-// GetMode returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Mode, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetMode() *string {
-	return v.MemberOperationFields.Mode
-}
-
-// GetIncusOperation returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.IncusOperation, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetIncusOperation() string {
-	return v.MemberOperationFields.IncusOperation
-}
-
-// GetStartedBy returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.StartedBy, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetStartedBy() string {
-	return v.MemberOperationFields.StartedBy
-}
-
-// GetStartedAt returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.StartedAt, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetStartedAt() time.Time {
-	return v.MemberOperationFields.StartedAt
-}
-
-// GetFinishedAt returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.FinishedAt, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetFinishedAt() *time.Time {
-	return v.MemberOperationFields.FinishedAt
-}
-
-// GetOutcome returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Outcome, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetOutcome() *MemberOperationKind {
-	return v.MemberOperationFields.Outcome
-}
-
-// GetMessage returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation.Message, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) GetMessage() string {
-	return v.MemberOperationFields.Message
-}
-
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) UnmarshalJSON(b []byte) error {
-
-	if string(b) == "null" {
-		return nil
-	}
-
-	var firstPass struct {
-		*EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation
-		graphql.NoUnmarshalJSON
-	}
-	firstPass.EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation = v
-
-	err := json.Unmarshal(b, &firstPass)
-	if err != nil {
-		return err
-	}
-
-	err = json.Unmarshal(
-		b, &v.MemberOperationFields)
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-type __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation struct {
-	Id string `json:"id"`
-
-	Machine string `json:"machine"`
-
-	Action MemberAction `json:"action"`
-
-	Mode *string `json:"mode"`
-
-	IncusOperation string `json:"incusOperation"`
-
-	StartedBy string `json:"startedBy"`
-
-	StartedAt time.Time `json:"startedAt"`
-
-	FinishedAt *time.Time `json:"finishedAt"`
-
-	Outcome *MemberOperationKind `json:"outcome"`
-
-	Message string `json:"message"`
-}
-
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) MarshalJSON() ([]byte, error) {
-	premarshaled, err := v.__premarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(premarshaled)
-}
-
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation) __premarshalJSON() (*__premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation, error) {
-	var retval __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadOperationMemberOperation
-
-	retval.Id = v.MemberOperationFields.Id
-	retval.Machine = v.MemberOperationFields.Machine
-	retval.Action = v.MemberOperationFields.Action
-	retval.Mode = v.MemberOperationFields.Mode
-	retval.IncusOperation = v.MemberOperationFields.IncusOperation
-	retval.StartedBy = v.MemberOperationFields.StartedBy
-	retval.StartedAt = v.MemberOperationFields.StartedAt
-	retval.FinishedAt = v.MemberOperationFields.FinishedAt
-	retval.Outcome = v.MemberOperationFields.Outcome
-	retval.Message = v.MemberOperationFields.Message
-	return &retval, nil
-}
-
 // EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan includes the requested fields of the GraphQL type Plan.
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -4149,9 +4036,9 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -4194,7 +4081,7 @@ type __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -4214,7 +4101,7 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -4235,6 +4122,136 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarge
 // GetInstances returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget.Instances, and is useful for accessing the field via an interface.
 func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTargetsEvacuationTarget) GetInstances() int {
 	return v.Instances
+}
+
+// EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask includes the requested fields of the GraphQL type MaintenanceTask.
+// The GraphQL type's documentation follows.
+//
+// A maintenance task: an evacuation or restore Apelora asked Incus for and follows to its
+// end. Incus carries it out in an operation of its own (incusOperation).
+type EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask struct {
+	MaintenanceTaskFields `json:"-"`
+}
+
+// GetId returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Id, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetId() string {
+	return v.MaintenanceTaskFields.Id
+}
+
+// GetMachine returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Machine, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetMachine() string {
+	return v.MaintenanceTaskFields.Machine
+}
+
+// GetAction returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Action, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetAction() MemberAction {
+	return v.MaintenanceTaskFields.Action
+}
+
+// GetMode returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Mode, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetMode() *string {
+	return v.MaintenanceTaskFields.Mode
+}
+
+// GetIncusOperation returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.IncusOperation, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetIncusOperation() string {
+	return v.MaintenanceTaskFields.IncusOperation
+}
+
+// GetStartedBy returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.StartedBy, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetStartedBy() string {
+	return v.MaintenanceTaskFields.StartedBy
+}
+
+// GetStartedAt returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.StartedAt, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetStartedAt() time.Time {
+	return v.MaintenanceTaskFields.StartedAt
+}
+
+// GetFinishedAt returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.FinishedAt, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetFinishedAt() *time.Time {
+	return v.MaintenanceTaskFields.FinishedAt
+}
+
+// GetOutcome returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Outcome, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetOutcome() *MaintenanceEventKind {
+	return v.MaintenanceTaskFields.Outcome
+}
+
+// GetMessage returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask.Message, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) GetMessage() string {
+	return v.MaintenanceTaskFields.Message
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaintenanceTaskFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask struct {
+	Id string `json:"id"`
+
+	Machine string `json:"machine"`
+
+	Action MemberAction `json:"action"`
+
+	Mode *string `json:"mode"`
+
+	IncusOperation string `json:"incusOperation"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	Outcome *MaintenanceEventKind `json:"outcome"`
+
+	Message string `json:"message"`
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) __premarshalJSON() (*__premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask, error) {
+	var retval __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask
+
+	retval.Id = v.MaintenanceTaskFields.Id
+	retval.Machine = v.MaintenanceTaskFields.Machine
+	retval.Action = v.MaintenanceTaskFields.Action
+	retval.Mode = v.MaintenanceTaskFields.Mode
+	retval.IncusOperation = v.MaintenanceTaskFields.IncusOperation
+	retval.StartedBy = v.MaintenanceTaskFields.StartedBy
+	retval.StartedAt = v.MaintenanceTaskFields.StartedAt
+	retval.FinishedAt = v.MaintenanceTaskFields.FinishedAt
+	retval.Outcome = v.MaintenanceTaskFields.Outcome
+	retval.Message = v.MaintenanceTaskFields.Message
+	return &retval, nil
 }
 
 type EvacuateMemberInput struct {
@@ -4272,8 +4289,9 @@ type EvacuateMemberResponse struct {
 	// them. Refused for a member that is not in this cluster, offline, already evacuated,
 	// with an evacuation or restore still running, with a power-off in flight, or when
 	// taking it down with the members already in maintenance would cost Incus's database its
-	// majority. Progress is pushed on memberOperation; the member is EVACUATED once Incus is
-	// done, and the fencing worker never powers off an evacuated member.
+	// majority. Apelora follows it as a maintenance task (MaintenanceTask), its progress pushed
+	// on maintenanceTask; the member is EVACUATED once Incus is done, and the fencing worker
+	// never powers off an evacuated member.
 	EvacuateMember EvacuateMemberEvacuateMemberEvacuateMemberPayload `json:"evacuateMember"`
 }
 
@@ -7037,14 +7055,16 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -7062,9 +7082,9 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -7107,7 +7127,7 @@ type __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSys
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -7127,7 +7147,7 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -7874,6 +7894,27 @@ type MachinesResponse struct {
 // GetMachines returns MachinesResponse.Machines, and is useful for accessing the field via an interface.
 func (v *MachinesResponse) GetMachines() []MachinesMachinesMachine { return v.Machines }
 
+// What an event of a maintenance task says.
+type MaintenanceEventKind string
+
+const (
+	MaintenanceEventKindStarted MaintenanceEventKind = "STARTED"
+	// An instance stopped, moved or started, as Incus reported it.
+	MaintenanceEventKindProgress  MaintenanceEventKind = "PROGRESS"
+	MaintenanceEventKindSucceeded MaintenanceEventKind = "SUCCEEDED"
+	MaintenanceEventKindFailed    MaintenanceEventKind = "FAILED"
+	// Incus no longer lists its operation and the member's status does not say it succeeded.
+	MaintenanceEventKindUnknown MaintenanceEventKind = "UNKNOWN"
+)
+
+var AllMaintenanceEventKind = []MaintenanceEventKind{
+	MaintenanceEventKindStarted,
+	MaintenanceEventKindProgress,
+	MaintenanceEventKindSucceeded,
+	MaintenanceEventKindFailed,
+	MaintenanceEventKindUnknown,
+}
+
 // MaintenanceInstanceFields includes the GraphQL fields of MaintenanceInstance requested by the fragment MaintenanceInstanceFields.
 type MaintenanceInstanceFields struct {
 	Project string `json:"project"`
@@ -7903,6 +7944,260 @@ func (v *MaintenanceInstanceFields) GetClusterEvacuate() *string { return v.Clus
 
 // GetFate returns MaintenanceInstanceFields.Fate, and is useful for accessing the field via an interface.
 func (v *MaintenanceInstanceFields) GetFate() InstanceFate { return v.Fate }
+
+// MaintenanceTaskFields includes the GraphQL fields of MaintenanceTask requested by the fragment MaintenanceTaskFields.
+// The GraphQL type's documentation follows.
+//
+// A maintenance task: an evacuation or restore Apelora asked Incus for and follows to its
+// end. Incus carries it out in an operation of its own (incusOperation).
+type MaintenanceTaskFields struct {
+	Id      string       `json:"id"`
+	Machine string       `json:"machine"`
+	Action  MemberAction `json:"action"`
+	Mode    *string      `json:"mode"`
+	// Incus's operation id (GET /1.0/operations/{id} while it runs).
+	IncusOperation string    `json:"incusOperation"`
+	StartedBy      string    `json:"startedBy"`
+	StartedAt      time.Time `json:"startedAt"`
+	// Null while it runs.
+	FinishedAt *time.Time `json:"finishedAt"`
+	// SUCCEEDED, FAILED or UNKNOWN once finished.
+	Outcome *MaintenanceEventKind `json:"outcome"`
+	Message string                `json:"message"`
+}
+
+// GetId returns MaintenanceTaskFields.Id, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetId() string { return v.Id }
+
+// GetMachine returns MaintenanceTaskFields.Machine, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetMachine() string { return v.Machine }
+
+// GetAction returns MaintenanceTaskFields.Action, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetAction() MemberAction { return v.Action }
+
+// GetMode returns MaintenanceTaskFields.Mode, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetMode() *string { return v.Mode }
+
+// GetIncusOperation returns MaintenanceTaskFields.IncusOperation, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetIncusOperation() string { return v.IncusOperation }
+
+// GetStartedBy returns MaintenanceTaskFields.StartedBy, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetStartedBy() string { return v.StartedBy }
+
+// GetStartedAt returns MaintenanceTaskFields.StartedAt, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetStartedAt() time.Time { return v.StartedAt }
+
+// GetFinishedAt returns MaintenanceTaskFields.FinishedAt, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetFinishedAt() *time.Time { return v.FinishedAt }
+
+// GetOutcome returns MaintenanceTaskFields.Outcome, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetOutcome() *MaintenanceEventKind { return v.Outcome }
+
+// GetMessage returns MaintenanceTaskFields.Message, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskFields) GetMessage() string { return v.Message }
+
+// MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent includes the requested fields of the GraphQL type MaintenanceTaskEvent.
+// The GraphQL type's documentation follows.
+//
+// One event of a maintenance task, as maintenanceTask pushes it.
+type MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent struct {
+	Id string `json:"id"`
+	// The task (MaintenanceTask.id).
+	TaskId  string               `json:"taskId"`
+	Machine string               `json:"machine"`
+	Action  MemberAction         `json:"action"`
+	At      time.Time            `json:"at"`
+	Kind    MaintenanceEventKind `json:"kind"`
+	Message string               `json:"message"`
+}
+
+// GetId returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.Id, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetId() string { return v.Id }
+
+// GetTaskId returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.TaskId, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetTaskId() string {
+	return v.TaskId
+}
+
+// GetMachine returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.Machine, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetMachine() string {
+	return v.Machine
+}
+
+// GetAction returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.Action, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetAction() MemberAction {
+	return v.Action
+}
+
+// GetAt returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.At, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetAt() time.Time { return v.At }
+
+// GetKind returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.Kind, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetKind() MaintenanceEventKind {
+	return v.Kind
+}
+
+// GetMessage returns MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent.Message, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) GetMessage() string {
+	return v.Message
+}
+
+// MaintenanceTaskProgressResponse is returned by MaintenanceTaskProgress on success.
+type MaintenanceTaskProgressResponse struct {
+	// Progress of a member's maintenance tasks (evacuations and restores), read from Incus's
+	// operation that carries each out: started, each instance stopped, moved or started, then
+	// the end. With `after` (an event id), the events after it are replayed first. Followed by
+	// every API replica from the database, so a restarted server reports a task in progress
+	// again.
+	MaintenanceTask MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent `json:"maintenanceTask"`
+}
+
+// GetMaintenanceTask returns MaintenanceTaskProgressResponse.MaintenanceTask, and is useful for accessing the field via an interface.
+func (v *MaintenanceTaskProgressResponse) GetMaintenanceTask() MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent {
+	return v.MaintenanceTask
+}
+
+// MaintenanceTasksMaintenanceTasksMaintenanceTask includes the requested fields of the GraphQL type MaintenanceTask.
+// The GraphQL type's documentation follows.
+//
+// A maintenance task: an evacuation or restore Apelora asked Incus for and follows to its
+// end. Incus carries it out in an operation of its own (incusOperation).
+type MaintenanceTasksMaintenanceTasksMaintenanceTask struct {
+	MaintenanceTaskFields `json:"-"`
+}
+
+// GetId returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Id, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetId() string {
+	return v.MaintenanceTaskFields.Id
+}
+
+// GetMachine returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Machine, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetMachine() string {
+	return v.MaintenanceTaskFields.Machine
+}
+
+// GetAction returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Action, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetAction() MemberAction {
+	return v.MaintenanceTaskFields.Action
+}
+
+// GetMode returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Mode, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetMode() *string {
+	return v.MaintenanceTaskFields.Mode
+}
+
+// GetIncusOperation returns MaintenanceTasksMaintenanceTasksMaintenanceTask.IncusOperation, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetIncusOperation() string {
+	return v.MaintenanceTaskFields.IncusOperation
+}
+
+// GetStartedBy returns MaintenanceTasksMaintenanceTasksMaintenanceTask.StartedBy, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetStartedBy() string {
+	return v.MaintenanceTaskFields.StartedBy
+}
+
+// GetStartedAt returns MaintenanceTasksMaintenanceTasksMaintenanceTask.StartedAt, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetStartedAt() time.Time {
+	return v.MaintenanceTaskFields.StartedAt
+}
+
+// GetFinishedAt returns MaintenanceTasksMaintenanceTasksMaintenanceTask.FinishedAt, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetFinishedAt() *time.Time {
+	return v.MaintenanceTaskFields.FinishedAt
+}
+
+// GetOutcome returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Outcome, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetOutcome() *MaintenanceEventKind {
+	return v.MaintenanceTaskFields.Outcome
+}
+
+// GetMessage returns MaintenanceTasksMaintenanceTasksMaintenanceTask.Message, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) GetMessage() string {
+	return v.MaintenanceTaskFields.Message
+}
+
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*MaintenanceTasksMaintenanceTasksMaintenanceTask
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.MaintenanceTasksMaintenanceTasksMaintenanceTask = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaintenanceTaskFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalMaintenanceTasksMaintenanceTasksMaintenanceTask struct {
+	Id string `json:"id"`
+
+	Machine string `json:"machine"`
+
+	Action MemberAction `json:"action"`
+
+	Mode *string `json:"mode"`
+
+	IncusOperation string `json:"incusOperation"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	Outcome *MaintenanceEventKind `json:"outcome"`
+
+	Message string `json:"message"`
+}
+
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) __premarshalJSON() (*__premarshalMaintenanceTasksMaintenanceTasksMaintenanceTask, error) {
+	var retval __premarshalMaintenanceTasksMaintenanceTasksMaintenanceTask
+
+	retval.Id = v.MaintenanceTaskFields.Id
+	retval.Machine = v.MaintenanceTaskFields.Machine
+	retval.Action = v.MaintenanceTaskFields.Action
+	retval.Mode = v.MaintenanceTaskFields.Mode
+	retval.IncusOperation = v.MaintenanceTaskFields.IncusOperation
+	retval.StartedBy = v.MaintenanceTaskFields.StartedBy
+	retval.StartedAt = v.MaintenanceTaskFields.StartedAt
+	retval.FinishedAt = v.MaintenanceTaskFields.FinishedAt
+	retval.Outcome = v.MaintenanceTaskFields.Outcome
+	retval.Message = v.MaintenanceTaskFields.Message
+	return &retval, nil
+}
+
+// MaintenanceTasksResponse is returned by MaintenanceTasks on success.
+type MaintenanceTasksResponse struct {
+	// The maintenance tasks of a member: the evacuations and restores Apelora asked Incus
+	// for, newest first (at most 20).
+	MaintenanceTasks []MaintenanceTasksMaintenanceTasksMaintenanceTask `json:"maintenanceTasks"`
+}
+
+// GetMaintenanceTasks returns MaintenanceTasksResponse.MaintenanceTasks, and is useful for accessing the field via an interface.
+func (v *MaintenanceTasksResponse) GetMaintenanceTasks() []MaintenanceTasksMaintenanceTasksMaintenanceTask {
+	return v.MaintenanceTasks
+}
 
 type MemberAction string
 
@@ -7990,272 +8285,6 @@ func (v *MemberFields) GetHeld() bool { return v.Held }
 // GetScheduler returns MemberFields.Scheduler, and is useful for accessing the field via an interface.
 func (v *MemberFields) GetScheduler() *string { return v.Scheduler }
 
-// MemberOperationFields includes the GraphQL fields of MemberOperation requested by the fragment MemberOperationFields.
-// The GraphQL type's documentation follows.
-//
-// An evacuation or restore Apelora asked Incus for.
-type MemberOperationFields struct {
-	Id      string       `json:"id"`
-	Machine string       `json:"machine"`
-	Action  MemberAction `json:"action"`
-	Mode    *string      `json:"mode"`
-	// Incus's operation id (GET /1.0/operations/{id} while it runs).
-	IncusOperation string    `json:"incusOperation"`
-	StartedBy      string    `json:"startedBy"`
-	StartedAt      time.Time `json:"startedAt"`
-	// Null while it runs.
-	FinishedAt *time.Time `json:"finishedAt"`
-	// SUCCEEDED, FAILED or UNKNOWN once finished.
-	Outcome *MemberOperationKind `json:"outcome"`
-	Message string               `json:"message"`
-}
-
-// GetId returns MemberOperationFields.Id, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetId() string { return v.Id }
-
-// GetMachine returns MemberOperationFields.Machine, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetMachine() string { return v.Machine }
-
-// GetAction returns MemberOperationFields.Action, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetAction() MemberAction { return v.Action }
-
-// GetMode returns MemberOperationFields.Mode, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetMode() *string { return v.Mode }
-
-// GetIncusOperation returns MemberOperationFields.IncusOperation, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetIncusOperation() string { return v.IncusOperation }
-
-// GetStartedBy returns MemberOperationFields.StartedBy, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetStartedBy() string { return v.StartedBy }
-
-// GetStartedAt returns MemberOperationFields.StartedAt, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetStartedAt() time.Time { return v.StartedAt }
-
-// GetFinishedAt returns MemberOperationFields.FinishedAt, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetFinishedAt() *time.Time { return v.FinishedAt }
-
-// GetOutcome returns MemberOperationFields.Outcome, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetOutcome() *MemberOperationKind { return v.Outcome }
-
-// GetMessage returns MemberOperationFields.Message, and is useful for accessing the field via an interface.
-func (v *MemberOperationFields) GetMessage() string { return v.Message }
-
-type MemberOperationKind string
-
-const (
-	MemberOperationKindStarted MemberOperationKind = "STARTED"
-	// An instance stopped, moved or started, as Incus reported it.
-	MemberOperationKindProgress  MemberOperationKind = "PROGRESS"
-	MemberOperationKindSucceeded MemberOperationKind = "SUCCEEDED"
-	MemberOperationKindFailed    MemberOperationKind = "FAILED"
-	// Incus no longer lists the operation and the member's status does not say it succeeded.
-	MemberOperationKindUnknown MemberOperationKind = "UNKNOWN"
-)
-
-var AllMemberOperationKind = []MemberOperationKind{
-	MemberOperationKindStarted,
-	MemberOperationKindProgress,
-	MemberOperationKindSucceeded,
-	MemberOperationKindFailed,
-	MemberOperationKindUnknown,
-}
-
-// MemberOperationProgressMemberOperationMemberOperationEvent includes the requested fields of the GraphQL type MemberOperationEvent.
-type MemberOperationProgressMemberOperationMemberOperationEvent struct {
-	Id          string              `json:"id"`
-	OperationId string              `json:"operationId"`
-	Machine     string              `json:"machine"`
-	Action      MemberAction        `json:"action"`
-	At          time.Time           `json:"at"`
-	Kind        MemberOperationKind `json:"kind"`
-	Message     string              `json:"message"`
-}
-
-// GetId returns MemberOperationProgressMemberOperationMemberOperationEvent.Id, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetId() string { return v.Id }
-
-// GetOperationId returns MemberOperationProgressMemberOperationMemberOperationEvent.OperationId, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetOperationId() string {
-	return v.OperationId
-}
-
-// GetMachine returns MemberOperationProgressMemberOperationMemberOperationEvent.Machine, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetMachine() string {
-	return v.Machine
-}
-
-// GetAction returns MemberOperationProgressMemberOperationMemberOperationEvent.Action, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetAction() MemberAction {
-	return v.Action
-}
-
-// GetAt returns MemberOperationProgressMemberOperationMemberOperationEvent.At, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetAt() time.Time { return v.At }
-
-// GetKind returns MemberOperationProgressMemberOperationMemberOperationEvent.Kind, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetKind() MemberOperationKind {
-	return v.Kind
-}
-
-// GetMessage returns MemberOperationProgressMemberOperationMemberOperationEvent.Message, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressMemberOperationMemberOperationEvent) GetMessage() string {
-	return v.Message
-}
-
-// MemberOperationProgressResponse is returned by MemberOperationProgress on success.
-type MemberOperationProgressResponse struct {
-	// Progress of a member's evacuations and restores, from Incus's operation: started, each
-	// instance stopped, moved or started, then the end. With `after` (an event id), the events
-	// after it are replayed first. Followed by every API replica from the database, so a
-	// restarted server reports an operation in progress again.
-	MemberOperation MemberOperationProgressMemberOperationMemberOperationEvent `json:"memberOperation"`
-}
-
-// GetMemberOperation returns MemberOperationProgressResponse.MemberOperation, and is useful for accessing the field via an interface.
-func (v *MemberOperationProgressResponse) GetMemberOperation() MemberOperationProgressMemberOperationMemberOperationEvent {
-	return v.MemberOperation
-}
-
-// MemberOperationsMemberOperationsMemberOperation includes the requested fields of the GraphQL type MemberOperation.
-// The GraphQL type's documentation follows.
-//
-// An evacuation or restore Apelora asked Incus for.
-type MemberOperationsMemberOperationsMemberOperation struct {
-	MemberOperationFields `json:"-"`
-}
-
-// GetId returns MemberOperationsMemberOperationsMemberOperation.Id, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetId() string {
-	return v.MemberOperationFields.Id
-}
-
-// GetMachine returns MemberOperationsMemberOperationsMemberOperation.Machine, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetMachine() string {
-	return v.MemberOperationFields.Machine
-}
-
-// GetAction returns MemberOperationsMemberOperationsMemberOperation.Action, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetAction() MemberAction {
-	return v.MemberOperationFields.Action
-}
-
-// GetMode returns MemberOperationsMemberOperationsMemberOperation.Mode, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetMode() *string {
-	return v.MemberOperationFields.Mode
-}
-
-// GetIncusOperation returns MemberOperationsMemberOperationsMemberOperation.IncusOperation, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetIncusOperation() string {
-	return v.MemberOperationFields.IncusOperation
-}
-
-// GetStartedBy returns MemberOperationsMemberOperationsMemberOperation.StartedBy, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetStartedBy() string {
-	return v.MemberOperationFields.StartedBy
-}
-
-// GetStartedAt returns MemberOperationsMemberOperationsMemberOperation.StartedAt, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetStartedAt() time.Time {
-	return v.MemberOperationFields.StartedAt
-}
-
-// GetFinishedAt returns MemberOperationsMemberOperationsMemberOperation.FinishedAt, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetFinishedAt() *time.Time {
-	return v.MemberOperationFields.FinishedAt
-}
-
-// GetOutcome returns MemberOperationsMemberOperationsMemberOperation.Outcome, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetOutcome() *MemberOperationKind {
-	return v.MemberOperationFields.Outcome
-}
-
-// GetMessage returns MemberOperationsMemberOperationsMemberOperation.Message, and is useful for accessing the field via an interface.
-func (v *MemberOperationsMemberOperationsMemberOperation) GetMessage() string {
-	return v.MemberOperationFields.Message
-}
-
-func (v *MemberOperationsMemberOperationsMemberOperation) UnmarshalJSON(b []byte) error {
-
-	if string(b) == "null" {
-		return nil
-	}
-
-	var firstPass struct {
-		*MemberOperationsMemberOperationsMemberOperation
-		graphql.NoUnmarshalJSON
-	}
-	firstPass.MemberOperationsMemberOperationsMemberOperation = v
-
-	err := json.Unmarshal(b, &firstPass)
-	if err != nil {
-		return err
-	}
-
-	err = json.Unmarshal(
-		b, &v.MemberOperationFields)
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-type __premarshalMemberOperationsMemberOperationsMemberOperation struct {
-	Id string `json:"id"`
-
-	Machine string `json:"machine"`
-
-	Action MemberAction `json:"action"`
-
-	Mode *string `json:"mode"`
-
-	IncusOperation string `json:"incusOperation"`
-
-	StartedBy string `json:"startedBy"`
-
-	StartedAt time.Time `json:"startedAt"`
-
-	FinishedAt *time.Time `json:"finishedAt"`
-
-	Outcome *MemberOperationKind `json:"outcome"`
-
-	Message string `json:"message"`
-}
-
-func (v *MemberOperationsMemberOperationsMemberOperation) MarshalJSON() ([]byte, error) {
-	premarshaled, err := v.__premarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(premarshaled)
-}
-
-func (v *MemberOperationsMemberOperationsMemberOperation) __premarshalJSON() (*__premarshalMemberOperationsMemberOperationsMemberOperation, error) {
-	var retval __premarshalMemberOperationsMemberOperationsMemberOperation
-
-	retval.Id = v.MemberOperationFields.Id
-	retval.Machine = v.MemberOperationFields.Machine
-	retval.Action = v.MemberOperationFields.Action
-	retval.Mode = v.MemberOperationFields.Mode
-	retval.IncusOperation = v.MemberOperationFields.IncusOperation
-	retval.StartedBy = v.MemberOperationFields.StartedBy
-	retval.StartedAt = v.MemberOperationFields.StartedAt
-	retval.FinishedAt = v.MemberOperationFields.FinishedAt
-	retval.Outcome = v.MemberOperationFields.Outcome
-	retval.Message = v.MemberOperationFields.Message
-	return &retval, nil
-}
-
-// MemberOperationsResponse is returned by MemberOperations on success.
-type MemberOperationsResponse struct {
-	// The evacuations and restores Apelora asked Incus for on a member, newest first (at most 20).
-	MemberOperations []MemberOperationsMemberOperationsMemberOperation `json:"memberOperations"`
-}
-
-// GetMemberOperations returns MemberOperationsResponse.MemberOperations, and is useful for accessing the field via an interface.
-func (v *MemberOperationsResponse) GetMemberOperations() []MemberOperationsMemberOperationsMemberOperation {
-	return v.MemberOperations
-}
-
 type MemberStatus string
 
 const (
@@ -8279,7 +8308,7 @@ var AllMemberStatus = []MemberStatus{
 type PauseRollingRebootPauseRollingRebootRollingRebootPayload struct {
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan `json:"plan"`
-	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	// The rolling reboot; in a plan of startRollingReboot, as it would start (id 0).
 	RollingReboot *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
 }
 
@@ -8297,14 +8326,16 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayload) GetRollingReb
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -8322,9 +8353,9 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetPlanHa
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -8367,7 +8398,7 @@ type __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan st
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -8387,7 +8418,7 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) __premars
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -8396,7 +8427,7 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) __premars
 // PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot struct {
 	RollingRebootFields `json:"-"`
 }
@@ -8421,19 +8452,19 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 	return v.RollingRebootFields.Done
 }
 
-// GetStep returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
-func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
-	return v.RollingRebootFields.Step
+// GetStage returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Stage, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStage() RollingStage {
+	return v.RollingRebootFields.Stage
 }
 
-// GetStepSince returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
-func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
-	return v.RollingRebootFields.StepSince
+// GetStageSince returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StageSince, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStageSince() time.Time {
+	return v.RollingRebootFields.StageSince
 }
 
-// GetStepSeconds returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
-func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
-	return v.RollingRebootFields.StepSeconds
+// GetStageSeconds returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.StageSeconds, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetStageSeconds() float64 {
+	return v.RollingRebootFields.StageSeconds
 }
 
 // GetState returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
@@ -8495,11 +8526,11 @@ type __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadRolling
 
 	Done int `json:"done"`
 
-	Step RollingStep `json:"step"`
+	Stage RollingStage `json:"stage"`
 
-	StepSince time.Time `json:"stepSince"`
+	StageSince time.Time `json:"stageSince"`
 
-	StepSeconds float64 `json:"stepSeconds"`
+	StageSeconds float64 `json:"stageSeconds"`
 
 	State RollingState `json:"state"`
 
@@ -8527,9 +8558,9 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
-	retval.Step = v.RollingRebootFields.Step
-	retval.StepSince = v.RollingRebootFields.StepSince
-	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.Stage = v.RollingRebootFields.Stage
+	retval.StageSince = v.RollingRebootFields.StageSince
+	retval.StageSeconds = v.RollingRebootFields.StageSeconds
 	retval.State = v.RollingRebootFields.State
 	retval.Reason = v.RollingRebootFields.Reason
 	retval.StartedBy = v.RollingRebootFields.StartedBy
@@ -8540,7 +8571,7 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 
 // PauseRollingRebootResponse is returned by PauseRollingReboot on success.
 type PauseRollingRebootResponse struct {
-	// Pause a running rolling reboot: the step in progress finishes, no further one starts.
+	// Pause a running rolling reboot: the stage in progress finishes, no further one starts.
 	PauseRollingReboot PauseRollingRebootPauseRollingRebootRollingRebootPayload `json:"pauseRollingReboot"`
 }
 
@@ -8662,19 +8693,19 @@ var AllPlacementGuardState = []PlacementGuardState{
 
 // A dry run's plan (dryRun: true in a mutation's input).
 type PlanFields struct {
-	// True when the call would be refused (see refusals): confirming it would fail.
+	// True when the mutation would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
-	// The plan's identity: sha256 of the call (the mutation and its whole input, normalised:
+	// The plan's identity: sha256 of the mutation and its whole input (normalised:
 	// defaults filled in, sets sorted, dryRun and planHash left out) and of the plan (its facts,
-	// steps, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
+	// calls, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
 	// so the same input planned again in the same world has the same hash. Send it back as the
 	// input's planHash to confirm this plan and this input, and no other.
 	PlanHash string `json:"planHash"`
-	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
-	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller
-	// refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
-	// call runs for them.
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	// The calls it would send, in order, each once. After a refusal inside the mutation (a
+	// state, a check, a missing hardware.delete) the plan goes on where it can and shows the
+	// rest; a caller refused by the gate itself (no manage-infrastructure) gets no calls:
+	// nothing of the mutation runs for them.
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 	// Why it would be refused, each with its documented error code.
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 	// What would qualify it without stopping it: a WARN admission check, what releasing does
@@ -8688,14 +8719,64 @@ func (v *PlanFields) GetRefused() bool { return v.Refused }
 // GetPlanHash returns PlanFields.PlanHash, and is useful for accessing the field via an interface.
 func (v *PlanFields) GetPlanHash() string { return v.PlanHash }
 
-// GetSteps returns PlanFields.Steps, and is useful for accessing the field via an interface.
-func (v *PlanFields) GetSteps() []PlanFieldsStepsPlanStep { return v.Steps }
+// GetCalls returns PlanFields.Calls, and is useful for accessing the field via an interface.
+func (v *PlanFields) GetCalls() []PlanFieldsCallsPlanCall { return v.Calls }
 
 // GetRefusals returns PlanFields.Refusals, and is useful for accessing the field via an interface.
 func (v *PlanFields) GetRefusals() []PlanFieldsRefusalsPlanFinding { return v.Refusals }
 
 // GetWarnings returns PlanFields.Warnings, and is useful for accessing the field via an interface.
 func (v *PlanFields) GetWarnings() []PlanFieldsWarningsPlanFinding { return v.Warnings }
+
+// PlanFieldsCallsPlanCall includes the requested fields of the GraphQL type PlanCall.
+// The GraphQL type's documentation follows.
+//
+// One request a plan would send: to Incus, to MAAS, or to the database.
+type PlanFieldsCallsPlanCall struct {
+	System PlanSystem `json:"system"`
+	// The request as the upstream would see it: "PUT /1.0/cluster/members/web-01",
+	// "POST machines/abc123/?op=deploy", "UPDATE machine_records".
+	Request string `json:"request"`
+	// The machine, member or record it is about (may be empty).
+	Target string `json:"target"`
+	// What would change, before → after (a member's roles or config, a MAAS call's
+	// parameters). Cloud-init user data is shown as what is approved, never its bytes: the
+	// enrolment script and the user-data template by their SHA-256, the member name, the member
+	// it contacts and the member config (the join token and its expiry are filled in at deploy).
+	Changes []PlanFieldsCallsPlanCallChangesPlanChange `json:"changes"`
+}
+
+// GetSystem returns PlanFieldsCallsPlanCall.System, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCall) GetSystem() PlanSystem { return v.System }
+
+// GetRequest returns PlanFieldsCallsPlanCall.Request, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCall) GetRequest() string { return v.Request }
+
+// GetTarget returns PlanFieldsCallsPlanCall.Target, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCall) GetTarget() string { return v.Target }
+
+// GetChanges returns PlanFieldsCallsPlanCall.Changes, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCall) GetChanges() []PlanFieldsCallsPlanCallChangesPlanChange {
+	return v.Changes
+}
+
+// PlanFieldsCallsPlanCallChangesPlanChange includes the requested fields of the GraphQL type PlanChange.
+type PlanFieldsCallsPlanCallChangesPlanChange struct {
+	Field string `json:"field"`
+	// The value now; null when it has none (or the call creates it).
+	Before *string `json:"before"`
+	// The value after; null when the call removes it.
+	After *string `json:"after"`
+}
+
+// GetField returns PlanFieldsCallsPlanCallChangesPlanChange.Field, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCallChangesPlanChange) GetField() string { return v.Field }
+
+// GetBefore returns PlanFieldsCallsPlanCallChangesPlanChange.Before, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCallChangesPlanChange) GetBefore() *string { return v.Before }
+
+// GetAfter returns PlanFieldsCallsPlanCallChangesPlanChange.After, and is useful for accessing the field via an interface.
+func (v *PlanFieldsCallsPlanCallChangesPlanChange) GetAfter() *string { return v.After }
 
 // PlanFieldsRefusalsPlanFinding includes the requested fields of the GraphQL type PlanFinding.
 type PlanFieldsRefusalsPlanFinding struct {
@@ -8714,53 +8795,6 @@ func (v *PlanFieldsRefusalsPlanFinding) GetMessage() string { return v.Message }
 
 // GetField returns PlanFieldsRefusalsPlanFinding.Field, and is useful for accessing the field via an interface.
 func (v *PlanFieldsRefusalsPlanFinding) GetField() *string { return v.Field }
-
-// PlanFieldsStepsPlanStep includes the requested fields of the GraphQL type PlanStep.
-type PlanFieldsStepsPlanStep struct {
-	System PlanSystem `json:"system"`
-	// The call as the upstream would see it: "PUT /1.0/cluster/members/web-01",
-	// "POST machines/abc123/?op=deploy", "UPDATE machine_records".
-	Call string `json:"call"`
-	// The machine, member or record it is about (may be empty).
-	Target string `json:"target"`
-	// What would change, before → after (a member's roles or config, a MAAS operation's
-	// parameters). Cloud-init user data is shown as what is approved, never its bytes: the
-	// enrolment script and the user-data template by their SHA-256, the member name, the member
-	// it contacts and the member config (the join token and its expiry are filled in at deploy).
-	Changes []PlanFieldsStepsPlanStepChangesPlanChange `json:"changes"`
-}
-
-// GetSystem returns PlanFieldsStepsPlanStep.System, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStep) GetSystem() PlanSystem { return v.System }
-
-// GetCall returns PlanFieldsStepsPlanStep.Call, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStep) GetCall() string { return v.Call }
-
-// GetTarget returns PlanFieldsStepsPlanStep.Target, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStep) GetTarget() string { return v.Target }
-
-// GetChanges returns PlanFieldsStepsPlanStep.Changes, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStep) GetChanges() []PlanFieldsStepsPlanStepChangesPlanChange {
-	return v.Changes
-}
-
-// PlanFieldsStepsPlanStepChangesPlanChange includes the requested fields of the GraphQL type PlanChange.
-type PlanFieldsStepsPlanStepChangesPlanChange struct {
-	Field string `json:"field"`
-	// The value now; null when it has none (or the step creates it).
-	Before *string `json:"before"`
-	// The value after; null when the step removes it.
-	After *string `json:"after"`
-}
-
-// GetField returns PlanFieldsStepsPlanStepChangesPlanChange.Field, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStepChangesPlanChange) GetField() string { return v.Field }
-
-// GetBefore returns PlanFieldsStepsPlanStepChangesPlanChange.Before, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStepChangesPlanChange) GetBefore() *string { return v.Before }
-
-// GetAfter returns PlanFieldsStepsPlanStepChangesPlanChange.After, and is useful for accessing the field via an interface.
-func (v *PlanFieldsStepsPlanStepChangesPlanChange) GetAfter() *string { return v.After }
 
 // PlanFieldsWarningsPlanFinding includes the requested fields of the GraphQL type PlanFinding.
 type PlanFieldsWarningsPlanFinding struct {
@@ -8961,14 +8995,16 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadMachine) __premarsh
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -8986,9 +9022,9 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -9031,7 +9067,7 @@ type __premarshalRegisterMachineRegisterMachineRegisterMachinePayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -9051,7 +9087,7 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -9335,14 +9371,16 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadMaasMaasMachine) __pre
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -9360,9 +9398,9 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -9405,7 +9443,7 @@ type __premarshalReleaseMachineReleaseMachineReleaseMachinePayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -9425,7 +9463,7 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -9527,14 +9565,16 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayload) GetRemov
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -9552,9 +9592,9 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetP
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -9597,7 +9637,7 @@ type __premarshalRemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPl
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -9617,7 +9657,7 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) __pr
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -9704,14 +9744,16 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayload)
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -9729,9 +9771,9 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadP
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -9774,7 +9816,7 @@ type __premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfile
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -9794,7 +9836,7 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadP
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -10103,14 +10145,16 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadMachine) __premarshalJSON() 
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -10128,9 +10172,9 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetPlanHash() string {
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -10173,7 +10217,7 @@ type __premarshalRemoveMemberRemoveMemberRemoveMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -10193,7 +10237,7 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) __premarshalJSON() (*_
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -10238,7 +10282,7 @@ func (v *RestoreMemberInput) GetPlanHash() *string { return v.PlanHash }
 type RestoreMemberResponse struct {
 	// Bring an evacuated member back: first every admission check runs again (refused on any
 	// FAIL, naming it), then Incus restores it (instances it moved come back, those it stopped
-	// start). Progress is pushed on memberOperation.
+	// start). Apelora follows it as a maintenance task, its progress pushed on maintenanceTask.
 	RestoreMember RestoreMemberRestoreMemberRestoreMemberPayload `json:"restoreMember"`
 }
 
@@ -10255,8 +10299,8 @@ type RestoreMemberRestoreMemberRestoreMemberPayload struct {
 	Instances []RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance `json:"instances"`
 	// The admission checks, run again before the member leaves maintenance.
 	Report *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport `json:"report"`
-	// The operation Apelora recorded; null in a plan.
-	Operation *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation `json:"operation"`
+	// The maintenance task Apelora recorded; null in a plan.
+	Task *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask `json:"task"`
 }
 
 // GetPlan returns RestoreMemberRestoreMemberRestoreMemberPayload.Plan, and is useful for accessing the field via an interface.
@@ -10274,9 +10318,9 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayload) GetReport() *RestoreMem
 	return v.Report
 }
 
-// GetOperation returns RestoreMemberRestoreMemberRestoreMemberPayload.Operation, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayload) GetOperation() *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation {
-	return v.Operation
+// GetTask returns RestoreMemberRestoreMemberRestoreMemberPayload.Task, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayload) GetTask() *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask {
+	return v.Task
 }
 
 // RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInstance includes the requested fields of the GraphQL type MaintenanceInstance.
@@ -10373,147 +10417,20 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadInstancesMaintenanceInsta
 	return &retval, nil
 }
 
-// RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation includes the requested fields of the GraphQL type MemberOperation.
-// The GraphQL type's documentation follows.
-//
-// An evacuation or restore Apelora asked Incus for.
-type RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation struct {
-	MemberOperationFields `json:"-"`
-}
-
-// GetId returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Id, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetId() string {
-	return v.MemberOperationFields.Id
-}
-
-// GetMachine returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Machine, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetMachine() string {
-	return v.MemberOperationFields.Machine
-}
-
-// GetAction returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Action, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetAction() MemberAction {
-	return v.MemberOperationFields.Action
-}
-
-// GetMode returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Mode, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetMode() *string {
-	return v.MemberOperationFields.Mode
-}
-
-// GetIncusOperation returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.IncusOperation, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetIncusOperation() string {
-	return v.MemberOperationFields.IncusOperation
-}
-
-// GetStartedBy returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.StartedBy, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetStartedBy() string {
-	return v.MemberOperationFields.StartedBy
-}
-
-// GetStartedAt returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.StartedAt, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetStartedAt() time.Time {
-	return v.MemberOperationFields.StartedAt
-}
-
-// GetFinishedAt returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.FinishedAt, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetFinishedAt() *time.Time {
-	return v.MemberOperationFields.FinishedAt
-}
-
-// GetOutcome returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Outcome, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetOutcome() *MemberOperationKind {
-	return v.MemberOperationFields.Outcome
-}
-
-// GetMessage returns RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation.Message, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) GetMessage() string {
-	return v.MemberOperationFields.Message
-}
-
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) UnmarshalJSON(b []byte) error {
-
-	if string(b) == "null" {
-		return nil
-	}
-
-	var firstPass struct {
-		*RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation
-		graphql.NoUnmarshalJSON
-	}
-	firstPass.RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation = v
-
-	err := json.Unmarshal(b, &firstPass)
-	if err != nil {
-		return err
-	}
-
-	err = json.Unmarshal(
-		b, &v.MemberOperationFields)
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation struct {
-	Id string `json:"id"`
-
-	Machine string `json:"machine"`
-
-	Action MemberAction `json:"action"`
-
-	Mode *string `json:"mode"`
-
-	IncusOperation string `json:"incusOperation"`
-
-	StartedBy string `json:"startedBy"`
-
-	StartedAt time.Time `json:"startedAt"`
-
-	FinishedAt *time.Time `json:"finishedAt"`
-
-	Outcome *MemberOperationKind `json:"outcome"`
-
-	Message string `json:"message"`
-}
-
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) MarshalJSON() ([]byte, error) {
-	premarshaled, err := v.__premarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(premarshaled)
-}
-
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation) __premarshalJSON() (*__premarshalRestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation, error) {
-	var retval __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadOperationMemberOperation
-
-	retval.Id = v.MemberOperationFields.Id
-	retval.Machine = v.MemberOperationFields.Machine
-	retval.Action = v.MemberOperationFields.Action
-	retval.Mode = v.MemberOperationFields.Mode
-	retval.IncusOperation = v.MemberOperationFields.IncusOperation
-	retval.StartedBy = v.MemberOperationFields.StartedBy
-	retval.StartedAt = v.MemberOperationFields.StartedAt
-	retval.FinishedAt = v.MemberOperationFields.FinishedAt
-	retval.Outcome = v.MemberOperationFields.Outcome
-	retval.Message = v.MemberOperationFields.Message
-	return &retval, nil
-}
-
 // RestoreMemberRestoreMemberRestoreMemberPayloadPlan includes the requested fields of the GraphQL type Plan.
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -10531,9 +10448,9 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetPlanHash() strin
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -10576,7 +10493,7 @@ type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -10596,7 +10513,7 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) __premarshalJSON() 
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -10696,9 +10613,139 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadReportAdmissionReport) __
 	return &retval, nil
 }
 
+// RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask includes the requested fields of the GraphQL type MaintenanceTask.
+// The GraphQL type's documentation follows.
+//
+// A maintenance task: an evacuation or restore Apelora asked Incus for and follows to its
+// end. Incus carries it out in an operation of its own (incusOperation).
+type RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask struct {
+	MaintenanceTaskFields `json:"-"`
+}
+
+// GetId returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Id, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetId() string {
+	return v.MaintenanceTaskFields.Id
+}
+
+// GetMachine returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Machine, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetMachine() string {
+	return v.MaintenanceTaskFields.Machine
+}
+
+// GetAction returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Action, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetAction() MemberAction {
+	return v.MaintenanceTaskFields.Action
+}
+
+// GetMode returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Mode, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetMode() *string {
+	return v.MaintenanceTaskFields.Mode
+}
+
+// GetIncusOperation returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.IncusOperation, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetIncusOperation() string {
+	return v.MaintenanceTaskFields.IncusOperation
+}
+
+// GetStartedBy returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.StartedBy, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetStartedBy() string {
+	return v.MaintenanceTaskFields.StartedBy
+}
+
+// GetStartedAt returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.StartedAt, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetStartedAt() time.Time {
+	return v.MaintenanceTaskFields.StartedAt
+}
+
+// GetFinishedAt returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.FinishedAt, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetFinishedAt() *time.Time {
+	return v.MaintenanceTaskFields.FinishedAt
+}
+
+// GetOutcome returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Outcome, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetOutcome() *MaintenanceEventKind {
+	return v.MaintenanceTaskFields.Outcome
+}
+
+// GetMessage returns RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask.Message, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) GetMessage() string {
+	return v.MaintenanceTaskFields.Message
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.MaintenanceTaskFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask struct {
+	Id string `json:"id"`
+
+	Machine string `json:"machine"`
+
+	Action MemberAction `json:"action"`
+
+	Mode *string `json:"mode"`
+
+	IncusOperation string `json:"incusOperation"`
+
+	StartedBy string `json:"startedBy"`
+
+	StartedAt time.Time `json:"startedAt"`
+
+	FinishedAt *time.Time `json:"finishedAt"`
+
+	Outcome *MaintenanceEventKind `json:"outcome"`
+
+	Message string `json:"message"`
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask) __premarshalJSON() (*__premarshalRestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask, error) {
+	var retval __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadTaskMaintenanceTask
+
+	retval.Id = v.MaintenanceTaskFields.Id
+	retval.Machine = v.MaintenanceTaskFields.Machine
+	retval.Action = v.MaintenanceTaskFields.Action
+	retval.Mode = v.MaintenanceTaskFields.Mode
+	retval.IncusOperation = v.MaintenanceTaskFields.IncusOperation
+	retval.StartedBy = v.MaintenanceTaskFields.StartedBy
+	retval.StartedAt = v.MaintenanceTaskFields.StartedAt
+	retval.FinishedAt = v.MaintenanceTaskFields.FinishedAt
+	retval.Outcome = v.MaintenanceTaskFields.Outcome
+	retval.Message = v.MaintenanceTaskFields.Message
+	return &retval, nil
+}
+
 // ResumeRollingRebootResponse is returned by ResumeRollingReboot on success.
 type ResumeRollingRebootResponse struct {
-	// Resume a paused rolling reboot from its step.
+	// Resume a paused rolling reboot from its stage.
 	ResumeRollingReboot ResumeRollingRebootResumeRollingRebootRollingRebootPayload `json:"resumeRollingReboot"`
 }
 
@@ -10711,7 +10758,7 @@ func (v *ResumeRollingRebootResponse) GetResumeRollingReboot() ResumeRollingRebo
 type ResumeRollingRebootResumeRollingRebootRollingRebootPayload struct {
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan `json:"plan"`
-	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	// The rolling reboot; in a plan of startRollingReboot, as it would start (id 0).
 	RollingReboot *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
 }
 
@@ -10729,14 +10776,16 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayload) GetRollingR
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -10754,9 +10803,9 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -10799,7 +10848,7 @@ type __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -10819,7 +10868,7 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -10828,7 +10877,7 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) __prema
 // ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot struct {
 	RollingRebootFields `json:"-"`
 }
@@ -10853,19 +10902,19 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 	return v.RollingRebootFields.Done
 }
 
-// GetStep returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
-func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
-	return v.RollingRebootFields.Step
+// GetStage returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Stage, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStage() RollingStage {
+	return v.RollingRebootFields.Stage
 }
 
-// GetStepSince returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
-func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
-	return v.RollingRebootFields.StepSince
+// GetStageSince returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StageSince, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStageSince() time.Time {
+	return v.RollingRebootFields.StageSince
 }
 
-// GetStepSeconds returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
-func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
-	return v.RollingRebootFields.StepSeconds
+// GetStageSeconds returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.StageSeconds, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetStageSeconds() float64 {
+	return v.RollingRebootFields.StageSeconds
 }
 
 // GetState returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
@@ -10927,11 +10976,11 @@ type __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadRolli
 
 	Done int `json:"done"`
 
-	Step RollingStep `json:"step"`
+	Stage RollingStage `json:"stage"`
 
-	StepSince time.Time `json:"stepSince"`
+	StageSince time.Time `json:"stageSince"`
 
-	StepSeconds float64 `json:"stepSeconds"`
+	StageSeconds float64 `json:"stageSeconds"`
 
 	State RollingState `json:"state"`
 
@@ -10959,9 +11008,9 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
-	retval.Step = v.RollingRebootFields.Step
-	retval.StepSince = v.RollingRebootFields.StepSince
-	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.Stage = v.RollingRebootFields.Stage
+	retval.StageSince = v.RollingRebootFields.StageSince
+	retval.StageSeconds = v.RollingRebootFields.StageSeconds
 	retval.State = v.RollingRebootFields.State
 	retval.Reason = v.RollingRebootFields.Reason
 	retval.StartedBy = v.RollingRebootFields.StartedBy
@@ -11142,14 +11191,16 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) __premarshal
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -11167,9 +11218,9 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -11212,7 +11263,7 @@ type __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -11232,7 +11283,7 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -11390,14 +11441,16 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadMachine) __premarsh
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -11415,9 +11468,9 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -11460,7 +11513,7 @@ type __premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -11480,7 +11533,7 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -11489,20 +11542,20 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) __premarshalJ
 // RollingRebootFields includes the GraphQL fields of RollingReboot requested by the fragment RollingRebootFields.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type RollingRebootFields struct {
 	Id      string   `json:"id"`
 	Members []string `json:"members"`
 	// The member in progress; null once every member is done.
 	Current *string `json:"current"`
 	// How many members are done.
-	Done int         `json:"done"`
-	Step RollingStep `json:"step"`
-	// When the current member entered its step.
-	StepSince time.Time `json:"stepSince"`
-	// Seconds the current member has been in its step.
-	StepSeconds float64      `json:"stepSeconds"`
-	State       RollingState `json:"state"`
+	Done  int          `json:"done"`
+	Stage RollingStage `json:"stage"`
+	// When the current member entered its stage.
+	StageSince time.Time `json:"stageSince"`
+	// Seconds the current member has been in its stage.
+	StageSeconds float64      `json:"stageSeconds"`
+	State        RollingState `json:"state"`
 	// Why it failed or was cancelled; empty otherwise.
 	Reason     string     `json:"reason"`
 	StartedBy  string     `json:"startedBy"`
@@ -11522,14 +11575,14 @@ func (v *RollingRebootFields) GetCurrent() *string { return v.Current }
 // GetDone returns RollingRebootFields.Done, and is useful for accessing the field via an interface.
 func (v *RollingRebootFields) GetDone() int { return v.Done }
 
-// GetStep returns RollingRebootFields.Step, and is useful for accessing the field via an interface.
-func (v *RollingRebootFields) GetStep() RollingStep { return v.Step }
+// GetStage returns RollingRebootFields.Stage, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStage() RollingStage { return v.Stage }
 
-// GetStepSince returns RollingRebootFields.StepSince, and is useful for accessing the field via an interface.
-func (v *RollingRebootFields) GetStepSince() time.Time { return v.StepSince }
+// GetStageSince returns RollingRebootFields.StageSince, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStageSince() time.Time { return v.StageSince }
 
-// GetStepSeconds returns RollingRebootFields.StepSeconds, and is useful for accessing the field via an interface.
-func (v *RollingRebootFields) GetStepSeconds() float64 { return v.StepSeconds }
+// GetStageSeconds returns RollingRebootFields.StageSeconds, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetStageSeconds() float64 { return v.StageSeconds }
 
 // GetState returns RollingRebootFields.State, and is useful for accessing the field via an interface.
 func (v *RollingRebootFields) GetState() RollingState { return v.State }
@@ -11583,7 +11636,7 @@ func (v *RollingRebootResponse) GetRollingReboot() *RollingRebootRollingReboot {
 // RollingRebootRollingReboot includes the requested fields of the GraphQL type RollingReboot.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type RollingRebootRollingReboot struct {
 	RollingRebootFields `json:"-"`
 }
@@ -11600,15 +11653,17 @@ func (v *RollingRebootRollingReboot) GetCurrent() *string { return v.RollingRebo
 // GetDone returns RollingRebootRollingReboot.Done, and is useful for accessing the field via an interface.
 func (v *RollingRebootRollingReboot) GetDone() int { return v.RollingRebootFields.Done }
 
-// GetStep returns RollingRebootRollingReboot.Step, and is useful for accessing the field via an interface.
-func (v *RollingRebootRollingReboot) GetStep() RollingStep { return v.RollingRebootFields.Step }
+// GetStage returns RollingRebootRollingReboot.Stage, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStage() RollingStage { return v.RollingRebootFields.Stage }
 
-// GetStepSince returns RollingRebootRollingReboot.StepSince, and is useful for accessing the field via an interface.
-func (v *RollingRebootRollingReboot) GetStepSince() time.Time { return v.RollingRebootFields.StepSince }
+// GetStageSince returns RollingRebootRollingReboot.StageSince, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStageSince() time.Time {
+	return v.RollingRebootFields.StageSince
+}
 
-// GetStepSeconds returns RollingRebootRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
-func (v *RollingRebootRollingReboot) GetStepSeconds() float64 {
-	return v.RollingRebootFields.StepSeconds
+// GetStageSeconds returns RollingRebootRollingReboot.StageSeconds, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetStageSeconds() float64 {
+	return v.RollingRebootFields.StageSeconds
 }
 
 // GetState returns RollingRebootRollingReboot.State, and is useful for accessing the field via an interface.
@@ -11662,11 +11717,11 @@ type __premarshalRollingRebootRollingReboot struct {
 
 	Done int `json:"done"`
 
-	Step RollingStep `json:"step"`
+	Stage RollingStage `json:"stage"`
 
-	StepSince time.Time `json:"stepSince"`
+	StageSince time.Time `json:"stageSince"`
 
-	StepSeconds float64 `json:"stepSeconds"`
+	StageSeconds float64 `json:"stageSeconds"`
 
 	State RollingState `json:"state"`
 
@@ -11694,15 +11749,45 @@ func (v *RollingRebootRollingReboot) __premarshalJSON() (*__premarshalRollingReb
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
-	retval.Step = v.RollingRebootFields.Step
-	retval.StepSince = v.RollingRebootFields.StepSince
-	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.Stage = v.RollingRebootFields.Stage
+	retval.StageSince = v.RollingRebootFields.StageSince
+	retval.StageSeconds = v.RollingRebootFields.StageSeconds
 	retval.State = v.RollingRebootFields.State
 	retval.Reason = v.RollingRebootFields.Reason
 	retval.StartedBy = v.RollingRebootFields.StartedBy
 	retval.StartedAt = v.RollingRebootFields.StartedAt
 	retval.FinishedAt = v.RollingRebootFields.FinishedAt
 	return &retval, nil
+}
+
+// Where the current member stands: the stages every member goes through, in order.
+type RollingStage string
+
+const (
+	// Incus evacuates it (evacuateMember).
+	RollingStageEvacuate RollingStage = "EVACUATE"
+	// The hardware UUID is checked and MAAS asked to power it off.
+	RollingStagePowerOff RollingStage = "POWER_OFF"
+	// Waiting for a power read saying off and for Incus to list it Offline.
+	RollingStageConfirmOff RollingStage = "CONFIRM_OFF"
+	// MAAS is asked to power it on.
+	RollingStagePowerOn RollingStage = "POWER_ON"
+	// Waiting for Incus to list it again (bounded by APELORA_ROLLING_ONLINE_TIMEOUT).
+	RollingStageWaitOnline RollingStage = "WAIT_ONLINE"
+	// The admission checks run again and Incus restores it (restoreMember).
+	RollingStageRestore RollingStage = "RESTORE"
+	// Every member is done.
+	RollingStageDone RollingStage = "DONE"
+)
+
+var AllRollingStage = []RollingStage{
+	RollingStageEvacuate,
+	RollingStagePowerOff,
+	RollingStageConfirmOff,
+	RollingStagePowerOn,
+	RollingStageWaitOnline,
+	RollingStageRestore,
+	RollingStageDone,
 }
 
 type RollingState string
@@ -11721,36 +11806,6 @@ var AllRollingState = []RollingState{
 	RollingStateSucceeded,
 	RollingStateFailed,
 	RollingStateCancelled,
-}
-
-// Where the current member stands, in order.
-type RollingStep string
-
-const (
-	// Incus evacuates it (evacuateMember).
-	RollingStepEvacuate RollingStep = "EVACUATE"
-	// The hardware UUID is checked and MAAS asked to power it off.
-	RollingStepPowerOff RollingStep = "POWER_OFF"
-	// Waiting for a power read saying off and for Incus to list it Offline.
-	RollingStepConfirmOff RollingStep = "CONFIRM_OFF"
-	// MAAS is asked to power it on.
-	RollingStepPowerOn RollingStep = "POWER_ON"
-	// Waiting for Incus to list it again (bounded by APELORA_ROLLING_ONLINE_TIMEOUT).
-	RollingStepWaitOnline RollingStep = "WAIT_ONLINE"
-	// The admission checks run again and Incus restores it (restoreMember).
-	RollingStepRestore RollingStep = "RESTORE"
-	// Every member is done.
-	RollingStepDone RollingStep = "DONE"
-)
-
-var AllRollingStep = []RollingStep{
-	RollingStepEvacuate,
-	RollingStepPowerOff,
-	RollingStepConfirmOff,
-	RollingStepPowerOn,
-	RollingStepWaitOnline,
-	RollingStepRestore,
-	RollingStepDone,
 }
 
 type RunHardwareTestsInput struct {
@@ -12003,14 +12058,16 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadMaasMaasMachine) __pr
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -12028,9 +12085,9 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetPlanHash() s
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -12073,7 +12130,7 @@ type __premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -12093,7 +12150,7 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) __premarshalJSO
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -12300,14 +12357,16 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadMappingFenceMapping
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -12325,9 +12384,9 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -12370,7 +12429,7 @@ type __premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -12390,7 +12449,7 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -12528,14 +12587,16 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayload) GetPrevi
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -12553,9 +12614,9 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetP
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -12598,7 +12659,7 @@ type __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPl
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -12618,7 +12679,7 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) __pr
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -12992,14 +13053,16 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlacementGuar
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -13017,9 +13080,9 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -13062,7 +13125,7 @@ type __premarshalSetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -13082,7 +13145,7 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -13139,11 +13202,11 @@ func (v *StartRollingRebootInput) GetPlanHash() *string { return v.PlanHash }
 
 // StartRollingRebootResponse is returned by StartRollingReboot on success.
 type StartRollingRebootResponse struct {
-	// Reboot members one at a time through MAAS, in the order given: each is evacuated,
-	// powered off (after the fence mapping's hardware UUID check; off confirmed by a later
-	// power read and by Incus listing it Offline), powered on, waited for until Incus lists it
-	// again (APELORA_ROLLING_ONLINE_TIMEOUT), checked and restored (restoreMember's admission
-	// checks); then the next. apelora-worker's leader drives it, from the database, so it
+	// Reboot members one at a time through MAAS, in the order given, each through the same
+	// stages (RollingStage): it is evacuated, powered off (after the fence mapping's hardware
+	// UUID check; off confirmed by a later power read and by Incus listing it Offline),
+	// powered on, waited for until Incus lists it again (APELORA_ROLLING_ONLINE_TIMEOUT),
+	// checked and restored (restoreMember's admission checks); then the next. apelora-worker's leader drives it, from the database, so it
 	// carries on after a restart. It stops at the first failure, leaving that member
 	// evacuated with the reason. Refused while another rolling reboot is running or paused,
 	// for a member without a fence mapping, and (before the start and before each member)
@@ -13160,7 +13223,7 @@ func (v *StartRollingRebootResponse) GetStartRollingReboot() StartRollingRebootS
 type StartRollingRebootStartRollingRebootRollingRebootPayload struct {
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan `json:"plan"`
-	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	// The rolling reboot; in a plan of startRollingReboot, as it would start (id 0).
 	RollingReboot *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot `json:"rollingReboot"`
 }
 
@@ -13178,14 +13241,16 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayload) GetRollingReb
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -13203,9 +13268,9 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetPlanHa
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -13248,7 +13313,7 @@ type __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadPlan st
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -13268,7 +13333,7 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) __premars
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -13277,7 +13342,7 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) __premars
 // StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot includes the requested fields of the GraphQL type RollingReboot.
 // The GraphQL type's documentation follows.
 //
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot struct {
 	RollingRebootFields `json:"-"`
 }
@@ -13302,19 +13367,19 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) 
 	return v.RollingRebootFields.Done
 }
 
-// GetStep returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Step, and is useful for accessing the field via an interface.
-func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStep() RollingStep {
-	return v.RollingRebootFields.Step
+// GetStage returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Stage, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStage() RollingStage {
+	return v.RollingRebootFields.Stage
 }
 
-// GetStepSince returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StepSince, and is useful for accessing the field via an interface.
-func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStepSince() time.Time {
-	return v.RollingRebootFields.StepSince
+// GetStageSince returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StageSince, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStageSince() time.Time {
+	return v.RollingRebootFields.StageSince
 }
 
-// GetStepSeconds returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StepSeconds, and is useful for accessing the field via an interface.
-func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStepSeconds() float64 {
-	return v.RollingRebootFields.StepSeconds
+// GetStageSeconds returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.StageSeconds, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetStageSeconds() float64 {
+	return v.RollingRebootFields.StageSeconds
 }
 
 // GetState returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.State, and is useful for accessing the field via an interface.
@@ -13376,11 +13441,11 @@ type __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadRolling
 
 	Done int `json:"done"`
 
-	Step RollingStep `json:"step"`
+	Stage RollingStage `json:"stage"`
 
-	StepSince time.Time `json:"stepSince"`
+	StageSince time.Time `json:"stageSince"`
 
-	StepSeconds float64 `json:"stepSeconds"`
+	StageSeconds float64 `json:"stageSeconds"`
 
 	State RollingState `json:"state"`
 
@@ -13408,9 +13473,9 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) 
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
-	retval.Step = v.RollingRebootFields.Step
-	retval.StepSince = v.RollingRebootFields.StepSince
-	retval.StepSeconds = v.RollingRebootFields.StepSeconds
+	retval.Stage = v.RollingRebootFields.Stage
+	retval.StageSince = v.RollingRebootFields.StageSince
+	retval.StageSeconds = v.RollingRebootFields.StageSeconds
 	retval.State = v.RollingRebootFields.State
 	retval.Reason = v.RollingRebootFields.Reason
 	retval.StartedBy = v.RollingRebootFields.StartedBy
@@ -13473,14 +13538,16 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayload) GetName() *
 // The GraphQL type's documentation follows.
 //
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
@@ -13498,9 +13565,9 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
-// GetSteps returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Steps, and is useful for accessing the field via an interface.
-func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetSteps() []PlanFieldsStepsPlanStep {
-	return v.PlanFields.Steps
+// GetCalls returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
 }
 
 // GetRefusals returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Refusals, and is useful for accessing the field via an interface.
@@ -13543,7 +13610,7 @@ type __premarshalUnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
-	Steps []PlanFieldsStepsPlanStep `json:"steps"`
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
 
@@ -13563,7 +13630,7 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
-	retval.Steps = v.PlanFields.Steps
+	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
 	return &retval, nil
@@ -13830,25 +13897,25 @@ type __MachineMemberInput struct {
 // GetName returns __MachineMemberInput.Name, and is useful for accessing the field via an interface.
 func (v *__MachineMemberInput) GetName() string { return v.Name }
 
-// __MemberOperationProgressInput is used internally by genqlient
-type __MemberOperationProgressInput struct {
+// __MaintenanceTaskProgressInput is used internally by genqlient
+type __MaintenanceTaskProgressInput struct {
 	Name  string  `json:"name"`
 	After *string `json:"after"`
 }
 
-// GetName returns __MemberOperationProgressInput.Name, and is useful for accessing the field via an interface.
-func (v *__MemberOperationProgressInput) GetName() string { return v.Name }
+// GetName returns __MaintenanceTaskProgressInput.Name, and is useful for accessing the field via an interface.
+func (v *__MaintenanceTaskProgressInput) GetName() string { return v.Name }
 
-// GetAfter returns __MemberOperationProgressInput.After, and is useful for accessing the field via an interface.
-func (v *__MemberOperationProgressInput) GetAfter() *string { return v.After }
+// GetAfter returns __MaintenanceTaskProgressInput.After, and is useful for accessing the field via an interface.
+func (v *__MaintenanceTaskProgressInput) GetAfter() *string { return v.After }
 
-// __MemberOperationsInput is used internally by genqlient
-type __MemberOperationsInput struct {
+// __MaintenanceTasksInput is used internally by genqlient
+type __MaintenanceTasksInput struct {
 	Name string `json:"name"`
 }
 
-// GetName returns __MemberOperationsInput.Name, and is useful for accessing the field via an interface.
-func (v *__MemberOperationsInput) GetName() string { return v.Name }
+// GetName returns __MaintenanceTasksInput.Name, and is useful for accessing the field via an interface.
+func (v *__MaintenanceTasksInput) GetName() string { return v.Name }
 
 // __PauseRollingRebootInput is used internally by genqlient
 type __PauseRollingRebootInput struct {
@@ -14132,9 +14199,9 @@ mutation AdmitMember ($input: AdmitMemberInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14265,9 +14332,9 @@ mutation ApproveEnrolment ($input: ApproveEnrolmentInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14364,9 +14431,9 @@ mutation AssignHardwareProfile ($input: AssignHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14651,9 +14718,9 @@ mutation CancelRollingReboot ($input: RollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14676,9 +14743,9 @@ fragment RollingRebootFields on RollingReboot {
 	members
 	current
 	done
-	step
-	stepSince
-	stepSeconds
+	stage
+	stageSince
+	stageSeconds
 	state
 	reason
 	startedBy
@@ -14729,9 +14796,9 @@ mutation ClearHardwareProfile ($input: ClearHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14838,9 +14905,9 @@ mutation CommissionMachine ($input: CommissionMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -14920,9 +14987,9 @@ mutation CreateIdentity ($input: CreateIdentityInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -15137,17 +15204,17 @@ mutation EvacuateMember ($input: EvacuateMemberInput!) {
 			member
 			instances
 		}
-		operation {
-			... MemberOperationFields
+		task {
+			... MaintenanceTaskFields
 		}
 	}
 }
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -15173,7 +15240,7 @@ fragment MaintenanceInstanceFields on MaintenanceInstance {
 	clusterEvacuate
 	fate
 }
-fragment MemberOperationFields on MemberOperation {
+fragment MaintenanceTaskFields on MaintenanceTask {
 	id
 	machine
 	action
@@ -15728,9 +15795,9 @@ mutation InstallOperatingSystem ($input: InstallOperatingSystemInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16045,12 +16112,12 @@ func Machines(
 	return data_, err_
 }
 
-// The subscription executed by MemberOperationProgress.
-const MemberOperationProgress_Operation = `
-subscription MemberOperationProgress ($name: String!, $after: ID) {
-	memberOperation(name: $name, after: $after) {
+// The subscription executed by MaintenanceTaskProgress.
+const MaintenanceTaskProgress_Operation = `
+subscription MaintenanceTaskProgress ($name: String!, $after: ID) {
+	maintenanceTask(name: $name, after: $after) {
 		id
-		operationId
+		taskId
 		machine
 		action
 		at
@@ -16061,32 +16128,32 @@ subscription MemberOperationProgress ($name: String!, $after: ID) {
 `
 
 // To unsubscribe, use [graphql.WebSocketClient.Unsubscribe]
-func MemberOperationProgress(
+func MaintenanceTaskProgress(
 	ctx_ context.Context,
 	client_ graphql.WebSocketClient,
 	name string,
 	after *string,
-) (dataChan_ chan MemberOperationProgressWsResponse, subscriptionID_ string, err_ error) {
+) (dataChan_ chan MaintenanceTaskProgressWsResponse, subscriptionID_ string, err_ error) {
 	req_ := &graphql.Request{
-		OpName: "MemberOperationProgress",
-		Query:  MemberOperationProgress_Operation,
-		Variables: &__MemberOperationProgressInput{
+		OpName: "MaintenanceTaskProgress",
+		Query:  MaintenanceTaskProgress_Operation,
+		Variables: &__MaintenanceTaskProgressInput{
 			Name:  name,
 			After: after,
 		},
 	}
 
-	dataChan_ = make(chan MemberOperationProgressWsResponse)
-	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, MemberOperationProgressForwardData)
+	dataChan_ = make(chan MaintenanceTaskProgressWsResponse)
+	subscriptionID_, err_ = client_.Subscribe(req_, dataChan_, MaintenanceTaskProgressForwardData)
 
 	return dataChan_, subscriptionID_, err_
 }
 
-type MemberOperationProgressWsResponse graphql.BaseResponse[*MemberOperationProgressResponse]
+type MaintenanceTaskProgressWsResponse graphql.BaseResponse[*MaintenanceTaskProgressResponse]
 
-func MemberOperationProgressForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
+func MaintenanceTaskProgressForwardData(interfaceChan interface{}, jsonRawMsg json.RawMessage) error {
 	var gqlResp graphql.Response
-	var wsResp MemberOperationProgressWsResponse
+	var wsResp MaintenanceTaskProgressWsResponse
 	err := json.Unmarshal(jsonRawMsg, &gqlResp)
 	if err != nil {
 		return err
@@ -16099,22 +16166,22 @@ func MemberOperationProgressForwardData(interfaceChan interface{}, jsonRawMsg js
 	} else {
 		wsResp.Errors = gqlResp.Errors
 	}
-	dataChan_, ok := interfaceChan.(chan MemberOperationProgressWsResponse)
+	dataChan_, ok := interfaceChan.(chan MaintenanceTaskProgressWsResponse)
 	if !ok {
-		return errors.New("failed to cast interface into 'chan MemberOperationProgressWsResponse'")
+		return errors.New("failed to cast interface into 'chan MaintenanceTaskProgressWsResponse'")
 	}
 	dataChan_ <- wsResp
 	return nil
 }
 
-// The query executed by MemberOperations.
-const MemberOperations_Operation = `
-query MemberOperations ($name: String!) {
-	memberOperations(name: $name) {
-		... MemberOperationFields
+// The query executed by MaintenanceTasks.
+const MaintenanceTasks_Operation = `
+query MaintenanceTasks ($name: String!) {
+	maintenanceTasks(name: $name) {
+		... MaintenanceTaskFields
 	}
 }
-fragment MemberOperationFields on MemberOperation {
+fragment MaintenanceTaskFields on MaintenanceTask {
 	id
 	machine
 	action
@@ -16128,20 +16195,20 @@ fragment MemberOperationFields on MemberOperation {
 }
 `
 
-func MemberOperations(
+func MaintenanceTasks(
 	ctx_ context.Context,
 	client_ graphql.Client,
 	name string,
-) (data_ *MemberOperationsResponse, err_ error) {
+) (data_ *MaintenanceTasksResponse, err_ error) {
 	req_ := &graphql.Request{
-		OpName: "MemberOperations",
-		Query:  MemberOperations_Operation,
-		Variables: &__MemberOperationsInput{
+		OpName: "MaintenanceTasks",
+		Query:  MaintenanceTasks_Operation,
+		Variables: &__MaintenanceTasksInput{
 			Name: name,
 		},
 	}
 
-	data_ = &MemberOperationsResponse{}
+	data_ = &MaintenanceTasksResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
@@ -16168,9 +16235,9 @@ mutation PauseRollingReboot ($input: RollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16193,9 +16260,9 @@ fragment RollingRebootFields on RollingReboot {
 	members
 	current
 	done
-	step
-	stepSince
-	stepSeconds
+	stage
+	stageSince
+	stageSeconds
 	state
 	reason
 	startedBy
@@ -16277,9 +16344,9 @@ mutation RegisterMachine ($input: RegisterMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16376,9 +16443,9 @@ mutation ReleaseMachine ($input: ReleaseMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16496,9 +16563,9 @@ mutation RemoveFenceMapping ($input: RemoveFenceMappingInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16558,9 +16625,9 @@ mutation RemoveHardwareProfile ($input: RemoveHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16634,9 +16701,9 @@ mutation RemoveMember ($input: RemoveMemberInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16726,17 +16793,17 @@ mutation RestoreMember ($input: RestoreMemberInput!) {
 		report {
 			... AdmissionReportFields
 		}
-		operation {
-			... MemberOperationFields
+		task {
+			... MaintenanceTaskFields
 		}
 	}
 }
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16772,7 +16839,7 @@ fragment AdmissionReportFields on AdmissionReport {
 		... AdmissionCheckFields
 	}
 }
-fragment MemberOperationFields on MemberOperation {
+fragment MaintenanceTaskFields on MaintenanceTask {
 	id
 	machine
 	action
@@ -16832,9 +16899,9 @@ mutation ResumeRollingReboot ($input: RollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16857,9 +16924,9 @@ fragment RollingRebootFields on RollingReboot {
 	members
 	current
 	done
-	step
-	stepSince
-	stepSeconds
+	stage
+	stageSince
+	stageSeconds
 	state
 	reason
 	startedBy
@@ -16908,9 +16975,9 @@ mutation RevokeIdentity ($input: RevokeIdentityInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -16980,9 +17047,9 @@ mutation RevokeJoinToken ($input: RevokeJoinTokenInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17071,9 +17138,9 @@ fragment RollingRebootFields on RollingReboot {
 	members
 	current
 	done
-	step
-	stepSince
-	stepSeconds
+	stage
+	stageSince
+	stageSeconds
 	state
 	reason
 	startedBy
@@ -17122,9 +17189,9 @@ mutation RunHardwareTests ($input: RunHardwareTestsInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17210,9 +17277,9 @@ mutation SetFenceMapping ($input: SetFenceMappingInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17303,9 +17370,9 @@ mutation SetHardwareProfile ($input: SetHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17380,9 +17447,9 @@ mutation SetPlacementGuard ($input: SetPlacementGuardInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17442,9 +17509,9 @@ mutation StartRollingReboot ($input: StartRollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field
@@ -17467,9 +17534,9 @@ fragment RollingRebootFields on RollingReboot {
 	members
 	current
 	done
-	step
-	stepSince
-	stepSeconds
+	stage
+	stageSince
+	stageSeconds
 	state
 	reason
 	startedBy
@@ -17516,9 +17583,9 @@ mutation UnregisterMachine ($input: UnregisterMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
-	steps {
+	calls {
 		system
-		call
+		request
 		target
 		changes {
 			field

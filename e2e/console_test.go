@@ -635,7 +635,7 @@ func TestConsoleLayoutHoldsRealText(t *testing.T) {
 	must(`mutation($m: String!) { setFenceMapping(input: {member: $m, maasSystemId: "ll0003", hardwareUuid: "4c4c4544-0042-3510-8052-b7c04f4e1003"}) { mapping { member } } }`,
 		map[string]any{"m": mmem})
 	must(`mutation($m: String!) { startRollingReboot(input: {members: [$m]}) { rollingReboot { id } } }`, map[string]any{"m": mmem})
-	// A maintenance operation that failed with a long message, as the follower records
+	// A maintenance task that failed with a long message, as the follower records
 	// Incus's error (an URL with no space to break at).
 	long := "Failed to migrate instance " + name63("instance") + " to " + lab.Members[0].Name + ": Error transferring instance data: " +
 		"websocket: bad handshake from https://" + lab.Members[0].Address + "/1.0/operations/" + strings.Repeat("5f1c0e7a-3b2d-4c4e-9a8b-", 20) + "/websocket?secret=elided"

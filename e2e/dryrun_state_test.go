@@ -9,7 +9,7 @@ import (
 )
 
 // A dry run's payload shows only state that exists, and a dry run advances no sequence:
-// its change runs READ ONLY, its INSERT and UPDATE are plan steps never sent. An allowed
+// its change runs READ ONLY, its INSERT and UPDATE are calls of the plan, never sent. An allowed
 // caller's dry run writes nothing at all, audit event included (a metric counts it),
 // invalid input too; one refused for permission is audited REFUSED.
 func TestDryRunShowsOnlyStateThatExists(t *testing.T) {
@@ -24,21 +24,21 @@ func TestDryRunShowsOnlyStateThatExists(t *testing.T) {
 	events0 := e.Count("audit_events")
 
 	created := e.MustGQL(admin, `mutation { createIdentity(input: {name: "planned", permissions: [VIEW_INFRASTRUCTURE], dryRun: true}) {
-		token identity { name } plan { steps { system call } } } }`, nil)["createIdentity"].(map[string]any)
+		token identity { name } plan { calls { system request } } } }`, nil)["createIdentity"].(map[string]any)
 	if created["identity"] != nil || created["token"] != nil {
 		t.Fatalf("a planned createIdentity answered an identity that was never created: %v", created)
 	}
-	if steps := fmt.Sprint(created["plan"]); steps != "map[steps:[map[call:INSERT identities system:DATABASE]]]" {
-		t.Fatalf("createIdentity plan %s, want its one INSERT", steps)
+	if calls := fmt.Sprint(created["plan"]); calls != "map[calls:[map[request:INSERT identities system:DATABASE]]]" {
+		t.Fatalf("createIdentity plan %s, want its one INSERT", calls)
 	}
 
 	revoked := e.MustGQL(admin, `mutation { revokeIdentity(input: {name: "ops", dryRun: true}) {
-		identity { name revokedAt revokedBy active } plan { steps { system call } } } }`, nil)["revokeIdentity"].(map[string]any)
+		identity { name revokedAt revokedBy active } plan { calls { system request } } } }`, nil)["revokeIdentity"].(map[string]any)
 	if got := fmt.Sprint(revoked["identity"]); got != "map[active:true name:ops revokedAt:<nil> revokedBy:<nil>]" {
 		t.Fatalf("a planned revokeIdentity answered %s, want ops as it is: not revoked", got)
 	}
-	if steps := fmt.Sprint(revoked["plan"]); steps != "map[steps:[map[call:UPDATE identities system:DATABASE]]]" {
-		t.Fatalf("revokeIdentity plan %s, want its one UPDATE", steps)
+	if calls := fmt.Sprint(revoked["plan"]); calls != "map[calls:[map[request:UPDATE identities system:DATABASE]]]" {
+		t.Fatalf("revokeIdentity plan %s, want its one UPDATE", calls)
 	}
 	if row := identityRow(t, e, admin, "ops"); row["revokedAt"] != nil || row["active"] != true {
 		t.Fatalf("ops after a planned revocation: %v", row)

@@ -86,8 +86,8 @@ func TestRemovingTheMemberApeloraTalksThrough(t *testing.T) {
 
 // TestInstantEvacuationEndsWhenIncusSaysSo: an evacuation of an empty member ends at once
 // in Incus; Apelora says so from Incus's operation, not a timer: a restore asked as soon as
-// Incus's operation is done is not refused as "still running", and the operation's end is
-// recorded without waiting out the follower's idle period.
+// Incus's operation is done is not refused as "still running", and the maintenance task's
+// end is recorded without waiting out the follower's idle period.
 func TestInstantEvacuationEndsWhenIncusSaysSo(t *testing.T) {
 	lab := incuslab.Start(t, 3)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config))
@@ -107,8 +107,8 @@ func TestInstantEvacuationEndsWhenIncusSaysSo(t *testing.T) {
 	}
 	must(`mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, map[string]any{"n": m3.Name})
 	for round := range 3 {
-		op := must(`mutation($n: String!) { evacuateMember(input: {name: $n}) { operation { id incusOperation } } }`,
-			map[string]any{"n": m3.Name})["evacuateMember"].(map[string]any)["operation"].(map[string]any)
+		op := must(`mutation($n: String!) { evacuateMember(input: {name: $n}) { task { id incusOperation } } }`,
+			map[string]any{"n": m3.Name})["evacuateMember"].(map[string]any)["task"].(map[string]any)
 		id := op["incusOperation"].(string)
 		// Wait for Incus's operation to be done (it is at once for an empty member), then ask
 		// for the restore's plan right away.
@@ -144,7 +144,7 @@ func TestInstantEvacuationEndsWhenIncusSaysSo(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		began := time.Now()
-		must(`mutation($n: String!) { restoreMember(input: {name: $n}) { operation { id } } }`, map[string]any{"n": m3.Name})
+		must(`mutation($n: String!) { restoreMember(input: {name: $n}) { task { id } } }`, map[string]any{"n": m3.Name})
 		for e.Scalar(`SELECT count(*) FROM member_operations WHERE finished_at IS NULL`) != int64(0) {
 			if time.Since(began) > 30*time.Second {
 				t.Fatalf("round %d: the restore's end was never recorded", round)
@@ -309,7 +309,7 @@ func TestDriftSaysWhyItIsQuietInMaintenance(t *testing.T) {
 		}
 	}
 	await("m3 re-checked, not quiet", func(m map[string]any) bool { return m["driftCheckedAt"] != nil && m["driftQuiet"] == nil })
-	must(`mutation($n: String!) { evacuateMember(input: {name: $n}) { operation { id } } }`, vars)
+	must(`mutation($n: String!) { evacuateMember(input: {name: $n}) { task { id } } }`, vars)
 	await("the evacuation's end", func(m map[string]any) bool { return m["phase"] == "EVACUATED" })
 	if err := lab.Kill(m3); err != nil {
 		t.Fatal(err)
@@ -331,7 +331,7 @@ func TestDriftSaysWhyItIsQuietInMaintenance(t *testing.T) {
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		r := e.GQL(admin, `mutation($n: String!) { restoreMember(input: {name: $n}) { operation { id } } }`, vars)
+		r := e.GQL(admin, `mutation($n: String!) { restoreMember(input: {name: $n}) { task { id } } }`, vars)
 		if len(r.Errors) == 0 {
 			break
 		}

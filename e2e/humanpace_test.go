@@ -48,7 +48,7 @@ func TestEveryChangeConfirmedAtHumanPace(t *testing.T) {
 				t.Fatalf("%s confirmed %s after reading its plan: %s %s", s.name, humanPause, code, msg)
 			}
 			confirmed[s.name] = true
-			upstream := len(steps(s.plan, "INCUS"))+len(steps(s.plan, "MAAS")) > 0
+			upstream := len(callsTo(s.plan, "INCUS"))+len(callsTo(s.plan, "MAAS")) > 0
 			got := x.e.Scalar(`SELECT string_agg(outcome || ':' || coalesce(details->>'intent', '-') || ':' || coalesce(details->>'planHash', '-') || ':' || (details ? 'approvedPlan')::text, ' ' ORDER BY id)
 				FROM audit_events WHERE id > $1 AND action = $2`, before, s.name).(string)
 			want := fmt.Sprintf("SUCCEEDED:-:%s:true", s.plan["planHash"])
@@ -62,18 +62,18 @@ func TestEveryChangeConfirmedAtHumanPace(t *testing.T) {
 		}
 	}
 	call := func(name string, in map[string]any) [2]any { return [2]any{name, in} }
-	operationDone := func(member string) {
+	taskDone := func(member string) {
 		t.Helper()
 		for deadline := time.Now().Add(60 * time.Second); ; {
-			ops := x.must(t, `query($n: String!) { memberOperations(name: $n) { finishedAt outcome } }`, map[string]any{"n": member})["memberOperations"].([]any)
-			if len(ops) > 0 && ops[0].(map[string]any)["finishedAt"] != nil {
-				if o := ops[0].(map[string]any)["outcome"]; o != "SUCCEEDED" {
-					t.Fatalf("%s's operation ended %v", member, o)
+			tasks := x.must(t, `query($n: String!) { maintenanceTasks(name: $n) { finishedAt outcome } }`, map[string]any{"n": member})["maintenanceTasks"].([]any)
+			if len(tasks) > 0 && tasks[0].(map[string]any)["finishedAt"] != nil {
+				if o := tasks[0].(map[string]any)["outcome"]; o != "SUCCEEDED" {
+					t.Fatalf("%s's maintenance task ended %v", member, o)
 				}
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s's operation did not end", member)
+				t.Fatalf("%s's maintenance task did not end", member)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
@@ -101,7 +101,7 @@ func TestEveryChangeConfirmedAtHumanPace(t *testing.T) {
 		call("runHardwareTests", map[string]any{"systemId": "aaaa01", "hostname": "node-a", "tests": []any{"smartctl-validate"}}),
 		call("evacuateMember", map[string]any{"name": "m2"}),
 	)
-	operationDone("m2")
+	taskDone("m2")
 	x.maas.Clock.Advance(time.Minute) // the tests end: node-a is Ready again
 	batch(
 		call("removeHardwareProfile", map[string]any{"profile": "big"}),
@@ -109,7 +109,7 @@ func TestEveryChangeConfirmedAtHumanPace(t *testing.T) {
 		call("restoreMember", map[string]any{"name": "m2"}),
 		call("installOperatingSystem", map[string]any{"name": "node-a", "series": "noble", "memberConfig": []any{nodeZ}}),
 	)
-	operationDone("m2")
+	taskDone("m2")
 	batch(call("startRollingReboot", map[string]any{"members": []any{"m2"}}))
 	id := x.must(t, `{ rollingReboot { id state } }`, nil)["rollingReboot"].(map[string]any)["id"]
 	batch(call("pauseRollingReboot", map[string]any{"id": id}))

@@ -18,14 +18,14 @@ import (
 	"github.com/apelora/fabric/testkit/producttest"
 )
 
-// opWatcher follows memberOperation for one member over a websocket.
-type opWatcher struct {
+// taskWatcher follows maintenanceTask for one member over a websocket.
+type taskWatcher struct {
 	t      *testing.T
-	events chan client.MemberOperationProgressWsResponse
+	events chan client.MaintenanceTaskProgressWsResponse
 	errs   chan error
 }
 
-func watchMemberOperation(t *testing.T, e *producttest.Env, token, name string, after *string) *opWatcher {
+func watchMaintenanceTask(t *testing.T, e *producttest.Env, token, name string, after *string) *taskWatcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ws, err := client.NewWebSocket(e.Base+"/graphql", token)
@@ -37,17 +37,17 @@ func watchMemberOperation(t *testing.T, e *producttest.Env, token, name string, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); ws.Close() })
-	ch, _, err := client.MemberOperationProgress(ctx, ws, name, after)
+	ch, _, err := client.MaintenanceTaskProgress(ctx, ws, name, after)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &opWatcher{t: t, events: ch, errs: errs}
+	return &taskWatcher{t: t, events: ch, errs: errs}
 }
 
-// until returns the events up to and including the operation's end.
-func (w *opWatcher) until(within time.Duration) []client.MemberOperationProgressMemberOperationMemberOperationEvent {
+// until returns the events up to and including the task's end.
+func (w *taskWatcher) until(within time.Duration) []client.MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent {
 	w.t.Helper()
-	var got []client.MemberOperationProgressMemberOperationMemberOperationEvent
+	var got []client.MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent
 	deadline := time.After(within)
 	for {
 		select {
@@ -56,23 +56,23 @@ func (w *opWatcher) until(within time.Duration) []client.MemberOperationProgress
 				w.t.Fatalf("stream ended after %v", got)
 			}
 			if r.Errors != nil {
-				w.t.Fatalf("memberOperation: %v", r.Errors)
+				w.t.Fatalf("maintenanceTask: %v", r.Errors)
 			}
-			ev := r.Data.MemberOperation
+			ev := r.Data.MaintenanceTask
 			got = append(got, ev)
 			switch ev.Kind {
-			case client.MemberOperationKindSucceeded, client.MemberOperationKindFailed, client.MemberOperationKindUnknown:
+			case client.MaintenanceEventKindSucceeded, client.MaintenanceEventKindFailed, client.MaintenanceEventKindUnknown:
 				return got
 			}
 		case err := <-w.errs:
 			w.t.Fatalf("websocket: %v", err)
 		case <-deadline:
-			w.t.Fatalf("got %v, waiting for the operation's end", got)
+			w.t.Fatalf("got %v, waiting for the task's end", got)
 		}
 	}
 }
 
-func messages(evs []client.MemberOperationProgressMemberOperationMemberOperationEvent) string {
+func messages(evs []client.MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) string {
 	var b strings.Builder
 	for _, e := range evs {
 		fmt.Fprintf(&b, "\n  %s %s %s", e.Id, e.Kind, e.Message)
@@ -84,9 +84,11 @@ func messages(evs []client.MemberOperationProgressMemberOperationMemberOperation
 // instances with the placement guard on (the third member is not admitted): the plan lists
 // the instances and the one target, progress is pushed, every instance lands on the
 // admitted member, the phase is EVACUATED; the bad inputs are refused and audited once
-// each; restore runs the admission checks and brings the instances back. Then a server
-// stopped while an evacuation runs (it never saw its end) is followed by a restarted one,
-// which reports the operation's end from the database and Incus.
+// each; restore runs the admission checks and brings the instances back. An old client
+// (memberOperation, memberOperations, the payload's operation, the plan's steps: the
+// deprecated names) is answered alike, event for event. Then a server stopped while an
+// evacuation runs (it never saw its end) is followed by a restarted one, which reports
+// the task's end from the database and Incus.
 func TestEvacuateAndRestoreAMember(t *testing.T) {
 	lab := incuslab.Start(t, 3)
 	db := pgtest.New(t)
@@ -127,17 +129,29 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 		}
 		must(`mutation { setPlacementGuard(input: {enabled: true}) { placementGuard { state } } }`, nil)
 		const evacuate = `mutation($n: String!, $dry: Boolean) { evacuateMember(input: {name: $n, dryRun: $dry}) {
-			instances { name project fate } targets { member instances } operation { id incusOperation }
-			plan { refused refusals { code message } warnings { message } quorum { leaving votersOnlineAfter } } } }`
+			instances { name project fate } targets { member instances } task { id incusOperation } operation { id incusOperation }
+			plan { refused refusals { code message } warnings { message } quorum { leaving votersOnlineAfter }
+				calls { system request target changes { field before after } } steps { system call target changes { field before after } } } } }`
 		const restore = `mutation($n: String!, $dry: Boolean) { restoreMember(input: {name: $n, dryRun: $dry}) {
-			instances { name fate } report { trigger verdict checks { name result } } operation { id } plan { refused refusals { code message } } } }`
+			instances { name fate } report { trigger verdict checks { name result } } task { id } operation { id } plan { refused refusals { code message } } } }`
 
 		// The plan: every instance with its fate, the one admitted target, nothing sent.
 		before := e.Count("member_operations")
 		d := must(evacuate, map[string]any{"n": m0.Name, "dry": true})["evacuateMember"].(map[string]any)
 		plan := d["plan"].(map[string]any)
-		if plan["refused"] != false || len(d["instances"].([]any)) != 3 || d["operation"] != nil {
+		if plan["refused"] != false || len(d["instances"].([]any)) != 3 || d["task"] != nil || d["operation"] != nil {
 			t.Fatalf("evacuation plan: %v", d)
+		}
+		// The old client reads the same calls as steps, the request as call.
+		calls, steps := plan["calls"].([]any), plan["steps"].([]any)
+		if len(calls) == 0 || len(calls) != len(steps) {
+			t.Fatalf("the plan's calls %v, its steps (deprecated) %v", calls, steps)
+		}
+		for i, c := range calls {
+			c, st := c.(map[string]any), steps[i].(map[string]any)
+			if c["request"] != st["call"] || c["system"] != st["system"] || c["target"] != st["target"] || fmt.Sprint(c["changes"]) != fmt.Sprint(st["changes"]) {
+				t.Fatalf("call %d: %v, as a step (deprecated): %v", i, c, st)
+			}
 		}
 		for _, in := range d["instances"].([]any) {
 			if in := in.(map[string]any); in["fate"] != "MOVE" || !slices.Contains(names, in["name"].(string)) {
@@ -154,14 +168,29 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 			t.Fatal("the dry run changed something")
 		}
 
-		watch := watchMemberOperation(t, e, viewer, m0.Name, nil)
-		time.Sleep(300 * time.Millisecond) // the subscription is in place
+		watch := watchMaintenanceTask(t, e, viewer, m0.Name, nil)
+		old := subscribeAsAnOldClient(t, e.Base, viewer, oldClientSubscription, map[string]any{"name": m0.Name})
+		// sameAsOld checks that the old client was pushed the same events, by its names.
+		sameAsOld := func(evs []client.MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) {
+			t.Helper()
+			for _, ev := range evs {
+				o, _ := old.next(30 * time.Second)["memberOperation"].(map[string]any)
+				if o["id"] != ev.Id || o["operationId"] != ev.TaskId || o["kind"] != string(ev.Kind) || o["message"] != ev.Message || o["action"] != string(ev.Action) {
+					t.Fatalf("the old client was pushed %v where maintenanceTask pushed %+v", o, ev)
+				}
+			}
+		}
+		time.Sleep(300 * time.Millisecond) // the subscriptions are in place
 		d = must(evacuate, map[string]any{"n": m0.Name})["evacuateMember"].(map[string]any)
-		if d["operation"] == nil || d["operation"].(map[string]any)["incusOperation"] == "" {
-			t.Fatalf("evacuation without a recorded operation: %v", d)
+		if d["task"] == nil || d["task"].(map[string]any)["incusOperation"] == "" {
+			t.Fatalf("evacuation without a recorded maintenance task: %v", d)
+		}
+		if fmt.Sprint(d["operation"]) != fmt.Sprint(d["task"]) {
+			t.Fatalf("the payload's task %v, its operation (deprecated) %v", d["task"], d["operation"])
 		}
 		evs := watch.until(60 * time.Second)
-		if evs[0].Kind != client.MemberOperationKindStarted || evs[len(evs)-1].Kind != client.MemberOperationKindSucceeded {
+		sameAsOld(evs)
+		if evs[0].Kind != client.MaintenanceEventKindStarted || evs[len(evs)-1].Kind != client.MaintenanceEventKindSucceeded {
 			t.Fatalf("evacuation events:%s", messages(evs))
 		}
 		for _, n := range names {
@@ -217,8 +246,16 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 			t.Fatalf("restore: %v", d)
 		}
 		evs = watch.until(60 * time.Second)
-		if evs[len(evs)-1].Kind != client.MemberOperationKindSucceeded {
+		if evs[len(evs)-1].Kind != client.MaintenanceEventKindSucceeded {
 			t.Fatalf("restore events:%s", messages(evs))
+		}
+		sameAsOld(evs)
+		// The old client's history (memberOperations) is the maintenance tasks'.
+		const fields = `id machine action mode incusOperation startedBy startedAt finishedAt outcome message`
+		tasks := must(`query($n: String!) { maintenanceTasks(name: $n) { `+fields+` } }`, map[string]any{"n": m0.Name})["maintenanceTasks"]
+		ops := must(`query MemberOperations($name: String!) { memberOperations(name: $name) { `+fields+` } }`, map[string]any{"name": m0.Name})["memberOperations"]
+		if l, _ := tasks.([]any); len(l) != 2 || fmt.Sprint(tasks) != fmt.Sprint(ops) {
+			t.Fatalf("maintenanceTasks %v, memberOperations (deprecated) %v", tasks, ops)
 		}
 		for _, n := range names {
 			if loc := location(n); loc != m0.Name {
@@ -242,7 +279,7 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 		}
 		e := producttest.StartOn(t, db, db.Store, producttest.WithIncus(ic))
 		admin := e.Identity("admin-2", identity.ManageInfrastructure)
-		r := e.GQL(admin, `mutation($n: String!) { evacuateMember(input: {name: $n}) { operation { id } } }`, map[string]any{"n": m0.Name})
+		r := e.GQL(admin, `mutation($n: String!) { evacuateMember(input: {name: $n}) { task { id } } }`, map[string]any{"n": m0.Name})
 		if len(r.Errors) > 0 {
 			t.Fatalf("evacuate: %+v", r.Errors)
 		}
@@ -252,19 +289,19 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 	}
 	var running int64
 	if err := db.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM member_operations WHERE finished_at IS NULL`).Scan(&running); err != nil || running != 1 {
-		t.Fatalf("operations running after the stop: %d %v, want 1", running, err)
+		t.Fatalf("maintenance tasks running after the stop: %d %v, want 1", running, err)
 	}
 
 	// The restarted server finds it and reports its end to a subscriber replaying from the start.
 	e := producttest.StartOn(t, db, db.Store, producttest.WithIncus(lab.Config))
 	viewer := e.Identity("viewer-3", identity.ViewInfrastructure)
 	zero := "0"
-	evs := watchMemberOperation(t, e, viewer, m0.Name, &zero)
-	var last []client.MemberOperationProgressMemberOperationMemberOperationEvent
+	evs := watchMaintenanceTask(t, e, viewer, m0.Name, &zero)
+	var last []client.MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent
 	for range 3 { // the evacuation, the restore, then the one the stopped server began
 		last = evs.until(60 * time.Second)
 	}
-	if last[len(last)-1].Kind != client.MemberOperationKindSucceeded {
+	if last[len(last)-1].Kind != client.MaintenanceEventKindSucceeded {
 		t.Fatalf("after the restart:%s", messages(last))
 	}
 	for _, n := range names {

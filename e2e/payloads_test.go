@@ -87,7 +87,7 @@ var readers = map[string]reader{
 		query:  func(sel string) string { return `query($k: ID) { rollingReboot(id: $k) ` + sel + ` }` },
 		vars:   func(o map[string]any) map[string]any { return map[string]any{"k": o["id"]} },
 		pick:   func(d, _ map[string]any) any { return d["rollingReboot"] },
-		moving: []string{"stepSeconds"}, // time in the step, counted at each read
+		moving: []string{"stageSeconds", "stepSeconds"}, // time in the stage, counted at each read
 	},
 	"Identity": {
 		query:  func(sel string) string { return `{ identities ` + sel + ` }` },
@@ -105,11 +105,19 @@ var readers = map[string]reader{
 		vars:  func(map[string]any) map[string]any { return nil },
 		pick:  func(d, o map[string]any) any { return byKey(d["fenceMappings"], "member", o["member"]) },
 	},
-	"MemberOperation": {
-		query: func(sel string) string { return `query($k: String!) { memberOperations(name: $k) ` + sel + ` }` },
+	"MaintenanceTask": {
+		query: func(sel string) string { return `query($k: String!) { maintenanceTasks(name: $k) ` + sel + ` }` },
 		vars:  func(o map[string]any) map[string]any { return map[string]any{"k": o["machine"]} },
-		pick:  func(d, o map[string]any) any { return byKey(d["memberOperations"], "id", o["id"]) },
+		pick:  func(d, o map[string]any) any { return byKey(d["maintenanceTasks"], "id", o["id"]) },
 		// Incus's operation goes on after the answer: its end is recorded when seen.
+		moving: []string{"finishedAt", "outcome", "message"},
+	},
+	// The deprecated name of a maintenance task (EvacuateMemberPayload.operation …), read
+	// back by its deprecated query.
+	"MemberOperation": {
+		query:  func(sel string) string { return `query($k: String!) { memberOperations(name: $k) ` + sel + ` }` },
+		vars:   func(o map[string]any) map[string]any { return map[string]any{"k": o["machine"]} },
+		pick:   func(d, o map[string]any) any { return byKey(d["memberOperations"], "id", o["id"]) },
 		moving: []string{"finishedAt", "outcome", "message"},
 	},
 	"PlacementGuard": {
@@ -353,21 +361,21 @@ func TestEveryFieldOfEveryAnswer(t *testing.T) {
 		}
 		return mm["phase"].(string)
 	}
-	// operationEnds waits for the member's latest operation to be seen to end, SUCCEEDED.
-	operationEnds := func(name, id string) {
+	// taskEnds waits for the member's latest maintenance task to be seen to end, SUCCEEDED.
+	taskEnds := func(name, id string) {
 		t.Helper()
 		var outcome any
-		until(name+"'s operation "+id+" to end", 3*time.Minute, func() bool {
-			d := e.MustGQL(admin, `query($n: String!) { memberOperations(name: $n) { id outcome message } }`, map[string]any{"n": name})
-			op, _ := byKey(d["memberOperations"], "id", id).(map[string]any)
-			if op == nil {
+		until(name+"'s maintenance task "+id+" to end", 3*time.Minute, func() bool {
+			d := e.MustGQL(admin, `query($n: String!) { maintenanceTasks(name: $n) { id outcome message } }`, map[string]any{"n": name})
+			task, _ := byKey(d["maintenanceTasks"], "id", id).(map[string]any)
+			if task == nil {
 				return false
 			}
-			outcome = op["outcome"]
+			outcome = task["outcome"]
 			return outcome != nil
 		})
 		if outcome != "SUCCEEDED" {
-			t.Fatalf("%s's operation %s ended %v", name, id, outcome)
+			t.Fatalf("%s's maintenance task %s ended %v", name, id, outcome)
 		}
 	}
 
@@ -426,13 +434,13 @@ func TestEveryFieldOfEveryAnswer(t *testing.T) {
 	// Maintenance, with an instance to move.
 	cli("init", "--empty", "c1", "-s", incuslab.Pool, "--target", "node-a")
 	ev := w.change("evacuateMember", map[string]any{"name": "node-a"})
-	if op, _ := ev["operation"].(map[string]any); op != nil {
-		operationEnds("node-a", op["id"].(string))
+	if task, _ := ev["task"].(map[string]any); task != nil {
+		taskEnds("node-a", task["id"].(string))
 	}
 	until("node-a to be EVACUATED", time.Minute, func() bool { return phase("node-a") == "EVACUATED" })
 	rs := w.change("restoreMember", map[string]any{"name": "node-a"})
-	if op, _ := rs["operation"].(map[string]any); op != nil {
-		operationEnds("node-a", op["id"].(string))
+	if task, _ := rs["task"].(map[string]any); task != nil {
+		taskEnds("node-a", task["id"].(string))
 	}
 	until("node-a to be ADMITTED again", time.Minute, func() bool { return phase("node-a") == "ADMITTED" })
 
@@ -449,6 +457,7 @@ func TestEveryFieldOfEveryAnswer(t *testing.T) {
 		"auditProof":       {"id": firstEvent},
 		"hardwareProfile":  {"name": "lab-fit"},
 		"machine":          {"name": "node-a"},
+		"maintenanceTasks": {"name": "node-a"},
 		"memberOperations": {"name": "node-a"},
 		"admissionReport":  {"name": "node-a"},
 	}

@@ -76,8 +76,8 @@ func TestPlacementGuard(t *testing.T) {
 
 	// A dry run of on plans the one PATCH and sends nothing.
 	_, p = x.dryRun(t, admin, "setPlacementGuard", "SetPlacementGuardInput", map[string]any{"enabled": true}, guardFields)
-	steps := p["steps"].([]any)
-	if p["refused"] != false || len(steps) != 1 || steps[0].(map[string]any)["call"] != "PATCH /1.0" {
+	planned := p["calls"].([]any)
+	if p["refused"] != false || len(planned) != 1 || planned[0].(map[string]any)["request"] != "PATCH /1.0" {
 		t.Fatalf("dry run of on: %v", p)
 	}
 	if got := x.incusCalls.take(); len(got) != 0 {

@@ -70,7 +70,7 @@ func startPlanned(t *testing.T, withMAAS bool) *planned {
 	return &planned{maasEnv: &maasEnv{enrolled: x, maas: m}, incusCalls: calls}
 }
 
-const planFields = `plan { refused planHash steps { system call target changes { field before after } } refusals { code message field } warnings { code message } }`
+const planFields = `plan { refused planHash calls { system request target changes { field before after } } refusals { code message field } warnings { code message } }`
 
 // state is what a dry run must leave as it was: the change tables, fence mappings and
 // the audit trail apart from its own event.
@@ -174,26 +174,28 @@ func mapsWith(m map[string]any, k string, v any) map[string]any {
 	return out
 }
 
-func steps(plan map[string]any, system string) []map[string]any {
+// callsTo are the plan's calls to system.
+func callsTo(plan map[string]any, system string) []map[string]any {
 	var out []map[string]any
-	for _, s := range plan["steps"].([]any) {
-		if st := s.(map[string]any); st["system"] == system {
-			out = append(out, st)
+	for _, c := range plan["calls"].([]any) {
+		if c := c.(map[string]any); c["system"] == system {
+			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func calls(plan map[string]any, system string) []string {
+// requestsTo are the requests of the plan's calls to system.
+func requestsTo(plan map[string]any, system string) []string {
 	var out []string
-	for _, s := range steps(plan, system) {
-		out = append(out, s["call"].(string))
+	for _, c := range callsTo(plan, system) {
+		out = append(out, c["request"].(string))
 	}
 	return out
 }
 
 // samePlan runs mutation as a dry run, then for real, and checks the plan's Incus and
-// MAAS steps are the calls the real one made, with the same MAAS parameters.
+// MAAS calls are the ones the real mutation sent, with the same MAAS parameters.
 func (x *planned) samePlan(t *testing.T, mutation, inputType string, in map[string]any) map[string]any {
 	t.Helper()
 	_, plan := x.dryRun(t, x.admin, mutation, inputType, in, "")
@@ -202,9 +204,9 @@ func (x *planned) samePlan(t *testing.T, mutation, inputType string, in map[stri
 	}
 	before := x.tables(t)
 	gotIncus, gotMAAS := x.real(t, mutation, inputType, in)
-	// The tables the plan's DATABASE steps name are the ones the real call changed.
+	// The tables the plan's DATABASE calls name are the ones the real mutation changed.
 	var planned, changed []string
-	for _, c := range calls(plan, "DATABASE") {
+	for _, c := range requestsTo(plan, "DATABASE") {
 		verb, table, _ := strings.Cut(c, " ")
 		if verb == "NOTIFY" {
 			continue // a notification (admission checks) changes no table
@@ -222,18 +224,18 @@ func (x *planned) samePlan(t *testing.T, mutation, inputType string, in map[stri
 	slices.Sort(planned)
 	slices.Sort(changed)
 	if !slices.Equal(planned, changed) {
-		t.Fatalf("%s: plan's database steps %q, the real call changed %q", mutation, calls(plan, "DATABASE"), changed)
+		t.Fatalf("%s: plan's database calls %q, the real mutation changed %q", mutation, requestsTo(plan, "DATABASE"), changed)
 	}
-	if want := calls(plan, "INCUS"); !slices.Equal(want, gotIncus) {
+	if want := requestsTo(plan, "INCUS"); !slices.Equal(want, gotIncus) {
 		t.Fatalf("%s: plan's Incus calls %q, the real call made %q", mutation, want, gotIncus)
 	}
-	maasSteps := steps(plan, "MAAS")
-	if len(maasSteps) != len(gotMAAS) {
-		t.Fatalf("%s: plan's MAAS calls %q, the real call made %v", mutation, calls(plan, "MAAS"), gotMAAS)
+	maasCalls := callsTo(plan, "MAAS")
+	if len(maasCalls) != len(gotMAAS) {
+		t.Fatalf("%s: plan's MAAS calls %q, the real call made %v", mutation, requestsTo(plan, "MAAS"), gotMAAS)
 	}
-	for i, st := range maasSteps {
-		if st["call"] != gotMAAS[i].call {
-			t.Fatalf("%s: plan's MAAS call %d is %v, the real one %s", mutation, i, st["call"], gotMAAS[i].call)
+	for i, st := range maasCalls {
+		if st["request"] != gotMAAS[i].call {
+			t.Fatalf("%s: plan's MAAS call %d is %v, the real one %s", mutation, i, st["request"], gotMAAS[i].call)
 		}
 		form := url.Values{}
 		for _, c := range st["changes"].([]any) {
@@ -282,13 +284,13 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 
 	reg := map[string]any{"name": "node-4", "provisioner": "MANUAL"}
 	plan := x.samePlan(t, "registerMachine", "RegisterMachineInput", reg)
-	if c := calls(plan, "DATABASE"); !slices.Equal(c, []string{"INSERT machine_records"}) {
+	if c := requestsTo(plan, "DATABASE"); !slices.Equal(c, []string{"INSERT machine_records"}) {
 		t.Fatalf("register plan's database steps %q", c)
 	}
 
 	// approveEnrolment: the plan issues no token and shows none.
 	payload, plan := x.dryRun(t, x.admin, "approveEnrolment", "ApproveEnrolmentInput", map[string]any{"name": "node-4"}, "joinToken expiresAt")
-	if payload["joinToken"] != nil || payload["expiresAt"] != nil || !slices.Equal(calls(plan, "INCUS"), []string{"POST /1.0/cluster/members"}) {
+	if payload["joinToken"] != nil || payload["expiresAt"] != nil || !slices.Equal(requestsTo(plan, "INCUS"), []string{"POST /1.0/cluster/members"}) {
 		t.Fatalf("approve plan %v", payload)
 	}
 	if p, err := x.inc.PendingJoinTokens(t.Context()); err != nil || len(p) != 0 {
@@ -339,7 +341,7 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 		t.Fatal("the report's checks were not pushed")
 	}
 	plan = x.samePlan(t, "admitMember", "AdmitMemberInput", map[string]any{"name": "node-4"})
-	put := steps(plan, "INCUS")
+	put := callsTo(plan, "INCUS")
 	if len(put) != 1 || !strings.Contains(fmt.Sprint(put[0]["changes"]), "before:manual field:config.scheduler.instance") {
 		t.Fatalf("admit plan's member change %v", put)
 	}
@@ -378,7 +380,7 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 	viewer := x.e.Identity("viewer", identity.ViewInfrastructure)
 	for _, name := range []string{"node-6", "node-5"} {
 		_, plan = x.dryRun(t, viewer, "registerMachine", "RegisterMachineInput", map[string]any{"name": name}, "")
-		if plan["refused"] != true || !strings.Contains(fmt.Sprint(plan["refusals"]), "FORBIDDEN") || len(plan["steps"].([]any)) != 0 {
+		if plan["refused"] != true || !strings.Contains(fmt.Sprint(plan["refusals"]), "FORBIDDEN") || len(plan["calls"].([]any)) != 0 {
 			t.Fatalf("viewer's plan %v", plan)
 		}
 	}
@@ -396,10 +398,10 @@ func TestPlansEqualWhatTheRealCallDoesOnMAAS(t *testing.T) {
 	x.samePlan(t, "runHardwareTests", "RunHardwareTestsInput", map[string]any{"systemId": "aaaa01", "hostname": "node-a", "tests": []string{"smartctl-validate"}})
 	x.maas.Clock.Advance(time.Minute) // tests finish: back to Ready
 	plan := x.samePlan(t, "installOperatingSystem", "InstallOperatingSystemInput", map[string]any{"name": "node-a", "series": "noble"})
-	if c := calls(plan, "INCUS"); !slices.Equal(c, []string{"POST /1.0/cluster/members"}) {
+	if c := requestsTo(plan, "INCUS"); !slices.Equal(c, []string{"POST /1.0/cluster/members"}) {
 		t.Fatalf("install plan's Incus calls %q", c)
 	}
-	if c := calls(plan, "MAAS"); !slices.Equal(c, []string{"POST machines/?op=allocate", "POST machines/aaaa01/?op=deploy"}) {
+	if c := requestsTo(plan, "MAAS"); !slices.Equal(c, []string{"POST machines/?op=allocate", "POST machines/aaaa01/?op=deploy"}) {
 		t.Fatalf("install plan's MAAS calls %q", c)
 	}
 	for name, id := range map[string]string{"node-new": "nnnn03", "node-busy": "dddd04"} {
@@ -416,14 +418,14 @@ func TestPlansEqualWhatTheRealCallDoesOnMAAS(t *testing.T) {
 	if plan["refused"] != true || !strings.Contains(fmt.Sprint(plan["refusals"]), "FORBIDDEN") || !strings.Contains(fmt.Sprint(plan["refusals"]), "hardware.delete") {
 		t.Fatalf("release plan without hardware.delete: %v", plan)
 	}
-	if strings.Contains(fmt.Sprint(plan["warnings"]), "will be erased") || len(calls(plan, "MAAS")) != 1 {
+	if strings.Contains(fmt.Sprint(plan["warnings"]), "will be erased") || len(requestsTo(plan, "MAAS")) != 1 {
 		t.Fatalf("release plan of a caller who may not erase: %v", plan)
 	}
 	plan = x.samePlan(t, "releaseMachine", "ReleaseMachineInput", map[string]any{"systemId": "dddd04", "erase": true, "comment": "planned"})
 	if !strings.Contains(fmt.Sprint(plan["warnings"]), "the disks will be erased (asked for)") {
 		t.Fatalf("release plan's word on the disks: %v", plan["warnings"])
 	}
-	if c := calls(plan, "MAAS"); !slices.Equal(c, []string{"POST machines/dddd04/?op=release"}) {
+	if c := requestsTo(plan, "MAAS"); !slices.Equal(c, []string{"POST machines/dddd04/?op=release"}) {
 		t.Fatalf("release plan %q", c)
 	}
 }

@@ -105,13 +105,13 @@ func TestEveryPlanIsStableForTheSameInputAndWorld(t *testing.T) {
 			t.Fatalf("%s dry run: %s %s", name, code, msg)
 		}
 		first[name] = p
-		t.Logf("%s: refused %v %v, %d steps", name, p["refused"], p["refusals"], len(p["steps"].([]any)))
+		t.Logf("%s: refused %v %v, %d calls", name, p["refused"], p["refusals"], len(p["calls"].([]any)))
 	}
 	if p := first["installOperatingSystem"]; p["refused"] != false {
 		t.Fatalf("the install example is refused, so it proves nothing about its user data: %v", p["refusals"])
 	}
-	if ud := fmt.Sprint(steps(first["installOperatingSystem"], "MAAS")); !strings.Contains(ud, "user-data template sha256:") || !strings.Contains(ud, "enrol-member.sh sha256:") {
-		t.Fatalf("install plan's MAAS steps do not show the user data as approved: %s", ud)
+	if ud := fmt.Sprint(callsTo(first["installOperatingSystem"], "MAAS")); !strings.Contains(ud, "user-data template sha256:") || !strings.Contains(ud, "enrol-member.sh sha256:") {
+		t.Fatalf("install plan's MAAS calls do not show the user data as approved: %s", ud)
 	}
 	time.Sleep(2100 * time.Millisecond) // a human's pause between reading a plan and confirming it
 	for _, name := range names {
@@ -122,20 +122,20 @@ func TestEveryPlanIsStableForTheSameInputAndWorld(t *testing.T) {
 		if p["planHash"] != first[name]["planHash"] {
 			t.Errorf("%s planned twice 2 s apart hashed %v, then %v:\nfirst  %v\nsecond %v", name, first[name]["planHash"], p["planHash"], first[name], p)
 		}
-		// Plans list each step once.
+		// Plans list each call once.
 		seen := map[string]bool{}
-		for _, s := range p["steps"].([]any) {
-			k := fmt.Sprint(s)
+		for _, c := range p["calls"].([]any) {
+			k := fmt.Sprint(c)
 			if seen[k] {
-				t.Errorf("%s plan lists a step twice: %v", name, k)
+				t.Errorf("%s plan lists a call twice: %v", name, k)
 			}
 			seen[k] = true
 		}
 	}
-	// An evacuation's step names the member, not "state".
-	for _, s := range steps(first["evacuateMember"], "INCUS") {
-		if s["target"] != "m2" {
-			t.Errorf("evacuate step %v: its target must be the member", s)
+	// An evacuation's call names the member, not "state".
+	for _, c := range callsTo(first["evacuateMember"], "INCUS") {
+		if c["target"] != "m2" {
+			t.Errorf("evacuate call %v: its target must be the member", c)
 		}
 	}
 }

@@ -66,26 +66,31 @@ func (x *rollingEnv) workerEnv() []string {
 	return []string{"APELORA_ROLLING_ONLINE_TIMEOUT=60s"}
 }
 
-// rolling reads the rolling reboot (latest when id is "").
+// rolling reads the rolling reboot (latest when id is ""), by the new names and by an old
+// client's (step, stepSince, stepSeconds: deprecated), which must answer alike.
 func (x *rollingEnv) rolling(id string) map[string]any {
 	var vars map[string]any
-	q := `{ rollingReboot { id members current done step stepSeconds state reason } }`
+	const fields = `id members current done stage stageSince stageSeconds step stepSince stepSeconds state reason`
+	q := `{ rollingReboot { ` + fields + ` } }`
 	if id != "" {
-		q = `query($id: ID) { rollingReboot(id: $id) { id members current done step stepSeconds state reason } }`
+		q = `query($id: ID) { rollingReboot(id: $id) { ` + fields + ` } }`
 		vars = map[string]any{"id": id}
 	}
 	r, _ := x.gql(x.bare, q, vars)["rollingReboot"].(map[string]any)
+	if r != nil && (r["step"] != r["stage"] || r["stepSince"] != r["stageSince"] || r["stepSeconds"] != r["stageSeconds"]) {
+		x.t.Fatalf("rolling reboot %s: its stage and an old client's step differ: %v", id, r)
+	}
 	return r
 }
 
-// awaitRolling waits until the rolling reboot id satisfies cond, logging each new step.
+// awaitRolling waits until the rolling reboot id satisfies cond, logging each new stage.
 func (x *rollingEnv) awaitRolling(id, what string, cond func(map[string]any) bool) map[string]any {
 	x.t.Helper()
 	deadline := time.Now().Add(2 * fenceWaitLimit)
 	last := ""
 	for {
 		r := x.rolling(id)
-		if now := fmt.Sprintf("%v %v %v", r["current"], r["step"], r["state"]); now != last {
+		if now := fmt.Sprintf("%v %v %v", r["current"], r["stage"], r["state"]); now != last {
 			x.t.Logf("rolling reboot %s: %s", id, now)
 			last = now
 		}
@@ -106,7 +111,7 @@ func stateIs(s string) func(map[string]any) bool {
 // TestRollingRebootOnARealCluster reboots the three members of a real lab in turn through
 // the MAAS simulator (its power cycle stops and restarts the member's incusd), with the
 // driving worker killed mid-run and a standby carrying on; then a member that does not
-// come back stops the operation with the member left evacuated; then pause, resume and
+// come back stops the rolling reboot with the member left evacuated; then pause, resume and
 // cancel, and the refusals.
 func TestRollingRebootOnARealCluster(t *testing.T) {
 	x := startRollingEnv(t)
@@ -144,7 +149,7 @@ func TestRollingRebootOnARealCluster(t *testing.T) {
 		x.gql(x.api, setMapping, mappingVars(m.Name, x.maas.ids[m.Name], x.maas.uuids[m.Name]))
 	}
 	const start = `mutation($m: [String!]!, $dry: Boolean) { startRollingReboot(input: {members: $m, dryRun: $dry}) {
-		rollingReboot { id state step current } plan { refused refusals { code message } quorum { leaving votersOnlineAfter } } } }`
+		rollingReboot { id state stage current } plan { refused refusals { code message } quorum { leaving votersOnlineAfter } } } }`
 
 	// Refusals: an unknown member, a name twice.
 	if r := x.api.GQL(x.admin, start, map[string]any{"m": []string{"m1", "nope"}}); r.Code() != "NOT_FOUND" || !strings.Contains(r.Errors[0].Message, "nope") {
@@ -168,7 +173,7 @@ func TestRollingRebootOnARealCluster(t *testing.T) {
 		t.Fatalf("a second rolling reboot: %+v", r.Errors)
 	}
 	x.awaitRolling(id, "m2 under way", func(r map[string]any) bool {
-		return r["current"] == "m2" && r["step"] == "POWER_OFF" || r["state"] != "RUNNING"
+		return r["current"] == "m2" && r["stage"] == "POWER_OFF" || r["state"] != "RUNNING"
 	})
 	w1.kill(syscall.SIGKILL)
 	x.startWorker("w2", x.workerEnv()...)
@@ -220,14 +225,14 @@ func TestRollingRebootOnARealCluster(t *testing.T) {
 		t.Errorf("%d fence decisions or power-offs by the fence worker during a rolling reboot", n)
 	}
 
-	// A member that does not come back: the operation stops there, the member stays evacuated.
+	// A member that does not come back: the rolling reboot stops there, the member stays evacuated.
 	x.mu.Lock()
 	x.dead["m2"] = true
 	x.mu.Unlock()
 	op = x.gql(x.api, start, map[string]any{"m": []string{"m2", "m3"}})["startRollingReboot"].(map[string]any)["rollingReboot"].(map[string]any)
 	failed := x.awaitRolling(op["id"].(string), "the stop", func(r map[string]any) bool { return r["state"] != "RUNNING" })
 	reason, _ := failed["reason"].(string)
-	if failed["state"] != "FAILED" || failed["current"] != "m2" || failed["step"] != "WAIT_ONLINE" || !strings.Contains(reason, "did not come back within 1m0s") {
+	if failed["state"] != "FAILED" || failed["current"] != "m2" || failed["stage"] != "WAIT_ONLINE" || !strings.Contains(reason, "did not come back within 1m0s") {
 		t.Fatalf("a member that does not come back: %v", failed)
 	}
 	t.Logf("stopped: %s", reason)
@@ -245,7 +250,7 @@ func TestRollingRebootOnARealCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.waitFor("m2 answering", func() bool { _, err := lab.CLI(m1, "query", "/1.0/cluster/members/m2/state"); return err == nil })
-	x.gql(x.api, `mutation { restoreMember(input: {name: "m2"}) { operation { id } } }`, nil)
+	x.gql(x.api, `mutation { restoreMember(input: {name: "m2"}) { task { id } } }`, nil)
 	x.waitFor("m2 restored", func() bool { return strings.Contains(cli("cluster", "list", "-c", "ns", "-f", "csv"), "m2,ONLINE") })
 
 	// Pause, resume, cancel, with the driver stopped so nothing races them.

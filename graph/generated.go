@@ -29,10 +29,14 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	ClusterView() ClusterViewResolver
+	EvacuateMemberPayload() EvacuateMemberPayloadResolver
 	MaasMachine() MaasMachineResolver
 	Member() MemberResolver
 	Mutation() MutationResolver
+	Plan() PlanResolver
 	Query() QueryResolver
+	RestoreMemberPayload() RestoreMemberPayloadResolver
+	RollingReboot() RollingRebootResolver
 	Subscription() SubscriptionResolver
 }
 
@@ -206,6 +210,7 @@ type ComplexityRoot struct {
 		Operation func(childComplexity int) int
 		Plan      func(childComplexity int) int
 		Targets   func(childComplexity int) int
+		Task      func(childComplexity int) int
 	}
 
 	EvacuationTarget struct {
@@ -433,6 +438,29 @@ type ComplexityRoot struct {
 		Type            func(childComplexity int) int
 	}
 
+	MaintenanceTask struct {
+		Action         func(childComplexity int) int
+		FinishedAt     func(childComplexity int) int
+		ID             func(childComplexity int) int
+		IncusOperation func(childComplexity int) int
+		Machine        func(childComplexity int) int
+		Message        func(childComplexity int) int
+		Mode           func(childComplexity int) int
+		Outcome        func(childComplexity int) int
+		StartedAt      func(childComplexity int) int
+		StartedBy      func(childComplexity int) int
+	}
+
+	MaintenanceTaskEvent struct {
+		Action  func(childComplexity int) int
+		At      func(childComplexity int) int
+		ID      func(childComplexity int) int
+		Kind    func(childComplexity int) int
+		Machine func(childComplexity int) int
+		Message func(childComplexity int) int
+		TaskID  func(childComplexity int) int
+	}
+
 	Member struct {
 		Architecture  func(childComplexity int) int
 		Description   func(childComplexity int) int
@@ -528,6 +556,7 @@ type ComplexityRoot struct {
 	}
 
 	Plan struct {
+		Calls    func(childComplexity int) int
 		Facts    func(childComplexity int) int
 		PlanHash func(childComplexity int) int
 		Quorum   func(childComplexity int) int
@@ -535,6 +564,13 @@ type ComplexityRoot struct {
 		Refused  func(childComplexity int) int
 		Steps    func(childComplexity int) int
 		Warnings func(childComplexity int) int
+	}
+
+	PlanCall struct {
+		Changes func(childComplexity int) int
+		Request func(childComplexity int) int
+		System  func(childComplexity int) int
+		Target  func(childComplexity int) int
 	}
 
 	PlanChange struct {
@@ -590,6 +626,7 @@ type ComplexityRoot struct {
 		MaasImages       func(childComplexity int) int
 		Machine          func(childComplexity int, name string) int
 		Machines         func(childComplexity int) int
+		MaintenanceTasks func(childComplexity int, name string) int
 		MemberOperations func(childComplexity int, name string) int
 		ReleasePreview   func(childComplexity int, erase *bool) int
 		RollingReboot    func(childComplexity int, id *string) int
@@ -640,6 +677,7 @@ type ComplexityRoot struct {
 		Operation func(childComplexity int) int
 		Plan      func(childComplexity int) int
 		Report    func(childComplexity int) int
+		Task      func(childComplexity int) int
 	}
 
 	RevokeIdentityPayload struct {
@@ -653,18 +691,21 @@ type ComplexityRoot struct {
 	}
 
 	RollingReboot struct {
-		Current     func(childComplexity int) int
-		Done        func(childComplexity int) int
-		FinishedAt  func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Members     func(childComplexity int) int
-		Reason      func(childComplexity int) int
-		StartedAt   func(childComplexity int) int
-		StartedBy   func(childComplexity int) int
-		State       func(childComplexity int) int
-		Step        func(childComplexity int) int
-		StepSeconds func(childComplexity int) int
-		StepSince   func(childComplexity int) int
+		Current      func(childComplexity int) int
+		Done         func(childComplexity int) int
+		FinishedAt   func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Members      func(childComplexity int) int
+		Reason       func(childComplexity int) int
+		Stage        func(childComplexity int) int
+		StageSeconds func(childComplexity int) int
+		StageSince   func(childComplexity int) int
+		StartedAt    func(childComplexity int) int
+		StartedBy    func(childComplexity int) int
+		State        func(childComplexity int) int
+		Step         func(childComplexity int) int
+		StepSeconds  func(childComplexity int) int
+		StepSince    func(childComplexity int) int
 	}
 
 	RollingRebootPayload struct {
@@ -711,6 +752,7 @@ type ComplexityRoot struct {
 		DriftChanges       func(childComplexity int, machine *string, after *string) int
 		FenceProgress      func(childComplexity int, member *string, after *string) int
 		FleetUpdates       func(childComplexity int, after *int) int
+		MaintenanceTask    func(childComplexity int, name string, after *string) int
 		MemberOperation    func(childComplexity int, name string, after *string) int
 	}
 
@@ -732,6 +774,9 @@ type ComplexityRoot struct {
 
 type ClusterViewResolver interface {
 	PlacementGuard(ctx context.Context, obj *model.ClusterView) (*model.PlacementGuard, error)
+}
+type EvacuateMemberPayloadResolver interface {
+	Operation(ctx context.Context, obj *model.EvacuateMemberPayload) (*model.MemberOperation, error)
 }
 type MaasMachineResolver interface {
 	StorageDevices(ctx context.Context, obj *model.MaasMachine) ([]*model.MaasStorageDevice, error)
@@ -768,12 +813,16 @@ type MutationResolver interface {
 	ResumeRollingReboot(ctx context.Context, input model.RollingRebootInput) (*model.RollingRebootPayload, error)
 	CancelRollingReboot(ctx context.Context, input model.RollingRebootInput) (*model.RollingRebootPayload, error)
 }
+type PlanResolver interface {
+	Steps(ctx context.Context, obj *model.Plan) ([]*model.PlanStep, error)
+}
 type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Identity, error)
 	AuditEvents(ctx context.Context, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) (*model.AuditEventConnection, error)
 	AuditCheckpoint(ctx context.Context) (*model.AuditCheckpoint, error)
 	AuditProof(ctx context.Context, id string) (*model.AuditProof, error)
 	AuditTrail(ctx context.Context) (*model.AuditTrail, error)
+	MemberOperations(ctx context.Context, name string) ([]*model.MemberOperation, error)
 	Drift(ctx context.Context, machine *string) ([]*model.Drift, error)
 	DriftWatcher(ctx context.Context) (*model.DriftWatcher, error)
 	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
@@ -787,16 +836,25 @@ type QueryResolver interface {
 	MaasImages(ctx context.Context) ([]*model.MaasImage, error)
 	Machines(ctx context.Context) ([]*model.Machine, error)
 	Machine(ctx context.Context, name string) (*model.Machine, error)
-	MemberOperations(ctx context.Context, name string) ([]*model.MemberOperation, error)
+	MaintenanceTasks(ctx context.Context, name string) ([]*model.MaintenanceTask, error)
 	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
 	RollingReboot(ctx context.Context, id *string) (*model.RollingReboot, error)
 }
+type RestoreMemberPayloadResolver interface {
+	Operation(ctx context.Context, obj *model.RestoreMemberPayload) (*model.MemberOperation, error)
+}
+type RollingRebootResolver interface {
+	Step(ctx context.Context, obj *model.RollingReboot) (model.RollingStep, error)
+	StepSince(ctx context.Context, obj *model.RollingReboot) (*time.Time, error)
+	StepSeconds(ctx context.Context, obj *model.RollingReboot) (float64, error)
+}
 type SubscriptionResolver interface {
 	AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome, after *string) (<-chan *model.AuditEvent, error)
+	MemberOperation(ctx context.Context, name string, after *string) (<-chan *model.MemberOperationEvent, error)
 	DriftChanges(ctx context.Context, machine *string, after *string) (<-chan *model.DriftEvent, error)
 	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
 	FleetUpdates(ctx context.Context, after *int) (<-chan *model.FleetUpdate, error)
-	MemberOperation(ctx context.Context, name string, after *string) (<-chan *model.MemberOperationEvent, error)
+	MaintenanceTask(ctx context.Context, name string, after *string) (<-chan *model.MaintenanceTaskEvent, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
 }
 
@@ -1468,6 +1526,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EvacuateMemberPayload.Targets(childComplexity), true
+	case "EvacuateMemberPayload.task":
+		if e.ComplexityRoot.EvacuateMemberPayload.Task == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvacuateMemberPayload.Task(childComplexity), true
 
 	case "EvacuationTarget.instances":
 		if e.ComplexityRoot.EvacuationTarget.Instances == nil {
@@ -2428,6 +2492,110 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MaintenanceInstance.Type(childComplexity), true
 
+	case "MaintenanceTask.action":
+		if e.ComplexityRoot.MaintenanceTask.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTask.Action(childComplexity), true
+	case "MaintenanceTask.finishedAt":
+		if e.ComplexityRoot.MaintenanceTask.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTask.FinishedAt(childComplexity), true
+	case "MaintenanceTask.id":
+		if e.ComplexityRoot.MaintenanceTask.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTask.ID(childComplexity), true
+	case "MaintenanceTask.incusOperation":
+		if e.ComplexityRoot.MaintenanceTask.IncusOperation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTask.IncusOperation(childComplexity), true
+	case "MaintenanceTask.machine":
+		if e.ComplexityRoot.MaintenanceTask.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTask.Machine(childComplexity), true
+	case "MaintenanceTask.message":
+		if e.ComplexityRoot.MaintenanceTask.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTask.Message(childComplexity), true
+	case "MaintenanceTask.mode":
+		if e.ComplexityRoot.MaintenanceTask.Mode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTask.Mode(childComplexity), true
+	case "MaintenanceTask.outcome":
+		if e.ComplexityRoot.MaintenanceTask.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTask.Outcome(childComplexity), true
+	case "MaintenanceTask.startedAt":
+		if e.ComplexityRoot.MaintenanceTask.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTask.StartedAt(childComplexity), true
+	case "MaintenanceTask.startedBy":
+		if e.ComplexityRoot.MaintenanceTask.StartedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTask.StartedBy(childComplexity), true
+
+	case "MaintenanceTaskEvent.action":
+		if e.ComplexityRoot.MaintenanceTaskEvent.Action == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTaskEvent.Action(childComplexity), true
+	case "MaintenanceTaskEvent.at":
+		if e.ComplexityRoot.MaintenanceTaskEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTaskEvent.At(childComplexity), true
+	case "MaintenanceTaskEvent.id":
+		if e.ComplexityRoot.MaintenanceTaskEvent.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTaskEvent.ID(childComplexity), true
+	case "MaintenanceTaskEvent.kind":
+		if e.ComplexityRoot.MaintenanceTaskEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTaskEvent.Kind(childComplexity), true
+	case "MaintenanceTaskEvent.machine":
+		if e.ComplexityRoot.MaintenanceTaskEvent.Machine == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTaskEvent.Machine(childComplexity), true
+	case "MaintenanceTaskEvent.message":
+		if e.ComplexityRoot.MaintenanceTaskEvent.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTaskEvent.Message(childComplexity), true
+	case "MaintenanceTaskEvent.taskId":
+		if e.ComplexityRoot.MaintenanceTaskEvent.TaskID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MaintenanceTaskEvent.TaskID(childComplexity), true
+
 	case "Member.architecture":
 		if e.ComplexityRoot.Member.Architecture == nil {
 			break
@@ -2964,6 +3132,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PlacementGuard.State(childComplexity), true
 
+	case "Plan.calls":
+		if e.ComplexityRoot.Plan.Calls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Plan.Calls(childComplexity), true
 	case "Plan.facts":
 		if e.ComplexityRoot.Plan.Facts == nil {
 			break
@@ -3006,6 +3180,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Plan.Warnings(childComplexity), true
+
+	case "PlanCall.changes":
+		if e.ComplexityRoot.PlanCall.Changes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanCall.Changes(childComplexity), true
+	case "PlanCall.request":
+		if e.ComplexityRoot.PlanCall.Request == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanCall.Request(childComplexity), true
+	case "PlanCall.system":
+		if e.ComplexityRoot.PlanCall.System == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanCall.System(childComplexity), true
+	case "PlanCall.target":
+		if e.ComplexityRoot.PlanCall.Target == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PlanCall.Target(childComplexity), true
 
 	case "PlanChange.after":
 		if e.ComplexityRoot.PlanChange.After == nil {
@@ -3253,6 +3452,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Machines(childComplexity), true
+	case "Query.maintenanceTasks":
+		if e.ComplexityRoot.Query.MaintenanceTasks == nil {
+			break
+		}
+
+		args, err := ec.field_Query_maintenanceTasks_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MaintenanceTasks(childComplexity, args["name"].(string)), true
 	case "Query.memberOperations":
 		if e.ComplexityRoot.Query.MemberOperations == nil {
 			break
@@ -3449,6 +3659,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RestoreMemberPayload.Report(childComplexity), true
+	case "RestoreMemberPayload.task":
+		if e.ComplexityRoot.RestoreMemberPayload.Task == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RestoreMemberPayload.Task(childComplexity), true
 
 	case "RevokeIdentityPayload.identity":
 		if e.ComplexityRoot.RevokeIdentityPayload.Identity == nil {
@@ -3512,6 +3728,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RollingReboot.Reason(childComplexity), true
+	case "RollingReboot.stage":
+		if e.ComplexityRoot.RollingReboot.Stage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.Stage(childComplexity), true
+	case "RollingReboot.stageSeconds":
+		if e.ComplexityRoot.RollingReboot.StageSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.StageSeconds(childComplexity), true
+	case "RollingReboot.stageSince":
+		if e.ComplexityRoot.RollingReboot.StageSince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.StageSince(childComplexity), true
 	case "RollingReboot.startedAt":
 		if e.ComplexityRoot.RollingReboot.StartedAt == nil {
 			break
@@ -3730,6 +3964,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.FleetUpdates(childComplexity, args["after"].(*int)), true
+	case "Subscription.maintenanceTask":
+		if e.ComplexityRoot.Subscription.MaintenanceTask == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_maintenanceTask_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.MaintenanceTask(childComplexity, args["name"].(string), args["after"].(*string)), true
 	case "Subscription.memberOperation":
 		if e.ComplexityRoot.Subscription.MemberOperation == nil {
 			break
@@ -3939,7 +4184,7 @@ type AuditEvent {
   """
   The mutation, e.g. ` + "`" + `registerMachine` + "`" + ` (the first one, when a request was refused as a
   whole: ` + "`" + `details.mutations` + "`" + ` lists them and ` + "`" + `details.calls` + "`" + ` counts them), or
-  ` + "`" + `rejectedRequest` + "`" + ` (a POST refused before its operation could be read: too large, too
+  ` + "`" + `rejectedRequest` + "`" + ` (a POST refused before its GraphQL operation could be read: too large, too
   slow, not JSON, a batch, a query that does not parse). Refusals that repeat are counted,
   their events bounded per minute: ` + "`" + `rateLimited` + "`" + ` (an address's requests answered 429,
   ` + "`" + `details.refused` + "`" + `), ` + "`" + `signInFailed` + "`" + ` (an address's failed sign-ins, ` + "`" + `details.failed` + "`" + `),
@@ -4141,6 +4386,96 @@ refused PLAN_CHANGED; the test that proves it reads this declaration. dryRun and
 are the call's mode and its confirmation, never covered.
 """
 directive @planIgnores(reason: String!) on INPUT_FIELD_DEFINITION
+`, BuiltIn: false},
+	{Name: "../schema/deprecated.graphqls", Input: `# The API's old names, kept so that a client written against them still works: each field
+# here is @deprecated and names its replacement, and answers exactly what the replacement
+# answers (gqlgen.yml binds each old field and type to the new one's Go field and model).
+# docs/glossary.md says which word replaced which, and why.
+#
+# The words: a plan lists calls (not steps: a step is an administrator's whole change), a
+# rolling reboot takes each member through stages, and Apelora follows a maintenance task
+# (not an operation: an operation is Incus's own, /1.0/operations/{id}).
+
+extend type Plan {
+  steps: [PlanStep!]! @deprecated(reason: "use calls")
+}
+
+"A call of a plan, by its old name (Plan.steps): what PlanCall is, with request named call."
+type PlanStep {
+  system: PlanSystem!
+  "PlanCall.request."
+  call: String!
+  target: String!
+  changes: [PlanChange!]!
+}
+
+extend type RollingReboot {
+  step: RollingStep! @deprecated(reason: "use stage")
+  stepSince: Time! @deprecated(reason: "use stageSince")
+  stepSeconds: Float! @deprecated(reason: "use stageSeconds")
+}
+
+"RollingStage, by its old name (RollingReboot.step): the same values."
+enum RollingStep {
+  EVACUATE
+  POWER_OFF
+  CONFIRM_OFF
+  POWER_ON
+  WAIT_ONLINE
+  RESTORE
+  DONE
+}
+
+extend type Query {
+  memberOperations(name: String!): [MemberOperation!]! @deprecated(reason: "use maintenanceTasks")
+}
+
+extend type Subscription {
+  memberOperation(name: String!, after: ID): MemberOperationEvent! @deprecated(reason: "use maintenanceTask")
+}
+
+extend type EvacuateMemberPayload {
+  operation: MemberOperation @deprecated(reason: "use task")
+}
+
+extend type RestoreMemberPayload {
+  operation: MemberOperation @deprecated(reason: "use task")
+}
+
+"MaintenanceTask, by its old name (memberOperations, the payloads' operation)."
+type MemberOperation {
+  id: ID!
+  machine: String!
+  action: MemberAction!
+  mode: String
+  incusOperation: String!
+  startedBy: String!
+  startedAt: Time!
+  finishedAt: Time
+  outcome: MemberOperationKind
+  message: String!
+}
+
+"MaintenanceTaskEvent, by its old name (memberOperation), with taskId named operationId."
+type MemberOperationEvent {
+  id: ID!
+  "MaintenanceTaskEvent.taskId."
+  operationId: ID!
+  machine: String!
+  action: MemberAction!
+  at: Time!
+  kind: MemberOperationKind!
+  message: String!
+}
+
+"MaintenanceEventKind, by its old name: the same values."
+enum MemberOperationKind {
+  STARTED
+  PROGRESS
+  SUCCEEDED
+  FAILED
+  UNKNOWN
+}
 `, BuiltIn: false},
 	{Name: "../schema/drift.graphqls", Input: `extend type Query {
   """
@@ -5441,32 +5776,37 @@ type UnregisterMachinePayload {
   them. Refused for a member that is not in this cluster, offline, already evacuated,
   with an evacuation or restore still running, with a power-off in flight, or when
   taking it down with the members already in maintenance would cost Incus's database its
-  majority. Progress is pushed on memberOperation; the member is EVACUATED once Incus is
-  done, and the fencing worker never powers off an evacuated member.
+  majority. Apelora follows it as a maintenance task (MaintenanceTask), its progress pushed
+  on maintenanceTask; the member is EVACUATED once Incus is done, and the fencing worker
+  never powers off an evacuated member.
   """
   evacuateMember(input: EvacuateMemberInput!): EvacuateMemberPayload! @change(about: "input.name", lock: MACHINE)
 
   """
   Bring an evacuated member back: first every admission check runs again (refused on any
   FAIL, naming it), then Incus restores it (instances it moved come back, those it stopped
-  start). Progress is pushed on memberOperation.
+  start). Apelora follows it as a maintenance task, its progress pushed on maintenanceTask.
   """
   restoreMember(input: RestoreMemberInput!): RestoreMemberPayload! @change(about: "input.name", lock: MACHINE)
 }
 
 extend type Query {
-  "The evacuations and restores Apelora asked Incus for on a member, newest first (at most 20)."
-  memberOperations(name: String!): [MemberOperation!]!
+  """
+  The maintenance tasks of a member: the evacuations and restores Apelora asked Incus
+  for, newest first (at most 20).
+  """
+  maintenanceTasks(name: String!): [MaintenanceTask!]!
 }
 
 extend type Subscription {
   """
-  Progress of a member's evacuations and restores, from Incus's operation: started, each
-  instance stopped, moved or started, then the end. With ` + "`" + `after` + "`" + ` (an event id), the events
-  after it are replayed first. Followed by every API replica from the database, so a
-  restarted server reports an operation in progress again.
+  Progress of a member's maintenance tasks (evacuations and restores), read from Incus's
+  operation that carries each out: started, each instance stopped, moved or started, then
+  the end. With ` + "`" + `after` + "`" + ` (an event id), the events after it are replayed first. Followed by
+  every API replica from the database, so a restarted server reports a task in progress
+  again.
   """
-  memberOperation(name: String!, after: ID): MemberOperationEvent!
+  maintenanceTask(name: String!, after: ID): MaintenanceTaskEvent!
 }
 
 "What an evacuation may force on every instance; without it each instance's cluster.evacuate decides."
@@ -5522,8 +5862,8 @@ type EvacuateMemberPayload {
   instances: [MaintenanceInstance!]!
   "Members the moved instances may land on (admitted, online, not held), fewest instances first."
   targets: [EvacuationTarget!]!
-  "The operation Apelora recorded; null in a plan."
-  operation: MemberOperation
+  "The maintenance task Apelora recorded; null in a plan."
+  task: MaintenanceTask
   "The plan, when the input asked for a dry run (dryRun); null otherwise."
   plan: Plan
 }
@@ -5534,8 +5874,8 @@ type RestoreMemberPayload {
   instances: [MaintenanceInstance!]!
   "The admission checks, run again before the member leaves maintenance."
   report: AdmissionReport
-  "The operation Apelora recorded; null in a plan."
-  operation: MemberOperation
+  "The maintenance task Apelora recorded; null in a plan."
+  task: MaintenanceTask
   "The plan, when the input asked for a dry run (dryRun); null otherwise."
   plan: Plan
 }
@@ -5577,18 +5917,22 @@ enum MemberAction {
   RESTORE
 }
 
-enum MemberOperationKind {
+"What an event of a maintenance task says."
+enum MaintenanceEventKind {
   STARTED
   "An instance stopped, moved or started, as Incus reported it."
   PROGRESS
   SUCCEEDED
   FAILED
-  "Incus no longer lists the operation and the member's status does not say it succeeded."
+  "Incus no longer lists its operation and the member's status does not say it succeeded."
   UNKNOWN
 }
 
-"An evacuation or restore Apelora asked Incus for."
-type MemberOperation {
+"""
+A maintenance task: an evacuation or restore Apelora asked Incus for and follows to its
+end. Incus carries it out in an operation of its own (incusOperation).
+"""
+type MaintenanceTask {
   id: ID!
   machine: String!
   action: MemberAction!
@@ -5600,17 +5944,19 @@ type MemberOperation {
   "Null while it runs."
   finishedAt: Time
   "SUCCEEDED, FAILED or UNKNOWN once finished."
-  outcome: MemberOperationKind
+  outcome: MaintenanceEventKind
   message: String!
 }
 
-type MemberOperationEvent {
+"One event of a maintenance task, as maintenanceTask pushes it."
+type MaintenanceTaskEvent {
   id: ID!
-  operationId: ID!
+  "The task (MaintenanceTask.id)."
+  taskId: ID!
   machine: String!
   action: MemberAction!
   at: Time!
-  kind: MemberOperationKind!
+  kind: MaintenanceEventKind!
   message: String!
 }
 `, BuiltIn: false},
@@ -5947,42 +6293,44 @@ enum PlacementGuardState {
 `, BuiltIn: false},
 	{Name: "../schema/plan.graphqls", Input: `"""
 What a mutation would do, answered instead of doing it when its input says dryRun: true.
-The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-usual, calls that would change something are recorded as steps instead, and the database
+A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+calls that would change something are recorded instead of sent, and the database
 change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 make the change it is not an audit event (it changes nothing; the metric
 apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-what the call would answer where that is known without changing anything, and null
-otherwise (a join token, an identity's token, a machine the call would create): that is
+any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+are what the mutation would answer where that is known without changing anything, and null
+otherwise (a join token, an identity's token, a machine the mutation would create): that is
 why payload fields are nullable. Invalid input is still an INVALID_INPUT
 error; any other refusal (permission, state, a failing check, a busy machine) is part of
 the plan, not an error.
 """
 type Plan {
-  "True when the call would be refused (see refusals): confirming it would fail."
+  "True when the mutation would be refused (see refusals): confirming it would fail."
   refused: Boolean!
   """
-  The plan's identity: sha256 of the call (the mutation and its whole input, normalised:
+  The plan's identity: sha256 of the mutation and its whole input (normalised:
   defaults filled in, sets sorted, dryRun and planHash left out) and of the plan (its facts,
-  steps, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
+  calls, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
   so the same input planned again in the same world has the same hash. Send it back as the
   input's planHash to confirm this plan and this input, and no other.
   """
   planHash: String!
   """
-  What the plan read that the call depends on and no step shows (the hardware profile it
+  What the plan read that the mutation depends on and no call shows (the hardware profile it
   replaces, the identity it revokes, the MAAS machine's status, the instances an evacuation
   moves): covered by planHash, so a confirmation is refused PLAN_CHANGED when one changed.
   """
   facts: [PlanFact!]!
   """
-  The calls it would make, in order. After a refusal inside the call (a state, a check, a
-  missing hardware.delete) the plan goes on where it can and shows the rest; a caller
-  refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
-  call runs for them.
+  The calls it would send, in order, each once. After a refusal inside the mutation (a
+  state, a check, a missing hardware.delete) the plan goes on where it can and shows the
+  rest; a caller refused by the gate itself (no manage-infrastructure) gets no calls:
+  nothing of the mutation runs for them.
   """
-  steps: [PlanStep!]!
+  calls: [PlanCall!]!
   "Why it would be refused, each with its documented error code."
   refusals: [PlanFinding!]!
   """
@@ -6024,17 +6372,18 @@ enum PlanSystem {
   DATABASE
 }
 
-type PlanStep {
+"One request a plan would send: to Incus, to MAAS, or to the database."
+type PlanCall {
   system: PlanSystem!
   """
-  The call as the upstream would see it: "PUT /1.0/cluster/members/web-01",
+  The request as the upstream would see it: "PUT /1.0/cluster/members/web-01",
   "POST machines/abc123/?op=deploy", "UPDATE machine_records".
   """
-  call: String!
+  request: String!
   "The machine, member or record it is about (may be empty)."
   target: String!
   """
-  What would change, before → after (a member's roles or config, a MAAS operation's
+  What would change, before → after (a member's roles or config, a MAAS call's
   parameters). Cloud-init user data is shown as what is approved, never its bytes: the
   enrolment script and the user-data template by their SHA-256, the member name, the member
   it contacts and the member config (the join token and its expiry are filled in at deploy).
@@ -6050,9 +6399,9 @@ type PlanFact {
 
 type PlanChange {
   field: String!
-  "The value now; null when it has none (or the step creates it)."
+  "The value now; null when it has none (or the call creates it)."
   before: String
-  "The value after; null when the step removes it."
+  "The value after; null when the call removes it."
   after: String
 }
 
@@ -6066,11 +6415,11 @@ type PlanFinding {
 `, BuiltIn: false},
 	{Name: "../schema/rolling.graphqls", Input: `extend type Mutation {
   """
-  Reboot members one at a time through MAAS, in the order given: each is evacuated,
-  powered off (after the fence mapping's hardware UUID check; off confirmed by a later
-  power read and by Incus listing it Offline), powered on, waited for until Incus lists it
-  again (APELORA_ROLLING_ONLINE_TIMEOUT), checked and restored (restoreMember's admission
-  checks); then the next. apelora-worker's leader drives it, from the database, so it
+  Reboot members one at a time through MAAS, in the order given, each through the same
+  stages (RollingStage): it is evacuated, powered off (after the fence mapping's hardware
+  UUID check; off confirmed by a later power read and by Incus listing it Offline),
+  powered on, waited for until Incus lists it again (APELORA_ROLLING_ONLINE_TIMEOUT),
+  checked and restored (restoreMember's admission checks); then the next. apelora-worker's leader drives it, from the database, so it
   carries on after a restart. It stops at the first failure, leaving that member
   evacuated with the reason. Refused while another rolling reboot is running or paused,
   for a member without a fence mapping, and (before the start and before each member)
@@ -6078,14 +6427,14 @@ type PlanFinding {
   """
   startRollingReboot(input: StartRollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 
-  "Pause a running rolling reboot: the step in progress finishes, no further one starts."
+  "Pause a running rolling reboot: the stage in progress finishes, no further one starts."
   pauseRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 
-  "Resume a paused rolling reboot from its step."
+  "Resume a paused rolling reboot from its stage."
   resumeRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
 
   """
-  Cancel a running or paused rolling reboot: no further step is taken; the member in
+  Cancel a running or paused rolling reboot: no further stage is taken; the member in
   progress is left as it is (restore it with restoreMember).
   """
   cancelRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
@@ -6133,13 +6482,13 @@ input RollingRebootInput {
 }
 
 type RollingRebootPayload {
-  "The operation; in a plan of startRollingReboot, as it would start (id 0)."
+  "The rolling reboot; in a plan of startRollingReboot, as it would start (id 0)."
   rollingReboot: RollingReboot
   "The plan, when the input asked for a dry run (dryRun); null otherwise."
   plan: Plan
 }
 
-"A rolling reboot: its members in order, the one in progress and its step."
+"A rolling reboot: its members in order, the one in progress and its stage."
 type RollingReboot {
   id: ID!
   members: [String!]!
@@ -6147,11 +6496,11 @@ type RollingReboot {
   current: String
   "How many members are done."
   done: Int!
-  step: RollingStep!
-  "When the current member entered its step."
-  stepSince: Time!
-  "Seconds the current member has been in its step."
-  stepSeconds: Float!
+  stage: RollingStage!
+  "When the current member entered its stage."
+  stageSince: Time!
+  "Seconds the current member has been in its stage."
+  stageSeconds: Float!
   state: RollingState!
   "Why it failed or was cancelled; empty otherwise."
   reason: String!
@@ -6168,8 +6517,8 @@ enum RollingState {
   CANCELLED
 }
 
-"Where the current member stands, in order."
-enum RollingStep {
+"Where the current member stands: the stages every member goes through, in order."
+enum RollingStage {
   "Incus evacuates it (evacuateMember)."
   EVACUATE
   "The hardware UUID is checked and MAAS asked to power it off."
@@ -6560,10 +6909,12 @@ func (ec *executionContext) childFields_EvacuateMemberPayload(ctx context.Contex
 		return ec.fieldContext_EvacuateMemberPayload_instances(ctx, field)
 	case "targets":
 		return ec.fieldContext_EvacuateMemberPayload_targets(ctx, field)
-	case "operation":
-		return ec.fieldContext_EvacuateMemberPayload_operation(ctx, field)
+	case "task":
+		return ec.fieldContext_EvacuateMemberPayload_task(ctx, field)
 	case "plan":
 		return ec.fieldContext_EvacuateMemberPayload_plan(ctx, field)
+	case "operation":
+		return ec.fieldContext_EvacuateMemberPayload_operation(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type EvacuateMemberPayload", field.Name)
 }
@@ -7018,6 +7369,52 @@ func (ec *executionContext) childFields_MaintenanceInstance(ctx context.Context,
 	return nil, fmt.Errorf("no field named %q was found under type MaintenanceInstance", field.Name)
 }
 
+func (ec *executionContext) childFields_MaintenanceTask(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_MaintenanceTask_id(ctx, field)
+	case "machine":
+		return ec.fieldContext_MaintenanceTask_machine(ctx, field)
+	case "action":
+		return ec.fieldContext_MaintenanceTask_action(ctx, field)
+	case "mode":
+		return ec.fieldContext_MaintenanceTask_mode(ctx, field)
+	case "incusOperation":
+		return ec.fieldContext_MaintenanceTask_incusOperation(ctx, field)
+	case "startedBy":
+		return ec.fieldContext_MaintenanceTask_startedBy(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_MaintenanceTask_startedAt(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_MaintenanceTask_finishedAt(ctx, field)
+	case "outcome":
+		return ec.fieldContext_MaintenanceTask_outcome(ctx, field)
+	case "message":
+		return ec.fieldContext_MaintenanceTask_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaintenanceTask", field.Name)
+}
+
+func (ec *executionContext) childFields_MaintenanceTaskEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_MaintenanceTaskEvent_id(ctx, field)
+	case "taskId":
+		return ec.fieldContext_MaintenanceTaskEvent_taskId(ctx, field)
+	case "machine":
+		return ec.fieldContext_MaintenanceTaskEvent_machine(ctx, field)
+	case "action":
+		return ec.fieldContext_MaintenanceTaskEvent_action(ctx, field)
+	case "at":
+		return ec.fieldContext_MaintenanceTaskEvent_at(ctx, field)
+	case "kind":
+		return ec.fieldContext_MaintenanceTaskEvent_kind(ctx, field)
+	case "message":
+		return ec.fieldContext_MaintenanceTaskEvent_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MaintenanceTaskEvent", field.Name)
+}
+
 func (ec *executionContext) childFields_Member(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -7158,16 +7555,32 @@ func (ec *executionContext) childFields_Plan(ctx context.Context, field graphql.
 		return ec.fieldContext_Plan_planHash(ctx, field)
 	case "facts":
 		return ec.fieldContext_Plan_facts(ctx, field)
-	case "steps":
-		return ec.fieldContext_Plan_steps(ctx, field)
+	case "calls":
+		return ec.fieldContext_Plan_calls(ctx, field)
 	case "refusals":
 		return ec.fieldContext_Plan_refusals(ctx, field)
 	case "warnings":
 		return ec.fieldContext_Plan_warnings(ctx, field)
 	case "quorum":
 		return ec.fieldContext_Plan_quorum(ctx, field)
+	case "steps":
+		return ec.fieldContext_Plan_steps(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Plan", field.Name)
+}
+
+func (ec *executionContext) childFields_PlanCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "system":
+		return ec.fieldContext_PlanCall_system(ctx, field)
+	case "request":
+		return ec.fieldContext_PlanCall_request(ctx, field)
+	case "target":
+		return ec.fieldContext_PlanCall_target(ctx, field)
+	case "changes":
+		return ec.fieldContext_PlanCall_changes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PlanCall", field.Name)
 }
 
 func (ec *executionContext) childFields_PlanChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7324,10 +7737,12 @@ func (ec *executionContext) childFields_RestoreMemberPayload(ctx context.Context
 		return ec.fieldContext_RestoreMemberPayload_instances(ctx, field)
 	case "report":
 		return ec.fieldContext_RestoreMemberPayload_report(ctx, field)
-	case "operation":
-		return ec.fieldContext_RestoreMemberPayload_operation(ctx, field)
+	case "task":
+		return ec.fieldContext_RestoreMemberPayload_task(ctx, field)
 	case "plan":
 		return ec.fieldContext_RestoreMemberPayload_plan(ctx, field)
+	case "operation":
+		return ec.fieldContext_RestoreMemberPayload_operation(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RestoreMemberPayload", field.Name)
 }
@@ -7362,12 +7777,12 @@ func (ec *executionContext) childFields_RollingReboot(ctx context.Context, field
 		return ec.fieldContext_RollingReboot_current(ctx, field)
 	case "done":
 		return ec.fieldContext_RollingReboot_done(ctx, field)
-	case "step":
-		return ec.fieldContext_RollingReboot_step(ctx, field)
-	case "stepSince":
-		return ec.fieldContext_RollingReboot_stepSince(ctx, field)
-	case "stepSeconds":
-		return ec.fieldContext_RollingReboot_stepSeconds(ctx, field)
+	case "stage":
+		return ec.fieldContext_RollingReboot_stage(ctx, field)
+	case "stageSince":
+		return ec.fieldContext_RollingReboot_stageSince(ctx, field)
+	case "stageSeconds":
+		return ec.fieldContext_RollingReboot_stageSeconds(ctx, field)
 	case "state":
 		return ec.fieldContext_RollingReboot_state(ctx, field)
 	case "reason":
@@ -7378,6 +7793,12 @@ func (ec *executionContext) childFields_RollingReboot(ctx context.Context, field
 		return ec.fieldContext_RollingReboot_startedAt(ctx, field)
 	case "finishedAt":
 		return ec.fieldContext_RollingReboot_finishedAt(ctx, field)
+	case "step":
+		return ec.fieldContext_RollingReboot_step(ctx, field)
+	case "stepSince":
+		return ec.fieldContext_RollingReboot_stepSince(ctx, field)
+	case "stepSeconds":
+		return ec.fieldContext_RollingReboot_stepSeconds(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RollingReboot", field.Name)
 }
@@ -8106,6 +8527,20 @@ func (ec *executionContext) field_Query_machine_args(ctx context.Context, rawArg
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_maintenanceTasks_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_memberOperations_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -8255,6 +8690,28 @@ func (ec *executionContext) field_Subscription_fleetUpdates_args(ctx context.Con
 		return nil, err
 	}
 	args["after"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_maintenanceTask_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -10939,33 +11396,33 @@ func (ec *executionContext) fieldContext_EvacuateMemberPayload_targets(_ context
 	return fc, nil
 }
 
-func (ec *executionContext) _EvacuateMemberPayload_operation(ctx context.Context, field graphql.CollectedField, obj *model.EvacuateMemberPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _EvacuateMemberPayload_task(ctx context.Context, field graphql.CollectedField, obj *model.EvacuateMemberPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_EvacuateMemberPayload_operation(ctx, field)
+			return ec.fieldContext_EvacuateMemberPayload_task(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Operation, nil
+			return obj.Task, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberOperation) graphql.Marshaler {
-			return ec.marshalOMemberOperation2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperation(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MaintenanceTask) graphql.Marshaler {
+			return ec.marshalOMaintenanceTask2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceTask(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_EvacuateMemberPayload_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_EvacuateMemberPayload_task(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "EvacuateMemberPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_MemberOperation(ctx, field)
+			return ec.childFields_MaintenanceTask(ctx, field)
 		},
 	}
 	return fc, nil
@@ -10998,6 +11455,38 @@ func (ec *executionContext) fieldContext_EvacuateMemberPayload_plan(_ context.Co
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EvacuateMemberPayload_operation(ctx context.Context, field graphql.CollectedField, obj *model.EvacuateMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvacuateMemberPayload_operation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.EvacuateMemberPayload().Operation(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberOperation) graphql.Marshaler {
+			return ec.marshalOMemberOperation2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperation(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_EvacuateMemberPayload_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EvacuateMemberPayload",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemberOperation(ctx, field)
 		},
 	}
 	return fc, nil
@@ -14870,6 +15359,397 @@ func (ec *executionContext) fieldContext_MaintenanceInstance_fate(_ context.Cont
 	return graphql.NewScalarFieldContext("MaintenanceInstance", field, false, false, "InstanceFate")
 }
 
+func (ec *executionContext) _MaintenanceTask_id(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTask) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTask_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTask_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTask", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MaintenanceTask_machine(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTask) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTask_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTask_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTask", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceTask_action(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTask) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTask_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MemberAction) graphql.Marshaler {
+			return ec.marshalNMemberAction2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberAction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTask_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTask", field, false, false, "MemberAction")
+}
+
+func (ec *executionContext) _MaintenanceTask_mode(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTask) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTask_mode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Mode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTask_mode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTask", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceTask_incusOperation(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTask) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTask_incusOperation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IncusOperation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTask_incusOperation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTask", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceTask_startedBy(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTask) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTask_startedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTask_startedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTask", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceTask_startedAt(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTask) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTask_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTask_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTask", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MaintenanceTask_finishedAt(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTask) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTask_finishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTask_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTask", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MaintenanceTask_outcome(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTask) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTask_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MaintenanceEventKind) graphql.Marshaler {
+			return ec.marshalOMaintenanceEventKind2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceEventKind(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTask_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTask", field, false, false, "MaintenanceEventKind")
+}
+
+func (ec *executionContext) _MaintenanceTask_message(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTask) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTask_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTask_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTask", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceTaskEvent_id(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTaskEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTaskEvent_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTaskEvent_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTaskEvent", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MaintenanceTaskEvent_taskId(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTaskEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTaskEvent_taskId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TaskID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTaskEvent_taskId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTaskEvent", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MaintenanceTaskEvent_machine(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTaskEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTaskEvent_machine(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Machine, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTaskEvent_machine(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTaskEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _MaintenanceTaskEvent_action(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTaskEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTaskEvent_action(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Action, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MemberAction) graphql.Marshaler {
+			return ec.marshalNMemberAction2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberAction(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTaskEvent_action(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTaskEvent", field, false, false, "MemberAction")
+}
+
+func (ec *executionContext) _MaintenanceTaskEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTaskEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTaskEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTaskEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTaskEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MaintenanceTaskEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTaskEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTaskEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.MaintenanceEventKind) graphql.Marshaler {
+			return ec.marshalNMaintenanceEventKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceEventKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTaskEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTaskEvent", field, false, false, "MaintenanceEventKind")
+}
+
+func (ec *executionContext) _MaintenanceTaskEvent_message(ctx context.Context, field graphql.CollectedField, obj *model.MaintenanceTaskEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MaintenanceTaskEvent_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MaintenanceTaskEvent_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MaintenanceTaskEvent", field, false, false, "String")
+}
+
 func (ec *executionContext) _Member_name(ctx context.Context, field graphql.CollectedField, obj *model.Member) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17023,33 +17903,33 @@ func (ec *executionContext) fieldContext_Plan_facts(_ context.Context, field gra
 	return fc, nil
 }
 
-func (ec *executionContext) _Plan_steps(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
+func (ec *executionContext) _Plan_calls(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Plan_steps(ctx, field)
+			return ec.fieldContext_Plan_calls(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Steps, nil
+			return obj.Calls, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.PlanStep) graphql.Marshaler {
-			return ec.marshalNPlanStep2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanStepᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PlanCall) graphql.Marshaler {
+			return ec.marshalNPlanCall2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanCallᚄ(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Plan_steps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Plan_calls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Plan",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_PlanStep(ctx, field)
+			return ec.childFields_PlanCall(ctx, field)
 		},
 	}
 	return fc, nil
@@ -17146,6 +18026,139 @@ func (ec *executionContext) fieldContext_Plan_quorum(_ context.Context, field gr
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_QuorumProjection(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Plan_steps(ctx context.Context, field graphql.CollectedField, obj *model.Plan) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Plan_steps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Plan().Steps(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PlanStep) graphql.Marshaler {
+			return ec.marshalNPlanStep2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanStepᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Plan_steps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Plan",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PlanStep(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PlanCall_system(ctx context.Context, field graphql.CollectedField, obj *model.PlanCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanCall_system(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.System, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.PlanSystem) graphql.Marshaler {
+			return ec.marshalNPlanSystem2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanSystem(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanCall_system(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanCall", field, false, false, "PlanSystem")
+}
+
+func (ec *executionContext) _PlanCall_request(ctx context.Context, field graphql.CollectedField, obj *model.PlanCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanCall_request(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Request, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanCall_request(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanCall_target(ctx context.Context, field graphql.CollectedField, obj *model.PlanCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanCall_target(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Target, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanCall_target(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PlanCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _PlanCall_changes(ctx context.Context, field graphql.CollectedField, obj *model.PlanCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PlanCall_changes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Changes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PlanChange) graphql.Marshaler {
+			return ec.marshalNPlanChange2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanChangeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PlanCall_changes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PlanCall",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PlanChange(ctx, field)
 		},
 	}
 	return fc, nil
@@ -17744,6 +18757,50 @@ func (ec *executionContext) fieldContext_Query_auditTrail(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_memberOperations(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_memberOperations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MemberOperations(ctx, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MemberOperation) graphql.Marshaler {
+			return ec.marshalNMemberOperation2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_memberOperations(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemberOperation(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_memberOperations_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_drift(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18220,34 +19277,34 @@ func (ec *executionContext) fieldContext_Query_machine(ctx context.Context, fiel
 	return fc, nil
 }
 
-func (ec *executionContext) _Query_memberOperations(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+func (ec *executionContext) _Query_maintenanceTasks(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Query_memberOperations(ctx, field)
+			return ec.fieldContext_Query_maintenanceTasks(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().MemberOperations(ctx, fc.Args["name"].(string))
+			return ec.Resolvers.Query().MaintenanceTasks(ctx, fc.Args["name"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*model.MemberOperation) graphql.Marshaler {
-			return ec.marshalNMemberOperation2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MaintenanceTask) graphql.Marshaler {
+			return ec.marshalNMaintenanceTask2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceTaskᚄ(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Query_memberOperations(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Query_maintenanceTasks(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Query",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_MemberOperation(ctx, field)
+			return ec.childFields_MaintenanceTask(ctx, field)
 		},
 	}
 	defer func() {
@@ -18257,7 +19314,7 @@ func (ec *executionContext) fieldContext_Query_memberOperations(ctx context.Cont
 		}
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Query_memberOperations_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+	if fc.Args, err = ec.field_Query_maintenanceTasks_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -19101,33 +20158,33 @@ func (ec *executionContext) fieldContext_RestoreMemberPayload_report(_ context.C
 	return fc, nil
 }
 
-func (ec *executionContext) _RestoreMemberPayload_operation(ctx context.Context, field graphql.CollectedField, obj *model.RestoreMemberPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _RestoreMemberPayload_task(ctx context.Context, field graphql.CollectedField, obj *model.RestoreMemberPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_RestoreMemberPayload_operation(ctx, field)
+			return ec.fieldContext_RestoreMemberPayload_task(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Operation, nil
+			return obj.Task, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberOperation) graphql.Marshaler {
-			return ec.marshalOMemberOperation2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperation(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MaintenanceTask) graphql.Marshaler {
+			return ec.marshalOMaintenanceTask2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceTask(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_RestoreMemberPayload_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_RestoreMemberPayload_task(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "RestoreMemberPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_MemberOperation(ctx, field)
+			return ec.childFields_MaintenanceTask(ctx, field)
 		},
 	}
 	return fc, nil
@@ -19160,6 +20217,38 @@ func (ec *executionContext) fieldContext_RestoreMemberPayload_plan(_ context.Con
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RestoreMemberPayload_operation(ctx context.Context, field graphql.CollectedField, obj *model.RestoreMemberPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RestoreMemberPayload_operation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RestoreMemberPayload().Operation(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberOperation) graphql.Marshaler {
+			return ec.marshalOMemberOperation2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperation(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RestoreMemberPayload_operation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RestoreMemberPayload",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemberOperation(ctx, field)
 		},
 	}
 	return fc, nil
@@ -19385,39 +20474,39 @@ func (ec *executionContext) fieldContext_RollingReboot_done(_ context.Context, f
 	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "Int")
 }
 
-func (ec *executionContext) _RollingReboot_step(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+func (ec *executionContext) _RollingReboot_stage(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_RollingReboot_step(ctx, field)
+			return ec.fieldContext_RollingReboot_stage(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Step, nil
+			return obj.Stage, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v model.RollingStep) graphql.Marshaler {
-			return ec.marshalNRollingStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingStep(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v model.RollingStage) graphql.Marshaler {
+			return ec.marshalNRollingStage2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingStage(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_RollingReboot_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "RollingStep")
+func (ec *executionContext) fieldContext_RollingReboot_stage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "RollingStage")
 }
 
-func (ec *executionContext) _RollingReboot_stepSince(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+func (ec *executionContext) _RollingReboot_stageSince(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_RollingReboot_stepSince(ctx, field)
+			return ec.fieldContext_RollingReboot_stageSince(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.StepSince, nil
+			return obj.StageSince, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
@@ -19427,20 +20516,20 @@ func (ec *executionContext) _RollingReboot_stepSince(ctx context.Context, field 
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_RollingReboot_stepSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_RollingReboot_stageSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "Time")
 }
 
-func (ec *executionContext) _RollingReboot_stepSeconds(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+func (ec *executionContext) _RollingReboot_stageSeconds(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_RollingReboot_stepSeconds(ctx, field)
+			return ec.fieldContext_RollingReboot_stageSeconds(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.StepSeconds, nil
+			return obj.StageSeconds, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
@@ -19450,7 +20539,7 @@ func (ec *executionContext) _RollingReboot_stepSeconds(ctx context.Context, fiel
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_RollingReboot_stepSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_RollingReboot_stageSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "Float")
 }
 
@@ -19567,6 +20656,75 @@ func (ec *executionContext) _RollingReboot_finishedAt(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_RollingReboot_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RollingReboot_step(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_step(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RollingReboot().Step(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.RollingStep) graphql.Marshaler {
+			return ec.marshalNRollingStep2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingStep(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, true, true, "RollingStep")
+}
+
+func (ec *executionContext) _RollingReboot_stepSince(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_stepSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RollingReboot().StepSince(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalNTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_stepSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, true, true, "Time")
+}
+
+func (ec *executionContext) _RollingReboot_stepSeconds(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_stepSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RollingReboot().StepSeconds(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_stepSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RollingReboot", field, true, true, "Float")
 }
 
 func (ec *executionContext) _RollingRebootPayload_rollingReboot(ctx context.Context, field graphql.CollectedField, obj *model.RollingRebootPayload) (ret graphql.Marshaler) {
@@ -20172,6 +21330,50 @@ func (ec *executionContext) fieldContext_Subscription_auditEventRecorded(ctx con
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_memberOperation(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_memberOperation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().MemberOperation(ctx, fc.Args["name"].(string), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberOperationEvent) graphql.Marshaler {
+			return ec.marshalNMemberOperationEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_memberOperation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemberOperationEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_memberOperation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Subscription_driftChanges(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
@@ -20304,34 +21506,34 @@ func (ec *executionContext) fieldContext_Subscription_fleetUpdates(ctx context.C
 	return fc, nil
 }
 
-func (ec *executionContext) _Subscription_memberOperation(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+func (ec *executionContext) _Subscription_maintenanceTask(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
 	return graphql.ResolveFieldStream(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Subscription_memberOperation(ctx, field)
+			return ec.fieldContext_Subscription_maintenanceTask(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().MemberOperation(ctx, fc.Args["name"].(string), fc.Args["after"].(*string))
+			return ec.Resolvers.Subscription().MaintenanceTask(ctx, fc.Args["name"].(string), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.MemberOperationEvent) graphql.Marshaler {
-			return ec.marshalNMemberOperationEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberOperationEvent(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MaintenanceTaskEvent) graphql.Marshaler {
+			return ec.marshalNMaintenanceTaskEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceTaskEvent(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Subscription_memberOperation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Subscription_maintenanceTask(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Subscription",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_MemberOperationEvent(ctx, field)
+			return ec.childFields_MaintenanceTaskEvent(ctx, field)
 		},
 	}
 	defer func() {
@@ -20341,7 +21543,7 @@ func (ec *executionContext) fieldContext_Subscription_memberOperation(ctx contex
 		}
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Subscription_memberOperation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+	if fc.Args, err = ec.field_Subscription_maintenanceTask_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -24346,28 +25548,34 @@ func (ec *executionContext) _EvacuateMemberPayload(ctx context.Context, sel ast.
 		case "machine":
 			out.Values[i] = ec._EvacuateMemberPayload_machine(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "instances":
 			out.Values[i] = ec._EvacuateMemberPayload_instances(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "targets":
 			out.Values[i] = ec._EvacuateMemberPayload_targets(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-		case "operation":
-			out.Values[i] = ec._EvacuateMemberPayload_operation(ctx, field, obj)
+		case "task":
+			out.Values[i] = ec._EvacuateMemberPayload_task(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "plan":
 			out.Values[i] = ec._EvacuateMemberPayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "operation":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._EvacuateMemberPayload_operation(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -25812,6 +27020,147 @@ func (ec *executionContext) _MaintenanceInstance(ctx context.Context, sel ast.Se
 	return out
 }
 
+var maintenanceTaskImplementors = []string{"MaintenanceTask"}
+
+func (ec *executionContext) _MaintenanceTask(ctx context.Context, sel ast.SelectionSet, obj *model.MaintenanceTask) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maintenanceTaskImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaintenanceTask")
+		case "id":
+			out.Values[i] = ec._MaintenanceTask_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machine":
+			out.Values[i] = ec._MaintenanceTask_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._MaintenanceTask_action(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "mode":
+			out.Values[i] = ec._MaintenanceTask_mode(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "incusOperation":
+			out.Values[i] = ec._MaintenanceTask_incusOperation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startedBy":
+			out.Values[i] = ec._MaintenanceTask_startedBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startedAt":
+			out.Values[i] = ec._MaintenanceTask_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishedAt":
+			out.Values[i] = ec._MaintenanceTask_finishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "outcome":
+			out.Values[i] = ec._MaintenanceTask_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._MaintenanceTask_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var maintenanceTaskEventImplementors = []string{"MaintenanceTaskEvent"}
+
+func (ec *executionContext) _MaintenanceTaskEvent(ctx context.Context, sel ast.SelectionSet, obj *model.MaintenanceTaskEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, maintenanceTaskEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MaintenanceTaskEvent")
+		case "id":
+			out.Values[i] = ec._MaintenanceTaskEvent_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "taskId":
+			out.Values[i] = ec._MaintenanceTaskEvent_taskId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "machine":
+			out.Values[i] = ec._MaintenanceTaskEvent_machine(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "action":
+			out.Values[i] = ec._MaintenanceTaskEvent_action(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._MaintenanceTaskEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._MaintenanceTaskEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._MaintenanceTaskEvent_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var memberImplementors = []string{"Member"}
 
 func (ec *executionContext) _Member(ctx context.Context, sel ast.SelectionSet, obj *model.Member) graphql.Marshaler {
@@ -26472,36 +27821,90 @@ func (ec *executionContext) _Plan(ctx context.Context, sel ast.SelectionSet, obj
 		case "refused":
 			out.Values[i] = ec._Plan_refused(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "planHash":
 			out.Values[i] = ec._Plan_planHash(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "facts":
 			out.Values[i] = ec._Plan_facts(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-		case "steps":
-			out.Values[i] = ec._Plan_steps(ctx, field, obj)
+		case "calls":
+			out.Values[i] = ec._Plan_calls(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "refusals":
 			out.Values[i] = ec._Plan_refusals(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "warnings":
 			out.Values[i] = ec._Plan_warnings(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "quorum":
 			out.Values[i] = ec._Plan_quorum(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "steps":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Plan_steps(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var planCallImplementors = []string{"PlanCall"}
+
+func (ec *executionContext) _PlanCall(ctx context.Context, sel ast.SelectionSet, obj *model.PlanCall) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, planCallImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PlanCall")
+		case "system":
+			out.Values[i] = ec._PlanCall_system(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "request":
+			out.Values[i] = ec._PlanCall_request(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "target":
+			out.Values[i] = ec._PlanCall_target(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "changes":
+			out.Values[i] = ec._PlanCall_changes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -26823,6 +28226,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditTrail(ctx, field)
 				})
+		case "memberOperations":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_memberOperations(ctx, field)
+				})
 		case "drift":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -26901,11 +28310,11 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_machine(ctx, field)
 				})
-		case "memberOperations":
+		case "maintenanceTasks":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
-					return ec._Query_memberOperations(ctx, field)
+					return ec._Query_maintenanceTasks(ctx, field)
 				})
 		case "admissionReport":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -27232,28 +28641,34 @@ func (ec *executionContext) _RestoreMemberPayload(ctx context.Context, sel ast.S
 		case "machine":
 			out.Values[i] = ec._RestoreMemberPayload_machine(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "instances":
 			out.Values[i] = ec._RestoreMemberPayload_instances(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "report":
 			out.Values[i] = ec._RestoreMemberPayload_report(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-		case "operation":
-			out.Values[i] = ec._RestoreMemberPayload_operation(ctx, field, obj)
+		case "task":
+			out.Values[i] = ec._RestoreMemberPayload_task(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "plan":
 			out.Values[i] = ec._RestoreMemberPayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "operation":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RestoreMemberPayload_operation(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -27361,63 +28776,81 @@ func (ec *executionContext) _RollingReboot(ctx context.Context, sel ast.Selectio
 		case "id":
 			out.Values[i] = ec._RollingReboot_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "members":
 			out.Values[i] = ec._RollingReboot_members(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "current":
 			out.Values[i] = ec._RollingReboot_current(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "done":
 			out.Values[i] = ec._RollingReboot_done(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-		case "step":
-			out.Values[i] = ec._RollingReboot_step(ctx, field, obj)
+		case "stage":
+			out.Values[i] = ec._RollingReboot_stage(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-		case "stepSince":
-			out.Values[i] = ec._RollingReboot_stepSince(ctx, field, obj)
+		case "stageSince":
+			out.Values[i] = ec._RollingReboot_stageSince(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-		case "stepSeconds":
-			out.Values[i] = ec._RollingReboot_stepSeconds(ctx, field, obj)
+		case "stageSeconds":
+			out.Values[i] = ec._RollingReboot_stageSeconds(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "state":
 			out.Values[i] = ec._RollingReboot_state(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "reason":
 			out.Values[i] = ec._RollingReboot_reason(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "startedBy":
 			out.Values[i] = ec._RollingReboot_startedBy(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "startedAt":
 			out.Values[i] = ec._RollingReboot_startedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "finishedAt":
 			out.Values[i] = ec._RollingReboot_finishedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "step":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RollingReboot_step(ctx, field, obj)
+				})
+		case "stepSince":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RollingReboot_stepSince(ctx, field, obj)
+				})
+		case "stepSeconds":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RollingReboot_stepSeconds(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -27718,14 +29151,16 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "auditEventRecorded":
 		return ec._Subscription_auditEventRecorded(ctx, fields[0])
+	case "memberOperation":
+		return ec._Subscription_memberOperation(ctx, fields[0])
 	case "driftChanges":
 		return ec._Subscription_driftChanges(ctx, fields[0])
 	case "fenceProgress":
 		return ec._Subscription_fenceProgress(ctx, fields[0])
 	case "fleetUpdates":
 		return ec._Subscription_fleetUpdates(ctx, fields[0])
-	case "memberOperation":
-		return ec._Subscription_memberOperation(ctx, fields[0])
+	case "maintenanceTask":
+		return ec._Subscription_maintenanceTask(ctx, fields[0])
 	case "admissionChecks":
 		return ec._Subscription_admissionChecks(ctx, fields[0])
 	default:
@@ -28936,6 +30371,16 @@ func (ec *executionContext) marshalNMachine2ᚖgithubᚗcomᚋapeloraᚋfabric�
 	return ec._Machine(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNMaintenanceEventKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceEventKind(ctx context.Context, v any) (model.MaintenanceEventKind, error) {
+	var res model.MaintenanceEventKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMaintenanceEventKind2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceEventKind(ctx context.Context, sel ast.SelectionSet, v model.MaintenanceEventKind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNMaintenanceInstance2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceInstanceᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MaintenanceInstance) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -28958,6 +30403,38 @@ func (ec *executionContext) marshalNMaintenanceInstance2ᚖgithubᚗcomᚋapelor
 		return graphql.Null
 	}
 	return ec._MaintenanceInstance(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMaintenanceTask2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceTaskᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MaintenanceTask) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMaintenanceTask2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceTask(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMaintenanceTask2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceTask(ctx context.Context, sel ast.SelectionSet, v *model.MaintenanceTask) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaintenanceTask!")
+		return graphql.Null
+	}
+	return ec._MaintenanceTask(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMaintenanceTaskEvent2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceTaskEvent(ctx context.Context, sel ast.SelectionSet, v *model.MaintenanceTaskEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MaintenanceTaskEvent!")
+		return graphql.Null
+	}
+	return ec._MaintenanceTaskEvent(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNMap2map(ctx context.Context, v any) (map[string]any, error) {
@@ -29119,6 +30596,30 @@ func (ec *executionContext) unmarshalNPlacementGuardState2githubᚗcomᚋapelora
 
 func (ec *executionContext) marshalNPlacementGuardState2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlacementGuardState(ctx context.Context, sel ast.SelectionSet, v model.PlacementGuardState) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNPlanCall2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PlanCall) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPlanCall2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanCall(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPlanCall2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanCall(ctx context.Context, sel ast.SelectionSet, v *model.PlanCall) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PlanCall!")
+		return graphql.Null
+	}
+	return ec._PlanCall(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPlanChange2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlanChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PlanChange) graphql.Marshaler {
@@ -29370,6 +30871,16 @@ func (ec *executionContext) marshalNRollingRebootPayload2ᚖgithubᚗcomᚋapelo
 	return ec._RollingRebootPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNRollingStage2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingStage(ctx context.Context, v any) (model.RollingStage, error) {
+	var res model.RollingStage
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRollingStage2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingStage(ctx context.Context, sel ast.SelectionSet, v model.RollingStage) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNRollingState2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingState(ctx context.Context, v any) (model.RollingState, error) {
 	var res model.RollingState
 	err := res.UnmarshalGQL(v)
@@ -29498,6 +31009,24 @@ func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v an
 func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel ast.SelectionSet, v time.Time) graphql.Marshaler {
 	_ = sel
 	res := graphql.MarshalTime(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNTime2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
+	res, err := graphql.UnmarshalTime(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTime2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Time!")
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalTime(*v)
 	if res == graphql.Null {
 		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
 	}
@@ -29926,6 +31455,29 @@ func (ec *executionContext) marshalOMachineRecord2ᚖgithubᚗcomᚋapeloraᚋfa
 		return graphql.Null
 	}
 	return ec._MachineRecord(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOMaintenanceEventKind2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceEventKind(ctx context.Context, v any) (*model.MaintenanceEventKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.MaintenanceEventKind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOMaintenanceEventKind2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceEventKind(ctx context.Context, sel ast.SelectionSet, v *model.MaintenanceEventKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) marshalOMaintenanceTask2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMaintenanceTask(ctx context.Context, sel ast.SelectionSet, v *model.MaintenanceTask) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._MaintenanceTask(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOMember2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMember(ctx context.Context, sel ast.SelectionSet, v *model.Member) graphql.Marshaler {

@@ -8,9 +8,8 @@ package resolvers
 import (
 	"context"
 
-	"github.com/apelora/fabric/domain/maintenance"
+	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
-	"github.com/apelora/fabric/internal/broadcast"
 )
 
 // EvacuateMember is the resolver for the evacuateMember field.
@@ -24,7 +23,7 @@ func (r *mutationResolver) EvacuateMember(ctx context.Context, input model.Evacu
 		return nil, err
 	}
 	return &model.EvacuateMemberPayload{Machine: m, Instances: mapMaintenanceInstances(e.Instances), Targets: mapTargets(e.Targets),
-		Operation: mapMemberOperation(e.Task)}, nil
+		Task: mapMaintenanceTask(e.Task)}, nil
 }
 
 // RestoreMember is the resolver for the restoreMember field.
@@ -37,39 +36,42 @@ func (r *mutationResolver) RestoreMember(ctx context.Context, input model.Restor
 	if err != nil {
 		return nil, err
 	}
-	out := &model.RestoreMemberPayload{Machine: m, Instances: mapMaintenanceInstances(e.Instances), Operation: mapMemberOperation(e.Task)}
+	out := &model.RestoreMemberPayload{Machine: m, Instances: mapMaintenanceInstances(e.Instances), Task: mapMaintenanceTask(e.Task)}
 	if e.Report != nil {
 		out.Report = mapReport(e.Report)
 	}
 	return out, nil
 }
 
-// MemberOperations is the resolver for the memberOperations field.
-func (r *queryResolver) MemberOperations(ctx context.Context, name string) ([]*model.MemberOperation, error) {
+// MaintenanceTasks is the resolver for the maintenanceTasks field.
+func (r *queryResolver) MaintenanceTasks(ctx context.Context, name string) ([]*model.MaintenanceTask, error) {
 	tasks, err := r.Maintenance.History(ctx, name, 20)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.MemberOperation, len(tasks))
+	out := make([]*model.MaintenanceTask, len(tasks))
 	for i := range tasks {
-		out[i] = mapMemberOperation(&tasks[i])
+		out[i] = mapMaintenanceTask(&tasks[i])
 	}
 	return out, nil
 }
 
-// MemberOperation is the resolver for the memberOperation field.
-func (r *subscriptionResolver) MemberOperation(ctx context.Context, name string, after *string) (<-chan *model.MemberOperationEvent, error) {
-	var from *int64
-	if after != nil {
-		id, err := maintenance.ParseEventID("after", *after)
-		if err != nil {
-			return nil, err
-		}
-		from = &id
-	}
-	want, err := r.Maintenance.Progress(name, from)
-	if err != nil {
-		return nil, err
-	}
-	return broadcast.Subscribe(ctx, r.Maintenance.Feed, want, memberOperationEvents, streamBuffer), nil
+// MaintenanceTask is the resolver for the maintenanceTask field.
+func (r *subscriptionResolver) MaintenanceTask(ctx context.Context, name string, after *string) (<-chan *model.MaintenanceTaskEvent, error) {
+	return subscribeMaintenance(ctx, r.Resolver, name, after, maintenanceTaskEvents)
 }
+
+// EvacuateMemberPayload returns graph.EvacuateMemberPayloadResolver implementation.
+func (r *Resolver) EvacuateMemberPayload() graph.EvacuateMemberPayloadResolver {
+	return &evacuateMemberPayloadResolver{r}
+}
+
+// RestoreMemberPayload returns graph.RestoreMemberPayloadResolver implementation.
+func (r *Resolver) RestoreMemberPayload() graph.RestoreMemberPayloadResolver {
+	return &restoreMemberPayloadResolver{r}
+}
+
+type (
+	evacuateMemberPayloadResolver struct{ *Resolver }
+	restoreMemberPayloadResolver  struct{ *Resolver }
+)

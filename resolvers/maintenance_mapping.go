@@ -1,6 +1,7 @@
 package resolvers
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -9,11 +10,31 @@ import (
 	"github.com/apelora/fabric/internal/broadcast"
 )
 
-var memberOperationEvents = broadcast.NewView(func(e maintenance.Event) *model.MemberOperationEvent {
-	return &model.MemberOperationEvent{ID: strconv.FormatInt(e.ID, 10), OperationID: strconv.FormatInt(e.Task, 10),
+var maintenanceTaskEvents = broadcast.NewView(mapMaintenanceTaskEvent)
+
+func mapMaintenanceTaskEvent(e maintenance.Event) *model.MaintenanceTaskEvent {
+	return &model.MaintenanceTaskEvent{ID: strconv.FormatInt(e.ID, 10), TaskID: strconv.FormatInt(e.Task, 10),
 		Machine: e.Machine, Action: model.MemberAction(strings.ToUpper(e.Action)), At: e.At,
-		Kind: model.MemberOperationKind(e.Kind), Message: e.Message}
-})
+		Kind: model.MaintenanceEventKind(e.Kind), Message: e.Message}
+}
+
+// subscribeMaintenance follows the member's maintenance tasks from the event after after
+// (nil: from now on), each event converted by view.
+func subscribeMaintenance[T any](ctx context.Context, r *Resolver, name string, after *string, view *broadcast.View[maintenance.Event, T]) (<-chan T, error) {
+	var from *int64
+	if after != nil {
+		id, err := maintenance.ParseEventID("after", *after)
+		if err != nil {
+			return nil, err
+		}
+		from = &id
+	}
+	want, err := r.Maintenance.Progress(name, from)
+	if err != nil {
+		return nil, err
+	}
+	return broadcast.Subscribe(ctx, r.Maintenance.Feed, want, view, streamBuffer), nil
+}
 
 // evacuationMode is the schema's mode as Incus spells it ("" for none).
 func evacuationMode(m *model.EvacuationMode) string {
@@ -40,17 +61,17 @@ func mapTargets(ts []maintenance.Target) []*model.EvacuationTarget {
 	return out
 }
 
-// mapMemberOperation answers a maintenance task as the schema's MemberOperation.
-func mapMemberOperation(o *maintenance.Task) *model.MemberOperation {
+// mapMaintenanceTask answers a maintenance task as the schema's MaintenanceTask.
+func mapMaintenanceTask(o *maintenance.Task) *model.MaintenanceTask {
 	if o == nil {
 		return nil
 	}
-	out := &model.MemberOperation{ID: strconv.FormatInt(o.ID, 10), Machine: o.Machine, Action: model.MemberAction(strings.ToUpper(o.Action)),
+	out := &model.MaintenanceTask{ID: strconv.FormatInt(o.ID, 10), Machine: o.Machine, Action: model.MemberAction(strings.ToUpper(o.Action)),
 		Mode: optional(o.Mode), IncusOperation: o.IncusOperation, StartedBy: o.StartedBy, StartedAt: o.StartedAt, Message: o.Message}
 	if !o.FinishedAt.IsZero() {
 		t := o.FinishedAt
 		out.FinishedAt = &t
-		k := model.MemberOperationKind(o.Outcome)
+		k := model.MaintenanceEventKind(o.Outcome)
 		out.Outcome = &k
 	}
 	return out

@@ -48,7 +48,7 @@ func mapPlan(p plan.Plan) *model.Plan {
 	out := &model.Plan{
 		Refused:  p.Refused(),
 		PlanHash: p.Hash(),
-		Steps:    make([]*model.PlanStep, len(p.Steps)),
+		Calls:    make([]*model.PlanCall, len(p.Calls)),
 		Refusals: mapFindings(p.Refusals),
 		Warnings: mapFindings(p.Warnings),
 		Facts:    make([]*model.PlanFact, len(p.Facts)),
@@ -56,12 +56,12 @@ func mapPlan(p plan.Plan) *model.Plan {
 	for i, f := range p.Facts {
 		out.Facts[i] = &model.PlanFact{Name: f.Name, Value: f.Value}
 	}
-	for i, s := range p.Steps {
-		st := &model.PlanStep{System: model.PlanSystem(s.System), Call: s.Call, Target: s.Target, Changes: make([]*model.PlanChange, len(s.Changes))}
-		for j, c := range s.Changes {
-			st.Changes[j] = &model.PlanChange{Field: c.Field, Before: optional(c.Before), After: optional(c.After)}
+	for i, c := range p.Calls {
+		mc := &model.PlanCall{System: model.PlanSystem(c.System), Request: c.Request, Target: c.Target, Changes: make([]*model.PlanChange, len(c.Changes))}
+		for j, ch := range c.Changes {
+			mc.Changes[j] = &model.PlanChange{Field: ch.Field, Before: optional(ch.Before), After: optional(ch.After)}
 		}
-		out.Steps[i] = st
+		out.Calls[i] = mc
 	}
 	if q := p.Quorum; q != nil {
 		out.Quorum = &model.QuorumProjection{Leaving: nonNil(q.Leaving), Voters: q.Voters, VotersOnlineBefore: q.VotersOnlineBefore,

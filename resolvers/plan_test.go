@@ -30,7 +30,7 @@ func TestRefusedPlanHasEveryMutationsPayload(t *testing.T) {
 			t.Errorf("%s: payload %T, want %v", field, res, m.Type.Out(0))
 		}
 		p := reflect.ValueOf(res).Elem().FieldByName("Plan").Interface().(*model.Plan)
-		if !p.Refused || len(p.Steps) != 0 || len(p.Refusals) != 1 || *p.Refusals[0].Code != string(apperr.Forbidden) {
+		if !p.Refused || len(p.Calls) != 0 || len(p.Refusals) != 1 || *p.Refusals[0].Code != string(apperr.Forbidden) {
 			t.Errorf("%s: plan %+v", field, p)
 		}
 	}

@@ -8,43 +8,44 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
 )
 
 // StartRollingReboot is the resolver for the startRollingReboot field.
 func (r *mutationResolver) StartRollingReboot(ctx context.Context, input model.StartRollingRebootInput) (*model.RollingRebootPayload, error) {
-	op, err := r.Rolling.Start(ctx, input.Members)
+	reboot, err := r.Rolling.Start(ctx, input.Members)
 	if err != nil {
 		return nil, err
 	}
-	return &model.RollingRebootPayload{RollingReboot: mapRolling(op)}, nil
+	return &model.RollingRebootPayload{RollingReboot: mapRolling(reboot)}, nil
 }
 
 // PauseRollingReboot is the resolver for the pauseRollingReboot field.
 func (r *mutationResolver) PauseRollingReboot(ctx context.Context, input model.RollingRebootInput) (*model.RollingRebootPayload, error) {
-	op, err := r.Rolling.Pause(ctx, input.ID)
+	reboot, err := r.Rolling.Pause(ctx, input.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.RollingRebootPayload{RollingReboot: mapRolling(op)}, nil
+	return &model.RollingRebootPayload{RollingReboot: mapRolling(reboot)}, nil
 }
 
 // ResumeRollingReboot is the resolver for the resumeRollingReboot field.
 func (r *mutationResolver) ResumeRollingReboot(ctx context.Context, input model.RollingRebootInput) (*model.RollingRebootPayload, error) {
-	op, err := r.Rolling.Resume(ctx, input.ID)
+	reboot, err := r.Rolling.Resume(ctx, input.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.RollingRebootPayload{RollingReboot: mapRolling(op)}, nil
+	return &model.RollingRebootPayload{RollingReboot: mapRolling(reboot)}, nil
 }
 
 // CancelRollingReboot is the resolver for the cancelRollingReboot field.
 func (r *mutationResolver) CancelRollingReboot(ctx context.Context, input model.RollingRebootInput) (*model.RollingRebootPayload, error) {
-	op, err := r.Rolling.Cancel(ctx, input.ID)
+	reboot, err := r.Rolling.Cancel(ctx, input.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.RollingRebootPayload{RollingReboot: mapRolling(op)}, nil
+	return &model.RollingRebootPayload{RollingReboot: mapRolling(reboot)}, nil
 }
 
 // RollingReboot is the resolver for the rollingReboot field.
@@ -53,9 +54,14 @@ func (r *queryResolver) RollingReboot(ctx context.Context, id *string) (*model.R
 	if id != nil {
 		which = *id
 	}
-	op, err := r.Rolling.Status(ctx, which)
+	reboot, err := r.Rolling.Status(ctx, which)
 	if err != nil {
 		return nil, err
 	}
-	return mapRolling(op), nil
+	return mapRolling(reboot), nil
 }
+
+// RollingReboot returns graph.RollingRebootResolver implementation.
+func (r *Resolver) RollingReboot() graph.RollingRebootResolver { return &rollingRebootResolver{r} }
+
+type rollingRebootResolver struct{ *Resolver }

@@ -7,14 +7,13 @@ import (
 	"github.com/apelora/fabric/graph/model"
 )
 
-// mapRolling answers a rolling reboot task as the schema's RollingReboot (its stage as
-// the schema's step).
+// mapRolling answers a rolling reboot task as the schema's RollingReboot.
 func mapRolling(t *rolling.Task) *model.RollingReboot {
 	if t == nil {
 		return nil
 	}
 	out := &model.RollingReboot{ID: strconv.FormatInt(t.ID, 10), Members: t.Members, Done: min(t.Position, len(t.Members)),
-		Step: model.RollingStep(t.Stage), StepSince: t.StageSince, StepSeconds: t.StageFor.Seconds(), State: model.RollingState(t.State),
+		Stage: model.RollingStage(t.Stage), StageSince: t.StageSince, StageSeconds: t.StageFor.Seconds(), State: model.RollingState(t.State),
 		Reason: t.Reason, StartedBy: t.StartedBy, StartedAt: t.StartedAt}
 	if out.Members == nil {
 		out.Members = []string{}

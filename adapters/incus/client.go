@@ -302,7 +302,7 @@ func (c *Client) call(ctx context.Context, req request, out any) (result, error)
 		return c.send(ctx, req, out)
 	}
 	var res result
-	planned, err := c.writes.Do(ctx, plan.Incus, func() plan.Step { return c.describe(ctx, req) }, func() (err error) {
+	planned, err := c.writes.Do(ctx, plan.Incus, func() plan.Call { return c.describe(ctx, req) }, func() (err error) {
 		if req.leaving != "" {
 			c.leave(ctx, req.leaving)
 		}

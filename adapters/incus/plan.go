@@ -17,14 +17,14 @@ import (
 )
 
 // A dry run sends no request that changes anything: call hands it to the seam
-// (plan.Writes), which records it as a plan step, and answers as an empty success; reads
+// (plan.Writes), which records it as a call of the plan, and answers as an empty success; reads
 // go to Incus as usual, so everything the caller decides from them is decided as in the
 // real call.
 
-// describe is the step req, which would change something, stands for. For a PUT or
+// describe is the call req, which would change something, stands for in a plan. For a PUT or
 // PATCH it reads the resource first and shows each field of the body before → after.
-func (c *Client) describe(ctx context.Context, req request) plan.Step {
-	step := plan.Step{System: plan.Incus, Call: req.method + " " + req.uri(), Target: targetOf(req.path)}
+func (c *Client) describe(ctx context.Context, req request) plan.Call {
+	call := plan.Call{System: plan.Incus, Request: req.method + " " + req.uri(), Target: targetOf(req.path)}
 	if req.body != nil {
 		after := flatten(req.body)
 		before := map[string]string{}
@@ -38,14 +38,14 @@ func (c *Client) describe(ctx context.Context, req request) plan.Step {
 		if b, err := json.Marshal(req.body); err == nil && req.method == http.MethodPut {
 			_ = json.Unmarshal(b, &owned)
 		}
-		step.Changes = changes(before, after, owned)
+		call.Changes = changes(before, after, owned)
 	}
-	return step
+	return call
 }
 
-// tokenStep is the step of issuing a join token for name.
-func tokenStep(name string) plan.Step {
-	return plan.Step{System: plan.Incus, Call: http.MethodPost + " /1.0/cluster/members", Target: name,
+// tokenCall is the call that issues a join token for name.
+func tokenCall(name string) plan.Call {
+	return plan.Call{System: plan.Incus, Request: http.MethodPost + " /1.0/cluster/members", Target: name,
 		Changes: []plan.Change{{Field: "join token", After: "issued for " + name + " (not in a plan)"}}}
 }
 

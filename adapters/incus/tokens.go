@@ -174,11 +174,11 @@ func (c *Client) IssueJoinToken(ctx context.Context, name string) (JoinToken, er
 	if err := machines.ValidateName(name); err != nil {
 		return JoinToken{}, fmt.Errorf("issue join token: %w", err)
 	}
-	// The issue goes through the seam as one write (its step names the token, not the
+	// The issue goes through the seam as one write (its call names the token, not the
 	// request's body); planned, no token exists and the answer says so (Issued).
 	var op tokenOperation
 	var res result
-	planned, err := c.writes.Do(ctx, plan.Incus, func() plan.Step { return tokenStep(name) }, func() (err error) {
+	planned, err := c.writes.Do(ctx, plan.Incus, func() plan.Call { return tokenCall(name) }, func() (err error) {
 		res, err = c.send(ctx, request{
 			method: http.MethodPost,
 			path:   "/1.0/cluster/members",

@@ -1,4 +1,4 @@
-// Package maas is a client for the MAAS 2.0 REST API: the machine lifecycle
+// Package maas is a client for the MAAS 2.0 REST API: MAAS's machine lifecycle
 // calls Apelora needs (list, read, commission, test, allocate, deploy,
 // release, abort, power) with our own types and typed errors.
 //
@@ -158,7 +158,7 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 	if cl.method == http.MethodGet {
 		return c.send(ctx, cl, out)
 	}
-	planned, err := c.writes.Do(ctx, plan.MAAS, func() plan.Step { return describe(cl) }, func() error { return c.send(ctx, cl, out) })
+	planned, err := c.writes.Do(ctx, plan.MAAS, func() plan.Call { return describe(cl) }, func() error { return c.send(ctx, cl, out) })
 	if planned {
 		return c.plannedAnswer(ctx, cl, out)
 	}

@@ -10,13 +10,13 @@ import (
 )
 
 // A dry run sends MAAS no POST: do hands it to the seam (plan.Writes), which records the
-// operation and its parameters as a plan step, and answers with the machine as MAAS shows
+// operation and its parameters as a call of the plan, and answers with the machine as MAAS shows
 // it now (a real read). Cloud-init user data appears as its caller shows it
 // (DeployOptions.UserDataShown: what the administrator approves), else only as its size
 // and SHA-256.
 
-// describe is the step cl, which would change something, stands for.
-func describe(cl call) plan.Step {
+// describe is the call of the plan cl, which would change something, stands for.
+func describe(cl call) plan.Call {
 	id := cl.params.Get("system_id")
 	if id == "" && len(cl.path) > len("machines/") {
 		id = cl.path[len("machines/") : len(cl.path)-1]
@@ -25,7 +25,7 @@ func describe(cl call) plan.Step {
 	if cl.op != "" {
 		name += "?op=" + cl.op
 	}
-	step := plan.Step{System: plan.MAAS, Call: name, Target: id}
+	pc := plan.Call{System: plan.MAAS, Request: name, Target: id}
 	keys := make([]string, 0, len(cl.params))
 	for k := range cl.params {
 		keys = append(keys, k)
@@ -42,10 +42,10 @@ func describe(cl call) plan.Step {
 					v = plan.Secret([]byte(v))
 				}
 			}
-			step.Changes = append(step.Changes, plan.Change{Field: k, After: v})
+			pc.Changes = append(pc.Changes, plan.Change{Field: k, After: v})
 		}
 	}
-	return step
+	return pc
 }
 
 // plannedAnswer is what do answers for a planned call: the machine as MAAS shows it now.

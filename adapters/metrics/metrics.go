@@ -96,7 +96,7 @@ func New(role Role) *Metrics {
 	}, []string{"upstream", "operation"})
 	m.writes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apelora_writes_total",
-		Help: "Changes through the one write seam (plan.Writes: Incus and MAAS requests other than reads, a change's SQL writes, NOTIFYs, join tokens) by system (INCUS, MAAS, DATABASE) and mode (made; planned: a dry run's step, not sent).",
+		Help: "Changes through the one write seam (plan.Writes: Incus and MAAS requests other than reads, a change's SQL writes, NOTIFYs, join tokens) by system (INCUS, MAAS, DATABASE) and mode (made; planned: a call of a dry run's plan, not sent).",
 	}, []string{"system", "mode"})
 	m.reg.MustRegister(m.upstream, m.upDuration, m.writes)
 	// The lease this process can lead with: the worker's fence lease, a replica's drift one.

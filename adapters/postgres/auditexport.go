@@ -41,15 +41,15 @@ func (s *Store) AuditLeavesFrom(ctx context.Context, from int64, limit int) ([]a
 // a time, and a replica whose lease ended moves the sink's position no more. Make one per
 // exporter: a standby keeps its connection between attempts, and TryLead is not safe for
 // concurrent use.
-func (s *Store) AuditExportLeadership(holder string, lease time.Duration) auditexport.Leadership {
-	return &exportLeadership{s: s, holder: holder, ttl: lease}
+func (s *Store) AuditExportLeadership(holder string, length time.Duration) auditexport.Leadership {
+	return &exportLeadership{s: s, holder: holder, ttl: length}
 }
 
 type exportLeadership struct {
 	s      *Store
 	holder string
 	ttl    time.Duration
-	l      *leases // the sink's, once TryLead named it
+	l      *candidate // the sink's, once TryLead named it
 }
 
 // auditExportRole is a sink's row in leader_leases.
@@ -57,19 +57,19 @@ func auditExportRole(sink string) string { return "audit export " + sink }
 
 func (e *exportLeadership) TryLead(ctx context.Context, sink string) (auditexport.Progress, error) {
 	if e.l == nil || e.l.role != auditExportRole(sink) {
-		e.l = &leases{s: e.s, role: auditExportRole(sink), holder: e.holder, ttl: e.ttl}
+		e.l = &candidate{s: e.s, role: auditExportRole(sink), holder: e.holder, ttl: e.ttl}
 	}
-	lc, err := e.l.take(ctx)
-	if err != nil || lc == nil {
+	lease, err := e.l.take(ctx)
+	if err != nil || lease == nil {
 		return nil, err
 	}
-	return &exportProgress{leaseConn: lc, sink: sink}, nil
+	return &exportProgress{leaderLease: lease, sink: sink}, nil
 }
 
 // exportProgress is the leading exporter's lease: the sink's position is read on its
 // connection and moved only in a transaction that checks the lease's epoch.
 type exportProgress struct {
-	*leaseConn
+	*leaderLease
 	sink string
 }
 

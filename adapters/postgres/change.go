@@ -162,7 +162,7 @@ func changeKey(action *audit.Action, lock mutations.Lock, machine string) (strin
 // dryChange is a dry run's change. It takes no lease: it only looks whether a change holds
 // it (a busy machine is BUSY in the plan), so a plan never makes the change it previews,
 // or another plan (the console asking again as the operator types), BUSY. Its transaction
-// is READ ONLY: its writes are plan steps (writeTx), a write that bypasses the seam is
+// is READ ONLY: its writes are calls of the plan (writeTx), a write that bypasses the seam is
 // refused by PostgreSQL itself, and nextval cannot run in it, so a plan advances no
 // sequence. Nothing is committed, and no event is written (the gate decides).
 func (s *Store) dryChange(ctx context.Context, r *plan.Recorder, key, machine string, fn func(ctx context.Context, tx pgx.Tx) error) error {

@@ -20,7 +20,7 @@ import (
 // upstream is a change to Incus through the seam every Incus and MAAS client uses
 // (plan.Writes): send runs only when the seam lets the call go.
 func upstream(ctx context.Context, s *postgres.Store, send func() error) error {
-	_, err := s.Writes().Do(ctx, plan.Incus, func() plan.Step { return plan.Step{Call: "PUT /1.0/cluster/members/node-1"} }, send)
+	_, err := s.Writes().Do(ctx, plan.Incus, func() plan.Call { return plan.Call{Request: "PUT /1.0/cluster/members/node-1"} }, send)
 	return err
 }
 

@@ -90,16 +90,16 @@ func (s *Store) Reconcile(ctx context.Context, st changes.Step, judge func(ctx c
 // ChangesLeadership hands out the reconciler's lease (role "changes", as drift's): one API
 // replica reconciles at a time. A standby keeps its connection between attempts; TryLead
 // is not safe for concurrent use.
-func (s *Store) ChangesLeadership(holder string, lease time.Duration) changes.Leadership {
-	return &changesLeadership{leases: leases{s: s, role: roleChanges, holder: holder, ttl: lease}}
+func (s *Store) ChangesLeadership(holder string, length time.Duration) changes.Leadership {
+	return &changesLeadership{candidate: candidate{s: s, role: roleChanges, holder: holder, ttl: length}}
 }
 
-type changesLeadership struct{ leases }
+type changesLeadership struct{ candidate }
 
-func (l *changesLeadership) TryLead(ctx context.Context) (leader.Hold, error) {
-	lc, err := l.take(ctx)
-	if err != nil || lc == nil {
+func (l *changesLeadership) TryLead(ctx context.Context) (leader.Lease, error) {
+	lease, err := l.take(ctx)
+	if err != nil || lease == nil {
 		return nil, err
 	}
-	return lc, nil
+	return lease, nil
 }

@@ -179,27 +179,27 @@ func (s *Store) NewDriftFeed() *DriftFeed {
 // DriftLeadership hands out the drift watcher's lease (role "drift", see lease.go), as
 // FenceLeadership does the fence worker's. A standby keeps its connection between
 // attempts; TryLead is not safe for concurrent use.
-func (s *Store) DriftLeadership(holder string, lease time.Duration) drift.Leadership {
-	return &driftLeadership{leases: leases{s: s, role: roleDrift, holder: holder, ttl: lease}}
+func (s *Store) DriftLeadership(holder string, length time.Duration) drift.Leadership {
+	return &driftLeadership{candidate: candidate{s: s, role: roleDrift, holder: holder, ttl: length}}
 }
 
-type driftLeadership struct{ leases }
+type driftLeadership struct{ candidate }
 
-func (l *driftLeadership) TryLead(ctx context.Context) (drift.LeaderConn, error) {
-	lc, err := l.take(ctx)
-	if err != nil || lc == nil {
+func (l *driftLeadership) TryLead(ctx context.Context) (drift.Lease, error) {
+	lease, err := l.take(ctx)
+	if err != nil || lease == nil {
 		return nil, err
 	}
-	return &driftLeaderConn{lc}, nil
+	return &driftLease{lease}, nil
 }
 
-// driftLeaderConn is the leading watcher's connection and lease; every write checks the
-// lease's epoch, so a replica that lost the lead records nothing.
-type driftLeaderConn struct {
-	*leaseConn
+// driftLease is the drift lease (role "drift") and what the watcher does under it; every
+// write checks the lease's epoch, so a replica that lost the lead records nothing.
+type driftLease struct {
+	*leaderLease
 }
 
-func (d *driftLeaderConn) Now(ctx context.Context) (time.Time, error) {
+func (d *driftLease) Now(ctx context.Context) (time.Time, error) {
 	ctx, cancel, err := d.use(ctx)
 	if err != nil {
 		return time.Time{}, err
@@ -210,7 +210,7 @@ func (d *driftLeaderConn) Now(ctx context.Context) (time.Time, error) {
 	return t, dbError(err)
 }
 
-func (d *driftLeaderConn) States(ctx context.Context) (map[string][]drift.State, error) {
+func (d *driftLease) States(ctx context.Context) (map[string][]drift.State, error) {
 	ctx, cancel, err := d.use(ctx)
 	if err != nil {
 		return nil, err
@@ -241,7 +241,7 @@ func (d *driftLeaderConn) States(ctx context.Context) (map[string][]drift.State,
 	return out, nil
 }
 
-func (d *driftLeaderConn) Save(ctx context.Context, machine string, checked time.Time, quiet string, states []drift.State, events []drift.Event) ([]drift.Event, error) {
+func (d *driftLease) Save(ctx context.Context, machine string, checked time.Time, quiet string, states []drift.State, events []drift.Event) ([]drift.Event, error) {
 	var out []drift.Event
 	err := d.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
@@ -290,7 +290,7 @@ func saveDrift(ctx context.Context, tx pgx.Tx, machine string, checked time.Time
 	return out, nil
 }
 
-func (d *driftLeaderConn) Heartbeat(ctx context.Context, w drift.Watcher) error {
+func (d *driftLease) Heartbeat(ctx context.Context, w drift.Watcher) error {
 	settings := map[string]any{"intervalSeconds": w.Interval.Seconds(), "offlineAfterSeconds": w.OfflineAfter.Seconds()}
 	return d.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO drift_watcher (singleton, replica, leader_since, last_round_at, machines, problem, settings)

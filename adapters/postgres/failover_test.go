@@ -95,12 +95,12 @@ func TestMultiHostURLReachesTheHostThatIsUp(t *testing.T) {
 	if got := next(); got != "node-1" {
 		t.Fatalf("pushed %q", got)
 	}
-	sess, err := store.FenceLeadership("apelora-worker multi-host", time.Minute).TryLead(ctx)
-	if err != nil || sess == nil {
-		t.Fatalf("lease through a multi-host URL: %v %v", sess, err)
+	lease, err := store.FenceLeadership("apelora-worker multi-host", time.Minute).TryLead(ctx)
+	if err != nil || lease == nil {
+		t.Fatalf("lease through a multi-host URL: %v %v", lease, err)
 	}
-	defer sess.Close()
-	if err := sess.Renew(ctx); err != nil {
+	defer lease.Close()
+	if err := lease.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -147,12 +147,12 @@ func TestListenerAndLeadershipReconnectAfterAPostgreSQLRestart(t *testing.T) {
 	if got := next(); got != "node-1" {
 		t.Fatalf("pushed %q", got)
 	}
-	const lease = 2 * time.Second
-	sess, err := store.FenceLeadership("apelora-worker a", lease).TryLead(ctx)
-	if err != nil || sess == nil {
-		t.Fatalf("lead: %v %v", sess, err)
+	const length = 2 * time.Second
+	lease, err := store.FenceLeadership("apelora-worker a", length).TryLead(ctx)
+	if err != nil || lease == nil {
+		t.Fatalf("lead: %v %v", lease, err)
 	}
-	defer sess.Close()
+	defer lease.Close()
 
 	restart := time.Now()
 	if err := pg.Stop(ctx); err != nil {
@@ -162,7 +162,7 @@ func TestListenerAndLeadershipReconnectAfterAPostgreSQLRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("PostgreSQL restarted in %v", time.Since(restart).Round(time.Millisecond))
-	if err := sess.Renew(ctx); !errors.Is(err, leader.ErrLost) {
+	if err := lease.Renew(ctx); !errors.Is(err, leader.ErrLost) {
 		t.Fatalf("renewal on a connection from before the restart: %v, want leader.ErrLost", err)
 	}
 	// The pool's connections died too: the first write may fail, later ones reach the
@@ -178,9 +178,9 @@ func TestListenerAndLeadershipReconnectAfterAPostgreSQLRestart(t *testing.T) {
 	if got[0] != "node-2" || got[1] != "node-3" {
 		t.Fatalf("after the restart: %v", got)
 	}
-	standby := store.FenceLeadership("apelora-worker b", lease)
+	standby := store.FenceLeadership("apelora-worker b", length)
 	var again interface{ Epoch() int64 }
-	for deadline := time.Now().Add(3 * lease); again == nil; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * length); again == nil; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("nobody led again after the restart")
 		}
@@ -194,8 +194,8 @@ func TestListenerAndLeadershipReconnectAfterAPostgreSQLRestart(t *testing.T) {
 			again = s
 		}
 	}
-	if again.Epoch() != sess.Epoch()+1 {
-		t.Fatalf("epoch %d after %d", again.Epoch(), sess.Epoch())
+	if again.Epoch() != lease.Epoch()+1 {
+		t.Fatalf("epoch %d after %d", again.Epoch(), lease.Epoch())
 	}
 	t.Logf("led again %v after the restart began", time.Since(restart).Round(time.Millisecond))
 }

@@ -90,7 +90,7 @@ func (t fenceTx) PutMapping(ctx context.Context, m fencing.Mapping) (*fencing.Ma
 func (t fenceTx) DeleteMapping(ctx context.Context, member string) (*fencing.Mapping, error) {
 	del := `DELETE FROM fence_mappings WHERE member = $1 RETURNING ` + mappingColumns
 	if planned(t.tx) {
-		// The DELETE is a step, not sent: answer the mapping it would delete.
+		// In a dry run the DELETE is a call of the plan, not sent: answer the mapping it would delete.
 		_, _ = t.tx.Exec(ctx, `DELETE FROM fence_mappings WHERE member = $1`, member)
 		del = `SELECT ` + mappingColumns + ` FROM fence_mappings WHERE member = $1`
 	}

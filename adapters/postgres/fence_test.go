@@ -88,26 +88,26 @@ func TestFenceMappingsAreAuditedAndUnique(t *testing.T) {
 	}
 }
 
-func lead(t *testing.T, s *postgres.Store) fencing.LeaderConn {
+func lead(t *testing.T, s *postgres.Store) fencing.Lease {
 	t.Helper()
-	sess, err := s.FenceLeadership("apelora-worker-test", time.Minute).TryLead(context.Background())
-	if err != nil || sess == nil {
-		t.Fatalf("take the fence lock: %v %v", sess, err)
+	lease, err := s.FenceLeadership("apelora-worker-test", time.Minute).TryLead(context.Background())
+	if err != nil || lease == nil {
+		t.Fatalf("take the fence lease: %v %v", lease, err)
 	}
-	t.Cleanup(sess.Close)
-	return sess
+	t.Cleanup(lease.Close)
+	return lease
 }
 
-func TestFenceLeaderConnKeepsTrackingAndDerivesRequests(t *testing.T) {
+func TestFenceLeaseKeepsTrackingAndDerivesRequests(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
-	sess := lead(t, db.Store)
-	now, err := sess.Now(ctx)
+	lease := lead(t, db.Store)
+	now, err := lease.Now(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	off := now.Add(-time.Minute).Truncate(time.Microsecond)
-	evs, err := sess.SaveTracking(ctx, []fencing.Tracking{
+	evs, err := lease.SaveTracking(ctx, []fencing.Tracking{
 		{Member: "m1", LastSeenOnline: now, LastObserved: now},
 		{Member: "m2", FirstSeenOffline: off, LastObserved: now, Maintenance: true},
 	}, nil, []fencing.Event{{At: now, Member: "m2", Kind: fencing.KindOffline, Worker: "w1", Message: "m2 is offline"}})
@@ -115,46 +115,46 @@ func TestFenceLeaderConnKeepsTrackingAndDerivesRequests(t *testing.T) {
 		t.Fatalf("save tracking: %+v %v", evs, err)
 	}
 	// Another session (after a restart) reads the same outage back.
-	sess.Close()
-	sess = lead(t, db.Store)
-	tr, err := sess.Tracking(ctx)
+	lease.Close()
+	lease = lead(t, db.Store)
+	tr, err := lease.Tracking(ctx)
 	if err != nil || !tr["m2"].FirstSeenOffline.Equal(off) || !tr["m1"].FirstSeenOffline.IsZero() || !tr["m2"].Maintenance || tr["m1"].Maintenance {
 		t.Fatalf("tracking after restart: %+v %v", tr, err)
 	}
 	if _, _, err := func() ([]fencing.Event, []string, error) {
-		evs, err := sess.SaveTracking(ctx, nil, []string{"m1"}, nil)
+		evs, err := lease.SaveTracking(ctx, nil, []string{"m1"}, nil)
 		return evs, nil, err
 	}(); err != nil {
 		t.Fatal(err)
 	}
-	if tr, _ := sess.Tracking(ctx); len(tr) != 1 {
+	if tr, _ := lease.Tracking(ctx); len(tr) != 1 {
 		t.Fatalf("gone member kept: %+v", tr)
 	}
 
 	ev := func(kind fencing.Kind, reason fencing.Reason, details map[string]any) fencing.Event {
-		e, err := sess.Append(ctx, fencing.Event{At: now, Member: "m2", Kind: kind, Reason: reason, Worker: "w1", Details: details})
+		e, err := lease.Append(ctx, fencing.Event{At: now, Member: "m2", Kind: kind, Reason: reason, Worker: "w1", Details: details})
 		if err != nil {
 			t.Fatalf("append %s: %v", kind, err)
 		}
 		return e
 	}
 	req1 := ev(fencing.KindRequested, "", map[string]any{"maasSystemId": "abc123", "hardwareUuid": uuid1})
-	rs, err := sess.Requests(ctx)
+	rs, err := lease.Requests(ctx)
 	if err != nil || !rs["m2"].Pending() || rs["m2"].EventID != req1.ID || rs["m2"].SystemID != "abc123" || rs["m2"].HardwareUUID != uuid1 {
 		t.Fatalf("pending request: %+v %v", rs, err)
 	}
 	ev(fencing.KindNotConfirmed, fencing.ReasonPowerNotOff, nil)
 	ev(fencing.KindRefused, fencing.ReasonCooldown, nil)
-	if rs, _ := sess.Requests(ctx); rs["m2"].Outcome != fencing.KindNotConfirmed {
+	if rs, _ := lease.Requests(ctx); rs["m2"].Outcome != fencing.KindNotConfirmed {
 		t.Fatalf("after not confirmed: %+v", rs)
 	}
 	req2 := ev(fencing.KindRequested, "", map[string]any{"maasSystemId": "abc123", "hardwareUuid": uuid1})
 	ev(fencing.KindConfirmed, "", map[string]any{"powerState": "off"})
-	rs, _ = sess.Requests(ctx)
+	rs, _ = lease.Requests(ctx)
 	if rs["m2"].EventID != req2.ID || rs["m2"].Outcome != fencing.KindConfirmed {
 		t.Fatalf("latest request: %+v", rs)
 	}
-	latest, err := sess.LatestEvents(ctx)
+	latest, err := lease.LatestEvents(ctx)
 	if err != nil || latest["m2"].Kind != fencing.KindConfirmed || latest["m2"].Details["powerState"] != "off" {
 		t.Fatalf("latest events: %+v %v", latest, err)
 	}
@@ -174,16 +174,16 @@ func TestFenceLeaderConnKeepsTrackingAndDerivesRequests(t *testing.T) {
 		case fencing.KindRefused, fencing.KindNotConfirmed:
 			e.Reason = fencing.ReasonCooldown
 		}
-		if _, err := sess.Append(ctx, e); err != nil {
+		if _, err := lease.Append(ctx, e); err != nil {
 			t.Errorf("kind %s refused by the database: %v", k, err)
 		}
 	}
 	for _, r := range fencing.Reasons {
-		if _, err := sess.Append(ctx, fencing.Event{At: now, Member: "m9", Kind: fencing.KindRefused, Reason: r, Worker: "w"}); err != nil {
+		if _, err := lease.Append(ctx, fencing.Event{At: now, Member: "m9", Kind: fencing.KindRefused, Reason: r, Worker: "w"}); err != nil {
 			t.Errorf("reason %s refused by the database: %v", r, err)
 		}
 	}
-	if err := sess.Heartbeat(ctx, fencing.WorkerStatus{Worker: "w1", LeaderSince: now, LastRoundAt: now, PollInterval: 2 * time.Second,
+	if err := lease.Heartbeat(ctx, fencing.WorkerStatus{Worker: "w1", LeaderSince: now, LastRoundAt: now, PollInterval: 2 * time.Second,
 		Limits: fencing.Limits{OfflineAfter: time.Minute, Cooldown: time.Hour, ConfirmTimeout: time.Minute, MaxObservationGap: 30 * time.Second}}); err != nil {
 		t.Fatal(err)
 	}
@@ -193,13 +193,13 @@ func TestFenceLeaderConnKeepsTrackingAndDerivesRequests(t *testing.T) {
 	}
 	// Incus without quorum: the report keeps since when, and a new leader reads it back.
 	lost := now.Add(-time.Minute).Truncate(time.Microsecond)
-	if err := sess.Heartbeat(ctx, fencing.WorkerStatus{Worker: "w1", LeaderSince: now, LastRoundAt: now, PollInterval: 2 * time.Second, NoQuorumSince: &lost}); err != nil {
+	if err := lease.Heartbeat(ctx, fencing.WorkerStatus{Worker: "w1", LeaderSince: now, LastRoundAt: now, PollInterval: 2 * time.Second, NoQuorumSince: &lost}); err != nil {
 		t.Fatal(err)
 	}
 	if ws, err = db.Store.Fences().WorkerStatus(ctx); err != nil || ws.NoQuorumSince == nil || !ws.NoQuorumSince.Equal(lost) {
 		t.Fatalf("worker status without quorum %+v %v", ws, err)
 	}
-	if since, err := sess.NoQuorumSince(ctx); err != nil || since == nil || !since.Equal(lost) {
+	if since, err := lease.NoQuorumSince(ctx); err != nil || since == nil || !since.Equal(lost) {
 		t.Fatalf("NoQuorumSince %v %v", since, err)
 	}
 }
@@ -215,8 +215,8 @@ func TestFenceFeedPushesEventsAcrossConnections(t *testing.T) {
 	<-l.Ready()
 	<-feed.Hub().Started()
 	events := broadcast.Subscribe(ctx, feed.Hub(), broadcast.Want[string, fencing.Event]{All: true}, broadcast.NewView(func(e fencing.Event) fencing.Event { return e }), 8)
-	sess := lead(t, db.Store)
-	e, err := sess.Append(context.Background(), fencing.Event{At: time.Now(), Member: "m3", Kind: fencing.KindEligible, Worker: "w1", Message: "eligible", Details: map[string]any{"members": 3}})
+	lease := lead(t, db.Store)
+	e, err := lease.Append(context.Background(), fencing.Event{At: time.Now(), Member: "m3", Kind: fencing.KindEligible, Worker: "w1", Message: "eligible", Details: map[string]any{"members": 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

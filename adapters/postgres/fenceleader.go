@@ -12,10 +12,10 @@ import (
 	"github.com/apelora/fabric/domain/fencing"
 )
 
-// leaderConnTimeout bounds each statement of a leader connection, so a database that stopped
-// answering is noticed and the worker stops acting. A statement never runs past the
-// lease's end either (leaseConn.ctx).
-const leaderConnTimeout = 15 * time.Second
+// leaderStatementTimeout bounds each statement made under a leader lease, so a database
+// that stopped answering is noticed and the worker stops acting. A statement never runs
+// past the lease's end either (leaderLease.use).
+const leaderStatementTimeout = 15 * time.Second
 
 // FenceLeadership hands out the fence worker's lease (role "fence", see lease.go), held on
 // a connection of its own. A worker that dies, or whose connection breaks (PostgreSQL
@@ -23,18 +23,18 @@ const leaderConnTimeout = 15 * time.Second
 // with a higher epoch once it has expired.
 //
 // A standby keeps its connection between attempts; TryLead is not safe for concurrent use.
-func (s *Store) FenceLeadership(holder string, lease time.Duration) fencing.Leadership {
-	return &fenceLeadership{leases: leases{s: s, role: roleFence, holder: holder, ttl: lease}}
+func (s *Store) FenceLeadership(holder string, length time.Duration) fencing.Leadership {
+	return &fenceLeadership{candidate: candidate{s: s, role: roleFence, holder: holder, ttl: length}}
 }
 
-type fenceLeadership struct{ leases }
+type fenceLeadership struct{ candidate }
 
-func (l *fenceLeadership) TryLead(ctx context.Context) (fencing.LeaderConn, error) {
-	lc, err := l.take(ctx)
-	if err != nil || lc == nil {
+func (l *fenceLeadership) TryLead(ctx context.Context) (fencing.Lease, error) {
+	lease, err := l.take(ctx)
+	if err != nil || lease == nil {
 		return nil, err
 	}
-	return &fenceLeaderConn{lc}, nil
+	return &fenceLease{lease}, nil
 }
 
 // sessionConn opens a long-lived connection of its own (a leader's, the listener's), from
@@ -55,7 +55,7 @@ func (s *Store) sessionConn(ctx context.Context, application string) (*pgx.Conn,
 	cfg.RuntimeParams["tcp_keepalives_count"] = "3"
 	d := &net.Dialer{Timeout: 5 * time.Second, KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 2 * time.Second, Count: 3}}
 	cfg.DialFunc = d.DialContext
-	cctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
+	cctx, cancel := context.WithTimeout(ctx, leaderStatementTimeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
@@ -64,13 +64,14 @@ func (s *Store) sessionConn(ctx context.Context, application string) (*pgx.Conn,
 	return conn, nil
 }
 
-// fenceLeaderConn is the leader's connection and lease. The worker's loop uses it, and
-// leader.Run renews the lease on it meanwhile (leaseConn serialises them).
-type fenceLeaderConn struct {
-	*leaseConn
+// fenceLease is the fence lease (role "fence") and what the worker does under it. The
+// worker's loop uses it, and leader.Run renews the lease on it meanwhile (leaderLease
+// serialises them).
+type fenceLease struct {
+	*leaderLease
 }
 
-func (f *fenceLeaderConn) Now(ctx context.Context) (time.Time, error) {
+func (f *fenceLease) Now(ctx context.Context) (time.Time, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
 		return time.Time{}, err
@@ -81,7 +82,7 @@ func (f *fenceLeaderConn) Now(ctx context.Context) (time.Time, error) {
 	return t, dbError(err)
 }
 
-func (f *fenceLeaderConn) Tracking(ctx context.Context) (map[string]fencing.Tracking, error) {
+func (f *fenceLease) Tracking(ctx context.Context) (map[string]fencing.Tracking, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func nullTime(t time.Time) *time.Time {
 }
 
 // SaveTracking writes in one transaction that checks the lease's epoch first.
-func (f *fenceLeaderConn) SaveTracking(ctx context.Context, next []fencing.Tracking, gone []string, events []fencing.Event) ([]fencing.Event, error) {
+func (f *fenceLease) SaveTracking(ctx context.Context, next []fencing.Tracking, gone []string, events []fencing.Event) ([]fencing.Event, error) {
 	out := make([]fencing.Event, len(events))
 	err := f.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		for _, t := range next {
@@ -165,7 +166,7 @@ func insertFenceEvent(ctx context.Context, q querier, e fencing.Event) (fencing.
 	return e, nil
 }
 
-func (f *fenceLeaderConn) Mappings(ctx context.Context) (map[string]fencing.Mapping, error) {
+func (f *fenceLease) Mappings(ctx context.Context) (map[string]fencing.Mapping, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
 		return nil, err
@@ -175,7 +176,7 @@ func (f *fenceLeaderConn) Mappings(ctx context.Context) (map[string]fencing.Mapp
 }
 
 // Requests derives each member's latest request, and what became of it, from the events.
-func (f *fenceLeaderConn) Requests(ctx context.Context) (map[string]fencing.Request, error) {
+func (f *fenceLease) Requests(ctx context.Context) (map[string]fencing.Request, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
 		return nil, err
@@ -207,7 +208,7 @@ func (f *fenceLeaderConn) Requests(ctx context.Context) (map[string]fencing.Requ
 	return out, dbError(rows.Err())
 }
 
-func (f *fenceLeaderConn) LatestEvents(ctx context.Context) (map[string]fencing.Event, error) {
+func (f *fenceLease) LatestEvents(ctx context.Context) (map[string]fencing.Event, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
 		return nil, err
@@ -231,7 +232,7 @@ func (f *fenceLeaderConn) LatestEvents(ctx context.Context) (map[string]fencing.
 // Append records an event in a transaction that checks the lease's epoch first: if it
 // succeeds, this worker led when it was written; a REQUESTED that is refused here is
 // never sent.
-func (f *fenceLeaderConn) Append(ctx context.Context, e fencing.Event) (fencing.Event, error) {
+func (f *fenceLease) Append(ctx context.Context, e fencing.Event) (fencing.Event, error) {
 	err := f.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		e, err = insertFenceEvent(ctx, tx, e)
@@ -240,7 +241,7 @@ func (f *fenceLeaderConn) Append(ctx context.Context, e fencing.Event) (fencing.
 	return e, err
 }
 
-func (f *fenceLeaderConn) Heartbeat(ctx context.Context, ws fencing.WorkerStatus) error {
+func (f *fenceLease) Heartbeat(ctx context.Context, ws fencing.WorkerStatus) error {
 	settings := map[string]any{
 		"pollSeconds": ws.PollInterval.Seconds(), "offlineAfterSeconds": ws.Limits.OfflineAfter.Seconds(),
 		"cooldownSeconds": ws.Limits.Cooldown.Seconds(), "confirmTimeoutSeconds": ws.Limits.ConfirmTimeout.Seconds(),
@@ -256,7 +257,7 @@ func (f *fenceLeaderConn) Heartbeat(ctx context.Context, ws fencing.WorkerStatus
 }
 
 // NoQuorumSince is the last report's no_quorum_since (nil for none or no report).
-func (f *fenceLeaderConn) NoQuorumSince(ctx context.Context) (*time.Time, error) {
+func (f *fenceLease) NoQuorumSince(ctx context.Context) (*time.Time, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
 		return nil, err

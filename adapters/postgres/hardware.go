@@ -103,7 +103,7 @@ func (t profileTx) DeleteProfile(ctx context.Context, name string) (*hardware.Pr
 	}
 	del := `DELETE FROM hardware_profiles WHERE name = $1 RETURNING ` + profileColumns
 	if planned(t.tx) {
-		// The DELETE is a step, not sent: answer the profile it would delete.
+		// In a dry run the DELETE is a call of the plan, not sent: answer the profile it would delete.
 		_, _ = t.tx.Exec(ctx, `DELETE FROM hardware_profiles WHERE name = $1`, name)
 		del = `SELECT ` + profileColumns + ` FROM hardware_profiles WHERE name = $1`
 	}

@@ -22,9 +22,9 @@ const (
 // DefaultLeaderLease is a leader lease's length when none is given (APELORA_LEADER_LEASE).
 const DefaultLeaderLease = 15 * time.Second
 
-// leases hands out one role's lease to one candidate. A standby keeps its connection
-// between attempts; take is not safe for concurrent use.
-type leases struct {
+// candidate is one process trying for one role's leader lease. A standby keeps its
+// connection between attempts; take is not safe for concurrent use.
+type candidate struct {
 	s      *Store
 	role   string
 	holder string // application_name of the connection, and leader_leases.holder
@@ -37,7 +37,7 @@ type leases struct {
 // when another process holds it. An unexpired lease is never taken over, not even by its
 // own holder: a process that lost its connection cannot know whether it already acted on
 // the epoch it had, so a new take-over always means a new epoch.
-func (l *leases) take(ctx context.Context) (*leaseConn, error) {
+func (l *candidate) take(ctx context.Context) (*leaderLease, error) {
 	ttl := l.ttl
 	if ttl <= 0 {
 		ttl = DefaultLeaderLease
@@ -50,7 +50,7 @@ func (l *leases) take(ctx context.Context) (*leaseConn, error) {
 			return nil, err
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, leaderConnTimeout)
+	cctx, cancel := context.WithTimeout(ctx, leaderStatementTimeout)
 	defer cancel()
 	// The lease's end is measured here from before the statement was sent: the database
 	// sets its own end at least that late, so this process stops acting before any other
@@ -71,12 +71,13 @@ func (l *leases) take(ctx context.Context) (*leaseConn, error) {
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, dbError(err)
 	}
-	return &leaseConn{conn: conn, role: l.role, epoch: epoch, ttl: ttl, end: sent.Add(ttl)}, nil
+	return &leaderLease{conn: conn, role: l.role, epoch: epoch, ttl: ttl, end: sent.Add(ttl)}, nil
 }
 
-// leaseConn is a leader's connection and the lease it holds. Its statements (the
-// leader's loop) and the renewals (leader.Run's) take turns on the connection.
-type leaseConn struct {
+// leaderLease is a leader lease held: the role's row in leader_leases at this epoch, and
+// the connection it was taken on. Its statements (the leader's loop) and the renewals
+// (leader.Run's) take turns on the connection.
+type leaderLease struct {
 	role  string
 	epoch int64
 	ttl   time.Duration
@@ -86,17 +87,17 @@ type leaseConn struct {
 	end  time.Time // when the lease ends unless renewed, on this process's monotonic clock
 }
 
-var _ leader.Hold = (*leaseConn)(nil)
+var _ leader.Lease = (*leaderLease)(nil)
 
-func (l *leaseConn) Epoch() int64 { return l.epoch }
+func (l *leaderLease) Epoch() int64 { return l.epoch }
 
-func (l *leaseConn) lost(why string) error {
+func (l *leaderLease) lost(why string) error {
 	return fmt.Errorf("%w (%s lease, epoch %d): %s", leader.ErrLost, l.role, l.epoch, why)
 }
 
 // use takes the connection for one statement (or transaction), bounded by the lease's
 // end: a leader never reads or writes past it. done gives the connection back.
-func (l *leaseConn) use(ctx context.Context) (context.Context, context.CancelFunc, error) {
+func (l *leaderLease) use(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	l.mu.Lock()
 	if !time.Now().Before(l.end) {
 		l.mu.Unlock()
@@ -107,7 +108,7 @@ func (l *leaseConn) use(ctx context.Context) (context.Context, context.CancelFun
 		return nil, nil, l.lost("its database connection is gone")
 	}
 	cctx, cancel := context.WithDeadline(ctx, l.end)
-	cctx, cancel2 := context.WithTimeout(cctx, leaderConnTimeout)
+	cctx, cancel2 := context.WithTimeout(cctx, leaderStatementTimeout)
 	return cctx, func() { cancel2(); cancel(); l.mu.Unlock() }, nil
 }
 
@@ -115,7 +116,7 @@ func (l *leaseConn) use(ctx context.Context) (context.Context, context.CancelFun
 // must still be this epoch's and unexpired on the database's clock. FOR SHARE keeps a
 // take-over (which updates the row) waiting until the write has committed, so no write
 // of an old epoch lands after a newer epoch began.
-func (l *leaseConn) guard(ctx context.Context, tx pgx.Tx) error {
+func (l *leaderLease) guard(ctx context.Context, tx pgx.Tx) error {
 	var ok bool
 	err := tx.QueryRow(ctx, `SELECT true FROM leader_leases WHERE role = $1 AND epoch = $2 AND expires_at > clock_timestamp() FOR SHARE`,
 		l.role, l.epoch).Scan(&ok)
@@ -126,7 +127,7 @@ func (l *leaseConn) guard(ctx context.Context, tx pgx.Tx) error {
 }
 
 // write runs fn in a transaction that first checks the epoch (guard).
-func (l *leaseConn) write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+func (l *leaderLease) write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	ctx, done, err := l.use(ctx)
 	if err != nil {
 		return err
@@ -149,7 +150,7 @@ func (l *leaseConn) write(ctx context.Context, fn func(ctx context.Context, tx p
 // Check returns nil while the lease is still this epoch's: its end has not passed here,
 // and the database agrees. The fence worker asks right before it sends a power-off, so
 // a worker that was paused past its lease (SIGSTOP, a long GC or VM pause) sends nothing.
-func (l *leaseConn) Check(ctx context.Context) error {
+func (l *leaderLease) Check(ctx context.Context) error {
 	ctx, done, err := l.use(ctx)
 	if err != nil {
 		return err
@@ -171,7 +172,7 @@ func (l *leaseConn) Check(ctx context.Context) error {
 // leads, when the connection is gone (a leader on a broken connection stops; a new
 // connection would be a new take-over), or when the lease's end passed before a renewal
 // succeeded.
-func (l *leaseConn) Renew(ctx context.Context) error {
+func (l *leaderLease) Renew(ctx context.Context) error {
 	ctx, done, err := l.use(ctx)
 	if err != nil {
 		return err
@@ -194,7 +195,7 @@ func (l *leaseConn) Renew(ctx context.Context) error {
 
 // Close gives the lease up when it is still this epoch's (a standby then takes over at
 // once), and closes the connection.
-func (l *leaseConn) Close() {
+func (l *leaderLease) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -13,14 +13,14 @@ import (
 	"github.com/apelora/fabric/internal/leader"
 )
 
-func takeFence(t *testing.T, s *postgres.Store, holder string, lease time.Duration) fencing.LeaderConn {
+func takeFence(t *testing.T, s *postgres.Store, holder string, length time.Duration) fencing.Lease {
 	t.Helper()
-	sess, err := s.FenceLeadership(holder, lease).TryLead(context.Background())
-	if err != nil || sess == nil {
-		t.Fatalf("%s: take the fence lease: %v %v", holder, sess, err)
+	lease, err := s.FenceLeadership(holder, length).TryLead(context.Background())
+	if err != nil || lease == nil {
+		t.Fatalf("%s: take the fence lease: %v %v", holder, lease, err)
 	}
-	t.Cleanup(sess.Close)
-	return sess
+	t.Cleanup(lease.Close)
+	return lease
 }
 
 func countEvents(t *testing.T, db *pgtest.DB, kind fencing.Kind) int {
@@ -39,9 +39,9 @@ func countEvents(t *testing.T, db *pgtest.DB, kind fencing.Kind) int {
 func TestFenceLeaseIsExclusiveAndTakenOverWithAHigherEpoch(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
-	const lease = 2 * time.Second
-	first := takeFence(t, db.Store, "apelora-worker a", lease)
-	second := db.Store.FenceLeadership("apelora-worker b", lease)
+	const length = 2 * time.Second
+	first := takeFence(t, db.Store, "apelora-worker a", length)
+	second := db.Store.FenceLeadership("apelora-worker b", length)
 	if s, err := second.TryLead(ctx); err != nil || s != nil {
 		t.Fatalf("a second worker got the lease: %v %v", s, err)
 	}
@@ -67,27 +67,27 @@ func TestFenceLeaseIsExclusiveAndTakenOverWithAHigherEpoch(t *testing.T) {
 	if s, err := second.TryLead(ctx); err != nil || s != nil {
 		t.Fatalf("the lease was taken over before it expired: %v %v", s, err)
 	}
-	var sess fencing.LeaderConn
-	for deadline := time.Now().Add(3 * lease); sess == nil; time.Sleep(100 * time.Millisecond) {
+	var lease fencing.Lease
+	for deadline := time.Now().Add(3 * length); lease == nil; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no take-over within %v of a %v lease", 3*lease, lease)
+			t.Fatalf("no take-over within %v of a %v lease", 3*length, length)
 		}
 		var err error
-		if sess, err = second.TryLead(ctx); err != nil {
+		if lease, err = second.TryLead(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if sess.Epoch() != first.Epoch()+1 {
-		t.Fatalf("epochs %d then %d: want one more", first.Epoch(), sess.Epoch())
+	if lease.Epoch() != first.Epoch()+1 {
+		t.Fatalf("epochs %d then %d: want one more", first.Epoch(), lease.Epoch())
 	}
-	if err := sess.Check(ctx); err != nil {
+	if err := lease.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Given up on shutdown: the next one leads at once, with the next epoch.
-	sess.Close()
-	third := takeFence(t, db.Store, "apelora-worker c", lease)
-	if third.Epoch() != sess.Epoch()+1 {
-		t.Fatalf("epoch after a lease given up: %d, want %d", third.Epoch(), sess.Epoch()+1)
+	lease.Close()
+	third := takeFence(t, db.Store, "apelora-worker c", length)
+	if third.Epoch() != lease.Epoch()+1 {
+		t.Fatalf("epoch after a lease given up: %d, want %d", third.Epoch(), lease.Epoch()+1)
 	}
 }
 

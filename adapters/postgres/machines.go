@@ -61,7 +61,7 @@ func (m machineStore) Records(ctx context.Context) ([]machines.Record, error) {
 }
 
 func (t machineTx) InsertRecord(ctx context.Context, r machines.Record) error {
-	// Asked first, so a dry run (whose INSERT is a step, not sent) is refused as the real
+	// Asked first, so a dry run (whose INSERT is a call of the plan, not sent) is refused as the real
 	// call is; the unique constraints still hold against a concurrent change.
 	var nameTaken bool
 	var other string
@@ -102,7 +102,7 @@ func systemIDTaken(systemID, other string) error {
 
 func (t machineTx) DeleteRecord(ctx context.Context, name string) (bool, error) {
 	if planned(t.tx) {
-		// The DELETE is a step, not sent: answer whether it would delete the record.
+		// In a dry run the DELETE is a call of the plan, not sent: answer whether it would delete the record.
 		_, _ = t.tx.Exec(ctx, `DELETE FROM machine_records WHERE name = $1`, name)
 		var found bool
 		err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM machine_records WHERE name = $1)`, name).Scan(&found)
@@ -116,8 +116,8 @@ func (t machineTx) DeleteRecord(ctx context.Context, name string) (bool, error) 
 }
 
 func (t machineTx) SetHardwareUUID(ctx context.Context, name, systemID, uuid string) (bool, error) {
-	// Asked first (the change holds the machine's lock), so a dry run, whose UPDATE is a
-	// step, not sent, answers as the real call would.
+	// Asked first (the change holds the machine's lock), so a dry run, whose UPDATE is a call
+	// of the plan, not sent, answers as the real call would.
 	var lacking bool
 	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM machine_records WHERE name = $1 AND maas_system_id = $2 AND hardware_uuid IS NULL)`,
 		name, systemID).Scan(&lacking)

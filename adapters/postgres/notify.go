@@ -105,10 +105,10 @@ func (l *Listener) listen(ctx context.Context, listening func()) error {
 
 // Notify sends payload on channel at once, outside any transaction (also from inside a
 // change: it uses connections of its own). It is a write (plan.Writes): a dry run's
-// NOTIFY is a plan step, sent to nobody.
+// NOTIFY is a call of the plan, sent to nobody.
 func (s *Store) Notify(ctx context.Context, channel, payload string) error {
-	_, err := s.writes.Do(ctx, plan.Database, func() plan.Step {
-		return plan.Step{Call: "NOTIFY " + channel, Target: actionMachine(ctx)}
+	_, err := s.writes.Do(ctx, plan.Database, func() plan.Call {
+		return plan.Call{Request: "NOTIFY " + channel, Target: actionMachine(ctx)}
 	}, func() error {
 		_, err := s.notify.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
 		return dbError(err)

@@ -24,7 +24,7 @@ type Observer interface {
 }
 
 // Observe makes o the store's observer (nil: none). Statements on every connection of the
-// store count, those of the listener and the fence lock included.
+// store count, those of the listener and the leader leases included.
 func (s *Store) Observe(o Observer) {
 	if o == nil {
 		s.tracer.obs.Store(nil)

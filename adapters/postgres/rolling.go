@@ -137,16 +137,16 @@ func (r *RollingStore) Mappings(ctx context.Context) (map[string]fencing.Mapping
 // lease.go), apart from the fence worker's: any worker holds the power key, and the two
 // leaders need not be the same process. A standby keeps its connection between attempts;
 // TryLead is not safe for concurrent use.
-func (s *Store) RollingLeadership(holder string, lease time.Duration) rolling.Leadership {
-	return &rollingLeadership{leases{s: s, role: roleRolling, holder: holder, ttl: lease}}
+func (s *Store) RollingLeadership(holder string, length time.Duration) rolling.Leadership {
+	return &rollingLeadership{candidate{s: s, role: roleRolling, holder: holder, ttl: length}}
 }
 
-type rollingLeadership struct{ leases }
+type rollingLeadership struct{ candidate }
 
-func (l *rollingLeadership) TryLead(ctx context.Context) (leader.Hold, error) {
-	lc, err := l.take(ctx)
-	if err != nil || lc == nil {
+func (l *rollingLeadership) TryLead(ctx context.Context) (leader.Lease, error) {
+	lease, err := l.take(ctx)
+	if err != nil || lease == nil {
 		return nil, err
 	}
-	return lc, nil
+	return lease, nil
 }

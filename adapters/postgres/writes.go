@@ -16,7 +16,7 @@ import (
 
 // writeTx is the transaction of a change as fn and the views see it: each statement that
 // writes (INSERT, UPDATE, DELETE, also inside a WITH) goes through the seam
-// (plan.Writes), which sends it, or in a dry run records it as a DATABASE step (verb and
+// (plan.Writes), which sends it, or in a dry run records it as a DATABASE call (verb and
 // table, never values) and sends nothing: the statement then answers no rows and changes
 // none. In a dry run every statement runs in its READ ONLY transaction, reads without
 // their row lock (FOR UPDATE and the like, which a READ ONLY transaction refuses and a plan
@@ -42,9 +42,9 @@ var _ pgx.Tx = (*writeTx)(nil)
 // rowLock is a read's row-locking clause.
 var rowLock = regexp.MustCompile(`(?i)\bFOR\s+(NO\s+KEY\s+UPDATE|KEY\s+SHARE|UPDATE|SHARE)\b`)
 
-// statement returns sql as it is sent, the step it stands for, whether it writes, and
+// statement returns sql as it is sent, the call of a plan it stands for, whether it writes, and
 // whether it locks rows.
-func (t *writeTx) statement(ctx context.Context, sql string) (string, plan.Step, bool, bool) {
+func (t *writeTx) statement(ctx context.Context, sql string) (string, plan.Call, bool, bool) {
 	// A row lock, or a transaction lock (the order locks of the event tables), begins a
 	// real change's transaction: it must hold until the change commits.
 	locks := rowLock.MatchString(sql) || strings.Contains(sql, "advisory_xact_lock")
@@ -54,10 +54,10 @@ func (t *writeTx) statement(ctx context.Context, sql string) (string, plan.Step,
 	}
 	m := writes.FindStringSubmatch(comments.ReplaceAllString(quoted.ReplaceAllString(sql, "''"), " "))
 	if m == nil || !tables()[strings.ToLower(m[2])] {
-		return sql, plan.Step{}, false, locks
+		return sql, plan.Call{}, false, locks
 	}
 	verb := strings.ToUpper(strings.Fields(m[1])[0])
-	return sql, plan.Step{Call: verb + " " + strings.ToLower(m[2]), Target: actionMachine(ctx)}, true, locks
+	return sql, plan.Call{Request: verb + " " + strings.ToLower(m[2]), Target: actionMachine(ctx)}, true, locks
 }
 
 // on returns what a statement runs on: the dry run's transaction; a real change's
@@ -74,17 +74,17 @@ func (t *writeTx) on(ctx context.Context, write, locks bool) (querier, error) {
 }
 
 // seam hands one write to the seam under the transaction's choice.
-func (t *writeTx) seam(ctx context.Context, step plan.Step, send func() error) (bool, error) {
+func (t *writeTx) seam(ctx context.Context, call plan.Call, send func() error) (bool, error) {
 	if t.planned != nil {
 		ctx = plan.With(ctx, t.planned)
 	} else if plan.Active(ctx) {
 		ctx = plan.With(ctx, nil) // a real change: its statements are sent
 	}
-	return t.writes.Do(ctx, plan.Database, func() plan.Step { return step }, send)
+	return t.writes.Do(ctx, plan.Database, func() plan.Call { return call }, send)
 }
 
 func (t *writeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	sql, step, write, locks := t.statement(ctx, sql)
+	sql, call, write, locks := t.statement(ctx, sql)
 	if !write {
 		q, err := t.on(ctx, false, locks)
 		if err != nil {
@@ -93,7 +93,7 @@ func (t *writeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 		return q.Exec(ctx, sql, args...)
 	}
 	var tag pgconn.CommandTag
-	_, err := t.seam(ctx, step, func() error {
+	_, err := t.seam(ctx, call, func() error {
 		q, err := t.on(ctx, true, locks)
 		if err != nil {
 			return err
@@ -105,7 +105,7 @@ func (t *writeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 }
 
 func (t *writeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	sql, step, write, locks := t.statement(ctx, sql)
+	sql, call, write, locks := t.statement(ctx, sql)
 	if !write {
 		q, err := t.on(ctx, false, locks)
 		if err != nil {
@@ -114,7 +114,7 @@ func (t *writeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows,
 		return q.Query(ctx, sql, args...)
 	}
 	var rows pgx.Rows
-	planned, err := t.seam(ctx, step, func() error {
+	planned, err := t.seam(ctx, call, func() error {
 		q, err := t.on(ctx, true, locks)
 		if err != nil {
 			return err
@@ -129,7 +129,7 @@ func (t *writeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows,
 }
 
 func (t *writeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	sql, step, write, locks := t.statement(ctx, sql)
+	sql, call, write, locks := t.statement(ctx, sql)
 	if !write {
 		q, err := t.on(ctx, false, locks)
 		if err != nil {
@@ -138,7 +138,7 @@ func (t *writeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 		return q.QueryRow(ctx, sql, args...)
 	}
 	var row pgx.Row
-	planned, err := t.seam(ctx, step, func() error {
+	planned, err := t.seam(ctx, call, func() error {
 		q, err := t.on(ctx, true, locks)
 		if err != nil {
 			return err
@@ -260,7 +260,7 @@ func (noRows) RawValues() [][]byte                          { return nil }
 func (noRows) Conn() *pgx.Conn                              { return nil }
 func (noRows) TypeMap() *pgtype.Map                         { return nil }
 
-// actionMachine is the machine of the mutation in progress, a step's target ("" for none).
+// actionMachine is the machine of the mutation in progress, a call's target ("" for none).
 func actionMachine(ctx context.Context) string {
 	if a := audit.ActionFrom(ctx); a != nil {
 		return a.Machine

@@ -77,7 +77,7 @@ func (c *cli) dry() *bool {
 type planView interface {
 	GetRefused() bool
 	GetPlanHash() string
-	GetSteps() []client.PlanFieldsStepsPlanStep
+	GetCalls() []client.PlanFieldsCallsPlanCall
 	GetRefusals() []client.PlanFieldsRefusalsPlanFinding
 	GetWarnings() []client.PlanFieldsWarningsPlanFinding
 }
@@ -95,16 +95,16 @@ func (c *cli) printPlan(p planView) error {
 	} else {
 		w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "plan (nothing was changed):")
-		if len(p.GetSteps()) == 0 {
-			fmt.Fprintln(w, "  no step")
+		if len(p.GetCalls()) == 0 {
+			fmt.Fprintln(w, "  no call: nothing would be changed")
 		}
-		for i, s := range p.GetSteps() {
+		for i, call := range p.GetCalls() {
 			target := ""
-			if s.Target != "" {
-				target = "  on " + s.Target
+			if call.Target != "" {
+				target = "  on " + call.Target
 			}
-			fmt.Fprintf(w, "  %d.\t%s\t%s%s\n", i+1, s.System, s.Call, target)
-			for _, ch := range s.Changes {
+			fmt.Fprintf(w, "  %d.\t%s\t%s%s\n", i+1, call.System, call.Request, target)
+			for _, ch := range call.Changes {
 				switch {
 				case ch.Before == nil:
 					fmt.Fprintf(w, "\t\t  %s: %s\n", ch.Field, orNone(ch.After, "(none)"))

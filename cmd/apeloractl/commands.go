@@ -248,7 +248,7 @@ commands:
 	}
 	b.WriteString("\n")
 	b.WriteString(wrap("-dry-run, after any command that changes something ("+strings.Join(changes, ", ")+
-		"), changes nothing and prints the plan: the steps it would take in Incus, MAAS and the database, "+
+		"), changes nothing and prints the plan: the calls it would send to Incus, MAAS and the database, "+
 		"and what would refuse or qualify it.", 90))
 	b.WriteString(`A plan that would be refused exits as the call would (the refusal's code). It issues no
 token and is no audit event. Its last line is the plan's hash: run the same command again

@@ -54,7 +54,7 @@ func (c *cli) evacuate(ctx context.Context, name, mode string) error {
 		}
 		return false, nil
 	}, func(r *client.EvacuateMemberResponse) error {
-		fmt.Fprintf(c.out, "evacuating %s (Incus operation %s); progress: subscription memberOperation(name: %q)\n", name, r.EvacuateMember.Operation.IncusOperation, name)
+		fmt.Fprintf(c.out, "evacuating %s (maintenance task %s, Incus operation %s); progress: subscription maintenanceTask(name: %q)\n", name, r.EvacuateMember.Task.Id, r.EvacuateMember.Task.IncusOperation, name)
 		return nil
 	})
 }
@@ -81,7 +81,7 @@ func (c *cli) restore(ctx context.Context, names []string) error {
 		c.printInstances(ins)
 		return false, nil
 	}, func(r *client.RestoreMemberResponse) error {
-		fmt.Fprintf(c.out, "restoring %s (Incus operation %s); progress: subscription memberOperation(name: %q)\n", name, r.RestoreMember.Operation.IncusOperation, name)
+		fmt.Fprintf(c.out, "restoring %s (maintenance task %s, Incus operation %s); progress: subscription maintenanceTask(name: %q)\n", name, r.RestoreMember.Task.Id, r.RestoreMember.Task.IncusOperation, name)
 		return nil
 	})
 }

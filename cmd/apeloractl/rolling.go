@@ -30,11 +30,11 @@ func (c *cli) startRollingReboot(ctx context.Context, members []string) error {
 		r, err := client.StartRollingReboot(ctx, c.gql, client.StartRollingRebootInput{Members: members, DryRun: dryRun, PlanHash: planHash})
 		return r, r.GetStartRollingReboot().Plan, err
 	}, func(r *client.StartRollingRebootResponse) error {
-		var op *client.RollingRebootFields
+		var reboot *client.RollingRebootFields
 		if p := r.StartRollingReboot.RollingReboot; p != nil {
-			op = &p.RollingRebootFields
+			reboot = &p.RollingRebootFields
 		}
-		return c.printRolling(op)
+		return c.printRolling(reboot)
 	})
 }
 
@@ -43,11 +43,11 @@ func (c *cli) pauseRollingReboot(ctx context.Context, id []string) error {
 		r, err := client.PauseRollingReboot(ctx, c.gql, client.RollingRebootInput{Id: id[0], DryRun: dryRun, PlanHash: planHash})
 		return r, r.GetPauseRollingReboot().Plan, err
 	}, func(r *client.PauseRollingRebootResponse) error {
-		var op *client.RollingRebootFields
+		var reboot *client.RollingRebootFields
 		if p := r.PauseRollingReboot.RollingReboot; p != nil {
-			op = &p.RollingRebootFields
+			reboot = &p.RollingRebootFields
 		}
-		return c.printRolling(op)
+		return c.printRolling(reboot)
 	})
 }
 
@@ -56,11 +56,11 @@ func (c *cli) resumeRollingReboot(ctx context.Context, id []string) error {
 		r, err := client.ResumeRollingReboot(ctx, c.gql, client.RollingRebootInput{Id: id[0], DryRun: dryRun, PlanHash: planHash})
 		return r, r.GetResumeRollingReboot().Plan, err
 	}, func(r *client.ResumeRollingRebootResponse) error {
-		var op *client.RollingRebootFields
+		var reboot *client.RollingRebootFields
 		if p := r.ResumeRollingReboot.RollingReboot; p != nil {
-			op = &p.RollingRebootFields
+			reboot = &p.RollingRebootFields
 		}
-		return c.printRolling(op)
+		return c.printRolling(reboot)
 	})
 }
 
@@ -69,11 +69,11 @@ func (c *cli) cancelRollingReboot(ctx context.Context, id []string) error {
 		r, err := client.CancelRollingReboot(ctx, c.gql, client.RollingRebootInput{Id: id[0], DryRun: dryRun, PlanHash: planHash})
 		return r, r.GetCancelRollingReboot().Plan, err
 	}, func(r *client.CancelRollingRebootResponse) error {
-		var op *client.RollingRebootFields
+		var reboot *client.RollingRebootFields
 		if p := r.CancelRollingReboot.RollingReboot; p != nil {
-			op = &p.RollingRebootFields
+			reboot = &p.RollingRebootFields
 		}
-		return c.printRolling(op)
+		return c.printRolling(reboot)
 	})
 }
 
@@ -93,20 +93,20 @@ func (c *cli) rollingStatus(ctx context.Context, names []string) error {
 	return c.printRolling(&r.RollingReboot.RollingRebootFields)
 }
 
-func (c *cli) printRolling(op *client.RollingRebootFields) error {
-	if op == nil {
+func (c *cli) printRolling(reboot *client.RollingRebootFields) error {
+	if reboot == nil {
 		return fmt.Errorf("the server answered no rolling reboot")
 	}
-	return c.print(op, func(w *tabwriter.Writer) {
-		fmt.Fprintf(w, "rolling reboot:\t%s\n", op.Id)
-		fmt.Fprintf(w, "state:\t%s\n", op.State)
-		fmt.Fprintf(w, "members:\t%s (%d of %d done)\n", strings.Join(op.Members, ", "), op.Done, len(op.Members))
-		if op.Current != nil {
-			fmt.Fprintf(w, "current:\t%s, step %s for %.0f s\n", *op.Current, op.Step, op.StepSeconds)
+	return c.print(reboot, func(w *tabwriter.Writer) {
+		fmt.Fprintf(w, "rolling reboot:\t%s\n", reboot.Id)
+		fmt.Fprintf(w, "state:\t%s\n", reboot.State)
+		fmt.Fprintf(w, "members:\t%s (%d of %d done)\n", strings.Join(reboot.Members, ", "), reboot.Done, len(reboot.Members))
+		if reboot.Current != nil {
+			fmt.Fprintf(w, "current:\t%s, stage %s for %.0f s\n", *reboot.Current, reboot.Stage, reboot.StageSeconds)
 		}
-		if op.Reason != "" {
-			fmt.Fprintf(w, "reason:\t%s\n", op.Reason)
+		if reboot.Reason != "" {
+			fmt.Fprintf(w, "reason:\t%s\n", reboot.Reason)
 		}
-		fmt.Fprintf(w, "started:\t%s by %s\n", op.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), op.StartedBy)
+		fmt.Fprintf(w, "started:\t%s by %s\n", reboot.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), reboot.StartedBy)
 	})
 }

@@ -253,7 +253,7 @@ func (c *Checker) placementGuard(ctx context.Context) Check {
 }
 
 func (c *Checker) publish(ctx context.Context, e Event) {
-	// A dry run's NOTIFY is a plan step, pushed to nobody (plan.Writes).
+	// A dry run's NOTIFY is a call of the plan, pushed to nobody (plan.Writes).
 	if c.Publish != nil {
 		// Publishing is best effort: a watcher missing a step must not fail the checks.
 		_ = c.Publish.Publish(ctx, e)

@@ -37,11 +37,11 @@ type Sink interface {
 	Close() error
 }
 
-// Progress is a leader's hold on one sink's lease, and the sink's position: the next leaf
-// index to send. Writes go through the hold, so a replica that lost the lease moves
+// Progress is one sink's lease as its exporter holds it, and the sink's position: the next
+// leaf index to send. Writes go through it, so a replica that lost the lease moves
 // nothing.
 type Progress interface {
-	leader.Hold
+	leader.Lease
 	Next(ctx context.Context) (int64, error)
 	Acknowledge(ctx context.Context, next int64) error
 }

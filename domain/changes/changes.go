@@ -89,7 +89,7 @@ type Store interface {
 
 // Leadership hands out the reconciler's lease: one API replica reconciles at a time.
 type Leadership interface {
-	TryLead(ctx context.Context) (leader.Hold, error)
+	TryLead(ctx context.Context) (leader.Lease, error)
 }
 
 // Reconciler records the outcomes of steps cut off from them.
@@ -163,7 +163,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 	if every <= 0 {
 		every = 10 * time.Second
 	}
-	leader.Run(ctx, r.Leadership.TryLead, func(ctx context.Context, _ leader.Hold) {
+	leader.Run(ctx, r.Leadership.TryLead, func(ctx context.Context, _ leader.Lease) {
 		for {
 			if _, err := r.Round(ctx); err != nil && ctx.Err() == nil {
 				r.log().Debug("reconcile round", "error", err)

@@ -6,7 +6,7 @@
 // with the check, since when and the evidence (the check's message). It clears when the
 // check passes again. Drift only reads: nothing here can change Incus or MAAS.
 //
-// The rules are pure code (Assess, Step, Forget) over what one look at a machine found;
+// The rules are pure code (Assess, Apply, Forget) over what one look at a machine found;
 // the Runner is the loop that looks (one process at a time, through Leadership), and the
 // Service is what the API reads.
 package drift
@@ -272,12 +272,12 @@ func clean(s string) string {
 	return s[:cut] + "…"
 }
 
-// Step applies one look at a machine to what was known of it (prev: its states) and
+// Apply applies one look at a machine to what was known of it (prev: its states) and
 // returns its states afterwards and the raises and clears to record. now is when the
 // look happened. A failing check is raised once it has failed for its threshold (from
 // the first look that saw it fail); a passing one clears; an Unknown one, or one not
 // looked at, stays as it was.
-func Step(machine string, prev []State, findings []Finding, now time.Time, l Limits) ([]State, []Event) {
+func Apply(machine string, prev []State, findings []Finding, now time.Time, l Limits) ([]State, []Event) {
 	byCheck := map[string]State{}
 	for _, s := range prev {
 		byCheck[s.Check] = s

@@ -133,53 +133,53 @@ func TestAssessAnOfflineMemberIsOnlyOffline(t *testing.T) {
 	}
 }
 
-func TestStepRaisesOfflineOnlyPastTheThreshold(t *testing.T) {
+func TestApplyRaisesOfflineOnlyPastTheThreshold(t *testing.T) {
 	l := Limits{OfflineAfter: 2 * time.Minute}
 	offline := []Finding{{Check: admission.CheckOnline, Title: "Member online", Outcome: Failing, Evidence: "No heartbeat for 25s"}}
 	online := []Finding{{Check: admission.CheckOnline, Title: "Member online", Outcome: Passing, Evidence: "Fully operational"}}
 
-	s, ev := Step("node-4", nil, offline, t0, l)
+	s, ev := Apply("node-4", nil, offline, t0, l)
 	if len(ev) != 0 || len(s) != 1 || s[0].Raised() || !s[0].FailingSince.Equal(t0) {
 		t.Fatalf("first miss: %+v %+v", s, ev)
 	}
-	s, ev = Step("node-4", s, offline, t0.Add(time.Minute), l)
+	s, ev = Apply("node-4", s, offline, t0.Add(time.Minute), l)
 	if len(ev) != 0 || s[0].Raised() || !s[0].LastChecked.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("under the threshold: %+v %+v", s, ev)
 	}
 	// Back before the threshold: never drift, nothing recorded.
-	if s2, ev := Step("node-4", s, online, t0.Add(90*time.Second), l); len(s2) != 0 || len(ev) != 0 {
+	if s2, ev := Apply("node-4", s, online, t0.Add(90*time.Second), l); len(s2) != 0 || len(ev) != 0 {
 		t.Fatalf("back in time: %+v %+v", s2, ev)
 	}
 	offline[0].Evidence = "No heartbeat for 2m25s"
-	s, ev = Step("node-4", s, offline, t0.Add(2*time.Minute), l)
+	s, ev = Apply("node-4", s, offline, t0.Add(2*time.Minute), l)
 	if len(ev) != 1 || ev[0].Change != Raised || !ev[0].Since.Equal(t0) || !ev[0].At.Equal(t0.Add(2*time.Minute)) ||
 		ev[0].Evidence != "No heartbeat for 2m25s" || !s[0].Raised() {
 		t.Fatalf("past the threshold: %+v %+v", s, ev)
 	}
 	// Still offline: the evidence follows, nothing new is recorded.
 	offline[0].Evidence = "No heartbeat for 3m25s"
-	s, ev = Step("node-4", s, offline, t0.Add(3*time.Minute), l)
+	s, ev = Apply("node-4", s, offline, t0.Add(3*time.Minute), l)
 	if len(ev) != 0 || s[0].Evidence != "No heartbeat for 3m25s" || !s[0].RaisedAt.Equal(t0.Add(2*time.Minute)) {
 		t.Fatalf("still offline: %+v %+v", s, ev)
 	}
-	s, ev = Step("node-4", s, online, t0.Add(4*time.Minute), l)
+	s, ev = Apply("node-4", s, online, t0.Add(4*time.Minute), l)
 	if len(s) != 0 || len(ev) != 1 || ev[0].Change != Cleared || !ev[0].Since.Equal(t0) || ev[0].Evidence != "Fully operational" {
 		t.Fatalf("back: %+v %+v", s, ev)
 	}
 }
 
-func TestStepRaisesConfigurationAtOnceAndKeepsWhatItCannotSee(t *testing.T) {
+func TestApplyRaisesConfigurationAtOnceAndKeepsWhatItCannotSee(t *testing.T) {
 	l := Limits{OfflineAfter: time.Hour}
 	fs := []Finding{
 		{Check: CheckScheduler, Title: "Placement", Outcome: Failing, Evidence: "manual"},
 		{Check: admission.CheckStoragePools, Title: "Pools", Outcome: Failing, Evidence: "fast (Pending)"},
 	}
-	s, ev := Step("node-4", nil, fs, t0, l)
+	s, ev := Apply("node-4", nil, fs, t0, l)
 	if len(ev) != 2 || len(s) != 2 || !s[0].Raised() || !s[1].Raised() || s[0].Check != CheckScheduler && s[0].Check != admission.CheckStoragePools {
 		t.Fatalf("%+v %+v", s, ev)
 	}
 	// The member cannot be asked: its pools stay as they were; scheduler passes again.
-	next, ev := Step("node-4", s, []Finding{
+	next, ev := Apply("node-4", s, []Finding{
 		{Check: CheckScheduler, Outcome: Passing, Evidence: "unset"},
 		{Check: admission.CheckStoragePools, Outcome: Unknown, Evidence: "could not ask"},
 	}, t0.Add(time.Minute), l)
@@ -190,7 +190,7 @@ func TestStepRaisesConfigurationAtOnceAndKeepsWhatItCannotSee(t *testing.T) {
 		t.Fatalf("kept %+v", next)
 	}
 	// A check not looked at (the member is gone) is kept too.
-	next, ev = Step("node-4", next, []Finding{{Check: CheckMembership, Outcome: Failing, Evidence: "gone"}}, t0.Add(2*time.Minute), l)
+	next, ev = Apply("node-4", next, []Finding{{Check: CheckMembership, Outcome: Failing, Evidence: "gone"}}, t0.Add(2*time.Minute), l)
 	if len(ev) != 0 || len(next) != 2 {
 		t.Fatalf("member gone: %+v %+v", next, ev)
 	}
@@ -203,7 +203,7 @@ func TestStepRaisesConfigurationAtOnceAndKeepsWhatItCannotSee(t *testing.T) {
 
 // Whatever a machine does, each check's events alternate RAISED, CLEARED …, a raise comes
 // only after the threshold of failing, and the states say exactly what is raised.
-func TestStepHistoryIsConsistent(t *testing.T) {
+func TestApplyHistoryIsConsistent(t *testing.T) {
 	l := Limits{OfflineAfter: 3 * time.Minute}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	checks := []string{admission.CheckOnline, CheckScheduler, admission.CheckKernel}
@@ -220,7 +220,7 @@ func TestStepHistoryIsConsistent(t *testing.T) {
 			}
 			fs = append(fs, Finding{Check: c, Outcome: Outcome(rnd.IntN(3)), Evidence: "e"})
 		}
-		next, events := Step("node-4", states, fs, now, l)
+		next, events := Apply("node-4", states, fs, now, l)
 		for _, e := range events {
 			prev := lastChange[e.Check]
 			if e.Change == prev || (prev == "" && e.Change == Cleared) {
@@ -260,7 +260,7 @@ func TestEvidenceIsStorableAndBounded(t *testing.T) {
 	if clean("plain") != "plain" {
 		t.Error("a plain message must be kept as it is")
 	}
-	s, _ := Step("node-4", nil, []Finding{{Check: CheckScheduler, Outcome: Failing, Evidence: strings.Repeat("\x00", 5000)}}, t0, Limits{})
+	s, _ := Apply("node-4", nil, []Finding{{Check: CheckScheduler, Outcome: Failing, Evidence: strings.Repeat("\x00", 5000)}}, t0, Limits{})
 	if len(s[0].Evidence) > maxEvidence || strings.ContainsRune(s[0].Evidence, 0) {
 		t.Fatalf("stored evidence %d bytes", len(s[0].Evidence))
 	}

@@ -30,15 +30,15 @@ type Records interface {
 
 // Leadership hands out the right to watch: one process at a time.
 type Leadership interface {
-	// TryLead returns a leader connection when this process now leads, or nil when another does.
-	TryLead(ctx context.Context) (LeaderConn, error)
+	// TryLead returns the drift lease when this process now leads, or nil when another does.
+	TryLead(ctx context.Context) (Lease, error)
 }
 
-// LeaderConn is the leader's hold on the database: its lease (leader.Hold) and the
-// connection it holds it on. Drift's writes go through it and check the lease's epoch, so
-// a process that lost the lead cannot record anything.
-type LeaderConn interface {
-	leader.Hold
+// Lease is the drift lease as the leading process holds it: the lease itself
+// (leader.Lease) and what drift reads and writes under it. Drift's writes go through it
+// and check the lease's epoch, so a process that lost the lead cannot record anything.
+type Lease interface {
+	leader.Lease
 	// Now is the database's clock: every replica measures thresholds with the same one.
 	Now(ctx context.Context) (time.Time, error)
 	// States returns every machine the watcher tracks (looked at, or with states), with its
@@ -154,9 +154,9 @@ func (r *Runner) take() (only map[string]bool) {
 }
 
 // lead looks at every admitted machine at once, then on the interval and after changes,
-// while the leader connection holds the lead (leader.Run closes it after).
-func (r *Runner) lead(ctx context.Context, sess LeaderConn) {
-	since, err := sess.Now(ctx)
+// while this process holds the drift lease (leader.Run closes it after).
+func (r *Runner) lead(ctx context.Context, lease Lease) {
+	since, err := lease.Now(ctx)
 	if err != nil {
 		r.Log.Warn("drift: lost the database right after taking the drift lease", "error", err)
 		return
@@ -180,13 +180,13 @@ func (r *Runner) lead(ctx context.Context, sess LeaderConn) {
 
 	var only map[string]bool // nil: every machine
 	for ctx.Err() == nil {
-		if err := sess.Check(ctx); err != nil {
+		if err := lease.Check(ctx); err != nil {
 			if ctx.Err() == nil {
-				r.Log.Warn("drift: lost the drift lease; will try to lead again", "replica", r.Replica, "epoch", sess.Epoch(), "error", err)
+				r.Log.Warn("drift: lost the drift lease; will try to lead again", "replica", r.Replica, "epoch", lease.Epoch(), "error", err)
 			}
 			return
 		}
-		looked, problem := r.Round(ctx, sess, only)
+		looked, problem := r.Round(ctx, lease, only)
 		if ctx.Err() != nil {
 			return
 		}
@@ -196,8 +196,8 @@ func (r *Runner) lead(ctx context.Context, sess LeaderConn) {
 				w.Problem = clean(apperr.Text(problem))
 				r.Log.Warn("drift: round could not look at every admitted machine", "error", problem)
 			}
-			if w.LastRoundAt, err = sess.Now(ctx); err == nil {
-				err = sess.Heartbeat(ctx, w)
+			if w.LastRoundAt, err = lease.Now(ctx); err == nil {
+				err = lease.Heartbeat(ctx, w)
 			}
 			if err != nil && ctx.Err() == nil {
 				r.Log.Warn("drift: cannot record the round", "error", err)
@@ -207,9 +207,9 @@ func (r *Runner) lead(ctx context.Context, sess LeaderConn) {
 		}
 		// Wait for the interval (a round of every machine) or a change (the machines it
 		// concerns), whichever comes first; meanwhile make sure the lead is still held.
-		if only, err = r.wait(ctx, sess, settle); err != nil {
+		if only, err = r.wait(ctx, lease, settle); err != nil {
 			if ctx.Err() == nil {
-				r.Log.Warn("drift: lost the drift lease; will try to lead again", "replica", r.Replica, "epoch", sess.Epoch(), "error", err)
+				r.Log.Warn("drift: lost the drift lease; will try to lead again", "replica", r.Replica, "epoch", lease.Epoch(), "error", err)
 			}
 			return
 		}
@@ -218,7 +218,7 @@ func (r *Runner) lead(ctx context.Context, sess LeaderConn) {
 
 // wait returns the machines to look at next (nil: all) once the interval has passed or
 // Incus reported a change, or an error when ctx ends or the lead is lost.
-func (r *Runner) wait(ctx context.Context, sess LeaderConn, settle time.Duration) (map[string]bool, error) {
+func (r *Runner) wait(ctx context.Context, lease Lease, settle time.Duration) (map[string]bool, error) {
 	interval := time.NewTimer(r.Interval)
 	defer interval.Stop()
 	check := time.NewTicker(r.retry())
@@ -236,7 +236,7 @@ func (r *Runner) wait(ctx context.Context, sess LeaderConn, settle time.Duration
 			}
 			return r.take(), nil
 		case <-check.C:
-			if err := sess.Check(ctx); err != nil {
+			if err := lease.Check(ctx); err != nil {
 				return nil, err
 			}
 		}
@@ -246,12 +246,12 @@ func (r *Runner) wait(ctx context.Context, sess LeaderConn, settle time.Duration
 // Round looks at the admitted machines (those in only; all when only is nil) and records
 // what changed. It returns how many machines it looked at, and the first problem that
 // kept it from looking at some (Incus or the database could not be asked).
-func (r *Runner) Round(ctx context.Context, sess LeaderConn, only map[string]bool) (int, error) {
+func (r *Runner) Round(ctx context.Context, lease Lease, only map[string]bool) (int, error) {
 	admitted, err := r.Admissions.Admitted(ctx)
 	if err != nil {
 		return 0, err
 	}
-	states, err := sess.States(ctx)
+	states, err := lease.States(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -272,7 +272,7 @@ func (r *Runner) Round(ctx context.Context, sess LeaderConn, only map[string]boo
 		if _, ok := byName[name]; ok && records[name] != nil {
 			continue
 		}
-		if err := r.forget(ctx, sess, name, states[name]); err != nil {
+		if err := r.forget(ctx, lease, name, states[name]); err != nil {
 			return 0, err
 		}
 	}
@@ -308,13 +308,13 @@ func (r *Runner) Round(ctx context.Context, sess LeaderConn, only map[string]boo
 				continue
 			}
 		}
-		now, err := sess.Now(ctx)
+		now, err := lease.Now(ctx)
 		if err != nil {
 			return looked, err
 		}
 		findings := Assess(report, member, a)
-		next, events := Step(a.Machine, states[a.Machine], findings, now, r.Limits)
-		saved, err := sess.Save(ctx, a.Machine, now, Quiet(a.Machine, findings), next, events)
+		next, events := Apply(a.Machine, states[a.Machine], findings, now, r.Limits)
+		saved, err := lease.Save(ctx, a.Machine, now, Quiet(a.Machine, findings), next, events)
 		if err != nil {
 			return looked, err
 		}
@@ -324,12 +324,12 @@ func (r *Runner) Round(ctx context.Context, sess LeaderConn, only map[string]boo
 	return looked, problem
 }
 
-func (r *Runner) forget(ctx context.Context, sess LeaderConn, name string, prev []State) error {
-	now, err := sess.Now(ctx)
+func (r *Runner) forget(ctx context.Context, lease Lease, name string, prev []State) error {
+	now, err := lease.Now(ctx)
 	if err != nil {
 		return err
 	}
-	saved, err := sess.Save(ctx, name, time.Time{}, "", nil,
+	saved, err := lease.Save(ctx, name, time.Time{}, "", nil,
 		Forget(prev, now, "no longer an admitted member: its latest membership step is not an admission (removed, enrolled again or unregistered)"))
 	r.logEvents(saved)
 	return err

@@ -104,7 +104,7 @@ type fakeRecords []machines.Record
 
 func (f fakeRecords) Records(context.Context) ([]machines.Record, error) { return f, nil }
 
-// fakeDB is drift's tables in memory; leader connections hand out the lead to one holder at a time.
+// fakeDB is drift's tables in memory; its lease goes to one holder at a time.
 type fakeDB struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -112,7 +112,7 @@ type fakeDB struct {
 	checked map[string]time.Time
 	events  []Event
 	watcher *Watcher
-	holder  *fakeLeaderConn
+	holder  *fakeLease
 	saved   chan struct{}
 }
 
@@ -136,22 +136,22 @@ func (d *fakeDB) eventLog() []string {
 	return out
 }
 
-func (d *fakeDB) TryLead(context.Context) (LeaderConn, error) {
+func (d *fakeDB) TryLead(context.Context) (Lease, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.holder != nil {
 		return nil, nil
 	}
-	d.holder = &fakeLeaderConn{d: d}
+	d.holder = &fakeLease{d: d}
 	return d.holder, nil
 }
 
-type fakeLeaderConn struct {
+type fakeLease struct {
 	d    *fakeDB
 	lost bool
 }
 
-func (s *fakeLeaderConn) Check(context.Context) error {
+func (s *fakeLease) Check(context.Context) error {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	if s.lost {
@@ -160,13 +160,13 @@ func (s *fakeLeaderConn) Check(context.Context) error {
 	return nil
 }
 
-func (s *fakeLeaderConn) Now(context.Context) (time.Time, error) {
+func (s *fakeLease) Now(context.Context) (time.Time, error) {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	return s.d.now, nil
 }
 
-func (s *fakeLeaderConn) States(context.Context) (map[string][]State, error) {
+func (s *fakeLease) States(context.Context) (map[string][]State, error) {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	out := map[string][]State{}
@@ -179,7 +179,7 @@ func (s *fakeLeaderConn) States(context.Context) (map[string][]State, error) {
 	return out, nil
 }
 
-func (s *fakeLeaderConn) Save(_ context.Context, machine string, checked time.Time, _ string, states []State, events []Event) ([]Event, error) {
+func (s *fakeLease) Save(_ context.Context, machine string, checked time.Time, _ string, states []State, events []Event) ([]Event, error) {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	if s.lost {
@@ -205,17 +205,17 @@ func (s *fakeLeaderConn) Save(_ context.Context, machine string, checked time.Ti
 	return out, nil
 }
 
-func (s *fakeLeaderConn) Heartbeat(_ context.Context, w Watcher) error {
+func (s *fakeLease) Heartbeat(_ context.Context, w Watcher) error {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	s.d.watcher = &w
 	return nil
 }
 
-func (s *fakeLeaderConn) Renew(ctx context.Context) error { return s.Check(ctx) }
-func (s *fakeLeaderConn) Epoch() int64                    { return 1 }
+func (s *fakeLease) Renew(ctx context.Context) error { return s.Check(ctx) }
+func (s *fakeLease) Epoch() int64                    { return 1 }
 
-func (s *fakeLeaderConn) Close() {
+func (s *fakeLease) Close() {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	if s.d.holder == s {
@@ -250,12 +250,12 @@ func runner(inc *fakeIncus, a *fakeAdmissions, recs fakeRecords, db *fakeDB) *Ru
 
 func round(t *testing.T, r *Runner, db *fakeDB, only map[string]bool) int {
 	t.Helper()
-	sess, err := db.TryLead(context.Background())
-	if err != nil || sess == nil {
-		t.Fatalf("lead: %v %v", sess, err)
+	lease, err := db.TryLead(context.Background())
+	if err != nil || lease == nil {
+		t.Fatalf("lead: %v %v", lease, err)
 	}
-	defer sess.Close()
-	n, err := r.Round(context.Background(), sess, only)
+	defer lease.Close()
+	n, err := r.Round(context.Background(), lease, only)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,10 +383,10 @@ func TestRoundWithoutIncusChangesNothing(t *testing.T) {
 	inc.set("node-4", func(m *membership.Member) { m.Config = map[string]string{"scheduler.instance": "manual"} })
 	round(t, r, db, nil)
 	inc.membersErr = apperr.New(apperr.Unavailable, "Incus did not answer within 10s")
-	sess, _ := db.TryLead(context.Background())
-	defer sess.Close()
+	lease, _ := db.TryLead(context.Background())
+	defer lease.Close()
 	before := db.eventLog()
-	if _, err := r.Round(context.Background(), sess, nil); err == nil || !apperr.Is(err, apperr.Unavailable) {
+	if _, err := r.Round(context.Background(), lease, nil); err == nil || !apperr.Is(err, apperr.Unavailable) {
 		t.Fatalf("round without Incus: %v", err)
 	}
 	if got := db.eventLog(); len(got) != len(before) || len(db.states["node-4"]) != 1 {

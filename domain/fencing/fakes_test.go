@@ -19,7 +19,7 @@ type seq struct{ n int }
 
 func (s *seq) next() int { s.n++; return s.n }
 
-// memStore is an in-memory database: the worker's leader connection, the drill store and the lock.
+// memStore is an in-memory database: the fence lease the worker holds and the drill store.
 type memStore struct {
 	mu       sync.Mutex
 	seq      *seq
@@ -30,7 +30,7 @@ type memStore struct {
 	eventSeq []int // sequence number of each event
 	drills   map[string]Drill
 	status   *WorkerStatus
-	leader   *memLeaderConn
+	leader   *memLease
 	// failAppendKind makes the next Append of this kind fail (a lost connection), once.
 	failAppendKind Kind
 }
@@ -41,22 +41,22 @@ func newMemStore(s *seq, now func() time.Time) *memStore {
 
 var errLost = errors.New("connection to the database lost")
 
-type memLeaderConn struct {
+type memLease struct {
 	st   *memStore
 	lost bool
 }
 
-func (m *memStore) TryLead(context.Context) (LeaderConn, error) {
+func (m *memStore) TryLead(context.Context) (Lease, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.leader != nil && !m.leader.lost {
 		return nil, nil
 	}
-	m.leader = &memLeaderConn{st: m}
+	m.leader = &memLease{st: m}
 	return m.leader, nil
 }
 
-// dropLeader is a database restart: the leader connection (and its lock) is gone.
+// dropLeader is a database restart: the fence lease (and its connection) is gone.
 func (m *memStore) dropLeader() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -65,7 +65,7 @@ func (m *memStore) dropLeader() {
 	}
 }
 
-func (s *memLeaderConn) lock() error {
+func (s *memLease) lock() error {
 	s.st.mu.Lock()
 	if s.lost {
 		s.st.mu.Unlock()
@@ -74,7 +74,7 @@ func (s *memLeaderConn) lock() error {
 	return nil
 }
 
-func (s *memLeaderConn) Check(context.Context) error {
+func (s *memLease) Check(context.Context) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
@@ -82,10 +82,10 @@ func (s *memLeaderConn) Check(context.Context) error {
 	return nil
 }
 
-func (s *memLeaderConn) Renew(ctx context.Context) error { return s.Check(ctx) }
-func (s *memLeaderConn) Epoch() int64                    { return 1 }
+func (s *memLease) Renew(ctx context.Context) error { return s.Check(ctx) }
+func (s *memLease) Epoch() int64                    { return 1 }
 
-func (s *memLeaderConn) Now(context.Context) (time.Time, error) {
+func (s *memLease) Now(context.Context) (time.Time, error) {
 	if err := s.lock(); err != nil {
 		return time.Time{}, err
 	}
@@ -93,7 +93,7 @@ func (s *memLeaderConn) Now(context.Context) (time.Time, error) {
 	return s.st.now(), nil
 }
 
-func (s *memLeaderConn) Tracking(context.Context) (map[string]Tracking, error) {
+func (s *memLease) Tracking(context.Context) (map[string]Tracking, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (s *memLeaderConn) Tracking(context.Context) (map[string]Tracking, error) {
 	return maps.Clone(s.st.tracking), nil
 }
 
-func (s *memLeaderConn) SaveTracking(_ context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
+func (s *memLease) SaveTracking(_ context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (st *memStore) appendLocked(e Event) Event {
 	return e
 }
 
-func (s *memLeaderConn) Mappings(context.Context) (map[string]Mapping, error) {
+func (s *memLease) Mappings(context.Context) (map[string]Mapping, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (s *memLeaderConn) Mappings(context.Context) (map[string]Mapping, error) {
 	return maps.Clone(s.st.mappings), nil
 }
 
-func (s *memLeaderConn) Requests(context.Context) (map[string]Request, error) {
+func (s *memLease) Requests(context.Context) (map[string]Request, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func requestsFrom(events []Event) map[string]Request {
 	return out
 }
 
-func (s *memLeaderConn) LatestEvents(context.Context) (map[string]Event, error) {
+func (s *memLease) LatestEvents(context.Context) (map[string]Event, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (s *memLeaderConn) LatestEvents(context.Context) (map[string]Event, error) 
 	return out, nil
 }
 
-func (s *memLeaderConn) Append(_ context.Context, e Event) (Event, error) {
+func (s *memLease) Append(_ context.Context, e Event) (Event, error) {
 	if err := s.lock(); err != nil {
 		return Event{}, err
 	}
@@ -190,7 +190,7 @@ func (s *memLeaderConn) Append(_ context.Context, e Event) (Event, error) {
 	return s.st.appendLocked(e), nil
 }
 
-func (s *memLeaderConn) Heartbeat(_ context.Context, ws WorkerStatus) error {
+func (s *memLease) Heartbeat(_ context.Context, ws WorkerStatus) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (s *memLeaderConn) Heartbeat(_ context.Context, ws WorkerStatus) error {
 	return nil
 }
 
-func (s *memLeaderConn) Close() {
+func (s *memLease) Close() {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
 	s.lost = true
@@ -460,7 +460,7 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func (s *memLeaderConn) NoQuorumSince(context.Context) (*time.Time, error) {
+func (s *memLease) NoQuorumSince(context.Context) (*time.Time, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}

@@ -36,23 +36,23 @@ func (nobody) Recorded(Event)         {}
 func (nobody) RoundDone(error)        {}
 func (nobody) NoQuorum(time.Time)     {}
 
-// observedLeaderConn tells the observer of every event appended through the leader
+// observedLease tells the observer of every event appended through the leader
 // connection, the one place every fence event is written.
-type observedLeaderConn struct {
-	LeaderConn
+type observedLease struct {
+	Lease
 	obs Observer
 }
 
-func (s observedLeaderConn) Append(ctx context.Context, e Event) (Event, error) {
-	out, err := s.LeaderConn.Append(ctx, e)
+func (s observedLease) Append(ctx context.Context, e Event) (Event, error) {
+	out, err := s.Lease.Append(ctx, e)
 	if err == nil {
 		s.obs.Recorded(out)
 	}
 	return out, err
 }
 
-func (s observedLeaderConn) SaveTracking(ctx context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
-	out, err := s.LeaderConn.SaveTracking(ctx, next, gone, events)
+func (s observedLease) SaveTracking(ctx context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
+	out, err := s.Lease.SaveTracking(ctx, next, gone, events)
 	if err == nil {
 		for _, e := range out {
 			s.obs.Recorded(e)

@@ -28,7 +28,7 @@ type history struct {
 	truth    map[string]string // member → real hardware UUID
 	dead     map[string]bool   // machine powered off (its daemon stopped)
 	mapLog   []mapChange
-	sess     LeaderConn
+	lease    Lease
 	since    time.Time
 	observed int // rounds that observed the members
 }
@@ -159,15 +159,15 @@ func (h *history) step() {
 	case x < 0.10:
 		return // no worker ran this step
 	}
-	if h.sess == nil || h.sess.Check(context.Background()) != nil {
+	if h.lease == nil || h.lease.Check(context.Background()) != nil {
 		s, _ := h.st.TryLead(context.Background())
-		h.sess, h.since = s, h.clk.now()
+		h.lease, h.since = s, h.clk.now()
 	}
 	if !h.cl.down {
 		h.observed++
 	}
-	if err := h.w.Round(context.Background(), h.sess, h.since); err != nil {
-		h.sess = nil
+	if err := h.w.Round(context.Background(), h.lease, h.since); err != nil {
+		h.lease = nil
 	}
 	if r.Float64() < 0.2 {
 		_ = h.w.DrillDue(context.Background())

@@ -53,16 +53,16 @@ var (
 
 // Leadership hands out the right to act: one worker at a time.
 type Leadership interface {
-	// TryLead returns a leader connection when this worker now leads, or nil when another does.
-	TryLead(ctx context.Context) (LeaderConn, error)
+	// TryLead returns the fence lease when this worker now leads, or nil when another does.
+	TryLead(ctx context.Context) (Lease, error)
 }
 
-// LeaderConn is the leading worker's hold on the database: its lease (leader.Hold) and the
-// connection it holds it on. Every write that matters goes through it and checks the
-// lease's epoch in its own transaction, so a worker that has lost its lease cannot record
-// a request, and a request that was not recorded is never sent.
-type LeaderConn interface {
-	leader.Hold
+// Lease is the fence lease as the leading worker holds it: the lease itself (leader.Lease)
+// and what the worker reads and writes under it. Every write that matters goes through it
+// and checks the lease's epoch in its own transaction, so a worker that has lost its lease
+// cannot record a request, and a request that was not recorded is never sent.
+type Lease interface {
+	leader.Lease
 	// Now is the database's clock: every worker measures with the same one.
 	Now(ctx context.Context) (time.Time, error)
 	Tracking(ctx context.Context) (map[string]Tracking, error)
@@ -81,7 +81,7 @@ type LeaderConn interface {
 }
 
 // DrillStore is what the readiness drill reads and writes; it needs no lock (the drill
-// changes nothing anywhere), so it may use other connections than the leader connection.
+// changes nothing anywhere), so it may use other connections than the fence lease's.
 type DrillStore interface {
 	Now(ctx context.Context) (time.Time, error)
 	Mappings(ctx context.Context) (map[string]Mapping, error)
@@ -143,23 +143,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// lead acts while the leader connection holds the lease (leader.Run closes it after).
-func (w *Worker) lead(ctx context.Context, sess LeaderConn) {
+// lead acts while this worker holds the fence lease (leader.Run closes it after).
+func (w *Worker) lead(ctx context.Context, lease Lease) {
 	obs := w.observer()
-	sess = observedLeaderConn{sess, obs}
-	now, err := sess.Now(ctx)
+	lease = observedLease{lease, obs}
+	now, err := lease.Now(ctx)
 	if err != nil {
 		w.Log.Warn("lost the database right after taking the fence lease", "error", err)
 		return
 	}
-	if _, err := sess.Append(ctx, Event{At: now, Kind: KindLeading, Worker: w.ID,
-		Message: fmt.Sprintf("apelora-worker %s holds the fence lease (epoch %d) and acts from now on", w.ID, sess.Epoch()),
-		Details: map[string]any{"epoch": sess.Epoch(), "leaseSeconds": w.Lease.Seconds(), "offlineAfterSeconds": w.Limits.OfflineAfter.Seconds(), "cooldownSeconds": w.Limits.Cooldown.Seconds(),
+	if _, err := lease.Append(ctx, Event{At: now, Kind: KindLeading, Worker: w.ID,
+		Message: fmt.Sprintf("apelora-worker %s holds the fence lease (epoch %d) and acts from now on", w.ID, lease.Epoch()),
+		Details: map[string]any{"epoch": lease.Epoch(), "leaseSeconds": w.Lease.Seconds(), "offlineAfterSeconds": w.Limits.OfflineAfter.Seconds(), "cooldownSeconds": w.Limits.Cooldown.Seconds(),
 			"confirmTimeoutSeconds": w.Limits.ConfirmTimeout.Seconds(), "pollSeconds": w.Poll.Seconds(), "settleSeconds": w.Limits.Settle.Seconds()}}); err != nil {
 		w.Log.Warn("lost the database right after taking the fence lease", "error", err)
 		return
 	}
-	w.Log.Info("leading: this apelora-worker now watches the members and fences", "worker", w.ID, "epoch", sess.Epoch())
+	w.Log.Info("leading: this apelora-worker now watches the members and fences", "worker", w.ID, "epoch", lease.Epoch())
 	obs.Leading(true)
 	defer obs.Leading(false)
 	since := now
@@ -176,13 +176,13 @@ func (w *Worker) lead(ctx context.Context, sess LeaderConn) {
 	defer func() { stopDrill(); drills.Wait() }()
 
 	for ctx.Err() == nil {
-		if err := sess.Check(ctx); err != nil {
+		if err := lease.Check(ctx); err != nil {
 			if ctx.Err() == nil {
-				w.Log.Warn("lost the fence lease: stopped acting; will try to lead again", "worker", w.ID, "epoch", sess.Epoch(), "error", err)
+				w.Log.Warn("lost the fence lease: stopped acting; will try to lead again", "worker", w.ID, "epoch", lease.Epoch(), "error", err)
 			}
 			return
 		}
-		err := w.Round(ctx, sess, since)
+		err := w.Round(ctx, lease, since)
 		if err != nil && ctx.Err() == nil {
 			w.Log.Warn("fence round failed", "error", err)
 		}
@@ -196,8 +196,8 @@ func (w *Worker) lead(ctx context.Context, sess LeaderConn) {
 }
 
 // Round is one look at the cluster: observe, decide, act, record.
-func (w *Worker) Round(ctx context.Context, sess LeaderConn, leaderSince time.Time) error {
-	prev, err := sess.Tracking(ctx)
+func (w *Worker) Round(ctx context.Context, lease Lease, leaderSince time.Time) error {
+	prev, err := lease.Tracking(ctx)
 	if err != nil {
 		return err
 	}
@@ -205,13 +205,13 @@ func (w *Worker) Round(ctx context.Context, sess LeaderConn, leaderSince time.Ti
 	// The round's time is taken once Incus's answer is in: a read may take up to a request
 	// timeout (Incus regaining quorum answers slowly), and the settle period and the outage
 	// clocks start when Incus answered, not when the round asked.
-	now, err := sess.Now(ctx)
+	now, err := lease.Now(ctx)
 	if err != nil {
 		return err
 	}
 	snap := Snapshot{Now: now, Limits: w.Limits}
 	trust := w.trust(now, incusErr)
-	noQuorumSince, err := w.quorum(ctx, sess, now, incusErr)
+	noQuorumSince, err := w.quorum(ctx, lease, now, incusErr)
 	if err != nil {
 		return err
 	}
@@ -229,19 +229,19 @@ func (w *Worker) Round(ctx context.Context, sess LeaderConn, leaderSince time.Ti
 		for i := range events {
 			events[i].Worker = w.ID
 		}
-		if _, err := sess.SaveTracking(ctx, next, gone, events); err != nil {
+		if _, err := lease.SaveTracking(ctx, next, gone, events); err != nil {
 			return err
 		}
 		// Until Incus's Offline can be believed again, nothing new is fenced either.
 		snap.Members, snap.MembersKnown = Members(next, obs), trust.Settled(now)
 	}
-	if snap.Mappings, err = sess.Mappings(ctx); err != nil {
+	if snap.Mappings, err = lease.Mappings(ctx); err != nil {
 		return err
 	}
-	if snap.Requests, err = sess.Requests(ctx); err != nil {
+	if snap.Requests, err = lease.Requests(ctx); err != nil {
 		return err
 	}
-	latest, err := sess.LatestEvents(ctx)
+	latest, err := lease.LatestEvents(ctx)
 	if err != nil {
 		return err
 	}
@@ -254,39 +254,39 @@ func (w *Worker) Round(ctx context.Context, sess LeaderConn, leaderSince time.Ti
 		last := latestOf(latest, d.Member)
 		switch d.Action {
 		case ActConfirm:
-			err = w.confirm(ctx, sess, now, d)
+			err = w.confirm(ctx, lease, now, d)
 		case ActRefuse:
 			if !repeats(last, KindRefused, d.Reason, since[d.Member]) {
-				_, err = sess.Append(ctx, w.event(now, d, KindRefused, d.Reason, d.Message, d.Details()))
+				_, err = lease.Append(ctx, w.event(now, d, KindRefused, d.Reason, d.Message, d.Details()))
 			}
 		case ActFence:
-			err = w.fence(ctx, sess, now, d, last, since[d.Member])
+			err = w.fence(ctx, lease, now, d, last, since[d.Member])
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return sess.Heartbeat(ctx, WorkerStatus{Worker: w.ID, LeaderSince: leaderSince, LastRoundAt: now, PollInterval: w.Poll, Limits: w.Limits, NoQuorumSince: noQuorumSince})
+	return lease.Heartbeat(ctx, WorkerStatus{Worker: w.ID, LeaderSince: leaderSince, LastRoundAt: now, PollInterval: w.Poll, Limits: w.Limits, NoQuorumSince: noQuorumSince})
 }
 
 // quorum follows Incus's quorum from this round's read: the loss is recorded once (a
 // QUORUM_LOST event, the time kept in the worker's report), its end once (QUORUM_BACK). A
 // read that failed otherwise (Incus unreachable) changes nothing: whether the database has
 // its quorum is then unknown. It returns since when Incus has had no quorum (nil: it has).
-func (w *Worker) quorum(ctx context.Context, sess LeaderConn, now time.Time, incusErr error) (*time.Time, error) {
+func (w *Worker) quorum(ctx context.Context, lease Lease, now time.Time, incusErr error) (*time.Time, error) {
 	w.mu.Lock()
 	loaded, since := w.quorumLoaded, w.noQuorumSince
 	w.mu.Unlock()
 	if !loaded {
 		var err error
-		if since, err = sess.NoQuorumSince(ctx); err != nil {
+		if since, err = lease.NoQuorumSince(ctx); err != nil {
 			return nil, err
 		}
 	}
 	switch {
 	case errors.Is(incusErr, ErrNoQuorum) && since == nil:
 		at := now
-		if _, err := sess.Append(ctx, Event{At: now, Kind: KindQuorumLost, Worker: w.ID, Message: NoQuorumMessage(at),
+		if _, err := lease.Append(ctx, Event{At: now, Kind: KindQuorumLost, Worker: w.ID, Message: NoQuorumMessage(at),
 			Details: map[string]any{"since": at.UTC().Format(time.RFC3339Nano), "error": incusErr.Error()}}); err != nil {
 			return nil, err
 		}
@@ -294,7 +294,7 @@ func (w *Worker) quorum(ctx context.Context, sess LeaderConn, now time.Time, inc
 		since = &at
 	case incusErr == nil && since != nil:
 		lost := now.Sub(*since)
-		if _, err := sess.Append(ctx, Event{At: now, Kind: KindQuorumBack, Worker: w.ID,
+		if _, err := lease.Append(ctx, Event{At: now, Kind: KindQuorumBack, Worker: w.ID,
 			Message: fmt.Sprintf("Incus has its quorum again after %s without (since %s): members it lists Offline count once it has answered for the settle period (%s)",
 				round(lost), since.UTC().Format(time.RFC3339), w.Limits.Settle),
 			Details: map[string]any{"lostSince": since.UTC().Format(time.RFC3339Nano), "lostForSeconds": int64(lost / time.Second), "settleSeconds": w.Limits.Settle.Seconds()}}); err != nil {
@@ -389,7 +389,7 @@ func Verify(ctx context.Context, maas MachineReader, systemID, uuid string) (Mac
 }
 
 // fence powers an eligible member off: UUID check, record the request, send it.
-func (w *Worker) fence(ctx context.Context, sess LeaderConn, now time.Time, d Decision, last *Event, since time.Time) error {
+func (w *Worker) fence(ctx context.Context, lease Lease, now time.Time, d Decision, last *Event, since time.Time) error {
 	mp := *d.Mapping
 	facts, reason, msg := w.verify(ctx, mp.SystemID, mp.HardwareUUID)
 	details := d.Details()
@@ -400,18 +400,18 @@ func (w *Worker) fence(ctx context.Context, sess LeaderConn, now time.Time, d De
 		if repeats(last, KindRefused, reason, since) {
 			return nil // same refusal as last time; it is tried again every round, recorded once
 		}
-		if _, err := sess.Append(ctx, w.event(now, d, KindEligible, "", d.Message, details)); err != nil {
+		if _, err := lease.Append(ctx, w.event(now, d, KindEligible, "", d.Message, details)); err != nil {
 			return err
 		}
-		_, err := sess.Append(ctx, w.event(now, d, KindRefused, reason, msg, details))
+		_, err := lease.Append(ctx, w.event(now, d, KindRefused, reason, msg, details))
 		return err
 	}
-	if _, err := sess.Append(ctx, w.event(now, d, KindEligible, "", d.Message, details)); err != nil {
+	if _, err := lease.Append(ctx, w.event(now, d, KindEligible, "", d.Message, details)); err != nil {
 		return err
 	}
 	// Recorded before it is sent: a request that cannot be recorded is not sent, and one
 	// that was sent is always known to the next worker.
-	req, err := sess.Append(ctx, w.event(now, d, KindRequested, "",
+	req, err := lease.Append(ctx, w.event(now, d, KindRequested, "",
 		fmt.Sprintf("asking MAAS to power off machine %s (hardware UUID %s checked)", mp.SystemID, mp.HardwareUUID), details))
 	if err != nil {
 		return err
@@ -420,21 +420,21 @@ func (w *Worker) fence(ctx context.Context, sess LeaderConn, now time.Time, d De
 	// now, right before the power-off: a worker paused since (SIGSTOP, a VM pause) whose
 	// lease lapsed sends nothing, and the leader that took over confirms the request
 	// instead of sending another.
-	if err := sess.Check(ctx); err != nil {
+	if err := lease.Check(ctx); err != nil {
 		return fmt.Errorf("power-off of %s not sent: %w", d.Member, err)
 	}
-	w.Log.Info("asking MAAS to power a member off", "member", d.Member, "system_id", mp.SystemID, "request", req.ID, "epoch", sess.Epoch())
+	w.Log.Info("asking MAAS to power a member off", "member", d.Member, "system_id", mp.SystemID, "request", req.ID, "epoch", lease.Epoch())
 	sent, err := w.MAAS.PowerOff(ctx, mp.SystemID)
 	switch {
 	case errors.Is(err, ErrMAASRefused):
-		_, aerr := sess.Append(ctx, w.event(now, d, KindNotConfirmed, ReasonPowerOffRefused,
+		_, aerr := lease.Append(ctx, w.event(now, d, KindNotConfirmed, ReasonPowerOffRefused,
 			fmt.Sprintf("MAAS refused to power off machine %s: %v; %s is not fenced", mp.SystemID, err, d.Member), withRequest(details, req)))
 		return aerr
 	case err != nil:
 		// MAAS may or may not have acted: the confirming reads decide.
 		w.Log.Warn("power-off request got no clear answer; confirming by reading the power state", "member", d.Member, "error", err)
 	case !sent:
-		_, aerr := sess.Append(ctx, w.event(now, d, KindNotConfirmed, ReasonPowerOffNotSent,
+		_, aerr := lease.Append(ctx, w.event(now, d, KindNotConfirmed, ReasonPowerOffNotSent,
 			fmt.Sprintf("MAAS says it cannot power off machine %s (no power driver); %s is not fenced", mp.SystemID, d.Member), withRequest(details, req)))
 		return aerr
 	}
@@ -452,13 +452,13 @@ func withRequest(details map[string]any, req Event) map[string]any {
 
 // confirm reads the power state after a request: off counts; anything else, once the
 // confirmation time has passed, is reported as not fenced.
-func (w *Worker) confirm(ctx context.Context, sess LeaderConn, now time.Time, d Decision) error {
+func (w *Worker) confirm(ctx context.Context, lease Lease, now time.Time, d Decision) error {
 	r := d.Request
 	expired := now.Sub(r.At) >= w.Limits.ConfirmTimeout
 	details := map[string]any{"maasSystemId": r.SystemID, "hardwareUuid": r.HardwareUUID, "requestEventId": r.EventID,
 		"requestedAt": r.At.UTC().Format(time.RFC3339Nano), "offlineMembers": d.Offline, "members": d.Members}
 	notConfirmed := func(reason Reason, msg string) error {
-		_, err := sess.Append(ctx, w.event(now, d, KindNotConfirmed, reason, msg+"; "+d.Member+" is not fenced", details))
+		_, err := lease.Append(ctx, w.event(now, d, KindNotConfirmed, reason, msg+"; "+d.Member+" is not fenced", details))
 		return err
 	}
 	_, reason, msg := w.verify(ctx, r.SystemID, r.HardwareUUID)
@@ -482,7 +482,7 @@ func (w *Worker) confirm(ctx context.Context, sess LeaderConn, now time.Time, d 
 	details["powerState"] = state
 	if state == "off" {
 		details["confirmedAfterSeconds"] = now.Sub(r.At).Seconds()
-		_, err := sess.Append(ctx, w.event(now, d, KindConfirmed, "",
+		_, err := lease.Append(ctx, w.event(now, d, KindConfirmed, "",
 			fmt.Sprintf("the power controller of machine %s says off: %s is fenced", r.SystemID, d.Member), details))
 		if err == nil {
 			w.Log.Info("fence confirmed: the member's machine is off", "member", d.Member, "system_id", r.SystemID)

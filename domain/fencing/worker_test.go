@@ -21,7 +21,7 @@ type env struct {
 	cl    *fakeCluster
 	ma    *fakeMAAS
 	w     *Worker
-	sess  LeaderConn
+	lease Lease
 	since time.Time
 }
 
@@ -52,15 +52,15 @@ func (e *env) mapAll(members ...string) {
 func (e *env) round(d time.Duration) {
 	e.t.Helper()
 	e.clk.advance(d)
-	if e.sess == nil || e.sess.Check(context.Background()) != nil {
+	if e.lease == nil || e.lease.Check(context.Background()) != nil {
 		s, err := e.st.TryLead(context.Background())
 		if err != nil || s == nil {
 			e.t.Fatalf("take the lock: %v %v", s, err)
 		}
-		e.sess, e.since = s, e.clk.now()
+		e.lease, e.since = s, e.clk.now()
 	}
-	if err := e.w.Round(context.Background(), e.sess, e.since); err != nil {
-		e.sess = nil
+	if err := e.w.Round(context.Background(), e.lease, e.since); err != nil {
+		e.lease = nil
 	}
 }
 
@@ -362,7 +362,7 @@ func TestStandbyTakesOverWhenTheLeaderDies(t *testing.T) {
 	if l := leaders(e.st); !slices.Equal(l, []string{"w1"}) {
 		t.Fatalf("leaders %v while w1 lives", l)
 	}
-	kill1() // w1 dies; its leader connection (and lock) goes with it
+	kill1() // w1 dies; its fence lease (and connection) goes with it
 	<-done1
 	e.st.dropLeader()
 	waitFor(t, func() bool { return len(leaders(e.st)) == 2 })
@@ -444,7 +444,7 @@ func TestQuorumLossRecordedOnce(t *testing.T) {
 		e.round(5 * time.Second)
 	}
 	e.st.dropLeader()
-	e.sess = nil
+	e.lease = nil
 	for range 3 {
 		e.round(5 * time.Second)
 	}

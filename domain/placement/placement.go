@@ -261,7 +261,7 @@ func (s *Service) Set(ctx context.Context, enabled bool) (Status, error) {
 			}
 		}
 		// The state as it now is, read again: after the write, or, in a dry run (where the
-		// write was a plan step), as it stands, so a plan's payload shows only what exists.
+		// write was a call of the plan), as it stands, so a plan's payload shows only what exists.
 		cur, _, err = s.Incus.PlacementScriptlet(ctx)
 		if err != nil {
 			return err

@@ -1,9 +1,11 @@
-// Package plan is a mutation's dry run: the steps it would take and the refusals and
-// warnings that would stop or qualify it.
+// Package plan is a mutation's dry run: the calls it would send (to Incus, MAAS, the
+// database) and the refusals and warnings that would stop or qualify it. One mutation is
+// one step of the administrator's (register, approve, admit …); its plan lists the calls
+// that step is made of (docs/glossary.md).
 //
 // A dry run runs the same code as the real call. The gate puts a Recorder in the
 // mutation's context; every outbound change (an Incus or MAAS write, a SQL write, a
-// NOTIFY, a join token) goes through the one seam, Writes, which records a Step instead
+// NOTIFY, a join token) goes through the one seam, Writes, which records a Call instead
 // and lets the adapter answer a plausible result; reads go to the real upstreams, and the
 // database change runs in a READ ONLY transaction, so a write that bypasses the seam is
 // refused. Nothing else in the domain needs to know.
@@ -22,7 +24,7 @@ import (
 	"github.com/apelora/fabric/internal/apperr"
 )
 
-// System is where a step happens.
+// System is where a call goes.
 type System string
 
 const (
@@ -31,19 +33,19 @@ const (
 	Database System = "DATABASE"
 )
 
-// Change is one value a step would change: before → after ("" for none).
+// Change is one value a call would change: before → after ("" for none).
 type Change struct {
 	Field  string
 	Before string
 	After  string
 }
 
-// Step is one call the mutation would make.
-type Step struct {
+// Call is one request the mutation would send: to Incus, to MAAS, or to the database.
+type Call struct {
 	System System
-	// Call is the request as the upstream sees it ("PUT /1.0/cluster/members/{name}",
+	// Request is the call as the upstream sees it ("PUT /1.0/cluster/members/{name}",
 	// "POST machines/{id}/?op=deploy", "UPDATE machine_records").
-	Call    string
+	Request string
 	Target  string
 	Changes []Change
 }
@@ -55,7 +57,7 @@ type Finding struct {
 	Field   string
 }
 
-// Fact is something a plan read that the call depends on and no step shows (the hardware
+// Fact is something a plan read that the call depends on and no call shows (the hardware
 // profile a setHardwareProfile replaces, the identity a revokeIdentity names, a MAAS
 // machine's status): the plan's hash covers it, so a confirmation is refused when it
 // changed.
@@ -70,8 +72,8 @@ type Recorder struct {
 	mutation string
 	input    map[string]any
 	facts    []Fact
-	steps    []Step
-	calls    int // writes recorded, a step made twice counted twice
+	calls    []Call
+	writes   int // writes recorded, a call made twice counted twice
 	refusals []Finding
 	warnings []Finding
 	quorum   *quorum.Projection
@@ -84,7 +86,7 @@ type Plan struct {
 	Mutation string
 	Input    map[string]any
 	Facts    []Fact
-	Steps    []Step
+	Calls    []Call
 	Refusals []Finding
 	Warnings []Finding
 	// Quorum is what the call would do to Incus's database, for a call that takes a member
@@ -170,26 +172,26 @@ func (r *Recorder) Fact(name, value string) {
 // Active reports whether ctx is a dry run.
 func Active(ctx context.Context) bool { return From(ctx) != nil }
 
-// Record adds a step. A plan lists each step once: a call that would be made again with
-// the same target and changes (the admission checks' NOTIFY of each result) is one step.
-func (r *Recorder) Record(s Step) {
+// Record adds a call. A plan lists each call once: a call that would be sent again with
+// the same target and changes (the admission checks' NOTIFY of each result) is one call.
+func (r *Recorder) Record(c Call) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls++
-	for _, had := range r.steps {
-		if had.System == s.System && had.Call == s.Call && had.Target == s.Target && slices.Equal(had.Changes, s.Changes) {
+	r.writes++
+	for _, had := range r.calls {
+		if had.System == c.System && had.Request == c.Request && had.Target == c.Target && slices.Equal(had.Changes, c.Changes) {
 			return
 		}
 	}
-	r.steps = append(r.steps, s)
+	r.calls = append(r.calls, c)
 }
 
-// Calls reports how many writes the plan recorded: a step made twice (listed once)
+// Writes reports how many writes the plan recorded: a call made twice (listed once)
 // counts twice.
-func (r *Recorder) Calls() int {
+func (r *Recorder) Writes() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.calls
+	return r.writes
 }
 
 // Refuse adds the refusal err stands for (its code and public message).
@@ -234,7 +236,7 @@ func (r *Recorder) Refused() bool {
 func (r *Recorder) Plan() Plan {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return Plan{Mutation: r.mutation, Input: r.input, Facts: slices.Clone(r.facts), Steps: slices.Clone(r.steps),
+	return Plan{Mutation: r.mutation, Input: r.input, Facts: slices.Clone(r.facts), Calls: slices.Clone(r.calls),
 		Refusals: slices.Clone(r.refusals), Warnings: slices.Clone(r.warnings), Quorum: r.quorum}
 }
 
@@ -246,7 +248,7 @@ func Secret(b []byte) string {
 }
 
 // Hash identifies the plan as approved: the call (the mutation and its whole input,
-// normalised) and the plan as shown (the facts it read, steps, refusals, warnings, quorum
+// normalised) and the plan as shown (the facts it read, calls, refusals, warnings, quorum
 // projection). A confirmation carries the hash of the plan it approves, and the call is
 // refused when its own call and plan now hash otherwise, so a plan approves one input and
 // no other. JSON of maps is written with sorted keys, so equal plans hash equal; no token,
@@ -263,15 +265,21 @@ func (p Plan) Hash() string {
 }
 
 // Detail is the plan as the audit event's details keep it (secret-free by construction:
-// steps carry only what Secret or the callers chose to show).
+// calls carry only what Secret or the callers chose to show), and as its hash covers it.
+//
+// Its keys are a stored format and keep the words they had before the calls were called
+// calls: "steps" for the calls and "call" for a call's request. Audit events already
+// written say so, and renaming a key would change every plan's hash (a plan shown by one
+// release and confirmed after an upgrade would be refused PLAN_CHANGED).
+// TestThePlanHashIsTheOneEarlierReleasesComputed holds it.
 func (p Plan) Detail() map[string]any {
-	steps := make([]map[string]any, len(p.Steps))
-	for i, s := range p.Steps {
-		changes := make([]map[string]any, len(s.Changes))
-		for j, c := range s.Changes {
-			changes[j] = map[string]any{"field": c.Field, "before": c.Before, "after": c.After}
+	calls := make([]map[string]any, len(p.Calls))
+	for i, c := range p.Calls {
+		changes := make([]map[string]any, len(c.Changes))
+		for j, ch := range c.Changes {
+			changes[j] = map[string]any{"field": ch.Field, "before": ch.Before, "after": ch.After}
 		}
-		steps[i] = map[string]any{"system": string(s.System), "call": s.Call, "target": s.Target, "changes": changes}
+		calls[i] = map[string]any{"system": string(c.System), "call": c.Request, "target": c.Target, "changes": changes}
 	}
 	findings := func(fs []Finding) []map[string]any {
 		out := make([]map[string]any, len(fs))
@@ -284,5 +292,5 @@ func (p Plan) Detail() map[string]any {
 	for i, f := range p.Facts {
 		facts[i] = map[string]any{"name": f.Name, "value": f.Value}
 	}
-	return map[string]any{"facts": facts, "steps": steps, "refusals": findings(p.Refusals), "warnings": findings(p.Warnings)}
+	return map[string]any{"facts": facts, "steps": calls, "refusals": findings(p.Refusals), "warnings": findings(p.Warnings)}
 }

@@ -29,20 +29,20 @@ func (w *Writes) AfterEach(fn func(s System, planned bool)) {
 }
 
 // Do makes one outbound change to s. In a dry run (ctx carries a Recorder) it records
-// the step describe returns and sends nothing; otherwise it calls send. describe runs only
+// the call describe returns and sends nothing; otherwise it calls send. describe runs only
 // in a dry run, so it may read (the resource before a PUT). planned reports which
 // happened: a caller that needs an answer from the upstream makes a plausible one up.
 //
 // Before a real change to Incus or MAAS it asks the change in progress (BeforeUpstream)
 // whether it may be sent: the change commits the approved step as its intent first, and
 // nothing is sent when that cannot be done (fail closed).
-func (w *Writes) Do(ctx context.Context, s System, describe func() Step, send func() error) (planned bool, err error) {
+func (w *Writes) Do(ctx context.Context, s System, describe func() Call, send func() error) (planned bool, err error) {
 	r := From(ctx)
 	if r != nil {
 		defer w.wrote(s, true)
-		step := describe()
-		step.System = s
-		r.Record(step)
+		c := describe()
+		c.System = s
+		r.Record(c)
 		return true, nil
 	}
 	if s != Database {

@@ -44,7 +44,7 @@ type Auditor interface {
 
 // Leadership hands out the right to drive: a lease (one process at a time).
 type Leadership interface {
-	TryLead(ctx context.Context) (leader.Hold, error)
+	TryLead(ctx context.Context) (leader.Lease, error)
 }
 
 // Observer is told, each round, of the task driven (nil when none is running), for the
@@ -89,8 +89,8 @@ func (d *Driver) Run(ctx context.Context) {
 	})
 }
 
-func (d *Driver) lead(ctx context.Context, h leader.Hold) {
-	ctx = context.WithValue(ctx, holdKey{}, h)
+func (d *Driver) lead(ctx context.Context, h leader.Lease) {
+	ctx = context.WithValue(ctx, leaseKey{}, h)
 	for ctx.Err() == nil {
 		if err := h.Check(ctx); err != nil {
 			d.Log.Warn("lost the rolling reboot lease", "error", err)
@@ -105,15 +105,15 @@ func (d *Driver) lead(ctx context.Context, h leader.Hold) {
 	}
 }
 
-// holdKey carries the driver's lease to the power stages (see stillLeading).
-type holdKey struct{}
+// leaseKey carries the driver's lease to the power stages (see stillLeading).
+type leaseKey struct{}
 
 // stillLeading asks the database, right before a power command, whether this process's
 // lease is still the one that leads: a worker paused past its lease (or cut off from the
 // database) sends nothing, as the fence worker does. Rounds run outside lead (tests) have
 // no lease to check.
 func stillLeading(ctx context.Context) error {
-	if h, ok := ctx.Value(holdKey{}).(leader.Hold); ok {
+	if h, ok := ctx.Value(leaseKey{}).(leader.Lease); ok {
 		return h.Check(ctx)
 	}
 	return nil

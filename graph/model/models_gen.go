@@ -150,7 +150,7 @@ type AuditEvent struct {
 	Actor string `json:"actor"`
 	// The mutation, e.g. `registerMachine` (the first one, when a request was refused as a
 	// whole: `details.mutations` lists them and `details.calls` counts them), or
-	// `rejectedRequest` (a POST refused before its operation could be read: too large, too
+	// `rejectedRequest` (a POST refused before its GraphQL operation could be read: too large, too
 	// slow, not JSON, a batch, a query that does not parse). Refusals that repeat are counted,
 	// their events bounded per minute: `rateLimited` (an address's requests answered 429,
 	// `details.refused`), `signInFailed` (an address's failed sign-ins, `details.failed`),
@@ -257,8 +257,6 @@ type ClusterView struct {
 	// The fence worker's last report; null when no worker has ever led.
 	FenceWorker *FenceWorker      `json:"fenceWorker,omitempty"`
 	Warnings    []*ClusterWarning `json:"warnings"`
-	// The placement guard's state, read from Incus; null when Incus could not be asked.
-	PlacementGuard *PlacementGuard `json:"placementGuard,omitempty"`
 }
 
 type ClusterWarning struct {
@@ -385,8 +383,8 @@ type EvacuateMemberPayload struct {
 	Instances []*MaintenanceInstance `json:"instances"`
 	// Members the moved instances may land on (admitted, online, not held), fewest instances first.
 	Targets []*EvacuationTarget `json:"targets"`
-	// The operation Apelora recorded; null in a plan.
-	Operation *MemberOperation `json:"operation,omitempty"`
+	// The maintenance task Apelora recorded; null in a plan.
+	Task *MaintenanceTask `json:"task,omitempty"`
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *Plan `json:"plan,omitempty"`
 }
@@ -616,17 +614,6 @@ type MaasMachine struct {
 	// MAAS's hardware-test status label: Passed, Failed, Degraded, Unknown (never tested)…
 	TestingStatus     string `json:"testingStatus"`
 	TestingStatusCode int    `json:"testingStatusCode"`
-	// The block devices MAAS found at commissioning (disks, and the RAID, LVM or bcache devices
-	// built on them), in MAAS's order; [] before the machine's first commissioning. One MAAS
-	// read for this machine, made only when this field is asked for.
-	StorageDevices []*MaasStorageDevice `json:"storageDevices"`
-	// The network interfaces MAAS knows: before commissioning only the one the machine booted
-	// from, afterwards every one with its link. One MAAS read, only when asked for.
-	NetworkInterfaces []*MaasNetworkInterface `json:"networkInterfaces"`
-	// Each script of the machine's latest commissioning and latest hardware-test run, as MAAS
-	// reports it (commissioning first); [] when neither ever ran. Two MAAS reads, only when
-	// asked for.
-	ScriptResults []*MaasScriptResult `json:"scriptResults"`
 }
 
 type MaasMachinePayload struct {
@@ -760,6 +747,36 @@ type MaintenanceInstance struct {
 	Fate            InstanceFate `json:"fate"`
 }
 
+// A maintenance task: an evacuation or restore Apelora asked Incus for and follows to its
+// end. Incus carries it out in an operation of its own (incusOperation).
+type MaintenanceTask struct {
+	ID      string       `json:"id"`
+	Machine string       `json:"machine"`
+	Action  MemberAction `json:"action"`
+	Mode    *string      `json:"mode,omitempty"`
+	// Incus's operation id (GET /1.0/operations/{id} while it runs).
+	IncusOperation string    `json:"incusOperation"`
+	StartedBy      string    `json:"startedBy"`
+	StartedAt      time.Time `json:"startedAt"`
+	// Null while it runs.
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// SUCCEEDED, FAILED or UNKNOWN once finished.
+	Outcome *MaintenanceEventKind `json:"outcome,omitempty"`
+	Message string                `json:"message"`
+}
+
+// One event of a maintenance task, as maintenanceTask pushes it.
+type MaintenanceTaskEvent struct {
+	ID string `json:"id"`
+	// The task (MaintenanceTask.id).
+	TaskID  string               `json:"taskId"`
+	Machine string               `json:"machine"`
+	Action  MemberAction         `json:"action"`
+	At      time.Time            `json:"at"`
+	Kind    MaintenanceEventKind `json:"kind"`
+	Message string               `json:"message"`
+}
+
 // An Incus cluster member.
 type Member struct {
 	Name   string       `json:"name"`
@@ -776,9 +793,6 @@ type Member struct {
 	Held bool `json:"held"`
 	// The member's scheduler.instance value, null when unset.
 	Scheduler *string `json:"scheduler,omitempty"`
-	// The member's software versions. Asking for it asks each member in the answer (one Incus
-	// call per member); leave it out of fleet-wide queries that must stay cheap.
-	Version *MemberVersion `json:"version,omitempty"`
 }
 
 type MemberConfigEntry struct {
@@ -796,25 +810,24 @@ type MemberConfigInput struct {
 	Value  string `json:"value"`
 }
 
-// An evacuation or restore Apelora asked Incus for.
+// MaintenanceTask, by its old name (memberOperations, the payloads' operation).
 type MemberOperation struct {
-	ID      string       `json:"id"`
-	Machine string       `json:"machine"`
-	Action  MemberAction `json:"action"`
-	Mode    *string      `json:"mode,omitempty"`
-	// Incus's operation id (GET /1.0/operations/{id} while it runs).
-	IncusOperation string    `json:"incusOperation"`
-	StartedBy      string    `json:"startedBy"`
-	StartedAt      time.Time `json:"startedAt"`
-	// Null while it runs.
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
-	// SUCCEEDED, FAILED or UNKNOWN once finished.
-	Outcome *MemberOperationKind `json:"outcome,omitempty"`
-	Message string               `json:"message"`
+	ID             string               `json:"id"`
+	Machine        string               `json:"machine"`
+	Action         MemberAction         `json:"action"`
+	Mode           *string              `json:"mode,omitempty"`
+	IncusOperation string               `json:"incusOperation"`
+	StartedBy      string               `json:"startedBy"`
+	StartedAt      time.Time            `json:"startedAt"`
+	FinishedAt     *time.Time           `json:"finishedAt,omitempty"`
+	Outcome        *MemberOperationKind `json:"outcome,omitempty"`
+	Message        string               `json:"message"`
 }
 
+// MaintenanceTaskEvent, by its old name (memberOperation), with taskId named operationId.
 type MemberOperationEvent struct {
-	ID          string              `json:"id"`
+	ID string `json:"id"`
+	// MaintenanceTaskEvent.taskId.
 	OperationID string              `json:"operationId"`
 	Machine     string              `json:"machine"`
 	Action      MemberAction        `json:"action"`
@@ -851,35 +864,37 @@ type PlacementGuard struct {
 }
 
 // What a mutation would do, answered instead of doing it when its input says dryRun: true.
-// The plan runs the same rules as the real call: reads go to Incus, MAAS and the database as
-// usual, calls that would change something are recorded as steps instead, and the database
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
 // change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
 // make the change it is not an audit event (it changes nothing; the metric
 // apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
-// any refused call. It is pushed on no subscription. In a plan, the payload's other fields are
-// what the call would answer where that is known without changing anything, and null
-// otherwise (a join token, an identity's token, a machine the call would create): that is
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
 // why payload fields are nullable. Invalid input is still an INVALID_INPUT
 // error; any other refusal (permission, state, a failing check, a busy machine) is part of
 // the plan, not an error.
 type Plan struct {
-	// True when the call would be refused (see refusals): confirming it would fail.
+	// True when the mutation would be refused (see refusals): confirming it would fail.
 	Refused bool `json:"refused"`
-	// The plan's identity: sha256 of the call (the mutation and its whole input, normalised:
+	// The plan's identity: sha256 of the mutation and its whole input (normalised:
 	// defaults filled in, sets sorted, dryRun and planHash left out) and of the plan (its facts,
-	// steps, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
+	// calls, refusals, warnings and quorum projection); never of a token, an expiry or a clock,
 	// so the same input planned again in the same world has the same hash. Send it back as the
 	// input's planHash to confirm this plan and this input, and no other.
 	PlanHash string `json:"planHash"`
-	// What the plan read that the call depends on and no step shows (the hardware profile it
+	// What the plan read that the mutation depends on and no call shows (the hardware profile it
 	// replaces, the identity it revokes, the MAAS machine's status, the instances an evacuation
 	// moves): covered by planHash, so a confirmation is refused PLAN_CHANGED when one changed.
 	Facts []*PlanFact `json:"facts"`
-	// The calls it would make, in order. After a refusal inside the call (a state, a check, a
-	// missing hardware.delete) the plan goes on where it can and shows the rest; a caller
-	// refused by the gate itself (no manage-infrastructure) gets no steps: nothing of the
-	// call runs for them.
-	Steps []*PlanStep `json:"steps"`
+	// The calls it would send, in order, each once. After a refusal inside the mutation (a
+	// state, a check, a missing hardware.delete) the plan goes on where it can and shows the
+	// rest; a caller refused by the gate itself (no manage-infrastructure) gets no calls:
+	// nothing of the mutation runs for them.
+	Calls []*PlanCall `json:"calls"`
 	// Why it would be refused, each with its documented error code.
 	Refusals []*PlanFinding `json:"refusals"`
 	// What would qualify it without stopping it: a WARN admission check, what releasing does
@@ -890,11 +905,26 @@ type Plan struct {
 	Quorum *QuorumProjection `json:"quorum,omitempty"`
 }
 
+// One request a plan would send: to Incus, to MAAS, or to the database.
+type PlanCall struct {
+	System PlanSystem `json:"system"`
+	// The request as the upstream would see it: "PUT /1.0/cluster/members/web-01",
+	// "POST machines/abc123/?op=deploy", "UPDATE machine_records".
+	Request string `json:"request"`
+	// The machine, member or record it is about (may be empty).
+	Target string `json:"target"`
+	// What would change, before → after (a member's roles or config, a MAAS call's
+	// parameters). Cloud-init user data is shown as what is approved, never its bytes: the
+	// enrolment script and the user-data template by their SHA-256, the member name, the member
+	// it contacts and the member config (the join token and its expiry are filled in at deploy).
+	Changes []*PlanChange `json:"changes"`
+}
+
 type PlanChange struct {
 	Field string `json:"field"`
-	// The value now; null when it has none (or the step creates it).
+	// The value now; null when it has none (or the call creates it).
 	Before *string `json:"before,omitempty"`
-	// The value after; null when the step removes it.
+	// The value after; null when the call removes it.
 	After *string `json:"after,omitempty"`
 }
 
@@ -912,17 +942,12 @@ type PlanFinding struct {
 	Field *string `json:"field,omitempty"`
 }
 
+// A call of a plan, by its old name (Plan.steps): what PlanCall is, with request named call.
 type PlanStep struct {
 	System PlanSystem `json:"system"`
-	// The call as the upstream would see it: "PUT /1.0/cluster/members/web-01",
-	// "POST machines/abc123/?op=deploy", "UPDATE machine_records".
-	Call string `json:"call"`
-	// The machine, member or record it is about (may be empty).
-	Target string `json:"target"`
-	// What would change, before → after (a member's roles or config, a MAAS operation's
-	// parameters). Cloud-init user data is shown as what is approved, never its bytes: the
-	// enrolment script and the user-data template by their SHA-256, the member name, the member
-	// it contacts and the member config (the join token and its expiry are filled in at deploy).
+	// PlanCall.request.
+	Call    string        `json:"call"`
+	Target  string        `json:"target"`
 	Changes []*PlanChange `json:"changes"`
 }
 
@@ -1095,8 +1120,8 @@ type RestoreMemberPayload struct {
 	Instances []*MaintenanceInstance `json:"instances"`
 	// The admission checks, run again before the member leaves maintenance.
 	Report *AdmissionReport `json:"report,omitempty"`
-	// The operation Apelora recorded; null in a plan.
-	Operation *MemberOperation `json:"operation,omitempty"`
+	// The maintenance task Apelora recorded; null in a plan.
+	Task *MaintenanceTask `json:"task,omitempty"`
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *Plan `json:"plan,omitempty"`
 }
@@ -1139,20 +1164,20 @@ type RevokeJoinTokenPayload struct {
 	Plan *Plan `json:"plan,omitempty"`
 }
 
-// A rolling reboot: its members in order, the one in progress and its step.
+// A rolling reboot: its members in order, the one in progress and its stage.
 type RollingReboot struct {
 	ID      string   `json:"id"`
 	Members []string `json:"members"`
 	// The member in progress; null once every member is done.
 	Current *string `json:"current,omitempty"`
 	// How many members are done.
-	Done int         `json:"done"`
-	Step RollingStep `json:"step"`
-	// When the current member entered its step.
-	StepSince time.Time `json:"stepSince"`
-	// Seconds the current member has been in its step.
-	StepSeconds float64      `json:"stepSeconds"`
-	State       RollingState `json:"state"`
+	Done  int          `json:"done"`
+	Stage RollingStage `json:"stage"`
+	// When the current member entered its stage.
+	StageSince time.Time `json:"stageSince"`
+	// Seconds the current member has been in its stage.
+	StageSeconds float64      `json:"stageSeconds"`
+	State        RollingState `json:"state"`
 	// Why it failed or was cancelled; empty otherwise.
 	Reason     string     `json:"reason"`
 	StartedBy  string     `json:"startedBy"`
@@ -1175,7 +1200,7 @@ type RollingRebootInput struct {
 }
 
 type RollingRebootPayload struct {
-	// The operation; in a plan of startRollingReboot, as it would start (id 0).
+	// The rolling reboot; in a plan of startRollingReboot, as it would start (id 0).
 	RollingReboot *RollingReboot `json:"rollingReboot,omitempty"`
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *Plan `json:"plan,omitempty"`
@@ -2284,6 +2309,70 @@ func (e MaasStep) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// What an event of a maintenance task says.
+type MaintenanceEventKind string
+
+const (
+	MaintenanceEventKindStarted MaintenanceEventKind = "STARTED"
+	// An instance stopped, moved or started, as Incus reported it.
+	MaintenanceEventKindProgress  MaintenanceEventKind = "PROGRESS"
+	MaintenanceEventKindSucceeded MaintenanceEventKind = "SUCCEEDED"
+	MaintenanceEventKindFailed    MaintenanceEventKind = "FAILED"
+	// Incus no longer lists its operation and the member's status does not say it succeeded.
+	MaintenanceEventKindUnknown MaintenanceEventKind = "UNKNOWN"
+)
+
+var AllMaintenanceEventKind = []MaintenanceEventKind{
+	MaintenanceEventKindStarted,
+	MaintenanceEventKindProgress,
+	MaintenanceEventKindSucceeded,
+	MaintenanceEventKindFailed,
+	MaintenanceEventKindUnknown,
+}
+
+func (e MaintenanceEventKind) IsValid() bool {
+	switch e {
+	case MaintenanceEventKindStarted, MaintenanceEventKindProgress, MaintenanceEventKindSucceeded, MaintenanceEventKindFailed, MaintenanceEventKindUnknown:
+		return true
+	}
+	return false
+}
+
+func (e MaintenanceEventKind) String() string {
+	return string(e)
+}
+
+func (e *MaintenanceEventKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MaintenanceEventKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MaintenanceEventKind", str)
+	}
+	return nil
+}
+
+func (e MaintenanceEventKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MaintenanceEventKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MaintenanceEventKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type MemberAction string
 
 const (
@@ -2339,16 +2428,15 @@ func (e MemberAction) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// MaintenanceEventKind, by its old name: the same values.
 type MemberOperationKind string
 
 const (
-	MemberOperationKindStarted MemberOperationKind = "STARTED"
-	// An instance stopped, moved or started, as Incus reported it.
+	MemberOperationKindStarted   MemberOperationKind = "STARTED"
 	MemberOperationKindProgress  MemberOperationKind = "PROGRESS"
 	MemberOperationKindSucceeded MemberOperationKind = "SUCCEEDED"
 	MemberOperationKindFailed    MemberOperationKind = "FAILED"
-	// Incus no longer lists the operation and the member's status does not say it succeeded.
-	MemberOperationKindUnknown MemberOperationKind = "UNKNOWN"
+	MemberOperationKindUnknown   MemberOperationKind = "UNKNOWN"
 )
 
 var AllMemberOperationKind = []MemberOperationKind{
@@ -2779,6 +2867,79 @@ func (e ProvisionerKind) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Where the current member stands: the stages every member goes through, in order.
+type RollingStage string
+
+const (
+	// Incus evacuates it (evacuateMember).
+	RollingStageEvacuate RollingStage = "EVACUATE"
+	// The hardware UUID is checked and MAAS asked to power it off.
+	RollingStagePowerOff RollingStage = "POWER_OFF"
+	// Waiting for a power read saying off and for Incus to list it Offline.
+	RollingStageConfirmOff RollingStage = "CONFIRM_OFF"
+	// MAAS is asked to power it on.
+	RollingStagePowerOn RollingStage = "POWER_ON"
+	// Waiting for Incus to list it again (bounded by APELORA_ROLLING_ONLINE_TIMEOUT).
+	RollingStageWaitOnline RollingStage = "WAIT_ONLINE"
+	// The admission checks run again and Incus restores it (restoreMember).
+	RollingStageRestore RollingStage = "RESTORE"
+	// Every member is done.
+	RollingStageDone RollingStage = "DONE"
+)
+
+var AllRollingStage = []RollingStage{
+	RollingStageEvacuate,
+	RollingStagePowerOff,
+	RollingStageConfirmOff,
+	RollingStagePowerOn,
+	RollingStageWaitOnline,
+	RollingStageRestore,
+	RollingStageDone,
+}
+
+func (e RollingStage) IsValid() bool {
+	switch e {
+	case RollingStageEvacuate, RollingStagePowerOff, RollingStageConfirmOff, RollingStagePowerOn, RollingStageWaitOnline, RollingStageRestore, RollingStageDone:
+		return true
+	}
+	return false
+}
+
+func (e RollingStage) String() string {
+	return string(e)
+}
+
+func (e *RollingStage) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = RollingStage(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid RollingStage", str)
+	}
+	return nil
+}
+
+func (e RollingStage) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *RollingStage) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e RollingStage) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type RollingState string
 
 const (
@@ -2840,24 +3001,17 @@ func (e RollingState) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Where the current member stands, in order.
+// RollingStage, by its old name (RollingReboot.step): the same values.
 type RollingStep string
 
 const (
-	// Incus evacuates it (evacuateMember).
-	RollingStepEvacuate RollingStep = "EVACUATE"
-	// The hardware UUID is checked and MAAS asked to power it off.
-	RollingStepPowerOff RollingStep = "POWER_OFF"
-	// Waiting for a power read saying off and for Incus to list it Offline.
+	RollingStepEvacuate   RollingStep = "EVACUATE"
+	RollingStepPowerOff   RollingStep = "POWER_OFF"
 	RollingStepConfirmOff RollingStep = "CONFIRM_OFF"
-	// MAAS is asked to power it on.
-	RollingStepPowerOn RollingStep = "POWER_ON"
-	// Waiting for Incus to list it again (bounded by APELORA_ROLLING_ONLINE_TIMEOUT).
+	RollingStepPowerOn    RollingStep = "POWER_ON"
 	RollingStepWaitOnline RollingStep = "WAIT_ONLINE"
-	// The admission checks run again and Incus restores it (restoreMember).
-	RollingStepRestore RollingStep = "RESTORE"
-	// Every member is done.
-	RollingStepDone RollingStep = "DONE"
+	RollingStepRestore    RollingStep = "RESTORE"
+	RollingStepDone       RollingStep = "DONE"
 )
 
 var AllRollingStep = []RollingStep{

@@ -78,12 +78,12 @@ func mapM1(t *testing.T, db *pgtest.DB) {
 // appendHook runs after each event the leader records: a take-over can be placed between
 // two fence steps.
 type appendHook struct {
-	fencing.LeaderConn
+	fencing.Lease
 	after func(fencing.Event)
 }
 
 func (h appendHook) Append(ctx context.Context, e fencing.Event) (fencing.Event, error) {
-	out, err := h.LeaderConn.Append(ctx, e)
+	out, err := h.Lease.Append(ctx, e)
 	if err == nil {
 		h.after(out)
 	}
@@ -105,14 +105,14 @@ func TestAStaleWorkersRequestIsRefusedAndNothingIsSent(t *testing.T) {
 			Leadership: db.Store.FenceLeadership("apelora-worker "+id, time.Minute), Lease: time.Minute, Log: log}
 	}
 	a, b := worker("a"), worker("b")
-	sessA, err := a.Leadership.TryLead(ctx)
-	if err != nil || sessA == nil {
-		t.Fatalf("a takes the lease: %v %v", sessA, err)
+	leaseA, err := a.Leadership.TryLead(ctx)
+	if err != nil || leaseA == nil {
+		t.Fatalf("a takes the lease: %v %v", leaseA, err)
 	}
-	defer sessA.Close()
-	var sessB fencing.LeaderConn
-	hooked := appendHook{LeaderConn: sessA, after: func(e fencing.Event) {
-		if e.Kind != fencing.KindEligible || sessB != nil {
+	defer leaseA.Close()
+	var leaseB fencing.Lease
+	hooked := appendHook{Lease: leaseA, after: func(e fencing.Event) {
+		if e.Kind != fencing.KindEligible || leaseB != nil {
 			return
 		}
 		// a's lease ends on the database's clock (a's own clock stood still: a suspended
@@ -120,21 +120,21 @@ func TestAStaleWorkersRequestIsRefusedAndNothingIsSent(t *testing.T) {
 		if _, err := db.Store.Pool().Exec(ctx, `UPDATE leader_leases SET expires_at = clock_timestamp() WHERE role = 'fence'`); err != nil {
 			t.Error(err)
 		}
-		if sessB, err = b.Leadership.TryLead(ctx); err != nil || sessB == nil {
-			t.Errorf("b takes the lease over: %v %v", sessB, err)
+		if leaseB, err = b.Leadership.TryLead(ctx); err != nil || leaseB == nil {
+			t.Errorf("b takes the lease over: %v %v", leaseB, err)
 		}
 	}}
 	since := time.Now()
 	var roundErr error
-	for deadline := time.Now().Add(20 * time.Second); sessB == nil; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); leaseB == nil; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("a never found m1 eligible")
 		}
-		if roundErr = a.Round(ctx, hooked, since); roundErr != nil && sessB == nil {
+		if roundErr = a.Round(ctx, hooked, since); roundErr != nil && leaseB == nil {
 			t.Fatalf("a's round before the take-over: %v", roundErr)
 		}
 	}
-	defer sessB.Close()
+	defer leaseB.Close()
 	if !errors.Is(roundErr, leader.ErrLost) {
 		t.Fatalf("a's round after the take-over: %v, want leader.ErrLost", roundErr)
 	}
@@ -147,18 +147,18 @@ func TestAStaleWorkersRequestIsRefusedAndNothingIsSent(t *testing.T) {
 	if n, sent := requested(), maasSim.CountRequests("POST", "power_off"); n != 0 || sent != 0 {
 		t.Fatalf("the stale worker recorded %d requests and sent %d power-offs; want none", n, sent)
 	}
-	if sessB.Epoch() != sessA.Epoch()+1 {
-		t.Fatalf("epochs %d then %d", sessA.Epoch(), sessB.Epoch())
+	if leaseB.Epoch() != leaseA.Epoch()+1 {
+		t.Fatalf("epochs %d then %d", leaseA.Epoch(), leaseB.Epoch())
 	}
 	// The new leader fences: one request, one power-off; a still sends nothing.
 	for deadline := time.Now().Add(20 * time.Second); maasSim.CountRequests("POST", "power_off") == 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("b never sent the power-off")
 		}
-		if err := b.Round(ctx, sessB, since); err != nil {
+		if err := b.Round(ctx, leaseB, since); err != nil {
 			t.Fatalf("b's round: %v", err)
 		}
-		if err := a.Round(ctx, sessA, since); !errors.Is(err, leader.ErrLost) {
+		if err := a.Round(ctx, leaseA, since); !errors.Is(err, leader.ErrLost) {
 			t.Fatalf("a's round while b leads: %v", err)
 		}
 	}
@@ -184,24 +184,24 @@ func TestAWorkerPausedAfterItsRequestSendsNothing(t *testing.T) {
 	const lease = 2 * time.Second
 	a := &fencing.Worker{ID: "a", Limits: leaseTestLimits, Poll: 100 * time.Millisecond, Cluster: leaseTestMembers, MAAS: power,
 		Leadership: db.Store.FenceLeadership("apelora-worker a", lease), Lease: lease, Log: log}
-	sessA, err := a.Leadership.TryLead(ctx)
-	if err != nil || sessA == nil {
-		t.Fatalf("a takes the lease: %v %v", sessA, err)
+	leaseA, err := a.Leadership.TryLead(ctx)
+	if err != nil || leaseA == nil {
+		t.Fatalf("a takes the lease: %v %v", leaseA, err)
 	}
-	defer sessA.Close()
+	defer leaseA.Close()
 	b := db.Store.FenceLeadership("apelora-worker b", lease)
-	var sessB fencing.LeaderConn
-	paused := appendHook{LeaderConn: sessA, after: func(e fencing.Event) {
+	var leaseB fencing.Lease
+	paused := appendHook{Lease: leaseA, after: func(e fencing.Event) {
 		if e.Kind != fencing.KindRequested {
 			return
 		}
 		// a is stopped: it renews nothing; b takes the lease once it has expired.
-		for deadline := time.Now().Add(3 * lease); sessB == nil; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(3 * lease); leaseB == nil; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Error("b never took the lease over")
 				return
 			}
-			if sessB, err = b.TryLead(ctx); err != nil {
+			if leaseB, err = b.TryLead(ctx); err != nil {
 				t.Error(err)
 				return
 			}
@@ -209,16 +209,16 @@ func TestAWorkerPausedAfterItsRequestSendsNothing(t *testing.T) {
 	}}
 	since := time.Now()
 	var roundErr error
-	for deadline := time.Now().Add(20 * time.Second); sessB == nil; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); leaseB == nil; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("a never requested the power-off")
 		}
-		if err := sessA.Renew(ctx); err != nil {
+		if err := leaseA.Renew(ctx); err != nil {
 			t.Fatalf("a renews between rounds: %v", err)
 		}
 		roundErr = a.Round(ctx, paused, since)
 	}
-	defer sessB.Close()
+	defer leaseB.Close()
 	if !errors.Is(roundErr, leader.ErrLost) {
 		t.Fatalf("a's round after its pause: %v, want leader.ErrLost", roundErr)
 	}

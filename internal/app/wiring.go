@@ -161,11 +161,11 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	go fenceFeed.Run(ctx, listener)
 	driftFeed := store.NewDriftFeed()
 	go driftFeed.Run(ctx, listener)
-	memberOpFeed := store.NewMemberOperationFeed()
-	go memberOpFeed.Run(ctx, listener)
+	maintenanceFeed := store.NewMemberOperationFeed()
+	go maintenanceFeed.Run(ctx, listener)
 	// Subscriptions are served once the feeds listen and know where their tables end.
 	ready := time.After(15 * time.Second)
-	for _, started := range []<-chan struct{}{listener.Ready(), feed.Hub().Started(), fenceFeed.Hub().Started(), driftFeed.Hub().Started(), memberOpFeed.Hub().Started()} {
+	for _, started := range []<-chan struct{}{listener.Ready(), feed.Hub().Started(), fenceFeed.Hub().Started(), driftFeed.Hub().Started(), maintenanceFeed.Hub().Started()} {
 		select {
 		case <-started:
 		case <-ctx.Done():
@@ -199,7 +199,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Hardware:    &hardware.Service{Store: store.HardwareProfiles()},
 		DriftView:   &drift.Service{Store: store.Drift(), Feed: driftFeed.Hub()},
 		Placement:   &placement.Service{Store: store},
-		Maintenance: &maintenance.Service{Store: store.Maintenance(), Feed: memberOpFeed.Hub()},
+		Maintenance: &maintenance.Service{Store: store.Maintenance(), Feed: maintenanceFeed.Hub()},
 		Rolling:     &rolling.Service{Store: store.Rolling()},
 		Log:         log,
 	}
@@ -234,7 +234,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		// Every replica follows the evacuations and restores recorded in the database, so
 		// one started before a restart (here or elsewhere) is reported again.
 		res.Maintenance.Checker = res.Admission.Checker
-		follower := maintenance.NewFollower(res.Maintenance.Incus, store.Maintenance(), log, memberOperationPoll)
+		follower := maintenance.NewFollower(res.Maintenance.Incus, store.Maintenance(), log, maintenanceTaskPoll)
 		res.Maintenance.Wake = follower.Wake
 		go follower.Run(ctx)
 		// Steps sent to Incus or MAAS whose outcome was never recorded (a process that
@@ -281,9 +281,10 @@ func learnMembers(ctx context.Context, c *incus.Client, log *slog.Logger) {
 	}
 }
 
-// memberOperationPoll is how often a running evacuation or restore is read from Incus:
-// Incus's progress line changes per instance, so a shorter poll reports more of them.
-const memberOperationPoll = 200 * time.Millisecond
+// maintenanceTaskPoll is how often the Incus operation of a running maintenance task (an
+// evacuation or restore) is read: Incus's progress line changes per instance, so a shorter
+// poll reports more of them.
+const maintenanceTaskPoll = 200 * time.Millisecond
 
 // storeWithRecords is the store as the enrolment and admission steps see it: audited
 // changes, machine records and the admission trail.

@@ -36,8 +36,8 @@ import (
 	"github.com/apelora/fabric/resolvers"
 )
 
-// portWrites are the port methods that change something: each must record a plan step
-// in a dry run. The test finds every port method by reflection; one that records a step
+// portWrites are the port methods that change something: each must record a call of the
+// plan in a dry run. The test finds every port method by reflection; one that records a call
 // and is not listed here, or one listed that records none, fails it (so the list follows
 // the ports), and one that sends anything but a read fails it whatever the list says.
 var portWrites = []string{
@@ -193,7 +193,7 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 
 	rec := &plan.Recorder{}
 	ctx := plan.With(audit.WithAction(t.Context(), &audit.Action{Actor: "test", Name: "dryRun", Machine: "m1"}), rec)
-	steps := func() int { return rec.Calls() } // each write, also one whose step the plan lists already
+	recorded := func() int { return rec.Writes() } // each write, also one whose call the plan lists already
 	hooks := func() (n int) {
 		hooked.Range(func(_, v any) bool { n += *v.(*int); return true })
 		return n
@@ -209,15 +209,15 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 		if guard != nil {
 			guard.calling(key)
 		}
-		s0, h0 := steps(), hooks()
+		s0, h0 := recorded(), hooks()
 		out := fn.Call(args(fn.Type()))
 		if err, _ := out[len(out)-1].Interface().(error); err != nil {
 			t.Logf("%s: %v", key, err)
 		}
-		if steps() > s0 {
+		if recorded() > s0 {
 			wrote[key] = true
-			if hooks()-h0 < steps()-s0 {
-				t.Errorf("%s: %d steps but the seam's hooks saw %d writes", key, steps()-s0, hooks()-h0)
+			if hooks()-h0 < recorded()-s0 {
+				t.Errorf("%s: %d calls recorded but the seam's hooks saw %d writes", key, recorded()-s0, hooks()-h0)
 			}
 		}
 	}
@@ -336,7 +336,7 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 	slices.Sort(got)
 	want := slices.Sorted(slices.Values(portWrites))
 	if !slices.Equal(got, want) {
-		t.Errorf("port methods that recorded a step:\n%q\nwant (portWrites):\n%q", got, want)
+		t.Errorf("port methods that recorded a call:\n%q\nwant (portWrites):\n%q", got, want)
 	}
 	for _, w := range portWrites {
 		if !called[w] {
@@ -383,7 +383,7 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 	if int(total) != hooks() {
 		t.Errorf("apelora_writes_total counted %v planned writes, the seam made %d", total, hooks())
 	}
-	t.Logf("%d port methods called, %d writes, %d steps, %v counted", len(called), len(wrote), steps(), counted)
+	t.Logf("%d port methods called, %d writing, %d calls recorded, %v counted", len(called), len(wrote), recorded(), counted)
 }
 
 // sample is an argument of type at for a port method called in a dry run: the plan's

@@ -18,12 +18,13 @@ import (
 )
 
 // ErrLost says a lease is gone for good: another process took it over (a higher epoch),
-// or it expired before it could be renewed. A hold's Renew and Check wrap it; any other
+// or it expired before it could be renewed. A Lease's Renew and Check wrap it; any other
 // error is a renewal that failed this time and may work the next.
 var ErrLost = errors.New("this process no longer holds the leader lease")
 
-// Hold is a leader's lease.
-type Hold interface {
+// Lease is a leader's lease as the process that holds it sees it: a row in PostgreSQL
+// (leader_leases) with an epoch, and what the leader may do under it.
+type Lease interface {
 	// Check returns nil while the lease is still this process's (an error wrapping
 	// ErrLost when it is not).
 	Check(ctx context.Context) error
@@ -52,7 +53,7 @@ type Options struct {
 	// acting (its lead context ends) when it is lost; a leader that lost it stands aside
 	// for a lease length and a retry before it tries again: by then the lease it lost has
 	// expired and a standby (which tries every Retry) has had its chance to lead first.
-	// Zero: never renewed (holds that cannot expire, in tests).
+	// Zero: never renewed (leases that cannot expire, in tests).
 	Lease time.Duration
 	// Leading is told of the epoch this process leads with, and of every renewal; epoch 0
 	// when it stops leading (metrics). Nil: nobody.
@@ -60,29 +61,30 @@ type Options struct {
 }
 
 // Run leads when it can and stands by while another process leads, until ctx ends.
-// tryLead returns a hold when this process now leads, or a nil one (H's zero value) when
-// another does. lead acts while the hold has the lease, with a context that ends when the
-// lease is lost (Options.Lease), and returns when ctx ends or it finds the lease lost (its
-// Check says so); Run then closes the hold and, after standing aside, tries again.
-func Run[H interface {
+// tryLead returns the lease when this process now leads, or a nil one (L's zero value)
+// when another does. lead acts while the lease is this process's, with a context that
+// ends when the lease is lost (Options.Lease), and returns when ctx ends or it finds the
+// lease lost (its Check says so); Run then closes the lease and, after standing aside,
+// tries again.
+func Run[L interface {
 	comparable
-	Hold
-}](ctx context.Context, tryLead func(context.Context) (H, error), lead func(context.Context, H), o Options) {
+	Lease
+}](ctx context.Context, tryLead func(context.Context) (L, error), lead func(context.Context, L), o Options) {
 	sleep := o.Sleep
 	if sleep == nil {
 		sleep = Sleep
 	}
-	var none H
+	var none L
 	standby := false
 	for ctx.Err() == nil {
-		h, err := tryLead(ctx)
+		l, err := tryLead(ctx)
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {
 				o.Log.Warn(o.Unreachable, append([]any{"error", err}, o.Attrs...)...)
 			}
 			standby = false
-		case h == none:
+		case l == none:
 			if !standby {
 				o.Log.Info(o.Standby, o.Attrs...)
 				standby = true
@@ -90,12 +92,12 @@ func Run[H interface {
 		default:
 			standby = false
 			func() {
-				defer h.Close()
+				defer l.Close()
 				lctx, stop := context.WithCancel(ctx)
 				renewed := make(chan struct{})
-				go func() { defer close(renewed); keep(lctx, stop, h, o) }()
+				go func() { defer close(renewed); keep(lctx, stop, l, o) }()
 				defer func() { stop(); <-renewed }()
-				lead(lctx, h)
+				lead(lctx, l)
 			}()
 			if o.Leading != nil {
 				o.Leading(0, time.Time{})
@@ -116,12 +118,12 @@ func Run[H interface {
 	}
 }
 
-// keep renews h every third of the lease until ctx ends, and ends the lead (stop) as soon
-// as a renewal says the lease is lost. A renewal that fails otherwise is tried again
-// sooner; the hold itself says the lease is lost once its end passed unrenewed.
-func keep(ctx context.Context, stop context.CancelFunc, h Hold, o Options) {
+// keep renews l every third of the lease's length until ctx ends, and ends the lead (stop)
+// as soon as a renewal says the lease is lost. A renewal that fails otherwise is tried
+// again sooner; the lease itself says it is lost once its end passed unrenewed.
+func keep(ctx context.Context, stop context.CancelFunc, l Lease, o Options) {
 	if o.Leading != nil {
-		o.Leading(h.Epoch(), time.Now())
+		o.Leading(l.Epoch(), time.Now())
 	}
 	if o.Lease <= 0 {
 		return
@@ -136,21 +138,21 @@ func keep(ctx context.Context, stop context.CancelFunc, h Hold, o Options) {
 			return
 		case <-t.C:
 		}
-		err := h.Renew(ctx)
+		err := l.Renew(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, ErrLost):
-			o.Log.Warn("lost the leader lease: stopped acting", append([]any{"epoch", h.Epoch(), "error", err}, o.Attrs...)...)
+			o.Log.Warn("lost the leader lease: stopped acting", append([]any{"epoch", l.Epoch(), "error", err}, o.Attrs...)...)
 			stop()
 			return
 		case err != nil:
-			o.Log.Warn("could not renew the leader lease; trying again", append([]any{"epoch", h.Epoch(), "error", err}, o.Attrs...)...)
+			o.Log.Warn("could not renew the leader lease; trying again", append([]any{"epoch", l.Epoch(), "error", err}, o.Attrs...)...)
 			next = max(every/4, time.Millisecond)
 		default:
 			next = every
 			if o.Leading != nil {
-				o.Leading(h.Epoch(), time.Now())
+				o.Leading(l.Epoch(), time.Now())
 			}
 		}
 	}

@@ -13,26 +13,26 @@ import (
 	"time"
 )
 
-// lock is one lock in memory that candidates take turns on, as PostgreSQL's advisory lock
-// is for the fence worker and drift; lose takes it from its holder, as a broken
+// leaseRow is one lease in memory that candidates take turns on, as the leader_leases row
+// of a role is for the fence worker and drift; lose takes it from its holder, as a broken
 // connection would.
-type lock struct {
+type leaseRow struct {
 	mu       sync.Mutex
-	holder   *hold
+	holder   *heldLease
 	fail     int // the next attempts that fail (the database is unreachable)
 	closed   int
 	renewals int
 	leaders  []string
 }
 
-type hold struct {
-	l    *lock
+type heldLease struct {
+	l    *leaseRow
 	name string
 	lost bool
 }
 
-func (l *lock) try(name string) func(context.Context) (*hold, error) {
-	return func(context.Context) (*hold, error) {
+func (l *leaseRow) try(name string) func(context.Context) (*heldLease, error) {
+	return func(context.Context) (*heldLease, error) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.fail > 0 {
@@ -42,22 +42,22 @@ func (l *lock) try(name string) func(context.Context) (*hold, error) {
 		if l.holder != nil {
 			return nil, nil
 		}
-		l.holder = &hold{l: l, name: name}
+		l.holder = &heldLease{l: l, name: name}
 		l.leaders = append(l.leaders, name)
 		return l.holder, nil
 	}
 }
 
-func (h *hold) Check(context.Context) error {
+func (h *heldLease) Check(context.Context) error {
 	h.l.mu.Lock()
 	defer h.l.mu.Unlock()
 	if h.lost {
-		return errors.New("the lock's connection is gone")
+		return errors.New("the lease's connection is gone")
 	}
 	return nil
 }
 
-func (h *hold) Renew(context.Context) error {
+func (h *heldLease) Renew(context.Context) error {
 	h.l.mu.Lock()
 	defer h.l.mu.Unlock()
 	h.l.renewals++
@@ -67,9 +67,9 @@ func (h *hold) Renew(context.Context) error {
 	return nil
 }
 
-func (h *hold) Epoch() int64 { return 7 }
+func (h *heldLease) Epoch() int64 { return 7 }
 
-func (h *hold) Close() {
+func (h *heldLease) Close() {
 	h.l.mu.Lock()
 	defer h.l.mu.Unlock()
 	if h.l.holder == h {
@@ -78,7 +78,7 @@ func (h *hold) Close() {
 	h.l.closed++
 }
 
-func (l *lock) lose() {
+func (l *leaseRow) lose() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.holder != nil {
@@ -86,15 +86,15 @@ func (l *lock) lose() {
 	}
 }
 
-func (l *lock) snapshot() (leaders []string, closed int) {
+func (l *leaseRow) snapshot() (leaders []string, closed int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.leaders...), l.closed
 }
 
 // leadUntilLost is a leader's loop as the fence worker's and drift's are: act, and stop
-// once Check says the lock is gone.
-func leadUntilLost(ctx context.Context, h *hold) {
+// once Check says the lease is gone.
+func leadUntilLost(ctx context.Context, h *heldLease) {
 	for ctx.Err() == nil && h.Check(ctx) == nil {
 		time.Sleep(time.Millisecond)
 	}
@@ -121,13 +121,13 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 }
 func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
-// Two candidates, one lock: one leads, the other stands by (and says so once); when the
-// leader loses its lock its hold is closed and a candidate leads again; a failed attempt
-// is logged and retried; Run returns when its context ends, closing the hold it had.
+// Two candidates, one lease: one leads, the other stands by (and says so once); when the
+// leader loses its lease it is closed and a candidate leads again; a failed attempt
+// is logged and retried; Run returns when its context ends, closing the lease it had.
 func TestOneLeadsTheOtherStandsByAndTakesOver(t *testing.T) {
 	var logs logBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	l := &lock{fail: 1}
+	l := &leaseRow{fail: 1}
 	ctx, cancel := context.WithCancel(context.Background())
 	var done sync.WaitGroup
 	for _, name := range []string{"a", "b"} {
@@ -135,7 +135,7 @@ func TestOneLeadsTheOtherStandsByAndTakesOver(t *testing.T) {
 		go func() {
 			defer done.Done()
 			Run(ctx, l.try(name), leadUntilLost, Options{Retry: 5 * time.Millisecond, Log: log,
-				Unreachable: "cannot reach the lock", Standby: "standing by", Attrs: []any{"candidate", name}})
+				Unreachable: "cannot reach the database", Standby: "standing by", Attrs: []any{"candidate", name}})
 		}()
 	}
 	waitFor(t, "a leader and a standby", func() bool {
@@ -146,19 +146,19 @@ func TestOneLeadsTheOtherStandsByAndTakesOver(t *testing.T) {
 	if n := strings.Count(logs.String(), "standing by"); n != 1 {
 		t.Errorf("standing by logged %d times during one standby, want once:\n%s", n, logs.String())
 	}
-	if !strings.Contains(logs.String(), "cannot reach the lock") || !strings.Contains(logs.String(), "connection refused") {
+	if !strings.Contains(logs.String(), "cannot reach the database") || !strings.Contains(logs.String(), "connection refused") {
 		t.Errorf("the failed attempt was not logged with its error:\n%s", logs.String())
 	}
 
 	l.lose()
 	waitFor(t, "a second leadership", func() bool { leaders, _ := l.snapshot(); return len(leaders) == 2 })
 	if _, closed := l.snapshot(); closed != 1 {
-		t.Errorf("%d holds closed after one lost lock, want 1", closed)
+		t.Errorf("%d leases closed after one lost, want 1", closed)
 	}
 	cancel()
 	done.Wait()
 	if leaders, closed := l.snapshot(); closed != 2 || l.holder != nil {
-		t.Errorf("after the end: %d of %d holds closed, lock held by %v", closed, len(leaders), l.holder)
+		t.Errorf("after the end: %d of %d leases closed, lease held by %v", closed, len(leaders), l.holder)
 	}
 }
 
@@ -167,7 +167,7 @@ func TestOneLeadsTheOtherStandsByAndTakesOver(t *testing.T) {
 // epoch 0, and the process that lost it stands aside so that the other candidate leads.
 func TestALeaderThatLosesItsLeaseStopsAndTheOtherLeads(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l := &lock{}
+	l := &leaseRow{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var done sync.WaitGroup
 	var mu sync.Mutex
@@ -176,7 +176,7 @@ func TestALeaderThatLosesItsLeaseStopsAndTheOtherLeads(t *testing.T) {
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			Run(ctx, l.try(name), func(ctx context.Context, _ *hold) { <-ctx.Done() }, Options{
+			Run(ctx, l.try(name), func(ctx context.Context, _ *heldLease) { <-ctx.Done() }, Options{
 				Retry: 5 * time.Millisecond, Lease: 30 * time.Millisecond, Log: log,
 				Leading: func(epoch int64, _ time.Time) { mu.Lock(); epochs[name] = append(epochs[name], epoch); mu.Unlock() },
 			})

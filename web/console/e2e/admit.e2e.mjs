@@ -23,7 +23,7 @@ try {
 
   step('the Enrolment page lists the member as joined, not admitted, and offers Admit');
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Enrolment' }).click();
-  const row = page.locator(`[data-stage="HELD"] tr[data-machine="${MEMBER}"][data-phase="UNREGISTERED"]`);
+  const row = page.locator(`[data-section="HELD"] tr[data-machine="${MEMBER}"][data-phase="UNREGISTERED"]`);
   await row.waitFor();
   const admitHere = row.locator('[data-action="admit"]');
   expect((await admitHere.getAttribute('aria-disabled')) === null, 'Admit is offered on the Enrolment page');
@@ -53,7 +53,7 @@ try {
   step('step 2 of 2: the admission\'s plan, confirmed after reading it');
   await dialog(page).locator('[data-registered-now]').waitFor({ timeout: 20000 });
   expect((await dialog(page).innerText()).includes('step 2 of 2'), 'the second step says so');
-  await dialog(page).locator('[data-plan-step]').first().waitFor({ timeout: 30000 });
+  await dialog(page).locator('[data-plan-call]').first().waitFor({ timeout: 30000 });
   const plan = await dialog(page).locator('[data-plan]').innerText();
   expect(plan.includes(`PUT /1.0/cluster/members/${MEMBER}`) && plan.includes('user.apelora.admission'), 'the admission plan marks the member: ' + plan);
   expect((await dialog(page).innerText()).includes('step 2 of 2'), 'the second step still says so once the page has read the machine again');

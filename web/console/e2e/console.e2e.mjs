@@ -300,7 +300,7 @@ try {
   step('MAAS steps: release shows what happens to the disks; hardware tests need the hostname');
   await page.locator('[data-action="release"]').click();
   // The plan of releaseMachine for this machine and caller replaces the old preview.
-  await dialog(page).locator('[data-plan-step]').first().waitFor();
+  await dialog(page).locator('[data-plan-call]').first().waitFor();
   const releasePlan = await dialog(page).locator('[data-plan]').innerText();
   expect(releasePlan.includes('POST machines/aaaa01/?op=release') && releasePlan.includes('will not be erased'), 'release plan: ' + releasePlan);
   expect((await dialog(page).locator('[data-confirm]').getAttribute('data-planned')) === 'true', 'release is planned before it can be confirmed');
@@ -325,7 +325,7 @@ try {
   await phaseIs(page, 'REGISTERED');
   await page.locator('[data-action="install"]:not([aria-disabled])').click();
   await dialog(page).getByLabel('Image').waitFor();
-  await dialog(page).locator('[data-plan-step]').first().waitFor();
+  await dialog(page).locator('[data-plan-call]').first().waitFor();
   const installPlan = await dialog(page).locator('[data-plan]').innerText();
   expect(installPlan.includes('deploy'), 'the install plan deploys through MAAS: ' + installPlan);
   await shot(page, SHOTS, '05d-install-plan');
@@ -475,7 +475,7 @@ try {
   await admit.click();
   expect((await dialog(page).innerText()).includes('node-4'), 'the confirmation names the machine');
   // The plan: the one Incus call admitting makes, the hold it lifts.
-  await dialog(page).locator('[data-plan-step]').first().waitFor();
+  await dialog(page).locator('[data-plan-call]').first().waitFor();
   const admitPlan = await dialog(page).locator('[data-plan]').innerText();
   expect(admitPlan.includes('PUT /1.0/cluster/members/node-4') && admitPlan.includes('config.scheduler.instance: manual → (removed)'), 'admit plan: ' + admitPlan);
   await shot(page, SHOTS, '08b-admit-plan');
@@ -647,7 +647,7 @@ try {
 
   step('enrolment and fencing pages; a mapping offered from MAAS');
   await page.getByRole('link', { name: 'Enrolment' }).click();
-  await page.locator('[data-stage="ADMITTED"] tr[data-machine="node-4"]').waitFor();
+  await page.locator('[data-section="ADMITTED"] tr[data-machine="node-4"]').waitFor();
   await shot(page, SHOTS, '10-enrolment');
   await axe(page, 'enrolment');
   await page.getByRole('link', { name: 'Fencing' }).click();

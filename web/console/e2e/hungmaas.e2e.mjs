@@ -56,7 +56,7 @@ try {
   await shot(page, SHOTS, '04-machine-member');
 
   for (const [path, ready, name] of [
-    ['/enrolment', page.locator('[data-stage]'), 'enrolment'],
+    ['/enrolment', page.locator('[data-section]'), 'enrolment'],
     ['/fencing', page.locator('[aria-label="Cluster"]'), 'fencing'],
     ['/rolling', page.getByRole('button', { name: 'Start a rolling reboot' }), 'rolling'],
     ['/hardware', page.locator('tr[data-profile="lab"]'), 'hardware'],
@@ -69,7 +69,7 @@ try {
     await shot(page, SHOTS, `05-${name}`);
   }
   await page.goto('/enrolment');
-  await settled('enrolment', page.locator('[data-stage]'));
+  await settled('enrolment', page.locator('[data-section]'));
   await maasBanner().waitFor({ timeout: bound });
   await clean(page, 'pages with MAAS hung');
   log('pages with MAAS hung: all steps passed');

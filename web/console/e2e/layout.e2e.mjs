@@ -52,7 +52,7 @@ try {
     await check(`machine (MAAS) ${tab}`);
   }
   await page.goto(`/machines/${MEMBER}`);
-  await page.locator('.maintenance [data-operation]').waitFor();
+  await page.locator('.maintenance [data-task]').waitFor();
   await check('machine (member) with a failed evacuation');
   await page.locator('[data-tab="fencing"]').click();
   await check('machine (member) fencing');
@@ -82,7 +82,7 @@ try {
   await dialog(page).getByRole('button', { name: 'Cancel' }).click();
 
   for (const [path, ready, name] of [
-    ['/enrolment', `[data-stage] tr[data-machine="${MEMBER}"]`, 'enrolment'],
+    ['/enrolment', `[data-section] tr[data-machine="${MEMBER}"]`, 'enrolment'],
     ['/fencing', `tr[data-member="${MEMBER}"]`, 'fencing'],
     ['/rolling', '[data-rolling]', 'rolling reboots'],
     ['/hardware', `tr[data-profile="${PROFILE}"]`, 'hardware profiles'],

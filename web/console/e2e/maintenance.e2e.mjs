@@ -42,7 +42,7 @@ try {
   await page.locator('.maintenance [data-kind="STARTED"]').waitFor();
   await page.locator('.maintenance [data-kind="SUCCEEDED"]').waitFor({ timeout: 60000 });
   await page.waitForFunction(() => document.querySelector('.title-row [data-phase]')?.dataset.phase !== 'EVACUATED', null, { timeout: 60000 });
-  await page.locator('.maintenance [data-operation]').nth(1).waitFor();
+  await page.locator('.maintenance [data-task]').nth(1).waitFor();
   await shot(page, SHOTS, '03-restored');
   await clean(page, 'machine page');
 

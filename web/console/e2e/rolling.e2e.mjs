@@ -1,6 +1,6 @@
 // The Rolling reboots page (run by TestConsoleRollingReboot): start one through the
 // confirm dialog's plan, then pause, resume and cancel it. No apelora-worker runs, so the
-// operation waits at its first member's first step and nothing races the buttons.
+// rolling reboot waits at its first member's first stage and nothing races the buttons.
 import { axe, clean, confirmPlanned, dialog, expect, launch, log, newPage, shot, signIn } from './lib.mjs';
 
 const { BASE, ADMIN_TOKEN, SHOTS, MEMBER } = process.env;

@@ -122,7 +122,7 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
     <Dialog title={`${info.label}: ${n} machine${n === 1 ? '' : 's'}`} onClose={onClose} wide>
       <div className="bulk-dialog" data-bulk-dialog={step}>
         <p>
-          Each machine's step is its own call and its own audit event; the set is these {n} machines, whatever the fleet shows meanwhile. The server runs a bounded number at once.
+          Each machine's step is its own request and its own audit event; the set is these {n} machines, whatever the fleet shows meanwhile. The server runs a bounded number at once.
         </p>
         {!results ? (
           <>

@@ -4,17 +4,17 @@ import { ResumeRollingRebootMutation } from '../api/rolling';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import type { RollingRebootRowFragment } from '../gql/graphql';
 
-export function ResumeRollingRebootDialog({ op, onClose }: { op: RollingRebootRowFragment; onClose(): void }) {
+export function ResumeRollingRebootDialog({ reboot, onClose }: { reboot: RollingRebootRowFragment; onClose(): void }) {
   const [, resume] = useMutation(ResumeRollingRebootMutation);
   return (
     <ConfirmDialog
       change="resumeRollingReboot"
-      title={`Resume: rolling reboot ${op.id}`}
+      title={`Resume: rolling reboot ${reboot.id}`}
       machine=""
       confirmLabel="Resume"
-      consequence={<p>{`It goes on from ${op.current ?? 'its end'}, step ${op.step}.`}</p>}
-      planKey={`resume/${op.id}`}
-      run={(dryRun, planHash) => resume({ input: { id: op.id, dryRun, planHash } })}
+      consequence={<p>{`It goes on from ${reboot.current ?? 'its end'}, stage ${reboot.stage}.`}</p>}
+      planKey={`resume/${reboot.id}`}
+      run={(dryRun, planHash) => resume({ input: { id: reboot.id, dryRun, planHash } })}
       onClose={onClose}
     />
   );

@@ -1,4 +1,4 @@
-// Maintenance: evacuating and restoring a member, and its operations' progress.
+// Maintenance: evacuating and restoring a member, and its maintenance tasks' progress.
 // GraphQL Code Generator (codegen.yml) types these documents from schema/*.graphqls into
 // src/gql/.
 import { graphql } from '../gql';
@@ -9,7 +9,7 @@ export const EvacuateMemberMutation = graphql(`
       machine { ...FleetRow }
       instances { project name status clusterEvacuate fate }
       targets { member instances }
-      operation { id incusOperation }
+      task { id incusOperation }
     }
   }
 `);
@@ -20,19 +20,19 @@ export const RestoreMemberMutation = graphql(`
       machine { ...FleetRow }
       instances { project name status fate }
       report { runId verdict checks { name title result message } }
-      operation { id incusOperation }
+      task { id incusOperation }
     }
   }
 `);
 
-export const MemberOperationsQuery = graphql(`
-  query MemberOperations($name: String!) {
-    memberOperations(name: $name) { id action mode incusOperation startedBy startedAt finishedAt outcome message }
+export const MaintenanceTasksQuery = graphql(`
+  query MaintenanceTasks($name: String!) {
+    maintenanceTasks(name: $name) { id action mode incusOperation startedBy startedAt finishedAt outcome message }
   }
 `);
 
-export const MemberOperationSubscription = graphql(`
-  subscription MemberOperation($name: String!, $after: ID) {
-    memberOperation(name: $name, after: $after) { id operationId action at kind message }
+export const MaintenanceTaskSubscription = graphql(`
+  subscription MaintenanceTask($name: String!, $after: ID) {
+    maintenanceTask(name: $name, after: $after) { id taskId action at kind message }
   }
 `);

@@ -7,7 +7,7 @@ export const PlanFieldsFragment = graphql(`
   fragment PlanFields on Plan {
     refused
     planHash
-    steps { system call target changes { field before after } }
+    calls { system request target changes { field before after } }
     refusals { code message field }
     warnings { code message }
   }

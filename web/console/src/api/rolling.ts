@@ -5,7 +5,7 @@ import { graphql } from '../gql';
 
 export const RollingRebootFragment = graphql(`
   fragment RollingRebootRow on RollingReboot {
-    id members current done step stepSince stepSeconds state reason startedBy startedAt finishedAt
+    id members current done stage stageSince stageSeconds state reason startedBy startedAt finishedAt
   }
 `);
 

@@ -1,4 +1,4 @@
-// PlanView shows a dry run's plan: the steps in order, then what would refuse or qualify it.
+// PlanView shows a dry run's plan: the calls in order, then what would refuse or qualify it.
 import type { Plan } from '../lib/plan';
 import { changeText } from '../lib/plan';
 import { codeLabel } from '../lib/errors';
@@ -11,15 +11,15 @@ export function PlanView({ plan, planning, problem }: { plan: Plan | null; plann
       {problem ? <p className="hint" data-plan-problem>No plan: {problem}</p> : null}
       {plan ? (
         <>
-          {plan.steps.length ? (
-            <ol className="plan-steps">
-              {plan.steps.map((s, i) => (
-                <li key={i} data-plan-step>
-                  <span className="plan-system">{s.system}</span> <code>{s.call}</code>
-                  {s.target ? <> on <strong>{s.target}</strong></> : null}
-                  {s.changes.length ? (
+          {plan.calls.length ? (
+            <ol className="plan-calls">
+              {plan.calls.map((call, i) => (
+                <li key={i} data-plan-call>
+                  <span className="plan-system">{call.system}</span> <code>{call.request}</code>
+                  {call.target ? <> on <strong>{call.target}</strong></> : null}
+                  {call.changes.length ? (
                     <ul>
-                      {s.changes.map((c, j) => (
+                      {call.changes.map((c, j) => (
                         <li key={j}>
                           <code>{changeText(c)}</code>
                         </li>
@@ -30,7 +30,7 @@ export function PlanView({ plan, planning, problem }: { plan: Plan | null; plann
               ))}
             </ol>
           ) : (
-            <p className="hint">No step: nothing would be changed.</p>
+            <p className="hint">No call: nothing would be changed.</p>
           )}
           {plan.refusals.map((r, i) => (
             <p key={`r${i}`} className="plan-refusal" data-plan-refusal>

@@ -81,8 +81,8 @@ test('refused or failed, code by code, as apeloractl says', () => {
 });
 
 test('each machine is confirmed with the hash of the plan shown for it; its plan reads in a line', () => {
-  const ahead = { refused: false, planHash: 'h1', steps: [{ system: 'MAAS', call: 'commission', target: 's1', changes: [] }], refusals: [], warnings: [] };
-  const refused = { refused: true, planHash: 'h2', steps: [], refusals: [{ code: 'FAILED_PRECONDITION', message: 'Deployed: release it first' }], warnings: [] };
+  const ahead = { refused: false, planHash: 'h1', calls: [{ system: 'MAAS', request: 'commission', target: 's1', changes: [] }], refusals: [], warnings: [] };
+  const refused = { refused: true, planHash: 'h2', calls: [], refusals: [{ code: 'FAILED_PRECONDITION', message: 'Deployed: release it first' }], warnings: [] };
   const results = [
     { name: 'a', outcome: 'ahead' as const, plan: ahead },
     { name: 'b', outcome: 'refused' as const, code: 'FAILED_PRECONDITION', message: 'Deployed: release it first', plan: refused },

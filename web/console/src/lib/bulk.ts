@@ -109,14 +109,14 @@ export function shownHashes(planned: readonly BulkResult[]): Map<string, string>
   return out;
 }
 
-// planLine is one machine's plan in a line: its steps, or why it would be refused.
+// planLine is one machine's plan in a line: its calls, or why it would be refused.
 export function planLine(r: BulkResult): string {
   const p = r.plan;
   if (!p) return r.message ? reasonText(r.code, r.message) : 'no plan';
   if (p.refused) return `refused: ${p.refusals.map((f) => reasonText(f.code, f.message)).join('; ') || 'it would be refused'}`;
-  const steps = p.steps.map((s) => `${s.system} ${s.call}${s.target ? ` on ${s.target}` : ''}`).join(', then ');
+  const calls = p.calls.map((c) => `${c.system} ${c.request}${c.target ? ` on ${c.target}` : ''}`).join(', then ');
   const warnings = p.warnings.length ? ` (${p.warnings.map((w) => w.message).join('; ')})` : '';
-  return (steps || 'no step: nothing would be changed') + warnings;
+  return (calls || 'no call: nothing would be changed') + warnings;
 }
 
 // outcomeOfCode: refused is the server saying no before changing anything; failed is a step

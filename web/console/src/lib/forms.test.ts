@@ -99,7 +99,7 @@ test('a dry run\'s field error goes beside its field and disables the change; th
   assert.match(elsewhere.invalid!, /INVALID_INPUT/);
 
   // A refusal about a field (a name taken) is said beside it; the plan's refusal disables.
-  const plan: Plan = { refused: true, steps: [], warnings: [], refusals: [{ code: 'ALREADY_EXISTS', message: 'a machine named "node-a" is already registered', field: 'name' }] };
+  const plan: Plan = { refused: true, calls: [], warnings: [], refusals: [{ code: 'ALREADY_EXISTS', message: 'a machine named "node-a" is already registered', field: 'name' }] };
   const taken = planOutcome([], plan, ['name']);
   assert.equal(taken.fields.get('name'), plan.refusals[0].message);
   assert.equal(taken.invalid, undefined); // the button says the plan's refusal (refusalReason)

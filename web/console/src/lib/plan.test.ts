@@ -5,7 +5,7 @@ import { changes, type ChangeName } from '../api/changes.gen';
 
 const refused: Plan = {
   refused: true,
-  steps: [],
+  calls: [],
   refusals: [{ code: 'ALREADY_EXISTS', message: 'a machine named node-a is already registered' }],
   warnings: [],
 };

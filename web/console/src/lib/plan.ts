@@ -1,5 +1,5 @@
 // A mutation's dry run (dryRun: true) answers its plan in the payload's plan field: the
-// steps it would take and what would refuse or qualify it. The console asks for it before
+// calls it would send (to Incus, MAAS, the database) and what would refuse or qualify it. The console asks for it before
 // every change and shows it in the confirm dialog.
 
 import { changes, type ChangeName } from '../api/changes.gen';
@@ -7,9 +7,9 @@ import { fieldKey, reasonText, type Problem } from './errors';
 import { inConsoleWords } from './words';
 
 export interface PlanChange { field: string; before?: string | null; after?: string | null }
-export interface PlanStep { system: string; call: string; target: string; changes: PlanChange[] }
+export interface PlanCall { system: string; request: string; target: string; changes: PlanChange[] }
 export interface PlanFinding { code?: string | null; message: string; field?: string | null }
-export interface Plan { refused: boolean; planHash?: string | null; steps: PlanStep[]; refusals: PlanFinding[]; warnings: PlanFinding[] }
+export interface Plan { refused: boolean; planHash?: string | null; calls: PlanCall[]; refusals: PlanFinding[]; warnings: PlanFinding[] }
 
 // planOf reads the plan in the answer of the change named (declared in schema/ with
 // @change, so it takes dryRun and answers a plan: api/changes.gen.ts):
@@ -32,7 +32,7 @@ export function refusalReason(p: Plan | null): string | undefined {
   return r ? `It would be refused: ${reasonText(r.code, r.message)}` : 'It would be refused.';
 }
 
-// changeText is one change of a step, before → after.
+// changeText is one change of a call, before → after.
 export function changeText(c: PlanChange): string {
   const b = c.before ?? '(none)';
   const a = c.after ?? '(removed)';

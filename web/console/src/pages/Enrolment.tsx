@@ -1,4 +1,4 @@
-// Enrolment: the machines on their way into the cluster, by stage, with the step each one
+// Enrolment: the machines on their way into the cluster, by phase, with the step each one
 // is waiting for. Rows move on by themselves (AWAITING_JOIN → HELD when the server joins).
 import { useState } from 'react';
 import { useFleet } from '../hooks/fleet';
@@ -12,7 +12,8 @@ import { ActionButton, Loading, MemberStatusBadge, PhaseBadge, Problems, Time } 
 import { problemsOf } from '../lib/errors';
 import { MachineActionDialog } from '../actions/MachineActionDialog';
 
-const stages: { phases: Phase[]; title: string; help: string; actions: ActionId[] }[] = [
+// sections group the phases the page shows, each with the steps its machines wait for.
+const sections: { phases: Phase[]; title: string; help: string; actions: ActionId[] }[] = [
   { phases: ['REGISTERED'], title: 'Registered: approve enrolment', help: 'Approving issues a single-use join token, shown once with the command to run on the server.', actions: ['approve'] },
   { phases: ['AWAITING_JOIN'], title: 'Awaiting join', help: 'A join token is out. The row moves on by itself when the server joins; revoke the token if it was lost.', actions: ['revoke'] },
   {
@@ -38,10 +39,10 @@ export function EnrolmentPage() {
       {!rows ? (
         res.error ? null : <Loading what="the machines" />
       ) : (
-        stages.map((s) => {
+        sections.map((s) => {
           const list = rows.filter((r) => s.phases.includes(r.phase));
           return (
-            <section key={s.title} className="stage" aria-label={s.title} data-stage={s.phases[0]}>
+            <section key={s.title} className="phase-section" aria-label={s.title} data-section={s.phases[0]}>
               <h2>
                 {s.title} <span className="count-badge">{list.length}</span>
               </h2>

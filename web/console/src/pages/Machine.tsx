@@ -5,7 +5,7 @@ import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { useMachine } from '../hooks/machines';
 import { useAdmission, type Admission } from '../hooks/members';
 import { useDrift } from '../hooks/drift';
-import { useMemberOperations } from '../hooks/maintenance';
+import { useMaintenanceTasks } from '../hooks/maintenance';
 import { useAuditTrail } from '../hooks/audit';
 import { admitReason, machineActions, type ActionId } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
@@ -310,18 +310,18 @@ function DriftPanel({ name, onChange }: { name: string; onChange(): void }) {
   );
 }
 
-// MaintenancePanel shows the member's evacuations and restores: the last ones, and the
-// progress of one that runs, pushed live (memberOperation, from any replica) as Incus
-// stops, moves or starts each instance. The page reads the machine again at each end
-// (its phase becomes EVACUATED, or leaves it).
+// MaintenancePanel shows the member's maintenance tasks (evacuations and restores): the
+// last ones, and the progress of one that runs, pushed live (maintenanceTask, from any
+// replica) as Incus stops, moves or starts each instance. The page reads the machine again
+// at each end (its phase becomes EVACUATED, or leaves it).
 function MaintenancePanel({ name, onChange }: { name: string; onChange(): void }) {
-  const { ops, events, last } = useMemberOperations(name, onChange);
-  const history = ops.data?.memberOperations ?? [];
-  const live = last ? events.filter((e) => e.operationId === last.operationId) : [];
+  const { tasks, events, last } = useMaintenanceTasks(name, onChange);
+  const history = tasks.data?.maintenanceTasks ?? [];
+  const live = last ? events.filter((e) => e.taskId === last.taskId) : [];
   return (
-    <section className="card facts maintenance" aria-labelledby="maintenance-title" data-operations={history.length}>
+    <section className="card facts maintenance" aria-labelledby="maintenance-title" data-tasks={history.length}>
       <h2 id="maintenance-title">Maintenance</h2>
-      <Problems problems={problemsOf(ops.error)} machine={name} />
+      <Problems problems={problemsOf(tasks.error)} machine={name} />
       {live.length ? (
         <ol className="progress" aria-live="polite" data-progress={live.length}>
           {live.map((e) => (
@@ -335,12 +335,12 @@ function MaintenancePanel({ name, onChange }: { name: string; onChange(): void }
         <p className="muted">Never evacuated by Apelora.</p>
       ) : (
         <dl>
-          {history.slice(0, 5).map((o) => (
-            <div key={o.id} data-operation={o.id}>
+          {history.slice(0, 5).map((task) => (
+            <div key={task.id} data-task={task.id}>
               <dt>
-                {o.action === 'EVACUATE' ? 'Evacuated' : 'Restored'} <Time at={o.startedAt} /> by {o.startedBy}
+                {task.action === 'EVACUATE' ? 'Evacuated' : 'Restored'} <Time at={task.startedAt} /> by {task.startedBy}
               </dt>
-              <dd>{o.outcome ? `${o.outcome.toLowerCase()}: ${inConsoleWords(o.message)}` : 'running…'}</dd>
+              <dd>{task.outcome ? `${task.outcome.toLowerCase()}: ${inConsoleWords(task.message)}` : 'running…'}</dd>
             </div>
           ))}
         </dl>

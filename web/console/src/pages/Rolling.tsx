@@ -1,5 +1,5 @@
 // Rolling reboots: the cluster's latest rolling reboot (members in order, the one in
-// progress, its step and for how long), read again on a short interval (progress is read
+// progress, its stage and for how long), read again on a short interval (progress is read
 // by polling), with start, pause, resume and cancel through the confirm dialog's plan.
 import { useState } from 'react';
 import { useRollingReboot } from '../hooks/rolling';
@@ -16,7 +16,7 @@ import { CancelRollingRebootDialog } from '../actions/CancelRollingRebootDialog'
 
 type Verb = 'pause' | 'resume' | 'cancel';
 
-const stepWords: Record<string, string> = {
+const stageWords: Record<string, string> = {
   EVACUATE: 'evacuating',
   POWER_OFF: 'powering off through MAAS',
   CONFIRM_OFF: 'waiting until it is off',
@@ -30,9 +30,9 @@ export function RollingPage() {
   const viewer = useViewer();
   const perm = manageReason(viewer);
   const { res, refresh } = useRollingReboot();
-  const [dialog, setDialog] = useState<{ kind: 'start' } | { kind: Verb; op: RollingRebootRowFragment } | null>(null);
-  const op = res.data?.rollingReboot ?? null;
-  const active = op && (op.state === 'RUNNING' || op.state === 'PAUSED');
+  const [dialog, setDialog] = useState<{ kind: 'start' } | { kind: Verb; reboot: RollingRebootRowFragment } | null>(null);
+  const reboot = res.data?.rollingReboot ?? null;
+  const active = reboot && (reboot.state === 'RUNNING' || reboot.state === 'PAUSED');
   const close = () => {
     setDialog(null);
     refresh();
@@ -46,48 +46,48 @@ export function RollingPage() {
       </p>
       <Problems problems={problemsOf(res.error)} />
       {res.fetching && !res.data ? <Loading what="the rolling reboot" /> : null}
-      {op ? <RollingCard op={op} perm={perm} onAct={(kind) => setDialog({ kind, op })} /> : res.data ? <p>No rolling reboot yet.</p> : null}
+      {reboot ? <RollingCard reboot={reboot} perm={perm} onAct={(kind) => setDialog({ kind, reboot })} /> : res.data ? <p>No rolling reboot yet.</p> : null}
       <ReasonButton variant="primary" reason={perm ?? (active ? 'A rolling reboot is already running or paused: one at a time.' : undefined)} onClick={() => setDialog({ kind: 'start' })}>
         Start a rolling reboot
       </ReasonButton>
       {dialog?.kind === 'start' ? <StartRollingRebootDialog onClose={close} /> : null}
-      {dialog?.kind === 'pause' ? <PauseRollingRebootDialog op={dialog.op} onClose={close} /> : null}
-      {dialog?.kind === 'resume' ? <ResumeRollingRebootDialog op={dialog.op} onClose={close} /> : null}
-      {dialog?.kind === 'cancel' ? <CancelRollingRebootDialog op={dialog.op} onClose={close} /> : null}
+      {dialog?.kind === 'pause' ? <PauseRollingRebootDialog reboot={dialog.reboot} onClose={close} /> : null}
+      {dialog?.kind === 'resume' ? <ResumeRollingRebootDialog reboot={dialog.reboot} onClose={close} /> : null}
+      {dialog?.kind === 'cancel' ? <CancelRollingRebootDialog reboot={dialog.reboot} onClose={close} /> : null}
     </section>
   );
 }
 
-function RollingCard({ op, perm, onAct }: { op: RollingRebootRowFragment; perm?: string; onAct(v: Verb): void }) {
-  const running = op.state === 'RUNNING';
-  const paused = op.state === 'PAUSED';
+function RollingCard({ reboot, perm, onAct }: { reboot: RollingRebootRowFragment; perm?: string; onAct(v: Verb): void }) {
+  const running = reboot.state === 'RUNNING';
+  const paused = reboot.state === 'PAUSED';
   return (
-    <section className="card" aria-label={`Rolling reboot ${op.id}`} data-rolling={op.id} data-state={op.state}>
+    <section className="card" aria-label={`Rolling reboot ${reboot.id}`} data-rolling={reboot.id} data-state={reboot.state}>
       <h2>
-        Rolling reboot {op.id}: {op.state.toLowerCase()}
+        Rolling reboot {reboot.id}: {reboot.state.toLowerCase()}
       </h2>
-      {op.state === 'FAILED' || op.state === 'CANCELLED' ? (
-        <Banner tone={op.state === 'FAILED' ? 'negative' : 'caution'} title={op.state === 'FAILED' ? 'Stopped' : 'Cancelled'}>
-          {inConsoleWords(op.reason ?? '')}
+      {reboot.state === 'FAILED' || reboot.state === 'CANCELLED' ? (
+        <Banner tone={reboot.state === 'FAILED' ? 'negative' : 'caution'} title={reboot.state === 'FAILED' ? 'Stopped' : 'Cancelled'}>
+          {inConsoleWords(reboot.reason ?? '')}
         </Banner>
       ) : null}
       <p>
-        {op.done} of {op.members.length} members done. Started <Time at={op.startedAt} /> by {op.startedBy}
-        {op.finishedAt ? (
+        {reboot.done} of {reboot.members.length} members done. Started <Time at={reboot.startedAt} /> by {reboot.startedBy}
+        {reboot.finishedAt ? (
           <>
-            , finished <Time at={op.finishedAt} />
+            , finished <Time at={reboot.finishedAt} />
           </>
         ) : null}
         .
       </p>
       <ol className="rolling-members">
-        {op.members.map((m, i) => (
-          <li key={m} data-member={m} aria-current={m === op.current ? 'step' : undefined}>
+        {reboot.members.map((m, i) => (
+          <li key={m} data-member={m} aria-current={m === reboot.current ? 'step' : undefined}>
             <strong>{m}</strong>:{' '}
-            {i < op.done
+            {i < reboot.done
               ? 'rebooted'
-              : m === op.current
-                ? `${stepWords[op.step] ?? op.step} (${Math.round(op.stepSeconds)} s)${paused ? ', paused' : ''}`
+              : m === reboot.current
+                ? `${stageWords[reboot.stage] ?? reboot.stage} (${Math.round(reboot.stageSeconds)} s)${paused ? ', paused' : ''}`
                 : 'waiting'}
           </li>
         ))}
