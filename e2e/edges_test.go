@@ -22,20 +22,32 @@ func TestRemovingTheMemberApeloraTalksThrough(t *testing.T) {
 	m1 := lab.Members[0]
 	const remove = `mutation($in: RemoveMemberInput!) { removeMember(input: $in) {
 		plan { refused refusals { code message } warnings { message } } } }`
+	// clusterMembers reads the cluster until Incus answers: right after a member's removal
+	// the remaining members elect a new raft leader and answer "RAFT cluster is unavailable"
+	// for a moment (Incus's own behaviour, seen for about 2 s on a loaded machine); what is
+	// tested is that Apelora then reads through the others, within a bound.
 	clusterMembers := func() []string {
 		t.Helper()
-		r := e.GQL(admin, `{ cluster { members offlineMembers warnings { code message } } fleet { machines { name } sources { incus { available message } } } }`, nil)
-		if len(r.Errors) > 0 {
-			t.Fatalf("cluster view: %+v", r.Errors)
-		}
-		c := r.Data["cluster"].(map[string]any)
-		if len(c["warnings"].([]any)) > 0 && strings.Contains(fmt.Sprint(c["warnings"]), "INCUS_UNAVAILABLE") {
-			t.Fatalf("cluster view: %v", c["warnings"])
+		var r *producttest.Response
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			r = e.GQL(admin, `{ cluster { members offlineMembers warnings { code message } } fleet { machines { name } sources { incus { available message } } } }`, nil)
+			if len(r.Errors) > 0 {
+				t.Fatalf("cluster view: %+v", r.Errors)
+			}
+			c := r.Data["cluster"].(map[string]any)
+			f := r.Data["fleet"].(map[string]any)
+			unavailable := strings.Contains(fmt.Sprint(c["warnings"]), "INCUS_UNAVAILABLE") ||
+				f["sources"].(map[string]any)["incus"].(map[string]any)["available"] != true
+			if !unavailable {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Incus still unavailable through the other members after 60 s: cluster %v, fleet %v", c["warnings"], f["sources"])
+			}
+			time.Sleep(250 * time.Millisecond)
 		}
 		f := r.Data["fleet"].(map[string]any)
-		if f["sources"].(map[string]any)["incus"].(map[string]any)["available"] != true {
-			t.Fatalf("fleet: Incus unavailable: %v", f["sources"])
-		}
 		var names []string
 		for _, m := range f["machines"].([]any) {
 			names = append(names, m.(map[string]any)["name"].(string))
