@@ -75,12 +75,7 @@ func startRsyslog(t *testing.T, tlsf *tlsFiles) *rsyslog {
 	t.Helper()
 	bin, mods := rsyslogd(t)
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	r := &rsyslog{t: t, bin: bin, mods: mods, dir: dir, conf: filepath.Join(dir, "rsyslog.conf"), addr: addr, out: filepath.Join(dir, "audit.log")}
 	global := fmt.Sprintf(`global(workDirectory=%q maxMessageSize="256k"`, dir)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -346,16 +345,9 @@ func TestUpstreamCallsAreCountedAgainstIncusAndMAAS(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address nobody listens on (for a child process to take).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr returns a loopback address nobody listens on, for a child process to take
+// (producttest.ListenAddr: not from the ephemeral range, which outgoing connections share).
+func freeAddr(t *testing.T) string { return producttest.ListenAddr(t) }
 
 // proc is a child process of the product with its log.
 type proc struct {
