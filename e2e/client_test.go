@@ -16,6 +16,7 @@ import (
 )
 
 func TestGeneratedClientQueriesAndMutates(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	token := e.Identity("automation", identity.ManageInfrastructure)
 	c := client.New(e.Base+"/graphql", token, nil)
@@ -59,6 +60,7 @@ func TestGeneratedClientQueriesAndMutates(t *testing.T) {
 // answer within two. genqlient v0.8.1 alone dies on the first ping; through client.Dialer
 // it answers and keeps going. This runs for many intervals, then proves events still flow.
 func TestGeneratedClientSubscriptionSurvivesKeepAlive(t *testing.T) {
+	parallel(t)
 	const interval = 100 * time.Millisecond
 	e := producttest.Start(t, producttest.WithPingInterval(interval))
 	token := e.Identity("dashboard", identity.ManageInfrastructure)
@@ -119,6 +121,7 @@ func (plainDialer) DialContext(ctx context.Context, url string, h http.Header) (
 // The trap the Dialer exists for, kept as a test so an upgrade that fixes it upstream is
 // noticed (and the Dialer can go).
 func TestPlainGenqlientDiesOnKeepAlive(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t, producttest.WithPingInterval(50*time.Millisecond))
 	token := e.Identity("dashboard", identity.ViewInfrastructure)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)

@@ -200,6 +200,7 @@ func incusMethods(t *testing.T, logs string) map[string]int {
 }
 
 func TestDriftRaisedAndClearedOnARealCluster(t *testing.T) {
+	parallel(t, lasts(49))
 	x := startReplicas(t, 3, driftOptions...)
 	node := x.enrol(t, "node-4")
 	// A role of the administrator's, so that dropping it later is drift.
@@ -307,6 +308,7 @@ func TestDriftRaisedAndClearedOnARealCluster(t *testing.T) {
 }
 
 func TestDriftOfALaterMAASHardwareTest(t *testing.T) {
+	parallel(t, lasts(13))
 	lab := incuslab.Start(t, 2)
 	m := producttest.StartMAAS(t, maasFleet())
 	e := producttest.Start(t, append([]producttest.Option{producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config)}, driftOptions...)...)
@@ -408,6 +410,7 @@ func TestDriftOfALaterMAASHardwareTest(t *testing.T) {
 
 // With an interval of an hour, only Incus's lifecycle events can bring drift in quickly.
 func TestDriftFollowsIncusEvents(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 2)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithDrift(time.Hour, time.Hour))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
@@ -436,6 +439,7 @@ func TestDriftFollowsIncusEvents(t *testing.T) {
 }
 
 func TestDriftReadsAndHostileArguments(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)
 	if r := e.GQL("", `{ drift { machine } }`, nil); r.Code() != "UNAUTHENTICATED" {

@@ -96,6 +96,7 @@ func location(t *testing.T, c *incus.Client, name string) string {
 }
 
 func TestEnrolmentAdmissionAndRemovalAgainstARealCluster(t *testing.T) {
+	parallel(t)
 	x := startEnrolled(t, 3)
 	ctx := t.Context()
 
@@ -314,6 +315,7 @@ func tokenSecret(t *testing.T, token string) string {
 }
 
 func TestAdmissionFailuresAndWarnings(t *testing.T) {
+	parallel(t, lasts(54))
 	x := startEnrolled(t, 3)
 	for _, n := range []string{"m2", "m3"} {
 		x.must(t, `mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, map[string]any{"n": n})
@@ -376,6 +378,7 @@ func TestAdmissionFailuresAndWarnings(t *testing.T) {
 }
 
 func TestConcurrentChangesToOneMachineAreRefusedAsBusy(t *testing.T) {
+	parallel(t)
 	x := startEnrolled(t, 1)
 	x.must(t, `mutation { registerMachine(input: {name: "node-1", provisioner: MANUAL}) { machine { name } } }`, nil)
 	// Another administrator's change holds the machine's lease (as a slow approval would).
@@ -391,6 +394,7 @@ func TestConcurrentChangesToOneMachineAreRefusedAsBusy(t *testing.T) {
 }
 
 func TestRevokeAndReapprove(t *testing.T) {
+	parallel(t)
 	x := startEnrolled(t, 1)
 	x.must(t, `mutation { registerMachine(input: {name: "node-2", provisioner: MANUAL}) { machine { name } } }`, nil)
 	first := x.must(t, `mutation { approveEnrolment(input: {name: "node-2"}) { joinToken } }`, nil)["approveEnrolment"].(map[string]any)["joinToken"].(string)
@@ -433,6 +437,7 @@ func TestRevokeAndReapprove(t *testing.T) {
 // Admission results reach subscribers on every API replica: two servers share the
 // database; the report runs on one, the subscriber listens on the other.
 func TestAdmissionChecksReachSubscribersOnAnotherReplica(t *testing.T) {
+	parallel(t)
 	x := startEnrolled(t, 1)
 	other := producttest.StartOn(t, x.e.DB, x.e.DB.Store, producttest.WithIncus(x.lab.Config))
 	token := x.e.Identity("watcher", identity.ViewInfrastructure)

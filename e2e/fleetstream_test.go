@@ -120,6 +120,7 @@ func rowNames(u client.FleetUpdatesFleetUpdatesFleetUpdate) []string {
 }
 
 func TestFleetStreamCarriesChangesMadeWithIncusAtOnce(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 1)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), noFleetInterval)
 	viewer := e.Identity("dashboard", identity.ViewInfrastructure)
@@ -162,6 +163,7 @@ func TestFleetStreamCarriesChangesMadeWithIncusAtOnce(t *testing.T) {
 }
 
 func TestFleetStreamCarriesAMutationToSubscribersOfAnotherReplicaAndResumesWithASnapshot(t *testing.T) {
+	parallel(t)
 	db := pgtest.New(t)
 	a := producttest.StartOn(t, db, db.Store, noFleetInterval)
 	other, err := postgres.Open(context.Background(), db.URL, producttest.Discard)
@@ -230,6 +232,7 @@ func TestFleetStreamCarriesAMutationToSubscribersOfAnotherReplicaAndResumesWithA
 // refresh says so in a change of sources, and sets the availability metric, with no
 // query asked.
 func TestFleetStreamPollsMAASAndFeedsTheAvailabilityMetric(t *testing.T) {
+	parallel(t)
 	sm := producttest.StartMAAS(t, maasFleet())
 	m := metrics.New(metrics.Server)
 	e := producttest.Start(t, withMetrics(m), producttest.WithMAAS(sm.Config), producttest.WithFleetRefresh(time.Second))
@@ -264,6 +267,7 @@ func TestFleetStreamPollsMAASAndFeedsTheAvailabilityMetric(t *testing.T) {
 // fleetUpdates needs view-infrastructure, as `fleet` does: an identity without it is
 // refused before any fleet is read.
 func TestFleetStreamNeedsViewInfrastructure(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t, noFleetInterval)
 	eraser := e.UncheckedIdentity("eraser", identity.HardwareDelete)
 	ws, err := client.NewWebSocket(e.Base+"/graphql", eraser)
@@ -302,6 +306,7 @@ func TestFleetStreamNeedsViewInfrastructure(t *testing.T) {
 // Refused requests change nothing and anyone can send them: their audit events must not
 // make the stream read MAAS again. A mutation that succeeds does, once.
 func TestFleetStreamIsNotReadAgainForRefusedRequests(t *testing.T) {
+	parallel(t)
 	sm := producttest.StartMAAS(t, maasFleet())
 	e := producttest.Start(t, producttest.WithMAAS(sm.Config), noFleetInterval)
 	viewer := e.Identity("dashboard", identity.ViewInfrastructure)

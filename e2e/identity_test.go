@@ -35,6 +35,7 @@ func identityRow(t *testing.T, e *producttest.Env, token, name string) map[strin
 }
 
 func TestIdentityLifecycleOverGraphQL(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure, identity.HardwareDelete)
 
@@ -284,6 +285,7 @@ func genqlientClosedWith4403(t *testing.T, errs chan error, says string, within 
 // Revoking an identity closes its open subscriptions with 4403 on every API replica
 // (the revocation travels by NOTIFY), and leaves other identities' sockets alone.
 func TestRevocationClosesOpenWebsocketsOnEveryReplica(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	other, err := postgres.Open(context.Background(), e.DB.URL, producttest.Discard)
 	if err != nil {
@@ -345,6 +347,7 @@ func TestExpiryClosesAnOpenWebsocket(t *testing.T) {
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	short := e.MustGQL(admin, createIdentityQuery, map[string]any{"input": map[string]any{"name": "short", "permissions": []string{"VIEW_INFRASTRUCTURE"}, "expiresIn": "2s"}})["createIdentity"].(map[string]any)["token"].(string)
+	parallel(t)
 	later := e.Identity("later", identity.ViewInfrastructure)
 
 	const sub = `subscription { auditEventRecorded { id } }`

@@ -88,6 +88,7 @@ func messages(evs []client.MemberOperationProgressMemberOperationMemberOperation
 // stopped while an evacuation runs (it never saw its end) is followed by a restarted one,
 // which reports the operation's end from the database and Incus.
 func TestEvacuateAndRestoreAMember(t *testing.T) {
+	parallel(t, lasts(13))
 	lab := incuslab.Start(t, 3)
 	db := pgtest.New(t)
 	m0, m1, m2 := lab.Members[0], lab.Members[1], lab.Members[2]
@@ -280,6 +281,7 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 // off (REFUSED, MAINTENANCE), and after the member hangs (SIGSTOP) past Incus's offline
 // threshold and the worker's offline time, MAAS is still never asked.
 func TestFencingNeverPowersOffAnEvacuatedMember(t *testing.T) {
+	parallel(t, lasts(61))
 	x := startFenceEnv(t, 3, nil, fastFence("1m"))
 	m3 := x.lab.Member("m3")
 	x.startWorker("w1")

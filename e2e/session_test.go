@@ -68,6 +68,7 @@ func gqlCode(t *testing.T, body []byte) string {
 }
 
 func TestConsoleSessionCookie(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 
@@ -199,6 +200,7 @@ func TestConsoleSessionCookie(t *testing.T) {
 }
 
 func TestConsoleSessionExpiresAndFollowsItsIdentity(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t, producttest.WithConsoleSessionTTL(3*time.Second))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	c := signIn(t, e, admin)

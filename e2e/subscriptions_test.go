@@ -76,6 +76,7 @@ func (w *fenceWatcher) quiet(d time.Duration) {
 // subscriber), then the live events once, with no gap and no repeat; subscribers without
 // `after` share one live stream.
 func TestFenceProgressReplaysForEachSubscriberThenGoesLive(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	token := e.Identity("console", identity.ViewInfrastructure)
 	record := func() string {

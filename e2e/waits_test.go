@@ -138,6 +138,7 @@ func lastAudit(e *producttest.Env, action string) string {
 
 func TestHungMAASAnswersUnavailableWithinTheRequestTimeout(t *testing.T) {
 	lab := incuslab.Start(t, 1)
+	parallel(t)
 	caFile := filepath.Join(t.TempDir(), "maas.pem")
 	sim := startSimProcess(t, caFile)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(sim.config(caFile)),
@@ -207,6 +208,7 @@ func TestHungMAASAnswersUnavailableWithinTheRequestTimeout(t *testing.T) {
 
 func TestHungIncusAnswersUnavailableWithinTheRequestTimeout(t *testing.T) {
 	lab := incuslab.Start(t, 1)
+	parallel(t)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithRequestTimeout(testRequestTimeout))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	const clusterQuery = `{ cluster { members offlineMembers unmappedMembers healingThreshold warnings { code message } } }`
@@ -274,6 +276,7 @@ func TestHungIncusAnswersUnavailableWithinTheRequestTimeout(t *testing.T) {
 }
 
 func TestRotatedMAASCertificateIsTrustedWithoutARestart(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 1)
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "maas-ca.pem") // what APELORA_MAAS_CA_FILE names
