@@ -143,20 +143,35 @@ show='
 		| if $e.Action == "build-output" then .emit = $e.Output
 		elif $e.Action == "output" and ($e.Test == null) then
 			.emit = (if $e.Output == "PASS\n" or ($e.Output | startswith("=== ")) then null else $e.Output end)
+		elif $e.Action == "output" and ($e.Output | test("^(figure|console screenshots): ")) then .emit = $e.Output
 		elif $e.Action == "output" then (if $e.Output | startswith("=== ") then . else .out[$k] += $e.Output end) | .emit = null
 		elif $e.Action == "fail" and ($e.Test != null) then .emit = (.out[$k] // "") | del(.out[$k])
 		elif ($e.Action == "pass" or $e.Action == "skip") and ($e.Test != null) then del(.out[$k]) | .emit = null
 		else .emit = null end;
 		.emit // empty)'
+# A test's time is go test's Elapsed less what it waited for e2e's scheduler (the line
+# "e2e: started after waiting Ns for the scheduler" it logs): its own time, not its turn.
+# (awk reads all its input: `head` would end the pipe early, and pipefail would fail.)
 slowest() {
-	echo "test: the 15 slowest tests (of $(jq -r 'select(.Test != null and (.Test | contains("/") | not) and (.Action == "pass" or .Action == "fail")) | 1' "$json" | wc -l); every time in $json):"
-	jq -r 'select(.Test != null and (.Test | contains("/") | not) and (.Action == "pass" or .Action == "fail"))
-		| "\(.Elapsed) \(.Action) \(.Test) \(.Package | sub("^github.com/apelora/fabric/?"; "./"))"' "$json" |
-		sort -rn | head -n 15 | awk '{printf "  %8.1f s  %-4s %s (%s)\n", $1, $2, $3, $4}'
+	jq -rn '
+		reduce (inputs | select(.Test != null and (.Test | contains("/") | not))) as $e ({};
+			($e.Package + " " + $e.Test) as $k
+			| if $e.Action == "output" and ($e.Output | test("e2e: started after waiting [0-9.]+s for the scheduler")) then
+				.[$k].waited = ($e.Output | capture("waiting (?<s>[0-9.]+)s").s | tonumber)
+			elif $e.Action == "pass" or $e.Action == "fail" then
+				.[$k].elapsed = $e.Elapsed | .[$k].action = $e.Action | .[$k].test = $e.Test
+				| .[$k].pkg = ($e.Package | sub("^github.com/apelora/fabric/?"; "./"))
+			else . end)
+		| .[] | select(.elapsed != null)
+		| "\(.elapsed - (.waited // 0)) \(.action) \(.test) \(.pkg) \(.waited // 0)"' "$json" |
+		sort -rn | awk '
+			{ n++ }
+			n <= 15 { line[n] = sprintf("  %8.1f s  %-4s %s (%s)%s", $1, $2, $3, $4, $5 > 0.5 ? sprintf(", after %.0f s waiting its turn", $5) : "") }
+			END { print "test: the 15 slowest tests of " n " (every time in '"$json"'):"; for (i = 1; i <= 15 && i <= n; i++) print line[i] }'
 	echo "test: the 5 slowest packages:"
 	jq -r 'select(.Test == null and .Elapsed != null and (.Action == "pass" or .Action == "fail"))
-		| "\(.Elapsed) \(.Action) \(.Package)"' "$json" |
-		sort -rn | head -n 5 | awk '{printf "  %8.1f s  %-4s %s\n", $1, $2, $3}'
+		| "\(.Elapsed) \(.Action) \(.Package | sub("^github.com/apelora/fabric/?"; "./"))"' "$json" |
+		sort -rn | awk 'NR <= 5 { printf "  %8.1f s  %-4s %s\n", $1, $2, $3 }'
 }
 status=0
 go test -json -count=1 -timeout 40m "$@" | tee "$json" | jq -Rrj --unbuffered -n "$show" || status=$?
