@@ -696,18 +696,32 @@ func TestSubscriptionsOpenFollowTheSubscribers(t *testing.T) {
 		}
 		return ws
 	}
+	// Every subscription's events are taken: the creation of the identity may arrive late
+	// on a loaded machine, and genqlient's reader, blocked on an untaken event, panics
+	// (send on closed channel) when Unsubscribe or Close closes the channel under it.
+	take := func(events chan client.AuditEventRecordedWsResponse) {
+		go func() {
+			for range events {
+			}
+		}()
+	}
 	a, b := socket(), socket()
-	_, idAll, err := client.AuditEventRecorded(ctx, a, nil, nil)
+	all, idAll, err := client.AuditEventRecorded(ctx, a, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	take(all)
 	machine := "node-1"
-	if _, _, err := client.AuditEventRecorded(ctx, a, &machine, nil); err != nil {
+	one, _, err := client.AuditEventRecorded(ctx, a, &machine, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := client.AuditEventRecorded(ctx, b, nil, nil); err != nil { // shares a's first stream
+	take(one)
+	shared, _, err := client.AuditEventRecorded(ctx, b, nil, nil) // shares a's first stream
+	if err != nil {
 		t.Fatal(err)
 	}
+	take(shared)
 	waitOpen(3)
 	if err := a.Unsubscribe(idAll); err != nil {
 		t.Fatal(err)
