@@ -107,8 +107,16 @@ func watchDrift(t *testing.T, base, token string, machine, after *string) *drift
 			s.events <- r.Data.DriftChanges.DriftEventFields
 		}
 	}()
-	time.Sleep(200 * time.Millisecond) // subscribed before anything is done
 	return s
+}
+
+// fromNow is the id of the newest drift event ("0" when none), for watchDrift's after: the
+// watcher then has every event recorded from now on, however late its subscription
+// starts on a loaded machine (no sleep "until it is subscribed").
+func fromNow(t *testing.T, e *producttest.Env) *string {
+	t.Helper()
+	id := fmt.Sprint(e.Scalar(`SELECT coalesce(max(id), 0) FROM drift_events`))
+	return &id
 }
 
 // next waits for the next event, failing after a minute.
@@ -215,7 +223,7 @@ func TestDriftRaisedAndClearedOnARealCluster(t *testing.T) {
 
 	// Subscribed on the second replica, whichever replica leads the watch.
 	node4 := "node-4"
-	s := watchDrift(t, x.b.Base, x.token, &node4, nil)
+	s := watchDrift(t, x.b.Base, x.token, &node4, fromNow(t, x.e))
 
 	start := time.Now()
 	x.incus(t, "cluster", "set", "node-4", "scheduler.instance=manual")
@@ -322,7 +330,7 @@ func TestDriftOfALaterMAASHardwareTest(t *testing.T) {
 		t.Fatal(r.Errors)
 	}
 	m2 := "m2"
-	s := watchDrift(t, e.Base, admin, &m2, nil)
+	s := watchDrift(t, e.Base, admin, &m2, fromNow(t, e))
 	m.ResetRequests()
 
 	// MAAS tests the deployed machine again (not through Apelora), and a test fails.
@@ -423,7 +431,7 @@ func TestDriftFollowsIncusEvents(t *testing.T) {
 		}
 	}
 	m2 := "m2"
-	s := watchDrift(t, e.Base, admin, &m2, nil)
+	s := watchDrift(t, e.Base, admin, &m2, fromNow(t, e))
 	cli := func(args ...string) {
 		if out, err := lab.CLI(lab.Members[0], args...); err != nil {
 			t.Fatalf("incus %v: %v\n%s", args, err, out)

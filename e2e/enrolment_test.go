@@ -276,9 +276,11 @@ func TestEnrolmentAdmissionAndRemovalAgainstARealCluster(t *testing.T) {
 	}
 }
 
-// watchAdmission subscribes to a machine's admission checks through the generated client
-// (closed when the test ends), and waits until the subscription is registered, so a report
-// run next is seen whole.
+// watchAdmission subscribes to a machine's admission checks, and returns once the
+// subscription is in place: admissionChecks has no replay, so it asks for reports until
+// one run reaches the watcher whole, up to its verdict (on a loaded machine the server
+// may take a while to start a subscription; a sleep "until it is in place" was not
+// enough). The runs the caller starts next reach it whole.
 func watchAdmission(ctx context.Context, t *testing.T, base, token, machine string) (chan client.AdmissionChecksWsResponse, chan error) {
 	t.Helper()
 	ws, err := client.NewWebSocket(base+"/graphql", token)
@@ -294,8 +296,35 @@ func watchAdmission(ctx context.Context, t *testing.T, base, token, machine stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	return events, errs
+	gc := client.New(base+"/graphql", token, nil)
+	deadline := time.After(2 * time.Minute)
+	for {
+		rep, err := client.AdmissionReport(ctx, gc, machine)
+		if err != nil {
+			t.Fatalf("admission report on %s: %v", machine, err)
+		}
+		run := rep.AdmissionReport.RunId
+		// The run's verdict is its last event: once it is here, nothing of this run or of
+		// an earlier one is still on its way. Events of earlier runs are passed over.
+		for again := time.After(2 * time.Second); ; {
+			select {
+			case ev := <-events:
+				if ev.Errors != nil {
+					t.Fatalf("admissionChecks(%s): %v", machine, ev.Errors)
+				}
+				if ev.Data.AdmissionChecks.RunId == run && ev.Data.AdmissionChecks.Verdict != nil {
+					return events, errs
+				}
+				continue
+			case err := <-errs:
+				t.Fatalf("admissionChecks(%s): %v", machine, err)
+			case <-deadline:
+				t.Fatalf("admissionChecks(%s) pushed no whole run in 2 minutes of reports", machine)
+			case <-again:
+			}
+			break
+		}
+	}
 }
 
 // tokenSecret decodes a join token to its secret, to search for it too.

@@ -155,8 +155,10 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 			t.Fatal("the dry run changed something")
 		}
 
-		watch := watchMemberOperation(t, e, viewer, m0.Name, nil)
-		time.Sleep(300 * time.Millisecond) // the subscription is in place
+		// From the newest event on: the watcher has every event of the evacuation, however
+		// late its subscription starts on a loaded machine (no sleep "until it is in place").
+		newest := fmt.Sprint(e.Scalar(`SELECT coalesce(max(id), 0) FROM member_operation_events`))
+		watch := watchMemberOperation(t, e, viewer, m0.Name, &newest)
 		d = must(evacuate, map[string]any{"n": m0.Name})["evacuateMember"].(map[string]any)
 		if d["operation"] == nil || d["operation"].(map[string]any)["incusOperation"] == "" {
 			t.Fatalf("evacuation without a recorded operation: %v", d)
