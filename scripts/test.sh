@@ -178,15 +178,15 @@ go test -json -count=1 -timeout 40m "$@" | tee "$json" | jq -Rrj --unbuffered -n
 phase "go test $*"
 slowest
 if [ "$status" != 0 ]; then
-	echo "test: FAILED: $(jq -r 'select(.Action == "fail" and .Test != null) | "\(.Test) (\(.Package | sub("^github.com/apelora/fabric/?"; "./")))"' "$json" | sort -u | tr '\n' ' ')" >&2
-	unfinished=$(jq -r 'select(.Test != null and .Action != "output") | "\(.Package) \(.Test) \(.Action)"' "$json" |
-		awk '{k = $1 " " $2} $3 == "run" {open[k] = 1} $3 == "pass" || $3 == "fail" || $3 == "skip" {delete open[k]} END {for (k in open) print k}' | sort)
-	if [ -n "$unfinished" ]; then
-		echo "test: tests that never ended (a timeout or a crash), with their output:" >&2
-		while read -r pkg name; do
-			jq -rj --arg p "$pkg" --arg t "$name" 'select(.Package == $p and .Test == $t and .Action == "output") | .Output' "$json" >&2
-		done <<<"$unfinished"
-	fi
+	echo "test: FAILED: $(jq -r 'select(.Action == "fail") | "\(.Test // "the package") (\(.Package | sub("^github.com/apelora/fabric/?"; "./")))"' "$json" | sort -u | tr '\n' ' ')" >&2
+	# A crash or the timeout ends the test binary with its tests unfinished: their last lines.
+	jq -rn 'reduce (inputs | select(.Test != null)) as $e ({};
+			($e.Package + " " + $e.Test) as $k
+			| if $e.Action == "output" then .[$k].out = ((.[$k].out // []) + [$e.Output])[-40:]
+			elif $e.Action == "pass" or $e.Action == "fail" or $e.Action == "skip" then .[$k].ended = true
+			else . end)
+		| to_entries[] | select(.value.ended != true)
+		| "test: \(.key) never ended (a crash or the timeout); its last lines:\n" + (.value.out // [] | join(""))' "$json" >&2
 	print_phases
 	exit "$status"
 fi
