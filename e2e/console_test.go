@@ -62,11 +62,28 @@ func consoleTools(t *testing.T) (node, dir string) {
 }
 
 // shotsDir is where screenshots go: APELORA_CONSOLE_SHOTS, or a folder under the system's
-// temporary folder that outlives the test, so a person can look at them.
+// temporary folder that outlives the test, so a person can look at them. The folder is
+// held (an flock on name.lock beside it) until the test ends: the same test in another
+// go test process on the machine (another checkout's CI) waits rather than empty the
+// folder under it (the layout test reads its screenshots back).
 func shotsDir(t *testing.T, name string) string {
 	base := os.Getenv("APELORA_CONSOLE_SHOTS")
 	if base == "" {
 		base = filepath.Join(os.TempDir(), "apelora-console-shots")
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(base, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close() })
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Logf("screenshots: %s is in use by another test process; waiting for it", filepath.Join(base, name))
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
 	}
 	d := filepath.Join(base, name)
 	_ = os.RemoveAll(d)
