@@ -16,6 +16,7 @@ import (
 // (APELORA_INCUS_URL) plans m1's removal with a warning that says so, removes it through
 // another member, and goes on reading and changing the cluster through the others.
 func TestRemovingTheMemberApeloraTalksThrough(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 3)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
@@ -101,6 +102,7 @@ func TestRemovingTheMemberApeloraTalksThrough(t *testing.T) {
 // Incus's operation is done is not refused as "still running", and the maintenance task's
 // end is recorded without waiting out the follower's idle period.
 func TestInstantEvacuationEndsWhenIncusSaysSo(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 3)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
@@ -175,6 +177,7 @@ func TestInstantEvacuationEndsWhenIncusSaysSo(t *testing.T) {
 // gets no answer within the request timeout (the member hangs mid-removal) is followed to
 // its end: audited SUCCEEDED once Incus completed it, not FAILED.
 func TestRemovingAnOfflineMember(t *testing.T) {
+	parallel(t, lasts(25))
 	lab := incuslab.Start(t, 5)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithRequestTimeout(2*time.Second))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
@@ -288,6 +291,7 @@ func TestRemovingAnOfflineMember(t *testing.T) {
 // no drift, and says why: the checks that need it up are suspended while it is in
 // maintenance, named with the reason (Machine.driftQuiet); restored, they run again.
 func TestDriftSaysWhyItIsQuietInMaintenance(t *testing.T) {
+	parallel(t, lasts(10))
 	lab := incuslab.Start(t, 3)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithDrift(time.Second, time.Second), producttest.WithRequestTimeout(3*time.Second))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
