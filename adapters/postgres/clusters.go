@@ -58,9 +58,12 @@ func (c clusterStore) Clusters(ctx context.Context) ([]clusters.Cluster, error) 
 	return readClusters(ctx, c.s.q(ctx))
 }
 
-// references counts what names a cluster (clusters.References) in one statement.
+// references counts what names a cluster (clusters.References) in one statement. A machine
+// record that names no cluster counts for the environment's cluster: this release enrols,
+// admits and fences in that cluster only, so such a record is (or becomes) a member there.
 const references = `SELECT
-	(SELECT count(*) FROM machine_records WHERE cluster_id = $1),
+	(SELECT count(*) FROM machine_records WHERE cluster_id = $1
+		OR (cluster_id IS NULL AND EXISTS (SELECT 1 FROM clusters WHERE id = $1 AND from_environment))),
 	(SELECT count(*) FROM fence_mappings WHERE cluster_id = $1),
 	(SELECT count(*) FROM admissions WHERE cluster_id = $1 AND ended_at IS NULL),
 	(SELECT count(*) FROM rolling_operations WHERE cluster_id = $1 AND finished_at IS NULL),

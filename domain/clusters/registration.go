@@ -23,7 +23,7 @@ const (
 	// MaxCertificates bounds its CERTIFICATE blocks.
 	MaxCertificates = 8
 	// MaxSeeds bounds the member URLs a cluster's record keeps (clusters.seed_urls).
-	MaxSeeds = 64
+	MaxSeeds    = 64
 	maxURLBytes = 512
 )
 
@@ -58,7 +58,9 @@ func ParseRegistration(name, rawURL, certificate string) (Registration, error) {
 
 // ValidateName checks a cluster's name (the member-name rule: a cluster's name may stand
 // where a member's does, as in m1.rack2): INVALID_INPUT on field.
-func ValidateName(field, name string) error { return machines.ValidateMemberName(field, "cluster name", name) }
+func ValidateName(field, name string) error {
+	return machines.ValidateMemberName(field, "cluster name", name)
+}
 
 // ParseMemberURL checks the URL of one member: https, a host, an optional port, nothing
 // else (no user, path, query or fragment); it returns it without a trailing slash, with the

@@ -44,6 +44,8 @@ type Tx interface {
 // References is what names a cluster: removeCluster is refused while any of the first five
 // is not zero; the last three go with the cluster.
 type References struct {
+	// MachineRecords name the cluster; for the environment's cluster also those that name
+	// none (this release enrols into that cluster only).
 	MachineRecords          int
 	FenceMappings           int
 	OpenAdmissions          int

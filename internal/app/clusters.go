@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/internal/logging"
+	"github.com/apelora/fabric/resolvers"
 )
 
 // incusClusters is a process's side of the Incus clusters: their registry (the records,
@@ -97,4 +99,44 @@ func environment(ctx context.Context, cfg Config, opts incus.Config, log *slog.L
 	}
 	env.CertificatePEM = info.Certificate
 	return env, nil
+}
+
+// clusterSide is the clusters query's view of each cluster through the pool.
+type clusterSide struct{ ic *incusClusters }
+
+var _ resolvers.ClusterSide = clusterSide{}
+
+// clusterIncus is a cluster's ports as the clusters query reads them.
+type clusterIncus struct{ *incus.Ports }
+
+func (s clusterSide) Incus(ctx context.Context, cluster int64) (resolvers.ClusterIncus, error) {
+	p, err := s.ic.pool.For(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	return clusterIncus{p}, nil
+}
+
+func (s clusterSide) Addresses(c clusters.Cluster) ([]string, string) {
+	if c.Socket != "" {
+		return []string{}, "unix:" + c.Socket
+	}
+	cl, ok := s.ic.pool.Made(c.ID)
+	if !ok {
+		return slices.Clone(c.SeedURLs), ""
+	}
+	out := cl.Seeds()
+	for _, a := range cl.Addresses() {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out, cl.Through()
+}
+
+func (s clusterSide) ClientCertificate() string {
+	if s.ic.identity == nil {
+		return ""
+	}
+	return s.ic.identity.CertificatePEM()
 }

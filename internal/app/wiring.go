@@ -216,6 +216,8 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Placement:   &placement.Service{Store: store},
 		Maintenance: &maintenance.Service{Store: store.Maintenance(), Feed: maintenanceFeed.Hub()},
 		Rolling:     &rolling.Service{Store: store.Rolling()},
+		Clusters:    ics.service,
+		ClusterSide: clusterSide{ics},
 		Log:         log,
 	}
 	res.AuditLog = auditLog
