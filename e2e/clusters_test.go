@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/app"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
 )
@@ -74,7 +76,7 @@ func TestRegisteringASecondClusterAndEveryBadInput(t *testing.T) {
 	}
 
 	// refused calls one bad call (not a dry run): its error's code, the field at fault, what
-	// the message must say, and exactly one audit event (REFUSED) for its request.
+	// the message must say, and exactly one audit event for its request.
 	refused := func(what, token, query string, in map[string]any, code, field, says string) {
 		t.Helper()
 		r := e.GQL(token, query, map[string]any{"in": in})
@@ -88,8 +90,14 @@ func TestRegisteringASecondClusterAndEveryBadInput(t *testing.T) {
 		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE request_id = $1`, id); n != int64(1) {
 			t.Fatalf("%s: %v audit events for request %s, want 1", what, n, id)
 		}
-		if o := e.Scalar(`SELECT outcome || ' ' || action FROM audit_events WHERE request_id = $1`, id); !strings.HasPrefix(o.(string), "REFUSED ") {
-			t.Fatalf("%s: audited %v, want REFUSED", what, o)
+		// An upstream that cannot be reached fails the step (FAILED); every other bad input is
+		// refused before anything is recorded (REFUSED).
+		want := "REFUSED "
+		if code == "UNAVAILABLE" {
+			want = "FAILED "
+		}
+		if o := e.Scalar(`SELECT outcome || ' ' || action FROM audit_events WHERE request_id = $1`, id); !strings.HasPrefix(o.(string), want) {
+			t.Fatalf("%s: audited %v, want %s", what, o, want)
 		}
 	}
 	reg := func(name, url, cert string) map[string]any {
@@ -167,6 +175,8 @@ func TestRegisteringASecondClusterAndEveryBadInput(t *testing.T) {
 		"FAILED_PRECONDITION", "clusterCertificate", fingerprintOf(t, cert3))
 	refused("a cluster that does not trust Apelora", admin, registerClusterQuery, reg("rack3", rack3.URL, cert3),
 		"FAILED_PRECONDITION", "", "incus config trust add-certificate")
+	refused("a URL where no cluster answers", admin, registerClusterQuery, reg("rack4", "https://127.0.0.1:1", cert3),
+		"UNAVAILABLE", "", "could not be reached")
 	refused("an unknown cluster to remove", admin, removeClusterQuery, map[string]any{"name": "rack9"}, "NOT_FOUND", "name", "no cluster named rack9")
 	e.MustGQL(admin, registerQuery, map[string]any{"input": map[string]any{"name": "m1", "provisioner": "MANUAL"}})
 	refused("a cluster a machine record names", admin, removeClusterQuery, map[string]any{"name": "default"}, "FAILED_PRECONDITION", "", "machine record")
@@ -274,4 +284,53 @@ func TestConsoleRegistersACluster(t *testing.T) {
 		"RACK2_URL": rack2.URL, "RACK2_CERT": cert2, "RACK2_FINGERPRINT": fingerprintOf(t, cert2),
 		"RACK3_URL": rack3.URL, "RACK3_CERT": rack3.ClusterCertificatePEM(),
 	})
+}
+
+// An install of the previous release runs on unchanged: its database (migrated up to 0039,
+// written as that release wrote it) keeps every record, admission and fence mapping after
+// migration 0040, and the cluster of APELORA_INCUS_* is adopted at the first start under
+// APELORA_INCUS_CLUSTER_NAME, with them all; it cannot be removed while they name it.
+func TestThePreviousReleasesDatabaseRunsOnUnchanged(t *testing.T) {
+	parallel(t, lasts(6))
+	ctx := t.Context()
+	lab := incuslab.Start(t, 2)
+	db := pgtest.NewBefore(t, 40)
+	for _, sql := range []string{
+		`INSERT INTO machine_records (name, provisioner, maas_system_id, hardware_uuid, registered_at, registered_by) VALUES
+			('m1', 'MANUAL', NULL, NULL, now(), 'admin'), ('m2', 'MAAS', 'aaaa01', '4c4c4544-0042-3510-8052-000000000001', now(), 'admin')`,
+		`INSERT INTO admissions (machine, member, roles, admitted_by, request_id) VALUES ('m2', 'm2', '{database-standby}', 'admin', 'r1')`,
+		`INSERT INTO fence_mappings (member, maas_system_id, hardware_uuid, set_by, set_at) VALUES ('m2', 'aaaa01', '4c4c4544-0042-3510-8052-000000000001', 'admin', now())`,
+	} {
+		if _, err := db.Store.Pool().Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if _, err := db.Store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := producttest.StartOn(t, db, db.Store, producttest.WithIncus(lab.Config), func(c *app.Config) { c.Incus.ClusterName = "rack1" })
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+
+	cs := e.MustGQL(viewer, `{ clusters { name fromEnvironment registeredBy members { name } machineRecords removeRefusal } }`, nil)["clusters"].([]any)
+	if len(cs) != 1 {
+		t.Fatalf("clusters: %v", cs)
+	}
+	c := cs[0].(map[string]any)
+	refusal, _ := c["removeRefusal"].(string)
+	if c["name"] != "rack1" || c["fromEnvironment"] != true || c["registeredBy"] != "apelora (migration)" || c["machineRecords"] != float64(2) ||
+		fmt.Sprint(c["members"]) != "[map[name:m1] map[name:m2]]" || !strings.Contains(refusal, "2 machine records, 1 fence mapping, 1 admission") {
+		t.Fatalf("the carried-over cluster: %v", c)
+	}
+	if got := fmt.Sprint(e.MustGQL(viewer, `{ machines { name } fenceMappings { member maasSystemId } }`, nil)); got !=
+		"map[fenceMappings:[map[maasSystemId:aaaa01 member:m2]] machines:[map[name:m1] map[name:m2]]]" {
+		t.Fatalf("records and mappings after the upgrade: %s", got)
+	}
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'adoptCluster' AND outcome = 'SUCCEEDED'`); n != int64(1) {
+		t.Fatalf("%v adoption events, want 1", n)
+	}
+	r := e.GQL(admin, removeClusterQuery, map[string]any{"in": map[string]any{"name": "rack1"}})
+	if r.Code() != "FAILED_PRECONDITION" || !strings.Contains(r.Errors[0].Message, "2 machine records") {
+		t.Fatalf("removing the carried-over cluster: %+v", r.Errors)
+	}
 }
