@@ -178,7 +178,9 @@ func (r *mutationResolver) RemoveCluster(ctx context.Context, input model.Remove
 	if err != nil {
 		return nil, err
 	}
-	return &model.RemoveClusterPayload{Removed: mapCluster(c)}, nil
+	removed := mapCluster(c)
+	removed.Changed = true
+	return &model.RemoveClusterPayload{Removed: removed}, nil
 }
 
 // Clusters is the resolver for the clusters field.
