@@ -2892,7 +2892,7 @@ func (v *ClusterClusterClusterViewWarningsClusterWarning) GetMessage() string { 
 // An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
 type ClusterFields struct {
 	Name string `json:"name"`
-	// SHA-256 of the pinned cluster certificate (lower-case hex); empty for a socket cluster whose daemon has not answered yet.
+	// SHA-256 of the pinned cluster certificate (lower-case hex); empty until Apelora has read it: the cluster carried over from the previous release before APELORA_INCUS_* is set again, or a socket cluster whose daemon has not answered yet.
 	CertificateFingerprint string    `json:"certificateFingerprint"`
 	RegisteredAt           time.Time `json:"registeredAt"`
 	// Who registered it: an identity's name, or `apelora (migration)` for the cluster adopted from APELORA_INCUS_*.
@@ -10351,7 +10351,7 @@ func (v *RemoveClusterRemoveClusterRemoveClusterPayloadPlan) __premarshalJSON() 
 // An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
 type RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster struct {
 	Name string `json:"name"`
-	// SHA-256 of the pinned cluster certificate (lower-case hex); empty for a socket cluster whose daemon has not answered yet.
+	// SHA-256 of the pinned cluster certificate (lower-case hex); empty until Apelora has read it: the cluster carried over from the previous release before APELORA_INCUS_* is set again, or a socket cluster whose daemon has not answered yet.
 	CertificateFingerprint string `json:"certificateFingerprint"`
 }
 

@@ -4725,7 +4725,7 @@ type Cluster {
   addresses: [String!]!
   "The member Apelora talks through now (` + "`" + `unix:PATH` + "`" + ` for the socket); null when none has answered yet."
   through: String
-  "SHA-256 of the pinned cluster certificate (lower-case hex); empty for a socket cluster whose daemon has not answered yet."
+  "SHA-256 of the pinned cluster certificate (lower-case hex); empty until Apelora has read it: the cluster carried over from the previous release before APELORA_INCUS_* is set again, or a socket cluster whose daemon has not answered yet."
   certificateFingerprint: String!
   registeredAt: Time!
   "Who registered it: an identity's name, or ` + "`" + `apelora (migration)` + "`" + ` for the cluster adopted from APELORA_INCUS_*."

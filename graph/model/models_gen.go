@@ -241,7 +241,7 @@ type ClearHardwareProfilePayload struct {
 // An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
 type Cluster struct {
 	Name string `json:"name"`
-	// SHA-256 of the pinned cluster certificate (lower-case hex); empty for a socket cluster whose daemon has not answered yet.
+	// SHA-256 of the pinned cluster certificate (lower-case hex); empty until Apelora has read it: the cluster carried over from the previous release before APELORA_INCUS_* is set again, or a socket cluster whose daemon has not answered yet.
 	CertificateFingerprint string    `json:"certificateFingerprint"`
 	RegisteredAt           time.Time `json:"registeredAt"`
 	// Who registered it: an identity's name, or `apelora (migration)` for the cluster adopted from APELORA_INCUS_*.
