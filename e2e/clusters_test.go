@@ -334,3 +334,31 @@ func TestThePreviousReleasesDatabaseRunsOnUnchanged(t *testing.T) {
 		t.Fatalf("removing the carried-over cluster: %+v", r.Errors)
 	}
 }
+
+// The previous release's database started without APELORA_INCUS_*: its records stay with
+// the cluster the migration carried them over to, listed unread until those settings are
+// set again (its source says so).
+func TestACarriedOverClusterWaitsForItsSettings(t *testing.T) {
+	parallel(t)
+	ctx := t.Context()
+	db := pgtest.NewBefore(t, 40)
+	if _, err := db.Store.Pool().Exec(ctx, `INSERT INTO machine_records (name, provisioner, registered_at, registered_by) VALUES ('m1', 'MANUAL', now(), 'admin')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := producttest.StartOn(t, db, db.Store, producttest.WithoutIncus())
+	viewer := e.Identity("viewer", identity.ViewInfrastructure)
+	cs := e.MustGQL(viewer, `{ clusters { name fromEnvironment certificateFingerprint source { available message } members { name } machineRecords } }`, nil)["clusters"].([]any)
+	if len(cs) != 1 {
+		t.Fatalf("clusters: %v", cs)
+	}
+	c := cs[0].(map[string]any)
+	src := c["source"].(map[string]any)
+	msg, _ := src["message"].(string)
+	if c["name"] != "default" || c["fromEnvironment"] != true || c["certificateFingerprint"] != "" || c["members"] != nil || c["machineRecords"] != float64(1) ||
+		src["available"] != false || !strings.Contains(msg, "APELORA_INCUS_") {
+		t.Fatalf("the carried-over cluster without APELORA_INCUS_*: %v", c)
+	}
+}
