@@ -48,15 +48,3 @@ func (r *Resolver) clusterOf(obj *model.Cluster) (clusters.Cluster, error) {
 	}
 	return *obj.Record, nil
 }
-
-// readContext is the context a cluster's fields read Incus in. A change's answer
-// (registerCluster's cluster, removeCluster's removed) has its fields resolved on the
-// context of the confirmed change, which has ended by then (seen: a confirmation's answer
-// read "did not answer in time … context canceled"): its reads get a context of their
-// own, keeping its values, each Incus call still bounded by APELORA_REQUEST_TIMEOUT.
-func readContext(ctx context.Context, obj *model.Cluster) context.Context {
-	if obj.Changed {
-		return context.WithoutCancel(ctx)
-	}
-	return ctx
-}

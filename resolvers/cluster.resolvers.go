@@ -43,7 +43,6 @@ func (r *clusterResolver) Source(ctx context.Context, obj *model.Cluster) (*mode
 	if err != nil {
 		return nil, err
 	}
-	ctx = readContext(ctx, obj)
 	in, err := r.ClusterSide.Incus(ctx, c.ID)
 	if err == nil {
 		_, err = in.Members(ctx)
@@ -60,7 +59,6 @@ func (r *clusterResolver) Members(ctx context.Context, obj *model.Cluster) ([]*m
 	if err != nil {
 		return nil, err
 	}
-	ctx = readContext(ctx, obj)
 	in, err := r.ClusterSide.Incus(ctx, c.ID)
 	if err != nil {
 		return nil, nil // source says why
@@ -83,7 +81,6 @@ func (r *clusterResolver) Quorum(ctx context.Context, obj *model.Cluster) (*mode
 	if err != nil {
 		return nil, err
 	}
-	ctx = readContext(ctx, obj)
 	in, err := r.ClusterSide.Incus(ctx, c.ID)
 	if err != nil {
 		return nil, nil
@@ -119,7 +116,6 @@ func (r *clusterResolver) PlacementGuard(ctx context.Context, obj *model.Cluster
 	if err != nil {
 		return nil, err
 	}
-	ctx = readContext(ctx, obj)
 	in, err := r.ClusterSide.Incus(ctx, c.ID)
 	if err != nil {
 		return nil, nil
@@ -167,7 +163,6 @@ func (r *mutationResolver) RegisterCluster(ctx context.Context, input model.Regi
 	out := &model.RegisterClusterPayload{}
 	if reg.Cluster.ID != 0 && !plan.Active(ctx) {
 		out.Cluster = mapCluster(&reg.Cluster)
-		out.Cluster.Changed = true
 	}
 	return out, nil
 }
@@ -179,7 +174,6 @@ func (r *mutationResolver) RemoveCluster(ctx context.Context, input model.Remove
 		return nil, err
 	}
 	removed := mapCluster(c)
-	removed.Changed = true
 	return &model.RemoveClusterPayload{Removed: removed}, nil
 }
 

@@ -248,8 +248,6 @@ type Cluster struct {
 	RegisteredBy string `json:"registeredBy"`
 	// Carried over from APELORA_INCUS_* (its connection may also come from there).
 	FromEnvironment bool `json:"fromEnvironment"`
-	// Answered by a change (registerCluster, removeCluster): its fields read Incus after the change's context ended.
-	Changed bool `json:"-"`
 	// The cluster's record as it was read, for the fields resolved from it (a removed cluster's too).
 	Record *clusters.Cluster `json:"-"`
 }

@@ -250,6 +250,28 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 // refusedByGateKey marks a dry run the gate refused: its resolver does not run.
 type refusedByGateKey struct{}
 
+// replannedKey marks the context a confirmation's planning ran in (value *replanned).
+// gqlgen resolves a field's answer in the context of the last call to its resolver
+// (graphql.resolveField: `ctx = rctx`), and a confirmed change's planning is that last call:
+// nested in the real one, under the change's lease, which has ended by the time the answer
+// is resolved, and with the plan recorder, which makes it a dry run. The answer's fields go
+// back to the real call's context (answerContext): their reads are not cancelled, and they
+// are not a dry run's.
+type replannedKey struct{}
+
+type replanned struct{ call context.Context }
+
+// answerContext is the context of fc, a field of a mutation's answer: the real call's when
+// the mutation's planning ran last (see replannedKey), else ctx. Only the answer's own
+// fields are moved: theirs is the context their fields inherit.
+func answerContext(ctx context.Context, fc *graphql.FieldContext) context.Context {
+	r, ok := ctx.Value(replannedKey{}).(*replanned)
+	if !ok || r.call == nil {
+		return ctx
+	}
+	return graphql.WithFieldContext(r.call, fc)
+}
+
 // countPlan counts an allowed dry run by its result.
 func (g *gate) countPlan(mutation string, rec *plan.Recorder, failure *gqlerror.Error) {
 	if g.observer == nil {
@@ -275,7 +297,13 @@ func (g *gate) fields(ctx context.Context, next graphql.Resolver) (any, error) {
 	// The field's context is the innermost one: a read's fields stop here at once, before
 	// plan.From walks the whole chain.
 	fc := graphql.GetFieldContext(ctx)
-	if fc == nil || fc.Object != "Mutation" {
+	if fc == nil {
+		return next(ctx)
+	}
+	if fc.Object != "Mutation" {
+		if fc.Parent != nil && fc.Parent.Object == "Mutation" {
+			ctx = answerContext(ctx, fc)
+		}
 		return next(ctx)
 	}
 	rec := plan.From(ctx)
@@ -319,9 +347,10 @@ func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next gra
 		}
 		return next(ctx)
 	}
+	answer := &replanned{}
 	conf := plan.NewConfirmation(func(ctx context.Context) (*plan.Plan, error) {
 		rec := plan.For(fc.Field.Name, input)
-		if _, err := next(plan.With(ctx, rec)); err != nil {
+		if _, err := next(context.WithValue(plan.With(ctx, rec), replannedKey{}, answer)); err != nil {
 			// An upstream that did not answer the planning is not a changed plan: the call
 			// fails UNAVAILABLE (nothing changed) and is worth retrying with the same hash,
 			// as a bulk step's failed machines are.
@@ -342,7 +371,8 @@ func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next gra
 		}
 		return &now, nil
 	})
-	res, err := next(plan.WithConfirmation(ctx, conf))
+	answer.call = plan.WithConfirmation(ctx, conf)
+	res, err := next(answer.call)
 	if err == nil && !conf.Checked() {
 		// Every change checks its confirmation under its lease; a mutation that made none
 		// is a programming error: say so loudly.
