@@ -57,6 +57,7 @@ func (x *enrolled) phase(t *testing.T, name string) string {
 // Apelora's admission records, never from the audit trail: a build whose audit events are
 // named otherwise, or an emptied trail, leaves every phase as it was.
 func TestAdmissionIsAFactAndIncusCarriesItsMark(t *testing.T) {
+	parallel(t)
 	x := startEnrolled(t, 1)
 	ctx := t.Context()
 	node := x.lab.StartUnjoined(t, "node-2")
@@ -177,6 +178,7 @@ func rejoin(t *testing.T, lab *incuslab.Cluster, old *incuslab.Member) {
 // the latest admission of each machine over as a fact, the member stays ADMITTED, and the
 // server marks it in Incus at start, as a system action of its own.
 func TestAdmissionsAreCarriedOverFromTheTrail(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 2)
 	ctx := t.Context()
 	// The database as the release before admissions were facts left it: every migration

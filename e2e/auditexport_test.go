@@ -75,12 +75,7 @@ func startRsyslog(t *testing.T, tlsf *tlsFiles) *rsyslog {
 	t.Helper()
 	bin, mods := rsyslogd(t)
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	r := &rsyslog{t: t, bin: bin, mods: mods, dir: dir, conf: filepath.Join(dir, "rsyslog.conf"), addr: addr, out: filepath.Join(dir, "audit.log")}
 	global := fmt.Sprintf(`global(workDirectory=%q maxMessageSize="256k"`, dir)
@@ -263,6 +258,7 @@ func waitLines(t *testing.T, path string, n int64) {
 // other sink (JSON Lines) takes every event meanwhile: a sink that is down holds up neither
 // the mutations nor the other sink.
 func TestAuditExportSurvivesASyslogOutage(t *testing.T) {
+	parallel(t)
 	rs := startRsyslog(t, nil)
 	jsonl := filepath.Join(t.TempDir(), "audit.jsonl")
 	env := producttest.Start(t, func(c *app.Config) {
@@ -407,6 +403,7 @@ func writeTestCA(t *testing.T, dir string) tlsFiles {
 // against APELORA_AUDIT_SYSLOG_TLS_CA, the events arrive once, in order, and verify; a
 // server whose certificate the CA did not sign gets nothing and nothing is acknowledged.
 func TestAuditExportOverTLSToRsyslog(t *testing.T) {
+	parallel(t)
 	if _, mods := rsyslogd(t); mods != "" {
 		if _, err := os.Stat(filepath.Join(mods, "lmnsd_gtls.so")); err != nil {
 			t.Skip("SKIPPED: rsyslog's gtls driver (rsyslog-gnutls) is missing")
@@ -455,6 +452,7 @@ func TestAuditExportOverTLSToRsyslog(t *testing.T) {
 // Two API replicas configured with the same sink: one exports, the other stands by, so
 // the events both record reach the file once each, in order.
 func TestAuditExportHasOneExporterPerSinkAcrossReplicas(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	jsonl := filepath.Join(dir, "audit.jsonl")
 	export := func(c *app.Config) {

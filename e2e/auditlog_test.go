@@ -26,6 +26,7 @@ const (
 // covers has a proof a client checks with the checkpoint's public key alone; the signing
 // key is in no answer and no log line.
 func TestAuditCheckpointAndProofsOverTheAPI(t *testing.T) {
+	parallel(t)
 	state := t.TempDir()
 	e := producttest.Start(t, func(c *app.Config) { c.StateDir, c.AuditCheckpointInterval = state, time.Second })
 	admin := e.Identity("admin", identity.ManageInfrastructure)

@@ -117,6 +117,7 @@ func lastID(t *testing.T, e *producttest.Env) int64 {
 // subscriber is on; a subscriber that reconnects with the last id it has misses nothing
 // recorded while it was away.
 func TestAuditStreamReplaysAfterAnIDAndResumesAcrossReplicas(t *testing.T) {
+	parallel(t)
 	a := producttest.Start(t)
 	otherStore, err := postgres.Open(context.Background(), a.DB.URL, producttest.Discard)
 	if err != nil {

@@ -346,6 +346,7 @@ func otherAuditKey(t *testing.T) *auditlog.Key {
 // or so; the server never signs a checkpoint over it, never serves a checkpoint its key does
 // not verify, and goes on recording changes unless the stored tree cannot take them.
 func TestAuditTamperIsNamedAndRaised(t *testing.T) {
+	parallel(t, lasts(56))
 	cases := []struct {
 		name string
 		// beforeCheckpoint: the case is about events no checkpoint covers yet; if the

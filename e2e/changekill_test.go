@@ -199,6 +199,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // left to record it, then killed (SIGKILL). A new `apelora serve` on the same database
 // finds both steps, reads MAAS and Incus, and records each outcome once.
 func TestStepsInFlightWhenTheAPIProcessIsKilledAreRecordedOnce(t *testing.T) {
+	parallel(t, lasts(37))
 	w := &killWorld{lab: incuslab.Start(t, 3), maas: producttest.StartMAAS(t, maasFleet()), db: pgtest.New(t)}
 	w.admin = producttest.CreateIdentity(t, w.db.Store, "admin", identity.ManageInfrastructure)
 	bin := buildCommand(t, "github.com/apelora/fabric/cmd/apelora")
@@ -259,6 +260,7 @@ func TestStepsInFlightWhenTheAPIProcessIsKilledAreRecordedOnce(t *testing.T) {
 // the server's reconciler (or the change itself, if its write reached the new primary)
 // records each outcome once.
 func TestStepsInFlightWhenThePrimaryIsKilledAreRecordedOnce(t *testing.T) {
+	parallel(t, lasts(43), patroni)
 	pl := patronilab.Start(t, "apelora")
 	w := &killWorld{lab: incuslab.Start(t, 3), maas: producttest.StartMAAS(t, maasFleet()), db: patroniDatabase(t, pl)}
 	e := producttest.StartOn(t, w.db, w.db.Store, producttest.WithIncus(w.lab.Config), producttest.WithMAAS(w.maas.Config),

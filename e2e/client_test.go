@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 )
 
 func TestGeneratedClientQueriesAndMutates(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	token := e.Identity("automation", identity.ManageInfrastructure)
 	c := client.New(e.Base+"/graphql", token, nil)
@@ -59,6 +61,7 @@ func TestGeneratedClientQueriesAndMutates(t *testing.T) {
 // answer within two. genqlient v0.8.1 alone dies on the first ping; through client.Dialer
 // it answers and keeps going. This runs for many intervals, then proves events still flow.
 func TestGeneratedClientSubscriptionSurvivesKeepAlive(t *testing.T) {
+	parallel(t)
 	const interval = 100 * time.Millisecond
 	e := producttest.Start(t, producttest.WithPingInterval(interval))
 	token := e.Identity("dashboard", identity.ManageInfrastructure)
@@ -119,6 +122,7 @@ func (plainDialer) DialContext(ctx context.Context, url string, h http.Header) (
 // The trap the Dialer exists for, kept as a test so an upgrade that fixes it upstream is
 // noticed (and the Dialer can go).
 func TestPlainGenqlientDiesOnKeepAlive(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t, producttest.WithPingInterval(50*time.Millisecond))
 	token := e.Identity("dashboard", identity.ViewInfrastructure)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -147,5 +151,83 @@ func TestPlainGenqlientDiesOnKeepAlive(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("plain genqlient survived the keep-alive: upstream may have fixed it; revisit client.Dialer")
+	}
+}
+
+// A subscription ended while an event for it waits to be taken: genqlient v0.8.1 alone
+// panics (send on closed channel) and takes the whole process with it; through
+// client.NewWebSocket the event is dropped and the socket goes on. The event is known to
+// have been pushed when a second socket has it; the first socket's reader is then blocked
+// on the untaken event (had it not read it yet, nothing is sent and the test still holds).
+func TestEndingASubscriptionWithAnEventUntakenDoesNotCrash(t *testing.T) {
+	parallel(t)
+	e := producttest.Start(t)
+	watcher := e.Identity("watcher", identity.ViewInfrastructure)
+	c := client.New(e.Base+"/graphql", e.Identity("admin", identity.ManageInfrastructure), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	socket := func() graphql.WebSocketClient {
+		ws, err := client.NewWebSocket(e.Base+"/graphql", watcher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ws.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws
+	}
+	first, second := socket(), socket()
+	registered := 0
+	register := func() {
+		registered++
+		name := fmt.Sprintf("node-%d", registered)
+		if _, err := client.RegisterMachine(ctx, c, client.RegisterMachineInput{Name: name, Provisioner: client.ProvisionerKindManual}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, untaken, err := client.AuditEventRecorded(ctx, first, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, _, err := client.AuditEventRecorded(ctx, second, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both subscriptions are live once the second has an event: register until it has one
+	// (a registration made before the server started the subscription is not pushed).
+	for {
+		register()
+		select {
+		case <-seen:
+		case <-time.After(time.Second):
+			if ctx.Err() != nil {
+				t.Fatal("the second socket never had an event")
+			}
+			continue
+		}
+		break
+	}
+	if err := first.Unsubscribe(untaken); err != nil {
+		t.Fatal(err)
+	}
+	// The first socket still delivers.
+	again, _, err := client.AuditEventRecorded(ctx, first, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		register()
+		select {
+		case ev := <-again:
+			if ev.Errors != nil {
+				t.Fatalf("event carries errors: %v", ev.Errors)
+			}
+			return
+		case <-time.After(time.Second):
+			if ctx.Err() != nil {
+				t.Fatal("the first socket delivered nothing after the subscription with the untaken event ended")
+			}
+		}
 	}
 }

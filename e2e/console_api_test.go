@@ -23,6 +23,7 @@ import (
 // which MAAS steps a machine's state allows.
 
 func TestAuditEventsFilterByActorAndOutcome(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)
@@ -60,6 +61,7 @@ func TestAuditEventsFilterByActorAndOutcome(t *testing.T) {
 }
 
 func TestMachinesSayWhichMAASStepsTheirStateAllows(t *testing.T) {
+	parallel(t)
 	m := producttest.StartMAAS(t, maasFleet())
 	e := producttest.Start(t, producttest.WithMAAS(m.Config))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
@@ -108,6 +110,7 @@ func TestMachinesSayWhichMAASStepsTheirStateAllows(t *testing.T) {
 // and the reason, and no other: the identity's other session, and its bearer token's
 // sockets, go on.
 func TestConsoleSignOutClosesTheSessionsWebsockets(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	ws := strings.Replace(e.Base, "http", "ws", 1) + "/graphql"
@@ -168,6 +171,7 @@ func TestConsoleSignOutClosesTheSessionsWebsockets(t *testing.T) {
 // Identity.revokeRefusal is the refusal revokeIdentity would answer with, so the console
 // shows the server's reason beside a disabled Revoke.
 func TestIdentitiesSayWhyTheyCannotBeRevoked(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	e.Identity("viewer", identity.ViewInfrastructure)
@@ -204,6 +208,7 @@ func TestIdentitiesSayWhyTheyCannotBeRevoked(t *testing.T) {
 // read), so the console offers the series an install may name. The key here belongs to a
 // MAAS user without admin rights, as the README asks.
 func TestMAASImagesAreListedForAReadOnlyKey(t *testing.T) {
+	parallel(t)
 	key := sim.NewAPIKey()
 	fx := maasFleet()
 	fx.Config["synced_series"] = []any{"jammy", "noble"}

@@ -62,11 +62,28 @@ func consoleTools(t *testing.T) (node, dir string) {
 }
 
 // shotsDir is where screenshots go: APELORA_CONSOLE_SHOTS, or a folder under the system's
-// temporary folder that outlives the test, so a person can look at them.
+// temporary folder that outlives the test, so a person can look at them. The folder is
+// held (an flock on name.lock beside it) until the test ends: the same test in another
+// go test process on the machine (another checkout's CI) waits rather than empty the
+// folder under it (the layout test reads its screenshots back).
 func shotsDir(t *testing.T, name string) string {
 	base := os.Getenv("APELORA_CONSOLE_SHOTS")
 	if base == "" {
 		base = filepath.Join(os.TempDir(), "apelora-console-shots")
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(base, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close() })
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Logf("screenshots: %s is in use by another test process; waiting for it", filepath.Join(base, name))
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
 	}
 	d := filepath.Join(base, name)
 	_ = os.RemoveAll(d)
@@ -179,6 +196,7 @@ func consoleFleet() sim.Fixture {
 }
 
 func TestConsoleEndToEnd(t *testing.T) {
+	parallel(t, lasts(81), browser)
 	node, dir := consoleTools(t)
 	lab := incuslab.Start(t, 1)
 	m := producttest.StartMAAS(t, consoleFleet())
@@ -326,6 +344,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 // and 3,000 MAAS machines, where it measures a filter keystroke to paint and sees a member
 // held with incus arrive on the fleet page live.
 func TestConsoleScreens(t *testing.T) {
+	parallel(t, lasts(12), browser)
 	node, dir := consoleTools(t)
 	shots := shotsDir(t, "screens")
 
@@ -364,6 +383,7 @@ func TestConsoleScreens(t *testing.T) {
 // checkpoint N at T" and proves an event on request, checked in Chromium
 // (web/console/e2e/auditlog.e2e.mjs).
 func TestConsoleShowsTheCheckpointAndProvesAnEvent(t *testing.T) {
+	parallel(t, browser)
 	node, dir := consoleTools(t)
 	shots := shotsDir(t, "auditlog")
 	e := producttest.Start(t, func(c *app.Config) { c.AuditCheckpointInterval = 200 * time.Millisecond })
@@ -388,6 +408,7 @@ func TestConsoleShowsTheCheckpointAndProvesAnEvent(t *testing.T) {
 // the console shows "The audit trail does not verify since T" with the problem, checked in
 // Chromium (web/console/e2e/audittrail.e2e.mjs).
 func TestConsoleSaysOnEveryPageThatTheTrailDoesNotVerify(t *testing.T) {
+	parallel(t, browser)
 	node, dir := consoleTools(t)
 	shots := shotsDir(t, "audittrail")
 	e := producttest.Start(t, func(c *app.Config) { c.AuditCheckpointInterval = 200 * time.Millisecond })
@@ -420,6 +441,7 @@ func TestConsoleSaysOnEveryPageThatTheTrailDoesNotVerify(t *testing.T) {
 // interfaces and script results with unknowns, empty states and the failed script marked,
 // checked in Chromium (web/console/e2e/maashardware.e2e.mjs). MAAS only: no Incus needed.
 func TestConsoleShowsMAASHardware(t *testing.T) {
+	parallel(t, browser)
 	node, dir := consoleTools(t)
 	fx := maasFleet()
 	fx.Machines[0].StorageBytes = 0 // the disks say
@@ -437,6 +459,7 @@ func TestConsoleShowsMAASHardware(t *testing.T) {
 // TestConsoleEvacuatesAndRestores evacuates a real member from its machine page and
 // restores it: the dialog's plan, the live progress, the phase (web/console/e2e/maintenance.e2e.mjs).
 func TestConsoleEvacuatesAndRestores(t *testing.T) {
+	parallel(t, lasts(13), browser)
 	node, dir := consoleTools(t)
 	lab := incuslab.Start(t, 2)
 	m0, m1 := lab.Members[0], lab.Members[1]
@@ -502,6 +525,7 @@ const consoleHungTimeout = 7 * time.Second
 // page as the fleet does: a banner), and none still says "Loading" once the server's
 // request timeout, which the page is told, has passed (web/console/e2e/hungmaas.e2e.mjs).
 func TestConsolePagesWhileMAASHangs(t *testing.T) {
+	parallel(t, lasts(27), browser)
 	node, dir := consoleTools(t)
 	lab := incuslab.Start(t, 1)
 	caFile := filepath.Join(t.TempDir(), "maas.pem")
@@ -526,6 +550,7 @@ func TestConsolePagesWhileMAASHangs(t *testing.T) {
 // then admits it, two steps each planned, read (a human pause) and confirmed, each its own
 // audit event; then an untargeted instance lands on m1 (web/console/e2e/admit.e2e.mjs).
 func TestConsoleAdmitsTheFoundingMember(t *testing.T) {
+	parallel(t, browser)
 	node, dir := consoleTools(t)
 	lab := incuslab.Start(t, 1)
 	first := lab.Members[0]
@@ -597,6 +622,7 @@ func text1024(what string) string {
 // clientWidth), nothing may be clipped inside a scrolling box, and every action button
 // must be on screen (web/console/e2e/layout.e2e.mjs).
 func TestConsoleLayoutHoldsRealText(t *testing.T) {
+	parallel(t, browser)
 	node, dir := consoleTools(t)
 	lab := incuslab.Start(t, 1)
 	longMember := lab.StartUnjoined(t, name63("member"))

@@ -107,8 +107,16 @@ func watchDrift(t *testing.T, base, token string, machine, after *string) *drift
 			s.events <- r.Data.DriftChanges.DriftEventFields
 		}
 	}()
-	time.Sleep(200 * time.Millisecond) // subscribed before anything is done
 	return s
+}
+
+// fromNow is the id of the newest drift event ("0" when none), for watchDrift's after: the
+// watcher then has every event recorded from now on, however late its subscription
+// starts on a loaded machine (no sleep "until it is subscribed").
+func fromNow(t *testing.T, e *producttest.Env) *string {
+	t.Helper()
+	id := fmt.Sprint(e.Scalar(`SELECT coalesce(max(id), 0) FROM drift_events`))
+	return &id
 }
 
 // next waits for the next event, failing after a minute.
@@ -200,6 +208,7 @@ func incusMethods(t *testing.T, logs string) map[string]int {
 }
 
 func TestDriftRaisedAndClearedOnARealCluster(t *testing.T) {
+	parallel(t, lasts(49))
 	x := startReplicas(t, 3, driftOptions...)
 	node := x.enrol(t, "node-4")
 	// A role of the administrator's, so that dropping it later is drift.
@@ -214,7 +223,7 @@ func TestDriftRaisedAndClearedOnARealCluster(t *testing.T) {
 
 	// Subscribed on the second replica, whichever replica leads the watch.
 	node4 := "node-4"
-	s := watchDrift(t, x.b.Base, x.token, &node4, nil)
+	s := watchDrift(t, x.b.Base, x.token, &node4, fromNow(t, x.e))
 
 	start := time.Now()
 	x.incus(t, "cluster", "set", "node-4", "scheduler.instance=manual")
@@ -307,6 +316,7 @@ func TestDriftRaisedAndClearedOnARealCluster(t *testing.T) {
 }
 
 func TestDriftOfALaterMAASHardwareTest(t *testing.T) {
+	parallel(t, lasts(13))
 	lab := incuslab.Start(t, 2)
 	m := producttest.StartMAAS(t, maasFleet())
 	e := producttest.Start(t, append([]producttest.Option{producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config)}, driftOptions...)...)
@@ -320,7 +330,7 @@ func TestDriftOfALaterMAASHardwareTest(t *testing.T) {
 		t.Fatal(r.Errors)
 	}
 	m2 := "m2"
-	s := watchDrift(t, e.Base, admin, &m2, nil)
+	s := watchDrift(t, e.Base, admin, &m2, fromNow(t, e))
 	m.ResetRequests()
 
 	// MAAS tests the deployed machine again (not through Apelora), and a test fails.
@@ -408,6 +418,7 @@ func TestDriftOfALaterMAASHardwareTest(t *testing.T) {
 
 // With an interval of an hour, only Incus's lifecycle events can bring drift in quickly.
 func TestDriftFollowsIncusEvents(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 2)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithDrift(time.Hour, time.Hour))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
@@ -420,7 +431,7 @@ func TestDriftFollowsIncusEvents(t *testing.T) {
 		}
 	}
 	m2 := "m2"
-	s := watchDrift(t, e.Base, admin, &m2, nil)
+	s := watchDrift(t, e.Base, admin, &m2, fromNow(t, e))
 	cli := func(args ...string) {
 		if out, err := lab.CLI(lab.Members[0], args...); err != nil {
 			t.Fatalf("incus %v: %v\n%s", args, err, out)
@@ -436,6 +447,7 @@ func TestDriftFollowsIncusEvents(t *testing.T) {
 }
 
 func TestDriftReadsAndHostileArguments(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)
 	if r := e.GQL("", `{ drift { machine } }`, nil); r.Code() != "UNAUTHENTICATED" {

@@ -13,6 +13,7 @@ import (
 // caller's dry run writes nothing at all, audit event included (a metric counts it),
 // invalid input too; one refused for permission is audited REFUSED.
 func TestDryRunShowsOnlyStateThatExists(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	e.MustGQL(admin, createIdentityQuery, map[string]any{"input": map[string]any{"name": "ops", "permissions": []string{"VIEW_INFRASTRUCTURE"}}})

@@ -16,26 +16,39 @@ import (
 // (APELORA_INCUS_URL) plans m1's removal with a warning that says so, removes it through
 // another member, and goes on reading and changing the cluster through the others.
 func TestRemovingTheMemberApeloraTalksThrough(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 3)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	m1 := lab.Members[0]
 	const remove = `mutation($in: RemoveMemberInput!) { removeMember(input: $in) {
 		plan { refused refusals { code message } warnings { message } } } }`
+	// clusterMembers reads the cluster until Incus answers: right after a member's removal
+	// the remaining members elect a new raft leader and answer "RAFT cluster is unavailable"
+	// for a moment (Incus's own behaviour, seen for about 2 s on a loaded machine); what is
+	// tested is that Apelora then reads through the others, within a bound.
 	clusterMembers := func() []string {
 		t.Helper()
-		r := e.GQL(admin, `{ cluster { members offlineMembers warnings { code message } } fleet { machines { name } sources { incus { available message } } } }`, nil)
-		if len(r.Errors) > 0 {
-			t.Fatalf("cluster view: %+v", r.Errors)
-		}
-		c := r.Data["cluster"].(map[string]any)
-		if len(c["warnings"].([]any)) > 0 && strings.Contains(fmt.Sprint(c["warnings"]), "INCUS_UNAVAILABLE") {
-			t.Fatalf("cluster view: %v", c["warnings"])
+		var r *producttest.Response
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			r = e.GQL(admin, `{ cluster { members offlineMembers warnings { code message } } fleet { machines { name } sources { incus { available message } } } }`, nil)
+			if len(r.Errors) > 0 {
+				t.Fatalf("cluster view: %+v", r.Errors)
+			}
+			c := r.Data["cluster"].(map[string]any)
+			f := r.Data["fleet"].(map[string]any)
+			unavailable := strings.Contains(fmt.Sprint(c["warnings"]), "INCUS_UNAVAILABLE") ||
+				f["sources"].(map[string]any)["incus"].(map[string]any)["available"] != true
+			if !unavailable {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Incus still unavailable through the other members after 60 s: cluster %v, fleet %v", c["warnings"], f["sources"])
+			}
+			time.Sleep(250 * time.Millisecond)
 		}
 		f := r.Data["fleet"].(map[string]any)
-		if f["sources"].(map[string]any)["incus"].(map[string]any)["available"] != true {
-			t.Fatalf("fleet: Incus unavailable: %v", f["sources"])
-		}
 		var names []string
 		for _, m := range f["machines"].([]any) {
 			names = append(names, m.(map[string]any)["name"].(string))
@@ -89,6 +102,7 @@ func TestRemovingTheMemberApeloraTalksThrough(t *testing.T) {
 // Incus's operation is done is not refused as "still running", and the maintenance task's
 // end is recorded without waiting out the follower's idle period.
 func TestInstantEvacuationEndsWhenIncusSaysSo(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 3)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
@@ -163,6 +177,7 @@ func TestInstantEvacuationEndsWhenIncusSaysSo(t *testing.T) {
 // gets no answer within the request timeout (the member hangs mid-removal) is followed to
 // its end: audited SUCCEEDED once Incus completed it, not FAILED.
 func TestRemovingAnOfflineMember(t *testing.T) {
+	parallel(t, lasts(25))
 	lab := incuslab.Start(t, 5)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithRequestTimeout(2*time.Second))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
@@ -276,6 +291,7 @@ func TestRemovingAnOfflineMember(t *testing.T) {
 // no drift, and says why: the checks that need it up are suspended while it is in
 // maintenance, named with the reason (Machine.driftQuiet); restored, they run again.
 func TestDriftSaysWhyItIsQuietInMaintenance(t *testing.T) {
+	parallel(t, lasts(10))
 	lab := incuslab.Start(t, 3)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithDrift(time.Second, time.Second), producttest.WithRequestTimeout(3*time.Second))
 	admin := e.Identity("admin", identity.ManageInfrastructure)

@@ -96,6 +96,7 @@ func location(t *testing.T, c *incus.Client, name string) string {
 }
 
 func TestEnrolmentAdmissionAndRemovalAgainstARealCluster(t *testing.T) {
+	parallel(t)
 	x := startEnrolled(t, 3)
 	ctx := t.Context()
 
@@ -275,9 +276,11 @@ func TestEnrolmentAdmissionAndRemovalAgainstARealCluster(t *testing.T) {
 	}
 }
 
-// watchAdmission subscribes to a machine's admission checks through the generated client
-// (closed when the test ends), and waits until the subscription is registered, so a report
-// run next is seen whole.
+// watchAdmission subscribes to a machine's admission checks, and returns once the
+// subscription is in place: admissionChecks has no replay, so it asks for reports until
+// one run reaches the watcher whole, up to its verdict (on a loaded machine the server
+// may take a while to start a subscription; a sleep "until it is in place" was not
+// enough). The runs the caller starts next reach it whole.
 func watchAdmission(ctx context.Context, t *testing.T, base, token, machine string) (chan client.AdmissionChecksWsResponse, chan error) {
 	t.Helper()
 	ws, err := client.NewWebSocket(base+"/graphql", token)
@@ -293,8 +296,35 @@ func watchAdmission(ctx context.Context, t *testing.T, base, token, machine stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	return events, errs
+	gc := client.New(base+"/graphql", token, nil)
+	deadline := time.After(2 * time.Minute)
+	for {
+		rep, err := client.AdmissionReport(ctx, gc, machine)
+		if err != nil {
+			t.Fatalf("admission report on %s: %v", machine, err)
+		}
+		run := rep.AdmissionReport.RunId
+		// The run's verdict is its last event: once it is here, nothing of this run or of
+		// an earlier one is still on its way. Events of earlier runs are passed over.
+		for again := time.After(2 * time.Second); ; {
+			select {
+			case ev := <-events:
+				if ev.Errors != nil {
+					t.Fatalf("admissionChecks(%s): %v", machine, ev.Errors)
+				}
+				if ev.Data.AdmissionChecks.RunId == run && ev.Data.AdmissionChecks.Verdict != nil {
+					return events, errs
+				}
+				continue
+			case err := <-errs:
+				t.Fatalf("admissionChecks(%s): %v", machine, err)
+			case <-deadline:
+				t.Fatalf("admissionChecks(%s) pushed no whole run in 2 minutes of reports", machine)
+			case <-again:
+			}
+			break
+		}
+	}
 }
 
 // tokenSecret decodes a join token to its secret, to search for it too.
@@ -314,6 +344,7 @@ func tokenSecret(t *testing.T, token string) string {
 }
 
 func TestAdmissionFailuresAndWarnings(t *testing.T) {
+	parallel(t, lasts(54))
 	x := startEnrolled(t, 3)
 	for _, n := range []string{"m2", "m3"} {
 		x.must(t, `mutation($n: String!) { registerMachine(input: {name: $n, provisioner: MANUAL}) { machine { name } } }`, map[string]any{"n": n})
@@ -376,6 +407,7 @@ func TestAdmissionFailuresAndWarnings(t *testing.T) {
 }
 
 func TestConcurrentChangesToOneMachineAreRefusedAsBusy(t *testing.T) {
+	parallel(t)
 	x := startEnrolled(t, 1)
 	x.must(t, `mutation { registerMachine(input: {name: "node-1", provisioner: MANUAL}) { machine { name } } }`, nil)
 	// Another administrator's change holds the machine's lease (as a slow approval would).
@@ -391,6 +423,7 @@ func TestConcurrentChangesToOneMachineAreRefusedAsBusy(t *testing.T) {
 }
 
 func TestRevokeAndReapprove(t *testing.T) {
+	parallel(t)
 	x := startEnrolled(t, 1)
 	x.must(t, `mutation { registerMachine(input: {name: "node-2", provisioner: MANUAL}) { machine { name } } }`, nil)
 	first := x.must(t, `mutation { approveEnrolment(input: {name: "node-2"}) { joinToken } }`, nil)["approveEnrolment"].(map[string]any)["joinToken"].(string)
@@ -433,6 +466,7 @@ func TestRevokeAndReapprove(t *testing.T) {
 // Admission results reach subscribers on every API replica: two servers share the
 // database; the report runs on one, the subscriber listens on the other.
 func TestAdmissionChecksReachSubscribersOnAnotherReplica(t *testing.T) {
+	parallel(t)
 	x := startEnrolled(t, 1)
 	other := producttest.StartOn(t, x.e.DB, x.e.DB.Store, producttest.WithIncus(x.lab.Config))
 	token := x.e.Identity("watcher", identity.ViewInfrastructure)

@@ -41,6 +41,7 @@ import (
 //
 // The last log line, "FAILOVER DRILL: …", is what scripts/ha-drill.sh collects.
 func TestFailoverDrill(t *testing.T) {
+	parallel(t, lasts(77), patroni)
 	began := time.Now()
 	pl := patronilab.Start(t, "apelora")
 	db := patroniDatabase(t, pl)

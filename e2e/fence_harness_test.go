@@ -317,6 +317,16 @@ func buildCommand(t *testing.T, pkg string) string {
 	return b.bin
 }
 
+// removeBuilds removes what buildCommand built (TestMain, once the tests are done).
+func removeBuilds() {
+	builds.Range(func(_, v any) bool {
+		if b := v.(*builtCommand); b.bin != "" {
+			_ = os.RemoveAll(filepath.Dir(b.bin))
+		}
+		return true
+	})
+}
+
 func buildWorker(t *testing.T) string {
 	return buildCommand(t, "github.com/apelora/fabric/cmd/apelora-worker")
 }

@@ -22,6 +22,7 @@ import (
 //     reads the power still on and reports NOT_CONFIRMED/POWER_NOT_OFF for that request,
 //     sends nothing inside the cooldown, and after it fences m3 with a request of its own.
 func TestFencingWhenThePowerReadFailsOrTheWorkerDiesBeforeSending(t *testing.T) {
+	parallel(t, lasts(90))
 	const cooldown = 20 * time.Second
 	x := startFenceEnv(t, 3, nil, fastFence(cooldown.String()))
 	x.startWorker("w1")

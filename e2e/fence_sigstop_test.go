@@ -25,6 +25,7 @@ import (
 //   - w1 writes nothing once w2 leads (no fence event of it after w2's LEADING), says in
 //     its log that its epoch's lease was lost, and stands by.
 func TestAPausedLeaderSendsNothingAfterItsLeaseLapsed(t *testing.T) {
+	parallel(t, lasts(62))
 	limits := fastFence("10m")
 	// The confirmation outlives the pause and the take-over: the request is confirmed by
 	// reading the power state, not given up on while w1 is stopped.

@@ -22,6 +22,7 @@ import (
 // First of all, a worker whose offline time Incus's own offline threshold could outlast
 // does not start.
 func TestFencingWhenIncusCannotBeTrusted(t *testing.T) {
+	parallel(t, lasts(189))
 	limits := fastFence("5s")
 	limits["APELORA_FENCE_SETTLE"] = "15s"
 	limits["APELORA_REQUEST_TIMEOUT"] = "3s" // a hung Incus fails a round quickly

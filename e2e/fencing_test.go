@@ -36,6 +36,7 @@ func fastFence(cooldown string) map[string]string {
 // leader is killed between sending it and confirming it. Everything is watched through
 // fenceProgress on a websocket to the other API replica.
 func TestFencingOnARealCluster(t *testing.T) {
+	parallel(t, lasts(84))
 	began := time.Now()
 	const cooldown = 20 * time.Second
 	x := startFenceEnv(t, 3, nil, fastFence(cooldown.String()))
@@ -276,6 +277,7 @@ func warningCodes(v any) string {
 // returns, the other is fenced. Then, with a long offline time, a member that hangs and
 // comes back before it is fenced is left alone.
 func TestFencingLimitsAcrossAPostgreSQLRestart(t *testing.T) {
+	parallel(t, lasts(111))
 	began := time.Now()
 	pg, db := startPrivatePostgreSQL(t)
 	x := startFenceEnv(t, 4, db, fastFence("1m"))

@@ -22,6 +22,7 @@ import (
 // holds every request (Stall) until the test lets it answer; the request timeout is two
 // minutes, so only the fleet's own patience can let the query answer while MAAS is held.
 func TestFleetShowsIncusAndRecordsBeforeMAASAnswers(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 1)
 	sm := producttest.StartMAAS(t, maasFleet())
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(sm.Config),
@@ -116,6 +117,7 @@ func warningMessages(row map[string]any) string {
 // rows): a figure for the README. Last, a bulk register of 10 machines shows each
 // machine's plan and confirms each with its plan's hash (web/console/e2e/fleetfirst.e2e.mjs).
 func TestConsoleFleetBeforeMAAS(t *testing.T) {
+	parallel(t, lasts(22), browser)
 	node, dir := consoleTools(t)
 	fx := sim.Fixture{}
 	for i := range 300 {
@@ -175,6 +177,7 @@ func TestConsoleFleetBeforeMAAS(t *testing.T) {
 // another plan. The same confirmation succeeds once MAAS answers, which is what the bulk
 // dialog's retry of its failed machines sends.
 func TestAConfirmationWhileMAASIsDownFailsUnavailable(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 1)
 	sm := producttest.StartMAAS(t, maasFleet())
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(sm.Config), producttest.WithRequestTimeout(3*time.Second))

@@ -24,6 +24,7 @@ import (
 const registerQuery = `mutation($input: RegisterMachineInput!) { registerMachine(input: $input) { machine { name phase record { name description provisioner { kind } registeredBy } } } }`
 
 func TestRegisterAuditsAllowedAndRefusedCalls(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 1)
 	e := producttest.Start(t, producttest.WithIncus(lab.Config))
 	manager := e.Identity("alice", identity.ManageInfrastructure)
@@ -92,6 +93,7 @@ func TestRegisterAuditsAllowedAndRefusedCalls(t *testing.T) {
 }
 
 func TestBadInputGetsClearErrorsAndChangesNothing(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	manager := e.Identity("alice", identity.ManageInfrastructure)
 	e.MustGQL(manager, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
@@ -139,6 +141,7 @@ func TestBadInputGetsClearErrorsAndChangesNothing(t *testing.T) {
 }
 
 func TestOnlyTokenHashesAreStored(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	token := e.Identity("alice", identity.ManageInfrastructure)
 	e.MustGQL(token, registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MANUAL"}})
@@ -157,6 +160,7 @@ func TestOnlyTokenHashesAreStored(t *testing.T) {
 }
 
 func TestWebsocketWithoutValidTokenIsClosedWith4403(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	for _, auth := range []string{"", "Bearer apl_wrong"} {
 		d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}}
@@ -247,6 +251,7 @@ func (p *proxy) cutOff() {
 }
 
 func TestUnreachableDatabaseRefusesMutationsAndChangesNothing(t *testing.T) {
+	parallel(t)
 	db := pgtest.New(t)
 	cfg, err := parseHostPort(db.URL)
 	if err != nil {
@@ -306,6 +311,7 @@ func parseHostPort(url string) (string, error) {
 }
 
 func TestMutationWhoseAuditCannotBeWrittenChangesNothing(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	token := e.Identity("alice", identity.ManageInfrastructure)
 	// Make every audit insert fail, as a full disk or a broken trigger would.
@@ -325,6 +331,7 @@ func TestMutationWhoseAuditCannotBeWrittenChangesNothing(t *testing.T) {
 }
 
 func TestGraphiQLIsServedFromTheBinary(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	resp, err := http.Get(e.Base + "/graphiql/")
 	if err != nil {

@@ -110,6 +110,7 @@ func literal(schema *ast.Schema, t *ast.Type, depth int) string {
 const walkTarget = "walk-target"
 
 func TestEveryMutationIsRefusedWithoutManageInfrastructure(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)
 	eraser := e.UncheckedIdentity("eraser", identity.HardwareDelete)
@@ -171,6 +172,7 @@ func TestEveryMutationIsRefusedWithoutManageInfrastructure(t *testing.T) {
 }
 
 func TestReadsNeedAnAuthenticatedIdentity(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	manager := e.Identity("manager", identity.ManageInfrastructure)
 	eraser := e.UncheckedIdentity("eraser", identity.HardwareDelete)
@@ -196,6 +198,7 @@ func TestReadsNeedAnAuthenticatedIdentity(t *testing.T) {
 // Without an Incus admin identity configured, every mutation is refused, audited, and
 // changes nothing, even for an administrator with every permission.
 func TestEveryMutationIsRefusedWithoutIncusConfigured(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t, producttest.WithoutIncus())
 	admin := e.Identity("admin", identity.ManageInfrastructure, identity.HardwareDelete)
 	for _, call := range everyMutation(t) {

@@ -75,6 +75,7 @@ func await(t *testing.T, lines <-chan map[string]any) map[string]any {
 }
 
 func TestTheReferenceGraphQLWSClientQueriesAndSubscribesThroughKeepAlives(t *testing.T) {
+	parallel(t)
 	const ping = 100 * time.Millisecond
 	e := producttest.Start(t, producttest.WithPingInterval(ping))
 	token := e.Identity("console", identity.ManageInfrastructure)
@@ -126,6 +127,7 @@ func TestTheReferenceGraphQLWSClientQueriesAndSubscribesThroughKeepAlives(t *tes
 }
 
 func TestTheReferenceGraphQLWSClientIsRefusedFinallyWith4403(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	ws := strings.Replace(e.Base, "http", "ws", 1) + "/graphql"
 	lines := nodeClient(t, map[string]any{
@@ -154,6 +156,7 @@ func TestTheReferenceGraphQLWSClientIsRefusedFinallyWith4403(t *testing.T) {
 }
 
 func TestACrossOriginPageCannotOpenASocket(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	token := e.Identity("console", identity.ViewInfrastructure)
 	ws := strings.Replace(e.Base, "http", "ws", 1) + "/graphql"

@@ -13,6 +13,7 @@ const setProfile = `mutation($in: SetHardwareProfileInput!) { setHardwareProfile
 	profile { name architecture minCpuCores minMemoryMiB minDisks minDiskSizeGB minNics minNicSpeedMbps setBy machines } previous { minCpuCores } } }`
 
 func TestHardwareProfilesThroughTheAPI(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)

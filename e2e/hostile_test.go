@@ -277,6 +277,7 @@ func serverUp(t *testing.T, e *producttest.Env) {
 // keeps exactly one bounded event per call (none for an allowed caller's dry run), the answer carries a documented code and
 // echoes no more than a short prefix, and the server stays up.
 func TestHostileInputLeavesOneBoundedAuditEventPerCall(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	manager := e.Identity("manager", identity.ManageInfrastructure)
 	calls := hostileMutations(t)

@@ -22,6 +22,7 @@ const humanPause = 2100 * time.Millisecond
 // Incus or MAAS as its intent (STARTED, with the approved input, plan and hash) and its
 // outcome naming it; a change of the database alone as one event.
 func TestEveryChangeConfirmedAtHumanPace(t *testing.T) {
+	parallel(t, lasts(25))
 	x := startChangeWorld(t)
 	confirmed := map[string]bool{}
 	// batch plans each change, pauses once, then confirms each with its plan's hash.

@@ -160,6 +160,7 @@ func (s *rawSocket) complete(id string) {
 // identities, are not limited; what is closed or completed is given back. The audit's
 // identityLimited events (actor the identity) count every refusal, bounded per window.
 func TestOneTokenIsHeldToItsWebsocketsAndSubscriptions(t *testing.T) {
+	parallel(t)
 	const window = 2 * time.Second
 	e := producttest.Start(t, producttest.WithRefusalWindow(window))
 	viewer := "Bearer " + e.Identity("viewer", identity.ViewInfrastructure)

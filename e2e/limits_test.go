@@ -46,6 +46,7 @@ func aliases(n int) string {
 // Issue 8, failure 1: without a token, 50 aliases sharing a 200 KB variable grew the
 // audit by 10 MB, a 4 MB description was stored whole, and 1,000 aliases wrote 1,000 rows.
 func TestAnonymousCallsCannotFloodTheAudit(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	d200k := strings.Repeat("d", 200<<10)
 	size := auditTableBytes(t, e)
@@ -110,6 +111,7 @@ func TestAnonymousCallsCannotFloodTheAudit(t *testing.T) {
 
 // Issue 8, failure 2: a NUL byte made the audit insert fail, so the call left no trace.
 func TestNULBytesAreAuditedEscaped(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	manager := e.Identity("manager", identity.ManageInfrastructure)
 	for _, c := range []struct{ token, actor, outcome, code string }{{"", "anonymous", "REFUSED", "UNAUTHENTICATED"}, {manager, "manager", "REFUSED", "INVALID_INPUT"}} {
@@ -140,6 +142,7 @@ func TestNULBytesAreAuditedEscaped(t *testing.T) {
 
 // Issue 8, failure 3: an 8 MB systemId was echoed whole and stored twice.
 func TestLargeValuesAreNeitherEchoedNorStoredWhole(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	manager := e.Identity("manager", identity.ManageInfrastructure)
 	r := post(t, e, manager, "application/json", gqlBody(registerQuery, map[string]any{"input": map[string]any{"name": "node-1", "provisioner": "MAAS", "maasSystemId": strings.Repeat("s", 8<<20)}}))
@@ -188,6 +191,7 @@ func TestLargeValuesAreNeitherEchoedNorStoredWhole(t *testing.T) {
 // connection is answered 408 and closed once the body read timeout passes, while
 // websockets (hijacked connections of the same server) keep working past it.
 func TestSlowBodiesAreCutOffAndWebsocketsAreNot(t *testing.T) {
+	parallel(t, lasts(11))
 	e := producttest.Start(t)
 	manager := e.Identity("manager", identity.ManageInfrastructure)
 
@@ -284,6 +288,7 @@ func TestSlowBodiesAreCutOffAndWebsocketsAreNot(t *testing.T) {
 
 // Issue 8, failure 3: a subscription sent over POST waited for the next event.
 func TestSubscriptionOverPOSTIsRefusedAtOnce(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)
 	done := make(chan *producttest.Response, 1)
@@ -301,6 +306,7 @@ func TestSubscriptionOverPOSTIsRefusedAtOnce(t *testing.T) {
 // Issue 8, failure 6: every error carries a documented code, including the transport's
 // and GraphQL's own, with messages that say what to fix.
 func TestEveryRefusalCarriesADocumentedCode(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	manager := e.Identity("manager", identity.ManageInfrastructure)
 	cases := []struct {
@@ -358,6 +364,7 @@ func complexAliases(n int) string {
 // Retry-After before any GraphQL work, one audit event per address per window, other
 // addresses and valid tokens unaffected.
 func TestFailedAuthenticationIsRateLimitedPerAddress(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t, producttest.WithAuthFailureLimit(server.DefaultAuthFailureLimit))
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)
 	from := func(ip string) *http.Client {
@@ -428,6 +435,7 @@ func TestFailedAuthenticationIsRateLimitedPerAddress(t *testing.T) {
 // (graphql-ws clients stop on it), one audit event per window, and a valid token from the
 // same address is still acknowledged.
 func TestFailedWebsocketAuthenticationIsRateLimitedPerAddress(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t, producttest.WithAuthFailureLimit(server.DefaultAuthFailureLimit))
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)
 	url := strings.Replace(e.Base, "http", "ws", 1) + "/graphql"
@@ -491,6 +499,7 @@ func TestFailedWebsocketAuthenticationIsRateLimitedPerAddress(t *testing.T) {
 // token from the same address still signs in, another address is not limited, and a
 // session cookie that does not authenticate spends a try like a wrong token.
 func TestConsoleSignInIsRateLimitedPerAddress(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t, producttest.WithAuthFailureLimit(server.DefaultAuthFailureLimit))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	from := func(ip string) *http.Client {
@@ -575,6 +584,7 @@ func TestConsoleSignInIsRateLimitedPerAddress(t *testing.T) {
 // the connection under a message still arriving, so the client never read the close frame.
 // Smaller messages on the same server are still served.
 func TestOversizedWebsocketMessageClosesWith1009(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	viewer := e.Identity("viewer", identity.ViewInfrastructure)
 	url := strings.Replace(e.Base, "http", "ws", 1) + "/graphql"
@@ -641,6 +651,7 @@ func TestOversizedWebsocketMessageClosesWith1009(t *testing.T) {
 // server.RefusalRowsPerWindow events of their own per action at once and one per key or one
 // summary at the window's end, and the counts of the events add up to every refusal.
 func TestRefusalFloodIsBoundedPerWindowWithTrueCounts(t *testing.T) {
+	parallel(t, lasts(11))
 	const addresses = 2000
 	const window = 10 * time.Second
 	e := producttest.Start(t, producttest.WithAuthFailureLimit(server.RateLimit{Burst: 1, Every: time.Hour}), producttest.WithRefusalWindow(window))

@@ -79,6 +79,7 @@ func rows(d map[string]any) map[string]map[string]any {
 }
 
 func TestFleetJoinsMAASRecordsAndMembers(t *testing.T) {
+	parallel(t, lasts(11))
 	x := startMAASFleet(t)
 
 	r := x.register(t, "node-a", "MAAS", "aaaa01")
@@ -211,6 +212,7 @@ func checkNoMAASKey(t *testing.T, x *maasEnv, extra ...string) {
 }
 
 func TestMAASStepsFollowTheRules(t *testing.T) {
+	parallel(t)
 	x := startMAASFleet(t)
 	ctx := context.Background()
 	if r := x.register(t, "node-a", "MAAS", "aaaa01"); len(r.Errors) > 0 {
@@ -340,6 +342,7 @@ func lastOp(x *maasEnv, op string) string {
 var tokenLine = regexp.MustCompile(`(?m)^<<'APELORA_JOIN_TOKEN'\n|^([A-Za-z0-9+/=]{100,})$`)
 
 func TestInstallDeploysWithTheEnrolmentInUserDataOnly(t *testing.T) {
+	parallel(t)
 	x := startMAASFleet(t)
 	if r := x.register(t, "node-a", "MAAS", "aaaa01"); len(r.Errors) > 0 {
 		t.Fatal(r.Errors)
@@ -433,6 +436,7 @@ func TestInstallDeploysWithTheEnrolmentInUserDataOnly(t *testing.T) {
 }
 
 func TestAdmissionReadsMAASHardwareTests(t *testing.T) {
+	parallel(t, lasts(11))
 	x := startMAASFleet(t)
 	if r := x.register(t, "m2", "MAAS", "mmmm02"); len(r.Errors) > 0 {
 		t.Fatal(r.Errors)
@@ -469,6 +473,7 @@ func TestAdmissionReadsMAASHardwareTests(t *testing.T) {
 }
 
 func TestMAASTLSRules(t *testing.T) {
+	parallel(t, lasts(10))
 	lab := incuslab.Start(t, 1)
 	m := producttest.StartMAAS(t, maasFleet())
 	for name, tc := range map[string]struct {
@@ -534,6 +539,7 @@ func (x *maasEnv) maasClient(t *testing.T) *maas.Client {
 // once MAAS reports the UUID, the fleet's reads copy it to the record once, in one audit
 // event of the server's own.
 func TestRegisterThenCommissionANewMachine(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 1)
 	m := producttest.StartMAAS(t, maasFleet())
 	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config))

@@ -13,6 +13,7 @@ import (
 // The machine page's MAAS hardware tab: storage, interfaces and per-script results read
 // from MAAS for the one machine asked about, and never for the fleet's rows.
 func TestMAASHardwareIsReadOnlyForTheMachineAskedAbout(t *testing.T) {
+	parallel(t)
 	f := maasFleet()
 	f.Machines[0].StorageBytes = 0 // the disks say
 	f.Machines[0].Disks = []sim.DiskSpec{{Name: "nvme0n1", SizeBytes: 3_840_755_982_336, Model: "PM9A3", Serial: "S64GNA0R"}, {Name: "sdb", SizeBytes: 480_103_981_056}}

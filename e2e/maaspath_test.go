@@ -88,6 +88,7 @@ func intp(v int) *int { return &v }
 // with MAAS's inventory and Incus's view, admit, release refused while a member, remove,
 // release. Nothing in this test takes the join token out of the user data.
 func TestMAASPathRunsWholeOnOneMachine(t *testing.T) {
+	parallel(t, lasts(21))
 	lab := incuslab.Start(t, 1)
 	ctx := t.Context()
 

@@ -90,6 +90,7 @@ func messages(evs []client.MaintenanceTaskProgressMaintenanceTaskMaintenanceTask
 // evacuation runs (it never saw its end) is followed by a restarted one, which reports
 // the task's end from the database and Incus.
 func TestEvacuateAndRestoreAMember(t *testing.T) {
+	parallel(t, lasts(13))
 	lab := incuslab.Start(t, 3)
 	db := pgtest.New(t)
 	m0, m1, m2 := lab.Members[0], lab.Members[1], lab.Members[2]
@@ -168,8 +169,11 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 			t.Fatal("the dry run changed something")
 		}
 
-		watch := watchMaintenanceTask(t, e, viewer, m0.Name, nil)
-		old := subscribeAsAnOldClient(t, e.Base, viewer, oldClientSubscription, map[string]any{"name": m0.Name})
+		// From the newest event on: the watchers have every event of the evacuation, however
+		// late their subscriptions start on a loaded machine (no sleep "until they are in place").
+		newest := fmt.Sprint(e.Scalar(`SELECT coalesce(max(id), 0) FROM member_operation_events`))
+		watch := watchMaintenanceTask(t, e, viewer, m0.Name, &newest)
+		old := subscribeAsAnOldClient(t, e.Base, viewer, oldClientSubscription, map[string]any{"name": m0.Name, "after": newest})
 		// sameAsOld checks that the old client was pushed the same events, by its names.
 		sameAsOld := func(evs []client.MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent) {
 			t.Helper()
@@ -180,7 +184,6 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 				}
 			}
 		}
-		time.Sleep(300 * time.Millisecond) // the subscriptions are in place
 		d = must(evacuate, map[string]any{"n": m0.Name})["evacuateMember"].(map[string]any)
 		if d["task"] == nil || d["task"].(map[string]any)["incusOperation"] == "" {
 			t.Fatalf("evacuation without a recorded maintenance task: %v", d)
@@ -317,6 +320,7 @@ func TestEvacuateAndRestoreAMember(t *testing.T) {
 // off (REFUSED, MAINTENANCE), and after the member hangs (SIGSTOP) past Incus's offline
 // threshold and the worker's offline time, MAAS is still never asked.
 func TestFencingNeverPowersOffAnEvacuatedMember(t *testing.T) {
+	parallel(t, lasts(61))
 	x := startFenceEnv(t, 3, nil, fastFence("1m"))
 	m3 := x.lab.Member("m3")
 	x.startWorker("w1")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -156,6 +155,7 @@ func withMetrics(m *metrics.Metrics) producttest.Option { return func(c *app.Con
 // operation label stays one of the schema's root fields (or invalid/other), the code one
 // of the documented codes, however many it sends.
 func TestMetricsLabelsStayBoundedUnderHostileOperations(t *testing.T) {
+	parallel(t)
 	m := metrics.New(metrics.Server)
 	e := producttest.Start(t, withMetrics(m))
 	token := e.Identity("reader", identity.ViewInfrastructure)
@@ -251,6 +251,7 @@ func rootFields(t *testing.T, e *producttest.Env) map[string]bool {
 // An audit event the database refuses is counted as a failed write, and one the gate
 // cannot write either as lost.
 func TestAuditWriteFailuresAreCounted(t *testing.T) {
+	parallel(t)
 	m := metrics.New(metrics.Server)
 	e := producttest.Start(t, withMetrics(m))
 	token := e.Identity("alice", identity.ManageInfrastructure)
@@ -287,6 +288,7 @@ func TestAuditWriteFailuresAreCounted(t *testing.T) {
 // Calls to the real Incus lab, the MAAS simulator and PostgreSQL are counted by operation
 // and outcome, and the fleet read sets both sources available.
 func TestUpstreamCallsAreCountedAgainstIncusAndMAAS(t *testing.T) {
+	parallel(t, lasts(18))
 	lab := incuslab.Start(t, 1)
 	sm := producttest.StartMAAS(t, maasFleet())
 	m := metrics.New(metrics.Server)
@@ -346,16 +348,9 @@ func TestUpstreamCallsAreCountedAgainstIncusAndMAAS(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address nobody listens on (for a child process to take).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr returns a loopback address nobody listens on, for a child process to take
+// (producttest.ListenAddr: not from the ephemeral range, which outgoing connections share).
+func freeAddr(t *testing.T) string { return producttest.ListenAddr(t) }
 
 // proc is a child process of the product with its log.
 type proc struct {
@@ -436,6 +431,7 @@ func leading(e exposition) float64 { v, _ := e.sum("apelora_fence_leading", nil)
 // one of them; the leadership gauge moves to the standby when the leader dies; the API's
 // own listener serves no metrics, and pprof is not served unless asked.
 func TestDeployedProcessesExportWhatTheDashboardAndRulesUse(t *testing.T) {
+	parallel(t)
 	db := pgtest.New(t)
 	sm := producttest.StartMAAS(t, maasFleet())
 	apiBin := buildCommand(t, "github.com/apelora/fabric/cmd/apelora")
@@ -649,6 +645,7 @@ func metricNames(expr string) []string {
 }
 
 func TestMetricNamesTokenizer(t *testing.T) {
+	parallel(t)
 	for expr, want := range map[string][]string{
 		`sum by (operation) (rate(apelora_graphql_operations_total{job=~"$job",code!="OK"}[$__rate_interval]))`: {"apelora_graphql_operations_total"},
 		`histogram_quantile(0.99, sum by (le) (rate(apelora_x_bucket{a="go_fake_metric"}[5m])))`:                {"apelora_x_bucket"},
@@ -666,6 +663,7 @@ func TestMetricNamesTokenizer(t *testing.T) {
 // Every subscriber's subscription counts as open until it is stopped or its socket closes,
 // also when several share one stream (the transport runs a shared stream once).
 func TestSubscriptionsOpenFollowTheSubscribers(t *testing.T) {
+	parallel(t)
 	m := metrics.New(metrics.Server)
 	e := producttest.Start(t, withMetrics(m))
 	token := e.Identity("watcher", identity.ViewInfrastructure)
@@ -698,18 +696,32 @@ func TestSubscriptionsOpenFollowTheSubscribers(t *testing.T) {
 		}
 		return ws
 	}
+	// Every subscription's events are taken: the creation of the identity may arrive late
+	// on a loaded machine, and genqlient's reader, blocked on an untaken event, panics
+	// (send on closed channel) when Unsubscribe or Close closes the channel under it.
+	take := func(events chan client.AuditEventRecordedWsResponse) {
+		go func() {
+			for range events {
+			}
+		}()
+	}
 	a, b := socket(), socket()
-	_, idAll, err := client.AuditEventRecorded(ctx, a, nil, nil)
+	all, idAll, err := client.AuditEventRecorded(ctx, a, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	take(all)
 	machine := "node-1"
-	if _, _, err := client.AuditEventRecorded(ctx, a, &machine, nil); err != nil {
+	one, _, err := client.AuditEventRecorded(ctx, a, &machine, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := client.AuditEventRecorded(ctx, b, nil, nil); err != nil { // shares a's first stream
+	take(one)
+	shared, _, err := client.AuditEventRecorded(ctx, b, nil, nil) // shares a's first stream
+	if err != nil {
 		t.Fatal(err)
 	}
+	take(shared)
 	waitOpen(3)
 	if err := a.Unsubscribe(idAll); err != nil {
 		t.Fatal(err)

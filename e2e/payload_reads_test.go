@@ -50,6 +50,7 @@ var memberPath = regexp.MustCompile(`^/1\.0/cluster/members/[^/]+$`)
 // nor the Incus member list, whatever the fleet's size. Counted at the simulator and at a
 // RoundTripper over the Incus transport; the counts per mutation are logged.
 func TestMutationPayloadsReadOneMachine(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 1)
 	m := producttest.StartMAAS(t, maasFleet())
 	counter := &incusCounter{calls: map[string]int{}}

@@ -302,6 +302,7 @@ func (w *walker) queries(when string, args map[string]map[string]any, want []str
 // user data joins it to the lab, held), admitted, fence-mapped, a rolling reboot started,
 // paused, resumed and cancelled, an instance evacuated and restored; then all of it undone.
 func TestEveryFieldOfEveryAnswer(t *testing.T) {
+	parallel(t)
 	s := loadSchema(t)
 	lab := incuslab.Start(t, 1)
 	ctx := t.Context()

@@ -20,6 +20,7 @@ const guardFields = `placementGuard { state message }`
 // changes nothing in Incus, that off restores what was there before, and that an
 // evacuation with only an unadmitted member to go to fails with the guard's words.
 func TestPlacementGuard(t *testing.T) {
+	parallel(t)
 	lab := incuslab.Start(t, 1)
 	calls := &changeLog{}
 	ic := lab.Config
@@ -199,6 +200,7 @@ func TestPlacementGuard(t *testing.T) {
 // admitted through the API), untargeted placement lands too. On three members a targeted
 // request lands on an unadmitted member at once.
 func TestPlacementGuardAdviceHoldsOnEveryClusterSize(t *testing.T) {
+	parallel(t)
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d members", n), func(t *testing.T) {
 			lab := incuslab.Start(t, n)

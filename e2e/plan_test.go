@@ -280,6 +280,7 @@ func cloneWithout(v url.Values, k string) url.Values {
 }
 
 func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
+	parallel(t)
 	x := startPlanned(t, false)
 
 	reg := map[string]any{"name": "node-4", "provisioner": "MANUAL"}
@@ -391,6 +392,7 @@ func TestPlansEqualWhatTheRealCallDoesOnIncus(t *testing.T) {
 }
 
 func TestPlansEqualWhatTheRealCallDoesOnMAAS(t *testing.T) {
+	parallel(t)
 	x := startPlanned(t, true)
 	if r := x.register(t, "node-a", "MAAS", "aaaa01"); len(r.Errors) > 0 {
 		t.Fatal(r.Errors)

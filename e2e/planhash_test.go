@@ -15,6 +15,7 @@ import (
 // its audit event keeps the approved plan and its hash; automation that sends no hash is
 // audited "no plan shown".
 func TestAConfirmationIsBoundToThePlanShown(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	other := e.Identity("other-admin", identity.ManageInfrastructure)

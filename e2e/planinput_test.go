@@ -184,6 +184,7 @@ func made(schema *ast.Schema, t *ast.Type) any {
 // not; a field declared @planIgnores (with its reason, beside it in the schema) plans the
 // same. The approved input is what the change's audit event records.
 func TestThePlanHashCoversTheWholeInput(t *testing.T) {
+	parallel(t)
 	x := startChangeWorld(t)
 	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
 	examples := changeExamples()
@@ -257,6 +258,7 @@ func TestThePlanHashCoversTheWholeInput(t *testing.T) {
 // The cases issue 25.1 found, by hand: each confirmation is refused PLAN_CHANGED and
 // changes nothing; the change that goes through records the input it approved.
 func TestAConfirmationApprovesItsInputAndTheFactsItRead(t *testing.T) {
+	parallel(t)
 	x := startChangeWorld(t)
 	other := x.e.Identity("other-admin", identity.ManageInfrastructure)
 	refusedAs := func(what, mutation string, in map[string]any, hash any) {

@@ -87,6 +87,7 @@ func (x *planned) changeCall(t *testing.T, token, mutation string, in map[string
 // what a plan's hash covers). installOperatingSystem is the case that broke: its user data
 // holds a new token, expiring to the second, at every call.
 func TestEveryPlanIsStableForTheSameInputAndWorld(t *testing.T) {
+	parallel(t)
 	x := startChangeWorld(t)
 	examples := changeExamples()
 	var names []string

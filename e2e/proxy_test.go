@@ -23,6 +23,7 @@ import (
 // appends the peer's address to X-Forwarded-For as HAProxy's `option forwardfor` does
 // (deploy/ha/haproxy.cfg); it connects from 127.0.0.90, the one trusted address.
 func TestSignInLimitKeysOnTheClientBehindATrustedProxy(t *testing.T) {
+	parallel(t)
 	const proxyAddr = "127.0.0.90"
 	trusted, err := server.ParseTrustedProxies(proxyAddr)
 	if err != nil {

@@ -103,6 +103,7 @@ func isLeader(m incus.Member) bool  { return slices.Contains(m.Roles, quorum.Rol
 // The bootstrap cluster (scripts/run.sh's one member): its only member is never removed,
 // forced or not, in the plan and for real.
 func TestRemovalOfTheOnlyMemberIsRefused(t *testing.T) {
+	parallel(t)
 	x := startQuorumLab(t, 1)
 	for _, force := range []bool{false, true} {
 		plan, proj := x.plan(t, "m1", force)
@@ -126,6 +127,7 @@ func TestRemovalOfTheOnlyMemberIsRefused(t *testing.T) {
 // left); a member that holds an instance is refused naming it, unless forced; and with a
 // second voter frozen, removing a third is refused, forced or not.
 func TestRemovalOnThreeMembersKeepsAMajorityOfVoters(t *testing.T) {
+	parallel(t, lasts(21))
 	x := startQuorumLab(t, 3)
 	ms, _ := x.inc.Members(t.Context())
 	// Apelora talks to m1; freeze a voter that is neither m1 nor the leader, remove the third.
@@ -186,6 +188,7 @@ func TestRemovalOnThreeMembersKeepsAMajorityOfVoters(t *testing.T) {
 // Five members: 3 voters and 2 stand-bys. A voter leaving is replaced by a stand-by; a
 // stand-by leaving leaves one.
 func TestRemovalProjectionsOnFiveMembers(t *testing.T) {
+	parallel(t)
 	x := startQuorumLab(t, 5)
 	ms, _ := x.inc.Members(t.Context())
 	v, s := member(ms, isVoter, "m1"), member(ms, isStandby)

@@ -159,6 +159,7 @@ func operations(text string) []string {
 // TestRunnableExamplesAreFound reads the markers without running anything, so a marker
 // that lost its block, or one in a form the runner does not read, fails without a lab.
 func TestRunnableExamplesAreFound(t *testing.T) {
+	parallel(t)
 	where := map[string]int{}
 	for _, ex := range runnableExamples(t) {
 		where[ex.file+" "+ex.kind]++
@@ -178,6 +179,7 @@ func TestRunnableExamplesAreFound(t *testing.T) {
 // server serves (one that pushes only when something happens would wait forever here).
 // Then what the examples say they do is checked.
 func TestREADMEExamplesRunAsPrinted(t *testing.T) {
+	parallel(t)
 	examples := runnableExamples(t)
 	kinds := map[string]int{}
 	for _, ex := range examples {
@@ -205,12 +207,17 @@ func TestREADMEExamplesRunAsPrinted(t *testing.T) {
 	admin := e.Identity("admin", identity.ManageInfrastructure, identity.HardwareDelete)
 	e.MustGQL(admin, `mutation { registerMachine(input: {name: "node-7"}) { machine { name } } }`, nil)
 
+	// The examples run bin/apelora as a checkout has it: the commands as built once for the
+	// whole run (buildCommand), linked there.
 	work := t.TempDir()
 	bin := filepath.Join(work, "bin")
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/apelora", "./cmd/apeloractl")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"apelora", "apeloractl"} {
+		if err := os.Symlink(buildCommand(t, "github.com/apelora/fabric/cmd/"+cmd), filepath.Join(bin, cmd)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	env := append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "APELORA_URL="+e.Base, "APELORA_TOKEN="+admin,
 		"APELORA_DATABASE_URL="+e.DB.URL, "APELORA_STATE_DIR="+filepath.Join(work, "state"))

@@ -12,6 +12,7 @@ import (
 // two-member lab, then pauses, resumes and cancels it (web/console/e2e/rolling.e2e.mjs);
 // no worker runs, so it stays at its first step. Each change is one audit event.
 func TestConsoleRollingReboot(t *testing.T) {
+	parallel(t, lasts(13), browser)
 	node, dir := consoleTools(t)
 	lab := incuslab.Start(t, 2)
 	member := lab.Members[1].Name // the stand-by: taking it down keeps the one voter

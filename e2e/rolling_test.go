@@ -114,6 +114,7 @@ func stateIs(s string) func(map[string]any) bool {
 // come back stops the rolling reboot with the member left evacuated; then pause, resume and
 // cancel, and the refusals.
 func TestRollingRebootOnARealCluster(t *testing.T) {
+	parallel(t, lasts(217))
 	x := startRollingEnv(t)
 	lab := x.lab
 	m1 := lab.Members[0]

@@ -68,6 +68,7 @@ func gqlCode(t *testing.T, body []byte) string {
 }
 
 func TestConsoleSessionCookie(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 
@@ -199,27 +200,44 @@ func TestConsoleSessionCookie(t *testing.T) {
 }
 
 func TestConsoleSessionExpiresAndFollowsItsIdentity(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t, producttest.WithConsoleSessionTTL(3*time.Second))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	c := signIn(t, e, admin)
 	ws := strings.Replace(e.Base, "http", "ws", 1) + "/graphql"
 	hdr := http.Header{"Cookie": {"apelora_session=" + c.Value}, "Origin": {e.Base}}
 
-	// A socket opened with the session ends when the session does.
-	start := time.Now()
-	var ended int
-	if code := wsInit(t, ws, hdr, func(conn *websocket.Conn) {
-		conn.SetReadDeadline(time.Now().Add(15 * time.Second))
-		for {
-			if _, _, err := conn.ReadMessage(); err != nil {
-				if ce, ok := err.(*websocket.CloseError); ok {
-					ended = ce.Code
-				}
-				return
-			}
+	// A socket opened with the session ends when the session does: closed with 4403 and
+	// the session's expiry as the reason, not before it. The read deadline is a guard
+	// against hanging, not a timing assertion. On a loaded machine the 3 s session can lapse
+	// between sign-in and the socket's first message: then the socket is refused at once
+	// (4403), which says nothing about an open socket, so that try is made again.
+	for try := 1; ; try++ {
+		if try > 1 {
+			c = signIn(t, e, admin)
+			hdr = http.Header{"Cookie": {"apelora_session=" + c.Value}, "Origin": {e.Base}}
 		}
-	}); code != 0 || ended == 0 || time.Since(start) > 10*time.Second {
-		t.Fatalf("websocket past its session: init %d, ended with %d after %v", code, ended, time.Since(start))
+		var ended *websocket.CloseError
+		var endedAt time.Time
+		code := wsInit(t, ws, hdr, func(conn *websocket.Conn) {
+			conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
+			for {
+				if _, _, err := conn.ReadMessage(); err != nil {
+					endedAt = time.Now()
+					ended, _ = err.(*websocket.CloseError)
+					return
+				}
+			}
+		})
+		if code == 4403 && try < 5 {
+			t.Logf("try %d: the session lapsed before the socket was acknowledged; signing in again", try)
+			continue
+		}
+		expires := newestSessionExpiry(t, e)
+		if code != 0 || ended == nil || ended.Code != 4403 || !strings.Contains(ended.Text, "console session expired") || endedAt.Before(expires) {
+			t.Fatalf("websocket past its session (expiring %s): init %d, ended at %s with %v", expires.Format(time.RFC3339Nano), code, endedAt.Format(time.RFC3339Nano), ended)
+		}
+		break
 	}
 
 	c = signIn(t, e, admin)
@@ -275,6 +293,16 @@ func TestConsoleSessionExpiresAndFollowsItsIdentity(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "sign in again") {
 		t.Fatalf("session of a removed identity: %d %s", resp.StatusCode, body)
 	}
+}
+
+// newestSessionExpiry reads when the session signed in last expires.
+func newestSessionExpiry(t *testing.T, e *producttest.Env) time.Time {
+	t.Helper()
+	var at time.Time
+	if err := e.DB.Store.Pool().QueryRow(context.Background(), `SELECT expires_at FROM console_sessions ORDER BY id DESC LIMIT 1`).Scan(&at); err != nil {
+		t.Fatalf("session expiry: %v", err)
+	}
+	return at
 }
 
 // wsInit opens a graphql-transport-ws socket with hdr, sends connection_init without a

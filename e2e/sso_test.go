@@ -139,6 +139,7 @@ const ssoWhoQuery = `{ identities { name permissions active } }`
 // audit event under its name and subject, and no provider token in the browser.
 // Revoking the identity ends the session, and a revoked user cannot sign in again.
 func TestSSOSignInMapsGroupsAndIsRevocable(t *testing.T) {
+	parallel(t)
 	s := startSSO(t)
 	admin := s.Identity("admin", identity.ManageInfrastructure)
 
@@ -223,6 +224,7 @@ func TestSSOSignInMapsGroupsAndIsRevocable(t *testing.T) {
 // Each refusal at the callback is clear, leaves no session, and is audited as signInFailed
 // with its reason.
 func TestSSORefusals(t *testing.T) {
+	parallel(t)
 	s := startSSO(t)
 	noSession := func(t *testing.T, b *http.Client) {
 		t.Helper()
@@ -312,6 +314,7 @@ func TestSSORefusals(t *testing.T) {
 
 // The callback spends the address's sign-in tries like a wrong bearer token.
 func TestSSOCallbackIsRateLimited(t *testing.T) {
+	parallel(t)
 	s := startSSO(t, producttest.WithAuthFailureLimit(server.DefaultAuthFailureLimit))
 	b := s.browser(t, "127.0.0.121")
 	limited := false
@@ -333,6 +336,7 @@ func TestSSOCallbackIsRateLimited(t *testing.T) {
 // An issuer that went down after it was discovered: the console's button says so, nothing
 // is kept, and bearer tokens keep working.
 func TestSSOIssuerDown(t *testing.T) {
+	parallel(t)
 	s := startSSO(t)
 	admin := s.Identity("admin", identity.ManageInfrastructure)
 	if _, status, body := s.start(t, s.browser(t, "127.0.0.130")); status != http.StatusOK {
@@ -381,6 +385,7 @@ func idToken(t *testing.T, idp *oidcprovider.Provider, clientID, secret, user, n
 // real provider that are for another client, from another issuer, expired, tampered with
 // or for another sign-in's nonce are each refused with what was wrong.
 func TestSSOIDTokenChecks(t *testing.T) {
+	parallel(t)
 	idp := oidcprovider.Start(t)
 	idp.AddUser("alice", "ops-admins")
 	otherIdP := oidcprovider.Start(t)
@@ -436,6 +441,7 @@ func mustURL(s string) *url.URL {
 // The console's Sign in with SSO in Chromium, against the real provider: see
 // web/console/e2e/sso.e2e.mjs.
 func TestConsoleSingleSignOn(t *testing.T) {
+	parallel(t, browser)
 	node, dir := consoleTools(t)
 	s := startSSO(t)
 	admin := s.Identity("admin", identity.ManageInfrastructure)
@@ -464,6 +470,7 @@ func TestConsoleSingleSignOn(t *testing.T) {
 // ones; other addresses are not limited, and the audit holds one rateLimited event per
 // address at once (the rest counted at the window's end).
 func TestSSOAndDeviceStartsAreRateLimitedPerAddress(t *testing.T) {
+	parallel(t)
 	s := startSSO(t, producttest.WithAuthFailureLimit(server.DefaultAuthFailureLimit))
 	before := lastAuditID(t, s.Env)
 	burst := server.DefaultAuthFailureLimit.Burst

@@ -95,6 +95,7 @@ func dumpOf(t *testing.T, e *producttest.Env) string {
 //   - with the provider down, her last known groups hold until their confirmation lapses,
 //     then she has view-only access, on both paths, with a message that says why.
 func TestSSOSessionsFollowTheProvider(t *testing.T) {
+	parallel(t)
 	s := startSSO(t, producttest.WithSSORecheck(ssoRecheck))
 	_, alice := s.signInSSO(t, "alice", "127.0.0.151")
 	if got := permissionsOf(s.ssoGQL(t, alice, viewerPermissions, nil)); got != `["HARDWARE_DELETE","MANAGE_INFRASTRUCTURE"]` {
@@ -247,6 +248,7 @@ func TestSSOSessionsFollowTheProvider(t *testing.T) {
 // 4403 and the reason; groups that no longer grant anything end all of the user's sessions
 // and leave the identity without permissions. Each is one ssoSessionEnded event.
 func TestSSOSessionsEndWhenTheProviderRefuses(t *testing.T) {
+	parallel(t)
 	s := startSSO(t, producttest.WithSSORecheck(ssoRecheck))
 	_, alice := s.signInSSO(t, "alice", "127.0.0.161")
 	_, victor1 := s.signInSSO(t, "victor", "127.0.0.162")

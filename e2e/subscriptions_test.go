@@ -61,6 +61,25 @@ func (w *fenceWatcher) next(n int) []string {
 	return ids
 }
 
+// poll returns the next event's id, or false when none comes within d.
+func (w *fenceWatcher) poll(d time.Duration) (string, bool) {
+	w.t.Helper()
+	select {
+	case r, ok := <-w.events:
+		if !ok {
+			w.t.Fatal("stream ended")
+		}
+		if r.Errors != nil {
+			w.t.Fatalf("fenceProgress: %v", r.Errors)
+		}
+		return r.Data.FenceProgress.Id, true
+	case err := <-w.errs:
+		w.t.Fatalf("websocket: %v", err)
+	case <-time.After(d):
+	}
+	return "", false
+}
+
 // quiet fails if an event arrives within d.
 func (w *fenceWatcher) quiet(d time.Duration) {
 	w.t.Helper()
@@ -76,6 +95,7 @@ func (w *fenceWatcher) quiet(d time.Duration) {
 // subscriber), then the live events once, with no gap and no repeat; subscribers without
 // `after` share one live stream.
 func TestFenceProgressReplaysForEachSubscriberThenGoesLive(t *testing.T) {
+	parallel(t)
 	e := producttest.Start(t)
 	token := e.Identity("console", identity.ViewInfrastructure)
 	record := func() string {
@@ -89,30 +109,46 @@ func TestFenceProgressReplaysForEachSubscriberThenGoesLive(t *testing.T) {
 		t.Fatalf("early replay %v, want %v", got, ids[1:3])
 	}
 	liveA, liveB := watchFences(t, e, token, nil), watchFences(t, e, token, nil)
-	time.Sleep(300 * time.Millisecond) // the live subscriptions are in place
-	ids = append(ids, record())
-	if got := early.next(1); got[0] != ids[3] {
-		t.Fatalf("early live %v, want %s", got, ids[3])
-	}
+	// A live subscriber has what is recorded once its subscription is in place, and only an
+	// event can tell when that is (on a loaded machine it takes a while; a sleep was not
+	// enough): events are recorded until each has one recorded after it subscribed. Before
+	// it, it may get some of those recorded earlier (their notifications may still be on
+	// their way); after it, every later one, in order.
+	before := len(ids)
+	had := map[*fenceWatcher]int{} // the index in ids of the last event each live one had
 	for _, w := range []*fenceWatcher{liveA, liveB} {
-		// "Live" starts when the feed delivers: on a busy machine the notifications of
-		// the events recorded before may still be on their way. Those may come first.
-		for got := w.next(1)[0]; got != ids[3]; got = w.next(1)[0] {
-			if !slices.Contains(ids[:3], got) {
-				t.Fatalf("live-only subscriber got %s, want %s", got, ids[3])
+		for {
+			got, ok := w.poll(2 * time.Second)
+			if !ok {
+				ids = append(ids, record())
+				continue
+			}
+			if i := slices.Index(ids, got); i >= before {
+				had[w] = i
+				break
+			} else if i < 0 {
+				t.Fatalf("live-only subscriber got %s, not one of %v", got, ids)
 			}
 		}
+	}
+	for _, w := range []*fenceWatcher{liveA, liveB} {
+		if rest := w.next(len(ids) - 1 - had[w]); !slices.Equal(rest, ids[had[w]+1:]) {
+			t.Fatalf("live subscriber got %s then %v, want %v", ids[had[w]], rest, ids[had[w]+1:])
+		}
+	}
+	if got := early.next(len(ids) - before); !slices.Equal(got, ids[before:]) {
+		t.Fatalf("early live %v, want %v", got, ids[before:])
 	}
 
 	// The same query and variables later: a replay of its own, from the same point.
 	late := watchFences(t, e, token, &ids[0])
-	if got := late.next(3); !slices.Equal(got, ids[1:4]) {
-		t.Fatalf("late replay %v, want %v", got, ids[1:4])
+	if got := late.next(len(ids) - 1); !slices.Equal(got, ids[1:]) {
+		t.Fatalf("late replay %v, want %v", got, ids[1:])
 	}
 	ids = append(ids, record())
 	for _, w := range []*fenceWatcher{early, late, liveA, liveB} {
-		if got := w.next(1); got[0] != ids[4] {
-			t.Fatalf("got %v, want %s", got, ids[4])
+		if got := w.next(1); got[0] != ids[len(ids)-1] {
+			t.Fatalf("got %v, want %s", got, ids[len(ids)-1])
 		}
 	}
 	for _, w := range []*fenceWatcher{early, late, liveA, liveB} {

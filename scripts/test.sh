@@ -52,8 +52,23 @@ case "${1:-}" in
 	;;
 esac
 
+# Each phase's time, printed at the end with the slowest tests (issue 26: CI within 20 minutes).
+phases=()
+phase_start=$(date +%s)
+phase() { # phase NAME: the time since the last call goes to NAME
+	local now
+	now=$(date +%s)
+	phases+=("$(printf '%6d s  %s' $((now - phase_start)) "$1")")
+	phase_start=$now
+}
+print_phases() {
+	echo "test: time by phase:"
+	printf '  %s\n' "${phases[@]}"
+}
+
 eval "$(scripts/test-deps.sh)"
 export APELORA_TEST_DATABASE_URL
+phase "scripts/test-deps.sh (install and start what the tests need)"
 
 if ! command -v go >/dev/null; then
 	echo "test: Go is not installed: install Go 1.26 or newer (see go.mod)" >&2
@@ -67,6 +82,7 @@ if ! tidy=$(go mod tidy -diff 2>&1); then
 	echo "$tidy" >&2
 	exit 1
 fi
+phase "go mod download, go mod tidy -diff"
 
 # Generated code must match the schema and operations, and docs/configuration.md app's
 # variable tables: regenerate and compare.
@@ -80,15 +96,20 @@ if [ "$before" != "$after" ]; then
 	echo "test: review and commit the regenerated files" >&2
 	exit 1
 fi
+phase "go generate ./... and the drift check"
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './web/graphiql/node_modules/*'))
 if [ -n "$unformatted" ]; then
 	echo "test: gofmt would change: $unformatted" >&2
 	exit 1
 fi
+phase "gofmt"
 go vet ./...
+phase "go vet ./..."
 scripts/check-deploy.sh
+phase "scripts/check-deploy.sh"
 scripts/package-check.sh
+phase "scripts/package-check.sh"
 
 # The console: typed operations match the schema, types check, its unit tests pass, and the
 # committed dist/ is what its sources build (needs node; go build does not).
@@ -100,6 +121,7 @@ elif [ "${CI:-}" = true ]; then
 else
 	echo "test: SKIPPED LOUDLY: node/npm missing, the console's checks and browser tests do not run" >&2
 fi
+phase "web/console/build.sh --check"
 
 fuzz=false
 if [ $# -eq 0 ]; then
@@ -108,7 +130,66 @@ if [ $# -eq 0 ]; then
 		fuzz=true
 	fi
 fi
-go test -count=1 -timeout 40m "$@"
+
+# go test -json keeps every test's time: the stream is written whole to $json and shown as
+# go test shows it without -v (each package's line, a failing test's output, build errors),
+# then the 15 slowest tests are printed.
+json=${APELORA_TEST_JSON:-${APELORA_TEST_DIR:-/var/tmp/apelora-test}/go-test.json}
+mkdir -p "$(dirname "$json")"
+# shellcheck disable=SC2016
+show='
+	foreach (inputs | fromjson? // {Action: "output", Output: (. + "\n")}) as $e ({out: {}, emit: null};
+		($e.Package + " " + ($e.Test // "")) as $k
+		| if $e.Action == "build-output" then .emit = $e.Output
+		elif $e.Action == "output" and ($e.Test == null) then
+			.emit = (if $e.Output == "PASS\n" or ($e.Output | startswith("=== ")) then null else $e.Output end)
+		elif $e.Action == "output" and ($e.Output | test("^(figure|console screenshots): ")) then .emit = $e.Output
+		elif $e.Action == "output" then (if $e.Output | startswith("=== ") then . else .out[$k] += $e.Output end) | .emit = null
+		elif $e.Action == "fail" and ($e.Test != null) then .emit = (.out[$k] // "") | del(.out[$k])
+		elif ($e.Action == "pass" or $e.Action == "skip") and ($e.Test != null) then del(.out[$k]) | .emit = null
+		else .emit = null end;
+		.emit // empty)'
+# A test's time is go test's Elapsed less what it waited for e2e's scheduler (the line
+# "e2e: started after waiting Ns for the scheduler" it logs): its own time, not its turn.
+# (awk reads all its input: `head` would end the pipe early, and pipefail would fail.)
+slowest() {
+	jq -rn '
+		reduce (inputs | select(.Test != null and (.Test | contains("/") | not))) as $e ({};
+			($e.Package + " " + $e.Test) as $k
+			| if $e.Action == "output" and ($e.Output | test("e2e: started after waiting [0-9.]+s for the scheduler")) then
+				.[$k].waited = ($e.Output | capture("waiting (?<s>[0-9.]+)s").s | tonumber)
+			elif $e.Action == "pass" or $e.Action == "fail" then
+				.[$k].elapsed = $e.Elapsed | .[$k].action = $e.Action | .[$k].test = $e.Test
+				| .[$k].pkg = ($e.Package | sub("^github.com/apelora/fabric/?"; "./"))
+			else . end)
+		| .[] | select(.elapsed != null)
+		| "\(.elapsed - (.waited // 0)) \(.action) \(.test) \(.pkg) \(.waited // 0)"' "$json" |
+		sort -rn | awk '
+			{ n++ }
+			n <= 15 { line[n] = sprintf("  %8.1f s  %-4s %s (%s)%s", $1, $2, $3, $4, $5 > 0.5 ? sprintf(", after %.0f s waiting its turn", $5) : "") }
+			END { print "test: the 15 slowest tests of " n " (every time in '"$json"'):"; for (i = 1; i <= 15 && i <= n; i++) print line[i] }'
+	echo "test: the 5 slowest packages:"
+	jq -r 'select(.Test == null and .Elapsed != null and (.Action == "pass" or .Action == "fail"))
+		| "\(.Elapsed) \(.Action) \(.Package | sub("^github.com/apelora/fabric/?"; "./"))"' "$json" |
+		sort -rn | awk 'NR <= 5 { printf "  %8.1f s  %-4s %s\n", $1, $2, $3 }'
+}
+status=0
+go test -json -count=1 -timeout 40m "$@" | tee "$json" | jq -Rrj --unbuffered -n "$show" || status=$?
+phase "go test $*"
+slowest
+if [ "$status" != 0 ]; then
+	echo "test: FAILED: $(jq -r 'select(.Action == "fail") | "\(.Test // "the package") (\(.Package | sub("^github.com/apelora/fabric/?"; "./")))"' "$json" | sort -u | tr '\n' ' ')" >&2
+	# A crash or the timeout ends the test binary with its tests unfinished: their last lines.
+	jq -rn 'reduce (inputs | select(.Test != null)) as $e ({};
+			($e.Package + " " + $e.Test) as $k
+			| if $e.Action == "output" then .[$k].out = ((.[$k].out // []) + [$e.Output])[-40:]
+			elif $e.Action == "pass" or $e.Action == "fail" or $e.Action == "skip" then .[$k].ended = true
+			else . end)
+		| to_entries[] | select(.value.ended != true)
+		| "test: \(.key) never ended (a crash or the timeout); its last lines:\n" + (.value.out // [] | join(""))' "$json" >&2
+	print_phases
+	exit "$status"
+fi
 
 # Each fuzz target for a bounded time (go test -fuzz takes one target in one package).
 # Go 1.26's fuzz coordinator can report "context deadline exceeded" when -fuzztime ends
@@ -135,4 +216,6 @@ if $fuzz && [ "$fuzztime" != 0 ]; then
 		name=${decl#func }
 		fuzz_one "$(dirname "$file")" "${name%%(*}"
 	done
+	phase "fuzzing, $fuzztime per target"
 fi
+print_phases

@@ -34,12 +34,22 @@ func TestCommandsAgainstTheRealServer(t *testing.T) {
 	watchCtx, stopWatch := context.WithCancel(t.Context())
 	var watched producttest.SyncBuffer
 	watchDone := make(chan error, 1)
-	go func() { watchDone <- run(watchCtx, []string{"watch-audit", "-machine", "node-1"}, &watched) }()
-	// watch-fleet prints the fleet, then each change.
+	// From the newest event on, so that none is missed however late the subscription
+	// starts on a loaded machine (no sleep "to let it start").
+	newest := strconv.FormatInt(e.Scalar(`SELECT max(id) FROM audit_events`).(int64), 10)
+	go func() {
+		watchDone <- run(watchCtx, []string{"watch-audit", "-machine", "node-1", "-after", newest}, &watched)
+	}()
+	// watch-fleet prints the fleet, then each change: the change is made once the fleet
+	// is printed (its first line, "revision N: M machines").
 	var fleetWatched producttest.SyncBuffer
 	fleetDone := make(chan error, 1)
 	go func() { fleetDone <- run(watchCtx, []string{"watch-fleet"}, &fleetWatched) }()
-	time.Sleep(300 * time.Millisecond) // let the subscriptions start
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(fleetWatched.String(), " machines\n"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch-fleet printed no fleet within a minute:\n%s", fleetWatched.String())
+		}
+	}
 
 	out, err := do("register", "node-1", "-description", "rack 4")
 	if err != nil || !strings.Contains(out, "node-1") || !strings.Contains(out, "rack 4") {

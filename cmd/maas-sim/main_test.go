@@ -42,7 +42,8 @@ func TestRunServesFixtureOverTLSWithoutPrintingTheKey(t *testing.T) {
 			"-key-file", keyFile, "-write-key", "-tls", "ca-signed", "-cert-out", certFile, "-v"}, &stdout, &stderr)
 	}()
 	var base string
-	for i := 0; i < 500 && base == ""; i++ {
+	// Bounded against hanging, generously: a loaded machine may take seconds to start it.
+	for deadline := time.Now().Add(time.Minute); base == "" && time.Now().Before(deadline); {
 		if out := stdout.String(); strings.Contains(out, "listening on ") {
 			base = strings.Fields(strings.SplitAfter(out, "listening on ")[1])[0]
 			break

@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,6 +36,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/apelora/fabric/adapters/postgres/localpg"
+	"github.com/apelora/fabric/testkit/producttest"
 )
 
 // TTL is Patroni's leader-key TTL in the lab: a primary that stops renewing it loses the
@@ -141,7 +141,7 @@ func Start(t testing.TB, db string) *Cluster {
 		}
 	})
 
-	ports := freePorts(t, 6)
+	ports := producttest.ListenPorts(t, 6)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	c.etcdLog = filepath.Join(dir, "etcd.log")
@@ -424,24 +424,4 @@ func httpOK(url string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// freePorts reserves n distinct free TCP ports on 127.0.0.1 (released just before use;
-// another process could take one in between, which would fail the start loudly).
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
 }
