@@ -25,9 +25,12 @@ import (
 // a plain field of the model mapFleet builds); only their encoding changes, and it is
 // the encoding gqlgen's executor writes, byte for byte (rowsjson_test.go compares the two
 // on every selection the console and the clients make and on generated ones). A
-// selection it cannot write exactly as gqlgen would (a field answered by a resolver, such
-// as Member.version; the Map scalar; @defer) and a row gqlgen would answer with an error
-// (a null where the schema says non-null) are left to gqlgen's executor, whole.
+// selection it cannot write exactly as gqlgen would (a field gqlgen's generated field
+// context says a resolver or a method answers, such as Member.version; a field with
+// arguments; the Map scalar or any type bound to something other than the generated
+// models and gqlgen's own scalars; an interface or a union; @defer) and a row gqlgen would
+// answer with an error (a null where the schema says non-null, a float JSON cannot hold)
+// are left to gqlgen's executor, whole.
 type fleetRows struct{ schema *ast.Schema }
 
 func (fleetRows) ExtensionName() string                   { return "FleetRows" }
@@ -47,7 +50,7 @@ func (f fleetRows) MutateOperationContext(_ context.Context, oc *graphql.Operati
 		if err != nil || !ok {
 			return res, err
 		}
-		if b, ok := encodeList(f.schema, graphql.GetOperationContext(ctx), fc.Field, rows); ok {
+		if b, ok := encodeList(ctx, f.schema, graphql.GetOperationContext(ctx), fc, rows); ok {
 			return rawJSON(b), nil
 		}
 		return res, nil
@@ -60,14 +63,16 @@ type rawJSON []byte
 
 func (r rawJSON) MarshalGQL(w io.Writer) { _, _ = w.Write(r) }
 
-// encodeList writes list, the value of field (a list of objects in the model's types), as
-// gqlgen's executor would; false when the selection or a row needs gqlgen's own execution.
-func encodeList(schema *ast.Schema, oc *graphql.OperationContext, field graphql.CollectedField, list any) ([]byte, bool) {
-	if field.Definition == nil {
+// encodeList writes list, the value of the field fc is about (a list of objects in the
+// model's types), as gqlgen's executor would; false when the selection or a row needs
+// gqlgen's own execution.
+func encodeList(ctx context.Context, schema *ast.Schema, oc *graphql.OperationContext, fc *graphql.FieldContext, list any) ([]byte, bool) {
+	if fc.Field.Definition == nil || fc.Child == nil {
 		return nil, false
 	}
 	v := reflect.ValueOf(list)
-	enc, ok := compileType(schema, oc, field.Definition.Type, field.Selections, v.Type())
+	c := compiler{ctx: ctx, schema: schema, oc: oc}
+	enc, ok := c.compileType(fc.Field.Definition.Type, fc.Field.Selections, fc.Child, v.Type())
 	if !ok {
 		return nil, false
 	}
@@ -111,8 +116,17 @@ var (
 	modelPackage = reflect.TypeOf(model.Machine{}).PkgPath()
 )
 
-// compileType prepares the encoding of t, selected with sel, from Go values of goType.
-func compileType(schema *ast.Schema, oc *graphql.OperationContext, t *ast.Type, sel ast.SelectionSet, goType reflect.Type) (*valueEncoder, bool) {
+// compiler prepares the encoding of one selection, once per query.
+type compiler struct {
+	ctx    context.Context
+	schema *ast.Schema
+	oc     *graphql.OperationContext
+}
+
+// compileType prepares the encoding of t, selected with sel, from Go values of goType;
+// child is gqlgen's generated field context maker for t's fields (FieldContext.Child).
+func (c compiler) compileType(t *ast.Type, sel ast.SelectionSet, child fieldContexts, goType reflect.Type) (*valueEncoder, bool) {
+	schema := c.schema
 	enc := &valueEncoder{nonNull: t.NonNull}
 	if goType.Kind() == reflect.Pointer {
 		enc.ptr, goType = true, goType.Elem()
@@ -122,7 +136,7 @@ func compileType(schema *ast.Schema, oc *graphql.OperationContext, t *ast.Type, 
 		if goType.Kind() != reflect.Slice {
 			return nil, false
 		}
-		elem, ok := compileType(schema, oc, t.Elem, sel, goType.Elem())
+		elem, ok := c.compileType(t.Elem, sel, child, goType.Elem())
 		enc.elem = elem
 		return enc, ok
 	}
@@ -147,7 +161,7 @@ func compileType(schema *ast.Schema, oc *graphql.OperationContext, t *ast.Type, 
 			return nil, false
 		}
 		enc.object = def
-		return enc, compileObject(schema, oc, enc, sel)
+		return enc, c.compileObject(enc, sel, child)
 	}
 	return nil, false
 }
@@ -174,11 +188,20 @@ func scalarOf(name string, goType reflect.Type) scalarKind {
 	return notScalar
 }
 
+// fieldContexts is gqlgen's generated FieldContext.Child: the field context gqlgen's
+// executor gives a field of the object.
+type fieldContexts = func(context.Context, graphql.CollectedField) (*graphql.FieldContext, error)
+
 // compileObject collects sel's fields as gqlgen's executor does (graphql.CollectFields:
 // fragments, @skip and @include, aliases, fields selected twice merged under one response
-// key) and prepares each.
-func compileObject(schema *ast.Schema, oc *graphql.OperationContext, enc *valueEncoder, sel ast.SelectionSet) bool {
-	for _, f := range graphql.CollectFields(oc, sel, []string{enc.object.Name}) {
+// key) and prepares each. A field gqlgen's generated code answers with a resolver or a
+// method (its own field context says so) is left to gqlgen, as is one the model has no
+// struct field for.
+func (c compiler) compileObject(enc *valueEncoder, sel ast.SelectionSet, child fieldContexts) bool {
+	if child == nil {
+		return false
+	}
+	for _, f := range graphql.CollectFields(c.oc, sel, []string{enc.object.Name}) {
 		if len(f.Deferrables) > 0 {
 			return false
 		}
@@ -191,11 +214,15 @@ func compileObject(schema *ast.Schema, oc *graphql.OperationContext, enc *valueE
 		if f.Definition == nil || len(f.Definition.Arguments) > 0 {
 			return false
 		}
+		fc, err := child(c.ctx, f)
+		if err != nil || fc.IsResolver || fc.IsMethod {
+			return false // answered by a resolver or a method, not read from the model
+		}
 		sf, ok := structField(enc.goType, f.Name)
 		if !ok {
-			return false // answered by a resolver: the model has no field for it
+			return false // the model has no field for it
 		}
-		v, ok := compileType(schema, oc, f.Definition.Type, f.Selections, sf.Type)
+		v, ok := c.compileType(f.Definition.Type, f.Selections, fc.Child, sf.Type)
 		if !ok {
 			return false
 		}
