@@ -689,6 +689,11 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetPlanHash() string {
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns AdmitMemberAdmitMemberAdmitMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -734,6 +739,8 @@ type __premarshalAdmitMemberAdmitMemberAdmitMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -754,6 +761,7 @@ func (v *AdmitMemberAdmitMemberAdmitMemberPayloadPlan) __premarshalJSON() (*__pr
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -1097,6 +1105,11 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetPlanHas
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -1142,6 +1155,8 @@ type __premarshalApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan str
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -1162,6 +1177,7 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) __premarsh
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -1441,6 +1457,11 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadP
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -1486,6 +1507,8 @@ type __premarshalAssignHardwareProfileAssignHardwareProfileAssignHardwareProfile
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -1506,6 +1529,7 @@ func (v *AssignHardwareProfileAssignHardwareProfileAssignHardwareProfilePayloadP
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -2321,6 +2345,11 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -2366,6 +2395,8 @@ type __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -2386,6 +2417,7 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -2645,6 +2677,11 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -2690,6 +2727,8 @@ type __premarshalClearHardwareProfileClearHardwareProfileClearHardwareProfilePay
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -2710,6 +2749,7 @@ func (v *ClearHardwareProfileClearHardwareProfileClearHardwareProfilePayloadPlan
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -2846,6 +2886,101 @@ func (v *ClusterClusterClusterViewWarningsClusterWarning) GetCode() ClusterWarni
 // GetMessage returns ClusterClusterClusterViewWarningsClusterWarning.Message, and is useful for accessing the field via an interface.
 func (v *ClusterClusterClusterViewWarningsClusterWarning) GetMessage() string { return v.Message }
 
+// ClusterFields includes the GraphQL fields of Cluster requested by the fragment ClusterFields.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
+type ClusterFields struct {
+	Name string `json:"name"`
+	// SHA-256 of the pinned cluster certificate (lower-case hex); empty until Apelora has read it: the cluster carried over from the previous release before APELORA_INCUS_* is set again, or a socket cluster whose daemon has not answered yet.
+	CertificateFingerprint string    `json:"certificateFingerprint"`
+	RegisteredAt           time.Time `json:"registeredAt"`
+	// Who registered it: an identity's name, or `apelora (migration)` for the cluster adopted from APELORA_INCUS_*.
+	RegisteredBy string `json:"registeredBy"`
+	// Carried over from APELORA_INCUS_* (its connection may also come from there).
+	FromEnvironment bool `json:"fromEnvironment"`
+	// Member URLs Apelora may reach it through: the seeds (the registration URL and the members
+	// it read), then those learned from its member list since. Empty for a cluster reached
+	// through the unix socket.
+	Addresses []string `json:"addresses"`
+	// The member Apelora talks through now (`unix:PATH` for the socket); null when none has answered yet.
+	Through *string `json:"through"`
+	// Whether it could be read for this answer (its member list), and since when not.
+	Source ClusterFieldsSourceSourceStatus `json:"source"`
+	// Its members with their roles; null when it could not be read (`source` says why).
+	Members []ClusterFieldsMembersMember `json:"members"`
+	// How many machine records name it (for the cluster of APELORA_INCUS_*, also those that name no cluster: members are enrolled into that one).
+	MachineRecords int `json:"machineRecords"`
+	// Why removeCluster would refuse it now (the same rule); null when it would not.
+	RemoveRefusal *string `json:"removeRefusal"`
+}
+
+// GetName returns ClusterFields.Name, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetName() string { return v.Name }
+
+// GetCertificateFingerprint returns ClusterFields.CertificateFingerprint, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetCertificateFingerprint() string { return v.CertificateFingerprint }
+
+// GetRegisteredAt returns ClusterFields.RegisteredAt, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetRegisteredAt() time.Time { return v.RegisteredAt }
+
+// GetRegisteredBy returns ClusterFields.RegisteredBy, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetRegisteredBy() string { return v.RegisteredBy }
+
+// GetFromEnvironment returns ClusterFields.FromEnvironment, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetFromEnvironment() bool { return v.FromEnvironment }
+
+// GetAddresses returns ClusterFields.Addresses, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetAddresses() []string { return v.Addresses }
+
+// GetThrough returns ClusterFields.Through, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetThrough() *string { return v.Through }
+
+// GetSource returns ClusterFields.Source, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetSource() ClusterFieldsSourceSourceStatus { return v.Source }
+
+// GetMembers returns ClusterFields.Members, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetMembers() []ClusterFieldsMembersMember { return v.Members }
+
+// GetMachineRecords returns ClusterFields.MachineRecords, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetMachineRecords() int { return v.MachineRecords }
+
+// GetRemoveRefusal returns ClusterFields.RemoveRefusal, and is useful for accessing the field via an interface.
+func (v *ClusterFields) GetRemoveRefusal() *string { return v.RemoveRefusal }
+
+// ClusterFieldsMembersMember includes the requested fields of the GraphQL type Member.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster member.
+type ClusterFieldsMembersMember struct {
+	Name   string       `json:"name"`
+	Status MemberStatus `json:"status"`
+	Roles  []string     `json:"roles"`
+}
+
+// GetName returns ClusterFieldsMembersMember.Name, and is useful for accessing the field via an interface.
+func (v *ClusterFieldsMembersMember) GetName() string { return v.Name }
+
+// GetStatus returns ClusterFieldsMembersMember.Status, and is useful for accessing the field via an interface.
+func (v *ClusterFieldsMembersMember) GetStatus() MemberStatus { return v.Status }
+
+// GetRoles returns ClusterFieldsMembersMember.Roles, and is useful for accessing the field via an interface.
+func (v *ClusterFieldsMembersMember) GetRoles() []string { return v.Roles }
+
+// ClusterFieldsSourceSourceStatus includes the requested fields of the GraphQL type SourceStatus.
+type ClusterFieldsSourceSourceStatus struct {
+	// Could be asked for this answer.
+	Available bool `json:"available"`
+	// `ok`, or why not.
+	Message string `json:"message"`
+}
+
+// GetAvailable returns ClusterFieldsSourceSourceStatus.Available, and is useful for accessing the field via an interface.
+func (v *ClusterFieldsSourceSourceStatus) GetAvailable() bool { return v.Available }
+
+// GetMessage returns ClusterFieldsSourceSourceStatus.Message, and is useful for accessing the field via an interface.
+func (v *ClusterFieldsSourceSourceStatus) GetMessage() string { return v.Message }
+
 // ClusterResponse is returned by Cluster on success.
 type ClusterResponse struct {
 	// The cluster as fencing sees it: Incus's settings that matter to fencing, the fence worker's
@@ -2884,6 +3019,137 @@ var AllClusterWarningCode = []ClusterWarningCode{
 	ClusterWarningCodeOfflineAfterTooShort,
 	ClusterWarningCodeIncusNoQuorum,
 }
+
+// ClustersClustersCluster includes the requested fields of the GraphQL type Cluster.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
+type ClustersClustersCluster struct {
+	ClusterFields `json:"-"`
+}
+
+// GetName returns ClustersClustersCluster.Name, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetName() string { return v.ClusterFields.Name }
+
+// GetCertificateFingerprint returns ClustersClustersCluster.CertificateFingerprint, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetCertificateFingerprint() string {
+	return v.ClusterFields.CertificateFingerprint
+}
+
+// GetRegisteredAt returns ClustersClustersCluster.RegisteredAt, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetRegisteredAt() time.Time { return v.ClusterFields.RegisteredAt }
+
+// GetRegisteredBy returns ClustersClustersCluster.RegisteredBy, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetRegisteredBy() string { return v.ClusterFields.RegisteredBy }
+
+// GetFromEnvironment returns ClustersClustersCluster.FromEnvironment, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetFromEnvironment() bool { return v.ClusterFields.FromEnvironment }
+
+// GetAddresses returns ClustersClustersCluster.Addresses, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetAddresses() []string { return v.ClusterFields.Addresses }
+
+// GetThrough returns ClustersClustersCluster.Through, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetThrough() *string { return v.ClusterFields.Through }
+
+// GetSource returns ClustersClustersCluster.Source, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetSource() ClusterFieldsSourceSourceStatus {
+	return v.ClusterFields.Source
+}
+
+// GetMembers returns ClustersClustersCluster.Members, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetMembers() []ClusterFieldsMembersMember {
+	return v.ClusterFields.Members
+}
+
+// GetMachineRecords returns ClustersClustersCluster.MachineRecords, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetMachineRecords() int { return v.ClusterFields.MachineRecords }
+
+// GetRemoveRefusal returns ClustersClustersCluster.RemoveRefusal, and is useful for accessing the field via an interface.
+func (v *ClustersClustersCluster) GetRemoveRefusal() *string { return v.ClusterFields.RemoveRefusal }
+
+func (v *ClustersClustersCluster) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*ClustersClustersCluster
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.ClustersClustersCluster = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.ClusterFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalClustersClustersCluster struct {
+	Name string `json:"name"`
+
+	CertificateFingerprint string `json:"certificateFingerprint"`
+
+	RegisteredAt time.Time `json:"registeredAt"`
+
+	RegisteredBy string `json:"registeredBy"`
+
+	FromEnvironment bool `json:"fromEnvironment"`
+
+	Addresses []string `json:"addresses"`
+
+	Through *string `json:"through"`
+
+	Source ClusterFieldsSourceSourceStatus `json:"source"`
+
+	Members []ClusterFieldsMembersMember `json:"members"`
+
+	MachineRecords int `json:"machineRecords"`
+
+	RemoveRefusal *string `json:"removeRefusal"`
+}
+
+func (v *ClustersClustersCluster) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *ClustersClustersCluster) __premarshalJSON() (*__premarshalClustersClustersCluster, error) {
+	var retval __premarshalClustersClustersCluster
+
+	retval.Name = v.ClusterFields.Name
+	retval.CertificateFingerprint = v.ClusterFields.CertificateFingerprint
+	retval.RegisteredAt = v.ClusterFields.RegisteredAt
+	retval.RegisteredBy = v.ClusterFields.RegisteredBy
+	retval.FromEnvironment = v.ClusterFields.FromEnvironment
+	retval.Addresses = v.ClusterFields.Addresses
+	retval.Through = v.ClusterFields.Through
+	retval.Source = v.ClusterFields.Source
+	retval.Members = v.ClusterFields.Members
+	retval.MachineRecords = v.ClusterFields.MachineRecords
+	retval.RemoveRefusal = v.ClusterFields.RemoveRefusal
+	return &retval, nil
+}
+
+// ClustersResponse is returned by Clusters on success.
+type ClustersResponse struct {
+	// Every registered Incus cluster, ordered by name (the cluster of APELORA_INCUS_* among
+	// them, adopted at start); `names` keeps those (a name not registered is NOT_FOUND).
+	Clusters []ClustersClustersCluster `json:"clusters"`
+}
+
+// GetClusters returns ClustersResponse.Clusters, and is useful for accessing the field via an interface.
+func (v *ClustersResponse) GetClusters() []ClustersClustersCluster { return v.Clusters }
 
 // CommissionMachineCommissionMachineMaasMachinePayload includes the requested fields of the GraphQL type MaasMachinePayload.
 type CommissionMachineCommissionMachineMaasMachinePayload struct {
@@ -3118,6 +3384,11 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns CommissionMachineCommissionMachineMaasMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -3163,6 +3434,8 @@ type __premarshalCommissionMachineCommissionMachineMaasMachinePayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -3183,6 +3456,7 @@ func (v *CommissionMachineCommissionMachineMaasMachinePayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -3396,6 +3670,11 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns CreateIdentityCreateIdentityCreateIdentityPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -3441,6 +3720,8 @@ type __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -3461,6 +3742,7 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -4036,6 +4318,11 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -4081,6 +4368,8 @@ type __premarshalEvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -4101,6 +4390,7 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -6712,6 +7002,20 @@ func (v *IdentityFields) GetRevokedBy() *string { return v.RevokedBy }
 // GetActive returns IdentityFields.Active, and is useful for accessing the field via an interface.
 func (v *IdentityFields) GetActive() bool { return v.Active }
 
+// IncusClientCertificateResponse is returned by IncusClientCertificate on success.
+type IncusClientCertificateResponse struct {
+	// Apelora's Incus client certificate (PEM, public): what every cluster must trust
+	// (`incus config trust add-certificate`) before it is registered. Null when Apelora has no
+	// client identity (APELORA_INCUS_CLIENT_CERT and APELORA_INCUS_CLIENT_KEY unset: only the
+	// cluster of APELORA_INCUS_SOCKET is reached).
+	IncusClientCertificate *string `json:"incusClientCertificate"`
+}
+
+// GetIncusClientCertificate returns IncusClientCertificateResponse.IncusClientCertificate, and is useful for accessing the field via an interface.
+func (v *IncusClientCertificateResponse) GetIncusClientCertificate() *string {
+	return v.IncusClientCertificate
+}
+
 type InstallOperatingSystemInput struct {
 	// The registered MAAS machine (its Apelora name, which becomes its Incus member name).
 	Name string `json:"name"`
@@ -7082,6 +7386,11 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -7127,6 +7436,8 @@ type __premarshalInstallOperatingSystemInstallOperatingSystemInstallOperatingSys
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -7147,6 +7458,7 @@ func (v *InstallOperatingSystemInstallOperatingSystemInstallOperatingSystemPaylo
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -8353,6 +8665,11 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetPlanHa
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -8398,6 +8715,8 @@ type __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan st
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -8418,6 +8737,7 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadPlan) __premars
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -8701,6 +9021,10 @@ type PlanFields struct {
 	// so the same input planned again in the same world has the same hash. Send it back as the
 	// input's planHash to confirm this plan and this input, and no other.
 	PlanHash string `json:"planHash"`
+	// What the plan read that the mutation depends on and no call shows (the hardware profile it
+	// replaces, the identity it revokes, the MAAS machine's status, the instances an evacuation
+	// moves): covered by planHash, so a confirmation is refused PLAN_CHANGED when one changed.
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
 	// The calls it would send, in order, each once. After a refusal inside the mutation (a
 	// state, a check, a missing hardware.delete) the plan goes on where it can and shows the
 	// rest; a caller refused by the gate itself (no manage-infrastructure) gets no calls:
@@ -8718,6 +9042,9 @@ func (v *PlanFields) GetRefused() bool { return v.Refused }
 
 // GetPlanHash returns PlanFields.PlanHash, and is useful for accessing the field via an interface.
 func (v *PlanFields) GetPlanHash() string { return v.PlanHash }
+
+// GetFacts returns PlanFields.Facts, and is useful for accessing the field via an interface.
+func (v *PlanFields) GetFacts() []PlanFieldsFactsPlanFact { return v.Facts }
 
 // GetCalls returns PlanFields.Calls, and is useful for accessing the field via an interface.
 func (v *PlanFields) GetCalls() []PlanFieldsCallsPlanCall { return v.Calls }
@@ -8778,6 +9105,21 @@ func (v *PlanFieldsCallsPlanCallChangesPlanChange) GetBefore() *string { return 
 // GetAfter returns PlanFieldsCallsPlanCallChangesPlanChange.After, and is useful for accessing the field via an interface.
 func (v *PlanFieldsCallsPlanCallChangesPlanChange) GetAfter() *string { return v.After }
 
+// PlanFieldsFactsPlanFact includes the requested fields of the GraphQL type PlanFact.
+// The GraphQL type's documentation follows.
+//
+// Something a plan read, in words.
+type PlanFieldsFactsPlanFact struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// GetName returns PlanFieldsFactsPlanFact.Name, and is useful for accessing the field via an interface.
+func (v *PlanFieldsFactsPlanFact) GetName() string { return v.Name }
+
+// GetValue returns PlanFieldsFactsPlanFact.Value, and is useful for accessing the field via an interface.
+func (v *PlanFieldsFactsPlanFact) GetValue() string { return v.Value }
+
 // PlanFieldsRefusalsPlanFinding includes the requested fields of the GraphQL type PlanFinding.
 type PlanFieldsRefusalsPlanFinding struct {
 	// The documented error code (docs/api.md: Error codes); null for a warning that has none.
@@ -8835,6 +9177,322 @@ const (
 var AllProvisionerKind = []ProvisionerKind{
 	ProvisionerKindManual,
 	ProvisionerKindMaas,
+}
+
+type RegisterClusterInput struct {
+	// 1–63 characters: lower-case letters, digits and hyphens, starting with a letter and not ending with a hyphen (the member-name rule).
+	Name string `json:"name"`
+	// https://host:port of one member (its core.https_address; port 8443 when left out); Apelora learns the others from the cluster.
+	Url string `json:"url"`
+	// PEM of the cluster certificate ($INCUS_DIR/cluster.crt on any member): every member
+	// presents it. Several CERTIFICATE blocks are allowed (a rotation); at most 64 KiB.
+	ClusterCertificate string `json:"clusterCertificate"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
+}
+
+// GetName returns RegisterClusterInput.Name, and is useful for accessing the field via an interface.
+func (v *RegisterClusterInput) GetName() string { return v.Name }
+
+// GetUrl returns RegisterClusterInput.Url, and is useful for accessing the field via an interface.
+func (v *RegisterClusterInput) GetUrl() string { return v.Url }
+
+// GetClusterCertificate returns RegisterClusterInput.ClusterCertificate, and is useful for accessing the field via an interface.
+func (v *RegisterClusterInput) GetClusterCertificate() string { return v.ClusterCertificate }
+
+// GetDryRun returns RegisterClusterInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RegisterClusterInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RegisterClusterInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RegisterClusterInput) GetPlanHash() *string { return v.PlanHash }
+
+// RegisterClusterRegisterClusterRegisterClusterPayload includes the requested fields of the GraphQL type RegisterClusterPayload.
+type RegisterClusterRegisterClusterRegisterClusterPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *RegisterClusterRegisterClusterRegisterClusterPayloadPlan `json:"plan"`
+	// The cluster as registered; null in a plan (its facts show the fingerprint, the members and their roles).
+	Cluster *RegisterClusterRegisterClusterRegisterClusterPayloadCluster `json:"cluster"`
+}
+
+// GetPlan returns RegisterClusterRegisterClusterRegisterClusterPayload.Plan, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayload) GetPlan() *RegisterClusterRegisterClusterRegisterClusterPayloadPlan {
+	return v.Plan
+}
+
+// GetCluster returns RegisterClusterRegisterClusterRegisterClusterPayload.Cluster, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayload) GetCluster() *RegisterClusterRegisterClusterRegisterClusterPayloadCluster {
+	return v.Cluster
+}
+
+// RegisterClusterRegisterClusterRegisterClusterPayloadCluster includes the requested fields of the GraphQL type Cluster.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
+type RegisterClusterRegisterClusterRegisterClusterPayloadCluster struct {
+	ClusterFields `json:"-"`
+}
+
+// GetName returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.Name, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetName() string {
+	return v.ClusterFields.Name
+}
+
+// GetCertificateFingerprint returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.CertificateFingerprint, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetCertificateFingerprint() string {
+	return v.ClusterFields.CertificateFingerprint
+}
+
+// GetRegisteredAt returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.RegisteredAt, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetRegisteredAt() time.Time {
+	return v.ClusterFields.RegisteredAt
+}
+
+// GetRegisteredBy returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.RegisteredBy, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetRegisteredBy() string {
+	return v.ClusterFields.RegisteredBy
+}
+
+// GetFromEnvironment returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.FromEnvironment, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetFromEnvironment() bool {
+	return v.ClusterFields.FromEnvironment
+}
+
+// GetAddresses returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.Addresses, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetAddresses() []string {
+	return v.ClusterFields.Addresses
+}
+
+// GetThrough returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.Through, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetThrough() *string {
+	return v.ClusterFields.Through
+}
+
+// GetSource returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.Source, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetSource() ClusterFieldsSourceSourceStatus {
+	return v.ClusterFields.Source
+}
+
+// GetMembers returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.Members, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetMembers() []ClusterFieldsMembersMember {
+	return v.ClusterFields.Members
+}
+
+// GetMachineRecords returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.MachineRecords, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetMachineRecords() int {
+	return v.ClusterFields.MachineRecords
+}
+
+// GetRemoveRefusal returns RegisterClusterRegisterClusterRegisterClusterPayloadCluster.RemoveRefusal, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) GetRemoveRefusal() *string {
+	return v.ClusterFields.RemoveRefusal
+}
+
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RegisterClusterRegisterClusterRegisterClusterPayloadCluster
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RegisterClusterRegisterClusterRegisterClusterPayloadCluster = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.ClusterFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRegisterClusterRegisterClusterRegisterClusterPayloadCluster struct {
+	Name string `json:"name"`
+
+	CertificateFingerprint string `json:"certificateFingerprint"`
+
+	RegisteredAt time.Time `json:"registeredAt"`
+
+	RegisteredBy string `json:"registeredBy"`
+
+	FromEnvironment bool `json:"fromEnvironment"`
+
+	Addresses []string `json:"addresses"`
+
+	Through *string `json:"through"`
+
+	Source ClusterFieldsSourceSourceStatus `json:"source"`
+
+	Members []ClusterFieldsMembersMember `json:"members"`
+
+	MachineRecords int `json:"machineRecords"`
+
+	RemoveRefusal *string `json:"removeRefusal"`
+}
+
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadCluster) __premarshalJSON() (*__premarshalRegisterClusterRegisterClusterRegisterClusterPayloadCluster, error) {
+	var retval __premarshalRegisterClusterRegisterClusterRegisterClusterPayloadCluster
+
+	retval.Name = v.ClusterFields.Name
+	retval.CertificateFingerprint = v.ClusterFields.CertificateFingerprint
+	retval.RegisteredAt = v.ClusterFields.RegisteredAt
+	retval.RegisteredBy = v.ClusterFields.RegisteredBy
+	retval.FromEnvironment = v.ClusterFields.FromEnvironment
+	retval.Addresses = v.ClusterFields.Addresses
+	retval.Through = v.ClusterFields.Through
+	retval.Source = v.ClusterFields.Source
+	retval.Members = v.ClusterFields.Members
+	retval.MachineRecords = v.ClusterFields.MachineRecords
+	retval.RemoveRefusal = v.ClusterFields.RemoveRefusal
+	return &retval, nil
+}
+
+// RegisterClusterRegisterClusterRegisterClusterPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type RegisterClusterRegisterClusterRegisterClusterPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns RegisterClusterRegisterClusterRegisterClusterPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetPlanHash returns RegisterClusterRegisterClusterRegisterClusterPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
+// GetFacts returns RegisterClusterRegisterClusterRegisterClusterPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
+// GetCalls returns RegisterClusterRegisterClusterRegisterClusterPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
+}
+
+// GetRefusals returns RegisterClusterRegisterClusterRegisterClusterPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns RegisterClusterRegisterClusterRegisterClusterPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RegisterClusterRegisterClusterRegisterClusterPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RegisterClusterRegisterClusterRegisterClusterPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRegisterClusterRegisterClusterRegisterClusterPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	PlanHash string `json:"planHash"`
+
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RegisterClusterRegisterClusterRegisterClusterPayloadPlan) __premarshalJSON() (*__premarshalRegisterClusterRegisterClusterRegisterClusterPayloadPlan, error) {
+	var retval __premarshalRegisterClusterRegisterClusterRegisterClusterPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
+	retval.Calls = v.PlanFields.Calls
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
+// RegisterClusterResponse is returned by RegisterCluster on success.
+type RegisterClusterResponse struct {
+	// Register an Incus cluster. Its plan connects to `url` once with Apelora's client
+	// identity, pinned to `clusterCertificate`, reads the members and their roles and shows the
+	// fingerprint it will pin; when the cluster does not trust Apelora yet it says so with the
+	// command to run on a member. Refused: a name or a certificate registered already (the same
+	// cluster under two names), a member presenting another certificate, a server that is not
+	// clustered. Nothing is written to Incus; the record is written to PostgreSQL (no secret:
+	// the client key stays in Apelora's environment). Needs manage-infrastructure.
+	RegisterCluster RegisterClusterRegisterClusterRegisterClusterPayload `json:"registerCluster"`
+}
+
+// GetRegisterCluster returns RegisterClusterResponse.RegisterCluster, and is useful for accessing the field via an interface.
+func (v *RegisterClusterResponse) GetRegisterCluster() RegisterClusterRegisterClusterRegisterClusterPayload {
+	return v.RegisterCluster
 }
 
 type RegisterMachineInput struct {
@@ -9022,6 +9680,11 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns RegisterMachineRegisterMachineRegisterMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -9067,6 +9730,8 @@ type __premarshalRegisterMachineRegisterMachineRegisterMachinePayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -9087,6 +9752,7 @@ func (v *RegisterMachineRegisterMachineRegisterMachinePayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -9398,6 +10064,11 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns ReleaseMachineReleaseMachineReleaseMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -9443,6 +10114,8 @@ type __premarshalReleaseMachineReleaseMachineReleaseMachinePayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -9463,6 +10136,7 @@ func (v *ReleaseMachineReleaseMachineReleaseMachinePayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -9519,6 +10193,191 @@ type ReleasePreviewResponse struct {
 // GetReleasePreview returns ReleasePreviewResponse.ReleasePreview, and is useful for accessing the field via an interface.
 func (v *ReleasePreviewResponse) GetReleasePreview() ReleasePreviewReleasePreviewErasePreview {
 	return v.ReleasePreview
+}
+
+type RemoveClusterInput struct {
+	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash"`
+}
+
+// GetName returns RemoveClusterInput.Name, and is useful for accessing the field via an interface.
+func (v *RemoveClusterInput) GetName() string { return v.Name }
+
+// GetDryRun returns RemoveClusterInput.DryRun, and is useful for accessing the field via an interface.
+func (v *RemoveClusterInput) GetDryRun() *bool { return v.DryRun }
+
+// GetPlanHash returns RemoveClusterInput.PlanHash, and is useful for accessing the field via an interface.
+func (v *RemoveClusterInput) GetPlanHash() *string { return v.PlanHash }
+
+// RemoveClusterRemoveClusterRemoveClusterPayload includes the requested fields of the GraphQL type RemoveClusterPayload.
+type RemoveClusterRemoveClusterRemoveClusterPayload struct {
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *RemoveClusterRemoveClusterRemoveClusterPayloadPlan `json:"plan"`
+	// The cluster as it was.
+	Removed *RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster `json:"removed"`
+}
+
+// GetPlan returns RemoveClusterRemoveClusterRemoveClusterPayload.Plan, and is useful for accessing the field via an interface.
+func (v *RemoveClusterRemoveClusterRemoveClusterPayload) GetPlan() *RemoveClusterRemoveClusterRemoveClusterPayloadPlan {
+	return v.Plan
+}
+
+// GetRemoved returns RemoveClusterRemoveClusterRemoveClusterPayload.Removed, and is useful for accessing the field via an interface.
+func (v *RemoveClusterRemoveClusterRemoveClusterPayload) GetRemoved() *RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster {
+	return v.Removed
+}
+
+// RemoveClusterRemoveClusterRemoveClusterPayloadPlan includes the requested fields of the GraphQL type Plan.
+// The GraphQL type's documentation follows.
+//
+// What a mutation would do, answered instead of doing it when its input says dryRun: true.
+// A mutation is one step of the administrator's (register, approve, admit …); its plan lists
+// the calls that step would send to Incus, MAAS and the database (docs/glossary.md). The plan
+// runs the same rules as the real mutation: reads go to Incus, MAAS and the database as usual,
+// calls that would change something are recorded instead of sent, and the database
+// change runs READ ONLY and is rolled back. It writes nothing at all: for a caller allowed to
+// make the change it is not an audit event (it changes nothing; the metric
+// apelora_plans_total counts plans), and one refused for permission is audited REFUSED like
+// any refused mutation. It is pushed on no subscription. In a plan, the payload's other fields
+// are what the mutation would answer where that is known without changing anything, and null
+// otherwise (a join token, an identity's token, a machine the mutation would create): that is
+// why payload fields are nullable. Invalid input is still an INVALID_INPUT
+// error; any other refusal (permission, state, a failing check, a busy machine) is part of
+// the plan, not an error.
+type RemoveClusterRemoveClusterRemoveClusterPayloadPlan struct {
+	PlanFields `json:"-"`
+}
+
+// GetRefused returns RemoveClusterRemoveClusterRemoveClusterPayloadPlan.Refused, and is useful for accessing the field via an interface.
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadPlan) GetRefused() bool {
+	return v.PlanFields.Refused
+}
+
+// GetPlanHash returns RemoveClusterRemoveClusterRemoveClusterPayloadPlan.PlanHash, and is useful for accessing the field via an interface.
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadPlan) GetPlanHash() string {
+	return v.PlanFields.PlanHash
+}
+
+// GetFacts returns RemoveClusterRemoveClusterRemoveClusterPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
+// GetCalls returns RemoveClusterRemoveClusterRemoveClusterPayloadPlan.Calls, and is useful for accessing the field via an interface.
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
+	return v.PlanFields.Calls
+}
+
+// GetRefusals returns RemoveClusterRemoveClusterRemoveClusterPayloadPlan.Refusals, and is useful for accessing the field via an interface.
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadPlan) GetRefusals() []PlanFieldsRefusalsPlanFinding {
+	return v.PlanFields.Refusals
+}
+
+// GetWarnings returns RemoveClusterRemoveClusterRemoveClusterPayloadPlan.Warnings, and is useful for accessing the field via an interface.
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadPlan) GetWarnings() []PlanFieldsWarningsPlanFinding {
+	return v.PlanFields.Warnings
+}
+
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadPlan) UnmarshalJSON(b []byte) error {
+
+	if string(b) == "null" {
+		return nil
+	}
+
+	var firstPass struct {
+		*RemoveClusterRemoveClusterRemoveClusterPayloadPlan
+		graphql.NoUnmarshalJSON
+	}
+	firstPass.RemoveClusterRemoveClusterRemoveClusterPayloadPlan = v
+
+	err := json.Unmarshal(b, &firstPass)
+	if err != nil {
+		return err
+	}
+
+	err = json.Unmarshal(
+		b, &v.PlanFields)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+type __premarshalRemoveClusterRemoveClusterRemoveClusterPayloadPlan struct {
+	Refused bool `json:"refused"`
+
+	PlanHash string `json:"planHash"`
+
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
+	Calls []PlanFieldsCallsPlanCall `json:"calls"`
+
+	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
+
+	Warnings []PlanFieldsWarningsPlanFinding `json:"warnings"`
+}
+
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadPlan) MarshalJSON() ([]byte, error) {
+	premarshaled, err := v.__premarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(premarshaled)
+}
+
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadPlan) __premarshalJSON() (*__premarshalRemoveClusterRemoveClusterRemoveClusterPayloadPlan, error) {
+	var retval __premarshalRemoveClusterRemoveClusterRemoveClusterPayloadPlan
+
+	retval.Refused = v.PlanFields.Refused
+	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
+	retval.Calls = v.PlanFields.Calls
+	retval.Refusals = v.PlanFields.Refusals
+	retval.Warnings = v.PlanFields.Warnings
+	return &retval, nil
+}
+
+// RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster includes the requested fields of the GraphQL type Cluster.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
+type RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster struct {
+	Name string `json:"name"`
+	// SHA-256 of the pinned cluster certificate (lower-case hex); empty until Apelora has read it: the cluster carried over from the previous release before APELORA_INCUS_* is set again, or a socket cluster whose daemon has not answered yet.
+	CertificateFingerprint string `json:"certificateFingerprint"`
+}
+
+// GetName returns RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster.Name, and is useful for accessing the field via an interface.
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster) GetName() string {
+	return v.Name
+}
+
+// GetCertificateFingerprint returns RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster.CertificateFingerprint, and is useful for accessing the field via an interface.
+func (v *RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster) GetCertificateFingerprint() string {
+	return v.CertificateFingerprint
+}
+
+// RemoveClusterResponse is returned by RemoveCluster on success.
+type RemoveClusterResponse struct {
+	// Forget a cluster. Refused while any machine record, fence mapping, admission, unfinished
+	// rolling reboot or running evacuation or restore names it (`Cluster.removeRefusal` says
+	// so beforehand); the fence worker's state of it goes with it. The cluster of
+	// APELORA_INCUS_* is adopted again at the next start while those settings name it. Needs
+	// manage-infrastructure.
+	RemoveCluster RemoveClusterRemoveClusterRemoveClusterPayload `json:"removeCluster"`
+}
+
+// GetRemoveCluster returns RemoveClusterResponse.RemoveCluster, and is useful for accessing the field via an interface.
+func (v *RemoveClusterResponse) GetRemoveCluster() RemoveClusterRemoveClusterRemoveClusterPayload {
+	return v.RemoveCluster
 }
 
 type RemoveFenceMappingInput struct {
@@ -9592,6 +10451,11 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetP
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -9637,6 +10501,8 @@ type __premarshalRemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPl
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -9657,6 +10523,7 @@ func (v *RemoveFenceMappingRemoveFenceMappingRemoveFenceMappingPayloadPlan) __pr
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -9771,6 +10638,11 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadP
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -9816,6 +10688,8 @@ type __premarshalRemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfile
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -9836,6 +10710,7 @@ func (v *RemoveHardwareProfileRemoveHardwareProfileRemoveHardwareProfilePayloadP
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -10172,6 +11047,11 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetPlanHash() string {
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns RemoveMemberRemoveMemberRemoveMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -10217,6 +11097,8 @@ type __premarshalRemoveMemberRemoveMemberRemoveMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -10237,6 +11119,7 @@ func (v *RemoveMemberRemoveMemberRemoveMemberPayloadPlan) __premarshalJSON() (*_
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -10448,6 +11331,11 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetPlanHash() strin
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns RestoreMemberRestoreMemberRestoreMemberPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -10493,6 +11381,8 @@ type __premarshalRestoreMemberRestoreMemberRestoreMemberPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -10513,6 +11403,7 @@ func (v *RestoreMemberRestoreMemberRestoreMemberPayloadPlan) __premarshalJSON() 
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -10803,6 +11694,11 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -10848,6 +11744,8 @@ type __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -10868,6 +11766,7 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -11218,6 +12117,11 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetPlanHash() st
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -11263,6 +12167,8 @@ type __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -11283,6 +12189,7 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadPlan) __premarshalJSON
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -11468,6 +12375,11 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -11513,6 +12425,8 @@ type __premarshalRevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -11533,6 +12447,7 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -12085,6 +13000,11 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetPlanHash() s
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -12130,6 +13050,8 @@ type __premarshalRunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan struct {
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -12150,6 +13072,7 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) __premarshalJSO
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -12384,6 +13307,11 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetPlanHash()
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -12429,6 +13357,8 @@ type __premarshalSetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan struct
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -12449,6 +13379,7 @@ func (v *SetFenceMappingSetFenceMappingSetFenceMappingPayloadPlan) __premarshalJ
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -12614,6 +13545,11 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetP
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -12659,6 +13595,8 @@ type __premarshalSetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPl
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -12679,6 +13617,7 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadPlan) __pr
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -13080,6 +14019,11 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -13125,6 +14069,8 @@ type __premarshalSetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -13145,6 +14091,7 @@ func (v *SetPlacementGuardSetPlacementGuardSetPlacementGuardPayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -13268,6 +14215,11 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetPlanHa
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns StartRollingRebootStartRollingRebootRollingRebootPayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -13313,6 +14265,8 @@ type __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadPlan st
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -13333,6 +14287,7 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadPlan) __premars
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -13565,6 +14520,11 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetPlan
 	return v.PlanFields.PlanHash
 }
 
+// GetFacts returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Facts, and is useful for accessing the field via an interface.
+func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetFacts() []PlanFieldsFactsPlanFact {
+	return v.PlanFields.Facts
+}
+
 // GetCalls returns UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan.Calls, and is useful for accessing the field via an interface.
 func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) GetCalls() []PlanFieldsCallsPlanCall {
 	return v.PlanFields.Calls
@@ -13610,6 +14570,8 @@ type __premarshalUnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan 
 
 	PlanHash string `json:"planHash"`
 
+	Facts []PlanFieldsFactsPlanFact `json:"facts"`
+
 	Calls []PlanFieldsCallsPlanCall `json:"calls"`
 
 	Refusals []PlanFieldsRefusalsPlanFinding `json:"refusals"`
@@ -13630,6 +14592,7 @@ func (v *UnregisterMachineUnregisterMachineUnregisterMachinePayloadPlan) __prema
 
 	retval.Refused = v.PlanFields.Refused
 	retval.PlanHash = v.PlanFields.PlanHash
+	retval.Facts = v.PlanFields.Facts
 	retval.Calls = v.PlanFields.Calls
 	retval.Refusals = v.PlanFields.Refusals
 	retval.Warnings = v.PlanFields.Warnings
@@ -13925,6 +14888,14 @@ type __PauseRollingRebootInput struct {
 // GetInput returns __PauseRollingRebootInput.Input, and is useful for accessing the field via an interface.
 func (v *__PauseRollingRebootInput) GetInput() RollingRebootInput { return v.Input }
 
+// __RegisterClusterInput is used internally by genqlient
+type __RegisterClusterInput struct {
+	Input RegisterClusterInput `json:"input"`
+}
+
+// GetInput returns __RegisterClusterInput.Input, and is useful for accessing the field via an interface.
+func (v *__RegisterClusterInput) GetInput() RegisterClusterInput { return v.Input }
+
 // __RegisterMachineInput is used internally by genqlient
 type __RegisterMachineInput struct {
 	Input RegisterMachineInput `json:"input"`
@@ -13948,6 +14919,14 @@ type __ReleasePreviewInput struct {
 
 // GetErase returns __ReleasePreviewInput.Erase, and is useful for accessing the field via an interface.
 func (v *__ReleasePreviewInput) GetErase() *bool { return v.Erase }
+
+// __RemoveClusterInput is used internally by genqlient
+type __RemoveClusterInput struct {
+	Input RemoveClusterInput `json:"input"`
+}
+
+// GetInput returns __RemoveClusterInput.Input, and is useful for accessing the field via an interface.
+func (v *__RemoveClusterInput) GetInput() RemoveClusterInput { return v.Input }
 
 // __RemoveFenceMappingInput is used internally by genqlient
 type __RemoveFenceMappingInput struct {
@@ -14199,6 +15178,10 @@ mutation AdmitMember ($input: AdmitMemberInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -14332,6 +15315,10 @@ mutation ApproveEnrolment ($input: ApproveEnrolmentInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -14431,6 +15418,10 @@ mutation AssignHardwareProfile ($input: AssignHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -14718,6 +15709,10 @@ mutation CancelRollingReboot ($input: RollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -14796,6 +15791,10 @@ mutation ClearHardwareProfile ($input: ClearHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -14890,6 +15889,56 @@ func Cluster(
 	return data_, err_
 }
 
+// The query executed by Clusters.
+const Clusters_Operation = `
+query Clusters {
+	clusters {
+		... ClusterFields
+	}
+}
+fragment ClusterFields on Cluster {
+	name
+	certificateFingerprint
+	registeredAt
+	registeredBy
+	fromEnvironment
+	addresses
+	through
+	source {
+		available
+		message
+	}
+	members {
+		name
+		status
+		roles
+	}
+	machineRecords
+	removeRefusal
+}
+`
+
+func Clusters(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *ClustersResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "Clusters",
+		Query:  Clusters_Operation,
+	}
+
+	data_ = &ClustersResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The mutation executed by CommissionMachine.
 const CommissionMachine_Operation = `
 mutation CommissionMachine ($input: CommissionMachineInput!) {
@@ -14905,6 +15954,10 @@ mutation CommissionMachine ($input: CommissionMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -14987,6 +16040,10 @@ mutation CreateIdentity ($input: CreateIdentityInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -15212,6 +16269,10 @@ mutation EvacuateMember ($input: EvacuateMemberInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -15777,6 +16838,34 @@ func Identities(
 	return data_, err_
 }
 
+// The query executed by IncusClientCertificate.
+const IncusClientCertificate_Operation = `
+query IncusClientCertificate {
+	incusClientCertificate
+}
+`
+
+func IncusClientCertificate(
+	ctx_ context.Context,
+	client_ graphql.Client,
+) (data_ *IncusClientCertificateResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "IncusClientCertificate",
+		Query:  IncusClientCertificate_Operation,
+	}
+
+	data_ = &IncusClientCertificateResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The mutation executed by InstallOperatingSystem.
 const InstallOperatingSystem_Operation = `
 mutation InstallOperatingSystem ($input: InstallOperatingSystemInput!) {
@@ -15795,6 +16884,10 @@ mutation InstallOperatingSystem ($input: InstallOperatingSystemInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -16235,6 +17328,10 @@ mutation PauseRollingReboot ($input: RollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -16329,6 +17426,92 @@ func PlacementGuard(
 	return data_, err_
 }
 
+// The mutation executed by RegisterCluster.
+const RegisterCluster_Operation = `
+mutation RegisterCluster ($input: RegisterClusterInput!) {
+	registerCluster(input: $input) {
+		plan {
+			... PlanFields
+		}
+		cluster {
+			... ClusterFields
+		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	planHash
+	facts {
+		name
+		value
+	}
+	calls {
+		system
+		request
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
+	}
+}
+fragment ClusterFields on Cluster {
+	name
+	certificateFingerprint
+	registeredAt
+	registeredBy
+	fromEnvironment
+	addresses
+	through
+	source {
+		available
+		message
+	}
+	members {
+		name
+		status
+		roles
+	}
+	machineRecords
+	removeRefusal
+}
+`
+
+func RegisterCluster(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RegisterClusterInput,
+) (data_ *RegisterClusterResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RegisterCluster",
+		Query:  RegisterCluster_Operation,
+		Variables: &__RegisterClusterInput{
+			Input: input,
+		},
+	}
+
+	data_ = &RegisterClusterResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The mutation executed by RegisterMachine.
 const RegisterMachine_Operation = `
 mutation RegisterMachine ($input: RegisterMachineInput!) {
@@ -16344,6 +17527,10 @@ mutation RegisterMachine ($input: RegisterMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -16443,6 +17630,10 @@ mutation ReleaseMachine ($input: ReleaseMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -16546,6 +17737,73 @@ func ReleasePreview(
 	return data_, err_
 }
 
+// The mutation executed by RemoveCluster.
+const RemoveCluster_Operation = `
+mutation RemoveCluster ($input: RemoveClusterInput!) {
+	removeCluster(input: $input) {
+		plan {
+			... PlanFields
+		}
+		removed {
+			name
+			certificateFingerprint
+		}
+	}
+}
+fragment PlanFields on Plan {
+	refused
+	planHash
+	facts {
+		name
+		value
+	}
+	calls {
+		system
+		request
+		target
+		changes {
+			field
+			before
+			after
+		}
+	}
+	refusals {
+		code
+		message
+		field
+	}
+	warnings {
+		code
+		message
+	}
+}
+`
+
+func RemoveCluster(
+	ctx_ context.Context,
+	client_ graphql.Client,
+	input RemoveClusterInput,
+) (data_ *RemoveClusterResponse, err_ error) {
+	req_ := &graphql.Request{
+		OpName: "RemoveCluster",
+		Query:  RemoveCluster_Operation,
+		Variables: &__RemoveClusterInput{
+			Input: input,
+		},
+	}
+
+	data_ = &RemoveClusterResponse{}
+	resp_ := &graphql.Response{Data: data_}
+
+	err_ = client_.MakeRequest(
+		ctx_,
+		req_,
+		resp_,
+	)
+
+	return data_, err_
+}
+
 // The mutation executed by RemoveFenceMapping.
 const RemoveFenceMapping_Operation = `
 mutation RemoveFenceMapping ($input: RemoveFenceMappingInput!) {
@@ -16563,6 +17821,10 @@ mutation RemoveFenceMapping ($input: RemoveFenceMappingInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -16625,6 +17887,10 @@ mutation RemoveHardwareProfile ($input: RemoveHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -16701,6 +17967,10 @@ mutation RemoveMember ($input: RemoveMemberInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -16801,6 +18071,10 @@ mutation RestoreMember ($input: RestoreMemberInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -16899,6 +18173,10 @@ mutation ResumeRollingReboot ($input: RollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -16975,6 +18253,10 @@ mutation RevokeIdentity ($input: RevokeIdentityInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -17047,6 +18329,10 @@ mutation RevokeJoinToken ($input: RevokeJoinTokenInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -17189,6 +18475,10 @@ mutation RunHardwareTests ($input: RunHardwareTestsInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -17277,6 +18567,10 @@ mutation SetFenceMapping ($input: SetFenceMappingInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -17370,6 +18664,10 @@ mutation SetHardwareProfile ($input: SetHardwareProfileInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -17447,6 +18745,10 @@ mutation SetPlacementGuard ($input: SetPlacementGuardInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -17509,6 +18811,10 @@ mutation StartRollingReboot ($input: StartRollingRebootInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request
@@ -17583,6 +18889,10 @@ mutation UnregisterMachine ($input: UnregisterMachineInput!) {
 fragment PlanFields on Plan {
 	refused
 	planHash
+	facts {
+		name
+		value
+	}
 	calls {
 		system
 		request

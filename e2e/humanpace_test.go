@@ -118,7 +118,9 @@ func TestEveryChangeConfirmedAtHumanPace(t *testing.T) {
 	batch(call("cancelRollingReboot", map[string]any{"id": id}))
 	batch(
 		call("setFenceMapping", map[string]any{"member": "m2", "maasSystemId": "mmmm02", "hardwareUuid": uuidM2}),
+		call("registerCluster", map[string]any{"name": "rack2", "url": x.rack2.URL, "clusterCertificate": x.rack2.ClusterCertificatePEM()}),
 	)
+	batch(call("removeCluster", map[string]any{"name": "rack2"}))
 	batch(
 		call("removeFenceMapping", map[string]any{"member": "m2"}),
 		call("removeMember", map[string]any{"name": "m2", "force": false}),

@@ -383,6 +383,10 @@ func TestEveryFieldOfEveryAnswer(t *testing.T) {
 	w.change("setPlacementGuard", map[string]any{"enabled": true})
 	w.change("createIdentity", map[string]any{"name": "robot", "permissions": []string{"VIEW_INFRASTRUCTURE"}, "expiresIn": "30d"})
 
+	// A second cluster, registered beside the one of APELORA_INCUS_* (default).
+	rack2 := incuslab.StartWith(t, incuslab.Options{Members: 1, Identity: lab.Identity()})
+	w.change("registerCluster", map[string]any{"name": "rack2", "url": rack2.URL, "clusterCertificate": rack2.ClusterCertificatePEM()})
+
 	// The bootstrap member: registered, then admitted (it is where evacuated instances go).
 	w.change("registerMachine", map[string]any{"name": m1.Name, "provisioner": "MANUAL", "description": "the bootstrap member"})
 	w.change("admitMember", map[string]any{"name": m1.Name})
@@ -474,6 +478,7 @@ func TestEveryFieldOfEveryAnswer(t *testing.T) {
 	m.Clock.Advance(time.Minute) // released: Ready
 	w.change("unregisterMachine", map[string]any{"name": "node-a"})
 	w.change("revokeIdentity", map[string]any{"name": "robot"})
+	w.change("removeCluster", map[string]any{"name": "rack2"})
 	w.change("setPlacementGuard", map[string]any{"enabled": false})
 	args["machine"] = map[string]any{"name": m1.Name}
 	args["admissionReport"] = map[string]any{"name": m1.Name}

@@ -187,7 +187,7 @@ func TestThePlanHashCoversTheWholeInput(t *testing.T) {
 	parallel(t)
 	x := startChangeWorld(t)
 	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
-	examples := changeExamples()
+	examples := changeExamples(x)
 	visited := map[string]bool{}
 	codes := map[string]int{}
 	var variants int

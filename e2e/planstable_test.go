@@ -9,12 +9,13 @@ import (
 
 	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/internal/mutations"
+	"github.com/apelora/fabric/testkit/incuslab"
 )
 
 // changeExamples is one well-formed input per declared change (internal/mutations, from
 // the @change declarations), for a world made by startChangeWorld: the tests that walk
 // every change read it, and fail when a change is declared without an example here.
-func changeExamples() map[string]map[string]any {
+func changeExamples(x *changeWorld) map[string]map[string]any {
 	profile := map[string]any{"profile": "small", "description": "two cores", "architecture": "x86_64", "minCpuCores": 2,
 		"minMemoryMiB": 1024, "minDisks": 1, "minDiskSizeGB": 10, "minNics": 1, "minNicSpeedMbps": 1000}
 	return map[string]map[string]any{
@@ -43,16 +44,26 @@ func changeExamples() map[string]map[string]any {
 		"pauseRollingReboot":     {"id": "1"},
 		"resumeRollingReboot":    {"id": "1"},
 		"cancelRollingReboot":    {"id": "1"},
+		"registerCluster":        {"name": "rack2", "url": x.rack2.URL, "clusterCertificate": x.rack2.ClusterCertificatePEM()},
+		"removeCluster":          {"name": "rack2"},
 	}
+}
+
+// changeWorld is startChangeWorld's world: the planned product, and a second lab (rack2)
+// that trusts the product's client identity, for registerCluster.
+type changeWorld struct {
+	*planned
+	rack2 *incuslab.Cluster
 }
 
 // startChangeWorld is a world in which every example of changeExamples plans something
 // worth planning: a two-member lab, the MAAS simulator, records for node-a (MAAS, Ready),
 // m2 (MAAS, a member), node-busy (MAAS, Deployed) and node-z (manual), a hardware profile,
-// m2's fence mapping and a viewer to revoke.
-func startChangeWorld(t *testing.T) *planned {
+// m2's fence mapping, a viewer to revoke, and a one-member lab to register as rack2.
+func startChangeWorld(t *testing.T) *changeWorld {
 	t.Helper()
-	x := startPlanned(t, true)
+	p := startPlanned(t, true)
+	x := &changeWorld{planned: p, rack2: incuslab.StartWith(t, incuslab.Options{Members: 1, Identity: p.lab.Identity()})}
 	for _, r := range []struct{ name, prov, id string }{{"node-a", "MAAS", "aaaa01"}, {"m2", "MAAS", "mmmm02"}, {"node-busy", "MAAS", "dddd04"}, {"node-z", "MANUAL", ""}} {
 		if resp := x.register(t, r.name, r.prov, r.id); len(resp.Errors) > 0 {
 			t.Fatalf("register %s: %+v", r.name, resp.Errors)
@@ -89,7 +100,7 @@ func (x *planned) changeCall(t *testing.T, token, mutation string, in map[string
 func TestEveryPlanIsStableForTheSameInputAndWorld(t *testing.T) {
 	parallel(t)
 	x := startChangeWorld(t)
-	examples := changeExamples()
+	examples := changeExamples(x)
 	var names []string
 	for _, m := range mutations.All() {
 		if _, ok := examples[m.Name]; !ok {

@@ -28,6 +28,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Cluster() ClusterResolver
 	ClusterView() ClusterViewResolver
 	EvacuateMemberPayload() EvacuateMemberPayloadResolver
 	MaasMachine() MaasMachineResolver
@@ -141,6 +142,30 @@ type ComplexityRoot struct {
 		Machine         func(childComplexity int) int
 		Plan            func(childComplexity int) int
 		PreviousProfile func(childComplexity int) int
+	}
+
+	Cluster struct {
+		Addresses              func(childComplexity int) int
+		CertificateFingerprint func(childComplexity int) int
+		FromEnvironment        func(childComplexity int) int
+		MachineRecords         func(childComplexity int) int
+		Members                func(childComplexity int) int
+		Name                   func(childComplexity int) int
+		PlacementGuard         func(childComplexity int) int
+		Quorum                 func(childComplexity int) int
+		RegisteredAt           func(childComplexity int) int
+		RegisteredBy           func(childComplexity int) int
+		RemoveRefusal          func(childComplexity int) int
+		Source                 func(childComplexity int) int
+		Through                func(childComplexity int) int
+	}
+
+	ClusterQuorum struct {
+		DatabaseLeader func(childComplexity int) int
+		Majority       func(childComplexity int) int
+		Standbys       func(childComplexity int) int
+		Voters         func(childComplexity int) int
+		VotersOnline   func(childComplexity int) int
 	}
 
 	ClusterView struct {
@@ -524,8 +549,10 @@ type ComplexityRoot struct {
 		EvacuateMember         func(childComplexity int, input model.EvacuateMemberInput) int
 		InstallOperatingSystem func(childComplexity int, input model.InstallOperatingSystemInput) int
 		PauseRollingReboot     func(childComplexity int, input model.RollingRebootInput) int
+		RegisterCluster        func(childComplexity int, input model.RegisterClusterInput) int
 		RegisterMachine        func(childComplexity int, input model.RegisterMachineInput) int
 		ReleaseMachine         func(childComplexity int, input model.ReleaseMachineInput) int
+		RemoveCluster          func(childComplexity int, input model.RemoveClusterInput) int
 		RemoveFenceMapping     func(childComplexity int, input model.RemoveFenceMappingInput) int
 		RemoveHardwareProfile  func(childComplexity int, input model.RemoveHardwareProfileInput) int
 		RemoveMember           func(childComplexity int, input model.RemoveMemberInput) int
@@ -609,28 +636,30 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		AdmissionReport  func(childComplexity int, name string) int
-		AuditCheckpoint  func(childComplexity int) int
-		AuditEvents      func(childComplexity int, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) int
-		AuditProof       func(childComplexity int, id string) int
-		AuditTrail       func(childComplexity int) int
-		Cluster          func(childComplexity int) int
-		Drift            func(childComplexity int, machine *string) int
-		DriftWatcher     func(childComplexity int) int
-		FenceEvents      func(childComplexity int, member *string, first *int, after *string) int
-		FenceMappings    func(childComplexity int) int
-		Fleet            func(childComplexity int) int
-		HardwareProfile  func(childComplexity int, name string) int
-		HardwareProfiles func(childComplexity int) int
-		Identities       func(childComplexity int) int
-		MaasImages       func(childComplexity int) int
-		Machine          func(childComplexity int, name string) int
-		Machines         func(childComplexity int) int
-		MaintenanceTasks func(childComplexity int, name string) int
-		MemberOperations func(childComplexity int, name string) int
-		ReleasePreview   func(childComplexity int, erase *bool) int
-		RollingReboot    func(childComplexity int, id *string) int
-		Viewer           func(childComplexity int) int
+		AdmissionReport        func(childComplexity int, name string) int
+		AuditCheckpoint        func(childComplexity int) int
+		AuditEvents            func(childComplexity int, first *int, after *string, machine *string, actor *string, outcome *model.AuditOutcome) int
+		AuditProof             func(childComplexity int, id string) int
+		AuditTrail             func(childComplexity int) int
+		Cluster                func(childComplexity int) int
+		Clusters               func(childComplexity int, names []string) int
+		Drift                  func(childComplexity int, machine *string) int
+		DriftWatcher           func(childComplexity int) int
+		FenceEvents            func(childComplexity int, member *string, first *int, after *string) int
+		FenceMappings          func(childComplexity int) int
+		Fleet                  func(childComplexity int) int
+		HardwareProfile        func(childComplexity int, name string) int
+		HardwareProfiles       func(childComplexity int) int
+		Identities             func(childComplexity int) int
+		IncusClientCertificate func(childComplexity int) int
+		MaasImages             func(childComplexity int) int
+		Machine                func(childComplexity int, name string) int
+		Machines               func(childComplexity int) int
+		MaintenanceTasks       func(childComplexity int, name string) int
+		MemberOperations       func(childComplexity int, name string) int
+		ReleasePreview         func(childComplexity int, erase *bool) int
+		RollingReboot          func(childComplexity int, id *string) int
+		Viewer                 func(childComplexity int) int
 	}
 
 	QuorumProjection struct {
@@ -643,6 +672,11 @@ type ComplexityRoot struct {
 		VotersOnlineBefore    func(childComplexity int) int
 	}
 
+	RegisterClusterPayload struct {
+		Cluster func(childComplexity int) int
+		Plan    func(childComplexity int) int
+	}
+
 	RegisterMachinePayload struct {
 		Machine func(childComplexity int) int
 		Plan    func(childComplexity int) int
@@ -653,6 +687,11 @@ type ComplexityRoot struct {
 		Maas    func(childComplexity int) int
 		Machine func(childComplexity int) int
 		Plan    func(childComplexity int) int
+	}
+
+	RemoveClusterPayload struct {
+		Plan    func(childComplexity int) int
+		Removed func(childComplexity int) int
 	}
 
 	RemoveFenceMappingPayload struct {
@@ -772,6 +811,17 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ClusterResolver interface {
+	Addresses(ctx context.Context, obj *model.Cluster) ([]string, error)
+	Through(ctx context.Context, obj *model.Cluster) (*string, error)
+
+	Source(ctx context.Context, obj *model.Cluster) (*model.SourceStatus, error)
+	Members(ctx context.Context, obj *model.Cluster) ([]*model.Member, error)
+	Quorum(ctx context.Context, obj *model.Cluster) (*model.ClusterQuorum, error)
+	PlacementGuard(ctx context.Context, obj *model.Cluster) (*model.PlacementGuard, error)
+	MachineRecords(ctx context.Context, obj *model.Cluster) (int, error)
+	RemoveRefusal(ctx context.Context, obj *model.Cluster) (*string, error)
+}
 type ClusterViewResolver interface {
 	PlacementGuard(ctx context.Context, obj *model.ClusterView) (*model.PlacementGuard, error)
 }
@@ -787,6 +837,8 @@ type MemberResolver interface {
 	Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error)
 }
 type MutationResolver interface {
+	RegisterCluster(ctx context.Context, input model.RegisterClusterInput) (*model.RegisterClusterPayload, error)
+	RemoveCluster(ctx context.Context, input model.RemoveClusterInput) (*model.RemoveClusterPayload, error)
 	SetFenceMapping(ctx context.Context, input model.SetFenceMappingInput) (*model.SetFenceMappingPayload, error)
 	RemoveFenceMapping(ctx context.Context, input model.RemoveFenceMappingInput) (*model.RemoveFenceMappingPayload, error)
 	SetHardwareProfile(ctx context.Context, input model.SetHardwareProfileInput) (*model.SetHardwareProfilePayload, error)
@@ -822,6 +874,8 @@ type QueryResolver interface {
 	AuditCheckpoint(ctx context.Context) (*model.AuditCheckpoint, error)
 	AuditProof(ctx context.Context, id string) (*model.AuditProof, error)
 	AuditTrail(ctx context.Context) (*model.AuditTrail, error)
+	Clusters(ctx context.Context, names []string) ([]*model.Cluster, error)
+	IncusClientCertificate(ctx context.Context) (*string, error)
 	MemberOperations(ctx context.Context, name string) ([]*model.MemberOperation, error)
 	Drift(ctx context.Context, machine *string) ([]*model.Drift, error)
 	DriftWatcher(ctx context.Context) (*model.DriftWatcher, error)
@@ -1248,6 +1302,116 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ClearHardwareProfilePayload.PreviousProfile(childComplexity), true
+
+	case "Cluster.addresses":
+		if e.ComplexityRoot.Cluster.Addresses == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.Addresses(childComplexity), true
+	case "Cluster.certificateFingerprint":
+		if e.ComplexityRoot.Cluster.CertificateFingerprint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.CertificateFingerprint(childComplexity), true
+	case "Cluster.fromEnvironment":
+		if e.ComplexityRoot.Cluster.FromEnvironment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.FromEnvironment(childComplexity), true
+	case "Cluster.machineRecords":
+		if e.ComplexityRoot.Cluster.MachineRecords == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.MachineRecords(childComplexity), true
+	case "Cluster.members":
+		if e.ComplexityRoot.Cluster.Members == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.Members(childComplexity), true
+	case "Cluster.name":
+		if e.ComplexityRoot.Cluster.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.Name(childComplexity), true
+	case "Cluster.placementGuard":
+		if e.ComplexityRoot.Cluster.PlacementGuard == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.PlacementGuard(childComplexity), true
+	case "Cluster.quorum":
+		if e.ComplexityRoot.Cluster.Quorum == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.Quorum(childComplexity), true
+	case "Cluster.registeredAt":
+		if e.ComplexityRoot.Cluster.RegisteredAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.RegisteredAt(childComplexity), true
+	case "Cluster.registeredBy":
+		if e.ComplexityRoot.Cluster.RegisteredBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.RegisteredBy(childComplexity), true
+	case "Cluster.removeRefusal":
+		if e.ComplexityRoot.Cluster.RemoveRefusal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.RemoveRefusal(childComplexity), true
+	case "Cluster.source":
+		if e.ComplexityRoot.Cluster.Source == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.Source(childComplexity), true
+	case "Cluster.through":
+		if e.ComplexityRoot.Cluster.Through == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.Through(childComplexity), true
+
+	case "ClusterQuorum.databaseLeader":
+		if e.ComplexityRoot.ClusterQuorum.DatabaseLeader == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterQuorum.DatabaseLeader(childComplexity), true
+	case "ClusterQuorum.majority":
+		if e.ComplexityRoot.ClusterQuorum.Majority == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterQuorum.Majority(childComplexity), true
+	case "ClusterQuorum.standbys":
+		if e.ComplexityRoot.ClusterQuorum.Standbys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterQuorum.Standbys(childComplexity), true
+	case "ClusterQuorum.voters":
+		if e.ComplexityRoot.ClusterQuorum.Voters == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterQuorum.Voters(childComplexity), true
+	case "ClusterQuorum.votersOnline":
+		if e.ComplexityRoot.ClusterQuorum.VotersOnline == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterQuorum.VotersOnline(childComplexity), true
 
 	case "ClusterView.fenceWorker":
 		if e.ComplexityRoot.ClusterView.FenceWorker == nil {
@@ -2933,6 +3097,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PauseRollingReboot(childComplexity, args["input"].(model.RollingRebootInput)), true
+	case "Mutation.registerCluster":
+		if e.ComplexityRoot.Mutation.RegisterCluster == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_registerCluster_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RegisterCluster(childComplexity, args["input"].(model.RegisterClusterInput)), true
 	case "Mutation.registerMachine":
 		if e.ComplexityRoot.Mutation.RegisterMachine == nil {
 			break
@@ -2955,6 +3130,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ReleaseMachine(childComplexity, args["input"].(model.ReleaseMachineInput)), true
+	case "Mutation.removeCluster":
+		if e.ComplexityRoot.Mutation.RemoveCluster == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeCluster_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveCluster(childComplexity, args["input"].(model.RemoveClusterInput)), true
 	case "Mutation.removeFenceMapping":
 		if e.ComplexityRoot.Mutation.RemoveFenceMapping == nil {
 			break
@@ -3365,6 +3551,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Cluster(childComplexity), true
+	case "Query.clusters":
+		if e.ComplexityRoot.Query.Clusters == nil {
+			break
+		}
+
+		args, err := ec.field_Query_clusters_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Clusters(childComplexity, args["names"].([]string)), true
 	case "Query.drift":
 		if e.ComplexityRoot.Query.Drift == nil {
 			break
@@ -3428,6 +3625,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Identities(childComplexity), true
+	case "Query.incusClientCertificate":
+		if e.ComplexityRoot.Query.IncusClientCertificate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.IncusClientCertificate(childComplexity), true
 
 	case "Query.maasImages":
 		if e.ComplexityRoot.Query.MaasImages == nil {
@@ -3546,6 +3749,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.QuorumProjection.VotersOnlineBefore(childComplexity), true
 
+	case "RegisterClusterPayload.cluster":
+		if e.ComplexityRoot.RegisterClusterPayload.Cluster == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RegisterClusterPayload.Cluster(childComplexity), true
+	case "RegisterClusterPayload.plan":
+		if e.ComplexityRoot.RegisterClusterPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RegisterClusterPayload.Plan(childComplexity), true
+
 	case "RegisterMachinePayload.machine":
 		if e.ComplexityRoot.RegisterMachinePayload.Machine == nil {
 			break
@@ -3583,6 +3799,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReleaseMachinePayload.Plan(childComplexity), true
+
+	case "RemoveClusterPayload.plan":
+		if e.ComplexityRoot.RemoveClusterPayload.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveClusterPayload.Plan(childComplexity), true
+	case "RemoveClusterPayload.removed":
+		if e.ComplexityRoot.RemoveClusterPayload.Removed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveClusterPayload.Removed(childComplexity), true
 
 	case "RemoveFenceMappingPayload.machine":
 		if e.ComplexityRoot.RemoveFenceMappingPayload.Machine == nil {
@@ -4037,8 +4266,10 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("EvacuateMemberInput", ec.unmarshalInputEvacuateMemberInput),
 			graphql.NewInputUnmarshaler("InstallOperatingSystemInput", ec.unmarshalInputInstallOperatingSystemInput),
 			graphql.NewInputUnmarshaler("MemberConfigInput", ec.unmarshalInputMemberConfigInput),
+			graphql.NewInputUnmarshaler("RegisterClusterInput", ec.unmarshalInputRegisterClusterInput),
 			graphql.NewInputUnmarshaler("RegisterMachineInput", ec.unmarshalInputRegisterMachineInput),
 			graphql.NewInputUnmarshaler("ReleaseMachineInput", ec.unmarshalInputReleaseMachineInput),
+			graphql.NewInputUnmarshaler("RemoveClusterInput", ec.unmarshalInputRemoveClusterInput),
 			graphql.NewInputUnmarshaler("RemoveFenceMappingInput", ec.unmarshalInputRemoveFenceMappingInput),
 			graphql.NewInputUnmarshaler("RemoveHardwareProfileInput", ec.unmarshalInputRemoveHardwareProfileInput),
 			graphql.NewInputUnmarshaler("RemoveMemberInput", ec.unmarshalInputRemoveMemberInput),
@@ -4369,6 +4600,8 @@ enum ChangeLock {
   PLACEMENT_GUARD
   "The rolling reboots' lease (start, pause, resume, cancel)."
   ROLLING_REBOOTS
+  "The clusters' lease (register, remove, and the adoption of APELORA_INCUS_* at start)."
+  CLUSTERS
 }
 
 """
@@ -4386,6 +4619,146 @@ refused PLAN_CHANGED; the test that proves it reads this declaration. dryRun and
 are the call's mode and its confirmation, never covered.
 """
 directive @planIgnores(reason: String!) on INPUT_FIELD_DEFINITION
+`, BuiltIn: false},
+	{Name: "../schema/cluster.graphqls", Input: `extend type Query {
+  """
+  Every registered Incus cluster, ordered by name (the cluster of APELORA_INCUS_* among
+  them, adopted at start); ` + "`" + `names` + "`" + ` keeps those (a name not registered is NOT_FOUND).
+  """
+  clusters(names: [String!]): [Cluster!]!
+
+  """
+  Apelora's Incus client certificate (PEM, public): what every cluster must trust
+  (` + "`" + `incus config trust add-certificate` + "`" + `) before it is registered. Null when Apelora has no
+  client identity (APELORA_INCUS_CLIENT_CERT and APELORA_INCUS_CLIENT_KEY unset: only the
+  cluster of APELORA_INCUS_SOCKET is reached).
+  """
+  incusClientCertificate: String
+}
+
+extend type Mutation {
+  """
+  Register an Incus cluster. Its plan connects to ` + "`" + `url` + "`" + ` once with Apelora's client
+  identity, pinned to ` + "`" + `clusterCertificate` + "`" + `, reads the members and their roles and shows the
+  fingerprint it will pin; when the cluster does not trust Apelora yet it says so with the
+  command to run on a member. Refused: a name or a certificate registered already (the same
+  cluster under two names), a member presenting another certificate, a server that is not
+  clustered. Nothing is written to Incus; the record is written to PostgreSQL (no secret:
+  the client key stays in Apelora's environment). Needs manage-infrastructure.
+  """
+  registerCluster(input: RegisterClusterInput!): RegisterClusterPayload! @change(lock: CLUSTERS)
+
+  """
+  Forget a cluster. Refused while any machine record, fence mapping, admission, unfinished
+  rolling reboot or running evacuation or restore names it (` + "`" + `Cluster.removeRefusal` + "`" + ` says
+  so beforehand); the fence worker's state of it goes with it. The cluster of
+  APELORA_INCUS_* is adopted again at the next start while those settings name it. Needs
+  manage-infrastructure.
+  """
+  removeCluster(input: RemoveClusterInput!): RemoveClusterPayload! @change(lock: CLUSTERS)
+}
+
+input RegisterClusterInput {
+  "1–63 characters: lower-case letters, digits and hyphens, starting with a letter and not ending with a hyphen (the member-name rule)."
+  name: String!
+  "https://host:port of one member (its core.https_address; port 8443 when left out); Apelora learns the others from the cluster."
+  url: String!
+  """
+  PEM of the cluster certificate ($INCUS_DIR/cluster.crt on any member): every member
+  presents it. Several CERTIFICATE blocks are allowed (a rotation); at most 64 KiB.
+  """
+  clusterCertificate: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
+  """
+  dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
+}
+
+type RegisterClusterPayload {
+  "The cluster as registered; null in a plan (its facts show the fingerprint, the members and their roles)."
+  cluster: Cluster
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
+}
+
+input RemoveClusterInput {
+  name: String!
+  """
+  Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+  answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+  make the change (a metric counts plans); refused for permission, audited REFUSED.
+  """
+  dryRun: Boolean = false
+  """
+  The plan the administrator was shown (its ` + "`" + `plan.planHash` + "`" + `, from a dry run with the
+  same input): the call plans again and, when its plan's hash differs, is refused with
+  PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+  event says no plan was shown.
+  """
+  planHash: String
+}
+
+type RemoveClusterPayload {
+  "The cluster as it was."
+  removed: Cluster
+  "The plan, when the input asked for a dry run (dryRun); null otherwise."
+  plan: Plan
+}
+
+"An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*."
+type Cluster {
+  name: String!
+  """
+  Member URLs Apelora may reach it through: the seeds (the registration URL and the members
+  it read), then those learned from its member list since. Empty for a cluster reached
+  through the unix socket.
+  """
+  addresses: [String!]!
+  "The member Apelora talks through now (` + "`" + `unix:PATH` + "`" + ` for the socket); null when none has answered yet."
+  through: String
+  "SHA-256 of the pinned cluster certificate (lower-case hex); empty until Apelora has read it: the cluster carried over from the previous release before APELORA_INCUS_* is set again, or a socket cluster whose daemon has not answered yet."
+  certificateFingerprint: String!
+  registeredAt: Time!
+  "Who registered it: an identity's name, or ` + "`" + `apelora (migration)` + "`" + ` for the cluster adopted from APELORA_INCUS_*."
+  registeredBy: String!
+  "Carried over from APELORA_INCUS_* (its connection may also come from there)."
+  fromEnvironment: Boolean!
+  "Whether it could be read for this answer (its member list), and since when not."
+  source: SourceStatus!
+  "Its members with their roles; null when it could not be read (` + "`" + `source` + "`" + ` says why)."
+  members: [Member!]
+  "Incus's database as the quorum rule sees it; null when it could not be read."
+  quorum: ClusterQuorum
+  "The placement guard in this cluster (one more Incus read, only when selected); null when it could not be read."
+  placementGuard: PlacementGuard
+  "How many machine records name it (for the cluster of APELORA_INCUS_*, also those that name no cluster: members are enrolled into that one)."
+  machineRecords: Int!
+  "Why removeCluster would refuse it now (the same rule); null when it would not."
+  removeRefusal: String
+}
+
+"Incus's database (raft) as the quorum rule (quorum.Project) counts it."
+type ClusterQuorum {
+  "Members with the role database or database-leader."
+  voters: Int!
+  "Voters Incus lists online."
+  votersOnline: Int!
+  "How many voters the database needs online."
+  majority: Int!
+  "Members with the role database-standby."
+  standbys: Int!
+  "The member with the role database-leader; null when none is listed."
+  databaseLeader: String
+}
 `, BuiltIn: false},
 	{Name: "../schema/deprecated.graphqls", Input: `# The API's old names, kept so that a client written against them still works: each field
 # here is @deprecated and names its replacement, and answers exactly what the replacement
@@ -6779,6 +7152,54 @@ func (ec *executionContext) childFields_ClearHardwareProfilePayload(ctx context.
 	return nil, fmt.Errorf("no field named %q was found under type ClearHardwareProfilePayload", field.Name)
 }
 
+func (ec *executionContext) childFields_Cluster(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_Cluster_name(ctx, field)
+	case "addresses":
+		return ec.fieldContext_Cluster_addresses(ctx, field)
+	case "through":
+		return ec.fieldContext_Cluster_through(ctx, field)
+	case "certificateFingerprint":
+		return ec.fieldContext_Cluster_certificateFingerprint(ctx, field)
+	case "registeredAt":
+		return ec.fieldContext_Cluster_registeredAt(ctx, field)
+	case "registeredBy":
+		return ec.fieldContext_Cluster_registeredBy(ctx, field)
+	case "fromEnvironment":
+		return ec.fieldContext_Cluster_fromEnvironment(ctx, field)
+	case "source":
+		return ec.fieldContext_Cluster_source(ctx, field)
+	case "members":
+		return ec.fieldContext_Cluster_members(ctx, field)
+	case "quorum":
+		return ec.fieldContext_Cluster_quorum(ctx, field)
+	case "placementGuard":
+		return ec.fieldContext_Cluster_placementGuard(ctx, field)
+	case "machineRecords":
+		return ec.fieldContext_Cluster_machineRecords(ctx, field)
+	case "removeRefusal":
+		return ec.fieldContext_Cluster_removeRefusal(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Cluster", field.Name)
+}
+
+func (ec *executionContext) childFields_ClusterQuorum(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "voters":
+		return ec.fieldContext_ClusterQuorum_voters(ctx, field)
+	case "votersOnline":
+		return ec.fieldContext_ClusterQuorum_votersOnline(ctx, field)
+	case "majority":
+		return ec.fieldContext_ClusterQuorum_majority(ctx, field)
+	case "standbys":
+		return ec.fieldContext_ClusterQuorum_standbys(ctx, field)
+	case "databaseLeader":
+		return ec.fieldContext_ClusterQuorum_databaseLeader(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ClusterQuorum", field.Name)
+}
+
 func (ec *executionContext) childFields_ClusterView(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "healingThreshold":
@@ -7673,6 +8094,16 @@ func (ec *executionContext) childFields_QuorumProjection(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type QuorumProjection", field.Name)
 }
 
+func (ec *executionContext) childFields_RegisterClusterPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cluster":
+		return ec.fieldContext_RegisterClusterPayload_cluster(ctx, field)
+	case "plan":
+		return ec.fieldContext_RegisterClusterPayload_plan(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RegisterClusterPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_RegisterMachinePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "machine":
@@ -7695,6 +8126,16 @@ func (ec *executionContext) childFields_ReleaseMachinePayload(ctx context.Contex
 		return ec.fieldContext_ReleaseMachinePayload_plan(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ReleaseMachinePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_RemoveClusterPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "removed":
+		return ec.fieldContext_RemoveClusterPayload_removed(ctx, field)
+	case "plan":
+		return ec.fieldContext_RemoveClusterPayload_plan(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoveClusterPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_RemoveFenceMappingPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -8157,6 +8598,20 @@ func (ec *executionContext) field_Mutation_pauseRollingReboot_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_registerCluster_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RegisterClusterInput, error) {
+			return ec.unmarshalNRegisterClusterInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRegisterClusterInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_registerMachine_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -8177,6 +8632,20 @@ func (ec *executionContext) field_Mutation_releaseMachine_args(ctx context.Conte
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.ReleaseMachineInput, error) {
 			return ec.unmarshalNReleaseMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐReleaseMachineInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_removeCluster_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemoveClusterInput, error) {
+			return ec.unmarshalNRemoveClusterInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveClusterInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -8452,6 +8921,20 @@ func (ec *executionContext) field_Query_auditProof_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_clusters_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "names",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["names"] = arg0
 	return args, nil
 }
 
@@ -10333,6 +10816,456 @@ func (ec *executionContext) fieldContext_ClearHardwareProfilePayload_plan(_ cont
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Cluster_name(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Cluster", field, false, false, "String")
+}
+
+func (ec *executionContext) _Cluster_addresses(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_addresses(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Cluster().Addresses(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_addresses(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Cluster", field, true, true, "String")
+}
+
+func (ec *executionContext) _Cluster_through(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_through(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Cluster().Through(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_through(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Cluster", field, true, true, "String")
+}
+
+func (ec *executionContext) _Cluster_certificateFingerprint(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_certificateFingerprint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CertificateFingerprint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_certificateFingerprint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Cluster", field, false, false, "String")
+}
+
+func (ec *executionContext) _Cluster_registeredAt(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_registeredAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RegisteredAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_registeredAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Cluster", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Cluster_registeredBy(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_registeredBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RegisteredBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_registeredBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Cluster", field, false, false, "String")
+}
+
+func (ec *executionContext) _Cluster_fromEnvironment(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_fromEnvironment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FromEnvironment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_fromEnvironment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Cluster", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Cluster_source(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_source(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Cluster().Source(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SourceStatus) graphql.Marshaler {
+			return ec.marshalNSourceStatus2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSourceStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Cluster",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SourceStatus(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Cluster_members(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_members(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Cluster().Members(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Member) graphql.Marshaler {
+			return ec.marshalOMember2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_members(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Cluster",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Member(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Cluster_quorum(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_quorum(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Cluster().Quorum(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ClusterQuorum) graphql.Marshaler {
+			return ec.marshalOClusterQuorum2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterQuorum(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_quorum(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Cluster",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ClusterQuorum(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Cluster_placementGuard(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_placementGuard(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Cluster().PlacementGuard(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PlacementGuard) graphql.Marshaler {
+			return ec.marshalOPlacementGuard2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlacementGuard(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_placementGuard(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Cluster",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PlacementGuard(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Cluster_machineRecords(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_machineRecords(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Cluster().MachineRecords(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_machineRecords(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Cluster", field, true, true, "Int")
+}
+
+func (ec *executionContext) _Cluster_removeRefusal(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_removeRefusal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Cluster().RemoveRefusal(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_removeRefusal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Cluster", field, true, true, "String")
+}
+
+func (ec *executionContext) _ClusterQuorum_voters(ctx context.Context, field graphql.CollectedField, obj *model.ClusterQuorum) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterQuorum_voters(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Voters, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterQuorum_voters(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterQuorum", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ClusterQuorum_votersOnline(ctx context.Context, field graphql.CollectedField, obj *model.ClusterQuorum) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterQuorum_votersOnline(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.VotersOnline, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterQuorum_votersOnline(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterQuorum", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ClusterQuorum_majority(ctx context.Context, field graphql.CollectedField, obj *model.ClusterQuorum) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterQuorum_majority(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Majority, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterQuorum_majority(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterQuorum", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ClusterQuorum_standbys(ctx context.Context, field graphql.CollectedField, obj *model.ClusterQuorum) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterQuorum_standbys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Standbys, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterQuorum_standbys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterQuorum", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ClusterQuorum_databaseLeader(ctx context.Context, field graphql.CollectedField, obj *model.ClusterQuorum) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterQuorum_databaseLeader(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DatabaseLeader, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterQuorum_databaseLeader(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterQuorum", field, false, false, "String")
 }
 
 func (ec *executionContext) _ClusterView_healingThreshold(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
@@ -16610,6 +17543,94 @@ func (ec *executionContext) fieldContext_MemberVersion_os(_ context.Context, fie
 	return graphql.NewScalarFieldContext("MemberVersion", field, false, false, "String")
 }
 
+func (ec *executionContext) _Mutation_registerCluster(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_registerCluster(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RegisterCluster(ctx, fc.Args["input"].(model.RegisterClusterInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RegisterClusterPayload) graphql.Marshaler {
+			return ec.marshalNRegisterClusterPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRegisterClusterPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_registerCluster(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RegisterClusterPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_registerCluster_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeCluster(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeCluster(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveCluster(ctx, fc.Args["input"].(model.RemoveClusterInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoveClusterPayload) graphql.Marshaler {
+			return ec.marshalNRemoveClusterPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveClusterPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeCluster(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoveClusterPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeCluster_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_setFenceMapping(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18757,6 +19778,73 @@ func (ec *executionContext) fieldContext_Query_auditTrail(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_clusters(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_clusters(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Clusters(ctx, fc.Args["names"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Cluster) graphql.Marshaler {
+			return ec.marshalNCluster2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_clusters(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Cluster(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_clusters_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_incusClientCertificate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_incusClientCertificate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().IncusClientCertificate(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_incusClientCertificate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Query", field, true, true, "String")
+}
+
 func (ec *executionContext) _Query_memberOperations(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19646,6 +20734,70 @@ func (ec *executionContext) fieldContext_QuorumProjection_emptiedGroups(_ contex
 	return graphql.NewScalarFieldContext("QuorumProjection", field, false, false, "String")
 }
 
+func (ec *executionContext) _RegisterClusterPayload_cluster(ctx context.Context, field graphql.CollectedField, obj *model.RegisterClusterPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RegisterClusterPayload_cluster(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cluster, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Cluster) graphql.Marshaler {
+			return ec.marshalOCluster2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCluster(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RegisterClusterPayload_cluster(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RegisterClusterPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Cluster(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RegisterClusterPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.RegisterClusterPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RegisterClusterPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RegisterClusterPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RegisterClusterPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RegisterMachinePayload_machine(ctx context.Context, field graphql.CollectedField, obj *model.RegisterMachinePayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19828,6 +20980,70 @@ func (ec *executionContext) _ReleaseMachinePayload_plan(ctx context.Context, fie
 func (ec *executionContext) fieldContext_ReleaseMachinePayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "ReleaseMachinePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Plan(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoveClusterPayload_removed(ctx context.Context, field graphql.CollectedField, obj *model.RemoveClusterPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveClusterPayload_removed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Removed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Cluster) graphql.Marshaler {
+			return ec.marshalOCluster2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCluster(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveClusterPayload_removed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoveClusterPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Cluster(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoveClusterPayload_plan(ctx context.Context, field graphql.CollectedField, obj *model.RemoveClusterPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveClusterPayload_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Plan) graphql.Marshaler {
+			return ec.marshalOPlan2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPlan(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveClusterPayload_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoveClusterPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -23406,6 +24622,80 @@ func UnmarshalMemberConfigInput(ctx context.Context, raw any) (model.MemberConfi
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRegisterClusterInput(ctx context.Context, obj any) (model.RegisterClusterInput, error) {
+	var it model.RegisterClusterInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "url", "clusterCertificate", "dryRun", "planHash"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "clusterCertificate":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clusterCertificate"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClusterCertificate = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRegisterClusterInput unmarshals raw into the RegisterClusterInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRegisterClusterInput(ctx context.Context, raw any) (model.RegisterClusterInput, error) {
+	var out model.RegisterClusterInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RegisterClusterInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRegisterMachineInput(ctx context.Context, obj any) (model.RegisterMachineInput, error) {
 	var it model.RegisterMachineInput
 	if obj == nil {
@@ -23567,6 +24857,66 @@ func (ec *executionContext) unmarshalInputReleaseMachineInput(ctx context.Contex
 func UnmarshalReleaseMachineInput(ctx context.Context, raw any) (model.ReleaseMachineInput, error) {
 	var out model.ReleaseMachineInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReleaseMachineInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRemoveClusterInput(ctx context.Context, obj any) (model.RemoveClusterInput, error) {
+	var it model.RemoveClusterInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["dryRun"]; !present {
+		asMap["dryRun"] = false
+	}
+
+	fieldsInOrder := [...]string{"name", "dryRun", "planHash"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "dryRun":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DryRun = data
+		case "planHash":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("planHash"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PlanHash = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoveClusterInput unmarshals raw into the RemoveClusterInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoveClusterInput(ctx context.Context, raw any) (model.RemoveClusterInput, error) {
+	var out model.RemoveClusterInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveClusterInput", raw, &out)
 	return out, err
 }
 
@@ -25117,6 +26467,160 @@ func (ec *executionContext) _ClearHardwareProfilePayload(ctx context.Context, se
 			}
 		case "plan":
 			out.Values[i] = ec._ClearHardwareProfilePayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var clusterImplementors = []string{"Cluster"}
+
+func (ec *executionContext) _Cluster(ctx context.Context, sel ast.SelectionSet, obj *model.Cluster) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clusterImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Cluster")
+		case "name":
+			out.Values[i] = ec._Cluster_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "addresses":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Cluster_addresses(ctx, field, obj)
+				})
+		case "through":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Cluster_through(ctx, field, obj)
+				})
+		case "certificateFingerprint":
+			out.Values[i] = ec._Cluster_certificateFingerprint(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "registeredAt":
+			out.Values[i] = ec._Cluster_registeredAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "registeredBy":
+			out.Values[i] = ec._Cluster_registeredBy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "fromEnvironment":
+			out.Values[i] = ec._Cluster_fromEnvironment(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "source":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Cluster_source(ctx, field, obj)
+				})
+		case "members":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Cluster_members(ctx, field, obj)
+				})
+		case "quorum":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Cluster_quorum(ctx, field, obj)
+				})
+		case "placementGuard":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Cluster_placementGuard(ctx, field, obj)
+				})
+		case "machineRecords":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Cluster_machineRecords(ctx, field, obj)
+				})
+		case "removeRefusal":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Cluster_removeRefusal(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var clusterQuorumImplementors = []string{"ClusterQuorum"}
+
+func (ec *executionContext) _ClusterQuorum(ctx context.Context, sel ast.SelectionSet, obj *model.ClusterQuorum) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clusterQuorumImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ClusterQuorum")
+		case "voters":
+			out.Values[i] = ec._ClusterQuorum_voters(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "votersOnline":
+			out.Values[i] = ec._ClusterQuorum_votersOnline(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "majority":
+			out.Values[i] = ec._ClusterQuorum_majority(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "standbys":
+			out.Values[i] = ec._ClusterQuorum_standbys(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "databaseLeader":
+			out.Values[i] = ec._ClusterQuorum_databaseLeader(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -27506,6 +29010,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Mutation")
+		case "registerCluster":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_registerCluster(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeCluster":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeCluster(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "setFenceMapping":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setFenceMapping(ctx, field)
@@ -28226,6 +29744,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_auditTrail(ctx, field)
 				})
+		case "clusters":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_clusters(ctx, field)
+				})
+		case "incusClientCertificate":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_incusClientCertificate(ctx, field)
+				})
 		case "memberOperations":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -28422,6 +29952,44 @@ func (ec *executionContext) _QuorumProjection(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var registerClusterPayloadImplementors = []string{"RegisterClusterPayload"}
+
+func (ec *executionContext) _RegisterClusterPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RegisterClusterPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, registerClusterPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RegisterClusterPayload")
+		case "cluster":
+			out.Values[i] = ec._RegisterClusterPayload_cluster(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._RegisterClusterPayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var registerMachinePayloadImplementors = []string{"RegisterMachinePayload"}
 
 func (ec *executionContext) _RegisterMachinePayload(ctx context.Context, sel ast.SelectionSet, obj *model.RegisterMachinePayload) graphql.Marshaler {
@@ -28488,6 +30056,44 @@ func (ec *executionContext) _ReleaseMachinePayload(ctx context.Context, sel ast.
 			}
 		case "plan":
 			out.Values[i] = ec._ReleaseMachinePayload_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var removeClusterPayloadImplementors = []string{"RemoveClusterPayload"}
+
+func (ec *executionContext) _RemoveClusterPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveClusterPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, removeClusterPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoveClusterPayload")
+		case "removed":
+			out.Values[i] = ec._RemoveClusterPayload_removed(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._RemoveClusterPayload_plan(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -29831,6 +31437,30 @@ func (ec *executionContext) marshalNClearHardwareProfilePayload2ᚖgithubᚗcom�
 	return ec._ClearHardwareProfilePayload(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNCluster2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Cluster) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNCluster2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCluster(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNCluster2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCluster(ctx context.Context, sel ast.SelectionSet, v *model.Cluster) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Cluster!")
+		return graphql.Null
+	}
+	return ec._Cluster(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNClusterView2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterView(ctx context.Context, sel ast.SelectionSet, v *model.ClusterView) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "ClusterView!")
@@ -30455,6 +32085,14 @@ func (ec *executionContext) marshalNMap2map(ctx context.Context, sel ast.Selecti
 	return res
 }
 
+func (ec *executionContext) marshalNMember2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMember(ctx context.Context, sel ast.SelectionSet, v *model.Member) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Member!")
+		return graphql.Null
+	}
+	return ec._Member(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNMemberAction2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberAction(ctx context.Context, v any) (model.MemberAction, error) {
 	var res model.MemberAction
 	err := res.UnmarshalGQL(v)
@@ -30754,6 +32392,19 @@ func (ec *executionContext) marshalNProvisionerKind2githubᚗcomᚋapeloraᚋfab
 	return v
 }
 
+func (ec *executionContext) unmarshalNRegisterClusterInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRegisterClusterInput(ctx context.Context, v any) (model.RegisterClusterInput, error) {
+	res, err := ec.unmarshalInputRegisterClusterInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRegisterClusterPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRegisterClusterPayload(ctx context.Context, sel ast.SelectionSet, v *model.RegisterClusterPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RegisterClusterPayload!")
+		return graphql.Null
+	}
+	return ec._RegisterClusterPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNRegisterMachineInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRegisterMachineInput(ctx context.Context, v any) (model.RegisterMachineInput, error) {
 	res, err := ec.unmarshalInputRegisterMachineInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -30778,6 +32429,19 @@ func (ec *executionContext) marshalNReleaseMachinePayload2ᚖgithubᚗcomᚋapel
 		return graphql.Null
 	}
 	return ec._ReleaseMachinePayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRemoveClusterInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveClusterInput(ctx context.Context, v any) (model.RemoveClusterInput, error) {
+	res, err := ec.unmarshalInputRemoveClusterInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRemoveClusterPayload2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveClusterPayload(ctx context.Context, sel ast.SelectionSet, v *model.RemoveClusterPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoveClusterPayload!")
+		return graphql.Null
+	}
+	return ec._RemoveClusterPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNRemoveFenceMappingInput2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRemoveFenceMappingInput(ctx context.Context, v any) (model.RemoveFenceMappingInput, error) {
@@ -31298,6 +32962,20 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) marshalOCluster2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCluster(ctx context.Context, sel ast.SelectionSet, v *model.Cluster) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Cluster(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOClusterQuorum2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterQuorum(ctx context.Context, sel ast.SelectionSet, v *model.ClusterQuorum) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ClusterQuorum(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalODrift2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐDrift(ctx context.Context, sel ast.SelectionSet, v *model.Drift) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -31478,6 +33156,25 @@ func (ec *executionContext) marshalOMaintenanceTask2ᚖgithubᚗcomᚋapeloraᚋ
 		return graphql.Null
 	}
 	return ec._MaintenanceTask(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOMember2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Member) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMember2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMember(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalOMember2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMember(ctx context.Context, sel ast.SelectionSet, v *model.Member) graphql.Marshaler {

@@ -22,10 +22,20 @@ import (
 func (r *memberResolver) Version(ctx context.Context, obj *model.Member) (*model.MemberVersion, error) {
 	// A member that does not answer holds the answer no longer than the request timeout,
 	// which bounds every Incus call.
-	if r.Versions == nil {
+	versions := r.Versions
+	if obj.ClusterID != 0 && r.ClusterSide != nil {
+		// A member read from a registered cluster (clusters { members }) is asked there:
+		// another cluster may have a member of the same name.
+		in, err := r.ClusterSide.Incus(ctx, obj.ClusterID)
+		if err != nil {
+			return nil, err
+		}
+		versions = in
+	}
+	if versions == nil {
 		return nil, apperr.NotConfigured(apperr.Incus)
 	}
-	v, err := r.Versions.Version(ctx, obj.Name)
+	v, err := versions.Version(ctx, obj.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apelora/fabric/domain/admission"
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/auditlog"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/drift"
 	"github.com/apelora/fabric/domain/enrolment"
 	"github.com/apelora/fabric/domain/fencing"
@@ -74,7 +75,11 @@ type Resolver struct {
 	Rolling *rolling.Service
 	// FleetWatch feeds fleetUpdates: one fleet read per change for every subscriber.
 	FleetWatch *fleet.Watcher
-	Log        *slog.Logger
+	// Clusters registers, removes and lists the Incus clusters (with their registry);
+	// ClusterSide reads each one's Incus side.
+	Clusters    *clusters.Service
+	ClusterSide ClusterSide
+	Log         *slog.Logger
 }
 
 // machine reads one machine back after a change, which must find it.

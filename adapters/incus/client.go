@@ -20,6 +20,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -49,15 +50,91 @@ type Client struct {
 	dialer *net.Dialer
 
 	writes *plan.Writes // every request but a GET goes through it (see call)
+	// afterWrite run after every write through this client, made or planned (the shared
+	// reads of its cluster's ports forget their call in flight: AfterWrite).
+	hooks      sync.Mutex
+	afterWrite []func()
+	// name is the cluster's name for messages ("" for the environment's), pinSource what
+	// holds its pinned certificate.
+	name, pinSource string
 }
 
 // New builds a client from cfg. It reads the certificate files now, so a bad path or a
-// key that does not match fails here, not on the first call.
+// key that does not match fails here, not on the first call. It is NewClient with the
+// identity and the endpoint cfg's files and URLs name.
 func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{timeout: cfg.Timeout, logger: cfg.Logger, writes: cfg.Writes}
+	if !cfg.HasCluster() {
+		return nil, fmt.Errorf("no Incus cluster configured: %s with %s, or %s, name the cluster to reach (only the client identity is set)", EnvURL, EnvServerCert, EnvSocket)
+	}
+	ep := Endpoint{Socket: cfg.SocketPath}
+	var id *Identity
+	if cfg.SocketPath == "" {
+		var err error
+		if id, err = LoadIdentity(cfg.ClientCertFile, cfg.ClientKeyFile); err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(cfg.ServerCertFile)
+		if err != nil {
+			return nil, fmt.Errorf("read Incus cluster certificate (%s): %w", EnvServerCert, err)
+		}
+		ep.CertificatePEM = string(data)
+		ep.Seeds = append([]string{cfg.URL}, cfg.FallbackURLs...)
+		ep.certificateFile = cfg.ServerCertFile
+	}
+	return NewClient(id, ep, cfg)
+}
+
+// Identity is Apelora's Incus client identity: the one client certificate (and its key)
+// every HTTPS cluster trusts (APELORA_INCUS_CLIENT_CERT, APELORA_INCUS_CLIENT_KEY). The key
+// never leaves the process.
+type Identity struct {
+	cert        tls.Certificate
+	pem         string
+	fingerprint string
+}
+
+// LoadIdentity reads the client certificate and key (PEM files).
+func LoadIdentity(certFile, keyFile string) (*Identity, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load Incus client certificate %s and key %s: %w (check %s and %s)",
+			certFile, keyFile, err, EnvClientCert, EnvClientKey)
+	}
+	return &Identity{cert: cert, fingerprint: Fingerprint(cert.Certificate[0]),
+		pem: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}))}, nil
+}
+
+// CertificatePEM is the identity's certificate (public): what a cluster must trust.
+func (id *Identity) CertificatePEM() string { return id.pem }
+
+// Fingerprint is the certificate's SHA-256 (lower-case hex), as Incus lists it.
+func (id *Identity) Fingerprint() string { return id.fingerprint }
+
+// Endpoint is how one cluster is reached: through any of its members over HTTPS, starting
+// from Seeds and pinned to every CERTIFICATE block of CertificatePEM; or through the local
+// daemon's Socket.
+type Endpoint struct {
+	Seeds          []string
+	CertificatePEM string
+	Socket         string
+	// Name is the cluster's name for messages ("": the environment's cluster, named by
+	// its settings).
+	Name string
+	// certificateFile names where CertificatePEM came from (APELORA_INCUS_SERVER_CERT).
+	certificateFile string
+}
+
+// NewClient builds a client of the cluster ep reaches with identity id (nil for the
+// socket), and cfg's options (Timeout, Logger, WrapTransport, Writes; its endpoint fields
+// are not read).
+func NewClient(id *Identity, ep Endpoint, cfg Config) (*Client, error) {
+	if cfg.Timeout < 0 {
+		return nil, errors.New("Incus timeout must not be negative")
+	}
+	c := &Client{timeout: cfg.Timeout, logger: cfg.Logger, writes: cfg.Writes, name: ep.Name}
 	if c.writes == nil {
 		c.writes = &plan.Writes{}
 	}
@@ -74,8 +151,8 @@ func New(cfg Config) (*Client, error) {
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       90 * time.Second,
 	}
-	if cfg.SocketPath != "" {
-		sock := cfg.SocketPath
+	if ep.Socket != "" {
+		sock := ep.Socket
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "unix", sock)
 		}
@@ -83,29 +160,34 @@ func New(cfg Config) (*Client, error) {
 		c.endpoint = "unix:" + sock
 		c.socket = sock
 	} else {
-		cert, err := tls.LoadX509KeyPair(cfg.ClientCertFile, cfg.ClientKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("load Incus client certificate %s and key %s: %w (check %s and %s)",
-				cfg.ClientCertFile, cfg.ClientKeyFile, err, EnvClientCert, EnvClientKey)
+		if id == nil {
+			return nil, fmt.Errorf("no Incus client identity to reach %s with: set %s and %s", ep.describe(), EnvClientCert, EnvClientKey)
 		}
-		pins, err := readPins(cfg.ServerCertFile)
+		pins, err := pinsOf(ep)
 		if err != nil {
 			return nil, err
 		}
+		var seeds []string
+		for _, u := range ep.Seeds {
+			if u = strings.TrimRight(u, "/"); u != "" && !slices.Contains(seeds, u) {
+				if err := validURL(u); err != nil {
+					return nil, err
+				}
+				seeds = append(seeds, u)
+			}
+		}
+		if len(seeds) == 0 {
+			return nil, fmt.Errorf("no member URL to reach %s through", ep.describe())
+		}
 		c.fingerprint = pins[0]
-		c.cert, c.pins = cert, pins
+		c.cert, c.pins = id.cert, pins
 		// Connections are opened by dialTLS (each address within its connect bound, the
 		// failures marked as never sent); the transport still speaks HTTP/2 over them, with
 		// the ALPN it adds to this configuration.
 		tr.DialTLSContext = c.dialTLS
 		tr.ForceAttemptHTTP2 = true
-		tr.TLSClientConfig = pinnedTLSConfig(cert, pins)
-		seeds := []string{strings.TrimRight(cfg.URL, "/")}
-		for _, u := range cfg.FallbackURLs {
-			if u = strings.TrimRight(u, "/"); !slices.Contains(seeds, u) {
-				seeds = append(seeds, u)
-			}
-		}
+		c.pinSource = ep.pinSource()
+		tr.TLSClientConfig = pinnedTLSConfigFor(id.cert, pins, c.pinSource)
 		c.eps = newEndpoints(seeds)
 	}
 	c.tr = tr
@@ -121,14 +203,38 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+func (ep Endpoint) describe() string {
+	if ep.Name != "" {
+		return "Incus cluster " + ep.Name
+	}
+	return "the Incus cluster"
+}
+
+// pinSource names, in a certificate mismatch, what holds the pinned certificate.
+func (ep Endpoint) pinSource() string {
+	if ep.Name != "" {
+		return "the certificate registered for cluster " + ep.Name
+	}
+	return EnvServerCert
+}
+
 // readPins returns the SHA-256 fingerprints (hex) of every certificate in a PEM file.
 func readPins(file string) ([]string, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read Incus cluster certificate (%s): %w", EnvServerCert, err)
 	}
+	return pinsOf(Endpoint{CertificatePEM: string(data), certificateFile: file})
+}
+
+// pinsOf returns the SHA-256 fingerprints (hex) of every certificate of the endpoint's PEM.
+func pinsOf(ep Endpoint) ([]string, error) {
+	file := ep.certificateFile
+	if file == "" {
+		file = ep.pinSource()
+	}
 	var pins []string
-	for rest := data; ; {
+	for rest := []byte(ep.CertificatePEM); ; {
 		var block *pem.Block
 		block, rest = pem.Decode(rest)
 		if block == nil {
@@ -160,20 +266,25 @@ func Fingerprint(der []byte) string {
 // the cluster certificate, whose SANs need not name the member. No session cache is set,
 // so every connection runs VerifyPeerCertificate.
 func pinnedTLSConfig(cert tls.Certificate, pins []string) *tls.Config {
+	return pinnedTLSConfigFor(cert, pins, EnvServerCert)
+}
+
+// pinnedTLSConfigFor is pinnedTLSConfig naming source (what holds the pinned certificate)
+// in a mismatch.
+func pinnedTLSConfigFor(cert tls.Certificate, pins []string, source string) *tls.Config {
 	return &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		Certificates:       []tls.Certificate{cert},
 		InsecureSkipVerify: true, // replaced by the pin check below
 		VerifyPeerCertificate: func(rawCerts [][]byte, _ [][]*x509.Certificate) error {
 			if len(rawCerts) == 0 {
-				return fmt.Errorf("%w: the server sent no certificate", ErrCertificateMismatch)
+				return &PinError{Pinned: pins[0], Source: source}
 			}
 			got := Fingerprint(rawCerts[0])
 			if slices.Contains(pins, got) {
 				return nil
 			}
-			return fmt.Errorf("%w: server presented %s, pinned %s; check %s",
-				ErrCertificateMismatch, got, pins[0], EnvServerCert)
+			return &PinError{Presented: got, Pinned: pins[0], Source: source}
 		},
 	}
 }
@@ -289,9 +400,32 @@ type result struct {
 	operation  string // operation URL for async answers
 }
 
-// Writes is the seam the client's changes go through: hooks added to it (app's shared
-// reads forgetting, metrics) run after every one, made or planned.
+// Writes is the seam the client's changes go through: hooks added to it (the metrics) run
+// after every one, made or planned, whichever client made it.
 func (c *Client) Writes() *plan.Writes { return c.writes }
+
+// AfterWrite has fn run after every write through this client (its cluster), made or
+// planned: its ports' shared reads forget their call in flight, so a read after the write
+// starts anew. Writes to other clusters, through their clients, leave them be.
+func (c *Client) AfterWrite(fn func()) {
+	c.hooks.Lock()
+	defer c.hooks.Unlock()
+	c.afterWrite = append(c.afterWrite, fn)
+}
+
+// write makes (or, in a dry run, plans) one change through the process's seam, then runs
+// this client's own hooks.
+func (c *Client) write(ctx context.Context, describe func() plan.Call, send func() error) (bool, error) {
+	defer func() {
+		c.hooks.Lock()
+		hooks := c.afterWrite
+		c.hooks.Unlock()
+		for _, fn := range hooks {
+			fn()
+		}
+	}()
+	return c.writes.Do(ctx, plan.Incus, describe, send)
+}
 
 // call sends req and decodes the metadata of a sync or async answer into out (when out
 // is non-nil). Error envelopes become *Error. Every request but a GET is a write: it goes
@@ -302,7 +436,7 @@ func (c *Client) call(ctx context.Context, req request, out any) (result, error)
 		return c.send(ctx, req, out)
 	}
 	var res result
-	planned, err := c.writes.Do(ctx, plan.Incus, func() plan.Call { return c.describe(ctx, req) }, func() (err error) {
+	planned, err := c.write(ctx, func() plan.Call { return c.describe(ctx, req) }, func() (err error) {
 		if req.leaving != "" {
 			c.leave(ctx, req.leaving)
 		}

@@ -19,13 +19,20 @@ const (
 	EnvClientKey  = "APELORA_INCUS_CLIENT_KEY"  // PEM file: its private key
 	EnvServerCert = "APELORA_INCUS_SERVER_CERT" // PEM file: the cluster certificate to pin
 	EnvSocket     = "APELORA_INCUS_SOCKET"      // path of a local daemon's unix.socket
+	// EnvClusterName names the cluster APELORA_INCUS_URL (or _SOCKET) reaches when Apelora
+	// adopts it as a record (domain/clusters.Adopt); clusters.DefaultName when unset.
+	EnvClusterName = "APELORA_INCUS_CLUSTER_NAME"
 )
 
 // DefaultTimeout bounds every call whose Config.Timeout is zero.
 const DefaultTimeout = 30 * time.Second
 
-// Config says how to reach Incus. Either URL with the three certificate files, or
-// SocketPath; never both.
+// Config is APELORA_INCUS_*: Apelora's client identity (ClientCertFile and ClientKeyFile,
+// the one certificate every HTTPS cluster trusts) and the environment's cluster (URL with
+// the ServerCertFile to pin, or SocketPath), which Apelora adopts as a record at start. Valid:
+// nothing; the identity alone (every cluster registered through the API); the identity with
+// URL and ServerCertFile; SocketPath, alone or with the identity. The client options
+// (Timeout, Logger, WrapTransport, Writes) serve every client made from it (NewClient).
 type Config struct {
 	// URL of one cluster member, for example "https://10.0.0.5:8443": the client's first
 	// address. It learns the others from the cluster's member list (endpoints.go).
@@ -60,7 +67,17 @@ type Config struct {
 	// made or planned, then forgotten by shared reads and counted); nil: one of the
 	// client's own.
 	Writes *plan.Writes
+
+	// ClusterName is APELORA_INCUS_CLUSTER_NAME ("" when unset): what the environment's
+	// cluster is called when Apelora adopts it.
+	ClusterName string
 }
+
+// HasCluster reports whether the configuration names a cluster (URL or socket).
+func (c Config) HasCluster() bool { return c.URL != "" || c.SocketPath != "" }
+
+// HasIdentity reports whether the configuration holds Apelora's client identity.
+func (c Config) HasIdentity() bool { return c.ClientCertFile != "" && c.ClientKeyFile != "" }
 
 // Configured reports whether any endpoint is set. A zero Config is "not configured".
 func (c Config) Configured() bool {
@@ -76,36 +93,47 @@ func (c Config) Validate() error {
 	if !c.Configured() {
 		return ErrNotConfigured
 	}
-	https := map[string]string{
-		EnvURL:        c.URL,
-		EnvClientCert: c.ClientCertFile,
-		EnvClientKey:  c.ClientKeyFile,
-		EnvServerCert: c.ServerCertFile,
-	}
-	order := []string{EnvURL, EnvClientCert, EnvClientKey, EnvServerCert}
-	var set, missing []string
-	for _, k := range order {
-		if https[k] != "" {
-			set = append(set, k)
-		} else {
-			missing = append(missing, k)
-		}
-	}
 	if c.SocketPath != "" {
-		if len(set) > 0 {
-			return fmt.Errorf("ambiguous Incus configuration: %s and %s are both set; "+
-				"use either the unix socket or HTTPS, not both", EnvSocket, strings.Join(set, ", "))
+		var both []string
+		if c.URL != "" {
+			both = append(both, EnvURL)
 		}
-		return nil
+		if c.ServerCertFile != "" {
+			both = append(both, EnvServerCert)
+		}
+		if len(both) > 0 {
+			return fmt.Errorf("ambiguous Incus configuration: %s and %s are both set; "+
+				"use either the unix socket or HTTPS for the environment's cluster, not both", EnvSocket, strings.Join(both, ", "))
+		}
+	}
+	var set, missing []string
+	need := func(v, name string) {
+		if v != "" {
+			set = append(set, name)
+		} else {
+			missing = append(missing, name)
+		}
+	}
+	if c.URL != "" || c.ServerCertFile != "" {
+		need(c.URL, EnvURL)
+		need(c.ClientCertFile, EnvClientCert)
+		need(c.ClientKeyFile, EnvClientKey)
+		need(c.ServerCertFile, EnvServerCert)
+	} else if (c.ClientCertFile != "") != (c.ClientKeyFile != "") {
+		need(c.ClientCertFile, EnvClientCert)
+		need(c.ClientKeyFile, EnvClientKey)
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("incomplete Incus configuration: %s set but %s missing; "+
-			"HTTPS needs the member URL, the client certificate and key, and the cluster certificate to pin",
-			strings.Join(set, ", "), strings.Join(missing, ", "))
+			"Apelora's client identity is %s with %s (one certificate every cluster trusts), and the cluster it adopts at start "+
+			"%s (a member's URL) with %s (the cluster certificate to pin), or %s",
+			strings.Join(set, ", "), strings.Join(missing, ", "), EnvClientCert, EnvClientKey, EnvURL, EnvServerCert, EnvSocket)
 	}
-	for _, s := range append([]string{c.URL}, c.FallbackURLs...) {
-		if err := validURL(s); err != nil {
-			return err
+	if c.URL != "" {
+		for _, s := range append([]string{c.URL}, c.FallbackURLs...) {
+			if err := validURL(s); err != nil {
+				return err
+			}
 		}
 	}
 	if c.Timeout < 0 {
@@ -140,6 +168,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ClientKeyFile:  get(EnvClientKey),
 		ServerCertFile: get(EnvServerCert),
 		SocketPath:     get(EnvSocket),
+		ClusterName:    get(EnvClusterName),
 	}
 	if len(urls) > 0 {
 		c.URL, c.FallbackURLs = urls[0], urls[1:]

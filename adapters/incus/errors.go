@@ -135,3 +135,21 @@ func (e *TimeoutError) Error() string { return fmt.Sprintf("no answer within %s"
 
 // Is makes errors.Is(err, context.DeadlineExceeded) hold.
 func (e *TimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// PinError is a member that presented another certificate than the pinned cluster
+// certificate (or none). It matches ErrCertificateMismatch.
+type PinError struct {
+	Presented string // its fingerprint; "" when it sent none
+	Pinned    string // the first pinned fingerprint
+	Source    string // what holds the pinned certificate (APELORA_INCUS_SERVER_CERT, a cluster's record)
+}
+
+func (e *PinError) Error() string {
+	if e.Presented == "" {
+		return fmt.Sprintf("%v: the server sent no certificate", ErrCertificateMismatch)
+	}
+	return fmt.Sprintf("%v: server presented %s, pinned %s; check %s", ErrCertificateMismatch, e.Presented, e.Pinned, e.Source)
+}
+
+// Is makes errors.Is(err, ErrCertificateMismatch) hold.
+func (e *PinError) Is(target error) bool { return target == ErrCertificateMismatch }

@@ -115,7 +115,7 @@ func (c *Client) openEvents(parent, hctx context.Context, base string) (*websock
 		// Its own TLS connection, opened like the REST transport's (the connect bound, the
 		// pin) but offering HTTP/1.1 only: a websocket upgrade must be HTTP/1.1.
 		d.NetDialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			cfg := pinnedTLSConfig(c.cert, c.pins)
+			cfg := pinnedTLSConfigFor(c.cert, c.pins, c.pinSource)
 			cfg.NextProtos = []string{"http/1.1"}
 			return c.dialPinned(ctx, network, addr, cfg)
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/apelora/fabric/domain/maintenance"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/domain/placement"
-	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/flight"
 )
@@ -36,16 +35,13 @@ type sharedReads struct {
 	pending flight.Call[[]PendingJoinToken]
 }
 
-// NewPorts makes the ports on c. Every change through c, made or planned, passes
-// c's seam (plan.Writes), which then has the shared reads forget their call in flight: no
-// port write can forget to.
+// NewPorts makes the ports on c. Every change through c, made or planned, passes c's
+// seam (plan.Writes), and then has the shared reads forget their call in flight
+// (Client.AfterWrite): no port write can forget to, and a write to another cluster, through
+// its own client, leaves this cluster's shared reads be.
 func NewPorts(c *Client) *Ports {
 	p := &Ports{c: c, shared: &sharedReads{}}
-	c.Writes().AfterEach(func(s plan.System, _ bool) {
-		if s == plan.Incus {
-			p.wrote()
-		}
-	})
+	c.AfterWrite(p.wrote)
 	return p
 }
 
@@ -83,14 +79,26 @@ func within(err error) string {
 	return "in time"
 }
 
-// incusErr names what was being done; Incus's own message says why it failed.
-func incusErr(err error, doing string) error {
+// incusErr names what was being done; Incus's own message says why it failed. Its advice
+// names the environment's settings (APELORA_INCUS_*): incusErrIn names a registered
+// cluster's record instead.
+func incusErr(err error, doing string) error { return incusErrIn(nil, err, doing) }
+
+// incusErrIn is incusErr for the cluster c reaches.
+func incusErrIn(c *Client, err error, doing string) error {
 	if err == nil {
 		return nil
+	}
+	name := ""
+	if c != nil {
+		name = c.name
 	}
 	var ie *Error
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &ie):
+		if name != "" {
+			return apperr.Wrap(err, apperr.Unavailable, "Incus cluster %s did not answer %s while trying to %s: check that its members are up (clusters { addresses } lists those Apelora reaches it through; if Incus was only slow, it may still carry the step out: look at the machine before trying again), or raise APELORA_REQUEST_TIMEOUT", name, within(err), doing)
+		}
 		return apperr.Wrap(err, apperr.Unavailable, "Incus did not answer %s while trying to %s: check that the member at APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) and the cluster are up (if Incus was only slow, it may still carry the step out: look at the machine before trying again), or raise APELORA_REQUEST_TIMEOUT", within(err), doing)
 	case IsNotFound(err):
 		msg := "not found"
@@ -101,12 +109,26 @@ func incusErr(err error, doing string) error {
 	case IsPreconditionFailed(err):
 		return apperr.Wrap(err, apperr.Busy, "cannot %s: the member changed in Incus meanwhile; run the step again", doing)
 	case IsForbidden(err) || errors.Is(err, ErrUntrusted):
+		if name != "" {
+			return apperr.Wrap(err, apperr.Unavailable, "cannot %s: Incus cluster %s does not trust Apelora's client certificate (APELORA_INCUS_CLIENT_CERT; the incusClientCertificate query shows it): trust it on a member with `incus config trust add-certificate`", doing, name)
+		}
 		return apperr.Wrap(err, apperr.Unavailable, "cannot %s: Incus does not trust Apelora's client certificate (APELORA_INCUS_CLIENT_CERT); trust it with `incus config trust add-certificate`", doing)
 	case errors.Is(err, ErrCertificateMismatch):
+		if name != "" {
+			var pe *PinError
+			presented := "another certificate"
+			if errors.As(err, &pe) && pe.Presented != "" {
+				presented = "certificate " + pe.Presented + ", not the registered " + pe.Pinned
+			}
+			return apperr.Wrap(err, apperr.Unavailable, "cannot %s: a member reached for Incus cluster %s presented %s: it is no member of that cluster (any more); check clusters { addresses }", doing, name, presented)
+		}
 		return apperr.Wrap(err, apperr.Unavailable, "cannot %s: the Incus server certificate does not match APELORA_INCUS_SERVER_CERT", doing)
 	case errors.As(err, &ie):
 		return apperr.Wrap(err, apperr.FailedPrecondition, "Incus refused to %s: %s", doing, ie.Message)
 	default:
+		if name != "" {
+			return apperr.Wrap(err, apperr.Unavailable, "Incus cluster %s could not be reached through any of its members while trying to %s: check that they are up, or clusters { addresses }", name, doing)
+		}
 		return apperr.Wrap(err, apperr.Unavailable, "Incus could not be reached while trying to %s: check APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) and that the cluster is up", doing)
 	}
 }
@@ -161,7 +183,7 @@ func (p Ports) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
 	return p.withPending(ctx, func(s *membership.Snapshot) error {
 		ms, err := p.members(ctx)
 		if err != nil {
-			return incusErr(err, "list the cluster members")
+			return incusErrIn(p.c, err, "list the cluster members")
 		}
 		s.Members = make([]membership.Member, 0, len(ms))
 		for _, m := range ms {
@@ -172,9 +194,9 @@ func (p Ports) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
 }
 
 // addPending puts the pending join tokens in s, or says why they could not be listed.
-func (Ports) addPending(s *membership.Snapshot, pending []PendingJoinToken, err error) {
+func (p Ports) addPending(s *membership.Snapshot, pending []PendingJoinToken, err error) {
 	if err != nil {
-		s.PendingProblem = apperr.PublicMessage(incusErr(err, "list the pending join tokens"))
+		s.PendingProblem = apperr.PublicMessage(incusErrIn(p.c, err, "list the pending join tokens"))
 		return
 	}
 	now := time.Now()
@@ -197,7 +219,7 @@ func (p Ports) MemberSnapshot(ctx context.Context, name string) (*membership.Sna
 		case IsNotFound(err):
 			return nil
 		case err != nil:
-			return incusErr(err, "read member "+name)
+			return incusErrIn(p.c, err, "read member "+name)
 		}
 		s.Members = []membership.Member{toMember(m)}
 		return nil
@@ -207,7 +229,7 @@ func (p Ports) MemberSnapshot(ctx context.Context, name string) (*membership.Sna
 func (p Ports) Members(ctx context.Context) ([]membership.Member, error) {
 	ms, err := p.members(ctx)
 	if err != nil {
-		return nil, incusErr(err, "list the cluster members")
+		return nil, incusErrIn(p.c, err, "list the cluster members")
 	}
 	out := make([]membership.Member, len(ms))
 	for i, m := range ms {
@@ -226,19 +248,19 @@ func (p Ports) Members(ctx context.Context) ([]membership.Member, error) {
 func (p Ports) MemberAnswers(ctx context.Context, name string) error {
 	m, _, err := p.c.Member(ctx, name)
 	if err != nil {
-		return incusErr(err, "read member "+name)
+		return incusErrIn(p.c, err, "read member "+name)
 	}
 	if _, err := p.c.AskMember(ctx, m.URL); err != nil {
 		if IsNotReady(err) {
 			return notReady(err, name, 0)
 		}
-		return incusErr(err, "ask member "+name+" itself ("+m.URL+") for its version")
+		return incusErrIn(p.c, err, "ask member "+name+" itself ("+m.URL+") for its version")
 	}
 	if _, err := p.c.ServerInfo(ctx, name); err != nil {
 		if IsNotReady(err) {
 			return notReady(err, name, 0)
 		}
-		return incusErr(err, "ask member "+name+" for its version through the cluster")
+		return incusErrIn(p.c, err, "ask member "+name+" for its version through the cluster")
 	}
 	return nil
 }
@@ -301,7 +323,7 @@ func (p Ports) Version(ctx context.Context, member string) (membership.Version, 
 		if member != "" {
 			who = "member " + member
 		}
-		return membership.Version{}, incusErr(err, "read the versions of "+who)
+		return membership.Version{}, incusErrIn(p.c, err, "read the versions of "+who)
 	}
 	return membership.Version{
 		Incus: s.ServerVersion, APIExtensions: s.APIExtensions, Kernel: s.KernelVersion,
@@ -312,7 +334,7 @@ func (p Ports) Version(ctx context.Context, member string) (membership.Version, 
 func (p Ports) StoragePools(ctx context.Context) ([]string, error) {
 	ps, err := p.c.StoragePools(ctx)
 	if err != nil {
-		return nil, incusErr(err, "list the storage pools")
+		return nil, incusErrIn(p.c, err, "list the storage pools")
 	}
 	out := make([]string, len(ps))
 	for i, s := range ps {
@@ -324,7 +346,7 @@ func (p Ports) StoragePools(ctx context.Context) ([]string, error) {
 func (p Ports) StoragePoolStatus(ctx context.Context, pool, member string) (string, error) {
 	s, err := p.c.StoragePool(ctx, pool, member)
 	if err != nil {
-		return "", incusErr(err, "read storage pool "+pool+" on "+member)
+		return "", incusErrIn(p.c, err, "read storage pool "+pool+" on "+member)
 	}
 	return s.Status, nil
 }
@@ -334,7 +356,7 @@ func (p Ports) StoragePoolStatus(ctx context.Context, pool, member string) (stri
 func (p Ports) LocatedNetworks(ctx context.Context) ([]string, error) {
 	ns, err := p.c.ManagedNetworks(ctx)
 	if err != nil {
-		return nil, incusErr(err, "list the networks")
+		return nil, incusErrIn(p.c, err, "list the networks")
 	}
 	var out []string
 	for _, n := range ns {
@@ -348,7 +370,7 @@ func (p Ports) LocatedNetworks(ctx context.Context) ([]string, error) {
 func (p Ports) NetworkStatus(ctx context.Context, network, member string) (string, error) {
 	n, err := p.c.Network(ctx, network, member)
 	if err != nil {
-		return "", incusErr(err, "read network "+network+" on "+member)
+		return "", incusErrIn(p.c, err, "read network "+network+" on "+member)
 	}
 	return n.Status, nil
 }
@@ -356,7 +378,7 @@ func (p Ports) NetworkStatus(ctx context.Context, network, member string) (strin
 func (p Ports) Member(ctx context.Context, name string) (membership.Member, string, error) {
 	m, etag, err := p.c.Member(ctx, name)
 	if err != nil {
-		return membership.Member{}, "", incusErr(err, "read member "+name)
+		return membership.Member{}, "", incusErrIn(p.c, err, "read member "+name)
 	}
 	return toMember(m), etag, nil
 }
@@ -366,12 +388,12 @@ func (p Ports) UpdateMember(ctx context.Context, m membership.Member, etag strin
 	if put.Config == nil {
 		put.Config = map[string]string{}
 	}
-	return incusErr(p.c.UpdateMember(ctx, m.Name, put, etag), "update member "+m.Name)
+	return incusErrIn(p.c, p.c.UpdateMember(ctx, m.Name, put, etag), "update member "+m.Name)
 }
 
 func (p Ports) PlacementScriptlet(ctx context.Context) (string, string, error) {
 	v, etag, err := p.c.PlacementScriptlet(ctx)
-	return v, etag, incusErr(err, "read the placement scriptlet ("+placement.ScriptletKey+")")
+	return v, etag, incusErrIn(p.c, err, "read the placement scriptlet ("+placement.ScriptletKey+")")
 }
 
 func (p Ports) SetPlacementScriptlet(ctx context.Context, value, etag string) error {
@@ -379,25 +401,25 @@ func (p Ports) SetPlacementScriptlet(ctx context.Context, value, etag string) er
 	if IsPreconditionFailed(err) {
 		return apperr.Wrap(err, apperr.Busy, "cannot set the placement scriptlet: the Incus server configuration changed meanwhile; run the step again")
 	}
-	return incusErr(err, "set the placement scriptlet ("+placement.ScriptletKey+")")
+	return incusErrIn(p.c, err, "set the placement scriptlet ("+placement.ScriptletKey+")")
 }
 
 func (p Ports) IssueJoinToken(ctx context.Context, name string) (enrolment.IssuedToken, error) {
 	t, err := p.c.IssueJoinToken(ctx, name)
 	if err != nil {
-		return enrolment.IssuedToken{}, incusErr(err, "issue a join token for "+name)
+		return enrolment.IssuedToken{}, incusErrIn(p.c, err, "issue a join token for "+name)
 	}
 	return enrolment.IssuedToken{Name: t.ServerName, ExpiresAt: t.ExpiresAt, Addresses: t.Addresses, Token: t, Planned: !t.Issued()}, nil
 }
 
 func (p Ports) RevokeJoinToken(ctx context.Context, name string) error {
-	return incusErr(p.c.RevokeJoinToken(ctx, name), "revoke the join token for "+name)
+	return incusErrIn(p.c, p.c.RevokeJoinToken(ctx, name), "revoke the join token for "+name)
 }
 
 func (p Ports) RemoveMember(ctx context.Context, name string, force bool) error {
 	// When it is the member Apelora talks through, the client sends the removal, and every
 	// call after it, through another member (Client.DeleteMember).
-	return incusErr(p.c.DeleteMember(ctx, name, force), "remove member "+name)
+	return incusErrIn(p.c, p.c.DeleteMember(ctx, name, force), "remove member "+name)
 }
 
 // Through is the member Apelora talks through and the configured URLs (enrolment.Incus).
@@ -407,7 +429,7 @@ func (p Ports) Through() (string, []string) { return p.c.Through(), p.c.Seeds() 
 func (p Ports) InstancesOn(ctx context.Context, member string) ([]string, error) {
 	ins, err := p.c.InstancesOn(ctx, member)
 	if err != nil {
-		return nil, incusErr(err, "list the instances on member "+member)
+		return nil, incusErrIn(p.c, err, "list the instances on member "+member)
 	}
 	out := make([]string, len(ins))
 	for i, in := range ins {
@@ -424,7 +446,7 @@ func (p Ports) InstancesOn(ctx context.Context, member string) ([]string, error)
 func (p Ports) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey, error) {
 	ci, err := p.c.Cluster(ctx)
 	if err != nil {
-		return nil, incusErr(err, "read the cluster's member configuration keys")
+		return nil, incusErrIn(p.c, err, "read the cluster's member configuration keys")
 	}
 	refs := map[string]map[string]string{}
 	var out []enrolment.ConfigKey
@@ -436,13 +458,13 @@ func (p Ports) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey, err
 			case "storage-pool":
 				sp, err := p.c.StoragePool(ctx, k.Name, ci.ServerName)
 				if err != nil {
-					return nil, incusErr(err, "read storage pool "+k.Name)
+					return nil, incusErrIn(p.c, err, "read storage pool "+k.Name)
 				}
 				cfg = sp.Config
 			case "network":
 				n, err := p.c.Network(ctx, k.Name, ci.ServerName)
 				if err != nil {
-					return nil, incusErr(err, "read network "+k.Name)
+					return nil, incusErrIn(p.c, err, "read network "+k.Name)
 				}
 				cfg = n.Config
 			}
@@ -457,7 +479,7 @@ func (p Ports) MemberConfigKeys(ctx context.Context) ([]enrolment.ConfigKey, err
 func (p Ports) MemberHardware(ctx context.Context, member string) (hardware.Inventory, error) {
 	r, err := p.c.Resources(ctx, member)
 	if err != nil {
-		return hardware.Inventory{}, incusErr(err, "read the hardware of member "+member)
+		return hardware.Inventory{}, incusErrIn(p.c, err, "read the hardware of member "+member)
 	}
 	return incusInventory(r), nil
 }
@@ -539,7 +561,7 @@ func (f FencePorts) noQuorum(ctx context.Context, err error) bool {
 func (f FencePorts) ServerConfig(ctx context.Context) (map[string]string, error) {
 	cfg, err := f.c.GetServerConfig(ctx)
 	if err != nil {
-		return nil, incusErr(err, "read the cluster configuration")
+		return nil, incusErrIn(f.c, err, "read the cluster configuration")
 	}
 	return cfg, nil
 }
@@ -548,7 +570,7 @@ func (f FencePorts) ServerConfig(ctx context.Context) (map[string]string, error)
 func (p Ports) AllInstances(ctx context.Context) ([]maintenance.Instance, error) {
 	all, err := p.c.AllInstances(ctx)
 	if err != nil {
-		return nil, incusErr(err, "list the instances")
+		return nil, incusErrIn(p.c, err, "list the instances")
 	}
 	out := make([]maintenance.Instance, len(all))
 	for i, in := range all {
@@ -561,7 +583,7 @@ func (p Ports) AllInstances(ctx context.Context) ([]maintenance.Instance, error)
 // ChangeMemberState asks Incus to evacuate or restore a member; Incus's operation id.
 func (p Ports) ChangeMemberState(ctx context.Context, name, action, mode string) (string, error) {
 	id, err := p.c.ChangeMemberState(ctx, name, action, mode)
-	return id, incusErr(err, action+" member "+name)
+	return id, incusErrIn(p.c, err, action+" member "+name)
 }
 
 // MemberOperation reads an evacuation or restore operation; found is false once Incus
@@ -572,7 +594,7 @@ func (p Ports) MemberOperation(ctx context.Context, id string) (maintenance.Incu
 		return maintenance.IncusOperation{}, false, nil
 	}
 	if err != nil {
-		return maintenance.IncusOperation{}, false, incusErr(err, "read operation "+id)
+		return maintenance.IncusOperation{}, false, incusErrIn(p.c, err, "read operation "+id)
 	}
 	return maintenance.IncusOperation{Done: op.Final(), Failed: op.StatusCode >= StatusFailure, Err: op.Err, Progress: op.Progress}, true, nil
 }

@@ -21,6 +21,8 @@ type ServerInfo struct {
 	OSVersion              string // e.g. "12"
 	ServerClustered        bool
 	CertificateFingerprint string // of the certificate the member presents (the cluster certificate)
+	// Certificate is that certificate (PEM), as Incus gives it (environment.certificate).
+	Certificate string
 	// Auth is "trusted" or "untrusted" (how Incus sees this client).
 	Auth string
 	// Config is the server configuration: the member's own keys (core.https_address …) and
@@ -43,6 +45,7 @@ type serverJSON struct {
 		OSVersion              string   `json:"os_version"`
 		ServerClustered        bool     `json:"server_clustered"`
 		CertificateFingerprint string   `json:"certificate_fingerprint"`
+		Certificate            string   `json:"certificate"`
 	} `json:"environment"`
 }
 
@@ -89,6 +92,7 @@ func (c *Client) serverInfo(s serverJSON) (ServerInfo, error) {
 		OSVersion:              s.Environment.OSVersion,
 		ServerClustered:        s.Environment.ServerClustered,
 		CertificateFingerprint: s.Environment.CertificateFingerprint,
+		Certificate:            s.Environment.Certificate,
 		Auth:                   s.Auth,
 		Config:                 stringMap(s.Config),
 	}

@@ -47,6 +47,7 @@ func scalar[T any](t *testing.T, db *pgtest.DB, sql string, args ...any) T {
 // every other change of it away.
 func TestAStepIsItsIntentThenItsOutcome(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	openAdmission(t, db, "node-1")
 	ctx := audited("removeMember")
 	a := audit.ActionFrom(ctx)
@@ -134,6 +135,7 @@ func TestNothingIsSentWhenItsIntentCannotBeRecorded(t *testing.T) {
 // hold a transaction open across it, so the call is refused and nothing is sent.
 func TestADatabaseWriteBeforeAnUpstreamCallIsRefused(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	openAdmission(t, db, "node-1")
 	sent := false
 	err := db.Store.Audited(audited("removeMember"), "node-1", func(ctx context.Context) error {
@@ -186,6 +188,7 @@ func TestANamedLockWaitsItsTurn(t *testing.T) {
 // back with the old lease records nothing over it.
 func TestAStepCutOffFromItsOutcomeIsReconciledOnce(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	db.Store.SetChangeLease(3 * time.Second)
 	openAdmission(t, db, "node-1")
 	ctx := audited("removeMember")

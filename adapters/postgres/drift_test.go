@@ -40,6 +40,7 @@ func end(t *testing.T, s *postgres.Store, machine, step string) {
 
 func TestAdmittedMachinesWithTheirRoles(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx := context.Background()
 	admit(t, db.Store, "node-4", []string{"database-standby", "event-hub"})
 	admit(t, db.Store, "node-6", nil)
@@ -79,6 +80,7 @@ func TestAdmittedMachinesWithTheirRoles(t *testing.T) {
 // is inserted, after the Incus update), and a second admission ends the first.
 func TestAnAdmissionKeepsItsAuditEvent(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx := context.Background()
 	first := admit(t, db.Store, "node-1", []string{"database"})
 	second := admit(t, db.Store, "node-1", []string{"database"})

@@ -68,7 +68,7 @@ func (t fenceTx) PutMapping(ctx context.Context, m fencing.Mapping) (*fencing.Ma
 		return nil, dbError(err)
 	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO fence_mappings (`+mappingColumns+`) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (member) DO UPDATE SET maas_system_id = EXCLUDED.maas_system_id, hardware_uuid = EXCLUDED.hardware_uuid,
+		ON CONFLICT (cluster_id, member) DO UPDATE SET maas_system_id = EXCLUDED.maas_system_id, hardware_uuid = EXCLUDED.hardware_uuid,
 			set_by = EXCLUDED.set_by, set_at = EXCLUDED.set_at`,
 		m.Member, m.SystemID, m.HardwareUUID, m.SetBy, m.SetAt)
 	var pgErr *pgconn.PgError
@@ -120,12 +120,12 @@ func mappings(ctx context.Context, q querier) (map[string]fencing.Mapping, error
 	return out, nil
 }
 
-const eventColumns = `id, at, coalesce(member, ''), kind, coalesce(reason, ''), message, worker, details`
+const eventColumns = `id, at, coalesce(member, ''), kind, coalesce(reason, ''), message, worker, details, coalesce(cluster_id, 0)`
 
 func scanEvent(row pgx.Row) (fencing.Event, error) {
 	var e fencing.Event
 	var kind, reason string
-	err := row.Scan(&e.ID, &e.At, &e.Member, &kind, &reason, &e.Message, &e.Worker, &e.Details)
+	err := row.Scan(&e.ID, &e.At, &e.Member, &kind, &reason, &e.Message, &e.Worker, &e.Details, &e.Cluster)
 	e.Kind, e.Reason = fencing.Kind(kind), fencing.Reason(reason)
 	if e.Details == nil {
 		e.Details = map[string]any{}
@@ -273,7 +273,7 @@ func (d drillStore) SaveDrill(ctx context.Context, x fencing.Drill) error {
 	_, err := d.s.pool.Exec(ctx, `INSERT INTO fence_drills (member, at, maas_system_id, hardware_uuid, ok, power_state, problem, worker)
 		SELECT $1, $2, $3, $4, $5, nullif($6, ''), $7, $8
 		WHERE EXISTS (SELECT 1 FROM fence_mappings WHERE member = $1 AND maas_system_id = $3 AND hardware_uuid = $4)
-		ON CONFLICT (member) DO UPDATE SET at = EXCLUDED.at, maas_system_id = EXCLUDED.maas_system_id,
+		ON CONFLICT (cluster_id, member) DO UPDATE SET at = EXCLUDED.at, maas_system_id = EXCLUDED.maas_system_id,
 			hardware_uuid = EXCLUDED.hardware_uuid, ok = EXCLUDED.ok, power_state = EXCLUDED.power_state,
 			problem = EXCLUDED.problem, worker = EXCLUDED.worker`,
 		x.Member, x.At, x.SystemID, x.HardwareUUID, x.OK, x.PowerState, x.Problem, x.Worker)

@@ -25,6 +25,7 @@ var (
 
 func TestFenceMappingsAreAuditedAndUnique(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	fs := db.Store.Fences()
 	put := func(m fencing.Mapping) (*fencing.Mapping, error) {
 		var prev *fencing.Mapping
@@ -100,6 +101,7 @@ func lead(t *testing.T, s *postgres.Store) fencing.Lease {
 
 func TestFenceLeaseKeepsTrackingAndDerivesRequests(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx := context.Background()
 	lease := lead(t, db.Store)
 	now, err := lease.Now(ctx)
@@ -206,6 +208,7 @@ func TestFenceLeaseKeepsTrackingAndDerivesRequests(t *testing.T) {
 
 func TestFenceFeedPushesEventsAcrossConnections(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l := db.Store.NewListener(postgres.FenceChannel)

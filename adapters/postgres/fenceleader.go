@@ -124,7 +124,7 @@ func (f *fenceLease) SaveTracking(ctx context.Context, next []fencing.Tracking, 
 	err := f.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		for _, t := range next {
 			if _, err := tx.Exec(ctx, `INSERT INTO fence_member_tracking (member, first_seen_offline, last_seen_online, last_observed, maintenance)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (member) DO UPDATE SET first_seen_offline = EXCLUDED.first_seen_offline,
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (cluster_id, member) DO UPDATE SET first_seen_offline = EXCLUDED.first_seen_offline,
 			last_seen_online = EXCLUDED.last_seen_online, last_observed = EXCLUDED.last_observed, maintenance = EXCLUDED.maintenance`,
 				t.Member, nullTime(t.FirstSeenOffline), nullTime(t.LastSeenOnline), t.LastObserved, t.Maintenance); err != nil {
 				return dbError(err)
@@ -216,7 +216,7 @@ func (f *fenceLease) LatestEvents(ctx context.Context) (map[string]fencing.Event
 	defer cancel()
 	// One index lookup per member the worker tracks (the members it decides on), instead of
 	// reading the whole trail.
-	evs, err := collectEvents(f.conn.Query(ctx, `SELECT e.id, e.at, coalesce(e.member, ''), e.kind, coalesce(e.reason, ''), e.message, e.worker, e.details
+	evs, err := collectEvents(f.conn.Query(ctx, `SELECT e.id, e.at, coalesce(e.member, ''), e.kind, coalesce(e.reason, ''), e.message, e.worker, e.details, coalesce(e.cluster_id, 0)
 		FROM fence_member_tracking t
 		CROSS JOIN LATERAL (SELECT * FROM fence_events WHERE member = t.member ORDER BY id DESC LIMIT 1) e`))
 	if err != nil {

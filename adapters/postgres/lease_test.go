@@ -97,6 +97,7 @@ func TestFenceLeaseIsExclusiveAndTakenOverWithAHigherEpoch(t *testing.T) {
 // check in the same transaction, and it cannot end the new leader's lease either.
 func TestAStaleLeadersWritesAreRefusedByTheEpochCheck(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx := context.Background()
 	stale := takeFence(t, db.Store, "apelora-worker a", time.Minute)
 	now, err := stale.Now(ctx)

@@ -29,11 +29,11 @@ func (m machineStore) Change(ctx context.Context, machine string, fn func(machin
 	return m.s.change(ctx, machine, func(_ context.Context, tx pgx.Tx) error { return fn(machineTx{tx}) })
 }
 
-const recordColumns = `name, provisioner, description, coalesce(maas_system_id, ''), coalesce(hardware_uuid, ''), registered_at, registered_by, coalesce(hardware_profile, '')`
+const recordColumns = `name, provisioner, description, coalesce(maas_system_id, ''), coalesce(hardware_uuid, ''), registered_at, registered_by, coalesce(hardware_profile, ''), cluster_id`
 
 func scanRecord(row pgx.Row) (machines.Record, error) {
 	var r machines.Record
-	err := row.Scan(&r.Name, &r.Provisioner, &r.Description, &r.MAASSystemID, &r.HardwareUUID, &r.RegisteredAt, &r.RegisteredBy, &r.HardwareProfile)
+	err := row.Scan(&r.Name, &r.Provisioner, &r.Description, &r.MAASSystemID, &r.HardwareUUID, &r.RegisteredAt, &r.RegisteredBy, &r.HardwareProfile, &r.Cluster)
 	return r, err
 }
 

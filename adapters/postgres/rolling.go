@@ -34,7 +34,7 @@ func (r *RollingStore) RecordAudit(ctx context.Context, e audit.Event) error {
 	return r.s.RecordAudit(ctx, e)
 }
 
-const rollingColumns = `id, members, position, step, step_since, clock_timestamp() - step_since, state, reason, started_by, request_id, started_at, finished_at`
+const rollingColumns = `id, members, position, step, step_since, clock_timestamp() - step_since, state, reason, started_by, request_id, started_at, finished_at, cluster_id`
 
 func scanRolling(rows pgx.Rows, err error) ([]rolling.Task, error) {
 	if err != nil {
@@ -46,7 +46,7 @@ func scanRolling(rows pgx.Rows, err error) ([]rolling.Task, error) {
 		var t rolling.Task
 		var stage, state string
 		var finished *time.Time
-		if err := rows.Scan(&t.ID, &t.Members, &t.Position, &stage, &t.StageSince, &t.StageFor, &state, &t.Reason, &t.StartedBy, &t.RequestID, &t.StartedAt, &finished); err != nil {
+		if err := rows.Scan(&t.ID, &t.Members, &t.Position, &stage, &t.StageSince, &t.StageFor, &state, &t.Reason, &t.StartedBy, &t.RequestID, &t.StartedAt, &finished, &t.Cluster); err != nil {
 			return nil, dbError(err)
 		}
 		t.Stage, t.State = rolling.Stage(stage), rolling.State(state)

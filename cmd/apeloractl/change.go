@@ -77,6 +77,7 @@ func (c *cli) dry() *bool {
 type planView interface {
 	GetRefused() bool
 	GetPlanHash() string
+	GetFacts() []client.PlanFieldsFactsPlanFact
 	GetCalls() []client.PlanFieldsCallsPlanCall
 	GetRefusals() []client.PlanFieldsRefusalsPlanFinding
 	GetWarnings() []client.PlanFieldsWarningsPlanFinding
@@ -95,6 +96,11 @@ func (c *cli) printPlan(p planView) error {
 	} else {
 		w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "plan (nothing was changed):")
+		// What it read that the change depends on (the hash covers it): a registration's
+		// fingerprint, members and roles, an evacuation's instances.
+		for _, f := range p.GetFacts() {
+			fmt.Fprintf(w, "  read: %s: %s\n", f.Name, f.Value)
+		}
 		if len(p.GetCalls()) == 0 {
 			fmt.Fprintln(w, "  no call: nothing would be changed")
 		}

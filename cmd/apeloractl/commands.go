@@ -2,7 +2,7 @@ package main
 
 // apeloractl's commands. Each is declared in the file of its resource (machines.go,
 // enrolment.go, members.go, maintenance.go, rolling.go, bulk.go, maas.go, hardware.go,
-// fencing.go, placement.go, identities.go, audit.go, fleet.go, login.go) with its words in
+// fencing.go, placement.go, clusters.go, identities.go, audit.go, fleet.go, login.go) with its words in
 // the usage text, the names it takes, its flags and the mutation it calls. This file lists
 // them in the order `apeloractl help` shows them, turns a command line into the command it
 // runs, and writes the usage text from the declarations.
@@ -67,7 +67,8 @@ var commandTable = []*command{
 	assignHardwareProfileCommand, clearHardwareProfileCommand,
 	fenceMappingsCommand, setFenceMappingCommand, removeFenceMappingCommand,
 	identitiesCommand, createIdentityCommand, revokeIdentityCommand,
-	placementGuardCommand, versionCommand, helpCommand,
+	placementGuardCommand, clustersCommand, registerClusterCommand, removeClusterCommand,
+	versionCommand, helpCommand,
 }
 
 // commands are the names of every command: a mistyped one is refused before anything is

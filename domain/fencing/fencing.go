@@ -150,6 +150,9 @@ type Event struct {
 	Message string
 	Worker  string         // the worker that recorded it
 	Details map[string]any // secret-free facts: counts, system id, power state, MAAS's answer
+	// Cluster is the id of the Incus cluster it is about (domain/clusters); 0 for
+	// KindLeading. Written by the database for now (migration 0040: the environment's).
+	Cluster int64
 }
 
 // Request is the latest power-off request for a member and what became of it.

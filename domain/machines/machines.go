@@ -52,6 +52,9 @@ type Record struct {
 	// HardwareProfile names the hardware profile admission compares the machine with; ""
 	// for none.
 	HardwareProfile string
+	// Cluster is the id of the Incus cluster the record is enrolled in (domain/clusters);
+	// nil for a record not enrolled anywhere yet.
+	Cluster *int64
 }
 
 const maxDescriptionLength = 1024

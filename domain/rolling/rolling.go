@@ -65,7 +65,10 @@ var Stages = []Stage{StageEvacuate, StagePowerOff, StageConfirmOff, StagePowerOn
 
 // Task is a rolling reboot as PostgreSQL keeps it (rolling_operations).
 type Task struct {
-	ID       int64
+	ID int64
+	// Cluster is the id of the Incus cluster its members are in (domain/clusters); 0 in a
+	// plan. Written by the database for now (migration 0040: the environment's).
+	Cluster  int64
 	Members  []string
 	Position int // index of the member in progress; len(Members) once done
 	Stage    Stage

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/apelora/fabric/domain/clusters"
 )
 
 type AdmissionCheck struct {
@@ -234,6 +236,36 @@ type ClearHardwareProfilePayload struct {
 	PreviousProfile *string `json:"previousProfile,omitempty"`
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *Plan `json:"plan,omitempty"`
+}
+
+// An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
+type Cluster struct {
+	Name string `json:"name"`
+	// SHA-256 of the pinned cluster certificate (lower-case hex); empty until Apelora has read it: the cluster carried over from the previous release before APELORA_INCUS_* is set again, or a socket cluster whose daemon has not answered yet.
+	CertificateFingerprint string    `json:"certificateFingerprint"`
+	RegisteredAt           time.Time `json:"registeredAt"`
+	// Who registered it: an identity's name, or `apelora (migration)` for the cluster adopted from APELORA_INCUS_*.
+	RegisteredBy string `json:"registeredBy"`
+	// Carried over from APELORA_INCUS_* (its connection may also come from there).
+	FromEnvironment bool `json:"fromEnvironment"`
+	// Answered by a change (registerCluster, removeCluster): its fields read Incus after the change's context ended.
+	Changed bool `json:"-"`
+	// The cluster's record as it was read, for the fields resolved from it (a removed cluster's too).
+	Record *clusters.Cluster `json:"-"`
+}
+
+// Incus's database (raft) as the quorum rule (quorum.Project) counts it.
+type ClusterQuorum struct {
+	// Members with the role database or database-leader.
+	Voters int `json:"voters"`
+	// Voters Incus lists online.
+	VotersOnline int `json:"votersOnline"`
+	// How many voters the database needs online.
+	Majority int `json:"majority"`
+	// Members with the role database-standby.
+	Standbys int `json:"standbys"`
+	// The member with the role database-leader; null when none is listed.
+	DatabaseLeader *string `json:"databaseLeader,omitempty"`
 }
 
 // The cluster as fencing sees it.
@@ -793,6 +825,8 @@ type Member struct {
 	Held bool `json:"held"`
 	// The member's scheduler.instance value, null when unset.
 	Scheduler *string `json:"scheduler,omitempty"`
+	// The registered Incus cluster the member was read from (0: the cluster the fleet reads), for the version field's resolver.
+	ClusterID int64 `json:"-"`
 }
 
 type MemberConfigEntry struct {
@@ -988,6 +1022,32 @@ type QuorumProjection struct {
 	EmptiedGroups []string `json:"emptiedGroups"`
 }
 
+type RegisterClusterInput struct {
+	// 1–63 characters: lower-case letters, digits and hyphens, starting with a letter and not ending with a hyphen (the member-name rule).
+	Name string `json:"name"`
+	// https://host:port of one member (its core.https_address; port 8443 when left out); Apelora learns the others from the cluster.
+	URL string `json:"url"`
+	// PEM of the cluster certificate ($INCUS_DIR/cluster.crt on any member): every member
+	// presents it. Several CERTIFICATE blocks are allowed (a rotation); at most 64 KiB.
+	ClusterCertificate string `json:"clusterCertificate"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
+}
+
+type RegisterClusterPayload struct {
+	// The cluster as registered; null in a plan (its facts show the fingerprint, the members and their roles).
+	Cluster *Cluster `json:"cluster,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
 type RegisterMachineInput struct {
 	// The machine's name, which is also its Incus member name: 1–63 characters, lower-case
 	// letters, digits and hyphens, starting with a letter and not ending with a hyphen.
@@ -1035,6 +1095,26 @@ type ReleaseMachinePayload struct {
 	Maas    *MaasMachine  `json:"maas,omitempty"`
 	Machine *Machine      `json:"machine,omitempty"`
 	Erase   *ErasePreview `json:"erase,omitempty"`
+	// The plan, when the input asked for a dry run (dryRun); null otherwise.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
+type RemoveClusterInput struct {
+	Name string `json:"name"`
+	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
+	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
+	// make the change (a metric counts plans); refused for permission, audited REFUSED.
+	DryRun *bool `json:"dryRun,omitempty"`
+	// The plan the administrator was shown (its `plan.planHash`, from a dry run with the
+	// same input): the call plans again and, when its plan's hash differs, is refused with
+	// PLAN_CHANGED and the new plan, changing nothing. Without it (automation), the audit
+	// event says no plan was shown.
+	PlanHash *string `json:"planHash,omitempty"`
+}
+
+type RemoveClusterPayload struct {
+	// The cluster as it was.
+	Removed *Cluster `json:"removed,omitempty"`
 	// The plan, when the input asked for a dry run (dryRun); null otherwise.
 	Plan *Plan `json:"plan,omitempty"`
 }
@@ -1587,6 +1667,8 @@ const (
 	ChangeLockPlacementGuard ChangeLock = "PLACEMENT_GUARD"
 	// The rolling reboots' lease (start, pause, resume, cancel).
 	ChangeLockRollingReboots ChangeLock = "ROLLING_REBOOTS"
+	// The clusters' lease (register, remove, and the adoption of APELORA_INCUS_* at start).
+	ChangeLockClusters ChangeLock = "CLUSTERS"
 )
 
 var AllChangeLock = []ChangeLock{
@@ -1595,11 +1677,12 @@ var AllChangeLock = []ChangeLock{
 	ChangeLockHardwareProfiles,
 	ChangeLockPlacementGuard,
 	ChangeLockRollingReboots,
+	ChangeLockClusters,
 }
 
 func (e ChangeLock) IsValid() bool {
 	switch e {
-	case ChangeLockMachine, ChangeLockIdentities, ChangeLockHardwareProfiles, ChangeLockPlacementGuard, ChangeLockRollingReboots:
+	case ChangeLockMachine, ChangeLockIdentities, ChangeLockHardwareProfiles, ChangeLockPlacementGuard, ChangeLockRollingReboots, ChangeLockClusters:
 		return true
 	}
 	return false

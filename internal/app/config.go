@@ -16,7 +16,9 @@ import (
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/metrics"
 	"github.com/apelora/fabric/adapters/postgres"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/fleet"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/server"
 	"github.com/apelora/fabric/internal/server/graphqlws"
 )
@@ -132,11 +134,12 @@ func Variables() []Variable {
 		{EnvDriftOfflineAfter, durationText(DefaultDriftOfflineAfter), "how long an admitted member must be seen offline, or missing from the cluster, before that is drift (1s to 24h)"},
 		{EnvFleetRefreshInterval, durationText(fleet.DefaultRefreshInterval), "how often fleetUpdates reads MAAS and Incus while anyone subscribes, besides within 200 ms after mutations, drift, fence and Incus events (1s to 24h); MAAS has no push, so its own changes arrive by this interval"},
 		{EnvStepConcurrency, strconv.Itoa(server.DefaultStepConcurrency), "how many machine steps (register, commission, hardware tests, install, admit, release, … and their dry runs) run at once on this server, against MAAS and Incus (1 to 256); more, such as a bulk step's, wait their turn"},
-		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of an Incus cluster member, e.g. https://10.0.0.5:8443, or several, comma-separated (asked in turn at start): Apelora learns every member's URL from the cluster and reaches it through any of them"},
-		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity, a client certificate the cluster trusts (incus config trust add-certificate)"},
-		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate"},
-		{"APELORA_INCUS_SERVER_CERT", "(none)", "PEM file: the cluster certificate ($INCUS_DIR/cluster.crt), pinned by fingerprint (members' SANs may not name their addresses)"},
-		{"APELORA_INCUS_SOCKET", "(none)", "instead of the four above: the local daemon's unix socket ($INCUS_DIR/unix.socket)"},
+		{"APELORA_INCUS_URL", "(none)", "HTTPS URL of a member of the Incus cluster Apelora adopts at start as a record (the first cluster; others are registered with registerCluster), e.g. https://10.0.0.5:8443, or several, comma-separated (asked in turn at start): Apelora learns every member's URL from the cluster and reaches it through any of them. A start refuses when it names another cluster than the one adopted before"},
+		{"APELORA_INCUS_CLIENT_CERT", "(none)", "PEM file: Apelora's Incus admin identity, one client certificate every cluster trusts (incus config trust add-certificate; the incusClientCertificate query shows it). Alone with its key (no URL), it reaches the clusters registered through the API"},
+		{"APELORA_INCUS_CLIENT_KEY", "(none)", "PEM file: the key of that certificate; it never leaves the process (never in the database)"},
+		{"APELORA_INCUS_SERVER_CERT", "(none)", "PEM file: the certificate of the cluster of APELORA_INCUS_URL ($INCUS_DIR/cluster.crt), pinned by fingerprint (members' SANs may not name their addresses)"},
+		{"APELORA_INCUS_SOCKET", "(none)", "instead of APELORA_INCUS_URL and _SERVER_CERT: the local daemon's unix socket ($INCUS_DIR/unix.socket), the cluster Apelora adopts at start (the client identity may be set too, for clusters registered through the API)"},
+		{incus.EnvClusterName, clusters.DefaultName, "the name of the cluster of APELORA_INCUS_URL (or _SOCKET) when Apelora adopts it (the first start of this release, on an upgraded database or a new one); read only then: a cluster adopted keeps its name. The member-name rule: 1–63 lower-case letters, digits and hyphens"},
 		{"APELORA_MAAS_URL", "(none: no MAAS)", "MAAS URL up to /MAAS, e.g. https://maas.example:5240/MAAS (plain http only to loopback)"},
 		{"APELORA_MAAS_API_KEY", "(none)", "MAAS API key consumer:token:secret, read once at start; never logged, stored, returned or put in an error"},
 		{"APELORA_MAAS_CA_FILE", "(system trust store)", "PEM file with the CA (or the pinned leaf) MAAS's certificate must chain to; a served certificate marked as a CA is refused. Re-read when it changes (and when MAAS's certificate is refused), so a rotated certificate needs no restart"},
@@ -236,6 +239,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	inc, err := incus.ConfigFromEnv(getenv)
 	if err != nil && !errors.Is(err, incus.ErrNotConfigured) {
 		return c, err
+	}
+	if name := strings.TrimSpace(getenv(incus.EnvClusterName)); name != "" {
+		if err := clusters.ValidateName(incus.EnvClusterName, name); err != nil {
+			return c, fmt.Errorf("%s: %s", incus.EnvClusterName, apperr.PublicMessage(err))
+		}
 	}
 	c.Incus = inc
 	if c.MAAS, err = maasConfig(getenv); err != nil {

@@ -96,6 +96,7 @@ func (h appendHook) Append(ctx context.Context, e fencing.Event) (fencing.Event,
 // request and sends the one power-off.
 func TestAStaleWorkersRequestIsRefusedAndNothingIsSent(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx := context.Background()
 	maasSim, power := leaseTestMAAS(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -177,6 +178,7 @@ func TestAStaleWorkersRequestIsRefusedAndNothingIsSent(t *testing.T) {
 // to confirm, not to send again.
 func TestAWorkerPausedAfterItsRequestSendsNothing(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx := context.Background()
 	maasSim, power := leaseTestMAAS(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -273,6 +275,7 @@ func (leaseObserver) NoQuorum(time.Time)                     {}
 // and the other leads with a higher epoch, only after the first stopped.
 func TestTwoWorkersTheHoldersConnectionKilledTheOtherLeadsWithAHigherEpoch(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, power := leaseTestMAAS(t)

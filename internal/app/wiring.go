@@ -100,25 +100,39 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	// A change's lease is as long as a leader's: renewed every third of it while the
 	// change runs, it outlives the change only when its process stopped.
 	store.SetChangeLease(cfg.leaderLease())
-	if cfg.Incus.Configured() {
-		ic := cfg.incusClient(log)
-		ic.Writes = writes
-		client, err := incus.New(ic)
+	// The Incus clusters: their records (the environment's adopted now, or the start
+	// refused), and one client per cluster in the pool, made at its first use. This
+	// release's member services act in the environment's cluster.
+	opts := cfg.incusClient(log)
+	opts.Writes = writes
+	ics, err := startClusters(ctx, cfg, store, opts, log)
+	if err != nil {
+		return nil, err
+	}
+	if ics.env != nil {
+		client, err := ics.pool.Client(ctx, ics.env.ID)
 		if err != nil {
 			return nil, err
 		}
 		incusClient = client
-		incusSide = incus.NewPorts(client)
+		if incusSide, err = ics.pool.For(ctx, ics.env.ID); err != nil {
+			return nil, err
+		}
 		fleetIncus = incusSide
 		if cfg.Metrics != nil {
 			fleetIncus = incusAvailability{incusSide, cfg.Metrics}
 		}
-		fenceCluster = incus.NewFencePorts(client)
+		if fenceCluster, err = ics.pool.Fence(ctx, ics.env.ID); err != nil {
+			return nil, err
+		}
 		learnMembers(ctx, client, log)
-		log.Info("Incus configured", "endpoint", client.Endpoint(), "members", len(client.Addresses()), "request_timeout", cfg.upstreamTimeout().String())
-	} else {
-		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) is set")
+		log.Info("Incus configured", "cluster", ics.env.Name, "endpoint", client.Endpoint(), "members", len(client.Addresses()), "request_timeout", cfg.upstreamTimeout().String())
+	}
+	if !cfg.Incus.Configured() {
+		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET), or Apelora's client identity (APELORA_INCUS_CLIENT_CERT and _KEY) to register clusters with, is set")
 		checks = append(checks, func(context.Context) error { return apperr.NotConfigured(apperr.Incus) })
+	} else if ics.env == nil {
+		log.Warn("no Incus cluster comes from APELORA_INCUS_*: register clusters with registerCluster (this version acts on the members of the cluster of APELORA_INCUS_* only)")
 	}
 
 	var maasSide *maas.Ports
@@ -148,8 +162,9 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	}
 	checks = append(checks, auditAppendCheck(store, auditLog))
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
-		postgres.ConsoleSessionChannel, postgres.DriftChannel, postgres.MemberOperationChannel)
+		postgres.ConsoleSessionChannel, postgres.DriftChannel, postgres.MemberOperationChannel, postgres.ClusterChannel)
 	go listener.Run(ctx)
+	go listener.WatchClusters(ctx, ics.registry)
 	sockets := identity.NewSocketRegistry(store, log)
 	go listener.WatchIdentities(ctx, sockets)
 	go listener.WatchConsoleSessions(ctx, sockets)
@@ -201,6 +216,8 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Placement:   &placement.Service{Store: store},
 		Maintenance: &maintenance.Service{Store: store.Maintenance(), Feed: maintenanceFeed.Hub()},
 		Rolling:     &rolling.Service{Store: store.Rolling()},
+		Clusters:    ics.service,
+		ClusterSide: clusterSide{ics},
 		Log:         log,
 	}
 	res.AuditLog = auditLog

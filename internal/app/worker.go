@@ -115,7 +115,7 @@ func WorkerConfigFromEnv(getenv func(string) string) (WorkerConfig, error) {
 	if err := w.Limits.Validate(); err != nil {
 		return w, fmt.Errorf("fence limits: %w (APELORA_FENCE_COOLDOWN, APELORA_FENCE_CONFIRM_TIMEOUT)", err)
 	}
-	if !w.Incus.Configured() {
+	if !w.Incus.HasCluster() {
 		return w, errors.New("apelora-worker needs Incus to watch the members: set APELORA_INCUS_URL, APELORA_INCUS_CLIENT_CERT, APELORA_INCUS_CLIENT_KEY and APELORA_INCUS_SERVER_CERT (or APELORA_INCUS_SOCKET)")
 	}
 	if w.MAAS.BaseURL == "" {
@@ -157,13 +157,23 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 		log.Warn(EnvDeprecatedFenceURLs+" is deprecated: the worker reaches the cluster through any member it learns from the cluster's member list, as the API does; its addresses are read as more addresses of APELORA_INCUS_URL for now: list them there (comma-separated) and unset it",
 			"addresses", cfg.DeprecatedFenceURLs)
 	}
+	// The cluster of APELORA_INCUS_*, adopted as the API adopts it (the worker refuses to
+	// start when those settings name another cluster than the one adopted before: it must
+	// never fence through another cluster's records), reached through the pool's client.
 	ic := cfg.incusClient(log)
 	ic.Writes = writes
-	ic2, err := incus.New(ic)
+	ics, err := startClusters(ctx, cfg.Config, store, ic, log)
 	if err != nil {
 		return err
 	}
-	defer ic2.Close()
+	defer ics.pool.Close()
+	if ics.env == nil {
+		return errors.New("apelora-worker needs the Incus cluster of APELORA_INCUS_URL (or APELORA_INCUS_SOCKET) to watch its members")
+	}
+	ic2, err := ics.pool.Client(ctx, ics.env.ID)
+	if err != nil {
+		return err
+	}
 	learnMembers(ctx, ic2, log)
 	// Each MAAS read and power command is bounded by the request timeout; a live
 	// power-state read by max(75 s, it), as MAAS itself waits up to 60 s for the BMC.

@@ -22,6 +22,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/domain/admission"
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/enrolment"
 	"github.com/apelora/fabric/domain/fencing"
 	"github.com/apelora/fabric/domain/fleet"
@@ -51,6 +52,7 @@ var portWrites = []string{
 	"DATABASE admission.Publisher.Publish",
 	"DATABASE admission.Store.RecordAdmission", "DATABASE enrolment.Store.EndAdmission",
 	"DATABASE maintenance.Store.StartTask", "DATABASE maintenance.Store.RecordFinished",
+	"DATABASE clusters.Tx.Insert", "DATABASE clusters.Tx.Update", "DATABASE clusters.Tx.Delete",
 }
 
 // readsOnly fails the test on any request but a GET: in a dry run nothing may reach an
@@ -114,6 +116,7 @@ func (fakeIncus) RoundTrip(req *http.Request) (*http.Response, error) {
 // the database is as it was, its sequences included.
 func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 	db := pgtest.New(t)
+	db.EnvironmentCluster(t) // the member rows below are the environment's cluster's (migration 0040)
 	store := db.Store
 	writes := store.Writes()
 
@@ -276,6 +279,9 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 		}},
 		{reflect.TypeFor[identity.Tx](), func(fn func(any) error) error {
 			return store.ChangeIdentities(ctx, func(tx identity.Tx) error { return fn(tx) })
+		}},
+		{reflect.TypeFor[clusters.Tx](), func(fn func(any) error) error {
+			return store.Clusters().Change(ctx, func(tx clusters.Tx) error { return fn(tx) })
 		}},
 	}
 	for _, x := range txs {

@@ -32,6 +32,8 @@ const (
 	LockPlacementGuard Lock = "PLACEMENT_GUARD"
 	// LockRollingReboots is the rolling reboots' lease (start, pause, resume, cancel).
 	LockRollingReboots Lock = "ROLLING_REBOOTS"
+	// LockClusters is the clusters' lease (register, remove, and the adoption at start).
+	LockClusters Lock = "CLUSTERS"
 )
 
 // Key is the lease a change holding l takes: the machine's for LockMachine, the named

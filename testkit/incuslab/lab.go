@@ -178,6 +178,58 @@ type Options struct {
 	// parent-death signal and inherit the block's lock, and the lab writes its state
 	// (each member's pid and address, the marker, env) for Stop and Status.
 	Keep bool
+	// Identity is the client identity the lab trusts (another lab's, so one identity
+	// reaches several clusters as Apelora's does); nil: the lab makes its own.
+	Identity *ClientIdentity
+	// Untrusted: the lab trusts no client certificate (its identity, made or given, is
+	// not added to the trust store): a cluster that does not trust Apelora yet.
+	Untrusted bool
+}
+
+// ClientIdentity is a client certificate and its key (PEM files): Apelora's Incus
+// identity, which a lab trusts.
+type ClientIdentity struct {
+	CertFile, KeyFile string
+}
+
+// NewIdentity writes a new client identity (ECDSA P-256, PEM) into dir.
+func NewIdentity(dir string) (*ClientIdentity, error) {
+	id := &ClientIdentity{CertFile: filepath.Join(dir, "client.crt"), KeyFile: filepath.Join(dir, "client.key")}
+	return id, writeIdentity(id)
+}
+
+// StartWith is Start with Options (Members, Identity, Untrusted; the tools are found as
+// Start finds them): a lab that trusts a given identity, or none.
+func StartWith(t TB, o Options) *Cluster {
+	t.Helper()
+	if o.Members < 1 {
+		t.Fatalf("incuslab: need at least one member, got %d", o.Members)
+	}
+	o.Incusd, o.CLI = Require(t)
+	c, err := Launch(o)
+	if c != nil {
+		t.Cleanup(func() { c.teardown(t) })
+	}
+	if err != nil {
+		t.Fatalf("incuslab: %v", err)
+	}
+	t.Logf("incuslab: %s", c.summary)
+	return c
+}
+
+// Identity is the client identity the lab trusts (or, untrusted, the one it made or was
+// given).
+func (c *Cluster) Identity() *ClientIdentity {
+	return &ClientIdentity{CertFile: c.ClientCertFile, KeyFile: c.ClientKeyFile}
+}
+
+// Trust has the lab trust id (over member 1's unix socket).
+func (c *Cluster) Trust(id *ClientIdentity) error { return c.trustCertFile(c.Members[0], id.CertFile) }
+
+// ClusterCertificatePEM is the cluster certificate every member presents (PEM).
+func (c *Cluster) ClusterCertificatePEM() string {
+	b, _ := os.ReadFile(c.ClusterCertFile)
+	return string(b)
 }
 
 // Launch starts a cluster as Options say. On an error it returns the part that started
@@ -253,11 +305,15 @@ cluster:
 	if err := copyFile(filepath.Join(m1.Dir, "cluster.crt"), c.ClusterCertFile); err != nil {
 		return c, err
 	}
-	if err := c.makeClientCert(); err != nil {
+	if o.Identity != nil {
+		c.ClientCertFile, c.ClientKeyFile = o.Identity.CertFile, o.Identity.KeyFile
+	} else if err := c.makeClientCert(); err != nil {
 		return c, err
 	}
-	if err := c.trustClientCert(m1); err != nil {
-		return c, err
+	if !o.Untrusted {
+		if err := c.trustClientCert(m1); err != nil {
+			return c, err
+		}
 	}
 	c.Config = c.ConfigFor(m1)
 	bootstrapped := time.Since(began)
@@ -268,8 +324,13 @@ cluster:
 		}
 	}
 
-	// The cluster must answer over HTTPS with every member online.
-	cl, err := incus.New(c.ConfigFor(ms[len(ms)-1]))
+	// The cluster must answer over HTTPS with every member online (through the socket
+	// when it trusts no client).
+	answers := c.ConfigFor(ms[len(ms)-1])
+	if o.Untrusted {
+		answers = c.SocketConfig(ms[len(ms)-1])
+	}
+	cl, err := incus.New(answers)
 	if err != nil {
 		return c, err
 	}
@@ -579,6 +640,16 @@ func (c *Cluster) Member(name string) *Member {
 
 // makeClientCert writes an ECDSA P-256 client certificate and key into the lab directory.
 func (c *Cluster) makeClientCert() error {
+	id, err := NewIdentity(c.Dir)
+	if err != nil {
+		return err
+	}
+	c.ClientCertFile, c.ClientKeyFile = id.CertFile, id.KeyFile
+	return nil
+}
+
+// writeIdentity writes an ECDSA P-256 client certificate and key where id says.
+func writeIdentity(id *ClientIdentity) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
@@ -603,17 +674,18 @@ func (c *Cluster) makeClientCert() error {
 	if err != nil {
 		return err
 	}
-	c.ClientCertFile = filepath.Join(c.Dir, "client.crt")
-	c.ClientKeyFile = filepath.Join(c.Dir, "client.key")
-	if err := os.WriteFile(c.ClientCertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := os.WriteFile(id.CertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(c.ClientKeyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
+	return os.WriteFile(id.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
 }
 
 // trustClientCert adds the client certificate to the trust store over m's unix socket.
-func (c *Cluster) trustClientCert(m *Member) error {
-	data, err := os.ReadFile(c.ClientCertFile)
+func (c *Cluster) trustClientCert(m *Member) error { return c.trustCertFile(m, c.ClientCertFile) }
+
+// trustCertFile adds the certificate in file to the trust store over m's unix socket.
+func (c *Cluster) trustCertFile(m *Member, file string) error {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}

@@ -192,3 +192,18 @@ func (db *DB) Dump(t testing.TB) string {
 	}
 	return string(out)
 }
+
+// EnvironmentCluster records the cluster APELORA_INCUS_* would name (adopted, through a
+// socket no daemon answers on) and returns its id: what a store test needs before it
+// writes a member table's row (admissions, fence events …) as the product's code of this
+// release does, naming no cluster (migration 0040 puts such a row in the environment's
+// cluster). The product adopts its own at start (clusters.Adopt).
+func (db *DB) EnvironmentCluster(t testing.TB) int64 {
+	t.Helper()
+	var id int64
+	if err := db.Store.Pool().QueryRow(context.Background(), `INSERT INTO clusters (name, socket, from_environment, registered_by)
+		VALUES ('default', '/nonexistent/apelora-test/unix.socket', true, 'pgtest') RETURNING id`).Scan(&id); err != nil {
+		t.Fatalf("record the environment's cluster: %v", err)
+	}
+	return id
+}

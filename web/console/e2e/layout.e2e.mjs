@@ -85,6 +85,7 @@ try {
     ['/enrolment', `[data-section] tr[data-machine="${MEMBER}"]`, 'enrolment'],
     ['/fencing', `tr[data-member="${MEMBER}"]`, 'fencing'],
     ['/rolling', '[data-rolling]', 'rolling reboots'],
+    ['/clusters', 'tr[data-cluster] [data-member]', 'clusters'],
     ['/hardware', `tr[data-profile="${PROFILE}"]`, 'hardware profiles'],
     ['/identities', `tr[data-identity="${OPERATOR}"]`, 'identities'],
     ['/audit', 'tr[data-audit-action]', 'audit'],

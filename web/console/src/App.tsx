@@ -17,6 +17,7 @@ import { RollingPage } from './pages/Rolling';
 import { AuditPage } from './pages/Audit';
 import { IdentitiesPage } from './pages/Identities';
 import { HardwarePage } from './pages/Hardware';
+import { ClustersPage } from './pages/Clusters';
 import { Banner, Loading, Problems, RequestTimeoutContext, Time } from './components/ui';
 import { canManage } from './lib/actions';
 import { problemsOf } from './lib/errors';
@@ -148,6 +149,7 @@ function Shell({ session, onSignOut, children }: { session: SessionInfo; onSignO
               <li><Link to="/enrolment">Enrolment</Link></li>
               <li><Link to="/fencing">Fencing</Link></li>
               <li><Link to="/rolling">Rolling reboots</Link></li>
+              <li><Link to="/clusters">Clusters</Link></li>
               <li><Link to="/hardware">Hardware</Link></li>
               <li><Link to="/identities">Identities</Link></li>
               <li><Link to="/audit">Audit</Link></li>
@@ -249,6 +251,7 @@ function Pages() {
   if (path === '/audit') return <AuditPage />;
   if (path === '/identities') return <IdentitiesPage />;
   if (path === '/hardware') return <HardwarePage />;
+  if (path === '/clusters') return <ClustersPage />;
   return (
     <section>
       <h1>Page not found</h1>

@@ -3,7 +3,7 @@
 // null) and the lock it holds. Every one is a change: the console asks for its plan
 // (dryRun) and a confirmation before it runs it.
 
-export type ChangeLock = 'MACHINE' | 'IDENTITIES' | 'HARDWARE_PROFILES' | 'PLACEMENT_GUARD' | 'ROLLING_REBOOTS';
+export type ChangeLock = 'MACHINE' | 'IDENTITIES' | 'HARDWARE_PROFILES' | 'PLACEMENT_GUARD' | 'ROLLING_REBOOTS' | 'CLUSTERS';
 
 export interface ChangeDeclaration {
   readonly about: string | null;
@@ -23,8 +23,10 @@ export const changes = {
   evacuateMember: { about: "input.name", lock: "MACHINE", input: "EvacuateMemberInput", payload: "EvacuateMemberPayload" },
   installOperatingSystem: { about: "input.name", lock: "MACHINE", input: "InstallOperatingSystemInput", payload: "InstallOperatingSystemPayload" },
   pauseRollingReboot: { about: null, lock: "ROLLING_REBOOTS", input: "RollingRebootInput", payload: "RollingRebootPayload" },
+  registerCluster: { about: null, lock: "CLUSTERS", input: "RegisterClusterInput", payload: "RegisterClusterPayload" },
   registerMachine: { about: "input.name", lock: "MACHINE", input: "RegisterMachineInput", payload: "RegisterMachinePayload" },
   releaseMachine: { about: null, lock: "MACHINE", input: "ReleaseMachineInput", payload: "ReleaseMachinePayload" },
+  removeCluster: { about: null, lock: "CLUSTERS", input: "RemoveClusterInput", payload: "RemoveClusterPayload" },
   removeFenceMapping: { about: "input.member", lock: "MACHINE", input: "RemoveFenceMappingInput", payload: "RemoveFenceMappingPayload" },
   removeHardwareProfile: { about: null, lock: "HARDWARE_PROFILES", input: "RemoveHardwareProfileInput", payload: "RemoveHardwareProfilePayload" },
   removeMember: { about: "input.name", lock: "MACHINE", input: "RemoveMemberInput", payload: "RemoveMemberPayload" },

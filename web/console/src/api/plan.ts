@@ -7,6 +7,7 @@ export const PlanFieldsFragment = graphql(`
   fragment PlanFields on Plan {
     refused
     planHash
+    facts { name value }
     calls { system request target changes { field before after } }
     refusals { code message field }
     warnings { code message }

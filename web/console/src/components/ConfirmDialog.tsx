@@ -37,6 +37,8 @@ export interface ConfirmProps<T> {
   // the server would check it); the button stays focusable and says so.
   blocked?: string;
   wide?: boolean;
+  // showFacts lists what the plan read (a registration's fingerprint, members and roles).
+  showFacts?: boolean;
   // fields renders extra inputs; errors maps the server's extensions.field to messages.
   fields?: (errors: Map<string, string>) => ReactNode;
   fieldNames?: string[];
@@ -140,7 +142,7 @@ export function ConfirmDialog<T>(p: ConfirmProps<T>) {
       <form onSubmit={submit} noValidate>
         <div className="consequence">{p.consequence}</div>
         {p.fields?.(errors)}
-        <PlanView plan={current?.plan ?? null} planning={!current} problem={planProblem} />
+        <PlanView plan={current?.plan ?? null} planning={!current} problem={planProblem} showFacts={p.showFacts} />
         {p.typeToConfirm ? (
           <Field label={p.typeLabel ?? `Type ${p.typeToConfirm} to confirm`}>
             {(a) => (

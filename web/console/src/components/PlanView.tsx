@@ -1,9 +1,10 @@
-// PlanView shows a dry run's plan: the calls in order, then what would refuse or qualify it.
+// PlanView shows a dry run's plan: what it read (when asked: showFacts), the calls in
+// order, then what would refuse or qualify it.
 import type { Plan } from '../lib/plan';
 import { changeText } from '../lib/plan';
 import { codeLabel } from '../lib/errors';
 
-export function PlanView({ plan, planning, problem }: { plan: Plan | null; planning: boolean; problem?: string }) {
+export function PlanView({ plan, planning, problem, showFacts }: { plan: Plan | null; planning: boolean; problem?: string; showFacts?: boolean }) {
   return (
     <section className="plan" data-plan aria-live="polite" aria-busy={planning || undefined}>
       <h3>What it will do</h3>
@@ -11,6 +12,18 @@ export function PlanView({ plan, planning, problem }: { plan: Plan | null; plann
       {problem ? <p className="hint" data-plan-problem>No plan: {problem}</p> : null}
       {plan ? (
         <>
+          {showFacts && plan.facts?.length ? (
+            <dl className="plan-facts">
+              {plan.facts.map((f, i) => (
+                <div key={i} data-plan-fact>
+                  <dt>{f.name}</dt>
+                  <dd>
+                    <code>{f.value}</code>
+                  </dd>
+                </div>
+              ))}
+            </dl>
+          ) : null}
           {plan.calls.length ? (
             <ol className="plan-calls">
               {plan.calls.map((call, i) => (

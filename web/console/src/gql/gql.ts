@@ -20,6 +20,10 @@ type Documents = {
     "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n": typeof types.AuditTrailDocument,
     "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": typeof types.AuditProofDocument,
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
+    "\n  fragment ClusterRow on Cluster {\n    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through\n    source { available message }\n    members { name status roles }\n    quorum { voters votersOnline majority standbys databaseLeader }\n    placementGuard { state message }\n    machineRecords removeRefusal\n  }\n": typeof types.ClusterRowFragmentDoc,
+    "\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n": typeof types.ClustersDocument,
+    "\n  mutation RegisterCluster($input: RegisterClusterInput!) {\n    registerCluster(input: $input) { plan { ...PlanFields } cluster { name certificateFingerprint } }\n  }\n": typeof types.RegisterClusterDocument,
+    "\n  mutation RemoveCluster($input: RemoveClusterInput!) {\n    removeCluster(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n": typeof types.RemoveClusterDocument,
     "\n  query MachineDrift($name: String!) {\n    drift(machine: $name) { machine check title since raisedAt evidence lastChecked }\n    machine(name: $name) { name driftCheckedAt driftQuiet }\n  }\n": typeof types.MachineDriftDocument,
     "\n  subscription DriftChanges($machine: String, $after: ID) {\n    driftChanges(machine: $machine, after: $after) { id machine check change at }\n  }\n": typeof types.DriftChangesDocument,
     "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) { plan { ...PlanFields }\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n": typeof types.ApproveEnrolmentDocument,
@@ -63,7 +67,7 @@ type Documents = {
     "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n": typeof types.AdmitMemberDocument,
     "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": typeof types.RemoveMemberDocument,
     "\n  mutation SetPlacementGuard($input: SetPlacementGuardInput!) {\n    setPlacementGuard(input: $input) { plan { ...PlanFields } placementGuard { state message } }\n  }\n": typeof types.SetPlacementGuardDocument,
-    "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    calls { system request target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": typeof types.PlanFieldsFragmentDoc,
+    "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    facts { name value }\n    calls { system request target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": typeof types.PlanFieldsFragmentDoc,
     "\n  fragment RollingRebootRow on RollingReboot {\n    id members current done stage stageSince stageSeconds state reason startedBy startedAt finishedAt\n  }\n": typeof types.RollingRebootRowFragmentDoc,
     "\n  query RollingReboot {\n    rollingReboot { ...RollingRebootRow }\n  }\n": typeof types.RollingRebootDocument,
     "\n  mutation StartRollingReboot($input: StartRollingRebootInput!) {\n    startRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": typeof types.StartRollingRebootDocument,
@@ -78,6 +82,10 @@ const documents: Documents = {
     "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n": types.AuditTrailDocument,
     "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": types.AuditProofDocument,
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
+    "\n  fragment ClusterRow on Cluster {\n    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through\n    source { available message }\n    members { name status roles }\n    quorum { voters votersOnline majority standbys databaseLeader }\n    placementGuard { state message }\n    machineRecords removeRefusal\n  }\n": types.ClusterRowFragmentDoc,
+    "\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n": types.ClustersDocument,
+    "\n  mutation RegisterCluster($input: RegisterClusterInput!) {\n    registerCluster(input: $input) { plan { ...PlanFields } cluster { name certificateFingerprint } }\n  }\n": types.RegisterClusterDocument,
+    "\n  mutation RemoveCluster($input: RemoveClusterInput!) {\n    removeCluster(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n": types.RemoveClusterDocument,
     "\n  query MachineDrift($name: String!) {\n    drift(machine: $name) { machine check title since raisedAt evidence lastChecked }\n    machine(name: $name) { name driftCheckedAt driftQuiet }\n  }\n": types.MachineDriftDocument,
     "\n  subscription DriftChanges($machine: String, $after: ID) {\n    driftChanges(machine: $machine, after: $after) { id machine check change at }\n  }\n": types.DriftChangesDocument,
     "\n  mutation ApproveEnrolment($input: ApproveEnrolmentInput!) {\n    approveEnrolment(input: $input) { plan { ...PlanFields }\n      joinToken expiresAt command scriptUrl\n      memberConfig { entity name key value }\n      machine { ...FleetRow }\n    }\n  }\n": types.ApproveEnrolmentDocument,
@@ -121,7 +129,7 @@ const documents: Documents = {
     "\n  mutation AdmitMember($input: AdmitMemberInput!) {\n    admitMember(input: $input) { plan { ...PlanFields }\n      machine { ...FleetRow }\n      report { runId verdict checks { name title result message } }\n    }\n  }\n": types.AdmitMemberDocument,
     "\n  mutation RemoveMember($input: RemoveMemberInput!) {\n    removeMember(input: $input) { plan { ...PlanFields } machine { ...FleetRow } }\n  }\n": types.RemoveMemberDocument,
     "\n  mutation SetPlacementGuard($input: SetPlacementGuardInput!) {\n    setPlacementGuard(input: $input) { plan { ...PlanFields } placementGuard { state message } }\n  }\n": types.SetPlacementGuardDocument,
-    "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    calls { system request target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": types.PlanFieldsFragmentDoc,
+    "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    facts { name value }\n    calls { system request target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": types.PlanFieldsFragmentDoc,
     "\n  fragment RollingRebootRow on RollingReboot {\n    id members current done stage stageSince stageSeconds state reason startedBy startedAt finishedAt\n  }\n": types.RollingRebootRowFragmentDoc,
     "\n  query RollingReboot {\n    rollingReboot { ...RollingRebootRow }\n  }\n": types.RollingRebootDocument,
     "\n  mutation StartRollingReboot($input: StartRollingRebootInput!) {\n    startRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": types.StartRollingRebootDocument,
@@ -168,6 +176,22 @@ export function graphql(source: "\n  query AuditProof($id: ID!) {\n    auditProo
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n"): (typeof documents)["\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  fragment ClusterRow on Cluster {\n    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through\n    source { available message }\n    members { name status roles }\n    quorum { voters votersOnline majority standbys databaseLeader }\n    placementGuard { state message }\n    machineRecords removeRefusal\n  }\n"): (typeof documents)["\n  fragment ClusterRow on Cluster {\n    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through\n    source { available message }\n    members { name status roles }\n    quorum { voters votersOnline majority standbys databaseLeader }\n    placementGuard { state message }\n    machineRecords removeRefusal\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n"): (typeof documents)["\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RegisterCluster($input: RegisterClusterInput!) {\n    registerCluster(input: $input) { plan { ...PlanFields } cluster { name certificateFingerprint } }\n  }\n"): (typeof documents)["\n  mutation RegisterCluster($input: RegisterClusterInput!) {\n    registerCluster(input: $input) { plan { ...PlanFields } cluster { name certificateFingerprint } }\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  mutation RemoveCluster($input: RemoveClusterInput!) {\n    removeCluster(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n"): (typeof documents)["\n  mutation RemoveCluster($input: RemoveClusterInput!) {\n    removeCluster(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -343,7 +367,7 @@ export function graphql(source: "\n  mutation SetPlacementGuard($input: SetPlace
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    calls { system request target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n"): (typeof documents)["\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    calls { system request target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n"];
+export function graphql(source: "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    facts { name value }\n    calls { system request target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n"): (typeof documents)["\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    facts { name value }\n    calls { system request target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -27,7 +27,7 @@ test('every declared change takes a dry run and answers its plan', () => {
   assert.ok(names.length >= 18, `${names.length} declared changes`);
   for (const [name, c] of Object.entries(changes)) {
     assert.ok(c.input.endsWith('Input'), `${name}: input ${c.input}`);
-    assert.ok(['MACHINE', 'IDENTITIES', 'HARDWARE_PROFILES', 'PLACEMENT_GUARD', 'ROLLING_REBOOTS'].includes(c.lock), `${name}: lock ${c.lock}`);
+    assert.ok(['MACHINE', 'IDENTITIES', 'HARDWARE_PROFILES', 'PLACEMENT_GUARD', 'ROLLING_REBOOTS', 'CLUSTERS'].includes(c.lock), `${name}: lock ${c.lock}`);
   }
 });
 

@@ -9,7 +9,8 @@ import { inConsoleWords } from './words';
 export interface PlanChange { field: string; before?: string | null; after?: string | null }
 export interface PlanCall { system: string; request: string; target: string; changes: PlanChange[] }
 export interface PlanFinding { code?: string | null; message: string; field?: string | null }
-export interface Plan { refused: boolean; planHash?: string | null; calls: PlanCall[]; refusals: PlanFinding[]; warnings: PlanFinding[] }
+export interface PlanFact { name: string; value: string }
+export interface Plan { refused: boolean; planHash?: string | null; facts?: PlanFact[]; calls: PlanCall[]; refusals: PlanFinding[]; warnings: PlanFinding[] }
 
 // planOf reads the plan in the answer of the change named (declared in schema/ with
 // @change, so it takes dryRun and answers a plan: api/changes.gen.ts):

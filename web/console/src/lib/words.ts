@@ -32,6 +32,8 @@ export const buttonNames: Record<ChangeName, string> = {
   pauseRollingReboot: 'Pause',
   resumeRollingReboot: 'Resume',
   cancelRollingReboot: 'Cancel',
+  registerCluster: 'Register a cluster (Clusters)',
+  removeCluster: 'Remove cluster (Clusters)',
 };
 
 // phrases the server writes around a mutation's name that read badly with a button's:

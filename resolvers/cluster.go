@@ -1,0 +1,62 @@
+package resolvers
+
+import (
+	"context"
+
+	"github.com/apelora/fabric/domain/clusters"
+	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/placement"
+	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/apperr"
+)
+
+// ClusterSide is what the clusters query reads of a cluster beyond its record: its Incus
+// side (through the connection pool, adapters/incus.Pool) and how it is reached.
+type ClusterSide interface {
+	// Incus returns the cluster's ports: its members, their versions, its placement
+	// scriptlet.
+	Incus(ctx context.Context, cluster int64) (ClusterIncus, error)
+	// Addresses are the member URLs Apelora may reach the cluster through (the seeds, then
+	// those learned) and the member it talks through now ("" for none yet), read without
+	// connecting.
+	Addresses(c clusters.Cluster) (addresses []string, through string)
+	// ClientCertificate is Apelora's Incus client certificate (PEM), "" for none.
+	ClientCertificate() string
+}
+
+// ClusterIncus is one cluster's Incus side as the clusters query reads it.
+type ClusterIncus interface {
+	Members(ctx context.Context) ([]membership.Member, error)
+	MemberVersions
+	placement.Incus
+}
+
+// mapCluster maps a cluster's record; what it reads elsewhere is resolved when selected.
+func mapCluster(c *clusters.Cluster) *model.Cluster {
+	if c == nil {
+		return nil
+	}
+	return &model.Cluster{Name: c.Name, CertificateFingerprint: c.Fingerprint, RegisteredAt: c.RegisteredAt,
+		RegisteredBy: c.RegisteredBy, FromEnvironment: c.FromEnvironment, Record: c}
+}
+
+// clusterOf returns the record of a cluster the answer holds (as it was read: a removed
+// cluster's too).
+func (r *Resolver) clusterOf(obj *model.Cluster) (clusters.Cluster, error) {
+	if obj.Record == nil {
+		return clusters.Cluster{}, apperr.New(apperr.Internal, "cluster %s was answered without its record", obj.Name)
+	}
+	return *obj.Record, nil
+}
+
+// readContext is the context a cluster's fields read Incus in. A change's answer
+// (registerCluster's cluster, removeCluster's removed) has its fields resolved on the
+// context of the confirmed change, which has ended by then (seen: a confirmation's answer
+// read "did not answer in time … context canceled"): its reads get a context of their
+// own, keeping its values, each Incus call still bounded by APELORA_REQUEST_TIMEOUT.
+func readContext(ctx context.Context, obj *model.Cluster) context.Context {
+	if obj.Changed {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}

@@ -1,0 +1,34 @@
+// Incus clusters: listed with their members, state and guard; registered and removed.
+// GraphQL Code Generator (codegen.yml) types these documents from schema/*.graphqls into
+// src/gql/.
+import { graphql } from '../gql';
+
+export const ClusterRowFragment = graphql(`
+  fragment ClusterRow on Cluster {
+    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through
+    source { available message }
+    members { name status roles }
+    quorum { voters votersOnline majority standbys databaseLeader }
+    placementGuard { state message }
+    machineRecords removeRefusal
+  }
+`);
+
+export const ClustersQuery = graphql(`
+  query Clusters {
+    clusters { ...ClusterRow }
+    incusClientCertificate
+  }
+`);
+
+export const RegisterClusterMutation = graphql(`
+  mutation RegisterCluster($input: RegisterClusterInput!) {
+    registerCluster(input: $input) { plan { ...PlanFields } cluster { name certificateFingerprint } }
+  }
+`);
+
+export const RemoveClusterMutation = graphql(`
+  mutation RemoveCluster($input: RemoveClusterInput!) {
+    removeCluster(input: $input) { plan { ...PlanFields } removed { name } }
+  }
+`);
