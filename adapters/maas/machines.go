@@ -59,7 +59,7 @@ func (c *Client) Machines(ctx context.Context, f MachineFilter) ([]Machine, erro
 		return nil, err
 	}
 	var ws []wireMachine
-	if err := c.do(ctx, call{method: http.MethodGet, path: "machines/", params: params}, &ws); err != nil {
+	if err := c.do(ctx, call{method: http.MethodGet, path: "machines/", params: params}, listOf(&ws)); err != nil {
 		return nil, fmt.Errorf("list MAAS machines: %w", err)
 	}
 	out := make([]Machine, len(ws))

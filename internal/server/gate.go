@@ -149,7 +149,7 @@ func firstMutation(doc *ast.QueryDocument) *ast.OperationDefinition {
 
 // rootFields wraps every Mutation field. It is a root-field interceptor, not a field
 // interceptor, so the many fields of a large read pay nothing for it (fields, the one
-// field interceptor, only looks at the field's own context on a read).
+// field interceptor, runs in mutations only: mutationFields).
 func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
 	rfc := graphql.GetRootFieldContext(ctx)
 	oc := graphql.GetOperationContext(ctx)
@@ -288,6 +288,26 @@ func (g *gate) countPlan(mutation string, rec *plan.Recorder, failure *gqlerror.
 		result = "refused"
 	}
 	g.observer.Planned(mutation, result)
+}
+
+// mutationFields makes gate.fields the field interceptor of mutations, and of nothing
+// else. A field interceptor installed for every operation (gqlgen's AroundFields) costs
+// each field a closure gqlgen allocates around it, read or not: 26 allocations per row of
+// the fleet query (385 → 411 per row when dry runs added it), for fields that interceptor
+// only lets through.
+type mutationFields struct{ g *gate }
+
+func (mutationFields) ExtensionName() string                   { return "MutationFields" }
+func (mutationFields) Validate(graphql.ExecutableSchema) error { return nil }
+func (m mutationFields) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	if oc.Operation == nil || oc.Operation.Operation != ast.Mutation {
+		return nil
+	}
+	inner := oc.ResolverMiddleware
+	oc.ResolverMiddleware = func(ctx context.Context, next graphql.Resolver) (any, error) {
+		return m.g.fields(ctx, func(ctx context.Context) (any, error) { return inner(ctx, next) })
+	}
+	return nil
 }
 
 // fields puts the plan into a dry run's payload. A refusal (other than invalid input or

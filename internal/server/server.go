@@ -142,7 +142,8 @@ func Handler(cfg Config) http.Handler {
 	gql.Use(extension.FixedComplexityLimit(maxComplexity))
 	gql.AroundOperations(g.operations)
 	gql.AroundRootFields(g.rootFields)
-	gql.AroundFields(g.fields)
+	gql.Use(mutationFields{g})   // gate.fields, on a mutation's fields only
+	gql.Use(fleetRows{g.schema}) // a read's Fleet.machines, written in one pass
 	gql.AroundResponses(g.responses)
 	gql.SetErrorPresenter(func(ctx context.Context, err error) *gqlerror.Error { return presentError(ctx, cfg.Log, err) })
 	gql.SetRecoverFunc(recoverPanic(cfg.Log))
