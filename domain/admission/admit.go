@@ -133,6 +133,9 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 			act.Detail("cluster", cl.Name)
 		}
 		member, etag, err := members.Member(ctx, name)
+		if apperr.Is(err, apperr.NotFound) {
+			return apperr.Wrap(err, apperr.NotFound, "%s is not an Incus member of cluster %s: approve its enrolment (in that cluster, or name another) and run enrol-member.sh on it first", apperr.Quote(name), cl.Name)
+		}
 		if err != nil {
 			return err
 		}

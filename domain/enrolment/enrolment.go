@@ -281,7 +281,10 @@ func (s *Service) Prepare(ctx context.Context, rec *machines.Record, cluster str
 		return nil, err
 	}
 	fact := cl.Name
-	if moved != nil {
+	switch {
+	case moved != nil && rec.Cluster == nil:
+		fact += " (the record named no cluster, which counts for " + moved.From.Name + ")"
+	case moved != nil:
 		fact += " (the record moves from " + moved.From.Name + ")"
 	}
 	// The cluster the machine joins, and how Apelora reaches it: a plan confirmed after

@@ -314,7 +314,7 @@ func TestApproveInTheClusterNamed(t *testing.T) {
 		t.Fatalf("record's cluster set %v, want [2]", st.set)
 	}
 	facts := fmt.Sprint(rec.Plan().Facts)
-	if !strings.Contains(facts, "cluster of node-3 rack2 (the record moves from default)") {
+	if !strings.Contains(facts, "cluster of node-3 rack2 (the record named no cluster, which counts for default)") {
 		t.Fatalf("plan facts %s", facts)
 	}
 	if ev := fmt.Sprint(a.Event(audit.Succeeded, "")); !strings.Contains(ev, "rack2") || !strings.Contains(ev, "movedFrom") {
