@@ -177,3 +177,56 @@ func TestEnrolmentAndAdmissionInASecondCluster(t *testing.T) {
 		t.Fatalf("rack2's pending tokens after the refusals: %+v %v", pending, err)
 	}
 }
+
+// installOperatingSystem naming rack2: the plan says which cluster, the join token in the
+// cloud-init user data is rack2's (a fresh incusd of rack2's lab joins with it), and the
+// record names rack2 afterwards.
+func TestInstallIntoASecondCluster(t *testing.T) {
+	parallel(t, lasts(15))
+	x := startMAASFleet(t)
+	rack2 := incuslab.StartWith(t, incuslab.Options{Members: 1, Identity: x.lab.Identity()})
+	if r := x.e.RegisterCluster(x.admin, "rack2", rack2); len(r.Errors) > 0 {
+		t.Fatalf("register rack2: %+v", r.Errors)
+	}
+	if r := x.register(t, "node-a", "MAAS", "aaaa01"); len(r.Errors) > 0 {
+		t.Fatal(r.Errors)
+	}
+	const install = `mutation($in: InstallOperatingSystemInput!) { installOperatingSystem(input: $in) {
+		maas { status } plan { planHash refused refusals { message } facts { name value } calls { system request target } } } }`
+	in := map[string]any{"name": "node-a", "series": "noble", "cluster": "rack2", "dryRun": true}
+	plan := x.must(t, install, map[string]any{"in": in})["installOperatingSystem"].(map[string]any)["plan"].(map[string]any)
+	if plan["refused"] != false || !strings.Contains(fmt.Sprint(plan["facts"]), "name:cluster of node-a value:rack2 (the record named no cluster, which counts for default)") ||
+		!strings.Contains(fmt.Sprint(plan["calls"]), "target:node-a in cluster rack2") {
+		t.Fatalf("the plan of installing node-a into rack2: %v", plan)
+	}
+	in["dryRun"], in["planHash"] = false, plan["planHash"]
+	x.must(t, install, map[string]any{"in": in})
+	if c, want := x.e.Scalar(`SELECT cluster_id FROM machine_records WHERE name = 'node-a'`), x.e.Scalar(`SELECT id FROM clusters WHERE name = 'rack2'`); c != want {
+		t.Fatalf("node-a's record names cluster %v, want rack2 (%v)", c, want)
+	}
+	if pending, err := x.inc.PendingJoinTokens(t.Context()); err != nil || len(pending) != 0 {
+		t.Fatalf("default's pending tokens: %+v %v", pending, err)
+	}
+	ud := string(x.maas.UserData("aaaa01"))
+	token := ""
+	for _, m := range tokenLine.FindAllStringSubmatch(ud, -1) {
+		if m[1] != "" {
+			token = m[1]
+		}
+	}
+	if token == "" {
+		t.Fatal("no join token in the user data")
+	}
+	// The user data's token joins a fresh incusd of rack2's lab.
+	host := rack2.StartUnjoined(t, "node-a")
+	cmd := exec.Command("sh", x.enrolScript(t), "--name", "node-a", "--address", host.Address, "--member-config", "storage-pool/local/source=")
+	cmd.Env = append(os.Environ(), rack2.Env(host)...)
+	cmd.Stdin = strings.NewReader(token + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("enrol with the user data's token: %v\n%s", err, out)
+	}
+	rack2.AddMember(host)
+	if m, _, err := rack2.Client(t, rack2.Members[0]).Member(t.Context(), "node-a"); err != nil || m.Config["scheduler.instance"] != "manual" {
+		t.Fatalf("node-a in rack2: %+v %v", m, err)
+	}
+}
