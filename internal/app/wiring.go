@@ -139,7 +139,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET), or Apelora's client identity (APELORA_INCUS_CLIENT_CERT and _KEY) to register clusters with, is set")
 		checks = append(checks, func(context.Context) error { return apperr.NotConfigured(apperr.Incus) })
 	} else if ics.env == nil {
-		log.Warn("no Incus cluster comes from APELORA_INCUS_*: register clusters with registerCluster (this version acts on the members of the cluster of APELORA_INCUS_* only)")
+		log.Warn("no Incus cluster comes from APELORA_INCUS_*: register clusters with registerCluster (enrolment and admission act in each record's cluster; fencing, evacuations and rolling reboots only in the cluster of APELORA_INCUS_*)")
 	}
 
 	var maasSide *maas.Ports
