@@ -71,58 +71,41 @@ func (s *Service) Adopt(ctx context.Context, env Environment, requestID string) 
 	if env.Socket == "" && len(fps) == 0 {
 		return Cluster{}, apperr.New(apperr.InvalidInput, "APELORA_INCUS_URL needs APELORA_INCUS_SERVER_CERT: the cluster certificate to pin")
 	}
+	// Decided first from a read: a start that changes nothing writes nothing, so it needs
+	// no lease and no audit key (a worker without the key starts once a server adopted the
+	// cluster). A change decides again from what it reads under the clusters' lease.
+	all, err := s.Store.Clusters(ctx)
+	if err != nil {
+		return Cluster{}, err
+	}
+	a, err := decideAdoption(all, env, pemText, fps)
+	if err != nil || a.change == "" {
+		return a.cluster, err
+	}
 	act := &audit.Action{Actor: MigrationActor, Name: AdoptAction, RequestID: requestID,
 		Parameters: map[string]any{"name": env.Name, "seeds": env.Seeds, "socket": env.Socket}}
 	var adopted Cluster
-	err := s.Store.Change(audit.WithAction(ctx, act), func(tx Tx) error {
+	err = s.Store.Change(audit.WithAction(ctx, act), func(tx Tx) error {
 		all, err := tx.Clusters(ctx)
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(all, func(c Cluster) bool { return c.FromEnvironment })
-		if i < 0 {
-			if err := adoptable(all, -1, env.Name, fps); err != nil {
-				return err
-			}
-			c, err := tx.Insert(ctx, Cluster{Name: env.Name, SeedURLs: seeds(nil, env.Seeds), Socket: env.Socket, CertificatePEM: pemText,
-				Fingerprint: first(fps), FromEnvironment: true, Adopted: true, RegisteredBy: MigrationActor})
-			if err != nil {
-				return err
-			}
-			act.Detail("cluster", c.Name)
-			act.Detail("made", "a record for the cluster of APELORA_INCUS_*")
-			adopted = c
-			return nil
-		}
-		cur := all[i]
-		next := cur
-		if !cur.Adopted {
-			if err := adoptable(all, i, env.Name, fps); err != nil {
-				return err
-			}
-			next.Name, next.Adopted = env.Name, true
-			act.Detail("made", "the cluster carried over from the previous release, adopted")
-		} else if err := sameCluster(cur, env, fps); err != nil {
+		a, err := decideAdoption(all, env, pemText, fps)
+		if err != nil {
 			return err
 		}
-		next.Socket = env.Socket
-		next.SeedURLs = seeds(cur.SeedURLs, env.Seeds)
-		if env.Socket != "" && len(env.Seeds) == 0 {
-			next.SeedURLs = cur.SeedURLs // a socket cluster keeps the seeds it had
-		}
-		if len(fps) > 0 && !slices.Contains(Fingerprints(cur.CertificatePEM), fps[0]) || cur.CertificatePEM == "" && pemText != "" {
-			next.CertificatePEM, next.Fingerprint = pemText, fps[0]
-		}
-		if same(cur, next) {
-			adopted = cur
+		if a.change == "" {
+			adopted = a.cluster
 			return errNothingToAdopt
 		}
-		act.Detail("cluster", next.Name)
-		if err := tx.Update(ctx, next); err != nil {
+		act.Detail("cluster", a.cluster.Name)
+		act.Detail("made", a.change)
+		if a.insert {
+			adopted, err = tx.Insert(ctx, a.cluster)
 			return err
 		}
-		adopted = next
-		return nil
+		adopted = a.cluster
+		return tx.Update(ctx, a.cluster)
 	})
 	if errors.Is(err, errNothingToAdopt) {
 		err = nil
@@ -132,6 +115,51 @@ func (s *Service) Adopt(ctx context.Context, env Environment, requestID string) 
 	}
 	s.refresh(ctx)
 	return adopted, nil
+}
+
+// adoption is what a start does with the environment's cluster: the record as it will be,
+// whether it is new, and what the change makes ("" : nothing to change).
+type adoption struct {
+	cluster Cluster
+	insert  bool
+	change  string
+}
+
+// decideAdoption is Adopt's rule, on every cluster record as read.
+func decideAdoption(all []Cluster, env Environment, pemText string, fps []string) (adoption, error) {
+	i := slices.IndexFunc(all, func(c Cluster) bool { return c.FromEnvironment })
+	if i < 0 {
+		if err := adoptable(all, -1, env.Name, fps); err != nil {
+			return adoption{}, err
+		}
+		return adoption{insert: true, change: "a record for the cluster of APELORA_INCUS_*",
+			cluster: Cluster{Name: env.Name, SeedURLs: seeds(nil, env.Seeds), Socket: env.Socket, CertificatePEM: pemText,
+				Fingerprint: first(fps), FromEnvironment: true, Adopted: true, RegisteredBy: MigrationActor}}, nil
+	}
+	cur := all[i]
+	next := cur
+	change := "the connection of the cluster of APELORA_INCUS_*"
+	if !cur.Adopted {
+		if err := adoptable(all, i, env.Name, fps); err != nil {
+			return adoption{}, err
+		}
+		next.Name, next.Adopted = env.Name, true
+		change = "the cluster carried over from the previous release, adopted"
+	} else if err := sameCluster(cur, env, fps); err != nil {
+		return adoption{}, err
+	}
+	next.Socket = env.Socket
+	next.SeedURLs = seeds(cur.SeedURLs, env.Seeds)
+	if env.Socket != "" && len(env.Seeds) == 0 {
+		next.SeedURLs = cur.SeedURLs // a socket cluster keeps the seeds it had
+	}
+	if len(fps) > 0 && !slices.Contains(Fingerprints(cur.CertificatePEM), fps[0]) || cur.CertificatePEM == "" && pemText != "" {
+		next.CertificatePEM, next.Fingerprint = pemText, fps[0]
+	}
+	if same(cur, next) {
+		return adoption{cluster: cur}, nil
+	}
+	return adoption{cluster: next, change: change}, nil
 }
 
 // adoptable refuses an environment's cluster whose name or certificate another record

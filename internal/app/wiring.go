@@ -107,6 +107,15 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	// A change's lease is as long as a leader's: renewed every third of it while the
 	// change runs, it outlives the change only when its process stopped.
 	store.SetChangeLease(cfg.leaderLease())
+	if cfg.Metrics != nil {
+		store.Observe(cfg.Metrics)
+	}
+	// Before anything can record an event (the adoption of the environment's cluster is
+	// the first): every event is sealed with the audit key.
+	auditLog, err := startAuditLog(ctx, cfg, store, log)
+	if err != nil {
+		return nil, err
+	}
 	// The Incus clusters: their records (the environment's adopted now, or the start
 	// refused), and one client per cluster in the pool, made at its first use. This
 	// release's member services act in the environment's cluster.
@@ -159,14 +168,6 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		log.Info("MAAS configured", "url", mc.BaseURL, "request_timeout", mc.RequestTimeout.String())
 	}
 
-	if cfg.Metrics != nil {
-		store.Observe(cfg.Metrics)
-	}
-	// Before anything can record an event: every event is sealed with the audit key.
-	auditLog, err := startAuditLog(ctx, cfg, store, log)
-	if err != nil {
-		return nil, err
-	}
 	checks = append(checks, auditAppendCheck(store, auditLog))
 	listener := store.NewListener(postgres.AuditChannel, postgres.AdmissionChannel, postgres.FenceChannel, postgres.IdentityChannel,
 		postgres.ConsoleSessionChannel, postgres.DriftChannel, postgres.MemberOperationChannel, postgres.ClusterChannel)

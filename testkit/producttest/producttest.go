@@ -146,7 +146,11 @@ func Start(t testing.TB, opts ...Option) *Env {
 // StartOn runs the product on store, which may reach db by another way (a proxy).
 func StartOn(t testing.TB, db *pgtest.DB, store *postgres.Store, opts ...Option) *Env {
 	t.Helper()
-	cfg := app.Config{PingInterval: 25 * time.Second, ShutdownGrace: 5 * time.Second, Incus: unreachableIncus,
+	// ShutdownGrace: a request still waiting on an upstream when a test ends (a MAAS read
+	// retried while the simulator answers 503) finishes within the request timeout; 5 s was
+	// overrun once on the loaded CI machine (TestBulkCommissionAgainstTheSimulator). A
+	// connection that never ends still fails the test, after 30 s.
+	cfg := app.Config{PingInterval: 25 * time.Second, ShutdownGrace: 30 * time.Second, Incus: unreachableIncus,
 		AuthFailureLimit: server.RateLimit{Burst: 100000, Every: time.Millisecond}}
 	for _, o := range opts {
 		o(&cfg)
