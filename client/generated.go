@@ -5634,6 +5634,7 @@ func (v *FleetFleetMachinesMachineMaasMaasMachine) __premarshalJSON() (*__premar
 
 // FleetFleetSources includes the requested fields of the GraphQL type FleetSources.
 type FleetFleetSources struct {
+	// Every cluster at once: available when each answered; the message names those that did not.
 	Incus FleetFleetSourcesIncusSourceStatus `json:"incus"`
 	Maas  FleetFleetSourcesMaasSourceStatus  `json:"maas"`
 }
@@ -5788,7 +5789,20 @@ func (v *FleetFleetSourcesMaasSourceStatus) __premarshalJSON() (*__premarshalFle
 type FleetResponse struct {
 	// The whole fleet: every machine MAAS reports beside the Apelora machine record and the
 	// Incus member of the same name, plus records and members MAAS does not know, and whether
-	// each source could be asked. One MAAS call and one Incus member list, whatever its size.
+	// each source could be asked. One MAAS call and one member list (with the pending join
+	// tokens) per registered cluster, read at the same time, whatever its size.
+	//
+	// A member meets the machine record of its name in its own cluster (a record naming no
+	// cluster: the cluster of APELORA_INCUS_*). A member no record there claims is a row of
+	// its own, named as the member; when a record or another cluster's unclaimed member has
+	// that name too, it is named `member.cluster` (for example `m1.rack2`: a "." occurs in no
+	// machine name). A cluster that does not answer makes its own rows UNKNOWN with an
+	// INCUS_UNAVAILABLE warning naming it (they keep their records and MAAS machines), and
+	// the MAAS machines no record or member claims (they may be its members); the other
+	// clusters' rows are whole.
+	//
+	// `cluster` keeps the rows of that cluster (`Machine.cluster`); the sources stay whole. A
+	// name not registered is NOT_FOUND.
 	Fleet FleetFleet `json:"fleet"`
 }
 
@@ -6427,6 +6441,7 @@ func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) __pre
 
 // FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources includes the requested fields of the GraphQL type FleetSources.
 type FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources struct {
+	// Every cluster at once: available when each answered; the message names those that did not.
 	Incus FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus `json:"incus"`
 	Maas  FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus  `json:"maas"`
 }

@@ -37,17 +37,19 @@ func (s *snapshotMemo) mapUpdate(u *fleet.Update) *model.FleetUpdate {
 
 func mapFleetUpdate(u *fleet.Update) *model.FleetUpdate {
 	out := &model.FleetUpdate{Revision: int(u.Revision), Snapshot: u.Snapshot,
-		Added: mapMachines(u.Added), Changed: mapMachines(u.Changed), Removed: nonNil(u.Removed)}
+		Removed: nonNil(u.Removed)}
+	cm := clusterModels{}
+	out.Added, out.Changed = mapMachines(u.Added, cm), mapMachines(u.Changed, cm)
 	if u.Sources != nil {
-		out.Sources = &model.FleetSources{Incus: mapSource(u.Sources.Incus), Maas: mapSource(u.Sources.MAAS)}
+		out.Sources = mapSources(u.Sources.Incus, u.Sources.MAAS, u.Sources.Clusters, cm)
 	}
 	return out
 }
 
-func mapMachines(ms []fleet.Machine) []*model.Machine {
+func mapMachines(ms []fleet.Machine, cm clusterModels) []*model.Machine {
 	out := make([]*model.Machine, len(ms))
 	for i := range ms {
-		out[i] = mapMachine(&ms[i])
+		out[i] = mapMachineIn(&ms[i], cm)
 	}
 	return out
 }
