@@ -83,7 +83,7 @@ func benchmarkFleetQuery(b *testing.B, machines int) {
 	seedRecords(b, db.URL, sim.GenerateMachines(machines, 1))
 
 	const query = `{ fleet { sources { incus { available } maas { available } }
-		machines { name phase warnings { code message } pendingJoinToken { expiresAt }
+		machines { name phase cluster { name } warnings { code message } pendingJoinToken { expiresAt }
 			record { name provisioner { kind } maasSystemId hardwareUuid registeredBy registeredAt }
 			member { name status held roles groups failureDomain architecture }
 			maas { systemId hostname status powerState powerType hardwareUuid cpuCount memoryMiB testingStatus zone pool tags } } } }`

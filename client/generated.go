@@ -6633,6 +6633,11 @@ type FleetUpdatesResponse struct {
 	// the current revision and continues from there. Revisions are numbered by each replica
 	// (they only grow while it runs). Selecting `Member.version` asks every member once per
 	// message and subscriber: dashboards should leave it out.
+	//
+	// `cluster` follows the rows of that cluster only (`Machine.cluster`, as `fleet(cluster:)`
+	// keeps them): a row that joins it comes `added`, one that leaves it (or is gone) comes
+	// `removed`; every revision is still sent, empty when nothing of that cluster changed, so
+	// gaps stay visible; the sources stay whole. A name not registered is NOT_FOUND.
 	FleetUpdates FleetUpdatesFleetUpdatesFleetUpdate `json:"fleetUpdates"`
 }
 
@@ -14845,11 +14850,15 @@ func (v *__FenceProgressInput) GetAfter() *string { return v.After }
 
 // __FleetUpdatesInput is used internally by genqlient
 type __FleetUpdatesInput struct {
-	After *int `json:"after"`
+	After   *int    `json:"after"`
+	Cluster *string `json:"cluster"`
 }
 
 // GetAfter returns __FleetUpdatesInput.After, and is useful for accessing the field via an interface.
 func (v *__FleetUpdatesInput) GetAfter() *int { return v.After }
+
+// GetCluster returns __FleetUpdatesInput.Cluster, and is useful for accessing the field via an interface.
+func (v *__FleetUpdatesInput) GetCluster() *string { return v.Cluster }
 
 // __InstallOperatingSystemInput is used internally by genqlient
 type __InstallOperatingSystemInput struct {
@@ -16638,8 +16647,8 @@ func Fleet(
 
 // The subscription executed by FleetUpdates.
 const FleetUpdates_Operation = `
-subscription FleetUpdates ($after: Int) {
-	fleetUpdates(after: $after) {
+subscription FleetUpdates ($after: Int, $cluster: String) {
+	fleetUpdates(after: $after, cluster: $cluster) {
 		revision
 		snapshot
 		removed
@@ -16729,12 +16738,14 @@ func FleetUpdates(
 	ctx_ context.Context,
 	client_ graphql.WebSocketClient,
 	after *int,
+	cluster *string,
 ) (dataChan_ chan FleetUpdatesWsResponse, subscriptionID_ string, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "FleetUpdates",
 		Query:  FleetUpdates_Operation,
 		Variables: &__FleetUpdatesInput{
-			After: after,
+			After:   after,
+			Cluster: cluster,
 		},
 	}
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apelora/fabric/client"
 	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/testkit/incuslab"
 	"github.com/apelora/fabric/testkit/producttest"
@@ -101,6 +102,32 @@ func TestFleetAcrossTwoClustersWithTheSameMemberName(t *testing.T) {
 	}
 	if r := e.GQL(viewer, fleetClustersQuery, map[string]any{"c": "nope"}); r.Code() != "NOT_FOUND" || !strings.Contains(r.Errors[0].Message, "default, rack2") {
 		t.Fatalf("fleet(cluster: nope): %+v, want NOT_FOUND listing the clusters", r.Errors)
+	}
+
+	// The stream of one cluster: its rows only; a cluster not registered is refused.
+	rack2Name, nope := "rack2", "nope"
+	if got := rowNames(watchFleetOf(t, e.Base, viewer, nil, &rack2Name).snapshot()); fmt.Sprint(got) != "[m1.rack2 m2]" {
+		t.Fatalf("fleetUpdates(cluster: rack2) snapshot %v, want rack2's rows", got)
+	}
+	ws, err := client.NewWebSocket(e.Base+"/graphql", viewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if _, err := ws.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := client.FleetUpdates(t.Context(), ws, nil, &nope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-raw:
+		if r.Errors == nil || !strings.Contains(r.Errors.Error(), "no cluster named") {
+			t.Fatalf("fleetUpdates(cluster: nope) answered %+v, want NOT_FOUND", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("fleetUpdates(cluster: nope) was neither refused nor answered")
 	}
 
 	// rack2 gone (every member killed): its rows only are UNKNOWN with a warning naming it;

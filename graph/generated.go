@@ -797,7 +797,7 @@ type ComplexityRoot struct {
 		AuditEventRecorded func(childComplexity int, machine *string, actor *string, outcome *model.AuditOutcome, after *string) int
 		DriftChanges       func(childComplexity int, machine *string, after *string) int
 		FenceProgress      func(childComplexity int, member *string, after *string) int
-		FleetUpdates       func(childComplexity int, after *int) int
+		FleetUpdates       func(childComplexity int, after *int, cluster *string) int
 		MaintenanceTask    func(childComplexity int, name string, after *string) int
 		MemberOperation    func(childComplexity int, name string, after *string) int
 	}
@@ -914,7 +914,7 @@ type SubscriptionResolver interface {
 	MemberOperation(ctx context.Context, name string, after *string) (<-chan *model.MemberOperationEvent, error)
 	DriftChanges(ctx context.Context, machine *string, after *string) (<-chan *model.DriftEvent, error)
 	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
-	FleetUpdates(ctx context.Context, after *int) (<-chan *model.FleetUpdate, error)
+	FleetUpdates(ctx context.Context, after *int, cluster *string) (<-chan *model.FleetUpdate, error)
 	MaintenanceTask(ctx context.Context, name string, after *string) (<-chan *model.MaintenanceTaskEvent, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
 }
@@ -4229,7 +4229,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.FleetUpdates(childComplexity, args["after"].(*int)), true
+		return e.ComplexityRoot.Subscription.FleetUpdates(childComplexity, args["after"].(*int), args["cluster"].(*string)), true
 	case "Subscription.maintenanceTask":
 		if e.ComplexityRoot.Subscription.MaintenanceTask == nil {
 			break
@@ -5306,8 +5306,13 @@ enum ClusterWarningCode {
   the current revision and continues from there. Revisions are numbered by each replica
   (they only grow while it runs). Selecting ` + "`" + `Member.version` + "`" + ` asks every member once per
   message and subscriber: dashboards should leave it out.
+
+  ` + "`" + `cluster` + "`" + ` follows the rows of that cluster only (` + "`" + `Machine.cluster` + "`" + `, as ` + "`" + `fleet(cluster:)` + "`" + `
+  keeps them): a row that joins it comes ` + "`" + `added` + "`" + `, one that leaves it (or is gone) comes
+  ` + "`" + `removed` + "`" + `; every revision is still sent, empty when nothing of that cluster changed, so
+  gaps stay visible; the sources stay whole. A name not registered is NOT_FOUND.
   """
-  fleetUpdates(after: Int): FleetUpdate!
+  fleetUpdates(after: Int, cluster: String): FleetUpdate!
 }
 
 "One message of the fleet stream."
@@ -9269,6 +9274,14 @@ func (ec *executionContext) field_Subscription_fleetUpdates_args(ctx context.Con
 		return nil, err
 	}
 	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "cluster",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cluster"] = arg1
 	return args, nil
 }
 
@@ -22924,7 +22937,7 @@ func (ec *executionContext) _Subscription_fleetUpdates(ctx context.Context, fiel
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().FleetUpdates(ctx, fc.Args["after"].(*int))
+			return ec.Resolvers.Subscription().FleetUpdates(ctx, fc.Args["after"].(*int), fc.Args["cluster"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FleetUpdate) graphql.Marshaler {
