@@ -93,6 +93,13 @@ func TestFleetAcrossTwoClustersWithTheSameMemberName(t *testing.T) {
 		t.Fatalf("sources %v", sources)
 	}
 
+	// A member's version is asked of its own cluster: default has no m2.
+	for _, m := range e.MustGQL(viewer, `{ fleet(cluster: "rack2") { machines { name member { name version { incus } } } } }`, nil)["fleet"].(map[string]any)["machines"].([]any) {
+		if v := m.(map[string]any)["member"].(map[string]any)["version"]; v == nil || v.(map[string]any)["incus"] == "" {
+			t.Fatalf("rack2's member %v: no version", m)
+		}
+	}
+
 	// The filter keeps one cluster's rows; a cluster not registered is NOT_FOUND.
 	if rows, _ := read("rack2"); len(rows) != 2 || rows["m1.rack2"] != want["m1.rack2"] || rows["m2"] != want["m2"] {
 		t.Fatalf("fleet(cluster: rack2) = %v", rows)

@@ -130,6 +130,9 @@ func (cm clusterModels) of(c *fleet.ClusterRef) *model.Cluster {
 // mapMachineIn maps a row, its cluster through cm (nil: a model of its own).
 func mapMachineIn(m *fleet.Machine, cm clusterModels) *model.Machine {
 	out := &model.Machine{Name: m.Name, Cluster: cm.of(m.Cluster), Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS), Fence: mapFenceStatus(m.Fence), HardwareProfile: mapProfile(m.Profile)}
+	if out.Member != nil && m.Cluster != nil {
+		out.Member.ClusterID = m.Cluster.ID // its version is asked of its own cluster
+	}
 	for _, w := range m.Warnings {
 		mw := &model.Warning{Code: model.WarningCode(w.Code), Message: w.Message}
 		if w.Code == lifecycle.Drift {
