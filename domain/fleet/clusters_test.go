@@ -3,8 +3,10 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apelora/fabric/domain/lifecycle"
@@ -160,4 +162,48 @@ func TestJoinAcrossClustersWithTheSameMemberNames(t *testing.T) {
 			}
 		}
 	})
+}
+
+// countingIncus counts its member-list reads.
+type countingIncus struct {
+	incus
+	calls *atomic.Int64
+}
+
+func (c countingIncus) Snapshot(ctx context.Context) (*membership.Snapshot, error) {
+	c.calls.Add(1)
+	return c.incus.Snapshot(ctx)
+}
+
+// A read asks each cluster once (members with their pending tokens: one Snapshot), at
+// the same time, whatever the number of machines.
+func TestEachClusterIsReadOncePerView(t *testing.T) {
+	for _, n := range []int{3, 300} {
+		var calls [3]atomic.Int64
+		recs := make(records, n)
+		for i := range recs {
+			recs[i] = machines.Record{Name: fmt.Sprintf("node-%d", i), Provisioner: machines.Manual, Cluster: id(int64(i%3 + 1))}
+		}
+		var cs clusterList
+		for i := range calls {
+			cs = append(cs, Cluster{ID: int64(i + 1), Name: string(rune('a' + i)), Environment: i == 0,
+				Incus: countingIncus{incus{snap: &membership.Snapshot{Members: members("x", "node-1", "node-2")}}, &calls[i]}})
+		}
+		v, err := (&Service{Records: recs, Admissions: admitted{}, Clusters: cs}).View(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range calls {
+			if got := calls[i].Load(); got != 1 {
+				t.Errorf("%d machines: cluster %d read %d times, want once", n, i+1, got)
+			}
+		}
+		// node-1 (in b) and node-2 (in c) claim their own cluster's member; the other
+		// clusters' node-1 and node-2 are rows of their own.
+		rows := byName(t, v)
+		if rows["node-1"].Member == nil || rows["node-1"].Cluster.Name != "b" || rows["node-1.a"].Member == nil || rows["node-1.c"].Member == nil ||
+			rows["node-2"].Cluster.Name != "c" || rows["node-2.a"].Member == nil || rows["node-2.b"].Member == nil || len(rows) != n+4 {
+			t.Errorf("%d machines: rows %v", n, keys(rows))
+		}
+	}
 }
