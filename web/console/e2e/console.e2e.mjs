@@ -470,6 +470,9 @@ try {
   // Every check of the run is shown: 12 today (online … clock, placement-guard, the two hardware-profile
   // checks: node-4 has the profile lab-small, compared with what Incus sees; it is no MAAS
   // machine, so the MAAS half is SKIPPED).
+  // The run's rows stream in beside its verdict: wait (bounded) until all are drawn; seen
+  // once at 9 of 12 when counted the moment the verdict showed, on a loaded machine.
+  await page.waitForFunction(() => document.querySelectorAll('tr[data-check]').length >= 12, null, { timeout: 20000 }).catch(() => {});
   const checks = await page.locator('tr[data-check]').count();
   expect(checks === 12, `${checks} checks shown, want 12`);
   const profileCheck = await page.locator('tr[data-check="hardware-profile-incus"]').innerText();
