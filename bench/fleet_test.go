@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -40,21 +41,50 @@ import (
 // It reports the query's time as a multiple of its slowest upstream call (the MAAS list,
 // the Incus member list or the Incus operations list, each timed alone the same number of
 // times), the time and the allocations per row.
-func BenchmarkFleetQuery300(b *testing.B) { benchmarkFleetQuery(b, 300) }
+func BenchmarkFleetQuery300(b *testing.B) { benchmarkFleetQuery(b, 300, 1) }
 
 // BenchmarkFleetQuery3000 is the same at 3,000 MAAS machines and records: the time per
 // row should be no higher than at 300.
-func BenchmarkFleetQuery3000(b *testing.B) { benchmarkFleetQuery(b, 3000) }
+func BenchmarkFleetQuery3000(b *testing.B) { benchmarkFleetQuery(b, 3000, 1) }
 
-func benchmarkFleetQuery(b *testing.B, machines int) {
+// BenchmarkFleetQuery5x3x3000 is the issue's many-clusters benchmark: five real
+// three-member Incus clusters (the environment's and four registered through the API, each
+// with members m1…m3, so every unclaimed member row is m1.<cluster>), 3,000 MAAS machines
+// and records. It also reports the Incus calls per read, counted by a transport wrapped
+// around every Incus client (two per cluster: members, pending tokens).
+func BenchmarkFleetQuery5x3x3000(b *testing.B) { benchmarkFleetQuery(b, 3000, 5) }
+
+// BenchmarkFleetQuery5x3x300 is the same at 300 machines: the Incus calls per read must
+// be those at 3,000.
+func BenchmarkFleetQuery5x3x300(b *testing.B) { benchmarkFleetQuery(b, 300, 5) }
+
+// countingTransport counts the requests sent through it.
+type countingTransport struct {
+	next  http.RoundTripper
+	calls *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.calls.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+func benchmarkFleetQuery(b *testing.B, machines, clusters int) {
 	ctx := context.Background()
 	lab := incuslab.Start(b, 3)
+	more := make([]*incuslab.Cluster, clusters-1)
+	for i := range more {
+		more[i] = incuslab.StartWith(b, incuslab.Options{Members: 3, Identity: lab.Identity()})
+	}
 	m := startMAASSim(b, machines)
 	db := pgtest.New(b)
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	pctx, cancel := context.WithCancel(ctx)
 	b.Cleanup(cancel)
-	product, err := app.Build(pctx, app.Config{PingInterval: time.Minute, Incus: lab.Config, MAAS: m}, db.Store, log)
+	var incusCalls atomic.Int64
+	counted := lab.Config
+	counted.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &incusCalls} }
+	product, err := app.Build(pctx, app.Config{PingInterval: time.Minute, Incus: counted, MAAS: m}, db.Store, log)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -81,21 +111,26 @@ func benchmarkFleetQuery(b *testing.B, machines int) {
 	// MAAS has commissioned are registered from MAAS (system id and hardware UUID), the New
 	// ones by hand under their hostname.
 	seedRecords(b, db.URL, sim.GenerateMachines(machines, 1))
+	for i, c := range more {
+		post(`mutation($in: RegisterClusterInput!) { registerCluster(input: $in) { cluster { name } } }`, map[string]any{"in": map[string]any{
+			"name": fmt.Sprintf("rack%d", i+2), "url": c.URL, "clusterCertificate": c.ClusterCertificatePEM()}})
+	}
 
 	const query = `{ fleet { sources { incus { available } maas { available } }
-		machines { name phase warnings { code message } pendingJoinToken { expiresAt }
+		machines { name phase cluster { name } warnings { code message } pendingJoinToken { expiresAt }
 			record { name provisioner { kind } maasSystemId hardwareUuid registeredBy registeredAt }
 			member { name status held roles groups failureDomain architecture }
 			maas { systemId hostname status powerState powerType hardwareUuid cpuCount memoryMiB testingStatus zone pool tags } } } }`
 	rows := len(post(query, nil)["data"].(map[string]any)["fleet"].(map[string]any)["machines"].([]any))
-	if rows != machines+3 {
-		b.Fatalf("%d rows, want %d (%d machines and 3 members)", rows, machines+3, machines)
+	if rows != machines+3*clusters {
+		b.Fatalf("%d rows, want %d (%d machines and %d members)", rows, machines+3*clusters, machines, 3*clusters)
 	}
 
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	b.ResetTimer()
+	callsBefore := incusCalls.Load()
 	start := time.Now()
 	// Labelled for -cpuprofile (the goroutines the query starts inherit the label): `go
 	// tool pprof -tagfocus fleet-bench=query` is the query alone, =upstream the calls
@@ -109,6 +144,7 @@ func benchmarkFleetQuery(b *testing.B, machines int) {
 		}
 	})
 	elapsed := time.Since(start)
+	calls := incusCalls.Load() - callsBefore
 	b.StopTimer()
 	runtime.ReadMemStats(&after)
 
@@ -150,6 +186,7 @@ func benchmarkFleetQuery(b *testing.B, machines int) {
 	b.ReportMetric(allocs/float64(rows), "allocs/row")
 	b.ReportMetric(float64(perQuery.Nanoseconds())/1000/float64(rows), "us/row")
 	b.ReportMetric(float64(slowest.Microseconds())/1000, "slowest-upstream-ms")
+	b.ReportMetric(float64(calls)/float64(b.N), "incus-calls/read")
 	b.Logf("%d rows: query %v; upstream alone: MAAS list %v, Incus members %v, Incus operations %v (slowest: %s); %.0f allocations per query",
 		rows, perQuery, upstream["maas-list"], upstream["incus-members"], upstream["incus-pending"], name, allocs)
 }

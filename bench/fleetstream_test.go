@@ -108,7 +108,7 @@ func subscribe(b *testing.B, base, token string, n int) *subscribers {
 		if _, err := ws.Start(ctx); err != nil {
 			b.Fatal(err)
 		}
-		raw, _, err := client.FleetUpdates(ctx, ws, nil)
+		raw, _, err := client.FleetUpdates(ctx, ws, nil, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5645,6 +5645,7 @@ func (v *FleetFleetMachinesMachineMaasMaasMachine) __premarshalJSON() (*__premar
 
 // FleetFleetSources includes the requested fields of the GraphQL type FleetSources.
 type FleetFleetSources struct {
+	// Every cluster at once: available when each answered; the message names those that did not.
 	Incus FleetFleetSourcesIncusSourceStatus `json:"incus"`
 	Maas  FleetFleetSourcesMaasSourceStatus  `json:"maas"`
 }
@@ -5799,7 +5800,20 @@ func (v *FleetFleetSourcesMaasSourceStatus) __premarshalJSON() (*__premarshalFle
 type FleetResponse struct {
 	// The whole fleet: every machine MAAS reports beside the Apelora machine record and the
 	// Incus member of the same name, plus records and members MAAS does not know, and whether
-	// each source could be asked. One MAAS call and one Incus member list, whatever its size.
+	// each source could be asked. One MAAS call and one member list (with the pending join
+	// tokens) per registered cluster, read at the same time, whatever its size.
+	//
+	// A member meets the machine record of its name in its own cluster (a record naming no
+	// cluster: the cluster of APELORA_INCUS_*). A member no record there claims is a row of
+	// its own, named as the member; when a record or another cluster's unclaimed member has
+	// that name too, it is named `member.cluster` (for example `m1.rack2`: a "." occurs in no
+	// machine name). A cluster that does not answer makes its own rows UNKNOWN with an
+	// INCUS_UNAVAILABLE warning naming it (they keep their records and MAAS machines), and
+	// the MAAS machines no record or member claims (they may be its members); the other
+	// clusters' rows are whole.
+	//
+	// `cluster` keeps the rows of that cluster (`Machine.cluster`); the sources stay whole. A
+	// name not registered is NOT_FOUND.
 	Fleet FleetFleet `json:"fleet"`
 }
 
@@ -6438,6 +6452,7 @@ func (v *FleetUpdatesFleetUpdatesFleetUpdateChangedMachineMaasMaasMachine) __pre
 
 // FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources includes the requested fields of the GraphQL type FleetSources.
 type FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSources struct {
+	// Every cluster at once: available when each answered; the message names those that did not.
 	Incus FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesIncusSourceStatus `json:"incus"`
 	Maas  FleetUpdatesFleetUpdatesFleetUpdateSourcesFleetSourcesMaasSourceStatus  `json:"maas"`
 }
@@ -6629,6 +6644,11 @@ type FleetUpdatesResponse struct {
 	// the current revision and continues from there. Revisions are numbered by each replica
 	// (they only grow while it runs). Selecting `Member.version` asks every member once per
 	// message and subscriber: dashboards should leave it out.
+	//
+	// `cluster` follows the rows of that cluster only (`Machine.cluster`, as `fleet(cluster:)`
+	// keeps them): a row that joins it comes `added`, one that leaves it (or is gone) comes
+	// `removed`; every revision is still sent, empty when nothing of that cluster changed, so
+	// gaps stay visible; the sources stay whole. A name not registered is NOT_FOUND.
 	FleetUpdates FleetUpdatesFleetUpdatesFleetUpdate `json:"fleetUpdates"`
 }
 
@@ -14847,11 +14867,15 @@ func (v *__FenceProgressInput) GetAfter() *string { return v.After }
 
 // __FleetUpdatesInput is used internally by genqlient
 type __FleetUpdatesInput struct {
-	After *int `json:"after"`
+	After   *int    `json:"after"`
+	Cluster *string `json:"cluster"`
 }
 
 // GetAfter returns __FleetUpdatesInput.After, and is useful for accessing the field via an interface.
 func (v *__FleetUpdatesInput) GetAfter() *int { return v.After }
+
+// GetCluster returns __FleetUpdatesInput.Cluster, and is useful for accessing the field via an interface.
+func (v *__FleetUpdatesInput) GetCluster() *string { return v.Cluster }
 
 // __InstallOperatingSystemInput is used internally by genqlient
 type __InstallOperatingSystemInput struct {
@@ -16640,8 +16664,8 @@ func Fleet(
 
 // The subscription executed by FleetUpdates.
 const FleetUpdates_Operation = `
-subscription FleetUpdates ($after: Int) {
-	fleetUpdates(after: $after) {
+subscription FleetUpdates ($after: Int, $cluster: String) {
+	fleetUpdates(after: $after, cluster: $cluster) {
 		revision
 		snapshot
 		removed
@@ -16731,12 +16755,14 @@ func FleetUpdates(
 	ctx_ context.Context,
 	client_ graphql.WebSocketClient,
 	after *int,
+	cluster *string,
 ) (dataChan_ chan FleetUpdatesWsResponse, subscriptionID_ string, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "FleetUpdates",
 		Query:  FleetUpdates_Operation,
 		Variables: &__FleetUpdatesInput{
-			After: after,
+			After:   after,
+			Cluster: cluster,
 		},
 	}
 

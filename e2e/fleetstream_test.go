@@ -32,6 +32,12 @@ type fleetStream struct {
 
 func watchFleet(t *testing.T, base, token string, after *int) *fleetStream {
 	t.Helper()
+	return watchFleetOf(t, base, token, after, nil)
+}
+
+// watchFleetOf follows the rows of one cluster (nil: every row).
+func watchFleetOf(t *testing.T, base, token string, after *int, cluster *string) *fleetStream {
+	t.Helper()
 	ws, err := client.NewWebSocket(base+"/graphql", token)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +47,7 @@ func watchFleet(t *testing.T, base, token string, after *int) *fleetStream {
 		cancel()
 		t.Fatal(err)
 	}
-	raw, _, err := client.FleetUpdates(ctx, ws, after)
+	raw, _, err := client.FleetUpdates(ctx, ws, after, cluster)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -214,7 +220,7 @@ func TestFleetStreamCarriesAMutationToSubscribersOfAnotherReplicaAndResumesWithA
 		t.Fatal(err)
 	}
 	bad := -4
-	raw, _, err := client.FleetUpdates(t.Context(), ws, &bad)
+	raw, _, err := client.FleetUpdates(t.Context(), ws, &bad, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +288,7 @@ func TestFleetStreamNeedsViewInfrastructure(t *testing.T) {
 		}
 		return
 	}
-	raw, _, err := client.FleetUpdates(t.Context(), ws, nil)
+	raw, _, err := client.FleetUpdates(t.Context(), ws, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

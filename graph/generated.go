@@ -168,6 +168,11 @@ type ComplexityRoot struct {
 		VotersOnline   func(childComplexity int) int
 	}
 
+	ClusterSource struct {
+		Cluster func(childComplexity int) int
+		Status  func(childComplexity int) int
+	}
+
 	ClusterView struct {
 		FenceWorker         func(childComplexity int) int
 		HealingThreshold    func(childComplexity int) int
@@ -300,8 +305,9 @@ type ComplexityRoot struct {
 	}
 
 	FleetSources struct {
-		Incus func(childComplexity int) int
-		Maas  func(childComplexity int) int
+		Clusters func(childComplexity int) int
+		Incus    func(childComplexity int) int
+		Maas     func(childComplexity int) int
 	}
 
 	FleetUpdate struct {
@@ -429,6 +435,7 @@ type ComplexityRoot struct {
 	}
 
 	Machine struct {
+		Cluster          func(childComplexity int) int
 		DriftCheckedAt   func(childComplexity int) int
 		DriftQuiet       func(childComplexity int) int
 		Fence            func(childComplexity int) int
@@ -647,7 +654,7 @@ type ComplexityRoot struct {
 		DriftWatcher           func(childComplexity int) int
 		FenceEvents            func(childComplexity int, member *string, first *int, after *string) int
 		FenceMappings          func(childComplexity int) int
-		Fleet                  func(childComplexity int) int
+		Fleet                  func(childComplexity int, cluster *string) int
 		HardwareProfile        func(childComplexity int, name string) int
 		HardwareProfiles       func(childComplexity int) int
 		Identities             func(childComplexity int) int
@@ -790,7 +797,7 @@ type ComplexityRoot struct {
 		AuditEventRecorded func(childComplexity int, machine *string, actor *string, outcome *model.AuditOutcome, after *string) int
 		DriftChanges       func(childComplexity int, machine *string, after *string) int
 		FenceProgress      func(childComplexity int, member *string, after *string) int
-		FleetUpdates       func(childComplexity int, after *int) int
+		FleetUpdates       func(childComplexity int, after *int, cluster *string) int
 		MaintenanceTask    func(childComplexity int, name string, after *string) int
 		MemberOperation    func(childComplexity int, name string, after *string) int
 	}
@@ -885,7 +892,7 @@ type QueryResolver interface {
 	HardwareProfiles(ctx context.Context) ([]*model.HardwareProfile, error)
 	HardwareProfile(ctx context.Context, name string) (*model.HardwareProfile, error)
 	Identities(ctx context.Context) ([]*model.Identity, error)
-	Fleet(ctx context.Context) (*model.Fleet, error)
+	Fleet(ctx context.Context, cluster *string) (*model.Fleet, error)
 	ReleasePreview(ctx context.Context, erase *bool) (*model.ErasePreview, error)
 	MaasImages(ctx context.Context) ([]*model.MaasImage, error)
 	Machines(ctx context.Context) ([]*model.Machine, error)
@@ -907,7 +914,7 @@ type SubscriptionResolver interface {
 	MemberOperation(ctx context.Context, name string, after *string) (<-chan *model.MemberOperationEvent, error)
 	DriftChanges(ctx context.Context, machine *string, after *string) (<-chan *model.DriftEvent, error)
 	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
-	FleetUpdates(ctx context.Context, after *int) (<-chan *model.FleetUpdate, error)
+	FleetUpdates(ctx context.Context, after *int, cluster *string) (<-chan *model.FleetUpdate, error)
 	MaintenanceTask(ctx context.Context, name string, after *string) (<-chan *model.MaintenanceTaskEvent, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
 }
@@ -1412,6 +1419,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ClusterQuorum.VotersOnline(childComplexity), true
+
+	case "ClusterSource.cluster":
+		if e.ComplexityRoot.ClusterSource.Cluster == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterSource.Cluster(childComplexity), true
+	case "ClusterSource.status":
+		if e.ComplexityRoot.ClusterSource.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterSource.Status(childComplexity), true
 
 	case "ClusterView.fenceWorker":
 		if e.ComplexityRoot.ClusterView.FenceWorker == nil {
@@ -1927,6 +1947,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Fleet.Sources(childComplexity), true
 
+	case "FleetSources.clusters":
+		if e.ComplexityRoot.FleetSources.Clusters == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FleetSources.Clusters(childComplexity), true
 	case "FleetSources.incus":
 		if e.ComplexityRoot.FleetSources.Incus == nil {
 			break
@@ -2497,6 +2523,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MaasStorageDevice.Type(childComplexity), true
 
+	case "Machine.cluster":
+		if e.ComplexityRoot.Machine.Cluster == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Machine.Cluster(childComplexity), true
 	case "Machine.driftCheckedAt":
 		if e.ComplexityRoot.Machine.DriftCheckedAt == nil {
 			break
@@ -3601,7 +3633,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			break
 		}
 
-		return e.ComplexityRoot.Query.Fleet(childComplexity), true
+		args, err := ec.field_Query_fleet_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Fleet(childComplexity, args["cluster"].(*string)), true
 	case "Query.hardwareProfile":
 		if e.ComplexityRoot.Query.HardwareProfile == nil {
 			break
@@ -4192,7 +4229,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.FleetUpdates(childComplexity, args["after"].(*int)), true
+		return e.ComplexityRoot.Subscription.FleetUpdates(childComplexity, args["after"].(*int), args["cluster"].(*string)), true
 	case "Subscription.maintenanceTask":
 		if e.ComplexityRoot.Subscription.MaintenanceTask == nil {
 			break
@@ -4759,6 +4796,15 @@ type ClusterQuorum {
   "The member with the role database-leader; null when none is listed."
   databaseLeader: String
 }
+
+extend type Machine {
+  """
+  The Incus cluster the row is about: the one its machine record names (a record naming
+  none: the cluster of APELORA_INCUS_*), else its member's. Null for a MAAS machine with
+  neither record nor member, and for a record whose cluster is not registered.
+  """
+  cluster: Cluster
+}
 `, BuiltIn: false},
 	{Name: "../schema/deprecated.graphqls", Input: `# The API's old names, kept so that a client written against them still works: each field
 # here is @deprecated and names its replacement, and answers exactly what the replacement
@@ -5260,8 +5306,13 @@ enum ClusterWarningCode {
   the current revision and continues from there. Revisions are numbered by each replica
   (they only grow while it runs). Selecting ` + "`" + `Member.version` + "`" + ` asks every member once per
   message and subscriber: dashboards should leave it out.
+
+  ` + "`" + `cluster` + "`" + ` follows the rows of that cluster only (` + "`" + `Machine.cluster` + "`" + `, as ` + "`" + `fleet(cluster:)` + "`" + `
+  keeps them): a row that joins it comes ` + "`" + `added` + "`" + `, one that leaves it (or is gone) comes
+  ` + "`" + `removed` + "`" + `; every revision is still sent, empty when nothing of that cluster changed, so
+  gaps stay visible; the sources stay whole. A name not registered is NOT_FOUND.
   """
-  fleetUpdates(after: Int): FleetUpdate!
+  fleetUpdates(after: Int, cluster: String): FleetUpdate!
 }
 
 "One message of the fleet stream."
@@ -5609,9 +5660,22 @@ type RevokeIdentityPayload {
   """
   The whole fleet: every machine MAAS reports beside the Apelora machine record and the
   Incus member of the same name, plus records and members MAAS does not know, and whether
-  each source could be asked. One MAAS call and one Incus member list, whatever its size.
+  each source could be asked. One MAAS call and one member list (with the pending join
+  tokens) per registered cluster, read at the same time, whatever its size.
+
+  A member meets the machine record of its name in its own cluster (a record naming no
+  cluster: the cluster of APELORA_INCUS_*). A member no record there claims is a row of
+  its own, named as the member; when a record or another cluster's unclaimed member has
+  that name too, it is named ` + "`" + `member.cluster` + "`" + ` (for example ` + "`" + `m1.rack2` + "`" + `: a "." occurs in no
+  machine name). A cluster that does not answer makes its own rows UNKNOWN with an
+  INCUS_UNAVAILABLE warning naming it (they keep their records and MAAS machines), and
+  the MAAS machines no record or member claims (they may be its members); the other
+  clusters' rows are whole.
+
+  ` + "`" + `cluster` + "`" + ` keeps the rows of that cluster (` + "`" + `Machine.cluster` + "`" + `); the sources stay whole. A
+  name not registered is NOT_FOUND.
   """
-  fleet: Fleet!
+  fleet(cluster: String): Fleet!
 
   """
   What releasing would do to the disks, for no machine and no caller. Ask releaseMachine
@@ -5714,8 +5778,17 @@ type Fleet {
 }
 
 type FleetSources {
+  "Every cluster at once: available when each answered; the message names those that did not."
   incus: SourceStatus!
   maas: SourceStatus!
+  "One per registered cluster, ordered by name: whether it answered this read."
+  clusters: [ClusterSource!]!
+}
+
+"Whether one Incus cluster answered a fleet read."
+type ClusterSource {
+  cluster: Cluster!
+  status: SourceStatus!
 }
 
 type SourceStatus {
@@ -7215,6 +7288,16 @@ func (ec *executionContext) childFields_ClusterQuorum(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type ClusterQuorum", field.Name)
 }
 
+func (ec *executionContext) childFields_ClusterSource(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cluster":
+		return ec.fieldContext_ClusterSource_cluster(ctx, field)
+	case "status":
+		return ec.fieldContext_ClusterSource_status(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ClusterSource", field.Name)
+}
+
 func (ec *executionContext) childFields_ClusterView(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "healingThreshold":
@@ -7483,6 +7566,8 @@ func (ec *executionContext) childFields_FleetSources(ctx context.Context, field 
 		return ec.fieldContext_FleetSources_incus(ctx, field)
 	case "maas":
 		return ec.fieldContext_FleetSources_maas(ctx, field)
+	case "clusters":
+		return ec.fieldContext_FleetSources_clusters(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FleetSources", field.Name)
 }
@@ -7745,6 +7830,8 @@ func (ec *executionContext) childFields_Machine(ctx context.Context, field graph
 		return ec.fieldContext_Machine_warnings(ctx, field)
 	case "record":
 		return ec.fieldContext_Machine_record(ctx, field)
+	case "cluster":
+		return ec.fieldContext_Machine_cluster(ctx, field)
 	case "driftCheckedAt":
 		return ec.fieldContext_Machine_driftCheckedAt(ctx, field)
 	case "driftQuiet":
@@ -8997,6 +9084,20 @@ func (ec *executionContext) field_Query_fenceEvents_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_fleet_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "cluster",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cluster"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_hardwareProfile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -9188,6 +9289,14 @@ func (ec *executionContext) field_Subscription_fleetUpdates_args(ctx context.Con
 		return nil, err
 	}
 	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "cluster",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cluster"] = arg1
 	return args, nil
 }
 
@@ -11281,6 +11390,70 @@ func (ec *executionContext) _ClusterQuorum_databaseLeader(ctx context.Context, f
 }
 func (ec *executionContext) fieldContext_ClusterQuorum_databaseLeader(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ClusterQuorum", field, false, false, "String")
+}
+
+func (ec *executionContext) _ClusterSource_cluster(ctx context.Context, field graphql.CollectedField, obj *model.ClusterSource) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterSource_cluster(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cluster, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Cluster) graphql.Marshaler {
+			return ec.marshalNCluster2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCluster(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterSource_cluster(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ClusterSource",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Cluster(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ClusterSource_status(ctx context.Context, field graphql.CollectedField, obj *model.ClusterSource) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterSource_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SourceStatus) graphql.Marshaler {
+			return ec.marshalNSourceStatus2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐSourceStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterSource_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ClusterSource",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SourceStatus(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ClusterView_healingThreshold(ctx context.Context, field graphql.CollectedField, obj *model.ClusterView) (ret graphql.Marshaler) {
@@ -13413,6 +13586,38 @@ func (ec *executionContext) fieldContext_FleetSources_maas(_ context.Context, fi
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_SourceStatus(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FleetSources_clusters(ctx context.Context, field graphql.CollectedField, obj *model.FleetSources) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FleetSources_clusters(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Clusters, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ClusterSource) graphql.Marshaler {
+			return ec.marshalNClusterSource2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterSourceᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FleetSources_clusters(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FleetSources",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ClusterSource(ctx, field)
 		},
 	}
 	return fc, nil
@@ -15733,6 +15938,38 @@ func (ec *executionContext) fieldContext_Machine_record(_ context.Context, field
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_MachineRecord(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Machine_cluster(ctx context.Context, field graphql.CollectedField, obj *model.Machine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Machine_cluster(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cluster, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Cluster) graphql.Marshaler {
+			return ec.marshalOCluster2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCluster(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Machine_cluster(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Machine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Cluster(ctx, field)
 		},
 	}
 	return fc, nil
@@ -20205,7 +20442,8 @@ func (ec *executionContext) _Query_fleet(ctx context.Context, field graphql.Coll
 			return ec.fieldContext_Query_fleet(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Query().Fleet(ctx)
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Fleet(ctx, fc.Args["cluster"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Fleet) graphql.Marshaler {
@@ -20215,7 +20453,7 @@ func (ec *executionContext) _Query_fleet(ctx context.Context, field graphql.Coll
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Query_fleet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Query_fleet(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Query",
 		Field:      field,
@@ -20224,6 +20462,17 @@ func (ec *executionContext) fieldContext_Query_fleet(_ context.Context, field gr
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Fleet(ctx, field)
 		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_fleet_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -22703,7 +22952,7 @@ func (ec *executionContext) _Subscription_fleetUpdates(ctx context.Context, fiel
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().FleetUpdates(ctx, fc.Args["after"].(*int))
+			return ec.Resolvers.Subscription().FleetUpdates(ctx, fc.Args["after"].(*int), fc.Args["cluster"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FleetUpdate) graphql.Marshaler {
@@ -26670,6 +26919,44 @@ func (ec *executionContext) _ClusterQuorum(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var clusterSourceImplementors = []string{"ClusterSource"}
+
+func (ec *executionContext) _ClusterSource(ctx context.Context, sel ast.SelectionSet, obj *model.ClusterSource) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clusterSourceImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ClusterSource")
+		case "cluster":
+			out.Values[i] = ec._ClusterSource_cluster(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._ClusterSource_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var clusterViewImplementors = []string{"ClusterView"}
 
 func (ec *executionContext) _ClusterView(ctx context.Context, sel ast.SelectionSet, obj *model.ClusterView) graphql.Marshaler {
@@ -27556,6 +27843,11 @@ func (ec *executionContext) _FleetSources(ctx context.Context, sel ast.Selection
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "clusters":
+			out.Values[i] = ec._FleetSources_clusters(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -28367,6 +28659,11 @@ func (ec *executionContext) _Machine(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "record":
 			out.Values[i] = ec._Machine_record(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cluster":
+			out.Values[i] = ec._Machine_cluster(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -31488,6 +31785,30 @@ func (ec *executionContext) marshalNCluster2ᚖgithubᚗcomᚋapeloraᚋfabric�
 		return graphql.Null
 	}
 	return ec._Cluster(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNClusterSource2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterSourceᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ClusterSource) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNClusterSource2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterSource(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNClusterSource2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterSource(ctx context.Context, sel ast.SelectionSet, v *model.ClusterSource) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ClusterSource!")
+		return graphql.Null
+	}
+	return ec._ClusterSource(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNClusterView2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterView(ctx context.Context, sel ast.SelectionSet, v *model.ClusterView) graphql.Marshaler {

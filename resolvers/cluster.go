@@ -48,3 +48,12 @@ func (r *Resolver) clusterOf(obj *model.Cluster) (clusters.Cluster, error) {
 	}
 	return *obj.Record, nil
 }
+
+// clusterNamed is the registered cluster called name (a filter argument): NOT_FOUND on
+// field cluster, listing those registered, when there is none.
+func (r *Resolver) clusterNamed(ctx context.Context, name string) (clusters.Cluster, error) {
+	if r.Clusters == nil || r.Clusters.Registry == nil {
+		return clusters.Cluster{}, &apperr.Error{Code: apperr.NotFound, Field: "cluster", Message: "no cluster named " + apperr.Quote(name) + ": no cluster is registered"}
+	}
+	return r.Clusters.Registry.Named(ctx, "cluster", name)
+}

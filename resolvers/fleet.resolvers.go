@@ -14,9 +14,14 @@ import (
 )
 
 // FleetUpdates is the resolver for the fleetUpdates field.
-func (r *subscriptionResolver) FleetUpdates(ctx context.Context, after *int) (<-chan *model.FleetUpdate, error) {
+func (r *subscriptionResolver) FleetUpdates(ctx context.Context, after *int, cluster *string) (<-chan *model.FleetUpdate, error) {
 	if after != nil && *after < 0 {
 		return nil, apperr.Invalid("after", "%d is not a revision (FleetUpdate.revision gives them, from 1)", *after)
+	}
+	if cluster != nil {
+		if _, err := r.clusterNamed(ctx, *cluster); err != nil {
+			return nil, err
+		}
 	}
 	if r.FleetWatch == nil {
 		return nil, apperr.New(apperr.Internal, "the fleet stream is not running on this replica")
@@ -30,5 +35,9 @@ func (r *subscriptionResolver) FleetUpdates(ctx context.Context, after *int) (<-
 		}
 		return nil, apperr.New(apperr.Unavailable, "the fleet could not be read; subscribe again in a few seconds")
 	}
-	return broadcast.Subscribe(ctx, r.FleetWatch.Feed(), want, fleetUpdates, fleetBuffer), nil
+	updates := broadcast.Subscribe(ctx, r.FleetWatch.Feed(), want, fleetUpdates, fleetBuffer)
+	if cluster != nil {
+		return followCluster(ctx, updates, *cluster), nil
+	}
+	return updates, nil
 }

@@ -1,6 +1,7 @@
 package resolvers
 
 import (
+	"context"
 	"sync"
 
 	"github.com/apelora/fabric/domain/fleet"
@@ -37,17 +38,93 @@ func (s *snapshotMemo) mapUpdate(u *fleet.Update) *model.FleetUpdate {
 
 func mapFleetUpdate(u *fleet.Update) *model.FleetUpdate {
 	out := &model.FleetUpdate{Revision: int(u.Revision), Snapshot: u.Snapshot,
-		Added: mapMachines(u.Added), Changed: mapMachines(u.Changed), Removed: nonNil(u.Removed)}
+		Removed: nonNil(u.Removed)}
+	cm := clusterModels{}
+	out.Added, out.Changed = mapMachines(u.Added, cm), mapMachines(u.Changed, cm)
 	if u.Sources != nil {
-		out.Sources = &model.FleetSources{Incus: mapSource(u.Sources.Incus), Maas: mapSource(u.Sources.MAAS)}
+		out.Sources = mapSources(u.Sources.Incus, u.Sources.MAAS, u.Sources.Clusters, cm)
 	}
 	return out
 }
 
-func mapMachines(ms []fleet.Machine) []*model.Machine {
+func mapMachines(ms []fleet.Machine, cm clusterModels) []*model.Machine {
 	out := make([]*model.Machine, len(ms))
 	for i := range ms {
-		out[i] = mapMachine(&ms[i])
+		out[i] = mapMachineIn(&ms[i], cm)
+	}
+	return out
+}
+
+// followCluster passes on the updates of the rows of one cluster: the subscriber's own
+// execution keeps which rows it was sent, so a row that joins the cluster is added, one
+// that leaves it (or is gone) removed. Every revision is passed on (empty when nothing of
+// the cluster changed), so the client still sees a gap; a snapshot starts over.
+func followCluster(ctx context.Context, in <-chan *model.FleetUpdate, cluster string) <-chan *model.FleetUpdate {
+	out := make(chan *model.FleetUpdate)
+	go func() {
+		defer close(out)
+		f := clusterFilter{cluster: cluster, held: map[string]bool{}}
+		for {
+			var u *model.FleetUpdate
+			var ok bool
+			select {
+			case u, ok = <-in:
+				if !ok {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case out <- f.apply(u):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// clusterFilter is one subscriber's view of one cluster's rows.
+type clusterFilter struct {
+	cluster string
+	held    map[string]bool // the rows the subscriber was sent and holds
+}
+
+func (f *clusterFilter) in(m *model.Machine) bool {
+	return m.Cluster != nil && m.Cluster.Name == f.cluster
+}
+
+// apply is u as the subscriber of the cluster sees it (u itself is shared: never changed).
+func (f *clusterFilter) apply(u *model.FleetUpdate) *model.FleetUpdate {
+	out := &model.FleetUpdate{Revision: u.Revision, Snapshot: u.Snapshot, Sources: u.Sources,
+		Added: []*model.Machine{}, Changed: []*model.Machine{}, Removed: []string{}}
+	if u.Snapshot {
+		clear(f.held)
+	}
+	for _, m := range u.Added {
+		if f.in(m) {
+			out.Added = append(out.Added, m)
+			f.held[m.Name] = true
+		}
+	}
+	for _, m := range u.Changed {
+		switch in, held := f.in(m), f.held[m.Name]; {
+		case in && held:
+			out.Changed = append(out.Changed, m)
+		case in:
+			out.Added = append(out.Added, m)
+			f.held[m.Name] = true
+		case held:
+			out.Removed = append(out.Removed, m.Name)
+			delete(f.held, m.Name)
+		}
+	}
+	for _, name := range u.Removed {
+		if f.held[name] {
+			out.Removed = append(out.Removed, name)
+			delete(f.held, name)
+		}
 	}
 	return out
 }

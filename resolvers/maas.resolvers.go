@@ -8,6 +8,7 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/enrolment"
 	"github.com/apelora/fabric/domain/provisioning"
 	"github.com/apelora/fabric/graph"
@@ -104,12 +105,20 @@ func (r *mutationResolver) ReleaseMachine(ctx context.Context, input model.Relea
 }
 
 // Fleet is the resolver for the fleet field.
-func (r *queryResolver) Fleet(ctx context.Context) (*model.Fleet, error) {
+func (r *queryResolver) Fleet(ctx context.Context, cluster *string) (*model.Fleet, error) {
+	var only *clusters.Cluster
+	if cluster != nil {
+		c, err := r.clusterNamed(ctx, *cluster)
+		if err != nil {
+			return nil, err
+		}
+		only = &c
+	}
 	v, err := r.View.View(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return mapFleet(v), nil
+	return mapFleet(v, only), nil
 }
 
 // ReleasePreview is the resolver for the releasePreview field.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apelora/fabric/domain/admission"
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/drift"
 	"github.com/apelora/fabric/domain/fleet"
 	"github.com/apelora/fabric/domain/identity"
@@ -103,8 +104,35 @@ func mapRecord(r *machines.Record) *model.MachineRecord {
 	}
 }
 
-func mapMachine(m *fleet.Machine) *model.Machine {
-	out := &model.Machine{Name: m.Name, Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS), Fence: mapFenceStatus(m.Fence), HardwareProfile: mapProfile(m.Profile)}
+func mapMachine(m *fleet.Machine) *model.Machine { return mapMachineIn(m, nil) }
+
+// clusterModels maps each cluster of an answer once: its rows share the model.
+type clusterModels map[*fleet.ClusterRef]*model.Cluster
+
+func (cm clusterModels) of(c *fleet.ClusterRef) *model.Cluster {
+	if c == nil {
+		return nil
+	}
+	if out, ok := cm[c]; ok {
+		return out
+	}
+	rec := c.Record
+	if rec == nil {
+		rec = &clusters.Cluster{ID: c.ID, Name: c.Name}
+	}
+	out := mapCluster(rec)
+	if cm != nil {
+		cm[c] = out
+	}
+	return out
+}
+
+// mapMachineIn maps a row, its cluster through cm (nil: a model of its own).
+func mapMachineIn(m *fleet.Machine, cm clusterModels) *model.Machine {
+	out := &model.Machine{Name: m.Name, Cluster: cm.of(m.Cluster), Phase: model.Phase(m.Phase), Record: mapRecord(m.Record), Warnings: []*model.Warning{}, Member: mapMember(m.Member), Maas: mapMAAS(m.MAAS), Fence: mapFenceStatus(m.Fence), HardwareProfile: mapProfile(m.Profile)}
+	if out.Member != nil && m.Cluster != nil {
+		out.Member.ClusterID = m.Cluster.ID // its version is asked of its own cluster
+	}
 	for _, w := range m.Warnings {
 		mw := &model.Warning{Code: model.WarningCode(w.Code), Message: w.Message}
 		if w.Code == lifecycle.Drift {
@@ -256,13 +284,27 @@ func mapSource(s fleet.Source) *model.SourceStatus {
 	return out
 }
 
-func mapFleet(v *fleet.View) *model.Fleet {
+// mapFleet maps the view's rows (those of cluster only, when not nil).
+func mapFleet(v *fleet.View, cluster *clusters.Cluster) *model.Fleet {
+	cm := clusterModels{}
 	out := &model.Fleet{
-		Machines: make([]*model.Machine, len(v.Machines)),
-		Sources:  &model.FleetSources{Incus: mapSource(v.Incus), Maas: mapSource(v.MAAS)},
+		Machines: make([]*model.Machine, 0, len(v.Machines)),
+		Sources:  mapSources(v.Incus, v.MAAS, v.Clusters, cm),
 	}
 	for i := range v.Machines {
-		out.Machines[i] = mapMachine(&v.Machines[i])
+		m := &v.Machines[i]
+		if cluster != nil && (m.Cluster == nil || m.Cluster.ID != cluster.ID) {
+			continue
+		}
+		out.Machines = append(out.Machines, mapMachineIn(m, cm))
+	}
+	return out
+}
+
+func mapSources(incus, maas fleet.Source, cs []fleet.ClusterSource, cm clusterModels) *model.FleetSources {
+	out := &model.FleetSources{Incus: mapSource(incus), Maas: mapSource(maas), Clusters: make([]*model.ClusterSource, len(cs))}
+	for i := range cs {
+		out.Clusters[i] = &model.ClusterSource{Cluster: cm.of(cs[i].Cluster), Status: mapSource(cs[i].Source)}
 	}
 	return out
 }

@@ -24,7 +24,7 @@ func (r *Resolver) MAASMachinesHandler() http.Handler {
 			resterr.Write(w, req, r.Log, err)
 			return
 		}
-		f := mapFleet(v)
+		f := mapFleet(v, nil)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)

@@ -51,7 +51,7 @@ func (c *cli) fleet(ctx context.Context, _ []string) error {
 func (c *cli) watchFleet(ctx context.Context, _ []string) error {
 	var last *int // the last revision printed
 	return follow(ctx, c, func(ws graphql.WebSocketClient) (chan client.FleetUpdatesWsResponse, error) {
-		updates, _, err := client.FleetUpdates(ctx, ws, nil)
+		updates, _, err := client.FleetUpdates(ctx, ws, nil, nil)
 		return updates, err
 	}, func(ev client.FleetUpdatesWsResponse) error {
 		if ev.Errors != nil {

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/drift"
 	"github.com/apelora/fabric/domain/fencing"
 	"github.com/apelora/fabric/domain/hardware"
@@ -23,7 +25,12 @@ import (
 
 // Machine is one row of the fleet.
 type Machine struct {
-	Name    string
+	Name string
+	// Cluster is the Incus cluster the row is about: its record's (for a record naming
+	// none, the environment's cluster), else its member's; nil for a MAAS machine with
+	// neither, a record no cluster holds, or a fleet read without named clusters. Rows of
+	// one cluster share the pointer.
+	Cluster *ClusterRef
 	Record  *machines.Record          // nil for a member or MAAS machine with no record
 	Member  *membership.Member        // nil when not a member (or Incus unknown)
 	Pending *membership.PendingJoin   // a pending join token for the name
@@ -51,10 +58,29 @@ type Source struct {
 	Since time.Time
 }
 
+// ClusterRef names a cluster a row belongs to.
+type ClusterRef struct {
+	ID   int64
+	Name string
+	// Record is the cluster's record as the read found it (nil when the port gave none).
+	Record *clusters.Cluster
+}
+
+// ClusterSource says whether one cluster answered the read.
+type ClusterSource struct {
+	Cluster *ClusterRef
+	Source  Source
+}
+
 // View is the whole fleet with what each source said about itself.
 type View struct {
 	Machines []Machine
-	Incus    Source
+	// Incus is every cluster at once: available when each answered, its message naming
+	// those that did not.
+	Incus Source
+	// Clusters says per cluster whether it answered, ordered by name (empty for a read
+	// without named clusters).
+	Clusters []ClusterSource
 	MAAS     Source
 	// late, when MAAS had not answered within the read's patience: waits for its answer
 	// (which the read left running) and returns the same view with MAAS's machines in it.
@@ -83,6 +109,25 @@ type MAASMachines interface {
 	Machines(ctx context.Context) ([]provisioning.MAASMachine, error)
 }
 
+// Cluster is one Incus cluster whose members the fleet joins.
+type Cluster struct {
+	ID   int64
+	Name string
+	// Record is its record (for the answer's Machine.cluster); optional.
+	Record *clusters.Cluster
+	// Environment: the cluster of APELORA_INCUS_*; a record naming no cluster counts for it.
+	Environment bool
+	// Incus reads its members and pending join tokens; nil when it cannot be read at all
+	// (Unavailable says why: the placeholder not adopted yet).
+	Incus       membership.Source
+	Unavailable error
+}
+
+// Clusters lists the clusters a read joins (the registered ones), without a query.
+type Clusters interface {
+	Clusters(ctx context.Context) []Cluster
+}
+
 // Service assembles the fleet view. Whatever the fleet's size, a view costs one read
 // each of the records, the hardware profiles and the admissions, two Incus calls
 // (members, pending tokens) and one MAAS call (the machine list), all at the same time
@@ -91,7 +136,11 @@ type MAASMachines interface {
 type Service struct {
 	Records    Records
 	Admissions Admissions
-	// Incus is nil when Incus is not configured.
+	// Clusters lists the clusters whose members the view joins, each read once per view,
+	// all at the same time. Nil: the one cluster Incus reads, unnamed.
+	Clusters Clusters
+	// Incus is the one cluster's source when Clusters is nil; nil when Incus is not
+	// configured.
 	Incus membership.Source
 	// MAAS is nil when MAAS is not configured.
 	MAAS MAASMachines
@@ -168,7 +217,9 @@ type FenceStatuses interface {
 type sources struct {
 	start    time.Time // when the read began
 	records  []machines.Record
-	snapshot *membership.Snapshot
+	clusters []clusterRead // by name
+	// legacy: one unnamed cluster (Service.Incus), which every record belongs to.
+	legacy   bool
 	admitted map[string]lifecycle.Admission
 	maas     []provisioning.MAASMachine
 	fences   map[string]fencing.Status
@@ -182,10 +233,10 @@ type sources struct {
 // the MAAS list is the slow one).
 func (s *Service) read(ctx context.Context) (*sources, error) {
 	src := &sources{start: time.Now()}
+	s.clusterReads(ctx, src)
 	var r reads
 	r.db(func() (err error) { src.records, err = s.Records.Records(ctx); return err })
 	open := s.readStore(ctx, &r, src)
-	var incusErr error
 	var maas chan maasAnswer
 	if s.MAAS != nil {
 		// Not one of r's reads: the view may be returned before it answers. Its context is
@@ -199,15 +250,19 @@ func (s *Service) read(ctx context.Context) (*sources, error) {
 			maas <- maasAnswer{ms, err}
 		}()
 	}
-	if s.Incus != nil {
-		r.upstream(func() { src.snapshot, incusErr = s.Incus.Snapshot(ctx) })
+	for i := range src.clusters {
+		c := &src.clusters[i]
+		if c.incus == nil {
+			continue
+		}
+		r.upstream(func() { c.snap, c.err = c.incus.Snapshot(ctx) })
 	}
 	if err := r.wait(); err != nil {
 		return nil, err
 	}
 	answer, late := s.awaitMAAS(ctx, src.start, maas)
 	src.maas = answer.ms
-	s.settle(src, *open, incusErr, answer.err, late)
+	s.settle(src, *open, answer.err, late)
 	if late {
 		src.view.late = func(ctx context.Context) (*View, bool) {
 			select {
@@ -259,7 +314,7 @@ func (s *Service) complete(ctx context.Context, src *sources, a maasAnswer) *Vie
 	done := *src
 	// copyUUIDs updates records in place: the earlier view's rows must keep theirs.
 	done.records = slices.Clone(src.records)
-	done.view = View{Incus: src.view.Incus}
+	done.view = View{Incus: src.view.Incus, Clusters: src.view.Clusters}
 	done.maas = a.ms
 	s.settleMAAS(&done, a.err, false)
 	s.copyUUIDs(ctx, &done)
@@ -349,7 +404,7 @@ func (s *Service) readStore(ctx context.Context, r *reads, src *sources) *map[st
 		})
 	}
 	open := new(map[string]lifecycle.Admission)
-	if s.Incus != nil {
+	if len(src.clusters) > 0 {
 		// Only meaningful when Incus answers, but asked beside it rather than after it.
 		r.db(func() (err error) {
 			*open, err = s.Admissions.OpenAdmissions(ctx)
@@ -359,14 +414,72 @@ func (s *Service) readStore(ctx context.Context, r *reads, src *sources) *map[st
 	return open
 }
 
+// clusterReads lists the clusters the read joins (one unnamed cluster without
+// Service.Clusters), by name, each with what it will be read through.
+func (s *Service) clusterReads(ctx context.Context, src *sources) {
+	if s.Clusters == nil {
+		if s.Incus != nil {
+			src.legacy = true
+			src.clusters = []clusterRead{{env: true, incus: s.Incus}}
+		}
+		return
+	}
+	cs := s.Clusters.Clusters(ctx)
+	src.clusters = make([]clusterRead, len(cs))
+	for i, c := range cs {
+		src.clusters[i] = clusterRead{ref: &ClusterRef{ID: c.ID, Name: c.Name, Record: c.Record}, env: c.Environment, incus: c.Incus, err: c.Unavailable}
+		if c.Incus == nil && c.Unavailable == nil {
+			src.clusters[i].err = apperr.New(apperr.Unavailable, "Incus cluster %s cannot be read", c.Name)
+		}
+	}
+	sort.Slice(src.clusters, func(i, j int) bool { return src.clusters[i].ref.Name < src.clusters[j].ref.Name })
+}
+
+// clusterRead is one cluster's side of a read.
+type clusterRead struct {
+	ref   *ClusterRef // nil for the one unnamed cluster
+	env   bool
+	incus membership.Source
+	snap  *membership.Snapshot // nil when it did not answer
+	err   error
+	// problem says why it could not be asked ("" when it answered).
+	problem string
+}
+
+// answered says whether the cluster's members were read.
+func (c *clusterRead) answered() bool { return c != nil && c.snap != nil }
+
 // settle says what each upstream answered; maasLate: MAAS did not answer in time.
-func (s *Service) settle(src *sources, open map[string]lifecycle.Admission, incusErr, maasErr error, maasLate bool) {
+func (s *Service) settle(src *sources, open map[string]lifecycle.Admission, maasErr error, maasLate bool) {
+	var failed []string
+	for i := range src.clusters {
+		c := &src.clusters[i]
+		st := Source{Configured: true, Available: true, Message: "ok"}
+		if c.err != nil || c.snap == nil {
+			c.snap = nil
+			cause := "Incus could not be asked"
+			if c.err != nil {
+				cause = problem(c.err, cause)
+			}
+			c.problem = cause
+			if c.ref != nil {
+				c.problem = "Incus cluster " + c.ref.Name + ": " + cause
+				failed = append(failed, c.problem)
+			} else {
+				failed = append(failed, cause)
+			}
+			st = Source{Configured: true, Message: c.problem}
+		}
+		if c.ref != nil {
+			src.view.Clusters = append(src.view.Clusters, ClusterSource{Cluster: c.ref, Source: st})
+		}
+	}
 	switch {
-	case s.Incus == nil:
+	case len(src.clusters) == 0:
 		src.view.Incus = Source{Message: apperr.NotConfigured(apperr.Incus).Message}
-	case incusErr != nil:
-		src.snapshot = nil
-		src.view.Incus = Source{Configured: true, Message: problem(incusErr, "Incus could not be asked")}
+	case len(failed) > 0:
+		src.view.Incus = Source{Configured: true, Message: strings.Join(failed, "; ")}
+		src.admitted = open
 	default:
 		src.view.Incus = Source{Configured: true, Available: true, Message: "ok"}
 		src.admitted = open
@@ -427,23 +540,29 @@ func (s *Service) Machines(ctx context.Context) ([]Machine, error) {
 }
 
 // join builds the rows. A record registered from MAAS meets its MAAS machine by system
-// id; any other MAAS machine takes its row by hostname. Members meet rows by name.
+// id; any other MAAS machine takes its row by hostname. A member (cluster C, name n) meets
+// the record named n when that record is in C (a record naming no cluster: the
+// environment's cluster); otherwise it is a row of its own, named n when no record is
+// named n and no other cluster has an unclaimed n, else n.C (a "." occurs in no machine
+// name, MAAS hostname or "hostname@systemid"), so two clusters' m1 are never confused.
 func (src *sources) join() []Machine {
-	rows := map[string]*Machine{}
-	row := func(name string) *Machine {
+	rows := map[string]*row{}
+	get := func(name string) *row {
 		if r, ok := rows[name]; ok {
 			return r
 		}
-		r := &Machine{Name: name}
+		r := &row{Machine: Machine{Name: name}}
 		rows[name] = r
 		return r
 	}
-	bySystemID := map[string]*Machine{}
+	bySystemID := map[string]*row{}
 	for i := range src.records {
 		rec := &src.records[i]
-		r := row(rec.Name)
+		r := get(rec.Name)
 		r.Record = rec
 		r.Profile = src.profiles[rec.HardwareProfile]
+		r.cr = src.recordCluster(rec)
+		r.Cluster = r.cr.refOf()
 		if rec.MAASSystemID != "" {
 			bySystemID[rec.MAASSystemID] = r
 		}
@@ -452,23 +571,19 @@ func (src *sources) join() []Machine {
 		m := &src.maas[i]
 		r, ok := bySystemID[m.SystemID]
 		if !ok {
-			r = row(m.Hostname)
+			r = get(m.Hostname)
 			if r.MAAS != nil || (r.Record != nil && r.Record.MAASSystemID != "") {
 				// The name belongs to another MAAS machine (one registered under it, or a
 				// second with the same hostname): keep this one visible on its own row.
-				r = row(m.Hostname + "@" + m.SystemID)
+				r = get(m.Hostname + "@" + m.SystemID)
 			}
 		}
 		r.MAAS = m
 	}
-	if src.snapshot != nil {
-		for i := range src.snapshot.Members {
-			mem := &src.snapshot.Members[i]
-			row(mem.Name).Member = mem
-		}
-	}
+	src.joinMembers(rows, get)
 	for name, st := range src.fences {
-		if r, ok := rows[name]; ok {
+		// Fence mappings are the environment's cluster's (fencing acts there only).
+		if r, ok := rows[name]; ok && (r.cr == nil || r.cr.env) {
 			st := st
 			r.Fence = &st
 		}
@@ -476,20 +591,97 @@ func (src *sources) join() []Machine {
 	out := make([]Machine, 0, len(rows))
 	for _, r := range rows {
 		src.derive(r)
-		out = append(out, *r)
+		out = append(out, r.Machine)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-func (src *sources) derive(r *Machine) {
-	f := lifecycle.Facts{HasRecord: r.Record != nil, InMAAS: r.MAAS != nil, IncusProblem: src.view.Incus.Message}
-	if src.snapshot != nil {
+// row is a row being joined, with the cluster it belongs to (nil: none).
+type row struct {
+	Machine
+	cr *clusterRead
+}
+
+func (c *clusterRead) refOf() *ClusterRef {
+	if c == nil {
+		return nil
+	}
+	return c.ref
+}
+
+// recordCluster is the cluster a record belongs to: the one it names, else the
+// environment's; nil when there is none among the read's clusters.
+func (src *sources) recordCluster(rec *machines.Record) *clusterRead {
+	for i := range src.clusters {
+		c := &src.clusters[i]
+		if src.legacy || (rec.Cluster == nil && c.env) || (rec.Cluster != nil && c.ref != nil && c.ref.ID == *rec.Cluster) {
+			return c
+		}
+	}
+	return nil
+}
+
+// joinMembers places every member of every cluster that answered (see join).
+func (src *sources) joinMembers(rows map[string]*row, get func(string) *row) {
+	// How many clusters have an unclaimed member of each name.
+	unclaimed := map[string]int{}
+	claims := func(c *clusterRead, name string) bool {
+		r, ok := rows[name]
+		return ok && r.Record != nil && r.cr == c
+	}
+	for i := range src.clusters {
+		c := &src.clusters[i]
+		if c.snap == nil {
+			continue
+		}
+		for j := range c.snap.Members {
+			if name := c.snap.Members[j].Name; !claims(c, name) {
+				unclaimed[name]++
+			}
+		}
+	}
+	for i := range src.clusters {
+		c := &src.clusters[i]
+		if c.snap == nil {
+			continue
+		}
+		for j := range c.snap.Members {
+			mem := &c.snap.Members[j]
+			var r *row
+			switch existing, ok := rows[mem.Name]; {
+			case claims(c, mem.Name):
+				r = existing
+			case c.ref != nil && (unclaimed[mem.Name] > 1 || ok && existing.Record != nil):
+				r = get(mem.Name + "." + c.ref.Name)
+			default:
+				r = get(mem.Name)
+			}
+			r.Member, r.cr, r.Cluster = mem, c, c.ref
+		}
+	}
+}
+
+func (src *sources) derive(r *row) {
+	f := lifecycle.Facts{HasRecord: r.Record != nil, InMAAS: r.MAAS != nil}
+	c := r.cr
+	if c == nil && r.Record == nil {
+		// A MAAS machine with neither record nor member: no member of any cluster only if
+		// every cluster answered.
+		c = src.allAnswered()
+	}
+	switch {
+	case c.answered():
 		f.IncusKnown = true
-		r.Pending = src.snapshot.PendingFor(r.Name)
+		// A row named m1.rack2 is the member m1 of rack2: its tokens are m1's.
+		name := r.Name
+		if r.Member != nil {
+			name = r.Member.Name
+		}
+		r.Pending = c.snap.PendingFor(name)
 		f.IsMember = r.Member != nil
 		f.PendingJoinToken = r.Pending != nil
-		f.PendingProblem = src.snapshot.PendingProblem
+		f.PendingProblem = c.snap.PendingProblem
 		if a, ok := src.admitted[r.Name]; ok {
 			f.Admission = &a
 		}
@@ -498,6 +690,14 @@ func (src *sources) derive(r *Machine) {
 			f.Evacuated = r.Member.Evacuated()
 			f.Mark, f.Marked = r.Member.Config[lifecycle.AdmissionKey]
 		}
+	case c != nil:
+		f.IncusProblem = c.problem
+	case len(src.clusters) == 0:
+		f.IncusProblem = src.view.Incus.Message
+	case r.Record != nil:
+		f.IncusProblem = "its record names an Incus cluster that is not registered"
+	default:
+		f.IncusProblem = src.view.Incus.Message
 	}
 	r.Phase, r.Warnings = lifecycle.Derive(f)
 	if r.Record != nil {
@@ -519,6 +719,22 @@ func (src *sources) derive(r *Machine) {
 	case r.Record.HardwareUUID != "" && r.MAAS.HardwareUUID != r.Record.HardwareUUID:
 		r.Warnings = append(r.Warnings, lifecycle.Warning{Code: lifecycle.HardwareMismatch, Message: "MAAS reports hardware UUID " + r.MAAS.HardwareUUID + " for system id " + r.MAAS.SystemID + ", but the record was registered with " + r.Record.HardwareUUID + ": the machine was replaced or the record is wrong"})
 	}
+}
+
+// allAnswered is, for a row no cluster claims, the environment's cluster (its pending
+// tokens) when every cluster answered, else the first that did not (its problem).
+func (src *sources) allAnswered() *clusterRead {
+	var env *clusterRead
+	for i := range src.clusters {
+		c := &src.clusters[i]
+		if !c.answered() {
+			return c
+		}
+		if env == nil || c.env {
+			env = c
+		}
+	}
+	return env
 }
 
 // driftWarning is the DRIFT warning of one raised drift.

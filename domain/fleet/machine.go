@@ -43,11 +43,16 @@ type One struct {
 	MAAS       MAASMachine
 }
 
-func (s *Service) oneReads(name string) bool {
-	// A name with '@' is the row of a second MAAS machine with the same hostname, which
-	// only the whole list can place.
-	return s.One != nil && s.One.BySystemID != nil && !strings.Contains(name, "@") &&
-		(s.Incus == nil || s.One.Incus != nil) && (s.MAAS == nil || s.One.MAAS != nil)
+func (s *Service) oneReads(name string, src *sources) bool {
+	// A name with '@' is the row of a second MAAS machine with the same hostname, and one
+	// with '.' an unclaimed member whose name another cluster also has, which only the
+	// whole lists can place. With several clusters, so can any name (which cluster's
+	// member it is depends on every cluster's list); One.Incus reads the environment's.
+	if len(src.clusters) > 1 || len(src.clusters) == 1 && !src.clusters[0].env {
+		return false
+	}
+	return s.One != nil && s.One.BySystemID != nil && !strings.ContainsAny(name, "@.") &&
+		(len(src.clusters) == 0 || s.One.Incus != nil) && (s.MAAS == nil || s.One.MAAS != nil)
 }
 
 // Machine returns one machine, or nil when no source knows the name. It reads that
@@ -58,17 +63,18 @@ func (s *Service) Machine(ctx context.Context, name string) (*Machine, error) {
 	if name == "" || len(name) > maxName {
 		return nil, nil // no source has such a name: ask none
 	}
-	if !s.oneReads(name) {
+	src := &sources{start: time.Now()}
+	s.clusterReads(ctx, src)
+	if !s.oneReads(name, src) {
 		v, err := s.View(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return pick(v.Machines, name), nil
 	}
-	src := &sources{start: time.Now()}
 	var r reads
 	open := s.readStore(ctx, &r, src)
-	var maasErr, incusErr error
+	var maasErr error
 	r.db(func() error {
 		rec, err := s.Records.Record(ctx, name)
 		if err != nil || rec == nil && s.MAAS == nil {
@@ -111,13 +117,14 @@ func (s *Service) Machine(ctx context.Context, name string) (*Machine, error) {
 		}
 		return nil
 	})
-	if s.Incus != nil {
-		r.upstream(func() { src.snapshot, incusErr = s.One.Incus.MemberSnapshot(ctx, name) })
+	if len(src.clusters) == 1 && src.clusters[0].incus != nil {
+		c := &src.clusters[0]
+		r.upstream(func() { c.snap, c.err = s.One.Incus.MemberSnapshot(ctx, name) })
 	}
 	if err := r.wait(); err != nil {
 		return nil, err
 	}
-	s.settle(src, *open, incusErr, maasErr, false)
+	s.settle(src, *open, maasErr, false)
 	s.copyUUIDs(ctx, src)
 	return pick(src.join(), name), nil
 }

@@ -26,6 +26,8 @@ type Update struct {
 // Sources is what each upstream said about itself.
 type Sources struct {
 	Incus, MAAS Source
+	// Clusters says per cluster whether it answered (View.Clusters).
+	Clusters []ClusterSource
 }
 
 // Empty says whether the update carries nothing (the fleet did not change).
@@ -35,7 +37,7 @@ func (u *Update) Empty() bool {
 
 // snapshotOf is the whole fleet v as one update.
 func snapshotOf(v *View, rev int64) *Update {
-	return &Update{Revision: rev, Snapshot: true, Added: v.Machines, Sources: &Sources{Incus: v.Incus, MAAS: v.MAAS}}
+	return &Update{Revision: rev, Snapshot: true, Added: v.Machines, Sources: &Sources{Incus: v.Incus, MAAS: v.MAAS, Clusters: v.Clusters}}
 }
 
 // Diff returns what changed from prev to next (both as View returns them, rows ordered
@@ -63,11 +65,13 @@ func Diff(prev, next *View, rev int64) *Update {
 			u.Removed = append(u.Removed, prev.Machines[i].Name)
 		}
 	}
-	if prev.Incus != next.Incus || prev.MAAS != next.MAAS {
-		u.Sources = &Sources{Incus: next.Incus, MAAS: next.MAAS}
+	if prev.Incus != next.Incus || prev.MAAS != next.MAAS || !slices.EqualFunc(prev.Clusters, next.Clusters, sameCluster) {
+		u.Sources = &Sources{Incus: next.Incus, MAAS: next.MAAS, Clusters: next.Clusters}
 	}
 	return u
 }
+
+func sameCluster(a, b ClusterSource) bool { return *a.Cluster == *b.Cluster && a.Source == b.Source }
 
 // sameRow compares two reads of a row by content: every part is read afresh from its
 // source, so pointers differ while the facts may not. When drift last re-checked the

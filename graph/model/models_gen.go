@@ -274,6 +274,12 @@ type ClusterQuorum struct {
 	DatabaseLeader *string `json:"databaseLeader,omitempty"`
 }
 
+// Whether one Incus cluster answered a fleet read.
+type ClusterSource struct {
+	Cluster *Cluster      `json:"cluster"`
+	Status  *SourceStatus `json:"status"`
+}
+
 // The cluster as fencing sees it.
 type ClusterView struct {
 	// Incus's cluster.healing_threshold in seconds (0: off); null when Incus could not be asked.
@@ -511,8 +517,11 @@ type Fleet struct {
 }
 
 type FleetSources struct {
+	// Every cluster at once: available when each answered; the message names those that did not.
 	Incus *SourceStatus `json:"incus"`
 	Maas  *SourceStatus `json:"maas"`
+	// One per registered cluster, ordered by name: whether it answered this read.
+	Clusters []*ClusterSource `json:"clusters"`
 }
 
 // One message of the fleet stream.
@@ -736,6 +745,10 @@ type Machine struct {
 	Warnings []*Warning `json:"warnings"`
 	// The Apelora machine record; null for an Incus member Apelora has no record of.
 	Record *MachineRecord `json:"record,omitempty"`
+	// The Incus cluster the row is about: the one its machine record names (a record naming
+	// none: the cluster of APELORA_INCUS_*), else its member's. Null for a MAAS machine with
+	// neither record nor member, and for a record whose cluster is not registered.
+	Cluster *Cluster `json:"cluster,omitempty"`
 	// When the drift watcher last re-checked this admitted member; null when it never has (not
 	// admitted, or no replica watches). Its drift is among the warnings (code DRIFT).
 	DriftCheckedAt *time.Time `json:"driftCheckedAt,omitempty"`

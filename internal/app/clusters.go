@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"github.com/apelora/fabric/domain/fleet"
+	"github.com/apelora/fabric/domain/membership"
 	"log/slog"
 	"os"
 	"slices"
@@ -139,4 +141,33 @@ func (s clusterSide) ClientCertificate() string {
 		return ""
 	}
 	return s.ic.identity.CertificatePEM()
+}
+
+// fleetClusters is the fleet's list of the clusters it joins: every registered cluster,
+// each read through its pool ports (the environment's through env, which counts its
+// availability in the metrics), listed from the registry without a query.
+type fleetClusters struct {
+	ic  *incusClusters
+	env membership.Source // the environment's cluster's source; nil: the pool's
+}
+
+var _ fleet.Clusters = fleetClusters{}
+
+func (f fleetClusters) Clusters(ctx context.Context) []fleet.Cluster {
+	all := f.ic.registry.All()
+	out := make([]fleet.Cluster, len(all))
+	for i := range all {
+		c := &all[i]
+		fc := fleet.Cluster{ID: c.ID, Name: c.Name, Environment: c.FromEnvironment, Record: c}
+		switch ports, err := f.ic.pool.For(ctx, c.ID); {
+		case err != nil:
+			fc.Unavailable = err
+		case c.FromEnvironment && f.env != nil:
+			fc.Incus = f.env
+		default:
+			fc.Incus = ports
+		}
+		out[i] = fc
+	}
+	return out
 }

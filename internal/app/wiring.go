@@ -235,6 +235,11 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	// Each upstream's ports go into every port of the services that it serves (wirePorts);
 	// the fleet's reads go through the metrics first.
 	res.View.Incus = fleetIncus
+	if ics.pool != nil {
+		// Every registered cluster's members, read at the same time (the environment's
+		// through fleetIncus, as before).
+		res.View.Clusters = fleetClusters{ic: ics, env: fleetIncus}
+	}
 	res.View.UUIDs = uuidCopier{res.Machines}
 	if maasSide != nil && cfg.Metrics != nil {
 		res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}

@@ -39,7 +39,9 @@ import (
 // selection with one of them is left to gqlgen whole. A new resolver field on a type
 // below Machine belongs here (TestFleetRowsAreWrittenAsGqlgenWrites says which).
 var rowsLeftToGqlgen = []string{"Member.version", "MaasMachine.storageDevices",
-	"MaasMachine.networkInterfaces", "MaasMachine.scriptResults", "FenceEvent.details"}
+	"MaasMachine.networkInterfaces", "MaasMachine.scriptResults", "FenceEvent.details",
+	"Cluster.addresses", "Cluster.through", "Cluster.source", "Cluster.members", "Cluster.quorum",
+	"Cluster.placementGuard", "Cluster.machineRecords", "Cluster.removeRefusal"}
 
 func TestFleetRowsAreWrittenAsGqlgenWrites(t *testing.T) {
 	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
@@ -73,7 +75,7 @@ func TestFleetRowsAreWrittenAsGqlgenWrites(t *testing.T) {
 	}
 	sels = append(sels,
 		selection{"bench FleetQuery300", `{ fleet { sources { incus { available } maas { available } }
-			machines { name phase warnings { code message } pendingJoinToken { expiresAt }
+			machines { name phase cluster { name } warnings { code message } pendingJoinToken { expiresAt }
 			record { name provisioner { kind } maasSystemId hardwareUuid registeredBy registeredAt }
 			member { name status held roles groups failureDomain architecture }
 			maas { systemId hostname status powerState powerType hardwareUuid cpuCount memoryMiB testingStatus zone pool tags } } } }`, nil},
@@ -216,13 +218,38 @@ type fixtureRoot struct {
 func (f fixtureRoot) Query() graph.QueryResolver             { return fixtureQuery{rows: f.rows} }
 func (f fixtureRoot) Member() graph.MemberResolver           { return fixtureMember{} }
 func (f fixtureRoot) MaasMachine() graph.MaasMachineResolver { return fixtureMAAS{} }
+func (f fixtureRoot) Cluster() graph.ClusterResolver         { return fixtureCluster{} }
+
+// fixtureCluster answers a cluster's resolved fields with fixed values.
+type fixtureCluster struct{}
+
+func (fixtureCluster) Addresses(context.Context, *model.Cluster) ([]string, error) {
+	return []string{"https://127.0.0.1:8443"}, nil
+}
+func (fixtureCluster) Through(context.Context, *model.Cluster) (*string, error) { return nil, nil }
+func (fixtureCluster) Source(context.Context, *model.Cluster) (*model.SourceStatus, error) {
+	return &model.SourceStatus{Configured: true, Available: true, Message: "ok"}, nil
+}
+func (fixtureCluster) Members(_ context.Context, c *model.Cluster) ([]*model.Member, error) {
+	return []*model.Member{{Name: c.Name, Roles: []string{"database"}, Groups: []string{}}}, nil
+}
+func (fixtureCluster) Quorum(context.Context, *model.Cluster) (*model.ClusterQuorum, error) {
+	return &model.ClusterQuorum{Voters: 1, VotersOnline: 1, Majority: 1}, nil
+}
+func (fixtureCluster) PlacementGuard(context.Context, *model.Cluster) (*model.PlacementGuard, error) {
+	return nil, nil
+}
+func (fixtureCluster) MachineRecords(context.Context, *model.Cluster) (int, error) { return 2, nil }
+func (fixtureCluster) RemoveRefusal(context.Context, *model.Cluster) (*string, error) {
+	return nil, nil
+}
 
 type fixtureQuery struct {
 	graph.QueryResolver
 	rows []*model.Machine
 }
 
-func (q fixtureQuery) Fleet(context.Context) (*model.Fleet, error) {
+func (q fixtureQuery) Fleet(context.Context, *string) (*model.Fleet, error) {
 	since := time.Date(2026, 12, 6, 21, 0, 0, 0, time.UTC)
 	return &model.Fleet{Machines: q.rows, Sources: &model.FleetSources{
 		Incus: &model.SourceStatus{Configured: true, Available: true, Message: "ok"},

@@ -92,13 +92,22 @@ try {
   await page.locator('tr[data-machine="node-a"]').waitFor();
   expect(!page.url().includes('q='), 'clearing the filter clears the URL: ' + page.url());
 
+  step('fleet: the Cluster column names the member\'s cluster; the cluster filter keeps its rows, in the URL');
+  expect((await page.locator('tr[data-machine="m1"] td[data-cluster]').getAttribute('data-cluster')) === 'default', 'm1 is in cluster default');
+  expect((await page.locator('tr[data-machine="node-a"] td[data-cluster]').getAttribute('data-cluster')) === '', 'a MAAS machine alone is in no cluster');
+  await page.locator('[data-fleet-cluster]').selectOption('default');
+  await page.locator('tr[data-machine="node-a"]').waitFor({ state: 'detached' });
+  expect(page.url().includes('cluster=default') && (await page.locator('tr[data-machine="m1"]').count()) === 1, 'the filter keeps default\'s rows: ' + page.url());
+  await page.locator('[data-fleet-cluster]').selectOption('');
+  await page.locator('tr[data-machine="node-a"]').waitFor();
+
   step('fleet: the column chooser hides a column, and the choice survives a reload');
   const headers = () => page.locator('.fleet-table thead th').allInnerTexts();
   expect((await headers()).some((h) => h.includes('Power')), 'the Power column shows at first');
   await page.locator('[data-columns-chooser] summary').click();
   await page.locator('[data-column="power"]').uncheck();
   expect(!(await headers()).some((h) => h.includes('Power')), 'unchecking Power hides its column');
-  expect((await page.locator('tr[data-machine="m1"] td').count()) === 8, 'a row has a cell per shown column (and its checkbox)');
+  expect((await page.locator('tr[data-machine="m1"] td').count()) === 9, 'a row has a cell per shown column (and its checkbox)');
   await shot(page, SHOTS, '03d-fleet-columns', false);
   await page.reload();
   await page.locator('tr[data-machine="m1"]').waitFor();
@@ -461,6 +470,9 @@ try {
   // Every check of the run is shown: 12 today (online … clock, placement-guard, the two hardware-profile
   // checks: node-4 has the profile lab-small, compared with what Incus sees; it is no MAAS
   // machine, so the MAAS half is SKIPPED).
+  // The run's rows stream in beside its verdict: wait (bounded) until all are drawn; seen
+  // once at 9 of 12 when counted the moment the verdict showed, on a loaded machine.
+  await page.waitForFunction(() => document.querySelectorAll('tr[data-check]').length >= 12, null, { timeout: 20000 }).catch(() => {});
   const checks = await page.locator('tr[data-check]').count();
   expect(checks === 12, `${checks} checks shown, want 12`);
   const profileCheck = await page.locator('tr[data-check="hardware-profile-incus"]').innerText();

@@ -7,6 +7,7 @@ export const FleetRowFragment = graphql(`
   fragment FleetRow on Machine {
     name
     phase
+    cluster { name }
     warnings { code message }
     record { name provisioner { kind } maasSystemId hardwareUuid description registeredAt registeredBy }
     member { name status message held scheduler roles groups failureDomain architecture }
@@ -23,6 +24,7 @@ export const FleetQuery = graphql(`
       sources {
         incus { configured available message since }
         maas { configured available message since }
+        clusters { cluster { name } status { configured available message since } }
       }
       machines { ...FleetRow }
     }
@@ -41,6 +43,7 @@ export const FleetUpdatesSubscription = graphql(`
       sources {
         incus { configured available message since }
         maas { configured available message since }
+        clusters { cluster { name } status { configured available message since } }
       }
     }
   }

@@ -49,7 +49,7 @@ export function statusText(status: string, message?: string | null): string {
 }
 
 // The fleet table's columns an administrator may hide; the name column always shows.
-export const fleetColumns = ['phase', 'warnings', 'provisioner', 'member', 'maas', 'power', 'testing', 'actions'] as const;
+export const fleetColumns = ['phase', 'cluster', 'warnings', 'provisioner', 'member', 'maas', 'power', 'testing', 'actions'] as const;
 export type FleetColumn = (typeof fleetColumns)[number];
 
 // parseHiddenColumns reads the stored choice (a comma-separated list of hidden columns);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { applyFilter, emptyFilter, filterParams, pageOf, parseFilter, parsePaging, provisionerOf, type Row } from './fleet';
+import { applyFilter, emptyFilter, noCluster, filterParams, pageOf, parseFilter, parsePaging, provisionerOf, type Row } from './fleet';
 
 function row(name: string, over: Partial<Row> = {}): Row {
   return {
@@ -48,12 +48,13 @@ test('phase, warning and provisioner filters combine', () => {
 });
 
 test('a filter survives the URL, defaults left out, unknown values ignored', () => {
-  const f = { phases: ['HELD', 'ADMITTED'] as Row['phase'][], warning: 'any' as const, provisioner: 'MAAS' as const, q: 'node', sort: 'maas' as const, desc: true };
+  const f = { phases: ['HELD', 'ADMITTED'] as Row['phase'][], warning: 'any' as const, provisioner: 'MAAS' as const, cluster: 'rack2', q: 'node', sort: 'maas' as const, desc: true };
   const p = filterParams(f);
-  assert.equal(p.toString(), 'phase=HELD%2CADMITTED&warning=any&provisioner=MAAS&q=node&sort=maas&dir=desc');
+  assert.equal(p.toString(), 'phase=HELD%2CADMITTED&warning=any&provisioner=MAAS&cluster=rack2&q=node&sort=maas&dir=desc');
   assert.deepEqual(parseFilter(new URLSearchParams(p.toString())), f);
   assert.equal(filterParams(emptyFilter).toString(), '');
-  assert.deepEqual(parseFilter(new URLSearchParams('phase=NOPE,HELD&warning=<script>&provisioner=x&sort=evil')), { ...emptyFilter, phases: ['HELD'] });
+  assert.deepEqual(parseFilter(new URLSearchParams('phase=NOPE,HELD&warning=<script>&provisioner=x&sort=evil&cluster=<b>')), { ...emptyFilter, phases: ['HELD'] });
+  assert.equal(parseFilter(new URLSearchParams('cluster=-')).cluster, noCluster);
   assert.equal(parseFilter(new URLSearchParams('q=' + 'a'.repeat(1000))).q.length, 200);
 });
 
@@ -74,4 +75,19 @@ test('every warning the console labels, DRIFT included, is a filter kept in the 
   const drifted = row('node-d', { warnings: [{ code: 'DRIFT', message: 'drift since …' }] });
   assert.deepEqual(applyFilter([...rows, drifted], f).map((r) => r.name), ['node-d']);
   assert.equal(parseFilter(new URLSearchParams('warning=NOPE')).warning, '');
+});
+
+test('the cluster filter keeps the rows of one cluster (the m1 of two clusters apart), or those in none; the column sorts', () => {
+  const rs = [
+    row('m1', { cluster: { name: 'default' } }),
+    row('m1.rack2', { cluster: { name: 'rack2' } }),
+    row('m2', { cluster: { name: 'rack2' } }),
+    row('node-a', { phase: 'DISCOVERED', maas: maas('abc123', '4c4c-0001') }),
+  ];
+  const f = (cluster: string) => applyFilter(rs, { ...emptyFilter, cluster }).map((r) => r.name);
+  assert.deepEqual(f('rack2'), ['m1.rack2', 'm2']);
+  assert.deepEqual(f('default'), ['m1']);
+  assert.deepEqual(f(noCluster), ['node-a']);
+  assert.deepEqual(f(''), ['m1', 'm1.rack2', 'm2', 'node-a']);
+  assert.deepEqual(applyFilter(rs, { ...emptyFilter, sort: 'cluster', desc: true }).map((r) => r.name), ['m2', 'm1.rack2', 'm1', 'node-a']);
 });

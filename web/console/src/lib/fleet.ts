@@ -5,20 +5,25 @@ import { phaseOrder, warningLabels } from './phases';
 
 export type Row = FleetRowFragment;
 export type Provisioner = 'MANUAL' | 'MAAS' | 'NONE';
-export type SortKey = 'name' | 'phase' | 'provisioner' | 'member' | 'maas' | 'power' | 'testing';
-export const sortKeys: SortKey[] = ['name', 'phase', 'provisioner', 'member', 'maas', 'power', 'testing'];
+export type SortKey = 'name' | 'phase' | 'cluster' | 'provisioner' | 'member' | 'maas' | 'power' | 'testing';
+export const sortKeys: SortKey[] = ['name', 'phase', 'cluster', 'provisioner', 'member', 'maas', 'power', 'testing'];
 
 export interface FleetFilter {
   phases: Phase[];
   // 'any' keeps rows with at least one warning, 'none' rows without.
   warning: WarningCode | 'any' | 'none' | '';
   provisioner: Provisioner | '';
+  // The Incus cluster's name ('' any; noCluster: rows in none).
+  cluster: string;
   q: string;
   sort: SortKey;
   desc: boolean;
 }
 
-export const emptyFilter: FleetFilter = { phases: [], warning: '', provisioner: '', q: '', sort: 'name', desc: false };
+export const emptyFilter: FleetFilter = { phases: [], warning: '', provisioner: '', cluster: '', q: '', sort: 'name', desc: false };
+
+// noCluster is the cluster filter's value for rows in no cluster ('-' is no cluster's name).
+export const noCluster = '-';
 
 // provisionerOf: a record's provisioner; a machine only MAAS knows is MAAS's; a member
 // with no record has none.
@@ -45,6 +50,7 @@ export function searchText(r: Row): string {
 export function matches(r: Row, f: FleetFilter): boolean {
   if (f.phases.length > 0 && !f.phases.includes(r.phase)) return false;
   if (f.provisioner && provisionerOf(r) !== f.provisioner) return false;
+  if (f.cluster && (r.cluster?.name ?? noCluster) !== f.cluster) return false;
   switch (f.warning) {
     case '':
       break;
@@ -67,6 +73,8 @@ function sortValue(r: Row, k: SortKey): string | number {
       return r.name;
     case 'phase':
       return phaseOrder.indexOf(r.phase);
+    case 'cluster':
+      return r.cluster ? r.cluster.name : '~';
     case 'provisioner':
       return provisionerOf(r);
     case 'member':
@@ -115,10 +123,13 @@ export function parseFilter(params: URLSearchParams): FleetFilter {
   const warning = params.get('warning') ?? '';
   const prov = params.get('provisioner') ?? '';
   const sort = params.get('sort') ?? 'name';
+  const cluster = params.get('cluster') ?? '';
   return {
     phases,
     warning: warningValues.has(warning) ? (warning as FleetFilter['warning']) : '',
     provisioner: prov === 'MANUAL' || prov === 'MAAS' || prov === 'NONE' ? prov : '',
+    // A cluster name (the member-name rule) or noCluster; anything else is ignored.
+    cluster: cluster === noCluster || /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/.test(cluster) ? cluster : '',
     q: (params.get('q') ?? '').slice(0, 200),
     sort: (sortKeys as string[]).includes(sort) ? (sort as SortKey) : 'name',
     desc: params.get('dir') === 'desc',
@@ -131,6 +142,7 @@ export function filterParams(f: FleetFilter): URLSearchParams {
   if (f.phases.length) p.set('phase', f.phases.join(','));
   if (f.warning) p.set('warning', f.warning);
   if (f.provisioner) p.set('provisioner', f.provisioner);
+  if (f.cluster) p.set('cluster', f.cluster);
   if (f.q) p.set('q', f.q);
   if (f.sort !== 'name') p.set('sort', f.sort);
   if (f.desc) p.set('dir', 'desc');

@@ -10,6 +10,7 @@ const sources = (maasUp: boolean) => ({
     configured: true, available: maasUp, since: maasUp ? null : '2026-12-03T22:18:44Z',
     message: maasUp ? 'ok' : 'MAAS not answering (since 2026-12-03T22:18:44Z): machine state from MAAS is missing (no answer yet)',
   },
+  clusters: [],
 });
 const update = (over: Partial<FleetUpdate>): FleetUpdate => ({ revision: 0, snapshot: false, added: [], changed: [], removed: [], sources: null, ...over });
 

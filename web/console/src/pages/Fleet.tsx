@@ -2,7 +2,7 @@
 // sorted with the filter kept in the URL, live without reloads.
 import { memo, useCallback, useDeferredValue, useEffect, useMemo, useRef, useState } from 'react';
 import { useFleet } from '../hooks/fleet';
-import { defaultPageSize, filterRows, sortRows, filterParams, pageOf, pageSizes, parseFilter, parsePaging, provisionerOf, type FleetFilter, type Paging, type Row, type SortKey } from '../lib/fleet';
+import { defaultPageSize, noCluster, filterRows, sortRows, filterParams, pageOf, pageSizes, parseFilter, parsePaging, provisionerOf, type FleetFilter, type Paging, type Row, type SortKey } from '../lib/fleet';
 import { phaseInfo, phaseOrder, warningLabels } from '../lib/phases';
 import { manageReason } from '../lib/actions';
 import { Link, machinePath, useSearch } from '../router';
@@ -18,9 +18,22 @@ import { inConsoleWords } from '../lib/words';
 
 export function SourceBanners({ sources }: { sources: FleetData['fleet']['sources'] | undefined }) {
   if (!sources) return null;
+  // With registered clusters, one banner per cluster that does not answer: only its rows
+  // are Unknown, the other clusters' are whole.
+  const down = (sources.clusters ?? []).filter((c) => !c.status.available);
+  const perCluster = (sources.clusters ?? []).length > 0;
   return (
     <>
-      {!sources.incus.available ? (
+      {perCluster
+        ? down.map((c) => (
+            <Banner key={c.cluster.name} tone="negative" title={`Incus cluster ${c.cluster.name} cannot be asked`}>
+              <span data-source="incus" data-cluster-source={c.cluster.name}>{inConsoleWords(c.status.message ?? '')}</span>
+              <br />
+              Its machines show as Unknown (filter by cluster {c.cluster.name} to see them), and changes to them are refused until it answers; the other clusters' rows are whole.
+            </Banner>
+          ))
+        : null}
+      {!perCluster && !sources.incus.available ? (
         <Banner tone={sources.incus.configured ? 'negative' : 'caution'} title={sources.incus.configured ? 'Incus cannot be asked' : 'Incus is not configured'}>
           <span data-source="incus">{inConsoleWords(sources.incus.message ?? '')}</span>
           <br />
@@ -36,6 +49,14 @@ export function SourceBanners({ sources }: { sources: FleetData['fleet']['source
       ) : null}
     </>
   );
+}
+
+// clusterNames are the cluster filter's choices: the registered clusters, and the one the
+// URL names while the fleet does not list it (yet).
+function clusterNames(sources: FleetData['fleet']['sources'] | undefined, chosen: string): string[] {
+  const names = (sources?.clusters ?? []).map((c) => c.cluster.name);
+  if (chosen && chosen !== noCluster && !names.includes(chosen)) names.push(chosen);
+  return names;
 }
 
 // StreamState says when the rows shown may be behind: the socket is down (graphql-ws
@@ -57,6 +78,7 @@ const firstRows = 25;
 const columns: { id: FleetColumn | 'name'; key: SortKey | null; label: string }[] = [
   { id: 'name', key: 'name', label: 'Name' },
   { id: 'phase', key: 'phase', label: 'Phase' },
+  { id: 'cluster', key: 'cluster', label: 'Cluster' },
   { id: 'warnings', key: null, label: 'Warnings' },
   { id: 'provisioner', key: 'provisioner', label: 'Provisioner' },
   { id: 'member', key: 'member', label: 'Member' },
@@ -244,6 +266,16 @@ export function FleetPage() {
           </select>
         </label>
         <label>
+          Cluster
+          <select className="input" value={filter.cluster} onChange={(e) => update({ cluster: e.target.value })} data-fleet-cluster>
+            <option value="">Any</option>
+            {clusterNames(res.data?.fleet.sources, filter.cluster).map((n) => (
+              <option key={n} value={n}>{n}</option>
+            ))}
+            <option value={noCluster}>None (no cluster)</option>
+          </select>
+        </label>
+        <label>
           Provisioner
           <select className="input" value={filter.provisioner} onChange={(e) => update({ provisioner: e.target.value as FleetFilter['provisioner'] })}>
             <option value="">Any</option>
@@ -378,6 +410,7 @@ const FleetRowView = memo(function FleetRowView({ row: r, perm, onRegister, hidd
         <Link to={machinePath(r.name)}>{r.name}</Link>
       </th>
       {show('phase') ? <td><PhaseBadge phase={r.phase} /></td> : null}
+      {show('cluster') ? <td data-cluster={r.cluster?.name ?? ''}>{r.cluster ? r.cluster.name : <span className="muted">—</span>}</td> : null}
       {show('warnings') ? <td>
         {r.warnings.length === 0 ? (
           <span className="muted">—</span>
