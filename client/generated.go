@@ -1186,6 +1186,14 @@ func (v *ApproveEnrolmentApproveEnrolmentApproveEnrolmentPayloadPlan) __premarsh
 
 type ApproveEnrolmentInput struct {
 	Name string `json:"name"`
+	// The Incus cluster the machine joins (a name the `clusters` query lists): the join token
+	// comes from it, and the machine record names it afterwards. Left out: the cluster the
+	// record names, or, for a record that names none, the cluster of APELORA_INCUS_*. An
+	// unknown name is NOT_FOUND (`extensions.field` cluster). Naming another cluster than the
+	// record's moves the machine there, and only while it is registered and not enrolled in
+	// the cluster it leaves (no member, no pending join token there; FAILED_PRECONDITION
+	// otherwise); the plan's fact `cluster of NAME` says which cluster, and the move.
+	Cluster *string `json:"cluster"`
 	// Values for member-specific keys (for example a storage pool's `source` device). Keys not
 	// given get the driver's default for host-specific keys (source, BGP next hops), and the
 	// value an existing member uses for the others. An entry refused (a key the cluster does
@@ -1206,6 +1214,9 @@ type ApproveEnrolmentInput struct {
 
 // GetName returns ApproveEnrolmentInput.Name, and is useful for accessing the field via an interface.
 func (v *ApproveEnrolmentInput) GetName() string { return v.Name }
+
+// GetCluster returns ApproveEnrolmentInput.Cluster, and is useful for accessing the field via an interface.
+func (v *ApproveEnrolmentInput) GetCluster() *string { return v.Cluster }
 
 // GetMemberConfig returns ApproveEnrolmentInput.MemberConfig, and is useful for accessing the field via an interface.
 func (v *ApproveEnrolmentInput) GetMemberConfig() []MemberConfigInput { return v.MemberConfig }
@@ -7041,6 +7052,9 @@ type InstallOperatingSystemInput struct {
 	Name string `json:"name"`
 	// The series to install, e.g. noble or ubuntu/noble.
 	Series string `json:"series"`
+	// The Incus cluster the machine joins through cloud-init, as in approveEnrolment: the join
+	// token in the user data comes from it, and the record names it afterwards.
+	Cluster *string `json:"cluster"`
 	// Member config for the join, as in approveEnrolment.
 	MemberConfig []MemberConfigInput `json:"memberConfig"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
@@ -7059,6 +7073,9 @@ func (v *InstallOperatingSystemInput) GetName() string { return v.Name }
 
 // GetSeries returns InstallOperatingSystemInput.Series, and is useful for accessing the field via an interface.
 func (v *InstallOperatingSystemInput) GetSeries() string { return v.Series }
+
+// GetCluster returns InstallOperatingSystemInput.Cluster, and is useful for accessing the field via an interface.
+func (v *InstallOperatingSystemInput) GetCluster() *string { return v.Cluster }
 
 // GetMemberConfig returns InstallOperatingSystemInput.MemberConfig, and is useful for accessing the field via an interface.
 func (v *InstallOperatingSystemInput) GetMemberConfig() []MemberConfigInput { return v.MemberConfig }

@@ -5860,6 +5860,11 @@ input InstallOperatingSystemInput {
   name: String!
   "The series to install, e.g. noble or ubuntu/noble."
   series: String!
+  """
+  The Incus cluster the machine joins through cloud-init, as in approveEnrolment: the join
+  token in the user data comes from it, and the record names it afterwards.
+  """
+  cluster: String
   "Member config for the join, as in approveEnrolment."
   memberConfig: [MemberConfigInput!] @set
   """
@@ -6500,6 +6505,16 @@ type PendingJoinToken {
 
 input ApproveEnrolmentInput {
   name: String!
+  """
+  The Incus cluster the machine joins (a name the ` + "`" + `clusters` + "`" + ` query lists): the join token
+  comes from it, and the machine record names it afterwards. Left out: the cluster the
+  record names, or, for a record that names none, the cluster of APELORA_INCUS_*. An
+  unknown name is NOT_FOUND (` + "`" + `extensions.field` + "`" + ` cluster). Naming another cluster than the
+  record's moves the machine there, and only while it is registered and not enrolled in
+  the cluster it leaves (no member, no pending join token there; FAILED_PRECONDITION
+  otherwise); the plan's fact ` + "`" + `cluster of NAME` + "`" + ` says which cluster, and the move.
+  """
+  cluster: String
   """
   Values for member-specific keys (for example a storage pool's ` + "`" + `source` + "`" + ` device). Keys not
   given get the driver's default for host-specific keys (source, BGP next hops), and the
@@ -24340,7 +24355,7 @@ func (ec *executionContext) unmarshalInputApproveEnrolmentInput(ctx context.Cont
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "memberConfig", "dryRun", "planHash"}
+	fieldsInOrder := [...]string{"name", "cluster", "memberConfig", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -24354,6 +24369,13 @@ func (ec *executionContext) unmarshalInputApproveEnrolmentInput(ctx context.Cont
 				return it, err
 			}
 			it.Name = data
+		case "cluster":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cluster"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cluster = data
 		case "memberConfig":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memberConfig"))
 			data, err := ec.unmarshalOMemberConfigInput2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigInputᚄ(ctx, v)
@@ -24749,7 +24771,7 @@ func (ec *executionContext) unmarshalInputInstallOperatingSystemInput(ctx contex
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "series", "memberConfig", "dryRun", "planHash"}
+	fieldsInOrder := [...]string{"name", "series", "cluster", "memberConfig", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -24770,6 +24792,13 @@ func (ec *executionContext) unmarshalInputInstallOperatingSystemInput(ctx contex
 				return it, err
 			}
 			it.Series = data
+		case "cluster":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cluster"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cluster = data
 		case "memberConfig":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memberConfig"))
 			data, err := ec.unmarshalOMemberConfigInput2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐMemberConfigInputᚄ(ctx, v)

@@ -9,7 +9,6 @@ import (
 	"context"
 
 	"github.com/apelora/fabric/domain/identity"
-	"github.com/apelora/fabric/domain/placement"
 	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/domain/quorum"
 	"github.com/apelora/fabric/graph"
@@ -116,11 +115,7 @@ func (r *clusterResolver) PlacementGuard(ctx context.Context, obj *model.Cluster
 	if err != nil {
 		return nil, err
 	}
-	in, err := r.ClusterSide.Incus(ctx, c.ID)
-	if err != nil {
-		return nil, nil
-	}
-	s, err := (&placement.Service{Incus: in}).Status(ctx)
+	s, err := r.Placement.Status(ctx, c.ID)
 	if err != nil {
 		r.Log.DebugContext(ctx, "placement guard state unknown", "cluster", c.Name, "error", apperr.PublicMessage(err))
 		return nil, nil

@@ -70,7 +70,7 @@ func (r *mutationResolver) InstallOperatingSystem(ctx context.Context, input mod
 	for i, c := range input.MemberConfig {
 		overrides[i] = enrolment.ConfigValue{Entity: c.Entity, Name: c.Name, Key: c.Key, Value: c.Value}
 	}
-	m, err := r.Provisioning.Install(ctx, input.Name, input.Series, overrides)
+	m, err := r.Provisioning.Install(ctx, input.Name, input.Series, deref(input.Cluster), overrides)
 	if err != nil {
 		return nil, err
 	}

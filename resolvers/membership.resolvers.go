@@ -51,7 +51,7 @@ func (r *mutationResolver) ApproveEnrolment(ctx context.Context, input model.App
 	for i, c := range input.MemberConfig {
 		overrides[i] = enrolment.ConfigValue{Entity: c.Entity, Name: c.Name, Key: c.Key, Value: c.Value}
 	}
-	a, err := r.Enrolment.Approve(ctx, input.Name, overrides)
+	a, err := r.Enrolment.Approve(ctx, input.Name, deref(input.Cluster), overrides)
 	if err != nil {
 		return nil, err
 	}

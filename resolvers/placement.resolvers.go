@@ -8,13 +8,18 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/domain/placement"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/apperr"
 )
 
 // PlacementGuard is the resolver for the placementGuard field.
 func (r *clusterViewResolver) PlacementGuard(ctx context.Context, obj *model.ClusterView) (*model.PlacementGuard, error) {
-	s, err := r.Placement.Status(ctx)
+	cl, err := r.Placement.Default()
+	s := placement.Status{}
+	if err == nil {
+		s, err = r.Placement.Status(ctx, cl.ID)
+	}
 	if err != nil {
 		// The view's INCUS_UNAVAILABLE warning already says why Incus could not be asked.
 		r.Log.DebugContext(ctx, "placement guard state unknown", "error", apperr.PublicMessage(err))
@@ -25,7 +30,11 @@ func (r *clusterViewResolver) PlacementGuard(ctx context.Context, obj *model.Clu
 
 // SetPlacementGuard is the resolver for the setPlacementGuard field.
 func (r *mutationResolver) SetPlacementGuard(ctx context.Context, input model.SetPlacementGuardInput) (*model.SetPlacementGuardPayload, error) {
-	s, err := r.Placement.Set(ctx, input.Enabled)
+	cl, err := r.Placement.Default()
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.Placement.Set(ctx, cl.ID, input.Enabled)
 	if err != nil {
 		return nil, err
 	}

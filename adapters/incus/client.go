@@ -32,6 +32,7 @@ const maxBody = 32 << 20
 
 // Client is a typed Incus REST client. It is safe for concurrent use.
 type Client struct {
+	cluster     string // Endpoint.Cluster
 	base        string // "http://incus" for the socket; "" over HTTPS (see eps)
 	endpoint    string // what to name in messages for the socket: "unix:<path>"
 	eps         *endpoints
@@ -123,6 +124,9 @@ type Endpoint struct {
 	// Name is the cluster's name for messages ("": the environment's cluster, named by
 	// its settings).
 	Name string
+	// Cluster is the cluster's name as its record says, also for the environment's: the
+	// plan shows it beside the member a join token is issued for ("" outside the pool).
+	Cluster string
 	// certificateFile names where CertificatePEM came from (APELORA_INCUS_SERVER_CERT).
 	certificateFile string
 }
@@ -134,7 +138,7 @@ func NewClient(id *Identity, ep Endpoint, cfg Config) (*Client, error) {
 	if cfg.Timeout < 0 {
 		return nil, errors.New("Incus timeout must not be negative")
 	}
-	c := &Client{timeout: cfg.Timeout, logger: cfg.Logger, writes: cfg.Writes, name: ep.Name}
+	c := &Client{timeout: cfg.Timeout, logger: cfg.Logger, writes: cfg.Writes, name: ep.Name, cluster: ep.Cluster}
 	if c.writes == nil {
 		c.writes = &plan.Writes{}
 	}

@@ -43,9 +43,14 @@ func (c *Client) describe(ctx context.Context, req request) plan.Call {
 	return call
 }
 
-// tokenCall is the call that issues a join token for name.
-func tokenCall(name string) plan.Call {
-	return plan.Call{System: plan.Incus, Request: http.MethodPost + " /1.0/cluster/members", Target: name,
+// tokenCall is the call that issues a join token for name, in cluster ("" unnamed): its
+// target names both, so a plan says which cluster the machine joins.
+func tokenCall(name, cluster string) plan.Call {
+	target := name
+	if cluster != "" {
+		target = name + " in cluster " + cluster
+	}
+	return plan.Call{System: plan.Incus, Request: http.MethodPost + " /1.0/cluster/members", Target: target,
 		Changes: []plan.Change{{Field: "join token", After: "issued for " + name + " (not in a plan)"}}}
 }
 

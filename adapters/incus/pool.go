@@ -91,7 +91,7 @@ func (p *Pool) entry(ctx context.Context, id int64) (*poolEntry, error) {
 	if !c.Adopted {
 		return nil, c.Unadopted()
 	}
-	ep := Endpoint{Seeds: c.SeedURLs, CertificatePEM: c.CertificatePEM, Socket: c.Socket}
+	ep := Endpoint{Seeds: c.SeedURLs, CertificatePEM: c.CertificatePEM, Socket: c.Socket, Cluster: c.Name}
 	if !c.FromEnvironment {
 		ep.Name = c.Name
 	} else if c.Socket == "" {

@@ -178,7 +178,7 @@ func (c *Client) IssueJoinToken(ctx context.Context, name string) (JoinToken, er
 	// request's body); planned, no token exists and the answer says so (Issued).
 	var op tokenOperation
 	var res result
-	planned, err := c.write(ctx, func() plan.Call { return tokenCall(name) }, func() (err error) {
+	planned, err := c.write(ctx, func() plan.Call { return tokenCall(name, c.cluster) }, func() (err error) {
 		res, err = c.send(ctx, request{
 			method: http.MethodPost,
 			path:   "/1.0/cluster/members",

@@ -91,9 +91,13 @@ func (s *Store) RecordAdmission(ctx context.Context, a admission.Admitted) (int6
 		groups = []string{}
 	}
 	var id int64
-	err = tx.QueryRow(ctx, `INSERT INTO admissions (id, machine, member, roles, groups, failure_domain, admitted_by, request_id)
-		VALUES (coalesce(nullif($8::bigint, 0), nextval(pg_get_serial_sequence('admissions', 'id'))), $1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-		a.Machine, a.Member, roles, groups, a.FailureDomain, a.By, a.RequestID, a.ID).Scan(&id)
+	// The admission names its cluster (the member's): never the trigger's fallback.
+	if a.Cluster == 0 {
+		return 0, apperr.New(apperr.Internal, "the admission of %s names no Incus cluster", a.Machine)
+	}
+	err = tx.QueryRow(ctx, `INSERT INTO admissions (id, machine, member, roles, groups, failure_domain, admitted_by, request_id, cluster_id)
+		VALUES (coalesce(nullif($8::bigint, 0), nextval(pg_get_serial_sequence('admissions', 'id'))), $1, $2, $3, $4, $5, $6, $7, $9) RETURNING id`,
+		a.Machine, a.Member, roles, groups, a.FailureDomain, a.By, a.RequestID, a.ID, a.Cluster).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) && planned(tx) {
 		return 0, nil // a dry run's INSERT is a step, never sent: no admission, no id
 	}
@@ -126,6 +130,17 @@ func (s *Store) EndAdmission(ctx context.Context, machine string) error {
 	}
 	_, err = tx.Exec(ctx, `UPDATE admissions SET ended_at = now(), ended_by = $2, ended_action = $3, ended_request = $4
 		WHERE id = $1`, open.ID, by, step, request)
+	return dbError(err)
+}
+
+// SetRecordCluster has the machine's record name the Incus cluster it is enrolled in, in
+// the change in progress (approveEnrolment, installOperatingSystem).
+func (s *Store) SetRecordCluster(ctx context.Context, machine string, cluster int64) error {
+	tx, err := s.inChange(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE machine_records SET cluster_id = $2 WHERE name = $1 AND cluster_id IS DISTINCT FROM $2`, machine, cluster)
 	return dbError(err)
 }
 

@@ -20,9 +20,12 @@ import (
 // admit records an admission of machine in an audited change, as admitMember does.
 func admit(t *testing.T, s *postgres.Store, machine string, roles []string) int64 {
 	t.Helper()
-	var id int64
+	var id, cluster int64
+	if err := s.Pool().QueryRow(context.Background(), `SELECT id FROM clusters WHERE from_environment`).Scan(&cluster); err != nil {
+		t.Fatalf("the environment's cluster: %v", err)
+	}
 	err := s.Audited(audited("admitMember"), machine, func(ctx context.Context) (err error) {
-		id, err = s.RecordAdmission(ctx, admission.Admitted{Machine: machine, Member: machine, Roles: roles, By: "admin", RequestID: "req-1"})
+		id, err = s.RecordAdmission(ctx, admission.Admitted{Cluster: cluster, Machine: machine, Member: machine, Roles: roles, By: "admin", RequestID: "req-1"})
 		return err
 	})
 	if err != nil {

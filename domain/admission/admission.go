@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/hardware"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
@@ -159,16 +160,20 @@ type MAASInventory interface {
 	HardwareInventory(ctx context.Context, systemID string) (hardware.Inventory, error)
 }
 
-// Guard reads the placement guard's state (placement.Service).
+// Guard reads the placement guard's state in a cluster (placement.Service).
 type Guard interface {
-	Status(ctx context.Context) (placement.Status, error)
+	Status(ctx context.Context, cluster int64) (placement.Status, error)
 }
 
 // Checker runs the admission checks.
 type Checker struct {
-	Incus   Incus
-	MAAS    HardwareTests // nil when MAAS is not configured
-	Publish Publisher     // nil publishes nothing
+	// Ports finds a cluster's Incus ports (the connection pool); Clusters lists the
+	// registered clusters: a machine is checked against its record's cluster
+	// (clusters.OfRecord). Either nil: Incus is not configured.
+	Ports    clusters.Ports[Incus]
+	Clusters clusters.Lister
+	MAAS     HardwareTests // nil when MAAS is not configured
+	Publish  Publisher     // nil publishes nothing
 	// Profiles reads hardware profiles; MAASInventory is nil when MAAS is not configured.
 	Profiles      Profiles
 	MAASInventory MAASInventory
@@ -177,17 +182,56 @@ type Checker struct {
 	Now   func() time.Time
 	// MinKernel is the oldest kernel admitted, as major and minor (default 6.12).
 	MinKernel [2]int
+
+	// in and cluster are the cluster of one run (RunIn) and its ports.
+	in      Incus
+	cluster clusters.Cluster
 }
 
-// Run checks the member called machine (rec is its machine record, nil for none) and
-// returns the report, publishing each result as it is computed. It changes nothing.
-func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record, trigger Trigger) (*Report, error) {
-	if c.Incus == nil {
-		return nil, apperr.NotConfigured(apperr.Incus)
+// Cluster names the cluster the member called machine is checked in, and returns its
+// ports: its record's cluster (rec nil, or a record naming none: the environment's).
+func (c *Checker) Cluster(ctx context.Context, machine string, rec *machines.Record) (clusters.Cluster, Incus, error) {
+	if c.Ports == nil || c.Clusters == nil {
+		return clusters.Cluster{}, nil, apperr.NotConfigured(apperr.Incus)
 	}
-	members, err := c.Incus.Members(ctx)
+	var record *int64
+	if rec != nil {
+		record = rec.Cluster
+	}
+	cl, err := clusters.OfRecord(c.Clusters.All(), machine, record, "")
 	if err != nil {
-		return nil, apperr.Wrap(err, apperr.Unavailable, "cannot run the admission checks: Incus did not answer the member list; check APELORA_INCUS_URL and that the cluster is up")
+		return clusters.Cluster{}, nil, err
+	}
+	in, err := c.Ports.For(ctx, cl.ID)
+	if err != nil {
+		return clusters.Cluster{}, nil, err
+	}
+	return cl, in, nil
+}
+
+// Run checks the member called machine (rec is its machine record, nil for none) in its
+// record's cluster and returns the report, publishing each result as it is computed. It
+// changes nothing.
+func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record, trigger Trigger) (*Report, error) {
+	cl, in, err := c.Cluster(ctx, machine, rec)
+	if err != nil {
+		return nil, err
+	}
+	return c.RunIn(ctx, cl, in, machine, rec, trigger)
+}
+
+// RunIn is Run in cluster cl, read through in (a cluster's ports, or a round's cache of
+// them: drift): its members, versions, pools, networks and placement guard.
+func (c *Checker) RunIn(ctx context.Context, cl clusters.Cluster, in Incus, machine string, rec *machines.Record, trigger Trigger) (*Report, error) {
+	run := *c
+	run.in, run.cluster = in, cl
+	return run.run(ctx, machine, rec, trigger)
+}
+
+func (c *Checker) run(ctx context.Context, machine string, rec *machines.Record, trigger Trigger) (*Report, error) {
+	members, err := c.in.Members(ctx)
+	if err != nil {
+		return nil, apperr.Wrap(err, apperr.Unavailable, "cannot run the admission checks: Incus cluster %s did not answer the member list; check that the cluster is up and reachable from Apelora", c.cluster.Name)
 	}
 	var member *membership.Member
 	for i := range members {
@@ -196,7 +240,7 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 		}
 	}
 	if member == nil {
-		return nil, apperr.New(apperr.FailedPrecondition, "%s is not an Incus member yet: approve its enrolment and run enrol-member.sh on it first", apperr.Quote(machine))
+		return nil, apperr.New(apperr.FailedPrecondition, "%s is not an Incus member of cluster %s yet: approve its enrolment and run enrol-member.sh on it first", apperr.Quote(machine), c.cluster.Name)
 	}
 	r := &Report{Machine: machine, RunID: newRunID(), Trigger: trigger, At: c.now()}
 	add := func(ch Check) {
@@ -205,8 +249,8 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 	}
 
 	add(online(member))
-	theirs, errTheirs := c.Incus.Version(ctx, machine)
-	ours, errOurs := c.Incus.Version(ctx, "")
+	theirs, errTheirs := c.in.Version(ctx, machine)
+	ours, errOurs := c.in.Version(ctx, "")
 	add(incusVersion(theirs, errTheirs, ours, errOurs))
 	add(c.kernel(theirs, errTheirs))
 	add(c.storagePools(ctx, machine))
@@ -239,7 +283,7 @@ func (c *Checker) placementGuard(ctx context.Context) Check {
 		ch.Result, ch.Message = Skipped, "the placement guard's state is not read here (Incus is not configured)"
 		return ch
 	}
-	s, err := c.Guard.Status(ctx)
+	s, err := c.Guard.Status(ctx, c.cluster.ID)
 	if err != nil {
 		ch.Result, ch.Inconclusive = Warn, true
 		ch.Message = "cannot read the placement guard: " + apperr.PublicMessage(err)
@@ -351,22 +395,22 @@ func (c *Checker) kernel(v membership.Version, err error) Check {
 
 func (c *Checker) storagePools(ctx context.Context, member string) Check {
 	ch := Check{Name: CheckStoragePools, Title: "Storage pools created on the member"}
-	pools, err := c.Incus.StoragePools(ctx)
+	pools, err := c.in.StoragePools(ctx)
 	if err != nil {
 		ch.Result, ch.Message, ch.Inconclusive = Fail, "could not list the storage pools: "+apperr.Text(err), true
 		return ch
 	}
-	return statusCheck(ch, "storage pool", pools, func(p string) (string, error) { return c.Incus.StoragePoolStatus(ctx, p, member) })
+	return statusCheck(ch, "storage pool", pools, func(p string) (string, error) { return c.in.StoragePoolStatus(ctx, p, member) })
 }
 
 func (c *Checker) networks(ctx context.Context, member string) Check {
 	ch := Check{Name: CheckNetworks, Title: "Networks created on the member"}
-	nets, err := c.Incus.LocatedNetworks(ctx)
+	nets, err := c.in.LocatedNetworks(ctx)
 	if err != nil {
 		ch.Result, ch.Message, ch.Inconclusive = Fail, "could not list the networks: "+apperr.Text(err), true
 		return ch
 	}
-	return statusCheck(ch, "network", nets, func(n string) (string, error) { return c.Incus.NetworkStatus(ctx, n, member) })
+	return statusCheck(ch, "network", nets, func(n string) (string, error) { return c.in.NetworkStatus(ctx, n, member) })
 }
 
 func statusCheck(ch Check, what string, names []string, status func(string) (string, error)) Check {
@@ -523,7 +567,7 @@ func (c *Checker) profileFromIncus(ctx context.Context, member string, a assigne
 		ch.Result, ch.Message, ch.Inconclusive = a.result, a.message, a.inconclusive
 		return ch
 	}
-	inv, err := c.Incus.MemberHardware(ctx, member)
+	inv, err := c.in.MemberHardware(ctx, member)
 	if err != nil {
 		ch.Result, ch.Message, ch.Inconclusive = Fail, "could not read the member's hardware from Incus: "+apperr.Text(err), true
 		return ch

@@ -97,7 +97,7 @@ func (p *recordingPublisher) Publish(_ context.Context, e Event) error {
 func run(t *testing.T, f *fakeIncus, rec *machines.Record, hw HardwareTests) (*Report, *recordingPublisher) {
 	t.Helper()
 	pub := &recordingPublisher{}
-	c := &Checker{Incus: f, MAAS: hw, Publish: pub}
+	c := &Checker{Ports: portsOf[Incus](f), Clusters: testClusters, MAAS: hw, Publish: pub}
 	r, err := c.Run(context.Background(), "node-3", rec, TriggerReport)
 	if err != nil {
 		t.Fatal(err)
@@ -289,9 +289,9 @@ func TestChecksAskIncusAConstantNumberOfTimes(t *testing.T) {
 }
 
 func TestNotAMemberIsAClearError(t *testing.T) {
-	c := &Checker{Incus: healthy()}
+	c := &Checker{Ports: portsOf[Incus](healthy()), Clusters: testClusters}
 	_, err := c.Run(context.Background(), "node-9", nil, TriggerReport)
-	if !apperr.Is(err, apperr.FailedPrecondition) || !strings.Contains(err.Error(), "not an Incus member yet") {
+	if !apperr.Is(err, apperr.FailedPrecondition) || !strings.Contains(err.Error(), "not an Incus member of cluster default yet") {
 		t.Fatalf("%v", err)
 	}
 }
@@ -331,7 +331,7 @@ func TestHardwareProfileIsComparedWithMAASAndIncus(t *testing.T) {
 	}
 	check := func(f *fakeIncus, rec *machines.Record, inv MAASInventory) (*Report, Check, Check) {
 		t.Helper()
-		c := &Checker{Incus: f, MAAS: fakeMAAS{status: 2, label: "Passed"}, Profiles: profiles, MAASInventory: inv}
+		c := &Checker{Ports: portsOf[Incus](f), Clusters: testClusters, MAAS: fakeMAAS{status: 2, label: "Passed"}, Profiles: profiles, MAASInventory: inv}
 		r, err := c.Run(context.Background(), "node-3", rec, TriggerReport)
 		if err != nil {
 			t.Fatal(err)
@@ -430,7 +430,7 @@ func TestResultsFromFailedReadsAreInconclusive(t *testing.T) {
 	f.versionErr = map[string]error{"node-3": apperr.New(apperr.Unavailable, "no answer within 10s")}
 	f.hwErr = apperr.New(apperr.FailedPrecondition, "Incus refused")
 	rec := &machines.Record{Name: "node-3", Provisioner: machines.MAAS, MAASSystemID: "abc123", HardwareProfile: "gen2"}
-	c := &Checker{Incus: f, MAAS: fakeMAAS{err: apperr.New(apperr.Unavailable, "MAAS unreachable")},
+	c := &Checker{Ports: portsOf[Incus](f), Clusters: testClusters, MAAS: fakeMAAS{err: apperr.New(apperr.Unavailable, "MAAS unreachable")},
 		Profiles:      fakeProfiles{"gen2": {Name: "gen2", Architecture: "x86_64", MinCPUCores: 8}},
 		MAASInventory: fakeInventory{err: apperr.New(apperr.NotFound, "no such machine")}}
 	r, err := c.Run(context.Background(), "node-3", rec, TriggerReport)

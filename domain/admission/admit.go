@@ -8,6 +8,7 @@ import (
 
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/lifecycle"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
@@ -45,7 +46,9 @@ type Store interface {
 // request.
 type Admitted struct {
 	// ID is the record's id when it was drawn already (NextAdmissionID), 0 for a new one.
-	ID            int64
+	ID int64
+	// Cluster is the id of the cluster the member is admitted in (the record's).
+	Cluster       int64
 	Machine       string
 	Member        string
 	Roles         []string
@@ -65,8 +68,26 @@ const AdmissionDetail = "admission"
 // Service runs reports and admits members.
 type Service struct {
 	Checker *Checker
-	Members Members
+	// Members finds a cluster's member reads and writes (the connection pool): a machine
+	// is admitted in its record's cluster (Checker.Cluster). Nil: Incus is not configured.
+	Members clusters.Ports[Members]
 	Store   Store
+}
+
+// in names the cluster a step about machine acts in (its record's) and returns its ports.
+func (s *Service) in(ctx context.Context, name string, rec *machines.Record) (clusters.Cluster, Incus, Members, error) {
+	if s.Members == nil {
+		return clusters.Cluster{}, nil, nil, apperr.NotConfigured(apperr.Incus)
+	}
+	cl, in, err := s.Checker.Cluster(ctx, name, rec)
+	if err != nil {
+		return clusters.Cluster{}, nil, nil, err
+	}
+	members, err := s.Members.For(ctx, cl.ID)
+	if err != nil {
+		return clusters.Cluster{}, nil, nil, err
+	}
+	return cl, in, members, nil
 }
 
 // Report runs the checks and changes nothing.
@@ -100,7 +121,21 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 		if rec, err = machines.Registered(ctx, s.Store, name, "it was unregistered meanwhile"); err != nil {
 			return err
 		}
-		member, etag, err := s.Members.Member(ctx, name)
+		cl, in, members, err := s.in(ctx, name, rec)
+		if err != nil {
+			return err
+		}
+		// The cluster the member is admitted in, and how Apelora reaches it.
+		if err := plan.Read(ctx, "cluster of "+name, cl.Name+"; "+cl.Fact()); err != nil {
+			return err
+		}
+		if act := audit.ActionFrom(ctx); act != nil {
+			act.Detail("cluster", cl.Name)
+		}
+		member, etag, err := members.Member(ctx, name)
+		if apperr.Is(err, apperr.NotFound) {
+			return apperr.Wrap(err, apperr.NotFound, "%s is not an Incus member of cluster %s: approve its enrolment (in that cluster, or name another) and run enrol-member.sh on it first", apperr.Quote(name), cl.Name)
+		}
 		if err != nil {
 			return err
 		}
@@ -114,7 +149,7 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 		case lifecycle.Evacuated:
 			return apperr.New(apperr.FailedPrecondition, "%s is evacuated (in maintenance): restore it (restoreMember), which runs the admission checks again", apperr.Quote(name))
 		}
-		report, err = s.Checker.Run(ctx, name, rec, TriggerAdmission)
+		report, err = s.Checker.RunIn(ctx, cl, in, name, rec, TriggerAdmission)
 		if err != nil {
 			return err
 		}
@@ -149,7 +184,7 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 		// before), then the record written in the transaction of the outcome (a change's
 		// database writes follow its upstream calls). A step cut off between the two is
 		// finished by the reconciler from the mark (Judge).
-		a := Admitted{Machine: name, Member: member.Name, Roles: append([]string{}, member.Roles...),
+		a := Admitted{Cluster: cl.ID, Machine: name, Member: member.Name, Roles: append([]string{}, member.Roles...),
 			Groups: append([]string{}, member.Groups...), FailureDomain: member.FailureDomain}
 		if act := audit.ActionFrom(ctx); act != nil {
 			a.By, a.RequestID = act.Actor, act.RequestID
@@ -171,7 +206,7 @@ func (s *Service) Admit(ctx context.Context, name string) (*Report, error) {
 			delete(release.Config, membership.SchedulerKey)
 		}
 		release.Config[lifecycle.AdmissionKey] = lifecycle.AdmissionMark(id, a.RequestID)
-		if err := s.Members.UpdateMember(ctx, release, etag); err != nil {
+		if err := members.UpdateMember(ctx, release, etag); err != nil {
 			return err
 		}
 		_, err = s.Store.RecordAdmission(ctx, a)
@@ -220,7 +255,15 @@ func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdi
 	if id == 0 {
 		id = detailID(st.Parameters[AdmissionDetail])
 	}
-	member, _, err := s.Members.Member(ctx, st.Machine)
+	rec, err := s.Store.Record(ctx, st.Machine)
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	cl, _, members, err := s.in(ctx, st.Machine, rec)
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	member, _, err := members.Member(ctx, st.Machine)
 	if apperr.Is(err, apperr.NotFound) {
 		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("%s is no Incus member: it was not admitted", st.Machine)}, nil
 	}
@@ -241,7 +284,7 @@ func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdi
 			roles[i] = fmt.Sprint(v)
 		}
 	}
-	if _, err := s.Store.RecordAdmission(ctx, Admitted{ID: id, Machine: st.Machine, Member: member.Name, Roles: roles,
+	if _, err := s.Store.RecordAdmission(ctx, Admitted{ID: id, Cluster: cl.ID, Machine: st.Machine, Member: member.Name, Roles: roles,
 		Groups: append([]string{}, member.Groups...), FailureDomain: member.FailureDomain, By: st.Actor, RequestID: st.RequestID}); err != nil {
 		return changes.Verdict{}, err
 	}

@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/hardware"
 	"github.com/apelora/fabric/domain/lifecycle"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/placement"
 	"github.com/apelora/fabric/internal/apperr"
 )
 
@@ -69,7 +71,7 @@ func (s *fakeStore) RecordAdmission(_ context.Context, a Admitted) (int64, error
 func admitService(f *fakeIncus) (*Service, *fakeMembers, *fakeStore) {
 	mem := &fakeMembers{f: f, etag: `"e1"`}
 	st := &fakeStore{}
-	return &Service{Checker: &Checker{Incus: f}, Members: mem, Store: st}, mem, st
+	return &Service{Checker: &Checker{Ports: portsOf[Incus](f), Clusters: testClusters}, Members: portsOf[Members](mem), Store: st}, mem, st
 }
 
 func TestAdmitReleasesTheHoldAndKeepsEverythingElse(t *testing.T) {
@@ -106,7 +108,7 @@ func TestAdmitReleasesTheHoldAndKeepsEverythingElse(t *testing.T) {
 	if r, ok := ev.Details[AdmittedRolesDetail].([]string); !ok || !reflect.DeepEqual(r, []string{"database", "event-hub"}) {
 		t.Fatalf("recorded roles %#v", ev.Details[AdmittedRolesDetail])
 	}
-	want := Admitted{ID: 41, Machine: "node-3", Member: "node-3", Roles: []string{"database", "event-hub"}, Groups: []string{"default", "gpu"},
+	want := Admitted{ID: 41, Cluster: 1, Machine: "node-3", Member: "node-3", Roles: []string{"database", "event-hub"}, Groups: []string{"default", "gpu"},
 		FailureDomain: "rack-3", By: "alice", RequestID: "req-1"}
 	if len(st.recorded) != 1 || !reflect.DeepEqual(st.recorded[0], want) || ev.Details[AdmissionDetail] != int64(41) {
 		t.Fatalf("recorded %+v, event names admission %v", st.recorded, ev.Details[AdmissionDetail])
@@ -233,4 +235,63 @@ func TestBlockedByIsOneWording(t *testing.T) {
 	if got := BlockedBy(two); got != "admission blocked by Kernel: kernel 6.1 is older than 6.12; Clock: off by 3 s" {
 		t.Fatalf("BlockedBy, two checks: %q", got)
 	}
+}
+
+type clusterGuard struct{ asked []int64 }
+
+func (g *clusterGuard) Status(_ context.Context, cluster int64) (placement.Status, error) {
+	g.asked = append(g.asked, cluster)
+	return placement.Status{State: placement.On}, nil
+}
+
+// A machine whose record names the second cluster is checked against that cluster's
+// members, versions, pools and guard, and admitted there, its admission naming it; the
+// environment's cluster, which has a member of the same name, is not touched.
+func TestAdmitInTheRecordsCluster(t *testing.T) {
+	env, rack2 := healthy(), healthy()
+	env.versions[""] = membership.Version{Incus: "7.0.0", APIExtensions: 500} // another cluster's version would fail the check
+	envMembers, rack2Members := &fakeMembers{f: env, etag: `"env"`}, &fakeMembers{f: rack2, etag: `"rack2"`}
+	two := listed{{ID: 1, Name: "default", Adopted: true, FromEnvironment: true}, {ID: 2, Name: "rack2", Adopted: true}}
+	guard := &clusterGuard{}
+	incusOf := clusters.PortsFunc[Incus](func(_ context.Context, id int64) (Incus, error) {
+		if id == 2 {
+			return rack2, nil
+		}
+		return env, nil
+	})
+	membersOf := clusters.PortsFunc[Members](func(_ context.Context, id int64) (Members, error) {
+		if id == 2 {
+			return rack2Members, nil
+		}
+		return envMembers, nil
+	})
+	st := &recordIn{fakeStore: &fakeStore{}, cluster: 2}
+	s := &Service{Checker: &Checker{Ports: incusOf, Clusters: two, Guard: guard}, Members: membersOf, Store: st}
+	report, err := s.Admit(context.Background(), "node-3")
+	if err != nil {
+		t.Fatalf("%v %+v", err, report)
+	}
+	if len(rack2Members.updates) != 1 || len(envMembers.updates) != 0 {
+		t.Fatalf("updates in rack2 %d, in the environment's %d", len(rack2Members.updates), len(envMembers.updates))
+	}
+	if len(st.recorded) != 1 || st.recorded[0].Cluster != 2 {
+		t.Fatalf("recorded %+v", st.recorded)
+	}
+	if len(guard.asked) != 1 || guard.asked[0] != 2 {
+		t.Fatalf("guard asked about %v", guard.asked)
+	}
+}
+
+// recordIn is the store whose records name cluster.
+type recordIn struct {
+	*fakeStore
+	cluster int64
+}
+
+func (s *recordIn) Record(ctx context.Context, name string) (*machines.Record, error) {
+	r, err := s.fakeStore.Record(ctx, name)
+	if r != nil {
+		r.Cluster = &s.cluster
+	}
+	return r, err
 }

@@ -67,7 +67,17 @@ func (s *Service) MarkCarriedOver(ctx context.Context, store CarriedOverStore, r
 			if open == nil || open.ID != c.ID || !open.CarriedOver {
 				return errNothingToMark // ended or marked meanwhile
 			}
-			member, etag, err := s.Members.Member(ctx, c.Machine)
+			// The member is marked in its record's cluster (a carried-over record's is the
+			// environment's).
+			rec, err := s.Store.Record(ctx, c.Machine)
+			if err != nil {
+				return err
+			}
+			_, _, members, err := s.in(ctx, c.Machine, rec)
+			if err != nil {
+				return err
+			}
+			member, etag, err := members.Member(ctx, c.Machine)
 			if apperr.Is(err, apperr.NotFound) {
 				return errNothingToMark
 			}
@@ -84,7 +94,7 @@ func (s *Service) MarkCarriedOver(ctx context.Context, store CarriedOverStore, r
 			}
 			put.Config[lifecycle.AdmissionKey] = lifecycle.AdmissionMark(c.ID, c.RequestID)
 			act.Detail(AdmissionDetail, c.ID)
-			return s.Members.UpdateMember(ctx, put, etag)
+			return members.UpdateMember(ctx, put, etag)
 		})
 		switch {
 		case errors.Is(err, errNothingToMark):

@@ -181,3 +181,22 @@ func names(all []Cluster) []string {
 	slices.Sort(out)
 	return out
 }
+
+// Lister lists the registered clusters (the Registry), ordered by name.
+type Lister interface {
+	All() []Cluster
+}
+
+// OfRecord is Resolve for a machine whose record is read: a record that names no cluster
+// (registered before clusters were records, or never enrolled) counts for the
+// environment's cluster (APELORA_INCUS_*), as every record did before; without one, Resolve
+// decides alone. Enrolment, admission and placement's checks name a call's cluster with it.
+func OfRecord(all []Cluster, machine string, record *int64, given string) (Cluster, error) {
+	if record == nil {
+		if i := slices.IndexFunc(all, func(c Cluster) bool { return c.FromEnvironment }); i >= 0 {
+			id := all[i].ID
+			record = &id
+		}
+	}
+	return Resolve(all, machine, record, given)
+}

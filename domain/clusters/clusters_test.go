@@ -112,3 +112,51 @@ func TestARemovalIsRefusedWhileAnythingNamesTheCluster(t *testing.T) {
 		}
 	}
 }
+
+func TestOfRecordCountsARecordWithoutClusterForTheEnvironments(t *testing.T) {
+	env := Cluster{ID: 1, Name: "default", Adopted: true, FromEnvironment: true}
+	b := Cluster{ID: 2, Name: "rack2", Adopted: true}
+	c := Cluster{ID: 3, Name: "rack3", Adopted: true}
+	id := func(n int64) *int64 { return &n }
+	for _, k := range []struct {
+		name   string
+		all    []Cluster
+		record *int64
+		given  string
+		want   string // cluster name, or the error code
+		moved  bool
+	}{
+		{"no cluster on the record, none given: the environment's", []Cluster{env, b}, nil, "", "default", false},
+		{"no cluster on the record, the environment's given", []Cluster{env, b}, nil, "default", "default", false},
+		{"no cluster on the record, another given: a move from the environment's", []Cluster{env, b}, nil, "rack2", "rack2", true},
+		{"the record's cluster, none given", []Cluster{env, b}, id(2), "", "rack2", false},
+		{"the record's cluster given", []Cluster{env, b}, id(2), "rack2", "rack2", false},
+		{"the record in another cluster than given: a move", []Cluster{env, b}, id(2), "default", "default", true},
+		{"an unknown cluster given", []Cluster{env, b}, nil, "rack9", string(apperr.NotFound), false},
+		{"no environment's cluster, two registered, none given", []Cluster{b, c}, nil, "", string(apperr.InvalidInput), false},
+		{"no environment's cluster, one registered", []Cluster{b}, nil, "", "rack2", false},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			got, err := OfRecord(k.all, "m1", k.record, k.given)
+			var moved *MovedError
+			if errors.As(err, &moved) {
+				if !k.moved || got.Name != k.want || moved.To.Name != k.want {
+					t.Fatalf("a move to %s (%v), want %s moved=%t", got.Name, err, k.want, k.moved)
+				}
+				return
+			}
+			if k.moved {
+				t.Fatalf("got %s %v, want a move", got.Name, err)
+			}
+			if err != nil {
+				if string(apperr.CodeOf(err)) != k.want {
+					t.Fatalf("got %s %v, want %s", apperr.CodeOf(err), err, k.want)
+				}
+				return
+			}
+			if got.Name != k.want {
+				t.Fatalf("got %s, want %s", got.Name, k.want)
+			}
+		})
+	}
+}

@@ -287,13 +287,26 @@ func (r *Runner) Round(ctx context.Context, lease Lease, only map[string]bool) (
 	}
 	slices.SortFunc(todo, func(a, b Admission) int { return strings.Compare(a.Machine, b.Machine) })
 
-	inc := &roundCache{Incus: r.Checker.Incus}
+	// This release's drift watches the environment's cluster (whose lifecycle events it
+	// follows): machines whose record names another cluster are left as they are.
+	cl, in, err := r.Checker.Cluster(ctx, "", nil)
+	if err != nil {
+		return 0, err
+	}
+	todo = slices.DeleteFunc(todo, func(a Admission) bool {
+		c := records[a.Machine].Cluster
+		return c != nil && *c != cl.ID
+	})
+	if len(todo) == 0 {
+		return 0, nil
+	}
+	inc := &roundCache{Incus: in}
 	members, err := inc.Members(ctx)
 	if err != nil {
 		return 0, err
 	}
 	checker := *r.Checker
-	checker.Incus, checker.Publish = inc, nil
+	checker.Publish = nil
 	looked := 0
 	var problem error
 	for _, a := range todo {
@@ -303,7 +316,7 @@ func (r *Runner) Round(ctx context.Context, lease Lease, only map[string]bool) (
 		member := findMember(members, a.Machine)
 		var report *admission.Report
 		if member != nil {
-			if report, err = checker.Run(ctx, a.Machine, records[a.Machine], admission.TriggerReport); err != nil {
+			if report, err = checker.RunIn(ctx, cl, inc, a.Machine, records[a.Machine], admission.TriggerReport); err != nil {
 				problem = firstErr(problem, fmt.Errorf("check %s: %w", a.Machine, err))
 				continue
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/hardware"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
@@ -241,10 +242,15 @@ func admittedAll(names ...string) (*fakeAdmissions, fakeRecords) {
 	return a, recs
 }
 
+type oneCluster []clusters.Cluster
+
+func (o oneCluster) All() []clusters.Cluster { return o }
+
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func runner(inc *fakeIncus, a *fakeAdmissions, recs fakeRecords, db *fakeDB) *Runner {
-	return &Runner{Checker: &admission.Checker{Incus: inc}, Admissions: a, Records: recs, Leadership: db,
+	return &Runner{Checker: &admission.Checker{Ports: clusters.PortsFunc[admission.Incus](func(context.Context, int64) (admission.Incus, error) { return inc, nil }),
+		Clusters: oneCluster{{ID: 1, Name: "default", Adopted: true, FromEnvironment: true}}}, Admissions: a, Records: recs, Leadership: db,
 		Interval: time.Hour, Limits: Limits{OfflineAfter: 2 * time.Minute}, Replica: "r1", Log: quiet()}
 }
 

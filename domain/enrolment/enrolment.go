@@ -17,6 +17,7 @@ import (
 
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/domain/plan"
@@ -83,13 +84,20 @@ type Store interface {
 	// EndAdmission ends the machine's open admission record, if any, in the change in
 	// progress: the member it admitted is gone (removed, or a new join begins).
 	EndAdmission(ctx context.Context, machine string) error
+	// SetRecordCluster has the machine's record name the cluster it is enrolled in, in the
+	// change in progress.
+	SetRecordCluster(ctx context.Context, machine string, cluster int64) error
 }
 
 // Service performs the enrolment steps.
 type Service struct {
-	Incus Incus
-	Store Store
-	Now   func() time.Time
+	// Ports finds a cluster's Incus ports (the connection pool); Clusters lists the
+	// registered clusters, among which clusters.OfRecord names each call's. Either nil:
+	// Incus is not configured.
+	Ports    clusters.Ports[Incus]
+	Clusters clusters.Lister
+	Store    Store
+	Now      func() time.Time
 	// Log hears of tokens that could not be withdrawn (names only); nil discards.
 	Log *slog.Logger
 }
@@ -103,6 +111,12 @@ type Approval struct {
 	ExpiresAt    time.Time
 	Addresses    []string
 	MemberConfig []ConfigValue
+	// Cluster is the cluster the token comes from, which the machine joins; MovedFrom is the
+	// cluster its record named before, when the step moves it (nil otherwise).
+	Cluster   clusters.Cluster
+	MovedFrom *clusters.Cluster
+	// record is the cluster the machine's record names before the step (nil: none).
+	record *int64
 }
 
 // hostSpecificKeys are member-specific keys whose value on one host says nothing about
@@ -157,25 +171,30 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// Approve has Incus issue a join token for the registered machine name.
-func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigValue) (*Approval, error) {
+// Approve has Incus issue a join token for the registered machine name, in the cluster
+// named cluster ("" for the record's, or the environment's for a record that names none);
+// the record names that cluster afterwards. Naming another cluster than the record's moves
+// the machine there, only while it is REGISTERED in the cluster it leaves (no member, no
+// pending join token).
+func (s *Service) Approve(ctx context.Context, name, cluster string, overrides []ConfigValue) (*Approval, error) {
 	if _, err := machines.Registered(ctx, s.Store, name, "register the machine before approving its enrolment"); err != nil {
 		return nil, err
 	}
 	var approval *Approval
 	err := s.Store.Audited(ctx, name, func(ctx context.Context) error {
 		// Read again under the machine's lock: it may have been unregistered meanwhile.
-		if _, err := machines.Registered(ctx, s.Store, name, "it was unregistered meanwhile"); err != nil {
+		rec, err := machines.Registered(ctx, s.Store, name, "it was unregistered meanwhile")
+		if err != nil {
 			return err
 		}
-		var err error
-		if approval, err = s.Prepare(ctx, name, overrides); err != nil {
+		if approval, err = s.Prepare(ctx, rec, cluster, overrides); err != nil {
 			return err
 		}
 		// A new join begins: whatever admission the name had was of a member that is gone
-		// (removed outside Apelora), and the new member is admitted afresh. Written after
-		// Incus issued the token (a change's database writes follow its upstream calls).
-		if err := s.Store.EndAdmission(ctx, name); err != nil {
+		// (removed outside Apelora), and the new member is admitted afresh; the record names
+		// the cluster it joins. Written after Incus issued the token (a change's database
+		// writes follow its upstream calls).
+		if err := s.Joining(ctx, approval); err != nil {
 			// The database failed after Incus issued the token (nothing can be sent now:
 			// the change wrote first); nobody holds the token, but it is pending.
 			return apperr.Wrap(err, apperr.CodeOf(err), "%s; a join token for %s was issued and is pending: revoke it (revokeJoinToken) before approving again", apperr.PublicMessage(err), apperr.Quote(name))
@@ -188,30 +207,110 @@ func (s *Service) Approve(ctx context.Context, name string, overrides []ConfigVa
 	return approval, nil
 }
 
-// Prepare checks that name can enrol (not a member, no pending token), computes its
-// member config and has Incus issue the join token, noting the expiry and member config
-// in the audit event. It takes no lock and writes nothing to the database: call it inside
-// an audited change of the machine, which ends the machine's open admission (EndAdmission)
-// after its upstream calls. If what follows fails, call Withdraw (inside the change) so no
-// token stays usable.
-func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigValue) (*Approval, error) {
-	if s.Incus == nil {
-		return nil, apperr.NotConfigured(apperr.Incus)
+// Joining records, in the change in progress and after its upstream calls, what an issued
+// join token means for the database: the machine's open admission ends (a new join
+// begins), and its record names the cluster the token is from.
+func (s *Service) Joining(ctx context.Context, a *Approval) error {
+	if err := s.Store.EndAdmission(ctx, a.Name); err != nil {
+		return err
 	}
-	snap, err := s.Incus.Snapshot(ctx)
+	if a.record != nil && *a.record == a.Cluster.ID {
+		return nil
+	}
+	return s.Store.SetRecordCluster(ctx, a.Name, a.Cluster.ID)
+}
+
+// Joined is Joining for a step whose outcome its process did not record (the reconciler):
+// the machine's cluster is the one the step named (given, "" for the record's).
+func (s *Service) Joined(ctx context.Context, name, given string) error {
+	rec, err := s.Store.Record(ctx, name)
+	if err != nil {
+		return err
+	}
+	var record *int64
+	if rec != nil {
+		record = rec.Cluster
+	}
+	if s.Clusters == nil {
+		return apperr.NotConfigured(apperr.Incus)
+	}
+	cl, err := clusters.OfRecord(s.Clusters.All(), name, record, given)
+	var moved *clusters.MovedError
+	if err != nil && !errors.As(err, &moved) {
+		return err
+	}
+	return s.Joining(ctx, &Approval{Name: name, Cluster: cl, record: record})
+}
+
+// in names the cluster of a call about machine (clusters.OfRecord: rec's cluster, the
+// given one, the environment's) and returns its ports. A *clusters.MovedError comes back
+// with the cluster named and its ports when move is true (the steps that may move a
+// machine), as the error otherwise.
+func (s *Service) in(ctx context.Context, name string, rec *machines.Record, given string, move bool) (clusters.Cluster, Incus, *clusters.MovedError, error) {
+	if s.Ports == nil || s.Clusters == nil {
+		return clusters.Cluster{}, nil, nil, apperr.NotConfigured(apperr.Incus)
+	}
+	var record *int64
+	if rec != nil {
+		record = rec.Cluster
+	}
+	cl, err := clusters.OfRecord(s.Clusters.All(), name, record, given)
+	var moved *clusters.MovedError
+	if err != nil && !(move && errors.As(err, &moved)) {
+		return clusters.Cluster{}, nil, nil, err
+	}
+	in, err := s.Ports.For(ctx, cl.ID)
+	if err != nil {
+		return clusters.Cluster{}, nil, nil, err
+	}
+	return cl, in, moved, nil
+}
+
+// Prepare checks that the machine of rec can enrol in the cluster named cluster (as
+// Approve names it: "" for the record's), computes its member config and has that
+// cluster's Incus issue the join token, noting the cluster, expiry and member config in
+// the audit event. A move to another cluster than the record's is allowed only while the
+// machine is REGISTERED in the one it leaves (no member, no pending token there). It takes
+// no lock and writes nothing to the database: call it inside an audited change of the
+// machine, which calls Joining after its upstream calls. If what follows fails, call
+// Withdraw (inside the change) so no token stays usable.
+func (s *Service) Prepare(ctx context.Context, rec *machines.Record, cluster string, overrides []ConfigValue) (*Approval, error) {
+	name := rec.Name
+	cl, in, moved, err := s.in(ctx, name, rec, cluster, true)
+	if err != nil {
+		return nil, err
+	}
+	fact := cl.Name
+	switch {
+	case moved != nil && rec.Cluster == nil:
+		fact += " (the record named no cluster, which counts for " + moved.From.Name + ")"
+	case moved != nil:
+		fact += " (the record moves from " + moved.From.Name + ")"
+	}
+	// The cluster the machine joins, and how Apelora reaches it: a plan confirmed after
+	// either changed is refused.
+	if err := plan.Read(ctx, "cluster of "+name, fact+"; "+cl.Fact()); err != nil {
+		return nil, err
+	}
+	if moved != nil {
+		if err := s.leaving(ctx, name, moved); err != nil {
+			return nil, err
+		}
+	}
+	snap, err := in.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if snap.Member(name) != nil {
-		return nil, apperr.New(apperr.FailedPrecondition, "%s is already an Incus member: there is nothing to enrol (removeMember first to enrol it again)", apperr.Quote(name))
+		return nil, apperr.New(apperr.FailedPrecondition, "%s is already an Incus member of cluster %s: there is nothing to enrol (removeMember first to enrol it again)", apperr.Quote(name), cl.Name)
 	}
 	if snap.PendingProblem != "" {
-		return nil, apperr.New(apperr.Unavailable, "cannot tell whether a join token for %s is already pending: %s; try again when every member answers", apperr.Quote(name), snap.PendingProblem)
+		return nil, apperr.New(apperr.Unavailable, "cannot tell whether a join token for %s is already pending in cluster %s: %s; try again when every member answers", apperr.Quote(name), cl.Name, snap.PendingProblem)
 	}
 	if p := snap.PendingFor(name); p != nil {
-		return nil, apperr.New(apperr.FailedPrecondition, "a join token for %s is already pending (it expires %s): use it, or revoke it with revokeJoinToken before approving again", apperr.Quote(name), p.ExpiresAt.UTC().Format(time.RFC3339))
+		return nil, apperr.New(apperr.FailedPrecondition, "a join token for %s is already pending in cluster %s (it expires %s): use it, or revoke it with revokeJoinToken before approving again", apperr.Quote(name), cl.Name, p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	keys, err := s.Incus.MemberConfigKeys(ctx)
+	keys, err := in.MemberConfigKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -224,26 +323,81 @@ func (s *Service) Prepare(ctx context.Context, name string, overrides []ConfigVa
 	if err := plan.Read(ctx, "member config of "+name, shownConfig(cfg)); err != nil {
 		return nil, err
 	}
-	tok, err := s.Incus.IssueJoinToken(ctx, name)
+	tok, err := in.IssueJoinToken(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	if a := audit.ActionFrom(ctx); a != nil {
+		a.Detail("cluster", cl.Name)
+		if moved != nil {
+			a.Detail("movedFrom", moved.From.Name)
+		}
 		a.Detail("joinTokenExpiresAt", tok.ExpiresAt.UTC().Format(time.RFC3339))
 		a.Detail("memberConfig", configDetail(cfg))
 	}
-	return &Approval{Name: name, Token: tok.Token, Planned: tok.Planned, ExpiresAt: tok.ExpiresAt, Addresses: tok.Addresses, MemberConfig: cfg}, nil
+	out := &Approval{Name: name, Token: tok.Token, Planned: tok.Planned, ExpiresAt: tok.ExpiresAt, Addresses: tok.Addresses, MemberConfig: cfg,
+		Cluster: cl, record: rec.Cluster}
+	if moved != nil {
+		from := moved.From
+		out.MovedFrom = &from
+	}
+	return out, nil
 }
 
-// Withdraw revokes the join token for name, best effort: used when the step that issued
-// it could not be completed or recorded.
-func (s *Service) Withdraw(ctx context.Context, name string) {
-	if s.Incus == nil {
-		return // no Incus: no token was issued
+// leaving refuses a move out of a cluster where the machine is not REGISTERED: a member
+// there, or a join token pending there for its name (D3: a record's cluster changes only
+// while REGISTERED).
+func (s *Service) leaving(ctx context.Context, name string, moved *clusters.MovedError) error {
+	from, err := s.Ports.For(ctx, moved.From.ID)
+	if err != nil {
+		return apperr.Wrap(err, apperr.CodeOf(err), "cannot tell whether %s is still enrolled in cluster %s, which its record names: %s; the record moves to %s only once that cluster answers",
+			apperr.Quote(name), moved.From.Name, apperr.PublicMessage(err), moved.To.Name)
 	}
-	if err := s.Incus.RevokeJoinToken(context.WithoutCancel(ctx), name); err != nil && s.Log != nil {
-		s.Log.ErrorContext(ctx, "a join token whose step was not completed could not be revoked: revoke it (revokeJoinToken) before it is used", "machine", name, "error", apperr.PublicMessage(err))
+	snap, err := from.Snapshot(ctx)
+	if err != nil {
+		return apperr.Wrap(err, apperr.CodeOf(err), "cannot tell whether %s is still enrolled in cluster %s, which its record names: %s; the record moves to %s only once that cluster answers",
+			apperr.Quote(name), moved.From.Name, apperr.PublicMessage(err), moved.To.Name)
 	}
+	if snap.Member(name) != nil {
+		return &apperr.Error{Code: apperr.FailedPrecondition, Field: "cluster", Message: fmt.Sprintf(
+			"%s is an Incus member of cluster %s: a machine moves to another cluster only while registered and not enrolled; remove it from %s first (removeMember), or leave cluster out",
+			apperr.Quote(name), moved.From.Name, moved.From.Name)}
+	}
+	if snap.PendingProblem != "" {
+		return apperr.New(apperr.Unavailable, "cannot tell whether a join token for %s is pending in cluster %s, which its record names: %s; try again when every member answers", apperr.Quote(name), moved.From.Name, snap.PendingProblem)
+	}
+	if p := snap.PendingFor(name); p != nil {
+		return &apperr.Error{Code: apperr.FailedPrecondition, Field: "cluster", Message: fmt.Sprintf(
+			"a join token for %s is pending in cluster %s, which its record names (it expires %s): revoke it (revokeJoinToken) before moving the machine to %s",
+			apperr.Quote(name), moved.From.Name, p.ExpiresAt.UTC().Format(time.RFC3339), moved.To.Name)}
+	}
+	return nil
+}
+
+// Withdraw revokes the join token of a, best effort, in the cluster that issued it: used
+// when the step that issued it could not be completed or recorded.
+func (s *Service) Withdraw(ctx context.Context, a *Approval) {
+	if s.Ports == nil || a.Planned {
+		return // no Incus, or a dry run: no token was issued
+	}
+	in, err := s.Ports.For(context.WithoutCancel(ctx), a.Cluster.ID)
+	if err == nil {
+		err = in.RevokeJoinToken(context.WithoutCancel(ctx), a.Name)
+	}
+	if err != nil && s.Log != nil {
+		s.Log.ErrorContext(ctx, "a join token whose step was not completed could not be revoked: revoke it (revokeJoinToken) before it is used", "machine", a.Name, "cluster", a.Cluster.Name, "error", apperr.PublicMessage(err))
+	}
+}
+
+// ofRecord is the cluster of a call about name with no cluster argument: its record's
+// (the environment's for a name without one) and its ports.
+func (s *Service) ofRecord(ctx context.Context, name string) (clusters.Cluster, Incus, error) {
+	rec, err := s.Store.Record(ctx, name)
+	if err != nil {
+		return clusters.Cluster{}, nil, err
+	}
+	cl, in, _, err := s.in(ctx, name, rec, "", false)
+	return cl, in, err
 }
 
 // shownConfig is the member config as a plan shows it: a secret's value (by the audit's
@@ -276,11 +430,15 @@ func (s *Service) Revoke(ctx context.Context, name string) error {
 	if err := machines.ValidateName(name); err != nil {
 		return err
 	}
-	if s.Incus == nil {
+	if s.Ports == nil {
 		return apperr.NotConfigured(apperr.Incus)
 	}
 	return s.Store.Audited(ctx, name, func(ctx context.Context) error {
-		snap, err := s.Incus.Snapshot(ctx)
+		_, in, err := s.ofRecord(ctx, name)
+		if err != nil {
+			return err
+		}
+		snap, err := in.Snapshot(ctx)
 		if err != nil {
 			return err
 		}
@@ -294,7 +452,7 @@ func (s *Service) Revoke(ctx context.Context, name string) error {
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("joinTokenExpiresAt", p.ExpiresAt.UTC().Format(time.RFC3339))
 		}
-		return s.Incus.RevokeJoinToken(ctx, name)
+		return in.RevokeJoinToken(ctx, name)
 	})
 }
 
@@ -307,11 +465,15 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 	if err := machines.ValidateName(name); err != nil {
 		return err
 	}
-	if s.Incus == nil {
+	if s.Ports == nil {
 		return apperr.NotConfigured(apperr.Incus)
 	}
 	return s.Store.Audited(ctx, name, func(ctx context.Context) error {
-		snap, err := s.Incus.Snapshot(ctx)
+		_, in, err := s.ofRecord(ctx, name)
+		if err != nil {
+			return err
+		}
+		snap, err := in.Snapshot(ctx)
 		if err != nil {
 			return err
 		}
@@ -335,7 +497,7 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 				rec.Warn("", "%s", w)
 			}
 		}
-		if w := throughWarning(s.Incus, m); w != "" {
+		if w := throughWarning(in, m); w != "" {
 			if a := audit.ActionFrom(ctx); a != nil {
 				a.Detail("talksThrough", m.URL)
 			}
@@ -362,7 +524,7 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 		if len(refusals) > 0 && rec == nil {
 			return refusals[0]
 		}
-		held, err := s.Incus.InstancesOn(ctx, name)
+		held, err := in.InstancesOn(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -384,12 +546,12 @@ func (s *Service) Remove(ctx context.Context, name string, force bool) error {
 			}
 			return refusals[0]
 		}
-		err = s.Incus.RemoveMember(ctx, name, force)
+		err = in.RemoveMember(ctx, name, force)
 		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			// No answer within the request timeout is no answer about the removal: Incus may
 			// still carry it out (removing the database leader took 6.7 s on a lab; one held by
 			// a member that hangs completes when it answers). Follow it to its end.
-			err = s.followRemoval(ctx, name, err)
+			err = s.followRemoval(ctx, in, name, err)
 		}
 		if err != nil {
 			return err
@@ -406,14 +568,14 @@ var removalFollow = 2 * time.Minute
 
 // followRemoval reads the members until Incus no longer lists name (the removal happened:
 // the change succeeds) or removalFollow has passed (it fails, saying what Incus shows).
-func (s *Service) followRemoval(ctx context.Context, name string, cause error) error {
+func (s *Service) followRemoval(ctx context.Context, in Incus, name string, cause error) error {
 	began := time.Now()
 	a := audit.ActionFrom(ctx)
 	if s.Log != nil {
 		s.Log.InfoContext(ctx, "Incus did not answer a member's removal: following it to its end", "machine", name, "for", removalFollow.String(), "error", apperr.PublicMessage(cause))
 	}
 	for {
-		snap, err := s.Incus.Snapshot(ctx)
+		snap, err := in.Snapshot(ctx)
 		if err == nil && snap.Member(name) == nil {
 			if a != nil {
 				a.Detail("removalFollowedSeconds", int64(time.Since(began)/time.Second))
@@ -435,6 +597,13 @@ func (s *Service) followRemoval(ctx context.Context, name string, cause error) e
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+func recordCluster(rec *machines.Record) *int64 {
+	if rec == nil {
+		return nil
+	}
+	return rec.Cluster
 }
 
 // throughWarning says what removing m does to Apelora's connection to Incus, when m is the
@@ -490,11 +659,26 @@ func plural(n int, one, many string) string {
 // join tokens, and records the database facts of that outcome (the admission a join or a
 // removal ends).
 func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdict, error) {
-	if s.Incus == nil {
+	if s.Ports == nil {
 		return changes.Verdict{}, apperr.NotConfigured(apperr.Incus)
 	}
 	name := st.Machine
-	snap, err := s.Incus.Snapshot(ctx)
+	// An approval's cluster is the one its input named (the record's when none): the record
+	// is written in the step's own transaction, so a step never recorded left it as it was.
+	// Revoking and removing act in the record's cluster.
+	rec, err := s.Store.Record(ctx, name)
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	given := ""
+	if st.Action == "approveEnrolment" {
+		given = st.Text("cluster")
+	}
+	cl, in, _, err := s.in(ctx, name, rec, given, true)
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	snap, err := in.Snapshot(ctx)
 	if err != nil {
 		return changes.Verdict{}, err
 	}
@@ -506,16 +690,16 @@ func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdi
 	case "approveEnrolment":
 		switch {
 		case pending != nil:
-			if err := s.Store.EndAdmission(ctx, name); err != nil {
+			if err := s.Joining(ctx, &Approval{Name: name, Cluster: cl, record: recordCluster(rec)}); err != nil {
 				return changes.Verdict{}, err
 			}
 			return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("Incus holds a join token for %s (it expires %s); the answer that carried it was lost with the process, so nobody has it: revoke it (revokeJoinToken) and approve again",
 				name, pending.ExpiresAt.UTC().Format(time.RFC3339))}, nil
 		case snap.Member(name) != nil:
-			if err := s.Store.EndAdmission(ctx, name); err != nil {
+			if err := s.Joining(ctx, &Approval{Name: name, Cluster: cl, record: recordCluster(rec)}); err != nil {
 				return changes.Verdict{}, err
 			}
-			return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("%s is an Incus member: its join token was issued and used", name)}, nil
+			return changes.Verdict{Outcome: audit.Succeeded, Found: fmt.Sprintf("%s is an Incus member of cluster %s: its join token was issued and used", name, cl.Name)}, nil
 		}
 		return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("Incus holds no join token for %s and it is no member: no token was issued", name)}, nil
 	case "revokeJoinToken":

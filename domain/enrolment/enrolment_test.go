@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/internal/apperr"
 )
 
@@ -53,6 +55,14 @@ func (f *fakeIncus) RemoveMember(_ context.Context, name string, _ bool) error {
 type fakeStore struct {
 	commitErr error
 	ended     []string
+	// cluster is the cluster the records name (nil: none); set, what SetRecordCluster wrote.
+	cluster *int64
+	set     []int64
+}
+
+func (s *fakeStore) SetRecordCluster(_ context.Context, _ string, cluster int64) error {
+	s.set = append(s.set, cluster)
+	return nil
 }
 
 func (s *fakeStore) EndAdmission(_ context.Context, machine string) error {
@@ -71,7 +81,7 @@ func (s *fakeStore) Record(_ context.Context, name string) (*machines.Record, er
 	if name == "unknown" {
 		return nil, nil
 	}
-	return &machines.Record{Name: name}, nil
+	return &machines.Record{Name: name, Cluster: s.cluster}, nil
 }
 
 var clusterKeys = []ConfigKey{
@@ -108,15 +118,19 @@ func TestMemberConfig(t *testing.T) {
 func TestApprove(t *testing.T) {
 	f := &fakeIncus{keys: clusterKeys}
 	st := &fakeStore{}
-	s := &Service{Incus: f, Store: st}
+	s := &Service{Ports: portsOf[Incus](f), Clusters: testClusters, Store: st}
 	a := &audit.Action{Name: "approveEnrolment"}
-	got, err := s.Approve(audit.WithAction(context.Background(), a), "node-3", nil)
+	got, err := s.Approve(audit.WithAction(context.Background(), a), "node-3", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A new join begins: the name's old admission, if any, ends.
+	// A new join begins: the name's old admission, if any, ends; the record, which named
+	// no cluster, names the environment's it joins.
 	if len(st.ended) != 1 || st.ended[0] != "node-3" {
 		t.Fatalf("admissions ended %v", st.ended)
+	}
+	if len(st.set) != 1 || st.set[0] != 1 || got.Cluster.Name != "default" || got.MovedFrom != nil {
+		t.Fatalf("record's cluster set %v, approval in %+v", st.set, got.Cluster)
 	}
 	if got.Token.Reveal() != "TOKEN-node-3" || len(got.MemberConfig) != 4 {
 		t.Fatalf("%+v", got)
@@ -136,9 +150,9 @@ func TestApproveRefusals(t *testing.T) {
 	f := &fakeIncus{keys: clusterKeys}
 	f.snap.Members = []membership.Member{{Name: "node-1"}}
 	f.snap.Pending = []membership.PendingJoin{{Name: "node-2", ExpiresAt: time.Now()}}
-	s := &Service{Incus: f, Store: &fakeStore{}}
+	s := &Service{Ports: portsOf[Incus](f), Clusters: testClusters, Store: &fakeStore{}}
 	for name, code := range map[string]apperr.Code{"node-1": apperr.FailedPrecondition, "node-2": apperr.FailedPrecondition, "unknown": apperr.NotFound, "Bad!": apperr.InvalidInput} {
-		if _, err := s.Approve(context.Background(), name, nil); !apperr.Is(err, code) {
+		if _, err := s.Approve(context.Background(), name, "", nil); !apperr.Is(err, code) {
 			t.Errorf("%s: %v, want %s", name, err, code)
 		}
 	}
@@ -153,8 +167,8 @@ func TestApproveRefusals(t *testing.T) {
 // event covers.
 func TestApproveSendsNothingOutsideItsChange(t *testing.T) {
 	f := &fakeIncus{keys: clusterKeys}
-	s := &Service{Incus: f, Store: &fakeStore{commitErr: errors.New("audit insert failed")}}
-	if _, err := s.Approve(context.Background(), "node-3", nil); err == nil {
+	s := &Service{Ports: portsOf[Incus](f), Clusters: testClusters, Store: &fakeStore{commitErr: errors.New("audit insert failed")}}
+	if _, err := s.Approve(context.Background(), "node-3", "", nil); err == nil {
 		t.Fatal("approved without a recorded approval")
 	}
 	if len(f.issued) != 1 || len(f.revoked) != 0 {
@@ -167,7 +181,7 @@ func TestRevokeAndRemove(t *testing.T) {
 	f.snap.Members = []membership.Member{{Name: "node-1", Status: "Online"}}
 	f.snap.Pending = []membership.PendingJoin{{Name: "node-2"}}
 	st := &fakeStore{}
-	s := &Service{Incus: f, Store: st}
+	s := &Service{Ports: portsOf[Incus](f), Clusters: testClusters, Store: st}
 	ctx := context.Background()
 	if err := s.Revoke(ctx, "node-2"); err != nil || len(f.revoked) != 1 {
 		t.Fatalf("revoke: %v %v", err, f.revoked)
@@ -266,5 +280,66 @@ func TestShownUserDataIsWhatIsApprovedNeverTheTokenOrItsExpiry(t *testing.T) {
 	ud, _ := UserData(script, a)
 	if !strings.HasPrefix(string(ud), strings.SplitN(userDataTemplate, "%", 2)[0]) {
 		t.Error("the user data does not start as its template does")
+	}
+}
+
+// Two clusters, each with its own Incus: the token comes from the cluster named (or the
+// record's), and a record moves only while its machine is not enrolled where it is.
+func TestApproveInTheClusterNamed(t *testing.T) {
+	env := &fakeIncus{keys: clusterKeys, snap: membership.Snapshot{Members: []membership.Member{{Name: "node-1", Status: membership.StatusOnline}}}}
+	rack2 := &fakeIncus{keys: clusterKeys[:1]}
+	two := listed{{ID: 1, Name: "default", Adopted: true, FromEnvironment: true}, {ID: 2, Name: "rack2", Adopted: true}}
+	byID := clusters.PortsFunc[Incus](func(_ context.Context, id int64) (Incus, error) {
+		if id == 2 {
+			return rack2, nil
+		}
+		return env, nil
+	})
+	id := func(n int64) *int64 { return &n }
+
+	// A record that names no cluster, approved into rack2: a move from the environment's,
+	// shown in the plan's fact and the audit event; the token is rack2's.
+	st := &fakeStore{}
+	s := &Service{Ports: byID, Clusters: two, Store: st}
+	a := &audit.Action{Name: "approveEnrolment"}
+	rec := plan.For("approveEnrolment", map[string]any{"name": "node-3", "cluster": "rack2"})
+	got, err := s.Approve(plan.With(audit.WithAction(context.Background(), a), rec), "node-3", "rack2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rack2.issued) != 1 || len(env.issued) != 0 || got.Cluster.Name != "rack2" || got.MovedFrom == nil || got.MovedFrom.Name != "default" || len(got.MemberConfig) != 1 {
+		t.Fatalf("issued in rack2 %v, in default %v; approval %+v", rack2.issued, env.issued, got)
+	}
+	if len(st.set) != 1 || st.set[0] != 2 {
+		t.Fatalf("record's cluster set %v, want [2]", st.set)
+	}
+	facts := fmt.Sprint(rec.Plan().Facts)
+	if !strings.Contains(facts, "cluster of node-3 rack2 (the record named no cluster, which counts for default)") {
+		t.Fatalf("plan facts %s", facts)
+	}
+	if ev := fmt.Sprint(a.Event(audit.Succeeded, "")); !strings.Contains(ev, "rack2") || !strings.Contains(ev, "movedFrom") {
+		t.Fatalf("audit event %s", ev)
+	}
+
+	// The record names rack2: left out, the cluster is rack2, and nothing moves.
+	st = &fakeStore{cluster: id(2)}
+	s = &Service{Ports: byID, Clusters: two, Store: st}
+	if got, err := s.Approve(context.Background(), "node-4", "", nil); err != nil || got.Cluster.Name != "rack2" || got.MovedFrom != nil || len(st.set) != 0 {
+		t.Fatalf("the record's cluster: %+v %v, set %v", got, err, st.set)
+	}
+
+	// node-1 is a member of the environment's cluster: it cannot move to rack2.
+	s = &Service{Ports: byID, Clusters: two, Store: &fakeStore{}}
+	if _, err := s.Approve(context.Background(), "node-1", "rack2", nil); !apperr.Is(err, apperr.FailedPrecondition) || !strings.Contains(err.Error(), "member of cluster default") {
+		t.Fatalf("a member moved: %v", err)
+	}
+	// An unknown cluster: NOT_FOUND on field cluster, naming those there are; nothing issued.
+	before := len(rack2.issued) + len(env.issued)
+	_, err = s.Approve(context.Background(), "node-5", "rack9", nil)
+	if e, ok := apperr.As(err); !ok || e.Code != apperr.NotFound || e.Field != "cluster" || !strings.Contains(e.Message, "registered are default, rack2") {
+		t.Fatalf("an unknown cluster: %v", err)
+	}
+	if len(rack2.issued)+len(env.issued) != before {
+		t.Fatal("a token was issued for an unknown cluster")
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/lifecycle"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/domain/plan"
@@ -192,31 +193,52 @@ type Store interface {
 	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
 }
 
-// Service turns the guard on and off and reads its state.
+// Service turns the guard on and off and reads its state, each cluster's its own (the
+// guard is a setting of the cluster).
 type Service struct {
-	Incus Incus // nil when Incus is not configured
-	Store Store
+	// Ports finds a cluster's Incus ports (the connection pool); Clusters lists the
+	// registered clusters. Either nil: Incus is not configured.
+	Ports    clusters.Ports[Incus]
+	Clusters clusters.Lister
+	Store    Store
 }
 
-// Status reads the guard's state from Incus.
-func (s *Service) Status(ctx context.Context) (Status, error) {
-	if s.Incus == nil {
-		return Status{}, apperr.NotConfigured(apperr.Incus)
+// Default is the cluster the placementGuard query and setPlacementGuard are about: the
+// environment's (APELORA_INCUS_*), or the only one registered.
+func (s *Service) Default() (clusters.Cluster, error) {
+	if s.Ports == nil || s.Clusters == nil {
+		return clusters.Cluster{}, apperr.NotConfigured(apperr.Incus)
 	}
-	v, _, err := s.Incus.PlacementScriptlet(ctx)
+	return clusters.OfRecord(s.Clusters.All(), "", nil, "")
+}
+
+func (s *Service) in(ctx context.Context, cluster int64) (Incus, error) {
+	if s.Ports == nil {
+		return nil, apperr.NotConfigured(apperr.Incus)
+	}
+	return s.Ports.For(ctx, cluster)
+}
+
+// Status reads the guard's state from the cluster's Incus.
+func (s *Service) Status(ctx context.Context, cluster int64) (Status, error) {
+	in, err := s.in(ctx, cluster)
 	if err != nil {
 		return Status{}, err
 	}
-	return s.withMarks(ctx, Judge(v)), nil
+	v, _, err := in.PlacementScriptlet(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	return withMarks(ctx, in, Judge(v)), nil
 }
 
 // withMarks adds who carries the mark to an ON status. The member list failing leaves
 // the marks unknown: the guard's state is still known.
-func (s *Service) withMarks(ctx context.Context, st Status) Status {
+func withMarks(ctx context.Context, in Incus, st Status) Status {
 	if st.State != On {
 		return st
 	}
-	members, err := s.Incus.Members(ctx)
+	members, err := in.Members(ctx)
 	if err != nil {
 		return st
 	}
@@ -232,13 +254,14 @@ func (s *Service) withMarks(ctx context.Context, st Status) Status {
 // Set turns the guard on (installs Scriptlet where no scriptlet is, or over an earlier
 // version's guard) or off (removes Apelora's guard, of any version), and returns the state after, read back from Incus. Setting the state it is already in changes
 // nothing in Incus and is still audited. A foreign scriptlet is never touched.
-func (s *Service) Set(ctx context.Context, enabled bool) (Status, error) {
-	if s.Incus == nil {
-		return Status{}, apperr.NotConfigured(apperr.Incus)
+func (s *Service) Set(ctx context.Context, cluster int64, enabled bool) (Status, error) {
+	in, err := s.in(ctx, cluster)
+	if err != nil {
+		return Status{}, err
 	}
 	var after Status
-	err := s.Store.Audited(ctx, "", func(ctx context.Context) error {
-		cur, etag, err := s.Incus.PlacementScriptlet(ctx)
+	err = s.Store.Audited(ctx, "", func(ctx context.Context) error {
+		cur, etag, err := in.PlacementScriptlet(ctx)
 		if err != nil {
 			return err
 		}
@@ -251,22 +274,22 @@ func (s *Service) Set(ctx context.Context, enabled bool) (Status, error) {
 			return refusal(enabled, now)
 		}
 		if rec := plan.From(ctx); rec != nil {
-			if target := s.withMarks(ctx, Status{State: want}); target.Unplaceable() {
+			if target := withMarks(ctx, in, Status{State: want}); target.Unplaceable() {
 				rec.Warn("", "%s", target.Message())
 			}
 		}
 		if now.State != want || now.Outdated {
-			if err := s.Incus.SetPlacementScriptlet(ctx, value, etag); err != nil {
+			if err := in.SetPlacementScriptlet(ctx, value, etag); err != nil {
 				return err
 			}
 		}
 		// The state as it now is, read again: after the write, or, in a dry run (where the
 		// write was a call of the plan), as it stands, so a plan's payload shows only what exists.
-		cur, _, err = s.Incus.PlacementScriptlet(ctx)
+		cur, _, err = in.PlacementScriptlet(ctx)
 		if err != nil {
 			return err
 		}
-		after = s.withMarks(ctx, Judge(cur))
+		after = withMarks(ctx, in, Judge(cur))
 		return nil
 	})
 	if err != nil {
@@ -290,10 +313,15 @@ func refusal(enabled bool, found Status) error {
 // JudgeStep says what became of a setPlacementGuard whose outcome its process did not
 // record (package changes): Incus's scriptlet now, against the state asked for.
 func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdict, error) {
-	if s.Incus == nil {
-		return changes.Verdict{}, apperr.NotConfigured(apperr.Incus)
+	cl, err := s.Default()
+	if err != nil {
+		return changes.Verdict{}, err
 	}
-	v, _, err := s.Incus.PlacementScriptlet(ctx)
+	in, err := s.in(ctx, cl.ID)
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	v, _, err := in.PlacementScriptlet(ctx)
 	if err != nil {
 		return changes.Verdict{}, err
 	}

@@ -22,15 +22,18 @@ type Store interface {
 	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
 	Record(ctx context.Context, name string) (*machines.Record, error)
 	RecordBySystemID(ctx context.Context, systemID string) (*machines.Record, error)
-	// EndAdmission ends the machine's open admission, if any, in the change in progress: a
-	// new join begins.
-	EndAdmission(ctx context.Context, machine string) error
 }
 
 // Enrolment issues and withdraws join tokens inside a change already audited.
 type Enrolment interface {
-	Prepare(ctx context.Context, name string, overrides []enrolment.ConfigValue) (*enrolment.Approval, error)
-	Withdraw(ctx context.Context, name string)
+	// Prepare issues the join token in the cluster named cluster ("" for the record's).
+	Prepare(ctx context.Context, rec *machines.Record, cluster string, overrides []enrolment.ConfigValue) (*enrolment.Approval, error)
+	Withdraw(ctx context.Context, a *enrolment.Approval)
+	// Joining ends the machine's admission and has its record name the token's cluster,
+	// after the step's upstream calls; Joined does so for a step judged later, in the
+	// cluster the step named.
+	Joining(ctx context.Context, a *enrolment.Approval) error
+	Joined(ctx context.Context, name, cluster string) error
 }
 
 // Service performs the MAAS steps.
@@ -161,8 +164,11 @@ func (s *Service) Commission(ctx context.Context, systemID string, o CommissionO
 // Incus issues a join token, which goes only into the cloud-init user data of the deploy
 // call (never stored, logged or audited; the audit event records the series). A Ready
 // machine is allocated first. If the deploy fails, the token is revoked and an allocation
-// made here is released, so nothing is left half-done.
-func (s *Service) Install(ctx context.Context, name, series string, overrides []enrolment.ConfigValue) (*MAASMachine, error) {
+// made here is released, so nothing is left half-done. The token comes from the cluster
+// named cluster ("" for the record's, or the environment's), which the machine joins
+// through cloud-init and its record names afterwards; naming another cluster than the
+// record's moves a machine that is not enrolled in it (enrolment.Service.Prepare).
+func (s *Service) Install(ctx context.Context, name, series, cluster string, overrides []enrolment.ConfigValue) (*MAASMachine, error) {
 	m, err := s.maas()
 	if err != nil {
 		return nil, err
@@ -197,16 +203,14 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 			a.Detail("systemId", cur.SystemID)
 			a.Detail("series", series)
 		}
-		approval, err := s.Enrolment.Prepare(ctx, name, overrides)
+		approval, err := s.Enrolment.Prepare(ctx, rec, cluster, overrides)
 		if err != nil {
 			return err
 		}
 		// If what follows fails, no token issued here stays usable (withdrawn inside the
 		// change, so its intent covers it); a dry run's token was issued by nobody.
 		withdraw := func() {
-			if !approval.Planned {
-				s.Enrolment.Withdraw(ctx, name)
-			}
+			s.Enrolment.Withdraw(ctx, approval)
 		}
 		userData, err := enrolment.UserData(s.EnrolScript, approval)
 		if err != nil {
@@ -238,8 +242,9 @@ func (s *Service) Install(ctx context.Context, name, series string, overrides []
 			withdraw()
 			return err
 		}
-		// A new join begins: the machine's old admission ends (after the upstream calls).
-		return s.Store.EndAdmission(ctx, name)
+		// A new join begins: the machine's old admission ends and its record names the
+		// cluster it joins (after the upstream calls).
+		return s.Enrolment.Joining(ctx, approval)
 	})
 	if err != nil {
 		return nil, err
@@ -450,7 +455,7 @@ func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdi
 	case "installOperatingSystem":
 		switch cur.Status {
 		case Deploying, Deployed:
-			if err := s.Store.EndAdmission(ctx, st.Machine); err != nil {
+			if err := s.Enrolment.Joined(ctx, st.Machine, st.Text("cluster")); err != nil {
 				return changes.Verdict{}, err
 			}
 			return happened(true, "the install")

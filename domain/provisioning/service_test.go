@@ -75,7 +75,6 @@ type fakeStore struct{ records map[string]*machines.Record }
 func (s *fakeStore) Audited(ctx context.Context, _ string, fn func(context.Context) error) error {
 	return fn(ctx)
 }
-func (s *fakeStore) EndAdmission(context.Context, string) error { return nil }
 
 func (s *fakeStore) Record(_ context.Context, name string) (*machines.Record, error) {
 	return s.records[name], nil
@@ -93,14 +92,22 @@ type secret string
 
 func (s secret) Reveal() string { return string(s) }
 
-type fakeEnrolment struct{ prepared, withdrawn []string }
+type fakeEnrolment struct{ prepared, withdrawn, joining []string }
 
-func (f *fakeEnrolment) Prepare(_ context.Context, name string, _ []enrolment.ConfigValue) (*enrolment.Approval, error) {
-	f.prepared = append(f.prepared, name)
-	return &enrolment.Approval{Name: name, Token: secret("TOKEN-" + name), Addresses: []string{"10.0.0.5:8443"}}, nil
+func (f *fakeEnrolment) Prepare(_ context.Context, rec *machines.Record, cluster string, _ []enrolment.ConfigValue) (*enrolment.Approval, error) {
+	f.prepared = append(f.prepared, rec.Name+"@"+cluster)
+	return &enrolment.Approval{Name: rec.Name, Token: secret("TOKEN-" + rec.Name), Addresses: []string{"10.0.0.5:8443"}}, nil
 }
-func (f *fakeEnrolment) Withdraw(_ context.Context, name string) {
-	f.withdrawn = append(f.withdrawn, name)
+func (f *fakeEnrolment) Withdraw(_ context.Context, a *enrolment.Approval) {
+	f.withdrawn = append(f.withdrawn, a.Name)
+}
+func (f *fakeEnrolment) Joining(_ context.Context, a *enrolment.Approval) error {
+	f.joining = append(f.joining, a.Name)
+	return nil
+}
+func (f *fakeEnrolment) Joined(_ context.Context, name, _ string) error {
+	f.joining = append(f.joining, name)
+	return nil
 }
 
 type members []string
@@ -203,27 +210,28 @@ func TestHardwareTestRules(t *testing.T) {
 func TestInstall(t *testing.T) {
 	s, m, en := setup()
 	ctx := context.Background()
-	if _, err := s.Install(ctx, "node-m", "noble", nil); code(err) != apperr.FailedPrecondition {
+	if _, err := s.Install(ctx, "node-m", "noble", "", nil); code(err) != apperr.FailedPrecondition {
 		t.Fatalf("install a MANUAL machine: %v", err)
 	}
-	if _, err := s.Install(ctx, "node-x", "noble", nil); code(err) != apperr.NotFound {
+	if _, err := s.Install(ctx, "node-x", "noble", "", nil); code(err) != apperr.NotFound {
 		t.Fatalf("install an unknown machine: %v", err)
 	}
-	if _, err := s.Install(ctx, "node-a", "not a series", nil); code(err) != apperr.InvalidInput {
+	if _, err := s.Install(ctx, "node-a", "not a series", "", nil); code(err) != apperr.InvalidInput {
 		t.Fatalf("bad series: %v", err)
 	}
-	got, err := s.Install(ctx, "node-a", "noble", nil)
+	got, err := s.Install(ctx, "node-a", "noble", "rack2", nil)
 	if err != nil || got.Status != Deploying || strings.Join(m.calls, ";") != "allocate ready1;deploy ready1 noble" {
 		t.Fatalf("install: %v %v %v", got, err, m.calls)
 	}
-	if len(en.prepared) != 1 || len(en.withdrawn) != 0 {
+	// The token comes from the cluster named, and the record names it after the deploy.
+	if len(en.prepared) != 1 || en.prepared[0] != "node-a@rack2" || len(en.withdrawn) != 0 || len(en.joining) != 1 {
 		t.Fatalf("prepared %v withdrawn %v", en.prepared, en.withdrawn)
 	}
 
 	// A deploy MAAS refuses: the token is withdrawn and the allocation made here returned.
 	s, m, en = setup()
 	m.deployErr = apperr.New(apperr.FailedPrecondition, "MAAS refused to deploy: distro_series: 'warty' is not valid")
-	if _, err := s.Install(ctx, "node-a", "warty", nil); err == nil {
+	if _, err := s.Install(ctx, "node-a", "warty", "", nil); err == nil {
 		t.Fatal("install succeeded")
 	}
 	if strings.Join(m.calls, ";") != "allocate ready1;deploy ready1 warty;release ready1 keep" || len(en.withdrawn) != 1 {
@@ -233,7 +241,7 @@ func TestInstall(t *testing.T) {
 	// A machine replaced under the same system id is not installed.
 	s, m, _ = setup()
 	m.machines["ready1"].HardwareUUID = "uuid-other"
-	if _, err := s.Install(ctx, "node-a", "noble", nil); code(err) != apperr.FailedPrecondition || !strings.Contains(err.Error(), "replaced") {
+	if _, err := s.Install(ctx, "node-a", "noble", "", nil); code(err) != apperr.FailedPrecondition || !strings.Contains(err.Error(), "replaced") {
 		t.Fatalf("hardware UUID changed: %v", err)
 	}
 }

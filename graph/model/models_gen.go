@@ -64,6 +64,14 @@ type AdmitMemberPayload struct {
 
 type ApproveEnrolmentInput struct {
 	Name string `json:"name"`
+	// The Incus cluster the machine joins (a name the `clusters` query lists): the join token
+	// comes from it, and the machine record names it afterwards. Left out: the cluster the
+	// record names, or, for a record that names none, the cluster of APELORA_INCUS_*. An
+	// unknown name is NOT_FOUND (`extensions.field` cluster). Naming another cluster than the
+	// record's moves the machine there, and only while it is registered and not enrolled in
+	// the cluster it leaves (no member, no pending join token there; FAILED_PRECONDITION
+	// otherwise); the plan's fact `cluster of NAME` says which cluster, and the move.
+	Cluster *string `json:"cluster,omitempty"`
 	// Values for member-specific keys (for example a storage pool's `source` device). Keys not
 	// given get the driver's default for host-specific keys (source, BGP next hops), and the
 	// value an existing member uses for the others. An entry refused (a key the cluster does
@@ -591,6 +599,9 @@ type InstallOperatingSystemInput struct {
 	Name string `json:"name"`
 	// The series to install, e.g. noble or ubuntu/noble.
 	Series string `json:"series"`
+	// The Incus cluster the machine joins through cloud-init, as in approveEnrolment: the join
+	// token in the user data comes from it, and the record names it afterwards.
+	Cluster *string `json:"cluster,omitempty"`
 	// Member config for the join, as in approveEnrolment.
 	MemberConfig []*MemberConfigInput `json:"memberConfig,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and

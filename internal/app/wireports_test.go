@@ -10,6 +10,7 @@ import (
 	"github.com/apelora/fabric/adapters/incus"
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/enrolment"
 	"github.com/apelora/fabric/domain/fencing"
 	"github.com/apelora/fabric/domain/fleet"
@@ -26,9 +27,18 @@ import (
 // not serve (the fencing worker's MAAS reader, say), shows up here; and an upstream that is
 // not configured leaves its ports nil, never an interface holding a nil pointer.
 func TestWirePortsFillsEachUpstreamsPorts(t *testing.T) {
-	incusPortsOf := []string{"enrolment.Service.Incus", "machines.Service.Membership", "fleet.Service.Incus", "fleet.One.Incus",
-		"admission.Checker.Incus", "admission.Service.Members", "provisioning.Service.Membership", "fencing.Service.Membership",
-		"resolvers.Resolver.Versions", "placement.Service.Incus", "maintenance.Service.Incus", "rolling.Service.Incus"}
+	incusPortsOf := []string{"machines.Service.Membership", "fleet.Service.Incus", "fleet.One.Incus",
+		"provisioning.Service.Membership", "fencing.Service.Membership",
+		"resolvers.Resolver.Versions", "maintenance.Service.Incus", "rolling.Service.Incus"}
+	// The services that act in a machine's record's cluster take the pool's ports per
+	// cluster, and the registered clusters.
+	poolPortsOf := map[string]string{
+		"enrolment.Service.Ports": "clusters.PortsFunc[github.com/apelora/fabric/domain/enrolment.Incus]", "enrolment.Service.Clusters": "*clusters.Registry",
+		"admission.Checker.Ports": "clusters.PortsFunc[github.com/apelora/fabric/domain/admission.Incus]", "admission.Checker.Clusters": "*clusters.Registry",
+		"admission.Service.Members": "clusters.PortsFunc[github.com/apelora/fabric/domain/admission.Members]",
+		"placement.Service.Ports":   "clusters.PortsFunc[github.com/apelora/fabric/domain/placement.Incus]", "placement.Service.Clusters": "*clusters.Registry",
+		"admission.Checker.Guard": "*placement.Service",
+	}
 	maasPortsOf := []string{"machines.Service.MAAS", "fleet.Service.MAAS", "fleet.One.MAAS", "admission.Checker.MAAS",
 		"admission.Checker.MAASInventory", "provisioning.Service.MAAS", "provisioning.Service.ImageSource",
 		"provisioning.Service.Hardware"}
@@ -38,13 +48,17 @@ func TestWirePortsFillsEachUpstreamsPorts(t *testing.T) {
 	}{{"incus only", true, false}, {"maas only", false, true}, {"both", true, true}, {"neither", false, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			var incusSide *incus.Ports
+			var pool *incus.Pool
 			var maasSide *maas.Ports
+			registry := clusters.NewRegistry(nil)
 			want := map[string]string{}
 			if c.incus {
 				incusSide = &incus.Ports{}
+				pool = incus.NewPool(nil, registry, incus.Config{})
 				for _, f := range incusPortsOf {
 					want[f] = "*incus.Ports"
 				}
+				maps.Copy(want, poolPortsOf)
 			}
 			if c.maas {
 				maasSide = &maas.Ports{}
@@ -59,7 +73,7 @@ func TestWirePortsFillsEachUpstreamsPorts(t *testing.T) {
 				Provisioning: &provisioning.Service{}, Fencing: &fencing.Service{}, Placement: &placement.Service{},
 				Maintenance: &maintenance.Service{}, Rolling: &rolling.Service{},
 			}
-			wirePorts(res, enrol, incusSide, maasSide)
+			wirePorts(res, enrol, pool, registry, incusSide, maasSide)
 			got := map[string]string{}
 			for _, s := range []any{enrol, res.Machines, res.View, res.View.One, res.Admission, res.Admission.Checker, res.Provisioning, res.Fencing, res.Placement, res.Maintenance, res.Rolling, res} {
 				v := reflect.ValueOf(s).Elem()

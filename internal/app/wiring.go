@@ -20,6 +20,7 @@ import (
 	"github.com/apelora/fabric/adapters/maas"
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/drift"
 	"github.com/apelora/fabric/domain/enrolment"
 	"github.com/apelora/fabric/domain/fencing"
@@ -49,20 +50,26 @@ type Product struct {
 // every assignment written out, so a reader finds who answers a port by searching for it.
 // An upstream that is not configured (nil) leaves its ports nil: the services say
 // apperr.NotConfigured where they need it. Ports set before (the fleet's reads, through the
-// metrics) are kept.
-func wirePorts(res *resolvers.Resolver, enrol *enrolment.Service, ic *incus.Ports, mc *maas.Ports) {
+// metrics) are kept. The services that act in whichever cluster a machine's record names
+// (enrolment, admission, the placement guard) take the pool's ports per cluster (pool; nil
+// when Incus is not configured) and the registered clusters.
+func wirePorts(res *resolvers.Resolver, enrol *enrolment.Service, pool *incus.Pool, registry *clusters.Registry, ic *incus.Ports, mc *maas.Ports) {
+	if pool != nil {
+		enrol.Ports, enrol.Clusters = incus.As[enrolment.Incus](pool), registry
+		res.Admission.Checker.Ports, res.Admission.Checker.Clusters = incus.As[admission.Incus](pool), registry
+		res.Admission.Members = incus.As[admission.Members](pool)
+		res.Placement.Ports, res.Placement.Clusters = incus.As[placement.Incus](pool), registry
+		// The guard's state comes from the placement service, not a port of its own.
+		res.Admission.Checker.Guard = res.Placement
+	}
 	if ic != nil {
-		enrol.Incus = ic
 		res.Machines.Membership = ic
 		if res.View.Incus == nil {
 			res.View.Incus = ic
 		}
 		res.View.One.Incus = ic
-		res.Admission.Checker.Incus = ic
-		res.Admission.Members = ic
 		res.Provisioning.Membership = ic
 		res.Fencing.Membership = ic
-		res.Placement.Incus = ic
 		res.Maintenance.Incus = ic
 		res.Rolling.Incus = ic
 		res.Versions = ic
@@ -141,7 +148,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		log.Warn("Incus is not configured: every change is refused until APELORA_INCUS_URL (or APELORA_INCUS_SOCKET), or Apelora's client identity (APELORA_INCUS_CLIENT_CERT and _KEY) to register clusters with, is set")
 		checks = append(checks, func(context.Context) error { return apperr.NotConfigured(apperr.Incus) })
 	} else if ics.env == nil {
-		log.Warn("no Incus cluster comes from APELORA_INCUS_*: register clusters with registerCluster (this version acts on the members of the cluster of APELORA_INCUS_* only)")
+		log.Warn("no Incus cluster comes from APELORA_INCUS_*: register clusters with registerCluster (enrolment and admission act in each record's cluster; fencing, evacuations and rolling reboots only in the cluster of APELORA_INCUS_*)")
 	}
 
 	var maasSide *maas.Ports
@@ -237,11 +244,11 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if maasSide != nil && cfg.Metrics != nil {
 		res.View.MAAS = maasAvailability{maasSide, cfg.Metrics}
 	}
-	wirePorts(res, enrol, incusSide, maasSide)
-	if incusSide != nil {
-		// The guard's state comes from the placement service, not a port of its own.
-		res.Admission.Checker.Guard = res.Placement
+	var pool *incus.Pool
+	if cfg.Incus.Configured() {
+		pool = ics.pool
 	}
+	wirePorts(res, enrol, pool, ics.registry, incusSide, maasSide)
 	triggers := []fleet.Trigger{hubTrigger(feed.Hub(), mayHaveChanged), hubTrigger(driftFeed.Hub(), nil), hubTrigger(fenceFeed.Hub(), nil)}
 	var events *incusEvents // one lifecycle stream per replica, for the fleet stream and drift
 	if incusClient != nil {

@@ -200,7 +200,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 	// step is an audit event, sealed with the audit key: a worker without it drives none
 	// (a worker with the key takes the rolling lease), so no step happens unrecorded.
 	if store.SealsAudit() {
-		go newRollingDriver(cfg, store, ic2, client, threshold, log).Run(ctx)
+		go newRollingDriver(cfg, store, ics, ic2, client, threshold, log).Run(ctx)
 	} else {
 		log.Error("this worker holds no audit key, so it drives no rolling reboot (each step is a sealed audit event): give it the servers' key file (APELORA_AUDIT_KEY_FILE); it fences as before")
 	}
@@ -232,10 +232,11 @@ func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencin
 // newRollingDriver builds the rolling reboot driver on the worker's clients: evacuate and
 // restore through package maintenance (restore's admission checks included), the power
 // cycle through the worker's MAAS client.
-func newRollingDriver(cfg WorkerConfig, store *postgres.Store, ic *incus.Client, mc *maas.Client, offlineThreshold time.Duration, log *slog.Logger) *rolling.Driver {
+func newRollingDriver(cfg WorkerConfig, store *postgres.Store, ics *incusClusters, ic *incus.Client, mc *maas.Client, offlineThreshold time.Duration, log *slog.Logger) *rolling.Driver {
 	incusSide, maasSide := incus.NewPorts(ic), maas.NewPorts(mc)
+	// Restore's admission checks compare each member with its record's cluster.
 	checker := &admission.Checker{Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles(),
-		Incus: incusSide, MAAS: maasSide, MAASInventory: maasSide}
+		Ports: incus.As[admission.Incus](ics.pool), Clusters: ics.registry, MAAS: maasSide, MAASInventory: maasSide}
 	mnt := &maintenance.Service{Store: store.Maintenance(), Checker: checker, Incus: incusSide}
 	d := &rolling.Driver{
 		Store: store.Rolling(), Incus: incusSide, Power: maas.NewFencePorts(mc), Maintenance: mnt, Tasks: store.Maintenance(),

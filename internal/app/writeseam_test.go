@@ -50,7 +50,7 @@ var portWrites = []string{
 	"DATABASE hardware.Tx.PutProfile", "DATABASE hardware.Tx.DeleteProfile", "DATABASE hardware.Tx.AssignProfile",
 	"DATABASE identity.Tx.InsertIdentity", "DATABASE identity.Tx.SetRevoked", "DATABASE identity.Tx.SignInSSO", "DATABASE identity.Tx.EndConsoleSessions",
 	"DATABASE admission.Publisher.Publish",
-	"DATABASE admission.Store.RecordAdmission", "DATABASE enrolment.Store.EndAdmission",
+	"DATABASE admission.Store.RecordAdmission", "DATABASE enrolment.Store.EndAdmission", "DATABASE enrolment.Store.SetRecordCluster",
 	"DATABASE maintenance.Store.StartTask", "DATABASE maintenance.Store.RecordFinished",
 	"DATABASE clusters.Tx.Insert", "DATABASE clusters.Tx.Update", "DATABASE clusters.Tx.Delete",
 }
@@ -116,7 +116,7 @@ func (fakeIncus) RoundTrip(req *http.Request) (*http.Response, error) {
 // the database is as it was, its sequences included.
 func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 	db := pgtest.New(t)
-	db.EnvironmentCluster(t) // the member rows below are the environment's cluster's (migration 0040)
+	env := db.EnvironmentCluster(t) // the member rows below are the environment's cluster's (migration 0040)
 	store := db.Store
 	writes := store.Writes()
 
@@ -177,7 +177,7 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 		return err
 	}))
 	must(store.Audited(seed, "m1", func(ctx context.Context) error {
-		_, err := store.RecordAdmission(ctx, admission.Admitted{Machine: "m1", Member: "m1", By: "test", RequestID: "seed"})
+		_, err := store.RecordAdmission(ctx, admission.Admitted{Cluster: env, Machine: "m1", Member: "m1", By: "test", RequestID: "seed"})
 		return err
 	}))
 	var seededID int64

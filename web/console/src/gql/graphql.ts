@@ -35,6 +35,16 @@ export type AdmitMemberInput = {
 
 export type ApproveEnrolmentInput = {
   /**
+   * The Incus cluster the machine joins (a name the `clusters` query lists): the join token
+   * comes from it, and the machine record names it afterwards. Left out: the cluster the
+   * record names, or, for a record that names none, the cluster of APELORA_INCUS_*. An
+   * unknown name is NOT_FOUND (`extensions.field` cluster). Naming another cluster than the
+   * record's moves the machine there, and only while it is registered and not enrolled in
+   * the cluster it leaves (no member, no pending join token there; FAILED_PRECONDITION
+   * otherwise); the plan's fact `cluster of NAME` says which cluster, and the move.
+   */
+  cluster?: string | null | undefined;
+  /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
    * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
    * make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -282,6 +292,11 @@ export type FenceReason =
   | 'UUID_MISMATCH';
 
 export type InstallOperatingSystemInput = {
+  /**
+   * The Incus cluster the machine joins through cloud-init, as in approveEnrolment: the join
+   * token in the user data comes from it, and the record names it afterwards.
+   */
+  cluster?: string | null | undefined;
   /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
    * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
