@@ -268,7 +268,8 @@ func fingerprintOf(t *testing.T, pemText string) string {
 // TestConsoleRegistersACluster: the clusters page lists the cluster of APELORA_INCUS_*;
 // a second real lab is registered through the dialog (its plan shows the fingerprint and the
 // members with their roles), an untrusted one is refused in the plan with the command to run,
-// and the second is removed again, checked in Chromium (web/console/e2e/clusters.e2e.mjs).
+// and the second is removed again; with two, the approve dialog's chooser offers both and the
+// plan names the one chosen; checked in Chromium (web/console/e2e/clusters.e2e.mjs).
 func TestConsoleRegistersACluster(t *testing.T) {
 	parallel(t, lasts(25), browser)
 	node, dir := consoleTools(t)
@@ -278,6 +279,8 @@ func TestConsoleRegistersACluster(t *testing.T) {
 	e := producttest.Start(t, producttest.WithIncus(lab.Config))
 	admin := e.Identity("admin", identity.ManageInfrastructure)
 	e.MustGQL(admin, registerQuery, map[string]any{"input": map[string]any{"name": "m1", "provisioner": "MANUAL"}})
+	// node-7: a registered record naming no cluster, for the approve dialog's chooser.
+	e.MustGQL(admin, registerQuery, map[string]any{"input": map[string]any{"name": "node-7", "provisioner": "MANUAL"}})
 	cert2 := rack2.ClusterCertificatePEM()
 	runScript(t, node, dir, "clusters.e2e.mjs", map[string]string{
 		"BASE": e.Base, "ADMIN_TOKEN": admin, "SHOTS": shotsDir(t, "clusters"),

@@ -68,6 +68,7 @@ type bulkRun struct {
 	step                    string
 	tests                   []string
 	series, comment         string
+	cluster                 string
 	erase                   bool
 	concurrency             int
 	requestID, planID       string
@@ -80,7 +81,7 @@ type bulkRun struct {
 }
 
 // bulkUse is bulk's usage line, with the flags of every step.
-const bulkUse = "apeloractl bulk STEP [NAME ...] [-tests a,b | -no-tests] [-series S] [-erase] [-comment TEXT] [-concurrency N] [-confirm N]\n  STEP: " +
+const bulkUse = "apeloractl bulk STEP [NAME ...] [-tests a,b | -no-tests] [-series S] [-cluster NAME] [-erase] [-comment TEXT] [-concurrency N] [-confirm N]\n  STEP: " +
 	"register, commission, hardware-test, install, admit, release; names from the arguments, or from standard input when none are given (or -)"
 
 var bulkCommand = &command{
@@ -95,6 +96,7 @@ var bulkCommand = &command{
 		tests := fs.String("tests", "", "comma-separated testing scripts or tags (at most 16)")
 		noTests := fs.Bool("no-tests", false, "commission without tests")
 		fs.StringVar(&b.series, "series", "", "the series to install, e.g. noble")
+		fs.StringVar(&b.cluster, "cluster", "", "the cluster the machines join (install; a name 'apeloractl clusters' lists); default: each record's")
 		fs.BoolVar(&b.erase, "erase", false, "erase the disks on release (needs hardware.delete)")
 		fs.StringVar(&b.comment, "comment", "", "a comment for MAAS (release)")
 		fs.IntVar(&b.concurrency, "concurrency", 8, "steps apeloractl keeps in flight (the server bounds them too)")
@@ -326,7 +328,7 @@ func (b *bulkRun) call(ctx context.Context, t bulkTarget, dry bool) (planView, e
 		r, err := client.RunHardwareTests(ctx, gql, client.RunHardwareTestsInput{SystemId: t.systemID, Hostname: t.hostname, Tests: b.tests, DryRun: dryRun, PlanHash: planHash})
 		return r.GetRunHardwareTests().Plan, err
 	case "install":
-		r, err := client.InstallOperatingSystem(ctx, gql, client.InstallOperatingSystemInput{Name: t.name, Series: b.series, DryRun: dryRun, PlanHash: planHash})
+		r, err := client.InstallOperatingSystem(ctx, gql, client.InstallOperatingSystemInput{Name: t.name, Series: b.series, Cluster: opt(b.cluster), DryRun: dryRun, PlanHash: planHash})
 		return r.GetInstallOperatingSystem().Plan, err
 	case "admit":
 		r, err := client.AdmitMember(ctx, gql, client.AdmitMemberInput{Name: t.name, DryRun: dryRun, PlanHash: planHash})

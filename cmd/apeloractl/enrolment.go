@@ -14,13 +14,16 @@ import (
 
 var (
 	approveCommand = &command{
-		name: "approve", synopsis: "NAME [-member-config ENTITY/NAME/KEY=VALUE ...]", names: 1,
-		doc:      "approve enrolment: prints the join token ONCE and the\ncommand to run on the new server",
+		name: "approve", synopsis: "NAME [-cluster NAME] [-member-config ENTITY/NAME/KEY=VALUE ...]", names: 1,
+		doc:      "approve enrolment: prints the join token ONCE and the\ncommand to run on the new server; -cluster chooses the\ncluster it joins (default: the record's cluster)",
 		mutation: "approveEnrolment",
 		flags: func(fs *flag.FlagSet) runner {
 			var cfg multiFlag
+			cluster := clusterFlag(fs)
 			fs.Var(&cfg, "member-config", "ENTITY/NAME/KEY=VALUE, for example storage-pool/local/source=/dev/sdb; repeat")
-			return func(c *cli, ctx context.Context, names []string) error { return c.approve(ctx, names[0], cfg) }
+			return func(c *cli, ctx context.Context, names []string) error {
+				return c.approve(ctx, names[0], orNil(*cluster), cfg)
+			}
 		},
 	}
 	revokeCommand = &command{
@@ -29,8 +32,8 @@ var (
 	}
 )
 
-func (c *cli) approve(ctx context.Context, name string, cfg []string) error {
-	in := client.ApproveEnrolmentInput{Name: name}
+func (c *cli) approve(ctx context.Context, name string, cluster *string, cfg []string) error {
+	in := client.ApproveEnrolmentInput{Name: name, Cluster: cluster}
 	for _, e := range cfg {
 		id, value, ok := strings.Cut(e, "=")
 		parts := strings.Split(id, "/")
@@ -53,6 +56,21 @@ func (c *cli) approve(ctx context.Context, name string, cfg []string) error {
 		fmt.Fprintf(c.out, "on the new server, run (replace ADDRESS by its own address) and paste the token when asked:\n%s\n", str(a.Command))
 		return nil
 	})
+}
+
+// clusterFlag is -cluster of approve, install and bulk install: the Incus cluster the
+// machine joins (a name `apeloractl clusters` lists). Not given, the server chooses: the
+// cluster the machine record names, or the cluster of APELORA_INCUS_* for one naming none.
+func clusterFlag(fs *flag.FlagSet) *string {
+	return fs.String("cluster", "", "the cluster it joins (a name 'apeloractl clusters' lists); default: the cluster its record names")
+}
+
+// orNil is a string flag as an optional input: nil (the server's default) when not given.
+func orNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func (c *cli) revoke(ctx context.Context, names []string) error {

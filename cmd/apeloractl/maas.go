@@ -36,13 +36,14 @@ var (
 		},
 	}
 	installCommand = &command{
-		name: "install", synopsis: "NAME -series SERIES", doc: "install an OS on a registered MAAS machine and enrol it", names: 1,
+		name: "install", synopsis: "NAME -series SERIES [-cluster NAME]", doc: "install an OS on a registered MAAS machine and enrol it\n(-cluster: the cluster it joins; default: the record's)", names: 1,
 		mutation: "installOperatingSystem",
 		flags: func(fs *flag.FlagSet) runner {
 			series := fs.String("series", "", "the series to install, e.g. noble")
+			cluster := clusterFlag(fs)
 			return func(c *cli, ctx context.Context, names []string) error {
 				return change(c, func(dryRun *bool, planHash *string) (*client.InstallOperatingSystemResponse, planView, error) {
-					r, err := client.InstallOperatingSystem(ctx, c.gql, client.InstallOperatingSystemInput{Name: names[0], Series: *series, DryRun: dryRun, PlanHash: planHash})
+					r, err := client.InstallOperatingSystem(ctx, c.gql, client.InstallOperatingSystemInput{Name: names[0], Series: *series, Cluster: orNil(*cluster), DryRun: dryRun, PlanHash: planHash})
 					return r, r.GetInstallOperatingSystem().Plan, err
 				}, func(r *client.InstallOperatingSystemResponse) error {
 					return c.printMaasMachine(&r.InstallOperatingSystem.Maas.MaasMachineFields)

@@ -2,7 +2,8 @@
 // listed with its member; a second real lab registered through the dialog, whose plan
 // shows the fingerprint it pins and the members with their roles; a cluster that does not
 // trust Apelora refused in the plan with the command to run; the second removed again;
-// the first not removable while a machine record names it. axe in both themes.
+// the first not removable while a machine record names it; with two, the approve dialog's
+// cluster chooser offers both and the plan names the one chosen. axe in both themes.
 import { axe, clean, closedAfterConfirm, confirmPlanned, dialog, expect, launch, layoutHolds, log, newPage, noStoredCredential, shot, signIn } from './lib.mjs';
 
 const { BASE, ADMIN_TOKEN, SHOTS, RACK2_URL, RACK2_CERT, RACK2_FINGERPRINT, RACK3_URL, RACK3_CERT } = process.env;
@@ -40,6 +41,23 @@ try {
   expect((await page.locator('.banner.tone-positive').innerText()).includes('Cluster rack2 registered'), 'the notice says rack2 was registered');
   await shot(page, SHOTS, '02-clusters');
   await layoutHolds(page, 'clusters page with two');
+
+  log('step: with two clusters, approve offers them, starting on the machine\'s cluster; the plan names the one chosen');
+  await page.goto('/machines/node-7');
+  await page.locator('.actions [data-action="approve"]').click();
+  const chooser = dialog(page).getByLabel('Cluster', { exact: true });
+  await chooser.locator('option[value="rack2"]').waitFor({ state: 'attached', timeout: 30000 });
+  // node-7's record names no cluster: the cluster of APELORA_INCUS_* is chosen.
+  expect((await chooser.inputValue()) === 'default', 'the chooser starts on the machine\'s cluster: ' + (await chooser.inputValue()));
+  await dialog(page).locator('[data-plan-fact]', { hasText: 'cluster of node-7' }).waitFor({ timeout: 30000 });
+  await chooser.selectOption('rack2');
+  const fact = dialog(page).locator('[data-plan-fact]', { hasText: 'cluster of node-7' }).filter({ hasText: 'rack2' });
+  await fact.waitFor({ timeout: 30000 });
+  await shot(page, SHOTS, '02b-approve-cluster-chooser');
+  await axe(page, 'approve dialog with the cluster chooser');
+  await dialog(page).getByRole('button', { name: 'Cancel' }).click();
+  await dialog(page).waitFor({ state: 'detached' });
+  await page.goto('/clusters');
 
   log('step: a cluster that does not trust Apelora: the plan says what to run');
   await page.locator('[data-action="register-cluster"]').click();

@@ -418,8 +418,18 @@ try {
   await page.goto('/machines/node-4');
   await phaseIs(page, 'REGISTERED');
 
-  step('approve with a member-config override: a key the cluster lacks is refused beside its row');
+  step('approve offers the cluster chooser on the machine\'s cluster, and the plan names it');
   await page.locator('[data-action="approve"]').click();
+  // node-4's record names no cluster: the cluster of APELORA_INCUS_* ("default"), the only
+  // one registered, shown read-only.
+  const chooser = dialog(page).getByLabel('Cluster', { exact: true });
+  await chooser.waitFor();
+  expect((await chooser.inputValue()) === 'default', 'the chooser starts on the machine\'s cluster: ' + (await chooser.inputValue()));
+  expect((await chooser.getAttribute('readonly')) !== null, 'with one cluster registered the chooser shows it read-only');
+  await dialog(page).locator('[data-plan-fact]', { hasText: 'cluster of node-4' }).waitFor();
+  expect((await dialog(page).locator('[data-plan-fact]', { hasText: 'cluster of node-4' }).innerText()).includes('default'), 'the plan says which cluster');
+
+  step('approve with a member-config override: a key the cluster lacks is refused beside its row');
   await dialog(page).locator('[data-add-config]').click();
   await dialog(page).locator('[data-add-config]').click();
   await dialog(page).getByLabel('Row 1 name').fill('local');

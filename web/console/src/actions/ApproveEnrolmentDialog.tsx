@@ -7,16 +7,20 @@ import { Dialog } from '../components/Dialog';
 import { Banner, Field, Time } from '../components/ui';
 import { MemberConfigRows, useMemberConfig } from '../components/MemberConfigRows';
 import { CopyButton } from '../components/CopyButton';
+import { ClusterChooser, useClusterChooser } from '../components/ClusterChooser';
 import type { ApproveEnrolmentMutation as ApproveData } from '../gql/graphql';
 
 type Approval = ApproveData['approveEnrolment'];
 
 // ApproveEnrolmentDialog confirms, approves, then shows the join token once. The token
-// lives only in this component's state and is dropped when the dialog closes.
-export function ApproveEnrolmentDialog({ name, onClose }: { name: string; onClose(): void }) {
+// lives only in this component's state and is dropped when the dialog closes. cluster is
+// the machine's current cluster (Machine.cluster), where the chooser starts.
+export function ApproveEnrolmentDialog({ name, cluster, onClose }: { name: string; cluster?: string | null; onClose(): void }) {
   const [, approve] = useMutation(ApproveEnrolmentMutation);
   const [approval, setApproval] = useState<Approval | null>(null);
   const config = useMemberConfig();
+  const [picked, setPicked] = useState('');
+  const chooser = useClusterChooser(cluster, picked);
   if (approval) {
     return (
       <TokenDialog
@@ -36,15 +40,22 @@ export function ApproveEnrolmentDialog({ name, onClose }: { name: string; onClos
       confirmLabel="Approve and show the join token"
       consequence={
         <p>
-          Incus issues a single-use join token for the name <strong>{name}</strong>. The console shows it once, with the command to run on the new
+          The Incus cluster chosen below issues a single-use join token for the name <strong>{name}</strong>. The console shows it once, with the command to run on the new
           server; Apelora never stores it. The machine then waits for the server to join (Awaiting join).
         </p>
       }
       wide
-      fieldNames={config.fieldNames}
-      fields={(errors) => <MemberConfigRows state={config} errors={errors} />}
-      planKey={JSON.stringify({ name, memberConfig: config.input() })}
-      run={(dryRun, planHash) => approve({ input: { name, memberConfig: config.input(), dryRun, planHash } })}
+      showFacts
+      blocked={chooser.res.fetching && !chooser.res.data ? 'Reading the registered clusters.' : undefined}
+      fieldNames={['cluster', ...config.fieldNames]}
+      fields={(errors) => (
+        <>
+          <ClusterChooser chooser={chooser} error={errors.get('cluster')} onChange={setPicked} />
+          <MemberConfigRows state={config} errors={errors} />
+        </>
+      )}
+      planKey={JSON.stringify({ name, cluster: chooser.cluster, memberConfig: config.input() })}
+      run={(dryRun, planHash) => approve({ input: { name, cluster: chooser.cluster, memberConfig: config.input(), dryRun, planHash } })}
       onDone={(d) => setApproval(d.approveEnrolment)}
       onClose={onClose}
     />

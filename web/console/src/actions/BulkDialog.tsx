@@ -9,6 +9,7 @@ import { useEffect, useRef, useState } from 'react';
 import { useMutation, type AnyVariables, type OperationContext, type OperationResult } from 'urql';
 import { Dialog } from '../components/Dialog';
 import { ReasonButton } from '../components/ui';
+import { ClusterChooser, useClusterChooser } from '../components/ClusterChooser';
 import { CommissionMachineMutation, InstallOperatingSystemMutation, ReleaseMachineMutation, RunHardwareTestsMutation } from '../api/maas';
 import { RegisterMachineMutation } from '../api/machines';
 import { AdmitMemberMutation } from '../api/members';
@@ -17,7 +18,8 @@ import { planOf } from '../lib/plan';
 import { codeLabel, reasonText } from '../lib/errors';
 import { problemsOf } from '../lib/errors';
 
-interface Options { noTests: boolean; series: string; erase: boolean }
+// cluster: the install's cluster chosen for the whole set ('' each machine's own).
+interface Options { noTests: boolean; series: string; erase: boolean; cluster: string }
 
 function contextWith(requestId: string): Partial<OperationContext> {
   return { fetchOptions: { credentials: 'same-origin', headers: { 'Content-Type': 'application/json', 'X-Request-Id': requestId } } };
@@ -31,13 +33,14 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
   const [, install] = useMutation(InstallOperatingSystemMutation);
   const [, admit] = useMutation(AdmitMemberMutation);
   const [, release] = useMutation(ReleaseMachineMutation);
-  const [opts, setOpts] = useState<Options>({ noTests: false, series: 'noble', erase: false });
+  const [opts, setOpts] = useState<Options>({ noTests: false, series: 'noble', erase: false, cluster: '' });
+  const chooser = useClusterChooser(null, opts.cluster, true);
   const [plan, setPlan] = useState<{ key: string; results: BulkResult[] } | null>(null);
   const [results, setResults] = useState<BulkResult[] | null>(null);
   const [running, setRunning] = useState(false);
   const [requestId, setRequestId] = useState('');
   const [typed, setTyped] = useState('');
-  const key = JSON.stringify(opts);
+  const key = JSON.stringify({ ...opts, cluster: chooser.cluster });
 
   // call sends one machine's step (or its dry run) and says how it ended.
   const call = async (t: BulkTarget, dryRun: boolean, rid: string, planHash: string | null = null): Promise<BulkResult> => {
@@ -49,7 +52,7 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
       case 'register': res = await register({ input: { name: t.name, provisioner: 'MAAS', maasSystemId: sid, dryRun, planHash } }, ctx); break;
       case 'commission': res = await commission({ input: { systemId: sid, tests: opts.noTests ? [] : null, dryRun, planHash } }, ctx); break;
       case 'test': res = await test({ input: { systemId: sid, hostname: t.hostname ?? t.name, dryRun, planHash } }, ctx); break;
-      case 'install': res = await install({ input: { name: t.name, series: opts.series.trim(), dryRun, planHash } }, ctx); break;
+      case 'install': res = await install({ input: { name: t.name, series: opts.series.trim(), cluster: chooser.cluster, dryRun, planHash } }, ctx); break;
       case 'admit': res = await admit({ input: { name: t.name, dryRun, planHash } }, ctx); break;
       case 'release': res = await release({ input: { systemId: sid, erase: opts.erase, dryRun, planHash } }, ctx); break;
     }
@@ -132,9 +135,16 @@ export function BulkDialog({ step, targets, onClose }: { step: BulkStep; targets
               </label>
             ) : null}
             {step === 'install' ? (
-              <label>
-                Series <input className="input" value={opts.series} onChange={(e) => setOpts({ ...opts, series: e.target.value })} data-bulk-series />
-              </label>
+              <>
+                <label>
+                  Series <input className="input" value={opts.series} onChange={(e) => setOpts({ ...opts, series: e.target.value })} data-bulk-series />
+                </label>
+                <ClusterChooser
+                  chooser={chooser}
+                  onChange={(cluster) => setOpts({ ...opts, cluster })}
+                  hint="The Incus cluster every machine of the set joins (each machine's join token comes from it), or each machine's own: the cluster its record names."
+                />
+              </>
             ) : null}
             {step === 'release' ? (
               <label className="check">

@@ -7,6 +7,7 @@ import { useMaasImages } from '../hooks/maas';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Field, Loading } from '../components/ui';
 import { MemberConfigRows, useMemberConfig } from '../components/MemberConfigRows';
+import { ClusterChooser, useClusterChooser } from '../components/ClusterChooser';
 import { defaultImage, offeredImages } from '../lib/maas';
 import { problemsOf } from '../lib/errors';
 import type { Row } from '../lib/fleet';
@@ -15,6 +16,8 @@ export function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
   const [, install] = useMutation(InstallOperatingSystemMutation);
   const [series, setSeries] = useState('');
   const config = useMemberConfig();
+  const [picked, setPicked] = useState('');
+  const chooser = useClusterChooser(row.cluster?.name, picked);
   const m = row.maas!;
   // The images MAAS holds, when it lets Apelora's key list them; else the series is typed.
   const images = useMaasImages();
@@ -30,12 +33,14 @@ export function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
       consequence={
         <p>
           MAAS deploys the image below on <strong>{m.hostname}</strong> (system id <code>{m.systemId}</code>; a Ready machine is allocated first). Incus
-          issues a join token that goes only into the deploy's cloud-init user data, which runs enrol-member.sh: the server joins the cluster held, as{' '}
+          of the cluster chosen below issues a join token that goes only into the deploy's cloud-init user data, which runs enrol-member.sh: the server joins the cluster held, as{' '}
           <strong>{row.name}</strong>. The user data is never shown or kept.
         </p>
       }
       wide
-      fieldNames={['series', ...config.fieldNames]}
+      showFacts
+      blocked={chooser.res.fetching && !chooser.res.data ? 'Reading the registered clusters.' : undefined}
+      fieldNames={['series', 'cluster', ...config.fieldNames]}
       fields={(errors) => (
         <>
           {images.fetching && !images.data ? (
@@ -65,11 +70,12 @@ export function InstallDialog({ row, onClose }: { row: Row; onClose(): void }) {
               {(a) => <input {...a} className="input" value={chosen} onChange={(e) => setSeries(e.target.value)} spellCheck={false} autoComplete="off" name="series" />}
             </Field>
           )}
+          <ClusterChooser chooser={chooser} error={errors.get('cluster')} onChange={setPicked} />
           <MemberConfigRows state={config} errors={errors} />
         </>
       )}
-      planKey={JSON.stringify({ name: row.name, series: chosen.trim(), memberConfig: config.input() })}
-      run={(dryRun, planHash) => install({ input: { name: row.name, series: chosen.trim(), memberConfig: config.input(), dryRun, planHash } })}
+      planKey={JSON.stringify({ name: row.name, series: chosen.trim(), cluster: chooser.cluster, memberConfig: config.input() })}
+      run={(dryRun, planHash) => install({ input: { name: row.name, series: chosen.trim(), cluster: chooser.cluster, memberConfig: config.input(), dryRun, planHash } })}
       onClose={onClose}
     />
   );

@@ -25,7 +25,7 @@ export function MachineActionDialog({ action, row, onClose }: { action: ActionId
         <RegisterDialog target={{ kind: 'manual', name: row.name }} onClose={onClose} />
       );
     case 'approve':
-      return <ApproveEnrolmentDialog name={row.name} onClose={onClose} />;
+      return <ApproveEnrolmentDialog name={row.name} cluster={row.cluster?.name} onClose={onClose} />;
     case 'revoke':
       return <RevokeJoinTokenDialog name={row.name} onClose={onClose} />;
     case 'remove':

@@ -21,6 +21,13 @@ export const ClustersQuery = graphql(`
   }
 `);
 
+// The chooser's list: the names only (no member is read).
+export const ClusterChoicesQuery = graphql(`
+  query ClusterChoices {
+    clusters { name fromEnvironment }
+  }
+`);
+
 export const RegisterClusterMutation = graphql(`
   mutation RegisterCluster($input: RegisterClusterInput!) {
     registerCluster(input: $input) { plan { ...PlanFields } cluster { name certificateFingerprint } }

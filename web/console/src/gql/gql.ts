@@ -22,6 +22,7 @@ type Documents = {
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
     "\n  fragment ClusterRow on Cluster {\n    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through\n    source { available message }\n    members { name status roles }\n    quorum { voters votersOnline majority standbys databaseLeader }\n    placementGuard { state message }\n    machineRecords removeRefusal\n  }\n": typeof types.ClusterRowFragmentDoc,
     "\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n": typeof types.ClustersDocument,
+    "\n  query ClusterChoices {\n    clusters { name fromEnvironment }\n  }\n": typeof types.ClusterChoicesDocument,
     "\n  mutation RegisterCluster($input: RegisterClusterInput!) {\n    registerCluster(input: $input) { plan { ...PlanFields } cluster { name certificateFingerprint } }\n  }\n": typeof types.RegisterClusterDocument,
     "\n  mutation RemoveCluster($input: RemoveClusterInput!) {\n    removeCluster(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n": typeof types.RemoveClusterDocument,
     "\n  query MachineDrift($name: String!) {\n    drift(machine: $name) { machine check title since raisedAt evidence lastChecked }\n    machine(name: $name) { name driftCheckedAt driftQuiet }\n  }\n": typeof types.MachineDriftDocument,
@@ -84,6 +85,7 @@ const documents: Documents = {
     "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
     "\n  fragment ClusterRow on Cluster {\n    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through\n    source { available message }\n    members { name status roles }\n    quorum { voters votersOnline majority standbys databaseLeader }\n    placementGuard { state message }\n    machineRecords removeRefusal\n  }\n": types.ClusterRowFragmentDoc,
     "\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n": types.ClustersDocument,
+    "\n  query ClusterChoices {\n    clusters { name fromEnvironment }\n  }\n": types.ClusterChoicesDocument,
     "\n  mutation RegisterCluster($input: RegisterClusterInput!) {\n    registerCluster(input: $input) { plan { ...PlanFields } cluster { name certificateFingerprint } }\n  }\n": types.RegisterClusterDocument,
     "\n  mutation RemoveCluster($input: RemoveClusterInput!) {\n    removeCluster(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n": types.RemoveClusterDocument,
     "\n  query MachineDrift($name: String!) {\n    drift(machine: $name) { machine check title since raisedAt evidence lastChecked }\n    machine(name: $name) { name driftCheckedAt driftQuiet }\n  }\n": types.MachineDriftDocument,
@@ -184,6 +186,10 @@ export function graphql(source: "\n  fragment ClusterRow on Cluster {\n    name 
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n"): (typeof documents)["\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n"];
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "\n  query ClusterChoices {\n    clusters { name fromEnvironment }\n  }\n"): (typeof documents)["\n  query ClusterChoices {\n    clusters { name fromEnvironment }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -1,7 +1,7 @@
 // The Incus clusters, read again when a change is recorded through Apelora (registering
 // and removing them happen only there; their members are read afresh each time).
 import { useQuery } from 'urql';
-import { ClustersQuery } from '../api/clusters';
+import { ClusterChoicesQuery, ClustersQuery } from '../api/clusters';
 import { useChangeRefresh, useRefresh } from './live';
 
 // useClusters is the clusters page's read, and a way to read it again.
@@ -10,4 +10,10 @@ export function useClusters() {
   const refresh = useRefresh(res.fetching, reexecute);
   useChangeRefresh(refresh);
   return { res, refresh };
+}
+
+// useClusterChoices is the registered clusters' names, for the cluster chooser.
+export function useClusterChoices() {
+  const [res] = useQuery({ query: ClusterChoicesQuery, requestPolicy: 'cache-and-network' });
+  return res;
 }
