@@ -228,6 +228,9 @@ func TestStepsInFlightWhenTheAPIProcessIsKilledAreRecordedOnce(t *testing.T) {
 	if err := api.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	if err := incuslab.WaitStopped(api.cmd.Process.Pid, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	releaseMAAS()
 	_ = w.lab.Thaw(w.lab.Member("m3"))
 	mc, err := maas.New(w.maas.Config)

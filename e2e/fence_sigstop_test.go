@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/client"
+	"github.com/apelora/fabric/testkit/incuslab"
 )
 
 // TestAPausedLeaderSendsNothingAfterItsLeaseLapsed is issue 20 item 3's pause drill with
@@ -60,6 +61,9 @@ func TestAPausedLeaderSendsNothingAfterItsLeaseLapsed(t *testing.T) {
 	}
 	x.waitFor("w1's power-off in flight", func() bool { return x.maas.Held("power_off") == 1 })
 	if err := w1.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := incuslab.WaitStopped(w1.cmd.Process.Pid, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -110,38 +109,9 @@ func (p *simProcess) signal(sig syscall.Signal) {
 		p.t.Fatalf("signal %v to maas-sim: %v", sig, err)
 	}
 	if sig == syscall.SIGSTOP {
-		waitStopped(p.t, p.cmd.Process.Pid)
-	}
-}
-
-// waitStopped waits (bounded) until every thread of process pid is stopped. kill(2)
-// returns once SIGSTOP is queued, and a thread still running may answer one more request:
-// under load the simulator answered the request sent right after the signal (seen once:
-// a registration "against a hung MAAS" read its hardware UUID).
-func waitStopped(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-		if err != nil || len(tasks) == 0 {
-			t.Fatalf("threads of process %d: %v", pid, err)
+		if err := incuslab.WaitStopped(p.cmd.Process.Pid, 30*time.Second); err != nil {
+			p.t.Fatal(err)
 		}
-		stopped := 0
-		for _, f := range tasks {
-			// The state follows the command's closing parenthesis: "pid (comm) S ...".
-			if b, err := os.ReadFile(f); err == nil {
-				if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
-					stopped++
-				}
-			}
-		}
-		if stopped == len(tasks) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d: %d of %d threads stopped 30 s after SIGSTOP", pid, stopped, len(tasks))
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -847,6 +847,9 @@ func (c *Cluster) Freeze(m *Member) error {
 	if err := c.signal(m, syscall.SIGSTOP); err != nil {
 		return err
 	}
+	if err := WaitStopped(m.PID, 30*time.Second); err != nil {
+		return err
+	}
 	c.setState(m, "frozen")
 	return nil
 }
