@@ -663,9 +663,42 @@ func unwrapURLError(err error) error {
 }
 
 // get is a GET with sync metadata decoded into out.
+//
+// A read aimed at one member (?target=) right after that member joined is refused 403
+// "Client certificate not found" until the member has loaded the cluster's trust store: tens
+// of milliseconds on an idle machine, seconds on a loaded one (seen as a member's admission
+// checks failing as "not trusted" when run the moment it joined). Such a read is asked again,
+// within joinedTrustWait; any other refusal is answered at once.
 func (c *Client) get(ctx context.Context, p string, query url.Values, out any) (result, error) {
-	return c.call(ctx, request{method: http.MethodGet, path: p, query: query}, out)
+	req := request{method: http.MethodGet, path: p, query: query}
+	res, err := c.call(ctx, req, out)
+	if query.Get("target") == "" || !refusedByJoiner(err) {
+		return res, err
+	}
+	deadline := time.Now().Add(joinedTrustWait)
+	for refusedByJoiner(err) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(joinedTrustStep):
+		}
+		res, err = c.call(ctx, req, out)
+	}
+	return res, err
 }
+
+// refusedByJoiner reports the 403 a member gives a forwarded request before it has loaded
+// the cluster's trust store (Incus 6.0: "Client certificate not found").
+func refusedByJoiner(err error) bool {
+	var ie *Error
+	return IsForbidden(err) && errors.As(err, &ie) && strings.Contains(ie.Message, "Client certificate not found")
+}
+
+// joinedTrustWait bounds how long a targeted read refused 403 is asked again (get).
+const (
+	joinedTrustWait = 5 * time.Second
+	joinedTrustStep = 250 * time.Millisecond
+)
 
 // targetQuery returns ?target=member (nil for "").
 func targetQuery(target string) url.Values {

@@ -375,7 +375,26 @@ func TestIncusCluster(t *testing.T) {
 	t.Run("DeleteMember", func(t *testing.T) {
 		ctx := ctxFor(t)
 		m4 := lab.StartUnjoined(t, "m4")
-		lab.Join(t, m4)
+		joined := make(chan struct{})
+		go func() { defer close(joined); lab.Join(t, m4) }()
+		// A read aimed at m4 the moment it is a member (what an administrator's first
+		// admission check does) is answered, not refused 403 while m4 loads the cluster's
+		// trust store (Client.get asks again).
+		for {
+			_, err := cl.ServerInfo(ctx, "m4")
+			if err == nil {
+				break
+			}
+			if !incus.IsNotFound(err) {
+				t.Fatalf("m4 read as it joined: %v", err)
+			}
+			select {
+			case <-joined:
+				t.Fatalf("m4 unread once joined: %v", err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		<-joined
 		if ms := must(cl.Members(ctx))(t); len(ms) != 4 {
 			t.Fatalf("%d members after join", len(ms))
 		}
