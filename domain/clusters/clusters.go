@@ -200,3 +200,24 @@ func OfRecord(all []Cluster, machine string, record *int64, given string) (Clust
 	}
 	return Resolve(all, machine, record, given)
 }
+
+// RecordScope is what a machine record says of where a call about it acts: whether the
+// record exists, and its cluster (nil: enrolled in none).
+type RecordScope struct {
+	Found   bool
+	Cluster *int64
+}
+
+// ScopeFacts are the records a call names that lie in a cluster, read at once (one
+// query): the machine record of the name the call is about, the one of the MAAS system id
+// it names, and the cluster of the rolling reboot it names (nil: none).
+type ScopeFacts struct {
+	Machine, SystemID RecordScope
+	RollingReboot     *int64
+}
+
+// ScopeReader reads ScopeFacts (the store).
+type ScopeReader interface {
+	// ScopeFacts reads the records named (an empty argument names none).
+	ScopeFacts(ctx context.Context, machine, systemID, rollingReboot string) (ScopeFacts, error)
+}
