@@ -5,7 +5,7 @@ import { graphql } from '../gql';
 
 export const ViewerQuery = graphql(`
   query Viewer {
-    viewer { name permissions }
+    viewer { name permissions grants { permission cluster } }
   }
 `);
 

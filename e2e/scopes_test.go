@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
+)
+
+// Permissions scoped to clusters (issue 27.4), on two real Incus clusters on loopback: the
+// one of APELORA_INCUS_* ("default") and rack2, registered through the API. An identity
+// created through the API with manage-infrastructure in default only approves a machine
+// of default (a real join token from default's incusd); the same step about rack2's
+// machine is refused FORBIDDEN naming both clusters, audited once, in a dry run too, and
+// issues nothing in rack2; moving a record to rack2 needs rack2 as well; registering a
+// cluster needs the unscoped grant; every mutation about rack2 or about no cluster is
+// refused (the gate walk, e2e/gate_test.go's, for this identity). In Chromium, the rack2
+// machine's actions are disabled with the reason, default's are not.
+func TestScopedIdentities(t *testing.T) {
+	parallel(t, lasts(7), browser)
+	node, dir := consoleTools(t)
+	ctx := t.Context()
+	lab := incuslab.Start(t, 1)
+	rack2 := incuslab.StartWith(t, incuslab.Options{Members: 1, Identity: lab.Identity()})
+	e := producttest.Start(t, producttest.WithIncus(lab.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	if r := e.RegisterCluster(admin, "rack2", rack2); len(r.Errors) > 0 {
+		t.Fatalf("register rack2: %+v", r.Errors)
+	}
+	for name, cluster := range map[string]string{"a-node": "default", "a-two": "default", "b-node": "rack2", walkTarget: "rack2"} {
+		e.MustGQL(admin, registerQuery, map[string]any{"input": map[string]any{"name": name, "provisioner": "MANUAL"}})
+		e.Scalar(`UPDATE machine_records SET cluster_id = (SELECT id FROM clusters WHERE name = $2) WHERE name = $1 RETURNING name`, name, cluster)
+	}
+
+	// once checks r was refused with code saying says, with exactly one audit event, REFUSED.
+	once := func(what string, r *producttest.Response, code, says string) {
+		t.Helper()
+		if r.Code() != code || !strings.Contains(r.Errors[0].Message, says) {
+			t.Fatalf("%s: %+v, want %s saying %q", what, r.Errors, code, says)
+		}
+		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE request_id = $1 AND outcome = 'REFUSED'`, r.Header.Get("X-Request-Id")); n != int64(1) {
+			t.Fatalf("%s: %v REFUSED audit events, want 1 (all: %v)", what, n, e.Scalar(`SELECT count(*) FROM audit_events WHERE request_id = $1`, r.Header.Get("X-Request-Id")))
+		}
+	}
+
+	const create = `mutation($in: CreateIdentityInput!) { createIdentity(input: $in) { token identity { name permissions grants { permission cluster } } } }`
+	grant := func(p, c string) map[string]any { return map[string]any{"permission": p, "cluster": c} }
+	once("a grant in a cluster not registered", e.GQL(admin, create, map[string]any{"in": map[string]any{"name": "typo", "permissions": []any{},
+		"grants": []any{grant("MANAGE_INFRASTRUCTURE", "rack9")}}}), "NOT_FOUND", "manage-infrastructure@rack9")
+	c := e.MustGQL(admin, create, map[string]any{"in": map[string]any{"name": "default-ops", "permissions": []any{},
+		"grants": []any{grant("MANAGE_INFRASTRUCTURE", "default")}}})["createIdentity"].(map[string]any)
+	scoped := c["token"].(string)
+	if got := fmt.Sprint(c["identity"]); got != "map[grants:[map[cluster:default permission:MANAGE_INFRASTRUCTURE]] name:default-ops permissions:[]]" {
+		t.Fatalf("created: %s", got)
+	}
+	// Its viewer says so (what the console reads), and it reads the whole fleet.
+	v := e.MustGQL(scoped, `{ viewer { permissions grants { permission cluster } } fleet { machines { name } } }`, nil)
+	if got := fmt.Sprint(v["viewer"]); got != "map[grants:[map[cluster:default permission:MANAGE_INFRASTRUCTURE]] permissions:[]]" {
+		t.Fatalf("viewer: %s", got)
+	}
+	if got := fmt.Sprint(v["fleet"]); !strings.Contains(got, "b-node") || !strings.Contains(got, "a-node") {
+		t.Fatalf("a scoped identity reads the whole fleet: %s", got)
+	}
+
+	// Allowed in default: a real join token from default's incusd.
+	a := e.MustGQL(scoped, approveInClusterQuery, map[string]any{"in": map[string]any{"name": "a-node"}})["approveEnrolment"].(map[string]any)
+	if tok, _ := a["joinToken"].(string); tok == "" {
+		t.Fatalf("approving a-node in default: %v", a)
+	}
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action = 'approveEnrolment' AND machine = 'a-node' AND outcome = 'SUCCEEDED' AND actor = 'default-ops'`); n != int64(1) {
+		t.Fatalf("%v successful approvals of a-node audited, want 1", n)
+	}
+
+	// The same step about rack2's machine: refused, audited once, nothing issued in rack2.
+	before := e.Snapshot()
+	once("approve b-node", e.GQL(scoped, approveInClusterQuery, map[string]any{"in": map[string]any{"name": "b-node"}}),
+		"FORBIDDEN", "may manage default only; b-node is in rack2: ask an administrator to grant manage-infrastructure@rack2")
+	dry := e.GQL(scoped, approveInClusterQuery, map[string]any{"in": map[string]any{"name": "b-node", "dryRun": true}})
+	p, _ := dry.Data["approveEnrolment"].(map[string]any)["plan"].(map[string]any)
+	if len(dry.Errors) > 0 || p["refused"] != true || !strings.Contains(fmt.Sprint(p["refusals"]), "code:FORBIDDEN message:you (identity \"default-ops\") may manage default only; b-node is in rack2") {
+		t.Fatalf("the plan of approving b-node: %+v %v", dry.Errors, p)
+	}
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE request_id = $1 AND outcome = 'REFUSED'`, dry.Header.Get("X-Request-Id")); n != int64(1) {
+		t.Fatalf("the refused plan: %v REFUSED audit events, want 1", n)
+	}
+	// Moving a record of default to rack2 acts in both: refused for want of rack2.
+	once("move a-two to rack2", e.GQL(scoped, approveInClusterQuery, map[string]any{"in": map[string]any{"name": "a-two", "cluster": "rack2"}}),
+		"FORBIDDEN", "may manage default only; a-two would move from default to rack2")
+	once("register a cluster", e.GQL(scoped, registerClusterQuery, map[string]any{"in": map[string]any{"name": "rack3", "url": rack2.URL, "clusterCertificate": rack2.ClusterCertificatePEM()}}),
+		"FORBIDDEN", "may manage default only; registerCluster is about no cluster")
+	if after := e.Snapshot(); after != before {
+		t.Fatalf("refused steps changed the database:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if pending, err := rack2.Client(t, rack2.Members[0]).PendingJoinTokens(ctx); err != nil || len(pending) != 0 {
+		t.Fatalf("rack2's pending join tokens: %+v %v", pending, err)
+	}
+
+	// Every mutation, as the gate walk calls it (its machine, walk-target, is rack2's; its
+	// system id and rolling reboot name no record): refused FORBIDDEN, once, nothing changed.
+	for _, call := range everyMutation(t) {
+		before := e.Snapshot()
+		r := e.GQL(scoped, call.query, nil)
+		once(call.field, r, "FORBIDDEN", "may manage default only")
+		if e.Snapshot() != before {
+			t.Fatalf("%s: a refused call changed the database", call.field)
+		}
+	}
+
+	runScript(t, node, dir, "scopes.e2e.mjs", map[string]string{
+		"BASE": e.Base, "TOKEN": scoped, "SHOTS": shotsDir(t, "scopes"),
+	})
+}
