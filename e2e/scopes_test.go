@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/internal/server"
 	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/oidcprovider"
 	"github.com/apelora/fabric/testkit/producttest"
 )
 
@@ -112,4 +116,63 @@ func TestScopedIdentities(t *testing.T) {
 	runScript(t, node, dir, "scopes.e2e.mjs", map[string]string{
 		"BASE": e.Base, "TOKEN": scoped, "SHOTS": shotsDir(t, "scopes"),
 	})
+}
+
+// SSO group mappings grant in one cluster too (permission@cluster): a user of rack1-ops
+// signs in through a real OpenID provider with manage-infrastructure in rack1 only (the
+// grant naming rack9, not registered, skipped with a warning); it changes rack1's machine
+// and is refused FORBIDDEN, once audited, for a machine of another cluster.
+func TestSSOGroupGrantsInClusters(t *testing.T) {
+	parallel(t)
+	groups, err := identity.ParseGroupPermissions("rack1-ops=manage-infrastructure@rack1,manage-infrastructure@rack9;ops-viewers=view-infrastructure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idp := oidcprovider.Start(t)
+	e := producttest.Start(t, producttest.WithSSO(idp.Issuer, "apelora", "apelora-secret", groups))
+	idp.AddClient("apelora", "apelora-secret", e.Base+server.SSOCallbackPath)
+	idp.AddUser("rosa", "rack1-ops")
+	s := &ssoEnv{Env: e, idp: idp}
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	// Two cluster records, reached through sockets that do not exist: a permission's check
+	// reads the records only (TestScopedIdentities has real clusters).
+	for _, c := range []string{"rack1", "rack2"} {
+		e.Scalar(`INSERT INTO clusters (name, socket, adopted, registered_by) VALUES ($1, '/nonexistent/apelora-test/' || $1, true, 'test') RETURNING id`, c)
+	}
+	for name, cluster := range map[string]string{"r1-node": "rack1", "r2-node": "rack2"} {
+		e.MustGQL(admin, registerQuery, map[string]any{"input": map[string]any{"name": name, "provisioner": "MANUAL"}})
+		e.Scalar(`UPDATE machine_records SET cluster_id = (SELECT id FROM clusters WHERE name = $2) WHERE name = $1 RETURNING name`, name, cluster)
+	}
+
+	_, rosa := s.signInSSO(t, "rosa", "127.0.0.131")
+	gql := func(query string) (map[string]any, []map[string]any, string) {
+		t.Helper()
+		resp, body := consoleRequest(t, http.MethodPost, e.Base+"/graphql", rosa, "application/json", query, nil)
+		var out struct {
+			Data   map[string]any
+			Errors []map[string]any
+		}
+		if err := json.Unmarshal(body, &out); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		return out.Data, out.Errors, resp.Header.Get("X-Request-Id")
+	}
+	d, errs, _ := gql(`{"query":"{ viewer { name permissions grants { permission cluster } } }"}`)
+	if got := fmt.Sprint(d["viewer"]); len(errs) > 0 || got != "map[grants:[map[cluster:rack1 permission:MANAGE_INFRASTRUCTURE]] name:rosa permissions:[]]" {
+		t.Fatalf("rosa's viewer: %s %v", got, errs)
+	}
+	if !strings.Contains(e.Logs.String(), "manage-infrastructure@rack9") {
+		t.Errorf("no warning names the skipped grant in rack9")
+	}
+	const assign = `{"query":"mutation($m: String!) { clearHardwareProfile(input: {machine: $m}) { machine { name } } }","variables":{"m":%q}}`
+	if _, errs, _ := gql(fmt.Sprintf(assign, "r1-node")); len(errs) > 0 {
+		t.Fatalf("a change to rack1's machine: %v", errs)
+	}
+	_, errs, rid := gql(fmt.Sprintf(assign, "r2-node"))
+	if len(errs) != 1 || errs[0]["extensions"].(map[string]any)["code"] != "FORBIDDEN" || !strings.Contains(errs[0]["message"].(string), "may manage rack1 only; r2-node is in rack2") {
+		t.Fatalf("a change to rack2's machine: %v", errs)
+	}
+	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE request_id = $1 AND outcome = 'REFUSED' AND actor = 'rosa'`, rid); n != int64(1) {
+		t.Fatalf("%v REFUSED events for the refused change, want 1", n)
+	}
 }
