@@ -91,8 +91,11 @@ func TestScopedIdentities(t *testing.T) {
 		t.Fatalf("the refused plan: %v REFUSED audit events, want 1", n)
 	}
 	// Moving a record of default to rack2 acts in both: refused for want of rack2.
-	once("move a-two to rack2", e.GQL(scoped, approveInClusterQuery, map[string]any{"in": map[string]any{"name": "a-two", "cluster": "rack2"}}),
-		"FORBIDDEN", "may manage default only; a-two would move from default to rack2")
+	move := e.GQL(scoped, approveInClusterQuery, map[string]any{"in": map[string]any{"name": "a-two", "cluster": "rack2"}})
+	once("move a-two to rack2", move, "FORBIDDEN", "may manage default only; a-two would move from default to rack2")
+	if got := e.Scalar(`SELECT details->>'clusters' FROM audit_events WHERE request_id = $1`, move.Header.Get("X-Request-Id")); got != `["default", "rack2"]` {
+		t.Fatalf("the refused move's event checked clusters %v, want default and rack2", got)
+	}
 	once("register a cluster", e.GQL(scoped, registerClusterQuery, map[string]any{"in": map[string]any{"name": "rack3", "url": rack2.URL, "clusterCertificate": rack2.ClusterCertificatePEM()}}),
 		"FORBIDDEN", "may manage default only; registerCluster is about no cluster")
 	if after := e.Snapshot(); after != before {

@@ -221,3 +221,26 @@ type ScopeReader interface {
 	// ScopeFacts reads the records named (an empty argument names none).
 	ScopeFacts(ctx context.Context, machine, systemID, rollingReboot string) (ScopeFacts, error)
 }
+
+// Authorised is what the gate allowed a caller who may manage some clusters only: the
+// machine the call is about and the clusters it was allowed to act in. The change
+// (adapters/postgres) checks again under the machine's lease that the machine's record is
+// still in one of them, so a record moved to another cluster between the gate's check and
+// the change is refused rather than changed by an identity that may not manage it there.
+type Authorised struct {
+	Machine  string
+	Clusters []int64
+}
+
+type authorisedKey struct{}
+
+// WithAuthorised returns ctx carrying a (nil: none to check again).
+func WithAuthorised(ctx context.Context, a *Authorised) context.Context {
+	return context.WithValue(ctx, authorisedKey{}, a)
+}
+
+// AuthorisedFrom returns what ctx carries, or nil.
+func AuthorisedFrom(ctx context.Context) *Authorised {
+	a, _ := ctx.Value(authorisedKey{}).(*Authorised)
+	return a
+}

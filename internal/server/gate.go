@@ -13,6 +13,7 @@ import (
 	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/internal/apperr"
@@ -182,7 +183,9 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 		rec = plan.For(rfc.Field.Name, mutations.Input(g.schema, rfc.Field.Definition, args))
 		ctx = plan.With(ctx, rec)
 	}
-	if err := g.authorise(ctx, rfc.Field.Name, decl, args); err != nil {
+	authorised := &clusters.Authorised{}
+	ctx = clusters.WithAuthorised(ctx, authorised)
+	if err := g.authorise(ctx, action, decl, args); err != nil {
 		// A refusal is part of a plan, for a caller who may read what the plan shows.
 		if rec == nil || mayRead(ctx) != nil {
 			g.record(ctx, action, audit.Refused, err)
@@ -407,7 +410,7 @@ func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next gra
 
 // authorise checks the caller may make the call: manage-infrastructure where it acts
 // (unscoped, or in the clusters it acts in: whereCalls), and the MutationChecks.
-func (g *gate) authorise(ctx context.Context, name string, decl mutations.Mutation, args map[string]any) error {
+func (g *gate) authorise(ctx context.Context, action *audit.Action, decl mutations.Mutation, args map[string]any) error {
 	id := identity.FromContext(ctx)
 	switch {
 	case id == nil:
@@ -417,7 +420,7 @@ func (g *gate) authorise(ctx context.Context, name string, decl mutations.Mutati
 	case !slices.ContainsFunc(id.Scoped(time.Now()), func(gr identity.ClusterGrant) bool { return gr.Permission == identity.ManageInfrastructure }):
 		return id.Require(identity.ManageInfrastructure)
 	default:
-		if err := authoriseScoped(ctx, g.scopes, id, name, decl, args); err != nil {
+		if err := authoriseScoped(ctx, g.scopes, id, action, decl, args); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/internal/mutations"
@@ -109,15 +110,31 @@ func orEmpty(s string) string {
 }
 
 // authoriseScoped checks manage-infrastructure where the call acts, for an identity that
-// holds it in some clusters only.
-func authoriseScoped(ctx context.Context, s Scopes, id *identity.Identity, name string, decl mutations.Mutation, args map[string]any) error {
-	wheres, err := whereCalls(ctx, s, name, decl, args)
+// holds it in some clusters only; the audit event's details.clusters name the clusters
+// it was checked in ("*" for every cluster).
+func authoriseScoped(ctx context.Context, s Scopes, id *identity.Identity, action *audit.Action, decl mutations.Mutation, args map[string]any) error {
+	wheres, err := whereCalls(ctx, s, action.Name, decl, args)
 	if err != nil {
 		return err
 	}
+	names := make([]string, len(wheres))
+	for i, w := range wheres {
+		names[i] = w.Name
+		if w.Cluster == 0 {
+			names[i] = "*"
+		}
+	}
+	action.Detail("clusters", names)
 	for _, w := range wheres {
 		if err := id.RequireIn(identity.ManageInfrastructure, w); err != nil {
 			return err
+		}
+	}
+	if a := clusters.AuthorisedFrom(ctx); a != nil {
+		// Allowed in these clusters only: the change checks the machine is still in one.
+		a.Machine = decl.MachineIn(args)
+		for _, w := range wheres {
+			a.Clusters = append(a.Clusters, w.Cluster)
 		}
 	}
 	return nil
