@@ -24,7 +24,7 @@ import (
 // refused (the gate walk, e2e/gate_test.go's, for this identity). In Chromium, the rack2
 // machine's actions are disabled with the reason, default's are not.
 func TestScopedIdentities(t *testing.T) {
-	parallel(t, lasts(7), browser)
+	parallel(t, lasts(8), browser)
 	node, dir := consoleTools(t)
 	ctx := t.Context()
 	lab := incuslab.Start(t, 1)

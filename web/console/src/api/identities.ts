@@ -11,7 +11,7 @@ export const ViewerQuery = graphql(`
 
 export const IdentityRowFragment = graphql(`
   fragment IdentityRow on Identity {
-    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal
+    name permissions grants { permission cluster } createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal
     sso { issuer subject groups }
   }
 `);
