@@ -179,3 +179,57 @@ func TestSSOGroupGrantsInClusters(t *testing.T) {
 		t.Fatalf("%v REFUSED events for the refused change, want 1", n)
 	}
 }
+
+// Erasing disks on release needs hardware.delete in the machine's cluster (with the
+// simulated MAAS over real HTTP): an identity that may manage default and rack2 but erase
+// in rack2 only is refused erasing default's machine (in a dry run as its plan, and for
+// real), audited once each, and MAAS is asked nothing; one with hardware.delete in default
+// releases it with erase.
+func TestScopedEraseOnRelease(t *testing.T) {
+	parallel(t)
+	lab := incuslab.Start(t, 1)
+	m := producttest.StartMAAS(t, maasFleet())
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure, identity.HardwareDelete)
+	e.MustGQL(admin, registerQuery, map[string]any{"input": map[string]any{"name": "node-busy", "provisioner": "MAAS", "maasSystemId": "dddd04"}})
+	e.Scalar(`UPDATE machine_records SET cluster_id = (SELECT id FROM clusters WHERE name = 'default') WHERE name = 'node-busy' RETURNING name`)
+	// rack2's record only (a permission's check reads records, not the cluster).
+	e.Scalar(`INSERT INTO clusters (name, socket, adopted, registered_by) VALUES ('rack2', '/nonexistent/apelora-test/rack2', true, 'test') RETURNING id`)
+
+	const create = `mutation($in: CreateIdentityInput!) { createIdentity(input: $in) { token } }`
+	grant := func(p, c string) map[string]any { return map[string]any{"permission": p, "cluster": c} }
+	token := func(name string, grants ...any) string {
+		return e.MustGQL(admin, create, map[string]any{"in": map[string]any{"name": name, "permissions": []any{}, "grants": grants}})["createIdentity"].(map[string]any)["token"].(string)
+	}
+	elsewhere := token("rack2-eraser", grant("MANAGE_INFRASTRUCTURE", "default"), grant("MANAGE_INFRASTRUCTURE", "rack2"), grant("HARDWARE_DELETE", "rack2"))
+	here := token("default-eraser", grant("MANAGE_INFRASTRUCTURE", "default"), grant("HARDWARE_DELETE", "default"))
+
+	const release = `mutation($in: ReleaseMachineInput!) { releaseMachine(input: $in) { erase { requested effective } plan { refused refusals { code message } } } }`
+	const says = `may erase disks (hardware.delete) in rack2 only; node-busy is in default: ask an administrator to grant hardware.delete@default`
+	dry := e.GQL(elsewhere, release, map[string]any{"in": map[string]any{"systemId": "dddd04", "erase": true, "dryRun": true}})
+	p, _ := dry.Data["releaseMachine"].(map[string]any)["plan"].(map[string]any)
+	if len(dry.Errors) > 0 || p["refused"] != true || !strings.Contains(fmt.Sprint(p["refusals"]), says) {
+		t.Fatalf("the plan of erasing default's machine with hardware.delete in rack2 only: %+v %v", dry.Errors, p)
+	}
+	real := e.GQL(elsewhere, release, map[string]any{"in": map[string]any{"systemId": "dddd04", "erase": true}})
+	if real.Code() != "FORBIDDEN" || !strings.Contains(real.Errors[0].Message, says) {
+		t.Fatalf("erasing default's machine with hardware.delete in rack2 only: %+v", real.Errors)
+	}
+	for _, r := range []*producttest.Response{dry, real} {
+		if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE request_id = $1 AND outcome = 'REFUSED'`, r.Header.Get("X-Request-Id")); n != int64(1) {
+			t.Fatalf("%v REFUSED events for a refused erase, want 1", n)
+		}
+	}
+	for _, req := range m.Requests() {
+		if req.Op == "release" {
+			t.Fatalf("MAAS was asked to release: %+v", req)
+		}
+	}
+	ok := e.GQL(here, release, map[string]any{"in": map[string]any{"systemId": "dddd04", "erase": true}})
+	if len(ok.Errors) > 0 || fmt.Sprint(ok.Data["releaseMachine"].(map[string]any)["erase"]) != "map[effective:true requested:true]" {
+		t.Fatalf("release with erase by hardware.delete in default: %+v %v", ok.Errors, ok.Data)
+	}
+	if s, _ := m.Machine("dddd04"); !s.LastRelease.Erase {
+		t.Fatalf("MAAS was asked %+v", s.LastRelease)
+	}
+}
