@@ -54,6 +54,10 @@ func TestScopedIdentities(t *testing.T) {
 	grant := func(p, c string) map[string]any { return map[string]any{"permission": p, "cluster": c} }
 	once("a grant in a cluster not registered", e.GQL(admin, create, map[string]any{"in": map[string]any{"name": "typo", "permissions": []any{},
 		"grants": []any{grant("MANAGE_INFRASTRUCTURE", "rack9")}}}), "NOT_FOUND", "manage-infrastructure@rack9")
+	for _, bad := range []string{"", "rack\x00two", strings.Repeat("r", 300)} {
+		once(fmt.Sprintf("a grant in cluster %q", bad), e.GQL(admin, create, map[string]any{"in": map[string]any{"name": "bad", "permissions": []any{},
+			"grants": []any{grant("MANAGE_INFRASTRUCTURE", bad)}}}), "INVALID_INPUT", "names no cluster")
+	}
 	c := e.MustGQL(admin, create, map[string]any{"in": map[string]any{"name": "default-ops", "permissions": []any{},
 		"grants": []any{grant("MANAGE_INFRASTRUCTURE", "default")}}})["createIdentity"].(map[string]any)
 	scoped := c["token"].(string)

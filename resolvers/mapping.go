@@ -366,13 +366,19 @@ func mapScriptResult(r provisioning.ScriptResult) *model.MaasScriptResult {
 	return out
 }
 
-// grantsOf maps the API's grants in one cluster to the domain's.
+// grantsOf maps the API's grants in one cluster to the domain's. A grant's cluster is
+// never empty here (an empty one would read as unscoped): it is kept as a name no cluster
+// can have, which the rules refuse (INVALID_INPUT on field grants).
 func grantsOf(gs []*model.ClusterGrantInput) []identity.GrantText {
 	out := make([]identity.GrantText, 0, len(gs))
 	for _, g := range gs {
+		cluster := g.Cluster
+		if cluster == "" {
+			cluster = "(none)"
+		}
 		for p, name := range permissionNames {
 			if name == g.Permission {
-				out = append(out, identity.GrantText{Permission: p, Cluster: g.Cluster})
+				out = append(out, identity.GrantText{Permission: p, Cluster: cluster})
 			}
 		}
 	}
