@@ -19,7 +19,7 @@ type Documents = {
     "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n    auditTrail { verifies }\n  }\n": typeof types.AuditCheckpointDocument,
     "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n": typeof types.AuditTrailDocument,
     "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": typeof types.AuditProofDocument,
-    "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
+    "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome, $after: ID) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome, after: $after) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
     "\n  fragment ClusterRow on Cluster {\n    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through\n    source { available message }\n    members { name status roles }\n    quorum { voters votersOnline majority standbys databaseLeader }\n    placementGuard { state message }\n    machineRecords removeRefusal\n  }\n": typeof types.ClusterRowFragmentDoc,
     "\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n": typeof types.ClustersDocument,
     "\n  query ClusterChoices {\n    clusters { name fromEnvironment }\n  }\n": typeof types.ClusterChoicesDocument,
@@ -82,7 +82,7 @@ const documents: Documents = {
     "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n    auditTrail { verifies }\n  }\n": types.AuditCheckpointDocument,
     "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n": types.AuditTrailDocument,
     "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": types.AuditProofDocument,
-    "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
+    "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome, $after: ID) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome, after: $after) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
     "\n  fragment ClusterRow on Cluster {\n    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through\n    source { available message }\n    members { name status roles }\n    quorum { voters votersOnline majority standbys databaseLeader }\n    placementGuard { state message }\n    machineRecords removeRefusal\n  }\n": types.ClusterRowFragmentDoc,
     "\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n": types.ClustersDocument,
     "\n  query ClusterChoices {\n    clusters { name fromEnvironment }\n  }\n": types.ClusterChoicesDocument,
@@ -177,7 +177,7 @@ export function graphql(source: "\n  query AuditProof($id: ID!) {\n    auditProo
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n"): (typeof documents)["\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n"];
+export function graphql(source: "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome, $after: ID) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome, after: $after) { ...AuditEventRow }\n  }\n"): (typeof documents)["\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome, $after: ID) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome, after: $after) { ...AuditEventRow }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
