@@ -16,10 +16,20 @@ import (
 	"github.com/apelora/fabric/internal/broadcast"
 )
 
+// Cluster is the resolver for the cluster field.
+func (r *fenceEventResolver) Cluster(ctx context.Context, obj *model.FenceEvent) (*string, error) {
+	return r.clusterName(obj.ClusterID), nil
+}
+
+// Cluster is the resolver for the cluster field.
+func (r *fenceMappingResolver) Cluster(ctx context.Context, obj *model.FenceMapping) (*string, error) {
+	return r.clusterName(obj.ClusterID), nil
+}
+
 // SetFenceMapping is the resolver for the setFenceMapping field.
 func (r *mutationResolver) SetFenceMapping(ctx context.Context, input model.SetFenceMappingInput) (*model.SetFenceMappingPayload, error) {
 	res, err := r.Fencing.SetMapping(ctx, identity.FromContext(ctx).Name, fencing.MappingInput{
-		Member: input.Member, SystemID: input.MaasSystemID, HardwareUUID: input.HardwareUUID,
+		Member: input.Member, Cluster: deref(input.Cluster), SystemID: input.MaasSystemID, HardwareUUID: input.HardwareUUID,
 	})
 	if err != nil {
 		return nil, err
@@ -32,7 +42,7 @@ func (r *mutationResolver) SetFenceMapping(ctx context.Context, input model.SetF
 
 // RemoveFenceMapping is the resolver for the removeFenceMapping field.
 func (r *mutationResolver) RemoveFenceMapping(ctx context.Context, input model.RemoveFenceMappingInput) (*model.RemoveFenceMappingPayload, error) {
-	removed, err := r.Fencing.RemoveMapping(ctx, input.Member)
+	removed, err := r.Fencing.RemoveMapping(ctx, input.Member, deref(input.Cluster))
 	if err != nil {
 		return nil, err
 	}
@@ -112,4 +122,14 @@ func (r *subscriptionResolver) FenceProgress(ctx context.Context, member *string
 // ClusterView returns graph.ClusterViewResolver implementation.
 func (r *Resolver) ClusterView() graph.ClusterViewResolver { return &clusterViewResolver{r} }
 
-type clusterViewResolver struct{ *Resolver }
+// FenceEvent returns graph.FenceEventResolver implementation.
+func (r *Resolver) FenceEvent() graph.FenceEventResolver { return &fenceEventResolver{r} }
+
+// FenceMapping returns graph.FenceMappingResolver implementation.
+func (r *Resolver) FenceMapping() graph.FenceMappingResolver { return &fenceMappingResolver{r} }
+
+type (
+	clusterViewResolver  struct{ *Resolver }
+	fenceEventResolver   struct{ *Resolver }
+	fenceMappingResolver struct{ *Resolver }
+)
