@@ -202,17 +202,18 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 
 // RemoveMapping removes a member's fence mapping: the member is never powered off again
 // until it gets a new one. A power-off already requested is still confirmed.
-// cluster names the member's cluster ("" given: the record's) by the one rule.
+// cluster names the member's cluster by the one rule: a machine record's (a record
+// naming none: the environment's, clusters.OfRecord), else the given one, else the only
+// one (clusters.Resolve).
 func (s *Service) cluster(member string, rec *machines.Record, given string) (clusters.Cluster, error) {
-	var record *int64
-	if rec != nil {
-		record = rec.Cluster
-	}
 	var all []clusters.Cluster
 	if s.Clusters != nil {
 		all = s.Clusters.All()
 	}
-	return clusters.OfRecord(all, member, record, given)
+	if rec == nil {
+		return clusters.Resolve(all, member, nil, given)
+	}
+	return clusters.OfRecord(all, member, rec.Cluster, given)
 }
 
 func (s *Service) RemoveMapping(ctx context.Context, member, clusterName string) (*Mapping, error) {
