@@ -296,8 +296,9 @@ type WorkerStatus struct {
 	LastRoundAt  time.Time
 	PollInterval time.Duration
 	Limits       Limits
-	// NoQuorumSince is when the worker first saw Incus without quorum; nil while it has it
-	// (or was never seen without).
+	// NoQuorumSince is what a worker of the release before clusters reported (the one
+	// cluster's quorum loss); the worker keeps it per cluster now (ClusterState) and
+	// reports nil here.
 	NoQuorumSince *time.Time
 }
 
