@@ -4876,7 +4876,8 @@ type FenceEventsResponse struct {
 	// Fence events, newest first: the outages apelora-worker saw and every decision it took
 	// (eligible, refused with its reason, requested, confirmed, not confirmed). `first` is
 	// 1–500 (default 50); `after` is an `endCursor` from an earlier page; `member` keeps one
-	// member's events.
+	// member's events; `cluster` keeps one cluster's (a member name is unique within its
+	// cluster only: give both to follow one member of one cluster).
 	FenceEvents FenceEventsFenceEventsFenceEventConnection `json:"fenceEvents"`
 }
 

@@ -205,6 +205,29 @@ func TestFencingLimitsPerCluster(t *testing.T) {
 		t.Fatalf("b's fencing after default's second fence: %v", s)
 	}
 
+	// Through the API: fenceEvents(cluster:) keeps one cluster's events, and with member
+	// one member of one cluster; every event names its cluster.
+	apiEvents := func(vars map[string]any) []string {
+		var out []string
+		d := x.gql(api, `query($m: String, $c: String) { fenceEvents(member: $m, cluster: $c, first: 500) { edges { node { kind member cluster } } } }`, vars)
+		for _, e := range d["fenceEvents"].(map[string]any)["edges"].([]any) {
+			n := e.(map[string]any)["node"].(map[string]any)
+			out = append(out, fmt.Sprintf("%v/%v/%v", n["cluster"], n["member"], n["kind"]))
+		}
+		return out
+	}
+	for _, e := range apiEvents(map[string]any{"c": "b"}) {
+		if !strings.HasPrefix(e, "b/") {
+			t.Fatalf("fenceEvents(cluster: b) gave %s", e)
+		}
+	}
+	if got := apiEvents(map[string]any{"c": "b", "m": nil}); !slices.Contains(got, "b/<nil>/UNREADABLE") {
+		t.Fatalf("fenceEvents(cluster: b): %v", got)
+	}
+	if got := apiEvents(map[string]any{"m": "m2", "c": "default"}); !slices.Contains(got, "default/m2/CONFIRMED") || slices.ContainsFunc(got, func(e string) bool { return !strings.HasPrefix(e, "default/m2/") }) {
+		t.Fatalf("fenceEvents(member: m2, cluster: default): %v", got)
+	}
+
 	// Tracking: default's whole, b's kept through its outage (its two still in theirs).
 	tracked := func(cluster string) string {
 		var out []string

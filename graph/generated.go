@@ -667,7 +667,7 @@ type ComplexityRoot struct {
 		Clusters               func(childComplexity int, names []string) int
 		Drift                  func(childComplexity int, machine *string) int
 		DriftWatcher           func(childComplexity int) int
-		FenceEvents            func(childComplexity int, member *string, first *int, after *string) int
+		FenceEvents            func(childComplexity int, member *string, cluster *string, first *int, after *string) int
 		FenceMappings          func(childComplexity int) int
 		Fleet                  func(childComplexity int, cluster *string) int
 		HardwareProfile        func(childComplexity int, name string) int
@@ -908,7 +908,7 @@ type QueryResolver interface {
 	MemberOperations(ctx context.Context, name string) ([]*model.MemberOperation, error)
 	Drift(ctx context.Context, machine *string) ([]*model.Drift, error)
 	DriftWatcher(ctx context.Context) (*model.DriftWatcher, error)
-	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
+	FenceEvents(ctx context.Context, member *string, cluster *string, first *int, after *string) (*model.FenceEventConnection, error)
 	FenceMappings(ctx context.Context) ([]*model.FenceMapping, error)
 	Cluster(ctx context.Context) (*model.ClusterView, error)
 	HardwareProfiles(ctx context.Context) ([]*model.HardwareProfile, error)
@@ -3704,7 +3704,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.FenceEvents(childComplexity, args["member"].(*string), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.FenceEvents(childComplexity, args["member"].(*string), args["cluster"].(*string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.fenceMappings":
 		if e.ComplexityRoot.Query.FenceMappings == nil {
 			break
@@ -5113,9 +5113,10 @@ extend type Warning {
   Fence events, newest first: the outages apelora-worker saw and every decision it took
   (eligible, refused with its reason, requested, confirmed, not confirmed). ` + "`" + `first` + "`" + ` is
   1–500 (default 50); ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + ` from an earlier page; ` + "`" + `member` + "`" + ` keeps one
-  member's events.
+  member's events; ` + "`" + `cluster` + "`" + ` keeps one cluster's (a member name is unique within its
+  cluster only: give both to follow one member of one cluster).
   """
-  fenceEvents(member: String, first: Int = 50, after: String): FenceEventConnection!
+  fenceEvents(member: String, cluster: String, first: Int = 50, after: String): FenceEventConnection!
 
   "Every fence mapping, ordered by member."
   fenceMappings: [FenceMapping!]!
@@ -9221,22 +9222,30 @@ func (ec *executionContext) field_Query_fenceEvents_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["member"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
-		func(ctx context.Context, v any) (*int, error) {
-			return ec.unmarshalOInt2ᚖint(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["first"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "cluster",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["after"] = arg2
+	args["cluster"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg3
 	return args, nil
 }
 
@@ -20622,7 +20631,7 @@ func (ec *executionContext) _Query_fenceEvents(ctx context.Context, field graphq
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().FenceEvents(ctx, fc.Args["member"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().FenceEvents(ctx, fc.Args["member"].(*string), fc.Args["cluster"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceEventConnection) graphql.Marshaler {

@@ -50,7 +50,7 @@ func (r *mutationResolver) RemoveFenceMapping(ctx context.Context, input model.R
 }
 
 // FenceEvents is the resolver for the fenceEvents field.
-func (r *queryResolver) FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error) {
+func (r *queryResolver) FenceEvents(ctx context.Context, member *string, cluster *string, first *int, after *string) (*model.FenceEventConnection, error) {
 	limit := 50
 	if first != nil {
 		limit = *first
@@ -59,6 +59,13 @@ func (r *queryResolver) FenceEvents(ctx context.Context, member *string, first *
 		return nil, apperr.Invalid("first", "first must be between 1 and 500, not %d", limit)
 	}
 	f := fencing.EventFilter{Member: deref(member), Limit: limit + 1}
+	if cluster != nil {
+		c, err := r.Resolver.Clusters.Registry.Named(ctx, "cluster", *cluster)
+		if err != nil {
+			return nil, err
+		}
+		f.Cluster = c.ID
+	}
 	if after != nil {
 		before, err := parseFenceCursor(*after)
 		if err != nil {

@@ -155,7 +155,7 @@ func collectEvents(rows pgx.Rows, err error) ([]fencing.Event, error) {
 
 func (f fenceStore) Events(ctx context.Context, flt fencing.EventFilter) ([]fencing.Event, error) {
 	return collectEvents(f.s.pool.Query(ctx, `SELECT `+eventColumns+` FROM fence_events
-		WHERE ($1 = '' OR member = $1) AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, flt.Member, flt.Before, flt.Limit))
+		WHERE ($1 = '' OR member = $1) AND ($2 = 0 OR id < $2) AND ($4 = 0 OR cluster_id = $4) ORDER BY id DESC LIMIT $3`, flt.Member, flt.Before, flt.Limit, flt.Cluster))
 }
 
 func (f fenceStore) EventsAfter(ctx context.Context, member string, after int64, limit int) ([]fencing.Event, error) {

@@ -31,8 +31,10 @@ type Tx interface {
 // EventFilter selects a page of fence events, newest first.
 type EventFilter struct {
 	Member string
-	Before int64 // when non-zero, only events with a smaller id
-	Limit  int
+	// Cluster keeps one cluster's events when non-zero.
+	Cluster int64
+	Before  int64 // when non-zero, only events with a smaller id
+	Limit   int
 }
 
 // Store is what the API side needs from the database.
