@@ -52,6 +52,9 @@ func TestFencingLimitsPerCluster(t *testing.T) {
 	limits := fastFence("10m")
 	limits["APELORA_FENCE_OFFLINE_AFTER"] = "16s"
 	limits["APELORA_REQUEST_TIMEOUT"] = "3s"
+	// The test lets the simulated controller say off once it has seen the request: a
+	// confirmation time that a loaded machine cannot outrun between the two.
+	limits["APELORA_FENCE_CONFIRM_TIMEOUT"] = "60s"
 	x := &fenceEnv{t: t, lab: a, maas: fs, db: db, api: api, bare: api, workers: map[string]*workerProc{}, limits: limits, auditKey: auditKey}
 	x.admin = api.Identity("admin", identity.ManageInfrastructure)
 	x.gql(api, registerClusterQuery, map[string]any{"in": map[string]any{"name": "b", "url": b.URL, "clusterCertificate": b.ClusterCertificatePEM()}})
