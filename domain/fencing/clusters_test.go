@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -313,5 +314,72 @@ func TestTwoClustersNeverMix(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// changingClusters is a registry the test changes while the worker runs.
+type changingClusters struct {
+	mu   sync.Mutex
+	list []Watched
+}
+
+func (c *changingClusters) Watched(context.Context) ([]Watched, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.list), nil
+}
+
+func (c *changingClusters) set(ws ...Watched) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.list = ws
+}
+
+// The leader runs a loop per cluster: a cluster registered while it runs gets its rounds,
+// a removed one stops being read, and the other's loop goes on throughout.
+func TestTheLeaderFollowsClustersRegisteredAndRemoved(t *testing.T) {
+	e := newTwoClusters(t)
+	a := Watched{ID: clusterA, Name: "a", Members: e.cl[clusterA]}
+	b := Watched{ID: clusterB, Name: "b", Members: e.cl[clusterB]}
+	reg := &changingClusters{list: []Watched{a}}
+	e.w.Clusters = reg
+	e.w.Poll = time.Millisecond
+	e.w.Sleep = func(ctx context.Context, d time.Duration) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+			return nil
+		}
+	}
+	reads := func(c int64) int {
+		fc := e.cl[c]
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		return len(fc.log)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool { return reads(clusterA) >= 3 })
+	if n := reads(clusterB); n != 0 {
+		t.Fatalf("b read %d times before it was registered", n)
+	}
+	reg.set(a, b)
+	waitFor(t, func() bool { return len(e.tracked(clusterB)) == 2 })
+	reg.set(a)
+	// b's loop ends (it forgets b's state as it ends, after its last read); b is read no
+	// more, while a's loop goes on.
+	waitFor(t, func() bool {
+		e.w.mu.Lock()
+		defer e.w.mu.Unlock()
+		_, ok := e.w.state[clusterB]
+		return !ok
+	})
+	n, before := reads(clusterB), reads(clusterA)
+	waitFor(t, func() bool { return reads(clusterA) >= before+5 })
+	if m := reads(clusterB); m != n {
+		t.Fatalf("b read %d more times after it was removed", m-n)
 	}
 }

@@ -264,9 +264,8 @@ func (w *Worker) lead(ctx context.Context, lease Lease) {
 			}
 			for id, cancel := range running {
 				if !listed[id] {
-					cancel()
+					cancel() // its loop forgets it once its last round is over
 					delete(running, id)
-					w.forget(id)
 				}
 			}
 		}
@@ -289,6 +288,7 @@ func (w *Worker) lead(ctx context.Context, lease Lease) {
 // removed).
 func (w *Worker) clusterLoop(ctx context.Context, lease Lease, c Watched) {
 	obs := w.observer()
+	defer w.forget(c.ID)
 	for ctx.Err() == nil {
 		if lease.Check(ctx) != nil {
 			return
@@ -306,7 +306,8 @@ func (w *Worker) clusterLoop(ctx context.Context, lease Lease, c Watched) {
 	}
 }
 
-// forget drops a removed cluster's state (its rows went with it in the database).
+// forget drops a cluster's state when its loop ends (the cluster removed, or the lease
+// lost): a cluster registered again, or the next lead, starts from the saved state.
 func (w *Worker) forget(id int64) {
 	w.mu.Lock()
 	st := w.state[id]
