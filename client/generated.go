@@ -4651,7 +4651,7 @@ type FenceEventFields struct {
 	// Increasing: pass the last one you have as fenceProgress's `after`.
 	Id string    `json:"id"`
 	At time.Time `json:"at"`
-	// The member; null for LEADING.
+	// The member; null for LEADING, QUORUM_LOST, QUORUM_BACK, UNREADABLE and READABLE.
 	Member *string        `json:"member"`
 	Kind   FenceEventKind `json:"kind"`
 	// Why, for REFUSED and NOT_CONFIRMED.
@@ -4710,6 +4710,10 @@ const (
 	FenceEventKindQuorumLost FenceEventKind = "QUORUM_LOST"
 	// Incus has its quorum again (member is null; details.lostSince, lostForSeconds): Offline counts once it has answered for the settle period.
 	FenceEventKindQuorumBack FenceEventKind = "QUORUM_BACK"
+	// The cluster's members cannot be read (member is null; details.cluster, since, error): fencing in that cluster alone is paused; the other clusters go on. Recorded once per outage.
+	FenceEventKindUnreadable FenceEventKind = "UNREADABLE"
+	// The cluster can be read again (member is null; details.unreadableSince, unreadableForSeconds): Offline counts once it has answered for the settle period.
+	FenceEventKindReadable FenceEventKind = "READABLE"
 )
 
 var AllFenceEventKind = []FenceEventKind{
@@ -4723,6 +4727,8 @@ var AllFenceEventKind = []FenceEventKind{
 	FenceEventKindNotConfirmed,
 	FenceEventKindQuorumLost,
 	FenceEventKindQuorumBack,
+	FenceEventKindUnreadable,
+	FenceEventKindReadable,
 }
 
 // FenceEventsFenceEventsFenceEventConnection includes the requested fields of the GraphQL type FenceEventConnection.
@@ -4891,7 +4897,8 @@ type FenceEventsResponse struct {
 	// Fence events, newest first: the outages apelora-worker saw and every decision it took
 	// (eligible, refused with its reason, requested, confirmed, not confirmed). `first` is
 	// 1–500 (default 50); `after` is an `endCursor` from an earlier page; `member` keeps one
-	// member's events.
+	// member's events; `cluster` keeps one cluster's (a member name is unique within its
+	// cluster only: give both to follow one member of one cluster).
 	FenceEvents FenceEventsFenceEventsFenceEventConnection `json:"fenceEvents"`
 }
 
@@ -10441,6 +10448,9 @@ func (v *RemoveClusterResponse) GetRemoveCluster() RemoveClusterRemoveClusterRem
 
 type RemoveFenceMappingInput struct {
 	Member string `json:"member"`
+	// The member's Incus cluster (a member name is unique within its cluster only): by default
+	// the cluster its machine record names, else the only registered cluster.
+	Cluster *string `json:"cluster"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -10454,6 +10464,9 @@ type RemoveFenceMappingInput struct {
 
 // GetMember returns RemoveFenceMappingInput.Member, and is useful for accessing the field via an interface.
 func (v *RemoveFenceMappingInput) GetMember() string { return v.Member }
+
+// GetCluster returns RemoveFenceMappingInput.Cluster, and is useful for accessing the field via an interface.
+func (v *RemoveFenceMappingInput) GetCluster() *string { return v.Cluster }
 
 // GetDryRun returns RemoveFenceMappingInput.DryRun, and is useful for accessing the field via an interface.
 func (v *RemoveFenceMappingInput) GetDryRun() *bool { return v.DryRun }
@@ -13141,6 +13154,9 @@ func (v *RunHardwareTestsRunHardwareTestsMaasMachinePayloadPlan) __premarshalJSO
 type SetFenceMappingInput struct {
 	// The Incus member name.
 	Member string `json:"member"`
+	// The member's Incus cluster (a member name is unique within its cluster only): by default
+	// the cluster its machine record names, else the only registered cluster.
+	Cluster *string `json:"cluster"`
 	// The MAAS system id of the machine that runs it, as MAAS shows it.
 	MaasSystemId string `json:"maasSystemId"`
 	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
@@ -13158,6 +13174,9 @@ type SetFenceMappingInput struct {
 
 // GetMember returns SetFenceMappingInput.Member, and is useful for accessing the field via an interface.
 func (v *SetFenceMappingInput) GetMember() string { return v.Member }
+
+// GetCluster returns SetFenceMappingInput.Cluster, and is useful for accessing the field via an interface.
+func (v *SetFenceMappingInput) GetCluster() *string { return v.Cluster }
 
 // GetMaasSystemId returns SetFenceMappingInput.MaasSystemId, and is useful for accessing the field via an interface.
 func (v *SetFenceMappingInput) GetMaasSystemId() string { return v.MaasSystemId }

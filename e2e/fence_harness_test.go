@@ -51,14 +51,40 @@ func fenceUUID(member string) string {
 }
 
 func startFenceSim(t *testing.T, lab *incuslab.Cluster) *fenceSim {
+	return startFenceSimOf(t, fenceLab{"fnc", lab})
+}
+
+// fenceLab is a lab whose members the simulator powers, each machine's system id the
+// prefix and the member's name: the first lab's prefix is fenceSystemID's ("fnc"), and
+// f.ids and f.uuids name its machines.
+type fenceLab struct {
+	prefix string
+	lab    *incuslab.Cluster
+}
+
+func fenceLabUUID(prefix, member string) string {
+	if prefix == "fnc" {
+		return fenceUUID(member)
+	}
+	return fmt.Sprintf("4c4c4544-0046-4e43-8045-%012x", []byte(prefix[2:]+member))
+}
+
+func startFenceSimOf(t *testing.T, labs ...fenceLab) *fenceSim {
 	t.Helper()
 	f := &fenceSim{clock: sim.NewFakeClock(time.Now()), apiKey: sim.NewAPIKey(), powerKey: sim.NewAPIKey(),
 		ids: map[string]string{}, uuids: map[string]string{}}
 	var specs []sim.MachineSpec
-	for _, m := range lab.Members {
-		f.ids[m.Name], f.uuids[m.Name] = fenceSystemID(m.Name), fenceUUID(m.Name)
-		specs = append(specs, sim.MachineSpec{SystemID: f.ids[m.Name], Hostname: m.Name, Status: sim.StatusDeployed, PowerType: "ipmi",
-			Owner: "fencer", HardwareUUID: f.uuids[m.Name], CPUCount: 8, Memory: 32768, OSystem: "ubuntu", DistroSeries: "noble"})
+	for i, l := range labs {
+		for _, m := range l.lab.Members {
+			id, uuid, host := l.prefix+m.Name, fenceLabUUID(l.prefix, m.Name), m.Name
+			if i == 0 {
+				f.ids[m.Name], f.uuids[m.Name] = id, uuid
+			} else {
+				host = l.prefix + "-" + m.Name // MAAS host names are unique
+			}
+			specs = append(specs, sim.MachineSpec{SystemID: id, Hostname: host, Status: sim.StatusDeployed, PowerType: "ipmi",
+				Owner: "fencer", HardwareUUID: uuid, CPUCount: 8, Memory: 32768, OSystem: "ubuntu", DistroSeries: "noble"})
+		}
 	}
 	s, err := sim.New(sim.Options{
 		Users:     []sim.User{{Username: "apelora", APIKey: f.apiKey, Admin: true}, {Username: "fencer", APIKey: f.powerKey}},
@@ -66,10 +92,15 @@ func startFenceSim(t *testing.T, lab *incuslab.Cluster) *fenceSim {
 		Clock:     f.clock,
 		Durations: sim.Durations{PowerOff: 2 * time.Second},
 		OnPowerOff: func(id string) {
-			m := lab.Member(strings.TrimPrefix(id, "fnc"))
-			if m != nil && m.Running() {
-				if err := lab.Kill(m); err != nil {
-					t.Errorf("power-off hook: %v", err)
+			for _, l := range labs {
+				if !strings.HasPrefix(id, l.prefix) {
+					continue
+				}
+				m := l.lab.Member(strings.TrimPrefix(id, l.prefix))
+				if m != nil && m.Running() {
+					if err := l.lab.Kill(m); err != nil {
+						t.Errorf("power-off hook: %v", err)
+					}
 				}
 			}
 		},

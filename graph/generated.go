@@ -31,6 +31,8 @@ type ResolverRoot interface {
 	Cluster() ClusterResolver
 	ClusterView() ClusterViewResolver
 	EvacuateMemberPayload() EvacuateMemberPayloadResolver
+	FenceEvent() FenceEventResolver
+	FenceMapping() FenceMappingResolver
 	MaasMachine() MaasMachineResolver
 	Member() MemberResolver
 	Mutation() MutationResolver
@@ -147,6 +149,7 @@ type ComplexityRoot struct {
 	Cluster struct {
 		Addresses              func(childComplexity int) int
 		CertificateFingerprint func(childComplexity int) int
+		Fencing                func(childComplexity int) int
 		FromEnvironment        func(childComplexity int) int
 		MachineRecords         func(childComplexity int) int
 		Members                func(childComplexity int) int
@@ -158,6 +161,16 @@ type ComplexityRoot struct {
 		RemoveRefusal          func(childComplexity int) int
 		Source                 func(childComplexity int) int
 		Through                func(childComplexity int) int
+	}
+
+	ClusterFencing struct {
+		Acting          func(childComplexity int) int
+		LastReadAt      func(childComplexity int) int
+		Mappings        func(childComplexity int) int
+		NoQuorumSince   func(childComplexity int) int
+		PausedCode      func(childComplexity int) int
+		PausedReason    func(childComplexity int) int
+		UnreadableSince func(childComplexity int) int
 	}
 
 	ClusterGrant struct {
@@ -263,6 +276,7 @@ type ComplexityRoot struct {
 
 	FenceEvent struct {
 		At      func(childComplexity int) int
+		Cluster func(childComplexity int) int
 		Details func(childComplexity int) int
 		ID      func(childComplexity int) int
 		Kind    func(childComplexity int) int
@@ -283,6 +297,7 @@ type ComplexityRoot struct {
 	}
 
 	FenceMapping struct {
+		Cluster      func(childComplexity int) int
 		HardwareUUID func(childComplexity int) int
 		LastDrill    func(childComplexity int) int
 		LastEvent    func(childComplexity int) int
@@ -658,7 +673,7 @@ type ComplexityRoot struct {
 		Clusters               func(childComplexity int, names []string) int
 		Drift                  func(childComplexity int, machine *string) int
 		DriftWatcher           func(childComplexity int) int
-		FenceEvents            func(childComplexity int, member *string, first *int, after *string) int
+		FenceEvents            func(childComplexity int, member *string, cluster *string, first *int, after *string) int
 		FenceMappings          func(childComplexity int) int
 		Fleet                  func(childComplexity int, cluster *string) int
 		HardwareProfile        func(childComplexity int, name string) int
@@ -834,12 +849,19 @@ type ClusterResolver interface {
 	PlacementGuard(ctx context.Context, obj *model.Cluster) (*model.PlacementGuard, error)
 	MachineRecords(ctx context.Context, obj *model.Cluster) (int, error)
 	RemoveRefusal(ctx context.Context, obj *model.Cluster) (*string, error)
+	Fencing(ctx context.Context, obj *model.Cluster) (*model.ClusterFencing, error)
 }
 type ClusterViewResolver interface {
 	PlacementGuard(ctx context.Context, obj *model.ClusterView) (*model.PlacementGuard, error)
 }
 type EvacuateMemberPayloadResolver interface {
 	Operation(ctx context.Context, obj *model.EvacuateMemberPayload) (*model.MemberOperation, error)
+}
+type FenceEventResolver interface {
+	Cluster(ctx context.Context, obj *model.FenceEvent) (*string, error)
+}
+type FenceMappingResolver interface {
+	Cluster(ctx context.Context, obj *model.FenceMapping) (*string, error)
 }
 type MaasMachineResolver interface {
 	StorageDevices(ctx context.Context, obj *model.MaasMachine) ([]*model.MaasStorageDevice, error)
@@ -892,7 +914,7 @@ type QueryResolver interface {
 	MemberOperations(ctx context.Context, name string) ([]*model.MemberOperation, error)
 	Drift(ctx context.Context, machine *string) ([]*model.Drift, error)
 	DriftWatcher(ctx context.Context) (*model.DriftWatcher, error)
-	FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error)
+	FenceEvents(ctx context.Context, member *string, cluster *string, first *int, after *string) (*model.FenceEventConnection, error)
 	FenceMappings(ctx context.Context) ([]*model.FenceMapping, error)
 	Cluster(ctx context.Context) (*model.ClusterView, error)
 	HardwareProfiles(ctx context.Context) ([]*model.HardwareProfile, error)
@@ -1328,6 +1350,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Cluster.CertificateFingerprint(childComplexity), true
+	case "Cluster.fencing":
+		if e.ComplexityRoot.Cluster.Fencing == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Cluster.Fencing(childComplexity), true
 	case "Cluster.fromEnvironment":
 		if e.ComplexityRoot.Cluster.FromEnvironment == nil {
 			break
@@ -1394,6 +1422,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Cluster.Through(childComplexity), true
+
+	case "ClusterFencing.acting":
+		if e.ComplexityRoot.ClusterFencing.Acting == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterFencing.Acting(childComplexity), true
+	case "ClusterFencing.lastReadAt":
+		if e.ComplexityRoot.ClusterFencing.LastReadAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterFencing.LastReadAt(childComplexity), true
+	case "ClusterFencing.mappings":
+		if e.ComplexityRoot.ClusterFencing.Mappings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterFencing.Mappings(childComplexity), true
+	case "ClusterFencing.noQuorumSince":
+		if e.ComplexityRoot.ClusterFencing.NoQuorumSince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterFencing.NoQuorumSince(childComplexity), true
+	case "ClusterFencing.pausedCode":
+		if e.ComplexityRoot.ClusterFencing.PausedCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterFencing.PausedCode(childComplexity), true
+	case "ClusterFencing.pausedReason":
+		if e.ComplexityRoot.ClusterFencing.PausedReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterFencing.PausedReason(childComplexity), true
+	case "ClusterFencing.unreadableSince":
+		if e.ComplexityRoot.ClusterFencing.UnreadableSince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterFencing.UnreadableSince(childComplexity), true
 
 	case "ClusterGrant.cluster":
 		if e.ComplexityRoot.ClusterGrant.Cluster == nil {
@@ -1786,6 +1857,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FenceEvent.At(childComplexity), true
+	case "FenceEvent.cluster":
+		if e.ComplexityRoot.FenceEvent.Cluster == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceEvent.Cluster(childComplexity), true
 	case "FenceEvent.details":
 		if e.ComplexityRoot.FenceEvent.Details == nil {
 			break
@@ -1855,6 +1932,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FenceEventEdge.Node(childComplexity), true
 
+	case "FenceMapping.cluster":
+		if e.ComplexityRoot.FenceMapping.Cluster == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FenceMapping.Cluster(childComplexity), true
 	case "FenceMapping.hardwareUuid":
 		if e.ComplexityRoot.FenceMapping.HardwareUUID == nil {
 			break
@@ -3646,7 +3729,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.FenceEvents(childComplexity, args["member"].(*string), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.FenceEvents(childComplexity, args["member"].(*string), args["cluster"].(*string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.fenceMappings":
 		if e.ComplexityRoot.Query.FenceMappings == nil {
 			break
@@ -4817,6 +4900,35 @@ type Cluster {
   machineRecords: Int!
   "Why removeCluster would refuse it now (the same rule); null when it would not."
   removeRefusal: String
+  "Fencing in this cluster as the leading apelora-worker last saw it (its limits count within the cluster)."
+  fencing: ClusterFencing!
+}
+
+"""
+Fencing in one cluster. The leading apelora-worker watches every cluster in its own loop:
+"fewer than half offline" and the cooldown count within the cluster, and a cluster it cannot
+read pauses only itself.
+"""
+type ClusterFencing {
+  "apelora-worker reads this cluster and may power its dead members off (false: paused, ` + "`" + `pausedCode` + "`" + ` says why)."
+  acting: Boolean!
+  """
+  Why fencing is paused here; null while it acts: INCUS_UNAVAILABLE (its members cannot be
+  read), INCUS_NO_QUORUM, OFFLINE_AFTER_TOO_SHORT (its cluster.offline_threshold is too long
+  for APELORA_FENCE_OFFLINE_AFTER), NOT_WATCHED (no worker has read it yet),
+  NO_FENCE_WORKER or FENCE_WORKER_SILENT.
+  """
+  pausedCode: String
+  "Why, in words; null while it acts."
+  pausedReason: String
+  "When the worker last read its members; null if never."
+  lastReadAt: Time
+  "Since when the worker cannot read its members; null while it can."
+  unreadableSince: Time
+  "Since when its Incus has had no quorum; null while it has."
+  noQuorumSince: Time
+  "How many of its members have a fence mapping."
+  mappings: Int!
 }
 
 "Incus's database (raft) as the quorum rule (quorum.Project) counts it."
@@ -5037,9 +5149,10 @@ extend type Warning {
   Fence events, newest first: the outages apelora-worker saw and every decision it took
   (eligible, refused with its reason, requested, confirmed, not confirmed). ` + "`" + `first` + "`" + ` is
   1–500 (default 50); ` + "`" + `after` + "`" + ` is an ` + "`" + `endCursor` + "`" + ` from an earlier page; ` + "`" + `member` + "`" + ` keeps one
-  member's events.
+  member's events; ` + "`" + `cluster` + "`" + ` keeps one cluster's (a member name is unique within its
+  cluster only: give both to follow one member of one cluster).
   """
-  fenceEvents(member: String, first: Int = 50, after: String): FenceEventConnection!
+  fenceEvents(member: String, cluster: String, first: Int = 50, after: String): FenceEventConnection!
 
   "Every fence mapping, ordered by member."
   fenceMappings: [FenceMapping!]!
@@ -5059,10 +5172,10 @@ extend type Mutation {
   asked first and a system id it does not know, or that reports another UUID, is refused;
   otherwise the payload says the mapping was not checked. Replaces an existing mapping.
   """
-  setFenceMapping(input: SetFenceMappingInput!): SetFenceMappingPayload! @change(about: "input.member", lock: MACHINE)
+  setFenceMapping(input: SetFenceMappingInput!): SetFenceMappingPayload! @change(about: "input.member", cluster: "input.cluster", lock: MACHINE)
 
   "Remove a member's fence mapping: it is never powered off until it has a new one."
-  removeFenceMapping(input: RemoveFenceMappingInput!): RemoveFenceMappingPayload! @change(about: "input.member", lock: MACHINE)
+  removeFenceMapping(input: RemoveFenceMappingInput!): RemoveFenceMappingPayload! @change(about: "input.member", cluster: "input.cluster", lock: MACHINE)
 }
 
 extend type Subscription {
@@ -5082,6 +5195,8 @@ extend type Machine {
 "Which MAAS machine powers an Incus member."
 type FenceMapping {
   member: String!
+  "The name of the member's Incus cluster (a member name is unique within its cluster only); null for a cluster removed since."
+  cluster: String
   maasSystemId: String!
   "What MAAS must report for the system id before anything is read or powered."
   hardwareUuid: String!
@@ -5117,8 +5232,10 @@ type FenceEvent {
   "Increasing: pass the last one you have as fenceProgress's ` + "`" + `after` + "`" + `."
   id: ID!
   at: Time!
-  "The member; null for LEADING."
+  "The member; null for LEADING, QUORUM_LOST, QUORUM_BACK, UNREADABLE and READABLE."
   member: String
+  "The name of the Incus cluster it is about; null for LEADING (and for a cluster removed since)."
+  cluster: String
   kind: FenceEventKind!
   "Why, for REFUSED and NOT_CONFIRMED."
   reason: FenceReason
@@ -5150,6 +5267,10 @@ enum FenceEventKind {
   QUORUM_LOST
   "Incus has its quorum again (member is null; details.lostSince, lostForSeconds): Offline counts once it has answered for the settle period."
   QUORUM_BACK
+  "The cluster's members cannot be read (member is null; details.cluster, since, error): fencing in that cluster alone is paused; the other clusters go on. Recorded once per outage."
+  UNREADABLE
+  "The cluster can be read again (member is null; details.unreadableSince, unreadableForSeconds): Offline counts once it has answered for the settle period."
+  READABLE
 }
 
 enum FenceReason {
@@ -5198,6 +5319,11 @@ type FenceEventEdge {
 input SetFenceMappingInput {
   "The Incus member name."
   member: String!
+  """
+  The member's Incus cluster (a member name is unique within its cluster only): by default
+  the cluster its machine record names, else the only registered cluster.
+  """
+  cluster: String
   "The MAAS system id of the machine that runs it, as MAAS shows it."
   maasSystemId: String!
   "The machine's hardware UUID as MAAS shows it (hardware_uuid)."
@@ -5233,6 +5359,11 @@ type SetFenceMappingPayload {
 
 input RemoveFenceMappingInput {
   member: String!
+  """
+  The member's Incus cluster (a member name is unique within its cluster only): by default
+  the cluster its machine record names, else the only registered cluster.
+  """
+  cluster: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
   answer with the plan (the payload's plan). Not an audit event for a caller allowed to
@@ -7334,8 +7465,30 @@ func (ec *executionContext) childFields_Cluster(ctx context.Context, field graph
 		return ec.fieldContext_Cluster_machineRecords(ctx, field)
 	case "removeRefusal":
 		return ec.fieldContext_Cluster_removeRefusal(ctx, field)
+	case "fencing":
+		return ec.fieldContext_Cluster_fencing(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Cluster", field.Name)
+}
+
+func (ec *executionContext) childFields_ClusterFencing(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "acting":
+		return ec.fieldContext_ClusterFencing_acting(ctx, field)
+	case "pausedCode":
+		return ec.fieldContext_ClusterFencing_pausedCode(ctx, field)
+	case "pausedReason":
+		return ec.fieldContext_ClusterFencing_pausedReason(ctx, field)
+	case "lastReadAt":
+		return ec.fieldContext_ClusterFencing_lastReadAt(ctx, field)
+	case "unreadableSince":
+		return ec.fieldContext_ClusterFencing_unreadableSince(ctx, field)
+	case "noQuorumSince":
+		return ec.fieldContext_ClusterFencing_noQuorumSince(ctx, field)
+	case "mappings":
+		return ec.fieldContext_ClusterFencing_mappings(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ClusterFencing", field.Name)
 }
 
 func (ec *executionContext) childFields_ClusterGrant(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7548,6 +7701,8 @@ func (ec *executionContext) childFields_FenceEvent(ctx context.Context, field gr
 		return ec.fieldContext_FenceEvent_at(ctx, field)
 	case "member":
 		return ec.fieldContext_FenceEvent_member(ctx, field)
+	case "cluster":
+		return ec.fieldContext_FenceEvent_cluster(ctx, field)
 	case "kind":
 		return ec.fieldContext_FenceEvent_kind(ctx, field)
 	case "reason":
@@ -7586,6 +7741,8 @@ func (ec *executionContext) childFields_FenceMapping(ctx context.Context, field 
 	switch field.Name {
 	case "member":
 		return ec.fieldContext_FenceMapping_member(ctx, field)
+	case "cluster":
+		return ec.fieldContext_FenceMapping_cluster(ctx, field)
 	case "maasSystemId":
 		return ec.fieldContext_FenceMapping_maasSystemId(ctx, field)
 	case "hardwareUuid":
@@ -9143,22 +9300,30 @@ func (ec *executionContext) field_Query_fenceEvents_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["member"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
-		func(ctx context.Context, v any) (*int, error) {
-			return ec.unmarshalOInt2ᚖint(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["first"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "cluster",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["after"] = arg2
+	args["cluster"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg3
 	return args, nil
 }
 
@@ -11355,6 +11520,199 @@ func (ec *executionContext) fieldContext_Cluster_removeRefusal(_ context.Context
 	return graphql.NewScalarFieldContext("Cluster", field, true, true, "String")
 }
 
+func (ec *executionContext) _Cluster_fencing(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Cluster_fencing(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Cluster().Fencing(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ClusterFencing) graphql.Marshaler {
+			return ec.marshalNClusterFencing2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterFencing(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Cluster_fencing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Cluster",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ClusterFencing(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ClusterFencing_acting(ctx context.Context, field graphql.CollectedField, obj *model.ClusterFencing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterFencing_acting(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Acting, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterFencing_acting(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterFencing", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ClusterFencing_pausedCode(ctx context.Context, field graphql.CollectedField, obj *model.ClusterFencing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterFencing_pausedCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PausedCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterFencing_pausedCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterFencing", field, false, false, "String")
+}
+
+func (ec *executionContext) _ClusterFencing_pausedReason(ctx context.Context, field graphql.CollectedField, obj *model.ClusterFencing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterFencing_pausedReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PausedReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterFencing_pausedReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterFencing", field, false, false, "String")
+}
+
+func (ec *executionContext) _ClusterFencing_lastReadAt(ctx context.Context, field graphql.CollectedField, obj *model.ClusterFencing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterFencing_lastReadAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastReadAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterFencing_lastReadAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterFencing", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ClusterFencing_unreadableSince(ctx context.Context, field graphql.CollectedField, obj *model.ClusterFencing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterFencing_unreadableSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UnreadableSince, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterFencing_unreadableSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterFencing", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ClusterFencing_noQuorumSince(ctx context.Context, field graphql.CollectedField, obj *model.ClusterFencing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterFencing_noQuorumSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NoQuorumSince, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterFencing_noQuorumSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterFencing", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ClusterFencing_mappings(ctx context.Context, field graphql.CollectedField, obj *model.ClusterFencing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterFencing_mappings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Mappings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterFencing_mappings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterFencing", field, false, false, "Int")
+}
+
 func (ec *executionContext) _ClusterGrant_permission(ctx context.Context, field graphql.CollectedField, obj *model.ClusterGrant) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12967,6 +13325,29 @@ func (ec *executionContext) fieldContext_FenceEvent_member(_ context.Context, fi
 	return graphql.NewScalarFieldContext("FenceEvent", field, false, false, "String")
 }
 
+func (ec *executionContext) _FenceEvent_cluster(ctx context.Context, field graphql.CollectedField, obj *model.FenceEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceEvent_cluster(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.FenceEvent().Cluster(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FenceEvent_cluster(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceEvent", field, true, true, "String")
+}
+
 func (ec *executionContext) _FenceEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.FenceEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13222,6 +13603,29 @@ func (ec *executionContext) _FenceMapping_member(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_FenceMapping_member(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FenceMapping", field, false, false, "String")
+}
+
+func (ec *executionContext) _FenceMapping_cluster(ctx context.Context, field graphql.CollectedField, obj *model.FenceMapping) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FenceMapping_cluster(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.FenceMapping().Cluster(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FenceMapping_cluster(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FenceMapping", field, true, true, "String")
 }
 
 func (ec *executionContext) _FenceMapping_maasSystemId(ctx context.Context, field graphql.CollectedField, obj *model.FenceMapping) (ret graphql.Marshaler) {
@@ -20383,7 +20787,7 @@ func (ec *executionContext) _Query_fenceEvents(ctx context.Context, field graphq
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().FenceEvents(ctx, fc.Args["member"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().FenceEvents(ctx, fc.Args["member"].(*string), fc.Args["cluster"].(*string), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceEventConnection) graphql.Marshaler {
@@ -25425,7 +25829,7 @@ func (ec *executionContext) unmarshalInputRemoveFenceMappingInput(ctx context.Co
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"member", "dryRun", "planHash"}
+	fieldsInOrder := [...]string{"member", "cluster", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -25439,6 +25843,13 @@ func (ec *executionContext) unmarshalInputRemoveFenceMappingInput(ctx context.Co
 				return it, err
 			}
 			it.Member = data
+		case "cluster":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cluster"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cluster = data
 		case "dryRun":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -25929,7 +26340,7 @@ func (ec *executionContext) unmarshalInputSetFenceMappingInput(ctx context.Conte
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"member", "maasSystemId", "hardwareUuid", "dryRun", "planHash"}
+	fieldsInOrder := [...]string{"member", "cluster", "maasSystemId", "hardwareUuid", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -25943,6 +26354,13 @@ func (ec *executionContext) unmarshalInputSetFenceMappingInput(ctx context.Conte
 				return it, err
 			}
 			it.Member = data
+		case "cluster":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cluster"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cluster = data
 		case "maasSystemId":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maasSystemId"))
 			data, err := ec.unmarshalNString2string(ctx, v)
@@ -27061,6 +27479,75 @@ func (ec *executionContext) _Cluster(ctx context.Context, sel ast.SelectionSet, 
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Cluster_removeRefusal(ctx, field, obj)
 				})
+		case "fencing":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Cluster_fencing(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var clusterFencingImplementors = []string{"ClusterFencing"}
+
+func (ec *executionContext) _ClusterFencing(ctx context.Context, sel ast.SelectionSet, obj *model.ClusterFencing) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clusterFencingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ClusterFencing")
+		case "acting":
+			out.Values[i] = ec._ClusterFencing_acting(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pausedCode":
+			out.Values[i] = ec._ClusterFencing_pausedCode(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pausedReason":
+			out.Values[i] = ec._ClusterFencing_pausedReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastReadAt":
+			out.Values[i] = ec._ClusterFencing_lastReadAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "unreadableSince":
+			out.Values[i] = ec._ClusterFencing_unreadableSince(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "noQuorumSince":
+			out.Values[i] = ec._ClusterFencing_noQuorumSince(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "mappings":
+			out.Values[i] = ec._ClusterFencing_mappings(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -27768,42 +28255,48 @@ func (ec *executionContext) _FenceEvent(ctx context.Context, sel ast.SelectionSe
 		case "id":
 			out.Values[i] = ec._FenceEvent_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "at":
 			out.Values[i] = ec._FenceEvent_at(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "member":
 			out.Values[i] = ec._FenceEvent_member(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "cluster":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._FenceEvent_cluster(ctx, field, obj)
+				})
 		case "kind":
 			out.Values[i] = ec._FenceEvent_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "reason":
 			out.Values[i] = ec._FenceEvent_reason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "message":
 			out.Values[i] = ec._FenceEvent_message(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "worker":
 			out.Values[i] = ec._FenceEvent_worker(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "details":
 			out.Values[i] = ec._FenceEvent_details(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -27912,42 +28405,48 @@ func (ec *executionContext) _FenceMapping(ctx context.Context, sel ast.Selection
 		case "member":
 			out.Values[i] = ec._FenceMapping_member(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "cluster":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._FenceMapping_cluster(ctx, field, obj)
+				})
 		case "maasSystemId":
 			out.Values[i] = ec._FenceMapping_maasSystemId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "hardwareUuid":
 			out.Values[i] = ec._FenceMapping_hardwareUuid(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "setBy":
 			out.Values[i] = ec._FenceMapping_setBy(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "setAt":
 			out.Values[i] = ec._FenceMapping_setAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "lastDrill":
 			out.Values[i] = ec._FenceMapping_lastDrill(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "offlineSince":
 			out.Values[i] = ec._FenceMapping_offlineSince(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "lastEvent":
 			out.Values[i] = ec._FenceMapping_lastEvent(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -32040,6 +32539,14 @@ func (ec *executionContext) marshalNCluster2ᚖgithubᚗcomᚋapeloraᚋfabric�
 		return graphql.Null
 	}
 	return ec._Cluster(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNClusterFencing2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterFencing(ctx context.Context, sel ast.SelectionSet, v *model.ClusterFencing) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ClusterFencing!")
+		return graphql.Null
+	}
+	return ec._ClusterFencing(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNClusterGrant2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterGrantᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ClusterGrant) graphql.Marshaler {

@@ -149,6 +149,21 @@ func (r *clusterResolver) RemoveRefusal(ctx context.Context, obj *model.Cluster)
 	return optional(why), nil
 }
 
+// Fencing is the resolver for the fencing field.
+func (r *clusterResolver) Fencing(ctx context.Context, obj *model.Cluster) (*model.ClusterFencing, error) {
+	c, err := r.clusterOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	all, err := r.Resolver.Fencing.Fencings(ctx, []int64{c.ID})
+	if err != nil {
+		return nil, err
+	}
+	f := all[c.ID]
+	return &model.ClusterFencing{Acting: f.Acting, PausedCode: optional(f.PausedCode), PausedReason: optional(f.PausedReason),
+		LastReadAt: f.State.LastReadAt, UnreadableSince: f.State.UnreadableSince, NoQuorumSince: f.State.NoQuorumSince, Mappings: f.Mappings}, nil
+}
+
 // RegisterCluster is the resolver for the registerCluster field.
 func (r *mutationResolver) RegisterCluster(ctx context.Context, input model.RegisterClusterInput) (*model.RegisterClusterPayload, error) {
 	reg, err := r.Clusters.Register(ctx, identity.FromContext(ctx).Name, input.Name, input.URL, input.ClusterCertificate)

@@ -16,10 +16,20 @@ import (
 	"github.com/apelora/fabric/internal/broadcast"
 )
 
+// Cluster is the resolver for the cluster field.
+func (r *fenceEventResolver) Cluster(ctx context.Context, obj *model.FenceEvent) (*string, error) {
+	return r.clusterName(obj.ClusterID), nil
+}
+
+// Cluster is the resolver for the cluster field.
+func (r *fenceMappingResolver) Cluster(ctx context.Context, obj *model.FenceMapping) (*string, error) {
+	return r.clusterName(obj.ClusterID), nil
+}
+
 // SetFenceMapping is the resolver for the setFenceMapping field.
 func (r *mutationResolver) SetFenceMapping(ctx context.Context, input model.SetFenceMappingInput) (*model.SetFenceMappingPayload, error) {
 	res, err := r.Fencing.SetMapping(ctx, identity.FromContext(ctx).Name, fencing.MappingInput{
-		Member: input.Member, SystemID: input.MaasSystemID, HardwareUUID: input.HardwareUUID,
+		Member: input.Member, Cluster: deref(input.Cluster), SystemID: input.MaasSystemID, HardwareUUID: input.HardwareUUID,
 	})
 	if err != nil {
 		return nil, err
@@ -32,7 +42,7 @@ func (r *mutationResolver) SetFenceMapping(ctx context.Context, input model.SetF
 
 // RemoveFenceMapping is the resolver for the removeFenceMapping field.
 func (r *mutationResolver) RemoveFenceMapping(ctx context.Context, input model.RemoveFenceMappingInput) (*model.RemoveFenceMappingPayload, error) {
-	removed, err := r.Fencing.RemoveMapping(ctx, input.Member)
+	removed, err := r.Fencing.RemoveMapping(ctx, input.Member, deref(input.Cluster))
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +50,7 @@ func (r *mutationResolver) RemoveFenceMapping(ctx context.Context, input model.R
 }
 
 // FenceEvents is the resolver for the fenceEvents field.
-func (r *queryResolver) FenceEvents(ctx context.Context, member *string, first *int, after *string) (*model.FenceEventConnection, error) {
+func (r *queryResolver) FenceEvents(ctx context.Context, member *string, cluster *string, first *int, after *string) (*model.FenceEventConnection, error) {
 	limit := 50
 	if first != nil {
 		limit = *first
@@ -49,6 +59,13 @@ func (r *queryResolver) FenceEvents(ctx context.Context, member *string, first *
 		return nil, apperr.Invalid("first", "first must be between 1 and 500, not %d", limit)
 	}
 	f := fencing.EventFilter{Member: deref(member), Limit: limit + 1}
+	if cluster != nil {
+		c, err := r.Resolver.Clusters.Registry.Named(ctx, "cluster", *cluster)
+		if err != nil {
+			return nil, err
+		}
+		f.Cluster = c.ID
+	}
 	if after != nil {
 		before, err := parseFenceCursor(*after)
 		if err != nil {
@@ -112,4 +129,14 @@ func (r *subscriptionResolver) FenceProgress(ctx context.Context, member *string
 // ClusterView returns graph.ClusterViewResolver implementation.
 func (r *Resolver) ClusterView() graph.ClusterViewResolver { return &clusterViewResolver{r} }
 
-type clusterViewResolver struct{ *Resolver }
+// FenceEvent returns graph.FenceEventResolver implementation.
+func (r *Resolver) FenceEvent() graph.FenceEventResolver { return &fenceEventResolver{r} }
+
+// FenceMapping returns graph.FenceMappingResolver implementation.
+func (r *Resolver) FenceMapping() graph.FenceMappingResolver { return &fenceMappingResolver{r} }
+
+type (
+	clusterViewResolver  struct{ *Resolver }
+	fenceEventResolver   struct{ *Resolver }
+	fenceMappingResolver struct{ *Resolver }
+)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/fencing"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/apperr"
@@ -18,7 +19,7 @@ func mapFenceMapping(m *fencing.Mapping) *model.FenceMapping {
 	if m == nil {
 		return nil
 	}
-	return &model.FenceMapping{Member: m.Member, MaasSystemID: m.SystemID, HardwareUUID: m.HardwareUUID, SetBy: m.SetBy, SetAt: m.SetAt}
+	return &model.FenceMapping{ClusterID: m.Cluster, Member: m.Member, MaasSystemID: m.SystemID, HardwareUUID: m.HardwareUUID, SetBy: m.SetBy, SetAt: m.SetAt}
 }
 
 func mapFenceStatus(s *fencing.Status) *model.FenceMapping {
@@ -38,7 +39,7 @@ func mapFenceStatus(s *fencing.Status) *model.FenceMapping {
 
 func mapFenceEvent(e *fencing.Event) *model.FenceEvent {
 	out := &model.FenceEvent{
-		ID: strconv.FormatInt(e.ID, 10), At: e.At, Member: optional(e.Member), Kind: model.FenceEventKind(e.Kind),
+		ID: strconv.FormatInt(e.ID, 10), ClusterID: e.Cluster, At: e.At, Member: optional(e.Member), Kind: model.FenceEventKind(e.Kind),
 		Message: e.Message, Worker: e.Worker, Details: e.Details,
 	}
 	if out.Details == nil {
@@ -69,18 +70,35 @@ func mapClusterView(v *fencing.ClusterView) *model.ClusterView {
 	return out
 }
 
-func sortedFenceStatuses(m map[string]fencing.Status) []*model.FenceMapping {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
+// sortedFenceStatuses orders mappings by member, then cluster id.
+func sortedFenceStatuses(m map[clusters.MemberKey]fencing.Status) []*model.FenceMapping {
+	keys := make([]clusters.MemberKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	sort.Strings(names)
-	out := make([]*model.FenceMapping, len(names))
-	for i, n := range names {
-		s := m[n]
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Name != keys[j].Name {
+			return keys[i].Name < keys[j].Name
+		}
+		return keys[i].Cluster < keys[j].Cluster
+	})
+	out := make([]*model.FenceMapping, len(keys))
+	for i, k := range keys {
+		s := m[k]
 		out[i] = mapFenceStatus(&s)
 	}
 	return out
+}
+
+// clusterName names a cluster by id (nil for 0 or a cluster no longer registered).
+func (r *Resolver) clusterName(id int64) *string {
+	if id == 0 || r.Clusters == nil || r.Clusters.Registry == nil {
+		return nil
+	}
+	if c, ok := r.Clusters.Registry.ByID(id); ok {
+		return &c.Name
+	}
+	return nil
 }
 
 // machineIfKnown reads the machine of that name after a change; a machine no source knows,

@@ -69,7 +69,8 @@ type Metrics struct {
 	sourceAsked  *prometheus.GaugeVec
 	fenceEvents  *prometheus.CounterVec
 	fenceLeading prometheus.Gauge
-	noQuorum     prometheus.Gauge
+	noQuorum     *prometheus.GaugeVec
+	paused       *prometheus.GaugeVec
 	fenceRounds  *prometheus.CounterVec
 	lastRound    prometheus.Gauge
 	lease        *leaseCollector
@@ -213,15 +214,19 @@ func (m *Metrics) registerWorker() {
 		Name: "apelora_fence_last_round_timestamp_seconds",
 		Help: "When this worker last finished a fence round (Unix time); 0 if it never led.",
 	})
-	m.noQuorum = prometheus.NewGauge(prometheus.GaugeOpts{
+	m.noQuorum = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "apelora_incus_no_quorum_since_timestamp_seconds",
-		Help: "When the leading apelora-worker first saw Incus without quorum (its members answer, its database does not; Unix time): fencing is paused. 0 while Incus has its quorum, or this worker does not lead.",
-	})
+		Help: "When the leading apelora-worker first saw the cluster's Incus without quorum (its members answer, its database does not; Unix time): fencing in that cluster is paused. 0 while Incus has its quorum; no series while this worker does not lead.",
+	}, []string{"cluster"})
+	m.paused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apelora_fence_cluster_paused",
+		Help: "1 while fencing is paused in the cluster (its members cannot be read, no quorum, or its offline threshold too long for the limits; the cluster view's fencing.pausedCode says which), 0 while the leading worker acts there; no series while this worker does not lead.",
+	}, []string{"cluster"})
 	m.rollingStep = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "apelora_rolling_reboot_step_seconds",
 		Help: "Seconds the running rolling reboot's current member has been in its step, as the worker that drives it last saw; 0 while none runs or this worker does not drive it (rollingReboot, or apeloractl rolling-reboot status, names the member and step).",
 	})
-	m.reg.MustRegister(m.fenceEvents, m.fenceLeading, m.fenceRounds, m.lastRound, m.rollingStep, m.noQuorum)
+	m.reg.MustRegister(m.fenceEvents, m.fenceLeading, m.fenceRounds, m.lastRound, m.rollingStep, m.noQuorum, m.paused)
 	for _, k := range fencing.Kinds {
 		m.fenceEvents.WithLabelValues(string(k), "")
 	}
@@ -380,7 +385,8 @@ func (m *Metrics) Leading(leading bool) {
 		m.fenceLeading.Set(1)
 	} else {
 		m.fenceLeading.Set(0)
-		m.noQuorum.Set(0) // the leader's to say
+		m.noQuorum.Reset() // the leader's to say
+		m.paused.Reset()
 	}
 }
 
@@ -440,15 +446,27 @@ func (m *Metrics) Recorded(e fencing.Event) {
 // RoundDone records the end of a fence round (fencing.Observer).
 // NoQuorum records since when Incus has had no quorum as the leading worker's round saw it
 // (zero: it has its quorum).
-func (m *Metrics) NoQuorum(since time.Time) {
+func (m *Metrics) NoQuorum(cluster string, since time.Time) {
 	if m == nil || m.noQuorum == nil {
 		return
 	}
 	if since.IsZero() {
-		m.noQuorum.Set(0)
+		m.noQuorum.WithLabelValues(cluster).Set(0)
 		return
 	}
-	m.noQuorum.Set(float64(since.UnixNano()) / 1e9)
+	m.noQuorum.WithLabelValues(cluster).Set(float64(since.UnixNano()) / 1e9)
+}
+
+// Paused records whether fencing is paused in the cluster after its round (fencing.Observer).
+func (m *Metrics) Paused(cluster, reason string) {
+	if m == nil || m.paused == nil {
+		return
+	}
+	v := 0.0
+	if reason != "" {
+		v = 1
+	}
+	m.paused.WithLabelValues(cluster).Set(v)
 }
 
 func (m *Metrics) RoundDone(err error) {

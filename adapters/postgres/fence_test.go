@@ -9,6 +9,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres"
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/fencing"
 	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
@@ -25,7 +26,7 @@ var (
 
 func TestFenceMappingsAreAuditedAndUnique(t *testing.T) {
 	db := pgtest.New(t)
-	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
+	env := db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	fs := db.Store.Fences()
 	put := func(m fencing.Mapping) (*fencing.Mapping, error) {
 		var prev *fencing.Mapping
@@ -37,23 +38,23 @@ func TestFenceMappingsAreAuditedAndUnique(t *testing.T) {
 		return prev, err
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	if prev, err := put(fencing.Mapping{Member: "m2", SystemID: "abc123", HardwareUUID: uuid1, SetBy: "admin", SetAt: now}); err != nil || prev != nil {
+	if prev, err := put(fencing.Mapping{Cluster: env, Member: "m2", SystemID: "abc123", HardwareUUID: uuid1, SetBy: "admin", SetAt: now}); err != nil || prev != nil {
 		t.Fatalf("first put: %v %v", prev, err)
 	}
 	// Another member cannot take the same machine.
-	_, err := put(fencing.Mapping{Member: "m3", SystemID: "abc123", HardwareUUID: uuid2, SetBy: "admin", SetAt: now})
+	_, err := put(fencing.Mapping{Cluster: env, Member: "m3", SystemID: "abc123", HardwareUUID: uuid2, SetBy: "admin", SetAt: now})
 	if e, ok := apperr.As(err); !ok || e.Code != apperr.AlreadyExists || e.Field != "maasSystemId" || !strings.Contains(e.Message, `"m2"`) {
 		t.Fatalf("same system id: %v", err)
 	}
-	_, err = put(fencing.Mapping{Member: "m3", SystemID: "xyz789", HardwareUUID: uuid1, SetBy: "admin", SetAt: now})
+	_, err = put(fencing.Mapping{Cluster: env, Member: "m3", SystemID: "xyz789", HardwareUUID: uuid1, SetBy: "admin", SetAt: now})
 	if e, ok := apperr.As(err); !ok || e.Code != apperr.AlreadyExists || e.Field != "hardwareUuid" {
 		t.Fatalf("same uuid: %v", err)
 	}
 	// Replacing returns the previous mapping and forgets the drill of the old machine.
-	if err := db.Store.FenceDrills().SaveDrill(context.Background(), fencing.Drill{Member: "m2", At: now, SystemID: "abc123", HardwareUUID: uuid1, OK: true, PowerState: "on", Worker: "w"}); err != nil {
+	if err := db.Store.FenceDrills().SaveDrill(context.Background(), fencing.Drill{Cluster: env, Member: "m2", At: now, SystemID: "abc123", HardwareUUID: uuid1, OK: true, PowerState: "on", Worker: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	prev, err := put(fencing.Mapping{Member: "m2", SystemID: "xyz789", HardwareUUID: uuid2, SetBy: "admin", SetAt: now})
+	prev, err := put(fencing.Mapping{Cluster: env, Member: "m2", SystemID: "xyz789", HardwareUUID: uuid2, SetBy: "admin", SetAt: now})
 	if err != nil || prev == nil || prev.SystemID != "abc123" {
 		t.Fatalf("replace: %+v %v", prev, err)
 	}
@@ -61,7 +62,7 @@ func TestFenceMappingsAreAuditedAndUnique(t *testing.T) {
 		t.Fatalf("drill of the old machine kept: %+v", ds)
 	}
 	// A drill of a machine the member is no longer mapped to is not kept.
-	if err := db.Store.FenceDrills().SaveDrill(context.Background(), fencing.Drill{Member: "m2", At: now, SystemID: "abc123", HardwareUUID: uuid1, OK: true, Worker: "w"}); err != nil {
+	if err := db.Store.FenceDrills().SaveDrill(context.Background(), fencing.Drill{Cluster: env, Member: "m2", At: now, SystemID: "abc123", HardwareUUID: uuid1, OK: true, Worker: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	if ds, _ := db.Store.FenceDrills().Drills(context.Background()); len(ds) != 0 {
@@ -74,14 +75,14 @@ func TestFenceMappingsAreAuditedAndUnique(t *testing.T) {
 	// Removing.
 	var removed *fencing.Mapping
 	if err := fs.Change(audited("removeFenceMapping"), "m2", func(tx fencing.Tx) error {
-		removed, err = tx.DeleteMapping(context.Background(), "m2")
+		removed, err = tx.DeleteMapping(context.Background(), env, "m2")
 		return err
 	}); err != nil || removed == nil || removed.SystemID != "xyz789" {
 		t.Fatalf("remove: %+v %v", removed, err)
 	}
 	// The database refuses malformed values even if the domain let them through.
 	err = fs.Change(audited("setFenceMapping"), "m4", func(tx fencing.Tx) error {
-		_, err := tx.PutMapping(context.Background(), fencing.Mapping{Member: "m4", SystemID: "abc123", HardwareUUID: "NOT-A-UUID", SetBy: "a", SetAt: now})
+		_, err := tx.PutMapping(context.Background(), fencing.Mapping{Cluster: env, Member: "m4", SystemID: "abc123", HardwareUUID: "NOT-A-UUID", SetBy: "a", SetAt: now})
 		return err
 	})
 	if err == nil {
@@ -101,7 +102,7 @@ func lead(t *testing.T, s *postgres.Store) fencing.Lease {
 
 func TestFenceLeaseKeepsTrackingAndDerivesRequests(t *testing.T) {
 	db := pgtest.New(t)
-	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
+	env := db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx := context.Background()
 	lease := lead(t, db.Store)
 	now, err := lease.Now(ctx)
@@ -109,7 +110,7 @@ func TestFenceLeaseKeepsTrackingAndDerivesRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	off := now.Add(-time.Minute).Truncate(time.Microsecond)
-	evs, err := lease.SaveTracking(ctx, []fencing.Tracking{
+	evs, err := lease.SaveTracking(ctx, env, []fencing.Tracking{
 		{Member: "m1", LastSeenOnline: now, LastObserved: now},
 		{Member: "m2", FirstSeenOffline: off, LastObserved: now, Maintenance: true},
 	}, nil, []fencing.Event{{At: now, Member: "m2", Kind: fencing.KindOffline, Worker: "w1", Message: "m2 is offline"}})
@@ -119,17 +120,17 @@ func TestFenceLeaseKeepsTrackingAndDerivesRequests(t *testing.T) {
 	// Another session (after a restart) reads the same outage back.
 	lease.Close()
 	lease = lead(t, db.Store)
-	tr, err := lease.Tracking(ctx)
+	tr, err := lease.Tracking(ctx, env)
 	if err != nil || !tr["m2"].FirstSeenOffline.Equal(off) || !tr["m1"].FirstSeenOffline.IsZero() || !tr["m2"].Maintenance || tr["m1"].Maintenance {
 		t.Fatalf("tracking after restart: %+v %v", tr, err)
 	}
 	if _, _, err := func() ([]fencing.Event, []string, error) {
-		evs, err := lease.SaveTracking(ctx, nil, []string{"m1"}, nil)
+		evs, err := lease.SaveTracking(ctx, env, nil, []string{"m1"}, nil)
 		return evs, nil, err
 	}(); err != nil {
 		t.Fatal(err)
 	}
-	if tr, _ := lease.Tracking(ctx); len(tr) != 1 {
+	if tr, _ := lease.Tracking(ctx, env); len(tr) != 1 {
 		t.Fatalf("gone member kept: %+v", tr)
 	}
 
@@ -141,22 +142,22 @@ func TestFenceLeaseKeepsTrackingAndDerivesRequests(t *testing.T) {
 		return e
 	}
 	req1 := ev(fencing.KindRequested, "", map[string]any{"maasSystemId": "abc123", "hardwareUuid": uuid1})
-	rs, err := lease.Requests(ctx)
+	rs, err := lease.Requests(ctx, env)
 	if err != nil || !rs["m2"].Pending() || rs["m2"].EventID != req1.ID || rs["m2"].SystemID != "abc123" || rs["m2"].HardwareUUID != uuid1 {
 		t.Fatalf("pending request: %+v %v", rs, err)
 	}
 	ev(fencing.KindNotConfirmed, fencing.ReasonPowerNotOff, nil)
 	ev(fencing.KindRefused, fencing.ReasonCooldown, nil)
-	if rs, _ := lease.Requests(ctx); rs["m2"].Outcome != fencing.KindNotConfirmed {
+	if rs, _ := lease.Requests(ctx, env); rs["m2"].Outcome != fencing.KindNotConfirmed {
 		t.Fatalf("after not confirmed: %+v", rs)
 	}
 	req2 := ev(fencing.KindRequested, "", map[string]any{"maasSystemId": "abc123", "hardwareUuid": uuid1})
 	ev(fencing.KindConfirmed, "", map[string]any{"powerState": "off"})
-	rs, _ = lease.Requests(ctx)
+	rs, _ = lease.Requests(ctx, env)
 	if rs["m2"].EventID != req2.ID || rs["m2"].Outcome != fencing.KindConfirmed {
 		t.Fatalf("latest request: %+v", rs)
 	}
-	latest, err := lease.LatestEvents(ctx)
+	latest, err := lease.LatestEvents(ctx, env)
 	if err != nil || latest["m2"].Kind != fencing.KindConfirmed || latest["m2"].Details["powerState"] != "off" {
 		t.Fatalf("latest events: %+v %v", latest, err)
 	}
@@ -171,7 +172,7 @@ func TestFenceLeaseKeepsTrackingAndDerivesRequests(t *testing.T) {
 	for _, k := range fencing.Kinds {
 		e := fencing.Event{At: now, Member: "m9", Kind: k, Worker: "w"}
 		switch k {
-		case fencing.KindLeading, fencing.KindQuorumLost, fencing.KindQuorumBack:
+		case fencing.KindLeading, fencing.KindQuorumLost, fencing.KindQuorumBack, fencing.KindUnreadable, fencing.KindReadable:
 			e.Member = "" // about the worker or the cluster, not a member
 		case fencing.KindRefused, fencing.KindNotConfirmed:
 			e.Reason = fencing.ReasonCooldown
@@ -193,16 +194,82 @@ func TestFenceLeaseKeepsTrackingAndDerivesRequests(t *testing.T) {
 	if err != nil || ws == nil || ws.Worker != "w1" || ws.PollInterval != 2*time.Second || ws.Limits.Cooldown != time.Hour || ws.NoQuorumSince != nil {
 		t.Fatalf("worker status %+v %v", ws, err)
 	}
-	// Incus without quorum: the report keeps since when, and a new leader reads it back.
+	// Incus without quorum: the cluster's state keeps since when, and a new leader reads it back.
 	lost := now.Add(-time.Minute).Truncate(time.Microsecond)
-	if err := lease.Heartbeat(ctx, fencing.WorkerStatus{Worker: "w1", LeaderSince: now, LastRoundAt: now, PollInterval: 2 * time.Second, NoQuorumSince: &lost}); err != nil {
+	if st, err := lease.ClusterState(ctx, env); err != nil || st.Cluster != env || st.NoQuorumSince != nil || st.PausedReason != "" {
+		t.Fatalf("cluster state before any %+v %v", st, err)
+	}
+	if err := lease.SaveClusterState(ctx, fencing.ClusterState{Cluster: env, LastReadAt: &now, NoQuorumSince: &lost, PausedReason: fencing.PausedNoQuorum + ": " + fencing.NoQuorumMessage(lost)}); err != nil {
 		t.Fatal(err)
 	}
-	if ws, err = db.Store.Fences().WorkerStatus(ctx); err != nil || ws.NoQuorumSince == nil || !ws.NoQuorumSince.Equal(lost) {
-		t.Fatalf("worker status without quorum %+v %v", ws, err)
+	if st, err := lease.ClusterState(ctx, env); err != nil || st.NoQuorumSince == nil || !st.NoQuorumSince.Equal(lost) {
+		t.Fatalf("cluster state %+v %v", st, err)
 	}
-	if since, err := lease.NoQuorumSince(ctx); err != nil || since == nil || !since.Equal(lost) {
-		t.Fatalf("NoQuorumSince %v %v", since, err)
+	states, err := db.Store.Fences().ClusterStates(ctx)
+	if code, _ := states[env].Paused(); err != nil || code != fencing.PausedNoQuorum {
+		t.Fatalf("cluster states %+v %v", states, err)
+	}
+}
+
+// Two clusters with the same member names: tracking, requests and mappings never mix, and
+// forgetting a cluster's gone members forgets none of the other's.
+func TestFenceLeaseKeepsClustersApart(t *testing.T) {
+	db := pgtest.New(t)
+	a := db.EnvironmentCluster(t)
+	var b int64
+	if err := db.Store.Pool().QueryRow(context.Background(), `INSERT INTO clusters (name, socket, registered_by)
+		VALUES ('b', '/nonexistent/apelora-test/b.socket', 'pgtest') RETURNING id`).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	lease := lead(t, db.Store)
+	now, err := lease.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []int64{a, b} {
+		if _, err := lease.SaveTracking(ctx, c, []fencing.Tracking{{Member: "m2", FirstSeenOffline: now, LastObserved: now}}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A lists no m2 any more: A forgets its m2, B keeps its own.
+	if _, err := lease.SaveTracking(ctx, a, nil, []string{"m2"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ta, _ := lease.Tracking(ctx, a); len(ta) != 0 {
+		t.Fatalf("A's tracking %v", ta)
+	}
+	if tb, _ := lease.Tracking(ctx, b); len(tb) != 1 || tb["m2"].FirstSeenOffline.IsZero() {
+		t.Fatalf("B's tracking %v", tb)
+	}
+	// B's m2 requested: A has no request for its m2.
+	if _, err := lease.Append(ctx, fencing.Event{At: now, Cluster: b, Member: "m2", Kind: fencing.KindRequested, Worker: "w",
+		Details: map[string]any{"maasSystemId": "bbb222", "hardwareUuid": uuid2}}); err != nil {
+		t.Fatal(err)
+	}
+	if ra, _ := lease.Requests(ctx, a); len(ra) != 0 {
+		t.Fatalf("A's requests %v", ra)
+	}
+	if rb, _ := lease.Requests(ctx, b); rb["m2"].SystemID != "bbb222" || !rb["m2"].Pending() {
+		t.Fatalf("B's requests %v", rb)
+	}
+	// A mapping of (B, m2) is not A's m2's.
+	fs := db.Store.Fences()
+	if err := fs.Change(audited("setFenceMapping"), "m2", func(tx fencing.Tx) error {
+		_, err := tx.PutMapping(ctx, fencing.Mapping{Cluster: b, Member: "m2", SystemID: "bbb222", HardwareUUID: uuid2, SetBy: "admin", SetAt: now})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ma, _ := lease.Mappings(ctx, a); len(ma) != 0 {
+		t.Fatalf("A's mappings %v", ma)
+	}
+	if mb, _ := lease.Mappings(ctx, b); mb["m2"].SystemID != "bbb222" || mb["m2"].Cluster != b {
+		t.Fatalf("B's mappings %v", mb)
+	}
+	st, err := fs.Statuses(ctx)
+	if _, ok := st[clusters.MemberKey{Cluster: a, Name: "m2"}]; err != nil || ok || len(st) != 1 {
+		t.Fatalf("statuses %v %v", st, err)
 	}
 }
 

@@ -82,13 +82,13 @@ func (f *fenceLease) Now(ctx context.Context) (time.Time, error) {
 	return t, dbError(err)
 }
 
-func (f *fenceLease) Tracking(ctx context.Context) (map[string]fencing.Tracking, error) {
+func (f *fenceLease) Tracking(ctx context.Context, cluster int64) (map[string]fencing.Tracking, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	rows, err := f.conn.Query(ctx, `SELECT member, first_seen_offline, last_seen_online, last_observed, maintenance FROM fence_member_tracking`)
+	rows, err := f.conn.Query(ctx, `SELECT member, first_seen_offline, last_seen_online, last_observed, maintenance FROM fence_member_tracking WHERE cluster_id = $1`, cluster)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -119,19 +119,21 @@ func nullTime(t time.Time) *time.Time {
 }
 
 // SaveTracking writes in one transaction that checks the lease's epoch first.
-func (f *fenceLease) SaveTracking(ctx context.Context, next []fencing.Tracking, gone []string, events []fencing.Event) ([]fencing.Event, error) {
+// Only the cluster's own tracking is written and forgotten: gone names members of that
+// cluster, and the same name in another cluster is another member.
+func (f *fenceLease) SaveTracking(ctx context.Context, cluster int64, next []fencing.Tracking, gone []string, events []fencing.Event) ([]fencing.Event, error) {
 	out := make([]fencing.Event, len(events))
 	err := f.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		for _, t := range next {
-			if _, err := tx.Exec(ctx, `INSERT INTO fence_member_tracking (member, first_seen_offline, last_seen_online, last_observed, maintenance)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (cluster_id, member) DO UPDATE SET first_seen_offline = EXCLUDED.first_seen_offline,
+			if _, err := tx.Exec(ctx, `INSERT INTO fence_member_tracking (cluster_id, member, first_seen_offline, last_seen_online, last_observed, maintenance)
+			VALUES ($6, $1, $2, $3, $4, $5) ON CONFLICT (cluster_id, member) DO UPDATE SET first_seen_offline = EXCLUDED.first_seen_offline,
 			last_seen_online = EXCLUDED.last_seen_online, last_observed = EXCLUDED.last_observed, maintenance = EXCLUDED.maintenance`,
-				t.Member, nullTime(t.FirstSeenOffline), nullTime(t.LastSeenOnline), t.LastObserved, t.Maintenance); err != nil {
+				t.Member, nullTime(t.FirstSeenOffline), nullTime(t.LastSeenOnline), t.LastObserved, t.Maintenance, cluster); err != nil {
 				return dbError(err)
 			}
 		}
 		if len(gone) > 0 {
-			if _, err := tx.Exec(ctx, `DELETE FROM fence_member_tracking WHERE member = ANY($1)`, gone); err != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM fence_member_tracking WHERE cluster_id = $1 AND member = ANY($2)`, cluster, gone); err != nil {
 				return dbError(err)
 			}
 		}
@@ -157,26 +159,26 @@ func insertFenceEvent(ctx context.Context, q querier, e fencing.Event) (fencing.
 	if e.Details == nil {
 		e.Details = map[string]any{}
 	}
-	err := q.QueryRow(ctx, `INSERT INTO fence_events (at, member, kind, reason, message, worker, details)
-		VALUES ($1, nullif($2, ''), $3, nullif($4, ''), $5, $6, $7) RETURNING id`,
-		e.At, e.Member, string(e.Kind), string(e.Reason), e.Message, e.Worker, e.Details).Scan(&e.ID)
+	err := q.QueryRow(ctx, `INSERT INTO fence_events (at, member, kind, reason, message, worker, details, cluster_id)
+		VALUES ($1, nullif($2, ''), $3, nullif($4, ''), $5, $6, $7, nullif($8::bigint, 0)) RETURNING id, coalesce(cluster_id, 0)`,
+		e.At, e.Member, string(e.Kind), string(e.Reason), e.Message, e.Worker, e.Details, e.Cluster).Scan(&e.ID, &e.Cluster)
 	if err != nil {
 		return e, dbError(err)
 	}
 	return e, nil
 }
 
-func (f *fenceLease) Mappings(ctx context.Context) (map[string]fencing.Mapping, error) {
+func (f *fenceLease) Mappings(ctx context.Context, cluster int64) (map[string]fencing.Mapping, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	return mappings(ctx, f.conn)
+	return clusterMappings(ctx, f.conn, cluster)
 }
 
 // Requests derives each member's latest request, and what became of it, from the events.
-func (f *fenceLease) Requests(ctx context.Context) (map[string]fencing.Request, error) {
+func (f *fenceLease) Requests(ctx context.Context, cluster int64) (map[string]fencing.Request, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
 		return nil, err
@@ -184,9 +186,9 @@ func (f *fenceLease) Requests(ctx context.Context) (map[string]fencing.Request, 
 	defer cancel()
 	rows, err := f.conn.Query(ctx, `SELECT r.member, r.id, r.at, coalesce(r.details->>'maasSystemId', ''), coalesce(r.details->>'hardwareUuid', ''),
 			coalesce(o.kind, ''), o.at
-		FROM (SELECT DISTINCT ON (member) member, id, at, details FROM fence_events WHERE kind = 'REQUESTED' ORDER BY member, id DESC) r
-		LEFT JOIN LATERAL (SELECT kind, at FROM fence_events o WHERE o.member = r.member AND o.id > r.id
-			AND o.kind IN ('CONFIRMED', 'NOT_CONFIRMED') ORDER BY o.id LIMIT 1) o ON true`)
+		FROM (SELECT DISTINCT ON (member) member, id, at, details FROM fence_events WHERE cluster_id = $1 AND kind = 'REQUESTED' ORDER BY member, id DESC) r
+		LEFT JOIN LATERAL (SELECT kind, at FROM fence_events o WHERE o.cluster_id = $1 AND o.member = r.member AND o.id > r.id
+			AND o.kind IN ('CONFIRMED', 'NOT_CONFIRMED') ORDER BY o.id LIMIT 1) o ON true`, cluster)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -208,7 +210,7 @@ func (f *fenceLease) Requests(ctx context.Context) (map[string]fencing.Request, 
 	return out, dbError(rows.Err())
 }
 
-func (f *fenceLease) LatestEvents(ctx context.Context) (map[string]fencing.Event, error) {
+func (f *fenceLease) LatestEvents(ctx context.Context, cluster int64) (map[string]fencing.Event, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
 		return nil, err
@@ -218,7 +220,8 @@ func (f *fenceLease) LatestEvents(ctx context.Context) (map[string]fencing.Event
 	// reading the whole trail.
 	evs, err := collectEvents(f.conn.Query(ctx, `SELECT e.id, e.at, coalesce(e.member, ''), e.kind, coalesce(e.reason, ''), e.message, e.worker, e.details, coalesce(e.cluster_id, 0)
 		FROM fence_member_tracking t
-		CROSS JOIN LATERAL (SELECT * FROM fence_events WHERE member = t.member ORDER BY id DESC LIMIT 1) e`))
+		CROSS JOIN LATERAL (SELECT * FROM fence_events WHERE cluster_id = t.cluster_id AND member = t.member ORDER BY id DESC LIMIT 1) e
+		WHERE t.cluster_id = $1`, cluster))
 	if err != nil {
 		return nil, err
 	}
@@ -256,17 +259,29 @@ func (f *fenceLease) Heartbeat(ctx context.Context, ws fencing.WorkerStatus) err
 	})
 }
 
-// NoQuorumSince is the last report's no_quorum_since (nil for none or no report).
-func (f *fenceLease) NoQuorumSince(ctx context.Context) (*time.Time, error) {
+// ClusterState is the state the worker last saved for the cluster (zero: none).
+func (f *fenceLease) ClusterState(ctx context.Context, cluster int64) (fencing.ClusterState, error) {
 	ctx, cancel, err := f.use(ctx)
 	if err != nil {
-		return nil, err
+		return fencing.ClusterState{}, err
 	}
 	defer cancel()
-	var since *time.Time
-	err = f.conn.QueryRow(ctx, `SELECT no_quorum_since FROM fence_worker`).Scan(&since)
+	c, err := scanClusterState(f.conn.QueryRow(ctx, `SELECT `+clusterStateColumns+` FROM fence_clusters WHERE cluster_id = $1`, cluster))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+		return fencing.ClusterState{Cluster: cluster}, nil
 	}
-	return since, dbError(err)
+	return c, dbError(err)
+}
+
+// SaveClusterState writes the cluster's state under the lease; a cluster removed since
+// (its row gone) is skipped.
+func (f *fenceLease) SaveClusterState(ctx context.Context, c fencing.ClusterState) error {
+	return f.write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO fence_clusters (cluster_id, last_read_at, unreadable_since, answering_since, no_quorum_since, paused_reason)
+			SELECT $1, $2, $3, $4, $5, nullif($6, '') WHERE EXISTS (SELECT 1 FROM clusters WHERE id = $1)
+			ON CONFLICT (cluster_id) DO UPDATE SET last_read_at = EXCLUDED.last_read_at, unreadable_since = EXCLUDED.unreadable_since,
+				answering_since = EXCLUDED.answering_since, no_quorum_since = EXCLUDED.no_quorum_since, paused_reason = EXCLUDED.paused_reason`,
+			c.Cluster, c.LastReadAt, c.UnreadableSince, c.AnsweringSince, c.NoQuorumSince, c.PausedReason)
+		return dbError(err)
+	})
 }

@@ -97,7 +97,7 @@ func TestFenceLeaseIsExclusiveAndTakenOverWithAHigherEpoch(t *testing.T) {
 // check in the same transaction, and it cannot end the new leader's lease either.
 func TestAStaleLeadersWritesAreRefusedByTheEpochCheck(t *testing.T) {
 	db := pgtest.New(t)
-	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
+	env := db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx := context.Background()
 	stale := takeFence(t, db.Store, "apelora-worker a", time.Minute)
 	now, err := stale.Now(ctx)
@@ -123,7 +123,7 @@ func TestAStaleLeadersWritesAreRefusedByTheEpochCheck(t *testing.T) {
 	if n := countEvents(t, db, fencing.KindRequested); n != 0 {
 		t.Fatalf("%d REQUESTED recorded by a stale leader", n)
 	}
-	if _, err := stale.SaveTracking(ctx, []fencing.Tracking{{Member: "m1", FirstSeenOffline: now, LastObserved: now}}, nil, nil); !errors.Is(err, leader.ErrLost) {
+	if _, err := stale.SaveTracking(ctx, env, []fencing.Tracking{{Member: "m1", FirstSeenOffline: now, LastObserved: now}}, nil, nil); !errors.Is(err, leader.ErrLost) {
 		t.Fatalf("the stale leader's tracking: %v", err)
 	}
 	if err := stale.Heartbeat(ctx, fencing.WorkerStatus{Worker: "a", LeaderSince: now, LastRoundAt: now, PollInterval: time.Second}); !errors.Is(err, leader.ErrLost) {

@@ -128,9 +128,16 @@ func (r *RollingStore) Advance(ctx context.Context, id int64, position int, stag
 	return tag.RowsAffected() == 1, nil
 }
 
-// Mappings are the fence mappings.
+// Mappings are the fence mappings of the cluster rolling reboots run in today, the
+// environment's (rolling reboots per cluster name theirs): never another cluster's member
+// of the same name.
 func (r *RollingStore) Mappings(ctx context.Context) (map[string]fencing.Mapping, error) {
-	return drillStore{r.s}.Mappings(ctx)
+	var env int64
+	err := r.s.pool.QueryRow(ctx, `SELECT coalesce((SELECT id FROM clusters WHERE from_environment), 0)`).Scan(&env)
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return clusterMappings(ctx, r.s.pool, env)
 }
 
 // RollingLeadership hands out the rolling reboot driver's lease (role "rolling", see

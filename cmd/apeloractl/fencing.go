@@ -24,15 +24,22 @@ var (
 		flags: func(fs *flag.FlagSet) runner {
 			sysID := fs.String("maas-system-id", "", "the MAAS system id of the machine that runs the member")
 			uuid := fs.String("hardware-uuid", "", "the machine's hardware UUID, as MAAS shows it")
+			cluster := memberClusterFlag(fs)
 			return func(c *cli, ctx context.Context, names []string) error {
-				return c.setFenceMapping(ctx, client.SetFenceMappingInput{Member: names[0], MaasSystemId: *sysID, HardwareUuid: *uuid})
+				return c.setFenceMapping(ctx, client.SetFenceMappingInput{Member: names[0], Cluster: orNil(*cluster), MaasSystemId: *sysID, HardwareUuid: *uuid})
 			}
 		},
 	}
 	removeFenceMappingCommand = &command{
 		name: "remove-fence-mapping", synopsis: "MEMBER", names: 1,
 		doc:      "remove a member's fence mapping: it is never powered off",
-		mutation: "removeFenceMapping", run: (*cli).removeFenceMapping,
+		mutation: "removeFenceMapping",
+		flags: func(fs *flag.FlagSet) runner {
+			cluster := memberClusterFlag(fs)
+			return func(c *cli, ctx context.Context, names []string) error {
+				return c.removeFenceMapping(ctx, names[0], orNil(*cluster))
+			}
+		},
 	}
 )
 
@@ -79,9 +86,16 @@ func (c *cli) setFenceMapping(ctx context.Context, in client.SetFenceMappingInpu
 	})
 }
 
-func (c *cli) removeFenceMapping(ctx context.Context, names []string) error {
+// memberClusterFlag is -cluster of the fence mapping commands: the member's cluster (a
+// member name is unique within its cluster only).
+func memberClusterFlag(fs *flag.FlagSet) *string {
+	return fs.String("cluster", "", "the member's cluster (a name 'apeloractl clusters' lists); default: the cluster its machine record names, else the only one")
+}
+
+func (c *cli) removeFenceMapping(ctx context.Context, member string, cluster *string) error {
+	names := []string{member}
 	return change(c, func(dryRun *bool, planHash *string) (*client.RemoveFenceMappingResponse, planView, error) {
-		r, err := client.RemoveFenceMapping(ctx, c.gql, client.RemoveFenceMappingInput{Member: names[0], DryRun: dryRun, PlanHash: planHash})
+		r, err := client.RemoveFenceMapping(ctx, c.gql, client.RemoveFenceMappingInput{Member: member, Cluster: cluster, DryRun: dryRun, PlanHash: planHash})
 		return r, r.GetRemoveFenceMapping().Plan, err
 	}, func(r *client.RemoveFenceMappingResponse) error {
 		if c.json {

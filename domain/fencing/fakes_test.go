@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/membership"
 )
 
@@ -24,19 +26,28 @@ type memStore struct {
 	mu       sync.Mutex
 	seq      *seq
 	now      func() time.Time
-	tracking map[string]Tracking
-	mappings map[string]Mapping
+	tracking map[clusters.MemberKey]Tracking
+	mappings map[clusters.MemberKey]Mapping
 	events   []Event
 	eventSeq []int // sequence number of each event
-	drills   map[string]Drill
+	drills   map[clusters.MemberKey]Drill
 	status   *WorkerStatus
+	states   map[int64]ClusterState
 	leader   *memLease
 	// failAppendKind makes the next Append of this kind fail (a lost connection), once.
 	failAppendKind Kind
 }
 
 func newMemStore(s *seq, now func() time.Time) *memStore {
-	return &memStore{seq: s, now: now, tracking: map[string]Tracking{}, mappings: map[string]Mapping{}, drills: map[string]Drill{}}
+	return &memStore{seq: s, now: now, tracking: map[clusters.MemberKey]Tracking{}, mappings: map[clusters.MemberKey]Mapping{}, drills: map[clusters.MemberKey]Drill{},
+		states: map[int64]ClusterState{}}
+}
+
+// one is the cluster a Worker without Clusters watches.
+const one = int64(1)
+
+func key(cluster int64, member string) clusters.MemberKey {
+	return clusters.MemberKey{Cluster: cluster, Name: member}
 }
 
 var errLost = errors.New("connection to the database lost")
@@ -93,24 +104,30 @@ func (s *memLease) Now(context.Context) (time.Time, error) {
 	return s.st.now(), nil
 }
 
-func (s *memLease) Tracking(context.Context) (map[string]Tracking, error) {
+func (s *memLease) Tracking(_ context.Context, cluster int64) (map[string]Tracking, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
 	defer s.st.mu.Unlock()
-	return maps.Clone(s.st.tracking), nil
+	out := map[string]Tracking{}
+	for k, t := range s.st.tracking {
+		if k.Cluster == cluster {
+			out[k.Name] = t
+		}
+	}
+	return out, nil
 }
 
-func (s *memLease) SaveTracking(_ context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
+func (s *memLease) SaveTracking(_ context.Context, cluster int64, next []Tracking, gone []string, events []Event) ([]Event, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
 	defer s.st.mu.Unlock()
 	for _, t := range next {
-		s.st.tracking[t.Member] = t
+		s.st.tracking[key(cluster, t.Member)] = t
 	}
 	for _, g := range gone {
-		delete(s.st.tracking, g)
+		delete(s.st.tracking, key(cluster, g))
 	}
 	out := make([]Event, len(events))
 	for i, e := range events {
@@ -127,20 +144,36 @@ func (st *memStore) appendLocked(e Event) Event {
 	return e
 }
 
-func (s *memLease) Mappings(context.Context) (map[string]Mapping, error) {
+func (s *memLease) Mappings(_ context.Context, cluster int64) (map[string]Mapping, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
 	defer s.st.mu.Unlock()
-	return maps.Clone(s.st.mappings), nil
+	out := map[string]Mapping{}
+	for k, m := range s.st.mappings {
+		if k.Cluster == cluster {
+			out[k.Name] = m
+		}
+	}
+	return out, nil
 }
 
-func (s *memLease) Requests(context.Context) (map[string]Request, error) {
+func (s *memLease) Requests(_ context.Context, cluster int64) (map[string]Request, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
 	defer s.st.mu.Unlock()
-	return requestsFrom(s.st.events), nil
+	return requestsFrom(eventsIn(s.st.events, cluster)), nil
+}
+
+func eventsIn(events []Event, cluster int64) []Event {
+	var out []Event
+	for _, e := range events {
+		if e.Cluster == cluster {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // requestsFrom derives the latest request of each member from the events, as the
@@ -163,13 +196,13 @@ func requestsFrom(events []Event) map[string]Request {
 	return out
 }
 
-func (s *memLease) LatestEvents(context.Context) (map[string]Event, error) {
+func (s *memLease) LatestEvents(_ context.Context, cluster int64) (map[string]Event, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
 	defer s.st.mu.Unlock()
 	out := map[string]Event{}
-	for _, e := range s.st.events {
+	for _, e := range eventsIn(s.st.events, cluster) {
 		if e.Member != "" {
 			out[e.Member] = e
 		}
@@ -182,6 +215,9 @@ func (s *memLease) Append(_ context.Context, e Event) (Event, error) {
 		return Event{}, err
 	}
 	defer s.st.mu.Unlock()
+	if (e.Cluster == 0) != (e.Kind == KindLeading) {
+		panic(fmt.Sprintf("event %s about cluster %d (the database's check refuses it)", e.Kind, e.Cluster))
+	}
 	if s.st.failAppendKind != "" && e.Kind == s.st.failAppendKind {
 		s.st.failAppendKind = ""
 		s.lost = true
@@ -211,12 +247,12 @@ func (m *memStore) Now(context.Context) (time.Time, error) {
 	defer m.mu.Unlock()
 	return m.now(), nil
 }
-func (m *memStore) Mappings(context.Context) (map[string]Mapping, error) {
+func (m *memStore) Mappings(context.Context) ([]Mapping, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return maps.Clone(m.mappings), nil
+	return slices.Collect(maps.Values(m.mappings)), nil
 }
-func (m *memStore) Drills(context.Context) (map[string]Drill, error) {
+func (m *memStore) Drills(context.Context) (map[clusters.MemberKey]Drill, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.drills), nil
@@ -224,20 +260,24 @@ func (m *memStore) Drills(context.Context) (map[string]Drill, error) {
 func (m *memStore) SaveDrill(_ context.Context, d Drill) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.drills[d.Member] = d
+	m.drills[key(d.Cluster, d.Member)] = d
 	return nil
 }
 
+// setMapping maps a member of mp.Cluster (0: cluster one).
 func (m *memStore) setMapping(mp Mapping) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.mappings[mp.Member] = mp
+	if mp.Cluster == 0 {
+		mp.Cluster = one
+	}
+	m.mappings[key(mp.Cluster, mp.Member)] = mp
 }
 
 func (m *memStore) removeMapping(member string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.mappings, member)
+	delete(m.mappings, key(one, member))
 }
 
 func (m *memStore) eventsOf(member string) []Event {
@@ -460,13 +500,29 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func (s *memLease) NoQuorumSince(context.Context) (*time.Time, error) {
+func (s *memLease) ClusterState(_ context.Context, cluster int64) (ClusterState, error) {
 	if err := s.lock(); err != nil {
-		return nil, err
+		return ClusterState{}, err
 	}
 	defer s.st.mu.Unlock()
-	if s.st.status == nil {
-		return nil, nil
+	c, ok := s.st.states[cluster]
+	if !ok {
+		c.Cluster = cluster
 	}
-	return s.st.status.NoQuorumSince, nil
+	return c, nil
+}
+
+func (s *memLease) SaveClusterState(_ context.Context, c ClusterState) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.st.mu.Unlock()
+	s.st.states[c.Cluster] = c
+	return nil
+}
+
+func (m *memStore) state(cluster int64) ClusterState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.states[cluster]
 }

@@ -27,6 +27,9 @@ import (
 
 // Mapping ties an Incus member to the MAAS machine that powers it.
 type Mapping struct {
+	// Cluster is the id of the member's Incus cluster (domain/clusters): a member name is
+	// unique within its cluster only.
+	Cluster      int64
 	Member       string
 	SystemID     string // MAAS system id
 	HardwareUUID string // lower case; MAAS must report it before any read or power command
@@ -95,11 +98,45 @@ const (
 	// KindQuorumBack: Incus has its quorum again (member is empty); members it lists
 	// Offline count once it has answered for the settle period.
 	KindQuorumBack Kind = "QUORUM_BACK"
+	// KindUnreadable: the cluster's members cannot be read (member is empty): fencing in
+	// that cluster alone is paused. Recorded once per outage.
+	KindUnreadable Kind = "UNREADABLE"
+	// KindReadable: the cluster can be read again (member is empty).
+	KindReadable Kind = "READABLE"
 )
+
+// Why fencing is paused in a cluster (ClusterState.PausedReason starts with one).
+const (
+	PausedIncusUnavailable = "INCUS_UNAVAILABLE"
+	PausedNoQuorum         = "INCUS_NO_QUORUM"
+	PausedOfflineAfter     = "OFFLINE_AFTER_TOO_SHORT"
+)
+
+// ClusterState is the leading worker's state of one cluster, kept in PostgreSQL
+// (fence_clusters) for the cluster view and the next leader.
+type ClusterState struct {
+	Cluster         int64
+	LastReadAt      *time.Time // its members last read
+	UnreadableSince *time.Time // nil while it can be read
+	AnsweringSince  *time.Time // the first answer after it could not be read (settle)
+	NoQuorumSince   *time.Time // nil while Incus has its quorum
+	// PausedReason is "" while fencing acts in the cluster, else a code
+	// (PausedIncusUnavailable, PausedNoQuorum, PausedOfflineAfter), ": ", and why.
+	PausedReason string
+}
+
+// Paused splits PausedReason into its code and message ("" and "" while fencing acts).
+func (s ClusterState) Paused() (code, message string) {
+	if s.PausedReason == "" {
+		return "", ""
+	}
+	code, message, _ = strings.Cut(s.PausedReason, ": ")
+	return code, message
+}
 
 // Kinds lists every kind, for the database constraint's test and the API.
 var Kinds = []Kind{KindLeading, KindOffline, KindBackOnline, KindEligible, KindRefused, KindRequested, KindConfirmed, KindNotConfirmed,
-	KindQuorumLost, KindQuorumBack}
+	KindQuorumLost, KindQuorumBack, KindUnreadable, KindReadable}
 
 // ErrNoQuorum matches (errors.Is) a member read that failed because Incus answers but its
 // database does not: on 6.0.4, with two of three voters down, the member list answered 500
@@ -151,7 +188,7 @@ type Event struct {
 	Worker  string         // the worker that recorded it
 	Details map[string]any // secret-free facts: counts, system id, power state, MAAS's answer
 	// Cluster is the id of the Incus cluster it is about (domain/clusters); 0 for
-	// KindLeading. Written by the database for now (migration 0040: the environment's).
+	// KindLeading.
 	Cluster int64
 }
 
@@ -241,6 +278,7 @@ func (l Limits) CheckOfflineThreshold(threshold time.Duration) error {
 // Drill is the result of the readiness drill for one mapped member: the read-only part of a
 // fence (hardware UUID check and a live power-state read).
 type Drill struct {
+	Cluster      int64
 	Member       string
 	At           time.Time
 	SystemID     string
@@ -258,8 +296,9 @@ type WorkerStatus struct {
 	LastRoundAt  time.Time
 	PollInterval time.Duration
 	Limits       Limits
-	// NoQuorumSince is when the worker first saw Incus without quorum; nil while it has it
-	// (or was never seen without).
+	// NoQuorumSince is what a worker of the release before clusters reported (the one
+	// cluster's quorum loss); the worker keeps it per cluster now (ClusterState) and
+	// reports nil here.
 	NoQuorumSince *time.Time
 }
 

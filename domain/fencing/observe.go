@@ -17,8 +17,11 @@ type Observer interface {
 	Recorded(e Event)
 	// RoundDone: a round ended; err is why it failed.
 	RoundDone(err error)
-	// NoQuorum: since when Incus has had no quorum, as this round saw it; zero while it has.
-	NoQuorum(since time.Time)
+	// NoQuorum: since when the cluster's Incus has had no quorum, as its round saw it; zero
+	// while it has.
+	NoQuorum(cluster string, since time.Time)
+	// Paused: why fencing is paused in the cluster after its round ("" while it acts).
+	Paused(cluster string, reason string)
 }
 
 func (w *Worker) observer() Observer {
@@ -30,11 +33,12 @@ func (w *Worker) observer() Observer {
 
 type nobody struct{}
 
-func (nobody) Leading(bool)           {}
-func (nobody) Lease(int64, time.Time) {}
-func (nobody) Recorded(Event)         {}
-func (nobody) RoundDone(error)        {}
-func (nobody) NoQuorum(time.Time)     {}
+func (nobody) Leading(bool)               {}
+func (nobody) Lease(int64, time.Time)     {}
+func (nobody) Recorded(Event)             {}
+func (nobody) RoundDone(error)            {}
+func (nobody) NoQuorum(string, time.Time) {}
+func (nobody) Paused(string, string)      {}
 
 // observedLease tells the observer of every event appended through the leader
 // connection, the one place every fence event is written.
@@ -51,8 +55,8 @@ func (s observedLease) Append(ctx context.Context, e Event) (Event, error) {
 	return out, err
 }
 
-func (s observedLease) SaveTracking(ctx context.Context, next []Tracking, gone []string, events []Event) ([]Event, error) {
-	out, err := s.Lease.SaveTracking(ctx, next, gone, events)
+func (s observedLease) SaveTracking(ctx context.Context, cluster int64, next []Tracking, gone []string, events []Event) ([]Event, error) {
+	out, err := s.Lease.SaveTracking(ctx, cluster, next, gone, events)
 	if err == nil {
 		for _, e := range out {
 			s.obs.Recorded(e)

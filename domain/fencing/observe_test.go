@@ -25,9 +25,10 @@ func (o *recordingObserver) Recorded(e Event) {
 	o.kinds = append(o.kinds, e.Kind)
 	o.mu.Unlock()
 }
-func (o *recordingObserver) Lease(int64, time.Time) {}
-func (o *recordingObserver) RoundDone(error)        { o.mu.Lock(); o.rounds++; o.mu.Unlock() }
-func (o *recordingObserver) NoQuorum(time.Time)     {}
+func (o *recordingObserver) Lease(int64, time.Time)     {}
+func (o *recordingObserver) RoundDone(error)            { o.mu.Lock(); o.rounds++; o.mu.Unlock() }
+func (o *recordingObserver) NoQuorum(string, time.Time) {}
+func (o *recordingObserver) Paused(string, string)      {}
 
 // The observer hears that the worker leads, every event it appends (those of the tracking
 // too) and every round, and that it stops leading when it stops.

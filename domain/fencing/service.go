@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/domain/plan"
@@ -22,15 +23,18 @@ type Tx interface {
 	// PutMapping inserts or replaces the member's mapping and forgets its last drill. It
 	// returns the mapping it replaced, if any.
 	PutMapping(ctx context.Context, m Mapping) (*Mapping, error)
-	// DeleteMapping removes the member's mapping (and its drill) and returns it, or nil.
-	DeleteMapping(ctx context.Context, member string) (*Mapping, error)
+	// DeleteMapping removes the cluster's member's mapping (and its drill) and returns it,
+	// or nil.
+	DeleteMapping(ctx context.Context, cluster int64, member string) (*Mapping, error)
 }
 
 // EventFilter selects a page of fence events, newest first.
 type EventFilter struct {
 	Member string
-	Before int64 // when non-zero, only events with a smaller id
-	Limit  int
+	// Cluster keeps one cluster's events when non-zero.
+	Cluster int64
+	Before  int64 // when non-zero, only events with a smaller id
+	Limit   int
 }
 
 // Store is what the API side needs from the database.
@@ -42,7 +46,10 @@ type Store interface {
 	// EventsAfter returns events with an id above after, oldest first.
 	EventsAfter(ctx context.Context, member string, after int64, limit int) ([]Event, error)
 	WorkerStatus(ctx context.Context) (*WorkerStatus, error)
-	Statuses(ctx context.Context) (map[string]Status, error)
+	// Statuses returns every mapping's status, keyed (cluster, member).
+	Statuses(ctx context.Context) (map[clusters.MemberKey]Status, error)
+	// ClusterStates returns the leading worker's state of every cluster it looked at.
+	ClusterStates(ctx context.Context) (map[int64]ClusterState, error)
 }
 
 // Feed is where fence events are published as they are recorded, on every API replica,
@@ -69,7 +76,10 @@ type Service struct {
 	// Incus is nil when Incus is not configured.
 	Incus      ClusterConfig
 	Membership membership.Source
-	Now        func() time.Time
+	// Clusters lists the registered clusters: a mapping's cluster is resolved among them
+	// (clusters.OfRecord). Nil: mappings are the environment's cluster's (tests).
+	Clusters clusters.Lister
+	Now      func() time.Time
 }
 
 func (s *Service) now() time.Time {
@@ -81,7 +91,9 @@ func (s *Service) now() time.Time {
 
 // MappingInput is what an administrator asks to map.
 type MappingInput struct {
-	Member       string
+	Member string
+	// Cluster names the member's cluster ("": the machine record's, else the only one).
+	Cluster      string
 	SystemID     string
 	HardwareUUID string
 }
@@ -113,11 +125,17 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 	if err != nil {
 		return nil, err
 	}
+	var rec *machines.Record
 	if s.Records != nil {
-		rec, err := s.Records.Record(ctx, in.Member)
-		if err != nil {
+		if rec, err = s.Records.Record(ctx, in.Member); err != nil {
 			return nil, err
 		}
+	}
+	cluster, err := s.cluster(in.Member, rec, in.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	{
 		if rec != nil && rec.MAASSystemID != "" && rec.MAASSystemID != systemID {
 			return nil, &apperr.Error{Code: apperr.FailedPrecondition, Field: "maasSystemId", Message: fmt.Sprintf(
 				"machine %s is registered from MAAS as system id %s, not %s: map it to the machine it was registered as, or fix the registration", apperr.Quote(in.Member), apperr.Quote(rec.MAASSystemID), apperr.Quote(systemID))}
@@ -133,7 +151,7 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 				"machine %s was registered with hardware UUID %s, not %s: check which machine this is", apperr.Quote(in.Member), rec.HardwareUUID, uuid)}
 		}
 	}
-	res := &MappingResult{Mapping: Mapping{Member: in.Member, SystemID: systemID, HardwareUUID: uuid, SetBy: actor,
+	res := &MappingResult{Mapping: Mapping{Cluster: cluster.ID, Member: in.Member, SystemID: systemID, HardwareUUID: uuid, SetBy: actor,
 		// The database keeps microseconds: the answer says the time as it is stored.
 		SetAt: s.now().UTC().Truncate(time.Microsecond)}}
 	action := audit.ActionFrom(ctx)
@@ -162,13 +180,14 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 	}
 	if action != nil {
 		action.Detail("verifiedWithMaas", res.Verified)
+		action.Detail("cluster", cluster.Name)
 	}
 	err = s.Store.Change(ctx, in.Member, func(tx Tx) error {
 		prev, err := tx.PutMapping(ctx, res.Mapping)
 		if err != nil {
 			return err
 		}
-		if err := plan.Read(ctx, "fence mapping of "+in.Member+" now", prev.fact()); err != nil {
+		if err := plan.Read(ctx, "fence mapping of "+in.Member+" in cluster "+cluster.Name+" now", prev.fact()); err != nil {
 			return err
 		}
 		res.Previous = prev
@@ -185,24 +204,50 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 
 // RemoveMapping removes a member's fence mapping: the member is never powered off again
 // until it gets a new one. A power-off already requested is still confirmed.
-func (s *Service) RemoveMapping(ctx context.Context, member string) (*Mapping, error) {
+// cluster names the member's cluster by the one rule: a machine record's (a record
+// naming none: the environment's, clusters.OfRecord), else the given one, else the only
+// one (clusters.Resolve).
+func (s *Service) cluster(member string, rec *machines.Record, given string) (clusters.Cluster, error) {
+	var all []clusters.Cluster
+	if s.Clusters != nil {
+		all = s.Clusters.All()
+	}
+	if rec == nil {
+		return clusters.Resolve(all, member, nil, given)
+	}
+	return clusters.OfRecord(all, member, rec.Cluster, given)
+}
+
+func (s *Service) RemoveMapping(ctx context.Context, member, clusterName string) (*Mapping, error) {
 	if err := ValidateMember(member); err != nil {
 		return nil, err
 	}
+	var rec *machines.Record
+	if s.Records != nil {
+		var err error
+		if rec, err = s.Records.Record(ctx, member); err != nil {
+			return nil, err
+		}
+	}
+	cluster, err := s.cluster(member, rec, clusterName)
+	if err != nil {
+		return nil, err
+	}
 	var removed *Mapping
-	err := s.Store.Change(ctx, member, func(tx Tx) error {
-		m, err := tx.DeleteMapping(ctx, member)
+	err = s.Store.Change(ctx, member, func(tx Tx) error {
+		m, err := tx.DeleteMapping(ctx, cluster.ID, member)
 		if err != nil {
 			return err
 		}
 		if m == nil {
-			return &apperr.Error{Code: apperr.NotFound, Field: "member", Message: fmt.Sprintf("%s has no fence mapping", apperr.Quote(member))}
+			return &apperr.Error{Code: apperr.NotFound, Field: "member", Message: fmt.Sprintf("%s has no fence mapping in cluster %s", apperr.Quote(member), cluster.Name)}
 		}
-		if err := plan.Read(ctx, "fence mapping of "+member, m.fact()); err != nil {
+		if err := plan.Read(ctx, "fence mapping of "+member+" in cluster "+cluster.Name, m.fact()); err != nil {
 			return err
 		}
 		removed = m
 		if a := audit.ActionFrom(ctx); a != nil {
+			a.Detail("cluster", cluster.Name)
 			a.Detail("removed", map[string]any{"maasSystemId": m.SystemID, "hardwareUuid": m.HardwareUUID})
 		}
 		return nil
@@ -281,7 +326,21 @@ type ClusterView struct {
 	Warnings        []ClusterWarning
 }
 
-// Cluster reads the cluster view: Incus's settings that matter to fencing, the fence worker,
+// environment is the cluster of APELORA_INCUS_* (the one the deprecated cluster view and
+// the API's Incus and Membership ports are about).
+func (s *Service) environment() (clusters.Cluster, bool) {
+	if s.Clusters == nil {
+		return clusters.Cluster{}, false
+	}
+	for _, c := range s.Clusters.All() {
+		if c.FromEnvironment {
+			return c, true
+		}
+	}
+	return clusters.Cluster{}, false
+}
+
+// Cluster reads the cluster view of the environment's cluster: Incus's settings that matter to fencing, the fence worker,
 // and warnings.
 func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 	v := &ClusterView{}
@@ -297,10 +356,19 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 	case now.Sub(ws.LastRoundAt) > 3*ws.PollInterval+30*time.Second:
 		v.Warnings = append(v.Warnings, ClusterWarning{WarnWorkerSilent, fmt.Sprintf("the fence worker %s last looked at the cluster at %s: check that an apelora-worker runs and reaches PostgreSQL, Incus and MAAS", ws.Worker, ws.LastRoundAt.UTC().Format(time.RFC3339))})
 	}
-	if ws != nil && ws.NoQuorumSince != nil {
+	env, hasEnv := s.environment()
+	var state ClusterState
+	if hasEnv {
+		states, err := s.Store.ClusterStates(ctx)
+		if err != nil {
+			return nil, err
+		}
+		state = states[env.ID]
+	}
+	if state.NoQuorumSince != nil {
 		// The state the leading worker keeps (it records the loss once as a fence event):
 		// first, as it explains the INCUS_UNAVAILABLE that usually follows.
-		v.Warnings = append(v.Warnings, ClusterWarning{WarnNoQuorum, NoQuorumMessage(*ws.NoQuorumSince) +
+		v.Warnings = append(v.Warnings, ClusterWarning{WarnNoQuorum, NoQuorumMessage(*state.NoQuorumSince) +
 			" (Incus's members answer, its database does not: bring back the voters that are down; members it lists Offline count again once it has answered for the settle period)"})
 	}
 	if s.Incus == nil || s.Membership == nil {
@@ -340,7 +408,7 @@ func (s *Service) Cluster(ctx context.Context) (*ClusterView, error) {
 		if m.Status == membership.StatusOffline {
 			down++
 		}
-		if _, ok := statuses[m.Name]; !ok {
+		if _, ok := statuses[clusters.MemberKey{Cluster: env.ID, Name: m.Name}]; !ok {
 			v.UnmappedMembers = append(v.UnmappedMembers, m.Name)
 		}
 	}
@@ -377,7 +445,62 @@ func problem(err error) string {
 	return "Incus could not be asked"
 }
 
-// Statuses returns every mapped member's fencing state, for the fleet view.
-func (s *Service) Statuses(ctx context.Context) (map[string]Status, error) {
+// Statuses returns every mapped member's fencing state, keyed (cluster, member).
+func (s *Service) Statuses(ctx context.Context) (map[clusters.MemberKey]Status, error) {
 	return s.Store.Statuses(ctx)
+}
+
+// Fencing is fencing in one cluster as the leading worker last saw it.
+type Fencing struct {
+	// Acting: the leading worker reads the cluster and may fence in it.
+	Acting bool
+	// PausedCode and PausedReason say why it does not ("" while it acts): a
+	// ClusterState code, or WarnNoFenceWorker / WarnWorkerSilent / NotWatched.
+	PausedCode, PausedReason string
+	State                    ClusterState
+	Mappings                 int
+}
+
+// NotWatched: no worker has read the cluster yet (registered since, or no worker runs).
+const NotWatched = "NOT_WATCHED"
+
+// Fencings returns fencing's state in every cluster (by id) the list names.
+func (s *Service) Fencings(ctx context.Context, ids []int64) (map[int64]Fencing, error) {
+	ws, err := s.Store.WorkerStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	states, err := s.Store.ClusterStates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	statuses, err := s.Store.Statuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]Fencing, len(ids))
+	for _, id := range ids {
+		f := Fencing{State: states[id]}
+		for k := range statuses {
+			if k.Cluster == id {
+				f.Mappings++
+			}
+		}
+		code, msg := f.State.Paused()
+		_, watched := states[id]
+		switch {
+		case ws == nil:
+			f.PausedCode, f.PausedReason = WarnNoFenceWorker, "no apelora-worker has ever led: dead members are not fenced until one runs (with its own MAAS power key)"
+		case s.now().Sub(ws.LastRoundAt) > 3*ws.PollInterval+30*time.Second:
+			f.PausedCode, f.PausedReason = WarnWorkerSilent, fmt.Sprintf("the fence worker %s last reported at %s: check that an apelora-worker runs and reaches PostgreSQL, Incus and MAAS", ws.Worker, ws.LastRoundAt.UTC().Format(time.RFC3339))
+		case code != "":
+			f.PausedCode, f.PausedReason = code, msg
+		case !watched || f.State.LastReadAt == nil:
+			f.PausedCode, f.PausedReason = NotWatched, "the fence worker has not read this cluster's members yet"
+		default:
+			f.Acting = true
+		}
+		out[id] = f
+	}
+	return out, nil
 }

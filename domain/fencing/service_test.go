@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/internal/apperr"
@@ -51,7 +52,7 @@ func (t apiTx) PutMapping(_ context.Context, m Mapping) (*Mapping, error) {
 	return nil, nil
 }
 
-func (t apiTx) DeleteMapping(_ context.Context, member string) (*Mapping, error) {
+func (t apiTx) DeleteMapping(_ context.Context, _ int64, member string) (*Mapping, error) {
 	prev, ok := t.s.mappings[member]
 	if !ok {
 		return nil, nil
@@ -76,12 +77,23 @@ func (s *apiStore) EventsAfter(_ context.Context, member string, after int64, li
 
 func (s *apiStore) WorkerStatus(context.Context) (*WorkerStatus, error) { return s.ws, nil }
 
-func (s *apiStore) Statuses(context.Context) (map[string]Status, error) {
-	out := map[string]Status{}
+func (s *apiStore) Statuses(context.Context) (map[clusters.MemberKey]Status, error) {
+	out := map[clusters.MemberKey]Status{}
 	for k, m := range s.mappings {
-		out[k] = Status{Mapping: m}
+		out[clusters.MemberKey{Cluster: m.Cluster, Name: k}] = Status{Mapping: m}
 	}
 	return out, nil
+}
+
+func (s *apiStore) ClusterStates(context.Context) (map[int64]ClusterState, error) {
+	return map[int64]ClusterState{}, nil
+}
+
+// envCluster is the one cluster the API tests know: the environment's.
+type envCluster struct{}
+
+func (envCluster) All() []clusters.Cluster {
+	return []clusters.Cluster{{ID: 1, Name: "default", FromEnvironment: true, Adopted: true}}
 }
 
 // record appends an event as the worker would, and pushes it on the feed.
@@ -127,7 +139,7 @@ func wantInvalid(t *testing.T, err error, code apperr.Code, field string) {
 func TestSetMappingValidatesAndSaysWhatWasChecked(t *testing.T) {
 	st := &apiStore{mappings: map[string]Mapping{}}
 	recs := records{"m4": {Name: "m4", Provisioner: machines.MAAS, MAASSystemID: "abcd12", HardwareUUID: "4c4c4544-0000-0000-0000-000000000004"}}
-	s := &Service{Store: st, Records: recs, Now: func() time.Time { return t0 }}
+	s := &Service{Clusters: envCluster{}, Store: st, Records: recs, Now: func() time.Time { return t0 }}
 	ctx, act := action()
 	good := MappingInput{Member: "m3", SystemID: "abcd13", HardwareUUID: "4C4C4544-0000-0000-0000-000000000003"}
 
@@ -191,10 +203,10 @@ func TestSetMappingValidatesAndSaysWhatWasChecked(t *testing.T) {
 	}
 
 	// Removing.
-	if m, err := s.RemoveMapping(ctx, "m3"); err != nil || m.SystemID != "abcd13" {
+	if m, err := s.RemoveMapping(ctx, "m3", ""); err != nil || m.SystemID != "abcd13" {
 		t.Fatalf("remove: %+v %v", m, err)
 	}
-	_, err = s.RemoveMapping(ctx, "m3")
+	_, err = s.RemoveMapping(ctx, "m3", "")
 	wantInvalid(t, err, apperr.NotFound, "member")
 }
 
@@ -227,7 +239,7 @@ func collect(t *testing.T, ch <-chan Event, n int) []Event {
 func TestProgressReplaysThenGoesLiveWithoutGapsOrRepeats(t *testing.T) {
 	st := &apiStore{mappings: map[string]Mapping{}}
 	f := newFeed()
-	s := &Service{Store: st, Feed: f}
+	s := &Service{Clusters: envCluster{}, Store: st, Feed: f}
 	for range 3 {
 		st.record(nil, "m3", KindRefused)
 	}
@@ -301,9 +313,9 @@ func (s *snapshot) Snapshot(context.Context) (*membership.Snapshot, error) {
 }
 
 func TestClusterViewWarns(t *testing.T) {
-	st := &apiStore{mappings: map[string]Mapping{"m1": {Member: "m1"}}}
+	st := &apiStore{mappings: map[string]Mapping{"m1": {Cluster: 1, Member: "m1"}}}
 	now := t0
-	s := &Service{Store: st, Now: func() time.Time { return now },
+	s := &Service{Clusters: envCluster{}, Store: st, Now: func() time.Time { return now },
 		Incus:      clusterConfig{"cluster.healing_threshold": "30"},
 		Membership: &snapshot{Members: []membership.Member{{Name: "m1", Status: "Online"}, {Name: "m2", Status: "Offline"}, {Name: "m3", Status: "Online"}}}}
 	v, err := s.Cluster(context.Background())

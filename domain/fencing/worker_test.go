@@ -266,10 +266,10 @@ func TestWorkerKeepsTheOutageAcrossARestart(t *testing.T) {
 	e.mapAll("m3")
 	e.cl.set("m3", "Offline")
 	e.round(time.Second)
-	first := e.st.tracking["m3"].FirstSeenOffline
+	first := e.st.tracking[key(one, "m3")].FirstSeenOffline
 	e.st.dropLeader()
 	e.round(20 * time.Second) // a new leadership, within the observation gap
-	if got := e.st.tracking["m3"].FirstSeenOffline; !got.Equal(first) {
+	if got := e.st.tracking[key(one, "m3")].FirstSeenOffline; !got.Equal(first) {
 		t.Fatalf("outage start %v, was %v", got, first)
 	}
 	e.round(10 * time.Second)
@@ -300,7 +300,10 @@ func TestDrill(t *testing.T) {
 	if err := e.w.DrillDue(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	d := e.st.drills
+	d := map[string]Drill{}
+	for k, x := range e.st.drills {
+		d[k.Name] = x
+	}
 	if !d["m1"].OK || d["m1"].PowerState != "on" || d["m1"].Problem != "" {
 		t.Fatalf("m1 %+v", d["m1"])
 	}
@@ -320,8 +323,8 @@ func TestDrill(t *testing.T) {
 	if err := e.w.DrillDue(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(e.ma.callsOf("read", "")) - reads; n != 1 || !e.st.drills["m2"].OK {
-		t.Fatalf("%d reads, m2 %+v", n, e.st.drills["m2"])
+	if n := len(e.ma.callsOf("read", "")) - reads; n != 1 || !e.st.drills[key(one, "m2")].OK {
+		t.Fatalf("%d reads, m2 %+v", n, e.st.drills[key(one, "m2")])
 	}
 }
 
@@ -466,8 +469,8 @@ func TestQuorumLossRecordedOnce(t *testing.T) {
 	if ev.Message != NoQuorumMessage(lost) || !strings.HasSuffix(ev.Message, ": fencing paused") {
 		t.Fatalf("QUORUM_LOST says %q", ev.Message)
 	}
-	if s := e.st.status; s == nil || s.NoQuorumSince == nil || !s.NoQuorumSince.Equal(lost) {
-		t.Fatalf("report %+v, want no quorum since %v", s, lost)
+	if s := e.st.state(one); s.NoQuorumSince == nil || !s.NoQuorumSince.Equal(lost) || !strings.HasPrefix(s.PausedReason, PausedNoQuorum+": ") {
+		t.Fatalf("cluster state %+v, want no quorum since %v", s, lost)
 	}
 	e.cl.noQuorum = false
 	e.round(5 * time.Second)
@@ -478,7 +481,7 @@ func TestQuorumLossRecordedOnce(t *testing.T) {
 			kinds = append(kinds, string(ev.Kind))
 		}
 	}
-	if strings.Join(kinds, ",") != "QUORUM_LOST,QUORUM_BACK" || e.st.status.NoQuorumSince != nil {
-		t.Fatalf("after the quorum came back: %v, report %+v", kinds, e.st.status)
+	if s := e.st.state(one); strings.Join(kinds, ",") != "QUORUM_LOST,QUORUM_BACK" || s.NoQuorumSince != nil || s.PausedReason != "" {
+		t.Fatalf("after the quorum came back: %v, cluster state %+v", kinds, s)
 	}
 }

@@ -211,7 +211,7 @@ type HardwareProfiles interface {
 
 // FenceStatuses reads the fence mappings, their last drills and the members' outages.
 type FenceStatuses interface {
-	Statuses(ctx context.Context) (map[string]fencing.Status, error)
+	Statuses(ctx context.Context) (map[clusters.MemberKey]fencing.Status, error)
 }
 
 type sources struct {
@@ -222,7 +222,7 @@ type sources struct {
 	legacy   bool
 	admitted map[string]lifecycle.Admission
 	maas     []provisioning.MAASMachine
-	fences   map[string]fencing.Status
+	fences   map[clusters.MemberKey]fencing.Status
 	profiles map[string]*hardware.Profile
 	drift    map[string]drift.Status
 	view     View
@@ -581,10 +581,17 @@ func (src *sources) join() []Machine {
 		r.MAAS = m
 	}
 	src.joinMembers(rows, get)
-	for name, st := range src.fences {
-		// Fence mappings are the environment's cluster's (fencing acts there only).
-		if r, ok := rows[name]; ok && (r.cr == nil || r.cr.env) {
-			st := st
+	for _, r := range rows {
+		// A mapping is keyed (cluster, member): the row's cluster and its member's name
+		// (a row renamed m1.rack2 still has the member m1 of rack2).
+		if r.Cluster == nil {
+			continue
+		}
+		name := r.Name
+		if r.Member != nil {
+			name = r.Member.Name
+		}
+		if st, ok := src.fences[clusters.MemberKey{Cluster: r.Cluster.ID, Name: name}]; ok {
 			r.Fence = &st
 		}
 	}

@@ -260,6 +260,29 @@ type Cluster struct {
 	Record *clusters.Cluster `json:"-"`
 }
 
+// Fencing in one cluster. The leading apelora-worker watches every cluster in its own loop:
+// "fewer than half offline" and the cooldown count within the cluster, and a cluster it cannot
+// read pauses only itself.
+type ClusterFencing struct {
+	// apelora-worker reads this cluster and may power its dead members off (false: paused, `pausedCode` says why).
+	Acting bool `json:"acting"`
+	// Why fencing is paused here; null while it acts: INCUS_UNAVAILABLE (its members cannot be
+	// read), INCUS_NO_QUORUM, OFFLINE_AFTER_TOO_SHORT (its cluster.offline_threshold is too long
+	// for APELORA_FENCE_OFFLINE_AFTER), NOT_WATCHED (no worker has read it yet),
+	// NO_FENCE_WORKER or FENCE_WORKER_SILENT.
+	PausedCode *string `json:"pausedCode,omitempty"`
+	// Why, in words; null while it acts.
+	PausedReason *string `json:"pausedReason,omitempty"`
+	// When the worker last read its members; null if never.
+	LastReadAt *time.Time `json:"lastReadAt,omitempty"`
+	// Since when the worker cannot read its members; null while it can.
+	UnreadableSince *time.Time `json:"unreadableSince,omitempty"`
+	// Since when its Incus has had no quorum; null while it has.
+	NoQuorumSince *time.Time `json:"noQuorumSince,omitempty"`
+	// How many of its members have a fence mapping.
+	Mappings int `json:"mappings"`
+}
+
 // A permission held in one Incus cluster only.
 type ClusterGrant struct {
 	Permission Permission `json:"permission"`
@@ -476,7 +499,7 @@ type FenceEvent struct {
 	// Increasing: pass the last one you have as fenceProgress's `after`.
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
-	// The member; null for LEADING.
+	// The member; null for LEADING, QUORUM_LOST, QUORUM_BACK, UNREADABLE and READABLE.
 	Member *string        `json:"member,omitempty"`
 	Kind   FenceEventKind `json:"kind"`
 	// Why, for REFUSED and NOT_CONFIRMED.
@@ -486,6 +509,8 @@ type FenceEvent struct {
 	Worker string `json:"worker"`
 	// Secret-free facts: member counts, system id, hardware UUID, power state, MAAS's answer.
 	Details map[string]any `json:"details"`
+	// The id of the event's cluster (0: none), for its name.
+	ClusterID int64 `json:"-"`
 }
 
 type FenceEventConnection struct {
@@ -514,6 +539,8 @@ type FenceMapping struct {
 	OfflineSince *time.Time `json:"offlineSince,omitempty"`
 	// The member's latest fence event.
 	LastEvent *FenceEvent `json:"lastEvent,omitempty"`
+	// The id of the mapping's cluster, for its name.
+	ClusterID int64 `json:"-"`
 }
 
 // The apelora-worker that holds the fence lease, as it last reported.
@@ -1169,6 +1196,9 @@ type RemoveClusterPayload struct {
 
 type RemoveFenceMappingInput struct {
 	Member string `json:"member"`
+	// The member's Incus cluster (a member name is unique within its cluster only): by default
+	// the cluster its machine record names, else the only registered cluster.
+	Cluster *string `json:"cluster,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -1362,6 +1392,9 @@ type SSOAccount struct {
 type SetFenceMappingInput struct {
 	// The Incus member name.
 	Member string `json:"member"`
+	// The member's Incus cluster (a member name is unique within its cluster only): by default
+	// the cluster its machine record names, else the only registered cluster.
+	Cluster *string `json:"cluster,omitempty"`
 	// The MAAS system id of the machine that runs it, as MAAS shows it.
 	MaasSystemID string `json:"maasSystemId"`
 	// The machine's hardware UUID as MAAS shows it (hardware_uuid).
@@ -2050,6 +2083,10 @@ const (
 	FenceEventKindQuorumLost FenceEventKind = "QUORUM_LOST"
 	// Incus has its quorum again (member is null; details.lostSince, lostForSeconds): Offline counts once it has answered for the settle period.
 	FenceEventKindQuorumBack FenceEventKind = "QUORUM_BACK"
+	// The cluster's members cannot be read (member is null; details.cluster, since, error): fencing in that cluster alone is paused; the other clusters go on. Recorded once per outage.
+	FenceEventKindUnreadable FenceEventKind = "UNREADABLE"
+	// The cluster can be read again (member is null; details.unreadableSince, unreadableForSeconds): Offline counts once it has answered for the settle period.
+	FenceEventKindReadable FenceEventKind = "READABLE"
 )
 
 var AllFenceEventKind = []FenceEventKind{
@@ -2063,11 +2100,13 @@ var AllFenceEventKind = []FenceEventKind{
 	FenceEventKindNotConfirmed,
 	FenceEventKindQuorumLost,
 	FenceEventKindQuorumBack,
+	FenceEventKindUnreadable,
+	FenceEventKindReadable,
 }
 
 func (e FenceEventKind) IsValid() bool {
 	switch e {
-	case FenceEventKindLeading, FenceEventKindOffline, FenceEventKindBackOnline, FenceEventKindEligible, FenceEventKindRefused, FenceEventKindRequested, FenceEventKindConfirmed, FenceEventKindNotConfirmed, FenceEventKindQuorumLost, FenceEventKindQuorumBack:
+	case FenceEventKindLeading, FenceEventKindOffline, FenceEventKindBackOnline, FenceEventKindEligible, FenceEventKindRefused, FenceEventKindRequested, FenceEventKindConfirmed, FenceEventKindNotConfirmed, FenceEventKindQuorumLost, FenceEventKindQuorumBack, FenceEventKindUnreadable, FenceEventKindReadable:
 		return true
 	}
 	return false

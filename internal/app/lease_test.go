@@ -63,12 +63,12 @@ func leaseTestMAAS(t *testing.T) (*sim.Server, fencing.MAAS) {
 
 var leaseTestLimits = fencing.Limits{OfflineAfter: time.Second, Cooldown: 10 * time.Minute, ConfirmTimeout: time.Minute, MaxObservationGap: time.Minute}
 
-func mapM1(t *testing.T, db *pgtest.DB) {
+func mapM1(t *testing.T, db *pgtest.DB, cluster int64) {
 	t.Helper()
 	ctx := context.Background()
 	if err := db.Store.Fences().Change(audit.WithAction(ctx, &audit.Action{Actor: "admin", Name: "setFenceMapping", RequestID: "r1"}), "m1",
 		func(tx fencing.Tx) error {
-			_, err := tx.PutMapping(ctx, fencing.Mapping{Member: "m1", SystemID: leaseTestSystemID, HardwareUUID: leaseTestUUID, SetBy: "admin", SetAt: time.Now()})
+			_, err := tx.PutMapping(ctx, fencing.Mapping{Cluster: cluster, Member: "m1", SystemID: leaseTestSystemID, HardwareUUID: leaseTestUUID, SetBy: "admin", SetAt: time.Now()})
 			return err
 		}); err != nil {
 		t.Fatal(err)
@@ -96,13 +96,13 @@ func (h appendHook) Append(ctx context.Context, e fencing.Event) (fencing.Event,
 // request and sends the one power-off.
 func TestAStaleWorkersRequestIsRefusedAndNothingIsSent(t *testing.T) {
 	db := pgtest.New(t)
-	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
+	env := db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx := context.Background()
 	maasSim, power := leaseTestMAAS(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mapM1(t, db)
+	mapM1(t, db, env)
 	worker := func(id string) *fencing.Worker {
-		return &fencing.Worker{ID: id, Limits: leaseTestLimits, Poll: 100 * time.Millisecond, Cluster: leaseTestMembers, MAAS: power,
+		return &fencing.Worker{ID: id, Limits: leaseTestLimits, Poll: 100 * time.Millisecond, Clusters: fencing.One(env, "default", leaseTestMembers), MAAS: power,
 			Leadership: db.Store.FenceLeadership("apelora-worker "+id, time.Minute), Lease: time.Minute, Log: log}
 	}
 	a, b := worker("a"), worker("b")
@@ -178,13 +178,13 @@ func TestAStaleWorkersRequestIsRefusedAndNothingIsSent(t *testing.T) {
 // to confirm, not to send again.
 func TestAWorkerPausedAfterItsRequestSendsNothing(t *testing.T) {
 	db := pgtest.New(t)
-	db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
+	env := db.EnvironmentCluster(t) // its rows are the environment's cluster's (migration 0040)
 	ctx := context.Background()
 	maasSim, power := leaseTestMAAS(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mapM1(t, db)
+	mapM1(t, db, env)
 	const lease = 2 * time.Second
-	a := &fencing.Worker{ID: "a", Limits: leaseTestLimits, Poll: 100 * time.Millisecond, Cluster: leaseTestMembers, MAAS: power,
+	a := &fencing.Worker{ID: "a", Limits: leaseTestLimits, Poll: 100 * time.Millisecond, Clusters: fencing.One(env, "default", leaseTestMembers), MAAS: power,
 		Leadership: db.Store.FenceLeadership("apelora-worker a", lease), Lease: lease, Log: log}
 	leaseA, err := a.Leadership.TryLead(ctx)
 	if err != nil || leaseA == nil {
@@ -268,7 +268,8 @@ func (leaseObserver) Leading(bool)                           {}
 func (o leaseObserver) Lease(epoch int64, renewed time.Time) { o.lease(epoch, renewed) }
 func (leaseObserver) Recorded(fencing.Event)                 {}
 func (leaseObserver) RoundDone(error)                        {}
-func (leaseObserver) NoQuorum(time.Time)                     {}
+func (leaseObserver) NoQuorum(string, time.Time)             {}
+func (leaseObserver) Paused(string, string)                  {}
 
 // Two workers run; the leader's connection is killed server-side (pg_terminate_backend,
 // as a failover or a network cut would): it steps down by itself (its renewal fails),

@@ -216,7 +216,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		AuditFeed:     feed.Hub(),
 		AdmissionFeed: admissionFeed.Hub(),
 		Fencing: &fencing.Service{
-			Store: store.Fences(), Records: records, Feed: fenceFeed.Hub(), MAAS: fenceMachines, Incus: fenceCluster,
+			Store: store.Fences(), Records: records, Feed: fenceFeed.Hub(), MAAS: fenceMachines, Incus: fenceCluster, Clusters: ics.registry,
 		},
 		Identity:    &identity.Service{Store: store},
 		Hardware:    &hardware.Service{Store: store.HardwareProfiles()},

@@ -189,9 +189,13 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 	if err != nil {
 		return err
 	}
+	// The leader watches every adopted cluster, each in its own loop (a cluster registered
+	// or removed while it runs is picked up at the next poll); the environment's cluster
+	// was checked above, the others are at their first answer (one too short pauses
+	// itself only).
 	w := &fencing.Worker{
 		ID: cfg.Name, Limits: cfg.Limits, Poll: cfg.Poll, DrillInterval: cfg.DrillInterval,
-		Cluster: cluster, MAAS: maas.NewFencePorts(client),
+		Clusters: workerClusters{ics}, MAAS: maas.NewFencePorts(client),
 		Leadership: store.FenceLeadership("apelora-worker "+cfg.Name, cfg.leaderLease()), Drills: store.FenceDrills(),
 		Lease: cfg.leaderLease(),
 		Log:   log, Observer: cfg.fenceObserver(),
@@ -207,6 +211,46 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 	log.Info("apelora-worker starting", "worker", cfg.Name, "limits", cfg.Limits.Describe(), "poll", cfg.Poll.String(),
 		"drill_interval", cfg.DrillInterval.String(), "request_timeout", cfg.upstreamTimeout().String(), "incus", ic2.Endpoint(), "incus_addresses", len(ic.FallbackURLs)+1, "maas", client)
 	return w.Run(ctx)
+}
+
+// workerClusters lists the clusters the fence worker watches: every adopted cluster of
+// the registry (read again at each call, so registrations and removals on any replica are
+// seen), each reached through its pool client.
+type workerClusters struct{ ics *incusClusters }
+
+func (w workerClusters) Watched(ctx context.Context) ([]fencing.Watched, error) {
+	if err := w.ics.registry.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	var out []fencing.Watched
+	for _, c := range w.ics.registry.Adopted() {
+		p := poolFence{pool: w.ics.pool, cluster: c.ID}
+		out = append(out, fencing.Watched{ID: c.ID, Name: c.Name, Members: p, Config: p})
+	}
+	return out, nil
+}
+
+// poolFence is one cluster's fence ports through the pool: a cluster whose client cannot
+// be made reads as unreadable, which pauses that cluster only.
+type poolFence struct {
+	pool    *incus.Pool
+	cluster int64
+}
+
+func (p poolFence) Observe(ctx context.Context) ([]fencing.Observation, error) {
+	f, err := p.pool.Fence(ctx, p.cluster)
+	if err != nil {
+		return nil, err
+	}
+	return f.Observe(ctx)
+}
+
+func (p poolFence) ServerConfig(ctx context.Context) (map[string]string, error) {
+	f, err := p.pool.Fence(ctx, p.cluster)
+	if err != nil {
+		return nil, err
+	}
+	return f.ServerConfig(ctx)
 }
 
 // checkOfflineThreshold refuses an APELORA_FENCE_OFFLINE_AFTER that Incus's own

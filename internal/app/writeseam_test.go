@@ -117,6 +117,7 @@ func (fakeIncus) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 	db := pgtest.New(t)
 	env := db.EnvironmentCluster(t) // the member rows below are the environment's cluster's (migration 0040)
+	sampleCluster = env
 	store := db.Store
 	writes := store.Writes()
 
@@ -169,7 +170,7 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 		return err
 	}))
 	must(store.Fences().Change(seed, "m1", func(tx fencing.Tx) error {
-		_, err := tx.PutMapping(seed, fencing.Mapping{Member: "m1", SystemID: systemID, HardwareUUID: "4c4c4544-0000-0000-0000-000000000001", SetBy: "test", SetAt: time.Now()})
+		_, err := tx.PutMapping(seed, fencing.Mapping{Cluster: env, Member: "m1", SystemID: systemID, HardwareUUID: "4c4c4544-0000-0000-0000-000000000001", SetBy: "test", SetAt: time.Now()})
 		return err
 	}))
 	must(store.ChangeIdentities(seed, func(tx identity.Tx) error {
@@ -392,6 +393,9 @@ func TestEveryPortWriteIsAStepInADryRun(t *testing.T) {
 	t.Logf("%d port methods called, %d writing, %d calls recorded, %v counted", len(called), len(wrote), recorded(), counted)
 }
 
+// sampleCluster is the environment's cluster of the test's database, for sample.
+var sampleCluster int64
+
 // sample is an argument of type at for a port method called in a dry run: the plan's
 // context, name for strings (a member name, a MAAS system id), id for identity ids, and
 // zero values with Name set to name for structs.
@@ -420,6 +424,10 @@ func sample(at reflect.Type, ctx context.Context, name string, id int64) reflect
 			if fv := v.FieldByName(f); fv.IsValid() && fv.Kind() == reflect.String && fv.CanSet() {
 				fv.SetString(name)
 			}
+		}
+		// A member's row names its cluster (a fence mapping): the environment's.
+		if fv := v.FieldByName("Cluster"); fv.IsValid() && fv.Kind() == reflect.Int64 && fv.CanSet() {
+			fv.SetInt(sampleCluster)
 		}
 		// A member as Incus needs one back: in a group and a failure domain.
 		if fv := v.FieldByName("Groups"); fv.IsValid() && fv.CanSet() {

@@ -41,7 +41,8 @@ import (
 var rowsLeftToGqlgen = []string{"Member.version", "MaasMachine.storageDevices",
 	"MaasMachine.networkInterfaces", "MaasMachine.scriptResults", "FenceEvent.details",
 	"Cluster.addresses", "Cluster.through", "Cluster.source", "Cluster.members", "Cluster.quorum",
-	"Cluster.placementGuard", "Cluster.machineRecords", "Cluster.removeRefusal"}
+	"Cluster.placementGuard", "Cluster.machineRecords", "Cluster.removeRefusal", "Cluster.fencing", "FenceMapping.cluster",
+	"FenceEvent.cluster"}
 
 func TestFleetRowsAreWrittenAsGqlgenWrites(t *testing.T) {
 	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
@@ -215,10 +216,12 @@ type fixtureRoot struct {
 	rows []*model.Machine
 }
 
-func (f fixtureRoot) Query() graph.QueryResolver             { return fixtureQuery{rows: f.rows} }
-func (f fixtureRoot) Member() graph.MemberResolver           { return fixtureMember{} }
-func (f fixtureRoot) MaasMachine() graph.MaasMachineResolver { return fixtureMAAS{} }
-func (f fixtureRoot) Cluster() graph.ClusterResolver         { return fixtureCluster{} }
+func (f fixtureRoot) Query() graph.QueryResolver               { return fixtureQuery{rows: f.rows} }
+func (f fixtureRoot) Member() graph.MemberResolver             { return fixtureMember{} }
+func (f fixtureRoot) MaasMachine() graph.MaasMachineResolver   { return fixtureMAAS{} }
+func (f fixtureRoot) Cluster() graph.ClusterResolver           { return fixtureCluster{} }
+func (f fixtureRoot) FenceMapping() graph.FenceMappingResolver { return fixtureFenceMapping{} }
+func (f fixtureRoot) FenceEvent() graph.FenceEventResolver     { return fixtureFenceEvent{} }
 
 // fixtureCluster answers a cluster's resolved fields with fixed values.
 type fixtureCluster struct{}
@@ -242,6 +245,26 @@ func (fixtureCluster) PlacementGuard(context.Context, *model.Cluster) (*model.Pl
 func (fixtureCluster) MachineRecords(context.Context, *model.Cluster) (int, error) { return 2, nil }
 func (fixtureCluster) RemoveRefusal(context.Context, *model.Cluster) (*string, error) {
 	return nil, nil
+}
+func (fixtureCluster) Fencing(context.Context, *model.Cluster) (*model.ClusterFencing, error) {
+	return &model.ClusterFencing{Acting: true, Mappings: 1}, nil
+}
+
+// fixtureFence names a fence mapping's or event's cluster.
+type fixtureFence struct{}
+
+func (fixtureFence) Cluster(context.Context, any) (*string, error) { c := "default"; return &c, nil }
+
+type fixtureFenceMapping struct{}
+
+func (fixtureFenceMapping) Cluster(ctx context.Context, _ *model.FenceMapping) (*string, error) {
+	return fixtureFence{}.Cluster(ctx, nil)
+}
+
+type fixtureFenceEvent struct{}
+
+func (fixtureFenceEvent) Cluster(ctx context.Context, _ *model.FenceEvent) (*string, error) {
+	return fixtureFence{}.Cluster(ctx, nil)
 }
 
 type fixtureQuery struct {

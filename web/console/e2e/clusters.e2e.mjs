@@ -19,6 +19,9 @@ try {
   await def.locator('[data-member="m1"]').waitFor({ timeout: 30000 });
   const defText = await def.innerText();
   expect(defText.includes('from APELORA_INCUS_*') && defText.includes('answers') && defText.includes('OFF'), 'default: ' + defText);
+  // No apelora-worker runs here: fencing is paused in the cluster, and the page says why.
+  const fencing = await def.locator('[data-fencing]').innerText();
+  expect((await def.locator('[data-fencing]').getAttribute('data-fencing')) === 'paused' && fencing.includes('NO_FENCE_WORKER'), 'default fencing: ' + fencing);
   const remove = def.locator('[data-action="remove-cluster"]');
   expect((await remove.getAttribute('aria-disabled')) === 'true', 'default cannot be removed while a machine record names it');
   await layoutHolds(page, 'clusters page');

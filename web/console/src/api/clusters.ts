@@ -11,6 +11,7 @@ export const ClusterRowFragment = graphql(`
     quorum { voters votersOnline majority standbys databaseLeader }
     placementGuard { state message }
     machineRecords removeRefusal
+    fencing { acting pausedCode pausedReason }
   }
 `);
 

@@ -12,7 +12,7 @@ export const FencingQuery = graphql(`
       placementGuard { state message }
     }
     fenceMappings {
-      member maasSystemId hardwareUuid setBy setAt offlineSince
+      member cluster maasSystemId hardwareUuid setBy setAt offlineSince
       lastDrill { at ok powerState problem worker }
       lastEvent { id at kind reason message }
     }
@@ -44,13 +44,13 @@ export const SetFenceMappingMutation = graphql(`
   mutation SetFenceMapping($input: SetFenceMappingInput!) {
     setFenceMapping(input: $input) { plan { ...PlanFields }
       verifiedWithMaas notice
-      mapping { member maasSystemId hardwareUuid }
+      mapping { member cluster maasSystemId hardwareUuid }
     }
   }
 `);
 
 export const RemoveFenceMappingMutation = graphql(`
   mutation RemoveFenceMapping($input: RemoveFenceMappingInput!) {
-    removeFenceMapping(input: $input) { plan { ...PlanFields } removed { member } }
+    removeFenceMapping(input: $input) { plan { ...PlanFields } removed { member cluster } }
   }
 `);

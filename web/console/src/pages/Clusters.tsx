@@ -1,6 +1,7 @@
 // Incus clusters: the one of APELORA_INCUS_* and those registered through the API, each with
 // its members and their roles, whether Apelora reads it, its database quorum and its
-// placement guard. Register one (its plan shows the fingerprint it pins and the members it
+// placement guard, and whether apelora-worker fences in it (acting, or paused and why).
+// Register one (its plan shows the fingerprint it pins and the members it
 // read), remove one nothing names.
 import { useState } from 'react';
 import { Banner, Loading, Problems, ReasonButton, Time } from '../components/ui';
@@ -65,6 +66,7 @@ export function ClustersPage() {
                 <th scope="col">State</th>
                 <th scope="col">Quorum</th>
                 <th scope="col">Placement guard</th>
+                <th scope="col">Fencing</th>
                 <th scope="col">Certificate</th>
                 <th scope="col">Registered</th>
                 <th scope="col">Actions</th>
@@ -109,6 +111,19 @@ export function ClustersPage() {
                     )}
                   </td>
                   <td data-guard>{c.placementGuard ? c.placementGuard.state : <span className="muted">unknown</span>}</td>
+                  <td data-fencing={c.fencing.acting ? 'acting' : 'paused'}>
+                    {c.fencing.acting ? (
+                      'acting'
+                    ) : (
+                      <>
+                        <span className="field-error">paused</span>
+                        <span className="sub" title={c.fencing.pausedReason ?? undefined}>
+                          {c.fencing.pausedCode}
+                          {c.fencing.pausedReason ? `: ${c.fencing.pausedReason}` : ''}
+                        </span>
+                      </>
+                    )}
+                  </td>
                   <td>
                     <code className="fingerprint" title={c.certificateFingerprint}>
                       {c.certificateFingerprint ? c.certificateFingerprint.slice(0, 16) + '…' : '—'}

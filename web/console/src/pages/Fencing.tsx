@@ -20,13 +20,25 @@ export function FencingPage() {
   const perm = manageReason(viewer);
   const { res, refresh, events } = useFencing();
   const { res: fleet } = useFleet();
-  const [dialog, setDialog] = useState<{ kind: 'set'; member: string } | { kind: 'remove'; member: string } | { kind: 'guard'; on: boolean } | null>(null);
+  const [dialog, setDialog] = useState<
+    { kind: 'set'; member: string; cluster: string | null } | { kind: 'remove'; member: string; cluster: string | null } | { kind: 'guard'; on: boolean } | null
+  >(null);
   const [notice, setNotice] = useState<string | null>(null);
 
   const c = res.data?.cluster;
   const mappings = res.data?.fenceMappings ?? [];
   const rows = fleet.data?.fleet.machines ?? [];
-  const members = rows.filter((r) => r.member);
+  // A member is (cluster, name): a member name is unique within its cluster only.
+  const key = (cluster: string | null | undefined, name: string) => `${cluster ?? ''}/${name}`;
+  const listed = new Map<string, { cluster: string | null; name: string; row: string }>();
+  for (const r of rows) {
+    if (r.member) listed.set(key(r.cluster?.name, r.member.name), { cluster: r.cluster?.name ?? null, name: r.member.name, row: r.name });
+  }
+  for (const m of mappings) {
+    if (!listed.has(key(m.cluster, m.member))) listed.set(key(m.cluster, m.member), { cluster: m.cluster ?? null, name: m.member, row: m.member });
+  }
+  const clustered = new Set([...listed.values()].map((m) => m.cluster)).size > 1;
+  const members = [...listed.values()].sort((a, b) => a.name.localeCompare(b.name) || (a.cluster ?? '').localeCompare(b.cluster ?? ''));
   return (
     <section aria-labelledby="fencing-title">
       <h1 id="fencing-title">Fencing</h1>
@@ -98,6 +110,7 @@ export function FencingPage() {
             <thead>
               <tr>
                 <th scope="col">Member</th>
+                {clustered ? <th scope="col">Cluster</th> : null}
                 <th scope="col">MAAS system id</th>
                 <th scope="col">Hardware UUID</th>
                 <th scope="col">Last drill</th>
@@ -106,11 +119,12 @@ export function FencingPage() {
               </tr>
             </thead>
             <tbody>
-              {[...new Set([...members.map((m) => m.name), ...mappings.map((m) => m.member)])].sort().map((name) => {
-                const mp = mappings.find((m) => m.member === name);
+              {members.map(({ cluster, name, row }) => {
+                const mp = mappings.find((m) => m.member === name && (m.cluster ?? null) === cluster);
                 return (
-                  <tr key={name} data-member={name}>
-                    <th scope="row"><Link to={machinePath(name)}>{name}</Link></th>
+                  <tr key={key(cluster, name)} data-member={name} data-cluster={cluster ?? ''}>
+                    <th scope="row"><Link to={machinePath(row)}>{name}</Link></th>
+                    {clustered ? <td>{cluster ?? <span className="muted">unknown</span>}</td> : null}
                     <td>{mp?.maasSystemId ?? <span className="muted">not mapped</span>}</td>
                     <td>{mp?.hardwareUuid ?? '—'}</td>
                     <td>
@@ -129,11 +143,11 @@ export function FencingPage() {
                       {mp?.lastEvent ? `${mp.lastEvent.kind}: ${inConsoleWords(mp.lastEvent.message)}` : '—'}
                     </td>
                     <td className="row-actions">
-                      <ReasonButton reason={perm} onClick={() => setDialog({ kind: 'set', member: name })} data-action="set-mapping">
+                      <ReasonButton reason={perm} onClick={() => setDialog({ kind: 'set', member: name, cluster })} data-action="set-mapping">
                         {mp ? 'Change mapping' : 'Set mapping'}
                       </ReasonButton>
                       {mp ? (
-                        <ReasonButton reason={perm} variant="danger" onClick={() => setDialog({ kind: 'remove', member: name })} data-action="remove-mapping">
+                        <ReasonButton reason={perm} variant="danger" onClick={() => setDialog({ kind: 'remove', member: name, cluster })} data-action="remove-mapping">
                           Remove
                         </ReasonButton>
                       ) : null}
@@ -148,9 +162,9 @@ export function FencingPage() {
       <h2>Fence progress</h2>
       <p className="hint">Every decision apelora-worker takes, newest first, arriving live.</p>
       <FenceEventTable events={events} />
-      {dialog?.kind === 'set' ? <SetFenceMappingDialog member={dialog.member} rows={rows} onClose={() => setDialog(null)} onDone={(n) => { setNotice(n); refresh(); }} /> : null}
+      {dialog?.kind === 'set' ? <SetFenceMappingDialog member={dialog.member} cluster={dialog.cluster} rows={rows} onClose={() => setDialog(null)} onDone={(n) => { setNotice(n); refresh(); }} /> : null}
       {dialog?.kind === 'guard' ? <PlacementGuardDialog on={dialog.on} onClose={() => setDialog(null)} onDone={refresh} /> : null}
-      {dialog?.kind === 'remove' ? <RemoveFenceMappingDialog member={dialog.member} onClose={() => setDialog(null)} onDone={refresh} /> : null}
+      {dialog?.kind === 'remove' ? <RemoveFenceMappingDialog member={dialog.member} cluster={dialog.cluster} onClose={() => setDialog(null)} onDone={refresh} /> : null}
     </section>
   );
 }
