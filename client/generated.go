@@ -4556,8 +4556,12 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) _
 }
 
 type EvacuateMemberInput struct {
-	Name string          `json:"name"`
-	Mode *EvacuationMode `json:"mode"`
+	Name string `json:"name"`
+	// The Incus cluster of the member. Left out: its machine record's cluster (a member without
+	// a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
+	// record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+	Cluster *string         `json:"cluster"`
+	Mode    *EvacuationMode `json:"mode"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -4571,6 +4575,9 @@ type EvacuateMemberInput struct {
 
 // GetName returns EvacuateMemberInput.Name, and is useful for accessing the field via an interface.
 func (v *EvacuateMemberInput) GetName() string { return v.Name }
+
+// GetCluster returns EvacuateMemberInput.Cluster, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberInput) GetCluster() *string { return v.Cluster }
 
 // GetMode returns EvacuateMemberInput.Mode, and is useful for accessing the field via an interface.
 func (v *EvacuateMemberInput) GetMode() *EvacuationMode { return v.Mode }
@@ -8992,45 +8999,6 @@ var AllPhase = []Phase{
 	PhaseUnknown,
 }
 
-// PlacementGuardClusterClusterView includes the requested fields of the GraphQL type ClusterView.
-// The GraphQL type's documentation follows.
-//
-// The cluster as fencing sees it.
-type PlacementGuardClusterClusterView struct {
-	// The placement guard's state, read from Incus; null when Incus could not be asked.
-	PlacementGuard *PlacementGuardClusterClusterViewPlacementGuard `json:"placementGuard"`
-}
-
-// GetPlacementGuard returns PlacementGuardClusterClusterView.PlacementGuard, and is useful for accessing the field via an interface.
-func (v *PlacementGuardClusterClusterView) GetPlacementGuard() *PlacementGuardClusterClusterViewPlacementGuard {
-	return v.PlacementGuard
-}
-
-// PlacementGuardClusterClusterViewPlacementGuard includes the requested fields of the GraphQL type PlacementGuard.
-type PlacementGuardClusterClusterViewPlacementGuard struct {
-	State PlacementGuardState `json:"state"`
-	// The state in words, with what to do next.
-	Message string `json:"message"`
-}
-
-// GetState returns PlacementGuardClusterClusterViewPlacementGuard.State, and is useful for accessing the field via an interface.
-func (v *PlacementGuardClusterClusterViewPlacementGuard) GetState() PlacementGuardState {
-	return v.State
-}
-
-// GetMessage returns PlacementGuardClusterClusterViewPlacementGuard.Message, and is useful for accessing the field via an interface.
-func (v *PlacementGuardClusterClusterViewPlacementGuard) GetMessage() string { return v.Message }
-
-// PlacementGuardResponse is returned by PlacementGuard on success.
-type PlacementGuardResponse struct {
-	// The cluster as fencing sees it: Incus's settings that matter to fencing, the fence worker's
-	// last report, and what an administrator should look at.
-	Cluster PlacementGuardClusterClusterView `json:"cluster"`
-}
-
-// GetCluster returns PlacementGuardResponse.Cluster, and is useful for accessing the field via an interface.
-func (v *PlacementGuardResponse) GetCluster() PlacementGuardClusterClusterView { return v.Cluster }
-
 type PlacementGuardState string
 
 const (
@@ -9047,6 +9015,47 @@ var AllPlacementGuardState = []PlacementGuardState{
 	PlacementGuardStateOff,
 	PlacementGuardStateForeign,
 }
+
+// PlacementGuardsClustersCluster includes the requested fields of the GraphQL type Cluster.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
+type PlacementGuardsClustersCluster struct {
+	Name string `json:"name"`
+	// The placement guard in this cluster (one more Incus read, only when selected); null when it could not be read.
+	PlacementGuard *PlacementGuardsClustersClusterPlacementGuard `json:"placementGuard"`
+}
+
+// GetName returns PlacementGuardsClustersCluster.Name, and is useful for accessing the field via an interface.
+func (v *PlacementGuardsClustersCluster) GetName() string { return v.Name }
+
+// GetPlacementGuard returns PlacementGuardsClustersCluster.PlacementGuard, and is useful for accessing the field via an interface.
+func (v *PlacementGuardsClustersCluster) GetPlacementGuard() *PlacementGuardsClustersClusterPlacementGuard {
+	return v.PlacementGuard
+}
+
+// PlacementGuardsClustersClusterPlacementGuard includes the requested fields of the GraphQL type PlacementGuard.
+type PlacementGuardsClustersClusterPlacementGuard struct {
+	State PlacementGuardState `json:"state"`
+	// The state in words, with what to do next.
+	Message string `json:"message"`
+}
+
+// GetState returns PlacementGuardsClustersClusterPlacementGuard.State, and is useful for accessing the field via an interface.
+func (v *PlacementGuardsClustersClusterPlacementGuard) GetState() PlacementGuardState { return v.State }
+
+// GetMessage returns PlacementGuardsClustersClusterPlacementGuard.Message, and is useful for accessing the field via an interface.
+func (v *PlacementGuardsClustersClusterPlacementGuard) GetMessage() string { return v.Message }
+
+// PlacementGuardsResponse is returned by PlacementGuards on success.
+type PlacementGuardsResponse struct {
+	// Every registered Incus cluster, ordered by name (the cluster of APELORA_INCUS_* among
+	// them, adopted at start); `names` keeps those (a name not registered is NOT_FOUND).
+	Clusters []PlacementGuardsClustersCluster `json:"clusters"`
+}
+
+// GetClusters returns PlacementGuardsResponse.Clusters, and is useful for accessing the field via an interface.
+func (v *PlacementGuardsResponse) GetClusters() []PlacementGuardsClustersCluster { return v.Clusters }
 
 // A dry run's plan (dryRun: true in a mutation's input).
 type PlanFields struct {
@@ -11178,6 +11187,10 @@ func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveM
 
 type RestoreMemberInput struct {
 	Name string `json:"name"`
+	// The Incus cluster of the member. Left out: its machine record's cluster (a member without
+	// a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
+	// record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+	Cluster *string `json:"cluster"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -11191,6 +11204,9 @@ type RestoreMemberInput struct {
 
 // GetName returns RestoreMemberInput.Name, and is useful for accessing the field via an interface.
 func (v *RestoreMemberInput) GetName() string { return v.Name }
+
+// GetCluster returns RestoreMemberInput.Cluster, and is useful for accessing the field via an interface.
+func (v *RestoreMemberInput) GetCluster() *string { return v.Cluster }
 
 // GetDryRun returns RestoreMemberInput.DryRun, and is useful for accessing the field via an interface.
 func (v *RestoreMemberInput) GetDryRun() *bool { return v.DryRun }
@@ -12576,7 +12592,8 @@ func (v *RollingRebootInput) GetPlanHash() *string { return v.PlanHash }
 
 // RollingRebootResponse is returned by RollingReboot on success.
 type RollingRebootResponse struct {
-	// A rolling reboot by id, or the latest when no id is given; null when there is none.
+	// A rolling reboot by id, or the latest when no id is given (the latest in `cluster` when
+	// it is given); null when there is none. A cluster name not registered is NOT_FOUND.
 	RollingReboot *RollingRebootRollingReboot `json:"rollingReboot"`
 }
 
@@ -13953,6 +13970,10 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHar
 
 type SetPlacementGuardInput struct {
 	Enabled bool `json:"enabled"`
+	// The Incus cluster whose guard it is (each cluster has its own scriptlet). Left out: the
+	// only registered cluster; with several, INVALID_INPUT naming them. A name not registered
+	// is NOT_FOUND.
+	Cluster *string `json:"cluster"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -13966,6 +13987,9 @@ type SetPlacementGuardInput struct {
 
 // GetEnabled returns SetPlacementGuardInput.Enabled, and is useful for accessing the field via an interface.
 func (v *SetPlacementGuardInput) GetEnabled() bool { return v.Enabled }
+
+// GetCluster returns SetPlacementGuardInput.Cluster, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardInput) GetCluster() *string { return v.Cluster }
 
 // GetDryRun returns SetPlacementGuardInput.DryRun, and is useful for accessing the field via an interface.
 func (v *SetPlacementGuardInput) GetDryRun() *bool { return v.DryRun }
@@ -14162,8 +14186,13 @@ func (v *SourceFields) GetMessage() string { return v.Message }
 func (v *SourceFields) GetSince() *time.Time { return v.Since }
 
 type StartRollingRebootInput struct {
-	// The members to reboot, in order.
+	// The members to reboot, in order: all of one Incus cluster.
 	Members []string `json:"members"`
+	// The Incus cluster the members are in. Left out: the cluster of their machine records (a
+	// member without a record: the only cluster, or the cluster of APELORA_INCUS_*); members of
+	// several clusters are INVALID_INPUT (one rolling reboot per cluster). A name not
+	// registered is NOT_FOUND.
+	Cluster *string `json:"cluster"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -14177,6 +14206,9 @@ type StartRollingRebootInput struct {
 
 // GetMembers returns StartRollingRebootInput.Members, and is useful for accessing the field via an interface.
 func (v *StartRollingRebootInput) GetMembers() []string { return v.Members }
+
+// GetCluster returns StartRollingRebootInput.Cluster, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootInput) GetCluster() *string { return v.Cluster }
 
 // GetDryRun returns StartRollingRebootInput.DryRun, and is useful for accessing the field via an interface.
 func (v *StartRollingRebootInput) GetDryRun() *bool { return v.DryRun }
@@ -14192,8 +14224,9 @@ type StartRollingRebootResponse struct {
 	// powered on, waited for until Incus lists it again (APELORA_ROLLING_ONLINE_TIMEOUT),
 	// checked and restored (restoreMember's admission checks); then the next. apelora-worker's leader drives it, from the database, so it
 	// carries on after a restart. It stops at the first failure, leaving that member
-	// evacuated with the reason. Refused while another rolling reboot is running or paused,
-	// for a member without a fence mapping, and (before the start and before each member)
+	// evacuated with the reason. Its members are all of one Incus cluster; each cluster runs
+	// one rolling reboot at a time, clusters independently. Refused while another rolling
+	// reboot is running or paused in the same cluster, for a member without a fence mapping, and (before the start and before each member)
 	// while any other member is offline or evacuated or when the quorum projection fails.
 	StartRollingReboot StartRollingRebootStartRollingRebootRollingRebootPayload `json:"startRollingReboot"`
 }
@@ -14928,6 +14961,14 @@ type __PauseRollingRebootInput struct {
 
 // GetInput returns __PauseRollingRebootInput.Input, and is useful for accessing the field via an interface.
 func (v *__PauseRollingRebootInput) GetInput() RollingRebootInput { return v.Input }
+
+// __PlacementGuardsInput is used internally by genqlient
+type __PlacementGuardsInput struct {
+	Names []string `json:"names"`
+}
+
+// GetNames returns __PlacementGuardsInput.Names, and is useful for accessing the field via an interface.
+func (v *__PlacementGuardsInput) GetNames() []string { return v.Names }
 
 // __RegisterClusterInput is used internally by genqlient
 type __RegisterClusterInput struct {
@@ -17436,10 +17477,11 @@ func PauseRollingReboot(
 	return data_, err_
 }
 
-// The query executed by PlacementGuard.
-const PlacementGuard_Operation = `
-query PlacementGuard {
-	cluster {
+// The query executed by PlacementGuards.
+const PlacementGuards_Operation = `
+query PlacementGuards ($names: [String!]) {
+	clusters(names: $names) {
+		name
 		placementGuard {
 			state
 			message
@@ -17448,16 +17490,20 @@ query PlacementGuard {
 }
 `
 
-func PlacementGuard(
+func PlacementGuards(
 	ctx_ context.Context,
 	client_ graphql.Client,
-) (data_ *PlacementGuardResponse, err_ error) {
+	names []string,
+) (data_ *PlacementGuardsResponse, err_ error) {
 	req_ := &graphql.Request{
-		OpName: "PlacementGuard",
-		Query:  PlacementGuard_Operation,
+		OpName: "PlacementGuards",
+		Query:  PlacementGuards_Operation,
+		Variables: &__PlacementGuardsInput{
+			Names: names,
+		},
 	}
 
-	data_ = &PlacementGuardResponse{}
+	data_ = &PlacementGuardsResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(

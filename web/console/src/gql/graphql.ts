@@ -210,6 +210,12 @@ export type DriftChange =
 
 export type EvacuateMemberInput = {
   /**
+   * The Incus cluster of the member. Left out: its machine record's cluster (a member without
+   * a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
+   * record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+   */
+  cluster?: string | null | undefined;
+  /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
    * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
    * make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -578,6 +584,12 @@ export type RemoveMemberInput = {
 
 export type RestoreMemberInput = {
   /**
+   * The Incus cluster of the member. Left out: its machine record's cluster (a member without
+   * a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
+   * record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+   */
+  cluster?: string | null | undefined;
+  /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
    * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
    * make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -751,6 +763,12 @@ export type SetHardwareProfileInput = {
 
 export type SetPlacementGuardInput = {
   /**
+   * The Incus cluster whose guard it is (each cluster has its own scriptlet). Left out: the
+   * only registered cluster; with several, INVALID_INPUT naming them. A name not registered
+   * is NOT_FOUND.
+   */
+  cluster?: string | null | undefined;
+  /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
    * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
    * make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -768,12 +786,19 @@ export type SetPlacementGuardInput = {
 
 export type StartRollingRebootInput = {
   /**
+   * The Incus cluster the members are in. Left out: the cluster of their machine records (a
+   * member without a record: the only cluster, or the cluster of APELORA_INCUS_*); members of
+   * several clusters are INVALID_INPUT (one rolling reboot per cluster). A name not
+   * registered is NOT_FOUND.
+   */
+  cluster?: string | null | undefined;
+  /**
    * Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
    * answer with the plan (the payload's plan). Not an audit event for a caller allowed to
    * make the change (a metric counts plans); refused for permission, audited REFUSED.
    */
   dryRun?: boolean | null | undefined;
-  /** The members to reboot, in order. */
+  /** The members to reboot, in order: all of one Incus cluster. */
   members: Array<string>;
   /**
    * The plan the administrator was shown (its `plan.planHash`, from a dry run with the
