@@ -362,7 +362,7 @@ func (s *Service) request(ctx context.Context, cl clusters.Cluster, in Incus, ac
 		return Request{}, err
 	}
 	if find(members, name) == nil {
-		return Request{}, apperr.New(apperr.NotFound, "%s is not a member of Incus cluster %s: check the name and the cluster (the fleet lists the members with their cluster)", apperr.Quote(name), cl.Name)
+		return Request{}, apperr.New(apperr.NotFound, "%s is not a member of this Incus cluster (%s): check the name and the cluster (the fleet lists the members with their cluster)", apperr.Quote(name), cl.Name)
 	}
 	r := Request{Action: action, Member: name, Mode: mode, Members: members}
 	if r.Running, err = s.Store.RunningTask(ctx, cl.ID, name); err != nil || r.Running == nil {
