@@ -2448,6 +2448,11 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 	return v.RollingRebootFields.Id
 }
 
+// GetCluster returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Cluster, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetCluster() *RollingRebootFieldsCluster {
+	return v.RollingRebootFields.Cluster
+}
+
 // GetMembers returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
 func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
 	return v.RollingRebootFields.Members
@@ -2531,6 +2536,8 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 type __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot struct {
 	Id string `json:"id"`
 
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+
 	Members []string `json:"members"`
 
 	Current *string `json:"current"`
@@ -2566,6 +2573,7 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 	var retval __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 
 	retval.Id = v.RollingRebootFields.Id
+	retval.Cluster = v.RollingRebootFields.Cluster
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
@@ -8801,6 +8809,11 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 	return v.RollingRebootFields.Id
 }
 
+// GetCluster returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Cluster, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetCluster() *RollingRebootFieldsCluster {
+	return v.RollingRebootFields.Cluster
+}
+
 // GetMembers returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
 func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
 	return v.RollingRebootFields.Members
@@ -8884,6 +8897,8 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 type __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot struct {
 	Id string `json:"id"`
 
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+
 	Members []string `json:"members"`
 
 	Current *string `json:"current"`
@@ -8919,6 +8934,7 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 	var retval __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot
 
 	retval.Id = v.RollingRebootFields.Id
+	retval.Cluster = v.RollingRebootFields.Cluster
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
@@ -11839,6 +11855,11 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 	return v.RollingRebootFields.Id
 }
 
+// GetCluster returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Cluster, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetCluster() *RollingRebootFieldsCluster {
+	return v.RollingRebootFields.Cluster
+}
+
 // GetMembers returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
 func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
 	return v.RollingRebootFields.Members
@@ -11922,6 +11943,8 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 type __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot struct {
 	Id string `json:"id"`
 
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+
 	Members []string `json:"members"`
 
 	Current *string `json:"current"`
@@ -11957,6 +11980,7 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 	var retval __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 
 	retval.Id = v.RollingRebootFields.Id
+	retval.Cluster = v.RollingRebootFields.Cluster
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
@@ -12512,8 +12536,10 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) __premarshalJ
 //
 // A rolling reboot: its members in order, the one in progress and its stage.
 type RollingRebootFields struct {
-	Id      string   `json:"id"`
-	Members []string `json:"members"`
+	Id string `json:"id"`
+	// The Incus cluster its members are in; null when that cluster has been removed.
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+	Members []string                    `json:"members"`
 	// The member in progress; null once every member is done.
 	Current *string `json:"current"`
 	// How many members are done.
@@ -12533,6 +12559,9 @@ type RollingRebootFields struct {
 
 // GetId returns RollingRebootFields.Id, and is useful for accessing the field via an interface.
 func (v *RollingRebootFields) GetId() string { return v.Id }
+
+// GetCluster returns RollingRebootFields.Cluster, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetCluster() *RollingRebootFieldsCluster { return v.Cluster }
 
 // GetMembers returns RollingRebootFields.Members, and is useful for accessing the field via an interface.
 func (v *RollingRebootFields) GetMembers() []string { return v.Members }
@@ -12566,6 +12595,17 @@ func (v *RollingRebootFields) GetStartedAt() time.Time { return v.StartedAt }
 
 // GetFinishedAt returns RollingRebootFields.FinishedAt, and is useful for accessing the field via an interface.
 func (v *RollingRebootFields) GetFinishedAt() *time.Time { return v.FinishedAt }
+
+// RollingRebootFieldsCluster includes the requested fields of the GraphQL type Cluster.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
+type RollingRebootFieldsCluster struct {
+	Name string `json:"name"`
+}
+
+// GetName returns RollingRebootFieldsCluster.Name, and is useful for accessing the field via an interface.
+func (v *RollingRebootFieldsCluster) GetName() string { return v.Name }
 
 type RollingRebootInput struct {
 	// The rolling reboot (RollingReboot.id).
@@ -12612,6 +12652,11 @@ type RollingRebootRollingReboot struct {
 
 // GetId returns RollingRebootRollingReboot.Id, and is useful for accessing the field via an interface.
 func (v *RollingRebootRollingReboot) GetId() string { return v.RollingRebootFields.Id }
+
+// GetCluster returns RollingRebootRollingReboot.Cluster, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetCluster() *RollingRebootFieldsCluster {
+	return v.RollingRebootFields.Cluster
+}
 
 // GetMembers returns RollingRebootRollingReboot.Members, and is useful for accessing the field via an interface.
 func (v *RollingRebootRollingReboot) GetMembers() []string { return v.RollingRebootFields.Members }
@@ -12680,6 +12725,8 @@ func (v *RollingRebootRollingReboot) UnmarshalJSON(b []byte) error {
 type __premarshalRollingRebootRollingReboot struct {
 	Id string `json:"id"`
 
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+
 	Members []string `json:"members"`
 
 	Current *string `json:"current"`
@@ -12715,6 +12762,7 @@ func (v *RollingRebootRollingReboot) __premarshalJSON() (*__premarshalRollingReb
 	var retval __premarshalRollingRebootRollingReboot
 
 	retval.Id = v.RollingRebootFields.Id
+	retval.Cluster = v.RollingRebootFields.Cluster
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
@@ -14377,6 +14425,11 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) 
 	return v.RollingRebootFields.Id
 }
 
+// GetCluster returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Cluster, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetCluster() *RollingRebootFieldsCluster {
+	return v.RollingRebootFields.Cluster
+}
+
 // GetMembers returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
 func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
 	return v.RollingRebootFields.Members
@@ -14460,6 +14513,8 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) 
 type __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot struct {
 	Id string `json:"id"`
 
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+
 	Members []string `json:"members"`
 
 	Current *string `json:"current"`
@@ -14495,6 +14550,7 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) 
 	var retval __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot
 
 	retval.Id = v.RollingRebootFields.Id
+	retval.Cluster = v.RollingRebootFields.Cluster
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
@@ -15068,11 +15124,15 @@ func (v *__RevokeJoinTokenInput) GetInput() RevokeJoinTokenInput { return v.Inpu
 
 // __RollingRebootInput is used internally by genqlient
 type __RollingRebootInput struct {
-	Id *string `json:"id"`
+	Id      *string `json:"id"`
+	Cluster *string `json:"cluster"`
 }
 
 // GetId returns __RollingRebootInput.Id, and is useful for accessing the field via an interface.
 func (v *__RollingRebootInput) GetId() *string { return v.Id }
+
+// GetCluster returns __RollingRebootInput.Cluster, and is useful for accessing the field via an interface.
+func (v *__RollingRebootInput) GetCluster() *string { return v.Cluster }
 
 // __RunHardwareTestsInput is used internally by genqlient
 type __RunHardwareTestsInput struct {
@@ -15817,6 +15877,9 @@ fragment PlanFields on Plan {
 }
 fragment RollingRebootFields on RollingReboot {
 	id
+	cluster {
+		name
+	}
 	members
 	current
 	done
@@ -17438,6 +17501,9 @@ fragment PlanFields on Plan {
 }
 fragment RollingRebootFields on RollingReboot {
 	id
+	cluster {
+		name
+	}
 	members
 	current
 	done
@@ -18288,6 +18354,9 @@ fragment PlanFields on Plan {
 }
 fragment RollingRebootFields on RollingReboot {
 	id
+	cluster {
+		name
+	}
 	members
 	current
 	done
@@ -18503,13 +18572,16 @@ func RevokeJoinToken(
 
 // The query executed by RollingReboot.
 const RollingReboot_Operation = `
-query RollingReboot ($id: ID) {
-	rollingReboot(id: $id) {
+query RollingReboot ($id: ID, $cluster: String) {
+	rollingReboot(id: $id, cluster: $cluster) {
 		... RollingRebootFields
 	}
 }
 fragment RollingRebootFields on RollingReboot {
 	id
+	cluster {
+		name
+	}
 	members
 	current
 	done
@@ -18528,12 +18600,14 @@ func RollingReboot(
 	ctx_ context.Context,
 	client_ graphql.Client,
 	id *string,
+	cluster *string,
 ) (data_ *RollingRebootResponse, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "RollingReboot",
 		Query:  RollingReboot_Operation,
 		Variables: &__RollingRebootInput{
-			Id: id,
+			Id:      id,
+			Cluster: cluster,
 		},
 	}
 
@@ -18926,6 +19000,9 @@ fragment PlanFields on Plan {
 }
 fragment RollingRebootFields on RollingReboot {
 	id
+	cluster {
+		name
+	}
 	members
 	current
 	done
