@@ -1,4 +1,5 @@
-// Rolling reboots: the latest one, and starting, pausing, resuming and cancelling one.
+// Rolling reboots: each cluster's latest one, and starting, pausing, resuming and
+// cancelling one.
 // GraphQL Code Generator (codegen.yml) types these documents from schema/*.graphqls into
 // src/gql/.
 import { graphql } from '../gql';
@@ -9,9 +10,10 @@ export const RollingRebootFragment = graphql(`
   }
 `);
 
+// Each cluster runs one rolling reboot at a time: its latest, cluster by cluster.
 export const RollingRebootQuery = graphql(`
-  query RollingReboot {
-    rollingReboot { ...RollingRebootRow }
+  query RollingReboots {
+    clusters { name fromEnvironment rollingReboot { ...RollingRebootRow } }
   }
 `);
 

@@ -1,4 +1,4 @@
-// The cluster's latest rolling reboot, read again on a short interval (apelora-worker's
+// Each cluster's latest rolling reboot, read again on a short interval (apelora-worker's
 // progress is read by polling) and when a change is recorded.
 import { useQuery } from 'urql';
 import { RollingRebootQuery } from '../api/rolling';

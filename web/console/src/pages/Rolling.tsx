@@ -1,6 +1,8 @@
-// Rolling reboots: the cluster's latest rolling reboot (members in order, the one in
+// Rolling reboots: each cluster's latest rolling reboot (members in order, the one in
 // progress, its stage and for how long), read again on a short interval (progress is read
-// by polling), with start, pause, resume and cancel through the confirm dialog's plan.
+// by polling), with start, pause, resume and cancel through the confirm dialog's plan. Each
+// cluster runs one at a time, clusters independently; with one cluster registered the page
+// shows no cluster names.
 import { useState } from 'react';
 import { useRollingReboot } from '../hooks/rolling';
 import { manageReason } from '../lib/actions';
@@ -30,27 +32,46 @@ export function RollingPage() {
   const viewer = useViewer();
   const perm = manageReason(viewer);
   const { res, refresh } = useRollingReboot();
-  const [dialog, setDialog] = useState<{ kind: 'start' } | { kind: Verb; reboot: RollingRebootRowFragment } | null>(null);
-  const reboot = res.data?.rollingReboot ?? null;
-  const active = reboot && (reboot.state === 'RUNNING' || reboot.state === 'PAUSED');
+  const [dialog, setDialog] = useState<{ kind: 'start'; cluster?: string } | { kind: Verb; reboot: RollingRebootRowFragment } | null>(null);
+  const clusters = res.data?.clusters ?? [];
+  const several = clusters.length > 1;
   const close = () => {
     setDialog(null);
     refresh();
+  };
+  const block = (reboot: RollingRebootRowFragment | null, cluster?: string) => {
+    const active = reboot && (reboot.state === 'RUNNING' || reboot.state === 'PAUSED');
+    return (
+      <>
+        {reboot ? <RollingCard reboot={reboot} perm={perm} onAct={(kind) => setDialog({ kind, reboot })} /> : res.data ? <p>No rolling reboot yet.</p> : null}
+        <ReasonButton
+          variant="primary"
+          reason={perm ?? (active ? `A rolling reboot is already running or paused${cluster && several ? ` in ${cluster}` : ''}: one at a time per cluster.` : undefined)}
+          onClick={() => setDialog({ kind: 'start', cluster })}
+        >
+          Start a rolling reboot
+        </ReasonButton>
+      </>
+    );
   };
   return (
     <section aria-labelledby="rolling-title">
       <h1 id="rolling-title">Rolling reboots</h1>
       <p>
         Members are rebooted one at a time through MAAS: evacuated, powered off and on, waited for, checked and restored. apelora-worker drives it; it
-        stops at the first failure and leaves that member evacuated.
+        stops at the first failure and leaves that member evacuated.{several ? ' Each cluster runs one at a time, independently of the others.' : ''}
       </p>
       <Problems problems={problemsOf(res.error)} />
-      {res.fetching && !res.data ? <Loading what="the rolling reboot" /> : null}
-      {reboot ? <RollingCard reboot={reboot} perm={perm} onAct={(kind) => setDialog({ kind, reboot })} /> : res.data ? <p>No rolling reboot yet.</p> : null}
-      <ReasonButton variant="primary" reason={perm ?? (active ? 'A rolling reboot is already running or paused: one at a time.' : undefined)} onClick={() => setDialog({ kind: 'start' })}>
-        Start a rolling reboot
-      </ReasonButton>
-      {dialog?.kind === 'start' ? <StartRollingRebootDialog onClose={close} /> : null}
+      {res.fetching && !res.data ? <Loading what="the rolling reboots" /> : null}
+      {!several
+        ? block(clusters[0]?.rollingReboot ?? null, clusters[0]?.name)
+        : clusters.map((c) => (
+            <section key={c.name} aria-labelledby={`rolling-${c.name}`} data-cluster={c.name}>
+              <h2 id={`rolling-${c.name}`}>Cluster {c.name}</h2>
+              {block(c.rollingReboot ?? null, c.name)}
+            </section>
+          ))}
+      {dialog?.kind === 'start' ? <StartRollingRebootDialog cluster={dialog.cluster} onClose={close} /> : null}
       {dialog?.kind === 'pause' ? <PauseRollingRebootDialog reboot={dialog.reboot} onClose={close} /> : null}
       {dialog?.kind === 'resume' ? <ResumeRollingRebootDialog reboot={dialog.reboot} onClose={close} /> : null}
       {dialog?.kind === 'cancel' ? <CancelRollingRebootDialog reboot={dialog.reboot} onClose={close} /> : null}
