@@ -80,9 +80,8 @@ var readers = map[string]reader{
 		query: func(sel string) string { return `query($k: String!) { machine(name: $k) ` + sel + ` }` },
 		vars:  func(o map[string]any) map[string]any { return map[string]any{"k": o["name"]} },
 		pick:  func(d, _ map[string]any) any { return d["machine"] },
-		// The drift watcher stamps a member each round; its cluster's rolling reboot counts
-		// the time in its stage at each read.
-		moving: []string{"driftCheckedAt", "lastChecked", "stageSeconds", "stepSeconds"},
+		// The drift watcher stamps a member each round.
+		moving: []string{"driftCheckedAt", "lastChecked"},
 	},
 	"RollingReboot": {
 		query:  func(sel string) string { return `query($k: ID) { rollingReboot(id: $k) ` + sel + ` }` },

@@ -156,7 +156,6 @@ type ComplexityRoot struct {
 		RegisteredAt           func(childComplexity int) int
 		RegisteredBy           func(childComplexity int) int
 		RemoveRefusal          func(childComplexity int) int
-		RollingReboot          func(childComplexity int) int
 		Source                 func(childComplexity int) int
 		Through                func(childComplexity int) int
 	}
@@ -828,7 +827,6 @@ type ClusterResolver interface {
 	Members(ctx context.Context, obj *model.Cluster) ([]*model.Member, error)
 	Quorum(ctx context.Context, obj *model.Cluster) (*model.ClusterQuorum, error)
 	PlacementGuard(ctx context.Context, obj *model.Cluster) (*model.PlacementGuard, error)
-	RollingReboot(ctx context.Context, obj *model.Cluster) (*model.RollingReboot, error)
 	MachineRecords(ctx context.Context, obj *model.Cluster) (int, error)
 	RemoveRefusal(ctx context.Context, obj *model.Cluster) (*string, error)
 }
@@ -1379,12 +1377,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Cluster.RemoveRefusal(childComplexity), true
-	case "Cluster.rollingReboot":
-		if e.ComplexityRoot.Cluster.RollingReboot == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Cluster.RollingReboot(childComplexity), true
 	case "Cluster.source":
 		if e.ComplexityRoot.Cluster.Source == nil {
 			break
@@ -4792,8 +4784,6 @@ type Cluster {
   quorum: ClusterQuorum
   "The placement guard in this cluster (one more Incus read, only when selected); null when it could not be read."
   placementGuard: PlacementGuard
-  "Its running or paused rolling reboot, else its latest; null for none (one per cluster at a time)."
-  rollingReboot: RollingReboot
   "How many machine records name it (for the cluster of APELORA_INCUS_*, also those that name no cluster: members are enrolled into that one)."
   machineRecords: Int!
   "Why removeCluster would refuse it now (the same rule); null when it would not."
@@ -7312,8 +7302,6 @@ func (ec *executionContext) childFields_Cluster(ctx context.Context, field graph
 		return ec.fieldContext_Cluster_quorum(ctx, field)
 	case "placementGuard":
 		return ec.fieldContext_Cluster_placementGuard(ctx, field)
-	case "rollingReboot":
-		return ec.fieldContext_Cluster_rollingReboot(ctx, field)
 	case "machineRecords":
 		return ec.fieldContext_Cluster_machineRecords(ctx, field)
 	case "removeRefusal":
@@ -11286,38 +11274,6 @@ func (ec *executionContext) fieldContext_Cluster_placementGuard(_ context.Contex
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_PlacementGuard(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _Cluster_rollingReboot(ctx context.Context, field graphql.CollectedField, obj *model.Cluster) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Cluster_rollingReboot(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Cluster().RollingReboot(ctx, obj)
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *model.RollingReboot) graphql.Marshaler {
-			return ec.marshalORollingReboot2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐRollingReboot(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_Cluster_rollingReboot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "Cluster",
-		Field:      field,
-		IsMethod:   true,
-		IsResolver: true,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_RollingReboot(ctx, field)
 		},
 	}
 	return fc, nil
@@ -26988,12 +26944,6 @@ func (ec *executionContext) _Cluster(ctx context.Context, sel ast.SelectionSet, 
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Cluster_placementGuard(ctx, field, obj)
-				})
-		case "rollingReboot":
-			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, false,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._Cluster_rollingReboot(ctx, field, obj)
 				})
 		case "machineRecords":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,

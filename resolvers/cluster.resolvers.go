@@ -123,19 +123,6 @@ func (r *clusterResolver) PlacementGuard(ctx context.Context, obj *model.Cluster
 	return mapPlacementGuard(s), nil
 }
 
-// RollingReboot is the resolver for the rollingReboot field.
-func (r *clusterResolver) RollingReboot(ctx context.Context, obj *model.Cluster) (*model.RollingReboot, error) {
-	c, err := r.clusterOf(obj)
-	if err != nil {
-		return nil, err
-	}
-	t, err := r.Rolling.Status(ctx, "", c.ID)
-	if err != nil {
-		return nil, err
-	}
-	return r.mapRolling(t), nil
-}
-
 // MachineRecords is the resolver for the machineRecords field.
 func (r *clusterResolver) MachineRecords(ctx context.Context, obj *model.Cluster) (int, error) {
 	c, err := r.clusterOf(obj)

@@ -10,10 +10,11 @@ export const RollingRebootFragment = graphql(`
   }
 `);
 
-// Each cluster runs one rolling reboot at a time: its latest, cluster by cluster.
+// A cluster's latest rolling reboot (each cluster runs one at a time); without a cluster,
+// the latest of any.
 export const RollingRebootQuery = graphql(`
-  query RollingReboots {
-    clusters { name fromEnvironment rollingReboot { ...RollingRebootRow } }
+  query RollingReboot($cluster: String) {
+    rollingReboot(cluster: $cluster) { ...RollingRebootRow }
   }
 `);
 
