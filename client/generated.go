@@ -3000,6 +3000,20 @@ func (v *ClusterFieldsSourceSourceStatus) GetAvailable() bool { return v.Availab
 // GetMessage returns ClusterFieldsSourceSourceStatus.Message, and is useful for accessing the field via an interface.
 func (v *ClusterFieldsSourceSourceStatus) GetMessage() string { return v.Message }
 
+// A permission to grant in one Incus cluster only.
+type ClusterGrantInput struct {
+	// MANAGE_INFRASTRUCTURE or HARDWARE_DELETE (reads are not scoped to clusters).
+	Permission Permission `json:"permission"`
+	// A registered cluster's name (NOT_FOUND otherwise).
+	Cluster string `json:"cluster"`
+}
+
+// GetPermission returns ClusterGrantInput.Permission, and is useful for accessing the field via an interface.
+func (v *ClusterGrantInput) GetPermission() Permission { return v.Permission }
+
+// GetCluster returns ClusterGrantInput.Cluster, and is useful for accessing the field via an interface.
+func (v *ClusterGrantInput) GetCluster() string { return v.Cluster }
+
 // ClusterResponse is returned by Cluster on success.
 type ClusterResponse struct {
 	// The cluster as fencing sees it: Incus's settings that matter to fencing, the fence worker's
@@ -3770,8 +3784,12 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadPlan) __premarshalJSON
 
 type CreateIdentityInput struct {
 	// 1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter.
-	Name        string       `json:"name"`
+	Name string `json:"name"`
+	// What it may do in every cluster; may be empty when grants are given.
 	Permissions []Permission `json:"permissions"`
+	// What it may do in one cluster only (see Identity.grants); the caller must hold each
+	// where it grants it.
+	Grants []ClusterGrantInput `json:"grants"`
 	// When it stops working. Give this or expiresIn, or neither for no expiry.
 	ExpiresAt *time.Time `json:"expiresAt"`
 	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
@@ -3792,6 +3810,9 @@ func (v *CreateIdentityInput) GetName() string { return v.Name }
 
 // GetPermissions returns CreateIdentityInput.Permissions, and is useful for accessing the field via an interface.
 func (v *CreateIdentityInput) GetPermissions() []Permission { return v.Permissions }
+
+// GetGrants returns CreateIdentityInput.Grants, and is useful for accessing the field via an interface.
+func (v *CreateIdentityInput) GetGrants() []ClusterGrantInput { return v.Grants }
 
 // GetExpiresAt returns CreateIdentityInput.ExpiresAt, and is useful for accessing the field via an interface.
 func (v *CreateIdentityInput) GetExpiresAt() *time.Time { return v.ExpiresAt }
@@ -7009,7 +7030,8 @@ func (v *IdentitiesResponse) GetIdentities() []IdentitiesIdentitiesIdentity { re
 // Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
 // `apelora identity create`.
 type IdentityFields struct {
-	Name        string       `json:"name"`
+	Name string `json:"name"`
+	// What it holds in every cluster (and for what is about no cluster: identities, registering clusters).
 	Permissions []Permission `json:"permissions"`
 	CreatedAt   time.Time    `json:"createdAt"`
 	// Its last successful authentication, to within a minute; null when never used.
@@ -14741,7 +14763,8 @@ func (v *ViewerResponse) GetViewer() ViewerViewerIdentity { return v.Viewer }
 // Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
 // `apelora identity create`.
 type ViewerViewerIdentity struct {
-	Name        string       `json:"name"`
+	Name string `json:"name"`
+	// What it holds in every cluster (and for what is about no cluster: identities, registering clusters).
 	Permissions []Permission `json:"permissions"`
 	CreatedAt   time.Time    `json:"createdAt"`
 }

@@ -326,7 +326,7 @@ func TestAConfirmationApprovesItsInputAndTheFactsItRead(t *testing.T) {
 	}
 	got := x.e.Scalar(`SELECT (details->'approvedInput')::text || ' ' || (details->>'planHash') FROM audit_events
 		WHERE action = 'createIdentity' AND outcome = 'SUCCEEDED' ORDER BY id DESC LIMIT 1`)
-	want := `{"input": {"name": "pi-d", "expiresAt": null, "expiresIn": null, "permissions": ["MANAGE_INFRASTRUCTURE", "VIEW_INFRASTRUCTURE"]}} ` + hash.(string)
+	want := `{"input": {"name": "pi-d", "grants": null, "expiresAt": null, "expiresIn": null, "permissions": ["MANAGE_INFRASTRUCTURE", "VIEW_INFRASTRUCTURE"]}} ` + hash.(string)
 	if got != want {
 		t.Fatalf("the event records\n%v\nwant\n%v", got, want)
 	}

@@ -160,6 +160,11 @@ type ComplexityRoot struct {
 		Through                func(childComplexity int) int
 	}
 
+	ClusterGrant struct {
+		Cluster    func(childComplexity int) int
+		Permission func(childComplexity int) int
+	}
+
 	ClusterQuorum struct {
 		DatabaseLeader func(childComplexity int) int
 		Majority       func(childComplexity int) int
@@ -338,6 +343,7 @@ type ComplexityRoot struct {
 		Active        func(childComplexity int) int
 		CreatedAt     func(childComplexity int) int
 		ExpiresAt     func(childComplexity int) int
+		Grants        func(childComplexity int) int
 		LastUsedAt    func(childComplexity int) int
 		Name          func(childComplexity int) int
 		Permissions   func(childComplexity int) int
@@ -1390,6 +1396,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Cluster.Through(childComplexity), true
 
+	case "ClusterGrant.cluster":
+		if e.ComplexityRoot.ClusterGrant.Cluster == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterGrant.Cluster(childComplexity), true
+	case "ClusterGrant.permission":
+		if e.ComplexityRoot.ClusterGrant.Permission == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ClusterGrant.Permission(childComplexity), true
+
 	case "ClusterQuorum.databaseLeader":
 		if e.ComplexityRoot.ClusterQuorum.DatabaseLeader == nil {
 			break
@@ -2095,6 +2114,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Identity.ExpiresAt(childComplexity), true
+	case "Identity.grants":
+		if e.ComplexityRoot.Identity.Grants == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.Grants(childComplexity), true
 	case "Identity.lastUsedAt":
 		if e.ComplexityRoot.Identity.LastUsedAt == nil {
 			break
@@ -4305,6 +4330,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ApproveEnrolmentInput", ec.unmarshalInputApproveEnrolmentInput),
 			graphql.NewInputUnmarshaler("AssignHardwareProfileInput", ec.unmarshalInputAssignHardwareProfileInput),
 			graphql.NewInputUnmarshaler("ClearHardwareProfileInput", ec.unmarshalInputClearHardwareProfileInput),
+			graphql.NewInputUnmarshaler("ClusterGrantInput", ec.unmarshalInputClusterGrantInput),
 			graphql.NewInputUnmarshaler("CommissionMachineInput", ec.unmarshalInputCommissionMachineInput),
 			graphql.NewInputUnmarshaler("CreateIdentityInput", ec.unmarshalInputCreateIdentityInput),
 			graphql.NewInputUnmarshaler("EvacuateMemberInput", ec.unmarshalInputEvacuateMemberInput),
@@ -4623,6 +4649,16 @@ directive @change(
   as "input.name"; null for a call about no machine by name.
   """
   about: String
+  """
+  The argument path naming the Incus cluster the call acts in (a String), such as
+  "input.cluster". An input with a ` + "`" + `cluster` + "`" + ` field must declare it here: the gate checks a
+  permission held in some clusters only (identity_grants) against it.
+  """
+  cluster: String
+  "The argument path naming a MAAS machine by system id (a String): the call acts in the cluster of its machine record."
+  systemId: String
+  "The argument path naming a rolling reboot (an ID): the call acts in that reboot's cluster."
+  rollingReboot: String
   "The lock the change holds while it runs."
   lock: ChangeLock!
 ) on FIELD_DEFINITION
@@ -5550,7 +5586,16 @@ Apelora keeps only a SHA-256. Created with ` + "`" + `createIdentity` + "`" + ` 
 """
 type Identity {
   name: String!
+  "What it holds in every cluster (and for what is about no cluster: identities, registering clusters)."
   permissions: [Permission!]!
+  """
+  What it holds in some Incus clusters only (` + "`" + `manage-infrastructure@rack1` + "`" + `): every change
+  about a machine of that cluster, or naming it, is allowed; one about another cluster, or
+  about none, is refused FORBIDDEN. HARDWARE_DELETE in a cluster needs
+  MANAGE_INFRASTRUCTURE there. Reads are not scoped: an identity with a grant here reads
+  the whole fleet. Empty while an SSO identity's groups are unconfirmed (as ` + "`" + `permissions` + "`" + `).
+  """
+  grants: [ClusterGrant!]!
   createdAt: Time!
   "Its last successful authentication, to within a minute; null when never used."
   lastUsedAt: Time
@@ -5575,6 +5620,21 @@ type Identity {
   made with a bearer token.
   """
   sso: SSOAccount
+}
+
+"A permission held in one Incus cluster only."
+type ClusterGrant {
+  permission: Permission!
+  "The cluster's name, as the clusters query lists it."
+  cluster: String!
+}
+
+"A permission to grant in one Incus cluster only."
+input ClusterGrantInput {
+  "MANAGE_INFRASTRUCTURE or HARDWARE_DELETE (reads are not scoped to clusters)."
+  permission: Permission!
+  "A registered cluster's name (NOT_FOUND otherwise)."
+  cluster: String!
 }
 
 "An identity's account at the identity provider (single sign-on)."
@@ -5612,7 +5672,13 @@ extend type Mutation {
 input CreateIdentityInput {
   "1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter."
   name: String!
+  "What it may do in every cluster; may be empty when grants are given."
   permissions: [Permission!]! @set
+  """
+  What it may do in one cluster only (see Identity.grants); the caller must hold each
+  where it grants it.
+  """
+  grants: [ClusterGrantInput!]
   "When it stops working. Give this or expiresIn, or neither for no expiry."
   expiresAt: Time
   "How long from now it works: 30d, 12h, 90m (whole days or Go's duration form)."
@@ -5725,7 +5791,7 @@ extend type Mutation {
   Have MAAS commission a registered machine (New, Failed commissioning, Ready or Broken),
   then run the tests named (` + "`" + `tests` + "`" + ` null: MAAS's defaults; an empty list: none; at most 16 names or tags).
   """
-  commissionMachine(input: CommissionMachineInput!): MaasMachinePayload! @change(lock: MACHINE)
+  commissionMachine(input: CommissionMachineInput!): MaasMachinePayload! @change(systemId: "input.systemId", lock: MACHINE)
 
   """
   Install an operating system on a registered MAAS machine and enrol it: Incus issues a join
@@ -5733,13 +5799,13 @@ extend type Mutation {
   enrol-member.sh on the new server. A Ready machine is allocated first. The series' image
   must already be synced in MAAS.
   """
-  installOperatingSystem(input: InstallOperatingSystemInput!): InstallOperatingSystemPayload! @change(about: "input.name", lock: MACHINE)
+  installOperatingSystem(input: InstallOperatingSystemInput!): InstallOperatingSystemPayload! @change(about: "input.name", cluster: "input.cluster", lock: MACHINE)
 
   """
   Have MAAS run hardware tests on a registered machine that is Ready, Broken or Failed testing (never on
   one allocated or deployed). Type the machine's hostname again to confirm.
   """
-  runHardwareTests(input: RunHardwareTestsInput!): MaasMachinePayload! @change(lock: MACHINE)
+  runHardwareTests(input: RunHardwareTestsInput!): MaasMachinePayload! @change(systemId: "input.systemId", lock: MACHINE)
 
   """
   Have MAAS release a registered machine. Disks are erased only when asked (which needs the
@@ -5747,7 +5813,7 @@ extend type Mutation {
   enable_disk_erasing_on_release is on: see releasePreview. Refused while the machine is an
   Incus member.
   """
-  releaseMachine(input: ReleaseMachineInput!): ReleaseMachinePayload! @change(lock: MACHINE)
+  releaseMachine(input: ReleaseMachineInput!): ReleaseMachinePayload! @change(systemId: "input.systemId", lock: MACHINE)
 }
 
 extend type Machine {
@@ -6238,14 +6304,14 @@ type UnregisterMachinePayload {
   on maintenanceTask; the member is EVACUATED once Incus is done, and the fencing worker
   never powers off an evacuated member.
   """
-  evacuateMember(input: EvacuateMemberInput!): EvacuateMemberPayload! @change(about: "input.name", lock: MACHINE)
+  evacuateMember(input: EvacuateMemberInput!): EvacuateMemberPayload! @change(about: "input.name", cluster: "input.cluster", lock: MACHINE)
 
   """
   Bring an evacuated member back: first every admission check runs again (refused on any
   FAIL, naming it), then Incus restores it (instances it moved come back, those it stopped
   start). Apelora follows it as a maintenance task, its progress pushed on maintenanceTask.
   """
-  restoreMember(input: RestoreMemberInput!): RestoreMemberPayload! @change(about: "input.name", lock: MACHINE)
+  restoreMember(input: RestoreMemberInput!): RestoreMemberPayload! @change(about: "input.name", cluster: "input.cluster", lock: MACHINE)
 }
 
 extend type Query {
@@ -6436,7 +6502,7 @@ type MaintenanceTaskEvent {
   name. The response carries the token once (with ` + "`" + `Cache-Control: no-store` + "`" + `); Apelora never
   stores, logs or audits it. Refused while the machine is a member or has a pending token.
   """
-  approveEnrolment(input: ApproveEnrolmentInput!): ApproveEnrolmentPayload! @change(about: "input.name", lock: MACHINE)
+  approveEnrolment(input: ApproveEnrolmentInput!): ApproveEnrolmentPayload! @change(about: "input.name", cluster: "input.cluster", lock: MACHINE)
 
   "Cancel the pending join token for a name."
   revokeJoinToken(input: RevokeJoinTokenInput!): RevokeJoinTokenPayload! @change(about: "input.name", lock: MACHINE)
@@ -6724,7 +6790,7 @@ type AdmissionCheckEvent {
   it did not write: both directions are refused (FAILED_PRECONDITION) while Incus holds a
   foreign one. Off removes the guard, restoring what was there before it (no scriptlet).
   """
-  setPlacementGuard(input: SetPlacementGuardInput!): SetPlacementGuardPayload! @change(lock: PLACEMENT_GUARD)
+  setPlacementGuard(input: SetPlacementGuardInput!): SetPlacementGuardPayload! @change(cluster: "input.cluster", lock: PLACEMENT_GUARD)
 }
 
 extend type ClusterView {
@@ -6912,19 +6978,19 @@ type PlanFinding {
   reboot is running or paused in the same cluster, for a member without a fence mapping, and (before the start and before each member)
   while any other member is offline or evacuated or when the quorum projection fails.
   """
-  startRollingReboot(input: StartRollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
+  startRollingReboot(input: StartRollingRebootInput!): RollingRebootPayload! @change(cluster: "input.cluster", lock: ROLLING_REBOOTS)
 
   "Pause a running rolling reboot: the stage in progress finishes, no further one starts."
-  pauseRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
+  pauseRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(rollingReboot: "input.id", lock: ROLLING_REBOOTS)
 
   "Resume a paused rolling reboot from its stage."
-  resumeRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
+  resumeRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(rollingReboot: "input.id", lock: ROLLING_REBOOTS)
 
   """
   Cancel a running or paused rolling reboot: no further stage is taken; the member in
   progress is left as it is (restore it with restoreMember).
   """
-  cancelRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
+  cancelRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(rollingReboot: "input.id", lock: ROLLING_REBOOTS)
 }
 
 extend type Query {
@@ -7310,6 +7376,16 @@ func (ec *executionContext) childFields_Cluster(ctx context.Context, field graph
 	return nil, fmt.Errorf("no field named %q was found under type Cluster", field.Name)
 }
 
+func (ec *executionContext) childFields_ClusterGrant(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "permission":
+		return ec.fieldContext_ClusterGrant_permission(ctx, field)
+	case "cluster":
+		return ec.fieldContext_ClusterGrant_cluster(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ClusterGrant", field.Name)
+}
+
 func (ec *executionContext) childFields_ClusterQuorum(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "voters":
@@ -7664,6 +7740,8 @@ func (ec *executionContext) childFields_Identity(ctx context.Context, field grap
 		return ec.fieldContext_Identity_name(ctx, field)
 	case "permissions":
 		return ec.fieldContext_Identity_permissions(ctx, field)
+	case "grants":
+		return ec.fieldContext_Identity_grants(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Identity_createdAt(ctx, field)
 	case "lastUsedAt":
@@ -11325,6 +11403,52 @@ func (ec *executionContext) fieldContext_Cluster_removeRefusal(_ context.Context
 	return graphql.NewScalarFieldContext("Cluster", field, true, true, "String")
 }
 
+func (ec *executionContext) _ClusterGrant_permission(ctx context.Context, field graphql.CollectedField, obj *model.ClusterGrant) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterGrant_permission(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Permission, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Permission) graphql.Marshaler {
+			return ec.marshalNPermission2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPermission(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterGrant_permission(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterGrant", field, false, false, "Permission")
+}
+
+func (ec *executionContext) _ClusterGrant_cluster(ctx context.Context, field graphql.CollectedField, obj *model.ClusterGrant) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ClusterGrant_cluster(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cluster, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ClusterGrant_cluster(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ClusterGrant", field, false, false, "String")
+}
+
 func (ec *executionContext) _ClusterQuorum_voters(ctx context.Context, field graphql.CollectedField, obj *model.ClusterQuorum) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14156,6 +14280,38 @@ func (ec *executionContext) _Identity_permissions(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_Identity_permissions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Identity", field, false, false, "Permission")
+}
+
+func (ec *executionContext) _Identity_grants(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_grants(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Grants, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ClusterGrant) graphql.Marshaler {
+			return ec.marshalNClusterGrant2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterGrantᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_grants(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Identity",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ClusterGrant(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Identity_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Identity) (ret graphql.Marshaler) {
@@ -24621,6 +24777,55 @@ func UnmarshalClearHardwareProfileInput(ctx context.Context, raw any) (model.Cle
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputClusterGrantInput(ctx context.Context, obj any) (model.ClusterGrantInput, error) {
+	var it model.ClusterGrantInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"permission", "cluster"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "permission":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("permission"))
+			data, err := ec.unmarshalNPermission2githubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐPermission(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Permission = data
+		case "cluster":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cluster"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cluster = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalClusterGrantInput unmarshals raw into the ClusterGrantInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalClusterGrantInput(ctx context.Context, raw any) (model.ClusterGrantInput, error) {
+	var out model.ClusterGrantInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ClusterGrantInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCommissionMachineInput(ctx context.Context, obj any) (model.CommissionMachineInput, error) {
 	var it model.CommissionMachineInput
 	if obj == nil {
@@ -24703,7 +24908,7 @@ func (ec *executionContext) unmarshalInputCreateIdentityInput(ctx context.Contex
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "permissions", "expiresAt", "expiresIn", "dryRun", "planHash"}
+	fieldsInOrder := [...]string{"name", "permissions", "grants", "expiresAt", "expiresIn", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -24724,6 +24929,13 @@ func (ec *executionContext) unmarshalInputCreateIdentityInput(ctx context.Contex
 				return it, err
 			}
 			it.Permissions = data
+		case "grants":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("grants"))
+			data, err := ec.unmarshalOClusterGrantInput2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterGrantInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Grants = data
 		case "expiresAt":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
 			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
@@ -26974,6 +27186,44 @@ func (ec *executionContext) _Cluster(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var clusterGrantImplementors = []string{"ClusterGrant"}
+
+func (ec *executionContext) _ClusterGrant(ctx context.Context, sel ast.SelectionSet, obj *model.ClusterGrant) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clusterGrantImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ClusterGrant")
+		case "permission":
+			out.Values[i] = ec._ClusterGrant_permission(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cluster":
+			out.Values[i] = ec._ClusterGrant_cluster(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var clusterQuorumImplementors = []string{"ClusterQuorum"}
 
 func (ec *executionContext) _ClusterQuorum(ctx context.Context, sel ast.SelectionSet, obj *model.ClusterQuorum) graphql.Marshaler {
@@ -28137,6 +28387,11 @@ func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "permissions":
 			out.Values[i] = ec._Identity_permissions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "grants":
+			out.Values[i] = ec._Identity_grants(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -31900,6 +32155,35 @@ func (ec *executionContext) marshalNCluster2ᚖgithubᚗcomᚋapeloraᚋfabric�
 	return ec._Cluster(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNClusterGrant2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterGrantᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ClusterGrant) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNClusterGrant2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterGrant(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNClusterGrant2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterGrant(ctx context.Context, sel ast.SelectionSet, v *model.ClusterGrant) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ClusterGrant!")
+		return graphql.Null
+	}
+	return ec._ClusterGrant(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNClusterGrantInput2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterGrantInput(ctx context.Context, v any) (*model.ClusterGrantInput, error) {
+	res, err := ec.unmarshalInputClusterGrantInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNClusterSource2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterSourceᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ClusterSource) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -33430,6 +33714,23 @@ func (ec *executionContext) marshalOCluster2ᚖgithubᚗcomᚋapeloraᚋfabric�
 		return graphql.Null
 	}
 	return ec._Cluster(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOClusterGrantInput2ᚕᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterGrantInputᚄ(ctx context.Context, v any) ([]*model.ClusterGrantInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.ClusterGrantInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNClusterGrantInput2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterGrantInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) marshalOClusterQuorum2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐClusterQuorum(ctx context.Context, sel ast.SelectionSet, v *model.ClusterQuorum) graphql.Marshaler {

@@ -19,7 +19,7 @@ func (r *mutationResolver) CreateIdentity(ctx context.Context, input model.Creat
 	respheader.Set(ctx, "Cache-Control", "no-store")
 	respheader.Set(ctx, "Pragma", "no-cache")
 	created, token, err := r.Identity.Create(ctx, identity.APICaller(identity.FromContext(ctx)), identity.NewIdentity{
-		Name: input.Name, Permissions: permissionsOf(input.Permissions),
+		Name: input.Name, Permissions: permissionsOf(input.Permissions), Grants: grantsOf(input.Grants),
 		ExpiresAt: input.ExpiresAt, ExpiresIn: deref(input.ExpiresIn),
 	})
 	if err != nil {

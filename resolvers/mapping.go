@@ -54,6 +54,12 @@ func mapIdentity(id *identity.Identity) *model.Identity {
 			out.Permissions = append(out.Permissions, mp)
 		}
 	}
+	out.Grants = []*model.ClusterGrant{}
+	for _, g := range id.Scoped(time.Now()) {
+		if mp, ok := permissionNames[g.Permission]; ok {
+			out.Grants = append(out.Grants, &model.ClusterGrant{Permission: mp, Cluster: g.ClusterName})
+		}
+	}
 	if id.SSO != nil {
 		out.Sso = &model.SSOAccount{Issuer: id.SSO.Issuer, Subject: id.SSO.Subject, Groups: append([]string{}, id.SSO.Groups...)}
 	}
@@ -356,6 +362,25 @@ func mapScriptResult(r provisioning.ScriptResult) *model.MaasScriptResult {
 	if d, ok := r.Duration(); ok {
 		secs := int(d.Round(time.Second) / time.Second)
 		out.DurationSeconds = &secs
+	}
+	return out
+}
+
+// grantsOf maps the API's grants in one cluster to the domain's. A grant's cluster is
+// never empty here (an empty one would read as unscoped): it is kept as a name no cluster
+// can have, which the rules refuse (INVALID_INPUT on field grants).
+func grantsOf(gs []*model.ClusterGrantInput) []identity.GrantText {
+	out := make([]identity.GrantText, 0, len(gs))
+	for _, g := range gs {
+		cluster := g.Cluster
+		if cluster == "" {
+			cluster = "(none)"
+		}
+		for p, name := range permissionNames {
+			if name == g.Permission {
+				out = append(out, identity.GrantText{Permission: p, Cluster: cluster})
+			}
+		}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/mutations"
@@ -116,6 +118,10 @@ func (s *Store) changeHolding(ctx context.Context, lock mutations.Lock, machine 
 	}
 	lease, err := s.takeLease(ctx, key, action, machine, false)
 	if err != nil {
+		return err
+	}
+	if err := s.stillAuthorised(ctx, machine); err != nil {
+		lease.release(ctx)
 		return err
 	}
 	run := &changeRun{s: s, key: key, lease: lease, action: action}
@@ -402,4 +408,32 @@ func (r *changeRun) record(ctx context.Context, tx pgx.Tx, outcome audit.Outcome
 	r.s.auditWrite(nil)
 	r.action.MarkRecorded()
 	return nil
+}
+
+// stillAuthorised refuses BUSY a change to machine by a caller the gate allowed in some
+// clusters only (clusters.Authorised) when, under the machine's lease, its record is no
+// longer in one of them: it moved since the gate looked.
+func (s *Store) stillAuthorised(ctx context.Context, machine string) error {
+	a := clusters.AuthorisedFrom(ctx)
+	if a == nil || a.Machine == "" || a.Machine != machine || len(a.Clusters) == 0 {
+		return nil
+	}
+	var cluster *int64
+	var name string
+	err := s.pool.QueryRow(ctx, `SELECT r.cluster_id, coalesce(c.name, '') FROM machine_records r LEFT JOIN clusters c ON c.id = r.cluster_id
+		WHERE r.name = $1`, machine).Scan(&cluster, &name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // no record: the change itself decides (it was allowed for the cluster named)
+	}
+	if err != nil {
+		return dbError(err)
+	}
+	if cluster != nil && slices.Contains(a.Clusters, *cluster) {
+		return nil
+	}
+	where := "enrolled in no cluster"
+	if cluster != nil {
+		where = "in cluster " + name
+	}
+	return apperr.New(apperr.Busy, "%s is %s now, not where this call was authorised: it moved since; try again (you may need a grant there)", machine, where)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/apelora/fabric/adapters/postgres/pgtest"
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/internal/apperr"
 )
@@ -294,5 +295,37 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s did not happen", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A change by a caller the gate allowed in some clusters only checks again, under the
+// machine's lease, that the machine's record is still in one of them: a record moved to
+// another cluster since is refused BUSY, and nothing runs.
+func TestAChangeChecksTheClusterItWasAuthorisedIn(t *testing.T) {
+	db := pgtest.New(t)
+	ids := map[string]int64{}
+	for _, c := range []string{"rack1", "rack2"} {
+		ids[c] = scalar[int64](t, db, `INSERT INTO clusters (name, socket, adopted, registered_by) VALUES ($1, '/nonexistent/' || $1, true, 'test') RETURNING id`, c)
+	}
+	if _, err := db.Store.Pool().Exec(t.Context(), `INSERT INTO machine_records (name, provisioner, registered_by, registered_at, cluster_id) VALUES ('node-1', 'MANUAL', 'admin', now(), $1)`, ids["rack1"]); err != nil {
+		t.Fatal(err)
+	}
+	change := func(allowed ...int64) error {
+		ctx := clusters.WithAuthorised(audited("admitMember"), &clusters.Authorised{Machine: "node-1", Clusters: allowed})
+		return db.Store.Audited(ctx, "node-1", func(context.Context) error { return nil })
+	}
+	if err := change(ids["rack1"]); err != nil {
+		t.Fatalf("allowed in rack1, node-1 in rack1: %v", err)
+	}
+	if _, err := db.Store.Pool().Exec(t.Context(), `UPDATE machine_records SET cluster_id = $1`, ids["rack2"]); err != nil {
+		t.Fatal(err)
+	}
+	err := change(ids["rack1"])
+	if apperr.CodeOf(err) != apperr.Busy || !strings.Contains(err.Error(), "node-1 is in cluster rack2 now") {
+		t.Fatalf("allowed in rack1, node-1 moved to rack2: %v", err)
+	}
+	// The refused change released the machine's lease.
+	if err := change(ids["rack1"], ids["rack2"]); err != nil {
+		t.Fatalf("allowed in both: %v", err)
 	}
 }

@@ -172,3 +172,18 @@ func (l *Listener) WatchClusters(ctx context.Context, r interface {
 		}
 	}
 }
+
+var _ clusters.ScopeReader = (*Store)(nil)
+
+// ScopeFacts reads, in one query on unique indexes, the clusters of the machine record
+// named machine, of the one of MAAS system id systemID, and of the rolling reboot
+// rollingReboot ("" names none).
+func (s *Store) ScopeFacts(ctx context.Context, machine, systemID, rollingReboot string) (clusters.ScopeFacts, error) {
+	var f clusters.ScopeFacts
+	err := s.pool.QueryRow(ctx, `SELECT
+			EXISTS (SELECT 1 FROM machine_records WHERE name = $1), (SELECT cluster_id FROM machine_records WHERE name = $1),
+			EXISTS (SELECT 1 FROM machine_records WHERE maas_system_id = $2), (SELECT cluster_id FROM machine_records WHERE maas_system_id = $2),
+			(SELECT cluster_id FROM rolling_operations WHERE id::text = $3)`, machine, systemID, rollingReboot).
+		Scan(&f.Machine.Found, &f.Machine.Cluster, &f.SystemID.Found, &f.SystemID.Cluster, &f.RollingReboot)
+	return f, dbError(err)
+}

@@ -104,11 +104,25 @@ func (p *permissionFlags) Set(s string) error {
 	return nil
 }
 
+type grantFlags []identity.GrantText
+
+func (g *grantFlags) String() string { return fmt.Sprint(*g) }
+func (g *grantFlags) Set(s string) error {
+	grant, err := identity.ParseGrant(s)
+	if err != nil {
+		return errors.New(apperr.Text(err))
+	}
+	*g = append(*g, grant)
+	return nil
+}
+
 func createIdentity(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("identity create", flag.ContinueOnError)
 	name := fs.String("name", "", "the identity's name (lower-case letters, digits, '.', '_', '-')")
 	var perms permissionFlags
-	fs.Var(&perms, "permission", "a permission to grant; repeat for several")
+	fs.Var(&perms, "permission", "a permission to grant in every cluster; repeat for several")
+	var grants grantFlags
+	fs.Var(&grants, "grant", "a permission to grant, in one cluster (manage-infrastructure@rack1, hardware.delete@rack1) or, without @, in every cluster; repeat for several")
 	expires := fs.String("expires", "", "when it stops working: a duration such as 90d or 12h, or an RFC 3339 time (default: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,12 +130,19 @@ func createIdentity(ctx context.Context, cfg app.Config, log *slog.Logger, args 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", strings.Join(fs.Args(), " "))
 	}
-	in := identity.NewIdentity{Name: *name, Permissions: perms}
+	in := identity.NewIdentity{Name: *name, Permissions: perms, Grants: grants}
 	granted := make([]any, len(perms))
 	for i, p := range perms {
 		granted[i] = string(p)
 	}
 	params := map[string]any{"name": *name, "permissions": granted}
+	if len(grants) > 0 {
+		texts := make([]any, len(grants))
+		for i, g := range grants {
+			texts[i] = g.String()
+		}
+		params["grants"] = texts
+	}
 	if *expires != "" {
 		in.ExpiresAt, in.ExpiresIn = identity.ExpiryFromFlag(*expires)
 		params["expires"] = *expires
@@ -138,7 +159,7 @@ func createIdentity(ctx context.Context, cfg app.Config, log *slog.Logger, args 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "created identity %q with %v", id.Name, id.Permissions)
+		fmt.Fprintf(stdout, "created identity %q with %v", id.Name, append(permissionTexts(id.Permissions), identity.GrantsText(id.Grants)...))
 		if id.ExpiresAt != nil {
 			fmt.Fprintf(stdout, ", expiring %s", id.ExpiresAt.Local().Format(time.RFC3339))
 		}
@@ -153,10 +174,7 @@ func printIdentities(out io.Writer, ids []identity.Identity, now time.Time) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tPERMISSIONS\tSTATUS\tCREATED\tLAST USED\tEXPIRES")
 	for _, id := range ids {
-		perms := make([]string, len(id.Permissions))
-		for i, p := range id.Permissions {
-			perms[i] = string(p)
-		}
+		perms := append(permissionTexts(id.Permissions), identity.GrantsText(id.Grants)...)
 		status := "active"
 		switch {
 		case id.RevokedAt != nil:
@@ -174,4 +192,12 @@ func stamp(t *time.Time) string {
 		return "-"
 	}
 	return t.Local().Format(time.DateTime)
+}
+
+func permissionTexts(ps []identity.Permission) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p)
+	}
+	return out
 }

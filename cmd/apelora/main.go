@@ -2,7 +2,7 @@
 //
 //	apelora serve                      run the API (GraphQL, GraphiQL, health endpoints)
 //	apelora migrate                    apply database migrations and exit
-//	apelora identity create --name N --permission P [--permission P …] [--expires WHEN]
+//	apelora identity create --name N --permission P [--permission P …] [--grant P@CLUSTER …] [--expires WHEN]
 //	                                   create an identity and print its bearer token once
 //	apelora identity list              list identities (never their tokens)
 //	apelora identity revoke NAME       revoke an identity at once
@@ -36,9 +36,11 @@ import (
 const usage = `usage:
   apelora serve                  run the API: GraphQL at /graphql, GraphiQL at /graphiql/
   apelora migrate                apply database migrations and exit
-  apelora identity create --name NAME --permission PERM [--permission PERM ...] [--expires WHEN]
+  apelora identity create --name NAME --permission PERM [--permission PERM ...] [--grant PERM@CLUSTER ...] [--expires WHEN]
                                  create an identity; prints its bearer token once
                                  (PERM: view-infrastructure, manage-infrastructure, hardware.delete;
+                                 PERM@CLUSTER: manage-infrastructure or hardware.delete in that
+                                 registered cluster only;
                                  WHEN: a duration such as 90d or 12h, or an RFC 3339 time)
   apelora identity list          every identity: permissions, status, last use, expiry (no tokens)
   apelora identity revoke NAME   revoke an identity at once (also the last manager: this is

@@ -201,3 +201,47 @@ func TestIdentityCommandsOnTheServer(t *testing.T) {
 		t.Fatalf("%d audit events hold a token (%v)", leaked, err)
 	}
 }
+
+// `apelora identity create --grant P@CLUSTER` grants a permission in one registered
+// cluster only; an unregistered cluster or a grant that gives nothing is refused, audited.
+func TestIdentityCreateGrantsInOneCluster(t *testing.T) {
+	db := pgtest.New(t)
+	t.Setenv("APELORA_DATABASE_URL", db.URL)
+	ctx := t.Context()
+	do := func(args ...string) (string, error) {
+		var out, log bytes.Buffer
+		err := run(ctx, args, &out, &log)
+		return out.String(), err
+	}
+	if _, err := db.Store.Pool().Exec(ctx, `INSERT INTO clusters (name, socket, adopted, registered_by) VALUES ('rack1', '/nonexistent/rack1', true, 'test')`); err != nil {
+		t.Fatal(err)
+	}
+	out, err := do("identity", "create", "--name", "rack1-ops", "--grant", "manage-infrastructure@rack1", "--grant", "hardware.delete@rack1", "--permission", "view-infrastructure")
+	if err != nil || !strings.Contains(out, `created identity "rack1-ops" with [view-infrastructure hardware.delete@rack1 manage-infrastructure@rack1]`) {
+		t.Fatalf("create with grants: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"identity", "create", "--name", "typo", "--grant", "manage-infrastructure@rack9"}, "no cluster named as in manage-infrastructure@rack9"},
+		{[]string{"identity", "create", "--name", "eraser", "--grant", "hardware.delete@rack1"}, "add manage-infrastructure@rack1"},
+		{[]string{"identity", "create", "--name", "reader", "--grant", "view-infrastructure@rack1"}, "reads are not scoped"},
+	} {
+		if _, err := do(c.args...); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.says)
+		}
+	}
+	out, err = do("identity", "list")
+	if err != nil || !regexp.MustCompile(`rack1-ops\s+view-infrastructure,hardware.delete@rack1,manage-infrastructure@rack1\s+active`).MatchString(out) {
+		t.Fatalf("identity list: %v\n%s", err, out)
+	}
+	var actions string
+	if err := db.Store.Pool().QueryRow(ctx, `SELECT string_agg(action || ':' || outcome, ' ' ORDER BY id) FROM audit_events WHERE actor LIKE 'local:%'`).Scan(&actions); err != nil {
+		t.Fatal(err)
+	}
+	// The flag's own refusal (view-infrastructure@rack1) stops before the database.
+	if want := "createIdentity:SUCCEEDED createIdentity:REFUSED createIdentity:REFUSED"; actions != want {
+		t.Fatalf("audited %s, want %s", actions, want)
+	}
+}

@@ -211,3 +211,47 @@ func OfRecord(all []Cluster, machine string, record *int64, given string) (Clust
 	}
 	return Resolve(all, machine, record, given)
 }
+
+// RecordScope is what a machine record says of where a call about it acts: whether the
+// record exists, and its cluster (nil: enrolled in none).
+type RecordScope struct {
+	Found   bool
+	Cluster *int64
+}
+
+// ScopeFacts are the records a call names that lie in a cluster, read at once (one
+// query): the machine record of the name the call is about, the one of the MAAS system id
+// it names, and the cluster of the rolling reboot it names (nil: none).
+type ScopeFacts struct {
+	Machine, SystemID RecordScope
+	RollingReboot     *int64
+}
+
+// ScopeReader reads ScopeFacts (the store).
+type ScopeReader interface {
+	// ScopeFacts reads the records named (an empty argument names none).
+	ScopeFacts(ctx context.Context, machine, systemID, rollingReboot string) (ScopeFacts, error)
+}
+
+// Authorised is what the gate allowed a caller who may manage some clusters only: the
+// machine the call is about and the clusters it was allowed to act in. The change
+// (adapters/postgres) checks again under the machine's lease that the machine's record is
+// still in one of them, so a record moved to another cluster between the gate's check and
+// the change is refused rather than changed by an identity that may not manage it there.
+type Authorised struct {
+	Machine  string
+	Clusters []int64
+}
+
+type authorisedKey struct{}
+
+// WithAuthorised returns ctx carrying a (nil: none to check again).
+func WithAuthorised(ctx context.Context, a *Authorised) context.Context {
+	return context.WithValue(ctx, authorisedKey{}, a)
+}
+
+// AuthorisedFrom returns what ctx carries, or nil.
+func AuthorisedFrom(ctx context.Context) *Authorised {
+	a, _ := ctx.Value(authorisedKey{}).(*Authorised)
+	return a
+}

@@ -42,10 +42,13 @@ func ParsePermission(s string) (Permission, error) {
 // Identity is a caller Apelora knows. It authenticates while it is active: not revoked
 // and not past its expiry.
 type Identity struct {
-	ID          int64
-	Name        string
+	ID   int64
+	Name string
+	// Permissions are its unscoped grants: they hold in every cluster.
 	Permissions []Permission
-	CreatedAt   time.Time
+	// Grants are the permissions it holds in some clusters only (ClusterGrant).
+	Grants    []ClusterGrant
+	CreatedAt time.Time
 	// ExpiresAt is when the identity stops working; nil means never.
 	ExpiresAt *time.Time
 	// RevokedAt and RevokedBy say when and by whom it was revoked; nil while it was not.
@@ -88,16 +91,25 @@ func (i *Identity) Granted(now time.Time) []Permission {
 	if i == nil {
 		return nil
 	}
-	if i.SSO == nil || i.SSO.Confirmed(now) || len(i.Permissions) == 0 {
+	if i.SSO == nil || i.SSO.Confirmed(now) || (len(i.Permissions) == 0 && len(i.Grants) == 0) {
 		return i.Permissions
 	}
 	return []Permission{ViewInfrastructure}
 }
 
-// Has reports whether the identity holds p now (Granted). manage-infrastructure implies
-// view-infrastructure.
+// Has reports whether the identity holds p now (Granted) unscoped: in every cluster.
+// manage-infrastructure implies view-infrastructure, and so does manage-infrastructure in
+// any one cluster: reads are not scoped to clusters.
 func (i *Identity) Has(p Permission) bool {
-	return holds(i.Granted(time.Now()), p)
+	return i.mayHold(p, time.Now())
+}
+
+// mayHold is Has at now.
+func (i *Identity) mayHold(p Permission, now time.Time) bool {
+	if holds(i.Granted(now), p) {
+		return true
+	}
+	return p == ViewInfrastructure && slices.ContainsFunc(i.Scoped(now), func(g ClusterGrant) bool { return g.Permission == ManageInfrastructure })
 }
 
 func holds(perms []Permission, p Permission) bool {

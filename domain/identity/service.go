@@ -23,6 +23,11 @@ type Tx interface {
 	// both leave none.
 	Managers(ctx context.Context) ([]Identity, error)
 	SetRevoked(ctx context.Context, id int64, by string, at time.Time) (*Identity, error)
+	// ClusterIDs returns the record ids of the registered clusters among names (a name
+	// registered by none is left out).
+	ClusterIDs(ctx context.Context, names []string) (map[string]int64, error)
+	// SetClusterGrants replaces the identity's grants in one cluster with grants.
+	SetClusterGrants(ctx context.Context, id int64, grants []ClusterGrant) error
 	// SignInSSO returns the identity of the SSO user c (found by issuer and subject), made
 	// with name (or name and SubjectTag when taken) on its first sign-in, its groups and
 	// permissions set to the ones of this sign-in and confirmed for confirmedFor. A
@@ -74,8 +79,11 @@ func (s *Service) now() time.Time {
 
 // NewIdentity is what an administrator gives to create an identity.
 type NewIdentity struct {
-	Name        string
+	Name string
+	// Permissions are its unscoped grants; Grants its grants in one cluster each
+	// (permission@cluster; a grant there without a cluster is added to Permissions).
 	Permissions []Permission
+	Grants      []GrantText
 	// At most one of ExpiresAt and ExpiresIn; neither means it never expires.
 	ExpiresAt *time.Time
 	// ExpiresIn is a duration from now: Go's form (36h, 90m) or whole days (30d).
@@ -88,8 +96,16 @@ func (s *Service) Create(ctx context.Context, by Caller, in NewIdentity) (*Ident
 	if err := ValidateName(in.Name); err != nil {
 		return nil, "", err
 	}
-	perms, err := checkPermissions(in.Permissions)
-	if err != nil {
+	unscoped, scoped := SplitGrants(in.Grants)
+	unscoped = append(slices.Clone(in.Permissions), unscoped...)
+	var perms []Permission
+	var err error
+	if len(unscoped) > 0 || len(scoped) == 0 {
+		if perms, err = checkPermissions(unscoped); err != nil {
+			return nil, "", err
+		}
+	}
+	if scoped, err = checkGrants(perms, scoped); err != nil {
 		return nil, "", err
 	}
 	if by.Identity != nil {
@@ -112,6 +128,13 @@ func (s *Service) Create(ctx context.Context, by Caller, in NewIdentity) (*Ident
 	}
 	if a := audit.ActionFrom(ctx); a != nil {
 		a.Detail("identity", in.Name)
+		if len(scoped) > 0 {
+			texts := make([]string, len(scoped))
+			for k, g := range scoped {
+				texts[k] = g.String()
+			}
+			a.Detail("grants", texts)
+		}
 		if expires != nil {
 			a.Detail("expiresAt", expires.UTC().Format(time.RFC3339))
 		}
@@ -119,8 +142,28 @@ func (s *Service) Create(ctx context.Context, by Caller, in NewIdentity) (*Ident
 	var created *Identity
 	err = s.Store.ChangeIdentities(ctx, func(tx Tx) error {
 		var err error
-		created, err = tx.InsertIdentity(ctx, in.Name, hash, perms, expires)
-		return err
+		grants, err := clusterGrants(ctx, tx, scoped)
+		if err != nil {
+			return err
+		}
+		if unknown := unknownIn(scoped, grants); len(unknown) > 0 {
+			return &apperr.Error{Code: apperr.NotFound, Field: "grants", Message: "no cluster named as in " + strings.Join(unknown, ", ") + ": grant in a cluster the clusters query lists (register it first with registerCluster)"}
+		}
+		if by.Identity != nil {
+			for _, g := range grants {
+				if !by.Identity.HasIn(g.Permission, g.Cluster) {
+					return apperr.New(apperr.Forbidden, "identity %q cannot grant %s, which it does not hold: ask an administrator who holds it, or create the identity on the server with `apelora identity create`", by.Identity.Name, g)
+				}
+			}
+		}
+		if created, err = tx.InsertIdentity(ctx, in.Name, hash, perms, expires); err != nil || created == nil || len(grants) == 0 {
+			return err
+		}
+		if err := tx.SetClusterGrants(ctx, created.ID, grants); err != nil {
+			return err
+		}
+		created.Grants = grants
+		return nil
 	})
 	if err != nil {
 		return nil, "", err
@@ -335,4 +378,38 @@ func activeCount(ids []Identity, now time.Time) int {
 // List returns every identity, revoked and expired ones included, oldest first.
 func (s *Service) List(ctx context.Context) ([]Identity, error) {
 	return s.Store.Identities(ctx)
+}
+
+// clusterGrants looks the clusters of grants up: a grant naming no registered cluster is
+// left out (unknownIn names it).
+func clusterGrants(ctx context.Context, tx Tx, in []GrantText) ([]ClusterGrant, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	names := make([]string, 0, len(in))
+	for _, g := range in {
+		names = append(names, g.Cluster)
+	}
+	ids, err := tx.ClusterIDs(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	var out []ClusterGrant
+	for _, g := range in {
+		if id, ok := ids[g.Cluster]; ok {
+			out = append(out, ClusterGrant{Permission: g.Permission, Cluster: id, ClusterName: g.Cluster})
+		}
+	}
+	return out, nil
+}
+
+// unknownIn lists the grants of in that found no cluster (absent from got).
+func unknownIn(in []GrantText, got []ClusterGrant) []string {
+	var out []string
+	for _, g := range in {
+		if !slices.ContainsFunc(got, func(c ClusterGrant) bool { return c.ClusterName == g.Cluster }) {
+			out = append(out, g.String())
+		}
+	}
+	return out
 }

@@ -36,13 +36,16 @@ type SSOAccount struct {
 // Confirmed reports whether the provider's word on the groups still holds at now.
 func (a *SSOAccount) Confirmed(now time.Time) bool { return now.Before(a.ConfirmedUntil) }
 
-// GroupPermissions maps the identity provider's group names to Apelora's permissions. It
-// is the only source of an SSO identity's permissions: a group not in it grants nothing.
-type GroupPermissions map[string][]Permission
+// GroupPermissions maps the identity provider's group names to Apelora's permissions,
+// each in every cluster or in one cluster only (permission@cluster). It is the only source
+// of an SSO identity's permissions: a group not in it grants nothing.
+type GroupPermissions map[string][]GrantText
 
 // ParseGroupPermissions reads APELORA_OIDC_GROUP_PERMISSIONS:
-// "group=permission,permission;group=permission", for example
-// "apelora-admins=manage-infrastructure,hardware.delete;apelora-viewers=view-infrastructure".
+// "group=permission,permission;group=permission@cluster", for example
+// "apelora-admins=manage-infrastructure,hardware.delete;rack1-ops=manage-infrastructure@rack1;apelora-viewers=view-infrastructure".
+// A cluster named here need not be registered yet: a grant in a cluster not registered
+// grants nothing (skipped with a warning at each sign-in).
 func ParseGroupPermissions(s string) (GroupPermissions, error) {
 	m := GroupPermissions{}
 	for entry := range strings.SplitSeq(s, ";") {
@@ -54,19 +57,30 @@ func ParseGroupPermissions(s string) (GroupPermissions, error) {
 		if i < 0 || group == "" {
 			return nil, fmt.Errorf("%q is not group=permission[,permission]: write for example apelora-admins=manage-infrastructure", entry)
 		}
-		var perms []Permission
+		grants := slices.Clone(m[group])
 		for p := range strings.SplitSeq(entry[i+1:], ",") {
-			perm, err := ParsePermission(p)
+			g, err := ParseGrant(p)
 			if err != nil {
 				return nil, fmt.Errorf("group %q: %s", group, apperr.PublicMessage(err))
 			}
-			perms = append(perms, perm)
+			grants = append(grants, g)
 		}
-		perms, err := checkPermissions(append(m[group], perms...))
-		if err != nil {
+		unscoped, scoped := SplitGrants(grants)
+		var perms []Permission
+		var err error
+		if len(unscoped) > 0 || len(scoped) == 0 {
+			if perms, err = checkPermissions(unscoped); err != nil {
+				return nil, fmt.Errorf("group %q: %s", group, apperr.PublicMessage(err))
+			}
+		}
+		if scoped, err = checkGrants(perms, scoped); err != nil {
 			return nil, fmt.Errorf("group %q: %s", group, apperr.PublicMessage(err))
 		}
-		m[group] = perms
+		m[group] = nil
+		for _, p := range perms {
+			m[group] = append(m[group], GrantText{Permission: p})
+		}
+		m[group] = append(m[group], scoped...)
 	}
 	if len(m) == 0 {
 		return nil, fmt.Errorf("no group is mapped, so nobody could sign in: give at least one, such as apelora-admins=manage-infrastructure")
@@ -85,22 +99,27 @@ func (m GroupPermissions) String() string {
 	for i, g := range groups {
 		ps := make([]string, len(m[g]))
 		for j, p := range m[g] {
-			ps[j] = string(p)
+			ps[j] = p.String()
 		}
 		parts[i] = g + "=" + strings.Join(ps, ",")
 	}
 	return strings.Join(parts, ";")
 }
 
-// Grant returns the permissions groups are mapped to (their union), or a FORBIDDEN error
-// naming the groups that would grant access when none of them is mapped: no group, no
-// access.
+// Grant returns the permissions groups are mapped to in every cluster (their union), or a
+// FORBIDDEN error naming the groups that would grant access when none of them is mapped:
+// no group, no access. Their grants in one cluster are GrantIn's.
 func (m GroupPermissions) Grant(groups []string) ([]Permission, error) {
 	var perms []Permission
+	scoped := m.GrantIn(groups)
 	for _, g := range groups {
-		perms = append(perms, m[g]...)
+		for _, p := range m[g] {
+			if p.Cluster == "" {
+				perms = append(perms, p.Permission)
+			}
+		}
 	}
-	if len(perms) == 0 {
+	if len(perms) == 0 && len(scoped) == 0 {
 		mapped := make([]string, 0, len(m))
 		for g := range m {
 			mapped = append(mapped, g)
@@ -112,7 +131,42 @@ func (m GroupPermissions) Grant(groups []string) ([]Permission, error) {
 		}
 		return nil, apperr.New(apperr.Forbidden, "%s: ask your identity provider's administrator to add you to one of the groups %s", have, strings.Join(mapped, ", "))
 	}
+	if len(perms) == 0 {
+		return []Permission{}, nil
+	}
 	return checkPermissions(perms)
+}
+
+// GrantIn returns the grants in one cluster groups are mapped to (their union), sorted.
+func (m GroupPermissions) GrantIn(groups []string) []GrantText {
+	var out []GrantText
+	for _, g := range groups {
+		for _, p := range m[g] {
+			if p.Cluster != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b GrantText) int { return strings.Compare(a.String(), b.String()) })
+	return slices.Compact(out)
+}
+
+// setGroupGrants sets an SSO identity's grants in one cluster to what its groups map to,
+// in tx; a grant naming a cluster not registered is skipped, with one warning.
+func (s *SSO) setGroupGrants(ctx context.Context, tx Tx, id *Identity, groups []string) error {
+	want := s.Groups.GrantIn(groups)
+	grants, err := clusterGrants(ctx, tx, want)
+	if err != nil {
+		return err
+	}
+	if unknown := unknownIn(want, grants); len(unknown) > 0 {
+		s.log().WarnContext(ctx, "an SSO user's groups grant permissions in clusters that are not registered: those grants are skipped until they are",
+			"identity", id.Name, "skipped", unknown)
+	}
+	if len(grants) == 0 && len(id.Grants) == 0 {
+		return nil
+	}
+	return tx.SetClusterGrants(ctx, id.ID, grants)
 }
 
 func truncateList(s []string, n int) []string {
@@ -345,6 +399,11 @@ func (s *SSO) signIn(ctx context.Context, claims *SSOClaims, refresh ProviderTok
 		var err error
 		if id, err = tx.SignInSSO(ctx, SSOName(claims), *claims, perms, s.recheck()); err != nil {
 			return err
+		}
+		if id.RevokedAt == nil {
+			if err := s.setGroupGrants(ctx, tx, id, claims.Groups); err != nil {
+				return err
+			}
 		}
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Actor = id.Name

@@ -195,6 +195,9 @@ func (s *SSO) changeGroups(ctx context.Context, id *Identity, claims *SSOClaims,
 		if err == nil && before == nil {
 			return errUnchanged // another session of the user got there first
 		}
+		if err == nil {
+			err = s.setGroupGrants(ctx, tx, before, claims.Groups)
+		}
 		if before != nil {
 			a.Detail("groupsBefore", groupsOf(before))
 			a.Detail("permissionsBefore", before.Permissions)
@@ -237,6 +240,9 @@ func (s *SSO) endSessions(ctx context.Context, id *Identity, only int64, why str
 			a.Detail("groups", claims.Groups)
 			var err error
 			if before, err = tx.SetSSOGroups(ctx, id.ID, claims.Groups, []Permission{}, s.recheck()); err != nil {
+				return err
+			}
+			if err := tx.SetClusterGrants(ctx, id.ID, nil); err != nil {
 				return err
 			}
 		}

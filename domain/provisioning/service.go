@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/changes"
@@ -357,15 +358,39 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 		return nil, ErasePreview{}, err
 	}
 	mayErase := true
-	if erase {
-		if err := identity.FromContext(ctx).Require(identity.HardwareDelete); err != nil {
-			// A plan goes on, so it shows the refusal beside everything else.
-			r := plan.From(ctx)
-			if r == nil {
+	// Erasing needs hardware.delete where the machine is: unscoped, or in its record's
+	// cluster (identity.HasIn); asked before anything else, as a refusal for permission is.
+	eraseRefusal := func(rec *machines.Record) error {
+		id := identity.FromContext(ctx)
+		if rec == nil || rec.Cluster == nil {
+			return id.Require(identity.HardwareDelete)
+		}
+		// The gate let the call through only where the caller may manage: its grants
+		// there name the cluster.
+		name := fmt.Sprintf("the cluster of id %d", *rec.Cluster)
+		for _, g := range id.Grants {
+			if g.Cluster == *rec.Cluster {
+				name = g.ClusterName
+			}
+		}
+		return id.RequireIn(identity.HardwareDelete, identity.Where{Cluster: *rec.Cluster, Name: name, Why: rec.Name + " is in " + name})
+	}
+	refuseErase := func(err error) error {
+		// A plan goes on, so it shows the refusal beside everything else.
+		r := plan.From(ctx)
+		if r == nil {
+			return err
+		}
+		r.Refuse(err)
+		mayErase = false
+		return nil
+	}
+	scopedErase := erase && !identity.FromContext(ctx).Has(identity.HardwareDelete) && len(identity.FromContext(ctx).Scoped(time.Now())) > 0
+	if erase && !scopedErase {
+		if err := eraseRefusal(nil); err != nil {
+			if err := refuseErase(err); err != nil {
 				return nil, ErasePreview{}, err
 			}
-			r.Refuse(err)
-			mayErase = false
 		}
 	}
 	if err := validateSystemID(systemID); err != nil {
@@ -377,6 +402,13 @@ func (s *Service) Release(ctx context.Context, systemID string, erase bool, comm
 	rec, lock, err := s.subject(ctx, systemID)
 	if err != nil {
 		return nil, ErasePreview{}, err
+	}
+	if scopedErase {
+		if err := eraseRefusal(rec); err != nil {
+			if err := refuseErase(err); err != nil {
+				return nil, ErasePreview{}, err
+			}
+		}
 	}
 	preview, err := s.PreviewRelease(ctx, erase)
 	if err != nil {

@@ -260,6 +260,21 @@ type Cluster struct {
 	Record *clusters.Cluster `json:"-"`
 }
 
+// A permission held in one Incus cluster only.
+type ClusterGrant struct {
+	Permission Permission `json:"permission"`
+	// The cluster's name, as the clusters query lists it.
+	Cluster string `json:"cluster"`
+}
+
+// A permission to grant in one Incus cluster only.
+type ClusterGrantInput struct {
+	// MANAGE_INFRASTRUCTURE or HARDWARE_DELETE (reads are not scoped to clusters).
+	Permission Permission `json:"permission"`
+	// A registered cluster's name (NOT_FOUND otherwise).
+	Cluster string `json:"cluster"`
+}
+
 // Incus's database (raft) as the quorum rule (quorum.Project) counts it.
 type ClusterQuorum struct {
 	// Members with the role database or database-leader.
@@ -325,8 +340,12 @@ type CommissionMachineInput struct {
 
 type CreateIdentityInput struct {
 	// 1–63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter.
-	Name        string       `json:"name"`
+	Name string `json:"name"`
+	// What it may do in every cluster; may be empty when grants are given.
 	Permissions []Permission `json:"permissions"`
+	// What it may do in one cluster only (see Identity.grants); the caller must hold each
+	// where it grants it.
+	Grants []*ClusterGrantInput `json:"grants,omitempty"`
 	// When it stops working. Give this or expiresIn, or neither for no expiry.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// How long from now it works: 30d, 12h, 90m (whole days or Go's duration form).
@@ -574,9 +593,16 @@ type HardwareProfile struct {
 // Apelora keeps only a SHA-256. Created with `createIdentity` or, on the server,
 // `apelora identity create`.
 type Identity struct {
-	Name        string       `json:"name"`
+	Name string `json:"name"`
+	// What it holds in every cluster (and for what is about no cluster: identities, registering clusters).
 	Permissions []Permission `json:"permissions"`
-	CreatedAt   time.Time    `json:"createdAt"`
+	// What it holds in some Incus clusters only (`manage-infrastructure@rack1`): every change
+	// about a machine of that cluster, or naming it, is allowed; one about another cluster, or
+	// about none, is refused FORBIDDEN. HARDWARE_DELETE in a cluster needs
+	// MANAGE_INFRASTRUCTURE there. Reads are not scoped: an identity with a grant here reads
+	// the whole fleet. Empty while an SSO identity's groups are unconfirmed (as `permissions`).
+	Grants    []*ClusterGrant `json:"grants"`
+	CreatedAt time.Time       `json:"createdAt"`
 	// Its last successful authentication, to within a minute; null when never used.
 	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
 	// When it stops working; null when it never expires.

@@ -172,3 +172,10 @@ func (f fleetClusters) Clusters(ctx context.Context) []fleet.Cluster {
 	}
 	return out
 }
+
+// scopes is what the gate reads for an identity that may manage some clusters only: the
+// registry's clusters and the store's records.
+type scopes struct {
+	*clusters.Registry
+	clusters.ScopeReader
+}

@@ -286,6 +286,7 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 		Store:             store,
 		Resolvers:         res,
 		MutationChecks:    checks,
+		Scopes:            scopes{ics.registry, store},
 		PingInterval:      cfg.PingInterval,
 		AllowedOrigins:    cfg.AllowedOrigins,
 		PublicURL:         cfg.PublicURL,

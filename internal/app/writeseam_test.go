@@ -48,7 +48,7 @@ var portWrites = []string{
 	"DATABASE machines.Tx.InsertRecord", "DATABASE machines.Tx.DeleteRecord", "DATABASE machines.Tx.SetHardwareUUID",
 	"DATABASE fencing.Tx.PutMapping", "DATABASE fencing.Tx.DeleteMapping",
 	"DATABASE hardware.Tx.PutProfile", "DATABASE hardware.Tx.DeleteProfile", "DATABASE hardware.Tx.AssignProfile",
-	"DATABASE identity.Tx.InsertIdentity", "DATABASE identity.Tx.SetRevoked", "DATABASE identity.Tx.SignInSSO", "DATABASE identity.Tx.EndConsoleSessions",
+	"DATABASE identity.Tx.InsertIdentity", "DATABASE identity.Tx.SetRevoked", "DATABASE identity.Tx.SetClusterGrants", "DATABASE identity.Tx.SignInSSO", "DATABASE identity.Tx.EndConsoleSessions",
 	"DATABASE admission.Publisher.Publish",
 	"DATABASE admission.Store.RecordAdmission", "DATABASE enrolment.Store.EndAdmission", "DATABASE enrolment.Store.SetRecordCluster",
 	"DATABASE maintenance.Store.StartTask", "DATABASE maintenance.Store.RecordFinished",

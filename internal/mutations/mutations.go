@@ -58,6 +58,11 @@ type Mutation struct {
 	// About is the argument path naming the machine the call is about ("input.name"), or
 	// "" when it is about no machine by name.
 	About string
+	// Cluster is the argument path naming the cluster the call acts in ("input.cluster");
+	// SystemID one naming a MAAS machine by system id, and RollingReboot one naming a
+	// rolling reboot, whose clusters it acts in. "" for none. The gate checks permissions
+	// held in some clusters only against them (ClustersIn).
+	Cluster, SystemID, RollingReboot string
 	// Lock is the lock its change holds.
 	Lock Lock
 	// Input and Payload are the types of its input argument and of its answer (which has
@@ -109,4 +114,23 @@ func At(args map[string]any, path string) any {
 		v = m[part]
 	}
 	return v
+}
+
+// Scope is what a call with these arguments names that lies in a cluster: the machine
+// (About), the cluster itself, a MAAS system id, a rolling reboot; "" for each it does not
+// name.
+type Scope struct {
+	Machine, Cluster, SystemID, RollingReboot string
+}
+
+// ScopeIn returns what a call with these arguments names that lies in a cluster.
+func (m Mutation) ScopeIn(args map[string]any) Scope {
+	str := func(path string) string {
+		if path == "" {
+			return ""
+		}
+		s, _ := At(args, path).(string)
+		return s
+	}
+	return Scope{Machine: m.MachineIn(args), Cluster: str(m.Cluster), SystemID: str(m.SystemID), RollingReboot: str(m.RollingReboot)}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -12,6 +13,7 @@ import (
 	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/internal/apperr"
@@ -47,6 +49,9 @@ type gate struct {
 	refusals *refusalLog
 	// schema is the API's, for a call's input as a plan's hash covers it.
 	schema *ast.Schema
+	// scopes finds the clusters a call acts in, for identities that may manage some
+	// clusters only (nil: such an identity may change only what is about no cluster).
+	scopes Scopes
 }
 
 type authErrKey struct{}
@@ -178,7 +183,9 @@ func (g *gate) rootFields(ctx context.Context, next graphql.RootResolver) graphq
 		rec = plan.For(rfc.Field.Name, mutations.Input(g.schema, rfc.Field.Definition, args))
 		ctx = plan.With(ctx, rec)
 	}
-	if err := g.authorise(ctx); err != nil {
+	authorised := &clusters.Authorised{}
+	ctx = clusters.WithAuthorised(ctx, authorised)
+	if err := g.authorise(ctx, action, decl, args); err != nil {
 		// A refusal is part of a plan, for a caller who may read what the plan shows.
 		if rec == nil || mayRead(ctx) != nil {
 			g.record(ctx, action, audit.Refused, err)
@@ -401,9 +408,21 @@ func (g *gate) confirmed(ctx context.Context, fc *graphql.FieldContext, next gra
 	return res, err
 }
 
-func (g *gate) authorise(ctx context.Context) error {
-	if err := requirePermission(ctx, identity.ManageInfrastructure); err != nil {
-		return err
+// authorise checks the caller may make the call: manage-infrastructure where it acts
+// (unscoped, or in the clusters it acts in: whereCalls), and the MutationChecks.
+func (g *gate) authorise(ctx context.Context, action *audit.Action, decl mutations.Mutation, args map[string]any) error {
+	id := identity.FromContext(ctx)
+	switch {
+	case id == nil:
+		return authError(ctx)
+	case id.Has(identity.ManageInfrastructure):
+		// Unscoped: allowed wherever the call acts, with no look-up.
+	case !slices.ContainsFunc(id.Scoped(time.Now()), func(gr identity.ClusterGrant) bool { return gr.Permission == identity.ManageInfrastructure }):
+		return id.Require(identity.ManageInfrastructure)
+	default:
+		if err := authoriseScoped(ctx, g.scopes, id, action, decl, args); err != nil {
+			return err
+		}
 	}
 	for _, check := range g.checks {
 		if err := check(ctx); err != nil {

@@ -43,6 +43,9 @@ type Config struct {
 	Resolvers *resolvers.Resolver
 	// MutationChecks are conditions every mutation needs besides manage-infrastructure.
 	MutationChecks []MutationCheck
+	// Scopes finds the clusters a call acts in, for an identity that may manage some
+	// clusters only; nil: such an identity may change only what is about no cluster.
+	Scopes Scopes
 	// PingInterval is the websocket keep-alive period (graphql-transport-ws ping; a client
 	// that answers no pong for two periods is disconnected). Zero means
 	// graphqlws.DefaultPingInterval.
@@ -107,7 +110,7 @@ type AuditTrail interface {
 func Handler(cfg Config) http.Handler {
 	schema := graph.NewExecutableSchema(graph.Config{Resolvers: cfg.Resolvers})
 	g := &gate{audit: cfg.Store, checks: cfg.MutationChecks, log: cfg.Log, observer: cfg.Observer, steps: newStepSlots(cfg.StepConcurrency),
-		schema: schema.Schema()}
+		schema: schema.Schema(), scopes: cfg.Scopes}
 	g.refusals = newRefusalLog(cfg.Stop, cfg.RefusalWindow, g.recordRefusal)
 	usage := newIdentityUsage(cfg.IdentityLimits, g.refusals)
 	limiter := newAuthLimiter(cfg.AuthFailureLimit, cfg.TrustedProxies)

@@ -27,7 +27,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 
 // A small schema with one declared change, to which each case adds a flaw.
 const base = `
-directive @change(about: String, lock: ChangeLock!) on FIELD_DEFINITION
+directive @change(about: String, cluster: String, systemId: String, rollingReboot: String, lock: ChangeLock!) on FIELD_DEFINITION
 directive @set on INPUT_FIELD_DEFINITION
 directive @planIgnores(reason: String!) on INPUT_FIELD_DEFINITION
 enum ChangeLock { MACHINE IDENTITIES HARDWARE_PROFILES }
@@ -66,6 +66,9 @@ func TestDeclarationsRefuseWhatCannotBeRead(t *testing.T) {
 		{"another dryRun text", `other(input: Other!): DoItPayload! @change(lock: HARDWARE_PROFILES)`, "input Other { \"Dry.\"\n dryRun: Boolean = false\n \"The plan shown.\"\n planHash: String }", "Other.dryRun's description differs"},
 		{"no planHash", `other(input: NoHash!): DoItPayload! @change(lock: HARDWARE_PROFILES)`, "input NoHash { \"Plan only.\"\n dryRun: Boolean = false }", "lacks `planHash: String`"},
 		{"another planHash text", `other(input: OtherHash!): DoItPayload! @change(lock: HARDWARE_PROFILES)`, "input OtherHash { \"Plan only.\"\n dryRun: Boolean = false\n \"Hash.\"\n planHash: String }", "OtherHash.planHash's description differs"},
+		{"cluster not declared", `other(input: InCluster!): DoItPayload! @change(lock: HARDWARE_PROFILES)`, "input InCluster { cluster: String \"Plan only.\"\n dryRun: Boolean = false\n \"The plan shown.\"\n planHash: String }", `has a cluster field that @change does not declare`},
+		{"cluster not a string", `other(input: DoItInput!): DoItPayload! @change(cluster: "input.count", lock: MACHINE)`, "", "it must be a String"},
+		{"rolling reboot not an ID", `other(input: DoItInput!): DoItPayload! @change(rollingReboot: "input.name", lock: MACHINE)`, "", "it must be a ID"},
 		{"no input", `other(name: String!): DoItPayload! @change(lock: HARDWARE_PROFILES)`, "", "no input object argument"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

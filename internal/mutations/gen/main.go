@@ -68,6 +68,9 @@ func generateFrom(dir string) (goSrc, tsSrc []byte, err error) {
 // decl is one Mutation field's declaration.
 type decl struct {
 	name, about, lock, input, payload string
+	// The argument paths naming the cluster the call acts in: directly, or through a MAAS
+	// system id's record, or a rolling reboot.
+	cluster, systemID, rollingReboot string
 }
 
 // declarations reads and checks every Mutation field's @change.
@@ -105,6 +108,18 @@ func declarations(sources ...*ast.Source) ([]decl, error) {
 				fail("@change(about: %q): %v", d.about, err)
 			}
 		}
+		for _, src := range []struct {
+			arg  string
+			to   *string
+			kind string
+		}{{"cluster", &d.cluster, "String"}, {"systemId", &d.systemID, "String"}, {"rollingReboot", &d.rollingReboot, "ID"}} {
+			if a := dir.Arguments.ForName(src.arg); a != nil && a.Value != nil && a.Value.Kind == ast.StringValue {
+				*src.to = a.Value.Raw
+				if err := typeAt(schema, f, *src.to, src.kind, "it must be a "+src.kind); err != nil {
+					fail("@change(%s: %q): %v", src.arg, *src.to, err)
+				}
+			}
+		}
 		// A change takes a dry run: input.dryRun, and the plan in its payload.
 		in := f.Arguments.ForName("input")
 		var inDef *ast.Definition
@@ -116,6 +131,11 @@ func declarations(sources ...*ast.Source) ([]decl, error) {
 			continue
 		}
 		d.input = inDef.Name
+		// A cluster the input names is where the call acts: the gate must know it to check a
+		// permission held in some clusters only.
+		if inDef.Fields.ForName("cluster") != nil && d.cluster != "input.cluster" {
+			fail(`its input %s has a cluster field that @change does not declare: add @change(cluster: "input.cluster", …) so the gate checks the permission in that cluster`, inDef.Name)
+		}
 		dry := inDef.Fields.ForName("dryRun")
 		if dry == nil || dry.Type.String() != "Boolean" || dry.DefaultValue == nil || dry.DefaultValue.Raw != "false" {
 			fail("its input %s lacks `dryRun: Boolean = false`: every change can be planned", inDef.Name)
@@ -197,6 +217,11 @@ func hashDeclarations(schema *ast.Schema) []error {
 
 // stringAt checks that path names a String argument (or input field) of f.
 func stringAt(schema *ast.Schema, f *ast.FieldDefinition, path string) error {
+	return typeAt(schema, f, path, "String", "the machine is named by a String")
+}
+
+// typeAt checks that path names an argument (or input field) of f of the scalar kind.
+func typeAt(schema *ast.Schema, f *ast.FieldDefinition, path, kind, why string) error {
 	parts := strings.Split(path, ".")
 	a := f.Arguments.ForName(parts[0])
 	if a == nil {
@@ -214,8 +239,8 @@ func stringAt(schema *ast.Schema, f *ast.FieldDefinition, path string) error {
 		}
 		t = fd.Type
 	}
-	if t.Elem != nil || t.Name() != "String" {
-		return fmt.Errorf("it is a %s; the machine is named by a String", t.String())
+	if t.Elem != nil || t.Name() != kind {
+		return fmt.Errorf("it is a %s; %s", t.String(), why)
 	}
 	return nil
 }
@@ -241,7 +266,8 @@ func goTable(decls []decl) ([]byte, error) {
 		if !ok {
 			return nil, fmt.Errorf("Mutation.%s: lock %q has no Go name here: add it to goLock and to package mutations", d.name, d.lock)
 		}
-		fmt.Fprintf(&b, "\t{Name: %q, About: %q, Lock: %s, Input: %q, Payload: %q},\n", d.name, d.about, lock, d.input, d.payload)
+		fmt.Fprintf(&b, "\t{Name: %q, About: %q, Cluster: %q, SystemID: %q, RollingReboot: %q, Lock: %s, Input: %q, Payload: %q},\n",
+			d.name, d.about, d.cluster, d.systemID, d.rollingReboot, lock, d.input, d.payload)
 	}
 	b.WriteString("}\n")
 	return format.Source(b.Bytes())

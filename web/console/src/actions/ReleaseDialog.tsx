@@ -15,7 +15,7 @@ export function ReleaseDialog({ row, onClose }: { row: Row; onClose(): void }) {
   const [erase, setErase] = useState(false);
   const [comment, setComment] = useState('');
   const m = row.maas!;
-  const noErase = eraseReason(viewer);
+  const noErase = eraseReason(viewer, row.cluster?.name);
   return (
     <ConfirmDialog
       change="releaseMachine"

@@ -38,7 +38,7 @@ export const AuditProofQuery = graphql(`
 `);
 
 export const AuditEventRecordedSubscription = graphql(`
-  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {
-    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }
+  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome, $after: ID) {
+    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome, after: $after) { ...AuditEventRow }
   }
 `);

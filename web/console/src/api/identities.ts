@@ -5,13 +5,13 @@ import { graphql } from '../gql';
 
 export const ViewerQuery = graphql(`
   query Viewer {
-    viewer { name permissions }
+    viewer { name permissions grants { permission cluster } }
   }
 `);
 
 export const IdentityRowFragment = graphql(`
   fragment IdentityRow on Identity {
-    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal
+    name permissions grants { permission cluster } createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal
     sso { issuer subject groups }
   }
 `);

@@ -19,7 +19,7 @@ type Documents = {
     "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n    auditTrail { verifies }\n  }\n": typeof types.AuditCheckpointDocument,
     "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n": typeof types.AuditTrailDocument,
     "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": typeof types.AuditProofDocument,
-    "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
+    "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome, $after: ID) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome, after: $after) { ...AuditEventRow }\n  }\n": typeof types.AuditEventRecordedDocument,
     "\n  fragment ClusterRow on Cluster {\n    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through\n    source { available message }\n    members { name status roles }\n    quorum { voters votersOnline majority standbys databaseLeader }\n    placementGuard { state message }\n    machineRecords removeRefusal\n  }\n": typeof types.ClusterRowFragmentDoc,
     "\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n": typeof types.ClustersDocument,
     "\n  query ClusterChoices {\n    clusters { name fromEnvironment }\n  }\n": typeof types.ClusterChoicesDocument,
@@ -44,8 +44,8 @@ type Documents = {
     "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n": typeof types.RemoveHardwareProfileDocument,
     "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": typeof types.AssignHardwareProfileDocument,
     "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": typeof types.ClearHardwareProfileDocument,
-    "\n  query Viewer {\n    viewer { name permissions }\n  }\n": typeof types.ViewerDocument,
-    "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n": typeof types.IdentityRowFragmentDoc,
+    "\n  query Viewer {\n    viewer { name permissions grants { permission cluster } }\n  }\n": typeof types.ViewerDocument,
+    "\n  fragment IdentityRow on Identity {\n    name permissions grants { permission cluster } createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n": typeof types.IdentityRowFragmentDoc,
     "\n  query Identities {\n    identities { ...IdentityRow }\n  }\n": typeof types.IdentitiesDocument,
     "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { plan { ...PlanFields } token identity { ...IdentityRow } }\n  }\n": typeof types.CreateIdentityDocument,
     "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { plan { ...PlanFields } identity { ...IdentityRow } }\n  }\n": typeof types.RevokeIdentityDocument,
@@ -82,7 +82,7 @@ const documents: Documents = {
     "\n  query AuditCheckpoint {\n    auditCheckpoint { treeSize rootHash at verifierKey }\n    auditTrail { verifies }\n  }\n": types.AuditCheckpointDocument,
     "\n  query AuditTrail {\n    auditTrail { verifies since problem checkedAt }\n  }\n": types.AuditTrailDocument,
     "\n  query AuditProof($id: ID!) {\n    auditProof(id: $id) { eventId leafIndex leafHash hashes checkpoint { treeSize rootHash at } }\n  }\n": types.AuditProofDocument,
-    "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
+    "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome, $after: ID) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome, after: $after) { ...AuditEventRow }\n  }\n": types.AuditEventRecordedDocument,
     "\n  fragment ClusterRow on Cluster {\n    name certificateFingerprint registeredAt registeredBy fromEnvironment addresses through\n    source { available message }\n    members { name status roles }\n    quorum { voters votersOnline majority standbys databaseLeader }\n    placementGuard { state message }\n    machineRecords removeRefusal\n  }\n": types.ClusterRowFragmentDoc,
     "\n  query Clusters {\n    clusters { ...ClusterRow }\n    incusClientCertificate\n  }\n": types.ClustersDocument,
     "\n  query ClusterChoices {\n    clusters { name fromEnvironment }\n  }\n": types.ClusterChoicesDocument,
@@ -107,8 +107,8 @@ const documents: Documents = {
     "\n  mutation RemoveHardwareProfile($input: RemoveHardwareProfileInput!) {\n    removeHardwareProfile(input: $input) { plan { ...PlanFields } removed { name } }\n  }\n": types.RemoveHardwareProfileDocument,
     "\n  mutation AssignHardwareProfile($input: AssignHardwareProfileInput!) {\n    assignHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": types.AssignHardwareProfileDocument,
     "\n  mutation ClearHardwareProfile($input: ClearHardwareProfileInput!) {\n    clearHardwareProfile(input: $input) { plan { ...PlanFields } previousProfile machine { name hardwareProfile { name } } }\n  }\n": types.ClearHardwareProfileDocument,
-    "\n  query Viewer {\n    viewer { name permissions }\n  }\n": types.ViewerDocument,
-    "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n": types.IdentityRowFragmentDoc,
+    "\n  query Viewer {\n    viewer { name permissions grants { permission cluster } }\n  }\n": types.ViewerDocument,
+    "\n  fragment IdentityRow on Identity {\n    name permissions grants { permission cluster } createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n": types.IdentityRowFragmentDoc,
     "\n  query Identities {\n    identities { ...IdentityRow }\n  }\n": types.IdentitiesDocument,
     "\n  mutation CreateIdentity($input: CreateIdentityInput!) {\n    createIdentity(input: $input) { plan { ...PlanFields } token identity { ...IdentityRow } }\n  }\n": types.CreateIdentityDocument,
     "\n  mutation RevokeIdentity($input: RevokeIdentityInput!) {\n    revokeIdentity(input: $input) { plan { ...PlanFields } identity { ...IdentityRow } }\n  }\n": types.RevokeIdentityDocument,
@@ -177,7 +177,7 @@ export function graphql(source: "\n  query AuditProof($id: ID!) {\n    auditProo
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n"): (typeof documents)["\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome) { ...AuditEventRow }\n  }\n"];
+export function graphql(source: "\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome, $after: ID) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome, after: $after) { ...AuditEventRow }\n  }\n"): (typeof documents)["\n  subscription AuditEventRecorded($machine: String, $actor: String, $outcome: AuditOutcome, $after: ID) {\n    auditEventRecorded(machine: $machine, actor: $actor, outcome: $outcome, after: $after) { ...AuditEventRow }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -277,11 +277,11 @@ export function graphql(source: "\n  mutation ClearHardwareProfile($input: Clear
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query Viewer {\n    viewer { name permissions }\n  }\n"): (typeof documents)["\n  query Viewer {\n    viewer { name permissions }\n  }\n"];
+export function graphql(source: "\n  query Viewer {\n    viewer { name permissions grants { permission cluster } }\n  }\n"): (typeof documents)["\n  query Viewer {\n    viewer { name permissions grants { permission cluster } }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n"): (typeof documents)["\n  fragment IdentityRow on Identity {\n    name permissions createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n"];
+export function graphql(source: "\n  fragment IdentityRow on Identity {\n    name permissions grants { permission cluster } createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n"): (typeof documents)["\n  fragment IdentityRow on Identity {\n    name permissions grants { permission cluster } createdAt lastUsedAt expiresAt revokedAt revokedBy active revokeRefusal\n    sso { issuer subject groups }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

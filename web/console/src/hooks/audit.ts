@@ -27,7 +27,15 @@ export function useAuditTrail(filter: AuditFilter, pageSize = 50) {
   }, [key]);
   const [page] = useQuery({ query: AuditEventsQuery, variables: { ...vars, first: pageSize, after }, requestPolicy: 'network-only' });
   const [first] = useQuery({ query: AuditEventsQuery, variables: { ...vars, first: pageSize, after: null }, requestPolicy: 'cache-and-network' });
-  const [sub] = useSubscription({ query: AuditEventRecordedSubscription, variables: vars });
+  // The live events start after the newest event of the first page read for this filter
+  // (the server sends those recorded since first), so an event recorded between that read
+  // and the subscription's start is not lost: a filter changed just before a step was seen
+  // to miss it (CI run 40).
+  const [since, setSince] = useState<{ key: string; id: string } | null>(null);
+  useEffect(() => {
+    if (first.data && !first.stale && since?.key !== key) setSince({ key, id: first.data.auditEvents.edges[0]?.node.id ?? '0' });
+  }, [first.data, first.stale, key, since]);
+  const [sub] = useSubscription({ query: AuditEventRecordedSubscription, variables: { ...vars, after: since?.id ?? null }, pause: since?.key !== key });
   const ev = sub.data?.auditEventRecorded;
   useEffect(() => {
     if (ev) setLive((l) => (l.some((x) => x.id === ev.id) ? l : [ev, ...l]));

@@ -8,7 +8,9 @@ import { inConsoleWords } from './words';
 
 export interface Viewer {
   name: string;
+  // What it may do in every cluster; grants, what it may do in one cluster only.
   permissions: Permission[];
+  grants?: { permission: Permission; cluster: string }[];
 }
 
 export type ActionId =
@@ -22,19 +24,35 @@ export interface Action {
   reason?: string;
 }
 
+// canManage: the viewer may change something, in every cluster or in some.
 export function canManage(v: Viewer | null | undefined): boolean {
-  return !!v && v.permissions.includes('MANAGE_INFRASTRUCTURE');
+  return !!v && (v.permissions.includes('MANAGE_INFRASTRUCTURE') || scopedIn(v, 'MANAGE_INFRASTRUCTURE').length > 0);
 }
 
-// manageReason is why the viewer may change nothing, or undefined.
-export function manageReason(v: Viewer | null | undefined): string | undefined {
-  if (canManage(v)) return undefined;
-  return 'Needs the manage-infrastructure permission: this identity may only view.';
+// scopedIn lists the clusters where the viewer holds p in that cluster only, sorted.
+export function scopedIn(v: Viewer | null | undefined, p: Permission): string[] {
+  return (v?.grants ?? []).filter((g) => g.permission === p).map((g) => g.cluster).sort();
+}
+
+// manageReason is why the viewer may not make a change, or undefined. cluster is the
+// cluster the change is about (a machine's); undefined or null for a change about no
+// single cluster, which a viewer who may manage some clusters only may not make (the
+// server's rule: docs/security.md, "Permissions scoped to clusters").
+export function manageReason(v: Viewer | null | undefined, cluster?: string | null): string | undefined {
+  if (v?.permissions.includes('MANAGE_INFRASTRUCTURE')) return undefined;
+  const some = scopedIn(v, 'MANAGE_INFRASTRUCTURE');
+  if (some.length === 0) return 'Needs the manage-infrastructure permission: this identity may only view.';
+  if (cluster && some.includes(cluster)) return undefined;
+  const why = cluster ? `this machine is in ${cluster}` : 'this change is about no single cluster';
+  return `You may manage ${some.join(', ')} only; ${why}.`;
 }
 
 // eraseReason is why the viewer may not erase disks on release, or undefined.
-export function eraseReason(v: Viewer | null | undefined): string | undefined {
-  return manageReason(v) ?? (v!.permissions.includes('HARDWARE_DELETE') ? undefined : 'Erasing disks needs the hardware.delete permission as well.');
+export function eraseReason(v: Viewer | null | undefined, cluster?: string | null): string | undefined {
+  const perm = manageReason(v, cluster);
+  if (perm) return perm;
+  if (v!.permissions.includes('HARDWARE_DELETE') || (cluster && scopedIn(v, 'HARDWARE_DELETE').includes(cluster))) return undefined;
+  return 'Erasing disks needs the hardware.delete permission as well.';
 }
 
 const stepIds: Record<MaasStep, ActionId> = {
@@ -61,7 +79,7 @@ const labels: Record<ActionId, string> = {
 
 // machineActions lists the changes the machine's phase allows, then its MAAS steps.
 export function machineActions(r: Row, v: Viewer | null | undefined, maasSteps: Row['maasSteps'] = r.maasSteps): Action[] {
-  const perm = manageReason(v);
+  const perm = manageReason(v, r.cluster?.name);
   const out: Action[] = [];
   const add = (id: ActionId, reason?: string) => out.push({ id, label: labels[id], reason: perm ?? reason });
   switch (r.phase) {
@@ -129,8 +147,8 @@ export interface CheckLike {
 
 // admitReason is why Admit is disabled given the latest admission report, or undefined
 // when it may be pressed (the server runs every check again anyway).
-export function admitReason(v: Viewer | null | undefined, report: { verdict?: AdmissionVerdict | null; checks: CheckLike[] } | null): string | undefined {
-  const perm = manageReason(v);
+export function admitReason(v: Viewer | null | undefined, report: { verdict?: AdmissionVerdict | null; checks: CheckLike[] } | null, cluster?: string | null): string | undefined {
+  const perm = manageReason(v, cluster);
   if (perm) return perm;
   if (!report) return 'Run the admission checks first.';
   if (!report.verdict) return 'The admission checks are still running.';

@@ -55,6 +55,18 @@ test('a viewer sees every change disabled, with the permission as the reason', (
   assert.match(manageReason(null)!, /manage-infrastructure/);
 });
 
+test('a viewer who may manage some clusters only: changes in others, and about none, are disabled with why', () => {
+  const rack1: Viewer = { name: 'ops', permissions: [], grants: [{ permission: 'MANAGE_INFRASTRUCTURE', cluster: 'rack1' }, { permission: 'HARDWARE_DELETE', cluster: 'rack1' }] };
+  const inCluster = (c: string | null) => ({ ...row('HELD', [{ step: 'RELEASE', allowed: true, reason: null }]), cluster: c ? { name: c } : null }) as unknown as Row;
+  assert.deepEqual(machineActions(inCluster('rack1'), rack1).map((a) => a.reason), [undefined, undefined, undefined]);
+  for (const a of machineActions(inCluster('rack2'), rack1)) assert.equal(a.reason, 'You may manage rack1 only; this machine is in rack2.');
+  for (const a of machineActions(inCluster(null), rack1)) assert.equal(a.reason, 'You may manage rack1 only; this change is about no single cluster.');
+  assert.equal(manageReason(rack1), 'You may manage rack1 only; this change is about no single cluster.');
+  assert.equal(eraseReason(rack1, 'rack1'), undefined);
+  assert.match(eraseReason(rack1, 'rack2')!, /rack1 only/);
+  assert.match(eraseReason({ ...rack1, grants: rack1.grants!.slice(0, 1) }, 'rack1')!, /hardware\.delete/);
+});
+
 test('erasing needs hardware.delete as well', () => {
   assert.match(eraseReason(admin)!, /hardware\.delete/);
   assert.equal(eraseReason(eraser), undefined);

@@ -114,7 +114,7 @@ export function ClustersPage() {
                     {c.placementGuard ? (
                       <>
                         <ReasonButton
-                          reason={perm ?? (c.placementGuard.state === 'FOREIGN' ? 'Incus has a placement scriptlet Apelora did not write: Apelora leaves it alone.' : undefined)}
+                          reason={manageReason(viewer, c.name) ?? (c.placementGuard.state === 'FOREIGN' ? 'Incus has a placement scriptlet Apelora did not write: Apelora leaves it alone.' : undefined)}
                           role="switch"
                           aria-checked={c.placementGuard.state === 'ON'}
                           aria-label={`Placement guard of ${c.name}`}

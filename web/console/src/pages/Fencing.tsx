@@ -63,7 +63,7 @@ export function FencingPage() {
                   {c.placementGuard ? (
                     <>
                       <ReasonButton
-                        reason={perm ?? (c.placementGuard.state === 'FOREIGN' ? 'Incus has a placement scriptlet Apelora did not write: Apelora leaves it alone.' : undefined)}
+                        reason={manageReason(viewer, envCluster) ?? (c.placementGuard.state === 'FOREIGN' ? 'Incus has a placement scriptlet Apelora did not write: Apelora leaves it alone.' : undefined)}
                         role="switch"
                         aria-checked={c.placementGuard.state === 'ON'}
                         aria-label="Placement guard"

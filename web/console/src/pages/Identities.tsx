@@ -86,6 +86,11 @@ export function IdentitiesPage() {
                         {sortPermissions(i.permissions).map((p) => (
                           <li key={p} title={permissionInfo[p].meaning}>{permissionLabel(p)}</li>
                         ))}
+                        {i.grants.map((g) => (
+                          <li key={g.permission + '@' + g.cluster} title={`${permissionInfo[g.permission].meaning} In cluster ${g.cluster} only.`} data-grant={g.cluster}>
+                            {permissionLabel(g.permission)} in {g.cluster}
+                          </li>
+                        ))}
                       </ul>
                     </td>
                     <td><Time at={i.createdAt} /></td>

@@ -59,7 +59,7 @@ export function MachinePage({ name }: { name: string }) {
       </section>
     );
   }
-  const actions = machineActions(m, viewer).map((a) => (a.id === 'admit' ? { ...a, reason: admitReason(viewer, report.latest) } : a));
+  const actions = machineActions(m, viewer).map((a) => (a.id === 'admit' ? { ...a, reason: admitReason(viewer, report.latest, m.cluster?.name) } : a));
   return (
     <section aria-labelledby="machine-title">
       <p className="crumbs">

@@ -58,7 +58,7 @@ export function RollingPage() {
 // when no cluster is known yet).
 function ClusterRolling({ cluster, named }: { cluster?: string; named?: boolean }) {
   const viewer = useViewer();
-  const perm = manageReason(viewer);
+  const perm = manageReason(viewer, cluster);
   const { res, refresh } = useRollingReboot(cluster);
   const [dialog, setDialog] = useState<{ kind: 'start' } | { kind: Verb; reboot: RollingRebootRowFragment } | null>(null);
   const reboot = res.data?.rollingReboot ?? null;
