@@ -2448,6 +2448,11 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 	return v.RollingRebootFields.Id
 }
 
+// GetCluster returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Cluster, and is useful for accessing the field via an interface.
+func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetCluster() *RollingRebootFieldsCluster {
+	return v.RollingRebootFields.Cluster
+}
+
 // GetMembers returns CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
 func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
 	return v.RollingRebootFields.Members
@@ -2531,6 +2536,8 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 type __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot struct {
 	Id string `json:"id"`
 
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+
 	Members []string `json:"members"`
 
 	Current *string `json:"current"`
@@ -2566,6 +2573,7 @@ func (v *CancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 	var retval __premarshalCancelRollingRebootCancelRollingRebootRollingRebootPayloadRollingReboot
 
 	retval.Id = v.RollingRebootFields.Id
+	retval.Cluster = v.RollingRebootFields.Cluster
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
@@ -4577,8 +4585,12 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) _
 }
 
 type EvacuateMemberInput struct {
-	Name string          `json:"name"`
-	Mode *EvacuationMode `json:"mode"`
+	Name string `json:"name"`
+	// The Incus cluster of the member. Left out: its machine record's cluster (a member without
+	// a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
+	// record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+	Cluster *string         `json:"cluster"`
+	Mode    *EvacuationMode `json:"mode"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -4592,6 +4604,9 @@ type EvacuateMemberInput struct {
 
 // GetName returns EvacuateMemberInput.Name, and is useful for accessing the field via an interface.
 func (v *EvacuateMemberInput) GetName() string { return v.Name }
+
+// GetCluster returns EvacuateMemberInput.Cluster, and is useful for accessing the field via an interface.
+func (v *EvacuateMemberInput) GetCluster() *string { return v.Cluster }
 
 // GetMode returns EvacuateMemberInput.Mode, and is useful for accessing the field via an interface.
 func (v *EvacuateMemberInput) GetMode() *EvacuationMode { return v.Mode }
@@ -8823,6 +8838,11 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 	return v.RollingRebootFields.Id
 }
 
+// GetCluster returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Cluster, and is useful for accessing the field via an interface.
+func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetCluster() *RollingRebootFieldsCluster {
+	return v.RollingRebootFields.Cluster
+}
+
 // GetMembers returns PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
 func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
 	return v.RollingRebootFields.Members
@@ -8906,6 +8926,8 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 type __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot struct {
 	Id string `json:"id"`
 
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+
 	Members []string `json:"members"`
 
 	Current *string `json:"current"`
@@ -8941,6 +8963,7 @@ func (v *PauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot) 
 	var retval __premarshalPauseRollingRebootPauseRollingRebootRollingRebootPayloadRollingReboot
 
 	retval.Id = v.RollingRebootFields.Id
+	retval.Cluster = v.RollingRebootFields.Cluster
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
@@ -9021,45 +9044,6 @@ var AllPhase = []Phase{
 	PhaseUnknown,
 }
 
-// PlacementGuardClusterClusterView includes the requested fields of the GraphQL type ClusterView.
-// The GraphQL type's documentation follows.
-//
-// The cluster as fencing sees it.
-type PlacementGuardClusterClusterView struct {
-	// The placement guard's state, read from Incus; null when Incus could not be asked.
-	PlacementGuard *PlacementGuardClusterClusterViewPlacementGuard `json:"placementGuard"`
-}
-
-// GetPlacementGuard returns PlacementGuardClusterClusterView.PlacementGuard, and is useful for accessing the field via an interface.
-func (v *PlacementGuardClusterClusterView) GetPlacementGuard() *PlacementGuardClusterClusterViewPlacementGuard {
-	return v.PlacementGuard
-}
-
-// PlacementGuardClusterClusterViewPlacementGuard includes the requested fields of the GraphQL type PlacementGuard.
-type PlacementGuardClusterClusterViewPlacementGuard struct {
-	State PlacementGuardState `json:"state"`
-	// The state in words, with what to do next.
-	Message string `json:"message"`
-}
-
-// GetState returns PlacementGuardClusterClusterViewPlacementGuard.State, and is useful for accessing the field via an interface.
-func (v *PlacementGuardClusterClusterViewPlacementGuard) GetState() PlacementGuardState {
-	return v.State
-}
-
-// GetMessage returns PlacementGuardClusterClusterViewPlacementGuard.Message, and is useful for accessing the field via an interface.
-func (v *PlacementGuardClusterClusterViewPlacementGuard) GetMessage() string { return v.Message }
-
-// PlacementGuardResponse is returned by PlacementGuard on success.
-type PlacementGuardResponse struct {
-	// The cluster as fencing sees it: Incus's settings that matter to fencing, the fence worker's
-	// last report, and what an administrator should look at.
-	Cluster PlacementGuardClusterClusterView `json:"cluster"`
-}
-
-// GetCluster returns PlacementGuardResponse.Cluster, and is useful for accessing the field via an interface.
-func (v *PlacementGuardResponse) GetCluster() PlacementGuardClusterClusterView { return v.Cluster }
-
 type PlacementGuardState string
 
 const (
@@ -9076,6 +9060,47 @@ var AllPlacementGuardState = []PlacementGuardState{
 	PlacementGuardStateOff,
 	PlacementGuardStateForeign,
 }
+
+// PlacementGuardsClustersCluster includes the requested fields of the GraphQL type Cluster.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
+type PlacementGuardsClustersCluster struct {
+	Name string `json:"name"`
+	// The placement guard in this cluster (one more Incus read, only when selected); null when it could not be read.
+	PlacementGuard *PlacementGuardsClustersClusterPlacementGuard `json:"placementGuard"`
+}
+
+// GetName returns PlacementGuardsClustersCluster.Name, and is useful for accessing the field via an interface.
+func (v *PlacementGuardsClustersCluster) GetName() string { return v.Name }
+
+// GetPlacementGuard returns PlacementGuardsClustersCluster.PlacementGuard, and is useful for accessing the field via an interface.
+func (v *PlacementGuardsClustersCluster) GetPlacementGuard() *PlacementGuardsClustersClusterPlacementGuard {
+	return v.PlacementGuard
+}
+
+// PlacementGuardsClustersClusterPlacementGuard includes the requested fields of the GraphQL type PlacementGuard.
+type PlacementGuardsClustersClusterPlacementGuard struct {
+	State PlacementGuardState `json:"state"`
+	// The state in words, with what to do next.
+	Message string `json:"message"`
+}
+
+// GetState returns PlacementGuardsClustersClusterPlacementGuard.State, and is useful for accessing the field via an interface.
+func (v *PlacementGuardsClustersClusterPlacementGuard) GetState() PlacementGuardState { return v.State }
+
+// GetMessage returns PlacementGuardsClustersClusterPlacementGuard.Message, and is useful for accessing the field via an interface.
+func (v *PlacementGuardsClustersClusterPlacementGuard) GetMessage() string { return v.Message }
+
+// PlacementGuardsResponse is returned by PlacementGuards on success.
+type PlacementGuardsResponse struct {
+	// Every registered Incus cluster, ordered by name (the cluster of APELORA_INCUS_* among
+	// them, adopted at start); `names` keeps those (a name not registered is NOT_FOUND).
+	Clusters []PlacementGuardsClustersCluster `json:"clusters"`
+}
+
+// GetClusters returns PlacementGuardsResponse.Clusters, and is useful for accessing the field via an interface.
+func (v *PlacementGuardsResponse) GetClusters() []PlacementGuardsClustersCluster { return v.Clusters }
 
 // A dry run's plan (dryRun: true in a mutation's input).
 type PlanFields struct {
@@ -11213,6 +11238,10 @@ func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveM
 
 type RestoreMemberInput struct {
 	Name string `json:"name"`
+	// The Incus cluster of the member. Left out: its machine record's cluster (a member without
+	// a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
+	// record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+	Cluster *string `json:"cluster"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -11226,6 +11255,9 @@ type RestoreMemberInput struct {
 
 // GetName returns RestoreMemberInput.Name, and is useful for accessing the field via an interface.
 func (v *RestoreMemberInput) GetName() string { return v.Name }
+
+// GetCluster returns RestoreMemberInput.Cluster, and is useful for accessing the field via an interface.
+func (v *RestoreMemberInput) GetCluster() *string { return v.Cluster }
 
 // GetDryRun returns RestoreMemberInput.DryRun, and is useful for accessing the field via an interface.
 func (v *RestoreMemberInput) GetDryRun() *bool { return v.DryRun }
@@ -11858,6 +11890,11 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 	return v.RollingRebootFields.Id
 }
 
+// GetCluster returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Cluster, and is useful for accessing the field via an interface.
+func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetCluster() *RollingRebootFieldsCluster {
+	return v.RollingRebootFields.Cluster
+}
+
 // GetMembers returns ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
 func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
 	return v.RollingRebootFields.Members
@@ -11941,6 +11978,8 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 type __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot struct {
 	Id string `json:"id"`
 
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+
 	Members []string `json:"members"`
 
 	Current *string `json:"current"`
@@ -11976,6 +12015,7 @@ func (v *ResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 	var retval __premarshalResumeRollingRebootResumeRollingRebootRollingRebootPayloadRollingReboot
 
 	retval.Id = v.RollingRebootFields.Id
+	retval.Cluster = v.RollingRebootFields.Cluster
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
@@ -12531,8 +12571,10 @@ func (v *RevokeJoinTokenRevokeJoinTokenRevokeJoinTokenPayloadPlan) __premarshalJ
 //
 // A rolling reboot: its members in order, the one in progress and its stage.
 type RollingRebootFields struct {
-	Id      string   `json:"id"`
-	Members []string `json:"members"`
+	Id string `json:"id"`
+	// The Incus cluster its members are in; null when that cluster has been removed.
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+	Members []string                    `json:"members"`
 	// The member in progress; null once every member is done.
 	Current *string `json:"current"`
 	// How many members are done.
@@ -12552,6 +12594,9 @@ type RollingRebootFields struct {
 
 // GetId returns RollingRebootFields.Id, and is useful for accessing the field via an interface.
 func (v *RollingRebootFields) GetId() string { return v.Id }
+
+// GetCluster returns RollingRebootFields.Cluster, and is useful for accessing the field via an interface.
+func (v *RollingRebootFields) GetCluster() *RollingRebootFieldsCluster { return v.Cluster }
 
 // GetMembers returns RollingRebootFields.Members, and is useful for accessing the field via an interface.
 func (v *RollingRebootFields) GetMembers() []string { return v.Members }
@@ -12586,6 +12631,17 @@ func (v *RollingRebootFields) GetStartedAt() time.Time { return v.StartedAt }
 // GetFinishedAt returns RollingRebootFields.FinishedAt, and is useful for accessing the field via an interface.
 func (v *RollingRebootFields) GetFinishedAt() *time.Time { return v.FinishedAt }
 
+// RollingRebootFieldsCluster includes the requested fields of the GraphQL type Cluster.
+// The GraphQL type's documentation follows.
+//
+// An Incus cluster Apelora manages: registered (registerCluster), or adopted from APELORA_INCUS_*.
+type RollingRebootFieldsCluster struct {
+	Name string `json:"name"`
+}
+
+// GetName returns RollingRebootFieldsCluster.Name, and is useful for accessing the field via an interface.
+func (v *RollingRebootFieldsCluster) GetName() string { return v.Name }
+
 type RollingRebootInput struct {
 	// The rolling reboot (RollingReboot.id).
 	Id string `json:"id"`
@@ -12611,7 +12667,8 @@ func (v *RollingRebootInput) GetPlanHash() *string { return v.PlanHash }
 
 // RollingRebootResponse is returned by RollingReboot on success.
 type RollingRebootResponse struct {
-	// A rolling reboot by id, or the latest when no id is given; null when there is none.
+	// A rolling reboot by id, or the latest when no id is given (the latest in `cluster` when
+	// it is given); null when there is none. A cluster name not registered is NOT_FOUND.
 	RollingReboot *RollingRebootRollingReboot `json:"rollingReboot"`
 }
 
@@ -12630,6 +12687,11 @@ type RollingRebootRollingReboot struct {
 
 // GetId returns RollingRebootRollingReboot.Id, and is useful for accessing the field via an interface.
 func (v *RollingRebootRollingReboot) GetId() string { return v.RollingRebootFields.Id }
+
+// GetCluster returns RollingRebootRollingReboot.Cluster, and is useful for accessing the field via an interface.
+func (v *RollingRebootRollingReboot) GetCluster() *RollingRebootFieldsCluster {
+	return v.RollingRebootFields.Cluster
+}
 
 // GetMembers returns RollingRebootRollingReboot.Members, and is useful for accessing the field via an interface.
 func (v *RollingRebootRollingReboot) GetMembers() []string { return v.RollingRebootFields.Members }
@@ -12698,6 +12760,8 @@ func (v *RollingRebootRollingReboot) UnmarshalJSON(b []byte) error {
 type __premarshalRollingRebootRollingReboot struct {
 	Id string `json:"id"`
 
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+
 	Members []string `json:"members"`
 
 	Current *string `json:"current"`
@@ -12733,6 +12797,7 @@ func (v *RollingRebootRollingReboot) __premarshalJSON() (*__premarshalRollingReb
 	var retval __premarshalRollingRebootRollingReboot
 
 	retval.Id = v.RollingRebootFields.Id
+	retval.Cluster = v.RollingRebootFields.Cluster
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
@@ -13994,6 +14059,10 @@ func (v *SetHardwareProfileSetHardwareProfileSetHardwareProfilePayloadProfileHar
 
 type SetPlacementGuardInput struct {
 	Enabled bool `json:"enabled"`
+	// The Incus cluster whose guard it is (each cluster has its own scriptlet). Left out: the
+	// only registered cluster; with several, INVALID_INPUT naming them. A name not registered
+	// is NOT_FOUND.
+	Cluster *string `json:"cluster"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -14007,6 +14076,9 @@ type SetPlacementGuardInput struct {
 
 // GetEnabled returns SetPlacementGuardInput.Enabled, and is useful for accessing the field via an interface.
 func (v *SetPlacementGuardInput) GetEnabled() bool { return v.Enabled }
+
+// GetCluster returns SetPlacementGuardInput.Cluster, and is useful for accessing the field via an interface.
+func (v *SetPlacementGuardInput) GetCluster() *string { return v.Cluster }
 
 // GetDryRun returns SetPlacementGuardInput.DryRun, and is useful for accessing the field via an interface.
 func (v *SetPlacementGuardInput) GetDryRun() *bool { return v.DryRun }
@@ -14203,8 +14275,13 @@ func (v *SourceFields) GetMessage() string { return v.Message }
 func (v *SourceFields) GetSince() *time.Time { return v.Since }
 
 type StartRollingRebootInput struct {
-	// The members to reboot, in order.
+	// The members to reboot, in order: all of one Incus cluster.
 	Members []string `json:"members"`
+	// The Incus cluster the members are in. Left out: the cluster of their machine records (a
+	// member without a record: the only cluster, or the cluster of APELORA_INCUS_*); members of
+	// several clusters are INVALID_INPUT (one rolling reboot per cluster). A name not
+	// registered is NOT_FOUND.
+	Cluster *string `json:"cluster"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -14218,6 +14295,9 @@ type StartRollingRebootInput struct {
 
 // GetMembers returns StartRollingRebootInput.Members, and is useful for accessing the field via an interface.
 func (v *StartRollingRebootInput) GetMembers() []string { return v.Members }
+
+// GetCluster returns StartRollingRebootInput.Cluster, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootInput) GetCluster() *string { return v.Cluster }
 
 // GetDryRun returns StartRollingRebootInput.DryRun, and is useful for accessing the field via an interface.
 func (v *StartRollingRebootInput) GetDryRun() *bool { return v.DryRun }
@@ -14233,8 +14313,9 @@ type StartRollingRebootResponse struct {
 	// powered on, waited for until Incus lists it again (APELORA_ROLLING_ONLINE_TIMEOUT),
 	// checked and restored (restoreMember's admission checks); then the next. apelora-worker's leader drives it, from the database, so it
 	// carries on after a restart. It stops at the first failure, leaving that member
-	// evacuated with the reason. Refused while another rolling reboot is running or paused,
-	// for a member without a fence mapping, and (before the start and before each member)
+	// evacuated with the reason. Its members are all of one Incus cluster; each cluster runs
+	// one rolling reboot at a time, clusters independently. Refused while another rolling
+	// reboot is running or paused in the same cluster, for a member without a fence mapping, and (before the start and before each member)
 	// while any other member is offline or evacuated or when the quorum projection fails.
 	StartRollingReboot StartRollingRebootStartRollingRebootRollingRebootPayload `json:"startRollingReboot"`
 }
@@ -14385,6 +14466,11 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) 
 	return v.RollingRebootFields.Id
 }
 
+// GetCluster returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Cluster, and is useful for accessing the field via an interface.
+func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetCluster() *RollingRebootFieldsCluster {
+	return v.RollingRebootFields.Cluster
+}
+
 // GetMembers returns StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot.Members, and is useful for accessing the field via an interface.
 func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) GetMembers() []string {
 	return v.RollingRebootFields.Members
@@ -14468,6 +14554,8 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) 
 type __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot struct {
 	Id string `json:"id"`
 
+	Cluster *RollingRebootFieldsCluster `json:"cluster"`
+
 	Members []string `json:"members"`
 
 	Current *string `json:"current"`
@@ -14503,6 +14591,7 @@ func (v *StartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot) 
 	var retval __premarshalStartRollingRebootStartRollingRebootRollingRebootPayloadRollingReboot
 
 	retval.Id = v.RollingRebootFields.Id
+	retval.Cluster = v.RollingRebootFields.Cluster
 	retval.Members = v.RollingRebootFields.Members
 	retval.Current = v.RollingRebootFields.Current
 	retval.Done = v.RollingRebootFields.Done
@@ -14971,6 +15060,14 @@ type __PauseRollingRebootInput struct {
 // GetInput returns __PauseRollingRebootInput.Input, and is useful for accessing the field via an interface.
 func (v *__PauseRollingRebootInput) GetInput() RollingRebootInput { return v.Input }
 
+// __PlacementGuardsInput is used internally by genqlient
+type __PlacementGuardsInput struct {
+	Names []string `json:"names"`
+}
+
+// GetNames returns __PlacementGuardsInput.Names, and is useful for accessing the field via an interface.
+func (v *__PlacementGuardsInput) GetNames() []string { return v.Names }
+
 // __RegisterClusterInput is used internally by genqlient
 type __RegisterClusterInput struct {
 	Input RegisterClusterInput `json:"input"`
@@ -15069,11 +15166,15 @@ func (v *__RevokeJoinTokenInput) GetInput() RevokeJoinTokenInput { return v.Inpu
 
 // __RollingRebootInput is used internally by genqlient
 type __RollingRebootInput struct {
-	Id *string `json:"id"`
+	Id      *string `json:"id"`
+	Cluster *string `json:"cluster"`
 }
 
 // GetId returns __RollingRebootInput.Id, and is useful for accessing the field via an interface.
 func (v *__RollingRebootInput) GetId() *string { return v.Id }
+
+// GetCluster returns __RollingRebootInput.Cluster, and is useful for accessing the field via an interface.
+func (v *__RollingRebootInput) GetCluster() *string { return v.Cluster }
 
 // __RunHardwareTestsInput is used internally by genqlient
 type __RunHardwareTestsInput struct {
@@ -15818,6 +15919,9 @@ fragment PlanFields on Plan {
 }
 fragment RollingRebootFields on RollingReboot {
 	id
+	cluster {
+		name
+	}
 	members
 	current
 	done
@@ -17439,6 +17543,9 @@ fragment PlanFields on Plan {
 }
 fragment RollingRebootFields on RollingReboot {
 	id
+	cluster {
+		name
+	}
 	members
 	current
 	done
@@ -17478,10 +17585,11 @@ func PauseRollingReboot(
 	return data_, err_
 }
 
-// The query executed by PlacementGuard.
-const PlacementGuard_Operation = `
-query PlacementGuard {
-	cluster {
+// The query executed by PlacementGuards.
+const PlacementGuards_Operation = `
+query PlacementGuards ($names: [String!]) {
+	clusters(names: $names) {
+		name
 		placementGuard {
 			state
 			message
@@ -17490,16 +17598,20 @@ query PlacementGuard {
 }
 `
 
-func PlacementGuard(
+func PlacementGuards(
 	ctx_ context.Context,
 	client_ graphql.Client,
-) (data_ *PlacementGuardResponse, err_ error) {
+	names []string,
+) (data_ *PlacementGuardsResponse, err_ error) {
 	req_ := &graphql.Request{
-		OpName: "PlacementGuard",
-		Query:  PlacementGuard_Operation,
+		OpName: "PlacementGuards",
+		Query:  PlacementGuards_Operation,
+		Variables: &__PlacementGuardsInput{
+			Names: names,
+		},
 	}
 
-	data_ = &PlacementGuardResponse{}
+	data_ = &PlacementGuardsResponse{}
 	resp_ := &graphql.Response{Data: data_}
 
 	err_ = client_.MakeRequest(
@@ -18284,6 +18396,9 @@ fragment PlanFields on Plan {
 }
 fragment RollingRebootFields on RollingReboot {
 	id
+	cluster {
+		name
+	}
 	members
 	current
 	done
@@ -18499,13 +18614,16 @@ func RevokeJoinToken(
 
 // The query executed by RollingReboot.
 const RollingReboot_Operation = `
-query RollingReboot ($id: ID) {
-	rollingReboot(id: $id) {
+query RollingReboot ($id: ID, $cluster: String) {
+	rollingReboot(id: $id, cluster: $cluster) {
 		... RollingRebootFields
 	}
 }
 fragment RollingRebootFields on RollingReboot {
 	id
+	cluster {
+		name
+	}
 	members
 	current
 	done
@@ -18524,12 +18642,14 @@ func RollingReboot(
 	ctx_ context.Context,
 	client_ graphql.Client,
 	id *string,
+	cluster *string,
 ) (data_ *RollingRebootResponse, err_ error) {
 	req_ := &graphql.Request{
 		OpName: "RollingReboot",
 		Query:  RollingReboot_Operation,
 		Variables: &__RollingRebootInput{
-			Id: id,
+			Id:      id,
+			Cluster: cluster,
 		},
 	}
 
@@ -18922,6 +19042,9 @@ fragment PlanFields on Plan {
 }
 fragment RollingRebootFields on RollingReboot {
 	id
+	cluster {
+		name
+	}
 	members
 	current
 	done

@@ -271,7 +271,7 @@ func fingerprintOf(t *testing.T, pemText string) string {
 // and the second is removed again; with two, the approve dialog's chooser offers both and the
 // plan names the one chosen; checked in Chromium (web/console/e2e/clusters.e2e.mjs).
 func TestConsoleRegistersACluster(t *testing.T) {
-	parallel(t, lasts(25), browser)
+	parallel(t, lasts(32), browser)
 	node, dir := consoleTools(t)
 	lab := incuslab.Start(t, 1)
 	rack2 := incuslab.StartWith(t, incuslab.Options{Members: 2, Identity: lab.Identity()})

@@ -686,7 +686,7 @@ type ComplexityRoot struct {
 		MaintenanceTasks       func(childComplexity int, name string) int
 		MemberOperations       func(childComplexity int, name string) int
 		ReleasePreview         func(childComplexity int, erase *bool) int
-		RollingReboot          func(childComplexity int, id *string) int
+		RollingReboot          func(childComplexity int, id *string, cluster *string) int
 		Viewer                 func(childComplexity int) int
 	}
 
@@ -758,6 +758,7 @@ type ComplexityRoot struct {
 	}
 
 	RollingReboot struct {
+		Cluster      func(childComplexity int) int
 		Current      func(childComplexity int) int
 		Done         func(childComplexity int) int
 		FinishedAt   func(childComplexity int) int
@@ -927,7 +928,7 @@ type QueryResolver interface {
 	Machine(ctx context.Context, name string) (*model.Machine, error)
 	MaintenanceTasks(ctx context.Context, name string) ([]*model.MaintenanceTask, error)
 	AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error)
-	RollingReboot(ctx context.Context, id *string) (*model.RollingReboot, error)
+	RollingReboot(ctx context.Context, id *string, cluster *string) (*model.RollingReboot, error)
 }
 type RestoreMemberPayloadResolver interface {
 	Operation(ctx context.Context, obj *model.RestoreMemberPayload) (*model.MemberOperation, error)
@@ -3843,7 +3844,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.RollingReboot(childComplexity, args["id"].(*string)), true
+		return e.ComplexityRoot.Query.RollingReboot(childComplexity, args["id"].(*string), args["cluster"].(*string)), true
 	case "Query.viewer":
 		if e.ComplexityRoot.Query.Viewer == nil {
 			break
@@ -4066,6 +4067,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RevokeJoinTokenPayload.Plan(childComplexity), true
 
+	case "RollingReboot.cluster":
+		if e.ComplexityRoot.RollingReboot.Cluster == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RollingReboot.Cluster(childComplexity), true
 	case "RollingReboot.current":
 		if e.ComplexityRoot.RollingReboot.Current == nil {
 			break
@@ -6428,14 +6435,14 @@ type UnregisterMachinePayload {
   on maintenanceTask; the member is EVACUATED once Incus is done, and the fencing worker
   never powers off an evacuated member.
   """
-  evacuateMember(input: EvacuateMemberInput!): EvacuateMemberPayload! @change(about: "input.name", lock: MACHINE)
+  evacuateMember(input: EvacuateMemberInput!): EvacuateMemberPayload! @change(about: "input.name", cluster: "input.cluster", lock: MACHINE)
 
   """
   Bring an evacuated member back: first every admission check runs again (refused on any
   FAIL, naming it), then Incus restores it (instances it moved come back, those it stopped
   start). Apelora follows it as a maintenance task, its progress pushed on maintenanceTask.
   """
-  restoreMember(input: RestoreMemberInput!): RestoreMemberPayload! @change(about: "input.name", lock: MACHINE)
+  restoreMember(input: RestoreMemberInput!): RestoreMemberPayload! @change(about: "input.name", cluster: "input.cluster", lock: MACHINE)
 }
 
 extend type Query {
@@ -6471,6 +6478,12 @@ enum EvacuationMode {
 
 input EvacuateMemberInput {
   name: String!
+  """
+  The Incus cluster of the member. Left out: its machine record's cluster (a member without
+  a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
+  record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+  """
+  cluster: String
   mode: EvacuationMode
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
@@ -6489,6 +6502,12 @@ input EvacuateMemberInput {
 
 input RestoreMemberInput {
   name: String!
+  """
+  The Incus cluster of the member. Left out: its machine record's cluster (a member without
+  a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
+  record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+  """
+  cluster: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
   answer with the plan (the payload's plan). Not an audit event for a caller allowed to
@@ -6902,16 +6921,22 @@ type AdmissionCheckEvent {
   it did not write: both directions are refused (FAILED_PRECONDITION) while Incus holds a
   foreign one. Off removes the guard, restoring what was there before it (no scriptlet).
   """
-  setPlacementGuard(input: SetPlacementGuardInput!): SetPlacementGuardPayload! @change(lock: PLACEMENT_GUARD)
+  setPlacementGuard(input: SetPlacementGuardInput!): SetPlacementGuardPayload! @change(cluster: "input.cluster", lock: PLACEMENT_GUARD)
 }
 
 extend type ClusterView {
-  "The placement guard's state, read from Incus; null when Incus could not be asked."
+  "The placement guard's state in the cluster of APELORA_INCUS_*, read from Incus; null when Incus could not be asked (` + "`" + `clusters { placementGuard }` + "`" + ` reads each cluster's)."
   placementGuard: PlacementGuard
 }
 
 input SetPlacementGuardInput {
   enabled: Boolean!
+  """
+  The Incus cluster whose guard it is (each cluster has its own scriptlet). Left out: the
+  only registered cluster; with several, INVALID_INPUT naming them. A name not registered
+  is NOT_FOUND.
+  """
+  cluster: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
   answer with the plan (the payload's plan). Not an audit event for a caller allowed to
@@ -7079,11 +7104,12 @@ type PlanFinding {
   powered on, waited for until Incus lists it again (APELORA_ROLLING_ONLINE_TIMEOUT),
   checked and restored (restoreMember's admission checks); then the next. apelora-worker's leader drives it, from the database, so it
   carries on after a restart. It stops at the first failure, leaving that member
-  evacuated with the reason. Refused while another rolling reboot is running or paused,
-  for a member without a fence mapping, and (before the start and before each member)
+  evacuated with the reason. Its members are all of one Incus cluster; each cluster runs
+  one rolling reboot at a time, clusters independently. Refused while another rolling
+  reboot is running or paused in the same cluster, for a member without a fence mapping, and (before the start and before each member)
   while any other member is offline or evacuated or when the quorum projection fails.
   """
-  startRollingReboot(input: StartRollingRebootInput!): RollingRebootPayload! @change(lock: ROLLING_REBOOTS)
+  startRollingReboot(input: StartRollingRebootInput!): RollingRebootPayload! @change(cluster: "input.cluster", lock: ROLLING_REBOOTS)
 
   "Pause a running rolling reboot: the stage in progress finishes, no further one starts."
   pauseRollingReboot(input: RollingRebootInput!): RollingRebootPayload! @change(rollingReboot: "input.id", lock: ROLLING_REBOOTS)
@@ -7099,13 +7125,23 @@ type PlanFinding {
 }
 
 extend type Query {
-  "A rolling reboot by id, or the latest when no id is given; null when there is none."
-  rollingReboot(id: ID): RollingReboot
+  """
+  A rolling reboot by id, or the latest when no id is given (the latest in ` + "`" + `cluster` + "`" + ` when
+  it is given); null when there is none. A cluster name not registered is NOT_FOUND.
+  """
+  rollingReboot(id: ID, cluster: String): RollingReboot
 }
 
 input StartRollingRebootInput {
-  "The members to reboot, in order."
+  "The members to reboot, in order: all of one Incus cluster."
   members: [String!]!
+  """
+  The Incus cluster the members are in. Left out: the cluster of their machine records (a
+  member without a record: the only cluster, or the cluster of APELORA_INCUS_*); members of
+  several clusters are INVALID_INPUT (one rolling reboot per cluster). A name not
+  registered is NOT_FOUND.
+  """
+  cluster: String
   """
   Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
   answer with the plan (the payload's plan). Not an audit event for a caller allowed to
@@ -7149,6 +7185,8 @@ type RollingRebootPayload {
 "A rolling reboot: its members in order, the one in progress and its stage."
 type RollingReboot {
   id: ID!
+  "The Incus cluster its members are in; null when that cluster has been removed."
+  cluster: Cluster
   members: [String!]!
   "The member in progress; null once every member is done."
   current: String
@@ -8549,6 +8587,8 @@ func (ec *executionContext) childFields_RollingReboot(ctx context.Context, field
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_RollingReboot_id(ctx, field)
+	case "cluster":
+		return ec.fieldContext_RollingReboot_cluster(ctx, field)
 	case "members":
 		return ec.fieldContext_RollingReboot_members(ctx, field)
 	case "current":
@@ -9422,6 +9462,14 @@ func (ec *executionContext) field_Query_rollingReboot_args(ctx context.Context, 
 		return nil, err
 	}
 	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "cluster",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cluster"] = arg1
 	return args, nil
 }
 
@@ -21287,7 +21335,7 @@ func (ec *executionContext) _Query_rollingReboot(ctx context.Context, field grap
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().RollingReboot(ctx, fc.Args["id"].(*string))
+			return ec.Resolvers.Query().RollingReboot(ctx, fc.Args["id"].(*string), fc.Args["cluster"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.RollingReboot) graphql.Marshaler {
@@ -22443,6 +22491,38 @@ func (ec *executionContext) _RollingReboot_id(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_RollingReboot_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RollingReboot", field, false, false, "ID")
+}
+
+func (ec *executionContext) _RollingReboot_cluster(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RollingReboot_cluster(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cluster, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Cluster) graphql.Marshaler {
+			return ec.marshalOCluster2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐCluster(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RollingReboot_cluster(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RollingReboot",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Cluster(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _RollingReboot_members(ctx context.Context, field graphql.CollectedField, obj *model.RollingReboot) (ret graphql.Marshaler) {
@@ -25320,7 +25400,7 @@ func (ec *executionContext) unmarshalInputEvacuateMemberInput(ctx context.Contex
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "mode", "dryRun", "planHash"}
+	fieldsInOrder := [...]string{"name", "cluster", "mode", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -25334,6 +25414,13 @@ func (ec *executionContext) unmarshalInputEvacuateMemberInput(ctx context.Contex
 				return it, err
 			}
 			it.Name = data
+		case "cluster":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cluster"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cluster = data
 		case "mode":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mode"))
 			data, err := ec.unmarshalOEvacuationMode2ᚖgithubᚗcomᚋapeloraᚋfabricᚋgraphᚋmodelᚐEvacuationMode(ctx, v)
@@ -26026,7 +26113,7 @@ func (ec *executionContext) unmarshalInputRestoreMemberInput(ctx context.Context
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"name", "dryRun", "planHash"}
+	fieldsInOrder := [...]string{"name", "cluster", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -26040,6 +26127,13 @@ func (ec *executionContext) unmarshalInputRestoreMemberInput(ctx context.Context
 				return it, err
 			}
 			it.Name = data
+		case "cluster":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cluster"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cluster = data
 		case "dryRun":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -26558,7 +26652,7 @@ func (ec *executionContext) unmarshalInputSetPlacementGuardInput(ctx context.Con
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"enabled", "dryRun", "planHash"}
+	fieldsInOrder := [...]string{"enabled", "cluster", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -26572,6 +26666,13 @@ func (ec *executionContext) unmarshalInputSetPlacementGuardInput(ctx context.Con
 				return it, err
 			}
 			it.Enabled = data
+		case "cluster":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cluster"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cluster = data
 		case "dryRun":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -26618,7 +26719,7 @@ func (ec *executionContext) unmarshalInputStartRollingRebootInput(ctx context.Co
 		asMap["dryRun"] = false
 	}
 
-	fieldsInOrder := [...]string{"members", "dryRun", "planHash"}
+	fieldsInOrder := [...]string{"members", "cluster", "dryRun", "planHash"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -26632,6 +26733,13 @@ func (ec *executionContext) unmarshalInputStartRollingRebootInput(ctx context.Co
 				return it, err
 			}
 			it.Members = data
+		case "cluster":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cluster"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Cluster = data
 		case "dryRun":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("dryRun"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -31462,6 +31570,11 @@ func (ec *executionContext) _RollingReboot(ctx context.Context, sel ast.Selectio
 		case "id":
 			out.Values[i] = ec._RollingReboot_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cluster":
+			out.Values[i] = ec._RollingReboot_cluster(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "members":

@@ -129,7 +129,7 @@ func (r *clusterResolver) MachineRecords(ctx context.Context, obj *model.Cluster
 	if err != nil {
 		return 0, err
 	}
-	refs, err := r.Clusters.Store.References(ctx, c.ID)
+	refs, err := r.Clusters.References(ctx, c)
 	if err != nil {
 		return 0, err
 	}

@@ -14,7 +14,7 @@ import (
 
 // EvacuateMember is the resolver for the evacuateMember field.
 func (r *mutationResolver) EvacuateMember(ctx context.Context, input model.EvacuateMemberInput) (*model.EvacuateMemberPayload, error) {
-	e, err := r.Maintenance.Evacuate(ctx, input.Name, evacuationMode(input.Mode))
+	e, err := r.Maintenance.Evacuate(ctx, deref(input.Cluster), input.Name, evacuationMode(input.Mode))
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +28,7 @@ func (r *mutationResolver) EvacuateMember(ctx context.Context, input model.Evacu
 
 // RestoreMember is the resolver for the restoreMember field.
 func (r *mutationResolver) RestoreMember(ctx context.Context, input model.RestoreMemberInput) (*model.RestoreMemberPayload, error) {
-	e, err := r.Maintenance.Restore(ctx, input.Name)
+	e, err := r.Maintenance.Restore(ctx, deref(input.Cluster), input.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -30,11 +30,11 @@ func (r *clusterViewResolver) PlacementGuard(ctx context.Context, obj *model.Clu
 
 // SetPlacementGuard is the resolver for the setPlacementGuard field.
 func (r *mutationResolver) SetPlacementGuard(ctx context.Context, input model.SetPlacementGuardInput) (*model.SetPlacementGuardPayload, error) {
-	cl, err := r.Placement.Default()
+	cl, err := r.Placement.Cluster(deref(input.Cluster))
 	if err != nil {
 		return nil, err
 	}
-	s, err := r.Placement.Set(ctx, cl.ID, input.Enabled)
+	s, err := r.Placement.Set(ctx, cl, input.Enabled)
 	if err != nil {
 		return nil, err
 	}

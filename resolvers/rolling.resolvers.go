@@ -14,11 +14,11 @@ import (
 
 // StartRollingReboot is the resolver for the startRollingReboot field.
 func (r *mutationResolver) StartRollingReboot(ctx context.Context, input model.StartRollingRebootInput) (*model.RollingRebootPayload, error) {
-	reboot, err := r.Rolling.Start(ctx, input.Members)
+	reboot, err := r.Rolling.Start(ctx, deref(input.Cluster), input.Members)
 	if err != nil {
 		return nil, err
 	}
-	return &model.RollingRebootPayload{RollingReboot: mapRolling(reboot)}, nil
+	return &model.RollingRebootPayload{RollingReboot: r.mapRolling(reboot)}, nil
 }
 
 // PauseRollingReboot is the resolver for the pauseRollingReboot field.
@@ -27,7 +27,7 @@ func (r *mutationResolver) PauseRollingReboot(ctx context.Context, input model.R
 	if err != nil {
 		return nil, err
 	}
-	return &model.RollingRebootPayload{RollingReboot: mapRolling(reboot)}, nil
+	return &model.RollingRebootPayload{RollingReboot: r.mapRolling(reboot)}, nil
 }
 
 // ResumeRollingReboot is the resolver for the resumeRollingReboot field.
@@ -36,7 +36,7 @@ func (r *mutationResolver) ResumeRollingReboot(ctx context.Context, input model.
 	if err != nil {
 		return nil, err
 	}
-	return &model.RollingRebootPayload{RollingReboot: mapRolling(reboot)}, nil
+	return &model.RollingRebootPayload{RollingReboot: r.mapRolling(reboot)}, nil
 }
 
 // CancelRollingReboot is the resolver for the cancelRollingReboot field.
@@ -45,20 +45,31 @@ func (r *mutationResolver) CancelRollingReboot(ctx context.Context, input model.
 	if err != nil {
 		return nil, err
 	}
-	return &model.RollingRebootPayload{RollingReboot: mapRolling(reboot)}, nil
+	return &model.RollingRebootPayload{RollingReboot: r.mapRolling(reboot)}, nil
 }
 
 // RollingReboot is the resolver for the rollingReboot field.
-func (r *queryResolver) RollingReboot(ctx context.Context, id *string) (*model.RollingReboot, error) {
+func (r *queryResolver) RollingReboot(ctx context.Context, id *string, cluster *string) (*model.RollingReboot, error) {
 	var which string
 	if id != nil {
 		which = *id
 	}
-	reboot, err := r.Rolling.Status(ctx, which)
+	var in int64
+	if cluster != nil {
+		cl, err := r.clusterNamed(ctx, *cluster)
+		if err != nil {
+			return nil, err
+		}
+		in = cl.ID
+	}
+	reboot, err := r.Rolling.Status(ctx, which, in)
 	if err != nil {
 		return nil, err
 	}
-	return mapRolling(reboot), nil
+	if reboot != nil && cluster != nil && reboot.Cluster != in {
+		return nil, nil // the id names another cluster's rolling reboot
+	}
+	return r.mapRolling(reboot), nil
 }
 
 // RollingReboot returns graph.RollingRebootResolver implementation.

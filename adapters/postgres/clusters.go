@@ -58,12 +58,12 @@ func (c clusterStore) Clusters(ctx context.Context) ([]clusters.Cluster, error) 
 	return readClusters(ctx, c.s.q(ctx))
 }
 
-// references counts what names a cluster (clusters.References) in one statement. A machine
-// record that names no cluster counts for the environment's cluster: this release enrols,
-// admits and fences in that cluster only, so such a record is (or becomes) a member there.
+// references counts what names a cluster (clusters.References) in one statement, and the
+// machine records that name none (which cluster they count for is clusters.Unassigned's
+// to say: References.Counted).
 const references = `SELECT
-	(SELECT count(*) FROM machine_records WHERE cluster_id = $1
-		OR (cluster_id IS NULL AND EXISTS (SELECT 1 FROM clusters WHERE id = $1 AND from_environment))),
+	(SELECT count(*) FROM machine_records WHERE cluster_id = $1),
+	(SELECT count(*) FROM machine_records WHERE cluster_id IS NULL),
 	(SELECT count(*) FROM fence_mappings WHERE cluster_id = $1),
 	(SELECT count(*) FROM admissions WHERE cluster_id = $1 AND ended_at IS NULL),
 	(SELECT count(*) FROM rolling_operations WHERE cluster_id = $1 AND finished_at IS NULL),
@@ -74,7 +74,7 @@ const references = `SELECT
 
 func readReferences(ctx context.Context, q querier, id int64) (clusters.References, error) {
 	var r clusters.References
-	err := q.QueryRow(ctx, references, id).Scan(&r.MachineRecords, &r.FenceMappings, &r.OpenAdmissions, &r.UnfinishedRollingReboot,
+	err := q.QueryRow(ctx, references, id).Scan(&r.MachineRecords, &r.UnassignedRecords, &r.FenceMappings, &r.OpenAdmissions, &r.UnfinishedRollingReboot,
 		&r.RunningMaintenanceTasks, &r.Grants, &r.TrackedMembers, &r.FenceState)
 	return r, dbError(err)
 }

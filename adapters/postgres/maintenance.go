@@ -36,11 +36,12 @@ func (m *MaintenanceStore) Record(ctx context.Context, name string) (*machines.R
 	return m.s.Machines().Record(ctx, name)
 }
 
-// FenceInFlight reports whether the member's latest power-off request has no outcome yet.
-func (m *MaintenanceStore) FenceInFlight(ctx context.Context, member string) (bool, error) {
+// FenceInFlight reports whether the latest power-off request of the cluster's member has
+// no outcome yet.
+func (m *MaintenanceStore) FenceInFlight(ctx context.Context, cluster int64, member string) (bool, error) {
 	var kind string
-	err := m.s.q(ctx).QueryRow(ctx, `SELECT kind FROM fence_events WHERE member = $1 AND kind IN ('REQUESTED', 'CONFIRMED', 'NOT_CONFIRMED')
-		ORDER BY id DESC LIMIT 1`, member).Scan(&kind)
+	err := m.s.q(ctx).QueryRow(ctx, `SELECT kind FROM fence_events WHERE cluster_id = $1 AND member = $2 AND kind IN ('REQUESTED', 'CONFIRMED', 'NOT_CONFIRMED')
+		ORDER BY id DESC LIMIT 1`, cluster, member).Scan(&kind)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -50,7 +51,7 @@ func (m *MaintenanceStore) FenceInFlight(ctx context.Context, member string) (bo
 	return kind == "REQUESTED", nil
 }
 
-const memberOpColumns = `id, machine, action, mode, incus_operation, started_by, request_id, started_at, instances, finished_at, coalesce(outcome, ''), message`
+const memberOpColumns = `id, cluster_id, machine, action, mode, incus_operation, started_by, request_id, started_at, instances, finished_at, coalesce(outcome, ''), message`
 
 func scanMemberOps(rows pgx.Rows, err error) ([]maintenance.Task, error) {
 	if err != nil {
@@ -62,7 +63,7 @@ func scanMemberOps(rows pgx.Rows, err error) ([]maintenance.Task, error) {
 		var o maintenance.Task
 		var finished *time.Time
 		var outcome string
-		if err := rows.Scan(&o.ID, &o.Machine, &o.Action, &o.Mode, &o.IncusOperation, &o.StartedBy, &o.RequestID, &o.StartedAt,
+		if err := rows.Scan(&o.ID, &o.Cluster, &o.Machine, &o.Action, &o.Mode, &o.IncusOperation, &o.StartedBy, &o.RequestID, &o.StartedAt,
 			&o.Instances, &finished, &outcome, &o.Message); err != nil {
 			return nil, dbError(err)
 		}
@@ -75,10 +76,10 @@ func scanMemberOps(rows pgx.Rows, err error) ([]maintenance.Task, error) {
 	return out, dbError(rows.Err())
 }
 
-// RunningTask is the machine's task not seen to end, nil for none.
-func (m *MaintenanceStore) RunningTask(ctx context.Context, machine string) (*maintenance.Task, error) {
+// RunningTask is the task of the cluster's member not seen to end, nil for none.
+func (m *MaintenanceStore) RunningTask(ctx context.Context, cluster int64, member string) (*maintenance.Task, error) {
 	ts, err := scanMemberOps(m.s.q(ctx).Query(ctx, `SELECT `+memberOpColumns+` FROM member_operations
-		WHERE machine = $1 AND finished_at IS NULL ORDER BY id DESC LIMIT 1`, machine))
+		WHERE cluster_id = $1 AND machine = $2 AND finished_at IS NULL ORDER BY id DESC LIMIT 1`, cluster, member))
 	if err != nil || len(ts) == 0 {
 		return nil, err
 	}
@@ -89,6 +90,13 @@ func (m *MaintenanceStore) RunningTask(ctx context.Context, machine string) (*ma
 func (m *MaintenanceStore) Tasks(ctx context.Context, machine string, limit int) ([]maintenance.Task, error) {
 	return scanMemberOps(m.s.q(ctx).Query(ctx, `SELECT `+memberOpColumns+` FROM member_operations
 		WHERE machine = $1 ORDER BY id DESC LIMIT $2`, machine, limit))
+}
+
+// ClusterTasks lists the tasks of the cluster's member, newest first (a rolling reboot's:
+// member names are unique within a cluster only).
+func (m *MaintenanceStore) ClusterTasks(ctx context.Context, cluster int64, member string, limit int) ([]maintenance.Task, error) {
+	return scanMemberOps(m.s.q(ctx).Query(ctx, `SELECT `+memberOpColumns+` FROM member_operations
+		WHERE cluster_id = $1 AND machine = $2 ORDER BY id DESC LIMIT $3`, cluster, member, limit))
 }
 
 // Running lists every task not seen to end, oldest first.
@@ -109,9 +117,9 @@ func (m *MaintenanceStore) StartTask(ctx context.Context, t maintenance.Task) (*
 	if instances == nil {
 		instances = []maintenance.Affected{}
 	}
-	if err := tx.QueryRow(ctx, `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, request_id, instances)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, started_at, message`,
-		t.Machine, t.Action, t.Mode, t.IncusOperation, t.StartedBy, t.RequestID, instances).Scan(&t.ID, &t.StartedAt, &t.Message); err != nil {
+	if err := tx.QueryRow(ctx, `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, request_id, instances, cluster_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, nullif($8, 0)) RETURNING id, started_at, message, cluster_id`,
+		t.Machine, t.Action, t.Mode, t.IncusOperation, t.StartedBy, t.RequestID, instances, t.Cluster).Scan(&t.ID, &t.StartedAt, &t.Message, &t.Cluster); err != nil {
 		return nil, dbError(err)
 	}
 	t.Instances = instances
@@ -131,9 +139,9 @@ func (m *MaintenanceStore) RecordFinished(ctx context.Context, t maintenance.Tas
 		return 0, err
 	}
 	var id int64
-	if err := tx.QueryRow(ctx, `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, request_id, finished_at, outcome, message)
-		VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp(), $7, $8) RETURNING id`,
-		t.Machine, t.Action, t.Mode, t.IncusOperation, t.StartedBy, t.RequestID, string(outcome), message).Scan(&id); err != nil {
+	if err := tx.QueryRow(ctx, `INSERT INTO member_operations (machine, action, mode, incus_operation, started_by, request_id, finished_at, outcome, message, cluster_id)
+		VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp(), $7, $8, nullif($9, 0)) RETURNING id`,
+		t.Machine, t.Action, t.Mode, t.IncusOperation, t.StartedBy, t.RequestID, string(outcome), message, t.Cluster).Scan(&id); err != nil {
 		return 0, dbError(err)
 	}
 	t.ID = id

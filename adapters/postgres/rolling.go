@@ -10,6 +10,7 @@ import (
 
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/rolling"
 	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/leader"
@@ -66,9 +67,14 @@ func (r *RollingStore) one(ctx context.Context, where string, args ...any) (*rol
 	return &ts[0], nil
 }
 
-// Active is the running or paused task, nil for none.
-func (r *RollingStore) Active(ctx context.Context) (*rolling.Task, error) {
-	return r.one(ctx, `WHERE finished_at IS NULL`)
+// Active is the cluster's running or paused task, nil for none.
+func (r *RollingStore) Active(ctx context.Context, cluster int64) (*rolling.Task, error) {
+	return r.one(ctx, `WHERE finished_at IS NULL AND cluster_id = $1`, cluster)
+}
+
+// Unfinished lists every running or paused task (one per cluster at most), by id.
+func (r *RollingStore) Unfinished(ctx context.Context) ([]rolling.Task, error) {
+	return scanRolling(r.s.q(ctx).Query(ctx, `SELECT `+rollingColumns+` FROM rolling_operations WHERE finished_at IS NULL ORDER BY id`))
 }
 
 // Task reads one by id.
@@ -76,9 +82,12 @@ func (r *RollingStore) Task(ctx context.Context, id int64) (*rolling.Task, error
 	return r.one(ctx, `WHERE id = $1`, id)
 }
 
-// Latest is the newest task.
-func (r *RollingStore) Latest(ctx context.Context) (*rolling.Task, error) {
-	return r.one(ctx, ``)
+// Latest is the newest task of the cluster (0: of any).
+func (r *RollingStore) Latest(ctx context.Context, cluster int64) (*rolling.Task, error) {
+	if cluster == 0 {
+		return r.one(ctx, ``)
+	}
+	return r.one(ctx, `WHERE cluster_id = $1`, cluster)
 }
 
 // Insert records a new task in the change in progress; in a dry run it is a plan
@@ -89,14 +98,14 @@ func (r *RollingStore) Insert(ctx context.Context, t rolling.Task) (int64, error
 		return 0, err
 	}
 	var id int64
-	err = tx.QueryRow(ctx, `INSERT INTO rolling_operations (members, started_by, request_id) VALUES ($1, $2, $3) RETURNING id`,
-		t.Members, t.StartedBy, t.RequestID).Scan(&id)
+	err = tx.QueryRow(ctx, `INSERT INTO rolling_operations (members, started_by, request_id, cluster_id) VALUES ($1, $2, $3, nullif($4, 0)) RETURNING id`,
+		t.Members, t.StartedBy, t.RequestID, t.Cluster).Scan(&id)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, nil // planned: no row
 	case errors.As(err, &pgErr) && pgErr.Code == "23505":
-		return 0, apperr.New(apperr.FailedPrecondition, "another rolling reboot was started at the same time: one per cluster at a time; see rollingReboot")
+		return 0, apperr.New(apperr.FailedPrecondition, "another rolling reboot was started in this cluster at the same time: one rolling reboot per cluster at a time; see rollingReboot(cluster: …)")
 	}
 	return id, dbError(err)
 }
@@ -128,16 +137,15 @@ func (r *RollingStore) Advance(ctx context.Context, id int64, position int, stag
 	return tag.RowsAffected() == 1, nil
 }
 
-// Mappings are the fence mappings of the cluster rolling reboots run in today, the
-// environment's (rolling reboots per cluster name theirs): never another cluster's member
-// of the same name.
-func (r *RollingStore) Mappings(ctx context.Context) (map[string]fencing.Mapping, error) {
-	var env int64
-	err := r.s.pool.QueryRow(ctx, `SELECT coalesce((SELECT id FROM clusters WHERE from_environment), 0)`).Scan(&env)
-	if err != nil {
-		return nil, dbError(err)
-	}
-	return clusterMappings(ctx, r.s.pool, env)
+// Mappings are the cluster's fence mappings, by member: never another cluster's member of
+// the same name.
+func (r *RollingStore) Mappings(ctx context.Context, cluster int64) (map[string]fencing.Mapping, error) {
+	return clusterMappings(ctx, r.s.q(ctx), cluster)
+}
+
+// Record reads a machine record (nil for none): its cluster names a member's.
+func (r *RollingStore) Record(ctx context.Context, name string) (*machines.Record, error) {
+	return r.s.Machines().Record(ctx, name)
 }
 
 // RollingLeadership hands out the rolling reboot driver's lease (role "rolling", see

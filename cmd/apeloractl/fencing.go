@@ -86,12 +86,6 @@ func (c *cli) setFenceMapping(ctx context.Context, in client.SetFenceMappingInpu
 	})
 }
 
-// memberClusterFlag is -cluster of the fence mapping commands: the member's cluster (a
-// member name is unique within its cluster only).
-func memberClusterFlag(fs *flag.FlagSet) *string {
-	return fs.String("cluster", "", "the member's cluster (a name 'apeloractl clusters' lists); default: the cluster its machine record names, else the only one")
-}
-
 func (c *cli) removeFenceMapping(ctx context.Context, member string, cluster *string) error {
 	names := []string{member}
 	return change(c, func(dryRun *bool, planHash *string) (*client.RemoveFenceMappingResponse, planView, error) {

@@ -14,23 +14,29 @@ import (
 
 var (
 	evacuateCommand = &command{
-		name: "evacuate", synopsis: "NAME [-mode auto|migrate|live-migrate|stop]", names: 1,
+		name: "evacuate", synopsis: "NAME [-mode auto|migrate|live-migrate|stop] [-cluster NAME]", names: 1,
 		doc:      "maintenance: Incus moves or stops every instance on the\nmember (each as its cluster.evacuate says, or -mode)",
 		mutation: "evacuateMember",
 		flags: func(fs *flag.FlagSet) runner {
 			mode := fs.String("mode", "", "force this on every instance instead of its cluster.evacuate")
-			return func(c *cli, ctx context.Context, names []string) error { return c.evacuate(ctx, names[0], *mode) }
+			cluster := memberClusterFlag(fs)
+			return func(c *cli, ctx context.Context, names []string) error {
+				return c.evacuate(ctx, names[0], *mode, *cluster)
+			}
 		},
 	}
 	restoreCommand = &command{
-		name: "restore", synopsis: "NAME", names: 1,
+		name: "restore", synopsis: "NAME [-cluster NAME]", names: 1,
 		doc:      "run the admission checks again, then Incus brings the\nmember's instances back",
-		mutation: "restoreMember", run: (*cli).restore,
+		mutation: "restoreMember", flags: func(fs *flag.FlagSet) runner {
+			cluster := memberClusterFlag(fs)
+			return func(c *cli, ctx context.Context, names []string) error { return c.restore(ctx, names, *cluster) }
+		},
 	}
 )
 
-func (c *cli) evacuate(ctx context.Context, name, mode string) error {
-	in := client.EvacuateMemberInput{Name: name}
+func (c *cli) evacuate(ctx context.Context, name, mode, cluster string) error {
+	in := client.EvacuateMemberInput{Name: name, Cluster: orNil(cluster)}
 	if mode != "" {
 		m := client.EvacuationMode(strings.ReplaceAll(strings.ToUpper(mode), "-", "_"))
 		in.Mode = &m
@@ -59,10 +65,10 @@ func (c *cli) evacuate(ctx context.Context, name, mode string) error {
 	})
 }
 
-func (c *cli) restore(ctx context.Context, names []string) error {
+func (c *cli) restore(ctx context.Context, names []string, cluster string) error {
 	name := names[0]
 	return changeShowing(c, func(dryRun *bool, planHash *string) (*client.RestoreMemberResponse, planView, error) {
-		r, err := client.RestoreMember(ctx, c.gql, client.RestoreMemberInput{Name: name, DryRun: dryRun, PlanHash: planHash})
+		r, err := client.RestoreMember(ctx, c.gql, client.RestoreMemberInput{Name: name, Cluster: orNil(cluster), DryRun: dryRun, PlanHash: planHash})
 		return r, r.GetRestoreMember().Plan, err
 	}, func(r *client.RestoreMemberResponse) (bool, error) {
 		p := r.RestoreMember

@@ -89,7 +89,7 @@ func TestAMistypedCommandGetsASuggestion(t *testing.T) {
 		t.Errorf("apeloractl help: exit %d, stderr %q, stdout %.80q", status, stderr, stdout)
 	}
 	stdout, _, status = ctl(t, env, "evacuate", "-h")
-	if status != 0 || !strings.HasPrefix(stdout, "usage: apeloractl evacuate NAME [-mode auto|migrate|live-migrate|stop]\n  maintenance:") {
+	if status != 0 || !strings.HasPrefix(stdout, "usage: apeloractl evacuate NAME [-mode auto|migrate|live-migrate|stop] [-cluster NAME]\n  maintenance:") {
 		t.Errorf("apeloractl evacuate -h: exit %d, stdout %q", status, stdout)
 	}
 }

@@ -220,6 +220,19 @@ func (c *Checker) Run(ctx context.Context, machine string, rec *machines.Record,
 	return c.RunIn(ctx, cl, in, machine, rec, trigger)
 }
 
+// RunInCluster is Run in cluster cl (named by the caller: a member evacuated or restored
+// in the cluster its call named), read through that cluster's ports.
+func (c *Checker) RunInCluster(ctx context.Context, cl clusters.Cluster, machine string, rec *machines.Record, trigger Trigger) (*Report, error) {
+	if c.Ports == nil {
+		return nil, apperr.NotConfigured(apperr.Incus)
+	}
+	in, err := c.Ports.For(ctx, cl.ID)
+	if err != nil {
+		return nil, err
+	}
+	return c.RunIn(ctx, cl, in, machine, rec, trigger)
+}
+
 // RunIn is Run in cluster cl, read through in (a cluster's ports, or a round's cache of
 // them: drift): its members, versions, pools, networks and placement guard.
 func (c *Checker) RunIn(ctx context.Context, cl clusters.Cluster, in Incus, machine string, rec *machines.Record, trigger Trigger) (*Report, error) {

@@ -187,14 +187,25 @@ type Lister interface {
 	All() []Cluster
 }
 
+// Unassigned is the cluster a machine record that names no cluster (registered before
+// clusters were records, or never enrolled) counts for: the environment's (APELORA_INCUS_*),
+// as every record did before; false when there is none. The one place this rule is
+// written: OfRecord, the fleet's join and the count of a cluster's records (References)
+// all ask it.
+func Unassigned(all []Cluster) (Cluster, bool) {
+	if i := slices.IndexFunc(all, func(c Cluster) bool { return c.FromEnvironment }); i >= 0 {
+		return all[i], true
+	}
+	return Cluster{}, false
+}
+
 // OfRecord is Resolve for a machine whose record is read: a record that names no cluster
-// (registered before clusters were records, or never enrolled) counts for the
-// environment's cluster (APELORA_INCUS_*), as every record did before; without one, Resolve
-// decides alone. Enrolment, admission and placement's checks name a call's cluster with it.
+// counts for Unassigned's; without one, Resolve decides alone. Enrolment, admission and
+// placement's checks name a call's cluster with it.
 func OfRecord(all []Cluster, machine string, record *int64, given string) (Cluster, error) {
 	if record == nil {
-		if i := slices.IndexFunc(all, func(c Cluster) bool { return c.FromEnvironment }); i >= 0 {
-			id := all[i].ID
+		if c, ok := Unassigned(all); ok {
+			id := c.ID
 			record = &id
 		}
 	}

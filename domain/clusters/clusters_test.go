@@ -160,3 +160,28 @@ func TestOfRecordCountsARecordWithoutClusterForTheEnvironments(t *testing.T) {
 		})
 	}
 }
+
+// A record that names no cluster counts for the environment's cluster, and for no other:
+// Unassigned says which, OfRecord and References.Counted follow it.
+func TestRecordsNamingNoClusterCountForTheEnvironments(t *testing.T) {
+	env, reg := Cluster{ID: 1, Name: "default", FromEnvironment: true}, Cluster{ID: 2, Name: "rack2"}
+	if c, ok := Unassigned([]Cluster{reg, env}); !ok || c.ID != 1 {
+		t.Fatalf("Unassigned with the environment's: %v %v", c, ok)
+	}
+	if _, ok := Unassigned([]Cluster{reg}); ok {
+		t.Fatal("Unassigned without the environment's")
+	}
+	refs := References{MachineRecords: 2, UnassignedRecords: 3}
+	if got := refs.Counted(env, []Cluster{env, reg}); got.MachineRecords != 5 || got.UnassignedRecords != 0 {
+		t.Fatalf("the environment's: %+v", got)
+	}
+	if got := refs.Counted(reg, []Cluster{env, reg}); got.MachineRecords != 2 {
+		t.Fatalf("another: %+v", got)
+	}
+	if got := refs.Counted(reg, []Cluster{reg}); got.MachineRecords != 2 {
+		t.Fatalf("no environment's cluster: %+v", got)
+	}
+	if c, err := OfRecord([]Cluster{env, reg}, "m1", nil, ""); err != nil || c.ID != 1 {
+		t.Fatalf("OfRecord of a record naming none: %v %v", c, err)
+	}
+}

@@ -44,9 +44,11 @@ type Tx interface {
 // References is what names a cluster: removeCluster is refused while any of the first five
 // is not zero; the last three go with the cluster.
 type References struct {
-	// MachineRecords name the cluster; for the environment's cluster also those that name
-	// none (this release enrols into that cluster only).
-	MachineRecords          int
+	// MachineRecords name the cluster; once Counted, also those that name none when the
+	// cluster is the one they count for (Unassigned).
+	MachineRecords int
+	// UnassignedRecords name no cluster (whichever cluster they count for).
+	UnassignedRecords       int
 	FenceMappings           int
 	OpenAdmissions          int
 	UnfinishedRollingReboot int
@@ -54,6 +56,16 @@ type References struct {
 	Grants                  int
 	TrackedMembers          int
 	FenceState              int
+}
+
+// Counted is r with the records that name no cluster counted for c when c is the cluster
+// they count for (Unassigned over all).
+func (r References) Counted(c Cluster, all []Cluster) References {
+	if u, ok := Unassigned(all); ok && u.ID == c.ID {
+		r.MachineRecords += r.UnassignedRecords
+	}
+	r.UnassignedRecords = 0
+	return r
 }
 
 // Refusal is why a cluster cannot be removed now, in the administrator's words ("" when
@@ -302,6 +314,7 @@ func (s *Service) Remove(ctx context.Context, name string) (*Cluster, error) {
 		if err != nil {
 			return err
 		}
+		refs = refs.Counted(c, all)
 		if why := refs.Refusal(name); why != "" {
 			return &apperr.Error{Code: apperr.FailedPrecondition, Field: "name", Message: why, Details: map[string]any{
 				"machineRecords": refs.MachineRecords, "fenceMappings": refs.FenceMappings, "openAdmissions": refs.OpenAdmissions,
@@ -332,11 +345,20 @@ func (s *Service) Remove(ctx context.Context, name string) (*Cluster, error) {
 // RemoveRefusal is why removeCluster would refuse the cluster now ("" when it would not):
 // the same rule, for the clusters query.
 func (s *Service) RemoveRefusal(ctx context.Context, c Cluster) (string, error) {
-	refs, err := s.Store.References(ctx, c.ID)
+	refs, err := s.References(ctx, c)
 	if err != nil {
 		return "", err
 	}
 	return refs.Refusal(c.Name), nil
+}
+
+// References is what names c now, the records that name no cluster Counted.
+func (s *Service) References(ctx context.Context, c Cluster) (References, error) {
+	refs, err := s.Store.References(ctx, c.ID)
+	if err != nil {
+		return References{}, err
+	}
+	return refs.Counted(c, s.Registry.All()), nil
 }
 
 // List returns the clusters, by name; names keeps those (an unknown name is NOT_FOUND).

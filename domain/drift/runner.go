@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/domain/admission"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/internal/apperr"
@@ -287,23 +288,51 @@ func (r *Runner) Round(ctx context.Context, lease Lease, only map[string]bool) (
 	}
 	slices.SortFunc(todo, func(a, b Admission) int { return strings.Compare(a.Machine, b.Machine) })
 
-	// This release's drift watches the environment's cluster (whose lifecycle events it
-	// follows): machines whose record names another cluster are left as they are.
-	cl, in, err := r.Checker.Cluster(ctx, "", nil)
-	if err != nil {
-		return 0, err
+	// A round per cluster, the clusters at the same time: each machine is checked in its
+	// record's cluster (admission.Checker.Cluster), with that cluster's reads shared among
+	// its machines. A cluster that cannot be read leaves its machines' states as they
+	// were (nothing is saved for them: no drift raised, none cleared); the others go on.
+	groups := map[int64][]Admission{}
+	named := map[int64]clusters.Cluster{}
+	ports := map[int64]admission.Incus{}
+	var problem error
+	for _, a := range todo {
+		cl, in, err := r.Checker.Cluster(ctx, a.Machine, records[a.Machine])
+		if err != nil {
+			problem = firstErr(problem, fmt.Errorf("check %s: %w", a.Machine, err))
+			continue
+		}
+		groups[cl.ID] = append(groups[cl.ID], a)
+		named[cl.ID], ports[cl.ID] = cl, in
 	}
-	todo = slices.DeleteFunc(todo, func(a Admission) bool {
-		c := records[a.Machine].Cluster
-		return c != nil && *c != cl.ID
-	})
-	if len(todo) == 0 {
-		return 0, nil
+	var mu sync.Mutex // the lease's calls, and looked and problem
+	locked := &lockedLease{Lease: lease, mu: &mu}
+	looked := 0
+	var wg sync.WaitGroup
+	for id, group := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := r.clusterRound(ctx, locked, named[id], ports[id], group, states, records)
+			mu.Lock()
+			defer mu.Unlock()
+			looked += n
+			if err != nil {
+				problem = firstErr(problem, err)
+			}
+		}()
 	}
+	wg.Wait()
+	return looked, problem
+}
+
+// clusterRound looks at the admitted machines of one cluster (todo), through in.
+func (r *Runner) clusterRound(ctx context.Context, lease Lease, cl clusters.Cluster, in admission.Incus, todo []Admission,
+	states map[string][]State, records map[string]*machines.Record) (int, error) {
 	inc := &roundCache{Incus: in}
 	members, err := inc.Members(ctx)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("Incus cluster %s: %w", cl.Name, err)
 	}
 	checker := *r.Checker
 	checker.Publish = nil
@@ -335,6 +364,24 @@ func (r *Runner) Round(ctx context.Context, lease Lease, only map[string]bool) (
 		looked++
 	}
 	return looked, problem
+}
+
+// lockedLease is a lease whose reads and writes one cluster's round at a time makes.
+type lockedLease struct {
+	Lease
+	mu *sync.Mutex
+}
+
+func (l *lockedLease) Now(ctx context.Context) (time.Time, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.Lease.Now(ctx)
+}
+
+func (l *lockedLease) Save(ctx context.Context, machine string, checked time.Time, quiet string, states []State, events []Event) ([]Event, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.Lease.Save(ctx, machine, checked, quiet, states, events)
 }
 
 func (r *Runner) forget(ctx context.Context, lease Lease, name string, prev []State) error {

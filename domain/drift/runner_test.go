@@ -479,3 +479,42 @@ func TestOneRunnerLeadsAndReactsToChanges(t *testing.T) {
 		return db.watcher.Replica == "r2" || (db.holder != nil && db.holder != cancelR1)
 	})
 }
+
+// A round per cluster: each machine is checked in its record's cluster, through that
+// cluster's own reads (the same member name in both never crosses); a cluster that cannot
+// be read leaves its machines as they were (nothing saved), and the other goes on.
+func TestRoundPerClusterAnUnreadableOneLeavesItsMachines(t *testing.T) {
+	a, b := cluster("m1", "node-4"), cluster("m1", "node-5")
+	adm, recs := admittedAll("node-4", "node-5")
+	two := int64(2)
+	recs[1].Cluster = &two
+	db := newDB()
+	r := runner(a, adm, recs, db)
+	r.Checker.Clusters = oneCluster{{ID: 1, Name: "a", Adopted: true, FromEnvironment: true}, {ID: 2, Name: "b", Adopted: true}}
+	r.Checker.Ports = clusters.PortsFunc[admission.Incus](func(_ context.Context, id int64) (admission.Incus, error) {
+		if id == 2 {
+			return b, nil
+		}
+		return a, nil
+	})
+	if n := round(t, r, db, nil); n != 2 {
+		t.Fatalf("looked at %d machines, want 2", n)
+	}
+	if ca, cb := strings.Join(a.taken(), ","), strings.Join(b.taken(), ","); strings.Contains(ca, "node-5") || strings.Contains(cb, "node-4") ||
+		!strings.Contains(ca, "version node-4") || !strings.Contains(cb, "version node-5") {
+		t.Fatalf("reads crossed clusters: a %s; b %s", ca, cb)
+	}
+	// b cannot be read: node-5 is left as it was; node-4 is checked again.
+	b.membersErr = apperr.New(apperr.Unavailable, "Incus cluster b could not be reached through any of its members")
+	db.advance(time.Minute)
+	lease, _ := db.TryLead(context.Background())
+	defer lease.Close()
+	before := db.checked["node-5"]
+	n, err := r.Round(context.Background(), lease, nil)
+	if n != 1 || err == nil || !strings.Contains(err.Error(), "cluster b") {
+		t.Fatalf("round with b unreadable: looked at %d, %v", n, err)
+	}
+	if !db.checked["node-5"].Equal(before) || !db.checked["node-4"].Equal(t0.Add(time.Minute)) || len(db.states["node-5"]) != 0 {
+		t.Fatalf("node-5 was touched (%v, %v) or node-4 not checked (%v)", db.checked["node-5"], db.states["node-5"], db.checked["node-4"])
+	}
+}

@@ -3,8 +3,11 @@ package maintenance
 import (
 	"context"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/internal/apperr"
 )
@@ -23,9 +26,11 @@ type FollowStore interface {
 // Follower reports the progress of every running task from its Incus operation, in every
 // API replica: the tasks are read from the database, so a restarted server (or another
 // replica) finds those in progress again. Writes are idempotent (the store appends a line
-// once and ends a task once), so replicas following the same one record it once.
+// once and ends a task once), so replicas following the same one record it once. Each task
+// is read from its own cluster (Task.Cluster); the clusters are followed at the same time,
+// so one that does not answer delays only its own tasks.
 type Follower struct {
-	Incus Incus
+	Ports clusters.Ports[Incus]
 	Store FollowStore
 	Log   *slog.Logger
 	// Poll is how often Incus's operations are read while a task runs (and the database
@@ -35,8 +40,8 @@ type Follower struct {
 }
 
 // NewFollower returns a follower; call Run.
-func NewFollower(incus Incus, store FollowStore, log *slog.Logger, poll time.Duration) *Follower {
-	return &Follower{Incus: incus, Store: store, Log: log, Poll: poll, wake: make(chan struct{}, 1)}
+func NewFollower(ports clusters.Ports[Incus], store FollowStore, log *slog.Logger, poll time.Duration) *Follower {
+	return &Follower{Ports: ports, Store: store, Log: log, Poll: poll, wake: make(chan struct{}, 1)}
 }
 
 // Wake has the follower look for new tasks now.
@@ -74,19 +79,37 @@ func (f *Follower) Round(ctx context.Context) int {
 		f.Log.Warn("read the running maintenance tasks", "error", apperr.PublicMessage(err))
 		return 0
 	}
-	running := 0
+	byCluster := map[int64][]Task{}
 	for _, t := range tasks {
-		if !f.follow(ctx, t) {
-			running++
-		}
+		byCluster[t.Cluster] = append(byCluster[t.Cluster], t)
 	}
-	return running
+	var running atomic.Int64
+	var wg sync.WaitGroup
+	for cluster, ts := range byCluster {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in, err := f.Ports.For(ctx, cluster)
+			if err != nil {
+				f.Log.Warn("cannot follow the maintenance tasks of a cluster", "cluster", cluster, "tasks", len(ts), "error", apperr.PublicMessage(err))
+				running.Add(int64(len(ts)))
+				return
+			}
+			for _, t := range ts {
+				if !f.follow(ctx, in, t) {
+					running.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return int(running.Load())
 }
 
 // follow reads one task's Incus operation and records what is new (Follow, Outcome); true
 // when the task ended.
-func (f *Follower) follow(ctx context.Context, t Task) bool {
-	iop, found, err := f.Incus.MemberOperation(ctx, t.IncusOperation)
+func (f *Follower) follow(ctx context.Context, in Incus, t Task) bool {
+	iop, found, err := in.MemberOperation(ctx, t.IncusOperation)
 	if err != nil {
 		f.Log.Warn("read a member operation from Incus", "machine", t.Machine, "incus_operation", t.IncusOperation, "error", apperr.PublicMessage(err))
 		return false
@@ -101,12 +124,12 @@ func (f *Follower) follow(ctx context.Context, t Task) bool {
 		return false
 	}
 	status := membership.StatusUnknown
-	if members, err := f.Incus.Members(ctx); err == nil {
+	if members, err := in.Members(ctx); err == nil {
 		status = StatusOf(members, t.Machine)
 	}
 	outcome, message := Outcome(t, iop, found, status)
 	var lines []string
-	if all, err := f.Incus.AllInstances(ctx); err == nil {
+	if all, err := in.AllInstances(ctx); err == nil {
 		lines = Outcomes(t, all)
 	}
 	if err := f.Store.Finish(ctx, t, outcome, message, lines); err != nil {

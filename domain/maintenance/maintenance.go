@@ -24,6 +24,7 @@ import (
 	"github.com/apelora/fabric/domain/admission"
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/domain/plan"
@@ -124,7 +125,10 @@ func (e *Effect) Stopped() []Affected {
 // Task is an evacuation or restore Apelora asked Incus for, followed to its end
 // (member_operations).
 type Task struct {
-	ID             int64
+	ID int64
+	// Cluster is the id of the Incus cluster the member is in (domain/clusters): the
+	// follower asks that cluster for the Incus operation.
+	Cluster        int64
 	Machine        string
 	Action         string
 	Mode           string
@@ -187,20 +191,20 @@ type IncusOperation struct {
 	Progress string
 }
 
-// Checker runs the admission checks (admission.Checker).
+// Checker runs the admission checks (admission.Checker) in a cluster.
 type Checker interface {
-	Run(ctx context.Context, machine string, rec *machines.Record, trigger admission.Trigger) (*admission.Report, error)
+	RunInCluster(ctx context.Context, cl clusters.Cluster, machine string, rec *machines.Record, trigger admission.Trigger) (*admission.Report, error)
 }
 
 // Store is what maintenance needs from the database.
 type Store interface {
 	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
 	Record(ctx context.Context, name string) (*machines.Record, error)
-	// FenceInFlight reports whether the member has a power-off requested and not yet
-	// confirmed or given up.
-	FenceInFlight(ctx context.Context, member string) (bool, error)
-	// RunningTask is the machine's task not seen to end, nil for none.
-	RunningTask(ctx context.Context, machine string) (*Task, error)
+	// FenceInFlight reports whether the member of the cluster has a power-off requested
+	// and not yet confirmed or given up.
+	FenceInFlight(ctx context.Context, cluster int64, member string) (bool, error)
+	// RunningTask is the task of the cluster's member not seen to end, nil for none.
+	RunningTask(ctx context.Context, cluster int64, member string) (*Task, error)
 	// StartTask records t and its STARTED event in the change in progress, and returns
 	// the task as recorded (its id, start time and message filled in).
 	StartTask(ctx context.Context, t Task) (*Task, error)
@@ -214,11 +218,15 @@ type Store interface {
 	EventsAfter(ctx context.Context, machine string, after int64, limit int) ([]Event, error)
 }
 
-// Service evacuates and restores members.
+// Service evacuates and restores members, each in its cluster: the one its machine record
+// names, or the one the call names (clusters.OfRecord).
 type Service struct {
-	Incus   Incus
-	Store   Store
-	Checker Checker
+	// Ports finds a cluster's Incus ports (the connection pool); Clusters lists the
+	// registered clusters. Either nil: Incus is not configured.
+	Ports    clusters.Ports[Incus]
+	Clusters clusters.Lister
+	Store    Store
+	Checker  Checker
 	// Feed carries the task events, keyed by machine (memberOperation).
 	Feed *broadcast.Hub[string, Event]
 	// Wake tells the follower a new task began; nil is fine (it polls anyway).
@@ -226,30 +234,35 @@ type Service struct {
 }
 
 // Evacuate asks Incus to evacuate the member: every instance is moved or stopped as its
-// cluster.evacuate (or mode) says.
-func (s *Service) Evacuate(ctx context.Context, name, mode string) (*Effect, error) {
+// cluster.evacuate (or mode) says. cluster names the member's cluster ("": its record's,
+// see Locate); the targets, fates and quorum projection are that cluster's.
+func (s *Service) Evacuate(ctx context.Context, cluster, name, mode string) (*Effect, error) {
 	if err := machines.ValidateName(name); err != nil {
 		return nil, err
 	}
 	if !validMode(mode) {
 		return nil, apperr.Invalid("mode", "%s is not an evacuation mode: use one of auto, migrate, live-migrate, stop (or none: each instance's cluster.evacuate decides)", apperr.Quote(mode))
 	}
-	if s.Incus == nil {
+	if s.Ports == nil || s.Clusters == nil {
 		return nil, apperr.NotConfigured(apperr.Incus)
 	}
 	e := &Effect{Member: name, Action: Evacuate, Mode: mode}
 	err := s.Store.Audited(ctx, name, func(ctx context.Context) error {
-		r, err := s.request(ctx, Evacuate, name, mode)
+		cl, in, _, err := s.locate(ctx, cluster, name)
 		if err != nil {
 			return err
 		}
-		if r.FenceInFlight, err = s.Store.FenceInFlight(ctx, name); err != nil {
+		r, err := s.request(ctx, cl, in, Evacuate, name, mode)
+		if err != nil {
 			return err
 		}
-		if r.Instances, err = s.Incus.AllInstances(ctx); err != nil {
+		if r.FenceInFlight, err = s.Store.FenceInFlight(ctx, cl.ID, name); err != nil {
 			return err
 		}
-		return s.carryOut(ctx, e, r, Decide(r))
+		if r.Instances, err = in.AllInstances(ctx); err != nil {
+			return err
+		}
+		return s.carryOut(ctx, cl, in, e, r, Decide(r))
 	})
 	if err != nil {
 		return e, err
@@ -259,33 +272,34 @@ func (s *Service) Evacuate(ctx context.Context, name, mode string) (*Effect, err
 }
 
 // Restore runs the admission checks on the member again and, when none fails, asks Incus
-// to restore it: instances it moved come back, those it stopped start.
-func (s *Service) Restore(ctx context.Context, name string) (*Effect, error) {
+// to restore it: instances it moved come back, those it stopped start. cluster names the
+// member's cluster as in Evacuate.
+func (s *Service) Restore(ctx context.Context, cluster, name string) (*Effect, error) {
 	if err := machines.ValidateName(name); err != nil {
 		return nil, err
 	}
-	if s.Incus == nil {
+	if s.Ports == nil || s.Clusters == nil {
 		return nil, apperr.NotConfigured(apperr.Incus)
 	}
 	e := &Effect{Member: name, Action: Restore}
 	err := s.Store.Audited(ctx, name, func(ctx context.Context) error {
-		r, err := s.request(ctx, Restore, name, "")
+		cl, in, record, err := s.locate(ctx, cluster, name)
 		if err != nil {
 			return err
 		}
-		if r.Instances, err = s.Incus.AllInstances(ctx); err != nil {
+		r, err := s.request(ctx, cl, in, Restore, name, "")
+		if err != nil {
+			return err
+		}
+		if r.Instances, err = in.AllInstances(ctx); err != nil {
 			return err
 		}
 		v := Decide(r)
 		if !plan.Active(ctx) && v.Refused() {
 			return v.Refusals[0] // the checks are not run for a restore refused already
 		}
-		record, err := s.Store.Record(ctx, name)
-		if err != nil {
-			return err
-		}
 		if s.Checker != nil {
-			if r.Checks, err = s.Checker.Run(ctx, name, record, admission.TriggerRestore); err != nil {
+			if r.Checks, err = s.Checker.RunInCluster(ctx, cl, name, record, admission.TriggerRestore); err != nil {
 				return err
 			}
 			if a := audit.ActionFrom(ctx); a != nil {
@@ -293,7 +307,7 @@ func (s *Service) Restore(ctx context.Context, name string) (*Effect, error) {
 			}
 			v = Decide(r)
 		}
-		return s.carryOut(ctx, e, r, v)
+		return s.carryOut(ctx, cl, in, e, r, v)
 	})
 	if err == nil {
 		s.wake(e)
@@ -301,31 +315,69 @@ func (s *Service) Restore(ctx context.Context, name string) (*Effect, error) {
 	return e, err
 }
 
+// Locate names the cluster of the member called name and returns its ports: its machine
+// record's cluster, or the one given (a member without a record: the one given, else the
+// only cluster; clusters.OfMember), with the record (nil for none).
+func (s *Service) Locate(ctx context.Context, given, name string) (clusters.Cluster, Incus, *machines.Record, error) {
+	if s.Ports == nil || s.Clusters == nil {
+		return clusters.Cluster{}, nil, nil, apperr.NotConfigured(apperr.Incus)
+	}
+	rec, err := s.Store.Record(ctx, name)
+	if err != nil {
+		return clusters.Cluster{}, nil, nil, err
+	}
+	cl, err := clusters.OfMember(s.Clusters.All(), name, rec, given)
+	if err != nil {
+		return clusters.Cluster{}, nil, nil, err
+	}
+	in, err := s.Ports.For(ctx, cl.ID)
+	if err != nil {
+		return clusters.Cluster{}, nil, nil, err
+	}
+	return cl, in, rec, nil
+}
+
+// locate is Locate inside a change: the cluster is a fact of the plan and a detail of the
+// audit event.
+func (s *Service) locate(ctx context.Context, given, name string) (clusters.Cluster, Incus, *machines.Record, error) {
+	cl, in, rec, err := s.Locate(ctx, given, name)
+	if err != nil {
+		return cl, nil, nil, err
+	}
+	if a := audit.ActionFrom(ctx); a != nil {
+		a.Detail("cluster", cl.Name)
+	}
+	if err := plan.Read(ctx, "cluster of "+name, cl.Name+"; "+cl.Fact()); err != nil {
+		return cl, nil, nil, err
+	}
+	return cl, in, rec, nil
+}
+
 // request reads the facts a request is decided on (Decide) that evacuations and restores
 // share: the member list (a member it does not list is refused at once, in a plan too) and
 // the member's running task with Incus's word on it.
-func (s *Service) request(ctx context.Context, action, name, mode string) (Request, error) {
-	members, err := s.Incus.Members(ctx)
+func (s *Service) request(ctx context.Context, cl clusters.Cluster, in Incus, action, name, mode string) (Request, error) {
+	members, err := in.Members(ctx)
 	if err != nil {
 		return Request{}, err
 	}
 	if find(members, name) == nil {
-		return Request{}, notMember(name)
+		return Request{}, apperr.New(apperr.NotFound, "%s is not a member of this Incus cluster (%s): check the name and the cluster (the fleet lists the members with their cluster)", apperr.Quote(name), cl.Name)
 	}
 	r := Request{Action: action, Member: name, Mode: mode, Members: members}
-	if r.Running, err = s.Store.RunningTask(ctx, name); err != nil || r.Running == nil {
+	if r.Running, err = s.Store.RunningTask(ctx, cl.ID, name); err != nil || r.Running == nil {
 		return r, err
 	}
 	// Whether it runs is Incus's to say: the row is unfinished until the follower has
 	// recorded the end, which may come after Incus finished it.
-	r.RunningOp, r.RunningFound, err = s.Incus.MemberOperation(ctx, r.Running.IncusOperation)
+	r.RunningOp, r.RunningFound, err = in.MemberOperation(ctx, r.Running.IncusOperation)
 	return r, err
 }
 
 // carryOut does what the verdict says: a real call stops at its first refusal; a plan
 // lists every refusal and warning, so the administrator sees them all at once. Then the
 // facts the effect shows are read (what the administrator approves) and Incus is asked.
-func (s *Service) carryOut(ctx context.Context, e *Effect, r Request, v Verdict) error {
+func (s *Service) carryOut(ctx context.Context, cl clusters.Cluster, in Incus, e *Effect, r Request, v Verdict) error {
 	*e = v.Effect
 	rec := plan.From(ctx)
 	if rec == nil && v.Refused() {
@@ -349,7 +401,7 @@ func (s *Service) carryOut(ctx context.Context, e *Effect, r Request, v Verdict)
 			return v.Refusals[0]
 		}
 	}
-	return s.start(ctx, e)
+	return s.start(ctx, cl, in, e)
 }
 
 // wake tells the follower of the task the change just committed: woken before the
@@ -362,15 +414,15 @@ func (s *Service) wake(e *Effect) {
 }
 
 // start asks Incus and records its operation as the task in the change in progress.
-func (s *Service) start(ctx context.Context, e *Effect) error {
-	id, err := s.Incus.ChangeMemberState(ctx, e.Member, e.Action, e.Mode)
+func (s *Service) start(ctx context.Context, cl clusters.Cluster, in Incus, e *Effect) error {
+	id, err := in.ChangeMemberState(ctx, e.Member, e.Action, e.Mode)
 	if err != nil {
 		return err
 	}
 	if plan.Active(ctx) {
 		return nil
 	}
-	t := Task{Machine: e.Member, Action: e.Action, Mode: e.Mode, IncusOperation: id, Instances: e.Instances}
+	t := Task{Cluster: cl.ID, Machine: e.Member, Action: e.Action, Mode: e.Mode, IncusOperation: id, Instances: e.Instances}
 	if a := audit.ActionFrom(ctx); a != nil {
 		t.StartedBy, t.RequestID = a.Actor, a.RequestID
 		a.Detail("incusOperation", id)
@@ -466,11 +518,14 @@ func ParseEventID(field, v string) (int64, error) {
 // process did not record (package changes), from the member's status in Incus (Happened),
 // and records the task Incus carried out, finished.
 func (s *Service) JudgeStep(ctx context.Context, st changes.Step, action string) (changes.Verdict, error) {
-	if s.Incus == nil {
-		return changes.Verdict{}, apperr.NotConfigured(apperr.Incus)
-	}
 	name := st.Machine
-	members, err := s.Incus.Members(ctx)
+	// The cluster the call named (its input), or the one its change recorded (a rolling
+	// reboot's stage: the detail).
+	cl, in, _, err := s.Locate(ctx, st.Text("cluster"), name)
+	if err != nil {
+		return changes.Verdict{}, err
+	}
+	members, err := in.Members(ctx)
 	if err != nil {
 		return changes.Verdict{}, err
 	}
@@ -480,7 +535,7 @@ func (s *Service) JudgeStep(ctx context.Context, st changes.Step, action string)
 		return v, nil
 	}
 	mode, _ := st.Input()["mode"].(string)
-	t := Task{Machine: name, Action: action, Mode: strings.ToLower(strings.ReplaceAll(mode, "_", "-")),
+	t := Task{Cluster: cl.ID, Machine: name, Action: action, Mode: strings.ToLower(strings.ReplaceAll(mode, "_", "-")),
 		IncusOperation: "not recorded", StartedBy: st.Actor, RequestID: st.RequestID}
 	msg := fmt.Sprintf("%s of %s found done after a restart: Incus lists it %s", action, name, m.Status)
 	if _, err := s.Store.RecordFinished(ctx, t, KindSucceeded, msg); err != nil {

@@ -203,13 +203,23 @@ type Service struct {
 	Store    Store
 }
 
-// Default is the cluster the placementGuard query and setPlacementGuard are about: the
+// Default is the cluster the deprecated cluster view's placementGuard is about: the
 // environment's (APELORA_INCUS_*), or the only one registered.
 func (s *Service) Default() (clusters.Cluster, error) {
 	if s.Ports == nil || s.Clusters == nil {
 		return clusters.Cluster{}, apperr.NotConfigured(apperr.Incus)
 	}
 	return clusters.OfRecord(s.Clusters.All(), "", nil, "")
+}
+
+// Cluster is the cluster a setPlacementGuard is about (clusters.Resolve, no machine):
+// the one named (NOT_FOUND on field cluster when none is called so), else the only one
+// registered (INVALID_INPUT naming them when there are several).
+func (s *Service) Cluster(given string) (clusters.Cluster, error) {
+	if s.Ports == nil || s.Clusters == nil {
+		return clusters.Cluster{}, apperr.NotConfigured(apperr.Incus)
+	}
+	return clusters.Resolve(s.Clusters.All(), "", nil, given)
 }
 
 func (s *Service) in(ctx context.Context, cluster int64) (Incus, error) {
@@ -254,13 +264,19 @@ func withMarks(ctx context.Context, in Incus, st Status) Status {
 // Set turns the guard on (installs Scriptlet where no scriptlet is, or over an earlier
 // version's guard) or off (removes Apelora's guard, of any version), and returns the state after, read back from Incus. Setting the state it is already in changes
 // nothing in Incus and is still audited. A foreign scriptlet is never touched.
-func (s *Service) Set(ctx context.Context, cluster int64, enabled bool) (Status, error) {
-	in, err := s.in(ctx, cluster)
+func (s *Service) Set(ctx context.Context, cluster clusters.Cluster, enabled bool) (Status, error) {
+	in, err := s.in(ctx, cluster.ID)
 	if err != nil {
 		return Status{}, err
 	}
 	var after Status
 	err = s.Store.Audited(ctx, "", func(ctx context.Context) error {
+		if a := audit.ActionFrom(ctx); a != nil {
+			a.Detail("cluster", cluster.Name)
+		}
+		if err := plan.Read(ctx, "cluster", cluster.Name+"; "+cluster.Fact()); err != nil {
+			return err
+		}
 		cur, etag, err := in.PlacementScriptlet(ctx)
 		if err != nil {
 			return err
@@ -313,7 +329,7 @@ func refusal(enabled bool, found Status) error {
 // JudgeStep says what became of a setPlacementGuard whose outcome its process did not
 // record (package changes): Incus's scriptlet now, against the state asked for.
 func (s *Service) JudgeStep(ctx context.Context, st changes.Step) (changes.Verdict, error) {
-	cl, err := s.Default()
+	cl, err := s.Cluster(st.Text("cluster"))
 	if err != nil {
 		return changes.Verdict{}, err
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/fencing"
 	"github.com/apelora/fabric/domain/maintenance"
 	"github.com/apelora/fabric/internal/apperr"
@@ -26,15 +28,22 @@ type Power interface {
 	PowerOn(ctx context.Context, systemID string) (sent bool, err error)
 }
 
-// Maintenance evacuates and restores (maintenance.Service).
+// Maintenance evacuates and restores (maintenance.Service), in the cluster named.
 type Maintenance interface {
-	Evacuate(ctx context.Context, name, mode string) (*maintenance.Effect, error)
-	Restore(ctx context.Context, name string) (*maintenance.Effect, error)
+	Evacuate(ctx context.Context, cluster, name, mode string) (*maintenance.Effect, error)
+	Restore(ctx context.Context, cluster, name string) (*maintenance.Effect, error)
 }
 
-// MaintenanceTasks reads the evacuations and restores maintenance recorded.
+// MaintenanceTasks reads the evacuations and restores maintenance recorded of a
+// cluster's member, newest first.
 type MaintenanceTasks interface {
-	Tasks(ctx context.Context, machine string, limit int) ([]maintenance.Task, error)
+	ClusterTasks(ctx context.Context, cluster int64, member string, limit int) ([]maintenance.Task, error)
+}
+
+// ClusterLookup finds a cluster's record by id (clusters.Registry): its name, for the
+// calls and events of its task.
+type ClusterLookup interface {
+	Lookup(ctx context.Context, id int64) (clusters.Cluster, error)
 }
 
 // Auditor writes an audit event on its own, for a stage that failed outside a change.
@@ -47,19 +56,24 @@ type Leadership interface {
 	TryLead(ctx context.Context) (leader.Lease, error)
 }
 
-// Observer is told, each round, of the task driven (nil when none is running), for the
-// metric of how long the member has been in its stage.
+// Observer is told, each round, of the running task whose member has been in its stage
+// longest, across clusters (nil when none is running), for the metric of how long.
 type Observer interface {
 	RollingStage(t *Task)
 }
 
-// Driver carries out the running task's decisions (Decide), one per round, from its row:
-// it reads the snapshot Decide asks for, does what it says, and records it. Every stage is
-// safe to take again (Decide looks at Incus, MAAS and the recorded maintenance tasks
-// first), so a driver that died mid-stage, or a new leader, simply carries on.
+// Driver carries out the running tasks' decisions (Decide), one per task per round, from
+// their rows: it reads the snapshot Decide asks for, does what it says, and records it.
+// Every stage is safe to take again (Decide looks at Incus, MAAS and the recorded
+// maintenance tasks first), so a driver that died mid-stage, or a new leader, simply
+// carries on. Each cluster has at most one running task; a round takes every cluster's
+// decision at the same time, each through its own cluster's ports, so clusters go on
+// independently (one that does not answer holds back only its own task).
 type Driver struct {
-	Store       Store
-	Incus       Incus
+	Store Store
+	// Ports finds a cluster's Incus ports (the connection pool); Clusters its record.
+	Ports       clusters.Ports[Incus]
+	Clusters    ClusterLookup
 	Power       Power
 	Maintenance Maintenance
 	Tasks       MaintenanceTasks
@@ -76,8 +90,10 @@ type Driver struct {
 	// Now is the process's clock, for the settle period (nil: time.Now).
 	Now func() time.Time
 
-	// answering is the last decision's memory of the member answering (Decision.Answering).
-	answering Answering
+	// answering is each task's last decision's memory of the member answering
+	// (Decision.Answering), by task id.
+	mu        sync.Mutex
+	answering map[int64]Answering
 }
 
 // Run drives while this process leads, and stands by otherwise, until ctx ends.
@@ -119,35 +135,111 @@ func stillLeading(ctx context.Context) error {
 	return nil
 }
 
-// Round takes one decision on the running task and carries it out. An error is one of
-// reading or recording (the database, Incus's member list): the next round tries again.
+// Round takes one decision on each running task (one per cluster) and carries it out,
+// the clusters at the same time. An error is one of reading or recording (the database, a
+// cluster's member list): the next round tries again; the first is returned, each logged.
 func (d *Driver) Round(ctx context.Context) error {
-	t, err := d.Store.Active(ctx)
+	ts, err := d.Store.Unfinished(ctx)
 	if err != nil {
 		return err
 	}
-	if d.Observer != nil {
-		if t != nil && t.State == StateRunning {
-			d.Observer.RollingStage(t)
-		} else {
-			d.Observer.RollingStage(nil)
+	var running []*Task
+	var longest *Task
+	for i := range ts {
+		if t := &ts[i]; t.State == StateRunning {
+			running = append(running, t)
+			if longest == nil || t.StageFor > longest.StageFor {
+				longest = t
+			}
 		}
 	}
-	if t == nil || t.State != StateRunning {
-		return nil
+	if d.Observer != nil {
+		d.Observer.RollingStage(longest)
 	}
-	s := Snapshot{Task: t, Now: d.now(), Limits: d.Limits, Answering: d.answering}
-	if t.Current() != "" {
-		if s.Members, err = d.Incus.Members(ctx); err != nil {
+	d.forget(running)
+	if len(running) == 1 {
+		return d.roundOf(ctx, running[0]) // in this goroutine: nothing to wait for
+	}
+	errs := make([]error, len(running))
+	var wg sync.WaitGroup
+	for i, t := range running {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = d.roundOf(ctx, t); errs[i] != nil && ctx.Err() == nil {
+				d.Log.Warn("rolling reboot round", "rolling_reboot", t.ID, "cluster", t.Cluster, "error", errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
-	dec, err := d.decide(ctx, &s)
+	return nil
+}
+
+// roundOf takes one decision on the running task t, in its cluster.
+func (d *Driver) roundOf(ctx context.Context, t *Task) error {
+	in, err := d.Ports.For(ctx, t.Cluster)
 	if err != nil {
 		return err
 	}
-	d.answering = dec.Answering
-	return d.carryOut(ctx, s, dec)
+	cl, err := d.Clusters.Lookup(ctx, t.Cluster)
+	if err != nil {
+		return err
+	}
+	s := Snapshot{Task: t, Now: d.now(), Limits: d.Limits, Answering: d.memory(t.ID)}
+	if t.Current() != "" {
+		if s.Members, err = in.Members(ctx); err != nil {
+			return err
+		}
+	}
+	run := taskRun{Driver: d, in: in, cluster: cl}
+	dec, err := run.decide(ctx, &s)
+	if err != nil {
+		return err
+	}
+	d.remember(t.ID, dec.Answering)
+	return run.carryOut(ctx, s, dec)
+}
+
+func (d *Driver) memory(id int64) Answering {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.answering[id]
+}
+
+func (d *Driver) remember(id int64, a Answering) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.answering == nil {
+		d.answering = map[int64]Answering{}
+	}
+	d.answering[id] = a
+}
+
+// forget drops the memory of tasks no longer running.
+func (d *Driver) forget(running []*Task) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id := range d.answering {
+		keep := false
+		for _, t := range running {
+			keep = keep || t.ID == id
+		}
+		if !keep {
+			delete(d.answering, id)
+		}
+	}
+}
+
+// taskRun is one task's round: the driver with its cluster's ports and record.
+type taskRun struct {
+	*Driver
+	in      Incus
+	cluster clusters.Cluster
 }
 
 func (d *Driver) now() time.Time {
@@ -158,7 +250,7 @@ func (d *Driver) now() time.Time {
 }
 
 // decide asks Decide until it decides, reading each fact it asks for into the snapshot.
-func (d *Driver) decide(ctx context.Context, s *Snapshot) (Decision, error) {
+func (d taskRun) decide(ctx context.Context, s *Snapshot) (Decision, error) {
 	for {
 		dec := Decide(*s)
 		if dec.Action != ActRead {
@@ -175,10 +267,10 @@ func (d *Driver) decide(ctx context.Context, s *Snapshot) (Decision, error) {
 }
 
 // read reads one fact Decide asked for.
-func (d *Driver) read(ctx context.Context, s *Snapshot, dec Decision) error {
+func (d taskRun) read(ctx context.Context, s *Snapshot, dec Decision) error {
 	switch dec.Read {
 	case ReadTasks:
-		ts, err := d.Tasks.Tasks(ctx, dec.Member, 1)
+		ts, err := d.Tasks.ClusterTasks(ctx, d.cluster.ID, dec.Member, 1)
 		if err != nil {
 			return err
 		}
@@ -186,7 +278,7 @@ func (d *Driver) read(ctx context.Context, s *Snapshot, dec Decision) error {
 			s.Latest = &ts[0]
 		}
 	case ReadMapping:
-		all, err := d.Store.Mappings(ctx)
+		all, err := d.Store.Mappings(ctx, d.cluster.ID)
 		if err != nil {
 			return err
 		}
@@ -196,7 +288,7 @@ func (d *Driver) read(ctx context.Context, s *Snapshot, dec Decision) error {
 	case ReadPower:
 		s.PowerState, s.PowerErr = d.Power.QueryPowerState(ctx, dec.Mapping.SystemID)
 	case ReadAnswers:
-		s.Answers = d.Incus.MemberAnswers(ctx, dec.Member)
+		s.Answers = d.in.MemberAnswers(ctx, dec.Member)
 	default:
 		return fmt.Errorf("rolling reboot %d: the decision asked for an unknown read %d", s.Task.ID, dec.Read)
 	}
@@ -204,7 +296,7 @@ func (d *Driver) read(ctx context.Context, s *Snapshot, dec Decision) error {
 }
 
 // carryOut does what the decision says.
-func (d *Driver) carryOut(ctx context.Context, s Snapshot, dec Decision) error {
+func (d taskRun) carryOut(ctx context.Context, s Snapshot, dec Decision) error {
 	t := s.Task
 	switch dec.Action {
 	case ActNone:
@@ -240,14 +332,14 @@ func (d *Driver) carryOut(ctx context.Context, s Snapshot, dec Decision) error {
 // call makes the decision's call, one audited change: an evacuation or a restore through
 // package maintenance, or a power stage (the UUID check first) whose outcome moves the
 // task to its next stage in the same transaction.
-func (d *Driver) call(ctx context.Context, t *Task, dec Decision) error {
+func (d taskRun) call(ctx context.Context, t *Task, dec Decision) error {
 	return d.act(ctx, t, dec, func(ctx context.Context) error {
 		switch dec.Action {
 		case ActEvacuate:
-			_, err := d.Maintenance.Evacuate(ctx, dec.Member, "")
+			_, err := d.Maintenance.Evacuate(ctx, d.cluster.Name, dec.Member, "")
 			return err
 		case ActRestore:
-			_, err := d.Maintenance.Restore(ctx, dec.Member)
+			_, err := d.Maintenance.Restore(ctx, d.cluster.Name, dec.Member)
 			return err
 		case ActPowerOff, ActConfirmOff, ActPowerOn, ActConfirmOnline:
 		default:
@@ -255,6 +347,7 @@ func (d *Driver) call(ctx context.Context, t *Task, dec Decision) error {
 		}
 		return d.Store.Audited(ctx, dec.Member, func(ctx context.Context) error {
 			a := audit.ActionFrom(ctx)
+			a.Detail("cluster", d.cluster.Name)
 			for k, v := range dec.Details {
 				a.Detail(k, v)
 			}
@@ -305,7 +398,7 @@ func (d *Driver) verify(ctx context.Context, mp *fencing.Mapping) error {
 
 // act runs one stage under an audit action of its own, so that each stage is exactly one
 // audit event: the change's, or, when the stage failed before one was written, its own.
-func (d *Driver) act(ctx context.Context, t *Task, dec Decision, fn func(ctx context.Context) error) error {
+func (d taskRun) act(ctx context.Context, t *Task, dec Decision, fn func(ctx context.Context) error) error {
 	rid := logging.NewRequestID()
 	a := &audit.Action{Actor: d.Actor, Name: StageAction, Machine: dec.Member, RequestID: rid,
 		Parameters: map[string]any{"rollingReboot": t.ID, "member": dec.Member, "step": string(dec.Stage)}}
@@ -329,7 +422,7 @@ func (d *Driver) act(ctx context.Context, t *Task, dec Decision, fn func(ctx con
 // fail stops the task with the decision's reason, after recording its cause as the
 // stage's audit event when the decision says so; the member stays as it is (evacuated once
 // its evacuation was done).
-func (d *Driver) fail(ctx context.Context, t *Task, dec Decision) error {
+func (d taskRun) fail(ctx context.Context, t *Task, dec Decision) error {
 	if dec.Record {
 		_ = d.act(ctx, t, dec, func(context.Context) error { return dec.Cause })
 	}

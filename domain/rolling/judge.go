@@ -3,6 +3,7 @@ package rolling
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/changes"
@@ -36,7 +37,11 @@ func (j StageJudge) Judge(ctx context.Context, st changes.Step) (changes.Verdict
 		if j.PowerState == nil {
 			return changes.Verdict{}, apperr.NotConfigured(apperr.MAAS)
 		}
-		mappings, err := j.Store.Mappings(ctx)
+		cluster, err := j.cluster(ctx, st)
+		if err != nil {
+			return changes.Verdict{}, err
+		}
+		mappings, err := j.Store.Mappings(ctx, cluster)
 		if err != nil {
 			return changes.Verdict{}, err
 		}
@@ -51,6 +56,29 @@ func (j StageJudge) Judge(ctx context.Context, st changes.Step) (changes.Verdict
 		return PowerVerdict(Stage(stage), mp.SystemID, state), nil
 	}
 	return changes.Verdict{Outcome: audit.Failed, Found: fmt.Sprintf("a rolling reboot stage %q sends nothing to Incus or MAAS: nothing to read", stage)}, nil
+}
+
+// cluster is the cluster of the stage's rolling reboot (its parameter rollingReboot).
+func (j StageJudge) cluster(ctx context.Context, st changes.Step) (int64, error) {
+	var id int64
+	switch v := st.Parameters["rollingReboot"].(type) {
+	case float64:
+		id = int64(v)
+	case int64:
+		id = v
+	case int:
+		id = int64(v)
+	case string:
+		id, _ = strconv.ParseInt(v, 10, 64)
+	}
+	t, err := j.Store.Task(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if t == nil {
+		return 0, apperr.New(apperr.NotFound, "the stage names rolling reboot %v, which is not recorded", st.Parameters["rollingReboot"])
+	}
+	return t.Cluster, nil
 }
 
 // PowerVerdict is the rule for a power stage whose outcome was not recorded: it happened

@@ -14,7 +14,9 @@ import (
 
 	"github.com/apelora/fabric/domain/audit"
 	"github.com/apelora/fabric/domain/changes"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/maintenance"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/domain/quorum"
@@ -156,7 +158,7 @@ func newWorld(t *testing.T, seed uint64, counts map[string]int) *world {
 }
 
 func (w *world) newDriver() *Driver {
-	return &Driver{Store: w, Incus: w, Power: w, Maintenance: w, Tasks: w, Auditor: w, Actor: "apelora-worker sim",
+	return &Driver{Store: w, Ports: simPorts(w), Clusters: simClusters{}, Power: w, Maintenance: w, Tasks: w, Auditor: w, Actor: "apelora-worker sim",
 		Limits: w.limits, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return w.now }}
 }
 
@@ -238,7 +240,29 @@ func (w *world) snapshotRow() *Task {
 	return &t
 }
 
-func (w *world) Active(context.Context) (*Task, error) {
+// simCluster is the world's one cluster.
+var simCluster = clusters.Cluster{ID: 1, Name: "sim", FromEnvironment: true, Adopted: true}
+
+type simClusters struct{}
+
+func (simClusters) Lookup(context.Context, int64) (clusters.Cluster, error) { return simCluster, nil }
+func (simClusters) All() []clusters.Cluster                                 { return []clusters.Cluster{simCluster} }
+
+func simPorts(w *world) clusters.Ports[Incus] {
+	return clusters.PortsFunc[Incus](func(context.Context, int64) (Incus, error) { return w, nil })
+}
+
+func (w *world) Record(context.Context, string) (*machines.Record, error) { return nil, nil }
+
+func (w *world) Unfinished(ctx context.Context) ([]Task, error) {
+	t, _ := w.Active(ctx, simCluster.ID)
+	if t == nil {
+		return nil, nil
+	}
+	return []Task{*t}, nil
+}
+
+func (w *world) Active(context.Context, int64) (*Task, error) {
 	if w.row == nil || !w.row.FinishedAt.IsZero() {
 		return nil, nil
 	}
@@ -252,7 +276,7 @@ func (w *world) Task(_ context.Context, id int64) (*Task, error) {
 	return w.snapshotRow(), nil
 }
 
-func (w *world) Latest(context.Context) (*Task, error) { return w.snapshotRow(), nil }
+func (w *world) Latest(context.Context, int64) (*Task, error) { return w.snapshotRow(), nil }
 
 func (w *world) Insert(_ context.Context, t Task) (int64, error) {
 	t.ID, t.StartedAt, t.StageSince = 1, w.now, w.now
@@ -308,7 +332,7 @@ func (w *world) Advance(ctx context.Context, id int64, position int, stage Stage
 	return ok, nil
 }
 
-func (w *world) Mappings(context.Context) (map[string]fencing.Mapping, error) {
+func (w *world) Mappings(context.Context, int64) (map[string]fencing.Mapping, error) {
 	out := map[string]fencing.Mapping{}
 	for k, v := range w.mappings {
 		out[k] = v
@@ -452,7 +476,7 @@ func (w *world) startOp(ctx context.Context, c *simChange, member, action string
 	w.sent(c)
 }
 
-func (w *world) Evacuate(ctx context.Context, name, mode string) (*maintenance.Effect, error) {
+func (w *world) Evacuate(ctx context.Context, _, name, mode string) (*maintenance.Effect, error) {
 	err := w.Audited(ctx, name, func(ctx context.Context) error {
 		m := w.member(name)
 		switch {
@@ -471,7 +495,7 @@ func (w *world) Evacuate(ctx context.Context, name, mode string) (*maintenance.E
 	return &maintenance.Effect{Member: name, Action: maintenance.Evacuate}, err
 }
 
-func (w *world) Restore(ctx context.Context, name string) (*maintenance.Effect, error) {
+func (w *world) Restore(ctx context.Context, _, name string) (*maintenance.Effect, error) {
 	err := w.Audited(ctx, name, func(ctx context.Context) error {
 		m := w.member(name)
 		switch {
@@ -491,7 +515,7 @@ func (w *world) Restore(ctx context.Context, name string) (*maintenance.Effect, 
 	return &maintenance.Effect{Member: name, Action: maintenance.Restore}, err
 }
 
-func (w *world) Tasks(_ context.Context, machine string, limit int) ([]maintenance.Task, error) {
+func (w *world) ClusterTasks(_ context.Context, _ int64, machine string, limit int) ([]maintenance.Task, error) {
 	var out []maintenance.Task
 	for i := len(w.tasks) - 1; i >= 0 && len(out) < limit; i-- {
 		if w.tasks[i].Machine == machine {
@@ -657,7 +681,7 @@ func (w *world) tick() {
 
 func (w *world) admin(verb Verb) {
 	ctx := audit.WithAction(context.Background(), &audit.Action{Actor: "ada", Name: string(verb) + "RollingReboot"})
-	s := &Service{Incus: w, Store: w}
+	s := &Service{Ports: simPorts(w), Clusters: simClusters{}, Store: w}
 	if _, err := s.move(ctx, "1", verb); err != nil {
 		w.fail("%s: %v", verb, err)
 	}
@@ -754,7 +778,7 @@ func (w *world) run() {
 	r.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	names = names[:1+r.IntN(len(names))]
 	ctx := audit.WithAction(context.Background(), &audit.Action{Actor: "ada", Name: "startRollingReboot"})
-	if _, err := (&Service{Incus: w, Store: w}).Start(ctx, names); err != nil {
+	if _, err := (&Service{Ports: simPorts(w), Clusters: simClusters{}, Store: w}).Start(ctx, "", names); err != nil {
 		if apperr.CodeOf(err) != apperr.FailedPrecondition {
 			w.fail("start: %v", err)
 		}

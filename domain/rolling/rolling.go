@@ -22,7 +22,9 @@ import (
 	"time"
 
 	"github.com/apelora/fabric/domain/audit"
+	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
 	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/domain/quorum"
@@ -66,8 +68,8 @@ var Stages = []Stage{StageEvacuate, StagePowerOff, StageConfirmOff, StagePowerOn
 // Task is a rolling reboot as PostgreSQL keeps it (rolling_operations).
 type Task struct {
 	ID int64
-	// Cluster is the id of the Incus cluster its members are in (domain/clusters); 0 in a
-	// plan. Written by the database for now (migration 0040: the environment's).
+	// Cluster is the id of the Incus cluster its members are in (domain/clusters): each
+	// cluster runs one task at a time (a unique index), clusters independently.
 	Cluster  int64
 	Members  []string
 	Position int // index of the member in progress; len(Members) once done
@@ -111,13 +113,15 @@ type Incus interface {
 type Store interface {
 	Audited(ctx context.Context, machine string, fn func(ctx context.Context) error) error
 	// Active is the cluster's running or paused task, nil for none.
-	Active(ctx context.Context) (*Task, error)
+	Active(ctx context.Context, cluster int64) (*Task, error)
+	// Unfinished lists every running or paused task, one per cluster at most, by id.
+	Unfinished(ctx context.Context) ([]Task, error)
 	// Task reads one by id; nil when there is none.
 	Task(ctx context.Context, id int64) (*Task, error)
-	// Latest is the newest task, nil for none.
-	Latest(ctx context.Context) (*Task, error)
-	// Insert records a new RUNNING task in the change in progress. A second active one is
-	// refused (ALREADY_EXISTS) by the database.
+	// Latest is the newest task of the cluster (0: of any cluster), nil for none.
+	Latest(ctx context.Context, cluster int64) (*Task, error)
+	// Insert records a new RUNNING task in the change in progress. A second active one in
+	// its cluster is refused by the database.
 	Insert(ctx context.Context, t Task) (int64, error)
 	// SetState moves an active task from one state to another (finishing it when the new
 	// state is final); false when it was not in from.
@@ -125,38 +129,61 @@ type Store interface {
 	// Advance moves an unfinished task to position and stage (StageSince restarts); false
 	// when it has finished (cancelled).
 	Advance(ctx context.Context, id int64, position int, stage Stage) (bool, error)
-	// Mappings are the fence mappings: the MAAS machine that powers each member.
-	Mappings(ctx context.Context) (map[string]fencing.Mapping, error)
+	// Mappings are the cluster's fence mappings: the MAAS machine that powers each member.
+	Mappings(ctx context.Context, cluster int64) (map[string]fencing.Mapping, error)
+	// Record reads the machine record of the name, nil for none (its cluster names the
+	// members' cluster).
+	Record(ctx context.Context, name string) (*machines.Record, error)
 }
 
-// Service starts, pauses, resumes and cancels rolling reboots (the API side).
+// Service starts, pauses, resumes and cancels rolling reboots (the API side), each in one
+// cluster.
 type Service struct {
-	Incus Incus
-	Store Store
+	// Ports finds a cluster's Incus ports (the connection pool); Clusters lists the
+	// registered clusters. Either nil: Incus is not configured.
+	Ports    clusters.Ports[Incus]
+	Clusters clusters.Lister
+	Store    Store
 	// Wake tells a driver in this process to look now; nil is fine (it polls).
 	Wake func()
 }
 
-// Start records a rolling reboot of members, in the order given, after checking each
-// against the cluster as it is now (StartRefusals). The worker's leader takes it from there.
-func (s *Service) Start(ctx context.Context, members []string) (*Task, error) {
+// Start records a rolling reboot of members, in the order given, in their cluster
+// (Cluster: the one given, or their records'), after checking each against that cluster
+// as it is now (StartRefusals). The worker's leader takes it from there.
+func (s *Service) Start(ctx context.Context, cluster string, members []string) (*Task, error) {
 	if err := ValidateMembers(members); err != nil {
 		return nil, err
 	}
-	if s.Incus == nil {
+	if s.Ports == nil || s.Clusters == nil {
 		return nil, apperr.NotConfigured(apperr.Incus)
 	}
 	t := &Task{Members: slices.Clone(members), Stage: StageEvacuate, State: StateRunning}
 	err := s.Store.Audited(ctx, "", func(ctx context.Context) error {
-		active, err := s.Store.Active(ctx)
+		cl, err := s.Cluster(ctx, cluster, members)
 		if err != nil {
 			return err
 		}
-		all, err := s.Incus.Members(ctx)
+		t.Cluster = cl.ID
+		if a := audit.ActionFrom(ctx); a != nil {
+			a.Detail("cluster", cl.Name)
+		}
+		if err := plan.Read(ctx, "cluster", cl.Name+"; "+cl.Fact()); err != nil {
+			return err
+		}
+		in, err := s.Ports.For(ctx, cl.ID)
 		if err != nil {
 			return err
 		}
-		mappings, err := s.Store.Mappings(ctx)
+		active, err := s.Store.Active(ctx, cl.ID)
+		if err != nil {
+			return err
+		}
+		all, err := in.Members(ctx)
+		if err != nil {
+			return err
+		}
+		mappings, err := s.Store.Mappings(ctx, cl.ID)
 		if err != nil {
 			return err
 		}
@@ -192,6 +219,7 @@ func (s *Service) Start(ctx context.Context, members []string) (*Task, error) {
 			return err
 		}
 		if id == 0 { // planned: it would start now
+			t.Cluster = cl.ID
 			t.StartedAt = time.Now()
 			t.StageSince = t.StartedAt
 		} else if saved, err := s.Store.Task(ctx, id); err != nil {
@@ -211,6 +239,35 @@ func (s *Service) Start(ctx context.Context, members []string) (*Task, error) {
 		s.Wake()
 	}
 	return t, nil
+}
+
+// Cluster is the one cluster the members named are in (the one rule, clusters.OfMember,
+// for each: its record's cluster, or the one given): members of several clusters are
+// INVALID_INPUT (a rolling reboot is one cluster's), a member whose record names another
+// cluster than the one given FAILED_PRECONDITION.
+func (s *Service) Cluster(ctx context.Context, given string, members []string) (clusters.Cluster, error) {
+	all := s.Clusters.All()
+	var first clusters.Cluster
+	var firstMember string
+	for i, m := range members {
+		rec, err := s.Store.Record(ctx, m)
+		if err != nil {
+			return clusters.Cluster{}, err
+		}
+		cl, err := clusters.OfMember(all, m, rec, given)
+		if err != nil {
+			return clusters.Cluster{}, err
+		}
+		if i == 0 {
+			first, firstMember = cl, m
+			continue
+		}
+		if cl.ID != first.ID {
+			return clusters.Cluster{}, apperr.Invalid("members", "%s is in cluster %s and %s in cluster %s: a rolling reboot is one cluster's members; start one per cluster (clusters run theirs independently)",
+				apperr.Quote(firstMember), first.Name, apperr.Quote(m), cl.Name)
+		}
+	}
+	return first, nil
 }
 
 // Pause stops the task before its next stage; the stage in progress finishes.
@@ -288,10 +345,11 @@ func (s *Service) move(ctx context.Context, idText string, verb Verb) (*Task, er
 	return t, nil
 }
 
-// Status is the task with id, or the latest when id is "".
-func (s *Service) Status(ctx context.Context, id string) (*Task, error) {
+// Status is the task with id, or the latest (of the cluster with id cluster; 0 for any)
+// when id is "".
+func (s *Service) Status(ctx context.Context, id string, cluster int64) (*Task, error) {
 	if id == "" {
-		return s.Store.Latest(ctx)
+		return s.Store.Latest(ctx, cluster)
 	}
 	n, err := ParseID("id", id)
 	if err != nil {

@@ -450,8 +450,12 @@ type ErasePreview struct {
 }
 
 type EvacuateMemberInput struct {
-	Name string          `json:"name"`
-	Mode *EvacuationMode `json:"mode,omitempty"`
+	Name string `json:"name"`
+	// The Incus cluster of the member. Left out: its machine record's cluster (a member without
+	// a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
+	// record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+	Cluster *string         `json:"cluster,omitempty"`
+	Mode    *EvacuationMode `json:"mode,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -1261,6 +1265,10 @@ type RemoveMemberPayload struct {
 
 type RestoreMemberInput struct {
 	Name string `json:"name"`
+	// The Incus cluster of the member. Left out: its machine record's cluster (a member without
+	// a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
+	// record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+	Cluster *string `json:"cluster,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -1324,7 +1332,9 @@ type RevokeJoinTokenPayload struct {
 
 // A rolling reboot: its members in order, the one in progress and its stage.
 type RollingReboot struct {
-	ID      string   `json:"id"`
+	ID string `json:"id"`
+	// The Incus cluster its members are in; null when that cluster has been removed.
+	Cluster *Cluster `json:"cluster,omitempty"`
 	Members []string `json:"members"`
 	// The member in progress; null once every member is done.
 	Current *string `json:"current,omitempty"`
@@ -1465,6 +1475,10 @@ type SetHardwareProfilePayload struct {
 
 type SetPlacementGuardInput struct {
 	Enabled bool `json:"enabled"`
+	// The Incus cluster whose guard it is (each cluster has its own scriptlet). Left out: the
+	// only registered cluster; with several, INVALID_INPUT naming them. A name not registered
+	// is NOT_FOUND.
+	Cluster *string `json:"cluster,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.
@@ -1497,8 +1511,13 @@ type SourceStatus struct {
 }
 
 type StartRollingRebootInput struct {
-	// The members to reboot, in order.
+	// The members to reboot, in order: all of one Incus cluster.
 	Members []string `json:"members"`
+	// The Incus cluster the members are in. Left out: the cluster of their machine records (a
+	// member without a record: the only cluster, or the cluster of APELORA_INCUS_*); members of
+	// several clusters are INVALID_INPUT (one rolling reboot per cluster). A name not
+	// registered is NOT_FOUND.
+	Cluster *string `json:"cluster,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
 	// make the change (a metric counts plans); refused for permission, audited REFUSED.

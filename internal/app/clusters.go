@@ -155,10 +155,11 @@ var _ fleet.Clusters = fleetClusters{}
 
 func (f fleetClusters) Clusters(ctx context.Context) []fleet.Cluster {
 	all := f.ic.registry.All()
+	unassigned, _ := clusters.Unassigned(all)
 	out := make([]fleet.Cluster, len(all))
 	for i := range all {
 		c := &all[i]
-		fc := fleet.Cluster{ID: c.ID, Name: c.Name, Environment: c.FromEnvironment, Record: c}
+		fc := fleet.Cluster{ID: c.ID, Name: c.Name, Environment: unassigned.ID != 0 && c.ID == unassigned.ID, Record: c}
 		switch ports, err := f.ic.pool.For(ctx, c.ID); {
 		case err != nil:
 			fc.Unavailable = err

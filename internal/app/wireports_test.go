@@ -29,7 +29,7 @@ import (
 func TestWirePortsFillsEachUpstreamsPorts(t *testing.T) {
 	incusPortsOf := []string{"machines.Service.Membership", "fleet.Service.Incus", "fleet.One.Incus",
 		"provisioning.Service.Membership", "fencing.Service.Membership",
-		"resolvers.Resolver.Versions", "maintenance.Service.Incus", "rolling.Service.Incus"}
+		"resolvers.Resolver.Versions"}
 	// The services that act in a machine's record's cluster take the pool's ports per
 	// cluster, and the registered clusters.
 	poolPortsOf := map[string]string{
@@ -37,7 +37,9 @@ func TestWirePortsFillsEachUpstreamsPorts(t *testing.T) {
 		"admission.Checker.Ports": "clusters.PortsFunc[github.com/apelora/fabric/domain/admission.Incus]", "admission.Checker.Clusters": "*clusters.Registry",
 		"admission.Service.Members": "clusters.PortsFunc[github.com/apelora/fabric/domain/admission.Members]",
 		"placement.Service.Ports":   "clusters.PortsFunc[github.com/apelora/fabric/domain/placement.Incus]", "placement.Service.Clusters": "*clusters.Registry",
-		"admission.Checker.Guard": "*placement.Service",
+		"admission.Checker.Guard":   "*placement.Service",
+		"maintenance.Service.Ports": "clusters.PortsFunc[github.com/apelora/fabric/domain/maintenance.Incus]", "maintenance.Service.Clusters": "*clusters.Registry",
+		"rolling.Service.Ports": "clusters.PortsFunc[github.com/apelora/fabric/domain/rolling.Incus]", "rolling.Service.Clusters": "*clusters.Registry",
 	}
 	maasPortsOf := []string{"machines.Service.MAAS", "fleet.Service.MAAS", "fleet.One.MAAS", "admission.Checker.MAAS",
 		"admission.Checker.MAASInventory", "provisioning.Service.MAAS", "provisioning.Service.ImageSource",

@@ -50,15 +50,18 @@ type Product struct {
 // every assignment written out, so a reader finds who answers a port by searching for it.
 // An upstream that is not configured (nil) leaves its ports nil: the services say
 // apperr.NotConfigured where they need it. Ports set before (the fleet's reads, through the
-// metrics) are kept. The services that act in whichever cluster a machine's record names
-// (enrolment, admission, the placement guard) take the pool's ports per cluster (pool; nil
-// when Incus is not configured) and the registered clusters.
+// metrics) are kept. The services that act in whichever cluster a machine's record (or the
+// call) names (enrolment, admission, the placement guard, evacuations and restores, rolling
+// reboots) take the pool's ports per cluster (pool; nil when Incus is not configured) and
+// the registered clusters.
 func wirePorts(res *resolvers.Resolver, enrol *enrolment.Service, pool *incus.Pool, registry *clusters.Registry, ic *incus.Ports, mc *maas.Ports) {
 	if pool != nil {
 		enrol.Ports, enrol.Clusters = incus.As[enrolment.Incus](pool), registry
 		res.Admission.Checker.Ports, res.Admission.Checker.Clusters = incus.As[admission.Incus](pool), registry
 		res.Admission.Members = incus.As[admission.Members](pool)
 		res.Placement.Ports, res.Placement.Clusters = incus.As[placement.Incus](pool), registry
+		res.Maintenance.Ports, res.Maintenance.Clusters = incus.As[maintenance.Incus](pool), registry
+		res.Rolling.Ports, res.Rolling.Clusters = incus.As[rolling.Incus](pool), registry
 		// The guard's state comes from the placement service, not a port of its own.
 		res.Admission.Checker.Guard = res.Placement
 	}
@@ -70,8 +73,6 @@ func wirePorts(res *resolvers.Resolver, enrol *enrolment.Service, pool *incus.Po
 		res.View.One.Incus = ic
 		res.Provisioning.Membership = ic
 		res.Fencing.Membership = ic
-		res.Maintenance.Incus = ic
-		res.Rolling.Incus = ic
 		res.Versions = ic
 	}
 	if mc != nil {
@@ -259,14 +260,17 @@ func Build(ctx context.Context, cfg Config, store *postgres.Store, log *slog.Log
 	if events != nil && cfg.DriftInterval > 0 {
 		startDrift(ctx, cfg, store, events, res.Admission.Checker, log)
 	}
-	if incusSide != nil {
-		go markCarriedOver(ctx, res.Admission, store, log)
-		// Every replica follows the evacuations and restores recorded in the database, so
-		// one started before a restart (here or elsewhere) is reported again.
+	if pool != nil {
+		// Every replica follows the evacuations and restores recorded in the database (each
+		// through its task's cluster), so one started before a restart (here or elsewhere)
+		// is reported again.
 		res.Maintenance.Checker = res.Admission.Checker
-		follower := maintenance.NewFollower(res.Maintenance.Incus, store.Maintenance(), log, maintenanceTaskPoll)
+		follower := maintenance.NewFollower(res.Maintenance.Ports, store.Maintenance(), log, maintenanceTaskPoll)
 		res.Maintenance.Wake = follower.Wake
 		go follower.Run(ctx)
+	}
+	if incusSide != nil {
+		go markCarriedOver(ctx, res.Admission, store, log)
 		// Steps sent to Incus or MAAS whose outcome was never recorded (a process that
 		// stopped, a database that failed over) are found and recorded.
 		startReconciler(ctx, cfg, store, res, log)

@@ -204,7 +204,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, store *postgres.Store, log
 	// step is an audit event, sealed with the audit key: a worker without it drives none
 	// (a worker with the key takes the rolling lease), so no step happens unrecorded.
 	if store.SealsAudit() {
-		go newRollingDriver(cfg, store, ics, ic2, client, threshold, log).Run(ctx)
+		go newRollingDriver(cfg, store, ics, client, threshold, log).Run(ctx)
 	} else {
 		log.Error("this worker holds no audit key, so it drives no rolling reboot (each step is a sealed audit event): give it the servers' key file (APELORA_AUDIT_KEY_FILE); it fences as before")
 	}
@@ -273,17 +273,18 @@ func checkOfflineThreshold(ctx context.Context, cfg WorkerConfig, cluster fencin
 	return threshold, nil
 }
 
-// newRollingDriver builds the rolling reboot driver on the worker's clients: evacuate and
-// restore through package maintenance (restore's admission checks included), the power
-// cycle through the worker's MAAS client.
-func newRollingDriver(cfg WorkerConfig, store *postgres.Store, ics *incusClusters, ic *incus.Client, mc *maas.Client, offlineThreshold time.Duration, log *slog.Logger) *rolling.Driver {
-	incusSide, maasSide := incus.NewPorts(ic), maas.NewPorts(mc)
+// newRollingDriver builds the rolling reboot driver on the worker's clients: every
+// cluster's through the pool (each task in its own cluster), evacuate and restore through
+// package maintenance (restore's admission checks included), the power cycle through the
+// worker's MAAS client.
+func newRollingDriver(cfg WorkerConfig, store *postgres.Store, ics *incusClusters, mc *maas.Client, offlineThreshold time.Duration, log *slog.Logger) *rolling.Driver {
+	maasSide := maas.NewPorts(mc)
 	// Restore's admission checks compare each member with its record's cluster.
 	checker := &admission.Checker{Publish: cfg.Metrics.Admissions(store.AdmissionPublisher()), Profiles: store.HardwareProfiles(),
 		Ports: incus.As[admission.Incus](ics.pool), Clusters: ics.registry, MAAS: maasSide, MAASInventory: maasSide}
-	mnt := &maintenance.Service{Store: store.Maintenance(), Checker: checker, Incus: incusSide}
+	mnt := &maintenance.Service{Store: store.Maintenance(), Checker: checker, Ports: incus.As[maintenance.Incus](ics.pool), Clusters: ics.registry}
 	d := &rolling.Driver{
-		Store: store.Rolling(), Incus: incusSide, Power: maas.NewFencePorts(mc), Maintenance: mnt, Tasks: store.Maintenance(),
+		Store: store.Rolling(), Ports: incus.As[rolling.Incus](ics.pool), Clusters: ics.registry, Power: maas.NewFencePorts(mc), Maintenance: mnt, Tasks: store.Maintenance(),
 		Auditor: store, Leadership: store.RollingLeadership("apelora-worker rolling "+cfg.Name, cfg.leaderLease()), Lease: cfg.leaderLease(),
 		Actor: "apelora-worker " + cfg.Name, Poll: rollingPoll, Log: log,
 		Limits: rolling.Limits{OnlineTimeout: cfg.RollingOnlineTimeout,

@@ -2,8 +2,9 @@
 // listed with its member; a second real lab registered through the dialog, whose plan
 // shows the fingerprint it pins and the members with their roles; a cluster that does not
 // trust Apelora refused in the plan with the command to run; the second removed again;
-// the first not removable while a machine record names it; with two, the approve dialog's
-// cluster chooser offers both and the plan names the one chosen. axe in both themes.
+// the first not removable while a machine record names it; each cluster's placement guard
+// switch on its row acts in that cluster alone; with two, the approve dialog's cluster
+// chooser offers both and the plan names the one chosen. axe in both themes.
 import { axe, clean, closedAfterConfirm, confirmPlanned, dialog, expect, launch, layoutHolds, log, newPage, noStoredCredential, shot, signIn } from './lib.mjs';
 
 const { BASE, ADMIN_TOKEN, SHOTS, RACK2_URL, RACK2_CERT, RACK2_FINGERPRINT, RACK3_URL, RACK3_CERT } = process.env;
@@ -18,7 +19,7 @@ try {
   const def = page.locator('tr[data-cluster="default"]');
   await def.locator('[data-member="m1"]').waitFor({ timeout: 30000 });
   const defText = await def.innerText();
-  expect(defText.includes('from APELORA_INCUS_*') && defText.includes('answers') && defText.includes('OFF'), 'default: ' + defText);
+  expect(defText.includes('from APELORA_INCUS_*') && defText.includes('answers') && (await def.locator('[data-guard="OFF"]').count()) === 1, 'default: ' + defText);
   // No apelora-worker runs here: fencing is paused in the cluster, and the page says why.
   const fencing = await def.locator('[data-fencing]').innerText();
   expect((await def.locator('[data-fencing]').getAttribute('data-fencing')) === 'paused' && fencing.includes('NO_FENCE_WORKER'), 'default fencing: ' + fencing);
@@ -44,6 +45,24 @@ try {
   expect((await page.locator('.banner.tone-positive').innerText()).includes('Cluster rack2 registered'), 'the notice says rack2 was registered');
   await shot(page, SHOTS, '02-clusters');
   await layoutHolds(page, 'clusters page with two');
+
+  log('step: each cluster has its own placement guard: rack2\'s switch turns rack2\'s on, default\'s stays off');
+  await rack2.locator('[data-action="placement-guard"]').click();
+  await dialog(page).getByText('PATCH /1.0').waitFor({ timeout: 30000 });
+  await confirmPlanned(page);
+  await rack2.locator('[data-guard="ON"]').waitFor({ timeout: 30000 });
+  expect((await rack2.locator('[data-action="placement-guard"]').getAttribute('aria-checked')) === 'true', 'rack2\'s switch says on');
+  expect((await def.locator('[data-guard="OFF"]').count()) === 1, 'default\'s guard stays off');
+
+  log('step: the rolling reboots page has a part per cluster, each with its own start');
+  await page.goto('/rolling');
+  for (const c of ['default', 'rack2']) {
+    const part = page.locator(`section[data-cluster="${c}"]`);
+    await part.getByText('No rolling reboot yet.').waitFor({ timeout: 30000 });
+    expect((await part.getByRole('button', { name: 'Start a rolling reboot' }).count()) === 1, `a start button for ${c}`);
+  }
+  await axe(page, 'rolling reboots page with two clusters');
+  await page.goto('/clusters');
 
   log('step: with two clusters, approve offers them, starting on the machine\'s cluster; the plan names the one chosen');
   await page.goto('/machines/node-7');

@@ -1,15 +1,16 @@
-// Turn the placement guard on or off (setPlacementGuard).
+// Turn the placement guard on or off (setPlacementGuard) in one cluster: the one named, or,
+// left out, the only one.
 import { useMutation } from 'urql';
 import { SetPlacementGuardMutation } from '../api/placement';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 
-export function PlacementGuardDialog({ on, onClose, onDone }: { on: boolean; onClose(): void; onDone(): void }) {
+export function PlacementGuardDialog({ on, cluster, onClose, onDone }: { on: boolean; cluster?: string; onClose(): void; onDone(): void }) {
   const [, set] = useMutation(SetPlacementGuardMutation);
   return (
     <ConfirmDialog
       change="setPlacementGuard"
-      title={on ? 'Turn the placement guard on' : 'Turn the placement guard off'}
-      machine="the cluster"
+      title={(on ? 'Turn the placement guard on' : 'Turn the placement guard off') + (cluster ? ` in ${cluster}` : '')}
+      machine={cluster ? `cluster ${cluster}` : 'the cluster'}
       danger={!on}
       confirmLabel={on ? 'Turn on' : 'Turn off'}
       consequence={
@@ -25,8 +26,8 @@ export function PlacementGuardDialog({ on, onClose, onDone }: { on: boolean; onC
           </p>
         )
       }
-      planKey={JSON.stringify({ on })}
-      run={(dryRun, planHash) => set({ input: { enabled: on, dryRun, planHash } })}
+      planKey={JSON.stringify({ on, cluster })}
+      run={(dryRun, planHash) => set({ input: { enabled: on, cluster, dryRun, planHash } })}
       onDone={() => {
         onClose();
         onDone();

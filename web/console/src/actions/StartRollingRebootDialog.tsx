@@ -1,20 +1,25 @@
-// Start a rolling reboot (startRollingReboot), the members in the order chosen.
+// Start a rolling reboot (startRollingReboot) in one cluster, its members in the order
+// chosen.
 import { useState } from 'react';
 import { useMutation } from 'urql';
 import { StartRollingRebootMutation } from '../api/rolling';
 import { useFleet } from '../hooks/fleet';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 
-export function StartRollingRebootDialog({ onClose }: { onClose(): void }) {
+export function StartRollingRebootDialog({ cluster, onClose }: { cluster?: string; onClose(): void }) {
   const [, start] = useMutation(StartRollingRebootMutation);
   const { res: fleet } = useFleet();
-  const members = (fleet.data?.fleet.machines ?? []).filter((r) => r.member).map((r) => r.name);
+  // The cluster's members, by their names in the cluster (a row named m1.rack2 is member
+  // m1 of rack2).
+  const members = (fleet.data?.fleet.machines ?? [])
+    .filter((r) => r.member && (!cluster || r.cluster?.name === cluster))
+    .map((r) => (cluster && r.name.endsWith('.' + cluster) ? r.name.slice(0, -cluster.length - 1) : r.name));
   const [chosen, setChosen] = useState<string[]>([]);
   const toggle = (m: string) => setChosen((c) => (c.includes(m) ? c.filter((x) => x !== m) : [...c, m]));
   return (
     <ConfirmDialog
       change="startRollingReboot"
-      title="Start a rolling reboot"
+      title={cluster ? `Start a rolling reboot in ${cluster}` : 'Start a rolling reboot'}
       machine=""
       confirmLabel="Start the rolling reboot"
       blocked={chosen.length === 0 ? 'Choose the members to reboot first.' : undefined}
@@ -41,8 +46,8 @@ export function StartRollingRebootDialog({ onClose }: { onClose(): void }) {
           </ul>
         </fieldset>
       )}
-      planKey={JSON.stringify(chosen)}
-      run={(dryRun, planHash) => start({ input: { members: chosen, dryRun, planHash } })}
+      planKey={JSON.stringify({ chosen, cluster })}
+      run={(dryRun, planHash) => start({ input: { members: chosen, cluster, dryRun, planHash } })}
       onClose={onClose}
     />
   );

@@ -1,4 +1,5 @@
-// Rolling reboots: the latest one, and starting, pausing, resuming and cancelling one.
+// Rolling reboots: each cluster's latest one, and starting, pausing, resuming and
+// cancelling one.
 // GraphQL Code Generator (codegen.yml) types these documents from schema/*.graphqls into
 // src/gql/.
 import { graphql } from '../gql';
@@ -9,9 +10,11 @@ export const RollingRebootFragment = graphql(`
   }
 `);
 
+// A cluster's latest rolling reboot (each cluster runs one at a time); without a cluster,
+// the latest of any.
 export const RollingRebootQuery = graphql(`
-  query RollingReboot {
-    rollingReboot { ...RollingRebootRow }
+  query RollingReboot($cluster: String) {
+    rollingReboot(cluster: $cluster) { ...RollingRebootRow }
   }
 `);
 

@@ -70,7 +70,7 @@ type Documents = {
     "\n  mutation SetPlacementGuard($input: SetPlacementGuardInput!) {\n    setPlacementGuard(input: $input) { plan { ...PlanFields } placementGuard { state message } }\n  }\n": typeof types.SetPlacementGuardDocument,
     "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    facts { name value }\n    calls { system request target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": typeof types.PlanFieldsFragmentDoc,
     "\n  fragment RollingRebootRow on RollingReboot {\n    id members current done stage stageSince stageSeconds state reason startedBy startedAt finishedAt\n  }\n": typeof types.RollingRebootRowFragmentDoc,
-    "\n  query RollingReboot {\n    rollingReboot { ...RollingRebootRow }\n  }\n": typeof types.RollingRebootDocument,
+    "\n  query RollingReboot($cluster: String) {\n    rollingReboot(cluster: $cluster) { ...RollingRebootRow }\n  }\n": typeof types.RollingRebootDocument,
     "\n  mutation StartRollingReboot($input: StartRollingRebootInput!) {\n    startRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": typeof types.StartRollingRebootDocument,
     "\n  mutation PauseRollingReboot($input: RollingRebootInput!) {\n    pauseRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": typeof types.PauseRollingRebootDocument,
     "\n  mutation ResumeRollingReboot($input: RollingRebootInput!) {\n    resumeRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": typeof types.ResumeRollingRebootDocument,
@@ -133,7 +133,7 @@ const documents: Documents = {
     "\n  mutation SetPlacementGuard($input: SetPlacementGuardInput!) {\n    setPlacementGuard(input: $input) { plan { ...PlanFields } placementGuard { state message } }\n  }\n": types.SetPlacementGuardDocument,
     "\n  fragment PlanFields on Plan {\n    refused\n    planHash\n    facts { name value }\n    calls { system request target changes { field before after } }\n    refusals { code message field }\n    warnings { code message }\n  }\n": types.PlanFieldsFragmentDoc,
     "\n  fragment RollingRebootRow on RollingReboot {\n    id members current done stage stageSince stageSeconds state reason startedBy startedAt finishedAt\n  }\n": types.RollingRebootRowFragmentDoc,
-    "\n  query RollingReboot {\n    rollingReboot { ...RollingRebootRow }\n  }\n": types.RollingRebootDocument,
+    "\n  query RollingReboot($cluster: String) {\n    rollingReboot(cluster: $cluster) { ...RollingRebootRow }\n  }\n": types.RollingRebootDocument,
     "\n  mutation StartRollingReboot($input: StartRollingRebootInput!) {\n    startRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": types.StartRollingRebootDocument,
     "\n  mutation PauseRollingReboot($input: RollingRebootInput!) {\n    pauseRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": types.PauseRollingRebootDocument,
     "\n  mutation ResumeRollingReboot($input: RollingRebootInput!) {\n    resumeRollingReboot(input: $input) { plan { ...PlanFields } rollingReboot { ...RollingRebootRow } }\n  }\n": types.ResumeRollingRebootDocument,
@@ -381,7 +381,7 @@ export function graphql(source: "\n  fragment RollingRebootRow on RollingReboot 
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "\n  query RollingReboot {\n    rollingReboot { ...RollingRebootRow }\n  }\n"): (typeof documents)["\n  query RollingReboot {\n    rollingReboot { ...RollingRebootRow }\n  }\n"];
+export function graphql(source: "\n  query RollingReboot($cluster: String) {\n    rollingReboot(cluster: $cluster) { ...RollingRebootRow }\n  }\n"): (typeof documents)["\n  query RollingReboot($cluster: String) {\n    rollingReboot(cluster: $cluster) { ...RollingRebootRow }\n  }\n"];
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

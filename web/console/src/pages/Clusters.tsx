@@ -12,12 +12,14 @@ import { useViewer } from '../viewer';
 import { useClusters } from '../hooks/clusters';
 import { RegisterClusterDialog } from '../actions/RegisterClusterDialog';
 import { RemoveClusterDialog } from '../actions/RemoveClusterDialog';
+import { PlacementGuardDialog } from '../actions/PlacementGuardDialog';
+import { inConsoleWords } from '../lib/words';
 
 export function ClustersPage() {
   const viewer = useViewer();
   const perm = manageReason(viewer);
   const { res, refresh } = useClusters();
-  const [dialog, setDialog] = useState<{ kind: 'register' } | { kind: 'remove'; name: string } | null>(null);
+  const [dialog, setDialog] = useState<{ kind: 'register' } | { kind: 'remove'; name: string } | { kind: 'guard'; name: string; on: boolean } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const list = res.data?.clusters;
   const clientCertificate = res.data?.incusClientCertificate;
@@ -110,7 +112,25 @@ export function ClustersPage() {
                       <span className="muted">unknown</span>
                     )}
                   </td>
-                  <td data-guard>{c.placementGuard ? c.placementGuard.state : <span className="muted">unknown</span>}</td>
+                  <td data-guard={c.placementGuard?.state ?? 'UNKNOWN'}>
+                    {c.placementGuard ? (
+                      <>
+                        <ReasonButton
+                          reason={manageReason(viewer, c.name) ?? (c.placementGuard.state === 'FOREIGN' ? 'Incus has a placement scriptlet Apelora did not write: Apelora leaves it alone.' : undefined)}
+                          role="switch"
+                          aria-checked={c.placementGuard.state === 'ON'}
+                          aria-label={`Placement guard of ${c.name}`}
+                          onClick={() => setDialog({ kind: 'guard', name: c.name, on: c.placementGuard?.state !== 'ON' })}
+                          data-action="placement-guard"
+                        >
+                          {c.placementGuard.state === 'ON' ? 'On' : c.placementGuard.state === 'OFF' ? 'Off' : 'Foreign scriptlet'}
+                        </ReasonButton>
+                        <span className="sub">{inConsoleWords(c.placementGuard.message)}</span>
+                      </>
+                    ) : (
+                      <span className="muted">unknown</span>
+                    )}
+                  </td>
                   <td data-fencing={c.fencing.acting ? 'acting' : 'paused'}>
                     {c.fencing.acting ? (
                       'acting'
@@ -153,6 +173,7 @@ export function ClustersPage() {
       )}
       {dialog?.kind === 'register' ? <RegisterClusterDialog onClose={() => setDialog(null)} onDone={done} /> : null}
       {dialog?.kind === 'remove' ? <RemoveClusterDialog name={dialog.name} onClose={() => setDialog(null)} onDone={done} /> : null}
+      {dialog?.kind === 'guard' ? <PlacementGuardDialog on={dialog.on} cluster={dialog.name} onClose={() => setDialog(null)} onDone={refresh} /> : null}
     </section>
   );
 }

@@ -14,6 +14,7 @@ import { inConsoleWords } from '../lib/words';
 import { SetFenceMappingDialog } from '../actions/SetFenceMappingDialog';
 import { RemoveFenceMappingDialog } from '../actions/RemoveFenceMappingDialog';
 import { PlacementGuardDialog } from '../actions/PlacementGuardDialog';
+import { useClusterChoices } from '../hooks/clusters';
 
 export function FencingPage() {
   const viewer = useViewer();
@@ -24,6 +25,10 @@ export function FencingPage() {
     { kind: 'set'; member: string; cluster: string | null } | { kind: 'remove'; member: string; cluster: string | null } | { kind: 'guard'; on: boolean } | null
   >(null);
   const [notice, setNotice] = useState<string | null>(null);
+  // The guard shown here is the cluster of APELORA_INCUS_*'s (the Clusters page has each
+  // cluster's): its switch names that cluster, so it is not refused once several are registered.
+  const choices = useClusterChoices();
+  const envCluster = choices.data?.clusters.find((x) => x.fromEnvironment)?.name;
 
   const c = res.data?.cluster;
   const mappings = res.data?.fenceMappings ?? [];
@@ -70,7 +75,7 @@ export function FencingPage() {
                   {c.placementGuard ? (
                     <>
                       <ReasonButton
-                        reason={perm ?? (c.placementGuard.state === 'FOREIGN' ? 'Incus has a placement scriptlet Apelora did not write: Apelora leaves it alone.' : undefined)}
+                        reason={manageReason(viewer, envCluster) ?? (c.placementGuard.state === 'FOREIGN' ? 'Incus has a placement scriptlet Apelora did not write: Apelora leaves it alone.' : undefined)}
                         role="switch"
                         aria-checked={c.placementGuard.state === 'ON'}
                         aria-label="Placement guard"
@@ -163,7 +168,7 @@ export function FencingPage() {
       <p className="hint">Every decision apelora-worker takes, newest first, arriving live.</p>
       <FenceEventTable events={events} />
       {dialog?.kind === 'set' ? <SetFenceMappingDialog member={dialog.member} cluster={dialog.cluster} rows={rows} onClose={() => setDialog(null)} onDone={(n) => { setNotice(n); refresh(); }} /> : null}
-      {dialog?.kind === 'guard' ? <PlacementGuardDialog on={dialog.on} onClose={() => setDialog(null)} onDone={refresh} /> : null}
+      {dialog?.kind === 'guard' ? <PlacementGuardDialog on={dialog.on} cluster={envCluster} onClose={() => setDialog(null)} onDone={refresh} /> : null}
       {dialog?.kind === 'remove' ? <RemoveFenceMappingDialog member={dialog.member} cluster={dialog.cluster} onClose={() => setDialog(null)} onDone={refresh} /> : null}
     </section>
   );

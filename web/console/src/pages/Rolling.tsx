@@ -1,8 +1,11 @@
-// Rolling reboots: the cluster's latest rolling reboot (members in order, the one in
+// Rolling reboots: each cluster's latest rolling reboot (members in order, the one in
 // progress, its stage and for how long), read again on a short interval (progress is read
-// by polling), with start, pause, resume and cancel through the confirm dialog's plan.
+// by polling), with start, pause, resume and cancel through the confirm dialog's plan. Each
+// cluster runs one at a time, clusters independently; with one cluster registered the page
+// shows no cluster names.
 import { useState } from 'react';
 import { useRollingReboot } from '../hooks/rolling';
+import { useClusterChoices } from '../hooks/clusters';
 import { manageReason } from '../lib/actions';
 import { problemsOf } from '../lib/errors';
 import { useViewer } from '../viewer';
@@ -27,9 +30,36 @@ const stageWords: Record<string, string> = {
 };
 
 export function RollingPage() {
+  const choices = useClusterChoices();
+  const clusters = choices.data?.clusters ?? [];
+  const several = clusters.length > 1;
+  return (
+    <section aria-labelledby="rolling-title">
+      <h1 id="rolling-title">Rolling reboots</h1>
+      <p>
+        Members are rebooted one at a time through MAAS: evacuated, powered off and on, waited for, checked and restored. apelora-worker drives it; it
+        stops at the first failure and leaves that member evacuated.{several ? ' Each cluster runs one at a time, independently of the others.' : ''}
+      </p>
+      {!several ? (
+        <ClusterRolling cluster={clusters[0]?.name} />
+      ) : (
+        clusters.map((c) => (
+          <section key={c.name} aria-labelledby={`rolling-${c.name}`} data-cluster={c.name}>
+            <h2 id={`rolling-${c.name}`}>Cluster {c.name}</h2>
+            <ClusterRolling cluster={c.name} named />
+          </section>
+        ))
+      )}
+    </section>
+  );
+}
+
+// ClusterRolling is one cluster's latest rolling reboot and its start (the latest of any
+// when no cluster is known yet).
+function ClusterRolling({ cluster, named }: { cluster?: string; named?: boolean }) {
   const viewer = useViewer();
-  const perm = manageReason(viewer);
-  const { res, refresh } = useRollingReboot();
+  const perm = manageReason(viewer, cluster);
+  const { res, refresh } = useRollingReboot(cluster);
   const [dialog, setDialog] = useState<{ kind: 'start' } | { kind: Verb; reboot: RollingRebootRowFragment } | null>(null);
   const reboot = res.data?.rollingReboot ?? null;
   const active = reboot && (reboot.state === 'RUNNING' || reboot.state === 'PAUSED');
@@ -38,23 +68,22 @@ export function RollingPage() {
     refresh();
   };
   return (
-    <section aria-labelledby="rolling-title">
-      <h1 id="rolling-title">Rolling reboots</h1>
-      <p>
-        Members are rebooted one at a time through MAAS: evacuated, powered off and on, waited for, checked and restored. apelora-worker drives it; it
-        stops at the first failure and leaves that member evacuated.
-      </p>
+    <>
       <Problems problems={problemsOf(res.error)} />
       {res.fetching && !res.data ? <Loading what="the rolling reboot" /> : null}
       {reboot ? <RollingCard reboot={reboot} perm={perm} onAct={(kind) => setDialog({ kind, reboot })} /> : res.data ? <p>No rolling reboot yet.</p> : null}
-      <ReasonButton variant="primary" reason={perm ?? (active ? 'A rolling reboot is already running or paused: one at a time.' : undefined)} onClick={() => setDialog({ kind: 'start' })}>
+      <ReasonButton
+        variant="primary"
+        reason={perm ?? (active ? `A rolling reboot is already running or paused${named ? ` in ${cluster}` : ''}: one at a time per cluster.` : undefined)}
+        onClick={() => setDialog({ kind: 'start' })}
+      >
         Start a rolling reboot
       </ReasonButton>
-      {dialog?.kind === 'start' ? <StartRollingRebootDialog onClose={close} /> : null}
+      {dialog?.kind === 'start' ? <StartRollingRebootDialog cluster={cluster} onClose={close} /> : null}
       {dialog?.kind === 'pause' ? <PauseRollingRebootDialog reboot={dialog.reboot} onClose={close} /> : null}
       {dialog?.kind === 'resume' ? <ResumeRollingRebootDialog reboot={dialog.reboot} onClose={close} /> : null}
       {dialog?.kind === 'cancel' ? <CancelRollingRebootDialog reboot={dialog.reboot} onClose={close} /> : null}
-    </section>
+    </>
   );
 }
 
