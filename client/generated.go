@@ -10458,9 +10458,11 @@ func (v *RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster) GetCertif
 
 // RemoveClusterResponse is returned by RemoveCluster on success.
 type RemoveClusterResponse struct {
-	// Forget a cluster. Refused while any machine record, fence mapping, admission, unfinished
-	// rolling reboot or running evacuation or restore names it (`Cluster.removeRefusal` says
-	// so beforehand); the fence worker's state of it goes with it. The cluster of
+	// Forget a cluster. Refused while any machine record, fence mapping, open admission,
+	// unfinished rolling reboot or running evacuation or restore names it
+	// (`Cluster.removeRefusal` says so beforehand); the fence worker's state of it and its
+	// scoped grants go with it. Its history stays: ended admissions, finished evacuations,
+	// restores and rolling reboots (`RollingReboot.cluster` then null) and fence events. The cluster of
 	// APELORA_INCUS_* is adopted again at the next start while those settings name it. Needs
 	// manage-infrastructure.
 	RemoveCluster RemoveClusterRemoveClusterRemoveClusterPayload `json:"removeCluster"`
