@@ -13262,6 +13262,8 @@ type SetFenceMappingResponse struct {
 	// before the worker reads or powers anything. When the API has MAAS configured, MAAS is
 	// asked first and a system id it does not know, or that reports another UUID, is refused;
 	// otherwise the payload says the mapping was not checked. Replaces an existing mapping.
+	// It acts in the member's cluster and in the cluster of the system id's machine record (the
+	// machine it would power off), so a permission held in some clusters only must hold in both.
 	SetFenceMapping SetFenceMappingSetFenceMappingSetFenceMappingPayload `json:"setFenceMapping"`
 }
 

@@ -5178,8 +5178,10 @@ extend type Mutation {
   before the worker reads or powers anything. When the API has MAAS configured, MAAS is
   asked first and a system id it does not know, or that reports another UUID, is refused;
   otherwise the payload says the mapping was not checked. Replaces an existing mapping.
+  It acts in the member's cluster and in the cluster of the system id's machine record (the
+  machine it would power off), so a permission held in some clusters only must hold in both.
   """
-  setFenceMapping(input: SetFenceMappingInput!): SetFenceMappingPayload! @change(about: "input.member", cluster: "input.cluster", lock: MACHINE)
+  setFenceMapping(input: SetFenceMappingInput!): SetFenceMappingPayload! @change(about: "input.member", cluster: "input.cluster", systemId: "input.maasSystemId", lock: MACHINE)
 
   "Remove a member's fence mapping: it is never powered off until it has a new one."
   removeFenceMapping(input: RemoveFenceMappingInput!): RemoveFenceMappingPayload! @change(about: "input.member", cluster: "input.cluster", lock: MACHINE)

@@ -117,7 +117,9 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 	if err := ValidateMember(in.Member); err != nil {
 		return nil, err
 	}
-	systemID := strings.TrimSpace(in.SystemID)
+	// Taken as given, never trimmed: the gate checked the cluster of the record of exactly
+	// this system id (@change systemId), so the mapping must name the same one.
+	systemID := in.SystemID
 	if err := machines.ValidateSystemID("maasSystemId", systemID); err != nil {
 		return nil, err
 	}
