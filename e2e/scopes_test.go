@@ -266,6 +266,16 @@ func TestScopedFenceMappingNamesTheMachinesCluster(t *testing.T) {
 		for _, dry := range []bool{true, false} {
 			r := e.GQL(scoped, set, map[string]any{"in": map[string]any{"member": "intruder", "cluster": "default", "maasSystemId": sid,
 				"hardwareUuid": "4c4c4544-0042-3510-8052-b7c04f4e0004", "dryRun": dry}})
+			if sid == "dddd04" {
+				// The refusal says why rack2: the machine it would power off is there.
+				says := fmt.Sprint(r.Errors) + fmt.Sprint(r.Data)
+				if dry {
+					says = fmt.Sprint(e.Scalar(`SELECT error FROM audit_events WHERE request_id = $1`, r.Header.Get("X-Request-Id")))
+				}
+				if !strings.Contains(says, "may manage default only; MAAS machine dddd04 is in rack2") {
+					t.Fatalf("the refusal of mapping to rack2's machine (dry run %t) says: %s", dry, says)
+				}
+			}
 			refused := len(r.Errors) > 0 && (r.Code() == "FORBIDDEN" || r.Code() == "INVALID_INPUT")
 			if !refused && dry {
 				p, _ := r.Data["setFenceMapping"].(map[string]any)["plan"].(map[string]any)
