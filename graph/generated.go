@@ -6450,7 +6450,9 @@ type UnregisterMachinePayload {
 extend type Query {
   """
   The maintenance tasks of a member: the evacuations and restores Apelora asked Incus
-  for, newest first (at most 20).
+  for, newest first (at most 20). ` + "`" + `name` + "`" + ` is the fleet row's: a machine's name (its member
+  in the record's cluster only), or ` + "`" + `m1.rack2` + "`" + ` for m1 of rack2 when the fleet names it so (a
+  member name is unique within its cluster only).
   """
   maintenanceTasks(name: String!): [MaintenanceTask!]!
 }

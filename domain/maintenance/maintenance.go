@@ -212,8 +212,10 @@ type Store interface {
 	// recorded (the process that asked stopped), as finished with outcome, with its events,
 	// in the change in progress.
 	RecordFinished(ctx context.Context, t Task, outcome Kind, message string) (int64, error)
-	// Tasks lists the machine's tasks, newest first.
+	// Tasks lists the tasks of members called machine in any cluster, newest first;
+	// ClusterTasks those of the cluster's member.
 	Tasks(ctx context.Context, machine string, limit int) ([]Task, error)
+	ClusterTasks(ctx context.Context, cluster int64, member string, limit int) ([]Task, error)
 	// EventsAfter lists events (of machine, or all for "") after the id, in id order.
 	EventsAfter(ctx context.Context, machine string, after int64, limit int) ([]Event, error)
 }
@@ -485,10 +487,37 @@ func (s *Service) detail(ctx context.Context, e *Effect, m *membership.Member) {
 	}
 }
 
-// History lists the machine's tasks, newest first.
+// History lists the tasks of the fleet row called name, newest first. A member name is
+// unique within its cluster only, so a row is one member of one cluster: a machine
+// record's name is its member in the record's cluster (clusters.OfRecord); "m1.rack2"
+// (the fleet's name for rack2's m1 when another row is called m1, decision D1) is m1 of
+// rack2; a name with neither record nor cluster is the member of that name wherever it
+// is (no other row claims it).
 func (s *Service) History(ctx context.Context, name string, limit int) ([]Task, error) {
+	if member, cluster, ok := strings.Cut(name, "."); ok {
+		c, found := clusters.Cluster{}, false
+		if s.Clusters != nil {
+			i := slices.IndexFunc(s.Clusters.All(), func(c clusters.Cluster) bool { return c.Name == cluster })
+			if found = i >= 0; found {
+				c = s.Clusters.All()[i]
+			}
+		}
+		if !found || machines.ValidateName(member) != nil {
+			return nil, apperr.Invalid("name", "%s names no member: give a machine's name, or a member's as the fleet shows it (m1.rack2: m1 of cluster rack2)", apperr.Quote(name))
+		}
+		return s.Store.ClusterTasks(ctx, c.ID, member, limit)
+	}
 	if err := machines.ValidateName(name); err != nil {
 		return nil, err
+	}
+	rec, err := s.Store.Record(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil && s.Clusters != nil {
+		if c, err := clusters.OfRecord(s.Clusters.All(), name, rec.Cluster, ""); err == nil {
+			return s.Store.ClusterTasks(ctx, c.ID, name, limit)
+		}
 	}
 	return s.Store.Tasks(ctx, name, limit)
 }
