@@ -204,22 +204,19 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 	return res, nil
 }
 
-// RemoveMapping removes a member's fence mapping: the member is never powered off again
-// until it gets a new one. A power-off already requested is still confirmed.
-// cluster names the member's cluster by the one rule: a machine record's (a record
-// naming none: the environment's, clusters.OfRecord), else the given one, else the only
-// one (clusters.Resolve).
+// cluster names the member's cluster by the one rule evacuations, restores and rolling
+// reboots use (clusters.OfMember): a machine record's (a record naming none: the
+// environment's), else the given one, else the only one.
 func (s *Service) cluster(member string, rec *machines.Record, given string) (clusters.Cluster, error) {
 	var all []clusters.Cluster
 	if s.Clusters != nil {
 		all = s.Clusters.All()
 	}
-	if rec == nil {
-		return clusters.Resolve(all, member, nil, given)
-	}
-	return clusters.OfRecord(all, member, rec.Cluster, given)
+	return clusters.OfMember(all, member, rec, given)
 }
 
+// RemoveMapping removes a member's fence mapping: the member is never powered off again
+// until it gets a new one. A power-off already requested is still confirmed.
 func (s *Service) RemoveMapping(ctx context.Context, member, clusterName string) (*Mapping, error) {
 	if err := ValidateMember(member); err != nil {
 		return nil, err
