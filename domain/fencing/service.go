@@ -185,6 +185,9 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 		action.Detail("cluster", cluster.Name)
 	}
 	err = s.Store.Change(ctx, in.Member, func(tx Tx) error {
+		if err := plan.Read(ctx, "cluster", cluster.Name+"; "+cluster.Fact()); err != nil {
+			return err
+		}
 		prev, err := tx.PutMapping(ctx, res.Mapping)
 		if err != nil {
 			return err
@@ -234,6 +237,9 @@ func (s *Service) RemoveMapping(ctx context.Context, member, clusterName string)
 	}
 	var removed *Mapping
 	err = s.Store.Change(ctx, member, func(tx Tx) error {
+		if err := plan.Read(ctx, "cluster", cluster.Name+"; "+cluster.Fact()); err != nil {
+			return err
+		}
 		m, err := tx.DeleteMapping(ctx, cluster.ID, member)
 		if err != nil {
 			return err
