@@ -6463,7 +6463,7 @@ extend type Subscription {
   operation that carries each out: started, each instance stopped, moved or started, then
   the end. With ` + "`" + `after` + "`" + ` (an event id), the events after it are replayed first. Followed by
   every API replica from the database, so a restarted server reports a task in progress
-  again.
+  again. ` + "`" + `name` + "`" + ` is the fleet row's, as in maintenanceTasks (` + "`" + `m1.rack2` + "`" + `: m1 of rack2).
   """
   maintenanceTask(name: String!, after: ID): MaintenanceTaskEvent!
 }

@@ -71,7 +71,7 @@ func (f *fakeStore) Tasks(context.Context, string, int) ([]Task, error)         
 func (f *fakeStore) ClusterTasks(context.Context, int64, string, int) ([]Task, error) {
 	return nil, nil
 }
-func (f *fakeStore) EventsAfter(context.Context, string, int64, int) ([]Event, error) {
+func (f *fakeStore) EventsAfter(context.Context, int64, string, int64, int) ([]Event, error) {
 	return nil, nil
 }
 
