@@ -4587,8 +4587,9 @@ func (v *EvacuateMemberEvacuateMemberEvacuateMemberPayloadTaskMaintenanceTask) _
 type EvacuateMemberInput struct {
 	Name string `json:"name"`
 	// The Incus cluster of the member. Left out: its machine record's cluster (a member without
-	// a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
-	// record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+	// a record: the only cluster, or the cluster of APELORA_INCUS_*). A cluster other than the
+	// record's names that cluster's member of the same name (a member name is unique within its
+	// cluster only; the record is its own cluster's machine). A name not registered is NOT_FOUND.
 	Cluster *string         `json:"cluster"`
 	Mode    *EvacuationMode `json:"mode"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
@@ -11243,8 +11244,9 @@ func (v *RemoveMemberResponse) GetRemoveMember() RemoveMemberRemoveMemberRemoveM
 type RestoreMemberInput struct {
 	Name string `json:"name"`
 	// The Incus cluster of the member. Left out: its machine record's cluster (a member without
-	// a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
-	// record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+	// a record: the only cluster, or the cluster of APELORA_INCUS_*). A cluster other than the
+	// record's names that cluster's member of the same name (a member name is unique within its
+	// cluster only; the record is its own cluster's machine). A name not registered is NOT_FOUND.
 	Cluster *string `json:"cluster"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to

@@ -6486,8 +6486,9 @@ input EvacuateMemberInput {
   name: String!
   """
   The Incus cluster of the member. Left out: its machine record's cluster (a member without
-  a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
-  record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+  a record: the only cluster, or the cluster of APELORA_INCUS_*). A cluster other than the
+  record's names that cluster's member of the same name (a member name is unique within its
+  cluster only; the record is its own cluster's machine). A name not registered is NOT_FOUND.
   """
   cluster: String
   mode: EvacuationMode
@@ -6510,8 +6511,9 @@ input RestoreMemberInput {
   name: String!
   """
   The Incus cluster of the member. Left out: its machine record's cluster (a member without
-  a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
-  record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+  a record: the only cluster, or the cluster of APELORA_INCUS_*). A cluster other than the
+  record's names that cluster's member of the same name (a member name is unique within its
+  cluster only; the record is its own cluster's machine). A name not registered is NOT_FOUND.
   """
   cluster: String
   """

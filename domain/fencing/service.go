@@ -133,7 +133,7 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 			return nil, err
 		}
 	}
-	cluster, err := s.cluster(in.Member, rec, in.Cluster)
+	cluster, rec, err := s.cluster(in.Member, rec, in.Cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -209,8 +209,9 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 
 // cluster names the member's cluster by the one rule evacuations, restores and rolling
 // reboots use (clusters.OfMember): a machine record's (a record naming none: the
-// environment's), else the given one, else the only one.
-func (s *Service) cluster(member string, rec *machines.Record, given string) (clusters.Cluster, error) {
+// environment's), else the given one, else the only one; with the member's record (nil
+// when the cluster given is not its record's: that cluster's member of the same name).
+func (s *Service) cluster(member string, rec *machines.Record, given string) (clusters.Cluster, *machines.Record, error) {
 	var all []clusters.Cluster
 	if s.Clusters != nil {
 		all = s.Clusters.All()
@@ -231,7 +232,7 @@ func (s *Service) RemoveMapping(ctx context.Context, member, clusterName string)
 			return nil, err
 		}
 	}
-	cluster, err := s.cluster(member, rec, clusterName)
+	cluster, _, err := s.cluster(member, rec, clusterName)
 	if err != nil {
 		return nil, err
 	}

@@ -331,7 +331,7 @@ func (s *Service) Locate(ctx context.Context, given, name string) (clusters.Clus
 	if err != nil {
 		return clusters.Cluster{}, nil, nil, err
 	}
-	cl, err := clusters.OfMember(s.Clusters.All(), name, rec, given)
+	cl, rec, err := clusters.OfMember(s.Clusters.All(), name, rec, given)
 	if err != nil {
 		return clusters.Cluster{}, nil, nil, err
 	}

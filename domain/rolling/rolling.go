@@ -242,9 +242,8 @@ func (s *Service) Start(ctx context.Context, cluster string, members []string) (
 }
 
 // Cluster is the one cluster the members named are in (the one rule, clusters.OfMember,
-// for each: its record's cluster, or the one given): members of several clusters are
-// INVALID_INPUT (a rolling reboot is one cluster's), a member whose record names another
-// cluster than the one given FAILED_PRECONDITION.
+// for each: its record's cluster, or the one given, whose member of that name it then is):
+// members of several clusters are INVALID_INPUT (a rolling reboot is one cluster's).
 func (s *Service) Cluster(ctx context.Context, given string, members []string) (clusters.Cluster, error) {
 	all := s.Clusters.All()
 	var first clusters.Cluster
@@ -254,7 +253,7 @@ func (s *Service) Cluster(ctx context.Context, given string, members []string) (
 		if err != nil {
 			return clusters.Cluster{}, err
 		}
-		cl, err := clusters.OfMember(all, m, rec, given)
+		cl, _, err := clusters.OfMember(all, m, rec, given)
 		if err != nil {
 			return clusters.Cluster{}, err
 		}

@@ -452,8 +452,9 @@ type ErasePreview struct {
 type EvacuateMemberInput struct {
 	Name string `json:"name"`
 	// The Incus cluster of the member. Left out: its machine record's cluster (a member without
-	// a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
-	// record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+	// a record: the only cluster, or the cluster of APELORA_INCUS_*). A cluster other than the
+	// record's names that cluster's member of the same name (a member name is unique within its
+	// cluster only; the record is its own cluster's machine). A name not registered is NOT_FOUND.
 	Cluster *string         `json:"cluster,omitempty"`
 	Mode    *EvacuationMode `json:"mode,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
@@ -1266,8 +1267,9 @@ type RemoveMemberPayload struct {
 type RestoreMemberInput struct {
 	Name string `json:"name"`
 	// The Incus cluster of the member. Left out: its machine record's cluster (a member without
-	// a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
-	// record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+	// a record: the only cluster, or the cluster of APELORA_INCUS_*). A cluster other than the
+	// record's names that cluster's member of the same name (a member name is unique within its
+	// cluster only; the record is its own cluster's machine). A name not registered is NOT_FOUND.
 	Cluster *string `json:"cluster,omitempty"`
 	// Plan only: change nothing, issue nothing, send nothing changing to Incus or MAAS, and
 	// answer with the plan (the payload's plan). Not an audit event for a caller allowed to
