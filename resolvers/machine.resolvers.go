@@ -56,5 +56,8 @@ func (r *queryResolver) Machine(ctx context.Context, name string) (*model.Machin
 	if err != nil || m == nil {
 		return nil, err
 	}
+	if !readsRow(identity.ReadScopeOf(ctx), m) {
+		return nil, nil // for a read-scoped caller, a machine of another cluster is no machine
+	}
 	return mapMachine(m), nil
 }

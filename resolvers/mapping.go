@@ -290,16 +290,29 @@ func mapSource(s fleet.Source) *model.SourceStatus {
 	return out
 }
 
-// mapFleet maps the view's rows (those of cluster only, when not nil).
-func mapFleet(v *fleet.View, cluster *clusters.Cluster) *model.Fleet {
+// mapFleet maps the view's rows (those of cluster only, when not nil) that scope reads:
+// a read-scoped caller gets its clusters' rows and sources only (identity.ReadScope).
+func mapFleet(v *fleet.View, cluster *clusters.Cluster, scope identity.ReadScope) *model.Fleet {
 	cm := clusterModels{}
+	cs := v.Clusters
+	if !scope.All() {
+		cs = make([]fleet.ClusterSource, 0, len(v.Clusters))
+		for _, c := range v.Clusters {
+			if c.Cluster != nil && scope.Reads(c.Cluster.ID) {
+				cs = append(cs, c)
+			}
+		}
+	}
 	out := &model.Fleet{
 		Machines: make([]*model.Machine, 0, len(v.Machines)),
-		Sources:  mapSources(v.Incus, v.MAAS, v.Clusters, cm),
+		Sources:  mapSources(scopedIncus(v.Incus, cs, scope), v.MAAS, cs, cm),
 	}
 	for i := range v.Machines {
 		m := &v.Machines[i]
 		if cluster != nil && (m.Cluster == nil || m.Cluster.ID != cluster.ID) {
+			continue
+		}
+		if !readsRow(scope, m) {
 			continue
 		}
 		out.Machines = append(out.Machines, mapMachineIn(m, cm))
@@ -381,6 +394,32 @@ func grantsOf(gs []*model.ClusterGrantInput) []identity.GrantText {
 				out = append(out, identity.GrantText{Permission: p, Cluster: cluster})
 			}
 		}
+	}
+	return out
+}
+
+// readsRow reports whether scope reads the fleet row m: a read-scoped caller reads the
+// rows of its clusters; a row of no cluster (a MAAS machine with neither record nor
+// member) only a caller who reads every cluster.
+func readsRow(scope identity.ReadScope, m *fleet.Machine) bool {
+	return scope.All() || m.Cluster != nil && scope.Reads(m.Cluster.ID)
+}
+
+// scopedIncus is the Incus source as a read-scoped caller sees it: said of its clusters
+// only (the whole source's message names every cluster that did not answer).
+func scopedIncus(incus fleet.Source, cs []fleet.ClusterSource, scope identity.ReadScope) fleet.Source {
+	if scope.All() || !incus.Configured {
+		return incus
+	}
+	var failed []string
+	for _, c := range cs {
+		if !c.Source.Available {
+			failed = append(failed, c.Source.Message)
+		}
+	}
+	out := fleet.Source{Configured: true, Available: len(failed) == 0, Message: "ok"}
+	if len(failed) > 0 {
+		out.Message, out.Since = strings.Join(failed, "; "), incus.Since
 	}
 	return out
 }

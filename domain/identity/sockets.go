@@ -254,7 +254,7 @@ func verdict(name string, now *Identity, at time.Time) error {
 	if err := now.Usable(at); err != nil {
 		return err
 	}
-	if !now.mayHold(ViewInfrastructure, at) {
+	if !now.ReadScope().Any() {
 		return apperr.New(apperr.Forbidden, "identity %q no longer has the %s permission: ask an administrator to grant it", name, ViewInfrastructure)
 	}
 	return nil

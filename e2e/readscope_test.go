@@ -1,0 +1,201 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/testkit/incuslab"
+	"github.com/apelora/fabric/testkit/producttest"
+)
+
+// Reads scoped to clusters (issue 27 item 4, design §6 and D5), on two real Incus
+// clusters on loopback (one member each) and the simulated MAAS: an identity granted
+// view-infrastructure@default only reads default's rows in fleet, machine, clusters and
+// fleetUpdates (hiddenrack's record and member, and the MAAS machines no record or
+// member claims, are not there), and is refused FORBIDDEN identities, hardware profiles,
+// MAAS images and the audit checkpoint and proofs. Then every Query and Subscription
+// field of the schema, asked for every field of its answer: each is either refused
+// FORBIDDEN or answers nothing of hiddenrack.
+func TestReadScopedIdentity(t *testing.T) {
+	parallel(t, lasts(3))
+	lab := incuslab.Start(t, 1)
+	hidden := incuslab.StartWith(t, incuslab.Options{Members: 1, Identity: lab.Identity()})
+	m := producttest.StartMAAS(t, maasFleet())
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	if r := e.RegisterCluster(admin, "hiddenrack", hidden); len(r.Errors) > 0 {
+		t.Fatalf("register hiddenrack: %+v", r.Errors)
+	}
+	for name, cluster := range map[string]string{"seen-node": "default", "hidden-node": "hiddenrack"} {
+		e.MustGQL(admin, registerQuery, map[string]any{"input": map[string]any{"name": name, "provisioner": "MANUAL"}})
+		e.Scalar(`UPDATE machine_records SET cluster_id = (SELECT id FROM clusters WHERE name = $2) WHERE name = $1 RETURNING name`, name, cluster)
+	}
+	const create = `mutation($in: CreateIdentityInput!) { createIdentity(input: $in) { token identity { permissions grants { permission cluster } } } }`
+	c := e.MustGQL(admin, create, map[string]any{"in": map[string]any{"name": "default-viewer", "permissions": []any{},
+		"grants": []any{map[string]any{"permission": "VIEW_INFRASTRUCTURE", "cluster": "default"}}}})["createIdentity"].(map[string]any)
+	viewer := c["token"].(string)
+	if got := fmt.Sprint(c["identity"]); got != "map[grants:[map[cluster:default permission:VIEW_INFRASTRUCTURE]] permissions:[]]" {
+		t.Fatalf("created: %s", got)
+	}
+	// What an administrator reading everything sees, for contrast.
+	all := e.MustGQL(admin, `{ fleet { machines { name } } }`, nil)
+	if got := fmt.Sprint(all); !strings.Contains(got, "hidden-node") || !strings.Contains(got, "node-new") {
+		t.Fatalf("the whole fleet: %s", got)
+	}
+
+	// fleet: default's rows only, each naming default; sources of default only.
+	f := e.MustGQL(viewer, `{ fleet { machines { name cluster { name } } sources { incus { available } clusters { cluster { name } } } } }`, nil)["fleet"].(map[string]any)
+	var names []string
+	for _, r := range f["machines"].([]any) {
+		row := r.(map[string]any)
+		names = append(names, row["name"].(string))
+		if fmt.Sprint(row["cluster"]) != "map[name:default]" {
+			t.Fatalf("a row of the read-scoped fleet is not default's: %v", row)
+		}
+	}
+	if !slices.Contains(names, "seen-node") || slices.Contains(names, "hidden-node") || slices.Contains(names, "node-new") {
+		t.Fatalf("the read-scoped fleet has %v: want seen-node and default's member, without hiddenrack's or MAAS's unclaimed machines", names)
+	}
+	if got := fmt.Sprint(f["sources"]); got != "map[clusters:[map[cluster:map[name:default]]] incus:map[available:true]]" {
+		t.Fatalf("sources: %s", got)
+	}
+	if got := e.MustGQL(viewer, `{ fleet(cluster: "hiddenrack") { machines { name } } }`, nil); fmt.Sprint(got) != "map[fleet:map[machines:[]]]" {
+		t.Fatalf("fleet(cluster: hiddenrack): %v", got)
+	}
+	// machine: default's is read; hiddenrack's is no machine.
+	if got := e.MustGQL(viewer, `{ a: machine(name: "seen-node") { name } b: machine(name: "hidden-node") { name } }`, nil); fmt.Sprint(got) != "map[a:map[name:seen-node] b:<nil>]" {
+		t.Fatalf("machine: %v", got)
+	}
+	// clusters: default only; naming hiddenrack is NOT_FOUND.
+	if got := e.MustGQL(viewer, `{ clusters { name members { name } } }`, nil); !strings.HasPrefix(fmt.Sprint(got), "map[clusters:[map[members:[") || strings.Contains(fmt.Sprint(got), "hiddenrack") {
+		t.Fatalf("clusters: %v", got)
+	}
+	if r := e.GQL(viewer, `{ clusters(names: ["hiddenrack"]) { name } }`, nil); r.Code() != "NOT_FOUND" {
+		t.Fatalf("clusters(names: [hiddenrack]): %+v", r)
+	}
+	// D5: refused, with what to ask for.
+	for _, q := range []string{`{ identities { name } }`, `{ hardwareProfiles { name } }`, `{ maasImages { name } }`, `{ auditCheckpoint { treeSize } }`, `{ auditProof(id: "1") { leafIndex } }`} {
+		if r := e.GQL(viewer, q, nil); r.Code() != "FORBIDDEN" || !strings.Contains(r.Errors[0].Message, "reads clusters default only") || len(r.Data) != 0 {
+			t.Fatalf("%s: %+v, want FORBIDDEN", q, r)
+		}
+	}
+	// The REST read of the fleet is refused (it is not scoped).
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.Base+"/api/v1/provisioners/maas/machines", nil)
+	req.Header.Set("Authorization", "Bearer "+viewer)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("GET the fleet: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	// Every Query field, every field of its answer.
+	s := loadSchema(t)
+	x := newSelector(s)
+	required := map[string]any{"name": "hidden-node", "id": "1"}
+	leaks := func(what string, v any) {
+		t.Helper()
+		b, _ := json.Marshal(v)
+		for _, secret := range []string{"hiddenrack", "hidden-node", "node-new", "node-busy", hidden.Members[0].Address} {
+			if strings.Contains(string(b), secret) {
+				t.Fatalf("%s answered %q to a reader of default only: %s", what, secret, b)
+			}
+		}
+	}
+	for _, kind := range []string{"Query", "Subscription"} {
+		for _, fd := range schemaRootFields(s.Types[kind]) {
+			in := map[string]any{}
+			for _, a := range fd.Arguments {
+				if a.Type.NonNull && a.DefaultValue == nil {
+					in[a.Name] = required[a.Name]
+				}
+			}
+			q, vars, err := x.call(kind, fd, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var data any
+			var code string
+			if kind == "Query" {
+				r := e.GQL(viewer, q, vars)
+				data, code = r.Data, r.Code()
+			} else {
+				data, code = firstMessage(t, e.Base, viewer, q, vars)
+			}
+			switch {
+			case code == "FORBIDDEN":
+				if got := fmt.Sprint(data); got != "<nil>" && got != "map[]" && got != "map["+fd.Name+":<nil>]" {
+					t.Fatalf("%s.%s: refused, yet answered %v", kind, fd.Name, data)
+				}
+			case code == "":
+				leaks(kind+"."+fd.Name, data)
+				if b, _ := json.Marshal(data); (fd.Name == "fleet" || fd.Name == "fleetUpdates") && !strings.Contains(string(b), "seen-node") {
+					t.Fatalf("%s.%s: default's seen-node is missing: %s", kind, fd.Name, b)
+				}
+			default:
+				t.Fatalf("%s.%s: %s (want FORBIDDEN or a filtered answer)", kind, fd.Name, code)
+			}
+			t.Logf("%s.%s: %s", kind, fd.Name, map[bool]string{true: "refused", false: "filtered"}[code == "FORBIDDEN"])
+		}
+	}
+}
+
+// firstMessage subscribes with query over graphql-transport-ws and returns the first
+// message's data and error code.
+func firstMessage(t *testing.T, base, token, query string, vars map[string]any) (any, string) {
+	t.Helper()
+	d := websocket.Dialer{Subprotocols: []string{"graphql-transport-ws"}, HandshakeTimeout: 30 * time.Second}
+	conn, _, err := d.Dial(strings.Replace(base, "http", "ws", 1)+"/graphql", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	if err := conn.WriteJSON(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + token}}); err != nil {
+		t.Fatal(err)
+	}
+	var ack struct{ Type string }
+	if err := conn.ReadJSON(&ack); err != nil || ack.Type != "connection_ack" {
+		t.Fatalf("connection_init: %v %v", ack, err)
+	}
+	if err := conn.WriteJSON(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": query, "variables": vars}}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var msg struct {
+			Type    string
+			Payload json.RawMessage
+		}
+		if err := conn.ReadJSON(&msg); err != nil {
+			t.Fatalf("%s: no message (%v)", query, err)
+		}
+		switch msg.Type {
+		case "next":
+			var p producttest.Response
+			if err := json.Unmarshal(msg.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			var data any
+			if p.Data != nil {
+				data = p.Data
+			}
+			return data, p.Code()
+		case "error":
+			var errs []producttest.GQLError
+			if err := json.Unmarshal(msg.Payload, &errs); err != nil || len(errs) == 0 {
+				t.Fatalf("%s: error %s", query, msg.Payload)
+			}
+			c, _ := errs[0].Extensions["code"].(string)
+			return nil, c
+		case "ping":
+			_ = conn.WriteJSON(map[string]any{"type": "pong"})
+		}
+	}
+}
