@@ -20,8 +20,9 @@ import (
 // clusters on loopback (one member each) and the simulated MAAS: an identity granted
 // view-infrastructure@default only reads default's rows in fleet, machine, clusters and
 // fleetUpdates (hiddenrack's record and member, and the MAAS machines no record or
-// member claims, are not there), and is refused FORBIDDEN identities, hardware profiles,
-// MAAS images and the audit checkpoint and proofs. Then every Query and Subscription
+// member claims, are not there), and in fenceMappings, fenceEvents(cluster:) and
+// fenceProgress; it is refused FORBIDDEN identities, hardware profiles, MAAS images and
+// the audit checkpoint and proofs. Then every Query and Subscription
 // field of the schema, asked for every field of its answer: each is either refused
 // FORBIDDEN or answers nothing of hiddenrack.
 func TestReadScopedIdentity(t *testing.T) {
@@ -37,6 +38,17 @@ func TestReadScopedIdentity(t *testing.T) {
 	for name, cluster := range map[string]string{"seen-node": "default", "hidden-node": "hiddenrack"} {
 		e.MustGQL(admin, registerQuery, map[string]any{"input": map[string]any{"name": name, "provisioner": "MANUAL"}})
 		e.Scalar(`UPDATE machine_records SET cluster_id = (SELECT id FROM clusters WHERE name = $2) WHERE name = $1 RETURNING name`, name, cluster)
+	}
+	// A fence mapping and a fence event in each cluster (hiddenrack's event first, so a
+	// replay that leaked it would send it first).
+	for _, f := range []struct{ cluster, member, systemID, uuid string }{
+		{"hiddenrack", hidden.Members[0].Name, "nnnn03", "4c4c4544-0042-3510-8052-b7c04f4e0003"},
+		{"default", lab.Members[0].Name, "aaaa01", uuidA},
+	} {
+		e.Scalar(`INSERT INTO fence_mappings (cluster_id, member, maas_system_id, hardware_uuid, set_by, set_at)
+			SELECT id, $2, $3, $4, 'test', now() FROM clusters WHERE name = $1 RETURNING member`, f.cluster, f.member, f.systemID, f.uuid)
+		e.Scalar(`INSERT INTO fence_events (cluster_id, at, member, kind, message, worker)
+			SELECT id, now(), $2, 'OFFLINE', 'offline in ' || $1, 'test' FROM clusters WHERE name = $1 RETURNING id`, f.cluster, f.member)
 	}
 	const create = `mutation($in: CreateIdentityInput!) { createIdentity(input: $in) { token identity { permissions grants { permission cluster } } } }`
 	c := e.MustGQL(admin, create, map[string]any{"in": map[string]any{"name": "default-viewer", "permissions": []any{},
@@ -81,6 +93,19 @@ func TestReadScopedIdentity(t *testing.T) {
 	if r := e.GQL(viewer, `{ clusters(names: ["hiddenrack"]) { name } }`, nil); r.Code() != "NOT_FOUND" {
 		t.Fatalf("clusters(names: [hiddenrack]): %+v", r)
 	}
+	// Fencing: default's mappings and events only; fenceEvents names one of its clusters.
+	if got := e.MustGQL(viewer, `{ fenceMappings { maasSystemId } fenceEvents(cluster: "default") { edges { node { message } } } }`, nil); fmt.Sprint(got) !=
+		"map[fenceEvents:map[edges:[map[node:map[message:offline in default]]]] fenceMappings:[map[maasSystemId:aaaa01]]]" {
+		t.Fatalf("fencing as a reader of default: %v", got)
+	}
+	for _, q := range []string{`{ fenceEvents { edges { node { message } } } }`, `{ fenceEvents(cluster: "hiddenrack") { edges { node { message } } } }`} {
+		if r := e.GQL(viewer, q, nil); r.Code() != "FORBIDDEN" || !strings.Contains(r.Errors[0].Message, "give fenceEvents the cluster of yours") {
+			t.Fatalf("%s: %+v, want FORBIDDEN", q, r)
+		}
+	}
+	if data, code := firstMessage(t, e.Base, viewer, `subscription { fenceProgress(after: "0") { message } }`, nil); code != "" || fmt.Sprint(data) != "map[fenceProgress:map[message:offline in default]]" {
+		t.Fatalf("fenceProgress replayed %v %s first, want default's event", data, code)
+	}
 	// D5: refused, with what to ask for.
 	for _, q := range []string{`{ identities { name } }`, `{ hardwareProfiles { name } }`, `{ maasImages { name } }`, `{ auditCheckpoint { treeSize } }`, `{ auditProof(id: "1") { leafIndex } }`} {
 		if r := e.GQL(viewer, q, nil); r.Code() != "FORBIDDEN" || !strings.Contains(r.Errors[0].Message, "reads clusters default only") || len(r.Data) != 0 {
@@ -117,6 +142,9 @@ func TestReadScopedIdentity(t *testing.T) {
 					in[a.Name] = required[a.Name]
 				}
 			}
+			if fd.Name == "fenceProgress" {
+				in["after"] = "0" // replayed at once, oldest (hiddenrack's) first
+			}
 			q, vars, err := x.call(kind, fd, in)
 			if err != nil {
 				t.Fatal(err)
@@ -136,8 +164,9 @@ func TestReadScopedIdentity(t *testing.T) {
 				}
 			case code == "":
 				leaks(kind+"."+fd.Name, data)
-				if b, _ := json.Marshal(data); (fd.Name == "fleet" || fd.Name == "fleetUpdates") && !strings.Contains(string(b), "seen-node") {
-					t.Fatalf("%s.%s: default's seen-node is missing: %s", kind, fd.Name, b)
+				if b, _ := json.Marshal(data); (fd.Name == "fleet" || fd.Name == "fleetUpdates") && !strings.Contains(string(b), "seen-node") ||
+					(fd.Name == "fenceMappings" || fd.Name == "fenceProgress") && !strings.Contains(string(b), "default") {
+					t.Fatalf("%s.%s: default's rows are missing: %s", kind, fd.Name, b)
 				}
 			default:
 				t.Fatalf("%s.%s: %s (want FORBIDDEN or a filtered answer)", kind, fd.Name, code)
