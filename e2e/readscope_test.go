@@ -20,8 +20,8 @@ import (
 // clusters on loopback (one member each) and the simulated MAAS: an identity granted
 // view-infrastructure@default only reads default's rows in fleet, machine, clusters and
 // fleetUpdates (hiddenrack's record and member, and the MAAS machines no record or
-// member claims, are not there), and in fenceMappings, fenceEvents(cluster:) and
-// fenceProgress; it is refused FORBIDDEN identities, hardware profiles, MAAS images and
+// member claims, are not there), and in machines, rollingReboot, fenceMappings,
+// fenceEvents(cluster:) and fenceProgress; it is refused FORBIDDEN identities, hardware profiles, MAAS images and
 // the audit checkpoint and proofs. Then every Query and Subscription
 // field of the schema, asked for every field of its answer: each is either refused
 // FORBIDDEN or answers nothing of hiddenrack.
@@ -49,6 +49,11 @@ func TestReadScopedIdentity(t *testing.T) {
 			SELECT id, $2, $3, $4, 'test', now() FROM clusters WHERE name = $1 RETURNING member`, f.cluster, f.member, f.systemID, f.uuid)
 		e.Scalar(`INSERT INTO fence_events (cluster_id, at, member, kind, message, worker)
 			SELECT id, now(), $2, 'OFFLINE', 'offline in ' || $1, 'test' FROM clusters WHERE name = $1 RETURNING id`, f.cluster, f.member)
+	}
+	// A finished rolling reboot in each cluster, hiddenrack's the latest.
+	for _, cl := range []string{"default", "hiddenrack"} {
+		e.Scalar(`INSERT INTO rolling_operations (cluster_id, members, state, reason, started_by, finished_at)
+			SELECT id, ARRAY['m1'], 'CANCELLED', 'cancelled in ' || $1, 'test', now() FROM clusters WHERE name = $1 RETURNING id`, cl)
 	}
 	const create = `mutation($in: CreateIdentityInput!) { createIdentity(input: $in) { token identity { permissions grants { permission cluster } } } }`
 	c := e.MustGQL(admin, create, map[string]any{"in": map[string]any{"name": "default-viewer", "permissions": []any{},
@@ -92,6 +97,16 @@ func TestReadScopedIdentity(t *testing.T) {
 	}
 	if r := e.GQL(viewer, `{ clusters(names: ["hiddenrack"]) { name } }`, nil); r.Code() != "NOT_FOUND" {
 		t.Fatalf("clusters(names: [hiddenrack]): %+v", r)
+	}
+	// machines as fleet; rollingReboot: default's by cluster, hiddenrack's (the latest) none.
+	if got := fmt.Sprint(e.MustGQL(viewer, `{ machines { name } }`, nil)); !strings.Contains(got, "seen-node") || strings.Contains(got, "hidden") || strings.Contains(got, "node-new") {
+		t.Fatalf("machines: %s", got)
+	}
+	if got := fmt.Sprint(e.MustGQL(viewer, `{ a: rollingReboot(cluster: "default") { state } latest: rollingReboot { state } b: rollingReboot(cluster: "hiddenrack") { state } }`, nil)); got != "map[a:map[state:CANCELLED] b:<nil> latest:<nil>]" {
+		t.Fatalf("rollingReboot: %s", got)
+	}
+	if got := fmt.Sprint(e.MustGQL(admin, `{ rollingReboot { state } }`, nil)); got != "map[rollingReboot:map[state:CANCELLED]]" {
+		t.Fatalf("the latest rolling reboot, for an administrator: %s", got)
 	}
 	// Fencing: default's mappings and events only; fenceEvents names one of its clusters.
 	if got := e.MustGQL(viewer, `{ fenceMappings { maasSystemId } fenceEvents(cluster: "default") { edges { node { message } } } }`, nil); fmt.Sprint(got) !=
@@ -164,7 +179,7 @@ func TestReadScopedIdentity(t *testing.T) {
 				}
 			case code == "":
 				leaks(kind+"."+fd.Name, data)
-				if b, _ := json.Marshal(data); (fd.Name == "fleet" || fd.Name == "fleetUpdates") && !strings.Contains(string(b), "seen-node") ||
+				if b, _ := json.Marshal(data); (fd.Name == "fleet" || fd.Name == "fleetUpdates" || fd.Name == "machines") && !strings.Contains(string(b), "seen-node") ||
 					(fd.Name == "fenceMappings" || fd.Name == "fenceProgress") && !strings.Contains(string(b), "default") {
 					t.Fatalf("%s.%s: default's rows are missing: %s", kind, fd.Name, b)
 				}

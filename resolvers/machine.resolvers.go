@@ -43,9 +43,12 @@ func (r *queryResolver) Machines(ctx context.Context) ([]*model.Machine, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Machine, len(ms))
+	scope := identity.ReadScopeOf(ctx)
+	out := make([]*model.Machine, 0, len(ms))
 	for i := range ms {
-		out[i] = mapMachine(&ms[i])
+		if readsRow(scope, &ms[i]) {
+			out = append(out, mapMachine(&ms[i]))
+		}
 	}
 	return out, nil
 }

@@ -107,6 +107,8 @@ var readScopedFields = map[string]bool{
 	"fleetUpdates":  true,
 	"machine":       true,
 	"clusters":      true,
+	"machines":      true, // its clusters' rows, as fleet
+	"rollingReboot": true, // null for another cluster's
 	"fenceMappings": true, // its clusters' mappings
 	"fenceEvents":   true, // with cluster: one of its clusters (else FORBIDDEN)
 	"fenceProgress": true, // its clusters' events
@@ -136,7 +138,7 @@ func readScoped(ctx context.Context, oc *graphql.OperationContext) error {
 				}
 			}
 			slices.Sort(names)
-			return apperr.New(apperr.Forbidden, "identity %s reads clusters %s only, and %s is not answered by cluster: it needs view-infrastructure in every cluster (ask an administrator to grant view-infrastructure without a cluster); fleet, machine, clusters, fenceMappings, fenceEvents(cluster:) and the subscriptions fleetUpdates and fenceProgress answer about your clusters",
+			return apperr.New(apperr.Forbidden, "identity %s reads clusters %s only, and %s is not answered by cluster: it needs view-infrastructure in every cluster (ask an administrator to grant view-infrastructure without a cluster); fleet, machines, machine, clusters, rollingReboot, fenceMappings, fenceEvents(cluster:) and the subscriptions fleetUpdates and fenceProgress answer about your clusters",
 				apperr.Quote(id.Name), strings.Join(slices.Compact(names), ", "), f.Name)
 		}
 	}
