@@ -108,6 +108,20 @@ func TestReadScopedIdentity(t *testing.T) {
 	if got := fmt.Sprint(e.MustGQL(admin, `{ rollingReboot { state } }`, nil)); got != "map[rollingReboot:map[state:CANCELLED]]" {
 		t.Fatalf("the latest rolling reboot, for an administrator: %s", got)
 	}
+	// One machine's admission report and drift: of default's machine only, and the refusal
+	// does not tell hiddenrack's machine from none.
+	for _, q := range []string{`{ admissionReport(name: "hidden-node") { verdict } }`, `{ admissionReport(name: "no-such-node") { verdict } }`,
+		`{ drift(machine: "hidden-node") { check } }`, `{ drift { check } }`} {
+		if r := e.GQL(viewer, q, nil); r.Code() != "FORBIDDEN" || !strings.Contains(r.Errors[0].Message, "clusters you read") && !strings.Contains(r.Errors[0].Message, "give drift the machine") {
+			t.Fatalf("%s: %+v, want FORBIDDEN", q, r.Errors)
+		}
+	}
+	if got := fmt.Sprint(e.MustGQL(viewer, `{ drift(machine: "seen-node") { check } }`, nil)); got != "map[drift:[]]" {
+		t.Fatalf("drift of seen-node: %s", got)
+	}
+	if r := e.GQL(viewer, `{ admissionReport(name: "seen-node") { machine } }`, nil); r.Code() == "FORBIDDEN" {
+		t.Fatalf("admissionReport of default's seen-node: %+v", r.Errors)
+	}
 	// Fencing: default's mappings and events only; fenceEvents names one of its clusters.
 	if got := e.MustGQL(viewer, `{ fenceMappings { maasSystemId } fenceEvents(cluster: "default") { edges { node { message } } } }`, nil); fmt.Sprint(got) !=
 		"map[fenceEvents:map[edges:[map[node:map[message:offline in default]]]] fenceMappings:[map[maasSystemId:aaaa01]]]" {

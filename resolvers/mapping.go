@@ -423,3 +423,22 @@ func scopedIncus(incus fleet.Source, cs []fleet.ClusterSource, scope identity.Re
 	}
 	return out
 }
+
+// mayReadMachine refuses a read about one machine to a read-scoped caller when the
+// machine is not in its clusters (the fleet's rule, readsRow), or is no machine: the same
+// refusal for both, so the answer does not tell another cluster's machine from none.
+// Callers who read every cluster pay nothing.
+func (r *Resolver) mayReadMachine(ctx context.Context, field, name string) error {
+	scope := identity.ReadScopeOf(ctx)
+	if scope.All() {
+		return nil
+	}
+	m, err := r.View.Machine(ctx, name)
+	if err != nil {
+		return err
+	}
+	if m == nil || !readsRow(scope, m) {
+		return apperr.New(apperr.Forbidden, "%s: no machine named %s in the clusters you read (fleet lists them)", field, apperr.Quote(name))
+	}
+	return nil
+}

@@ -8,8 +8,8 @@ package resolvers
 import (
 	"context"
 
-	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/domain/identity"
+	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
 )
 
