@@ -26,7 +26,7 @@ import (
 // field of the schema, asked for every field of its answer: each is either refused
 // FORBIDDEN or answers nothing of hiddenrack.
 func TestReadScopedIdentity(t *testing.T) {
-	parallel(t, lasts(3))
+	parallel(t, lasts(4))
 	lab := incuslab.Start(t, 1)
 	hidden := incuslab.StartWith(t, incuslab.Options{Members: 1, Identity: lab.Identity()})
 	m := producttest.StartMAAS(t, maasFleet())
