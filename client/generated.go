@@ -8441,7 +8441,7 @@ type MaintenanceTaskProgressResponse struct {
 	// operation that carries each out: started, each instance stopped, moved or started, then
 	// the end. With `after` (an event id), the events after it are replayed first. Followed by
 	// every API replica from the database, so a restarted server reports a task in progress
-	// again.
+	// again. `name` is the fleet row's, as in maintenanceTasks (`m1.rack2`: m1 of rack2).
 	MaintenanceTask MaintenanceTaskProgressMaintenanceTaskMaintenanceTaskEvent `json:"maintenanceTask"`
 }
 
@@ -8583,7 +8583,9 @@ func (v *MaintenanceTasksMaintenanceTasksMaintenanceTask) __premarshalJSON() (*_
 // MaintenanceTasksResponse is returned by MaintenanceTasks on success.
 type MaintenanceTasksResponse struct {
 	// The maintenance tasks of a member: the evacuations and restores Apelora asked Incus
-	// for, newest first (at most 20).
+	// for, newest first (at most 20). `name` is the fleet row's: a machine's name (its member
+	// in the record's cluster only), or `m1.rack2` for m1 of rack2 when the fleet names it so (a
+	// member name is unique within its cluster only).
 	MaintenanceTasks []MaintenanceTasksMaintenanceTasksMaintenanceTask `json:"maintenanceTasks"`
 }
 
@@ -10458,9 +10460,11 @@ func (v *RemoveClusterRemoveClusterRemoveClusterPayloadRemovedCluster) GetCertif
 
 // RemoveClusterResponse is returned by RemoveCluster on success.
 type RemoveClusterResponse struct {
-	// Forget a cluster. Refused while any machine record, fence mapping, admission, unfinished
-	// rolling reboot or running evacuation or restore names it (`Cluster.removeRefusal` says
-	// so beforehand); the fence worker's state of it goes with it. The cluster of
+	// Forget a cluster. Refused while any machine record, fence mapping, open admission,
+	// unfinished rolling reboot or running evacuation or restore names it
+	// (`Cluster.removeRefusal` says so beforehand); the fence worker's state of it and its
+	// scoped grants go with it. Its history stays: ended admissions, finished evacuations,
+	// restores and rolling reboots (`RollingReboot.cluster` then null) and fence events. The cluster of
 	// APELORA_INCUS_* is adopted again at the next start while those settings name it. Needs
 	// manage-infrastructure.
 	RemoveCluster RemoveClusterRemoveClusterRemoveClusterPayload `json:"removeCluster"`
@@ -13262,6 +13266,8 @@ type SetFenceMappingResponse struct {
 	// before the worker reads or powers anything. When the API has MAAS configured, MAAS is
 	// asked first and a system id it does not know, or that reports another UUID, is refused;
 	// otherwise the payload says the mapping was not checked. Replaces an existing mapping.
+	// It acts in the member's cluster and in the cluster of the system id's machine record (the
+	// machine it would power off), so a permission held in some clusters only must hold in both.
 	SetFenceMapping SetFenceMappingSetFenceMappingSetFenceMappingPayload `json:"setFenceMapping"`
 }
 

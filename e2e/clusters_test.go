@@ -205,6 +205,20 @@ func TestRegisteringASecondClusterAndEveryBadInput(t *testing.T) {
 		t.Fatalf("default's removeRefusal: %q", refusal)
 	}
 
+	// rack2 has history, as a member that was admitted, evacuated and rolled through and
+	// then left leaves it (written here as the steps write it; their own e2e tests run
+	// them): removing rack2 is not refused for it, and the history still reads afterwards.
+	rack2ID := e.Scalar(`SELECT id FROM clusters WHERE name = 'rack2'`)
+	e.Scalar(`INSERT INTO admissions (machine, member, admitted_by, request_id, cluster_id, ended_at, ended_by)
+		VALUES ('gone1', 'gone1', 'admin', 'r1', $1, now(), 'admin') RETURNING id`, rack2ID)
+	e.Scalar(`INSERT INTO member_operations (machine, action, incus_operation, started_by, finished_at, outcome, cluster_id)
+		VALUES ('gone1', 'evacuate', 'op-1', 'admin', now(), 'SUCCEEDED', $1) RETURNING id`, rack2ID)
+	reboot := e.Scalar(`INSERT INTO rolling_operations (members, started_by, state, step, finished_at, cluster_id)
+		VALUES ('{gone1}', 'admin', 'SUCCEEDED', 'DONE', now(), $1) RETURNING id::text`, rack2ID)
+	if refusal := listClusters()["rack2"]["removeRefusal"]; refusal != nil {
+		t.Fatalf("rack2's removeRefusal with history only: %v", refusal)
+	}
+
 	// Removing rack2: planned, confirmed, gone.
 	plan = e.MustGQL(admin, removeClusterQuery, map[string]any{"in": map[string]any{"name": "rack2", "dryRun": true}})["removeCluster"].(map[string]any)["plan"].(map[string]any)
 	if plan["refused"] != false {
@@ -216,6 +230,18 @@ func TestRegisteringASecondClusterAndEveryBadInput(t *testing.T) {
 	}
 	if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE action IN ('registerCluster', 'removeCluster') AND outcome = 'SUCCEEDED'`); n != int64(3) {
 		t.Fatalf("%v successful cluster changes audited, want 3 (register rack2, rack3, remove rack2)", n)
+	}
+	// Its history reads: the rolling reboot with no cluster, the evacuation by member.
+	rr := e.MustGQL(viewer, `query($id: ID!) { rollingReboot(id: $id) { id state cluster { name } } }`, map[string]any{"id": reboot})["rollingReboot"].(map[string]any)
+	if rr["id"] != reboot || rr["state"] != "SUCCEEDED" || rr["cluster"] != nil {
+		t.Fatalf("rack2's rolling reboot after its removal: %v", rr)
+	}
+	tasks := e.MustGQL(viewer, `{ maintenanceTasks(name: "gone1") { action outcome } }`, nil)["maintenanceTasks"].([]any)
+	if len(tasks) != 1 || tasks[0].(map[string]any)["outcome"] != "SUCCEEDED" {
+		t.Fatalf("rack2's evacuation after its removal: %v", tasks)
+	}
+	if n := e.Scalar(`SELECT count(*) FROM admissions WHERE cluster_id = $1 AND ended_at IS NOT NULL`, rack2ID); n != int64(1) {
+		t.Fatalf("%v ended admissions of rack2 kept, want 1", n)
 	}
 
 	// No secret in the database: Apelora's client key is in no row.

@@ -237,3 +237,70 @@ func TestScopedEraseOnRelease(t *testing.T) {
 		t.Fatalf("MAAS was asked %+v", s.LastRelease)
 	}
 }
+
+// A fence mapping powers off the MAAS machine it names: mapping a member of a cluster an
+// identity manages to the hardware of another cluster's machine would let it power that
+// machine off (the worker's fence, a rolling reboot's POWER_OFF). setFenceMapping
+// therefore acts in the cluster of the system id's machine record too: an identity that
+// may manage default only is refused mapping a default member to rack2's machine, however
+// the system id is spelled (surrounding blanks too), audited once each, and no mapping
+// is written; a system id with no record stays mappable in default (with the simulated MAAS
+// over real HTTP; rack2 is a record only: mapping asks no Incus).
+func TestScopedFenceMappingNamesTheMachinesCluster(t *testing.T) {
+	parallel(t)
+	lab := incuslab.Start(t, 1)
+	m := producttest.StartMAAS(t, maasFleet())
+	e := producttest.Start(t, producttest.WithIncus(lab.Config), producttest.WithMAAS(m.Config))
+	admin := e.Identity("admin", identity.ManageInfrastructure)
+	// rack2's record only (a permission's check reads records, not the cluster).
+	e.Scalar(`INSERT INTO clusters (name, socket, adopted, registered_by) VALUES ('rack2', '/nonexistent/apelora-test/rack2', true, 'test') RETURNING id`)
+	e.MustGQL(admin, registerQuery, map[string]any{"input": map[string]any{"name": "node-busy", "provisioner": "MAAS", "maasSystemId": "dddd04"}})
+	e.Scalar(`UPDATE machine_records SET cluster_id = (SELECT id FROM clusters WHERE name = 'rack2') WHERE name = 'node-busy' RETURNING name`)
+
+	const create = `mutation($in: CreateIdentityInput!) { createIdentity(input: $in) { token } }`
+	scoped := e.MustGQL(admin, create, map[string]any{"in": map[string]any{"name": "default-ops", "permissions": []any{},
+		"grants": []any{map[string]any{"permission": "MANAGE_INFRASTRUCTURE", "cluster": "default"}}}})["createIdentity"].(map[string]any)["token"].(string)
+
+	const set = `mutation($in: SetFenceMappingInput!) { setFenceMapping(input: $in) { mapping { member cluster maasSystemId } plan { refused } } }`
+	for _, sid := range []string{"dddd04", " dddd04", "dddd04\t"} {
+		for _, dry := range []bool{true, false} {
+			r := e.GQL(scoped, set, map[string]any{"in": map[string]any{"member": "intruder", "cluster": "default", "maasSystemId": sid,
+				"hardwareUuid": "4c4c4544-0042-3510-8052-b7c04f4e0004", "dryRun": dry}})
+			if sid == "dddd04" {
+				// The refusal says why rack2: the machine it would power off is there.
+				says := fmt.Sprint(r.Errors) + fmt.Sprint(r.Data)
+				if dry {
+					says = fmt.Sprint(e.Scalar(`SELECT error FROM audit_events WHERE request_id = $1`, r.Header.Get("X-Request-Id")))
+				}
+				if !strings.Contains(says, "may manage default only; MAAS machine dddd04 is in rack2") {
+					t.Fatalf("the refusal of mapping to rack2's machine (dry run %t) says: %s", dry, says)
+				}
+			}
+			refused := len(r.Errors) > 0 && (r.Code() == "FORBIDDEN" || r.Code() == "INVALID_INPUT")
+			if !refused && dry {
+				p, _ := r.Data["setFenceMapping"].(map[string]any)["plan"].(map[string]any)
+				refused = p != nil && p["refused"] == true
+			}
+			if !refused {
+				t.Fatalf("mapping a default member to rack2's machine %q (dry run %t) by an identity of default: %+v %v", sid, dry, r.Errors, r.Data)
+			}
+			// Refused for permission (REFUSED) or, spelled with blanks, as invalid input
+			// (FAILED; a plan of a caller the gate allowed is not an event): never a mapping.
+			want := int64(1)
+			if dry && r.Code() == "INVALID_INPUT" {
+				want = 0
+			}
+			if n := e.Scalar(`SELECT count(*) FROM audit_events WHERE request_id = $1 AND outcome IN ('REFUSED', 'FAILED')`, r.Header.Get("X-Request-Id")); n != want {
+				t.Fatalf("%v refusals audited for system id %q (dry run %t), want %d: %v", n, sid, dry, want, e.Scalar(`SELECT string_agg(outcome, ',') FROM audit_events WHERE request_id = $1`, r.Header.Get("X-Request-Id")))
+			}
+		}
+	}
+	if n := e.Scalar(`SELECT count(*) FROM fence_mappings`); n != int64(0) {
+		t.Fatalf("%v fence mappings written", n)
+	}
+	ok := e.GQL(scoped, set, map[string]any{"in": map[string]any{"member": "a-member", "cluster": "default", "maasSystemId": "aaaa01",
+		"hardwareUuid": uuidA}})
+	if len(ok.Errors) > 0 || fmt.Sprint(ok.Data["setFenceMapping"]) != "map[mapping:map[cluster:default maasSystemId:aaaa01 member:a-member] plan:<nil>]" {
+		t.Fatalf("mapping a default member to a machine with no record: %+v %v", ok.Errors, ok.Data)
+	}
+}

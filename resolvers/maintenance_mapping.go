@@ -29,7 +29,7 @@ func subscribeMaintenance[T any](ctx context.Context, r *Resolver, name string, 
 		}
 		from = &id
 	}
-	want, err := r.Maintenance.Progress(name, from)
+	want, err := r.Maintenance.Progress(ctx, name, from)
 	if err != nil {
 		return nil, err
 	}

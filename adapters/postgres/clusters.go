@@ -88,8 +88,10 @@ func (t clusterTx) Clusters(ctx context.Context) ([]clusters.Cluster, error) {
 }
 
 func (t clusterTx) References(ctx context.Context, id int64) (clusters.References, error) {
-	// SHARE on the record: a change that would name the cluster now waits for this one
-	// (its foreign key takes KEY SHARE, which conflicts with the DELETE that follows).
+	// FOR UPDATE on the record: a change that would name the cluster now waits for this
+	// one and then finds it gone (its foreign key, or migration 0042's check on
+	// admissions, evacuations and restores, and rolling reboots, takes KEY SHARE); one that
+	// named it first holds this lock until it commits, and the count below sees its row.
 	if _, err := t.tx.Exec(ctx, `SELECT 1 FROM clusters WHERE id = $1 FOR UPDATE`, id); err != nil {
 		return clusters.References{}, dbError(err)
 	}
@@ -121,14 +123,32 @@ func (t clusterTx) Update(ctx context.Context, c clusters.Cluster) error {
 	return nil
 }
 
-func (t clusterTx) Delete(ctx context.Context, id int64) error {
-	_, err := t.tx.Exec(ctx, `DELETE FROM clusters WHERE id = $1`, id)
+func (t clusterTx) Delete(ctx context.Context, c clusters.Cluster) error {
+	_, err := t.tx.Exec(ctx, `DELETE FROM clusters WHERE id = $1`, c.ID)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
-		// Named by a change that committed after the check.
-		return apperr.Wrap(err, apperr.Busy, "the cluster was just named by another change (a machine record, a fence mapping …): look at it again (clusters { removeRefusal }) and retry")
+		// A foreign key refuses: References' count, read under the FOR UPDATE lock, saw
+		// nothing of it, so no change that commits later made it (its key check waited for
+		// the lock and then found no cluster). It is a row the rule does not count, and it
+		// stays until it is removed: say which.
+		what, next := referrer(pgErr.TableName)
+		return &apperr.Error{Code: apperr.FailedPrecondition, Field: "name", Cause: err, Message: fmt.Sprintf(
+			"cluster %s is still named by %s (table %s, constraint %s): %s, then remove the cluster again", c.Name, what, pgErr.TableName, pgErr.ConstraintName, next),
+			Details: map[string]any{"table": pgErr.TableName, "constraint": pgErr.ConstraintName}}
 	}
 	return dbError(err)
+}
+
+// referrer names, in the administrator's words, what a row of table is and what removes it.
+func referrer(table string) (what, next string) {
+	switch table {
+	case "machine_records":
+		return "a machine record", "remove its members' records (removeMember, unregisterMachine)"
+	case "fence_mappings":
+		return "a fence mapping", "remove its fence mappings (removeFenceMapping)"
+	default:
+		return "a row of " + table, "that row is not one removeCluster knows of: report it, with this message"
+	}
 }
 
 // clusterWriteError turns a unique violation into the refusal it stands for.

@@ -202,11 +202,12 @@ func (m *MaintenanceStore) Finish(ctx context.Context, t maintenance.Task, outco
 	})
 }
 
-// EventsAfter lists the events of machine ("" for all) after the id, in id order.
-func (m *MaintenanceStore) EventsAfter(ctx context.Context, machine string, after int64, limit int) ([]maintenance.Event, error) {
-	rows, err := m.s.pool.Query(ctx, `SELECT e.id, e.operation_id, e.machine, o.action, e.at, e.kind, e.message
+// EventsAfter lists the events of machine ("" for all) of the cluster (0 for any) after
+// the id, in id order.
+func (m *MaintenanceStore) EventsAfter(ctx context.Context, cluster int64, machine string, after int64, limit int) ([]maintenance.Event, error) {
+	rows, err := m.s.pool.Query(ctx, `SELECT e.id, e.operation_id, coalesce(o.cluster_id, 0), e.machine, o.action, e.at, e.kind, e.message
 		FROM member_operation_events e JOIN member_operations o ON o.id = e.operation_id
-		WHERE e.id > $1 AND ($2 = '' OR e.machine = $2) ORDER BY e.id LIMIT $3`, after, machine, limit)
+		WHERE e.id > $1 AND ($2 = '' OR e.machine = $2) AND ($4 = 0 OR o.cluster_id = $4) ORDER BY e.id LIMIT $3`, after, machine, limit, cluster)
 	if err != nil {
 		return nil, dbError(err)
 	}
@@ -215,7 +216,7 @@ func (m *MaintenanceStore) EventsAfter(ctx context.Context, machine string, afte
 	for rows.Next() {
 		var e maintenance.Event
 		var kind string
-		if err := rows.Scan(&e.ID, &e.Task, &e.Machine, &e.Action, &e.At, &kind, &e.Message); err != nil {
+		if err := rows.Scan(&e.ID, &e.Task, &e.Cluster, &e.Machine, &e.Action, &e.At, &kind, &e.Message); err != nil {
 			return nil, dbError(err)
 		}
 		e.Kind = maintenance.Kind(kind)
@@ -236,7 +237,7 @@ func (s *Store) NewMemberOperationFeed() *MemberOperationFeed {
 		func(e maintenance.Event) string { return e.Machine })
 	f.last = func(ctx context.Context) (int64, error) { return s.lastID(ctx, "member_operation_events") }
 	f.after = func(ctx context.Context, after int64, limit int) ([]maintenance.Event, error) {
-		return m.EventsAfter(ctx, "", after, limit)
+		return m.EventsAfter(ctx, 0, "", after, limit)
 	}
 	return f
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,6 +125,11 @@ func dbError(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		if pgErr.Code == "23503" && strings.HasSuffix(pgErr.ConstraintName, "_cluster_id_fkey") {
+			// A row written for a cluster removed while the step ran (its foreign key, or
+			// migration 0042's check in its place). removeCluster's own refusals are its.
+			return apperr.Wrap(err, apperr.NotFound, "the Incus cluster this step acts in was removed meanwhile (removeCluster): list the clusters (clusters) and run the step again in a registered one")
+		}
 		return apperr.Wrap(err, apperr.Internal, "database error")
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

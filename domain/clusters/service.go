@@ -33,10 +33,11 @@ type Tx interface {
 	// Update rewrites the record c.ID with c's name, seeds, socket, certificate,
 	// fingerprint and adopted flag (adoption).
 	Update(ctx context.Context, c Cluster) error
-	// Delete removes the record id with what goes with it (its scoped grants, its fence
-	// worker state and tracked members); the foreign keys refuse it while anything else
-	// names it.
-	Delete(ctx context.Context, id int64) error
+	// Delete removes the record c.ID with what goes with it (its scoped grants, its fence
+	// worker state and tracked members); a machine record or fence mapping naming it is a
+	// FAILED_PRECONDITION saying so (the foreign keys). The history of ended admissions and
+	// finished tasks stays, naming the removed cluster's id (never reused).
+	Delete(ctx context.Context, c Cluster) error
 	// References says what names the cluster, read in the change.
 	References(ctx context.Context, id int64) (References, error)
 }
@@ -291,7 +292,9 @@ func (s *Service) refresh(ctx context.Context) {
 // Remove forgets a cluster: refused while any machine record, fence mapping, open
 // admission, unfinished rolling reboot or running maintenance task names it
 // (References.Refusal); its scoped grants, its fence worker state and tracked members go
-// with it. It returns the cluster as it was.
+// with it. Its history stays: ended admissions, finished evacuations, restores and rolling
+// reboots, and fence events keep naming its id (never reused) and read as of no
+// registered cluster. It returns the cluster as it was.
 func (s *Service) Remove(ctx context.Context, name string) (*Cluster, error) {
 	if err := ValidateName("name", name); err != nil {
 		return nil, err
@@ -327,7 +330,7 @@ func (s *Service) Remove(ctx context.Context, name string) (*Cluster, error) {
 			a.Detail("fingerprint", c.Fingerprint)
 			a.Detail("removedWithIt", map[string]any{"grants": refs.Grants, "trackedMembers": refs.TrackedMembers, "fenceState": refs.FenceState})
 		}
-		if err := tx.Delete(ctx, c.ID); err != nil {
+		if err := tx.Delete(ctx, c); err != nil {
 			return err
 		}
 		removed = &c

@@ -117,7 +117,9 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 	if err := ValidateMember(in.Member); err != nil {
 		return nil, err
 	}
-	systemID := strings.TrimSpace(in.SystemID)
+	// Taken as given, never trimmed: the gate checked the cluster of the record of exactly
+	// this system id (@change systemId), so the mapping must name the same one.
+	systemID := in.SystemID
 	if err := machines.ValidateSystemID("maasSystemId", systemID); err != nil {
 		return nil, err
 	}
@@ -183,6 +185,9 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 		action.Detail("cluster", cluster.Name)
 	}
 	err = s.Store.Change(ctx, in.Member, func(tx Tx) error {
+		if err := plan.Read(ctx, "cluster", cluster.Name+"; "+cluster.Fact()); err != nil {
+			return err
+		}
 		prev, err := tx.PutMapping(ctx, res.Mapping)
 		if err != nil {
 			return err
@@ -202,22 +207,19 @@ func (s *Service) SetMapping(ctx context.Context, actor string, in MappingInput)
 	return res, nil
 }
 
-// RemoveMapping removes a member's fence mapping: the member is never powered off again
-// until it gets a new one. A power-off already requested is still confirmed.
-// cluster names the member's cluster by the one rule: a machine record's (a record
-// naming none: the environment's, clusters.OfRecord), else the given one, else the only
-// one (clusters.Resolve).
+// cluster names the member's cluster by the one rule evacuations, restores and rolling
+// reboots use (clusters.OfMember): a machine record's (a record naming none: the
+// environment's), else the given one, else the only one.
 func (s *Service) cluster(member string, rec *machines.Record, given string) (clusters.Cluster, error) {
 	var all []clusters.Cluster
 	if s.Clusters != nil {
 		all = s.Clusters.All()
 	}
-	if rec == nil {
-		return clusters.Resolve(all, member, nil, given)
-	}
-	return clusters.OfRecord(all, member, rec.Cluster, given)
+	return clusters.OfMember(all, member, rec, given)
 }
 
+// RemoveMapping removes a member's fence mapping: the member is never powered off again
+// until it gets a new one. A power-off already requested is still confirmed.
 func (s *Service) RemoveMapping(ctx context.Context, member, clusterName string) (*Mapping, error) {
 	if err := ValidateMember(member); err != nil {
 		return nil, err
@@ -235,6 +237,9 @@ func (s *Service) RemoveMapping(ctx context.Context, member, clusterName string)
 	}
 	var removed *Mapping
 	err = s.Store.Change(ctx, member, func(tx Tx) error {
+		if err := plan.Read(ctx, "cluster", cluster.Name+"; "+cluster.Fact()); err != nil {
+			return err
+		}
 		m, err := tx.DeleteMapping(ctx, cluster.ID, member)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/machines"
 	"github.com/apelora/fabric/domain/membership"
+	"github.com/apelora/fabric/domain/plan"
 	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
 )
@@ -376,6 +377,50 @@ func TestClusterViewSaysWhenIncusCouldNotBeAsked(t *testing.T) {
 			t.Errorf("%s: warnings %+v, want one INCUS_UNAVAILABLE", name, v.Warnings)
 		} else if name != "not configured" && v.Warnings[0].Message != hung.Message {
 			t.Errorf("%s: warning %q does not give the reason", name, v.Warnings[0].Message)
+		}
+	}
+}
+
+// registry is a list of registered clusters.
+type registry []clusters.Cluster
+
+func (r registry) All() []clusters.Cluster { return r }
+
+// A mapping's plan covers the cluster it is written in, by its identity and not only its
+// name (as evacuations', rolling reboots' and the guard's plans do): a cluster removed and
+// registered again under the same name is another cluster, so a plan approved for the
+// one does not confirm a mapping in the other.
+func TestMappingPlansCoverTheCluster(t *testing.T) {
+	first := registry{{ID: 1, Name: "rack2", Fingerprint: strings.Repeat("a", 64), SeedURLs: []string{"https://127.0.0.2:8443"}, Adopted: true}}
+	again := registry{{ID: 7, Name: "rack2", Fingerprint: strings.Repeat("b", 64), SeedURLs: []string{"https://127.0.0.2:8443"}, Adopted: true}}
+	in := MappingInput{Member: "m3", Cluster: "rack2", SystemID: "abcd13", HardwareUUID: "4c4c4544-0000-0000-0000-000000000003"}
+	hashes := map[string][]string{}
+	for _, reg := range []registry{first, again} {
+		st := &apiStore{mappings: map[string]Mapping{"m3": {Cluster: reg[0].ID, Member: "m3", SystemID: "abcd13", HardwareUUID: in.HardwareUUID}}}
+		s := &Service{Clusters: reg, Store: st, Now: func() time.Time { return t0 }}
+		for _, call := range []string{"setFenceMapping", "removeFenceMapping"} {
+			ctx, _ := action()
+			rec := plan.For(call, map[string]any{"member": "m3", "cluster": "rack2"})
+			ctx = plan.With(ctx, rec)
+			var err error
+			if call == "setFenceMapping" {
+				_, err = s.SetMapping(ctx, "admin", in)
+			} else {
+				_, err = s.RemoveMapping(ctx, "m3", "rack2")
+			}
+			if err != nil {
+				t.Fatalf("%s in cluster %d: %v", call, reg[0].ID, err)
+			}
+			p := rec.Plan()
+			if !slices.ContainsFunc(p.Facts, func(f plan.Fact) bool { return f.Name == "cluster" && strings.Contains(f.Value, reg[0].Fingerprint) }) {
+				t.Fatalf("%s: the plan's facts %v do not name cluster %d", call, p.Facts, reg[0].ID)
+			}
+			hashes[call] = append(hashes[call], p.Hash())
+		}
+	}
+	for call, h := range hashes {
+		if h[0] == h[1] {
+			t.Fatalf("%s: the same plan hash for two clusters called rack2", call)
 		}
 	}
 }

@@ -163,8 +163,10 @@ const (
 
 // Event is one line of a task's progress, as memberOperation pushes it.
 type Event struct {
-	ID      int64
-	Task    int64
+	ID   int64
+	Task int64
+	// Cluster is the task's cluster (0: not known); Machine the member's name in it.
+	Cluster int64
 	Machine string
 	Action  string
 	At      time.Time
@@ -212,10 +214,13 @@ type Store interface {
 	// recorded (the process that asked stopped), as finished with outcome, with its events,
 	// in the change in progress.
 	RecordFinished(ctx context.Context, t Task, outcome Kind, message string) (int64, error)
-	// Tasks lists the machine's tasks, newest first.
+	// Tasks lists the tasks of members called machine in any cluster, newest first;
+	// ClusterTasks those of the cluster's member.
 	Tasks(ctx context.Context, machine string, limit int) ([]Task, error)
-	// EventsAfter lists events (of machine, or all for "") after the id, in id order.
-	EventsAfter(ctx context.Context, machine string, after int64, limit int) ([]Event, error)
+	ClusterTasks(ctx context.Context, cluster int64, member string, limit int) ([]Task, error)
+	// EventsAfter lists events (of machine, or all for ""; of the cluster, or any for 0)
+	// after the id, in id order.
+	EventsAfter(ctx context.Context, cluster int64, machine string, after int64, limit int) ([]Event, error)
 }
 
 // Service evacuates and restores members, each in its cluster: the one its machine record
@@ -485,23 +490,64 @@ func (s *Service) detail(ctx context.Context, e *Effect, m *membership.Member) {
 	}
 }
 
-// History lists the machine's tasks, newest first.
-func (s *Service) History(ctx context.Context, name string, limit int) ([]Task, error) {
-	if err := machines.ValidateName(name); err != nil {
-		return nil, err
+// row names the member of the fleet row called name: a machine record's name is its
+// member in the record's cluster (clusters.OfRecord); "m1.rack2" (the fleet's name for
+// rack2's m1 when another row is called m1, decision D1) is m1 of rack2; a name with
+// neither record nor cluster is the member of that name wherever it is (cluster 0: no
+// other row claims it). A member name is unique within its cluster only.
+func (s *Service) row(ctx context.Context, name string) (member string, cluster int64, err error) {
+	if member, cluster, ok := strings.Cut(name, "."); ok {
+		var all []clusters.Cluster
+		if s.Clusters != nil {
+			all = s.Clusters.All()
+		}
+		i := slices.IndexFunc(all, func(c clusters.Cluster) bool { return c.Name == cluster })
+		if i < 0 || machines.ValidateName(member) != nil {
+			return "", 0, apperr.Invalid("name", "%s names no member: give a machine's name, or a member's as the fleet shows it (m1.rack2: m1 of cluster rack2)", apperr.Quote(name))
+		}
+		return member, all[i].ID, nil
 	}
-	return s.Store.Tasks(ctx, name, limit)
+	if err := machines.ValidateName(name); err != nil {
+		return "", 0, err
+	}
+	rec, err := s.Store.Record(ctx, name)
+	if err != nil {
+		return "", 0, err
+	}
+	if rec != nil && s.Clusters != nil {
+		if c, err := clusters.OfRecord(s.Clusters.All(), name, rec.Cluster, ""); err == nil {
+			return name, c.ID, nil
+		}
+	}
+	return name, 0, nil
 }
 
-// Progress says what a memberOperation subscriber receives: the machine's task events
-// after the id after (when given) from the store, then live ones.
-func (s *Service) Progress(name string, after *int64) (broadcast.Want[string, Event], error) {
-	if err := machines.ValidateName(name); err != nil {
+// History lists the tasks of the fleet row called name (see row), newest first.
+func (s *Service) History(ctx context.Context, name string, limit int) ([]Task, error) {
+	member, cluster, err := s.row(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if cluster != 0 {
+		return s.Store.ClusterTasks(ctx, cluster, member, limit)
+	}
+	return s.Store.Tasks(ctx, member, limit)
+}
+
+// Progress says what a memberOperation subscriber receives: the task events of the fleet
+// row called name (see row) after the id after (when given) from the store, then live ones.
+func (s *Service) Progress(ctx context.Context, name string, after *int64) (broadcast.Want[string, Event], error) {
+	member, cluster, err := s.row(ctx, name)
+	if err != nil {
 		return broadcast.Want[string, Event]{}, err
 	}
-	return broadcast.Want[string, Event]{Key: name, After: after,
+	var match func(Event) bool
+	if cluster != 0 {
+		match = func(e Event) bool { return e.Cluster == cluster }
+	}
+	return broadcast.Want[string, Event]{Key: member, After: after, Match: match,
 		Replay: func(ctx context.Context, after int64, limit int) ([]Event, error) {
-			return s.Store.EventsAfter(ctx, name, after, limit)
+			return s.Store.EventsAfter(ctx, cluster, member, after, limit)
 		}}, nil
 }
 

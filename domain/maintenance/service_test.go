@@ -68,7 +68,10 @@ func (f *fakeStore) StartTask(_ context.Context, t Task) (*Task, error) {
 }
 func (f *fakeStore) RecordFinished(context.Context, Task, Kind, string) (int64, error) { return 0, nil }
 func (f *fakeStore) Tasks(context.Context, string, int) ([]Task, error)                { return nil, nil }
-func (f *fakeStore) EventsAfter(context.Context, string, int64, int) ([]Event, error) {
+func (f *fakeStore) ClusterTasks(context.Context, int64, string, int) ([]Task, error) {
+	return nil, nil
+}
+func (f *fakeStore) EventsAfter(context.Context, int64, string, int64, int) ([]Event, error) {
 	return nil, nil
 }
 

@@ -75,7 +75,14 @@ func (s *twoStore) Active(_ context.Context, cluster int64) (*Task, error) {
 	return nil, nil
 }
 func (s *twoStore) Unfinished(context.Context) ([]Task, error) { return slices.Clone(s.tasks), nil }
-func (s *twoStore) Task(context.Context, int64) (*Task, error) { return nil, nil }
+func (s *twoStore) Task(_ context.Context, id int64) (*Task, error) {
+	for _, t := range s.tasks {
+		if t.ID == id {
+			return &t, nil
+		}
+	}
+	return nil, nil
+}
 func (s *twoStore) Latest(context.Context, int64) (*Task, error) {
 	return nil, nil
 }
@@ -194,5 +201,31 @@ func TestRoundDrivesEachClustersTask(t *testing.T) {
 	slices.Sort(st.asked)
 	if fmt.Sprint(mnt.calls) != "[evacuate a/m1 evacuate b/m2]" || fmt.Sprint(st.asked) != "[Tasks 1 m1 Tasks 2 m2]" || a.reads != 1 || b.reads != 1 {
 		t.Fatalf("evacuations %v, reads %v, member lists a %d b %d", mnt.calls, st.asked, a.reads, b.reads)
+	}
+}
+
+// Pausing, resuming and cancelling a rolling reboot is audited naming its cluster, as its
+// start is: two clusters' reboots may each be at their m1, and the trail must say which.
+func TestPauseResumeCancelNameTheCluster(t *testing.T) {
+	st := &twoStore{tasks: []Task{
+		{ID: 7, Cluster: 1, Members: []string{"m1"}, State: StateRunning, Stage: StageEvacuate},
+		{ID: 9, Cluster: 2, Members: []string{"m1"}, State: StatePaused, Stage: StageEvacuate},
+	}}
+	s := &Service{Ports: twoPorts(&clusterIncus{name: "a"}, &clusterIncus{name: "b"}), Clusters: twoClusters, Store: st}
+	for _, c := range []struct {
+		name, id, want string
+		move           func(context.Context, string) (*Task, error)
+	}{
+		{"pauseRollingReboot", "7", "a", s.Pause},
+		{"resumeRollingReboot", "9", "b", s.Resume},
+		{"cancelRollingReboot", "9", "b", s.Cancel},
+	} {
+		a := &audit.Action{Actor: "ada", Name: c.name}
+		if _, err := c.move(audit.WithAction(context.Background(), a), c.id); err != nil {
+			t.Fatalf("%s %s: %v", c.name, c.id, err)
+		}
+		if got := a.Event(audit.Succeeded, "").Details["cluster"]; got != c.want {
+			t.Fatalf("%s of rolling reboot %s: details.cluster %v, want %s", c.name, c.id, got, c.want)
+		}
 	}
 }

@@ -312,6 +312,12 @@ func (s *Service) move(ctx context.Context, idText string, verb Verb) (*Task, er
 		}
 		if a := audit.ActionFrom(ctx); a != nil {
 			a.Detail("rollingReboot", id)
+			if s.Clusters != nil {
+				// As its start's: two clusters' reboots may each be at their m1.
+				if i := slices.IndexFunc(s.Clusters.All(), func(c clusters.Cluster) bool { return c.ID == t.Cluster }); i >= 0 {
+					a.Detail("cluster", s.Clusters.All()[i].Name)
+				}
+			}
 			a.Detail("member", t.Current())
 			a.Detail("step", string(t.Stage))
 		}

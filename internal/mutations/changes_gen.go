@@ -26,7 +26,7 @@ var declared = []Mutation{
 	{Name: "revokeIdentity", About: "", Cluster: "", SystemID: "", RollingReboot: "", Lock: LockIdentities, Input: "RevokeIdentityInput", Payload: "RevokeIdentityPayload"},
 	{Name: "revokeJoinToken", About: "input.name", Cluster: "", SystemID: "", RollingReboot: "", Lock: LockMachine, Input: "RevokeJoinTokenInput", Payload: "RevokeJoinTokenPayload"},
 	{Name: "runHardwareTests", About: "", Cluster: "", SystemID: "input.systemId", RollingReboot: "", Lock: LockMachine, Input: "RunHardwareTestsInput", Payload: "MaasMachinePayload"},
-	{Name: "setFenceMapping", About: "input.member", Cluster: "input.cluster", SystemID: "", RollingReboot: "", Lock: LockMachine, Input: "SetFenceMappingInput", Payload: "SetFenceMappingPayload"},
+	{Name: "setFenceMapping", About: "input.member", Cluster: "input.cluster", SystemID: "input.maasSystemId", RollingReboot: "", Lock: LockMachine, Input: "SetFenceMappingInput", Payload: "SetFenceMappingPayload"},
 	{Name: "setHardwareProfile", About: "", Cluster: "", SystemID: "", RollingReboot: "", Lock: LockHardwareProfiles, Input: "SetHardwareProfileInput", Payload: "SetHardwareProfilePayload"},
 	{Name: "setPlacementGuard", About: "", Cluster: "input.cluster", SystemID: "", RollingReboot: "", Lock: LockPlacementGuard, Input: "SetPlacementGuardInput", Payload: "SetPlacementGuardPayload"},
 	{Name: "startRollingReboot", About: "", Cluster: "input.cluster", SystemID: "", RollingReboot: "", Lock: LockRollingReboots, Input: "StartRollingRebootInput", Payload: "RollingRebootPayload"},

@@ -51,6 +51,7 @@ func whereCalls(ctx context.Context, s Scopes, name string, decl mutations.Mutat
 		out = append(out, w)
 	}
 	var unscoped []string
+	machineIn := 0 // 1 when out[0] is the cluster of the record `about` names
 	if lookable(sc.Machine) || lookable(sc.SystemID) || lookable(sc.RollingReboot) {
 		f, err := s.ScopeFacts(ctx, orEmpty(sc.Machine), orEmpty(sc.SystemID), orEmpty(sc.RollingReboot))
 		if err != nil {
@@ -66,6 +67,7 @@ func whereCalls(ctx context.Context, s Scopes, name string, decl mutations.Mutat
 			}
 		}
 		record(f.Machine, sc.Machine)
+		machineIn = len(out)
 		record(f.SystemID, "MAAS machine "+sc.SystemID)
 		if f.RollingReboot != nil {
 			add(identity.Where{Cluster: *f.RollingReboot, Name: clusterName(*f.RollingReboot), Why: "rolling reboot " + sc.RollingReboot + " is in " + clusterName(*f.RollingReboot)})
@@ -77,7 +79,9 @@ func whereCalls(ctx context.Context, s Scopes, name string, decl mutations.Mutat
 			return nil, err
 		}
 		why := "the call names cluster " + c.Name
-		if len(out) > 0 && out[0].Cluster != c.ID {
+		if machineIn == 1 && out[0].Cluster != c.ID {
+			// Only the machine's own record moves; a cluster found otherwise (the record of
+			// the MAAS system id a fence mapping names) keeps saying why it is there.
 			why = sc.Machine + " would move from " + out[0].Name + " to " + c.Name
 			out[0].Why = why
 		}
