@@ -20,7 +20,8 @@ import (
 // clusters on loopback (one member each) and the simulated MAAS: an identity granted
 // view-infrastructure@default only reads default's rows in fleet, machine, clusters and
 // fleetUpdates (hiddenrack's record and member, and the MAAS machines no record or
-// member claims, are not there), and in machines, rollingReboot, fenceMappings,
+// member claims, are not there), and in machines, rollingReboot, maintenanceTasks,
+// admissionReport, drift(machine:), fenceMappings,
 // fenceEvents(cluster:) and fenceProgress; it is refused FORBIDDEN identities, hardware profiles, MAAS images and
 // the audit checkpoint and proofs. Then every Query and Subscription
 // field of the schema, asked for every field of its answer: each is either refused
@@ -54,6 +55,11 @@ func TestReadScopedIdentity(t *testing.T) {
 	for _, cl := range []string{"default", "hiddenrack"} {
 		e.Scalar(`INSERT INTO rolling_operations (cluster_id, members, state, reason, started_by, finished_at)
 			SELECT id, ARRAY['m1'], 'CANCELLED', 'cancelled in ' || $1, 'test', now() FROM clusters WHERE name = $1 RETURNING id`, cl)
+	}
+	// A finished evacuation of each cluster's member (both named as the lab names them).
+	for _, f := range []struct{ cluster, member string }{{"hiddenrack", hidden.Members[0].Name}, {"default", lab.Members[0].Name}} {
+		e.Scalar(`INSERT INTO member_operations (cluster_id, machine, action, incus_operation, started_by, finished_at, outcome, message)
+			SELECT id, $2, 'evacuate', 'op-' || $1, 'test', now(), 'SUCCEEDED', 'evacuated in ' || $1 FROM clusters WHERE name = $1 RETURNING id`, f.cluster, f.member)
 	}
 	const create = `mutation($in: CreateIdentityInput!) { createIdentity(input: $in) { token identity { permissions grants { permission cluster } } } }`
 	c := e.MustGQL(admin, create, map[string]any{"in": map[string]any{"name": "default-viewer", "permissions": []any{},
@@ -121,6 +127,17 @@ func TestReadScopedIdentity(t *testing.T) {
 	}
 	if r := e.GQL(viewer, `{ admissionReport(name: "seen-node") { machine } }`, nil); r.Code() == "FORBIDDEN" {
 		t.Fatalf("admissionReport of default's seen-node: %+v", r.Errors)
+	}
+	// Maintenance tasks: default's only (an administrator sees hiddenrack's too, when the
+	// members share their name).
+	tasks := `query($n: String!) { maintenanceTasks(name: $n) { message } }`
+	if got := fmt.Sprint(e.MustGQL(viewer, tasks, map[string]any{"n": lab.Members[0].Name})); got != "map[maintenanceTasks:[map[message:evacuated in default]]]" {
+		t.Fatalf("maintenanceTasks of default's %s: %s", lab.Members[0].Name, got)
+	}
+	if hidden.Members[0].Name == lab.Members[0].Name {
+		if got := fmt.Sprint(e.MustGQL(admin, tasks, map[string]any{"n": lab.Members[0].Name})); !strings.Contains(got, "evacuated in hiddenrack") {
+			t.Fatalf("maintenanceTasks for an administrator: %s", got)
+		}
 	}
 	// Fencing: default's mappings and events only; fenceEvents names one of its clusters.
 	if got := e.MustGQL(viewer, `{ fenceMappings { maasSystemId } fenceEvents(cluster: "default") { edges { node { message } } } }`, nil); fmt.Sprint(got) !=

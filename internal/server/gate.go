@@ -102,21 +102,22 @@ func mayReadAll(ctx context.Context) error {
 // read is refused to an identity that reads some clusters only: refusing is safe, leaking
 // is not (TestReadScopedIdentity walks every field of the schema).
 var readScopedFields = map[string]bool{
-	"viewer":          true, // the caller itself
-	"fleet":           true,
-	"fleetUpdates":    true,
-	"machine":         true,
-	"clusters":        true,
-	"machines":        true, // its clusters' rows, as fleet
-	"rollingReboot":   true, // null for another cluster's
-	"admissionReport": true, // of a machine of its clusters (else FORBIDDEN)
-	"drift":           true, // with machine: one of its clusters' (else FORBIDDEN)
-	"fenceMappings":   true, // its clusters' mappings
-	"fenceEvents":     true, // with cluster: one of its clusters (else FORBIDDEN)
-	"fenceProgress":   true, // its clusters' events
-	"__typename":      true,
-	"__schema":        true, // the schema is public
-	"__type":          true,
+	"viewer":           true, // the caller itself
+	"fleet":            true,
+	"fleetUpdates":     true,
+	"machine":          true,
+	"clusters":         true,
+	"machines":         true, // its clusters' rows, as fleet
+	"rollingReboot":    true, // null for another cluster's
+	"admissionReport":  true, // of a machine of its clusters (else FORBIDDEN)
+	"drift":            true, // with machine: one of its clusters' (else FORBIDDEN)
+	"maintenanceTasks": true, // its clusters' tasks (each task names its cluster)
+	"fenceMappings":    true, // its clusters' mappings
+	"fenceEvents":      true, // with cluster: one of its clusters (else FORBIDDEN)
+	"fenceProgress":    true, // its clusters' events
+	"__typename":       true,
+	"__schema":         true, // the schema is public
+	"__type":           true,
 }
 
 // readScoped refuses a read whose root fields are not all filtered by read scope, for an
@@ -140,7 +141,7 @@ func readScoped(ctx context.Context, oc *graphql.OperationContext) error {
 				}
 			}
 			slices.Sort(names)
-			return apperr.New(apperr.Forbidden, "identity %s reads clusters %s only, and %s is not answered by cluster: it needs view-infrastructure in every cluster (ask an administrator to grant view-infrastructure without a cluster); fleet, machines, machine, clusters, rollingReboot, admissionReport, drift(machine:), fenceMappings, fenceEvents(cluster:) and the subscriptions fleetUpdates and fenceProgress answer about your clusters",
+			return apperr.New(apperr.Forbidden, "identity %s reads clusters %s only, and %s is not answered by cluster: it needs view-infrastructure in every cluster (ask an administrator to grant view-infrastructure without a cluster); fleet, machines, machine, clusters, rollingReboot, admissionReport, drift(machine:), maintenanceTasks, fenceMappings, fenceEvents(cluster:) and the subscriptions fleetUpdates and fenceProgress answer about your clusters",
 				apperr.Quote(id.Name), strings.Join(slices.Compact(names), ", "), f.Name)
 		}
 	}
