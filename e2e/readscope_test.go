@@ -18,14 +18,14 @@ import (
 
 // Reads scoped to clusters (issue 27 item 4, design §6 and D5), on two real Incus
 // clusters on loopback (one member each) and the simulated MAAS: an identity granted
-// view-infrastructure@default only reads default's rows in fleet, machine, clusters and
-// fleetUpdates (hiddenrack's record and member, and the MAAS machines no record or
-// member claims, are not there), and in machines, rollingReboot, maintenanceTasks,
-// admissionReport, drift(machine:), fenceMappings,
-// fenceEvents(cluster:) and fenceProgress; it is refused FORBIDDEN identities, hardware profiles, MAAS images and
-// the audit checkpoint and proofs. Then every Query and Subscription
-// field of the schema, asked for every field of its answer: each is either refused
-// FORBIDDEN or answers nothing of hiddenrack.
+// view-infrastructure@default only reads default's rows in fleet, machine, machines,
+// clusters and fleetUpdates (hiddenrack's record and member, and the MAAS machines no
+// record or member claims, are not there), and in rollingReboot, maintenanceTasks,
+// admissionReport, drift(machine:), fenceMappings, fenceEvents(cluster:) and
+// fenceProgress; it is refused FORBIDDEN identities, hardware profiles, MAAS images and
+// the audit checkpoint and proofs. Then every Query and Subscription field of the
+// schema, asked for every field of its answer: each is either refused FORBIDDEN or
+// answers nothing of hiddenrack.
 func TestReadScopedIdentity(t *testing.T) {
 	parallel(t, lasts(4))
 	lab := incuslab.Start(t, 1)
