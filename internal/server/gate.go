@@ -136,7 +136,7 @@ func readScoped(ctx context.Context, oc *graphql.OperationContext) error {
 		if !readScopedFields[f.Name] {
 			var names []string
 			for _, g := range id.Grants {
-				if g.Permission == identity.ViewInfrastructure {
+				if g.Permission == identity.ViewInfrastructure || g.Permission == identity.ManageInfrastructure { // the clusters ReadScope reads
 					names = append(names, g.ClusterName)
 				}
 			}
