@@ -3002,7 +3002,7 @@ func (v *ClusterFieldsSourceSourceStatus) GetMessage() string { return v.Message
 
 // A permission to grant in one Incus cluster only.
 type ClusterGrantInput struct {
-	// MANAGE_INFRASTRUCTURE or HARDWARE_DELETE (reads are not scoped to clusters).
+	// MANAGE_INFRASTRUCTURE, HARDWARE_DELETE, or VIEW_INFRASTRUCTURE, which scopes the identity's reads to its clusters: reads answer their rows, and a read not answered by cluster is refused FORBIDDEN (docs/security.md).
 	Permission Permission `json:"permission"`
 	// A registered cluster's name (NOT_FOUND otherwise).
 	Cluster string `json:"cluster"`

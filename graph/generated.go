@@ -5766,7 +5766,7 @@ type ClusterGrant {
 
 "A permission to grant in one Incus cluster only."
 input ClusterGrantInput {
-  "MANAGE_INFRASTRUCTURE or HARDWARE_DELETE (reads are not scoped to clusters)."
+  "MANAGE_INFRASTRUCTURE, HARDWARE_DELETE, or VIEW_INFRASTRUCTURE, which scopes the identity's reads to its clusters: reads answer their rows, and a read not answered by cluster is refused FORBIDDEN (docs/security.md)."
   permission: Permission!
   "A registered cluster's name (NOT_FOUND otherwise)."
   cluster: String!

@@ -189,13 +189,24 @@ func (r *mutationResolver) RemoveCluster(ctx context.Context, input model.Remove
 
 // Clusters is the resolver for the clusters field.
 func (r *queryResolver) Clusters(ctx context.Context, names []string) ([]*model.Cluster, error) {
+	scope := identity.ReadScopeOf(ctx)
 	cs, err := r.Resolver.Clusters.List(ctx, names)
 	if err != nil {
+		if !scope.All() {
+			// A name not registered and one not read are told apart for no read-scoped caller.
+			return nil, apperr.New(apperr.NotFound, "a cluster named in names is not one you read: ask for your clusters (clusters without names)")
+		}
 		return nil, err
 	}
-	out := make([]*model.Cluster, len(cs))
+	out := make([]*model.Cluster, 0, len(cs))
 	for i := range cs {
-		out[i] = mapCluster(&cs[i])
+		if !scope.Reads(cs[i].ID) {
+			if names != nil {
+				return nil, apperr.New(apperr.NotFound, "a cluster named in names is not one you read: ask for your clusters (clusters without names)")
+			}
+			continue
+		}
+		out = append(out, mapCluster(&cs[i]))
 	}
 	return out, nil
 }

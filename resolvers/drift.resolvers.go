@@ -9,12 +9,22 @@ import (
 	"context"
 
 	"github.com/apelora/fabric/domain/drift"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph/model"
+	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
 )
 
 // Drift is the resolver for the drift field.
 func (r *queryResolver) Drift(ctx context.Context, machine *string) ([]*model.Drift, error) {
+	if !identity.ReadScopeOf(ctx).All() {
+		if machine == nil {
+			return nil, apperr.New(apperr.Forbidden, "you read some clusters only: give drift the machine of yours whose drift you want (machine: \"…\")")
+		}
+		if err := r.mayReadMachine(ctx, "drift", *machine); err != nil {
+			return nil, err
+		}
+	}
 	ds, err := r.DriftView.List(ctx, deref(machine))
 	if err != nil {
 		return nil, err

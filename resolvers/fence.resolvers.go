@@ -59,12 +59,18 @@ func (r *queryResolver) FenceEvents(ctx context.Context, member *string, cluster
 		return nil, apperr.Invalid("first", "first must be between 1 and 500, not %d", limit)
 	}
 	f := fencing.EventFilter{Member: deref(member), Limit: limit + 1}
+	scope := identity.ReadScopeOf(ctx)
 	if cluster != nil {
 		c, err := r.Resolver.Clusters.Registry.Named(ctx, "cluster", *cluster)
 		if err != nil {
 			return nil, err
 		}
 		f.Cluster = c.ID
+	}
+	if !scope.All() && (cluster == nil || !scope.Reads(f.Cluster)) {
+		// A page of the events of one cluster the caller reads (a filtered page of every
+		// cluster's would not page).
+		return nil, apperr.New(apperr.Forbidden, "you read some clusters only: give fenceEvents the cluster of yours whose events you want (cluster: \"…\")")
 	}
 	if after != nil {
 		before, err := parseFenceCursor(*after)
@@ -97,6 +103,13 @@ func (r *queryResolver) FenceMappings(ctx context.Context) ([]*model.FenceMappin
 	if err != nil {
 		return nil, err
 	}
+	if scope := identity.ReadScopeOf(ctx); !scope.All() {
+		for k := range st {
+			if !scope.Reads(k.Cluster) {
+				delete(st, k) // another cluster's mapping
+			}
+		}
+	}
 	return sortedFenceStatuses(st), nil
 }
 
@@ -123,7 +136,11 @@ func (r *subscriptionResolver) FenceProgress(ctx context.Context, member *string
 	if err != nil {
 		return nil, err
 	}
-	return broadcast.Subscribe(ctx, r.Fencing.Feed, want, fenceEvents, streamBuffer), nil
+	events := broadcast.Subscribe(ctx, r.Fencing.Feed, want, fenceEvents, streamBuffer)
+	if identity.ReadScopeOf(ctx).All() {
+		return events, nil
+	}
+	return readableFenceEvents(ctx, events), nil
 }
 
 // ClusterView returns graph.ClusterViewResolver implementation.

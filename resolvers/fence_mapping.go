@@ -9,6 +9,7 @@ import (
 
 	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/fencing"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/apperr"
 )
@@ -131,4 +132,33 @@ func parseFenceCursor(c string) (int64, error) {
 		}
 	}
 	return 0, apperr.Invalid("after", "cursor %s is not one this server gave out: pass a pageInfo.endCursor from an earlier page of fenceEvents", apperr.Quote(c))
+}
+
+// readableFenceEvents passes on the events of the clusters the caller reads (its scope
+// read at each event from the socket's live identity); an event about no cluster (a
+// worker taking the lease) is for callers who read every cluster.
+func readableFenceEvents(ctx context.Context, in <-chan *model.FenceEvent) <-chan *model.FenceEvent {
+	out := make(chan *model.FenceEvent)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case e, ok := <-in:
+				if !ok {
+					return
+				}
+				if !identity.ReadScopeOf(ctx).Reads(e.ClusterID) {
+					continue
+				}
+				select {
+				case out <- e:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }

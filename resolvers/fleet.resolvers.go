@@ -8,6 +8,7 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/apperr"
 	"github.com/apelora/fabric/internal/broadcast"
@@ -38,6 +39,9 @@ func (r *subscriptionResolver) FleetUpdates(ctx context.Context, after *int, clu
 	updates := broadcast.Subscribe(ctx, r.FleetWatch.Feed(), want, fleetUpdates, fleetBuffer)
 	if cluster != nil {
 		return followCluster(ctx, updates, *cluster), nil
+	}
+	if !identity.ReadScopeOf(ctx).All() {
+		return followCluster(ctx, updates, ""), nil // the rows of the caller's clusters
 	}
 	return updates, nil
 }

@@ -2,9 +2,11 @@ package resolvers
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/apelora/fabric/domain/fleet"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/broadcast"
 )
@@ -59,11 +61,13 @@ func mapMachines(ms []fleet.Machine, cm clusterModels) []*model.Machine {
 // execution keeps which rows it was sent, so a row that joins the cluster is added, one
 // that leaves it (or is gone) removed. Every revision is passed on (empty when nothing of
 // the cluster changed), so the client still sees a gap; a snapshot starts over.
+// cluster "" follows every cluster; a read-scoped caller's rows are those of its clusters
+// (identity.ReadScope, read at each update from the socket's live identity).
 func followCluster(ctx context.Context, in <-chan *model.FleetUpdate, cluster string) <-chan *model.FleetUpdate {
 	out := make(chan *model.FleetUpdate)
 	go func() {
 		defer close(out)
-		f := clusterFilter{cluster: cluster, held: map[string]bool{}}
+		f := clusterFilter{cluster: cluster, held: map[string]bool{}, scope: func() identity.ReadScope { return identity.ReadScopeOf(ctx) }}
 		for {
 			var u *model.FleetUpdate
 			var ok bool
@@ -87,17 +91,26 @@ func followCluster(ctx context.Context, in <-chan *model.FleetUpdate, cluster st
 
 // clusterFilter is one subscriber's view of one cluster's rows.
 type clusterFilter struct {
-	cluster string
+	cluster string          // "": every cluster the scope reads
 	held    map[string]bool // the rows the subscriber was sent and holds
+	scope   func() identity.ReadScope
+	now     identity.ReadScope // the scope of the update being applied
 }
 
 func (f *clusterFilter) in(m *model.Machine) bool {
-	return m.Cluster != nil && m.Cluster.Name == f.cluster
+	if f.cluster != "" && (m.Cluster == nil || m.Cluster.Name != f.cluster) {
+		return false
+	}
+	return f.now.All() || m.Cluster != nil && m.Cluster.Record != nil && f.now.Reads(m.Cluster.Record.ID)
 }
 
 // apply is u as the subscriber of the cluster sees it (u itself is shared: never changed).
 func (f *clusterFilter) apply(u *model.FleetUpdate) *model.FleetUpdate {
-	out := &model.FleetUpdate{Revision: u.Revision, Snapshot: u.Snapshot, Sources: u.Sources,
+	f.now = identity.EveryCluster
+	if f.scope != nil {
+		f.now = f.scope()
+	}
+	out := &model.FleetUpdate{Revision: u.Revision, Snapshot: u.Snapshot, Sources: scopedSources(u.Sources, f.now),
 		Added: []*model.Machine{}, Changed: []*model.Machine{}, Removed: []string{}}
 	if u.Snapshot {
 		clear(f.held)
@@ -124,6 +137,31 @@ func (f *clusterFilter) apply(u *model.FleetUpdate) *model.FleetUpdate {
 		if f.held[name] {
 			out.Removed = append(out.Removed, name)
 			delete(f.held, name)
+		}
+	}
+	return out
+}
+
+// scopedSources are the sources as a read-scoped caller sees them: its clusters only,
+// and Incus said of them (as mapFleet's scopedIncus).
+func scopedSources(s *model.FleetSources, scope identity.ReadScope) *model.FleetSources {
+	if s == nil || scope.All() {
+		return s
+	}
+	out := &model.FleetSources{Maas: s.Maas, Incus: s.Incus, Clusters: []*model.ClusterSource{}}
+	var failed []string
+	for _, c := range s.Clusters {
+		if c.Cluster != nil && c.Cluster.Record != nil && scope.Reads(c.Cluster.Record.ID) {
+			out.Clusters = append(out.Clusters, c)
+			if c.Status != nil && !c.Status.Available {
+				failed = append(failed, c.Status.Message)
+			}
+		}
+	}
+	if s.Incus != nil && s.Incus.Configured {
+		out.Incus = &model.SourceStatus{Configured: true, Available: len(failed) == 0, Message: "ok"}
+		if len(failed) > 0 {
+			out.Incus.Message, out.Incus.Since = strings.Join(failed, "; "), s.Incus.Since
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apelora/fabric/domain/clusters"
 	"github.com/apelora/fabric/domain/enrolment"
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/domain/provisioning"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
@@ -118,7 +119,7 @@ func (r *queryResolver) Fleet(ctx context.Context, cluster *string) (*model.Flee
 	if err != nil {
 		return nil, err
 	}
-	return mapFleet(v, only), nil
+	return mapFleet(v, only, identity.ReadScopeOf(ctx)), nil
 }
 
 // ReleasePreview is the resolver for the releasePreview field.

@@ -43,9 +43,12 @@ func (r *queryResolver) Machines(ctx context.Context) ([]*model.Machine, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Machine, len(ms))
+	scope := identity.ReadScopeOf(ctx)
+	out := make([]*model.Machine, 0, len(ms))
 	for i := range ms {
-		out[i] = mapMachine(&ms[i])
+		if readsRow(scope, &ms[i]) {
+			out = append(out, mapMachine(&ms[i]))
+		}
 	}
 	return out, nil
 }
@@ -55,6 +58,9 @@ func (r *queryResolver) Machine(ctx context.Context, name string) (*model.Machin
 	m, err := r.View.Machine(ctx, name)
 	if err != nil || m == nil {
 		return nil, err
+	}
+	if !readsRow(identity.ReadScopeOf(ctx), m) {
+		return nil, nil // for a read-scoped caller, a machine of another cluster is no machine
 	}
 	return mapMachine(m), nil
 }

@@ -8,6 +8,7 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
 )
@@ -49,9 +50,12 @@ func (r *queryResolver) MaintenanceTasks(ctx context.Context, name string) ([]*m
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.MaintenanceTask, len(tasks))
+	scope := identity.ReadScopeOf(ctx)
+	out := make([]*model.MaintenanceTask, 0, len(tasks))
 	for i := range tasks {
-		out[i] = mapMaintenanceTask(&tasks[i])
+		if scope.Reads(tasks[i].Cluster) { // a read-scoped caller's clusters' tasks only
+			out = append(out, mapMaintenanceTask(&tasks[i]))
+		}
 	}
 	return out, nil
 }

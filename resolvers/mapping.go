@@ -290,16 +290,29 @@ func mapSource(s fleet.Source) *model.SourceStatus {
 	return out
 }
 
-// mapFleet maps the view's rows (those of cluster only, when not nil).
-func mapFleet(v *fleet.View, cluster *clusters.Cluster) *model.Fleet {
+// mapFleet maps the view's rows (those of cluster only, when not nil) that scope reads:
+// a read-scoped caller gets its clusters' rows and sources only (identity.ReadScope).
+func mapFleet(v *fleet.View, cluster *clusters.Cluster, scope identity.ReadScope) *model.Fleet {
 	cm := clusterModels{}
+	cs := v.Clusters
+	if !scope.All() {
+		cs = make([]fleet.ClusterSource, 0, len(v.Clusters))
+		for _, c := range v.Clusters {
+			if c.Cluster != nil && scope.Reads(c.Cluster.ID) {
+				cs = append(cs, c)
+			}
+		}
+	}
 	out := &model.Fleet{
 		Machines: make([]*model.Machine, 0, len(v.Machines)),
-		Sources:  mapSources(v.Incus, v.MAAS, v.Clusters, cm),
+		Sources:  mapSources(scopedIncus(v.Incus, cs, scope), v.MAAS, cs, cm),
 	}
 	for i := range v.Machines {
 		m := &v.Machines[i]
 		if cluster != nil && (m.Cluster == nil || m.Cluster.ID != cluster.ID) {
+			continue
+		}
+		if !readsRow(scope, m) {
 			continue
 		}
 		out.Machines = append(out.Machines, mapMachineIn(m, cm))
@@ -383,4 +396,49 @@ func grantsOf(gs []*model.ClusterGrantInput) []identity.GrantText {
 		}
 	}
 	return out
+}
+
+// readsRow reports whether scope reads the fleet row m: a read-scoped caller reads the
+// rows of its clusters; a row of no cluster (a MAAS machine with neither record nor
+// member) only a caller who reads every cluster.
+func readsRow(scope identity.ReadScope, m *fleet.Machine) bool {
+	return scope.All() || m.Cluster != nil && scope.Reads(m.Cluster.ID)
+}
+
+// scopedIncus is the Incus source as a read-scoped caller sees it: said of its clusters
+// only (the whole source's message names every cluster that did not answer).
+func scopedIncus(incus fleet.Source, cs []fleet.ClusterSource, scope identity.ReadScope) fleet.Source {
+	if scope.All() || !incus.Configured {
+		return incus
+	}
+	var failed []string
+	for _, c := range cs {
+		if !c.Source.Available {
+			failed = append(failed, c.Source.Message)
+		}
+	}
+	out := fleet.Source{Configured: true, Available: len(failed) == 0, Message: "ok"}
+	if len(failed) > 0 {
+		out.Message, out.Since = strings.Join(failed, "; "), incus.Since
+	}
+	return out
+}
+
+// mayReadMachine refuses a read about one machine to a read-scoped caller when the
+// machine is not in its clusters (the fleet's rule, readsRow), or is no machine: the same
+// refusal for both, so the answer does not tell another cluster's machine from none.
+// Callers who read every cluster pay nothing.
+func (r *Resolver) mayReadMachine(ctx context.Context, field, name string) error {
+	scope := identity.ReadScopeOf(ctx)
+	if scope.All() {
+		return nil
+	}
+	m, err := r.View.Machine(ctx, name)
+	if err != nil {
+		return err
+	}
+	if m == nil || !readsRow(scope, m) {
+		return apperr.New(apperr.Forbidden, "%s: no machine named %s in the clusters you read (fleet lists them)", field, apperr.Quote(name))
+	}
+	return nil
 }

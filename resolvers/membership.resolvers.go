@@ -127,6 +127,9 @@ func (r *mutationResolver) RemoveMember(ctx context.Context, input model.RemoveM
 
 // AdmissionReport is the resolver for the admissionReport field.
 func (r *queryResolver) AdmissionReport(ctx context.Context, name string) (*model.AdmissionReport, error) {
+	if err := r.mayReadMachine(ctx, "admissionReport", name); err != nil {
+		return nil, err
+	}
 	report, err := r.Admission.Report(ctx, name)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph/model"
 	"github.com/apelora/fabric/internal/resterr"
 )
@@ -24,7 +25,7 @@ func (r *Resolver) MAASMachinesHandler() http.Handler {
 			resterr.Write(w, req, r.Log, err)
 			return
 		}
-		f := mapFleet(v, nil)
+		f := mapFleet(v, nil, identity.ReadScopeOf(req.Context()))
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)

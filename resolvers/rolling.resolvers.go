@@ -8,6 +8,7 @@ package resolvers
 import (
 	"context"
 
+	"github.com/apelora/fabric/domain/identity"
 	"github.com/apelora/fabric/graph"
 	"github.com/apelora/fabric/graph/model"
 )
@@ -68,6 +69,9 @@ func (r *queryResolver) RollingReboot(ctx context.Context, id *string, cluster *
 	}
 	if reboot != nil && cluster != nil && reboot.Cluster != in {
 		return nil, nil // the id names another cluster's rolling reboot
+	}
+	if reboot != nil && !identity.ReadScopeOf(ctx).Reads(reboot.Cluster) {
+		return nil, nil // for a read-scoped caller, another cluster's rolling reboot is none
 	}
 	return r.mapRolling(reboot), nil
 }

@@ -40,9 +40,8 @@ func (g GrantText) String() string {
 	return string(g.Permission) + "@" + g.Cluster
 }
 
-// ParseGrant reads "permission" or "permission@cluster". A scoped view-infrastructure is
-// refused: reads are not scoped to clusters (every identity that may read reads the
-// whole fleet), so such a grant would promise what is not kept.
+// ParseGrant reads "permission" or "permission@cluster". view-infrastructure@cluster
+// scopes the identity's reads to its clusters (ReadScope).
 func ParseGrant(s string) (GrantText, error) {
 	p, cluster, scoped := strings.Cut(strings.TrimSpace(s), "@")
 	perm, err := ParsePermission(p)
@@ -55,9 +54,6 @@ func ParseGrant(s string) (GrantText, error) {
 	cluster = strings.TrimSpace(cluster)
 	if !clusterName.MatchString(cluster) {
 		return GrantText{}, apperr.Invalid("grants", "%s names no cluster: write permission@cluster, the cluster as the clusters query lists it (for example manage-infrastructure@rack1)", apperr.Quote(s))
-	}
-	if perm == ViewInfrastructure {
-		return GrantText{}, apperr.Invalid("grants", "view-infrastructure@%s: reads are not scoped to clusters (an identity that may read reads every cluster); grant view-infrastructure without a cluster", cluster)
 	}
 	return GrantText{Permission: perm, Cluster: cluster}, nil
 }
@@ -92,9 +88,6 @@ func checkGrants(unscoped []Permission, in []GrantText) ([]GrantText, error) {
 			!slices.Contains(out, GrantText{Permission: ManageInfrastructure, Cluster: g.Cluster}) {
 			return nil, apperr.Invalid("grants", "hardware.delete@%s only widens manage-infrastructure there: add manage-infrastructure@%s, or leave it out", g.Cluster, g.Cluster)
 		}
-		if g.Permission == ViewInfrastructure {
-			return nil, apperr.Invalid("grants", "view-infrastructure@%s: reads are not scoped to clusters; grant view-infrastructure without a cluster", g.Cluster)
-		}
 	}
 	return out, nil
 }
@@ -126,7 +119,7 @@ func (i *Identity) HasIn(p Permission, cluster int64) bool {
 	case HardwareDelete:
 		return in(HardwareDelete) && in(ManageInfrastructure)
 	case ViewInfrastructure:
-		return in(ViewInfrastructure) || in(ManageInfrastructure)
+		return i.ReadScope().Reads(cluster)
 	}
 	return in(p)
 }

@@ -94,22 +94,26 @@ func (i *Identity) Granted(now time.Time) []Permission {
 	if i.SSO == nil || i.SSO.Confirmed(now) || (len(i.Permissions) == 0 && len(i.Grants) == 0) {
 		return i.Permissions
 	}
+	if !i.ReadScope().All() {
+		return nil // it reads some clusters only (ReadScope), not every one
+	}
 	return []Permission{ViewInfrastructure}
 }
 
 // Has reports whether the identity holds p now (Granted) unscoped: in every cluster.
 // manage-infrastructure implies view-infrastructure, and so does manage-infrastructure in
-// any one cluster: reads are not scoped to clusters.
+// any one cluster unless view-infrastructure is granted in some clusters (ReadScope): Has
+// of view-infrastructure is reading every cluster.
 func (i *Identity) Has(p Permission) bool {
 	return i.mayHold(p, time.Now())
 }
 
 // mayHold is Has at now.
 func (i *Identity) mayHold(p Permission, now time.Time) bool {
-	if holds(i.Granted(now), p) {
-		return true
+	if p == ViewInfrastructure {
+		return i.ReadScope().All() // manage-infrastructure in some clusters reads all, unless view is scoped
 	}
-	return p == ViewInfrastructure && slices.ContainsFunc(i.Scoped(now), func(g ClusterGrant) bool { return g.Permission == ManageInfrastructure })
+	return holds(i.Granted(now), p)
 }
 
 func holds(perms []Permission, p Permission) bool {

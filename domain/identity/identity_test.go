@@ -307,4 +307,30 @@ func TestWatchedSocketsAreReauthorised(t *testing.T) {
 	if cause := ended(t, ctx, time.Second); apperr.CodeOf(cause) != apperr.Forbidden {
 		t.Fatalf("without view-infrastructure: %v", cause)
 	}
+
+	// Scoped to reading one cluster (view-infrastructure@rack1), a socket that read every
+	// cluster ends: its subscriptions were started under the wider scope.
+	store.set(1, func(i *Identity) { i.Permissions = viewer })
+	wide, err := s.Watch(t.Context(), &Identity{ID: 1, Name: "alice", Permissions: viewer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.set(1, func(i *Identity) {
+		i.Permissions = nil
+		i.Grants = []ClusterGrant{{Permission: ViewInfrastructure, Cluster: 1, ClusterName: "rack1"}}
+	})
+	s.Changed(t.Context(), 1)
+	if cause := ended(t, wide, time.Second); apperr.CodeOf(cause) != apperr.Forbidden || !strings.Contains(cause.Error(), "reads fewer clusters") {
+		t.Fatalf("read scope narrowed: %v", cause)
+	}
+	// A socket opened as the reader of rack1 stays open when it reads every cluster again.
+	scoped, err := s.Watch(t.Context(), &Identity{ID: 1, Name: "alice", Grants: []ClusterGrant{{Permission: ViewInfrastructure, Cluster: 1, ClusterName: "rack1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.set(1, func(i *Identity) { i.Permissions, i.Grants = viewer, nil })
+	s.Changed(t.Context(), 1)
+	if !FromContext(scoped).ReadScope().All() || scoped.Err() != nil {
+		t.Fatalf("widened: %+v, ended %v", FromContext(scoped), scoped.Err())
+	}
 }

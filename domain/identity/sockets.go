@@ -134,6 +134,10 @@ func (s *SocketRegistry) Changed(ctx context.Context, id int64) {
 	for ss := range s.open[id] {
 		if verdictErr != nil {
 			ss.cancel(verdictErr)
+		} else if err := narrowed(name, ss.live.p.Load(), fresh); err != nil {
+			// Subscriptions started under the wider scope (a shared stream, one that
+			// answers every cluster) would go on answering it: the client reconnects.
+			ss.cancel(err)
 		} else {
 			ss.live.Set(fresh)
 			s.schedule(ss, fresh)
@@ -254,8 +258,18 @@ func verdict(name string, now *Identity, at time.Time) error {
 	if err := now.Usable(at); err != nil {
 		return err
 	}
-	if !now.mayHold(ViewInfrastructure, at) {
+	if !now.ReadScope().Any() {
 		return apperr.New(apperr.Forbidden, "identity %q no longer has the %s permission: ask an administrator to grant it", name, ViewInfrastructure)
 	}
 	return nil
+}
+
+// narrowed is why a socket authorised as was must end now that its identity reads less
+// (ReadScope: every cluster before and some now, or other clusters), or nil.
+func narrowed(name string, was, now *Identity) error {
+	before, after := was.ReadScope(), now.ReadScope()
+	if after.All() || before.Equal(after) {
+		return nil
+	}
+	return apperr.New(apperr.Forbidden, "identity %q now reads fewer clusters than when this connection started: connect again", name)
 }

@@ -77,10 +77,75 @@ func requirePermission(ctx context.Context, p identity.Permission) error {
 	return id.Require(p)
 }
 
-// mayRead is the rule for reads (queries and subscriptions). The websocket transport also
-// asks it for every subscriber of a shared stream.
+// mayRead is the rule for reads (queries and subscriptions): the caller may read every
+// cluster or some (identity.ReadScope; readScoped then refuses the reads it may not make).
 func mayRead(ctx context.Context) error {
+	id := identity.FromContext(ctx)
+	if id == nil {
+		return authError(ctx)
+	}
+	if id.ReadScope().Any() {
+		return nil
+	}
+	return id.Require(identity.ViewInfrastructure)
+}
+
+// mayReadAll is mayRead for every cluster: what the websocket transport asks before a
+// subscriber joins a shared stream (one execution for many callers cannot be filtered for
+// one of them: a read-scoped subscriber runs its own, which the gate and resolvers scope).
+func mayReadAll(ctx context.Context) error {
 	return requirePermission(ctx, identity.ViewInfrastructure)
+}
+
+// readScopedFields are the Query and Subscription fields whose resolvers filter their
+// answer by the caller's identity.ReadScope (or answer only about the caller). Every other
+// read is refused to an identity that reads some clusters only: refusing is safe, leaking
+// is not (TestReadScopedIdentity walks every field of the schema).
+var readScopedFields = map[string]bool{
+	"viewer":           true, // the caller itself
+	"fleet":            true,
+	"fleetUpdates":     true,
+	"machine":          true,
+	"clusters":         true,
+	"machines":         true, // its clusters' rows, as fleet
+	"rollingReboot":    true, // null for another cluster's
+	"admissionReport":  true, // of a machine of its clusters (else FORBIDDEN)
+	"drift":            true, // with machine: one of its clusters' (else FORBIDDEN)
+	"maintenanceTasks": true, // its clusters' tasks (each task names its cluster)
+	"fenceMappings":    true, // its clusters' mappings
+	"fenceEvents":      true, // with cluster: one of its clusters (else FORBIDDEN)
+	"fenceProgress":    true, // its clusters' events
+	"__typename":       true,
+	"__schema":         true, // the schema is public
+	"__type":           true,
+}
+
+// readScoped refuses a read whose root fields are not all filtered by read scope, for an
+// identity that reads some clusters only; nil for every other caller.
+func readScoped(ctx context.Context, oc *graphql.OperationContext) error {
+	id := identity.FromContext(ctx)
+	scope := id.ReadScope()
+	if !scope.Scoped() || oc.Operation == nil {
+		return nil
+	}
+	root := "Query"
+	if oc.Operation.Operation == ast.Subscription {
+		root = "Subscription"
+	}
+	for _, f := range graphql.CollectFields(oc, oc.Operation.SelectionSet, []string{root}) {
+		if !readScopedFields[f.Name] {
+			var names []string
+			for _, g := range id.Grants {
+				if g.Permission == identity.ViewInfrastructure || g.Permission == identity.ManageInfrastructure { // the clusters ReadScope reads
+					names = append(names, g.ClusterName)
+				}
+			}
+			slices.Sort(names)
+			return apperr.New(apperr.Forbidden, "identity %s reads clusters %s only, and %s is not answered by cluster: it needs view-infrastructure in every cluster (ask an administrator to grant view-infrastructure without a cluster); fleet, machines, machine, clusters, rollingReboot, admissionReport, drift(machine:), maintenanceTasks, fenceMappings, fenceEvents(cluster:) and the subscriptions fleetUpdates and fenceProgress answer about your clusters",
+				apperr.Quote(id.Name), strings.Join(slices.Compact(names), ", "), f.Name)
+		}
+	}
+	return nil
 }
 
 // operations refuses reads (queries, subscriptions) from callers who may not read. A
@@ -98,6 +163,9 @@ func (g *gate) operations(ctx context.Context, next graphql.OperationHandler) gr
 		return next(ctx)
 	}
 	if err := mayRead(ctx); err != nil {
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{presentError(ctx, g.log, err)}})
+	}
+	if err := readScoped(ctx, oc); err != nil {
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{presentError(ctx, g.log, err)}})
 	}
 	if oc.Operation != nil && oc.Operation.Operation == ast.Query {

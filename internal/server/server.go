@@ -128,7 +128,7 @@ func Handler(cfg Config) http.Handler {
 		PingInterval:      cfg.PingInterval,
 		AllowedOrigins:    cfg.AllowedOrigins,
 		Shared:            sharedStreams,
-		Authorize:         mayRead,
+		Authorize:         mayReadAll,
 		AdmitSubscription: usage.subscription,
 		Subscribed:        subscribed,
 		Log:               cfg.Log,
@@ -193,7 +193,7 @@ func websocketInit(store credentials, sockets SocketRegistry, refused func(conte
 			ctx = context.WithValue(ctx, sessionKey{}, console)
 			ctx = boundBySession(ctx)
 		}
-		if err == nil {
+		if err == nil && !id.ReadScope().Any() {
 			err = id.Require(identity.ViewInfrastructure)
 		}
 		if err == nil && held != nil {

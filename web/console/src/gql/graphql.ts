@@ -148,7 +148,7 @@ export type ClearHardwareProfileInput = {
 export type ClusterGrantInput = {
   /** A registered cluster's name (NOT_FOUND otherwise). */
   cluster: string;
-  /** MANAGE_INFRASTRUCTURE or HARDWARE_DELETE (reads are not scoped to clusters). */
+  /** MANAGE_INFRASTRUCTURE, HARDWARE_DELETE, or VIEW_INFRASTRUCTURE, which scopes the identity's reads to its clusters: reads answer their rows, and a read not answered by cluster is refused FORBIDDEN (docs/security.md). */
   permission: Permission;
 };
 
