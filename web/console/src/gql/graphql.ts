@@ -225,8 +225,9 @@ export type DriftChange =
 export type EvacuateMemberInput = {
   /**
    * The Incus cluster of the member. Left out: its machine record's cluster (a member without
-   * a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
-   * record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+   * a record: the only cluster, or the cluster of APELORA_INCUS_*). A cluster other than the
+   * record's names that cluster's member of the same name (a member name is unique within its
+   * cluster only; the record is its own cluster's machine). A name not registered is NOT_FOUND.
    */
   cluster?: string | null | undefined;
   /**
@@ -608,8 +609,9 @@ export type RemoveMemberInput = {
 export type RestoreMemberInput = {
   /**
    * The Incus cluster of the member. Left out: its machine record's cluster (a member without
-   * a record: the only cluster, or the cluster of APELORA_INCUS_*); a cluster other than the
-   * record's is FAILED_PRECONDITION. A name not registered is NOT_FOUND.
+   * a record: the only cluster, or the cluster of APELORA_INCUS_*). A cluster other than the
+   * record's names that cluster's member of the same name (a member name is unique within its
+   * cluster only; the record is its own cluster's machine). A name not registered is NOT_FOUND.
    */
   cluster?: string | null | undefined;
   /**
