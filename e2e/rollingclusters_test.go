@@ -192,16 +192,23 @@ func TestRollingRebootInEachCluster(t *testing.T) {
 // twoLabs starts two labs of n members at the same time, both trusting one client
 // identity (Apelora's).
 func twoLabs(t *testing.T, n int) (*incuslab.Cluster, *incuslab.Cluster) {
+	labs := startLabs(t, n, n)
+	return labs[0], labs[1]
+}
+
+// startLabs starts one lab of each size at once, all trusting one client identity (the
+// one Apelora presents to every cluster), each on its own loopback block.
+func startLabs(t *testing.T, sizes ...int) []*incuslab.Cluster {
 	t.Helper()
 	id, err := incuslab.NewIdentity(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	incusd, cli := incuslab.Require(t)
-	var labs [2]*incuslab.Cluster
-	var errs [2]error
+	labs := make([]*incuslab.Cluster, len(sizes))
+	errs := make([]error, len(sizes))
 	var wg sync.WaitGroup
-	for i := range labs {
+	for i, n := range sizes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -222,7 +229,7 @@ func twoLabs(t *testing.T, n int) (*incuslab.Cluster, *incuslab.Cluster) {
 		}
 		t.Logf("incuslab: %s", lab.Summary())
 	}
-	return labs[0], labs[1]
+	return labs
 }
 
 // startTwoClusterFenceSim is startFenceSim for several labs whose members share names:
