@@ -5336,8 +5336,11 @@ func (v *FenceProgressFenceProgressFenceEvent) __premarshalJSON() (*__premarshal
 // FenceProgressResponse is returned by FenceProgress on success.
 type FenceProgressResponse struct {
 	// Fence events as apelora-worker records them, pushed by every API replica. `member` keeps
-	// one member's events. `after` is the id of the last event a console has: the events
-	// recorded since are sent first, then live ones, so a console that reconnects misses none.
+	// one member's events; `cluster` keeps one cluster's (a member name is unique within its
+	// cluster only: give both to follow one member where two clusters have that name; the
+	// worker's LEADING events belong to no cluster). A cluster not registered is NOT_FOUND.
+	// `after` is the id of the last event a console has: the events recorded since are sent
+	// first, then live ones, so a console that reconnects misses none.
 	FenceProgress FenceProgressFenceProgressFenceEvent `json:"fenceProgress"`
 }
 

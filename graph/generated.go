@@ -818,7 +818,7 @@ type ComplexityRoot struct {
 		AdmissionChecks    func(childComplexity int, name string) int
 		AuditEventRecorded func(childComplexity int, machine *string, actor *string, outcome *model.AuditOutcome, after *string) int
 		DriftChanges       func(childComplexity int, machine *string, after *string) int
-		FenceProgress      func(childComplexity int, member *string, after *string) int
+		FenceProgress      func(childComplexity int, member *string, cluster *string, after *string) int
 		FleetUpdates       func(childComplexity int, after *int, cluster *string) int
 		MaintenanceTask    func(childComplexity int, name string, after *string) int
 		MemberOperation    func(childComplexity int, name string, after *string) int
@@ -942,7 +942,7 @@ type SubscriptionResolver interface {
 	AuditEventRecorded(ctx context.Context, machine *string, actor *string, outcome *model.AuditOutcome, after *string) (<-chan *model.AuditEvent, error)
 	MemberOperation(ctx context.Context, name string, after *string) (<-chan *model.MemberOperationEvent, error)
 	DriftChanges(ctx context.Context, machine *string, after *string) (<-chan *model.DriftEvent, error)
-	FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error)
+	FenceProgress(ctx context.Context, member *string, cluster *string, after *string) (<-chan *model.FenceEvent, error)
 	FleetUpdates(ctx context.Context, after *int, cluster *string) (<-chan *model.FleetUpdate, error)
 	MaintenanceTask(ctx context.Context, name string, after *string) (<-chan *model.MaintenanceTaskEvent, error)
 	AdmissionChecks(ctx context.Context, name string) (<-chan *model.AdmissionCheckEvent, error)
@@ -4333,7 +4333,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.FenceProgress(childComplexity, args["member"].(*string), args["after"].(*string)), true
+		return e.ComplexityRoot.Subscription.FenceProgress(childComplexity, args["member"].(*string), args["cluster"].(*string), args["after"].(*string)), true
 	case "Subscription.fleetUpdates":
 		if e.ComplexityRoot.Subscription.FleetUpdates == nil {
 			break
@@ -5192,10 +5192,13 @@ extend type Mutation {
 extend type Subscription {
   """
   Fence events as apelora-worker records them, pushed by every API replica. ` + "`" + `member` + "`" + ` keeps
-  one member's events. ` + "`" + `after` + "`" + ` is the id of the last event a console has: the events
-  recorded since are sent first, then live ones, so a console that reconnects misses none.
+  one member's events; ` + "`" + `cluster` + "`" + ` keeps one cluster's (a member name is unique within its
+  cluster only: give both to follow one member where two clusters have that name; the
+  worker's LEADING events belong to no cluster). A cluster not registered is NOT_FOUND.
+  ` + "`" + `after` + "`" + ` is the id of the last event a console has: the events recorded since are sent
+  first, then live ones, so a console that reconnects misses none.
   """
-  fenceProgress(member: String, after: ID): FenceEvent!
+  fenceProgress(member: String, cluster: String, after: ID): FenceEvent!
 }
 
 extend type Machine {
@@ -9566,14 +9569,22 @@ func (ec *executionContext) field_Subscription_fenceProgress_args(ctx context.Co
 		return nil, err
 	}
 	args["member"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "cluster",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cluster"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOID2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["after"] = arg1
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -23556,7 +23567,7 @@ func (ec *executionContext) _Subscription_fenceProgress(ctx context.Context, fie
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().FenceProgress(ctx, fc.Args["member"].(*string), fc.Args["after"].(*string))
+			return ec.Resolvers.Subscription().FenceProgress(ctx, fc.Args["member"].(*string), fc.Args["cluster"].(*string), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FenceEvent) graphql.Marshaler {

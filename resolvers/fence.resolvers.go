@@ -123,7 +123,7 @@ func (r *queryResolver) Cluster(ctx context.Context) (*model.ClusterView, error)
 }
 
 // FenceProgress is the resolver for the fenceProgress field.
-func (r *subscriptionResolver) FenceProgress(ctx context.Context, member *string, after *string) (<-chan *model.FenceEvent, error) {
+func (r *subscriptionResolver) FenceProgress(ctx context.Context, member *string, cluster *string, after *string) (<-chan *model.FenceEvent, error) {
 	var from *int64
 	if after != nil {
 		id, err := fencing.ParseEventID("after", *after)
@@ -132,7 +132,15 @@ func (r *subscriptionResolver) FenceProgress(ctx context.Context, member *string
 		}
 		from = &id
 	}
-	want, err := r.Fencing.Progress(deref(member), from)
+	var clusterID int64
+	if cluster != nil {
+		c, err := r.Resolver.Clusters.Registry.Named(ctx, "cluster", *cluster)
+		if err != nil {
+			return nil, err
+		}
+		clusterID = c.ID
+	}
+	want, err := r.Fencing.Progress(deref(member), clusterID, from)
 	if err != nil {
 		return nil, err
 	}

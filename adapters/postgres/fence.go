@@ -158,9 +158,9 @@ func (f fenceStore) Events(ctx context.Context, flt fencing.EventFilter) ([]fenc
 		WHERE ($1 = '' OR member = $1) AND ($2 = 0 OR id < $2) AND ($4 = 0 OR cluster_id = $4) ORDER BY id DESC LIMIT $3`, flt.Member, flt.Before, flt.Limit, flt.Cluster))
 }
 
-func (f fenceStore) EventsAfter(ctx context.Context, member string, after int64, limit int) ([]fencing.Event, error) {
+func (f fenceStore) EventsAfter(ctx context.Context, cluster int64, member string, after int64, limit int) ([]fencing.Event, error) {
 	return collectEvents(f.s.pool.Query(ctx, `SELECT `+eventColumns+` FROM fence_events
-		WHERE ($1 = '' OR member = $1) AND id > $2 ORDER BY id LIMIT $3`, member, after, limit))
+		WHERE ($1 = '' OR member = $1) AND ($4 = 0 OR cluster_id = $4) AND id > $2 ORDER BY id LIMIT $3`, member, after, limit, cluster))
 }
 
 // FenceEvent returns one event, or nil.

@@ -253,6 +253,13 @@ func TestFenceLeaseKeepsClustersApart(t *testing.T) {
 	if rb, _ := lease.Requests(ctx, b); rb["m2"].SystemID != "bbb222" || !rb["m2"].Pending() {
 		t.Fatalf("B's requests %v", rb)
 	}
+	// fenceProgress(member: "m2", cluster: …) replays that cluster's m2 only.
+	if ea, err := db.Store.Fences().EventsAfter(ctx, a, "m2", 0, 10); err != nil || len(ea) != 0 {
+		t.Fatalf("A's m2's events %v %v", ea, err)
+	}
+	if eb, err := db.Store.Fences().EventsAfter(ctx, b, "m2", 0, 10); err != nil || len(eb) != 1 || eb[0].Cluster != b {
+		t.Fatalf("B's m2's events %v %v", eb, err)
+	}
 	// A mapping of (B, m2) is not A's m2's.
 	fs := db.Store.Fences()
 	if err := fs.Change(audited("setFenceMapping"), "m2", func(tx fencing.Tx) error {

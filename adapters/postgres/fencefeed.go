@@ -20,7 +20,7 @@ func (s *Store) NewFenceFeed() *FenceFeed {
 		func(e fencing.Event) string { return e.Member })
 	f.last = func(ctx context.Context) (int64, error) { return s.lastID(ctx, "fence_events") }
 	f.after = func(ctx context.Context, after int64, limit int) ([]fencing.Event, error) {
-		return s.Fences().EventsAfter(ctx, "", after, limit)
+		return s.Fences().EventsAfter(ctx, 0, "", after, limit)
 	}
 	return f
 }

@@ -43,8 +43,9 @@ type Store interface {
 	// event of the mutation in progress.
 	Change(ctx context.Context, member string, fn func(Tx) error) error
 	Events(ctx context.Context, f EventFilter) ([]Event, error)
-	// EventsAfter returns events with an id above after, oldest first.
-	EventsAfter(ctx context.Context, member string, after int64, limit int) ([]Event, error)
+	// EventsAfter returns events (of cluster, or any for 0; of member, or any for "") with an
+	// id above after, oldest first.
+	EventsAfter(ctx context.Context, cluster int64, member string, after int64, limit int) ([]Event, error)
 	WorkerStatus(ctx context.Context) (*WorkerStatus, error)
 	// Statuses returns every mapping's status, keyed (cluster, member).
 	Statuses(ctx context.Context) (map[clusters.MemberKey]Status, error)
@@ -282,18 +283,25 @@ func ParseEventID(field, s string) (int64, error) {
 }
 
 // Progress says what a fenceProgress subscriber receives from the feed: one member's
-// events (member "": every member's), first those after the event id `after` when given,
-// read from the store, then live ones, without gaps or repeats; one that falls behind
-// catches up from the store. Subscribe with broadcast.Subscribe on Feed.
-func (s *Service) Progress(member string, after *int64) (broadcast.Want[string, Event], error) {
+// events (member "": every member's) of one cluster (cluster 0: every cluster's; a member
+// name is unique within its cluster only), first those after the event id `after` when
+// given, read from the store, then live ones, without gaps or repeats; one that falls
+// behind catches up from the store. Subscribe with broadcast.Subscribe on Feed.
+func (s *Service) Progress(member string, cluster int64, after *int64) (broadcast.Want[string, Event], error) {
 	if member != "" {
 		if err := ValidateMember(member); err != nil {
 			return broadcast.Want[string, Event]{}, err
 		}
 	}
-	return broadcast.Want[string, Event]{Key: member, All: member == "", After: after,
+	var match func(Event) bool
+	if cluster != 0 {
+		match = func(e Event) bool { return e.Cluster == cluster }
+	}
+	return broadcast.Want[string, Event]{Key: member, All: member == "", After: after, Match: match,
 		Replay: func(ctx context.Context, after int64, limit int) ([]Event, error) {
-			return s.Store.EventsAfter(ctx, member, after, limit)
+			// Filtered in the store, not by Match alone: a replay page shorter than asked
+			// for ends the replay.
+			return s.Store.EventsAfter(ctx, cluster, member, after, limit)
 		}}, nil
 }
 

@@ -64,12 +64,12 @@ func (t apiTx) DeleteMapping(_ context.Context, _ int64, member string) (*Mappin
 
 func (s *apiStore) Events(context.Context, EventFilter) ([]Event, error) { return nil, nil }
 
-func (s *apiStore) EventsAfter(_ context.Context, member string, after int64, limit int) ([]Event, error) {
+func (s *apiStore) EventsAfter(_ context.Context, cluster int64, member string, after int64, limit int) ([]Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Event
 	for _, e := range s.events {
-		if e.ID > after && (member == "" || e.Member == member) && len(out) < limit {
+		if e.ID > after && (member == "" || e.Member == member) && (cluster == 0 || e.Cluster == cluster) && len(out) < limit {
 			out = append(out, e)
 		}
 	}
@@ -249,7 +249,7 @@ func TestProgressReplaysThenGoesLiveWithoutGapsOrRepeats(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	progress := func(member string, after *int64) (<-chan Event, error) {
-		want, err := s.Progress(member, after)
+		want, err := s.Progress(member, 0, after)
 		if err != nil {
 			return nil, err
 		}
@@ -422,5 +422,42 @@ func TestMappingPlansCoverTheCluster(t *testing.T) {
 		if h[0] == h[1] {
 			t.Fatalf("%s: the same plan hash for two clusters called rack2", call)
 		}
+	}
+}
+
+// A member name is unique within its cluster only: fenceProgress(member, cluster) follows
+// that cluster's member, replayed and live, never the other cluster's of the same name.
+func TestProgressOfOneClustersMember(t *testing.T) {
+	st := &apiStore{mappings: map[string]Mapping{}}
+	f := newFeed()
+	s := &Service{Clusters: envCluster{}, Store: st, Feed: f}
+	in := func(feed Feed, cluster int64, member string, kind Kind) {
+		st.mu.Lock()
+		e := Event{ID: int64(len(st.events) + 1), At: t0, Member: member, Kind: kind, Cluster: cluster}
+		st.events = append(st.events, e)
+		st.mu.Unlock()
+		if feed != nil {
+			feed.Publish(e.Member, e)
+		}
+	}
+	in(nil, 1, "m2", KindOffline)
+	in(nil, 2, "m2", KindOffline)
+	in(nil, 2, "m2", KindRefused)
+	f.Start(3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	after := int64(0)
+	want, err := s.Progress("m2", 2, &after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := broadcast.Subscribe(ctx, s.Feed, want, sameEvents, 16)
+	if got := ids(collect(t, ch, 2)); !slices.Equal(got, []int64{2, 3}) {
+		t.Fatalf("replayed for cluster 2's m2: %v", got)
+	}
+	in(f, 1, "m2", KindEligible) // cluster 1's m2: not this subscriber's
+	in(f, 2, "m2", KindEligible)
+	if got := ids(collect(t, ch, 1)); !slices.Equal(got, []int64{5}) {
+		t.Fatalf("live for cluster 2's m2: %v", got)
 	}
 }

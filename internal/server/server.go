@@ -231,7 +231,7 @@ func websocketInit(store credentials, sockets SocketRegistry, refused func(conte
 var sharedStreams = map[string][]string{
 	"admissionChecks":    {"name"},
 	"auditEventRecorded": {"machine"},
-	"fenceProgress":      {"member"},
+	"fenceProgress":      {"member", "cluster"},
 	"driftChanges":       {"machine"},
 }
 
