@@ -3577,6 +3577,11 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetPermissio
 	return v.IdentityFields.Permissions
 }
 
+// GetGrants returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.Grants, and is useful for accessing the field via an interface.
+func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetGrants() []IdentityFieldsGrantsClusterGrant {
+	return v.IdentityFields.Grants
+}
+
 // GetCreatedAt returns CreateIdentityCreateIdentityCreateIdentityPayloadIdentity.CreatedAt, and is useful for accessing the field via an interface.
 func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) GetCreatedAt() time.Time {
 	return v.IdentityFields.CreatedAt
@@ -3637,6 +3642,8 @@ type __premarshalCreateIdentityCreateIdentityCreateIdentityPayloadIdentity struc
 
 	Permissions []Permission `json:"permissions"`
 
+	Grants []IdentityFieldsGrantsClusterGrant `json:"grants"`
+
 	CreatedAt time.Time `json:"createdAt"`
 
 	LastUsedAt *time.Time `json:"lastUsedAt"`
@@ -3663,6 +3670,7 @@ func (v *CreateIdentityCreateIdentityCreateIdentityPayloadIdentity) __premarshal
 
 	retval.Name = v.IdentityFields.Name
 	retval.Permissions = v.IdentityFields.Permissions
+	retval.Grants = v.IdentityFields.Grants
 	retval.CreatedAt = v.IdentityFields.CreatedAt
 	retval.LastUsedAt = v.IdentityFields.LastUsedAt
 	retval.ExpiresAt = v.IdentityFields.ExpiresAt
@@ -6942,6 +6950,11 @@ func (v *IdentitiesIdentitiesIdentity) GetPermissions() []Permission {
 	return v.IdentityFields.Permissions
 }
 
+// GetGrants returns IdentitiesIdentitiesIdentity.Grants, and is useful for accessing the field via an interface.
+func (v *IdentitiesIdentitiesIdentity) GetGrants() []IdentityFieldsGrantsClusterGrant {
+	return v.IdentityFields.Grants
+}
+
 // GetCreatedAt returns IdentitiesIdentitiesIdentity.CreatedAt, and is useful for accessing the field via an interface.
 func (v *IdentitiesIdentitiesIdentity) GetCreatedAt() time.Time { return v.IdentityFields.CreatedAt }
 
@@ -6990,6 +7003,8 @@ type __premarshalIdentitiesIdentitiesIdentity struct {
 
 	Permissions []Permission `json:"permissions"`
 
+	Grants []IdentityFieldsGrantsClusterGrant `json:"grants"`
+
 	CreatedAt time.Time `json:"createdAt"`
 
 	LastUsedAt *time.Time `json:"lastUsedAt"`
@@ -7016,6 +7031,7 @@ func (v *IdentitiesIdentitiesIdentity) __premarshalJSON() (*__premarshalIdentiti
 
 	retval.Name = v.IdentityFields.Name
 	retval.Permissions = v.IdentityFields.Permissions
+	retval.Grants = v.IdentityFields.Grants
 	retval.CreatedAt = v.IdentityFields.CreatedAt
 	retval.LastUsedAt = v.IdentityFields.LastUsedAt
 	retval.ExpiresAt = v.IdentityFields.ExpiresAt
@@ -7044,7 +7060,13 @@ type IdentityFields struct {
 	Name string `json:"name"`
 	// What it holds in every cluster (and for what is about no cluster: identities, registering clusters).
 	Permissions []Permission `json:"permissions"`
-	CreatedAt   time.Time    `json:"createdAt"`
+	// What it holds in some Incus clusters only (`manage-infrastructure@rack1`): every change
+	// about a machine of that cluster, or naming it, is allowed; one about another cluster, or
+	// about none, is refused FORBIDDEN. HARDWARE_DELETE in a cluster needs
+	// MANAGE_INFRASTRUCTURE there. Reads are not scoped: an identity with a grant here reads
+	// the whole fleet. Empty while an SSO identity's groups are unconfirmed (as `permissions`).
+	Grants    []IdentityFieldsGrantsClusterGrant `json:"grants"`
+	CreatedAt time.Time                          `json:"createdAt"`
 	// Its last successful authentication, to within a minute; null when never used.
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 	// When it stops working; null when it never expires.
@@ -7063,6 +7085,9 @@ func (v *IdentityFields) GetName() string { return v.Name }
 // GetPermissions returns IdentityFields.Permissions, and is useful for accessing the field via an interface.
 func (v *IdentityFields) GetPermissions() []Permission { return v.Permissions }
 
+// GetGrants returns IdentityFields.Grants, and is useful for accessing the field via an interface.
+func (v *IdentityFields) GetGrants() []IdentityFieldsGrantsClusterGrant { return v.Grants }
+
 // GetCreatedAt returns IdentityFields.CreatedAt, and is useful for accessing the field via an interface.
 func (v *IdentityFields) GetCreatedAt() time.Time { return v.CreatedAt }
 
@@ -7080,6 +7105,22 @@ func (v *IdentityFields) GetRevokedBy() *string { return v.RevokedBy }
 
 // GetActive returns IdentityFields.Active, and is useful for accessing the field via an interface.
 func (v *IdentityFields) GetActive() bool { return v.Active }
+
+// IdentityFieldsGrantsClusterGrant includes the requested fields of the GraphQL type ClusterGrant.
+// The GraphQL type's documentation follows.
+//
+// A permission held in one Incus cluster only.
+type IdentityFieldsGrantsClusterGrant struct {
+	Permission Permission `json:"permission"`
+	// The cluster's name, as the clusters query lists it.
+	Cluster string `json:"cluster"`
+}
+
+// GetPermission returns IdentityFieldsGrantsClusterGrant.Permission, and is useful for accessing the field via an interface.
+func (v *IdentityFieldsGrantsClusterGrant) GetPermission() Permission { return v.Permission }
+
+// GetCluster returns IdentityFieldsGrantsClusterGrant.Cluster, and is useful for accessing the field via an interface.
+func (v *IdentityFieldsGrantsClusterGrant) GetCluster() string { return v.Cluster }
 
 // IncusClientCertificateResponse is returned by IncusClientCertificate on success.
 type IncusClientCertificateResponse struct {
@@ -12112,6 +12153,11 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetPermissio
 	return v.IdentityFields.Permissions
 }
 
+// GetGrants returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.Grants, and is useful for accessing the field via an interface.
+func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetGrants() []IdentityFieldsGrantsClusterGrant {
+	return v.IdentityFields.Grants
+}
+
 // GetCreatedAt returns RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity.CreatedAt, and is useful for accessing the field via an interface.
 func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) GetCreatedAt() time.Time {
 	return v.IdentityFields.CreatedAt
@@ -12172,6 +12218,8 @@ type __premarshalRevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity struc
 
 	Permissions []Permission `json:"permissions"`
 
+	Grants []IdentityFieldsGrantsClusterGrant `json:"grants"`
+
 	CreatedAt time.Time `json:"createdAt"`
 
 	LastUsedAt *time.Time `json:"lastUsedAt"`
@@ -12198,6 +12246,7 @@ func (v *RevokeIdentityRevokeIdentityRevokeIdentityPayloadIdentity) __premarshal
 
 	retval.Name = v.IdentityFields.Name
 	retval.Permissions = v.IdentityFields.Permissions
+	retval.Grants = v.IdentityFields.Grants
 	retval.CreatedAt = v.IdentityFields.CreatedAt
 	retval.LastUsedAt = v.IdentityFields.LastUsedAt
 	retval.ExpiresAt = v.IdentityFields.ExpiresAt
@@ -16265,6 +16314,10 @@ fragment PlanFields on Plan {
 fragment IdentityFields on Identity {
 	name
 	permissions
+	grants {
+		permission
+		cluster
+	}
 	createdAt
 	lastUsedAt
 	expiresAt
@@ -17008,6 +17061,10 @@ query Identities {
 fragment IdentityFields on Identity {
 	name
 	permissions
+	grants {
+		permission
+		cluster
+	}
 	createdAt
 	lastUsedAt
 	expiresAt
@@ -18491,6 +18548,10 @@ fragment PlanFields on Plan {
 fragment IdentityFields on Identity {
 	name
 	permissions
+	grants {
+		permission
+		cluster
+	}
 	createdAt
 	lastUsedAt
 	expiresAt

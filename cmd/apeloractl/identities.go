@@ -20,15 +20,16 @@ var (
 	whoamiCommand         = &command{name: "whoami", doc: "the identity the token belongs to", run: (*cli).whoami}
 	identitiesCommand     = &command{name: "identities", doc: "every identity: permissions, status, last use, expiry", run: (*cli).identities}
 	createIdentityCommand = &command{
-		name: "create-identity", synopsis: "NAME -permission PERM [-permission PERM ...] [-expires 90d|RFC3339]", names: 1,
+		name: "create-identity", synopsis: "NAME -permission PERM [-grant PERM@CLUSTER ...] [-expires 90d|RFC3339]", names: 1,
 		doc:      "create an identity: prints its bearer token ONCE",
 		mutation: "createIdentity",
 		flags: func(fs *flag.FlagSet) runner {
-			var perms multiFlag
-			fs.Var(&perms, "permission", "view-infrastructure, manage-infrastructure or hardware.delete; repeat for several")
+			var perms, grants multiFlag
+			fs.Var(&perms, "permission", "view-infrastructure, manage-infrastructure or hardware.delete, in every cluster; repeat for several")
+			fs.Var(&grants, "grant", "a permission in one cluster only, PERM@CLUSTER (manage-infrastructure@rack1; a cluster 'apeloractl clusters' lists); repeat for several")
 			expires := fs.String("expires", "", "when it stops working: a duration such as 90d or 12h, or an RFC 3339 time (default: never)")
 			return func(c *cli, ctx context.Context, names []string) error {
-				return c.createIdentity(ctx, names[0], perms, *expires)
+				return c.createIdentity(ctx, names[0], perms, grants, *expires)
 			}
 		},
 	}
@@ -65,6 +66,9 @@ func (c *cli) identities(ctx context.Context, _ []string) error {
 			for i, p := range id.Permissions {
 				perms[i] = permissionWord(p)
 			}
+			for _, g := range id.Grants {
+				perms = append(perms, permissionWord(g.Permission)+"@"+g.Cluster)
+			}
 			status := "active"
 			switch {
 			case id.RevokedAt != nil:
@@ -77,7 +81,7 @@ func (c *cli) identities(ctx context.Context, _ []string) error {
 	})
 }
 
-func (c *cli) createIdentity(ctx context.Context, name string, perms []string, expires string) error {
+func (c *cli) createIdentity(ctx context.Context, name string, perms, grants []string, expires string) error {
 	in := client.CreateIdentityInput{Name: name, Permissions: []client.Permission{}}
 	for _, p := range perms {
 		perm, err := identity.ParsePermission(p)
@@ -85,6 +89,16 @@ func (c *cli) createIdentity(ctx context.Context, name string, perms []string, e
 			return errors.New(apperr.Text(err))
 		}
 		in.Permissions = append(in.Permissions, permissionEnum(perm))
+	}
+	for _, g := range grants {
+		grant, err := identity.ParseGrant(g)
+		if err != nil {
+			return errors.New(apperr.Text(err))
+		}
+		if grant.Cluster == "" {
+			return fmt.Errorf("-grant %s names no cluster: write PERM@CLUSTER, or give a permission in every cluster with -permission", g)
+		}
+		in.Grants = append(in.Grants, client.ClusterGrantInput{Permission: permissionEnum(grant.Permission), Cluster: grant.Cluster})
 	}
 	if expires != "" {
 		at, dur := identity.ExpiryFromFlag(expires)

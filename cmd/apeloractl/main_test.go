@@ -199,11 +199,31 @@ func TestIdentityCommands(t *testing.T) {
 		{[]string{"create-identity", "old", "-permission", "view-infrastructure", "-expires", "2020-01-01T00:00:00Z"}, "not in the future"},
 		{[]string{"create-identity", "ci", "-permission", "view-infrastructure"}, "already exists"},
 		{[]string{"create-identity", "-permission", "view-infrastructure"}, "usage"},
+		{[]string{"create-identity", "nowhere", "-grant", "manage-infrastructure"}, "names no cluster"},
+		{[]string{"create-identity", "nowhere", "-grant", "manage-infrastructure@nope"}, "no cluster named as in manage-infrastructure@nope"},
 		{[]string{"revoke-identity", "nobody"}, "no identity named"},
 	} {
 		if _, err := do(c.args...); err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.says)
 		}
+	}
+
+	// A grant in one cluster: rack2, a cluster record (its members are not read here).
+	e.Scalar(`INSERT INTO clusters (name, socket, adopted, registered_by) VALUES ('rack2', '/nonexistent/apelora-test/rack2', true, 'test') RETURNING id`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// The API learns of rack2 from NOTIFY clusters: NOT_FOUND until it has.
+		out, err = do("create-identity", "rack2-ops", "-grant", "manage-infrastructure@rack2")
+		if err == nil || !strings.Contains(err.Error(), "no cluster named") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || !strings.Contains(out, "created identity rack2-ops") {
+		t.Fatalf("create-identity -grant: %v\n%s", err, out)
+	}
+	if out, err := do("identities"); err != nil || !regexp.MustCompile(`rack2-ops\s+manage-infrastructure@rack2\s`).MatchString(out) {
+		t.Fatalf("identities after a grant in rack2: %v\n%s", err, out)
 	}
 
 	t.Setenv("APELORA_TOKEN", token)
