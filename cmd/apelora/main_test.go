@@ -224,7 +224,7 @@ func TestIdentityCreateGrantsInOneCluster(t *testing.T) {
 		args []string
 		says string
 	}{
-		{[]string{"identity", "create", "--name", "typo", "--grant", "manage-infrastructure@rack9"}, "no cluster named as in manage-infrastructure@rack9"},
+		{[]string{"identity", "create", "--name", "typo", "--grant", "manage-infrastructure@rack9"}, "no registered cluster for the grant manage-infrastructure@rack9"},
 		{[]string{"identity", "create", "--name", "eraser", "--grant", "hardware.delete@rack1"}, "add manage-infrastructure@rack1"},
 	} {
 		if _, err := do(c.args...); err == nil || !strings.Contains(err.Error(), c.says) {

@@ -200,7 +200,7 @@ func TestIdentityCommands(t *testing.T) {
 		{[]string{"create-identity", "ci", "-permission", "view-infrastructure"}, "already exists"},
 		{[]string{"create-identity", "-permission", "view-infrastructure"}, "usage"},
 		{[]string{"create-identity", "nowhere", "-grant", "manage-infrastructure"}, "names no cluster"},
-		{[]string{"create-identity", "nowhere", "-grant", "manage-infrastructure@nope"}, "no cluster named as in manage-infrastructure@nope"},
+		{[]string{"create-identity", "nowhere", "-grant", "manage-infrastructure@nope"}, "no registered cluster for the grant manage-infrastructure@nope"},
 		{[]string{"revoke-identity", "nobody"}, "no identity named"},
 	} {
 		if _, err := do(c.args...); err == nil || !strings.Contains(err.Error(), c.says) {
@@ -214,7 +214,7 @@ func TestIdentityCommands(t *testing.T) {
 	for {
 		// The API learns of rack2 from NOTIFY clusters: NOT_FOUND until it has.
 		out, err = do("create-identity", "rack2-ops", "-grant", "manage-infrastructure@rack2")
-		if err == nil || !strings.Contains(err.Error(), "no cluster named") || time.Now().After(deadline) {
+		if err == nil || !strings.Contains(err.Error(), "no registered cluster") || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -147,7 +147,7 @@ func (s *Service) Create(ctx context.Context, by Caller, in NewIdentity) (*Ident
 			return err
 		}
 		if unknown := unknownIn(scoped, grants); len(unknown) > 0 {
-			return &apperr.Error{Code: apperr.NotFound, Field: "grants", Message: "no cluster named as in " + strings.Join(unknown, ", ") + ": grant in a cluster the clusters query lists (register it first with registerCluster)"}
+			return &apperr.Error{Code: apperr.NotFound, Field: "grants", Message: "no registered cluster for the grant " + strings.Join(unknown, ", ") + ": grant in a cluster the clusters query lists (register it first with registerCluster)"}
 		}
 		if by.Identity != nil {
 			for _, g := range grants {
