@@ -18,7 +18,7 @@ test('the server\'s words become the console\'s: buttons named, not mutations; o
     inConsoleWords('the placement guard is on, but no member carries the admission mark (user.apelora.admission) yet: Incus refuses every untargeted placement until admitMember admits a member'),
     'the placement guard is on, but no member carries the admission mark (user.apelora.admission) yet: Incus refuses every untargeted placement until a member is admitted (“Admit”)',
   );
-  assert.match(inConsoleWords('the placement guard is off: …; turn it on with setPlacementGuard (apeloractl placement-guard on)'), /turn it on with the placement guard switch on the Fencing page$/);
+  assert.match(inConsoleWords('the placement guard is off: …; turn it on with setPlacementGuard (apeloractl placement-guard on)'), /turn it on with the placement guard switch of its cluster on the Clusters page$/);
   // maintenance/maintenance.go, lifecycle.go
   assert.equal(inConsoleWords('"n1" is already evacuated: restore it (restoreMember) when its maintenance is done'), '"n1" is already evacuated: restore it (“Restore”) when its maintenance is done');
   assert.match(inConsoleWords('run the admission checks, then admitMember'), /then “Admit”$/);

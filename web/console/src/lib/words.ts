@@ -42,7 +42,7 @@ const phrases: [RegExp, string][] = [
   [/\bregisterMachine with provisioner MAAS and this system id\b/g, '“Register” on its row'],
   [/\bregisterMachine with provisioner MAAS\b/g, '“Register”'],
   [/\buntil admitMember admits a member\b/g, 'until a member is admitted (“Admit”)'],
-  [/\bsetPlacementGuard \(apeloractl placement-guard on\)/g, 'the placement guard switch on the Fencing page'],
+  [/\bsetPlacementGuard \(apeloractl placement-guard on\)/g, 'the placement guard switch of its cluster on the Clusters page'],
   [/, setPlacementGuard or apeloractl placement-guard on\)/g, ': the switch on the Fencing page)'],
 ];
 

@@ -108,7 +108,7 @@ export function MachinePage({ name }: { name: string }) {
                 </>
               ) : null}
             </Facts>
-            <Facts title="Incus member" none={<>Not a member of the cluster.</>}>
+            <Facts title="Incus member" none={m.cluster ? <>Not a member of cluster {m.cluster.name}.</> : <>Not a member of an Incus cluster: its enrolment names the cluster.</>}>
               {m.member ? (
                 <>
                   <Fact k="Status"><MemberStatusBadge status={m.member.status} /> {m.member.message && m.member.message.trim().toLowerCase() !== m.member.status.toLowerCase() ? m.member.message : null}</Fact>
