@@ -116,7 +116,7 @@ func firstDuplicate(s []string) int {
 	return -1
 }
 
-var seriesPattern = regexp.MustCompile(`^([a-z]+/)?[a-z0-9.]{2,30}$`)
+var seriesPattern = regexp.MustCompile(`^([a-z]{1,30}/)?[a-z0-9.]{2,30}$`)
 
 // ValidateSeries checks an OS series name as MAAS takes it (noble, ubuntu/noble, 24.04).
 func ValidateSeries(series string) error {
