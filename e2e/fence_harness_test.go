@@ -108,7 +108,16 @@ func startFenceSimOf(t *testing.T, labs ...fenceLab) *fenceSim {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.listen(t, s)
+	return f
+}
+
+// listen serves the simulator s over TLS on loopback (closed at the test's end) and writes
+// its CA where the API and workers read it.
+func (f *fenceSim) listen(t *testing.T, s *sim.Server) {
+	t.Helper()
 	f.Server = s
+	var err error
 	if f.ep, err = s.ListenTLS("127.0.0.1:0", sim.TLSCASignedLeaf); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +126,26 @@ func startFenceSimOf(t *testing.T, labs ...fenceLab) *fenceSim {
 	if err := os.WriteFile(f.caFile, f.ep.Certs.CAPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return f
+}
+
+// runClock moves the simulator's clock a second every 250 ms until the test ends:
+// power-offs take effect when it moves.
+func (f *fenceSim) runClock(t *testing.T) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				f.clock.Advance(time.Second)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
 }
 
 // apiConfig is what the API replica that has MAAS uses: the read key.

@@ -40,23 +40,7 @@ func startRollingEnv(t *testing.T) *rollingEnv {
 			t.Errorf("power-on hook: %v", err)
 		}
 	})
-	// Power-offs take effect when the simulator's clock moves: let it run.
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				x.maas.clock.Advance(time.Second)
-			}
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
+	x.maas.runClock(t)
 	return x
 }
 

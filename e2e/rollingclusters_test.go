@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -277,31 +276,8 @@ func startTwoClusterFenceSim(t *testing.T, labs map[string]*incuslab.Cluster) *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Server = s
-	if f.ep, err = s.ListenTLS("127.0.0.1:0", sim.TLSCASignedLeaf); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.ep.Close() })
-	f.caFile = filepath.Join(t.TempDir(), "maas-ca.pem")
-	if err := os.WriteFile(f.caFile, f.ep.Certs.CAPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Power-offs take effect when the simulator's clock moves: let it run.
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				f.clock.Advance(time.Second)
-			}
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
+	f.listen(t, s)
+	f.runClock(t)
 	return f
 }
 
